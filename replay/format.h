@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: MIT */
+/* format.h: the one definition of the .mms on-disk format, shared by the
+ * writer (hooks/) and the reader (replay/). doc/log-format.md explains it. */
+#ifndef MMS_FORMAT_H
+#define MMS_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/*
+ * File layout (all integers little-endian):
+ *
+ *   [0, MMS_HEADER_SIZE)                    struct mms_file_header
+ *   [MMS_HEADER_SIZE + k * chunk_size, ...)  chunk k, k < header.nchunks
+ *
+ * A chunk is a struct mms_chunk_header followed by `used` bytes of records.
+ * Its records form one or more segments; a segment is a SEGMENT record and
+ * the records one thread wrote after it, with non-decreasing stamps. The
+ * writer stores `used` (release) after each whole record, so a reader never
+ * sees half a record, even from a process killed with SIGKILL.
+ *
+ * A record is a tag byte, then (for every tag but SEGMENT) the stamp as an
+ * unsigned varint delta from the previous record of its segment, then the
+ * payload fields listed beside each tag below. Addresses are zigzag varint
+ * deltas from the previous address of the segment ("daddr"); other numbers
+ * are unsigned LEB128 varints ("u"); strings are a length then bytes ("s").
+ */
+
+#define MMS_MAGIC "MMSLOG\x1a\n"
+#define MMS_MAGIC_LEN 8
+#define MMS_FORMAT_VERSION 1u
+#define MMS_HEADER_SIZE 4096u
+#define MMS_CHUNK_SIZE_DEFAULT 65536u
+#define MMS_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
+#define MMS_MAX_STRING 4096u         /* longer strings are truncated */
+
+/* header.clock: how stamps were taken. */
+enum mms_clock {
+	MMS_CLOCK_TSC = 1,     /* invariant TSC, rdtsc fenced */
+	MMS_CLOCK_COUNTER = 2, /* one global atomic counter */
+};
+
+/* header.flags, set with atomic OR by the writer. */
+enum mms_header_flag {
+	MMS_FLAG_COMPLETE = 1u << 0,         /* the process reached exit */
+	MMS_FLAG_CUT = 1u << 1,              /* recording stopped early, see cut_errno */
+	MMS_FLAG_STACKS_FULL = 1u << 2,      /* stack table full: later stacks truncated */
+	MMS_FLAG_STRINGS_FULL = 1u << 3,     /* string table full: later strings are id 0 */
+	MMS_FLAG_CLOCK_BACKWARDS = 1u << 4,  /* a stamp went backwards in a thread (clamped) */
+	MMS_FLAG_EXECED = 1u << 5,           /* this image was reached by exec from a recorded one */
+	MMS_FLAG_FORKED = 1u << 6,           /* this process is a recorded fork child */
+};
+
+/* The fixed part of page 0. Fields marked "atomic" are updated while the
+ * program runs; readers load them with __atomic_load_n. */
+struct mms_file_header {
+	char magic[MMS_MAGIC_LEN];
+	uint32_t version;
+	uint32_t header_size;       /* MMS_HEADER_SIZE */
+	uint32_t chunk_size;        /* bytes per chunk, a multiple of 4096 */
+	uint32_t clock;             /* enum mms_clock */
+	uint32_t flags;             /* atomic; enum mms_header_flag */
+	int32_t cut_errno;          /* why recording was cut, when MMS_FLAG_CUT */
+	uint64_t pid;
+	uint64_t ppid;
+	uint64_t start_stamp;       /* stamp and CLOCK_REALTIME (ns) taken together */
+	uint64_t start_realtime_ns;
+	uint64_t last_stamp;        /* atomic pair: refreshed as the log grows and at exit */
+	uint64_t last_realtime_ns;  /* atomic */
+	uint64_t nchunks;           /* atomic: chunks reserved so far */
+	uint64_t lost_events;       /* atomic: events not recorded (signal inside a hook) */
+	uint32_t call_stack_depth;  /* C frames recorded per event, 0 = none */
+	uint32_t events_mask;       /* enum mms_events_mask: what was collected */
+	uint64_t file_limit;        /* the largest size the writer would grow the file to */
+};
+
+/* header.events_mask */
+enum mms_events_mask {
+	MMS_EVENTS_ALLOC = 1u << 0,
+	MMS_EVENTS_FREE = 1u << 1,
+	MMS_EVENTS_LAUNCH = 1u << 2,
+	MMS_EVENTS_ACCESS = 1u << 3,
+};
+
+struct mms_chunk_header {
+	uint32_t magic;    /* MMS_CHUNK_MAGIC once the chunk is in use */
+	uint32_t reserved;
+	uint64_t used;     /* atomic: bytes of whole records after this header */
+};
+
+/* Record tags. Low bits of some tags carry a sub-code (allocator function,
+ * access mode, phase). */
+enum mms_tag {
+	/* Structure and metadata: not events of the program. */
+	MMS_TAG_SEGMENT = 0x01,     /* u thread, u stamp (absolute); resets deltas */
+	MMS_TAG_THREAD = 0x02,      /* u thread, u tid */
+	MMS_TAG_THREAD_NAME = 0x03, /* u thread, u string-id */
+	MMS_TAG_STRING = 0x04,      /* u id, s bytes */
+	MMS_TAG_STACK = 0x05,       /* u id, u parent-id (0 = root), u ip */
+	MMS_TAG_MODULE = 0x06,      /* u base, u lo, u hi, s path, s build-id */
+	MMS_TAG_META = 0x07,        /* s key, s value */
+	MMS_TAG_LOST = 0x08,        /* u count */
+
+	/* Memory events. */
+	MMS_TAG_ALLOC = 0x10,       /* | enum mms_alloc_fn: daddr, u size, u stack */
+	MMS_TAG_FREE = 0x18,        /* | enum mms_free_fn: daddr */
+	MMS_TAG_MMAP = 0x20,        /* daddr, u size, u prot<<32|flags, u stack */
+	MMS_TAG_MUNMAP = 0x21,      /* daddr, u size */
+	MMS_TAG_POOL_ALLOC = 0x28,  /* u pool-string, daddr, u size, u total, u used, u stack */
+	MMS_TAG_POOL_FREE = 0x29,   /* u pool-string, daddr, u size, u total, u used */
+	MMS_TAG_ACCESS = 0x30,      /* | enum mms_access_mode: daddr, u size */
+
+	/* Program structure events, from the instrumentation API. */
+	MMS_TAG_OP_BEGIN = 0x38,    /* u name */
+	MMS_TAG_OP_END = 0x39,      /* (none) */
+	MMS_TAG_KERNEL = 0x3a,      /* u name */
+	MMS_TAG_MARK = 0x40,        /* u name */
+	MMS_TAG_RANGE_START = 0x41, /* u range-id, u name */
+	MMS_TAG_RANGE_END = 0x42,   /* u range-id */
+	MMS_TAG_STEP = 0x48,        /* (none): ends step k, begins step k+1 */
+	MMS_TAG_OWNER_PUSH = 0x50,  /* u tag-string */
+	MMS_TAG_OWNER_POP = 0x51,   /* (none) */
+	MMS_TAG_WATCH = 0x58,       /* daddr, u size, u name */
+	MMS_TAG_COLLECT = 0x60,     /* u on (1 = start, 0 = stop) */
+	MMS_TAG_SYSTEM = 0x68,      /* | enum mms_system_phase */
+};
+
+enum mms_alloc_fn {
+	MMS_ALLOC_MALLOC = 0,
+	MMS_ALLOC_CALLOC = 1,
+	MMS_ALLOC_REALLOC = 2,   /* the new block of a realloc or reallocarray */
+	MMS_ALLOC_POSIX_MEMALIGN = 3,
+	MMS_ALLOC_ALIGNED_ALLOC = 4,
+	MMS_ALLOC_MEMALIGN = 5,
+	MMS_ALLOC_VALLOC = 6,
+	MMS_ALLOC_PVALLOC = 7,
+};
+
+enum mms_free_fn {
+	MMS_FREE_FREE = 0,
+	MMS_FREE_REALLOC = 1,    /* the old block of a realloc that moved or shrank to 0 */
+};
+
+enum mms_access_mode {
+	MMS_ACCESS_UNKNOWN = 0,
+	MMS_ACCESS_READ = 1,
+	MMS_ACCESS_WRITE = 2,
+};
+
+enum mms_system_phase {
+	MMS_SYSTEM_INIT = 0,
+	MMS_SYSTEM_FINI = 1,
+};
+
+/* The largest record the writer emits: a tag, 8 varints and two strings. */
+#define MMS_MAX_RECORD (1 + 8 * 10 + 2 * (10 + MMS_MAX_STRING))
+
+/* --- varint codec ------------------------------------------------------ */
+
+static inline uint8_t *mms_put_u(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+static inline uint64_t mms_zigzag(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline int64_t mms_unzigzag(uint64_t v)
+{
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+static inline uint8_t *mms_put_s(uint8_t *p, const void *s, size_t len)
+{
+	if (len > MMS_MAX_STRING)
+		len = MMS_MAX_STRING;
+	p = mms_put_u(p, len);
+	memcpy(p, s, len);
+	return p + len;
+}
+
+/* Decodes one unsigned varint at *p, not reading at or past end. Returns 0
+ * and advances *p, or -1 when the varint is cut by end or longer than ten
+ * bytes (corrupt). */
+static inline int mms_get_u(const uint8_t **p, const uint8_t *end, uint64_t *out)
+{
+	const uint8_t *q = *p;
+	uint64_t v = 0;
+	unsigned shift = 0;
+
+	while (q < end && shift < 64) {
+		uint8_t b = *q++;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*p = q;
+			*out = v;
+			return 0;
+		}
+		shift += 7;
+	}
+	return -1;
+}
+
+/* Decodes a string field: points *s at its bytes (not NUL-terminated) and
+ * *len at its length. Returns 0, or -1 when it runs past end or is longer
+ * than MMS_MAX_STRING. */
+static inline int mms_get_s(const uint8_t **p, const uint8_t *end, const char **s, uint64_t *len)
+{
+	uint64_t n;
+
+	if (mms_get_u(p, end, &n) || n > MMS_MAX_STRING || n > (uint64_t)(end - *p))
+		return -1;
+	*s = (const char *)*p;
+	*len = n;
+	*p += n;
+	return 0;
+}
+
+#endif /* MMS_FORMAT_H */
