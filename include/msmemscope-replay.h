@@ -76,6 +76,7 @@ typedef struct mms_event {
 	uint64_t range_id;  /* MSTX ranges */
 	const char *name;   /* operator, kernel, mark, owner tag, pool or watch name; NULL if none */
 	uint64_t file_offset; /* where the record lies in the file (for messages) */
+	uint64_t flags;     /* MMAP: prot << 32 | mmap flags, as recorded */
 } mms_event_t;
 
 typedef struct mms_log mms_log_t;
@@ -100,7 +101,18 @@ typedef struct mms_log_info {
 	int damaged;             /* the reader stopped at damage; see damage_* */
 	uint64_t damage_offset;  /* file offset of the first damage */
 	const char *damage;      /* what was wrong there, or NULL */
+	int damage_error;        /* MMS_ECORRUPT, MMS_ETRUNCATED or MMS_EORDER; 0 if none */
+	uint64_t damage_count;   /* places the reader found damage (chunks, order) */
+	uint64_t events;         /* events in the log, as mms_iter_next() yields them */
+	uint64_t segments;       /* per-thread runs of records (diagnostics) */
+	uint64_t last_realtime_ns; /* CLOCK_REALTIME at the last refresh or exit */
 } mms_log_info_t;
+
+/* Why mms_log_open_ex() failed on a file that is not a readable log. */
+typedef struct mms_open_error {
+	uint64_t offset;         /* file offset of the problem */
+	char what[160];          /* e.g. "format version 7; this reader reads version 1" */
+} mms_open_error_t;
 
 /* Opens the log at path, validates its header and chunks and reads its
  * metadata (threads, strings, stacks, modules). A log still being written
@@ -109,8 +121,35 @@ typedef struct mms_log_info {
  * instead of failing. Returns 0 and sets *out, or a negative code (no
  * log). Free with mms_log_close(). */
 int mms_log_open(const char *path, mms_log_t **out);
+/* Like mms_log_open(), and on a format error (MMS_EBADMAGIC, MMS_EVERSION,
+ * MMS_ETRUNCATED, MMS_ECORRUPT in the header) says where and what in *err
+ * when err is not NULL. */
+int mms_log_open_ex(const char *path, mms_log_t **out, mms_open_error_t *err);
 void mms_log_close(mms_log_t *log);
 void mms_log_get_info(const mms_log_t *log, mms_log_info_t *info);
+
+/* Value of a META record the writer emitted ("exe", "argv" with NUL
+ * separators, "config"). Returns 0 and sets *value (NUL-terminated, owned by
+ * the log) and *len, or MMS_EUSAGE when the log has no such key. */
+int mms_log_meta(const mms_log_t *log, const char *key, const char **value, size_t *len);
+
+/* Walks stack id from the innermost frame outwards and stores at most max
+ * instruction pointers in ips. Returns the full depth of the stack (which
+ * may exceed max), 0 for id 0, or MMS_ECORRUPT for an unknown id or a
+ * cycle. */
+int mms_log_stack(const mms_log_t *log, uint32_t id, uint64_t *ips, size_t max);
+
+/* A loaded module as recorded (for symbolization). */
+typedef struct mms_module {
+	uint64_t base, lo, hi;   /* load bias and address range */
+	const char *path;
+	const uint8_t *build_id; /* raw bytes, build_id_len of them */
+	size_t build_id_len;
+} mms_module_t;
+
+/* Module i, 0 <= i < count. Returns the number of modules when mod is NULL,
+ * 0 after filling *mod, or MMS_EUSAGE for an index out of range. */
+int mms_log_module(const mms_log_t *log, size_t i, mms_module_t *mod);
 
 /* Thread index -> OS thread id and name (NULL if never named). Returns 0 or
  * MMS_EUSAGE for an index not in the log. */
@@ -139,7 +178,9 @@ typedef struct mms_summary {
 	uint64_t by_kind[MMS_EV_KIND_COUNT];      /* events per enum mms_event_kind */
 	mms_kind_summary_t mem[MMS_MEM_KIND_COUNT]; /* HOST is the malloc family */
 	uint64_t threads;
-	uint64_t steps;                           /* steps begun (0 if never marked) */
+	uint64_t steps;                           /* steps run: STEP events (+1 if anything happened
+	                                             after the last), or "step start" ranges; 0 if
+	                                             never marked */
 	uint64_t unmatched_frees;                 /* frees of no live block */
 	uint64_t double_allocs;                   /* an address handed out while live */
 } mms_summary_t;

@@ -188,8 +188,8 @@ static inline uint8_t *mms_put_s(uint8_t *p, const void *s, size_t len)
 }
 
 /* Decodes one unsigned varint at *p, not reading at or past end. Returns 0
- * and advances *p, or -1 when the varint is cut by end or longer than ten
- * bytes (corrupt). */
+ * and advances *p, or -1 (leaving *p) when the varint is cut by end or
+ * does not fit 64 bits (corrupt). */
 static inline int mms_get_u(const uint8_t **p, const uint8_t *end, uint64_t *out)
 {
 	const uint8_t *q = *p;
@@ -198,6 +198,8 @@ static inline int mms_get_u(const uint8_t **p, const uint8_t *end, uint64_t *out
 
 	while (q < end && shift < 64) {
 		uint8_t b = *q++;
+		if (shift == 63 && b > 1)
+			return -1; /* more than 64 bits */
 		v |= (uint64_t)(b & 0x7f) << shift;
 		if (!(b & 0x80)) {
 			*p = q;
@@ -210,17 +212,18 @@ static inline int mms_get_u(const uint8_t **p, const uint8_t *end, uint64_t *out
 }
 
 /* Decodes a string field: points *s at its bytes (not NUL-terminated) and
- * *len at its length. Returns 0, or -1 when it runs past end or is longer
- * than MMS_MAX_STRING. */
+ * *len at its length, and advances *p. Returns 0, or -1 (leaving *p) when
+ * it runs past end or is longer than MMS_MAX_STRING. */
 static inline int mms_get_s(const uint8_t **p, const uint8_t *end, const char **s, uint64_t *len)
 {
+	const uint8_t *q = *p;
 	uint64_t n;
 
-	if (mms_get_u(p, end, &n) || n > MMS_MAX_STRING || n > (uint64_t)(end - *p))
+	if (mms_get_u(&q, end, &n) || n > MMS_MAX_STRING || n > (uint64_t)(end - q))
 		return -1;
-	*s = (const char *)*p;
+	*s = (const char *)q;
 	*len = n;
-	*p += n;
+	*p = q + n;
 	return 0;
 }
 

@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: MIT */
+/* api.c: the real instrumentation API (msmemscope.h and the mstx names),
+ * which interposes on the no-op stubs of -lmsmemscope. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "hooks-int.h"
+#include "msmemscope.h"
+
+/* Step number as the hooks see it, for --steps: 1 + msmemscope_step()
+ * calls, or the ordinal of the current "step start" range. */
+static uint32_t cur_step = 1;
+static int in_step_range;      /* ranges mode: inside a "step start" range */
+static int step_by_ranges;
+static uint64_t step_range_id;
+static uint64_t next_range_id = 1;
+static int collect_on = 1;     /* msmemscope_start/stop in deferred mode */
+
+void mms__steps_update(void)
+{
+	int on = collect_on;
+
+	if (on && mms__config.nsteps) {
+		on = 0;
+		if (!step_by_ranges || in_step_range)
+			for (uint32_t i = 0; i < mms__config.nsteps; i++)
+				on |= mms__config.steps[i] == cur_step;
+	}
+	mms__collecting = on;
+}
+
+int mms__api_init(void)
+{
+	collect_on = !mms__config.deferred;
+	mms__steps_update();
+	return 0;
+}
+
+/* Structure events are recorded whenever the log is open, collected or
+ * not, so a replay always knows the step and operator it is in. */
+static struct mms_thread *api_enter(void)
+{
+	struct mms_thread *t;
+
+	if (!mms__recording || mms__tls_busy)
+		return NULL;
+	mms__tls_busy = 1;
+	t = mms__thread();
+	if (!t)
+		mms__tls_busy = 0;
+	return t;
+}
+
+static void api_leave(void)
+{
+	mms__tls_busy = 0;
+}
+
+/* Writes a record of `tag` with up to three varint fields. */
+static void rec_simple(struct mms_thread *t, uint8_t tag, int n, uint64_t a, uint64_t b, uint64_t c)
+{
+	uint64_t stamp = mms__stamp_obtain();
+	uint8_t *p = mms__rec_begin(t, 1 + 4 * 10);
+
+	if (!p)
+		return;
+	p = mms__rec_head(t, p, tag, stamp);
+	if (n > 0)
+		p = mms_put_u(p, a);
+	if (n > 1)
+		p = mms_put_u(p, b);
+	if (n > 2)
+		p = mms_put_u(p, c);
+	mms__rec_commit(t, p);
+}
+
+static void named_event(uint8_t tag, const char *name)
+{
+	struct mms_thread *t = api_enter();
+
+	if (!t)
+		return;
+	rec_simple(t, tag, 1, mms__intern_string(t, name), 0, 0);
+	api_leave();
+}
+
+MMS_EXPORT void msmemscope_step(void)
+{
+	struct mms_thread *t = api_enter();
+
+	if (!t)
+		return;
+	rec_simple(t, MMS_TAG_STEP, 0, 0, 0, 0);
+	__atomic_fetch_add(&cur_step, 1, __ATOMIC_RELAXED);
+	mms__steps_update();
+	api_leave();
+}
+
+MMS_EXPORT void msmemscope_op_begin(const char *name)
+{
+	if (mms__config.events & MMS_EVENTS_LAUNCH)
+		named_event(MMS_TAG_OP_BEGIN, name);
+}
+
+MMS_EXPORT void msmemscope_op_end(void)
+{
+	struct mms_thread *t;
+
+	if (!(mms__config.events & MMS_EVENTS_LAUNCH) || !(t = api_enter()))
+		return;
+	rec_simple(t, MMS_TAG_OP_END, 0, 0, 0, 0);
+	api_leave();
+}
+
+MMS_EXPORT void msmemscope_kernel_launch(const char *name)
+{
+	if (mms__config.events & MMS_EVENTS_LAUNCH)
+		named_event(MMS_TAG_KERNEL, name);
+}
+
+MMS_EXPORT void msmemscope_mark(const char *name)
+{
+	named_event(MMS_TAG_MARK, name);
+}
+
+MMS_EXPORT uint64_t msmemscope_range_start(const char *name)
+{
+	uint64_t id = __atomic_fetch_add(&next_range_id, 1, __ATOMIC_RELAXED);
+	struct mms_thread *t = api_enter();
+
+	if (!t)
+		return id;
+	rec_simple(t, MMS_TAG_RANGE_START, 2, id, mms__intern_string(t, name), 0);
+	if (name && !strcmp(name, "step start")) {
+		/* The k-th "step start" range is step k. */
+		if (step_by_ranges)
+			__atomic_fetch_add(&cur_step, 1, __ATOMIC_RELAXED);
+		step_by_ranges = 1;
+		in_step_range = 1;
+		step_range_id = id;
+		mms__steps_update();
+	}
+	api_leave();
+	return id;
+}
+
+MMS_EXPORT void msmemscope_range_end(uint64_t id)
+{
+	struct mms_thread *t = api_enter();
+
+	if (!t)
+		return;
+	rec_simple(t, MMS_TAG_RANGE_END, 1, id, 0, 0);
+	if (step_by_ranges && id == step_range_id) {
+		in_step_range = 0;
+		mms__steps_update();
+	}
+	api_leave();
+}
+
+MMS_EXPORT void msmemscope_access(const void *ptr, size_t size, int mode)
+{
+	struct mms_thread *t;
+	uint64_t stamp;
+	uint8_t *p;
+
+	if (!(mms__config.events & MMS_EVENTS_ACCESS) || !mms__collecting || !(t = api_enter()))
+		return;
+	stamp = mms__stamp_obtain();
+	p = mms__rec_begin(t, 1 + 3 * 10);
+	if (p) {
+		p = mms__rec_head(t, p, (uint8_t)(MMS_TAG_ACCESS | ((unsigned)mode & 3)), stamp);
+		p = mms__rec_addr(t, p, (uintptr_t)ptr);
+		p = mms_put_u(p, size);
+		mms__rec_commit(t, p);
+	}
+	api_leave();
+}
+
+MMS_EXPORT void msmemscope_owner_push(const char *tag)
+{
+	named_event(MMS_TAG_OWNER_PUSH, tag);
+}
+
+MMS_EXPORT void msmemscope_owner_pop(void)
+{
+	struct mms_thread *t = api_enter();
+
+	if (!t)
+		return;
+	rec_simple(t, MMS_TAG_OWNER_POP, 0, 0, 0, 0);
+	api_leave();
+}
+
+static void pool_event(uint8_t tag, const char *pool, const void *ptr, size_t size, size_t total, size_t used)
+{
+	struct mms_thread *t;
+	uint32_t name, stack = 0;
+	uint64_t stamp;
+	uint8_t *p;
+
+	if (!mms__collecting || !(t = api_enter()))
+		return;
+	name = mms__intern_string(t, pool);
+	if (tag == MMS_TAG_POOL_ALLOC)
+		stack = mms__capture_stack(t);
+	stamp = tag == MMS_TAG_POOL_ALLOC ? mms__stamp_obtain() : mms__stamp_release();
+	p = mms__rec_begin(t, 1 + 7 * 10);
+	if (p) {
+		p = mms__rec_head(t, p, tag, stamp);
+		p = mms_put_u(p, name);
+		p = mms__rec_addr(t, p, (uintptr_t)ptr);
+		p = mms_put_u(p, size);
+		p = mms_put_u(p, total);
+		p = mms_put_u(p, used);
+		if (tag == MMS_TAG_POOL_ALLOC)
+			p = mms_put_u(p, stack);
+		mms__rec_commit(t, p);
+	}
+	api_leave();
+}
+
+MMS_EXPORT void msmemscope_pool_alloc(const char *pool, const void *ptr, size_t size, size_t total, size_t used)
+{
+	pool_event(MMS_TAG_POOL_ALLOC, pool, ptr, size, total, used);
+}
+
+MMS_EXPORT void msmemscope_pool_free(const char *pool, const void *ptr, size_t size, size_t total, size_t used)
+{
+	pool_event(MMS_TAG_POOL_FREE, pool, ptr, size, total, used);
+}
+
+MMS_EXPORT void msmemscope_watch(const void *ptr, size_t size, const char *name)
+{
+	struct mms_thread *t = api_enter();
+	uint32_t id;
+	uint64_t stamp;
+	uint8_t *p;
+
+	if (!t)
+		return;
+	id = mms__intern_string(t, name);
+	stamp = mms__stamp_obtain();
+	p = mms__rec_begin(t, 1 + 4 * 10);
+	if (p) {
+		p = mms__rec_head(t, p, MMS_TAG_WATCH, stamp);
+		p = mms__rec_addr(t, p, (uintptr_t)ptr);
+		p = mms_put_u(p, size);
+		p = mms_put_u(p, id);
+		mms__rec_commit(t, p);
+	}
+	api_leave();
+}
+
+static void set_collect(int on)
+{
+	struct mms_thread *t = api_enter();
+
+	collect_on = on;
+	mms__steps_update();
+	if (!t)
+		return;
+	rec_simple(t, MMS_TAG_COLLECT, 1, (uint64_t)on, 0, 0);
+	api_leave();
+}
+
+MMS_EXPORT void msmemscope_start(void)
+{
+	set_collect(1);
+}
+
+MMS_EXPORT void msmemscope_stop(void)
+{
+	set_collect(0);
+}
+
+MMS_EXPORT void mstxMarkA(const char *message, void *stream)
+{
+	(void)stream;
+	msmemscope_mark(message);
+}
+
+MMS_EXPORT uint64_t mstxRangeStartA(const char *message, void *stream)
+{
+	(void)stream;
+	return msmemscope_range_start(message);
+}
+
+MMS_EXPORT void mstxRangeEnd(uint64_t id)
+{
+	msmemscope_range_end(id);
+}
+
+MMS_EXPORT int pthread_setname_np(pthread_t thread, const char *name)
+{
+	int r = mms__real.pthread_setname_np ? mms__real.pthread_setname_np(thread, name) : ENOSYS;
+	struct mms_thread *t;
+
+	/* Only a thread naming itself is recorded: another thread's index is
+	 * not known here. */
+	if (r == 0 && pthread_equal(thread, pthread_self()) && (t = api_enter())) {
+		uint8_t buf[24], *p = buf;
+		p = mms_put_u(p, t->index);
+		p = mms_put_u(p, mms__intern_string(t, name));
+		mms__write_meta(t, MMS_TAG_THREAD_NAME, buf, (size_t)(p - buf));
+		api_leave();
+	}
+	return r;
+}

@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: MIT */
+/* hooks-int.h: what the recorder's modules share: per-thread state, the
+ * real allocator functions, stamps and the record writer. */
+#ifndef MMS_HOOKS_INT_H
+#define MMS_HOOKS_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "format.h"
+
+#define MMS_HIDDEN __attribute__((visibility("hidden")))
+#define MMS_EXPORT __attribute__((visibility("default")))
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+#define MMS_MAX_DEPTH 1000
+
+/* The functions the hooks forward to, found with dlsym(RTLD_NEXT). */
+struct mms_real {
+	void *(*malloc)(size_t);
+	void (*free)(void *);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	int (*posix_memalign)(void **, size_t, size_t);
+	void *(*aligned_alloc)(size_t, size_t);
+	void *(*memalign)(size_t, size_t);
+	void *(*valloc)(size_t);
+	void *(*pvalloc)(size_t);
+	void *(*mmap)(void *, size_t, int, int, int, off_t);
+	int (*munmap)(void *, size_t);
+	void *(*mremap)(void *, size_t, size_t, int, ...);
+	void *(*dlopen)(const char *, int);
+	int (*dlclose)(void *);
+	int (*pthread_setname_np)(pthread_t, const char *);
+};
+extern struct mms_real mms__real MMS_HIDDEN;
+
+/* One recording thread. Lives in memory of our own (never the program's
+ * heap), reached through a thread-local pointer. */
+struct mms_thread {
+	uint32_t index;          /* thread index in the log */
+	pid_t tid;
+	struct mms_chunk_header *chunk;
+	uint8_t *cur, *end;      /* write position and end of the current chunk */
+	uint64_t prev_stamp;     /* delta bases of the current segment */
+	uint64_t prev_addr;
+	uint64_t lost;           /* events dropped inside a hook, not yet logged */
+	struct mms_thread *next_free;
+	/* The last captured stack (innermost first) and its interned node ids,
+	 * so a new stack that shares outer frames re-interns only the rest. */
+	uint32_t nframes;
+	uint32_t stack_id;
+	uintptr_t *ips;          /* MMS_MAX_DEPTH + 1 entries */
+	uint32_t *ids;
+};
+
+/* Global recorder state. */
+struct mms_config {
+	uint32_t depth;          /* C frames per event, 0 = none */
+	uint32_t events;         /* enum mms_events_mask */
+	int deferred;            /* collect only between msmemscope_start/stop */
+	int follow_exec;
+	uint32_t steps[5];       /* steps to collect, nsteps = 0: all */
+	uint32_t nsteps;
+	uint64_t limit;          /* largest log file size */
+	int use_counter;         /* MSMEMSCOPE_CLOCK=counter */
+};
+extern struct mms_config mms__config MMS_HIDDEN;
+
+/* Nonzero while events are recorded; cleared when the log is cut, when a
+ * deferred collection is stopped, or outside the selected steps. */
+extern volatile int mms__recording MMS_HIDDEN;
+/* Set once the log is open; never cleared except in a fork child. */
+extern volatile int mms__active MMS_HIDDEN;
+/* Nonzero while memory events are collected: off in a deferred collection
+ * before msmemscope_start() and outside the steps of --steps. */
+extern volatile int mms__collecting MMS_HIDDEN;
+
+extern __thread struct mms_thread *mms__tls_thread MMS_HIDDEN;
+extern __thread int mms__tls_busy MMS_HIDDEN;
+
+/* clock.c */
+extern int mms__clock_tsc MMS_HIDDEN;
+extern uint64_t mms__counter MMS_HIDDEN;
+void mms__clock_init(int force_counter) MMS_HIDDEN;
+uint64_t mms__realtime_ns(void) MMS_HIDDEN;
+
+static inline uint64_t mms__rdtsc(void)
+{
+	uint32_t lo, hi;
+	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+/* A stamp taken before memory is released. No fence is needed: the stores
+ * that release the memory become visible to other cores only after they
+ * retire, and they retire after this older rdtsc has executed. (It may
+ * read the TSC before an earlier stamp of this thread; the writer clamps
+ * that, which keeps the order with other threads: see mms__rec_head.) */
+static inline uint64_t mms__stamp_release(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	if (likely(mms__clock_tsc))
+		return mms__rdtsc();
+#endif
+	return __atomic_fetch_add(&mms__counter, 1, __ATOMIC_SEQ_CST);
+}
+
+/* A stamp taken after memory was obtained: every earlier instruction (the
+ * call that returned it) has completed before the read. */
+static inline uint64_t mms__stamp_obtain(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	if (likely(mms__clock_tsc)) {
+		__asm__ __volatile__("lfence" ::: "memory");
+		return mms__rdtsc();
+	}
+#endif
+	return __atomic_fetch_add(&mms__counter, 1, __ATOMIC_SEQ_CST);
+}
+
+/* writer.c */
+int mms__writer_init(void) MMS_HIDDEN;
+int mms__log_open(void) MMS_HIDDEN;
+void mms__log_finish(void) MMS_HIDDEN;
+void mms__log_cut(int err) MMS_HIDDEN;
+void mms__log_after_fork_child(void) MMS_HIDDEN;
+struct mms_thread *mms__thread_register(void) MMS_HIDDEN;
+void mms__thread_exit(void) MMS_HIDDEN;
+/* Makes room for a record of at most `len` bytes in t's chunk. Returns 0,
+ * or -1 when recording has stopped (the record must be dropped). */
+int mms__reserve_slow(struct mms_thread *t, size_t len) MMS_HIDDEN;
+/* Writes a metadata record of arbitrary content (tag, then fields already
+ * encoded in buf) stamped now. */
+void mms__write_meta(struct mms_thread *t, uint8_t tag, const uint8_t *buf, size_t len) MMS_HIDDEN;
+void *mms__map_anon(size_t size) MMS_HIDDEN;
+extern struct mms_file_header *mms__header MMS_HIDDEN;
+
+/* The current thread's state, registering it on first use. NULL when it
+ * cannot be had (no memory for it): the event is dropped. */
+static inline struct mms_thread *mms__thread(void)
+{
+	struct mms_thread *t = mms__tls_thread;
+	return likely(t != NULL) ? t : mms__thread_register();
+}
+
+/* Begins a record of at most `max` bytes: returns the write pointer, or
+ * NULL when recording has stopped. */
+static inline uint8_t *mms__rec_begin(struct mms_thread *t, size_t max)
+{
+	if (unlikely((size_t)(t->end - t->cur) < max) && mms__reserve_slow(t, max))
+		return NULL;
+	return t->cur;
+}
+
+/* Writes the tag and the stamp delta of a record. */
+static inline uint8_t *mms__rec_head(struct mms_thread *t, uint8_t *p, uint8_t tag, uint64_t stamp)
+{
+	*p++ = tag;
+	if (unlikely(stamp < t->prev_stamp)) {
+		/* Clamping up to the thread's last stamp keeps the ordering rule:
+		 * that stamp, too, was read before this event's memory changed
+		 * hands. A large step back means the TSC is not in sync across
+		 * cores: say so in the log. */
+		if (t->prev_stamp - stamp > (1u << 20))
+			__atomic_fetch_or(&mms__header->flags, MMS_FLAG_CLOCK_BACKWARDS, __ATOMIC_RELAXED);
+		stamp = t->prev_stamp;
+	}
+	p = mms_put_u(p, stamp - t->prev_stamp);
+	t->prev_stamp = stamp;
+	return p;
+}
+
+static inline uint8_t *mms__rec_addr(struct mms_thread *t, uint8_t *p, uint64_t addr)
+{
+	p = mms_put_u(p, mms_zigzag((int64_t)(addr - t->prev_addr)));
+	t->prev_addr = addr;
+	return p;
+}
+
+/* Publishes the record that ends at p: after this store a reader (or the
+ * file after SIGKILL) holds it whole. */
+static inline void mms__rec_commit(struct mms_thread *t, uint8_t *p)
+{
+	t->cur = p;
+	__atomic_store_n(&t->chunk->used, (uint64_t)(p - (uint8_t *)(t->chunk + 1)), __ATOMIC_RELEASE);
+}
+
+/* intern.c */
+int mms__intern_init(void) MMS_HIDDEN;
+/* Returns the string id of s (defining it in the log on first use), 0 for
+ * NULL or when the table is full. */
+uint32_t mms__intern_string(struct mms_thread *t, const char *s) MMS_HIDDEN;
+/* Returns the node id of (parent, ip), defining it on first use. */
+uint32_t mms__intern_frame(struct mms_thread *t, uint32_t parent, uintptr_t ip) MMS_HIDDEN;
+
+/* unwind.c */
+/* Captures the caller's stack (up to mms__config.depth frames) and returns
+ * its interned id, 0 when stacks are off. */
+uint32_t mms__capture_stack(struct mms_thread *t) MMS_HIDDEN;
+void mms__unwind_init(void) MMS_HIDDEN;
+
+/* modules.c */
+void mms__modules_scan(struct mms_thread *t) MMS_HIDDEN;
+void mms__modules_reset(void) MMS_HIDDEN;
+
+/* api.c: deferred collection and step filtering */
+int mms__api_init(void) MMS_HIDDEN;
+void mms__steps_update(void) MMS_HIDDEN;
+
+/* hooks.c */
+void mms__init(void) MMS_HIDDEN;
+
+#endif /* MMS_HOOKS_INT_H */

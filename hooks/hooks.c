@@ -1,0 +1,584 @@
+/* SPDX-License-Identifier: MIT */
+/* hooks.c: interposes the malloc and mmap families, records each call as an
+ * event stamped by the ordering rule, and starts the recorder. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "hooks-int.h"
+
+struct mms_real mms__real;
+struct mms_config mms__config = {
+	.events = MMS_EVENTS_ALLOC | MMS_EVENTS_FREE | MMS_EVENTS_LAUNCH,
+	.follow_exec = 1,
+	.limit = 64ull << 30,
+};
+volatile int mms__recording;
+volatile int mms__active;
+/* Memory events are collected (deferred mode and --steps turn this off). */
+volatile int mms__collecting = 1;
+
+
+/* --- the dlsym bootstrap ------------------------------------------------
+ * dlsym may allocate before we know the real allocator: serve it from a
+ * static arena that free() recognises and ignores. */
+static _Alignas(16) uint8_t boot_arena[64 * 1024];
+static size_t boot_used;
+
+static void *boot_alloc(size_t n, size_t align)
+{
+	size_t used = __atomic_load_n(&boot_used, __ATOMIC_RELAXED), off;
+
+	do {
+		off = (used + sizeof(size_t) + align - 1) & ~(align - 1);
+		if (off + n > sizeof boot_arena)
+			return NULL;
+	} while (!__atomic_compare_exchange_n(&boot_used, &used, off + n, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	*(size_t *)(boot_arena + off - sizeof(size_t)) = n;
+	return boot_arena + off;
+}
+
+static inline int is_boot(const void *p)
+{
+	return (const uint8_t *)p >= boot_arena && (const uint8_t *)p < boot_arena + sizeof boot_arena;
+}
+
+/* --- start-up ------------------------------------------------------------ */
+
+enum { INIT_NONE, INIT_RESOLVING, INIT_RESOLVED, INIT_DONE };
+static int init_state;
+
+static void die_early(const char *what)
+{
+	static const char pre[] = "msmemscope: cannot find the real ";
+	ssize_t r = write(2, pre, sizeof pre - 1);
+	r = write(2, what, strlen(what));
+	r = write(2, "; the recorder cannot run in this process\n", 42);
+	(void)r;
+	syscall(SYS_exit_group, 127);
+}
+
+#define RESOLVE(name)                                                                                              \
+	do {                                                                                                       \
+		*(void **)&mms__real.name = dlsym(RTLD_NEXT, #name);                                               \
+	} while (0)
+
+static void resolve_real(void)
+{
+	RESOLVE(calloc);
+	RESOLVE(malloc);
+	RESOLVE(free);
+	RESOLVE(realloc);
+	RESOLVE(posix_memalign);
+	RESOLVE(aligned_alloc);
+	RESOLVE(memalign);
+	RESOLVE(valloc);
+	RESOLVE(pvalloc);
+	RESOLVE(mmap);
+	RESOLVE(munmap);
+	RESOLVE(mremap);
+	RESOLVE(dlclose);
+	RESOLVE(pthread_setname_np);
+	if (!mms__real.malloc || !mms__real.free || !mms__real.calloc || !mms__real.realloc)
+		die_early("malloc");
+	if (!mms__real.mmap || !mms__real.munmap)
+		die_early("mmap");
+}
+
+static uint64_t parse_size(const char *s)
+{
+	char *end;
+	uint64_t v = strtoull(s, &end, 10);
+
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; break;
+	case 'm': case 'M': v <<= 20; break;
+	case 'g': case 'G': v <<= 30; break;
+	default: break;
+	}
+	return v;
+}
+
+/* MSMEMSCOPE_CONFIG: "call_stack=N;events=a,b;collect=deferred;steps=1,2;
+ * follow_exec=0;log_level=warn". Unknown keys are ignored: the launcher
+ * validated what the user typed. */
+static void parse_config(void)
+{
+	const char *cfg = getenv("MSMEMSCOPE_CONFIG");
+	const char *lim = getenv("MSMEMSCOPE_LOG_LIMIT");
+	const char *clk = getenv("MSMEMSCOPE_CLOCK");
+	char buf[1024];
+
+	if (lim && *lim) {
+		uint64_t l = parse_size(lim) & ~4095ull;
+		if (l >= MMS_HEADER_SIZE + 2 * MMS_CHUNK_SIZE_DEFAULT)
+			mms__config.limit = l;
+	}
+	mms__config.use_counter = clk && !strcmp(clk, "counter");
+	if (!cfg)
+		return;
+	snprintf(buf, sizeof buf, "%s", cfg);
+	for (char *save = NULL, *kv = strtok_r(buf, ";", &save); kv; kv = strtok_r(NULL, ";", &save)) {
+		char *v = strchr(kv, '=');
+		if (!v)
+			continue;
+		*v++ = 0;
+		if (!strcmp(kv, "call_stack")) {
+			unsigned long d = strtoul(v, NULL, 10);
+			mms__config.depth = d > MMS_MAX_DEPTH ? MMS_MAX_DEPTH : (uint32_t)d;
+		} else if (!strcmp(kv, "events")) {
+			uint32_t m = 0;
+			if (strstr(v, "alloc") || strstr(v, "free"))
+				m |= MMS_EVENTS_ALLOC | MMS_EVENTS_FREE;
+			if (strstr(v, "launch"))
+				m |= MMS_EVENTS_LAUNCH;
+			if (strstr(v, "access"))
+				m |= MMS_EVENTS_ACCESS | MMS_EVENTS_ALLOC | MMS_EVENTS_FREE;
+			mms__config.events = m;
+		} else if (!strcmp(kv, "collect")) {
+			mms__config.deferred = !strcmp(v, "deferred");
+		} else if (!strcmp(kv, "follow_exec")) {
+			mms__config.follow_exec = strcmp(v, "0") != 0;
+		} else if (!strcmp(kv, "steps")) {
+			mms__config.nsteps = 0;
+			for (char *s2 = NULL, *n = strtok_r(v, ",", &s2); n && mms__config.nsteps < 5;
+			     n = strtok_r(NULL, ",", &s2))
+				mms__config.steps[mms__config.nsteps++] = (uint32_t)strtoul(n, NULL, 10);
+		}
+	}
+}
+
+static void atfork_child(void);
+
+void mms__init(void)
+{
+	int expect = INIT_NONE;
+
+	if (!__atomic_compare_exchange_n(&init_state, &expect, INIT_RESOLVING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return; /* under way in this thread (dlsym), or another's */
+	mms__tls_busy = 2;
+	resolve_real();
+	__atomic_store_n(&init_state, INIT_RESOLVED, __ATOMIC_RELEASE);
+	parse_config();
+	mms__clock_init(mms__config.use_counter);
+	mms__unwind_init();
+	if (mms__writer_init() == 0 && mms__intern_init() == 0) {
+		mms__api_init();
+		pthread_atfork(NULL, NULL, atfork_child);
+		if (mms__log_open() == 0) {
+			struct mms_thread *t = mms__thread();
+			uint8_t *p = t ? mms__rec_begin(t, 16) : NULL;
+			if (p)
+				mms__rec_commit(t, mms__rec_head(t, p, MMS_TAG_SYSTEM | MMS_SYSTEM_INIT,
+								 mms__stamp_obtain()));
+		}
+	}
+	__atomic_store_n(&init_state, INIT_DONE, __ATOMIC_RELEASE);
+	mms__tls_busy = 0;
+}
+
+__attribute__((constructor)) static void hooks_constructor(void)
+{
+	mms__init();
+}
+
+/* The process is ending (exit's destructors, or _exit): write the FINI
+ * event and mark the log complete. Recording goes on after it. */
+static void mark_end(void)
+{
+	static int done;
+	struct mms_thread *t;
+	uint8_t *p;
+
+	/* A vfork child shares our memory and log: its _exit is not ours. */
+	if (!mms__active || mms__tls_busy || mms__header->pid != (uint64_t)getpid() ||
+	    __atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
+		return;
+	mms__tls_busy = 2;
+	t = mms__thread();
+	if (t && (p = mms__rec_begin(t, 16)))
+		mms__rec_commit(t, mms__rec_head(t, p, MMS_TAG_SYSTEM | MMS_SYSTEM_FINI, mms__stamp_obtain()));
+	mms__log_finish();
+	mms__tls_busy = 0;
+}
+
+__attribute__((destructor)) static void hooks_destructor(void)
+{
+	mark_end();
+}
+
+/* Shells and forked children leave with _exit, which runs no destructor. */
+MMS_EXPORT void _exit(int status)
+{
+	mark_end();
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}
+
+MMS_EXPORT void _Exit(int status)
+{
+	_exit(status);
+}
+
+static void atfork_child(void)
+{
+	int busy = mms__tls_busy;
+
+	mms__tls_busy = 2;
+	mms__log_after_fork_child();
+	mms__tls_busy = busy;
+}
+
+/* --- the hot path ----------------------------------------------------------
+ * enter() decides whether this call is recorded. A call made while the
+ * thread is already inside a hook is passed through: our own allocations
+ * (busy == 2) silently, a signal handler's (busy == 1) counted as lost. */
+
+/* An event that arrived while this thread was inside a hook: a signal
+ * handler's. It cannot be written without tearing the record under way. */
+static __attribute__((noinline, cold)) void lost_event(void)
+{
+	if (!mms__recording || !mms__collecting)
+		return;
+	__atomic_fetch_add(&mms__header->lost_events, 1, __ATOMIC_RELAXED);
+	if (mms__tls_thread)
+		mms__tls_thread->lost++;
+}
+
+static inline struct mms_thread *enter(void)
+{
+	struct mms_thread *t;
+
+	if (unlikely(init_state != INIT_DONE)) {
+		mms__init();
+		if (init_state != INIT_DONE)
+			return NULL;
+	}
+	if (unlikely(mms__tls_busy)) {
+		if (mms__tls_busy == 1)
+			lost_event();
+		return NULL;
+	}
+	if (!mms__recording || !mms__collecting)
+		return NULL;
+	mms__tls_busy = 1;
+	t = mms__thread();
+	if (unlikely(!t))
+		mms__tls_busy = 0;
+	return t;
+}
+
+static inline void leave(void)
+{
+	mms__tls_busy = 0;
+}
+
+static void write_lost(struct mms_thread *t)
+{
+	uint8_t *p = mms__rec_begin(t, 24);
+
+	if (!p)
+		return;
+	p = mms__rec_head(t, p, MMS_TAG_LOST, t->prev_stamp);
+	p = mms_put_u(p, t->lost);
+	t->lost = 0;
+	mms__rec_commit(t, p);
+}
+
+static void rec_alloc(struct mms_thread *t, unsigned fn, void *ptr, size_t size)
+{
+	uint32_t stack = mms__capture_stack(t);
+	uint64_t stamp = mms__stamp_obtain();
+	uint8_t *p = mms__rec_begin(t, 1 + 4 * 10);
+
+	if (unlikely(!p))
+		return;
+	if (unlikely(t->lost)) {
+		write_lost(t);
+		p = mms__rec_begin(t, 1 + 4 * 10);
+		if (!p)
+			return;
+	}
+	p = mms__rec_head(t, p, (uint8_t)(MMS_TAG_ALLOC | fn), stamp);
+	p = mms__rec_addr(t, p, (uintptr_t)ptr);
+	p = mms_put_u(p, size);
+	p = mms_put_u(p, stack);
+	mms__rec_commit(t, p);
+}
+
+static void rec_free(struct mms_thread *t, unsigned fn, void *ptr, uint64_t stamp)
+{
+	uint8_t *p = mms__rec_begin(t, 1 + 2 * 10);
+
+	if (unlikely(!p))
+		return;
+	p = mms__rec_head(t, p, (uint8_t)(MMS_TAG_FREE | fn), stamp);
+	p = mms__rec_addr(t, p, (uintptr_t)ptr);
+	mms__rec_commit(t, p);
+}
+
+#define HOOK_ALLOC(fn, call)                                                                                       \
+	do {                                                                                                       \
+		struct mms_thread *t = enter();                                                                    \
+		void *r_ = (call);                                                                                 \
+		if (t) {                                                                                           \
+			if (r_)                                                                                    \
+				rec_alloc(t, fn, r_, size_);                                                       \
+			leave();                                                                                   \
+		}                                                                                                  \
+		return r_;                                                                                         \
+	} while (0)
+
+MMS_EXPORT void *malloc(size_t size)
+{
+	size_t size_ = size;
+
+	if (unlikely(!mms__real.malloc)) {
+		mms__init();
+		if (!mms__real.malloc)
+			return boot_alloc(size, 16);
+	}
+	HOOK_ALLOC(MMS_ALLOC_MALLOC, mms__real.malloc(size));
+}
+
+MMS_EXPORT void *calloc(size_t n, size_t size)
+{
+	size_t size_ = n * size;
+
+	if (unlikely(!mms__real.calloc)) {
+		mms__init();
+		if (!mms__real.calloc) {
+			if (size && n > SIZE_MAX / size)
+				return NULL;
+			return boot_alloc(size_, 16); /* static memory is zeroed */
+		}
+	}
+	HOOK_ALLOC(MMS_ALLOC_CALLOC, mms__real.calloc(n, size));
+}
+
+MMS_EXPORT void free(void *ptr)
+{
+	struct mms_thread *t;
+
+	if (unlikely(!ptr || is_boot(ptr)))
+		return;
+	t = enter();
+	if (t) {
+		rec_free(t, MMS_FREE_FREE, ptr, mms__stamp_release());
+		leave();
+	}
+	mms__real.free(ptr);
+}
+
+/* realloc: the old block is stamped released before the call, the new one
+ * obtained after it; both records are written after the call, when its
+ * outcome is known (a failed realloc released nothing). The thread stays
+ * inside the hook across the call, so nothing of its own lands between. */
+static void *realloc_common(void *ptr, size_t size)
+{
+	struct mms_thread *t;
+	uint64_t t1;
+	void *r;
+
+	if (unlikely(!mms__real.realloc)) {
+		mms__init();
+		if (!mms__real.realloc)
+			return NULL;
+	}
+	if (unlikely(is_boot(ptr))) {
+		size_t old = *(size_t *)((uint8_t *)ptr - sizeof(size_t));
+		r = malloc(size);
+		if (r)
+			memcpy(r, ptr, old < size ? old : size);
+		return r;
+	}
+	t = enter();
+	if (!t)
+		return mms__real.realloc(ptr, size);
+	t1 = mms__stamp_release();
+	r = mms__real.realloc(ptr, size);
+	if (ptr && (r || size == 0))
+		rec_free(t, MMS_FREE_REALLOC, ptr, t1);
+	if (r)
+		rec_alloc(t, MMS_ALLOC_REALLOC, r, size);
+	leave();
+	return r;
+}
+
+MMS_EXPORT void *realloc(void *ptr, size_t size)
+{
+	return realloc_common(ptr, size);
+}
+
+/* Not forwarded to the real reallocarray: glibc's calls realloc through
+ * the PLT, which would enter this hook a second time. */
+MMS_EXPORT void *reallocarray(void *ptr, size_t n, size_t size)
+{
+	if (size && n > SIZE_MAX / size) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return realloc_common(ptr, n * size);
+}
+
+MMS_EXPORT int posix_memalign(void **out, size_t align, size_t size)
+{
+	struct mms_thread *t = enter();
+	int r = mms__real.posix_memalign(out, align, size);
+
+	if (t) {
+		if (r == 0)
+			rec_alloc(t, MMS_ALLOC_POSIX_MEMALIGN, *out, size);
+		leave();
+	}
+	return r;
+}
+
+MMS_EXPORT void *aligned_alloc(size_t align, size_t size)
+{
+	size_t size_ = size;
+	HOOK_ALLOC(MMS_ALLOC_ALIGNED_ALLOC, mms__real.aligned_alloc(align, size));
+}
+
+MMS_EXPORT void *memalign(size_t align, size_t size)
+{
+	size_t size_ = size;
+
+	if (unlikely(!mms__real.memalign)) {
+		mms__init();
+		if (!mms__real.memalign)
+			return boot_alloc(size, align < 16 ? 16 : align);
+	}
+	HOOK_ALLOC(MMS_ALLOC_MEMALIGN, mms__real.memalign(align, size));
+}
+
+MMS_EXPORT void *valloc(size_t size)
+{
+	size_t size_ = size;
+	HOOK_ALLOC(MMS_ALLOC_VALLOC, mms__real.valloc(size));
+}
+
+MMS_EXPORT void *pvalloc(size_t size)
+{
+	/* pvalloc rounds up to whole pages; the block is that large. */
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t size_ = size ? (size + page - 1) & ~(page - 1) : page;
+	HOOK_ALLOC(MMS_ALLOC_PVALLOC, mms__real.pvalloc(size));
+}
+
+/* --- the mmap family ----------------------------------------------------- */
+
+static void rec_mmap(struct mms_thread *t, void *addr, size_t len, int prot, int flags)
+{
+	uint32_t stack = mms__capture_stack(t);
+	uint64_t stamp = mms__stamp_obtain();
+	uint8_t *p = mms__rec_begin(t, 1 + 5 * 10);
+
+	if (!p)
+		return;
+	p = mms__rec_head(t, p, MMS_TAG_MMAP, stamp);
+	p = mms__rec_addr(t, p, (uintptr_t)addr);
+	p = mms_put_u(p, len);
+	p = mms_put_u(p, ((uint64_t)(uint32_t)prot << 32) | (uint32_t)flags);
+	p = mms_put_u(p, stack);
+	mms__rec_commit(t, p);
+}
+
+static void rec_munmap(struct mms_thread *t, void *addr, size_t len, uint64_t stamp)
+{
+	uint8_t *p = mms__rec_begin(t, 1 + 3 * 10);
+
+	if (!p)
+		return;
+	p = mms__rec_head(t, p, MMS_TAG_MUNMAP, stamp);
+	p = mms__rec_addr(t, p, (uintptr_t)addr);
+	p = mms_put_u(p, len);
+	mms__rec_commit(t, p);
+}
+
+MMS_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	struct mms_thread *t;
+	void *r;
+
+	if (unlikely(!mms__real.mmap)) {
+		mms__init();
+		if (!mms__real.mmap) {
+			errno = ENOSYS;
+			return MAP_FAILED;
+		}
+	}
+	t = enter();
+	r = mms__real.mmap(addr, len, prot, flags, fd, off);
+	if (t) {
+		if (r != MAP_FAILED)
+			rec_mmap(t, r, len, prot, flags);
+		leave();
+	}
+	return r;
+}
+
+MMS_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return mmap(addr, len, prot, flags, fd, off);
+}
+
+MMS_EXPORT int munmap(void *addr, size_t len)
+{
+	struct mms_thread *t = enter();
+	int r;
+
+	if (t) {
+		rec_munmap(t, addr, len, mms__stamp_release());
+		leave();
+	}
+	r = mms__real.munmap(addr, len);
+	return r;
+}
+
+MMS_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
+{
+	struct mms_thread *t;
+	void *want = NULL, *r;
+	uint64_t t1;
+
+	if (flags & MREMAP_FIXED) {
+		va_list ap;
+		va_start(ap, flags);
+		want = va_arg(ap, void *);
+		va_end(ap);
+	}
+	t = enter();
+	t1 = t ? mms__stamp_release() : 0;
+	r = mms__real.mremap(old, old_len, new_len, flags, want);
+	if (t) {
+		if (r != MAP_FAILED) {
+			rec_munmap(t, old, old_len, t1);
+			rec_mmap(t, r, new_len, 0, 0);
+		}
+		leave();
+	}
+	return r;
+}
+
+/* --- modules and threads ------------------------------------------------- */
+
+MMS_EXPORT int dlclose(void *handle)
+{
+	struct mms_thread *t = enter();
+
+	/* Record what is loaded before the module goes away. */
+	if (t) {
+		mms__modules_scan(t);
+		leave();
+	}
+	return mms__real.dlclose(handle);
+}

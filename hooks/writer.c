@@ -1,0 +1,529 @@
+/* SPDX-License-Identifier: MIT */
+/* writer.c: the log file: a shared mapping grown in extents, cut into
+ * per-thread chunks, so records are stores into memory and never syscalls. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hooks-int.h"
+
+struct mms_file_header *mms__header;
+__thread struct mms_thread *mms__tls_thread;
+__thread int mms__tls_busy;
+static __thread uint32_t tls_index; /* thread index + 1, 0 = none yet */
+
+static int log_fd = -1;
+static uint8_t *log_base;        /* reserved range of config.limit bytes */
+static uint64_t log_mapped;      /* atomic: bytes of the file mapped at log_base */
+static uint32_t chunk_size = MMS_CHUNK_SIZE_DEFAULT;
+static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t next_thread_index;
+static pthread_key_t thread_key;
+static char log_path[PATH_MAX];
+static int fork_child;          /* this process is a fork of a recorded one */
+static int log_created;         /* we created log_path (not a file the user named) */
+
+/* Partly used chunks of exited threads, and their thread states, for the
+ * next threads to take. Thread creation and exit are not the hot path. */
+#define FREE_CHUNKS 256
+static pthread_mutex_t free_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct mms_chunk_header *free_chunks[FREE_CHUNKS];
+static unsigned nfree_chunks;
+static struct mms_thread *free_threads;
+
+void *mms__map_anon(size_t size)
+{
+	void *p = mms__real.mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+				 -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void mms__log_cut(int err)
+{
+	mms__recording = 0;
+	if (!mms__header)
+		return;
+	if (!(__atomic_fetch_or(&mms__header->flags, MMS_FLAG_CUT, __ATOMIC_SEQ_CST) & MMS_FLAG_CUT))
+		mms__header->cut_errno = err;
+}
+
+static void refresh_time_pair(void)
+{
+	uint64_t stamp = mms__stamp_obtain();
+	uint64_t ns = mms__realtime_ns();
+
+	__atomic_store_n(&mms__header->last_stamp, stamp, __ATOMIC_RELAXED);
+	__atomic_store_n(&mms__header->last_realtime_ns, ns, __ATOMIC_RELAXED);
+}
+
+/* Makes the file at least `need` bytes long and mapped. Called with
+ * grow_lock held. Returns 0 or an errno value. */
+static int grow_locked(uint64_t need)
+{
+	uint64_t mapped = __atomic_load_n(&log_mapped, __ATOMIC_ACQUIRE);
+
+	while (mapped < need) {
+		/* Double the file each time, from 256 KiB: small processes
+		 * get small logs, and a large log grows in few steps. */
+		uint64_t step = mapped;
+		int err;
+
+		if (step < (256u << 10))
+			step = 256u << 10;
+		if (step > (256u << 20))
+			step = 256u << 20;
+		if (mapped + step > mms__config.limit)
+			step = mms__config.limit - mapped;
+		if (mapped + step < need)
+			return EFBIG;
+		/* posix_fallocate, not ftruncate: blocks are reserved now, so a
+		 * full disk is an error here rather than SIGBUS in a store. */
+		err = posix_fallocate(log_fd, (off_t)mapped, (off_t)step);
+		if (err)
+			return err;
+		if (mms__real.mmap(log_base + mapped, step, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, log_fd,
+				   (off_t)mapped) == MAP_FAILED)
+			return errno;
+		mapped += step;
+		__atomic_store_n(&log_mapped, mapped, __ATOMIC_RELEASE);
+	}
+	return 0;
+}
+
+static struct mms_chunk_header *chunk_new(void)
+{
+	uint64_t idx = __atomic_fetch_add(&mms__header->nchunks, 1, __ATOMIC_ACQ_REL);
+	uint64_t off = MMS_HEADER_SIZE + idx * chunk_size;
+	struct mms_chunk_header *ch;
+
+	if (off + chunk_size > __atomic_load_n(&log_mapped, __ATOMIC_ACQUIRE)) {
+		int err;
+
+		pthread_mutex_lock(&grow_lock);
+		err = grow_locked(off + chunk_size);
+		if (!err)
+			refresh_time_pair();
+		pthread_mutex_unlock(&grow_lock);
+		if (err) {
+			mms__log_cut(err);
+			return NULL;
+		}
+	}
+	ch = (struct mms_chunk_header *)(log_base + off);
+	ch->magic = MMS_CHUNK_MAGIC;
+	return ch;
+}
+
+static struct mms_chunk_header *chunk_take(size_t len)
+{
+	struct mms_chunk_header *ch = NULL;
+
+	pthread_mutex_lock(&free_lock);
+	while (nfree_chunks && !ch) {
+		ch = free_chunks[--nfree_chunks];
+		if (chunk_size - sizeof *ch - ch->used < len + 32)
+			ch = NULL; /* too full for this record: leave it */
+	}
+	pthread_mutex_unlock(&free_lock);
+	return ch ? ch : chunk_new();
+}
+
+static int chunk_switch(struct mms_thread *t, size_t len)
+{
+	struct mms_chunk_header *ch = chunk_take(len);
+	uint8_t *p;
+
+	if (!ch)
+		return -1;
+	t->chunk = ch;
+	t->cur = (uint8_t *)(ch + 1) + ch->used;
+	t->end = (uint8_t *)ch + chunk_size;
+	/* A segment's base stamp is the last stamp this thread used, so a
+	 * stamp taken before this call still orders after it. */
+	p = t->cur;
+	*p++ = MMS_TAG_SEGMENT;
+	p = mms_put_u(p, t->index);
+	p = mms_put_u(p, t->prev_stamp);
+	t->prev_addr = 0;
+	mms__rec_commit(t, p);
+	return 0;
+}
+
+int mms__reserve_slow(struct mms_thread *t, size_t len)
+{
+	if (!mms__recording || chunk_switch(t, len))
+		return -1;
+	/* New modules (dlopen) are noticed here, once per chunk; their
+	 * records may fill this chunk, so look again. */
+	mms__modules_scan(t);
+	if ((size_t)(t->end - t->cur) < len && (!mms__recording || chunk_switch(t, len)))
+		return -1;
+	return 0;
+}
+
+/* Metadata records carry the thread's last stamp: their place in time does
+ * not matter, and a fresh stamp could fall after that of an event whose
+ * record is still to be written. */
+void mms__write_meta(struct mms_thread *t, uint8_t tag, const uint8_t *buf, size_t len)
+{
+	uint8_t *p = mms__rec_begin(t, len + 11);
+
+	if (!p)
+		return;
+	p = mms__rec_head(t, p, tag, t->prev_stamp);
+	memcpy(p, buf, len);
+	mms__rec_commit(t, p + len);
+}
+
+static void thread_key_destructor(void *arg)
+{
+	(void)arg;
+	mms__thread_exit();
+}
+
+static void write_thread_records(struct mms_thread *t)
+{
+	uint8_t buf[64 + 16], *p = buf;
+	char name[17] = "";
+
+	p = mms_put_u(p, t->index);
+	p = mms_put_u(p, (uint64_t)t->tid);
+	mms__write_meta(t, MMS_TAG_THREAD, buf, (size_t)(p - buf));
+	if (prctl(PR_GET_NAME, name) == 0 && name[0]) {
+		uint32_t id = mms__intern_string(t, name);
+		p = buf;
+		p = mms_put_u(p, t->index);
+		p = mms_put_u(p, id);
+		mms__write_meta(t, MMS_TAG_THREAD_NAME, buf, (size_t)(p - buf));
+	}
+}
+
+struct mms_thread *mms__thread_register(void)
+{
+	size_t size = sizeof(struct mms_thread) + (MMS_MAX_DEPTH + 1) * (sizeof(uintptr_t) + sizeof(uint32_t));
+	struct mms_thread *t;
+	int busy = mms__tls_busy;
+
+	if (!mms__active || !mms__recording)
+		return NULL;
+	mms__tls_busy = 2;
+	pthread_mutex_lock(&free_lock);
+	t = free_threads;
+	if (t)
+		free_threads = t->next_free;
+	pthread_mutex_unlock(&free_lock);
+	if (!t) {
+		t = mms__map_anon(size);
+		if (!t) {
+			mms__tls_busy = busy;
+			return NULL;
+		}
+		t->ips = (uintptr_t *)(t + 1);
+		t->ids = (uint32_t *)(t->ips + MMS_MAX_DEPTH + 1);
+	}
+	/* A thread that allocates after its exit destructor ran (in a later
+	 * TLS destructor) comes back here: it keeps its index. */
+	if (!tls_index)
+		tls_index = __atomic_fetch_add(&next_thread_index, 1, __ATOMIC_RELAXED) + 1;
+	t->index = tls_index - 1;
+	t->tid = gettid();
+	t->chunk = NULL;
+	t->cur = t->end = NULL;
+	t->prev_stamp = 0;
+	t->prev_addr = 0;
+	t->lost = 0;
+	t->nframes = 0;
+	t->stack_id = 0;
+	mms__tls_thread = t;
+	pthread_setspecific(thread_key, t);
+	write_thread_records(t);
+	mms__tls_busy = busy;
+	return t;
+}
+
+void mms__thread_exit(void)
+{
+	struct mms_thread *t = mms__tls_thread;
+
+	if (!t)
+		return;
+	mms__tls_thread = NULL;
+	pthread_mutex_lock(&free_lock);
+	if (t->chunk && t->end - t->cur >= 1024 && nfree_chunks < FREE_CHUNKS)
+		free_chunks[nfree_chunks++] = t->chunk;
+	t->chunk = NULL;
+	t->next_free = free_threads;
+	free_threads = t;
+	pthread_mutex_unlock(&free_lock);
+}
+
+/* True when the log at path has a valid header; sets *pid to its pid. */
+static int log_owner(const char *path, uint64_t *pid)
+{
+	struct mms_file_header h;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	struct stat st;
+	ssize_t n = -1;
+
+	if (fd < 0)
+		return 0;
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode))
+		n = pread(fd, &h, sizeof h, 0);
+	close(fd);
+	if (n != (ssize_t)sizeof h || memcmp(h.magic, MMS_MAGIC, MMS_MAGIC_LEN))
+		return 0;
+	*pid = h.pid;
+	return 1;
+}
+
+/* True when the log at path was written by a process with our pid: then
+ * this image was reached by exec from a recorded one. */
+static int log_is_ours(const char *path)
+{
+	uint64_t pid;
+
+	return log_owner(path, &pid) && pid == (uint64_t)getpid();
+}
+
+/* True when pid is an ancestor of this process (as for a child spawned by
+ * a recorded process, which runs no fork handler). */
+static int is_ancestor(uint64_t pid)
+{
+	long cur = (long)getppid();
+
+	for (int depth = 0; cur > 1 && depth < 64; depth++) {
+		char path[64], buf[512], *rp;
+		ssize_t n;
+		int fd;
+
+		if ((uint64_t)cur == pid)
+			return 1;
+		snprintf(path, sizeof path, "/proc/%ld/stat", cur);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return 0;
+		n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (n <= 0)
+			return 0;
+		buf[n] = 0;
+		rp = strrchr(buf, ')'); /* the name may hold spaces and parens */
+		if (!rp || sscanf(rp + 1, " %*c %ld", &cur) != 1)
+			return 0;
+	}
+	return 0;
+}
+
+/* Log naming, passing nothing through the environment but what the user
+ * or the launcher set:
+ *  - MSMEMSCOPE_LOG=P: the process started with it writes P; a descendant
+ *    (a fork, or a spawned child: P was written by an ancestor) writes
+ *    {P without .mms}.{pid}.mms;
+ *  - MSMEMSCOPE_LOG_DIR=D (or the current folder): D/memscope_{pid}.mms;
+ *  - an image reached by exec finds its pid's log already there and writes
+ *    {that log without .mms}.exec{N}.mms beside it.
+ * A file we name ourselves is created exclusively, never overwritten.
+ * Sets *execed. Returns the open descriptor or -1. */
+static int open_log_file(int *execed)
+{
+	const char *named = getenv("MSMEMSCOPE_LOG");
+	const char *dir = getenv("MSMEMSCOPE_LOG_DIR");
+	int flags = O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW;
+	char stem[PATH_MAX];
+	size_t n;
+
+	*execed = 0;
+	if (named && *named) {
+		uint64_t owner;
+
+		snprintf(stem, sizeof stem, "%s", named);
+		n = strlen(stem);
+		if (n > 4 && !strcmp(stem + n - 4, ".mms"))
+			stem[n - 4] = 0;
+		if (!fork_child && log_is_ours(named)) {
+			*execed = 1;
+		} else if (!fork_child && !(log_owner(named, &owner) && is_ancestor(owner))) {
+			/* The process the user named the log for: the file may
+			 * be replaced, but only a regular file. */
+			struct stat st;
+			int fd;
+
+			snprintf(log_path, sizeof log_path, "%s", named);
+			fd = open(log_path, flags | O_NONBLOCK, 0640);
+			if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode) || ftruncate(fd, 0))) {
+				close(fd);
+				fd = -1;
+			}
+			return fd;
+		} else {
+			n = strlen(stem);
+			snprintf(stem + n, sizeof stem - n, ".%d", (int)getpid());
+		}
+	} else {
+		snprintf(stem, sizeof stem, "%s/memscope_%d", dir && *dir ? dir : ".", (int)getpid());
+	}
+	if (!*execed) {
+		snprintf(log_path, sizeof log_path, "%s.mms", stem);
+		if (fork_child || !log_is_ours(log_path)) {
+			int fd = open(log_path, flags | O_EXCL, 0640);
+			log_created = fd >= 0;
+			return fd;
+		}
+		*execed = 1;
+	}
+	if (!mms__config.follow_exec)
+		return -1; /* --no-follow-exec: this image is not recorded */
+	for (unsigned k = 1; k < 100000; k++) {
+		snprintf(log_path, sizeof log_path, "%s.exec%u.mms", stem, k);
+		int fd = open(log_path, flags | O_EXCL, 0640);
+		if (fd >= 0 || errno != EEXIST) {
+			log_created = fd >= 0;
+			return fd;
+		}
+	}
+	return -1;
+}
+
+static void write_meta_kv(struct mms_thread *t, const char *key, const void *val, size_t len)
+{
+	static uint8_t buf[MMS_MAX_RECORD];
+	uint8_t *p = mms_put_s(buf, key, strlen(key));
+
+	p = mms_put_s(p, val, len);
+	mms__write_meta(t, MMS_TAG_META, buf, (size_t)(p - buf));
+}
+
+static void write_process_meta(struct mms_thread *t)
+{
+	char buf[MMS_MAX_STRING];
+	const char *cfg = getenv("MSMEMSCOPE_CONFIG");
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof buf);
+	int fd;
+
+	if (n > 0)
+		write_meta_kv(t, "exe", buf, (size_t)n);
+	fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof buf);
+		if (n > 0)
+			write_meta_kv(t, "argv", buf, (size_t)n);
+		close(fd);
+	}
+	if (cfg)
+		write_meta_kv(t, "config", cfg, strlen(cfg));
+}
+
+/* Opens the log and writes its header and the process's metadata. Called
+ * once, inside the reentrancy guard. Returns 0, or -1 with recording off. */
+int mms__log_open(void)
+{
+	struct mms_file_header *h;
+	struct mms_thread *t;
+	int execed, err;
+
+	log_created = 0;
+	log_fd = open_log_file(&execed);
+	if (log_fd < 0)
+		return -1;
+	log_base = mms__real.mmap(NULL, mms__config.limit, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+				  -1, 0);
+	if (log_base == MAP_FAILED)
+		goto fail_reserve;
+	log_mapped = 0;
+	err = grow_locked(MMS_HEADER_SIZE + chunk_size);
+	if (err)
+		goto fail_grow;
+	h = (struct mms_file_header *)log_base;
+	h->version = MMS_FORMAT_VERSION;
+	h->header_size = MMS_HEADER_SIZE;
+	h->chunk_size = chunk_size;
+	h->clock = mms__clock_tsc ? MMS_CLOCK_TSC : MMS_CLOCK_COUNTER;
+	h->flags = (execed ? MMS_FLAG_EXECED : 0) | (fork_child ? MMS_FLAG_FORKED : 0);
+	h->pid = (uint64_t)getpid();
+	h->ppid = (uint64_t)getppid();
+	h->start_stamp = mms__stamp_obtain();
+	h->start_realtime_ns = mms__realtime_ns();
+	h->last_stamp = h->start_stamp;
+	h->last_realtime_ns = h->start_realtime_ns;
+	h->call_stack_depth = mms__config.depth;
+	h->events_mask = mms__config.events;
+	h->file_limit = mms__config.limit;
+	/* The magic goes last: a reader never sees a half-made header. */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	memcpy(h->magic, MMS_MAGIC, MMS_MAGIC_LEN);
+	mms__header = h;
+
+	mms__active = 1;
+	mms__recording = 1;
+	t = mms__thread();
+	if (!t)
+		return -1;
+	write_process_meta(t);
+	mms__modules_scan(t);
+	return 0;
+
+fail_grow:
+	mms__real.munmap(log_base, mms__config.limit);
+fail_reserve:
+	close(log_fd);
+	if (log_created)
+		unlink(log_path); /* ours and empty: leave nothing behind */
+	log_fd = -1;
+	return -1;
+}
+
+void mms__log_finish(void)
+{
+	struct mms_thread *t;
+
+	if (!mms__active || !mms__header)
+		return;
+	t = mms__thread();
+	if (t)
+		mms__modules_scan(t);
+	refresh_time_pair();
+	__atomic_fetch_or(&mms__header->flags, MMS_FLAG_COMPLETE, __ATOMIC_SEQ_CST);
+	/* Recording goes on: frees in later destructors are events too. */
+}
+
+/* In a fork child: leave the parent's log alone and start our own. */
+void mms__log_after_fork_child(void)
+{
+	if (!mms__active)
+		return;
+	mms__active = 0;
+	mms__recording = 0;
+	mms__real.munmap(log_base, mms__config.limit);
+	close(log_fd);
+	log_fd = -1;
+	mms__header = NULL;
+	pthread_mutex_init(&grow_lock, NULL);
+	pthread_mutex_init(&free_lock, NULL);
+	nfree_chunks = 0;
+	free_threads = NULL;
+	next_thread_index = 0;
+	tls_index = 0;
+	if (mms__tls_thread) {
+		/* Only this thread survives; its state is ours to reuse. */
+		mms__tls_thread->chunk = NULL;
+		mms__tls_thread->cur = mms__tls_thread->end = NULL;
+		mms__tls_thread = NULL;
+	}
+	mms__intern_init();
+	mms__modules_reset();
+	fork_child = 1;
+	mms__log_open();
+}
+
+int mms__writer_init(void)
+{
+	return pthread_key_create(&thread_key, thread_key_destructor);
+}

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/* intervals.c: a sorted set of disjoint address ranges, the live mappings
+ * of the MMAP kind, where munmap may cut one mapping or span several. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay-int.h"
+
+void mms__ivset_free(struct mms__ivset *s)
+{
+	free(s->iv);
+	s->iv = NULL;
+	s->n = s->cap = 0;
+}
+
+/* Index of the first range that ends after lo (ranges are disjoint and
+ * sorted, so their ends are sorted too). */
+static size_t iv_find(const struct mms__ivset *s, uint64_t lo)
+{
+	size_t a = 0, b = s->n, m;
+
+	while (a < b) {
+		m = a + (b - a) / 2;
+		if (s->iv[m].hi <= lo)
+			a = m + 1;
+		else
+			b = m;
+	}
+	return a;
+}
+
+int mms__ivset_remove(struct mms__ivset *s, uint64_t lo, uint64_t hi, uint64_t *removed)
+{
+	size_t i, j;
+	uint64_t gone = 0;
+
+	*removed = 0;
+	if (lo >= hi)
+		return 0;
+	i = iv_find(s, lo);
+	if (i < s->n && s->iv[i].lo < lo && s->iv[i].hi > hi) {
+		/* A hole in the middle of one mapping splits it in two. */
+		if (mms__grow(&s->iv, &s->cap, s->n, sizeof(*s->iv)))
+			return -ENOMEM;
+		memmove(&s->iv[i + 2], &s->iv[i + 1], (s->n - i - 1) * sizeof(*s->iv));
+		s->iv[i + 1].lo = hi;
+		s->iv[i + 1].hi = s->iv[i].hi;
+		s->iv[i].hi = lo;
+		s->n++;
+		*removed = hi - lo;
+		return 0;
+	}
+	if (i < s->n && s->iv[i].lo < lo) {
+		gone += s->iv[i].hi - lo;
+		s->iv[i].hi = lo;
+		i++;
+	}
+	for (j = i; j < s->n && s->iv[j].lo < hi && s->iv[j].hi <= hi; j++)
+		gone += s->iv[j].hi - s->iv[j].lo;
+	if (j < s->n && s->iv[j].lo < hi) {
+		gone += hi - s->iv[j].lo;
+		s->iv[j].lo = hi;
+	}
+	if (j > i) {
+		memmove(&s->iv[i], &s->iv[j], (s->n - j) * sizeof(*s->iv));
+		s->n -= j - i;
+	}
+	*removed = gone;
+	return 0;
+}
+
+int mms__ivset_add(struct mms__ivset *s, uint64_t lo, uint64_t hi, uint64_t *replaced)
+{
+	size_t i;
+	int rc;
+
+	/* A new mapping over old ones replaces them, as MAP_FIXED does. */
+	rc = mms__ivset_remove(s, lo, hi, replaced);
+	if (rc || lo >= hi)
+		return rc;
+	if (mms__grow(&s->iv, &s->cap, s->n, sizeof(*s->iv)))
+		return -ENOMEM;
+	i = iv_find(s, lo);
+	memmove(&s->iv[i + 1], &s->iv[i], (s->n - i) * sizeof(*s->iv));
+	s->iv[i].lo = lo;
+	s->iv[i].hi = hi;
+	s->n++;
+	return 0;
+}

@@ -1,0 +1,407 @@
+/* SPDX-License-Identifier: MIT */
+/* log.c: opens a .mms log: maps it, validates the header, walks every chunk
+ * once to collect metadata and the segment list, and records damage. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "replay-int.h"
+
+#define CHUNK_HDR sizeof(struct mms_chunk_header)
+
+static int open_error(mms_open_error_t *err, int code, uint64_t off, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int open_error(mms_open_error_t *err, int code, uint64_t off, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err) {
+		err->offset = off;
+		va_start(ap, fmt);
+		vsnprintf(err->what, sizeof(err->what), fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+/* Notes damage at off. The first place found is the one reported. */
+static void log_damage(mms_log_t *log, int code, uint64_t off, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void log_damage(mms_log_t *log, int code, uint64_t off, const char *fmt, ...)
+{
+	va_list ap;
+
+	log->info.damage_count++;
+	if (log->info.damaged)
+		return;
+	log->info.damaged = 1;
+	log->info.damage_error = code;
+	log->info.damage_offset = off;
+	va_start(ap, fmt);
+	vsnprintf(log->damage, sizeof(log->damage), fmt, ap);
+	va_end(ap);
+	log->info.damage = log->damage;
+}
+
+/* Reads the header from the mapping. The fields the writer updates while
+ * the program runs are loaded atomically, as the format asks. */
+static int read_header(mms_log_t *log, mms_open_error_t *err)
+{
+	const struct mms_file_header *h = (const void *)log->map;
+	struct mms_file_header *c = &log->hdr;
+	size_t n = log->size < MMS_MAGIC_LEN ? log->size : MMS_MAGIC_LEN;
+
+	if (memcmp(log->map, MMS_MAGIC, n))
+		return open_error(err, MMS_EBADMAGIC, 0, "the file does not start with the msmemscope magic \"MMSLOG\"");
+	if (log->size < offsetof(struct mms_file_header, header_size))
+		return open_error(err, MMS_ETRUNCATED, log->size, "the file ends after %zu bytes, inside its header", log->size);
+	memcpy(&c->version, &h->version, sizeof(c->version));
+	if (c->version != MMS_FORMAT_VERSION)
+		return open_error(err, MMS_EVERSION, offsetof(struct mms_file_header, version),
+				  "format version %u; this reader reads version %u", c->version, MMS_FORMAT_VERSION);
+	if (log->size < MMS_HEADER_SIZE)
+		return open_error(err, MMS_ETRUNCATED, log->size,
+				  "the file ends after %zu bytes, inside its %u-byte header", log->size, MMS_HEADER_SIZE);
+	memcpy(c, h, sizeof(*c));
+	c->flags = __atomic_load_n(&h->flags, __ATOMIC_ACQUIRE);
+	c->last_stamp = __atomic_load_n(&h->last_stamp, __ATOMIC_ACQUIRE);
+	c->last_realtime_ns = __atomic_load_n(&h->last_realtime_ns, __ATOMIC_ACQUIRE);
+	c->nchunks = __atomic_load_n(&h->nchunks, __ATOMIC_ACQUIRE);
+	c->lost_events = __atomic_load_n(&h->lost_events, __ATOMIC_ACQUIRE);
+	if (c->header_size != MMS_HEADER_SIZE)
+		return open_error(err, MMS_ECORRUPT, offsetof(struct mms_file_header, header_size),
+				  "header size %u; version 1 headers are %u bytes", c->header_size, MMS_HEADER_SIZE);
+	if (c->chunk_size < 4096 || c->chunk_size % 4096 || c->chunk_size > (1u << 30))
+		return open_error(err, MMS_ECORRUPT, offsetof(struct mms_file_header, chunk_size),
+				  "chunk size %u is not a multiple of 4096 between 4 KiB and 1 GiB", c->chunk_size);
+	return 0;
+}
+
+static struct mms__segment *seg_begin(mms_log_t *log, const struct mms__rec *r, uint64_t begin)
+{
+	struct mms__segment *s;
+
+	if (mms__grow(&log->segs, &log->segs_cap, log->nsegs, sizeof(*log->segs)))
+		return NULL;
+	s = &log->segs[log->nsegs++];
+	s->begin = s->end = begin;
+	s->first = s->last = r->stamp;
+	s->thread = (uint32_t)r->u[0];
+	return s;
+}
+
+/* Decodes chunk k's records [p, end): segments, metadata and event counts.
+ * Damage stops this chunk only. cut says the file ends inside the chunk,
+ * already reported: a record torn there is no further damage. Returns 0 or
+ * -ENOMEM. */
+static int walk_chunk(mms_log_t *log, uint64_t k, const uint8_t *p, const uint8_t *end, int cut)
+{
+	struct mms__cursor c = { .base = log->map, .p = p, .end = end };
+	struct mms__segment *seg = NULL;
+	struct mms__rec r;
+	const char *why = NULL;
+	int rc;
+
+	while ((rc = mms__decode(&c, &r, &why)) == 1) {
+		if (r.type == MMS_TAG_SEGMENT) {
+			if (seg)
+				seg->end = r.off;
+			if (!mms__thread_note(log, c.thread))
+				return -ENOMEM;
+			seg = seg_begin(log, &r, (uint64_t)(c.p - log->map));
+			if (!seg)
+				return -ENOMEM;
+			continue;
+		}
+		if (!seg) {
+			log_damage(log, MMS_ECORRUPT, r.off, "chunk %llu does not begin with a SEGMENT record (tag 0x%02x)",
+				   (unsigned long long)k, r.tag);
+			return 0;
+		}
+		seg->last = r.stamp;
+		seg->end = (uint64_t)(c.p - log->map);
+		if (mms__is_event(r.type)) {
+			log->events++;
+			continue;
+		}
+		rc = mms__meta_record(log, &r);
+		if (rc == -ENOMEM)
+			return rc;
+		if (rc) {
+			log_damage(log, MMS_ECORRUPT, r.off, "record tag 0x%02x: thread or stack id out of range", r.tag);
+			seg->end = r.off;
+			return 0;
+		}
+	}
+	if (rc == 0)
+		return 0;
+	/* Damage: the segment ends before the bad record, the chunk stops. */
+	if (seg)
+		seg->end = (uint64_t)(c.p - log->map);
+	if (rc == MMS__DEC_CORRUPT && cut)
+		return 0;
+	if (rc == MMS__DEC_ORDER)
+		log_damage(log, MMS_EORDER, (uint64_t)(c.p - log->map), "chunk %llu: %s", (unsigned long long)k, why);
+	else if (rc == MMS__DEC_UNKNOWN)
+		log_damage(log, MMS_ECORRUPT, (uint64_t)(c.p - log->map), "record tag 0x%02x unknown", *c.p);
+	else
+		log_damage(log, MMS_ECORRUPT, (uint64_t)(c.p - log->map), "record tag 0x%02x: %s", *c.p, why);
+	return 0;
+}
+
+static int walk_chunks(mms_log_t *log)
+{
+	const struct mms_chunk_header *ch;
+	uint64_t k, n, start, have, used, cs = log->hdr.chunk_size;
+	uint32_t magic;
+	int rc, cut;
+
+	/* A log still being written, or cut, may hold fewer chunks than the
+	 * header has reserved: walk what the file holds. */
+	n = (log->size - MMS_HEADER_SIZE + cs - 1) / cs;
+	if (n > log->hdr.nchunks)
+		n = log->hdr.nchunks;
+	for (k = 0; k < n; k++) {
+		start = MMS_HEADER_SIZE + k * cs;
+		have = log->size - start < cs ? log->size - start : cs;
+		if (have < CHUNK_HDR) {
+			log_damage(log, MMS_ETRUNCATED, start, "chunk %llu is cut by the end of the file", (unsigned long long)k);
+			break;
+		}
+		ch = (const void *)(log->map + start);
+		magic = __atomic_load_n(&ch->magic, __ATOMIC_ACQUIRE);
+		used = __atomic_load_n(&ch->used, __ATOMIC_ACQUIRE);
+		if (magic == 0 && used == 0)
+			continue; /* reserved, never written */
+		if (magic != MMS_CHUNK_MAGIC) {
+			log_damage(log, MMS_ECORRUPT, start, "chunk %llu: bad chunk magic 0x%08x", (unsigned long long)k, magic);
+			continue;
+		}
+		if (used > cs - CHUNK_HDR) {
+			log_damage(log, MMS_ECORRUPT, start + offsetof(struct mms_chunk_header, used),
+				   "chunk %llu: %llu bytes used in a %llu-byte chunk", (unsigned long long)k,
+				   (unsigned long long)used, (unsigned long long)cs);
+			used = cs - CHUNK_HDR;
+		}
+		cut = used > have - CHUNK_HDR;
+		if (cut) {
+			log_damage(log, MMS_ETRUNCATED, log->size, "chunk %llu is cut by the end of the file", (unsigned long long)k);
+			used = have - CHUNK_HDR;
+		}
+		rc = walk_chunk(log, k, log->map + start + CHUNK_HDR, log->map + start + CHUNK_HDR + used, cut);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int seg_cmp(const void *a, const void *b)
+{
+	const struct mms__segment *x = a, *y = b;
+
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	if (x->first != y->first)
+		return x->first < y->first ? -1 : 1;
+	return x->begin < y->begin ? -1 : x->begin > y->begin;
+}
+
+/* Sorts the segments into per-thread runs and checks that a thread's
+ * segments do not overlap in time (the ordering rule). */
+static int build_runs(mms_log_t *log)
+{
+	size_t i, w = 0;
+
+	/* Empty segments hold no records: drop them. */
+	for (i = 0; i < log->nsegs; i++)
+		if (log->segs[i].end > log->segs[i].begin)
+			log->segs[w++] = log->segs[i];
+	log->nsegs = w;
+	if (log->nsegs)
+		qsort(log->segs, log->nsegs, sizeof(*log->segs), seg_cmp);
+	log->runs = malloc((log->nsegs + 1) * sizeof(*log->runs));
+	if (!log->runs)
+		return -ENOMEM;
+	for (i = 0; i < log->nsegs; i++) {
+		if (i && log->segs[i].thread == log->segs[i - 1].thread) {
+			if (log->segs[i].first < log->segs[i - 1].last)
+				log_damage(log, MMS_EORDER, log->segs[i].begin,
+					   "thread %u: records at offset %llu are stamped before the end of its "
+					   "records at offset %llu",
+					   log->segs[i].thread, (unsigned long long)log->segs[i].begin,
+					   (unsigned long long)log->segs[i - 1].begin);
+			continue;
+		}
+		log->runs[log->nruns++] = i;
+	}
+	log->runs[log->nruns] = log->nsegs;
+	return 0;
+}
+
+static void fill_info(mms_log_t *log)
+{
+	const struct mms_file_header *h = &log->hdr;
+	mms_log_info_t *in = &log->info;
+	const char *exe = "";
+
+	mms_log_meta(log, "exe", &exe, NULL);
+	in->version = h->version;
+	in->pid = h->pid;
+	in->ppid = h->ppid;
+	in->exe = exe;
+	in->clock = h->clock;
+	in->flags = h->flags;
+	in->cut_errno = h->cut_errno;
+	in->start_realtime_ns = h->start_realtime_ns;
+	in->last_realtime_ns = h->last_realtime_ns;
+	/* The writer counts lost events in the header and again, per thread,
+	 * in LOST records that mark where they were lost: take the larger. */
+	if (h->lost_events > in->lost_events)
+		in->lost_events = h->lost_events;
+	in->call_stack_depth = h->call_stack_depth;
+	in->threads = log->nthreads > UINT32_MAX ? UINT32_MAX : (uint32_t)log->nthreads;
+	in->nchunks = h->nchunks;
+	in->file_size = log->size;
+	in->complete = !!(h->flags & MMS_FLAG_COMPLETE);
+	in->cut = !!(h->flags & MMS_FLAG_CUT);
+	in->events = log->events;
+	in->segments = log->nsegs;
+	/* Stamps become nanoseconds by the line through the two (stamp,
+	 * realtime) pairs; without two distinct pairs, one stamp is one ns. */
+	if (h->last_stamp > h->start_stamp && h->last_realtime_ns > h->start_realtime_ns)
+		log->ns_per_stamp = (double)(h->last_realtime_ns - h->start_realtime_ns) /
+				    (double)(h->last_stamp - h->start_stamp);
+	else
+		log->ns_per_stamp = 1.0;
+}
+
+uint64_t mms__log_time(const mms_log_t *log, uint64_t stamp)
+{
+	int64_t d = (int64_t)(stamp - log->hdr.start_stamp);
+	double t;
+
+	if (log->ns_per_stamp == 1.0)
+		return log->hdr.start_realtime_ns + (uint64_t)d;
+	/* Only a damaged header puts a stamp this far away; clamp it rather
+	 * than convert an out-of-range double. */
+	t = (double)d * log->ns_per_stamp;
+	if (t > 9.0e18)
+		t = 9.0e18;
+	else if (t < -9.0e18)
+		t = -9.0e18;
+	return log->hdr.start_realtime_ns + (uint64_t)(int64_t)t;
+}
+
+int mms__log_open_buf(const void *buf, size_t len, mms_log_t **out, mms_open_error_t *err)
+{
+	mms_log_t *log;
+	int rc;
+
+	if (!out || (!buf && len))
+		return MMS_EUSAGE;
+	*out = NULL;
+	if (!len)
+		return open_error(err, MMS_ETRUNCATED, 0, "the file is empty");
+	log = calloc(1, sizeof(*log));
+	if (!log)
+		return -ENOMEM;
+	log->map = buf;
+	log->size = len;
+	mms__map_init(&log->strings);
+	mms__map_init(&log->stacks);
+	mms__map_init(&log->thread_ix);
+	rc = read_header(log, err);
+	if (rc)
+		goto fail_log;
+	rc = walk_chunks(log);
+	if (rc)
+		goto fail_log;
+	rc = build_runs(log);
+	if (rc)
+		goto fail_log;
+	fill_info(log);
+	*out = log;
+	return 0;
+fail_log:
+	mms_log_close(log);
+	return rc;
+}
+
+MMS__EXPORT int mms_log_open_ex(const char *path, mms_log_t **out, mms_open_error_t *err)
+{
+	struct stat st;
+	void *map = NULL;
+	int fd, rc;
+
+	if (!path || !out)
+		return MMS_EUSAGE;
+	*out = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st)) {
+		rc = -errno;
+		goto fail_fd;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		rc = -EISDIR;
+		goto fail_fd;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rc = open_error(err, MMS_EBADMAGIC, 0, "not a regular file");
+		goto fail_fd;
+	}
+	if (st.st_size > 0) {
+		/* Shared and read-only: a log still being written shows the
+		 * records published before this point. */
+		map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+		if (map == MAP_FAILED) {
+			rc = -errno;
+			goto fail_fd;
+		}
+	}
+	rc = mms__log_open_buf(map, (size_t)st.st_size, out, err);
+	if (rc)
+		goto fail_map;
+	(*out)->unmap = 1;
+	close(fd);
+	return 0;
+fail_map:
+	if (map)
+		munmap(map, (size_t)st.st_size);
+fail_fd:
+	close(fd);
+	return rc;
+}
+
+MMS__EXPORT int mms_log_open(const char *path, mms_log_t **out)
+{
+	return mms_log_open_ex(path, out, NULL);
+}
+
+MMS__EXPORT void mms_log_close(mms_log_t *log)
+{
+	if (!log)
+		return;
+	mms__meta_free(log);
+	free(log->segs);
+	free(log->runs);
+	if (log->unmap && log->map)
+		munmap((void *)log->map, log->size);
+	free(log);
+}
+
+MMS__EXPORT void mms_log_get_info(const mms_log_t *log, mms_log_info_t *info)
+{
+	if (log && info)
+		*info = log->info;
+}

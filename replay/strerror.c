@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/* strerror.c: explains the replay library's error codes. */
+#include <string.h>
+
+#include "replay-int.h"
+
+MMS__EXPORT const char *mms_strerror(int err)
+{
+	switch (err) {
+	case 0:
+		return "success";
+	case MMS_EBADMAGIC:
+		return "not a msmemscope log";
+	case MMS_EVERSION:
+		return "a msmemscope log of another format version";
+	case MMS_ETRUNCATED:
+		return "the log is truncated";
+	case MMS_ECORRUPT:
+		return "the log is corrupt";
+	case MMS_EORDER:
+		return "events out of order in the log";
+	case MMS_EUSAGE:
+		return "invalid argument to the replay library";
+	default:
+		/* strerror() is not thread-safe in general, but glibc returns
+		 * static strings for every known errno value. */
+		if (err < 0 && err > -4096)
+			return strerror(-err);
+		return "unknown error";
+	}
+}

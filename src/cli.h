@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/* cli.h: small helpers shared by the command-line programs: messages that
+ * name the program, die-on-failure allocation, strict long options, JSON
+ * string escaping, human-readable byte counts and event kind names. Only
+ * src/ uses these; the libraries never print or exit. */
+#ifndef MMS_CLI_H
+#define MMS_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Exit statuses shared by the programs. */
+#define CLI_EXIT_FAILURE 1 /* the work failed: a bad log, an I/O error */
+#define CLI_EXIT_USAGE 2   /* the command line is wrong */
+
+/* The program name that starts every message; set it with cli_init(). */
+extern const char *cli_progname;
+
+/* Sets cli_progname to the last path component of argv0 (keeps
+ * "msmemscope" when argv0 is NULL or empty). */
+void cli_init(const char *argv0);
+
+/* Prints "PROG: MESSAGE\n" to stderr and exits with status. */
+void die(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+
+/* Prints "PROG: MESSAGE\nTry 'PROG --help' for more information.\n" to
+ * stderr and exits with CLI_EXIT_USAGE. */
+void die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* Prints "PROG: warning: MESSAGE\n" to stderr. */
+void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* malloc, calloc, realloc, strdup and asprintf that die (status 1) with a
+ * message when memory runs out. Zero sizes return a valid pointer. */
+void *xmalloc(size_t size);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t size);
+char *xstrdup(const char *s);
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Matches argv[*i] against a long option that takes a value (name is
+ * "--output"), in both forms "--output=V" and "--output V". Returns 1 and
+ * sets *value (advancing *i past a separate value), 0 when argv[*i] is not
+ * this option; dies with a usage error when the value is missing. */
+int cli_opt_value(int argc, char **argv, int *i, const char *name, const char **value);
+
+/* Matches arg against a long option that takes no value. Returns 1 on a
+ * match, 0 otherwise; dies with a usage error on "--name=...". */
+int cli_opt_flag(const char *arg, const char *name);
+
+/* Parses a whole decimal unsigned number; returns 0, or -1 when s is not
+ * one or does not fit in 64 bits. */
+int cli_parse_u64(const char *s, uint64_t *out);
+
+/* Writes s (len bytes, any bytes) to f as a quoted JSON string: escapes
+ * '"', '\\' and control characters; invalid UTF-8 bytes become U+FFFD. */
+void json_put_string(FILE *f, const char *s, size_t len);
+
+/* Formats a byte count for people into buf (cap bytes; 32 is enough):
+ * "812 bytes", "4.0 KiB", "1.2 MiB" ... up to TiB. Returns buf. */
+const char *human_bytes(uint64_t n, char *buf, size_t cap);
+
+/* msMemScope's name of an event kind (enum mms_event_kind): "MALLOC",
+ * "OP_LAUNCH", ...; "UNKNOWN" for a value out of range. */
+const char *cli_event_kind_name(unsigned kind);
+
+#endif /* MMS_CLI_H */

@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: MIT */
+/* msmemscope-replay.c: the replay command: opens a .mms log and prints what
+ * it recorded (for now, the summary, as text or JSON). */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "msmemscope-replay.h"
+#include "cli.h"
+
+struct opts {
+	const char *log;
+	bool summary;
+	bool json;
+};
+
+static void usage(void)
+{
+	printf("Usage: %s LOG [--summary] [--json]\n"
+	       "Replay a msmemscope event log (.mms) and report on it.\n"
+	       "\n"
+	       "  --summary   print the summary of the log (the default): events by kind,\n"
+	       "              allocations, frees, bytes allocated, peak and live bytes,\n"
+	       "              threads, steps, and warnings about a cut or damaged log\n"
+	       "  --json      print the summary as one JSON object\n"
+	       "  --help      print this help and exit\n"
+	       "  --version   print the version and exit\n"
+	       "\n"
+	       "Exit status: 0 on success (a damaged log is reported with warnings),\n"
+	       "1 when the log cannot be read, 2 for a wrong command line.\n"
+	       "See msmemscope-replay(1) and doc/log-format.md.\n",
+	       cli_progname);
+}
+
+static void parse_args(int argc, char **argv, struct opts *o)
+{
+	bool options = true;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (options && a[0] == '-' && a[1]) {
+			if (!strcmp(a, "--")) {
+				options = false;
+			} else if (cli_opt_flag(a, "--help")) {
+				usage();
+				exit(0);
+			} else if (cli_opt_flag(a, "--version")) {
+				printf("%s %s\n", cli_progname, PACKAGE_VERSION);
+				exit(0);
+			} else if (cli_opt_flag(a, "--summary")) {
+				o->summary = true;
+			} else if (cli_opt_flag(a, "--json")) {
+				o->json = true;
+			} else {
+				die_usage("unknown option '%s'", a);
+			}
+			continue;
+		}
+		if (o->log)
+			die_usage("one log at a time: '%s' and '%s'", o->log, a);
+		o->log = a;
+	}
+	if (!o->log)
+		die_usage("no log given");
+	o->summary = true; /* the only report so far, and the default */
+}
+
+static mms_log_t *open_log(const char *path)
+{
+	mms_open_error_t err = { 0 };
+	mms_log_t *log;
+	int rc;
+
+	rc = mms_log_open_ex(path, &log, &err);
+	if (rc == 0)
+		return log;
+	if (err.what[0])
+		die(CLI_EXIT_FAILURE, "%s: %s: %s (at byte %" PRIu64 ")", path, mms_strerror(rc), err.what,
+		    err.offset);
+	die(CLI_EXIT_FAILURE, "%s: %s", path, mms_strerror(rc));
+}
+
+/* Tells the user what the summary does not cover. */
+static void warn_log_state(const char *path, const mms_log_info_t *in)
+{
+	if (in->cut)
+		warn("%s: log was cut after %" PRIu64 " events: %s; the summary covers the events before", path,
+		     in->events, in->cut_errno ? strerror(in->cut_errno) : "no reason recorded");
+	else if (!in->complete)
+		warn("%s: the process did not reach exit (killed, or still running); blocks \"live at log end\" "
+		     "are those live at the last recorded event",
+		     path);
+	if (in->damaged)
+		warn("%s: damaged at byte %" PRIu64 ": %s (%" PRIu64 " place%s); the summary skips the rest of "
+		     "each damaged chunk",
+		     path, in->damage_offset, in->damage ? in->damage : "unknown damage", in->damage_count,
+		     in->damage_count == 1 ? "" : "s");
+	if (in->lost_events)
+		warn("%s: %" PRIu64 " events were not recorded (signals that arrived inside a hook)", path,
+		     in->lost_events);
+}
+
+static void print_kind_text(const char *label, const mms_kind_summary_t *k, const char *at_end)
+{
+	char a[32], b[32], c[32];
+
+	printf("%-20s %" PRIu64 " allocations, %" PRIu64 " frees, %s allocated, peak %s, %s %" PRIu64
+	       " block%s (%s)\n",
+	       label, k->allocs, k->frees, human_bytes(k->bytes_allocated, a, sizeof(a)),
+	       human_bytes(k->peak_bytes, b, sizeof(b)), at_end, k->live_blocks, k->live_blocks == 1 ? "" : "s",
+	       human_bytes(k->live_bytes, c, sizeof(c)));
+}
+
+/* "424 bytes" or "1667420240 bytes (1.6 GiB)". */
+static const char *bytes_text(uint64_t n, char *buf, size_t cap)
+{
+	char h[32];
+
+	if (n < 1024)
+		snprintf(buf, cap, "%" PRIu64 " bytes", n);
+	else
+		snprintf(buf, cap, "%" PRIu64 " bytes (%s)", n, human_bytes(n, h, sizeof(h)));
+	return buf;
+}
+
+static void print_text(const char *path, const mms_log_info_t *in, const mms_summary_t *s)
+{
+	const mms_kind_summary_t *h = &s->mem[MMS_MEM_HOST];
+	const char *at_end = in->complete ? "live at exit" : "live at log end";
+	char a[64];
+	unsigned k;
+
+	printf("%s: pid %" PRIu64 "%s%s\n", path, in->pid, in->exe[0] ? ", " : "", in->exe);
+	printf("%-20s %" PRIu64 "\n", "events", s->events);
+	for (k = 1; k < MMS_EV_KIND_COUNT; k++)
+		if (s->by_kind[k])
+			printf("  %-18s %" PRIu64 "\n", cli_event_kind_name(k), s->by_kind[k]);
+	printf("%-20s %" PRIu64 "\n", "allocations", h->allocs);
+	printf("%-20s %" PRIu64 "\n", "frees", h->frees);
+	printf("%-20s %s\n", "bytes allocated", bytes_text(h->bytes_allocated, a, sizeof(a)));
+	printf("%-20s %s\n", "peak live bytes", bytes_text(h->peak_bytes, a, sizeof(a)));
+	printf("%-20s %" PRIu64 " block%s, %s\n", at_end, h->live_blocks, h->live_blocks == 1 ? "" : "s",
+	       bytes_text(h->live_bytes, a, sizeof(a)));
+	printf("%-20s %" PRIu64 "\n", "threads", s->threads);
+	printf("%-20s %" PRIu64 "\n", "steps", s->steps);
+	if (s->mem[MMS_MEM_MMAP].allocs || s->mem[MMS_MEM_MMAP].frees)
+		print_kind_text("mmap", &s->mem[MMS_MEM_MMAP], at_end);
+	if (s->mem[MMS_MEM_POOL].allocs || s->mem[MMS_MEM_POOL].frees)
+		print_kind_text("pool", &s->mem[MMS_MEM_POOL], at_end);
+	if (s->unmatched_frees)
+		printf("%-20s %" PRIu64 "\n", "unmatched frees", s->unmatched_frees);
+	if (s->double_allocs)
+		printf("%-20s %" PRIu64 "\n", "double allocations", s->double_allocs);
+}
+
+static void print_kind_json(const mms_kind_summary_t *k)
+{
+	printf("{\"allocs\":%" PRIu64 ",\"frees\":%" PRIu64 ",\"bytes_allocated\":%" PRIu64 ",\"peak_bytes\":%" PRIu64
+	       ",\"live_blocks\":%" PRIu64 ",\"live_bytes\":%" PRIu64 "}",
+	       k->allocs, k->frees, k->bytes_allocated, k->peak_bytes, k->live_blocks, k->live_bytes);
+}
+
+static void print_json(const mms_log_info_t *in, const mms_summary_t *s)
+{
+	const mms_kind_summary_t *h = &s->mem[MMS_MEM_HOST];
+	const char *sep = "";
+	unsigned k;
+	char name[32];
+	size_t i;
+
+	printf("{\"events\":%" PRIu64 ",\"allocs\":%" PRIu64 ",\"frees\":%" PRIu64 ",\"bytes_allocated\":%" PRIu64
+	       ",\"peak_bytes\":%" PRIu64 ",\"live_blocks\":%" PRIu64 ",\"live_bytes\":%" PRIu64
+	       ",\"threads\":%" PRIu64 ",\"steps\":%" PRIu64 ",",
+	       s->events, h->allocs, h->frees, h->bytes_allocated, h->peak_bytes, h->live_blocks, h->live_bytes,
+	       s->threads, s->steps);
+	printf("\"kinds\":{\"mmap\":");
+	print_kind_json(&s->mem[MMS_MEM_MMAP]);
+	printf(",\"pool\":");
+	print_kind_json(&s->mem[MMS_MEM_POOL]);
+	printf("},\"by_kind\":{");
+	for (k = 1; k < MMS_EV_KIND_COUNT; k++) {
+		/* Keys are the kind names in lower case: "malloc", "op_launch". */
+		snprintf(name, sizeof(name), "%s", cli_event_kind_name(k));
+		for (i = 0; name[i]; i++)
+			name[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] - 'A' + 'a' : name[i]);
+		printf("%s\"%s\":%" PRIu64, sep, name, s->by_kind[k]);
+		sep = ",";
+	}
+	printf("},\"complete\":%s,\"cut\":%s,\"damaged\":%s,\"lost_events\":%" PRIu64
+	       ",\"unmatched_frees\":%" PRIu64 ",\"double_allocs\":%" PRIu64 "}\n",
+	       in->complete ? "true" : "false", in->cut ? "true" : "false", in->damaged ? "true" : "false",
+	       in->lost_events, s->unmatched_frees, s->double_allocs);
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = { 0 };
+	mms_log_info_t info;
+	mms_summary_t sum;
+	mms_log_t *log;
+	int rc, status = 0;
+
+	cli_init(argv[0]);
+	parse_args(argc, argv, &o);
+	log = open_log(o.log);
+	mms_log_get_info(log, &info);
+	rc = mms_summarize(log, &sum);
+	if (rc && rc != MMS_ECORRUPT && rc != MMS_EORDER)
+		die(CLI_EXIT_FAILURE, "%s: cannot replay: %s", o.log, mms_strerror(rc));
+	if (o.json)
+		print_json(&info, &sum);
+	else
+		print_text(o.log, &info, &sum);
+	if (fflush(stdout) || ferror(stdout))
+		die(CLI_EXIT_FAILURE, "cannot write the summary: %s", strerror(errno));
+	warn_log_state(o.log, &info);
+	if (rc) {
+		warn("%s: replay stopped early: %s; the summary covers the events before", o.log, mms_strerror(rc));
+		status = CLI_EXIT_FAILURE;
+	}
+	mms_log_close(log);
+	return status;
+}

@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: MIT */
+/* check-codec.c: unit tests of format.h's varint, zigzag and string codec
+ * and of the replay library's hash map and interval set. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay-int.h"
+
+START_TEST(test_varint_roundtrip)
+{
+	static const uint64_t vals[] = { 0, 1, 127, 128, 255, 300, 16383, 16384, (1ull << 32) - 1, 1ull << 32,
+					 (1ull << 56) + 3, 1ull << 63, UINT64_MAX - 1, UINT64_MAX };
+	static const size_t lens[] = { 1, 1, 1, 2, 2, 2, 2, 3, 5, 5, 9, 10, 10, 10 };
+	uint8_t buf[16];
+	const uint8_t *p;
+	uint64_t v;
+	size_t i;
+
+	for (i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+		uint8_t *end = mms_put_u(buf, vals[i]);
+
+		ck_assert_uint_eq((size_t)(end - buf), lens[i]);
+		p = buf;
+		ck_assert_int_eq(mms_get_u(&p, end, &v), 0);
+		ck_assert_uint_eq(v, vals[i]);
+		ck_assert_ptr_eq(p, end);
+	}
+}
+END_TEST
+
+START_TEST(test_varint_truncated)
+{
+	uint8_t buf[16];
+	uint8_t *end = mms_put_u(buf, UINT64_MAX);
+	const uint8_t *p;
+	uint64_t v = 77;
+	size_t cut;
+
+	/* Every proper prefix of a varint is cut: -1, nothing consumed. */
+	for (cut = 0; cut < (size_t)(end - buf); cut++) {
+		p = buf;
+		ck_assert_int_eq(mms_get_u(&p, buf + cut, &v), -1);
+		ck_assert_ptr_eq(p, buf);
+		ck_assert_uint_eq(v, 77);
+	}
+}
+END_TEST
+
+START_TEST(test_varint_overlong)
+{
+	uint8_t buf[16];
+	const uint8_t *p = buf;
+	uint64_t v;
+
+	/* Eleven bytes with continuation bits: longer than any 64-bit value. */
+	memset(buf, 0x80, 11);
+	buf[11] = 0x01;
+	ck_assert_int_eq(mms_get_u(&p, buf + 12, &v), -1);
+	ck_assert_ptr_eq(p, buf);
+	/* A padded but ten-byte encoding of 1 still decodes. */
+	memset(buf, 0x80, 9);
+	buf[0] = 0x81;
+	buf[9] = 0x00;
+	p = buf;
+	ck_assert_int_eq(mms_get_u(&p, buf + 10, &v), 0);
+	ck_assert_uint_eq(v, 1);
+}
+END_TEST
+
+START_TEST(test_zigzag)
+{
+	static const int64_t vals[] = { 0, -1, 1, -2, 2, 63, -64, INT64_MAX, INT64_MIN, INT64_MIN + 1 };
+	size_t i;
+
+	ck_assert_uint_eq(mms_zigzag(0), 0);
+	ck_assert_uint_eq(mms_zigzag(-1), 1);
+	ck_assert_uint_eq(mms_zigzag(1), 2);
+	ck_assert_uint_eq(mms_zigzag(INT64_MIN), UINT64_MAX);
+	ck_assert_uint_eq(mms_zigzag(INT64_MAX), UINT64_MAX - 1);
+	for (i = 0; i < sizeof(vals) / sizeof(vals[0]); i++)
+		ck_assert_int_eq(mms_unzigzag(mms_zigzag(vals[i])), vals[i]);
+	/* Address deltas wrap modulo 2^64 both ways. */
+	ck_assert_uint_eq(0x1000 + (uint64_t)mms_unzigzag(mms_zigzag((int64_t)(0x10ull - 0x1000ull))), 0x10);
+}
+END_TEST
+
+START_TEST(test_strings)
+{
+	static uint8_t buf[MMS_MAX_STRING + 64];
+	static char big[MMS_MAX_STRING + 10];
+	const uint8_t *p;
+	const char *s;
+	uint64_t len;
+	uint8_t *end;
+
+	end = mms_put_s(buf, "hello", 5);
+	p = buf;
+	ck_assert_int_eq(mms_get_s(&p, end, &s, &len), 0);
+	ck_assert_uint_eq(len, 5);
+	ck_assert_int_eq(memcmp(s, "hello", 5), 0);
+	ck_assert_ptr_eq(p, end);
+
+	end = mms_put_s(buf, "", 0);
+	p = buf;
+	ck_assert_int_eq(mms_get_s(&p, end, &s, &len), 0);
+	ck_assert_uint_eq(len, 0);
+
+	/* Longer strings are truncated by the writer. */
+	memset(big, 'x', sizeof(big));
+	end = mms_put_s(buf, big, sizeof(big));
+	p = buf;
+	ck_assert_int_eq(mms_get_s(&p, end, &s, &len), 0);
+	ck_assert_uint_eq(len, MMS_MAX_STRING);
+
+	/* A length running past the end, or over the maximum, is corrupt. */
+	end = mms_put_s(buf, "hello", 5);
+	p = buf;
+	ck_assert_int_eq(mms_get_s(&p, end - 1, &s, &len), -1);
+	end = mms_put_u(buf, MMS_MAX_STRING + 1);
+	p = buf;
+	ck_assert_int_eq(mms_get_s(&p, buf + sizeof(buf), &s, &len), -1);
+}
+END_TEST
+
+START_TEST(test_map)
+{
+	enum { N = 20000 };
+	struct mms__map m;
+	uint64_t *v, out;
+	int isnew, i;
+
+	mms__map_init(&m);
+	ck_assert_ptr_null(mms__map_get(&m, 5));
+	ck_assert_int_eq(mms__map_del(&m, 5, NULL), 0);
+	/* Keys that share low bits, like heap addresses. */
+	for (i = 0; i < N; i++) {
+		v = mms__map_put(&m, 0x7f0000000000ull + (uint64_t)i * 64, &isnew);
+		ck_assert_ptr_nonnull(v);
+		ck_assert_int_eq(isnew, 1);
+		*v = (uint64_t)i;
+	}
+	ck_assert_uint_eq(m.count, N);
+	v = mms__map_put(&m, 0x7f0000000000ull, &isnew);
+	ck_assert_int_eq(isnew, 0);
+	ck_assert_uint_eq(*v, 0);
+	/* Delete every other key, then check all lookups. */
+	for (i = 0; i < N; i += 2) {
+		ck_assert_int_eq(mms__map_del(&m, 0x7f0000000000ull + (uint64_t)i * 64, &out), 1);
+		ck_assert_uint_eq(out, (uint64_t)i);
+	}
+	ck_assert_uint_eq(m.count, N / 2);
+	for (i = 0; i < N; i++) {
+		v = mms__map_get(&m, 0x7f0000000000ull + (uint64_t)i * 64);
+		if (i % 2)
+			ck_assert(v && *v == (uint64_t)i);
+		else
+			ck_assert_ptr_null(v);
+	}
+	/* Any 64-bit key works, 0 and all-ones included. */
+	ck_assert_ptr_nonnull(mms__map_put(&m, 0, NULL));
+	ck_assert_ptr_nonnull(mms__map_put(&m, UINT64_MAX, NULL));
+	ck_assert_ptr_nonnull(mms__map_get(&m, 0));
+	ck_assert_int_eq(mms__map_del(&m, UINT64_MAX, NULL), 1);
+	ck_assert_ptr_null(mms__map_get(&m, UINT64_MAX));
+	mms__map_free(&m);
+}
+END_TEST
+
+static uint64_t iv_total(const struct mms__ivset *s)
+{
+	uint64_t t = 0;
+	size_t i;
+
+	for (i = 0; i < s->n; i++) {
+		ck_assert_uint_lt(s->iv[i].lo, s->iv[i].hi);
+		if (i)
+			ck_assert_uint_le(s->iv[i - 1].hi, s->iv[i].lo);
+		t += s->iv[i].hi - s->iv[i].lo;
+	}
+	return t;
+}
+
+START_TEST(test_intervals)
+{
+	struct mms__ivset s = { 0 };
+	uint64_t r;
+
+	ck_assert_int_eq(mms__ivset_add(&s, 100, 200, &r), 0);
+	ck_assert_int_eq(mms__ivset_add(&s, 300, 400, &r), 0);
+	ck_assert_int_eq(mms__ivset_add(&s, 200, 300, &r), 0); /* adjacent: stays apart */
+	ck_assert_uint_eq(r, 0);
+	ck_assert_uint_eq(s.n, 3);
+	ck_assert_int_eq(mms__ivset_remove(&s, 150, 160, &r), 0); /* split */
+	ck_assert_uint_eq(r, 10);
+	ck_assert_uint_eq(s.n, 4);
+	ck_assert_int_eq(mms__ivset_remove(&s, 0, 50, &r), 0); /* nothing there */
+	ck_assert_uint_eq(r, 0);
+	ck_assert_int_eq(mms__ivset_remove(&s, 155, 350, &r), 0); /* spans three */
+	ck_assert_uint_eq(r, 40 + 100 + 50);
+	ck_assert_uint_eq(s.n, 2);
+	ck_assert_uint_eq(iv_total(&s), 50 + 50);
+	ck_assert_int_eq(mms__ivset_add(&s, 120, 380, &r), 0); /* replaces overlap */
+	ck_assert_uint_eq(r, 30 + 30);
+	ck_assert_uint_eq(iv_total(&s), 20 + 260 + 20);
+	ck_assert_int_eq(mms__ivset_remove(&s, 0, UINT64_MAX, &r), 0);
+	ck_assert_uint_eq(r, 300);
+	ck_assert_uint_eq(s.n, 0);
+	mms__ivset_free(&s);
+}
+END_TEST
+
+static Suite *codec_suite(void)
+{
+	Suite *s = suite_create("codec");
+	TCase *tc = tcase_create("codec");
+
+	tcase_add_test(tc, test_varint_roundtrip);
+	tcase_add_test(tc, test_varint_truncated);
+	tcase_add_test(tc, test_varint_overlong);
+	tcase_add_test(tc, test_zigzag);
+	tcase_add_test(tc, test_strings);
+	tcase_add_test(tc, test_map);
+	tcase_add_test(tc, test_intervals);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(codec_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

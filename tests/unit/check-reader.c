@@ -1,0 +1,595 @@
+/* SPDX-License-Identifier: MIT */
+/* check-reader.c: unit tests of the log reader, iterator and summary over
+ * synthetic logs built with logbuild, each test in its own directory. */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "logbuild.h"
+#include "msmemscope-replay.h"
+
+#define LOG "t.mms"
+#define CS 4096u
+
+static char tmpdir[] = "/tmp/check-reader.XXXXXX";
+
+/* Checked fixtures run in each test's own process: every test gets a
+ * fresh directory, removed after it. */
+static void dir_setup(void)
+{
+	strcpy(tmpdir, "/tmp/check-reader.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+	ck_assert_int_eq(chdir(tmpdir), 0);
+}
+
+static void dir_teardown(void)
+{
+	unlink(LOG);
+	if (chdir("/") == 0)
+		rmdir(tmpdir);
+}
+
+static mms_log_t *write_open(const struct lb *b, size_t len)
+{
+	mms_log_t *log = NULL;
+	int rc;
+
+	ck_assert_int_eq(lb_write(b, LOG, len), 0);
+	rc = mms_log_open(LOG, &log);
+	ck_assert_msg(rc == 0, "open: %s", mms_strerror(rc));
+	return log;
+}
+
+/* Opens the first len bytes of b's log, checks it reports damage code at
+ * offset, and that the summary still has the malloc figures before it. */
+static void expect_damage(struct lb *b, size_t len, int code, uint64_t offset, const char *what, uint64_t allocs,
+			  uint64_t live_bytes)
+{
+	mms_log_t *log = write_open(b, len);
+	mms_log_info_t info;
+	mms_summary_t s;
+
+	mms_log_get_info(log, &info);
+	ck_assert_int_eq(info.damaged, 1);
+	ck_assert_int_eq(info.damage_error, code);
+	if (offset != UINT64_MAX)
+		ck_assert_uint_eq(info.damage_offset, offset);
+	if (what)
+		ck_assert_str_eq(info.damage, what);
+	ck_assert_uint_eq(info.damage_count, 1);
+	ck_assert_int_eq(mms_summarize(log, &s), 0);
+	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].allocs, allocs);
+	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].live_bytes, live_bytes);
+	mms_log_close(log);
+}
+
+static void summarize(struct lb *b, mms_summary_t *s, mms_log_info_t *info)
+{
+	mms_log_t *log = write_open(b, SIZE_MAX);
+
+	ck_assert_int_eq(mms_summarize(log, s), 0);
+	if (info)
+		mms_log_get_info(log, info);
+	mms_log_close(log);
+}
+
+/* A one-thread log with its SEGMENT, THREAD and SYSTEM init written. */
+static struct lb *one_thread(void)
+{
+	struct lb *b = lb_new(CS);
+
+	lb_chunk(b);
+	lb_segment(b, 0, 10);
+	lb_thread(b, 10, 0, 1000);
+	lb_event0(b, MMS_TAG_SYSTEM | MMS_SYSTEM_INIT, 11);
+	return b;
+}
+
+START_TEST(test_order_merge)
+{
+	struct lb *b = lb_new(CS);
+	static const struct {
+		uint64_t stamp;
+		uint32_t thread;
+	} want[] = { { 5, 0 }, { 6, 1 }, { 7, 0 }, { 7, 1 }, { 8, 1 }, { 9, 0 }, { 20, 0 }, { 21, 1 }, { 30, 0 } };
+	mms_log_t *log;
+	mms_iter_t *it;
+	mms_event_t ev;
+	mms_log_info_t info;
+	size_t n = 0;
+	uint32_t c0, c1, c2;
+
+	/* Thread 1's chunk comes first in the file, thread 0 writes two
+	 * chunks; equal stamps order by thread. */
+	c1 = lb_chunk(b);
+	c0 = lb_chunk(b);
+	c2 = lb_chunk(b);
+	lb_use(b, c1);
+	lb_segment(b, 1, 6);
+	lb_alloc(b, 6, 0, 0x2000, 16, 0);
+	lb_alloc(b, 7, 0, 0x2100, 16, 0);
+	lb_alloc(b, 8, 0, 0x2200, 16, 0);
+	lb_free(b, 21, 0, 0x2000);
+	lb_use(b, c0);
+	lb_segment(b, 0, 5);
+	lb_alloc(b, 5, 0, 0x1000, 8, 0);
+	lb_alloc(b, 7, 0, 0x1100, 8, 0);
+	lb_alloc(b, 9, 0, 0x1200, 8, 0);
+	lb_use(b, c2);
+	lb_segment(b, 0, 20);
+	lb_free(b, 20, 0, 0x1000);
+	lb_free(b, 30, 0, 0x1100);
+	log = write_open(b, SIZE_MAX);
+	mms_log_get_info(log, &info);
+	ck_assert_int_eq(info.damaged, 0);
+	ck_assert_uint_eq(info.events, 9);
+	ck_assert_uint_eq(info.threads, 2);
+	ck_assert_int_eq(mms_iter_open(log, &it), 0);
+	while (mms_iter_next(it, &ev) == 1) {
+		ck_assert_uint_lt(n, 9);
+		ck_assert_uint_eq(ev.id, n);
+		ck_assert_uint_eq(ev.stamp, want[n].stamp);
+		ck_assert_uint_eq(ev.thread, want[n].thread);
+		n++;
+	}
+	ck_assert_uint_eq(n, 9);
+	ck_assert_int_eq(mms_iter_next(it, &ev), 0);
+	mms_iter_close(it);
+	mms_log_close(log);
+	lb_destroy(b);
+}
+END_TEST
+
+START_TEST(test_realloc_counting)
+{
+	struct lb *b = one_thread();
+	mms_summary_t s;
+
+	lb_alloc(b, 20, MMS_ALLOC_MALLOC, 0x1000, 100, 0);
+	/* realloc(0x1000, 200) moved to 0x2000: FREE then ALLOC. */
+	lb_free(b, 21, MMS_FREE_REALLOC, 0x1000);
+	lb_alloc(b, 22, MMS_ALLOC_REALLOC, 0x2000, 200, 0);
+	lb_alloc(b, 23, MMS_ALLOC_CALLOC, 0x3000, 50, 0);
+	lb_free(b, 24, MMS_FREE_FREE, 0x2000);
+	lb_free(b, 25, MMS_FREE_FREE, 0); /* free(NULL): not counted */
+	lb_event0(b, MMS_TAG_SYSTEM | MMS_SYSTEM_FINI, 26);
+	summarize(b, &s, NULL);
+	ck_assert_uint_eq(s.events, 8);
+	ck_assert_uint_eq(s.by_kind[MMS_EV_MALLOC], 3);
+	ck_assert_uint_eq(s.by_kind[MMS_EV_FREE], 3);
+	ck_assert_uint_eq(s.by_kind[MMS_EV_SYSTEM], 2);
+	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].allocs, 3);
+	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].frees, 2);
+	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].bytes_allocated, 350);
+	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].peak_bytes, 250);
+	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].live_blocks, 1);
+	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].live_bytes, 50);
+	ck_assert_uint_eq(s.unmatched_frees, 0);
+	ck_assert_uint_eq(s.double_allocs, 0);
+	ck_assert_uint_eq(s.threads, 1);
+	lb_destroy(b);
+}
+END_TEST
+
+START_TEST(test_unmatched_and_double)
+{
+	struct lb *b = one_thread();
+	mms_summary_t s;
+
+	lb_free(b, 20, 0, 0xdead0);
+	lb_alloc(b, 21, 0, 0x1000, 10, 0);
+	lb_alloc(b, 22, 0, 0x1000, 30, 0);
+	lb_free(b, 23, 0, 0x1000);
+	lb_free(b, 24, 0, 0x1000);
+	summarize(b, &s, NULL);
+	ck_assert_uint_eq(s.unmatched_frees, 2);
+	ck_assert_uint_eq(s.double_allocs, 1);
+	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].allocs, 2);
+	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].frees, 3);
+	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].peak_bytes, 30);
+	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].live_bytes, 0);
+	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].live_blocks, 0);
+	lb_destroy(b);
+}
+END_TEST
+
+START_TEST(test_cut_log)
+{
+	struct lb *b = one_thread();
+	struct mms_file_header *h = lb_header(b);
+	mms_log_info_t info;
+	mms_summary_t s;
+	uint64_t used;
+
+	lb_alloc(b, 20, 0, 0x1000, 10, 0);
+	lb_alloc(b, 21, 0, 0x2000, 20, 0);
+	used = lb_offset(b) - MMS_HEADER_SIZE - sizeof(struct mms_chunk_header);
+	/* Bytes after `used` were never published: the reader ignores them. */
+	lb_alloc(b, 22, 0, 0x3000, 40, 0);
+	lb_set_used(b, 0, used);
+	h->flags = MMS_FLAG_CUT;
+	h->cut_errno = ENOSPC;
+	summarize(b, &s, &info);
+	ck_assert_int_eq(info.cut, 1);
+	ck_assert_int_eq(info.complete, 0);
+	ck_assert_int_eq(info.cut_errno, ENOSPC);
+	ck_assert_int_eq(info.damaged, 0);
+	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].allocs, 2);
+	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].live_bytes, 30);
+	lb_destroy(b);
+}
+END_TEST
+
+START_TEST(test_lost_events)
+{
+	struct lb *b = one_thread();
+	mms_log_info_t info;
+	mms_summary_t s;
+
+	/* The header holds the total; LOST records say where they were lost
+	 * and count the same events again. */
+	lb_header(b)->lost_events = 3;
+	lb_event1(b, MMS_TAG_LOST, 20, 2);
+	lb_event1(b, MMS_TAG_LOST, 21, 1);
+	summarize(b, &s, &info);
+	ck_assert_uint_eq(info.lost_events, 3);
+	ck_assert_uint_eq(s.events, 1); /* LOST is metadata, not an event */
+	lb_destroy(b);
+}
+END_TEST
+
+START_TEST(test_truncated_file)
+{
+	struct lb *b = one_thread();
+	uint64_t cut;
+	uint32_t c1;
+
+	lb_alloc(b, 20, 0, 0x1000, 10, 0);
+	c1 = lb_chunk(b);
+	lb_segment(b, 0, 30);
+	lb_alloc(b, 30, 0, 0x2000, 20, 0);
+	cut = lb_offset(b);
+	lb_alloc(b, 31, 0, 0x3000, 40, 0);
+	ck_assert_uint_eq(c1, 1);
+	/* The file ends inside chunk 1's last record, as after a crash of the
+	 * file system or a copy cut short. */
+	expect_damage(b, cut + 2, MMS_ETRUNCATED, cut + 2, NULL, 2, 30);
+	lb_destroy(b);
+}
+END_TEST
+
+START_TEST(test_corrupt_tag)
+{
+	struct lb *b = one_thread();
+	static const uint8_t bad[] = { 0x9e, 0x01, 0x02 };
+	uint64_t at;
+
+	lb_alloc(b, 20, 0, 0x1000, 10, 0);
+	at = lb_offset(b);
+	lb_raw(b, bad, sizeof(bad));
+	lb_alloc(b, 22, 0, 0x2000, 10, 0); /* lost with the rest of chunk 0 */
+	lb_chunk(b);
+	lb_segment(b, 1, 15);
+	lb_alloc(b, 15, 0, 0x3000, 40, 0);
+	expect_damage(b, SIZE_MAX, MMS_ECORRUPT, at, "record tag 0x9e unknown", 2, 50);
+	lb_destroy(b);
+}
+END_TEST
+
+START_TEST(test_overlong_varint)
+{
+	struct lb *b = one_thread();
+	static const uint8_t bad[] = { MMS_TAG_ALLOC, 1, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+				       0x80, 0x80, 0x80, 0x80, 0x80, 0x01, 1, 0 };
+	uint64_t at;
+
+	lb_alloc(b, 20, 0, 0x1000, 10, 0);
+	at = lb_offset(b);
+	lb_raw(b, bad, sizeof(bad));
+	expect_damage(b, SIZE_MAX, MMS_ECORRUPT, at, NULL, 1, 10);
+	lb_destroy(b);
+}
+END_TEST
+
+START_TEST(test_bad_chunks)
+{
+	struct lb *b = lb_new(CS);
+	mms_log_info_t info;
+	mms_summary_t s;
+
+	lb_chunk(b);
+	lb_alloc(b, 5, 0, 0x1000, 10, 0); /* no SEGMENT first */
+	lb_chunk(b);
+	lb_segment(b, 0, 1);
+	lb_alloc(b, 5, 0, 0x1000, 10, 0);
+	lb_chunk(b);
+	/* Chunk 2 is reserved but never written: magic and used are 0. */
+	memset(b->data + MMS_HEADER_SIZE + 2 * CS, 0, sizeof(struct mms_chunk_header));
+	lb_chunk(b);
+	lb_segment(b, 0, 9);
+	lb_alloc(b, 9, 0, 0x2000, 10, 0);
+	memcpy(b->data + MMS_HEADER_SIZE + 3 * CS, "XXXX", 4);
+	summarize(b, &s, &info);
+	ck_assert_int_eq(info.damaged, 1);
+	ck_assert_uint_eq(info.damage_offset, MMS_HEADER_SIZE + sizeof(struct mms_chunk_header));
+	ck_assert_uint_eq(info.damage_count, 2); /* no SEGMENT; bad magic */
+	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].allocs, 1);
+	lb_destroy(b);
+}
+END_TEST
+
+START_TEST(test_order_violation)
+{
+	struct lb *b = lb_new(CS);
+	mms_log_info_t info;
+	mms_summary_t s;
+
+	/* Thread 0's second segment starts before its first one ended. */
+	lb_chunk(b);
+	lb_segment(b, 0, 10);
+	lb_alloc(b, 10, 0, 0x1000, 10, 0);
+	lb_alloc(b, 50, 0, 0x2000, 10, 0);
+	lb_chunk(b);
+	lb_segment(b, 0, 20);
+	lb_free(b, 20, 0, 0x1000);
+	summarize(b, &s, &info);
+	ck_assert_int_eq(info.damaged, 1);
+	ck_assert_int_eq(info.damage_error, MMS_EORDER);
+	ck_assert_uint_eq(s.events, 3);
+	lb_destroy(b);
+}
+END_TEST
+
+static void expect_open_error(struct lb *b, size_t len, int code)
+{
+	mms_open_error_t err = { 0 };
+	mms_log_t *log = (mms_log_t *)&err;
+
+	ck_assert_int_eq(lb_write(b, LOG, len), 0);
+	ck_assert_int_eq(mms_log_open_ex(LOG, &log, &err), code);
+	ck_assert_ptr_null(log);
+	ck_assert_msg(err.what[0], "no explanation for %s", mms_strerror(code));
+}
+
+START_TEST(test_bad_headers)
+{
+	struct lb *b = one_thread();
+
+	expect_open_error(b, 0, MMS_ETRUNCATED);
+	expect_open_error(b, 5, MMS_ETRUNCATED);
+	expect_open_error(b, 100, MMS_ETRUNCATED);
+	lb_header(b)->version = 2;
+	expect_open_error(b, SIZE_MAX, MMS_EVERSION);
+	lb_header(b)->version = MMS_FORMAT_VERSION;
+	lb_header(b)->chunk_size = 1000;
+	expect_open_error(b, SIZE_MAX, MMS_ECORRUPT);
+	b->data[0] = 'X';
+	expect_open_error(b, SIZE_MAX, MMS_EBADMAGIC);
+	ck_assert_int_eq(mms_log_open("does-not-exist.mms", &(mms_log_t *){ NULL }), -ENOENT);
+	ck_assert_str_eq(mms_strerror(-ENOENT), strerror(ENOENT));
+	ck_assert_str_eq(mms_strerror(MMS_EBADMAGIC), "not a msmemscope log");
+	lb_destroy(b);
+}
+END_TEST
+
+START_TEST(test_mmap_partial_munmap)
+{
+	struct lb *b = one_thread();
+	mms_summary_t s;
+	const mms_kind_summary_t *k = &s.mem[MMS_MEM_MMAP];
+
+	lb_mmap(b, 20, 0x10000, 0x4000);
+	lb_munmap(b, 21, 0x11000, 0x1000); /* a hole: two mappings remain */
+	lb_mmap(b, 22, 0x20000, 0x2000);
+	lb_munmap(b, 23, 0x13000, 0xe000); /* cuts 0x13000.. and 0x20000.. */
+	summarize(b, &s, NULL);
+	ck_assert_uint_eq(k->allocs, 2);
+	ck_assert_uint_eq(k->frees, 2);
+	ck_assert_uint_eq(k->bytes_allocated, 0x6000);
+	ck_assert_uint_eq(k->peak_bytes, 0x5000);
+	ck_assert_uint_eq(k->live_blocks, 3); /* [0x10000,0x11000) [0x12000,0x13000) [0x21000,0x22000) */
+	ck_assert_uint_eq(k->live_bytes, 0x3000);
+	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].allocs, 0);
+	ck_assert_uint_eq(s.unmatched_frees, 0);
+	lb_destroy(b);
+}
+END_TEST
+
+START_TEST(test_pools_and_names)
+{
+	struct lb *b = one_thread();
+	mms_summary_t s;
+	mms_log_t *log;
+	mms_iter_t *it;
+	mms_event_t ev;
+	const char *name = NULL;
+	uint64_t tid = 0, ips[4];
+	size_t len = 0;
+
+	lb_string(b, 12, 1, "pool-a");
+	lb_string(b, 12, 2, "matmul");
+	lb_string(b, 12, 3, "main");
+	lb_begin(b, MMS_TAG_THREAD_NAME, 12);
+	lb_u(b, 0);
+	lb_u(b, 3);
+	lb_end(b);
+	lb_meta(b, 12, "exe", "/usr/bin/prog");
+	lb_begin(b, MMS_TAG_STACK, 12);
+	lb_u(b, 1);
+	lb_u(b, 0);
+	lb_u(b, 0x401000);
+	lb_end(b);
+	lb_begin(b, MMS_TAG_STACK, 12);
+	lb_u(b, 2);
+	lb_u(b, 1);
+	lb_u(b, 0x402000);
+	lb_end(b);
+	lb_event1(b, MMS_TAG_OP_BEGIN, 20, 2);
+	lb_begin(b, MMS_TAG_POOL_ALLOC, 21);
+	lb_u(b, 1);
+	lb_addr(b, 0x100);
+	lb_u(b, 64);
+	lb_u(b, 1024);
+	lb_u(b, 64);
+	lb_u(b, 2);
+	lb_end(b);
+	lb_event0(b, MMS_TAG_OP_END, 22);
+	lb_begin(b, MMS_TAG_POOL_FREE, 23);
+	lb_u(b, 1);
+	lb_addr(b, 0x100);
+	lb_u(b, 64);
+	lb_u(b, 1024);
+	lb_u(b, 0);
+	lb_end(b);
+	log = write_open(b, SIZE_MAX);
+	ck_assert_int_eq(mms_log_thread(log, 0, &tid, &name), 0);
+	ck_assert_uint_eq(tid, 1000);
+	ck_assert_str_eq(name, "main");
+	ck_assert_int_eq(mms_log_thread(log, 7, &tid, &name), MMS_EUSAGE);
+	ck_assert_int_eq(mms_log_meta(log, "exe", &name, &len), 0);
+	ck_assert_str_eq(name, "/usr/bin/prog");
+	ck_assert_uint_eq(len, 13);
+	ck_assert_int_eq(mms_log_stack(log, 2, ips, 4), 2);
+	ck_assert_uint_eq(ips[0], 0x402000);
+	ck_assert_uint_eq(ips[1], 0x401000);
+	ck_assert_int_eq(mms_log_stack(log, 9, ips, 4), MMS_ECORRUPT);
+	ck_assert_int_eq(mms_iter_open(log, &it), 0);
+	ck_assert_int_eq(mms_iter_next(it, &ev), 1); /* SYSTEM init */
+	ck_assert_int_eq(mms_iter_next(it, &ev), 1);
+	ck_assert_int_eq(ev.kind, MMS_EV_OP_LAUNCH);
+	ck_assert_str_eq(ev.name, "matmul");
+	ck_assert_int_eq(mms_iter_next(it, &ev), 1);
+	ck_assert_int_eq(ev.kind, MMS_EV_MALLOC);
+	ck_assert_int_eq(ev.mem, MMS_MEM_POOL);
+	ck_assert_str_eq(ev.name, "pool-a");
+	ck_assert_uint_eq(ev.addr, 0x100);
+	ck_assert_uint_eq(ev.total, 1024);
+	ck_assert_uint_eq(ev.stack, 2);
+	mms_iter_close(it);
+	ck_assert_int_eq(mms_summarize(log, &s), 0);
+	ck_assert_uint_eq(s.mem[MMS_MEM_POOL].allocs, 1);
+	ck_assert_uint_eq(s.mem[MMS_MEM_POOL].frees, 1);
+	ck_assert_uint_eq(s.mem[MMS_MEM_POOL].peak_bytes, 64);
+	ck_assert_uint_eq(s.mem[MMS_MEM_POOL].live_bytes, 0);
+	ck_assert_uint_eq(s.by_kind[MMS_EV_OP_LAUNCH], 2);
+	mms_log_close(log);
+	lb_destroy(b);
+}
+END_TEST
+
+START_TEST(test_steps)
+{
+	struct lb *b = one_thread();
+	mms_summary_t s;
+
+	lb_event0(b, MMS_TAG_STEP, 20);
+	lb_event0(b, MMS_TAG_STEP, 21);
+	lb_string(b, 22, 5, "step start");
+	lb_begin(b, MMS_TAG_RANGE_START, 22); /* ignored: STEP came first */
+	lb_u(b, 1);
+	lb_u(b, 5);
+	lb_end(b);
+	summarize(b, &s, NULL);
+	ck_assert_uint_eq(s.steps, 3);
+	lb_destroy(b);
+
+	/* Two steps, each ended by msmemscope_step(): the third, begun by the
+	 * last call, saw nothing and is not counted. */
+	b = one_thread();
+	lb_event0(b, MMS_TAG_OP_END, 19);
+	lb_event0(b, MMS_TAG_STEP, 20);
+	lb_event0(b, MMS_TAG_OP_END, 21);
+	lb_event0(b, MMS_TAG_STEP, 22);
+	summarize(b, &s, NULL);
+	ck_assert_uint_eq(s.steps, 2);
+	lb_destroy(b);
+
+	b = one_thread();
+	lb_string(b, 12, 5, "step start");
+	lb_string(b, 12, 6, "other");
+	for (uint64_t i = 0; i < 4; i++) {
+		lb_begin(b, MMS_TAG_RANGE_START, 20 + 2 * i);
+		lb_u(b, i + 1);
+		lb_u(b, i == 3 ? 6 : 5);
+		lb_end(b);
+		lb_event1(b, MMS_TAG_RANGE_END, 21 + 2 * i, i + 1);
+	}
+	summarize(b, &s, NULL);
+	ck_assert_uint_eq(s.steps, 3);
+	ck_assert_uint_eq(s.by_kind[MMS_EV_MSTX], 8);
+	lb_destroy(b);
+}
+END_TEST
+
+START_TEST(test_time_conversion)
+{
+	struct lb *b = one_thread();
+	struct mms_file_header *h = lb_header(b);
+	mms_log_t *log;
+	mms_iter_t *it;
+	mms_event_t ev;
+
+	lb_alloc(b, 1500, 0, 0x1000, 1, 0);
+	h->start_stamp = 1000;
+	h->start_realtime_ns = 5000000000ull;
+	h->last_stamp = 3000;
+	h->last_realtime_ns = 5000000000ull + 1000; /* 2 stamps per ns */
+	log = write_open(b, SIZE_MAX);
+	ck_assert_int_eq(mms_iter_open(log, &it), 0);
+	while (mms_iter_next(it, &ev) == 1 && ev.kind != MMS_EV_MALLOC)
+		;
+	ck_assert_uint_eq(ev.time_ns, 5000000000ull + 250);
+	mms_iter_close(it);
+	mms_log_close(log);
+
+	/* Without two distinct pairs a stamp counts as one nanosecond. */
+	h->last_stamp = 1000;
+	log = write_open(b, SIZE_MAX);
+	ck_assert_int_eq(mms_iter_open(log, &it), 0);
+	while (mms_iter_next(it, &ev) == 1 && ev.kind != MMS_EV_MALLOC)
+		;
+	ck_assert_uint_eq(ev.time_ns, 5000000000ull + 500);
+	mms_iter_close(it);
+	mms_log_close(log);
+	lb_destroy(b);
+}
+END_TEST
+
+static Suite *reader_suite(void)
+{
+	Suite *s = suite_create("reader");
+	TCase *tc = tcase_create("synthetic logs");
+
+	tcase_add_checked_fixture(tc, dir_setup, dir_teardown);
+	tcase_add_test(tc, test_order_merge);
+	tcase_add_test(tc, test_realloc_counting);
+	tcase_add_test(tc, test_unmatched_and_double);
+	tcase_add_test(tc, test_cut_log);
+	tcase_add_test(tc, test_lost_events);
+	tcase_add_test(tc, test_truncated_file);
+	tcase_add_test(tc, test_corrupt_tag);
+	tcase_add_test(tc, test_overlong_varint);
+	tcase_add_test(tc, test_bad_chunks);
+	tcase_add_test(tc, test_order_violation);
+	tcase_add_test(tc, test_bad_headers);
+	tcase_add_test(tc, test_mmap_partial_munmap);
+	tcase_add_test(tc, test_pools_and_names);
+	tcase_add_test(tc, test_steps);
+	tcase_add_test(tc, test_time_conversion);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(reader_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
