@@ -3,12 +3,15 @@
  * reports one, else one global atomic counter. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "hooks-int.h"
 
 int mms__clock_tsc;
 uint64_t mms__counter = 1;
+uint64_t *mms__releasers;
+uint32_t mms__sole_releaser = MMS_NO_RELEASER;
 
 /* True when /proc/cpuinfo lists both constant_tsc and nonstop_tsc: the TSC
  * ticks at one rate in every power state, so stamps from different cores
@@ -39,6 +42,27 @@ static int cpu_has_invariant_tsc(void)
 void mms__clock_init(int force_counter)
 {
 	mms__clock_tsc = !force_counter && cpu_has_invariant_tsc();
+	if (mms__clock_tsc)
+		mms__releasers = mms__map_anon(MMS_RELEASERS * sizeof(uint64_t));
+}
+
+/* A thread releases memory and is not known as the only one that does:
+ * it becomes that one if none did before, else there are many. */
+void mms__note_releaser(uint32_t thread)
+{
+	uint32_t expect = MMS_NO_RELEASER;
+
+	if (!__atomic_compare_exchange_n(&mms__sole_releaser, &expect, thread, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST) &&
+	    expect != thread)
+		__atomic_store_n(&mms__sole_releaser, MMS_MANY_RELEASERS, __ATOMIC_SEQ_CST);
+}
+
+/* After fork: the parent's threads' releases are not in the child's log. */
+void mms__releasers_reset(void)
+{
+	mms__sole_releaser = MMS_NO_RELEASER;
+	if (mms__releasers)
+		madvise(mms__releasers, MMS_RELEASERS * sizeof(uint64_t), MADV_DONTNEED);
 }
 
 uint64_t mms__realtime_ns(void)

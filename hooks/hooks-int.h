@@ -121,6 +121,66 @@ static inline uint64_t mms__stamp_obtain(void)
 	return __atomic_fetch_add(&mms__counter, 1, __ATOMIC_SEQ_CST);
 }
 
+/* Which thread last released each address, hashed: (addr << 16 | thread).
+ * An obtaining stamp skips its fence when this thread itself released the
+ * address last: program order then already puts the release first. */
+#define MMS_RELEASERS (1u << 16)
+#define MMS_NO_THREAD 0xffffu
+extern uint64_t *mms__releasers MMS_HIDDEN;
+void mms__releasers_reset(void) MMS_HIDDEN;
+
+static inline uint64_t mms__releaser_key(uint64_t addr, uint32_t thread)
+{
+	return (addr << 16) | (thread < MMS_NO_THREAD ? thread : MMS_NO_THREAD);
+}
+
+static inline uint64_t *mms__releaser_slot(uint64_t addr)
+{
+	return &mms__releasers[(addr >> 4) & (MMS_RELEASERS - 1)];
+}
+
+/* The one thread that has released memory so far, MMS_NO_RELEASER before
+ * any release, MMS_MANY_RELEASERS once a second thread released. */
+#define MMS_NO_RELEASER 0xffffffffu
+#define MMS_MANY_RELEASERS 0xfffffffeu
+extern uint32_t mms__sole_releaser MMS_HIDDEN;
+
+/* Notes, before the real call releases it, that thread `thread` releases
+ * addr. On x86 these stores become visible before the stores of the
+ * release itself, so a thread that then obtains addr sees them (or later
+ * ones). */
+void mms__note_releaser(uint32_t thread) MMS_HIDDEN;
+
+static inline void mms__note_release(uint64_t addr, uint32_t thread)
+{
+	uint32_t sole = __atomic_load_n(&mms__sole_releaser, __ATOMIC_RELAXED);
+
+	if (unlikely(sole != thread) && sole != MMS_MANY_RELEASERS)
+		mms__note_releaser(thread);
+	if (likely(mms__releasers != NULL))
+		__atomic_store_n(mms__releaser_slot(addr), mms__releaser_key(addr, thread), __ATOMIC_RELAXED);
+}
+
+/* The stamp of obtaining addr (see mms__stamp_obtain), unfenced where no
+ * release by another thread can be what handed addr over: when no thread
+ * but this one has released memory yet, or when this thread released
+ * addr last. The fence drains the pipeline behind the allocator's memory
+ * accesses: paid on every malloc, it would be the largest cost of a hook. */
+static inline uint64_t mms__stamp_obtain_addr(uint64_t addr, uint32_t thread)
+{
+#if defined(__x86_64__)
+	uint32_t sole;
+
+	if (likely(mms__clock_tsc) &&
+	    ((sole = __atomic_load_n(&mms__sole_releaser, __ATOMIC_RELAXED)) == thread || sole == MMS_NO_RELEASER ||
+	     (likely(mms__releasers != NULL) && thread < MMS_NO_THREAD && !(addr >> 47) &&
+	      __atomic_load_n(mms__releaser_slot(addr), __ATOMIC_RELAXED) == mms__releaser_key(addr, thread))))
+		return mms__rdtsc();
+#endif
+	(void)addr, (void)thread;
+	return mms__stamp_obtain();
+}
+
 /* writer.c */
 int mms__writer_init(void) MMS_HIDDEN;
 int mms__log_open(void) MMS_HIDDEN;

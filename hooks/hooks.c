@@ -296,7 +296,7 @@ static void write_lost(struct mms_thread *t)
 static void rec_alloc(struct mms_thread *t, unsigned fn, void *ptr, size_t size)
 {
 	uint32_t stack = mms__capture_stack(t);
-	uint64_t stamp = mms__stamp_obtain();
+	uint64_t stamp = mms__stamp_obtain_addr((uintptr_t)ptr, t->index);
 	uint8_t *p = mms__rec_begin(t, 1 + 4 * 10);
 
 	if (unlikely(!p))
@@ -372,6 +372,7 @@ MMS_EXPORT void free(void *ptr)
 		return;
 	t = enter();
 	if (t) {
+		mms__note_release((uintptr_t)ptr, t->index);
 		rec_free(t, MMS_FREE_FREE, ptr, mms__stamp_release());
 		leave();
 	}
@@ -403,6 +404,8 @@ static void *realloc_common(void *ptr, size_t size)
 	t = enter();
 	if (!t)
 		return mms__real.realloc(ptr, size);
+	if (ptr)
+		mms__note_release((uintptr_t)ptr, t->index);
 	t1 = mms__stamp_release();
 	r = mms__real.realloc(ptr, size);
 	if (ptr && (r || size == 0))

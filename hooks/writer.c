@@ -15,6 +15,10 @@
 
 #include "hooks-int.h"
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
 struct mms_file_header *mms__header;
 __thread struct mms_thread *mms__tls_thread;
 __thread int mms__tls_busy;
@@ -118,6 +122,9 @@ static struct mms_chunk_header *chunk_new(void)
 		}
 	}
 	ch = (struct mms_chunk_header *)(log_base + off);
+	/* Fault the chunk's pages in with one call here rather than one trap
+	 * per page on the hot path (kernels before 5.14 refuse; no matter). */
+	madvise(ch, chunk_size, MADV_POPULATE_WRITE);
 	ch->magic = MMS_CHUNK_MAGIC;
 	return ch;
 }
@@ -518,6 +525,7 @@ void mms__log_after_fork_child(void)
 		mms__tls_thread = NULL;
 	}
 	mms__intern_init();
+	mms__releasers_reset();
 	mms__modules_reset();
 	fork_child = 1;
 	mms__log_open();
