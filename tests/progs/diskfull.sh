@@ -1,0 +1,77 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# diskfull.sh: when the log cannot grow (MSMEMSCOPE_LOG_LIMIT, the stand-in
+# for a full disk) or cannot be written at all, recording stops cleanly and
+# the program runs on: same output, exit 0. A cut log says cut, stays under
+# its limit, and what it holds is a consistent prefix of the run: no free
+# without its allocation, no address handed out twice, fewer events than
+# the whole run.
+. "$top_srcdir/tests/progs/lib.sh"
+
+limit=1048576
+
+for threads in 1 8; do
+	args="$threads $((400000 / threads)) 10"
+	"$MMS_PROGS/threads8" $args >native-$threads.out || fail "threads8 $args natively exited $?"
+	full_allocs=$(field allocs "$(cat native-$threads.out)")
+
+	log=cut-$threads.mms
+	MSMEMSCOPE_LOG_LIMIT=1M record $log "$MMS_PROGS/threads8" $args >$log.out ||
+		fail "threads8 $args with a 1M log limit exited $?"
+	expect_eq "threads8 output with the log cut" "$(sed 's/ live_bytes=.*//' $log.out)" "$(sed 's/ live_bytes=.*//' native-$threads.out)"
+	size=$(wc -c <$log)
+	expect_le "$log size" "$size" $limit
+	summarize $log
+	j=$log.json
+	expect_key $j cut true
+	expect_key $j damaged false
+	expect_key $j unmatched_frees 0
+	expect_key $j double_allocs 0
+	allocs=$(jget $j allocs)
+	expect_ge "$log allocations kept" "$allocs" 1000
+	expect_le "$log allocations kept" "$allocs" $((full_allocs - 1))
+	expect_le "$log frees kept" "$(jget $j frees)" "$allocs"
+	note "$threads thread(s): cut at $size bytes, $allocs of $full_allocs allocations kept, consistent"
+done
+
+# A real full disk, where this user may mount a 512 KiB tmpfs (root,
+# outside a restricted container): the log runs out of blocks, not of a
+# limit. The log is copied out before the tmpfs goes away.
+mkdir fs
+if mount -t tmpfs -o size=512k msmemscope-test "$work/fs" 2>/dev/null; then
+	status=0
+	record "$work/fs/full.mms" "$MMS_PROGS/threads8" 2 100000 5 >fs.out 2>fs.err || status=$?
+	cp "$work/fs/full.mms" full.mms || true
+	umount "$work/fs"
+	expect_eq "threads8 status with the disk full" $status 0
+	"$MMS_PROGS/threads8" 2 100000 5 >fs-native.out
+	expect_eq "threads8 output with the disk full" "$(sed 's/ live_bytes=.*//' fs.out)" \
+		"$(sed 's/ live_bytes=.*//' fs-native.out)"
+	summarize full.mms
+	expect_key full.mms.json cut true
+	expect_key full.mms.json damaged false
+	expect_key full.mms.json unmatched_frees 0
+	expect_key full.mms.json double_allocs 0
+	expect_ge "full.mms allocations kept" "$(jget full.mms.json allocs)" 1000
+	note "disk full (512 KiB tmpfs): cut at $(wc -c <full.mms) bytes, $(jget full.mms.json allocs) allocations kept"
+else
+	note "cannot mount a tmpfs here (not root, or not allowed): the real full disk is not tried"
+fi
+
+# Logs that cannot be written: the program runs unharmed, and the recorder
+# removes nothing it did not create (a FIFO stands for a device file, which
+# it must never replace).
+"$MMS_PROGS/threads8" 2 20000 5 >small.out || fail "threads8 natively exited $?"
+mkfifo fifo.mms
+: >notadir
+for target in "$work/no/such/dir/x.mms" "$work/notadir/x.mms" "$work/fifo.mms"; do
+	status=0
+	timeout 60 env LD_PRELOAD="$MMS_HOOKS" MSMEMSCOPE_LOG="$target" "$MMS_PROGS/threads8" 2 20000 5 \
+		>unwritable.out 2>unwritable.err </dev/null || status=$?
+	[ $status != 124 ] || fail "threads8 hung (killed after 60 s) when its log was $target"
+	expect_eq "threads8 status when its log was $target" $status 0
+	expect_eq "threads8 output with the log $target" "$(sed 's/ live_bytes=.*//' unwritable.out)" \
+		"$(sed 's/ live_bytes=.*//' small.out)"
+	note "log $target: the program ran on (stderr: $(head -c 200 unwritable.err))"
+done
+[ -p fifo.mms ] || fail "the recorder removed or replaced a FIFO named as its log (it must only ever remove files it created)"
