@@ -29,6 +29,7 @@ static uint8_t *log_base;        /* reserved range of config.limit bytes */
 static uint64_t log_mapped;      /* atomic: bytes of the file mapped at log_base */
 static uint32_t chunk_size = MMS_CHUNK_SIZE_DEFAULT;
 static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
+static int log_trimmed;          /* trim_file ran: chunk_new must lock */
 static uint32_t next_thread_index;
 static pthread_key_t thread_key;
 static char log_path[PATH_MAX];
@@ -104,11 +105,14 @@ static int grow_locked(uint64_t need)
 
 static struct mms_chunk_header *chunk_new(void)
 {
-	uint64_t idx = __atomic_fetch_add(&mms__header->nchunks, 1, __ATOMIC_ACQ_REL);
+	uint64_t idx = __atomic_fetch_add(&mms__header->nchunks, 1, __ATOMIC_SEQ_CST);
 	uint64_t off = MMS_HEADER_SIZE + idx * chunk_size;
 	struct mms_chunk_header *ch;
 
-	if (off + chunk_size > __atomic_load_n(&log_mapped, __ATOMIC_ACQUIRE)) {
+	/* Once the file may have been trimmed (see trim_file), take the lock:
+	 * the unlocked look at log_mapped could be older than the trim. */
+	if (__atomic_load_n(&log_trimmed, __ATOMIC_SEQ_CST) ||
+	    off + chunk_size > __atomic_load_n(&log_mapped, __ATOMIC_ACQUIRE)) {
 		int err;
 
 		pthread_mutex_lock(&grow_lock);
@@ -487,6 +491,23 @@ fail_reserve:
 	return -1;
 }
 
+/* Gives back the space reserved past the last chunk, so a finished log is
+ * no larger than what it holds. A chunk taken later (a free in a later
+ * destructor) grows the file again: chunk_new sees log_trimmed, and either
+ * its chunk was counted here, or it takes the lock and finds log_mapped
+ * already lowered. */
+static void trim_file(void)
+{
+	uint64_t end;
+
+	__atomic_store_n(&log_trimmed, 1, __ATOMIC_SEQ_CST);
+	pthread_mutex_lock(&grow_lock);
+	end = MMS_HEADER_SIZE + __atomic_load_n(&mms__header->nchunks, __ATOMIC_SEQ_CST) * chunk_size;
+	if (end < log_mapped && ftruncate(log_fd, (off_t)end) == 0)
+		__atomic_store_n(&log_mapped, end, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&grow_lock);
+}
+
 void mms__log_finish(void)
 {
 	struct mms_thread *t;
@@ -497,6 +518,7 @@ void mms__log_finish(void)
 	if (t)
 		mms__modules_scan(t);
 	refresh_time_pair();
+	trim_file();
 	__atomic_fetch_or(&mms__header->flags, MMS_FLAG_COMPLETE, __ATOMIC_SEQ_CST);
 	/* Recording goes on: frees in later destructors are events too. */
 }
@@ -516,6 +538,7 @@ void mms__log_after_fork_child(void)
 	pthread_mutex_init(&free_lock, NULL);
 	nfree_chunks = 0;
 	free_threads = NULL;
+	log_trimmed = 0;
 	next_thread_index = 0;
 	tls_index = 0;
 	if (mms__tls_thread) {
