@@ -32,6 +32,9 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
 void mms__unwind_init(void)
 {
 	dl_iterate_phdr(find_self, (void *)(uintptr_t)&mms__unwind_init);
+	/* One cache of unwinding info per thread: no lock on the hot path
+	 * (the default cache is global and locked). */
+	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 }
 
 uint32_t mms__capture_stack(struct mms_thread *t)
