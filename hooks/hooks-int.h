@@ -257,9 +257,15 @@ uint32_t mms__intern_string(struct mms_thread *t, const char *s) MMS_HIDDEN;
 uint32_t mms__intern_frame(struct mms_thread *t, uint32_t parent, uintptr_t ip) MMS_HIDDEN;
 
 /* unwind.c */
-/* Captures the caller's stack (up to mms__config.depth frames) and returns
- * its interned id, 0 when stacks are off. */
-uint32_t mms__capture_stack(struct mms_thread *t) MMS_HIDDEN;
+/* Captures the caller's stack (up to mms__config.depth frames, which must
+ * not be 0) and returns its interned id. */
+uint32_t mms__capture_stack_slow(struct mms_thread *t) MMS_HIDDEN;
+
+/* The caller's stack id, 0 when stacks are off. */
+static inline uint32_t mms__capture_stack(struct mms_thread *t)
+{
+	return mms__config.depth ? mms__capture_stack_slow(t) : 0;
+}
 void mms__unwind_init(void) MMS_HIDDEN;
 
 /* modules.c */

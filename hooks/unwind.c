@@ -37,15 +37,13 @@ void mms__unwind_init(void)
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 }
 
-uint32_t mms__capture_stack(struct mms_thread *t)
+uint32_t mms__capture_stack_slow(struct mms_thread *t)
 {
 	uint32_t depth = mms__config.depth;
 	void *buf[MMS_MAX_DEPTH + 8];
 	int n, skip = 0, busy = mms__tls_busy;
 	uint32_t k, c, parent;
 
-	if (!depth)
-		return 0;
 	mms__tls_busy = 2; /* libunwind may allocate: not the program's */
 	n = unw_backtrace(buf, (int)depth + 8);
 	mms__tls_busy = busy;
