@@ -81,8 +81,8 @@ static int grow_locked(uint64_t need)
 		uint64_t step = mapped;
 		int err;
 
-		if (step < (256u << 10))
-			step = 256u << 10;
+		if (step < (256u << 10) || log_trimmed)
+			step = 256u << 10; /* after the trim: a few late events */
 		if (step > (256u << 20))
 			step = 256u << 20;
 		if (mapped + step > mms__config.limit)
