@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: MIT */
+/* launch-options.c: the launcher's command line: parses msmemscope's options
+ * into struct opts and prints --help. */
+#include "config.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "launch.h"
+
+#define OUTPUT_DEFAULT "memscopeDumpResults"
+#define OUTPUT_MAX 4096 /* msMemScope's limit on --output */
+#define CALL_STACK_MAX 1000
+#define CALL_STACK_C_DEFAULT 50 /* --call-stack=c without a depth */
+
+const char *const log_level_names[] = { "info", "warn", "error" };
+
+enum log_level log_level = LOG_WARN;
+
+/* ---- options ---- */
+
+struct opt_def {
+	const char *name; /* without the leading "--" */
+	bool has_value;
+	/* Parses value into o; on a malformed value returns what was expected,
+	 * for the message, else NULL. */
+	const char *(*parse)(struct opts *o, char *value);
+};
+
+/* The next item of a list separated by ',' or the full-width '，' (U+FF0C,
+ * which msMemScope accepts too). Cuts the item in place; returns it, or NULL
+ * when the list is used up. Empty items are returned as "". */
+static char *list_next(char **cursor)
+{
+	char *item = *cursor, *p;
+
+	if (!item)
+		return NULL;
+	for (p = item; *p; p++) {
+		if (*p == ',') {
+			*p = '\0';
+			*cursor = p + 1;
+			return item;
+		}
+		if (strncmp(p, "\xef\xbc\x8c", 3) == 0) {
+			*p = '\0';
+			*cursor = p + 3;
+			return item;
+		}
+	}
+	*cursor = NULL;
+	return item;
+}
+
+/* Parses a decimal number in [lo, hi] with nothing around it. */
+static bool parse_range(const char *s, uint64_t lo, uint64_t hi, unsigned *out)
+{
+	uint64_t v;
+
+	if (*s < '0' || *s > '9' || cli_parse_u64(s, &v) < 0 || v < lo || v > hi)
+		return false;
+	*out = (unsigned)v;
+	return true;
+}
+
+static const char *parse_events(struct opts *o, char *value)
+{
+	static const char expected[] = "expected a list of alloc, free, launch, access";
+	char *item, *cursor = *value ? value : NULL;
+
+	o->events = 0;
+	while ((item = list_next(&cursor))) {
+		if (strcmp(item, "alloc") == 0 || strcmp(item, "free") == 0)
+			o->events |= EV_ALLOC | EV_FREE; /* each implies the other */
+		else if (strcmp(item, "launch") == 0)
+			o->events |= EV_LAUNCH;
+		else if (strcmp(item, "access") == 0)
+			o->events |= EV_ACCESS | EV_ALLOC | EV_FREE;
+		else if (strcmp(item, "traceback") == 0)
+			WARN("--events=traceback: Python traces are not recorded for native programs; ignored");
+		else
+			return expected;
+	}
+	return NULL;
+}
+
+static const char *parse_call_stack(struct opts *o, char *value)
+{
+	static const char expected[] = "expected c, c:N or python[:N], N from 0 to 1000";
+	char *item, *cursor = value, *colon;
+	unsigned depth;
+
+	if (!*value)
+		return expected;
+	while ((item = list_next(&cursor))) {
+		colon = strchr(item, ':');
+		depth = CALL_STACK_C_DEFAULT;
+		if (colon) {
+			*colon = '\0';
+			if (!parse_range(colon + 1, 0, CALL_STACK_MAX, &depth))
+				return expected;
+		}
+		if (strcmp(item, "c") == 0)
+			o->call_stack = depth;
+		else if (strcmp(item, "python") == 0)
+			WARN("--call-stack=python: Python stacks are not recorded for native programs; ignored");
+		else
+			return expected;
+	}
+	return NULL;
+}
+
+static const char *parse_collect_mode(struct opts *o, char *value)
+{
+	if (strcmp(value, "immediate") == 0)
+		o->deferred = false;
+	else if (strcmp(value, "deferred") == 0)
+		o->deferred = true;
+	else
+		return "expected immediate or deferred";
+	return NULL;
+}
+
+static const char *parse_steps(struct opts *o, char *value)
+{
+	static const char expected[] = "expected 1 to 5 step numbers (positive integers) separated by commas";
+	char *item, *cursor = value;
+
+	o->nsteps = 0;
+	while ((item = list_next(&cursor))) {
+		if (o->nsteps == STEPS_MAX || !parse_range(item, 1, INT32_MAX, &o->steps[o->nsteps]))
+			return expected;
+		o->nsteps++;
+	}
+	return o->nsteps ? NULL : expected;
+}
+
+static const char *parse_output(struct opts *o, char *value)
+{
+	if (!*value || strlen(value) > OUTPUT_MAX)
+		return "expected a directory path of 1 to 4096 characters";
+	free(o->output);
+	o->output = xstrdup(value);
+	return NULL;
+}
+
+static const char *parse_log_level(struct opts *o, char *value)
+{
+	for (size_t i = 0; i < sizeof(log_level_names) / sizeof(log_level_names[0]); i++) {
+		if (strcmp(value, log_level_names[i]) == 0) {
+			o->log_level = (enum log_level)i;
+			log_level = o->log_level;
+			return NULL;
+		}
+	}
+	return "expected info, warn or error";
+}
+
+static const char *parse_analysis(struct opts *o, char *value)
+{
+	if (*value)
+		return "the analyses (leaks, decompose, inefficient) are not in this version yet;"
+		       " --analysis= (empty) records without a summary";
+	o->record_only = true;
+	return NULL;
+}
+
+static const char *parse_no_follow_exec(struct opts *o, char *value)
+{
+	o->follow_exec = false;
+	return NULL;
+}
+
+static void print_help(void);
+
+static const char *parse_help(struct opts *o, char *value)
+{
+	print_help();
+	exit(0);
+}
+
+static const char *parse_version(struct opts *o, char *value)
+{
+	printf("%s %s\n", cli_progname, PACKAGE_VERSION);
+	exit(0);
+}
+
+static const struct opt_def opt_defs[] = {
+	{ "--events", true, parse_events },
+	{ "--call-stack", true, parse_call_stack },
+	{ "--collect-mode", true, parse_collect_mode },
+	{ "--steps", true, parse_steps },
+	{ "--output", true, parse_output },
+	{ "--log-level", true, parse_log_level },
+	{ "--analysis", true, parse_analysis },
+	{ "--no-follow-exec", false, parse_no_follow_exec },
+	{ "--help", false, parse_help },
+	{ "--version", false, parse_version },
+};
+#define N_OPTS (sizeof(opt_defs) / sizeof(opt_defs[0]))
+
+/* msMemScope options this version does not implement yet: refused with a
+ * message that says so rather than "unknown". */
+static const char *const later_opts[] = { "--watch", "--data-format", "--compare", "--input", "--device", "--level" };
+
+__attribute__((noreturn)) static void unknown_option(const char *arg)
+{
+	char accepted[256];
+	size_t n = 0, len = strcspn(arg, "=");
+	const char *why = "unknown option";
+
+	for (size_t i = 0; i < N_OPTS; i++)
+		n += (size_t)snprintf(accepted + n, sizeof(accepted) - n, "%s%s", i ? ", " : "", opt_defs[i].name);
+	for (size_t i = 0; i < sizeof(later_opts) / sizeof(later_opts[0]); i++)
+		if (strlen(later_opts[i]) == len && strncmp(arg, later_opts[i], len) == 0)
+			why = "not in this version yet";
+	die_usage("%.*s: %s (accepted: %s)", (int)len, arg, why, accepted);
+}
+
+/* Parses argv into o. Stops at "--" or at the first argument that is not an
+ * option: that is the program. Exits 2 on a usage error. */
+void parse_args(int argc, char **argv, struct opts *o)
+{
+	int i;
+
+	*o = (struct opts){
+		.events = EV_ALLOC | EV_FREE | EV_LAUNCH,
+		.output = xstrdup(OUTPUT_DEFAULT),
+		.log_level = LOG_WARN,
+		.follow_exec = true,
+	};
+	for (i = 1; i < argc; i++) {
+		const char *arg = argv[i], *value = NULL, *bad;
+		const struct opt_def *def = NULL;
+		char *copy;
+
+		if (strcmp(arg, "--") == 0) {
+			i++;
+			break;
+		}
+		if (arg[0] != '-' || arg[1] == '\0')
+			break; /* the program */
+		if (strcmp(arg, "-h") == 0)
+			parse_help(o, NULL);
+		if (strcmp(arg, "-v") == 0)
+			parse_version(o, NULL);
+		for (size_t k = 0; k < N_OPTS && !def; k++) {
+			if (opt_defs[k].has_value ? cli_opt_value(argc, argv, &i, opt_defs[k].name, &value)
+						  : cli_opt_flag(arg, opt_defs[k].name))
+				def = &opt_defs[k];
+		}
+		if (!def)
+			unknown_option(arg);
+		/* List values are cut up in a copy, so messages quote them whole. */
+		copy = value ? xstrdup(value) : NULL;
+		bad = def->parse(o, copy);
+		if (bad)
+			die_usage("%s=%s: %s", def->name, value, bad);
+		free(copy);
+	}
+	if (i >= argc)
+		die_usage("no program to run (usage: %s [options] [--] prog [args...])", cli_progname);
+	o->argv = argv + i;
+}
+
+static void print_help(void)
+{
+	printf("Usage: %s [options] [--] prog [args...]\n"
+	       "\n"
+	       "Runs prog with the msmemscope recorder preloaded, which writes every memory\n"
+	       "event of prog (malloc family, mmap family, the msmemscope.h annotations) to an\n"
+	       "event log, then prints a summary of that log on stderr.\n"
+	       "\n"
+	       "Recording options (values as --opt=VALUE or --opt VALUE; lists take ',' or the\n"
+	       "full-width '\xef\xbc\x8c'):\n"
+	       "  --events=LIST         events to record: alloc, free, launch, access.\n"
+	       "                        Default alloc,free,launch. alloc and free imply each\n"
+	       "                        other; access implies alloc,free. Empty: none.\n"
+	       "  --call-stack=c[:N]    record a C call stack of at most N frames (0-1000) with\n"
+	       "                        each event; 'c' alone means c:50. Default: no stacks.\n"
+	       "                        'python[:N]' is accepted and ignored (native programs).\n"
+	       "  --collect-mode=MODE   immediate (default): record from the start;\n"
+	       "                        deferred: record only between msmemscope_start() and\n"
+	       "                        msmemscope_stop() calls in the program.\n"
+	       "  --steps=N[,N...]      record only these steps (1 to 5 step numbers, from 1,\n"
+	       "                        as msmemscope_step() counts them). Default: all.\n"
+	       "  --no-follow-exec      do not record the images the program execs (default:\n"
+	       "                        each is recorded as memscope_{pid}.exec{N}.mms).\n"
+	       "  --output=DIR          where run folders go (default %s).\n"
+	       "  --log-level=LEVEL     info, warn (default) or error: what msmemscope and the\n"
+	       "                        recorder report on stderr.\n"
+	       "\n"
+	       "Report options:\n"
+	       "  --analysis=           record only: print no summary. The analyses (leaks,\n"
+	       "                        decompose, inefficient) are not in this version yet;\n"
+	       "                        any other value is refused.\n"
+	       "\n"
+	       "  -h, --help            show this help and exit\n"
+	       "  -v, --version         show the version and exit\n"
+	       "\n"
+	       "Output:\n"
+	       "  Each run creates a new folder DIR/msmemscope_{PID}_{YYYYMMDDhhmmss}/ (PID is\n"
+	       "  msmemscope's own, the time is local), never reusing one, which holds\n"
+	       "  memscope_{pid}.mms for prog, one log for each process it forks, and\n"
+	       "  memscope_{pid}.exec{N}.mms for each image it execs. Read them with\n"
+	       "  msmemscope-replay. prog's own output is left alone; the summary goes to\n"
+	       "  stderr.\n"
+	       "\n"
+	       "Exit status:\n"
+	       "  prog's exit status, or 128+N when prog was killed by signal N. 2 for a\n"
+	       "  usage error, 126 when prog cannot be executed, 127 when it is not found,\n"
+	       "  1 when msmemscope itself fails (recorder library missing, output folder\n"
+	       "  not writable).\n"
+	       "\n"
+	       "Environment:\n"
+	       "  MSMEMSCOPE_HOOKS      the recorder library to preload. Default: the one in\n"
+	       "                        the build tree when msmemscope runs from there, else\n"
+	       "                        %s\n"
+	       "\n"
+	       "Examples:\n"
+	       "  %s ./infer 5\n"
+	       "  %s --call-stack=c:20 --output=/tmp/runs -- ./server --port 8080\n"
+	       "  %s --steps=2,3 --events=alloc,launch ./train\n"
+	       "  %s --analysis= -- make check        record only, no summary\n"
+	       "\n"
+	       "See msmemscope(1) and the user guide for more.\n",
+	       cli_progname, OUTPUT_DEFAULT, PKGLIBDIR "/" HOOKS_SO, cli_progname, cli_progname, cli_progname,
+	       cli_progname);
+}

@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: MIT */
+/* launch-report.c: the launcher's summary: reads the logs a run left and
+ * prints what they recorded on stderr. */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include "msmemscope-replay.h"
+#include "cli.h"
+#include "launch.h"
+
+/* ---- the summary ---- */
+
+/* What one log says, and how its process ended. */
+struct log_result {
+	mms_log_info_t info;
+	mms_summary_t sum;
+	char *exe;        /* info.exe and info.damage, copied: the log owns */
+	char *damage;     /* the originals, and log_read() closes it */
+	char *next;       /* the log of the image it exec'd, or NULL */
+	int replay_error; /* mms_summarize() stopped early with this */
+};
+
+/* "812 bytes", or "4.0 KiB (4096 bytes)" when rounded. */
+static const char *bytes_str(uint64_t n, char *buf, size_t cap)
+{
+	char h[32];
+
+	human_bytes(n, h, sizeof(h));
+	if (n < 1024)
+		snprintf(buf, cap, "%s", h);
+	else
+		snprintf(buf, cap, "%s (%" PRIu64 " bytes)", h, n);
+	return buf;
+}
+
+/* Where a log's process went on, when it exec'd: memscope_P.mms is
+ * followed by memscope_P.exec1.mms, memscope_P.execN.mms by exec{N+1}.
+ * Returns the successor's name (malloc'd) if that log exists. */
+static char *exec_successor(const char *dir, const char *name)
+{
+	unsigned long pid, n = 0;
+	char *next, *path;
+	struct stat st;
+
+	if (sscanf(name, "memscope_%lu.exec%lu.mms", &pid, &n) < 1)
+		return NULL;
+	next = xasprintf("memscope_%lu.exec%lu.mms", pid, n + 1);
+	path = xasprintf("%s/%s", dir, next);
+	if (stat(path, &st) < 0) {
+		free(next);
+		next = NULL;
+	}
+	free(path);
+	return next;
+}
+
+static void log_result_free(struct log_result *r)
+{
+	free(r->exe);
+	free(r->damage);
+	free(r->next);
+}
+
+/* Opens and summarizes the log dir/name into *r. Returns 0 (free *r with
+ * log_result_free()); -ENOENT when there is no such log; another negative
+ * code after warning why it could not be read. */
+static int log_read(const char *dir, const char *name, struct log_result *r)
+{
+	char *path = xasprintf("%s/%s", dir, name);
+	mms_open_error_t oerr = { 0 };
+	mms_log_t *log;
+	int err;
+
+	memset(r, 0, sizeof(*r));
+	err = mms_log_open_ex(path, &log, &oerr);
+	free(path);
+	if (err == -ENOENT)
+		return err;
+	if (err < 0) {
+		if (oerr.what[0])
+			WARN("%s: cannot read the log: %s (offset %" PRIu64 ")", name, oerr.what, oerr.offset);
+		else
+			WARN("%s: cannot read the log: %s", name, mms_strerror(err));
+		return err;
+	}
+	mms_log_get_info(log, &r->info);
+	err = mms_summarize(log, &r->sum);
+	r->exe = xstrdup(r->info.exe ? r->info.exe : "");
+	r->damage = r->info.damage ? xstrdup(r->info.damage) : NULL;
+	r->info.exe = NULL;
+	r->info.damage = NULL;
+	mms_log_close(log);
+	if (err < 0 && err != MMS_ECORRUPT && err != MMS_EORDER) {
+		WARN("%s: cannot replay the log: %s", name, mms_strerror(err));
+		log_result_free(r);
+		return err;
+	}
+	r->replay_error = err < 0 ? err : 0;
+	r->next = exec_successor(dir, name);
+	return 0;
+}
+
+/* How the log ends, for the "live at ..." label. */
+static const char *log_end(const struct log_result *r)
+{
+	return r->info.complete ? "exit" : r->next ? "exec" : "log end";
+}
+
+/* Warnings about a log cut short or damaged. The caller has already said
+ * when the program was killed, so that is not repeated. */
+static void log_warn_state(const char *name, const struct log_result *r, bool killed)
+{
+	const mms_log_info_t *info = &r->info;
+
+	if (info->cut)
+		WARN("%s: recording stopped early (%s); the log covers what came before", name,
+		     info->cut_errno ? strerror(info->cut_errno) : "no reason recorded");
+	else if (!info->complete && !r->next && !killed)
+		WARN("%s: the process did not reach exit (it left by _exit, was killed, or is still running); "
+		     "the log ends at its last whole record",
+		     name);
+	if (info->damaged)
+		WARN("%s: damaged at offset %" PRIu64 " (%s); the summary covers the events before it", name,
+		     info->damage_offset, r->damage ? r->damage : mms_strerror(info->damage_error));
+	else if (r->replay_error)
+		WARN("%s: replay stopped early (%s); the summary covers the events before it", name,
+		     mms_strerror(r->replay_error));
+	if (info->lost_events)
+		WARN("%s: %" PRIu64 " events were lost while recording", name, info->lost_events);
+}
+
+/* Three lines for one memory kind; at_exit flags blocks live at exit
+ * ("leaked at exit", or "still mapped at exit" for mappings). */
+static void print_memory(const char *label, const mms_kind_summary_t *k, const struct log_result *r,
+			 const char *at_exit)
+{
+	char a[64], live[64];
+	char *at = xasprintf("  live at %s", log_end(r));
+
+	fprintf(stderr, "  %-17s %" PRIu64 " allocations, %" PRIu64 " frees, %s allocated\n", label, k->allocs,
+		k->frees, bytes_str(k->bytes_allocated, a, sizeof(a)));
+	fprintf(stderr, "  %-17s %s\n", "  peak live", bytes_str(k->peak_bytes, a, sizeof(a)));
+	fprintf(stderr, "  %-17s %" PRIu64 " block%s, %s%s\n", at, k->live_blocks, k->live_blocks == 1 ? "" : "s",
+		bytes_str(k->live_bytes, live, sizeof(live)), k->live_blocks && r->info.complete ? at_exit : "");
+	free(at);
+}
+
+/* The summary of the program's own log, on stderr. */
+void print_main_summary(const struct run *run, char **argv, pid_t pid, int status)
+{
+	char *name = xasprintf("memscope_%ld.mms", (long)pid);
+	const mms_summary_t *sum;
+	struct log_result r;
+	int err;
+
+	err = log_read(run->dir, name, &r);
+	if (err == -ENOENT)
+		WARN("%s (pid %ld) left no log in %s: the recorder was not loaded into it "
+		     "(a statically linked or setuid program, or one that resets LD_PRELOAD, is not recorded)",
+		     argv[0], (long)pid, run->shown);
+	if (err < 0)
+		goto out;
+	/* A process that left by _exit() (shells do) has no end record, but
+	 * the wait status says it exited: its last record is its end. */
+	if (WIFEXITED(status) && !r.info.cut && !r.next)
+		r.info.complete = 1;
+	log_warn_state(name, &r, WIFSIGNALED(status));
+
+	sum = &r.sum;
+	fprintf(stderr, "%s: recorded %s (pid %ld) to %s/%s\n", cli_progname, argv[0], (long)pid, run->shown, name);
+	fprintf(stderr, "  %-17s %" PRIu64 "  (", "events", sum->events);
+	for (int k = 1, first = 1; k < MMS_EV_KIND_COUNT; k++) {
+		if (!sum->by_kind[k])
+			continue;
+		fprintf(stderr, "%s%s %" PRIu64, first ? "" : ", ", cli_event_kind_name((unsigned)k), sum->by_kind[k]);
+		first = 0;
+	}
+	fprintf(stderr, ")\n");
+	print_memory("heap (malloc)", &sum->mem[MMS_MEM_HOST], &r, "   <- leaked at exit");
+	if (sum->mem[MMS_MEM_MMAP].allocs || sum->mem[MMS_MEM_MMAP].frees)
+		print_memory("mmap", &sum->mem[MMS_MEM_MMAP], &r, "   <- still mapped at exit");
+	if (sum->mem[MMS_MEM_POOL].allocs || sum->mem[MMS_MEM_POOL].frees)
+		print_memory("pools (API)", &sum->mem[MMS_MEM_POOL], &r, "   <- never released to the pool");
+	if (sum->steps)
+		fprintf(stderr, "  %-17s %" PRIu64 "\n", "steps", sum->steps);
+	fprintf(stderr, "  %-17s %" PRIu64 "\n", "threads", sum->threads);
+	if (sum->unmatched_frees)
+		fprintf(stderr, "  %-17s %" PRIu64 " (frees of an address that was not live)\n", "bad frees",
+			sum->unmatched_frees);
+	if (sum->double_allocs)
+		fprintf(stderr, "  %-17s %" PRIu64 " (an address handed out while still live)\n", "double allocs",
+			sum->double_allocs);
+	log_result_free(&r);
+out:
+	free(name);
+}
+
+/* Orders logs by pid, then each process's images in exec order. */
+static int cmp_logs(const struct dirent **a, const struct dirent **b)
+{
+	unsigned long pa = 0, pb = 0, ea = 0, eb = 0;
+
+	sscanf((*a)->d_name, "memscope_%lu.exec%lu", &pa, &ea);
+	sscanf((*b)->d_name, "memscope_%lu.exec%lu", &pb, &eb);
+	if (pa != pb)
+		return pa < pb ? -1 : 1;
+	if (ea != eb)
+		return ea < eb ? -1 : 1;
+	return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+static int is_log(const struct dirent *d)
+{
+	size_t n = strlen(d->d_name);
+
+	return strncmp(d->d_name, "memscope_", 9) == 0 && n > 4 && strcmp(d->d_name + n - 4, ".mms") == 0;
+}
+
+/* One line for each log in the run folder besides the program's own:
+ * forked children and exec'd images. */
+void print_other_logs(const struct run *run, pid_t pid)
+{
+	char *main_name = xasprintf("memscope_%ld.mms", (long)pid);
+	struct dirent **list;
+	int n;
+
+	n = scandir(run->dir, &list, is_log, cmp_logs);
+	if (n < 0) {
+		WARN("cannot list %s: %s", run->shown, strerror(errno));
+		free(main_name);
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		const char *name = list[i]->d_name;
+		const mms_log_info_t *info;
+		struct log_result r;
+		char b[64];
+
+		if (strcmp(name, main_name) != 0 && log_read(run->dir, name, &r) == 0) {
+			info = &r.info;
+			fprintf(stderr,
+				"  also %s: %s, pid %" PRIu64 "%s%s: %" PRIu64 " events, %" PRIu64 " heap block%s "
+				"(%s) live at %s%s%s%s\n",
+				name, strstr(name, ".exec") ? "exec'd image" : "forked child", info->pid,
+				*r.exe ? ", " : "", r.exe, r.sum.events, r.sum.mem[MMS_MEM_HOST].live_blocks,
+				r.sum.mem[MMS_MEM_HOST].live_blocks == 1 ? "" : "s",
+				human_bytes(r.sum.mem[MMS_MEM_HOST].live_bytes, b, sizeof(b)), log_end(&r),
+				info->cut ? "; recording was cut" : "", info->damaged ? "; damaged" : "",
+				info->lost_events ? "; events lost" : "");
+			log_result_free(&r);
+		}
+		free(list[i]);
+	}
+	free(list);
+	free(main_name);
+}

@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: MIT */
+/* launch-run.c: the launcher's set-up and run: finds the recorder library,
+ * creates the run folder, sets the environment the recorder reads and runs
+ * the program under it. */
+#define _GNU_SOURCE /* strchrnul, pipe2 */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "launch.h"
+
+#define EXIT_NOEXEC 126
+#define EXIT_NOTFOUND 127
+
+/* ---- messages ---- */
+
+/* Notes only at --log-level=info. */
+__attribute__((format(printf, 1, 2))) static void note(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (log_level > LOG_INFO)
+		return;
+	fprintf(stderr, "%s: ", cli_progname);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* ---- set-up: recorder library, run folder, environment ---- */
+
+static bool is_readable_file(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, R_OK) == 0;
+}
+
+/* Returns the absolute path of the recorder library (malloc'd), or exits 1
+ * naming every place it looked. */
+char *find_hooks(void)
+{
+	const char *env = getenv("MSMEMSCOPE_HOOKS");
+	char self[PATH_MAX], *slash, *cand[2], *found = NULL;
+	ssize_t n;
+
+	if (env && *env) {
+		if (!is_readable_file(env))
+			die(1, "MSMEMSCOPE_HOOKS=%s: not a readable file", env);
+		found = realpath(env, NULL);
+		if (!found)
+			die(1, "MSMEMSCOPE_HOOKS=%s: %s", env, strerror(errno));
+		return found;
+	}
+
+	/* In a build tree the binary is src/msmemscope, or src/.libs/lt-msmemscope
+	 * behind libtool's wrapper script. */
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n < 0)
+		n = 0;
+	self[n] = '\0';
+	slash = strrchr(self, '/');
+	if (slash)
+		*slash = '\0';
+	cand[0] = xasprintf("%s/../hooks/.libs/%s", self, HOOKS_SO);
+	cand[1] = xasprintf("%s/../../hooks/.libs/%s", self, HOOKS_SO);
+	for (int i = 0; i < 2 && !found; i++)
+		if (n > 0 && is_readable_file(cand[i]))
+			found = realpath(cand[i], NULL);
+	if (!found && is_readable_file(PKGLIBDIR "/" HOOKS_SO))
+		found = realpath(PKGLIBDIR "/" HOOKS_SO, NULL);
+	if (!found)
+		die(1,
+		    "cannot find the recorder %s: looked for %s, %s and %s. "
+		    "Build it (make), install it (make install), or set MSMEMSCOPE_HOOKS to its path",
+		    HOOKS_SO, cand[0], cand[1], PKGLIBDIR "/" HOOKS_SO);
+	free(cand[0]);
+	free(cand[1]);
+	return found;
+}
+
+/* mkdir -p with mode 0750 for the folders it creates. */
+static int mkdir_p(const char *path)
+{
+	char *p = strdup(path), *s;
+	struct stat st;
+	int ret = 0;
+
+	if (!p)
+		return -ENOMEM;
+	for (s = p + 1;; s++) {
+		if (*s != '/' && *s != '\0')
+			continue;
+		char c = *s;
+
+		*s = '\0';
+		if (mkdir(p, 0750) < 0 && (errno != EEXIST || stat(p, &st) < 0 || !S_ISDIR(st.st_mode))) {
+			ret = errno == EEXIST ? -ENOTDIR : -errno;
+			break;
+		}
+		*s = c;
+		if (!c)
+			break;
+	}
+	free(p);
+	return ret;
+}
+
+/* Creates {output}/msmemscope_{PID}_{timestamp}/ (never an existing one). */
+void run_create(struct run *run, const char *output)
+{
+	char stamp[32], *absout, *name;
+	time_t now = time(NULL);
+	struct tm tm;
+	int err;
+
+	err = mkdir_p(output);
+	if (err)
+		die(1, "cannot create the output folder %s: %s", output, strerror(-err));
+	absout = realpath(output, NULL);
+	if (!absout)
+		die(1, "%s: %s", output, strerror(errno));
+	localtime_r(&now, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%d%H%M%S", &tm);
+	name = xasprintf("msmemscope_%ld_%s", (long)getpid(), stamp);
+	run->dir = xasprintf("%s/%s", absout, name);
+	run->shown = xasprintf("%s%s%s", output, output[strlen(output) - 1] == '/' ? "" : "/", name);
+	if (strlen(run->dir) + 64 >= PATH_MAX)
+		die(1, "%s: path too long", run->dir);
+	if (mkdir(run->dir, 0750) < 0)
+		die(1, "cannot create the run folder %s: %s%s", run->shown, strerror(errno),
+		    errno == EEXIST ? " (not overwriting it)" : "");
+	free(absout);
+	free(name);
+}
+
+/* Sets the environment the recorder reads; the child inherits it. */
+void env_setup(const struct run *run, const struct opts *o)
+{
+	static const struct {
+		unsigned bit;
+		const char *name;
+	} ev_names[] = { { EV_ALLOC, "alloc" }, { EV_FREE, "free" }, { EV_LAUNCH, "launch" }, { EV_ACCESS, "access" } };
+	const char *old = getenv("LD_PRELOAD");
+	char events[64] = "", steps[STEPS_MAX * 12] = "", *preload, *config;
+	size_t n = 0;
+
+	/* ld.so splits LD_PRELOAD at spaces and colons. */
+	if (strpbrk(run->hooks, " :"))
+		die(1,
+		    "%s: the recorder's path holds a space or a colon, which LD_PRELOAD cannot carry; "
+		    "set MSMEMSCOPE_HOOKS to a copy elsewhere",
+		    run->hooks);
+	preload = old && *old ? xasprintf("%s:%s", run->hooks, old) : xasprintf("%s", run->hooks);
+
+	for (size_t i = 0; i < sizeof(ev_names) / sizeof(ev_names[0]); i++)
+		if (o->events & ev_names[i].bit)
+			n += (size_t)snprintf(events + n, sizeof(events) - n, "%s%s", n ? "," : "", ev_names[i].name);
+	n = 0;
+	for (unsigned i = 0; i < o->nsteps; i++)
+		n += (size_t)snprintf(steps + n, sizeof(steps) - n, "%s%u", i ? "," : "", o->steps[i]);
+	config = xasprintf("call_stack=%u;events=%s;collect=%s;%s%s%sfollow_exec=%d;log_level=%s", o->call_stack,
+			   events, o->deferred ? "deferred" : "immediate", o->nsteps ? "steps=" : "", steps,
+			   o->nsteps ? ";" : "", o->follow_exec, log_level_names[o->log_level]);
+
+	if (setenv("LD_PRELOAD", preload, 1) < 0 || setenv("MSMEMSCOPE_LOG_DIR", run->dir, 1) < 0 ||
+	    setenv("MSMEMSCOPE_CONFIG", config, 1) < 0)
+		die(1, "cannot set the environment: %s", strerror(errno));
+	note("recording into %s", run->dir);
+	note("LD_PRELOAD=%s", preload);
+	note("MSMEMSCOPE_CONFIG=%s", config);
+	free(preload);
+	free(config);
+}
+
+/* ---- running the program ---- */
+
+/* Checks prog the way a shell would before anything is created, so a typo
+ * leaves no empty run folder behind. Returns 0, or the exit status after
+ * printing why. */
+int check_program(const char *prog)
+{
+	const char *path, *p, *end;
+	struct stat st;
+	bool denied = false;
+
+	if (strchr(prog, '/')) {
+		if (stat(prog, &st) < 0) {
+			fprintf(stderr, "%s: %s: %s\n", cli_progname, prog, strerror(errno));
+			return errno == ENOENT ? EXIT_NOTFOUND : EXIT_NOEXEC;
+		}
+		if (S_ISDIR(st.st_mode) || access(prog, X_OK) < 0) {
+			fprintf(stderr, "%s: %s: %s\n", cli_progname, prog,
+				S_ISDIR(st.st_mode) ? "Is a directory" : strerror(errno));
+			return EXIT_NOEXEC;
+		}
+		return 0;
+	}
+	path = getenv("PATH");
+	if (!path)
+		path = "/bin:/usr/bin"; /* what execvp() searches then */
+	for (p = path;; p = end + 1) {
+		end = strchrnul(p, ':');
+		char *cand = end == p ? xasprintf("./%s", prog) : xasprintf("%.*s/%s", (int)(end - p), p, prog);
+
+		if (stat(cand, &st) == 0 && !S_ISDIR(st.st_mode)) {
+			if (access(cand, X_OK) == 0) {
+				free(cand);
+				return 0;
+			}
+			denied = true;
+		}
+		free(cand);
+		if (!*end)
+			break;
+	}
+	if (denied) {
+		fprintf(stderr, "%s: %s: Permission denied\n", cli_progname, prog);
+		return EXIT_NOEXEC;
+	}
+	fprintf(stderr, "%s: %s: command not found\n", cli_progname, prog);
+	return EXIT_NOTFOUND;
+}
+
+static volatile sig_atomic_t child_pid;
+
+static void forward_signal(int sig)
+{
+	if (child_pid > 0)
+		kill((pid_t)child_pid, sig);
+}
+
+/* Runs the program and waits for it. Returns its wait status in *status and
+ * its pid; exits 126/127 if it could not be executed. */
+pid_t run_program(const struct run *run, char **argv, int *status)
+{
+	struct sigaction ign = { .sa_handler = SIG_IGN }, fwd = { .sa_handler = forward_signal };
+	struct sigaction old_int, old_quit, old_term, old_hup;
+	sigset_t block, old_mask;
+	int pipefd[2], exec_errno = 0;
+	ssize_t got;
+	pid_t pid;
+
+	/* The child reports a failed exec through a close-on-exec pipe: EOF
+	 * means the exec succeeded. */
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		die(1, "pipe: %s", strerror(errno));
+
+	/* Like system(): ignore SIGINT and SIGQUIT while the program runs (the
+	 * terminal sends them to it too), forward SIGTERM and SIGHUP. The
+	 * forwarding handlers are blocked until child_pid is known. */
+	sigemptyset(&block);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	sigprocmask(SIG_BLOCK, &block, &old_mask);
+	sigaction(SIGINT, &ign, &old_int);
+	sigaction(SIGQUIT, &ign, &old_quit);
+	sigaction(SIGTERM, &fwd, &old_term);
+	sigaction(SIGHUP, &fwd, &old_hup);
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		die(1, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		int err;
+
+		sigaction(SIGINT, &old_int, NULL);
+		sigaction(SIGQUIT, &old_quit, NULL);
+		sigaction(SIGTERM, &old_term, NULL);
+		sigaction(SIGHUP, &old_hup, NULL);
+		sigprocmask(SIG_SETMASK, &old_mask, NULL);
+		close(pipefd[0]);
+		execvp(argv[0], argv);
+		err = errno;
+		if (write(pipefd[1], &err, sizeof(err)) < 0)
+			_exit(EXIT_NOEXEC);
+		_exit(err == ENOENT ? EXIT_NOTFOUND : EXIT_NOEXEC);
+	}
+	child_pid = pid;
+	sigprocmask(SIG_SETMASK, &old_mask, NULL);
+	close(pipefd[1]);
+	do
+		got = read(pipefd[0], &exec_errno, sizeof(exec_errno));
+	while (got < 0 && errno == EINTR);
+	close(pipefd[0]);
+
+	while (waitpid(pid, status, 0) < 0) {
+		if (errno != EINTR)
+			die(1, "waitpid: %s", strerror(errno));
+	}
+	child_pid = 0;
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGQUIT, &old_quit, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	sigaction(SIGHUP, &old_hup, NULL);
+
+	if (got == (ssize_t)sizeof(exec_errno)) {
+		fprintf(stderr, "%s: %s: cannot execute: %s\n", cli_progname, argv[0], strerror(exec_errno));
+		rmdir(run->dir); /* nothing was recorded; leave no empty folder */
+		exit(exec_errno == ENOENT ? EXIT_NOTFOUND : EXIT_NOEXEC);
+	}
+	return pid;
+}

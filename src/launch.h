@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/* launch.h: what the parts of the msmemscope launcher share: its options,
+ * its run folder, its log level and the steps main() takes in turn. */
+#ifndef MMS_LAUNCH_H
+#define MMS_LAUNCH_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#define HOOKS_SO "libmsmemscope-hooks.so"
+#define STEPS_MAX 5
+
+enum event_bit {
+	EV_ALLOC = 1u << 0,
+	EV_FREE = 1u << 1,
+	EV_LAUNCH = 1u << 2,
+	EV_ACCESS = 1u << 3,
+};
+
+enum log_level { LOG_INFO, LOG_WARN, LOG_ERROR };
+
+/* The names of enum log_level, as --log-level and MSMEMSCOPE_CONFIG spell them. */
+extern const char *const log_level_names[];
+
+struct opts {
+	unsigned events;     /* enum event_bit */
+	unsigned call_stack; /* C frames per event, 0 = none */
+	bool deferred;
+	unsigned steps[STEPS_MAX];
+	unsigned nsteps; /* 0: all steps */
+	char *output;    /* allocated */
+	enum log_level log_level;
+	bool record_only; /* --analysis= */
+	bool follow_exec;
+	char **argv; /* the program and its arguments */
+};
+
+struct run {
+	char *dir;   /* absolute path of the run folder */
+	char *shown; /* the same as the user named it, for messages */
+	char *hooks; /* absolute path of the recorder library */
+};
+
+/* The level --log-level set (warn by default); WARN() and note() read it. */
+extern enum log_level log_level;
+
+/* Warnings go out unless --log-level=error; notes only at --log-level=info. */
+#define WARN(...)                          \
+	do {                               \
+		if (log_level <= LOG_WARN) \
+			warn(__VA_ARGS__); \
+	} while (0)
+
+/* launch-options.c */
+void parse_args(int argc, char **argv, struct opts *o);
+
+/* launch-run.c */
+char *find_hooks(void);
+void run_create(struct run *run, const char *output);
+void env_setup(const struct run *run, const struct opts *o);
+int check_program(const char *prog);
+pid_t run_program(const struct run *run, char **argv, int *status);
+
+/* launch-report.c */
+void print_main_summary(const struct run *run, char **argv, pid_t pid, int status);
+void print_other_logs(const struct run *run, pid_t pid);
+
+#endif /* MMS_LAUNCH_H */
