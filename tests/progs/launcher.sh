@@ -1,0 +1,85 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# launcher.sh: msmemscope as a user runs it: the run folder and its log, the
+# summary of the bundled example (its known leak), the exit status passed
+# through, --analysis= and its options, and the errors for bad options and
+# programs that cannot run.
+. "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
+
+[ -x "$MMS_LAUNCHER" ] || fail "the launcher is not built: $MMS_LAUNCHER"
+infer=$top_builddir/examples/infer
+[ -x "$infer" ] || fail "the example is not built: $infer"
+
+# The example under the launcher: same output as alone, exit 0, one run
+# folder msmemscope_{PID}_{timestamp} holding memscope_{pid}.mms.
+"$infer" >native.out || fail "examples/infer exited $? on its own"
+"$MMS_LAUNCHER" --output=out -- "$infer" >rec.out 2>rec.err || fail "msmemscope -- infer exited $?: $(cat rec.err)"
+cmp -s native.out rec.out || fail "infer printed something else under msmemscope"
+set -- out/msmemscope_*_*
+[ $# = 1 ] && [ -d "$1" ] || fail "expected one run folder in out/, found: $*"
+run=$1
+set -- "$run"/memscope_*.mms
+[ $# = 1 ] && [ -f "$1" ] || fail "expected one log in $run, found: $*"
+log=$1
+[ "$(stat -c %a "$log")" = 640 ] || fail "the log's mode is $(stat -c %a "$log"), expected 640"
+
+# The figures infer.c documents: 5 kv_cache blocks of 4096 bytes never freed.
+grep -q "live at exit    5 blocks, 20.0 KiB (20480 bytes)" rec.err ||
+	fail "the summary does not show the 5 leaked blocks: $(cat rec.err)"
+summarize "$log"
+expect_consistent "$log.json"
+expect_key "$log.json" live_blocks 5
+expect_key "$log.json" live_bytes 20480
+expect_key "$log.json" complete true
+expect_key "$log.json" by_kind.step 5
+expect_key "$log.json" by_kind.op_launch 50
+note "infer: 5 blocks, 20480 bytes live at exit, 25 operator launches, log mode 0640"
+
+# --analysis= records without a summary; the options reach the recorder
+# (stacks on: the log says so).
+"$MMS_LAUNCHER" --analysis= --call-stack=c:8 --output out2 -- "$infer" >/dev/null 2>quiet.err ||
+	fail "msmemscope --analysis= exited $?"
+grep -q "live at exit" quiet.err && fail "--analysis= printed a summary: $(cat quiet.err)"
+set -- out2/msmemscope_*/memscope_*.mms
+[ -f "$1" ] || fail "--analysis= left no log"
+"$MMS_REPLAY" "$1" --summary --json >/dev/null || fail "the --analysis= log does not replay"
+
+# The program's exit status comes back, and 128+N for a signal.
+rc=0
+"$MMS_LAUNCHER" --output=out3 -- sh -c 'exit 42' 2>/dev/null || rc=$?
+expect_eq "exit status of 'exit 42'" "$rc" 42
+rc=0
+"$MMS_LAUNCHER" --output=out3 -- sh -c 'kill -SEGV $$' 2>sig.err || rc=$?
+expect_eq "exit status of a SIGSEGV" "$rc" 139
+grep -q "signal 11" sig.err || fail "no line about the signal: $(cat sig.err)"
+note "exit statuses: 42 passed through, SIGSEGV gives 139"
+
+# Usage errors: one message naming the option, exit 2, no run folder.
+for bad in --bogus --collect-mode=later --steps=1,2,3,4,5,6 --call-stack=c:1001 --analysis=leaks; do
+	rc=0
+	"$MMS_LAUNCHER" --output=out4 "$bad" -- "$infer" >/dev/null 2>bad.err || rc=$?
+	expect_eq "exit status of msmemscope $bad" "$rc" 2
+	opt=${bad%%=*}
+	grep -q -- "$opt" bad.err || fail "the error for $bad does not name $opt: $(cat bad.err)"
+done
+rc=0
+"$MMS_LAUNCHER" --output=out4 >/dev/null 2>bad.err || rc=$?
+expect_eq "exit status of msmemscope with no program" "$rc" 2
+[ ! -e out4 ] || fail "a usage error created the output folder"
+
+# Programs that cannot run: 127 not found, 126 not executable, like a shell.
+rc=0
+"$MMS_LAUNCHER" --output=out5 -- ./no-such-program 2>/dev/null || rc=$?
+expect_eq "exit status for a missing program" "$rc" 127
+: >not-executable
+rc=0
+"$MMS_LAUNCHER" --output=out5 -- ./not-executable 2>/dev/null || rc=$?
+expect_eq "exit status for a file that is not executable" "$rc" 126
+note "usage errors exit 2 and create nothing; missing program 127, not executable 126"
+
+# --help and --version.
+"$MMS_LAUNCHER" --help >help.out || fail "--help exited $?"
+for opt in --events --call-stack --collect-mode --steps --output --log-level --analysis --no-follow-exec; do
+	grep -q -- "$opt" help.out || fail "--help does not describe $opt"
+done
+"$MMS_LAUNCHER" --version | grep -q '^msmemscope [0-9]' || fail "--version does not print 'msmemscope VERSION'"
