@@ -34,6 +34,11 @@ struct mms_real {
 	void *(*dlopen)(const char *, int);
 	int (*dlclose)(void *);
 	int (*pthread_setname_np)(pthread_t, const char *);
+	int (*execve)(const char *, char *const[], char *const[]);
+	int (*execv)(const char *, char *const[]);
+	int (*execvp)(const char *, char *const[]);
+	int (*execvpe)(const char *, char *const[], char *const[]);
+	int (*fexecve)(int, char *const[], char *const[]);
 };
 extern struct mms_real mms__real MMS_HIDDEN;
 

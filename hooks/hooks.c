@@ -87,6 +87,11 @@ static void resolve_real(void)
 	RESOLVE(mremap);
 	RESOLVE(dlclose);
 	RESOLVE(pthread_setname_np);
+	RESOLVE(execve);
+	RESOLVE(execv);
+	RESOLVE(execvp);
+	RESOLVE(execvpe);
+	RESOLVE(fexecve);
 	if (!mms__real.malloc || !mms__real.free || !mms__real.calloc || !mms__real.realloc)
 		die_early("malloc");
 	if (!mms__real.mmap || !mms__real.munmap)
@@ -584,4 +589,94 @@ MMS_EXPORT int dlclose(void *handle)
 		leave();
 	}
 	return mms__real.dlclose(handle);
+}
+
+/* --- exec ------------------------------------------------------------------
+ * An exec that succeeds ends this image's log: say so in its header (and
+ * take it back if the exec fails). A vfork child shares our memory and log:
+ * its exec is not ours to mark. glibc's execl* call execve internally, not
+ * through these symbols, so they are interposed too. */
+
+static int exec_begin(void)
+{
+	if (!mms__active || !mms__header || mms__header->pid != (uint64_t)getpid())
+		return 0;
+	__atomic_fetch_or(&mms__header->flags, MMS_FLAG_EXEC_AWAY, __ATOMIC_SEQ_CST);
+	return 1;
+}
+
+static int exec_failed(int marked, int r)
+{
+	int err = errno;
+
+	if (marked)
+		__atomic_fetch_and(&mms__header->flags, ~(uint32_t)MMS_FLAG_EXEC_AWAY, __ATOMIC_SEQ_CST);
+	errno = err;
+	return r;
+}
+
+MMS_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	int marked = exec_begin();
+	return exec_failed(marked, mms__real.execve(path, argv, envp));
+}
+
+MMS_EXPORT int execv(const char *path, char *const argv[])
+{
+	int marked = exec_begin();
+	return exec_failed(marked, mms__real.execv(path, argv));
+}
+
+MMS_EXPORT int execvp(const char *file, char *const argv[])
+{
+	int marked = exec_begin();
+	return exec_failed(marked, mms__real.execvp(file, argv));
+}
+
+MMS_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	int marked = exec_begin();
+	return exec_failed(marked, mms__real.execvpe(file, argv, envp));
+}
+
+MMS_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	int marked = exec_begin();
+	return exec_failed(marked, mms__real.fexecve(fd, argv, envp));
+}
+
+/* execl, execlp, execle: the arguments into an array, then the v forms. */
+#define COLLECT_ARGS(arg, argv)                                                                                   \
+	va_list ap;                                                                                                \
+	size_t n_ = 1;                                                                                             \
+	va_start(ap, arg);                                                                                         \
+	while (va_arg(ap, char *))                                                                                 \
+		n_++;                                                                                              \
+	va_end(ap);                                                                                                \
+	char *argv[n_ + 1];                                                                                        \
+	argv[0] = (char *)(arg);                                                                                   \
+	va_start(ap, arg);                                                                                         \
+	for (size_t i_ = 1; i_ <= n_; i_++)                                                                        \
+		argv[i_] = va_arg(ap, char *)
+
+MMS_EXPORT int execl(const char *path, const char *arg, ...)
+{
+	COLLECT_ARGS(arg, argv);
+	va_end(ap);
+	return execv(path, argv);
+}
+
+MMS_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	COLLECT_ARGS(arg, argv);
+	va_end(ap);
+	return execvp(file, argv);
+}
+
+MMS_EXPORT int execle(const char *path, const char *arg, ...)
+{
+	COLLECT_ARGS(arg, argv);
+	char *const *envp = va_arg(ap, char *const *);
+	va_end(ap);
+	return execve(path, argv, envp);
 }

@@ -106,6 +106,7 @@ typedef struct mms_log_info {
 	uint64_t events;         /* events in the log, as mms_iter_next() yields them */
 	uint64_t segments;       /* per-thread runs of records (diagnostics) */
 	uint64_t last_realtime_ns; /* CLOCK_REALTIME at the last refresh or exit */
+	int exec_away;           /* the process exec'd another program: the log ends there */
 } mms_log_info_t;
 
 /* Why mms_log_open_ex() failed on a file that is not a readable log. */

@@ -50,6 +50,7 @@ enum mms_header_flag {
 	MMS_FLAG_CLOCK_BACKWARDS = 1u << 4,  /* a stamp went backwards in a thread (clamped) */
 	MMS_FLAG_EXECED = 1u << 5,           /* this image was reached by exec from a recorded one */
 	MMS_FLAG_FORKED = 1u << 6,           /* this process is a recorded fork child */
+	MMS_FLAG_EXEC_AWAY = 1u << 7,        /* the process exec'd another program: its log ends there */
 };
 
 /* The fixed part of page 0. Fields marked "atomic" are updated while the

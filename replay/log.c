@@ -273,6 +273,7 @@ static void fill_info(mms_log_t *log)
 	in->file_size = log->size;
 	in->complete = !!(h->flags & MMS_FLAG_COMPLETE);
 	in->cut = !!(h->flags & MMS_FLAG_CUT);
+	in->exec_away = !!(h->flags & MMS_FLAG_EXEC_AWAY);
 	in->events = log->events;
 	in->segments = log->nsegs;
 	/* Stamps become nanoseconds by the line through the two (stamp,

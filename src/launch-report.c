@@ -114,7 +114,7 @@ static int log_read(const char *dir, const char *name, struct log_result *r)
 /* How the log ends, for the "live at ..." label. */
 static const char *log_end(const struct log_result *r)
 {
-	return r->info.complete ? "exit" : r->next ? "exec" : "log end";
+	return r->info.complete ? "exit" : r->next || r->info.exec_away ? "exec" : "log end";
 }
 
 /* Warnings about a log cut short or damaged. The caller has already said
@@ -126,8 +126,8 @@ static void log_warn_state(const char *name, const struct log_result *r, bool ki
 	if (info->cut)
 		WARN("%s: recording stopped early (%s); the log covers what came before", name,
 		     info->cut_errno ? strerror(info->cut_errno) : "no reason recorded");
-	else if (!info->complete && !r->next && !killed)
-		WARN("%s: the process did not reach exit (it left by _exit, was killed, or is still running); "
+	else if (!info->complete && !r->next && !info->exec_away && !killed)
+		WARN("%s: the process did not reach exit (it was killed, or is still running); "
 		     "the log ends at its last whole record",
 		     name);
 	if (info->damaged)

@@ -93,6 +93,9 @@ static void warn_log_state(const char *path, const mms_log_info_t *in)
 	if (in->cut)
 		warn("%s: log was cut after %" PRIu64 " events: %s; the summary covers the events before", path,
 		     in->events, in->cut_errno ? strerror(in->cut_errno) : "no reason recorded");
+	else if (!in->complete && in->exec_away)
+		fprintf(stderr, "%s: %s: the process exec'd another program; blocks \"live at exec\" are those it "
+			"held then\n", cli_progname, path);
 	else if (!in->complete)
 		warn("%s: the process did not reach exit (killed, or still running); blocks \"live at log end\" "
 		     "are those live at the last recorded event",
@@ -133,7 +136,7 @@ static const char *bytes_text(uint64_t n, char *buf, size_t cap)
 static void print_text(const char *path, const mms_log_info_t *in, const mms_summary_t *s)
 {
 	const mms_kind_summary_t *h = &s->mem[MMS_MEM_HOST];
-	const char *at_end = in->complete ? "live at exit" : "live at log end";
+	const char *at_end = in->complete ? "live at exit" : in->exec_away ? "live at exec" : "live at log end";
 	char a[64];
 	unsigned k;
 
@@ -193,9 +196,10 @@ static void print_json(const mms_log_info_t *in, const mms_summary_t *s)
 		printf("%s\"%s\":%" PRIu64, sep, name, s->by_kind[k]);
 		sep = ",";
 	}
-	printf("},\"complete\":%s,\"cut\":%s,\"damaged\":%s,\"lost_events\":%" PRIu64
+	printf("},\"complete\":%s,\"exec_away\":%s,\"cut\":%s,\"damaged\":%s,\"lost_events\":%" PRIu64
 	       ",\"unmatched_frees\":%" PRIu64 ",\"double_allocs\":%" PRIu64 "}\n",
-	       in->complete ? "true" : "false", in->cut ? "true" : "false", in->damaged ? "true" : "false",
+	       in->complete ? "true" : "false", in->exec_away ? "true" : "false", in->cut ? "true" : "false",
+	       in->damaged ? "true" : "false",
 	       in->lost_events, s->unmatched_frees, s->double_allocs);
 }
 

@@ -36,6 +36,10 @@ check fe.$child.mms 200 150 300
 check fe.exec1.mms 300 299 70
 expect_key fe.exec1.mms.json complete true
 expect_key fe.$child.mms.json complete true
+# The parent's image ends at its exec: its log says so, and is not complete.
+expect_key fe.mms.json exec_away true
+expect_key fe.mms.json complete false
+expect_key fe.exec1.mms.json exec_away false
 expect_eq "logs written with MSMEMSCOPE_LOG" "$(ls -- *.mms | wc -l)" 3
 note "MSMEMSCOPE_LOG: parent, child $child and exec'd image each have their own log"
 cd ..
