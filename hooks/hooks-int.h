@@ -284,4 +284,7 @@ void mms__steps_update(void) MMS_HIDDEN;
 /* hooks.c */
 void mms__init(void) MMS_HIDDEN;
 
+/* process.c */
+void mms__process_init(void) MMS_HIDDEN;
+
 #endif /* MMS_HOOKS_INT_H */

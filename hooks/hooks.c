@@ -161,8 +161,6 @@ static void parse_config(void)
 	}
 }
 
-static void atfork_child(void);
-
 void mms__init(void)
 {
 	int expect = INIT_NONE;
@@ -177,7 +175,7 @@ void mms__init(void)
 	mms__unwind_init();
 	if (mms__writer_init() == 0 && mms__intern_init() == 0) {
 		mms__api_init();
-		pthread_atfork(NULL, NULL, atfork_child);
+		mms__process_init();
 		if (mms__log_open() == 0) {
 			struct mms_thread *t = mms__thread();
 			uint8_t *p = t ? mms__rec_begin(t, 16) : NULL;
@@ -193,53 +191,6 @@ void mms__init(void)
 __attribute__((constructor)) static void hooks_constructor(void)
 {
 	mms__init();
-}
-
-/* The process is ending (exit's destructors, or _exit): write the FINI
- * event and mark the log complete. Recording goes on after it. */
-static void mark_end(void)
-{
-	static int done;
-	struct mms_thread *t;
-	uint8_t *p;
-
-	/* A vfork child shares our memory and log: its _exit is not ours. */
-	if (!mms__active || mms__tls_busy || mms__header->pid != (uint64_t)getpid() ||
-	    __atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
-		return;
-	mms__tls_busy = 2;
-	t = mms__thread();
-	if (t && (p = mms__rec_begin(t, 16)))
-		mms__rec_commit(t, mms__rec_head(t, p, MMS_TAG_SYSTEM | MMS_SYSTEM_FINI, mms__stamp_obtain()));
-	mms__log_finish();
-	mms__tls_busy = 0;
-}
-
-__attribute__((destructor)) static void hooks_destructor(void)
-{
-	mark_end();
-}
-
-/* Shells and forked children leave with _exit, which runs no destructor. */
-MMS_EXPORT void _exit(int status)
-{
-	mark_end();
-	syscall(SYS_exit_group, status);
-	__builtin_unreachable();
-}
-
-MMS_EXPORT void _Exit(int status)
-{
-	_exit(status);
-}
-
-static void atfork_child(void)
-{
-	int busy = mms__tls_busy;
-
-	mms__tls_busy = 2;
-	mms__log_after_fork_child();
-	mms__tls_busy = busy;
 }
 
 /* --- the hot path ----------------------------------------------------------
@@ -575,108 +526,4 @@ MMS_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ..
 		leave();
 	}
 	return r;
-}
-
-/* --- modules and threads ------------------------------------------------- */
-
-MMS_EXPORT int dlclose(void *handle)
-{
-	struct mms_thread *t = enter();
-
-	/* Record what is loaded before the module goes away. */
-	if (t) {
-		mms__modules_scan(t);
-		leave();
-	}
-	return mms__real.dlclose(handle);
-}
-
-/* --- exec ------------------------------------------------------------------
- * An exec that succeeds ends this image's log: say so in its header (and
- * take it back if the exec fails). A vfork child shares our memory and log:
- * its exec is not ours to mark. glibc's execl* call execve internally, not
- * through these symbols, so they are interposed too. */
-
-static int exec_begin(void)
-{
-	if (!mms__active || !mms__header || mms__header->pid != (uint64_t)getpid())
-		return 0;
-	__atomic_fetch_or(&mms__header->flags, MMS_FLAG_EXEC_AWAY, __ATOMIC_SEQ_CST);
-	return 1;
-}
-
-static int exec_failed(int marked, int r)
-{
-	int err = errno;
-
-	if (marked)
-		__atomic_fetch_and(&mms__header->flags, ~(uint32_t)MMS_FLAG_EXEC_AWAY, __ATOMIC_SEQ_CST);
-	errno = err;
-	return r;
-}
-
-MMS_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
-{
-	int marked = exec_begin();
-	return exec_failed(marked, mms__real.execve(path, argv, envp));
-}
-
-MMS_EXPORT int execv(const char *path, char *const argv[])
-{
-	int marked = exec_begin();
-	return exec_failed(marked, mms__real.execv(path, argv));
-}
-
-MMS_EXPORT int execvp(const char *file, char *const argv[])
-{
-	int marked = exec_begin();
-	return exec_failed(marked, mms__real.execvp(file, argv));
-}
-
-MMS_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
-{
-	int marked = exec_begin();
-	return exec_failed(marked, mms__real.execvpe(file, argv, envp));
-}
-
-MMS_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
-{
-	int marked = exec_begin();
-	return exec_failed(marked, mms__real.fexecve(fd, argv, envp));
-}
-
-/* execl, execlp, execle: the arguments into an array, then the v forms. */
-#define COLLECT_ARGS(arg, argv)                                                                                   \
-	va_list ap;                                                                                                \
-	size_t n_ = 1;                                                                                             \
-	va_start(ap, arg);                                                                                         \
-	while (va_arg(ap, char *))                                                                                 \
-		n_++;                                                                                              \
-	va_end(ap);                                                                                                \
-	char *argv[n_ + 1];                                                                                        \
-	argv[0] = (char *)(arg);                                                                                   \
-	va_start(ap, arg);                                                                                         \
-	for (size_t i_ = 1; i_ <= n_; i_++)                                                                        \
-		argv[i_] = va_arg(ap, char *)
-
-MMS_EXPORT int execl(const char *path, const char *arg, ...)
-{
-	COLLECT_ARGS(arg, argv);
-	va_end(ap);
-	return execv(path, argv);
-}
-
-MMS_EXPORT int execlp(const char *file, const char *arg, ...)
-{
-	COLLECT_ARGS(arg, argv);
-	va_end(ap);
-	return execvp(file, argv);
-}
-
-MMS_EXPORT int execle(const char *path, const char *arg, ...)
-{
-	COLLECT_ARGS(arg, argv);
-	char *const *envp = va_arg(ap, char *const *);
-	va_end(ap);
-	return execve(path, argv, envp);
 }
