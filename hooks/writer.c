@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -432,6 +433,26 @@ static void write_process_meta(struct mms_thread *t)
 		write_meta_kv(t, "config", cfg, strlen(cfg));
 }
 
+/* Moves fd out of the way of the program: it may probe low descriptors it
+ * was told about (gcc looks for make's jobserver pipes, closed for it) or
+ * expect the next open() to get a given number. Returns the new descriptor,
+ * or fd itself when no higher one can be had. */
+static int move_fd_high(int fd)
+{
+	struct rlimit rl;
+	int want = 1000, high;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 1100)
+		want = (int)rl.rlim_cur - 64;
+	if (want <= fd)
+		return fd;
+	high = fcntl(fd, F_DUPFD_CLOEXEC, want);
+	if (high < 0)
+		return fd;
+	close(fd);
+	return high;
+}
+
 /* Opens the log and writes its header and the process's metadata. Called
  * once, inside the reentrancy guard. Returns 0, or -1 with recording off. */
 int mms__log_open(void)
@@ -444,6 +465,7 @@ int mms__log_open(void)
 	log_fd = open_log_file(&execed);
 	if (log_fd < 0)
 		return -1;
+	log_fd = move_fd_high(log_fd);
 	log_base = mms__real.mmap(NULL, mms__config.limit, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
 				  -1, 0);
 	if (log_base == MAP_FAILED)
