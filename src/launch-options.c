@@ -258,8 +258,14 @@ void parse_args(int argc, char **argv, struct opts *o)
 		/* List values are cut up in a copy, so messages quote them whole. */
 		copy = value ? xstrdup(value) : NULL;
 		bad = def->parse(o, copy);
-		if (bad)
-			die_usage("%s=%s: %s", def->name, value, bad);
+		if (bad) {
+			/* bad may point into copy: say it before letting copy go. */
+			char msg[1024];
+
+			snprintf(msg, sizeof(msg), "%s=%s: %s", def->name, value, bad);
+			free(copy);
+			die_usage("%s", msg);
+		}
 		free(copy);
 	}
 	if (i >= argc)
