@@ -163,19 +163,11 @@ MMS_EXPORT void msmemscope_range_end(uint64_t id)
 MMS_EXPORT void msmemscope_access(const void *ptr, size_t size, int mode)
 {
 	struct mms_thread *t;
-	uint64_t stamp;
-	uint8_t *p;
 
 	if (!(mms__config.events & MMS_EVENTS_ACCESS) || !mms__collecting || !(t = api_enter()))
 		return;
-	stamp = mms__stamp_obtain();
-	p = mms__rec_begin(t, 1 + 3 * 10);
-	if (p) {
-		p = mms__rec_head(t, p, (uint8_t)(MMS_TAG_ACCESS | ((unsigned)mode & 3)), stamp);
-		p = mms__rec_addr(t, p, (uintptr_t)ptr);
-		p = mms_put_u(p, size);
-		mms__rec_commit(t, p);
-	}
+	mms__rec_addr_event(t, (uint8_t)(MMS_TAG_ACCESS | ((unsigned)mode & 3)), mms__stamp_obtain(),
+			    (uintptr_t)ptr, 1, size, 0, 0);
 	api_leave();
 }
 
@@ -236,21 +228,11 @@ MMS_EXPORT void msmemscope_watch(const void *ptr, size_t size, const char *name)
 {
 	struct mms_thread *t = api_enter();
 	uint32_t id;
-	uint64_t stamp;
-	uint8_t *p;
 
 	if (!t)
 		return;
 	id = mms__intern_string(t, name);
-	stamp = mms__stamp_obtain();
-	p = mms__rec_begin(t, 1 + 4 * 10);
-	if (p) {
-		p = mms__rec_head(t, p, MMS_TAG_WATCH, stamp);
-		p = mms__rec_addr(t, p, (uintptr_t)ptr);
-		p = mms_put_u(p, size);
-		p = mms_put_u(p, id);
-		mms__rec_commit(t, p);
-	}
+	mms__rec_addr_event(t, MMS_TAG_WATCH, mms__stamp_obtain(), (uintptr_t)ptr, 2, size, id, 0);
 	api_leave();
 }
 

@@ -51,7 +51,6 @@ struct mms_thread {
 	uint8_t *cur, *end;      /* write position and end of the current chunk */
 	uint64_t prev_stamp;     /* delta bases of the current segment */
 	uint64_t prev_addr;
-	uint64_t lost;           /* events dropped inside a hook, not yet logged */
 	struct mms_thread *next_free;
 	/* The last captured stack (innermost first) and its interned node ids,
 	 * so a new stack that shares outer frames re-interns only the rest. */
@@ -251,6 +250,27 @@ static inline void mms__rec_commit(struct mms_thread *t, uint8_t *p)
 {
 	t->cur = p;
 	__atomic_store_n(&t->chunk->used, (uint64_t)(p - (uint8_t *)(t->chunk + 1)), __ATOMIC_RELEASE);
+}
+
+/* Writes a whole event record of the common shape: tag, stamp, address,
+ * then n (0 to 3) more varints a, b, c. Callers pass n as a constant, so
+ * the unused fields cost nothing. */
+static inline void mms__rec_addr_event(struct mms_thread *t, uint8_t tag, uint64_t stamp, uint64_t addr, int n,
+				       uint64_t a, uint64_t b, uint64_t c)
+{
+	uint8_t *p = mms__rec_begin(t, 1 + 5 * 10);
+
+	if (unlikely(!p))
+		return;
+	p = mms__rec_head(t, p, tag, stamp);
+	p = mms__rec_addr(t, p, addr);
+	if (n > 0)
+		p = mms_put_u(p, a);
+	if (n > 1)
+		p = mms_put_u(p, b);
+	if (n > 2)
+		p = mms_put_u(p, c);
+	mms__rec_commit(t, p);
 }
 
 /* intern.c */

@@ -199,14 +199,12 @@ __attribute__((constructor)) static void hooks_constructor(void)
  * (busy == 2) silently, a signal handler's (busy == 1) counted as lost. */
 
 /* An event that arrived while this thread was inside a hook: a signal
- * handler's. It cannot be written without tearing the record under way. */
+ * handler's. It cannot be written without tearing the record under way, so
+ * it is counted in the header, which the replay reports. */
 static __attribute__((noinline, cold)) void lost_event(void)
 {
-	if (!mms__recording || !mms__collecting)
-		return;
-	__atomic_fetch_add(&mms__header->lost_events, 1, __ATOMIC_RELAXED);
-	if (mms__tls_thread)
-		mms__tls_thread->lost++;
+	if (mms__recording && mms__collecting)
+		__atomic_fetch_add(&mms__header->lost_events, 1, __ATOMIC_RELAXED);
 }
 
 static inline struct mms_thread *enter(void)
@@ -237,48 +235,17 @@ static inline void leave(void)
 	mms__tls_busy = 0;
 }
 
-static void write_lost(struct mms_thread *t)
-{
-	uint8_t *p = mms__rec_begin(t, 24);
-
-	if (!p)
-		return;
-	p = mms__rec_head(t, p, MMS_TAG_LOST, t->prev_stamp);
-	p = mms_put_u(p, t->lost);
-	t->lost = 0;
-	mms__rec_commit(t, p);
-}
-
 static void rec_alloc(struct mms_thread *t, unsigned fn, void *ptr, size_t size)
 {
 	uint32_t stack = mms__capture_stack(t);
 	uint64_t stamp = mms__stamp_obtain_addr((uintptr_t)ptr, t->index);
-	uint8_t *p = mms__rec_begin(t, 1 + 4 * 10);
 
-	if (unlikely(!p))
-		return;
-	if (unlikely(t->lost)) {
-		write_lost(t);
-		p = mms__rec_begin(t, 1 + 4 * 10);
-		if (!p)
-			return;
-	}
-	p = mms__rec_head(t, p, (uint8_t)(MMS_TAG_ALLOC | fn), stamp);
-	p = mms__rec_addr(t, p, (uintptr_t)ptr);
-	p = mms_put_u(p, size);
-	p = mms_put_u(p, stack);
-	mms__rec_commit(t, p);
+	mms__rec_addr_event(t, (uint8_t)(MMS_TAG_ALLOC | fn), stamp, (uintptr_t)ptr, 2, size, stack, 0);
 }
 
 static void rec_free(struct mms_thread *t, unsigned fn, void *ptr, uint64_t stamp)
 {
-	uint8_t *p = mms__rec_begin(t, 1 + 2 * 10);
-
-	if (unlikely(!p))
-		return;
-	p = mms__rec_head(t, p, (uint8_t)(MMS_TAG_FREE | fn), stamp);
-	p = mms__rec_addr(t, p, (uintptr_t)ptr);
-	mms__rec_commit(t, p);
+	mms__rec_addr_event(t, (uint8_t)(MMS_TAG_FREE | fn), stamp, (uintptr_t)ptr, 0, 0, 0, 0);
 }
 
 #define HOOK_ALLOC(fn, call)                                                                                       \
@@ -439,28 +406,14 @@ static void rec_mmap(struct mms_thread *t, void *addr, size_t len, int prot, int
 {
 	uint32_t stack = mms__capture_stack(t);
 	uint64_t stamp = mms__stamp_obtain();
-	uint8_t *p = mms__rec_begin(t, 1 + 5 * 10);
 
-	if (!p)
-		return;
-	p = mms__rec_head(t, p, MMS_TAG_MMAP, stamp);
-	p = mms__rec_addr(t, p, (uintptr_t)addr);
-	p = mms_put_u(p, len);
-	p = mms_put_u(p, ((uint64_t)(uint32_t)prot << 32) | (uint32_t)flags);
-	p = mms_put_u(p, stack);
-	mms__rec_commit(t, p);
+	mms__rec_addr_event(t, MMS_TAG_MMAP, stamp, (uintptr_t)addr, 3, len,
+			    ((uint64_t)(uint32_t)prot << 32) | (uint32_t)flags, stack);
 }
 
 static void rec_munmap(struct mms_thread *t, void *addr, size_t len, uint64_t stamp)
 {
-	uint8_t *p = mms__rec_begin(t, 1 + 3 * 10);
-
-	if (!p)
-		return;
-	p = mms__rec_head(t, p, MMS_TAG_MUNMAP, stamp);
-	p = mms__rec_addr(t, p, (uintptr_t)addr);
-	p = mms_put_u(p, len);
-	mms__rec_commit(t, p);
+	mms__rec_addr_event(t, MMS_TAG_MUNMAP, stamp, (uintptr_t)addr, 1, len, 0, 0);
 }
 
 MMS_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)

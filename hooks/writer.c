@@ -251,7 +251,6 @@ struct mms_thread *mms__thread_register(void)
 	t->cur = t->end = NULL;
 	t->prev_stamp = 0;
 	t->prev_addr = 0;
-	t->lost = 0;
 	t->nframes = 0;
 	t->stack_id = 0;
 	mms__tls_thread = t;

@@ -263,8 +263,8 @@ static void fill_info(mms_log_t *log)
 	in->cut_errno = h->cut_errno;
 	in->start_realtime_ns = h->start_realtime_ns;
 	in->last_realtime_ns = h->last_realtime_ns;
-	/* The writer counts lost events in the header and again, per thread,
-	 * in LOST records that mark where they were lost: take the larger. */
+	/* Lost events are counted in the header (this writer) or in LOST
+	 * records (allowed by the format): take the larger. */
 	if (h->lost_events > in->lost_events)
 		in->lost_events = h->lost_events;
 	in->call_stack_depth = h->call_stack_depth;
