@@ -24,6 +24,10 @@ struct mms_file_header *mms__header;
 __thread struct mms_thread *mms__tls_thread;
 __thread int mms__tls_busy;
 static __thread uint32_t tls_index; /* thread index + 1, 0 = none yet */
+/* The thread's last stamp when its exit destructor ran: a thread that
+ * allocates again afterwards (in a later TLS destructor) resumes from it,
+ * so its new segment does not start before its old records end. */
+static __thread uint64_t tls_last_stamp;
 
 static int log_fd = -1;
 static uint8_t *log_base;        /* reserved range of config.limit bytes */
@@ -249,7 +253,7 @@ struct mms_thread *mms__thread_register(void)
 	t->tid = gettid();
 	t->chunk = NULL;
 	t->cur = t->end = NULL;
-	t->prev_stamp = 0;
+	t->prev_stamp = tls_last_stamp;
 	t->prev_addr = 0;
 	t->nframes = 0;
 	t->stack_id = 0;
@@ -267,6 +271,7 @@ void mms__thread_exit(void)
 	if (!t)
 		return;
 	mms__tls_thread = NULL;
+	tls_last_stamp = t->prev_stamp;
 	pthread_mutex_lock(&free_lock);
 	if (t->chunk && t->end - t->cur >= 1024 && nfree_chunks < FREE_CHUNKS)
 		free_chunks[nfree_chunks++] = t->chunk;
@@ -562,6 +567,7 @@ void mms__log_after_fork_child(void)
 	log_trimmed = 0;
 	next_thread_index = 0;
 	tls_index = 0;
+	tls_last_stamp = 0;
 	if (mms__tls_thread) {
 		/* Only this thread survives; its state is ours to reuse. */
 		mms__tls_thread->chunk = NULL;
