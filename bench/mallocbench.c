@@ -7,7 +7,11 @@
  *
  * Usage: mallocbench THREADS ITERATIONS [WINDOW]
  * Prints "events=N": the allocations and frees the loop makes (the first
- * WINDOW frees of each thread are free(NULL), which count for nothing). */
+ * WINDOW frees of each thread are free(NULL), which count for nothing).
+ * With MALLOCBENCH_STEPS=K in the environment, the first thread calls
+ * msmemscope_step() K times, evenly spread, when the recorder is preloaded
+ * (found with dlsym, so the native run links nothing more). */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -16,6 +20,8 @@
 
 static unsigned long iterations;
 static size_t window = 1000;
+static unsigned long step_every; /* 0: no steps */
+static void (*step_fn)(void);
 
 static unsigned long long next_rand(unsigned long long *s)
 {
@@ -56,6 +62,8 @@ static void *bench_thread(void *arg)
 			exit(1);
 		}
 		*(volatile char *)live[slot] = (char)i;
+		if (step_fn && !arg && (i + 1) % step_every == 0)
+			step_fn();
 	}
 	for (size_t i = 0; i < window; i++)
 		free(live[i]);
@@ -90,6 +98,12 @@ int main(int argc, char **argv)
 	iterations = parse(argv[2], "ITERATIONS");
 	if (argc == 4)
 		window = parse(argv[3], "WINDOW");
+	if (getenv("MALLOCBENCH_STEPS")) {
+		unsigned long k = parse(getenv("MALLOCBENCH_STEPS"), "MALLOCBENCH_STEPS");
+
+		step_every = iterations / k ? iterations / k : 1;
+		*(void **)&step_fn = dlsym(RTLD_DEFAULT, "msmemscope_step");
+	}
 	if (nthreads > 64) {
 		fprintf(stderr, "mallocbench: at most 64 threads\n");
 		return 2;

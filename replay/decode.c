@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* decode.c: decodes one record of a chunk, driven by a table of each tag's
  * field layout taken from replay/format.h. */
+#include <string.h>
+
 #include "replay-int.h"
 
 /* Field layout per tag byte: 'u' unsigned varint, 'a' zigzag address
@@ -35,6 +37,30 @@ static const char *const layouts[256] = {
 	[MMS_TAG_SYSTEM + MMS_SYSTEM_INIT ... MMS_TAG_SYSTEM + MMS_SYSTEM_FINI] = "",
 };
 
+/* For each event tag, 1 + the number of fields after the stamp (the
+ * length of its layout); 0 for the other tags. For the open pass's skim. */
+static const uint8_t event_fields[256] = {
+	[MMS_TAG_ALLOC + MMS_ALLOC_MALLOC ... MMS_TAG_ALLOC + MMS_ALLOC_PVALLOC] = 1 + 3,
+	[MMS_TAG_FREE + MMS_FREE_FREE ... MMS_TAG_FREE + MMS_FREE_REALLOC] = 1 + 1,
+	[MMS_TAG_MMAP] = 1 + 4,
+	[MMS_TAG_MUNMAP] = 1 + 2,
+	[MMS_TAG_POOL_ALLOC] = 1 + 6,
+	[MMS_TAG_POOL_FREE] = 1 + 5,
+	[MMS_TAG_ACCESS + MMS_ACCESS_UNKNOWN ... MMS_TAG_ACCESS + MMS_ACCESS_WRITE] = 1 + 2,
+	[MMS_TAG_OP_BEGIN] = 1 + 1,
+	[MMS_TAG_OP_END] = 1,
+	[MMS_TAG_KERNEL] = 1 + 1,
+	[MMS_TAG_MARK] = 1 + 1,
+	[MMS_TAG_RANGE_START] = 1 + 2,
+	[MMS_TAG_RANGE_END] = 1 + 1,
+	[MMS_TAG_STEP] = 1,
+	[MMS_TAG_OWNER_PUSH] = 1 + 1,
+	[MMS_TAG_OWNER_POP] = 1,
+	[MMS_TAG_WATCH] = 1 + 3,
+	[MMS_TAG_COLLECT] = 1 + 1,
+	[MMS_TAG_SYSTEM + MMS_SYSTEM_INIT ... MMS_TAG_SYSTEM + MMS_SYSTEM_FINI] = 1,
+};
+
 /* The tag with its sub-code cleared, for the tags that carry one. */
 static inline uint8_t tag_type(uint8_t tag)
 {
@@ -58,7 +84,7 @@ int mms__decode(struct mms__cursor *c, struct mms__rec *r, const char **why)
 
 	if (p >= c->end)
 		return 0;
-	r->off = (uint64_t)(p - c->base);
+	r->off = (uint64_t)(p - c->base) + c->base_off;
 	r->tag = *p++;
 	layout = layouts[r->tag];
 	if (!layout) {
@@ -113,4 +139,87 @@ cut:
 	 * `used` means the bytes are not what the writer wrote. */
 	*why = "record runs past the end of its chunk or holds a bad field";
 	return MMS__DEC_CORRUPT;
+}
+
+/* Skips one varint: at most 10 bytes, the 10th at most 1 (64 bits).
+ * Returns 0, or -1 when it is cut by end or too long. */
+static inline int skip_u(const uint8_t **pp, const uint8_t *end)
+{
+	const uint8_t *p = *pp, *lim = end - p > 10 ? p + 10 : end;
+
+	while (p < lim && (*p & 0x80))
+		p++;
+	if (p >= lim || (p - *pp == 9 && *p > 1))
+		return -1;
+	*pp = p + 1;
+	return 0;
+}
+
+int mms__decode_skim(struct mms__cursor *c, struct mms__rec *r, const char **why)
+{
+	const uint8_t *p = c->p;
+	const char *layout;
+	uint64_t v;
+	uint8_t type;
+
+	if (p >= c->end)
+		return 0;
+	layout = layouts[*p];
+	type = tag_type(*p);
+	/* Metadata and segments are read in full; so are tags this version
+	 * does not know, for the message. */
+	if (!layout || !mms__is_event(type))
+		return mms__decode(c, r, why);
+	r->off = (uint64_t)(p - c->base) + c->base_off;
+	r->tag = *p++;
+	r->type = type;
+	r->sub = (uint8_t)(r->tag - type);
+	if (mms_get_u(&p, c->end, &v))
+		goto cut;
+	r->stamp = c->stamp + v;
+	if (r->stamp < c->stamp) {
+		*why = "stamp delta wraps around";
+		return MMS__DEC_ORDER;
+	}
+	/* Event records hold varints only ('u' and 'a'). */
+	for (; *layout; layout++)
+		if (skip_u(&p, c->end))
+			goto cut;
+	c->stamp = r->stamp;
+	c->p = p;
+	return 1;
+cut:
+	*why = "record runs past the end of its chunk or holds a bad field";
+	return MMS__DEC_CORRUPT;
+}
+
+size_t mms__skim_events(struct mms__cursor *c)
+{
+	const uint8_t *p = c->p, *end = c->end;
+	uint64_t stamp = c->stamp, w, stops;
+	unsigned k, n;
+	size_t count = 0;
+
+	/* One word at a time: each byte with its top bit clear ends a
+	 * varint, and a record of n fields after the stamp ends at the
+	 * (n + 1)-th of them. Anything unusual (a stamp delta over one
+	 * byte, a record longer than 8 bytes after its tag, a tag that is
+	 * not an event) is left to mms__decode_skim(). */
+	while (end - p > 8) {
+		n = event_fields[*p];
+		if (!n || (p[1] & 0x80) || stamp + p[1] < stamp)
+			break;
+		memcpy(&w, p + 1, 8);
+		stops = ~w & 0x8080808080808080ull;
+		for (k = 1; k < n && stops; k++)
+			stops &= stops - 1;
+		if (!stops)
+			break;
+		stamp += p[1];
+		p += 2 + (__builtin_ctzll(stops) >> 3);
+		count++;
+	}
+	c->p = p;
+	c->stamp = stamp;
+	return count;
 }

@@ -197,6 +197,12 @@ static inline int mms_get_u(const uint8_t **p, const uint8_t *end, uint64_t *out
 	uint64_t v = 0;
 	unsigned shift = 0;
 
+	/* Most fields are deltas and sizes below 128: one byte. */
+	if (q < end && *q < 0x80) {
+		*out = *q;
+		*p = q + 1;
+		return 0;
+	}
 	while (q < end && shift < 64) {
 		uint8_t b = *q++;
 		if (shift == 63 && b > 1)

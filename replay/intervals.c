@@ -46,8 +46,11 @@ int mms__ivset_remove(struct mms__ivset *s, uint64_t lo, uint64_t hi, uint64_t *
 		memmove(&s->iv[i + 2], &s->iv[i + 1], (s->n - i - 1) * sizeof(*s->iv));
 		s->iv[i + 1].lo = hi;
 		s->iv[i + 1].hi = s->iv[i].hi;
+		s->iv[i + 1].val = s->iv[i].val;
 		s->iv[i].hi = lo;
 		s->n++;
+		if (s->ref)
+			s->ref(s->ctx, s->iv[i].val, 1);
 		*removed = hi - lo;
 		return 0;
 	}
@@ -56,8 +59,11 @@ int mms__ivset_remove(struct mms__ivset *s, uint64_t lo, uint64_t hi, uint64_t *
 		s->iv[i].hi = lo;
 		i++;
 	}
-	for (j = i; j < s->n && s->iv[j].lo < hi && s->iv[j].hi <= hi; j++)
+	for (j = i; j < s->n && s->iv[j].lo < hi && s->iv[j].hi <= hi; j++) {
 		gone += s->iv[j].hi - s->iv[j].lo;
+		if (s->ref)
+			s->ref(s->ctx, s->iv[j].val, -1);
+	}
 	if (j < s->n && s->iv[j].lo < hi) {
 		gone += hi - s->iv[j].lo;
 		s->iv[j].lo = hi;
@@ -72,6 +78,11 @@ int mms__ivset_remove(struct mms__ivset *s, uint64_t lo, uint64_t hi, uint64_t *
 
 int mms__ivset_add(struct mms__ivset *s, uint64_t lo, uint64_t hi, uint64_t *replaced)
 {
+	return mms__ivset_add_val(s, lo, hi, 0, replaced);
+}
+
+int mms__ivset_add_val(struct mms__ivset *s, uint64_t lo, uint64_t hi, uint64_t val, uint64_t *replaced)
+{
 	size_t i;
 	int rc;
 
@@ -85,6 +96,14 @@ int mms__ivset_add(struct mms__ivset *s, uint64_t lo, uint64_t hi, uint64_t *rep
 	memmove(&s->iv[i + 1], &s->iv[i], (s->n - i) * sizeof(*s->iv));
 	s->iv[i].lo = lo;
 	s->iv[i].hi = hi;
+	s->iv[i].val = val;
 	s->n++;
 	return 0;
+}
+
+size_t mms__ivset_find(const struct mms__ivset *s, uint64_t addr)
+{
+	size_t i = iv_find(s, addr);
+
+	return i < s->n && s->iv[i].lo <= addr ? i : (size_t)-1;
 }

@@ -12,6 +12,9 @@ struct iter_src {
 	struct mms__cursor c;
 	size_t seg, seg_end;  /* current segment, end of the thread's run */
 	mms_event_t ev;       /* pending event, valid while in the heap */
+	/* The cursor's delta state before the pending event's record, so
+	 * a checkpoint can resume here (mms__iter_save()). */
+	uint64_t pre_stamp, pre_addr;
 };
 
 struct mms_iter {
@@ -144,6 +147,8 @@ static int src_advance(mms_log_t *log, struct iter_src *s)
 	int rc;
 
 	for (;;) {
+		s->pre_stamp = s->c.stamp;
+		s->pre_addr = s->c.prev_addr;
 		rc = mms__decode(&s->c, &r, &why);
 		if (rc == 1) {
 			if (!mms__is_event(r.type))
@@ -187,8 +192,11 @@ static void heap_down(mms_iter_t *it, size_t i)
 	it->heap[i] = v;
 }
 
-MMS__EXPORT int mms_iter_open(mms_log_t *log, mms_iter_t **out)
+/* Opens an iterator with each thread's cursor at the start of its run, or
+ * at pos when given. */
+static int iter_open(mms_log_t *log, uint64_t next_id, const struct mms__src_pos *pos, mms_iter_t **out)
 {
+	const struct mms__segment *g;
 	mms_iter_t *it;
 	size_t i;
 	int rc;
@@ -200,6 +208,7 @@ MMS__EXPORT int mms_iter_open(mms_log_t *log, mms_iter_t **out)
 	if (!it)
 		return -ENOMEM;
 	it->log = log;
+	it->next_id = next_id;
 	it->srcs = calloc(log->nruns + 1, sizeof(*it->srcs));
 	if (!it->srcs)
 		goto fail_it;
@@ -212,7 +221,25 @@ MMS__EXPORT int mms_iter_open(mms_log_t *log, mms_iter_t **out)
 		s->c.base = log->map;
 		s->seg = log->runs[i];
 		s->seg_end = log->runs[i + 1];
-		seg_enter(log, s);
+		if (pos) {
+			/* A saved position must lie inside this thread's run
+			 * and its segment: an index that does not match the
+			 * log is refused, not trusted. */
+			if (pos[i].seg == UINT64_MAX)
+				continue;
+			if (pos[i].seg < s->seg || pos[i].seg >= s->seg_end)
+				goto fail_pos;
+			s->seg = (size_t)pos[i].seg;
+			g = &log->segs[s->seg];
+			if (pos[i].off < g->begin || pos[i].off >= g->end)
+				goto fail_pos;
+			seg_enter(log, s);
+			s->c.p = log->map + pos[i].off;
+			s->c.stamp = pos[i].stamp;
+			s->c.prev_addr = pos[i].prev_addr;
+		} else {
+			seg_enter(log, s);
+		}
 		rc = src_advance(log, s);
 		if (rc == 1)
 			it->heap[it->nheap++] = i;
@@ -221,11 +248,45 @@ MMS__EXPORT int mms_iter_open(mms_log_t *log, mms_iter_t **out)
 		heap_down(it, i);
 	*out = it;
 	return 0;
+fail_pos:
+	free(it->heap);
+	free(it->srcs);
+	free(it);
+	return MMS_ECORRUPT;
 fail_srcs:
 	free(it->srcs);
 fail_it:
 	free(it);
 	return -ENOMEM;
+}
+
+MMS__EXPORT int mms_iter_open(mms_log_t *log, mms_iter_t **out)
+{
+	return iter_open(log, 0, NULL, out);
+}
+
+int mms__iter_open_at(mms_log_t *log, uint64_t next_id, const struct mms__src_pos *pos, mms_iter_t **out)
+{
+	return iter_open(log, next_id, pos, out);
+}
+
+void mms__iter_save(const mms_iter_t *it, uint64_t *next_id, struct mms__src_pos *pos)
+{
+	const struct iter_src *s;
+	size_t i;
+
+	*next_id = it->next_id;
+	for (i = 0; i < it->log->nruns; i++)
+		pos[i].seg = UINT64_MAX;
+	/* Only threads with a pending event have somewhere to resume; the
+	 * others are done. */
+	for (i = 0; i < it->nheap; i++) {
+		s = &it->srcs[it->heap[i]];
+		pos[it->heap[i]].seg = s->seg;
+		pos[it->heap[i]].off = s->ev.file_offset;
+		pos[it->heap[i]].stamp = s->pre_stamp;
+		pos[it->heap[i]].prev_addr = s->pre_addr;
+	}
 }
 
 MMS__EXPORT int mms_iter_next(mms_iter_t *it, mms_event_t *ev)

@@ -103,21 +103,38 @@ static struct mms__segment *seg_begin(mms_log_t *log, const struct mms__rec *r, 
  * Damage stops this chunk only. cut says the file ends inside the chunk,
  * already reported: a record torn there is no further damage. Returns 0 or
  * -ENOMEM. */
-static int walk_chunk(mms_log_t *log, uint64_t k, const uint8_t *p, const uint8_t *end, int cut)
+/* The file offset of the cursor's position. */
+static inline uint64_t cursor_off(const struct mms__cursor *c)
 {
-	struct mms__cursor c = { .base = log->map, .p = p, .end = end };
+	return (uint64_t)(c->p - c->base) + c->base_off;
+}
+
+static int walk_chunk(mms_log_t *log, uint64_t k, const uint8_t *p, const uint8_t *end, int cut, const uint8_t *base,
+		      uint64_t base_off)
+{
+	struct mms__cursor c = { .base = base, .base_off = base_off, .p = p, .end = end };
 	struct mms__segment *seg = NULL;
 	struct mms__rec r;
 	const char *why = NULL;
 	int rc;
 
-	while ((rc = mms__decode(&c, &r, &why)) == 1) {
+	for (;;) {
+		size_t n = seg ? mms__skim_events(&c) : 0;
+
+		if (n) {
+			log->events += n;
+			seg->last = c.stamp;
+			seg->end = cursor_off(&c);
+		}
+		rc = mms__decode_skim(&c, &r, &why);
+		if (rc != 1)
+			break;
 		if (r.type == MMS_TAG_SEGMENT) {
 			if (seg)
 				seg->end = r.off;
 			if (!mms__thread_note(log, c.thread))
 				return -ENOMEM;
-			seg = seg_begin(log, &r, (uint64_t)(c.p - log->map));
+			seg = seg_begin(log, &r, cursor_off(&c));
 			if (!seg)
 				return -ENOMEM;
 			continue;
@@ -128,7 +145,7 @@ static int walk_chunk(mms_log_t *log, uint64_t k, const uint8_t *p, const uint8_
 			return 0;
 		}
 		seg->last = r.stamp;
-		seg->end = (uint64_t)(c.p - log->map);
+		seg->end = cursor_off(&c);
 		if (mms__is_event(r.type)) {
 			log->events++;
 			continue;
@@ -146,24 +163,34 @@ static int walk_chunk(mms_log_t *log, uint64_t k, const uint8_t *p, const uint8_
 		return 0;
 	/* Damage: the segment ends before the bad record, the chunk stops. */
 	if (seg)
-		seg->end = (uint64_t)(c.p - log->map);
+		seg->end = cursor_off(&c);
 	if (rc == MMS__DEC_CORRUPT && cut)
 		return 0;
 	if (rc == MMS__DEC_ORDER)
-		log_damage(log, MMS_EORDER, (uint64_t)(c.p - log->map), "chunk %llu: %s", (unsigned long long)k, why);
+		log_damage(log, MMS_EORDER, cursor_off(&c), "chunk %llu: %s", (unsigned long long)k, why);
 	else if (rc == MMS__DEC_UNKNOWN)
-		log_damage(log, MMS_ECORRUPT, (uint64_t)(c.p - log->map), "record tag 0x%02x unknown", *c.p);
+		log_damage(log, MMS_ECORRUPT, cursor_off(&c), "record tag 0x%02x unknown", *c.p);
 	else
-		log_damage(log, MMS_ECORRUPT, (uint64_t)(c.p - log->map), "record tag 0x%02x: %s", *c.p, why);
+		log_damage(log, MMS_ECORRUPT, cursor_off(&c), "record tag 0x%02x: %s", *c.p, why);
 	return 0;
 }
 
-static int walk_chunks(mms_log_t *log)
+static int walk_chunks(mms_log_t *log, int fd)
 {
 	const struct mms_chunk_header *ch;
 	uint64_t k, n, start, have, used, cs = log->hdr.chunk_size;
+	const uint8_t *chunk;
+	uint8_t *buf = NULL;
 	uint32_t magic;
-	int rc, cut;
+	ssize_t got;
+	int rc = 0, cut;
+
+	/* From a file, each chunk is read into one buffer: the open pass
+	 * then costs a copy, not a page fault for every page of a mapping
+	 * that replay may never need again (a seek reads only the chunks
+	 * after its checkpoint). */
+	if (fd >= 0 && !(buf = malloc(cs)))
+		return -ENOMEM;
 
 	/* A log still being written, or cut, may hold fewer chunks than the
 	 * header has reserved: walk what the file holds. */
@@ -174,10 +201,27 @@ static int walk_chunks(mms_log_t *log)
 		start = MMS_HEADER_SIZE + k * cs;
 		have = log->size - start < cs ? log->size - start : cs;
 		if (have < CHUNK_HDR) {
-			log_damage(log, MMS_ETRUNCATED, start, "chunk %llu is cut by the end of the file", (unsigned long long)k);
+			log_damage(log, MMS_ETRUNCATED, start,
+				   "chunk %llu is cut by the end of the file inside its %zu-byte header",
+				   (unsigned long long)k, CHUNK_HDR);
 			break;
 		}
-		ch = (const void *)(log->map + start);
+		chunk = log->map + start;
+		if (buf) {
+			do
+				got = pread(fd, buf, have, (off_t)start);
+			while (got < 0 && errno == EINTR);
+			if (got < 0) {
+				rc = -errno;
+				break;
+			}
+			if ((uint64_t)got < have) /* the file shrank under us */
+				have = (uint64_t)got;
+			if (have < CHUNK_HDR)
+				break;
+			chunk = buf;
+		}
+		ch = (const void *)chunk;
 		magic = __atomic_load_n(&ch->magic, __ATOMIC_ACQUIRE);
 		used = __atomic_load_n(&ch->used, __ATOMIC_ACQUIRE);
 		if (magic == 0 && used == 0)
@@ -194,14 +238,21 @@ static int walk_chunks(mms_log_t *log)
 		}
 		cut = used > have - CHUNK_HDR;
 		if (cut) {
-			log_damage(log, MMS_ETRUNCATED, log->size, "chunk %llu is cut by the end of the file", (unsigned long long)k);
+			/* Say how much is missing: a copy stopped early and a
+			 * crash while the file grew read differently. */
+			log_damage(log, MMS_ETRUNCATED, log->size,
+				   "chunk %llu is cut by the end of the file: it holds %llu of the chunk's %llu bytes "
+				   "of records",
+				   (unsigned long long)k, (unsigned long long)(have - CHUNK_HDR),
+				   (unsigned long long)used);
 			used = have - CHUNK_HDR;
 		}
-		rc = walk_chunk(log, k, log->map + start + CHUNK_HDR, log->map + start + CHUNK_HDR + used, cut);
+		rc = walk_chunk(log, k, chunk + CHUNK_HDR, chunk + CHUNK_HDR + used, cut, chunk, start);
 		if (rc)
-			return rc;
+			break;
 	}
-	return 0;
+	free(buf);
+	return rc;
 }
 
 static int seg_cmp(const void *a, const void *b)
@@ -217,9 +268,41 @@ static int seg_cmp(const void *a, const void *b)
 
 /* Sorts the segments into per-thread runs and checks that a thread's
  * segments do not overlap in time (the ordering rule). */
+static int thread_cmp(const void *a, const void *b)
+{
+	const struct mms__thread *x = a, *y = b;
+
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Numbers the threads 0..nthreads-1 in the order of the recorder's
+ * indexes (the same numbers in a log from the recorder, which hands them
+ * out from 0), and makes segments name threads by that number: events
+ * then carry a thread number below nthreads, however a damaged log names
+ * its threads. */
+static void number_threads(mms_log_t *log)
+{
+	uint64_t *v;
+	size_t i;
+
+	if (log->nthreads)
+		qsort(log->threads, log->nthreads, sizeof(*log->threads), thread_cmp);
+	for (i = 0; i < log->nthreads; i++) {
+		v = mms__map_get(&log->thread_ix, log->threads[i].index);
+		if (v)
+			*v = i;
+	}
+	for (i = 0; i < log->nsegs; i++) {
+		v = mms__map_get(&log->thread_ix, log->segs[i].thread);
+		log->segs[i].thread = v ? (uint32_t)*v : 0;
+	}
+}
+
 static int build_runs(mms_log_t *log)
 {
 	size_t i, w = 0;
+
+	number_threads(log);
 
 	/* Empty segments hold no records: drop them. */
 	for (i = 0; i < log->nsegs; i++)
@@ -302,7 +385,9 @@ uint64_t mms__log_time(const mms_log_t *log, uint64_t stamp)
 	return log->hdr.start_realtime_ns + (uint64_t)(int64_t)t;
 }
 
-int mms__log_open_buf(const void *buf, size_t len, mms_log_t **out, mms_open_error_t *err)
+/* Opens the log in buf (len bytes), reading its chunks through fd when it
+ * is not -1 (buf is then the file's mapping). */
+static int log_open(const void *buf, size_t len, int fd, mms_log_t **out, mms_open_error_t *err)
 {
 	mms_log_t *log;
 	int rc;
@@ -323,7 +408,7 @@ int mms__log_open_buf(const void *buf, size_t len, mms_log_t **out, mms_open_err
 	rc = read_header(log, err);
 	if (rc)
 		goto fail_log;
-	rc = walk_chunks(log);
+	rc = walk_chunks(log, fd);
 	if (rc)
 		goto fail_log;
 	rc = build_runs(log);
@@ -335,6 +420,11 @@ int mms__log_open_buf(const void *buf, size_t len, mms_log_t **out, mms_open_err
 fail_log:
 	mms_log_close(log);
 	return rc;
+}
+
+int mms__log_open_buf(const void *buf, size_t len, mms_log_t **out, mms_open_error_t *err)
+{
+	return log_open(buf, len, -1, out, err);
 }
 
 MMS__EXPORT int mms_log_open_ex(const char *path, mms_log_t **out, mms_open_error_t *err)
@@ -370,10 +460,15 @@ MMS__EXPORT int mms_log_open_ex(const char *path, mms_log_t **out, mms_open_erro
 			goto fail_fd;
 		}
 	}
-	rc = mms__log_open_buf(map, (size_t)st.st_size, out, err);
+	rc = log_open(map, (size_t)st.st_size, fd, out, err);
 	if (rc)
 		goto fail_map;
 	(*out)->unmap = 1;
+	/* What the index beside the log is checked against (index.c). */
+	(*out)->path = strdup(path);
+	(*out)->dev = (uint64_t)st.st_dev;
+	(*out)->ino = (uint64_t)st.st_ino;
+	(*out)->mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
 	close(fd);
 	return 0;
 fail_map:
@@ -398,6 +493,7 @@ MMS__EXPORT void mms_log_close(mms_log_t *log)
 	free(log->runs);
 	if (log->unmap && log->map)
 		munmap((void *)log->map, log->size);
+	free(log->path);
 	free(log);
 }
 

@@ -151,15 +151,11 @@ const char *mms__log_string(const mms_log_t *log, uint64_t id)
 
 MMS__EXPORT int mms_log_thread(const mms_log_t *log, uint32_t thread, uint64_t *tid, const char **name)
 {
-	const uint64_t *slot;
 	const struct mms__thread *t;
 
-	if (!log)
+	if (!log || thread >= log->nthreads)
 		return MMS_EUSAGE;
-	slot = mms__map_get(&log->thread_ix, thread);
-	if (!slot)
-		return MMS_EUSAGE;
-	t = &log->threads[*slot];
+	t = &log->threads[thread];
 	if (tid)
 		*tid = t->tid;
 	if (name)

@@ -62,8 +62,13 @@ int mms__map_del(struct mms__map *m, uint64_t key, uint64_t *val);
 struct mms__ivset {
 	struct mms__iv {
 		uint64_t lo, hi; /* [lo, hi) */
+		uint64_t val;    /* the owner's value, copied when a range splits */
 	} *iv;                   /* sorted by lo, disjoint */
 	size_t n, cap;
+	/* Optional: told +1 when a range with val splits in two, -1 when one
+	 * disappears, so the owner can count the pieces sharing a value. */
+	void (*ref)(void *ctx, uint64_t val, int delta);
+	void *ctx;
 };
 
 void mms__ivset_free(struct mms__ivset *s);
@@ -73,6 +78,10 @@ int mms__ivset_remove(struct mms__ivset *s, uint64_t lo, uint64_t hi, uint64_t *
 /* Adds [lo, hi) as one range, first removing what it overlaps (*replaced
  * gets those bytes). Returns 0 or -ENOMEM. */
 int mms__ivset_add(struct mms__ivset *s, uint64_t lo, uint64_t hi, uint64_t *replaced);
+/* Like mms__ivset_add(), giving the new range the value val. */
+int mms__ivset_add_val(struct mms__ivset *s, uint64_t lo, uint64_t hi, uint64_t val, uint64_t *replaced);
+/* Index of the range containing addr, or (size_t)-1. */
+size_t mms__ivset_find(const struct mms__ivset *s, uint64_t addr);
 
 /* --- record decoder (decode.c) ------------------------------------------ */
 
@@ -92,7 +101,8 @@ struct mms__rec {
 
 /* A position inside one chunk's records, with the segment's delta state. */
 struct mms__cursor {
-	const uint8_t *base; /* start of the file mapping, for offsets */
+	const uint8_t *base; /* with base_off: p - base + base_off is p's file offset */
+	uint64_t base_off;
 	const uint8_t *p;    /* next record */
 	const uint8_t *end;  /* end of the records to decode */
 	uint64_t stamp;      /* stamp of the previous record */
@@ -109,6 +119,16 @@ struct mms__cursor {
  * the cursor's delta state and thread. On damage c->p is left at the bad
  * record and *why points at a static description. */
 int mms__decode(struct mms__cursor *c, struct mms__rec *r, const char **why);
+
+/* Like mms__decode(), for the open pass: of an event record it reads only
+ * the tag and stamp and checks the shape of the other fields, which it
+ * skips (r->addr, r->u[] are not set, the cursor's address delta state is
+ * not kept). Other records are decoded in full. */
+int mms__decode_skim(struct mms__cursor *c, struct mms__rec *r, const char **why);
+
+/* Skims the run of common event records at c->p (those the fast path
+ * reads: see decode.c), advancing c and its stamp. Returns how many. */
+size_t mms__skim_events(struct mms__cursor *c);
 
 /* Whether a record type is an event of the program (not metadata). */
 static inline int mms__is_event(uint8_t type)
@@ -175,6 +195,8 @@ struct mms_log {
 	size_t nruns;
 	uint64_t events;           /* event records found by the open pass */
 	double ns_per_stamp;       /* stamp to nanoseconds, see mms__log_time() */
+	char *path;                /* as opened; NULL for a log in memory */
+	uint64_t dev, ino, mtime_ns; /* the file's identity when opened */
 };
 
 /* Metadata tables (meta.c). mms__meta_record() stores a metadata record;
@@ -190,5 +212,163 @@ int mms__log_open_buf(const void *buf, size_t len, mms_log_t **out, mms_open_err
 const char *mms__log_string(const mms_log_t *log, uint64_t id);
 /* Converts a stamp to CLOCK_REALTIME nanoseconds, see log.c. */
 uint64_t mms__log_time(const mms_log_t *log, uint64_t stamp);
+
+/* --- heap state (state.c) ------------------------------------------------
+ * What replaying events up to a position leaves: live blocks with their
+ * origin, per-thread operator and owner stacks, step and launch counters,
+ * and the running figures. Everything here is saved in checkpoints
+ * (checkpoint.c), so each field must be serializable: names are pointers
+ * into the log's string arena or the state's owner strings. */
+struct mms__blk {
+	uint64_t addr, size;
+	uint64_t alloc_id, alloc_event;
+	uint64_t op_launch, kernels;
+	uint32_t steps_seen;     /* STEP events before the allocation */
+	uint32_t ranges_seen;    /* the "step start" range it was allocated in, 0 = none */
+	const char *op, *owner, *pool;
+	uint32_t stack, thread;
+	uint16_t mem, fn;
+	uint32_t refs;           /* MMAP: ranges sharing this block; 0 = free slot */
+};
+
+/* An operator running on a thread. */
+struct mms__op {
+	const char *name;
+	uint64_t launch;
+};
+
+struct mms__tstate {
+	struct mms__op *ops;     /* nested operator launches, innermost last */
+	size_t nops, ops_cap;
+	const char **tags;       /* owner tags pushed, innermost last */
+	size_t ntags, tags_cap;
+	const char *owner;       /* the tags joined by '@' (interned), or NULL */
+};
+
+struct mms__pool {
+	const char *name;        /* in the log's arena; "" when unnamed */
+	struct mms__map live;    /* addr -> block slot */
+};
+
+/* Interned owner strings (tags joined by '@'). */
+struct mms__owners {
+	struct mms__map ix;      /* hash of a string -> index in strs + 1 */
+	char **strs;
+	size_t n, cap;
+};
+
+void mms__owners_free(struct mms__owners *o);
+
+struct mms__state {
+	mms_log_t *log;
+	uint64_t pos;            /* events applied */
+	int step_kind;           /* 0 unknown, 1 STEP events, 2 "step start" ranges */
+	int step_kind_hint;      /* the log's kind when known in advance (index) */
+	uint64_t steps_seen, ranges_seen;
+	uint64_t step_range_id;  /* the open "step start" range */
+	int in_range;
+	int after_step;          /* an event since the last STEP */
+	uint64_t op_launches, kernel_launches, alloc_ids;
+	mms_kind_summary_t mem[MMS_MEM_KIND_COUNT];
+	uint64_t by_kind[MMS_EV_KIND_COUNT];
+	uint64_t peak_total;
+	uint64_t unmatched_frees, double_allocs;
+	uint32_t last_thread;
+	const char *ended_op;    /* the operator the last OP_LAUNCH end ended */
+
+	struct mms__blk *blks;   /* slots; free ones chained through addr */
+	size_t nblks, blks_cap;
+	uint64_t free_slot;      /* head of the free chain + 1, 0 = empty */
+	struct mms__map host;    /* addr -> slot */
+	struct mms__ivset maps;  /* MMAP ranges, val = slot */
+	struct mms__pool *pools;
+	size_t npools, pools_cap;
+	struct mms__tstate *threads; /* by thread index */
+	size_t nthreads;
+
+	/* Owner strings: a replay shares one table among all its states,
+	 * so strings it hands out outlive seeks; a lone state uses own. */
+	struct mms__owners *ow;
+	struct mms__owners own;
+
+	/* The last event's block, for mms_replay_event_block(). */
+	struct mms__blk last_blk;
+	uint64_t last_free_event;
+	int last_blk_valid;
+};
+
+void mms__state_init(struct mms__state *st, mms_log_t *log);
+void mms__state_free(struct mms__state *st);
+/* Applies one event. Returns 0 or -ENOMEM. */
+int mms__state_apply(struct mms__state *st, const mms_event_t *ev);
+/* The step a block was allocated in, under the state's step kind. */
+uint64_t mms__state_blk_step(const struct mms__state *st, const struct mms__blk *b);
+/* The current step, and whether inside one. */
+uint64_t mms__state_step(const struct mms__state *st, int *in_step);
+/* Fills a public block from a slot. */
+void mms__state_blk_export(const struct mms__state *st, const struct mms__blk *b, mms_block_t *out);
+/* The live block containing addr, or NULL. */
+const struct mms__blk *mms__state_find(const struct mms__state *st, uint64_t addr);
+/* Interns an owner string (NUL-terminated); NULL when out of memory. */
+const char *mms__state_owner(struct mms__state *st, const char *s, size_t len);
+/* The state's figures as a summary (summary.c). */
+void mms__state_summary(const struct mms__state *st, mms_summary_t *out);
+/* Calls fn on each live block until it returns non-zero. */
+int mms__state_each(const struct mms__state *st, int (*fn)(const struct mms__blk *b, void *ctx), void *ctx);
+
+/* --- iterator positions (iter.c) ---------------------------------------- */
+/* Where one thread's cursor stands: enough to resume without decoding what
+ * came before. */
+struct mms__src_pos {
+	uint64_t seg;            /* segment index; UINT64_MAX when the thread is done */
+	uint64_t off;            /* file offset of its pending event's record */
+	uint64_t stamp, prev_addr; /* the delta state before that record */
+};
+
+/* Saves the iterator's position: next_id and one entry per thread run
+ * (log->nruns of them, into pos). */
+void mms__iter_save(const mms_iter_t *it, uint64_t *next_id, struct mms__src_pos *pos);
+/* Opens an iterator at a saved position. Returns 0 or a negative code. */
+int mms__iter_open_at(mms_log_t *log, uint64_t next_id, const struct mms__src_pos *pos, mms_iter_t **out);
+
+/* --- checkpoints (checkpoint.c) and the index (index.c) ------------------ */
+
+/* Serializes st and the iterator it stands at (malloc'ed into *out). */
+int mms__ckpt_save(const struct mms__state *st, const mms_iter_t *it, uint8_t **out, size_t *outlen);
+/* Restores a checkpoint into st (initialized here, with owner strings in
+ * ow when not NULL) and opens *it where it stood. Returns 0, MMS_ECORRUPT for bytes that do not fit the log, or
+ * -ENOMEM; on failure st needs no freeing. */
+int mms__ckpt_restore(mms_log_t *log, const uint8_t *buf, size_t len, struct mms__owners *ow, struct mms__state *st,
+		      mms_iter_t **it);
+
+struct mms__step {
+	uint64_t begin, end;     /* positions: state before its first event, after its last */
+};
+
+struct mms__ckpt_ref {
+	uint64_t pos, off, len;  /* position, and where its bytes lie in blobs */
+};
+
+struct mms__index {
+	int step_kind;
+	int stop_rc;             /* what stopped the build's replay (damage), or 0 */
+	uint64_t events;         /* events the build replayed */
+	uint64_t every;
+	struct mms__step *steps;
+	size_t nsteps, steps_cap;
+	struct mms__ckpt_ref *ckpts;
+	size_t nckpts, ckpts_cap;
+	uint8_t *blobs;
+	size_t blobs_len, blobs_cap;
+};
+
+int mms__index_build(mms_log_t *log, const mms_replay_options_t *opt, struct mms__index *ix);
+/* Loads the index at path. Returns 0; MMS_EVERSION when it is stale or of
+ * another version, MMS_ECORRUPT when malformed, -errno when unreadable. */
+int mms__index_load(const mms_log_t *log, const char *path, struct mms__index *ix);
+/* Writes the index to path atomically; -EEXIST when path holds something
+ * that is not an index (left alone). */
+int mms__index_store(const mms_log_t *log, const char *path, const struct mms__index *ix);
+void mms__index_free(struct mms__index *ix);
 
 #endif /* MMS_REPLAY_INT_H */

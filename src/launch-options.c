@@ -169,6 +169,17 @@ static const char *parse_analysis(struct opts *o, char *value)
 	return NULL;
 }
 
+static const char *parse_data_format(struct opts *o, char *value)
+{
+	if (strcmp(value, "csv") == 0)
+		o->data_format = "csv";
+	else if (strcmp(value, "db") == 0)
+		o->data_format = "db";
+	else
+		return "expected csv or db";
+	return NULL;
+}
+
 static const char *parse_no_follow_exec(struct opts *o, char *value)
 {
 	o->follow_exec = false;
@@ -197,6 +208,7 @@ static const struct opt_def opt_defs[] = {
 	{ "--output", true, parse_output },
 	{ "--log-level", true, parse_log_level },
 	{ "--analysis", true, parse_analysis },
+	{ "--data-format", true, parse_data_format },
 	{ "--no-follow-exec", false, parse_no_follow_exec },
 	{ "--help", false, parse_help },
 	{ "--version", false, parse_version },
@@ -205,7 +217,7 @@ static const struct opt_def opt_defs[] = {
 
 /* msMemScope options this version does not implement yet: refused with a
  * message that says so rather than "unknown". */
-static const char *const later_opts[] = { "--watch", "--data-format", "--compare", "--input", "--device", "--level" };
+static const char *const later_opts[] = { "--watch", "--compare", "--input", "--device", "--level" };
 
 __attribute__((noreturn)) static void unknown_option(const char *arg)
 {
@@ -304,6 +316,10 @@ static void print_help(void)
 	       "  --analysis=           record only: print no summary. The analyses (leaks,\n"
 	       "                        decompose, inefficient) are not in this version yet;\n"
 	       "                        any other value is refused.\n"
+	       "  --data-format=FORMAT  after the run, also write msMemScope's dump of every\n"
+	       "                        event of prog: csv (dump/memscope_dump_{time}.csv) or\n"
+	       "                        db (SQLite, dump/memscope_dump_{time}.db) in the run\n"
+	       "                        folder. See msmemscope-replay(1), --export.\n"
 	       "\n"
 	       "  -h, --help            show this help and exit\n"
 	       "  -v, --version         show the version and exit\n"

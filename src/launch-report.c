@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* launch-report.c: the launcher's summary: reads the logs a run left and
- * prints what they recorded on stderr. */
+ * prints what they recorded on stderr; and the dump --data-format asks for. */
 #include "config.h"
 
 #include <dirent.h>
@@ -264,4 +264,45 @@ void print_other_logs(const struct run *run, pid_t pid)
 	}
 	free(list);
 	free(main_name);
+}
+
+/* ---- the dump (--data-format) ---- */
+
+int write_dump(const struct run *run, pid_t pid, const char *format)
+{
+	char *path = xasprintf("%s/memscope_%ld.mms", run->dir, (long)pid);
+	char *dir = xasprintf("%s/dump", run->dir), *out = NULL;
+	mms_export_options_t eo = { 0 };
+	mms_log_t *log = NULL;
+	char name[64];
+	int rc, ret = 1;
+
+	rc = mms_log_open(path, &log);
+	if (rc) {
+		warn("--data-format=%s: cannot read %s: %s; no dump written", format, path, mms_strerror(rc));
+		goto out;
+	}
+	if (mkdir(dir, 0750) && errno != EEXIST) {
+		warn("--data-format=%s: cannot create %s: %s; no dump written", format, dir, strerror(errno));
+		goto out;
+	}
+	mms_export_name(log, format, name, sizeof(name));
+	out = xasprintf("%s/%s", dir, name);
+	if (mms_symbolizer_open(log, &eo.sym))
+		eo.sym = NULL;
+	rc = !strcmp(format, "csv") ? mms_export_csv(log, out, &eo) : mms_export_db(log, out, &eo);
+	mms_symbolizer_close(eo.sym);
+	if (rc) {
+		warn("--data-format=%s: cannot write %s: %s", format, out, mms_strerror(rc));
+		goto out;
+	}
+	if (log_level <= LOG_WARN)
+		fprintf(stderr, "%s: wrote the dump %s/dump/%s\n", cli_progname, run->shown, name);
+	ret = 0;
+out:
+	mms_log_close(log);
+	free(out);
+	free(dir);
+	free(path);
+	return ret;
 }

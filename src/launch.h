@@ -32,6 +32,7 @@ struct opts {
 	enum log_level log_level;
 	bool record_only; /* --analysis= */
 	bool follow_exec;
+	const char *data_format; /* --data-format: "csv", "db", or NULL for none */
 	char **argv; /* the program and its arguments */
 };
 
@@ -64,5 +65,8 @@ pid_t run_program(const struct run *run, char **argv, int *status);
 /* launch-report.c */
 void print_main_summary(const struct run *run, char **argv, pid_t pid, int status);
 void print_other_logs(const struct run *run, pid_t pid);
+/* --data-format: writes msMemScope's dump of the program's log into
+ * {run}/dump/; returns 0, or 1 after saying why it could not. */
+int write_dump(const struct run *run, pid_t pid, const char *format);
 
 #endif /* MMS_LAUNCH_H */

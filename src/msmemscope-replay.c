@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* msmemscope-replay.c: the replay command: opens a .mms log and prints what
- * it recorded (for now, the summary, as text or JSON). */
+/* msmemscope-replay.c: the replay command: opens a .mms log and answers one
+ * query (summary, a step, an event, a range of events, an export) or runs
+ * the interactive stepper. */
 #include "config.h"
 
 #include <errno.h>
@@ -9,39 +10,94 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "msmemscope-replay.h"
 #include "cli.h"
+#include "replay-cli.h"
+
+enum query { Q_SUMMARY, Q_STEP, Q_EVENT, Q_RANGE, Q_INTERACTIVE, Q_EXPORT };
 
 struct opts {
 	const char *log;
-	bool summary;
+	enum query query;
+	const char *query_opt;    /* the option that chose it, for messages */
+	uint64_t n, from, to;
+	bool to_set;
 	bool json;
+	bool no_index;
+	bool force;
+	const char *export_fmt;
+	const char *output;
+	uint64_t depth, top;
 };
 
 static void usage(void)
 {
-	printf("Usage: %s LOG [--summary] [--json]\n"
-	       "Replay a msmemscope event log (.mms) and report on it.\n"
+	printf("Usage: %s LOG [QUERY] [OPTIONS]\n"
+	       "Replay a msmemscope event log (.mms): summarize it, show the state at a step\n"
+	       "or an event, list events, step through it, or export msMemScope's dump.\n"
 	       "\n"
-	       "  --summary   print the summary of the log (the default): events by kind,\n"
-	       "              allocations, frees, bytes allocated, peak and live bytes,\n"
-	       "              threads, steps, and warnings about a cut or damaged log\n"
-	       "  --json      print the summary as one JSON object\n"
-	       "  --help      print this help and exit\n"
-	       "  --version   print the version and exit\n"
+	       "Queries (one at a time; --summary is the default):\n"
+	       "  --summary         events by kind, allocations, frees, bytes, peak, live at the\n"
+	       "                    end, threads, steps; warnings about a cut or damaged log\n"
+	       "  --step N          the state at the end of step N (from 1): live blocks and\n"
+	       "                    bytes, the peak within the step, what the step allocated and\n"
+	       "                    did not free (by allocation stack, largest first), each\n"
+	       "                    operator launch with its memory, live bytes by owner tag\n"
+	       "  --event N         event N (from 0) and the state just after it\n"
+	       "  --from A [--to B] the events A to B (both included; default: to the end)\n"
+	       "  -i, --interactive step through the log like a debugger; commands come from\n"
+	       "                    the terminal or stdin ('help' lists them)\n"
+	       "  --export FORMAT   write msMemScope's dump of every event: csv\n"
+	       "                    (memscope_dump_{timestamp}.csv) or db (SQLite, with tables for\n"
+	       "                    blocks, stacks, launches and steps; see doc/export.md)\n"
+	       "\n"
+	       "Options:\n"
+	       "  --json            print the answer as JSON (one object; --from: one per line)\n"
+	       "  --depth N         frames shown per stack (default 12, 0 = all)\n"
+	       "  --top N           stacks and launches listed (default 10, 0 = all)\n"
+	       "  -o, --output FILE the export's file (default: msMemScope's name, here)\n"
+	       "  --force           let --export replace an existing file\n"
+	       "  --no-index        neither read nor write LOG.idx (the seek index is then built\n"
+	       "                    in memory on each run)\n"
+	       "  --help            print this help and exit\n"
+	       "  --version         print the version and exit\n"
+	       "\n"
+	       "Seeking (--step, --event, -i) uses checkpoints of the replay kept in an index\n"
+	       "beside the log, LOG.idx, built on the first query and rebuilt when the log\n"
+	       "changes.\n"
 	       "\n"
 	       "Exit status: 0 on success (a damaged log is reported with warnings),\n"
-	       "1 when the log cannot be read, 2 for a wrong command line.\n"
-	       "See msmemscope-replay(1) and doc/log-format.md.\n",
+	       "1 when the log cannot be read or the query fails, 2 for a wrong command line.\n"
+	       "See msmemscope-replay(1), doc/replay.md and doc/log-format.md.\n",
 	       cli_progname);
+}
+
+static uint64_t number(const char *opt, const char *v)
+{
+	uint64_t n;
+
+	if (cli_parse_u64(v, &n))
+		die_usage("%s wants a whole number, not '%s'", opt, v);
+	return n;
+}
+
+static void set_query(struct opts *o, enum query q, const char *opt)
+{
+	if (o->query_opt && o->query != q)
+		die_usage("one query at a time: %s and %s", o->query_opt, opt);
+	o->query = q;
+	o->query_opt = opt;
 }
 
 static void parse_args(int argc, char **argv, struct opts *o)
 {
 	bool options = true;
+	const char *v;
 	int i;
 
+	o->depth = 12;
+	o->top = 10;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 
@@ -55,9 +111,41 @@ static void parse_args(int argc, char **argv, struct opts *o)
 				printf("%s %s\n", cli_progname, PACKAGE_VERSION);
 				exit(0);
 			} else if (cli_opt_flag(a, "--summary")) {
-				o->summary = true;
+				set_query(o, Q_SUMMARY, "--summary");
+			} else if (cli_opt_value(argc, argv, &i, "--step", &v)) {
+				set_query(o, Q_STEP, "--step");
+				o->n = number("--step", v);
+				if (!o->n)
+					die_usage("steps count from 1; --step 0 names none");
+			} else if (cli_opt_value(argc, argv, &i, "--event", &v)) {
+				set_query(o, Q_EVENT, "--event");
+				o->n = number("--event", v);
+			} else if (cli_opt_value(argc, argv, &i, "--from", &v)) {
+				set_query(o, Q_RANGE, "--from");
+				o->from = number("--from", v);
+			} else if (cli_opt_value(argc, argv, &i, "--to", &v)) {
+				o->to = number("--to", v);
+				o->to_set = true;
+			} else if (cli_opt_flag(a, "-i") || cli_opt_flag(a, "--interactive")) {
+				set_query(o, Q_INTERACTIVE, a);
+			} else if (cli_opt_value(argc, argv, &i, "--export", &v)) {
+				set_query(o, Q_EXPORT, "--export");
+				if (strcmp(v, "csv") && strcmp(v, "db"))
+					die_usage("--export writes csv or db, not '%s'", v);
+				o->export_fmt = v;
+			} else if (cli_opt_value(argc, argv, &i, "--output", &v) ||
+				   cli_opt_value(argc, argv, &i, "-o", &v)) {
+				o->output = v;
+			} else if (cli_opt_flag(a, "--force")) {
+				o->force = true;
 			} else if (cli_opt_flag(a, "--json")) {
 				o->json = true;
+			} else if (cli_opt_value(argc, argv, &i, "--depth", &v)) {
+				o->depth = number("--depth", v);
+			} else if (cli_opt_value(argc, argv, &i, "--top", &v)) {
+				o->top = number("--top", v);
+			} else if (cli_opt_flag(a, "--no-index")) {
+				o->no_index = true;
 			} else {
 				die_usage("unknown option '%s'", a);
 			}
@@ -69,7 +157,14 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	}
 	if (!o->log)
 		die_usage("no log given");
-	o->summary = true; /* the only report so far, and the default */
+	if (o->to_set && o->query != Q_RANGE)
+		die_usage("--to goes with --from");
+	if (o->to_set && o->to < o->from)
+		die_usage("--to %" PRIu64 " is before --from %" PRIu64, o->to, o->from);
+	if ((o->output || o->force) && o->query != Q_EXPORT)
+		die_usage("%s goes with --export", o->output ? "--output" : "--force");
+	if (o->json && o->query == Q_EXPORT)
+		die_usage("--json does not apply to --export");
 }
 
 static mms_log_t *open_log(const char *path)
@@ -81,154 +176,228 @@ static mms_log_t *open_log(const char *path)
 	rc = mms_log_open_ex(path, &log, &err);
 	if (rc == 0)
 		return log;
+	if (rc == -EISDIR)
+		die(CLI_EXIT_FAILURE, "%s: is a directory; give a log file (a run folder holds memscope_{pid}.mms)", path);
+	if (err.what[0] && !err.offset && rc == MMS_ETRUNCATED)
+		die(CLI_EXIT_FAILURE, "%s: %s: %s", path, mms_strerror(rc), err.what);
 	if (err.what[0])
 		die(CLI_EXIT_FAILURE, "%s: %s: %s (at byte %" PRIu64 ")", path, mms_strerror(rc), err.what,
 		    err.offset);
 	die(CLI_EXIT_FAILURE, "%s: %s", path, mms_strerror(rc));
 }
 
-/* Tells the user what the summary does not cover. */
-static void warn_log_state(const char *path, const mms_log_info_t *in)
+/* Progress of long work, on a terminal only, at most once a percent. */
+struct progress {
+	const char *what, *path;
+	int last;
+};
+
+static int progress_cb(void *ctx, uint64_t done, uint64_t total)
 {
-	if (in->cut)
-		warn("%s: log was cut after %" PRIu64 " events: %s; the summary covers the events before", path,
-		     in->events, in->cut_errno ? strerror(in->cut_errno) : "no reason recorded");
-	else if (!in->complete && in->exec_away)
-		fprintf(stderr, "%s: %s: the process exec'd another program; blocks \"live at exec\" are those it "
-			"held then\n", cli_progname, path);
-	else if (!in->complete)
-		warn("%s: the process did not reach exit (killed, or still running); blocks \"live at log end\" "
-		     "are those live at the last recorded event",
-		     path);
-	if (in->damaged)
-		warn("%s: damaged at byte %" PRIu64 ": %s (%" PRIu64 " place%s); the summary skips the rest of "
-		     "each damaged chunk",
-		     path, in->damage_offset, in->damage ? in->damage : "unknown damage", in->damage_count,
-		     in->damage_count == 1 ? "" : "s");
-	if (in->lost_events)
-		warn("%s: %" PRIu64 " events were not recorded (signals that arrived inside a hook)", path,
-		     in->lost_events);
-}
+	struct progress *p = ctx;
+	int pct = total ? (int)(done * 100 / total) : 0;
 
-static void print_kind_text(const char *label, const mms_kind_summary_t *k, const char *at_end)
-{
-	char a[32], b[32], c[32];
-
-	printf("%-20s %" PRIu64 " allocations, %" PRIu64 " frees, %s allocated, peak %s, %s %" PRIu64
-	       " block%s (%s)\n",
-	       label, k->allocs, k->frees, human_bytes(k->bytes_allocated, a, sizeof(a)),
-	       human_bytes(k->peak_bytes, b, sizeof(b)), at_end, k->live_blocks, k->live_blocks == 1 ? "" : "s",
-	       human_bytes(k->live_bytes, c, sizeof(c)));
-}
-
-/* "424 bytes" or "1667420240 bytes (1.6 GiB)". */
-static const char *bytes_text(uint64_t n, char *buf, size_t cap)
-{
-	char h[32];
-
-	if (n < 1024)
-		snprintf(buf, cap, "%" PRIu64 " bytes", n);
-	else
-		snprintf(buf, cap, "%" PRIu64 " bytes (%s)", n, human_bytes(n, h, sizeof(h)));
-	return buf;
-}
-
-static void print_text(const char *path, const mms_log_info_t *in, const mms_summary_t *s)
-{
-	const mms_kind_summary_t *h = &s->mem[MMS_MEM_HOST];
-	const char *at_end = in->complete ? "live at exit" : in->exec_away ? "live at exec" : "live at log end";
-	char a[64];
-	unsigned k;
-
-	printf("%s: pid %" PRIu64 "%s%s\n", path, in->pid, in->exe[0] ? ", " : "", in->exe);
-	printf("%-20s %" PRIu64 "\n", "events", s->events);
-	for (k = 1; k < MMS_EV_KIND_COUNT; k++)
-		if (s->by_kind[k])
-			printf("  %-18s %" PRIu64 "\n", cli_event_kind_name(k), s->by_kind[k]);
-	printf("%-20s %" PRIu64 "\n", "allocations", h->allocs);
-	printf("%-20s %" PRIu64 "\n", "frees", h->frees);
-	printf("%-20s %s\n", "bytes allocated", bytes_text(h->bytes_allocated, a, sizeof(a)));
-	printf("%-20s %s\n", "peak live bytes", bytes_text(h->peak_bytes, a, sizeof(a)));
-	printf("%-20s %" PRIu64 " block%s, %s\n", at_end, h->live_blocks, h->live_blocks == 1 ? "" : "s",
-	       bytes_text(h->live_bytes, a, sizeof(a)));
-	printf("%-20s %" PRIu64 "\n", "threads", s->threads);
-	printf("%-20s %" PRIu64 "\n", "steps", s->steps);
-	if (s->mem[MMS_MEM_MMAP].allocs || s->mem[MMS_MEM_MMAP].frees)
-		print_kind_text("mmap", &s->mem[MMS_MEM_MMAP], at_end);
-	if (s->mem[MMS_MEM_POOL].allocs || s->mem[MMS_MEM_POOL].frees)
-		print_kind_text("pool", &s->mem[MMS_MEM_POOL], at_end);
-	if (s->unmatched_frees)
-		printf("%-20s %" PRIu64 "\n", "unmatched frees", s->unmatched_frees);
-	if (s->double_allocs)
-		printf("%-20s %" PRIu64 "\n", "double allocations", s->double_allocs);
-}
-
-static void print_kind_json(const mms_kind_summary_t *k)
-{
-	printf("{\"allocs\":%" PRIu64 ",\"frees\":%" PRIu64 ",\"bytes_allocated\":%" PRIu64 ",\"peak_bytes\":%" PRIu64
-	       ",\"live_blocks\":%" PRIu64 ",\"live_bytes\":%" PRIu64 "}",
-	       k->allocs, k->frees, k->bytes_allocated, k->peak_bytes, k->live_blocks, k->live_bytes);
-}
-
-static void print_json(const mms_log_info_t *in, const mms_summary_t *s)
-{
-	const mms_kind_summary_t *h = &s->mem[MMS_MEM_HOST];
-	const char *sep = "";
-	unsigned k;
-	char name[32];
-	size_t i;
-
-	printf("{\"events\":%" PRIu64 ",\"allocs\":%" PRIu64 ",\"frees\":%" PRIu64 ",\"bytes_allocated\":%" PRIu64
-	       ",\"peak_bytes\":%" PRIu64 ",\"live_blocks\":%" PRIu64 ",\"live_bytes\":%" PRIu64
-	       ",\"threads\":%" PRIu64 ",\"steps\":%" PRIu64 ",",
-	       s->events, h->allocs, h->frees, h->bytes_allocated, h->peak_bytes, h->live_blocks, h->live_bytes,
-	       s->threads, s->steps);
-	printf("\"kinds\":{\"mmap\":");
-	print_kind_json(&s->mem[MMS_MEM_MMAP]);
-	printf(",\"pool\":");
-	print_kind_json(&s->mem[MMS_MEM_POOL]);
-	printf("},\"by_kind\":{");
-	for (k = 1; k < MMS_EV_KIND_COUNT; k++) {
-		/* Keys are the kind names in lower case: "malloc", "op_launch". */
-		snprintf(name, sizeof(name), "%s", cli_event_kind_name(k));
-		for (i = 0; name[i]; i++)
-			name[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] - 'A' + 'a' : name[i]);
-		printf("%s\"%s\":%" PRIu64, sep, name, s->by_kind[k]);
-		sep = ",";
+	if (pct != p->last) {
+		fprintf(stderr, "\r%s: %s %s: %d%%", cli_progname, p->what, p->path, pct);
+		p->last = pct;
 	}
-	printf("},\"complete\":%s,\"exec_away\":%s,\"cut\":%s,\"damaged\":%s,\"lost_events\":%" PRIu64
-	       ",\"unmatched_frees\":%" PRIu64 ",\"double_allocs\":%" PRIu64 "}\n",
-	       in->complete ? "true" : "false", in->exec_away ? "true" : "false", in->cut ? "true" : "false",
-	       in->damaged ? "true" : "false",
-	       in->lost_events, s->unmatched_frees, s->double_allocs);
+	return 0;
+}
+
+static void progress_end(const struct progress *p)
+{
+	if (p->last >= 0)
+		fprintf(stderr, "\r%*s\r", (int)(strlen(cli_progname) + strlen(p->what) + strlen(p->path) + 12), "");
+}
+
+static mms_replay_t *open_replay(const struct opts *o, mms_log_t *log)
+{
+	struct progress pr = { "indexing", o->log, -1 };
+	mms_replay_options_t ro = { 0 };
+	mms_replay_t *r;
+	int rc, werr;
+
+	ro.no_index_file = o->no_index;
+	if (isatty(STDERR_FILENO)) {
+		ro.progress = progress_cb;
+		ro.progress_ctx = &pr;
+	}
+	rc = mms_replay_open_ex(log, &ro, &r);
+	progress_end(&pr);
+	if (rc)
+		die(CLI_EXIT_FAILURE, "%s: cannot replay: %s", o->log, mms_strerror(rc));
+	if (mms_replay_index_state(r, &werr) == MMS_INDEX_MEMORY && !o->no_index)
+		warn("%s: cannot write the index %s.idx (%s); it is kept in memory for this run (--no-index "
+		     "says so on purpose)",
+		     o->log, o->log, werr == -EEXIST ? "a file that is not an index is in the way" : mms_strerror(werr));
+	return r;
+}
+
+/* Says that answers stop short of the end of a damaged log. */
+static void warn_state(const char *path, mms_log_t *log)
+{
+	mms_log_info_t info;
+
+	mms_log_get_info(log, &info);
+	replay_warn_log_state(path, &info);
+}
+
+static int query_step(const struct opts *o, struct show *s)
+{
+	mms_step_report_t *rep;
+	uint64_t steps = mms_replay_steps(s->r);
+	int rc;
+
+	if (o->n > steps) {
+		if (!steps)
+			die(CLI_EXIT_FAILURE, "%s: the log has no steps: the program never called msmemscope_step() nor "
+			    "opened a \"step start\" range; try --event N or -i", o->log);
+		die(CLI_EXIT_FAILURE, "%s: no step %" PRIu64 ": the log has %" PRIu64 " step%s", o->log, o->n, steps,
+		    steps == 1 ? "" : "s");
+	}
+	rc = mms_replay_step_report(s->r, o->n, &rep);
+	if (rc)
+		die(CLI_EXIT_FAILURE, "%s: cannot replay step %" PRIu64 ": %s", o->log, o->n, mms_strerror(rc));
+	show_step_report(s, rep);
+	if (s->json)
+		fputc('\n', s->out);
+	mms_step_report_free(rep);
+	return 0;
+}
+
+static int query_event(const struct opts *o, struct show *s)
+{
+	mms_event_t ev;
+	mms_where_t w;
+	int rc;
+
+	mms_replay_where(s->r, &w);
+	if (o->n >= w.events)
+		die(CLI_EXIT_FAILURE, "%s: no event %" PRIu64 ": the log has %" PRIu64 " events (0 to %" PRIu64 ")", o->log,
+		    o->n, w.events, w.events ? w.events - 1 : 0);
+	rc = mms_replay_seek(s->r, o->n + 1);
+	if (rc || !mms_replay_last_event(s->r, &ev))
+		die(CLI_EXIT_FAILURE, "%s: cannot replay to event %" PRIu64 ": %s", o->log, o->n,
+		    mms_strerror(rc ? rc : MMS_ECORRUPT));
+	if (s->json) {
+		fputs("{\"event\":", s->out);
+		show_event(s, &ev);
+		fputs(",\"state\":", s->out);
+		show_where(s);
+		fputs("}\n", s->out);
+		return 0;
+	}
+	show_event(s, &ev);
+	fputs("state after it: ", s->out);
+	show_where(s);
+	return 0;
+}
+
+static int query_range(const struct opts *o, struct show *s)
+{
+	uint64_t to = o->to;
+	mms_event_t ev;
+	mms_where_t w;
+	int rc;
+
+	mms_replay_where(s->r, &w);
+	if (o->from >= w.events)
+		die(CLI_EXIT_FAILURE, "%s: no event %" PRIu64 ": the log has %" PRIu64 " events", o->log, o->from,
+		    w.events);
+	if (!o->to_set || to >= w.events)
+		to = w.events - 1;
+	rc = mms_replay_seek(s->r, o->from);
+	while (!rc && (rc = mms_replay_next(s->r, &ev)) == 1) {
+		show_event_line(s, &ev);
+		if (s->json)
+			fputc('\n', s->out);
+		if (ev.id >= to)
+			return 0;
+		rc = 0;
+	}
+	die(CLI_EXIT_FAILURE, "%s: replay stopped at event %" PRIu64 ": %s", o->log, w.position,
+	    mms_strerror(rc ? rc : MMS_ECORRUPT));
+}
+
+static int query_export(const struct opts *o, mms_log_t *log)
+{
+	struct progress pr = { "exporting", o->log, -1 };
+	mms_export_options_t eo = { 0 };
+	const char *path = o->output;
+	char name[64];
+	int rc;
+
+	if (!path) {
+		mms_export_name(log, o->export_fmt, name, sizeof(name));
+		path = name;
+	}
+	/* The user named the file with -o: theirs to replace with --force;
+	 * the default name is never replaced silently either. */
+	eo.overwrite = o->force;
+	if (mms_symbolizer_open(log, &eo.sym))
+		eo.sym = NULL;
+	if (isatty(STDERR_FILENO)) {
+		eo.progress = progress_cb;
+		eo.progress_ctx = &pr;
+	}
+	rc = !strcmp(o->export_fmt, "csv") ? mms_export_csv(log, path, &eo) : mms_export_db(log, path, &eo);
+	progress_end(&pr);
+	mms_symbolizer_close(eo.sym);
+	if (rc == -EEXIST)
+		die(CLI_EXIT_FAILURE, "%s: %s exists; remove it, name another file with -o, or add --force", o->log, path);
+	if (rc)
+		die(CLI_EXIT_FAILURE, "%s: cannot export to %s: %s", o->log, path, mms_strerror(rc));
+	fprintf(stderr, "%s: wrote %s\n", cli_progname, path);
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	struct opts o = { 0 };
-	mms_log_info_t info;
-	mms_summary_t sum;
+	struct show s;
+	mms_replay_t *r;
 	mms_log_t *log;
-	int rc, status = 0;
+	int status;
 
 	cli_init(argv[0]);
 	parse_args(argc, argv, &o);
 	log = open_log(o.log);
-	mms_log_get_info(log, &info);
-	rc = mms_summarize(log, &sum);
-	if (rc && rc != MMS_ECORRUPT && rc != MMS_EORDER)
-		die(CLI_EXIT_FAILURE, "%s: cannot replay: %s", o.log, mms_strerror(rc));
-	if (o.json)
-		print_json(&info, &sum);
-	else
-		print_text(o.log, &info, &sum);
-	if (fflush(stdout) || ferror(stdout))
-		die(CLI_EXIT_FAILURE, "cannot write the summary: %s", strerror(errno));
-	warn_log_state(o.log, &info);
-	if (rc) {
-		warn("%s: replay stopped early: %s; the summary covers the events before", o.log, mms_strerror(rc));
-		status = CLI_EXIT_FAILURE;
+	if (o.query == Q_SUMMARY) {
+		status = replay_summary(o.log, log, o.json);
+		mms_log_close(log);
+		return status;
 	}
+	if (o.query == Q_EXPORT) {
+		status = query_export(&o, log);
+		warn_state(o.log, log);
+		mms_log_close(log);
+		return status;
+	}
+	r = open_replay(&o, log);
+	show_init(&s, o.log, log, r);
+	s.json = o.json;
+	s.depth = (unsigned)o.depth;
+	s.top = (size_t)o.top;
+	switch (o.query) {
+	case Q_STEP:
+		status = query_step(&o, &s);
+		break;
+	case Q_EVENT:
+		status = query_event(&o, &s);
+		break;
+	case Q_RANGE:
+		status = query_range(&o, &s);
+		break;
+	default:
+		status = replay_interactive(&s, stdin);
+		break;
+	}
+	if (fflush(stdout) || ferror(stdout))
+		die(CLI_EXIT_FAILURE, "cannot write the answer: %s", strerror(errno));
+	if (o.query != Q_INTERACTIVE)
+		warn_state(o.log, log);
+	show_fini(&s);
+	mms_replay_close(r);
 	mms_log_close(log);
 	return status;
 }

@@ -63,6 +63,10 @@ int main(int argc, char **argv)
 		/* Record only: no replay, but say where the logs went. */
 		fprintf(stderr, "%s: recorded %s (pid %ld) into %s/\n", cli_progname, o.argv[0], (long)pid, run.shown);
 	}
+	/* A failed dump is msmemscope's failure, not the program's: say so,
+	 * and keep the program's status unless it succeeded. */
+	if (o.data_format && write_dump(&run, pid, o.data_format) && ret == 0)
+		ret = 1;
 	free(run.dir);
 	free(run.shown);
 	free(run.hooks);

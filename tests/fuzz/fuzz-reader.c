@@ -1,12 +1,106 @@
 /* SPDX-License-Identifier: MIT */
 /* fuzz-reader.c: libFuzzer target for the log reader: any bytes must open
- * or fail cleanly, and an opened log must iterate and summarize. */
+ * or fail cleanly, and an opened log must iterate, summarize and answer
+ * every metadata query without reading out of bounds. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "replay-int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Strings the reader hands out are read whole, so that ASan sees a missing
+ * NUL or a dangling pointer. */
+static volatile size_t sink;
+
+static void touch(const char *s)
+{
+	if (s)
+		sink += strlen(s);
+}
+
+/* Every query of the metadata API, on the ids an opened log can name. */
+static void query_meta(const mms_log_t *log)
+{
+	mms_log_info_t in;
+	mms_module_t mod;
+	const char *s;
+	uint64_t ips[8], tid;
+	size_t len;
+	int i, n;
+
+	mms_log_get_info(log, &in);
+	touch(in.exe);
+	touch(in.damage);
+	if (mms_log_meta(log, "exe", &s, &len) == 0)
+		touch(s);
+	if (mms_log_meta(log, "argv", &s, &len) == 0)
+		touch(s);
+	n = mms_log_module(log, 0, NULL);
+	for (i = 0; i < n && i < 64; i++)
+		if (mms_log_module(log, (size_t)i, &mod) == 0) {
+			touch(mod.path);
+			if (mod.build_id_len)
+				sink += mod.build_id[mod.build_id_len - 1];
+		}
+	for (i = 0; i < 16; i++) {
+		if (mms_log_thread(log, (uint32_t)i, &tid, &s) == 0)
+			touch(s);
+		mms_log_stack(log, (uint32_t)i, ips, 8);
+	}
+	mms_strerror(in.damage_error);
+}
+
+static int count_block(const mms_block_t *b, void *ctx)
+{
+	(void)ctx;
+	touch(b->op);
+	touch(b->owner);
+	touch(b->pool);
+	sink += b->size;
+	return 0;
+}
+
+/* The replay over the heap state: checkpoints every 16 events (kept in
+ * memory), seeks back and forth, the step report, groups, and the search
+ * for a freed block. */
+static void replay(mms_log_t *log)
+{
+	mms_replay_options_t ro = { .no_index_file = 1, .checkpoint_every = 16 };
+	mms_step_report_t *rep;
+	mms_stack_group_t *g;
+	mms_replay_t *r;
+	mms_block_t b;
+	mms_event_t ev;
+	mms_where_t w;
+	uint64_t s, addr = 0;
+	size_t n;
+
+	if (mms_replay_open_ex(log, &ro, &r))
+		return;
+	mms_replay_where(r, &w);
+	while (mms_replay_next(r, &ev) == 1)
+		if (ev.addr)
+			addr = ev.addr + 1;
+	mms_replay_seek(r, w.events / 2);
+	if (mms_replay_last_event(r, &ev))
+		touch(ev.name);
+	if (mms_replay_event_block(r, &b))
+		touch(b.owner);
+	mms_replay_blocks(r, count_block, NULL);
+	mms_replay_block_at(r, addr, &b);
+	mms_replay_freed_block_at(r, addr, &b);
+	if (mms_replay_group_live(r, 0, UINT64_MAX, &g, &n) == 0)
+		free(g);
+	for (s = 1; s <= mms_replay_steps(r) && s <= 3; s++)
+		if (mms_replay_step_report(r, s, &rep) == 0)
+			mms_step_report_free(rep);
+	mms_replay_seek(r, w.events);
+	mms_replay_seek(r, 1);
+	mms_replay_where(r, &w);
+	touch(w.op);
+	mms_replay_close(r);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -17,24 +111,34 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	mms_event_t ev;
 	uint64_t ips[8];
 	void *buf;
-	uint32_t id;
+	int rc;
 
 	/* A mapped file is page-aligned; give the reader the same. */
 	buf = aligned_alloc(4096, size ? (size + 4095) / 4096 * 4096 : 4096);
 	if (!buf)
 		return 0;
 	memcpy(buf, data, size);
-	if (mms__log_open_buf(buf, size, &log, &err) == 0) {
-		if (mms_iter_open(log, &it) == 0) {
-			while (mms_iter_next(it, &ev) == 1)
-				;
-			mms_iter_close(it);
-		}
-		mms_summarize(log, &sum);
-		for (id = 0; id < 16; id++)
-			mms_log_stack(log, id, ips, 8);
-		mms_log_close(log);
+	memset(&err, 0, sizeof(err));
+	rc = mms__log_open_buf(buf, size, &log, &err);
+	if (rc) {
+		/* The message is what the command prints: it must be a string. */
+		sink += strnlen(err.what, sizeof(err.what)) + strlen(mms_strerror(rc));
+		free(buf);
+		return 0;
 	}
+	query_meta(log);
+	if (mms_iter_open(log, &it) == 0) {
+		while ((rc = mms_iter_next(it, &ev)) == 1) {
+			touch(ev.name);
+			if (ev.stack)
+				mms_log_stack(log, ev.stack, ips, 8);
+		}
+		mms_strerror(rc);
+		mms_iter_close(it);
+	}
+	mms_summarize(log, &sum);
+	replay(log);
+	mms_log_close(log);
 	free(buf);
 	return 0;
 }

@@ -44,6 +44,23 @@ set -- out2/msmemscope_*/memscope_*.mms
 [ -f "$1" ] || fail "--analysis= left no log"
 "$MMS_REPLAY" "$1" --summary --json >/dev/null || fail "the --analysis= log does not replay"
 
+# --data-format: msMemScope's dump in dump/ of the run folder, one row per
+# memory event at least (the rows themselves are checked by export.sh).
+"$MMS_LAUNCHER" --data-format=csv --output out6 -- "$infer" >/dev/null 2>dump.err ||
+	fail "msmemscope --data-format=csv exited $?: $(cat dump.err)"
+set -- out6/msmemscope_*/dump/memscope_dump_*.csv
+[ -f "$1" ] || fail "--data-format=csv wrote no dump/memscope_dump_*.csv: $(ls -R out6)"
+grep -q "wrote the dump out6/msmemscope_.*/dump/memscope_dump_.*\.csv" dump.err || fail "no line about the dump: $(cat dump.err)"
+head -1 "$1" | grep -qx 'ID,Event,Event Type,Name,Timestamp(ns),Process Id,Thread Id,Device Id,Ptr,Attr,Call Stack(Python),Call Stack(C)' ||
+	fail "the dump's header is not msMemScope's: $(head -1 "$1")"
+n=$(grep -c ',MALLOC,' "$1")
+expect_eq "MALLOC rows in the dump" "$n" 29
+"$MMS_LAUNCHER" --data-format=db --output out6 -- "$infer" >/dev/null 2>dump.err ||
+	fail "msmemscope --data-format=db exited $?: $(cat dump.err)"
+set -- out6/msmemscope_*/dump/memscope_dump_*.db
+[ -f "$1" ] || fail "--data-format=db wrote no dump/memscope_dump_*.db"
+note "--data-format=csv and db write dump/memscope_dump_*.{csv,db}, 29 MALLOC rows"
+
 # The program's exit status comes back, and 128+N for a signal.
 rc=0
 "$MMS_LAUNCHER" --output=out3 -- sh -c 'exit 42' 2>/dev/null || rc=$?
@@ -55,7 +72,7 @@ grep -q "signal 11" sig.err || fail "no line about the signal: $(cat sig.err)"
 note "exit statuses: 42 passed through, SIGSEGV gives 139"
 
 # Usage errors: one message naming the option, exit 2, no run folder.
-for bad in --bogus --collect-mode=later --steps=1,2,3,4,5,6 --call-stack=c:1001 --analysis=leaks; do
+for bad in --bogus --collect-mode=later --steps=1,2,3,4,5,6 --call-stack=c:1001 --analysis=leaks --data-format=xml; do
 	rc=0
 	"$MMS_LAUNCHER" --output=out4 "$bad" -- "$infer" >/dev/null 2>bad.err || rc=$?
 	expect_eq "exit status of msmemscope $bad" "$rc" 2
@@ -79,7 +96,7 @@ note "usage errors exit 2 and create nothing; missing program 127, not executabl
 
 # --help and --version.
 "$MMS_LAUNCHER" --help >help.out || fail "--help exited $?"
-for opt in --events --call-stack --collect-mode --steps --output --log-level --analysis --no-follow-exec; do
+for opt in --events --call-stack --collect-mode --steps --output --log-level --analysis --data-format --no-follow-exec; do
 	grep -q -- "$opt" help.out || fail "--help does not describe $opt"
 done
 "$MMS_LAUNCHER" --version | grep -q '^msmemscope [0-9]' || fail "--version does not print 'msmemscope VERSION'"

@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: MIT */
+/* export-int.h: what the CSV and SQLite exporters share: one forward pass
+ * over the log that builds msMemScope's dump row of each event, tracks
+ * operator launches and steps, and renders C stacks; a text buffer; and
+ * output files that appear whole or not at all. */
+#ifndef MMS_EXPORT_INT_H
+#define MMS_EXPORT_INT_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "replay-int.h"
+
+/* --- text buffer ----------------------------------------------------------- */
+
+struct mms__xbuf {
+	char *p;
+	size_t len, cap;
+};
+
+/* Grows b to hold n more bytes (the slow path of mms__xbuf_reserve()).
+ * Returns 0 or -ENOMEM. */
+int mms__xbuf_grow(struct mms__xbuf *b, size_t n);
+
+/* Makes room for n more bytes. Returns 0 or -ENOMEM. */
+static inline int mms__xbuf_reserve(struct mms__xbuf *b, size_t n)
+{
+	return b->p && b->cap - b->len >= n ? 0 : mms__xbuf_grow(b, n);
+}
+
+/* Appends; each returns 0 or -ENOMEM. Inline: the exporters call them a
+ * dozen times per row. */
+static inline int mms__xbuf_put(struct mms__xbuf *b, const char *s, size_t n)
+{
+	if (mms__xbuf_reserve(b, n))
+		return -ENOMEM;
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	return 0;
+}
+
+static inline int mms__xbuf_puts(struct mms__xbuf *b, const char *s)
+{
+	return mms__xbuf_put(b, s, strlen(s));
+}
+
+/* Writes v in decimal at o (at most 20 bytes); returns the end. */
+static inline char *mms__xfmt_u64(char *o, uint64_t v)
+{
+	char tmp[20];
+	size_t n = 0;
+
+	do {
+		tmp[sizeof(tmp) - ++n] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	memcpy(o, tmp + sizeof(tmp) - n, n);
+	return o + n;
+}
+
+static inline int mms__xbuf_u64(struct mms__xbuf *b, uint64_t v)
+{
+	if (mms__xbuf_reserve(b, 20))
+		return -ENOMEM;
+	b->len = (size_t)(mms__xfmt_u64(b->p + b->len, v) - b->p);
+	return 0;
+}
+
+/* "0x" and 16 lower-case hex digits, as msMemScope writes addresses. */
+int mms__xbuf_addr(struct mms__xbuf *b, uint64_t v);
+void mms__xbuf_free(struct mms__xbuf *b);
+
+/* --- dump rows ------------------------------------------------------------- */
+
+/* One row of memscope_dump. The strings stay valid until the next event
+ * of the pass; name == NULL is written N/A, the others may be empty. */
+struct mms__xrow {
+	uint64_t id, time_ns, pid, tid;
+	const char *event, *type, *name;
+	size_t name_len;
+	char ptr[24];     /* "0x%016llx" or "N/A" */
+	const char *attr; /* "{k:v,...}" or "" */
+	size_t attr_len;
+	const char *cstack; /* frames joined by '|', or "" */
+	size_t cstack_len;
+};
+
+/* --- operator launches and steps --------------------------------------------- */
+
+/* One operator launch, with the memory its thread moved while it ran
+ * (nested launches included), as mms_replay_step_report() counts it. */
+struct mms__xlaunch {
+	uint64_t launch; /* from 1, the replay's numbering */
+	const char *name;
+	uint32_t thread;
+	uint64_t begin_event, end_event; /* end_event UINT64_MAX: never ended */
+	uint64_t step;                   /* step holding begin_event; see MMS__XSTEP_* */
+	uint64_t allocs, frees, bytes_allocated, bytes_freed;
+};
+
+/* Step values besides 1, 2, ...: not in any step, or before the first step
+ * mark (step 1 if the log turns out to count STEP events, else none). */
+#define MMS__XSTEP_NONE 0
+#define MMS__XSTEP_PENDING UINT64_MAX
+
+struct mms__xstep {
+	uint64_t begin, end; /* positions, as mms_replay_step_range() gives */
+	uint64_t events, allocs, frees, bytes_allocated, bytes_freed, launches;
+	uint64_t live_begin; /* live bytes (all kinds) when it began */
+	uint64_t peak_bytes, peak_event, live_end;
+};
+
+/* The operators running on one thread, innermost last. */
+struct mms__xthread {
+	struct mms__xlaunch *ops;
+	size_t n, cap;
+	uint64_t tid;
+	int known; /* tid looked up */
+};
+
+/* --- the pass ------------------------------------------------------------- */
+
+struct mms__xpass {
+	mms_log_t *log;
+	const mms_export_options_t *opt;
+	mms_replay_t *r;
+	mms_log_info_t info;
+
+	/* The current event and its block (has_blk), after mms__xpass_next(). */
+	mms_event_t ev;
+	mms_block_t blk;
+	int has_blk;
+	/* The launch the current event ended (OP_LAUNCH end), when ended. */
+	struct mms__xlaunch ended;
+	int has_ended;
+	/* The step the current event belongs to (MMS__XSTEP_*). */
+	uint64_t ev_step;
+
+	struct mms__xthread *threads; /* by thread index */
+	size_t nthreads;
+	uint64_t launches;
+
+	/* Steps, as the replay's index finds them (index.c). */
+	int step_kind; /* 0 none yet, 1 STEP events, 2 "step start" ranges */
+	struct mms__xstep *steps;
+	size_t nsteps, steps_cap;
+	struct mms__xstep pending; /* before the first mark */
+	uint64_t step_range_id;
+	int in_range, after_step;
+
+	/* C stack text per stack id: index into stk_spans, spans into stk_text. */
+	struct mms__map stk_ix;
+	struct {
+		size_t off, len;
+	} * stk_spans;
+	size_t nstk, stk_cap;
+	struct mms__xbuf stk_text;
+	uint64_t *ips; /* scratch for mms_log_stack() */
+	size_t ips_cap;
+
+	struct mms__xbuf attr; /* scratch for the row's Attr */
+	char name[48];         /* scratch for "Range end from id N" */
+	uint64_t done;         /* events applied */
+	uint64_t progress_next;
+};
+
+/* Opens a forward-only replay of log. Returns 0 or a negative code; on
+ * failure nothing needs closing. */
+int mms__xpass_open(struct mms__xpass *x, mms_log_t *log, const mms_export_options_t *opt);
+void mms__xpass_close(struct mms__xpass *x);
+/* Applies the next event: returns 1 with x->ev (and x->blk, x->ended,
+ * x->ev_step) set, 0 at the end, or a negative code (damage, -ENOMEM,
+ * -ECANCELED from the progress callback). At the end the last step is
+ * closed as the replay's index closes it. */
+int mms__xpass_next(struct mms__xpass *x);
+/* The dump row of the current event: returns 1 and fills *row, 0 when the
+ * event has no row (OWNER, STEP, WATCH, COLLECT), or -ENOMEM. */
+int mms__xpass_row(struct mms__xpass *x, struct mms__xrow *row);
+/* The step holding event id (an event already applied): a step number,
+ * MMS__XSTEP_NONE, or MMS__XSTEP_PENDING before the first step mark. */
+uint64_t mms__xpass_step_of(const struct mms__xpass *x, uint64_t id);
+/* The OS thread id of a thread index (0 when the log does not say). */
+uint64_t mms__xpass_tid(struct mms__xpass *x, uint32_t thread);
+/* The text of stack id: its frames, innermost first, joined by '|'
+ * (symbolized when the options give a symbolizer). Sets *s and *n, valid
+ * until the pass is closed. Returns 0 or a negative code. */
+int mms__xpass_stack(struct mms__xpass *x, uint32_t id, const char **s, size_t *n);
+/* Fills ips with stack id's instruction pointers (innermost first):
+ * returns the depth, with *ips pointing into the pass's scratch, or a
+ * negative code. */
+int mms__xpass_ips(struct mms__xpass *x, uint32_t id, const uint64_t **ips);
+
+/* --- output files ------------------------------------------------------------ */
+
+/* An output file written under a temporary name in the same folder and
+ * moved to its path at the end (replacing what is there only with
+ * overwrite), so no partial file is ever left behind. */
+struct mms__xfile {
+	const char *path;
+	char *tmp;
+	int overwrite;
+};
+
+/* Refuses with -EEXIST when path exists and overwrite is 0, then creates
+ * the temporary file (mode 0640, O_EXCL, O_NOFOLLOW). Returns an open
+ * descriptor, or a negative code. */
+int mms__xfile_create(struct mms__xfile *f, const char *path, int overwrite);
+/* Moves the finished temporary file to its path. Returns 0 or a negative
+ * code (the temporary file is then removed). */
+int mms__xfile_commit(struct mms__xfile *f);
+/* Removes the temporary file; safe to call after a commit. */
+void mms__xfile_abort(struct mms__xfile *f);
+
+#endif /* MMS_EXPORT_INT_H */

@@ -1,0 +1,749 @@
+/* SPDX-License-Identifier: MIT */
+/* export-rows.c: the pass both exporters make: one forward replay that
+ * turns each event into msMemScope's dump row (Event, Event Type, Name,
+ * Ptr, Attr, C stack), tracks operator launches and steps with their
+ * memory, and writes output files under a temporary name until done. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "export-int.h"
+
+/* Events between two calls of the progress callback. */
+#define XPASS_PROGRESS_EVERY ((uint64_t)1 << 16)
+/* Frames one address may expand to (inlined functions); as symbolize.c. */
+#define XPASS_MAX_FRAMES 64
+
+/* --- text buffer ---------------------------------------------------------------- */
+
+int mms__xbuf_grow(struct mms__xbuf *b, size_t n)
+{
+	size_t cap;
+	char *p;
+
+	if (b->p && b->cap - b->len >= n)
+		return 0;
+	cap = b->cap ? b->cap : 256;
+	while (cap - b->len < n) {
+		if (cap > SIZE_MAX / 2)
+			return -ENOMEM;
+		cap *= 2;
+	}
+	p = realloc(b->p, cap);
+	if (!p)
+		return -ENOMEM;
+	b->p = p;
+	b->cap = cap;
+	return 0;
+}
+
+static void hex16(char *out, uint64_t v)
+{
+	static const char digits[] = "0123456789abcdef";
+	int i;
+
+	out[0] = '0';
+	out[1] = 'x';
+	for (i = 17; i >= 2; i--, v >>= 4)
+		out[i] = digits[v & 15];
+}
+
+int mms__xbuf_addr(struct mms__xbuf *b, uint64_t v)
+{
+	if (mms__xbuf_reserve(b, 18))
+		return -ENOMEM;
+	hex16(b->p + b->len, v);
+	b->len += 18;
+	return 0;
+}
+
+void mms__xbuf_free(struct mms__xbuf *b)
+{
+	free(b->p);
+	memset(b, 0, sizeof(*b));
+}
+
+/* --- output files -------------------------------------------------------------- */
+
+int mms__xfile_create(struct mms__xfile *f, const char *path, int overwrite)
+{
+	struct stat st;
+	size_t n;
+	int fd, i;
+
+	memset(f, 0, sizeof(*f));
+	if (!path || !*path)
+		return MMS_EUSAGE;
+	/* lstat: a symlink at path, even a dangling one, is something the
+	 * user did not ask us to replace. */
+	if (!overwrite && lstat(path, &st) == 0)
+		return -EEXIST;
+	n = strlen(path) + 32;
+	f->tmp = malloc(n);
+	if (!f->tmp)
+		return -ENOMEM;
+	f->path = path;
+	f->overwrite = overwrite;
+	for (i = 0;; i++) {
+		snprintf(f->tmp, n, "%s.%ld.%d.tmp", path, (long)getpid(), i);
+		fd = open(f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
+		if (fd >= 0)
+			return fd;
+		if (errno != EEXIST || i == 99)
+			break;
+	}
+	fd = -errno;
+	free(f->tmp);
+	f->tmp = NULL;
+	return fd;
+}
+
+static int unsupported(int e)
+{
+	return e == EINVAL || e == ENOSYS || e == ENOTSUP || e == EOPNOTSUPP || e == EPERM;
+}
+
+/* Moves tmp to path unless path exists, even one that appeared while we
+ * wrote: no file is replaced that was not ours. renameat2(NOREPLACE), or
+ * link() where the file system has no such rename, or a check then
+ * rename() where it has no hard links either. */
+static int move_noreplace(const char *tmp, const char *path, int *linked)
+{
+	struct stat st;
+
+	*linked = 0;
+#ifdef RENAME_NOREPLACE
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (!unsupported(errno))
+		return -errno;
+#endif
+	if (link(tmp, path) == 0) {
+		*linked = 1;
+		return 0;
+	}
+	if (!unsupported(errno))
+		return -errno;
+	if (lstat(path, &st) == 0)
+		return -EEXIST;
+	return rename(tmp, path) ? -errno : 0;
+}
+
+int mms__xfile_commit(struct mms__xfile *f)
+{
+	int rc = 0, linked = 0;
+
+	if (!f->tmp)
+		return MMS_EUSAGE;
+	if (f->overwrite) {
+		/* rename() replaces a symlink at path, never what it points to. */
+		if (rename(f->tmp, f->path))
+			rc = -errno;
+	} else {
+		rc = move_noreplace(f->tmp, f->path, &linked);
+	}
+	if (rc || linked) {
+		mms__xfile_abort(f);
+	} else {
+		/* Renamed: the temporary name is gone. */
+		free(f->tmp);
+		f->tmp = NULL;
+	}
+	return rc;
+}
+
+void mms__xfile_abort(struct mms__xfile *f)
+{
+	if (!f->tmp)
+		return;
+	unlink(f->tmp);
+	free(f->tmp);
+	f->tmp = NULL;
+}
+
+/* --- threads and launches ------------------------------------------------------ */
+
+static struct mms__xthread *xthread(struct mms__xpass *x, uint32_t thread)
+{
+	struct mms__xthread *t;
+	size_t n;
+
+	if (thread < x->nthreads)
+		return &x->threads[thread];
+	n = x->nthreads ? x->nthreads : 8;
+	while (n <= thread)
+		n *= 2;
+	t = realloc(x->threads, n * sizeof(*t));
+	if (!t)
+		return NULL;
+	memset(t + x->nthreads, 0, (n - x->nthreads) * sizeof(*t));
+	x->threads = t;
+	x->nthreads = n;
+	return &t[thread];
+}
+
+uint64_t mms__xpass_tid(struct mms__xpass *x, uint32_t thread)
+{
+	struct mms__xthread *t = xthread(x, thread);
+	uint64_t tid = 0;
+
+	if (t && t->known)
+		return t->tid;
+	if (mms_log_thread(x->log, thread, &tid, NULL))
+		tid = 0;
+	if (t) {
+		t->tid = tid;
+		t->known = 1;
+	}
+	return tid;
+}
+
+/* --- steps ------------------------------------------------------------------------ */
+
+static uint64_t live_now(const struct mms__xpass *x)
+{
+	mms_where_t w;
+
+	mms_replay_where(x->r, &w);
+	return w.live_bytes;
+}
+
+static struct mms__xstep *step_add(struct mms__xpass *x, uint64_t begin, uint64_t live)
+{
+	struct mms__xstep *s;
+
+	if (mms__grow(&x->steps, &x->steps_cap, x->nsteps, sizeof(*x->steps)))
+		return NULL;
+	s = &x->steps[x->nsteps++];
+	memset(s, 0, sizeof(*s));
+	s->begin = begin;
+	s->end = UINT64_MAX;
+	s->live_begin = s->peak_bytes = live;
+	s->peak_event = begin ? begin - 1 : 0;
+	return s;
+}
+
+static void step_end(struct mms__xpass *x, uint64_t end)
+{
+	struct mms__xstep *s = &x->steps[x->nsteps - 1];
+
+	s->end = end;
+	s->live_end = live_now(x);
+}
+
+/* The step the current event counts for: the open one, the first (still
+ * pending) before any mark, or none. */
+static struct mms__xstep *step_current(struct mms__xpass *x, uint64_t *num)
+{
+	if (x->nsteps && x->steps[x->nsteps - 1].end == UINT64_MAX) {
+		*num = x->nsteps;
+		return &x->steps[x->nsteps - 1];
+	}
+	if (!x->step_kind) {
+		*num = MMS__XSTEP_PENDING;
+		return &x->pending;
+	}
+	*num = MMS__XSTEP_NONE;
+	return NULL;
+}
+
+uint64_t mms__xpass_step_of(const struct mms__xpass *x, uint64_t id)
+{
+	size_t a = 0, b = x->nsteps, m;
+
+	if (!x->step_kind)
+		return MMS__XSTEP_PENDING;
+	/* The last step beginning at or before id. */
+	while (a < b) {
+		m = a + (b - a) / 2;
+		if (x->steps[m].begin <= id)
+			a = m + 1;
+		else
+			b = m;
+	}
+	if (!a || id >= x->steps[a - 1].end)
+		return MMS__XSTEP_NONE;
+	return a;
+}
+
+static int is_step_range(const mms_event_t *ev)
+{
+	return ev->kind == MMS_EV_MSTX && ev->sub == 1 && ev->name && !strcmp(ev->name, "step start");
+}
+
+/* Boundaries an event opens before it counts: steps are found as the
+ * replay's index finds them (index.c), whichever kind of mark comes first. */
+static int steps_before(struct mms__xpass *x, const mms_event_t *ev)
+{
+	struct mms__xstep *s;
+
+	if (is_step_range(ev)) {
+		if (!x->step_kind) {
+			x->step_kind = 2;
+			memset(&x->pending, 0, sizeof(x->pending));
+		}
+		x->step_range_id = ev->range_id;
+		x->in_range = 1;
+		if (x->step_kind != 2)
+			return 0;
+		if (x->nsteps && x->steps[x->nsteps - 1].end == UINT64_MAX)
+			step_end(x, ev->id);
+		return step_add(x, ev->id, live_now(x)) ? 0 : -ENOMEM;
+	}
+	if (ev->kind == MMS_EV_STEP) {
+		if (!x->step_kind)
+			x->step_kind = 1;
+		if (x->step_kind == 1 && !x->nsteps) {
+			/* Step 1 began with the log: it takes what was pending. */
+			s = step_add(x, 0, 0);
+			if (!s)
+				return -ENOMEM;
+			*s = x->pending;
+			s->begin = 0;
+			s->end = UINT64_MAX;
+		}
+	}
+	return 0;
+}
+
+/* Boundaries an event closes after it counted. */
+static int steps_after(struct mms__xpass *x, const mms_event_t *ev)
+{
+	if (ev->kind == MMS_EV_STEP) {
+		x->after_step = 0;
+		if (x->step_kind != 1)
+			return 0;
+		step_end(x, ev->id + 1);
+		return step_add(x, ev->id + 1, live_now(x)) ? 0 : -ENOMEM;
+	}
+	if (ev->kind != MMS_EV_SYSTEM)
+		x->after_step = 1;
+	if (ev->kind == MMS_EV_MSTX && ev->sub == 2 && x->in_range && ev->range_id == x->step_range_id) {
+		x->in_range = 0;
+		if (x->step_kind == 2 && x->nsteps)
+			step_end(x, ev->id + 1);
+	}
+	return 0;
+}
+
+/* At the end of the log: the step begun last counts if anything happened
+ * in it (STEP events), or always (an unfinished range). */
+static void steps_finish(struct mms__xpass *x, uint64_t pos)
+{
+	if (!x->nsteps || x->steps[x->nsteps - 1].end != UINT64_MAX)
+		return;
+	if (x->step_kind == 1 && !x->after_step)
+		x->nsteps--;
+	else
+		step_end(x, pos);
+}
+
+/* --- the pass -------------------------------------------------------------------- */
+
+int mms__xpass_open(struct mms__xpass *x, mms_log_t *log, const mms_export_options_t *opt)
+{
+	mms_replay_options_t ro = { .forward_only = 1 };
+	int rc;
+
+	memset(x, 0, sizeof(*x));
+	if (!log)
+		return MMS_EUSAGE;
+	x->log = log;
+	x->opt = opt;
+	mms_log_get_info(log, &x->info);
+	mms__map_init(&x->stk_ix);
+	rc = mms_replay_open_ex(log, &ro, &x->r);
+	if (rc)
+		return rc;
+	return 0;
+}
+
+void mms__xpass_close(struct mms__xpass *x)
+{
+	size_t i;
+
+	mms_replay_close(x->r);
+	for (i = 0; i < x->nthreads; i++)
+		free(x->threads[i].ops);
+	free(x->threads);
+	free(x->steps);
+	mms__map_free(&x->stk_ix);
+	free(x->stk_spans);
+	mms__xbuf_free(&x->stk_text);
+	free(x->ips);
+	mms__xbuf_free(&x->attr);
+	memset(x, 0, sizeof(*x));
+}
+
+/* Counts a memory event into the launches running on its thread and the
+ * step it belongs to. */
+static void count_memory(struct mms__xpass *x, struct mms__xthread *t, struct mms__xstep *s)
+{
+	uint64_t size = x->blk.size, live;
+	int alloc = x->ev.kind == MMS_EV_MALLOC;
+	size_t i;
+
+	for (i = 0; i < t->n; i++) {
+		if (alloc) {
+			t->ops[i].allocs++;
+			t->ops[i].bytes_allocated += size;
+		} else {
+			t->ops[i].frees++;
+			t->ops[i].bytes_freed += size;
+		}
+	}
+	if (!s)
+		return;
+	if (alloc) {
+		s->allocs++;
+		s->bytes_allocated += size;
+	} else {
+		s->frees++;
+		s->bytes_freed += size;
+	}
+	live = live_now(x);
+	if (live > s->peak_bytes) {
+		s->peak_bytes = live;
+		s->peak_event = x->ev.id;
+	}
+}
+
+int mms__xpass_next(struct mms__xpass *x)
+{
+	const mms_event_t *ev = &x->ev;
+	const mms_export_options_t *opt = x->opt;
+	struct mms__xthread *t;
+	struct mms__xlaunch *l;
+	struct mms__xstep *s;
+	int rc;
+
+	/* Progress at the start, now and then, and at the end, where a
+	 * cancel still leaves no file. */
+	if (opt && opt->progress && x->done >= x->progress_next) {
+		x->progress_next += XPASS_PROGRESS_EVERY;
+		if (opt->progress(opt->progress_ctx, x->done, x->info.events))
+			return -ECANCELED;
+	}
+	x->has_blk = 0;
+	x->has_ended = 0;
+	rc = mms_replay_next(x->r, &x->ev);
+	if (rc <= 0) {
+		if (rc == 0) {
+			steps_finish(x, x->done);
+			if (opt && opt->progress &&
+			    opt->progress(opt->progress_ctx, x->done,
+					  x->info.events > x->done ? x->info.events : x->done))
+				return -ECANCELED;
+		}
+		return rc;
+	}
+	x->done++;
+	if (ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE || ev->kind == MMS_EV_ACCESS)
+		x->has_blk = mms_replay_event_block(x->r, &x->blk) == 1;
+	t = xthread(x, ev->thread);
+	if (!t)
+		return -ENOMEM;
+	rc = steps_before(x, ev);
+	if (rc)
+		return rc;
+	s = step_current(x, &x->ev_step);
+	if (s)
+		s->events++;
+	switch (ev->kind) {
+	case MMS_EV_OP_LAUNCH:
+		if (ev->sub == 0) {
+			if (mms__grow(&t->ops, &t->cap, t->n, sizeof(*t->ops)))
+				return -ENOMEM;
+			l = &t->ops[t->n++];
+			memset(l, 0, sizeof(*l));
+			l->launch = ++x->launches;
+			l->name = ev->name;
+			l->thread = ev->thread;
+			l->begin_event = ev->id;
+			l->end_event = UINT64_MAX;
+			l->step = x->ev_step;
+			if (s)
+				s->launches++;
+		} else if (t->n) {
+			/* An end with no begin (recording began inside the
+			 * operator) ends nothing, as in the replay. */
+			x->ended = t->ops[--t->n];
+			x->ended.end_event = ev->id;
+			x->has_ended = 1;
+		}
+		break;
+	case MMS_EV_MALLOC:
+	case MMS_EV_FREE:
+		if (x->has_blk)
+			count_memory(x, t, s);
+		break;
+	default:
+		break;
+	}
+	rc = steps_after(x, ev);
+	return rc ? rc : 1;
+}
+
+/* --- C stacks ------------------------------------------------------------------- */
+
+int mms__xpass_ips(struct mms__xpass *x, uint32_t id, const uint64_t **ips)
+{
+	size_t cap;
+	int depth;
+	void *p;
+
+	for (;;) {
+		depth = mms_log_stack(x->log, id, x->ips, x->ips_cap);
+		if (depth < 0)
+			return depth;
+		if ((size_t)depth <= x->ips_cap)
+			break;
+		cap = (size_t)depth < 64 ? 64 : (size_t)depth;
+		p = realloc(x->ips, cap * sizeof(*x->ips));
+		if (!p)
+			return -ENOMEM;
+		x->ips = p;
+		x->ips_cap = cap;
+	}
+	*ips = x->ips;
+	return depth;
+}
+
+/* Appends one ip's frames (or its raw address) to the stack text. */
+static int stack_frame_text(struct mms__xpass *x, uint64_t ip, int first)
+{
+	mms_frame_t frames[XPASS_MAX_FRAMES];
+	struct mms__xbuf *b = &x->stk_text;
+	int n, i, len;
+
+	if (!x->opt || !x->opt->sym) {
+		if (!first && mms__xbuf_put(b, "|", 1))
+			return -ENOMEM;
+		if (mms__xbuf_reserve(b, 20))
+			return -ENOMEM;
+		b->len += (size_t)snprintf(b->p + b->len, 20, "0x%llx", (unsigned long long)ip);
+		return 0;
+	}
+	n = mms_symbolize(x->opt->sym, ip, frames, XPASS_MAX_FRAMES);
+	if (n < 0)
+		return n;
+	for (i = 0; i < n; i++, first = 0) {
+		if (!first && mms__xbuf_put(b, "|", 1))
+			return -ENOMEM;
+		len = mms_frame_format(&frames[i], NULL, 0);
+		if (len < 0 || mms__xbuf_reserve(b, (size_t)len + 1))
+			return -ENOMEM;
+		mms_frame_format(&frames[i], b->p + b->len, (size_t)len + 1);
+		b->len += (size_t)len;
+	}
+	return 0;
+}
+
+int mms__xpass_stack(struct mms__xpass *x, uint32_t id, const char **s, size_t *n)
+{
+	const uint64_t *ips;
+	uint64_t *v;
+	size_t off;
+	int depth, i, isnew, rc;
+
+	*s = "";
+	*n = 0;
+	if (!id)
+		return 0;
+	v = mms__map_put(&x->stk_ix, id, &isnew);
+	if (!v)
+		return -ENOMEM;
+	if (!isnew)
+		goto found;
+	/* A stack's text is rendered once, then copied for every block
+	 * allocated from it. */
+	if (mms__grow(&x->stk_spans, &x->stk_cap, x->nstk, sizeof(*x->stk_spans)))
+		goto fail_oom;
+	off = x->stk_text.len;
+	depth = mms__xpass_ips(x, id, &ips);
+	if (depth < 0) {
+		rc = depth;
+		goto fail;
+	}
+	for (i = 0; i < depth; i++) {
+		rc = stack_frame_text(x, x->ips[i], i == 0);
+		if (rc)
+			goto fail;
+	}
+	x->stk_spans[x->nstk].off = off;
+	x->stk_spans[x->nstk].len = x->stk_text.len - off;
+	*v = x->nstk++;
+found:
+	*s = x->stk_text.p + x->stk_spans[*v].off;
+	*n = x->stk_spans[*v].len;
+	return 0;
+fail_oom:
+	rc = -ENOMEM;
+fail:
+	mms__map_del(&x->stk_ix, id, NULL);
+	return rc;
+}
+
+/* --- rows ------------------------------------------------------------------------- */
+
+static const char *mem_type(const mms_event_t *ev, const mms_block_t *b, int has_blk)
+{
+	const char *pool;
+
+	switch (ev->mem) {
+	case MMS_MEM_HOST:
+		return "HOST";
+	case MMS_MEM_MMAP:
+		return "MMAP";
+	default:
+		pool = ev->name ? ev->name : has_blk ? b->pool : NULL;
+		return pool && *pool ? pool : "POOL";
+	}
+}
+
+/* Attr of a MALLOC or FREE row: {allocation_id,addr,size[,owner][,total,used]}. */
+static int attr_memory(struct mms__xpass *x, struct mms__xbuf *a)
+{
+	const mms_event_t *ev = &x->ev;
+	const mms_block_t *b = &x->blk;
+	int rc = 0;
+
+	rc |= mms__xbuf_put(a, "{", 1);
+	if (x->has_blk) {
+		rc |= mms__xbuf_puts(a, "allocation_id:");
+		rc |= mms__xbuf_u64(a, b->alloc_id);
+		rc |= mms__xbuf_put(a, ",", 1);
+	}
+	rc |= mms__xbuf_puts(a, "addr:");
+	rc |= mms__xbuf_addr(a, ev->addr);
+	if (x->has_blk || ev->kind == MMS_EV_MALLOC) {
+		/* A FREE of the malloc family records no size: the block
+		 * gives it (for munmap, the length unmapped). */
+		rc |= mms__xbuf_puts(a, ",size:");
+		rc |= mms__xbuf_u64(a, x->has_blk ? b->size : ev->size);
+	}
+	if (ev->kind == MMS_EV_MALLOC && x->has_blk && b->owner) {
+		rc |= mms__xbuf_puts(a, ",owner:");
+		rc |= mms__xbuf_puts(a, b->owner);
+	}
+	if (ev->mem == MMS_MEM_POOL) {
+		rc |= mms__xbuf_puts(a, ",total:");
+		rc |= mms__xbuf_u64(a, ev->total);
+		rc |= mms__xbuf_puts(a, ",used:");
+		rc |= mms__xbuf_u64(a, ev->used);
+	}
+	rc |= mms__xbuf_put(a, "}", 1);
+	return rc ? -ENOMEM : 0;
+}
+
+static int attr_access(struct mms__xpass *x, struct mms__xbuf *a)
+{
+	int rc = 0;
+
+	rc |= mms__xbuf_puts(a, "{addr:");
+	rc |= mms__xbuf_addr(a, x->ev.addr);
+	rc |= mms__xbuf_puts(a, ",size:");
+	rc |= mms__xbuf_u64(a, x->ev.size);
+	if (x->has_blk) {
+		rc |= mms__xbuf_puts(a, ",allocation_id:");
+		rc |= mms__xbuf_u64(a, x->blk.alloc_id);
+	}
+	rc |= mms__xbuf_put(a, "}", 1);
+	return rc ? -ENOMEM : 0;
+}
+
+static int attr_range(struct mms__xbuf *a, uint64_t range_id)
+{
+	int rc = 0;
+
+	rc |= mms__xbuf_puts(a, "{range_id:");
+	rc |= mms__xbuf_u64(a, range_id);
+	rc |= mms__xbuf_put(a, "}", 1);
+	return rc ? -ENOMEM : 0;
+}
+
+static void set_ptr(struct mms__xrow *row, uint64_t addr)
+{
+	hex16(row->ptr, addr);
+	row->ptr[18] = '\0';
+}
+
+int mms__xpass_row(struct mms__xpass *x, struct mms__xrow *row)
+{
+	static const char *const access_types[] = { "UNKNOWN", "READ", "WRITE" };
+	static const char *const mstx_types[] = { "Mark", "Range_start", "Range_end" };
+	const mms_event_t *ev = &x->ev;
+	struct mms__xbuf *a = &x->attr;
+	struct mms__xthread *t;
+	int rc = 0;
+
+	a->len = 0;
+	row->id = ev->id;
+	row->time_ns = ev->time_ns;
+	row->pid = x->info.pid;
+	row->tid = mms__xpass_tid(x, ev->thread);
+	row->name = NULL;
+	memcpy(row->ptr, "N/A", 4);
+	row->cstack = "";
+	row->cstack_len = 0;
+	switch (ev->kind) {
+	case MMS_EV_SYSTEM:
+		row->event = "SYSTEM";
+		row->type = ev->sub ? "FINI" : "INIT";
+		break;
+	case MMS_EV_MALLOC:
+	case MMS_EV_FREE:
+		row->event = ev->kind == MMS_EV_MALLOC ? "MALLOC" : "FREE";
+		row->type = mem_type(ev, &x->blk, x->has_blk);
+		set_ptr(row, ev->addr);
+		rc = attr_memory(x, a);
+		if (!rc && ev->kind == MMS_EV_MALLOC && ev->stack)
+			rc = mms__xpass_stack(x, ev->stack, &row->cstack, &row->cstack_len);
+		break;
+	case MMS_EV_ACCESS:
+		row->event = "ACCESS";
+		row->type = access_types[ev->sub < 3 ? ev->sub : 0];
+		/* The operator running on the accessing thread. */
+		t = xthread(x, ev->thread);
+		if (t && t->n)
+			row->name = t->ops[t->n - 1].name;
+		set_ptr(row, ev->addr);
+		rc = attr_access(x, a);
+		break;
+	case MMS_EV_OP_LAUNCH:
+		row->event = "OP_LAUNCH";
+		row->type = ev->sub ? "OP_END" : "OP_START";
+		row->name = ev->sub ? (x->has_ended ? x->ended.name : NULL) : ev->name;
+		break;
+	case MMS_EV_KERNEL_LAUNCH:
+		row->event = "KERNEL_LAUNCH";
+		row->type = "KERNEL_LAUNCH";
+		row->name = ev->name;
+		break;
+	case MMS_EV_MSTX:
+		row->event = "MSTX";
+		row->type = mstx_types[ev->sub < 3 ? ev->sub : 0];
+		if (ev->sub == 2) {
+			snprintf(x->name, sizeof(x->name), "Range end from id %llu", (unsigned long long)ev->range_id);
+			row->name = x->name;
+		} else {
+			row->name = ev->name;
+		}
+		if (ev->sub)
+			rc = attr_range(a, ev->range_id);
+		break;
+	default:
+		return 0;
+	}
+	if (rc)
+		return rc;
+	row->name_len = row->name ? strlen(row->name) : 0;
+	row->attr = a->len ? a->p : "";
+	row->attr_len = a->len;
+	return 1;
+}

@@ -1,0 +1,385 @@
+/* SPDX-License-Identifier: MIT */
+/* index.c: the index beside a log (LOG.idx): where each step begins and
+ * ends, and checkpoints of the heap state every so many events; built by
+ * one replay of the whole log, stored, and reloaded while the log is
+ * unchanged. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "replay-int.h"
+
+#define INDEX_MAGIC "MMSINDEX"
+#define INDEX_VERSION 1
+
+/* The file: this header, then nsteps (begin, end) pairs, then nckpts
+ * (pos, offset, length) triples, then the checkpoints' bytes. Native byte
+ * order: the index is a cache of this machine, rebuilt when unusable. */
+struct index_file_header {
+	char magic[8];
+	uint32_t version;
+	uint32_t header_size;
+	/* The log it indexes, as last seen. */
+	uint64_t log_size, log_dev, log_ino, log_mtime_ns;
+	uint64_t log_nchunks, log_last_stamp, log_events;
+	uint32_t log_flags;
+	int32_t stop_rc;
+	uint64_t events, every;
+	uint32_t step_kind, pad;
+	uint64_t nsteps, nckpts, blobs_len;
+};
+
+void mms__index_free(struct mms__index *ix)
+{
+	free(ix->steps);
+	free(ix->ckpts);
+	free(ix->blobs);
+	memset(ix, 0, sizeof(*ix));
+}
+
+static int add_ckpt(struct mms__index *ix, const struct mms__state *st, const mms_iter_t *it)
+{
+	uint8_t *buf, *nb;
+	size_t len, ncap;
+	int rc;
+
+	rc = mms__ckpt_save(st, it, &buf, &len);
+	if (rc)
+		return rc;
+	if (mms__grow(&ix->ckpts, &ix->ckpts_cap, ix->nckpts, sizeof(*ix->ckpts)))
+		goto fail;
+	if (ix->blobs_cap - ix->blobs_len < len) {
+		ncap = ix->blobs_cap ? ix->blobs_cap : 1 << 16;
+		while (ncap - ix->blobs_len < len)
+			ncap *= 2;
+		nb = realloc(ix->blobs, ncap);
+		if (!nb)
+			goto fail;
+		ix->blobs = nb;
+		ix->blobs_cap = ncap;
+	}
+	memcpy(ix->blobs + ix->blobs_len, buf, len);
+	ix->ckpts[ix->nckpts].pos = st->pos;
+	ix->ckpts[ix->nckpts].off = ix->blobs_len;
+	ix->ckpts[ix->nckpts].len = len;
+	ix->nckpts++;
+	ix->blobs_len += len;
+	free(buf);
+	return 0;
+fail:
+	free(buf);
+	return -ENOMEM;
+}
+
+static struct mms__step *step_add(struct mms__index *ix, uint64_t begin)
+{
+	struct mms__step *s;
+
+	if (mms__grow(&ix->steps, &ix->steps_cap, ix->nsteps, sizeof(*ix->steps)))
+		return NULL;
+	s = &ix->steps[ix->nsteps++];
+	s->begin = begin;
+	s->end = UINT64_MAX;
+	return s;
+}
+
+/* Notes step boundaries from what the event just applied changed. */
+static int track_steps(struct mms__index *ix, const struct mms__state *st, const mms_event_t *ev, uint64_t prev_steps,
+		       uint64_t prev_ranges, int prev_in_range)
+{
+	struct mms__step *s;
+
+	if (st->step_kind == 1 && st->steps_seen != prev_steps) {
+		/* Step k ends with its STEP event; step k + 1 begins. */
+		if (!ix->nsteps && !step_add(ix, 0))
+			return -ENOMEM;
+		ix->steps[ix->nsteps - 1].end = st->pos;
+		if (!step_add(ix, st->pos))
+			return -ENOMEM;
+	} else if (st->step_kind == 2) {
+		if (st->ranges_seen != prev_ranges) {
+			if (ix->nsteps && ix->steps[ix->nsteps - 1].end == UINT64_MAX)
+				ix->steps[ix->nsteps - 1].end = ev->id;
+			s = step_add(ix, ev->id);
+			if (!s)
+				return -ENOMEM;
+		} else if (prev_in_range && !st->in_range && ix->nsteps) {
+			ix->steps[ix->nsteps - 1].end = st->pos;
+		}
+	}
+	return 0;
+}
+
+int mms__index_build(mms_log_t *log, const mms_replay_options_t *opt, struct mms__index *ix)
+{
+	uint64_t every = opt && opt->checkpoint_every ? opt->checkpoint_every : (uint64_t)1 << 20;
+	uint64_t last = 0, live, prev_steps, prev_ranges, total = log->events;
+	struct mms__state st;
+	mms_iter_t *it;
+	mms_event_t ev;
+	int rc, prev_in;
+
+	memset(ix, 0, sizeof(*ix));
+	ix->every = every;
+	rc = mms_iter_open(log, &it);
+	if (rc)
+		return rc;
+	mms__state_init(&st, log);
+	for (;;) {
+		prev_steps = st.steps_seen;
+		prev_ranges = st.ranges_seen;
+		prev_in = st.in_range;
+		rc = mms_iter_next(it, &ev);
+		if (rc <= 0)
+			break;
+		rc = mms__state_apply(&st, &ev);
+		if (!rc)
+			rc = track_steps(ix, &st, &ev, prev_steps, prev_ranges, prev_in);
+		if (rc)
+			goto fail;
+		if (st.pos - last < every)
+			continue;
+		/* A checkpoint costs about what its live blocks do: space them
+		 * so the index stays a fraction of the log, however much is
+		 * live. */
+		live = st.mem[0].live_blocks + st.mem[1].live_blocks + st.mem[2].live_blocks;
+		if (st.pos - last < 8 * live)
+			continue;
+		rc = add_ckpt(ix, &st, it);
+		if (rc)
+			goto fail;
+		last = st.pos;
+		if (opt && opt->progress && opt->progress(opt->progress_ctx, st.pos, total)) {
+			rc = -ECANCELED;
+			goto fail;
+		}
+	}
+	/* Damage stops the replay where it is; the index covers what came
+	 * before and remembers why it stops. */
+	ix->stop_rc = rc;
+	ix->events = st.pos;
+	ix->step_kind = st.step_kind;
+	if (ix->nsteps && ix->steps[ix->nsteps - 1].end == UINT64_MAX) {
+		/* The step begun last counts if anything happened in it (STEP
+		 * events), or always (an unfinished range). */
+		if (st.step_kind == 1 && !st.after_step)
+			ix->nsteps--;
+		else
+			ix->steps[ix->nsteps - 1].end = st.pos;
+	}
+	if (st.step_kind == 1 && !ix->nsteps && st.after_step) {
+		/* Cannot happen (a STEP event made the kind), kept for sense. */
+		if (!step_add(ix, 0))
+			goto fail_oom;
+		ix->steps[0].end = st.pos;
+	}
+	mms__state_free(&st);
+	mms_iter_close(it);
+	return 0;
+fail_oom:
+	rc = -ENOMEM;
+fail:
+	mms__state_free(&st);
+	mms_iter_close(it);
+	mms__index_free(ix);
+	return rc;
+}
+
+/* --- the file ------------------------------------------------------------- */
+
+static void fill_header(const mms_log_t *log, const struct mms__index *ix, struct index_file_header *h)
+{
+	memset(h, 0, sizeof(*h));
+	memcpy(h->magic, INDEX_MAGIC, 8);
+	h->version = INDEX_VERSION;
+	h->header_size = sizeof(*h);
+	h->log_size = log->size;
+	h->log_dev = log->dev;
+	h->log_ino = log->ino;
+	h->log_mtime_ns = log->mtime_ns;
+	h->log_nchunks = log->hdr.nchunks;
+	h->log_last_stamp = log->hdr.last_stamp;
+	h->log_events = log->events;
+	h->log_flags = log->hdr.flags;
+	h->stop_rc = ix->stop_rc;
+	h->events = ix->events;
+	h->every = ix->every;
+	h->step_kind = (uint32_t)ix->step_kind;
+	h->nsteps = ix->nsteps;
+	h->nckpts = ix->nckpts;
+	h->blobs_len = ix->blobs_len;
+}
+
+static int write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+	ssize_t w;
+
+	while (n) {
+		w = write(fd, c, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Whether path holds something other than an index of ours (which we
+ * must then leave alone). */
+static int foreign_file(const char *path)
+{
+	char magic[8];
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	if (lstat(path, &st))
+		return 0;
+	if (!S_ISREG(st.st_mode))
+		return 1;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return 1;
+	n = read(fd, magic, sizeof(magic));
+	close(fd);
+	return n != (ssize_t)sizeof(magic) || memcmp(magic, INDEX_MAGIC, 8);
+}
+
+int mms__index_store(const mms_log_t *log, const char *path, const struct mms__index *ix)
+{
+	struct index_file_header h;
+	char *tmp;
+	size_t n;
+	int fd, rc;
+
+	if (foreign_file(path))
+		return -EEXIST;
+	n = strlen(path) + 16;
+	tmp = malloc(n);
+	if (!tmp)
+		return -ENOMEM;
+	snprintf(tmp, n, "%s.XXXXXX", path);
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		rc = -errno;
+		goto fail_tmp;
+	}
+	fill_header(log, ix, &h);
+	rc = fchmod(fd, 0640) ? -errno : 0;
+	if (!rc)
+		rc = write_all(fd, &h, sizeof(h));
+	if (!rc)
+		rc = write_all(fd, ix->steps, ix->nsteps * sizeof(*ix->steps));
+	if (!rc)
+		rc = write_all(fd, ix->ckpts, ix->nckpts * sizeof(*ix->ckpts));
+	if (!rc)
+		rc = write_all(fd, ix->blobs, ix->blobs_len);
+	if (close(fd) && !rc)
+		rc = -errno;
+	/* Renamed into place whole, so a reader never sees half an index. */
+	if (!rc && rename(tmp, path))
+		rc = -errno;
+	if (rc)
+		unlink(tmp);
+fail_tmp:
+	free(tmp);
+	return rc;
+}
+
+static int read_all(int fd, void *p, size_t n)
+{
+	char *c = p;
+	ssize_t r;
+
+	while (n) {
+		r = read(fd, c, n);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			return MMS_ETRUNCATED;
+		c += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+int mms__index_load(const mms_log_t *log, const char *path, struct mms__index *ix)
+{
+	struct index_file_header h, want;
+	struct stat st;
+	uint64_t i, need;
+	int fd, rc;
+
+	memset(ix, 0, sizeof(*ix));
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	rc = fstat(fd, &st) ? -errno : 0;
+	if (!rc && !S_ISREG(st.st_mode))
+		rc = MMS_EBADMAGIC;
+	if (!rc)
+		rc = read_all(fd, &h, sizeof(h));
+	if (rc)
+		goto out;
+	/* Stale or not ours: the caller rebuilds it. */
+	fill_header(log, ix, &want);
+	if (memcmp(h.magic, INDEX_MAGIC, 8) || h.version != INDEX_VERSION || h.header_size != sizeof(h) ||
+	    h.log_size != want.log_size || h.log_dev != want.log_dev || h.log_ino != want.log_ino ||
+	    h.log_mtime_ns != want.log_mtime_ns || h.log_nchunks != want.log_nchunks ||
+	    h.log_last_stamp != want.log_last_stamp || h.log_events != want.log_events ||
+	    h.log_flags != want.log_flags) {
+		rc = MMS_EVERSION;
+		goto out;
+	}
+	need = sizeof(h) + h.nsteps * sizeof(*ix->steps) + h.nckpts * sizeof(*ix->ckpts) + h.blobs_len;
+	if (h.nsteps > (uint64_t)st.st_size || h.nckpts > (uint64_t)st.st_size || h.blobs_len > (uint64_t)st.st_size ||
+	    need != (uint64_t)st.st_size || h.step_kind > 2) {
+		rc = MMS_ECORRUPT;
+		goto out;
+	}
+	ix->steps = malloc(h.nsteps * sizeof(*ix->steps) + 1);
+	ix->ckpts = malloc(h.nckpts * sizeof(*ix->ckpts) + 1);
+	ix->blobs = malloc(h.blobs_len + 1);
+	if (!ix->steps || !ix->ckpts || !ix->blobs) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = read_all(fd, ix->steps, h.nsteps * sizeof(*ix->steps));
+	if (!rc)
+		rc = read_all(fd, ix->ckpts, h.nckpts * sizeof(*ix->ckpts));
+	if (!rc)
+		rc = read_all(fd, ix->blobs, h.blobs_len);
+	if (rc)
+		goto out;
+	ix->nsteps = ix->steps_cap = h.nsteps;
+	ix->nckpts = ix->ckpts_cap = h.nckpts;
+	ix->blobs_len = ix->blobs_cap = h.blobs_len;
+	ix->events = h.events;
+	ix->every = h.every;
+	ix->stop_rc = h.stop_rc;
+	ix->step_kind = (int)h.step_kind;
+	/* Checkpoints in order, inside the blobs; steps in order. */
+	for (i = 0; i < ix->nckpts; i++)
+		if (ix->ckpts[i].off > ix->blobs_len || ix->ckpts[i].len > ix->blobs_len - ix->ckpts[i].off ||
+		    ix->ckpts[i].pos > ix->events || (i && ix->ckpts[i].pos <= ix->ckpts[i - 1].pos))
+			rc = MMS_ECORRUPT;
+	for (i = 0; i < ix->nsteps; i++)
+		if (ix->steps[i].begin > ix->steps[i].end || ix->steps[i].end > ix->events)
+			rc = MMS_ECORRUPT;
+out:
+	close(fd);
+	if (rc)
+		mms__index_free(ix);
+	return rc;
+}

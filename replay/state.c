@@ -1,0 +1,562 @@
+/* SPDX-License-Identifier: MIT */
+/* state.c: the heap state that replay drives: live blocks of every memory
+ * kind with their origin (stack, thread, step, operator, owner), the
+ * per-thread operator and owner stacks, and the running figures. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay-int.h"
+
+static void map_ref(void *ctx, uint64_t slot, int delta);
+
+void mms__state_init(struct mms__state *st, mms_log_t *log)
+{
+	memset(st, 0, sizeof(*st));
+	st->log = log;
+	mms__map_init(&st->host);
+	mms__map_init(&st->own.ix);
+	st->ow = &st->own;
+	st->maps.ref = map_ref;
+	st->maps.ctx = st;
+}
+
+void mms__state_free(struct mms__state *st)
+{
+	size_t i;
+
+	free(st->blks);
+	mms__map_free(&st->host);
+	mms__ivset_free(&st->maps);
+	for (i = 0; i < st->npools; i++)
+		mms__map_free(&st->pools[i].live);
+	free(st->pools);
+	for (i = 0; i < st->nthreads; i++) {
+		free(st->threads[i].ops);
+		free(st->threads[i].tags);
+	}
+	free(st->threads);
+	mms__owners_free(&st->own);
+	memset(st, 0, sizeof(*st));
+}
+
+/* --- block slots ---------------------------------------------------------- */
+
+/* Takes a free slot; returns its index or -1 when out of memory. */
+static int64_t slot_new(struct mms__state *st)
+{
+	uint64_t i;
+
+	if (st->free_slot) {
+		i = st->free_slot - 1;
+		st->free_slot = st->blks[i].addr;
+		return (int64_t)i;
+	}
+	if (mms__grow(&st->blks, &st->blks_cap, st->nblks, sizeof(*st->blks)))
+		return -1;
+	return (int64_t)st->nblks++;
+}
+
+static void slot_release(struct mms__state *st, uint64_t i)
+{
+	st->blks[i].refs = 0;
+	st->blks[i].addr = st->free_slot;
+	st->free_slot = i + 1;
+}
+
+/* A mapping's pieces share one slot; the last piece to go frees it. */
+static void map_ref(void *ctx, uint64_t slot, int delta)
+{
+	struct mms__state *st = ctx;
+	struct mms__blk *b = &st->blks[slot];
+
+	if (delta > 0) {
+		b->refs++;
+		return;
+	}
+	if (--b->refs == 0)
+		slot_release(st, slot);
+}
+
+/* The state of a thread: events number their threads below the log's
+ * thread count (log.c renumbers them), which bounds the table. */
+static struct mms__tstate *thread_state(struct mms__state *st, uint32_t thread)
+{
+	size_t n;
+	struct mms__tstate *t;
+
+	if (thread < st->nthreads)
+		return &st->threads[thread];
+	n = st->log->nthreads > thread ? st->log->nthreads : (size_t)thread + 1;
+	t = realloc(st->threads, n * sizeof(*t));
+	if (!t)
+		return NULL;
+	memset(t + st->nthreads, 0, (n - st->nthreads) * sizeof(*t));
+	st->threads = t;
+	st->nthreads = n;
+	return &t[thread];
+}
+
+static uint64_t str_hash(const char *s, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	while (len--)
+		h = (h ^ (uint8_t)*s++) * 0x100000001b3ull;
+	return h;
+}
+
+void mms__owners_free(struct mms__owners *o)
+{
+	size_t i;
+
+	mms__map_free(&o->ix);
+	for (i = 0; i < o->n; i++)
+		free(o->strs[i]);
+	free(o->strs);
+	memset(o, 0, sizeof(*o));
+}
+
+const char *mms__state_owner(struct mms__state *st, const char *s, size_t len)
+{
+	struct mms__owners *o = st->ow;
+	uint64_t h = str_hash(s, len), *v;
+	int isnew;
+	char *copy;
+
+	/* Probe on from the hash until the string or an empty key: two owner
+	 * strings with one FNV hash are not worth a better scheme. */
+	for (;; h++) {
+		v = mms__map_put(&o->ix, h, &isnew);
+		if (!v)
+			return NULL;
+		if (isnew)
+			break;
+		copy = o->strs[*v - 1];
+		if (strlen(copy) == len && !memcmp(copy, s, len))
+			return copy;
+	}
+	if (mms__grow(&o->strs, &o->cap, o->n, sizeof(*o->strs)))
+		goto fail;
+	copy = malloc(len + 1);
+	if (!copy)
+		goto fail;
+	memcpy(copy, s, len);
+	copy[len] = '\0';
+	o->strs[o->n++] = copy;
+	*v = o->n;
+	return copy;
+fail:
+	mms__map_del(&o->ix, h, NULL);
+	return NULL;
+}
+
+/* Recomputes a thread's joined owner string after a push or pop. */
+static int owner_join(struct mms__state *st, struct mms__tstate *t)
+{
+	size_t i, len = 0, n;
+	char buf[1024];
+
+	t->owner = NULL;
+	if (!t->ntags)
+		return 0;
+	for (i = 0; i < t->ntags; i++) {
+		n = strlen(t->tags[i]);
+		if (len + n + 1 >= sizeof(buf))
+			break; /* absurdly deep: keep the outer levels */
+		if (len)
+			buf[len++] = '@';
+		memcpy(buf + len, t->tags[i], n);
+		len += n;
+	}
+	t->owner = mms__state_owner(st, buf, len);
+	return t->owner ? 0 : -ENOMEM;
+}
+
+/* --- applying events -------------------------------------------------------- */
+
+static void kind_add(struct mms__state *st, mms_kind_summary_t *k, uint64_t size)
+{
+	uint64_t total;
+
+	k->live_bytes += size;
+	if (k->live_bytes > k->peak_bytes)
+		k->peak_bytes = k->live_bytes;
+	total = st->mem[0].live_bytes + st->mem[1].live_bytes + st->mem[2].live_bytes;
+	if (total > st->peak_total)
+		st->peak_total = total;
+}
+
+/* Fills a new slot from a MALLOC event. */
+static void blk_fill(struct mms__state *st, struct mms__blk *b, const mms_event_t *ev, struct mms__tstate *t)
+{
+	memset(b, 0, sizeof(*b));
+	b->addr = ev->addr;
+	b->size = ev->size;
+	b->alloc_id = ++st->alloc_ids;
+	b->alloc_event = ev->id;
+	b->kernels = st->kernel_launches;
+	b->steps_seen = (uint32_t)st->steps_seen;
+	/* Between "step start" ranges a block is in no step. */
+	b->ranges_seen = st->in_range ? (uint32_t)st->ranges_seen : 0;
+	b->stack = ev->stack;
+	b->thread = ev->thread;
+	b->mem = ev->mem;
+	b->fn = ev->sub;
+	b->refs = 1;
+	b->pool = ev->mem == MMS_MEM_POOL ? (ev->name ? ev->name : "") : NULL;
+	if (t->nops) {
+		b->op = t->ops[t->nops - 1].name;
+		b->op_launch = t->ops[t->nops - 1].launch;
+	}
+	b->owner = t->owner;
+}
+
+static void last_set(struct mms__state *st, const struct mms__blk *b, uint64_t free_event)
+{
+	st->last_blk = *b;
+	st->last_free_event = free_event;
+	st->last_blk_valid = 1;
+}
+
+/* An allocation keyed by address in table m (HOST or one pool). */
+static int keyed_alloc(struct mms__state *st, struct mms__map *m, const mms_event_t *ev, struct mms__tstate *t)
+{
+	mms_kind_summary_t *k = &st->mem[ev->mem];
+	uint64_t *v;
+	int64_t slot;
+	int isnew;
+
+	v = mms__map_put(m, ev->addr, &isnew);
+	if (!v)
+		return -ENOMEM;
+	if (!isnew) {
+		/* The address is already live: the ordering rule says this
+		 * cannot happen; count it and let the new block replace it. */
+		st->double_allocs++;
+		k->live_bytes -= st->blks[*v].size;
+		slot_release(st, *v);
+	}
+	slot = slot_new(st);
+	if (slot < 0) {
+		mms__map_del(m, ev->addr, NULL);
+		return -ENOMEM;
+	}
+	/* slot_new() may have moved blks, not the map: v is still valid. */
+	*v = (uint64_t)slot;
+	blk_fill(st, &st->blks[slot], ev, t);
+	k->allocs++;
+	k->bytes_allocated += ev->size;
+	kind_add(st, k, ev->size);
+	k->live_blocks = m == &st->host ? m->count : k->live_blocks + isnew;
+	last_set(st, &st->blks[slot], UINT64_MAX);
+	return 0;
+}
+
+static void keyed_free(struct mms__state *st, struct mms__map *m, const mms_event_t *ev)
+{
+	mms_kind_summary_t *k = &st->mem[ev->mem];
+	uint64_t slot;
+
+	k->frees++;
+	if (!mms__map_del(m, ev->addr, &slot)) {
+		st->unmatched_frees++;
+		return;
+	}
+	k->live_bytes -= st->blks[slot].size;
+	k->live_blocks--;
+	last_set(st, &st->blks[slot], ev->id);
+	slot_release(st, slot);
+}
+
+static struct mms__pool *pool_get(struct mms__state *st, const char *name)
+{
+	struct mms__pool *p;
+	size_t i;
+
+	if (!name)
+		name = "";
+	for (i = 0; i < st->npools; i++)
+		if (st->pools[i].name == name || !strcmp(st->pools[i].name, name))
+			return &st->pools[i];
+	if (mms__grow(&st->pools, &st->pools_cap, st->npools, sizeof(*st->pools)))
+		return NULL;
+	p = &st->pools[st->npools++];
+	p->name = name;
+	mms__map_init(&p->live);
+	return p;
+}
+
+static int apply_mmap(struct mms__state *st, const mms_event_t *ev, struct mms__tstate *t)
+{
+	mms_kind_summary_t *k = &st->mem[MMS_MEM_MMAP];
+	uint64_t hi = ev->addr + ev->size < ev->addr ? UINT64_MAX : ev->addr + ev->size;
+	uint64_t bytes;
+	size_t i;
+	int64_t slot;
+	int rc;
+
+	/* States are copied whole (a checkpoint restored into a replay):
+	 * point the callback at this one. */
+	st->maps.ctx = st;
+	if (ev->kind == MMS_EV_MALLOC) {
+		slot = slot_new(st);
+		if (slot < 0)
+			return -ENOMEM;
+		blk_fill(st, &st->blks[slot], ev, t);
+		st->blks[slot].refs = 0;
+		rc = mms__ivset_add_val(&st->maps, ev->addr, hi, (uint64_t)slot, &bytes);
+		if (rc) {
+			slot_release(st, (uint64_t)slot);
+			return rc;
+		}
+		st->blks[slot].refs = 1;
+		k->live_bytes -= bytes;
+		k->allocs++;
+		k->bytes_allocated += ev->size;
+		kind_add(st, k, ev->size);
+		last_set(st, &st->blks[slot], UINT64_MAX);
+	} else {
+		/* Unmapping what was never mapped is legal (and common for
+		 * mappings made before recording began): not unmatched. The
+		 * block reported is the mapping the range began in. */
+		k->frees++;
+		i = mms__ivset_find(&st->maps, ev->addr);
+		if (i != (size_t)-1) {
+			last_set(st, &st->blks[st->maps.iv[i].val], ev->id);
+			st->last_blk.size = ev->size;
+		}
+		rc = mms__ivset_remove(&st->maps, ev->addr, hi, &bytes);
+		if (rc)
+			return rc;
+		k->live_bytes -= bytes;
+	}
+	k->live_blocks = st->maps.n;
+	return 0;
+}
+
+static int apply_memory(struct mms__state *st, const mms_event_t *ev, struct mms__tstate *t)
+{
+	struct mms__pool *p;
+
+	if (ev->mem == MMS_MEM_MMAP)
+		return apply_mmap(st, ev, t);
+	if (ev->mem == MMS_MEM_POOL) {
+		p = pool_get(st, ev->name);
+		if (!p)
+			return -ENOMEM;
+		if (ev->kind == MMS_EV_MALLOC)
+			return keyed_alloc(st, &p->live, ev, t);
+		keyed_free(st, &p->live, ev);
+		return 0;
+	}
+	if (ev->kind == MMS_EV_MALLOC)
+		return keyed_alloc(st, &st->host, ev, t);
+	/* free(NULL) does nothing; valgrind does not count it either. */
+	if (ev->addr)
+		keyed_free(st, &st->host, ev);
+	return 0;
+}
+
+static int apply_op(struct mms__state *st, const mms_event_t *ev, struct mms__tstate *t)
+{
+	if (ev->sub == 1) {
+		/* An end without a begin (recording started inside the
+		 * operator) ends nothing. */
+		st->ended_op = t->nops ? t->ops[--t->nops].name : NULL;
+		return 0;
+	}
+	if (mms__grow(&t->ops, &t->ops_cap, t->nops, sizeof(*t->ops)))
+		return -ENOMEM;
+	t->ops[t->nops].name = ev->name;
+	t->ops[t->nops].launch = ++st->op_launches;
+	t->nops++;
+	return 0;
+}
+
+static int apply_owner(struct mms__state *st, const mms_event_t *ev, struct mms__tstate *t)
+{
+	if (ev->sub == 1) {
+		if (!t->ntags)
+			return 0;
+		t->ntags--;
+	} else {
+		if (mms__grow(&t->tags, &t->tags_cap, t->ntags, sizeof(*t->tags)))
+			return -ENOMEM;
+		t->tags[t->ntags++] = ev->name ? ev->name : "";
+	}
+	return owner_join(st, t);
+}
+
+static void apply_mstx(struct mms__state *st, const mms_event_t *ev)
+{
+	if (ev->sub == 1 && ev->name && !strcmp(ev->name, "step start")) {
+		/* Whichever way of marking steps comes first is the one used. */
+		if (!st->step_kind)
+			st->step_kind = 2;
+		st->ranges_seen++;
+		st->step_range_id = ev->range_id;
+		st->in_range = 1;
+	} else if (ev->sub == 2 && st->in_range && ev->range_id == st->step_range_id) {
+		st->in_range = 0;
+	}
+}
+
+int mms__state_apply(struct mms__state *st, const mms_event_t *ev)
+{
+	struct mms__tstate *t;
+
+	st->pos = ev->id + 1;
+	st->last_blk_valid = 0;
+	st->last_thread = ev->thread;
+	if (ev->kind < MMS_EV_KIND_COUNT)
+		st->by_kind[ev->kind]++;
+	if (ev->kind != MMS_EV_SYSTEM && ev->kind != MMS_EV_STEP)
+		st->after_step = 1;
+	if (ev->thread >= st->log->nthreads)
+		return MMS_ECORRUPT; /* not from this log's iterator */
+	t = thread_state(st, ev->thread);
+	if (!t)
+		return -ENOMEM;
+	switch (ev->kind) {
+	case MMS_EV_MALLOC:
+	case MMS_EV_FREE:
+		return apply_memory(st, ev, t);
+	case MMS_EV_ACCESS:
+	case MMS_EV_WATCH: {
+		const struct mms__blk *b = mms__state_find(st, ev->addr);
+
+		if (b)
+			last_set(st, b, UINT64_MAX);
+		return 0;
+	}
+	case MMS_EV_OP_LAUNCH:
+		return apply_op(st, ev, t);
+	case MMS_EV_KERNEL_LAUNCH:
+		st->kernel_launches++;
+		return 0;
+	case MMS_EV_STEP:
+		if (!st->step_kind)
+			st->step_kind = 1;
+		st->steps_seen++;
+		st->after_step = 0;
+		return 0;
+	case MMS_EV_MSTX:
+		apply_mstx(st, ev);
+		return 0;
+	case MMS_EV_OWNER:
+		return apply_owner(st, ev, t);
+	default:
+		return 0;
+	}
+}
+
+/* --- queries ---------------------------------------------------------------- */
+
+static int step_kind(const struct mms__state *st)
+{
+	return st->step_kind_hint ? st->step_kind_hint : st->step_kind;
+}
+
+uint64_t mms__state_blk_step(const struct mms__state *st, const struct mms__blk *b)
+{
+	switch (step_kind(st)) {
+	case 1:
+		return (uint64_t)b->steps_seen + 1;
+	case 2:
+		return b->ranges_seen;
+	default:
+		return 0;
+	}
+}
+
+uint64_t mms__state_step(const struct mms__state *st, int *in_step)
+{
+	switch (step_kind(st)) {
+	case 1:
+		*in_step = 1;
+		return st->steps_seen + 1;
+	case 2:
+		*in_step = st->in_range;
+		return st->ranges_seen;
+	default:
+		*in_step = 0;
+		return 0;
+	}
+}
+
+void mms__state_blk_export(const struct mms__state *st, const struct mms__blk *b, mms_block_t *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->addr = b->addr;
+	out->size = b->size;
+	out->mem = b->mem;
+	out->fn = b->fn;
+	out->thread = b->thread;
+	out->stack = b->stack;
+	out->alloc_id = b->alloc_id;
+	out->alloc_event = b->alloc_event;
+	out->step = mms__state_blk_step(st, b);
+	out->op_launch = b->op_launch;
+	out->op = b->op;
+	out->kernel_launches = b->kernels;
+	out->owner = b->owner;
+	out->pool = b->pool;
+	out->free_event = UINT64_MAX;
+}
+
+const struct mms__blk *mms__state_find(const struct mms__state *st, uint64_t addr)
+{
+	const struct mms__blk *b, *best = NULL;
+	const uint64_t *v;
+	size_t i, j;
+
+	/* An exact start address is the common question and one lookup. */
+	v = mms__map_get(&st->host, addr);
+	if (v)
+		return &st->blks[*v];
+	i = mms__ivset_find(&st->maps, addr);
+	if (i != (size_t)-1)
+		return &st->blks[st->maps.iv[i].val];
+	for (j = 0; j < st->npools; j++) {
+		v = mms__map_get(&st->pools[j].live, addr);
+		if (v)
+			return &st->blks[*v];
+	}
+	/* An interior address: scan the live blocks. Interactive questions
+	 * only, so linear is fine. */
+	for (i = 0; i < st->nblks; i++) {
+		b = &st->blks[i];
+		if (b->refs && b->mem != MMS_MEM_MMAP && addr >= b->addr && addr - b->addr < b->size &&
+		    (!best || b->addr > best->addr))
+			best = b;
+	}
+	return best;
+}
+
+int mms__state_each(const struct mms__state *st, int (*fn)(const struct mms__blk *b, void *ctx), void *ctx)
+{
+	struct mms__blk piece;
+	const struct mms__iv *iv;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < st->nblks; i++) {
+		if (!st->blks[i].refs || st->blks[i].mem == MMS_MEM_MMAP)
+			continue;
+		rc = fn(&st->blks[i], ctx);
+		if (rc)
+			return rc;
+	}
+	/* A mapping cut by munmap shows as its live pieces. */
+	for (i = 0; i < st->maps.n; i++) {
+		iv = &st->maps.iv[i];
+		piece = st->blks[iv->val];
+		piece.addr = iv->lo;
+		piece.size = iv->hi - iv->lo;
+		rc = fn(&piece, ctx);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}

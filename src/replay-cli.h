@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+/* replay-cli.h: the parts of the msmemscope-replay command: the summary,
+ * the one-shot queries and the interactive stepper. */
+#ifndef MMS_REPLAY_CLI_H
+#define MMS_REPLAY_CLI_H
+
+#include "msmemscope-replay.h"
+#include "replay-show.h"
+
+/* --summary: prints the log's figures; returns the exit status. */
+int replay_summary(const char *path, mms_log_t *log, int json);
+/* Warns on stderr about what a cut, damaged or unfinished log leaves out. */
+void replay_warn_log_state(const char *path, const mms_log_info_t *in);
+/* -i: reads commands from in until quit or end of input; returns the exit
+ * status. Prompts and line editing only when in is a terminal. */
+int replay_interactive(struct show *s, FILE *in);
+
+#endif /* MMS_REPLAY_CLI_H */

@@ -1,0 +1,528 @@
+/* SPDX-License-Identifier: MIT */
+/* replay-show.c: prints events, blocks, stacks, positions and step reports
+ * of a replay as text or JSON (see replay-show.h). */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "replay-show.h"
+
+#define MAX_FRAMES 16 /* inlined frames per address */
+
+void show_init(struct show *s, const char *path, mms_log_t *log, mms_replay_t *r)
+{
+	memset(s, 0, sizeof(*s));
+	s->out = stdout;
+	s->path = path;
+	s->log = log;
+	s->r = r;
+	s->depth = 12;
+	s->top = 10;
+}
+
+void show_fini(struct show *s)
+{
+	mms_symbolizer_close(s->sym);
+	s->sym = NULL;
+}
+
+const char *show_mem_name(unsigned mem)
+{
+	switch (mem) {
+	case MMS_MEM_HOST:
+		return "HOST";
+	case MMS_MEM_MMAP:
+		return "MMAP";
+	case MMS_MEM_POOL:
+		return "POOL";
+	default:
+		return "UNKNOWN";
+	}
+}
+
+/* The function behind a memory event: malloc, realloc, munmap, ... */
+const char *show_fn_name(const mms_event_t *ev)
+{
+	static const char *const allocs[] = { "malloc", "calloc", "realloc", "posix_memalign",
+					      "aligned_alloc", "memalign", "valloc", "pvalloc" };
+
+	if (ev->mem == MMS_MEM_MMAP)
+		return ev->kind == MMS_EV_MALLOC ? "mmap" : "munmap";
+	if (ev->mem == MMS_MEM_POOL)
+		return ev->kind == MMS_EV_MALLOC ? "pool_alloc" : "pool_free";
+	if (ev->kind == MMS_EV_MALLOC)
+		return ev->sub < sizeof(allocs) / sizeof(*allocs) ? allocs[ev->sub] : "alloc";
+	return ev->sub == 1 ? "realloc" : "free";
+}
+
+static const char *sub_name(const mms_event_t *ev)
+{
+	switch (ev->kind) {
+	case MMS_EV_SYSTEM:
+		return ev->sub ? "FINI" : "INIT";
+	case MMS_EV_MALLOC:
+	case MMS_EV_FREE:
+		return show_fn_name(ev);
+	case MMS_EV_ACCESS:
+		return ev->sub == 1 ? "READ" : ev->sub == 2 ? "WRITE" : "UNKNOWN";
+	case MMS_EV_OP_LAUNCH:
+		return ev->sub ? "end" : "begin";
+	case MMS_EV_MSTX:
+		return ev->sub == 1 ? "range_start" : ev->sub == 2 ? "range_end" : "mark";
+	case MMS_EV_OWNER:
+		return ev->sub ? "pop" : "push";
+	case MMS_EV_COLLECT:
+		return ev->sub ? "start" : "stop";
+	default:
+		return "";
+	}
+}
+
+/* "t2" or "t2 'worker'" for a thread index. */
+static const char *thread_label(struct show *s, uint32_t thread, char *buf, size_t len)
+{
+	const char *name = NULL;
+	uint64_t tid = 0;
+
+	mms_log_thread(s->log, thread, &tid, &name);
+	if (name && *name)
+		snprintf(buf, len, "t%u '%s'", thread, name);
+	else
+		snprintf(buf, len, "t%u", thread);
+	return buf;
+}
+
+static void json_str(struct show *s, const char *v)
+{
+	if (!v)
+		fputs("null", s->out);
+	else
+		json_put_string(s->out, v, strlen(v));
+}
+
+/* ,"KEY":index,"KEY_tid":tid,"KEY_name":name|null */
+static void json_thread(struct show *s, const char *key, uint32_t thread)
+{
+	const char *name = NULL;
+	uint64_t tid = 0;
+
+	mms_log_thread(s->log, thread, &tid, &name);
+	fprintf(s->out, ",\"%s\":%u,\"%s_tid\":%" PRIu64 ",\"%s_name\":", key, thread, key, tid, key);
+	json_str(s, name && *name ? name : NULL);
+}
+
+/* "1 block", "3 blocks". */
+static const char *plural(uint64_t n, const char *noun, char *buf, size_t len)
+{
+	snprintf(buf, len, "%" PRIu64 " %s%s", n, noun, n == 1 ? "" : "s");
+	return buf;
+}
+
+static mms_symbolizer_t *symbolizer(struct show *s)
+{
+	if (!s->sym && !s->sym_failed && mms_symbolizer_open(s->log, &s->sym))
+		s->sym_failed = 1;
+	return s->sym;
+}
+
+/* --- stacks ------------------------------------------------------------------- */
+
+void show_stack(struct show *s, uint32_t stack, const char *indent)
+{
+	uint64_t ips[256];
+	mms_frame_t fr[MAX_FRAMES];
+	char buf[1024];
+	int n, i, k, m, shown = 0;
+	const char *sep = "";
+
+	n = stack ? mms_log_stack(s->log, stack, ips, sizeof(ips) / sizeof(*ips)) : 0;
+	if (n > (int)(sizeof(ips) / sizeof(*ips)))
+		n = (int)(sizeof(ips) / sizeof(*ips));
+	if (s->json)
+		fputc('[', s->out);
+	if (n <= 0 && !s->json) {
+		mms_log_info_t info;
+
+		mms_log_get_info(s->log, &info);
+		fprintf(s->out, "%s(no stack recorded%s)\n", indent,
+			info.call_stack_depth ? "" : "; record with --call-stack=c:N to get them");
+	}
+	for (i = 0; i < n; i++) {
+		if (s->depth && shown >= (int)s->depth && !s->json) {
+			fprintf(s->out, "%s... %d more frame%s\n", indent, n - i, n - i == 1 ? "" : "s");
+			break;
+		}
+		m = symbolizer(s) ? mms_symbolize(s->sym, ips[i], fr, MAX_FRAMES) : 0;
+		if (m <= 0) {
+			memset(fr, 0, sizeof(fr[0]));
+			fr[0].ip = ips[i];
+			m = 1;
+		}
+		for (k = 0; k < m; k++) {
+			if (s->json) {
+				fprintf(s->out, "%s{\"ip\":\"0x%" PRIx64 "\",\"function\":", sep, fr[k].ip);
+				json_str(s, fr[k].function);
+				fputs(",\"file\":", s->out);
+				json_str(s, fr[k].file);
+				fprintf(s->out, ",\"line\":%u,\"module\":", fr[k].line);
+				json_str(s, fr[k].module);
+				fprintf(s->out, ",\"module_offset\":\"0x%" PRIx64 "\",\"inlined\":%s}", fr[k].module_offset,
+					fr[k].inlined ? "true" : "false");
+				sep = ",";
+				continue;
+			}
+			/* An address numbers its first frame; the functions
+			 * inlined there come first, each inlined into the next. */
+			mms_frame_format(&fr[k], buf, sizeof(buf));
+			if (k == 0)
+				fprintf(s->out, "%s#%-2d %s%s\n", indent, i, buf, fr[k].inlined ? " [inlined]" : "");
+			else
+				fprintf(s->out, "%s    %s%s\n", indent, buf, fr[k].inlined ? " [inlined]" : "");
+		}
+		shown++;
+	}
+	if (s->json)
+		fputc(']', s->out);
+}
+
+/* --- events ------------------------------------------------------------------- */
+
+static void event_text(struct show *s, const mms_event_t *ev, const mms_block_t *b, int has_block)
+{
+	char t[96], h[32];
+
+	fprintf(s->out, "#%-8" PRIu64 " %-10s %-13s %-14s", ev->id, thread_label(s, ev->thread, t, sizeof(t)),
+		cli_event_kind_name(ev->kind), sub_name(ev));
+	switch (ev->kind) {
+	case MMS_EV_MALLOC:
+	case MMS_EV_FREE:
+		if (ev->kind == MMS_EV_FREE && !ev->addr && ev->mem == MMS_MEM_HOST) {
+			fputs(" NULL", s->out);
+			break;
+		}
+		fprintf(s->out, " 0x%" PRIx64, ev->addr);
+		if (has_block)
+			fprintf(s->out, " %s, allocation %" PRIu64, human_bytes(b->size, h, sizeof(h)), b->alloc_id);
+		else if (ev->kind == MMS_EV_FREE)
+			fputs(" (no live block there)", s->out);
+		if (ev->mem == MMS_MEM_POOL)
+			fprintf(s->out, " pool '%s' total %" PRIu64 " used %" PRIu64, ev->name ? ev->name : "", ev->total,
+				ev->used);
+		if (has_block && b->op)
+			fprintf(s->out, " in %s#%" PRIu64, b->op, b->op_launch);
+		break;
+	case MMS_EV_ACCESS:
+	case MMS_EV_WATCH:
+		fprintf(s->out, " 0x%" PRIx64 " %" PRIu64 " bytes", ev->addr, ev->size);
+		if (ev->name)
+			fprintf(s->out, " '%s'", ev->name);
+		if (has_block)
+			fprintf(s->out, " (allocation %" PRIu64 ")", b->alloc_id);
+		break;
+	case MMS_EV_MSTX:
+		if (ev->sub)
+			fprintf(s->out, " id %" PRIu64, ev->range_id);
+		/* fall through */
+	default:
+		if (ev->name)
+			fprintf(s->out, " '%s'", ev->name);
+		break;
+	}
+	fputc('\n', s->out);
+}
+
+static void block_json(struct show *s, const mms_block_t *b)
+{
+	fprintf(s->out,
+		"{\"addr\":\"0x%" PRIx64 "\",\"size\":%" PRIu64 ",\"kind\":\"%s\",\"allocation_id\":%" PRIu64
+		",\"alloc_event\":%" PRIu64,
+		b->addr, b->size, show_mem_name(b->mem), b->alloc_id, b->alloc_event);
+	json_thread(s, "thread", b->thread);
+	fprintf(s->out, ",\"step\":%" PRIu64 ",\"op\":", b->step);
+	json_str(s, b->op);
+	fprintf(s->out, ",\"op_launch\":%" PRIu64 ",\"kernel_launches\":%" PRIu64 ",\"owner\":", b->op_launch,
+		b->kernel_launches);
+	json_str(s, b->owner);
+	fputs(",\"pool\":", s->out);
+	json_str(s, b->pool);
+	if (b->free_event != UINT64_MAX) {
+		fprintf(s->out, ",\"free_event\":%" PRIu64, b->free_event);
+		json_thread(s, "free_thread", b->free_thread);
+	} else {
+		fputs(",\"free_event\":null", s->out);
+	}
+	fputs(",\"stack\":", s->out);
+	show_stack(s, b->stack, "");
+	fputc('}', s->out);
+}
+
+static void event_json(struct show *s, const mms_event_t *ev, const mms_block_t *b, int has_block)
+{
+	fprintf(s->out, "{\"id\":%" PRIu64 ",\"time_ns\":%" PRIu64, ev->id, ev->time_ns);
+	json_thread(s, "thread", ev->thread);
+	fprintf(s->out, ",\"kind\":\"%s\",\"sub\":\"%s\"", cli_event_kind_name(ev->kind), sub_name(ev));
+	if (ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE)
+		fprintf(s->out, ",\"mem\":\"%s\"", show_mem_name(ev->mem));
+	if (ev->addr || ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE)
+		fprintf(s->out, ",\"addr\":\"0x%" PRIx64 "\"", ev->addr);
+	if (ev->size)
+		fprintf(s->out, ",\"size\":%" PRIu64, ev->size);
+	if (ev->name) {
+		fputs(",\"name\":", s->out);
+		json_str(s, ev->name);
+	}
+	if (ev->kind == MMS_EV_MSTX && ev->sub)
+		fprintf(s->out, ",\"range_id\":%" PRIu64, ev->range_id);
+	if (ev->mem == MMS_MEM_POOL)
+		fprintf(s->out, ",\"total\":%" PRIu64 ",\"used\":%" PRIu64, ev->total, ev->used);
+	if (has_block) {
+		fputs(",\"block\":", s->out);
+		block_json(s, b);
+	}
+	fputc('}', s->out);
+}
+
+void show_event_line(struct show *s, const mms_event_t *ev)
+{
+	mms_block_t b;
+	int has = mms_replay_event_block(s->r, &b);
+	unsigned depth = s->depth;
+
+	if (s->json) {
+		/* One line per event: no stacks, or they would swamp it. */
+		s->depth = 0;
+		event_json(s, ev, &b, 0);
+		s->depth = depth;
+		return;
+	}
+	event_text(s, ev, &b, has);
+}
+
+void show_event(struct show *s, const mms_event_t *ev)
+{
+	mms_block_t b;
+	int has = mms_replay_event_block(s->r, &b);
+
+	if (s->json) {
+		event_json(s, ev, &b, has);
+		return;
+	}
+	event_text(s, ev, &b, has);
+	if (has && (ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE)) {
+		fprintf(s->out, "  allocated at event #%" PRIu64 " in step %" PRIu64 "%s%s", b.alloc_event, b.step,
+			b.op ? ", operator " : "", b.op ? b.op : "");
+		if (b.owner)
+			fprintf(s->out, ", owner %s", b.owner);
+		fputs(", by:\n", s->out);
+		show_stack(s, b.stack, "    ");
+	}
+}
+
+/* --- state ------------------------------------------------------------------- */
+
+void show_where(struct show *s)
+{
+	mms_where_t w;
+	char a[32], b[32], t[96];
+	unsigned k;
+
+	mms_replay_where(s->r, &w);
+	if (s->json) {
+		fprintf(s->out, "{\"position\":%" PRIu64 ",\"events\":%" PRIu64 ",\"step\":%" PRIu64
+			",\"in_step\":%s,\"steps\":%" PRIu64 ",\"op\":",
+			w.position, w.events, w.step, w.in_step ? "true" : "false", mms_replay_steps(s->r));
+		json_str(s, w.op);
+		fprintf(s->out, ",\"op_launch\":%" PRIu64 ",\"op_launches\":%" PRIu64 ",\"kernel_launches\":%" PRIu64
+			",\"live_bytes\":%" PRIu64 ",\"peak_bytes\":%" PRIu64 ",\"kinds\":{",
+			w.op_launch, w.op_launches, w.kernel_launches, w.live_bytes, w.peak_bytes);
+		for (k = 0; k < MMS_MEM_KIND_COUNT; k++)
+			fprintf(s->out, "%s\"%s\":{\"live_blocks\":%" PRIu64 ",\"live_bytes\":%" PRIu64
+				",\"allocs\":%" PRIu64 ",\"frees\":%" PRIu64 ",\"peak_bytes\":%" PRIu64 "}",
+				k ? "," : "", k == 0 ? "host" : k == 1 ? "mmap" : "pool", w.mem[k].live_blocks,
+				w.mem[k].live_bytes, w.mem[k].allocs, w.mem[k].frees, w.mem[k].peak_bytes);
+		fputs("}}", s->out);
+		return;
+	}
+	fprintf(s->out, "position %" PRIu64 " of %" PRIu64 " events", w.position, w.events);
+	if (w.position)
+		fprintf(s->out, " (after event #%" PRIu64 ")", w.position - 1);
+	if (mms_replay_steps(s->r))
+		fprintf(s->out, ", %s %" PRIu64 " of %" PRIu64, w.in_step ? "step" : "after step", w.step,
+			mms_replay_steps(s->r));
+	if (w.op)
+		fprintf(s->out, ", in operator %s (launch %" PRIu64 ") on %s", w.op, w.op_launch,
+			thread_label(s, w.thread, t, sizeof(t)));
+	fputc('\n', s->out);
+	fprintf(s->out, "live: %s, %s", plural(w.mem[0].live_blocks + w.mem[1].live_blocks + w.mem[2].live_blocks, "block", t, sizeof(t)),
+		human_bytes(w.live_bytes, a, sizeof(a)));
+	for (k = 0; k < MMS_MEM_KIND_COUNT; k++)
+		if (w.mem[k].allocs)
+			fprintf(s->out, "%s%s %" PRIu64 " blocks %s", k ? "; " : " (", show_mem_name(k),
+				w.mem[k].live_blocks, human_bytes(w.mem[k].live_bytes, b, sizeof(b)));
+	if (w.mem[0].allocs || w.mem[1].allocs || w.mem[2].allocs)
+		fputc(')', s->out);
+	fprintf(s->out, "; peak so far %s\n", human_bytes(w.peak_bytes, a, sizeof(a)));
+}
+
+void show_block(struct show *s, const mms_block_t *b)
+{
+	mms_where_t w;
+	char h[32], t[96];
+
+	if (s->json) {
+		block_json(s, b);
+		return;
+	}
+	mms_replay_where(s->r, &w);
+	fprintf(s->out, "%s block 0x%" PRIx64 ", %" PRIu64 " bytes", b->free_event == UINT64_MAX ? "live" : "freed",
+		b->addr, b->size);
+	if (b->size >= 1024)
+		fprintf(s->out, " (%s)", human_bytes(b->size, h, sizeof(h)));
+	fprintf(s->out, ", %s, allocation %" PRIu64 "\n", show_mem_name(b->mem), b->alloc_id);
+	fprintf(s->out, "  allocated at event #%" PRIu64 " (%" PRIu64 " events ago) by %s in step %" PRIu64,
+		b->alloc_event, w.position - b->alloc_event, thread_label(s, b->thread, t, sizeof(t)), b->step);
+	if (b->op)
+		fprintf(s->out, ", operator %s (launch %" PRIu64 ")", b->op, b->op_launch);
+	if (b->owner)
+		fprintf(s->out, ", owner %s", b->owner);
+	if (b->pool)
+		fprintf(s->out, ", pool '%s'", b->pool);
+	fputs(":\n", s->out);
+	show_stack(s, b->stack, "    ");
+	if (b->free_event != UINT64_MAX)
+		fprintf(s->out, "  freed at event #%" PRIu64 " by %s\n", b->free_event,
+			thread_label(s, b->free_thread, t, sizeof(t)));
+}
+
+void show_groups(struct show *s, const char *title, const mms_stack_group_t *g, size_t n)
+{
+	uint64_t blocks = 0, bytes = 0;
+	char h[32], e[32];
+	size_t i, shown = s->top && n > s->top ? s->top : n;
+
+	for (i = 0; i < n; i++) {
+		blocks += g[i].blocks;
+		bytes += g[i].bytes;
+	}
+	if (s->json) {
+		fprintf(s->out, "{\"blocks\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"groups\":[", blocks, bytes);
+		for (i = 0; i < shown; i++) {
+			fprintf(s->out, "%s{\"blocks\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"largest\":{\"addr\":\"0x%" PRIx64
+				"\",\"size\":%" PRIu64 ",\"step\":%" PRIu64 ",\"op\":",
+				i ? "," : "", g[i].blocks, g[i].bytes, g[i].addr, g[i].size, g[i].step);
+			json_str(s, g[i].op);
+			fputs("},\"stack\":", s->out);
+			show_stack(s, g[i].stack, "");
+			fputc('}', s->out);
+		}
+		fprintf(s->out, "],\"groups_total\":%zu}", n);
+		return;
+	}
+	fprintf(s->out, "%s: %" PRIu64 " block%s, %s", title, blocks, blocks == 1 ? "" : "s",
+		human_bytes(bytes, h, sizeof(h)));
+	if (n > 1)
+		fprintf(s->out, " from %zu stacks", n);
+	fputs(n ? "\n" : " (none)\n", s->out);
+	for (i = 0; i < shown; i++) {
+		fprintf(s->out, "  %s in %" PRIu64 " block%s (largest 0x%" PRIx64 ", %s, step %" PRIu64 "%s%s)\n",
+			human_bytes(g[i].bytes, h, sizeof(h)), g[i].blocks, g[i].blocks == 1 ? "" : "s", g[i].addr,
+			human_bytes(g[i].size, e, sizeof(e)), g[i].step, g[i].op ? ", operator " : "",
+			g[i].op ? g[i].op : "");
+		show_stack(s, g[i].stack, "      ");
+	}
+	if (shown < n)
+		fprintf(s->out, "  ... %zu more stack%s (--top 0 lists all)\n", n - shown, n - shown == 1 ? "" : "s");
+}
+
+static const char *signed_bytes(int64_t v, char *buf, size_t len)
+{
+	char h[32];
+
+	snprintf(buf, len, "%s%s", v < 0 ? "-" : "+", human_bytes(v < 0 ? (uint64_t)-v : (uint64_t)v, h, sizeof(h)));
+	return buf;
+}
+
+void show_step_report(struct show *s, const mms_step_report_t *rep)
+{
+	const mms_where_t *w = &rep->at_end;
+	char a[32], b[32], c[32], t[96];
+	size_t i, shown = s->top && rep->nlaunches > s->top ? s->top : rep->nlaunches;
+	const mms_launch_t *l;
+
+	if (s->json) {
+		fprintf(s->out, "{\"step\":%" PRIu64 ",\"steps\":%" PRIu64 ",\"begin\":%" PRIu64 ",\"end\":%" PRIu64
+			",\"peak_bytes\":%" PRIu64 ",\"peak_event\":%" PRIu64 ",\"allocs\":%" PRIu64
+			",\"frees\":%" PRIu64 ",\"bytes_allocated\":%" PRIu64 ",\"bytes_freed\":%" PRIu64
+			",\"delta_bytes\":%" PRId64 ",\"state\":",
+			rep->step, mms_replay_steps(s->r), rep->begin, rep->end, rep->peak_bytes, rep->peak_event,
+			rep->allocs, rep->frees, rep->bytes_allocated, rep->bytes_freed, rep->delta_bytes);
+		show_where(s);
+		fputs(",\"kept\":", s->out);
+		show_groups(s, NULL, rep->kept, rep->nkept);
+		fputs(",\"launches\":[", s->out);
+		for (i = 0; i < rep->nlaunches; i++) {
+			l = &rep->launches[i];
+			fprintf(s->out, "%s{\"launch\":%" PRIu64 ",\"name\":", i ? "," : "", l->launch);
+			json_str(s, l->name);
+			json_thread(s, "thread", l->thread);
+			fprintf(s->out, ",\"begin_event\":%" PRIu64 ",\"end_event\":", l->begin_event);
+			if (l->end_event == UINT64_MAX)
+				fputs("null", s->out);
+			else
+				fprintf(s->out, "%" PRIu64, l->end_event);
+			fprintf(s->out, ",\"allocs\":%" PRIu64 ",\"frees\":%" PRIu64 ",\"bytes_allocated\":%" PRIu64
+				",\"bytes_freed\":%" PRIu64 ",\"delta_bytes\":%" PRId64 "}",
+				l->allocs, l->frees, l->bytes_allocated, l->bytes_freed, l->delta_bytes);
+		}
+		fputs("],\"owners\":[", s->out);
+		for (i = 0; i < rep->nowners; i++) {
+			fprintf(s->out, "%s{\"owner\":", i ? "," : "");
+			json_str(s, rep->owners[i].owner);
+			fprintf(s->out, ",\"blocks\":%" PRIu64 ",\"bytes\":%" PRIu64 "}", rep->owners[i].blocks,
+				rep->owners[i].bytes);
+		}
+		fputs("]}", s->out);
+		return;
+	}
+	fprintf(s->out, "%s: step %" PRIu64 " of %" PRIu64 " (events #%" PRIu64 "..#%" PRIu64 ")\n", s->path, rep->step,
+		mms_replay_steps(s->r), rep->begin, rep->end ? rep->end - 1 : 0);
+	fprintf(s->out, "  at its end: %s live, %s\n",
+		plural(w->mem[0].live_blocks + w->mem[1].live_blocks + w->mem[2].live_blocks, "block", c, sizeof(c)),
+		human_bytes(w->live_bytes, a, sizeof(a)));
+	fprintf(s->out, "  peak within the step: %s (at event #%" PRIu64 ")\n", human_bytes(rep->peak_bytes, a, sizeof(a)),
+		rep->peak_event);
+	fprintf(s->out, "  allocated %s, %s; ", plural(rep->allocs, "block", c, sizeof(c)),
+		human_bytes(rep->bytes_allocated, a, sizeof(a)));
+	fprintf(s->out, "freed %s, %s; live bytes %s\n", plural(rep->frees, "block", c, sizeof(c)),
+		human_bytes(rep->bytes_freed, b, sizeof(b)), signed_bytes(rep->delta_bytes, a, sizeof(a)));
+	fputc('\n', s->out);
+	show_groups(s, "Allocated in this step and still live at its end", rep->kept, rep->nkept);
+	fputc('\n', s->out);
+	fprintf(s->out, "Operator launches: %zu\n", rep->nlaunches);
+	if (rep->nlaunches)
+		fprintf(s->out, "  %7s  %-20s %-14s %-17s %7s %7s %12s\n", "launch", "operator", "thread", "events",
+			"allocs", "frees", "net");
+	for (i = 0; i < shown; i++) {
+		char ev[48];
+
+		l = &rep->launches[i];
+		if (l->end_event == UINT64_MAX)
+			snprintf(ev, sizeof(ev), "#%" PRIu64 "..(open)", l->begin_event);
+		else
+			snprintf(ev, sizeof(ev), "#%" PRIu64 "..#%" PRIu64, l->begin_event, l->end_event);
+		fprintf(s->out, "  %7" PRIu64 "  %-20s %-14s %-17s %7" PRIu64 " %7" PRIu64 " %12s\n", l->launch,
+			l->name ? l->name : "?", thread_label(s, l->thread, t, sizeof(t)), ev, l->allocs, l->frees,
+			signed_bytes(l->delta_bytes, c, sizeof(c)));
+	}
+	if (shown < rep->nlaunches)
+		fprintf(s->out, "  ... %zu more launches (--top 0 lists all)\n", rep->nlaunches - shown);
+	fputc('\n', s->out);
+	fprintf(s->out, "Live bytes by owner at the end of the step:%s\n", rep->nowners ? "" : " (nothing live)");
+	for (i = 0; i < rep->nowners; i++)
+		fprintf(s->out, "  %12s in %6" PRIu64 " block%s  %s\n", human_bytes(rep->owners[i].bytes, a, sizeof(a)),
+			rep->owners[i].blocks, rep->owners[i].blocks == 1 ? " " : "s",
+			rep->owners[i].owner ? rep->owners[i].owner : "(no owner tag)");
+}

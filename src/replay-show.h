@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/* replay-show.h: how msmemscope-replay prints what a replay knows (events,
+ * blocks, stacks, positions, step reports), as text for people or as JSON
+ * for scripts; shared by the one-shot queries and the interactive stepper. */
+#ifndef MMS_REPLAY_SHOW_H
+#define MMS_REPLAY_SHOW_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "msmemscope-replay.h"
+
+struct show {
+	FILE *out;
+	const char *path;         /* the log, as the user named it */
+	mms_log_t *log;
+	mms_replay_t *r;
+	mms_symbolizer_t *sym;    /* opened on first use */
+	int sym_failed;
+	int json;
+	unsigned depth;           /* frames printed per stack, 0 = all */
+	size_t top;               /* groups and launches listed, 0 = all */
+};
+
+void show_init(struct show *s, const char *path, mms_log_t *log, mms_replay_t *r);
+void show_fini(struct show *s);
+
+/* Text: one line per event: id, thread, kind, what and where. JSON: one
+ * object (no newline). */
+void show_event_line(struct show *s, const mms_event_t *ev);
+/* The event just applied in full: the line, the block it touched with its
+ * allocation stack. JSON: an object. */
+void show_event(struct show *s, const mms_event_t *ev);
+/* Where the replay stands: position, step, operator, live and peak. */
+void show_where(struct show *s);
+/* A block, live or freed. */
+void show_block(struct show *s, const mms_block_t *b);
+/* Groups of live blocks by stack, under a title (text) or key (JSON). */
+void show_groups(struct show *s, const char *title, const mms_stack_group_t *g, size_t n);
+/* The report of one step. */
+void show_step_report(struct show *s, const mms_step_report_t *rep);
+/* Stack id's frames, indented (text), or a JSON array. */
+void show_stack(struct show *s, uint32_t stack, const char *indent);
+
+/* Names used in text and JSON. */
+const char *show_mem_name(unsigned mem);
+const char *show_fn_name(const mms_event_t *ev);
+
+#endif /* MMS_REPLAY_SHOW_H */

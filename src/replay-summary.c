@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/* replay-summary.c: msmemscope-replay --summary: the figures of a whole log
+ * as text or JSON, and warnings about what a cut or damaged log leaves
+ * out. */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "replay-cli.h"
+
+/* Tells the user what the summary does not cover. */
+void replay_warn_log_state(const char *path, const mms_log_info_t *in)
+{
+	if (in->cut)
+		warn("%s: log was cut after %" PRIu64 " events: %s; the replay covers the events before", path,
+		     in->events, in->cut_errno ? strerror(in->cut_errno) : "no reason recorded");
+	else if (!in->complete && in->exec_away)
+		fprintf(stderr, "%s: %s: the process exec'd another program; blocks \"live at exec\" are those it "
+			"held then\n", cli_progname, path);
+	else if (!in->complete)
+		warn("%s: the process did not reach exit (killed, or still running); blocks \"live at log end\" "
+		     "are those live at the last recorded event",
+		     path);
+	if (in->damaged)
+		warn("%s: damaged at byte %" PRIu64 ": %s (%" PRIu64 " place%s); the replay skips the rest of "
+		     "each damaged chunk",
+		     path, in->damage_offset, in->damage ? in->damage : "unknown damage", in->damage_count,
+		     in->damage_count == 1 ? "" : "s");
+	if (in->lost_events)
+		warn("%s: %" PRIu64 " events were not recorded (signals that arrived inside a hook)", path,
+		     in->lost_events);
+}
+
+static void print_kind_text(const char *label, const mms_kind_summary_t *k, const char *at_end)
+{
+	char a[32], b[32], c[32];
+
+	printf("%-20s %" PRIu64 " allocations, %" PRIu64 " frees, %s allocated, peak %s, %s %" PRIu64
+	       " block%s (%s)\n",
+	       label, k->allocs, k->frees, human_bytes(k->bytes_allocated, a, sizeof(a)),
+	       human_bytes(k->peak_bytes, b, sizeof(b)), at_end, k->live_blocks, k->live_blocks == 1 ? "" : "s",
+	       human_bytes(k->live_bytes, c, sizeof(c)));
+}
+
+/* "424 bytes" or "1667420240 bytes (1.6 GiB)". */
+static const char *bytes_text(uint64_t n, char *buf, size_t cap)
+{
+	char h[32];
+
+	if (n < 1024)
+		snprintf(buf, cap, "%" PRIu64 " bytes", n);
+	else
+		snprintf(buf, cap, "%" PRIu64 " bytes (%s)", n, human_bytes(n, h, sizeof(h)));
+	return buf;
+}
+
+static void print_text(const char *path, const mms_log_info_t *in, const mms_summary_t *s)
+{
+	const mms_kind_summary_t *h = &s->mem[MMS_MEM_HOST];
+	const char *at_end = in->complete ? "live at exit" : in->exec_away ? "live at exec" : "live at log end";
+	char a[64];
+	unsigned k;
+
+	printf("%s: pid %" PRIu64 "%s%s\n", path, in->pid, in->exe[0] ? ", " : "", in->exe);
+	printf("%-20s %" PRIu64 "\n", "events", s->events);
+	for (k = 1; k < MMS_EV_KIND_COUNT; k++)
+		if (s->by_kind[k])
+			printf("  %-18s %" PRIu64 "\n", cli_event_kind_name(k), s->by_kind[k]);
+	printf("%-20s %" PRIu64 "\n", "allocations", h->allocs);
+	printf("%-20s %" PRIu64 "\n", "frees", h->frees);
+	printf("%-20s %s\n", "bytes allocated", bytes_text(h->bytes_allocated, a, sizeof(a)));
+	printf("%-20s %s\n", "peak live bytes", bytes_text(h->peak_bytes, a, sizeof(a)));
+	printf("%-20s %" PRIu64 " block%s, %s\n", at_end, h->live_blocks, h->live_blocks == 1 ? "" : "s",
+	       bytes_text(h->live_bytes, a, sizeof(a)));
+	printf("%-20s %" PRIu64 "\n", "threads", s->threads);
+	printf("%-20s %" PRIu64 "\n", "steps", s->steps);
+	if (s->mem[MMS_MEM_MMAP].allocs || s->mem[MMS_MEM_MMAP].frees)
+		print_kind_text("mmap", &s->mem[MMS_MEM_MMAP], at_end);
+	if (s->mem[MMS_MEM_POOL].allocs || s->mem[MMS_MEM_POOL].frees)
+		print_kind_text("pool", &s->mem[MMS_MEM_POOL], at_end);
+	if (s->unmatched_frees)
+		printf("%-20s %" PRIu64 "\n", "unmatched frees", s->unmatched_frees);
+	if (s->double_allocs)
+		printf("%-20s %" PRIu64 "\n", "double allocations", s->double_allocs);
+}
+
+static void print_kind_json(const mms_kind_summary_t *k)
+{
+	printf("{\"allocs\":%" PRIu64 ",\"frees\":%" PRIu64 ",\"bytes_allocated\":%" PRIu64 ",\"peak_bytes\":%" PRIu64
+	       ",\"live_blocks\":%" PRIu64 ",\"live_bytes\":%" PRIu64 "}",
+	       k->allocs, k->frees, k->bytes_allocated, k->peak_bytes, k->live_blocks, k->live_bytes);
+}
+
+static void print_json(const mms_log_info_t *in, const mms_summary_t *s)
+{
+	const mms_kind_summary_t *h = &s->mem[MMS_MEM_HOST];
+	const char *sep = "";
+	unsigned k;
+	char name[32];
+	size_t i;
+
+	printf("{\"events\":%" PRIu64 ",\"allocs\":%" PRIu64 ",\"frees\":%" PRIu64 ",\"bytes_allocated\":%" PRIu64
+	       ",\"peak_bytes\":%" PRIu64 ",\"live_blocks\":%" PRIu64 ",\"live_bytes\":%" PRIu64
+	       ",\"threads\":%" PRIu64 ",\"steps\":%" PRIu64 ",",
+	       s->events, h->allocs, h->frees, h->bytes_allocated, h->peak_bytes, h->live_blocks, h->live_bytes,
+	       s->threads, s->steps);
+	printf("\"kinds\":{\"mmap\":");
+	print_kind_json(&s->mem[MMS_MEM_MMAP]);
+	printf(",\"pool\":");
+	print_kind_json(&s->mem[MMS_MEM_POOL]);
+	printf("},\"by_kind\":{");
+	for (k = 1; k < MMS_EV_KIND_COUNT; k++) {
+		/* Keys are the kind names in lower case: "malloc", "op_launch". */
+		snprintf(name, sizeof(name), "%s", cli_event_kind_name(k));
+		for (i = 0; name[i]; i++)
+			name[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] - 'A' + 'a' : name[i]);
+		printf("%s\"%s\":%" PRIu64, sep, name, s->by_kind[k]);
+		sep = ",";
+	}
+	printf("},\"complete\":%s,\"exec_away\":%s,\"cut\":%s,\"damaged\":%s,\"lost_events\":%" PRIu64
+	       ",\"unmatched_frees\":%" PRIu64 ",\"double_allocs\":%" PRIu64 "}\n",
+	       in->complete ? "true" : "false", in->exec_away ? "true" : "false", in->cut ? "true" : "false",
+	       in->damaged ? "true" : "false",
+	       in->lost_events, s->unmatched_frees, s->double_allocs);
+}
+
+int replay_summary(const char *path, mms_log_t *log, int json)
+{
+	mms_log_info_t info;
+	mms_summary_t sum;
+	int rc, status = 0;
+
+	mms_log_get_info(log, &info);
+	rc = mms_summarize(log, &sum);
+	if (rc && rc != MMS_ECORRUPT && rc != MMS_EORDER)
+		die(CLI_EXIT_FAILURE, "%s: cannot replay: %s", path, mms_strerror(rc));
+	if (json)
+		print_json(&info, &sum);
+	else
+		print_text(path, &info, &sum);
+	if (fflush(stdout) || ferror(stdout))
+		die(CLI_EXIT_FAILURE, "cannot write the summary: %s", strerror(errno));
+	replay_warn_log_state(path, &info);
+	if (rc) {
+		warn("%s: replay stopped early: %s; the summary covers the events before", path, mms_strerror(rc));
+		status = CLI_EXIT_FAILURE;
+	}
+	return status;
+}
