@@ -16,23 +16,6 @@
 static const char csv_header[] = "ID,Event,Event Type,Name,Timestamp(ns),Process Id,Thread Id,Device Id,Ptr,Attr,"
 				 "Call Stack(Python),Call Stack(C)\n";
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	ssize_t w;
-
-	while (n) {
-		w = write(fd, p, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static char *put(char *o, const char *s, size_t n)
 {
 	memcpy(o, s, n);
@@ -127,12 +110,12 @@ MMS__EXPORT int mms_export_csv(mms_log_t *log, const char *path, const mms_expor
 		if (rc == 1)
 			rc = put_row(&out, &row);
 		if (!rc && out.len >= CSV_FLUSH_AT) {
-			rc = write_all(fd, out.p, out.len);
+			rc = mms__write_all(fd, out.p, out.len);
 			out.len = 0;
 		}
 	}
 	if (!rc)
-		rc = write_all(fd, out.p, out.len);
+		rc = mms__write_all(fd, out.p, out.len);
 	mms__xpass_close(&x);
 	mms__xbuf_free(&out);
 	if (rc)

@@ -147,9 +147,9 @@ static void bind_text(sqlite3_stmt *s, int col, const char *t)
 /* A step, NULL when none or not known yet (then *pending takes id). */
 static void bind_step(sqlite3_stmt *s, int col, uint64_t step, uint64_t *pending, uint64_t id)
 {
-	if (step == MMS__XSTEP_PENDING && id > *pending)
+	if (step == MMS__STEP_PENDING && id > *pending)
 		*pending = id;
-	bind_opt(s, col, step == MMS__XSTEP_PENDING ? 0 : step);
+	bind_opt(s, col, step == MMS__STEP_PENDING ? 0 : step);
 }
 
 /* --- rows ------------------------------------------------------------------------- */
@@ -323,7 +323,7 @@ static int put_unmap(struct db *d)
 	return run(d, ST_FREE);
 }
 
-static int put_launch(struct db *d, const struct mms__xlaunch *l)
+static int put_launch(struct db *d, const struct mms__tlaunch *l)
 {
 	sqlite3_stmt *s = d->st[ST_LAUNCH];
 
@@ -336,11 +336,11 @@ static int put_launch(struct db *d, const struct mms__xlaunch *l)
 	else
 		bind_u64(s, 5, l->end_event);
 	bind_step(s, 6, l->step, &d->pending_launches, l->launch);
-	bind_u64(s, 7, l->allocs);
-	bind_u64(s, 8, l->frees);
-	bind_u64(s, 9, l->bytes_allocated);
-	bind_u64(s, 10, l->bytes_freed);
-	sqlite3_bind_int64(s, 11, (sqlite3_int64)(l->bytes_allocated - l->bytes_freed));
+	bind_u64(s, 7, l->m.allocs);
+	bind_u64(s, 8, l->m.frees);
+	bind_u64(s, 9, l->m.bytes_allocated);
+	bind_u64(s, 10, l->m.bytes_freed);
+	sqlite3_bind_int64(s, 11, (sqlite3_int64)(l->m.bytes_allocated - l->m.bytes_freed));
 	return run(d, ST_LAUNCH);
 }
 
@@ -356,8 +356,8 @@ static int put_event(struct db *d)
 		rc = put_dump(d, &row);
 	if (rc)
 		return rc;
-	if (x->has_ended)
-		return put_launch(d, &x->ended);
+	if (x->track.has_ended)
+		return put_launch(d, &x->track.ended);
 	if (!x->has_blk)
 		return 0;
 	if (x->ev.kind == MMS_EV_MALLOC)
@@ -415,21 +415,22 @@ static int put_tail(struct db *d)
 	static const char *const step_kinds[] = { "none", "step", "mstx" };
 	struct mms__xpass *x = &d->x;
 	const mms_log_info_t *info = &x->info;
-	const struct mms__xstep *st;
+	const struct mms__track *tr = &x->track;
+	const struct mms__tstep *st;
 	const struct mms__thread *t;
 	sqlite3_stmt *s;
 	size_t i, j;
 	int rc = 0;
 
 	/* Launches that never ended, innermost last on each thread. */
-	for (i = 0; i < x->nthreads && !rc; i++)
-		for (j = 0; j < x->threads[i].n && !rc; j++)
-			rc = put_launch(d, &x->threads[i].ops[j]);
+	for (i = 0; i < tr->nthreads && !rc; i++)
+		for (j = 0; j < tr->threads[i].n && !rc; j++)
+			rc = put_launch(d, &tr->threads[i].ops[j]);
 	if (!rc && mms_replay_blocks(x->r, put_live, d))
 		rc = d->err ? d->err : -EIO;
 	s = d->st[ST_STEP];
-	for (i = 0; i < x->nsteps && !rc; i++) {
-		st = &x->steps[i];
+	for (i = 0; i < tr->nsteps && !rc; i++) {
+		st = &tr->steps[i];
 		bind_u64(s, 1, i + 1);
 		bind_u64(s, 2, st->begin);
 		if (st->end > st->begin)
@@ -438,25 +439,25 @@ static int put_tail(struct db *d)
 			sqlite3_bind_null(s, 3);
 		bind_u64(s, 4, st->events);
 		bind_u64(s, 5, st->launches);
-		bind_u64(s, 6, st->allocs);
-		bind_u64(s, 7, st->frees);
-		bind_u64(s, 8, st->bytes_allocated);
-		bind_u64(s, 9, st->bytes_freed);
+		bind_u64(s, 6, st->m.allocs);
+		bind_u64(s, 7, st->m.frees);
+		bind_u64(s, 8, st->m.bytes_allocated);
+		bind_u64(s, 9, st->m.bytes_freed);
 		bind_u64(s, 10, st->live_begin);
 		bind_u64(s, 11, st->live_end);
-		bind_u64(s, 12, st->peak_bytes);
-		bind_u64(s, 13, st->peak_event);
+		bind_u64(s, 12, st->m.peak_bytes);
+		bind_u64(s, 13, st->m.peak_event);
 		rc = run(d, ST_STEP);
 	}
 	s = d->st[ST_THREAD];
 	for (i = 0; i < x->log->nthreads && !rc; i++) {
 		t = &x->log->threads[i];
-		bind_u64(s, 1, t->index);
+		bind_u64(s, 1, i); /* the thread number events carry */
 		bind_u64(s, 2, t->tid);
 		bind_text(s, 3, mms__log_string(x->log, t->name_id));
 		rc = run(d, ST_THREAD);
 	}
-	if (!rc && x->step_kind == 1 && (d->pending_blocks || d->pending_launches)) {
+	if (!rc && tr->step_kind == 1 && (d->pending_blocks || d->pending_launches)) {
 		/* Rows made before the first STEP event are in step 1. */
 		rc = pending_steps(d, "UPDATE blocks SET alloc_step = 1 WHERE alloc_id <= ?", d->pending_blocks);
 		if (!rc)
@@ -477,7 +478,7 @@ static int put_tail(struct db *d)
 	if (!rc)
 		rc = put_info(d, "complete", NULL, (uint64_t)info->complete);
 	if (!rc)
-		rc = put_info(d, "step_marks", step_kinds[x->step_kind], 0);
+		rc = put_info(d, "step_marks", step_kinds[tr->step_kind], 0);
 	return rc;
 }
 

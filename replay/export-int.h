@@ -87,39 +87,6 @@ struct mms__xrow {
 	size_t cstack_len;
 };
 
-/* --- operator launches and steps --------------------------------------------- */
-
-/* One operator launch, with the memory its thread moved while it ran
- * (nested launches included), as mms_replay_step_report() counts it. */
-struct mms__xlaunch {
-	uint64_t launch; /* from 1, the replay's numbering */
-	const char *name;
-	uint32_t thread;
-	uint64_t begin_event, end_event; /* end_event UINT64_MAX: never ended */
-	uint64_t step;                   /* step holding begin_event; see MMS__XSTEP_* */
-	uint64_t allocs, frees, bytes_allocated, bytes_freed;
-};
-
-/* Step values besides 1, 2, ...: not in any step, or before the first step
- * mark (step 1 if the log turns out to count STEP events, else none). */
-#define MMS__XSTEP_NONE 0
-#define MMS__XSTEP_PENDING UINT64_MAX
-
-struct mms__xstep {
-	uint64_t begin, end; /* positions, as mms_replay_step_range() gives */
-	uint64_t events, allocs, frees, bytes_allocated, bytes_freed, launches;
-	uint64_t live_begin; /* live bytes (all kinds) when it began */
-	uint64_t peak_bytes, peak_event, live_end;
-};
-
-/* The operators running on one thread, innermost last. */
-struct mms__xthread {
-	struct mms__xlaunch *ops;
-	size_t n, cap;
-	uint64_t tid;
-	int known; /* tid looked up */
-};
-
 /* --- the pass ------------------------------------------------------------- */
 
 struct mms__xpass {
@@ -132,23 +99,9 @@ struct mms__xpass {
 	mms_event_t ev;
 	mms_block_t blk;
 	int has_blk;
-	/* The launch the current event ended (OP_LAUNCH end), when ended. */
-	struct mms__xlaunch ended;
-	int has_ended;
-	/* The step the current event belongs to (MMS__XSTEP_*). */
-	uint64_t ev_step;
-
-	struct mms__xthread *threads; /* by thread index */
-	size_t nthreads;
-	uint64_t launches;
-
-	/* Steps, as the replay's index finds them (index.c). */
-	int step_kind; /* 0 none yet, 1 STEP events, 2 "step start" ranges */
-	struct mms__xstep *steps;
-	size_t nsteps, steps_cap;
-	struct mms__xstep pending; /* before the first mark */
-	uint64_t step_range_id;
-	int in_range, after_step;
+	/* The launches and steps followed (track.c): x->track.ended when
+	 * has_ended, the step of the current event in track.ev_step. */
+	struct mms__track track;
 
 	/* C stack text per stack id: index into stk_spans, spans into stk_text. */
 	struct mms__map stk_ix;
@@ -170,8 +123,8 @@ struct mms__xpass {
  * failure nothing needs closing. */
 int mms__xpass_open(struct mms__xpass *x, mms_log_t *log, const mms_export_options_t *opt);
 void mms__xpass_close(struct mms__xpass *x);
-/* Applies the next event: returns 1 with x->ev (and x->blk, x->ended,
- * x->ev_step) set, 0 at the end, or a negative code (damage, -ENOMEM,
+/* Applies the next event: returns 1 with x->ev (and x->blk, x->track)
+ * set, 0 at the end, or a negative code (damage, -ENOMEM,
  * -ECANCELED from the progress callback). At the end the last step is
  * closed as the replay's index closes it. */
 int mms__xpass_next(struct mms__xpass *x);
@@ -179,7 +132,7 @@ int mms__xpass_next(struct mms__xpass *x);
  * event has no row (OWNER, STEP, WATCH, COLLECT), or -ENOMEM. */
 int mms__xpass_row(struct mms__xpass *x, struct mms__xrow *row);
 /* The step holding event id (an event already applied): a step number,
- * MMS__XSTEP_NONE, or MMS__XSTEP_PENDING before the first step mark. */
+ * MMS__STEP_NONE, or MMS__STEP_PENDING before the first step mark. */
 uint64_t mms__xpass_step_of(const struct mms__xpass *x, uint64_t id);
 /* The OS thread id of a thread index (0 when the log does not say). */
 uint64_t mms__xpass_tid(struct mms__xpass *x, uint32_t thread);

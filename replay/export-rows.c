@@ -166,181 +166,18 @@ void mms__xfile_abort(struct mms__xfile *f)
 	f->tmp = NULL;
 }
 
-/* --- threads and launches ------------------------------------------------------ */
-
-static struct mms__xthread *xthread(struct mms__xpass *x, uint32_t thread)
-{
-	struct mms__xthread *t;
-	size_t n;
-
-	if (thread < x->nthreads)
-		return &x->threads[thread];
-	n = x->nthreads ? x->nthreads : 8;
-	while (n <= thread)
-		n *= 2;
-	t = realloc(x->threads, n * sizeof(*t));
-	if (!t)
-		return NULL;
-	memset(t + x->nthreads, 0, (n - x->nthreads) * sizeof(*t));
-	x->threads = t;
-	x->nthreads = n;
-	return &t[thread];
-}
-
 uint64_t mms__xpass_tid(struct mms__xpass *x, uint32_t thread)
 {
-	struct mms__xthread *t = xthread(x, thread);
 	uint64_t tid = 0;
 
-	if (t && t->known)
-		return t->tid;
 	if (mms_log_thread(x->log, thread, &tid, NULL))
 		tid = 0;
-	if (t) {
-		t->tid = tid;
-		t->known = 1;
-	}
 	return tid;
-}
-
-/* --- steps ------------------------------------------------------------------------ */
-
-static uint64_t live_now(const struct mms__xpass *x)
-{
-	mms_where_t w;
-
-	mms_replay_where(x->r, &w);
-	return w.live_bytes;
-}
-
-static struct mms__xstep *step_add(struct mms__xpass *x, uint64_t begin, uint64_t live)
-{
-	struct mms__xstep *s;
-
-	if (mms__grow(&x->steps, &x->steps_cap, x->nsteps, sizeof(*x->steps)))
-		return NULL;
-	s = &x->steps[x->nsteps++];
-	memset(s, 0, sizeof(*s));
-	s->begin = begin;
-	s->end = UINT64_MAX;
-	s->live_begin = s->peak_bytes = live;
-	s->peak_event = begin ? begin - 1 : 0;
-	return s;
-}
-
-static void step_end(struct mms__xpass *x, uint64_t end)
-{
-	struct mms__xstep *s = &x->steps[x->nsteps - 1];
-
-	s->end = end;
-	s->live_end = live_now(x);
-}
-
-/* The step the current event counts for: the open one, the first (still
- * pending) before any mark, or none. */
-static struct mms__xstep *step_current(struct mms__xpass *x, uint64_t *num)
-{
-	if (x->nsteps && x->steps[x->nsteps - 1].end == UINT64_MAX) {
-		*num = x->nsteps;
-		return &x->steps[x->nsteps - 1];
-	}
-	if (!x->step_kind) {
-		*num = MMS__XSTEP_PENDING;
-		return &x->pending;
-	}
-	*num = MMS__XSTEP_NONE;
-	return NULL;
 }
 
 uint64_t mms__xpass_step_of(const struct mms__xpass *x, uint64_t id)
 {
-	size_t a = 0, b = x->nsteps, m;
-
-	if (!x->step_kind)
-		return MMS__XSTEP_PENDING;
-	/* The last step beginning at or before id. */
-	while (a < b) {
-		m = a + (b - a) / 2;
-		if (x->steps[m].begin <= id)
-			a = m + 1;
-		else
-			b = m;
-	}
-	if (!a || id >= x->steps[a - 1].end)
-		return MMS__XSTEP_NONE;
-	return a;
-}
-
-static int is_step_range(const mms_event_t *ev)
-{
-	return ev->kind == MMS_EV_MSTX && ev->sub == 1 && ev->name && !strcmp(ev->name, "step start");
-}
-
-/* Boundaries an event opens before it counts: steps are found as the
- * replay's index finds them (index.c), whichever kind of mark comes first. */
-static int steps_before(struct mms__xpass *x, const mms_event_t *ev)
-{
-	struct mms__xstep *s;
-
-	if (is_step_range(ev)) {
-		if (!x->step_kind) {
-			x->step_kind = 2;
-			memset(&x->pending, 0, sizeof(x->pending));
-		}
-		x->step_range_id = ev->range_id;
-		x->in_range = 1;
-		if (x->step_kind != 2)
-			return 0;
-		if (x->nsteps && x->steps[x->nsteps - 1].end == UINT64_MAX)
-			step_end(x, ev->id);
-		return step_add(x, ev->id, live_now(x)) ? 0 : -ENOMEM;
-	}
-	if (ev->kind == MMS_EV_STEP) {
-		if (!x->step_kind)
-			x->step_kind = 1;
-		if (x->step_kind == 1 && !x->nsteps) {
-			/* Step 1 began with the log: it takes what was pending. */
-			s = step_add(x, 0, 0);
-			if (!s)
-				return -ENOMEM;
-			*s = x->pending;
-			s->begin = 0;
-			s->end = UINT64_MAX;
-		}
-	}
-	return 0;
-}
-
-/* Boundaries an event closes after it counted. */
-static int steps_after(struct mms__xpass *x, const mms_event_t *ev)
-{
-	if (ev->kind == MMS_EV_STEP) {
-		x->after_step = 0;
-		if (x->step_kind != 1)
-			return 0;
-		step_end(x, ev->id + 1);
-		return step_add(x, ev->id + 1, live_now(x)) ? 0 : -ENOMEM;
-	}
-	if (ev->kind != MMS_EV_SYSTEM)
-		x->after_step = 1;
-	if (ev->kind == MMS_EV_MSTX && ev->sub == 2 && x->in_range && ev->range_id == x->step_range_id) {
-		x->in_range = 0;
-		if (x->step_kind == 2 && x->nsteps)
-			step_end(x, ev->id + 1);
-	}
-	return 0;
-}
-
-/* At the end of the log: the step begun last counts if anything happened
- * in it (STEP events), or always (an unfinished range). */
-static void steps_finish(struct mms__xpass *x, uint64_t pos)
-{
-	if (!x->nsteps || x->steps[x->nsteps - 1].end != UINT64_MAX)
-		return;
-	if (x->step_kind == 1 && !x->after_step)
-		x->nsteps--;
-	else
-		step_end(x, pos);
+	return mms__track_step_of(&x->track, id);
 }
 
 /* --- the pass -------------------------------------------------------------------- */
@@ -357,6 +194,7 @@ int mms__xpass_open(struct mms__xpass *x, mms_log_t *log, const mms_export_optio
 	x->opt = opt;
 	mms_log_get_info(log, &x->info);
 	mms__map_init(&x->stk_ix);
+	mms__track_init(&x->track, MMS__TRACK_LAUNCHES | MMS__TRACK_STEPS);
 	rc = mms_replay_open_ex(log, &ro, &x->r);
 	if (rc)
 		return rc;
@@ -365,13 +203,8 @@ int mms__xpass_open(struct mms__xpass *x, mms_log_t *log, const mms_export_optio
 
 void mms__xpass_close(struct mms__xpass *x)
 {
-	size_t i;
-
 	mms_replay_close(x->r);
-	for (i = 0; i < x->nthreads; i++)
-		free(x->threads[i].ops);
-	free(x->threads);
-	free(x->steps);
+	mms__track_free(&x->track);
 	mms__map_free(&x->stk_ix);
 	free(x->stk_spans);
 	mms__xbuf_free(&x->stk_text);
@@ -380,46 +213,10 @@ void mms__xpass_close(struct mms__xpass *x)
 	memset(x, 0, sizeof(*x));
 }
 
-/* Counts a memory event into the launches running on its thread and the
- * step it belongs to. */
-static void count_memory(struct mms__xpass *x, struct mms__xthread *t, struct mms__xstep *s)
-{
-	uint64_t size = x->blk.size, live;
-	int alloc = x->ev.kind == MMS_EV_MALLOC;
-	size_t i;
-
-	for (i = 0; i < t->n; i++) {
-		if (alloc) {
-			t->ops[i].allocs++;
-			t->ops[i].bytes_allocated += size;
-		} else {
-			t->ops[i].frees++;
-			t->ops[i].bytes_freed += size;
-		}
-	}
-	if (!s)
-		return;
-	if (alloc) {
-		s->allocs++;
-		s->bytes_allocated += size;
-	} else {
-		s->frees++;
-		s->bytes_freed += size;
-	}
-	live = live_now(x);
-	if (live > s->peak_bytes) {
-		s->peak_bytes = live;
-		s->peak_event = x->ev.id;
-	}
-}
-
 int mms__xpass_next(struct mms__xpass *x)
 {
 	const mms_event_t *ev = &x->ev;
 	const mms_export_options_t *opt = x->opt;
-	struct mms__xthread *t;
-	struct mms__xlaunch *l;
-	struct mms__xstep *s;
 	int rc;
 
 	/* Progress at the start, now and then, and at the end, where a
@@ -430,11 +227,10 @@ int mms__xpass_next(struct mms__xpass *x)
 			return -ECANCELED;
 	}
 	x->has_blk = 0;
-	x->has_ended = 0;
 	rc = mms_replay_next(x->r, &x->ev);
 	if (rc <= 0) {
 		if (rc == 0) {
-			steps_finish(x, x->done);
+			mms__track_finish(&x->track, mms__replay_state(x->r));
 			if (opt && opt->progress &&
 			    opt->progress(opt->progress_ctx, x->done,
 					  x->info.events > x->done ? x->info.events : x->done))
@@ -445,47 +241,7 @@ int mms__xpass_next(struct mms__xpass *x)
 	x->done++;
 	if (ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE || ev->kind == MMS_EV_ACCESS)
 		x->has_blk = mms_replay_event_block(x->r, &x->blk) == 1;
-	t = xthread(x, ev->thread);
-	if (!t)
-		return -ENOMEM;
-	rc = steps_before(x, ev);
-	if (rc)
-		return rc;
-	s = step_current(x, &x->ev_step);
-	if (s)
-		s->events++;
-	switch (ev->kind) {
-	case MMS_EV_OP_LAUNCH:
-		if (ev->sub == 0) {
-			if (mms__grow(&t->ops, &t->cap, t->n, sizeof(*t->ops)))
-				return -ENOMEM;
-			l = &t->ops[t->n++];
-			memset(l, 0, sizeof(*l));
-			l->launch = ++x->launches;
-			l->name = ev->name;
-			l->thread = ev->thread;
-			l->begin_event = ev->id;
-			l->end_event = UINT64_MAX;
-			l->step = x->ev_step;
-			if (s)
-				s->launches++;
-		} else if (t->n) {
-			/* An end with no begin (recording began inside the
-			 * operator) ends nothing, as in the replay. */
-			x->ended = t->ops[--t->n];
-			x->ended.end_event = ev->id;
-			x->has_ended = 1;
-		}
-		break;
-	case MMS_EV_MALLOC:
-	case MMS_EV_FREE:
-		if (x->has_blk)
-			count_memory(x, t, s);
-		break;
-	default:
-		break;
-	}
-	rc = steps_after(x, ev);
+	rc = mms__track_event(&x->track, mms__replay_state(x->r), ev);
 	return rc ? rc : 1;
 }
 
@@ -679,7 +435,7 @@ int mms__xpass_row(struct mms__xpass *x, struct mms__xrow *row)
 	static const char *const mstx_types[] = { "Mark", "Range_start", "Range_end" };
 	const mms_event_t *ev = &x->ev;
 	struct mms__xbuf *a = &x->attr;
-	struct mms__xthread *t;
+	const struct mms__tlaunch *l;
 	int rc = 0;
 
 	a->len = 0;
@@ -709,16 +465,16 @@ int mms__xpass_row(struct mms__xpass *x, struct mms__xrow *row)
 		row->event = "ACCESS";
 		row->type = access_types[ev->sub < 3 ? ev->sub : 0];
 		/* The operator running on the accessing thread. */
-		t = xthread(x, ev->thread);
-		if (t && t->n)
-			row->name = t->ops[t->n - 1].name;
+		l = mms__track_running(&x->track, ev->thread);
+		if (l)
+			row->name = l->name;
 		set_ptr(row, ev->addr);
 		rc = attr_access(x, a);
 		break;
 	case MMS_EV_OP_LAUNCH:
 		row->event = "OP_LAUNCH";
 		row->type = ev->sub ? "OP_END" : "OP_START";
-		row->name = ev->sub ? (x->has_ended ? x->ended.name : NULL) : ev->name;
+		row->name = ev->sub ? (x->track.has_ended ? x->track.ended.name : NULL) : ev->name;
 		break;
 	case MMS_EV_KERNEL_LAUNCH:
 		row->event = "KERNEL_LAUNCH";

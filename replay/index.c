@@ -75,53 +75,33 @@ fail:
 	return -ENOMEM;
 }
 
-static struct mms__step *step_add(struct mms__index *ix, uint64_t begin)
+/* Copies the steps the tracker found into the index. */
+static int steps_from(struct mms__index *ix, const struct mms__track *t)
 {
-	struct mms__step *s;
+	size_t i;
 
-	if (mms__grow(&ix->steps, &ix->steps_cap, ix->nsteps, sizeof(*ix->steps)))
-		return NULL;
-	s = &ix->steps[ix->nsteps++];
-	s->begin = begin;
-	s->end = UINT64_MAX;
-	return s;
-}
-
-/* Notes step boundaries from what the event just applied changed. */
-static int track_steps(struct mms__index *ix, const struct mms__state *st, const mms_event_t *ev, uint64_t prev_steps,
-		       uint64_t prev_ranges, int prev_in_range)
-{
-	struct mms__step *s;
-
-	if (st->step_kind == 1 && st->steps_seen != prev_steps) {
-		/* Step k ends with its STEP event; step k + 1 begins. */
-		if (!ix->nsteps && !step_add(ix, 0))
-			return -ENOMEM;
-		ix->steps[ix->nsteps - 1].end = st->pos;
-		if (!step_add(ix, st->pos))
-			return -ENOMEM;
-	} else if (st->step_kind == 2) {
-		if (st->ranges_seen != prev_ranges) {
-			if (ix->nsteps && ix->steps[ix->nsteps - 1].end == UINT64_MAX)
-				ix->steps[ix->nsteps - 1].end = ev->id;
-			s = step_add(ix, ev->id);
-			if (!s)
-				return -ENOMEM;
-		} else if (prev_in_range && !st->in_range && ix->nsteps) {
-			ix->steps[ix->nsteps - 1].end = st->pos;
-		}
+	if (!t->nsteps)
+		return 0;
+	ix->steps = malloc(t->nsteps * sizeof(*ix->steps));
+	if (!ix->steps)
+		return -ENOMEM;
+	for (i = 0; i < t->nsteps; i++) {
+		ix->steps[i].begin = t->steps[i].begin;
+		ix->steps[i].end = t->steps[i].end;
 	}
+	ix->nsteps = ix->steps_cap = t->nsteps;
 	return 0;
 }
 
 int mms__index_build(mms_log_t *log, const mms_replay_options_t *opt, struct mms__index *ix)
 {
 	uint64_t every = opt && opt->checkpoint_every ? opt->checkpoint_every : (uint64_t)1 << 20;
-	uint64_t last = 0, live, prev_steps, prev_ranges, total = log->events;
+	uint64_t last = 0, live, total = log->events;
 	struct mms__state st;
+	struct mms__track tr;
 	mms_iter_t *it;
 	mms_event_t ev;
-	int rc, prev_in;
+	int rc;
 
 	memset(ix, 0, sizeof(*ix));
 	ix->every = every;
@@ -129,16 +109,14 @@ int mms__index_build(mms_log_t *log, const mms_replay_options_t *opt, struct mms
 	if (rc)
 		return rc;
 	mms__state_init(&st, log);
+	mms__track_init(&tr, MMS__TRACK_STEPS);
 	for (;;) {
-		prev_steps = st.steps_seen;
-		prev_ranges = st.ranges_seen;
-		prev_in = st.in_range;
 		rc = mms_iter_next(it, &ev);
 		if (rc <= 0)
 			break;
 		rc = mms__state_apply(&st, &ev);
 		if (!rc)
-			rc = track_steps(ix, &st, &ev, prev_steps, prev_ranges, prev_in);
+			rc = mms__track_event(&tr, &st, &ev);
 		if (rc)
 			goto fail;
 		if (st.pos - last < every)
@@ -163,26 +141,16 @@ int mms__index_build(mms_log_t *log, const mms_replay_options_t *opt, struct mms
 	ix->stop_rc = rc;
 	ix->events = st.pos;
 	ix->step_kind = st.step_kind;
-	if (ix->nsteps && ix->steps[ix->nsteps - 1].end == UINT64_MAX) {
-		/* The step begun last counts if anything happened in it (STEP
-		 * events), or always (an unfinished range). */
-		if (st.step_kind == 1 && !st.after_step)
-			ix->nsteps--;
-		else
-			ix->steps[ix->nsteps - 1].end = st.pos;
-	}
-	if (st.step_kind == 1 && !ix->nsteps && st.after_step) {
-		/* Cannot happen (a STEP event made the kind), kept for sense. */
-		if (!step_add(ix, 0))
-			goto fail_oom;
-		ix->steps[0].end = st.pos;
-	}
+	mms__track_finish(&tr, &st);
+	rc = steps_from(ix, &tr);
+	if (rc)
+		goto fail;
+	mms__track_free(&tr);
 	mms__state_free(&st);
 	mms_iter_close(it);
 	return 0;
-fail_oom:
-	rc = -ENOMEM;
 fail:
+	mms__track_free(&tr);
 	mms__state_free(&st);
 	mms_iter_close(it);
 	mms__index_free(ix);
@@ -214,7 +182,7 @@ static void fill_header(const mms_log_t *log, const struct mms__index *ix, struc
 	h->blobs_len = ix->blobs_len;
 }
 
-static int write_all(int fd, const void *p, size_t n)
+int mms__write_all(int fd, const void *p, size_t n)
 {
 	const char *c = p;
 	ssize_t w;
@@ -275,13 +243,13 @@ int mms__index_store(const mms_log_t *log, const char *path, const struct mms__i
 	fill_header(log, ix, &h);
 	rc = fchmod(fd, 0640) ? -errno : 0;
 	if (!rc)
-		rc = write_all(fd, &h, sizeof(h));
+		rc = mms__write_all(fd, &h, sizeof(h));
 	if (!rc)
-		rc = write_all(fd, ix->steps, ix->nsteps * sizeof(*ix->steps));
+		rc = mms__write_all(fd, ix->steps, ix->nsteps * sizeof(*ix->steps));
 	if (!rc)
-		rc = write_all(fd, ix->ckpts, ix->nckpts * sizeof(*ix->ckpts));
+		rc = mms__write_all(fd, ix->ckpts, ix->nckpts * sizeof(*ix->ckpts));
 	if (!rc)
-		rc = write_all(fd, ix->blobs, ix->blobs_len);
+		rc = mms__write_all(fd, ix->blobs, ix->blobs_len);
 	if (close(fd) && !rc)
 		rc = -errno;
 	/* Renamed into place whole, so a reader never sees half an index. */

@@ -127,94 +127,88 @@ static int owner_cmp(const void *a, const void *b)
 
 /* --- one step ---------------------------------------------------------------------- */
 
-/* Launches open on each thread while the step replays. */
-struct open_launches {
-	size_t *ix;               /* indices into the report's launches, innermost last */
-	size_t n, cap;
-};
-
-struct step_ctx {
-	mms_step_report_t *rep;
-	size_t launches_cap;
-	struct open_launches *threads;
-	size_t nthreads;
-};
-
-static struct open_launches *open_of(struct step_ctx *c, uint32_t thread)
+/* A tracked launch as the report gives it. */
+static void launch_out(mms_launch_t *l, const struct mms__tlaunch *t)
 {
-	struct open_launches *t;
-	size_t n;
-
-	if (thread >= c->nthreads) {
-		n = c->nthreads ? c->nthreads : 4;
-		while (n <= thread)
-			n *= 2;
-		t = realloc(c->threads, n * sizeof(*t));
-		if (!t)
-			return NULL;
-		memset(t + c->nthreads, 0, (n - c->nthreads) * sizeof(*t));
-		c->threads = t;
-		c->nthreads = n;
-	}
-	return &c->threads[thread];
+	l->launch = t->launch;
+	l->name = t->name;
+	l->thread = t->thread;
+	l->begin_event = t->begin_event;
+	l->end_event = t->end_event;
+	l->allocs = t->m.allocs;
+	l->frees = t->m.frees;
+	l->bytes_allocated = t->m.bytes_allocated;
+	l->bytes_freed = t->m.bytes_freed;
+	l->delta_bytes = (int64_t)(t->m.bytes_allocated - t->m.bytes_freed);
 }
 
-static int step_event(struct step_ctx *c, mms_replay_t *r, const mms_event_t *ev)
+static int launch_add(mms_step_report_t *rep, size_t *cap, const struct mms__tlaunch *t)
 {
-	mms_step_report_t *rep = c->rep;
-	struct open_launches *t = open_of(c, ev->thread);
-	mms_launch_t *l;
-	mms_block_t b;
-	mms_where_t w;
-	size_t i;
-
-	if (!t)
+	if (mms__grow(&rep->launches, cap, rep->nlaunches, sizeof(*rep->launches)))
 		return -ENOMEM;
-	if (ev->kind == MMS_EV_OP_LAUNCH && ev->sub == 0) {
-		if (mms__grow(&rep->launches, &c->launches_cap, rep->nlaunches, sizeof(*rep->launches)) ||
-		    mms__grow(&t->ix, &t->cap, t->n, sizeof(*t->ix)))
-			return -ENOMEM;
-		mms_replay_where(r, &w);
-		l = &rep->launches[rep->nlaunches];
-		memset(l, 0, sizeof(*l));
-		l->launch = w.op_launch;
-		l->name = ev->name;
-		l->thread = ev->thread;
-		l->begin_event = ev->id;
-		l->end_event = UINT64_MAX;
-		t->ix[t->n++] = rep->nlaunches++;
-		return 0;
-	}
-	if (ev->kind == MMS_EV_OP_LAUNCH) {
-		if (t->n)
-			rep->launches[t->ix[--t->n]].end_event = ev->id;
-		return 0;
-	}
-	if ((ev->kind != MMS_EV_MALLOC && ev->kind != MMS_EV_FREE) || !mms_replay_event_block(r, &b))
-		return 0;
-	if (ev->kind == MMS_EV_MALLOC) {
-		rep->allocs++;
-		rep->bytes_allocated += b.size;
-	} else {
-		rep->frees++;
-		rep->bytes_freed += b.size;
-	}
+	launch_out(&rep->launches[rep->nlaunches++], t);
+	return 0;
+}
+
+static int launch_cmp(const void *a, const void *b)
+{
+	const mms_launch_t *x = a, *y = b;
+
+	return x->launch < y->launch ? -1 : x->launch > y->launch;
+}
+
+/* Replays the step from its beginning: its memory, its peak, and the
+ * launches that began in it (those still running at its end too). */
+static int step_replay(mms_replay_t *r, mms_step_report_t *rep)
+{
+	const struct mms__state *st = mms__replay_state(r);
+	struct mms__counts m = { 0 };
+	struct mms__track tr;
+	size_t cap = 0, i, j;
+	mms_event_t ev;
+	mms_where_t w;
+	int rc = 0;
+
 	mms_replay_where(r, &w);
-	if (w.live_bytes > rep->peak_bytes) {
-		rep->peak_bytes = w.live_bytes;
-		rep->peak_event = ev->id;
-	}
-	for (i = 0; i < t->n; i++) {
-		l = &rep->launches[t->ix[i]];
-		if (ev->kind == MMS_EV_MALLOC) {
-			l->allocs++;
-			l->bytes_allocated += b.size;
-		} else {
-			l->frees++;
-			l->bytes_freed += b.size;
+	m.peak_bytes = w.live_bytes;
+	m.peak_event = rep->begin ? rep->begin - 1 : 0;
+	rep->delta_bytes = -(int64_t)w.live_bytes;
+	mms__track_init(&tr, MMS__TRACK_LAUNCHES);
+	mms__track_start(&tr, st);
+	while (st->pos < rep->end) {
+		rc = mms_replay_next(r, &ev);
+		if (rc <= 0) {
+			rc = rc ? rc : MMS_ECORRUPT;
+			break;
 		}
-		l->delta_bytes = (int64_t)(l->bytes_allocated - l->bytes_freed);
+		rc = mms__track_event(&tr, st, &ev);
+		if (rc)
+			break;
+		if (tr.has_ended && tr.ended.begin_event >= rep->begin && (rc = launch_add(rep, &cap, &tr.ended)))
+			break;
+		if ((ev.kind == MMS_EV_MALLOC || ev.kind == MMS_EV_FREE) && st->last_blk_valid) {
+			mms__counts_add(&m, ev.kind == MMS_EV_MALLOC, st->last_blk.size);
+			mms_replay_where(r, &w);
+			if (w.live_bytes > m.peak_bytes) {
+				m.peak_bytes = w.live_bytes;
+				m.peak_event = ev.id;
+			}
+		}
 	}
+	for (i = 0; !rc && i < tr.nthreads; i++)
+		for (j = 0; !rc && j < tr.threads[i].n; j++)
+			rc = launch_add(rep, &cap, &tr.threads[i].ops[j]);
+	mms__track_free(&tr);
+	if (rc)
+		return rc;
+	if (rep->nlaunches)
+		qsort(rep->launches, rep->nlaunches, sizeof(*rep->launches), launch_cmp);
+	rep->allocs = m.allocs;
+	rep->frees = m.frees;
+	rep->bytes_allocated = m.bytes_allocated;
+	rep->bytes_freed = m.bytes_freed;
+	rep->peak_bytes = m.peak_bytes;
+	rep->peak_event = m.peak_event;
 	return 0;
 }
 
@@ -230,11 +224,8 @@ MMS__EXPORT void mms_step_report_free(mms_step_report_t *rep)
 
 MMS__EXPORT int mms_replay_step_report(mms_replay_t *r, uint64_t step, mms_step_report_t **out)
 {
-	struct step_ctx c = { 0 };
 	struct owner_ctx o = { 0 };
 	mms_step_report_t *rep;
-	mms_event_t ev;
-	mms_where_t w;
 	size_t i;
 	int rc;
 
@@ -244,28 +235,14 @@ MMS__EXPORT int mms_replay_step_report(mms_replay_t *r, uint64_t step, mms_step_
 	rep = calloc(1, sizeof(*rep));
 	if (!rep)
 		return -ENOMEM;
-	c.rep = rep;
 	rep->step = step;
 	rc = mms_replay_step_range(r, step, &rep->begin, &rep->end);
 	if (!rc)
 		rc = mms_replay_seek(r, rep->begin);
+	if (!rc)
+		rc = step_replay(r, rep);
 	if (rc)
 		goto fail;
-	mms_replay_where(r, &w);
-	rep->peak_bytes = w.live_bytes;
-	rep->peak_event = rep->begin ? rep->begin - 1 : 0;
-	rep->delta_bytes = -(int64_t)w.live_bytes;
-	while (w.position < rep->end) {
-		rc = mms_replay_next(r, &ev);
-		if (rc <= 0) {
-			rc = rc ? rc : MMS_ECORRUPT;
-			goto fail;
-		}
-		rc = step_event(&c, r, &ev);
-		if (rc)
-			goto fail;
-		w.position = ev.id + 1;
-	}
 	mms_replay_where(r, &rep->at_end);
 	rep->delta_bytes += (int64_t)rep->at_end.live_bytes;
 	rc = mms_replay_group_live(r, step, step, &rep->kept, &rep->nkept);
@@ -285,15 +262,9 @@ MMS__EXPORT int mms_replay_step_report(mms_replay_t *r, uint64_t step, mms_step_
 		qsort(o.groups, o.n, sizeof(*o.groups), owner_cmp);
 	rep->owners = o.groups;
 	rep->nowners = o.n;
-	for (i = 0; i < c.nthreads; i++)
-		free(c.threads[i].ix);
-	free(c.threads);
 	*out = rep;
 	return 0;
 fail:
-	for (i = 0; i < c.nthreads; i++)
-		free(c.threads[i].ix);
-	free(c.threads);
 	mms_step_report_free(rep);
 	return rc;
 }

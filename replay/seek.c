@@ -135,6 +135,11 @@ MMS__EXPORT int mms_replay_index_state(const mms_replay_t *r, int *write_error)
 	return r->index_state;
 }
 
+const struct mms__state *mms__replay_state(const mms_replay_t *r)
+{
+	return &r->st;
+}
+
 MMS__EXPORT mms_log_t *mms_replay_log(const mms_replay_t *r)
 {
 	return r ? r->log : NULL;
