@@ -89,29 +89,48 @@ static void named_event(uint8_t tag, const char *name)
 MMS_EXPORT void msmemscope_step(void)
 {
 	struct mms_thread *t = api_enter();
+	uint32_t step;
 
 	if (!t)
 		return;
 	rec_simple(t, MMS_TAG_STEP, 0, 0, 0, 0);
-	__atomic_fetch_add(&cur_step, 1, __ATOMIC_RELAXED);
+	step = __atomic_add_fetch(&cur_step, 1, __ATOMIC_RELAXED);
 	mms__steps_update();
+	mms__gdb_step_begins(step);
 	api_leave();
 }
 
+uint32_t mms__step_now(void)
+{
+	return step_by_ranges && !in_step_range ? 0 : __atomic_load_n(&cur_step, __ATOMIC_RELAXED);
+}
+
+/* Operator launches are recorded when the log is open and launch events
+ * are on; gdb's checks (gdbif.c) run in every case, inside the guard. */
 MMS_EXPORT void msmemscope_op_begin(const char *name)
 {
-	if (mms__config.events & MMS_EVENTS_LAUNCH)
-		named_event(MMS_TAG_OP_BEGIN, name);
+	struct mms_thread *t;
+
+	if (unlikely(mms__tls_busy))
+		return;
+	mms__tls_busy = 1;
+	if ((mms__config.events & MMS_EVENTS_LAUNCH) && mms__recording && (t = mms__thread()))
+		rec_simple(t, MMS_TAG_OP_BEGIN, 1, mms__intern_string(t, name), 0, 0);
+	mms__gdb_op_begin(name);
+	mms__tls_busy = 0;
 }
 
 MMS_EXPORT void msmemscope_op_end(void)
 {
 	struct mms_thread *t;
 
-	if (!(mms__config.events & MMS_EVENTS_LAUNCH) || !(t = api_enter()))
+	if (unlikely(mms__tls_busy))
 		return;
-	rec_simple(t, MMS_TAG_OP_END, 0, 0, 0, 0);
-	api_leave();
+	mms__tls_busy = 1;
+	if ((mms__config.events & MMS_EVENTS_LAUNCH) && mms__recording && (t = mms__thread()))
+		rec_simple(t, MMS_TAG_OP_END, 0, 0, 0, 0);
+	mms__gdb_op_end();
+	mms__tls_busy = 0;
 }
 
 MMS_EXPORT void msmemscope_kernel_launch(const char *name)
@@ -141,6 +160,7 @@ MMS_EXPORT uint64_t msmemscope_range_start(const char *name)
 		in_step_range = 1;
 		step_range_id = id;
 		mms__steps_update();
+		mms__gdb_step_begins(__atomic_load_n(&cur_step, __ATOMIC_RELAXED));
 	}
 	api_leave();
 	return id;

@@ -29,8 +29,13 @@ enum mms_gdb_reason {
 
 /* One watched block. gdb writes addr, size and bumps generation to arm
  * (or re-arm) the slot; size 0 frees it. The hooks take a snapshot when
- * they see a new generation, compare at every operator launch boundary,
- * and on a change copy the old bytes to `previous` before stopping. */
+ * they see a new generation (or another addr or size) at a launch
+ * boundary, without stopping; then they compare at every operator launch
+ * boundary (op_begin and op_end), and on a change copy the old bytes to
+ * `previous` and the new ones to `snapshot` before stopping. A block the
+ * hooks cannot read when they take the first snapshot is left with
+ * seen == generation and snapshot == previous == 0, and skipped until
+ * gdb arms the slot again. */
 struct mms_gdb_watch {
 	uint64_t addr;           /* gdb */
 	uint64_t size;           /* gdb; 0 = slot unused */
@@ -56,12 +61,15 @@ struct msmemscope_gdb {
 	uint32_t hit_watch;      /* the slot that changed */
 	uint64_t op_launch;      /* the launch that changed it (or began), from 1;
 	                            0 = the change happened outside any launch */
-	char op_name[MMS_GDB_NAME_MAX]; /* its operator's name */
-	uint64_t step;           /* the step then, as msmemscope_step() counts */
+	char op_name[MMS_GDB_NAME_MAX]; /* its operator's name; for op_launch 0,
+	                            the last operator that ended on the thread
+	                            ("" if none) */
+	uint64_t step;           /* the step then, numbered as replay does (0
+	                            between "step start" ranges) */
 	uint64_t tid;            /* the thread that found it */
 
 	/* Kept current by the hooks. */
-	uint64_t launches;       /* operator launches so far */
+	uint64_t launches;       /* operator launches so far (all threads) */
 	char log_path[4096];     /* this process's log (absolute) */
 };
 

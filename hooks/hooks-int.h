@@ -300,6 +300,22 @@ void mms__modules_reset(void) MMS_HIDDEN;
 /* api.c: deferred collection and step filtering */
 int mms__api_init(void) MMS_HIDDEN;
 void mms__steps_update(void) MMS_HIDDEN;
+/* The step now, as replay numbers it: 0 between "step start" ranges. */
+uint32_t mms__step_now(void) MMS_HIDDEN;
+
+/* gdbif.c: the gdb interface (gdbif.h). The op and step functions are
+ * called inside the reentrancy guard, whether the event is recorded or
+ * not. */
+struct msmemscope_gdb;
+extern struct msmemscope_gdb msmemscope_gdb MMS_EXPORT;
+MMS_EXPORT void msmemscope_gdb_stopped(void);
+void mms__gdb_init(void) MMS_HIDDEN;
+void mms__gdb_set_log(const char *path) MMS_HIDDEN;
+void mms__gdb_after_fork_child(void) MMS_HIDDEN;
+void mms__gdb_op_begin(const char *name) MMS_HIDDEN;
+void mms__gdb_op_end(void) MMS_HIDDEN;
+/* Step `step` has just begun (msmemscope_step or a "step start" range). */
+void mms__gdb_step_begins(uint32_t step) MMS_HIDDEN;
 
 /* hooks.c */
 void mms__init(void) MMS_HIDDEN;

@@ -170,6 +170,7 @@ void mms__init(void)
 	mms__tls_busy = 2;
 	resolve_real();
 	__atomic_store_n(&init_state, INIT_RESOLVED, __ATOMIC_RELEASE);
+	mms__gdb_init();
 	parse_config();
 	mms__clock_init(mms__config.use_counter);
 	mms__unwind_init();

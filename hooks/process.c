@@ -54,6 +54,7 @@ static void atfork_child(void)
 	int busy = mms__tls_busy;
 
 	mms__tls_busy = 2;
+	mms__gdb_after_fork_child();
 	mms__log_after_fork_child();
 	mms__tls_busy = busy;
 }

@@ -466,6 +466,7 @@ int mms__log_open(void)
 	int execed, err;
 
 	log_created = 0;
+	mms__gdb_set_log(NULL);
 	log_fd = open_log_file(&execed);
 	if (log_fd < 0)
 		return -1;
@@ -500,6 +501,7 @@ int mms__log_open(void)
 
 	mms__active = 1;
 	mms__recording = 1;
+	mms__gdb_set_log(log_path);
 	t = mms__thread();
 	if (!t)
 		return -1;

@@ -1,0 +1,95 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# gdb.sh: measures what watching a block costs in a gdb session: the whole
+# batch session (start, run to main, arm, run to the end) of bench/opbench
+# (LAUNCHES operator launches, 3 of which change the watched 64 KiB block)
+# with the recorder preloaded and the block watched through the hooks'
+# descriptor, against the same session of the same program without the
+# recorder. Prints wall times (best of BENCH_RUNS), the ratio against its
+# target (<= 3.0), and the stops seen (must be 3), plus the session with
+# the recorder and nothing armed. Not a test: `make bench` runs it.
+#
+# Environment: top_builddir (default .), BENCH_LAUNCHES (default 100000),
+# BENCH_RUNS (default 3), GDB (default gdb).
+set -eu
+
+top_builddir=${top_builddir:-.}
+hooks=${MMS_HOOKS:-$top_builddir/hooks/.libs/libmsmemscope-hooks.so}
+bench=${MMS_OPBENCH:-$top_builddir/bench/opbench}
+launches=${BENCH_LAUNCHES:-100000}
+runs=${BENCH_RUNS:-3}
+gdb=${GDB:-gdb}
+
+command -v "$gdb" >/dev/null 2>&1 || { echo "gdb.sh: gdb is not installed (apt-get install gdb); skipped"; exit 0; }
+for f in "$hooks" "$bench"; do
+	[ -e "$f" ] || { echo "gdb.sh: $f is not built; run make bench" >&2; exit 2; }
+done
+case $hooks in /*) ;; *) hooks=$(pwd)/$hooks ;; esac
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/msmemscope-bench-gdb.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+eval "$("$bench" offsets)"
+
+# script MODE: the gdb commands of a session: native (no recorder),
+# idle (recorder, nothing armed) or watch (recorder, the block watched,
+# counting the stops).
+script() {
+	echo "set pagination off"
+	echo "set confirm off"
+	[ "$1" = native ] || echo "set exec-wrapper env LD_PRELOAD=$hooks MSMEMSCOPE_LOG=$tmp/bench.mms"
+	echo "break main"
+	echo "run"
+	echo "set \$n = 0"
+	if [ "$1" = watch ]; then
+		w="(char *)(unsigned long)&msmemscope_gdb + $off_watch"
+		cat <<EOF
+set var *(unsigned long long *)($w + $w_addr) = (unsigned long long)&opbench_block
+set var *(unsigned long long *)($w + $w_size) = 65536
+set var *(unsigned long long *)($w + $w_generation) = *(unsigned long long *)($w + $w_generation) + 1
+set var *(unsigned int *)((char *)(unsigned long)&msmemscope_gdb + $off_armed) = 1
+break msmemscope_gdb_stopped
+commands
+silent
+set \$n = \$n + 1
+continue
+end
+EOF
+	fi
+	echo "continue"
+	printf '%s\n' 'printf "stops=%d\n", $n'
+}
+
+for mode in native idle watch; do
+	script $mode >"$tmp/$mode.gdb"
+done
+
+# best MODE: the best wall time (seconds) of $runs sessions; the output of
+# the last one is left in $tmp/MODE.out.
+best() {
+	b=
+	i=0
+	while [ $i -lt "$runs" ]; do
+		rm -f "$tmp/bench.mms"
+		t0=$(date +%s%N)
+		"$gdb" -nx -batch -x "$tmp/$1.gdb" --args "$bench" "$launches" >"$tmp/$1.out" 2>"$tmp/$1.err" || {
+			echo "gdb.sh: the $1 session failed: $(tail -3 "$tmp/$1.err")" >&2
+			exit 1
+		}
+		t1=$(date +%s%N)
+		t=$(((t1 - t0) / 1000))
+		if [ -z "$b" ] || [ $t -lt "$b" ]; then b=$t; fi
+		i=$((i + 1))
+	done
+	awk -v us="$b" 'BEGIN { printf "%.3f", us / 1e6 }'
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "-" }'; }
+
+echo "== gdb: opbench $launches launches, one 64 KiB block watched, 3 launches change it (best of $runs)"
+n=$(best native)
+i=$(best idle)
+w=$(best watch)
+stops=$(sed -n 's/^stops=//p' "$tmp/watch.out")
+printf 'gdb session, no recorder       %8s s\n' "$n"
+printf 'gdb session, recorder idle     %8s s  (%s x)\n' "$i" "$(ratio "$i" "$n")"
+printf 'gdb session, block watched     %8s s  (%s x, target <= 3.0)\n' "$w" "$(ratio "$w" "$n")"
+printf 'stops while watching           %8s    (expected 3)\n' "${stops:-?}"

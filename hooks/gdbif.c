@@ -1,0 +1,397 @@
+/* SPDX-License-Identifier: MIT */
+/* gdbif.c: the program's half of the gdb interface (gdbif.h): the
+ * descriptor gdb writes, the checks at operator launch boundaries and step
+ * starts, and the empty function gdb breaks on.
+ *
+ * Cost when gdb has armed nothing: at each msmemscope_op_begin one relaxed
+ * atomic add (the launch count gdb reads) and a push of (launch, name) on
+ * the thread's operator stack, at each op_end a pop, and one relaxed load
+ * of `armed` at each boundary and step start. The stack is kept always,
+ * armed or not, so a watch armed in the middle of a launch still names the
+ * right launch when it ends. The allocator paths are not touched at all.
+ *
+ * When armed, each boundary compares every armed watch with its snapshot
+ * (memcmp) and calls msmemscope_gdb_stopped() once per block that changed.
+ * Attribution:
+ *  - at op_end, to the launch that is ending;
+ *  - at op_begin, to the launch that encloses the new one on this thread
+ *    (launches nest), or, at the outermost level, to no launch
+ *    (op_launch 0) with op_name the last operator that ended on this
+ *    thread ("" when none): the change happened between two launches.
+ * A change made by another thread is found by the first thread that
+ * crosses a boundary after it, and attributed with that thread's stack.
+ *
+ * Threads: a slot is compared by one thread at a time (a per-slot busy
+ * flag taken with an atomic exchange); a thread that finds it taken waits,
+ * yielding, rather than skip it: every thread then compares at each of its
+ * own boundaries, so a change is found by the launch that made it even
+ * when another thread was preempted while comparing. Stops are
+ * serialized (the descriptor's report fields are shared): while one
+ * thread is in a stop, every other thread that reaches a launch boundary
+ * waits there, yielding, until the stop returned. Without that wait, the
+ * others would run on for the milliseconds gdb takes to stop them, and
+ * changes they made in that time would be reported as one, later. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "gdbif.h"
+#include "hooks-int.h"
+
+MMS_EXPORT struct msmemscope_gdb msmemscope_gdb;
+
+/* gdb keeps a breakpoint here. The barrier makes the descriptor's fields
+ * written before the call, and the call itself, never optimized away. */
+MMS_EXPORT __attribute__((noinline, used)) void msmemscope_gdb_stopped(void)
+{
+	__asm__ __volatile__("" ::: "memory");
+}
+
+/* --- the thread's operator stack ------------------------------------------
+ * In memory of our own, one page per thread that launches operators,
+ * recycled when threads exit. Launches nested deeper than GDB_DEPTH are
+ * counted; a change in one of them is attributed to the deepest launch
+ * kept. */
+#define GDB_DEPTH 24
+
+struct gdb_frame {
+	uint64_t launch;
+	char name[MMS_GDB_NAME_MAX];
+};
+
+struct gdb_thread {
+	uint32_t depth;          /* open launches, kept or not */
+	struct gdb_thread *next_free;
+	/* frame[depth] (when depth < GDB_DEPTH) is the last launch that
+	 * ended at that level: at level 0, the last that ended on the thread. */
+	struct gdb_frame frame[GDB_DEPTH];
+};
+
+static __thread struct gdb_thread *gdb_tls;
+static pthread_key_t gdb_key;
+static int gdb_key_ok;
+static pthread_mutex_t gdb_free_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct gdb_thread *gdb_free;
+
+/* Watch slots: one thread compares a slot at a time; the size and mapping
+ * the block the snapshot was taken of (gdb may change the address or size
+ * without a new generation: that re-arms too). */
+static int slot_busy[MMS_GDB_WATCH_MAX];
+static uint64_t slot_addr[MMS_GDB_WATCH_MAX], slot_size[MMS_GDB_WATCH_MAX];
+static uint8_t *slot_map[MMS_GDB_WATCH_MAX]; /* snapshot, then previous */
+static size_t slot_half[MMS_GDB_WATCH_MAX];   /* capacity of each */
+static int slot_ok[MMS_GDB_WATCH_MAX];        /* the snapshot is valid */
+static int stop_busy;
+
+static void gdb_thread_exit(void *arg)
+{
+	struct gdb_thread *g = arg;
+
+	if (!g)
+		return;
+	gdb_tls = NULL;
+	pthread_mutex_lock(&gdb_free_lock);
+	g->next_free = gdb_free;
+	gdb_free = g;
+	pthread_mutex_unlock(&gdb_free_lock);
+}
+
+/* The calling thread's stack, made on its first launch (the slow path: a
+ * lock, maybe an mmap). NULL when no memory can be had. */
+static __attribute__((noinline)) struct gdb_thread *gdb_thread_new(void)
+{
+	int saved_errno = errno;
+	struct gdb_thread *g;
+
+	if (!mms__real.mmap)
+		return NULL;
+	pthread_mutex_lock(&gdb_free_lock);
+	g = gdb_free;
+	if (g)
+		gdb_free = g->next_free;
+	pthread_mutex_unlock(&gdb_free_lock);
+	if (!g && !(g = mms__map_anon(sizeof *g))) {
+		errno = saved_errno;
+		return NULL;
+	}
+	memset(g, 0, sizeof *g);
+	gdb_tls = g;
+	if (gdb_key_ok)
+		pthread_setspecific(gdb_key, g);
+	errno = saved_errno;
+	return g;
+}
+
+static void copy_name(char *dst, const char *name)
+{
+	size_t n = name ? strnlen(name, MMS_GDB_NAME_MAX - 1) : 0;
+
+	memcpy(dst, name ? name : "", n);
+	dst[n] = 0;
+}
+
+/* The launch a change found now belongs to, with its name; at op_begin
+ * before the push, at op_end before the pop. */
+static void attribution(const struct gdb_thread *g, uint64_t *launch, const char **name)
+{
+	*launch = 0;
+	*name = "";
+	if (!g)
+		return;
+	if (g->depth) {
+		const struct gdb_frame *f = &g->frame[(g->depth < GDB_DEPTH ? g->depth : GDB_DEPTH) - 1];
+		*launch = f->launch;
+		*name = f->name;
+	} else {
+		*name = g->frame[0].name; /* the last launch that ended here */
+	}
+}
+
+/* --- stops ------------------------------------------------------------------ */
+
+static void stop(uint32_t reason, uint32_t slot, uint64_t launch, const char *name)
+{
+	struct msmemscope_gdb *d = &msmemscope_gdb;
+
+	while (__atomic_exchange_n(&stop_busy, 1, __ATOMIC_ACQUIRE))
+		sched_yield();
+	d->reason = reason;
+	d->hit_watch = slot;
+	d->op_launch = launch;
+	copy_name(d->op_name, name);
+	d->step = mms__step_now();
+	d->tid = (uint64_t)gettid();
+	msmemscope_gdb_stopped();
+	__atomic_store_n(&stop_busy, 0, __ATOMIC_RELEASE);
+}
+
+/* --- watches ---------------------------------------------------------------- */
+
+/* Copies size bytes at addr into dst, validating addr: process_vm_readv on
+ * ourselves fails (EFAULT) instead of faulting when the range is not
+ * readable. Where it is refused (seccomp, old kernels) the range is read
+ * directly: gdb checked it when it armed the watch. Returns 0 or -1. */
+static int read_checked(void *dst, uint64_t addr, uint64_t size)
+{
+	struct iovec local = { dst, (size_t)size };
+	struct iovec remote = { (void *)(uintptr_t)addr, (size_t)size };
+	ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+
+	if (n == (ssize_t)size)
+		return 0;
+	if (n < 0 && (errno == ENOSYS || errno == EPERM)) {
+		memcpy(dst, (const void *)(uintptr_t)addr, (size_t)size);
+		return 0;
+	}
+	return -1;
+}
+
+/* A new generation (or block): take the first snapshot, no stop. The
+ * snapshot and the previous bytes share one mapping of our own, each half
+ * `capacity` bytes, kept while the size fits (the hooks use their private
+ * copy of these fields, not what gdb could have written). An unreadable
+ * block is published as snapshot = previous = 0 with seen = generation:
+ * the slot is then skipped until gdb arms it again. */
+static void watch_arm(struct mms_gdb_watch *w, unsigned i, uint64_t gen, uint64_t addr, uint64_t size)
+{
+	int saved_errno = errno; /* the program's, across our system calls */
+	uint8_t *snap;
+
+	slot_ok[i] = 0;
+	if (!slot_map[i] || size > slot_half[i]) {
+		uint64_t half = (size + 4095) & ~(uint64_t)4095;
+
+		if (slot_map[i])
+			mms__real.munmap(slot_map[i], 2 * slot_half[i]);
+		slot_map[i] = NULL;
+		slot_half[i] = 0;
+		if (size <= SIZE_MAX / 4 && (slot_map[i] = mms__map_anon((size_t)(2 * half))))
+			slot_half[i] = (size_t)half;
+	}
+	w->capacity = slot_half[i];
+	w->snapshot = w->previous = 0;
+	slot_addr[i] = addr;
+	slot_size[i] = size;
+	snap = slot_map[i];
+	if (snap && read_checked(snap, addr, size) == 0) {
+		memcpy(snap + slot_half[i], snap, (size_t)size);
+		w->previous = (uintptr_t)(snap + slot_half[i]);
+		w->snapshot = (uintptr_t)snap;
+		slot_ok[i] = 1;
+	}
+	__atomic_store_n(&w->seen, gen, __ATOMIC_RELEASE);
+	errno = saved_errno;
+}
+
+/* Compares every armed watch, stopping once per block that changed. While
+ * another thread is stopped (or on its way: gdb takes some milliseconds
+ * to stop every thread), this one waits here first, so that what it does
+ * next is not merged into one change with what the other thread found. */
+static void watches_check(uint64_t launch, const char *name)
+{
+	struct msmemscope_gdb *d = &msmemscope_gdb;
+
+	while (unlikely(__atomic_load_n(&stop_busy, __ATOMIC_ACQUIRE)))
+		sched_yield();
+
+	for (unsigned i = 0; i < MMS_GDB_WATCH_MAX; i++) {
+		struct mms_gdb_watch *w = &d->watch[i];
+		uint64_t gen, addr, size;
+		const void *cur;
+		uint8_t *snap;
+
+		if (!__atomic_load_n(&w->size, __ATOMIC_RELAXED))
+			continue;
+		while (__atomic_exchange_n(&slot_busy[i], 1, __ATOMIC_ACQUIRE))
+			sched_yield();
+		gen = __atomic_load_n(&w->generation, __ATOMIC_ACQUIRE);
+		addr = w->addr;
+		size = w->size;
+		if (!size)
+			goto next;
+		if (gen != w->seen || addr != slot_addr[i] || size != slot_size[i]) {
+			watch_arm(w, i, gen, addr, size);
+			goto next;
+		}
+		snap = slot_map[i];
+		cur = (const void *)(uintptr_t)addr;
+		if (!slot_ok[i] || !memcmp(cur, snap, (size_t)size))
+			goto next;
+		memcpy(snap + slot_half[i], snap, (size_t)size);
+		memcpy(snap, cur, (size_t)size);
+		w->changes++;
+		stop(MMS_GDB_WATCH, i, launch, name);
+	next:
+		__atomic_store_n(&slot_busy[i], 0, __ATOMIC_RELEASE);
+	}
+}
+
+static inline int armed(void)
+{
+	return unlikely(__atomic_load_n(&msmemscope_gdb.armed, __ATOMIC_RELAXED) != 0);
+}
+
+/* --- the boundaries (called inside the reentrancy guard) ------------------- */
+
+void mms__gdb_op_begin(const char *name)
+{
+	uint64_t launch = __atomic_add_fetch(&msmemscope_gdb.launches, 1, __ATOMIC_RELAXED);
+	struct gdb_thread *g = gdb_tls;
+	struct gdb_frame *f = NULL;
+	int on = armed();
+
+	if (unlikely(!g))
+		g = gdb_thread_new();
+	if (on) {
+		uint64_t at;
+		const char *at_name;
+
+		attribution(g, &at, &at_name);
+		watches_check(at, at_name);
+	}
+	if (likely(g != NULL)) {
+		if (likely(g->depth < GDB_DEPTH)) {
+			f = &g->frame[g->depth];
+			f->launch = launch;
+			copy_name(f->name, name);
+		}
+		g->depth++;
+	}
+	if (on) {
+		struct msmemscope_gdb *d = &msmemscope_gdb;
+		char buf[MMS_GDB_NAME_MAX];
+
+		if (!f) {
+			copy_name(buf, name);
+			name = buf;
+		} else {
+			name = f->name;
+		}
+		if (d->break_op[0] && !strncmp(d->break_op, name, MMS_GDB_NAME_MAX))
+			stop(MMS_GDB_OP, 0, launch, name);
+	}
+}
+
+void mms__gdb_op_end(void)
+{
+	struct gdb_thread *g = gdb_tls;
+
+	if (armed()) {
+		uint64_t at;
+		const char *at_name;
+
+		attribution(g, &at, &at_name);
+		watches_check(at, at_name);
+	}
+	if (g && g->depth)
+		g->depth--;
+}
+
+void mms__gdb_step_begins(uint32_t step)
+{
+	uint64_t want;
+
+	if (!armed())
+		return;
+	want = __atomic_load_n(&msmemscope_gdb.break_step, __ATOMIC_RELAXED);
+	if (want && want == step) {
+		uint64_t at;
+		const char *at_name;
+
+		attribution(gdb_tls, &at, &at_name);
+		stop(MMS_GDB_STEP, 0, at, at_name);
+	}
+}
+
+/* --- life of the process ---------------------------------------------------- */
+
+void mms__gdb_init(void)
+{
+	gdb_key_ok = pthread_key_create(&gdb_key, gdb_thread_exit) == 0;
+	__atomic_store_n(&msmemscope_gdb.version, MMS_GDB_VERSION, __ATOMIC_RELEASE);
+}
+
+/* The log's absolute path (path may be relative to the current folder),
+ * or "" for none. Called where the log is opened, before the program's
+ * code runs (or in a fork child, where only the forking thread lives). */
+void mms__gdb_set_log(const char *path)
+{
+	char *out = msmemscope_gdb.log_path;
+	size_t cap = sizeof msmemscope_gdb.log_path, n = 0;
+
+	out[0] = 0;
+	if (!path || !*path)
+		return;
+	if (path[0] != '/') {
+		if (!getcwd(out, cap))
+			return;
+		n = strlen(out);
+		if (n > 1 && n + 1 < cap)
+			out[n++] = '/';
+		while (path[0] == '.' && path[1] == '/')
+			path += 2;
+	}
+	if (n + strlen(path) + 1 > cap) {
+		out[0] = 0;
+		return;
+	}
+	memcpy(out + n, path, strlen(path) + 1);
+}
+
+/* In a fork child: its log numbers launches from 1 again and holds none
+ * of the launches open in the parent; locks and busy flags held by
+ * threads that did not survive the fork are released. */
+void mms__gdb_after_fork_child(void)
+{
+	msmemscope_gdb.launches = 0;
+	if (gdb_tls)
+		gdb_tls->depth = 0;
+	pthread_mutex_init(&gdb_free_lock, NULL);
+	for (unsigned i = 0; i < MMS_GDB_WATCH_MAX; i++)
+		slot_busy[i] = 0;
+	stop_busy = 0;
+}
