@@ -356,6 +356,10 @@ static int freed_in(mms_replay_t *r, ptrdiff_t k, uint64_t to, uint64_t addr, mm
 
 	mms__state_init(&s.st, r->log);
 	rc = load_ckpt(&s, k);
+	/* Number the steps as the replay asking does: a forward-only one
+	 * may already know the log's kind of step marks. */
+	if (!rc && !s.st.step_kind_hint)
+		s.st.step_kind_hint = r->st.step_kind_hint ? r->st.step_kind_hint : r->st.step_kind;
 	while (!rc && s.st.pos < to) {
 		rc = mms_replay_next(&s, NULL);
 		if (rc <= 0) {

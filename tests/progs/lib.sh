@@ -9,7 +9,6 @@
 
 set -eu
 
-test_name=$(basename "$0" .sh)
 : "${top_builddir:?run this test through make check}"
 : "${MMS_HOOKS:=$top_builddir/hooks/.libs/libmsmemscope-hooks.so}"
 : "${MMS_LAUNCHER:=$top_builddir/src/msmemscope}"
@@ -22,34 +21,8 @@ if [ -z "${MMS_PYTHON:-}" ]; then
 	[ ! -x /usr/bin/python3 ] || MMS_PYTHON=/usr/bin/python3
 fi
 
-fail() {
-	echo "FAIL: $test_name: $*" >&2
-	exit 1
-}
-
-skip() {
-	echo "SKIP: $test_name: $*" >&2
-	exit 77
-}
-
-note() {
-	echo "$test_name: $*"
-}
-
-# The work directory: created under the build tree, removed when the test
-# passes or skips, kept (and named) when it fails.
-work=$(mktemp -d "$top_builddir/tests/progs/$test_name.XXXXXX")
-cleanup() {
-	rc=$?
-	if [ "$rc" = 0 ] || [ "$rc" = 77 ]; then
-		rm -rf "$work"
-	else
-		echo "$test_name: kept its files in $work" >&2
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
-cd "$work"
+test_dir=tests/progs
+. "$top_srcdir/tests/testlib.sh"
 
 command -v "$MMS_PYTHON" >/dev/null 2>&1 || skip "python3 is needed to read the JSON summary (apt-get install python3)"
 [ -f "$MMS_HOOKS" ] || fail "the recorder is not built: $MMS_HOOKS"

@@ -1,0 +1,44 @@
+# SPDX-License-Identifier: MIT
+"""msmemscope_gdb: the gdb side of msmemscope, loaded by memscope.gdb.
+
+Thin glue over libmsmemscope-replay (through ctypes) and the descriptor
+the preloaded hooks share with gdb (hooks/gdbif.h). See doc/gdb.md."""
+
+import gdb
+
+from . import commands, leaks, session, watch
+
+_session = None
+
+
+def setup(hooks, replay_lib, replay_cli):
+    """Called once by memscope.gdb with the paths of the recorder, the
+    replay library and msmemscope-replay, build tree or installed.
+    Sourcing memscope.gdb again keeps the first session."""
+    global _session
+    if _session is not None:
+        return _session
+    try:
+        s = session.Session(hooks, replay_lib, replay_cli)
+        s.start()
+    except OSError as e:
+        raise gdb.GdbError("memscope: cannot load %s: %s" % (replay_lib, e))
+    commands.MemscopeCommand()
+    commands.SetMemscope("set")
+    commands.SetMemscope("show")
+    commands.IntParameter(s, "depth", "depth", "Set the frames printed per stack (0: all).",
+                          "Frames printed per stack", "Frames printed per stack by the memscope commands.")
+    commands.IntParameter(s, "top", "top", "Set the loss records and launches printed (0: all).",
+                          "Loss records and launches printed",
+                          "Loss records (memscope leaks) and launches (memscope at step) printed.")
+    watch.WatchCommand(s)
+    watch.UnwatchCommand(s)
+    leaks.LeaksCommand(s)
+    commands.AtCommand(s)
+    commands.InfoCommand(s)
+    commands.BlockCommand(s)
+    commands.BreakCommand(s)
+    gdb.write("memscope: the program will run with the msmemscope recorder; its logs go to %s/.\n"
+              "memscope: `help memscope' lists the commands.\n" % s.log_dir)
+    _session = s
+    return s

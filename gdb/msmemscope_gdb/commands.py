@@ -1,0 +1,384 @@
+# SPDX-License-Identifier: MIT
+"""commands: the `memscope' prefix and its commands other than watch and
+leaks: info, block, at step/event, break, and the settings (set memscope
+depth/top)."""
+
+import os
+import subprocess
+
+import gdb
+
+from . import fmt, gdbif, replaylib
+from .session import Command, Error
+
+
+class MemscopeCommand(Command):
+    """Memory debugging with the msmemscope recorder.
+
+The program runs with the recorder preloaded (gdb -x memscope.gdb): each
+allocation, free, operator launch and step goes to a log, and these
+commands answer from that log and from the program's memory, whenever
+the program is stopped. They never call functions in the program.
+
+Start with `start' (or `break' somewhere and `run'), then try
+`memscope info', `memscope leaks' or `memscope watch EXPR'."""
+
+    def __init__(self):
+        super().__init__("memscope", gdb.COMMAND_DATA, prefix=True)
+
+    def run(self, arg, from_tty):
+        if arg.strip():
+            raise Error('memscope: unknown command "%s". Try "help memscope".' % arg.strip())
+        gdb.execute("help memscope")
+
+
+class SetMemscope(gdb.Command):
+    """Settings of the memscope commands."""
+
+    def __init__(self, verb):
+        super().__init__(verb + " memscope", gdb.COMMAND_DATA, prefix=True)
+
+
+class IntParameter(gdb.Parameter):
+    def __init__(self, session, name, attr, set_doc, show_doc, doc):
+        self.__doc__ = doc
+        self.set_doc = set_doc
+        self.show_doc = show_doc
+        super().__init__("memscope " + name, gdb.COMMAND_DATA, gdb.PARAM_ZUINTEGER)
+        self.s, self.attr = session, attr
+        self.value = getattr(session, attr)
+
+    def get_set_string(self):
+        setattr(self.s, self.attr, self.value)
+        return ""
+
+    def get_show_string(self, svalue):
+        return "%s is %s%s." % (self.show_doc, svalue, " (all)" if svalue == "0" else "")
+
+
+def _int_arg(text, usage):
+    try:
+        n = int(text, 0)
+    except ValueError:
+        raise Error("memscope: %s is not a number.\n%s" % (text, usage))
+    if n < 0:
+        raise Error("memscope: %s is negative.\n%s" % (text, usage))
+    return n
+
+
+def address_arg(expr, usage):
+    """An address from EXPR: a pointer's value, an integer, or where an
+    object lies."""
+    if not expr.strip():
+        raise Error(usage)
+    try:
+        value = gdb.parse_and_eval(expr)
+    except gdb.error as e:
+        raise Error("memscope: cannot evaluate %s: %s\n%s" % (expr, e, usage))
+    try:
+        t = value.type.strip_typedefs()
+        if t.code in (gdb.TYPE_CODE_PTR, gdb.TYPE_CODE_INT, gdb.TYPE_CODE_CHAR, gdb.TYPE_CODE_ENUM):
+            return int(value) & 0xFFFFFFFFFFFFFFFF
+        if value.address is None:
+            raise Error("memscope: %s is not an address.\n%s" % (expr, usage))
+        return int(value.address)
+    except gdb.error as e:
+        raise Error("memscope: %s: %s" % (expr, e))
+
+
+class InfoCommand(Command):
+    """Where the program stands, from its recorder's log.
+
+Usage: memscope info
+
+Prints the log's path, the events recorded so far, the current step and
+operator, the live blocks and bytes and the peak so far, and the watches
+and breaks set."""
+
+    def __init__(self, session):
+        super().__init__("memscope info", gdb.COMMAND_DATA)
+        self.s = session
+
+    def run(self, arg, from_tty):
+        if arg.strip():
+            raise Error("usage: memscope info")
+        h = self.s.handle()
+        d = h.read()
+        with self.s.now() as (log, r):
+            info = log.info()
+            w = r.where()
+            gdb.write("memscope: log %s (%s), process %d\n" % (log.path, fmt.human_bytes(info.file_size), info.pid))
+            gdb.write("  events so far: %d; operator launches: %d\n" % (info.events, w.op_launches))
+            if w.step == 0:
+                step = "no step marked so far"
+            elif w.in_step:
+                step = "step %d" % w.step
+            else:
+                step = "after step %d" % w.step
+            op = replaylib.text(w.op)
+            gdb.write("  now: %s, %s\n" % (step, "in operator %s (launch %d) on %s" % (
+                op, w.op_launch, log.thread_label(w.thread)) if op else "no operator running"))
+            blocks = sum(w.mem[k].live_blocks for k in range(replaylib.MEM_KIND_COUNT))
+            kinds = ["%s %d blocks %s" % (replaylib.MEM_NAMES[k], w.mem[k].live_blocks,
+                                          fmt.human_bytes(w.mem[k].live_bytes))
+                     for k in range(replaylib.MEM_KIND_COUNT) if w.mem[k].allocs]
+            gdb.write("  live: %s, %s%s; peak so far %s\n" % (
+                fmt.plural(blocks, "block"), fmt.human_bytes(w.live_bytes),
+                " (%s)" % "; ".join(kinds) if kinds else "", fmt.human_bytes(w.peak_bytes)))
+            if info.lost_events:
+                gdb.write("  lost events: %d (signal handlers that allocated inside a hook)\n" % info.lost_events)
+        n = len(self.s.watches)
+        gdb.write("  watches: %s; break at operator: %s; break at step: %s\n" % (
+            "%d (`memscope watch' lists them)" % n if n else "none",
+            d.break_op.decode("utf-8", "replace") or "none", d.break_step or "none"))
+
+
+class BlockCommand(Command):
+    """The heap block that holds an address, live or freed.
+
+Usage: memscope block ADDR
+
+ADDR is an expression: a pointer's value or an integer address. Prints
+the block that holds it now, or else the last one freed that held it:
+its address, size and kind, where it was allocated (the stack, step,
+operator and owner), and when it was freed and by whom."""
+
+    USAGE = "usage: memscope block ADDR"
+
+    def __init__(self, session):
+        super().__init__("memscope block", gdb.COMMAND_DATA, gdb.COMPLETE_EXPRESSION)
+        self.s = session
+
+    def run(self, arg, from_tty):
+        addr = address_arg(arg, self.USAGE)
+        self.s.handle()
+        with self.s.now(forward_only=False) as (log, r):
+            # An indexed replay: a freed block then gets the step numbers
+            # of the whole log, as msmemscope-replay gives them.
+            w = r.where()
+            b = r.block_at(addr)
+            if b is None:
+                b = r.freed_block_at(addr)
+            if b is None:
+                raise Error("memscope: no heap block the recorder saw holds 0x%x (not heap memory, or memory "
+                            "allocated before the recorder started)." % addr)
+            live = b.free_event == replaylib.UINT64_MAX
+            inside = "" if addr == b.addr else "; 0x%x is at +%d in it" % (addr, addr - b.addr)
+            gdb.write("%s block 0x%x, %s, %s, allocation %d%s\n" % (
+                "live" if live else "freed", b.addr, fmt.exact_bytes(b.size), fmt.block_kind(b), b.alloc_id,
+                inside))
+            gdb.write("  allocated at event #%d (%d events ago) %s:\n" % (
+                b.alloc_event, w.position - b.alloc_event, fmt.block_origin(log, b)))
+            for line in fmt.stack_lines(log, b.stack, self.s.depth):
+                gdb.write(line + "\n")
+            if not live:
+                gdb.write("  freed at event #%d by %s%s\n" % (
+                    b.free_event, log.thread_label(b.free_thread), self.free_context(log, b.free_event)))
+
+    @staticmethod
+    def free_context(log, event):
+        """', in step 3, operator compute (launch 9)': the state the free
+        happened in (a second replay, to just after it)."""
+        with replaylib.Replay(log, forward_only=False) as r2:
+            if r2.seek(event + 1):
+                return ""
+            w = r2.where()
+        op = replaylib.text(w.op)
+        return "%s%s" % (" in step %d" % w.step if w.step else "",
+                         ", operator %s (launch %d)" % (op, w.op_launch) if op else "")
+
+
+class AtCommand(Command):
+    """The state at step N (from the log, or by running to it) or event N.
+
+Usage: memscope at step N
+       memscope at event N
+
+`at step N' for a step that has ended prints the state at its end as
+`msmemscope-replay LOG --step N' does: live blocks and bytes, the peak
+within the step, what it allocated and did not free, its operator
+launches and the bytes by owner. For the step under way, what it did so
+far. For a step ahead, continues the program until step N begins and
+stops there.
+
+`at event N' prints event N of the log and the state just after it, as
+`msmemscope-replay LOG --event N' does."""
+
+    USAGE = "usage: memscope at step N | memscope at event N"
+
+    def __init__(self, session):
+        super().__init__("memscope at", gdb.COMMAND_DATA)
+        self.s = session
+
+    def complete(self, text, word):
+        if len(text.split()) + (0 if text.endswith(" ") or not text else -1) == 0:
+            return [w for w in ("step", "event") if w.startswith(word or "")]
+        return []
+
+    def run(self, arg, from_tty):
+        words = arg.split()
+        if len(words) != 2 or words[0] not in ("step", "event"):
+            raise Error(self.USAGE)
+        n = _int_arg(words[1], self.USAGE)
+        if words[0] == "step":
+            if n < 1:
+                raise Error("memscope: steps count from 1.\n" + self.USAGE)
+            self.at_step(n)
+        else:
+            self.at_event(n)
+
+    def replay_cli(self, path, *args):
+        cmd = [self.s.replay_cli, path] + list(args) + ["--depth", str(self.s.depth), "--top", str(self.s.top)]
+        try:
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        except OSError as e:
+            raise Error("memscope: cannot run %s: %s" % (self.s.replay_cli, e))
+        err = p.stderr.decode("utf-8", "replace")
+        # A live log is expected to be unfinished: say nothing about it.
+        err = "".join(line + "\n" for line in err.splitlines() if "did not reach exit" not in line)
+        return p.returncode, p.stdout.decode("utf-8", "replace"), err
+
+    def at_step(self, n):
+        if not self.s.running():
+            self.s.pending_step = n
+            gdb.write("memscope: running the program until step %d begins.\n" % n)
+            gdb.execute("run")
+            self.after_continue(n)
+            return
+        h = self.s.handle()
+        with self.s.now() as (log, r):
+            w = r.where()
+            path = log.path
+        if n < w.step or (n == w.step and not w.in_step):
+            rc, out, err = self.replay_cli(path, "--step", str(n))
+            gdb.write(out + err)
+            if rc:
+                raise Error("memscope: msmemscope-replay could not report step %d." % n)
+            return
+        if n == w.step:
+            rc, out, err = self.replay_cli(path, "--step", str(n))
+            if rc:
+                gdb.write("memscope: step %d is under way; nothing is recorded in it yet.\n" % n)
+            else:
+                gdb.write("memscope: step %d is under way; what it did so far:\n" % n)
+                gdb.write(out + err)
+            return
+        h.write_u64("break_step", n)
+        h.update_armed()
+        gdb.write("memscope: continuing until step %d begins.\n" % n)
+        gdb.execute("continue")
+        self.after_continue(n)
+
+    def after_continue(self, n):
+        if not self.s.running():
+            gdb.write("memscope: the program ended before step %d began.\n" % n)
+            self.s.pending_step = 0
+        elif self.s.stop_kind is None or self.s.stop_kind[0] != gdbif.REASON_STEP:
+            gdb.write("memscope: stopped before step %d began; the break at step %d stays set "
+                      "(`memscope break delete' clears it).\n" % (n, n))
+
+    def at_event(self, n):
+        self.s.handle()
+        with self.s.now() as (log, r):
+            events = log.info().events
+            path = log.path
+        if n >= events:
+            raise Error("memscope: event %d has not happened yet: the log holds %d events so far (0 to %d)."
+                        % (n, events, events - 1 if events else 0))
+        rc, out, err = self.replay_cli(path, "--event", str(n))
+        gdb.write(out + err)
+        if rc:
+            raise Error("memscope: msmemscope-replay could not show event %d." % n)
+
+
+class BreakCommand(Command):
+    """Stop at the next launch of an operator, or when a step begins.
+
+Usage: memscope break op NAME
+       memscope break step N
+       memscope break delete
+       memscope break
+
+`op NAME' stops the program when an operator named NAME next begins
+(msmemscope_op_begin); `step N' when step N begins. Each stops once and
+is then cleared. Set before `run', they are armed as the program starts.
+`delete' clears both; with no argument, lists what is set."""
+
+    USAGE = "usage: memscope break op NAME | memscope break step N | memscope break delete | memscope break"
+
+    def __init__(self, session):
+        super().__init__("memscope break", gdb.COMMAND_BREAKPOINTS)
+        self.s = session
+        self._names = (None, [])
+
+    def complete(self, text, word):
+        words = text.split()
+        nwords = len(words) - (0 if text.endswith(" ") or not text else 1)
+        if nwords == 0:
+            return [w for w in ("op", "step", "delete") if w.startswith(word or "")]
+        if nwords == 1 and words[0] == "op":
+            return [n for n in self.operator_names() if n.startswith(word or "")]
+        return []
+
+    def operator_names(self):
+        try:
+            path = self.s.log_path()
+            key = (path, os.path.getsize(path))
+            if self._names[0] != key:
+                with replaylib.Log(path) as log:
+                    self._names = (key, log.operator_names())
+            return self._names[1]
+        except (gdb.GdbError, replaylib.ReplayError, OSError, gdbif.NotLoaded):
+            return []
+
+    def run(self, arg, from_tty):
+        words = arg.split(None, 1)
+        if not words:
+            return self.list()
+        if words[0] == "delete" and len(words) == 1:
+            self.s.pending_op, self.s.pending_step = None, 0
+            if self.s.running():
+                h = self.s.handle()
+                h.write_name("break_op", "")
+                h.write_u64("break_step", 0)
+                h.update_armed()
+            gdb.write("memscope: operator and step breaks cleared.\n")
+            return
+        if len(words) != 2 or words[0] not in ("op", "step"):
+            raise Error(self.USAGE)
+        if words[0] == "op":
+            name = words[1].strip()
+            if len(name.encode("utf-8")) >= gdbif.NAME_MAX:
+                raise Error("memscope: operator names are compared on their first %d bytes; %s is longer."
+                            % (gdbif.NAME_MAX - 1, name))
+            what = "the next launch of operator %s" % name
+        else:
+            n = _int_arg(words[1].strip(), self.USAGE)
+            if n < 1:
+                raise Error("memscope: steps count from 1.\n" + self.USAGE)
+            what = "the start of step %d" % n
+        if not self.s.running():
+            if words[0] == "op":
+                self.s.pending_op = name
+            else:
+                self.s.pending_step = n
+            gdb.write("memscope: will stop at %s, once the program runs.\n" % what)
+            return
+        h = self.s.handle()
+        if words[0] == "op":
+            h.write_name("break_op", name)
+        else:
+            h.write_u64("break_step", n)
+        h.update_armed()
+        gdb.write("memscope: will stop at %s.\n" % what)
+
+    def list(self):
+        if self.s.running():
+            try:
+                d = gdbif.Handle().read()
+                op, step = d.break_op.decode("utf-8", "replace"), d.break_step
+            except gdbif.NotLoaded:
+                op, step = self.s.pending_op, self.s.pending_step
+        else:
+            op, step = self.s.pending_op, self.s.pending_step
+        gdb.write("memscope: break at operator: %s; break at step: %s\n" % (op or "none", step or "none"))

@@ -1,0 +1,125 @@
+# SPDX-License-Identifier: MIT
+"""fmt: text the memscope commands print, in the words and number formats
+msmemscope-replay uses (human_bytes, thread labels, stacks)."""
+
+import gdb
+
+from . import replaylib
+
+
+def human_bytes(n):
+    """'512 bytes', '4.0 KiB', '1.5 MiB': src/cli.c's human_bytes()."""
+    if n < 1024:
+        return "%d bytes" % n
+    v, unit = float(n), None
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        v /= 1024
+        if v < 1024:
+            break
+    return "%.1f %s" % (v, unit)
+
+
+def exact_bytes(n):
+    """'4,096 bytes', with the human size beside it from 1 KiB on."""
+    if n < 1024:
+        return "%d byte%s" % (n, "" if n == 1 else "s")
+    return "{:,} bytes ({})".format(n, human_bytes(n))
+
+
+def plural(n, noun):
+    return "%d %s%s" % (n, noun, "" if n == 1 else "s")
+
+
+def signed_bytes(v):
+    return ("-" if v < 0 else "+") + human_bytes(abs(v))
+
+
+def stack_lines(log, stack_id, depth, indent="    "):
+    """The symbolized allocation stack as lines, numbered as
+    msmemscope-replay prints them; at most depth frames (0 = all)."""
+    if not stack_id:
+        info = log.info()
+        return [indent + "(no stack recorded%s)" % (
+            "" if info.call_stack_depth else "; the recorder ran with call_stack=0")]
+    out = []
+    ips = log.stack(stack_id)
+    for i, ip in enumerate(ips):
+        if depth and i >= depth:
+            n = len(ips) - i
+            out.append("%s... %d more frame%s (set memscope depth 0 shows all)" % (indent, n, "" if n == 1 else "s"))
+            break
+        for k, (txt, inlined) in enumerate(log.symbolize(ip)):
+            mark = " [inlined]" if inlined else ""
+            if k == 0:
+                out.append("%s#%-2d %s%s" % (indent, i, txt, mark))
+            else:
+                out.append("%s    %s%s" % (indent, txt, mark))
+    return out
+
+
+def gdb_thread(tid):
+    """'thread 2 "worker" (LWP 1234)' for an OS thread id of the current
+    inferior, or 'LWP 1234' when gdb does not list it."""
+    for t in gdb.selected_inferior().threads():
+        if t.ptid[1] == tid:
+            name = t.name
+            return 'thread %d%s (LWP %d)' % (t.num, ' "%s"' % name if name else "", tid)
+    return "LWP %d" % tid
+
+
+def block_kind(b):
+    kind = replaylib.MEM_NAMES[b.mem] if b.mem < len(replaylib.MEM_NAMES) else "UNKNOWN"
+    pool = replaylib.text(b.pool)
+    return kind + (" (pool '%s')" % pool if pool else "")
+
+
+def block_origin(log, b):
+    """"by t0 'infer' in step 3, operator attention (launch 12), owner
+    model@kv_cache", each part only when known."""
+    out = "by " + log.thread_label(b.thread)
+    parts = ["step %d" % b.step] if b.step else []
+    op = replaylib.text(b.op)
+    if op:
+        parts.append("operator %s (launch %d)" % (op, b.op_launch))
+    if parts:
+        out += " in " + ", ".join(parts)
+    owner = replaylib.text(b.owner)
+    if owner:
+        out += ", owner " + owner
+    return out
+
+
+def diff_ranges(old, new, base, align=8):
+    """The changed bytes between two equal-length byte strings, as
+    (start, end) offsets, each widened to the aligned words (of the
+    address base + offset) it touches, adjacent ones merged."""
+    ranges = []
+    n = min(len(old), len(new))
+    for i in range(n):
+        if old[i] == new[i]:
+            continue
+        word = base + i - (base + i) % align
+        lo, hi = max(0, word - base), min(n, word + align - base)
+        if ranges and lo <= ranges[-1][1]:
+            ranges[-1] = (ranges[-1][0], max(hi, ranges[-1][1]))
+        else:
+            ranges.append((lo, hi))
+    return ranges
+
+
+def hex_bytes(b):
+    return " ".join("%02x" % x for x in b)
+
+
+def diff_lines(old, new, base, indent="    ", per_line=8, max_lines=16):
+    """Lines '+0x40  a0 a1 ... -> 30 31 ...' for the changed words."""
+    out = []
+    changed = sum(1 for a, b in zip(old, new) if a != b)
+    for lo, hi in diff_ranges(old, new, base, per_line):
+        for at in range(lo, hi, per_line):
+            end = min(at + per_line, hi)
+            if len(out) >= max_lines:
+                out.append("%s... (more changed bytes not shown)" % indent)
+                return changed, out
+            out.append("%s+0x%-4x %s -> %s" % (indent, at, hex_bytes(old[at:end]), hex_bytes(new[at:end])))
+    return changed, out

@@ -1,0 +1,311 @@
+# SPDX-License-Identifier: MIT
+"""replaylib: ctypes bindings to libmsmemscope-replay, the one reader of
+the .mms log format, for the gdb side of msmemscope.
+
+The structures mirror include/msmemscope-replay.h field for field (ctypes
+lays them out as the C compiler does); change both together. Nothing here
+parses the log itself: every answer comes from the C library.
+
+Handles (Log, Replay, Symbolizer) own what they open and close it on
+close() or at the end of a with block."""
+
+import ctypes
+import os
+
+u8, u16, u32, u64, i64 = ctypes.c_uint8, ctypes.c_uint16, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_int64
+c_int, c_char_p, c_void_p, c_size_t = ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_size_t
+
+UINT64_MAX = (1 << 64) - 1
+
+# enum mms_event_kind
+EV_SYSTEM, EV_MALLOC, EV_FREE, EV_ACCESS, EV_OP_LAUNCH, EV_KERNEL_LAUNCH, EV_MSTX, EV_STEP, EV_OWNER, \
+    EV_WATCH, EV_COLLECT, EV_KIND_COUNT = range(1, 13)
+# enum mms_mem_kind
+MEM_HOST, MEM_MMAP, MEM_POOL, MEM_KIND_COUNT = range(4)
+MEM_NAMES = ("HOST", "MMAP", "POOL")
+
+
+class Event(ctypes.Structure):
+    _fields_ = [("id", u64), ("stamp", u64), ("time_ns", u64), ("thread", u32), ("kind", u16), ("sub", u16),
+                ("mem", u16), ("addr", u64), ("size", u64), ("stack", u32), ("total", u64), ("used", u64),
+                ("range_id", u64), ("name", c_char_p), ("file_offset", u64), ("flags", u64)]
+
+
+class LogInfo(ctypes.Structure):
+    _fields_ = [("version", u32), ("pid", u64), ("ppid", u64), ("exe", c_char_p), ("clock", u32),
+                ("flags", u32), ("cut_errno", c_int), ("start_realtime_ns", u64), ("lost_events", u64),
+                ("call_stack_depth", u32), ("threads", u32), ("nchunks", u64), ("file_size", u64),
+                ("complete", c_int), ("cut", c_int), ("damaged", c_int), ("damage_offset", u64),
+                ("damage", c_char_p), ("damage_error", c_int), ("damage_count", u64), ("events", u64),
+                ("segments", u64), ("last_realtime_ns", u64), ("exec_away", c_int)]
+
+
+class OpenError(ctypes.Structure):
+    _fields_ = [("offset", u64), ("what", ctypes.c_char * 160)]
+
+
+class KindSummary(ctypes.Structure):
+    _fields_ = [("allocs", u64), ("frees", u64), ("bytes_allocated", u64), ("peak_bytes", u64),
+                ("live_blocks", u64), ("live_bytes", u64)]
+
+
+class Block(ctypes.Structure):
+    _fields_ = [("addr", u64), ("size", u64), ("mem", u16), ("fn", u16), ("thread", u32), ("stack", u32),
+                ("alloc_id", u64), ("alloc_event", u64), ("step", u64), ("op_launch", u64), ("op", c_char_p),
+                ("kernel_launches", u64), ("owner", c_char_p), ("pool", c_char_p), ("free_event", u64),
+                ("free_thread", u32)]
+
+
+class Where(ctypes.Structure):
+    _fields_ = [("position", u64), ("events", u64), ("step", u64), ("in_step", c_int), ("op_launches", u64),
+                ("kernel_launches", u64), ("op", c_char_p), ("op_launch", u64), ("thread", u32),
+                ("mem", KindSummary * MEM_KIND_COUNT), ("live_bytes", u64), ("peak_bytes", u64),
+                ("unmatched_frees", u64), ("double_allocs", u64)]
+
+
+PROGRESS_FN = ctypes.CFUNCTYPE(c_int, c_void_p, u64, u64)
+
+
+class ReplayOptions(ctypes.Structure):
+    _fields_ = [("index_path", c_char_p), ("no_index_file", c_int), ("checkpoint_every", u64),
+                ("forward_only", c_int), ("progress", c_void_p), ("progress_ctx", c_void_p)]
+
+
+class StackGroup(ctypes.Structure):
+    _fields_ = [("stack", u32), ("blocks", u64), ("bytes", u64), ("addr", u64), ("size", u64), ("step", u64),
+                ("op", c_char_p)]
+
+
+class Frame(ctypes.Structure):
+    _fields_ = [("ip", u64), ("function", c_char_p), ("file", c_char_p), ("line", u32), ("module", c_char_p),
+                ("module_offset", u64), ("inlined", c_int)]
+
+
+_lib = None
+_libc = None
+
+
+class ReplayError(Exception):
+    """A call into the replay library failed; str() explains it."""
+
+
+def load(path):
+    """Loads the replay library at path (once) and declares its functions.
+    Raises OSError when it cannot be loaded."""
+    global _lib, _libc
+    if _lib is not None:
+        return _lib
+    lib = ctypes.CDLL(path)
+    P = ctypes.POINTER
+    protos = {
+        "mms_strerror": (c_char_p, [c_int]),
+        "mms_log_open_ex": (c_int, [c_char_p, P(c_void_p), P(OpenError)]),
+        "mms_log_close": (None, [c_void_p]),
+        "mms_log_get_info": (None, [c_void_p, P(LogInfo)]),
+        "mms_log_stack": (c_int, [c_void_p, u32, P(u64), c_size_t]),
+        "mms_log_thread": (c_int, [c_void_p, u32, P(u64), P(c_char_p)]),
+        "mms_replay_open_ex": (c_int, [c_void_p, P(ReplayOptions), P(c_void_p)]),
+        "mms_replay_close": (None, [c_void_p]),
+        "mms_replay_seek": (c_int, [c_void_p, u64]),
+        "mms_replay_where": (None, [c_void_p, P(Where)]),
+        "mms_replay_steps": (u64, [c_void_p]),
+        "mms_replay_step_range": (c_int, [c_void_p, u64, P(u64), P(u64)]),
+        "mms_replay_block_at": (c_int, [c_void_p, u64, P(Block)]),
+        "mms_replay_freed_block_at": (c_int, [c_void_p, u64, P(Block)]),
+        "mms_replay_group_live": (c_int, [c_void_p, u64, u64, P(P(StackGroup)), P(c_size_t)]),
+        "mms_iter_open": (c_int, [c_void_p, P(c_void_p)]),
+        "mms_iter_next": (c_int, [c_void_p, P(Event)]),
+        "mms_iter_close": (None, [c_void_p]),
+        "mms_symbolizer_open": (c_int, [c_void_p, P(c_void_p)]),
+        "mms_symbolizer_close": (None, [c_void_p]),
+        "mms_symbolize": (c_int, [c_void_p, u64, P(Frame), c_size_t]),
+        "mms_frame_format": (c_int, [P(Frame), ctypes.c_char_p, c_size_t]),
+    }
+    for name, (res, args) in protos.items():
+        fn = getattr(lib, name)
+        fn.restype = res
+        fn.argtypes = args
+    libc = ctypes.CDLL(None)
+    libc.free.restype = None
+    libc.free.argtypes = [c_void_p]
+    _lib, _libc = lib, libc
+    return lib
+
+
+def strerror(rc):
+    return _lib.mms_strerror(rc).decode("utf-8", "replace")
+
+
+def text(b):
+    """A C string of the library as str (None stays None)."""
+    return None if b is None else b.decode("utf-8", "replace")
+
+
+class Log:
+    """An open log (mms_log_open_ex). Raises ReplayError when the file
+    cannot be read as a log."""
+
+    def __init__(self, path):
+        self.path = path
+        self.h = c_void_p()
+        err = OpenError()
+        rc = _lib.mms_log_open_ex(os.fsencode(path), ctypes.byref(self.h), ctypes.byref(err))
+        if rc:
+            what = err.what.decode("utf-8", "replace")
+            raise ReplayError("cannot read the log %s: %s%s" % (path, strerror(rc), ": " + what if what else ""))
+        self._sym = None
+        self._sym_failed = False
+        self._threads = {}
+
+    def close(self):
+        if self._sym:
+            _lib.mms_symbolizer_close(self._sym)
+            self._sym = None
+        if self.h:
+            _lib.mms_log_close(self.h)
+            self.h = c_void_p()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def info(self):
+        info = LogInfo()
+        _lib.mms_log_get_info(self.h, ctypes.byref(info))
+        return info
+
+    def thread(self, index):
+        """(tid, name or None) of thread number index in the log."""
+        if index not in self._threads:
+            tid, name = u64(), c_char_p()
+            if _lib.mms_log_thread(self.h, index, ctypes.byref(tid), ctypes.byref(name)):
+                self._threads[index] = (0, None)
+            else:
+                self._threads[index] = (tid.value, text(name.value))
+        return self._threads[index]
+
+    def thread_label(self, index):
+        """"t2" or "t2 'worker'", as msmemscope-replay writes a thread."""
+        name = self.thread(index)[1]
+        return "t%u '%s'" % (index, name) if name else "t%u" % index
+
+    def operator_names(self):
+        """The names of the operators launched so far, sorted (for
+        completion)."""
+        it, ev, names = c_void_p(), Event(), set()
+        if _lib.mms_iter_open(self.h, ctypes.byref(it)):
+            return []
+        try:
+            while _lib.mms_iter_next(it, ctypes.byref(ev)) == 1:
+                if ev.kind == EV_OP_LAUNCH and ev.sub == 0 and ev.name:
+                    names.add(text(ev.name))
+        finally:
+            _lib.mms_iter_close(it)
+        return sorted(names)
+
+    def stack(self, stack_id, limit=256):
+        """The instruction pointers of a recorded stack, innermost first."""
+        if not stack_id:
+            return []
+        ips = (u64 * limit)()
+        n = _lib.mms_log_stack(self.h, stack_id, ips, limit)
+        if n < 0:
+            raise ReplayError("stack %u: %s" % (stack_id, strerror(n)))
+        return list(ips[:min(n, limit)])
+
+    def symbolize(self, ip):
+        """The frames of one recorded ip as (text, inlined) pairs, innermost
+        inlined function first, formatted by mms_frame_format()."""
+        if self._sym is None and not self._sym_failed:
+            sym = c_void_p()
+            if _lib.mms_symbolizer_open(self.h, ctypes.byref(sym)):
+                self._sym_failed = True
+            else:
+                self._sym = sym
+        if self._sym is None:
+            return [("0x%x" % ip, False)]
+        frames = (Frame * 16)()
+        n = _lib.mms_symbolize(self._sym, ip, frames, 16)
+        if n <= 0:
+            return [("0x%x" % ip, False)]
+        out = []
+        buf = ctypes.create_string_buffer(1024)
+        for k in range(n):
+            _lib.mms_frame_format(ctypes.byref(frames[k]), buf, len(buf))
+            out.append((text(buf.value), bool(frames[k].inlined)))
+        return out
+
+
+class Replay:
+    """A replay of an open log (mms_replay_open_ex). forward_only replays
+    go forward once, without an index; indexed ones can seek and know the
+    steps. Raises ReplayError when the replay cannot be opened."""
+
+    def __init__(self, log, forward_only=True):
+        self.log = log
+        self.h = c_void_p()
+        opt = ReplayOptions()
+        opt.forward_only = 1 if forward_only else 0
+        rc = _lib.mms_replay_open_ex(log.h, ctypes.byref(opt), ctypes.byref(self.h))
+        if rc:
+            raise ReplayError("cannot replay the log %s: %s" % (log.path, strerror(rc)))
+
+    def close(self):
+        if self.h:
+            _lib.mms_replay_close(self.h)
+            self.h = c_void_p()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def seek(self, pos):
+        """Moves to position pos; returns 0 or the library's error code
+        (the state then stands where the replay stopped)."""
+        return _lib.mms_replay_seek(self.h, pos)
+
+    def where(self):
+        w = Where()
+        _lib.mms_replay_where(self.h, ctypes.byref(w))
+        return w
+
+    def steps(self):
+        return _lib.mms_replay_steps(self.h)
+
+    def step_range(self, step):
+        """(begin, end) positions of step, or None when the log has no such step."""
+        b, e = u64(), u64()
+        if _lib.mms_replay_step_range(self.h, step, ctypes.byref(b), ctypes.byref(e)):
+            return None
+        return b.value, e.value
+
+    def block_at(self, addr):
+        """The live block containing addr, or None."""
+        b = Block()
+        return b if _lib.mms_replay_block_at(self.h, addr, ctypes.byref(b)) == 1 else None
+
+    def freed_block_at(self, addr):
+        """The last block containing addr freed before here, or None."""
+        b = Block()
+        rc = _lib.mms_replay_freed_block_at(self.h, addr, ctypes.byref(b))
+        if rc < 0:
+            raise ReplayError("looking for a freed block at 0x%x: %s" % (addr, strerror(rc)))
+        return b if rc == 1 else None
+
+    def group_live(self, step_lo=0, step_hi=UINT64_MAX):
+        """Live blocks allocated in steps step_lo..step_hi grouped by
+        allocation stack, largest bytes first: a list of dicts."""
+        out = ctypes.POINTER(StackGroup)()
+        n = c_size_t()
+        rc = _lib.mms_replay_group_live(self.h, step_lo, step_hi, ctypes.byref(out), ctypes.byref(n))
+        if rc:
+            raise ReplayError("grouping the live blocks: %s" % strerror(rc))
+        try:
+            return [{"stack": g.stack, "blocks": g.blocks, "bytes": g.bytes, "addr": g.addr, "size": g.size,
+                     "step": g.step, "op": text(g.op)} for g in (out[i] for i in range(n.value))]
+        finally:
+            _libc.free(ctypes.cast(out, c_void_p))

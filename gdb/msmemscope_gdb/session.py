@@ -1,0 +1,237 @@
+# SPDX-License-Identifier: MIT
+"""session: what one gdb session of memscope holds: where the recorder and
+the replay library are, the folder the program's logs go to, the watches
+and breaks gdb armed in the program, and the internal breakpoint on
+msmemscope_gdb_stopped() with the report printed when it stops."""
+
+import contextlib
+import os
+import shlex
+import tempfile
+import time
+
+import gdb
+
+from . import fmt, gdbif, replaylib
+
+HOOKS_NAME = "libmsmemscope-hooks.so"
+
+
+class Error(gdb.GdbError):
+    """A command failed for a reason the user can act on."""
+
+
+def in_hooks(pc):
+    name = gdb.solib_name(pc)
+    return bool(name) and os.path.basename(name) == HOOKS_NAME
+
+
+class Command(gdb.Command):
+    """A memscope command: run() does the work; errors that are not the
+    user's (gdb could not read a value, the log could not be replayed)
+    become messages, never Python tracebacks."""
+
+    def invoke(self, arg, from_tty):
+        self.dont_repeat()
+        try:
+            self.run(arg, from_tty)
+        except gdb.MemoryError as e:
+            raise Error("memscope: cannot read the program's memory: %s" % e)
+        except gdb.error as e:
+            raise Error("memscope: %s" % e)
+        except replaylib.ReplayError as e:
+            raise Error("memscope: %s" % e)
+        except gdbif.NotLoaded as e:
+            raise Error("memscope: %s." % e)
+
+    def run(self, arg, from_tty):
+        raise NotImplementedError
+
+
+class StopBreakpoint(gdb.Breakpoint):
+    """The breakpoint on msmemscope_gdb_stopped(): the hooks call it only
+    when gdb must stop (a watched block changed, a break began), so stop()
+    checks the reason and the session prints the report at the stop."""
+
+    def __init__(self):
+        super().__init__("msmemscope_gdb_stopped", internal=True)
+        self.silent = True
+
+    def stop(self):
+        try:
+            return gdbif.Handle(check=False).read_u32("reason") != gdbif.REASON_NONE
+        except (gdbif.NotLoaded, gdb.error):
+            return True
+
+
+class Watch:
+    """One watch gdb armed: slot (number - 1), what the user typed, the
+    range, and the block it lies in, described when it was armed."""
+
+    def __init__(self, slot, expr, addr, size, block_lines):
+        self.slot, self.expr, self.addr, self.size = slot, expr, addr, size
+        self.block_lines = block_lines
+
+
+class Session:
+    def __init__(self, hooks, replay_lib, replay_cli):
+        self.hooks = hooks
+        self.replay_lib = replay_lib
+        self.replay_cli = replay_cli
+        self.depth = 12           # frames per stack (set memscope depth)
+        self.top = 20             # loss records and launches printed (set memscope top)
+        self.log_dir = None
+        self.watches = {}         # slot -> Watch
+        self.pending_op = None    # break op/step set before the program ran
+        self.pending_step = 0
+        self.bp = None
+        self.leaks_prev = {}      # (log path, mode) -> {stack: (blocks, bytes)}
+        self.stop_kind = None     # what the last stop of ours was (for `at step`)
+
+    # --- set-up --------------------------------------------------------------
+
+    def start(self):
+        """Prepares the folder for the logs, the exec-wrapper that preloads
+        the recorder into the program only, and the event handlers."""
+        replaylib.load(self.replay_lib)
+        if not os.path.exists(self.hooks):
+            gdb.write("memscope: warning: the recorder %s does not exist (not built or installed?); the program "
+                      "will run without it.\n" % self.hooks)
+        self.log_dir = self._make_log_dir()
+        # gdb runs the wrapper with the shell, in the program's environment:
+        # an LD_PRELOAD of the program's is kept after ours, and its own
+        # MSMEMSCOPE_CONFIG (gdb's, or `set environment') replaces ours,
+        # which asks for the allocation stacks the commands print.
+        env = ["env", "LD_PRELOAD=" + shlex.quote(self.hooks) + '${LD_PRELOAD:+:"$LD_PRELOAD"}',
+               "MSMEMSCOPE_LOG_DIR=" + shlex.quote(self.log_dir),
+               'MSMEMSCOPE_CONFIG="${MSMEMSCOPE_CONFIG:-call_stack=32}"']
+        gdb.execute("set exec-wrapper " + " ".join(env))
+        gdb.events.new_objfile.connect(self._on_new_objfile)
+        gdb.events.stop.connect(self._on_stop)
+        gdb.events.exited.connect(self._on_exited)
+        for objfile in gdb.objfiles():
+            if os.path.basename(objfile.filename) == HOOKS_NAME:
+                self._hooks_loaded()
+
+    def _make_log_dir(self):
+        """memscopeDumpResults/gdb_{pid}_{time} in the current folder, as
+        msmemscope names its run folders, or a fresh folder under $TMPDIR
+        when the current folder is not writable."""
+        stamp = time.strftime("%Y%m%d%H%M%S")
+        name = "gdb_%d_%s" % (os.getpid(), stamp)
+        try:
+            top = os.path.abspath("memscopeDumpResults")
+            os.makedirs(top, mode=0o750, exist_ok=True)
+            path = os.path.join(top, name)
+            os.mkdir(path, 0o750)
+            return path
+        except OSError:
+            return tempfile.mkdtemp(prefix="msmemscope-" + name + "-")
+
+    # --- the program's log and descriptor ------------------------------------
+
+    def handle(self):
+        try:
+            return gdbif.Handle()
+        except gdbif.NotLoaded as e:
+            raise Error("memscope: %s." % e)
+
+    def log_path(self, handle=None):
+        """The log of the current program, from the descriptor."""
+        h = handle or self.handle()
+        path = h.read().log_path.decode("utf-8", "surrogateescape")
+        if not path:
+            path = os.path.join(self.log_dir, "memscope_%d.mms" % h.inferior.pid)
+        if not os.path.exists(path):
+            raise Error("memscope: the program's log %s does not exist (the recorder could not write it?)." % path)
+        return path
+
+    @contextlib.contextmanager
+    def now(self, forward_only=True):
+        """(log, replay) of the program's log, replayed to its end: the
+        program is stopped, so the log holds everything it did. Closed on
+        leaving the with block."""
+        path = self.log_path()
+        try:
+            with replaylib.Log(path) as log, replaylib.Replay(log, forward_only=forward_only) as r:
+                rc = r.seek(log.info().events)
+                if rc:
+                    gdb.write("memscope: warning: the replay stopped at event %d: %s\n"
+                              % (r.where().position, replaylib.strerror(rc)))
+                yield log, r
+        except replaylib.ReplayError as e:
+            raise Error("memscope: %s" % e)
+
+    def running(self):
+        return gdb.selected_inferior().pid != 0
+
+    # --- events ---------------------------------------------------------------
+
+    def _on_new_objfile(self, ev):
+        if os.path.basename(ev.new_objfile.filename) == HOOKS_NAME:
+            self._hooks_loaded()
+
+    def _hooks_loaded(self):
+        """The recorder was mapped into the program: keep our breakpoint
+        on its stop function and arm the breaks set before it ran. Its
+        constructor has not run yet; it only sets the version."""
+        if self.bp is None or not self.bp.is_valid():
+            self.bp = StopBreakpoint()
+        # A new image (a new run, or an exec): its descriptor is fresh.
+        self.watches.clear()
+        if not (self.pending_op or self.pending_step):
+            return
+        try:
+            h = gdbif.Handle(check=False)
+        except gdbif.NotLoaded:
+            return
+        if self.pending_op:
+            h.write_name("break_op", self.pending_op)
+        if self.pending_step:
+            h.write_u64("break_step", self.pending_step)
+        h.write_u32("armed", 1)
+        self.pending_op, self.pending_step = None, 0
+
+    def _on_exited(self, ev):
+        if self.watches:
+            gdb.write("memscope: the program exited; its %s gone.\n"
+                      % ("watch is" if len(self.watches) == 1 else "%d watches are" % len(self.watches)))
+        self.watches.clear()
+
+    def _on_stop(self, ev):
+        if not isinstance(ev, gdb.BreakpointEvent) or self.bp is None or self.bp not in ev.breakpoints:
+            self.stop_kind = None
+            return
+        try:
+            self._report_stop()
+        except (gdb.error, gdbif.NotLoaded, replaylib.ReplayError) as e:
+            gdb.write("memscope: stopped by the recorder, but cannot say why: %s\n" % e)
+
+    def _report_stop(self):
+        h = gdbif.Handle(check=False)
+        d = h.read()
+        who = fmt.gdb_thread(d.tid)
+        self.stop_kind = (d.reason, d.step)
+        if d.reason == gdbif.REASON_WATCH:
+            from . import watch
+            watch.report(self, h, d, who)
+        elif d.reason == gdbif.REASON_OP:
+            gdb.write("memscope: operator %s begins: launch %d, step %d, %s\n"
+                      % (d.op_name.decode("utf-8", "replace"), d.op_launch, d.step, who))
+            h.write_name("break_op", "")
+            h.update_armed()
+        elif d.reason == gdbif.REASON_STEP:
+            gdb.write("memscope: step %d begins, %s\n" % (d.step, who))
+            h.write_u64("break_step", 0)
+            h.update_armed()
+        self.select_user_frame()
+
+    def select_user_frame(self):
+        """Selects and prints the innermost frame outside the recorder: the
+        program's code that crossed the operator or step boundary."""
+        frame = gdb.newest_frame()
+        while frame is not None and in_hooks(frame.pc()):
+            frame = frame.older()
+        if frame is not None:
+            frame.select()
+            gdb.execute("frame")
