@@ -7,7 +7,10 @@
 # descriptor, against the same session of the same program without the
 # recorder. Prints wall times (best of BENCH_RUNS), the ratio against its
 # target (<= 3.0), and the stops seen (must be 3), plus the session with
-# the recorder and nothing armed. Not a test: `make bench` runs it.
+# the recorder and nothing armed; then the same watch as a user sets it,
+# `memscope watch` under memscope.gdb, and the time `memscope leaks` takes
+# on a process holding 100,000 live blocks (bench/holdbench; target 2 s).
+# Not a test: `make bench` runs it.
 #
 # Environment: top_builddir (default .), BENCH_LAUNCHES (default 100000),
 # BENCH_RUNS (default 3), GDB (default gdb).
@@ -16,6 +19,8 @@ set -eu
 top_builddir=${top_builddir:-.}
 hooks=${MMS_HOOKS:-$top_builddir/hooks/.libs/libmsmemscope-hooks.so}
 bench=${MMS_OPBENCH:-$top_builddir/bench/opbench}
+holdbench=${MMS_HOLDBENCH:-$top_builddir/bench/holdbench}
+memscope_gdb=${MMS_GDB_SCRIPT:-$top_builddir/gdb/memscope.gdb}
 launches=${BENCH_LAUNCHES:-100000}
 runs=${BENCH_RUNS:-3}
 gdb=${GDB:-gdb}
@@ -61,6 +66,19 @@ EOF
 for mode in native idle watch; do
 	script $mode >"$tmp/$mode.gdb"
 done
+# The user's way: memscope.gdb and `memscope watch`, continuing after each
+# stop until the program exits.
+{
+	echo "set pagination off"
+	echo "set confirm off"
+	echo "source $memscope_gdb"
+	echo "break main"
+	echo "run"
+	echo "memscope watch opbench_block 65536"
+	echo "while 1"
+	echo "continue"
+	echo "end"
+} >"$tmp/memscope.gdb"
 
 # best MODE: the best wall time (seconds) of $runs sessions; the output of
 # the last one is left in $tmp/MODE.out.
@@ -70,7 +88,10 @@ best() {
 	while [ $i -lt "$runs" ]; do
 		rm -f "$tmp/bench.mms"
 		t0=$(date +%s%N)
-		"$gdb" -nx -batch -x "$tmp/$1.gdb" --args "$bench" "$launches" >"$tmp/$1.out" 2>"$tmp/$1.err" || {
+		# The memscope session ends with an error (continue after the
+		# exit): it is judged by its output instead.
+		(cd "$tmp" && "$gdb" -nx -batch -x "$tmp/$1.gdb" --args "$bench" "$launches") >"$tmp/$1.out" \
+			2>"$tmp/$1.err" || [ "$1" = memscope ] || {
 			echo "gdb.sh: the $1 session failed: $(tail -3 "$tmp/$1.err")" >&2
 			exit 1
 		}
@@ -93,3 +114,27 @@ printf 'gdb session, no recorder       %8s s\n' "$n"
 printf 'gdb session, recorder idle     %8s s  (%s x)\n' "$i" "$(ratio "$i" "$n")"
 printf 'gdb session, block watched     %8s s  (%s x, target <= 3.0)\n' "$w" "$(ratio "$w" "$n")"
 printf 'stops while watching           %8s    (expected 3)\n' "${stops:-?}"
+
+if [ -f "$memscope_gdb" ]; then
+	m=$(best memscope)
+	mstops=$(grep -c 'changed in operator' "$tmp/memscope.out" || true)
+	printf 'memscope.gdb, memscope watch   %8s s  (%s x, target <= 3.0), %s stops (expected 3)\n' "$m" \
+		"$(ratio "$m" "$n")" "$mstops"
+	if [ -x "$holdbench" ]; then
+		{
+			echo "set pagination off"
+			echo "source $memscope_gdb"
+			echo "break holdbench_ready"
+			echo "run"
+			echo "python import time; t0 = time.time()"
+			echo "memscope leaks full"
+			echo 'python print("leaks_seconds=%.3f" % (time.time() - t0))'
+		} >"$tmp/leaks.gdb"
+		(cd "$tmp" && "$gdb" -nx -batch -x "$tmp/leaks.gdb" --args "$holdbench" 100000) >"$tmp/leaks.out" 2>&1 || true
+		printf 'memscope leaks, 100000 live blocks %6s s  (target < 2 s)\n' \
+			"$(sed -n 's/^leaks_seconds=//p' "$tmp/leaks.out")"
+		grep -m1 'memscope: all live blocks' "$tmp/leaks.out" || true
+	fi
+else
+	echo "gdb.sh: $memscope_gdb is not built; the memscope.gdb sessions are skipped"
+fi
