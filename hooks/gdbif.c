@@ -33,6 +33,7 @@
  * changes they made in that time would be reported as one, later. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
@@ -273,6 +274,34 @@ static void watches_check(uint64_t launch, const char *name)
 static inline int armed(void)
 {
 	return unlikely(__atomic_load_n(&msmemscope_gdb.armed, __ATOMIC_RELAXED) != 0);
+}
+
+/* Memory [lo, hi) is about to be released (hi 0: lo is a malloc'd block).
+ * A watched block in it stops being compared (reading it after the
+ * release could fault: glibc unmaps large blocks), and gdb is told, so
+ * the user sees who frees the block they watch. */
+void mms__gdb_release_slow(uintptr_t lo, uintptr_t hi)
+{
+	struct msmemscope_gdb *d = &msmemscope_gdb;
+	int saved_errno = errno;
+
+	if (!hi)
+		hi = lo + malloc_usable_size((void *)lo);
+	for (unsigned i = 0; i < MMS_GDB_WATCH_MAX; i++) {
+		struct mms_gdb_watch *w = &d->watch[i];
+		uint64_t size = __atomic_load_n(&w->size, __ATOMIC_RELAXED), at;
+		const char *at_name;
+
+		if (!size || w->addr >= hi || lo >= w->addr + size)
+			continue;
+		while (__atomic_exchange_n(&slot_busy[i], 1, __ATOMIC_ACQUIRE))
+			sched_yield();
+		slot_ok[i] = 0;
+		__atomic_store_n(&slot_busy[i], 0, __ATOMIC_RELEASE);
+		attribution(gdb_tls, &at, &at_name);
+		stop(MMS_GDB_FREED, i, at, at_name);
+	}
+	errno = saved_errno;
 }
 
 /* --- the boundaries (called inside the reentrancy guard) ------------------- */

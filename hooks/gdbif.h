@@ -25,6 +25,9 @@ enum mms_gdb_reason {
 	MMS_GDB_WATCH = 1, /* a watched block changed; see hit_watch */
 	MMS_GDB_OP = 2,    /* an operator named break_op began */
 	MMS_GDB_STEP = 3,  /* step break_step began */
+	MMS_GDB_FREED = 4, /* the block of watch hit_watch is being freed or
+	                      unmapped (free, realloc, munmap, mremap, before
+	                      the call): the hooks compare it no more */
 };
 
 /* One watched block. gdb writes addr, size and bumps generation to arm

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "gdbif.h"
 #include "format.h"
 
 #define MMS_HIDDEN __attribute__((visibility("hidden")))
@@ -306,13 +307,21 @@ uint32_t mms__step_now(void) MMS_HIDDEN;
 /* gdbif.c: the gdb interface (gdbif.h). The op and step functions are
  * called inside the reentrancy guard, whether the event is recorded or
  * not. */
-struct msmemscope_gdb;
 extern struct msmemscope_gdb msmemscope_gdb MMS_EXPORT;
 MMS_EXPORT void msmemscope_gdb_stopped(void);
 void mms__gdb_init(void) MMS_HIDDEN;
 void mms__gdb_set_log(const char *path) MMS_HIDDEN;
 void mms__gdb_after_fork_child(void) MMS_HIDDEN;
 void mms__gdb_op_begin(const char *name) MMS_HIDDEN;
+void mms__gdb_release_slow(uintptr_t lo, uintptr_t hi) MMS_HIDDEN;
+
+/* Before memory is released (hi 0: lo is a malloc'd block): one load while
+ * gdb has armed nothing. */
+static inline void mms__gdb_release(uintptr_t lo, uintptr_t hi)
+{
+	if (unlikely(__atomic_load_n(&msmemscope_gdb.armed, __ATOMIC_RELAXED)))
+		mms__gdb_release_slow(lo, hi);
+}
 void mms__gdb_op_end(void) MMS_HIDDEN;
 /* Step `step` has just begun (msmemscope_step or a "step start" range). */
 void mms__gdb_step_begins(uint32_t step) MMS_HIDDEN;

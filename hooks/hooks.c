@@ -300,6 +300,7 @@ MMS_EXPORT void free(void *ptr)
 		rec_free(t, MMS_FREE_FREE, ptr, mms__stamp_release());
 		leave();
 	}
+	mms__gdb_release((uintptr_t)ptr, 0);
 	mms__real.free(ptr);
 }
 
@@ -325,6 +326,9 @@ static void *realloc_common(void *ptr, size_t size)
 			memcpy(r, ptr, old < size ? old : size);
 		return r;
 	}
+	/* The block may move: a watch on it ends here either way. */
+	if (ptr)
+		mms__gdb_release((uintptr_t)ptr, 0);
 	t = enter();
 	if (!t)
 		return mms__real.realloc(ptr, size);
@@ -453,6 +457,7 @@ MMS_EXPORT int munmap(void *addr, size_t len)
 		rec_munmap(t, addr, len, mms__stamp_release());
 		leave();
 	}
+	mms__gdb_release((uintptr_t)addr, (uintptr_t)addr + len);
 	r = mms__real.munmap(addr, len);
 	return r;
 }
@@ -469,6 +474,7 @@ MMS_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ..
 		want = va_arg(ap, void *);
 		va_end(ap);
 	}
+	mms__gdb_release((uintptr_t)old, (uintptr_t)old + old_len);
 	t = enter();
 	t1 = t ? mms__stamp_release() : 0;
 	r = mms__real.mremap(old, old_len, new_len, flags, want);

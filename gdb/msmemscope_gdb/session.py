@@ -215,6 +215,9 @@ class Session:
         if d.reason == gdbif.REASON_WATCH:
             from . import watch
             watch.report(self, h, d, who)
+        elif d.reason == gdbif.REASON_FREED:
+            from . import watch
+            watch.report_freed(self, h, d, who)
         elif d.reason == gdbif.REASON_OP:
             gdb.write("memscope: operator %s begins: launch %d, step %d, %s\n"
                       % (d.op_name.decode("utf-8", "replace"), d.op_launch, d.step, who))

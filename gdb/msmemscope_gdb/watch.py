@@ -235,3 +235,22 @@ def report(session, h, d, who):
     if mine:
         for line in mine.block_lines:
             gdb.write(line + "\n")
+
+
+def report_freed(session, h, d, who):
+    """The program is freeing (or unmapping, or reallocating) the block of
+    a watch: say so where it happens, and remove the watch, which the
+    hooks already stopped comparing."""
+    slot = d.hit_watch
+    if slot >= gdbif.WATCH_MAX:
+        return
+    w = d.watch[slot]
+    mine = session.watches.pop(slot, None)
+    label = mine.expr + ", " if mine else ""
+    name = d.op_name.decode("utf-8", "replace")
+    where = ("in operator %s (launch %d, step %d)" % (name, d.op_launch, d.step)) if d.op_launch \
+        else "outside any operator launch (step %d)" % d.step
+    gdb.write("memscope: watch %d (%s%s at 0x%x) ends: its block is being freed %s, %s; "
+              "the watch is removed.\n" % (slot + 1, label, fmt.exact_bytes(w.size), w.addr, where, who))
+    h.disarm_watch(slot, w.generation + 1)
+    h.update_armed()
