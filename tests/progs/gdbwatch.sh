@@ -81,7 +81,7 @@ EOF
 	} >"$_name.gdb"
 	gdb -nx -batch -x "$_name.gdb" --args "$prog" $_mode >"$_name.out" 2>"$_name.err" ||
 		fail "gdb session $_name exited $?: $(tail -5 "$_name.err")"
-	grep -q '^gdbwatch done$' "$_name.out" || fail "$_name: the program did not finish under gdb: $(tail -5 "$_name.out") $(tail -5 "$_name.err")"
+	grep -q 'gdbwatch done' "$_name.out" || fail "$_name: the program did not finish under gdb: $(tail -5 "$_name.out") $(tail -5 "$_name.err")"
 	grep -q '^END stops=' "$_name.out" || fail "$_name: the gdb script did not finish: $(tail -5 "$_name.err")"
 }
 
