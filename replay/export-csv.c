@@ -92,13 +92,13 @@ MMS__EXPORT int mms_export_csv(mms_log_t *log, const char *path, const mms_expor
 {
 	struct mms__xbuf out = { 0 };
 	struct mms__xpass x;
-	struct mms__xfile f;
+	struct mms__outfile f;
 	struct mms__xrow row;
 	int fd, rc;
 
 	if (!log || !path)
 		return MMS_EUSAGE;
-	fd = mms__xfile_create(&f, path, opt && opt->overwrite);
+	fd = mms__outfile_create(&f, path, opt && opt->overwrite);
 	if (fd < 0)
 		return fd;
 	rc = mms__xpass_open(&x, log, opt);
@@ -122,14 +122,14 @@ MMS__EXPORT int mms_export_csv(mms_log_t *log, const char *path, const mms_expor
 		goto fail_file;
 	if (close(fd)) {
 		rc = -errno;
-		mms__xfile_abort(&f);
+		mms__outfile_abort(&f);
 		return rc;
 	}
-	return mms__xfile_commit(&f);
+	return mms__outfile_commit(&f);
 fail_file:
 	mms__xbuf_free(&out);
 	close(fd);
-	mms__xfile_abort(&f);
+	mms__outfile_abort(&f);
 	return rc;
 }
 

@@ -519,14 +519,14 @@ static void db_close(struct db *d)
 MMS__EXPORT int mms_export_db(mms_log_t *log, const char *path, const mms_export_options_t *opt)
 {
 	struct db d = { 0 };
-	struct mms__xfile f;
+	struct mms__outfile f;
 	int fd, rc;
 
 	if (!log || !path)
 		return MMS_EUSAGE;
 	/* Created here, so mode, O_EXCL and O_NOFOLLOW are ours; SQLite
 	 * takes the empty file as an empty database. */
-	fd = mms__xfile_create(&f, path, opt && opt->overwrite);
+	fd = mms__outfile_create(&f, path, opt && opt->overwrite);
 	if (fd < 0)
 		return fd;
 	close(fd);
@@ -561,8 +561,8 @@ fail_file:
 	mms__map_free(&d.ips);
 	mms__xbuf_free(&d.chain);
 	if (rc) {
-		mms__xfile_abort(&f);
+		mms__outfile_abort(&f);
 		return rc;
 	}
-	return mms__xfile_commit(&f);
+	return mms__outfile_commit(&f);
 }

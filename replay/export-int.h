@@ -145,25 +145,4 @@ int mms__xpass_stack(struct mms__xpass *x, uint32_t id, const char **s, size_t *
  * negative code. */
 int mms__xpass_ips(struct mms__xpass *x, uint32_t id, const uint64_t **ips);
 
-/* --- output files ------------------------------------------------------------ */
-
-/* An output file written under a temporary name in the same folder and
- * moved to its path at the end (replacing what is there only with
- * overwrite), so no partial file is ever left behind. */
-struct mms__xfile {
-	const char *path;
-	char *tmp;
-	int overwrite;
-};
-
-/* Refuses with -EEXIST when path exists and overwrite is 0, then creates
- * the temporary file (mode 0640, O_EXCL, O_NOFOLLOW). Returns an open
- * descriptor, or a negative code. */
-int mms__xfile_create(struct mms__xfile *f, const char *path, int overwrite);
-/* Moves the finished temporary file to its path. Returns 0 or a negative
- * code (the temporary file is then removed). */
-int mms__xfile_commit(struct mms__xfile *f);
-/* Removes the temporary file; safe to call after a commit. */
-void mms__xfile_abort(struct mms__xfile *f);
-
 #endif /* MMS_EXPORT_INT_H */

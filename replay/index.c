@@ -182,24 +182,6 @@ static void fill_header(const mms_log_t *log, const struct mms__index *ix, struc
 	h->blobs_len = ix->blobs_len;
 }
 
-int mms__write_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-	ssize_t w;
-
-	while (n) {
-		w = write(fd, c, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* Whether path holds something other than an index of ours (which we
  * must then leave alone). */
 static int foreign_file(const char *path)
@@ -224,26 +206,18 @@ static int foreign_file(const char *path)
 int mms__index_store(const mms_log_t *log, const char *path, const struct mms__index *ix)
 {
 	struct index_file_header h;
-	char *tmp;
-	size_t n;
+	struct mms__outfile f;
 	int fd, rc;
 
 	if (foreign_file(path))
 		return -EEXIST;
-	n = strlen(path) + 16;
-	tmp = malloc(n);
-	if (!tmp)
-		return -ENOMEM;
-	snprintf(tmp, n, "%s.XXXXXX", path);
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		rc = -errno;
-		goto fail_tmp;
-	}
+	/* Written under a temporary name and renamed into place whole, so a
+	 * reader never sees half an index. */
+	fd = mms__outfile_create(&f, path, 1);
+	if (fd < 0)
+		return fd;
 	fill_header(log, ix, &h);
-	rc = fchmod(fd, 0640) ? -errno : 0;
-	if (!rc)
-		rc = mms__write_all(fd, &h, sizeof(h));
+	rc = mms__write_all(fd, &h, sizeof(h));
 	if (!rc)
 		rc = mms__write_all(fd, ix->steps, ix->nsteps * sizeof(*ix->steps));
 	if (!rc)
@@ -252,13 +226,10 @@ int mms__index_store(const mms_log_t *log, const char *path, const struct mms__i
 		rc = mms__write_all(fd, ix->blobs, ix->blobs_len);
 	if (close(fd) && !rc)
 		rc = -errno;
-	/* Renamed into place whole, so a reader never sees half an index. */
-	if (!rc && rename(tmp, path))
-		rc = -errno;
 	if (rc)
-		unlink(tmp);
-fail_tmp:
-	free(tmp);
+		mms__outfile_abort(&f);
+	else
+		rc = mms__outfile_commit(&f);
 	return rc;
 }
 

@@ -370,9 +370,7 @@ int mms__index_load(const mms_log_t *log, const char *path, struct mms__index *i
  * that is not an index (left alone). */
 int mms__index_store(const mms_log_t *log, const char *path, const struct mms__index *ix);
 void mms__index_free(struct mms__index *ix);
-/* Writes all n bytes to fd, retrying short writes and EINTR. Returns 0 or
- * -errno. */
-int mms__write_all(int fd, const void *p, size_t n);
+
 
 /* --- launches and steps followed over a replay (track.c) ----------------- */
 
@@ -447,5 +445,29 @@ const struct mms__tlaunch *mms__track_running(const struct mms__track *t, uint32
 
 /* The state a public replay drives (seek.c). */
 const struct mms__state *mms__replay_state(const mms_replay_t *r);
+
+/* --- output files (outfile.c) ------------------------------------------------------------ */
+
+/* An output file written under a temporary name in the same folder and
+ * moved to its path at the end (replacing what is there only with
+ * overwrite), so no partial file is ever left behind. */
+struct mms__outfile {
+	const char *path;
+	char *tmp;
+	int overwrite;
+};
+
+/* Refuses with -EEXIST when path exists and overwrite is 0, then creates
+ * the temporary file (mode 0640, O_EXCL, O_NOFOLLOW). Returns an open
+ * descriptor, or a negative code. */
+int mms__outfile_create(struct mms__outfile *f, const char *path, int overwrite);
+/* Moves the finished temporary file to its path. Returns 0 or a negative
+ * code (the temporary file is then removed). */
+int mms__outfile_commit(struct mms__outfile *f);
+/* Removes the temporary file; safe to call after a commit. */
+void mms__outfile_abort(struct mms__outfile *f);
+/* Writes all n bytes to fd, retrying short writes and EINTR. Returns 0 or
+ * -errno. */
+int mms__write_all(int fd, const void *p, size_t n);
 
 #endif /* MMS_REPLAY_INT_H */

@@ -304,13 +304,11 @@ static int apply_mmap(struct mms__state *st, const mms_event_t *ev, struct mms__
 		if (slot < 0)
 			return -ENOMEM;
 		blk_fill(st, &st->blks[slot], ev, t);
-		st->blks[slot].refs = 0;
 		rc = mms__ivset_add_val(&st->maps, ev->addr, hi, (uint64_t)slot, &bytes);
 		if (rc) {
 			slot_release(st, (uint64_t)slot);
 			return rc;
 		}
-		st->blks[slot].refs = 1;
 		k->live_bytes -= bytes;
 		k->allocs++;
 		k->bytes_allocated += ev->size;
