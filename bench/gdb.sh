@@ -29,7 +29,12 @@ command -v "$gdb" >/dev/null 2>&1 || { echo "gdb.sh: gdb is not installed (apt-g
 for f in "$hooks" "$bench"; do
 	[ -e "$f" ] || { echo "gdb.sh: $f is not built; run make bench" >&2; exit 2; }
 done
-case $hooks in /*) ;; *) hooks=$(pwd)/$hooks ;; esac
+# Absolute: the sessions run in the temporary folder.
+abs() { case $1 in /*) echo "$1" ;; *) echo "$(pwd)/$1" ;; esac; }
+hooks=$(abs "$hooks")
+bench=$(abs "$bench")
+holdbench=$(abs "$holdbench")
+memscope_gdb=$(abs "$memscope_gdb")
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/msmemscope-bench-gdb.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 eval "$("$bench" offsets)"
