@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis.h"
 #include "cli.h"
 #include "launch.h"
 
@@ -162,10 +163,12 @@ static const char *parse_log_level(struct opts *o, char *value)
 
 static const char *parse_analysis(struct opts *o, char *value)
 {
-	if (*value)
-		return "the analyses (leaks, decompose, inefficient) are not in this version yet;"
-		       " --analysis= (empty) records without a summary";
-	o->record_only = true;
+	const char *msg = an_parse_list(value, &o->analyses);
+
+	if (msg)
+		return msg;
+	o->analyses_set = true;
+	o->record_only = !o->analyses;
 	return NULL;
 }
 
@@ -283,6 +286,9 @@ void parse_args(int argc, char **argv, struct opts *o)
 	if (i >= argc)
 		die_usage("no program to run (usage: %s [options] [--] prog [args...])", cli_progname);
 	o->argv = argv + i;
+	/* msMemScope's default analysis is leaks. */
+	if (!o->analyses_set)
+		an_parse_list(an_find("leaks") ? "leaks" : "", &o->analyses);
 }
 
 static void print_help(void)
@@ -313,9 +319,10 @@ static void print_help(void)
 	       "                        recorder report on stderr.\n"
 	       "\n"
 	       "Report options:\n"
-	       "  --analysis=           record only: print no summary. The analyses (leaks,\n"
-	       "                        decompose, inefficient) are not in this version yet;\n"
-	       "                        any other value is refused.\n"
+	       "  --analysis=LIST       the analyses to run over prog's log after the run,\n"
+	       "                        comma-separated: %s.\n"
+	       "                        Default: leaks. Empty (--analysis=): record only,\n"
+	       "                        print no summary. See msmemscope-replay --analysis.\n"
 	       "  --data-format=FORMAT  after the run, also write msMemScope's dump of every\n"
 	       "                        event of prog: csv (dump/memscope_dump_{time}.csv) or\n"
 	       "                        db (SQLite, dump/memscope_dump_{time}.db) in the run\n"
@@ -350,6 +357,6 @@ static void print_help(void)
 	       "  %s --analysis= -- make check        record only, no summary\n"
 	       "\n"
 	       "See msmemscope(1) and the user guide for more.\n",
-	       cli_progname, OUTPUT_DEFAULT, PKGLIBDIR "/" HOOKS_SO, cli_progname, cli_progname, cli_progname,
+	       cli_progname, OUTPUT_DEFAULT, an_names(), PKGLIBDIR "/" HOOKS_SO, cli_progname, cli_progname, cli_progname,
 	       cli_progname);
 }

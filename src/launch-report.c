@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 
 #include "msmemscope-replay.h"
+#include "analysis.h"
 #include "cli.h"
 #include "launch.h"
 
@@ -303,6 +304,31 @@ out:
 	mms_log_close(log);
 	free(out);
 	free(dir);
+	free(path);
+	return ret;
+}
+
+int run_analyses(const struct run *run, pid_t pid, unsigned mask)
+{
+	char *path = xasprintf("%s/memscope_%ld.mms", run->dir, (long)pid);
+	struct an_opts ao = { 0 };
+	mms_log_t *log = NULL;
+	int rc, ret = 1;
+
+	rc = mms_log_open(path, &log);
+	if (rc) {
+		warn("--analysis: cannot read %s: %s", path, mms_strerror(rc));
+		goto out;
+	}
+	ao.depth = 12;
+	ao.top = 10;
+	ao.outdir = run->dir;
+	/* The report goes with the summary, on stderr: the program's own
+	 * output on stdout stays as it was. */
+	fflush(stdout);
+	ret = an_run(path, log, mask, &ao, stderr) ? 1 : 0;
+out:
+	mms_log_close(log);
 	free(path);
 	return ret;
 }

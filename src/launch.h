@@ -31,6 +31,8 @@ struct opts {
 	char *output;    /* allocated */
 	enum log_level log_level;
 	bool record_only; /* --analysis= */
+	unsigned analyses; /* --analysis: mask over an_defs (analysis.h) */
+	bool analyses_set;
 	bool follow_exec;
 	const char *data_format; /* --data-format: "csv", "db", or NULL for none */
 	char **argv; /* the program and its arguments */
@@ -68,5 +70,8 @@ void print_other_logs(const struct run *run, pid_t pid);
 /* --data-format: writes msMemScope's dump of the program's log into
  * {run}/dump/; returns 0, or 1 after saying why it could not. */
 int write_dump(const struct run *run, pid_t pid, const char *format);
+/* --analysis: runs the analyses of mask over the program's log, writing
+ * their files into the run folder; returns 0, or 1 after saying why. */
+int run_analyses(const struct run *run, pid_t pid, unsigned mask);
 
 #endif /* MMS_LAUNCH_H */

@@ -12,10 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analysis.h"
 #include "cli.h"
 #include "replay-cli.h"
 
-enum query { Q_SUMMARY, Q_STEP, Q_EVENT, Q_RANGE, Q_INTERACTIVE, Q_EXPORT };
+enum query { Q_SUMMARY, Q_STEP, Q_EVENT, Q_RANGE, Q_INTERACTIVE, Q_EXPORT, Q_ANALYSIS };
 
 struct opts {
 	const char *log;
@@ -29,6 +30,8 @@ struct opts {
 	const char *export_fmt;
 	const char *output;
 	uint64_t depth, top;
+	unsigned analyses;        /* --analysis: mask over an_defs */
+	struct an_opts an;
 };
 
 static void usage(void)
@@ -51,17 +54,28 @@ static void usage(void)
 	       "  --export FORMAT   write msMemScope's dump of every event: csv\n"
 	       "                    (memscope_dump_{timestamp}.csv) or db (SQLite, with tables for\n"
 	       "                    blocks, stacks, launches and steps; see doc/export.md)\n"
+	       "  --analysis LIST   run analyses over the log, comma-separated (see below)\n"
 	       "\n"
 	       "Options:\n"
 	       "  --json            print the answer as JSON (one object; --from: one per line)\n"
 	       "  --depth N         frames shown per stack (default 12, 0 = all)\n"
 	       "  --top N           stacks and launches listed (default 10, 0 = all)\n"
 	       "  -o, --output FILE the export's file (default: msMemScope's name, here)\n"
-	       "  --force           let --export replace an existing file\n"
+	       "  --force           let --export or an analysis replace an existing file\n"
+	       "  --output-dir DIR  where analyses write their files (default: here)\n"
+	       "  --suppressions FILE\n"
+	       "                    leaks: LeakSanitizer-format suppressions (leak:function)\n"
+	       "  --idle-threshold N\n"
+	       "                    inefficient: launches between two accesses that make a\n"
+	       "                    block idle (default 3000)\n"
+	       "  --min-size N      inefficient: smallest block considered, in bytes\n"
+	       "  --buckets N       usage: points of the timeline (default: every change)\n"
 	       "  --no-index        neither read nor write LOG.idx (the seek index is then built\n"
 	       "                    in memory on each run)\n"
 	       "  --help            print this help and exit\n"
 	       "  --version         print the version and exit\n"
+	       "\n"
+	       "Analyses (--analysis): %s\n"
 	       "\n"
 	       "Seeking (--step, --event, -i) uses checkpoints of the replay kept in an index\n"
 	       "beside the log, LOG.idx, built on the first query and rebuilt when the log\n"
@@ -70,7 +84,7 @@ static void usage(void)
 	       "Exit status: 0 on success (a damaged log is reported with warnings),\n"
 	       "1 when the log cannot be read or the query fails, 2 for a wrong command line.\n"
 	       "See msmemscope-replay(1), doc/replay.md and doc/log-format.md.\n",
-	       cli_progname);
+	       cli_progname, an_names());
 }
 
 static uint64_t number(const char *opt, const char *v)
@@ -144,6 +158,27 @@ static void parse_args(int argc, char **argv, struct opts *o)
 				o->depth = number("--depth", v);
 			} else if (cli_opt_value(argc, argv, &i, "--top", &v)) {
 				o->top = number("--top", v);
+			} else if (cli_opt_value(argc, argv, &i, "--analysis", &v)) {
+				const char *msg;
+
+				set_query(o, Q_ANALYSIS, "--analysis");
+				msg = an_parse_list(v, &o->analyses);
+				if (msg)
+					die_usage("--analysis: %s", msg);
+				if (!o->analyses)
+					die_usage("--analysis wants one analysis or more: %s", an_names());
+			} else if (cli_opt_value(argc, argv, &i, "--output-dir", &v)) {
+				o->an.outdir = v;
+			} else if (cli_opt_value(argc, argv, &i, "--suppressions", &v)) {
+				o->an.suppressions = v;
+			} else if (cli_opt_value(argc, argv, &i, "--idle-threshold", &v)) {
+				o->an.idle_threshold = number("--idle-threshold", v);
+				if (!o->an.idle_threshold)
+					die_usage("--idle-threshold wants 1 launch or more");
+			} else if (cli_opt_value(argc, argv, &i, "--min-size", &v)) {
+				o->an.min_size = number("--min-size", v);
+			} else if (cli_opt_value(argc, argv, &i, "--buckets", &v)) {
+				o->an.buckets = number("--buckets", v);
 			} else if (cli_opt_flag(a, "--no-index")) {
 				o->no_index = true;
 			} else {
@@ -161,8 +196,15 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		die_usage("--to goes with --from");
 	if (o->to_set && o->to < o->from)
 		die_usage("--to %" PRIu64 " is before --from %" PRIu64, o->to, o->from);
-	if ((o->output || o->force) && o->query != Q_EXPORT)
-		die_usage("%s goes with --export", o->output ? "--output" : "--force");
+	if (o->output && o->query != Q_EXPORT)
+		die_usage("--output goes with --export (analyses write into --output-dir)");
+	if (o->force && o->query != Q_EXPORT && o->query != Q_ANALYSIS)
+		die_usage("--force goes with --export or --analysis");
+	if ((o->an.outdir || o->an.suppressions || o->an.idle_threshold || o->an.min_size || o->an.buckets) &&
+	    o->query != Q_ANALYSIS)
+		die_usage("%s goes with --analysis",
+			  o->an.outdir ? "--output-dir" : o->an.suppressions ? "--suppressions" :
+			  o->an.idle_threshold ? "--idle-threshold" : o->an.min_size ? "--min-size" : "--buckets");
 	if (o->json && o->query == Q_EXPORT)
 		die_usage("--json does not apply to --export");
 }
@@ -364,6 +406,18 @@ int main(int argc, char **argv)
 	log = open_log(o.log);
 	if (o.query == Q_SUMMARY) {
 		status = replay_summary(o.log, log, o.json);
+		mms_log_close(log);
+		return status;
+	}
+	if (o.query == Q_ANALYSIS) {
+		o.an.json = o.json;
+		o.an.depth = (unsigned)o.depth;
+		o.an.top = (size_t)o.top;
+		o.an.force = o.force;
+		status = an_run(o.log, log, o.analyses, &o.an, stdout);
+		if (fflush(stdout) || ferror(stdout))
+			die(CLI_EXIT_FAILURE, "cannot write the answer: %s", strerror(errno));
+		warn_state(o.log, log);
 		mms_log_close(log);
 		return status;
 	}

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/* analysis.h: the analyses that msmemscope (after a run) and
+ * msmemscope-replay (on any log) run over one log: their names, their
+ * options and one entry point each. Each analysis is a module of the replay
+ * library (replay/<name>.c) that computes, and a printer here in src/
+ * (src/an-<name>.c) that shows the result as text or JSON and writes the
+ * files msMemScope writes. */
+#ifndef MMS_ANALYSIS_H
+#define MMS_ANALYSIS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "msmemscope-replay.h"
+
+/* Options of the analyses, from either command line. Zero is the default. */
+struct an_opts {
+	bool json;          /* one JSON object per analysis, one per line */
+	unsigned depth;     /* frames shown per stack, 0 = all */
+	size_t top;         /* groups listed, 0 = all */
+	const char *outdir; /* folder for the files analyses write; NULL: "." */
+	bool force;         /* replace output files that exist */
+	const char *suppressions; /* leaks: LeakSanitizer-format file, or NULL */
+	uint64_t idle_threshold;  /* inefficient: launches (0: 3000) */
+	uint64_t min_size;        /* inefficient: smallest block considered */
+	uint64_t buckets;         /* usage: points of the timeline, 0 = every change */
+};
+
+/* What an analysis is given. */
+struct an_ctx {
+	const char *path; /* the log, as the user named it */
+	mms_log_t *log;
+	const struct an_opts *o;
+	FILE *out;
+	mms_symbolizer_t *sym; /* an_symbolizer() opens it on first use */
+	int sym_failed;
+};
+
+struct an_def {
+	const char *name;
+	const char *what; /* one line for --help */
+	/* Runs the analysis: prints its report to c->out and writes its files;
+	 * returns 0, or CLI_EXIT_FAILURE after saying why on stderr. */
+	int (*run)(struct an_ctx *c);
+};
+
+/* The analyses, in the order they run; ends with a NULL name. */
+extern const struct an_def an_defs[];
+
+/* The analysis called name, or NULL. */
+const struct an_def *an_find(const char *name);
+
+/* Parses a comma-separated list of analysis names ("leaks,decompose") into
+ * a bit mask over an_defs (bit i = an_defs[i]); an empty list gives 0.
+ * Returns NULL, or a message naming the unknown name and the known ones
+ * (valid until the next call). */
+const char *an_parse_list(const char *list, unsigned *mask);
+
+/* The names of the analyses, comma-separated, for messages and help. */
+const char *an_names(void);
+
+/* Runs the analyses of mask over the log at path (already open), in the
+ * order of an_defs, printing to out. Returns 0, or CLI_EXIT_FAILURE when
+ * one of them failed (the others still run). */
+int an_run(const char *path, mms_log_t *log, unsigned mask, const struct an_opts *o, FILE *out);
+
+/* The symbolizer of c's log, opened on first use; NULL when it cannot be
+ * (stacks are then shown as module+offset). */
+mms_symbolizer_t *an_symbolizer(struct an_ctx *c);
+
+/* The path of an output file named name in o->outdir (or "."): allocated,
+ * the caller frees it. */
+char *an_out_path(const struct an_opts *o, const char *name);
+
+#endif /* MMS_ANALYSIS_H */
