@@ -443,6 +443,55 @@ int mms_export_db(mms_log_t *log, const char *path, const mms_export_options_t *
  * Returns the length like snprintf. */
 int mms_export_name(const mms_log_t *log, const char *ext, char *buf, size_t len);
 
+/* --- memray-style transforms (transform.c, flamegraph.c) ------------------
+ * One forward pass selects allocations, groups them by (allocation stack,
+ * thread, allocator) and writes them as CSV (memray's columns), as
+ * gprof2dot's JSON profile, or as a self-contained interactive SVG flame
+ * graph. See doc/transform.md for the exact rules. */
+enum mms_transform_format {
+	MMS_TRANSFORM_CSV = 1,    /* allocator,num_allocations,size,tid,thread_name,stack_trace */
+	MMS_TRANSFORM_GPROF2DOT,  /* gprof2dot's JSON input format */
+	MMS_TRANSFORM_FLAMEGRAPH, /* SVG, bytes per frame, hover and click to zoom */
+};
+
+enum mms_transform_selection {
+	MMS_TRANSFORM_PEAK = 0,   /* live at the high-water mark of all memory kinds */
+	MMS_TRANSFORM_LEAKS,      /* live at the end of the log */
+	MMS_TRANSFORM_TEMPORARY,  /* freed by their thread after at most threshold
+	                             other allocations of that thread */
+};
+
+/* What a transform wrote. */
+typedef struct mms_transform_stats {
+	uint64_t groups;          /* rows (CSV), events (gprof2dot), stacks (flame graph) */
+	uint64_t allocations;     /* allocations selected */
+	uint64_t bytes;           /* their bytes */
+	uint64_t peak_bytes;      /* the log's high-water mark, all kinds together */
+} mms_transform_stats_t;
+
+typedef struct mms_transform_options {
+	int selection;            /* enum mms_transform_selection */
+	uint64_t threshold;       /* TEMPORARY: other allocations allowed (memray's N) */
+	int overwrite;            /* 1: replace an existing file; else refuse (-EEXIST) */
+	mms_symbolizer_t *sym;    /* names the frames; NULL: raw addresses */
+	mms_transform_stats_t *stats; /* filled on success when not NULL */
+	const char *title;        /* FLAMEGRAPH: the title line; NULL: from the selection */
+} mms_transform_options_t;
+
+/* Writes the selected allocations of log to path in format (enum
+ * mms_transform_format). The file is created with mode 0640 without
+ * following a symlink. Returns 0 or a negative code (MMS_EUSAGE for a
+ * format or selection out of range, -EEXIST); on failure no partial file
+ * is left. */
+int mms_transform_write(mms_log_t *log, int format, const mms_transform_options_t *opt, const char *path);
+/* The default output name, as memray names its transforms: the log's
+ * folder, then "memscope-FORMAT-" and the log's file name with its suffix
+ * (.mms) replaced by the format's (.csv, .json, .svg) and a leading
+ * "memscope-" dropped. Returns the length like snprintf, or MMS_EUSAGE. */
+int mms_transform_name(const char *log_path, int format, char *buf, size_t len);
+/* The format's name ("csv", "gprof2dot", "flamegraph"), or NULL. */
+const char *mms_transform_format_name(int format);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* msmemscope-replay.c: the replay command: opens a .mms log and answers one
  * query (summary, a step, an event, a range of events, an export) or runs
- * the interactive stepper. */
+ * the interactive stepper; "transform" is a subcommand (replay-transform.c). */
 #include "config.h"
 
 #include <errno.h>
@@ -37,6 +37,7 @@ struct opts {
 static void usage(void)
 {
 	printf("Usage: %s LOG [QUERY] [OPTIONS]\n"
+	       "       %s transform csv|gprof2dot|flamegraph [OPTIONS] LOG   (see transform --help)\n"
 	       "Replay a msmemscope event log (.mms): summarize it, show the state at a step\n"
 	       "or an event, list events, step through it, or export msMemScope's dump.\n"
 	       "\n"
@@ -84,7 +85,7 @@ static void usage(void)
 	       "Exit status: 0 on success (a damaged log is reported with warnings),\n"
 	       "1 when the log cannot be read or the query fails, 2 for a wrong command line.\n"
 	       "See msmemscope-replay(1), doc/replay.md and doc/log-format.md.\n",
-	       cli_progname, an_names());
+	       cli_progname, cli_progname, an_names());
 }
 
 static uint64_t number(const char *opt, const char *v)
@@ -209,7 +210,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		die_usage("--json does not apply to --export");
 }
 
-static mms_log_t *open_log(const char *path)
+mms_log_t *replay_open_log(const char *path)
 {
 	mms_open_error_t err = { 0 };
 	mms_log_t *log;
@@ -402,8 +403,11 @@ int main(int argc, char **argv)
 	int status;
 
 	cli_init(argv[0]);
+	/* A subcommand, as memray's: a log named "transform" is ./transform. */
+	if (argc > 1 && !strcmp(argv[1], "transform"))
+		return replay_transform(argc - 1, argv + 1);
 	parse_args(argc, argv, &o);
-	log = open_log(o.log);
+	log = replay_open_log(o.log);
 	if (o.query == Q_SUMMARY) {
 		status = replay_summary(o.log, log, o.json);
 		mms_log_close(log);

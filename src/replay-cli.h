@@ -14,5 +14,10 @@ void replay_warn_log_state(const char *path, const mms_log_info_t *in);
 /* -i: reads commands from in until quit or end of input; returns the exit
  * status. Prompts and line editing only when in is a terminal. */
 int replay_interactive(struct show *s, FILE *in);
+/* Opens a log or dies with a message that says why it cannot be read. */
+mms_log_t *replay_open_log(const char *path);
+/* The transform subcommand (argv[0] is "transform"): returns the exit
+ * status. */
+int replay_transform(int argc, char **argv);
 
 #endif /* MMS_REPLAY_CLI_H */

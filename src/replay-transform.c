@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+/* replay-transform.c: "msmemscope-replay transform FORMAT [options] LOG",
+ * memray's transform reporter over a .mms log: the allocations live at the
+ * high-water mark, leaked or temporary, as CSV, gprof2dot JSON or an SVG
+ * flame graph. */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "replay-cli.h"
+
+static void transform_usage(void)
+{
+	printf("Usage: %s transform FORMAT [OPTIONS] LOG\n"
+	       "Write the allocations of a msmemscope log (.mms) that make its high-water mark\n"
+	       "(or that leaked, or that were temporary) in a format other tools read, as\n"
+	       "memray's transform does. Allocations are grouped by allocation stack, thread and\n"
+	       "allocator; record with --call-stack=c:N to have stacks.\n"
+	       "\n"
+	       "Formats:\n"
+	       "  csv         allocator,num_allocations,size,tid,thread_name,stack_trace\n"
+	       "              (frames function;file;line joined by '|', most recent first)\n"
+	       "  gprof2dot   gprof2dot's JSON profile (gprof2dot -f json FILE | dot -Tsvg)\n"
+	       "  flamegraph  an interactive SVG flame graph, bytes per frame (open it in a\n"
+	       "              browser: hover for bytes and allocations, click to zoom)\n"
+	       "\n"
+	       "Options:\n"
+	       "  -o, --output FILE  the output file (default: beside LOG,\n"
+	       "                     memscope-FORMAT-NAME.csv|json|svg for LOG NAME.mms)\n"
+	       "  -f, --force        replace the output file if it exists\n"
+	       "  --leaks            allocations live at the end of the log, not at the peak\n"
+	       "  --temporary-allocation-threshold N\n"
+	       "                     temporary allocations: freed by the thread that made them\n"
+	       "                     after at most N other allocations of that thread\n"
+	       "  --temporary-allocations\n"
+	       "                     the same as --temporary-allocation-threshold=1\n"
+	       "  --title TEXT       flamegraph: the title line\n"
+	       "  --help             print this help and exit\n"
+	       "\n"
+	       "A line on stderr names the file written with its figures. Exit status: 0 on\n"
+	       "success, 1 when the log cannot be read or the file not written, 2 for a wrong\n"
+	       "command line. See msmemscope-replay(1) and doc/transform.md.\n",
+	       cli_progname);
+}
+
+struct topts {
+	int format;
+	const char *log, *output, *title;
+	const char *selection_opt; /* the option that chose the selection */
+	mms_transform_options_t t;
+};
+
+static void set_selection(struct topts *o, int selection, const char *opt)
+{
+	if (o->selection_opt && strcmp(o->selection_opt, opt))
+		die_usage("transform: %s and %s cannot go together", o->selection_opt, opt);
+	o->selection_opt = opt;
+	o->t.selection = selection;
+}
+
+static void parse_transform(int argc, char **argv, struct topts *o)
+{
+	int options = 1, i;
+	const char *v;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (options && a[0] == '-' && a[1]) {
+			if (!strcmp(a, "--")) {
+				options = 0;
+			} else if (cli_opt_flag(a, "--help") || !strcmp(a, "-h")) {
+				transform_usage();
+				exit(0);
+			} else if (cli_opt_value(argc, argv, &i, "--output", &v) ||
+				   cli_opt_value(argc, argv, &i, "-o", &v)) {
+				if (!*v)
+					die_usage("transform: --output wants a file name");
+				o->output = v;
+			} else if (cli_opt_flag(a, "--force") || !strcmp(a, "-f")) {
+				o->t.overwrite = 1;
+			} else if (cli_opt_flag(a, "--leaks")) {
+				set_selection(o, MMS_TRANSFORM_LEAKS, "--leaks");
+			} else if (cli_opt_value(argc, argv, &i, "--temporary-allocation-threshold", &v)) {
+				set_selection(o, MMS_TRANSFORM_TEMPORARY, "--temporary-allocation-threshold");
+				if (cli_parse_u64(v, &o->t.threshold))
+					die_usage("transform: --temporary-allocation-threshold wants a whole number, "
+						  "not '%s'",
+						  v);
+			} else if (cli_opt_flag(a, "--temporary-allocations")) {
+				set_selection(o, MMS_TRANSFORM_TEMPORARY, "--temporary-allocations");
+				o->t.threshold = 1;
+			} else if (cli_opt_value(argc, argv, &i, "--title", &v)) {
+				o->title = v;
+			} else {
+				die_usage("transform: unknown option '%s'", a);
+			}
+			continue;
+		}
+		if (!o->format) {
+			if (!strcmp(a, "csv"))
+				o->format = MMS_TRANSFORM_CSV;
+			else if (!strcmp(a, "gprof2dot"))
+				o->format = MMS_TRANSFORM_GPROF2DOT;
+			else if (!strcmp(a, "flamegraph"))
+				o->format = MMS_TRANSFORM_FLAMEGRAPH;
+			else
+				die_usage("transform: no format '%s': csv, gprof2dot or flamegraph", a);
+			continue;
+		}
+		if (o->log)
+			die_usage("transform: one log at a time: '%s' and '%s'", o->log, a);
+		o->log = a;
+	}
+	if (!o->format)
+		die_usage("transform: no format given: csv, gprof2dot or flamegraph");
+	if (!o->log)
+		die_usage("transform: no log given");
+	if (o->title && o->format != MMS_TRANSFORM_FLAMEGRAPH)
+		die_usage("transform: --title goes with flamegraph");
+}
+
+static const char *selection_words(const mms_transform_options_t *t)
+{
+	return t->selection == MMS_TRANSFORM_LEAKS       ? "leaked"
+	       : t->selection == MMS_TRANSFORM_TEMPORARY ? "temporary"
+							 : "live at the peak";
+}
+
+int replay_transform(int argc, char **argv)
+{
+	struct topts o = { 0 };
+	mms_transform_stats_t st = { 0 };
+	mms_log_info_t info;
+	char *name = NULL;
+	const char *path;
+	mms_log_t *log;
+	int n, rc;
+
+	parse_transform(argc, argv, &o);
+	log = replay_open_log(o.log);
+	path = o.output;
+	if (!path) {
+		n = mms_transform_name(o.log, o.format, NULL, 0);
+		name = xmalloc((size_t)n + 1);
+		mms_transform_name(o.log, o.format, name, (size_t)n + 1);
+		path = name;
+	}
+	o.t.stats = &st;
+	o.t.title = o.title;
+	if (mms_symbolizer_open(log, &o.t.sym))
+		o.t.sym = NULL;
+	rc = mms_transform_write(log, o.format, &o.t, path);
+	mms_symbolizer_close(o.t.sym);
+	if (rc == -EEXIST)
+		die(CLI_EXIT_FAILURE, "%s: %s exists; remove it, name another file with -o, or add -f", o.log, path);
+	if (rc)
+		die(CLI_EXIT_FAILURE, "%s: cannot write %s: %s", o.log, path, mms_strerror(rc));
+	fprintf(stderr,
+		"%s: wrote %s: %" PRIu64 " allocation%s %s, %" PRIu64 " bytes, in %" PRIu64 " group%s; peak %" PRIu64
+		" bytes\n",
+		cli_progname, path, st.allocations, st.allocations == 1 ? "" : "s", selection_words(&o.t), st.bytes,
+		st.groups, st.groups == 1 ? "" : "s", st.peak_bytes);
+	free(name);
+	mms_log_get_info(log, &info);
+	replay_warn_log_state(o.log, &info);
+	mms_log_close(log);
+	return 0;
+}

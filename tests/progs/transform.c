@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/* transform.c: allocates from known functions in a known order so that
+ * tests/progs/transform.sh can check the memray-style transforms: what is
+ * live at the high-water mark, what leaks, and which allocations are
+ * temporary at thresholds 0, 1 and 3. Every allocation runs on the main
+ * thread; the lines carry XF-... markers that the test looks up.
+ *
+ * The sequence (sizes in bytes; "kept" blocks are never freed):
+ *   leak_two      2 x 300 kept
+ *   temp_zero     4 x (64, freed at once)              temporary at N >= 0
+ *   temp_one      3 x (128, one_filler 16 kept, free)  the 128: N >= 1
+ *   temp_three    2 x (256, 3 x three_filler 8 kept, free)  the 256: N >= 3
+ *   peak_three    3 x 1000, peak_big 5000: the first peak, 8696 live;
+ *                 then freed big first (N >= 0), then 1000s last to first
+ *                 (N >= 1, 2, 3)
+ *   peak_again    8000: live 8696 again, the peak memray reports (the last
+ *                 time it is reached); then freed (N >= 0) */
+#include <stdlib.h>
+
+#include "progs.h"
+
+/* Volatile, so the compiler neither removes a malloc whose block is only
+ * stored nor pairs a malloc with its free; every allocating function
+ * stores its block after the call, so no call is a tail call (the stacks
+ * are the same at any optimization level). */
+static void *volatile sink;
+static void *volatile kept[16];
+static int nkept;
+
+static __attribute__((noinline)) void leak_two(void)
+{
+	kept[nkept++] = malloc(300); /* XF-LEAK1 */
+	kept[nkept++] = malloc(300); /* XF-LEAK2 */
+}
+
+static __attribute__((noinline)) void temp_zero(void)
+{
+	void *p = malloc(64); /* XF-ZERO */
+
+	sink = p;
+	free(p);
+}
+
+static __attribute__((noinline)) void one_filler(void)
+{
+	kept[nkept++] = malloc(16); /* XF-ONEFILL */
+}
+
+static __attribute__((noinline)) void temp_one(void)
+{
+	void *p = malloc(128); /* XF-ONE */
+
+	sink = p;
+	one_filler();
+	free(p);
+}
+
+static __attribute__((noinline)) void three_filler(void)
+{
+	kept[nkept++] = malloc(8); /* XF-THREEFILL */
+}
+
+static __attribute__((noinline)) void temp_three(void)
+{
+	void *p = malloc(256); /* XF-THREE */
+
+	sink = p;
+	three_filler(); /* XF-THREECALL1 */
+	three_filler(); /* XF-THREECALL2 */
+	three_filler(); /* XF-THREECALL3 */
+	free(p);
+}
+
+static __attribute__((noinline)) void *peak_three(void)
+{
+	void *p = malloc(1000); /* XF-PEAKTHREE */
+
+	sink = p;
+	return p;
+}
+
+static __attribute__((noinline)) void *peak_big(void)
+{
+	void *p = malloc(5000); /* XF-PEAKBIG */
+
+	sink = p;
+	return p;
+}
+
+static __attribute__((noinline)) void *peak_again(void)
+{
+	void *p = malloc(8000); /* XF-PEAKAGAIN */
+
+	sink = p;
+	return p;
+}
+
+int main(void)
+{
+	void *b[3], *g, *h;
+	int i;
+
+	leak_two();
+	for (i = 0; i < 4; i++)
+		temp_zero();
+	for (i = 0; i < 3; i++)
+		temp_one();
+	for (i = 0; i < 2; i++)
+		temp_three();
+	for (i = 0; i < 3; i++)
+		b[i] = peak_three();
+	g = peak_big();
+	sink = g;
+	free(g);
+	for (i = 2; i >= 0; i--)
+		free(b[i]);
+	h = peak_again();
+	sink = h;
+	free(h);
+	prog_say(1, "transform pid=%ld kept=%d", (long)getpid(), nkept);
+	return 0;
+}
