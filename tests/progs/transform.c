@@ -14,7 +14,15 @@
  *                 then freed big first (N >= 0), then 1000s last to first
  *                 (N >= 1, 2, 3)
  *   peak_again    8000: live 8696 again, the peak memray reports (the last
- *                 time it is reached); then freed (N >= 0) */
+ *                 time it is reached); then freed (N >= 0)
+ *
+ * With the argument "threads", instead: memray counts temporary
+ * allocations per thread. A worker thread allocates 32 bytes
+ * (worker_alloc), the main thread then allocates 5 x 24 bytes (main_noise,
+ * kept) and 48 bytes (cross_alloc), and the worker frees its 32 bytes (no
+ * allocation of its own in between: temporary at N >= 0) and the 48 bytes
+ * (allocated by another thread: never temporary). */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "progs.h"
@@ -95,10 +103,66 @@ static __attribute__((noinline)) void *peak_again(void)
 	return p;
 }
 
-int main(void)
+static pthread_barrier_t bar;
+static void *volatile shared;
+
+static __attribute__((noinline)) void *worker_alloc(void)
+{
+	void *p = malloc(32); /* XF-WORKER */
+
+	sink = p;
+	return p;
+}
+
+static __attribute__((noinline)) void main_noise(void)
+{
+	kept[nkept++] = malloc(24); /* XF-NOISE */
+}
+
+static __attribute__((noinline)) void cross_alloc(void)
+{
+	shared = malloc(48); /* XF-CROSS */
+}
+
+static void *worker(void *arg)
+{
+	void *p;
+
+	(void)arg;
+	pthread_barrier_wait(&bar);
+	p = worker_alloc();
+	pthread_barrier_wait(&bar);
+	pthread_barrier_wait(&bar); /* main allocates */
+	free(p);
+	free(shared);
+	return NULL;
+}
+
+static int threads(void)
+{
+	pthread_t t;
+	int i;
+
+	if (pthread_barrier_init(&bar, NULL, 2) || pthread_create(&t, NULL, worker, NULL))
+		return 1;
+	pthread_barrier_wait(&bar);
+	pthread_barrier_wait(&bar); /* the worker allocated */
+	for (i = 0; i < 5; i++)
+		main_noise();
+	cross_alloc();
+	pthread_barrier_wait(&bar);
+	pthread_join(t, NULL);
+	prog_say(1, "transform threads pid=%ld kept=%d", (long)getpid(), nkept);
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	void *b[3], *g, *h;
 	int i;
+
+	if (argc > 1 && !strcmp(argv[1], "threads"))
+		return threads();
 
 	leak_two();
 	for (i = 0; i < 4; i++)

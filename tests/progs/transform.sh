@@ -29,12 +29,15 @@ line() {
 	echo "$_l"
 }
 
-# rows CSV: the file's rows, one a line, as
-#   allocator num size tid thread function:line caller
-# sorted; checks the header, CRLF line ends and the tid on the way.
+# rows CSV [threads PID]: the file's rows, one a line, as
+#   allocator num size thread function:line caller
+# sorted; checks the header, CRLF line ends and the tid on the way. With
+# "threads", rows allocated outside transform.c (the C library's, for the
+# thread) are left out and the tid shows as main or other.
 rows() {
-	"$MMS_PYTHON" - "$1" "$pid" <<'PY' || fail "$1: $(head -c 800 "$1")"
+	"$MMS_PYTHON" - "$1" "${3:-$pid}" "${2:-}" <<'PY' || fail "$1: $(head -c 800 "$1")"
 import csv, sys
+threads = sys.argv[3] == "threads"
 raw = open(sys.argv[1], newline="").read()
 lines = raw.split("\r\n")
 if lines[0] != "allocator,num_allocations,size,tid,thread_name,stack_trace" or lines[-1] != "":
@@ -43,15 +46,18 @@ out = []
 for r in csv.reader(lines[1:-1]):
     if len(r) != 6:
         sys.exit("row of %d fields: %r" % (len(r), r))
-    if r[3] != sys.argv[2]:
+    if r[3] != sys.argv[2] and not threads:
         sys.exit("tid %s, the program's is %s" % (r[3], sys.argv[2]))
     frames = [f.split(";") for f in r[5].split("|")]
     if any(len(f) != 3 for f in frames):
         sys.exit("a frame is not function;file;line: %r" % r[5])
     f0, f1 = frames[0], frames[1]
     if not f0[1].endswith("tests/progs/transform.c"):
+        if threads:
+            continue
         sys.exit("innermost frame not in transform.c: %r" % r[5])
-    out.append("%s %s %s %s %s:%s %s" % (r[0], r[1], r[2], r[4], f0[0], f0[2], f1[0]))
+    who = ("main" if r[3] == sys.argv[2] else "other") if threads else r[4]
+    out.append("%s %s %s %s %s:%s %s" % (r[0], r[1], r[2], who, f0[0], f0[2], f1[0]))
 print("\n".join(sorted(out)))
 PY
 }
@@ -101,6 +107,22 @@ malloc 3 384 $t temp_one:$(line ONE) main
 malloc 4 256 $t temp_zero:$(line ZERO) main" \
 	"14 allocations temporary, 17152 bytes, in 6 groups; peak 8696 bytes"
 note "csv: peak, leaks and temporary (0, 1, 3) rows as the program made them"
+
+# Per thread: the worker's block freed after 6 allocations of the main
+# thread but none of its own is temporary at N = 0; the block the main
+# thread allocated and the worker freed is not, at any N.
+record th.mms "$prog" threads >th.out || fail "transform threads exited $?: $(cat th.out)"
+tpid=$(sed -n 's/^transform threads pid=\([0-9][0-9]*\) kept=5$/\1/p' th.out)
+[ -n "$tpid" ] || fail "transform threads printed: $(cat th.out)"
+for n in 0 5; do
+	"$MMS_REPLAY" transform csv --temporary-allocation-threshold $n -o th$n.csv th.mms 2>th$n.err ||
+		fail "transform csv (threads, $n) exited $?: $(cat th$n.err)"
+	got=$(rows th$n.csv threads "$tpid")
+	expect_eq "temporary at N = $n, per thread" "$got" "malloc 1 32 other worker_alloc:$(line WORKER) worker"
+done
+"$MMS_REPLAY" transform csv --leaks -o thl.csv th.mms 2>thl.err || fail "transform csv --leaks (threads): $(cat thl.err)"
+expect_eq "leaks of the threads run" "$(rows thl.csv threads "$tpid")" "malloc 5 120 main main_noise:$(line NOISE) threads"
+note "csv: temporary allocations counted per thread, as memray"
 
 # --- file names and rules ---------------------------------------------------------
 mkdir sub
@@ -216,7 +238,6 @@ t3 = {t for t, *_ in b3}
 assert "all\n17152 bytes in 14 allocations, 100.00%" in t3, sorted(t3)
 title = [e for e in root3.iter(NS + "text") if e.get("id") == "title"][0].text
 assert title == "a <b> & c", title
-print(len(b), len(b3))
 PY
 note "flamegraph: well-formed SVG, $(grep -c 'class="f"' f.svg) boxes (peak), hover titles with bytes, counts and percents"
 
