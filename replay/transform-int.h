@@ -27,6 +27,7 @@ struct mms__xf_gone {
 struct mms__xf_window {
 	uint64_t *ids;
 	size_t cap, len, head; /* ring: len used of cap, oldest at head */
+	uint64_t count;        /* the thread's allocations so far */
 };
 
 struct mms__xf {
@@ -51,6 +52,10 @@ struct mms__xf {
 
 	struct mms__xf_window *win; /* by thread number */
 	size_t nwin;
+	/* A large N: alloc_id of each live block -> its place among its
+	 * thread's allocations (window.count then). */
+	int by_place;
+	struct mms__map place;
 	size_t nrows; /* what the writer wrote: rows, events, stacks */
 };
 

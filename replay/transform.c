@@ -105,7 +105,11 @@ static int group_add(struct mms__xf *x, const struct mms__blk *b, uint64_t count
  * thread that made it frees it after at most N other allocations of its
  * own, i.e. while it is among the thread's last N + 1 allocations. Each
  * thread keeps those ids in a ring (they increase, so the oldest bounds
- * the window). */
+ * the window). For a large N the ring would grow with the log; then each
+ * live block's place among its thread's allocations is kept instead, in
+ * a map that follows the live blocks. */
+
+#define XF_RING_MAX (1u << 16)
 
 static struct mms__xf_window *window_of(struct mms__xf *x, uint32_t thread)
 {
@@ -125,10 +129,19 @@ static struct mms__xf_window *window_of(struct mms__xf *x, uint32_t thread)
 static int window_push(struct mms__xf *x, uint32_t thread, uint64_t id)
 {
 	struct mms__xf_window *w = window_of(x, thread);
-	uint64_t limit = x->threshold + 1;
+	uint64_t limit = x->threshold + 1, *v;
+	int isnew;
 
 	if (!w)
 		return -ENOMEM;
+	w->count++;
+	if (x->by_place) {
+		v = mms__map_put(&x->place, id, &isnew);
+		if (!v)
+			return -ENOMEM;
+		*v = w->count;
+		return 0;
+	}
 	if (w->len < w->cap || (w->len == w->cap && w->cap < limit)) {
 		if (w->len == w->cap) {
 			/* Grow up to N + 1; the ring is not wrapped while it grows. */
@@ -151,14 +164,19 @@ static int window_push(struct mms__xf *x, uint32_t thread, uint64_t id)
 	return 0;
 }
 
-static int window_holds(const struct mms__xf *x, uint32_t thread, uint64_t id)
+/* Block b leaves (whole: all of it): whether its thread has made at most
+ * N other allocations since it. */
+static int window_holds(struct mms__xf *x, const struct mms__blk *b, int whole)
 {
-	const struct mms__xf_window *w;
+	const struct mms__xf_window *w = b->thread < x->nwin ? &x->win[b->thread] : NULL;
+	uint64_t place;
 
-	if (thread >= x->nwin)
-		return 0;
-	w = &x->win[thread];
-	return w->len && id >= w->ids[w->head];
+	if (x->by_place) {
+		if (!whole || !mms__map_del(&x->place, b->alloc_id, &place))
+			return 0;
+		return w && w->count - place <= x->threshold;
+	}
+	return w && w->len && b->alloc_id >= w->ids[w->head];
 }
 
 /* --- the pass ----------------------------------------------------------------- */
@@ -196,7 +214,7 @@ static int on_event(struct mms__xf *x, const mms_event_t *ev, uint64_t mmap_befo
 			return window_push(x, b->thread, b->alloc_id);
 		/* memray looks the free up among the last N + 1 allocations
 		 * of the freeing thread only. */
-		if (b->thread == ev->thread && window_holds(x, ev->thread, b->alloc_id) &&
+		if (window_holds(x, b, b->mem != MMS_MEM_MMAP || !piece_left(x, ev, b)) && b->thread == ev->thread &&
 		    (b->mem != MMS_MEM_MMAP || unmap_whole(x, ev, b)))
 			return group_add(x, b, 1, b->mem == MMS_MEM_MMAP ? ev->size : b->size);
 		return 0;
@@ -681,7 +699,9 @@ MMS__EXPORT int mms_transform_write(mms_log_t *log, int format, const mms_transf
 	x.opt = opt;
 	x.selection = opt->selection;
 	x.threshold = opt->threshold;
+	x.by_place = opt->threshold >= XF_RING_MAX;
 	mms__map_init(&x.gix);
+	mms__map_init(&x.place);
 	o.fd = mms__outfile_create(&f, path, opt->overwrite);
 	if (o.fd < 0) {
 		rc = o.fd;
@@ -727,6 +747,7 @@ fail_file:
 	free(x.pools);
 	free(x.gone);
 	mms__map_free(&x.gix);
+	mms__map_free(&x.place);
 	free(o.ips);
 	mms__xbuf_free(&o.b);
 	return rc;

@@ -106,7 +106,15 @@ malloc 2 512 $t temp_three:$(line THREE) main
 malloc 3 384 $t temp_one:$(line ONE) main
 malloc 4 256 $t temp_zero:$(line ZERO) main" \
 	"14 allocations temporary, 17152 bytes, in 6 groups; peak 8696 bytes"
-note "csv: peak, leaks and temporary (0, 1, 3) rows as the program made them"
+# A large N counts each block's place among its thread's allocations
+# instead of a window of N + 1 ids: every allocation freed by its thread.
+for n in 100000 18446744073709551615; do
+	"$MMS_REPLAY" transform csv --temporary-allocation-threshold $n -o big$n.csv t.mms 2>big$n.err ||
+		fail "transform csv --temporary-allocation-threshold $n exited $?: $(cat big$n.err)"
+	rows big$n.csv >big$n.rows
+	cmp -s big$n.rows temp3.rows || fail "threshold $n: $(diff temp3.rows big$n.rows)"
+done
+note "csv: peak, leaks and temporary (0, 1, 3, 100000, 2^64 - 1) rows as the program made them"
 
 # Per thread: the worker's block freed after 6 allocations of the main
 # thread but none of its own is temporary at N = 0; the block the main
@@ -120,6 +128,10 @@ for n in 0 5; do
 	got=$(rows th$n.csv threads "$tpid")
 	expect_eq "temporary at N = $n, per thread" "$got" "malloc 1 32 other worker_alloc:$(line WORKER) worker"
 done
+"$MMS_REPLAY" transform csv --temporary-allocation-threshold 100000 -o thbig.csv th.mms 2>thbig.err ||
+	fail "transform csv (threads, 100000) exited $?: $(cat thbig.err)"
+expect_eq "temporary at N = 100000, per thread" "$(rows thbig.csv threads "$tpid")" \
+	"malloc 1 32 other worker_alloc:$(line WORKER) worker"
 "$MMS_REPLAY" transform csv --leaks -o thl.csv th.mms 2>thl.err || fail "transform csv --leaks (threads): $(cat thl.err)"
 expect_eq "leaks of the threads run" "$(rows thl.csv threads "$tpid")" "malloc 5 120 main main_noise:$(line NOISE) threads"
 note "csv: temporary allocations counted per thread, as memray"
