@@ -38,18 +38,11 @@ struct fg {
 	uint32_t maxdepth;
 };
 
-static uint64_t hash_bytes(uint64_t h, const char *s)
-{
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
 /* Interns s: returns its offset in the arena, or -ENOMEM. */
 static int64_t intern(struct fg *g, const char *s)
 {
-	uint64_t h = hash_bytes(1469598103934665603ull, s), *v;
 	size_t n = strlen(s) + 1;
+	uint64_t h = mms__xf_hash(MMS__XF_HASH0, s, n - 1), *v;
 	int isnew;
 
 	for (;; h++) {
@@ -311,7 +304,7 @@ static int put_node(struct fg *g, struct mms__xf_out *o, uint32_t i, double x, d
 	const char *name = i ? g->str.p + nd->name : "all";
 	const char *loc = i ? g->str.p + nd->loc : "";
 	double w = (double)nd->bytes * scale, y = FG_TOP + nd->depth * FG_ROW;
-	uint64_t h = hash_bytes(1469598103934665603ull, name);
+	uint64_t h = mms__xf_hash(MMS__XF_HASH0, name, strlen(name));
 	char color[48];
 	uint32_t c;
 	int rc = 0;

@@ -69,6 +69,17 @@ struct mms__xf_out {
 	char scratch[512];
 };
 
+/* FNV-1a over n bytes of s, from h (MMS__XF_HASH0 to start): the hash of
+ * the names the writers intern. */
+#define MMS__XF_HASH0 1469598103934665603ull
+
+static inline uint64_t mms__xf_hash(uint64_t h, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+	return h;
+}
+
 /* The allocator's name of a group: "malloc", "mmap", a pool's name... */
 const char *mms__xf_allocator_name(const struct mms__xf *x, uint32_t a);
 /* Writes the buffer out once it holds 64 KiB, or always with force.

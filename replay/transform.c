@@ -439,15 +439,14 @@ static int write_csv(struct mms__xf *x, struct mms__xf_out *o)
 	mms__map_init(&rix);
 	for (i = 0; !rc && i < x->ngroups; i++) {
 		const struct mms__xf_group *g = &x->groups[i];
-		uint64_t h = 1469598103934665603ull, *v;
+		uint64_t h, *v;
 		int isnew;
 
 		start = text.len;
 		rc = stack_text(x, o, g->stack, &text);
 		if (rc)
 			break;
-		for (size_t k = start; k < text.len; k++)
-			h = (h ^ (unsigned char)text.p[k]) * 1099511628211ull;
+		h = mms__xf_hash(MMS__XF_HASH0, text.p + start, text.len - start);
 		h ^= (uint64_t)g->thread << 8 ^ g->allocator;
 		for (;; h++) {
 			v = mms__map_put(&rix, h, &isnew);
@@ -568,15 +567,10 @@ static int write_gprof2dot(struct mms__xf *x, struct mms__xf_out *o)
 				const mms_frame_t *f = &o->frames[k];
 				const char *name = mms__xf_function(o, f);
 				const char *mod = f->file ? f->file : f->module ? f->module : "";
-				uint64_t h = 1469598103934665603ull, *v;
-				const char *s;
+				uint64_t h = mms__xf_hash(MMS__XF_HASH0, name, strlen(name) + 1), *v;
 				int isnew;
 
-				for (s = name; *s; s++)
-					h = (h ^ (unsigned char)*s) * 1099511628211ull;
-				h = (h ^ 0xff) * 1099511628211ull;
-				for (s = mod; *s; s++)
-					h = (h ^ (unsigned char)*s) * 1099511628211ull;
+				h = mms__xf_hash(h, mod, strlen(mod));
 				for (;; h++) {
 					v = mms__map_put(&fix, h, &isnew);
 					if (!v) {
