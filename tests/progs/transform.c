@@ -21,9 +21,15 @@
  * (worker_alloc), the main thread then allocates 5 x 24 bytes (main_noise,
  * kept) and 48 bytes (cross_alloc), and the worker frees its 32 bytes (no
  * allocation of its own in between: temporary at N >= 0) and the 48 bytes
- * (allocated by another thread: never temporary). */
+ * (allocated by another thread: never temporary).
+ *
+ * With "mmap": a 3-page mapping unmapped at once (temporary at N >= 0), a
+ * 4-page mapping and 100 bytes (the peak), the mapping unmapped in two
+ * cuts (never temporary: memray matches a whole unmapping only), then a
+ * 2-page mapping kept. */
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "progs.h"
 
@@ -156,6 +162,34 @@ static int threads(void)
 	return 0;
 }
 
+static __attribute__((noinline)) char *map_pages(long pages)
+{
+	size_t n = (size_t)(pages * sysconf(_SC_PAGESIZE));
+	int prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_ANONYMOUS;
+	char *p = mmap(NULL, n, prot, flags, -1, 0); /* XF-MMAP */
+
+	if (p == MAP_FAILED)
+		exit(1);
+	sink = p;
+	return p;
+}
+
+static int mappings(void)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	char *a, *b;
+
+	a = map_pages(3);
+	munmap(a, 3 * pg);
+	b = map_pages(4);
+	kept[nkept++] = malloc(100); /* XF-MMAPMALLOC */
+	munmap(b, pg);
+	munmap(b + pg, 3 * pg);
+	map_pages(2);
+	prog_say(1, "transform mmap pid=%ld page=%zu", (long)getpid(), pg);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	void *b[3], *g, *h;
@@ -163,6 +197,8 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && !strcmp(argv[1], "threads"))
 		return threads();
+	if (argc > 1 && !strcmp(argv[1], "mmap"))
+		return mappings();
 
 	leak_two();
 	for (i = 0; i < 4; i++)

@@ -136,6 +136,25 @@ expect_eq "temporary at N = 100000, per thread" "$(rows thbig.csv threads "$tpid
 expect_eq "leaks of the threads run" "$(rows thl.csv threads "$tpid")" "malloc 5 120 main main_noise:$(line NOISE) threads"
 note "csv: temporary allocations counted per thread, as memray"
 
+# Mappings: the peak holds the 4-page mapping whole (one allocation, though
+# it went in two cuts), only the mapping unmapped whole at once is
+# temporary, the kept one leaks.
+record mm.mms "$prog" mmap >mm.out || fail "transform mmap exited $?: $(cat mm.out)"
+mpid=$(sed -n 's/^transform mmap pid=\([0-9][0-9]*\) page=[0-9]*$/\1/p' mm.out)
+pg=$(sed -n 's/^transform mmap pid=[0-9]* page=\([0-9][0-9]*\)$/\1/p' mm.out)
+[ -n "$mpid" ] && [ -n "$pg" ] || fail "transform mmap printed: $(cat mm.out)"
+mcheck() {
+	"$MMS_REPLAY" transform csv $2 -o "$1.csv" mm.mms 2>"$1.err" || fail "transform csv $2 (mmap) exited $?: $(cat "$1.err")"
+	expect_eq "mappings, transform csv $2" "$(rows "$1.csv" threads "$mpid")" "$3"
+}
+mcheck mpeak "" "malloc 1 100 main mappings:$(line MMAPMALLOC) main
+mmap 1 $((4 * pg)) main map_pages:$(line MMAP) mappings"
+mcheck mleaks --leaks "malloc 1 100 main mappings:$(line MMAPMALLOC) main
+mmap 1 $((2 * pg)) main map_pages:$(line MMAP) mappings"
+mcheck mtemp "--temporary-allocation-threshold 100000" "mmap 1 $((3 * pg)) main map_pages:$(line MMAP) mappings"
+mcheck mtemp1 "--temporary-allocations" "mmap 1 $((3 * pg)) main map_pages:$(line MMAP) mappings"
+note "csv: mappings at the peak, leaked and temporary (memray's whole-unmapping rule)"
+
 # --- file names and rules ---------------------------------------------------------
 mkdir sub
 cp t.mms sub/memscope-run.mms
@@ -197,7 +216,7 @@ if command -v gprof2dot >/dev/null 2>&1; then
 	grep -q "peak_again" p.dot || fail "gprof2dot's graph has no peak_again: $(head -c 400 p.dot)"
 	note "gprof2dot: the JSON has gprof2dot's structure; gprof2dot reads it"
 else
-	note "gprof2dot: the JSON has gprof2dot's structure (gprof2dot is not installed: not run on it; apt-get install gprof2dot)"
+	note "gprof2dot: the JSON has gprof2dot's structure (gprof2dot is not installed, so not run on it: it comes from PyPI, this Debian has no package)"
 fi
 
 # --- the flame graph ------------------------------------------------------------------
