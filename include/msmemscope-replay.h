@@ -463,7 +463,8 @@ enum mms_transform_selection {
 
 /* What a transform wrote. */
 typedef struct mms_transform_stats {
-	uint64_t groups;          /* rows (CSV), events (gprof2dot), stacks (flame graph) */
+	uint64_t groups;          /* what the file holds: rows (CSV), events (gprof2dot),
+	                             boxes (flame graph) */
 	uint64_t allocations;     /* allocations selected */
 	uint64_t bytes;           /* their bytes */
 	uint64_t peak_bytes;      /* the log's high-water mark, all kinds together */

@@ -36,6 +36,7 @@ struct fg {
 	uint32_t *path;       /* one stack's frames as (name, loc) pairs */
 	size_t npath, path_cap;
 	uint32_t maxdepth;
+	size_t boxes; /* drawn */
 };
 
 /* Interns s: returns its offset in the arena, or -ENOMEM. */
@@ -311,6 +312,7 @@ static int put_node(struct fg *g, struct mms__xf_out *o, uint32_t i, double x, d
 
 	if (w < FG_MIN)
 		return 0;
+	g->boxes++;
 	/* flamegraph.pl's "hot" palette, picked by the function's name. */
 	snprintf(color, sizeof(color), "rgb(%u,%u,%u)", 205 + (unsigned)(h % 51), (unsigned)((h >> 8) % 231),
 		 (unsigned)((h >> 16) % 56));
@@ -388,7 +390,6 @@ int mms__xf_flamegraph(struct mms__xf *x, struct mms__xf_out *o)
 	if (rc)
 		goto out;
 	sort_children(&g);
-	x->nrows = x->ngroups;
 	height = FG_TOP + (g.maxdepth + 1) * FG_ROW + FG_BOTTOM;
 	rc |= mms__xbuf_puts(&o->b,
 			     "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
@@ -422,6 +423,7 @@ int mms__xf_flamegraph(struct mms__xf *x, struct mms__xf_out *o)
 		rc = put_node(&g, o, 0, FG_PAD, (FG_WIDTH - 2 * FG_PAD) / (double)g.n[0].bytes);
 	if (!rc)
 		rc = mms__xbuf_puts(&o->b, "</g>\n</svg>\n");
+	x->nrows = g.boxes;
 out:
 	free(g.n);
 	free(g.path);

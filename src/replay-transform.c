@@ -125,6 +125,13 @@ static void parse_transform(int argc, char **argv, struct topts *o)
 		die_usage("transform: --title goes with flamegraph");
 }
 
+/* What the stderr line counts, by format: one, and more. */
+static const char *const unit_words[][2] = {
+	[MMS_TRANSFORM_CSV] = { "row", "rows" },
+	[MMS_TRANSFORM_GPROF2DOT] = { "call chain", "call chains" },
+	[MMS_TRANSFORM_FLAMEGRAPH] = { "box", "boxes" },
+};
+
 static const char *selection_words(const mms_transform_options_t *t)
 {
 	return t->selection == MMS_TRANSFORM_LEAKS       ? "leaked"
@@ -162,10 +169,10 @@ int replay_transform(int argc, char **argv)
 	if (rc)
 		die(CLI_EXIT_FAILURE, "%s: cannot write %s: %s", o.log, path, mms_strerror(rc));
 	fprintf(stderr,
-		"%s: wrote %s: %" PRIu64 " allocation%s %s, %" PRIu64 " bytes, in %" PRIu64 " group%s; peak %" PRIu64
+		"%s: wrote %s: %" PRIu64 " allocation%s %s, %" PRIu64 " bytes, in %" PRIu64 " %s; peak %" PRIu64
 		" bytes\n",
 		cli_progname, path, st.allocations, st.allocations == 1 ? "" : "s", selection_words(&o.t), st.bytes,
-		st.groups, st.groups == 1 ? "" : "s", st.peak_bytes);
+		st.groups, unit_words[o.format][st.groups != 1], st.peak_bytes);
 	free(name);
 	mms_log_get_info(log, &info);
 	replay_warn_log_state(o.log, &info);

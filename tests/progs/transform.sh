@@ -81,31 +81,31 @@ malloc 3 48 $t one_filler:$(line ONEFILL) temp_one
 malloc 2 16 $t three_filler:$(line THREEFILL) temp_three
 malloc 2 16 $t three_filler:$(line THREEFILL) temp_three
 malloc 2 16 $t three_filler:$(line THREEFILL) temp_three" \
-	"12 allocations live at the peak, 8696 bytes, in 7 groups; peak 8696 bytes"
+	"12 allocations live at the peak, 8696 bytes, in 7 rows; peak 8696 bytes"
 check leaks "--leaks" "malloc 1 300 $t leak_two:$(line LEAK1) main
 malloc 1 300 $t leak_two:$(line LEAK2) main
 malloc 3 48 $t one_filler:$(line ONEFILL) temp_one
 malloc 2 16 $t three_filler:$(line THREEFILL) temp_three
 malloc 2 16 $t three_filler:$(line THREEFILL) temp_three
 malloc 2 16 $t three_filler:$(line THREEFILL) temp_three" \
-	"11 allocations leaked, 696 bytes, in 6 groups; peak 8696 bytes"
+	"11 allocations leaked, 696 bytes, in 6 rows; peak 8696 bytes"
 check temp0 "--temporary-allocation-threshold=0" "malloc 1 8000 $t peak_again:$(line PEAKAGAIN) main
 malloc 1 5000 $t peak_big:$(line PEAKBIG) main
 malloc 4 256 $t temp_zero:$(line ZERO) main" \
-	"6 allocations temporary, 13256 bytes, in 3 groups; peak 8696 bytes"
+	"6 allocations temporary, 13256 bytes, in 3 rows; peak 8696 bytes"
 check temp1 "--temporary-allocations" "malloc 1 8000 $t peak_again:$(line PEAKAGAIN) main
 malloc 1 5000 $t peak_big:$(line PEAKBIG) main
 malloc 1 1000 $t peak_three:$(line PEAKTHREE) main
 malloc 3 384 $t temp_one:$(line ONE) main
 malloc 4 256 $t temp_zero:$(line ZERO) main" \
-	"10 allocations temporary, 14640 bytes, in 5 groups; peak 8696 bytes"
+	"10 allocations temporary, 14640 bytes, in 5 rows; peak 8696 bytes"
 check temp3 "--temporary-allocation-threshold 3" "malloc 1 8000 $t peak_again:$(line PEAKAGAIN) main
 malloc 1 5000 $t peak_big:$(line PEAKBIG) main
 malloc 3 3000 $t peak_three:$(line PEAKTHREE) main
 malloc 2 512 $t temp_three:$(line THREE) main
 malloc 3 384 $t temp_one:$(line ONE) main
 malloc 4 256 $t temp_zero:$(line ZERO) main" \
-	"14 allocations temporary, 17152 bytes, in 6 groups; peak 8696 bytes"
+	"14 allocations temporary, 17152 bytes, in 6 rows; peak 8696 bytes"
 # A large N counts each block's place among its thread's allocations
 # instead of a window of N + 1 ids: every allocation freed by its thread.
 for n in 100000 18446744073709551615; do
