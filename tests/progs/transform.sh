@@ -326,3 +326,16 @@ if len(warm) < 3:
     sys.exit("%d warm colours in the boxes' band: the SVG did not render" % len(warm))
 PY
 note "flamegraph: rendered by $browser --headless"
+
+# Click-to-zoom: a copy of the graph with a script that clicks the box of
+# peak_again and logs what its own script made of the boxes.
+sed 's#</svg>#<script type="text/ecmascript"><![CDATA[window.addEventListener("load", function () { setTimeout(function () { var fs = Array.prototype.slice.call(document.querySelectorAll("g.f")), z = fs.filter(function (g) { return g.querySelector("title").textContent.indexOf("peak_again ") == 0; })[0]; z.dispatchEvent(new MouseEvent("click")); console.log("ZOOM " + z.querySelector("rect").getAttribute("width") + " " + fs.filter(function (g) { return g.style.display == "none"; }).length + " " + document.getElementById("unzoom").getAttribute("class")); }, 50); });]]></script></svg>#' f.svg >z.svg
+HOME=$work timeout 120 "$browser" --headless --no-sandbox --disable-gpu --no-first-run --enable-logging=stderr --v=0 \
+	--virtual-time-budget=2000 --window-size=1200,300 --screenshot="$work/z.png" "file://$work/z.svg" >zoom.out 2>&1 ||
+	fail "$browser on the zoom page: $(tail -5 zoom.out)"
+zoom=$(sed -n 's/.*"ZOOM \([^"]*\)".*/\1/p' zoom.out)
+# peak_again fills the width; the boxes beside it and below its siblings
+# (leak_two's and the fillers': all but the 6 on its path) are hidden.
+expect_eq "after a click on peak_again (its width, boxes hidden, the reset button)" "$zoom" \
+	"1180.00 $(($(grep -c 'class="f"' f.svg) - 6)) btn"
+note "flamegraph: a click zooms (its script run by $browser)"
