@@ -374,6 +374,38 @@ typedef struct mms_step_report {
 int mms_replay_step_report(mms_replay_t *r, uint64_t step, mms_step_report_t **out);
 void mms_step_report_free(mms_step_report_t *rep);
 
+/* --- decompose (decompose.c) ---------------------------------------------
+ * Live bytes as a tree: the memory kind first ("HOST", "MMAP", or a pool's
+ * name; "POOL" for an unnamed pool), then one level per '@'-separated tag
+ * of the blocks' owner (msmemscope_owner_push), with "(no owner)" for
+ * blocks that have none. */
+typedef struct mms_decompose_node {
+	const char *name;         /* kind, pool, owner tag, or "(no owner)" */
+	unsigned depth;           /* 0: kind or pool; 1, 2, ...: owner levels */
+	uint64_t bytes, blocks;   /* the node and everything below it */
+	uint64_t self_bytes, self_blocks; /* blocks whose owner ends at this node */
+} mms_decompose_node_t;
+
+typedef struct mms_decompose {
+	uint64_t position;        /* events applied (see mms_where_t) */
+	uint64_t bytes, blocks;   /* all live blocks */
+	mms_decompose_node_t *nodes; /* in pre-order: each node, then its children,
+	                             largest bytes first (then by name) */
+	size_t n;
+} mms_decompose_t;
+
+/* Decomposes the live blocks at the replay's position. Returns 0 and sets
+ * *out (free it with mms_decompose_free(); its strings are its own), or a
+ * negative code. */
+int mms_decompose_replay(const mms_replay_t *r, mms_decompose_t **out);
+/* Decomposes the live blocks of log at its end and at its peak (the first
+ * position where the live bytes of all kinds together were highest), with
+ * two forward passes: memory follows the live blocks. A damaged log ends
+ * where its readable events end. Returns 0 and sets both, or a negative
+ * code and neither. */
+int mms_decompose_log(mms_log_t *log, mms_decompose_t **end, mms_decompose_t **peak);
+void mms_decompose_free(mms_decompose_t *d);
+
 /* --- symbolization (symbolize.c) ---------------------------------------
  * Turns the instruction pointers of recorded C stacks into function, file
  * and line with libdw, over the module map recorded in the log (so it is

@@ -11,6 +11,7 @@
 
 /* Each analysis's entry point lives in its own src/an-<name>.c. */
 const struct an_def an_defs[] = {
+	{ "decompose", "live bytes by memory kind and owner tag levels, at the end and at the peak", an_decompose },
 	{ NULL, NULL, NULL },
 };
 

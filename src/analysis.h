@@ -26,6 +26,8 @@ struct an_opts {
 	uint64_t idle_threshold;  /* inefficient: launches (0: 3000) */
 	uint64_t min_size;        /* inefficient: smallest block considered */
 	uint64_t buckets;         /* usage: points of the timeline, 0 = every change */
+	bool at_event_set;        /* decompose: at one event instead of the end and peak */
+	uint64_t at_event;        /* decompose: the state just after this event */
 };
 
 /* What an analysis is given. */
@@ -45,6 +47,9 @@ struct an_def {
 	 * returns 0, or CLI_EXIT_FAILURE after saying why on stderr. */
 	int (*run)(struct an_ctx *c);
 };
+
+/* The entry points, one per src/an-<name>.c. */
+int an_decompose(struct an_ctx *c);
 
 /* The analyses, in the order they run; ends with a NULL name. */
 extern const struct an_def an_defs[];

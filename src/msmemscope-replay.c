@@ -70,6 +70,8 @@ static void usage(void)
 	       "                    block idle (default 3000)\n"
 	       "  --min-size N      inefficient: smallest block considered, in bytes\n"
 	       "  --buckets N       usage: points of the timeline (default: every change)\n"
+	       "  --at-event N      decompose: the state just after event N (from 0), through\n"
+	       "                    the seek index, instead of the end and the peak\n"
 	       "  --no-index        neither read nor write LOG.idx (the seek index is then built\n"
 	       "                    in memory on each run)\n"
 	       "  --help            print this help and exit\n"
@@ -177,6 +179,9 @@ static void parse_args(int argc, char **argv, struct opts *o)
 					die_usage("--idle-threshold wants 1 launch or more");
 			} else if (cli_opt_value(argc, argv, &i, "--min-size", &v)) {
 				o->an.min_size = number("--min-size", v);
+			} else if (cli_opt_value(argc, argv, &i, "--at-event", &v)) {
+				o->an.at_event = number("--at-event", v);
+				o->an.at_event_set = true;
 			} else if (cli_opt_value(argc, argv, &i, "--buckets", &v)) {
 				o->an.buckets = number("--buckets", v);
 			} else if (cli_opt_flag(a, "--no-index")) {
@@ -200,11 +205,13 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		die_usage("--output goes with --export (analyses write into --output-dir)");
 	if (o->force && o->query != Q_EXPORT && o->query != Q_ANALYSIS)
 		die_usage("--force goes with --export or --analysis");
-	if ((o->an.outdir || o->an.suppressions || o->an.idle_threshold || o->an.min_size || o->an.buckets) &&
+	if ((o->an.outdir || o->an.suppressions || o->an.idle_threshold || o->an.min_size || o->an.buckets ||
+	     o->an.at_event_set) &&
 	    o->query != Q_ANALYSIS)
 		die_usage("%s goes with --analysis",
 			  o->an.outdir ? "--output-dir" : o->an.suppressions ? "--suppressions" :
-			  o->an.idle_threshold ? "--idle-threshold" : o->an.min_size ? "--min-size" : "--buckets");
+			  o->an.idle_threshold ? "--idle-threshold" : o->an.min_size ? "--min-size" :
+			  o->an.buckets ? "--buckets" : "--at-event");
 	if (o->json && o->query == Q_EXPORT)
 		die_usage("--json does not apply to --export");
 }
