@@ -430,6 +430,10 @@ enum mms_inefficient_type {
 typedef struct mms_inefficient_options {
 	uint64_t idle_threshold;  /* operators between two accesses; 0: 3000 */
 	uint64_t min_size;        /* temporary_idleness: smallest block, bytes */
+	size_t keep;              /* blocks kept in the result (the largest); 0: all */
+	int tags;                 /* 1: also note every flagged block's types for
+	                             mms_export_options_t.inefficient (four bits per
+	                             allocation of the log) */
 } mms_inefficient_options_t;
 
 /* A block found inefficient, with the operator indices that made it so. */
@@ -448,10 +452,17 @@ typedef struct mms_inefficient {
 	uint64_t ops;             /* the counter at the end */
 	uint64_t accesses;        /* ACCESS events in the log */
 	uint64_t idle_threshold, min_size; /* as applied */
+	uint64_t flagged;         /* blocks of one type or more */
 	uint64_t count[MMS_INEFF_TYPES]; /* blocks of each type, by bit number */
-	mms_inefficient_block_t *blocks; /* in allocation order */
+	uint64_t bytes[MMS_INEFF_TYPES]; /* their bytes */
+	mms_inefficient_block_t *blocks; /* the flagged blocks kept (all, or the
+	                             opt->keep largest): larger first, then in
+	                             allocation order */
 	size_t n;
-	mms_replay_t *replay_;    /* private: holds the blocks' owner strings */
+	/* Private. */
+	uint8_t *tags_;
+	uint64_t ntags_;
+	mms_replay_t *replay_;    /* holds the blocks' owner strings */
 } mms_inefficient_t;
 
 /* Runs the rules over log in one forward pass (opt may be NULL for the
@@ -521,9 +532,9 @@ typedef struct mms_export_options {
 	 * -ECANCELED and removes the partial file. */
 	int (*progress)(void *ctx, uint64_t done, uint64_t total);
 	void *progress_ctx;
-	/* When not NULL (mms_inefficient_run() over the same log), the MALLOC
-	 * row of each block it found gets inefficient_type:TYPE in its Attr
-	 * (several types joined by '+'). */
+	/* When not NULL (mms_inefficient_run() over the same log, with
+	 * tags = 1), the MALLOC row of each block it found gets
+	 * inefficient_type:TYPE in its Attr (several types joined by '+'). */
 	const struct mms_inefficient *inefficient;
 } mms_export_options_t;
 

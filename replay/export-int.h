@@ -113,7 +113,6 @@ struct mms__xpass {
 	uint64_t *ips; /* scratch for mms_log_stack() */
 	size_t ips_cap;
 
-	struct mms__map ineff; /* alloc_id -> enum mms_inefficient_type bits */
 	struct mms__xbuf attr; /* scratch for the row's Attr */
 	char name[48];         /* scratch for "Range end from id N" */
 	uint64_t done;         /* events applied */

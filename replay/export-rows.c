@@ -87,9 +87,7 @@ uint64_t mms__xpass_step_of(const struct mms__xpass *x, uint64_t id)
 int mms__xpass_open(struct mms__xpass *x, mms_log_t *log, const mms_export_options_t *opt)
 {
 	mms_replay_options_t ro = { .forward_only = 1 };
-	uint64_t *v;
-	size_t i;
-	int rc, isnew;
+	int rc;
 
 	memset(x, 0, sizeof(*x));
 	if (!log)
@@ -98,24 +96,10 @@ int mms__xpass_open(struct mms__xpass *x, mms_log_t *log, const mms_export_optio
 	x->opt = opt;
 	mms_log_get_info(log, &x->info);
 	mms__map_init(&x->stk_ix);
-	mms__map_init(&x->ineff);
 	mms__track_init(&x->track, MMS__TRACK_LAUNCHES | MMS__TRACK_STEPS);
-	/* The types of the blocks found inefficient, for their MALLOC rows:
-	 * known only after the block's last event, so found by a pass of
-	 * their own before this one. */
-	for (i = 0; opt && opt->inefficient && i < opt->inefficient->n; i++) {
-		v = mms__map_put(&x->ineff, opt->inefficient->blocks[i].block.alloc_id, &isnew);
-		if (!v) {
-			mms__xpass_close(x);
-			return -ENOMEM;
-		}
-		*v = opt->inefficient->blocks[i].types;
-	}
 	rc = mms_replay_open_ex(log, &ro, &x->r);
-	if (rc) {
-		mms__xpass_close(x);
+	if (rc)
 		return rc;
-	}
 	return 0;
 }
 
@@ -124,7 +108,6 @@ void mms__xpass_close(struct mms__xpass *x)
 	mms_replay_close(x->r);
 	mms__track_free(&x->track);
 	mms__map_free(&x->stk_ix);
-	mms__map_free(&x->ineff);
 	free(x->stk_spans);
 	mms__xbuf_free(&x->stk_text);
 	free(x->ips);
@@ -284,13 +267,12 @@ static const char *mem_type(const mms_event_t *ev, const mms_block_t *b, int has
 /* ",inefficient_type:early_allocation" when the block was found so. */
 static int attr_inefficient(struct mms__xpass *x, struct mms__xbuf *a)
 {
-	const uint64_t *types = mms__map_get(&x->ineff, x->blk.alloc_id);
+	unsigned types = mms__inefficient_tags(x->opt->inefficient, x->blk.alloc_id), t;
 	const char *sep = ",inefficient_type:";
-	unsigned t;
 	int rc = 0;
 
-	for (t = 0; types && t < MMS_INEFF_TYPES; t++) {
-		if (!(*types & 1u << t))
+	for (t = 0; t < MMS_INEFF_TYPES; t++) {
+		if (!(types & 1u << t))
 			continue;
 		rc |= mms__xbuf_puts(a, sep);
 		rc |= mms__xbuf_puts(a, mms_inefficient_type_name(1u << t));
@@ -330,7 +312,7 @@ static int attr_memory(struct mms__xpass *x, struct mms__xbuf *a)
 		rc |= mms__xbuf_puts(a, ",used:");
 		rc |= mms__xbuf_u64(a, ev->used);
 	}
-	if (ev->kind == MMS_EV_MALLOC && x->has_blk && x->ineff.count)
+	if (ev->kind == MMS_EV_MALLOC && x->has_blk && x->opt && x->opt->inefficient)
 		rc |= attr_inefficient(x, a);
 	rc |= mms__xbuf_put(a, "}", 1);
 	return rc ? -ENOMEM : 0;

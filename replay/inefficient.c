@@ -4,7 +4,8 @@
  * served them (early_allocation), freed after memory was allocated that
  * they could have served (late_deallocation), or left untouched for more
  * than a threshold of launches between two accesses (temporary_idleness).
- * One forward pass; memory follows the live blocks. */
+ * One forward pass; memory follows the live blocks, plus the blocks kept
+ * for the report (opt->keep) and, for the dump, four bits per allocation. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,7 @@ struct ipass {
 	uint64_t free_slot;        /* head of the free chain + 1 */
 	mms_inefficient_t *res;
 	size_t res_cap;
+	size_t tags_cap;
 };
 
 MMS__EXPORT const char *mms_inefficient_type_name(unsigned type)
@@ -79,20 +81,97 @@ static struct ithread *thread_of(struct ipass *p, uint32_t thread)
 	return &t[thread];
 }
 
-/* Keeps a flagged block for the result. */
+/* Orders kept blocks: larger first, then by allocation. */
+static int better(const mms_inefficient_block_t *x, const mms_inefficient_block_t *y)
+{
+	if (x->block.size != y->block.size)
+		return x->block.size > y->block.size;
+	return x->block.alloc_id < y->block.alloc_id;
+}
+
+/* Restores the heap of kept blocks (the worst at the root) below i. */
+static void sift_down(mms_inefficient_block_t *h, size_t n, size_t i)
+{
+	mms_inefficient_block_t tmp;
+	size_t c;
+
+	for (; (c = 2 * i + 1) < n; i = c) {
+		if (c + 1 < n && better(&h[c], &h[c + 1]))
+			c++;
+		if (!better(&h[i], &h[c]))
+			break;
+		tmp = h[i];
+		h[i] = h[c];
+		h[c] = tmp;
+	}
+}
+
+static void sift_up(mms_inefficient_block_t *h, size_t i)
+{
+	mms_inefficient_block_t tmp;
+
+	for (; i && better(&h[(i - 1) / 2], &h[i]); i = (i - 1) / 2) {
+		tmp = h[i];
+		h[i] = h[(i - 1) / 2];
+		h[(i - 1) / 2] = tmp;
+	}
+}
+
+/* Sets the types of allocation id in the tags: four bits each. */
+static int tag_set(struct ipass *p, uint64_t id, unsigned types)
+{
+	mms_inefficient_t *res = p->res;
+	size_t need = (size_t)(id / 2 + 1), cap;
+	uint8_t *t;
+
+	if (need > p->tags_cap) {
+		cap = p->tags_cap ? p->tags_cap : 4096;
+		while (cap < need)
+			cap *= 2;
+		t = realloc(res->tags_, cap);
+		if (!t)
+			return -ENOMEM;
+		memset(t + p->tags_cap, 0, cap - p->tags_cap);
+		res->tags_ = t;
+		p->tags_cap = cap;
+	}
+	res->tags_[id / 2] |= (uint8_t)(types << (id % 2 * 4));
+	if (need > res->ntags_)
+		res->ntags_ = need;
+	return 0;
+}
+
+/* Counts a flagged block, and keeps it when it is among the largest. */
 static int keep(struct ipass *p, const struct iblk *b)
 {
 	mms_inefficient_t *res = p->res;
+	size_t max = p->o->keep;
 	unsigned i;
 
 	if (!b->r.types)
 		return 0;
+	res->flagged++;
+	for (i = 0; i < MMS_INEFF_TYPES; i++) {
+		if (b->r.types & 1u << i) {
+			res->count[i]++;
+			res->bytes[i] += b->r.block.size;
+		}
+	}
+	if (p->o->tags && tag_set(p, b->r.block.alloc_id, b->r.types))
+		return -ENOMEM;
+	if (max && res->n == max) {
+		/* Full: replace the worst kept block if this one is better. */
+		if (better(&b->r, &res->blocks[0])) {
+			res->blocks[0] = b->r;
+			sift_down(res->blocks, res->n, 0);
+		}
+		return 0;
+	}
 	if (mms__grow(&res->blocks, &p->res_cap, res->n, sizeof(*res->blocks)))
 		return -ENOMEM;
 	res->blocks[res->n++] = b->r;
-	for (i = 0; i < MMS_INEFF_TYPES; i++)
-		if (b->r.types & 1u << i)
-			res->count[i]++;
+	if (max)
+		sift_up(res->blocks, res->n - 1);
 	return 0;
 }
 
@@ -264,11 +343,9 @@ static int on_event(struct ipass *p, mms_replay_t *r, const mms_event_t *ev)
 	return rc;
 }
 
-static int by_alloc_id(const void *a, const void *b)
+static int by_order(const void *a, const void *b)
 {
-	const mms_inefficient_block_t *x = a, *y = b;
-
-	return x->block.alloc_id < y->block.alloc_id ? -1 : x->block.alloc_id > y->block.alloc_id;
+	return better(a, b) ? -1 : better(b, a) ? 1 : 0;
 }
 
 static void pass_free(struct ipass *p)
@@ -331,7 +408,7 @@ MMS__EXPORT int mms_inefficient_run(mms_log_t *log, const mms_inefficient_option
 	if (rc)
 		goto fail;
 	p.res->ops = p.ops;
-	qsort(p.res->blocks, p.res->n, sizeof(*p.res->blocks), by_alloc_id);
+	qsort(p.res->blocks, p.res->n, sizeof(*p.res->blocks), by_order);
 	pass_free(&p);
 	*out = p.res;
 	return 0;
@@ -341,11 +418,19 @@ fail:
 	return rc;
 }
 
+unsigned mms__inefficient_tags(const mms_inefficient_t *res, uint64_t alloc_id)
+{
+	if (!res->tags_ || alloc_id / 2 >= res->ntags_)
+		return 0;
+	return res->tags_[alloc_id / 2] >> (alloc_id % 2 * 4) & 15u;
+}
+
 MMS__EXPORT void mms_inefficient_free(mms_inefficient_t *res)
 {
 	if (!res)
 		return;
 	free(res->blocks);
+	free(res->tags_);
 	mms_replay_close(res->replay_);
 	free(res);
 }

@@ -443,6 +443,10 @@ uint64_t mms__track_step_of(const struct mms__track *t, uint64_t id);
 /* The innermost launch running on a thread, or NULL. */
 const struct mms__tlaunch *mms__track_running(const struct mms__track *t, uint32_t thread);
 
+/* The types (enum mms_inefficient_type bits) an inefficient result run
+ * with tags noted for allocation id, 0 when none (inefficient.c). */
+unsigned mms__inefficient_tags(const mms_inefficient_t *res, uint64_t alloc_id);
+
 /* The state a public replay drives (seek.c). */
 const struct mms__state *mms__replay_state(const mms_replay_t *r);
 

@@ -18,6 +18,7 @@ void an_inefficient_options(const struct an_opts *o, mms_inefficient_options_t *
 	memset(io, 0, sizeof(*io));
 	io->idle_threshold = o->idle_threshold;
 	io->min_size = o->min_size;
+	io->keep = o->top;
 }
 
 static const char *mem_name(const mms_block_t *b)
@@ -62,15 +63,18 @@ static void print_text(struct an_ctx *c, struct show *s, const mms_inefficient_t
 	size_t i;
 
 	fprintf(f,
-		"inefficient: %zu block%s over %" PRIu64 " operator steps and %" PRIu64
+		"inefficient: %" PRIu64 " block%s over %" PRIu64 " operator steps and %" PRIu64
 		" accesses (idle threshold %" PRIu64 ", min size %" PRIu64 ")\n",
-		res->n, res->n == 1 ? "" : "s", res->ops, res->accesses, res->idle_threshold, res->min_size);
+		res->flagged, res->flagged == 1 ? "" : "s", res->ops, res->accesses, res->idle_threshold, res->min_size);
 	for (t = 0; t < MMS_INEFF_TYPES; t++)
-		fprintf(f, "  %-20s %" PRIu64 "\n", mms_inefficient_type_name(1u << t), res->count[t]);
+		fprintf(f, "  %-20s %8" PRIu64 " block%s %12" PRIu64 " bytes\n", mms_inefficient_type_name(1u << t),
+			res->count[t], res->count[t] == 1 ? " " : "s", res->bytes[t]);
 	if (!res->accesses)
 		fputs("  (the log has no accesses: record with --events=alloc,free,launch,access and call "
 		      "msmemscope_access())\n",
 		      f);
+	if (res->n < res->flagged)
+		fprintf(f, "the %zu largest (--top):\n", res->n);
 	for (i = 0; i < res->n; i++) {
 		const mms_inefficient_block_t *ib = &res->blocks[i];
 
@@ -112,9 +116,13 @@ static void print_json(struct an_ctx *c, struct show *s, const mms_inefficient_t
 	json_u64(f, "min_size", res->min_size);
 	json_u64(f, "ops", res->ops);
 	json_u64(f, "accesses", res->accesses);
+	json_u64(f, "flagged", res->flagged);
 	fputs(",\"counts\":{", f);
 	for (t = 0; t < MMS_INEFF_TYPES; t++)
 		fprintf(f, "%s\"%s\":%" PRIu64, t ? "," : "", mms_inefficient_type_name(1u << t), res->count[t]);
+	fputs("},\"bytes\":{", f);
+	for (t = 0; t < MMS_INEFF_TYPES; t++)
+		fprintf(f, "%s\"%s\":%" PRIu64, t ? "," : "", mms_inefficient_type_name(1u << t), res->bytes[t]);
 	fputs("},\"blocks\":[", f);
 	for (i = 0; i < res->n; i++, sep = ",") {
 		const mms_inefficient_block_t *ib = &res->blocks[i];

@@ -293,9 +293,10 @@ int write_dump(const struct run *run, pid_t pid, const char *format, unsigned an
 		eo.sym = NULL;
 	/* msMemScope tags the MALLOC rows of inefficient blocks. */
 	if (analyses & an_mask("inefficient")) {
+		mms_inefficient_options_t io = { .keep = 1, .tags = 1 };
 		mms_inefficient_t *res;
 
-		rc = mms_inefficient_run(log, NULL, &res);
+		rc = mms_inefficient_run(log, &io, &res);
 		if (rc)
 			warn("--data-format=%s: cannot find the inefficient blocks of %s: %s; the dump has no "
 			     "inefficient_type", format, path, mms_strerror(rc));

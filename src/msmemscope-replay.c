@@ -402,6 +402,8 @@ static int query_export(const struct opts *o, mms_log_t *log)
 		mms_inefficient_t *res;
 
 		an_inefficient_options(&o->an, &io);
+		io.tags = 1;
+		io.keep = 1; /* the tags are all the dump needs */
 		rc = mms_inefficient_run(log, &io, &res);
 		if (rc)
 			die(CLI_EXIT_FAILURE, "%s: cannot find the inefficient blocks: %s", o->log, mms_strerror(rc));

@@ -36,14 +36,14 @@ report() {
 report --min-size 1024 >r.txt
 cat >r.expected <<TXT
 inefficient: 3 blocks over 3011 operator steps and 13 accesses (idle threshold 3000, min size 1024)
-  early_allocation     1
-  late_deallocation    1
-  temporary_idleness   1
+  early_allocation            1 block          4096 bytes
+  late_deallocation           1 block          8192 bytes
+  temporary_idleness          1 block         16384 bytes
 
-early_allocation: allocated in operator 2 < operator 3 freed memory < first used in operator 4
-  4096 bytes at $e (HOST, allocation 2), allocated in operator 2 'alloc_early', live at the end
+temporary_idleness: used in operator 9, then not until operator 3011 (3002 apart)
+  16384 bytes at $i (HOST, allocation 6), allocated in operator 9 'alloc_idle', live at the end
     #0  xmalloc (inefficient.c:38)
-    #1  main (inefficient.c:55)
+    #1  main (inefficient.c:88)
     ... 2 more frames
 
 late_deallocation: last used in operator 6 < operator 7 allocated memory < freed in operator 8
@@ -52,10 +52,10 @@ late_deallocation: last used in operator 6 < operator 7 allocated memory < freed
     #1  main (inefficient.c:67)
     ... 2 more frames
 
-temporary_idleness: used in operator 9, then not until operator 3011 (3002 apart)
-  16384 bytes at $i (HOST, allocation 6), allocated in operator 9 'alloc_idle', live at the end
+early_allocation: allocated in operator 2 < operator 3 freed memory < first used in operator 4
+  4096 bytes at $e (HOST, allocation 2), allocated in operator 2 'alloc_early', live at the end
     #0  xmalloc (inefficient.c:38)
-    #1  main (inefficient.c:88)
+    #1  main (inefficient.c:55)
     ... 2 more frames
 TXT
 diff -u r.expected r.txt >r.diff || fail "the inefficient report differs: $(cat r.diff)"
@@ -63,7 +63,7 @@ diff -u r.expected r.txt >r.diff || fail "the inefficient report differs: $(cat 
 # The default minimum size (0) lets the 64-byte block S in too; a
 # threshold of 2999 catches K, read exactly 3000 launches after its write.
 report >d.txt
-grep -q '^  temporary_idleness   2$' d.txt || fail "min size 0: not 2 idle blocks: $(cat d.txt)"
+grep -q '^  temporary_idleness          2 blocks        16448 bytes$' d.txt || fail "min size 0: not 2 idle blocks: $(cat d.txt)"
 grep -q "^  64 bytes at $s (HOST, allocation 7), allocated in operator 9 'alloc_idle', live at the end$" d.txt ||
 	fail "min size 0: the 64-byte block is not reported: $(cat d.txt)"
 report --min-size 1024 --idle-threshold 2999 >t.txt
@@ -72,6 +72,11 @@ grep -q "^temporary_idleness: used in operator 9, then not until operator 3009 (
 	fail "--idle-threshold 2999: K is not idle: $(cat t.txt)"
 grep -q "^  16384 bytes at $k (HOST, allocation 8)" t.txt || fail "--idle-threshold 2999: K's line: $(cat t.txt)"
 grep -c '^temporary_idleness:' t.txt | grep -qx 2 || fail "--idle-threshold 2999: not two idle blocks: $(cat t.txt)"
+# --top 1: the counts of all, the largest block only.
+report --min-size 1024 --top 1 >o.txt
+grep -q '^the 1 largest (--top):$' o.txt || fail "--top 1: $(cat o.txt)"
+expect_eq "blocks listed with --top 1" "$(grep -c ' bytes at ' o.txt)" 1
+grep -q "^  16384 bytes at $i " o.txt || fail "--top 1 does not list the largest block: $(cat o.txt)"
 
 # JSON: one object, the same verdicts with their operator indices.
 "$MMS_REPLAY" i.mms --analysis inefficient --min-size 1024 --json >j.json 2>j.err || fail "--json exited $?: $(cat j.err)"
@@ -82,16 +87,17 @@ path, e, l, i = sys.argv[1:]
 lines = open(path).read().splitlines()
 assert len(lines) == 1, f"{len(lines)} lines"
 d = json.loads(lines[0])
-assert (d["analysis"], d["idle_threshold"], d["min_size"], d["ops"], d["accesses"]) == \
-    ("inefficient", 3000, 1024, 3011, 13), d
+assert (d["analysis"], d["idle_threshold"], d["min_size"], d["ops"], d["accesses"], d["flagged"]) == \
+    ("inefficient", 3000, 1024, 3011, 13, 3), d
 assert d["counts"] == {"early_allocation": 1, "late_deallocation": 1, "temporary_idleness": 1}, d["counts"]
+assert d["bytes"] == {"early_allocation": 4096, "late_deallocation": 8192, "temporary_idleness": 16384}, d["bytes"]
 got = [(b["types"], b["addr"], b["size"], b["alloc_id"], b["malloc_op"], b["op"], b["first_access_op"],
         b["free_op"], b["early_free_op"], b["late_access_op"], b["late_malloc_op"], b["idle_from_op"],
         b["idle_to_op"], b["stack"][1]["function"]) for b in d["blocks"]]
 assert got == [
-    (["early_allocation"], e, 4096, 2, 2, "alloc_early", 4, 0, 3, 0, 0, 0, 0, "main"),
-    (["late_deallocation"], l, 8192, 4, 5, "alloc_late", 6, 8, 0, 6, 7, 0, 0, "main"),
     (["temporary_idleness"], i, 16384, 6, 9, "alloc_idle", 3011, 0, 0, 0, 0, 9, 3011, "main"),
+    (["late_deallocation"], l, 8192, 4, 5, "alloc_late", 6, 8, 0, 6, 7, 0, 0, "main"),
+    (["early_allocation"], e, 4096, 2, 2, "alloc_early", 4, 0, 3, 0, 0, 0, 0, "main"),
 ], got
 PY
 
