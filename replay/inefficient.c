@@ -14,11 +14,16 @@
 
 #define IDLE_THRESHOLD_DEFAULT 3000
 
-/* A live block as the rules follow it. */
+/* A live block as the rules follow it: what they need and what they
+ * found; the rest of the block comes from the replay when it is kept. */
 struct iblk {
-	mms_inefficient_block_t r; /* the block and what was found, as reported */
+	uint64_t alloc_id, addr, size; /* addr chains free slots */
+	uint64_t malloc_op, first_access_op;
 	uint64_t last_access_op;   /* 0: never accessed */
-	int last_was_access;       /* the block's last event was an access */
+	uint64_t early_free_op, late_access_op, late_malloc_op, idle_from_op, idle_to_op;
+	uint16_t mem;
+	uint8_t types;
+	uint8_t last_was_access;   /* the block's last event was an access */
 };
 
 /* An operator running on a thread, and what it did to memory. */
@@ -40,7 +45,7 @@ struct ipass {
 	struct ithread *threads;
 	size_t nthreads;
 	struct mms__map live;      /* alloc_id -> slot + 1 */
-	struct iblk *blks;         /* slots; free ones chained through r.block.addr */
+	struct iblk *blks;         /* slots; free ones chained through addr */
 	size_t nblks, blks_cap;
 	uint64_t free_slot;        /* head of the free chain + 1 */
 	mms_inefficient_t *res;
@@ -141,35 +146,52 @@ static int tag_set(struct ipass *p, uint64_t id, unsigned types)
 	return 0;
 }
 
-/* Counts a flagged block, and keeps it when it is among the largest. */
-static int keep(struct ipass *p, const struct iblk *b)
+/* Counts a flagged block, and keeps it when it is among the largest;
+ * blk is the block as the replay gives it, free_op 0 while live. */
+static int keep(struct ipass *p, const struct iblk *b, const mms_block_t *blk, uint64_t free_op)
 {
 	mms_inefficient_t *res = p->res;
+	mms_inefficient_block_t r;
 	size_t max = p->o->keep;
 	unsigned i;
 
-	if (!b->r.types)
+	if (!b->types)
 		return 0;
 	res->flagged++;
 	for (i = 0; i < MMS_INEFF_TYPES; i++) {
-		if (b->r.types & 1u << i) {
+		if (b->types & 1u << i) {
 			res->count[i]++;
-			res->bytes[i] += b->r.block.size;
+			res->bytes[i] += b->size;
 		}
 	}
-	if (p->o->tags && tag_set(p, b->r.block.alloc_id, b->r.types))
+	if (p->o->tags && tag_set(p, b->alloc_id, b->types))
 		return -ENOMEM;
+	memset(&r, 0, sizeof(r));
+	r.block = *blk;
+	/* A mapping's whole extent, as allocated (the replay gives the
+	 * range a munmap removed, or a live piece). */
+	r.block.addr = b->addr;
+	r.block.size = b->size;
+	r.types = b->types;
+	r.malloc_op = b->malloc_op;
+	r.first_access_op = b->first_access_op;
+	r.free_op = free_op;
+	r.early_free_op = b->early_free_op;
+	r.late_access_op = b->late_access_op;
+	r.late_malloc_op = b->late_malloc_op;
+	r.idle_from_op = b->idle_from_op;
+	r.idle_to_op = b->idle_to_op;
 	if (max && res->n == max) {
 		/* Full: replace the worst kept block if this one is better. */
-		if (better(&b->r, &res->blocks[0])) {
-			res->blocks[0] = b->r;
+		if (better(&r, &res->blocks[0])) {
+			res->blocks[0] = r;
 			sift_down(res->blocks, res->n, 0);
 		}
 		return 0;
 	}
 	if (mms__grow(&res->blocks, &p->res_cap, res->n, sizeof(*res->blocks)))
 		return -ENOMEM;
-	res->blocks[res->n++] = b->r;
+	res->blocks[res->n++] = r;
 	if (max)
 		sift_up(res->blocks, res->n - 1);
 	return 0;
@@ -190,7 +212,7 @@ static int blk_new(struct ipass *p, const mms_block_t *b, uint64_t op)
 
 	if (p->free_slot) {
 		slot = p->free_slot - 1;
-		p->free_slot = p->blks[slot].r.block.addr;
+		p->free_slot = p->blks[slot].addr;
 	} else {
 		if (mms__grow(&p->blks, &p->blks_cap, p->nblks, sizeof(*p->blks)))
 			return -ENOMEM;
@@ -198,15 +220,18 @@ static int blk_new(struct ipass *p, const mms_block_t *b, uint64_t op)
 	}
 	v = mms__map_put(&p->live, b->alloc_id, &isnew);
 	if (!v) {
-		p->blks[slot].r.block.addr = p->free_slot;
+		p->blks[slot].addr = p->free_slot;
 		p->free_slot = slot + 1;
 		return -ENOMEM;
 	}
 	*v = slot + 1;
 	n = &p->blks[slot];
 	memset(n, 0, sizeof(*n));
-	n->r.block = *b;
-	n->r.malloc_op = op;
+	n->alloc_id = b->alloc_id;
+	n->addr = b->addr;
+	n->size = b->size;
+	n->mem = b->mem;
+	n->malloc_op = op;
 	return 0;
 }
 
@@ -214,30 +239,28 @@ static void blk_release(struct ipass *p, struct iblk *b)
 {
 	uint64_t slot = (uint64_t)(b - p->blks);
 
-	mms__map_del(&p->live, b->r.block.alloc_id, NULL);
-	b->r.block.addr = p->free_slot;
+	mms__map_del(&p->live, b->alloc_id, NULL);
+	b->addr = p->free_slot;
 	p->free_slot = slot + 1;
 }
 
 /* An access to block b in operator op. */
 static void on_access(struct ipass *p, struct iblk *b, uint64_t op)
 {
-	mms_inefficient_block_t *r = &b->r;
-
-	if (!r->first_access_op && op != r->malloc_op) {
-		r->first_access_op = op;
+	if (!b->first_access_op && op != b->malloc_op) {
+		b->first_access_op = op;
 		/* Memory given back between the allocation and the first use
 		 * could have served this block. */
-		if (r->malloc_op < p->last_free_op && p->last_free_op < op && !(r->types & MMS_INEFF_EARLY_ALLOCATION)) {
-			r->types |= MMS_INEFF_EARLY_ALLOCATION;
-			r->early_free_op = p->last_free_op;
+		if (b->malloc_op < p->last_free_op && p->last_free_op < op) {
+			b->types |= MMS_INEFF_EARLY_ALLOCATION;
+			b->early_free_op = p->last_free_op;
 		}
 	}
-	if (b->last_access_op && op - b->last_access_op > p->threshold && r->block.size >= p->o->min_size &&
-	    !(r->types & MMS_INEFF_TEMPORARY_IDLENESS)) {
-		r->types |= MMS_INEFF_TEMPORARY_IDLENESS;
-		r->idle_from_op = b->last_access_op;
-		r->idle_to_op = op;
+	if (b->last_access_op && op - b->last_access_op > p->threshold && b->size >= p->o->min_size &&
+	    !(b->types & MMS_INEFF_TEMPORARY_IDLENESS)) {
+		b->types |= MMS_INEFF_TEMPORARY_IDLENESS;
+		b->idle_from_op = b->last_access_op;
+		b->idle_to_op = op;
 	}
 	b->last_access_op = op;
 	b->last_was_access = 1;
@@ -247,21 +270,17 @@ static void on_access(struct ipass *p, struct iblk *b, uint64_t op)
  * event left it. */
 static int on_free(struct ipass *p, struct iblk *b, const mms_block_t *freed, uint64_t op)
 {
-	mms_inefficient_block_t *r = &b->r;
 	int rc;
 
 	/* The last use was in an earlier operator, and memory was allocated
 	 * after it that this block could have served. */
 	if (b->last_was_access && b->last_access_op != op && b->last_access_op < p->last_malloc_op &&
 	    p->last_malloc_op < op) {
-		r->types |= MMS_INEFF_LATE_DEALLOCATION;
-		r->late_access_op = b->last_access_op;
-		r->late_malloc_op = p->last_malloc_op;
+		b->types |= MMS_INEFF_LATE_DEALLOCATION;
+		b->late_access_op = b->last_access_op;
+		b->late_malloc_op = p->last_malloc_op;
 	}
-	r->free_op = op;
-	r->block.free_event = freed->free_event;
-	r->block.free_thread = freed->free_thread;
-	rc = keep(p, b);
+	rc = keep(p, b, freed, op);
 	blk_release(p, b);
 	return rc;
 }
@@ -270,11 +289,9 @@ static int on_free(struct ipass *p, struct iblk *b, const mms_block_t *freed, ui
  * only part of a mapping. */
 static int frees_whole(const mms_event_t *ev, const struct iblk *b)
 {
-	const mms_block_t *k = &b->r.block;
-
-	if (k->mem != MMS_MEM_MMAP)
+	if (b->mem != MMS_MEM_MMAP)
 		return 1;
-	return ev->addr <= k->addr && ev->addr + ev->size >= k->addr + k->size;
+	return ev->addr <= b->addr && ev->addr + ev->size >= b->addr + b->size;
 }
 
 static int on_event(struct ipass *p, mms_replay_t *r, const mms_event_t *ev)
@@ -348,6 +365,20 @@ static int by_order(const void *a, const void *b)
 	return better(a, b) ? -1 : better(b, a) ? 1 : 0;
 }
 
+/* A block live at the end (or a live piece of a mapping), once. */
+static int keep_live(const mms_block_t *blk, void *ctx)
+{
+	struct ipass *p = ctx;
+	struct iblk *b = blk_get(p, blk->alloc_id);
+	int rc;
+
+	if (!b)
+		return 0;
+	rc = keep(p, b, blk, 0);
+	blk_release(p, b);
+	return rc;
+}
+
 static void pass_free(struct ipass *p)
 {
 	size_t i;
@@ -366,7 +397,6 @@ MMS__EXPORT int mms_inefficient_run(mms_log_t *log, const mms_inefficient_option
 	struct ipass p = { 0 };
 	mms_event_t ev;
 	mms_replay_t *r;
-	size_t i;
 	int rc;
 
 	if (!out)
@@ -398,13 +428,7 @@ MMS__EXPORT int mms_inefficient_run(mms_log_t *log, const mms_inefficient_option
 	if (rc && rc != MMS_ECORRUPT && rc != MMS_EORDER)
 		goto fail;
 	/* Blocks still live at the end keep what their accesses showed. */
-	rc = 0;
-	for (i = 0; !rc && i < p.nblks; i++) {
-		const uint64_t *v = mms__map_get(&p.live, p.blks[i].r.block.alloc_id);
-
-		if (v && *v == i + 1)
-			rc = keep(&p, &p.blks[i]);
-	}
+	rc = mms_replay_blocks(r, keep_live, &p);
 	if (rc)
 		goto fail;
 	p.res->ops = p.ops;
