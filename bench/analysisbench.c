@@ -65,11 +65,31 @@ static void die(const char *what, int rc)
 	exit(1);
 }
 
-static void report(const char *name, double t, uint64_t events, uint64_t base)
+/* One timed call, with the sampler running beside it. */
+struct measure {
+	pthread_t th;
+	uint64_t base;
+	double t0;
+};
+
+static void measure_start(struct measure *m)
 {
+	m->base = rss_anon_kib();
+	atomic_store(&peak_kib, m->base);
+	atomic_store(&running, 1);
+	pthread_create(&m->th, NULL, sampler, NULL);
+	m->t0 = now();
+}
+
+static void measure_end(struct measure *m, const char *name, uint64_t events)
+{
+	double t = now() - m->t0;
+
+	atomic_store(&running, 0);
+	pthread_join(m->th, NULL);
 	printf("%-12s %.3f s: %.1f million events/s; anonymous memory at most %" PRIu64 " KiB over %" PRIu64
 	       " KiB before\n",
-	       name, t, (double)events / t / 1e6, atomic_load(&peak_kib) - base, base);
+	       name, t, (double)events / t / 1e6, atomic_load(&peak_kib) - m->base, m->base);
 }
 
 int main(int argc, char **argv)
@@ -78,10 +98,8 @@ int main(int argc, char **argv)
 	mms_inefficient_options_t io = { .keep = 10 };
 	mms_inefficient_t *ineff;
 	mms_log_info_t info;
+	struct measure m;
 	mms_log_t *log;
-	pthread_t th;
-	uint64_t base;
-	double t0;
 	int rc;
 
 	if (argc != 2) {
@@ -93,33 +111,19 @@ int main(int argc, char **argv)
 	mms_log_get_info(log, &info);
 	printf("log          %s: %" PRIu64 " events\n", argv[1], info.events);
 
-	base = rss_anon_kib();
-	atomic_store(&peak_kib, base);
-	atomic_store(&running, 1);
-	pthread_create(&th, NULL, sampler, NULL);
-	t0 = now();
+	measure_start(&m);
 	if ((rc = mms_decompose_log(log, &end, &peak)))
 		die("decompose", rc);
-	t0 = now() - t0;
-	atomic_store(&running, 0);
-	pthread_join(th, NULL);
-	report("decompose", t0, info.events, base);
+	measure_end(&m, "decompose", info.events);
 	printf("             end %" PRIu64 " bytes in %" PRIu64 " blocks, %zu nodes; peak %" PRIu64 " bytes\n",
 	       end->bytes, end->blocks, end->n, peak->bytes);
 	mms_decompose_free(end);
 	mms_decompose_free(peak);
 
-	base = rss_anon_kib();
-	atomic_store(&peak_kib, base);
-	atomic_store(&running, 1);
-	pthread_create(&th, NULL, sampler, NULL);
-	t0 = now();
+	measure_start(&m);
 	if ((rc = mms_inefficient_run(log, &io, &ineff)))
 		die("inefficient", rc);
-	t0 = now() - t0;
-	atomic_store(&running, 0);
-	pthread_join(th, NULL);
-	report("inefficient", t0, info.events, base);
+	measure_end(&m, "inefficient", info.events);
 	printf("             %" PRIu64 " blocks: %" PRIu64 " early_allocation, %" PRIu64 " late_deallocation, %" PRIu64
 	       " temporary_idleness; %" PRIu64 " accesses (the 10 largest kept, as the CLI's --top)\n",
 	       ineff->flagged, ineff->count[0], ineff->count[1], ineff->count[2], ineff->accesses);

@@ -69,21 +69,9 @@ MMS__EXPORT const char *mms_inefficient_type_name(unsigned type)
 
 static struct ithread *thread_of(struct ipass *p, uint32_t thread)
 {
-	struct ithread *t;
-	size_t n;
-
-	if (thread < p->nthreads)
-		return &p->threads[thread];
-	n = p->nthreads ? p->nthreads : 8;
-	while (n <= thread)
-		n *= 2;
-	t = realloc(p->threads, n * sizeof(*t));
-	if (!t)
+	if (mms__table_fit(&p->threads, &p->nthreads, thread, sizeof(*p->threads)))
 		return NULL;
-	memset(t + p->nthreads, 0, (n - p->nthreads) * sizeof(*t));
-	p->threads = t;
-	p->nthreads = n;
-	return &t[thread];
+	return &p->threads[thread];
 }
 
 /* Orders kept blocks: larger first, then by allocation. */

@@ -23,15 +23,6 @@
 static char arena[8192 + 3072];
 static char kv[6144];
 
-static void *xmalloc(size_t n)
-{
-	void *p = malloc(n);
-
-	if (!p)
-		prog_die("decompose: malloc failed");
-	return p;
-}
-
 int main(void)
 {
 	void *l1, *l2, *m, *scratch;
@@ -39,14 +30,14 @@ int main(void)
 	msmemscope_owner_push("model");
 	msmemscope_owner_push("encoder");
 	msmemscope_owner_push("layer1");
-	l1 = xmalloc(4096);
+	l1 = prog_malloc(4096);
 	msmemscope_pool_alloc("arena", arena, 8192, sizeof(arena), 8192);
 	msmemscope_owner_pop();
 	msmemscope_owner_push("layer2");
-	l2 = xmalloc(2048);
+	l2 = prog_malloc(2048);
 	msmemscope_owner_pop();
 	msmemscope_owner_pop();
-	m = xmalloc(1024);
+	m = prog_malloc(1024);
 	msmemscope_owner_push("decoder");
 	msmemscope_pool_alloc("arena", arena + 8192, 3072, sizeof(arena), sizeof(arena));
 	msmemscope_owner_pop();
@@ -54,7 +45,7 @@ int main(void)
 	msmemscope_pool_alloc("kv", kv, sizeof(kv), sizeof(kv), sizeof(kv));
 
 	msmemscope_owner_push("scratch");
-	scratch = xmalloc(16384);
+	scratch = prog_malloc(16384);
 	msmemscope_owner_pop();
 	free(scratch);
 	free(l2);

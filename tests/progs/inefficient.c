@@ -33,26 +33,17 @@
 #define W MSMEMSCOPE_ACCESS_WRITE
 #define R MSMEMSCOPE_ACCESS_READ
 
-static void *xmalloc(size_t n)
-{
-	void *p = malloc(n);
-
-	if (!p)
-		prog_die("inefficient: malloc failed");
-	return p;
-}
-
 int main(void)
 {
 	char *t, *e, *c, *l, *o, *i, *s, *k;
 
 	msmemscope_op_begin("setup");
-	t = xmalloc(1024);
+	t = prog_malloc(1024);
 	msmemscope_access(t, 1024, W);
 	msmemscope_op_end();
 
 	msmemscope_op_begin("alloc_early");
-	e = xmalloc(4096);
+	e = prog_malloc(4096);
 	msmemscope_access(t, 1024, R);
 	msmemscope_op_end();
 
@@ -60,11 +51,11 @@ int main(void)
 
 	msmemscope_op_begin("use_early");
 	msmemscope_access(e, 4096, W);
-	c = xmalloc(2048);
+	c = prog_malloc(2048);
 	msmemscope_op_end();
 
 	msmemscope_op_begin("alloc_late");
-	l = xmalloc(8192);
+	l = prog_malloc(8192);
 	prog_say(1, "inefficient l=%p\n", (void *)l);
 	msmemscope_access(l, 8192, W);
 	msmemscope_access(c, 2048, W);
@@ -75,7 +66,7 @@ int main(void)
 	msmemscope_op_end();
 
 	msmemscope_op_begin("alloc_other");
-	o = xmalloc(512);
+	o = prog_malloc(512);
 	msmemscope_op_end();
 
 	msmemscope_op_begin("free_late");
@@ -85,11 +76,11 @@ int main(void)
 	msmemscope_op_end();
 
 	msmemscope_op_begin("alloc_idle");
-	i = xmalloc(16384);
+	i = prog_malloc(16384);
 	msmemscope_access(i, 16384, W);
-	s = xmalloc(64);
+	s = prog_malloc(64);
 	msmemscope_access(s, 64, W);
-	k = xmalloc(16384);
+	k = prog_malloc(16384);
 	msmemscope_access(k, 16384, W);
 	msmemscope_op_end();
 

@@ -30,7 +30,7 @@ k=$(sed -n 's/^inefficient .* k=\(0x[0-9a-f]*\)$/\1/p' i.out)
 report() {
 	"$MMS_REPLAY" i.mms --analysis inefficient --depth 2 "$@" >r.raw 2>r.err ||
 		fail "--analysis inefficient $* exited $?: $(cat r.err)"
-	sed 's|([^ ]*/\(inefficient\.c:[0-9]*)\)|(\1|' r.raw
+	sed 's|([^ ]*/\(inefficient\.c:[0-9]*)\)|(\1|; s|([^ ]*/\(progs\.h:[0-9]*)\)|(\1|' r.raw
 }
 
 report --min-size 1024 >r.txt
@@ -42,20 +42,20 @@ inefficient: 3 blocks over 3011 operator steps and 13 accesses (idle threshold 3
 
 temporary_idleness: used in operator 9, then not until operator 3011 (3002 apart)
   16384 bytes at $i (HOST, allocation 6), allocated in operator 9 'alloc_idle', live at the end
-    #0  xmalloc (inefficient.c:38)
-    #1  main (inefficient.c:88)
+    #0  prog_malloc (progs.h:83)
+    #1  main (inefficient.c:79)
     ... 2 more frames
 
 late_deallocation: last used in operator 6 < operator 7 allocated memory < freed in operator 8
   8192 bytes at $l (HOST, allocation 4), allocated in operator 5 'alloc_late', freed in operator 8
-    #0  xmalloc (inefficient.c:38)
-    #1  main (inefficient.c:67)
+    #0  prog_malloc (progs.h:83)
+    #1  main (inefficient.c:58)
     ... 2 more frames
 
 early_allocation: allocated in operator 2 < operator 3 freed memory < first used in operator 4
   4096 bytes at $e (HOST, allocation 2), allocated in operator 2 'alloc_early', live at the end
-    #0  xmalloc (inefficient.c:38)
-    #1  main (inefficient.c:55)
+    #0  prog_malloc (progs.h:83)
+    #1  main (inefficient.c:46)
     ... 2 more frames
 TXT
 diff -u r.expected r.txt >r.diff || fail "the inefficient report differs: $(cat r.diff)"
