@@ -13,8 +13,7 @@
 #include "msmemscope.h"
 
 static const char *const ops[] = { "embed", "attn", "mlp", "norm" };
-static const char *const layers[] = { "layer0", "layer1", "layer2", "layer3", "layer4", "layer5", "layer6",
-				      "layer7" };
+static const char *const layers[] = { "layer0", "layer1", "layer2", "layer3", "layer4", "layer5", "layer6", "layer7" };
 
 int main(int argc, char **argv)
 {

@@ -91,8 +91,7 @@ struct tree {
 
 /* The child of parent (index + 1, 0 = the root list) named s, made when
  * missing. Returns its index, or -1 when out of memory. */
-static ptrdiff_t tree_child(struct tree *tr, size_t parent, size_t *roots, const char *s, size_t len,
-			    unsigned depth)
+static ptrdiff_t tree_child(struct tree *tr, size_t parent, size_t *roots, const char *s, size_t len, unsigned depth)
 {
 	size_t *link = parent ? &tr->t[parent - 1].first : roots, i;
 	struct tnode *c;

@@ -19,11 +19,11 @@
 struct iblk {
 	uint64_t alloc_id, addr, size; /* addr chains free slots */
 	uint64_t malloc_op, first_access_op;
-	uint64_t last_access_op;   /* 0: never accessed */
+	uint64_t last_access_op; /* 0: never accessed */
 	uint64_t early_free_op, late_access_op, late_malloc_op, idle_from_op, idle_to_op;
 	uint16_t mem;
 	uint8_t types;
-	uint8_t last_was_access;   /* the block's last event was an access */
+	uint8_t last_was_access; /* the block's last event was an access */
 };
 
 /* An operator running on a thread, and what it did to memory. */
@@ -40,14 +40,14 @@ struct ithread {
 struct ipass {
 	const mms_inefficient_options_t *o;
 	uint64_t threshold;
-	uint64_t ops;              /* the counter: launches and lone memory events */
+	uint64_t ops; /* the counter: launches and lone memory events */
 	uint64_t last_malloc_op, last_free_op;
 	struct ithread *threads;
 	size_t nthreads;
-	struct mms__map live;      /* alloc_id -> slot + 1 */
-	struct iblk *blks;         /* slots; free ones chained through addr */
+	struct mms__map live; /* alloc_id -> slot + 1 */
+	struct iblk *blks;    /* slots; free ones chained through addr */
 	size_t nblks, blks_cap;
-	uint64_t free_slot;        /* head of the free chain + 1 */
+	uint64_t free_slot; /* head of the free chain + 1 */
 	mms_inefficient_t *res;
 	size_t res_cap;
 	size_t tags_cap;

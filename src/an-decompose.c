@@ -18,8 +18,8 @@ static double percent(uint64_t part, uint64_t total)
 
 static void text_line(FILE *f, uint64_t bytes, uint64_t blocks, uint64_t total, unsigned indent, const char *name)
 {
-	fprintf(f, "  %12" PRIu64 " %8" PRIu64 " %7.2f%%  %*s%s\n", bytes, blocks, percent(bytes, total), (int)indent * 2,
-		"", name);
+	fprintf(f, "  %12" PRIu64 " %8" PRIu64 " %7.2f%%  %*s%s\n", bytes, blocks, percent(bytes, total),
+		(int)indent * 2, "", name);
 }
 
 static void print_text(FILE *f, const char *what, const mms_decompose_t *d)
@@ -78,8 +78,9 @@ static void print_json(FILE *f, const char *at, const mms_decompose_t *d)
 {
 	size_t i = 0;
 
-	fprintf(f, "{\"analysis\":\"decompose\",\"at\":\"%s\",\"position\":%" PRIu64 ",\"bytes\":%" PRIu64
-		   ",\"blocks\":%" PRIu64 ",\"tree\":",
+	fprintf(f,
+		"{\"analysis\":\"decompose\",\"at\":\"%s\",\"position\":%" PRIu64 ",\"bytes\":%" PRIu64
+		",\"blocks\":%" PRIu64 ",\"tree\":",
 		at, d->position, d->bytes, d->blocks);
 	json_nodes(f, d, &i, 0);
 	fputs("}\n", f);

@@ -42,11 +42,15 @@ static void why_text(FILE *f, unsigned type, const mms_inefficient_block_t *ib)
 {
 	switch (type) {
 	case MMS_INEFF_EARLY_ALLOCATION:
-		fprintf(f, "allocated in operator %" PRIu64 " < operator %" PRIu64 " freed memory < first used in operator %" PRIu64,
+		fprintf(f,
+			"allocated in operator %" PRIu64 " < operator %" PRIu64
+			" freed memory < first used in operator %" PRIu64,
 			ib->malloc_op, ib->early_free_op, ib->first_access_op);
 		break;
 	case MMS_INEFF_LATE_DEALLOCATION:
-		fprintf(f, "last used in operator %" PRIu64 " < operator %" PRIu64 " allocated memory < freed in operator %" PRIu64,
+		fprintf(f,
+			"last used in operator %" PRIu64 " < operator %" PRIu64
+			" allocated memory < freed in operator %" PRIu64,
 			ib->late_access_op, ib->late_malloc_op, ib->free_op);
 		break;
 	default:
@@ -65,7 +69,8 @@ static void print_text(struct an_ctx *c, struct show *s, const mms_inefficient_t
 	fprintf(f,
 		"inefficient: %" PRIu64 " block%s over %" PRIu64 " operator steps and %" PRIu64
 		" accesses (idle threshold %" PRIu64 ", min size %" PRIu64 ")\n",
-		res->flagged, res->flagged == 1 ? "" : "s", res->ops, res->accesses, res->idle_threshold, res->min_size);
+		res->flagged, res->flagged == 1 ? "" : "s", res->ops, res->accesses, res->idle_threshold,
+		res->min_size);
 	for (t = 0; t < MMS_INEFF_TYPES; t++)
 		fprintf(f, "  %-20s %8" PRIu64 " block%s %12" PRIu64 " bytes\n", mms_inefficient_type_name(1u << t),
 			res->count[t], res->count[t] == 1 ? " " : "s", res->bytes[t]);
