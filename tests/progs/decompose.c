@@ -10,12 +10,15 @@
  *   model                  HOST         1024   yes
  *   model@decoder          pool arena   3072   yes
  *   (no owner)             pool kv      6144   yes
+ *   model@cache            MMAP        12288   its first page unmapped
+ *                                              after the peak
  *   scratch                HOST        16384   freed after the peak
  *
- * The peak (40960 bytes) is reached by the scratch block; the end holds
- * 22528 bytes. The program's own heap use outside these calls (none at
+ * The peak (53248 bytes) is reached by the scratch block; the end holds
+ * 30720 bytes. The program's own heap use outside these calls (none at
  * the peak: it uses no stdio) would show under HOST (no owner). */
 #include <stdint.h>
+#include <sys/mman.h>
 
 #include "msmemscope.h"
 #include "progs.h"
@@ -26,6 +29,7 @@ static char kv[6144];
 int main(void)
 {
 	void *l1, *l2, *m, *scratch;
+	char *cache;
 
 	msmemscope_owner_push("model");
 	msmemscope_owner_push("encoder");
@@ -43,12 +47,21 @@ int main(void)
 	msmemscope_owner_pop();
 	msmemscope_owner_pop();
 	msmemscope_pool_alloc("kv", kv, sizeof(kv), sizeof(kv), sizeof(kv));
+	msmemscope_owner_push("model");
+	msmemscope_owner_push("cache");
+	cache = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (cache == MAP_FAILED)
+		prog_die("decompose: mmap failed");
+	msmemscope_owner_pop();
+	msmemscope_owner_pop();
 
 	msmemscope_owner_push("scratch");
 	scratch = prog_malloc(16384);
 	msmemscope_owner_pop();
 	free(scratch);
 	free(l2);
+	if (munmap(cache, 4096))
+		prog_die("decompose: munmap failed");
 
 	prog_say(1, "decompose l1=%p m=%p\n", l1, m);
 	return 0;

@@ -12,42 +12,49 @@ prog=$MMS_PROGS/decompose
 [ -x "$prog" ] || fail "decompose is not built: $prog"
 record d.mms "$prog" >d.out || fail "decompose exited $?: $(cat d.out)"
 
-# The end (the scratch and layer2 blocks freed) and the peak (the scratch
-# block just allocated): pools named by their names, owners split on '@',
-# what an owner holds itself beside its sub-levels as "(itself)".
+# The end (the scratch and layer2 blocks freed, the mapping's first page
+# unmapped) and the peak (the scratch block just allocated): pools named
+# by their names, owners split on '@', what an owner holds itself beside
+# its sub-levels as "(itself)".
 "$MMS_REPLAY" d.mms --analysis decompose >d.txt 2>d.err || fail "--analysis decompose exited $?: $(cat d.err)"
 cat >d.expected <<'TXT'
-decompose at the end of the log (after event 22): 22.0 KiB live in 5 blocks
+decompose at the end of the log (after event 28): 30.0 KiB live in 6 blocks
          bytes   blocks        %  kind, owner levels
-         11264        2   50.00%  arena
-         11264        2   50.00%    model
-          8192        1   36.36%      encoder
-          8192        1   36.36%        layer1
-          3072        1   13.64%      decoder
-          6144        1   27.27%  kv
-          6144        1   27.27%    (no owner)
-          5120        2   22.73%  HOST
-          5120        2   22.73%    model
-          1024        1    4.55%      (itself)
-          4096        1   18.18%      encoder
-          4096        1   18.18%        layer1
+         11264        2   36.67%  arena
+         11264        2   36.67%    model
+          8192        1   26.67%      encoder
+          8192        1   26.67%        layer1
+          3072        1   10.00%      decoder
+          8192        1   26.67%  MMAP
+          8192        1   26.67%    model
+          8192        1   26.67%      cache
+          6144        1   20.00%  kv
+          6144        1   20.00%    (no owner)
+          5120        2   16.67%  HOST
+          5120        2   16.67%    model
+          1024        1    3.33%      (itself)
+          4096        1   13.33%      encoder
+          4096        1   13.33%        layer1
 
-decompose at the peak (after event 18): 40.0 KiB live in 7 blocks
+decompose at the peak (after event 23): 52.0 KiB live in 8 blocks
          bytes   blocks        %  kind, owner levels
-         23552        4   57.50%  HOST
-         16384        1   40.00%    scratch
-          7168        3   17.50%    model
-          1024        1    2.50%      (itself)
-          6144        2   15.00%      encoder
-          4096        1   10.00%        layer1
-          2048        1    5.00%        layer2
-         11264        2   27.50%  arena
-         11264        2   27.50%    model
-          8192        1   20.00%      encoder
-          8192        1   20.00%        layer1
-          3072        1    7.50%      decoder
-          6144        1   15.00%  kv
-          6144        1   15.00%    (no owner)
+         23552        4   44.23%  HOST
+         16384        1   30.77%    scratch
+          7168        3   13.46%    model
+          1024        1    1.92%      (itself)
+          6144        2   11.54%      encoder
+          4096        1    7.69%        layer1
+          2048        1    3.85%        layer2
+         12288        1   23.08%  MMAP
+         12288        1   23.08%    model
+         12288        1   23.08%      cache
+         11264        2   21.15%  arena
+         11264        2   21.15%    model
+          8192        1   15.38%      encoder
+          8192        1   15.38%        layer1
+          3072        1    5.77%      decoder
+          6144        1   11.54%  kv
+          6144        1   11.54%    (no owner)
 TXT
 diff -u d.expected d.txt >d.diff || fail "the decompose report differs from the expected one: $(cat d.diff)"
 
@@ -69,10 +76,10 @@ decompose after event 11: 15.0 KiB live in 4 blocks
 TXT
 diff -u e.expected e.txt >e.diff || fail "decompose --at-event 11 differs: $(cat e.diff)"
 [ -f d.mms.idx ] || fail "--at-event did not use the seek index (no d.mms.idx)"
-if "$MMS_REPLAY" d.mms --analysis decompose --at-event 23 >/dev/null 2>x.err; then
-	fail "--at-event 23 (past the 23 events) succeeded"
+if "$MMS_REPLAY" d.mms --analysis decompose --at-event 29 >/dev/null 2>x.err; then
+	fail "--at-event 29 (past the 29 events) succeeded"
 fi
-grep -q "no event 23: the log has 23 events" x.err || fail "--at-event 23 said: $(cat x.err)"
+grep -q "no event 29: the log has 29 events" x.err || fail "--at-event 29 said: $(cat x.err)"
 if "$MMS_REPLAY" d.mms --at-event 3 >/dev/null 2>x.err; then
 	fail "--at-event without --analysis was accepted"
 fi
@@ -93,26 +100,30 @@ def flat(nodes, path=()):
         yield from flat(n["children"], p)
 
 assert (end["analysis"], end["at"], end["position"], end["bytes"], end["blocks"]) == \
-    ("decompose", "end", 23, 22528, 5), end
-assert (peak["at"], peak["position"], peak["bytes"], peak["blocks"]) == ("peak", 19, 40960, 7), peak
+    ("decompose", "end", 29, 30720, 6), end
+assert (peak["at"], peak["position"], peak["bytes"], peak["blocks"]) == ("peak", 24, 53248, 8), peak
 e = dict(flat(end["tree"]))
 assert e == {
-    "arena": (11264, 2, 50.0, 0, 0),
-    "arena/model": (11264, 2, 50.0, 0, 0),
-    "arena/model/encoder": (8192, 1, 36.36, 0, 0),
-    "arena/model/encoder/layer1": (8192, 1, 36.36, 8192, 1),
-    "arena/model/decoder": (3072, 1, 13.64, 3072, 1),
-    "kv": (6144, 1, 27.27, 0, 0),
-    "kv/(no owner)": (6144, 1, 27.27, 6144, 1),
-    "HOST": (5120, 2, 22.73, 0, 0),
-    "HOST/model": (5120, 2, 22.73, 1024, 1),
-    "HOST/model/encoder": (4096, 1, 18.18, 0, 0),
-    "HOST/model/encoder/layer1": (4096, 1, 18.18, 4096, 1),
+    "arena": (11264, 2, 36.67, 0, 0),
+    "arena/model": (11264, 2, 36.67, 0, 0),
+    "arena/model/encoder": (8192, 1, 26.67, 0, 0),
+    "arena/model/encoder/layer1": (8192, 1, 26.67, 8192, 1),
+    "arena/model/decoder": (3072, 1, 10.0, 3072, 1),
+    "MMAP": (8192, 1, 26.67, 0, 0),
+    "MMAP/model": (8192, 1, 26.67, 0, 0),
+    "MMAP/model/cache": (8192, 1, 26.67, 8192, 1),
+    "kv": (6144, 1, 20.0, 0, 0),
+    "kv/(no owner)": (6144, 1, 20.0, 6144, 1),
+    "HOST": (5120, 2, 16.67, 0, 0),
+    "HOST/model": (5120, 2, 16.67, 1024, 1),
+    "HOST/model/encoder": (4096, 1, 13.33, 0, 0),
+    "HOST/model/encoder/layer1": (4096, 1, 13.33, 4096, 1),
 }, e
 p = dict(flat(peak["tree"]))
-assert p["HOST/scratch"] == (16384, 1, 40.0, 16384, 1), p
-assert p["HOST/model/encoder/layer2"] == (2048, 1, 5.0, 2048, 1), p
-assert [n["name"] for n in peak["tree"]] == ["HOST", "arena", "kv"], peak["tree"]
+assert p["HOST/scratch"] == (16384, 1, 30.77, 16384, 1), p
+assert p["HOST/model/encoder/layer2"] == (2048, 1, 3.85, 2048, 1), p
+assert p["MMAP/model/cache"] == (12288, 1, 23.08, 12288, 1), p
+assert [n["name"] for n in peak["tree"]] == ["HOST", "MMAP", "arena", "kv"], peak["tree"]
 PY
 
 # The owner is in the Attr of the MALLOC rows of the dump.
