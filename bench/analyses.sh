@@ -33,20 +33,7 @@ record() {
 		"$anbench" "$2" "$3" >/dev/null
 }
 
-# best CMD...: the best wall time of $runs runs, in seconds.
-best() {
-	b=
-	i=0
-	while [ $i -lt "$runs" ]; do
-		t0=$(date +%s%N)
-		"$@" >/dev/null
-		t1=$(date +%s%N)
-		t=$(((t1 - t0) / 1000))
-		if [ -z "$b" ] || [ $t -lt "$b" ]; then b=$t; fi
-		i=$((i + 1))
-	done
-	awk -v us="$b" 'BEGIN { printf "%.3f", us / 1e6 }'
-}
+. "$(dirname "$0")/lib.sh"
 
 for spec in "a $iterations 1000" "b $((iterations * 2)) 1000" "c $iterations 100000"; do
 	set -- $spec
