@@ -374,6 +374,107 @@ typedef struct mms_step_report {
 int mms_replay_step_report(mms_replay_t *r, uint64_t step, mms_step_report_t **out);
 void mms_step_report_free(mms_step_report_t *rep);
 
+/* --- decompose (decompose.c) ---------------------------------------------
+ * Live bytes as a tree: the memory kind first ("HOST", "MMAP", or a pool's
+ * name; "POOL" for an unnamed pool), then one level per '@'-separated tag
+ * of the blocks' owner (msmemscope_owner_push), with "(no owner)" for
+ * blocks that have none. */
+typedef struct mms_decompose_node {
+	const char *name;         /* kind, pool, owner tag, or "(no owner)" */
+	unsigned depth;           /* 0: kind or pool; 1, 2, ...: owner levels */
+	uint64_t bytes, blocks;   /* the node and everything below it */
+	uint64_t self_bytes, self_blocks; /* blocks whose owner ends at this node */
+} mms_decompose_node_t;
+
+typedef struct mms_decompose {
+	uint64_t position;        /* events applied (see mms_where_t) */
+	uint64_t bytes, blocks;   /* all live blocks */
+	mms_decompose_node_t *nodes; /* in pre-order: each node, then its children,
+	                             largest bytes first (then by name) */
+	size_t n;
+} mms_decompose_t;
+
+/* Decomposes the live blocks at the replay's position. Returns 0 and sets
+ * *out (free it with mms_decompose_free(); its strings are its own), or a
+ * negative code. */
+int mms_decompose_replay(const mms_replay_t *r, mms_decompose_t **out);
+/* Decomposes the live blocks of log at its end and at its peak (the first
+ * position where the live bytes of all kinds together were highest), with
+ * two forward passes: memory follows the live blocks. A damaged log ends
+ * where its readable events end. Returns 0 and sets both, or a negative
+ * code and neither. */
+int mms_decompose_log(mms_log_t *log, mms_decompose_t **end, mms_decompose_t **peak);
+void mms_decompose_free(mms_decompose_t *d);
+
+/* --- inefficient memory (inefficient.c) -----------------------------------
+ * msMemScope's rules over operator-launch indices. A counter advances at
+ * each operator launch (OP_LAUNCH begin, any thread); a MALLOC, FREE or
+ * ACCESS on a thread running no operator advances it too, as an operator
+ * of its own. An event's operator is the innermost launch running on its
+ * thread. When a launch ends, it becomes lastMallocOp if it allocated, and
+ * lastFreeOp if it freed (a lone memory event at once).
+ *  - early_allocation: at the block's first access in another operator
+ *    than its allocation's, mallocOp < lastFreeOp < that access's op.
+ *  - late_deallocation: at its free, the block's last event was an access
+ *    in another operator, and lastAccessOp < lastMallocOp < the free's op.
+ *  - temporary_idleness: two consecutive accesses to the block more than
+ *    idle_threshold operators apart, for blocks of min_size bytes or more.
+ * Accesses come from msmemscope_access() (record with events=access). */
+enum mms_inefficient_type {
+	MMS_INEFF_EARLY_ALLOCATION = 1u << 0,
+	MMS_INEFF_LATE_DEALLOCATION = 1u << 1,
+	MMS_INEFF_TEMPORARY_IDLENESS = 1u << 2,
+};
+#define MMS_INEFF_TYPES 3
+
+typedef struct mms_inefficient_options {
+	uint64_t idle_threshold;  /* operators between two accesses; 0: 3000 */
+	uint64_t min_size;        /* temporary_idleness: smallest block, bytes */
+	size_t keep;              /* blocks kept in the result (the largest); 0: all */
+	int tags;                 /* 1: also note every flagged block's types for
+	                             mms_export_options_t.inefficient (four bits per
+	                             allocation of the log) */
+} mms_inefficient_options_t;
+
+/* A block found inefficient, with the operator indices that made it so. */
+typedef struct mms_inefficient_block {
+	mms_block_t block;        /* free_event UINT64_MAX: live at the end */
+	unsigned types;           /* enum mms_inefficient_type bits */
+	uint64_t malloc_op;       /* operator of the allocation */
+	uint64_t first_access_op; /* first access in another operator, 0 = none */
+	uint64_t free_op;         /* operator of the free, 0 = live at the end */
+	uint64_t early_free_op;   /* early_allocation: lastFreeOp then */
+	uint64_t late_access_op, late_malloc_op; /* late_deallocation: lastAccessOp, lastMallocOp */
+	uint64_t idle_from_op, idle_to_op; /* temporary_idleness: the two accesses */
+} mms_inefficient_block_t;
+
+typedef struct mms_inefficient {
+	uint64_t ops;             /* the counter at the end */
+	uint64_t accesses;        /* ACCESS events in the log */
+	uint64_t idle_threshold, min_size; /* as applied */
+	uint64_t flagged;         /* blocks of one type or more */
+	uint64_t count[MMS_INEFF_TYPES]; /* blocks of each type, by bit number */
+	uint64_t bytes[MMS_INEFF_TYPES]; /* their bytes */
+	mms_inefficient_block_t *blocks; /* the flagged blocks kept (all, or the
+	                             opt->keep largest): larger first, then in
+	                             allocation order */
+	size_t n;
+	/* Private. */
+	uint8_t *tags_;
+	uint64_t ntags_;
+	mms_replay_t *replay_;    /* holds the blocks' owner strings */
+} mms_inefficient_t;
+
+/* Runs the rules over log in one forward pass (opt may be NULL for the
+ * defaults). Returns 0 and sets *out (free it with mms_inefficient_free();
+ * its strings belong to the log), or a negative code. A damaged log is
+ * judged up to its damage. */
+int mms_inefficient_run(mms_log_t *log, const mms_inefficient_options_t *opt, mms_inefficient_t **out);
+void mms_inefficient_free(mms_inefficient_t *res);
+/* "early_allocation", "late_deallocation", "temporary_idleness" for one
+ * enum mms_inefficient_type bit; NULL for anything else. */
+const char *mms_inefficient_type_name(unsigned type);
+
 /* --- symbolization (symbolize.c) ---------------------------------------
  * Turns the instruction pointers of recorded C stacks into function, file
  * and line with libdw, over the module map recorded in the log (so it is
@@ -431,6 +532,10 @@ typedef struct mms_export_options {
 	 * -ECANCELED and removes the partial file. */
 	int (*progress)(void *ctx, uint64_t done, uint64_t total);
 	void *progress_ctx;
+	/* When not NULL (mms_inefficient_run() over the same log, with
+	 * tags = 1), the MALLOC row of each block it found gets
+	 * inefficient_type:TYPE in its Attr (several types joined by '+'). */
+	const struct mms_inefficient *inefficient;
 } mms_export_options_t;
 
 /* Writes the dump of log to path. The file is created with mode 0640

@@ -264,6 +264,23 @@ static const char *mem_type(const mms_event_t *ev, const mms_block_t *b, int has
 	}
 }
 
+/* ",inefficient_type:early_allocation" when the block was found so. */
+static int attr_inefficient(struct mms__xpass *x, struct mms__xbuf *a)
+{
+	unsigned types = mms__inefficient_tags(x->opt->inefficient, x->blk.alloc_id), t;
+	const char *sep = ",inefficient_type:";
+	int rc = 0;
+
+	for (t = 0; t < MMS_INEFF_TYPES; t++) {
+		if (!(types & 1u << t))
+			continue;
+		rc |= mms__xbuf_puts(a, sep);
+		rc |= mms__xbuf_puts(a, mms_inefficient_type_name(1u << t));
+		sep = "+";
+	}
+	return rc;
+}
+
 /* Attr of a MALLOC or FREE row: {allocation_id,addr,size[,owner][,total,used]}. */
 static int attr_memory(struct mms__xpass *x, struct mms__xbuf *a)
 {
@@ -295,6 +312,8 @@ static int attr_memory(struct mms__xpass *x, struct mms__xbuf *a)
 		rc |= mms__xbuf_puts(a, ",used:");
 		rc |= mms__xbuf_u64(a, ev->used);
 	}
+	if (ev->kind == MMS_EV_MALLOC && x->has_blk && x->opt && x->opt->inefficient)
+		rc |= attr_inefficient(x, a);
 	rc |= mms__xbuf_put(a, "}", 1);
 	return rc ? -ENOMEM : 0;
 }

@@ -36,6 +36,29 @@ static inline int mms__grow(void *arrayp, size_t *cap, size_t n, size_t elem)
 	return 0;
 }
 
+/* Makes a zero-filled table (*arrayp, *n items of elem bytes) hold index
+ * i, doubling it (from 8) and zeroing what it adds. Returns 0, or -1 when
+ * out of memory (the table is left as it was). */
+static inline int mms__table_fit(void *arrayp, size_t *n, size_t i, size_t elem)
+{
+	size_t nn;
+	void *p;
+
+	if (i < *n)
+		return 0;
+	nn = *n ? *n : 8;
+	while (nn <= i)
+		nn *= 2;
+	memcpy(&p, arrayp, sizeof(p));
+	p = realloc(p, nn * elem);
+	if (!p)
+		return -1;
+	memset((char *)p + *n * elem, 0, (nn - *n) * elem);
+	memcpy(arrayp, &p, sizeof(p));
+	*n = nn;
+	return 0;
+}
+
 /* --- flat hash map: uint64_t key -> uint64_t value (map.c) ---------------
  * Open addressing with linear probing and backward-shift deletion, so a
  * lookup never walks tombstones and memory follows the live entries. */
@@ -442,6 +465,10 @@ void mms__track_finish(struct mms__track *t, const struct mms__state *st);
 uint64_t mms__track_step_of(const struct mms__track *t, uint64_t id);
 /* The innermost launch running on a thread, or NULL. */
 const struct mms__tlaunch *mms__track_running(const struct mms__track *t, uint32_t thread);
+
+/* The types (enum mms_inefficient_type bits) an inefficient result run
+ * with tags noted for allocation id, 0 when none (inefficient.c). */
+unsigned mms__inefficient_tags(const mms_inefficient_t *res, uint64_t alloc_id);
 
 /* The state a public replay drives (seek.c). */
 const struct mms__state *mms__replay_state(const mms_replay_t *r);

@@ -157,21 +157,9 @@ void mms__track_finish(struct mms__track *t, const struct mms__state *st)
 
 static struct mms__tthread *thread_of(struct mms__track *t, uint32_t thread)
 {
-	struct mms__tthread *th;
-	size_t n;
-
-	if (thread < t->nthreads)
-		return &t->threads[thread];
-	n = t->nthreads ? t->nthreads : 8;
-	while (n <= thread)
-		n *= 2;
-	th = realloc(t->threads, n * sizeof(*th));
-	if (!th)
+	if (mms__table_fit(&t->threads, &t->nthreads, thread, sizeof(*t->threads)))
 		return NULL;
-	memset(th + t->nthreads, 0, (n - t->nthreads) * sizeof(*th));
-	t->threads = th;
-	t->nthreads = n;
-	return &th[thread];
+	return &t->threads[thread];
 }
 
 const struct mms__tlaunch *mms__track_running(const struct mms__track *t, uint32_t thread)

@@ -11,6 +11,9 @@
 
 /* Each analysis's entry point lives in its own src/an-<name>.c. */
 const struct an_def an_defs[] = {
+	{ "decompose", "live bytes by memory kind and owner tag levels, at the end and at the peak", an_decompose },
+	{ "inefficient", "early_allocation, late_deallocation, temporary_idleness over operator launches",
+	  an_inefficient },
 	{ NULL, NULL, NULL },
 };
 
@@ -20,6 +23,13 @@ const struct an_def *an_find(const char *name)
 		if (!strcmp(d->name, name))
 			return d;
 	return NULL;
+}
+
+unsigned an_mask(const char *name)
+{
+	const struct an_def *d = an_find(name);
+
+	return d ? 1u << (d - an_defs) : 0;
 }
 
 const char *an_names(void)

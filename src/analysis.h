@@ -26,6 +26,8 @@ struct an_opts {
 	uint64_t idle_threshold;  /* inefficient: launches (0: 3000) */
 	uint64_t min_size;        /* inefficient: smallest block considered */
 	uint64_t buckets;         /* usage: points of the timeline, 0 = every change */
+	bool at_event_set;        /* decompose: at one event instead of the end and peak */
+	uint64_t at_event;        /* decompose: the state just after this event */
 };
 
 /* What an analysis is given. */
@@ -46,11 +48,21 @@ struct an_def {
 	int (*run)(struct an_ctx *c);
 };
 
+/* The entry points, one per src/an-<name>.c. */
+int an_decompose(struct an_ctx *c);
+int an_inefficient(struct an_ctx *c);
+
+/* The inefficient analysis's options as the library takes them. */
+void an_inefficient_options(const struct an_opts *o, mms_inefficient_options_t *io);
+
 /* The analyses, in the order they run; ends with a NULL name. */
 extern const struct an_def an_defs[];
 
 /* The analysis called name, or NULL. */
 const struct an_def *an_find(const char *name);
+
+/* The bit of analysis name in a mask of an_parse_list(), 0 when unknown. */
+unsigned an_mask(const char *name);
 
 /* Parses a comma-separated list of analysis names ("leaks,decompose") into
  * a bit mask over an_defs (bit i = an_defs[i]); an empty list gives 0.

@@ -74,6 +74,7 @@ static const char *parse_events(struct opts *o, char *value)
 	char *item, *cursor = *value ? value : NULL;
 
 	o->events = 0;
+	o->events_set = true;
 	while ((item = list_next(&cursor))) {
 		if (strcmp(item, "alloc") == 0 || strcmp(item, "free") == 0)
 			o->events |= EV_ALLOC | EV_FREE; /* each implies the other */
@@ -289,6 +290,9 @@ void parse_args(int argc, char **argv, struct opts *o)
 	/* msMemScope's default analysis is leaks. */
 	if (!o->analyses_set)
 		an_parse_list(an_find("leaks") ? "leaks" : "", &o->analyses);
+	/* As msMemScope: inefficient turns accesses on unless --events says. */
+	if ((o->analyses & an_mask("inefficient")) && !o->events_set)
+		o->events |= EV_ACCESS;
 }
 
 static void print_help(void)
@@ -323,6 +327,8 @@ static void print_help(void)
 	       "                        comma-separated: %s.\n"
 	       "                        Default: leaks. Empty (--analysis=): record only,\n"
 	       "                        print no summary. See msmemscope-replay --analysis.\n"
+	       "                        inefficient also records accesses unless --events is\n"
+	       "                        given, and tags its blocks in the --data-format dump.\n"
 	       "  --data-format=FORMAT  after the run, also write msMemScope's dump of every\n"
 	       "                        event of prog: csv (dump/memscope_dump_{time}.csv) or\n"
 	       "                        db (SQLite, dump/memscope_dump_{time}.db) in the run\n"

@@ -269,7 +269,7 @@ void print_other_logs(const struct run *run, pid_t pid)
 
 /* ---- the dump (--data-format) ---- */
 
-int write_dump(const struct run *run, pid_t pid, const char *format)
+int write_dump(const struct run *run, pid_t pid, const char *format, unsigned analyses)
 {
 	char *path = xasprintf("%s/memscope_%ld.mms", run->dir, (long)pid);
 	char *dir = xasprintf("%s/dump", run->dir), *out = NULL;
@@ -291,7 +291,20 @@ int write_dump(const struct run *run, pid_t pid, const char *format)
 	out = xasprintf("%s/%s", dir, name);
 	if (mms_symbolizer_open(log, &eo.sym))
 		eo.sym = NULL;
+	/* msMemScope tags the MALLOC rows of inefficient blocks. */
+	if (analyses & an_mask("inefficient")) {
+		mms_inefficient_options_t io = { .keep = 1, .tags = 1 };
+		mms_inefficient_t *res;
+
+		rc = mms_inefficient_run(log, &io, &res);
+		if (rc)
+			warn("--data-format=%s: cannot find the inefficient blocks of %s: %s; the dump has no "
+			     "inefficient_type", format, path, mms_strerror(rc));
+		else
+			eo.inefficient = res;
+	}
 	rc = !strcmp(format, "csv") ? mms_export_csv(log, out, &eo) : mms_export_db(log, out, &eo);
+	mms_inefficient_free((mms_inefficient_t *)eo.inefficient);
 	mms_symbolizer_close(eo.sym);
 	if (rc) {
 		warn("--data-format=%s: cannot write %s: %s", format, out, mms_strerror(rc));

@@ -24,6 +24,7 @@ extern const char *const log_level_names[];
 
 struct opts {
 	unsigned events;     /* enum event_bit */
+	bool events_set;     /* --events given */
 	unsigned call_stack; /* C frames per event, 0 = none */
 	bool deferred;
 	unsigned steps[STEPS_MAX];
@@ -68,8 +69,9 @@ pid_t run_program(const struct run *run, char **argv, int *status);
 void print_main_summary(const struct run *run, char **argv, pid_t pid, int status);
 void print_other_logs(const struct run *run, pid_t pid);
 /* --data-format: writes msMemScope's dump of the program's log into
- * {run}/dump/; returns 0, or 1 after saying why it could not. */
-int write_dump(const struct run *run, pid_t pid, const char *format);
+ * {run}/dump/ (with --analysis=inefficient, its blocks tagged in Attr);
+ * returns 0, or 1 after saying why it could not. */
+int write_dump(const struct run *run, pid_t pid, const char *format, unsigned analyses);
 /* --analysis: runs the analyses of mask over the program's log, writing
  * their files into the run folder; returns 0, or 1 after saying why. */
 int run_analyses(const struct run *run, pid_t pid, unsigned mask);

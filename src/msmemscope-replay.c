@@ -54,13 +54,16 @@ static void usage(void)
 	       "                    the terminal or stdin ('help' lists them)\n"
 	       "  --export FORMAT   write msMemScope's dump of every event: csv\n"
 	       "                    (memscope_dump_{timestamp}.csv) or db (SQLite, with tables for\n"
-	       "                    blocks, stacks, launches and steps; see doc/export.md)\n"
+	       "                    blocks, stacks, launches and steps; see doc/export.md); with\n"
+	       "                    --analysis too, the analyses run first, and inefficient's\n"
+	       "                    blocks get inefficient_type:TYPE in their MALLOC rows' Attr\n"
 	       "  --analysis LIST   run analyses over the log, comma-separated (see below)\n"
 	       "\n"
 	       "Options:\n"
 	       "  --json            print the answer as JSON (one object; --from: one per line)\n"
 	       "  --depth N         frames shown per stack (default 12, 0 = all)\n"
-	       "  --top N           stacks and launches listed (default 10, 0 = all)\n"
+	       "  --top N           stacks, launches and inefficient blocks listed (default 10,\n"
+	       "                    0 = all)\n"
 	       "  -o, --output FILE the export's file (default: msMemScope's name, here)\n"
 	       "  --force           let --export or an analysis replace an existing file\n"
 	       "  --output-dir DIR  where analyses write their files (default: here)\n"
@@ -71,6 +74,8 @@ static void usage(void)
 	       "                    block idle (default 3000)\n"
 	       "  --min-size N      inefficient: smallest block considered, in bytes\n"
 	       "  --buckets N       usage: points of the timeline (default: every change)\n"
+	       "  --at-event N      decompose: the state just after event N (from 0), through\n"
+	       "                    the seek index, instead of the end and the peak\n"
 	       "  --no-index        neither read nor write LOG.idx (the seek index is then built\n"
 	       "                    in memory on each run)\n"
 	       "  --help            print this help and exit\n"
@@ -144,6 +149,10 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			} else if (cli_opt_flag(a, "-i") || cli_opt_flag(a, "--interactive")) {
 				set_query(o, Q_INTERACTIVE, a);
 			} else if (cli_opt_value(argc, argv, &i, "--export", &v)) {
+				/* --analysis with --export: the dump, with what
+				 * the analyses found (see query_export()). */
+				if (o->query == Q_ANALYSIS)
+					o->query_opt = NULL;
 				set_query(o, Q_EXPORT, "--export");
 				if (strcmp(v, "csv") && strcmp(v, "db"))
 					die_usage("--export writes csv or db, not '%s'", v);
@@ -162,7 +171,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			} else if (cli_opt_value(argc, argv, &i, "--analysis", &v)) {
 				const char *msg;
 
-				set_query(o, Q_ANALYSIS, "--analysis");
+				if (o->query != Q_EXPORT)
+					set_query(o, Q_ANALYSIS, "--analysis");
 				msg = an_parse_list(v, &o->analyses);
 				if (msg)
 					die_usage("--analysis: %s", msg);
@@ -178,6 +188,9 @@ static void parse_args(int argc, char **argv, struct opts *o)
 					die_usage("--idle-threshold wants 1 launch or more");
 			} else if (cli_opt_value(argc, argv, &i, "--min-size", &v)) {
 				o->an.min_size = number("--min-size", v);
+			} else if (cli_opt_value(argc, argv, &i, "--at-event", &v)) {
+				o->an.at_event = number("--at-event", v);
+				o->an.at_event_set = true;
 			} else if (cli_opt_value(argc, argv, &i, "--buckets", &v)) {
 				o->an.buckets = number("--buckets", v);
 			} else if (cli_opt_flag(a, "--no-index")) {
@@ -199,14 +212,16 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		die_usage("--to %" PRIu64 " is before --from %" PRIu64, o->to, o->from);
 	if (o->output && o->query != Q_EXPORT)
 		die_usage("--output goes with --export (analyses write into --output-dir)");
-	if (o->force && o->query != Q_EXPORT && o->query != Q_ANALYSIS)
+	if (o->force && o->query != Q_EXPORT && !o->analyses)
 		die_usage("--force goes with --export or --analysis");
-	if ((o->an.outdir || o->an.suppressions || o->an.idle_threshold || o->an.min_size || o->an.buckets) &&
-	    o->query != Q_ANALYSIS)
+	if ((o->an.outdir || o->an.suppressions || o->an.idle_threshold || o->an.min_size || o->an.buckets ||
+	     o->an.at_event_set) &&
+	    !o->analyses)
 		die_usage("%s goes with --analysis",
 			  o->an.outdir ? "--output-dir" : o->an.suppressions ? "--suppressions" :
-			  o->an.idle_threshold ? "--idle-threshold" : o->an.min_size ? "--min-size" : "--buckets");
-	if (o->json && o->query == Q_EXPORT)
+			  o->an.idle_threshold ? "--idle-threshold" : o->an.min_size ? "--min-size" :
+			  o->an.buckets ? "--buckets" : "--at-event");
+	if (o->json && o->query == Q_EXPORT && !o->analyses)
 		die_usage("--json does not apply to --export");
 }
 
@@ -383,8 +398,22 @@ static int query_export(const struct opts *o, mms_log_t *log)
 		eo.progress = progress_cb;
 		eo.progress_ctx = &pr;
 	}
+	/* With --analysis inefficient, its blocks are tagged in the dump. */
+	if (o->analyses & an_mask("inefficient")) {
+		mms_inefficient_options_t io;
+		mms_inefficient_t *res;
+
+		an_inefficient_options(&o->an, &io);
+		io.tags = 1;
+		io.keep = 1; /* the tags are all the dump needs */
+		rc = mms_inefficient_run(log, &io, &res);
+		if (rc)
+			die(CLI_EXIT_FAILURE, "%s: cannot find the inefficient blocks: %s", o->log, mms_strerror(rc));
+		eo.inefficient = res;
+	}
 	rc = !strcmp(o->export_fmt, "csv") ? mms_export_csv(log, path, &eo) : mms_export_db(log, path, &eo);
 	progress_end(&pr);
+	mms_inefficient_free((mms_inefficient_t *)eo.inefficient);
 	mms_symbolizer_close(eo.sym);
 	if (rc == -EEXIST)
 		die(CLI_EXIT_FAILURE, "%s: %s exists; remove it, name another file with -o, or add --force", o->log, path);
@@ -408,16 +437,16 @@ int main(int argc, char **argv)
 		return replay_transform(argc - 1, argv + 1);
 	parse_args(argc, argv, &o);
 	log = replay_open_log(o.log);
+	o.an.json = o.json;
+	o.an.depth = (unsigned)o.depth;
+	o.an.top = (size_t)o.top;
+	o.an.force = o.force;
 	if (o.query == Q_SUMMARY) {
 		status = replay_summary(o.log, log, o.json);
 		mms_log_close(log);
 		return status;
 	}
 	if (o.query == Q_ANALYSIS) {
-		o.an.json = o.json;
-		o.an.depth = (unsigned)o.depth;
-		o.an.top = (size_t)o.top;
-		o.an.force = o.force;
 		status = an_run(o.log, log, o.analyses, &o.an, stdout);
 		if (fflush(stdout) || ferror(stdout))
 			die(CLI_EXIT_FAILURE, "cannot write the answer: %s", strerror(errno));
@@ -426,7 +455,10 @@ int main(int argc, char **argv)
 		return status;
 	}
 	if (o.query == Q_EXPORT) {
-		status = query_export(&o, log);
+		status = o.analyses ? an_run(o.log, log, o.analyses, &o.an, stdout) : 0;
+		fflush(stdout);
+		if (query_export(&o, log))
+			status = CLI_EXIT_FAILURE;
 		warn_state(o.log, log);
 		mms_log_close(log);
 		return status;

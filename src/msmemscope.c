@@ -67,7 +67,7 @@ int main(int argc, char **argv)
 	}
 	/* A failed dump is msmemscope's failure, not the program's: say so,
 	 * and keep the program's status unless it succeeded. */
-	if (o.data_format && write_dump(&run, pid, o.data_format) && ret == 0)
+	if (o.data_format && write_dump(&run, pid, o.data_format, o.analyses) && ret == 0)
 		ret = 1;
 	free(run.dir);
 	free(run.shown);

@@ -76,4 +76,15 @@ static inline unsigned long prog_arg(const char *s, const char *what)
 	return v;
 }
 
+/* malloc(n), or dies. Not inlined: the allocation stacks of the tests
+ * that call it begin with it and name their caller next. */
+__attribute__((noinline, unused)) static void *prog_malloc(size_t n)
+{
+	void *p = malloc(n);
+
+	if (!p)
+		prog_die("malloc(%zu) failed", n);
+	return p;
+}
+
 #endif /* MMS_TEST_PROGS_H */
