@@ -11,6 +11,8 @@
 
 /* Each analysis's entry point lives in its own src/an-<name>.c. */
 const struct an_def an_defs[] = {
+	{ "leaks", "blocks of step N >= 2 live at the end of step N+1, blocks live at exit, step-to-step growth",
+	  an_leaks_run },
 	{ NULL, NULL, NULL },
 };
 
