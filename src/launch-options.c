@@ -172,6 +172,31 @@ static const char *parse_analysis(struct opts *o, char *value)
 	return NULL;
 }
 
+/* The file is read now, so a mistake in it stops msmemscope before the
+ * program runs rather than after. */
+static const char *parse_suppressions(struct opts *o, char *value)
+{
+	static char msg[512];
+	mms_suppressions_t *s;
+	unsigned line = 0;
+	int rc;
+
+	rc = mms_suppressions_load(value, &s, &line);
+	if (rc == MMS_EUSAGE && line) {
+		snprintf(msg, sizeof(msg), "line %u is not a suppression (expected leak:PATTERN, # comment or a blank line)",
+			 line);
+		return msg;
+	}
+	if (rc) {
+		snprintf(msg, sizeof(msg), "cannot read it: %s", mms_strerror(rc));
+		return msg;
+	}
+	mms_suppressions_free(s);
+	free(o->suppressions);
+	o->suppressions = xstrdup(value);
+	return NULL;
+}
+
 static const char *parse_data_format(struct opts *o, char *value)
 {
 	if (strcmp(value, "csv") == 0)
@@ -211,6 +236,7 @@ static const struct opt_def opt_defs[] = {
 	{ "--output", true, parse_output },
 	{ "--log-level", true, parse_log_level },
 	{ "--analysis", true, parse_analysis },
+	{ "--suppressions", true, parse_suppressions },
 	{ "--data-format", true, parse_data_format },
 	{ "--no-follow-exec", false, parse_no_follow_exec },
 	{ "--help", false, parse_help },
@@ -323,6 +349,9 @@ static void print_help(void)
 	       "                        comma-separated: %s.\n"
 	       "                        Default: leaks. Empty (--analysis=): record only,\n"
 	       "                        print no summary. See msmemscope-replay --analysis.\n"
+	       "  --suppressions=FILE   leaks: leave out the leaks whose allocation stack has\n"
+	       "                        a frame (function, source file or module) matching a\n"
+	       "                        'leak:PATTERN' line of FILE (LeakSanitizer's format).\n"
 	       "  --data-format=FORMAT  after the run, also write msMemScope's dump of every\n"
 	       "                        event of prog: csv (dump/memscope_dump_{time}.csv) or\n"
 	       "                        db (SQLite, dump/memscope_dump_{time}.db) in the run\n"
