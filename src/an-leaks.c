@@ -303,23 +303,18 @@ static void print_gaps(struct leaks_out *o)
 
 /* --- the analysis -------------------------------------------------------------- */
 
-/* Reads --suppressions; a file that cannot be used stops the analysis. */
+/* Reads --suppressions (both programs checked it already; it may have
+ * changed since). */
 static int load_suppressions(struct leaks_out *o)
 {
-	const char *path = o->c->o->suppressions;
+	const char *path = o->c->o->suppressions, *msg;
 	unsigned line = 0;
-	int rc;
 
 	if (!path)
 		return 0;
-	rc = mms_suppressions_load(path, &o->supp, &line);
-	if (rc == MMS_EUSAGE && line) {
-		warn("--suppressions: %s:%u: not a suppression (expected leak:PATTERN, # comment or a blank line)",
-		     path, line);
-		return CLI_EXIT_FAILURE;
-	}
-	if (rc) {
-		warn("--suppressions: cannot read %s: %s", path, mms_strerror(rc));
+	if (mms_suppressions_load(path, &o->supp, &line)) {
+		msg = an_check_suppressions(path);
+		warn("--suppressions: %s; no leaks report", msg ? msg : "cannot read it");
 		return CLI_EXIT_FAILURE;
 	}
 	o->nsupp = mms_suppressions_count(o->supp);

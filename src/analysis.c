@@ -90,3 +90,21 @@ char *an_out_path(const struct an_opts *o, const char *name)
 {
 	return xasprintf("%s/%s", o->outdir ? o->outdir : ".", name);
 }
+
+const char *an_check_suppressions(const char *path)
+{
+	static char msg[512];
+	mms_suppressions_t *s;
+	unsigned line = 0;
+	int rc;
+
+	rc = mms_suppressions_load(path, &s, &line);
+	if (rc == MMS_EUSAGE && line)
+		snprintf(msg, sizeof(msg), "%s:%u: not a suppression (expected leak:PATTERN, # comment or a blank line)",
+			 path, line);
+	else if (rc)
+		snprintf(msg, sizeof(msg), "cannot read %s: %s", path, mms_strerror(rc));
+	else
+		mms_suppressions_free(s);
+	return rc ? msg : NULL;
+}

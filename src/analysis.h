@@ -69,6 +69,11 @@ const char *an_names(void);
  * one of them failed (the others still run). */
 int an_run(const char *path, mms_log_t *log, unsigned mask, const struct an_opts *o, FILE *out);
 
+/* Reads a --suppressions file to check it. Returns NULL when it can be
+ * used, or a message saying which line is wrong or why it cannot be read
+ * (valid until the next call), for a usage error. */
+const char *an_check_suppressions(const char *path);
+
 /* The symbolizer of c's log, opened on first use; NULL when it cannot be
  * (stacks are then shown as module+offset). */
 mms_symbolizer_t *an_symbolizer(struct an_ctx *c);

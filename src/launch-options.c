@@ -176,22 +176,10 @@ static const char *parse_analysis(struct opts *o, char *value)
  * program runs rather than after. */
 static const char *parse_suppressions(struct opts *o, char *value)
 {
-	static char msg[512];
-	mms_suppressions_t *s;
-	unsigned line = 0;
-	int rc;
+	const char *msg = an_check_suppressions(value);
 
-	rc = mms_suppressions_load(value, &s, &line);
-	if (rc == MMS_EUSAGE && line) {
-		snprintf(msg, sizeof(msg), "line %u is not a suppression (expected leak:PATTERN, # comment or a blank line)",
-			 line);
+	if (msg)
 		return msg;
-	}
-	if (rc) {
-		snprintf(msg, sizeof(msg), "cannot read it: %s", mms_strerror(rc));
-		return msg;
-	}
-	mms_suppressions_free(s);
 	free(o->suppressions);
 	o->suppressions = xstrdup(value);
 	return NULL;

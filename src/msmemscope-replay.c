@@ -170,6 +170,10 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			} else if (cli_opt_value(argc, argv, &i, "--output-dir", &v)) {
 				o->an.outdir = v;
 			} else if (cli_opt_value(argc, argv, &i, "--suppressions", &v)) {
+				const char *msg = an_check_suppressions(v);
+
+				if (msg)
+					die_usage("--suppressions: %s", msg);
 				o->an.suppressions = v;
 			} else if (cli_opt_value(argc, argv, &i, "--idle-threshold", &v)) {
 				o->an.idle_threshold = number("--idle-threshold", v);
