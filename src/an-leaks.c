@@ -234,11 +234,24 @@ static int gap_find(const mms_leaks_t *l, unsigned k, size_t *lo, size_t *hi)
 	return found;
 }
 
+/* Steps by how much more they allocated than the step before (steps
+ * are consecutive in their array), then in order. */
+static int growth_cmp(const void *a, const void *b)
+{
+	const mms_leak_step_t *x = *(const mms_leak_step_t *const *)a, *y = *(const mms_leak_step_t *const *)b;
+	uint64_t dx = x->bytes_allocated - x[-1].bytes_allocated, dy = y->bytes_allocated - y[-1].bytes_allocated;
+
+	if (dx != dy)
+		return dx > dy ? -1 : 1;
+	return x->step < y->step ? -1 : x->step > y->step;
+}
+
 static void print_gaps(struct leaks_out *o)
 {
 	const mms_leaks_t *l = o->l;
 	FILE *f = o->c->out;
-	size_t lo = 0, hi = 0, i, shown = 0, more = 0;
+	const mms_leak_step_t **grew;
+	size_t lo = 0, hi = 0, i, shown, ngrew = 0;
 	unsigned k;
 
 	if (o->s.json) {
@@ -280,23 +293,26 @@ static void print_gaps(struct leaks_out *o)
 		fprintf(f, "  %-8s %-22.6f %-17.6f %" PRIu64 "\n", "MaxGap", gap_ratio(&l->steps[hi], k),
 			mb(l->steps[hi].min_bytes[k]), l->steps[hi].step);
 	}
-	for (i = 1; i < l->nsteps; i++) {
-		const mms_leak_step_t *s = &l->steps[i], *p = &l->steps[i - 1];
+	/* The steps that allocated more than the one before, the largest
+	 * increase first. */
+	grew = xcalloc(l->nsteps, sizeof(*grew));
+	for (i = 1; i < l->nsteps; i++)
+		if (l->steps[i].bytes_allocated > l->steps[i - 1].bytes_allocated)
+			grew[ngrew++] = &l->steps[i];
+	qsort(grew, ngrew, sizeof(*grew), growth_cmp);
+	shown = o->s.top && ngrew > o->s.top ? o->s.top : ngrew;
+	if (shown)
+		fputs("Steps that allocated more than the step before, largest increase first:\n", f);
+	for (i = 0; i < shown; i++) {
+		const mms_leak_step_t *s = grew[i], *p = s - 1;
 
-		if (s->bytes_allocated <= p->bytes_allocated)
-			continue;
-		if (o->s.top && shown >= o->s.top) {
-			more++;
-			continue;
-		}
-		if (!shown++)
-			fputs("Steps that allocated more than the step before:\n", f);
 		fprintf(f, "  step %" PRIu64 ": %" PRIu64 " bytes in %" PRIu64 " allocation(s), %" PRIu64
 			" bytes more than step %" PRIu64 "\n",
 			s->step, s->bytes_allocated, s->allocs, s->bytes_allocated - p->bytes_allocated, p->step);
 	}
-	if (more)
-		fprintf(f, "  ... %zu more step%s (--top 0 lists all)\n", more, more == 1 ? "" : "s");
+	if (shown < ngrew)
+		fprintf(f, "  ... %zu more step%s (--top 0 lists all)\n", ngrew - shown, ngrew - shown == 1 ? "" : "s");
+	free(grew);
 	if (!shown)
 		fprintf(f, "No step allocated more than the step before (%zu steps).\n", l->nsteps);
 }

@@ -65,7 +65,7 @@ Live POOL bytes per step, steps 2-6 (lowest/highest within each step):
            MinAlloc/MaxAlloc(%)   MinAllocMem(MB)   StepId
   MinGap   0.000000               0.000000          3
   MaxGap   100.000000             0.000244          4
-Steps that allocated more than the step before:
+Steps that allocated more than the step before, largest increase first:
   step 3: 1380 bytes in 4 allocation(s), 880 bytes more than step 2
   step 4: 2048 bytes in 1 allocation(s), 668 bytes more than step 3
 EOF
