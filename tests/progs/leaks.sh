@@ -146,6 +146,18 @@ grep -q '^====== SUMMARY: 0.002270 Mb(s) live at exit in 5 allocation(s) ======$
 grep -q '^====== SUMMARY: 0.001316 Mb(s) leaked in 4 allocation(s) ======$' rec2.err ||
 	fail "msmemscope --suppressions did not leave out suppressed_alloc: $(cat rec2.err)"
 
+# How LSan matches: anywhere in a function, file or module name unless
+# anchored, '*' for any run of characters. The count is of per-step leaks.
+for case in '^suppressed_alloc$ 1 2048' 'supp*alloc 1 2048' '_alloc$ 1 2048' '^alloc 0 0' 'uppressed 1 2048' \
+	'^leak_buf$ 2 1024' 'tests/progs/leaks.c 5 3428' 'progs/leaks$ 5 3428' 'no_such_name 0 0'; do
+	set -- $case
+	printf '# one pattern\r\n  leak:%s  \r\n' "$1" >one.txt
+	"$MMS_REPLAY" "$log" --analysis leaks --json --suppressions one.txt >one.json ||
+		fail "--suppressions with leak:$1 exited $?"
+	expect_eq "per-step leaks suppressed by leak:$1" "$(jget one.json per_step.suppressed_leaks)" "$2"
+	expect_eq "per-step bytes suppressed by leak:$1" "$(jget one.json per_step.suppressed_bytes)" "$3"
+done
+
 # A bad line is a usage error naming the file and the line, before the
 # program runs.
 printf 'leak:ok\n\nleek:typo\n' >bad.txt
@@ -158,7 +170,7 @@ rc=0
 expect_eq "exit status of msmemscope with a bad suppressions file" "$rc" 2
 grep -q 'bad.txt:3: not a suppression' bad.err || fail "the error does not name bad.txt:3: $(cat bad.err)"
 [ ! -e out3 ] || fail "msmemscope ran the program despite the bad suppressions file"
-note "suppressions: leak:suppressed_alloc takes out 2048 bytes from both sections; bad.txt:3 is refused"
+note "suppressions: leak:suppressed_alloc takes out 2048 bytes from both sections; anchors, wildcards, files and modules match as in LSan; bad.txt:3 is refused"
 
 # --- no steps: only the blocks live at exit (recorded without stacks: one
 # group) ---------------------------------------------------------------------------
