@@ -9,10 +9,16 @@
 #include "replay-int.h"
 
 /* A block of step >= 2 followed until its step's successor ends: only
- * the blocks of the last two steps are ever followed. */
+ * the blocks of the last two steps are ever followed. Kept small (the
+ * rest is in the heap state while the block lives): most blocks are
+ * freed before their step ends. */
 struct followed {
-	mms_block_t b;
-	int used;
+	uint64_t addr;             /* while free: the next free slot + 1 */
+	uint64_t alloc_id;
+	const char *pool;          /* POOL: the pool's name as the state has it */
+	uint32_t step;
+	uint16_t mem;
+	uint16_t used;
 };
 
 struct finder {
@@ -22,8 +28,7 @@ struct finder {
 	struct mms__map ix;        /* alloc_id -> index in fol (HOST, POOL, MMAP) */
 	struct followed *fol;
 	size_t nfol, folcap;
-	size_t free_head;          /* free slots of fol chained through b.addr, + 1 */
-	size_t nmmap;              /* followed mappings */
+	size_t free_head;          /* free slots of fol chained through addr, + 1 */
 	mms_leaks_t *l;
 	size_t leakcap, stepcap, exitcap;
 	mms_leak_step_t pending;   /* events before the first step mark */
@@ -42,7 +47,7 @@ static int leak_add(mms_leak_t **arr, size_t *n, size_t *cap, const mms_block_t 
 	return 0;
 }
 
-static int follow(struct finder *f, const mms_block_t *b)
+static int follow(struct finder *f, const struct mms__blk *b, uint64_t step)
 {
 	uint64_t *v;
 	size_t i;
@@ -50,35 +55,35 @@ static int follow(struct finder *f, const mms_block_t *b)
 
 	if (f->free_head) {
 		i = f->free_head - 1;
-		f->free_head = (size_t)f->fol[i].b.addr;
+		f->free_head = (size_t)f->fol[i].addr;
 	} else {
 		if (mms__grow(&f->fol, &f->folcap, f->nfol, sizeof(*f->fol)))
 			return -ENOMEM;
 		i = f->nfol++;
 	}
-	f->fol[i].b = *b;
+	f->fol[i].addr = b->addr;
+	f->fol[i].alloc_id = b->alloc_id;
+	f->fol[i].pool = b->pool;
+	f->fol[i].step = (uint32_t)step;
+	f->fol[i].mem = b->mem;
 	f->fol[i].used = 1;
 	v = mms__map_put(&f->ix, b->alloc_id, &isnew);
 	if (!v)
 		return -ENOMEM;
 	*v = i;
-	if (b->mem == MMS_MEM_MMAP)
-		f->nmmap++;
 	return 0;
 }
 
-static void unfollow(struct finder *f, size_t i)
+/* Releases slot i of fol, already out of the map. */
+static void fol_release(struct finder *f, size_t i)
 {
-	mms__map_del(&f->ix, f->fol[i].b.alloc_id, NULL);
-	if (f->fol[i].b.mem == MMS_MEM_MMAP)
-		f->nmmap--;
 	f->fol[i].used = 0;
-	f->fol[i].b.addr = f->free_head;
+	f->fol[i].addr = f->free_head;
 	f->free_head = i + 1;
 }
 
 /* The live pieces of a followed mapping: munmap may have cut it. */
-static int mapping_leaks(struct finder *f, const mms_block_t *b, uint64_t found)
+static int mapping_leaks(struct finder *f, const struct followed *fo, uint64_t found)
 {
 	const struct mms__state *st = f->st;
 	mms_block_t piece;
@@ -86,9 +91,9 @@ static int mapping_leaks(struct finder *f, const mms_block_t *b, uint64_t found)
 	int rc;
 
 	for (i = 0; i < st->maps.n; i++) {
-		if (st->blks[st->maps.iv[i].val].alloc_id != b->alloc_id)
+		if (st->blks[st->maps.iv[i].val].alloc_id != fo->alloc_id)
 			continue;
-		piece = *b;
+		mms__state_blk_export(st, &st->blks[st->maps.iv[i].val], &piece);
 		piece.addr = st->maps.iv[i].lo;
 		piece.size = st->maps.iv[i].hi - st->maps.iv[i].lo;
 		rc = leak_add(&f->l->step_leaks, &f->l->nstep_leaks, &f->leakcap, &piece, found);
@@ -98,35 +103,50 @@ static int mapping_leaks(struct finder *f, const mms_block_t *b, uint64_t found)
 	return 0;
 }
 
-/* Whether b is still the live block at its address: a block replaced by
- * an allocation of its live address (MMS_EORDER's case) had no free. */
-static int still_live(const struct mms__state *st, const mms_block_t *b)
+/* The followed block in the heap state, or NULL when it is gone: freed,
+ * or replaced by an allocation of its live address (MMS_EORDER's case,
+ * which has no free). */
+static const struct mms__blk *followed_live(const struct mms__state *st, const struct followed *fo)
 {
-	const struct mms__blk *cur = mms__state_find(st, b->addr);
+	const struct mms__map *m = NULL;
+	const uint64_t *v;
+	size_t i;
 
-	return cur && cur->alloc_id == b->alloc_id;
+	if (fo->mem == MMS_MEM_HOST)
+		m = &st->host;
+	for (i = 0; !m && i < st->npools; i++)
+		if (st->pools[i].name == fo->pool)
+			m = &st->pools[i].live;
+	v = m ? mms__map_get(m, fo->addr) : NULL;
+	return v && st->blks[*v].alloc_id == fo->alloc_id ? &st->blks[*v] : NULL;
 }
 
 /* Step k ended: the followed blocks of step k - 1 still live are leaks,
  * and are not followed further. */
 static int step_ended(struct finder *f, uint64_t k)
 {
+	const struct mms__blk *blk;
+	mms_block_t b;
 	size_t i;
-	int rc;
+	int rc = 0;
 
 	for (i = 0; i < f->nfol; i++) {
 		struct followed *fo = &f->fol[i];
 
-		if (!fo->used || fo->b.step >= k)
+		if (!fo->used || fo->step >= k)
 			continue;
-		if (fo->b.step + 1 == k && (fo->b.mem == MMS_MEM_MMAP || still_live(f->st, &fo->b))) {
-			rc = fo->b.mem == MMS_MEM_MMAP
-				     ? mapping_leaks(f, &fo->b, k)
-				     : leak_add(&f->l->step_leaks, &f->l->nstep_leaks, &f->leakcap, &fo->b, k);
+		if (fo->step + 1 == k) {
+			if (fo->mem == MMS_MEM_MMAP) {
+				rc = mapping_leaks(f, fo, k);
+			} else if ((blk = followed_live(f->st, fo))) {
+				mms__state_blk_export(f->st, blk, &b);
+				rc = leak_add(&f->l->step_leaks, &f->l->nstep_leaks, &f->leakcap, &b, k);
+			}
 			if (rc)
 				return rc;
 		}
-		unfollow(f, i);
+		mms__map_del(&f->ix, fo->alloc_id, NULL);
+		fol_release(f, i);
 	}
 	return 0;
 }
@@ -160,8 +180,7 @@ static int finder_event(struct finder *f, const mms_event_t *ev)
 {
 	const struct mms__state *st = f->st;
 	mms_leak_step_t *s = NULL;
-	mms_block_t b;
-	uint64_t *v;
+	uint64_t v;
 	unsigned k;
 	int rc;
 
@@ -181,18 +200,21 @@ static int finder_event(struct finder *f, const mms_event_t *ev)
 			return -ENOMEM;
 	}
 	if ((ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE) && st->last_blk_valid) {
+		/* Only blocks of step 2 on are followed. */
+		uint64_t step = mms__state_blk_step(st, &st->last_blk);
+		int followed = step >= 2;
+
 		if (ev->kind == MMS_EV_MALLOC) {
-			mms__state_blk_export(st, &st->last_blk, &b);
 			if (s) {
 				s->allocs++;
-				s->bytes_allocated += b.size;
+				s->bytes_allocated += st->last_blk.size;
 			}
-			if (b.step >= 2 && (rc = follow(f, &b)))
+			if (followed && (rc = follow(f, &st->last_blk, step)))
 				return rc;
-		} else if (ev->mem != MMS_MEM_MMAP && (v = mms__map_get(&f->ix, st->last_blk.alloc_id))) {
+		} else if (followed && ev->mem != MMS_MEM_MMAP && mms__map_del(&f->ix, st->last_blk.alloc_id, &v)) {
 			/* A mapping is looked at when its step ends: munmap
 			 * may free only a piece of it. */
-			unfollow(f, (size_t)*v);
+			fol_release(f, (size_t)v);
 		}
 		k = ev->mem < MMS_MEM_KIND_COUNT ? ev->mem : 0;
 		if (s && st->mem[k].live_bytes < s->min_bytes[k])
