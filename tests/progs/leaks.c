@@ -19,7 +19,8 @@
  * the pool block's address (the arena) for the test.
  * "leaks flat" marks no steps; "leaks tidy" frees what it would leak in
  * the step that allocated it, and the kept block and the pool block at
- * the end, so nothing leaks. */
+ * the end, so nothing leaks; "leaks ranges" marks the five steps with
+ * msMemScope's "step start" ranges instead, and the teardown is in none. */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -56,12 +57,19 @@ __attribute__((noinline)) static void *suppressed_alloc(size_t size)
 	return p;
 }
 
-static int flat, tidy;
+static int flat, tidy, ranges, steps;
+static uint64_t range;
 
+/* Ends a step; with ranges, the fifth ends the last. */
 static void step(void)
 {
-	if (!flat)
+	if (ranges) {
+		msmemscope_range_end(range);
+		if (++steps < 5)
+			range = msmemscope_range_start("step start");
+	} else if (!flat) {
 		msmemscope_step();
+	}
 }
 
 int main(int argc, char **argv)
@@ -72,7 +80,10 @@ int main(int argc, char **argv)
 
 	flat = argc > 1 && !strcmp(argv[1], "flat");
 	tidy = argc > 1 && !strcmp(argv[1], "tidy");
+	ranges = argc > 1 && !strcmp(argv[1], "ranges");
 	prog_say(1, "arena %p\n", (void *)arena);
+	if (ranges)
+		range = msmemscope_range_start("step start");
 
 	msmemscope_op_begin("init");
 	kept = use(malloc(1000), 1000);

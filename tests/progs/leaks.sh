@@ -172,6 +172,18 @@ grep -q 'bad.txt:3: not a suppression' bad.err || fail "the error does not name 
 [ ! -e out3 ] || fail "msmemscope ran the program despite the bad suppressions file"
 note "suppressions: leak:suppressed_alloc takes out 2048 bytes from both sections; anchors, wildcards, files and modules match as in LSan; bad.txt:3 is refused"
 
+# --- msMemScope's "step start" ranges: the same leaks; the teardown is in
+# no step, so there are 5 steps, not 6 ----------------------------------------
+"$MMS_LAUNCHER" --call-stack=c:16 --output=out6 -- "$prog" ranges >/dev/null 2>ranges.err ||
+	fail "msmemscope -- leaks ranges exited $?: $(cat ranges.err)"
+sed -n '/^====== ERROR/,$p' ranges.err | normalize >ranges.txt
+sed 's/steps 2-6/steps 2-5/' report.txt >ranges.expected.txt
+cmp -s ranges.expected.txt ranges.txt || fail "the report with step ranges differs: $(diff ranges.expected.txt ranges.txt)"
+set -- out6/msmemscope_*/memscope_*.mms
+"$MMS_REPLAY" "$1" --analysis leaks --json >ranges.json || fail "--analysis leaks --json on the ranges log exited $?"
+expect_eq "steps of the ranges log" "$(jget ranges.json steps_total)" 5
+note "\"step start\" ranges: the same 5 per-step leaks over 5 steps"
+
 # --- no steps: only the blocks live at exit (recorded without stacks: one
 # group) ---------------------------------------------------------------------------
 "$MMS_LAUNCHER" --output=out4 -- "$prog" flat >/dev/null 2>flat.err || fail "msmemscope -- leaks flat exited $?"
