@@ -13,9 +13,9 @@
  * rest is in the heap state while the block lives): most blocks are
  * freed before their step ends. */
 struct followed {
-	uint64_t addr;             /* while free: the next free slot + 1 */
+	uint64_t addr; /* while free: the next free slot + 1 */
 	uint64_t alloc_id;
-	const char *pool;          /* POOL: the pool's name as the state has it */
+	const char *pool; /* POOL: the pool's name as the state has it */
 	uint32_t step;
 	uint16_t mem;
 	uint16_t used;
@@ -24,14 +24,14 @@ struct followed {
 struct finder {
 	const struct mms__state *st;
 	struct mms__track tr;
-	size_t closed;             /* steps of tr whose end was handled */
-	struct mms__map ix;        /* alloc_id -> index in fol (HOST, POOL, MMAP) */
+	size_t closed;      /* steps of tr whose end was handled */
+	struct mms__map ix; /* alloc_id -> index in fol (HOST, POOL, MMAP) */
 	struct followed *fol;
 	size_t nfol, folcap;
-	size_t free_head;          /* free slots of fol chained through addr, + 1 */
+	size_t free_head; /* free slots of fol chained through addr, + 1 */
 	mms_leaks_t *l;
 	size_t leakcap, stepcap, exitcap;
-	mms_leak_step_t pending;   /* events before the first step mark */
+	mms_leak_step_t pending; /* events before the first step mark */
 	int pending_seen;
 	uint64_t prev_live[MMS_MEM_KIND_COUNT];
 };

@@ -80,7 +80,8 @@ MMS__EXPORT int mms_suppressions_parse(const char *text, size_t len, mms_suppres
 			return MMS_EUSAGE;
 		}
 		a += 5;
-		if (mms__grow(&s->pats, &s->cap, s->n, sizeof(*s->pats)) || !(s->pats[s->n] = strndup(a, (size_t)(b - a)))) {
+		if (mms__grow(&s->pats, &s->cap, s->n, sizeof(*s->pats)) ||
+		    !(s->pats[s->n] = strndup(a, (size_t)(b - a)))) {
 			mms_suppressions_free(s);
 			return -ENOMEM;
 		}
@@ -203,8 +204,8 @@ static size_t stack_match(const mms_suppressions_t *s, const mms_log_t *log, mms
 		}
 		for (k = 0; k < m; k++)
 			for (j = 0; j < s->n; j++)
-				if (template_match(s->pats[j], fr[k].function) || template_match(s->pats[j], fr[k].file) ||
-				    template_match(s->pats[j], fr[k].module))
+				if (template_match(s->pats[j], fr[k].function) ||
+				    template_match(s->pats[j], fr[k].file) || template_match(s->pats[j], fr[k].module))
 					return j + 1;
 	}
 	return 0;
@@ -229,8 +230,7 @@ static int suppress_list(mms_leak_t *l, size_t n, struct mms__map *cache, const 
 	return 0;
 }
 
-MMS__EXPORT int mms_leaks_suppress(mms_leaks_t *l, const mms_log_t *log, mms_suppressions_t *s,
-				   mms_symbolizer_t *sym)
+MMS__EXPORT int mms_leaks_suppress(mms_leaks_t *l, const mms_log_t *log, mms_suppressions_t *s, mms_symbolizer_t *sym)
 {
 	struct mms__map cache;
 	int rc;

@@ -134,7 +134,8 @@ static void json_leaks(FILE *f, const mms_leak_t *l, size_t n)
 		json_str(f, pool_name(b));
 		fprintf(f, ",\"step\":%" PRIu64 ",\"found_at_step_end\":%" PRIu64 ",\"op\":", b->step, l[i].found_step);
 		json_str(f, b->op);
-		fprintf(f, ",\"op_launch\":%" PRIu64 ",\"kernel_launches\":%" PRIu64 ",\"thread\":%" PRIu32
+		fprintf(f,
+			",\"op_launch\":%" PRIu64 ",\"kernel_launches\":%" PRIu64 ",\"thread\":%" PRIu32
 			",\"alloc_id\":%" PRIu64 ",\"stack\":%" PRIu32 "}",
 			b->op_launch, b->kernel_launches, b->thread, b->alloc_id, b->stack);
 	}
@@ -190,11 +191,12 @@ static void print_section(struct leaks_out *o, int per_step, const mms_leak_t *l
 
 		if (blocks) {
 			fprintf(f, "====== Blocks still live %s ======\n", when);
-			show_groups(&o->s, o->complete ? "Live at exit by allocation stack"
-						       : "Live at the end of the log by allocation stack",
+			show_groups(&o->s,
+				    o->complete ? "Live at exit by allocation stack"
+						: "Live at the end of the log by allocation stack",
 				    g, ng);
-			fprintf(f, "====== SUMMARY: %.6f Mb(s) live %s in %" PRIu64 " allocation(s) ======\n", mb(bytes),
-				when, blocks);
+			fprintf(f, "====== SUMMARY: %.6f Mb(s) live %s in %" PRIu64 " allocation(s) ======\n",
+				mb(bytes), when, blocks);
 		} else {
 			fprintf(f, "No leaks %s: every block was freed.\n", when);
 		}
@@ -259,16 +261,19 @@ static void print_gaps(struct leaks_out *o)
 		for (k = 0, i = 0; k < MMS_MEM_KIND_COUNT; k++) {
 			if (!gap_find(l, k, &lo, &hi))
 				continue;
-			fprintf(f, "%s\"%s\":{\"min_gap\":{\"ratio\":%.6f,\"min_bytes\":%" PRIu64 ",\"step\":%" PRIu64
+			fprintf(f,
+				"%s\"%s\":{\"min_gap\":{\"ratio\":%.6f,\"min_bytes\":%" PRIu64 ",\"step\":%" PRIu64
 				"},\"max_gap\":{\"ratio\":%.6f,\"min_bytes\":%" PRIu64 ",\"step\":%" PRIu64 "}}",
-				i++ ? "," : "", show_mem_name(k), gap_ratio(&l->steps[lo], k), l->steps[lo].min_bytes[k],
-				l->steps[lo].step, gap_ratio(&l->steps[hi], k), l->steps[hi].min_bytes[k], l->steps[hi].step);
+				i++ ? "," : "", show_mem_name(k), gap_ratio(&l->steps[lo], k),
+				l->steps[lo].min_bytes[k], l->steps[lo].step, gap_ratio(&l->steps[hi], k),
+				l->steps[hi].min_bytes[k], l->steps[hi].step);
 		}
 		fputs("},\"steps\":[", f);
 		for (i = 0; i < l->nsteps; i++) {
 			const mms_leak_step_t *s = &l->steps[i];
 
-			fprintf(f, "%s{\"step\":%" PRIu64 ",\"allocs\":%" PRIu64 ",\"bytes_allocated\":%" PRIu64
+			fprintf(f,
+				"%s{\"step\":%" PRIu64 ",\"allocs\":%" PRIu64 ",\"bytes_allocated\":%" PRIu64
 				",\"more_than_previous\":%s",
 				i ? "," : "", s->step, s->allocs, s->bytes_allocated,
 				i && s->bytes_allocated > l->steps[i - 1].bytes_allocated ? "true" : "false");
@@ -306,7 +311,8 @@ static void print_gaps(struct leaks_out *o)
 	for (i = 0; i < shown; i++) {
 		const mms_leak_step_t *s = grew[i], *p = s - 1;
 
-		fprintf(f, "  step %" PRIu64 ": %" PRIu64 " bytes in %" PRIu64 " allocation(s), %" PRIu64
+		fprintf(f,
+			"  step %" PRIu64 ": %" PRIu64 " bytes in %" PRIu64 " allocation(s), %" PRIu64
 			" bytes more than step %" PRIu64 "\n",
 			s->step, s->bytes_allocated, s->allocs, s->bytes_allocated - p->bytes_allocated, p->step);
 	}
