@@ -521,6 +521,74 @@ int mms_symbolize(mms_symbolizer_t *sym, uint64_t ip, mms_frame_t *frames, size_
  * known. Returns the length it needed, like snprintf, or MMS_EUSAGE. */
 int mms_frame_format(const mms_frame_t *frame, char *buf, size_t len);
 
+/* --- leaks (leaks.c, suppress.c) ------------------------------------------
+ * msMemScope's leak rules in one forward pass over a log, with memory
+ * proportional to the live blocks. Per step: a block allocated in step
+ * N >= 2 (step 1 is warm-up) and still live at the end of step N + 1 is a
+ * leak, found once, at that step end. At the end of the log: every block
+ * still live. Besides, per step, the lowest and highest live bytes of
+ * each memory kind and what the step allocated (msMemScope's "gap"
+ * table). */
+typedef struct mms_leak {
+	mms_block_t b;            /* the block (a piece of a mapping that munmap cut
+	                             is its own block); b.step: where it was allocated */
+	uint64_t found_step;      /* the step at whose end the per-step rule found
+	                             it (b.step + 1); 0 for a block live at the end */
+	size_t suppression;       /* 1 + index of the suppression that matched it
+	                             (mms_leaks_suppress()), 0 for none */
+} mms_leak_t;
+
+typedef struct mms_leak_step {
+	uint64_t step;            /* from 1 */
+	uint64_t allocs;          /* MALLOC events in the step, all kinds */
+	uint64_t bytes_allocated;
+	uint64_t min_bytes[MMS_MEM_KIND_COUNT]; /* live bytes of each kind: lowest */
+	uint64_t max_bytes[MMS_MEM_KIND_COUNT]; /* and highest within the step */
+} mms_leak_step_t;
+
+typedef struct mms_leaks {
+	mms_leak_t *step_leaks;   /* per-step rule, in the order found */
+	size_t nstep_leaks;
+	mms_leak_t *exit_leaks;   /* live at the end of the log, by allocation order */
+	size_t nexit_leaks;
+	mms_leak_step_t *steps;   /* every step of the log, in order */
+	size_t nsteps;
+	uint64_t events;          /* events replayed */
+	int stop_rc;              /* the damage that ended the replay early, or 0 */
+} mms_leaks_t;
+
+/* Replays log once from the start and finds its leaks. A log damaged part
+ * way is reported up to the damage (stop_rc says which). Returns 0 and
+ * sets *out (free with mms_leaks_free()), or a negative code. */
+int mms_leaks_find(mms_log_t *log, mms_leaks_t **out);
+void mms_leaks_free(mms_leaks_t *l);
+
+/* LeakSanitizer's suppressions: "leak:PATTERN" lines, '#' comments and
+ * blank lines; PATTERN may hold '*' (any run of characters) and matches a
+ * frame's function name, source file or module path anywhere in it
+ * (anchored with a leading '^' or a trailing '$', as in LSan). */
+typedef struct mms_suppressions mms_suppressions_t;
+
+/* Parses the text of a suppressions file (len bytes). Returns 0 and sets
+ * *out (free with mms_suppressions_free()), -ENOMEM, or MMS_EUSAGE with
+ * *bad_line set to the first line (from 1) that is not a suppression. */
+int mms_suppressions_parse(const char *text, size_t len, mms_suppressions_t **out, unsigned *bad_line);
+/* Reads and parses the file at path: as above, or -errno when it cannot be
+ * read. */
+int mms_suppressions_load(const char *path, mms_suppressions_t **out, unsigned *bad_line);
+void mms_suppressions_free(mms_suppressions_t *s);
+/* The number of suppressions, and the pattern of suppression i. */
+size_t mms_suppressions_count(const mms_suppressions_t *s);
+const char *mms_suppressions_pattern(const mms_suppressions_t *s, size_t i);
+/* Marks (leak.suppression) every leak of l whose allocation stack has a
+ * frame that a suppression matches (stacks of log, symbolized with sym;
+ * NULL: only the module paths can match). Returns 0 or -ENOMEM. */
+int mms_leaks_suppress(mms_leaks_t *l, const mms_log_t *log, mms_suppressions_t *s, mms_symbolizer_t *sym);
+/* Groups the leaks that no suppression matched by allocation stack,
+ * largest bytes first. Returns 0 and sets *out (free() it) and *n, or
+ * -ENOMEM. */
+int mms_leaks_group(const mms_leak_t *leaks, size_t n, mms_stack_group_t **out, size_t *ngroups);
+
 /* --- exports (export-csv.c, export-db.c) ----------------------------------
  * msMemScope's dump of every event, as CSV (memscope_dump_{timestamp}.csv)
  * or as SQLite (table memscope_dump with the same columns, plus

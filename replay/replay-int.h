@@ -469,6 +469,20 @@ const struct mms__tlaunch *mms__track_running(const struct mms__track *t, uint32
 /* The types (enum mms_inefficient_type bits) an inefficient result run
  * with tags noted for allocation id, 0 when none (inefficient.c). */
 unsigned mms__inefficient_tags(const mms_inefficient_t *res, uint64_t alloc_id);
+/* --- blocks grouped by allocation stack (report.c) ----------------------- */
+struct mms__groups {
+	struct mms__map ix;       /* stack id -> index in groups */
+	mms_stack_group_t *groups;
+	size_t n, cap;
+};
+
+void mms__groups_init(struct mms__groups *g);
+void mms__groups_free(struct mms__groups *g);
+/* Counts block b in its stack's group. Returns 0 or -ENOMEM. */
+int mms__groups_add(struct mms__groups *g, const mms_block_t *b);
+/* Hands out the groups, largest bytes first (then more blocks, then by
+ * stack id): the caller frees *out. Frees the rest of g. */
+void mms__groups_finish(struct mms__groups *g, mms_stack_group_t **out, size_t *n);
 
 /* The state a public replay drives (seek.c). */
 const struct mms__state *mms__replay_state(const mms_replay_t *r);

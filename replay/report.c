@@ -8,30 +8,30 @@
 
 #include "replay-int.h"
 
-/* --- grouping live blocks by stack ------------------------------------------ */
+/* --- grouping blocks by stack ---------------------------------------------------- */
 
-struct group_ctx {
-	uint64_t step_lo, step_hi;
-	struct mms__map ix;       /* stack id -> index in groups */
-	mms_stack_group_t *groups;
-	size_t n, cap;
-	int err;
-};
-
-static int group_add(const mms_block_t *b, void *ctx)
+void mms__groups_init(struct mms__groups *g)
 {
-	struct group_ctx *g = ctx;
+	memset(g, 0, sizeof(*g));
+	mms__map_init(&g->ix);
+}
+
+void mms__groups_free(struct mms__groups *g)
+{
+	mms__map_free(&g->ix);
+	free(g->groups);
+	memset(g, 0, sizeof(*g));
+}
+
+int mms__groups_add(struct mms__groups *g, const mms_block_t *b)
+{
 	mms_stack_group_t *s;
 	uint64_t *v;
 	int isnew;
 
-	if (b->step < g->step_lo || b->step > g->step_hi)
-		return 0;
 	v = mms__map_put(&g->ix, b->stack, &isnew);
-	if (!v || (isnew && mms__grow(&g->groups, &g->cap, g->n, sizeof(*g->groups)))) {
-		g->err = -ENOMEM;
-		return 1;
-	}
+	if (!v || (isnew && mms__grow(&g->groups, &g->cap, g->n, sizeof(*g->groups))))
+		return -ENOMEM;
 	if (isnew) {
 		*v = g->n;
 		s = &g->groups[g->n++];
@@ -61,25 +61,47 @@ static int group_cmp(const void *a, const void *b)
 	return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 
+void mms__groups_finish(struct mms__groups *g, mms_stack_group_t **out, size_t *n)
+{
+	if (g->n)
+		qsort(g->groups, g->n, sizeof(*g->groups), group_cmp);
+	*out = g->groups;
+	*n = g->n;
+	g->groups = NULL;
+	mms__groups_free(g);
+}
+
+struct group_ctx {
+	uint64_t step_lo, step_hi;
+	struct mms__groups g;
+	int err;
+};
+
+static int group_add(const mms_block_t *b, void *ctx)
+{
+	struct group_ctx *c = ctx;
+
+	if (b->step < c->step_lo || b->step > c->step_hi)
+		return 0;
+	c->err = mms__groups_add(&c->g, b);
+	return c->err != 0;
+}
+
 MMS__EXPORT int mms_replay_group_live(const mms_replay_t *r, uint64_t step_lo, uint64_t step_hi,
 				      mms_stack_group_t **out, size_t *n)
 {
-	struct group_ctx g = { .step_lo = step_lo, .step_hi = step_hi };
+	struct group_ctx c = { .step_lo = step_lo, .step_hi = step_hi };
 	int rc;
 
 	if (!r || !out || !n)
 		return MMS_EUSAGE;
-	mms__map_init(&g.ix);
-	rc = mms_replay_blocks(r, group_add, &g);
-	mms__map_free(&g.ix);
-	if (g.err || rc < 0) {
-		free(g.groups);
-		return g.err ? g.err : rc;
+	mms__groups_init(&c.g);
+	rc = mms_replay_blocks(r, group_add, &c);
+	if (c.err || rc < 0) {
+		mms__groups_free(&c.g);
+		return c.err ? c.err : rc;
 	}
-	if (g.n)
-		qsort(g.groups, g.n, sizeof(*g.groups), group_cmp);
-	*out = g.groups;
-	*n = g.n;
+	mms__groups_finish(&c.g, out, n);
 	return 0;
 }
 

@@ -11,6 +11,8 @@
 
 /* Each analysis's entry point lives in its own src/an-<name>.c. */
 const struct an_def an_defs[] = {
+	{ "leaks", "blocks of step N >= 2 live at the end of step N+1, blocks live at exit, step-to-step growth",
+	  an_leaks_run },
 	{ "decompose", "live bytes by memory kind and owner tag levels, at the end and at the peak", an_decompose },
 	{ "inefficient", "early_allocation, late_deallocation, temporary_idleness over operator launches",
 	  an_inefficient },
@@ -97,4 +99,22 @@ mms_symbolizer_t *an_symbolizer(struct an_ctx *c)
 char *an_out_path(const struct an_opts *o, const char *name)
 {
 	return xasprintf("%s/%s", o->outdir ? o->outdir : ".", name);
+}
+
+const char *an_check_suppressions(const char *path)
+{
+	static char msg[512];
+	mms_suppressions_t *s;
+	unsigned line = 0;
+	int rc;
+
+	rc = mms_suppressions_load(path, &s, &line);
+	if (rc == MMS_EUSAGE && line)
+		snprintf(msg, sizeof(msg), "%s:%u: not a suppression (expected leak:PATTERN, # comment or a blank line)",
+			 path, line);
+	else if (rc)
+		snprintf(msg, sizeof(msg), "cannot read %s: %s", path, mms_strerror(rc));
+	else
+		mms_suppressions_free(s);
+	return rc ? msg : NULL;
 }

@@ -54,6 +54,7 @@ int an_inefficient(struct an_ctx *c);
 
 /* The inefficient analysis's options as the library takes them. */
 void an_inefficient_options(const struct an_opts *o, mms_inefficient_options_t *io);
+int an_leaks_run(struct an_ctx *c);
 
 /* The analyses, in the order they run; ends with a NULL name. */
 extern const struct an_def an_defs[];
@@ -77,6 +78,11 @@ const char *an_names(void);
  * order of an_defs, printing to out. Returns 0, or CLI_EXIT_FAILURE when
  * one of them failed (the others still run). */
 int an_run(const char *path, mms_log_t *log, unsigned mask, const struct an_opts *o, FILE *out);
+
+/* Reads a --suppressions file to check it. Returns NULL when it can be
+ * used, or a message saying which line is wrong or why it cannot be read
+ * (valid until the next call), for a usage error. */
+const char *an_check_suppressions(const char *path);
 
 /* The symbolizer of c's log, opened on first use; NULL when it cannot be
  * (stacks are then shown as module+offset). */

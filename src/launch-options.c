@@ -173,6 +173,19 @@ static const char *parse_analysis(struct opts *o, char *value)
 	return NULL;
 }
 
+/* The file is read now, so a mistake in it stops msmemscope before the
+ * program runs rather than after. */
+static const char *parse_suppressions(struct opts *o, char *value)
+{
+	const char *msg = an_check_suppressions(value);
+
+	if (msg)
+		return msg;
+	free(o->suppressions);
+	o->suppressions = xstrdup(value);
+	return NULL;
+}
+
 static const char *parse_data_format(struct opts *o, char *value)
 {
 	if (strcmp(value, "csv") == 0)
@@ -212,6 +225,7 @@ static const struct opt_def opt_defs[] = {
 	{ "--output", true, parse_output },
 	{ "--log-level", true, parse_log_level },
 	{ "--analysis", true, parse_analysis },
+	{ "--suppressions", true, parse_suppressions },
 	{ "--data-format", true, parse_data_format },
 	{ "--no-follow-exec", false, parse_no_follow_exec },
 	{ "--help", false, parse_help },
@@ -329,6 +343,9 @@ static void print_help(void)
 	       "                        print no summary. See msmemscope-replay --analysis.\n"
 	       "                        inefficient also records accesses unless --events is\n"
 	       "                        given, and tags its blocks in the --data-format dump.\n"
+	       "  --suppressions=FILE   leaks: leave out the leaks whose allocation stack has\n"
+	       "                        a frame (function, source file or module) matching a\n"
+	       "                        'leak:PATTERN' line of FILE (LeakSanitizer's format).\n"
 	       "  --data-format=FORMAT  after the run, also write msMemScope's dump of every\n"
 	       "                        event of prog: csv (dump/memscope_dump_{time}.csv) or\n"
 	       "                        db (SQLite, dump/memscope_dump_{time}.db) in the run\n"

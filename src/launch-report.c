@@ -321,7 +321,7 @@ out:
 	return ret;
 }
 
-int run_analyses(const struct run *run, pid_t pid, unsigned mask)
+int run_analyses(const struct run *run, pid_t pid, const struct opts *o)
 {
 	char *path = xasprintf("%s/memscope_%ld.mms", run->dir, (long)pid);
 	struct an_opts ao = { 0 };
@@ -336,10 +336,11 @@ int run_analyses(const struct run *run, pid_t pid, unsigned mask)
 	ao.depth = 12;
 	ao.top = 10;
 	ao.outdir = run->dir;
+	ao.suppressions = o->suppressions;
 	/* The report goes with the summary, on stderr: the program's own
 	 * output on stdout stays as it was. */
 	fflush(stdout);
-	ret = an_run(path, log, mask, &ao, stderr) ? 1 : 0;
+	ret = an_run(path, log, o->analyses, &ao, stderr) ? 1 : 0;
 out:
 	mms_log_close(log);
 	free(path);

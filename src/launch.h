@@ -34,6 +34,7 @@ struct opts {
 	bool record_only; /* --analysis= */
 	unsigned analyses; /* --analysis: mask over an_defs (analysis.h) */
 	bool analyses_set;
+	char *suppressions; /* --suppressions: LeakSanitizer-format file for leaks (allocated) */
 	bool follow_exec;
 	const char *data_format; /* --data-format: "csv", "db", or NULL for none */
 	char **argv; /* the program and its arguments */
@@ -72,8 +73,8 @@ void print_other_logs(const struct run *run, pid_t pid);
  * {run}/dump/ (with --analysis=inefficient, its blocks tagged in Attr);
  * returns 0, or 1 after saying why it could not. */
 int write_dump(const struct run *run, pid_t pid, const char *format, unsigned analyses);
-/* --analysis: runs the analyses of mask over the program's log, writing
+/* --analysis: runs the analyses o asks for over the program's log, writing
  * their files into the run folder; returns 0, or 1 after saying why. */
-int run_analyses(const struct run *run, pid_t pid, unsigned mask);
+int run_analyses(const struct run *run, pid_t pid, const struct opts *o);
 
 #endif /* MMS_LAUNCH_H */

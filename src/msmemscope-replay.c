@@ -68,7 +68,9 @@ static void usage(void)
 	       "  --force           let --export or an analysis replace an existing file\n"
 	       "  --output-dir DIR  where analyses write their files (default: here)\n"
 	       "  --suppressions FILE\n"
-	       "                    leaks: LeakSanitizer-format suppressions (leak:function)\n"
+	       "                    leaks: leave out the leaks whose allocation stack has a\n"
+	       "                    frame (function, source file or module) matching a\n"
+	       "                    'leak:PATTERN' line of FILE (LeakSanitizer's format)\n"
 	       "  --idle-threshold N\n"
 	       "                    inefficient: launches between two accesses that make a\n"
 	       "                    block idle (default 3000)\n"
@@ -181,6 +183,10 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			} else if (cli_opt_value(argc, argv, &i, "--output-dir", &v)) {
 				o->an.outdir = v;
 			} else if (cli_opt_value(argc, argv, &i, "--suppressions", &v)) {
+				const char *msg = an_check_suppressions(v);
+
+				if (msg)
+					die_usage("--suppressions: %s", msg);
 				o->an.suppressions = v;
 			} else if (cli_opt_value(argc, argv, &i, "--idle-threshold", &v)) {
 				o->an.idle_threshold = number("--idle-threshold", v);

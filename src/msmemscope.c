@@ -59,7 +59,7 @@ int main(int argc, char **argv)
 	if (!o.record_only) {
 		print_main_summary(&run, o.argv, pid, status);
 		print_other_logs(&run, pid);
-		if (o.analyses && run_analyses(&run, pid, o.analyses) && ret == 0)
+		if (o.analyses && run_analyses(&run, pid, &o) && ret == 0)
 			ret = 1;
 	} else if (log_level <= LOG_WARN) {
 		/* Record only: no replay, but say where the logs went. */

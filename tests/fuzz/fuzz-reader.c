@@ -62,12 +62,13 @@ static int count_block(const mms_block_t *b, void *ctx)
 }
 
 /* The replay over the heap state: checkpoints every 16 events (kept in
- * memory), seeks back and forth, the step report, groups, and the search
- * for a freed block. */
+ * memory), seeks back and forth, the step report, groups, the search
+ * for a freed block, and the leaks analysis's forward pass. */
 static void replay(mms_log_t *log)
 {
 	mms_replay_options_t ro = { .no_index_file = 1, .checkpoint_every = 16 };
 	mms_step_report_t *rep;
+	mms_leaks_t *lk;
 	mms_stack_group_t *g;
 	mms_replay_t *r;
 	mms_block_t b;
@@ -100,6 +101,11 @@ static void replay(mms_log_t *log)
 	mms_replay_where(r, &w);
 	touch(w.op);
 	mms_replay_close(r);
+	if (mms_leaks_find(log, &lk) == 0) {
+		if (mms_leaks_group(lk->step_leaks, lk->nstep_leaks, &g, &n) == 0)
+			free(g);
+		mms_leaks_free(lk);
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -33,7 +33,15 @@ expect_key "$log.json" live_bytes 20480
 expect_key "$log.json" complete true
 expect_key "$log.json" by_kind.step 5
 expect_key "$log.json" by_kind.op_launch 50
-note "infer: 5 blocks, 20480 bytes live at exit, 25 operator launches, log mode 0640"
+# The default analysis, leaks, after the summary: the kv_cache blocks of
+# steps 2 to 5, each live at the end of the step after it, in attention.
+grep -q "^====== SUMMARY: 0.015625 Mb(s) leaked in 4 allocation(s) ======$" rec.err ||
+	fail "the default leaks report does not show the 4 per-step leaks: $(cat rec.err)"
+[ "$(grep -c '^Direct HOST leak of 0.003906 Mb(s) at 0x[0-9a-f]* in attention (launch [0-9]*) at step [2-5]\.$' rec.err)" = 4 ] ||
+	fail "expected 4 leak lines naming attention: $(cat rec.err)"
+grep -q "^====== SUMMARY: 0.019531 Mb(s) live at exit in 5 allocation(s) ======$" rec.err ||
+	fail "the default leaks report does not show the 5 blocks live at exit: $(cat rec.err)"
+note "infer: 5 blocks, 20480 bytes live at exit, 4 per-step leaks in attention, 25 operator launches, log mode 0640"
 
 # --analysis= records without a summary; the options reach the recorder
 # (stacks on: the log says so).
@@ -72,7 +80,7 @@ grep -q "signal 11" sig.err || fail "no line about the signal: $(cat sig.err)"
 note "exit statuses: 42 passed through, SIGSEGV gives 139"
 
 # Usage errors: one message naming the option, exit 2, no run folder.
-for bad in --bogus --collect-mode=later --steps=1,2,3,4,5,6 --call-stack=c:1001 --analysis=leaks --data-format=xml; do
+for bad in --bogus --collect-mode=later --steps=1,2,3,4,5,6 --call-stack=c:1001 --analysis=nosuch --data-format=xml --suppressions=no-such-file; do
 	rc=0
 	"$MMS_LAUNCHER" --output=out4 "$bad" -- "$infer" >/dev/null 2>bad.err || rc=$?
 	expect_eq "exit status of msmemscope $bad" "$rc" 2
@@ -96,7 +104,7 @@ note "usage errors exit 2 and create nothing; missing program 127, not executabl
 
 # --help and --version.
 "$MMS_LAUNCHER" --help >help.out || fail "--help exited $?"
-for opt in --events --call-stack --collect-mode --steps --output --log-level --analysis --data-format --no-follow-exec; do
+for opt in --events --call-stack --collect-mode --steps --output --log-level --analysis --suppressions --data-format --no-follow-exec; do
 	grep -q -- "$opt" help.out || fail "--help does not describe $opt"
 done
 "$MMS_LAUNCHER" --version | grep -q '^msmemscope [0-9]' || fail "--version does not print 'msmemscope VERSION'"

@@ -1,0 +1,399 @@
+/* SPDX-License-Identifier: MIT */
+/* an-leaks.c: the leaks analysis as people and scripts read it: the
+ * per-step leaks in msMemScope's words, grouped by allocation stack, the
+ * blocks live at exit, the step-to-step "gap" table, and what the
+ * suppressions file took out. */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "cli.h"
+#include "replay-show.h"
+
+/* What the suppressions took out of one section, per suppression. */
+struct suppressed {
+	uint64_t leaks, bytes;
+	uint64_t *per_leaks, *per_bytes; /* by suppression */
+};
+
+struct leaks_out {
+	struct an_ctx *c;
+	struct show s;
+	mms_leaks_t *l;
+	mms_suppressions_t *supp;
+	size_t nsupp;
+	int complete; /* the log reached exit */
+};
+
+/* msMemScope's unit: MiB with six decimals, named "Mb(s)". */
+static double mb(uint64_t bytes)
+{
+	return (double)bytes / 1048576.0;
+}
+
+/* The memory a block came from, as msMemScope names it in a leak line:
+ * the kind, or a pool's own name. */
+static const char *pool_name(const mms_block_t *b)
+{
+	if (b->mem == MMS_MEM_POOL && b->pool && *b->pool)
+		return b->pool;
+	return show_mem_name(b->mem);
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	if (s)
+		json_put_string(f, s, strlen(s));
+	else
+		fputs("null", f);
+}
+
+static void count_suppressed(const struct leaks_out *o, const mms_leak_t *l, size_t n, struct suppressed *sp)
+{
+	size_t i;
+
+	memset(sp, 0, sizeof(*sp));
+	sp->per_leaks = xcalloc(o->nsupp + 1, sizeof(*sp->per_leaks));
+	sp->per_bytes = xcalloc(o->nsupp + 1, sizeof(*sp->per_bytes));
+	for (i = 0; i < n; i++) {
+		if (!l[i].suppression)
+			continue;
+		sp->leaks++;
+		sp->bytes += l[i].b.size;
+		sp->per_leaks[l[i].suppression - 1]++;
+		sp->per_bytes[l[i].suppression - 1] += l[i].b.size;
+	}
+}
+
+static void suppressed_free(struct suppressed *sp)
+{
+	free(sp->per_leaks);
+	free(sp->per_bytes);
+}
+
+/* LeakSanitizer's table of the suppressions used. */
+static void print_suppressed(const struct leaks_out *o, const struct suppressed *sp)
+{
+	FILE *f = o->c->out;
+	size_t i;
+
+	if (!sp->leaks)
+		return;
+	fprintf(f, "Suppressed: %" PRIu64 " byte(s) in %" PRIu64 " allocation(s):\n", sp->bytes, sp->leaks);
+	fprintf(f, "  %8s %12s  %s\n", "count", "bytes", "template");
+	for (i = 0; i < o->nsupp; i++)
+		if (sp->per_leaks[i])
+			fprintf(f, "  %8" PRIu64 " %12" PRIu64 "  %s\n", sp->per_leaks[i], sp->per_bytes[i],
+				mms_suppressions_pattern(o->supp, i));
+}
+
+static void json_suppressed(const struct leaks_out *o, const struct suppressed *sp)
+{
+	FILE *f = o->c->out;
+	size_t i, k = 0;
+
+	fprintf(f, "\"suppressed_leaks\":%" PRIu64 ",\"suppressed_bytes\":%" PRIu64 ",\"suppressions_used\":[",
+		sp->leaks, sp->bytes);
+	for (i = 0; i < o->nsupp; i++) {
+		if (!sp->per_leaks[i])
+			continue;
+		fprintf(f, "%s{\"template\":", k++ ? "," : "");
+		json_str(f, mms_suppressions_pattern(o->supp, i));
+		fprintf(f, ",\"leaks\":%" PRIu64 ",\"bytes\":%" PRIu64 "}", sp->per_leaks[i], sp->per_bytes[i]);
+	}
+	fputc(']', f);
+}
+
+/* One leak line, as msMemScope writes it, with the operator named. */
+static void print_leak(FILE *f, const mms_leak_t *k)
+{
+	fprintf(f, "Direct %s leak of %.6f Mb(s) at 0x%" PRIx64 " in ", pool_name(&k->b), mb(k->b.size), k->b.addr);
+	if (k->b.op)
+		fprintf(f, "%s (launch %" PRIu64 ")", k->b.op, k->b.op_launch);
+	else
+		fprintf(f, "kernel_%" PRIu64, k->b.kernel_launches);
+	fprintf(f, " at step %" PRIu64 ".\n", k->b.step);
+}
+
+static void json_leaks(FILE *f, const mms_leak_t *l, size_t n)
+{
+	size_t i, k = 0;
+
+	fputc('[', f);
+	for (i = 0; i < n; i++) {
+		const mms_block_t *b = &l[i].b;
+
+		if (l[i].suppression)
+			continue;
+		fprintf(f, "%s{\"addr\":\"0x%" PRIx64 "\",\"bytes\":%" PRIu64 ",\"memory\":", k++ ? "," : "", b->addr,
+			b->size);
+		json_str(f, pool_name(b));
+		fprintf(f, ",\"step\":%" PRIu64 ",\"found_at_step_end\":%" PRIu64 ",\"op\":", b->step, l[i].found_step);
+		json_str(f, b->op);
+		fprintf(f,
+			",\"op_launch\":%" PRIu64 ",\"kernel_launches\":%" PRIu64 ",\"thread\":%" PRIu32
+			",\"alloc_id\":%" PRIu64 ",\"stack\":%" PRIu32 "}",
+			b->op_launch, b->kernel_launches, b->thread, b->alloc_id, b->stack);
+	}
+	fputc(']', f);
+}
+
+/* One section (per-step leaks or live at exit): the leak lines (per-step
+ * only), the stacks, the summary, what was suppressed. */
+static void print_section(struct leaks_out *o, int per_step, const mms_leak_t *l, size_t n)
+{
+	FILE *f = o->c->out;
+	struct suppressed sp;
+	mms_stack_group_t *g;
+	uint64_t blocks = 0, bytes = 0;
+	size_t ng, i;
+	int rc;
+
+	count_suppressed(o, l, n, &sp);
+	rc = mms_leaks_group(l, n, &g, &ng);
+	if (rc)
+		die(CLI_EXIT_FAILURE, "leaks: %s", mms_strerror(rc));
+	for (i = 0; i < ng; i++) {
+		blocks += g[i].blocks;
+		bytes += g[i].bytes;
+	}
+	if (o->s.json) {
+		fprintf(f, "\"%s\":{\"leaks\":%" PRIu64 ",\"bytes\":%" PRIu64 ",", per_step ? "per_step" : "at_exit",
+			blocks, bytes);
+		json_suppressed(o, &sp);
+		fputs(",\"list\":", f);
+		json_leaks(f, l, n);
+		fputs(",\"by_stack\":", f);
+		show_groups(&o->s, NULL, g, ng);
+		fputc('}', f);
+		goto out;
+	}
+	if (per_step) {
+		if (blocks) {
+			fputs("====== ERROR: Detected memory leaks ======\n", f);
+			for (i = 0; i < n; i++)
+				if (!l[i].suppression)
+					print_leak(f, &l[i]);
+			show_groups(&o->s, "Per-step leaks by allocation stack", g, ng);
+			fprintf(f, "====== SUMMARY: %.6f Mb(s) leaked in %" PRIu64 " allocation(s) ======\n", mb(bytes),
+				blocks);
+		} else {
+			fputs("No per-step leaks: no block allocated in step 2 or later was still live at the end of "
+			      "the step after it.\n",
+			      f);
+		}
+	} else {
+		const char *when = o->complete ? "at exit" : "at the end of the log";
+
+		if (blocks) {
+			fprintf(f, "====== Blocks still live %s ======\n", when);
+			show_groups(&o->s,
+				    o->complete ? "Live at exit by allocation stack"
+						: "Live at the end of the log by allocation stack",
+				    g, ng);
+			fprintf(f, "====== SUMMARY: %.6f Mb(s) live %s in %" PRIu64 " allocation(s) ======\n",
+				mb(bytes), when, blocks);
+		} else {
+			fprintf(f, "No leaks %s: every block was freed.\n", when);
+		}
+	}
+	print_suppressed(o, &sp);
+out:
+	free(g);
+	suppressed_free(&sp);
+}
+
+/* --- the gap table ---------------------------------------------------------- */
+
+/* A step's min/max ratio of one kind, in percent; -1 when it had none. */
+static double gap_ratio(const mms_leak_step_t *s, unsigned k)
+{
+	return s->max_bytes[k] ? 100.0 * (double)s->min_bytes[k] / (double)s->max_bytes[k] : -1;
+}
+
+/* The steps from 2 on with the smallest and largest ratio of kind k;
+ * returns 0 when no step from 2 on held memory of kind k. */
+static int gap_find(const mms_leaks_t *l, unsigned k, size_t *lo, size_t *hi)
+{
+	size_t i;
+	int found = 0;
+
+	for (i = 1; i < l->nsteps; i++) {
+		double r = gap_ratio(&l->steps[i], k);
+
+		if (r < 0)
+			continue;
+		if (!found || r < gap_ratio(&l->steps[*lo], k))
+			*lo = i;
+		if (!found || r > gap_ratio(&l->steps[*hi], k))
+			*hi = i;
+		found = 1;
+	}
+	return found;
+}
+
+/* Steps by how much more they allocated than the step before (steps
+ * are consecutive in their array), then in order. */
+static int growth_cmp(const void *a, const void *b)
+{
+	const mms_leak_step_t *x = *(const mms_leak_step_t *const *)a, *y = *(const mms_leak_step_t *const *)b;
+	uint64_t dx = x->bytes_allocated - x[-1].bytes_allocated, dy = y->bytes_allocated - y[-1].bytes_allocated;
+
+	if (dx != dy)
+		return dx > dy ? -1 : 1;
+	return x->step < y->step ? -1 : x->step > y->step;
+}
+
+static void print_gaps(struct leaks_out *o)
+{
+	const mms_leaks_t *l = o->l;
+	FILE *f = o->c->out;
+	const mms_leak_step_t **grew;
+	size_t lo = 0, hi = 0, i, shown, ngrew = 0;
+	unsigned k;
+
+	if (o->s.json) {
+		fputs("\"gap\":{", f);
+		for (k = 0, i = 0; k < MMS_MEM_KIND_COUNT; k++) {
+			if (!gap_find(l, k, &lo, &hi))
+				continue;
+			fprintf(f,
+				"%s\"%s\":{\"min_gap\":{\"ratio\":%.6f,\"min_bytes\":%" PRIu64 ",\"step\":%" PRIu64
+				"},\"max_gap\":{\"ratio\":%.6f,\"min_bytes\":%" PRIu64 ",\"step\":%" PRIu64 "}}",
+				i++ ? "," : "", show_mem_name(k), gap_ratio(&l->steps[lo], k),
+				l->steps[lo].min_bytes[k], l->steps[lo].step, gap_ratio(&l->steps[hi], k),
+				l->steps[hi].min_bytes[k], l->steps[hi].step);
+		}
+		fputs("},\"steps\":[", f);
+		for (i = 0; i < l->nsteps; i++) {
+			const mms_leak_step_t *s = &l->steps[i];
+
+			fprintf(f,
+				"%s{\"step\":%" PRIu64 ",\"allocs\":%" PRIu64 ",\"bytes_allocated\":%" PRIu64
+				",\"more_than_previous\":%s",
+				i ? "," : "", s->step, s->allocs, s->bytes_allocated,
+				i && s->bytes_allocated > l->steps[i - 1].bytes_allocated ? "true" : "false");
+			for (k = 0; k < MMS_MEM_KIND_COUNT; k++)
+				fprintf(f, ",\"%s\":{\"min_bytes\":%" PRIu64 ",\"max_bytes\":%" PRIu64 "}",
+					show_mem_name(k), s->min_bytes[k], s->max_bytes[k]);
+			fputc('}', f);
+		}
+		fputc(']', f);
+		return;
+	}
+	if (l->nsteps < 2)
+		return;
+	for (k = 0; k < MMS_MEM_KIND_COUNT; k++) {
+		if (!gap_find(l, k, &lo, &hi))
+			continue;
+		fprintf(f, "Live %s bytes per step, steps 2-%zu (lowest/highest within each step):\n", show_mem_name(k),
+			l->nsteps);
+		fprintf(f, "  %-8s %-22s %-17s %s\n", "", "MinAlloc/MaxAlloc(%)", "MinAllocMem(MB)", "StepId");
+		fprintf(f, "  %-8s %-22.6f %-17.6f %" PRIu64 "\n", "MinGap", gap_ratio(&l->steps[lo], k),
+			mb(l->steps[lo].min_bytes[k]), l->steps[lo].step);
+		fprintf(f, "  %-8s %-22.6f %-17.6f %" PRIu64 "\n", "MaxGap", gap_ratio(&l->steps[hi], k),
+			mb(l->steps[hi].min_bytes[k]), l->steps[hi].step);
+	}
+	/* The steps that allocated more than the one before, the largest
+	 * increase first. */
+	grew = xcalloc(l->nsteps, sizeof(*grew));
+	for (i = 1; i < l->nsteps; i++)
+		if (l->steps[i].bytes_allocated > l->steps[i - 1].bytes_allocated)
+			grew[ngrew++] = &l->steps[i];
+	qsort(grew, ngrew, sizeof(*grew), growth_cmp);
+	shown = o->s.top && ngrew > o->s.top ? o->s.top : ngrew;
+	if (shown)
+		fputs("Steps that allocated more than the step before, largest increase first:\n", f);
+	for (i = 0; i < shown; i++) {
+		const mms_leak_step_t *s = grew[i], *p = s - 1;
+
+		fprintf(f,
+			"  step %" PRIu64 ": %" PRIu64 " bytes in %" PRIu64 " allocation(s), %" PRIu64
+			" bytes more than step %" PRIu64 "\n",
+			s->step, s->bytes_allocated, s->allocs, s->bytes_allocated - p->bytes_allocated, p->step);
+	}
+	if (shown < ngrew)
+		fprintf(f, "  ... %zu more step%s (--top 0 lists all)\n", ngrew - shown, ngrew - shown == 1 ? "" : "s");
+	free(grew);
+	if (!shown)
+		fprintf(f, "No step allocated more than the step before (%zu steps).\n", l->nsteps);
+}
+
+/* --- the analysis -------------------------------------------------------------- */
+
+/* Reads --suppressions (both programs checked it already; it may have
+ * changed since). */
+static int load_suppressions(struct leaks_out *o)
+{
+	const char *path = o->c->o->suppressions, *msg;
+	unsigned line = 0;
+
+	if (!path)
+		return 0;
+	if (mms_suppressions_load(path, &o->supp, &line)) {
+		msg = an_check_suppressions(path);
+		warn("--suppressions: %s; no leaks report", msg ? msg : "cannot read it");
+		return CLI_EXIT_FAILURE;
+	}
+	o->nsupp = mms_suppressions_count(o->supp);
+	return 0;
+}
+
+int an_leaks_run(struct an_ctx *c)
+{
+	struct leaks_out o = { .c = c };
+	mms_log_info_t info;
+	int rc;
+
+	if (load_suppressions(&o))
+		return CLI_EXIT_FAILURE;
+	rc = mms_leaks_find(c->log, &o.l);
+	if (rc) {
+		warn("leaks: cannot replay %s: %s", c->path, mms_strerror(rc));
+		mms_suppressions_free(o.supp);
+		return CLI_EXIT_FAILURE;
+	}
+	if (o.l->stop_rc)
+		warn("leaks: %s: the replay stopped early (%s); the report covers the events before it", c->path,
+		     mms_strerror(o.l->stop_rc));
+	mms_log_get_info(c->log, &info);
+	o.complete = info.complete;
+	if (o.supp && (rc = mms_leaks_suppress(o.l, c->log, o.supp, an_symbolizer(c))))
+		die(CLI_EXIT_FAILURE, "leaks: %s", mms_strerror(rc));
+
+	show_init(&o.s, c->path, c->log, NULL);
+	o.s.out = c->out;
+	o.s.json = c->o->json;
+	o.s.depth = c->o->depth;
+	o.s.top = c->o->top;
+	o.s.sym = an_symbolizer(c);
+	o.s.sym_failed = !o.s.sym;
+
+	if (o.s.json) {
+		fprintf(c->out, "{\"analysis\":\"leaks\",\"log\":");
+		json_str(c->out, c->path);
+		fprintf(c->out, ",\"events\":%" PRIu64 ",\"complete\":%s,\"steps_total\":%zu,", o.l->events,
+			o.complete ? "true" : "false", o.l->nsteps);
+		print_section(&o, 1, o.l->step_leaks, o.l->nstep_leaks);
+		fputc(',', c->out);
+		print_section(&o, 0, o.l->exit_leaks, o.l->nexit_leaks);
+		fputc(',', c->out);
+		print_gaps(&o);
+		fputs("}\n", c->out);
+	} else {
+		if (o.l->nsteps)
+			print_section(&o, 1, o.l->step_leaks, o.l->nstep_leaks);
+		print_section(&o, 0, o.l->exit_leaks, o.l->nexit_leaks);
+		print_gaps(&o);
+	}
+	/* The symbolizer is the context's: it closes it. */
+	o.s.sym = NULL;
+	show_fini(&o.s);
+	mms_leaks_free(o.l);
+	mms_suppressions_free(o.supp);
+	return 0;
+}

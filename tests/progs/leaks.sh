@@ -1,0 +1,205 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# leaks.sh: the leaks analysis over tests/progs/leaks.c, whose leaks are
+# known to the byte, the step and the operator: the launcher's default
+# report, msmemscope-replay --analysis leaks as text and JSON, a
+# suppressions file (and a bad one), a program without steps and one that
+# leaks nothing.
+. "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
+
+[ -x "$MMS_LAUNCHER" ] || fail "the launcher is not built: $MMS_LAUNCHER"
+prog=$MMS_PROGS/leaks
+[ -x "$prog" ] || fail "the test program is not built: $prog"
+
+# The report without what differs from run to run: addresses, and the
+# stack frames (their file names follow the build folder).
+normalize() {
+	sed -e 's/0x[0-9a-f]*/0xADDR/g' -e '/^      #[0-9]/d' -e '/^          [^ ]/d' -e '/^      \.\.\. /d' "$@"
+}
+
+# expect_text WHAT FILE: FILE equals the text on stdin.
+expect_text() {
+	cat >"$2.expected"
+	diff -u "$2.expected" "$2" >"$2.diff" || fail "$1 differs from what the program did:
+$(cat "$2.diff")"
+}
+
+# --- the launcher: leaks is the default analysis, after the summary -------
+"$MMS_LAUNCHER" --call-stack=c:16 --output=out -- "$prog" >prog.out 2>rec.err ||
+	fail "msmemscope -- leaks exited $?: $(cat rec.err)"
+set -- out/msmemscope_*/memscope_*.mms
+[ $# = 1 ] && [ -f "$1" ] || fail "expected one log in out/, found: $*"
+log=$1
+arena=$(sed -n 's/^arena //p' prog.out)
+[ -n "$arena" ] || fail "the program did not print its arena: $(cat prog.out)"
+
+sed -n '/^====== ERROR/,$p' rec.err | normalize >report.txt
+expect_text "the launcher's leaks report" report.txt <<'EOF'
+====== ERROR: Detected memory leaks ======
+Direct HOST leak of 0.000095 Mb(s) at 0xADDR in kernel_2 at step 3.
+Direct HOST leak of 0.000488 Mb(s) at 0xADDR in softmax (launch 4) at step 3.
+Direct HOST leak of 0.000488 Mb(s) at 0xADDR in softmax (launch 4) at step 3.
+Direct kvpool leak of 0.000244 Mb(s) at 0xADDR in softmax (launch 4) at step 3.
+Direct HOST leak of 0.001953 Mb(s) at 0xADDR in cache (launch 5) at step 4.
+Per-step leaks by allocation stack: 5 blocks, 3.3 KiB from 5 stacks
+  2.0 KiB in 1 block (largest 0xADDR, 2.0 KiB, step 4, operator cache)
+  512 bytes in 1 block (largest 0xADDR, 512 bytes, step 3, operator softmax)
+  512 bytes in 1 block (largest 0xADDR, 512 bytes, step 3, operator softmax)
+  256 bytes in 1 block (largest 0xADDR, 256 bytes, step 3, operator softmax)
+  100 bytes in 1 block (largest 0xADDR, 100 bytes, step 3)
+====== SUMMARY: 0.003269 Mb(s) leaked in 5 allocation(s) ======
+====== Blocks still live at exit ======
+Live at exit by allocation stack: 6 blocks, 4.3 KiB from 6 stacks
+  2.0 KiB in 1 block (largest 0xADDR, 2.0 KiB, step 4, operator cache)
+  1000 bytes in 1 block (largest 0xADDR, 1000 bytes, step 1, operator init)
+  512 bytes in 1 block (largest 0xADDR, 512 bytes, step 3, operator softmax)
+  512 bytes in 1 block (largest 0xADDR, 512 bytes, step 3, operator softmax)
+  256 bytes in 1 block (largest 0xADDR, 256 bytes, step 3, operator softmax)
+  100 bytes in 1 block (largest 0xADDR, 100 bytes, step 3)
+====== SUMMARY: 0.004223 Mb(s) live at exit in 6 allocation(s) ======
+Live HOST bytes per step, steps 2-6 (lowest/highest within each step):
+           MinAlloc/MaxAlloc(%)   MinAllocMem(MB)   StepId
+  MinGap   47.080979              0.000954          3
+  MaxGap   97.023256              0.003979          5
+Live POOL bytes per step, steps 2-6 (lowest/highest within each step):
+           MinAlloc/MaxAlloc(%)   MinAllocMem(MB)   StepId
+  MinGap   0.000000               0.000000          3
+  MaxGap   100.000000             0.000244          4
+Steps that allocated more than the step before, largest increase first:
+  step 3: 1380 bytes in 4 allocation(s), 880 bytes more than step 2
+  step 4: 2048 bytes in 1 allocation(s), 668 bytes more than step 3
+EOF
+# The pool block is the arena the program handed to msmemscope_pool_alloc.
+grep -q "^Direct kvpool leak of 0.000244 Mb(s) at $arena in softmax (launch 4) at step 3\.$" rec.err ||
+	fail "the kvpool leak is not at the arena $arena: $(grep kvpool rec.err)"
+# The stacks name the functions that allocated.
+[ "$(grep -c '^      #0  leak_buf (.*leaks.c:' rec.err)" = 4 ] ||
+	fail "expected leak_buf on top of 4 stacks: $(grep '#0' rec.err)"
+[ "$(grep -c '^      #0  suppressed_alloc (.*leaks.c:' rec.err)" = 2 ] ||
+	fail "expected suppressed_alloc on top of 2 stacks: $(grep '#0' rec.err)"
+note "launcher: 5 per-step leaks (3428 bytes) in softmax, cache and kernel_2; 6 blocks (4428 bytes) live at exit; steps 3 and 4 allocate more"
+
+# --- msmemscope-replay: the same report on stdout --------------------------
+"$MMS_REPLAY" "$log" --analysis leaks >replay.out 2>replay.err || fail "--analysis leaks exited $?: $(cat replay.err)"
+[ ! -s replay.err ] || fail "--analysis leaks wrote to stderr: $(cat replay.err)"
+normalize replay.out >replay.txt
+cmp -s report.txt replay.txt || fail "msmemscope-replay's report differs from the launcher's: $(diff report.txt replay.txt)"
+
+# --- JSON: one object with the same figures ----------------------------------
+"$MMS_REPLAY" "$log" --analysis leaks --json >leaks.json || fail "--analysis leaks --json exited $?"
+[ "$(wc -l <leaks.json)" = 1 ] || fail "--json printed more than one line"
+"$MMS_PYTHON" - leaks.json "$arena" <<'PY' || fail "the JSON report is wrong"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ps, ex, gap = d["per_step"], d["at_exit"], d["gap"]
+def check(what, got, want):
+    if got != want:
+        sys.exit("%s: got %r, expected %r" % (what, got, want))
+check("analysis", d["analysis"], "leaks")
+check("per_step leaks", (ps["leaks"], ps["bytes"]), (5, 3428))
+check("per_step list", [(l["bytes"], l["memory"], l["op"], l["op_launch"], l["step"], l["found_at_step_end"])
+                        for l in ps["list"]],
+      [(100, "HOST", None, 0, 3, 4), (512, "HOST", "softmax", 4, 3, 4), (512, "HOST", "softmax", 4, 3, 4),
+       (256, "kvpool", "softmax", 4, 3, 4), (2048, "HOST", "cache", 5, 4, 5)])
+check("kernel launches before the kernel_2 leak", ps["list"][0]["kernel_launches"], 2)
+check("kvpool address", ps["list"][3]["addr"], sys.argv[2])
+check("per_step groups", [g["bytes"] for g in ps["by_stack"]["groups"]], [2048, 512, 512, 256, 100])
+check("at_exit", (ex["leaks"], ex["bytes"], len(ex["list"])), (6, 4428, 6))
+check("suppressed", (ps["suppressed_leaks"], ex["suppressed_bytes"]), (0, 0))
+check("steps", d["steps_total"], 6)
+check("HOST min gap", (gap["HOST"]["min_gap"]["step"], gap["HOST"]["min_gap"]["min_bytes"]), (3, 1000))
+check("HOST max gap", (gap["HOST"]["max_gap"]["step"], gap["HOST"]["max_gap"]["min_bytes"]), (5, 4172))
+check("bytes allocated per step", [s["bytes_allocated"] for s in d["steps"]], [1000, 500, 1380, 2048, 192, 0])
+check("steps allocating more", [s["step"] for s in d["steps"] if s["more_than_previous"]], [3, 4])
+check("HOST live in step 3", (d["steps"][2]["HOST"]["min_bytes"], d["steps"][2]["HOST"]["max_bytes"]), (1000, 2124))
+PY
+note "--json: the same leaks, groups, gap table and per-step allocations"
+
+# --- suppressions ---------------------------------------------------------------
+cat >supp.txt <<'EOF'
+# LeakSanitizer's format: comments, blank lines, leak:PATTERN
+
+leak:suppressed_alloc
+leak:^no_such_function$
+EOF
+"$MMS_REPLAY" "$log" --analysis leaks --suppressions supp.txt >supp.out || fail "--suppressions exited $?"
+normalize supp.out | sed -n '1,/^====== SUMMARY/p' >supp.txt.out
+expect_text "the report with suppressions" supp.txt.out <<'EOF'
+====== ERROR: Detected memory leaks ======
+Direct HOST leak of 0.000095 Mb(s) at 0xADDR in kernel_2 at step 3.
+Direct HOST leak of 0.000488 Mb(s) at 0xADDR in softmax (launch 4) at step 3.
+Direct HOST leak of 0.000488 Mb(s) at 0xADDR in softmax (launch 4) at step 3.
+Direct kvpool leak of 0.000244 Mb(s) at 0xADDR in softmax (launch 4) at step 3.
+Per-step leaks by allocation stack: 4 blocks, 1.3 KiB from 4 stacks
+  512 bytes in 1 block (largest 0xADDR, 512 bytes, step 3, operator softmax)
+  512 bytes in 1 block (largest 0xADDR, 512 bytes, step 3, operator softmax)
+  256 bytes in 1 block (largest 0xADDR, 256 bytes, step 3, operator softmax)
+  100 bytes in 1 block (largest 0xADDR, 100 bytes, step 3)
+====== SUMMARY: 0.001316 Mb(s) leaked in 4 allocation(s) ======
+EOF
+[ "$(grep -c '^         1         2048  suppressed_alloc$' supp.out)" = 2 ] ||
+	fail "the suppressions table of both sections should show suppressed_alloc once, 2048 bytes: $(cat supp.out)"
+grep -q '^====== SUMMARY: 0.002270 Mb(s) live at exit in 5 allocation(s) ======$' supp.out ||
+	fail "the exit section should leave out the suppressed block: $(cat supp.out)"
+"$MMS_LAUNCHER" --call-stack=c:16 --output=out2 --suppressions=supp.txt -- "$prog" >/dev/null 2>rec2.err ||
+	fail "msmemscope --suppressions exited $?: $(cat rec2.err)"
+grep -q '^====== SUMMARY: 0.001316 Mb(s) leaked in 4 allocation(s) ======$' rec2.err ||
+	fail "msmemscope --suppressions did not leave out suppressed_alloc: $(cat rec2.err)"
+
+# How LSan matches: anywhere in a function, file or module name unless
+# anchored, '*' for any run of characters. The count is of per-step leaks.
+for case in '^suppressed_alloc$ 1 2048' 'supp*alloc 1 2048' '_alloc$ 1 2048' '^alloc 0 0' 'uppressed 1 2048' \
+	'^leak_buf$ 2 1024' 'tests/progs/leaks.c 5 3428' 'progs/leaks$ 5 3428' 'no_such_name 0 0'; do
+	set -- $case
+	printf '# one pattern\r\n  leak:%s  \r\n' "$1" >one.txt
+	"$MMS_REPLAY" "$log" --analysis leaks --json --suppressions one.txt >one.json ||
+		fail "--suppressions with leak:$1 exited $?"
+	expect_eq "per-step leaks suppressed by leak:$1" "$(jget one.json per_step.suppressed_leaks)" "$2"
+	expect_eq "per-step bytes suppressed by leak:$1" "$(jget one.json per_step.suppressed_bytes)" "$3"
+done
+
+# A bad line is a usage error naming the file and the line, before the
+# program runs.
+printf 'leak:ok\n\nleek:typo\n' >bad.txt
+rc=0
+"$MMS_REPLAY" "$log" --analysis leaks --suppressions bad.txt >/dev/null 2>bad.err || rc=$?
+expect_eq "exit status of msmemscope-replay with a bad suppressions file" "$rc" 2
+grep -q 'bad.txt:3: not a suppression' bad.err || fail "the error does not name bad.txt:3: $(cat bad.err)"
+rc=0
+"$MMS_LAUNCHER" --output=out3 --suppressions=bad.txt -- "$prog" >/dev/null 2>bad.err || rc=$?
+expect_eq "exit status of msmemscope with a bad suppressions file" "$rc" 2
+grep -q 'bad.txt:3: not a suppression' bad.err || fail "the error does not name bad.txt:3: $(cat bad.err)"
+[ ! -e out3 ] || fail "msmemscope ran the program despite the bad suppressions file"
+note "suppressions: leak:suppressed_alloc takes out 2048 bytes from both sections; anchors, wildcards, files and modules match as in LSan; bad.txt:3 is refused"
+
+# --- msMemScope's "step start" ranges: the same leaks; the teardown is in
+# no step, so there are 5 steps, not 6 ----------------------------------------
+"$MMS_LAUNCHER" --call-stack=c:16 --output=out6 -- "$prog" ranges >/dev/null 2>ranges.err ||
+	fail "msmemscope -- leaks ranges exited $?: $(cat ranges.err)"
+sed -n '/^====== ERROR/,$p' ranges.err | normalize >ranges.txt
+sed 's/steps 2-6/steps 2-5/' report.txt >ranges.expected.txt
+cmp -s ranges.expected.txt ranges.txt || fail "the report with step ranges differs: $(diff ranges.expected.txt ranges.txt)"
+set -- out6/msmemscope_*/memscope_*.mms
+"$MMS_REPLAY" "$1" --analysis leaks --json >ranges.json || fail "--analysis leaks --json on the ranges log exited $?"
+expect_eq "steps of the ranges log" "$(jget ranges.json steps_total)" 5
+note "\"step start\" ranges: the same 5 per-step leaks over 5 steps"
+
+# --- no steps: only the blocks live at exit (recorded without stacks: one
+# group) ---------------------------------------------------------------------------
+"$MMS_LAUNCHER" --output=out4 -- "$prog" flat >/dev/null 2>flat.err || fail "msmemscope -- leaks flat exited $?"
+sed -n '/^====== /,$p' flat.err | normalize >flat.txt
+expect_text "the report of a program without steps" flat.txt <<'EOF'
+====== Blocks still live at exit ======
+Live at exit by allocation stack: 6 blocks, 4.3 KiB
+  4.3 KiB in 6 blocks (largest 0xADDR, 2.0 KiB, step 0, operator cache)
+      (no stack recorded; record with --call-stack=c:N to get them)
+====== SUMMARY: 0.004223 Mb(s) live at exit in 6 allocation(s) ======
+EOF
+
+# --- nothing leaked: clear words ------------------------------------------------------
+"$MMS_LAUNCHER" --output=out5 -- "$prog" tidy >/dev/null 2>tidy.err || fail "msmemscope -- leaks tidy exited $?"
+grep -q '^No per-step leaks: no block allocated in step 2 or later was still live at the end of the step after it\.$' tidy.err ||
+	fail "no clear words for no per-step leaks: $(cat tidy.err)"
+grep -q '^No leaks at exit: every block was freed\.$' tidy.err || fail "no clear words for no leaks at exit: $(cat tidy.err)"
+grep -q 'Detected memory leaks' tidy.err && fail "a program that frees everything got a leak report: $(cat tidy.err)"
+note "a program without steps gets the exit section only; one that frees everything is told so"
