@@ -16,7 +16,7 @@
 #include "cli.h"
 #include "replay-cli.h"
 
-enum query { Q_SUMMARY, Q_STEP, Q_EVENT, Q_RANGE, Q_INTERACTIVE, Q_EXPORT, Q_ANALYSIS };
+enum query { Q_SUMMARY, Q_STEP, Q_EVENT, Q_RANGE, Q_INTERACTIVE, Q_EXPORT, Q_ANALYSIS, Q_COMPARE };
 
 struct opts {
 	const char *log;
@@ -32,6 +32,8 @@ struct opts {
 	uint64_t depth, top;
 	unsigned analyses;        /* --analysis: mask over an_defs */
 	struct an_opts an;
+	struct an_compare_args cmp; /* --compare-steps, --level */
+	const char *level_opt;
 };
 
 static void usage(void)
@@ -55,14 +57,20 @@ static void usage(void)
 	       "                    (memscope_dump_{timestamp}.csv) or db (SQLite, with tables for\n"
 	       "                    blocks, stacks, launches and steps; see doc/export.md)\n"
 	       "  --analysis LIST   run analyses over the log, comma-separated (see below)\n"
+	       "  --compare-steps N,M\n"
+	       "                    compare the operator launches of step N (base) with those\n"
+	       "                    of step M, aligned by name: each launch's net bytes on each\n"
+	       "                    side and their difference, the largest differences printed,\n"
+	       "                    all in DIR/compare/memory_compare_{timestamp}.csv\n"
 	       "\n"
 	       "Options:\n"
 	       "  --json            print the answer as JSON (one object; --from: one per line)\n"
 	       "  --depth N         frames shown per stack (default 12, 0 = all)\n"
 	       "  --top N           stacks and launches listed (default 10, 0 = all)\n"
 	       "  -o, --output FILE the export's file (default: msMemScope's name, here)\n"
-	       "  --force           let --export or an analysis replace an existing file\n"
-	       "  --output-dir DIR  where analyses write their files (default: here)\n"
+	       "  --force           let --export, an analysis or a compare replace a file\n"
+	       "  --output-dir DIR  where analyses and compares write their files (default:\n"
+	       "                    here)\n"
 	       "  --suppressions FILE\n"
 	       "                    leaks: LeakSanitizer-format suppressions (leak:function)\n"
 	       "  --idle-threshold N\n"
@@ -70,6 +78,7 @@ static void usage(void)
 	       "                    block idle (default 3000)\n"
 	       "  --min-size N      inefficient: smallest block considered, in bytes\n"
 	       "  --buckets N       usage: points of the timeline (default: every change)\n"
+	       "  --level op|kernel compare: operator launches (default) or kernel launches\n"
 	       "  --no-index        neither read nor write LOG.idx (the seek index is then built\n"
 	       "                    in memory on each run)\n"
 	       "  --help            print this help and exit\n"
@@ -167,6 +176,27 @@ static void parse_args(int argc, char **argv, struct opts *o)
 					die_usage("--analysis: %s", msg);
 				if (!o->analyses)
 					die_usage("--analysis wants one analysis or more: %s", an_names());
+			} else if (cli_opt_value(argc, argv, &i, "--compare-steps", &v)) {
+				char *end;
+
+				set_query(o, Q_COMPARE, "--compare-steps");
+				end = strchr(v, ',');
+				if (!end)
+					die_usage("--compare-steps wants two steps N,M, not '%s'", v);
+				*end = '\0';
+				if (cli_parse_u64(v, &o->cmp.steps[0]) || cli_parse_u64(end + 1, &o->cmp.steps[1]) ||
+				    !o->cmp.steps[0] || !o->cmp.steps[1]) {
+					*end = ',';
+					die_usage("--compare-steps wants two step numbers from 1, N,M, not '%s'", v);
+				}
+			} else if (cli_opt_value(argc, argv, &i, "--level", &v)) {
+				if (!strcmp(v, "op"))
+					o->cmp.level = MMS_COMPARE_OP;
+				else if (!strcmp(v, "kernel"))
+					o->cmp.level = MMS_COMPARE_KERNEL;
+				else
+					die_usage("--level is op or kernel, not '%s'", v);
+				o->level_opt = "--level";
 			} else if (cli_opt_value(argc, argv, &i, "--output-dir", &v)) {
 				o->an.outdir = v;
 			} else if (cli_opt_value(argc, argv, &i, "--suppressions", &v)) {
@@ -198,12 +228,16 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		die_usage("--to %" PRIu64 " is before --from %" PRIu64, o->to, o->from);
 	if (o->output && o->query != Q_EXPORT)
 		die_usage("--output goes with --export (analyses write into --output-dir)");
-	if (o->force && o->query != Q_EXPORT && o->query != Q_ANALYSIS)
-		die_usage("--force goes with --export or --analysis");
-	if ((o->an.outdir || o->an.suppressions || o->an.idle_threshold || o->an.min_size || o->an.buckets) &&
+	if (o->force && o->query != Q_EXPORT && o->query != Q_ANALYSIS && o->query != Q_COMPARE)
+		die_usage("--force goes with --export, --analysis or --compare-steps");
+	if (o->level_opt && o->query != Q_COMPARE)
+		die_usage("--level goes with --compare-steps");
+	if (o->an.outdir && o->query != Q_ANALYSIS && o->query != Q_COMPARE)
+		die_usage("--output-dir goes with --analysis or --compare-steps");
+	if ((o->an.suppressions || o->an.idle_threshold || o->an.min_size || o->an.buckets) &&
 	    o->query != Q_ANALYSIS)
 		die_usage("%s goes with --analysis",
-			  o->an.outdir ? "--output-dir" : o->an.suppressions ? "--suppressions" :
+			  o->an.suppressions ? "--suppressions" :
 			  o->an.idle_threshold ? "--idle-threshold" : o->an.min_size ? "--min-size" : "--buckets");
 	if (o->json && o->query == Q_EXPORT)
 		die_usage("--json does not apply to --export");
@@ -403,6 +437,16 @@ int main(int argc, char **argv)
 
 	cli_init(argv[0]);
 	parse_args(argc, argv, &o);
+	if (o.query == Q_COMPARE) {
+		o.an.json = o.json;
+		o.an.top = (size_t)o.top;
+		o.an.force = o.force;
+		o.cmp.input[0] = o.log;
+		status = an_compare(&o.cmp, &o.an, stdout);
+		if (fflush(stdout) || ferror(stdout))
+			die(CLI_EXIT_FAILURE, "cannot write the answer: %s", strerror(errno));
+		return status;
+	}
 	log = open_log(o.log);
 	if (o.query == Q_SUMMARY) {
 		status = replay_summary(o.log, log, o.json);
