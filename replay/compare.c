@@ -414,26 +414,45 @@ struct csvr {
 	size_t nf, fcap;
 };
 
-static int csvr_getc(struct csvr *r)
+/* Makes bytes available at r->pos: returns 1, 0 at the end of the file,
+ * or -errno. */
+static int csvr_fill(struct csvr *r)
 {
 	ssize_t n;
 
-	if (r->pos == r->len) {
-		if (r->eof)
-			return EOF;
-		do
-			n = read(r->fd, r->buf, sizeof(r->buf));
-		while (n < 0 && errno == EINTR);
-		if (n < 0)
-			return -2 - errno;
-		if (n == 0) {
-			r->eof = 1;
-			return EOF;
-		}
-		r->pos = 0;
-		r->len = (size_t)n;
+	if (r->pos < r->len)
+		return 1;
+	if (r->eof)
+		return 0;
+	do
+		n = read(r->fd, r->buf, sizeof(r->buf));
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	r->pos = 0;
+	r->len = (size_t)n;
+	if (!n)
+		r->eof = 1;
+	return n > 0;
+}
+
+/* Appends the run of bytes at r->pos that are none of stop's (up to the
+ * buffer's end) to the record text, counting line breaks. Returns 0 or
+ * -ENOMEM. */
+static int csvr_run(struct csvr *r, int quoted)
+{
+	const char *p = r->buf + r->pos, *q = p, *end = r->buf + r->len;
+
+	if (quoted) {
+		for (; q < end && *q != '"'; q++)
+			if (*q == '\n')
+				r->line++;
+	} else {
+		while (q < end && *q != ',' && *q != '\n' && *q != '\r' && *q != '"')
+			q++;
 	}
-	return (unsigned char)r->buf[r->pos++];
+	r->pos += (size_t)(q - p);
+	return q > p ? mms__xbuf_put(&r->text, p, (size_t)(q - p)) : 0;
 }
 
 static int csvr_field_end(struct csvr *r)
@@ -448,7 +467,7 @@ static int csvr_field_end(struct csvr *r)
  * negative code with *why set for a malformed record. */
 static int csvr_next(struct csvr *r, const char **why)
 {
-	int ch, quoted = 0, after_quote = 0, any = 0;
+	int ch, rc, quoted = 0, after_quote = 0, any = 0;
 
 	r->text.len = 0;
 	r->nf = 0;
@@ -457,10 +476,10 @@ static int csvr_next(struct csvr *r, const char **why)
 		return -ENOMEM;
 	r->fo[0] = 0;
 	for (;;) {
-		ch = csvr_getc(r);
-		if (ch < EOF)
-			return -(-2 - ch);
-		if (ch == EOF) {
+		rc = csvr_fill(r);
+		if (rc < 0)
+			return rc;
+		if (!rc) {
 			if (quoted) {
 				*why = "the file ends inside a quoted field";
 				return MMS_ECORRUPT;
@@ -471,16 +490,19 @@ static int csvr_next(struct csvr *r, const char **why)
 			return csvr_field_end(r) ? -ENOMEM : 1;
 		}
 		any = 1;
-		if (quoted) {
-			if (ch == '"') {
-				quoted = 0;
-				after_quote = 1;
-				continue;
-			}
-			if (ch == '\n')
-				r->line++;
-			if (mms__xbuf_put(&r->text, (char[]){ (char)ch }, 1))
+		/* Plain bytes go in runs; only the separators and quotes
+		 * are looked at one by one. */
+		if (!after_quote) {
+			if (csvr_run(r, quoted))
 				return -ENOMEM;
+			if (r->pos == r->len)
+				continue;
+		}
+		ch = (unsigned char)r->buf[r->pos++];
+		if (quoted) {
+			/* The closing quote, or the first of a doubled one. */
+			quoted = 0;
+			after_quote = 1;
 			continue;
 		}
 		if (ch == '"') {
@@ -507,10 +529,8 @@ static int csvr_next(struct csvr *r, const char **why)
 		} else if (ch == '\n') {
 			r->line++;
 			return csvr_field_end(r) ? -ENOMEM : 1;
-		} else if (ch != '\r') {
-			if (mms__xbuf_put(&r->text, (char[]){ (char)ch }, 1))
-				return -ENOMEM;
 		}
+		/* A '\r' is dropped: CRLF line ends. */
 	}
 }
 
@@ -537,31 +557,35 @@ static int field_ends(const struct csvr *r, size_t i, const char *s)
 }
 
 /* Parses a number (decimal, or hexadecimal after 0x) of n bytes at s. */
-static int parse_u64(const char *s, size_t n, uint64_t *v)
+static int parse_u64(const char *s, size_t n, uint64_t *out)
 {
-	unsigned base = 10, d;
+	uint64_t v = 0;
+	unsigned d;
 	size_t i = 0;
 
-	*v = 0;
+	*out = 0;
 	if (n > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-		base = 16;
-		i = 2;
-	}
-	if (i == n)
-		return -1;
-	for (; i < n; i++) {
-		if (s[i] >= '0' && s[i] <= '9')
+		for (i = 2; i < n; i++) {
+			if (s[i] >= '0' && s[i] <= '9')
+				d = (unsigned)(s[i] - '0');
+			else if ((s[i] | 0x20) >= 'a' && (s[i] | 0x20) <= 'f')
+				d = (unsigned)((s[i] | 0x20) - 'a' + 10);
+			else
+				return -1;
+			if (v >> 60)
+				return -1;
+			v = v << 4 | d;
+		}
+	} else {
+		if (!n || n > 20)
+			return -1;
+		for (; i < n; i++) {
 			d = (unsigned)(s[i] - '0');
-		else if (base == 16 && s[i] >= 'a' && s[i] <= 'f')
-			d = (unsigned)(s[i] - 'a' + 10);
-		else if (base == 16 && s[i] >= 'A' && s[i] <= 'F')
-			d = (unsigned)(s[i] - 'A' + 10);
-		else
-			return -1;
-		if (*v > (UINT64_MAX - d) / base)
-			return -1;
-		*v = *v * base + d;
+			if (d > 9 || __builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, d, &v))
+				return -1;
+		}
 	}
+	*out = v;
 	return 0;
 }
 

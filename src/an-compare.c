@@ -29,6 +29,20 @@ __attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+/* Warns that a side stops short of the end of a damaged or cut log. */
+static void warn_damage(const char *path, mms_log_t *log)
+{
+	mms_log_info_t info;
+
+	mms_log_get_info(log, &info);
+	if (info.damaged)
+		warn("compare: %s: damaged at byte %" PRIu64 " (%s): compared the launches the reader could read",
+		     path, info.damage_offset, info.damage ? info.damage : "unreadable");
+	else if (info.cut)
+		warn("compare: %s: recording was cut short%s%s%s: compared the launches recorded", path,
+		     info.cut_errno ? " (" : "", info.cut_errno ? strerror(info.cut_errno) : "", info.cut_errno ? ")" : "");
+}
+
 /* Reads one side from path: a .mms log, else a memscope_dump CSV. Returns
  * 0, or CLI_EXIT_FAILURE after saying why. */
 static int read_side(mms_compare_t *c, int side, const char *path)
@@ -41,6 +55,8 @@ static int read_side(mms_compare_t *c, int side, const char *path)
 	rc = mms_log_open_ex(path, &log, &oerr);
 	if (rc == 0) {
 		rc = mms_compare_add_log(c, side, log);
+		if (!rc)
+			warn_damage(path, log);
 		mms_log_close(log);
 		if (rc) {
 			say("%s: cannot replay it: %s", path, mms_strerror(rc));
@@ -212,6 +228,8 @@ int an_compare(const struct an_compare_args *a, const struct an_opts *o, FILE *o
 			goto out;
 		}
 		rc = mms_compare_add_steps(c, log, a->steps[0], a->steps[1], &nsteps);
+		if (!rc)
+			warn_damage(a->input[0], log);
 		mms_log_close(log);
 		if (rc == MMS_EUSAGE) {
 			say("%s: no step %" PRIu64 ": the log has %" PRIu64 " step%s", a->input[0],
