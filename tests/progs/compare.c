@@ -55,8 +55,8 @@ int main(int argc, char **argv)
 			msmemscope_op_end();
 		}
 
-		/* A name that CSV must quote. */
-		msmemscope_op_begin("attn,qkv");
+		/* A name that CSV must quote, quotes doubled. */
+		msmemscope_op_begin("attn,\"qkv\"");
 		kept[nkept++] = alloc(200);
 		msmemscope_op_end();
 

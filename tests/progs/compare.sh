@@ -45,12 +45,12 @@ $header
 OP_LAUNCH,embed,host,1000,1000,0
 OP_LAUNCH,matmul,host,4000,6000,2000
 OP_LAUNCH,dropout,host,N/A,300,300
-OP_LAUNCH,"attn,qkv",host,200,200,0
+OP_LAUNCH,"attn,""qkv""",host,200,200,0
 OP_LAUNCH,relu,host,0,0,0
 OP_LAUNCH,softmax,host,-1000,-1000,0
 OP_LAUNCH,embed,host,1000,1000,0
 OP_LAUNCH,matmul,host,4500,6500,2000
-OP_LAUNCH,"attn,qkv",host,200,200,0
+OP_LAUNCH,"attn,""qkv""",host,200,200,0
 OP_LAUNCH,extra2,host,10,10,0
 OP_LAUNCH,relu,host,0,0,0
 OP_LAUNCH,softmax,host,-1000,-1000,0
@@ -93,7 +93,7 @@ expect_file "$(compare_file o5)" <<EOF
 $header
 OP_LAUNCH,embed,host,1000,1000,0
 OP_LAUNCH,matmul,host,4000,4500,500
-OP_LAUNCH,"attn,qkv",host,200,200,0
+OP_LAUNCH,"attn,""qkv""",host,200,200,0
 OP_LAUNCH,extra2,host,N/A,10,10
 OP_LAUNCH,relu,host,0,0,0
 OP_LAUNCH,softmax,host,-1000,-1000,0
