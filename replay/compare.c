@@ -537,7 +537,8 @@ static int csvr_next(struct csvr *r, const char **why)
 static const char *csvr_field(const struct csvr *r, size_t i, size_t *n)
 {
 	*n = r->fo[i + 1] - r->fo[i];
-	return r->text.p + r->fo[i];
+	/* A record of empty fields has no text at all. */
+	return r->text.p ? r->text.p + r->fo[i] : "";
 }
 
 static int field_is(const struct csvr *r, size_t i, const char *s)
