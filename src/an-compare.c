@@ -262,10 +262,17 @@ int an_compare(const struct an_compare_args *a, const struct an_opts *o, FILE *o
 	}
 	mms_compare_name(name, sizeof(name));
 	file = xasprintf("%s/%s", dir, name);
-	free(dir);
 	rc = mms_compare_write_csv(c, file, o->force);
+	/* A compare in the same second wrote that name: the next free one,
+	 * memory_compare_{timestamp}_N.csv, rather than replacing it. */
+	for (int k = 1; rc == -EEXIST && k < 100; k++) {
+		free(file);
+		file = xasprintf("%s/%.*s_%d.csv", dir, (int)(strlen(name) - 4), name, k);
+		rc = mms_compare_write_csv(c, file, 0);
+	}
+	free(dir);
 	if (rc == -EEXIST)
-		say("%s exists (a compare in the same second); remove it or add --force", file);
+		say("%s exists; remove the compare files of this second", file);
 	else if (rc)
 		say("cannot write %s: %s", file, mms_strerror(rc));
 	else {

@@ -75,6 +75,14 @@ cmp -s "$f1" "$(compare_file o2)" || fail "comparing the dump CSVs differs from 
 	fail "msmemscope --compare of a log and a CSV exited $?: $(cat o3.err)"
 cmp -s "$f1" "$(compare_file o3)" || fail "comparing a log with a CSV differs from comparing the logs"
 
+# Two compares into one folder (likely in the same second) leave two files
+# with the same rows: the second never replaces the first.
+"$MMS_LAUNCHER" --compare --input=a.mms,b.mms --output=o10 >/dev/null 2>o10.err || fail "compare into o10: $(cat o10.err)"
+"$MMS_LAUNCHER" --compare --input=a.mms,b.mms --output=o10 >/dev/null 2>o10.err || fail "compare into o10 again: $(cat o10.err)"
+set -- o10/compare/memory_compare_*.csv
+expect_eq "files after two compares into one folder" "$#" 2
+cmp -s "$1" "$f1" && cmp -s "$2" "$f1" || fail "$1 or $2 differs from $f1"
+
 # --- kernel level --------------------------------------------------------------
 "$MMS_LAUNCHER" --compare --input=a.csv,b.mms --level=kernel --output=o4 >o4.out 2>o4.err ||
 	fail "msmemscope --compare --level=kernel exited $?: $(cat o4.err)"
