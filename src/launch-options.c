@@ -343,6 +343,7 @@ void parse_args(int argc, char **argv, struct opts *o)
 static void print_help(void)
 {
 	printf("Usage: %s [options] [--] prog [args...]\n"
+	       "       %s --compare --input=BASE,COMPARE [--level=op|kernel] [--output=DIR]\n"
 	       "\n"
 	       "Runs prog with the msmemscope recorder preloaded, which writes every memory\n"
 	       "event of prog (malloc family, mmap family, the msmemscope.h annotations) to an\n"
@@ -417,6 +418,6 @@ static void print_help(void)
 	       "  %s --compare --input=a.mms,b.mms    compare two runs\n"
 	       "\n"
 	       "See msmemscope(1) and the user guide for more.\n",
-	       cli_progname, OUTPUT_DEFAULT, an_names(), PKGLIBDIR "/" HOOKS_SO, cli_progname, cli_progname, cli_progname,
+	       cli_progname, cli_progname, OUTPUT_DEFAULT, an_names(), PKGLIBDIR "/" HOOKS_SO, cli_progname, cli_progname, cli_progname,
 	       cli_progname, cli_progname);
 }

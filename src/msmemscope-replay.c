@@ -62,6 +62,7 @@ static void usage(void)
 	       "                    of step M, aligned by name: each launch's net bytes on each\n"
 	       "                    side and their difference, the largest differences printed,\n"
 	       "                    all in DIR/compare/memory_compare_{timestamp}.csv\n"
+	       "                    (DIR: --output-dir)\n"
 	       "\n"
 	       "Options:\n"
 	       "  --json            print the answer as JSON (one object; --from: one per line)\n"
