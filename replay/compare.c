@@ -628,6 +628,9 @@ struct cdump {
 	size_t c_id, c_event, c_type, c_name, c_pid, c_tid, c_ptr, c_attr, ncols;
 	uint64_t last_id;
 	int any;
+	int kind_set;            /* the Event Type of the last memory row, interned */
+	size_t kind_off, kind_len; /* (an offset: the names' text moves as it grows) */
+	uint64_t kind_key;       /* its name id << 48 */
 };
 
 static struct cthread *cdump_thread(struct cdump *d, const struct csvr *r)
@@ -751,6 +754,21 @@ static int cdump_row(struct cdump *d, const struct csvr *r, const char **why)
 			*why = rc < 0 ? "the size in Attr is not a number" : "a MALLOC row with no size in Attr";
 			return MMS_ECORRUPT;
 		}
+		/* Blocks of different kinds (HOST, MMAP, a pool's) may
+		 * share an address: the kind goes into the key's top bits,
+		 * above any user-space address. */
+		f = csvr_field(r, d->c_type, &n);
+		if (!d->kind_set || n != d->kind_len || memcmp(f, d->c->text + d->kind_off, n)) {
+			int err = name_id(d->c, f, n, &name);
+
+			if (err)
+				return err;
+			d->kind_set = 1;
+			d->kind_off = d->c->off[name];
+			d->kind_len = n;
+			d->kind_key = (uint64_t)name << 48;
+		}
+		addr ^= d->kind_key;
 		if (alloc) {
 			v = mms__map_put(&d->live, addr, &isnew);
 			if (!v)
