@@ -75,6 +75,16 @@ cmp -s "$f1" "$(compare_file o2)" || fail "comparing the dump CSVs differs from 
 	fail "msmemscope --compare of a log and a CSV exited $?: $(cat o3.err)"
 cmp -s "$f1" "$(compare_file o3)" || fail "comparing a log with a CSV differs from comparing the logs"
 
+# The big run again, recorded by the launcher with its dump
+# (--data-format=csv): compared with the first log, the same rows.
+"$MMS_LAUNCHER" --data-format=csv --analysis= --output=runs -- "$prog" big >runs.out 2>runs.err ||
+	fail "msmemscope --data-format=csv compareprog big exited $?: $(cat runs.err)"
+set -- runs/msmemscope_*/dump/memscope_dump_*.csv
+[ -f "$1" ] || fail "--data-format=csv wrote no dump: $(ls -R runs)"
+"$MMS_LAUNCHER" --compare --input="a.mms,$1" --output=o9b >/dev/null 2>o9b.err ||
+	fail "msmemscope --compare with the launcher's dump exited $?: $(cat o9b.err)"
+cmp -s "$f1" "$(compare_file o9b)" || fail "comparing with the launcher's dump differs from comparing the logs"
+
 # Two compares into one folder (likely in the same second) leave two files
 # with the same rows: the second never replaces the first.
 "$MMS_LAUNCHER" --compare --input=a.mms,b.mms --output=o10 >/dev/null 2>o10.err || fail "compare into o10: $(cat o10.err)"
