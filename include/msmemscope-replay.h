@@ -666,6 +666,83 @@ int mms_transform_name(const char *log_path, int format, char *buf, size_t len);
 /* The format's name ("csv", "gprof2dot", "flamegraph"), or NULL. */
 const char *mms_transform_format_name(int format);
 
+/* --- compare (compare.c) ---------------------------------------------------
+ * msMemScope's compare: the operator launches (or kernel launches) of two
+ * sides, base and compare, each with the net bytes allocated during it,
+ * aligned by name with a Myers diff (an optimal alignment when the sides
+ * differ by fewer than about 4000 launches; a good one, in bounded time,
+ * beyond). A side is a whole log, a step of one, or a dump CSV as
+ * mms_export_csv() writes it. An operator launch's bytes are those its
+ * thread allocated minus those it freed between the launch's begin and
+ * end (nested launches included); launches are listed in the order they
+ * end, as msMemScope lists them. A kernel launch's bytes are those its
+ * thread moved from the launch to the thread's next kernel launch or the
+ * end of the operator it was launched in. See doc/analyses.md. */
+typedef struct mms_compare mms_compare_t;
+
+enum mms_compare_level {
+	MMS_COMPARE_OP = 0,      /* OP_LAUNCH: operator launches */
+	MMS_COMPARE_KERNEL = 1,  /* KERNEL_LAUNCH: msmemscope_kernel_launch() */
+};
+
+/* One row of the comparison: a launch on one side or both. */
+typedef struct mms_compare_row {
+	const char *name;         /* valid until the next add or align, or close */
+	uint64_t base_launch;     /* its place in base's launches, from 1; 0: not in base */
+	uint64_t compare_launch;  /* the same in compare */
+	int64_t base, compare;    /* net bytes allocated; 0 on the side without it */
+	int64_t diff;             /* compare - base */
+} mms_compare_row_t;
+
+typedef struct mms_compare_stats {
+	uint64_t launches[2];     /* launches of base, of compare */
+	int64_t bytes[2];         /* their net bytes, summed */
+	uint64_t paired;          /* rows with a launch on both sides */
+	uint64_t only[2];         /* rows with a launch only in base, only in compare */
+} mms_compare_stats_t;
+
+/* Where a dump CSV is malformed. */
+typedef struct mms_compare_error {
+	uint64_t line;            /* line of the file, from 1 (0: none) */
+	char what[160];
+} mms_compare_error_t;
+
+/* Opens an empty comparison at level (enum mms_compare_level). Returns 0
+ * and sets *out, or MMS_EUSAGE, -ENOMEM. Free with mms_compare_close(). */
+int mms_compare_open(int level, mms_compare_t **out);
+void mms_compare_close(mms_compare_t *c);
+/* Reads side (0 base, 1 compare) from the whole log, in one forward pass
+ * (memory: the live blocks and the launch list). Returns 0 or a negative
+ * code; MMS_EUSAGE when that side is already read. */
+int mms_compare_add_log(mms_compare_t *c, int side, mms_log_t *log);
+/* Reads both sides from one log in one pass: base is step base_step (from
+ * 1), compare is step compare_step; a launch belongs to the step it began
+ * in. *nsteps (when not NULL) gets the log's steps. Returns 0, MMS_EUSAGE
+ * when the log has fewer steps (or a side is already read), or a negative
+ * code. */
+int mms_compare_add_steps(mms_compare_t *c, mms_log_t *log, uint64_t base_step, uint64_t compare_step,
+			  uint64_t *nsteps);
+/* Reads side from a memscope_dump CSV in event order (OP_LAUNCH,
+ * KERNEL_LAUNCH, MALLOC and FREE rows; quoted fields as RFC 4180). Returns
+ * 0, -errno when it cannot be read, or MMS_ECORRUPT with the line and the
+ * reason in *err (when not NULL). */
+int mms_compare_add_csv(mms_compare_t *c, int side, const char *path, mms_compare_error_t *err);
+/* Launches read so far on side. */
+size_t mms_compare_launches(const mms_compare_t *c, int side);
+/* Aligns the two sides: *rows (owned by c, valid until the next align or
+ * close) gets one row per launch pair or unpaired launch, in the order of
+ * both sides, and *stats (when not NULL) the totals. Returns 0, MMS_EUSAGE
+ * when a side is missing, or -ENOMEM. */
+int mms_compare_align(mms_compare_t *c, const mms_compare_row_t **rows, size_t *nrows, mms_compare_stats_t *stats);
+/* Writes the aligned rows as msMemScope's memory_compare CSV (two header
+ * lines, N/A for a launch missing on a side, Device Id "host"), created
+ * as the exports are (mode 0640, no symlink followed, whole or not at
+ * all; -EEXIST unless overwrite). Returns 0 or a negative code. */
+int mms_compare_write_csv(const mms_compare_t *c, const char *path, int overwrite);
+/* msMemScope's name for the file, from the current local time:
+ * "memory_compare_{YYYYmmddHHMMSS}.csv". Returns the length like snprintf. */
+int mms_compare_name(char *buf, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -39,9 +39,7 @@ static char *put_quoted(char *o, const char *s, size_t n)
 	return o;
 }
 
-/* A field as is, or quoted when it holds a comma, a quote or a line
- * break (RFC 4180). */
-static char *put_field(char *o, const char *s, size_t n)
+char *mms__csv_field(char *o, const char *s, size_t n)
 {
 	size_t i;
 
@@ -65,9 +63,9 @@ static int put_row(struct mms__xbuf *b, const struct mms__xrow *row)
 	*o++ = ',';
 	o = put(o, row->event, strlen(row->event));
 	*o++ = ',';
-	o = put_field(o, row->type, type_len);
+	o = mms__csv_field(o, row->type, type_len);
 	*o++ = ',';
-	o = row->name ? put_field(o, row->name, name_len) : put(o, "N/A", 3);
+	o = row->name ? mms__csv_field(o, row->name, name_len) : put(o, "N/A", 3);
 	*o++ = ',';
 	o = mms__xfmt_u64(o, row->time_ns);
 	*o++ = ',';
@@ -82,7 +80,7 @@ static int put_row(struct mms__xbuf *b, const struct mms__xrow *row)
 		o = put_quoted(o, row->attr, row->attr_len);
 	/* Call Stack(Python) stays empty: C programs have none. */
 	o = put(o, ",,", 2);
-	o = put_field(o, row->cstack, row->cstack_len);
+	o = mms__csv_field(o, row->cstack, row->cstack_len);
 	*o++ = '\n';
 	b->len = (size_t)(o - b->p);
 	return 0;

@@ -72,6 +72,11 @@ static inline int mms__xbuf_u64(struct mms__xbuf *b, uint64_t v)
 int mms__xbuf_addr(struct mms__xbuf *b, uint64_t v);
 void mms__xbuf_free(struct mms__xbuf *b);
 
+/* Writes a CSV field at o: as is, or quoted when it holds a comma, a quote
+ * or a line break (RFC 4180), with its quotes doubled. Needs room for
+ * 2n + 2 bytes; returns the end. */
+char *mms__csv_field(char *o, const char *s, size_t n);
+
 /* --- dump rows ------------------------------------------------------------- */
 
 /* One row of memscope_dump. The strings stay valid until the next event

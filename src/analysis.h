@@ -56,6 +56,20 @@ int an_inefficient(struct an_ctx *c);
 void an_inefficient_options(const struct an_opts *o, mms_inefficient_options_t *io);
 int an_leaks_run(struct an_ctx *c);
 
+/* compare (src/an-compare.c): two inputs, not one log, so it is not in
+ * an_defs. Either input[0] and input[1] (each a .mms log or a
+ * memscope_dump CSV), or steps[0] and steps[1] of the log input[0]. */
+struct an_compare_args {
+	const char *input[2];
+	uint64_t steps[2]; /* both 0: compare two inputs */
+	int level;         /* enum mms_compare_level */
+};
+
+/* Compares, writes {outdir}/compare/memory_compare_{timestamp}.csv and
+ * prints the report to out. Returns 0, or CLI_EXIT_FAILURE after saying
+ * why on stderr. */
+int an_compare(const struct an_compare_args *a, const struct an_opts *o, FILE *out);
+
 /* The analyses, in the order they run; ends with a NULL name. */
 extern const struct an_def an_defs[];
 

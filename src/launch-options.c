@@ -197,6 +197,40 @@ static const char *parse_data_format(struct opts *o, char *value)
 	return NULL;
 }
 
+static const char *parse_compare(struct opts *o, char *value)
+{
+	o->compare = true;
+	return NULL;
+}
+
+static const char *parse_input(struct opts *o, char *value)
+{
+	char *cursor = value, *item;
+	size_t n = 0;
+
+	free(o->input[0]);
+	free(o->input[1]);
+	o->input[0] = o->input[1] = NULL;
+	while ((item = list_next(&cursor))) {
+		if (!*item || n == 2)
+			return "expected two paths, BASE,COMPARE (logs or memscope_dump CSVs)";
+		o->input[n++] = xstrdup(item);
+	}
+	return NULL;
+}
+
+static const char *parse_level(struct opts *o, char *value)
+{
+	if (strcmp(value, "op") == 0)
+		o->level = MMS_COMPARE_OP;
+	else if (strcmp(value, "kernel") == 0)
+		o->level = MMS_COMPARE_KERNEL;
+	else
+		return "expected op or kernel";
+	o->level_set = true;
+	return NULL;
+}
+
 static const char *parse_no_follow_exec(struct opts *o, char *value)
 {
 	o->follow_exec = false;
@@ -227,6 +261,9 @@ static const struct opt_def opt_defs[] = {
 	{ "--analysis", true, parse_analysis },
 	{ "--suppressions", true, parse_suppressions },
 	{ "--data-format", true, parse_data_format },
+	{ "--compare", false, parse_compare },
+	{ "--input", true, parse_input },
+	{ "--level", true, parse_level },
 	{ "--no-follow-exec", false, parse_no_follow_exec },
 	{ "--help", false, parse_help },
 	{ "--version", false, parse_version },
@@ -235,7 +272,7 @@ static const struct opt_def opt_defs[] = {
 
 /* msMemScope options this version does not implement yet: refused with a
  * message that says so rather than "unknown". */
-static const char *const later_opts[] = { "--watch", "--compare", "--input", "--device", "--level" };
+static const char *const later_opts[] = { "--watch", "--device" };
 
 __attribute__((noreturn)) static void unknown_option(const char *arg)
 {
@@ -298,6 +335,18 @@ void parse_args(int argc, char **argv, struct opts *o)
 		}
 		free(copy);
 	}
+	if (o->compare) {
+		/* --compare runs no program: it compares two recordings. */
+		if (!o->input[0])
+			die_usage("--compare needs --input=BASE,COMPARE: the two logs or memscope_dump CSVs to compare");
+		if (!o->input[1])
+			die_usage("--compare needs two inputs, --input=BASE,COMPARE; --input names only %s", o->input[0]);
+		if (i < argc)
+			die_usage("--compare runs no program; '%s' is one argument too many", argv[i]);
+		return;
+	}
+	if (o->input[0] || o->level_set)
+		die_usage("%s goes with --compare", o->input[0] ? "--input" : "--level");
 	if (i >= argc)
 		die_usage("no program to run (usage: %s [options] [--] prog [args...])", cli_progname);
 	o->argv = argv + i;
@@ -312,6 +361,7 @@ void parse_args(int argc, char **argv, struct opts *o)
 static void print_help(void)
 {
 	printf("Usage: %s [options] [--] prog [args...]\n"
+	       "       %s --compare --input=BASE,COMPARE [--level=op|kernel] [--output=DIR]\n"
 	       "\n"
 	       "Runs prog with the msmemscope recorder preloaded, which writes every memory\n"
 	       "event of prog (malloc family, mmap family, the msmemscope.h annotations) to an\n"
@@ -351,6 +401,16 @@ static void print_help(void)
 	       "                        db (SQLite, dump/memscope_dump_{time}.db) in the run\n"
 	       "                        folder. See msmemscope-replay(1), --export.\n"
 	       "\n"
+	       "Compare (runs no program):\n"
+	       "  --compare --input=BASE,COMPARE [--level=op|kernel]\n"
+	       "                        align the operator launches (or kernel launches) of\n"
+	       "                        two recordings by name (Myers diff), each a .mms log\n"
+	       "                        or a memscope_dump CSV; write each launch's net bytes\n"
+	       "                        on both sides and their difference to\n"
+	       "                        DIR/compare/memory_compare_{time}.csv (DIR: --output)\n"
+	       "                        and print the largest differences. For two steps of\n"
+	       "                        one log: msmemscope-replay LOG --compare-steps N,M.\n"
+	       "\n"
 	       "  -h, --help            show this help and exit\n"
 	       "  -v, --version         show the version and exit\n"
 	       "\n"
@@ -378,8 +438,9 @@ static void print_help(void)
 	       "  %s --call-stack=c:20 --output=/tmp/runs -- ./server --port 8080\n"
 	       "  %s --steps=2,3 --events=alloc,launch ./train\n"
 	       "  %s --analysis= -- make check        record only, no summary\n"
+	       "  %s --compare --input=a.mms,b.mms    compare two runs\n"
 	       "\n"
 	       "See msmemscope(1) and the user guide for more.\n",
-	       cli_progname, OUTPUT_DEFAULT, an_names(), PKGLIBDIR "/" HOOKS_SO, cli_progname, cli_progname, cli_progname,
-	       cli_progname);
+	       cli_progname, cli_progname, OUTPUT_DEFAULT, an_names(), PKGLIBDIR "/" HOOKS_SO, cli_progname, cli_progname, cli_progname,
+	       cli_progname, cli_progname);
 }

@@ -37,6 +37,10 @@ struct opts {
 	char *suppressions; /* --suppressions: LeakSanitizer-format file for leaks (allocated) */
 	bool follow_exec;
 	const char *data_format; /* --data-format: "csv", "db", or NULL for none */
+	bool compare;        /* --compare: compare input[0] with input[1], run nothing */
+	char *input[2];      /* --input, allocated */
+	int level;           /* --level: enum mms_compare_level */
+	bool level_set;
 	char **argv; /* the program and its arguments */
 };
 

@@ -16,7 +16,7 @@
 #include "cli.h"
 #include "replay-cli.h"
 
-enum query { Q_SUMMARY, Q_STEP, Q_EVENT, Q_RANGE, Q_INTERACTIVE, Q_EXPORT, Q_ANALYSIS };
+enum query { Q_SUMMARY, Q_STEP, Q_EVENT, Q_RANGE, Q_INTERACTIVE, Q_EXPORT, Q_ANALYSIS, Q_COMPARE };
 
 struct opts {
 	const char *log;
@@ -32,6 +32,8 @@ struct opts {
 	uint64_t depth, top;
 	unsigned analyses;        /* --analysis: mask over an_defs */
 	struct an_opts an;
+	struct an_compare_args cmp; /* --compare-steps, --level */
+	const char *level_opt;
 };
 
 static void usage(void)
@@ -58,6 +60,12 @@ static void usage(void)
 	       "                    --analysis too, the analyses run first, and inefficient's\n"
 	       "                    blocks get inefficient_type:TYPE in their MALLOC rows' Attr\n"
 	       "  --analysis LIST   run analyses over the log, comma-separated (see below)\n"
+	       "  --compare-steps N,M\n"
+	       "                    compare the operator launches of step N (base) with those\n"
+	       "                    of step M, aligned by name: each launch's net bytes on each\n"
+	       "                    side and their difference, the largest differences printed,\n"
+	       "                    all in DIR/compare/memory_compare_{timestamp}.csv\n"
+	       "                    (DIR: --output-dir)\n"
 	       "\n"
 	       "Options:\n"
 	       "  --json            print the answer as JSON (one object; --from: one per line)\n"
@@ -65,8 +73,9 @@ static void usage(void)
 	       "  --top N           stacks, launches and inefficient blocks listed (default 10,\n"
 	       "                    0 = all)\n"
 	       "  -o, --output FILE the export's file (default: msMemScope's name, here)\n"
-	       "  --force           let --export or an analysis replace an existing file\n"
-	       "  --output-dir DIR  where analyses write their files (default: here)\n"
+	       "  --force           let --export, an analysis or a compare replace a file\n"
+	       "  --output-dir DIR  where analyses and compares write their files (default:\n"
+	       "                    here)\n"
 	       "  --suppressions FILE\n"
 	       "                    leaks: leave out the leaks whose allocation stack has a\n"
 	       "                    frame (function, source file or module) matching a\n"
@@ -78,6 +87,7 @@ static void usage(void)
 	       "  --buckets N       usage: points of the timeline (default: every change)\n"
 	       "  --at-event N      decompose: the state just after event N (from 0), through\n"
 	       "                    the seek index, instead of the end and the peak\n"
+	       "  --level op|kernel compare: operator launches (default) or kernel launches\n"
 	       "  --no-index        neither read nor write LOG.idx (the seek index is then built\n"
 	       "                    in memory on each run)\n"
 	       "  --help            print this help and exit\n"
@@ -180,6 +190,27 @@ static void parse_args(int argc, char **argv, struct opts *o)
 					die_usage("--analysis: %s", msg);
 				if (!o->analyses)
 					die_usage("--analysis wants one analysis or more: %s", an_names());
+			} else if (cli_opt_value(argc, argv, &i, "--compare-steps", &v)) {
+				char *end;
+
+				set_query(o, Q_COMPARE, "--compare-steps");
+				end = strchr(v, ',');
+				if (!end)
+					die_usage("--compare-steps wants two steps N,M, not '%s'", v);
+				*end = '\0';
+				if (cli_parse_u64(v, &o->cmp.steps[0]) || cli_parse_u64(end + 1, &o->cmp.steps[1]) ||
+				    !o->cmp.steps[0] || !o->cmp.steps[1]) {
+					*end = ',';
+					die_usage("--compare-steps wants two step numbers from 1, N,M, not '%s'", v);
+				}
+			} else if (cli_opt_value(argc, argv, &i, "--level", &v)) {
+				if (!strcmp(v, "op"))
+					o->cmp.level = MMS_COMPARE_OP;
+				else if (!strcmp(v, "kernel"))
+					o->cmp.level = MMS_COMPARE_KERNEL;
+				else
+					die_usage("--level is op or kernel, not '%s'", v);
+				o->level_opt = "--level";
 			} else if (cli_opt_value(argc, argv, &i, "--output-dir", &v)) {
 				o->an.outdir = v;
 			} else if (cli_opt_value(argc, argv, &i, "--suppressions", &v)) {
@@ -218,13 +249,16 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		die_usage("--to %" PRIu64 " is before --from %" PRIu64, o->to, o->from);
 	if (o->output && o->query != Q_EXPORT)
 		die_usage("--output goes with --export (analyses write into --output-dir)");
-	if (o->force && o->query != Q_EXPORT && !o->analyses)
-		die_usage("--force goes with --export or --analysis");
-	if ((o->an.outdir || o->an.suppressions || o->an.idle_threshold || o->an.min_size || o->an.buckets ||
-	     o->an.at_event_set) &&
+	if (o->force && o->query != Q_EXPORT && !o->analyses && o->query != Q_COMPARE)
+		die_usage("--force goes with --export, --analysis or --compare-steps");
+	if (o->level_opt && o->query != Q_COMPARE)
+		die_usage("--level goes with --compare-steps");
+	if (o->an.outdir && !o->analyses && o->query != Q_COMPARE)
+		die_usage("--output-dir goes with --analysis or --compare-steps");
+	if ((o->an.suppressions || o->an.idle_threshold || o->an.min_size || o->an.buckets || o->an.at_event_set) &&
 	    !o->analyses)
 		die_usage("%s goes with --analysis",
-			  o->an.outdir ? "--output-dir" : o->an.suppressions ? "--suppressions" :
+			  o->an.suppressions ? "--suppressions" :
 			  o->an.idle_threshold ? "--idle-threshold" : o->an.min_size ? "--min-size" :
 			  o->an.buckets ? "--buckets" : "--at-event");
 	if (o->json && o->query == Q_EXPORT && !o->analyses)
@@ -442,6 +476,16 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "transform"))
 		return replay_transform(argc - 1, argv + 1);
 	parse_args(argc, argv, &o);
+	if (o.query == Q_COMPARE) {
+		o.an.json = o.json;
+		o.an.top = (size_t)o.top;
+		o.an.force = o.force;
+		o.cmp.input[0] = o.log;
+		status = an_compare(&o.cmp, &o.an, stdout);
+		if (fflush(stdout) || ferror(stdout))
+			die(CLI_EXIT_FAILURE, "cannot write the answer: %s", strerror(errno));
+		return status;
+	}
 	log = replay_open_log(o.log);
 	o.an.json = o.json;
 	o.an.depth = (unsigned)o.depth;

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 
+#include "analysis.h"
 #include "cli.h"
 #include "launch.h"
 
@@ -35,6 +36,18 @@ int main(int argc, char **argv)
 
 	cli_init(NULL);
 	parse_args(argc, argv, &o);
+	if (o.compare) {
+		struct an_compare_args a = { { o.input[0], o.input[1] }, { 0, 0 }, o.level };
+		struct an_opts ao = { .outdir = o.output, .top = 10 };
+
+		ret = an_compare(&a, &ao, stdout);
+		if (fflush(stdout) || ferror(stdout))
+			ret = CLI_EXIT_FAILURE;
+		free(o.input[0]);
+		free(o.input[1]);
+		free(o.output);
+		return ret;
+	}
 	ret = check_program(o.argv[0]);
 	if (ret) {
 		free(o.output);
