@@ -11,6 +11,9 @@
 
 /* Each analysis's entry point lives in its own src/an-<name>.c. */
 const struct an_def an_defs[] = {
+	{ "watermark", "the blocks live at the high-water mark, with stacks (watermark.tsv)", an_watermark },
+	{ "usage", "live bytes over time (usage.tsv; --buckets N, --plot FILE.svg)", an_usage },
+	{ "leakage", "the blocks not freed by the end, with stacks (leakage.tsv)", an_leakage },
 	{ NULL, NULL, NULL },
 };
 

@@ -26,6 +26,7 @@ struct an_opts {
 	uint64_t idle_threshold;  /* inefficient: launches (0: 3000) */
 	uint64_t min_size;        /* inefficient: smallest block considered */
 	uint64_t buckets;         /* usage: points of the timeline, 0 = every change */
+	const char *plot;         /* usage: also draw the timeline into this SVG file */
 };
 
 /* What an analysis is given. */
@@ -45,6 +46,11 @@ struct an_def {
 	 * returns 0, or CLI_EXIT_FAILURE after saying why on stderr. */
 	int (*run)(struct an_ctx *c);
 };
+
+/* The entry points (src/an-<name>.c). */
+int an_watermark(struct an_ctx *c);
+int an_usage(struct an_ctx *c);
+int an_leakage(struct an_ctx *c);
 
 /* The analyses, in the order they run; ends with a NULL name. */
 extern const struct an_def an_defs[];

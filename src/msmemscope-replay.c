@@ -70,6 +70,9 @@ static void usage(void)
 	       "                    block idle (default 3000)\n"
 	       "  --min-size N      inefficient: smallest block considered, in bytes\n"
 	       "  --buckets N       usage: points of the timeline (default: every change)\n"
+	       "  --plot FILE.svg   usage: also draw live bytes over time, with step boundaries,\n"
+	       "                    operator launches and the peak, as a self-contained SVG\n"
+	       "                    (runs usage when --analysis does not name it)\n"
 	       "  --no-index        neither read nor write LOG.idx (the seek index is then built\n"
 	       "                    in memory on each run)\n"
 	       "  --help            print this help and exit\n"
@@ -179,6 +182,10 @@ static void parse_args(int argc, char **argv, struct opts *o)
 				o->an.min_size = number("--min-size", v);
 			} else if (cli_opt_value(argc, argv, &i, "--buckets", &v)) {
 				o->an.buckets = number("--buckets", v);
+				if (!o->an.buckets)
+					die_usage("--buckets wants 1 point or more");
+			} else if (cli_opt_value(argc, argv, &i, "--plot", &v)) {
+				o->an.plot = v;
 			} else if (cli_opt_flag(a, "--no-index")) {
 				o->no_index = true;
 			} else {
@@ -192,6 +199,13 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	}
 	if (!o->log)
 		die_usage("no log given");
+	if (o->an.plot && (o->query == Q_ANALYSIS || (o->query == Q_SUMMARY && !o->query_opt))) {
+		/* The picture is the usage analysis's. */
+		o->query = Q_ANALYSIS;
+		o->analyses |= 1u << (an_find("usage") - an_defs);
+	} else if (o->an.plot) {
+		die_usage("--plot goes with --analysis (it draws the usage timeline)");
+	}
 	if (o->to_set && o->query != Q_RANGE)
 		die_usage("--to goes with --from");
 	if (o->to_set && o->to < o->from)
