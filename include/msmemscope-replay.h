@@ -448,7 +448,7 @@ int mms_export_name(const mms_log_t *log, const char *ext, char *buf, size_t len
  * scripts report: the blocks live at the high-water mark (watermark), the
  * live bytes through time (usage) and the blocks live at the end
  * (leakage). Live bytes count every memory kind together, as the replay's
- * peak does. Memory follows the live blocks (and the blocks live at the
+ * peak does, or the kinds the options name. Memory follows the live blocks (and the blocks live at the
  * peak), never the length of the log. */
 
 /* A block with the time it was allocated (CLOCK_REALTIME ns). */
@@ -484,6 +484,8 @@ typedef struct mms_trace_options {
 	                            equal time buckets, so the peak survives */
 	uint64_t plot_buckets;   /* also keep a timeline of this many buckets in
 	                            memory, with the launches per bucket (0: none) */
+	unsigned kinds;          /* memory kinds counted: bits 1 << enum mms_mem_kind;
+	                            0 = all (blocks of other kinds are left out) */
 } mms_trace_options_t;
 
 typedef struct mms_trace {

@@ -206,12 +206,18 @@ struct pass {
 	struct wfile *usage;     /* usage.tsv, or NULL */
 	struct bucketer file_b, plot_b;
 	int file_bucketed, plot;
-	int oom;
+	unsigned kinds;          /* bit 1 << kind: the memory kinds counted */
 };
 
-static uint64_t live_total(const struct mms__state *st)
+/* Live bytes of the kinds counted. */
+static uint64_t live_total(const struct pass *p)
 {
-	return st->mem[0].live_bytes + st->mem[1].live_bytes + st->mem[2].live_bytes;
+	uint64_t n = 0;
+
+	for (int k = 0; k < MMS_MEM_KIND_COUNT; k++)
+		if (p->kinds & 1u << k)
+			n += p->st->mem[k].live_bytes;
+	return n;
 }
 
 static void file_emit(void *ctx, uint64_t i, uint64_t time_ns, uint64_t bytes)
@@ -242,6 +248,8 @@ static void block_out(struct pass *p, const struct mms__blk *b, mms_trace_block_
 
 static int freed_add(struct pass *p, const struct mms__blk *b)
 {
+	if (!(p->kinds & 1u << b->mem))
+		return 0;
 	if (mms__grow(&p->freed, &p->freed_cap, p->nfreed, sizeof(*p->freed)))
 		return -ENOMEM;
 	block_out(p, b, &p->freed[p->nfreed++]);
@@ -329,7 +337,7 @@ static int step_mark(struct pass *p, const mms_event_t *ev, uint64_t step)
 static int pass_event(struct pass *p, const mms_event_t *ev)
 {
 	mms_trace_t *t = p->t;
-	uint64_t before = live_total(p->st), now, steps = p->st->steps_seen, ranges = p->st->ranges_seen;
+	uint64_t before = live_total(p), now, steps = p->st->steps_seen, ranges = p->st->ranges_seen;
 	int memory = ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE;
 	int rc;
 
@@ -366,7 +374,7 @@ static int pass_event(struct pass *p, const mms_event_t *ev)
 			return -ENOMEM;
 		*v = ev->time_ns;
 	}
-	now = live_total(p->st);
+	now = live_total(p);
 	if (now == before)
 		return 0;
 	t->changes++;
@@ -406,7 +414,7 @@ static int collect_one(const struct mms__blk *b, void *ctx)
 {
 	struct collect *c = ctx;
 
-	if (b->alloc_event > c->limit)
+	if (b->alloc_event > c->limit || !(c->p->kinds & 1u << b->mem))
 		return 0;
 	if (mms__grow(&c->v, &c->cap, c->n, sizeof(*c->v)))
 		return -ENOMEM;
@@ -523,6 +531,7 @@ MMS__EXPORT int mms_trace_run(mms_log_t *log, const mms_trace_options_t *opt, mm
 	}
 	mms__state_init(p.st, log);
 	mms__map_init(&p.times);
+	p.kinds = opt->kinds ? opt->kinds : (1u << MMS_MEM_KIND_COUNT) - 1;
 	log_span(log, &t->first_ns, &t->last_ns);
 	if (opt->plot_buckets) {
 		p.plot = 1;
@@ -561,9 +570,9 @@ MMS__EXPORT int mms_trace_run(mms_log_t *log, const mms_trace_options_t *opt, mm
 	if (rc)
 		goto done;
 	if (p.file_bucketed)
-		bucket_finish(&p.file_b, live_total(p.st));
+		bucket_finish(&p.file_b, live_total(&p));
 	if (p.plot)
-		bucket_finish(&p.plot_b, live_total(p.st));
+		bucket_finish(&p.plot_b, live_total(&p));
 	rc = pass_finish(&p);
 done:
 	mms_iter_close(it);

@@ -22,7 +22,11 @@
 static mms_trace_t *trace_run(struct an_ctx *c, const char *what, const mms_trace_options_t *opt)
 {
 	mms_trace_t *t;
-	int rc = mms_trace_run(c->log, opt, &t);
+	mms_trace_options_t o = *opt;
+	int rc;
+
+	o.kinds = c->o->memory;
+	rc = mms_trace_run(c->log, &o, &t);
 
 	if (rc == -EEXIST && opt->usage_path) {
 		warn("%s: %s exists; remove it, choose another --output-dir, or add --force", what,

@@ -62,6 +62,32 @@ const char *an_parse_list(const char *list, unsigned *mask)
 	return NULL;
 }
 
+const char *an_parse_memory(const char *list, unsigned *mask)
+{
+	static const char *const names[MMS_MEM_KIND_COUNT] = { "host", "mmap", "pool" };
+	static char msg[160];
+	const char *p = list;
+
+	*mask = 0;
+	while (*p) {
+		size_t len = strcspn(p, ","), k;
+
+		for (k = 0; k < MMS_MEM_KIND_COUNT; k++)
+			if (strlen(names[k]) == len && !strncmp(names[k], p, len))
+				break;
+		if (k == MMS_MEM_KIND_COUNT) {
+			snprintf(msg, sizeof(msg), "no memory kind '%.*s'; the kinds are host, mmap and pool", (int)len,
+				 p);
+			return msg;
+		}
+		*mask |= 1u << k;
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	return *mask ? NULL : "no memory kind given; the kinds are host, mmap and pool";
+}
+
 int an_run(const char *path, mms_log_t *log, unsigned mask, const struct an_opts *o, FILE *out)
 {
 	struct an_ctx c = { path, log, o, out, NULL, 0 };

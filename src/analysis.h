@@ -27,6 +27,8 @@ struct an_opts {
 	uint64_t min_size;        /* inefficient: smallest block considered */
 	uint64_t buckets;         /* usage: points of the timeline, 0 = every change */
 	const char *plot;         /* usage: also draw the timeline into this SVG file */
+	unsigned memory;          /* watermark, usage, leakage: memory kinds counted
+	                             (bits 1 << enum mms_mem_kind), 0 = all */
 };
 
 /* What an analysis is given. */
@@ -63,6 +65,11 @@ const struct an_def *an_find(const char *name);
  * Returns NULL, or a message naming the unknown name and the known ones
  * (valid until the next call). */
 const char *an_parse_list(const char *list, unsigned *mask);
+
+/* Parses a comma-separated list of memory kinds (host, mmap, pool) into a
+ * mask of bits 1 << enum mms_mem_kind. Returns NULL, or a message naming
+ * the unknown kind (valid until the next call). */
+const char *an_parse_memory(const char *list, unsigned *mask);
 
 /* The names of the analyses, comma-separated, for messages and help. */
 const char *an_names(void);

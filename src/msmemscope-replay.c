@@ -73,6 +73,8 @@ static void usage(void)
 	       "  --plot FILE.svg   usage: also draw live bytes over time, with step boundaries,\n"
 	       "                    operator launches and the peak, as a self-contained SVG\n"
 	       "                    (runs usage when --analysis does not name it)\n"
+	       "  --memory KINDS    watermark, usage, leakage: the memory kinds counted, from\n"
+	       "                    host (the malloc family), mmap and pool (default: all)\n"
 	       "  --no-index        neither read nor write LOG.idx (the seek index is then built\n"
 	       "                    in memory on each run)\n"
 	       "  --help            print this help and exit\n"
@@ -186,6 +188,11 @@ static void parse_args(int argc, char **argv, struct opts *o)
 					die_usage("--buckets wants 1 point or more");
 			} else if (cli_opt_value(argc, argv, &i, "--plot", &v)) {
 				o->an.plot = v;
+			} else if (cli_opt_value(argc, argv, &i, "--memory", &v)) {
+				const char *msg = an_parse_memory(v, &o->an.memory);
+
+				if (msg)
+					die_usage("--memory: %s", msg);
 			} else if (cli_opt_flag(a, "--no-index")) {
 				o->no_index = true;
 			} else {
@@ -214,11 +221,13 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		die_usage("--output goes with --export (analyses write into --output-dir)");
 	if (o->force && o->query != Q_EXPORT && o->query != Q_ANALYSIS)
 		die_usage("--force goes with --export or --analysis");
-	if ((o->an.outdir || o->an.suppressions || o->an.idle_threshold || o->an.min_size || o->an.buckets) &&
+	if ((o->an.outdir || o->an.suppressions || o->an.idle_threshold || o->an.min_size || o->an.buckets ||
+	     o->an.memory) &&
 	    o->query != Q_ANALYSIS)
 		die_usage("%s goes with --analysis",
 			  o->an.outdir ? "--output-dir" : o->an.suppressions ? "--suppressions" :
-			  o->an.idle_threshold ? "--idle-threshold" : o->an.min_size ? "--min-size" : "--buckets");
+			  o->an.idle_threshold ? "--idle-threshold" : o->an.min_size ? "--min-size" :
+			  o->an.buckets ? "--buckets" : "--memory");
 	if (o->json && o->query == Q_EXPORT)
 		die_usage("--json does not apply to --export");
 }
