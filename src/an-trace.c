@@ -17,34 +17,45 @@
 #define PLOT_BUCKETS 2000
 #define MAX_FRAMES 16 /* inlined frames per address */
 
-/* Runs the pass with the options of the analysis; says why on stderr and
- * returns NULL when it fails. */
-static mms_trace_t *trace_run(struct an_ctx *c, const char *what, const mms_trace_options_t *opt)
+/* The pass the three analyses share, run on first use: with usage's file
+ * (and picture) when usage is among the analyses run. Returns NULL when it
+ * failed, said once on stderr. */
+static mms_trace_t *trace_get(struct an_ctx *c)
 {
-	mms_trace_t *t;
-	mms_trace_options_t o = *opt;
+	const struct an_def *u = an_find("usage");
+	mms_trace_options_t opt = { 0 };
+	char *path = NULL;
 	int rc;
 
-	o.kinds = c->o->memory;
-	rc = mms_trace_run(c->log, &o, &t);
-
-	if (rc == -EEXIST && opt->usage_path) {
-		warn("%s: %s exists; remove it, choose another --output-dir, or add --force", what,
-		     opt->usage_path);
-		return NULL;
+	if (c->trace || c->trace_rc)
+		return c->trace;
+	opt.kinds = c->o->memory;
+	if (u && c->mask & 1u << (u - an_defs)) {
+		path = an_out_path(c->o, "usage.tsv");
+		opt.usage_path = path;
+		opt.overwrite = c->o->force;
+		opt.buckets = c->o->buckets;
+		opt.plot_buckets = c->o->plot ? PLOT_BUCKETS : 0;
 	}
-	if (rc && opt->usage_path && rc > -10000 && rc != -ENOMEM) {
-		warn("%s: cannot write %s: %s", what, opt->usage_path, mms_strerror(rc));
-		return NULL;
+	rc = mms_trace_run(c->log, &opt, &c->trace);
+	if (rc && path && rc > -10000 && rc != -ENOMEM) {
+		/* usage.tsv cannot be written: usage says so, the others
+		 * need not fail for it. */
+		c->usage_rc = rc;
+		opt.usage_path = NULL;
+		rc = mms_trace_run(c->log, &opt, &c->trace);
 	}
+	free(path);
 	if (rc) {
-		warn("%s: cannot analyse %s: %s", what, c->path, mms_strerror(rc));
+		warn("cannot analyse %s: %s", c->path, mms_strerror(rc));
+		c->trace = NULL;
+		c->trace_rc = rc;
 		return NULL;
 	}
-	if (t->stop_rc)
-		warn("%s: %s is damaged: the analysis covers the events before event %" PRIu64 " (%s)", what,
-		     c->path, t->events, mms_strerror(t->stop_rc));
-	return t;
+	if (c->trace->stop_rc)
+		warn("%s is damaged: watermark, usage and leakage cover the events before event %" PRIu64 " (%s)",
+		     c->path, c->trace->events, mms_strerror(c->trace->stop_rc));
+	return c->trace;
 }
 
 /* Seconds from the first event, for people. */
@@ -202,44 +213,37 @@ static int report_blocks(struct an_ctx *c, const char *what, const mms_trace_t *
 
 int an_watermark(struct an_ctx *c)
 {
-	mms_trace_options_t opt = { 0 };
-	mms_trace_t *t = trace_run(c, "watermark", &opt);
-	int status;
+	mms_trace_t *t = trace_get(c);
 
 	if (!t)
 		return CLI_EXIT_FAILURE;
-	status = report_blocks(c, "watermark", t, t->peak, t->npeak, t->peak_bytes);
-	mms_trace_free(t);
-	return status;
+	return report_blocks(c, "watermark", t, t->peak, t->npeak, t->peak_bytes);
 }
 
 int an_leakage(struct an_ctx *c)
 {
-	mms_trace_options_t opt = { 0 };
-	mms_trace_t *t = trace_run(c, "leakage", &opt);
-	int status;
+	mms_trace_t *t = trace_get(c);
 
 	if (!t)
 		return CLI_EXIT_FAILURE;
-	status = report_blocks(c, "leakage", t, t->end, t->nend, t->end_bytes);
-	mms_trace_free(t);
-	return status;
+	return report_blocks(c, "leakage", t, t->end, t->nend, t->end_bytes);
 }
 
 int an_usage(struct an_ctx *c)
 {
-	mms_trace_options_t opt = { 0 };
-	char *path = an_out_path(c->o, "usage.tsv");
-	mms_trace_t *t;
+	mms_trace_t *t = trace_get(c);
+	char *path;
 	char hb[32], hp[32];
 	int status = 0;
 
-	opt.usage_path = path;
-	opt.overwrite = c->o->force;
-	opt.buckets = c->o->buckets;
-	opt.plot_buckets = c->o->plot ? PLOT_BUCKETS : 0;
-	t = trace_run(c, "usage", &opt);
-	if (!t) {
+	if (!t)
+		return CLI_EXIT_FAILURE;
+	path = an_out_path(c->o, "usage.tsv");
+	if (c->usage_rc == -EEXIST)
+		warn("usage: %s exists; remove it, choose another --output-dir, or add --force", path);
+	else if (c->usage_rc)
+		warn("usage: cannot write %s: %s", path, mms_strerror(c->usage_rc));
+	if (c->usage_rc) {
 		free(path);
 		return CLI_EXIT_FAILURE;
 	}
@@ -270,7 +274,6 @@ int an_usage(struct an_ctx *c)
 		if (c->o->plot && !status)
 			fprintf(c->out, "  plot: %s\n", c->o->plot);
 	}
-	mms_trace_free(t);
 	free(path);
 	return status;
 }

@@ -90,7 +90,7 @@ const char *an_parse_memory(const char *list, unsigned *mask)
 
 int an_run(const char *path, mms_log_t *log, unsigned mask, const struct an_opts *o, FILE *out)
 {
-	struct an_ctx c = { path, log, o, out, NULL, 0 };
+	struct an_ctx c = { path, log, o, out, NULL, 0, mask, NULL, 0, 0 };
 	int status = 0;
 
 	for (const struct an_def *d = an_defs; d->name; d++) {
@@ -100,6 +100,7 @@ int an_run(const char *path, mms_log_t *log, unsigned mask, const struct an_opts
 			status = CLI_EXIT_FAILURE;
 		fflush(out);
 	}
+	mms_trace_free(c.trace);
 	mms_symbolizer_close(c.sym);
 	return status;
 }

@@ -39,6 +39,12 @@ struct an_ctx {
 	FILE *out;
 	mms_symbolizer_t *sym; /* an_symbolizer() opens it on first use */
 	int sym_failed;
+	unsigned mask;         /* the analyses an_run() runs (bits over an_defs) */
+	/* watermark, usage, leakage share one pass (src/an-trace.c): its
+	 * result, kept until an_run() ends. */
+	mms_trace_t *trace;
+	int trace_rc;          /* the pass failed: the code, said once */
+	int usage_rc;          /* usage.tsv could not be written: the code */
 };
 
 struct an_def {

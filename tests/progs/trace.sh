@@ -87,6 +87,15 @@ if "$MMS_REPLAY" t.mms --analysis leakage >again.txt 2>again.err; then
 	fail "leakage replaced leakage.tsv without --force"
 fi
 grep -q "leakage.tsv exists" again.err || fail "no message about the existing file: $(cat again.err)"
+# The three share one pass; usage.tsv in the way fails usage only.
+rm watermark.tsv
+if "$MMS_REPLAY" t.mms --analysis watermark,usage >again.txt 2>again.err; then
+	fail "usage replaced usage.tsv without --force"
+fi
+expect_eq "messages with usage.tsv in the way" "$(cat again.err)" \
+	"msmemscope-replay: warning: usage: ./usage.tsv exists; remove it, choose another --output-dir, or add --force"
+grep -q "^== watermark: peak of .* ($peak bytes)" again.txt || fail "watermark failed with usage: $(cat again.txt)"
+[ -s watermark.tsv ] || fail "watermark.tsv not written when usage.tsv was in the way"
 
 # JSON: one object per analysis, with the figures.
 "$MMS_REPLAY" t.mms --analysis watermark,usage,leakage --json --output-dir . --force >j.txt ||
