@@ -253,7 +253,7 @@ int an_usage(struct an_ctx *c)
 		fprintf(c->out,
 			"{\"analysis\":\"usage\",\"events\":%" PRIu64 ",\"changes\":%" PRIu64 ",\"rows\":%" PRIu64
 			",\"first_ns\":%" PRIu64 ",\"last_ns\":%" PRIu64 ",\"peak_bytes\":%" PRIu64
-			",\"peak_ns\":%" PRIu64 ",\"end_bytes\":%" PRIu64 ",\"steps\":%zu,\"op_launches\":%" PRIu64,
+			",\"peak_ns\":%" PRIu64 ",\"end_bytes\":%" PRIu64 ",\"step_boundaries\":%zu,\"op_launches\":%" PRIu64,
 			t->events, t->changes, t->usage_rows, t->first_ns, t->end_ns, t->peak_bytes, t->peak_ns,
 			t->end_bytes, t->nsteps, t->op_launches);
 		put_file(c, path);

@@ -251,7 +251,7 @@ int plot_usage_svg(struct an_ctx *c, const mms_trace_t *t, const char *path)
 	fprintf(f, "</title>\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
 	fprintf(f, "<text x=\"%.1f\" y=\"22\" font-size=\"14\">live bytes over time: ", LEFT);
 	xml_text(f, c->path);
-	fprintf(f, " (%zu step(s), %" PRIu64 " operator launch(es))</text>\n", t->nsteps, t->op_launches);
+	fprintf(f, " (%zu step boundaries, %" PRIu64 " operator launches)</text>\n", t->nsteps, t->op_launches);
 	axes(f, &fr);
 	steps(f, &fr, t);
 	curve(f, &fr, t);

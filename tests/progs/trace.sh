@@ -108,7 +108,7 @@ assert [o["analysis"] for o in objs] == ["watermark", "usage", "leakage"], objs
 w, u, l = objs
 assert w["bytes"] == peak and w["blocks"] == 6 and w["event"] == 10, w
 assert sum(b["bytes"] for b in w["top"]) == peak, w
-assert u["peak_bytes"] == peak and u["end_bytes"] == leak and u["changes"] == 10 and u["steps"] == 2, u
+assert u["peak_bytes"] == peak and u["end_bytes"] == leak and u["changes"] == 10 and u["step_boundaries"] == 2, u
 assert u["op_launches"] == 3, u
 assert l["bytes"] == leak and l["blocks"] == 4, l
 assert w["top"][1]["op"] == "matmul" and w["top"][1]["stack"][0] == "main (tracer)", w["top"][1]
