@@ -151,7 +151,7 @@ done
 rm -rf "$tmp/out"
 
 # memray's transform reports, where the subcommand exists.
-if "$replay" --help | grep -q transform; then
+if "$replay" --help | grep -v '^ *-' | grep -qw transform; then
 	mkdir "$tmp/out"
 	(cd "$tmp/out" && measure "$tmp/m.tr" "$replay" transform csv "$tmp/big.mms")
 	read -r w c rss anon st <"$tmp/m.tr"
