@@ -137,6 +137,21 @@ n = sum(int(l.find("s:title", ns).text.split()[0]) for l in launches)
 assert n == 3, n
 assert root.find(".//s:path[@class='usage']", ns) is not None
 PY
+# examples/infer: 25 launches in 5 steps, their marks thinned to 200 at most.
+record infer.mms "$top_builddir/examples/infer" >infer.out || fail "examples/infer exited $?"
+"$MMS_REPLAY" infer.mms --plot infer.svg --output-dir . --force --json >infer.json 2>infer.err ||
+	fail "--plot of infer.mms exited $?: $(cat infer.err)"
+"$MMS_PYTHON" - infer.svg infer.json <<'PY' || fail "infer.svg is wrong"
+import json, sys
+import xml.etree.ElementTree as ET
+ns = {"s": "http://www.w3.org/2000/svg"}
+u = json.load(open(sys.argv[2]))
+root = ET.parse(sys.argv[1]).getroot()
+launches = root.findall(".//s:line[@class='launch']", ns)
+assert 0 < len(launches) <= 200, len(launches)
+assert sum(int(l.find("s:title", ns).text.split()[0]) for l in launches) == u["op_launches"] == 25, u
+assert len(root.findall(".//s:line[@class='step']", ns)) == u["step_boundaries"], u
+PY
 chromium=
 for c in chromium chromium-browser; do
 	command -v $c >/dev/null 2>&1 && chromium=$c && break
