@@ -743,6 +743,101 @@ int mms_compare_write_csv(const mms_compare_t *c, const char *path, int overwrit
  * "memory_compare_{YYYYmmddHHMMSS}.csv". Returns the length like snprintf. */
 int mms_compare_name(char *buf, size_t len);
 
+/* --- the GPU-trace scripts' analyses (trace.c) ----------------------------
+ * One forward pass over a log that computes what the GPU memory trace
+ * scripts report: the blocks live at the high-water mark (watermark), the
+ * live bytes through time (usage) and the blocks live at the end
+ * (leakage). Live bytes count every memory kind together, as the replay's
+ * peak does, or the kinds the options name. Memory follows the live blocks (and the blocks live at the
+ * peak), never the length of the log. */
+
+/* A block with the time it was allocated (CLOCK_REALTIME ns). */
+typedef struct mms_trace_block {
+	mms_block_t b;           /* a mapping cut by munmap shows as its pieces */
+	uint64_t time_ns;
+} mms_trace_block_t;
+
+/* One point of a timeline: the highest live bytes from time_ns on. */
+typedef struct mms_trace_point {
+	uint64_t time_ns, bytes;
+} mms_trace_point_t;
+
+/* Operator launches begun in one bucket of the plotted timeline. */
+typedef struct mms_trace_launches {
+	uint64_t count;
+	uint64_t time_ns;        /* the first one's */
+	const char *name;        /* the first one's operator, or NULL */
+} mms_trace_launches_t;
+
+/* A step boundary: step `step` began at time_ns. */
+typedef struct mms_trace_step {
+	uint64_t time_ns, step;
+} mms_trace_step_t;
+
+typedef struct mms_trace_options {
+	/* Write the usage timeline to this path as TSV (header
+	 * "time_ns\tlive_bytes", then a row per point); NULL: none. */
+	const char *usage_path;
+	int overwrite;           /* 1: replace an existing usage_path */
+	uint64_t buckets;        /* that file's points: 0 = one per change of
+	                            live bytes; N = the highest of each of N
+	                            equal time buckets, so the peak survives */
+	uint64_t plot_buckets;   /* also keep a timeline of this many buckets in
+	                            memory, with the launches per bucket (0: none) */
+	unsigned kinds;          /* memory kinds counted: bits 1 << enum mms_mem_kind;
+	                            0 = all (blocks of other kinds are left out) */
+} mms_trace_options_t;
+
+typedef struct mms_trace {
+	uint64_t events;         /* events read */
+	uint64_t changes;        /* events that changed the live bytes */
+	uint64_t first_ns, last_ns; /* the span of the log: the start of the recording,
+	                            the last event (or later) */
+	uint64_t end_ns;         /* the last event's time */
+	int stop_rc;             /* damage that ended the pass early, or 0 */
+	uint64_t peak_bytes;     /* the high-water mark of live bytes (all kinds) */
+	uint64_t peak_event;     /* the event that first reached it */
+	uint64_t peak_ns;        /* and its time */
+	mms_trace_block_t *peak; /* blocks live at that moment, largest first */
+	size_t npeak;
+	uint64_t end_bytes;      /* live at the end */
+	mms_trace_block_t *end;  /* blocks live at the end, largest first */
+	size_t nend;
+	uint64_t usage_rows;     /* rows written to usage_path */
+	uint64_t op_launches;
+	mms_trace_point_t *points; /* plot_buckets points, or NULL */
+	mms_trace_launches_t *launches; /* plot_buckets entries, or NULL */
+	size_t npoints;
+	mms_trace_step_t *steps; /* step boundaries, in order */
+	size_t nsteps, steps_cap;
+	void *priv;
+} mms_trace_t;
+
+/* Runs the pass over log. Returns 0 and sets *out (free it with
+ * mms_trace_free(); its strings live until then), or a negative code
+ * (-EEXIST: usage_path exists and overwrite is 0). Damage in the log ends
+ * the pass early without failing it (stop_rc says so). */
+int mms_trace_run(mms_log_t *log, const mms_trace_options_t *opt, mms_trace_t **out);
+void mms_trace_free(mms_trace_t *t);
+
+/* Writes blocks as the GPU-trace scripts' TSV rows, without a header:
+ * PID, address, start_time (ns), bytes, mem_kind (HOST, MMAP or POOL),
+ * mem_op_type (ALLOCATION), var_name (owner tags or pool name), call_stack
+ * ("function (module)" frames, innermost first, joined by "; ";
+ * symbolized when sym is not NULL). The file is created whole or not at
+ * all (mode 0640, no symlink followed). Returns 0 or a negative code. */
+int mms_trace_write_tsv(mms_log_t *log, mms_symbolizer_t *sym, const mms_trace_block_t *blocks, size_t n,
+			const char *path, int overwrite);
+/* Formats a frame as the scripts do: "function (module)" with the module's
+ * file name, or "0xip (module)"; "??" for an unknown module. Returns the
+ * length like snprintf. */
+int mms_trace_frame_text(const mms_frame_t *f, char *buf, size_t len);
+
+/* Writes len bytes to a new file at path, created whole or not at all
+ * (mode 0640, no symlink followed; -EEXIST when it exists and overwrite is
+ * 0). Returns 0 or a negative code. */
+int mms_file_write(const char *path, const void *buf, size_t len, int overwrite);
+
 #ifdef __cplusplus
 }
 #endif

@@ -16,6 +16,9 @@ const struct an_def an_defs[] = {
 	{ "decompose", "live bytes by memory kind and owner tag levels, at the end and at the peak", an_decompose },
 	{ "inefficient", "early_allocation, late_deallocation, temporary_idleness over operator launches",
 	  an_inefficient },
+	{ "watermark", "the blocks live at the high-water mark, with stacks (watermark.tsv)", an_watermark },
+	{ "usage", "live bytes over time (usage.tsv; --buckets N, --plot FILE.svg)", an_usage },
+	{ "leakage", "the blocks not freed by the end, with stacks (leakage.tsv)", an_leakage },
 	{ NULL, NULL, NULL },
 };
 
@@ -71,9 +74,35 @@ const char *an_parse_list(const char *list, unsigned *mask)
 	return NULL;
 }
 
+const char *an_parse_memory(const char *list, unsigned *mask)
+{
+	static const char *const names[MMS_MEM_KIND_COUNT] = { "host", "mmap", "pool" };
+	static char msg[160];
+	const char *p = list;
+
+	*mask = 0;
+	while (*p) {
+		size_t len = strcspn(p, ","), k;
+
+		for (k = 0; k < MMS_MEM_KIND_COUNT; k++)
+			if (strlen(names[k]) == len && !strncmp(names[k], p, len))
+				break;
+		if (k == MMS_MEM_KIND_COUNT) {
+			snprintf(msg, sizeof(msg), "no memory kind '%.*s'; the kinds are host, mmap and pool", (int)len,
+				 p);
+			return msg;
+		}
+		*mask |= 1u << k;
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	return *mask ? NULL : "no memory kind given; the kinds are host, mmap and pool";
+}
+
 int an_run(const char *path, mms_log_t *log, unsigned mask, const struct an_opts *o, FILE *out)
 {
-	struct an_ctx c = { path, log, o, out, NULL, 0 };
+	struct an_ctx c = { path, log, o, out, NULL, 0, mask, NULL, 0, 0 };
 	int status = 0;
 
 	for (const struct an_def *d = an_defs; d->name; d++) {
@@ -83,6 +112,7 @@ int an_run(const char *path, mms_log_t *log, unsigned mask, const struct an_opts
 			status = CLI_EXIT_FAILURE;
 		fflush(out);
 	}
+	mms_trace_free(c.trace);
 	mms_symbolizer_close(c.sym);
 	return status;
 }

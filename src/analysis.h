@@ -28,6 +28,9 @@ struct an_opts {
 	uint64_t buckets;         /* usage: points of the timeline, 0 = every change */
 	bool at_event_set;        /* decompose: at one event instead of the end and peak */
 	uint64_t at_event;        /* decompose: the state just after this event */
+	const char *plot;         /* usage: also draw the timeline into this SVG file */
+	unsigned memory;          /* watermark, usage, leakage: memory kinds counted
+	                             (bits 1 << enum mms_mem_kind), 0 = all */
 };
 
 /* What an analysis is given. */
@@ -38,6 +41,12 @@ struct an_ctx {
 	FILE *out;
 	mms_symbolizer_t *sym; /* an_symbolizer() opens it on first use */
 	int sym_failed;
+	unsigned mask;         /* the analyses an_run() runs (bits over an_defs) */
+	/* watermark, usage, leakage share one pass (src/an-trace.c): its
+	 * result, kept until an_run() ends. */
+	mms_trace_t *trace;
+	int trace_rc;          /* the pass failed: the code, said once */
+	int usage_rc;          /* usage.tsv could not be written: the code */
 };
 
 struct an_def {
@@ -69,6 +78,10 @@ struct an_compare_args {
  * prints the report to out. Returns 0, or CLI_EXIT_FAILURE after saying
  * why on stderr. */
 int an_compare(const struct an_compare_args *a, const struct an_opts *o, FILE *out);
+/* The entry points (src/an-<name>.c). */
+int an_watermark(struct an_ctx *c);
+int an_usage(struct an_ctx *c);
+int an_leakage(struct an_ctx *c);
 
 /* The analyses, in the order they run; ends with a NULL name. */
 extern const struct an_def an_defs[];
@@ -84,6 +97,11 @@ unsigned an_mask(const char *name);
  * Returns NULL, or a message naming the unknown name and the known ones
  * (valid until the next call). */
 const char *an_parse_list(const char *list, unsigned *mask);
+
+/* Parses a comma-separated list of memory kinds (host, mmap, pool) into a
+ * mask of bits 1 << enum mms_mem_kind. Returns NULL, or a message naming
+ * the unknown kind (valid until the next call). */
+const char *an_parse_memory(const char *list, unsigned *mask);
 
 /* The names of the analyses, comma-separated, for messages and help. */
 const char *an_names(void);

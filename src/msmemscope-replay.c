@@ -88,6 +88,11 @@ static void usage(void)
 	       "  --at-event N      decompose: the state just after event N (from 0), through\n"
 	       "                    the seek index, instead of the end and the peak\n"
 	       "  --level op|kernel compare: operator launches (default) or kernel launches\n"
+	       "  --plot FILE.svg   usage: also draw live bytes over time, with step boundaries,\n"
+	       "                    operator launches and the peak, as a self-contained SVG\n"
+	       "                    (runs usage when --analysis does not name it)\n"
+	       "  --memory KINDS    watermark, usage, leakage: the memory kinds counted, from\n"
+	       "                    host (the malloc family), mmap and pool (default: all)\n"
 	       "  --no-index        neither read nor write LOG.idx (the seek index is then built\n"
 	       "                    in memory on each run)\n"
 	       "  --help            print this help and exit\n"
@@ -230,6 +235,15 @@ static void parse_args(int argc, char **argv, struct opts *o)
 				o->an.at_event_set = true;
 			} else if (cli_opt_value(argc, argv, &i, "--buckets", &v)) {
 				o->an.buckets = number("--buckets", v);
+				if (!o->an.buckets)
+					die_usage("--buckets wants 1 point or more");
+			} else if (cli_opt_value(argc, argv, &i, "--plot", &v)) {
+				o->an.plot = v;
+			} else if (cli_opt_value(argc, argv, &i, "--memory", &v)) {
+				const char *msg = an_parse_memory(v, &o->an.memory);
+
+				if (msg)
+					die_usage("--memory: %s", msg);
 			} else if (cli_opt_flag(a, "--no-index")) {
 				o->no_index = true;
 			} else {
@@ -243,6 +257,13 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	}
 	if (!o->log)
 		die_usage("no log given");
+	if (o->an.plot && (o->query == Q_ANALYSIS || (o->query == Q_SUMMARY && !o->query_opt))) {
+		/* The picture is the usage analysis's. */
+		o->query = Q_ANALYSIS;
+		o->analyses |= 1u << (an_find("usage") - an_defs);
+	} else if (o->an.plot) {
+		die_usage("--plot goes with --analysis (it draws the usage timeline)");
+	}
 	if (o->to_set && o->query != Q_RANGE)
 		die_usage("--to goes with --from");
 	if (o->to_set && o->to < o->from)
@@ -255,12 +276,13 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		die_usage("--level goes with --compare-steps");
 	if (o->an.outdir && !o->analyses && o->query != Q_COMPARE)
 		die_usage("--output-dir goes with --analysis or --compare-steps");
-	if ((o->an.suppressions || o->an.idle_threshold || o->an.min_size || o->an.buckets || o->an.at_event_set) &&
+	if ((o->an.suppressions || o->an.idle_threshold || o->an.min_size || o->an.buckets || o->an.at_event_set ||
+	     o->an.memory) &&
 	    !o->analyses)
 		die_usage("%s goes with --analysis",
 			  o->an.suppressions ? "--suppressions" :
 			  o->an.idle_threshold ? "--idle-threshold" : o->an.min_size ? "--min-size" :
-			  o->an.buckets ? "--buckets" : "--at-event");
+			  o->an.buckets ? "--buckets" : o->an.at_event_set ? "--at-event" : "--memory");
 	if (o->json && o->query == Q_EXPORT && !o->analyses)
 		die_usage("--json does not apply to --export");
 }

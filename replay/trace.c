@@ -1,0 +1,710 @@
+/* SPDX-License-Identifier: MIT */
+/* trace.c: the GPU-trace scripts' three analyses in one streaming pass over
+ * a log: the blocks live at the high-water mark (watermark), live bytes
+ * through time (usage) and the blocks live at the end (leakage). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "replay-int.h"
+
+/* --- a buffered writer over an output file -------------------------------- */
+
+struct wfile {
+	struct mms__outfile f;
+	int fd;
+	int err;
+	size_t len;
+	char buf[1 << 16];
+};
+
+static void w_flush(struct wfile *w)
+{
+	int rc;
+
+	if (w->len && !w->err) {
+		rc = mms__write_all(w->fd, w->buf, w->len);
+		if (rc)
+			w->err = rc;
+	}
+	w->len = 0;
+}
+
+static void w_mem(struct wfile *w, const void *p, size_t n)
+{
+	const char *c = p;
+	size_t k;
+
+	while (n) {
+		if (w->len == sizeof(w->buf))
+			w_flush(w);
+		k = sizeof(w->buf) - w->len < n ? sizeof(w->buf) - w->len : n;
+		memcpy(w->buf + w->len, c, k);
+		w->len += k;
+		c += k;
+		n -= k;
+	}
+}
+
+static void w_str(struct wfile *w, const char *s)
+{
+	w_mem(w, s, strlen(s));
+}
+
+/* Writes v in decimal, then the character end. */
+static void w_u64(struct wfile *w, uint64_t v, char end)
+{
+	char tmp[24];
+	int i = (int)sizeof(tmp);
+
+	tmp[--i] = end;
+	do {
+		tmp[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	w_mem(w, tmp + i, sizeof(tmp) - (size_t)i);
+}
+
+static void w_hex(struct wfile *w, uint64_t v, char end)
+{
+	static const char digits[] = "0123456789abcdef";
+	char tmp[24];
+	int i = (int)sizeof(tmp);
+
+	tmp[--i] = end;
+	do {
+		tmp[--i] = digits[v & 15];
+		v >>= 4;
+	} while (v);
+	tmp[--i] = 'x';
+	tmp[--i] = '0';
+	w_mem(w, tmp + i, sizeof(tmp) - (size_t)i);
+}
+
+static struct wfile *w_open(const char *path, int overwrite, int *rc)
+{
+	struct wfile *w = malloc(sizeof(*w));
+
+	if (!w) {
+		*rc = -ENOMEM;
+		return NULL;
+	}
+	w->fd = mms__outfile_create(&w->f, path, overwrite);
+	if (w->fd < 0) {
+		*rc = w->fd;
+		free(w);
+		return NULL;
+	}
+	w->err = 0;
+	w->len = 0;
+	return w;
+}
+
+/* Finishes the file (commit) or, with rc non-zero or a write error,
+ * removes it. Returns rc, the write error, or the commit's code. */
+static int w_close(struct wfile *w, int rc)
+{
+	if (!w)
+		return rc;
+	w_flush(w);
+	if (close(w->fd) && !w->err)
+		w->err = -errno;
+	if (!rc)
+		rc = w->err;
+	if (!rc)
+		rc = mms__outfile_commit(&w->f);
+	else
+		mms__outfile_abort(&w->f);
+	free(w);
+	return rc;
+}
+
+MMS__EXPORT int mms_file_write(const char *path, const void *buf, size_t len, int overwrite)
+{
+	int rc = 0;
+	struct wfile *w;
+
+	if (!path || (!buf && len))
+		return MMS_EUSAGE;
+	w = w_open(path, overwrite, &rc);
+	if (!w)
+		return rc;
+	w_mem(w, buf, len);
+	return w_close(w, 0);
+}
+
+/* --- time buckets ------------------------------------------------------------ */
+
+/* Splits [t0, t1] into n equal buckets and keeps the highest live bytes in
+ * each (the value carried in from the bucket before counts), handing each
+ * finished bucket to emit. */
+struct bucketer {
+	uint64_t t0, span, n;
+	uint64_t cur;      /* the open bucket */
+	uint64_t max;      /* its highest live bytes so far */
+	void (*emit)(void *ctx, uint64_t i, uint64_t time_ns, uint64_t bytes);
+	void *ctx;
+};
+
+static uint64_t bucket_of(const struct bucketer *b, uint64_t t)
+{
+	uint64_t d = t > b->t0 ? t - b->t0 : 0;
+
+	if (!b->span || d >= b->span)
+		return b->n - 1;
+	/* d * n may not fit in 64 bits for long runs. */
+	return (uint64_t)((unsigned __int128)d * b->n / b->span);
+}
+
+static uint64_t bucket_start(const struct bucketer *b, uint64_t i)
+{
+	return b->t0 + (uint64_t)((unsigned __int128)b->span * i / b->n);
+}
+
+/* The live bytes were before and are now after an event at time t. */
+static void bucket_add(struct bucketer *b, uint64_t t, uint64_t before, uint64_t now)
+{
+	uint64_t i = bucket_of(b, t);
+
+	while (b->cur < i) {
+		b->emit(b->ctx, b->cur, bucket_start(b, b->cur), b->max);
+		b->cur++;
+		b->max = before;
+	}
+	if (now > b->max)
+		b->max = now;
+}
+
+static void bucket_finish(struct bucketer *b, uint64_t live)
+{
+	for (; b->cur < b->n; b->cur++) {
+		b->emit(b->ctx, b->cur, bucket_start(b, b->cur), b->max);
+		b->max = live;
+	}
+}
+
+/* --- the pass ---------------------------------------------------------------- */
+
+struct pass {
+	mms_log_t *log;
+	const mms_trace_options_t *opt;
+	mms_trace_t *t;
+	struct mms__state *st;
+	struct mms__map times;   /* alloc_id -> allocation time, live blocks only */
+	/* Blocks (or mapping pieces) live at the peak and freed since. */
+	mms_trace_block_t *freed;
+	size_t nfreed, freed_cap;
+	/* Mapping pieces an MMAP event is about to remove. */
+	struct piece {
+		struct mms__blk b;
+		uint64_t slot;
+	} *pieces;
+	size_t npieces, pieces_cap;
+	struct wfile *usage;     /* usage.tsv, or NULL */
+	struct bucketer file_b, plot_b;
+	int file_bucketed, plot;
+	unsigned kinds;          /* bit 1 << kind: the memory kinds counted */
+};
+
+/* Live bytes of the kinds counted. */
+static uint64_t live_total(const struct pass *p)
+{
+	uint64_t n = 0;
+
+	for (int k = 0; k < MMS_MEM_KIND_COUNT; k++)
+		if (p->kinds & 1u << k)
+			n += p->st->mem[k].live_bytes;
+	return n;
+}
+
+static void file_emit(void *ctx, uint64_t i, uint64_t time_ns, uint64_t bytes)
+{
+	struct pass *p = ctx;
+
+	(void)i;
+	w_u64(p->usage, time_ns, '\t');
+	w_u64(p->usage, bytes, '\n');
+	p->t->usage_rows++;
+}
+
+static void plot_emit(void *ctx, uint64_t i, uint64_t time_ns, uint64_t bytes)
+{
+	struct pass *p = ctx;
+
+	p->t->points[i].time_ns = time_ns;
+	p->t->points[i].bytes = bytes;
+}
+
+static void block_out(struct pass *p, const struct mms__blk *b, mms_trace_block_t *out)
+{
+	const uint64_t *time = mms__map_get(&p->times, b->alloc_id);
+
+	mms__state_blk_export(p->st, b, &out->b);
+	out->time_ns = time ? *time : 0;
+}
+
+static int freed_add(struct pass *p, const struct mms__blk *b)
+{
+	if (!(p->kinds & 1u << b->mem))
+		return 0;
+	if (mms__grow(&p->freed, &p->freed_cap, p->nfreed, sizeof(*p->freed)))
+		return -ENOMEM;
+	block_out(p, b, &p->freed[p->nfreed++]);
+	return 0;
+}
+
+/* Before an MMAP event: the pieces of live mappings it will remove (an
+ * munmap, or a mapping placed over others), clipped to its range. */
+static int mmap_before(struct pass *p, const mms_event_t *ev)
+{
+	const struct mms__ivset *s = &p->st->maps;
+	uint64_t lo = ev->addr, hi = ev->addr + ev->size < ev->addr ? UINT64_MAX : ev->addr + ev->size;
+	size_t i, a = 0, b = s->n, m;
+	struct piece *pc;
+
+	p->npieces = 0;
+	while (a < b) {
+		m = a + (b - a) / 2;
+		if (s->iv[m].hi <= lo)
+			a = m + 1;
+		else
+			b = m;
+	}
+	for (i = a; i < s->n && s->iv[i].lo < hi; i++) {
+		if (mms__grow(&p->pieces, &p->pieces_cap, p->npieces, sizeof(*p->pieces)))
+			return -ENOMEM;
+		pc = &p->pieces[p->npieces++];
+		pc->slot = s->iv[i].val;
+		pc->b = p->st->blks[pc->slot];
+		pc->b.addr = s->iv[i].lo > lo ? s->iv[i].lo : lo;
+		pc->b.size = (s->iv[i].hi < hi ? s->iv[i].hi : hi) - pc->b.addr;
+	}
+	return 0;
+}
+
+/* After it: pieces that were live at the peak join the freed list, and
+ * mappings wholly gone forget their allocation time. */
+static int mmap_after(struct pass *p)
+{
+	const struct mms__blk *now;
+	size_t i;
+
+	for (i = 0; i < p->npieces; i++) {
+		struct piece *pc = &p->pieces[i];
+
+		if (p->t->peak_bytes && pc->b.alloc_event <= p->t->peak_event && freed_add(p, &pc->b))
+			return -ENOMEM;
+	}
+	for (i = 0; i < p->npieces; i++) {
+		struct piece *pc = &p->pieces[i];
+
+		now = pc->slot < p->st->nblks ? &p->st->blks[pc->slot] : NULL;
+		if (!now || !now->refs || now->alloc_id != pc->b.alloc_id)
+			mms__map_del(&p->times, pc->b.alloc_id, NULL);
+	}
+	return 0;
+}
+
+static void launch_mark(struct pass *p, const mms_event_t *ev)
+{
+	mms_trace_launches_t *l;
+
+	p->t->op_launches++;
+	if (!p->plot)
+		return;
+	l = &p->t->launches[bucket_of(&p->plot_b, ev->time_ns)];
+	if (!l->count++) {
+		l->time_ns = ev->time_ns;
+		l->name = ev->name;
+	}
+}
+
+static int step_mark(struct pass *p, const mms_event_t *ev, uint64_t step)
+{
+	mms_trace_t *t = p->t;
+
+	if (mms__grow(&t->steps, &t->steps_cap, t->nsteps, sizeof(*t->steps)))
+		return -ENOMEM;
+	t->steps[t->nsteps].time_ns = ev->time_ns;
+	t->steps[t->nsteps].step = step;
+	t->nsteps++;
+	return 0;
+}
+
+static int pass_event(struct pass *p, const mms_event_t *ev)
+{
+	mms_trace_t *t = p->t;
+	uint64_t before = live_total(p), now, steps = p->st->steps_seen, ranges = p->st->ranges_seen;
+	int memory = ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE;
+	int rc;
+
+	if (memory && ev->mem == MMS_MEM_MMAP && mmap_before(p, ev))
+		return -ENOMEM;
+	rc = mms__state_apply(p->st, ev);
+	if (rc)
+		return rc;
+	t->events++;
+	t->end_ns = ev->time_ns;
+	if (!memory) {
+		if (ev->kind == MMS_EV_OP_LAUNCH && ev->sub == 0)
+			launch_mark(p, ev);
+		else if (p->st->step_kind == 1 && p->st->steps_seen != steps)
+			return step_mark(p, ev, p->st->steps_seen + 1);
+		else if (p->st->step_kind == 2 && p->st->ranges_seen != ranges)
+			return step_mark(p, ev, p->st->ranges_seen);
+		return 0;
+	}
+	if (ev->mem == MMS_MEM_MMAP) {
+		if (mmap_after(p))
+			return -ENOMEM;
+	} else if (ev->kind == MMS_EV_FREE && p->st->last_blk_valid) {
+		/* A block live at the peak, freed since: it still counts. */
+		if (t->peak_bytes && p->st->last_blk.alloc_event <= t->peak_event && freed_add(p, &p->st->last_blk))
+			return -ENOMEM;
+		mms__map_del(&p->times, p->st->last_blk.alloc_id, NULL);
+	}
+	if (ev->kind == MMS_EV_MALLOC && p->st->last_blk_valid) {
+		int isnew;
+		uint64_t *v = mms__map_put(&p->times, p->st->last_blk.alloc_id, &isnew);
+
+		if (!v)
+			return -ENOMEM;
+		*v = ev->time_ns;
+	}
+	now = live_total(p);
+	if (now == before)
+		return 0;
+	t->changes++;
+	if (now > t->peak_bytes) {
+		/* The first time the mark is reached: what was freed before
+		 * it no longer matters. */
+		t->peak_bytes = now;
+		t->peak_event = ev->id;
+		t->peak_ns = ev->time_ns;
+		p->nfreed = 0;
+	}
+	if (p->usage) {
+		if (p->file_bucketed) {
+			bucket_add(&p->file_b, ev->time_ns, before, now);
+		} else {
+			w_u64(p->usage, ev->time_ns, '\t');
+			w_u64(p->usage, now, '\n');
+			t->usage_rows++;
+		}
+	}
+	if (p->plot)
+		bucket_add(&p->plot_b, ev->time_ns, before, now);
+	return 0;
+}
+
+/* Collects the blocks live now into *out (*n of them); with limit, only
+ * those allocated at or before that event. */
+struct collect {
+	struct pass *p;
+	mms_trace_block_t *v;
+	size_t n, cap;
+	uint64_t limit;
+	uint64_t bytes;
+};
+
+static int collect_one(const struct mms__blk *b, void *ctx)
+{
+	struct collect *c = ctx;
+
+	if (b->alloc_event > c->limit || !(c->p->kinds & 1u << b->mem))
+		return 0;
+	if (mms__grow(&c->v, &c->cap, c->n, sizeof(*c->v)))
+		return -ENOMEM;
+	block_out(c->p, b, &c->v[c->n++]);
+	c->bytes += b->size;
+	return 0;
+}
+
+static int block_cmp(const void *a, const void *b)
+{
+	const mms_trace_block_t *x = a, *y = b;
+
+	if (x->b.size != y->b.size)
+		return x->b.size > y->b.size ? -1 : 1;
+	if (x->b.alloc_event != y->b.alloc_event)
+		return x->b.alloc_event < y->b.alloc_event ? -1 : 1;
+	return x->b.addr < y->b.addr ? -1 : x->b.addr > y->b.addr;
+}
+
+/* The span of the log's events: from the start of the recording (the
+ * header's clock pair) to the last stamp of its segments. */
+static void log_span(const mms_log_t *log, uint64_t *t0, uint64_t *t1)
+{
+	uint64_t hi = log->hdr.start_stamp;
+	size_t i;
+
+	for (i = 0; i < log->nsegs; i++)
+		if (log->segs[i].last > hi)
+			hi = log->segs[i].last;
+	*t0 = log->hdr.start_realtime_ns;
+	*t1 = mms__log_time(log, hi);
+	if (*t1 < *t0)
+		*t1 = *t0;
+}
+
+static void bucketer_init(struct bucketer *b, uint64_t t0, uint64_t t1, uint64_t n,
+			  void (*emit)(void *, uint64_t, uint64_t, uint64_t), void *ctx)
+{
+	memset(b, 0, sizeof(*b));
+	b->t0 = t0;
+	b->span = t1 - t0 + 1;
+	b->n = n;
+	b->emit = emit;
+	b->ctx = ctx;
+}
+
+static int pass_finish(struct pass *p)
+{
+	mms_trace_t *t = p->t;
+	struct collect c = { p, NULL, 0, 0, UINT64_MAX, 0 };
+	int rc;
+
+	/* Leakage: everything live at the end. */
+	rc = mms__state_each(p->st, collect_one, &c);
+	if (rc)
+		goto fail;
+	t->end = c.v;
+	t->nend = c.n;
+	t->end_bytes = c.bytes;
+	qsort(t->end, t->nend, sizeof(*t->end), block_cmp);
+
+	/* Watermark: what is still live of the peak, and what was freed
+	 * since. */
+	memset(&c, 0, sizeof(c));
+	c.p = p;
+	c.limit = t->peak_bytes ? t->peak_event : 0;
+	c.v = p->freed;
+	c.n = p->nfreed;
+	c.cap = p->freed_cap;
+	p->freed = NULL;
+	if (t->peak_bytes) {
+		rc = mms__state_each(p->st, collect_one, &c);
+		if (rc) {
+			free(c.v);
+			goto fail;
+		}
+		t->peak = c.v;
+		t->npeak = c.n;
+		qsort(t->peak, t->npeak, sizeof(*t->peak), block_cmp);
+	} else {
+		free(c.v);
+	}
+	return 0;
+fail:
+	return rc;
+}
+
+MMS__EXPORT int mms_trace_run(mms_log_t *log, const mms_trace_options_t *opt, mms_trace_t **out)
+{
+	static const mms_trace_options_t none;
+	struct pass p;
+	mms_trace_t *t;
+	mms_iter_t *it = NULL;
+	mms_event_t ev;
+	int rc = 0, rc2;
+
+	if (!log || !out)
+		return MMS_EUSAGE;
+	*out = NULL;
+	if (!opt)
+		opt = &none;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	memset(&p, 0, sizeof(p));
+	p.log = log;
+	p.opt = opt;
+	p.t = t;
+	/* The blocks' owner strings belong to the state: it stays with t. */
+	p.st = t->priv = malloc(sizeof(*p.st));
+	if (!p.st) {
+		free(t);
+		return -ENOMEM;
+	}
+	mms__state_init(p.st, log);
+	mms__map_init(&p.times);
+	p.kinds = opt->kinds ? opt->kinds : (1u << MMS_MEM_KIND_COUNT) - 1;
+	log_span(log, &t->first_ns, &t->last_ns);
+	if (opt->plot_buckets) {
+		p.plot = 1;
+		t->npoints = opt->plot_buckets;
+		t->points = calloc(t->npoints, sizeof(*t->points));
+		t->launches = calloc(t->npoints, sizeof(*t->launches));
+		if (!t->points || !t->launches) {
+			rc = -ENOMEM;
+			goto done;
+		}
+		bucketer_init(&p.plot_b, t->first_ns, t->last_ns, opt->plot_buckets, plot_emit, &p);
+	}
+	if (opt->usage_path) {
+		p.usage = w_open(opt->usage_path, opt->overwrite, &rc);
+		if (!p.usage)
+			goto done;
+		w_str(p.usage, "time_ns\tlive_bytes\n");
+		if (opt->buckets) {
+			p.file_bucketed = 1;
+			bucketer_init(&p.file_b, t->first_ns, t->last_ns, opt->buckets, file_emit, &p);
+		}
+	}
+	rc = mms_iter_open(log, &it);
+	if (rc)
+		goto done;
+	while ((rc = mms_iter_next(it, &ev)) == 1) {
+		rc = pass_event(&p, &ev);
+		if (rc)
+			break;
+	}
+	/* Damage stops the pass: what came before stands, as in a replay. */
+	if (rc == MMS_ECORRUPT || rc == MMS_EORDER) {
+		t->stop_rc = rc;
+		rc = 0;
+	}
+	if (rc)
+		goto done;
+	if (p.file_bucketed)
+		bucket_finish(&p.file_b, live_total(&p));
+	if (p.plot)
+		bucket_finish(&p.plot_b, live_total(&p));
+	rc = pass_finish(&p);
+done:
+	mms_iter_close(it);
+	rc2 = w_close(p.usage, rc);
+	if (!rc)
+		rc = rc2;
+	free(p.freed);
+	free(p.pieces);
+	mms__map_free(&p.times);
+	if (rc) {
+		mms_trace_free(t);
+		return rc;
+	}
+	*out = t;
+	return 0;
+}
+
+MMS__EXPORT void mms_trace_free(mms_trace_t *t)
+{
+	if (!t)
+		return;
+	if (t->priv) {
+		mms__state_free(t->priv);
+		free(t->priv);
+	}
+	free(t->peak);
+	free(t->end);
+	free(t->points);
+	free(t->launches);
+	free(t->steps);
+	free(t);
+}
+
+/* --- the scripts' TSV ------------------------------------------------------------- */
+
+static const char *kind_name(const mms_block_t *b)
+{
+	switch (b->mem) {
+	case MMS_MEM_HOST:
+		return "HOST";
+	case MMS_MEM_MMAP:
+		return "MMAP";
+	default:
+		return "POOL";
+	}
+}
+
+/* Writes s with tabs and line breaks turned into spaces (a field). */
+static void w_field(struct wfile *w, const char *s)
+{
+	for (; *s; s++) {
+		char ch = *s == '\t' || *s == '\n' || *s == '\r' ? ' ' : *s;
+
+		w_mem(w, &ch, 1);
+	}
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = path ? strrchr(path, '/') : NULL;
+
+	return s ? s + 1 : path;
+}
+
+MMS__EXPORT int mms_trace_frame_text(const mms_frame_t *f, char *buf, size_t len)
+{
+	const char *mod = base_name(f->module);
+	int n;
+
+	if (f->function)
+		n = snprintf(buf, len, "%s (%s)", f->function, mod ? mod : "??");
+	else
+		n = snprintf(buf, len, "0x%llx (%s)", (unsigned long long)f->ip, mod ? mod : "??");
+	return n;
+}
+
+MMS__EXPORT int mms_trace_write_tsv(mms_log_t *log, mms_symbolizer_t *sym, const mms_trace_block_t *blocks, size_t n,
+				    const char *path, int overwrite)
+{
+	mms_log_info_t info;
+	struct wfile *w;
+	uint64_t ips[256];
+	mms_frame_t frames[64];
+	char text[1024];
+	size_t i;
+	int rc = 0, depth, k, j, nf;
+
+	if (!log || !path || (!blocks && n))
+		return MMS_EUSAGE;
+	mms_log_get_info(log, &info);
+	w = w_open(path, overwrite, &rc);
+	if (!w)
+		return rc;
+	for (i = 0; i < n && !rc; i++) {
+		const mms_trace_block_t *tb = &blocks[i];
+		const char *var = tb->b.owner ? tb->b.owner : tb->b.pool ? tb->b.pool : "";
+
+		w_u64(w, info.pid, '\t');
+		w_hex(w, tb->b.addr, '\t');
+		w_u64(w, tb->time_ns, '\t');
+		w_u64(w, tb->b.size, '\t');
+		w_str(w, kind_name(&tb->b));
+		w_str(w, "\tALLOCATION\t");
+		w_field(w, var);
+		w_mem(w, "\t", 1);
+		depth = mms_log_stack(log, tb->b.stack, ips, sizeof(ips) / sizeof(ips[0]));
+		if (depth < 0) {
+			rc = depth;
+			break;
+		}
+		if ((size_t)depth > sizeof(ips) / sizeof(ips[0]))
+			depth = (int)(sizeof(ips) / sizeof(ips[0]));
+		for (k = 0; k < depth; k++) {
+			mms_frame_t one = { .ip = ips[k] };
+
+			nf = sym ? mms_symbolize(sym, ips[k], frames, sizeof(frames) / sizeof(frames[0])) : 0;
+			if (nf < 0) {
+				rc = nf;
+				break;
+			}
+			if (!nf) {
+				frames[0] = one;
+				nf = 1;
+			}
+			for (j = 0; j < nf; j++) {
+				if (k || j)
+					w_str(w, "; ");
+				mms_trace_frame_text(&frames[j], text, sizeof(text));
+				w_field(w, text);
+			}
+		}
+		w_mem(w, "\n", 1);
+	}
+	return w_close(w, rc);
+}

@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: MIT */
+/* an-trace.c: the printers of the GPU-trace scripts' three analyses,
+ * watermark, usage and leakage (replay/trace.c computes them): a report
+ * for people or one JSON object, and the scripts' TSV files. */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "cli.h"
+#include "plot.h"
+
+/* Buckets of the plotted timeline: about one per pixel column. */
+#define PLOT_BUCKETS 2000
+#define MAX_FRAMES 16 /* inlined frames per address */
+
+/* The pass the three analyses share, run on first use: with usage's file
+ * (and picture) when usage is among the analyses run. Returns NULL when it
+ * failed, said once on stderr. */
+static mms_trace_t *trace_get(struct an_ctx *c)
+{
+	const struct an_def *u = an_find("usage");
+	mms_trace_options_t opt = { 0 };
+	char *path = NULL;
+	int rc;
+
+	if (c->trace || c->trace_rc)
+		return c->trace;
+	opt.kinds = c->o->memory;
+	if (u && c->mask & 1u << (u - an_defs)) {
+		path = an_out_path(c->o, "usage.tsv");
+		opt.usage_path = path;
+		opt.overwrite = c->o->force;
+		opt.buckets = c->o->buckets;
+		opt.plot_buckets = c->o->plot ? PLOT_BUCKETS : 0;
+	}
+	rc = mms_trace_run(c->log, &opt, &c->trace);
+	if (rc && path && rc > -10000 && rc != -ENOMEM) {
+		/* usage.tsv cannot be written: usage says so, the others
+		 * need not fail for it. */
+		c->usage_rc = rc;
+		opt.usage_path = NULL;
+		rc = mms_trace_run(c->log, &opt, &c->trace);
+	}
+	free(path);
+	if (rc) {
+		warn("cannot analyse %s: %s", c->path, mms_strerror(rc));
+		c->trace = NULL;
+		c->trace_rc = rc;
+		return NULL;
+	}
+	if (c->trace->stop_rc)
+		warn("%s is damaged: watermark, usage and leakage cover the events before event %" PRIu64 " (%s)",
+		     c->path, c->trace->events, mms_strerror(c->trace->stop_rc));
+	return c->trace;
+}
+
+/* Seconds from the first event, for people. */
+static double rel_s(const mms_trace_t *t, uint64_t ns)
+{
+	return ns > t->first_ns ? (double)(ns - t->first_ns) / 1e9 : 0.0;
+}
+
+/* Prints stack id as frames "function (module)", innermost first, one per
+ * line (text) or as a JSON array. */
+static void put_stack(struct an_ctx *c, uint32_t stack, int json)
+{
+	mms_symbolizer_t *sym = an_symbolizer(c);
+	uint64_t ips[256];
+	mms_frame_t frames[MAX_FRAMES];
+	char text[1024];
+	int depth = mms_log_stack(c->log, stack, ips, sizeof(ips) / sizeof(ips[0]));
+	unsigned shown = 0;
+
+	if (json)
+		fputc('[', c->out);
+	if (depth > (int)(sizeof(ips) / sizeof(ips[0])))
+		depth = (int)(sizeof(ips) / sizeof(ips[0]));
+	for (int k = 0; k < depth && (!c->o->depth || shown < c->o->depth); k++) {
+		mms_frame_t one = { .ip = ips[k] };
+		int nf = sym ? mms_symbolize(sym, ips[k], frames, MAX_FRAMES) : 0;
+
+		if (nf <= 0) {
+			frames[0] = one;
+			nf = 1;
+		}
+		for (int j = 0; j < nf && (!c->o->depth || shown < c->o->depth); j++, shown++) {
+			mms_trace_frame_text(&frames[j], text, sizeof(text));
+			if (json) {
+				if (shown)
+					fputc(',', c->out);
+				json_put_string(c->out, text, strlen(text));
+			} else {
+				fprintf(c->out, "      %s\n", text);
+			}
+		}
+	}
+	if (json)
+		fputc(']', c->out);
+	else if (depth <= 0)
+		fprintf(c->out, "      (no stack recorded)\n");
+}
+
+static const char *kind_name(const mms_block_t *b)
+{
+	return b->mem == MMS_MEM_HOST ? "HOST" : b->mem == MMS_MEM_MMAP ? "MMAP" : "POOL";
+}
+
+/* The blocks of a watermark or leakage report, the first top of them. */
+static void put_blocks(struct an_ctx *c, const mms_trace_t *t, const mms_trace_block_t *v, size_t n)
+{
+	size_t shown = c->o->top && c->o->top < n ? c->o->top : n;
+	char hb[32];
+
+	for (size_t i = 0; i < shown; i++) {
+		const mms_block_t *b = &v[i].b;
+
+		if (c->o->json) {
+			fprintf(c->out, "%s{\"addr\":\"0x%" PRIx64 "\",\"bytes\":%" PRIu64 ",\"kind\":\"%s\",",
+				i ? "," : "", b->addr, b->size, kind_name(b));
+			fprintf(c->out, "\"time_ns\":%" PRIu64 ",\"alloc_event\":%" PRIu64 ",\"step\":%" PRIu64 ",",
+				v[i].time_ns, b->alloc_event, b->step);
+			fputs("\"op\":", c->out);
+			if (b->op)
+				json_put_string(c->out, b->op, strlen(b->op));
+			else
+				fputs("null", c->out);
+			fputs(",\"stack\":", c->out);
+			put_stack(c, b->stack, 1);
+			fputc('}', c->out);
+			continue;
+		}
+		fprintf(c->out, "  %s (%" PRIu64 " bytes) at 0x%" PRIx64 ", %s, allocated at +%.6f s (event %" PRIu64,
+			human_bytes(b->size, hb, sizeof(hb)), b->size, b->addr, kind_name(b), rel_s(t, v[i].time_ns),
+			b->alloc_event);
+		if (b->step)
+			fprintf(c->out, ", step %" PRIu64, b->step);
+		if (b->op)
+			fprintf(c->out, ", in %s", b->op);
+		fputs(")\n", c->out);
+		put_stack(c, b->stack, 0);
+	}
+	if (!c->o->json && shown < n)
+		fprintf(c->out, "  ... and %zu more block(s) (--top 0 lists them all)\n", n - shown);
+}
+
+/* Writes the scripts' TSV of blocks into the output folder: returns its
+ * path (allocated) or NULL after saying why. */
+static char *write_tsv(struct an_ctx *c, const char *what, const char *name, const mms_trace_block_t *v, size_t n)
+{
+	char *path = an_out_path(c->o, name);
+	int rc = mms_trace_write_tsv(c->log, an_symbolizer(c), v, n, path, c->o->force);
+
+	if (rc == -EEXIST)
+		warn("%s: %s exists; remove it, choose another --output-dir, or add --force", what, path);
+	else if (rc)
+		warn("%s: cannot write %s: %s", what, path, mms_strerror(rc));
+	if (rc) {
+		free(path);
+		return NULL;
+	}
+	return path;
+}
+
+static void put_file(struct an_ctx *c, const char *path)
+{
+	if (c->o->json) {
+		fputs(",\"file\":", c->out);
+		json_put_string(c->out, path, strlen(path));
+	} else {
+		fprintf(c->out, "  written: %s\n", path);
+	}
+}
+
+/* watermark and leakage: a set of blocks, its total and its TSV file. */
+static int report_blocks(struct an_ctx *c, const char *what, const mms_trace_t *t, const mms_trace_block_t *v,
+			 size_t n, uint64_t bytes)
+{
+	char *path = write_tsv(c, what, !strcmp(what, "watermark") ? "watermark.tsv" : "leakage.tsv", v, n);
+	char hb[32];
+
+	if (c->o->json) {
+		fprintf(c->out, "{\"analysis\":\"%s\",\"bytes\":%" PRIu64 ",\"blocks\":%zu", what, bytes, n);
+		if (!strcmp(what, "watermark"))
+			fprintf(c->out, ",\"event\":%" PRIu64 ",\"time_ns\":%" PRIu64, t->peak_event, t->peak_ns);
+		fputs(",\"top\":[", c->out);
+		put_blocks(c, t, v, n);
+		fputc(']', c->out);
+		if (path)
+			put_file(c, path);
+		fputs("}\n", c->out);
+	} else {
+		if (!strcmp(what, "watermark") && n)
+			fprintf(c->out,
+				"== watermark: peak of %s (%" PRIu64 " bytes) at +%.6f s (event %" PRIu64
+				"), %zu block(s) live then\n",
+				human_bytes(bytes, hb, sizeof(hb)), bytes, rel_s(t, t->peak_ns), t->peak_event, n);
+		else if (!strcmp(what, "watermark"))
+			fprintf(c->out, "== watermark: no memory was ever live\n");
+		else
+			fprintf(c->out, "== leakage: %s (%" PRIu64 " bytes) in %zu block(s) not freed by the end\n",
+				human_bytes(bytes, hb, sizeof(hb)), bytes, n);
+		put_blocks(c, t, v, n);
+		if (path)
+			put_file(c, path);
+	}
+	free(path);
+	return path ? 0 : CLI_EXIT_FAILURE;
+}
+
+int an_watermark(struct an_ctx *c)
+{
+	mms_trace_t *t = trace_get(c);
+
+	if (!t)
+		return CLI_EXIT_FAILURE;
+	return report_blocks(c, "watermark", t, t->peak, t->npeak, t->peak_bytes);
+}
+
+int an_leakage(struct an_ctx *c)
+{
+	mms_trace_t *t = trace_get(c);
+
+	if (!t)
+		return CLI_EXIT_FAILURE;
+	return report_blocks(c, "leakage", t, t->end, t->nend, t->end_bytes);
+}
+
+int an_usage(struct an_ctx *c)
+{
+	mms_trace_t *t = trace_get(c);
+	char *path;
+	char hb[32], hp[32];
+	int status = 0;
+
+	if (!t)
+		return CLI_EXIT_FAILURE;
+	path = an_out_path(c->o, "usage.tsv");
+	if (c->usage_rc == -EEXIST)
+		warn("usage: %s exists; remove it, choose another --output-dir, or add --force", path);
+	else if (c->usage_rc)
+		warn("usage: cannot write %s: %s", path, mms_strerror(c->usage_rc));
+	if (c->usage_rc) {
+		free(path);
+		return CLI_EXIT_FAILURE;
+	}
+	if (c->o->plot && plot_usage_svg(c, t, c->o->plot))
+		status = CLI_EXIT_FAILURE;
+	if (c->o->json) {
+		fprintf(c->out,
+			"{\"analysis\":\"usage\",\"events\":%" PRIu64 ",\"changes\":%" PRIu64 ",\"rows\":%" PRIu64
+			",\"first_ns\":%" PRIu64 ",\"last_ns\":%" PRIu64 ",\"peak_bytes\":%" PRIu64
+			",\"peak_ns\":%" PRIu64 ",\"end_bytes\":%" PRIu64 ",\"step_boundaries\":%zu,\"op_launches\":%" PRIu64,
+			t->events, t->changes, t->usage_rows, t->first_ns, t->end_ns, t->peak_bytes, t->peak_ns,
+			t->end_bytes, t->nsteps, t->op_launches);
+		put_file(c, path);
+		if (c->o->plot && !status) {
+			fputs(",\"plot\":", c->out);
+			json_put_string(c->out, c->o->plot, strlen(c->o->plot));
+		}
+		fputs("}\n", c->out);
+	} else {
+		fprintf(c->out,
+			"== usage: %" PRIu64 " change(s) of live bytes over %.6f s; peak %s at +%.6f s; %s live at "
+			"the end\n",
+			t->changes, rel_s(t, t->end_ns), human_bytes(t->peak_bytes, hp, sizeof(hp)),
+			rel_s(t, t->peak_ns), human_bytes(t->end_bytes, hb, sizeof(hb)));
+		fprintf(c->out, "  %" PRIu64 " row(s) (%s)\n", t->usage_rows,
+			c->o->buckets ? "the highest live bytes of each time bucket" : "one per change");
+		put_file(c, path);
+		if (c->o->plot && !status)
+			fprintf(c->out, "  plot: %s\n", c->o->plot);
+	}
+	free(path);
+	return status;
+}
