@@ -11,6 +11,7 @@
 
 /* Each analysis's entry point lives in its own src/an-<name>.c. */
 const struct an_def an_defs[] = {
+	{ "watch", "the launches that changed each watched block (--watch, msmemscope_watch)", an_watch },
 	{ NULL, NULL, NULL },
 };
 

@@ -46,6 +46,9 @@ struct an_def {
 	int (*run)(struct an_ctx *c);
 };
 
+/* The entry points, one per src/an-<name>.c. */
+int an_watch(struct an_ctx *c);
+
 /* The analyses, in the order they run; ends with a NULL name. */
 extern const struct an_def an_defs[];
 

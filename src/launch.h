@@ -35,6 +35,7 @@ struct opts {
 	bool analyses_set;
 	bool follow_exec;
 	const char *data_format; /* --data-format: "csv", "db", or NULL for none */
+	char *watch; /* --watch, normalized ("START:out0,END,full-content"), or NULL */
 	char **argv; /* the program and its arguments */
 };
 

@@ -361,7 +361,9 @@ START_TEST(test_bad_headers)
 	expect_open_error(b, 0, MMS_ETRUNCATED);
 	expect_open_error(b, 5, MMS_ETRUNCATED);
 	expect_open_error(b, 100, MMS_ETRUNCATED);
-	lb_header(b)->version = 2;
+	lb_header(b)->version = MMS_FORMAT_VERSION + 1;
+	expect_open_error(b, SIZE_MAX, MMS_EVERSION);
+	lb_header(b)->version = 0;
 	expect_open_error(b, SIZE_MAX, MMS_EVERSION);
 	lb_header(b)->version = MMS_FORMAT_VERSION;
 	lb_header(b)->chunk_size = 1000;
