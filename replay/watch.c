@@ -61,31 +61,60 @@ static void csv_flush(struct wpass *p)
 }
 
 /* The file-name form of a name, as the recorder writes it (format.h). */
-static size_t put_name(char *dst, size_t cap, const char *s)
+static char *put_name(char *o, const char *s)
 {
-	size_t n = 0;
-
-	for (; s && *s && n + 1 < cap; s++)
-		dst[n++] = mms_file_char(*s);
-	dst[n] = 0;
-	return n;
+	for (size_t n = 0; s && s[n] && n + 1 < MMS_WATCH_NAME_MAX; n++)
+		*o++ = mms_file_char(s[n]);
+	return o;
 }
 
-MMS__EXPORT int mms_watch_tensor_info(char *dst, size_t cap, uint64_t tid, const char *op, uint64_t launch, const char *name,
-			  uint32_t out, int after)
+static char *put_dec(char *o, uint64_t v)
 {
-	char o[MMS_WATCH_NAME_MAX], w[MMS_WATCH_NAME_MAX];
+	char d[20];
+	int n = 0;
 
-	put_name(o, sizeof o, op);
-	put_name(w, sizeof w, name);
-	return snprintf(dst, cap, "host_%" PRIu64 "/%s_%" PRIu64 "-%s_%u_%s", tid, o, launch, w, out,
-			after ? "after" : "before");
+	do
+		d[n++] = (char)('0' + v % 10);
+	while ((v /= 10));
+	while (n)
+		*o++ = d[--n];
+	return o;
+}
+
+/* Writes the tensor info of one sum at o (at most 256 bytes); returns its end. */
+static char *put_info(char *o, uint64_t tid, const char *op, uint64_t launch, const char *name, uint32_t out,
+		      int after)
+{
+	memcpy(o, "host_", 5);
+	o = put_dec(o + 5, tid);
+	*o++ = '/';
+	o = put_name(o, op);
+	*o++ = '_';
+	o = put_dec(o, launch);
+	*o++ = '-';
+	o = put_name(o, name);
+	*o++ = '_';
+	o = put_dec(o, out);
+	memcpy(o, after ? "_after" : "_before", after ? 6 : 7);
+	return o + (after ? 6 : 7);
+}
+
+MMS__EXPORT int mms_watch_tensor_info(char *dst, size_t cap, uint64_t tid, const char *op, uint64_t launch,
+				      const char *name, uint32_t out, int after)
+{
+	char buf[256];
+	size_t n = (size_t)(put_info(buf, tid, op, launch, name, out, after) - buf);
+
+	if (cap)
+		snprintf(dst, cap, "%.*s", (int)n, buf);
+	return (int)n;
 }
 
 static void csv_row(struct wpass *p, const mms_event_t *ev, const char *op)
 {
+	static const char hex[] = "0123456789abcdef";
 	uint64_t tid = 0;
-	int n;
+	char *o;
 
 	if (p->csv_fd < 0)
 		return;
@@ -93,12 +122,12 @@ static void csv_row(struct wpass *p, const mms_event_t *ev, const char *op)
 		csv_flush(p);
 	mms_log_thread(p->log, ev->thread, &tid, NULL);
 	/* Names are file-name safe: no quoting needed. */
-	n = mms_watch_tensor_info(p->buf + p->len, 400, tid, op, ev->total, ev->name, (uint32_t)ev->used,
-				  ev->sub == MMS_WATCH_AFTER);
-	if (n < 0 || n >= 400)
-		n = 399;
-	p->len += (size_t)n;
-	p->len += (size_t)snprintf(p->buf + p->len, sizeof p->buf - p->len, ",%016" PRIx64 "\n", ev->flags);
+	o = put_info(p->buf + p->len, tid, op, ev->total, ev->name, (uint32_t)ev->used, ev->sub == MMS_WATCH_AFTER);
+	*o++ = ',';
+	for (int k = 60; k >= 0; k -= 4)
+		*o++ = hex[(ev->flags >> k) & 15];
+	*o++ = '\n';
+	p->len = (size_t)(o - p->buf);
 }
 
 static struct wblk *find(struct wpass *p, const mms_event_t *ev)
