@@ -30,20 +30,7 @@ env LD_PRELOAD="$hooks" MSMEMSCOPE_LOG="$tmp/big.mms" MALLOCBENCH_STEPS=20 "$ben
 ls -l "$tmp/big.mms" | awk '{ printf "log size       %.1f MiB\n", $5 / 1048576 }'
 "$replaybench" "$tmp/big.mms" 20
 
-# best CMD...: the best wall time of $runs runs, in seconds.
-best() {
-	b=
-	i=0
-	while [ $i -lt "$runs" ]; do
-		t0=$(date +%s%N)
-		"$@" >/dev/null
-		t1=$(date +%s%N)
-		t=$(((t1 - t0) / 1000))
-		if [ -z "$b" ] || [ $t -lt "$b" ]; then b=$t; fi
-		i=$((i + 1))
-	done
-	awk -v us="$b" 'BEGIN { printf "%.3f", us / 1e6 }'
-}
+. "$(dirname "$0")/lib.sh"
 
 events=$("$replay" "$tmp/big.mms" --summary --json | sed 's/^{"events":\([0-9]*\),.*/\1/')
 s=$(best "$replay" "$tmp/big.mms" --step 13)

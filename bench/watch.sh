@@ -25,20 +25,7 @@ done
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/msmemscope-bench-watch.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-# best CMD...: the best wall time of $runs runs, in seconds.
-best() {
-	b=
-	i=0
-	while [ $i -lt "$runs" ]; do
-		t0=$(date +%s%N)
-		"$@" >/dev/null
-		t1=$(date +%s%N)
-		t=$((t1 - t0))
-		if [ -z "$b" ] || [ "$t" -lt "$b" ]; then b=$t; fi
-		i=$((i + 1))
-	done
-	awk -v t="$b" 'BEGIN { printf "%.3f\n", t / 1e9 }'
-}
+. "$(dirname "$0")/lib.sh"
 
 rec() { # rec CONFIG-EXTRA WATCH-BYTES
 	env LD_PRELOAD="$hooks" MSMEMSCOPE_LOG="$tmp/w.mms" MSMEMSCOPE_CONFIG="events=alloc,free,launch$1" \

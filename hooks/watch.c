@@ -41,14 +41,14 @@
 
 struct watch_block {
 	uint64_t addr, size;
-	uint32_t out;        /* output number, 0 for an API watch */
-	int api;             /* registered by msmemscope_watch() */
+	uint32_t out; /* output number, 0 for an API watch */
+	int api;      /* registered by msmemscope_watch() */
 	char name[WATCH_NAME_MAX];
 };
 
 struct watch_spec {
-	int on;              /* --watch was given */
-	int full;            /* full-content */
+	int on;   /* --watch was given */
+	int full; /* full-content */
 	int has_out;
 	uint32_t out;
 	char start[WATCH_NAME_MAX]; /* "" when only END was given */
@@ -59,8 +59,8 @@ static struct watch_spec spec;
 static pthread_mutex_t set_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct watch_block set[WATCH_SET_MAX];
 static unsigned nset;
-static int range_open;    /* START has ended, END has not */
-static int dump_failed;   /* a .bin could not be written: dumping stopped */
+static int range_open;  /* START has ended, END has not */
+static int dump_failed; /* a .bin could not be written: dumping stopped */
 static int set_full_warned;
 static char dump_dir[4096]; /* {run folder}/watch_dump, "" when unknown */
 static uint64_t crc_table[8][256];

@@ -30,8 +30,8 @@ struct open_sum {
 
 struct wblk {
 	mms_watch_block_t pub;
-	size_t cap;                /* of pub.changes */
-	int active;                /* still the run of its key */
+	size_t cap; /* of pub.changes */
+	int active; /* still the run of its key */
 	unsigned nopen;
 	struct open_sum open[OPEN_MAX];
 };
@@ -82,8 +82,7 @@ static char *put_dec(char *o, uint64_t v)
 }
 
 /* Writes the tensor info of one sum at o (at most 256 bytes); returns its end. */
-static char *put_info(char *o, uint64_t tid, const char *op, uint64_t launch, const char *name, uint32_t out,
-		      int after)
+static char *put_info(char *o, uint64_t tid, const char *op, uint64_t launch, const char *name, uint32_t out, int after)
 {
 	memcpy(o, "host_", 5);
 	o = put_dec(o + 5, tid);
@@ -301,7 +300,8 @@ MMS__EXPORT int mms_watch_analyze(mms_log_t *log, const char *csv_path, int over
 	for (size_t i = 0; i < p->n; i++)
 		for (size_t k = 0; k < p->b[i].pub.nchanges; k++)
 			if (p->b[i].pub.changes[k].step == MMS__STEP_PENDING)
-				p->b[i].pub.changes[k].step = mms__replay_state(p->r)->step_kind == 1 ? 1 : MMS__STEP_NONE;
+				p->b[i].pub.changes[k].step =
+					mms__replay_state(p->r)->step_kind == 1 ? 1 : MMS__STEP_NONE;
 	res->sums = p->sums;
 	res->blocks = malloc((p->n ? p->n : 1) * sizeof *res->blocks);
 	if (!res->blocks) {

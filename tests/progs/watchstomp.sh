@@ -50,22 +50,35 @@ csv=$(ls "$run"/watch_dump/watch_dump_data_check_sum_host_*.csv)
 pid=${log##*memscope_}
 pid=${pid%.mms}
 
+# The lines of the report on counter (changed by norm, then between
+# launches) and on weights (changed by softmax only).
+counter_report() {
+	cat <<EOF
+  'counter' out 0: ADDR, 8 bytes, 12 checksums from launch 1
+    first changed by norm, launch 4, step 1, thread TID: $c0 -> $c1
+    changed by 1 launch: norm#4
+    changed between launches, found at the start of launch 5: $c1 -> $c2
+EOF
+}
+weights_report() {
+	cat <<EOF
+  'embed' out 1: ADDR, 64 bytes, 9 checksums from launch 1
+    first changed by softmax, launch 3, step 1, thread TID: $w11 -> $w5a
+    changed by 1 launch: softmax#3
+EOF
+}
+
 # The report, addresses and the thread id (the program has one thread)
 # masked.
 sed -n '/^watch: /,$p' run.err | sed -e 's/0x[0-9a-f]*/ADDR/g' -e "s/thread $pid:/thread TID:/" \
 	-e "s|$PWD/||" >report.txt
 cat >report.expected <<EOF
 watch: 3 watched blocks, 30 checksums ($csv)
-  'counter' out 0: ADDR, 8 bytes, 12 checksums from launch 1
-    first changed by norm, launch 4, step 1, thread TID: $c0 -> $c1
-    changed by 1 launch: norm#4
-    changed between launches, found at the start of launch 5: $c1 -> $c2
+$(counter_report)
   'embed' out 0: ADDR, 32 bytes, 9 checksums from launch 1
     first changed by matmul, launch 2, step 1, thread TID: $h21 -> $h22
     changed by 1 launch: matmul#2
-  'embed' out 1: ADDR, 64 bytes, 9 checksums from launch 1
-    first changed by softmax, launch 3, step 1, thread TID: $w11 -> $w5a
-    changed by 1 launch: softmax#3
+$(weights_report)
 EOF
 diff report.expected report.txt >report.diff || fail "the watch report differs: $(cat report.diff)"
 
@@ -166,13 +179,8 @@ expect_eq "gelu_5-counter_0_before.bin" "$(hexbin "$d/gelu_5-counter_0_before.bi
 sed -n '/^watch: /,$p' full.err | sed -e 's/0x[0-9a-f]*/ADDR/g' -e "s/thread $pid:/thread TID:/" >full.txt
 cat >full.expected <<EOF
 watch: 2 watched blocks, 21 checksums
-  'counter' out 0: ADDR, 8 bytes, 12 checksums from launch 1
-    first changed by norm, launch 4, step 1, thread TID: $c0 -> $c1
-    changed by 1 launch: norm#4
-    changed between launches, found at the start of launch 5: $c1 -> $c2
-  'embed' out 1: ADDR, 64 bytes, 9 checksums from launch 1
-    first changed by softmax, launch 3, step 1, thread TID: $w11 -> $w5a
-    changed by 1 launch: softmax#3
+$(counter_report)
+$(weights_report)
 EOF
 diff full.expected full.txt >full.diff || fail "the full-content report differs: $(cat full.diff)"
 
