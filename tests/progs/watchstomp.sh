@@ -211,4 +211,19 @@ expect_eq "warnings" "$(grep -c 'msmemscope: warning: --watch full-content: cann
 expect_eq "stderr lines" "$(wc -l <nw.err)" 1
 "$MMS_REPLAY" nowrite/w.mms --analysis watch --json >nw.json 2>nw.jerr || fail "replay: $(cat nw.jerr)"
 expect_eq "checksums without the dump" "$(jget nw.json sums)" 30
+# --- the bundled example: gamma, watched by the program, stomped by softmax
+# in step 3 (examples/infer.c) ------------------------------------------------
+infer=$top_builddir/examples/infer
+[ -x "$infer" ] || fail "the example is not built: $infer"
+"$MMS_LAUNCHER" --analysis=watch --output=inf -- "$infer" >/dev/null 2>inf.err ||
+	fail "msmemscope --analysis=watch -- infer exited $?: $(cat inf.err)"
+sed -n '/^watch: /,$p' inf.err | sed -e 's/0x[0-9a-f]*/ADDR/g' -e 's/thread [0-9]*:/thread TID:/' \
+	-e 's/ (.*\.csv)$//' -e 's/: [0-9a-f]\{16\} -> [0-9a-f]\{16\}$//' >inf.txt
+cat >inf.expected <<EOF
+watch: 1 watched block, 50 checksums
+  'ln_gamma' out 0: ADDR, 64 bytes, 50 checksums from launch 1
+    first changed by softmax, launch 14, step 3, thread TID
+    changed by 1 launch: softmax#14
+EOF
+diff inf.expected inf.txt >inf.diff || fail "the watch report of infer differs: $(cat inf.diff)"
 note "ok"
