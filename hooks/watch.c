@@ -239,8 +239,8 @@ static void sum_all(struct mms_thread *t, int after)
 	uint64_t launch;
 	const char *op;
 
-	if (!nset || !mms__gdb_current(&launch, &op))
-		return;
+	if (!nset || (!t && !spec.full) || !mms__gdb_current(&launch, &op))
+		return; /* nothing to record, or no launch open */
 	for (unsigned i = 0; i < nset; i++) {
 		const struct watch_block *w = &set[i];
 		uint64_t crc = mms_crc64((const uint64_t(*)[256])crc_table, 0, (const void *)(uintptr_t)w->addr,
