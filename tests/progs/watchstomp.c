@@ -15,6 +15,9 @@
  *   launch 5 gelu:    reads weights and hidden
  *   launch 6 proj:    writes weights (0x33): after the watched range
  *
+ * With the argument "free", matmul frees hidden after writing it (a watched
+ * block released inside the range).
+ *
  * `counter` (8 bytes, little-endian, from 0) is watched with
  * msmemscope_watch(counter, 8, "counter") before launch 1. Linked against
  * the no-op stubs, the program runs the same without the recorder. */
@@ -35,10 +38,11 @@ static volatile uint64_t counter;
 static unsigned char *const scratch = watchstomp_arena;
 static unsigned char *const weights = watchstomp_arena + BUF;
 
-int main(void)
+int main(int argc, char **argv)
 {
 	unsigned char *hidden, *tmp;
 	unsigned sum = 0;
+	int do_free = argc == 2 && !strcmp(argv[1], "free");
 
 	msmemscope_watch((const void *)&counter, sizeof counter, "counter");
 
@@ -56,6 +60,10 @@ int main(void)
 
 	msmemscope_op_begin("matmul");
 	memset(hidden, 0x22, 32);
+	if (do_free) {
+		free(hidden);
+		hidden = NULL;
+	}
 	msmemscope_op_end();
 
 	msmemscope_op_begin("softmax");
@@ -71,7 +79,7 @@ int main(void)
 
 	msmemscope_op_begin("gelu");
 	for (unsigned i = 0; i < BUF; i++)
-		sum += weights[i] + (i < 32 ? hidden[i] : 0);
+		sum += weights[i] + (i < 32 && hidden ? hidden[i] : 0);
 	msmemscope_op_end();
 
 	msmemscope_op_begin("proj");

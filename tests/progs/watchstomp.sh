@@ -192,6 +192,22 @@ expect_eq "blocks with :out0" "$(cat n.txt)" 2
 grep -q "^  'embed' out 0: 0x[0-9a-f]*, 32 bytes, 9 checksums from launch 1$" o0.err || fail ":out0: $(cat o0.err)"
 grep -q "^    first changed by matmul, launch 2, step 1" o0.err || fail ":out0: $(cat o0.err)"
 
+# --- a watched block freed inside the range leaves the set -------------------
+# matmul frees hidden (out0): it gets no checksum at matmul's end, nor later.
+"$MMS_LAUNCHER" --watch=embed,gelu --output=fr -- "$prog" free >fr.out 2>fr.err ||
+	fail "msmemscope --watch=embed,gelu -- watchstomp free exited $?: $(cat fr.err)"
+expect_eq "program output" "$(cat fr.out)" "watchstomp sum=1672 counter=2"
+sed -n '/^watch: /,$p' fr.err | sed -e 's/0x[0-9a-f]*/ADDR/g' -e 's/thread [0-9]*:/thread TID:/' \
+	-e 's/ (.*\.csv)$//' >fr.txt
+cat >fr.expected <<EOF
+watch: 3 watched blocks, 23 checksums
+$(counter_report)
+  'embed' out 0: ADDR, 32 bytes, 2 checksums from launch 1
+    never changed ($h21)
+$(weights_report)
+EOF
+diff fr.expected fr.txt >fr.diff || fail "the report with hidden freed differs: $(cat fr.diff)"
+
 # --- malformed values are refused before anything runs -----------------------
 for bad in "" "a,b,c" "a:out1" "a:out99,b" "a:in1,b" "full-content" "a;b,c"; do
 	"$MMS_LAUNCHER" "--watch=$bad" --output=bad -- "$prog" >/dev/null 2>bad.err && fail "--watch=$bad was accepted"
