@@ -9,7 +9,7 @@
 # alone; then the watch analysis's speed, in events per second, over a
 # log of a million launches with 256 bytes watched. Not a test: `make bench` runs it.
 #
-# Environment: top_builddir (default .), BENCH_LAUNCHES (default 100000),
+# Environment: top_builddir (default .), BENCH_LAUNCHES (default 1000000),
 # BENCH_RUNS (default 3).
 set -eu
 
@@ -17,7 +17,7 @@ top_builddir=${top_builddir:-.}
 hooks=${MMS_HOOKS:-$top_builddir/hooks/.libs/libmsmemscope-hooks.so}
 bench=${MMS_OPBENCH:-$top_builddir/bench/opbench}
 replay=${MMS_REPLAY:-$top_builddir/src/msmemscope-replay}
-launches=${BENCH_LAUNCHES:-100000}
+launches=${BENCH_LAUNCHES:-1000000}
 runs=${BENCH_RUNS:-3}
 for f in "$hooks" "$bench" "$replay"; do
 	[ -e "$f" ] || { echo "watch.sh: $f is not built; run make bench" >&2; exit 2; }

@@ -33,6 +33,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "crc64-clmul.h"
 #include "hooks-int.h"
 
 #define WATCH_SET_MAX 64  /* watched blocks at once */
@@ -64,6 +65,9 @@ static int dump_failed; /* a .bin could not be written: dumping stopped */
 static int set_full_warned;
 static char dump_dir[4096]; /* {run folder}/watch_dump, "" when unknown */
 static uint64_t crc_table[8][256];
+#if defined(__x86_64__)
+static struct mms_crc64_clmul clmul;
+#endif
 
 /* The number of watched blocks, read without the lock on the release path. */
 uint32_t mms__watch_live;
@@ -138,6 +142,21 @@ void mms__watch_config(const char *v)
 void mms__watch_init(void)
 {
 	mms_crc64_table(crc_table);
+#if defined(__x86_64__)
+	mms_crc64_clmul_init(&clmul);
+#endif
+}
+
+/* CRC-64/XZ of a watched block. */
+static uint64_t block_crc(const struct watch_block *w)
+{
+	const void *p = (const void *)(uintptr_t)w->addr;
+
+#if defined(__x86_64__)
+	return mms_crc64_clmul(&clmul, (const uint64_t(*)[256])crc_table, 0, p, (size_t)w->size);
+#else
+	return mms_crc64((const uint64_t(*)[256])crc_table, 0, p, (size_t)w->size);
+#endif
 }
 
 void mms__watch_set_log(const char *log_path)
@@ -243,8 +262,7 @@ static void sum_all(struct mms_thread *t, int after)
 		return; /* nothing to record, or no launch open */
 	for (unsigned i = 0; i < nset; i++) {
 		const struct watch_block *w = &set[i];
-		uint64_t crc = mms_crc64((const uint64_t(*)[256])crc_table, 0, (const void *)(uintptr_t)w->addr,
-					 (size_t)w->size);
+		uint64_t crc = block_crc(w);
 		uint8_t *p;
 
 		if (t && (p = mms__rec_begin(t, 1 + 7 * 10))) {

@@ -2,9 +2,11 @@
 /* check-codec.c: unit tests of format.h's varint, zigzag and string codec
  * and CRC-64/XZ, and of the replay library's hash map and interval set. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "crc64-clmul.h"
 #include "replay-int.h"
 
 START_TEST(test_varint_roundtrip)
@@ -212,7 +214,8 @@ END_TEST
 
 /* CRC-64/XZ against its catalogue check value ("123456789", as `xz
  * --check=crc64` gives it) and values computed bit by bit, at every
- * alignment and split (the slicing-by-8 path against the byte path). */
+ * alignment and split: the tables (slicing by 8) and, on x86-64, the
+ * recorder's carry-less multiplication (hooks/crc64-clmul.h). */
 static uint64_t crc64_bitwise(const uint8_t *p, size_t n)
 {
 	uint64_t c = ~0ull;
@@ -228,7 +231,14 @@ static uint64_t crc64_bitwise(const uint8_t *p, size_t n)
 START_TEST(test_crc64)
 {
 	static uint64_t table[8][256];
-	uint8_t buf[300];
+	uint8_t buf[600];
+#if defined(__x86_64__)
+	struct mms_crc64_clmul clmul;
+
+	mms_crc64_clmul_init(&clmul);
+	if (!clmul.ok)
+		fprintf(stderr, "check-codec: no PCLMULQDQ on this CPU: its CRC path falls back to the tables\n");
+#endif
 	unsigned long long x = 88172645463325252ull;
 
 	mms_crc64_table(table);
@@ -248,6 +258,14 @@ START_TEST(test_crc64)
 			uint64_t c;
 
 			ck_assert_uint_eq(mms_crc64((const uint64_t(*)[256])table, 0, buf + off, len), want);
+#if defined(__x86_64__)
+			ck_assert_uint_eq(mms_crc64_clmul(&clmul, (const uint64_t(*)[256])table, 0, buf + off, len),
+					  want);
+			c = mms_crc64_clmul(&clmul, (const uint64_t(*)[256])table, 0, buf + off, half);
+			ck_assert_uint_eq(
+				mms_crc64_clmul(&clmul, (const uint64_t(*)[256])table, c, buf + off + half, len - half),
+				want);
+#endif
 			c = mms_crc64((const uint64_t(*)[256])table, 0, buf + off, half);
 			ck_assert_uint_eq(mms_crc64((const uint64_t(*)[256])table, c, buf + off + half, len - half), want);
 		}
