@@ -281,8 +281,16 @@ MMS__EXPORT int mms_watch_analyze(mms_log_t *log, const char *csv_path, int over
 	}
 	while ((rc = mms_replay_next(p->r, &ev)) == 1) {
 		res->events++;
-		if (ev.kind == MMS_EV_WATCH && ev.sub != MMS_WATCH_REGISTER && (rc = on_sum(p, &ev)))
+		if (ev.kind != MMS_EV_WATCH)
+			continue;
+		if (ev.sub == MMS_WATCH_REGISTER) {
+			/* msmemscope_watch() again: the key's earlier run has ended. */
+			struct wblk *b = find(p, &ev);
+			if (b)
+				b->active = 0;
+		} else if ((rc = on_sum(p, &ev))) {
 			goto fail;
+		}
 	}
 	if (rc < 0)
 		goto fail;
