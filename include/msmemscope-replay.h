@@ -483,12 +483,14 @@ typedef struct mms_watch_result {
 	size_t nblocks;
 	uint64_t sums;            /* WATCH before/after events */
 	uint64_t events;          /* events read */
+	int csv_written;          /* the CSV was written (there were checksums) */
 } mms_watch_result_t;
 
 /* Reads log's watch sums in one forward pass. With csv_path, also writes
  * them there as msMemScope's checksum CSV ("Tensor info,Check data sum",
  * one row per sum in log order: mms_watch_tensor_info() and 16 hex
- * digits), whole or not at all, replacing a file only with overwrite.
+ * digits), whole or not at all, replacing a file only with overwrite; a
+ * log without sums gets no file.
  * Returns 0 and sets *out (free with mms_watch_free()), or a negative code. */
 int mms_watch_analyze(mms_log_t *log, const char *csv_path, int overwrite, mms_watch_result_t **out);
 void mms_watch_free(mms_watch_result_t *res);

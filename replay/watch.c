@@ -300,10 +300,13 @@ MMS__EXPORT int mms_watch_analyze(mms_log_t *log, const char *csv_path, int over
 		if (close(p->csv_fd) < 0 && !rc)
 			rc = -errno;
 		p->csv_fd = -1;
-		if (!rc)
+		if (!rc && p->sums)
 			rc = mms__outfile_commit(&f);
+		else
+			mms__outfile_abort(&f); /* no checksums: no file */
 		if (rc)
 			goto fail;
+		res->csv_written = p->sums != 0;
 	}
 	for (size_t i = 0; i < p->n; i++)
 		for (size_t k = 0; k < p->b[i].pub.nchanges; k++)

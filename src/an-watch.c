@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "analysis.h"
 #include "cli.h"
@@ -169,6 +170,11 @@ int an_watch(struct an_ctx *c)
 		free(dir);
 		free(csv);
 		return CLI_EXIT_FAILURE;
+	}
+	if (dir && !r->csv_written) {
+		rmdir(dir); /* made for the CSV; left alone when it holds anything */
+		free(csv);
+		csv = NULL;
 	}
 	if (c->o->json)
 		print_json(c, r, csv);

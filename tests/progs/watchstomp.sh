@@ -208,6 +208,14 @@ $(weights_report)
 EOF
 diff fr.expected fr.txt >fr.diff || fail "the report with hidden freed differs: $(cat fr.diff)"
 
+# --- a log without watches: the analysis says so and writes no CSV ----------
+MSMEMSCOPE_CONFIG="events=alloc,free,launch" record none.mms "$top_builddir/tests/progs/exportprog" >/dev/null ||
+	fail "exportprog exited $?"
+mkdir nd
+"$MMS_REPLAY" none.mms --analysis watch --output-dir nd >none.txt 2>none.err || fail "replay: $(cat none.err)"
+expect_eq "report without watches" "$(cat none.txt)" "watch: 0 watched blocks, 0 checksums"
+expect_eq "files without watches" "$(ls -A nd)" ""
+
 # --- malformed values are refused before anything runs -----------------------
 for bad in "" "a,b,c" "a:out1" "a:out99,b" "a:in1,b" "full-content" "a;b,c"; do
 	"$MMS_LAUNCHER" "--watch=$bad" --output=bad -- "$prog" >/dev/null 2>bad.err && fail "--watch=$bad was accepted"
