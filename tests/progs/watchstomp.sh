@@ -184,9 +184,10 @@ $(weights_report)
 EOF
 diff full.expected full.txt >full.diff || fail "the full-content report differs: $(cat full.diff)"
 
-# --- :out0 keeps hidden only --------------------------------------------------
-"$MMS_LAUNCHER" --watch=embed:out0,gelu --output=o0 -- "$prog" >/dev/null 2>o0.err ||
-	fail "msmemscope --watch=embed:out0,gelu exited $?: $(cat o0.err)"
+# --- :out0 keeps hidden only (and the full-width comma separates too) --------
+fw=$(printf '\357\274\214') # U+FF0C
+"$MMS_LAUNCHER" "--watch=embed:out0${fw}gelu" --output=o0 -- "$prog" >/dev/null 2>o0.err ||
+	fail "msmemscope --watch=embed:out0，gelu exited $?: $(cat o0.err)"
 grep -c "^  '" o0.err >n.txt || true
 expect_eq "blocks with :out0" "$(cat n.txt)" 2
 grep -q "^  'embed' out 0: 0x[0-9a-f]*, 32 bytes, 9 checksums from launch 1$" o0.err || fail ":out0: $(cat o0.err)"
