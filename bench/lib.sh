@@ -16,3 +16,6 @@ best() {
 	done
 	awk -v us="$b" 'BEGIN { printf "%.3f", us / 1e6 }'
 }
+
+# ratio A B: A / B with two decimals, "-" when B is 0.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "-" }'; }

@@ -40,7 +40,7 @@ for c in "--watch, nothing watched|;watch=embed,norm|" "256 B watched|;watch=emb
 	name=${c%%|*}
 	rest=${c#*|}
 	t=$(best rec "${rest%%|*}" "${rest#*|}")
-	printf '%-30s %s s  ratio %s\n' "$name" "$t" "$(awk -v a="$t" -v b="$base" 'BEGIN { printf "%.2f", a / b }')"
+	printf '%-30s %s s  ratio %s\n' "$name" "$t" "$(ratio "$t" "$base")"
 done
 # The analysis over a larger log: 1,000,000 launches, 256 B watched (2
 # million launch events, 2 million checksums, as many CSV rows).
