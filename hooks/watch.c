@@ -315,7 +315,9 @@ void mms__watch_op_end(struct mms_thread *t)
 
 	if (!outs.depth)
 		return;
-	if (spec.on || __atomic_load_n(&mms__watch_live, __ATOMIC_RELAXED)) {
+	/* The lock only when START ends here or something is watched (an END
+	 * that ends with nothing watched has nothing to clear). */
+	if (outs.collect_at == outs.depth || __atomic_load_n(&mms__watch_live, __ATOMIC_RELAXED)) {
 		if (!mms__gdb_current(&launch, &op))
 			op = NULL;
 		pthread_mutex_lock(&set_lock);
