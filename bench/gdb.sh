@@ -85,35 +85,24 @@ done
 	echo "end"
 } >"$tmp/memscope.gdb"
 
-# best MODE: the best wall time (seconds) of $runs sessions; the output of
-# the last one is left in $tmp/MODE.out.
-best() {
-	b=
-	i=0
-	while [ $i -lt "$runs" ]; do
-		rm -f "$tmp/bench.mms"
-		t0=$(date +%s%N)
-		# The memscope session ends with an error (continue after the
-		# exit): it is judged by its output instead.
-		(cd "$tmp" && "$gdb" -nx -batch -x "$tmp/$1.gdb" --args "$bench" "$launches") >"$tmp/$1.out" \
-			2>"$tmp/$1.err" || [ "$1" = memscope ] || {
-			echo "gdb.sh: the $1 session failed: $(tail -3 "$tmp/$1.err")" >&2
-			exit 1
-		}
-		t1=$(date +%s%N)
-		t=$(((t1 - t0) / 1000))
-		if [ -z "$b" ] || [ $t -lt "$b" ]; then b=$t; fi
-		i=$((i + 1))
-	done
-	awk -v us="$b" 'BEGIN { printf "%.3f", us / 1e6 }'
+. "$(dirname "$0")/lib.sh"
+
+# session MODE: one gdb session of MODE, its output in $tmp/MODE.out.
+session() {
+	rm -f "$tmp/bench.mms"
+	# The memscope session ends with an error (continue after the
+	# exit): it is judged by its output instead.
+	(cd "$tmp" && "$gdb" -nx -batch -x "$tmp/$1.gdb" --args "$bench" "$launches") >"$tmp/$1.out" \
+		2>"$tmp/$1.err" || [ "$1" = memscope ] || {
+		echo "gdb.sh: the $1 session failed: $(tail -3 "$tmp/$1.err")" >&2
+		exit 1
+	}
 }
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "-" }'; }
-
 echo "== gdb: opbench $launches launches, one 64 KiB block watched, 3 launches change it (best of $runs)"
-n=$(best native)
-i=$(best idle)
-w=$(best watch)
+n=$(best session native)
+i=$(best session idle)
+w=$(best session watch)
 stops=$(sed -n 's/^stops=//p' "$tmp/watch.out")
 printf 'gdb session, no recorder       %8s s\n' "$n"
 printf 'gdb session, recorder idle     %8s s  (%s x)\n' "$i" "$(ratio "$i" "$n")"
@@ -121,7 +110,7 @@ printf 'gdb session, block watched     %8s s  (%s x, target <= 3.0)\n' "$w" "$(r
 printf 'stops while watching           %8s    (expected 3)\n' "${stops:-?}"
 
 if [ -f "$memscope_gdb" ]; then
-	m=$(best memscope)
+	m=$(best session memscope)
 	mstops=$(grep -c 'changed in operator' "$tmp/memscope.out" || true)
 	printf 'memscope.gdb, memscope watch   %8s s  (%s x, target <= 3.0), %s stops (expected 3)\n' "$m" \
 		"$(ratio "$m" "$n")" "$mstops"

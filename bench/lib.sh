@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
-# lib.sh: what the benchmark scripts share, sourced by them: the best wall
-# time of a command over $runs runs.
+# lib.sh: what the benchmark scripts share. Sourced with runs set.
 
-# best CMD...: the best wall time of $runs runs, in seconds.
+# best CMD...: the best wall time of $runs runs of CMD (output dropped), in
+# seconds with three decimals.
 best() {
 	b=
 	i=0
@@ -16,3 +16,6 @@ best() {
 	done
 	awk -v us="$b" 'BEGIN { printf "%.3f", us / 1e6 }'
 }
+
+# ratio A B: A / B with two decimals, "-" when B is 0.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "-" }'; }

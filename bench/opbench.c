@@ -6,6 +6,9 @@
  * block gdb watches.
  *
  * Usage: opbench [LAUNCHES]   (default 100000)
+ *        with OPBENCH_WATCH=N (1 to 65536) in the environment, the first N
+ *        bytes of opbench_block are also watched with msmemscope_watch()
+ *        (when the recorder is preloaded): checksummed at every launch
  *        opbench offsets      the gdb descriptor's offsets (hooks/gdbif.h)
  *                             as shell assignments
  * The operator functions are found with dlsym, so the native run links
@@ -66,6 +69,13 @@ int main(int argc, char **argv)
 		*(void **)&begin = f;
 	if ((f = dlsym(RTLD_DEFAULT, "msmemscope_op_end")))
 		*(void **)&end = f;
+	if (getenv("OPBENCH_WATCH") && (f = dlsym(RTLD_DEFAULT, "msmemscope_watch"))) {
+		unsigned long bytes = strtoul(getenv("OPBENCH_WATCH"), NULL, 10);
+		void (*watch)(const void *, size_t, const char *);
+
+		*(void **)&watch = f;
+		watch(opbench_block, bytes < 1 || bytes > BLOCK ? BLOCK : bytes, "opbench_block");
+	}
 	for (unsigned long i = 1; i <= n; i++) {
 		begin(names[i & 3]);
 		memset(opbench_scratch, (int)i, sizeof opbench_scratch);

@@ -114,9 +114,11 @@ MMS_EXPORT void msmemscope_op_begin(const char *name)
 	if (unlikely(mms__tls_busy))
 		return;
 	mms__tls_busy = 1;
-	if ((mms__config.events & MMS_EVENTS_LAUNCH) && mms__recording && (t = mms__thread()))
+	t = (mms__config.events & MMS_EVENTS_LAUNCH) && mms__recording ? mms__thread() : NULL;
+	if (t)
 		rec_simple(t, MMS_TAG_OP_BEGIN, 1, mms__intern_string(t, name), 0, 0);
 	mms__gdb_op_begin(name);
+	mms__watch_op_begin(t, name);
 	mms__tls_busy = 0;
 }
 
@@ -127,7 +129,9 @@ MMS_EXPORT void msmemscope_op_end(void)
 	if (unlikely(mms__tls_busy))
 		return;
 	mms__tls_busy = 1;
-	if ((mms__config.events & MMS_EVENTS_LAUNCH) && mms__recording && (t = mms__thread()))
+	t = (mms__config.events & MMS_EVENTS_LAUNCH) && mms__recording ? mms__thread() : NULL;
+	mms__watch_op_end(t);
+	if (t)
 		rec_simple(t, MMS_TAG_OP_END, 0, 0, 0, 0);
 	mms__gdb_op_end();
 	mms__tls_busy = 0;
@@ -184,6 +188,8 @@ MMS_EXPORT void msmemscope_access(const void *ptr, size_t size, int mode)
 {
 	struct mms_thread *t;
 
+	if (unlikely(mms__tls_watch_collect) && mode == MSMEMSCOPE_ACCESS_WRITE && !mms__tls_busy)
+		mms__watch_note((uintptr_t)ptr, size); /* an output of the --watch start operator */
 	if (!(mms__config.events & MMS_EVENTS_ACCESS) || !mms__collecting || !(t = api_enter()))
 		return;
 	mms__rec_addr_event(t, (uint8_t)(MMS_TAG_ACCESS | ((unsigned)mode & 3)), mms__stamp_obtain(),
@@ -252,7 +258,8 @@ MMS_EXPORT void msmemscope_watch(const void *ptr, size_t size, const char *name)
 	if (!t)
 		return;
 	id = mms__intern_string(t, name);
-	mms__rec_addr_event(t, MMS_TAG_WATCH, mms__stamp_obtain(), (uintptr_t)ptr, 2, size, id, 0);
+	mms__rec_addr_event(t, MMS_TAG_WATCH | MMS_WATCH_REGISTER, mms__stamp_obtain(), (uintptr_t)ptr, 2, size, id, 0);
+	mms__watch_api(ptr, size, name);
 	api_leave();
 }
 

@@ -152,6 +152,16 @@ static void attribution(const struct gdb_thread *g, uint64_t *launch, const char
 	}
 }
 
+int mms__gdb_current(uint64_t *launch, const char **name)
+{
+	const struct gdb_thread *g = gdb_tls;
+
+	if (!g || !g->depth)
+		return 0;
+	attribution(g, launch, name);
+	return 1;
+}
+
 /* --- stops ------------------------------------------------------------------ */
 
 static void stop(uint32_t reason, uint32_t slot, uint64_t launch, const char *name)

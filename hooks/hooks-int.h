@@ -323,8 +323,36 @@ static inline void mms__gdb_release(uintptr_t lo, uintptr_t hi)
 		mms__gdb_release_slow(lo, hi);
 }
 void mms__gdb_op_end(void) MMS_HIDDEN;
+/* The innermost launch open on this thread: returns 1 and sets its number
+ * and name, or returns 0 when none is open. */
+int mms__gdb_current(uint64_t *launch, const char **name) MMS_HIDDEN;
 /* Step `step` has just begun (msmemscope_step or a "step start" range). */
 void mms__gdb_step_begins(uint32_t step) MMS_HIDDEN;
+
+/* watch.c: --watch and msmemscope_watch() (see there). The op functions
+ * are called inside the reentrancy guard, t NULL when nothing is
+ * recorded: op_begin after the OP_BEGIN record and mms__gdb_op_begin(),
+ * op_end before the OP_END record and mms__gdb_op_end(). */
+extern uint32_t mms__watch_live MMS_HIDDEN;
+extern __thread int mms__tls_watch_collect MMS_HIDDEN;
+void mms__watch_config(const char *value) MMS_HIDDEN;
+void mms__watch_init(void) MMS_HIDDEN;
+void mms__watch_set_log(const char *abs_path) MMS_HIDDEN;
+void mms__watch_op_begin(struct mms_thread *t, const char *name) MMS_HIDDEN;
+void mms__watch_op_end(struct mms_thread *t) MMS_HIDDEN;
+void mms__watch_note(uint64_t addr, uint64_t size) MMS_HIDDEN;
+void mms__watch_api(const void *ptr, size_t size, const char *name) MMS_HIDDEN;
+void mms__watch_release_slow(uintptr_t lo, uintptr_t hi) MMS_HIDDEN;
+void mms__watch_after_fork_child(void) MMS_HIDDEN;
+
+/* Before memory [lo, hi) is released (hi 0: lo is a malloc'd block): the
+ * gdb watches and the watched set drop what lies in it. */
+static inline void mms__release_watched(uintptr_t lo, uintptr_t hi)
+{
+	mms__gdb_release(lo, hi);
+	if (unlikely(__atomic_load_n(&mms__watch_live, __ATOMIC_RELAXED) | (uint32_t)mms__tls_watch_collect))
+		mms__watch_release_slow(lo, hi);
+}
 
 /* hooks.c */
 void mms__init(void) MMS_HIDDEN;

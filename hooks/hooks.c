@@ -113,7 +113,7 @@ static uint64_t parse_size(const char *s)
 }
 
 /* MSMEMSCOPE_CONFIG: "call_stack=N;events=a,b;collect=deferred;steps=1,2;
- * follow_exec=0;log_level=warn". Unknown keys are ignored: the launcher
+ * follow_exec=0;log_level=warn;watch=START:out0,END,full-content". Unknown keys are ignored: the launcher
  * validated what the user typed. */
 static void parse_config(void)
 {
@@ -152,6 +152,8 @@ static void parse_config(void)
 			mms__config.deferred = !strcmp(v, "deferred");
 		} else if (!strcmp(kv, "follow_exec")) {
 			mms__config.follow_exec = strcmp(v, "0") != 0;
+		} else if (!strcmp(kv, "watch")) {
+			mms__watch_config(v);
 		} else if (!strcmp(kv, "steps")) {
 			mms__config.nsteps = 0;
 			for (char *s2 = NULL, *n = strtok_r(v, ",", &s2); n && mms__config.nsteps < 5;
@@ -172,6 +174,7 @@ void mms__init(void)
 	__atomic_store_n(&init_state, INIT_RESOLVED, __ATOMIC_RELEASE);
 	mms__gdb_init();
 	parse_config();
+	mms__watch_init();
 	mms__clock_init(mms__config.use_counter);
 	mms__unwind_init();
 	if (mms__writer_init() == 0 && mms__intern_init() == 0) {
@@ -242,6 +245,8 @@ static void rec_alloc(struct mms_thread *t, unsigned fn, void *ptr, size_t size)
 	uint64_t stamp = mms__stamp_obtain_addr((uintptr_t)ptr, t->index);
 
 	mms__rec_addr_event(t, (uint8_t)(MMS_TAG_ALLOC | fn), stamp, (uintptr_t)ptr, 2, size, stack, 0);
+	if (unlikely(mms__tls_watch_collect))
+		mms__watch_note((uintptr_t)ptr, size);
 }
 
 static void rec_free(struct mms_thread *t, unsigned fn, void *ptr, uint64_t stamp)
@@ -300,7 +305,7 @@ MMS_EXPORT void free(void *ptr)
 		rec_free(t, MMS_FREE_FREE, ptr, mms__stamp_release());
 		leave();
 	}
-	mms__gdb_release((uintptr_t)ptr, 0);
+	mms__release_watched((uintptr_t)ptr, 0);
 	mms__real.free(ptr);
 }
 
@@ -328,7 +333,7 @@ static void *realloc_common(void *ptr, size_t size)
 	}
 	/* The block may move: a watch on it ends here either way. */
 	if (ptr)
-		mms__gdb_release((uintptr_t)ptr, 0);
+		mms__release_watched((uintptr_t)ptr, 0);
 	t = enter();
 	if (!t)
 		return mms__real.realloc(ptr, size);
@@ -457,7 +462,7 @@ MMS_EXPORT int munmap(void *addr, size_t len)
 		rec_munmap(t, addr, len, mms__stamp_release());
 		leave();
 	}
-	mms__gdb_release((uintptr_t)addr, (uintptr_t)addr + len);
+	mms__release_watched((uintptr_t)addr, (uintptr_t)addr + len);
 	r = mms__real.munmap(addr, len);
 	return r;
 }
@@ -474,7 +479,7 @@ MMS_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ..
 		want = va_arg(ap, void *);
 		va_end(ap);
 	}
-	mms__gdb_release((uintptr_t)old, (uintptr_t)old + old_len);
+	mms__release_watched((uintptr_t)old, (uintptr_t)old + old_len);
 	t = enter();
 	t1 = t ? mms__stamp_release() : 0;
 	r = mms__real.mremap(old, old_len, new_len, flags, want);

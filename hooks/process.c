@@ -55,6 +55,7 @@ static void atfork_child(void)
 
 	mms__tls_busy = 2;
 	mms__gdb_after_fork_child();
+	mms__watch_after_fork_child();
 	mms__log_after_fork_child();
 	mms__tls_busy = busy;
 }

@@ -467,6 +467,7 @@ int mms__log_open(void)
 
 	log_created = 0;
 	mms__gdb_set_log(NULL);
+	mms__watch_set_log(NULL);
 	log_fd = open_log_file(&execed);
 	if (log_fd < 0)
 		return -1;
@@ -502,6 +503,7 @@ int mms__log_open(void)
 	mms__active = 1;
 	mms__recording = 1;
 	mms__gdb_set_log(log_path);
+	mms__watch_set_log(msmemscope_gdb.log_path);
 	t = mms__thread();
 	if (!t)
 		return -1;

@@ -56,7 +56,13 @@ enum mms_mem_kind {
  *  SYSTEM: 0 init, 1 fini.  MALLOC/FREE (HOST): the allocator function,
  *  enum mms_alloc_fn / mms_free_fn of replay/format.h.  ACCESS: 0 unknown,
  *  1 read, 2 write.  OP_LAUNCH: 0 start, 1 end.  MSTX: 0 mark, 1 range
- *  start, 2 range end.  OWNER: 0 push, 1 pop.  COLLECT: 0 stop, 1 start. */
+ *  start, 2 range end.  OWNER: 0 push, 1 pop.  COLLECT: 0 stop, 1 start.
+ *  WATCH: 0 msmemscope_watch() (addr, size, name), 1 and 2 a watched
+ *  block's checksum before and after an operator launch (enum
+ *  mms_watch_phase of replay/format.h): addr, size, name, `used` the
+ *  output number of the --watch start operator (0 for an API watch),
+ *  `total` the launch (from 1) and `flags` the CRC-64/XZ of the block's
+ *  bytes. */
 
 /* One event, as the iterator yields it. Strings (name) belong to the log
  * and live until mms_log_close(). */
@@ -71,12 +77,12 @@ typedef struct mms_event {
 	uint64_t addr;      /* MALLOC, FREE, ACCESS, WATCH */
 	uint64_t size;      /* MALLOC, ACCESS, WATCH, and FREE where the record has it */
 	uint32_t stack;     /* allocation stack id, 0 = none */
-	uint64_t total;     /* POOL: bytes the pool reserved */
-	uint64_t used;      /* POOL: bytes the pool handed out */
+	uint64_t total;     /* POOL: bytes the pool reserved; WATCH sums: the launch */
+	uint64_t used;      /* POOL: bytes the pool handed out; WATCH sums: the output */
 	uint64_t range_id;  /* MSTX ranges */
 	const char *name;   /* operator, kernel, mark, owner tag, pool or watch name; NULL if none */
 	uint64_t file_offset; /* where the record lies in the file (for messages) */
-	uint64_t flags;     /* MMAP: prot << 32 | mmap flags, as recorded */
+	uint64_t flags;     /* MMAP: prot << 32 | mmap flags, as recorded; WATCH sums: the checksum */
 } mms_event_t;
 
 typedef struct mms_log mms_log_t;
@@ -112,7 +118,7 @@ typedef struct mms_log_info {
 /* Why mms_log_open_ex() failed on a file that is not a readable log. */
 typedef struct mms_open_error {
 	uint64_t offset;         /* file offset of the problem */
-	char what[160];          /* e.g. "format version 7; this reader reads version 1" */
+	char what[160];          /* e.g. "format version 7; this reader reads versions 1 to 2" */
 } mms_open_error_t;
 
 /* Opens the log at path, validates its header and chunks and reads its
@@ -837,6 +843,57 @@ int mms_trace_frame_text(const mms_frame_t *f, char *buf, size_t len);
  * (mode 0640, no symlink followed; -EEXIST when it exists and overwrite is
  * 0). Returns 0 or a negative code. */
 int mms_file_write(const char *path, const void *buf, size_t len, int overwrite);
+
+/* --- the watch analysis (watch.c) --------------------------------------- */
+
+/* A launch that changed a watched block. */
+typedef struct mms_watch_change {
+	uint64_t launch;          /* the launch (numbered from 1, as the recorder and
+	                             gdb number them) whose after sum differs from its
+	                             before sum; 0: the block changed between launches */
+	const char *op;           /* its operator, NULL for launch 0 */
+	uint64_t found_at;        /* launch 0: the launch at whose start it was found */
+	uint64_t step;            /* the step then (0: outside steps) */
+	uint32_t thread;          /* the thread of the launch */
+	uint64_t before, after;   /* the checksums */
+	uint64_t event;           /* id of the sum that showed the change */
+} mms_watch_change_t;
+
+/* One watched block: a run of sums of one address, size, name and output. */
+typedef struct mms_watch_block {
+	uint64_t addr, size;
+	const char *name;         /* the --watch start operator, or the msmemscope_watch() name */
+	uint32_t out;             /* output number (0 for msmemscope_watch() blocks) */
+	uint32_t thread;          /* thread of its first sum */
+	uint64_t first_launch;    /* launch of its first sum */
+	uint64_t first_event;     /* id of its first sum */
+	uint64_t first_crc, last_crc;
+	uint64_t sums;
+	mms_watch_change_t *changes; /* in log order; changes[0] with launch != 0 ... */
+	size_t nchanges;
+} mms_watch_block_t;
+
+typedef struct mms_watch_result {
+	mms_watch_block_t *blocks; /* in the order they were first summed */
+	size_t nblocks;
+	uint64_t sums;            /* WATCH before/after events */
+	uint64_t events;          /* events read */
+	int csv_written;          /* the CSV was written (there were checksums) */
+} mms_watch_result_t;
+
+/* Reads log's watch sums in one forward pass. With csv_path, also writes
+ * them there as msMemScope's checksum CSV ("Tensor info,Check data sum",
+ * one row per sum in log order: mms_watch_tensor_info() and 16 hex
+ * digits), whole or not at all, replacing a file only with overwrite; a
+ * log without sums gets no file.
+ * Returns 0 and sets *out (free with mms_watch_free()), or a negative code. */
+int mms_watch_analyze(mms_log_t *log, const char *csv_path, int overwrite, mms_watch_result_t **out);
+void mms_watch_free(mms_watch_result_t *res);
+/* The name of one sum, as the recorder names its watch_dump/ file (less
+ * ".bin"): "host_{tid}/{op}_{launch}-{name}_{out}_{before|after}", names
+ * made file-name safe. Returns what snprintf returns. */
+int mms_watch_tensor_info(char *dst, size_t cap, uint64_t tid, const char *op, uint64_t launch, const char *name,
+			  uint32_t out, int after);
 
 #ifdef __cplusplus
 }

@@ -32,7 +32,8 @@ static const char *const layouts[256] = {
 	[MMS_TAG_STEP] = "",
 	[MMS_TAG_OWNER_PUSH] = "u",
 	[MMS_TAG_OWNER_POP] = "",
-	[MMS_TAG_WATCH] = "auu",
+	[MMS_TAG_WATCH + MMS_WATCH_REGISTER] = "auu",
+	[MMS_TAG_WATCH + MMS_WATCH_BEFORE ... MMS_TAG_WATCH + MMS_WATCH_AFTER] = "auuuuu",
 	[MMS_TAG_COLLECT] = "u",
 	[MMS_TAG_SYSTEM + MMS_SYSTEM_INIT ... MMS_TAG_SYSTEM + MMS_SYSTEM_FINI] = "",
 };
@@ -56,7 +57,8 @@ static const uint8_t event_fields[256] = {
 	[MMS_TAG_STEP] = 1,
 	[MMS_TAG_OWNER_PUSH] = 1 + 1,
 	[MMS_TAG_OWNER_POP] = 1,
-	[MMS_TAG_WATCH] = 1 + 3,
+	[MMS_TAG_WATCH + MMS_WATCH_REGISTER] = 1 + 3,
+	[MMS_TAG_WATCH + MMS_WATCH_BEFORE ... MMS_TAG_WATCH + MMS_WATCH_AFTER] = 1 + 6,
 	[MMS_TAG_COLLECT] = 1 + 1,
 	[MMS_TAG_SYSTEM + MMS_SYSTEM_INIT ... MMS_TAG_SYSTEM + MMS_SYSTEM_FINI] = 1,
 };
@@ -68,6 +70,7 @@ static inline uint8_t tag_type(uint8_t tag)
 	case MMS_TAG_ALLOC:
 	case MMS_TAG_FREE:
 	case MMS_TAG_ACCESS:
+	case MMS_TAG_WATCH:
 	case MMS_TAG_SYSTEM:
 		return tag & 0xf8;
 	default:

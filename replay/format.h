@@ -29,7 +29,8 @@
 
 #define MMS_MAGIC "MMSLOG\x1a\n"
 #define MMS_MAGIC_LEN 8
-#define MMS_FORMAT_VERSION 1u
+#define MMS_FORMAT_VERSION 2u      /* what the writer writes */
+#define MMS_FORMAT_VERSION_MIN 1u  /* the oldest version readers read */
 #define MMS_HEADER_SIZE 4096u
 #define MMS_CHUNK_SIZE_DEFAULT 65536u
 #define MMS_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
@@ -122,7 +123,7 @@ enum mms_tag {
 	MMS_TAG_STEP = 0x48,        /* (none): ends step k, begins step k+1 */
 	MMS_TAG_OWNER_PUSH = 0x50,  /* u tag-string */
 	MMS_TAG_OWNER_POP = 0x51,   /* (none) */
-	MMS_TAG_WATCH = 0x58,       /* daddr, u size, u name */
+	MMS_TAG_WATCH = 0x58,       /* | enum mms_watch_phase: see there */
 	MMS_TAG_COLLECT = 0x60,     /* u on (1 = start, 0 = stop) */
 	MMS_TAG_SYSTEM = 0x68,      /* | enum mms_system_phase */
 };
@@ -148,6 +149,31 @@ enum mms_access_mode {
 	MMS_ACCESS_READ = 1,
 	MMS_ACCESS_WRITE = 2,
 };
+
+/* The sub-code of MMS_TAG_WATCH. */
+enum mms_watch_phase {
+	MMS_WATCH_REGISTER = 0, /* msmemscope_watch(): daddr, u size, u name */
+	/* (version 2) A watched block's checksum, CRC-64/XZ of its bytes
+	 * (mms_crc64), taken on the thread that launches an operator: BEFORE
+	 * just after its OP_BEGIN record, AFTER just before its OP_END.
+	 * daddr, u size, u name, u output number (0 for an API watch), u launch
+	 * (numbered from 1 over the process, as gdbif.h counts), u crc. */
+	MMS_WATCH_BEFORE = 1,
+	MMS_WATCH_AFTER = 2,
+};
+
+/* Watched blocks: names (operators, blocks) are kept to this many bytes
+ * less one, and written in file names (watch_dump/) with what is not
+ * [A-Za-z0-9._-] as '_'. */
+#define MMS_WATCH_NAME_MAX 64
+
+static inline char mms_file_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+			       c == '-'
+		       ? c
+		       : '_';
+}
 
 enum mms_system_phase {
 	MMS_SYSTEM_INIT = 0,
@@ -232,6 +258,47 @@ static inline int mms_get_s(const uint8_t **p, const uint8_t *end, const char **
 	*len = n;
 	*p = q + n;
 	return 0;
+}
+
+/* --- CRC-64/XZ ------------------------------------------------------------
+ * The checksum of watched blocks: CRC-64/XZ (also called CRC-64/GO-ECMA):
+ * polynomial 0x42F0E1EBA9EA3693 reflected (0xC96C5795D7870F42), initial
+ * value and final XOR all ones; "123456789" gives 0x995DC9BBDF1939FA, as
+ * `xz --check=crc64` computes it. Slicing by 8: table[k][b] is the CRC of
+ * byte b followed by k zero bytes. */
+
+static inline void mms_crc64_table(uint64_t table[8][256])
+{
+	for (unsigned b = 0; b < 256; b++) {
+		uint64_t c = b;
+		for (int k = 0; k < 8; k++)
+			c = c & 1 ? (c >> 1) ^ 0xC96C5795D7870F42ull : c >> 1;
+		table[0][b] = c;
+	}
+	for (unsigned b = 0; b < 256; b++)
+		for (int k = 1; k < 8; k++)
+			table[k][b] = (table[k - 1][b] >> 8) ^ table[0][table[k - 1][b] & 0xff];
+}
+
+/* Continues a CRC: start with crc = 0 (mms_crc64 applies the ones). */
+static inline uint64_t mms_crc64(const uint64_t table[8][256], uint64_t crc, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+
+	crc = ~crc;
+	for (; len && ((uintptr_t)p & 7); len--)
+		crc = table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
+	for (; len >= 8; len -= 8, p += 8) {
+		uint64_t w;
+		memcpy(&w, p, 8);
+		w ^= crc; /* little-endian */
+		crc = table[7][w & 0xff] ^ table[6][(w >> 8) & 0xff] ^ table[5][(w >> 16) & 0xff] ^
+		      table[4][(w >> 24) & 0xff] ^ table[3][(w >> 32) & 0xff] ^ table[2][(w >> 40) & 0xff] ^
+		      table[1][(w >> 48) & 0xff] ^ table[0][w >> 56];
+	}
+	for (; len; len--)
+		crc = table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
+	return ~crc;
 }
 
 #endif /* MMS_FORMAT_H */

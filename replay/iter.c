@@ -127,6 +127,11 @@ static void rec_to_event(const mms_log_t *log, const struct mms__rec *r, uint32_
 		ev->addr = r->addr;
 		ev->size = r->u[0];
 		ev->name = mms__log_string(log, r->u[1]);
+		if (r->sub != MMS_WATCH_REGISTER) {
+			ev->used = r->u[2];
+			ev->total = r->u[3];
+			ev->flags = r->u[4];
+		}
 		break;
 	case MMS_TAG_COLLECT:
 		ev->kind = MMS_EV_COLLECT;

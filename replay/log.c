@@ -65,9 +65,10 @@ static int read_header(mms_log_t *log, mms_open_error_t *err)
 	if (log->size < offsetof(struct mms_file_header, header_size))
 		return open_error(err, MMS_ETRUNCATED, log->size, "the file ends after %zu bytes, inside its header", log->size);
 	memcpy(&c->version, &h->version, sizeof(c->version));
-	if (c->version != MMS_FORMAT_VERSION)
+	if (c->version < MMS_FORMAT_VERSION_MIN || c->version > MMS_FORMAT_VERSION)
 		return open_error(err, MMS_EVERSION, offsetof(struct mms_file_header, version),
-				  "format version %u; this reader reads version %u", c->version, MMS_FORMAT_VERSION);
+				  "format version %u; this reader reads versions %u to %u", c->version,
+				  MMS_FORMAT_VERSION_MIN, MMS_FORMAT_VERSION);
 	if (log->size < MMS_HEADER_SIZE)
 		return open_error(err, MMS_ETRUNCATED, log->size,
 				  "the file ends after %zu bytes, inside its %u-byte header", log->size, MMS_HEADER_SIZE);
@@ -79,7 +80,7 @@ static int read_header(mms_log_t *log, mms_open_error_t *err)
 	c->lost_events = __atomic_load_n(&h->lost_events, __ATOMIC_ACQUIRE);
 	if (c->header_size != MMS_HEADER_SIZE)
 		return open_error(err, MMS_ECORRUPT, offsetof(struct mms_file_header, header_size),
-				  "header size %u; version 1 headers are %u bytes", c->header_size, MMS_HEADER_SIZE);
+				  "header size %u; headers are %u bytes", c->header_size, MMS_HEADER_SIZE);
 	if (c->chunk_size < 4096 || c->chunk_size % 4096 || c->chunk_size > (1u << 30))
 		return open_error(err, MMS_ECORRUPT, offsetof(struct mms_file_header, chunk_size),
 				  "chunk size %u is not a multiple of 4096 between 4 KiB and 1 GiB", c->chunk_size);

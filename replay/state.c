@@ -422,8 +422,11 @@ int mms__state_apply(struct mms__state *st, const mms_event_t *ev)
 		return apply_memory(st, ev, t);
 	case MMS_EV_ACCESS:
 	case MMS_EV_WATCH: {
-		const struct mms__blk *b = mms__state_find(st, ev->addr);
+		const struct mms__blk *b;
 
+		if (ev->kind == MMS_EV_WATCH && ev->sub != MMS_WATCH_REGISTER)
+			return 0; /* a checksum the recorder took: no use by the program */
+		b = mms__state_find(st, ev->addr);
 		if (b)
 			last_set(st, b, UINT64_MAX);
 		return 0;

@@ -19,6 +19,7 @@ const struct an_def an_defs[] = {
 	{ "watermark", "the blocks live at the high-water mark, with stacks (watermark.tsv)", an_watermark },
 	{ "usage", "live bytes over time (usage.tsv; --buckets N, --plot FILE.svg)", an_usage },
 	{ "leakage", "the blocks not freed by the end, with stacks (leakage.tsv)", an_leakage },
+	{ "watch", "the launches that changed each watched block (--watch, msmemscope_watch)", an_watch },
 	{ NULL, NULL, NULL },
 };
 

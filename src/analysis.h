@@ -82,6 +82,7 @@ int an_compare(const struct an_compare_args *a, const struct an_opts *o, FILE *o
 int an_watermark(struct an_ctx *c);
 int an_usage(struct an_ctx *c);
 int an_leakage(struct an_ctx *c);
+int an_watch(struct an_ctx *c);
 
 /* The analyses, in the order they run; ends with a NULL name. */
 extern const struct an_def an_defs[];

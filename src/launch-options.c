@@ -186,6 +186,46 @@ static const char *parse_suppressions(struct opts *o, char *value)
 	return NULL;
 }
 
+/* --watch=[START[:outN],]END[,full-content], kept normalized (',' only)
+ * for MSMEMSCOPE_CONFIG. Operator names: 1 to 63 bytes, no ';'. */
+static const char *parse_watch(struct opts *o, char *value)
+{
+	static const char expected[] = "expected [START[:outN],]END[,full-content], operator names of 1 to 63 bytes "
+				       "without ';' or ':'";
+	char *items[4], *cursor = value, *item, *colon;
+	unsigned n = 0, k;
+	bool full = false;
+
+	while ((item = list_next(&cursor))) {
+		if (n == 4)
+			return expected;
+		items[n++] = item;
+	}
+	if (n && strcmp(items[n - 1], "full-content") == 0) {
+		full = true;
+		n--;
+	}
+	if (n < 1 || n > 2)
+		return expected;
+	for (k = 0; k < n; k++) {
+		colon = strchr(items[k], ':');
+		if (colon) {
+			unsigned out;
+			if (k != 0 || n != 2 || strncmp(colon + 1, "out", 3) || !parse_range(colon + 4, 0, 31, &out))
+				return "expected START:outN with N from 0 to 31, and only on START";
+			*colon = '\0';
+		}
+		if (!*items[k] || strlen(items[k]) > 63 || strchr(items[k], ';'))
+			return expected;
+		if (colon)
+			*colon = ':';
+	}
+	free(o->watch);
+	o->watch = n == 2 ? xasprintf("%s,%s%s", items[0], items[1], full ? ",full-content" : "")
+			  : xasprintf("%s%s", items[0], full ? ",full-content" : "");
+	return NULL;
+}
+
 static const char *parse_data_format(struct opts *o, char *value)
 {
 	if (strcmp(value, "csv") == 0)
@@ -264,6 +304,7 @@ static const struct opt_def opt_defs[] = {
 	{ "--compare", false, parse_compare },
 	{ "--input", true, parse_input },
 	{ "--level", true, parse_level },
+	{ "--watch", true, parse_watch },
 	{ "--no-follow-exec", false, parse_no_follow_exec },
 	{ "--help", false, parse_help },
 	{ "--version", false, parse_version },
@@ -272,7 +313,7 @@ static const struct opt_def opt_defs[] = {
 
 /* msMemScope options this version does not implement yet: refused with a
  * message that says so rather than "unknown". */
-static const char *const later_opts[] = { "--watch", "--device" };
+static const char *const later_opts[] = { "--device" };
 
 __attribute__((noreturn)) static void unknown_option(const char *arg)
 {
@@ -356,6 +397,14 @@ void parse_args(int argc, char **argv, struct opts *o)
 	/* As msMemScope: inefficient turns accesses on unless --events says. */
 	if ((o->analyses & an_mask("inefficient")) && !o->events_set)
 		o->events |= EV_ACCESS;
+	/* --watch needs the launches, and reports what it found. */
+	if (o->watch) {
+		unsigned w = 0;
+
+		o->events |= EV_LAUNCH;
+		if (!o->record_only && !an_parse_list("watch", &w))
+			o->analyses |= w;
+	}
 }
 
 static void print_help(void)
@@ -382,6 +431,18 @@ static void print_help(void)
 	       "                        as msmemscope_step() counts them). Default: all.\n"
 	       "  --no-follow-exec      do not record the images the program execs (default:\n"
 	       "                        each is recorded as memscope_{pid}.exec{N}.mms).\n"
+	       "  --watch=[START[:outN],]END[,full-content]\n"
+	       "                        watch blocks across operator launches: when a\n"
+	       "                        launch of operator START ends, the blocks it\n"
+	       "                        allocated and still holds or declared written\n"
+	       "                        (msmemscope_access), numbered from 0 in that order\n"
+	       "                        (outN: only output N), are checksummed (CRC-64/XZ)\n"
+	       "                        before and after every launch until a launch of\n"
+	       "                        END ends; so are msmemscope_watch() blocks at every\n"
+	       "                        launch.\n"
+	       "                        full-content: also write their bytes to\n"
+	       "                        watch_dump/ in the run folder. Implies launch\n"
+	       "                        events and runs the watch analysis after the run.\n"
 	       "  --output=DIR          where run folders go (default %s).\n"
 	       "  --log-level=LEVEL     info, warn (default) or error: what msmemscope and the\n"
 	       "                        recorder report on stderr.\n"
@@ -439,8 +500,10 @@ static void print_help(void)
 	       "  %s --steps=2,3 --events=alloc,launch ./train\n"
 	       "  %s --analysis= -- make check        record only, no summary\n"
 	       "  %s --compare --input=a.mms,b.mms    compare two runs\n"
+	       "  %s --watch=embed,softmax ./infer 5  which launch changed embed's outputs\n"
 	       "\n"
 	       "See msmemscope(1) and the user guide for more.\n",
 	       cli_progname, cli_progname, OUTPUT_DEFAULT, an_names(), PKGLIBDIR "/" HOOKS_SO, cli_progname, cli_progname, cli_progname,
+	       cli_progname,
 	       cli_progname, cli_progname);
 }

@@ -41,6 +41,7 @@ struct opts {
 	char *input[2];      /* --input, allocated */
 	int level;           /* --level: enum mms_compare_level */
 	bool level_set;
+	char *watch; /* --watch, normalized ("START:out0,END,full-content"), or NULL */
 	char **argv; /* the program and its arguments */
 };
 

@@ -219,6 +219,9 @@ static void event_text(struct show *s, const mms_event_t *ev, const mms_block_t 
 		fprintf(s->out, " 0x%" PRIx64 " %" PRIu64 " bytes", ev->addr, ev->size);
 		if (ev->name)
 			fprintf(s->out, " '%s'", ev->name);
+		if (ev->kind == MMS_EV_WATCH && ev->sub)
+			fprintf(s->out, " out %" PRIu64 " %s launch %" PRIu64 ": %016" PRIx64, ev->used,
+				ev->sub == 2 ? "after" : "before", ev->total, ev->flags);
 		if (has_block)
 			fprintf(s->out, " (allocation %" PRIu64 ")", b->alloc_id);
 		break;

@@ -110,6 +110,16 @@ static uint64_t all_events(struct lb *b, uint64_t s)
 	lb_u(b, 32);
 	lb_u(b, 2);
 	lb_end(b);
+	for (unsigned phase = MMS_WATCH_BEFORE; phase <= MMS_WATCH_AFTER; phase++) {
+		lb_begin(b, (uint8_t)(MMS_TAG_WATCH | phase), s++);
+		lb_addr(b, 0x10300);
+		lb_u(b, 32);
+		lb_u(b, 2);
+		lb_u(b, 0);
+		lb_u(b, 1);
+		lb_u(b, 0x995dc9bbdf1939faull + phase);
+		lb_end(b);
+	}
 	lb_event1(b, MMS_TAG_COLLECT, s++, 0);
 	lb_event1(b, MMS_TAG_COLLECT, s++, 1);
 	lb_event0(b, MMS_TAG_STEP, s++);

@@ -46,10 +46,12 @@ expect_consistent $j
 # malloc: 15 heap + 3 pool; free: 15 heap + 2 pool; mstx: 3 marks and
 # 3 ranges (start and end); op_launch: 4 begin/end pairs; owner: 3 push/pop
 # pairs; step: 3 msmemscope_step() (the "step start" range is an mstx
-# event); collect: stop and start; system: init and fini.
+# event); collect: stop and start; system: init and fini; watch: the
+# msmemscope_watch() call and the block's checksums before and after each
+# of the 3 launches after it.
 by_kind $j system=2 malloc=18 free=17 access=3 op_launch=8 kernel_launch=5 \
-	mstx=9 step=3 owner=6 watch=1 collect=2
-expect_key $j events 74
+	mstx=9 step=3 owner=6 watch=7 collect=2
+expect_key $j events 80
 # Step 1 is the code before the first msmemscope_step(); the replay counts
 # steps by the first kind of mark it meets, so the range adds none.
 expect_key $j steps 4
@@ -77,7 +79,7 @@ expect_key $j allocs 5
 expect_key $j frees 5
 expect_key $j bytes_allocated $((5 * 64))
 by_kind $j system=2 malloc=5 free=5 access=0 op_launch=8 kernel_launch=5 \
-	mstx=9 step=3 owner=6 watch=1 collect=2
+	mstx=9 step=3 owner=6 watch=7 collect=2
 expect_key $j kinds.pool.allocs 0
 expect_key $j steps 4
 note "deferred: only the 5 blocks after msmemscope_start(), and the structure events"

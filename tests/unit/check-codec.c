@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* check-codec.c: unit tests of format.h's varint, zigzag and string codec
- * and of the replay library's hash map and interval set. */
+ * and CRC-64/XZ, and of the replay library's hash map and interval set. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "crc64-clmul.h"
 #include "replay-int.h"
 
 START_TEST(test_varint_roundtrip)
@@ -210,6 +212,66 @@ START_TEST(test_intervals)
 }
 END_TEST
 
+/* CRC-64/XZ against its catalogue check value ("123456789", as `xz
+ * --check=crc64` gives it) and values computed bit by bit, at every
+ * alignment and split: the tables (slicing by 8) and, on x86-64, the
+ * recorder's carry-less multiplication (hooks/crc64-clmul.h). */
+static uint64_t crc64_bitwise(const uint8_t *p, size_t n)
+{
+	uint64_t c = ~0ull;
+
+	while (n--) {
+		c ^= *p++;
+		for (int k = 0; k < 8; k++)
+			c = c & 1 ? (c >> 1) ^ 0xC96C5795D7870F42ull : c >> 1;
+	}
+	return ~c;
+}
+
+START_TEST(test_crc64)
+{
+	static uint64_t table[8][256];
+	uint8_t buf[600];
+#if defined(__x86_64__)
+	struct mms_crc64_clmul clmul;
+
+	mms_crc64_clmul_init(&clmul);
+	if (!clmul.ok)
+		fprintf(stderr, "check-codec: no PCLMULQDQ on this CPU: its CRC path falls back to the tables\n");
+#endif
+	unsigned long long x = 88172645463325252ull;
+
+	mms_crc64_table(table);
+	ck_assert_uint_eq(mms_crc64((const uint64_t(*)[256])table, 0, "123456789", 9), 0x995DC9BBDF1939FAull);
+	ck_assert_uint_eq(mms_crc64((const uint64_t(*)[256])table, 0, "", 0), 0);
+	/* 64 bytes of 0x11: the weights block of tests/progs/watchstomp. */
+	memset(buf, 0x11, 64);
+	ck_assert_uint_eq(mms_crc64((const uint64_t(*)[256])table, 0, buf, 64), 0x6791EBE708B11AF9ull);
+	for (size_t i = 0; i < sizeof buf; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		buf[i] = (uint8_t)x;
+	}
+	for (size_t off = 0; off < 9; off++)
+		for (size_t len = 0; off + len <= sizeof buf; len += 7) {
+			uint64_t want = crc64_bitwise(buf + off, len);
+			size_t half = len / 3;
+			uint64_t c;
+
+			ck_assert_uint_eq(mms_crc64((const uint64_t(*)[256])table, 0, buf + off, len), want);
+#if defined(__x86_64__)
+			ck_assert_uint_eq(mms_crc64_clmul(&clmul, (const uint64_t(*)[256])table, 0, buf + off, len),
+					  want);
+			c = mms_crc64_clmul(&clmul, (const uint64_t(*)[256])table, 0, buf + off, half);
+			ck_assert_uint_eq(
+				mms_crc64_clmul(&clmul, (const uint64_t(*)[256])table, c, buf + off + half, len - half),
+				want);
+#endif
+			c = mms_crc64((const uint64_t(*)[256])table, 0, buf + off, half);
+			ck_assert_uint_eq(mms_crc64((const uint64_t(*)[256])table, c, buf + off + half, len - half), want);
+		}
+}
+END_TEST
+
 static Suite *codec_suite(void)
 {
 	Suite *s = suite_create("codec");
@@ -222,6 +284,7 @@ static Suite *codec_suite(void)
 	tcase_add_test(tc, test_strings);
 	tcase_add_test(tc, test_map);
 	tcase_add_test(tc, test_intervals);
+	tcase_add_test(tc, test_crc64);
 	suite_add_tcase(s, tc);
 	return s;
 }

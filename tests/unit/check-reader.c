@@ -361,7 +361,9 @@ START_TEST(test_bad_headers)
 	expect_open_error(b, 0, MMS_ETRUNCATED);
 	expect_open_error(b, 5, MMS_ETRUNCATED);
 	expect_open_error(b, 100, MMS_ETRUNCATED);
-	lb_header(b)->version = 2;
+	lb_header(b)->version = MMS_FORMAT_VERSION + 1;
+	expect_open_error(b, SIZE_MAX, MMS_EVERSION);
+	lb_header(b)->version = 0;
 	expect_open_error(b, SIZE_MAX, MMS_EVERSION);
 	lb_header(b)->version = MMS_FORMAT_VERSION;
 	lb_header(b)->chunk_size = 1000;
@@ -480,6 +482,84 @@ START_TEST(test_pools_and_names)
 }
 END_TEST
 
+/* WATCH checksum records (format version 2): decoded into events, and the
+ * watch analysis over them: a block changed by launch 2 (softmax), after
+ * an unchanged launch 1 and a change between launches 2 and 3. A version 1
+ * header opens too. */
+static void watch_sum(struct lb *b, uint8_t phase, uint64_t stamp, uint64_t launch, uint64_t crc)
+{
+	lb_begin(b, (uint8_t)(MMS_TAG_WATCH | phase), stamp);
+	lb_addr(b, 0x200);
+	lb_u(b, 8);
+	lb_u(b, 2);
+	lb_u(b, 1);
+	lb_u(b, launch);
+	lb_u(b, crc);
+	lb_end(b);
+}
+
+START_TEST(test_watch_sums)
+{
+	struct lb *b = one_thread();
+	mms_watch_result_t *r;
+	mms_log_t *log;
+	mms_iter_t *it;
+	mms_event_t ev;
+	char info[128];
+
+	lb_string(b, 12, 1, "softmax");
+	lb_string(b, 12, 2, "w/1");
+	lb_event1(b, MMS_TAG_OP_BEGIN, 20, 1);
+	watch_sum(b, MMS_WATCH_AFTER, 21, 1, 0xaa);
+	lb_event0(b, MMS_TAG_OP_END, 22);
+	lb_event1(b, MMS_TAG_OP_BEGIN, 30, 1);
+	watch_sum(b, MMS_WATCH_BEFORE, 31, 2, 0xaa);
+	watch_sum(b, MMS_WATCH_AFTER, 32, 2, 0xbb);
+	lb_event0(b, MMS_TAG_OP_END, 33);
+	lb_event1(b, MMS_TAG_OP_BEGIN, 40, 1);
+	watch_sum(b, MMS_WATCH_BEFORE, 41, 3, 0xcc);
+	watch_sum(b, MMS_WATCH_AFTER, 42, 3, 0xcc);
+	lb_event0(b, MMS_TAG_OP_END, 43);
+	lb_header(b)->version = 1;
+	log = write_open(b, SIZE_MAX);
+	ck_assert_int_eq(mms_iter_open(log, &it), 0);
+	for (int k = 0; k < 3; k++)
+		ck_assert_int_eq(mms_iter_next(it, &ev), 1); /* SYSTEM, OP begin, sum */
+	ck_assert_int_eq(ev.kind, MMS_EV_WATCH);
+	ck_assert_int_eq(ev.sub, 2);
+	ck_assert_uint_eq(ev.addr, 0x200);
+	ck_assert_uint_eq(ev.size, 8);
+	ck_assert_str_eq(ev.name, "w/1");
+	ck_assert_uint_eq(ev.used, 1);
+	ck_assert_uint_eq(ev.total, 1);
+	ck_assert_uint_eq(ev.flags, 0xaa);
+	mms_iter_close(it);
+	ck_assert_int_eq(mms_watch_analyze(log, NULL, 0, &r), 0);
+	ck_assert_uint_eq(r->sums, 5);
+	ck_assert_uint_eq(r->nblocks, 1);
+	ck_assert_uint_eq(r->blocks[0].sums, 5);
+	ck_assert_uint_eq(r->blocks[0].first_launch, 1);
+	ck_assert_uint_eq(r->blocks[0].out, 1);
+	ck_assert_uint_eq(r->blocks[0].nchanges, 2);
+	ck_assert_uint_eq(r->blocks[0].changes[0].launch, 2);
+	ck_assert_str_eq(r->blocks[0].changes[0].op, "softmax");
+	ck_assert_uint_eq(r->blocks[0].changes[0].before, 0xaa);
+	ck_assert_uint_eq(r->blocks[0].changes[0].after, 0xbb);
+	ck_assert_uint_eq(r->blocks[0].changes[1].launch, 0);
+	ck_assert_uint_eq(r->blocks[0].changes[1].found_at, 3);
+	ck_assert_uint_eq(r->blocks[0].changes[1].before, 0xbb);
+	ck_assert_uint_eq(r->blocks[0].changes[1].after, 0xcc);
+	ck_assert_uint_eq(r->blocks[0].last_crc, 0xcc);
+	mms_watch_free(r);
+	ck_assert_int_eq(mms_watch_tensor_info(info, sizeof info, 77, "soft max", 2, "w/1", 1, 1), 30);
+	ck_assert_str_eq(info, "host_77/soft_max_2-w_1_1_after");
+	ck_assert_int_eq(mms_watch_tensor_info(info, 8, 77, "soft max", 2, "w/1", 1, 0), 31);
+	ck_assert_str_eq(info, "host_77");
+	mms_log_close(log);
+	lb_destroy(b);
+}
+END_TEST
+
 START_TEST(test_steps)
 {
 	struct lb *b = one_thread();
@@ -578,6 +658,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_mmap_partial_munmap);
 	tcase_add_test(tc, test_pools_and_names);
 	tcase_add_test(tc, test_steps);
+	tcase_add_test(tc, test_watch_sums);
 	tcase_add_test(tc, test_time_conversion);
 	suite_add_tcase(s, tc);
 	return s;
