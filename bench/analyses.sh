@@ -3,7 +3,7 @@
 # analyses.sh: the speed and memory of every analysis on a log of 20
 # million events (mallocbench, one thread, 20 steps, no stacks, as
 # bench/replay.sh records it): for each analysis that `msmemscope-replay
-# --help` lists, `msmemscope-replay LOG --analysis NAME` as a user runs it,
+# --list-analyses` lists, `msmemscope-replay LOG --analysis NAME` as a user runs it,
 # with its events per second (target: 5 million) and its peak memory (max
 # RSS), and the same on a log ten times shorter: streaming analyses keep
 # their memory when the log grows. Then `msmemscope-replay transform csv`
@@ -99,9 +99,9 @@ PY
 		awk '{ printf "%.3f %.3f %s %s %s\n", $1 / 1e6, $2 + $3, $4, $5, $6 }' >"$out"
 }
 
-# The analyses, as --help lists them: "Analyses (--analysis): a, b, c".
-names=$("$replay" --help | sed -n 's/^Analyses (--analysis): //p' | tr -d ',')
-[ -n "$names" ] || { echo "analyses.sh: msmemscope-replay --help lists no analyses" >&2; exit 2; }
+# The analyses, as msmemscope-replay lists them.
+names=$("$replay" --list-analyses)
+[ -n "$names" ] || { echo "analyses.sh: msmemscope-replay --list-analyses lists no analyses" >&2; exit 2; }
 
 record() {
 	env LD_PRELOAD="$hooks" MSMEMSCOPE_LOG="$1" MALLOCBENCH_STEPS=20 "$bench" 1 "$2" >/dev/null

@@ -49,6 +49,30 @@ const char *an_names(void)
 	return buf;
 }
 
+void an_print_help(FILE *f)
+{
+	for (const struct an_def *d = an_defs; d->name; d++) {
+		const char *w = d->what;
+		int col = fprintf(f, "  %-13s", d->name);
+
+		/* The description, wrapped at 79 columns under itself. */
+		while (*w) {
+			size_t len = strcspn(w, " ");
+
+			if (col + 1 + (int)len > 79 && col > 15) {
+				fputs("\n", f);
+				col = fprintf(f, "%15s", "");
+			} else if (col > 15) {
+				col += fprintf(f, " ");
+			}
+			col += fprintf(f, "%.*s", (int)len, w);
+			w += len;
+			w += strspn(w, " ");
+		}
+		fputs("\n", f);
+	}
+}
+
 const char *an_parse_list(const char *list, unsigned *mask)
 {
 	static char msg[384];

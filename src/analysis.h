@@ -104,6 +104,10 @@ const char *an_parse_list(const char *list, unsigned *mask);
  * the unknown kind (valid until the next call). */
 const char *an_parse_memory(const char *list, unsigned *mask);
 
+/* Prints the analyses to f for --help: one entry each, the name and its
+ * description wrapped at 79 columns. */
+void an_print_help(FILE *f);
+
 /* The names of the analyses, comma-separated, for messages and help. */
 const char *an_names(void);
 

@@ -449,9 +449,9 @@ static void print_help(void)
 	       "\n"
 	       "Report options:\n"
 	       "  --analysis=LIST       the analyses to run over prog's log after the run,\n"
-	       "                        comma-separated: %s.\n"
-	       "                        Default: leaks. Empty (--analysis=): record only,\n"
-	       "                        print no summary. See msmemscope-replay --analysis.\n"
+	       "                        comma-separated (listed below). Default: leaks.\n"
+	       "                        Empty (--analysis=): record only, print no summary.\n"
+	       "                        Reports go to stderr, files into the run folder.\n"
 	       "                        inefficient also records accesses unless --events is\n"
 	       "                        given, and tags its blocks in the --data-format dump.\n"
 	       "  --suppressions=FILE   leaks: leave out the leaks whose allocation stack has\n"
@@ -461,7 +461,11 @@ static void print_help(void)
 	       "                        event of prog: csv (dump/memscope_dump_{time}.csv) or\n"
 	       "                        db (SQLite, dump/memscope_dump_{time}.db) in the run\n"
 	       "                        folder. See msmemscope-replay(1), --export.\n"
-	       "\n"
+	       "\n",
+	       cli_progname, cli_progname, OUTPUT_DEFAULT);
+	printf("Analyses (--analysis):\n");
+	an_print_help(stdout);
+	printf("\n"
 	       "Compare (runs no program):\n"
 	       "  --compare --input=BASE,COMPARE [--level=op|kernel]\n"
 	       "                        align the operator launches (or kernel launches) of\n"
@@ -503,7 +507,7 @@ static void print_help(void)
 	       "  %s --watch=embed,softmax ./infer 5  which launch changed embed's outputs\n"
 	       "\n"
 	       "See msmemscope(1) and the user guide for more.\n",
-	       cli_progname, cli_progname, OUTPUT_DEFAULT, an_names(), PKGLIBDIR "/" HOOKS_SO, cli_progname, cli_progname, cli_progname,
+	       PKGLIBDIR "/" HOOKS_SO, cli_progname, cli_progname, cli_progname,
 	       cli_progname,
 	       cli_progname, cli_progname);
 }

@@ -95,19 +95,21 @@ static void usage(void)
 	       "                    host (the malloc family), mmap and pool (default: all)\n"
 	       "  --no-index        neither read nor write LOG.idx (the seek index is then built\n"
 	       "                    in memory on each run)\n"
+	       "  --list-analyses   print the names of the analyses, one per line, and exit\n"
 	       "  --help            print this help and exit\n"
 	       "  --version         print the version and exit\n"
 	       "\n"
-	       "Analyses (--analysis): %s\n"
-	       "\n"
+	       "Analyses (--analysis LIST, comma-separated; see doc/analyses.md):\n",
+	       cli_progname, cli_progname);
+	an_print_help(stdout);
+	printf("\n"
 	       "Seeking (--step, --event, -i) uses checkpoints of the replay kept in an index\n"
 	       "beside the log, LOG.idx, built on the first query and rebuilt when the log\n"
 	       "changes.\n"
 	       "\n"
 	       "Exit status: 0 on success (a damaged log is reported with warnings),\n"
 	       "1 when the log cannot be read or the query fails, 2 for a wrong command line.\n"
-	       "See msmemscope-replay(1), doc/replay.md and doc/log-format.md.\n",
-	       cli_progname, cli_progname, an_names());
+	       "See msmemscope-replay(1), doc/replay.md and doc/log-format.md.\n");
 }
 
 static uint64_t number(const char *opt, const char *v)
@@ -143,6 +145,10 @@ static void parse_args(int argc, char **argv, struct opts *o)
 				options = false;
 			} else if (cli_opt_flag(a, "--help")) {
 				usage();
+				exit(0);
+			} else if (cli_opt_flag(a, "--list-analyses")) {
+				for (const struct an_def *d = an_defs; d->name; d++)
+					puts(d->name);
 				exit(0);
 			} else if (cli_opt_flag(a, "--version")) {
 				printf("%s %s\n", cli_progname, PACKAGE_VERSION);
