@@ -353,14 +353,17 @@ static int open_log_file(int *execed)
 	const char *named = getenv("MSMEMSCOPE_LOG");
 	const char *dir = getenv("MSMEMSCOPE_LOG_DIR");
 	int flags = O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW;
-	char stem[PATH_MAX];
+	/* Room in log_path for the stem and ".exec{N}.mms"; a longer path
+	 * is refused rather than cut into the name of another file. */
+	char stem[PATH_MAX - 32];
 	size_t n;
 
 	*execed = 0;
 	if (named && *named) {
 		uint64_t owner;
 
-		snprintf(stem, sizeof stem, "%s", named);
+		if ((size_t)snprintf(stem, sizeof stem, "%s", named) >= sizeof stem)
+			goto too_long;
 		n = strlen(stem);
 		if (n > 4 && !strcmp(stem + n - 4, ".mms"))
 			stem[n - 4] = 0;
@@ -381,10 +384,12 @@ static int open_log_file(int *execed)
 			return fd;
 		} else {
 			n = strlen(stem);
-			snprintf(stem + n, sizeof stem - n, ".%d", (int)getpid());
+			if ((size_t)snprintf(stem + n, sizeof stem - n, ".%d", (int)getpid()) >= sizeof stem - n)
+				goto too_long;
 		}
-	} else {
-		snprintf(stem, sizeof stem, "%s/memscope_%d", dir && *dir ? dir : ".", (int)getpid());
+	} else if ((size_t)snprintf(stem, sizeof stem, "%s/memscope_%d", dir && *dir ? dir : ".", (int)getpid()) >=
+		   sizeof stem) {
+		goto too_long;
 	}
 	if (!*execed) {
 		snprintf(log_path, sizeof log_path, "%s.mms", stem);
@@ -405,6 +410,9 @@ static int open_log_file(int *execed)
 			return fd;
 		}
 	}
+	return -1;
+too_long:
+	errno = ENAMETOOLONG;
 	return -1;
 }
 
