@@ -249,8 +249,10 @@ int plot_usage_svg(struct an_ctx *c, const mms_trace_t *t, const char *path)
 	fprintf(f, "<title>live bytes over time: ");
 	xml_text(f, c->path);
 	fprintf(f, "</title>\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+	/* The heading names the log by its file name: a path would run off
+	 * the picture (the <title> above has it whole). */
 	fprintf(f, "<text x=\"%.1f\" y=\"22\" font-size=\"14\">live bytes over time: ", LEFT);
-	xml_text(f, c->path);
+	xml_text(f, strrchr(c->path, '/') ? strrchr(c->path, '/') + 1 : c->path);
 	fprintf(f, " (%zu step boundaries, %" PRIu64 " operator launches)</text>\n", t->nsteps, t->op_launches);
 	axes(f, &fr);
 	steps(f, &fr, t);
