@@ -14,9 +14,9 @@ void mms__ivset_free(struct mms__ivset *s)
 	s->n = s->cap = 0;
 }
 
-/* Index of the first range that ends after lo (ranges are disjoint and
- * sorted, so their ends are sorted too). */
-static size_t iv_find(const struct mms__ivset *s, uint64_t lo)
+/* Ranges are disjoint and sorted, so their ends are sorted too: a binary
+ * search. */
+size_t mms__ivset_first_after(const struct mms__ivset *s, uint64_t lo)
 {
 	size_t a = 0, b = s->n, m;
 
@@ -38,7 +38,7 @@ int mms__ivset_remove(struct mms__ivset *s, uint64_t lo, uint64_t hi, uint64_t *
 	*removed = 0;
 	if (lo >= hi)
 		return 0;
-	i = iv_find(s, lo);
+	i = mms__ivset_first_after(s, lo);
 	if (i < s->n && s->iv[i].lo < lo && s->iv[i].hi > hi) {
 		/* A hole in the middle of one mapping splits it in two. */
 		if (mms__grow(&s->iv, &s->cap, s->n, sizeof(*s->iv)))
@@ -92,7 +92,7 @@ int mms__ivset_add_val(struct mms__ivset *s, uint64_t lo, uint64_t hi, uint64_t 
 		return rc;
 	if (mms__grow(&s->iv, &s->cap, s->n, sizeof(*s->iv)))
 		return -ENOMEM;
-	i = iv_find(s, lo);
+	i = mms__ivset_first_after(s, lo);
 	memmove(&s->iv[i + 1], &s->iv[i], (s->n - i) * sizeof(*s->iv));
 	s->iv[i].lo = lo;
 	s->iv[i].hi = hi;
@@ -103,7 +103,7 @@ int mms__ivset_add_val(struct mms__ivset *s, uint64_t lo, uint64_t hi, uint64_t 
 
 size_t mms__ivset_find(const struct mms__ivset *s, uint64_t addr)
 {
-	size_t i = iv_find(s, addr);
+	size_t i = mms__ivset_first_after(s, addr);
 
 	return i < s->n && s->iv[i].lo <= addr ? i : (size_t)-1;
 }

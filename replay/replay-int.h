@@ -105,6 +105,8 @@ int mms__ivset_add(struct mms__ivset *s, uint64_t lo, uint64_t hi, uint64_t *rep
 int mms__ivset_add_val(struct mms__ivset *s, uint64_t lo, uint64_t hi, uint64_t val, uint64_t *replaced);
 /* Index of the range containing addr, or (size_t)-1. */
 size_t mms__ivset_find(const struct mms__ivset *s, uint64_t addr);
+/* The index of the first range that ends after lo (s->n when none). */
+size_t mms__ivset_first_after(const struct mms__ivset *s, uint64_t lo);
 
 /* --- record decoder (decode.c) ------------------------------------------ */
 

@@ -262,18 +262,11 @@ static int mmap_before(struct pass *p, const mms_event_t *ev)
 {
 	const struct mms__ivset *s = &p->st->maps;
 	uint64_t lo = ev->addr, hi = ev->addr + ev->size < ev->addr ? UINT64_MAX : ev->addr + ev->size;
-	size_t i, a = 0, b = s->n, m;
+	size_t i;
 	struct piece *pc;
 
 	p->npieces = 0;
-	while (a < b) {
-		m = a + (b - a) / 2;
-		if (s->iv[m].hi <= lo)
-			a = m + 1;
-		else
-			b = m;
-	}
-	for (i = a; i < s->n && s->iv[i].lo < hi; i++) {
+	for (i = mms__ivset_first_after(s, lo); i < s->n && s->iv[i].lo < hi; i++) {
 		if (mms__grow(&p->pieces, &p->pieces_cap, p->npieces, sizeof(*p->pieces)))
 			return -ENOMEM;
 		pc = &p->pieces[p->npieces++];
