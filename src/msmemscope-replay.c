@@ -31,6 +31,7 @@ struct opts {
 	const char *output;
 	uint64_t depth, top;
 	unsigned analyses;        /* --analysis: mask over an_defs */
+	const char *flamegraph;   /* --flamegraph FILE.svg */
 	struct an_opts an;
 	struct an_compare_args cmp; /* --compare-steps, --level */
 	const char *level_opt;
@@ -88,6 +89,10 @@ static void usage(void)
 	       "  --at-event N      decompose: the state just after event N (from 0), through\n"
 	       "                    the seek index, instead of the end and the peak\n"
 	       "  --level op|kernel compare: operator launches (default) or kernel launches\n"
+	       "  --flamegraph FILE.svg\n"
+	       "                    draw the allocations live at the peak as an interactive\n"
+	       "                    flame graph (alone, or beside --analysis; leaked or\n"
+	       "                    temporary ones: transform flamegraph --leaks ...)\n"
 	       "  --plot FILE.svg   usage: also draw live bytes over time, with step boundaries,\n"
 	       "                    operator launches and the peak, as a self-contained SVG\n"
 	       "                    (runs usage when --analysis does not name it)\n"
@@ -243,6 +248,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 				o->an.buckets = number("--buckets", v);
 				if (!o->an.buckets)
 					die_usage("--buckets wants 1 point or more");
+			} else if (cli_opt_value(argc, argv, &i, "--flamegraph", &v)) {
+				o->flamegraph = v;
 			} else if (cli_opt_value(argc, argv, &i, "--plot", &v)) {
 				o->an.plot = v;
 			} else if (cli_opt_value(argc, argv, &i, "--memory", &v)) {
@@ -270,14 +277,16 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	} else if (o->an.plot) {
 		die_usage("--plot goes with --analysis (it draws the usage timeline)");
 	}
+	if (o->flamegraph && o->query != Q_ANALYSIS && (o->query != Q_SUMMARY || o->query_opt))
+		die_usage("--flamegraph goes alone or with --analysis");
 	if (o->to_set && o->query != Q_RANGE)
 		die_usage("--to goes with --from");
 	if (o->to_set && o->to < o->from)
 		die_usage("--to %" PRIu64 " is before --from %" PRIu64, o->to, o->from);
 	if (o->output && o->query != Q_EXPORT)
 		die_usage("--output goes with --export (analyses write into --output-dir)");
-	if (o->force && o->query != Q_EXPORT && !o->analyses && o->query != Q_COMPARE)
-		die_usage("--force goes with --export, --analysis or --compare-steps");
+	if (o->force && o->query != Q_EXPORT && !o->analyses && o->query != Q_COMPARE && !o->flamegraph)
+		die_usage("--force goes with --export, --analysis, --compare-steps or --flamegraph");
 	if (o->level_opt && o->query != Q_COMPARE)
 		die_usage("--level goes with --compare-steps");
 	if (o->an.outdir && !o->analyses && o->query != Q_COMPARE)
@@ -519,6 +528,19 @@ int main(int argc, char **argv)
 	o.an.depth = (unsigned)o.depth;
 	o.an.top = (size_t)o.top;
 	o.an.force = o.force;
+	if (o.flamegraph) {
+		/* The peak's allocations, as transform flamegraph draws them. */
+		mms_transform_options_t t = { .selection = MMS_TRANSFORM_PEAK, .overwrite = o.force };
+
+		status = o.query == Q_ANALYSIS ? an_run(o.log, log, o.analyses, &o.an, stdout) : 0;
+		fflush(stdout);
+		if (replay_transform_write(o.log, log, MMS_TRANSFORM_FLAMEGRAPH, &t, o.flamegraph,
+					   "remove it, name another file, or add --force"))
+			status = CLI_EXIT_FAILURE;
+		warn_state(o.log, log);
+		mms_log_close(log);
+		return status;
+	}
 	if (o.query == Q_SUMMARY) {
 		status = replay_summary(o.log, log, o.json);
 		mms_log_close(log);

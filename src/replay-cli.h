@@ -19,5 +19,10 @@ mms_log_t *replay_open_log(const char *path);
 /* The transform subcommand (argv[0] is "transform"): returns the exit
  * status. */
 int replay_transform(int argc, char **argv);
+/* Writes one transform of log to path, then one line on stderr naming the
+ * file and its figures. Returns 0, or CLI_EXIT_FAILURE after saying why
+ * (exists_hint: what to do when path exists). */
+int replay_transform_write(const char *log_path, mms_log_t *log, int format, mms_transform_options_t *t,
+			   const char *path, const char *exists_hint);
 
 #endif /* MMS_REPLAY_CLI_H */

@@ -139,15 +139,42 @@ static const char *selection_words(const mms_transform_options_t *t)
 							 : "live at the peak";
 }
 
+int replay_transform_write(const char *log_path, mms_log_t *log, int format, mms_transform_options_t *t,
+			   const char *path, const char *exists_hint)
+{
+	mms_transform_stats_t st = { 0 };
+	int rc;
+
+	t->stats = &st;
+	if (mms_symbolizer_open(log, &t->sym))
+		t->sym = NULL;
+	rc = mms_transform_write(log, format, t, path);
+	mms_symbolizer_close(t->sym);
+	t->sym = NULL;
+	if (rc == -EEXIST) {
+		fprintf(stderr, "%s: %s: %s exists; %s\n", cli_progname, log_path, path, exists_hint);
+		return CLI_EXIT_FAILURE;
+	}
+	if (rc) {
+		fprintf(stderr, "%s: %s: cannot write %s: %s\n", cli_progname, log_path, path, mms_strerror(rc));
+		return CLI_EXIT_FAILURE;
+	}
+	fprintf(stderr,
+		"%s: wrote %s: %" PRIu64 " allocation%s %s, %" PRIu64 " bytes, in %" PRIu64 " %s; peak %" PRIu64
+		" bytes\n",
+		cli_progname, path, st.allocations, st.allocations == 1 ? "" : "s", selection_words(t), st.bytes,
+		st.groups, unit_words[format][st.groups != 1], st.peak_bytes);
+	return 0;
+}
+
 int replay_transform(int argc, char **argv)
 {
 	struct topts o = { 0 };
-	mms_transform_stats_t st = { 0 };
 	mms_log_info_t info;
 	char *name = NULL;
 	const char *path;
 	mms_log_t *log;
-	int n, rc;
+	int n;
 
 	parse_transform(argc, argv, &o);
 	log = replay_open_log(o.log);
@@ -158,21 +185,10 @@ int replay_transform(int argc, char **argv)
 		mms_transform_name(o.log, o.format, name, (size_t)n + 1);
 		path = name;
 	}
-	o.t.stats = &st;
 	o.t.title = o.title;
-	if (mms_symbolizer_open(log, &o.t.sym))
-		o.t.sym = NULL;
-	rc = mms_transform_write(log, o.format, &o.t, path);
-	mms_symbolizer_close(o.t.sym);
-	if (rc == -EEXIST)
-		die(CLI_EXIT_FAILURE, "%s: %s exists; remove it, name another file with -o, or add -f", o.log, path);
-	if (rc)
-		die(CLI_EXIT_FAILURE, "%s: cannot write %s: %s", o.log, path, mms_strerror(rc));
-	fprintf(stderr,
-		"%s: wrote %s: %" PRIu64 " allocation%s %s, %" PRIu64 " bytes, in %" PRIu64 " %s; peak %" PRIu64
-		" bytes\n",
-		cli_progname, path, st.allocations, st.allocations == 1 ? "" : "s", selection_words(&o.t), st.bytes,
-		st.groups, unit_words[o.format][st.groups != 1], st.peak_bytes);
+	if (replay_transform_write(o.log, log, o.format, &o.t, path,
+				   "remove it, name another file with -o, or add -f"))
+		exit(CLI_EXIT_FAILURE);
 	free(name);
 	mms_log_get_info(log, &info);
 	replay_warn_log_state(o.log, &info);

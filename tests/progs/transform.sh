@@ -272,6 +272,20 @@ assert title == "a <b> & c", title
 PY
 note "flamegraph: well-formed SVG, $(grep -c 'class="f"' f.svg) boxes (peak), hover titles with bytes, counts and percents"
 
+# The shortcut: msmemscope-replay LOG --flamegraph FILE draws the same
+# picture as transform flamegraph, alone or beside an analysis, and keeps
+# an existing file unless --force.
+"$MMS_REPLAY" t.mms --flamegraph fs.svg 2>fs.err || fail "--flamegraph exited $?: $(cat fs.err)"
+cmp -s f.svg fs.svg || fail "--flamegraph and transform flamegraph drew different pictures"
+if "$MMS_REPLAY" t.mms --flamegraph fs.svg 2>fs.err; then fail "--flamegraph replaced fs.svg without --force"; fi
+grep -q "fs.svg exists; remove it, name another file, or add --force" fs.err ||
+	fail "--flamegraph over an existing file: $(cat fs.err)"
+"$MMS_REPLAY" t.mms --analysis leakage --flamegraph fs.svg --force >fs.out 2>fs.err ||
+	fail "--analysis leakage --flamegraph --force exited $?: $(cat fs.err)"
+cmp -s f.svg fs.svg || fail "--flamegraph beside --analysis drew a different picture"
+grep -q "leakage" fs.out || fail "--analysis leakage --flamegraph printed no leakage report: $(head -3 fs.out)"
+note "--flamegraph FILE: the same SVG as transform flamegraph, alone or beside --analysis"
+
 browser=
 for b in chromium chromium-browser google-chrome; do
 	if command -v "$b" >/dev/null 2>&1; then
