@@ -420,7 +420,8 @@ MMS__EXPORT int mms_inefficient_run(mms_log_t *log, const mms_inefficient_option
 	if (rc)
 		goto fail;
 	p.res->ops = p.ops;
-	qsort(p.res->blocks, p.res->n, sizeof(*p.res->blocks), by_order);
+	if (p.res->n)
+		qsort(p.res->blocks, p.res->n, sizeof(*p.res->blocks), by_order);
 	pass_free(&p);
 	*out = p.res;
 	return 0;

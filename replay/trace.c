@@ -467,7 +467,8 @@ static int pass_finish(struct pass *p)
 	t->end = c.v;
 	t->nend = c.n;
 	t->end_bytes = c.bytes;
-	qsort(t->end, t->nend, sizeof(*t->end), block_cmp);
+	if (t->nend)
+		qsort(t->end, t->nend, sizeof(*t->end), block_cmp);
 
 	/* Watermark: what is still live of the peak, and what was freed
 	 * since. */

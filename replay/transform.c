@@ -307,7 +307,8 @@ static int run_pass(struct mms__xf *x)
 		if (x->groups[i].count || x->groups[i].bytes)
 			x->groups[n++] = x->groups[i];
 	x->ngroups = n;
-	qsort(x->groups, n, sizeof(*x->groups), group_cmp);
+	if (n)
+		qsort(x->groups, n, sizeof(*x->groups), group_cmp);
 	return 0;
 }
 

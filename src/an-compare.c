@@ -136,7 +136,8 @@ static void print_report(FILE *out, const struct an_opts *o, const char *level, 
 	for (i = 0; i < nrows; i++)
 		if (rows[i].diff)
 			top[n++] = &rows[i];
-	qsort(top, n, sizeof(*top), by_diff);
+	if (n)
+		qsort(top, n, sizeof(*top), by_diff);
 	shown = o->top && o->top < n ? o->top : n;
 	if (o->json) {
 		fputs("{\"analysis\":\"compare\",\"level\":", out);

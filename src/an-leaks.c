@@ -304,7 +304,8 @@ static void print_gaps(struct leaks_out *o)
 	for (i = 1; i < l->nsteps; i++)
 		if (l->steps[i].bytes_allocated > l->steps[i - 1].bytes_allocated)
 			grew[ngrew++] = &l->steps[i];
-	qsort(grew, ngrew, sizeof(*grew), growth_cmp);
+	if (ngrew)
+		qsort(grew, ngrew, sizeof(*grew), growth_cmp);
 	shown = o->s.top && ngrew > o->s.top ? o->s.top : ngrew;
 	if (shown)
 		fputs("Steps that allocated more than the step before, largest increase first:\n", f);

@@ -407,6 +407,16 @@ void parse_args(int argc, char **argv, struct opts *o)
 	}
 }
 
+void opts_free(struct opts *o)
+{
+	free(o->output);
+	free(o->suppressions);
+	free(o->input[0]);
+	free(o->input[1]);
+	free(o->watch);
+	o->output = o->suppressions = o->input[0] = o->input[1] = o->watch = NULL;
+}
+
 static void print_help(void)
 {
 	printf("Usage: %s [options] [--] prog [args...]\n"
