@@ -234,7 +234,7 @@ int an_usage(struct an_ctx *c)
 	mms_trace_t *t = trace_get(c);
 	char *path;
 	char hb[32], hp[32];
-	int status = 0;
+	int status = 0, plot_failed = 0;
 
 	if (!t)
 		return CLI_EXIT_FAILURE;
@@ -244,11 +244,13 @@ int an_usage(struct an_ctx *c)
 	else if (c->usage_rc)
 		warn("usage: cannot write %s: %s", path, mms_strerror(c->usage_rc));
 	if (c->usage_rc) {
+		/* The report and the plot do not need the file. */
 		free(path);
-		return CLI_EXIT_FAILURE;
+		path = NULL;
+		status = CLI_EXIT_FAILURE;
 	}
 	if (c->o->plot && plot_usage_svg(c, t, c->o->plot))
-		status = CLI_EXIT_FAILURE;
+		plot_failed = 1;
 	if (c->o->json) {
 		fprintf(c->out,
 			"{\"analysis\":\"usage\",\"events\":%" PRIu64 ",\"changes\":%" PRIu64 ",\"rows\":%" PRIu64
@@ -256,8 +258,9 @@ int an_usage(struct an_ctx *c)
 			",\"peak_ns\":%" PRIu64 ",\"end_bytes\":%" PRIu64 ",\"step_boundaries\":%zu,\"op_launches\":%" PRIu64,
 			t->events, t->changes, t->usage_rows, t->first_ns, t->end_ns, t->peak_bytes, t->peak_ns,
 			t->end_bytes, t->nsteps, t->op_launches);
-		put_file(c, path);
-		if (c->o->plot && !status) {
+		if (path)
+			put_file(c, path);
+		if (c->o->plot && !plot_failed) {
 			fputs(",\"plot\":", c->out);
 			json_put_string(c->out, c->o->plot, strlen(c->o->plot));
 		}
@@ -270,10 +273,11 @@ int an_usage(struct an_ctx *c)
 			rel_s(t, t->peak_ns), human_bytes(t->end_bytes, hb, sizeof(hb)));
 		fprintf(c->out, "  %" PRIu64 " row(s) (%s)\n", t->usage_rows,
 			c->o->buckets ? "the highest live bytes of each time bucket" : "one per change");
-		put_file(c, path);
-		if (c->o->plot && !status)
+		if (path)
+			put_file(c, path);
+		if (c->o->plot && !plot_failed)
 			fprintf(c->out, "  plot: %s\n", c->o->plot);
 	}
 	free(path);
-	return status;
+	return status || plot_failed ? CLI_EXIT_FAILURE : 0;
 }

@@ -128,8 +128,21 @@ const char *an_parse_memory(const char *list, unsigned *mask)
 int an_run(const char *path, mms_log_t *log, unsigned mask, const struct an_opts *o, FILE *out)
 {
 	struct an_ctx c = { path, log, o, out, NULL, 0, mask, NULL, 0, 0 };
+	unsigned writers = an_mask("watermark") | an_mask("usage") | an_mask("leakage") | an_mask("watch");
 	int status = 0;
 
+	/* The folder the files go into is made here, as compare makes its
+	 * own; an analysis that still cannot write its file prints its report
+	 * all the same. */
+	if (o->outdir && (mask & writers)) {
+		int rc = cli_make_dirs(o->outdir);
+
+		if (rc) {
+			warn("cannot create the output folder %s: %s; choose another --output-dir", o->outdir,
+			     strerror(-rc));
+			status = CLI_EXIT_FAILURE;
+		}
+	}
 	for (const struct an_def *d = an_defs; d->name; d++) {
 		if (!(mask & 1u << (d - an_defs)))
 			continue;

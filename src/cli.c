@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "msmemscope-replay.h"
 #include "cli.h"
@@ -252,4 +253,30 @@ const char *cli_event_kind_name(unsigned kind)
 	};
 
 	return kind < MMS_EV_KIND_COUNT && names[kind] ? names[kind] : "UNKNOWN";
+}
+
+int cli_make_dirs(const char *dir)
+{
+	char *p, *s;
+	int rc = 0;
+
+	if (!*dir)
+		return -ENOENT;
+	p = xstrdup(dir);
+	for (s = p + 1;; s++) {
+		if (*s != '/' && *s)
+			continue;
+		char c = *s;
+
+		*s = '\0';
+		if (mkdir(p, 0750) && errno != EEXIST) {
+			rc = -errno;
+			break;
+		}
+		*s = c;
+		if (!c)
+			break;
+	}
+	free(p);
+	return rc;
 }

@@ -65,4 +65,8 @@ const char *human_bytes(uint64_t n, char *buf, size_t cap);
  * "OP_LAUNCH", ...; "UNKNOWN" for a value out of range. */
 const char *cli_event_kind_name(unsigned kind);
 
+/* Creates the folder dir and its parents where missing (mode 0750, as
+ * mkdir -p). Returns 0, or -errno. */
+int cli_make_dirs(const char *dir);
+
 #endif /* MMS_CLI_H */

@@ -75,7 +75,7 @@ static void usage(void)
 	       "  -o, --output FILE the export's file (default: msMemScope's name, here)\n"
 	       "  --force           let --export, an analysis or a compare replace a file\n"
 	       "  --output-dir DIR  where analyses and compares write their files (default:\n"
-	       "                    here)\n"
+	       "                    here; made when missing)\n"
 	       "  --suppressions FILE\n"
 	       "                    leaks: leave out the leaks whose allocation stack has a\n"
 	       "                    frame (function, source file or module) matching a\n"

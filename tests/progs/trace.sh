@@ -96,6 +96,27 @@ expect_eq "messages with usage.tsv in the way" "$(cat again.err)" \
 	"msmemscope-replay: warning: usage: ./usage.tsv exists; remove it, choose another --output-dir, or add --force"
 grep -q "^== watermark: peak of .* ($peak bytes)" again.txt || fail "watermark failed with usage: $(cat again.txt)"
 [ -s watermark.tsv ] || fail "watermark.tsv not written when usage.tsv was in the way"
+# With usage.tsv in the way, usage still prints its report and draws the
+# plot it was asked for.
+grep -q "^== usage: 10 change(s)" again.txt || fail "usage printed no report with usage.tsv in the way: $(cat again.txt)"
+"$MMS_REPLAY" t.mms --analysis usage --plot inway.svg >again.txt 2>again.err &&
+	fail "usage replaced usage.tsv without --force"
+[ -s inway.svg ] || fail "--plot drew nothing when usage.tsv was in the way: $(cat again.err)"
+grep -q "^  plot: inway.svg$" again.txt || fail "--plot not named when usage.tsv was in the way: $(cat again.txt)"
+
+# --output-dir is made when missing, parents included, as for compares.
+"$MMS_REPLAY" t.mms --analysis watermark,usage,leakage --output-dir new/sub >new.txt 2>new.err ||
+	fail "--output-dir new/sub exited $?: $(cat new.err)"
+for f in watermark.tsv usage.tsv leakage.tsv; do
+	[ -s new/sub/$f ] || fail "new/sub/$f not written: $(cat new.err)"
+done
+: >plain
+if "$MMS_REPLAY" t.mms --analysis usage --output-dir plain/sub >new.txt 2>new.err; then
+	fail "--output-dir under a plain file succeeded"
+fi
+grep -q "cannot create the output folder plain/sub: Not a directory; choose another --output-dir" new.err ||
+	fail "no message for an output folder that cannot be made: $(cat new.err)"
+grep -q "^== usage: 10 change(s)" new.txt || fail "usage printed no report without its folder: $(cat new.txt)"
 
 # JSON: one object per analysis, with the figures.
 "$MMS_REPLAY" t.mms --analysis watermark,usage,leakage --json --output-dir . --force >j.txt ||
