@@ -203,3 +203,21 @@ grep -q '^No per-step leaks: no block allocated in step 2 or later was still liv
 grep -q '^No leaks at exit: every block was freed\.$' tidy.err || fail "no clear words for no leaks at exit: $(cat tidy.err)"
 grep -q 'Detected memory leaks' tidy.err && fail "a program that frees everything got a leak report: $(cat tidy.err)"
 note "a program without steps gets the exit section only; one that frees everything is told so"
+
+# --- a damaged log: its records after the damage are lost, frees among
+# them, so it must not say "every block was freed" nor "at exit" -----------
+set -- out5/msmemscope_*/memscope_*.mms
+"$MMS_PYTHON" - "$1" damaged.mms <<'PY' || fail "cannot damage the log"
+import sys
+d = bytearray(open(sys.argv[1], "rb").read())
+d[4200:4300] = b"\xff" * 100  # the first chunk's records, after the 4096-byte header
+open(sys.argv[2], "wb").write(d)
+PY
+"$MMS_REPLAY" damaged.mms --analysis leaks >damaged.txt 2>damaged.err || fail "leaks on a damaged log exited $?"
+grep -q 'damaged at byte' damaged.err || fail "no warning about the damage: $(cat damaged.err)"
+grep -q 'every block was freed\|at exit' damaged.txt && fail "a damaged log's report speaks of exit: $(cat damaged.txt)"
+grep -q '^No blocks live at the end of the readable log (the log is damaged: see the warning)\.$' damaged.txt ||
+	fail "no clear words for a damaged log: $(cat damaged.txt)"
+"$MMS_REPLAY" damaged.mms --analysis leaks --json 2>/dev/null | grep -q '"damaged":true' ||
+	fail "the JSON report does not say the log is damaged"
+note "a damaged log's leaks report says so instead of 'every block was freed'"
