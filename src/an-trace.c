@@ -65,7 +65,8 @@ static double rel_s(const mms_trace_t *t, uint64_t ns)
 }
 
 /* Prints stack id as frames "function (module)", innermost first, one per
- * line (text) or as a JSON array. */
+ * line (text, inlined frames marked "[inlined]" as in leaks) or as a JSON
+ * array. */
 static void put_stack(struct an_ctx *c, uint32_t stack, int json)
 {
 	mms_symbolizer_t *sym = an_symbolizer(c);
@@ -94,7 +95,9 @@ static void put_stack(struct an_ctx *c, uint32_t stack, int json)
 					fputc(',', c->out);
 				json_put_string(c->out, text, strlen(text));
 			} else {
-				fprintf(c->out, "      %s\n", text);
+				/* As leaks marks them: a function inlined into
+				 * itself would otherwise read as a repeated line. */
+				fprintf(c->out, "      %s%s\n", text, frames[j].inlined ? " [inlined]" : "");
 			}
 		}
 	}

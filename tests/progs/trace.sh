@@ -173,6 +173,17 @@ assert 0 < len(launches) <= 200, len(launches)
 assert sum(int(l.find("s:title", ns).text.split()[0]) for l in launches) == u["op_launches"] == 25, u
 assert len(root.findall(".//s:line[@class='step']", ns)) == u["step_boundaries"], u
 PY
+# Inlined frames: leakage marks them "[inlined]" as leaks does (infer's
+# xmalloc and operators are inlined at -O2; at -O0 neither marks any).
+"$MMS_REPLAY" infer.mms --analysis leaks --depth 0 >infer.leaks 2>&1 || fail "leaks of infer.mms exited $?"
+"$MMS_REPLAY" infer.mms --analysis leakage --depth 0 --output-dir . --force >infer.leakage 2>&1 ||
+	fail "leakage of infer.mms exited $?: $(cat infer.leakage)"
+if grep -q ' \[inlined\]$' infer.leaks; then
+	grep -q '^      [A-Za-z_][A-Za-z0-9_]* (infer) \[inlined\]$' infer.leakage ||
+		fail "leakage does not mark inlined frames as leaks does: $(cat infer.leakage)"
+else
+	grep -q '\[inlined\]' infer.leakage && fail "leakage marks frames leaks does not: $(cat infer.leakage)"
+fi
 chromium=
 for c in chromium chromium-browser; do
 	command -v $c >/dev/null 2>&1 && chromium=$c && break
