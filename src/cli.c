@@ -12,6 +12,7 @@
 #include "cli.h"
 
 const char *cli_progname = "msmemscope";
+const char *cli_help_command;
 
 void cli_init(const char *argv0)
 {
@@ -47,7 +48,7 @@ void die_usage(const char *fmt, ...)
 	va_start(ap, fmt);
 	vmsg("", fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "Try '%s --help' for more information.\n", cli_progname);
+	fprintf(stderr, "Try '%s --help' for more information.\n", cli_help_command ? cli_help_command : cli_progname);
 	exit(CLI_EXIT_USAGE);
 }
 

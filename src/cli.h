@@ -16,6 +16,9 @@
 
 /* The program name that starts every message; set it with cli_init(). */
 extern const char *cli_progname;
+/* The command whose --help a usage error points to; NULL: cli_progname.
+ * A subcommand sets it ("msmemscope-replay transform"). */
+extern const char *cli_help_command;
 
 /* Sets cli_progname to the last path component of argv0 (keeps
  * "msmemscope" when argv0 is NULL or empty). */
