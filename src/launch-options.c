@@ -465,7 +465,10 @@ static void print_help(void)
 	       cli_progname, cli_progname, OUTPUT_DEFAULT);
 	printf("Analyses (--analysis):\n");
 	an_print_help(stdout);
-	printf("\n"
+	printf("  Their files go into the run folder. The analyses' own options (--buckets,\n"
+	       "  --plot, --memory, --top, --depth, --json, ...) are msmemscope-replay's: run\n"
+	       "  msmemscope-replay LOG --analysis LIST with them on the log afterwards.\n"
+	       "\n"
 	       "Compare (runs no program):\n"
 	       "  --compare --input=BASE,COMPARE [--level=op|kernel]\n"
 	       "                        align the operator launches (or kernel launches) of\n"
