@@ -28,6 +28,7 @@ struct leaks_out {
 	size_t nsupp;
 	int complete; /* the log reached exit */
 	int damaged;  /* the reader skipped damaged records */
+	int exec_away; /* the process exec'd another image: the log ends there */
 };
 
 /* msMemScope's unit: MiB with six decimals, named "Mb(s)". */
@@ -190,9 +191,10 @@ static void print_section(struct leaks_out *o, int per_step, const mms_leak_t *l
 	} else {
 		/* A damaged log lost records, frees among them: what it shows
 		 * live is not what the process kept at exit. */
-		const char *when = o->damaged    ? "at the end of the readable log"
-				   : o->complete ? "at exit"
-						 : "at the end of the log";
+		const char *when = o->damaged     ? "at the end of the readable log"
+				   : o->complete  ? "at exit"
+				   : o->exec_away ? "at exec"
+						  : "at the end of the log";
 		char *title = xasprintf("Live %s by allocation stack", when);
 
 		if (blocks) {
@@ -369,6 +371,7 @@ int an_leaks_run(struct an_ctx *c)
 	mms_log_get_info(c->log, &info);
 	o.complete = info.complete;
 	o.damaged = info.damaged;
+	o.exec_away = info.exec_away;
 	if (o.supp && (rc = mms_leaks_suppress(o.l, c->log, o.supp, an_symbolizer(c))))
 		die(CLI_EXIT_FAILURE, "leaks: %s", mms_strerror(rc));
 
