@@ -58,6 +58,20 @@ static mms_trace_t *trace_get(struct an_ctx *c)
 	return c->trace;
 }
 
+/* Bytes for people, "4.0 KiB (4096 bytes)", or "320 bytes" alone where
+ * the exact count would repeat it. Returns buf (64 bytes are enough). */
+static const char *bytes_both(uint64_t n, char *buf, size_t cap)
+{
+	char h[32];
+
+	human_bytes(n, h, sizeof(h));
+	if (n < 1024)
+		snprintf(buf, cap, "%s", h);
+	else
+		snprintf(buf, cap, "%s (%" PRIu64 " bytes)", h, n);
+	return buf;
+}
+
 /* Seconds from the first event, for people. */
 static double rel_s(const mms_trace_t *t, uint64_t ns)
 {
@@ -116,7 +130,7 @@ static const char *kind_name(const mms_block_t *b)
 static void put_blocks(struct an_ctx *c, const mms_trace_t *t, const mms_trace_block_t *v, size_t n)
 {
 	size_t shown = c->o->top && c->o->top < n ? c->o->top : n;
-	char hb[32];
+	char hb[64];
 
 	for (size_t i = 0; i < shown; i++) {
 		const mms_block_t *b = &v[i].b;
@@ -136,8 +150,8 @@ static void put_blocks(struct an_ctx *c, const mms_trace_t *t, const mms_trace_b
 			fputc('}', c->out);
 			continue;
 		}
-		fprintf(c->out, "  %s (%" PRIu64 " bytes) at 0x%" PRIx64 ", %s, allocated at +%.6f s (event %" PRIu64,
-			human_bytes(b->size, hb, sizeof(hb)), b->size, b->addr, kind_name(b), rel_s(t, v[i].time_ns),
+		fprintf(c->out, "  %s at 0x%" PRIx64 ", %s, allocated at +%.6f s (event %" PRIu64,
+			bytes_both(b->size, hb, sizeof(hb)), b->addr, kind_name(b), rel_s(t, v[i].time_ns),
 			b->alloc_event);
 		if (b->step)
 			fprintf(c->out, ", step %" PRIu64, b->step);
@@ -183,7 +197,7 @@ static int report_blocks(struct an_ctx *c, const char *what, const mms_trace_t *
 			 size_t n, uint64_t bytes)
 {
 	char *path = write_tsv(c, what, !strcmp(what, "watermark") ? "watermark.tsv" : "leakage.tsv", v, n);
-	char hb[32];
+	char hb[64];
 
 	if (c->o->json) {
 		fprintf(c->out, "{\"analysis\":\"%s\",\"bytes\":%" PRIu64 ",\"blocks\":%zu", what, bytes, n);
@@ -198,14 +212,15 @@ static int report_blocks(struct an_ctx *c, const char *what, const mms_trace_t *
 	} else {
 		if (!strcmp(what, "watermark") && n)
 			fprintf(c->out,
-				"== watermark: peak of %s (%" PRIu64 " bytes) at +%.6f s (event %" PRIu64
-				"), %zu block(s) live then\n",
-				human_bytes(bytes, hb, sizeof(hb)), bytes, rel_s(t, t->peak_ns), t->peak_event, n);
+				"== watermark: peak of %s at +%.6f s (event %" PRIu64 "), %zu block(s) live then\n",
+				bytes_both(bytes, hb, sizeof(hb)), rel_s(t, t->peak_ns), t->peak_event, n);
 		else if (!strcmp(what, "watermark"))
 			fprintf(c->out, "== watermark: no memory was ever live\n");
+		else if (n)
+			fprintf(c->out, "== leakage: %s in %zu block(s) not freed by the end\n",
+				bytes_both(bytes, hb, sizeof(hb)), n);
 		else
-			fprintf(c->out, "== leakage: %s (%" PRIu64 " bytes) in %zu block(s) not freed by the end\n",
-				human_bytes(bytes, hb, sizeof(hb)), bytes, n);
+			fprintf(c->out, "== leakage: no block live at the end of the log\n");
 		put_blocks(c, t, v, n);
 		if (path)
 			put_file(c, path);

@@ -173,6 +173,18 @@ assert 0 < len(launches) <= 200, len(launches)
 assert sum(int(l.find("s:title", ns).text.split()[0]) for l in launches) == u["op_launches"] == 25, u
 assert len(root.findall(".//s:line[@class='step']", ns)) == u["step_boundaries"], u
 PY
+# Sizes under 1 KiB are not repeated ("320 bytes", not "320 bytes (320
+# bytes)"); larger ones give the exact count.
+"$MMS_REPLAY" infer.mms --analysis watermark --top 0 --depth 1 --output-dir . --force >infer.wm 2>&1 ||
+	fail "watermark of infer.mms exited $?: $(cat infer.wm)"
+grep -q '^  320 bytes at 0x[0-9a-f]*, HOST, ' infer.wm || fail "watermark's 320-byte block: $(cat infer.wm)"
+grep -q '^  8.0 KiB (8192 bytes) at 0x' infer.wm || fail "watermark's 8192-byte block: $(cat infer.wm)"
+grep -q 'bytes ([0-9]* bytes)' infer.wm && fail "watermark repeats a size: $(cat infer.wm)"
+# A log where nothing is live at the end says so in words.
+record none.mms /bin/true || fail "true exited $?"
+"$MMS_REPLAY" none.mms --analysis leakage --output-dir . --force >none.txt 2>&1 || fail "leakage of true exited $?"
+expect_eq "leakage of true" "$(head -n 1 none.txt)" "== leakage: no block live at the end of the log"
+
 # Inlined frames: leakage marks them "[inlined]" as leaks does (infer's
 # xmalloc and operators are inlined at -O2; at -O0 neither marks any).
 "$MMS_REPLAY" infer.mms --analysis leaks --depth 0 >infer.leaks 2>&1 || fail "leaks of infer.mms exited $?"
