@@ -223,3 +223,12 @@ grep -q '^No blocks live at the end of the readable log (the log is damaged: see
 "$MMS_REPLAY" damaged.mms >damaged.sum 2>/dev/null || fail "the summary of a damaged log exited $?"
 grep -q '^live at log end ' damaged.sum || fail "the summary of a damaged log speaks of exit: $(cat damaged.sum)"
 note "a damaged log's leaks report says so instead of 'every block was freed'"
+
+# --- a recording of some steps only: the analyses say that frees outside
+# them are missing, once ---------------------------------------------------------
+"$MMS_LAUNCHER" --steps=2,3 --output=out6 -- "$prog" >/dev/null 2>steps.err || fail "msmemscope --steps=2,3 exited $?"
+[ "$(grep -c 'was recorded with --steps=2,3: memory events of the other steps are not in the log' steps.err)" = 1 ] ||
+	fail "no single warning about a recording of steps 2 and 3: $(cat steps.err)"
+"$MMS_LAUNCHER" --output=out7 -- "$prog" >/dev/null 2>all.err || fail "msmemscope -- leaks exited $?"
+grep -q 'was recorded with' all.err && fail "a whole recording got the partial-recording warning: $(cat all.err)"
+note "a recording of steps 2 and 3 only is said to lack the other steps' frees"
