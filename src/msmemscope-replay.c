@@ -36,6 +36,9 @@ struct opts {
 	const char *level_opt;
 };
 
+/* --buckets: the most rows usage.tsv may be asked for. */
+#define MAX_BUCKETS 1000000
+
 static void usage(void)
 {
 	printf("Usage: %s LOG [QUERY] [OPTIONS]\n"
@@ -86,7 +89,8 @@ static void usage(void)
 	       "                    inefficient: launches between two accesses that make a\n"
 	       "                    block idle (default 3000)\n"
 	       "  --min-size N      inefficient: smallest block considered, in bytes\n"
-	       "  --buckets N       usage: points of the timeline (default: every change)\n"
+	       "  --buckets N       usage: points of the timeline, 1 to 1000000 (default: every\n"
+	       "                    change)\n"
 	       "  --at-event N      decompose: the state just after event N (from 0), through\n"
 	       "                    the seek index, instead of the end and the peak\n"
 	       "  --level op|kernel compare: operator launches (default) or kernel launches\n"
@@ -245,6 +249,11 @@ static void parse_args(int argc, char **argv, struct opts *o)
 				o->an.buckets = number("--buckets", v);
 				if (!o->an.buckets)
 					die_usage("--buckets wants 1 point or more");
+				/* Each bucket is a row of usage.tsv: 10^12 of them
+				 * filled a disk. Without --buckets, a row per change. */
+				if (o->an.buckets > MAX_BUCKETS)
+					die_usage("--buckets wants at most %d points (leave it out for a row per change)",
+						  MAX_BUCKETS);
 			} else if (cli_opt_value(argc, argv, &i, "--plot", &v)) {
 				o->an.plot = v;
 			} else if (cli_opt_value(argc, argv, &i, "--memory", &v)) {

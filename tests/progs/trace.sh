@@ -180,6 +180,12 @@ PY
 grep -q '^  320 bytes at 0x[0-9a-f]*, HOST, ' infer.wm || fail "watermark's 320-byte block: $(cat infer.wm)"
 grep -q '^  8.0 KiB (8192 bytes) at 0x' infer.wm || fail "watermark's 8192-byte block: $(cat infer.wm)"
 grep -q 'bytes ([0-9]* bytes)' infer.wm && fail "watermark repeats a size: $(cat infer.wm)"
+# --buckets is bounded: each bucket is a row of usage.tsv.
+if "$MMS_REPLAY" t.mms --analysis usage --buckets 1000000000000 --output-dir huge >huge.txt 2>huge.err; then
+	fail "--buckets 10^12 was accepted"
+fi
+grep -q -- "--buckets wants at most 1000000 points" huge.err || fail "--buckets 10^12: $(cat huge.err)"
+[ ! -e huge ] || fail "--buckets 10^12 wrote something: $(ls -lR huge)"
 # A log where nothing is live at the end says so in words.
 record none.mms /bin/true || fail "true exited $?"
 "$MMS_REPLAY" none.mms --analysis leakage --output-dir . --force >none.txt 2>&1 || fail "leakage of true exited $?"
