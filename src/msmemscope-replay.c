@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "analysis.h"
@@ -255,6 +256,11 @@ static void parse_args(int argc, char **argv, struct opts *o)
 					die_usage("--buckets wants at most %d points (leave it out for a row per change)",
 						  MAX_BUCKETS);
 			} else if (cli_opt_value(argc, argv, &i, "--plot", &v)) {
+				size_t n = strlen(v);
+
+				/* An SVG in usage.png opens in no image viewer. */
+				if (n < 5 || strcasecmp(v + n - 4, ".svg"))
+					die_usage("--plot draws an SVG picture: name the file FILE.svg, not '%s'", v);
 				o->an.plot = v;
 			} else if (cli_opt_value(argc, argv, &i, "--memory", &v)) {
 				const char *msg = an_parse_memory(v, &o->an.memory);

@@ -186,6 +186,12 @@ if "$MMS_REPLAY" t.mms --analysis usage --buckets 1000000000000 --output-dir hug
 fi
 grep -q -- "--buckets wants at most 1000000 points" huge.err || fail "--buckets 10^12: $(cat huge.err)"
 [ ! -e huge ] || fail "--buckets 10^12 wrote something: $(ls -lR huge)"
+# --plot writes SVG: another extension is refused before anything runs.
+if "$MMS_REPLAY" t.mms --plot usage.png >png.txt 2>png.err; then
+	fail "--plot usage.png was accepted"
+fi
+grep -q -- "--plot draws an SVG picture: name the file FILE.svg, not 'usage.png'" png.err || fail "--plot usage.png: $(cat png.err)"
+[ ! -e usage.png ] || fail "--plot usage.png wrote it"
 # A log where nothing is live at the end says so in words.
 record none.mms /bin/true || fail "true exited $?"
 "$MMS_REPLAY" none.mms --analysis leakage --output-dir . --force >none.txt 2>&1 || fail "leakage of true exited $?"
