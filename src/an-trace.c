@@ -108,6 +108,14 @@ static void put_stack(struct an_ctx *c, uint32_t stack, int json)
 				if (shown)
 					fputc(',', c->out);
 				json_put_string(c->out, text, strlen(text));
+			} else if (!frames[j].function && frames[j].module) {
+				/* No symbol: the module and the offset in it, as
+				 * leaks and the transforms print it (addr2line
+				 * takes it); the address changes from run to run. */
+				const char *slash = strrchr(frames[j].module, '/');
+
+				fprintf(c->out, "      %s+0x%" PRIx64 "\n", slash ? slash + 1 : frames[j].module,
+					frames[j].module_offset);
 			} else {
 				/* As leaks marks them: a function inlined into
 				 * itself would otherwise read as a repeated line. */

@@ -186,6 +186,17 @@ if "$MMS_REPLAY" t.mms --analysis usage --buckets 1000000000000 --output-dir hug
 fi
 grep -q -- "--buckets wants at most 1000000 points" huge.err || fail "--buckets 10^12: $(cat huge.err)"
 [ ! -e huge ] || fail "--buckets 10^12 wrote something: $(ls -lR huge)"
+# A frame without a symbol reads "module+0xOFFSET", as in leaks, not its
+# run-dependent address (a stripped copy of tracer has no name for main).
+if command -v strip >/dev/null 2>&1; then
+	cp "$MMS_PROGS/tracer" tracer-stripped
+	strip tracer-stripped
+	record s.mms ./tracer-stripped >/dev/null || fail "tracer-stripped exited $?"
+	"$MMS_REPLAY" s.mms --analysis watermark --depth 1 --output-dir stripped >s.txt 2>&1 ||
+		fail "watermark of the stripped tracer exited $?: $(cat s.txt)"
+	grep -q '^      tracer-stripped+0x[0-9a-f]*$' s.txt || fail "no module+offset frame: $(cat s.txt)"
+	grep -q '^      0x' s.txt && fail "a frame by its address: $(cat s.txt)"
+fi
 # --plot writes SVG: another extension is refused before anything runs.
 if "$MMS_REPLAY" t.mms --plot usage.png >png.txt 2>png.err; then
 	fail "--plot usage.png was accepted"
