@@ -524,3 +524,13 @@ static void print_help(void)
 	       cli_progname,
 	       cli_progname, cli_progname);
 }
+
+void opts_free(struct opts *o)
+{
+	free(o->output);
+	free(o->suppressions);
+	free(o->input[0]);
+	free(o->input[1]);
+	free(o->watch);
+	o->output = o->suppressions = o->input[0] = o->input[1] = o->watch = NULL;
+}

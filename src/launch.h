@@ -63,6 +63,8 @@ extern enum log_level log_level;
 
 /* launch-options.c */
 void parse_args(int argc, char **argv, struct opts *o);
+/* Frees what parse_args() allocated in o. */
+void opts_free(struct opts *o);
 
 /* launch-run.c */
 char *find_hooks(void);

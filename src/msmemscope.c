@@ -43,14 +43,12 @@ int main(int argc, char **argv)
 		ret = an_compare(&a, &ao, stdout);
 		if (fflush(stdout) || ferror(stdout))
 			ret = CLI_EXIT_FAILURE;
-		free(o.input[0]);
-		free(o.input[1]);
-		free(o.output);
+		opts_free(&o);
 		return ret;
 	}
 	ret = check_program(o.argv[0]);
 	if (ret) {
-		free(o.output);
+		opts_free(&o);
 		return ret;
 	}
 	run.hooks = find_hooks();
@@ -85,6 +83,6 @@ int main(int argc, char **argv)
 	free(run.dir);
 	free(run.shown);
 	free(run.hooks);
-	free(o.output);
+	opts_free(&o);
 	return ret;
 }
