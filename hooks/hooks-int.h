@@ -293,6 +293,9 @@ static inline uint32_t mms__capture_stack(struct mms_thread *t)
 	return mms__config.depth ? mms__capture_stack_slow(t) : 0;
 }
 void mms__unwind_init(void) MMS_HIDDEN;
+/* 1 when ip lies in libunwind's code (its own mappings are not the
+ * program's). */
+int mms__unwinder_code(uintptr_t ip) MMS_HIDDEN;
 
 /* modules.c */
 void mms__modules_scan(struct mms_thread *t) MMS_HIDDEN;

@@ -458,6 +458,12 @@ MMS_EXPORT int munmap(void *addr, size_t len)
 	struct mms_thread *t = enter();
 	int r;
 
+	/* libunwind freeing its per-thread cache at thread exit: it mapped
+	 * it inside the recorder, unrecorded. */
+	if (t && mms__unwinder_code((uintptr_t)__builtin_return_address(0))) {
+		leave();
+		t = NULL;
+	}
 	if (t) {
 		rec_munmap(t, addr, len, mms__stamp_release());
 		leave();

@@ -11,27 +11,45 @@
 
 /* Our own code's address range: frames there are the hook, not the program. */
 static uintptr_t self_lo, self_hi;
+/* libunwind's code: it maps its per-thread caches inside unw_backtrace()
+ * (not recorded) and unmaps them in a thread-exit destructor of its own,
+ * through munmap(), which must not be recorded either. */
+static uintptr_t unw_lo, unw_hi;
 
-static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
+struct code_range {
+	uintptr_t here; /* an address in the code looked for */
+	uintptr_t *lo, *hi;
+};
+
+static int find_code(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	uintptr_t here = (uintptr_t)arg;
+	struct code_range *r = arg;
 	(void)size;
 
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
-		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && here >= lo && here < hi) {
-			self_lo = lo;
-			self_hi = hi;
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && r->here >= lo && r->here < hi) {
+			*r->lo = lo;
+			*r->hi = hi;
 			return 1;
 		}
 	}
 	return 0;
 }
 
+int mms__unwinder_code(uintptr_t ip)
+{
+	return ip >= unw_lo && ip < unw_hi;
+}
+
 void mms__unwind_init(void)
 {
-	dl_iterate_phdr(find_self, (void *)(uintptr_t)&mms__unwind_init);
+	struct code_range self = { (uintptr_t)&mms__unwind_init, &self_lo, &self_hi };
+	struct code_range unw = { (uintptr_t)&unw_backtrace, &unw_lo, &unw_hi };
+
+	dl_iterate_phdr(find_code, &self);
+	dl_iterate_phdr(find_code, &unw);
 	/* One cache of unwinding info per thread: no lock on the hot path
 	 * (the default cache is global and locked). */
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);

@@ -82,30 +82,6 @@ static int read_side(mms_compare_t *c, int side, const char *path)
 	return 0;
 }
 
-/* Creates dir and its parents (mode 0750) where missing. Returns 0 or -errno. */
-static int make_dirs(const char *dir)
-{
-	char *p = xstrdup(dir), *s;
-	int rc = 0;
-
-	for (s = p + 1;; s++) {
-		if (*s != '/' && *s)
-			continue;
-		char c = *s;
-
-		*s = '\0';
-		if (mkdir(p, 0750) && errno != EEXIST) {
-			rc = -errno;
-			break;
-		}
-		*s = c;
-		if (!c)
-			break;
-	}
-	free(p);
-	return rc;
-}
-
 /* Rows by |diff|, largest first, then in their order. */
 static int by_diff(const void *x, const void *y)
 {
@@ -255,7 +231,7 @@ int an_compare(const struct an_compare_args *a, const struct an_opts *o, FILE *o
 		goto out_what;
 	}
 	dir = xasprintf("%s/compare", o->outdir ? o->outdir : ".");
-	rc = make_dirs(dir);
+	rc = cli_make_dirs(dir);
 	if (rc) {
 		say("cannot create %s: %s", dir, strerror(-rc));
 		free(dir);

@@ -27,6 +27,8 @@ struct leaks_out {
 	mms_suppressions_t *supp;
 	size_t nsupp;
 	int complete; /* the log reached exit */
+	int damaged;  /* the reader skipped damaged records */
+	int exec_away; /* the process exec'd another image: the log ends there */
 };
 
 /* msMemScope's unit: MiB with six decimals, named "Mb(s)". */
@@ -187,19 +189,25 @@ static void print_section(struct leaks_out *o, int per_step, const mms_leak_t *l
 			      f);
 		}
 	} else {
-		const char *when = o->complete ? "at exit" : "at the end of the log";
+		/* A damaged log lost records, frees among them: what it shows
+		 * live is not what the process kept at exit. */
+		const char *when = o->damaged     ? "at the end of the readable log"
+				   : o->complete  ? "at exit"
+				   : o->exec_away ? "at exec"
+						  : "at the end of the log";
+		char *title = xasprintf("Live %s by allocation stack", when);
 
 		if (blocks) {
 			fprintf(f, "====== Blocks still live %s ======\n", when);
-			show_groups(&o->s,
-				    o->complete ? "Live at exit by allocation stack"
-						: "Live at the end of the log by allocation stack",
-				    g, ng);
+			show_groups(&o->s, title, g, ng);
 			fprintf(f, "====== SUMMARY: %.6f Mb(s) live %s in %" PRIu64 " allocation(s) ======\n",
 				mb(bytes), when, blocks);
+		} else if (o->damaged) {
+			fprintf(f, "No blocks live %s (the log is damaged: see the warning).\n", when);
 		} else {
 			fprintf(f, "No leaks %s: every block was freed.\n", when);
 		}
+		free(title);
 	}
 	print_suppressed(o, &sp);
 out:
@@ -363,6 +371,8 @@ int an_leaks_run(struct an_ctx *c)
 		     mms_strerror(o.l->stop_rc));
 	mms_log_get_info(c->log, &info);
 	o.complete = info.complete;
+	o.damaged = info.damaged;
+	o.exec_away = info.exec_away;
 	if (o.supp && (rc = mms_leaks_suppress(o.l, c->log, o.supp, an_symbolizer(c))))
 		die(CLI_EXIT_FAILURE, "leaks: %s", mms_strerror(rc));
 
@@ -377,8 +387,8 @@ int an_leaks_run(struct an_ctx *c)
 	if (o.s.json) {
 		fprintf(c->out, "{\"analysis\":\"leaks\",\"log\":");
 		json_str(c->out, c->path);
-		fprintf(c->out, ",\"events\":%" PRIu64 ",\"complete\":%s,\"steps_total\":%zu,", o.l->events,
-			o.complete ? "true" : "false", o.l->nsteps);
+		fprintf(c->out, ",\"events\":%" PRIu64 ",\"complete\":%s,\"damaged\":%s,\"steps_total\":%zu,",
+			o.l->events, o.complete ? "true" : "false", o.damaged ? "true" : "false", o.l->nsteps);
 		print_section(&o, 1, o.l->step_leaks, o.l->nstep_leaks);
 		fputc(',', c->out);
 		print_section(&o, 0, o.l->exit_leaks, o.l->nexit_leaks);

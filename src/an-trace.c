@@ -58,6 +58,20 @@ static mms_trace_t *trace_get(struct an_ctx *c)
 	return c->trace;
 }
 
+/* Bytes for people, "4.0 KiB (4096 bytes)", or "320 bytes" alone where
+ * the exact count would repeat it. Returns buf (64 bytes are enough). */
+static const char *bytes_both(uint64_t n, char *buf, size_t cap)
+{
+	char h[32];
+
+	human_bytes(n, h, sizeof(h));
+	if (n < 1024)
+		snprintf(buf, cap, "%s", h);
+	else
+		snprintf(buf, cap, "%s (%" PRIu64 " bytes)", h, n);
+	return buf;
+}
+
 /* Seconds from the first event, for people. */
 static double rel_s(const mms_trace_t *t, uint64_t ns)
 {
@@ -65,7 +79,8 @@ static double rel_s(const mms_trace_t *t, uint64_t ns)
 }
 
 /* Prints stack id as frames "function (module)", innermost first, one per
- * line (text) or as a JSON array. */
+ * line (text, inlined frames marked "[inlined]" as in leaks) or as a JSON
+ * array. */
 static void put_stack(struct an_ctx *c, uint32_t stack, int json)
 {
 	mms_symbolizer_t *sym = an_symbolizer(c);
@@ -93,8 +108,18 @@ static void put_stack(struct an_ctx *c, uint32_t stack, int json)
 				if (shown)
 					fputc(',', c->out);
 				json_put_string(c->out, text, strlen(text));
+			} else if (!frames[j].function && frames[j].module) {
+				/* No symbol: the module and the offset in it, as
+				 * leaks and the transforms print it (addr2line
+				 * takes it); the address changes from run to run. */
+				const char *slash = strrchr(frames[j].module, '/');
+
+				fprintf(c->out, "      %s+0x%" PRIx64 "\n", slash ? slash + 1 : frames[j].module,
+					frames[j].module_offset);
 			} else {
-				fprintf(c->out, "      %s\n", text);
+				/* As leaks marks them: a function inlined into
+				 * itself would otherwise read as a repeated line. */
+				fprintf(c->out, "      %s%s\n", text, frames[j].inlined ? " [inlined]" : "");
 			}
 		}
 	}
@@ -113,7 +138,7 @@ static const char *kind_name(const mms_block_t *b)
 static void put_blocks(struct an_ctx *c, const mms_trace_t *t, const mms_trace_block_t *v, size_t n)
 {
 	size_t shown = c->o->top && c->o->top < n ? c->o->top : n;
-	char hb[32];
+	char hb[64];
 
 	for (size_t i = 0; i < shown; i++) {
 		const mms_block_t *b = &v[i].b;
@@ -133,8 +158,8 @@ static void put_blocks(struct an_ctx *c, const mms_trace_t *t, const mms_trace_b
 			fputc('}', c->out);
 			continue;
 		}
-		fprintf(c->out, "  %s (%" PRIu64 " bytes) at 0x%" PRIx64 ", %s, allocated at +%.6f s (event %" PRIu64,
-			human_bytes(b->size, hb, sizeof(hb)), b->size, b->addr, kind_name(b), rel_s(t, v[i].time_ns),
+		fprintf(c->out, "  %s at 0x%" PRIx64 ", %s, allocated at +%.6f s (event %" PRIu64,
+			bytes_both(b->size, hb, sizeof(hb)), b->addr, kind_name(b), rel_s(t, v[i].time_ns),
 			b->alloc_event);
 		if (b->step)
 			fprintf(c->out, ", step %" PRIu64, b->step);
@@ -180,7 +205,7 @@ static int report_blocks(struct an_ctx *c, const char *what, const mms_trace_t *
 			 size_t n, uint64_t bytes)
 {
 	char *path = write_tsv(c, what, !strcmp(what, "watermark") ? "watermark.tsv" : "leakage.tsv", v, n);
-	char hb[32];
+	char hb[64];
 
 	if (c->o->json) {
 		fprintf(c->out, "{\"analysis\":\"%s\",\"bytes\":%" PRIu64 ",\"blocks\":%zu", what, bytes, n);
@@ -195,14 +220,15 @@ static int report_blocks(struct an_ctx *c, const char *what, const mms_trace_t *
 	} else {
 		if (!strcmp(what, "watermark") && n)
 			fprintf(c->out,
-				"== watermark: peak of %s (%" PRIu64 " bytes) at +%.6f s (event %" PRIu64
-				"), %zu block(s) live then\n",
-				human_bytes(bytes, hb, sizeof(hb)), bytes, rel_s(t, t->peak_ns), t->peak_event, n);
+				"== watermark: peak of %s at +%.6f s (event %" PRIu64 "), %zu block(s) live then\n",
+				bytes_both(bytes, hb, sizeof(hb)), rel_s(t, t->peak_ns), t->peak_event, n);
 		else if (!strcmp(what, "watermark"))
 			fprintf(c->out, "== watermark: no memory was ever live\n");
+		else if (n)
+			fprintf(c->out, "== leakage: %s in %zu block(s) not freed by the end\n",
+				bytes_both(bytes, hb, sizeof(hb)), n);
 		else
-			fprintf(c->out, "== leakage: %s (%" PRIu64 " bytes) in %zu block(s) not freed by the end\n",
-				human_bytes(bytes, hb, sizeof(hb)), bytes, n);
+			fprintf(c->out, "== leakage: no block live at the end of the log\n");
 		put_blocks(c, t, v, n);
 		if (path)
 			put_file(c, path);
@@ -234,7 +260,7 @@ int an_usage(struct an_ctx *c)
 	mms_trace_t *t = trace_get(c);
 	char *path;
 	char hb[32], hp[32];
-	int status = 0;
+	int status = 0, plot_failed = 0;
 
 	if (!t)
 		return CLI_EXIT_FAILURE;
@@ -244,11 +270,13 @@ int an_usage(struct an_ctx *c)
 	else if (c->usage_rc)
 		warn("usage: cannot write %s: %s", path, mms_strerror(c->usage_rc));
 	if (c->usage_rc) {
+		/* The report and the plot do not need the file. */
 		free(path);
-		return CLI_EXIT_FAILURE;
+		path = NULL;
+		status = CLI_EXIT_FAILURE;
 	}
 	if (c->o->plot && plot_usage_svg(c, t, c->o->plot))
-		status = CLI_EXIT_FAILURE;
+		plot_failed = 1;
 	if (c->o->json) {
 		fprintf(c->out,
 			"{\"analysis\":\"usage\",\"events\":%" PRIu64 ",\"changes\":%" PRIu64 ",\"rows\":%" PRIu64
@@ -256,8 +284,9 @@ int an_usage(struct an_ctx *c)
 			",\"peak_ns\":%" PRIu64 ",\"end_bytes\":%" PRIu64 ",\"step_boundaries\":%zu,\"op_launches\":%" PRIu64,
 			t->events, t->changes, t->usage_rows, t->first_ns, t->end_ns, t->peak_bytes, t->peak_ns,
 			t->end_bytes, t->nsteps, t->op_launches);
-		put_file(c, path);
-		if (c->o->plot && !status) {
+		if (path)
+			put_file(c, path);
+		if (c->o->plot && !plot_failed) {
 			fputs(",\"plot\":", c->out);
 			json_put_string(c->out, c->o->plot, strlen(c->o->plot));
 		}
@@ -270,10 +299,11 @@ int an_usage(struct an_ctx *c)
 			rel_s(t, t->peak_ns), human_bytes(t->end_bytes, hb, sizeof(hb)));
 		fprintf(c->out, "  %" PRIu64 " row(s) (%s)\n", t->usage_rows,
 			c->o->buckets ? "the highest live bytes of each time bucket" : "one per change");
-		put_file(c, path);
-		if (c->o->plot && !status)
+		if (path)
+			put_file(c, path);
+		if (c->o->plot && !plot_failed)
 			fprintf(c->out, "  plot: %s\n", c->o->plot);
 	}
 	free(path);
-	return status;
+	return status || plot_failed ? CLI_EXIT_FAILURE : 0;
 }

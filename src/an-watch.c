@@ -25,6 +25,87 @@ static int full_content(mms_log_t *log)
 	return mms_log_meta(log, "config", &cfg, &len) == 0 && strstr(cfg, "full-content") != NULL;
 }
 
+/* The START operator of the recording's --watch=START[:outN],END, copied
+ * into buf, and *out its ":outN" (-1 without); returns 0 when there is a
+ * START, -1 when --watch named none. */
+static int watch_start(mms_log_t *log, char *buf, size_t cap, int *out)
+{
+	const char *cfg, *w, *end, *comma;
+	size_t len;
+
+	if (mms_log_meta(log, "config", &cfg, &len))
+		return -1;
+	for (w = cfg; w < cfg + len; w = end + 1) {
+		end = memchr(w, ';', (size_t)(cfg + len - w));
+		if (!end)
+			end = cfg + len;
+		if ((size_t)(end - w) > 6 && !memcmp(w, "watch=", 6))
+			break;
+	}
+	if (w >= cfg + len)
+		return -1;
+	w += 6;
+	/* START is there when a second name (END) follows the first one;
+	 * ",full-content" is not a name. */
+	comma = memchr(w, ',', (size_t)(end - w));
+	if (!comma || ((size_t)(end - comma - 1) == strlen("full-content") && !memcmp(comma + 1, "full-content", 12)))
+		return -1;
+	len = strcspn(w, ":,");
+	*out = w[len] == ':' && !strncmp(w + len, ":out", 4) ? atoi(w + len + 4) : -1;
+	if (len >= cap)
+		len = cap - 1;
+	memcpy(buf, w, len);
+	buf[len] = '\0';
+	return 0;
+}
+
+/* The launches of operator name in the log (one forward pass). */
+static uint64_t launches_of(mms_log_t *log, const char *name)
+{
+	mms_iter_t *it;
+	mms_event_t ev;
+	uint64_t n = 0;
+
+	if (mms_iter_open(log, &it))
+		return 0;
+	while (mms_iter_next(it, &ev) == 1)
+		if (ev.kind == MMS_EV_OP_LAUNCH && ev.sub == 0 && ev.name && !strcmp(ev.name, name))
+			n++;
+	mms_iter_close(it);
+	return n;
+}
+
+/* Says why --watch=START,... watched nothing, when no block came from
+ * START: a misspelt name and an operator without outputs look the same
+ * otherwise. Returns 1 when it printed. */
+static int explain_start(struct an_ctx *c, const mms_watch_result_t *r)
+{
+	char start[64];
+	uint64_t n;
+	int out;
+
+	if (watch_start(c->log, start, sizeof start, &out))
+		return 0;
+	for (size_t i = 0; i < r->nblocks; i++)
+		if (!strcmp(r->blocks[i].name, start))
+			return 0;
+	n = launches_of(c->log, start);
+	if (!n)
+		warn("watch: --watch named the start operator '%s', which never ran: check its name "
+		     "(msmemscope-replay LOG --from 0 lists the launches)",
+		     start);
+	else if (out >= 0)
+		warn("watch: --watch named output %d of the start operator '%s'; it ran %" PRIu64 " time%s but no "
+		     "launch had that output (outputs count from 0, in the order a launch allocated the blocks it "
+		     "kept or declared them written with msmemscope_access())",
+		     out, start, n, n == 1 ? "" : "s");
+	else
+		warn("watch: --watch named the start operator '%s'; it ran %" PRIu64 " time%s but no launch had an "
+		     "output to watch (a block it allocated and kept, or declared written with msmemscope_access())",
+		     start, n, n == 1 ? "" : "s");
+	return 1;
+}
+
 static uint64_t tid_of(mms_log_t *log, uint32_t thread)
 {
 	uint64_t tid = 0;
@@ -180,6 +261,8 @@ int an_watch(struct an_ctx *c)
 		print_json(c, r, csv);
 	else
 		print_text(c, r, csv);
+	fflush(c->out);
+	explain_start(c, r);
 	mms_watch_free(r);
 	free(dir);
 	free(csv);

@@ -3,6 +3,7 @@
  * command line asked for over a log. */
 #include "config.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,11 +126,64 @@ const char *an_parse_memory(const char *list, unsigned *mask)
 	return *mask ? NULL : "no memory kind given; the kinds are host, mmap and pool";
 }
 
+/* The value of key in the recording's configuration ("steps=2,3;..."),
+ * copied into buf; NULL when it is not there. */
+static const char *config_value(mms_log_t *log, const char *key, char *buf, size_t cap)
+{
+	const char *cfg, *p, *end;
+	size_t len, klen = strlen(key);
+
+	if (mms_log_meta(log, "config", &cfg, &len))
+		return NULL;
+	for (p = cfg; p < cfg + len; p = end + 1) {
+		end = memchr(p, ';', (size_t)(cfg + len - p));
+		if (!end)
+			end = cfg + len;
+		if ((size_t)(end - p) > klen && !memcmp(p, key, klen) && p[klen] == '=') {
+			snprintf(buf, cap, "%.*s", (int)(end - p - (ptrdiff_t)klen - 1), p + klen + 1);
+			return buf;
+		}
+	}
+	return NULL;
+}
+
+/* A recording restricted to some steps or to msmemscope_start()..stop()
+ * lost the frees made outside: say so once, before the analyses count
+ * those blocks as live. */
+static void warn_partial(const char *path, mms_log_t *log)
+{
+	char steps[128], collect[32];
+
+	if (config_value(log, "steps", steps, sizeof(steps)))
+		warn("%s was recorded with --steps=%s: memory events of the other steps are not in the log, so a "
+		     "block freed in one of them counts as live here",
+		     path, steps);
+	else if (config_value(log, "collect", collect, sizeof(collect)) && !strcmp(collect, "deferred"))
+		warn("%s was recorded with --collect-mode=deferred: memory events outside msmemscope_start() .. "
+		     "msmemscope_stop() are not in the log, so a block freed there counts as live here",
+		     path);
+}
+
 int an_run(const char *path, mms_log_t *log, unsigned mask, const struct an_opts *o, FILE *out)
 {
 	struct an_ctx c = { path, log, o, out, NULL, 0, mask, NULL, 0, 0 };
+	unsigned writers = an_mask("watermark") | an_mask("usage") | an_mask("leakage") | an_mask("watch");
 	int status = 0;
 
+	/* The folder the files go into is made here, as compare makes its
+	 * own; an analysis that still cannot write its file prints its report
+	 * all the same. */
+	if (o->outdir && (mask & writers)) {
+		int rc = cli_make_dirs(o->outdir);
+
+		if (rc) {
+			warn("cannot create the output folder %s: %s; choose another --output-dir", o->outdir,
+			     strerror(-rc));
+			status = CLI_EXIT_FAILURE;
+		}
+	}
+	if (mask & ~an_mask("watch"))
+		warn_partial(path, log);
 	for (const struct an_def *d = an_defs; d->name; d++) {
 		if (!(mask & 1u << (d - an_defs)))
 			continue;

@@ -6,11 +6,13 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "msmemscope-replay.h"
 #include "cli.h"
 
 const char *cli_progname = "msmemscope";
+const char *cli_help_command;
 
 void cli_init(const char *argv0)
 {
@@ -46,7 +48,7 @@ void die_usage(const char *fmt, ...)
 	va_start(ap, fmt);
 	vmsg("", fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "Try '%s --help' for more information.\n", cli_progname);
+	fprintf(stderr, "Try '%s --help' for more information.\n", cli_help_command ? cli_help_command : cli_progname);
 	exit(CLI_EXIT_USAGE);
 }
 
@@ -252,4 +254,30 @@ const char *cli_event_kind_name(unsigned kind)
 	};
 
 	return kind < MMS_EV_KIND_COUNT && names[kind] ? names[kind] : "UNKNOWN";
+}
+
+int cli_make_dirs(const char *dir)
+{
+	char *p, *s;
+	int rc = 0;
+
+	if (!*dir)
+		return -ENOENT;
+	p = xstrdup(dir);
+	for (s = p + 1;; s++) {
+		if (*s != '/' && *s)
+			continue;
+		char c = *s;
+
+		*s = '\0';
+		if (mkdir(p, 0750) && errno != EEXIST) {
+			rc = -errno;
+			break;
+		}
+		*s = c;
+		if (!c)
+			break;
+	}
+	free(p);
+	return rc;
 }

@@ -16,6 +16,9 @@
 
 /* The program name that starts every message; set it with cli_init(). */
 extern const char *cli_progname;
+/* The command whose --help a usage error points to; NULL: cli_progname.
+ * A subcommand sets it ("msmemscope-replay transform"). */
+extern const char *cli_help_command;
 
 /* Sets cli_progname to the last path component of argv0 (keeps
  * "msmemscope" when argv0 is NULL or empty). */
@@ -64,5 +67,9 @@ const char *human_bytes(uint64_t n, char *buf, size_t cap);
 /* msMemScope's name of an event kind (enum mms_event_kind): "MALLOC",
  * "OP_LAUNCH", ...; "UNKNOWN" for a value out of range. */
 const char *cli_event_kind_name(unsigned kind);
+
+/* Creates the folder dir and its parents where missing (mode 0750, as
+ * mkdir -p). Returns 0, or -errno. */
+int cli_make_dirs(const char *dir);
 
 #endif /* MMS_CLI_H */

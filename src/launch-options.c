@@ -333,6 +333,9 @@ __attribute__((noreturn)) static void unknown_option(const char *arg)
  * option: that is the program. Exits 2 on a usage error. */
 void parse_args(int argc, char **argv, struct opts *o)
 {
+	/* The first option that is about a recording, for --compare to refuse:
+	 * it runs no program, so it would go unused without a word. */
+	const char *record_opt = NULL;
 	int i;
 
 	*o = (struct opts){
@@ -363,6 +366,9 @@ void parse_args(int argc, char **argv, struct opts *o)
 		}
 		if (!def)
 			unknown_option(arg);
+		if (!record_opt && strcmp(def->name, "--compare") && strcmp(def->name, "--input") &&
+		    strcmp(def->name, "--level") && strcmp(def->name, "--output") && strcmp(def->name, "--log-level"))
+			record_opt = def->name;
 		/* List values are cut up in a copy, so messages quote them whole. */
 		copy = value ? xstrdup(value) : NULL;
 		bad = def->parse(o, copy);
@@ -384,6 +390,10 @@ void parse_args(int argc, char **argv, struct opts *o)
 			die_usage("--compare needs two inputs, --input=BASE,COMPARE; --input names only %s", o->input[0]);
 		if (i < argc)
 			die_usage("--compare runs no program; '%s' is one argument too many", argv[i]);
+		if (record_opt)
+			die_usage("--compare runs no program, so %s does not go with it (record each run first, "
+				  "then compare the logs)",
+				  record_opt);
 		return;
 	}
 	if (o->input[0] || o->level_set)
@@ -475,7 +485,10 @@ static void print_help(void)
 	       cli_progname, cli_progname, OUTPUT_DEFAULT);
 	printf("Analyses (--analysis):\n");
 	an_print_help(stdout);
-	printf("\n"
+	printf("  Their files go into the run folder. The analyses' own options (--buckets,\n"
+	       "  --plot, --memory, --top, --depth, --json, ...) are msmemscope-replay's: run\n"
+	       "  msmemscope-replay LOG --analysis LIST with them on the log afterwards.\n"
+	       "\n"
 	       "Compare (runs no program):\n"
 	       "  --compare --input=BASE,COMPARE [--level=op|kernel]\n"
 	       "                        align the operator launches (or kernel launches) of\n"

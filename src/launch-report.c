@@ -115,6 +115,9 @@ static int log_read(const char *dir, const char *name, struct log_result *r)
 /* How the log ends, for the "live at ..." label. */
 static const char *log_end(const struct log_result *r)
 {
+	/* A damaged log skipped records: what it holds live is not the exit's. */
+	if (r->info.damaged)
+		return "log end";
 	return r->info.complete ? "exit" : r->next || r->info.exec_away ? "exec" : "log end";
 }
 
@@ -153,7 +156,7 @@ static void print_memory(const char *label, const mms_kind_summary_t *k, const s
 		k->frees, bytes_str(k->bytes_allocated, a, sizeof(a)));
 	fprintf(stderr, "  %-17s %s\n", "  peak live", bytes_str(k->peak_bytes, a, sizeof(a)));
 	fprintf(stderr, "  %-17s %" PRIu64 " block%s, %s%s\n", at, k->live_blocks, k->live_blocks == 1 ? "" : "s",
-		bytes_str(k->live_bytes, live, sizeof(live)), k->live_blocks && r->info.complete ? at_exit : "");
+		bytes_str(k->live_bytes, live, sizeof(live)), k->live_blocks && r->info.complete && !r->info.damaged ? at_exit : "");
 	free(at);
 }
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "analysis.h"
@@ -36,6 +37,9 @@ struct opts {
 	struct an_compare_args cmp; /* --compare-steps, --level */
 	const char *level_opt;
 };
+
+/* --buckets: the most rows usage.tsv may be asked for. */
+#define MAX_BUCKETS 1000000
 
 static void usage(void)
 {
@@ -69,14 +73,16 @@ static void usage(void)
 	       "                    (DIR: --output-dir)\n"
 	       "\n"
 	       "Options:\n"
-	       "  --json            print the answer as JSON (one object; --from: one per line)\n"
+	       "  --json            print the answer as JSON, one object per line: one for a\n"
+	       "                    query, one per analysis (decompose: one per tree), one\n"
+	       "                    per event for --from\n"
 	       "  --depth N         frames shown per stack (default 12, 0 = all)\n"
 	       "  --top N           stacks, launches and inefficient blocks listed (default 10,\n"
 	       "                    0 = all)\n"
 	       "  -o, --output FILE the export's file (default: msMemScope's name, here)\n"
 	       "  --force           let --export, an analysis or a compare replace a file\n"
 	       "  --output-dir DIR  where analyses and compares write their files (default:\n"
-	       "                    here)\n"
+	       "                    here; made when missing)\n"
 	       "  --suppressions FILE\n"
 	       "                    leaks: leave out the leaks whose allocation stack has a\n"
 	       "                    frame (function, source file or module) matching a\n"
@@ -85,7 +91,8 @@ static void usage(void)
 	       "                    inefficient: launches between two accesses that make a\n"
 	       "                    block idle (default 3000)\n"
 	       "  --min-size N      inefficient: smallest block considered, in bytes\n"
-	       "  --buckets N       usage: points of the timeline (default: every change)\n"
+	       "  --buckets N       usage: points of the timeline, 1 to 1000000 (default: every\n"
+	       "                    change)\n"
 	       "  --at-event N      decompose: the state just after event N (from 0), through\n"
 	       "                    the seek index, instead of the end and the peak\n"
 	       "  --level op|kernel compare: operator launches (default) or kernel launches\n"
@@ -248,9 +255,19 @@ static void parse_args(int argc, char **argv, struct opts *o)
 				o->an.buckets = number("--buckets", v);
 				if (!o->an.buckets)
 					die_usage("--buckets wants 1 point or more");
+				/* Each bucket is a row of usage.tsv: 10^12 of them
+				 * filled a disk. Without --buckets, a row per change. */
+				if (o->an.buckets > MAX_BUCKETS)
+					die_usage("--buckets wants at most %d points (leave it out for a row per change)",
+						  MAX_BUCKETS);
 			} else if (cli_opt_value(argc, argv, &i, "--flamegraph", &v)) {
 				o->flamegraph = v;
 			} else if (cli_opt_value(argc, argv, &i, "--plot", &v)) {
+				size_t n = strlen(v);
+
+				/* An SVG in usage.png opens in no image viewer. */
+				if (n < 5 || strcasecmp(v + n - 4, ".svg"))
+					die_usage("--plot draws an SVG picture: name the file FILE.svg, not '%s'", v);
 				o->an.plot = v;
 			} else if (cli_opt_value(argc, argv, &i, "--memory", &v)) {
 				const char *msg = an_parse_memory(v, &o->an.memory);

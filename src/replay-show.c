@@ -430,10 +430,13 @@ void show_groups(struct show *s, const char *title, const mms_stack_group_t *g, 
 		fprintf(s->out, " from %zu stacks", n);
 	fputs(n ? "\n" : " (none)\n", s->out);
 	for (i = 0; i < shown; i++) {
-		fprintf(s->out, "  %s in %" PRIu64 " block%s (largest 0x%" PRIx64 ", %s, step %" PRIu64 "%s%s)\n",
-			human_bytes(g[i].bytes, h, sizeof(h)), g[i].blocks, g[i].blocks == 1 ? "" : "s", g[i].addr,
-			human_bytes(g[i].size, e, sizeof(e)), g[i].step, g[i].op ? ", operator " : "",
-			g[i].op ? g[i].op : "");
+		fprintf(s->out, "  %s in %" PRIu64 " block%s (largest 0x%" PRIx64 ", %s", human_bytes(g[i].bytes, h, sizeof(h)),
+			g[i].blocks, g[i].blocks == 1 ? "" : "s", g[i].addr, human_bytes(g[i].size, e, sizeof(e)));
+		/* Step 0 is no step: a log without steps, or a block allocated
+		 * between two "step start" ranges. */
+		if (g[i].step)
+			fprintf(s->out, ", step %" PRIu64, g[i].step);
+		fprintf(s->out, "%s%s)\n", g[i].op ? ", operator " : "", g[i].op ? g[i].op : "");
 		show_stack(s, g[i].stack, "      ");
 	}
 	if (shown < n)

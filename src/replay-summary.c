@@ -61,7 +61,12 @@ static const char *bytes_text(uint64_t n, char *buf, size_t cap)
 static void print_text(const char *path, const mms_log_info_t *in, const mms_summary_t *s)
 {
 	const mms_kind_summary_t *h = &s->mem[MMS_MEM_HOST];
-	const char *at_end = in->complete ? "live at exit" : in->exec_away ? "live at exec" : "live at log end";
+	/* A damaged log skipped records, frees among them: its live blocks
+	 * are not those of the exit. */
+	const char *at_end = in->damaged ? "live at log end"
+			     : in->complete ? "live at exit"
+			     : in->exec_away ? "live at exec"
+					     : "live at log end";
 	char a[64];
 	unsigned k;
 

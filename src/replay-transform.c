@@ -176,6 +176,7 @@ int replay_transform(int argc, char **argv)
 	mms_log_t *log;
 	int n;
 
+	cli_help_command = xasprintf("%s transform", cli_progname);
 	parse_transform(argc, argv, &o);
 	log = replay_open_log(o.log);
 	path = o.output;

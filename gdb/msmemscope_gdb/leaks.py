@@ -106,7 +106,11 @@ symbolized (function, file:line).
             shown = [(i, g, "") for i, g in numbered]
         top = self.s.top
         for i, g, extra in (shown[:top] if top else shown):
-            largest = ["largest 0x%x" % g["addr"], fmt.exact_bytes(g["size"]), "step %d" % g["step"]]
+            largest = ["largest 0x%x" % g["addr"], fmt.exact_bytes(g["size"])]
+            # Step 0 is no step (none has begun yet): said by leaving it
+            # out, as the replay's leaks report does.
+            if g["step"]:
+                largest.append("step %d" % g["step"])
             if g["op"]:
                 largest.append("operator " + g["op"])
             gdb.write("  loss record %d of %d: %s in %s%s; %s\n" % (

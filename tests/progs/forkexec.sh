@@ -38,6 +38,10 @@ expect_key fe.exec1.mms.json complete true
 expect_key fe.$child.mms.json complete true
 # The parent's image ends at its exec: its log says so, and is not complete.
 expect_key fe.mms.json exec_away true
+# leaks speaks of exec there too, as the summary does.
+"$MMS_REPLAY" fe.mms --analysis leaks >fe.leaks 2>/dev/null || fail "leaks of fe.mms exited $?"
+grep -q '^====== SUMMARY: 0.057220 Mb(s) live at exec in 60 allocation(s) ======$' fe.leaks ||
+	fail "leaks of the parent's log does not speak of its exec: $(cat fe.leaks)"
 expect_key fe.mms.json complete false
 expect_key fe.exec1.mms.json exec_away false
 expect_eq "logs written with MSMEMSCOPE_LOG" "$(ls -- *.mms | wc -l)" 3

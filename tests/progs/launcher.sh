@@ -104,7 +104,24 @@ note "usage errors exit 2 and create nothing; missing program 127, not executabl
 
 # --help and --version.
 "$MMS_LAUNCHER" --help >help.out || fail "--help exited $?"
+# The analyses' table names --plot and --buckets, which only the replay
+# command takes: the help says so.
+grep -q "are msmemscope-replay's: run" help.out || fail "--help does not say whose --plot and --buckets are"
+"$MMS_LAUNCHER" --plot=u.svg -- true >/dev/null 2>plot.err && fail "the launcher took --plot"
 for opt in --events --call-stack --collect-mode --steps --output --log-level --analysis --suppressions --data-format --no-follow-exec; do
 	grep -q -- "$opt" help.out || fail "--help does not describe $opt"
 done
 "$MMS_LAUNCHER" --version | grep -q '^msmemscope [0-9]' || fail "--version does not print 'msmemscope VERSION'"
+
+# The launcher frees what it parsed (--watch and --suppressions leaked).
+VALGRIND=$(command -v valgrind || true)
+if [ -n "$VALGRIND" ] && [ -x "$top_builddir/libtool" ]; then
+	echo 'leak:nothing_matches_this' >vg.supp
+	st=0
+	"$top_builddir/libtool" --mode=execute "$VALGRIND" -q --leak-check=full --errors-for-leak-kinds=definite \
+		--error-exitcode=9 "$MMS_LAUNCHER" --watch=a,b --suppressions=vg.supp --output=vg -- true \
+		>vg.out 2>vg.err || st=$?
+	[ "$st" != 9 ] || fail "valgrind found errors or leaks in the launcher: $(cat vg.err)"
+	expect_eq "exit status of true under the launcher under valgrind" "$st" 0
+	note "valgrind: no definite leak in the launcher"
+fi

@@ -184,14 +184,14 @@ set -- out6/msmemscope_*/memscope_*.mms
 expect_eq "steps of the ranges log" "$(jget ranges.json steps_total)" 5
 note "\"step start\" ranges: the same 5 per-step leaks over 5 steps"
 
-# --- no steps: only the blocks live at exit (recorded without stacks: one
+# --- no steps: only the blocks live at exit, with no "step 0" (recorded without stacks: one
 # group) ---------------------------------------------------------------------------
 "$MMS_LAUNCHER" --output=out4 -- "$prog" flat >/dev/null 2>flat.err || fail "msmemscope -- leaks flat exited $?"
 sed -n '/^====== /,$p' flat.err | normalize >flat.txt
 expect_text "the report of a program without steps" flat.txt <<'EOF'
 ====== Blocks still live at exit ======
 Live at exit by allocation stack: 6 blocks, 4.3 KiB
-  4.3 KiB in 6 blocks (largest 0xADDR, 2.0 KiB, step 0, operator cache)
+  4.3 KiB in 6 blocks (largest 0xADDR, 2.0 KiB, operator cache)
       (no stack recorded; record with --call-stack=c:N to get them)
 ====== SUMMARY: 0.004223 Mb(s) live at exit in 6 allocation(s) ======
 EOF
@@ -203,3 +203,32 @@ grep -q '^No per-step leaks: no block allocated in step 2 or later was still liv
 grep -q '^No leaks at exit: every block was freed\.$' tidy.err || fail "no clear words for no leaks at exit: $(cat tidy.err)"
 grep -q 'Detected memory leaks' tidy.err && fail "a program that frees everything got a leak report: $(cat tidy.err)"
 note "a program without steps gets the exit section only; one that frees everything is told so"
+
+# --- a damaged log: its records after the damage are lost, frees among
+# them, so it must not say "every block was freed" nor "at exit" -----------
+set -- out5/msmemscope_*/memscope_*.mms
+"$MMS_PYTHON" - "$1" damaged.mms <<'PY' || fail "cannot damage the log"
+import sys
+d = bytearray(open(sys.argv[1], "rb").read())
+d[4200:4300] = b"\xff" * 100  # the first chunk's records, after the 4096-byte header
+open(sys.argv[2], "wb").write(d)
+PY
+"$MMS_REPLAY" damaged.mms --analysis leaks >damaged.txt 2>damaged.err || fail "leaks on a damaged log exited $?"
+grep -q 'damaged at byte' damaged.err || fail "no warning about the damage: $(cat damaged.err)"
+grep -q 'every block was freed\|at exit' damaged.txt && fail "a damaged log's report speaks of exit: $(cat damaged.txt)"
+grep -q '^No blocks live at the end of the readable log (the log is damaged: see the warning)\.$' damaged.txt ||
+	fail "no clear words for a damaged log: $(cat damaged.txt)"
+"$MMS_REPLAY" damaged.mms --analysis leaks --json 2>/dev/null | grep -q '"damaged":true' ||
+	fail "the JSON report does not say the log is damaged"
+"$MMS_REPLAY" damaged.mms >damaged.sum 2>/dev/null || fail "the summary of a damaged log exited $?"
+grep -q '^live at log end ' damaged.sum || fail "the summary of a damaged log speaks of exit: $(cat damaged.sum)"
+note "a damaged log's leaks report says so instead of 'every block was freed'"
+
+# --- a recording of some steps only: the analyses say that frees outside
+# them are missing, once ---------------------------------------------------------
+"$MMS_LAUNCHER" --steps=2,3 --output=out6 -- "$prog" >/dev/null 2>steps.err || fail "msmemscope --steps=2,3 exited $?"
+[ "$(grep -c 'was recorded with --steps=2,3: memory events of the other steps are not in the log' steps.err)" = 1 ] ||
+	fail "no single warning about a recording of steps 2 and 3: $(cat steps.err)"
+"$MMS_LAUNCHER" --output=out7 -- "$prog" >/dev/null 2>all.err || fail "msmemscope -- leaks exited $?"
+grep -q 'was recorded with' all.err && fail "a whole recording got the partial-recording warning: $(cat all.err)"
+note "a recording of steps 2 and 3 only is said to lack the other steps' frees"

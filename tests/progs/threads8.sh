@@ -55,3 +55,14 @@ for clock in tsc counter; do
 		run=$((run + 1))
 	done
 done
+
+# With call stacks, libunwind keeps a cache per thread, which it maps while
+# the recorder unwinds and unmaps when the thread exits: neither is the
+# program's. The log holds no munmap of it (8 threads gave 8 "frees" of
+# mappings never allocated).
+MSMEMSCOPE_CONFIG="call_stack=16" record stacks.mms "$MMS_PROGS/threads8" $threads 1000 $keep >stacks.out ||
+	fail "threads8 with call stacks exited $?"
+summarize stacks.mms
+expect_key stacks.mms.json kinds.mmap.allocs 0
+expect_key stacks.mms.json kinds.mmap.frees 0
+note "call stacks: libunwind's per-thread caches are not recorded as the program's munmaps"

@@ -96,6 +96,27 @@ expect_eq "messages with usage.tsv in the way" "$(cat again.err)" \
 	"msmemscope-replay: warning: usage: ./usage.tsv exists; remove it, choose another --output-dir, or add --force"
 grep -q "^== watermark: peak of .* ($peak bytes)" again.txt || fail "watermark failed with usage: $(cat again.txt)"
 [ -s watermark.tsv ] || fail "watermark.tsv not written when usage.tsv was in the way"
+# With usage.tsv in the way, usage still prints its report and draws the
+# plot it was asked for.
+grep -q "^== usage: 10 change(s)" again.txt || fail "usage printed no report with usage.tsv in the way: $(cat again.txt)"
+"$MMS_REPLAY" t.mms --analysis usage --plot inway.svg >again.txt 2>again.err &&
+	fail "usage replaced usage.tsv without --force"
+[ -s inway.svg ] || fail "--plot drew nothing when usage.tsv was in the way: $(cat again.err)"
+grep -q "^  plot: inway.svg$" again.txt || fail "--plot not named when usage.tsv was in the way: $(cat again.txt)"
+
+# --output-dir is made when missing, parents included, as for compares.
+"$MMS_REPLAY" t.mms --analysis watermark,usage,leakage --output-dir new/sub >new.txt 2>new.err ||
+	fail "--output-dir new/sub exited $?: $(cat new.err)"
+for f in watermark.tsv usage.tsv leakage.tsv; do
+	[ -s new/sub/$f ] || fail "new/sub/$f not written: $(cat new.err)"
+done
+: >plain
+if "$MMS_REPLAY" t.mms --analysis usage --output-dir plain/sub >new.txt 2>new.err; then
+	fail "--output-dir under a plain file succeeded"
+fi
+grep -q "cannot create the output folder plain/sub: Not a directory; choose another --output-dir" new.err ||
+	fail "no message for an output folder that cannot be made: $(cat new.err)"
+grep -q "^== usage: 10 change(s)" new.txt || fail "usage printed no report without its folder: $(cat new.txt)"
 
 # JSON: one object per analysis, with the figures.
 "$MMS_REPLAY" t.mms --analysis watermark,usage,leakage --json --output-dir . --force >j.txt ||
@@ -152,6 +173,52 @@ assert 0 < len(launches) <= 200, len(launches)
 assert sum(int(l.find("s:title", ns).text.split()[0]) for l in launches) == u["op_launches"] == 25, u
 assert len(root.findall(".//s:line[@class='step']", ns)) == u["step_boundaries"], u
 PY
+# Sizes under 1 KiB are not repeated ("320 bytes", not "320 bytes (320
+# bytes)"); larger ones give the exact count.
+"$MMS_REPLAY" infer.mms --analysis watermark --top 0 --depth 1 --output-dir . --force >infer.wm 2>&1 ||
+	fail "watermark of infer.mms exited $?: $(cat infer.wm)"
+grep -q '^  320 bytes at 0x[0-9a-f]*, HOST, ' infer.wm || fail "watermark's 320-byte block: $(cat infer.wm)"
+grep -q '^  8.0 KiB (8192 bytes) at 0x' infer.wm || fail "watermark's 8192-byte block: $(cat infer.wm)"
+grep -q 'bytes ([0-9]* bytes)' infer.wm && fail "watermark repeats a size: $(cat infer.wm)"
+# --buckets is bounded: each bucket is a row of usage.tsv.
+if "$MMS_REPLAY" t.mms --analysis usage --buckets 1000000000000 --output-dir huge >huge.txt 2>huge.err; then
+	fail "--buckets 10^12 was accepted"
+fi
+grep -q -- "--buckets wants at most 1000000 points" huge.err || fail "--buckets 10^12: $(cat huge.err)"
+[ ! -e huge ] || fail "--buckets 10^12 wrote something: $(ls -lR huge)"
+# A frame without a symbol reads "module+0xOFFSET", as in leaks, not its
+# run-dependent address (a stripped copy of tracer has no name for main).
+if command -v strip >/dev/null 2>&1; then
+	cp "$MMS_PROGS/tracer" tracer-stripped
+	strip tracer-stripped
+	record s.mms ./tracer-stripped >/dev/null || fail "tracer-stripped exited $?"
+	"$MMS_REPLAY" s.mms --analysis watermark --depth 1 --output-dir stripped >s.txt 2>&1 ||
+		fail "watermark of the stripped tracer exited $?: $(cat s.txt)"
+	grep -q '^      tracer-stripped+0x[0-9a-f]*$' s.txt || fail "no module+offset frame: $(cat s.txt)"
+	grep -q '^      0x' s.txt && fail "a frame by its address: $(cat s.txt)"
+fi
+# --plot writes SVG: another extension is refused before anything runs.
+if "$MMS_REPLAY" t.mms --plot usage.png >png.txt 2>png.err; then
+	fail "--plot usage.png was accepted"
+fi
+grep -q -- "--plot draws an SVG picture: name the file FILE.svg, not 'usage.png'" png.err || fail "--plot usage.png: $(cat png.err)"
+[ ! -e usage.png ] || fail "--plot usage.png wrote it"
+# A log where nothing is live at the end says so in words.
+record none.mms /bin/true || fail "true exited $?"
+"$MMS_REPLAY" none.mms --analysis leakage --output-dir . --force >none.txt 2>&1 || fail "leakage of true exited $?"
+expect_eq "leakage of true" "$(head -n 1 none.txt)" "== leakage: no block live at the end of the log"
+
+# Inlined frames: leakage marks them "[inlined]" as leaks does (infer's
+# xmalloc and operators are inlined at -O2; at -O0 neither marks any).
+"$MMS_REPLAY" infer.mms --analysis leaks --depth 0 >infer.leaks 2>&1 || fail "leaks of infer.mms exited $?"
+"$MMS_REPLAY" infer.mms --analysis leakage --depth 0 --output-dir . --force >infer.leakage 2>&1 ||
+	fail "leakage of infer.mms exited $?: $(cat infer.leakage)"
+if grep -q ' \[inlined\]$' infer.leaks; then
+	grep -q '^      [A-Za-z_][A-Za-z0-9_]* (infer) \[inlined\]$' infer.leakage ||
+		fail "leakage does not mark inlined frames as leaks does: $(cat infer.leakage)"
+else
+	grep -q '\[inlined\]' infer.leakage && fail "leakage marks frames leaks does not: $(cat infer.leakage)"
+fi
 chromium=
 for c in chromium chromium-browser; do
 	command -v $c >/dev/null 2>&1 && chromium=$c && break

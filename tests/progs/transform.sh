@@ -180,7 +180,7 @@ for bad in "transform" "transform xml t.mms" "transform csv" "transform csv --le
 	rc=$?
 	set -e
 	expect_eq "exit status of '$bad'" "$rc" 2
-	grep -q "Try 'msmemscope-replay --help'" bad.err || fail "'$bad': $(cat bad.err)"
+	grep -q "Try 'msmemscope-replay transform --help'" bad.err || fail "'$bad' does not point to transform --help: $(cat bad.err)"
 done
 "$MMS_REPLAY" transform csv --leaks --temporary-allocations t.mms 2>conflict.err || :
 grep -q -- "--leaks and --temporary-allocations cannot go together" conflict.err ||

@@ -193,6 +193,17 @@ expect_eq "blocks with :out0" "$(cat n.txt)" 2
 grep -q "^  'embed' out 0: 0x[0-9a-f]*, 32 bytes, 9 checksums from launch 1$" o0.err || fail ":out0: $(cat o0.err)"
 grep -q "^    first changed by matmul, launch 2, step 1" o0.err || fail ":out0: $(cat o0.err)"
 
+# --- a START that never ran, or without the output asked for: said once ---
+"$MMS_LAUNCHER" --watch=embd,gelu --output=typo -- "$prog" >/dev/null 2>typo.err ||
+	fail "msmemscope --watch=embd,gelu exited $?: $(cat typo.err)"
+grep -q "^msmemscope: warning: watch: --watch named the start operator 'embd', which never ran: check its name" typo.err ||
+	fail "no warning for a START that never ran: $(cat typo.err)"
+"$MMS_LAUNCHER" --watch=embed:out5,gelu --output=o5 -- "$prog" >/dev/null 2>o5.err ||
+	fail "msmemscope --watch=embed:out5,gelu exited $?: $(cat o5.err)"
+grep -q "^msmemscope: warning: watch: --watch named output 5 of the start operator 'embed'; it ran 1 time but no launch had that output" o5.err ||
+	fail "no warning for an output that no launch had: $(cat o5.err)"
+grep -q "warning: watch: --watch named" o0.err && fail "a warning with outputs watched: $(cat o0.err)"
+
 # --- a watched block freed inside the range leaves the set -------------------
 # matmul frees hidden (out0): it gets no checksum at matmul's end, nor later.
 "$MMS_LAUNCHER" --watch=embed,gelu --output=fr -- "$prog" free >fr.out 2>fr.err ||
