@@ -115,7 +115,9 @@ done
 
 # The launcher frees what it parsed (--watch and --suppressions leaked).
 VALGRIND=$(command -v valgrind || true)
-if [ -n "$VALGRIND" ] && [ -x "$top_builddir/libtool" ]; then
+if [ "${MMS_SANITIZE:-}" = yes ]; then
+	note "valgrind: not run on a launcher built with AddressSanitizer (the two cannot share a process)"
+elif [ -n "$VALGRIND" ] && [ -x "$top_builddir/libtool" ]; then
 	echo 'leak:nothing_matches_this' >vg.supp
 	st=0
 	"$top_builddir/libtool" --mode=execute "$VALGRIND" -q --leak-check=full --errors-for-leak-kinds=definite \
