@@ -113,8 +113,8 @@ static uint64_t parse_size(const char *s)
 }
 
 /* MSMEMSCOPE_CONFIG: "call_stack=N;events=a,b;collect=deferred;steps=1,2;
- * follow_exec=0;log_level=warn;watch=START:out0,END,full-content". Unknown keys are ignored: the launcher
- * validated what the user typed. */
+ * follow_exec=0;log_level=warn;watch=START:out0,END,full-content". Unknown
+ * keys are ignored: the launcher validated what the user typed. */
 static void parse_config(void)
 {
 	const char *cfg = getenv("MSMEMSCOPE_CONFIG");
