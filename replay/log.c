@@ -264,6 +264,10 @@ static int seg_cmp(const void *a, const void *b)
 		return x->thread < y->thread ? -1 : 1;
 	if (x->first != y->first)
 		return x->first < y->first ? -1 : 1;
+	/* Equal first stamps (a thread's stamps may repeat): the segment that
+	 * ends earlier cannot come after the other. */
+	if (x->last != y->last)
+		return x->last < y->last ? -1 : 1;
 	return x->begin < y->begin ? -1 : x->begin > y->begin;
 }
 
