@@ -58,20 +58,6 @@ static mms_trace_t *trace_get(struct an_ctx *c)
 	return c->trace;
 }
 
-/* Bytes for people, "4.0 KiB (4096 bytes)", or "320 bytes" alone where
- * the exact count would repeat it. Returns buf (64 bytes are enough). */
-static const char *bytes_both(uint64_t n, char *buf, size_t cap)
-{
-	char h[32];
-
-	human_bytes(n, h, sizeof(h));
-	if (n < 1024)
-		snprintf(buf, cap, "%s", h);
-	else
-		snprintf(buf, cap, "%s (%" PRIu64 " bytes)", h, n);
-	return buf;
-}
-
 /* Seconds from the first event, for people. */
 static double rel_s(const mms_trace_t *t, uint64_t ns)
 {
@@ -159,7 +145,7 @@ static void put_blocks(struct an_ctx *c, const mms_trace_t *t, const mms_trace_b
 			continue;
 		}
 		fprintf(c->out, "  %s at 0x%" PRIx64 ", %s, allocated at +%.6f s (event %" PRIu64,
-			bytes_both(b->size, hb, sizeof(hb)), b->addr, kind_name(b), rel_s(t, v[i].time_ns),
+			human_bytes_exact(b->size, hb, sizeof(hb)), b->addr, kind_name(b), rel_s(t, v[i].time_ns),
 			b->alloc_event);
 		if (b->step)
 			fprintf(c->out, ", step %" PRIu64, b->step);
@@ -221,12 +207,12 @@ static int report_blocks(struct an_ctx *c, const char *what, const mms_trace_t *
 		if (!strcmp(what, "watermark") && n)
 			fprintf(c->out,
 				"== watermark: peak of %s at +%.6f s (event %" PRIu64 "), %zu block(s) live then\n",
-				bytes_both(bytes, hb, sizeof(hb)), rel_s(t, t->peak_ns), t->peak_event, n);
+				human_bytes_exact(bytes, hb, sizeof(hb)), rel_s(t, t->peak_ns), t->peak_event, n);
 		else if (!strcmp(what, "watermark"))
 			fprintf(c->out, "== watermark: no memory was ever live\n");
 		else if (n)
 			fprintf(c->out, "== leakage: %s in %zu block(s) not freed by the end\n",
-				bytes_both(bytes, hb, sizeof(hb)), n);
+				human_bytes_exact(bytes, hb, sizeof(hb)), n);
 		else
 			fprintf(c->out, "== leakage: no block live at the end of the log\n");
 		put_blocks(c, t, v, n);

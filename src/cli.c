@@ -281,3 +281,15 @@ int cli_make_dirs(const char *dir)
 	free(p);
 	return rc;
 }
+
+const char *human_bytes_exact(uint64_t n, char *buf, size_t cap)
+{
+	char h[32];
+
+	human_bytes(n, h, sizeof(h));
+	if (n < 1024)
+		snprintf(buf, cap, "%s", h);
+	else
+		snprintf(buf, cap, "%s (%" PRIu64 " bytes)", h, n);
+	return buf;
+}

@@ -64,6 +64,10 @@ void json_put_string(FILE *f, const char *s, size_t len);
  * "812 bytes", "4.0 KiB", "1.2 MiB" ... up to TiB. Returns buf. */
 const char *human_bytes(uint64_t n, char *buf, size_t cap);
 
+/* The same with the exact count where it was rounded: "812 bytes", or
+ * "4.0 KiB (4096 bytes)". Returns buf (64 bytes are enough). */
+const char *human_bytes_exact(uint64_t n, char *buf, size_t cap);
+
 /* msMemScope's name of an event kind (enum mms_event_kind): "MALLOC",
  * "OP_LAUNCH", ...; "UNKNOWN" for a value out of range. */
 const char *cli_event_kind_name(unsigned kind);

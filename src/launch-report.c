@@ -32,19 +32,6 @@ struct log_result {
 	int replay_error; /* mms_summarize() stopped early with this */
 };
 
-/* "812 bytes", or "4.0 KiB (4096 bytes)" when rounded. */
-static const char *bytes_str(uint64_t n, char *buf, size_t cap)
-{
-	char h[32];
-
-	human_bytes(n, h, sizeof(h));
-	if (n < 1024)
-		snprintf(buf, cap, "%s", h);
-	else
-		snprintf(buf, cap, "%s (%" PRIu64 " bytes)", h, n);
-	return buf;
-}
-
 /* Where a log's process went on, when it exec'd: memscope_P.mms is
  * followed by memscope_P.exec1.mms, memscope_P.execN.mms by exec{N+1}.
  * Returns the successor's name (malloc'd) if that log exists. */
@@ -153,10 +140,11 @@ static void print_memory(const char *label, const mms_kind_summary_t *k, const s
 	char *at = xasprintf("  live at %s", log_end(r));
 
 	fprintf(stderr, "  %-17s %" PRIu64 " allocations, %" PRIu64 " frees, %s allocated\n", label, k->allocs,
-		k->frees, bytes_str(k->bytes_allocated, a, sizeof(a)));
-	fprintf(stderr, "  %-17s %s\n", "  peak live", bytes_str(k->peak_bytes, a, sizeof(a)));
+		k->frees, human_bytes_exact(k->bytes_allocated, a, sizeof(a)));
+	fprintf(stderr, "  %-17s %s\n", "  peak live", human_bytes_exact(k->peak_bytes, a, sizeof(a)));
 	fprintf(stderr, "  %-17s %" PRIu64 " block%s, %s%s\n", at, k->live_blocks, k->live_blocks == 1 ? "" : "s",
-		bytes_str(k->live_bytes, live, sizeof(live)), k->live_blocks && r->info.complete && !r->info.damaged ? at_exit : "");
+		human_bytes_exact(k->live_bytes, live, sizeof(live)),
+		k->live_blocks && r->info.complete && !r->info.damaged ? at_exit : "");
 	free(at);
 }
 
