@@ -191,6 +191,9 @@ int mms__writer_init(void) MMS_HIDDEN;
 int mms__log_open(void) MMS_HIDDEN;
 void mms__log_finish(void) MMS_HIDDEN;
 void mms__log_cut(int err) MMS_HIDDEN;
+/* With the log cut: no event stamped `stamp` or later is complete (an
+ * event with that stamp found no room). */
+void mms__log_cut_at(uint64_t stamp) MMS_HIDDEN;
 void mms__log_after_fork_child(void) MMS_HIDDEN;
 struct mms_thread *mms__thread_register(void) MMS_HIDDEN;
 void mms__thread_exit(void) MMS_HIDDEN;
@@ -261,8 +264,10 @@ static inline void mms__rec_addr_event(struct mms_thread *t, uint8_t tag, uint64
 {
 	uint8_t *p = mms__rec_begin(t, 1 + 5 * 10);
 
-	if (unlikely(!p))
+	if (unlikely(!p)) {
+		mms__log_cut_at(stamp);
 		return;
+	}
 	p = mms__rec_head(t, p, tag, stamp);
 	p = mms__rec_addr(t, p, addr);
 	if (n > 0)

@@ -56,13 +56,35 @@ void *mms__map_anon(size_t size)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+void mms__log_cut_at(uint64_t stamp)
+{
+	uint64_t cur;
+
+	if (!mms__header || !(__atomic_load_n(&mms__header->flags, __ATOMIC_ACQUIRE) & MMS_FLAG_CUT))
+		return;
+	cur = __atomic_load_n(&mms__header->cut_stamp, __ATOMIC_RELAXED);
+	while ((!cur || stamp < cur) && !__atomic_compare_exchange_n(&mms__header->cut_stamp, &cur, stamp, 1,
+								      __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+		;
+}
+
+/* Recording stops. Events of other threads still under way may land in
+ * their chunks after this, and the frees that come after it are not
+ * recorded: a block freed then and handed out again to a thread still
+ * writing would look handed out twice. So the header keeps a stamp taken
+ * before recording stops (and mms__log_cut_at() lowers it to the stamp of
+ * an event that found no room); the reader drops every event stamped from
+ * there on. */
 void mms__log_cut(int err)
 {
-	mms__recording = 0;
-	if (!mms__header)
-		return;
-	if (!(__atomic_fetch_or(&mms__header->flags, MMS_FLAG_CUT, __ATOMIC_SEQ_CST) & MMS_FLAG_CUT))
-		mms__header->cut_errno = err;
+	uint64_t stamp = mms__header ? mms__stamp_obtain() : 0;
+
+	if (mms__header) {
+		if (!(__atomic_fetch_or(&mms__header->flags, MMS_FLAG_CUT, __ATOMIC_SEQ_CST) & MMS_FLAG_CUT))
+			mms__header->cut_errno = err;
+		mms__log_cut_at(stamp);
+	}
+	__atomic_store_n(&mms__recording, 0, __ATOMIC_SEQ_CST);
 }
 
 static void refresh_time_pair(void)

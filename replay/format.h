@@ -75,6 +75,8 @@ struct mms_file_header {
 	uint32_t call_stack_depth;  /* C frames recorded per event, 0 = none */
 	uint32_t events_mask;       /* enum mms_events_mask: what was collected */
 	uint64_t file_limit;        /* the largest size the writer would grow the file to */
+	uint64_t cut_stamp;         /* atomic; with MMS_FLAG_CUT: no event stamped from here
+	                               on is complete (0: unknown, logs before 0.1.0's cut fix) */
 };
 
 /* header.events_mask */

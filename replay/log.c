@@ -78,6 +78,8 @@ static int read_header(mms_log_t *log, mms_open_error_t *err)
 	c->last_realtime_ns = __atomic_load_n(&h->last_realtime_ns, __ATOMIC_ACQUIRE);
 	c->nchunks = __atomic_load_n(&h->nchunks, __ATOMIC_ACQUIRE);
 	c->lost_events = __atomic_load_n(&h->lost_events, __ATOMIC_ACQUIRE);
+	/* Only a cut log has a meaningful cut_stamp (walk_chunk reads it). */
+	c->cut_stamp = c->flags & MMS_FLAG_CUT ? __atomic_load_n(&h->cut_stamp, __ATOMIC_ACQUIRE) : 0;
 	if (c->header_size != MMS_HEADER_SIZE)
 		return open_error(err, MMS_ECORRUPT, offsetof(struct mms_file_header, header_size),
 				  "header size %u; headers are %u bytes", c->header_size, MMS_HEADER_SIZE);
@@ -114,13 +116,15 @@ static int walk_chunk(mms_log_t *log, uint64_t k, const uint8_t *p, const uint8_
 		      uint64_t base_off)
 {
 	struct mms__cursor c = { .base = base, .base_off = base_off, .p = p, .end = end };
+	const uint64_t cut_stamp = log->hdr.cut_stamp;
 	struct mms__segment *seg = NULL;
 	struct mms__rec r;
 	const char *why = NULL;
 	int rc;
 
 	for (;;) {
-		size_t n = seg ? mms__skim_events(&c) : 0;
+		/* A cut log is read record by record, to stop at its cut. */
+		size_t n = seg && !cut_stamp ? mms__skim_events(&c) : 0;
 
 		if (n) {
 			log->events += n;
@@ -130,6 +134,12 @@ static int walk_chunk(mms_log_t *log, uint64_t k, const uint8_t *p, const uint8_
 		rc = mms__decode_skim(&c, &r, &why);
 		if (rc != 1)
 			break;
+		/* Events stamped from the cut on are left out: some of their
+		 * neighbours of other threads were never recorded (see
+		 * mms__log_cut in the writer). Stamps only grow in a thread, so
+		 * the rest of this chunk goes too. */
+		if (cut_stamp && (r.type == MMS_TAG_SEGMENT || mms__is_event(r.type)) && r.stamp >= cut_stamp)
+			return 0;
 		if (r.type == MMS_TAG_SEGMENT) {
 			if (seg)
 				seg->end = r.off;
