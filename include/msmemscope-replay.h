@@ -456,6 +456,8 @@ typedef struct mms_inefficient_block {
 
 typedef struct mms_inefficient {
 	uint64_t ops;             /* the counter at the end */
+	uint64_t launches;        /* operator launches among them (the rest: memory
+	                             events outside any operator) */
 	uint64_t accesses;        /* ACCESS events in the log */
 	uint64_t idle_threshold, min_size; /* as applied */
 	uint64_t flagged;         /* blocks of one type or more */

@@ -41,6 +41,7 @@ struct ipass {
 	const mms_inefficient_options_t *o;
 	uint64_t threshold;
 	uint64_t ops; /* the counter: launches and lone memory events */
+	uint64_t launches; /* operator launches */
 	uint64_t last_malloc_op, last_free_op;
 	struct ithread *threads;
 	size_t nthreads;
@@ -299,6 +300,7 @@ static int on_event(struct ipass *p, mms_replay_t *r, const mms_event_t *ev)
 			if (mms__grow(&t->f, &t->cap, t->n, sizeof(*t->f)))
 				return -ENOMEM;
 			t->f[t->n].op = ++p->ops;
+			p->launches++;
 			t->f[t->n].allocated = t->f[t->n].freed = 0;
 			t->n++;
 		} else if (t->n) {
@@ -420,6 +422,7 @@ MMS__EXPORT int mms_inefficient_run(mms_log_t *log, const mms_inefficient_option
 	if (rc)
 		goto fail;
 	p.res->ops = p.ops;
+	p.res->launches = p.launches;
 	if (p.res->n)
 		qsort(p.res->blocks, p.res->n, sizeof(*p.res->blocks), by_order);
 	pass_free(&p);

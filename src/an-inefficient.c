@@ -78,6 +78,11 @@ static void print_text(struct an_ctx *c, struct show *s, const mms_inefficient_t
 		fputs("  (the log has no accesses: record with --events=alloc,free,launch,access and call "
 		      "msmemscope_access())\n",
 		      f);
+	else if (!res->launches)
+		fputs("  (the log has no operator launches: each memory event counted as an operator step of its "
+		      "own, as msMemScope counts them, so the idle threshold is in memory events here; mark "
+		      "operators with msmemscope_op_begin() and msmemscope_op_end())\n",
+		      f);
 	if (res->n < res->flagged)
 		fprintf(f, "the %zu largest (--top):\n", res->n);
 	for (i = 0; i < res->n; i++) {
@@ -120,6 +125,7 @@ static void print_json(struct an_ctx *c, struct show *s, const mms_inefficient_t
 	json_u64(f, "idle_threshold", res->idle_threshold);
 	json_u64(f, "min_size", res->min_size);
 	json_u64(f, "ops", res->ops);
+	json_u64(f, "launches", res->launches);
 	json_u64(f, "accesses", res->accesses);
 	json_u64(f, "flagged", res->flagged);
 	fputs(",\"counts\":{", f);

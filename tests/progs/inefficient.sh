@@ -126,6 +126,17 @@ MSMEMSCOPE_CONFIG="events=alloc,free,launch" record n.mms "$prog" >/dev/null || 
 grep -q '^inefficient: 0 blocks over 3011 operator steps and 0 accesses' n.txt || fail "no accesses: $(cat n.txt)"
 grep -q 'record with --events=alloc,free,launch,access' n.txt || fail "no hint about accesses: $(cat n.txt)"
 
+# Accesses but no operator launches (launch not recorded): every memory
+# event is an operator step of its own, as msMemScope counts them, and the
+# report says so.
+MSMEMSCOPE_CONFIG="events=alloc,free,access" record nl.mms "$prog" >/dev/null || fail "inefficient exited $?"
+"$MMS_REPLAY" nl.mms --analysis inefficient >nl.txt 2>nl.err || fail "--analysis inefficient on nl.mms: $(cat nl.err)"
+grep -q 'the log has no operator launches: each memory event counted as an operator step' nl.txt ||
+	fail "no note about the missing operator launches: $(head -5 nl.txt)"
+"$MMS_REPLAY" nl.mms --analysis inefficient --json >nl.json 2>nl.err || fail "--json on nl.mms: $(cat nl.err)"
+"$MMS_PYTHON" -c 'import json,sys; d=json.loads(open(sys.argv[1]).readline()); assert d["launches"] == 0 and d["ops"] > 0 and d["accesses"] > 0, d' \
+	nl.json || fail "JSON of a log without launches: $(head -c 300 nl.json)"
+
 # The launcher: --analysis=inefficient records accesses unless --events
 # says otherwise, reports on stderr, and tags the dump (default options:
 # S, 64 bytes, is idle too).
