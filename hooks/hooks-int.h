@@ -71,6 +71,7 @@ struct mms_config {
 	uint32_t nsteps;
 	uint64_t limit;          /* largest log file size */
 	int use_counter;         /* MSMEMSCOPE_CLOCK=counter */
+	int log_thread;          /* a thread of ours prepares the log ahead */
 };
 extern struct mms_config mms__config MMS_HIDDEN;
 

@@ -19,6 +19,7 @@ struct mms_real mms__real;
 struct mms_config mms__config = {
 	.events = MMS_EVENTS_ALLOC | MMS_EVENTS_FREE | MMS_EVENTS_LAUNCH,
 	.follow_exec = 1,
+	.log_thread = 1,
 	.limit = 64ull << 30,
 };
 volatile int mms__recording;
@@ -120,6 +121,7 @@ static void parse_config(void)
 	const char *cfg = getenv("MSMEMSCOPE_CONFIG");
 	const char *lim = getenv("MSMEMSCOPE_LOG_LIMIT");
 	const char *clk = getenv("MSMEMSCOPE_CLOCK");
+	const char *lt = getenv("MSMEMSCOPE_LOG_THREAD");
 	char buf[1024];
 
 	if (lim && *lim) {
@@ -128,6 +130,7 @@ static void parse_config(void)
 			mms__config.limit = l;
 	}
 	mms__config.use_counter = clk && !strcmp(clk, "counter");
+	mms__config.log_thread = !(lt && !strcmp(lt, "0"));
 	if (!cfg)
 		return;
 	snprintf(buf, sizeof buf, "%s", cfg);
@@ -152,6 +155,7 @@ static void parse_config(void)
 			mms__config.deferred = !strcmp(v, "deferred");
 		} else if (!strcmp(kv, "follow_exec")) {
 			mms__config.follow_exec = strcmp(v, "0") != 0;
+
 		} else if (!strcmp(kv, "watch")) {
 			mms__watch_config(v);
 		} else if (!strcmp(kv, "steps")) {

@@ -11,7 +11,10 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <linux/futex.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "hooks-int.h"
@@ -48,6 +51,21 @@ static pthread_mutex_t free_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mms_chunk_header *free_chunks[FREE_CHUNKS];
 static unsigned nfree_chunks;
 static struct mms_thread *free_threads;
+
+/* The log thread: once the log is past PAGER_START, a thread of ours grows
+ * the file and faults its pages in ahead of the chunks the program's
+ * threads take, so they find them ready instead of paying the page cache's
+ * work themselves (the largest part of recording, after the hooks). It
+ * runs only in processes that log that much (a thread changes what some
+ * programs may do, e.g. unshare(CLONE_NEWUSER)), and not with
+ * MSMEMSCOPE_LOG_THREAD=0. Everything it does is an optimization: a
+ * chunk it has not reached is faulted in by its taker, as without it. */
+#define PAGER_START (8u << 20)
+#define PAGER_AHEAD (2u << 20)
+static uint64_t pager_want;      /* atomic: fault pages in up to this offset */
+static uint64_t pager_done;      /* atomic: pages are in up to this offset */
+static uint32_t pager_seq;       /* futex word: bumped when pager_want moves */
+static int pager_state;          /* 0 not started, 1 running, 2 not to be had */
 
 void *mms__map_anon(size_t size)
 {
@@ -130,6 +148,99 @@ static int grow_locked(uint64_t need)
 	return 0;
 }
 
+/* The log thread's loop: waits for pager_want to move past pager_done,
+ * grows the file that far and faults the pages in. It stops for good at
+ * the first error (the program's own threads then meet it and cut the log)
+ * and once the file was trimmed at exit. */
+static void *pager_main(void *arg)
+{
+	(void)arg;
+	mms__tls_busy = 2; /* nothing this thread does is the program's */
+	for (;;) {
+		uint32_t seq = __atomic_load_n(&pager_seq, __ATOMIC_ACQUIRE);
+		uint64_t want = __atomic_load_n(&pager_want, __ATOMIC_ACQUIRE);
+		uint64_t done = __atomic_load_n(&pager_done, __ATOMIC_ACQUIRE);
+		int err;
+
+		if (want <= done) {
+			syscall(SYS_futex, &pager_seq, FUTEX_WAIT_PRIVATE, seq, NULL, NULL, 0);
+			continue;
+		}
+		if (want > mms__config.limit)
+			want = mms__config.limit;
+		pthread_mutex_lock(&grow_lock);
+		err = log_trimmed || want <= done ? -1 : grow_locked(want);
+		if (!err)
+			refresh_time_pair();
+		pthread_mutex_unlock(&grow_lock);
+		if (err)
+			break;
+		while (done < want) {
+			uint64_t len = want - done < (256u << 10) ? want - done : (256u << 10);
+			if (madvise(log_base + done, len, MADV_POPULATE_WRITE))
+				goto out; /* trimmed under us, or a kernel without it */
+			done += len;
+			__atomic_store_n(&pager_done, done, __ATOMIC_RELEASE);
+		}
+	}
+out:
+	__atomic_store_n(&pager_state, 2, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Starts the log thread, its signals blocked (they are the program's). */
+static void pager_start(uint64_t from)
+{
+	sigset_t all, old;
+	pthread_attr_t attr;
+	pthread_t th;
+	int busy = mms__tls_busy, err;
+
+	__atomic_store_n(&pager_done, from, __ATOMIC_RELEASE);
+	mms__tls_busy = 2; /* pthread_create allocates: not the program's */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_attr_init(&attr);
+	if (!err) {
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		pthread_attr_setstacksize(&attr, 64u << 10);
+		err = pthread_create(&th, &attr, pager_main, NULL);
+		pthread_attr_destroy(&attr);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!err && mms__real.pthread_setname_np)
+		mms__real.pthread_setname_np(th, "msmemscope-log");
+	mms__tls_busy = busy;
+	if (err)
+		__atomic_store_n(&pager_state, 2, __ATOMIC_RELEASE);
+}
+
+/* A chunk ending at `end` was taken: asks the log thread (starting it the
+ * first time the log is large enough) to keep PAGER_AHEAD bytes ready past
+ * it. One futex wake every PAGER_AHEAD / 2 bytes of log. */
+static void pager_poke(uint64_t end)
+{
+	uint64_t want = end + PAGER_AHEAD, cur;
+	int state = __atomic_load_n(&pager_state, __ATOMIC_ACQUIRE);
+
+	if (state == 2 || end < PAGER_START || !mms__config.log_thread)
+		return;
+	cur = __atomic_load_n(&pager_want, __ATOMIC_RELAXED);
+	if (end + PAGER_AHEAD / 2 <= cur)
+		return;
+	while (cur < want &&
+	       !__atomic_compare_exchange_n(&pager_want, &cur, want, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
+	if (state == 0) {
+		int expect = 0;
+		if (__atomic_compare_exchange_n(&pager_state, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			pager_start(end);
+		return;
+	}
+	__atomic_fetch_add(&pager_seq, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &pager_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
 static struct mms_chunk_header *chunk_new(void)
 {
 	uint64_t idx = __atomic_fetch_add(&mms__header->nchunks, 1, __ATOMIC_SEQ_CST);
@@ -154,8 +265,11 @@ static struct mms_chunk_header *chunk_new(void)
 	}
 	ch = (struct mms_chunk_header *)(log_base + off);
 	/* Fault the chunk's pages in with one call here rather than one trap
-	 * per page on the hot path (kernels before 5.14 refuse; no matter). */
-	madvise(ch, chunk_size, MADV_POPULATE_WRITE);
+	 * per page on the hot path (kernels before 5.14 refuse; no matter),
+	 * unless the log thread did. */
+	if (off + chunk_size > __atomic_load_n(&pager_done, __ATOMIC_ACQUIRE))
+		madvise(ch, chunk_size, MADV_POPULATE_WRITE);
+	pager_poke(off + chunk_size);
 	ch->magic = MMS_CHUNK_MAGIC;
 	return ch;
 }
@@ -599,6 +713,8 @@ void mms__log_after_fork_child(void)
 	nfree_chunks = 0;
 	free_threads = NULL;
 	log_trimmed = 0;
+	pager_state = 0; /* the parent's log thread is not in this process */
+	pager_want = pager_done = 0;
 	next_thread_index = 0;
 	tls_index = 0;
 	tls_last_stamp = 0;
