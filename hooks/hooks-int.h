@@ -161,7 +161,16 @@ static inline void mms__note_release(uint64_t addr, uint32_t thread)
 {
 	uint32_t sole = __atomic_load_n(&mms__sole_releaser, __ATOMIC_RELAXED);
 
-	if (unlikely(sole != thread) && sole != MMS_MANY_RELEASERS)
+	/* While this thread is the only one that has released memory, the
+	 * table is read by nobody: this thread's own obtains skip the fence
+	 * on `sole`, and another thread's find no entry of theirs for addr
+	 * (they have released nothing) and fence. A thread that released
+	 * memory this thread obtains has made `sole` MANY before that release
+	 * (its first), so this thread sees MANY before it releases the same
+	 * memory again, and writes the table from then on. */
+	if (likely(sole == thread))
+		return;
+	if (sole != MMS_MANY_RELEASERS)
 		mms__note_releaser(thread);
 	if (likely(mms__releasers != NULL))
 		__atomic_store_n(mms__releaser_slot(addr), mms__releaser_key(addr, thread), __ATOMIC_RELAXED);
