@@ -1,0 +1,43 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# logthread.sh: the recorder's log thread (msmemscope-log, doc/recorder.md
+# "Cost") starts only once a process's log passes 8 MiB, starts again in a
+# fork child that logs that much, never with MSMEMSCOPE_LOG_THREAD=0, and
+# leaves logs that replay whole and are trimmed to what they hold.
+. "$top_srcdir/tests/progs/lib.sh"
+
+big=${MMS_LOGTHREAD_BLOCKS:-1500000} # about 2 x 7 bytes x 1.5M: 20 MiB of log
+
+record small.mms "$MMS_PROGS/logthread" 1000 >small.out || fail "logthread 1000 exited $?"
+expect_eq "a small run's log thread" "$(field log_thread "$(cat small.out)")" no
+
+record big.mms "$MMS_PROGS/logthread" "$big" >big.out || fail "logthread $big exited $?"
+expect_eq "a large run's log thread" "$(field log_thread "$(cat big.out)")" yes
+summarize big.mms
+expect_consistent big.mms.json
+expect_key big.mms.json complete true
+expect_key big.mms.json threads 1
+# Allocations: the program's own and its report's (opendir, readdir).
+expect_ge "big.mms allocations" "$(jget big.mms.json allocs)" "$big"
+# Trimmed at exit to the chunks taken (the header, then 64 KiB chunks),
+# whatever the log thread had prepared ahead of them.
+size=$(wc -c <big.mms)
+expect_eq "big.mms size past the header, modulo 64 KiB" $(((size - 4096) % 65536)) 0
+expect_le "big.mms size" "$size" $((big * 2 * 12))
+note "large run: $(cat big.out), log $size bytes"
+
+MSMEMSCOPE_LOG_THREAD=0 record off.mms "$MMS_PROGS/logthread" "$big" >off.out || fail "logthread with MSMEMSCOPE_LOG_THREAD=0 exited $?"
+expect_eq "the log thread with MSMEMSCOPE_LOG_THREAD=0" "$(field log_thread "$(cat off.out)")" no
+expect_eq "threads with MSMEMSCOPE_LOG_THREAD=0" "$(field threads "$(cat off.out)")" 1
+summarize off.mms
+expect_consistent off.mms.json
+
+record fork.mms "$MMS_PROGS/logthread" "$big" fork >fork.out || fail "logthread fork exited $?"
+expect_eq "the fork child's log thread" "$(sed -n 1p fork.out | sed 's/ .*//')" log_thread=yes
+expect_eq "the parent's log thread" "$(sed -n 2p fork.out | sed 's/ .*//')" log_thread=yes
+child=$(ls fork.*.mms 2>/dev/null | head -n 1)
+[ -n "$child" ] || fail "the fork child wrote no log: $(ls)"
+summarize "$child"
+expect_consistent "$child.json"
+expect_key "$child.json" complete true
+note "fork: the child started a log thread of its own ($child)"
