@@ -4,7 +4,8 @@
 # malloc-heavy loop (bench/mallocbench, 1 and 2 threads) and on sqlite3
 # inserts: recorded without stacks, recorded with C stacks of depth 32, and
 # heaptrack on the same workload when installed; prints wall times (best
-# of BENCH_RUNS), the ratios with their targets, and log bytes per event.
+# of BENCH_RUNS), the ratios with their targets, log bytes per event, and
+# the floors: what a bare preload (bench/floor.c) costs on this machine.
 # Not a test: nothing here fails on a slow machine. `make bench` runs it.
 #
 # Environment: top_builddir (default .), BENCH_ITERATIONS (per thread,
@@ -17,12 +18,13 @@ srcdir=$(cd "$(dirname "$0")" && pwd)
 hooks=${MMS_HOOKS:-$top_builddir/hooks/.libs/libmsmemscope-hooks.so}
 replay=${MMS_REPLAY:-$top_builddir/src/msmemscope-replay}
 bench=${MMS_MALLOCBENCH:-$top_builddir/bench/mallocbench}
+floor=${MMS_FLOOR:-$top_builddir/bench/.libs/libmmsfloor.so}
 iterations=${BENCH_ITERATIONS:-3000000}
 runs=${BENCH_RUNS:-3}
 rows=${BENCH_SQLITE_ROWS:-100000}
 heaptrack=${HEAPTRACK:-$(command -v heaptrack || true)}
 
-for f in "$hooks" "$replay" "$bench"; do
+for f in "$hooks" "$replay" "$bench" "$floor"; do
 	[ -e "$f" ] || { echo "run.sh: $f is not built; run make bench" >&2; exit 2; }
 done
 command -v python3 >/dev/null || { echo "run.sh: python3 is needed to read the summary" >&2; exit 2; }
@@ -32,8 +34,9 @@ trap 'rm -rf "$tmp"' EXIT
 now_ns() { date +%s%N; }
 
 # best MODE CMD...: the best wall time (seconds) of $runs runs of CMD, run
-# natively, recorded (rec), recorded with stacks (stacks) or under
-# heaptrack (heaptrack). The last recorded log is left in $tmp/$MODE.mms.
+# natively, recorded (rec), recorded with stacks (stacks), under heaptrack
+# (heaptrack), or under the bare floor preload without or with stacks
+# (floor, floorstk: bench/floor.c). The last recorded log is left in $tmp/$MODE.mms.
 best() {
 	mode=$1
 	shift
@@ -48,6 +51,8 @@ best() {
 		stacks) env LD_PRELOAD="$hooks" MSMEMSCOPE_LOG="$tmp/stacks.mms" \
 			MSMEMSCOPE_CONFIG="call_stack=32" "$@" >/dev/null ;;
 		heaptrack) "$heaptrack" -o "$tmp/ht" "$@" >/dev/null 2>&1 ;;
+		floor) env LD_PRELOAD="$floor" "$@" >/dev/null ;;
+		floorstk) env LD_PRELOAD="$floor" FLOOR_STACKS=32 "$@" >/dev/null ;;
 		esac
 		t1=$(now_ns)
 		t=$(((t1 - t0) / 1000))
@@ -82,15 +87,18 @@ row() {
 		h=-
 		hs=-
 	fi
-	printf '%-22s %8s %9s %9s %10s %9s %9s %9s %9s\n' "$name" "$n" "$r" "$s" "$h" \
-		"$(ratio "$r" "$n")" "$(ratio "$s" "$n")" "$hs" "$bpe"
+	f=$(best floor "$@")
+	fs=$(best floorstk "$@")
+	printf '%-22s %8s %9s %9s %10s %9s %9s %9s %9s %9s %9s\n' "$name" "$n" "$r" "$s" "$h" \
+		"$(ratio "$r" "$n")" "$(ratio "$s" "$n")" "$hs" "$bpe" "$(ratio "$f" "$n")" "$(ratio "$fs" "$n")"
 }
 
 echo "msmemscope bench: best of $runs runs, wall seconds; $(nproc) cores, $(uname -r)"
 [ -n "$heaptrack" ] || echo "(heaptrack is not installed: apt-get install heaptrack to compare with it)"
-printf '%-22s %8s %9s %9s %10s %9s %9s %9s %9s\n' workload native recorded stacks32 heaptrack \
-	rec/nat stk/nat ht/stk B/event
-printf '%-22s %8s %9s %9s %10s %9s %9s %9s %9s\n' "(targets)" "" "" "" "" "<=1.5" "<=4.0" ">=5" "<=12"
+printf '%-22s %8s %9s %9s %10s %9s %9s %9s %9s %9s %9s\n' workload native recorded stacks32 heaptrack \
+	rec/nat stk/nat ht/stk B/event floor floorstk
+printf '%-22s %8s %9s %9s %10s %9s %9s %9s %9s %9s %9s\n' "(targets)" "" "" "" "" "<=1.5" "<=4.0" ">=5" "<=12" \
+	"(/nat)" "(/nat)"
 for threads in 1 2; do
 	row "mallocbench ${threads}t" "$bench" $threads "$iterations"
 done
@@ -98,3 +106,5 @@ if [ "$rows" -gt 0 ] && command -v sqlite3 >/dev/null; then
 	awk -v n="$rows" -f "$srcdir/inserts.awk" >"$tmp/inserts.sql"
 	row "sqlite3 ${rows} inserts" sqlite3 -batch -init /dev/null :memory: ".read $tmp/inserts.sql"
 fi
+echo "floor, floorstk: a bare preload (rdtsc and a 16-byte store into a reused thread-local ring, for"
+echo "malloc and free only; floorstk adds unw_backtrace of 32 frames): the least any recorder pays here."
