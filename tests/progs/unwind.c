@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/* unwind.c: allocates from stacks of every shape the recorder's stack
+ * walker meets, for unwind.sh to capture them with the walker and with
+ * libunwind (MSMEMSCOPE_UNWIND_CHECK=1) and count the differences: deep
+ * recursion through frames without a frame pointer and frames whose CFA is
+ * rbp (alloca), at every depth on the way down and up; a library loaded
+ * with dlopen that calls back into the program, unloaded and loaded again;
+ * a second thread; signal handlers that allocate, one on the thread's
+ * stack (a signal frame: the walker gives such stacks to libunwind) and
+ * one on an alternate signal stack (outside the thread's stack: the same).
+ * Built -O2 -fomit-frame-pointer.
+ *
+ * Usage: unwind LIBRARY DEPTH
+ * Prints "allocs=N" (the allocations made here, not the C runtime's). */
+#include <alloca.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include "progs.h"
+
+#define N_SIGNALS 20
+
+static unsigned long allocs;
+static void *volatile sink;
+
+static __attribute__((noinline)) void alloc_one(size_t size)
+{
+	void *p = malloc(size);
+
+	sink = p;
+	free(p);
+	__atomic_fetch_add(&allocs, 1, __ATOMIC_RELAXED);
+}
+
+static unsigned long descend_alloca(int n, int bottom);
+
+/* No frame pointer: the CFA is rsp plus an offset that changes as it
+ * pushes. Allocates on the way down and up; never a tail call. */
+static __attribute__((noinline)) unsigned long descend(int n, int bottom)
+{
+	unsigned long r;
+
+	if (n % 7 == 3)
+		alloc_one(16 + (size_t)n);
+	if (n >= bottom) {
+		alloc_one(64);
+		return 1;
+	}
+	r = n % 5 == 4 ? descend_alloca(n + 1, bottom) : descend(n + 1, bottom);
+	if (n % 11 == 5)
+		alloc_one(32 + (size_t)n);
+	return r + (unsigned long)n;
+}
+
+/* alloca: the frame keeps rbp, and its CFA is rbp + 16. */
+static __attribute__((noinline)) unsigned long descend_alloca(int n, int bottom)
+{
+	volatile char *buf = alloca(16 + (size_t)(n % 13) * 8);
+	unsigned long r;
+
+	buf[0] = (char)n;
+	alloc_one(24);
+	r = descend(n + 1, bottom);
+	return r + (unsigned long)buf[0];
+}
+
+/* Every depth from 1 to max, so each walk meets the last one's frames at a
+ * different depth. */
+static unsigned long stacks(int max)
+{
+	unsigned long sum = 0;
+
+	for (int d = 1; d <= max; d++)
+		sum += descend(0, d);
+	for (int d = max; d >= 1; d -= 3)
+		sum += descend(0, d);
+	return sum;
+}
+
+static void *callback(int n)
+{
+	descend(0, n);
+	return NULL;
+}
+
+static int through_library(const char *path, int depth)
+{
+	for (int round = 0; round < 2; round++) {
+		void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+		void *(*walk)(int, void *(*)(int), int);
+
+		if (!h) {
+			prog_say(2, "unwind: dlopen %s: %s\n", path, dlerror());
+			return -1;
+		}
+		*(void **)&walk = dlsym(h, "unwindlib_walk");
+		if (!walk) {
+			prog_say(2, "unwind: no unwindlib_walk in %s\n", path);
+			return -1;
+		}
+		for (int d = 1; d <= depth; d += 4)
+			walk(d, callback, d);
+		allocs += 2u * (unsigned)((depth + 3) / 4); /* the library's own two per walk */
+		dlclose(h);
+	}
+	return 0;
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	descend(0, 12);
+}
+
+static void *thread_main(void *arg)
+{
+	stacks((int)(long)arg);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	static char altstack[64 * 1024];
+	stack_t ss = { .ss_sp = altstack, .ss_size = sizeof altstack };
+	struct sigaction sa;
+	pthread_t th;
+	int depth;
+
+	if (argc != 3) {
+		prog_say(2, "usage: unwind LIBRARY DEPTH\n");
+		return 99;
+	}
+	depth = atoi(argv[2]);
+	stacks(depth);
+	if (through_library(argv[1], depth / 2))
+		return 1;
+	if (pthread_create(&th, NULL, thread_main, (void *)(long)(depth / 2)) || pthread_join(th, NULL))
+		return 1;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	if (sigaltstack(&ss, NULL))
+		return 1;
+	sa.sa_flags = SA_ONSTACK;
+	sigaction(SIGUSR2, &sa, NULL);
+	for (int i = 0; i < N_SIGNALS; i++) {
+		raise(SIGUSR1);
+		raise(SIGUSR2);
+	}
+	prog_say(1, "allocs=%lu\n", allocs);
+	return 0;
+}
