@@ -39,13 +39,32 @@ struct walk_frame {
 /* How a walk ended. */
 enum { END_DEPTH, END_LAST, END_ZERO };
 
+/* A recent walk of up to RECENT_FRAMES frames and the node id its stack
+ * was interned as, kept by its first frame in a set of RECENT_WAYS (one
+ * first frame has as many outer stacks as callers). */
+#define RECENT_BITS 6
+#define RECENT_SETS (1u << RECENT_BITS)
+#define RECENT_WAYS 4
+#define RECENT_FRAMES 64
+struct recent_walk {
+	uint32_t n;              /* frames, 0: empty */
+	uint32_t end;            /* how it ended */
+	uint32_t id;             /* its stack's node id, 0: not known */
+	uintptr_t end_sp;        /* END_ZERO: the CFA under which it read 0 */
+	struct walk_frame f[RECENT_FRAMES];
+};
+
 /* A thread's walker memory, mapped at its first capture and kept with the
  * thread state (which later threads reuse). The rule cache is
- * direct-mapped and valid while gen equals mms__cfi_gen. The last walk is
- * kept so that the next one, once it reaches a frame the last one had
- * (same stack pointer, return address and rbp), only checks that the
- * stack words the last walk read above it are unchanged and copies its
- * outer frames instead of stepping them. */
+ * direct-mapped and valid while gen equals mms__cfi_gen.
+ *
+ * A walk is a pure function of its first frame (return address, stack
+ * pointer, rbp), the rules (fixed while gen is) and the stack words it
+ * reads. So a walk that starts where a recent one started, and finds the
+ * words that one read unchanged, is that one: it checks them with loads
+ * independent of each other (a walk's are a chain) and takes its frames
+ * and its interned id. A walk that reaches a frame of the thread's last
+ * walk does the same for the rest of the stack. */
 #define CACHE_BITS 12
 #define CACHE_SLOTS (1u << CACHE_BITS)
 struct mms_unw {
@@ -54,7 +73,11 @@ struct mms_unw {
 	uint32_t last_n;         /* its frames, 0: none to reuse */
 	uint32_t last_end;       /* how it ended */
 	uintptr_t last_end_sp;   /* END_ZERO: the CFA under which it read 0 */
+	uint32_t fill;           /* the last walk is to be kept as a recent one */
+	uint32_t fill_set;       /* in this set */
+	uint8_t victim[RECENT_SETS]; /* the way each set replaces next */
 	struct mms_unw_entry cache[CACHE_SLOTS];
+	struct recent_walk recent[RECENT_SETS][RECENT_WAYS];
 	struct walk_frame walks[2][MMS_MAX_DEPTH + 1];
 	uintptr_t check[MMS_MAX_DEPTH + 8]; /* the check mode's second stack */
 };
@@ -203,6 +226,23 @@ static __attribute__((noinline)) int rule_miss(struct mms_unw_entry *e, uintptr_
 	return 0;
 }
 
+/* Whether the stack words that the steps from frame `from` to frame
+ * end - 1 of a walk read still hold what they read. Each step read the
+ * return address under the next frame's CFA and maybe the caller's rbp. */
+static inline int steps_hold(const struct walk_frame *f, uint32_t from, uint32_t end)
+{
+	for (uint32_t k = from; k + 1 < end; k++)
+		if (((const uintptr_t *)f[k + 1].sp)[-1] != f[k + 1].ra ||
+		    (f[k].rbp_at && *(const uintptr_t *)f[k].rbp_at != f[k + 1].rbp))
+			return 0;
+	return 1;
+}
+
+static inline uint32_t recent_set(uintptr_t ra, uintptr_t sp)
+{
+	return (uint32_t)(((ra ^ (sp * 0x9e3779b97f4a7c15ull)) * 0xbf58476d1ce4e5b9ull) >> (64 - RECENT_BITS));
+}
+
 /* The last walk's frames from `from` on, if the stack words it read from
  * there are unchanged: copies them to out and cur from index n on and
  * returns how many frames the walk now has; or returns -1. Sets *more
@@ -222,13 +262,8 @@ static int reuse_last(struct mms_unw *u, const struct walk_frame *last, uint32_t
 	} else if (u->last_end == END_ZERO && ((const uintptr_t *)u->last_end_sp)[-1] != 0) {
 		return -1;
 	}
-	/* Each step read the return address under the next frame's CFA and
-	 * maybe the caller's rbp. These loads are independent of each other,
-	 * unlike a walk's. */
-	for (k = from; k + 1 < end; k++)
-		if (((const uintptr_t *)last[k + 1].sp)[-1] != last[k + 1].ra ||
-		    (last[k].rbp_at && *(const uintptr_t *)last[k].rbp_at != last[k + 1].rbp))
-			return -1;
+	if (!steps_hold(last, from, end))
+		return -1;
 	for (k = from; k < end; k++, n++) {
 		cur[n] = last[k];
 		out[n] = last[k].ra;
@@ -238,9 +273,10 @@ static int reuse_last(struct mms_unw *u, const struct walk_frame *last, uint32_t
 
 /* The caller's stack by our walker, innermost first, without our frames:
  * returns the number of frames (at most depth), or -1 - (enum fallback)
- * when libunwind must capture this stack. Reads nothing outside this
- * thread's stack. */
-static int stack_walk(struct mms_thread *t, uintptr_t *out, int depth)
+ * when libunwind must capture this stack. With id, a stack that is a
+ * recent one whose node id is known sets *id and leaves out unset. Reads
+ * nothing outside this thread's stack. */
+static int stack_walk(struct mms_thread *t, uintptr_t *out, int depth, uint32_t *id)
 {
 	uintptr_t fp = (uintptr_t)__builtin_frame_address(0), lo = fp, hi = t->stack_hi;
 	uintptr_t ra, sp, rbp, cfa, next;
@@ -248,13 +284,18 @@ static int stack_walk(struct mms_thread *t, uintptr_t *out, int depth)
 	uint32_t gen = __atomic_load_n(&mms__cfi_gen, __ATOMIC_ACQUIRE);
 	const struct walk_frame *last;
 	struct walk_frame *cur;
-	uint32_t j = 0, last_n;
+	struct recent_walk *rw;
+	uint32_t j = 0, last_n, set, way;
 	int n = 0, err, more, end = END_DEPTH;
 
+	u->fill = 0;
 	if (fp < t->stack_lo || fp >= hi)
 		return -1 - FB_NO_STACK;
 	if (unlikely(u->gen != gen)) {
 		memset(u->cache, 0, sizeof u->cache);
+		for (set = 0; set < RECENT_SETS; set++)
+			for (way = 0; way < RECENT_WAYS; way++)
+				u->recent[set][way].n = 0;
 		u->gen = gen;
 		u->last_n = 0;
 	}
@@ -276,6 +317,20 @@ static int stack_walk(struct mms_thread *t, uintptr_t *out, int depth)
 	}
 	sp = fp + 16;
 	rbp = ((uintptr_t *)fp)[0];
+	/* A recent walk from the same first frame, whose words still hold? */
+	set = recent_set(ra, sp);
+	for (rw = u->recent[set]; rw < u->recent[set] + RECENT_WAYS; rw++) {
+		if (rw->n && rw->f[0].ra == ra && rw->f[0].sp == sp && rw->f[0].rbp == rbp &&
+		    steps_hold(rw->f, 0, rw->n) && (rw->end != END_ZERO || ((const uintptr_t *)rw->end_sp)[-1] == 0)) {
+			if (id && rw->id) {
+				*id = rw->id;
+				return (int)rw->n;
+			}
+			for (n = 0; n < (int)rw->n; n++)
+				out[n] = rw->f[n].ra;
+			return n;
+		}
+	}
 	for (;;) {
 		struct mms_unw_entry *e;
 		struct mms_cfi_rule r;
@@ -348,7 +403,26 @@ static int stack_walk(struct mms_thread *t, uintptr_t *out, int depth)
 	u->last_n = (uint32_t)n;
 	u->last_end = (uint32_t)end;
 	u->last_end_sp = sp;
+	if (n <= RECENT_FRAMES) {
+		u->fill_set = set;
+		u->fill = 1;
+	}
 	return n;
+}
+
+/* Keeps the last walk, whose stack was interned as id (0: unknown), as a
+ * recent one. */
+static void recent_store(struct mms_unw *u, uint32_t id)
+{
+	uint32_t set = u->fill_set;
+	struct recent_walk *rw = &u->recent[set][u->victim[set]++ % RECENT_WAYS];
+
+	rw->n = u->last_n;
+	rw->end = u->last_end;
+	rw->end_sp = u->last_end_sp;
+	rw->id = id;
+	memcpy(rw->f, u->walks[u->last], u->last_n * sizeof *rw->f);
+	u->fill = 0;
 }
 
 /* --- the check mode ------------------------------------------------------- */
@@ -377,16 +451,21 @@ static void print_frames(const char *what, const uintptr_t *ips, int n)
 	}
 }
 
-/* Captures the stack both ways; returns libunwind's. */
-static int stack_check(struct mms_thread *t, uintptr_t *out, int depth)
+/* Captures the stack both ways and returns libunwind's frames. When the
+ * walker took the stack's node id from a recent stack, *wid is that id,
+ * for the caller to compare with the id libunwind's frames get; otherwise
+ * the frames are compared here, and *same says whether they agree. */
+static int stack_check(struct mms_thread *t, uintptr_t *out, int depth, uint32_t *wid, int *same)
 {
 	uintptr_t *mine;
 	int n, m, busy = mms__tls_busy;
 
+	*wid = 0;
+	*same = 0;
 	if (!t->unw)
 		return stack_libunwind(out, depth);
 	mine = t->unw->check;
-	n = stack_walk(t, mine, depth);
+	n = stack_walk(t, mine, depth, wid);
 	m = stack_libunwind(out, depth);
 
 	__atomic_fetch_add(&n_stacks, 1, __ATOMIC_RELAXED);
@@ -403,7 +482,10 @@ static int stack_check(struct mms_thread *t, uintptr_t *out, int depth)
 		return m;
 	}
 	__atomic_fetch_add(&n_walked, 1, __ATOMIC_RELAXED);
-	if (n == m && !memcmp(mine, out, (size_t)n * sizeof *out))
+	if (*wid)
+		return m;
+	*same = n == m && !memcmp(mine, out, (size_t)n * sizeof *out);
+	if (*same)
 		return m;
 	__atomic_fetch_add(&n_mismatch, 1, __ATOMIC_RELAXED);
 	if (check_mode >= 2 && __atomic_fetch_add(&n_printed, 1, __ATOMIC_RELAXED) < 10) {
@@ -414,6 +496,20 @@ static int stack_check(struct mms_thread *t, uintptr_t *out, int depth)
 		mms__tls_busy = busy;
 	}
 	return m;
+}
+
+/* The check mode, after libunwind's frames were interned as id: the
+ * walker's id for a recent stack must be the same; a walk whose frames
+ * were not libunwind's is not kept. */
+static void check_id(struct mms_thread *t, uint32_t wid, uint32_t id, int same)
+{
+	if (wid && wid != id) {
+		__atomic_fetch_add(&n_mismatch, 1, __ATOMIC_RELAXED);
+		if (check_mode >= 2 && __atomic_fetch_add(&n_printed, 1, __ATOMIC_RELAXED) < 10)
+			say("msmemscope: unwind check: a recent stack's id differs\n");
+	}
+	if (!same && t->unw)
+		t->unw->fill = 0;
 }
 
 void mms__unwind_report(void)
@@ -440,15 +536,17 @@ uint32_t mms__capture_stack_slow(struct mms_thread *t)
 {
 	uint32_t depth = mms__config.depth;
 	uintptr_t buf[MMS_MAX_DEPTH + 8];
-	int n;
-	uint32_t k, c, parent;
+	int n, same = 0;
+	uint32_t k, c, parent = 0, wid = 0;
 
 	if (unlikely(!t->stack_hi))
 		stack_bounds(t);
 	if (unlikely(check_mode))
-		n = stack_check(t, buf, (int)depth);
-	else if ((n = stack_walk(t, buf, (int)depth)) < 0)
+		n = stack_check(t, buf, (int)depth, &wid, &same);
+	else if ((n = stack_walk(t, buf, (int)depth, &parent)) < 0)
 		n = stack_libunwind(buf, (int)depth);
+	else if (parent)
+		return parent; /* a recent stack */
 	if (n <= 0)
 		return 0;
 	/* Frames outermost first: buf[n - 1] ... buf[0]. Keep the prefix
@@ -456,15 +554,21 @@ uint32_t mms__capture_stack_slow(struct mms_thread *t)
 	k = (uint32_t)n;
 	for (c = 0; c < k && c < t->nframes && t->ips[c] == buf[n - 1 - c]; c++)
 		;
-	if (c == k && k == t->nframes)
-		return t->stack_id;
-	parent = c ? t->ids[c - 1] : 0;
-	for (uint32_t i = c; i < k; i++) {
-		uintptr_t ip = buf[n - 1 - i];
-		t->ips[i] = ip;
-		t->ids[i] = parent = mms__intern_frame(t, parent, ip);
+	if (c == k && k == t->nframes) {
+		parent = t->stack_id;
+	} else {
+		parent = c ? t->ids[c - 1] : 0;
+		for (uint32_t i = c; i < k; i++) {
+			uintptr_t ip = buf[n - 1 - i];
+			t->ips[i] = ip;
+			t->ids[i] = parent = mms__intern_frame(t, parent, ip);
+		}
+		t->nframes = k;
+		t->stack_id = parent;
 	}
-	t->nframes = k;
-	t->stack_id = parent;
+	if (unlikely(check_mode))
+		check_id(t, wid, parent, same);
+	if (t->unw && t->unw->fill)
+		recent_store(t->unw, parent);
 	return parent;
 }
