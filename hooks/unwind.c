@@ -175,6 +175,14 @@ static int stack_libunwind(uintptr_t *out, int depth)
 
 /* --- the walker ----------------------------------------------------------- */
 
+static void forget_walks(struct mms_unw *u)
+{
+	u->last_n = 0;
+	for (uint32_t set = 0; set < RECENT_SETS; set++)
+		for (uint32_t way = 0; way < RECENT_WAYS; way++)
+			u->recent[set][way].n = 0;
+}
+
 static void stack_bounds(struct mms_thread *t)
 {
 	pthread_attr_t attr;
@@ -197,7 +205,7 @@ static void stack_bounds(struct mms_thread *t)
 		if (!t->unw)
 			t->stack_hi = 1;
 	} else {
-		t->unw->last_n = 0; /* another thread's stack */
+		forget_walks(t->unw); /* another thread's, whose stack may be gone */
 	}
 	mms__tls_busy = busy;
 }
@@ -285,7 +293,7 @@ static int stack_walk(struct mms_thread *t, uintptr_t *out, int depth, uint32_t 
 	const struct walk_frame *last;
 	struct walk_frame *cur;
 	struct recent_walk *rw;
-	uint32_t j = 0, last_n, set, way;
+	uint32_t j = 0, last_n, set;
 	int n = 0, err, more, end = END_DEPTH;
 
 	u->fill = 0;
@@ -293,11 +301,8 @@ static int stack_walk(struct mms_thread *t, uintptr_t *out, int depth, uint32_t 
 		return -1 - FB_NO_STACK;
 	if (unlikely(u->gen != gen)) {
 		memset(u->cache, 0, sizeof u->cache);
-		for (set = 0; set < RECENT_SETS; set++)
-			for (way = 0; way < RECENT_WAYS; way++)
-				u->recent[set][way].n = 0;
+		forget_walks(u);
 		u->gen = gen;
-		u->last_n = 0;
 	}
 	last = u->walks[u->last];
 	cur = u->walks[!u->last];

@@ -5,7 +5,7 @@
  * recursion through frames without a frame pointer and frames whose CFA is
  * rbp (alloca), at every depth on the way down and up; a library loaded
  * with dlopen that calls back into the program, unloaded and loaded again;
- * a second thread; signal handlers that allocate, one on the thread's
+ * threads; signal handlers that allocate, one on the thread's
  * stack (a signal frame: the walker gives such stacks to libunwind) and
  * one on an alternate signal stack (outside the thread's stack: the same).
  * Built -O2 -fomit-frame-pointer.
@@ -137,6 +137,17 @@ int main(int argc, char **argv)
 		return 1;
 	if (pthread_create(&th, NULL, thread_main, (void *)(long)(depth / 2)) || pthread_join(th, NULL))
 		return 1;
+	/* Threads one after the other, on stacks of other sizes: each takes
+	 * over the recorder's state of the one before. */
+	for (int i = 0; i < 3; i++) {
+		pthread_attr_t attr;
+
+		pthread_attr_init(&attr);
+		pthread_attr_setstacksize(&attr, (size_t)(256 + 64 * i) * 1024);
+		if (pthread_create(&th, &attr, thread_main, (void *)(long)(depth / 4)) || pthread_join(th, NULL))
+			return 1;
+		pthread_attr_destroy(&attr);
+	}
 
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_signal;
