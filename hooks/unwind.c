@@ -47,7 +47,7 @@ enum { END_DEPTH, END_LAST, END_ZERO };
 #define RECENT_WAYS 4
 #define RECENT_FRAMES 64
 struct recent_walk {
-	uint32_t n;              /* frames, 0: empty */
+	uint32_t n;              /* frames */
 	uint32_t end;            /* how it ended */
 	uint32_t id;             /* its stack's node id, 0: not known */
 	uintptr_t end_sp;        /* END_ZERO: the CFA under which it read 0 */
@@ -76,6 +76,10 @@ struct mms_unw {
 	uint32_t fill;           /* the last walk is to be kept as a recent one */
 	uint32_t fill_set;       /* in this set */
 	uint8_t victim[RECENT_SETS]; /* the way each set replaces next */
+	/* The first return address of each recent walk, 0: none kept. Apart
+	 * from the walks: a look-up reads one line, and forgetting them all
+	 * touches 2 KiB, not each walk's page. */
+	uintptr_t recent_ra[RECENT_SETS][RECENT_WAYS];
 	struct mms_unw_entry cache[CACHE_SLOTS];
 	struct recent_walk recent[RECENT_SETS][RECENT_WAYS];
 	struct walk_frame walks[2][MMS_MAX_DEPTH + 1];
@@ -178,9 +182,7 @@ static int stack_libunwind(uintptr_t *out, int depth)
 static void forget_walks(struct mms_unw *u)
 {
 	u->last_n = 0;
-	for (uint32_t set = 0; set < RECENT_SETS; set++)
-		for (uint32_t way = 0; way < RECENT_WAYS; way++)
-			u->recent[set][way].n = 0;
+	memset(u->recent_ra, 0, sizeof u->recent_ra);
 }
 
 static void stack_bounds(struct mms_thread *t)
@@ -324,8 +326,9 @@ static int stack_walk(struct mms_thread *t, uintptr_t *out, int depth, uint32_t 
 	rbp = ((uintptr_t *)fp)[0];
 	/* A recent walk from the same first frame, whose words still hold? */
 	set = recent_set(ra, sp);
-	for (rw = u->recent[set]; rw < u->recent[set] + RECENT_WAYS; rw++) {
-		if (rw->n && rw->f[0].ra == ra && rw->f[0].sp == sp && rw->f[0].rbp == rbp &&
+	for (uint32_t way = 0; way < RECENT_WAYS; way++) {
+		rw = &u->recent[set][way];
+		if (u->recent_ra[set][way] == ra && rw->f[0].sp == sp && rw->f[0].rbp == rbp &&
 		    steps_hold(rw->f, 0, rw->n) && (rw->end != END_ZERO || ((const uintptr_t *)rw->end_sp)[-1] == 0)) {
 			if (id && rw->id) {
 				*id = rw->id;
@@ -420,13 +423,15 @@ static int stack_walk(struct mms_thread *t, uintptr_t *out, int depth, uint32_t 
 static void recent_store(struct mms_unw *u, uint32_t id)
 {
 	uint32_t set = u->fill_set;
-	struct recent_walk *rw = &u->recent[set][u->victim[set]++ % RECENT_WAYS];
+	uint32_t way = u->victim[set]++ % RECENT_WAYS;
+	struct recent_walk *rw = &u->recent[set][way];
 
 	rw->n = u->last_n;
 	rw->end = u->last_end;
 	rw->end_sp = u->last_end_sp;
 	rw->id = id;
 	memcpy(rw->f, u->walks[u->last], u->last_n * sizeof *rw->f);
+	u->recent_ra[set][way] = rw->f[0].ra;
 	u->fill = 0;
 }
 
