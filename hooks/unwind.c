@@ -299,6 +299,9 @@ static int stack_walk(struct mms_thread *t, uintptr_t *out, int depth, uint32_t 
 	int n = 0, err, more, end = END_DEPTH;
 
 	u->fill = 0;
+#if !defined(__x86_64__)
+	return -1 - FB_UNSUPPORTED; /* cfi.c knows x86-64 only */
+#endif
 	if (fp < t->stack_lo || fp >= hi)
 		return -1 - FB_NO_STACK;
 	if (unlikely(u->gen != gen)) {
