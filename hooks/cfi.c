@@ -201,6 +201,19 @@ static size_t nmods, mods_cap;
 static unsigned long long mods_adds, mods_subs;
 static int mods_built;
 uint32_t mms__cfi_gen = 1;
+/* The loader's count of unloaded objects that mms__cfi_gen accounts for.
+ * Only an unloaded module makes cached rules stale: a rule for code that
+ * had none (cached as unsupported) just sends stacks to libunwind. */
+static unsigned long long gen_subs;
+
+/* Under cfi_lock. */
+static void note_subs(unsigned long long subs)
+{
+	if (subs != gen_subs) {
+		gen_subs = subs;
+		__atomic_fetch_add(&mms__cfi_gen, 1, __ATOMIC_RELEASE);
+	}
+}
 
 struct collect {
 	size_t n;              /* entries found (may exceed mods_cap) */
@@ -309,7 +322,7 @@ static int modules_update(void)
 	mods_adds = v[0];
 	mods_subs = v[1];
 	mods_built = 1;
-	__atomic_fetch_add(&mms__cfi_gen, 1, __ATOMIC_RELEASE);
+	note_subs(v[1]);
 	return 0;
 }
 
@@ -762,21 +775,23 @@ int mms__cfi_rule(uintptr_t ra, struct mms_cfi_rule *out)
 
 void mms__cfi_note_loader(unsigned long long adds, unsigned long long subs)
 {
+	(void)adds; /* a new module is found when a rule is looked up */
 	if (!pthread_mutex_trylock(&cfi_lock)) {
-		if (mods_built && (adds != mods_adds || subs != mods_subs)) {
-			mods_built = 0;
-			__atomic_fetch_add(&mms__cfi_gen, 1, __ATOMIC_RELEASE);
-		}
+		note_subs(subs);
 		pthread_mutex_unlock(&cfi_lock);
 	}
 }
 
 void mms__cfi_modules_changed(void)
 {
-	__atomic_fetch_add(&mms__cfi_gen, 1, __ATOMIC_RELEASE);
+	unsigned long long v[2] = { 0, 0 };
+
+	dl_iterate_phdr(count_loader, v);
 	if (!pthread_mutex_trylock(&cfi_lock)) {
-		mods_built = 0;
+		note_subs(v[1]);
 		pthread_mutex_unlock(&cfi_lock);
+	} else {
+		__atomic_fetch_add(&mms__cfi_gen, 1, __ATOMIC_RELEASE);
 	}
 }
 

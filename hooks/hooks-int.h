@@ -323,7 +323,8 @@ struct mms_cfi_rule {
 #define MMS_CFI_RBP_UNDEF 0x04   /* the caller's rbp is lost */
 #define MMS_CFI_LAST 0x08        /* no return address: the outermost frame */
 #define MMS_CFI_UNSUPPORTED 0x10 /* not a frame the walker can step */
-/* Bumped whenever modules come or go: frame rules cached before are stale. */
+/* Bumped whenever a module was unloaded: frame rules cached before may be
+ * stale. */
 extern uint32_t mms__cfi_gen MMS_HIDDEN;
 /* The rule of the frame whose return address is ra (looked up at ra - 1).
  * Returns 0; or -EAGAIN when another thread holds the module table (try

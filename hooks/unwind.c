@@ -159,13 +159,45 @@ void mms__unwind_after_fork_child(void)
 
 /* The caller's stack by libunwind, innermost first, without our frames:
  * returns the number of frames (at most depth). */
+/* unw_backtrace() without its fast path: frame by frame with unw_step(). */
+static __attribute__((noinline)) int backtrace_steps(void **buf, int size)
+{
+	unw_cursor_t cursor;
+	unw_context_t uc;
+	unw_word_t ip;
+	int n = 0;
+
+	if (unw_getcontext(&uc) < 0 || unw_init_local(&cursor, &uc) < 0)
+		return 0;
+	while (n < size && unw_get_reg(&cursor, UNW_REG_IP, &ip) >= 0) {
+		buf[n++] = (void *)(uintptr_t)ip;
+		if (unw_step(&cursor) <= 0)
+			break;
+	}
+	return n;
+}
+
 static int stack_libunwind(uintptr_t *out, int depth)
 {
+	static uint32_t flushed_gen = 1;
 	void *buf[MMS_MAX_DEPTH + 8];
 	int n, skip = 0, busy = mms__tls_busy;
+	uint32_t gen = __atomic_load_n(&mms__cfi_gen, __ATOMIC_ACQUIRE);
 
 	mms__tls_busy = 2; /* libunwind may allocate: not the program's */
-	n = unw_backtrace(buf, depth + 8);
+	if (likely(gen == 1)) {
+		n = unw_backtrace(buf, depth + 8);
+	} else {
+		/* A module was unloaded. unw_backtrace()'s per-thread cache of
+		 * frames by address is never flushed: it would step the code
+		 * of a module loaded in its place with the old one's rules.
+		 * unw_step() uses caches that unw_flush_cache() flushes. */
+		if (__atomic_load_n(&flushed_gen, __ATOMIC_RELAXED) != gen) {
+			__atomic_store_n(&flushed_gen, gen, __ATOMIC_RELAXED);
+			unw_flush_cache(unw_local_addr_space, 0, 0);
+		}
+		n = backtrace_steps(buf, depth + 8);
+	}
 	mms__tls_busy = busy;
 	while (skip < n && (uintptr_t)buf[skip] >= self_lo && (uintptr_t)buf[skip] < self_hi)
 		skip++;

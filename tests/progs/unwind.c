@@ -4,13 +4,14 @@
  * libunwind (MSMEMSCOPE_UNWIND_CHECK=1) and count the differences: deep
  * recursion through frames without a frame pointer and frames whose CFA is
  * rbp (alloca), at every depth on the way down and up; a library loaded
- * with dlopen that calls back into the program, unloaded and loaded again;
+ * with dlopen that calls back into the program, unloaded, then another one
+ * in its place;
  * threads; signal handlers that allocate, one on the thread's
  * stack (a signal frame: the walker gives such stacks to libunwind) and
  * one on an alternate signal stack (outside the thread's stack: the same).
  * Built -O2 -fomit-frame-pointer.
  *
- * Usage: unwind LIBRARY DEPTH
+ * Usage: unwind LIBRARY LIBRARY2 DEPTH
  * Prints "allocs=N" (the allocations made here, not the C runtime's). */
 #include <alloca.h>
 #include <dlfcn.h>
@@ -84,9 +85,12 @@ static void *callback(int n)
 	return NULL;
 }
 
-static int through_library(const char *path, int depth)
+/* Loads each library in turn (the second, if the loader puts it where the
+ * first was, has the same return addresses with other frame rules). */
+static int through_libraries(char *const *paths, int depth)
 {
-	for (int round = 0; round < 2; round++) {
+	for (int round = 0; round < 4; round++) {
+		const char *path = paths[round % 2];
 		void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 		void *(*walk)(int, void *(*)(int), int);
 
@@ -127,13 +131,13 @@ int main(int argc, char **argv)
 	pthread_t th;
 	int depth;
 
-	if (argc != 3) {
-		prog_say(2, "usage: unwind LIBRARY DEPTH\n");
+	if (argc != 4) {
+		prog_say(2, "usage: unwind LIBRARY LIBRARY2 DEPTH\n");
 		return 99;
 	}
-	depth = atoi(argv[2]);
+	depth = atoi(argv[3]);
 	stacks(depth);
-	if (through_library(argv[1], depth / 2))
+	if (through_libraries(argv + 1, depth / 2))
 		return 1;
 	if (pthread_create(&th, NULL, thread_main, (void *)(long)(depth / 2)) || pthread_join(th, NULL))
 		return 1;

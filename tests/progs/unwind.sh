@@ -37,13 +37,14 @@ checked() {
 }
 
 lib=$MMS_PROGS/unwindlib.so
-[ -f "$lib" ] || fail "tests/progs/unwindlib.so is not built"
+lib2=$MMS_PROGS/unwindlib2.so
+[ -f "$lib" ] && [ -f "$lib2" ] || fail "tests/progs/unwindlib.so and unwindlib2.so are not built"
 
 # Deep enough for the whole stack (walks end at _start or clone3), and
 # shorter than most stacks (walks end at the depth, and go on from the
 # last walk's frames).
 for depth in 1000 24; do
-	checked unwind$depth $depth "$MMS_PROGS/unwind" "$lib" 150
+	checked unwind$depth $depth "$MMS_PROGS/unwind" "$lib" "$lib2" 150
 	allocs=$(sed -n 's/^allocs=//p' unwind$depth.out)
 	expect_ge "unwind$depth allocations" "$allocs" 8000
 	expect_ge "unwind$depth stacks" "$stacks" "$allocs"
