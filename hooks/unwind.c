@@ -157,8 +157,6 @@ void mms__unwind_after_fork_child(void)
 
 /* --- libunwind ------------------------------------------------------------ */
 
-/* The caller's stack by libunwind, innermost first, without our frames:
- * returns the number of frames (at most depth). */
 /* unw_backtrace() without its fast path: frame by frame with unw_step(). */
 static __attribute__((noinline)) int backtrace_steps(void **buf, int size)
 {
@@ -177,6 +175,8 @@ static __attribute__((noinline)) int backtrace_steps(void **buf, int size)
 	return n;
 }
 
+/* The caller's stack by libunwind, innermost first, without our frames:
+ * returns the number of frames (at most depth). */
 static int stack_libunwind(uintptr_t *out, int depth)
 {
 	static uint32_t flushed_gen = 1;
@@ -192,9 +192,9 @@ static int stack_libunwind(uintptr_t *out, int depth)
 		 * frames by address is never flushed: it would step the code
 		 * of a module loaded in its place with the old one's rules.
 		 * unw_step() uses caches that unw_flush_cache() flushes. */
-		if (__atomic_load_n(&flushed_gen, __ATOMIC_RELAXED) != gen) {
-			__atomic_store_n(&flushed_gen, gen, __ATOMIC_RELAXED);
+		if (__atomic_load_n(&flushed_gen, __ATOMIC_ACQUIRE) != gen) {
 			unw_flush_cache(unw_local_addr_space, 0, 0);
+			__atomic_store_n(&flushed_gen, gen, __ATOMIC_RELEASE);
 		}
 		n = backtrace_steps(buf, depth + 8);
 	}
