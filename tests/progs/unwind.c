@@ -3,7 +3,8 @@
  * walker meets, for unwind.sh to capture them with the walker and with
  * libunwind (MSMEMSCOPE_UNWIND_CHECK=1) and count the differences: deep
  * recursion through frames without a frame pointer and frames whose CFA is
- * rbp (alloca), at every depth on the way down and up; a library loaded
+ * rbp (alloca), at every depth on the way down and up; a frame whose CFA
+ * is in rbx (which the walker leaves to libunwind); a library loaded
  * with dlopen that calls back into the program, unloaded, then another one
  * in its place;
  * threads; signal handlers that allocate, one on the thread's
@@ -21,6 +22,7 @@
 #include "progs.h"
 
 #define N_SIGNALS 20
+#define N_ODD_FRAMES 10
 
 static unsigned long allocs;
 static void *volatile sink;
@@ -35,6 +37,36 @@ static __attribute__((noinline)) void alloc_one(size_t size)
 }
 
 static unsigned long descend_alloca(int n, int bottom);
+
+#if defined(__x86_64__)
+/* call_through_rbx(fn, arg) calls fn(arg) from a frame whose CFA is rbx
+ * + 16: a rule libunwind follows and the walker leaves to it. */
+void call_through_rbx(void (*fn)(size_t), size_t arg);
+__asm__(".text\n"
+	".type call_through_rbx, @function\n"
+	"call_through_rbx:\n"
+	".cfi_startproc\n"
+	"push %rbx\n"
+	".cfi_def_cfa_offset 16\n"
+	".cfi_offset rbx, -16\n"
+	"mov %rsp, %rbx\n"
+	".cfi_def_cfa_register rbx\n"
+	"mov %rdi, %rax\n"
+	"mov %rsi, %rdi\n"
+	"call *%rax\n"
+	"mov %rbx, %rsp\n"
+	".cfi_def_cfa_register rsp\n"
+	"pop %rbx\n"
+	".cfi_def_cfa_offset 8\n"
+	"ret\n"
+	".cfi_endproc\n"
+	".size call_through_rbx, .-call_through_rbx\n");
+#else
+static void call_through_rbx(void (*fn)(size_t), size_t arg)
+{
+	fn(arg);
+}
+#endif
 
 /* No frame pointer: the CFA is rsp plus an offset that changes as it
  * pushes. Allocates on the way down and up; never a tail call. */
@@ -137,6 +169,8 @@ int main(int argc, char **argv)
 	}
 	depth = atoi(argv[3]);
 	stacks(depth);
+	for (int i = 0; i < N_ODD_FRAMES; i++)
+		call_through_rbx(alloc_one, 40 + (size_t)i);
 	if (through_libraries(argv + 1, depth / 2))
 		return 1;
 	if (pthread_create(&th, NULL, thread_main, (void *)(long)(depth / 2)) || pthread_join(th, NULL))
