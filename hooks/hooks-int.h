@@ -59,6 +59,11 @@ struct mms_thread {
 	uint32_t stack_id;
 	uintptr_t *ips;          /* MMS_MAX_DEPTH + 1 entries */
 	uint32_t *ids;
+	/* The stack walker's: this thread's stack, found at its first capture
+	 * (stack_hi 0: not yet), and its own memory (unwind.c): the cache of
+	 * frame rules and the last walk. */
+	uintptr_t stack_lo, stack_hi;
+	struct mms_unw *unw;
 };
 
 /* Global recorder state. */
@@ -308,9 +313,40 @@ static inline uint32_t mms__capture_stack(struct mms_thread *t)
 	return mms__config.depth ? mms__capture_stack_slow(t) : 0;
 }
 void mms__unwind_init(void) MMS_HIDDEN;
+/* With MSMEMSCOPE_UNWIND_CHECK=1: prints to stderr how many stacks the
+ * walker and libunwind captured differently. */
+void mms__unwind_report(void) MMS_HIDDEN;
+void mms__unwind_after_fork_child(void) MMS_HIDDEN;
 /* 1 when ip lies in libunwind's code (its own mappings are not the
  * program's). */
 int mms__unwinder_code(uintptr_t ip) MMS_HIDDEN;
+
+/* cfi.c: frame rules from the DWARF call frame information (.eh_frame). */
+struct mms_cfi_rule {
+	int32_t cfa_off;         /* CFA = rsp (or rbp) + cfa_off */
+	int16_t rbp_off;         /* with MMS_CFI_RBP_SAVED: caller's rbp at CFA + rbp_off */
+	uint8_t flags;
+	uint8_t pad;
+};
+#define MMS_CFI_CFA_RBP 0x01     /* the CFA is rbp + cfa_off, else rsp + cfa_off */
+#define MMS_CFI_RBP_SAVED 0x02   /* the caller's rbp is saved at CFA + rbp_off */
+#define MMS_CFI_RBP_UNDEF 0x04   /* the caller's rbp is lost */
+#define MMS_CFI_LAST 0x08        /* no return address: the outermost frame */
+#define MMS_CFI_UNSUPPORTED 0x10 /* not a frame the walker can step */
+/* Bumped whenever a module was unloaded: frame rules cached before may be
+ * stale. */
+extern uint32_t mms__cfi_gen MMS_HIDDEN;
+/* The rule of the frame whose return address is ra (looked up at ra - 1).
+ * Returns 0; or -EAGAIN when another thread holds the module table (try
+ * again later, do not cache), or another negative errno value when the
+ * frame is not one the walker handles (*out is then MMS_CFI_UNSUPPORTED,
+ * which may be cached). Never allocates. */
+int mms__cfi_rule(uintptr_t ra, struct mms_cfi_rule *out) MMS_HIDDEN;
+/* The loader's counts of objects added and removed, as a scan saw them. */
+void mms__cfi_note_loader(unsigned long long adds, unsigned long long subs) MMS_HIDDEN;
+/* A module may have been unloaded (after dlclose). */
+void mms__cfi_modules_changed(void) MMS_HIDDEN;
+void mms__cfi_after_fork_child(void) MMS_HIDDEN;
 
 /* modules.c */
 void mms__modules_scan(struct mms_thread *t) MMS_HIDDEN;

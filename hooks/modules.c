@@ -108,19 +108,25 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 
 static int count_adds(struct dl_phdr_info *info, size_t size, void *arg)
 {
+	unsigned long long *v = arg;
 	(void)size;
-	*(unsigned long long *)arg = info->dlpi_adds;
+	v[0] = info->dlpi_adds;
+	v[1] = info->dlpi_subs;
 	return 1;
 }
 
 void mms__modules_scan(struct mms_thread *t)
 {
 	struct scan sc = { t };
-	unsigned long long adds = 0;
+	unsigned long long v[2] = { 0, 0 }, adds;
 	int busy = mms__tls_busy;
 
 	mms__tls_busy = 2;
-	dl_iterate_phdr(count_adds, &adds);
+	dl_iterate_phdr(count_adds, v);
+	adds = v[0];
+	/* A module unloaded behind dlclose (glibc's own, for NSS or iconv)
+	 * makes the stack walker's cached rules stale. */
+	mms__cfi_note_loader(v[0], v[1]);
 	/* trylock: a scan already under way (in this thread, nested through a
 	 * chunk switch, or in another one that may hold the loader's lock we
 	 * would wait for) covers this one. */

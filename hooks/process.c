@@ -28,6 +28,7 @@ static void mark_end(void)
 	if (t && (p = mms__rec_begin(t, 16)))
 		mms__rec_commit(t, mms__rec_head(t, p, MMS_TAG_SYSTEM | MMS_SYSTEM_FINI, mms__stamp_obtain()));
 	mms__log_finish();
+	mms__unwind_report();
 	mms__tls_busy = 0;
 }
 
@@ -57,6 +58,7 @@ static void atfork_child(void)
 	mms__gdb_after_fork_child();
 	mms__watch_after_fork_child();
 	mms__log_after_fork_child();
+	mms__unwind_after_fork_child();
 	mms__tls_busy = busy;
 }
 
@@ -70,6 +72,7 @@ void mms__process_init(void)
 MMS_EXPORT int dlclose(void *handle)
 {
 	struct mms_thread *t;
+	int r;
 
 	/* Record what is loaded before the module goes away. */
 	if (mms__recording && !mms__tls_busy) {
@@ -79,7 +82,10 @@ MMS_EXPORT int dlclose(void *handle)
 			mms__modules_scan(t);
 		mms__tls_busy = 0;
 	}
-	return mms__real.dlclose(handle);
+	r = mms__real.dlclose(handle);
+	/* The stack walker's cached frame rules may name its code. */
+	mms__cfi_modules_changed();
+	return r;
 }
 
 /* --- exec ------------------------------------------------------------------

@@ -1,0 +1,91 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# unwind.sh: the recorder's stack walker must capture the same stacks as
+# libunwind. With MSMEMSCOPE_UNWIND_CHECK=1 the recorder captures every
+# stack both ways and prints, at exit, how many it captured, how many the
+# walker handled itself and how many differed; that count must be 0 for
+# the test programs (deep recursion, a dlopen'd library, threads, signal
+# handlers, C++ exceptions) and for sqlite3, python3 and gcc when they are
+# installed. Stacks through a signal frame or on an alternate signal stack
+# are libunwind's: the counts of those fallbacks are checked too.
+. "$top_srcdir/tests/progs/lib.sh"
+
+# checked NAME DEPTH CMD...: runs CMD recorded with stacks of DEPTH frames
+# in the check mode; sets stacks, walked, mismatches and the fallback
+# counts (no_stack, unsupported), summed over its processes.
+checked() {
+	_name=$1
+	_depth=$2
+	shift 2
+	MSMEMSCOPE_UNWIND_CHECK=1 MSMEMSCOPE_CONFIG="call_stack=$_depth" record "$_name.mms" "$@" \
+		>"$_name.out" 2>"$_name.err" </dev/null || fail "$_name under the recorder exited $?: $(tail -3 "$_name.err")"
+	grep -q '^msmemscope: unwind check:' "$_name.err" || fail "$_name printed no unwind check line"
+	set -- $(awk '/^msmemscope: unwind check:/ {
+		for (i = 1; i <= NF; i++) {
+			v = $(i - 1) + 0
+			if ($i == "stacks,") s += v; else if ($i == "walked,") w += v
+			else if ($i == "mismatches;") m += v
+			else if ($(i - 1) == "no-stack") ns += $i
+			else if ($(i - 1) == "unsupported") u += $i
+		}
+	} END { printf "%d %d %d %d %d\n", s, w, m, ns, u }' "$_name.err")
+	stacks=$1 walked=$2 mismatches=$3 no_stack=$4 unsupported=$5
+	note "$_name: $stacks stacks, $walked walked, $mismatches mismatches, fell back: $no_stack off the stack, $unsupported unsupported"
+	expect_eq "$_name stacks that differ from libunwind's" "$mismatches" 0
+	expect_ge "$_name stacks captured" "$stacks" 1
+	rm -f "$_name.mms"
+}
+
+[ "$(uname -m)" = x86_64 ] || skip "the stack walker is x86-64 only: everything else is libunwind's"
+lib=$MMS_PROGS/unwindlib.so
+lib2=$MMS_PROGS/unwindlib2.so
+[ -f "$lib" ] && [ -f "$lib2" ] || fail "tests/progs/unwindlib.so and unwindlib2.so are not built"
+
+# Deep enough for the whole stack (walks end at _start or clone3), and
+# shorter than most stacks (walks end at the depth, and go on from the
+# last walk's frames).
+for depth in 1000 24; do
+	checked unwind$depth $depth "$MMS_PROGS/unwind" "$lib" "$lib2" 150
+	allocs=$(sed -n 's/^allocs=//p' unwind$depth.out)
+	expect_ge "unwind$depth allocations" "$allocs" 8000
+	expect_ge "unwind$depth stacks" "$stacks" "$allocs"
+	# All but the signal handlers' stacks (and a few the C runtime
+	# makes at start-up, before main) are the walker's.
+	expect_ge "unwind$depth stacks walked" "$walked" $((allocs - 200))
+	# 20 handlers on an alternate stack, 4 allocations each, and 20 on
+	# the thread's stack, whose stacks go through a signal frame; 10
+	# stacks through a frame whose CFA is in rbx.
+	expect_ge "unwind$depth stacks on the alternate signal stack" "$no_stack" 80
+	expect_ge "unwind$depth stacks through a signal frame or the rbx frame" "$unsupported" 90
+done
+
+checked unwindxx 64 "$MMS_PROGS/unwindxx" 400
+expect_eq "unwindxx output" "$(cat unwindxx.out)" "caught=800"
+expect_ge "unwindxx stacks walked" "$walked" 4000
+
+checked cxx 32 "$MMS_PROGS/cxx" 2 2000
+expect_ge "cxx stacks walked" "$walked" 8000
+checked threads8 16 "$MMS_PROGS/threads8" 4 5000 10
+expect_ge "threads8 stacks walked" "$walked" 20000
+
+# Programs of the real world, when installed.
+if command -v sqlite3 >/dev/null 2>&1; then
+	awk 'BEGIN { print "create table t(a, b);"; print "begin;";
+		for (i = 0; i < 2000; i++) printf "insert into t values(%d, \"row %d of the table\");\n", i, i;
+		print "commit;"; print "select count(*) from t;" }' >inserts.sql
+	checked sqlite3 32 sqlite3 -batch -init /dev/null :memory: ".read inserts.sql"
+	expect_eq "sqlite3 output" "$(cat sqlite3.out)" 2000
+else
+	note "sqlite3 is not installed: not checked"
+fi
+if command -v "$MMS_PYTHON" >/dev/null 2>&1; then
+	checked python3 32 "$MMS_PYTHON" -c 'import json; d = [{"k": i, "v": str(i) * 3} for i in range(5000)]; print(len(json.loads(json.dumps(d))))'
+	expect_eq "python3 output" "$(cat python3.out)" 5000
+fi
+if command -v gcc >/dev/null 2>&1; then
+	printf '#include <stdio.h>\nint main(void) { puts("hi"); return 0; }\n' >hello.c
+	checked gcc 32 gcc -O2 -c hello.c -o hello.o
+else
+	note "gcc is not installed: not checked"
+fi
+exit 0
