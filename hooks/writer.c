@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,12 @@ static uint64_t pager_want;      /* atomic: fault pages in up to this offset */
 static uint64_t pager_done;      /* atomic: pages are in up to this offset */
 static uint32_t pager_seq;       /* futex word: bumped when pager_want moves */
 static int pager_state;          /* 0 not started, 1 running, 2 not to be had */
+/* The thread only helps where a CPU is free for it: while the process has
+ * as many recording threads as it may use CPUs, the work would only move
+ * between them, with switches on top, so the threads fault their chunks in
+ * themselves. */
+static uint32_t live_threads;    /* atomic: threads with a state (registered, not exited) */
+static uint32_t pager_cpus = 1;  /* CPUs the process may run on */
 
 void *mms__map_anon(size_t size)
 {
@@ -223,7 +230,8 @@ static void pager_poke(uint64_t end)
 	uint64_t want = end + PAGER_AHEAD, cur;
 	int state = __atomic_load_n(&pager_state, __ATOMIC_ACQUIRE);
 
-	if (state == 2 || end < PAGER_START || !mms__config.log_thread)
+	if (state == 2 || end < PAGER_START || !mms__config.log_thread ||
+	    __atomic_load_n(&live_threads, __ATOMIC_RELAXED) >= pager_cpus)
 		return;
 	cur = __atomic_load_n(&pager_want, __ATOMIC_RELAXED);
 	if (end + PAGER_AHEAD / 2 <= cur)
@@ -386,6 +394,7 @@ struct mms_thread *mms__thread_register(void)
 	if (!tls_index)
 		tls_index = __atomic_fetch_add(&next_thread_index, 1, __ATOMIC_RELAXED) + 1;
 	t->index = tls_index - 1;
+	__atomic_fetch_add(&live_threads, 1, __ATOMIC_RELAXED);
 	t->tid = gettid();
 	t->chunk = NULL;
 	t->cur = t->end = NULL;
@@ -408,6 +417,7 @@ void mms__thread_exit(void)
 	if (!t)
 		return;
 	mms__tls_thread = NULL;
+	__atomic_fetch_sub(&live_threads, 1, __ATOMIC_RELAXED);
 	tls_last_stamp = t->prev_stamp;
 	pthread_mutex_lock(&free_lock);
 	if (t->chunk && t->end - t->cur >= 1024 && nfree_chunks < FREE_CHUNKS)
@@ -716,6 +726,7 @@ void mms__log_after_fork_child(void)
 	log_trimmed = 0;
 	pager_state = 0; /* the parent's log thread is not in this process */
 	pager_want = pager_done = 0;
+	live_threads = 0;
 	next_thread_index = 0;
 	tls_index = 0;
 	tls_last_stamp = 0;
@@ -734,5 +745,9 @@ void mms__log_after_fork_child(void)
 
 int mms__writer_init(void)
 {
+	cpu_set_t cpus;
+
+	if (sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) > 0)
+		pager_cpus = (uint32_t)CPU_COUNT(&cpus);
 	return pthread_key_create(&thread_key, thread_key_destructor);
 }
