@@ -304,14 +304,20 @@ uint32_t mms__intern_frame(struct mms_thread *t, uint32_t parent, uintptr_t ip) 
 
 /* unwind.c */
 /* Captures the caller's stack (up to mms__config.depth frames, which must
- * not be 0) and returns its interned id. */
-uint32_t mms__capture_stack_slow(struct mms_thread *t) MMS_HIDDEN;
+ * not be 0) and returns its interned id. fp is a frame of ours on this
+ * stack (__builtin_frame_address(0) of a hook, say): the walk follows our
+ * frame pointers from there to the program's innermost frame, so a hook
+ * that passes its own frame saves the walk through those in between. */
+uint32_t mms__capture_stack_slow(struct mms_thread *t, uintptr_t fp) MMS_HIDDEN;
 
-/* The caller's stack id, 0 when stacks are off. */
-static inline uint32_t mms__capture_stack(struct mms_thread *t)
+/* The stack id of the program's call that entered the recorder at or
+ * below frame fp; 0 when stacks are off. */
+static inline uint32_t mms__capture_stack_at(struct mms_thread *t, uintptr_t fp)
 {
-	return mms__config.depth ? mms__capture_stack_slow(t) : 0;
+	return mms__config.depth ? mms__capture_stack_slow(t, fp) : 0;
 }
+
+#define mms__capture_stack(t) mms__capture_stack_at((t), (uintptr_t)__builtin_frame_address(0))
 void mms__unwind_init(void) MMS_HIDDEN;
 /* With MSMEMSCOPE_UNWIND_CHECK=1: prints to stderr how many stacks the
  * walker and libunwind captured differently. */

@@ -243,9 +243,10 @@ static inline void leave(void)
 	mms__tls_busy = 0;
 }
 
-static void rec_alloc(struct mms_thread *t, unsigned fn, void *ptr, size_t size)
+/* fp: the hook's own frame (see mms__capture_stack_at). */
+static void rec_alloc(struct mms_thread *t, unsigned fn, void *ptr, size_t size, uintptr_t fp)
 {
-	uint32_t stack = mms__capture_stack(t);
+	uint32_t stack = mms__capture_stack_at(t, fp);
 	uint64_t stamp = mms__stamp_obtain_addr((uintptr_t)ptr, t->index);
 
 	mms__rec_addr_event(t, (uint8_t)(MMS_TAG_ALLOC | fn), stamp, (uintptr_t)ptr, 2, size, stack, 0);
@@ -258,13 +259,15 @@ static void rec_free(struct mms_thread *t, unsigned fn, void *ptr, uint64_t stam
 	mms__rec_addr_event(t, (uint8_t)(MMS_TAG_FREE | fn), stamp, (uintptr_t)ptr, 0, 0, 0, 0);
 }
 
+#define FRAME ((uintptr_t)__builtin_frame_address(0))
+
 #define HOOK_ALLOC(fn, call)                                                                                       \
 	do {                                                                                                       \
 		struct mms_thread *t = enter();                                                                    \
 		void *r_ = (call);                                                                                 \
 		if (t) {                                                                                           \
 			if (r_)                                                                                    \
-				rec_alloc(t, fn, r_, size_);                                                       \
+				rec_alloc(t, fn, r_, size_, FRAME);                                                \
 			leave();                                                                                   \
 		}                                                                                                  \
 		return r_;                                                                                         \
@@ -348,7 +351,7 @@ static void *realloc_common(void *ptr, size_t size)
 	if (ptr && (r || size == 0))
 		rec_free(t, MMS_FREE_REALLOC, ptr, t1);
 	if (r)
-		rec_alloc(t, MMS_ALLOC_REALLOC, r, size);
+		rec_alloc(t, MMS_ALLOC_REALLOC, r, size, FRAME);
 	leave();
 	return r;
 }
@@ -376,7 +379,7 @@ MMS_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 
 	if (t) {
 		if (r == 0)
-			rec_alloc(t, MMS_ALLOC_POSIX_MEMALIGN, *out, size);
+			rec_alloc(t, MMS_ALLOC_POSIX_MEMALIGN, *out, size, FRAME);
 		leave();
 	}
 	return r;

@@ -318,9 +318,9 @@ static int reuse_last(struct mms_unw *u, const struct walk_frame *last, uint32_t
  * when libunwind must capture this stack. With id, a stack that is a
  * recent one whose node id is known sets *id and leaves out unset. Reads
  * nothing outside this thread's stack. */
-static int stack_walk(struct mms_thread *t, uintptr_t *out, int depth, uint32_t *id)
+static int stack_walk(struct mms_thread *t, uintptr_t *out, int depth, uint32_t *id, uintptr_t fp)
 {
-	uintptr_t fp = (uintptr_t)__builtin_frame_address(0), lo = fp, hi = t->stack_hi;
+	uintptr_t lo = fp, hi = t->stack_hi;
 	uintptr_t ra, sp, rbp, cfa, next;
 	struct mms_unw *u = t->unw;
 	uint32_t gen = __atomic_load_n(&mms__cfi_gen, __ATOMIC_ACQUIRE);
@@ -500,7 +500,7 @@ static void print_frames(const char *what, const uintptr_t *ips, int n)
  * walker took the stack's node id from a recent stack, *wid is that id,
  * for the caller to compare with the id libunwind's frames get; otherwise
  * the frames are compared here, and *same says whether they agree. */
-static int stack_check(struct mms_thread *t, uintptr_t *out, int depth, uint32_t *wid, int *same)
+static int stack_check(struct mms_thread *t, uintptr_t *out, int depth, uint32_t *wid, int *same, uintptr_t fp)
 {
 	uintptr_t *mine;
 	int n, m, busy = mms__tls_busy;
@@ -510,7 +510,7 @@ static int stack_check(struct mms_thread *t, uintptr_t *out, int depth, uint32_t
 	if (!t->unw)
 		return stack_libunwind(out, depth);
 	mine = t->unw->check;
-	n = stack_walk(t, mine, depth, wid);
+	n = stack_walk(t, mine, depth, wid, fp);
 	m = stack_libunwind(out, depth);
 
 	__atomic_fetch_add(&n_stacks, 1, __ATOMIC_RELAXED);
@@ -577,7 +577,7 @@ void mms__unwind_report(void)
 
 /* --- capture and interning ------------------------------------------------- */
 
-uint32_t mms__capture_stack_slow(struct mms_thread *t)
+uint32_t mms__capture_stack_slow(struct mms_thread *t, uintptr_t fp)
 {
 	uint32_t depth = mms__config.depth;
 	uintptr_t buf[MMS_MAX_DEPTH + 8];
@@ -587,8 +587,8 @@ uint32_t mms__capture_stack_slow(struct mms_thread *t)
 	if (unlikely(!t->stack_hi))
 		stack_bounds(t);
 	if (unlikely(check_mode))
-		n = stack_check(t, buf, (int)depth, &wid, &same);
-	else if ((n = stack_walk(t, buf, (int)depth, &parent)) < 0)
+		n = stack_check(t, buf, (int)depth, &wid, &same, fp);
+	else if ((n = stack_walk(t, buf, (int)depth, &parent, fp)) < 0)
 		n = stack_libunwind(buf, (int)depth);
 	else if (parent)
 		return parent; /* a recent stack */
