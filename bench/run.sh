@@ -35,15 +35,17 @@ now_ns() { date +%s%N; }
 
 # best MODE CMD...: the best wall time (seconds) of $runs runs of CMD, run
 # natively, recorded (rec), recorded with stacks (stacks), under heaptrack
-# (heaptrack), or under the bare floor preload without or with stacks
-# (floor, floorstk: bench/floor.c). The last recorded log is left in $tmp/$MODE.mms.
+# (heaptrack), or under the bare floor preload (bench/floor.c): its ring
+# (floor), writing the recorder's record shape into a log file (floorlog),
+# or its ring with stacks (floorstk). The last recorded log is left in
+# $tmp/$MODE.mms.
 best() {
 	mode=$1
 	shift
 	b=
 	i=0
 	while [ $i -lt "$runs" ]; do
-		rm -f "$tmp/$mode.mms" "$tmp"/ht.*
+		rm -f "$tmp/$mode.mms" "$tmp"/ht.* "$tmp/floor.log"
 		t0=$(now_ns)
 		case $mode in
 		native) "$@" >/dev/null ;;
@@ -52,6 +54,7 @@ best() {
 			MSMEMSCOPE_CONFIG="call_stack=32" "$@" >/dev/null ;;
 		heaptrack) "$heaptrack" -o "$tmp/ht" "$@" >/dev/null 2>&1 ;;
 		floor) env LD_PRELOAD="$floor" "$@" >/dev/null ;;
+		floorlog) env LD_PRELOAD="$floor" FLOOR_LOG="$tmp/floor.log" "$@" >/dev/null ;;
 		floorstk) env LD_PRELOAD="$floor" FLOOR_STACKS=32 "$@" >/dev/null ;;
 		esac
 		t1=$(now_ns)
@@ -88,17 +91,19 @@ row() {
 		hs=-
 	fi
 	f=$(best floor "$@")
+	fl=$(best floorlog "$@")
 	fs=$(best floorstk "$@")
-	printf '%-22s %8s %9s %9s %10s %9s %9s %9s %9s %9s %9s\n' "$name" "$n" "$r" "$s" "$h" \
-		"$(ratio "$r" "$n")" "$(ratio "$s" "$n")" "$hs" "$bpe" "$(ratio "$f" "$n")" "$(ratio "$fs" "$n")"
+	printf '%-22s %8s %9s %9s %10s %9s %9s %9s %9s %9s %9s %9s\n' "$name" "$n" "$r" "$s" "$h" \
+		"$(ratio "$r" "$n")" "$(ratio "$s" "$n")" "$hs" "$bpe" "$(ratio "$f" "$n")" "$(ratio "$fl" "$n")" \
+		"$(ratio "$fs" "$n")"
 }
 
 echo "msmemscope bench: best of $runs runs, wall seconds; $(nproc) cores, $(uname -r)"
 [ -n "$heaptrack" ] || echo "(heaptrack is not installed: apt-get install heaptrack to compare with it)"
-printf '%-22s %8s %9s %9s %10s %9s %9s %9s %9s %9s %9s\n' workload native recorded stacks32 heaptrack \
-	rec/nat stk/nat ht/stk B/event floor floorstk
-printf '%-22s %8s %9s %9s %10s %9s %9s %9s %9s %9s %9s\n' "(targets)" "" "" "" "" "<=1.5" "<=4.0" ">=5" "<=12" \
-	"(/nat)" "(/nat)"
+printf '%-22s %8s %9s %9s %10s %9s %9s %9s %9s %9s %9s %9s\n' workload native recorded stacks32 heaptrack \
+	rec/nat stk/nat ht/stk B/event floor floorlog floorstk
+printf '%-22s %8s %9s %9s %10s %9s %9s %9s %9s %9s %9s %9s\n' "(targets)" "" "" "" "" "<=1.5" "<=4.0" ">=5" "<=12" \
+	"(/nat)" "(/nat)" "(/nat)"
 for threads in 1 2; do
 	row "mallocbench ${threads}t" "$bench" $threads "$iterations"
 done
@@ -106,5 +111,7 @@ if [ "$rows" -gt 0 ] && command -v sqlite3 >/dev/null; then
 	awk -v n="$rows" -f "$srcdir/inserts.awk" >"$tmp/inserts.sql"
 	row "sqlite3 ${rows} inserts" sqlite3 -batch -init /dev/null :memory: ".read $tmp/inserts.sql"
 fi
-echo "floor, floorstk: a bare preload (rdtsc and a 16-byte store into a reused thread-local ring, for"
-echo "malloc and free only; floorstk adds unw_backtrace of 32 frames): the least any recorder pays here."
+echo "floor: a bare preload (malloc and free only: rdtsc and a 16-byte store into a reused thread-local"
+echo "ring), the least any recorder pays here; floorlog: the same writing the recorder's records into a"
+echo "shared file mapping instead (the least this log format costs written inline); floorstk: floor with"
+echo "unw_backtrace of 32 frames."
