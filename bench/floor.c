@@ -26,6 +26,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "format.h"
+
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
@@ -75,16 +77,6 @@ static inline uint64_t tsc(void)
 	return ((uint64_t)hi << 32) | lo;
 }
 
-static inline uint8_t *put_u(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
-
 /* The recorder's record shape, into this thread's chunk of the log. */
 static inline void put_log(uint8_t tag, uint64_t stamp, uint64_t addr, int is_alloc, uint64_t size)
 {
@@ -101,11 +93,11 @@ static inline void put_log(uint8_t tag, uint64_t stamp, uint64_t addr, int is_al
 	}
 	p = cur;
 	*p++ = tag;
-	p = put_u(p, stamp - prev_stamp);
-	p = put_u(p, ((uint64_t)d << 1) ^ (uint64_t)(d >> 63));
+	p = mms_put_u(p, stamp - prev_stamp);
+	p = mms_put_u(p, mms_zigzag(d));
 	if (is_alloc) {
-		p = put_u(p, size);
-		p = put_u(p, 0);
+		p = mms_put_u(p, size);
+		p = mms_put_u(p, 0);
 	}
 	prev_stamp = stamp;
 	prev_addr = addr;
@@ -140,7 +132,7 @@ void *malloc(size_t n)
 		if (stacks)
 			unw_backtrace(frames, stacks);
 		if (log_base)
-			put_log(0x08, tsc(), (uintptr_t)p, 1, n);
+			put_log(MMS_TAG_ALLOC | MMS_ALLOC_MALLOC, tsc(), (uintptr_t)p, 1, n);
 		else
 			put_ring(tsc(), p);
 		busy = 0;
@@ -155,7 +147,7 @@ void free(void *p)
 	if (!busy) {
 		busy = 1;
 		if (log_base)
-			put_log(0x18, tsc(), (uintptr_t)p, 0, 0);
+			put_log(MMS_TAG_FREE | MMS_FREE_FREE, tsc(), (uintptr_t)p, 0, 0);
 		else
 			put_ring(tsc(), p);
 		busy = 0;
