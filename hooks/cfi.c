@@ -271,15 +271,6 @@ static int collect_one(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
-static int count_loader(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	unsigned long long *v = arg;
-	(void)size;
-	v[0] = info->dlpi_adds;
-	v[1] = info->dlpi_subs;
-	return 1;
-}
-
 static int mod_cmp(const struct cfi_module *a, const struct cfi_module *b)
 {
 	return a->lo < b->lo ? -1 : a->lo > b->lo;
@@ -291,7 +282,7 @@ static int modules_update(void)
 	unsigned long long v[2] = { 0, 0 };
 	struct collect c;
 
-	dl_iterate_phdr(count_loader, v);
+	mms__loader_counts(v);
 	if (mods_built && v[0] == mods_adds && v[1] == mods_subs)
 		return 0;
 	for (;;) {
@@ -786,7 +777,7 @@ void mms__cfi_modules_changed(void)
 {
 	unsigned long long v[2] = { 0, 0 };
 
-	dl_iterate_phdr(count_loader, v);
+	mms__loader_counts(v);
 	if (!pthread_mutex_trylock(&cfi_lock)) {
 		note_subs(v[1]);
 		pthread_mutex_unlock(&cfi_lock);

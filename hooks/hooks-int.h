@@ -357,6 +357,9 @@ void mms__cfi_after_fork_child(void) MMS_HIDDEN;
 /* modules.c */
 void mms__modules_scan(struct mms_thread *t) MMS_HIDDEN;
 void mms__modules_reset(void) MMS_HIDDEN;
+/* The loader's counts of objects loaded and unloaded so far (dlpi_adds,
+ * dlpi_subs): a change in either means the set of modules changed. */
+void mms__loader_counts(unsigned long long v[2]) MMS_HIDDEN;
 
 /* api.c: deferred collection and step filtering */
 int mms__api_init(void) MMS_HIDDEN;

@@ -115,6 +115,12 @@ static int count_adds(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
+void mms__loader_counts(unsigned long long v[2])
+{
+	v[0] = v[1] = 0;
+	dl_iterate_phdr(count_adds, v);
+}
+
 void mms__modules_scan(struct mms_thread *t)
 {
 	struct scan sc = { t };
@@ -122,7 +128,7 @@ void mms__modules_scan(struct mms_thread *t)
 	int busy = mms__tls_busy;
 
 	mms__tls_busy = 2;
-	dl_iterate_phdr(count_adds, v);
+	mms__loader_counts(v);
 	adds = v[0];
 	/* A module unloaded behind dlclose (glibc's own, for NSS or iconv)
 	 * makes the stack walker's cached rules stale. */
