@@ -59,22 +59,11 @@ static int get_bytes(struct reader *r, void *out, size_t n)
 	return 0;
 }
 
+/* The log's own LEB128 decoder (format.h); a value past 64 bits is
+ * corrupt call frame information, and that stack goes to libunwind. */
 static int get_uleb(struct reader *r, uint64_t *out)
 {
-	uint64_t v = 0;
-	unsigned shift = 0;
-
-	while (r->p < r->end) {
-		uint8_t b = *r->p++;
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80)) {
-			*out = v;
-			return 0;
-		}
-	}
-	return -1;
+	return mms_get_u(&r->p, r->end, out);
 }
 
 static int get_sleb(struct reader *r, int64_t *out)
