@@ -326,6 +326,8 @@ void mms__unwind_after_fork_child(void) MMS_HIDDEN;
 /* 1 when ip lies in libunwind's code (its own mappings are not the
  * program's). */
 int mms__unwinder_code(uintptr_t ip) MMS_HIDDEN;
+/* libunwind's pipe was taken over by the program: never call it again. */
+void mms__unwind_lost_fd(void) MMS_HIDDEN;
 
 /* cfi.c: frame rules from the DWARF call frame information (.eh_frame). */
 struct mms_cfi_rule {
@@ -415,6 +417,44 @@ static inline void mms__release_watched(uintptr_t lo, uintptr_t hi)
 	mms__gdb_release(lo, hi);
 	if (unlikely(__atomic_load_n(&mms__watch_live, __ATOMIC_RELAXED) | (uint32_t)mms__tls_watch_collect))
 		mms__watch_release_slow(lo, hi);
+}
+
+/* fds.c: the recorder's own descriptors (see there). */
+void mms__fds_init(void) MMS_HIDDEN;
+void mms__fds_after_fork_child(void) MMS_HIDDEN;
+/* Moves fd to the top of the descriptor range and makes it the recorder's:
+ * hidden from the program's close, dup and fcntl. slot (NULL: the number
+ * cannot move) is where the caller keeps the number, lock what it holds
+ * around each use: a dup2 onto the number moves the descriptor, updating
+ * *slot under *lock. Returns the new number, or a negative errno value
+ * (fd is closed either way). */
+int mms__fd_adopt(int fd, int *slot, pthread_mutex_t *lock) MMS_HIDDEN;
+/* True while fd is still the file mms__fd_adopt() took; once it is not
+ * (the program closed it with a raw system call), the number is the
+ * program's: it is forgotten, and 0 returned from then on. */
+int mms__fd_still_ours(int fd) MMS_HIDDEN;
+/* True while libunwind's descriptors are still its own. */
+int mms__fds_unwinder_ok(void) MMS_HIDDEN;
+/* Gives fd up, closing it if it is still our file. */
+void mms__fd_release(int fd) MMS_HIDDEN;
+int mms__fd_is_own(int fd) MMS_HIDDEN;
+
+/* arena.c: the recorder's own heap (see there). */
+extern uintptr_t mms__arena_lo MMS_HIDDEN, mms__arena_len MMS_HIDDEN;
+/* Returns a block of at least size bytes aligned to align (a power of two
+ * up to 64 KiB), or NULL with errno ENOMEM: also when called from a signal
+ * handler that interrupted this thread inside the arena. */
+void *mms__arena_alloc(size_t size, size_t align) MMS_HIDDEN;
+void mms__arena_free(void *ptr) MMS_HIDDEN;
+void *mms__arena_realloc(void *ptr, size_t size) MMS_HIDDEN;
+size_t mms__arena_usable(const void *ptr) MMS_HIDDEN;
+void mms__arena_before_fork(void) MMS_HIDDEN;
+void mms__arena_after_fork(void) MMS_HIDDEN;
+
+/* True when ptr is a block of the arena. */
+static inline int mms__arena_owns(const void *ptr)
+{
+	return (uintptr_t)ptr - mms__arena_lo < __atomic_load_n(&mms__arena_len, __ATOMIC_RELAXED);
 }
 
 /* hooks.c */

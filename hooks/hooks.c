@@ -28,30 +28,6 @@ volatile int mms__active;
 volatile int mms__collecting = 1;
 
 
-/* --- the dlsym bootstrap ------------------------------------------------
- * dlsym may allocate before we know the real allocator: serve it from a
- * static arena that free() recognises and ignores. */
-static _Alignas(16) uint8_t boot_arena[64 * 1024];
-static size_t boot_used;
-
-static void *boot_alloc(size_t n, size_t align)
-{
-	size_t used = __atomic_load_n(&boot_used, __ATOMIC_RELAXED), off;
-
-	do {
-		off = (used + sizeof(size_t) + align - 1) & ~(align - 1);
-		if (off + n > sizeof boot_arena)
-			return NULL;
-	} while (!__atomic_compare_exchange_n(&boot_used, &used, off + n, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
-	*(size_t *)(boot_arena + off - sizeof(size_t)) = n;
-	return boot_arena + off;
-}
-
-static inline int is_boot(const void *p)
-{
-	return (const uint8_t *)p >= boot_arena && (const uint8_t *)p < boot_arena + sizeof boot_arena;
-}
-
 /* --- start-up ------------------------------------------------------------ */
 
 enum { INIT_NONE, INIT_RESOLVING, INIT_RESOLVED, INIT_DONE };
@@ -175,6 +151,7 @@ void mms__init(void)
 		return; /* under way in this thread (dlsym), or another's */
 	mms__tls_busy = 2;
 	resolve_real();
+	mms__fds_init();
 	__atomic_store_n(&init_state, INIT_RESOLVED, __ATOMIC_RELEASE);
 	mms__gdb_init();
 	parse_config();
@@ -273,15 +250,42 @@ static void rec_free(struct mms_thread *t, unsigned fn, void *ptr, uint64_t stam
 		return r_;                                                                                         \
 	} while (0)
 
+/* --- the recorder's own allocations ----------------------------------------
+ * What a thread allocates while it is inside the recorder (busy == 2: our
+ * code, or glibc working for it), or before the real allocator is known
+ * (dlsym's own allocations at start-up), comes from the recorder's arena
+ * (arena.c), never from the program's heap. free() and realloc() know
+ * these blocks by their address. */
+
+/* True when this call is the recorder's own: starts the recorder first
+ * when the real function is not known yet. */
+static __attribute__((noinline, cold)) int own_call(void *const *real_fn)
+{
+	if (!*real_fn)
+		mms__init(); /* returns at once while under way in this thread */
+	return !*real_fn || mms__tls_busy == 2;
+}
+
+#define OWN_CALL(fn) (unlikely(!mms__real.fn || mms__tls_busy == 2) && own_call((void *const *)&mms__real.fn))
+
+/* A block of the arena; from the real allocator only for a signal handler
+ * that interrupted this thread inside the arena, or when the arena is
+ * full. */
+static void *own_alloc(size_t size, size_t align)
+{
+	void *p = mms__arena_alloc(size, align);
+
+	if (!p && mms__real.memalign)
+		p = mms__real.memalign(align, size);
+	return p;
+}
+
 MMS_EXPORT void *malloc(size_t size)
 {
 	size_t size_ = size;
 
-	if (unlikely(!mms__real.malloc)) {
-		mms__init();
-		if (!mms__real.malloc)
-			return boot_alloc(size, 16);
-	}
+	if (OWN_CALL(malloc))
+		return own_alloc(size, 16);
 	HOOK_ALLOC(MMS_ALLOC_MALLOC, mms__real.malloc(size));
 }
 
@@ -289,13 +293,17 @@ MMS_EXPORT void *calloc(size_t n, size_t size)
 {
 	size_t size_ = n * size;
 
-	if (unlikely(!mms__real.calloc)) {
-		mms__init();
-		if (!mms__real.calloc) {
-			if (size && n > SIZE_MAX / size)
-				return NULL;
-			return boot_alloc(size_, 16); /* static memory is zeroed */
+	if (OWN_CALL(calloc)) {
+		void *p;
+
+		if (size && n > SIZE_MAX / size) {
+			errno = ENOMEM;
+			return NULL;
 		}
+		p = own_alloc(size_, 16);
+		if (p)
+			memset(p, 0, size_);
+		return p;
 	}
 	HOOK_ALLOC(MMS_ALLOC_CALLOC, mms__real.calloc(n, size));
 }
@@ -304,8 +312,12 @@ MMS_EXPORT void free(void *ptr)
 {
 	struct mms_thread *t;
 
-	if (unlikely(!ptr || is_boot(ptr)))
+	if (unlikely(!ptr))
 		return;
+	if (unlikely(mms__arena_owns(ptr))) {
+		mms__arena_free(ptr);
+		return;
+	}
 	t = enter();
 	if (t) {
 		mms__note_release((uintptr_t)ptr, t->index);
@@ -326,18 +338,13 @@ static void *realloc_common(void *ptr, size_t size)
 	uint64_t t1;
 	void *r;
 
-	if (unlikely(!mms__real.realloc)) {
-		mms__init();
-		if (!mms__real.realloc)
-			return NULL;
-	}
-	if (unlikely(is_boot(ptr))) {
-		size_t old = *(size_t *)((uint8_t *)ptr - sizeof(size_t));
-		r = malloc(size);
-		if (r)
-			memcpy(r, ptr, old < size ? old : size);
-		return r;
-	}
+	/* A block of the arena stays there, whoever resizes it. */
+	if (unlikely(ptr && mms__arena_owns(ptr)))
+		return mms__arena_realloc(ptr, size);
+	if (!ptr && OWN_CALL(realloc))
+		return own_alloc(size, 16);
+	if (unlikely(!mms__real.realloc))
+		return NULL;
 	/* The block may move: a watch on it ends here either way. */
 	if (ptr)
 		mms__release_watched((uintptr_t)ptr, 0);
@@ -374,9 +381,22 @@ MMS_EXPORT void *reallocarray(void *ptr, size_t n, size_t size)
 
 MMS_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 {
-	struct mms_thread *t = enter();
-	int r = mms__real.posix_memalign(out, align, size);
+	struct mms_thread *t;
+	int r;
 
+	if (OWN_CALL(posix_memalign)) {
+		void *p;
+
+		if (align < sizeof(void *) || (align & (align - 1)))
+			return EINVAL;
+		p = own_alloc(size, align);
+		if (!p)
+			return ENOMEM;
+		*out = p;
+		return 0;
+	}
+	t = enter();
+	r = mms__real.posix_memalign(out, align, size);
 	if (t) {
 		if (r == 0)
 			rec_alloc(t, MMS_ALLOC_POSIX_MEMALIGN, *out, size, FRAME);
@@ -388,6 +408,9 @@ MMS_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 MMS_EXPORT void *aligned_alloc(size_t align, size_t size)
 {
 	size_t size_ = size;
+
+	if (OWN_CALL(aligned_alloc))
+		return own_alloc(size, align < 16 ? 16 : align);
 	HOOK_ALLOC(MMS_ALLOC_ALIGNED_ALLOC, mms__real.aligned_alloc(align, size));
 }
 
@@ -395,17 +418,17 @@ MMS_EXPORT void *memalign(size_t align, size_t size)
 {
 	size_t size_ = size;
 
-	if (unlikely(!mms__real.memalign)) {
-		mms__init();
-		if (!mms__real.memalign)
-			return boot_alloc(size, align < 16 ? 16 : align);
-	}
+	if (OWN_CALL(memalign))
+		return own_alloc(size, align < 16 ? 16 : align);
 	HOOK_ALLOC(MMS_ALLOC_MEMALIGN, mms__real.memalign(align, size));
 }
 
 MMS_EXPORT void *valloc(size_t size)
 {
 	size_t size_ = size;
+
+	if (OWN_CALL(valloc))
+		return own_alloc(size, 4096);
 	HOOK_ALLOC(MMS_ALLOC_VALLOC, mms__real.valloc(size));
 }
 
@@ -414,6 +437,9 @@ MMS_EXPORT void *pvalloc(size_t size)
 	/* pvalloc rounds up to whole pages; the block is that large. */
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	size_t size_ = size ? (size + page - 1) & ~(page - 1) : page;
+
+	if (OWN_CALL(pvalloc))
+		return own_alloc(size_, 4096);
 	HOOK_ALLOC(MMS_ALLOC_PVALLOC, mms__real.pvalloc(size));
 }
 

@@ -55,6 +55,8 @@ static void atfork_child(void)
 	int busy = mms__tls_busy;
 
 	mms__tls_busy = 2;
+	mms__arena_after_fork();
+	mms__fds_after_fork_child();
 	mms__gdb_after_fork_child();
 	mms__watch_after_fork_child();
 	mms__log_after_fork_child();
@@ -62,9 +64,19 @@ static void atfork_child(void)
 	mms__tls_busy = busy;
 }
 
+static void atfork_prepare(void)
+{
+	mms__arena_before_fork();
+}
+
+static void atfork_parent(void)
+{
+	mms__arena_after_fork();
+}
+
 void mms__process_init(void)
 {
-	pthread_atfork(NULL, NULL, atfork_child);
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
 /* --- dlclose -------------------------------------------------------------- */

@@ -141,10 +141,48 @@ void mms__unwind_init(void)
 
 	dl_iterate_phdr(find_code, &self);
 	dl_iterate_phdr(find_code, &unw);
-	/* One cache of unwinding info per thread: no lock on the hot path
-	 * (the default cache is global and locked). */
-	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 	check_mode = check && *check ? atoi(check) : 0;
+}
+
+/* libunwind is started by the first stack that needs it, not before: its
+ * start-up makes a pipe (fds.c puts it at the top of the descriptor
+ * range), and most programs never need it. 0 not started, 1 started,
+ * 2 given up (see mms__unwind_lost_fd). */
+static int unw_state;
+
+static int unw_ready(void)
+{
+	int s = __atomic_load_n(&unw_state, __ATOMIC_ACQUIRE), expect = 0;
+
+	if (likely(s == 1)) {
+		/* Its pipe may have been closed behind our back and its number
+		 * given to a file of the program's, which libunwind would then
+		 * write into. */
+		if (likely(mms__fds_unwinder_ok()))
+			return 1;
+		mms__unwind_lost_fd();
+		return 0;
+	}
+	if (s == 0 && __atomic_compare_exchange_n(&unw_state, &expect, 3, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		/* One cache of unwinding info per thread: no lock on the hot
+		 * path (the default cache is global and locked). */
+		unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+		/* Its pipe could not be placed out of the program's way: it
+		 * was given up (2) meanwhile. */
+		expect = 3;
+		return __atomic_compare_exchange_n(&unw_state, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	}
+	/* Another thread is starting it (3), or it was given up (2). */
+	return 0;
+}
+
+/* The program put a descriptor of its own at the number of libunwind's
+ * pipe (dup2 onto it): libunwind writes into that pipe, so it is never
+ * called again; the stacks it would have taken end where the walker
+ * stopped. */
+void mms__unwind_lost_fd(void)
+{
+	__atomic_store_n(&unw_state, 2, __ATOMIC_RELEASE);
 }
 
 void mms__unwind_after_fork_child(void)
@@ -185,6 +223,10 @@ static int stack_libunwind(uintptr_t *out, int depth)
 	uint32_t gen = __atomic_load_n(&mms__cfi_gen, __ATOMIC_ACQUIRE);
 
 	mms__tls_busy = 2; /* libunwind may allocate: not the program's */
+	if (!unw_ready()) {
+		mms__tls_busy = busy;
+		return 0;
+	}
 	if (likely(gen == 1)) {
 		n = unw_backtrace(buf, depth + 8);
 	} else {

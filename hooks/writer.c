@@ -141,6 +141,10 @@ static int grow_locked(uint64_t need)
 			step = mms__config.limit - mapped;
 		if (mapped + step < need)
 			return EFBIG;
+		/* The program may have closed our descriptor with a raw system
+		 * call, and a file of its own may have its number now. */
+		if (!mms__fd_still_ours(log_fd))
+			return MMS_CUT_DESCRIPTOR;
 		/* posix_fallocate, not ftruncate: blocks are reserved now, so a
 		 * full disk is an error here rather than SIGBUS in a store. */
 		err = posix_fallocate(log_fd, (off_t)mapped, (off_t)step);
@@ -592,26 +596,6 @@ static void write_process_meta(struct mms_thread *t)
 		write_meta_kv(t, "config", cfg, strlen(cfg));
 }
 
-/* Moves fd out of the way of the program: it may probe low descriptors it
- * was told about (gcc looks for make's jobserver pipes, closed for it) or
- * expect the next open() to get a given number. Returns the new descriptor,
- * or fd itself when no higher one can be had. */
-static int move_fd_high(int fd)
-{
-	struct rlimit rl;
-	int want = 1000, high;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 1100)
-		want = (int)rl.rlim_cur - 64;
-	if (want <= fd)
-		return fd;
-	high = fcntl(fd, F_DUPFD_CLOEXEC, want);
-	if (high < 0)
-		return fd;
-	close(fd);
-	return high;
-}
-
 /* Opens the log and writes its header and the process's metadata. Called
  * once, inside the reentrancy guard. Returns 0, or -1 with recording off. */
 int mms__log_open(void)
@@ -626,7 +610,14 @@ int mms__log_open(void)
 	log_fd = open_log_file(&execed);
 	if (log_fd < 0)
 		return -1;
-	log_fd = move_fd_high(log_fd);
+	/* Out of the program's way: the top of the descriptor range,
+	 * unseen by its close and dup (fds.c). */
+	if (mms__fd_adopt(log_fd, &log_fd, &grow_lock) < 0) {
+		log_fd = -1;
+		if (log_created)
+			unlink(log_path);
+		return -1;
+	}
 	log_base = mms__real.mmap(NULL, mms__config.limit, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
 				  -1, 0);
 	if (log_base == MAP_FAILED)
@@ -669,7 +660,7 @@ int mms__log_open(void)
 fail_grow:
 	mms__real.munmap(log_base, mms__config.limit);
 fail_reserve:
-	close(log_fd);
+	mms__fd_release(log_fd);
 	if (log_created)
 		unlink(log_path); /* ours and empty: leave nothing behind */
 	log_fd = -1;
@@ -688,7 +679,7 @@ static void trim_file(void)
 	__atomic_store_n(&log_trimmed, 1, __ATOMIC_SEQ_CST);
 	pthread_mutex_lock(&grow_lock);
 	end = MMS_HEADER_SIZE + __atomic_load_n(&mms__header->nchunks, __ATOMIC_SEQ_CST) * chunk_size;
-	if (end < log_mapped && ftruncate(log_fd, (off_t)end) == 0)
+	if (end < log_mapped && mms__fd_still_ours(log_fd) && ftruncate(log_fd, (off_t)end) == 0)
 		__atomic_store_n(&log_mapped, end, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&grow_lock);
 }
@@ -716,7 +707,7 @@ void mms__log_after_fork_child(void)
 	mms__active = 0;
 	mms__recording = 0;
 	mms__real.munmap(log_base, mms__config.limit);
-	close(log_fd);
+	mms__fd_release(log_fd);
 	log_fd = -1;
 	mms__header = NULL;
 	pthread_mutex_init(&grow_lock, NULL);

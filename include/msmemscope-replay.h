@@ -28,6 +28,10 @@ enum mms_error {
 /* Explains an error code returned by this library. Never NULL. */
 const char *mms_strerror(int err);
 
+/* Says why recording stopped, from mms_log_info_t.cut_errno (an errno
+ * value or a recorder's own reason). Never NULL. */
+const char *mms_cut_reason(int cut_errno);
+
 /* Event kinds, as msMemScope names them in its dump (Event column). */
 enum mms_event_kind {
 	MMS_EV_SYSTEM = 1,

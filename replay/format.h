@@ -63,7 +63,8 @@ struct mms_file_header {
 	uint32_t chunk_size;        /* bytes per chunk, a multiple of 4096 */
 	uint32_t clock;             /* enum mms_clock */
 	uint32_t flags;             /* atomic; enum mms_header_flag */
-	int32_t cut_errno;          /* why recording was cut, when MMS_FLAG_CUT */
+	int32_t cut_errno;          /* why recording was cut, when MMS_FLAG_CUT: an
+	                               errno value or an MMS_CUT_* code */
 	uint64_t pid;
 	uint64_t ppid;
 	uint64_t start_stamp;       /* stamp and CLOCK_REALTIME (ns) taken together */
@@ -78,6 +79,9 @@ struct mms_file_header {
 	uint64_t cut_stamp;         /* atomic; with MMS_FLAG_CUT: no event stamped from here
 	                               on is complete (0: unknown, logs before 0.1.0's cut fix) */
 };
+
+/* header.cut_errno values that are not errno values. */
+#define MMS_CUT_DESCRIPTOR 0x10001 /* the program closed or replaced the log's descriptor */
 
 /* header.events_mask */
 enum mms_events_mask {

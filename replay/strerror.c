@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* strerror.c: explains the replay library's error codes. */
+#include <errno.h>
 #include <string.h>
 
 #include "replay-int.h"
@@ -27,5 +28,20 @@ MMS__EXPORT const char *mms_strerror(int err)
 		if (err < 0 && err > -4096)
 			return strerror(-err);
 		return "unknown error";
+	}
+}
+
+MMS__EXPORT const char *mms_cut_reason(int cut_errno)
+{
+	switch (cut_errno) {
+	case 0:
+		return "no reason recorded";
+	case MMS_CUT_DESCRIPTOR:
+		return "the program closed the log's descriptor with a raw system call (or put a file of its own "
+		       "at its number), so the recorder stopped rather than write into the program's file";
+	case EFBIG:
+		return "the log reached its size limit (MSMEMSCOPE_LOG_LIMIT)";
+	default:
+		return strerror(cut_errno);
 	}
 }

@@ -39,8 +39,8 @@ static void warn_damage(const char *path, mms_log_t *log)
 		warn("compare: %s: damaged at byte %" PRIu64 " (%s): compared the launches the reader could read",
 		     path, info.damage_offset, info.damage ? info.damage : "unreadable");
 	else if (info.cut)
-		warn("compare: %s: recording was cut short%s%s%s: compared the launches recorded", path,
-		     info.cut_errno ? " (" : "", info.cut_errno ? strerror(info.cut_errno) : "", info.cut_errno ? ")" : "");
+		warn("compare: %s: recording was cut short (%s): compared the launches recorded", path,
+		     mms_cut_reason(info.cut_errno));
 }
 
 /* Reads one side from path: a .mms log, else a memscope_dump CSV. Returns

@@ -116,7 +116,7 @@ static void log_warn_state(const char *name, const struct log_result *r, bool ki
 
 	if (info->cut)
 		WARN("%s: recording stopped early (%s); the log covers what came before", name,
-		     info->cut_errno ? strerror(info->cut_errno) : "no reason recorded");
+		     mms_cut_reason(info->cut_errno));
 	else if (!info->complete && !r->next && !info->exec_away && !killed)
 		WARN("%s: the process did not reach exit (it was killed, or is still running); "
 		     "the log ends at its last whole record",

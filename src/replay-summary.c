@@ -17,7 +17,7 @@ void replay_warn_log_state(const char *path, const mms_log_info_t *in)
 {
 	if (in->cut)
 		warn("%s: log was cut after %" PRIu64 " events: %s; the replay covers the events before", path,
-		     in->events, in->cut_errno ? strerror(in->cut_errno) : "no reason recorded");
+		     in->events, mms_cut_reason(in->cut_errno));
 	else if (!in->complete && in->exec_away)
 		fprintf(stderr, "%s: %s: the process exec'd another program; blocks \"live at exec\" are those it "
 			"held then\n", cli_progname, path);

@@ -1,0 +1,60 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# fdsafe.sh: the recorder keeps its descriptors out of the program's way
+# (doc/recorder.md, "What the recorder promises"). fdsafe closes every
+# inherited descriptor (closefrom, close_range, a close loop), opens 1000
+# files, allocates while they are open, probes and dup2s onto the top of
+# the descriptor range, and checks its files: natively and recorded (no
+# stacks, stacks, stacks with every one also taken by libunwind) it must
+# print the same descriptor numbers and results, leave byte-identical
+# files, and the log must be whole. With raw close system calls, which the
+# recorder cannot see, the program's files take the recorder's numbers:
+# the recorder must stop (the log says why) and never write into them.
+. "$top_srcdir/tests/progs/lib.sh"
+
+prog=$MMS_PROGS/fdsafe
+
+# run NAME MODE [ENV...]: runs fdsafe MODE in NAME.d, recorded to NAME.mms
+# when ENV is given (env settings for the recorder), natively otherwise.
+run() {
+	name=$1 mode=$2
+	shift 2
+	mkdir "$name.d"
+	status=0
+	if [ $# -gt 0 ]; then
+		env LD_PRELOAD="$MMS_HOOKS" MSMEMSCOPE_LOG="$PWD/$name.mms" "$@" "$prog" "$mode" "$name.d" \
+			>"$name.out" 2>"$name.err" || status=$?
+	else
+		"$prog" "$mode" "$name.d" >"$name.out" 2>"$name.err" || status=$?
+	fi
+	expect_eq "$name exit status" $status 0
+}
+
+for mode in closefrom close_range loop raw; do
+	run $mode-native $mode
+	grep -q "0 of [0-9]* files damaged" $mode-native.out || fail "fdsafe $mode natively: $(cat $mode-native.out)"
+	for rec in plain:call_stack=0 stacks:call_stack=32 check:call_stack=32; do
+		name=$mode-${rec%%:*}
+		extra=
+		[ "${rec%%:*}" != check ] || extra=MSMEMSCOPE_UNWIND_CHECK=1
+		run $name $mode MSMEMSCOPE_CONFIG="${rec#*:}" $extra
+		cmp -s $mode-native.out $name.out ||
+			fail "$name printed something else than natively: $(diff $mode-native.out $name.out | head -20)"
+		diff -r $mode-native.d $name.d >/dev/null || fail "$name: the program's files differ from native ones"
+		summarize $name.mms
+		if [ $mode = raw ]; then
+			# The log's number was taken over by one of the program's
+			# files: recording stopped, and says why.
+			expect_key $name.mms.json cut true
+			"$MMS_REPLAY" $name.mms --summary >/dev/null 2>$name.why || true
+			grep -q "closed the log's descriptor" $name.why ||
+				fail "$name: the replay does not say why recording stopped: $(cat $name.why)"
+		else
+			expect_key $name.mms.json cut false
+			expect_key $name.mms.json complete true
+			expect_key $name.mms.json damaged false
+			expect_ge "$name allocations recorded" "$(jget $name.mms.json allocs)" 800000
+		fi
+	done
+done
+note "descriptor numbers, probes and files as native in every mode; raw closes stop the recorder"
