@@ -33,7 +33,6 @@
  * changes they made in that time would be reported as one, later. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
@@ -182,23 +181,18 @@ static void stop(uint32_t reason, uint32_t slot, uint64_t launch, const char *na
 
 /* --- watches ---------------------------------------------------------------- */
 
-/* Copies size bytes at addr into dst, validating addr: process_vm_readv on
- * ourselves fails (EFAULT) instead of faulting when the range is not
- * readable. Where it is refused (seccomp, old kernels) the range is read
- * directly: gdb checked it when it armed the watch. Returns 0 or -1. */
+/* Copies size bytes at addr into dst. Where the kernel cannot tell
+ * whether the range is readable, it is read directly: gdb checked it when
+ * it armed the watch. Returns 0 or -1. */
 static int read_checked(void *dst, uint64_t addr, uint64_t size)
 {
-	struct iovec local = { dst, (size_t)size };
-	struct iovec remote = { (void *)(uintptr_t)addr, (size_t)size };
-	ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+	int r = mms__peek(dst, (uintptr_t)addr, (size_t)size);
 
-	if (n == (ssize_t)size)
-		return 0;
-	if (n < 0 && (errno == ENOSYS || errno == EPERM)) {
+	if (r == -2) {
 		memcpy(dst, (const void *)(uintptr_t)addr, (size_t)size);
 		return 0;
 	}
-	return -1;
+	return r;
 }
 
 /* A new generation (or block): take the first snapshot, no stop. The
@@ -295,8 +289,8 @@ void mms__gdb_release_slow(uintptr_t lo, uintptr_t hi)
 	struct msmemscope_gdb *d = &msmemscope_gdb;
 	int saved_errno = errno;
 
-	if (!hi)
-		hi = lo + malloc_usable_size((void *)lo);
+	if (!hi && !(hi = mms__block_end(lo)))
+		goto out; /* not a block: libc will say what it thinks of it */
 	for (unsigned i = 0; i < MMS_GDB_WATCH_MAX; i++) {
 		struct mms_gdb_watch *w = &d->watch[i];
 		uint64_t size = __atomic_load_n(&w->size, __ATOMIC_RELAXED), at;
@@ -311,6 +305,7 @@ void mms__gdb_release_slow(uintptr_t lo, uintptr_t hi)
 		attribution(gdb_tls, &at, &at_name);
 		stop(MMS_GDB_FREED, i, at, at_name);
 	}
+out:
 	errno = saved_errno;
 }
 

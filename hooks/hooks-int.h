@@ -419,6 +419,18 @@ static inline void mms__release_watched(uintptr_t lo, uintptr_t hi)
 		mms__watch_release_slow(lo, hi);
 }
 
+/* peek.c */
+/* Copies size bytes at addr into dst without faulting. Returns 0; -1 when
+ * the range is not readable; -2 when this cannot be told (the kernel
+ * refuses process_vm_readv): the caller decides whether to trust addr. */
+int mms__peek(void *dst, uintptr_t addr, size_t size) MMS_HIDDEN;
+/* The end of the program's live heap block at p, from its allocator's
+ * header read with mms__peek (never from malloc_usable_size(), which
+ * trusts p): 0 when p cannot be a block, which a free of p then does not
+ * release any watched byte of. Not exact for another allocator than
+ * glibc's: p + 1 (only what starts at p is in the block). */
+uintptr_t mms__block_end(uintptr_t p) MMS_HIDDEN;
+
 /* fds.c: the recorder's own descriptors (see there). */
 void mms__fds_init(void) MMS_HIDDEN;
 void mms__fds_after_fork_child(void) MMS_HIDDEN;

@@ -25,7 +25,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -379,8 +378,8 @@ void mms__watch_release_slow(uintptr_t lo, uintptr_t hi)
 {
 	int saved_errno = errno;
 
-	if (!hi)
-		hi = lo + malloc_usable_size((void *)lo);
+	if (!hi && !(hi = mms__block_end(lo)))
+		goto out; /* not a block: libc will say what it thinks of it */
 	if (outs.collect_at) {
 		for (uint32_t k = outs.n; k-- > 0;)
 			if (outs.b[k].addr < hi && lo < outs.b[k].addr + outs.b[k].size) {
@@ -395,6 +394,7 @@ void mms__watch_release_slow(uintptr_t lo, uintptr_t hi)
 				set_remove(i);
 		pthread_mutex_unlock(&set_lock);
 	}
+out:
 	errno = saved_errno;
 }
 
