@@ -210,6 +210,8 @@ void mms__log_cut(int err) MMS_HIDDEN;
  * event with that stamp found no room). */
 void mms__log_cut_at(uint64_t stamp) MMS_HIDDEN;
 void mms__log_after_fork_child(void) MMS_HIDDEN;
+/* 1 while the log thread (msmemscope-log) runs. */
+int mms__log_thread_running(void) MMS_HIDDEN;
 struct mms_thread *mms__thread_register(void) MMS_HIDDEN;
 void mms__thread_exit(void) MMS_HIDDEN;
 /* Makes room for a record of at most `len` bytes in t's chunk. Returns 0,
@@ -468,6 +470,18 @@ static inline int mms__arena_owns(const void *ptr)
 {
 	return (uintptr_t)ptr - mms__arena_lo < __atomic_load_n(&mms__arena_len, __ATOMIC_RELAXED);
 }
+
+/* runtime.c: what the C and C++ runtimes keep for themselves (see there). */
+/* Nonzero while this thread is in a runtime's scope: MMS_RUNTIME_THREAD in
+ * pthread_create, MMS_RUNTIME_STARTUP on the main thread until main. */
+#define MMS_RUNTIME_STARTUP 0x100
+extern __thread int mms__tls_runtime MMS_HIDDEN;
+/* 0: no freeres at exit (MSMEMSCOPE_CONFIG freeres=0). */
+extern int mms__freeres MMS_HIDDEN;
+void mms__runtime_init(void) MMS_HIDDEN;
+/* The enum mms_runtime_kind of an allocation made now whose caller's
+ * return address is ra, 0 when it is the program's. */
+unsigned mms__runtime_kind(uintptr_t ra) MMS_HIDDEN;
 
 /* hooks.c */
 void mms__init(void) MMS_HIDDEN;

@@ -131,7 +131,8 @@ static void parse_config(void)
 			mms__config.deferred = !strcmp(v, "deferred");
 		} else if (!strcmp(kv, "follow_exec")) {
 			mms__config.follow_exec = strcmp(v, "0") != 0;
-
+		} else if (!strcmp(kv, "freeres")) {
+			mms__freeres = strcmp(v, "0") != 0;
 		} else if (!strcmp(kv, "watch")) {
 			mms__watch_config(v);
 		} else if (!strcmp(kv, "steps")) {
@@ -161,6 +162,7 @@ void mms__init(void)
 	if (mms__writer_init() == 0 && mms__intern_init() == 0) {
 		mms__api_init();
 		mms__process_init();
+		mms__runtime_init();
 		if (mms__log_open() == 0) {
 			struct mms_thread *t = mms__thread();
 			uint8_t *p = t ? mms__rec_begin(t, 16) : NULL;
@@ -220,15 +222,33 @@ static inline void leave(void)
 	mms__tls_busy = 0;
 }
 
+/* An allocation while the thread collects an operator's outputs or is in
+ * a runtime's scope (before main, in pthread_create). */
+static __attribute__((noinline, cold)) void rec_alloc_slow(struct mms_thread *t, unsigned fn, void *ptr, size_t size,
+							  uint32_t stack, uint64_t stamp, uintptr_t fp)
+{
+	/* The hooks keep frame pointers: the word above the hook's frame
+	 * pointer is its return address, in its caller. */
+	unsigned kind = mms__tls_runtime ? mms__runtime_kind(((const uintptr_t *)fp)[1]) : 0;
+
+	if (kind)
+		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_ALLOC_RT | fn), stamp, (uintptr_t)ptr, 3, size, stack, kind);
+	else
+		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_ALLOC | fn), stamp, (uintptr_t)ptr, 2, size, stack, 0);
+	if (mms__tls_watch_collect)
+		mms__watch_note((uintptr_t)ptr, size);
+}
+
 /* fp: the hook's own frame (see mms__capture_stack_at). */
 static void rec_alloc(struct mms_thread *t, unsigned fn, void *ptr, size_t size, uintptr_t fp)
 {
 	uint32_t stack = mms__capture_stack_at(t, fp);
 	uint64_t stamp = mms__stamp_obtain_addr((uintptr_t)ptr, t->index);
 
-	mms__rec_addr_event(t, (uint8_t)(MMS_TAG_ALLOC | fn), stamp, (uintptr_t)ptr, 2, size, stack, 0);
-	if (unlikely(mms__tls_watch_collect))
-		mms__watch_note((uintptr_t)ptr, size);
+	if (unlikely(mms__tls_watch_collect | mms__tls_runtime))
+		rec_alloc_slow(t, fn, ptr, size, stack, stamp, fp);
+	else
+		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_ALLOC | fn), stamp, (uintptr_t)ptr, 2, size, stack, 0);
 }
 
 static void rec_free(struct mms_thread *t, unsigned fn, void *ptr, uint64_t stamp)

@@ -226,6 +226,11 @@ static void pager_start(uint64_t from)
 		__atomic_store_n(&pager_state, 2, __ATOMIC_RELEASE);
 }
 
+int mms__log_thread_running(void)
+{
+	return __atomic_load_n(&pager_state, __ATOMIC_ACQUIRE) == 1;
+}
+
 /* A chunk ending at `end` was taken: asks the log thread (starting it the
  * first time the log is large enough) to keep PAGER_AHEAD bytes ready past
  * it. One futex wake every PAGER_AHEAD / 2 bytes of log. */

@@ -28,6 +28,12 @@ enum mms_error {
 /* Explains an error code returned by this library. Never NULL. */
 const char *mms_strerror(int err);
 
+/* The runtime that keeps a block by design (mms_event_t.flags of a HOST
+ * MALLOC): a short name ("c", "cxx", "thread", "stdio") and a phrase; NULL
+ * for 0 (the program's) and unknown kinds. */
+const char *mms_runtime_name(unsigned kind);
+const char *mms_runtime_what(unsigned kind);
+
 /* Says why recording stopped, from mms_log_info_t.cut_errno (an errno
  * value or a recorder's own reason). Never NULL. */
 const char *mms_cut_reason(int cut_errno);
@@ -57,8 +63,10 @@ enum mms_mem_kind {
 };
 
 /* Subtypes (the `sub` field) per kind:
- *  SYSTEM: 0 init, 1 fini.  MALLOC/FREE (HOST): the allocator function,
- *  enum mms_alloc_fn / mms_free_fn of replay/format.h.  ACCESS: 0 unknown,
+ *  SYSTEM: 0 init, 1 fini.  MALLOC/FREE (HOST): the allocator function, enum mms_alloc_fn
+ *  / mms_free_fn of replay/format.h; for MALLOC, `flags` is an enum
+ *  mms_runtime_kind when a runtime allocated the block for itself (0: the
+ *  program).  ACCESS: 0 unknown,
  *  1 read, 2 write.  OP_LAUNCH: 0 start, 1 end.  MSTX: 0 mark, 1 range
  *  start, 2 range end.  OWNER: 0 push, 1 pop.  COLLECT: 0 stop, 1 start.
  *  WATCH: 0 msmemscope_watch() (addr, size, name), 1 and 2 a watched
@@ -86,7 +94,8 @@ typedef struct mms_event {
 	uint64_t range_id;  /* MSTX ranges */
 	const char *name;   /* operator, kernel, mark, owner tag, pool or watch name; NULL if none */
 	uint64_t file_offset; /* where the record lies in the file (for messages) */
-	uint64_t flags;     /* MMAP: prot << 32 | mmap flags, as recorded; WATCH sums: the checksum */
+	uint64_t flags;     /* MMAP: prot << 32 | mmap flags, as recorded; WATCH sums: the checksum;
+	                       MALLOC (HOST): the runtime that keeps the block, 0 = the program */
 } mms_event_t;
 
 typedef struct mms_log mms_log_t;

@@ -132,6 +132,25 @@ enum mms_tag {
 	MMS_TAG_WATCH = 0x58,       /* | enum mms_watch_phase: see there */
 	MMS_TAG_COLLECT = 0x60,     /* u on (1 = start, 0 = stop) */
 	MMS_TAG_SYSTEM = 0x68,      /* | enum mms_system_phase */
+	MMS_TAG_ALLOC_RT = 0x70,    /* | enum mms_alloc_fn: daddr, u size, u stack, u enum
+	                               mms_runtime_kind: an allocation a runtime made for
+	                               itself (ALLOC otherwise) */
+};
+
+/* META records the recorder writes besides exe, argv and config:
+ *  - "freeres": u stamp. After every destructor, with no other thread
+ *    left, the recorder had glibc and libstdc++ free their internal memory
+ *    (as valgrind does at exit); the frees stamped from here on are theirs.
+ *  - "runtime_live": (u enum mms_runtime_kind, u address) pairs: blocks
+ *    live at exit that a runtime keeps by design (when freeres could not
+ *    run: the buffers of stdin, stdout and stderr).
+ * Who keeps a block by design (ALLOC_RT records, "runtime_live"): the C
+ * or C++ runtime, not the program. */
+enum mms_runtime_kind {
+	MMS_RUNTIME_C = 1,      /* glibc or ld.so, for itself, before main */
+	MMS_RUNTIME_CXX = 2,    /* libstdc++ or libgcc, for itself, before main */
+	MMS_RUNTIME_THREAD = 3, /* a thread's TLS vector, allocated in pthread_create */
+	MMS_RUNTIME_STDIO = 4,  /* the buffer of stdin, stdout or stderr */
 };
 
 enum mms_alloc_fn {

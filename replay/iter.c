@@ -47,10 +47,12 @@ static void rec_to_event(const mms_log_t *log, const struct mms__rec *r, uint32_
 	ev->sub = r->sub;
 	switch (r->type) {
 	case MMS_TAG_ALLOC:
+	case MMS_TAG_ALLOC_RT:
 		ev->kind = MMS_EV_MALLOC;
 		ev->addr = r->addr;
 		ev->size = r->u[0];
 		ev->stack = (uint32_t)r->u[1];
+		ev->flags = r->type == MMS_TAG_ALLOC_RT ? r->u[2] : 0;
 		break;
 	case MMS_TAG_FREE:
 		ev->kind = MMS_EV_FREE;

@@ -277,6 +277,12 @@ static const char *parse_no_follow_exec(struct opts *o, char *value)
 	return NULL;
 }
 
+static const char *parse_no_freeres(struct opts *o, char *value)
+{
+	o->freeres = false;
+	return NULL;
+}
+
 static void print_help(void);
 
 static const char *parse_help(struct opts *o, char *value)
@@ -306,6 +312,7 @@ static const struct opt_def opt_defs[] = {
 	{ "--level", true, parse_level },
 	{ "--watch", true, parse_watch },
 	{ "--no-follow-exec", false, parse_no_follow_exec },
+	{ "--no-freeres", false, parse_no_freeres },
 	{ "--help", false, parse_help },
 	{ "--version", false, parse_version },
 };
@@ -343,6 +350,7 @@ void parse_args(int argc, char **argv, struct opts *o)
 		.output = xstrdup(OUTPUT_DEFAULT),
 		.log_level = LOG_WARN,
 		.follow_exec = true,
+		.freeres = true,
 	};
 	for (i = 1; i < argc; i++) {
 		const char *arg = argv[i], *value = NULL, *bad;
@@ -451,6 +459,10 @@ static void print_help(void)
 	       "                        as msmemscope_step() counts them). Default: all.\n"
 	       "  --no-follow-exec      do not record the images the program execs (default:\n"
 	       "                        each is recorded as memscope_{pid}.exec{N}.mms).\n"
+	       "  --no-freeres          do not have glibc and libstdc++ free their internal\n"
+	       "                        memory at the end of exit (default: they do when no\n"
+	       "                        other thread is left, as under valgrind, so that what\n"
+	       "                        is live at exit is what the program left).\n"
 	       "  --watch=[START[:outN],]END[,full-content]\n"
 	       "                        watch blocks across operator launches: when a\n"
 	       "                        launch of operator START ends, the blocks it\n"

@@ -174,10 +174,10 @@ void env_setup(const struct run *run, const struct opts *o)
 	n = 0;
 	for (unsigned i = 0; i < o->nsteps; i++)
 		n += (size_t)snprintf(steps + n, sizeof(steps) - n, "%s%u", i ? "," : "", o->steps[i]);
-	config = xasprintf("call_stack=%u;events=%s;collect=%s;%s%s%sfollow_exec=%d;log_level=%s%s%s", o->call_stack,
+	config = xasprintf("call_stack=%u;events=%s;collect=%s;%s%s%sfollow_exec=%d;log_level=%s%s%s%s", o->call_stack,
 			   events, o->deferred ? "deferred" : "immediate", o->nsteps ? "steps=" : "", steps,
 			   o->nsteps ? ";" : "", o->follow_exec, log_level_names[o->log_level],
-			   o->watch ? ";watch=" : "", o->watch ? o->watch : "");
+			   o->freeres ? "" : ";freeres=0", o->watch ? ";watch=" : "", o->watch ? o->watch : "");
 
 	if (setenv("LD_PRELOAD", preload, 1) < 0 || setenv("MSMEMSCOPE_LOG_DIR", run->dir, 1) < 0 ||
 	    setenv("MSMEMSCOPE_CONFIG", config, 1) < 0)

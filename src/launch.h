@@ -36,6 +36,7 @@ struct opts {
 	bool analyses_set;
 	char *suppressions; /* --suppressions: LeakSanitizer-format file for leaks (allocated) */
 	bool follow_exec;
+	bool freeres;
 	const char *data_format; /* --data-format: "csv", "db", or NULL for none */
 	bool compare;        /* --compare: compare input[0] with input[1], run nothing */
 	char *input[2];      /* --input, allocated */

@@ -7,9 +7,12 @@
 # in use at exit agree with valgrind's HEAP SUMMARY within 0.5%, and the
 # programs' own output is the same as without the recorder.
 #
-# valgrind runs with --run-libc-freeres=no --run-cxx-freeres=no: by default
-# it frees glibc's and libstdc++'s internal buffers at exit, which the
-# program itself never does, and would count frees the recorder never sees.
+# Each program is compared twice: valgrind with --run-libc-freeres=no
+# --run-cxx-freeres=no against the recorder with freeres=0 (what the
+# program itself frees), and both with their defaults, in which each has
+# glibc and libstdc++ free their internal buffers at exit (valgrind's
+# freeres; the recorder's SYSTEM FREERES, doc/recorder.md), so that what
+# is in use at exit is what the program left.
 # Skipped (77) when valgrind or one of the programs is not installed.
 . "$top_srcdir/tests/progs/lib.sh"
 
@@ -46,27 +49,40 @@ same() {
 	fi
 }
 
-# agree NAME CMD...: runs CMD natively, under the recorder and under
-# valgrind (each from a clean state: CLEAN, when set, is run before each),
-# compares their output, and the recorded summary with valgrind's heap
-# summary.
+# agree NAME CMD...: runs CMD natively, then under the recorder and under
+# valgrind twice, without and with freeres at exit (each from a clean
+# state: CLEAN, when set, is run before each), compares their output, and
+# the recorded summary with valgrind's heap summary.
 agree() {
-	name=$1
+	prog_name=$1
 	shift
 	${CLEAN:-:}
-	"$@" >$name.native.out 2>$name.native.err || fail "$name natively exited $?: $(head -c 300 $name.native.err)"
-	[ -z "${OUTFILE:-}" ] || cp "$OUTFILE" $name.native.file
+	"$@" >$prog_name.native.out 2>$prog_name.native.err ||
+		fail "$prog_name natively exited $?: $(head -c 300 $prog_name.native.err)"
+	[ -z "${OUTFILE:-}" ] || cp "$OUTFILE" $prog_name.native.file
+	for freeres in no yes; do
+		compare $prog_name-freeres-$freeres "$@"
+	done
+}
+
+# compare NAME CMD...: one recorded run and one valgrind run of CMD, with
+# $freeres (yes or no) at exit.
+compare() {
+	name=$1 base=${1%-freeres-*}
+	shift
+	cfg=
+	[ $freeres = yes ] || cfg="freeres=0"
 	${CLEAN:-:}
-	$fixed_layout env LD_PRELOAD="$MMS_HOOKS" MSMEMSCOPE_LOG="$name.mms" "$@" >$name.rec.out 2>$name.rec.err ||
-		fail "$name under the recorder exited $?: $(head -c 300 $name.rec.err)"
-	same $name rec
+	$fixed_layout env LD_PRELOAD="$MMS_HOOKS" MSMEMSCOPE_LOG="$name.mms" MSMEMSCOPE_CONFIG="$cfg" "$@" \
+		>$base.rec.out 2>$base.rec.err || fail "$name under the recorder exited $?: $(head -c 300 $base.rec.err)"
+	same $base rec
 	${CLEAN:-:}
 	# The same environment variable names as the recorded run, so
 	# programs that copy their environment allocate the same.
-	env MSMEMSCOPE_LOG="$work/$name.mms" "$VALGRIND" --tool=memcheck --leak-check=no \
-		--run-libc-freeres=no --run-cxx-freeres=no --log-file=$name.vg "$@" \
-		>$name.vg.out 2>$name.vg.err || fail "$name under valgrind exited $?"
-	same $name vg
+	env MSMEMSCOPE_LOG="$work/$name.mms" MSMEMSCOPE_CONFIG="$cfg" "$VALGRIND" --tool=memcheck --leak-check=no \
+		--run-libc-freeres=$freeres --run-cxx-freeres=$freeres --log-file=$name.vg "$@" \
+		>$base.vg.out 2>$base.vg.err || fail "$name under valgrind exited $?"
+	same $base vg
 	summarize $name.mms
 	expect_key $name.mms.json unmatched_frees 0
 	expect_key $name.mms.json double_allocs 0

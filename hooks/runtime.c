@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+/* runtime.c: what the C and C++ runtimes keep for themselves, so that no
+ * report calls it the program's leak. At the very end of exit, when the
+ * process has no other thread left, the recorder has glibc and libstdc++
+ * free their internal memory (__libc_freeres, __gnu_cxx::__freeres, as
+ * valgrind does by default), and those frees are recorded. Where that
+ * cannot run (other threads alive at exit, _exit), what the runtimes
+ * allocated for themselves is marked in the log: blocks glibc, ld.so or
+ * libstdc++ allocated before main (library initialisation), a new
+ * thread's vector of thread-local storage (allocated in pthread_create),
+ * and the buffers of stdin, stdout and stderr. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hooks-int.h"
+
+extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
+/* glibc's, declared nowhere public. */
+MMS_EXPORT int __libc_start_main(int (*main)(int, char **, char **), int argc, char **argv, void (*init)(void),
+				 void (*fini)(void), void (*rtld_fini)(void), void *stack_end);
+
+__thread int mms__tls_runtime;
+int mms__freeres = 1;
+
+static void (*libc_freeres)(void);
+static void (*cxx_freeres)(void);
+static int (*real_start_main)(int (*)(int, char **, char **), int, char **, void (*)(void), void (*)(void),
+			      void (*)(void), void *);
+static int (*program_main)(int, char **, char **);
+static int (*real_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+/* Whether ip lies in one of the runtime's own libraries. */
+static int runtime_module(uintptr_t ip, int *cxx)
+{
+	static const char *const names[] = { "libc.so", "ld-linux", "libstdc++.so", "libgcc_s.so", "libm.so" };
+	Dl_info info;
+	const char *base;
+
+	if (!dladdr((void *)ip, &info) || !info.dli_fname)
+		return 0;
+	base = strrchr(info.dli_fname, '/');
+	base = base ? base + 1 : info.dli_fname;
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (!strncmp(base, names[i], strlen(names[i]))) {
+			/* operator new is how the program's constructors
+			 * allocate: its caller decides, and that is not known
+			 * here. */
+			if (i == 2 && info.dli_sname && !strncmp(info.dli_sname, "_Zn", 3))
+				return 0;
+			*cxx = i == 2 || i == 3;
+			return 1;
+		}
+	return 0;
+}
+
+unsigned mms__runtime_kind(uintptr_t ra)
+{
+	int cxx = 0;
+
+	if (mms__tls_runtime == MMS_RUNTIME_THREAD)
+		return MMS_RUNTIME_THREAD;
+	if (mms__tls_runtime == MMS_RUNTIME_STARTUP && runtime_module(ra, &cxx))
+		return cxx ? MMS_RUNTIME_CXX : MMS_RUNTIME_C;
+	return 0;
+}
+
+/* --- before main ---------------------------------------------------------- */
+
+static int main_wrapper(int argc, char **argv, char **envp)
+{
+	mms__tls_runtime = 0; /* from here on the program runs */
+	return program_main(argc, argv, envp);
+}
+
+/* The program's _start calls this: until its main runs, allocations of
+ * the runtime's libraries are their initialisation. */
+MMS_EXPORT int __libc_start_main(int (*main)(int, char **, char **), int argc, char **argv, void (*init)(void),
+				 void (*fini)(void), void (*rtld_fini)(void), void *stack_end)
+{
+	if (!real_start_main)
+		*(void **)&real_start_main = dlsym(RTLD_NEXT, "__libc_start_main");
+	program_main = main;
+	return real_start_main(main_wrapper, argc, argv, init, fini, rtld_fini, stack_end);
+}
+
+MMS_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	int saved = mms__tls_runtime, r;
+
+	if (!real_pthread_create)
+		*(void **)&real_pthread_create = dlsym(RTLD_NEXT, "pthread_create");
+	/* What pthread_create allocates (the thread's TLS vector) is glibc's,
+	 * kept while the thread lives and after, in its stack cache. */
+	mms__tls_runtime = MMS_RUNTIME_THREAD;
+	r = real_pthread_create(th, attr, fn, arg);
+	mms__tls_runtime = saved;
+	return r;
+}
+
+/* --- at the end of exit ---------------------------------------------------- */
+
+/* Threads of the process now, from /proc/self/stat (field 20); 0 when it
+ * cannot be read. */
+static long threads_now(void)
+{
+	char buf[1024], *p;
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+	long v = 0;
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	p = strrchr(buf, ')'); /* the name may hold spaces and parens */
+	if (p && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %ld", &v) != 1)
+		v = 0;
+	return v;
+}
+
+/* The buffers of stdin, stdout and stderr, which glibc keeps to the end:
+ * written as one META record, "runtime_live", of (kind, address) pairs. */
+static void note_std_buffers(struct mms_thread *t)
+{
+	FILE *const std[] = { stdin, stdout, stderr };
+	uint8_t buf[64], *p = mms_put_s(buf, "runtime_live", 12), *q;
+	uint8_t val[48];
+
+	q = val;
+	for (int i = 0; i < 3; i++)
+		/* Not one the program gave (_IO_USER_BUF), nor the FILE's own
+		 * one-byte buffer (_IO_UNBUFFERED). */
+		if (std[i] && std[i]->_IO_buf_base && !(std[i]->_flags & (0x1 | 0x2))) {
+			q = mms_put_u(q, MMS_RUNTIME_STDIO);
+			q = mms_put_u(q, (uintptr_t)std[i]->_IO_buf_base);
+		}
+	if (q == val)
+		return;
+	p = mms_put_s(p, val, (size_t)(q - val));
+	mms__write_meta(t, MMS_TAG_META, buf, (size_t)(p - buf));
+}
+
+static void late_exit(void *arg)
+{
+	long threads = threads_now();
+	struct mms_thread *t;
+	uint8_t buf[32], val[16], *p, *v;
+
+	(void)arg;
+	/* A vfork child shares our memory and log: its exit is not ours. */
+	if (!mms__active || !mms__header || mms__header->pid != (uint64_t)getpid() || mms__tls_busy)
+		return;
+	mms__tls_busy = 2;
+	t = mms__thread();
+	/* freeres frees what other threads may still use: only when this
+	 * thread is the last (the log thread of ours only sleeps). */
+	if (!mms__freeres || !t || threads != 1 + mms__log_thread_running()) {
+		if (t)
+			note_std_buffers(t);
+		mms__tls_busy = 0;
+		return;
+	}
+	/* Looked up now: libstdc++ may have come with a dlopen. */
+	*(void **)&libc_freeres = dlsym(RTLD_DEFAULT, "__libc_freeres");
+	*(void **)&cxx_freeres = dlsym(RTLD_DEFAULT, "_ZN9__gnu_cxx9__freeresEv");
+	/* The frees from this stamp on are the runtimes' (a META record, not
+	 * an event: the log's events stay the program's). */
+	v = mms_put_u(val, mms__stamp_obtain());
+	p = mms_put_s(buf, "freeres", 7);
+	p = mms_put_s(p, val, (size_t)(v - val));
+	mms__write_meta(t, MMS_TAG_META, buf, (size_t)(p - buf));
+	mms__tls_busy = 0;
+	/* Their frees are recorded as any other. */
+	if (cxx_freeres)
+		cxx_freeres();
+	if (libc_freeres)
+		libc_freeres();
+	mms__tls_busy = 2;
+	mms__log_finish(); /* trims the file again */
+	mms__tls_busy = 0;
+}
+
+void mms__runtime_init(void)
+{
+	*(void **)&real_pthread_create = dlsym(RTLD_NEXT, "pthread_create");
+	/* Until main, the runtimes initialise themselves. */
+	mms__tls_runtime = MMS_RUNTIME_STARTUP;
+	/* Registered before __libc_start_main registers ld.so's finalizer
+	 * (which runs every library's destructors), with no library handle:
+	 * it runs after all of them, the last thing exit does before
+	 * flushing stdio and leaving. */
+	__cxa_atexit(late_exit, NULL, NULL);
+}

@@ -1,0 +1,66 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# freeres.sh: runtime internals are not the program's leaks. At the end of
+# exit, with no other thread left, the recorder has glibc and libstdc++
+# free their internal memory (as valgrind does by default), so a program
+# that frees everything it allocated has nothing live at exit: 8 C threads
+# (threads8) and a C++ program with iostream, stdio and 8 std::threads
+# (runtimes). Where freeres cannot run (a thread still alive at exit,
+# _exit, or --no-freeres), the blocks the runtimes keep for themselves are
+# marked in the log: each thread's TLS vector, libstdc++'s exception pool,
+# the standard streams' buffers.
+. "$top_srcdir/tests/progs/lib.sh"
+
+# runtime_marks LOG KIND: how many allocations the log marks as kept by
+# runtime KIND.
+runtime_marks() {
+	"$MMS_REPLAY" "$1" --from 0 --json | grep -c "\"runtime\":\"$2\"" || true
+}
+
+# C: 8 threads that free all they allocate.
+"$MMS_PROGS/threads8" 8 1000 0 >t8.native || fail "threads8 natively exited $?"
+record $PWD/t8.mms "$MMS_PROGS/threads8" 8 1000 0 >t8.out || fail "threads8 recorded exited $?"
+summarize t8.mms
+expect_key t8.mms.json live_blocks 0
+expect_key t8.mms.json live_bytes 0
+expect_key t8.mms.json unmatched_frees 0
+"$MMS_LAUNCHER" --output=runs -- "$MMS_PROGS/threads8" 8 1000 0 >t8.launch.out 2>t8.launch.err ||
+	fail "msmemscope -- threads8 exited $?: $(cat t8.launch.err)"
+# (cross= counts frees by another thread: the scheduler's choice.)
+expect_eq "threads8 output under msmemscope" "$(sed 's/ cross=.*//' t8.launch.out)" "$(sed 's/ cross=.*//' t8.native)"
+grep -q "No leaks at exit: every block was freed" t8.launch.err ||
+	fail "msmemscope does not say every block was freed: $(cat t8.launch.err)"
+
+# Without freeres, the threads' TLS vectors are live at exit, and marked.
+MSMEMSCOPE_CONFIG=freeres=0 record $PWD/t8-nofree.mms "$MMS_PROGS/threads8" 8 1000 0 >/dev/null ||
+	fail "threads8 recorded without freeres exited $?"
+summarize t8-nofree.mms
+expect_ge "threads8 without freeres: blocks live at exit" "$(jget t8-nofree.mms.json live_blocks)" 1
+expect_eq "threads8: TLS vectors marked" "$(runtime_marks t8-nofree.mms thread)" 8
+
+# C++: everything freed with freeres, whatever the mode that lets it run.
+"$MMS_PROGS/runtimes" clean >cxx.native || fail "runtimes clean natively exited $?"
+record $PWD/cxx.mms "$MMS_PROGS/runtimes" clean >cxx.out || fail "runtimes clean recorded exited $?"
+cmp -s cxx.native cxx.out || fail "runtimes printed something else under the recorder"
+summarize cxx.mms
+expect_key cxx.mms.json live_blocks 0
+expect_key cxx.mms.json live_bytes 0
+# libstdc++'s exception pool, allocated before main, is marked as its own.
+expect_eq "runtimes: blocks of libstdc++ before main" "$(runtime_marks cxx.mms cxx)" 1
+expect_eq "runtimes: TLS vectors" "$(runtime_marks cxx.mms thread)" 8
+
+# A thread alive at exit: freeres must not run (it would free what that
+# thread may still use); the program's own leak is the 77-byte block.
+record $PWD/alive.mms "$MMS_PROGS/runtimes" alive >alive.out || fail "runtimes alive recorded exited $?"
+summarize alive.mms
+expect_ge "runtimes alive: blocks live at exit" "$(jget alive.mms.json live_blocks)" 4
+# (The ninth thread takes a cached stack, with its vector, from glibc.)
+expect_eq "runtimes alive: TLS vectors marked" "$(runtime_marks alive.mms thread)" 8
+
+# _exit: no destructor, no freeres; output as natively.
+"$MMS_PROGS/runtimes" quick >quick.native || fail "runtimes quick natively exited $?"
+record $PWD/quick.mms "$MMS_PROGS/runtimes" quick >quick.out || fail "runtimes quick recorded exited $?"
+cmp -s quick.native quick.out || fail "runtimes quick printed something else under the recorder"
+summarize quick.mms
+expect_key quick.mms.json complete true
+note "freeres at exit leaves nothing live; where it cannot run, the runtimes' blocks are marked"
