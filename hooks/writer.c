@@ -494,9 +494,20 @@ static int is_ancestor(uint64_t pid)
 	return 0;
 }
 
+/* One line on stderr: the user named a log the recorder will not write. */
+static void say_not_recording(const char *path, const char *why)
+{
+	char buf[PATH_MAX + 256];
+	int n = snprintf(buf, sizeof buf, "msmemscope: not recording: MSMEMSCOPE_LOG=%s %s\n", path, why);
+	ssize_t r = write(2, buf, n > 0 && (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+
+	(void)r;
+}
+
 /* Log naming, passing nothing through the environment but what the user
  * or the launcher set:
- *  - MSMEMSCOPE_LOG=P: the process started with it writes P; a descendant
+ *  - MSMEMSCOPE_LOG=P: the process started with it writes P (created, or
+ *    replaced with MSMEMSCOPE_LOG_FORCE=1; never through a symlink); a descendant
  *    (a fork, or a spawned child: P was written by an ancestor) writes
  *    {P without .mms}.{pid}.mms;
  *  - MSMEMSCOPE_LOG_DIR=D (or the current folder): D/memscope_{pid}.mms;
@@ -526,14 +537,30 @@ static int open_log_file(int *execed)
 		if (!fork_child && log_is_ours(named)) {
 			*execed = 1;
 		} else if (!fork_child && !(log_owner(named, &owner) && is_ancestor(owner))) {
-			/* The process the user named the log for: the file may
-			 * be replaced, but only a regular file. */
+			/* The process the user named the log for: a file that
+			 * is there already is replaced only when asked to
+			 * (MSMEMSCOPE_LOG_FORCE=1), and only a regular file,
+			 * never through a symbolic link. */
+			const char *force = getenv("MSMEMSCOPE_LOG_FORCE");
 			struct stat st;
 			int fd;
 
 			snprintf(log_path, sizeof log_path, "%s", named);
+			fd = open(log_path, flags | O_EXCL, 0640);
+			log_created = fd >= 0;
+			if (fd >= 0 || errno != EEXIST)
+				return fd;
+			if (lstat(log_path, &st) == 0 && S_ISLNK(st.st_mode)) {
+				say_not_recording(named, "is a symbolic link, which the recorder does not follow");
+				return -1;
+			}
+			if (!force || strcmp(force, "1")) {
+				say_not_recording(named, "exists; set MSMEMSCOPE_LOG_FORCE=1 to replace it");
+				return -1;
+			}
 			fd = open(log_path, flags | O_NONBLOCK, 0640);
 			if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode) || ftruncate(fd, 0))) {
+				say_not_recording(named, "is not a regular file");
 				close(fd);
 				fd = -1;
 			}

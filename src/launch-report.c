@@ -148,8 +148,9 @@ static void print_memory(const char *label, const mms_kind_summary_t *k, const s
 	free(at);
 }
 
-/* The summary of the program's own log, on stderr. */
-void print_main_summary(const struct run *run, char **argv, pid_t pid, int status)
+/* The summary of the program's own log, on stderr. Returns 0, or -ENOENT
+ * (said on stderr) when the program left no log. */
+int print_main_summary(const struct run *run, char **argv, pid_t pid, int status)
 {
 	char *name = xasprintf("memscope_%ld.mms", (long)pid);
 	const mms_summary_t *sum;
@@ -164,8 +165,10 @@ void print_main_summary(const struct run *run, char **argv, pid_t pid, int statu
 	if (err < 0)
 		goto out;
 	/* A process that left by _exit() (shells do) has no end record, but
-	 * the wait status says it exited: its last record is its end. */
-	if (WIFEXITED(status) && !r.info.cut && !r.next)
+	 * the wait status says it exited: its last record is its end (unless
+	 * it exec'd another program, which then exited: what this image held
+	 * was live at exec, not leaked). */
+	if (WIFEXITED(status) && !r.info.cut && !r.info.exec_away && !r.next)
 		r.info.complete = 1;
 	log_warn_state(name, &r, WIFSIGNALED(status));
 
@@ -196,6 +199,7 @@ void print_main_summary(const struct run *run, char **argv, pid_t pid, int statu
 	log_result_free(&r);
 out:
 	free(name);
+	return err == -ENOENT ? err : 0;
 }
 
 /* Orders logs by pid, then each process's images in exec order. */

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE /* strchrnul, pipe2 */
 #include "config.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -194,6 +195,54 @@ void env_setup(const struct run *run, const struct opts *o)
 /* Checks prog the way a shell would before anything is created, so a typo
  * leaves no empty run folder behind. Returns 0, or the exit status after
  * printing why. */
+/* Why the recorder cannot be loaded into the program at path, or NULL:
+ * the dynamic loader takes LD_PRELOAD only in dynamically linked programs
+ * that do not run with other privileges than their caller's. */
+static const char *unrecordable(const char *path, const struct stat *st)
+{
+	unsigned char buf[4096];
+	const Elf64_Ehdr *eh = (const void *)buf;
+	ssize_t n;
+	int fd;
+
+	if ((st->st_mode & S_ISUID) && st->st_uid != geteuid())
+		return "it is set-user-ID, and the dynamic loader ignores LD_PRELOAD for such programs";
+	if ((st->st_mode & S_ISGID) && st->st_gid != getegid())
+		return "it is set-group-ID, and the dynamic loader ignores LD_PRELOAD for such programs";
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL; /* exec will say what is wrong */
+	n = pread(fd, buf, sizeof buf, 0);
+	close(fd);
+	/* Only a 64-bit ELF file is judged; scripts name their interpreter,
+	 * which the loader runs dynamically or not. */
+	if (n < (ssize_t)sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_phoff > (uint64_t)n ||
+	    eh->e_phnum > ((uint64_t)n - eh->e_phoff) / sizeof(Elf64_Phdr))
+		return NULL;
+	for (unsigned i = 0; i < eh->e_phnum; i++) {
+		Elf64_Phdr ph;
+
+		memcpy(&ph, buf + eh->e_phoff + i * sizeof ph, sizeof ph);
+		if (ph.p_type == PT_INTERP)
+			return NULL;
+	}
+	return "it is statically linked: the recorder is a library the dynamic loader preloads, and a static "
+	       "program has no dynamic loader. Link it dynamically (without -static) to record it";
+}
+
+/* The program is one the recorder can be loaded into; otherwise says why
+ * and returns 1. */
+static int check_recordable(const char *prog, const char *path, const struct stat *st)
+{
+	const char *why = unrecordable(path, st);
+
+	if (!why)
+		return 0;
+	fprintf(stderr, "%s: cannot record %s: %s\n", cli_progname, prog, why);
+	return 1;
+}
+
 int check_program(const char *prog)
 {
 	const char *path, *p, *end;
@@ -210,7 +259,7 @@ int check_program(const char *prog)
 				S_ISDIR(st.st_mode) ? "Is a directory" : strerror(errno));
 			return EXIT_NOEXEC;
 		}
-		return 0;
+		return check_recordable(prog, prog, &st);
 	}
 	path = getenv("PATH");
 	if (!path)
@@ -221,8 +270,9 @@ int check_program(const char *prog)
 
 		if (stat(cand, &st) == 0 && !S_ISDIR(st.st_mode)) {
 			if (access(cand, X_OK) == 0) {
+				int r = check_recordable(prog, cand, &st);
 				free(cand);
-				return 0;
+				return r;
 			}
 			denied = true;
 		}

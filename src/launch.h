@@ -71,11 +71,15 @@ void opts_free(struct opts *o);
 char *find_hooks(void);
 void run_create(struct run *run, const char *output);
 void env_setup(const struct run *run, const struct opts *o);
+/* 0 when prog can be run and recorded; otherwise says why on stderr and
+ * returns the exit status to leave with (127 not found, 126 not runnable,
+ * 1 not recordable: static, set-user-ID). */
 int check_program(const char *prog);
 pid_t run_program(const struct run *run, char **argv, int *status);
 
 /* launch-report.c */
-void print_main_summary(const struct run *run, char **argv, pid_t pid, int status);
+/* Returns 0, or -ENOENT (said on stderr) when the program left no log. */
+int print_main_summary(const struct run *run, char **argv, pid_t pid, int status);
 void print_other_logs(const struct run *run, pid_t pid);
 /* --data-format: writes msMemScope's dump of the program's log into
  * {run}/dump/ (with --analysis=inefficient, its blocks tagged in Attr);

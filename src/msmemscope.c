@@ -5,12 +5,14 @@
 #define _GNU_SOURCE
 #include "config.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "analysis.h"
 #include "cli.h"
@@ -68,7 +70,12 @@ int main(int argc, char **argv)
 
 	fflush(stdout);
 	if (!o.record_only) {
-		print_main_summary(&run, o.argv, pid, status);
+		if (print_main_summary(&run, o.argv, pid, status) == -ENOENT) {
+			/* Said once; no analysis or dump of a log that is not
+			 * there, and no empty run folder left behind. */
+			rmdir(run.dir);
+			goto out;
+		}
 		print_other_logs(&run, pid);
 		if (o.analyses && run_analyses(&run, pid, &o) && ret == 0)
 			ret = 1;
@@ -80,6 +87,7 @@ int main(int argc, char **argv)
 	 * and keep the program's status unless it succeeded. */
 	if (o.data_format && write_dump(&run, pid, o.data_format, o.analyses) && ret == 0)
 		ret = 1;
+out:
 	free(run.dir);
 	free(run.shown);
 	free(run.hooks);

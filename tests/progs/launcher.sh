@@ -113,6 +113,30 @@ for opt in --events --call-stack --collect-mode --steps --output --log-level --a
 done
 "$MMS_LAUNCHER" --version | grep -q '^msmemscope [0-9]' || fail "--version does not print 'msmemscope VERSION'"
 
+# A program the recorder cannot be loaded into: a static one is refused up
+# front, with one message and no run folder; one that ends up with no log
+# (a script whose interpreter is static) runs, keeps its status, and gets
+# one message and no empty run folder.
+static=$MMS_PROGS/staticprog
+if [ -x "$static" ]; then
+	st=0
+	"$MMS_LAUNCHER" --output=st -- "$static" >st.out 2>st.err || st=$?
+	expect_eq "exit status of msmemscope on a static program" $st 1
+	grep -q "cannot record .*statically linked" st.err || fail "no reason for a static program: $(cat st.err)"
+	expect_eq "messages for a static program" "$(wc -l <st.err)" 1
+	[ ! -e st ] || fail "a run folder was made for a static program: $(ls -R st)"
+	printf '#!%s\n' "$static" >viastatic
+	chmod +x viastatic
+	st=0
+	"$MMS_LAUNCHER" --output=vs -- ./viastatic >vs.out 2>vs.err || st=$?
+	expect_eq "exit status of a script run by a static interpreter" $st 3
+	grep -q "left no log" vs.err || fail "no word of the missing log: $(cat vs.err)"
+	expect_eq "messages for a run that left no log" "$(wc -l <vs.err)" 1
+	[ -z "$(ls vs 2>/dev/null)" ] || fail "an empty run folder was left: $(ls -R vs)"
+else
+	note "no static test program (static linking failed at build time): not checked"
+fi
+
 # The launcher frees what it parsed (--watch and --suppressions leaked).
 VALGRIND=$(command -v valgrind || true)
 if [ "${MMS_SANITIZE:-}" = yes ]; then
