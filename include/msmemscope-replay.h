@@ -53,7 +53,9 @@ enum mms_mem_kind {
 };
 
 /* Subtypes (the `sub` field) per kind:
- *  SYSTEM: 0 init, 1 fini.  MALLOC/FREE (HOST): the allocator function,
+ *  SYSTEM: 0 init, 1 fini, 2 fork (the process forked a recorded child
+ *  here; `total` is the fork's number in the process, from 1).
+ *  MALLOC/FREE (HOST): the allocator function,
  *  enum mms_alloc_fn / mms_free_fn of replay/format.h.  ACCESS: 0 unknown,
  *  1 read, 2 write.  OP_LAUNCH: 0 start, 1 end.  MSTX: 0 mark, 1 range
  *  start, 2 range end.  OWNER: 0 push, 1 pop.  COLLECT: 0 stop, 1 start.

@@ -36,6 +36,7 @@ static const char *const layouts[256] = {
 	[MMS_TAG_WATCH + MMS_WATCH_BEFORE ... MMS_TAG_WATCH + MMS_WATCH_AFTER] = "auuuuu",
 	[MMS_TAG_COLLECT] = "u",
 	[MMS_TAG_SYSTEM + MMS_SYSTEM_INIT ... MMS_TAG_SYSTEM + MMS_SYSTEM_FINI] = "",
+	[MMS_TAG_SYSTEM + MMS_SYSTEM_FORK] = "u",
 };
 
 /* For each event tag, 1 + the number of fields after the stamp (the
@@ -61,6 +62,7 @@ static const uint8_t event_fields[256] = {
 	[MMS_TAG_WATCH + MMS_WATCH_BEFORE ... MMS_TAG_WATCH + MMS_WATCH_AFTER] = 1 + 6,
 	[MMS_TAG_COLLECT] = 1 + 1,
 	[MMS_TAG_SYSTEM + MMS_SYSTEM_INIT ... MMS_TAG_SYSTEM + MMS_SYSTEM_FINI] = 1,
+	[MMS_TAG_SYSTEM + MMS_SYSTEM_FORK] = 1 + 1,
 };
 
 /* The tag with its sub-code cleared, for the tags that carry one. */

@@ -62,7 +62,7 @@ static const char *sub_name(const mms_event_t *ev)
 {
 	switch (ev->kind) {
 	case MMS_EV_SYSTEM:
-		return ev->sub ? "FINI" : "INIT";
+		return ev->sub == 2 ? "FORK" : ev->sub ? "FINI" : "INIT";
 	case MMS_EV_MALLOC:
 	case MMS_EV_FREE:
 		return show_fn_name(ev);
