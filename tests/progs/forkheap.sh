@@ -15,8 +15,8 @@
 # same figures, which the test checks. valgrind's "total heap usage" of a
 # child counts its ancestors' allocations before the fork too: the test
 # checks that against the sum of the logs. Also: --step and --event in a
-# child, the leaks report, a fork+exec child that leaves no log, logs
-# moved together, and a parent log gone.
+# child, the leaks report, a fork+exec child that leaves no log, the
+# launcher's list of logs, logs moved together, and a parent log gone.
 . "$top_srcdir/tests/progs/lib.sh"
 
 prog="$MMS_PROGS/forkheap"
@@ -124,13 +124,22 @@ else
 	note "valgrind is not installed (apt-get install valgrind): figures checked against forkheap.c only"
 fi
 
-# 5. Logs moved together: the parent's is found beside the child's.
+# 5. Under the launcher: how each log began.
+"$MMS_LAUNCHER" --output=run -- "$prog" >launch.out 2>launch.err || fail "msmemscope exited $?"
+pids launch.out
+grep -q "^  also memscope_$child.mms: pid $child, .*forkheap, forked from pid $parent at its event [0-9]*: [0-9]* events, 45 heap blocks (36.2 KiB) live at exit (30 of them inherited)$" launch.err &&
+	grep -q "^  also memscope_$grand.mms: pid $grand, .*forkheap, forked from pid $child at its event [0-9]*: [0-9]* events, 37 heap blocks (24.6 KiB) live at exit (30 of them inherited)$" launch.err &&
+	grep -q "^  also memscope_$spawned.mms: pid $spawned, .*true, spawned by pid $parent (posix_spawn, vfork or fork, then exec): " launch.err ||
+	fail "the launcher's list of logs: $(cat launch.err)"
+! grep -q "free.* of no live block" launch.err || fail "the launcher reports frees of no live block: $(cat launch.err)"
+
+# 6. Logs moved together: the parent's is found beside the child's.
 mkdir moved
 cp logs/$P logs/$C moved/
 summarize moved/$C
 keys moved/$C.json unmatched_frees=0 live_blocks=45 fork.state='"inherited"'
 
-# 6. The parent's log gone: the child starts empty, and says so.
+# 7. The parent's log gone: the child starts empty, and says so.
 mkdir alone
 cp logs/$C alone/
 mv logs/$P gone.mms
