@@ -44,7 +44,7 @@ static struct mms_thread *api_enter(void)
 {
 	struct mms_thread *t;
 
-	if (!mms__recording || mms__tls_busy)
+	if (mms__tls_busy || !mms__recording_now())
 		return NULL;
 	mms__tls_busy = 1;
 	t = mms__thread();
@@ -114,7 +114,7 @@ MMS_EXPORT void msmemscope_op_begin(const char *name)
 	if (unlikely(mms__tls_busy))
 		return;
 	mms__tls_busy = 1;
-	t = (mms__config.events & MMS_EVENTS_LAUNCH) && mms__recording ? mms__thread() : NULL;
+	t = (mms__config.events & MMS_EVENTS_LAUNCH) && mms__recording_now() ? mms__thread() : NULL;
 	if (t)
 		rec_simple(t, MMS_TAG_OP_BEGIN, 1, mms__intern_string(t, name), 0, 0);
 	mms__gdb_op_begin(name);
@@ -129,7 +129,7 @@ MMS_EXPORT void msmemscope_op_end(void)
 	if (unlikely(mms__tls_busy))
 		return;
 	mms__tls_busy = 1;
-	t = (mms__config.events & MMS_EVENTS_LAUNCH) && mms__recording ? mms__thread() : NULL;
+	t = (mms__config.events & MMS_EVENTS_LAUNCH) && mms__recording_now() ? mms__thread() : NULL;
 	mms__watch_op_end(t);
 	if (t)
 		rec_simple(t, MMS_TAG_OP_END, 0, 0, 0, 0);

@@ -209,9 +209,23 @@ void mms__log_cut(int err) MMS_HIDDEN;
 /* With the log cut: no event stamped `stamp` or later is complete (an
  * event with that stamp found no room). */
 void mms__log_cut_at(uint64_t stamp) MMS_HIDDEN;
-void mms__log_after_fork_child(void) MMS_HIDDEN;
 /* 1 while the log thread (msmemscope-log) runs. */
 int mms__log_thread_running(void) MMS_HIDDEN;
+/* In a fork child: leaves the parent's log and makes this process's log
+ * pending (opened at its first event: a child that execs at once leaves
+ * none). fork_number and fork_stamp name the FORK event the parent wrote
+ * (0: none), which the child's log records with the parent's log. */
+void mms__log_after_fork_child(uint64_t fork_number, uint64_t fork_stamp) MMS_HIDDEN;
+/* Opens a fork child's pending log, in the child itself (not in a vfork
+ * child sharing its memory). Returns mms__recording afterwards: 0 when
+ * nothing is pending or the log cannot be opened. */
+int mms__log_open_pending(void) MMS_HIDDEN;
+/* Whether events are recorded now, opening a fork child's pending log
+ * for the event that asks (not on the hot path: recording is on). */
+static inline int mms__recording_now(void)
+{
+	return likely(mms__recording) || mms__log_open_pending();
+}
 struct mms_thread *mms__thread_register(void) MMS_HIDDEN;
 void mms__thread_exit(void) MMS_HIDDEN;
 /* Makes room for a record of at most `len` bytes in t's chunk. Returns 0,

@@ -208,7 +208,8 @@ static inline struct mms_thread *enter(void)
 			lost_event();
 		return NULL;
 	}
-	if (!mms__recording || !mms__collecting)
+	/* A fork child's log opens at its first collected event. */
+	if (unlikely(!mms__recording || !mms__collecting) && !(mms__collecting && mms__log_open_pending()))
 		return NULL;
 	mms__tls_busy = 1;
 	t = mms__thread();

@@ -19,9 +19,14 @@ static void mark_end(void)
 	struct mms_thread *t;
 	uint8_t *p;
 
+	if (mms__tls_busy)
+		return;
+	/* A fork child that did nothing else still has a log: its heap at
+	 * exit is what it inherited. */
+	if (!mms__active)
+		mms__log_open_pending();
 	/* A vfork child shares our memory and log: its _exit is not ours. */
-	if (!mms__active || mms__tls_busy || mms__header->pid != (uint64_t)getpid() ||
-	    __atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
+	if (!mms__active || mms__header->pid != (uint64_t)getpid() || __atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
 		return;
 	mms__tls_busy = 2;
 	t = mms__thread();
@@ -50,6 +55,48 @@ MMS_EXPORT void _Exit(int status)
 	_exit(status);
 }
 
+/* --- fork ------------------------------------------------------------------
+ * The forking thread writes a FORK event into the parent's log just before
+ * the fork, and the child's log names it, so that a replay of the child
+ * starts from the parent's heap at that event. The handler is registered
+ * when the recorder starts, before the program registers its own, so it
+ * runs last of the prepare handlers, as near the fork as a handler gets.
+ * Other threads of the parent may be inside a hook meanwhile: a free
+ * stamped before the FORK event whose memory is released after the fork
+ * (or an allocation made before the fork and stamped after it) puts that
+ * block on the wrong side; doc/recorder.md says so. */
+
+static uint64_t fork_count;               /* FORK events this process wrote */
+static __thread uint64_t tls_fork_number; /* this thread's last, 0: none */
+static __thread uint64_t tls_fork_stamp;
+
+static void atfork_prepare(void)
+{
+	struct mms_thread *t;
+	uint8_t *p;
+
+	tls_fork_number = 0;
+	/* A fork from a signal handler that interrupted a hook: the record
+	 * under way cannot be interleaved with; the child's log says so. */
+	if (mms__tls_busy)
+		return;
+	mms__tls_busy = 2;
+	/* A child forking before its first event opens its log now: its own
+	 * child's log will name it. */
+	if (mms__recording_now() && (t = mms__thread()) && (p = mms__rec_begin(t, 1 + 2 * 10))) {
+		uint64_t n = __atomic_add_fetch(&fork_count, 1, __ATOMIC_RELAXED);
+
+		p = mms__rec_head(t, p, MMS_TAG_SYSTEM | MMS_SYSTEM_FORK, mms__stamp_obtain());
+		mms__rec_commit(t, mms_put_u(p, n));
+		tls_fork_number = n;
+		tls_fork_stamp = t->prev_stamp; /* as written, after any clamping */
+	}
+	mms__tls_busy = 0;
+	/* Last: held across the fork, so that no thread is half-way through
+	 * the arena's lists when the child's copy is made. */
+	mms__arena_before_fork();
+}
+
 static void atfork_child(void)
 {
 	int busy = mms__tls_busy;
@@ -57,16 +104,12 @@ static void atfork_child(void)
 	mms__tls_busy = 2;
 	mms__arena_after_fork();
 	mms__fds_after_fork_child();
+	fork_count = 0;
 	mms__gdb_after_fork_child();
 	mms__watch_after_fork_child();
-	mms__log_after_fork_child();
+	mms__log_after_fork_child(tls_fork_number, tls_fork_stamp);
 	mms__unwind_after_fork_child();
 	mms__tls_busy = busy;
-}
-
-static void atfork_prepare(void)
-{
-	mms__arena_before_fork();
 }
 
 static void atfork_parent(void)

@@ -44,6 +44,17 @@ static pthread_key_t thread_key;
 static char log_path[PATH_MAX];
 static int fork_child;          /* this process is a fork of a recorded one */
 static int log_created;         /* we created log_path (not a file the user named) */
+/* A fork child's log is opened at its first event (mms__log_open_pending),
+ * so one that execs at once leaves no empty log: 1 pending, 2 opening. */
+static int fork_pending;
+static pid_t fork_pending_pid;
+/* Where a fork child's heap came from, for its log's META records: the
+ * parent's log (absolute), its pid and the FORK event it wrote (number 0:
+ * none). */
+static struct {
+	char log[sizeof msmemscope_gdb.log_path];
+	uint64_t pid, number, stamp;
+} fork_from;
 
 /* Partly used chunks of exited threads, and their thread states, for the
  * next threads to take. Thread creation and exit are not the hot path. */
@@ -628,6 +639,27 @@ static void write_process_meta(struct mms_thread *t)
 		write_meta_kv(t, "config", cfg, strlen(cfg));
 }
 
+static void write_meta_u(struct mms_thread *t, const char *key, uint64_t v)
+{
+	char buf[24];
+	int n = snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
+
+	write_meta_kv(t, key, buf, (size_t)n);
+}
+
+/* A fork child's log names its parent's and the parent's FORK event. */
+static void write_fork_meta(struct mms_thread *t)
+{
+	if (!fork_from.pid)
+		return;
+	write_meta_kv(t, MMS_META_PARENT_LOG, fork_from.log, strlen(fork_from.log));
+	write_meta_u(t, MMS_META_PARENT_PID, fork_from.pid);
+	if (!fork_from.number)
+		return;
+	write_meta_u(t, MMS_META_FORK_NUMBER, fork_from.number);
+	write_meta_u(t, MMS_META_FORK_STAMP, fork_from.stamp);
+}
+
 /* Opens the log and writes its header and the process's metadata. Called
  * once, inside the reentrancy guard. Returns 0, or -1 with recording off. */
 int mms__log_open(void)
@@ -665,7 +697,8 @@ int mms__log_open(void)
 	h->clock = mms__clock_tsc ? MMS_CLOCK_TSC : MMS_CLOCK_COUNTER;
 	h->flags = (execed ? MMS_FLAG_EXECED : 0) | (fork_child ? MMS_FLAG_FORKED : 0);
 	h->pid = (uint64_t)getpid();
-	h->ppid = (uint64_t)getppid();
+	/* A fork child's log may be opened after its parent is gone. */
+	h->ppid = fork_child && fork_from.pid ? fork_from.pid : (uint64_t)getppid();
 	h->start_stamp = mms__stamp_obtain();
 	h->start_realtime_ns = mms__realtime_ns();
 	h->last_stamp = h->start_stamp;
@@ -686,6 +719,8 @@ int mms__log_open(void)
 	if (!t)
 		return -1;
 	write_process_meta(t);
+	if (fork_child)
+		write_fork_meta(t);
 	mms__modules_scan(t);
 	return 0;
 
@@ -731,17 +766,30 @@ void mms__log_finish(void)
 	/* Recording goes on: frees in later destructors are events too. */
 }
 
-/* In a fork child: leave the parent's log alone and start our own. */
-void mms__log_after_fork_child(void)
+/* In a fork child: leave the parent's log alone; ours is opened at the
+ * first event. */
+void mms__log_after_fork_child(uint64_t fork_number, uint64_t fork_stamp)
 {
-	if (!mms__active)
+	if (!mms__active && !fork_pending)
 		return;
+	fork_from.pid = 0;
+	if (mms__active) {
+		/* The parent's log path, absolute, as gdb's descriptor has it. */
+		memcpy(fork_from.log, msmemscope_gdb.log_path, sizeof fork_from.log);
+		fork_from.log[sizeof fork_from.log - 1] = 0;
+		fork_from.pid = mms__header->pid;
+		fork_from.number = fork_number;
+		fork_from.stamp = fork_stamp;
+		mms__real.munmap(log_base, mms__config.limit);
+		mms__fd_release(log_fd);
+	}
+	/* else the parent's log was pending too: it never had one. */
 	mms__active = 0;
 	mms__recording = 0;
-	mms__real.munmap(log_base, mms__config.limit);
-	mms__fd_release(log_fd);
 	log_fd = -1;
 	mms__header = NULL;
+	mms__gdb_set_log(NULL);
+	mms__watch_set_log(NULL);
 	pthread_mutex_init(&grow_lock, NULL);
 	pthread_mutex_init(&free_lock, NULL);
 	nfree_chunks = 0;
@@ -763,7 +811,28 @@ void mms__log_after_fork_child(void)
 	mms__releasers_reset();
 	mms__modules_reset();
 	fork_child = 1;
+	fork_pending_pid = getpid();
+	__atomic_store_n(&fork_pending, 1, __ATOMIC_RELEASE);
+}
+
+int mms__log_open_pending(void)
+{
+	int expect = 1, busy;
+
+	if (!__atomic_load_n(&fork_pending, __ATOMIC_ACQUIRE) || getpid() != fork_pending_pid)
+		return 0;
+	if (!__atomic_compare_exchange_n(&fork_pending, &expect, 2, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		/* Another thread of the child is opening it. */
+		while (__atomic_load_n(&fork_pending, __ATOMIC_ACQUIRE) == 2)
+			sched_yield();
+		return mms__recording;
+	}
+	busy = mms__tls_busy;
+	mms__tls_busy = 2;
 	mms__log_open();
+	mms__tls_busy = busy;
+	__atomic_store_n(&fork_pending, 0, __ATOMIC_RELEASE);
+	return mms__recording;
 }
 
 int mms__writer_init(void)

@@ -63,10 +63,12 @@ enum mms_mem_kind {
 };
 
 /* Subtypes (the `sub` field) per kind:
- *  SYSTEM: 0 init, 1 fini.  MALLOC/FREE (HOST): the allocator function, enum mms_alloc_fn
- *  / mms_free_fn of replay/format.h; for MALLOC, `flags` is an enum
- *  mms_runtime_kind when a runtime allocated the block for itself (0: the
- *  program).  ACCESS: 0 unknown,
+ *  SYSTEM: 0 init, 1 fini, 2 fork (the process forked a recorded child
+ *  here; `total` is the fork's number in the process, from 1: see
+ *  mms_log_fork()).  MALLOC/FREE (HOST): the allocator function,
+ *  enum mms_alloc_fn / mms_free_fn of replay/format.h; for MALLOC, `flags`
+ *  is an enum mms_runtime_kind when a runtime allocated the block for
+ *  itself (0: the program).  ACCESS: 0 unknown,
  *  1 read, 2 write.  OP_LAUNCH: 0 start, 1 end.  MSTX: 0 mark, 1 range
  *  start, 2 range end.  OWNER: 0 push, 1 pop.  COLLECT: 0 stop, 1 start.
  *  WATCH: 0 msmemscope_watch() (addr, size, name), 1 and 2 a watched
@@ -153,6 +155,37 @@ void mms_log_get_info(const mms_log_t *log, mms_log_info_t *info);
  * the log) and *len, or MMS_EUSAGE when the log has no such key. */
 int mms_log_meta(const mms_log_t *log, const char *key, const char **value, size_t *len);
 
+/* Where a forked child's heap came from. A fork child's log names its
+ * parent's log and the FORK event the parent wrote just before the fork;
+ * mms_log_open() opens the parent's log (and its parent's, for a child of
+ * a child), seeks its replay to that event, and every replay of the
+ * child then starts from the blocks live there: a free of one of them is
+ * matched, and those never freed are live at the child's exit. Inherited
+ * blocks are numbered first (alloc_id 1 to blocks, in the order they were
+ * allocated), so the child's own allocations begin at blocks + 1; see
+ * mms_block_t.inherited. When the parent's log cannot be had, replays
+ * start empty as for any other log, and why says so. */
+enum mms_fork_state {
+	MMS_FORK_NONE = 0,        /* not a fork child: replays start empty */
+	MMS_FORK_INHERITED = 1,   /* replays start from the parent's heap at the fork */
+	MMS_FORK_UNKNOWN = 2,     /* a fork child whose inherited blocks are unknown:
+	                             replays start empty, and its frees of them count
+	                             as unmatched */
+};
+
+typedef struct mms_log_fork {
+	int state;                /* enum mms_fork_state */
+	uint64_t parent_pid;      /* the parent, 0 when the log does not say */
+	const char *parent_log;   /* the parent's log as the child named it, or NULL */
+	uint64_t fork_event;      /* INHERITED: the FORK event's id in the parent's log */
+	uint64_t blocks[MMS_MEM_KIND_COUNT]; /* INHERITED: blocks live in the parent then, */
+	uint64_t bytes[MMS_MEM_KIND_COUNT];  /* and their bytes, per memory kind */
+	const char *why;          /* UNKNOWN: why, e.g. "parent log /run/x.mms not found" */
+} mms_log_fork_t;
+
+/* Fills *out (strings owned by the log). Returns 0 or MMS_EUSAGE. */
+int mms_log_fork(const mms_log_t *log, mms_log_fork_t *out);
+
 /* Walks stack id from the innermost frame outwards and stores at most max
  * instruction pointers in ips. Returns the full depth of the stack (which
  * may exceed max), 0 for id 0, or MMS_ECORRUPT for an unknown id or a
@@ -205,6 +238,11 @@ typedef struct mms_summary {
 	                                             never marked */
 	uint64_t unmatched_frees;                 /* frees of no live block */
 	uint64_t double_allocs;                   /* an address handed out while live */
+	/* A fork child's (mms_log_fork()): the blocks it inherited still
+	 * live at the end, and their bytes, per memory kind (counted in
+	 * mem[].live_blocks and live_bytes too). */
+	uint64_t inherited_live_blocks[MMS_MEM_KIND_COUNT];
+	uint64_t inherited_live_bytes[MMS_MEM_KIND_COUNT];
 } mms_summary_t;
 
 /* Replays the whole log and fills *out. Returns 0 or a negative code; on
@@ -243,6 +281,13 @@ typedef struct mms_block {
 	const char *pool;         /* POOL: the pool's name, or NULL */
 	uint64_t free_event;      /* id of the FREE event; UINT64_MAX while live */
 	uint32_t free_thread;     /* thread that freed it, when freed */
+	/* A forked child's block that its parent held at the fork (see
+	 * mms_log_fork()): 1, with alloc_event 0 (before the log's first
+	 * event), thread 0, no operator or step; origin_pid and origin_event
+	 * say which process allocated it and its MALLOC's id in that
+	 * process's log (the parent's, or an earlier ancestor's). */
+	int inherited;
+	uint64_t origin_pid, origin_event;
 } mms_block_t;
 
 /* Where a replay stands. */
@@ -817,7 +862,9 @@ typedef struct mms_trace {
 	uint64_t end_ns;         /* the last event's time */
 	int stop_rc;             /* damage that ended the pass early, or 0 */
 	uint64_t peak_bytes;     /* the high-water mark of live bytes (all kinds) */
-	uint64_t peak_event;     /* the event that first reached it */
+	uint64_t peak_event;     /* the event that first reached it (0, with peak_ns
+	                            the start, when a fork child's inherited heap
+	                            was the peak) */
 	uint64_t peak_ns;        /* and its time */
 	mms_trace_block_t *peak; /* blocks live at that moment, largest first */
 	size_t npeak;

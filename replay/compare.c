@@ -308,6 +308,7 @@ static int log_pass(struct pass *p, mms_log_t *log, uint64_t *nsteps)
 		return rc;
 	st = mms__replay_state(r);
 	mms__track_init(&t, MMS__TRACK_LAUNCHES | MMS__TRACK_STEPS);
+	mms__track_start(&t, st); /* a fork child's starts with its inherited heap */
 	mms__map_init(&p->name_ix);
 	while ((rc = mms_replay_next(r, &ev)) == 1) {
 		rc = mms__track_event(&t, st, &ev);

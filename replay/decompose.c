@@ -289,6 +289,9 @@ static int pass(mms_log_t *log, uint64_t to, uint64_t *peak_pos, mms_decompose_t
 	if (rc)
 		return rc;
 	st = mms__replay_state(r);
+	/* A fork child starts with its inherited heap: position 0 may be
+	 * the peak. */
+	peak = st->peak_total;
 	if (peak_pos)
 		*peak_pos = 0;
 	while (st->pos < to) {

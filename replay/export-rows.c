@@ -100,6 +100,8 @@ int mms__xpass_open(struct mms__xpass *x, mms_log_t *log, const mms_export_optio
 	rc = mms_replay_open_ex(log, &ro, &x->r);
 	if (rc)
 		return rc;
+	/* A fork child's replay starts with its inherited heap. */
+	mms__track_start(&x->track, mms__replay_state(x->r));
 	return 0;
 }
 
@@ -371,7 +373,7 @@ int mms__xpass_row(struct mms__xpass *x, struct mms__xrow *row)
 	switch (ev->kind) {
 	case MMS_EV_SYSTEM:
 		row->event = "SYSTEM";
-		row->type = ev->sub ? "FINI" : "INIT";
+		row->type = ev->sub == MMS_SYSTEM_FORK ? "FORK" : ev->sub ? "FINI" : "INIT";
 		break;
 	case MMS_EV_MALLOC:
 	case MMS_EV_FREE:

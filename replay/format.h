@@ -29,7 +29,7 @@
 
 #define MMS_MAGIC "MMSLOG\x1a\n"
 #define MMS_MAGIC_LEN 8
-#define MMS_FORMAT_VERSION 2u      /* what the writer writes */
+#define MMS_FORMAT_VERSION 3u      /* what the writer writes */
 #define MMS_FORMAT_VERSION_MIN 1u  /* the oldest version readers read */
 #define MMS_HEADER_SIZE 4096u
 #define MMS_CHUNK_SIZE_DEFAULT 65536u
@@ -50,7 +50,7 @@ enum mms_header_flag {
 	MMS_FLAG_STRINGS_FULL = 1u << 3,     /* string table full: later strings are id 0 */
 	MMS_FLAG_CLOCK_BACKWARDS = 1u << 4,  /* a stamp went backwards in a thread (clamped) */
 	MMS_FLAG_EXECED = 1u << 5,           /* this image was reached by exec from a recorded one */
-	MMS_FLAG_FORKED = 1u << 6,           /* this process is a recorded fork child */
+	MMS_FLAG_FORKED = 1u << 6,           /* this process is a recorded fork child (META parent_log) */
 	MMS_FLAG_EXEC_AWAY = 1u << 7,        /* the process exec'd another program: its log ends there */
 };
 
@@ -203,7 +203,18 @@ static inline char mms_file_char(char c)
 enum mms_system_phase {
 	MMS_SYSTEM_INIT = 0,
 	MMS_SYSTEM_FINI = 1,
+	/* (version 3) The process is about to fork: u fork number (from 1 over
+	 * the process). Written by the forking thread in its pthread_atfork
+	 * prepare handler; the child's log names it (MMS_META_FORK_*). */
+	MMS_SYSTEM_FORK = 2,
 };
+
+/* META keys of a fork child's log (version 3), written with its first
+ * records: where its heap came from. Values are text; numbers decimal. */
+#define MMS_META_PARENT_LOG "parent_log"   /* the parent's log, an absolute path */
+#define MMS_META_PARENT_PID "parent_pid"
+#define MMS_META_FORK_NUMBER "fork_number" /* the parent's FORK event: its number */
+#define MMS_META_FORK_STAMP "fork_stamp"   /* and its stamp (absent: none written) */
 
 /* The largest record the writer emits: a tag, 8 varints and two strings. */
 #define MMS_MAX_RECORD (1 + 8 * 10 + 2 * (10 + MMS_MAX_STRING))

@@ -14,11 +14,12 @@
 #include "replay-int.h"
 
 #define INDEX_MAGIC "MMSINDEX"
-#define INDEX_VERSION 1
+#define INDEX_VERSION 2
 
 /* The file: this header, then nsteps (begin, end) pairs, then nckpts
- * (pos, offset, length) triples, then the checkpoints' bytes. Native byte
- * order: the index is a cache of this machine, rebuilt when unusable. */
+ * (pos, offset, length) triples, then nforks (number, id) pairs, then the
+ * checkpoints' bytes. Native byte order: the index is a cache of this
+ * machine, rebuilt when unusable. */
 struct index_file_header {
 	char magic[8];
 	uint32_t version;
@@ -28,9 +29,13 @@ struct index_file_header {
 	uint64_t log_nchunks, log_last_stamp, log_events;
 	uint32_t log_flags;
 	int32_t stop_rc;
+	/* What a fork child's replays start from (log->inh): rebuilt when
+	 * the parent's log turns up, goes, or changes. */
+	uint32_t inherit_state, pad2;
+	uint64_t inherit_blocks, inherit_bytes, inherit_event;
 	uint64_t events, every;
 	uint32_t step_kind, pad;
-	uint64_t nsteps, nckpts, blobs_len;
+	uint64_t nsteps, nckpts, blobs_len, nforks;
 };
 
 void mms__index_free(struct mms__index *ix)
@@ -38,6 +43,7 @@ void mms__index_free(struct mms__index *ix)
 	free(ix->steps);
 	free(ix->ckpts);
 	free(ix->blobs);
+	free(ix->forks);
 	memset(ix, 0, sizeof(*ix));
 }
 
@@ -75,6 +81,15 @@ fail:
 	return -ENOMEM;
 }
 
+static int fork_add(struct mms__index *ix, const mms_event_t *ev)
+{
+	if (mms__grow(&ix->forks, &ix->forks_cap, ix->nforks, sizeof(*ix->forks)))
+		return -ENOMEM;
+	ix->forks[ix->nforks].number = ev->total;
+	ix->forks[ix->nforks++].id = ev->id;
+	return 0;
+}
+
 /* Copies the steps the tracker found into the index. */
 static int steps_from(struct mms__index *ix, const struct mms__track *t)
 {
@@ -108,8 +123,13 @@ int mms__index_build(mms_log_t *log, const mms_replay_options_t *opt, struct mms
 	rc = mms_iter_open(log, &it);
 	if (rc)
 		return rc;
-	mms__state_init(&st, log);
+	rc = mms__state_start(&st, log);
+	if (rc) {
+		mms_iter_close(it);
+		return rc;
+	}
 	mms__track_init(&tr, MMS__TRACK_STEPS);
+	mms__track_start(&tr, &st);
 	for (;;) {
 		rc = mms_iter_next(it, &ev);
 		if (rc <= 0)
@@ -117,6 +137,9 @@ int mms__index_build(mms_log_t *log, const mms_replay_options_t *opt, struct mms
 		rc = mms__state_apply(&st, &ev);
 		if (!rc)
 			rc = mms__track_event(&tr, &st, &ev);
+		/* Where each fork child's heap is found (inherit.c). */
+		if (!rc && ev.kind == MMS_EV_SYSTEM && ev.sub == MMS_SYSTEM_FORK)
+			rc = fork_add(ix, &ev);
 		if (rc)
 			goto fail;
 		if (st.pos - last < every)
@@ -173,6 +196,12 @@ static void fill_header(const mms_log_t *log, const struct mms__index *ix, struc
 	h->log_last_stamp = log->hdr.last_stamp;
 	h->log_events = log->events;
 	h->log_flags = log->hdr.flags;
+	h->inherit_state = (uint32_t)log->inh.state;
+	for (int k = 0; k < MMS_MEM_KIND_COUNT; k++) {
+		h->inherit_blocks += log->inh.blocks[k];
+		h->inherit_bytes += log->inh.bytes[k];
+	}
+	h->inherit_event = log->inh.fork_event;
 	h->stop_rc = ix->stop_rc;
 	h->events = ix->events;
 	h->every = ix->every;
@@ -180,6 +209,7 @@ static void fill_header(const mms_log_t *log, const struct mms__index *ix, struc
 	h->nsteps = ix->nsteps;
 	h->nckpts = ix->nckpts;
 	h->blobs_len = ix->blobs_len;
+	h->nforks = ix->nforks;
 }
 
 /* Whether path holds something other than an index of ours (which we
@@ -222,6 +252,8 @@ int mms__index_store(const mms_log_t *log, const char *path, const struct mms__i
 		rc = mms__write_all(fd, ix->steps, ix->nsteps * sizeof(*ix->steps));
 	if (!rc)
 		rc = mms__write_all(fd, ix->ckpts, ix->nckpts * sizeof(*ix->ckpts));
+	if (!rc)
+		rc = mms__write_all(fd, ix->forks, ix->nforks * sizeof(*ix->forks));
 	if (!rc)
 		rc = mms__write_all(fd, ix->blobs, ix->blobs_len);
 	if (close(fd) && !rc)
@@ -277,20 +309,28 @@ int mms__index_load(const mms_log_t *log, const char *path, struct mms__index *i
 	    h.log_size != want.log_size || h.log_dev != want.log_dev || h.log_ino != want.log_ino ||
 	    h.log_mtime_ns != want.log_mtime_ns || h.log_nchunks != want.log_nchunks ||
 	    h.log_last_stamp != want.log_last_stamp || h.log_events != want.log_events ||
-	    h.log_flags != want.log_flags) {
+	    h.log_flags != want.log_flags || h.inherit_state != want.inherit_state ||
+	    h.inherit_blocks != want.inherit_blocks || h.inherit_bytes != want.inherit_bytes ||
+	    h.inherit_event != want.inherit_event) {
 		rc = MMS_EVERSION;
 		goto out;
 	}
-	need = sizeof(h) + h.nsteps * sizeof(*ix->steps) + h.nckpts * sizeof(*ix->ckpts) + h.blobs_len;
 	if (h.nsteps > (uint64_t)st.st_size || h.nckpts > (uint64_t)st.st_size || h.blobs_len > (uint64_t)st.st_size ||
-	    need != (uint64_t)st.st_size || h.step_kind > 2) {
+	    h.nforks > (uint64_t)st.st_size) {
+		rc = MMS_ECORRUPT;
+		goto out;
+	}
+	need = sizeof(h) + h.nsteps * sizeof(*ix->steps) + h.nckpts * sizeof(*ix->ckpts) +
+	       h.nforks * sizeof(*ix->forks) + h.blobs_len;
+	if (need != (uint64_t)st.st_size || h.step_kind > 2) {
 		rc = MMS_ECORRUPT;
 		goto out;
 	}
 	ix->steps = malloc(h.nsteps * sizeof(*ix->steps) + 1);
 	ix->ckpts = malloc(h.nckpts * sizeof(*ix->ckpts) + 1);
 	ix->blobs = malloc(h.blobs_len + 1);
-	if (!ix->steps || !ix->ckpts || !ix->blobs) {
+	ix->forks = malloc(h.nforks * sizeof(*ix->forks) + 1);
+	if (!ix->steps || !ix->ckpts || !ix->blobs || !ix->forks) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -298,12 +338,15 @@ int mms__index_load(const mms_log_t *log, const char *path, struct mms__index *i
 	if (!rc)
 		rc = read_all(fd, ix->ckpts, h.nckpts * sizeof(*ix->ckpts));
 	if (!rc)
+		rc = read_all(fd, ix->forks, h.nforks * sizeof(*ix->forks));
+	if (!rc)
 		rc = read_all(fd, ix->blobs, h.blobs_len);
 	if (rc)
 		goto out;
 	ix->nsteps = ix->steps_cap = h.nsteps;
 	ix->nckpts = ix->ckpts_cap = h.nckpts;
 	ix->blobs_len = ix->blobs_cap = h.blobs_len;
+	ix->nforks = ix->forks_cap = h.nforks;
 	ix->events = h.events;
 	ix->every = h.every;
 	ix->stop_rc = h.stop_rc;
@@ -315,6 +358,9 @@ int mms__index_load(const mms_log_t *log, const char *path, struct mms__index *i
 			rc = MMS_ECORRUPT;
 	for (i = 0; i < ix->nsteps; i++)
 		if (ix->steps[i].begin > ix->steps[i].end || ix->steps[i].end > ix->events)
+			rc = MMS_ECORRUPT;
+	for (i = 0; i < ix->nforks; i++)
+		if (ix->forks[i].id >= ix->events)
 			rc = MMS_ECORRUPT;
 out:
 	close(fd);

@@ -141,6 +141,8 @@ static void rec_to_event(const mms_log_t *log, const struct mms__rec *r, uint32_
 		break;
 	default: /* MMS_TAG_SYSTEM */
 		ev->kind = MMS_EV_SYSTEM;
+		if (r->sub == MMS_SYSTEM_FORK)
+			ev->total = r->u[0];
 		break;
 	}
 }

@@ -305,6 +305,10 @@ MMS__EXPORT int mms_leaks_find(mms_log_t *log, mms_leaks_t **out)
 		goto fail_l;
 	f.st = mms__replay_state(r);
 	mms__track_init(&f.tr, MMS__TRACK_STEPS);
+	/* A fork child's replay starts with its inherited heap. */
+	mms__track_start(&f.tr, f.st);
+	for (int k = 0; k < MMS_MEM_KIND_COUNT; k++)
+		f.prev_live[k] = f.st->mem[k].live_bytes;
 	mms__map_init(&f.ix);
 	while ((rc = mms_replay_next(r, &ev)) > 0) {
 		f.l->events++;

@@ -442,7 +442,7 @@ int mms__log_open_buf(const void *buf, size_t len, mms_log_t **out, mms_open_err
 	return log_open(buf, len, -1, out, err);
 }
 
-MMS__EXPORT int mms_log_open_ex(const char *path, mms_log_t **out, mms_open_error_t *err)
+int mms__log_open_file(const char *path, mms_log_t **out, mms_open_error_t *err)
 {
 	struct stat st;
 	void *map = NULL;
@@ -494,6 +494,18 @@ fail_fd:
 	return rc;
 }
 
+MMS__EXPORT int mms_log_open_ex(const char *path, mms_log_t **out, mms_open_error_t *err)
+{
+	int rc = mms__log_open_file(path, out, err);
+
+	/* A fork child's replays start from its parent's heap at the fork. */
+	if (!rc && (rc = mms__inherit_load(*out, 0))) {
+		mms_log_close(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
 MMS__EXPORT int mms_log_open(const char *path, mms_log_t **out)
 {
 	return mms_log_open_ex(path, out, NULL);
@@ -504,6 +516,7 @@ MMS__EXPORT void mms_log_close(mms_log_t *log)
 	if (!log)
 		return;
 	mms__meta_free(log);
+	mms__inherit_free(&log->inh);
 	free(log->segs);
 	free(log->runs);
 	if (log->unmap && log->map)

@@ -58,6 +58,26 @@ struct mms__thread *mms__thread_note(mms_log_t *log, uint32_t index)
 	return &log->threads[log->nthreads++];
 }
 
+int mms__log_stack_add(mms_log_t *log, uint32_t id, uint64_t parent, uint64_t ip)
+{
+	uint64_t *slot;
+	int isnew;
+
+	slot = mms__map_put(&log->stacks, id, &isnew);
+	if (!slot)
+		return -ENOMEM;
+	if (!isnew)
+		return 0;
+	if (mms__grow(&log->stack_nodes, &log->stacks_cap, log->nstacks, sizeof(*log->stack_nodes))) {
+		mms__map_del(&log->stacks, id, NULL);
+		return -ENOMEM;
+	}
+	*slot = log->nstacks;
+	log->stack_nodes[log->nstacks][0] = parent;
+	log->stack_nodes[log->nstacks++][1] = ip;
+	return 0;
+}
+
 int mms__meta_record(mms_log_t *log, const struct mms__rec *r)
 {
 	struct mms__thread *t;
@@ -94,17 +114,7 @@ int mms__meta_record(mms_log_t *log, const struct mms__rec *r)
 	case MMS_TAG_STACK:
 		if (!r->u[0] || r->u[0] > UINT32_MAX)
 			return r->u[0] ? MMS_ECORRUPT : 0;
-		slot = mms__map_put(&log->stacks, r->u[0], &isnew);
-		if (!slot)
-			return -ENOMEM;
-		if (!isnew)
-			return 0;
-		if (mms__grow(&log->stack_nodes, &log->stacks_cap, log->nstacks, sizeof(*log->stack_nodes)))
-			return -ENOMEM;
-		*slot = log->nstacks;
-		log->stack_nodes[log->nstacks][0] = r->u[1];
-		log->stack_nodes[log->nstacks++][1] = r->u[2];
-		return 0;
+		return mms__log_stack_add(log, (uint32_t)r->u[0], r->u[1], r->u[2]);
 	case MMS_TAG_MODULE:
 		if (mms__grow(&log->modules, &log->modules_cap, log->nmodules, sizeof(*log->modules)) ||
 		    arena_add2(log, r, &a, &b))

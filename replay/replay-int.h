@@ -188,6 +188,28 @@ struct mms__meta {
 	uint64_t value_len;
 };
 
+/* A forked child's inherited blocks (inherit.c): the parent's live blocks
+ * at its FORK event, which every replay of the child starts from. */
+struct mms__iblk {
+	uint64_t addr, size;
+	uint64_t origin_pid, origin_event; /* the log that allocated it, its MALLOC */
+	size_t owner, pool;        /* 1 + offset in strs, 0 = NULL */
+	uint32_t stack;            /* a stack id of the child's log (imported) */
+	uint16_t mem, fn;
+};
+
+struct mms__inherit {
+	int state;                 /* enum mms_fork_state */
+	uint64_t parent_pid, fork_event;
+	char *parent_log;          /* NULL when the log names none */
+	char *why;                 /* MMS_FORK_UNKNOWN: why */
+	struct mms__iblk *blks;    /* in the order they were allocated */
+	size_t n, cap;
+	uint64_t blocks[MMS_MEM_KIND_COUNT], bytes[MMS_MEM_KIND_COUNT];
+	char *strs;                /* the blocks' owner and pool names */
+	size_t strs_len, strs_cap;
+};
+
 struct mms_log {
 	const uint8_t *map;        /* the file, mapped read-only (NULL if empty) */
 	size_t size;
@@ -222,7 +244,29 @@ struct mms_log {
 	double ns_per_stamp;       /* stamp to nanoseconds, see mms__log_time() */
 	char *path;                /* as opened; NULL for a log in memory */
 	uint64_t dev, ino, mtime_ns; /* the file's identity when opened */
+	struct mms__inherit inh;   /* a fork child's start (inherit.c) */
 };
+
+/* Opens the log file at path without looking for its parent's (log.c):
+ * mms_log_open_ex() is this and mms__inherit_load(). */
+int mms__log_open_file(const char *path, mms_log_t **out, mms_open_error_t *err);
+
+/* Finds the blocks a fork child's log inherited (inherit.c), opening its
+ * parent's log (depth: how many children down from the log first opened,
+ * bounding a chain of parents). Returns 0, with log->inh filled in
+ * (MMS_FORK_UNKNOWN and why when the parent's log cannot be had), or
+ * -ENOMEM. */
+int mms__inherit_load(mms_log_t *log, unsigned depth);
+void mms__inherit_free(struct mms__inherit *inh);
+/* The name at a 1 + offset reference of inh->strs, or NULL for 0. */
+static inline const char *mms__inherit_str(const struct mms__inherit *inh, size_t ref)
+{
+	return ref ? inh->strs + ref - 1 : NULL;
+}
+/* Adds stack node (id: parent, ip) to the log's stack table (meta.c).
+ * Returns 0 (also when id is already there: the first definition wins)
+ * or -ENOMEM. */
+int mms__log_stack_add(mms_log_t *log, uint32_t id, uint64_t parent, uint64_t ip);
 
 /* Metadata tables (meta.c). mms__meta_record() stores a metadata record;
  * returns 0, -ENOMEM, or MMS_ECORRUPT for a field out of range. */
@@ -322,10 +366,25 @@ struct mms__state {
 	int last_blk_valid;
 };
 
+/* An empty state (what a checkpoint is restored into). */
 void mms__state_init(struct mms__state *st, mms_log_t *log);
+/* Makes an empty state the state at position 0 of its log: for a fork
+ * child, the blocks it inherited (log->inh), numbered alloc_id 1 to n,
+ * with their names interned in st->ow. Returns 0, or -ENOMEM with st
+ * left empty. */
+int mms__state_seed(struct mms__state *st);
+/* mms__state_init() and mms__state_seed(): the state at position 0 of
+ * log. Returns 0 or -ENOMEM (st then needs no freeing). */
+int mms__state_start(struct mms__state *st, mms_log_t *log);
 void mms__state_free(struct mms__state *st);
 /* Applies one event. Returns 0 or -ENOMEM. */
 int mms__state_apply(struct mms__state *st, const mms_event_t *ev);
+/* Whether b is a block the state's fork child inherited (live from
+ * position 0, allocated in the parent). */
+static inline int mms__blk_inherited(const struct mms__state *st, const struct mms__blk *b)
+{
+	return st->log->inh.state == MMS_FORK_INHERITED && b->alloc_id && b->alloc_id <= st->log->inh.n;
+}
 /* The step a block was allocated in, under the state's step kind. */
 uint64_t mms__state_blk_step(const struct mms__state *st, const struct mms__blk *b);
 /* The current step, and whether inside one. */
@@ -374,6 +433,11 @@ struct mms__ckpt_ref {
 	uint64_t pos, off, len;  /* position, and where its bytes lie in blobs */
 };
 
+/* A FORK event of the log: the fork's number and the event's id. */
+struct mms__fork {
+	uint64_t number, id;
+};
+
 struct mms__index {
 	int step_kind;
 	int stop_rc;             /* what stopped the build's replay (damage), or 0 */
@@ -385,6 +449,8 @@ struct mms__index {
 	size_t nckpts, ckpts_cap;
 	uint8_t *blobs;
 	size_t blobs_len, blobs_cap;
+	struct mms__fork *forks;  /* in log order */
+	size_t nforks, forks_cap;
 };
 
 int mms__index_build(mms_log_t *log, const mms_replay_options_t *opt, struct mms__index *ix);
@@ -488,6 +554,9 @@ void mms__groups_finish(struct mms__groups *g, mms_stack_group_t **out, size_t *
 
 /* The state a public replay drives (seek.c). */
 const struct mms__state *mms__replay_state(const mms_replay_t *r);
+/* The id of the log's FORK event number `number`: returns 1 and sets *id,
+ * or 0 when the log (as far as it is readable) has none (seek.c). */
+int mms__replay_fork_event(const mms_replay_t *r, uint64_t number, uint64_t *id);
 
 /* --- output files (outfile.c) ------------------------------------------------------------ */
 

@@ -22,20 +22,30 @@ struct mms_replay {
 	int write_error;
 };
 
-/* Puts the replay at position 0. */
+/* Puts the replay at position 0: an empty heap, or a fork child's
+ * inherited blocks (interned among the replay's owner strings). */
 static int rewind_start(mms_replay_t *r)
 {
+	struct mms__state st;
 	mms_iter_t *it;
 	int rc;
 
 	rc = mms_iter_open(r->log, &it);
 	if (rc)
 		return rc;
+	mms__state_init(&st, r->log);
+	st.ow = r->ow;
+	rc = mms__state_seed(&st);
+	if (rc) {
+		mms_iter_close(it);
+		return rc;
+	}
 	mms_iter_close(r->it);
 	mms__state_free(&r->st);
 	r->it = it;
-	mms__state_init(&r->st, r->log);
-	r->st.ow = r->ow;
+	r->st = st;
+	/* The mappings' callback points at the state: it moved. */
+	r->st.maps.ctx = &r->st;
 	r->st.step_kind_hint = r->ix.step_kind;
 	r->last_valid = 0;
 	return 0;
@@ -138,6 +148,19 @@ MMS__EXPORT int mms_replay_index_state(const mms_replay_t *r, int *write_error)
 const struct mms__state *mms__replay_state(const mms_replay_t *r)
 {
 	return &r->st;
+}
+
+int mms__replay_fork_event(const mms_replay_t *r, uint64_t number, uint64_t *id)
+{
+	size_t i;
+
+	for (i = 0; i < r->ix.nforks; i++) {
+		if (r->ix.forks[i].number == number) {
+			*id = r->ix.forks[i].id;
+			return 1;
+		}
+	}
+	return 0;
 }
 
 MMS__EXPORT mms_log_t *mms_replay_log(const mms_replay_t *r)

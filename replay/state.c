@@ -452,6 +452,98 @@ int mms__state_apply(struct mms__state *st, const mms_event_t *ev)
 	}
 }
 
+/* --- a fork child's start ------------------------------------------------------ */
+
+/* Adds inherited block i (alloc_id i + 1) as a live block. */
+static int inherit_blk(struct mms__state *st, size_t i)
+{
+	const struct mms__inherit *inh = &st->log->inh;
+	const struct mms__iblk *ib = &inh->blks[i];
+	const char *owner = mms__inherit_str(inh, ib->owner), *pool = mms__inherit_str(inh, ib->pool);
+	struct mms__map *m = &st->host;
+	struct mms__blk *b;
+	struct mms__pool *p;
+	uint64_t *v, bytes;
+	int64_t slot;
+	int isnew;
+
+	/* Names are interned as the state's own, which checkpoints keep. */
+	if (owner && !(owner = mms__state_owner(st, owner, strlen(owner))))
+		return -ENOMEM;
+	if (ib->mem == MMS_MEM_POOL) {
+		if (!(pool = mms__state_owner(st, pool ? pool : "", pool ? strlen(pool) : 0)) ||
+		    !(p = pool_get(st, pool)))
+			return -ENOMEM;
+		m = &p->live;
+	}
+	slot = slot_new(st);
+	if (slot < 0)
+		return -ENOMEM;
+	b = &st->blks[slot];
+	memset(b, 0, sizeof(*b));
+	b->addr = ib->addr;
+	b->size = ib->size;
+	b->alloc_id = i + 1;
+	b->stack = ib->stack;
+	b->mem = ib->mem;
+	b->fn = ib->fn;
+	b->owner = owner;
+	b->pool = ib->mem == MMS_MEM_POOL ? pool : NULL;
+	b->refs = 1;
+	if (ib->mem == MMS_MEM_MMAP) {
+		st->maps.ctx = st;
+		if (mms__ivset_add_val(&st->maps, ib->addr, ib->addr + ib->size, (uint64_t)slot, &bytes)) {
+			slot_release(st, (uint64_t)slot);
+			return -ENOMEM;
+		}
+		return 0;
+	}
+	v = mms__map_put(m, ib->addr, &isnew);
+	if (!v) {
+		slot_release(st, (uint64_t)slot);
+		return -ENOMEM;
+	}
+	*v = (uint64_t)slot;
+	return 0;
+}
+
+int mms__state_seed(struct mms__state *st)
+{
+	const struct mms__inherit *inh = &st->log->inh;
+	struct mms__owners *ow = st->ow;
+	mms_log_t *log = st->log;
+	uint64_t total = 0;
+	size_t i;
+	int k;
+
+	if (inh->state != MMS_FORK_INHERITED)
+		return 0;
+	for (i = 0; i < inh->n; i++) {
+		if (inherit_blk(st, i)) {
+			mms__state_free(st);
+			mms__state_init(st, log);
+			if (ow != &st->own)
+				st->ow = ow;
+			return -ENOMEM;
+		}
+	}
+	/* What it inherited is live, not allocated, in the child. */
+	for (k = 0; k < MMS_MEM_KIND_COUNT; k++) {
+		st->mem[k].live_blocks = k == MMS_MEM_MMAP ? st->maps.n : inh->blocks[k];
+		st->mem[k].live_bytes = st->mem[k].peak_bytes = inh->bytes[k];
+		total += inh->bytes[k];
+	}
+	st->peak_total = total;
+	st->alloc_ids = inh->n;
+	return 0;
+}
+
+int mms__state_start(struct mms__state *st, mms_log_t *log)
+{
+	mms__state_init(st, log);
+	return mms__state_seed(st);
+}
+
 /* --- queries ---------------------------------------------------------------- */
 
 static int step_kind(const struct mms__state *st)
@@ -504,6 +596,12 @@ void mms__state_blk_export(const struct mms__state *st, const struct mms__blk *b
 	out->owner = b->owner;
 	out->pool = b->pool;
 	out->free_event = UINT64_MAX;
+	if (mms__blk_inherited(st, b)) {
+		out->inherited = 1;
+		out->step = 0;
+		out->origin_pid = st->log->inh.blks[b->alloc_id - 1].origin_pid;
+		out->origin_event = st->log->inh.blks[b->alloc_id - 1].origin_event;
+	}
 }
 
 const struct mms__blk *mms__state_find(const struct mms__state *st, uint64_t addr)

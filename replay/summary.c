@@ -5,6 +5,22 @@
 
 #include "replay-int.h"
 
+struct inherited_ctx {
+	const struct mms__state *st;
+	mms_summary_t *out;
+};
+
+static int count_inherited(const struct mms__blk *b, void *ctx)
+{
+	struct inherited_ctx *c = ctx;
+
+	if (mms__blk_inherited(c->st, b)) {
+		c->out->inherited_live_blocks[b->mem]++;
+		c->out->inherited_live_bytes[b->mem] += b->size;
+	}
+	return 0;
+}
+
 /* Copies the state's running figures into a summary. */
 void mms__state_summary(const struct mms__state *st, mms_summary_t *out)
 {
@@ -22,6 +38,11 @@ void mms__state_summary(const struct mms__state *st, mms_summary_t *out)
 		out->steps = st->ranges_seen;
 	out->unmatched_frees = st->unmatched_frees;
 	out->double_allocs = st->double_allocs;
+	if (st->log->inh.state == MMS_FORK_INHERITED) {
+		struct inherited_ctx c = { st, out };
+
+		mms__state_each(st, count_inherited, &c);
+	}
 }
 
 MMS__EXPORT int mms_summarize(mms_log_t *log, mms_summary_t *out)
@@ -37,7 +58,11 @@ MMS__EXPORT int mms_summarize(mms_log_t *log, mms_summary_t *out)
 	rc = mms_iter_open(log, &it);
 	if (rc)
 		return rc;
-	mms__state_init(&st, log);
+	rc = mms__state_start(&st, log);
+	if (rc) {
+		mms_iter_close(it);
+		return rc;
+	}
 	while ((rc = mms_iter_next(it, &ev)) == 1) {
 		rc = mms__state_apply(&st, &ev);
 		if (rc)

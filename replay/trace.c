@@ -523,10 +523,21 @@ MMS__EXPORT int mms_trace_run(mms_log_t *log, const mms_trace_options_t *opt, mm
 		free(t);
 		return -ENOMEM;
 	}
-	mms__state_init(p.st, log);
+	rc = mms__state_start(p.st, log);
+	if (rc) {
+		free(p.st);
+		free(t);
+		return rc;
+	}
 	mms__map_init(&p.times);
 	p.kinds = opt->kinds ? opt->kinds : (1u << MMS_MEM_KIND_COUNT) - 1;
 	log_span(log, &t->first_ns, &t->last_ns);
+	/* A fork child's inherited blocks are live from the start, which may
+	 * be its peak. */
+	if (live_total(&p)) {
+		t->peak_bytes = live_total(&p);
+		t->peak_ns = t->first_ns;
+	}
 	if (opt->plot_buckets) {
 		p.plot = 1;
 		t->npoints = opt->plot_buckets;

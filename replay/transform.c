@@ -231,7 +231,8 @@ static int on_event(struct mms__xf *x, const mms_event_t *ev, uint64_t mmap_befo
 		x->ngone = 0;
 		return 0;
 	}
-	if (ev->kind != MMS_EV_FREE || !st->last_blk_valid || b->alloc_event >= x->peak_pos)
+	if (ev->kind != MMS_EV_FREE || !st->last_blk_valid ||
+	    (b->alloc_event >= x->peak_pos && !mms__blk_inherited(st, b)))
 		return 0;
 	/* A block of the peak's set leaves: keep what it held then. An
 	 * munmap over several mappings is charged to the one it began in. */
@@ -250,7 +251,8 @@ static int add_live(const struct mms__blk *b, void *ctx)
 {
 	struct mms__xf *x = ctx;
 
-	if (x->selection == MMS_TRANSFORM_PEAK && b->alloc_event >= x->peak_pos)
+	/* A fork child's inherited blocks are live from position 0. */
+	if (x->selection == MMS_TRANSFORM_PEAK && b->alloc_event >= x->peak_pos && !mms__blk_inherited(x->st, b))
 		return 0;
 	return group_add(x, b, 1, b->size) ? 1 : 0;
 }
@@ -280,6 +282,9 @@ static int run_pass(struct mms__xf *x)
 	if (rc)
 		return rc;
 	x->st = mms__replay_state(x->r);
+	/* A fork child's inherited heap may be its high-water mark. */
+	x->peak_bytes = x->st->peak_total;
+	x->peak_pos = 0;
 	for (;;) {
 		uint64_t mmap_before = x->st->mem[MMS_MEM_MMAP].live_bytes;
 

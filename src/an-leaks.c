@@ -138,8 +138,9 @@ static void json_leaks(FILE *f, const mms_leak_t *l, size_t n)
 		json_str(f, b->op);
 		fprintf(f,
 			",\"op_launch\":%" PRIu64 ",\"kernel_launches\":%" PRIu64 ",\"thread\":%" PRIu32
-			",\"alloc_id\":%" PRIu64 ",\"stack\":%" PRIu32 "}",
-			b->op_launch, b->kernel_launches, b->thread, b->alloc_id, b->stack);
+			",\"alloc_id\":%" PRIu64 ",\"stack\":%" PRIu32 ",\"inherited\":%s}",
+			b->op_launch, b->kernel_launches, b->thread, b->alloc_id, b->stack,
+			b->inherited ? "true" : "false");
 	}
 	fputc(']', f);
 }
@@ -151,11 +152,18 @@ static void print_section(struct leaks_out *o, int per_step, const mms_leak_t *l
 	FILE *f = o->c->out;
 	struct suppressed sp;
 	mms_stack_group_t *g;
-	uint64_t blocks = 0, bytes = 0;
+	uint64_t blocks = 0, bytes = 0, iblocks = 0, ibytes = 0;
 	size_t ng, i;
 	int rc;
 
 	count_suppressed(o, l, n, &sp);
+	/* A fork child's blocks from its parent, kept to the end. */
+	for (i = 0; i < n; i++) {
+		if (!l[i].suppression && l[i].b.inherited) {
+			iblocks++;
+			ibytes += l[i].b.size;
+		}
+	}
 	rc = mms_leaks_group(l, n, &g, &ng);
 	if (rc)
 		die(CLI_EXIT_FAILURE, "leaks: %s", mms_strerror(rc));
@@ -166,6 +174,8 @@ static void print_section(struct leaks_out *o, int per_step, const mms_leak_t *l
 	if (o->s.json) {
 		fprintf(f, "\"%s\":{\"leaks\":%" PRIu64 ",\"bytes\":%" PRIu64 ",", per_step ? "per_step" : "at_exit",
 			blocks, bytes);
+		if (!per_step)
+			fprintf(f, "\"inherited_leaks\":%" PRIu64 ",\"inherited_bytes\":%" PRIu64 ",", iblocks, ibytes);
 		json_suppressed(o, &sp);
 		fputs(",\"list\":", f);
 		json_leaks(f, l, n);
@@ -202,6 +212,10 @@ static void print_section(struct leaks_out *o, int per_step, const mms_leak_t *l
 			show_groups(&o->s, title, g, ng);
 			fprintf(f, "====== SUMMARY: %.6f Mb(s) live %s in %" PRIu64 " allocation(s) ======\n",
 				mb(bytes), when, blocks);
+			if (iblocks)
+				fprintf(f, "Of them %" PRIu64 " allocation(s), %.6f Mb(s), were inherited from the "
+					"parent: allocated before it forked this process.\n",
+					iblocks, mb(ibytes));
 		} else if (o->damaged) {
 			fprintf(f, "No blocks live %s (the log is damaged: see the warning).\n", when);
 		} else {

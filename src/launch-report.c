@@ -30,6 +30,7 @@ struct log_result {
 	char *damage;     /* the originals, and log_read() closes it */
 	char *next;       /* the log of the image it exec'd, or NULL */
 	int replay_error; /* mms_summarize() stopped early with this */
+	mms_log_fork_t fork; /* a fork child's origin; why copied (or NULL) */
 };
 
 /* Where a log's process went on, when it exec'd: memscope_P.mms is
@@ -58,6 +59,7 @@ static void log_result_free(struct log_result *r)
 	free(r->exe);
 	free(r->damage);
 	free(r->next);
+	free((char *)r->fork.why);
 }
 
 /* Opens and summarizes the log dir/name into *r. Returns 0 (free *r with
@@ -88,6 +90,9 @@ static int log_read(const char *dir, const char *name, struct log_result *r)
 	r->damage = r->info.damage ? xstrdup(r->info.damage) : NULL;
 	r->info.exe = NULL;
 	r->info.damage = NULL;
+	mms_log_fork(log, &r->fork);
+	r->fork.why = r->fork.why ? xstrdup(r->fork.why) : NULL;
+	r->fork.parent_log = NULL;
 	mms_log_close(log);
 	if (err < 0 && err != MMS_ECORRUPT && err != MMS_EORDER) {
 		WARN("%s: cannot replay the log: %s", name, mms_strerror(err));
@@ -223,8 +228,29 @@ static int is_log(const struct dirent *d)
 	return strncmp(d->d_name, "memscope_", 9) == 0 && n > 4 && strcmp(d->d_name + n - 4, ".mms") == 0;
 }
 
+/* How the process of log `name` began, for the list of other logs:
+ * "forked from pid P at its event N", "exec'd from memscope_P.mms" or
+ * "spawned by pid P (...)". Returns a malloc'd string. */
+static char *log_origin(const char *name, const struct log_result *r)
+{
+	unsigned long pid, n = 0;
+
+	if (sscanf(name, "memscope_%lu.exec%lu.mms", &pid, &n) == 2 && n >= 1)
+		return n == 1 ? xasprintf("exec'd from memscope_%lu.mms", pid)
+			      : xasprintf("exec'd from memscope_%lu.exec%lu.mms", pid, n - 1);
+	if (r->fork.state == MMS_FORK_INHERITED)
+		return xasprintf("forked from pid %" PRIu64 " at its event %" PRIu64, r->fork.parent_pid,
+				 r->fork.fork_event);
+	if (r->fork.state == MMS_FORK_UNKNOWN)
+		return xasprintf("forked from pid %" PRIu64 " (inherited blocks unknown: %s)", r->fork.parent_pid,
+				 r->fork.why);
+	/* A fork child that execs at once leaves no log of its own: its
+	 * image is a new process to the recorder, as posix_spawn's is. */
+	return xasprintf("spawned by pid %" PRIu64 " (posix_spawn, vfork or fork, then exec)", r->info.ppid);
+}
+
 /* One line for each log in the run folder besides the program's own:
- * forked children and exec'd images. */
+ * forked children, spawned children and exec'd images. */
 void print_other_logs(const struct run *run, pid_t pid)
 {
 	char *main_name = xasprintf("memscope_%ld.mms", (long)pid);
@@ -241,19 +267,30 @@ void print_other_logs(const struct run *run, pid_t pid)
 		const char *name = list[i]->d_name;
 		const mms_log_info_t *info;
 		struct log_result r;
-		char b[64];
+		char b[64], *origin, *inherited, *bad;
 
 		if (strcmp(name, main_name) != 0 && log_read(run->dir, name, &r) == 0) {
 			info = &r.info;
+			origin = log_origin(name, &r);
+			inherited = r.fork.state == MMS_FORK_INHERITED
+					    ? xasprintf(" (%" PRIu64 " of them inherited)",
+							r.sum.inherited_live_blocks[MMS_MEM_HOST])
+					    : xstrdup("");
+			bad = r.sum.unmatched_frees ? xasprintf("; %" PRIu64 " free%s of no live block",
+								 r.sum.unmatched_frees,
+								 r.sum.unmatched_frees == 1 ? "" : "s")
+						    : xstrdup("");
 			fprintf(stderr,
-				"  also %s: %s, pid %" PRIu64 "%s%s: %" PRIu64 " events, %" PRIu64 " heap block%s "
-				"(%s) live at %s%s%s%s\n",
-				name, strstr(name, ".exec") ? "exec'd image" : "forked child", info->pid,
-				*r.exe ? ", " : "", r.exe, r.sum.events, r.sum.mem[MMS_MEM_HOST].live_blocks,
-				r.sum.mem[MMS_MEM_HOST].live_blocks == 1 ? "" : "s",
-				human_bytes(r.sum.mem[MMS_MEM_HOST].live_bytes, b, sizeof(b)), log_end(&r),
-				info->cut ? "; recording was cut" : "", info->damaged ? "; damaged" : "",
+				"  also %s: pid %" PRIu64 "%s%s, %s: %" PRIu64 " events, %" PRIu64 " heap block%s "
+				"(%s) live at %s%s%s%s%s%s\n",
+				name, info->pid, *r.exe ? ", " : "", r.exe, origin, r.sum.events,
+				r.sum.mem[MMS_MEM_HOST].live_blocks, r.sum.mem[MMS_MEM_HOST].live_blocks == 1 ? "" : "s",
+				human_bytes(r.sum.mem[MMS_MEM_HOST].live_bytes, b, sizeof(b)), log_end(&r), inherited,
+				bad, info->cut ? "; recording was cut" : "", info->damaged ? "; damaged" : "",
 				info->lost_events ? "; events lost" : "");
+			free(origin);
+			free(inherited);
+			free(bad);
 			log_result_free(&r);
 		}
 		free(list[i]);

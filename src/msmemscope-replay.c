@@ -50,7 +50,9 @@ static void usage(void)
 	       "\n"
 	       "Queries (one at a time; --summary is the default):\n"
 	       "  --summary         events by kind, allocations, frees, bytes, peak, live at the\n"
-	       "                    end, threads, steps; warnings about a cut or damaged log\n"
+	       "                    end, threads, steps; for a forked child, what it inherited\n"
+	       "                    from its parent (its replay starts from the parent's heap\n"
+	       "                    at the fork); warnings about a cut or damaged log\n"
 	       "  --step N          the state at the end of step N (from 1): live blocks and\n"
 	       "                    bytes, the peak within the step, what the step allocated and\n"
 	       "                    did not free (by allocation stack, largest first), each\n"
@@ -392,6 +394,7 @@ static void warn_state(const char *path, mms_log_t *log)
 
 	mms_log_get_info(log, &info);
 	replay_warn_log_state(path, &info);
+	replay_warn_fork(path, log);
 }
 
 static int query_step(const struct opts *o, struct show *s)

@@ -11,6 +11,8 @@
 int replay_summary(const char *path, mms_log_t *log, int json);
 /* Warns on stderr about what a cut, damaged or unfinished log leaves out. */
 void replay_warn_log_state(const char *path, const mms_log_info_t *in);
+/* Warns when log is a fork child whose inherited blocks are unknown. */
+void replay_warn_fork(const char *path, const mms_log_t *log);
 /* -i: reads commands from in until quit or end of input; returns the exit
  * status. Prompts and line editing only when in is a terminal. */
 int replay_interactive(struct show *s, FILE *in);

@@ -62,7 +62,7 @@ static const char *sub_name(const mms_event_t *ev)
 {
 	switch (ev->kind) {
 	case MMS_EV_SYSTEM:
-		return ev->sub ? "FINI" : "INIT";
+		return ev->sub == 2 ? "FORK" : ev->sub ? "FINI" : "INIT";
 	case MMS_EV_MALLOC:
 	case MMS_EV_FREE:
 		return show_fn_name(ev);
@@ -205,7 +205,8 @@ static void event_text(struct show *s, const mms_event_t *ev, const mms_block_t 
 		}
 		fprintf(s->out, " 0x%" PRIx64, ev->addr);
 		if (has_block)
-			fprintf(s->out, " %s, allocation %" PRIu64, human_bytes(b->size, h, sizeof(h)), b->alloc_id);
+			fprintf(s->out, " %s, allocation %" PRIu64 "%s", human_bytes(b->size, h, sizeof(h)), b->alloc_id,
+				b->inherited ? " (inherited)" : "");
 		else if (ev->kind == MMS_EV_FREE)
 			fputs(" (no live block there)", s->out);
 		if (ev->mem == MMS_MEM_POOL)
@@ -245,6 +246,9 @@ static void block_json(struct show *s, const mms_block_t *b)
 		"{\"addr\":\"0x%" PRIx64 "\",\"size\":%" PRIu64 ",\"kind\":\"%s\",\"allocation_id\":%" PRIu64
 		",\"alloc_event\":%" PRIu64,
 		b->addr, b->size, show_mem_name(b->mem), b->alloc_id, b->alloc_event);
+	if (b->inherited)
+		fprintf(s->out, ",\"inherited\":true,\"origin_pid\":%" PRIu64 ",\"origin_event\":%" PRIu64,
+			b->origin_pid, b->origin_event);
 	json_thread(s, "thread", b->thread);
 	fprintf(s->out, ",\"step\":%" PRIu64 ",\"op\":", b->step);
 	json_str(s, b->op);
@@ -308,6 +312,13 @@ void show_event_line(struct show *s, const mms_event_t *ev)
 	event_text(s, ev, &b, has);
 }
 
+/* Where an inherited block came from (the line ends with its owner). */
+static void show_inherited(struct show *s, const mms_block_t *b)
+{
+	fprintf(s->out, "  inherited from the parent: allocated by pid %" PRIu64 " at its event #%" PRIu64,
+		b->origin_pid, b->origin_event);
+}
+
 void show_event(struct show *s, const mms_event_t *ev)
 {
 	mms_block_t b;
@@ -319,8 +330,11 @@ void show_event(struct show *s, const mms_event_t *ev)
 	}
 	event_text(s, ev, &b, has);
 	if (has && (ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE)) {
-		fprintf(s->out, "  allocated at event #%" PRIu64 " in step %" PRIu64 "%s%s", b.alloc_event, b.step,
-			b.op ? ", operator " : "", b.op ? b.op : "");
+		if (b.inherited)
+			show_inherited(s, &b);
+		else
+			fprintf(s->out, "  allocated at event #%" PRIu64 " in step %" PRIu64 "%s%s", b.alloc_event,
+				b.step, b.op ? ", operator " : "", b.op ? b.op : "");
 		if (b.owner)
 			fprintf(s->out, ", owner %s", b.owner);
 		fputs(", by:\n", s->out);
@@ -389,8 +403,12 @@ void show_block(struct show *s, const mms_block_t *b)
 	if (b->size >= 1024)
 		fprintf(s->out, " (%s)", human_bytes(b->size, h, sizeof(h)));
 	fprintf(s->out, ", %s, allocation %" PRIu64 "\n", show_mem_name(b->mem), b->alloc_id);
-	fprintf(s->out, "  allocated at event #%" PRIu64 " (%" PRIu64 " events ago) by %s in step %" PRIu64,
-		b->alloc_event, w.position - b->alloc_event, thread_label(s, b->thread, t, sizeof(t)), b->step);
+	if (b->inherited)
+		show_inherited(s, b);
+	else
+		fprintf(s->out, "  allocated at event #%" PRIu64 " (%" PRIu64 " events ago) by %s in step %" PRIu64,
+			b->alloc_event, w.position - b->alloc_event, thread_label(s, b->thread, t, sizeof(t)),
+			b->step);
 	if (b->op)
 		fprintf(s->out, ", operator %s (launch %" PRIu64 ")", b->op, b->op_launch);
 	if (b->owner)

@@ -35,6 +35,16 @@ void replay_warn_log_state(const char *path, const mms_log_info_t *in)
 		     in->lost_events);
 }
 
+void replay_warn_fork(const char *path, const mms_log_t *log)
+{
+	mms_log_fork_t fk;
+
+	if (mms_log_fork(log, &fk) == 0 && fk.state == MMS_FORK_UNKNOWN)
+		warn("%s: a forked child whose inherited blocks are unknown: %s; its frees of them count as "
+		     "unmatched frees, and those it kept are missing from what it holds",
+		     path, fk.why);
+}
+
 static void print_kind_text(const char *label, const mms_kind_summary_t *k, const char *at_end)
 {
 	char a[32], b[32], c[32];
@@ -58,7 +68,27 @@ static const char *bytes_text(uint64_t n, char *buf, size_t cap)
 	return buf;
 }
 
-static void print_text(const char *path, const mms_log_info_t *in, const mms_summary_t *s)
+/* Where a fork child's heap came from, and what of it is left. */
+static void print_fork_text(const mms_log_t *log, const mms_summary_t *s, const char *at_end)
+{
+	mms_log_fork_t fk;
+	char a[64];
+
+	if (mms_log_fork(log, &fk) || fk.state == MMS_FORK_NONE)
+		return;
+	if (fk.state == MMS_FORK_UNKNOWN) {
+		printf("%-20s pid %" PRIu64 "; inherited blocks unknown: %s\n", "forked from", fk.parent_pid, fk.why);
+		return;
+	}
+	printf("%-20s pid %" PRIu64 " at its event %" PRIu64 " (%s)\n", "forked from", fk.parent_pid, fk.fork_event,
+	       fk.parent_log);
+	printf("%-20s %" PRIu64 " block%s, %s; %" PRIu64 " of them %s (%" PRIu64 " bytes)\n", "inherited",
+	       fk.blocks[MMS_MEM_HOST], fk.blocks[MMS_MEM_HOST] == 1 ? "" : "s",
+	       bytes_text(fk.bytes[MMS_MEM_HOST], a, sizeof(a)), s->inherited_live_blocks[MMS_MEM_HOST], at_end,
+	       s->inherited_live_bytes[MMS_MEM_HOST]);
+}
+
+static void print_text(const char *path, const mms_log_t *log, const mms_log_info_t *in, const mms_summary_t *s)
 {
 	const mms_kind_summary_t *h = &s->mem[MMS_MEM_HOST];
 	/* A damaged log skipped records, frees among them: its live blocks
@@ -71,6 +101,7 @@ static void print_text(const char *path, const mms_log_info_t *in, const mms_sum
 	unsigned k;
 
 	printf("%s: pid %" PRIu64 "%s%s\n", path, in->pid, in->exe[0] ? ", " : "", in->exe);
+	print_fork_text(log, s, at_end);
 	printf("%-20s %" PRIu64 "\n", "events", s->events);
 	for (k = 1; k < MMS_EV_KIND_COUNT; k++)
 		if (s->by_kind[k])
@@ -100,7 +131,38 @@ static void print_kind_json(const mms_kind_summary_t *k)
 	       k->allocs, k->frees, k->bytes_allocated, k->peak_bytes, k->live_blocks, k->live_bytes);
 }
 
-static void print_json(const mms_log_info_t *in, const mms_summary_t *s)
+/* Where a fork child's heap came from (null for other logs), and the
+ * heap blocks it inherited (0 for other logs). */
+static void print_fork_json(const mms_log_t *log, const mms_summary_t *s)
+{
+	mms_log_fork_t fk;
+
+	if (mms_log_fork(log, &fk))
+		memset(&fk, 0, sizeof(fk));
+	printf(",\"inherited_blocks\":%" PRIu64 ",\"inherited_bytes\":%" PRIu64 ",\"inherited_live_blocks\":%" PRIu64
+	       ",\"inherited_live_bytes\":%" PRIu64 ",\"fork\":",
+	       fk.blocks[MMS_MEM_HOST], fk.bytes[MMS_MEM_HOST], s->inherited_live_blocks[MMS_MEM_HOST],
+	       s->inherited_live_bytes[MMS_MEM_HOST]);
+	if (fk.state == MMS_FORK_NONE) {
+		printf("null");
+		return;
+	}
+	printf("{\"state\":\"%s\",\"parent_pid\":%" PRIu64 ",\"parent_log\":",
+	       fk.state == MMS_FORK_INHERITED ? "inherited" : "unknown", fk.parent_pid);
+	if (fk.parent_log)
+		json_put_string(stdout, fk.parent_log, strlen(fk.parent_log));
+	else
+		printf("null");
+	if (fk.state == MMS_FORK_INHERITED)
+		printf(",\"fork_event\":%" PRIu64 "}", fk.fork_event);
+	else {
+		printf(",\"why\":");
+		json_put_string(stdout, fk.why, strlen(fk.why));
+		printf("}");
+	}
+}
+
+static void print_json(const mms_log_t *log, const mms_log_info_t *in, const mms_summary_t *s)
 {
 	const mms_kind_summary_t *h = &s->mem[MMS_MEM_HOST];
 	const char *sep = "";
@@ -127,10 +189,12 @@ static void print_json(const mms_log_info_t *in, const mms_summary_t *s)
 		sep = ",";
 	}
 	printf("},\"complete\":%s,\"exec_away\":%s,\"cut\":%s,\"damaged\":%s,\"lost_events\":%" PRIu64
-	       ",\"unmatched_frees\":%" PRIu64 ",\"double_allocs\":%" PRIu64 "}\n",
+	       ",\"unmatched_frees\":%" PRIu64 ",\"double_allocs\":%" PRIu64,
 	       in->complete ? "true" : "false", in->exec_away ? "true" : "false", in->cut ? "true" : "false",
 	       in->damaged ? "true" : "false",
 	       in->lost_events, s->unmatched_frees, s->double_allocs);
+	print_fork_json(log, s);
+	printf("}\n");
 }
 
 int replay_summary(const char *path, mms_log_t *log, int json)
@@ -144,12 +208,13 @@ int replay_summary(const char *path, mms_log_t *log, int json)
 	if (rc && rc != MMS_ECORRUPT && rc != MMS_EORDER)
 		die(CLI_EXIT_FAILURE, "%s: cannot replay: %s", path, mms_strerror(rc));
 	if (json)
-		print_json(&info, &sum);
+		print_json(log, &info, &sum);
 	else
-		print_text(path, &info, &sum);
+		print_text(path, log, &info, &sum);
 	if (fflush(stdout) || ferror(stdout))
 		die(CLI_EXIT_FAILURE, "cannot write the summary: %s", strerror(errno));
 	replay_warn_log_state(path, &info);
+	replay_warn_fork(path, log);
 	if (rc) {
 		warn("%s: replay stopped early: %s; the summary covers the events before", path, mms_strerror(rc));
 		status = CLI_EXIT_FAILURE;

@@ -193,6 +193,7 @@ int replay_transform(int argc, char **argv)
 	free(name);
 	mms_log_get_info(log, &info);
 	replay_warn_log_state(o.log, &info);
+	replay_warn_fork(o.log, log);
 	mms_log_close(log);
 	return 0;
 }

@@ -167,8 +167,12 @@ operator and owner), and when it was freed and by whom."""
             gdb.write("%s block 0x%x, %s, %s, allocation %d%s\n" % (
                 "live" if live else "freed", b.addr, fmt.exact_bytes(b.size), fmt.block_kind(b), b.alloc_id,
                 inside))
-            gdb.write("  allocated at event #%d (%d events ago) %s:\n" % (
-                b.alloc_event, w.position - b.alloc_event, fmt.block_origin(log, b)))
+            if b.inherited:
+                gdb.write("  inherited from the parent: allocated by pid %d at its event #%d%s:\n" % (
+                    b.origin_pid, b.origin_event, ", owner " + replaylib.text(b.owner) if b.owner else ""))
+            else:
+                gdb.write("  allocated at event #%d (%d events ago) %s:\n" % (
+                    b.alloc_event, w.position - b.alloc_event, fmt.block_origin(log, b)))
             for line in fmt.stack_lines(log, b.stack, self.s.depth):
                 gdb.write(line + "\n")
             if not live:

@@ -147,6 +147,7 @@ static void all_tags(void)
 	lb_alloc(b, s + 1, MMS_ALLOC_MALLOC, 0x10000, 10, 2); /* reuses a freed address */
 	lb_alloc(b, s + 2, MMS_ALLOC_MALLOC, 0x10000, 20, 0); /* and again: a double alloc */
 	lb_event0(b, MMS_TAG_STEP, s + 3);
+	lb_event1(b, MMS_TAG_SYSTEM | MMS_SYSTEM_FORK, s + 4, 1);
 	lb_event0(b, MMS_TAG_SYSTEM | MMS_SYSTEM_FINI, s + 10);
 	lb_header(b)->call_stack_depth = 8;
 	lb_header(b)->events_mask = MMS_EVENTS_ALLOC | MMS_EVENTS_FREE | MMS_EVENTS_LAUNCH | MMS_EVENTS_ACCESS;

@@ -55,8 +55,8 @@ int main(int argc, char **argv)
 	if (child < 0)
 		prog_die("forkexec: fork failed");
 	if (child == 0) {
-		/* The parent's blocks are live in the child too; the child's
-		 * log starts with the child, so it frees none of them. */
+		/* The parent's blocks are live in the child too: its replay
+		 * starts from them, and it frees none of them. */
 		churn(CHILD_ALLOCS, CHILD_SIZE, CHILD_FREES);
 		exit(0);
 	}

@@ -5,11 +5,13 @@
 # allocates 300 (frees 299). Each process image gets its own log, named by
 # MSMEMSCOPE_LOG (x.mms, x.CHILD.mms, x.exec1.mms) or by MSMEMSCOPE_LOG_DIR
 # (memscope_PID.mms, memscope_CHILD.mms, memscope_PID.exec1.mms), holding
-# exactly its own allocations; with follow_exec=0 the exec'd image is not
-# recorded.
+# exactly its own allocations, and the child's replay starts from the 60
+# blocks of 1000 bytes the parent held when it forked; with follow_exec=0
+# the exec'd image is not recorded.
 . "$top_srcdir/tests/progs/lib.sh"
 
-# check LOG ALLOCS FREES SIZE: the log's malloc-family figures.
+# check LOG ALLOCS FREES SIZE [INHERITED]: the log's malloc-family
+# figures; INHERITED blocks of 1000 bytes were the parent's at the fork.
 check() {
 	[ -f "$1" ] || fail "no log $1 (logs here: $(ls -- *.mms 2>/dev/null | tr '\n' ' '))"
 	summarize "$1"
@@ -17,7 +19,9 @@ check() {
 	expect_key "$1.json" allocs "$2"
 	expect_key "$1.json" frees "$3"
 	expect_key "$1.json" bytes_allocated $(($2 * $4))
-	expect_key "$1.json" live_bytes $((($2 - $3) * $4))
+	expect_key "$1.json" inherited_blocks "${5:-0}"
+	expect_key "$1.json" inherited_live_bytes $((${5:-0} * 1000))
+	expect_key "$1.json" live_bytes $((($2 - $3) * $4 + ${5:-0} * 1000))
 }
 
 pids() {
@@ -32,7 +36,7 @@ mkdir named && cd named
 record fe.mms "$MMS_PROGS/forkexec" >out || fail "forkexec exited $?"
 pids out
 check fe.mms 100 40 1000
-check fe.$child.mms 200 150 300
+check fe.$child.mms 200 150 300 60
 check fe.exec1.mms 300 299 70
 expect_key fe.exec1.mms.json complete true
 expect_key fe.$child.mms.json complete true
@@ -55,7 +59,7 @@ env LD_PRELOAD="$MMS_HOOKS" MSMEMSCOPE_LOG_DIR="$work/dir" "$MMS_PROGS/forkexec"
 pids dir.out
 cd dir
 check memscope_$parent.mms 100 40 1000
-check memscope_$child.mms 200 150 300
+check memscope_$child.mms 200 150 300 60
 check memscope_$parent.exec1.mms 300 299 70
 expect_eq "logs written with MSMEMSCOPE_LOG_DIR" "$(ls -- *.mms | wc -l)" 3
 note "MSMEMSCOPE_LOG_DIR: memscope_$parent.mms, memscope_$child.mms, memscope_$parent.exec1.mms"
@@ -67,7 +71,7 @@ MSMEMSCOPE_CONFIG="follow_exec=0" record fe.mms "$MMS_PROGS/forkexec" >out ||
 	fail "forkexec with follow_exec=0 exited $?"
 pids out
 check fe.mms 100 40 1000
-check fe.$child.mms 200 150 300
+check fe.$child.mms 200 150 300 60
 [ ! -e fe.exec1.mms ] || fail "follow_exec=0 still recorded the exec'd image"
 expect_eq "logs written with follow_exec=0" "$(ls -- *.mms | wc -l)" 2
 note "follow_exec=0: no log for the exec'd image"

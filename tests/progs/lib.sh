@@ -80,15 +80,16 @@ expect_key() {
 
 # expect_consistent FILE: what every correct recording must show: no free
 # of a block that was not live, no address handed out twice, no damage,
-# and allocs - frees == live_blocks.
+# and inherited_blocks (a fork child's) + allocs - frees == live_blocks.
 expect_consistent() {
 	expect_key "$1" unmatched_frees 0
 	expect_key "$1" double_allocs 0
 	expect_key "$1" damaged false
+	_i=$(jget "$1" inherited_blocks)
 	_a=$(jget "$1" allocs)
 	_f=$(jget "$1" frees)
 	_l=$(jget "$1" live_blocks)
-	expect_eq "$(basename "$1" .json) allocs - frees" "$((_a - _f))" "$_l"
+	expect_eq "$(basename "$1" .json) inherited + allocs - frees" "$((_i + _a - _f))" "$_l"
 }
 
 # field NAME LINE: the value of NAME=value in a line of key=value words.
