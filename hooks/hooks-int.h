@@ -502,5 +502,8 @@ void mms__init(void) MMS_HIDDEN;
 
 /* process.c */
 void mms__process_init(void) MMS_HIDDEN;
+/* Field `field` (3 and up, numbered as in proc(5)) of /proc/PID/stat (PID
+ * 0: this process), as a number. Returns 0, or -1 when it cannot be read. */
+int mms__proc_stat_field(long pid, int field, long *out) MMS_HIDDEN;
 
 #endif /* MMS_HOOKS_INT_H */

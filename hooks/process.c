@@ -5,7 +5,11 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -120,6 +124,42 @@ static void atfork_parent(void)
 void mms__process_init(void)
 {
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+/* --- /proc/PID/stat --------------------------------------------------------- */
+
+int mms__proc_stat_field(long pid, int field, long *out)
+{
+	char path[64], buf[1024], *p, *end;
+	ssize_t n;
+	int fd;
+
+	if (pid)
+		snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	else
+		snprintf(path, sizeof path, "/proc/self/stat");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0 || field < 3)
+		return -1;
+	buf[n] = 0;
+	/* Field 2, the name, may hold spaces and parentheses: count from
+	 * the last ')'. */
+	p = strrchr(buf, ')');
+	if (!p)
+		return -1;
+	p++;
+	for (int f = 3; f < field; f++) {
+		while (*p == ' ')
+			p++;
+		while (*p && *p != ' ')
+			p++;
+	}
+	*out = strtol(p, &end, 10);
+	return end == p ? -1 : 0;
 }
 
 /* --- dlclose -------------------------------------------------------------- */

@@ -104,26 +104,13 @@ MMS_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(
 
 /* --- at the end of exit ---------------------------------------------------- */
 
-/* Threads of the process now, from /proc/self/stat (field 20); 0 when it
+/* Threads of the process now (field 20 of /proc/self/stat); 0 when it
  * cannot be read. */
 static long threads_now(void)
 {
-	char buf[1024], *p;
-	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-	long v = 0;
+	long v;
 
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	p = strrchr(buf, ')'); /* the name may hold spaces and parens */
-	if (p && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %ld", &v) != 1)
-		v = 0;
-	return v;
+	return mms__proc_stat_field(0, 20, &v) ? 0 : v;
 }
 
 /* The buffers of stdin, stdout and stderr, which glibc keeps to the end:

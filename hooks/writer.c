@@ -483,23 +483,9 @@ static int is_ancestor(uint64_t pid)
 	long cur = (long)getppid();
 
 	for (int depth = 0; cur > 1 && depth < 64; depth++) {
-		char path[64], buf[512], *rp;
-		ssize_t n;
-		int fd;
-
 		if ((uint64_t)cur == pid)
 			return 1;
-		snprintf(path, sizeof path, "/proc/%ld/stat", cur);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			return 0;
-		n = read(fd, buf, sizeof buf - 1);
-		close(fd);
-		if (n <= 0)
-			return 0;
-		buf[n] = 0;
-		rp = strrchr(buf, ')'); /* the name may hold spaces and parens */
-		if (!rp || sscanf(rp + 1, " %*c %ld", &cur) != 1)
+		if (mms__proc_stat_field(cur, 4, &cur)) /* its parent */
 			return 0;
 	}
 	return 0;
