@@ -86,6 +86,24 @@ static void named_event(uint8_t tag, const char *name)
 	api_leave();
 }
 
+/* The calling thread, for an event recorded inside the guard: NULL when
+ * nothing is recorded. */
+static struct mms_thread *api_thread(void)
+{
+	return mms__recording_now() ? mms__thread() : NULL;
+}
+
+/* Takes the reentrancy guard for a call that runs the gdb and watch checks
+ * whether or not it records: 0 when the thread is already inside the
+ * recorder (a signal handler's call), which then does nothing. */
+static int api_guard(void)
+{
+	if (unlikely(mms__tls_busy))
+		return 0;
+	mms__tls_busy = 1;
+	return 1;
+}
+
 MMS_EXPORT void msmemscope_step(void)
 {
 	struct mms_thread *t = api_enter();
@@ -107,34 +125,40 @@ uint32_t mms__step_now(void)
 
 /* Operator launches are recorded when the log is open and launch events
  * are on; gdb's checks (gdbif.c) run in every case, inside the guard. */
-MMS_EXPORT void msmemscope_op_begin(const char *name)
+void mms__api_op_begin(const char *name)
 {
-	struct mms_thread *t;
+	struct mms_thread *t = (mms__config.events & MMS_EVENTS_LAUNCH) ? api_thread() : NULL;
 
-	if (unlikely(mms__tls_busy))
-		return;
-	mms__tls_busy = 1;
-	t = (mms__config.events & MMS_EVENTS_LAUNCH) && mms__recording_now() ? mms__thread() : NULL;
 	if (t)
 		rec_simple(t, MMS_TAG_OP_BEGIN, 1, mms__intern_string(t, name), 0, 0);
 	mms__gdb_op_begin(name);
 	mms__watch_op_begin(t, name);
-	mms__tls_busy = 0;
 }
 
-MMS_EXPORT void msmemscope_op_end(void)
+void mms__api_op_end(void)
 {
-	struct mms_thread *t;
+	struct mms_thread *t = (mms__config.events & MMS_EVENTS_LAUNCH) ? api_thread() : NULL;
 
-	if (unlikely(mms__tls_busy))
-		return;
-	mms__tls_busy = 1;
-	t = (mms__config.events & MMS_EVENTS_LAUNCH) && mms__recording_now() ? mms__thread() : NULL;
 	mms__watch_op_end(t);
 	if (t)
 		rec_simple(t, MMS_TAG_OP_END, 0, 0, 0, 0);
 	mms__gdb_op_end();
-	mms__tls_busy = 0;
+}
+
+MMS_EXPORT void msmemscope_op_begin(const char *name)
+{
+	if (api_guard()) {
+		mms__api_op_begin(name);
+		api_leave();
+	}
+}
+
+MMS_EXPORT void msmemscope_op_end(void)
+{
+	if (api_guard()) {
+		mms__api_op_end();
+		api_leave();
+	}
 }
 
 MMS_EXPORT void msmemscope_kernel_launch(const char *name)
@@ -143,15 +167,26 @@ MMS_EXPORT void msmemscope_kernel_launch(const char *name)
 		named_event(MMS_TAG_KERNEL, name);
 }
 
-MMS_EXPORT void msmemscope_mark(const char *name)
+void mms__api_mark(const char *name)
 {
-	named_event(MMS_TAG_MARK, name);
+	struct mms_thread *t = api_thread();
+
+	if (t)
+		rec_simple(t, MMS_TAG_MARK, 1, mms__intern_string(t, name), 0, 0);
 }
 
-MMS_EXPORT uint64_t msmemscope_range_start(const char *name)
+MMS_EXPORT void msmemscope_mark(const char *name)
+{
+	if (api_guard()) {
+		mms__api_mark(name);
+		api_leave();
+	}
+}
+
+uint64_t mms__api_range_start(const char *name)
 {
 	uint64_t id = __atomic_fetch_add(&next_range_id, 1, __ATOMIC_RELAXED);
-	struct mms_thread *t = api_enter();
+	struct mms_thread *t = api_thread();
 
 	if (!t)
 		return id;
@@ -166,13 +201,23 @@ MMS_EXPORT uint64_t msmemscope_range_start(const char *name)
 		mms__steps_update();
 		mms__gdb_step_begins(__atomic_load_n(&cur_step, __ATOMIC_RELAXED));
 	}
+	return id;
+}
+
+MMS_EXPORT uint64_t msmemscope_range_start(const char *name)
+{
+	uint64_t id;
+
+	if (!api_guard())
+		return __atomic_fetch_add(&next_range_id, 1, __ATOMIC_RELAXED);
+	id = mms__api_range_start(name);
 	api_leave();
 	return id;
 }
 
-MMS_EXPORT void msmemscope_range_end(uint64_t id)
+void mms__api_range_end(uint64_t id)
 {
-	struct mms_thread *t = api_enter();
+	struct mms_thread *t = api_thread();
 
 	if (!t)
 		return;
@@ -181,7 +226,14 @@ MMS_EXPORT void msmemscope_range_end(uint64_t id)
 		in_step_range = 0;
 		mms__steps_update();
 	}
-	api_leave();
+}
+
+MMS_EXPORT void msmemscope_range_end(uint64_t id)
+{
+	if (api_guard()) {
+		mms__api_range_end(id);
+		api_leave();
+	}
 }
 
 MMS_EXPORT void msmemscope_access(const void *ptr, size_t size, int mode)
@@ -302,18 +354,26 @@ MMS_EXPORT void mstxRangeEnd(uint64_t id)
 	msmemscope_range_end(id);
 }
 
+void mms__api_thread_name(pid_t tid, const char *name)
+{
+	struct mms_thread *t = api_thread();
+	uint8_t buf[24], *p = buf;
+
+	if (!t || (tid && tid != t->tid))
+		return;
+	p = mms_put_u(p, t->index);
+	p = mms_put_u(p, mms__intern_string(t, name));
+	mms__write_meta(t, MMS_TAG_THREAD_NAME, buf, (size_t)(p - buf));
+}
+
 MMS_EXPORT int pthread_setname_np(pthread_t thread, const char *name)
 {
 	int r = mms__real.pthread_setname_np ? mms__real.pthread_setname_np(thread, name) : ENOSYS;
-	struct mms_thread *t;
 
 	/* Only a thread naming itself is recorded: another thread's index is
 	 * not known here. */
-	if (r == 0 && pthread_equal(thread, pthread_self()) && (t = api_enter())) {
-		uint8_t buf[24], *p = buf;
-		p = mms_put_u(p, t->index);
-		p = mms_put_u(p, mms__intern_string(t, name));
-		mms__write_meta(t, MMS_TAG_THREAD_NAME, buf, (size_t)(p - buf));
+	if (r == 0 && pthread_equal(thread, pthread_self()) && api_guard()) {
+		mms__api_thread_name(0, name);
 		api_leave();
 	}
 	return r;

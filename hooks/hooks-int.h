@@ -384,6 +384,17 @@ int mms__api_init(void) MMS_HIDDEN;
 void mms__steps_update(void) MMS_HIDDEN;
 /* The step now, as replay numbers it: 0 between "step start" ranges. */
 uint32_t mms__step_now(void) MMS_HIDDEN;
+/* The instrumentation API's events, for callers that hold the reentrancy
+ * guard (mms__tls_busy) already: nvtx.c. Each records what its
+ * msmemscope_* function records (msmemscope.h); range_start returns the
+ * range's id, also when nothing is recorded. thread_name names the
+ * calling thread, when tid is 0 or its own. */
+void mms__api_op_begin(const char *name) MMS_HIDDEN;
+void mms__api_op_end(void) MMS_HIDDEN;
+void mms__api_mark(const char *name) MMS_HIDDEN;
+uint64_t mms__api_range_start(const char *name) MMS_HIDDEN;
+void mms__api_range_end(uint64_t id) MMS_HIDDEN;
+void mms__api_thread_name(pid_t tid, const char *name) MMS_HIDDEN;
 
 /* gdbif.c: the gdb interface (gdbif.h). The op and step functions are
  * called inside the reentrancy guard, whether the event is recorded or
