@@ -157,9 +157,10 @@ void env_setup(const struct run *run, const struct opts *o)
 		unsigned bit;
 		const char *name;
 	} ev_names[] = { { EV_ALLOC, "alloc" }, { EV_FREE, "free" }, { EV_LAUNCH, "launch" }, { EV_ACCESS, "access" } };
-	const char *old = getenv("LD_PRELOAD");
+	const char *old = getenv("LD_PRELOAD"), *nvtx = getenv("NVTX_INJECTION64_PATH");
 	char events[64] = "", steps[STEPS_MAX * 12] = "", *preload, *config;
 	size_t n = 0;
+	bool nvtx_other;
 
 	/* ld.so splits LD_PRELOAD at spaces and colons. */
 	if (strpbrk(run->hooks, " :"))
@@ -183,9 +184,20 @@ void env_setup(const struct run *run, const struct opts *o)
 	if (setenv("LD_PRELOAD", preload, 1) < 0 || setenv("MSMEMSCOPE_LOG_DIR", run->dir, 1) < 0 ||
 	    setenv("MSMEMSCOPE_CONFIG", config, 1) < 0)
 		die(1, "cannot set the environment: %s", strerror(errno));
+	/* NVTX loads the library this names at the program's first NVTX
+	 * call: the recorder, preloaded already, then gets its ranges
+	 * (hooks/nvtx.c). A tool the user named keeps them. */
+	nvtx_other = nvtx && *nvtx && strcmp(nvtx, run->hooks);
+	if (!nvtx_other && setenv("NVTX_INJECTION64_PATH", run->hooks, 1) < 0)
+		die(1, "cannot set the environment: %s", strerror(errno));
 	note("recording into %s", run->dir);
 	note("LD_PRELOAD=%s", preload);
 	note("MSMEMSCOPE_CONFIG=%s", config);
+	if (nvtx_other)
+		note("NVTX_INJECTION64_PATH=%s was set already: left alone, so NVTX ranges go to that library, "
+		     "not to msmemscope", nvtx);
+	else
+		note("NVTX_INJECTION64_PATH=%s", run->hooks);
 	free(preload);
 	free(config);
 }

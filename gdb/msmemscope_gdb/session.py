@@ -21,6 +21,11 @@ class Error(gdb.GdbError):
     """A command failed for a reason the user can act on."""
 
 
+def _dquote(s):
+    """s escaped for the inside of a shell's double quotes."""
+    return "".join("\\" + c if c in '\\"$`' else c for c in s)
+
+
 def in_hooks(pc):
     name = gdb.solib_name(pc)
     return bool(name) and os.path.basename(name) == HOOKS_NAME
@@ -101,10 +106,14 @@ class Session:
         # gdb runs the wrapper with the shell, in the program's environment:
         # an LD_PRELOAD of the program's is kept after ours, and its own
         # MSMEMSCOPE_CONFIG (gdb's, or `set environment') replaces ours,
-        # which asks for the allocation stacks the commands print.
+        # which asks for the allocation stacks the commands print. NVTX
+        # loads the recorder as its injection library (NVTX ranges become
+        # operator launches and steps) unless the program's environment
+        # names another tool.
         env = ["env", "LD_PRELOAD=" + shlex.quote(self.hooks) + '${LD_PRELOAD:+:"$LD_PRELOAD"}',
                "MSMEMSCOPE_LOG_DIR=" + shlex.quote(self.log_dir),
-               'MSMEMSCOPE_CONFIG="${MSMEMSCOPE_CONFIG:-call_stack=32}"']
+               'MSMEMSCOPE_CONFIG="${MSMEMSCOPE_CONFIG:-call_stack=32}"',
+               'NVTX_INJECTION64_PATH="${NVTX_INJECTION64_PATH:-%s}"' % _dquote(self.hooks)]
         gdb.execute("set exec-wrapper " + " ".join(env))
         gdb.events.new_objfile.connect(self._on_new_objfile)
         gdb.events.stop.connect(self._on_stop)

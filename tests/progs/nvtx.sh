@@ -6,11 +6,13 @@
 # that nest, start/end ranges MSTX ranges and launches (ended on the same
 # thread, overlapping, or on another thread), marks MSTX marks, in domains
 # "domain::name", with registered and wide-character strings; the
-# program's output and heap are what they are without the recorder.
+# program's output and heap are what they are without the recorder; the
+# launcher sets NVTX_INJECTION64_PATH unless the user did.
 . "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
 
 prog=$MMS_PROGS/nvtx
 [ -x "$prog" ] || skip "the NVTX test program is not built: configure found no nvtx3/nvToolsExt.h (install the CUDA toolkit's headers, or give --with-cuda=DIR)"
+[ -x "$MMS_LAUNCHER" ] || fail "the launcher is not built: $MMS_LAUNCHER"
 
 # nvtx_record LOG ARGS...: the program under the recorder, as the launcher
 # and memscope.gdb run it.
@@ -172,3 +174,20 @@ for n in 1 2 3; do
 	expect_step push.mms $n
 done
 note "pushed \"step start\" ranges: the same 3 steps and 21 launches in them"
+
+# The launcher sets NVTX_INJECTION64_PATH, and leaves the user's alone.
+"$MMS_LAUNCHER" --log-level=info --output=out -- "$prog" >launch.out 2>launch.err ||
+	fail "msmemscope -- nvtx exited $?: $(cat launch.err)"
+grep -qF "NVTX_INJECTION64_PATH=$MMS_HOOKS" launch.err || fail "the launcher did not say it set NVTX_INJECTION64_PATH: $(cat launch.err)"
+grep -q '^  steps             3$' launch.err || fail "no 3 steps under the launcher: $(cat launch.err)"
+grep -q '^Direct HOST leak of 0.000095 Mb(s) at 0x[0-9a-f]* in outer (launch 8) at step 2\.$' launch.err ||
+	fail "the launcher's leaks report misses the leak in outer: $(cat launch.err)"
+NVTX_INJECTION64_PATH=/nonexistent/libtool.so "$MMS_LAUNCHER" --log-level=info --output=out2 -- "$prog" \
+	>other.out 2>other.err || fail "msmemscope -- nvtx with a user's NVTX_INJECTION64_PATH exited $?: $(cat other.err)"
+grep -qF "NVTX_INJECTION64_PATH=/nonexistent/libtool.so was set already: left alone" other.err ||
+	fail "the launcher did not say it left the user's NVTX_INJECTION64_PATH alone: $(cat other.err)"
+grep -q 'range=unset$' other.out || fail "NVTX reached the recorder through the user's path: $(cat other.out)"
+set -- out2/msmemscope_*/memscope_*.mms
+summarize "$1"
+expect_key "$1.json" by_kind.op_launch 0
+note "launcher: NVTX_INJECTION64_PATH set to the recorder, a user's left alone (then no launches)"
