@@ -87,7 +87,8 @@ typedef struct mms_event {
 
 typedef struct mms_log mms_log_t;
 
-/* Static facts about a log, valid until mms_log_close(). */
+/* Static facts about a log, valid until mms_log_close() (the strings are
+ * the log's). */
 typedef struct mms_log_info {
 	uint32_t version;
 	uint64_t pid;
@@ -102,14 +103,24 @@ typedef struct mms_log_info {
 	uint32_t threads;        /* threads seen */
 	uint64_t nchunks;
 	uint64_t file_size;
-	int complete;            /* the process reached exit */
-	int cut;                 /* recording stopped early (disk full, ...) */
-	int damaged;             /* the reader stopped at damage; see damage_* */
+	int complete;            /* the process reached exit, and the log holds it all */
+	int cut;                 /* the log ends before the process did: recording stopped
+	                            early (a full disk: cut_errno says why), or the file lost
+	                            its end (cut_what says what is missing) */
+	uint64_t cut_offset;     /* when cut: the byte where the file ends (its size) */
+	const char *cut_what;    /* when the file lost its end, what is missing ("the file
+	                            ends after 10 of the 47 chunks its header counts");
+	                            NULL when the writer stopped recording or nothing is */
+	int stopped;             /* the replay stops before the process's last records: at
+	                            the cut, or where damage may have lost records of some
+	                            thread; `events` counts the events before */
+	int damaged;             /* the reader found damage; see damage_* */
 	uint64_t damage_offset;  /* file offset of the first damage */
 	const char *damage;      /* what was wrong there, or NULL */
 	int damage_error;        /* MMS_ECORRUPT, MMS_ETRUNCATED or MMS_EORDER; 0 if none */
 	uint64_t damage_count;   /* places the reader found damage (chunks, order) */
-	uint64_t events;         /* events in the log, as mms_iter_next() yields them */
+	uint64_t events;         /* events in the log, as mms_iter_next() yields them: up to
+	                            the cut or the damage when stopped */
 	uint64_t segments;       /* per-thread runs of records (diagnostics) */
 	uint64_t last_realtime_ns; /* CLOCK_REALTIME at the last refresh or exit */
 	int exec_away;           /* the process exec'd another program: the log ends there */

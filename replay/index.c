@@ -14,7 +14,7 @@
 #include "replay-int.h"
 
 #define INDEX_MAGIC "MMSINDEX"
-#define INDEX_VERSION 1
+#define INDEX_VERSION 2
 
 /* The file: this header, then nsteps (begin, end) pairs, then nckpts
  * (pos, offset, length) triples, then the checkpoints' bytes. Native byte

@@ -168,7 +168,10 @@ struct mms__segment {
 	uint64_t end;        /* file offset past its last whole record */
 	uint64_t first;      /* the SEGMENT record's absolute stamp */
 	uint64_t last;       /* stamp of its last record */
+	uint64_t events;     /* event records in [begin, end) */
 	uint32_t thread;
+	uint8_t lost_after;  /* its thread's records after it are lost: damage, or the file's end */
+	uint8_t full_end;    /* it fills its chunk: its thread, if it went on, went on elsewhere */
 };
 
 struct mms__thread {
@@ -222,6 +225,16 @@ struct mms_log {
 	double ns_per_stamp;       /* stamp to nanoseconds, see mms__log_time() */
 	char *path;                /* as opened; NULL for a log in memory */
 	uint64_t dev, ino, mtime_ns; /* the file's identity when opened */
+
+	/* Where the log is incomplete (log.c). Records stamped from stop on
+	 * are left out: the first stamp the cut or the damage may have taken
+	 * records from (UINT64_MAX: none). */
+	uint64_t stop;
+	uint64_t chunk_stamp_max;  /* the latest stamp a chunk read so far was taken after */
+	int file_cut;              /* the file ends before the chunks it holds do */
+	int chunks_lost;           /* a chunk is missing or cannot be read */
+	int fini;                  /* an exit record (SYSTEM fini) was read */
+	char cut_what[160];
 };
 
 /* Metadata tables (meta.c). mms__meta_record() stores a metadata record;

@@ -10,29 +10,25 @@
 #include <string.h>
 
 #include "cli.h"
+#include "logwords.h"
 #include "replay-cli.h"
+
+static void say_warning(const char *line)
+{
+	warn("%s", line);
+}
 
 /* Tells the user what the summary does not cover. */
 void replay_warn_log_state(const char *path, const mms_log_info_t *in)
 {
-	if (in->cut)
-		warn("%s: log was cut after %" PRIu64 " events: %s; the replay covers the events before", path,
-		     in->events, in->cut_errno ? strerror(in->cut_errno) : "no reason recorded");
-	else if (!in->complete && in->exec_away)
+	if (!in->cut && !in->complete && in->exec_away)
 		fprintf(stderr, "%s: %s: the process exec'd another program; blocks \"live at exec\" are those it "
 			"held then\n", cli_progname, path);
-	else if (!in->complete)
+	else if (!in->cut && !in->complete)
 		warn("%s: the process did not reach exit (killed, or still running); blocks \"live at log end\" "
 		     "are those live at the last recorded event",
 		     path);
-	if (in->damaged)
-		warn("%s: damaged at byte %" PRIu64 ": %s (%" PRIu64 " place%s); the replay skips the rest of "
-		     "each damaged chunk",
-		     path, in->damage_offset, in->damage ? in->damage : "unknown damage", in->damage_count,
-		     in->damage_count == 1 ? "" : "s");
-	if (in->lost_events)
-		warn("%s: %" PRIu64 " events were not recorded (signals that arrived inside a hook)", path,
-		     in->lost_events);
+	log_warn_damage(path, in, say_warning);
 }
 
 static void print_kind_text(const char *label, const mms_kind_summary_t *k, const char *at_end)
@@ -61,15 +57,19 @@ static const char *bytes_text(uint64_t n, char *buf, size_t cap)
 static void print_text(const char *path, const mms_log_info_t *in, const mms_summary_t *s)
 {
 	const mms_kind_summary_t *h = &s->mem[MMS_MEM_HOST];
-	/* A damaged log skipped records, frees among them: its live blocks
-	 * are not those of the exit. */
-	const char *at_end = in->damaged ? "live at log end"
-			     : in->complete ? "live at exit"
-			     : in->exec_away ? "live at exec"
-					     : "live at log end";
-	char a[64];
+	char at_end[32], when[160], phrase[128], a[64];
 	unsigned k;
 
+	/* A cut or damaged log lost records, frees among them: its live
+	 * blocks are not those of the exit. */
+	snprintf(at_end, sizeof(at_end), "live at %s", log_end_label(in));
+	if (in->cut || (in->damaged && in->stopped)) {
+		when[0] = ':';
+		when[1] = ' ';
+		snprintf(when + 2, sizeof(when) - 2, "live %s", log_live_when(in, phrase, sizeof(phrase)));
+	} else {
+		when[0] = 0;
+	}
 	printf("%s: pid %" PRIu64 "%s%s\n", path, in->pid, in->exe[0] ? ", " : "", in->exe);
 	printf("%-20s %" PRIu64 "\n", "events", s->events);
 	for (k = 1; k < MMS_EV_KIND_COUNT; k++)
@@ -79,8 +79,8 @@ static void print_text(const char *path, const mms_log_info_t *in, const mms_sum
 	printf("%-20s %" PRIu64 "\n", "frees", h->frees);
 	printf("%-20s %s\n", "bytes allocated", bytes_text(h->bytes_allocated, a, sizeof(a)));
 	printf("%-20s %s\n", "peak live bytes", bytes_text(h->peak_bytes, a, sizeof(a)));
-	printf("%-20s %" PRIu64 " block%s, %s\n", at_end, h->live_blocks, h->live_blocks == 1 ? "" : "s",
-	       bytes_text(h->live_bytes, a, sizeof(a)));
+	printf("%-20s %" PRIu64 " block%s, %s%s\n", at_end, h->live_blocks, h->live_blocks == 1 ? "" : "s",
+	       bytes_text(h->live_bytes, a, sizeof(a)), when);
 	printf("%-20s %" PRIu64 "\n", "threads", s->threads);
 	printf("%-20s %" PRIu64 "\n", "steps", s->steps);
 	if (s->mem[MMS_MEM_MMAP].allocs || s->mem[MMS_MEM_MMAP].frees)
@@ -126,11 +126,21 @@ static void print_json(const mms_log_info_t *in, const mms_summary_t *s)
 		printf("%s\"%s\":%" PRIu64, sep, name, s->by_kind[k]);
 		sep = ",";
 	}
-	printf("},\"complete\":%s,\"exec_away\":%s,\"cut\":%s,\"damaged\":%s,\"lost_events\":%" PRIu64
-	       ",\"unmatched_frees\":%" PRIu64 ",\"double_allocs\":%" PRIu64 "}\n",
-	       in->complete ? "true" : "false", in->exec_away ? "true" : "false", in->cut ? "true" : "false",
-	       in->damaged ? "true" : "false",
-	       in->lost_events, s->unmatched_frees, s->double_allocs);
+	printf("},\"complete\":%s,\"exec_away\":%s,\"cut\":%s,", in->complete ? "true" : "false",
+	       in->exec_away ? "true" : "false", in->cut ? "true" : "false");
+	/* Where a cut or damaged log ends: the file's end, and the event the
+	 * replay stops at (the figures are those of events 0 to N - 1). */
+	if (in->cut)
+		printf("\"cut_at_byte\":%" PRIu64 ",", in->cut_offset);
+	else
+		printf("\"cut_at_byte\":null,");
+	if (in->stopped)
+		printf("\"stopped_at_event\":%" PRIu64 ",", in->events);
+	else
+		printf("\"stopped_at_event\":null,");
+	printf("\"damaged\":%s,\"lost_events\":%" PRIu64 ",\"unmatched_frees\":%" PRIu64 ",\"double_allocs\":%" PRIu64
+	       "}\n",
+	       in->damaged ? "true" : "false", in->lost_events, s->unmatched_frees, s->double_allocs);
 }
 
 int replay_summary(const char *path, mms_log_t *log, int json)

@@ -35,7 +35,8 @@ class LogInfo(ctypes.Structure):
     _fields_ = [("version", u32), ("pid", u64), ("ppid", u64), ("exe", c_char_p), ("clock", u32),
                 ("flags", u32), ("cut_errno", c_int), ("start_realtime_ns", u64), ("lost_events", u64),
                 ("call_stack_depth", u32), ("threads", u32), ("nchunks", u64), ("file_size", u64),
-                ("complete", c_int), ("cut", c_int), ("damaged", c_int), ("damage_offset", u64),
+                ("complete", c_int), ("cut", c_int), ("cut_offset", u64), ("cut_what", c_char_p),
+                ("stopped", c_int), ("damaged", c_int), ("damage_offset", u64),
                 ("damage", c_char_p), ("damage_error", c_int), ("damage_count", u64), ("events", u64),
                 ("segments", u64), ("last_realtime_ns", u64), ("exec_away", c_int)]
 

@@ -221,7 +221,7 @@ grep -q '^No blocks live at the end of the readable log (the log is damaged: see
 "$MMS_REPLAY" damaged.mms --analysis leaks --json 2>/dev/null | grep -q '"damaged":true' ||
 	fail "the JSON report does not say the log is damaged"
 "$MMS_REPLAY" damaged.mms >damaged.sum 2>/dev/null || fail "the summary of a damaged log exited $?"
-grep -q '^live at log end ' damaged.sum || fail "the summary of a damaged log speaks of exit: $(cat damaged.sum)"
+grep -q '^live at the damage ' damaged.sum || fail "the summary of a damaged log speaks of exit: $(cat damaged.sum)"
 note "a damaged log's leaks report says so instead of 'every block was freed'"
 
 # --- a recording of some steps only: the analyses say that frees outside

@@ -32,6 +32,8 @@ static void dir_teardown(void)
 		rmdir(tmpdir);
 }
 
+static void expect_open_error(struct lb *b, size_t len, int code);
+
 static mms_log_t *write_open(const struct lb *b, size_t len)
 {
 	mms_log_t *log = NULL;
@@ -119,7 +121,8 @@ START_TEST(test_order_merge)
 	lb_alloc(b, 7, 0, 0x1100, 8, 0);
 	lb_alloc(b, 9, 0, 0x1200, 8, 0);
 	lb_use(b, c2);
-	lb_segment(b, 0, 20);
+	/* A segment begins at its thread's last stamp, as the writer's. */
+	lb_segment(b, 0, 9);
 	lb_free(b, 20, 0, 0x1000);
 	lb_free(b, 30, 0, 0x1100);
 	log = write_open(b, SIZE_MAX);
@@ -289,19 +292,147 @@ END_TEST
 START_TEST(test_truncated_file)
 {
 	struct lb *b = one_thread();
+	mms_log_info_t info;
+	mms_summary_t s;
+	mms_log_t *log;
 	uint64_t cut;
 	uint32_t c1;
 
 	lb_alloc(b, 20, 0, 0x1000, 10, 0);
 	c1 = lb_chunk(b);
-	lb_segment(b, 0, 30);
+	lb_segment(b, 0, 20);
 	lb_alloc(b, 30, 0, 0x2000, 20, 0);
 	cut = lb_offset(b);
 	lb_alloc(b, 31, 0, 0x3000, 40, 0);
+	lb_chunk(b);
+	lb_segment(b, 1, 25);
+	lb_alloc(b, 32, 0, 0x4000, 80, 0);
 	ck_assert_uint_eq(c1, 1);
 	/* The file ends inside chunk 1's last record, as after a crash of the
-	 * file system or a copy cut short. */
-	expect_damage(b, cut + 2, MMS_ETRUNCATED, cut + 2, NULL, 2, 30);
+	 * file system or a copy cut short: the log is cut there, not
+	 * damaged, and what may follow in time is left out. */
+	log = write_open(b, cut + 2);
+	mms_log_get_info(log, &info);
+	ck_assert_int_eq(info.cut, 1);
+	ck_assert_int_eq(info.complete, 0);
+	ck_assert_int_eq(info.damaged, 0);
+	ck_assert_int_eq(info.stopped, 1);
+	ck_assert_uint_eq(info.cut_offset, cut + 2);
+	ck_assert_str_eq(info.cut_what, "chunk 1 is cut: the file holds 12 of its 16 bytes of records");
+	ck_assert_int_eq(mms_summarize(log, &s), 0);
+	ck_assert_uint_eq(info.events, 3);
+	ck_assert_uint_eq(s.events, 3);
+	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].allocs, 2);
+	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].live_bytes, 30);
+	mms_log_close(log);
+
+	/* Cut at the chunk boundary: chunk 2 is missing although the header
+	 * counts it. What chunk 2 held was stamped after chunk 1's first
+	 * event (30): the replay stops there. */
+	log = write_open(b, MMS_HEADER_SIZE + 2 * CS);
+	mms_log_get_info(log, &info);
+	ck_assert_int_eq(info.cut, 1);
+	ck_assert_int_eq(info.damaged, 0);
+	ck_assert_uint_eq(info.cut_offset, MMS_HEADER_SIZE + 2 * CS);
+	ck_assert_str_eq(info.cut_what, "the file ends after 2 of the 3 chunks its header counts");
+	ck_assert_uint_eq(info.events, 3);
+	mms_log_close(log);
+
+	/* The whole file with its exit record: not cut. */
+	lb_use(b, 1);
+	lb_event0(b, MMS_TAG_SYSTEM | MMS_SYSTEM_FINI, 40);
+	log = write_open(b, SIZE_MAX);
+	mms_log_get_info(log, &info);
+	ck_assert_int_eq(info.cut, 0);
+	ck_assert_int_eq(info.complete, 1);
+	ck_assert_int_eq(info.stopped, 0);
+	ck_assert_uint_eq(info.events, 6);
+	mms_log_close(log);
+
+	/* A header that claims more chunks than any file holds is refused. */
+	lb_header(b)->nchunks = UINT64_MAX;
+	expect_open_error(b, SIZE_MAX, MMS_ECORRUPT);
+	lb_destroy(b);
+}
+END_TEST
+
+/* Records lost in the middle: thread 0's second segment begins at stamp
+ * 30, after its first one ended at 20 (a segment begins at its thread's
+ * last stamp), so what it recorded between is lost, a free perhaps: the
+ * replay stops after stamp 20. */
+START_TEST(test_gap)
+{
+	struct lb *b = lb_new(CS);
+	mms_log_info_t info;
+	mms_summary_t s;
+	uint64_t at;
+
+	lb_chunk(b);
+	lb_segment(b, 0, 0);
+	lb_alloc(b, 10, 0, 0x1000, 10, 0);
+	lb_alloc(b, 20, 0, 0x2000, 20, 0);
+	lb_chunk(b);
+	lb_segment(b, 1, 0);
+	lb_alloc(b, 15, 0, 0x3000, 40, 0);
+	lb_free(b, 40, 0, 0x3000);
+	lb_chunk(b);
+	lb_segment(b, 0, 30);
+	at = lb_offset(b);
+	lb_free(b, 35, 0, 0x1000);
+	summarize(b, &s, &info);
+	ck_assert_int_eq(info.damaged, 1);
+	ck_assert_int_eq(info.damage_error, MMS_ECORRUPT);
+	ck_assert_uint_eq(info.damage_offset, at);
+	ck_assert_int_eq(info.stopped, 1);
+	ck_assert_int_eq(info.cut, 0);
+	ck_assert_uint_eq(info.events, 3);
+	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].allocs, 3);
+	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].frees, 0);
+	ck_assert_uint_eq(s.unmatched_frees, 0);
+	lb_destroy(b);
+}
+END_TEST
+
+/* A file cut at a chunk boundary: thread 0 filled chunk 0 and went on in
+ * chunk 2, which the file lost; thread 1, in chunk 1, recorded long
+ * after. Thread 0's lost records may be stamped from its last one on:
+ * thread 1's later events are left out. */
+START_TEST(test_full_chunk_lost)
+{
+	struct lb *b = lb_new(CS);
+	mms_log_info_t info;
+	mms_log_t *log;
+	uint64_t stamp = 10, n = 0;
+
+	lb_chunk(b);
+	lb_segment(b, 0, 0);
+	/* Full: no room for one more event of the largest kind. */
+	while (CS - sizeof(struct mms_chunk_header) - b->ch[0].pos >= MMS_MAX_EVENT_RECORD) {
+		if (n++ % 2)
+			lb_free(b, stamp++, 0, 0x1000);
+		else
+			lb_alloc(b, stamp++, 0, 0x1000, 10, 0);
+	}
+	lb_chunk(b);
+	lb_segment(b, 1, 0);
+	lb_alloc(b, 100000, 0, 0x2000, 20, 0);
+	lb_chunk(b);
+	lb_segment(b, 0, stamp - 1);
+	lb_alloc(b, stamp, 0, 0x3000, 30, 0);
+	lb_event0(b, MMS_TAG_SYSTEM | MMS_SYSTEM_FINI, stamp + 1);
+	log = write_open(b, MMS_HEADER_SIZE + 2 * CS);
+	mms_log_get_info(log, &info);
+	ck_assert_int_eq(info.cut, 1);
+	ck_assert_int_eq(info.damaged, 0);
+	ck_assert_uint_eq(info.events, n);
+	mms_log_close(log);
+	/* Whole, the log reads to its end. */
+	log = write_open(b, SIZE_MAX);
+	mms_log_get_info(log, &info);
+	ck_assert_int_eq(info.stopped, 0);
+	ck_assert_int_eq(info.complete, 1);
+	ck_assert_uint_eq(info.events, n + 3);
+	mms_log_close(log);
 	lb_destroy(b);
 }
 END_TEST
@@ -361,7 +492,11 @@ START_TEST(test_bad_chunks)
 	ck_assert_int_eq(info.damaged, 1);
 	ck_assert_uint_eq(info.damage_offset, MMS_HEADER_SIZE + sizeof(struct mms_chunk_header));
 	ck_assert_uint_eq(info.damage_count, 2); /* no SEGMENT; bad magic */
-	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].allocs, 1);
+	/* What chunk 0 held may be stamped from the start on: nothing after
+	 * the start can be trusted. */
+	ck_assert_int_eq(info.stopped, 1);
+	ck_assert_uint_eq(s.events, 0);
+	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].allocs, 0);
 	lb_destroy(b);
 }
 END_TEST
@@ -696,6 +831,8 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_cut_stamp);
 	tcase_add_test(tc, test_lost_events);
 	tcase_add_test(tc, test_truncated_file);
+	tcase_add_test(tc, test_gap);
+	tcase_add_test(tc, test_full_chunk_lost);
 	tcase_add_test(tc, test_corrupt_tag);
 	tcase_add_test(tc, test_overlong_varint);
 	tcase_add_test(tc, test_bad_chunks);

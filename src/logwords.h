@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/* logwords.h: how a log ends, in the words every report of both programs
+ * uses: why a cut log is cut, and when the blocks still live at the end of
+ * its replay were live. */
+#ifndef MMS_LOGWORDS_H
+#define MMS_LOGWORDS_H
+
+#include <stddef.h>
+
+#include "msmemscope-replay.h"
+
+/* Why the log is cut, for a warning: what the file lost, or "recording
+ * stopped early (No space left on device)". Returns buf (160 bytes are
+ * enough). */
+const char *log_cut_why(const mms_log_info_t *in, char *buf, size_t cap);
+
+/* Whether the blocks live at the end of the replay are those the process
+ * held at exit: it reached exit and the log holds it all, undamaged. */
+int log_ends_at_exit(const mms_log_info_t *in);
+
+/* Where the replay of the log ends, after "live at": "exit", "exec",
+ * "log end", "the cut" or "the damage". */
+const char *log_end_label(const mms_log_info_t *in);
+
+/* When the blocks live at the end of the replay were live, after "live":
+ * "at exit", "at exec", "at log end", "when recording stopped at event N
+ * (the log is cut; not leaks)" or "at event N, where the damage stops the
+ * replay (not leaks)". Returns buf (96 bytes are enough). */
+const char *log_live_when(const mms_log_info_t *in, char *buf, size_t cap);
+
+/* The warning lines about a log that is cut, damaged or lost events, each
+ * passed to say() without the program's prefix: "NAME: the log is cut at
+ * byte N: WHY; the replay stops at event E, where records may be missing".
+ * (That the process did not reach exit is the caller's to say: only it
+ * knows how the process ended.) */
+void log_warn_damage(const char *name, const mms_log_info_t *in, void (*say)(const char *line));
+
+#endif /* MMS_LOGWORDS_H */
