@@ -576,9 +576,11 @@ typedef struct mms_leaks {
 	int stop_rc;              /* the damage that ended the replay early, or 0 */
 } mms_leaks_t;
 
-/* Replays log once from the start and finds its leaks. A log damaged part
- * way is reported up to the damage (stop_rc says which). Returns 0 and
- * sets *out (free with mms_leaks_free()), or a negative code. */
+/* Replays log once from the start and finds its leaks. A cut or damaged
+ * log is reported up to where its replay stops (mms_log_info_t.stopped),
+ * and the step running there did not end: the per-step rule finds nothing
+ * at its end. Returns 0 and sets *out (free with mms_leaks_free()), or a
+ * negative code. */
 int mms_leaks_find(mms_log_t *log, mms_leaks_t **out);
 void mms_leaks_free(mms_leaks_t *l);
 

@@ -251,13 +251,20 @@ static int leak_order(const void *a, const void *b)
 }
 
 /* At the end of the log: the last step closes as the index closes it,
- * then what is live is the last section. */
+ * then what is live is the last section. A log that stops at a cut or
+ * at damage did not end its last step there: the per-step rule finds
+ * nothing at that step's end. */
 static int finder_finish(struct finder *f)
 {
+	size_t ended = f->tr.nsteps;
 	int rc;
 
+	while (ended && f->tr.steps[ended - 1].end == UINT64_MAX)
+		ended--;
 	mms__track_finish(&f->tr, f->st);
-	while (f->closed < f->tr.nsteps && f->tr.steps[f->closed].end != UINT64_MAX) {
+	if (!f->st->log->info.stopped)
+		ended = f->tr.nsteps;
+	while (f->closed < ended && f->tr.steps[f->closed].end != UINT64_MAX) {
 		rc = step_ended(f, ++f->closed);
 		if (rc)
 			return rc;

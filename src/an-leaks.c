@@ -12,6 +12,7 @@
 
 #include "analysis.h"
 #include "cli.h"
+#include "logwords.h"
 #include "replay-show.h"
 
 /* What the suppressions took out of one section, per suppression. */
@@ -26,9 +27,7 @@ struct leaks_out {
 	mms_leaks_t *l;
 	mms_suppressions_t *supp;
 	size_t nsupp;
-	int complete; /* the log reached exit */
-	int damaged;  /* the reader skipped damaged records */
-	int exec_away; /* the process exec'd another image: the log ends there */
+	mms_log_info_t info; /* how the log ends: exit, exec, a cut, damage */
 };
 
 /* msMemScope's unit: MiB with six decimals, named "Mb(s)". */
@@ -164,8 +163,17 @@ static void print_section(struct leaks_out *o, int per_step, const mms_leak_t *l
 		bytes += g[i].bytes;
 	}
 	if (o->s.json) {
+		char when[128];
+
 		fprintf(f, "\"%s\":{\"leaks\":%" PRIu64 ",\"bytes\":%" PRIu64 ",", per_step ? "per_step" : "at_exit",
 			blocks, bytes);
+		/* "at_exit" is the blocks live at the end of the replay: when
+		 * that was, in words. */
+		if (!per_step) {
+			fputs("\"live_when\":", f);
+			json_str(f, log_live_when(&o->info, when, sizeof(when)));
+			fputc(',', f);
+		}
 		json_suppressed(o, &sp);
 		fputs(",\"list\":", f);
 		json_leaks(f, l, n);
@@ -189,21 +197,19 @@ static void print_section(struct leaks_out *o, int per_step, const mms_leak_t *l
 			      f);
 		}
 	} else {
-		/* A damaged log lost records, frees among them: what it shows
-		 * live is not what the process kept at exit. */
-		const char *when = o->damaged     ? "at the end of the readable log"
-				   : o->complete  ? "at exit"
-				   : o->exec_away ? "at exec"
-						  : "at the end of the log";
-		char *title = xasprintf("Live %s by allocation stack", when);
+		/* A cut or damaged log lost records, frees among them: what
+		 * it shows live is not what the process kept at exit. */
+		char when[128];
+		char *title = xasprintf("Live at %s by allocation stack", log_end_label(&o->info));
 
+		log_live_when(&o->info, when, sizeof(when));
 		if (blocks) {
 			fprintf(f, "====== Blocks still live %s ======\n", when);
 			show_groups(&o->s, title, g, ng);
 			fprintf(f, "====== SUMMARY: %.6f Mb(s) live %s in %" PRIu64 " allocation(s) ======\n",
 				mb(bytes), when, blocks);
-		} else if (o->damaged) {
-			fprintf(f, "No blocks live %s (the log is damaged: see the warning).\n", when);
+		} else if (o->info.cut || o->info.damaged) {
+			fprintf(f, "No blocks live %s (see the warning).\n", when);
 		} else {
 			fprintf(f, "No leaks %s: every block was freed.\n", when);
 		}
@@ -355,7 +361,6 @@ static int load_suppressions(struct leaks_out *o)
 int an_leaks_run(struct an_ctx *c)
 {
 	struct leaks_out o = { .c = c };
-	mms_log_info_t info;
 	int rc;
 
 	if (load_suppressions(&o))
@@ -369,10 +374,7 @@ int an_leaks_run(struct an_ctx *c)
 	if (o.l->stop_rc)
 		warn("leaks: %s: the replay stopped early (%s); the report covers the events before it", c->path,
 		     mms_strerror(o.l->stop_rc));
-	mms_log_get_info(c->log, &info);
-	o.complete = info.complete;
-	o.damaged = info.damaged;
-	o.exec_away = info.exec_away;
+	mms_log_get_info(c->log, &o.info);
 	if (o.supp && (rc = mms_leaks_suppress(o.l, c->log, o.supp, an_symbolizer(c))))
 		die(CLI_EXIT_FAILURE, "leaks: %s", mms_strerror(rc));
 
@@ -387,8 +389,11 @@ int an_leaks_run(struct an_ctx *c)
 	if (o.s.json) {
 		fprintf(c->out, "{\"analysis\":\"leaks\",\"log\":");
 		json_str(c->out, c->path);
-		fprintf(c->out, ",\"events\":%" PRIu64 ",\"complete\":%s,\"damaged\":%s,\"steps_total\":%zu,",
-			o.l->events, o.complete ? "true" : "false", o.damaged ? "true" : "false", o.l->nsteps);
+		fprintf(c->out, ",\"events\":%" PRIu64 ",\"complete\":%s,\"damaged\":%s,\"cut\":%s,", o.l->events,
+			o.info.complete ? "true" : "false", o.info.damaged ? "true" : "false",
+			o.info.cut ? "true" : "false");
+		log_json_end(c->out, &o.info);
+		fprintf(c->out, ",\"steps_total\":%zu,", o.l->nsteps);
 		print_section(&o, 1, o.l->step_leaks, o.l->nstep_leaks);
 		fputc(',', c->out);
 		print_section(&o, 0, o.l->exit_leaks, o.l->nexit_leaks);

@@ -146,11 +146,11 @@ static void print_memory(const char *label, const mms_kind_summary_t *k, const s
 	fprintf(stderr, "  %-17s %s\n", "  peak live", human_bytes_exact(k->peak_bytes, a, sizeof(a)));
 	/* Blocks live when a cut or damaged log stops are not leaks: say
 	 * when they were live instead. */
-	if (r->info.cut || (r->info.damaged && r->info.stopped))
+	if (log_stops_early(&r->info))
 		snprintf(when, sizeof(when), "   (live %s)", log_live_when(&r->info, phrase, sizeof(phrase)));
 	fprintf(stderr, "  %-17s %" PRIu64 " block%s, %s%s\n", at, k->live_blocks, k->live_blocks == 1 ? "" : "s",
 		human_bytes_exact(k->live_bytes, live, sizeof(live)),
-		r->info.cut || (r->info.damaged && r->info.stopped) ? when
+		log_stops_early(&r->info) ? when
 		: k->live_blocks && log_ends_at_exit(&r->info) ? at_exit
 								: "");
 	free(at);

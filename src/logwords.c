@@ -27,12 +27,15 @@ int log_ends_at_exit(const mms_log_info_t *in)
 	return in->complete && !in->cut && !in->damaged;
 }
 
+int log_stops_early(const mms_log_info_t *in)
+{
+	return in->cut || (in->damaged && in->stopped);
+}
+
 const char *log_end_label(const mms_log_info_t *in)
 {
-	if (in->cut)
-		return "the cut";
-	if (in->damaged && in->stopped)
-		return "the damage";
+	if (log_stops_early(in))
+		return in->cut ? "the cut" : "the damage";
 	if (log_ends_at_exit(in))
 		return "exit";
 	return in->exec_away && !in->damaged ? "exec" : "log end";
@@ -51,6 +54,18 @@ const char *log_live_when(const mms_log_info_t *in, char *buf, size_t cap)
 	else
 		snprintf(buf, cap, "at log end");
 	return buf;
+}
+
+void log_json_end(FILE *f, const mms_log_info_t *in)
+{
+	if (in->cut)
+		fprintf(f, "\"cut_at_byte\":%" PRIu64 ",", in->cut_offset);
+	else
+		fputs("\"cut_at_byte\":null,", f);
+	if (in->stopped)
+		fprintf(f, "\"stopped_at_event\":%" PRIu64, in->events);
+	else
+		fputs("\"stopped_at_event\":null", f);
 }
 
 void log_warn_damage(const char *name, const mms_log_info_t *in, void (*say)(const char *line))

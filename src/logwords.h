@@ -6,6 +6,7 @@
 #define MMS_LOGWORDS_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "msmemscope-replay.h"
 
@@ -18,6 +19,11 @@ const char *log_cut_why(const mms_log_info_t *in, char *buf, size_t cap);
  * held at exit: it reached exit and the log holds it all, undamaged. */
 int log_ends_at_exit(const mms_log_info_t *in);
 
+/* Whether the replay stops at a cut or at damage, before the records
+ * end: the blocks live there are no leaks, and reports say when they were
+ * live (log_live_when()). */
+int log_stops_early(const mms_log_info_t *in);
+
 /* Where the replay of the log ends, after "live at": "exit", "exec",
  * "log end", "the cut" or "the damage". */
 const char *log_end_label(const mms_log_info_t *in);
@@ -27,6 +33,12 @@ const char *log_end_label(const mms_log_info_t *in);
  * (the log is cut; not leaks)" or "at event N, where the damage stops the
  * replay (not leaks)". Returns buf (96 bytes are enough). */
 const char *log_live_when(const mms_log_info_t *in, char *buf, size_t cap);
+
+/* Writes the JSON members that say where a cut or damaged log ends:
+ * "cut_at_byte":N (the file's size; null when not cut) and
+ * "stopped_at_event":E (where the replay stops, events 0 to E - 1
+ * replayed; null when it reads the whole log), without a comma after. */
+void log_json_end(FILE *f, const mms_log_info_t *in);
 
 /* The warning lines about a log that is cut, damaged or lost events, each
  * passed to say() without the program's prefix: "NAME: the log is cut at

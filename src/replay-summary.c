@@ -63,7 +63,7 @@ static void print_text(const char *path, const mms_log_info_t *in, const mms_sum
 	/* A cut or damaged log lost records, frees among them: its live
 	 * blocks are not those of the exit. */
 	snprintf(at_end, sizeof(at_end), "live at %s", log_end_label(in));
-	if (in->cut || (in->damaged && in->stopped)) {
+	if (log_stops_early(in)) {
 		when[0] = ':';
 		when[1] = ' ';
 		snprintf(when + 2, sizeof(when) - 2, "live %s", log_live_when(in, phrase, sizeof(phrase)));
@@ -128,17 +128,8 @@ static void print_json(const mms_log_info_t *in, const mms_summary_t *s)
 	}
 	printf("},\"complete\":%s,\"exec_away\":%s,\"cut\":%s,", in->complete ? "true" : "false",
 	       in->exec_away ? "true" : "false", in->cut ? "true" : "false");
-	/* Where a cut or damaged log ends: the file's end, and the event the
-	 * replay stops at (the figures are those of events 0 to N - 1). */
-	if (in->cut)
-		printf("\"cut_at_byte\":%" PRIu64 ",", in->cut_offset);
-	else
-		printf("\"cut_at_byte\":null,");
-	if (in->stopped)
-		printf("\"stopped_at_event\":%" PRIu64 ",", in->events);
-	else
-		printf("\"stopped_at_event\":null,");
-	printf("\"damaged\":%s,\"lost_events\":%" PRIu64 ",\"unmatched_frees\":%" PRIu64 ",\"double_allocs\":%" PRIu64
+	log_json_end(stdout, in);
+	printf(",\"damaged\":%s,\"lost_events\":%" PRIu64 ",\"unmatched_frees\":%" PRIu64 ",\"double_allocs\":%" PRIu64
 	       "}\n",
 	       in->damaged ? "true" : "false", in->lost_events, s->unmatched_frees, s->double_allocs);
 }

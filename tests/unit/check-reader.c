@@ -271,6 +271,46 @@ START_TEST(test_cut_stamp)
 }
 END_TEST
 
+/* msMemScope's per-step rule over a cut log: step 4 was running when
+ * recording stopped (the free of 0x2000 at stamp 8 is past the cut), so it
+ * did not end, and the block of step 3 still live then is no leak of it;
+ * the block of step 2 live when step 3 ended is. */
+START_TEST(test_cut_step)
+{
+	struct lb *b = one_thread();
+	mms_leaks_t *l;
+	mms_log_t *log;
+
+	lb_event0(b, MMS_TAG_STEP, 12);
+	lb_alloc(b, 13, 0, 0x1000, 16, 0);
+	lb_event0(b, MMS_TAG_STEP, 14);
+	lb_alloc(b, 15, 0, 0x2000, 32, 0);
+	lb_event0(b, MMS_TAG_STEP, 16);
+	lb_alloc(b, 17, 0, 0x3000, 64, 0);
+	lb_free(b, 18, 0, 0x2000);
+	lb_header(b)->flags = MMS_FLAG_CUT;
+	lb_header(b)->cut_stamp = 18;
+	log = write_open(b, SIZE_MAX);
+	ck_assert_int_eq(mms_leaks_find(log, &l), 0);
+	ck_assert_uint_eq(l->nstep_leaks, 1);
+	ck_assert_uint_eq(l->step_leaks[0].b.addr, 0x1000);
+	ck_assert_uint_eq(l->step_leaks[0].found_step, 3);
+	ck_assert_uint_eq(l->nexit_leaks, 3);
+	mms_leaks_free(l);
+	mms_log_close(log);
+	/* The whole log: step 4 ends with it, and 0x2000 was freed in it. */
+	lb_header(b)->flags = MMS_FLAG_COMPLETE;
+	lb_event0(b, MMS_TAG_SYSTEM | MMS_SYSTEM_FINI, 19);
+	log = write_open(b, SIZE_MAX);
+	ck_assert_int_eq(mms_leaks_find(log, &l), 0);
+	ck_assert_uint_eq(l->nstep_leaks, 1);
+	ck_assert_uint_eq(l->nexit_leaks, 2);
+	mms_leaks_free(l);
+	mms_log_close(log);
+	lb_destroy(b);
+}
+END_TEST
+
 START_TEST(test_lost_events)
 {
 	struct lb *b = one_thread();
@@ -829,6 +869,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_unmatched_and_double);
 	tcase_add_test(tc, test_cut_log);
 	tcase_add_test(tc, test_cut_stamp);
+	tcase_add_test(tc, test_cut_step);
 	tcase_add_test(tc, test_lost_events);
 	tcase_add_test(tc, test_truncated_file);
 	tcase_add_test(tc, test_gap);
