@@ -458,8 +458,10 @@ static int write_csv(struct mms__xf *x, struct mms__xf_out *o)
 			if (isnew)
 				break;
 			struct xf_row *r = &rows[*v];
+			/* Stacks without frames (none recorded, or damaged)
+			 * have empty texts, and perhaps no buffer. */
 			if (r->thread == g->thread && r->allocator == g->allocator && r->len == text.len - start &&
-			    !memcmp(text.p + r->off, text.p + start, r->len))
+			    (!r->len || !memcmp(text.p + r->off, text.p + start, r->len)))
 				break;
 		}
 		if (rc)
