@@ -124,6 +124,9 @@ typedef struct mms_log_info {
 	uint64_t segments;       /* per-thread runs of records (diagnostics) */
 	uint64_t last_realtime_ns; /* CLOCK_REALTIME at the last refresh or exit */
 	int exec_away;           /* the process exec'd another program: the log ends there */
+	uint64_t bad_stacks;     /* walks of stack ids so far (mms_log_stack(), exports,
+	                            transforms, analyses) that did not resolve: damaged
+	                            stack records; reports show those stacks without frames */
 } mms_log_info_t;
 
 /* Why mms_log_open_ex() failed on a file that is not a readable log. */
@@ -154,7 +157,7 @@ int mms_log_meta(const mms_log_t *log, const char *key, const char **value, size
 /* Walks stack id from the innermost frame outwards and stores at most max
  * instruction pointers in ips. Returns the full depth of the stack (which
  * may exceed max), 0 for id 0, or MMS_ECORRUPT for an unknown id or a
- * cycle. */
+ * cycle (counted in mms_log_info_t.bad_stacks). */
 int mms_log_stack(const mms_log_t *log, uint32_t id, uint64_t *ips, size_t max);
 
 /* A loaded module as recorded (for symbolization). */

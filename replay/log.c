@@ -680,6 +680,8 @@ MMS__EXPORT void mms_log_close(mms_log_t *log)
 
 MMS__EXPORT void mms_log_get_info(const mms_log_t *log, mms_log_info_t *info)
 {
-	if (log && info)
+	if (log && info) {
 		*info = log->info;
+		info->bad_stacks = __atomic_load_n(&log->bad_stacks, __ATOMIC_RELAXED);
+	}
 }

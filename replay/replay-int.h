@@ -235,6 +235,7 @@ struct mms_log {
 	int chunks_lost;           /* a chunk is missing or cannot be read */
 	int fini;                  /* an exit record (SYSTEM fini) was read */
 	char cut_what[160];
+	uint64_t bad_stacks;       /* atomic: walks of stack ids that do not resolve */
 };
 
 /* Metadata tables (meta.c). mms__meta_record() stores a metadata record;
@@ -242,6 +243,11 @@ struct mms_log {
 struct mms__thread *mms__thread_note(mms_log_t *log, uint32_t index);
 int mms__meta_record(mms_log_t *log, const struct mms__rec *r);
 void mms__meta_free(mms_log_t *log);
+
+/* mms_log_stack() for the library's own reports: a stack id that does not
+ * resolve (damaged stack records) has no frames, and is counted in the
+ * log's info (bad_stacks). Returns the depth, 0 for such a stack. */
+int mms__log_stack(const mms_log_t *log, uint32_t id, uint64_t *ips, size_t max);
 
 /* Opens a log held in memory (the fuzz target's entry). The log does not
  * take ownership of buf, which must outlive it. */

@@ -328,7 +328,7 @@ int mms__xf_flush(struct mms__xf_out *o, int force)
 /* Stack id's ips, innermost first: returns the depth or a negative code. */
 int mms__xf_stack_ips(struct mms__xf_out *o, mms_log_t *log, uint32_t id)
 {
-	int n = mms_log_stack(log, id, o->ips, o->ips_cap);
+	int n = mms__log_stack(log, id, o->ips, o->ips_cap);
 
 	if (n > 0 && (size_t)n > o->ips_cap) {
 		uint64_t *p = realloc(o->ips, (size_t)n * sizeof(*p));
@@ -337,7 +337,7 @@ int mms__xf_stack_ips(struct mms__xf_out *o, mms_log_t *log, uint32_t id)
 			return -ENOMEM;
 		o->ips = p;
 		o->ips_cap = (size_t)n;
-		n = mms_log_stack(log, id, o->ips, o->ips_cap);
+		n = mms__log_stack(log, id, o->ips, o->ips_cap);
 	}
 	return n;
 }

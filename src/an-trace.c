@@ -112,6 +112,8 @@ static void put_stack(struct an_ctx *c, uint32_t stack, int json)
 	}
 	if (json)
 		fputc(']', c->out);
+	else if (depth == MMS_ECORRUPT)
+		fprintf(c->out, "      (stack damaged: its records in the log do not resolve)\n");
 	else if (depth <= 0)
 		fprintf(c->out, "      (no stack recorded)\n");
 }

@@ -93,6 +93,13 @@ void log_warn_damage(const char *name, const mms_log_info_t *in, void (*say)(con
 		say(line);
 		free(line);
 	}
+	if (in->bad_stacks) {
+		line = xasprintf("%s: allocation stacks could not be read %" PRIu64 " time%s: their records in the log "
+				 "are damaged; they are shown without frames",
+				 name, in->bad_stacks, in->bad_stacks == 1 ? "" : "s");
+		say(line);
+		free(line);
+	}
 	if (in->lost_events) {
 		line = xasprintf("%s: %" PRIu64 " events were not recorded (signals that arrived inside a hook)", name,
 				 in->lost_events);

@@ -311,6 +311,47 @@ START_TEST(test_cut_step)
 }
 END_TEST
 
+/* A stack whose records do not resolve (its parent was never defined: a
+ * bit flipped in the log) does not stop a report: it has no frames, and
+ * the log's info counts it. */
+START_TEST(test_bad_stack)
+{
+	struct lb *b = one_thread();
+	mms_transform_options_t to = { .selection = MMS_TRANSFORM_LEAKS };
+	mms_trace_t *t;
+	mms_log_info_t info;
+	mms_log_t *log;
+	uint64_t ips[4];
+
+	lb_begin(b, MMS_TAG_STACK, 11);
+	lb_u(b, 7);
+	lb_u(b, 99); /* no stack 99 */
+	lb_u(b, 0x401000);
+	lb_end(b);
+	lb_alloc(b, 20, 0, 0x1000, 16, 7);
+	lb_alloc(b, 21, 0, 0x2000, 32, 0);
+	lb_event0(b, MMS_TAG_SYSTEM | MMS_SYSTEM_FINI, 22);
+	log = write_open(b, SIZE_MAX);
+	ck_assert_int_eq(mms_log_stack(log, 7, ips, 4), MMS_ECORRUPT);
+	mms_log_get_info(log, &info);
+	ck_assert_uint_eq(info.bad_stacks, 1);
+	ck_assert_int_eq(info.damaged, 0);
+	ck_assert_int_eq(mms_export_csv(log, "dump.csv", NULL), 0);
+	ck_assert_int_eq(mms_trace_run(log, NULL, &t), 0);
+	ck_assert_uint_eq(t->nend, 2);
+	ck_assert_int_eq(mms_trace_write_tsv(log, NULL, t->end, t->nend, "leakage.tsv", 0), 0);
+	mms_trace_free(t);
+	ck_assert_int_eq(mms_transform_write(log, MMS_TRANSFORM_FLAMEGRAPH, &to, "leaks.svg"), 0);
+	mms_log_get_info(log, &info);
+	ck_assert_uint_ge(info.bad_stacks, 4);
+	unlink("dump.csv");
+	unlink("leakage.tsv");
+	unlink("leaks.svg");
+	mms_log_close(log);
+	lb_destroy(b);
+}
+END_TEST
+
 START_TEST(test_lost_events)
 {
 	struct lb *b = one_thread();
@@ -870,6 +911,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_cut_log);
 	tcase_add_test(tc, test_cut_stamp);
 	tcase_add_test(tc, test_cut_step);
+	tcase_add_test(tc, test_bad_stack);
 	tcase_add_test(tc, test_lost_events);
 	tcase_add_test(tc, test_truncated_file);
 	tcase_add_test(tc, test_gap);
