@@ -196,6 +196,28 @@ typedef struct mms_kind_summary {
 	uint64_t live_bytes;
 } mms_kind_summary_t;
 
+/* A free that freed no live block: a double free (the block was freed
+ * before, at freed_event), or a free of an address that is no live block
+ * as far as the log shows (the earlier free, if any, is not known: the
+ * reader remembers the last few thousand frees only). */
+typedef struct mms_bad_free {
+	uint64_t event;           /* the FREE event */
+	uint64_t addr;
+	uint32_t thread;          /* the thread that freed */
+	uint16_t mem;             /* enum mms_mem_kind: HOST or POOL */
+	const char *pool;         /* POOL: the pool's name (the log's, valid until
+	                             mms_log_close()), or NULL */
+	uint64_t freed_event;     /* a double free: the FREE event that freed the block
+	                             first; UINT64_MAX for any other bad free */
+	uint64_t alloc_event;     /* a double free: the block's MALLOC event */
+	uint64_t size;            /* a double free: the block's size */
+	uint32_t stack;           /* a double free: the block's allocation stack */
+} mms_bad_free_t;
+
+/* Bad frees a summary or a leaks report keeps, the first in log order;
+ * the counts count them all. */
+#define MMS_BAD_FREES_KEPT 16
+
 typedef struct mms_summary {
 	uint64_t events;                          /* all events */
 	uint64_t by_kind[MMS_EV_KIND_COUNT];      /* events per enum mms_event_kind */
@@ -204,8 +226,14 @@ typedef struct mms_summary {
 	uint64_t steps;                           /* steps run: STEP events (+1 if anything happened
 	                                             after the last), or "step start" ranges; 0 if
 	                                             never marked */
-	uint64_t unmatched_frees;                 /* frees of no live block */
+	uint64_t unmatched_frees;                 /* frees of no live block: double_frees +
+	                                             invalid_frees */
 	uint64_t double_allocs;                   /* an address handed out while live */
+	uint64_t double_frees;                    /* frees of a block freed before */
+	uint64_t invalid_frees;                   /* frees of an address that is no live block
+	                                             (nor a block freed lately) */
+	mms_bad_free_t bad_frees[MMS_BAD_FREES_KEPT]; /* the first of both, in log order */
+	size_t nbad_frees;
 } mms_summary_t;
 
 /* Replays the whole log and fills *out. Returns 0 or a negative code; on
@@ -263,6 +291,7 @@ typedef struct mms_where {
 	uint64_t peak_bytes;      /* highest live bytes of all kinds together so far */
 	uint64_t unmatched_frees;
 	uint64_t double_allocs;
+	uint64_t double_frees, invalid_frees; /* unmatched_frees, told apart */
 } mms_where_t;
 
 /* Options of mms_replay_open_ex(); zero means the default. */
@@ -575,6 +604,9 @@ typedef struct mms_leaks {
 	size_t nexit_leaks;
 	mms_leak_step_t *steps;   /* every step of the log, in order */
 	size_t nsteps;
+	uint64_t double_frees, invalid_frees; /* frees of no live block, as in the summary */
+	mms_bad_free_t bad_frees[MMS_BAD_FREES_KEPT]; /* the first of them, in log order */
+	size_t nbad_frees;
 	uint64_t events;          /* events replayed */
 	int stop_rc;              /* the damage that ended the replay early, or 0 */
 } mms_leaks_t;

@@ -187,6 +187,7 @@ static int finder_event(struct finder *f, const mms_event_t *ev)
 	rc = mms__track_event(&f->tr, st, ev);
 	if (rc)
 		return rc;
+	mms__state_bad_free(st, ev, f->l->bad_frees, &f->l->nbad_frees, MMS_BAD_FREES_KEPT);
 	if (f->tr.ev_step == MMS__STEP_PENDING) {
 		s = &f->pending;
 		if (!f->pending_seen) {
@@ -326,6 +327,8 @@ MMS__EXPORT int mms_leaks_find(mms_log_t *log, mms_leaks_t **out)
 	}
 	if (!rc)
 		rc = finder_finish(&f);
+	f.l->double_frees = f.st->double_frees;
+	f.l->invalid_frees = f.st->invalid_frees;
 	mms__map_free(&f.ix);
 	free(f.fol);
 	mms__track_free(&f.tr);

@@ -303,6 +303,17 @@ struct mms__owners {
 
 void mms__owners_free(struct mms__owners *o);
 
+/* A block freed recently. */
+struct mms__freed {
+	uint64_t addr, size;
+	uint64_t alloc_event, free_event;
+	const char *pool;            /* POOL: the pool's name as the state has it */
+	uint32_t stack;
+	uint16_t mem;
+};
+
+#define MMS__RECENT_FREES 4096
+
 struct mms__state {
 	mms_log_t *log;
 	uint64_t pos;            /* events applied */
@@ -317,6 +328,7 @@ struct mms__state {
 	uint64_t by_kind[MMS_EV_KIND_COUNT];
 	uint64_t peak_total;
 	uint64_t unmatched_frees, double_allocs;
+	uint64_t double_frees, invalid_frees; /* unmatched frees, told apart */
 	uint32_t last_thread;
 	const char *ended_op;    /* the operator the last OP_LAUNCH end ended */
 
@@ -339,7 +351,20 @@ struct mms__state {
 	struct mms__blk last_blk;
 	uint64_t last_free_event;
 	int last_blk_valid;
+
+	/* The last frees of HOST and POOL blocks, oldest first in a ring of
+	 * MMS__RECENT_FREES (allocated at the first free), so that a free of
+	 * no live block tells a double free from an address that was no
+	 * block: bounded, memory still follows the live blocks. */
+	struct mms__freed *freed;
+	size_t nfreed, freed_head;   /* entries, slot of the oldest */
+	struct mms__map freed_ix;    /* addr -> slot, while its block is not handed out again */
+	/* When the last event freed no live block: the double free's earlier
+	 * free (double_free), or an invalid free. */
+	int last_bad_free;           /* 0 none, 1 double, 2 invalid */
+	struct mms__freed bad_prev;  /* the earlier free of a double one */
 };
+
 
 void mms__state_init(struct mms__state *st, mms_log_t *log);
 void mms__state_free(struct mms__state *st);
@@ -357,6 +382,13 @@ const struct mms__blk *mms__state_find(const struct mms__state *st, uint64_t add
 const char *mms__state_owner(struct mms__state *st, const char *s, size_t len);
 /* The state's figures as a summary (summary.c). */
 void mms__state_summary(const struct mms__state *st, mms_summary_t *out);
+/* Remembers a free in the ring of recent frees (see struct mms__state).
+ * Returns 0 or -ENOMEM. */
+int mms__state_freed_add(struct mms__state *st, const struct mms__freed *f);
+/* When the last event freed no live block, appends what it was to list
+ * (*n of max kept). */
+void mms__state_bad_free(const struct mms__state *st, const mms_event_t *ev, mms_bad_free_t *list, size_t *n,
+			 size_t max);
 /* Calls fn on each live block until it returns non-zero. */
 int mms__state_each(const struct mms__state *st, int (*fn)(const struct mms__blk *b, void *ctx), void *ctx);
 

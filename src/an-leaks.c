@@ -221,6 +221,29 @@ out:
 	suppressed_free(&sp);
 }
 
+/* The frees of no live block, with their events, and a double free's
+ * allocation stack. */
+static void print_bad_frees(struct leaks_out *o)
+{
+	const mms_leaks_t *l = o->l;
+	FILE *f = o->c->out;
+	char count[128], what[160];
+	size_t i;
+
+	if (!l->double_frees && !l->invalid_frees)
+		return;
+	fprintf(f, "====== Bad frees: %s ======\n",
+		log_bad_frees_count(l->double_frees, l->invalid_frees, count, sizeof(count)));
+	for (i = 0; i < l->nbad_frees; i++) {
+		fprintf(f, "event %" PRIu64 ": %s, thread %" PRIu32 "\n", l->bad_frees[i].event,
+			log_bad_free_text(&l->bad_frees[i], what, sizeof(what)), l->bad_frees[i].thread);
+		if (l->bad_frees[i].freed_event != UINT64_MAX)
+			show_stack(&o->s, l->bad_frees[i].stack, "      ");
+	}
+	if (l->double_frees + l->invalid_frees > l->nbad_frees)
+		fprintf(f, "  ... and %" PRIu64 " more\n", l->double_frees + l->invalid_frees - l->nbad_frees);
+}
+
 /* --- the gap table ---------------------------------------------------------- */
 
 /* A step's min/max ratio of one kind, in percent; -1 when it had none. */
@@ -398,12 +421,15 @@ int an_leaks_run(struct an_ctx *c)
 		fputc(',', c->out);
 		print_section(&o, 0, o.l->exit_leaks, o.l->nexit_leaks);
 		fputc(',', c->out);
+		log_json_bad_frees(c->out, o.l->double_frees, o.l->invalid_frees, o.l->bad_frees, o.l->nbad_frees);
+		fputc(',', c->out);
 		print_gaps(&o);
 		fputs("}\n", c->out);
 	} else {
 		if (o.l->nsteps)
 			print_section(&o, 1, o.l->step_leaks, o.l->nstep_leaks);
 		print_section(&o, 0, o.l->exit_leaks, o.l->nexit_leaks);
+		print_bad_frees(&o);
 		print_gaps(&o);
 	}
 	/* The symbolizer is the context's: it closes it. */

@@ -32,6 +32,7 @@ struct log_result {
 	char *cut_what;   /* closes it */
 	char *next;       /* the log of the image it exec'd, or NULL */
 	int replay_error; /* mms_summarize() stopped early with this */
+	char *pools[MMS_BAD_FREES_KEPT]; /* the pool names of sum.bad_frees, copied */
 };
 
 /* Where a log's process went on, when it exec'd: memscope_P.mms is
@@ -61,6 +62,8 @@ static void log_result_free(struct log_result *r)
 	free(r->damage);
 	free(r->cut_what);
 	free(r->next);
+	for (size_t i = 0; i < MMS_BAD_FREES_KEPT; i++)
+		free(r->pools[i]);
 }
 
 /* Opens and summarizes the log dir/name into *r. Returns 0 (free *r with
@@ -93,6 +96,9 @@ static int log_read(const char *dir, const char *name, struct log_result *r)
 	r->info.exe = r->exe;
 	r->info.damage = r->damage;
 	r->info.cut_what = r->cut_what;
+	for (size_t i = 0; i < r->sum.nbad_frees; i++)
+		if (r->sum.bad_frees[i].pool)
+			r->sum.bad_frees[i].pool = r->pools[i] = xstrdup(r->sum.bad_frees[i].pool);
 	mms_log_close(log);
 	if (err < 0 && err != MMS_ECORRUPT && err != MMS_EORDER) {
 		WARN("%s: cannot replay the log: %s", name, mms_strerror(err));
@@ -196,8 +202,8 @@ void print_main_summary(const struct run *run, char **argv, pid_t pid, int statu
 		fprintf(stderr, "  %-17s %" PRIu64 "\n", "steps", sum->steps);
 	fprintf(stderr, "  %-17s %" PRIu64 "\n", "threads", sum->threads);
 	if (sum->unmatched_frees)
-		fprintf(stderr, "  %-17s %" PRIu64 " (frees of an address that was not live)\n", "bad frees",
-			sum->unmatched_frees);
+		log_print_bad_frees(stderr, "  ", 17, sum->double_frees, sum->invalid_frees, sum->bad_frees,
+				    sum->nbad_frees);
 	if (sum->double_allocs)
 		fprintf(stderr, "  %-17s %" PRIu64 " (an address handed out while still live)\n", "double allocs",
 			sum->double_allocs);

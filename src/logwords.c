@@ -68,6 +68,80 @@ void log_json_end(FILE *f, const mms_log_info_t *in)
 		fputs("\"stopped_at_event\":null", f);
 }
 
+/* The memory a freed address belongs to: HOST, or a pool's name. */
+static const char *bad_free_memory(const mms_bad_free_t *b)
+{
+	if (b->mem == MMS_MEM_POOL)
+		return b->pool && *b->pool ? b->pool : "POOL";
+	return "HOST";
+}
+
+const char *log_bad_free_text(const mms_bad_free_t *b, char *buf, size_t cap)
+{
+	if (b->freed_event != UINT64_MAX)
+		snprintf(buf, cap,
+			 "double free of a block freed at event %" PRIu64 " (%s 0x%" PRIx64 ", %" PRIu64
+			 " bytes, allocated at event %" PRIu64 ")",
+			 b->freed_event, bad_free_memory(b), b->addr, b->size, b->alloc_event);
+	else
+		snprintf(buf, cap, "free of an address that is not a live block (%s 0x%" PRIx64 ")", bad_free_memory(b),
+			 b->addr);
+	return buf;
+}
+
+const char *log_bad_frees_count(uint64_t double_frees, uint64_t invalid_frees, char *buf, size_t cap)
+{
+	int n = 0;
+
+	buf[0] = 0;
+	if (double_frees)
+		n = snprintf(buf, cap, "%" PRIu64 " double free%s", double_frees, double_frees == 1 ? "" : "s");
+	if (invalid_frees && n >= 0 && (size_t)n < cap)
+		snprintf(buf + n, cap - (size_t)n, "%s%" PRIu64 " free%s of an address that is not a live block",
+			 n ? ", " : "", invalid_frees, invalid_frees == 1 ? "" : "s");
+	return buf;
+}
+
+void log_print_bad_frees(FILE *f, const char *indent, int width, uint64_t double_frees, uint64_t invalid_frees,
+			 const mms_bad_free_t *list, size_t n)
+{
+	char count[128], what[160], ev[32];
+	uint64_t total = double_frees + invalid_frees;
+
+	fprintf(f, "%s%-*s %" PRIu64 ": %s\n", indent, width, "bad frees", total,
+		log_bad_frees_count(double_frees, invalid_frees, count, sizeof(count)));
+	for (size_t i = 0; i < n; i++) {
+		snprintf(ev, sizeof(ev), "event %" PRIu64, list[i].event);
+		fprintf(f, "%s  %-*s %s, thread %" PRIu32 "\n", indent, width - 2, ev,
+			log_bad_free_text(&list[i], what, sizeof(what)), list[i].thread);
+	}
+	if (total > n)
+		fprintf(f, "%s  ... and %" PRIu64 " more\n", indent, total - n);
+}
+
+void log_json_bad_frees(FILE *f, uint64_t double_frees, uint64_t invalid_frees, const mms_bad_free_t *list,
+			size_t n)
+{
+	fprintf(f, "\"double_frees\":%" PRIu64 ",\"invalid_frees\":%" PRIu64 ",\"bad_frees\":[", double_frees,
+		invalid_frees);
+	for (size_t i = 0; i < n; i++) {
+		const mms_bad_free_t *b = &list[i];
+		const char *mem = bad_free_memory(b);
+
+		fprintf(f, "%s{\"event\":%" PRIu64 ",\"kind\":\"%s\",\"addr\":\"0x%" PRIx64 "\",\"memory\":", i ? "," : "",
+			b->event, b->freed_event != UINT64_MAX ? "double_free" : "invalid_free", b->addr);
+		json_put_string(f, mem, strlen(mem));
+		fprintf(f, ",\"thread\":%" PRIu32, b->thread);
+		if (b->freed_event != UINT64_MAX)
+			fprintf(f,
+				",\"freed_at_event\":%" PRIu64 ",\"alloc_event\":%" PRIu64 ",\"bytes\":%" PRIu64
+				",\"stack\":%" PRIu32,
+				b->freed_event, b->alloc_event, b->size, b->stack);
+		fputc('}', f);
+	}
+	fputc(']', f);
+}
+
 void log_warn_damage(const char *name, const mms_log_info_t *in, void (*say)(const char *line))
 {
 	char why[192], *line;

@@ -6,6 +6,7 @@
 #define MMS_LOGWORDS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "msmemscope-replay.h"
@@ -39,6 +40,30 @@ const char *log_live_when(const mms_log_info_t *in, char *buf, size_t cap);
  * "stopped_at_event":E (where the replay stops, events 0 to E - 1
  * replayed; null when it reads the whole log), without a comma after. */
 void log_json_end(FILE *f, const mms_log_info_t *in);
+
+/* A free that freed no live block, in words: "double free of a block
+ * freed at event N (0x1000, 30 bytes, allocated at event M)" or "free of
+ * an address that is not a live block (0xdead0)". Returns buf (160 bytes
+ * are enough). */
+const char *log_bad_free_text(const mms_bad_free_t *b, char *buf, size_t cap);
+
+/* The counts of both kinds: "1 double free, 2 frees of an address that is
+ * not a live block". Returns buf (128 bytes are enough). */
+const char *log_bad_frees_count(uint64_t double_frees, uint64_t invalid_frees, char *buf, size_t cap);
+
+/* Prints the lines of a summary about the frees of no live block: the
+ * label "bad frees" (indented, in a column width wide), their number and
+ * the counts of each kind, then a line per free kept with its event, and
+ * how many more there were. */
+void log_print_bad_frees(FILE *f, const char *indent, int width, uint64_t double_frees, uint64_t invalid_frees,
+			 const mms_bad_free_t *list, size_t n);
+
+/* Writes the JSON members "double_frees":N,"invalid_frees":M,
+ * "bad_frees":[...] (the first n, each with event, kind "double_free" or
+ * "invalid_free", addr, memory, thread, and for a double free
+ * freed_at_event, alloc_event, bytes, stack), without a comma after. */
+void log_json_bad_frees(FILE *f, uint64_t double_frees, uint64_t invalid_frees, const mms_bad_free_t *list,
+			size_t n);
 
 /* The warning lines about a log that is cut, damaged or lost events, each
  * passed to say() without the program's prefix: "NAME: the log is cut at

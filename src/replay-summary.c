@@ -88,7 +88,7 @@ static void print_text(const char *path, const mms_log_info_t *in, const mms_sum
 	if (s->mem[MMS_MEM_POOL].allocs || s->mem[MMS_MEM_POOL].frees)
 		print_kind_text("pool", &s->mem[MMS_MEM_POOL], at_end);
 	if (s->unmatched_frees)
-		printf("%-20s %" PRIu64 "\n", "unmatched frees", s->unmatched_frees);
+		log_print_bad_frees(stdout, "", 20, s->double_frees, s->invalid_frees, s->bad_frees, s->nbad_frees);
 	if (s->double_allocs)
 		printf("%-20s %" PRIu64 "\n", "double allocations", s->double_allocs);
 }
@@ -130,8 +130,10 @@ static void print_json(const mms_log_info_t *in, const mms_summary_t *s)
 	       in->exec_away ? "true" : "false", in->cut ? "true" : "false");
 	log_json_end(stdout, in);
 	printf(",\"damaged\":%s,\"lost_events\":%" PRIu64 ",\"unmatched_frees\":%" PRIu64 ",\"double_allocs\":%" PRIu64
-	       "}\n",
+	       ",",
 	       in->damaged ? "true" : "false", in->lost_events, s->unmatched_frees, s->double_allocs);
+	log_json_bad_frees(stdout, s->double_frees, s->invalid_frees, s->bad_frees, s->nbad_frees);
+	printf("}\n");
 }
 
 int replay_summary(const char *path, mms_log_t *log, int json)

@@ -61,7 +61,7 @@ class Where(ctypes.Structure):
     _fields_ = [("position", u64), ("events", u64), ("step", u64), ("in_step", c_int), ("op_launches", u64),
                 ("kernel_launches", u64), ("op", c_char_p), ("op_launch", u64), ("thread", u32),
                 ("mem", KindSummary * MEM_KIND_COUNT), ("live_bytes", u64), ("peak_bytes", u64),
-                ("unmatched_frees", u64), ("double_allocs", u64)]
+                ("unmatched_frees", u64), ("double_allocs", u64), ("double_frees", u64), ("invalid_frees", u64)]
 
 
 PROGRESS_FN = ctypes.CFUNCTYPE(c_int, c_void_p, u64, u64)

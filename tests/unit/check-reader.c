@@ -190,11 +190,86 @@ START_TEST(test_unmatched_and_double)
 	summarize(b, &s, NULL);
 	ck_assert_uint_eq(s.unmatched_frees, 2);
 	ck_assert_uint_eq(s.double_allocs, 1);
+	/* Event 1 frees an address that was never a block; event 5 frees
+	 * again the block event 4 freed (allocated by event 3). */
+	ck_assert_uint_eq(s.invalid_frees, 1);
+	ck_assert_uint_eq(s.double_frees, 1);
+	ck_assert_uint_eq(s.nbad_frees, 2);
+	ck_assert_uint_eq(s.bad_frees[0].event, 1);
+	ck_assert_uint_eq(s.bad_frees[0].addr, 0xdead0);
+	ck_assert_uint_eq(s.bad_frees[0].freed_event, UINT64_MAX);
+	ck_assert_uint_eq(s.bad_frees[1].event, 5);
+	ck_assert_uint_eq(s.bad_frees[1].addr, 0x1000);
+	ck_assert_uint_eq(s.bad_frees[1].freed_event, 4);
+	ck_assert_uint_eq(s.bad_frees[1].alloc_event, 3);
+	ck_assert_uint_eq(s.bad_frees[1].size, 30);
 	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].allocs, 2);
 	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].frees, 3);
 	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].peak_bytes, 30);
 	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].live_bytes, 0);
 	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].live_blocks, 0);
+	lb_destroy(b);
+}
+END_TEST
+
+/* The reader remembers the last MMS__RECENT_FREES frees: a free of a
+ * block freed longer ago than that is told as what is known, a free of no
+ * live block. A realloc in place (free + alloc of one address) is no
+ * double free, and neither is a free of an address handed out again. The
+ * figures are the same through checkpoints and seeks. */
+START_TEST(test_recent_frees)
+{
+	mms_replay_options_t ro = { .no_index_file = 1, .checkpoint_every = 16 };
+	struct lb *b = lb_new(1u << 20);
+	mms_replay_t *r;
+	mms_summary_t s;
+	mms_where_t w;
+	mms_leaks_t *l;
+	mms_log_t *log;
+	uint64_t i, stamp = 10;
+
+	lb_chunk(b);
+	lb_segment(b, 0, 0);
+	lb_alloc(b, stamp++, 0, 0x10, 8, 0);            /* event 0 */
+	lb_free(b, stamp++, 0, 0x10);                   /* 1 */
+	for (i = 0; i < 5000; i++) {                    /* 2 .. 10001 */
+		lb_alloc(b, stamp++, 0, 0x100000 + 16 * i, 8, 0);
+		lb_free(b, stamp++, 0, 0x100000 + 16 * i);
+	}
+	lb_free(b, stamp++, 0, 0x10);                   /* 10002: forgotten */
+	lb_free(b, stamp++, 0, 0x100000 + 16 * 4999);   /* 10003: double, freed by 10001 */
+	lb_alloc(b, stamp++, 0, 0x20, 8, 0);            /* 10004 */
+	lb_free(b, stamp++, MMS_FREE_REALLOC, 0x20);    /* 10005: realloc in place */
+	lb_alloc(b, stamp++, MMS_ALLOC_REALLOC, 0x20, 16, 0); /* 10006 */
+	lb_free(b, stamp++, 0, 0x20);                   /* 10007 */
+	lb_event0(b, MMS_TAG_SYSTEM | MMS_SYSTEM_FINI, stamp++);
+	log = write_open(b, SIZE_MAX);
+	ck_assert_int_eq(mms_summarize(log, &s), 0);
+	ck_assert_uint_eq(s.invalid_frees, 1);
+	ck_assert_uint_eq(s.double_frees, 1);
+	ck_assert_uint_eq(s.nbad_frees, 2);
+	ck_assert_uint_eq(s.bad_frees[0].event, 10002);
+	ck_assert_uint_eq(s.bad_frees[0].freed_event, UINT64_MAX);
+	ck_assert_uint_eq(s.bad_frees[1].event, 10003);
+	ck_assert_uint_eq(s.bad_frees[1].freed_event, 10001);
+	ck_assert_uint_eq(s.bad_frees[1].alloc_event, 10000);
+	ck_assert_int_eq(mms_leaks_find(log, &l), 0);
+	ck_assert_uint_eq(l->double_frees, 1);
+	ck_assert_uint_eq(l->invalid_frees, 1);
+	ck_assert_uint_eq(l->nbad_frees, 2);
+	ck_assert_uint_eq(l->bad_frees[1].freed_event, 10001);
+	mms_leaks_free(l);
+	ck_assert_int_eq(mms_replay_open_ex(log, &ro, &r), 0);
+	ck_assert_int_eq(mms_replay_seek(r, 10004), 0);
+	mms_replay_where(r, &w);
+	ck_assert_uint_eq(w.double_frees, 1);
+	ck_assert_uint_eq(w.invalid_frees, 1);
+	ck_assert_int_eq(mms_replay_seek(r, 10003), 0);
+	mms_replay_where(r, &w);
+	ck_assert_uint_eq(w.double_frees, 0);
+	ck_assert_uint_eq(w.invalid_frees, 1);
+	mms_replay_close(r);
+	mms_log_close(log);
 	lb_destroy(b);
 }
 END_TEST
@@ -908,6 +983,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_order_merge);
 	tcase_add_test(tc, test_realloc_counting);
 	tcase_add_test(tc, test_unmatched_and_double);
+	tcase_add_test(tc, test_recent_frees);
 	tcase_add_test(tc, test_cut_log);
 	tcase_add_test(tc, test_cut_stamp);
 	tcase_add_test(tc, test_cut_step);
