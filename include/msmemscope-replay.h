@@ -189,7 +189,7 @@ void mms_iter_close(mms_iter_t *it);
 /* Counts for the memory of one kind. */
 typedef struct mms_kind_summary {
 	uint64_t allocs;          /* MALLOC events (a realloc counts as one) */
-	uint64_t frees;           /* FREE events (a realloc that moved counts as one) */
+	uint64_t frees;           /* FREE events (a realloc counts as one, moved or not) */
 	uint64_t bytes_allocated; /* sum of MALLOC sizes */
 	uint64_t peak_bytes;      /* highest live bytes */
 	uint64_t live_blocks;     /* at the end of the log */

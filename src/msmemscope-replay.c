@@ -119,8 +119,9 @@ static void usage(void)
 	       "beside the log, LOG.idx, built on the first query and rebuilt when the log\n"
 	       "changes.\n"
 	       "\n"
-	       "Exit status: 0 on success (a damaged log is reported with warnings),\n"
-	       "1 when the log cannot be read or the query fails, 2 for a wrong command line.\n"
+	       "Exit status: 0 on success (a cut or damaged log is reported with warnings;\n"
+	       "-i: when its commands ran, even one that answered an error), 1 when the log\n"
+	       "cannot be read or the query fails, 2 for a wrong command line.\n"
 	       "See msmemscope-replay(1), doc/replay.md and doc/log-format.md.\n");
 }
 
@@ -386,12 +387,12 @@ static mms_replay_t *open_replay(const struct opts *o, mms_log_t *log)
 }
 
 /* Says that answers stop short of the end of a damaged log. */
-static void warn_state(const char *path, mms_log_t *log)
+static void warn_state(const struct opts *o, mms_log_t *log)
 {
 	mms_log_info_t info;
 
 	mms_log_get_info(log, &info);
-	replay_warn_log_state(path, &info);
+	replay_warn_log_state(o->log, &info, o->json);
 }
 
 static int query_step(const struct opts *o, struct show *s)
@@ -554,7 +555,7 @@ int main(int argc, char **argv)
 		if (replay_transform_write(o.log, log, MMS_TRANSFORM_FLAMEGRAPH, &t, o.flamegraph,
 					   "remove it, name another file, or add --force"))
 			status = CLI_EXIT_FAILURE;
-		warn_state(o.log, log);
+		warn_state(&o, log);
 		mms_log_close(log);
 		return status;
 	}
@@ -567,7 +568,7 @@ int main(int argc, char **argv)
 		status = an_run(o.log, log, o.analyses, &o.an, stdout);
 		if (fflush(stdout) || ferror(stdout))
 			die(CLI_EXIT_FAILURE, "cannot write the answer: %s", strerror(errno));
-		warn_state(o.log, log);
+		warn_state(&o, log);
 		mms_log_close(log);
 		return status;
 	}
@@ -576,7 +577,7 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		if (query_export(&o, log))
 			status = CLI_EXIT_FAILURE;
-		warn_state(o.log, log);
+		warn_state(&o, log);
 		mms_log_close(log);
 		return status;
 	}
@@ -602,7 +603,7 @@ int main(int argc, char **argv)
 	if (fflush(stdout) || ferror(stdout))
 		die(CLI_EXIT_FAILURE, "cannot write the answer: %s", strerror(errno));
 	if (o.query != Q_INTERACTIVE)
-		warn_state(o.log, log);
+		warn_state(&o, log);
 	show_fini(&s);
 	mms_replay_close(r);
 	mms_log_close(log);

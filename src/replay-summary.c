@@ -19,12 +19,12 @@ static void say_warning(const char *line)
 }
 
 /* Tells the user what the summary does not cover. */
-void replay_warn_log_state(const char *path, const mms_log_info_t *in)
+void replay_warn_log_state(const char *path, const mms_log_info_t *in, int json)
 {
-	if (!in->cut && !in->complete && in->exec_away)
+	if (!in->cut && !in->complete && in->exec_away && !json)
 		fprintf(stderr, "%s: %s: the process exec'd another program; blocks \"live at exec\" are those it "
 			"held then\n", cli_progname, path);
-	else if (!in->cut && !in->complete)
+	else if (!in->cut && !in->complete && !in->exec_away)
 		warn("%s: the process did not reach exit (killed, or still running); blocks \"live at log end\" "
 		     "are those live at the last recorded event",
 		     path);
@@ -152,7 +152,7 @@ int replay_summary(const char *path, mms_log_t *log, int json)
 		print_text(path, &info, &sum);
 	if (fflush(stdout) || ferror(stdout))
 		die(CLI_EXIT_FAILURE, "cannot write the summary: %s", strerror(errno));
-	replay_warn_log_state(path, &info);
+	replay_warn_log_state(path, &info, json);
 	if (rc) {
 		warn("%s: replay stopped early: %s; the summary covers the events before", path, mms_strerror(rc));
 		status = CLI_EXIT_FAILURE;

@@ -212,7 +212,7 @@ int replay_transform(int argc, char **argv)
 		exit(CLI_EXIT_FAILURE);
 	free(name);
 	mms_log_get_info(log, &info);
-	replay_warn_log_state(o.log, &info);
+	replay_warn_log_state(o.log, &info, 0);
 	mms_log_close(log);
 	return 0;
 }
