@@ -251,7 +251,7 @@ static void file_cut(mms_log_t *log, const char *fmt, ...)
 static int walk_chunks(mms_log_t *log, int fd)
 {
 	const struct mms_chunk_header *ch;
-	uint64_t k, n, start, have, used, cs = log->hdr.chunk_size;
+	uint64_t k, n, whole, start, have, used, cs = log->hdr.chunk_size;
 	const uint8_t *chunk;
 	uint8_t *buf = NULL;
 	uint32_t magic;
@@ -327,12 +327,19 @@ static int walk_chunks(mms_log_t *log, int fd)
 	free(buf);
 	if (rc)
 		return rc;
-	/* The file holds fewer chunks than the header counts. The writer
-	 * counts a chunk it could not add when it cuts the log itself (a
-	 * full disk): only a log it did not cut has lost them. */
-	if (!log->file_cut && n < log->hdr.nchunks && !(log->hdr.flags & MMS_FLAG_CUT))
-		file_cut(log, "the file ends after %llu of the %llu chunks its header counts", (unsigned long long)n,
-			 (unsigned long long)log->hdr.nchunks);
+	/* The file is shorter than the chunks the header counts (the writer
+	 * grows it a whole chunk at a time). The writer counts a chunk it
+	 * could not add when it cuts the log itself (a full disk): only a log
+	 * it did not cut has lost something. */
+	whole = (log->size - MMS_HEADER_SIZE) / cs;
+	if (!log->file_cut && log->size < MMS_HEADER_SIZE + log->hdr.nchunks * cs && !(log->hdr.flags & MMS_FLAG_CUT)) {
+		if (log->size == MMS_HEADER_SIZE + whole * cs)
+			file_cut(log, "the file ends after %llu of the %llu chunks its header counts",
+				 (unsigned long long)whole, (unsigned long long)log->hdr.nchunks);
+		else
+			file_cut(log, "the file ends inside chunk %llu of the %llu its header counts, after its records",
+				 (unsigned long long)whole, (unsigned long long)log->hdr.nchunks);
+	}
 	/* Chunks from k on are not in the file. */
 	if (log->file_cut && k < log->hdr.nchunks)
 		chunk_lost(log);

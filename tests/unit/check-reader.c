@@ -505,6 +505,17 @@ START_TEST(test_truncated_file)
 	ck_assert_uint_eq(info.events, 6);
 	mms_log_close(log);
 
+	/* Cut after the last chunk's records, in its unused tail: every
+	 * record is there, but the writer grows the file a whole chunk at a
+	 * time, so the file lost its end. */
+	lb_use(b, 2);
+	log = write_open(b, lb_offset(b) + 10);
+	mms_log_get_info(log, &info);
+	ck_assert_int_eq(info.cut, 1);
+	ck_assert_str_eq(info.cut_what, "the file ends inside chunk 2 of the 3 its header counts, after its records");
+	ck_assert_uint_eq(info.events, 6);
+	mms_log_close(log);
+
 	/* A header that claims more chunks than any file holds is refused. */
 	lb_header(b)->nchunks = UINT64_MAX;
 	expect_open_error(b, SIZE_MAX, MMS_ECORRUPT);
