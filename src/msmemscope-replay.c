@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -395,6 +396,24 @@ static void warn_state(const struct opts *o, mms_log_t *log)
 	replay_warn_log_state(o->log, &info, o->json);
 }
 
+/* Dies with a message about a query of log, after the warnings about
+ * the log's state (a cut log has fewer steps and events to ask for). */
+static void die_query(const struct opts *o, mms_log_t *log, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4), noreturn));
+
+static void die_query(const struct opts *o, mms_log_t *log, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fflush(stdout);
+	warn_state(o, log);
+	die(CLI_EXIT_FAILURE, "%s", msg);
+}
+
 static int query_step(const struct opts *o, struct show *s)
 {
 	mms_step_report_t *rep;
@@ -403,14 +422,14 @@ static int query_step(const struct opts *o, struct show *s)
 
 	if (o->n > steps) {
 		if (!steps)
-			die(CLI_EXIT_FAILURE, "%s: the log has no steps: the program never called msmemscope_step() nor "
+			die_query(o, s->log, "%s: the log has no steps: the program never called msmemscope_step() nor "
 			    "opened a \"step start\" range; try --event N or -i", o->log);
-		die(CLI_EXIT_FAILURE, "%s: no step %" PRIu64 ": the log has %" PRIu64 " step%s", o->log, o->n, steps,
+		die_query(o, s->log, "%s: no step %" PRIu64 ": the log has %" PRIu64 " step%s", o->log, o->n, steps,
 		    steps == 1 ? "" : "s");
 	}
 	rc = mms_replay_step_report(s->r, o->n, &rep);
 	if (rc)
-		die(CLI_EXIT_FAILURE, "%s: cannot replay step %" PRIu64 ": %s", o->log, o->n, mms_strerror(rc));
+		die_query(o, s->log, "%s: cannot replay step %" PRIu64 ": %s", o->log, o->n, mms_strerror(rc));
 	show_step_report(s, rep);
 	if (s->json)
 		fputc('\n', s->out);
@@ -426,11 +445,11 @@ static int query_event(const struct opts *o, struct show *s)
 
 	mms_replay_where(s->r, &w);
 	if (o->n >= w.events)
-		die(CLI_EXIT_FAILURE, "%s: no event %" PRIu64 ": the log has %" PRIu64 " events (0 to %" PRIu64 ")", o->log,
+		die_query(o, s->log, "%s: no event %" PRIu64 ": the log has %" PRIu64 " events (0 to %" PRIu64 ")", o->log,
 		    o->n, w.events, w.events ? w.events - 1 : 0);
 	rc = mms_replay_seek(s->r, o->n + 1);
 	if (rc || !mms_replay_last_event(s->r, &ev))
-		die(CLI_EXIT_FAILURE, "%s: cannot replay to event %" PRIu64 ": %s", o->log, o->n,
+		die_query(o, s->log, "%s: cannot replay to event %" PRIu64 ": %s", o->log, o->n,
 		    mms_strerror(rc ? rc : MMS_ECORRUPT));
 	if (s->json) {
 		fputs("{\"event\":", s->out);
@@ -455,7 +474,7 @@ static int query_range(const struct opts *o, struct show *s)
 
 	mms_replay_where(s->r, &w);
 	if (o->from >= w.events)
-		die(CLI_EXIT_FAILURE, "%s: no event %" PRIu64 ": the log has %" PRIu64 " events", o->log, o->from,
+		die_query(o, s->log, "%s: no event %" PRIu64 ": the log has %" PRIu64 " events", o->log, o->from,
 		    w.events);
 	if (!o->to_set || to >= w.events)
 		to = w.events - 1;
@@ -468,7 +487,7 @@ static int query_range(const struct opts *o, struct show *s)
 			return 0;
 		rc = 0;
 	}
-	die(CLI_EXIT_FAILURE, "%s: replay stopped at event %" PRIu64 ": %s", o->log, w.position,
+	die_query(o, s->log, "%s: replay stopped at event %" PRIu64 ": %s", o->log, w.position,
 	    mms_strerror(rc ? rc : MMS_ECORRUPT));
 }
 
@@ -503,7 +522,7 @@ static int query_export(const struct opts *o, mms_log_t *log)
 		io.keep = 1; /* the tags are all the dump needs */
 		rc = mms_inefficient_run(log, &io, &res);
 		if (rc)
-			die(CLI_EXIT_FAILURE, "%s: cannot find the inefficient blocks: %s", o->log, mms_strerror(rc));
+			die_query(o, log, "%s: cannot find the inefficient blocks: %s", o->log, mms_strerror(rc));
 		eo.inefficient = res;
 	}
 	rc = !strcmp(o->export_fmt, "csv") ? mms_export_csv(log, path, &eo) : mms_export_db(log, path, &eo);
@@ -513,7 +532,7 @@ static int query_export(const struct opts *o, mms_log_t *log)
 	if (rc == -EEXIST)
 		die(CLI_EXIT_FAILURE, "%s: %s exists; remove it, name another file with -o, or add --force", o->log, path);
 	if (rc)
-		die(CLI_EXIT_FAILURE, "%s: cannot export to %s: %s", o->log, path, mms_strerror(rc));
+		die_query(o, log, "%s: cannot export to %s: %s", o->log, path, mms_strerror(rc));
 	fprintf(stderr, "%s: wrote %s\n", cli_progname, path);
 	return 0;
 }
