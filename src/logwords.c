@@ -44,7 +44,8 @@ const char *log_end_label(const mms_log_info_t *in)
 const char *log_live_when(const mms_log_info_t *in, char *buf, size_t cap)
 {
 	if (in->cut)
-		snprintf(buf, cap, "when recording stopped at event %" PRIu64 " (the log is cut; not leaks)", in->events);
+		snprintf(buf, cap, "when recording stopped at event %" PRIu64 " (the log is cut; not leaks)",
+			 in->events);
 	else if (in->damaged && in->stopped)
 		snprintf(buf, cap, "at event %" PRIu64 ", where the damage stops the replay (not leaks)", in->events);
 	else if (log_ends_at_exit(in))
@@ -119,8 +120,7 @@ void log_print_bad_frees(FILE *f, const char *indent, int width, uint64_t double
 		fprintf(f, "%s  ... and %" PRIu64 " more\n", indent, total - n);
 }
 
-void log_json_bad_frees(FILE *f, uint64_t double_frees, uint64_t invalid_frees, const mms_bad_free_t *list,
-			size_t n)
+void log_json_bad_frees(FILE *f, uint64_t double_frees, uint64_t invalid_frees, const mms_bad_free_t *list, size_t n)
 {
 	fprintf(f, "\"double_frees\":%" PRIu64 ",\"invalid_frees\":%" PRIu64 ",\"bad_frees\":[", double_frees,
 		invalid_frees);
@@ -128,7 +128,8 @@ void log_json_bad_frees(FILE *f, uint64_t double_frees, uint64_t invalid_frees, 
 		const mms_bad_free_t *b = &list[i];
 		const char *mem = bad_free_memory(b);
 
-		fprintf(f, "%s{\"event\":%" PRIu64 ",\"kind\":\"%s\",\"addr\":\"0x%" PRIx64 "\",\"memory\":", i ? "," : "",
+		fprintf(f,
+			"%s{\"event\":%" PRIu64 ",\"kind\":\"%s\",\"addr\":\"0x%" PRIx64 "\",\"memory\":", i ? "," : "",
 			b->event, b->freed_event != UINT64_MAX ? "double_free" : "invalid_free", b->addr);
 		json_put_string(f, mem, strlen(mem));
 		fprintf(f, ",\"thread\":%" PRIu32, b->thread);
@@ -157,13 +158,13 @@ void log_warn_damage(const char *name, const mms_log_info_t *in, void (*say)(con
 		char stop[96];
 
 		if (in->stopped)
-			snprintf(stop, sizeof(stop), "the replay stops at event %" PRIu64 ", where records may be missing",
-				 in->events);
+			snprintf(stop, sizeof(stop),
+				 "the replay stops at event %" PRIu64 ", where records may be missing", in->events);
 		else
 			snprintf(stop, sizeof(stop), "the replay reads on past it");
-		line = xasprintf("%s: damaged at byte %" PRIu64 ": %s (%" PRIu64 " place%s); %s", name, in->damage_offset,
-				 in->damage ? in->damage : mms_strerror(in->damage_error), in->damage_count,
-				 in->damage_count == 1 ? "" : "s", stop);
+		line = xasprintf("%s: damaged at byte %" PRIu64 ": %s (%" PRIu64 " place%s); %s", name,
+				 in->damage_offset, in->damage ? in->damage : mms_strerror(in->damage_error),
+				 in->damage_count, in->damage_count == 1 ? "" : "s", stop);
 		say(line);
 		free(line);
 	}

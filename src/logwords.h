@@ -62,8 +62,7 @@ void log_print_bad_frees(FILE *f, const char *indent, int width, uint64_t double
  * "bad_frees":[...] (the first n, each with event, kind "double_free" or
  * "invalid_free", addr, memory, thread, and for a double free
  * freed_at_event, alloc_event, bytes, stack), without a comma after. */
-void log_json_bad_frees(FILE *f, uint64_t double_frees, uint64_t invalid_frees, const mms_bad_free_t *list,
-			size_t n);
+void log_json_bad_frees(FILE *f, uint64_t double_frees, uint64_t invalid_frees, const mms_bad_free_t *list, size_t n);
 
 /* The warning lines about a log that is cut, damaged or lost events, each
  * passed to say() without the program's prefix: "NAME: the log is cut at
