@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "msmemscope-replay.h"
+#include "progs.h"
 
 #define HEADER 4096u
 
@@ -37,20 +38,12 @@ static unsigned long long rng;
 
 static char *in_dir(const char *name)
 {
-	static char buf[4][4096];
-	static int k;
-	char *p = buf[k++ % 4];
-
-	snprintf(p, sizeof(buf[0]), "%s/%s", dir, name);
-	return p;
+	return prog_in_dir(dir, name);
 }
 
 static uint64_t next_rand(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return prog_rand(&rng);
 }
 
 static int write_file(const char *path, const uint8_t *p, size_t n)
