@@ -10,6 +10,8 @@
 # Everything else is copied: the same events, metadata and header.
 #
 #   tests/fuzz/rechunk-log.py IN.mms OUT.mms [CHUNK_SIZE]   (default 4096)
+import os
+import re
 import struct
 import sys
 
@@ -17,15 +19,34 @@ HEADER_SIZE = 4096
 CHUNK_HDR = 16
 CHUNK_MAGIC = 0x4B4E4843
 
-# Field layouts per tag, as replay/decode.c reads them: u varint, a address
-# delta (zigzag), s string. SEGMENT (0x01) has no stamp delta.
-LAYOUTS = {0x02: "uu", 0x03: "uu", 0x04: "us", 0x05: "uuu", 0x06: "uuuss", 0x07: "ss", 0x08: "u",
-           0x20: "auuu", 0x21: "au", 0x28: "uauuuu", 0x29: "uauuu", 0x38: "u", 0x39: "", 0x3a: "u",
-           0x40: "u", 0x41: "uu", 0x42: "u", 0x48: "", 0x50: "u", 0x51: "", 0x58: "auu", 0x59: "auuuuu",
-           0x5a: "auuuuu", 0x60: "u", 0x68: "", 0x69: ""}
-LAYOUTS.update({0x10 + k: "auu" for k in range(8)})
-LAYOUTS.update({0x18 + k: "a" for k in range(2)})
-LAYOUTS.update({0x30 + k: "au" for k in range(3)})
+# Field layouts per tag: u varint, a address delta (zigzag), s string.
+# Read from the reader's own table (replay/decode.c, with the values of
+# replay/format.h), so that a tag added there is known here too. SEGMENT
+# (0x01) has no stamp delta and is handled apart.
+SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "replay")
+
+
+def read_layouts():
+    names = {}
+    for m in re.finditer(r"\b(MMS_[A-Z0-9_]+)\s*=\s*(0x[0-9a-fA-F]+|\d+)\s*[,}]",
+                         open(os.path.join(SRC, "format.h")).read()):
+        names[m.group(1)] = int(m.group(2), 0)
+
+    def value(expr):
+        return sum(names[n.strip()] for n in expr.split("+"))
+
+    table = open(os.path.join(SRC, "decode.c")).read()
+    table = table[table.index("layouts[256]"):]
+    table = table[:table.index("};")]
+    layouts = {}
+    for m in re.finditer(r'\[([^\]]+)\]\s*=\s*"([uas]*)"', table):
+        lo, _, hi = m.group(1).partition("...")
+        for tag in range(value(lo), value(hi or lo) + 1):
+            layouts[tag] = m.group(2)
+    return layouts
+
+
+LAYOUTS = read_layouts()
 
 
 def get_u(b, i):
@@ -79,6 +100,8 @@ def read_records(data, chunk_size, nchunks):
                 addr = 0
                 threads.setdefault(thread, [])
                 continue
+            if tag not in LAYOUTS:
+                sys.exit(f"chunk {k}: record tag 0x{tag:02x} is not in replay/decode.c's table")
             d, i = get_u(b, i)
             stamp += d
             fields = []
