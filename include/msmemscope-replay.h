@@ -102,7 +102,8 @@ typedef struct mms_event {
 
 typedef struct mms_log mms_log_t;
 
-/* Static facts about a log, valid until mms_log_close(). */
+/* Static facts about a log, valid until mms_log_close() (the strings are
+ * the log's). */
 typedef struct mms_log_info {
 	uint32_t version;
 	uint64_t pid;
@@ -117,17 +118,30 @@ typedef struct mms_log_info {
 	uint32_t threads;        /* threads seen */
 	uint64_t nchunks;
 	uint64_t file_size;
-	int complete;            /* the process reached exit */
-	int cut;                 /* recording stopped early (disk full, ...) */
-	int damaged;             /* the reader stopped at damage; see damage_* */
+	int complete;            /* the process reached exit, and the log holds it all */
+	int cut;                 /* the log ends before the process did: recording stopped
+	                            early (a full disk: cut_errno says why), or the file lost
+	                            its end (cut_what says what is missing) */
+	uint64_t cut_offset;     /* when cut: the byte where the file ends (its size) */
+	const char *cut_what;    /* when the file lost its end, what is missing ("the file
+	                            ends after 10 of the 47 chunks its header counts");
+	                            NULL when the writer stopped recording or nothing is */
+	int stopped;             /* the replay stops before the process's last records: at
+	                            the cut, or where damage may have lost records of some
+	                            thread; `events` counts the events before */
+	int damaged;             /* the reader found damage; see damage_* */
 	uint64_t damage_offset;  /* file offset of the first damage */
 	const char *damage;      /* what was wrong there, or NULL */
 	int damage_error;        /* MMS_ECORRUPT, MMS_ETRUNCATED or MMS_EORDER; 0 if none */
 	uint64_t damage_count;   /* places the reader found damage (chunks, order) */
-	uint64_t events;         /* events in the log, as mms_iter_next() yields them */
+	uint64_t events;         /* events in the log, as mms_iter_next() yields them: up to
+	                            the cut or the damage when stopped */
 	uint64_t segments;       /* per-thread runs of records (diagnostics) */
 	uint64_t last_realtime_ns; /* CLOCK_REALTIME at the last refresh or exit */
 	int exec_away;           /* the process exec'd another program: the log ends there */
+	uint64_t bad_stacks;     /* walks of stack ids so far (mms_log_stack(), exports,
+	                            transforms, analyses) that did not resolve: damaged
+	                            stack records; reports show those stacks without frames */
 } mms_log_info_t;
 
 /* Why mms_log_open_ex() failed on a file that is not a readable log. */
@@ -189,7 +203,7 @@ int mms_log_fork(const mms_log_t *log, mms_log_fork_t *out);
 /* Walks stack id from the innermost frame outwards and stores at most max
  * instruction pointers in ips. Returns the full depth of the stack (which
  * may exceed max), 0 for id 0, or MMS_ECORRUPT for an unknown id or a
- * cycle. */
+ * cycle (counted in mms_log_info_t.bad_stacks). */
 int mms_log_stack(const mms_log_t *log, uint32_t id, uint64_t *ips, size_t max);
 
 /* A loaded module as recorded (for symbolization). */
@@ -221,12 +235,34 @@ void mms_iter_close(mms_iter_t *it);
 /* Counts for the memory of one kind. */
 typedef struct mms_kind_summary {
 	uint64_t allocs;          /* MALLOC events (a realloc counts as one) */
-	uint64_t frees;           /* FREE events (a realloc that moved counts as one) */
+	uint64_t frees;           /* FREE events (a realloc counts as one, moved or not) */
 	uint64_t bytes_allocated; /* sum of MALLOC sizes */
 	uint64_t peak_bytes;      /* highest live bytes */
 	uint64_t live_blocks;     /* at the end of the log */
 	uint64_t live_bytes;
 } mms_kind_summary_t;
+
+/* A free that freed no live block: a double free (the block was freed
+ * before, at freed_event), or a free of an address that is no live block
+ * as far as the log shows (the earlier free, if any, is not known: the
+ * reader remembers the last few thousand frees only). */
+typedef struct mms_bad_free {
+	uint64_t event;           /* the FREE event */
+	uint64_t addr;
+	uint32_t thread;          /* the thread that freed */
+	uint16_t mem;             /* enum mms_mem_kind: HOST or POOL */
+	const char *pool;         /* POOL: the pool's name (the log's, valid until
+	                             mms_log_close()), or NULL */
+	uint64_t freed_event;     /* a double free: the FREE event that freed the block
+	                             first; UINT64_MAX for any other bad free */
+	uint64_t alloc_event;     /* a double free: the block's MALLOC event */
+	uint64_t size;            /* a double free: the block's size */
+	uint32_t stack;           /* a double free: the block's allocation stack */
+} mms_bad_free_t;
+
+/* Bad frees a summary or a leaks report keeps, the first in log order;
+ * the counts count them all. */
+#define MMS_BAD_FREES_KEPT 16
 
 typedef struct mms_summary {
 	uint64_t events;                          /* all events */
@@ -236,13 +272,19 @@ typedef struct mms_summary {
 	uint64_t steps;                           /* steps run: STEP events (+1 if anything happened
 	                                             after the last), or "step start" ranges; 0 if
 	                                             never marked */
-	uint64_t unmatched_frees;                 /* frees of no live block */
+	uint64_t unmatched_frees;                 /* frees of no live block: double_frees +
+	                                             invalid_frees */
 	uint64_t double_allocs;                   /* an address handed out while live */
 	/* A fork child's (mms_log_fork()): the blocks it inherited still
 	 * live at the end, and their bytes, per memory kind (counted in
 	 * mem[].live_blocks and live_bytes too). */
 	uint64_t inherited_live_blocks[MMS_MEM_KIND_COUNT];
 	uint64_t inherited_live_bytes[MMS_MEM_KIND_COUNT];
+	uint64_t double_frees;                    /* frees of a block freed before */
+	uint64_t invalid_frees;                   /* frees of an address that is no live block
+	                                             (nor a block freed lately) */
+	mms_bad_free_t bad_frees[MMS_BAD_FREES_KEPT]; /* the first of both, in log order */
+	size_t nbad_frees;
 } mms_summary_t;
 
 /* Replays the whole log and fills *out. Returns 0 or a negative code; on
@@ -307,6 +349,7 @@ typedef struct mms_where {
 	uint64_t peak_bytes;      /* highest live bytes of all kinds together so far */
 	uint64_t unmatched_frees;
 	uint64_t double_allocs;
+	uint64_t double_frees, invalid_frees; /* unmatched_frees, told apart */
 } mms_where_t;
 
 /* Options of mms_replay_open_ex(); zero means the default. */
@@ -619,13 +662,18 @@ typedef struct mms_leaks {
 	size_t nexit_leaks;
 	mms_leak_step_t *steps;   /* every step of the log, in order */
 	size_t nsteps;
+	uint64_t double_frees, invalid_frees; /* frees of no live block, as in the summary */
+	mms_bad_free_t bad_frees[MMS_BAD_FREES_KEPT]; /* the first of them, in log order */
+	size_t nbad_frees;
 	uint64_t events;          /* events replayed */
 	int stop_rc;              /* the damage that ended the replay early, or 0 */
 } mms_leaks_t;
 
-/* Replays log once from the start and finds its leaks. A log damaged part
- * way is reported up to the damage (stop_rc says which). Returns 0 and
- * sets *out (free with mms_leaks_free()), or a negative code. */
+/* Replays log once from the start and finds its leaks. A cut or damaged
+ * log is reported up to where its replay stops (mms_log_info_t.stopped),
+ * and the step running there did not end: the per-step rule finds nothing
+ * at its end. Returns 0 and sets *out (free with mms_leaks_free()), or a
+ * negative code. */
 int mms_leaks_find(mms_log_t *log, mms_leaks_t **out);
 void mms_leaks_free(mms_leaks_t *l);
 

@@ -139,7 +139,22 @@ int mms__ckpt_save(const struct mms__state *st, const mms_iter_t *it, uint8_t **
 	w_u(&w, st->peak_total);
 	w_u(&w, st->unmatched_frees);
 	w_u(&w, st->double_allocs);
+	w_u(&w, st->double_frees);
+	w_u(&w, st->invalid_frees);
 	w_u(&w, st->last_thread);
+	/* The recent frees, oldest first. */
+	w_u(&w, st->nfreed);
+	for (i = 0; i < st->nfreed; i++) {
+		const struct mms__freed *f = &st->freed[(st->freed_head + i) % MMS__RECENT_FREES];
+
+		w_u(&w, f->addr);
+		w_u(&w, f->size);
+		w_u(&w, f->alloc_event);
+		w_u(&w, f->free_event);
+		w_u(&w, str_ref(st, f->pool));
+		w_u(&w, f->stack);
+		w_u(&w, f->mem);
+	}
 
 	w_u(&w, st->ow->n);
 	for (i = 0; i < st->ow->n; i++)
@@ -281,7 +296,7 @@ static int restore_state(struct rbuf *r, struct mms__state *st)
 {
 	struct mms__pool *pool;
 	struct mms__blk b;
-	uint64_t n, i, j, *v, nmaps, lo, len, rank, *slots = NULL;
+	uint64_t n, i, j, *v, nmaps, lo, len, rank, pool_ref, *slots = NULL;
 	int isnew, rc = -ENOMEM;
 	char *s;
 
@@ -308,7 +323,32 @@ static int restore_state(struct rbuf *r, struct mms__state *st)
 	st->peak_total = r_u(r);
 	st->unmatched_frees = r_u(r);
 	st->double_allocs = r_u(r);
+	st->double_frees = r_u(r);
+	st->invalid_frees = r_u(r);
 	st->last_thread = (uint32_t)r_u(r);
+	n = r_count(r);
+	if (n > MMS__RECENT_FREES)
+		r->bad = 1;
+	for (i = 0; i < n && !r->bad; i++) {
+		struct mms__freed f;
+
+		f.addr = r_u(r);
+		f.size = r_u(r);
+		f.alloc_event = r_u(r);
+		f.free_event = r_u(r);
+		f.pool = NULL;
+		pool_ref = r_u(r);
+		f.stack = (uint32_t)r_u(r);
+		f.mem = (uint16_t)r_u(r);
+		/* Pool names are in the log's arena (or ""): owner strings
+		 * come after. */
+		if (pool_ref >= 2 && !(pool_ref & 1))
+			r->bad = 1;
+		else
+			f.pool = str_deref(r, st, pool_ref);
+		if (!r->bad && mms__state_freed_add(st, &f))
+			return -ENOMEM;
+	}
 
 	n = r_count(r);
 	if (n && !(r->owners = calloc(n, sizeof(*r->owners))))

@@ -18,7 +18,9 @@ static const char csv_header[] = "ID,Event,Event Type,Name,Timestamp(ns),Process
 
 static char *put(char *o, const char *s, size_t n)
 {
-	memcpy(o, s, n);
+	/* An empty field may have no buffer (a stack without frames). */
+	if (n)
+		memcpy(o, s, n);
 	return o + n;
 }
 

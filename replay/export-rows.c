@@ -158,7 +158,7 @@ int mms__xpass_ips(struct mms__xpass *x, uint32_t id, const uint64_t **ips)
 	void *p;
 
 	for (;;) {
-		depth = mms_log_stack(x->log, id, x->ips, x->ips_cap);
+		depth = mms__log_stack(x->log, id, x->ips, x->ips_cap);
 		if (depth < 0)
 			return depth;
 		if ((size_t)depth <= x->ips_cap)

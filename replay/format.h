@@ -218,6 +218,10 @@ enum mms_system_phase {
 
 /* The largest record the writer emits: a tag, 8 varints and two strings. */
 #define MMS_MAX_RECORD (1 + 8 * 10 + 2 * (10 + MMS_MAX_STRING))
+/* The largest event record: a tag and 7 varints. The writer moves a thread
+ * to a new chunk when the next record does not fit, so a chunk with fewer
+ * bytes left than this is full (a long metadata record may leave more). */
+#define MMS_MAX_EVENT_RECORD (1 + 7 * 10)
 
 /* --- varint codec ------------------------------------------------------ */
 

@@ -187,6 +187,7 @@ static int finder_event(struct finder *f, const mms_event_t *ev)
 	rc = mms__track_event(&f->tr, st, ev);
 	if (rc)
 		return rc;
+	mms__state_bad_free(st, ev, f->l->bad_frees, &f->l->nbad_frees, MMS_BAD_FREES_KEPT);
 	if (f->tr.ev_step == MMS__STEP_PENDING) {
 		s = &f->pending;
 		if (!f->pending_seen) {
@@ -251,13 +252,20 @@ static int leak_order(const void *a, const void *b)
 }
 
 /* At the end of the log: the last step closes as the index closes it,
- * then what is live is the last section. */
+ * then what is live is the last section. A log that stops at a cut or
+ * at damage did not end its last step there: the per-step rule finds
+ * nothing at that step's end. */
 static int finder_finish(struct finder *f)
 {
+	size_t ended = f->tr.nsteps;
 	int rc;
 
+	while (ended && f->tr.steps[ended - 1].end == UINT64_MAX)
+		ended--;
 	mms__track_finish(&f->tr, f->st);
-	while (f->closed < f->tr.nsteps && f->tr.steps[f->closed].end != UINT64_MAX) {
+	if (!f->st->log->info.stopped)
+		ended = f->tr.nsteps;
+	while (f->closed < ended && f->tr.steps[f->closed].end != UINT64_MAX) {
 		rc = step_ended(f, ++f->closed);
 		if (rc)
 			return rc;
@@ -323,6 +331,8 @@ MMS__EXPORT int mms_leaks_find(mms_log_t *log, mms_leaks_t **out)
 	}
 	if (!rc)
 		rc = finder_finish(&f);
+	f.l->double_frees = f.st->double_frees;
+	f.l->invalid_frees = f.st->invalid_frees;
 	mms__map_free(&f.ix);
 	free(f.fol);
 	mms__track_free(&f.tr);

@@ -86,6 +86,10 @@ static int read_header(mms_log_t *log, mms_open_error_t *err)
 	if (c->chunk_size < 4096 || c->chunk_size % 4096 || c->chunk_size > (1u << 30))
 		return open_error(err, MMS_ECORRUPT, offsetof(struct mms_file_header, chunk_size),
 				  "chunk size %u is not a multiple of 4096 between 4 KiB and 1 GiB", c->chunk_size);
+	if (c->nchunks > (uint64_t)(INT64_MAX - MMS_HEADER_SIZE) / c->chunk_size)
+		return open_error(err, MMS_ECORRUPT, offsetof(struct mms_file_header, nchunks),
+				  "the header counts %llu chunks of %u bytes, more than a file can hold",
+				  (unsigned long long)c->nchunks, c->chunk_size);
 	return 0;
 }
 
@@ -96,22 +100,44 @@ static struct mms__segment *seg_begin(mms_log_t *log, const struct mms__rec *r, 
 	if (mms__grow(&log->segs, &log->segs_cap, log->nsegs, sizeof(*log->segs)))
 		return NULL;
 	s = &log->segs[log->nsegs++];
+	memset(s, 0, sizeof(*s));
 	s->begin = s->end = begin;
 	s->first = s->last = r->stamp;
 	s->thread = (uint32_t)r->u[0];
 	return s;
 }
 
-/* Decodes chunk k's records [p, end): segments, metadata and event counts.
- * Damage stops this chunk only. cut says the file ends inside the chunk,
- * already reported: a record torn there is no further damage. Returns 0 or
- * -ENOMEM. */
 /* The file offset of the cursor's position. */
 static inline uint64_t cursor_off(const struct mms__cursor *c)
 {
 	return (uint64_t)(c->p - c->base) + c->base_off;
 }
 
+/* Records after the one stamped `stamp` may be missing: the replay stops
+ * after it. */
+static void stop_after(mms_log_t *log, uint64_t stamp)
+{
+	if (stamp < log->stop - 1)
+		log->stop = stamp + 1;
+}
+
+/* A chunk cannot be read. Chunks are taken in the order of their numbers,
+ * and a thread stamps the event that makes it take a chunk before taking
+ * it; every other record of a chunk is stamped after the chunk was taken.
+ * So what the lost chunk held was stamped after the first event of every
+ * chunk before it: the replay stops there. */
+static void chunk_lost(mms_log_t *log)
+{
+	log->chunks_lost = 1;
+	stop_after(log, log->chunk_stamp_max);
+}
+
+/* Decodes chunk k's records [p, end): segments, metadata and event counts,
+ * and notes the stamp of the chunk's first event (see chunk_lost()).
+ * Damage stops this chunk only; the replay stops where the damaged
+ * thread's records do. cut says the file ends inside the chunk, already
+ * reported: a record torn there is no further damage. Returns 0 or
+ * -ENOMEM. */
 static int walk_chunk(mms_log_t *log, uint64_t k, const uint8_t *p, const uint8_t *end, int cut, const uint8_t *base,
 		      uint64_t base_off)
 {
@@ -120,14 +146,15 @@ static int walk_chunk(mms_log_t *log, uint64_t k, const uint8_t *p, const uint8_
 	struct mms__segment *seg = NULL;
 	struct mms__rec r;
 	const char *why = NULL;
-	int rc;
+	int rc, first_event = 1;
 
 	for (;;) {
-		/* A cut log is read record by record, to stop at its cut. */
-		size_t n = seg && !cut_stamp ? mms__skim_events(&c) : 0;
+		/* A cut log is read record by record, to stop at its cut; so
+		 * is the chunk's first event, and an exit record. */
+		size_t n = seg && !cut_stamp && !first_event ? mms__skim_events(&c) : 0;
 
 		if (n) {
-			log->events += n;
+			seg->events += n;
 			seg->last = c.stamp;
 			seg->end = cursor_off(&c);
 		}
@@ -153,12 +180,18 @@ static int walk_chunk(mms_log_t *log, uint64_t k, const uint8_t *p, const uint8_
 		if (!seg) {
 			log_damage(log, MMS_ECORRUPT, r.off, "chunk %llu does not begin with a SEGMENT record (tag 0x%02x)",
 				   (unsigned long long)k, r.tag);
+			chunk_lost(log);
 			return 0;
 		}
 		seg->last = r.stamp;
 		seg->end = cursor_off(&c);
 		if (mms__is_event(r.type)) {
-			log->events++;
+			seg->events++;
+			if (first_event && r.stamp > log->chunk_stamp_max)
+				log->chunk_stamp_max = r.stamp;
+			first_event = 0;
+			if (r.tag == (MMS_TAG_SYSTEM | MMS_SYSTEM_FINI))
+				log->fini = 1;
 			continue;
 		}
 		rc = mms__meta_record(log, &r);
@@ -167,14 +200,28 @@ static int walk_chunk(mms_log_t *log, uint64_t k, const uint8_t *p, const uint8_
 		if (rc) {
 			log_damage(log, MMS_ECORRUPT, r.off, "record tag 0x%02x: thread or stack id out of range", r.tag);
 			seg->end = r.off;
+			seg->lost_after = 1;
 			return 0;
 		}
 	}
-	if (rc == 0)
+	if (rc == 0) {
+		/* A chunk with no room for another event was left for a new
+		 * one; one cut by the end of the file lost what followed. */
+		if (seg && (cut || (uint64_t)(base + log->hdr.chunk_size - end) < MMS_MAX_EVENT_RECORD))
+			seg->full_end = 1;
+		if (seg && cut)
+			seg->lost_after = 1;
+		if (!seg && cut)
+			chunk_lost(log);
 		return 0;
+	}
 	/* Damage: the segment ends before the bad record, the chunk stops. */
-	if (seg)
+	if (seg) {
 		seg->end = cursor_off(&c);
+		seg->lost_after = 1;
+	} else {
+		chunk_lost(log);
+	}
 	if (rc == MMS__DEC_CORRUPT && cut)
 		return 0;
 	if (rc == MMS__DEC_ORDER)
@@ -186,10 +233,25 @@ static int walk_chunk(mms_log_t *log, uint64_t k, const uint8_t *p, const uint8_
 	return 0;
 }
 
+/* The file ends before the chunks do: say where, once. */
+static void file_cut(mms_log_t *log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void file_cut(mms_log_t *log, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (log->file_cut)
+		return;
+	log->file_cut = 1;
+	va_start(ap, fmt);
+	vsnprintf(log->cut_what, sizeof(log->cut_what), fmt, ap);
+	va_end(ap);
+}
+
 static int walk_chunks(mms_log_t *log, int fd)
 {
 	const struct mms_chunk_header *ch;
-	uint64_t k, n, start, have, used, cs = log->hdr.chunk_size;
+	uint64_t k, n, whole, start, have, used, cs = log->hdr.chunk_size;
 	const uint8_t *chunk;
 	uint8_t *buf = NULL;
 	uint32_t magic;
@@ -211,14 +273,8 @@ static int walk_chunks(mms_log_t *log, int fd)
 	for (k = 0; k < n; k++) {
 		start = MMS_HEADER_SIZE + k * cs;
 		have = log->size - start < cs ? log->size - start : cs;
-		if (have < CHUNK_HDR) {
-			log_damage(log, MMS_ETRUNCATED, start,
-				   "chunk %llu is cut by the end of the file inside its %zu-byte header",
-				   (unsigned long long)k, CHUNK_HDR);
-			break;
-		}
 		chunk = log->map + start;
-		if (buf) {
+		if (buf && have >= CHUNK_HDR) {
 			do
 				got = pread(fd, buf, have, (off_t)start);
 			while (got < 0 && errno == EINTR);
@@ -228,9 +284,17 @@ static int walk_chunks(mms_log_t *log, int fd)
 			}
 			if ((uint64_t)got < have) /* the file shrank under us */
 				have = (uint64_t)got;
-			if (have < CHUNK_HDR)
-				break;
 			chunk = buf;
+		}
+		if (have < CHUNK_HDR) {
+			/* When the writer cut the log, the end of a file grown
+			 * to its limit may hold the start of a chunk it could
+			 * not use. */
+			if (!(log->hdr.flags & MMS_FLAG_CUT))
+				file_cut(log, "the file ends inside the header of chunk %llu, of the %llu its header "
+					 "counts",
+					 (unsigned long long)k, (unsigned long long)log->hdr.nchunks);
+			break;
 		}
 		ch = (const void *)chunk;
 		magic = __atomic_load_n(&ch->magic, __ATOMIC_ACQUIRE);
@@ -239,6 +303,7 @@ static int walk_chunks(mms_log_t *log, int fd)
 			continue; /* reserved, never written */
 		if (magic != MMS_CHUNK_MAGIC) {
 			log_damage(log, MMS_ECORRUPT, start, "chunk %llu: bad chunk magic 0x%08x", (unsigned long long)k, magic);
+			chunk_lost(log);
 			continue;
 		}
 		if (used > cs - CHUNK_HDR) {
@@ -251,11 +316,8 @@ static int walk_chunks(mms_log_t *log, int fd)
 		if (cut) {
 			/* Say how much is missing: a copy stopped early and a
 			 * crash while the file grew read differently. */
-			log_damage(log, MMS_ETRUNCATED, log->size,
-				   "chunk %llu is cut by the end of the file: it holds %llu of the chunk's %llu bytes "
-				   "of records",
-				   (unsigned long long)k, (unsigned long long)(have - CHUNK_HDR),
-				   (unsigned long long)used);
+			file_cut(log, "chunk %llu is cut: the file holds %llu of its %llu bytes of records",
+				 (unsigned long long)k, (unsigned long long)(have - CHUNK_HDR), (unsigned long long)used);
 			used = have - CHUNK_HDR;
 		}
 		rc = walk_chunk(log, k, chunk + CHUNK_HDR, chunk + CHUNK_HDR + used, cut, chunk, start);
@@ -263,7 +325,25 @@ static int walk_chunks(mms_log_t *log, int fd)
 			break;
 	}
 	free(buf);
-	return rc;
+	if (rc)
+		return rc;
+	/* The file is shorter than the chunks the header counts (the writer
+	 * grows it a whole chunk at a time). The writer counts a chunk it
+	 * could not add when it cuts the log itself (a full disk): only a log
+	 * it did not cut has lost something. */
+	whole = (log->size - MMS_HEADER_SIZE) / cs;
+	if (!log->file_cut && log->size < MMS_HEADER_SIZE + log->hdr.nchunks * cs && !(log->hdr.flags & MMS_FLAG_CUT)) {
+		if (log->size == MMS_HEADER_SIZE + whole * cs)
+			file_cut(log, "the file ends after %llu of the %llu chunks its header counts",
+				 (unsigned long long)whole, (unsigned long long)log->hdr.nchunks);
+		else
+			file_cut(log, "the file ends inside chunk %llu of the %llu its header counts, after its records",
+				 (unsigned long long)whole, (unsigned long long)log->hdr.nchunks);
+	}
+	/* Chunks from k on are not in the file. */
+	if (log->file_cut && k < log->hdr.nchunks)
+		chunk_lost(log);
+	return 0;
 }
 
 static int seg_cmp(const void *a, const void *b)
@@ -313,19 +393,102 @@ static void number_threads(mms_log_t *log)
 	}
 }
 
-static int build_runs(mms_log_t *log)
+/* Where the replay must stop for the records that are lost (besides
+ * after a segment whose thread's next records were lost): after
+ * a gap in a thread's records (its next segment begins after the last
+ * stamp it holds: the records between are in no chunk read), and, when
+ * chunks were lost, after the last record of each thread whose records
+ * fill their chunk (it went on in a chunk that may be one of them). The
+ * segments are sorted by thread and time. */
+static void find_stop(mms_log_t *log)
+{
+	const struct mms__segment *g;
+	size_t i;
+
+	for (i = 0; i < log->nsegs; i++) {
+		g = &log->segs[i];
+		if (i + 1 < log->nsegs && g[1].thread == g->thread) {
+			/* A segment begins at the stamp of its thread's last
+			 * record before it (see chunk_switch in the writer). */
+			if (g[1].first > g->last) {
+				log_damage(log, MMS_ECORRUPT, g[1].begin,
+					   "thread %u: records are missing before offset %llu (its records before end "
+					   "at offset %llu)",
+					   g->thread, (unsigned long long)g[1].begin, (unsigned long long)g->end);
+				stop_after(log, g->last);
+			}
+		} else if (log->chunks_lost && g->full_end) {
+			stop_after(log, g->last);
+		}
+	}
+}
+
+/* Leaves out the records stamped from log->stop on: a segment that
+ * begins there goes, one that crosses it ends before its first record
+ * from there. */
+static void trim_segments(mms_log_t *log)
+{
+	struct mms__cursor c;
+	struct mms__segment *g;
+	struct mms__rec r;
+	const char *why;
+	size_t i;
+
+	for (i = 0; i < log->nsegs; i++) {
+		g = &log->segs[i];
+		if (g->last < log->stop)
+			continue;
+		memset(&c, 0, sizeof(c));
+		c.base = log->map;
+		c.p = log->map + g->begin;
+		c.end = log->map + g->end;
+		c.stamp = g->first;
+		c.thread = g->thread;
+		g->events = 0;
+		g->last = g->first;
+		g->end = g->begin;
+		if (g->first >= log->stop)
+			continue;
+		/* The open pass decoded these records already. */
+		while (mms__decode_skim(&c, &r, &why) == 1 && r.stamp < log->stop) {
+			g->events += mms__is_event(r.type);
+			g->last = r.stamp;
+			g->end = cursor_off(&c);
+		}
+	}
+}
+
+/* Drops the segments that hold no records. */
+static void drop_empty(mms_log_t *log)
 {
 	size_t i, w = 0;
 
-	number_threads(log);
-
-	/* Empty segments hold no records: drop them. */
 	for (i = 0; i < log->nsegs; i++)
 		if (log->segs[i].end > log->segs[i].begin)
 			log->segs[w++] = log->segs[i];
 	log->nsegs = w;
+}
+
+static int build_runs(mms_log_t *log)
+{
+	size_t i;
+
+	number_threads(log);
+	/* Damage may leave a segment with no record before it. */
+	for (i = 0; i < log->nsegs; i++)
+		if (log->segs[i].lost_after)
+			stop_after(log, log->segs[i].last);
+	drop_empty(log);
 	if (log->nsegs)
 		qsort(log->segs, log->nsegs, sizeof(*log->segs), seg_cmp);
+	find_stop(log);
+	if (log->stop != UINT64_MAX) {
+		trim_segments(log);
+		drop_empty(log);
+	}
+	log->events = 0;
+	for (i = 0; i < log->nsegs; i++)
+		log->events += log->segs[i].events;
 	log->runs = malloc((log->nsegs + 1) * sizeof(*log->runs));
 	if (!log->runs)
 		return -ENOMEM;
@@ -369,8 +532,17 @@ static void fill_info(mms_log_t *log)
 	in->threads = log->nthreads > UINT32_MAX ? UINT32_MAX : (uint32_t)log->nthreads;
 	in->nchunks = h->nchunks;
 	in->file_size = log->size;
-	in->complete = !!(h->flags & MMS_FLAG_COMPLETE);
-	in->cut = !!(h->flags & MMS_FLAG_CUT);
+	/* A log that says the process reached exit but holds no exit
+	 * record lost its end, wherever that was. */
+	if (!log->file_cut && !in->damaged && (h->flags & (MMS_FLAG_COMPLETE | MMS_FLAG_CUT)) == MMS_FLAG_COMPLETE &&
+	    !log->fini)
+		snprintf(log->cut_what, sizeof(log->cut_what), "the log has no exit record although its header says the "
+			 "process reached exit");
+	in->cut = (h->flags & MMS_FLAG_CUT) || log->cut_what[0];
+	in->complete = (h->flags & MMS_FLAG_COMPLETE) && !in->cut;
+	in->cut_offset = in->cut ? log->size : 0;
+	in->cut_what = log->cut_what[0] ? log->cut_what : NULL;
+	in->stopped = log->stop != UINT64_MAX || in->cut;
 	in->exec_away = !!(h->flags & MMS_FLAG_EXEC_AWAY);
 	in->events = log->events;
 	in->segments = log->nsegs;
@@ -420,6 +592,7 @@ static int log_open(const void *buf, size_t len, int fd, mms_log_t **out, mms_op
 	mms__map_init(&log->strings);
 	mms__map_init(&log->stacks);
 	mms__map_init(&log->thread_ix);
+	log->stop = UINT64_MAX;
 	rc = read_header(log, err);
 	if (rc)
 		goto fail_log;
@@ -527,6 +700,8 @@ MMS__EXPORT void mms_log_close(mms_log_t *log)
 
 MMS__EXPORT void mms_log_get_info(const mms_log_t *log, mms_log_info_t *info)
 {
-	if (log && info)
+	if (log && info) {
 		*info = log->info;
+		info->bad_stacks = __atomic_load_n(&log->bad_stacks, __ATOMIC_RELAXED);
+	}
 }

@@ -191,6 +191,14 @@ MMS__EXPORT int mms_log_meta(const mms_log_t *log, const char *key, const char *
 	return MMS_EUSAGE;
 }
 
+/* A stack id that does not resolve: the log's info counts it. The log
+ * is the caller's, which made it writable; only the counter changes. */
+static int stack_damaged(const mms_log_t *log)
+{
+	__atomic_fetch_add(&((mms_log_t *)log)->bad_stacks, 1, __ATOMIC_RELAXED);
+	return MMS_ECORRUPT;
+}
+
 MMS__EXPORT int mms_log_stack(const mms_log_t *log, uint32_t id, uint64_t *ips, size_t max)
 {
 	const uint64_t *slot;
@@ -202,16 +210,23 @@ MMS__EXPORT int mms_log_stack(const mms_log_t *log, uint32_t id, uint64_t *ips, 
 	while (cur) {
 		/* A well-formed tree is never deeper than its node count. */
 		if (depth > log->nstacks || depth >= INT32_MAX)
-			return MMS_ECORRUPT;
+			return stack_damaged(log);
 		slot = mms__map_get(&log->stacks, cur);
 		if (!slot)
-			return MMS_ECORRUPT;
+			return stack_damaged(log);
 		if (depth < max)
 			ips[depth] = log->stack_nodes[*slot][1];
 		depth++;
 		cur = log->stack_nodes[*slot][0];
 	}
 	return (int)depth;
+}
+
+int mms__log_stack(const mms_log_t *log, uint32_t id, uint64_t *ips, size_t max)
+{
+	int depth = mms_log_stack(log, id, ips, max);
+
+	return depth == MMS_ECORRUPT ? 0 : depth;
 }
 
 MMS__EXPORT int mms_log_module(const mms_log_t *log, size_t i, mms_module_t *mod)

@@ -168,7 +168,10 @@ struct mms__segment {
 	uint64_t end;        /* file offset past its last whole record */
 	uint64_t first;      /* the SEGMENT record's absolute stamp */
 	uint64_t last;       /* stamp of its last record */
+	uint64_t events;     /* event records in [begin, end) */
 	uint32_t thread;
+	uint8_t lost_after;  /* its thread's records after it are lost: damage, or the file's end */
+	uint8_t full_end;    /* it fills its chunk: its thread, if it went on, went on elsewhere */
 };
 
 struct mms__thread {
@@ -245,6 +248,17 @@ struct mms_log {
 	char *path;                /* as opened; NULL for a log in memory */
 	uint64_t dev, ino, mtime_ns; /* the file's identity when opened */
 	struct mms__inherit inh;   /* a fork child's start (inherit.c) */
+
+	/* Where the log is incomplete (log.c). Records stamped from stop on
+	 * are left out: the first stamp the cut or the damage may have taken
+	 * records from (UINT64_MAX: none). */
+	uint64_t stop;
+	uint64_t chunk_stamp_max;  /* the latest stamp a chunk read so far was taken after */
+	int file_cut;              /* the file ends before the chunks it holds do */
+	int chunks_lost;           /* a chunk is missing or cannot be read */
+	int fini;                  /* an exit record (SYSTEM fini) was read */
+	char cut_what[160];
+	uint64_t bad_stacks;       /* atomic: walks of stack ids that do not resolve */
 };
 
 /* Opens the log file at path without looking for its parent's (log.c):
@@ -273,6 +287,11 @@ int mms__log_stack_add(mms_log_t *log, uint32_t id, uint64_t parent, uint64_t ip
 struct mms__thread *mms__thread_note(mms_log_t *log, uint32_t index);
 int mms__meta_record(mms_log_t *log, const struct mms__rec *r);
 void mms__meta_free(mms_log_t *log);
+
+/* mms_log_stack() for the library's own reports: a stack id that does not
+ * resolve (damaged stack records) has no frames, and is counted in the
+ * log's info (bad_stacks). Returns the depth, 0 for such a stack. */
+int mms__log_stack(const mms_log_t *log, uint32_t id, uint64_t *ips, size_t max);
 
 /* Opens a log held in memory (the fuzz target's entry). The log does not
  * take ownership of buf, which must outlive it. */
@@ -328,6 +347,17 @@ struct mms__owners {
 
 void mms__owners_free(struct mms__owners *o);
 
+/* A block freed recently. */
+struct mms__freed {
+	uint64_t addr, size;
+	uint64_t alloc_event, free_event;
+	const char *pool;            /* POOL: the pool's name as the state has it */
+	uint32_t stack;
+	uint16_t mem;
+};
+
+#define MMS__RECENT_FREES 4096
+
 struct mms__state {
 	mms_log_t *log;
 	uint64_t pos;            /* events applied */
@@ -342,6 +372,7 @@ struct mms__state {
 	uint64_t by_kind[MMS_EV_KIND_COUNT];
 	uint64_t peak_total;
 	uint64_t unmatched_frees, double_allocs;
+	uint64_t double_frees, invalid_frees; /* unmatched frees, told apart */
 	uint32_t last_thread;
 	const char *ended_op;    /* the operator the last OP_LAUNCH end ended */
 
@@ -364,6 +395,18 @@ struct mms__state {
 	struct mms__blk last_blk;
 	uint64_t last_free_event;
 	int last_blk_valid;
+
+	/* The last frees of HOST and POOL blocks, oldest first in a ring of
+	 * MMS__RECENT_FREES (allocated at the first free), so that a free of
+	 * no live block tells a double free from an address that was no
+	 * block: bounded, memory still follows the live blocks. */
+	struct mms__freed *freed;
+	size_t nfreed, freed_head;   /* entries, slot of the oldest */
+	struct mms__map freed_ix;    /* addr -> slot, while its block is not handed out again */
+	/* When the last event freed no live block: the double free's earlier
+	 * free (double_free), or an invalid free. */
+	int last_bad_free;           /* 0 none, 1 double, 2 invalid */
+	struct mms__freed bad_prev;  /* the earlier free of a double one */
 };
 
 /* An empty state (what a checkpoint is restored into). */
@@ -397,6 +440,13 @@ const struct mms__blk *mms__state_find(const struct mms__state *st, uint64_t add
 const char *mms__state_owner(struct mms__state *st, const char *s, size_t len);
 /* The state's figures as a summary (summary.c). */
 void mms__state_summary(const struct mms__state *st, mms_summary_t *out);
+/* Remembers a free in the ring of recent frees (see struct mms__state).
+ * Returns 0 or -ENOMEM. */
+int mms__state_freed_add(struct mms__state *st, const struct mms__freed *f);
+/* When the last event freed no live block, appends what it was to list
+ * (*n of max kept). */
+void mms__state_bad_free(const struct mms__state *st, const mms_event_t *ev, mms_bad_free_t *list, size_t *n,
+			 size_t max);
 /* Calls fn on each live block until it returns non-zero. */
 int mms__state_each(const struct mms__state *st, int (*fn)(const struct mms__blk *b, void *ctx), void *ctx);
 

@@ -302,6 +302,8 @@ MMS__EXPORT void mms_replay_where(const mms_replay_t *r, mms_where_t *w)
 	w->peak_bytes = st->peak_total;
 	w->unmatched_frees = st->unmatched_frees;
 	w->double_allocs = st->double_allocs;
+	w->double_frees = st->double_frees;
+	w->invalid_frees = st->invalid_frees;
 }
 
 MMS__EXPORT uint64_t mms_replay_steps(const mms_replay_t *r)

@@ -15,6 +15,7 @@ void mms__state_init(struct mms__state *st, mms_log_t *log)
 	memset(st, 0, sizeof(*st));
 	st->log = log;
 	mms__map_init(&st->host);
+	mms__map_init(&st->freed_ix);
 	mms__map_init(&st->own.ix);
 	st->ow = &st->own;
 	st->maps.ref = map_ref;
@@ -36,6 +37,8 @@ void mms__state_free(struct mms__state *st)
 		free(st->threads[i].tags);
 	}
 	free(st->threads);
+	free(st->freed);
+	mms__map_free(&st->freed_ix);
 	mms__owners_free(&st->own);
 	memset(st, 0, sizeof(*st));
 }
@@ -219,6 +222,79 @@ static void last_set(struct mms__state *st, const struct mms__blk *b, uint64_t f
 	st->last_blk_valid = 1;
 }
 
+/* --- recent frees ------------------------------------------------------------ */
+
+int mms__state_freed_add(struct mms__state *st, const struct mms__freed *f)
+{
+	struct mms__freed *old;
+	uint64_t *v, slot;
+	int isnew;
+
+	if (!st->freed && !(st->freed = malloc(MMS__RECENT_FREES * sizeof(*st->freed))))
+		return -ENOMEM;
+	if (st->nfreed == MMS__RECENT_FREES) {
+		/* The oldest goes, and its address with it unless a later
+		 * free of it took its place. */
+		slot = st->freed_head;
+		old = &st->freed[slot];
+		v = mms__map_get(&st->freed_ix, old->addr);
+		if (v && *v == slot)
+			mms__map_del(&st->freed_ix, old->addr, NULL);
+		st->freed_head = (st->freed_head + 1) % MMS__RECENT_FREES;
+		st->nfreed--;
+	}
+	slot = (st->freed_head + st->nfreed) % MMS__RECENT_FREES;
+	v = mms__map_put(&st->freed_ix, f->addr, &isnew);
+	if (!v)
+		return -ENOMEM;
+	*v = slot;
+	st->freed[slot] = *f;
+	st->nfreed++;
+	return 0;
+}
+
+/* A free of no live block in table m (HOST or the pool named pool): a
+ * double free when the address is among the recent frees of the same
+ * memory, else an invalid one. */
+static void bad_free(struct mms__state *st, const mms_event_t *ev, const char *pool)
+{
+	const uint64_t *v = mms__map_get(&st->freed_ix, ev->addr);
+	const struct mms__freed *f = v ? &st->freed[*v] : NULL;
+
+	st->unmatched_frees++;
+	if (f && f->mem == ev->mem && (f->pool == pool || (f->pool && pool && !strcmp(f->pool, pool)))) {
+		st->double_frees++;
+		st->last_bad_free = 1;
+		st->bad_prev = *f;
+	} else {
+		st->invalid_frees++;
+		st->last_bad_free = 2;
+	}
+}
+
+void mms__state_bad_free(const struct mms__state *st, const mms_event_t *ev, mms_bad_free_t *list, size_t *n,
+			 size_t max)
+{
+	mms_bad_free_t *b;
+
+	if (!st->last_bad_free || *n >= max)
+		return;
+	b = &list[(*n)++];
+	memset(b, 0, sizeof(*b));
+	b->event = ev->id;
+	b->addr = ev->addr;
+	b->thread = ev->thread;
+	b->mem = ev->mem;
+	b->pool = ev->mem == MMS_MEM_POOL ? (ev->name ? ev->name : "") : NULL;
+	b->freed_event = UINT64_MAX;
+	if (st->last_bad_free == 1) {
+		b->freed_event = st->bad_prev.free_event;
+		b->alloc_event = st->bad_prev.alloc_event;
+		b->size = st->bad_prev.size;
+		b->stack = st->bad_prev.stack;
+	}
+}
+
 /* An allocation keyed by address in table m (HOST or one pool). */
 static int keyed_alloc(struct mms__state *st, struct mms__map *m, const mms_event_t *ev, struct mms__tstate *t)
 {
@@ -230,6 +306,8 @@ static int keyed_alloc(struct mms__state *st, struct mms__map *m, const mms_even
 	v = mms__map_put(m, ev->addr, &isnew);
 	if (!v)
 		return -ENOMEM;
+	/* The address is a block again: a free of it is no double free. */
+	mms__map_del(&st->freed_ix, ev->addr, NULL);
 	if (!isnew) {
 		/* The address is already live: the ordering rule says this
 		 * cannot happen; count it and let the new block replace it. */
@@ -253,20 +331,31 @@ static int keyed_alloc(struct mms__state *st, struct mms__map *m, const mms_even
 	return 0;
 }
 
-static void keyed_free(struct mms__state *st, struct mms__map *m, const mms_event_t *ev)
+static int keyed_free(struct mms__state *st, struct mms__map *m, const mms_event_t *ev, const char *pool)
 {
 	mms_kind_summary_t *k = &st->mem[ev->mem];
+	const struct mms__blk *b;
+	struct mms__freed f;
 	uint64_t slot;
 
 	k->frees++;
 	if (!mms__map_del(m, ev->addr, &slot)) {
-		st->unmatched_frees++;
-		return;
+		bad_free(st, ev, pool);
+		return 0;
 	}
-	k->live_bytes -= st->blks[slot].size;
+	b = &st->blks[slot];
+	k->live_bytes -= b->size;
 	k->live_blocks--;
-	last_set(st, &st->blks[slot], ev->id);
+	last_set(st, b, ev->id);
+	f.addr = b->addr;
+	f.size = b->size;
+	f.alloc_event = b->alloc_event;
+	f.free_event = ev->id;
+	f.pool = pool;
+	f.stack = b->stack;
+	f.mem = b->mem;
 	slot_release(st, slot);
+	return mms__state_freed_add(st, &f);
 }
 
 static struct mms__pool *pool_get(struct mms__state *st, const char *name)
@@ -345,14 +434,13 @@ static int apply_memory(struct mms__state *st, const mms_event_t *ev, struct mms
 			return -ENOMEM;
 		if (ev->kind == MMS_EV_MALLOC)
 			return keyed_alloc(st, &p->live, ev, t);
-		keyed_free(st, &p->live, ev);
-		return 0;
+		return keyed_free(st, &p->live, ev, p->name);
 	}
 	if (ev->kind == MMS_EV_MALLOC)
 		return keyed_alloc(st, &st->host, ev, t);
 	/* free(NULL) does nothing; valgrind does not count it either. */
 	if (ev->addr)
-		keyed_free(st, &st->host, ev);
+		return keyed_free(st, &st->host, ev, NULL);
 	return 0;
 }
 
@@ -406,6 +494,7 @@ int mms__state_apply(struct mms__state *st, const mms_event_t *ev)
 
 	st->pos = ev->id + 1;
 	st->last_blk_valid = 0;
+	st->last_bad_free = 0;
 	st->last_thread = ev->thread;
 	if (ev->kind < MMS_EV_KIND_COUNT)
 		st->by_kind[ev->kind]++;

@@ -43,13 +43,17 @@ void mms__state_summary(const struct mms__state *st, mms_summary_t *out)
 
 		mms__state_each(st, count_inherited, &c);
 	}
+	out->double_frees = st->double_frees;
+	out->invalid_frees = st->invalid_frees;
 }
 
 MMS__EXPORT int mms_summarize(mms_log_t *log, mms_summary_t *out)
 {
+	mms_bad_free_t bad[MMS_BAD_FREES_KEPT];
 	struct mms__state st;
 	mms_iter_t *it;
 	mms_event_t ev;
+	size_t nbad = 0;
 	int rc;
 
 	if (!log || !out)
@@ -67,8 +71,11 @@ MMS__EXPORT int mms_summarize(mms_log_t *log, mms_summary_t *out)
 		rc = mms__state_apply(&st, &ev);
 		if (rc)
 			break;
+		mms__state_bad_free(&st, &ev, bad, &nbad, MMS_BAD_FREES_KEPT);
 	}
 	mms__state_summary(&st, out);
+	memcpy(out->bad_frees, bad, nbad * sizeof(*bad));
+	out->nbad_frees = nbad;
 	mms_iter_close(it);
 	mms__state_free(&st);
 	return rc;

@@ -193,7 +193,7 @@ static size_t stack_match(const mms_suppressions_t *s, const mms_log_t *log, mms
 	int n, m, i, k;
 	size_t j;
 
-	n = stack ? mms_log_stack(log, stack, ips, MAX_IPS) : 0;
+	n = stack ? mms__log_stack(log, stack, ips, MAX_IPS) : 0;
 	if (n > MAX_IPS)
 		n = MAX_IPS;
 	for (i = 0; i < n; i++) {

@@ -683,7 +683,7 @@ MMS__EXPORT int mms_trace_write_tsv(mms_log_t *log, mms_symbolizer_t *sym, const
 		w_str(w, "\tALLOCATION\t");
 		w_field(w, var);
 		w_mem(w, "\t", 1);
-		depth = mms_log_stack(log, tb->b.stack, ips, sizeof(ips) / sizeof(ips[0]));
+		depth = mms__log_stack(log, tb->b.stack, ips, sizeof(ips) / sizeof(ips[0]));
 		if (depth < 0) {
 			rc = depth;
 			break;

@@ -333,7 +333,7 @@ int mms__xf_flush(struct mms__xf_out *o, int force)
 /* Stack id's ips, innermost first: returns the depth or a negative code. */
 int mms__xf_stack_ips(struct mms__xf_out *o, mms_log_t *log, uint32_t id)
 {
-	int n = mms_log_stack(log, id, o->ips, o->ips_cap);
+	int n = mms__log_stack(log, id, o->ips, o->ips_cap);
 
 	if (n > 0 && (size_t)n > o->ips_cap) {
 		uint64_t *p = realloc(o->ips, (size_t)n * sizeof(*p));
@@ -342,7 +342,7 @@ int mms__xf_stack_ips(struct mms__xf_out *o, mms_log_t *log, uint32_t id)
 			return -ENOMEM;
 		o->ips = p;
 		o->ips_cap = (size_t)n;
-		n = mms_log_stack(log, id, o->ips, o->ips_cap);
+		n = mms__log_stack(log, id, o->ips, o->ips_cap);
 	}
 	return n;
 }
@@ -463,8 +463,10 @@ static int write_csv(struct mms__xf *x, struct mms__xf_out *o)
 			if (isnew)
 				break;
 			struct xf_row *r = &rows[*v];
+			/* Stacks without frames (none recorded, or damaged)
+			 * have empty texts, and perhaps no buffer. */
 			if (r->thread == g->thread && r->allocator == g->allocator && r->len == text.len - start &&
-			    !memcmp(text.p + r->off, text.p + start, r->len))
+			    (!r->len || !memcmp(text.p + r->off, text.p + start, r->len)))
 				break;
 		}
 		if (rc)

@@ -10,6 +10,7 @@
 
 #include "analysis.h"
 #include "cli.h"
+#include "logwords.h"
 
 static double percent(uint64_t part, uint64_t total)
 {
@@ -131,6 +132,8 @@ static int at_event(struct an_ctx *c)
 int an_decompose(struct an_ctx *c)
 {
 	mms_decompose_t *end, *peak;
+	mms_log_info_t info;
+	char when[128];
 	int rc;
 
 	if (c->o->at_event_set)
@@ -140,7 +143,12 @@ int an_decompose(struct an_ctx *c)
 		warn("decompose: %s: cannot replay: %s", c->path, mms_strerror(rc));
 		return CLI_EXIT_FAILURE;
 	}
-	print(c, "end", "at the end of the log", end);
+	mms_log_get_info(c->log, &info);
+	if (log_stops_early(&info))
+		log_live_when(&info, when, sizeof(when));
+	else
+		snprintf(when, sizeof(when), "at the end of the log");
+	print(c, "end", when, end);
 	if (!c->o->json)
 		fputc('\n', c->out);
 	print(c, "peak", "at the peak", peak);

@@ -12,6 +12,7 @@
 
 #include "analysis.h"
 #include "cli.h"
+#include "logwords.h"
 #include "replay-show.h"
 
 /* What the suppressions took out of one section, per suppression. */
@@ -26,9 +27,7 @@ struct leaks_out {
 	mms_leaks_t *l;
 	mms_suppressions_t *supp;
 	size_t nsupp;
-	int complete; /* the log reached exit */
-	int damaged;  /* the reader skipped damaged records */
-	int exec_away; /* the process exec'd another image: the log ends there */
+	mms_log_info_t info; /* how the log ends: exit, exec, a cut, damage */
 };
 
 /* msMemScope's unit: MiB with six decimals, named "Mb(s)". */
@@ -172,10 +171,18 @@ static void print_section(struct leaks_out *o, int per_step, const mms_leak_t *l
 		bytes += g[i].bytes;
 	}
 	if (o->s.json) {
+		char when[128];
+
 		fprintf(f, "\"%s\":{\"leaks\":%" PRIu64 ",\"bytes\":%" PRIu64 ",", per_step ? "per_step" : "at_exit",
 			blocks, bytes);
-		if (!per_step)
+		/* "at_exit" is the blocks live at the end of the replay: when
+		 * that was, in words. */
+		if (!per_step) {
 			fprintf(f, "\"inherited_leaks\":%" PRIu64 ",\"inherited_bytes\":%" PRIu64 ",", iblocks, ibytes);
+			fputs("\"live_when\":", f);
+			json_str(f, log_live_when(&o->info, when, sizeof(when)));
+			fputc(',', f);
+		}
 		json_suppressed(o, &sp);
 		fputs(",\"list\":", f);
 		json_leaks(f, l, n);
@@ -199,14 +206,12 @@ static void print_section(struct leaks_out *o, int per_step, const mms_leak_t *l
 			      f);
 		}
 	} else {
-		/* A damaged log lost records, frees among them: what it shows
-		 * live is not what the process kept at exit. */
-		const char *when = o->damaged     ? "at the end of the readable log"
-				   : o->complete  ? "at exit"
-				   : o->exec_away ? "at exec"
-						  : "at the end of the log";
-		char *title = xasprintf("Live %s by allocation stack", when);
+		/* A cut or damaged log lost records, frees among them: what
+		 * it shows live is not what the process kept at exit. */
+		char when[128];
+		char *title = xasprintf("Live at %s by allocation stack", log_end_label(&o->info));
 
+		log_live_when(&o->info, when, sizeof(when));
 		if (blocks) {
 			fprintf(f, "====== Blocks still live %s ======\n", when);
 			show_groups(&o->s, title, g, ng);
@@ -216,8 +221,8 @@ static void print_section(struct leaks_out *o, int per_step, const mms_leak_t *l
 				fprintf(f, "Of them %" PRIu64 " allocation(s), %.6f Mb(s), were inherited from the "
 					"parent: allocated before it forked this process.\n",
 					iblocks, mb(ibytes));
-		} else if (o->damaged) {
-			fprintf(f, "No blocks live %s (the log is damaged: see the warning).\n", when);
+		} else if (o->info.cut || o->info.damaged) {
+			fprintf(f, "No blocks live %s (see the warning).\n", when);
 		} else {
 			fprintf(f, "No leaks %s: every block was freed.\n", when);
 		}
@@ -227,6 +232,29 @@ static void print_section(struct leaks_out *o, int per_step, const mms_leak_t *l
 out:
 	free(g);
 	suppressed_free(&sp);
+}
+
+/* The frees of no live block, with their events, and a double free's
+ * allocation stack. */
+static void print_bad_frees(struct leaks_out *o)
+{
+	const mms_leaks_t *l = o->l;
+	FILE *f = o->c->out;
+	char count[128], what[160];
+	size_t i;
+
+	if (!l->double_frees && !l->invalid_frees)
+		return;
+	fprintf(f, "====== Bad frees: %s ======\n",
+		log_bad_frees_count(l->double_frees, l->invalid_frees, count, sizeof(count)));
+	for (i = 0; i < l->nbad_frees; i++) {
+		fprintf(f, "event %" PRIu64 ": %s, thread %" PRIu32 "\n", l->bad_frees[i].event,
+			log_bad_free_text(&l->bad_frees[i], what, sizeof(what)), l->bad_frees[i].thread);
+		if (l->bad_frees[i].freed_event != UINT64_MAX)
+			show_stack(&o->s, l->bad_frees[i].stack, "      ");
+	}
+	if (l->double_frees + l->invalid_frees > l->nbad_frees)
+		fprintf(f, "  ... and %" PRIu64 " more\n", l->double_frees + l->invalid_frees - l->nbad_frees);
 }
 
 /* --- the gap table ---------------------------------------------------------- */
@@ -369,7 +397,6 @@ static int load_suppressions(struct leaks_out *o)
 int an_leaks_run(struct an_ctx *c)
 {
 	struct leaks_out o = { .c = c };
-	mms_log_info_t info;
 	int rc;
 
 	if (load_suppressions(&o))
@@ -383,10 +410,7 @@ int an_leaks_run(struct an_ctx *c)
 	if (o.l->stop_rc)
 		warn("leaks: %s: the replay stopped early (%s); the report covers the events before it", c->path,
 		     mms_strerror(o.l->stop_rc));
-	mms_log_get_info(c->log, &info);
-	o.complete = info.complete;
-	o.damaged = info.damaged;
-	o.exec_away = info.exec_away;
+	mms_log_get_info(c->log, &o.info);
 	if (o.supp && (rc = mms_leaks_suppress(o.l, c->log, o.supp, an_symbolizer(c))))
 		die(CLI_EXIT_FAILURE, "leaks: %s", mms_strerror(rc));
 
@@ -401,11 +425,16 @@ int an_leaks_run(struct an_ctx *c)
 	if (o.s.json) {
 		fprintf(c->out, "{\"analysis\":\"leaks\",\"log\":");
 		json_str(c->out, c->path);
-		fprintf(c->out, ",\"events\":%" PRIu64 ",\"complete\":%s,\"damaged\":%s,\"steps_total\":%zu,",
-			o.l->events, o.complete ? "true" : "false", o.damaged ? "true" : "false", o.l->nsteps);
+		fprintf(c->out, ",\"events\":%" PRIu64 ",\"complete\":%s,\"damaged\":%s,\"cut\":%s,", o.l->events,
+			o.info.complete ? "true" : "false", o.info.damaged ? "true" : "false",
+			o.info.cut ? "true" : "false");
+		log_json_end(c->out, &o.info);
+		fprintf(c->out, ",\"steps_total\":%zu,", o.l->nsteps);
 		print_section(&o, 1, o.l->step_leaks, o.l->nstep_leaks);
 		fputc(',', c->out);
 		print_section(&o, 0, o.l->exit_leaks, o.l->nexit_leaks);
+		fputc(',', c->out);
+		log_json_bad_frees(c->out, o.l->double_frees, o.l->invalid_frees, o.l->bad_frees, o.l->nbad_frees);
 		fputc(',', c->out);
 		print_gaps(&o);
 		fputs("}\n", c->out);
@@ -413,6 +442,7 @@ int an_leaks_run(struct an_ctx *c)
 		if (o.l->nsteps)
 			print_section(&o, 1, o.l->step_leaks, o.l->nstep_leaks);
 		print_section(&o, 0, o.l->exit_leaks, o.l->nexit_leaks);
+		print_bad_frees(&o);
 		print_gaps(&o);
 	}
 	/* The symbolizer is the context's: it closes it. */

@@ -11,6 +11,7 @@
 
 #include "analysis.h"
 #include "cli.h"
+#include "logwords.h"
 #include "plot.h"
 
 /* Buckets of the plotted timeline: about one per pixel column. */
@@ -111,6 +112,8 @@ static void put_stack(struct an_ctx *c, uint32_t stack, int json)
 	}
 	if (json)
 		fputc(']', c->out);
+	else if (depth == MMS_ECORRUPT)
+		fprintf(c->out, "      (stack damaged: its records in the log do not resolve)\n");
 	else if (depth <= 0)
 		fprintf(c->out, "      (no stack recorded)\n");
 }
@@ -191,12 +194,21 @@ static int report_blocks(struct an_ctx *c, const char *what, const mms_trace_t *
 			 size_t n, uint64_t bytes)
 {
 	char *path = write_tsv(c, what, !strcmp(what, "watermark") ? "watermark.tsv" : "leakage.tsv", v, n);
-	char hb[64];
+	mms_log_info_t info;
+	char hb[64], when[128];
 
+	/* Leakage is what is live at the end of the replay: at exit, or
+	 * where a cut log stops, which is no leak. */
+	mms_log_get_info(c->log, &info);
+	log_live_when(&info, when, sizeof(when));
 	if (c->o->json) {
 		fprintf(c->out, "{\"analysis\":\"%s\",\"bytes\":%" PRIu64 ",\"blocks\":%zu", what, bytes, n);
-		if (!strcmp(what, "watermark"))
+		if (!strcmp(what, "watermark")) {
 			fprintf(c->out, ",\"event\":%" PRIu64 ",\"time_ns\":%" PRIu64, t->peak_event, t->peak_ns);
+		} else {
+			fputs(",\"live_when\":", c->out);
+			json_put_string(c->out, when, strlen(when));
+		}
 		fputs(",\"top\":[", c->out);
 		put_blocks(c, t, v, n);
 		fputc(']', c->out);
@@ -210,11 +222,15 @@ static int report_blocks(struct an_ctx *c, const char *what, const mms_trace_t *
 				human_bytes_exact(bytes, hb, sizeof(hb)), rel_s(t, t->peak_ns), t->peak_event, n);
 		else if (!strcmp(what, "watermark"))
 			fprintf(c->out, "== watermark: no memory was ever live\n");
-		else if (n)
+		else if (n && !log_stops_early(&info))
 			fprintf(c->out, "== leakage: %s in %zu block(s) not freed by the end\n",
 				human_bytes_exact(bytes, hb, sizeof(hb)), n);
+		else if (n)
+			fprintf(c->out, "== leakage: %s in %zu block(s) live %s\n", human_bytes_exact(bytes, hb, sizeof(hb)),
+				n, when);
 		else
-			fprintf(c->out, "== leakage: no block live at the end of the log\n");
+			fprintf(c->out, "== leakage: no block live %s\n",
+				log_stops_early(&info) ? when : "at the end of the log");
 		put_blocks(c, t, v, n);
 		if (path)
 			put_file(c, path);

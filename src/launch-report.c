@@ -19,6 +19,7 @@
 #include "analysis.h"
 #include "cli.h"
 #include "launch.h"
+#include "logwords.h"
 
 /* ---- the summary ---- */
 
@@ -26,11 +27,13 @@
 struct log_result {
 	mms_log_info_t info;
 	mms_summary_t sum;
-	char *exe;        /* info.exe and info.damage, copied: the log owns */
-	char *damage;     /* the originals, and log_read() closes it */
+	char *exe;        /* info.exe, info.damage and info.cut_what, copied: */
+	char *damage;     /* the log owns the originals, and log_read() */
+	char *cut_what;   /* closes it */
 	char *next;       /* the log of the image it exec'd, or NULL */
 	int replay_error; /* mms_summarize() stopped early with this */
 	mms_log_fork_t fork; /* a fork child's origin; why copied (or NULL) */
+	char *pools[MMS_BAD_FREES_KEPT]; /* the pool names of sum.bad_frees, copied */
 };
 
 /* Where a log's process went on, when it exec'd: memscope_P.mms is
@@ -58,8 +61,11 @@ static void log_result_free(struct log_result *r)
 {
 	free(r->exe);
 	free(r->damage);
+	free(r->cut_what);
 	free(r->next);
 	free((char *)r->fork.why);
+	for (size_t i = 0; i < MMS_BAD_FREES_KEPT; i++)
+		free(r->pools[i]);
 }
 
 /* Opens and summarizes the log dir/name into *r. Returns 0 (free *r with
@@ -88,8 +94,13 @@ static int log_read(const char *dir, const char *name, struct log_result *r)
 	err = mms_summarize(log, &r->sum);
 	r->exe = xstrdup(r->info.exe ? r->info.exe : "");
 	r->damage = r->info.damage ? xstrdup(r->info.damage) : NULL;
-	r->info.exe = NULL;
-	r->info.damage = NULL;
+	r->cut_what = r->info.cut_what ? xstrdup(r->info.cut_what) : NULL;
+	r->info.exe = r->exe;
+	r->info.damage = r->damage;
+	r->info.cut_what = r->cut_what;
+	for (size_t i = 0; i < r->sum.nbad_frees; i++)
+		if (r->sum.bad_frees[i].pool)
+			r->sum.bad_frees[i].pool = r->pools[i] = xstrdup(r->sum.bad_frees[i].pool);
 	mms_log_fork(log, &r->fork);
 	r->fork.why = r->fork.why ? xstrdup(r->fork.why) : NULL;
 	r->fork.parent_log = NULL;
@@ -107,10 +118,14 @@ static int log_read(const char *dir, const char *name, struct log_result *r)
 /* How the log ends, for the "live at ..." label. */
 static const char *log_end(const struct log_result *r)
 {
-	/* A damaged log skipped records: what it holds live is not the exit's. */
-	if (r->info.damaged)
-		return "log end";
-	return r->info.complete ? "exit" : r->next || r->info.exec_away ? "exec" : "log end";
+	if (r->next && !r->info.cut && !r->info.damaged)
+		return "exec";
+	return log_end_label(&r->info);
+}
+
+static void warn_line(const char *line)
+{
+	WARN("%s", line);
 }
 
 /* Warnings about a log cut short or damaged. The caller has already said
@@ -119,21 +134,14 @@ static void log_warn_state(const char *name, const struct log_result *r, bool ki
 {
 	const mms_log_info_t *info = &r->info;
 
-	if (info->cut)
-		WARN("%s: recording stopped early (%s); the log covers what came before", name,
-		     mms_cut_reason(info->cut_errno));
-	else if (!info->complete && !r->next && !info->exec_away && !killed)
+	if (!info->cut && !info->complete && !r->next && !info->exec_away && !killed)
 		WARN("%s: the process did not reach exit (it was killed, or is still running); "
 		     "the log ends at its last whole record",
 		     name);
-	if (info->damaged)
-		WARN("%s: damaged at offset %" PRIu64 " (%s); the summary covers the events before it", name,
-		     info->damage_offset, r->damage ? r->damage : mms_strerror(info->damage_error));
-	else if (r->replay_error)
+	log_warn_damage(name, info, warn_line);
+	if (!info->damaged && r->replay_error)
 		WARN("%s: replay stopped early (%s); the summary covers the events before it", name,
 		     mms_strerror(r->replay_error));
-	if (info->lost_events)
-		WARN("%s: %" PRIu64 " events were lost while recording", name, info->lost_events);
 }
 
 /* Three lines for one memory kind; at_exit flags blocks live at exit
@@ -141,15 +149,21 @@ static void log_warn_state(const char *name, const struct log_result *r, bool ki
 static void print_memory(const char *label, const mms_kind_summary_t *k, const struct log_result *r,
 			 const char *at_exit)
 {
-	char a[64], live[64];
+	char a[64], live[64], phrase[128], when[160];
 	char *at = xasprintf("  live at %s", log_end(r));
 
 	fprintf(stderr, "  %-17s %" PRIu64 " allocations, %" PRIu64 " frees, %s allocated\n", label, k->allocs,
 		k->frees, human_bytes_exact(k->bytes_allocated, a, sizeof(a)));
 	fprintf(stderr, "  %-17s %s\n", "  peak live", human_bytes_exact(k->peak_bytes, a, sizeof(a)));
+	/* Blocks live when a cut or damaged log stops are not leaks: say
+	 * when they were live instead. */
+	if (log_stops_early(&r->info))
+		snprintf(when, sizeof(when), "   (live %s)", log_live_when(&r->info, phrase, sizeof(phrase)));
 	fprintf(stderr, "  %-17s %" PRIu64 " block%s, %s%s\n", at, k->live_blocks, k->live_blocks == 1 ? "" : "s",
 		human_bytes_exact(k->live_bytes, live, sizeof(live)),
-		k->live_blocks && r->info.complete && !r->info.damaged ? at_exit : "");
+		log_stops_early(&r->info) ? when
+		: k->live_blocks && log_ends_at_exit(&r->info) ? at_exit
+								: "");
 	free(at);
 }
 
@@ -196,8 +210,8 @@ int print_main_summary(const struct run *run, char **argv, pid_t pid, int status
 		fprintf(stderr, "  %-17s %" PRIu64 "\n", "steps", sum->steps);
 	fprintf(stderr, "  %-17s %" PRIu64 "\n", "threads", sum->threads);
 	if (sum->unmatched_frees)
-		fprintf(stderr, "  %-17s %" PRIu64 " (frees of an address that was not live)\n", "bad frees",
-			sum->unmatched_frees);
+		log_print_bad_frees(stderr, "  ", 17, sum->double_frees, sum->invalid_frees, sum->bad_frees,
+				    sum->nbad_frees);
 	if (sum->double_allocs)
 		fprintf(stderr, "  %-17s %" PRIu64 " (an address handed out while still live)\n", "double allocs",
 			sum->double_allocs);
@@ -286,7 +300,7 @@ void print_other_logs(const struct run *run, pid_t pid)
 				name, info->pid, *r.exe ? ", " : "", r.exe, origin, r.sum.events,
 				r.sum.mem[MMS_MEM_HOST].live_blocks, r.sum.mem[MMS_MEM_HOST].live_blocks == 1 ? "" : "s",
 				human_bytes(r.sum.mem[MMS_MEM_HOST].live_bytes, b, sizeof(b)), log_end(&r), inherited,
-				bad, info->cut ? "; recording was cut" : "", info->damaged ? "; damaged" : "",
+				bad, info->cut ? "; the log is cut" : "", info->damaged ? "; damaged" : "",
 				info->lost_events ? "; events lost" : "");
 			free(origin);
 			free(inherited);

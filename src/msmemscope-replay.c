@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,8 +122,9 @@ static void usage(void)
 	       "beside the log, LOG.idx, built on the first query and rebuilt when the log\n"
 	       "changes.\n"
 	       "\n"
-	       "Exit status: 0 on success (a damaged log is reported with warnings),\n"
-	       "1 when the log cannot be read or the query fails, 2 for a wrong command line.\n"
+	       "Exit status: 0 on success (a cut or damaged log is reported with warnings;\n"
+	       "-i: when its commands ran, even one that answered an error), 1 when the log\n"
+	       "cannot be read or the query fails, 2 for a wrong command line.\n"
 	       "See msmemscope-replay(1), doc/replay.md and doc/log-format.md.\n");
 }
 
@@ -388,13 +390,31 @@ static mms_replay_t *open_replay(const struct opts *o, mms_log_t *log)
 }
 
 /* Says that answers stop short of the end of a damaged log. */
-static void warn_state(const char *path, mms_log_t *log)
+static void warn_state(const struct opts *o, mms_log_t *log)
 {
 	mms_log_info_t info;
 
 	mms_log_get_info(log, &info);
-	replay_warn_log_state(path, &info);
-	replay_warn_fork(path, log);
+	replay_warn_log_state(o->log, &info, o->json);
+	replay_warn_fork(o->log, log);
+}
+
+/* Dies with a message about a query of log, after the warnings about
+ * the log's state (a cut log has fewer steps and events to ask for). */
+static void die_query(const struct opts *o, mms_log_t *log, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4), noreturn));
+
+static void die_query(const struct opts *o, mms_log_t *log, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fflush(stdout);
+	warn_state(o, log);
+	die(CLI_EXIT_FAILURE, "%s", msg);
 }
 
 static int query_step(const struct opts *o, struct show *s)
@@ -405,14 +425,14 @@ static int query_step(const struct opts *o, struct show *s)
 
 	if (o->n > steps) {
 		if (!steps)
-			die(CLI_EXIT_FAILURE, "%s: the log has no steps: the program never called msmemscope_step() nor "
+			die_query(o, s->log, "%s: the log has no steps: the program never called msmemscope_step() nor "
 			    "opened a \"step start\" range; try --event N or -i", o->log);
-		die(CLI_EXIT_FAILURE, "%s: no step %" PRIu64 ": the log has %" PRIu64 " step%s", o->log, o->n, steps,
+		die_query(o, s->log, "%s: no step %" PRIu64 ": the log has %" PRIu64 " step%s", o->log, o->n, steps,
 		    steps == 1 ? "" : "s");
 	}
 	rc = mms_replay_step_report(s->r, o->n, &rep);
 	if (rc)
-		die(CLI_EXIT_FAILURE, "%s: cannot replay step %" PRIu64 ": %s", o->log, o->n, mms_strerror(rc));
+		die_query(o, s->log, "%s: cannot replay step %" PRIu64 ": %s", o->log, o->n, mms_strerror(rc));
 	show_step_report(s, rep);
 	if (s->json)
 		fputc('\n', s->out);
@@ -428,11 +448,11 @@ static int query_event(const struct opts *o, struct show *s)
 
 	mms_replay_where(s->r, &w);
 	if (o->n >= w.events)
-		die(CLI_EXIT_FAILURE, "%s: no event %" PRIu64 ": the log has %" PRIu64 " events (0 to %" PRIu64 ")", o->log,
+		die_query(o, s->log, "%s: no event %" PRIu64 ": the log has %" PRIu64 " events (0 to %" PRIu64 ")", o->log,
 		    o->n, w.events, w.events ? w.events - 1 : 0);
 	rc = mms_replay_seek(s->r, o->n + 1);
 	if (rc || !mms_replay_last_event(s->r, &ev))
-		die(CLI_EXIT_FAILURE, "%s: cannot replay to event %" PRIu64 ": %s", o->log, o->n,
+		die_query(o, s->log, "%s: cannot replay to event %" PRIu64 ": %s", o->log, o->n,
 		    mms_strerror(rc ? rc : MMS_ECORRUPT));
 	if (s->json) {
 		fputs("{\"event\":", s->out);
@@ -457,7 +477,7 @@ static int query_range(const struct opts *o, struct show *s)
 
 	mms_replay_where(s->r, &w);
 	if (o->from >= w.events)
-		die(CLI_EXIT_FAILURE, "%s: no event %" PRIu64 ": the log has %" PRIu64 " events", o->log, o->from,
+		die_query(o, s->log, "%s: no event %" PRIu64 ": the log has %" PRIu64 " events", o->log, o->from,
 		    w.events);
 	if (!o->to_set || to >= w.events)
 		to = w.events - 1;
@@ -470,7 +490,7 @@ static int query_range(const struct opts *o, struct show *s)
 			return 0;
 		rc = 0;
 	}
-	die(CLI_EXIT_FAILURE, "%s: replay stopped at event %" PRIu64 ": %s", o->log, w.position,
+	die_query(o, s->log, "%s: replay stopped at event %" PRIu64 ": %s", o->log, w.position,
 	    mms_strerror(rc ? rc : MMS_ECORRUPT));
 }
 
@@ -505,7 +525,7 @@ static int query_export(const struct opts *o, mms_log_t *log)
 		io.keep = 1; /* the tags are all the dump needs */
 		rc = mms_inefficient_run(log, &io, &res);
 		if (rc)
-			die(CLI_EXIT_FAILURE, "%s: cannot find the inefficient blocks: %s", o->log, mms_strerror(rc));
+			die_query(o, log, "%s: cannot find the inefficient blocks: %s", o->log, mms_strerror(rc));
 		eo.inefficient = res;
 	}
 	rc = !strcmp(o->export_fmt, "csv") ? mms_export_csv(log, path, &eo) : mms_export_db(log, path, &eo);
@@ -515,7 +535,7 @@ static int query_export(const struct opts *o, mms_log_t *log)
 	if (rc == -EEXIST)
 		die(CLI_EXIT_FAILURE, "%s: %s exists; remove it, name another file with -o, or add --force", o->log, path);
 	if (rc)
-		die(CLI_EXIT_FAILURE, "%s: cannot export to %s: %s", o->log, path, mms_strerror(rc));
+		die_query(o, log, "%s: cannot export to %s: %s", o->log, path, mms_strerror(rc));
 	fprintf(stderr, "%s: wrote %s\n", cli_progname, path);
 	return 0;
 }
@@ -557,7 +577,7 @@ int main(int argc, char **argv)
 		if (replay_transform_write(o.log, log, MMS_TRANSFORM_FLAMEGRAPH, &t, o.flamegraph,
 					   "remove it, name another file, or add --force"))
 			status = CLI_EXIT_FAILURE;
-		warn_state(o.log, log);
+		warn_state(&o, log);
 		mms_log_close(log);
 		return status;
 	}
@@ -570,7 +590,7 @@ int main(int argc, char **argv)
 		status = an_run(o.log, log, o.analyses, &o.an, stdout);
 		if (fflush(stdout) || ferror(stdout))
 			die(CLI_EXIT_FAILURE, "cannot write the answer: %s", strerror(errno));
-		warn_state(o.log, log);
+		warn_state(&o, log);
 		mms_log_close(log);
 		return status;
 	}
@@ -579,7 +599,7 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		if (query_export(&o, log))
 			status = CLI_EXIT_FAILURE;
-		warn_state(o.log, log);
+		warn_state(&o, log);
 		mms_log_close(log);
 		return status;
 	}
@@ -605,7 +625,7 @@ int main(int argc, char **argv)
 	if (fflush(stdout) || ferror(stdout))
 		die(CLI_EXIT_FAILURE, "cannot write the answer: %s", strerror(errno));
 	if (o.query != Q_INTERACTIVE)
-		warn_state(o.log, log);
+		warn_state(&o, log);
 	show_fini(&s);
 	mms_replay_close(r);
 	mms_log_close(log);

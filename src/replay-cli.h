@@ -9,12 +9,16 @@
 
 /* --summary: prints the log's figures; returns the exit status. */
 int replay_summary(const char *path, mms_log_t *log, int json);
-/* Warns on stderr about what a cut, damaged or unfinished log leaves out. */
-void replay_warn_log_state(const char *path, const mms_log_info_t *in);
+/* Warns on stderr about what a cut, damaged or unfinished log leaves out;
+ * with json, the notes the JSON answer says itself (a log that ends at an
+ * exec) are left out, so a healthy log leaves stderr empty. */
+void replay_warn_log_state(const char *path, const mms_log_info_t *in, int json);
 /* Warns when log is a fork child whose inherited blocks are unknown. */
 void replay_warn_fork(const char *path, const mms_log_t *log);
 /* -i: reads commands from in until quit or end of input; returns the exit
- * status. Prompts and line editing only when in is a terminal. */
+ * status, 0 when the commands ran (a command that failed said so, as text
+ * on stderr or {"error": ...}). Prompts and line editing only when in is a
+ * terminal. */
 int replay_interactive(struct show *s, FILE *in);
 /* Opens a log or dies with a message that says why it cannot be read. */
 mms_log_t *replay_open_log(const char *path);

@@ -24,7 +24,6 @@
 
 struct session {
 	struct show *s;
-	int failed;              /* a command failed: the exit status says so */
 };
 
 static const char help_text[] =
@@ -45,7 +44,8 @@ static const char help_text[] =
 	"  help               this list\n"
 	"  quit               leave (end of input does too)\n";
 
-/* Reports a failed command: text on stderr, or a JSON object. */
+/* Reports a failed command: text on stderr, or a JSON object. The session
+ * goes on, and its exit status stays 0: the commands ran. */
 static void fail(struct session *ss, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void fail(struct session *ss, const char *fmt, ...)
@@ -56,7 +56,6 @@ static void fail(struct session *ss, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	ss->failed = 1;
 	if (ss->s->json) {
 		fputs("{\"error\":", ss->s->out);
 		json_put_string(ss->s->out, msg, strlen(msg));
@@ -410,7 +409,7 @@ static int run_line(struct session *ss, char *line)
 
 int replay_interactive(struct show *s, FILE *in)
 {
-	struct session ss = { s, 0 };
+	struct session ss = { s };
 	int tty = isatty(fileno(in)) && isatty(STDOUT_FILENO);
 	char *line = NULL;
 	size_t cap = 0;
@@ -446,5 +445,5 @@ int replay_interactive(struct show *s, FILE *in)
 	free(line);
 	if (tty && !quit)
 		fputc('\n', s->out);
-	return ss.failed ? CLI_EXIT_FAILURE : 0;
+	return 0;
 }

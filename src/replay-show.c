@@ -143,7 +143,9 @@ void show_stack(struct show *s, uint32_t stack, const char *indent)
 		n = (int)(sizeof(ips) / sizeof(*ips));
 	if (s->json)
 		fputc('[', s->out);
-	if (n <= 0 && !s->json) {
+	if (n == MMS_ECORRUPT && !s->json) {
+		fprintf(s->out, "%s(stack damaged: its records in the log do not resolve)\n", indent);
+	} else if (n <= 0 && !s->json) {
 		mms_log_info_t info;
 
 		mms_log_get_info(s->log, &info);

@@ -10,29 +10,25 @@
 #include <string.h>
 
 #include "cli.h"
+#include "logwords.h"
 #include "replay-cli.h"
 
-/* Tells the user what the summary does not cover. */
-void replay_warn_log_state(const char *path, const mms_log_info_t *in)
+static void say_warning(const char *line)
 {
-	if (in->cut)
-		warn("%s: log was cut after %" PRIu64 " events: %s; the replay covers the events before", path,
-		     in->events, mms_cut_reason(in->cut_errno));
-	else if (!in->complete && in->exec_away)
+	warn("%s", line);
+}
+
+/* Tells the user what the summary does not cover. */
+void replay_warn_log_state(const char *path, const mms_log_info_t *in, int json)
+{
+	if (!in->cut && !in->complete && in->exec_away && !json)
 		fprintf(stderr, "%s: %s: the process exec'd another program; blocks \"live at exec\" are those it "
 			"held then\n", cli_progname, path);
-	else if (!in->complete)
+	else if (!in->cut && !in->complete && !in->exec_away)
 		warn("%s: the process did not reach exit (killed, or still running); blocks \"live at log end\" "
 		     "are those live at the last recorded event",
 		     path);
-	if (in->damaged)
-		warn("%s: damaged at byte %" PRIu64 ": %s (%" PRIu64 " place%s); the replay skips the rest of "
-		     "each damaged chunk",
-		     path, in->damage_offset, in->damage ? in->damage : "unknown damage", in->damage_count,
-		     in->damage_count == 1 ? "" : "s");
-	if (in->lost_events)
-		warn("%s: %" PRIu64 " events were not recorded (signals that arrived inside a hook)", path,
-		     in->lost_events);
+	log_warn_damage(path, in, say_warning);
 }
 
 void replay_warn_fork(const char *path, const mms_log_t *log)
@@ -91,15 +87,19 @@ static void print_fork_text(const mms_log_t *log, const mms_summary_t *s, const 
 static void print_text(const char *path, const mms_log_t *log, const mms_log_info_t *in, const mms_summary_t *s)
 {
 	const mms_kind_summary_t *h = &s->mem[MMS_MEM_HOST];
-	/* A damaged log skipped records, frees among them: its live blocks
-	 * are not those of the exit. */
-	const char *at_end = in->damaged ? "live at log end"
-			     : in->complete ? "live at exit"
-			     : in->exec_away ? "live at exec"
-					     : "live at log end";
-	char a[64];
+	char at_end[32], when[160], phrase[128], a[64];
 	unsigned k;
 
+	/* A cut or damaged log lost records, frees among them: its live
+	 * blocks are not those of the exit. */
+	snprintf(at_end, sizeof(at_end), "live at %s", log_end_label(in));
+	if (log_stops_early(in)) {
+		when[0] = ':';
+		when[1] = ' ';
+		snprintf(when + 2, sizeof(when) - 2, "live %s", log_live_when(in, phrase, sizeof(phrase)));
+	} else {
+		when[0] = 0;
+	}
 	printf("%s: pid %" PRIu64 "%s%s\n", path, in->pid, in->exe[0] ? ", " : "", in->exe);
 	print_fork_text(log, s, at_end);
 	printf("%-20s %" PRIu64 "\n", "events", s->events);
@@ -110,8 +110,8 @@ static void print_text(const char *path, const mms_log_t *log, const mms_log_inf
 	printf("%-20s %" PRIu64 "\n", "frees", h->frees);
 	printf("%-20s %s\n", "bytes allocated", bytes_text(h->bytes_allocated, a, sizeof(a)));
 	printf("%-20s %s\n", "peak live bytes", bytes_text(h->peak_bytes, a, sizeof(a)));
-	printf("%-20s %" PRIu64 " block%s, %s\n", at_end, h->live_blocks, h->live_blocks == 1 ? "" : "s",
-	       bytes_text(h->live_bytes, a, sizeof(a)));
+	printf("%-20s %" PRIu64 " block%s, %s%s\n", at_end, h->live_blocks, h->live_blocks == 1 ? "" : "s",
+	       bytes_text(h->live_bytes, a, sizeof(a)), when);
 	printf("%-20s %" PRIu64 "\n", "threads", s->threads);
 	printf("%-20s %" PRIu64 "\n", "steps", s->steps);
 	if (s->mem[MMS_MEM_MMAP].allocs || s->mem[MMS_MEM_MMAP].frees)
@@ -119,7 +119,7 @@ static void print_text(const char *path, const mms_log_t *log, const mms_log_inf
 	if (s->mem[MMS_MEM_POOL].allocs || s->mem[MMS_MEM_POOL].frees)
 		print_kind_text("pool", &s->mem[MMS_MEM_POOL], at_end);
 	if (s->unmatched_frees)
-		printf("%-20s %" PRIu64 "\n", "unmatched frees", s->unmatched_frees);
+		log_print_bad_frees(stdout, "", 20, s->double_frees, s->invalid_frees, s->bad_frees, s->nbad_frees);
 	if (s->double_allocs)
 		printf("%-20s %" PRIu64 "\n", "double allocations", s->double_allocs);
 }
@@ -188,11 +188,13 @@ static void print_json(const mms_log_t *log, const mms_log_info_t *in, const mms
 		printf("%s\"%s\":%" PRIu64, sep, name, s->by_kind[k]);
 		sep = ",";
 	}
-	printf("},\"complete\":%s,\"exec_away\":%s,\"cut\":%s,\"damaged\":%s,\"lost_events\":%" PRIu64
-	       ",\"unmatched_frees\":%" PRIu64 ",\"double_allocs\":%" PRIu64,
-	       in->complete ? "true" : "false", in->exec_away ? "true" : "false", in->cut ? "true" : "false",
-	       in->damaged ? "true" : "false",
-	       in->lost_events, s->unmatched_frees, s->double_allocs);
+	printf("},\"complete\":%s,\"exec_away\":%s,\"cut\":%s,", in->complete ? "true" : "false",
+	       in->exec_away ? "true" : "false", in->cut ? "true" : "false");
+	log_json_end(stdout, in);
+	printf(",\"damaged\":%s,\"lost_events\":%" PRIu64 ",\"unmatched_frees\":%" PRIu64 ",\"double_allocs\":%" PRIu64
+	       ",",
+	       in->damaged ? "true" : "false", in->lost_events, s->unmatched_frees, s->double_allocs);
+	log_json_bad_frees(stdout, s->double_frees, s->invalid_frees, s->bad_frees, s->nbad_frees);
 	print_fork_json(log, s);
 	printf("}\n");
 }
@@ -213,7 +215,7 @@ int replay_summary(const char *path, mms_log_t *log, int json)
 		print_text(path, log, &info, &sum);
 	if (fflush(stdout) || ferror(stdout))
 		die(CLI_EXIT_FAILURE, "cannot write the summary: %s", strerror(errno));
-	replay_warn_log_state(path, &info);
+	replay_warn_log_state(path, &info, json);
 	replay_warn_fork(path, log);
 	if (rc) {
 		warn("%s: replay stopped early: %s; the summary covers the events before", path, mms_strerror(rc));

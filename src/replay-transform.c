@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "logwords.h"
 #include "replay-cli.h"
 
 static void transform_usage(void)
@@ -132,23 +133,42 @@ static const char *const unit_words[][2] = {
 	[MMS_TRANSFORM_FLAMEGRAPH] = { "box", "boxes" },
 };
 
-static const char *selection_words(const mms_transform_options_t *t)
+/* What the selection chose, in words, into buf. The allocations live at
+ * the end of a cut or damaged log are no leaks: say when they were live. */
+static const char *selection_words(const mms_transform_options_t *t, const mms_log_info_t *in, char *buf, size_t cap)
 {
-	return t->selection == MMS_TRANSFORM_LEAKS       ? "leaked"
-	       : t->selection == MMS_TRANSFORM_TEMPORARY ? "temporary"
-							 : "live at the peak";
+	char when[128];
+
+	if (t->selection == MMS_TRANSFORM_LEAKS && log_stops_early(in))
+		snprintf(buf, cap, "live %s", log_live_when(in, when, sizeof(when)));
+	else
+		snprintf(buf, cap, "%s",
+			 t->selection == MMS_TRANSFORM_LEAKS       ? "leaked"
+			 : t->selection == MMS_TRANSFORM_TEMPORARY ? "temporary"
+								   : "live at the peak");
+	return buf;
 }
 
 int replay_transform_write(const char *log_path, mms_log_t *log, int format, mms_transform_options_t *t,
 			   const char *path, const char *exists_hint)
 {
 	mms_transform_stats_t st = { 0 };
+	const char *given = t->title;
+	mms_log_info_t info;
+	char words[160], title[192];
 	int rc;
 
+	mms_log_get_info(log, &info);
+	selection_words(t, &info, words, sizeof(words));
+	if (t->selection == MMS_TRANSFORM_LEAKS && log_stops_early(&info) && !t->title) {
+		snprintf(title, sizeof(title), "Allocations %s", words);
+		t->title = title;
+	}
 	t->stats = &st;
 	if (mms_symbolizer_open(log, &t->sym))
 		t->sym = NULL;
 	rc = mms_transform_write(log, format, t, path);
+	t->title = given;
 	mms_symbolizer_close(t->sym);
 	t->sym = NULL;
 	if (rc == -EEXIST) {
@@ -162,8 +182,8 @@ int replay_transform_write(const char *log_path, mms_log_t *log, int format, mms
 	fprintf(stderr,
 		"%s: wrote %s: %" PRIu64 " allocation%s %s, %" PRIu64 " bytes, in %" PRIu64 " %s; peak %" PRIu64
 		" bytes\n",
-		cli_progname, path, st.allocations, st.allocations == 1 ? "" : "s", selection_words(t), st.bytes,
-		st.groups, unit_words[format][st.groups != 1], st.peak_bytes);
+		cli_progname, path, st.allocations, st.allocations == 1 ? "" : "s", words, st.bytes, st.groups,
+		unit_words[format][st.groups != 1], st.peak_bytes);
 	return 0;
 }
 
@@ -192,7 +212,7 @@ int replay_transform(int argc, char **argv)
 		exit(CLI_EXIT_FAILURE);
 	free(name);
 	mms_log_get_info(log, &info);
-	replay_warn_log_state(o.log, &info);
+	replay_warn_log_state(o.log, &info, 0);
 	replay_warn_fork(o.log, log);
 	mms_log_close(log);
 	return 0;

@@ -35,9 +35,10 @@ class LogInfo(ctypes.Structure):
     _fields_ = [("version", u32), ("pid", u64), ("ppid", u64), ("exe", c_char_p), ("clock", u32),
                 ("flags", u32), ("cut_errno", c_int), ("start_realtime_ns", u64), ("lost_events", u64),
                 ("call_stack_depth", u32), ("threads", u32), ("nchunks", u64), ("file_size", u64),
-                ("complete", c_int), ("cut", c_int), ("damaged", c_int), ("damage_offset", u64),
+                ("complete", c_int), ("cut", c_int), ("cut_offset", u64), ("cut_what", c_char_p),
+                ("stopped", c_int), ("damaged", c_int), ("damage_offset", u64),
                 ("damage", c_char_p), ("damage_error", c_int), ("damage_count", u64), ("events", u64),
-                ("segments", u64), ("last_realtime_ns", u64), ("exec_away", c_int)]
+                ("segments", u64), ("last_realtime_ns", u64), ("exec_away", c_int), ("bad_stacks", u64)]
 
 
 class OpenError(ctypes.Structure):
@@ -60,7 +61,7 @@ class Where(ctypes.Structure):
     _fields_ = [("position", u64), ("events", u64), ("step", u64), ("in_step", c_int), ("op_launches", u64),
                 ("kernel_launches", u64), ("op", c_char_p), ("op_launch", u64), ("thread", u32),
                 ("mem", KindSummary * MEM_KIND_COUNT), ("live_bytes", u64), ("peak_bytes", u64),
-                ("unmatched_frees", u64), ("double_allocs", u64)]
+                ("unmatched_frees", u64), ("double_allocs", u64), ("double_frees", u64), ("invalid_frees", u64)]
 
 
 PROGRESS_FN = ctypes.CFUNCTYPE(c_int, c_void_p, u64, u64)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* fuzz-reader.c: libFuzzer target for the log reader: any bytes must open
- * or fail cleanly, and an opened log must iterate, summarize and answer
- * every metadata query without reading out of bounds. */
+ * or fail cleanly, and an opened log must iterate, summarize, replay, run
+ * the analyses that write no file and answer every metadata query without
+ * reading out of bounds. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +60,38 @@ static int count_block(const mms_block_t *b, void *ctx)
 	touch(b->pool);
 	sink += b->size;
 	return 0;
+}
+
+/* The analyses' forward passes that write no file: watermark, usage and
+ * leakage, decompose, inefficient, watch, compare. Each must answer up to
+ * the cut or the damage. */
+static void analyses(mms_log_t *log)
+{
+	mms_inefficient_options_t io = { .tags = 1 };
+	mms_trace_options_t to = { .plot_buckets = 8 };
+	mms_decompose_t *end, *peak;
+	mms_inefficient_t *ineff;
+	mms_watch_result_t *wr;
+	mms_compare_t *cmp;
+	const mms_compare_row_t *rows;
+	mms_trace_t *t;
+	size_t n;
+
+	if (mms_trace_run(log, &to, &t) == 0)
+		mms_trace_free(t);
+	if (mms_decompose_log(log, &end, &peak) == 0) {
+		mms_decompose_free(end);
+		mms_decompose_free(peak);
+	}
+	if (mms_inefficient_run(log, &io, &ineff) == 0)
+		mms_inefficient_free(ineff);
+	if (mms_watch_analyze(log, NULL, 0, &wr) == 0)
+		mms_watch_free(wr);
+	if (mms_compare_open(MMS_COMPARE_OP, &cmp) == 0) {
+		if (mms_compare_add_log(cmp, 0, log) == 0 && mms_compare_add_log(cmp, 1, log) == 0)
+			mms_compare_align(cmp, &rows, &n, NULL);
+		mms_compare_close(cmp);
+	}
 }
 
 /* The replay over the heap state: checkpoints every 16 events (kept in
@@ -144,6 +177,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	mms_summarize(log, &sum);
 	replay(log);
+	analyses(log);
 	mms_log_close(log);
 	free(buf);
 	return 0;

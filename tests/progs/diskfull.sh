@@ -31,8 +31,34 @@ for threads in 1 8; do
 	expect_ge "$log allocations kept" "$allocs" 1000
 	expect_le "$log allocations kept" "$allocs" $((full_allocs - 1))
 	expect_le "$log frees kept" "$(jget $j frees)" "$allocs"
-	note "$threads thread(s): cut at $size bytes, $allocs of $full_allocs allocations kept, consistent"
+	# Where the replay stops, in every report: the blocks live there
+	# were live when recording stopped, not leaked.
+	expect_key $j cut_at_byte "$size"
+	expect_key $j stopped_at_event "$(jget $j events)"
+	expect_key $j complete false
+	"$MMS_REPLAY" $log >$log.txt 2>$log.err || fail "msmemscope-replay $log exited $?"
+	stop=$(jget $j events)
+	grep -q "^live at the cut .*: live when recording stopped at event $stop (the log is cut; not leaks)\$" $log.txt ||
+		fail "the summary of a cut log does not say when its blocks were live: $(cat $log.txt)"
+	grep -q "$log: the log is cut at byte $size: recording stopped early (.*); the replay stops at event $stop," \
+		$log.err || fail "no warning saying where the log is cut: $(cat $log.err)"
+	"$MMS_REPLAY" $log --analysis leaks --json >$log.leaks 2>/dev/null || fail "leaks of $log exited $?"
+	expect_key $log.leaks cut true
+	expect_key $log.leaks cut_at_byte "$size"
+	expect_key $log.leaks stopped_at_event "$stop"
+	expect_key $log.leaks at_exit.live_when "\"when recording stopped at event $stop (the log is cut; not leaks)\""
+	note "$threads thread(s): cut at $size bytes, $allocs of $full_allocs allocations kept, consistent, reports stop at event $stop"
 done
+
+# The launcher's report of a cut run: no "leaked at exit".
+MSMEMSCOPE_LOG_LIMIT=1M "$MMS_LAUNCHER" --output=launched -- "$MMS_PROGS/threads8" 2 100000 6 >launched.out 2>launched.err ||
+	fail "msmemscope -- threads8 with a 1M log limit exited $?"
+grep -q 'leaked at exit\|live at exit' launched.err && fail "the launcher calls a cut log's blocks leaked: $(cat launched.err)"
+grep -q '^    live at the cut .*(live when recording stopped at event [0-9]* (the log is cut; not leaks))$' launched.err ||
+	fail "the launcher does not say when a cut log's blocks were live: $(cat launched.err)"
+grep -q '^====== Blocks still live when recording stopped at event [0-9]* (the log is cut; not leaks) ======$' launched.err ||
+	fail "the launcher's leaks report calls a cut log's blocks leaks: $(cat launched.err)"
+note "the launcher's summary and leaks report of a cut run say where it stopped"
 
 # A real full disk, where this user may mount a 512 KiB tmpfs (root,
 # outside a restricted container): the log runs out of blocks, not of a

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "msmemscope-replay.h"
+#include "progs.h"
 
 typedef int (*export_fn)(mms_log_t *, const char *, const mms_export_options_t *);
 
@@ -36,12 +37,7 @@ static void die(const char *fmt, const char *a, int rc)
 
 static char *in_dir(const char *name)
 {
-	static char buf[4][4096];
-	static int k;
-	char *p = buf[k++ % 4];
-
-	snprintf(p, sizeof(buf[0]), "%s/%s", dir, name);
-	return p;
+	return prog_in_dir(dir, name);
 }
 
 /* Files in DIR, "name name ..." sorted, for messages and checks. */

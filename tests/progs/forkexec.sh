@@ -11,10 +11,13 @@
 . "$top_srcdir/tests/progs/lib.sh"
 
 # check LOG ALLOCS FREES SIZE [INHERITED]: the log's malloc-family
-# figures; INHERITED blocks of 1000 bytes were the parent's at the fork.
+# figures; INHERITED blocks of 1000 bytes were the parent's at the fork;
+# the summary in JSON of these healthy logs says nothing on stderr (an
+# exec is the JSON's exec_away).
 check() {
 	[ -f "$1" ] || fail "no log $1 (logs here: $(ls -- *.mms 2>/dev/null | tr '\n' ' '))"
 	summarize "$1"
+	[ ! -s "$1.json.err" ] || fail "--summary --json of $1 printed on stderr: $(cat "$1.json.err")"
 	expect_consistent "$1.json"
 	expect_key "$1.json" allocs "$2"
 	expect_key "$1.json" frees "$3"

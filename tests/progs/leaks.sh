@@ -205,24 +205,37 @@ grep -q 'Detected memory leaks' tidy.err && fail "a program that frees everythin
 note "a program without steps gets the exit section only; one that frees everything is told so"
 
 # --- a damaged log: its records after the damage are lost, frees among
-# them, so it must not say "every block was freed" nor "at exit" -----------
+# them, so the replay stops before the damage and no report speaks of exit
+# or leaks there -----------------------------------------------------------
 set -- out5/msmemscope_*/memscope_*.mms
 "$MMS_PYTHON" - "$1" damaged.mms <<'PY' || fail "cannot damage the log"
-import sys
+import struct, sys
 d = bytearray(open(sys.argv[1], "rb").read())
-d[4200:4300] = b"\xff" * 100  # the first chunk's records, after the 4096-byte header
+used = struct.unpack_from("<Q", d, 4096 + 8)[0]
+# The last 40 bytes of the first chunk's records: the program's last events.
+end = 4096 + 16 + used
+d[end - 40:end] = b"\xff" * 40
 open(sys.argv[2], "wb").write(d)
 PY
+"$MMS_REPLAY" damaged.mms --summary --json >damaged.json 2>/dev/null || fail "the summary of a damaged log exited $?"
+stop=$(jget damaged.json stopped_at_event)
+expect_key damaged.json damaged true
+expect_key damaged.json cut false
+expect_key damaged.json events "$stop"
 "$MMS_REPLAY" damaged.mms --analysis leaks >damaged.txt 2>damaged.err || fail "leaks on a damaged log exited $?"
-grep -q 'damaged at byte' damaged.err || fail "no warning about the damage: $(cat damaged.err)"
+grep -q "damaged at byte .*; the replay stops at event $stop, where records may be missing" damaged.err ||
+	fail "no warning about the damage and where the replay stops: $(cat damaged.err)"
 grep -q 'every block was freed\|at exit' damaged.txt && fail "a damaged log's report speaks of exit: $(cat damaged.txt)"
-grep -q '^No blocks live at the end of the readable log (the log is damaged: see the warning)\.$' damaged.txt ||
+grep -q "^====== Blocks still live at event $stop, where the damage stops the replay (not leaks) ======\$" damaged.txt ||
 	fail "no clear words for a damaged log: $(cat damaged.txt)"
-"$MMS_REPLAY" damaged.mms --analysis leaks --json 2>/dev/null | grep -q '"damaged":true' ||
-	fail "the JSON report does not say the log is damaged"
+"$MMS_REPLAY" damaged.mms --analysis leaks --json 2>/dev/null >damaged-leaks.json
+expect_key damaged-leaks.json damaged true
+expect_key damaged-leaks.json stopped_at_event "$stop"
+expect_key damaged-leaks.json at_exit.live_when "\"at event $stop, where the damage stops the replay (not leaks)\""
 "$MMS_REPLAY" damaged.mms >damaged.sum 2>/dev/null || fail "the summary of a damaged log exited $?"
-grep -q '^live at log end ' damaged.sum || fail "the summary of a damaged log speaks of exit: $(cat damaged.sum)"
-note "a damaged log's leaks report says so instead of 'every block was freed'"
+grep -q "^live at the damage .*: live at event $stop, where the damage stops the replay (not leaks)\$" damaged.sum ||
+	fail "the summary of a damaged log speaks of exit: $(cat damaged.sum)"
+note "a damaged log's reports stop at event $stop, before the damage, and call nothing there a leak"
 
 # --- a recording of some steps only: the analyses say that frees outside
 # them are missing, once ---------------------------------------------------------

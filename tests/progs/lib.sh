@@ -47,15 +47,15 @@ summarize() {
 		"$1.json" 2>/dev/null || fail "the summary of $1 is not one JSON object: $(head -c 400 "$1.json")"
 }
 
-# jget FILE KEY: the value at KEY (dotted path: kinds.mmap.allocs) in the
-# JSON file, printed as JSON (numbers plain, booleans true/false); fails
-# when the key is missing.
+# jget FILE KEY: the value at KEY (dotted path: kinds.mmap.allocs, with
+# numbers for list items: bad_frees.0.event) in the JSON file, printed as
+# JSON (numbers plain, booleans true/false); fails when the key is missing.
 jget() {
 	"$MMS_PYTHON" - "$1" "$2" <<'PY' || fail "no key '$2' in $1: $(head -c 600 "$1")"
 import json, sys
 v = json.load(open(sys.argv[1]))
 for k in sys.argv[2].split('.'):
-    v = v[k]
+    v = v[int(k)] if isinstance(v, list) else v[k]
 print(json.dumps(v))
 PY
 }

@@ -87,4 +87,16 @@ __attribute__((noinline, unused)) static void *prog_malloc(size_t n)
 	return p;
 }
 
+/* dir/name, in one of four static buffers (so a call can take a few):
+ * the files of the checks that write into a folder of their own. */
+static inline char *prog_in_dir(const char *dir, const char *name)
+{
+	static char buf[4][4096];
+	static int k;
+	char *p = buf[k++ % 4];
+
+	snprintf(p, sizeof(buf[0]), "%s/%s", dir, name);
+	return p;
+}
+
 #endif /* MMS_TEST_PROGS_H */

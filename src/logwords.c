@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/* logwords.c: how a log ends, in the words every report of both programs
+ * uses, so that no report calls leaked what a cut log only stopped
+ * showing. */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "logwords.h"
+
+const char *log_cut_why(const mms_log_info_t *in, char *buf, size_t cap)
+{
+	if (in->cut_what)
+		snprintf(buf, cap, "%s", in->cut_what);
+	else
+		snprintf(buf, cap, "recording stopped early (%s)",
+			 mms_cut_reason(in->cut_errno));
+	return buf;
+}
+
+int log_ends_at_exit(const mms_log_info_t *in)
+{
+	return in->complete && !in->cut && !in->damaged;
+}
+
+int log_stops_early(const mms_log_info_t *in)
+{
+	return in->cut || (in->damaged && in->stopped);
+}
+
+const char *log_end_label(const mms_log_info_t *in)
+{
+	if (log_stops_early(in))
+		return in->cut ? "the cut" : "the damage";
+	if (log_ends_at_exit(in))
+		return "exit";
+	return in->exec_away && !in->damaged ? "exec" : "log end";
+}
+
+const char *log_live_when(const mms_log_info_t *in, char *buf, size_t cap)
+{
+	if (in->cut)
+		snprintf(buf, cap, "when recording stopped at event %" PRIu64 " (the log is cut; not leaks)",
+			 in->events);
+	else if (in->damaged && in->stopped)
+		snprintf(buf, cap, "at event %" PRIu64 ", where the damage stops the replay (not leaks)", in->events);
+	else if (log_ends_at_exit(in))
+		snprintf(buf, cap, "at exit");
+	else if (in->exec_away && !in->damaged)
+		snprintf(buf, cap, "at exec");
+	else
+		snprintf(buf, cap, "at log end");
+	return buf;
+}
+
+void log_json_end(FILE *f, const mms_log_info_t *in)
+{
+	if (in->cut)
+		fprintf(f, "\"cut_at_byte\":%" PRIu64 ",", in->cut_offset);
+	else
+		fputs("\"cut_at_byte\":null,", f);
+	if (in->stopped)
+		fprintf(f, "\"stopped_at_event\":%" PRIu64, in->events);
+	else
+		fputs("\"stopped_at_event\":null", f);
+}
+
+/* The memory a freed address belongs to: HOST, or a pool's name. */
+static const char *bad_free_memory(const mms_bad_free_t *b)
+{
+	if (b->mem == MMS_MEM_POOL)
+		return b->pool && *b->pool ? b->pool : "POOL";
+	return "HOST";
+}
+
+const char *log_bad_free_text(const mms_bad_free_t *b, char *buf, size_t cap)
+{
+	if (b->freed_event != UINT64_MAX)
+		snprintf(buf, cap,
+			 "double free of a block freed at event %" PRIu64 " (%s 0x%" PRIx64 ", %" PRIu64
+			 " bytes, allocated at event %" PRIu64 ")",
+			 b->freed_event, bad_free_memory(b), b->addr, b->size, b->alloc_event);
+	else
+		snprintf(buf, cap, "free of an address that is not a live block (%s 0x%" PRIx64 ")", bad_free_memory(b),
+			 b->addr);
+	return buf;
+}
+
+const char *log_bad_frees_count(uint64_t double_frees, uint64_t invalid_frees, char *buf, size_t cap)
+{
+	int n = 0;
+
+	buf[0] = 0;
+	if (double_frees)
+		n = snprintf(buf, cap, "%" PRIu64 " double free%s", double_frees, double_frees == 1 ? "" : "s");
+	if (invalid_frees && n >= 0 && (size_t)n < cap)
+		snprintf(buf + n, cap - (size_t)n, "%s%" PRIu64 " free%s of an address that is not a live block",
+			 n ? ", " : "", invalid_frees, invalid_frees == 1 ? "" : "s");
+	return buf;
+}
+
+void log_print_bad_frees(FILE *f, const char *indent, int width, uint64_t double_frees, uint64_t invalid_frees,
+			 const mms_bad_free_t *list, size_t n)
+{
+	char count[128], what[160], ev[32];
+	uint64_t total = double_frees + invalid_frees;
+
+	fprintf(f, "%s%-*s %" PRIu64 ": %s\n", indent, width, "bad frees", total,
+		log_bad_frees_count(double_frees, invalid_frees, count, sizeof(count)));
+	for (size_t i = 0; i < n; i++) {
+		snprintf(ev, sizeof(ev), "event %" PRIu64, list[i].event);
+		fprintf(f, "%s  %-*s %s, thread %" PRIu32 "\n", indent, width - 2, ev,
+			log_bad_free_text(&list[i], what, sizeof(what)), list[i].thread);
+	}
+	if (total > n)
+		fprintf(f, "%s  ... and %" PRIu64 " more\n", indent, total - n);
+}
+
+void log_json_bad_frees(FILE *f, uint64_t double_frees, uint64_t invalid_frees, const mms_bad_free_t *list, size_t n)
+{
+	fprintf(f, "\"double_frees\":%" PRIu64 ",\"invalid_frees\":%" PRIu64 ",\"bad_frees\":[", double_frees,
+		invalid_frees);
+	for (size_t i = 0; i < n; i++) {
+		const mms_bad_free_t *b = &list[i];
+		const char *mem = bad_free_memory(b);
+
+		fprintf(f,
+			"%s{\"event\":%" PRIu64 ",\"kind\":\"%s\",\"addr\":\"0x%" PRIx64 "\",\"memory\":", i ? "," : "",
+			b->event, b->freed_event != UINT64_MAX ? "double_free" : "invalid_free", b->addr);
+		json_put_string(f, mem, strlen(mem));
+		fprintf(f, ",\"thread\":%" PRIu32, b->thread);
+		if (b->freed_event != UINT64_MAX)
+			fprintf(f,
+				",\"freed_at_event\":%" PRIu64 ",\"alloc_event\":%" PRIu64 ",\"bytes\":%" PRIu64
+				",\"stack\":%" PRIu32,
+				b->freed_event, b->alloc_event, b->size, b->stack);
+		fputc('}', f);
+	}
+	fputc(']', f);
+}
+
+void log_warn_damage(const char *name, const mms_log_info_t *in, void (*say)(const char *line))
+{
+	char why[192], *line;
+
+	if (in->cut) {
+		line = xasprintf("%s: the log is cut at byte %" PRIu64 ": %s; the replay stops at event %" PRIu64
+				 ", where records may be missing",
+				 name, in->cut_offset, log_cut_why(in, why, sizeof(why)), in->events);
+		say(line);
+		free(line);
+	}
+	if (in->damaged) {
+		char stop[96];
+
+		if (in->stopped)
+			snprintf(stop, sizeof(stop),
+				 "the replay stops at event %" PRIu64 ", where records may be missing", in->events);
+		else
+			snprintf(stop, sizeof(stop), "the replay reads on past it");
+		line = xasprintf("%s: damaged at byte %" PRIu64 ": %s (%" PRIu64 " place%s); %s", name,
+				 in->damage_offset, in->damage ? in->damage : mms_strerror(in->damage_error),
+				 in->damage_count, in->damage_count == 1 ? "" : "s", stop);
+		say(line);
+		free(line);
+	}
+	if (in->bad_stacks) {
+		line = xasprintf("%s: allocation stacks could not be read %" PRIu64 " time%s: their records in the log "
+				 "are damaged; they are shown without frames",
+				 name, in->bad_stacks, in->bad_stacks == 1 ? "" : "s");
+		say(line);
+		free(line);
+	}
+	if (in->lost_events) {
+		line = xasprintf("%s: %" PRIu64 " events were not recorded (signals that arrived inside a hook)", name,
+				 in->lost_events);
+		say(line);
+		free(line);
+	}
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/* logwords.h: how a log ends, in the words every report of both programs
+ * uses: why a cut log is cut, and when the blocks still live at the end of
+ * its replay were live. */
+#ifndef MMS_LOGWORDS_H
+#define MMS_LOGWORDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "msmemscope-replay.h"
+
+/* Why the log is cut, for a warning: what the file lost, or "recording
+ * stopped early (No space left on device)". Returns buf (160 bytes are
+ * enough). */
+const char *log_cut_why(const mms_log_info_t *in, char *buf, size_t cap);
+
+/* Whether the blocks live at the end of the replay are those the process
+ * held at exit: it reached exit and the log holds it all, undamaged. */
+int log_ends_at_exit(const mms_log_info_t *in);
+
+/* Whether the replay stops at a cut or at damage, before the records
+ * end: the blocks live there are no leaks, and reports say when they were
+ * live (log_live_when()). */
+int log_stops_early(const mms_log_info_t *in);
+
+/* Where the replay of the log ends, after "live at": "exit", "exec",
+ * "log end", "the cut" or "the damage". */
+const char *log_end_label(const mms_log_info_t *in);
+
+/* When the blocks live at the end of the replay were live, after "live":
+ * "at exit", "at exec", "at log end", "when recording stopped at event N
+ * (the log is cut; not leaks)" or "at event N, where the damage stops the
+ * replay (not leaks)". Returns buf (96 bytes are enough). */
+const char *log_live_when(const mms_log_info_t *in, char *buf, size_t cap);
+
+/* Writes the JSON members that say where a cut or damaged log ends:
+ * "cut_at_byte":N (the file's size; null when not cut) and
+ * "stopped_at_event":E (where the replay stops, events 0 to E - 1
+ * replayed; null when it reads the whole log), without a comma after. */
+void log_json_end(FILE *f, const mms_log_info_t *in);
+
+/* A free that freed no live block, in words: "double free of a block
+ * freed at event N (0x1000, 30 bytes, allocated at event M)" or "free of
+ * an address that is not a live block (0xdead0)". Returns buf (160 bytes
+ * are enough). */
+const char *log_bad_free_text(const mms_bad_free_t *b, char *buf, size_t cap);
+
+/* The counts of both kinds: "1 double free, 2 frees of an address that is
+ * not a live block". Returns buf (128 bytes are enough). */
+const char *log_bad_frees_count(uint64_t double_frees, uint64_t invalid_frees, char *buf, size_t cap);
+
+/* Prints the lines of a summary about the frees of no live block: the
+ * label "bad frees" (indented, in a column width wide), their number and
+ * the counts of each kind, then a line per free kept with its event, and
+ * how many more there were. */
+void log_print_bad_frees(FILE *f, const char *indent, int width, uint64_t double_frees, uint64_t invalid_frees,
+			 const mms_bad_free_t *list, size_t n);
+
+/* Writes the JSON members "double_frees":N,"invalid_frees":M,
+ * "bad_frees":[...] (the first n, each with event, kind "double_free" or
+ * "invalid_free", addr, memory, thread, and for a double free
+ * freed_at_event, alloc_event, bytes, stack), without a comma after. */
+void log_json_bad_frees(FILE *f, uint64_t double_frees, uint64_t invalid_frees, const mms_bad_free_t *list, size_t n);
+
+/* The warning lines about a log that is cut, damaged or lost events, each
+ * passed to say() without the program's prefix: "NAME: the log is cut at
+ * byte N: WHY; the replay stops at event E, where records may be missing".
+ * (That the process did not reach exit is the caller's to say: only it
+ * knows how the process ended.) */
+void log_warn_damage(const char *name, const mms_log_info_t *in, void (*say)(const char *line));
+
+#endif /* MMS_LOGWORDS_H */
