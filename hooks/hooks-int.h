@@ -497,7 +497,7 @@ static inline int mms__arena_owns(const void *ptr)
 }
 
 /* runtime.c: what the C and C++ runtimes keep for themselves (see there). */
-/* Nonzero while this thread is in a runtime's scope: MMS_RUNTIME_THREAD in
+/* Nonzero while this thread is in a runtime's scope: MMS_RT_THREAD in
  * pthread_create, MMS_RUNTIME_STARTUP on the main thread until main. */
 #define MMS_RUNTIME_STARTUP 0x100
 extern __thread int mms__tls_runtime MMS_HIDDEN;

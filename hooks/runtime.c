@@ -62,10 +62,10 @@ unsigned mms__runtime_kind(uintptr_t ra)
 {
 	int cxx = 0;
 
-	if (mms__tls_runtime == MMS_RUNTIME_THREAD)
-		return MMS_RUNTIME_THREAD;
+	if (mms__tls_runtime == MMS_RT_THREAD)
+		return MMS_RT_THREAD;
 	if (mms__tls_runtime == MMS_RUNTIME_STARTUP && runtime_module(ra, &cxx))
-		return cxx ? MMS_RUNTIME_CXX : MMS_RUNTIME_C;
+		return cxx ? MMS_RT_CXX : MMS_RT_C;
 	return 0;
 }
 
@@ -96,7 +96,7 @@ MMS_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(
 		*(void **)&real_pthread_create = dlsym(RTLD_NEXT, "pthread_create");
 	/* What pthread_create allocates (the thread's TLS vector) is glibc's,
 	 * kept while the thread lives and after, in its stack cache. */
-	mms__tls_runtime = MMS_RUNTIME_THREAD;
+	mms__tls_runtime = MMS_RT_THREAD;
 	r = real_pthread_create(th, attr, fn, arg);
 	mms__tls_runtime = saved;
 	return r;
@@ -126,7 +126,7 @@ static void note_std_buffers(struct mms_thread *t)
 		/* Not one the program gave (_IO_USER_BUF), nor the FILE's own
 		 * one-byte buffer (_IO_UNBUFFERED). */
 		if (std[i] && std[i]->_IO_buf_base && !(std[i]->_flags & (0x1 | 0x2))) {
-			q = mms_put_u(q, MMS_RUNTIME_STDIO);
+			q = mms_put_u(q, MMS_RT_STDIO);
 			q = mms_put_u(q, (uintptr_t)std[i]->_IO_buf_base);
 		}
 	if (q == val)

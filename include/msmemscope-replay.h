@@ -28,9 +28,21 @@ enum mms_error {
 /* Explains an error code returned by this library. Never NULL. */
 const char *mms_strerror(int err);
 
-/* The runtime that keeps a block by design (mms_event_t.flags of a HOST
- * MALLOC): a short name ("c", "cxx", "thread", "stdio") and a phrase; NULL
- * for 0 (the program's) and unknown kinds. */
+/* Who keeps a heap block by design, when it is not the program (its
+ * blocks live at exit are not leaks): mms_event_t.flags of a HOST MALLOC,
+ * mms_block_t.runtime. */
+enum mms_runtime {
+	MMS_RUNTIME_NONE = 0,   /* the program */
+	MMS_RUNTIME_LIBC = 1,   /* glibc or ld.so, for itself, before main */
+	MMS_RUNTIME_LIBCXX = 2, /* libstdc++ or libgcc, for itself, before main */
+	MMS_RUNTIME_TLS = 3,    /* a thread's TLS vector, allocated by pthread_create */
+	MMS_RUNTIME_STDIO = 4,  /* the buffer of stdin, stdout or stderr */
+	MMS_RUNTIME_COUNT
+};
+
+/* The runtime that keeps a block by design: a short name ("c", "cxx",
+ * "thread", "stdio") and a phrase; NULL for MMS_RUNTIME_NONE (the
+ * program's) and unknown kinds. */
 const char *mms_runtime_name(unsigned kind);
 const char *mms_runtime_what(unsigned kind);
 
@@ -285,6 +297,13 @@ typedef struct mms_summary {
 	                                             (nor a block freed lately) */
 	mms_bad_free_t bad_frees[MMS_BAD_FREES_KEPT]; /* the first of both, in log order */
 	size_t nbad_frees;
+	/* HOST blocks live at the end that the C and C++ runtimes keep for
+	 * themselves (counted in mem[HOST].live_blocks and live_bytes too):
+	 * not leaks. Per enum mms_runtime; [MMS_RUNTIME_NONE] is their sum. */
+	uint64_t runtime_live_blocks[MMS_RUNTIME_COUNT];
+	uint64_t runtime_live_bytes[MMS_RUNTIME_COUNT];
+	int freeres;              /* the recorder had glibc and libstdc++ free their
+	                             internal memory at the end of exit */
 } mms_summary_t;
 
 /* Replays the whole log and fills *out. Returns 0 or a negative code; on
@@ -330,6 +349,10 @@ typedef struct mms_block {
 	 * process's log (the parent's, or an earlier ancestor's). */
 	int inherited;
 	uint64_t origin_pid, origin_event;
+	/* HOST: a block the C or C++ runtime keeps for itself by design,
+	 * not the program's (enum mms_runtime, MMS_RUNTIME_NONE: the
+	 * program's); mms_runtime_name() names it. */
+	uint32_t runtime;
 } mms_block_t;
 
 /* Where a replay stands. */
@@ -660,6 +683,10 @@ typedef struct mms_leaks {
 	size_t nstep_leaks;
 	mms_leak_t *exit_leaks;   /* live at the end of the log, by allocation order */
 	size_t nexit_leaks;
+	mms_leak_t *runtime_kept; /* live at the end too, but kept by the C or C++
+	                             runtime by design (b.runtime): not leaks; never in
+	                             step_leaks either */
+	size_t nruntime_kept;
 	mms_leak_step_t *steps;   /* every step of the log, in order */
 	size_t nsteps;
 	uint64_t double_frees, invalid_frees; /* frees of no live block, as in the summary */

@@ -90,6 +90,7 @@ static void w_blk(struct wbuf *w, const struct mms__state *st, const struct mms_
 	w_u(w, b->thread);
 	w_u(w, b->mem);
 	w_u(w, b->fn);
+	w_u(w, b->runtime);
 }
 
 int mms__ckpt_save(const struct mms__state *st, const mms_iter_t *it, uint8_t **out, size_t *outlen)
@@ -173,6 +174,7 @@ int mms__ckpt_save(const struct mms__state *st, const mms_iter_t *it, uint8_t **
 		for (j = 0; j < t->ntags; j++)
 			w_u(&w, str_ref(st, t->tags[j]));
 		w_u(&w, str_ref(st, t->owner));
+		w_u(&w, t->realloc_runtime);
 	}
 
 	w_u(&w, st->npools);
@@ -285,7 +287,8 @@ static void r_blk(struct rbuf *r, const struct mms__state *st, struct mms__blk *
 	b->stack = (uint32_t)r_u(r);
 	b->thread = (uint32_t)r_u(r);
 	b->mem = (uint16_t)r_u(r);
-	b->fn = (uint16_t)r_u(r);
+	b->fn = (uint8_t)r_u(r);
+	b->runtime = (uint8_t)r_u(r);
 	b->refs = 1;
 	if (b->mem >= MMS_MEM_KIND_COUNT)
 		r->bad = 1;
@@ -393,6 +396,7 @@ static int restore_state(struct rbuf *r, struct mms__state *st)
 		for (j = 0; j < t->ntags; j++)
 			t->tags[j] = str_deref(r, st, r_u(r));
 		t->owner = str_deref(r, st, r_u(r));
+		t->realloc_runtime = (uint8_t)r_u(r);
 	}
 
 	n = r_count(r);

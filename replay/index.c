@@ -14,7 +14,7 @@
 #include "replay-int.h"
 
 #define INDEX_MAGIC "MMSINDEX"
-#define INDEX_VERSION 2
+#define INDEX_VERSION 3
 
 /* The file: this header, then nsteps (begin, end) pairs, then nckpts
  * (pos, offset, length) triples, then nforks (number, id) pairs, then the

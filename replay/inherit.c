@@ -181,6 +181,7 @@ static int collect_blk(const struct mms__blk *b, void *ctx)
 	ib->size = b->size;
 	ib->mem = b->mem;
 	ib->fn = b->fn;
+	ib->runtime = b->runtime;
 	/* A block the parent inherited itself keeps its first origin. */
 	if (pinh->state == MMS_FORK_INHERITED && b->alloc_id && b->alloc_id <= pinh->n) {
 		ib->origin_pid = pinh->blks[b->alloc_id - 1].origin_pid;

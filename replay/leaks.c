@@ -30,7 +30,7 @@ struct finder {
 	size_t nfol, folcap;
 	size_t free_head; /* free slots of fol chained through addr, + 1 */
 	mms_leaks_t *l;
-	size_t leakcap, stepcap, exitcap;
+	size_t leakcap, stepcap, exitcap, keptcap;
 	mms_leak_step_t pending; /* events before the first step mark */
 	int pending_seen;
 	uint64_t prev_live[MMS_MEM_KIND_COUNT];
@@ -210,7 +210,8 @@ static int finder_event(struct finder *f, const mms_event_t *ev)
 				s->allocs++;
 				s->bytes_allocated += st->last_blk.size;
 			}
-			if (followed && (rc = follow(f, &st->last_blk, step)))
+			/* What a runtime keeps for itself is no step's leak. */
+			if (followed && !st->last_blk.runtime && (rc = follow(f, &st->last_blk, step)))
 				return rc;
 		} else if (followed && ev->mem != MMS_MEM_MMAP && mms__map_del(&f->ix, st->last_blk.alloc_id, &v)) {
 			/* A mapping is looked at when its step ends: munmap
@@ -239,6 +240,9 @@ static int exit_add(const struct mms__blk *blk, void *ctx)
 	mms_block_t b;
 
 	mms__state_blk_export(f->st, blk, &b);
+	b.runtime = mms__blk_runtime_at_end(f->st->log, blk);
+	if (b.runtime)
+		return leak_add(&f->l->runtime_kept, &f->l->nruntime_kept, &f->keptcap, &b, 0) ? -ENOMEM : 0;
 	return leak_add(&f->l->exit_leaks, &f->l->nexit_leaks, &f->exitcap, &b, 0) ? -ENOMEM : 0;
 }
 
@@ -281,6 +285,8 @@ static int finder_finish(struct finder *f)
 		return rc;
 	if (f->l->nexit_leaks)
 		qsort(f->l->exit_leaks, f->l->nexit_leaks, sizeof(*f->l->exit_leaks), leak_order);
+	if (f->l->nruntime_kept)
+		qsort(f->l->runtime_kept, f->l->nruntime_kept, sizeof(*f->l->runtime_kept), leak_order);
 	return 0;
 }
 
@@ -290,6 +296,7 @@ MMS__EXPORT void mms_leaks_free(mms_leaks_t *l)
 		return;
 	free(l->step_leaks);
 	free(l->exit_leaks);
+	free(l->runtime_kept);
 	free(l->steps);
 	free(l);
 }

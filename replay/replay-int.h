@@ -198,7 +198,8 @@ struct mms__iblk {
 	uint64_t origin_pid, origin_event; /* the log that allocated it, its MALLOC */
 	size_t owner, pool;        /* 1 + offset in strs, 0 = NULL */
 	uint32_t stack;            /* a stack id of the child's log (imported) */
-	uint16_t mem, fn;
+	uint16_t mem;
+	uint8_t fn, runtime;
 };
 
 struct mms__inherit {
@@ -315,7 +316,10 @@ struct mms__blk {
 	uint32_t ranges_seen;    /* the "step start" range it was allocated in, 0 = none */
 	const char *op, *owner, *pool;
 	uint32_t stack, thread;
-	uint16_t mem, fn;
+	uint16_t mem;
+	uint8_t fn;
+	uint8_t runtime;         /* HOST: enum mms_runtime_kind of a block a runtime keeps
+	                            for itself (ALLOC_RT), 0 = the program's */
 	uint32_t refs;           /* MMAP: ranges sharing this block; 0 = free slot */
 };
 
@@ -331,6 +335,8 @@ struct mms__tstate {
 	const char **tags;       /* owner tags pushed, innermost last */
 	size_t ntags, tags_cap;
 	const char *owner;       /* the tags joined by '@' (interned), or NULL */
+	uint8_t realloc_runtime; /* the runtime kind of the block this thread's last
+	                            realloc freed: its new block keeps it */
 };
 
 struct mms__pool {
@@ -438,6 +444,11 @@ void mms__state_blk_export(const struct mms__state *st, const struct mms__blk *b
 const struct mms__blk *mms__state_find(const struct mms__state *st, uint64_t addr);
 /* Interns an owner string (NUL-terminated); NULL when out of memory. */
 const char *mms__state_owner(struct mms__state *st, const char *s, size_t len);
+/* runtime.c: the runtime kind (enum mms_runtime_kind) of a block live at
+ * the end of the log: its mark, or the log's "runtime_live" list (the
+ * standard streams' buffers at exit); 0 for the program's blocks. */
+unsigned mms__blk_runtime_at_end(const mms_log_t *log, const struct mms__blk *b);
+
 /* The state's figures as a summary (summary.c). */
 void mms__state_summary(const struct mms__state *st, mms_summary_t *out);
 /* Remembers a free in the ring of recent frees (see struct mms__state).

@@ -205,7 +205,15 @@ static void blk_fill(struct mms__state *st, struct mms__blk *b, const mms_event_
 	b->stack = ev->stack;
 	b->thread = ev->thread;
 	b->mem = ev->mem;
-	b->fn = ev->sub;
+	b->fn = (uint8_t)ev->sub;
+	if (ev->mem == MMS_MEM_HOST) {
+		/* A block a runtime keeps for itself, or what a realloc of
+		 * one (a thread's TLS vector growing) made of it. */
+		b->runtime = ev->flags <= MMS_RT_STDIO ? (uint8_t)ev->flags : 0;
+		if (!b->runtime && ev->sub == MMS_ALLOC_REALLOC)
+			b->runtime = t->realloc_runtime;
+		t->realloc_runtime = 0;
+	}
 	b->refs = 1;
 	b->pool = ev->mem == MMS_MEM_POOL ? (ev->name ? ev->name : "") : NULL;
 	if (t->nops) {
@@ -425,6 +433,7 @@ static int apply_mmap(struct mms__state *st, const mms_event_t *ev, struct mms__
 static int apply_memory(struct mms__state *st, const mms_event_t *ev, struct mms__tstate *t)
 {
 	struct mms__pool *p;
+	int rc;
 
 	if (ev->mem == MMS_MEM_MMAP)
 		return apply_mmap(st, ev, t);
@@ -439,9 +448,13 @@ static int apply_memory(struct mms__state *st, const mms_event_t *ev, struct mms
 	if (ev->kind == MMS_EV_MALLOC)
 		return keyed_alloc(st, &st->host, ev, t);
 	/* free(NULL) does nothing; valgrind does not count it either. */
-	if (ev->addr)
-		return keyed_free(st, &st->host, ev, NULL);
-	return 0;
+	if (!ev->addr)
+		return 0;
+	t->realloc_runtime = 0;
+	rc = keyed_free(st, &st->host, ev, NULL);
+	if (ev->sub == MMS_FREE_REALLOC && st->last_blk_valid)
+		t->realloc_runtime = st->last_blk.runtime;
+	return rc;
 }
 
 static int apply_op(struct mms__state *st, const mms_event_t *ev, struct mms__tstate *t)
@@ -576,6 +589,7 @@ static int inherit_blk(struct mms__state *st, size_t i)
 	b->stack = ib->stack;
 	b->mem = ib->mem;
 	b->fn = ib->fn;
+	b->runtime = ib->runtime;
 	b->owner = owner;
 	b->pool = ib->mem == MMS_MEM_POOL ? pool : NULL;
 	b->refs = 1;
@@ -674,6 +688,7 @@ void mms__state_blk_export(const struct mms__state *st, const struct mms__blk *b
 	out->size = b->size;
 	out->mem = b->mem;
 	out->fn = b->fn;
+	out->runtime = b->runtime;
 	out->thread = b->thread;
 	out->stack = b->stack;
 	out->alloc_id = b->alloc_id;

@@ -21,6 +21,21 @@ static int count_inherited(const struct mms__blk *b, void *ctx)
 	return 0;
 }
 
+/* A block live at the end that a runtime keeps: not the program's. */
+static int count_runtime(const struct mms__blk *b, void *ctx)
+{
+	struct inherited_ctx *c = ctx;
+	unsigned k = mms__blk_runtime_at_end(c->st->log, b);
+
+	if (k) {
+		c->out->runtime_live_blocks[k]++;
+		c->out->runtime_live_bytes[k] += b->size;
+		c->out->runtime_live_blocks[MMS_RUNTIME_NONE]++;
+		c->out->runtime_live_bytes[MMS_RUNTIME_NONE] += b->size;
+	}
+	return 0;
+}
+
 /* Copies the state's running figures into a summary. */
 void mms__state_summary(const struct mms__state *st, mms_summary_t *out)
 {
@@ -76,6 +91,13 @@ MMS__EXPORT int mms_summarize(mms_log_t *log, mms_summary_t *out)
 	mms__state_summary(&st, out);
 	memcpy(out->bad_frees, bad, nbad * sizeof(*bad));
 	out->nbad_frees = nbad;
+	/* What is live at the end: the runtimes' share. */
+	{
+		struct inherited_ctx c = { &st, out };
+
+		mms__state_each(&st, count_runtime, &c);
+	}
+	out->freeres = mms_log_meta(log, "freeres", NULL, NULL) == 0;
 	mms_iter_close(it);
 	mms__state_free(&st);
 	return rc;

@@ -223,6 +223,10 @@ static void print_section(struct leaks_out *o, int per_step, const mms_leak_t *l
 					iblocks, mb(ibytes));
 		} else if (o->info.cut || o->info.damaged) {
 			fprintf(f, "No blocks live %s (see the warning).\n", when);
+		} else if (o->l->nruntime_kept) {
+			fprintf(f, "No leaks %s: every block of the program's was freed (what the runtimes keep "
+				"follows).\n",
+				when);
 		} else {
 			fprintf(f, "No leaks %s: every block was freed.\n", when);
 		}
@@ -394,6 +398,62 @@ static int load_suppressions(struct leaks_out *o)
 	return 0;
 }
 
+/* The blocks live at the end that the C and C++ runtimes keep for
+ * themselves: not leaks, so under a heading of their own, counted by
+ * runtime (and listed by stack with --show-runtime). */
+static void print_runtime(struct leaks_out *o)
+{
+	const mms_leaks_t *l = o->l;
+	FILE *f = o->c->out;
+	uint64_t blocks[MMS_RUNTIME_COUNT] = { 0 }, bytes[MMS_RUNTIME_COUNT] = { 0 };
+	mms_stack_group_t *g = NULL;
+	size_t ng = 0, i;
+	char h[32];
+	int rc;
+
+	for (i = 0; i < l->nruntime_kept; i++) {
+		unsigned k = l->runtime_kept[i].b.runtime < MMS_RUNTIME_COUNT ? l->runtime_kept[i].b.runtime : 0;
+
+		blocks[k]++, bytes[k] += l->runtime_kept[i].b.size;
+		blocks[0]++, bytes[0] += l->runtime_kept[i].b.size;
+	}
+	if (o->s.json) {
+		fprintf(f, "\"runtime\":{\"blocks\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"by_kind\":{", blocks[0], bytes[0]);
+		for (unsigned k = 1, first = 1; k < MMS_RUNTIME_COUNT; k++) {
+			if (!blocks[k])
+				continue;
+			fprintf(f, "%s\"%s\":{\"blocks\":%" PRIu64 ",\"bytes\":%" PRIu64 "}", first ? "" : ",",
+				mms_runtime_name(k), blocks[k], bytes[k]);
+			first = 0;
+		}
+		fputs("},\"list\":", f);
+		json_leaks(f, l->runtime_kept, l->nruntime_kept);
+		fputc('}', f);
+		return;
+	}
+	if (!blocks[0])
+		return;
+	fprintf(f, "====== Kept by the C and C++ runtimes: %" PRIu64 " allocation(s), %s (not leaks) ======\n", blocks[0],
+		human_bytes(bytes[0], h, sizeof(h)));
+	for (unsigned k = 1; k < MMS_RUNTIME_COUNT; k++)
+		if (blocks[k])
+			fprintf(f, "  %" PRIu64 " block%s, %s: %s\n", blocks[k], blocks[k] == 1 ? "" : "s",
+				human_bytes(bytes[k], h, sizeof(h)), mms_runtime_what(k));
+	if (mms_log_meta(o->c->log, "freeres", NULL, NULL))
+		fputs("  (glibc's and libstdc++'s freeres, which free these at the end of exit, did not run: another "
+		      "thread was still running, the process left with _exit, or --no-freeres)\n",
+		      f);
+	if (!o->c->o->show_runtime) {
+		fputs("  --show-runtime lists them by allocation stack.\n", f);
+		return;
+	}
+	rc = mms_leaks_group(l->runtime_kept, l->nruntime_kept, &g, &ng);
+	if (rc)
+		die(CLI_EXIT_FAILURE, "leaks: %s", mms_strerror(rc));
+	show_groups(&o->s, "Kept by the runtimes by allocation stack", g, ng);
+	free(g);
+}
+
 int an_leaks_run(struct an_ctx *c)
 {
 	struct leaks_out o = { .c = c };
@@ -434,6 +494,8 @@ int an_leaks_run(struct an_ctx *c)
 		fputc(',', c->out);
 		print_section(&o, 0, o.l->exit_leaks, o.l->nexit_leaks);
 		fputc(',', c->out);
+		print_runtime(&o);
+		fputc(',', c->out);
 		log_json_bad_frees(c->out, o.l->double_frees, o.l->invalid_frees, o.l->bad_frees, o.l->nbad_frees);
 		fputc(',', c->out);
 		print_gaps(&o);
@@ -442,6 +504,7 @@ int an_leaks_run(struct an_ctx *c)
 		if (o.l->nsteps)
 			print_section(&o, 1, o.l->step_leaks, o.l->nstep_leaks);
 		print_section(&o, 0, o.l->exit_leaks, o.l->nexit_leaks);
+		print_runtime(&o);
 		print_bad_frees(&o);
 		print_gaps(&o);
 	}

@@ -23,6 +23,7 @@ struct an_opts {
 	const char *outdir; /* folder for the files analyses write; NULL: "." */
 	bool force;         /* replace output files that exist */
 	const char *suppressions; /* leaks: LeakSanitizer-format file, or NULL */
+	bool show_runtime;        /* leaks: list the blocks the runtimes keep, by stack */
 	uint64_t idle_threshold;  /* inefficient: launches (0: 3000) */
 	uint64_t min_size;        /* inefficient: smallest block considered */
 	uint64_t buckets;         /* usage: points of the timeline, 0 = every change */

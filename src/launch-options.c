@@ -277,6 +277,12 @@ static const char *parse_no_follow_exec(struct opts *o, char *value)
 	return NULL;
 }
 
+static const char *parse_show_runtime(struct opts *o, char *value)
+{
+	o->show_runtime = true;
+	return NULL;
+}
+
 static const char *parse_no_freeres(struct opts *o, char *value)
 {
 	o->freeres = false;
@@ -313,6 +319,7 @@ static const struct opt_def opt_defs[] = {
 	{ "--watch", true, parse_watch },
 	{ "--no-follow-exec", false, parse_no_follow_exec },
 	{ "--no-freeres", false, parse_no_freeres },
+	{ "--show-runtime", false, parse_show_runtime },
 	{ "--help", false, parse_help },
 	{ "--version", false, parse_version },
 };
@@ -486,6 +493,9 @@ static void print_help(void)
 	       "                        Reports go to stderr, files into the run folder.\n"
 	       "                        inefficient also records accesses unless --events is\n"
 	       "                        given, and tags its blocks in the --data-format dump.\n"
+	       "  --show-runtime        leaks: list the blocks the C and C++ runtimes keep for\n"
+	       "                        themselves (not leaks: thread TLS vectors, stdio\n"
+	       "                        buffers, libstdc++'s exception pool) by stack.\n"
 	       "  --suppressions=FILE   leaks: leave out the leaks whose allocation stack has\n"
 	       "                        a frame (function, source file or module) matching a\n"
 	       "                        'leak:PATTERN' line of FILE (LeakSanitizer's format).\n"

@@ -147,10 +147,11 @@ static void log_warn_state(const char *name, const struct log_result *r, bool ki
 /* Three lines for one memory kind; at_exit flags blocks live at exit
  * ("leaked at exit", or "still mapped at exit" for mappings). */
 static void print_memory(const char *label, const mms_kind_summary_t *k, const struct log_result *r,
-			 const char *at_exit)
+			 const char *at_exit, uint64_t rt_blocks, uint64_t rt_bytes)
 {
 	char a[64], live[64], phrase[128], when[160];
 	char *at = xasprintf("  live at %s", log_end(r));
+	uint64_t own = k->live_blocks - rt_blocks;
 
 	fprintf(stderr, "  %-17s %" PRIu64 " allocations, %" PRIu64 " frees, %s allocated\n", label, k->allocs,
 		k->frees, human_bytes_exact(k->bytes_allocated, a, sizeof(a)));
@@ -161,9 +162,18 @@ static void print_memory(const char *label, const mms_kind_summary_t *k, const s
 		snprintf(when, sizeof(when), "   (live %s)", log_live_when(&r->info, phrase, sizeof(phrase)));
 	fprintf(stderr, "  %-17s %" PRIu64 " block%s, %s%s\n", at, k->live_blocks, k->live_blocks == 1 ? "" : "s",
 		human_bytes_exact(k->live_bytes, live, sizeof(live)),
-		log_stops_early(&r->info) ? when
-		: k->live_blocks && log_ends_at_exit(&r->info) ? at_exit
-								: "");
+		log_stops_early(&r->info)			     ? when
+		: own && !rt_blocks && log_ends_at_exit(&r->info) ? at_exit
+								     : "");
+	/* What the runtimes keep for themselves, apart: not leaks. */
+	if (rt_blocks) {
+		fprintf(stderr, "  %-17s %" PRIu64 " block%s, %s%s\n", "    program's", own, own == 1 ? "" : "s",
+			human_bytes_exact(k->live_bytes - rt_bytes, live, sizeof(live)),
+			own && log_ends_at_exit(&r->info) ? at_exit : "");
+		fprintf(stderr, "  %-17s %" PRIu64 " block%s, %s   kept by the C and C++ runtimes, not leaks\n",
+			"    runtimes'", rt_blocks, rt_blocks == 1 ? "" : "s",
+			human_bytes_exact(rt_bytes, live, sizeof(live)));
+	}
 	free(at);
 }
 
@@ -201,11 +211,12 @@ int print_main_summary(const struct run *run, char **argv, pid_t pid, int status
 		first = 0;
 	}
 	fprintf(stderr, ")\n");
-	print_memory("heap (malloc)", &sum->mem[MMS_MEM_HOST], &r, "   <- leaked at exit");
+	print_memory("heap (malloc)", &sum->mem[MMS_MEM_HOST], &r, "   <- leaked at exit", sum->runtime_live_blocks[0],
+		     sum->runtime_live_bytes[0]);
 	if (sum->mem[MMS_MEM_MMAP].allocs || sum->mem[MMS_MEM_MMAP].frees)
-		print_memory("mmap", &sum->mem[MMS_MEM_MMAP], &r, "   <- still mapped at exit");
+		print_memory("mmap", &sum->mem[MMS_MEM_MMAP], &r, "   <- still mapped at exit", 0, 0);
 	if (sum->mem[MMS_MEM_POOL].allocs || sum->mem[MMS_MEM_POOL].frees)
-		print_memory("pools (API)", &sum->mem[MMS_MEM_POOL], &r, "   <- never released to the pool");
+		print_memory("pools (API)", &sum->mem[MMS_MEM_POOL], &r, "   <- never released to the pool", 0, 0);
 	if (sum->steps)
 		fprintf(stderr, "  %-17s %" PRIu64 "\n", "steps", sum->steps);
 	fprintf(stderr, "  %-17s %" PRIu64 "\n", "threads", sum->threads);
@@ -383,6 +394,7 @@ int run_analyses(const struct run *run, pid_t pid, const struct opts *o)
 	ao.top = 10;
 	ao.outdir = run->dir;
 	ao.suppressions = o->suppressions;
+	ao.show_runtime = o->show_runtime;
 	/* The report goes with the summary, on stderr: the program's own
 	 * output on stdout stays as it was. */
 	fflush(stdout);

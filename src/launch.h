@@ -37,6 +37,7 @@ struct opts {
 	char *suppressions; /* --suppressions: LeakSanitizer-format file for leaks (allocated) */
 	bool follow_exec;
 	bool freeres;
+	bool show_runtime; /* --show-runtime: leaks lists what the runtimes keep */
 	const char *data_format; /* --data-format: "csv", "db", or NULL for none */
 	bool compare;        /* --compare: compare input[0] with input[1], run nothing */
 	char *input[2];      /* --input, allocated */

@@ -112,6 +112,19 @@ static void print_text(const char *path, const mms_log_t *log, const mms_log_inf
 	printf("%-20s %s\n", "peak live bytes", bytes_text(h->peak_bytes, a, sizeof(a)));
 	printf("%-20s %" PRIu64 " block%s, %s%s\n", at_end, h->live_blocks, h->live_blocks == 1 ? "" : "s",
 	       bytes_text(h->live_bytes, a, sizeof(a)), when);
+	if (s->runtime_live_blocks[MMS_RUNTIME_NONE]) {
+		uint64_t n = s->runtime_live_blocks[MMS_RUNTIME_NONE];
+
+		printf("  %-18s %" PRIu64 " block%s, %s (not leaks)\n", "runtimes' of them", n, n == 1 ? "" : "s",
+		       bytes_text(s->runtime_live_bytes[MMS_RUNTIME_NONE], a, sizeof(a)));
+		for (k = 1; k < MMS_RUNTIME_COUNT; k++)
+			if (s->runtime_live_blocks[k])
+				printf("    %-16s %" PRIu64 " block%s, %s: %s\n", mms_runtime_name(k),
+				       s->runtime_live_blocks[k], s->runtime_live_blocks[k] == 1 ? "" : "s",
+				       bytes_text(s->runtime_live_bytes[k], a, sizeof(a)), mms_runtime_what(k));
+	}
+	if (s->freeres)
+		printf("%-20s %s\n", "freeres", "glibc and libstdc++ freed their internal memory at exit");
 	printf("%-20s %" PRIu64 "\n", "threads", s->threads);
 	printf("%-20s %" PRIu64 "\n", "steps", s->steps);
 	if (s->mem[MMS_MEM_MMAP].allocs || s->mem[MMS_MEM_MMAP].frees)
@@ -196,7 +209,18 @@ static void print_json(const mms_log_t *log, const mms_log_info_t *in, const mms
 	       in->damaged ? "true" : "false", in->lost_events, s->unmatched_frees, s->double_allocs);
 	log_json_bad_frees(stdout, s->double_frees, s->invalid_frees, s->bad_frees, s->nbad_frees);
 	print_fork_json(log, s);
-	printf("}\n");
+	printf(",\"freeres\":%s,\"runtime_live_blocks\":%" PRIu64 ",\"runtime_live_bytes\":%" PRIu64
+	       ",\"runtime\":{",
+	       s->freeres ? "true" : "false", s->runtime_live_blocks[MMS_RUNTIME_NONE],
+	       s->runtime_live_bytes[MMS_RUNTIME_NONE]);
+	for (k = 1, sep = ""; k < MMS_RUNTIME_COUNT; k++) {
+		if (!s->runtime_live_blocks[k])
+			continue;
+		printf("%s\"%s\":{\"blocks\":%" PRIu64 ",\"bytes\":%" PRIu64 "}", sep, mms_runtime_name(k),
+		       s->runtime_live_blocks[k], s->runtime_live_bytes[k]);
+		sep = ",";
+	}
+	printf("}}\n");
 }
 
 int replay_summary(const char *path, mms_log_t *log, int json)

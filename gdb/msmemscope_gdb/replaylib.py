@@ -54,7 +54,8 @@ class Block(ctypes.Structure):
     _fields_ = [("addr", u64), ("size", u64), ("mem", u16), ("fn", u16), ("thread", u32), ("stack", u32),
                 ("alloc_id", u64), ("alloc_event", u64), ("step", u64), ("op_launch", u64), ("op", c_char_p),
                 ("kernel_launches", u64), ("owner", c_char_p), ("pool", c_char_p), ("free_event", u64),
-                ("free_thread", u32), ("inherited", c_int), ("origin_pid", u64), ("origin_event", u64)]
+                ("free_thread", u32), ("inherited", c_int), ("origin_pid", u64), ("origin_event", u64),
+                ("runtime", u32)]
 
 
 class Where(ctypes.Structure):

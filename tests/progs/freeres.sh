@@ -37,6 +37,21 @@ MSMEMSCOPE_CONFIG=freeres=0 record $PWD/t8-nofree.mms "$MMS_PROGS/threads8" 8 10
 summarize t8-nofree.mms
 expect_ge "threads8 without freeres: blocks live at exit" "$(jget t8-nofree.mms.json live_blocks)" 1
 expect_eq "threads8: TLS vectors marked" "$(runtime_marks t8-nofree.mms thread)" 8
+# All of them are the runtime's, so none is a leak: the summary counts them
+# apart, the leaks report says the program freed everything.
+expect_key t8-nofree.mms.json runtime_live_blocks "$(jget t8-nofree.mms.json live_blocks)"
+"$MMS_REPLAY" t8-nofree.mms --analysis leaks >t8-nofree.leaks 2>&1 || fail "leaks on t8-nofree.mms exited $?"
+grep -q "No leaks at exit: every block of the program's was freed" t8-nofree.leaks ||
+	fail "the leaks report does not say the program freed everything: $(cat t8-nofree.leaks)"
+grep -q "Kept by the C and C++ runtimes: .* (not leaks)" t8-nofree.leaks ||
+	fail "the leaks report does not show what the runtime keeps: $(cat t8-nofree.leaks)"
+"$MMS_LAUNCHER" --no-freeres --output=runs -- "$MMS_PROGS/threads8" 8 1000 0 >/dev/null 2>t8-nofree.launch.err ||
+	fail "msmemscope --no-freeres -- threads8 exited $?"
+grep -q "runtimes'.*kept by the C and C++ runtimes, not leaks" t8-nofree.launch.err ||
+	fail "the launcher's summary does not set the runtime's blocks apart: $(cat t8-nofree.launch.err)"
+if grep -q "leaked at exit" t8-nofree.launch.err; then
+	fail "the launcher calls the runtime's blocks leaked: $(cat t8-nofree.launch.err)"
+fi
 
 # C++: everything freed with freeres, whatever the mode that lets it run.
 "$MMS_PROGS/runtimes" clean >cxx.native || fail "runtimes clean natively exited $?"
@@ -56,6 +71,16 @@ summarize alive.mms
 expect_ge "runtimes alive: blocks live at exit" "$(jget alive.mms.json live_blocks)" 4
 # (The ninth thread takes a cached stack, with its vector, from glibc.)
 expect_eq "runtimes alive: TLS vectors marked" "$(runtime_marks alive.mms thread)" 8
+# The program's own: the 77-byte block it leaked and the running thread's
+# std::thread state; the rest (the exception pool, the TLS vectors, the
+# stdout buffer, marked at exit) is the runtimes'.
+expect_eq "runtimes alive: the program's blocks at exit" \
+	$(($(jget alive.mms.json live_blocks) - $(jget alive.mms.json runtime_live_blocks))) 2
+expect_key alive.mms.json runtime.cxx.bytes 72704
+expect_key alive.mms.json runtime.stdio.blocks 1
+"$MMS_REPLAY" alive.mms --analysis leaks --json >alive.leaks.json || fail "leaks --json on alive.mms exited $?"
+expect_key alive.leaks.json at_exit.leaks 2
+expect_key alive.leaks.json runtime.blocks "$(jget alive.mms.json runtime_live_blocks)"
 
 # _exit: no destructor, no freeres; output as natively.
 "$MMS_PROGS/runtimes" quick >quick.native || fail "runtimes quick natively exited $?"

@@ -108,7 +108,7 @@ note "usage errors exit 2 and create nothing; missing program 127, not executabl
 # command takes: the help says so.
 grep -q "are msmemscope-replay's: run" help.out || fail "--help does not say whose --plot and --buckets are"
 "$MMS_LAUNCHER" --plot=u.svg -- true >/dev/null 2>plot.err && fail "the launcher took --plot"
-for opt in --events --call-stack --collect-mode --steps --output --log-level --analysis --suppressions --data-format --no-follow-exec; do
+for opt in --events --call-stack --collect-mode --steps --output --log-level --analysis --suppressions --data-format --no-follow-exec --no-freeres --show-runtime; do
 	grep -q -- "$opt" help.out || fail "--help does not describe $opt"
 done
 "$MMS_LAUNCHER" --version | grep -q '^msmemscope [0-9]' || fail "--version does not print 'msmemscope VERSION'"
