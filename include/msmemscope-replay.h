@@ -37,11 +37,15 @@ enum mms_runtime {
 	MMS_RUNTIME_LIBCXX = 2, /* libstdc++ or libgcc, for itself, before main */
 	MMS_RUNTIME_TLS = 3,    /* a thread's TLS vector, allocated by pthread_create */
 	MMS_RUNTIME_STDIO = 4,  /* the buffer of stdin, stdout or stderr */
+	MMS_RUNTIME_PYTHON = 5, /* live at exit in a CPython interpreter, allocated by
+	                           the interpreter (not by an extension module, as far
+	                           as the recorded stack shows): its state, which it
+	                           does not free at exit by design */
 	MMS_RUNTIME_COUNT
 };
 
 /* The runtime that keeps a block by design: a short name ("c", "cxx",
- * "thread", "stdio") and a phrase; NULL for MMS_RUNTIME_NONE (the
+ * "thread", "stdio", "python") and a phrase; NULL for MMS_RUNTIME_NONE (the
  * program's) and unknown kinds. */
 const char *mms_runtime_name(unsigned kind);
 const char *mms_runtime_what(unsigned kind);
@@ -297,11 +301,14 @@ typedef struct mms_summary {
 	                                             (nor a block freed lately) */
 	mms_bad_free_t bad_frees[MMS_BAD_FREES_KEPT]; /* the first of both, in log order */
 	size_t nbad_frees;
-	/* HOST blocks live at the end that the C and C++ runtimes keep for
-	 * themselves (counted in mem[HOST].live_blocks and live_bytes too):
-	 * not leaks. Per enum mms_runtime; [MMS_RUNTIME_NONE] is their sum. */
+	/* Blocks live at the end that the runtimes (C, C++, CPython) keep
+	 * for themselves (counted in mem[].live_blocks and live_bytes too):
+	 * not leaks. Per enum mms_runtime, all memory kinds, [MMS_RUNTIME_NONE]
+	 * being their sum; and per memory kind, all runtimes. */
 	uint64_t runtime_live_blocks[MMS_RUNTIME_COUNT];
 	uint64_t runtime_live_bytes[MMS_RUNTIME_COUNT];
+	uint64_t runtime_mem_blocks[MMS_MEM_KIND_COUNT];
+	uint64_t runtime_mem_bytes[MMS_MEM_KIND_COUNT];
 	int freeres;              /* the recorder had glibc and libstdc++ free their
 	                             internal memory at the end of exit */
 } mms_summary_t;

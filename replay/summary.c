@@ -32,6 +32,8 @@ static int count_runtime(const struct mms__blk *b, void *ctx)
 		c->out->runtime_live_bytes[k] += b->size;
 		c->out->runtime_live_blocks[MMS_RUNTIME_NONE]++;
 		c->out->runtime_live_bytes[MMS_RUNTIME_NONE] += b->size;
+		c->out->runtime_mem_blocks[b->mem]++;
+		c->out->runtime_mem_bytes[b->mem] += b->size;
 	}
 	return 0;
 }

@@ -433,13 +433,18 @@ static void print_runtime(struct leaks_out *o)
 	}
 	if (!blocks[0])
 		return;
-	fprintf(f, "====== Kept by the C and C++ runtimes: %" PRIu64 " allocation(s), %s (not leaks) ======\n", blocks[0],
+	fprintf(f, "====== Kept by the runtimes: %" PRIu64 " allocation(s), %s (not leaks) ======\n", blocks[0],
 		human_bytes(bytes[0], h, sizeof(h)));
 	for (unsigned k = 1; k < MMS_RUNTIME_COUNT; k++)
 		if (blocks[k])
 			fprintf(f, "  %" PRIu64 " block%s, %s: %s\n", blocks[k], blocks[k] == 1 ? "" : "s",
 				human_bytes(bytes[k], h, sizeof(h)), mms_runtime_what(k));
-	if (mms_log_meta(o->c->log, "freeres", NULL, NULL))
+	if (blocks[MMS_RUNTIME_PYTHON] && !o->info.call_stack_depth)
+		fputs("  (recorded without stacks: a block an extension module leaked is counted as CPython's too; "
+		      "record with --call-stack=c:N to tell them apart)\n",
+		      f);
+	if (blocks[MMS_RUNTIME_LIBC] + blocks[MMS_RUNTIME_LIBCXX] + blocks[MMS_RUNTIME_TLS] + blocks[MMS_RUNTIME_STDIO] &&
+	    mms_log_meta(o->c->log, "freeres", NULL, NULL))
 		fputs("  (glibc's and libstdc++'s freeres, which free these at the end of exit, did not run: another "
 		      "thread was still running, the process left with _exit, or --no-freeres)\n",
 		      f);

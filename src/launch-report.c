@@ -170,7 +170,7 @@ static void print_memory(const char *label, const mms_kind_summary_t *k, const s
 		fprintf(stderr, "  %-17s %" PRIu64 " block%s, %s%s\n", "    program's", own, own == 1 ? "" : "s",
 			human_bytes_exact(k->live_bytes - rt_bytes, live, sizeof(live)),
 			own && log_ends_at_exit(&r->info) ? at_exit : "");
-		fprintf(stderr, "  %-17s %" PRIu64 " block%s, %s   kept by the C and C++ runtimes, not leaks\n",
+		fprintf(stderr, "  %-17s %" PRIu64 " block%s, %s   kept by the runtimes (C, C++, CPython), not leaks\n",
 			"    runtimes'", rt_blocks, rt_blocks == 1 ? "" : "s",
 			human_bytes_exact(rt_bytes, live, sizeof(live)));
 	}
@@ -211,10 +211,11 @@ int print_main_summary(const struct run *run, char **argv, pid_t pid, int status
 		first = 0;
 	}
 	fprintf(stderr, ")\n");
-	print_memory("heap (malloc)", &sum->mem[MMS_MEM_HOST], &r, "   <- leaked at exit", sum->runtime_live_blocks[0],
-		     sum->runtime_live_bytes[0]);
+	print_memory("heap (malloc)", &sum->mem[MMS_MEM_HOST], &r, "   <- leaked at exit",
+		     sum->runtime_mem_blocks[MMS_MEM_HOST], sum->runtime_mem_bytes[MMS_MEM_HOST]);
 	if (sum->mem[MMS_MEM_MMAP].allocs || sum->mem[MMS_MEM_MMAP].frees)
-		print_memory("mmap", &sum->mem[MMS_MEM_MMAP], &r, "   <- still mapped at exit", 0, 0);
+		print_memory("mmap", &sum->mem[MMS_MEM_MMAP], &r, "   <- still mapped at exit",
+			     sum->runtime_mem_blocks[MMS_MEM_MMAP], sum->runtime_mem_bytes[MMS_MEM_MMAP]);
 	if (sum->mem[MMS_MEM_POOL].allocs || sum->mem[MMS_MEM_POOL].frees)
 		print_memory("pools (API)", &sum->mem[MMS_MEM_POOL], &r, "   <- never released to the pool", 0, 0);
 	if (sum->steps)

@@ -113,10 +113,10 @@ static void print_text(const char *path, const mms_log_t *log, const mms_log_inf
 	printf("%-20s %" PRIu64 " block%s, %s%s\n", at_end, h->live_blocks, h->live_blocks == 1 ? "" : "s",
 	       bytes_text(h->live_bytes, a, sizeof(a)), when);
 	if (s->runtime_live_blocks[MMS_RUNTIME_NONE]) {
-		uint64_t n = s->runtime_live_blocks[MMS_RUNTIME_NONE];
+		uint64_t n = s->runtime_mem_blocks[MMS_MEM_HOST];
 
 		printf("  %-18s %" PRIu64 " block%s, %s (not leaks)\n", "runtimes' of them", n, n == 1 ? "" : "s",
-		       bytes_text(s->runtime_live_bytes[MMS_RUNTIME_NONE], a, sizeof(a)));
+		       bytes_text(s->runtime_mem_bytes[MMS_MEM_HOST], a, sizeof(a)));
 		for (k = 1; k < MMS_RUNTIME_COUNT; k++)
 			if (s->runtime_live_blocks[k])
 				printf("    %-16s %" PRIu64 " block%s, %s: %s\n", mms_runtime_name(k),
@@ -211,8 +211,7 @@ static void print_json(const mms_log_t *log, const mms_log_info_t *in, const mms
 	print_fork_json(log, s);
 	printf(",\"freeres\":%s,\"runtime_live_blocks\":%" PRIu64 ",\"runtime_live_bytes\":%" PRIu64
 	       ",\"runtime\":{",
-	       s->freeres ? "true" : "false", s->runtime_live_blocks[MMS_RUNTIME_NONE],
-	       s->runtime_live_bytes[MMS_RUNTIME_NONE]);
+	       s->freeres ? "true" : "false", s->runtime_mem_blocks[MMS_MEM_HOST], s->runtime_mem_bytes[MMS_MEM_HOST]);
 	for (k = 1, sep = ""; k < MMS_RUNTIME_COUNT; k++) {
 		if (!s->runtime_live_blocks[k])
 			continue;
