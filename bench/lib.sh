@@ -1,6 +1,11 @@
 # SPDX-License-Identifier: MIT
 # lib.sh: what the benchmark scripts share. Sourced with runs set.
 
+# Each run of a benchmark writes the same log in its own temporary folder:
+# let the recorder replace it (MSMEMSCOPE_LOG keeps a file that is there).
+MSMEMSCOPE_LOG_FORCE=1
+export MSMEMSCOPE_LOG_FORCE
+
 # best CMD...: the best wall time of $runs runs of CMD (output dropped), in
 # seconds with three decimals.
 best() {

@@ -16,6 +16,9 @@ set -eu
 top_builddir=${top_builddir:-.}
 srcdir=$(cd "$(dirname "$0")" && pwd)
 hooks=${MMS_HOOKS:-$top_builddir/hooks/.libs/libmsmemscope-hooks.so}
+# Runs write the same log again: let the recorder replace it.
+MSMEMSCOPE_LOG_FORCE=1
+export MSMEMSCOPE_LOG_FORCE
 replay=${MMS_REPLAY:-$top_builddir/src/msmemscope-replay}
 bench=${MMS_MALLOCBENCH:-$top_builddir/bench/mallocbench}
 floor=${MMS_FLOOR:-$top_builddir/bench/.libs/libmmsfloor.so}

@@ -12,6 +12,9 @@ set -eu
 
 top_builddir=${top_builddir:-.}
 hooks=${MMS_HOOKS:-$top_builddir/hooks/.libs/libmsmemscope-hooks.so}
+# Runs write the same log again: let the recorder replace it.
+MSMEMSCOPE_LOG_FORCE=1
+export MSMEMSCOPE_LOG_FORCE
 replay=${MMS_REPLAY:-$top_builddir/src/msmemscope-replay}
 bench=${MMS_MALLOCBENCH:-$top_builddir/bench/mallocbench}
 iterations=${BENCH_REPLAY_ITERATIONS:-10000000}

@@ -90,6 +90,19 @@ extern volatile int mms__active MMS_HIDDEN;
 extern volatile int mms__collecting MMS_HIDDEN;
 
 extern __thread struct mms_thread *mms__tls_thread MMS_HIDDEN;
+/* Why this thread's allocations take the slow path: it collects an
+ * operator's outputs (watch.c), or is in a runtime's scope (runtime.c).
+ * One word, so that the hot path tests one load. */
+union mms_tls_alloc {
+	uint32_t any;
+	struct {
+		uint16_t watch_collect;
+		uint16_t runtime;
+	} s;
+};
+extern __thread union mms_tls_alloc mms__tls_alloc MMS_HIDDEN;
+#define mms__tls_watch_collect (mms__tls_alloc.s.watch_collect)
+#define mms__tls_runtime (mms__tls_alloc.s.runtime)
 extern __thread int mms__tls_busy MMS_HIDDEN;
 
 /* clock.c */
@@ -426,7 +439,6 @@ void mms__gdb_step_begins(uint32_t step) MMS_HIDDEN;
  * recorded: op_begin after the OP_BEGIN record and mms__gdb_op_begin(),
  * op_end before the OP_END record and mms__gdb_op_end(). */
 extern uint32_t mms__watch_live MMS_HIDDEN;
-extern __thread int mms__tls_watch_collect MMS_HIDDEN;
 void mms__watch_config(const char *value) MMS_HIDDEN;
 void mms__watch_init(void) MMS_HIDDEN;
 void mms__watch_set_log(const char *abs_path) MMS_HIDDEN;
@@ -497,10 +509,10 @@ static inline int mms__arena_owns(const void *ptr)
 }
 
 /* runtime.c: what the C and C++ runtimes keep for themselves (see there). */
-/* Nonzero while this thread is in a runtime's scope: MMS_RT_THREAD in
- * pthread_create, MMS_RUNTIME_STARTUP on the main thread until main. */
+/* Nonzero while this thread is in a runtime's scope (mms__tls_runtime):
+ * MMS_RT_THREAD in pthread_create, MMS_RUNTIME_STARTUP on the main thread
+ * until main. */
 #define MMS_RUNTIME_STARTUP 0x100
-extern __thread int mms__tls_runtime MMS_HIDDEN;
 /* 0: no freeres at exit (MSMEMSCOPE_CONFIG freeres=0). */
 extern int mms__freeres MMS_HIDDEN;
 void mms__runtime_init(void) MMS_HIDDEN;

@@ -23,6 +23,7 @@ struct mms_config mms__config = {
 	.limit = 64ull << 30,
 };
 volatile int mms__recording;
+__thread union mms_tls_alloc mms__tls_alloc;
 volatile int mms__active;
 /* Memory events are collected (deferred mode and --steps turn this off). */
 volatile int mms__collecting = 1;
@@ -246,7 +247,7 @@ static void rec_alloc(struct mms_thread *t, unsigned fn, void *ptr, size_t size,
 	uint32_t stack = mms__capture_stack_at(t, fp);
 	uint64_t stamp = mms__stamp_obtain_addr((uintptr_t)ptr, t->index);
 
-	if (unlikely(mms__tls_watch_collect | mms__tls_runtime))
+	if (unlikely(mms__tls_alloc.any))
 		rec_alloc_slow(t, fn, ptr, size, stack, stamp, fp);
 	else
 		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_ALLOC | fn), stamp, (uintptr_t)ptr, 2, size, stack, 0);

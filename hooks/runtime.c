@@ -24,7 +24,6 @@ extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
 MMS_EXPORT int __libc_start_main(int (*main)(int, char **, char **), int argc, char **argv, void (*init)(void),
 				 void (*fini)(void), void (*rtld_fini)(void), void *stack_end);
 
-__thread int mms__tls_runtime;
 int mms__freeres = 1;
 
 static void (*libc_freeres)(void);
@@ -90,7 +89,8 @@ MMS_EXPORT int __libc_start_main(int (*main)(int, char **, char **), int argc, c
 
 MMS_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
-	int saved = mms__tls_runtime, r;
+	uint16_t saved = mms__tls_runtime;
+	int r;
 
 	if (!real_pthread_create)
 		*(void **)&real_pthread_create = dlsym(RTLD_NEXT, "pthread_create");

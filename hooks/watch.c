@@ -81,7 +81,6 @@ struct watch_outs {
 	} b[WATCH_OUTS_MAX];
 };
 static __thread struct watch_outs outs;
-__thread int mms__tls_watch_collect;
 
 static void warn_once(const char *what, int err)
 {
