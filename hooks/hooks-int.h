@@ -77,6 +77,7 @@ struct mms_config {
 	uint64_t limit;          /* largest log file size */
 	int use_counter;         /* MSMEMSCOPE_CLOCK=counter */
 	int log_thread;          /* a thread of ours prepares the log ahead */
+	int quiet;               /* log_level=error: no warning on stderr */
 };
 extern struct mms_config mms__config MMS_HIDDEN;
 

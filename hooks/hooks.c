@@ -132,6 +132,8 @@ static void parse_config(void)
 			mms__config.deferred = !strcmp(v, "deferred");
 		} else if (!strcmp(kv, "follow_exec")) {
 			mms__config.follow_exec = strcmp(v, "0") != 0;
+		} else if (!strcmp(kv, "log_level")) {
+			mms__config.quiet = !strcmp(v, "error");
 		} else if (!strcmp(kv, "freeres")) {
 			mms__freeres = strcmp(v, "0") != 0;
 		} else if (!strcmp(kv, "watch")) {

@@ -104,6 +104,27 @@ void mms__log_cut_at(uint64_t stamp)
 		;
 }
 
+/* One line on stderr, when recording stops (the log says so too), unless
+ * the user asked for errors only. */
+static void say_cut(int err)
+{
+	char buf[PATH_MAX + 256];
+	const char *why = err == ENOSPC			  ? "the disk is full"
+			  : err == EFBIG		  ? "the log reached its size limit (MSMEMSCOPE_LOG_LIMIT)"
+			  : err == MMS_CUT_DESCRIPTOR ? "the program closed the log's descriptor behind the "
+							"recorder's back (it writes into no file of the program's)"
+						      : strerror(err);
+	int n;
+	ssize_t r;
+
+	if (mms__config.quiet)
+		return;
+	n = snprintf(buf, sizeof buf, "msmemscope: recording of pid %d stopped: %s; %s keeps what came before\n",
+		     (int)getpid(), why, log_path);
+	r = write(2, buf, n > 0 && (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+	(void)r;
+}
+
 /* Recording stops. Events of other threads still under way may land in
  * their chunks after this, and the frees that come after it are not
  * recorded: a block freed then and handed out again to a thread still
@@ -116,8 +137,10 @@ void mms__log_cut(int err)
 	uint64_t stamp = mms__header ? mms__stamp_obtain() : 0;
 
 	if (mms__header) {
-		if (!(__atomic_fetch_or(&mms__header->flags, MMS_FLAG_CUT, __ATOMIC_SEQ_CST) & MMS_FLAG_CUT))
+		if (!(__atomic_fetch_or(&mms__header->flags, MMS_FLAG_CUT, __ATOMIC_SEQ_CST) & MMS_FLAG_CUT)) {
 			mms__header->cut_errno = err;
+			say_cut(err);
+		}
 		mms__log_cut_at(stamp);
 	}
 	__atomic_store_n(&mms__recording, 0, __ATOMIC_SEQ_CST);

@@ -37,8 +37,8 @@ MMS__EXPORT const char *mms_cut_reason(int cut_errno)
 	case 0:
 		return "no reason recorded";
 	case MMS_CUT_DESCRIPTOR:
-		return "the program closed the log's descriptor with a raw system call (or put a file of its own "
-		       "at its number), so the recorder stopped rather than write into the program's file";
+		return "the program closed the log's descriptor behind the recorder's back (a raw close, or a "
+		       "file of its own at its number)";
 	case EFBIG:
 		return "the log reached its size limit (MSMEMSCOPE_LOG_LIMIT)";
 	default:

@@ -49,6 +49,9 @@ for mode in closefrom close_range loop raw; do
 			"$MMS_REPLAY" $name.mms --summary >/dev/null 2>$name.why || true
 			grep -q "closed the log's descriptor" $name.why ||
 				fail "$name: the replay does not say why recording stopped: $(cat $name.why)"
+			# And the recorder said so on stderr when it stopped.
+			grep -q "^msmemscope: recording of pid [0-9]* stopped: the program closed the log's descriptor" \
+				$name.err || fail "$name: the recorder did not say it stopped: $(cat $name.err)"
 		else
 			expect_key $name.mms.json cut false
 			expect_key $name.mms.json complete true
