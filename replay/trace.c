@@ -487,7 +487,8 @@ static int pass_finish(struct pass *p)
 		}
 		t->peak = c.v;
 		t->npeak = c.n;
-		qsort(t->peak, t->npeak, sizeof(*t->peak), block_cmp);
+		if (t->npeak)
+			qsort(t->peak, t->npeak, sizeof(*t->peak), block_cmp);
 	} else {
 		free(c.v);
 	}
