@@ -21,21 +21,21 @@ CHUNK_MAGIC = 0x4B4E4843
 
 # Field layouts per tag: u varint, a address delta (zigzag), s string.
 # Read from the reader's own table (replay/decode.c, with the values of
-# replay/format.h), so that a tag added there is known here too. SEGMENT
+# common/format.h), so that a tag added there is known here too. SEGMENT
 # (0x01) has no stamp delta and is handled apart.
-SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "replay")
+TOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
 
 def read_layouts():
     names = {}
     for m in re.finditer(r"\b(MMS_[A-Z0-9_]+)\s*=\s*(0x[0-9a-fA-F]+|\d+)\s*[,}]",
-                         open(os.path.join(SRC, "format.h")).read()):
+                         open(os.path.join(TOP, "common", "format.h")).read()):
         names[m.group(1)] = int(m.group(2), 0)
 
     def value(expr):
         return sum(names[n.strip()] for n in expr.split("+"))
 
-    table = open(os.path.join(SRC, "decode.c")).read()
+    table = open(os.path.join(TOP, "replay", "decode.c")).read()
     table = table[table.index("layouts[256]"):]
     table = table[:table.index("};")]
     layouts = {}

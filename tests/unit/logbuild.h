@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* logbuild.h: a test-only writer of .mms logs, built on replay/format.h's
+/* logbuild.h: a test-only writer of .mms logs, built on common/format.h's
  * encoders, so reader tests can make any log (well-formed or broken). */
 #ifndef MMS_LOGBUILD_H
 #define MMS_LOGBUILD_H
