@@ -4,6 +4,7 @@
 #ifndef MMS_HOOKS_INT_H
 #define MMS_HOOKS_INT_H
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -215,16 +216,13 @@ static inline uint64_t mms__stamp_obtain_addr(uint64_t addr, uint32_t thread)
 	return mms__stamp_obtain();
 }
 
-/* writer.c */
-int mms__writer_init(void) MMS_HIDDEN;
+/* logfile.c: the log file, its chunks and its metadata. */
 int mms__log_open(void) MMS_HIDDEN;
 void mms__log_finish(void) MMS_HIDDEN;
 void mms__log_cut(int err) MMS_HIDDEN;
 /* With the log cut: no event stamped `stamp` or later is complete (an
  * event with that stamp found no room). */
 void mms__log_cut_at(uint64_t stamp) MMS_HIDDEN;
-/* 1 while the log thread (msmemscope-log) runs. */
-int mms__log_thread_running(void) MMS_HIDDEN;
 /* In a fork child: leaves the parent's log and makes this process's log
  * pending (opened at its first event: a child that execs at once leaves
  * none). fork_number and fork_stamp name the FORK event the parent wrote
@@ -240,16 +238,49 @@ static inline int mms__recording_now(void)
 {
 	return likely(mms__recording) || mms__log_open_pending();
 }
-struct mms_thread *mms__thread_register(void) MMS_HIDDEN;
-void mms__thread_exit(void) MMS_HIDDEN;
 /* Makes room for a record of at most `len` bytes in t's chunk. Returns 0,
  * or -1 when recording has stopped (the record must be dropped). */
 int mms__reserve_slow(struct mms_thread *t, size_t len) MMS_HIDDEN;
 /* Writes a metadata record of arbitrary content (tag, then fields already
  * encoded in buf) stamped now. */
 void mms__write_meta(struct mms_thread *t, uint8_t tag, const uint8_t *buf, size_t len) MMS_HIDDEN;
+/* A thread is done with its chunk (t->chunk is NULL afterwards): a chunk
+ * with room left is kept for the next thread that needs one. */
+void mms__chunk_leave(struct mms_thread *t) MMS_HIDDEN;
+/* For the log thread: makes the file `want` bytes long and mapped. Returns
+ * 0, or nonzero when it cannot (an error, or the file was trimmed). */
+int mms__log_grow_ahead(uint64_t want) MMS_HIDDEN;
+/* For the log thread: faults in the pages of [off, off + len) of the file.
+ * Returns 0, or -1 (the kernel refused). */
+int mms__log_populate(uint64_t off, uint64_t len) MMS_HIDDEN;
 void *mms__map_anon(size_t size) MMS_HIDDEN;
 extern struct mms_file_header *mms__header MMS_HIDDEN;
+
+/* logname.c: opens this process's log file (see there for its name),
+ * writing its path into log_path and setting *execed when this image was
+ * reached by exec from a recorded one, *created when the file is new.
+ * Returns the descriptor, or -1 (nothing to record, or an error). */
+int mms__logname_open(char log_path[PATH_MAX], int fork_child, int *execed, int *created) MMS_HIDDEN;
+
+/* pager.c: the log thread. */
+void mms__pager_init(void) MMS_HIDDEN;
+void mms__pager_after_fork_child(void) MMS_HIDDEN;
+/* 1 while the log thread (msmemscope-log) runs. */
+int mms__log_thread_running(void) MMS_HIDDEN;
+/* A chunk ending at offset `end` was taken: asks the log thread (starting
+ * it the first time the log is large enough) to keep the file ready ahead
+ * of it. */
+void mms__pager_poke(uint64_t end) MMS_HIDDEN;
+/* True when the log thread has faulted the file's pages in up to `end`. */
+int mms__pager_ready(uint64_t end) MMS_HIDDEN;
+
+/* threads.c: the registry of recording threads. */
+int mms__threads_init(void) MMS_HIDDEN;
+void mms__threads_after_fork_child(void) MMS_HIDDEN;
+struct mms_thread *mms__thread_register(void) MMS_HIDDEN;
+void mms__thread_exit(void) MMS_HIDDEN;
+/* Threads with a state (registered and not exited): atomic. */
+extern uint32_t mms__live_threads MMS_HIDDEN;
 
 /* The current thread's state, registering it on first use. NULL when it
  * cannot be had (no memory for it): the event is dropped. */

@@ -162,7 +162,8 @@ void mms__init(void)
 	mms__watch_init();
 	mms__clock_init(mms__config.use_counter);
 	mms__unwind_init();
-	if (mms__writer_init() == 0 && mms__intern_init() == 0) {
+	mms__pager_init();
+	if (mms__threads_init() == 0 && mms__intern_init() == 0) {
 		mms__api_init();
 		mms__process_init();
 		mms__runtime_init();
