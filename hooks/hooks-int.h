@@ -61,7 +61,7 @@ struct mms_thread {
 	uintptr_t *ips;          /* MMS_MAX_DEPTH + 1 entries */
 	uint32_t *ids;
 	/* The stack walker's: this thread's stack, found at its first capture
-	 * (stack_hi 0: not yet), and its own memory (unwind.c): the cache of
+	 * (stack_hi 0: not yet), and its own memory (unwind-walker.c): the cache of
 	 * frame rules and the last walk. */
 	uintptr_t stack_lo, stack_hi;
 	struct mms_unw *unw;
@@ -363,7 +363,7 @@ uint32_t mms__intern_string(struct mms_thread *t, const char *s) MMS_HIDDEN;
 /* Returns the node id of (parent, ip), defining it on first use. */
 uint32_t mms__intern_frame(struct mms_thread *t, uint32_t parent, uintptr_t ip) MMS_HIDDEN;
 
-/* unwind.c */
+/* unwind.c: the stack unwinders (unwind.h). */
 /* Captures the caller's stack (up to mms__config.depth frames, which must
  * not be 0) and returns its interned id. fp is a frame of ours on this
  * stack (__builtin_frame_address(0) of a hook, say): the walk follows our
@@ -379,13 +379,13 @@ static inline uint32_t mms__capture_stack_at(struct mms_thread *t, uintptr_t fp)
 }
 
 #define mms__capture_stack(t) mms__capture_stack_at((t), (uintptr_t)__builtin_frame_address(0))
+/* Chooses the unwinder (once, at start-up) and starts it. */
 void mms__unwind_init(void) MMS_HIDDEN;
-/* With MSMEMSCOPE_UNWIND_CHECK=1: prints to stderr how many stacks the
- * walker and libunwind captured differently. */
+/* At exit: what the unwinder has to say (the check mode's counts). */
 void mms__unwind_report(void) MMS_HIDDEN;
 void mms__unwind_after_fork_child(void) MMS_HIDDEN;
-/* 1 when ip lies in libunwind's code (its own mappings are not the
- * program's). */
+/* unwind-libunwind.c: 1 when ip lies in libunwind's code (its own
+ * mappings are not the program's). */
 int mms__unwinder_code(uintptr_t ip) MMS_HIDDEN;
 /* libunwind's pipe was taken over by the program: never call it again. */
 void mms__unwind_lost_fd(void) MMS_HIDDEN;

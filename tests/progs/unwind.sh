@@ -7,7 +7,8 @@
 # the test programs (deep recursion, a dlopen'd library, threads, signal
 # handlers, C++ exceptions) and for sqlite3, python3 and gcc when they are
 # installed. Stacks through a signal frame or on an alternate signal stack
-# are libunwind's: the counts of those fallbacks are checked too.
+# are libunwind's: the counts of those fallbacks are checked too. With
+# MSMEMSCOPE_UNWIND=libunwind, libunwind alone captures the same stacks.
 . "$top_srcdir/tests/progs/lib.sh"
 
 # checked NAME DEPTH CMD...: runs CMD recorded with stacks of DEPTH frames
@@ -67,6 +68,19 @@ checked cxx 32 "$MMS_PROGS/cxx" 2 2000
 expect_ge "cxx stacks walked" "$walked" 8000
 checked threads8 16 "$MMS_PROGS/threads8" 4 5000 10
 expect_ge "threads8 stacks walked" "$walked" 20000
+
+# MSMEMSCOPE_UNWIND=libunwind: every stack is libunwind's, and the leaks
+# program's stacks are the walker's, frame for frame.
+for u in walker libunwind; do
+	MSMEMSCOPE_UNWIND=$u MSMEMSCOPE_CONFIG=call_stack=16 record leaks-$u.mms "$MMS_PROGS/leaks" \
+		>leaks-$u.out 2>leaks-$u.err || fail "leaks with MSMEMSCOPE_UNWIND=$u exited $?: $(tail -3 leaks-$u.err)"
+	"$MMS_REPLAY" leaks-$u.mms --analysis leakage --output-dir leaks-$u >/dev/null 2>&1 ||
+		fail "msmemscope-replay --analysis leakage on leaks-$u.mms failed"
+	# Size, kind, type, owner and the stack of each block live at the end.
+	cut -f4- leaks-$u/leakage.tsv >leaks-$u.stacks
+done
+expect_ge "leaks blocks with main on their stack" "$(grep -c 'main (leaks)' leaks-walker.stacks)" 5
+expect_eq "leaks stacks by libunwind alone" "$(cat leaks-libunwind.stacks)" "$(cat leaks-walker.stacks)"
 
 # Programs of the real world, when installed.
 if command -v sqlite3 >/dev/null 2>&1; then
