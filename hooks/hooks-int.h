@@ -9,15 +9,16 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "gdbif.h"
 #include "format.h"
+#include "gdbif.h"
+#include "msmemscope-config.h"
 
 #define MMS_HIDDEN __attribute__((visibility("hidden")))
 #define MMS_EXPORT __attribute__((visibility("default")))
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
-#define MMS_MAX_DEPTH 1000
+#define MMS_MAX_DEPTH 1000 /* the largest call_stack of the configuration (common/conf.c) */
 
 /* The functions the hooks forward to, found with dlsym(RTLD_NEXT). */
 struct mms_real {
@@ -67,20 +68,9 @@ struct mms_thread {
 	struct mms_unw *unw;
 };
 
-/* Global recorder state. */
-struct mms_config {
-	uint32_t depth;          /* C frames per event, 0 = none */
-	uint32_t events;         /* enum mms_events_mask */
-	int deferred;            /* collect only between msmemscope_start/stop */
-	int follow_exec;
-	uint32_t steps[5];       /* steps to collect, nsteps = 0: all */
-	uint32_t nsteps;
-	uint64_t limit;          /* largest log file size */
-	int use_counter;         /* MSMEMSCOPE_CLOCK=counter */
-	int log_thread;          /* a thread of ours prepares the log ahead */
-	int quiet;               /* log_level=error: no warning on stderr */
-};
-extern struct mms_config mms__config MMS_HIDDEN;
+/* The recording configuration (msmemscope-config.h), read from the
+ * environment at start-up (hooks.c) and fixed from then on. */
+extern mms_config_t mms__config MMS_HIDDEN;
 
 /* Nonzero while events are recorded; cleared when the log is cut, when a
  * deferred collection is stopped, or outside the selected steps. */
@@ -364,7 +354,7 @@ uint32_t mms__intern_string(struct mms_thread *t, const char *s) MMS_HIDDEN;
 uint32_t mms__intern_frame(struct mms_thread *t, uint32_t parent, uintptr_t ip) MMS_HIDDEN;
 
 /* unwind.c: the stack unwinders (unwind.h). */
-/* Captures the caller's stack (up to mms__config.depth frames, which must
+/* Captures the caller's stack (up to mms__config.call_stack frames, which must
  * not be 0) and returns its interned id. fp is a frame of ours on this
  * stack (__builtin_frame_address(0) of a hook, say): the walk follows our
  * frame pointers from there to the program's innermost frame, so a hook
@@ -375,7 +365,7 @@ uint32_t mms__capture_stack_slow(struct mms_thread *t, uintptr_t fp) MMS_HIDDEN;
  * below frame fp; 0 when stacks are off. */
 static inline uint32_t mms__capture_stack_at(struct mms_thread *t, uintptr_t fp)
 {
-	return mms__config.depth ? mms__capture_stack_slow(t, fp) : 0;
+	return mms__config.call_stack ? mms__capture_stack_slow(t, fp) : 0;
 }
 
 #define mms__capture_stack(t) mms__capture_stack_at((t), (uintptr_t)__builtin_frame_address(0))
@@ -471,7 +461,6 @@ void mms__gdb_step_begins(uint32_t step) MMS_HIDDEN;
  * recorded: op_begin after the OP_BEGIN record and mms__gdb_op_begin(),
  * op_end before the OP_END record and mms__gdb_op_end(). */
 extern uint32_t mms__watch_live MMS_HIDDEN;
-void mms__watch_config(const char *value) MMS_HIDDEN;
 void mms__watch_init(void) MMS_HIDDEN;
 void mms__watch_set_log(const char *abs_path) MMS_HIDDEN;
 void mms__watch_op_begin(struct mms_thread *t, const char *name) MMS_HIDDEN;
@@ -545,8 +534,6 @@ static inline int mms__arena_owns(const void *ptr)
  * MMS_RT_THREAD in pthread_create, MMS_RUNTIME_STARTUP on the main thread
  * until main. */
 #define MMS_RUNTIME_STARTUP 0x100
-/* 0: no freeres at exit (MSMEMSCOPE_CONFIG freeres=0). */
-extern int mms__freeres MMS_HIDDEN;
 void mms__runtime_init(void) MMS_HIDDEN;
 /* The enum mms_runtime_kind of an allocation made now whose caller's
  * return address is ra, 0 when it is the program's. */

@@ -16,12 +16,7 @@
 #include "hooks-int.h"
 
 struct mms_real mms__real;
-struct mms_config mms__config = {
-	.events = MMS_EVENTS_ALLOC | MMS_EVENTS_FREE | MMS_EVENTS_LAUNCH,
-	.follow_exec = 1,
-	.log_thread = 1,
-	.limit = 64ull << 30,
-};
+mms_config_t mms__config;
 volatile int mms__recording;
 __thread union mms_tls_alloc mms__tls_alloc;
 volatile int mms__active;
@@ -76,74 +71,31 @@ static void resolve_real(void)
 		die_early("mmap");
 }
 
-static uint64_t parse_size(const char *s)
+/* Reads the recording configuration: MSMEMSCOPE_CONFIG and the variables
+ * of single keys (common/conf.c). What it cannot use is skipped, and said
+ * on stderr unless log_level=error: the launcher checked what it wrote,
+ * but a configuration set by hand (gdb's `set environment', a script)
+ * was checked by nobody. */
+static void config_read(void)
 {
-	char *end;
-	uint64_t v = strtoull(s, &end, 10);
+	mms_config_error_t err = { .expected = "" };
+	char line[512];
+	int n = 0;
 
-	switch (*end) {
-	case 'k': case 'K': v <<= 10; break;
-	case 'm': case 'M': v <<= 20; break;
-	case 'g': case 'G': v <<= 30; break;
-	default: break;
-	}
-	return v;
-}
-
-/* MSMEMSCOPE_CONFIG: "call_stack=N;events=a,b;collect=deferred;steps=1,2;
- * follow_exec=0;log_level=warn;watch=START:out0,END,full-content". Unknown
- * keys are ignored: the launcher validated what the user typed. */
-static void parse_config(void)
-{
-	const char *cfg = getenv("MSMEMSCOPE_CONFIG");
-	const char *lim = getenv("MSMEMSCOPE_LOG_LIMIT");
-	const char *clk = getenv("MSMEMSCOPE_CLOCK");
-	const char *lt = getenv("MSMEMSCOPE_LOG_THREAD");
-	char buf[1024];
-
-	if (lim && *lim) {
-		uint64_t l = parse_size(lim) & ~4095ull;
-		if (l >= MMS_HEADER_SIZE + 2 * MMS_CHUNK_SIZE_DEFAULT)
-			mms__config.limit = l;
-	}
-	mms__config.use_counter = clk && !strcmp(clk, "counter");
-	mms__config.log_thread = !(lt && !strcmp(lt, "0"));
-	if (!cfg)
+	mms_config_getenv(&mms__config, NULL, &err);
+	if (mms__config.log_level == MMS_CONFIG_LOG_ERROR || (!mms__config.bad && !mms__config.unknown))
 		return;
-	snprintf(buf, sizeof buf, "%s", cfg);
-	for (char *save = NULL, *kv = strtok_r(buf, ";", &save); kv; kv = strtok_r(NULL, ";", &save)) {
-		char *v = strchr(kv, '=');
-		if (!v)
-			continue;
-		*v++ = 0;
-		if (!strcmp(kv, "call_stack")) {
-			unsigned long d = strtoul(v, NULL, 10);
-			mms__config.depth = d > MMS_MAX_DEPTH ? MMS_MAX_DEPTH : (uint32_t)d;
-		} else if (!strcmp(kv, "events")) {
-			uint32_t m = 0;
-			if (strstr(v, "alloc") || strstr(v, "free"))
-				m |= MMS_EVENTS_ALLOC | MMS_EVENTS_FREE;
-			if (strstr(v, "launch"))
-				m |= MMS_EVENTS_LAUNCH;
-			if (strstr(v, "access"))
-				m |= MMS_EVENTS_ACCESS | MMS_EVENTS_ALLOC | MMS_EVENTS_FREE;
-			mms__config.events = m;
-		} else if (!strcmp(kv, "collect")) {
-			mms__config.deferred = !strcmp(v, "deferred");
-		} else if (!strcmp(kv, "follow_exec")) {
-			mms__config.follow_exec = strcmp(v, "0") != 0;
-		} else if (!strcmp(kv, "log_level")) {
-			mms__config.quiet = !strcmp(v, "error");
-		} else if (!strcmp(kv, "freeres")) {
-			mms__freeres = strcmp(v, "0") != 0;
-		} else if (!strcmp(kv, "watch")) {
-			mms__watch_config(v);
-		} else if (!strcmp(kv, "steps")) {
-			mms__config.nsteps = 0;
-			for (char *s2 = NULL, *n = strtok_r(v, ",", &s2); n && mms__config.nsteps < 5;
-			     n = strtok_r(NULL, ",", &s2))
-				mms__config.steps[mms__config.nsteps++] = (uint32_t)strtoul(n, NULL, 10);
-		}
+	if (mms__config.bad)
+		n = snprintf(line, sizeof line, "msmemscope: warning: %s%s%s=%s: expected %s; ignored\n", err.source,
+			     strcmp(err.source, "MSMEMSCOPE_CONFIG") ? "" : ": ",
+			     strcmp(err.source, "MSMEMSCOPE_CONFIG") ? "" : err.key, err.value, err.expected);
+	if (mms__config.unknown && n >= 0 && (size_t)n < sizeof line)
+		n += snprintf(line + n, sizeof line - (size_t)n,
+			      "msmemscope: warning: MSMEMSCOPE_CONFIG: %s%s: not a key of this recorder; ignored\n",
+			      err.unknown, mms__config.unknown > 1 ? " and others" : "");
+	if (n > 0) {
+		ssize_t r = write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+		(void)r;
 	}
 }
 
@@ -158,9 +110,9 @@ void mms__init(void)
 	mms__fds_init();
 	__atomic_store_n(&init_state, INIT_RESOLVED, __ATOMIC_RELEASE);
 	mms__gdb_init();
-	parse_config();
+	config_read();
 	mms__watch_init();
-	mms__clock_init(mms__config.use_counter);
+	mms__clock_init(mms__config.clock == MMS_CONFIG_CLOCK_COUNTER);
 	mms__unwind_init();
 	mms__pager_init();
 	if (mms__threads_init() == 0 && mms__intern_init() == 0) {

@@ -81,7 +81,7 @@ static void say_cut(int err)
 	int n;
 	ssize_t r;
 
-	if (mms__config.quiet)
+	if (mms__config.log_level == MMS_CONFIG_LOG_ERROR)
 		return;
 	n = snprintf(buf, sizeof buf, "msmemscope: recording of pid %d stopped: %s; %s keeps what came before\n",
 		     (int)getpid(), why, log_path);
@@ -135,8 +135,8 @@ static int grow_locked(uint64_t need)
 			step = 256u << 10; /* after the trim: a few late events */
 		if (step > (256u << 20))
 			step = 256u << 20;
-		if (mapped + step > mms__config.limit)
-			step = mms__config.limit - mapped;
+		if (mapped + step > mms__config.log_limit)
+			step = mms__config.log_limit - mapped;
 		if (mapped + step < need)
 			return EFBIG;
 		/* The program may have closed our descriptor with a raw system
@@ -286,11 +286,13 @@ static void write_meta_kv(struct mms_thread *t, const char *key, const void *val
 	mms__write_meta(t, MMS_TAG_META, buf, (size_t)(p - buf));
 }
 
+/* The process's executable, its arguments and the configuration the
+ * recorder uses, as the one writer of common/conf.c writes it. */
 static void write_process_meta(struct mms_thread *t)
 {
 	char buf[MMS_MAX_STRING];
-	const char *cfg = getenv("MSMEMSCOPE_CONFIG");
 	ssize_t n = readlink("/proc/self/exe", buf, sizeof buf);
+	size_t len;
 	int fd;
 
 	if (n > 0)
@@ -302,8 +304,8 @@ static void write_process_meta(struct mms_thread *t)
 			write_meta_kv(t, "argv", buf, (size_t)n);
 		close(fd);
 	}
-	if (cfg)
-		write_meta_kv(t, "config", cfg, strlen(cfg));
+	len = mms_config_format(&mms__config, buf, sizeof buf);
+	write_meta_kv(t, "config", buf, len < sizeof buf ? len : sizeof buf - 1);
 }
 
 static void write_meta_u(struct mms_thread *t, const char *key, uint64_t v)
@@ -348,7 +350,7 @@ int mms__log_open(void)
 			unlink(log_path);
 		return -1;
 	}
-	log_base = mms__real.mmap(NULL, mms__config.limit, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+	log_base = mms__real.mmap(NULL, mms__config.log_limit, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
 				  -1, 0);
 	if (log_base == MAP_FAILED)
 		goto fail_reserve;
@@ -369,9 +371,9 @@ int mms__log_open(void)
 	h->start_realtime_ns = mms__realtime_ns();
 	h->last_stamp = h->start_stamp;
 	h->last_realtime_ns = h->start_realtime_ns;
-	h->call_stack_depth = mms__config.depth;
+	h->call_stack_depth = mms__config.call_stack;
 	h->events_mask = mms__config.events;
-	h->file_limit = mms__config.limit;
+	h->file_limit = mms__config.log_limit;
 	/* The magic goes last: a reader never sees a half-made header. */
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	memcpy(h->magic, MMS_MAGIC, MMS_MAGIC_LEN);
@@ -391,7 +393,7 @@ int mms__log_open(void)
 	return 0;
 
 fail_grow:
-	mms__real.munmap(log_base, mms__config.limit);
+	mms__real.munmap(log_base, mms__config.log_limit);
 fail_reserve:
 	mms__fd_release(log_fd);
 	if (log_created)
@@ -446,7 +448,7 @@ void mms__log_after_fork_child(uint64_t fork_number, uint64_t fork_stamp)
 		fork_from.pid = mms__header->pid;
 		fork_from.number = fork_number;
 		fork_from.stamp = fork_stamp;
-		mms__real.munmap(log_base, mms__config.limit);
+		mms__real.munmap(log_base, mms__config.log_limit);
 		mms__fd_release(log_fd);
 	}
 	/* else the parent's log was pending too: it never had one. */

@@ -48,8 +48,8 @@ static void *pager_main(void *arg)
 			syscall(SYS_futex, &pager_seq, FUTEX_WAIT_PRIVATE, seq, NULL, NULL, 0);
 			continue;
 		}
-		if (want > mms__config.limit)
-			want = mms__config.limit;
+		if (want > mms__config.log_limit)
+			want = mms__config.log_limit;
 		if (want <= done || mms__log_grow_ahead(want))
 			break;
 		while (done < want) {

@@ -24,8 +24,6 @@ extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
 MMS_EXPORT int __libc_start_main(int (*main)(int, char **, char **), int argc, char **argv, void (*init)(void),
 				 void (*fini)(void), void (*rtld_fini)(void), void *stack_end);
 
-int mms__freeres = 1;
-
 static void (*libc_freeres)(void);
 static void (*cxx_freeres)(void);
 static int (*real_start_main)(int (*)(int, char **, char **), int, char **, void (*)(void), void (*)(void),
@@ -149,7 +147,7 @@ static void late_exit(void *arg)
 	t = mms__thread();
 	/* freeres frees what other threads may still use: only when this
 	 * thread is the last (the log thread of ours only sleeps). */
-	if (!mms__freeres || !t || threads != 1 + mms__log_thread_running()) {
+	if (!mms__config.freeres || !t || threads != 1 + mms__log_thread_running()) {
 		if (t)
 			note_std_buffers(t);
 		mms__tls_busy = 0;

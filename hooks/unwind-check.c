@@ -6,13 +6,12 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "unwind.h"
 
-/* MSMEMSCOPE_UNWIND_CHECK=1: every stack is captured both ways and the
+/* unwind_check=1 (MSMEMSCOPE_UNWIND_CHECK=1): every stack is captured both ways and the
  * differences counted (2: and the first ones printed). */
 static int check_mode;
 static uint64_t n_stacks, n_walked, n_mismatch, n_fallback[MMS_FB_COUNT];
@@ -134,9 +133,7 @@ static void check_thread_start(struct mms_thread *t)
 
 static void check_init(void)
 {
-	const char *level = getenv("MSMEMSCOPE_UNWIND_CHECK");
-
-	check_mode = level && *level ? atoi(level) : 0;
+	check_mode = mms__config.unwind_check;
 	mms__libunwind_init();
 }
 

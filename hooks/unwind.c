@@ -5,8 +5,6 @@
  * of the thread's last stack. */
 #define _GNU_SOURCE
 #include <link.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "unwind.h"
 
@@ -46,13 +44,10 @@ void mms__code_range(uintptr_t here, uintptr_t *lo, uintptr_t *hi)
 
 void mms__unwind_init(void)
 {
-	const char *check = getenv("MSMEMSCOPE_UNWIND_CHECK");
-	const char *name = getenv("MSMEMSCOPE_UNWIND");
-
 	mms__code_range((uintptr_t)&mms__unwind_init, &mms__self_lo, &mms__self_hi);
-	if (check && *check && atoi(check))
+	if (mms__config.unwind_check)
 		unwinder = &mms__unwind_check;
-	else if (name && !strcmp(name, mms__unwind_libunwind.name))
+	else if (mms__config.unwind == MMS_CONFIG_UNWIND_LIBUNWIND)
 		unwinder = &mms__unwind_libunwind;
 	else
 		unwinder = &mms__unwind_walker;
@@ -101,5 +96,5 @@ uint32_t mms__capture_stack_slow(struct mms_thread *t, uintptr_t fp)
 
 	if (unlikely(!t->stack_hi))
 		u->thread_start(t);
-	return u->walk(t, fp, (int)mms__config.depth);
+	return u->walk(t, fp, (int)mms__config.call_stack);
 }

@@ -46,16 +46,8 @@ struct watch_block {
 	char name[WATCH_NAME_MAX];
 };
 
-struct watch_spec {
-	int on;   /* --watch was given */
-	int full; /* full-content */
-	int has_out;
-	uint32_t out;
-	char start[WATCH_NAME_MAX]; /* "" when only END was given */
-	char end[WATCH_NAME_MAX];
-};
-
-static struct watch_spec spec;
+/* --watch: the configuration's watch key. */
+static const struct mms_config_watch *const spec = &mms__config.watch;
 static pthread_mutex_t set_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct watch_block set[WATCH_SET_MAX];
 static unsigned nset;
@@ -97,44 +89,6 @@ static void copy_name(char *dst, const char *s, size_t len)
 		len = WATCH_NAME_MAX - 1;
 	memcpy(dst, s, len);
 	dst[len] = 0;
-}
-
-/* "watch=[START[:outN],]END[,full-content]" from MSMEMSCOPE_CONFIG. */
-void mms__watch_config(const char *v)
-{
-	const char *items[3];
-	size_t lens[3];
-	unsigned n = 0;
-
-	memset(&spec, 0, sizeof spec);
-	while (*v && n < 3) {
-		size_t len = strcspn(v, ",");
-		items[n] = v;
-		lens[n++] = len;
-		v += len;
-		if (*v == ',')
-			v++;
-	}
-	if (n && lens[n - 1] == 12 && !strncmp(items[n - 1], "full-content", 12)) {
-		spec.full = 1;
-		n--;
-	}
-	if (n == 2) {
-		const char *colon = memchr(items[0], ':', lens[0]);
-		size_t slen = colon ? (size_t)(colon - items[0]) : lens[0];
-
-		copy_name(spec.start, items[0], slen);
-		if (colon && colon + 4 <= items[0] + lens[0] && !strncmp(colon + 1, "out", 3)) {
-			spec.has_out = 1;
-			spec.out = (uint32_t)strtoul(colon + 4, NULL, 10);
-		}
-		items[0] = items[1];
-		lens[0] = lens[1];
-	} else if (n != 1) {
-		return;
-	}
-	copy_name(spec.end, items[0], lens[0]);
-	spec.on = 1;
 }
 
 void mms__watch_init(void)
@@ -256,7 +210,7 @@ static void sum_all(struct mms_thread *t, int after)
 	uint64_t launch;
 	const char *op;
 
-	if (!nset || (!t && !spec.full) || !mms__gdb_current(&launch, &op))
+	if (!nset || (!t && !spec->full_content) || !mms__gdb_current(&launch, &op))
 		return; /* nothing to record, or no launch open */
 	for (unsigned i = 0; i < nset; i++) {
 		const struct watch_block *w = &set[i];
@@ -274,7 +228,7 @@ static void sum_all(struct mms_thread *t, int after)
 			p = mms_put_u(p, crc);
 			mms__rec_commit(t, p);
 		}
-		if (spec.full)
+		if (spec->full_content)
 			dump_block(w, op, launch, after);
 	}
 }
@@ -291,7 +245,7 @@ void mms__watch_op_begin(struct mms_thread *t, const char *name)
 	int saved_errno = errno;
 
 	outs.depth++;
-	if (spec.on && !outs.collect_at && is_op(spec.start, name)) {
+	if (spec->on && !outs.collect_at && is_op(spec->start, name)) {
 		outs.collect_at = outs.depth;
 		outs.n = 0;
 		mms__tls_watch_collect = 1;
@@ -325,14 +279,14 @@ void mms__watch_op_end(struct mms_thread *t)
 				if (!set[i].api)
 					set_remove(i);
 			for (uint32_t k = 0; k < outs.n; k++)
-				if (!spec.has_out || spec.out == k)
-					set_add(outs.b[k].addr, outs.b[k].size, spec.start, k, 0);
+				if (spec->out < 0 || (uint32_t)spec->out == k)
+					set_add(outs.b[k].addr, outs.b[k].size, spec->start, k, 0);
 			range_open = 1;
 			starting = 1;
 			outs.collect_at = 0;
 			mms__tls_watch_collect = 0;
 		}
-		ending = range_open && !starting && is_op(spec.end, op);
+		ending = range_open && !starting && is_op(spec->end, op);
 		sum_all(t, 1);
 		if (ending) {
 			for (unsigned i = nset; i-- > 0;)

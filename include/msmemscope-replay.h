@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "msmemscope-config.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif

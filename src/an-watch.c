@@ -19,10 +19,9 @@
  * recorder's configuration, kept in the log, says which it did. */
 static int full_content(mms_log_t *log)
 {
-	const char *cfg;
-	size_t len;
+	mms_config_t cfg;
 
-	return mms_log_meta(log, "config", &cfg, &len) == 0 && strstr(cfg, "full-content") != NULL;
+	return mms_log_config(log, &cfg) == 0 && cfg.watch.on && cfg.watch.full_content;
 }
 
 /* The START operator of the recording's --watch=START[:outN],END, copied
@@ -30,32 +29,12 @@ static int full_content(mms_log_t *log)
  * START, -1 when --watch named none. */
 static int watch_start(mms_log_t *log, char *buf, size_t cap, int *out)
 {
-	const char *cfg, *w, *end, *comma;
-	size_t len;
+	mms_config_t cfg;
 
-	if (mms_log_meta(log, "config", &cfg, &len))
+	if (mms_log_config(log, &cfg) || !cfg.watch.on || !cfg.watch.start[0])
 		return -1;
-	for (w = cfg; w < cfg + len; w = end + 1) {
-		end = memchr(w, ';', (size_t)(cfg + len - w));
-		if (!end)
-			end = cfg + len;
-		if ((size_t)(end - w) > 6 && !memcmp(w, "watch=", 6))
-			break;
-	}
-	if (w >= cfg + len)
-		return -1;
-	w += 6;
-	/* START is there when a second name (END) follows the first one;
-	 * ",full-content" is not a name. */
-	comma = memchr(w, ',', (size_t)(end - w));
-	if (!comma || ((size_t)(end - comma - 1) == strlen("full-content") && !memcmp(comma + 1, "full-content", 12)))
-		return -1;
-	len = strcspn(w, ":,");
-	*out = w[len] == ':' && !strncmp(w + len, ":out", 4) ? atoi(w + len + 4) : -1;
-	if (len >= cap)
-		len = cap - 1;
-	memcpy(buf, w, len);
-	buf[len] = '\0';
+	snprintf(buf, cap, "%s", cfg.watch.start);
+	*out = cfg.watch.out;
 	return 0;
 }
 

@@ -126,39 +126,24 @@ const char *an_parse_memory(const char *list, unsigned *mask)
 	return *mask ? NULL : "no memory kind given; the kinds are host, mmap and pool";
 }
 
-/* The value of key in the recording's configuration ("steps=2,3;..."),
- * copied into buf; NULL when it is not there. */
-static const char *config_value(mms_log_t *log, const char *key, char *buf, size_t cap)
-{
-	const char *cfg, *p, *end;
-	size_t len, klen = strlen(key);
-
-	if (mms_log_meta(log, "config", &cfg, &len))
-		return NULL;
-	for (p = cfg; p < cfg + len; p = end + 1) {
-		end = memchr(p, ';', (size_t)(cfg + len - p));
-		if (!end)
-			end = cfg + len;
-		if ((size_t)(end - p) > klen && !memcmp(p, key, klen) && p[klen] == '=') {
-			snprintf(buf, cap, "%.*s", (int)(end - p - (ptrdiff_t)klen - 1), p + klen + 1);
-			return buf;
-		}
-	}
-	return NULL;
-}
-
 /* A recording restricted to some steps or to msmemscope_start()..stop()
  * lost the frees made outside: say so once, before the analyses count
  * those blocks as live. */
 static void warn_partial(const char *path, mms_log_t *log)
 {
-	char steps[128], collect[32];
+	mms_config_t cfg;
+	char steps[MMS_CONFIG_STEPS_MAX * 12] = "";
+	size_t n = 0;
 
-	if (config_value(log, "steps", steps, sizeof(steps)))
+	if (mms_log_config(log, &cfg))
+		return;
+	for (uint32_t i = 0; i < cfg.nsteps; i++)
+		n += (size_t)snprintf(steps + n, sizeof(steps) - n, "%s%u", i ? "," : "", cfg.steps[i]);
+	if (cfg.nsteps)
 		warn("%s was recorded with --steps=%s: memory events of the other steps are not in the log, so a "
 		     "block freed in one of them counts as live here",
 		     path, steps);
-	else if (config_value(log, "collect", collect, sizeof(collect)) && !strcmp(collect, "deferred"))
+	else if (cfg.deferred)
 		warn("%s was recorded with --collect-mode=deferred: memory events outside msmemscope_start() .. "
 		     "msmemscope_stop() are not in the log, so a block freed there counts as live here",
 		     path);

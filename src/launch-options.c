@@ -15,10 +15,7 @@
 
 #define OUTPUT_DEFAULT "memscopeDumpResults"
 #define OUTPUT_MAX 4096 /* msMemScope's limit on --output */
-#define CALL_STACK_MAX 1000
-#define CALL_STACK_C_DEFAULT 50 /* --call-stack=c without a depth */
-
-const char *const log_level_names[] = { "info", "warn", "error" };
+#define CALL_STACK_C_DEFAULT "50" /* --call-stack=c without a depth */
 
 enum log_level log_level = LOG_WARN;
 
@@ -57,88 +54,108 @@ static char *list_next(char **cursor)
 	return item;
 }
 
-/* Parses a decimal number in [lo, hi] with nothing around it. */
-static bool parse_range(const char *s, uint64_t lo, uint64_t hi, unsigned *out)
+/* Sets key of the recording configuration from value, read by the
+ * configuration's own parser. On a bad value returns what the key takes,
+ * for the message ("expected ..."), else NULL. */
+static const char *set_key(mms_config_t *rec, const char *key, const char *value)
 {
-	uint64_t v;
+	static char msg[512];
+	mms_config_error_t err = { .expected = "" };
 
-	if (*s < '0' || *s > '9' || cli_parse_u64(s, &v) < 0 || v < lo || v > hi)
-		return false;
-	*out = (unsigned)v;
-	return true;
+	if (!mms_config_set(rec, key, value, strlen(value), &err))
+		return NULL;
+	snprintf(msg, sizeof(msg), "expected %s", err.expected);
+	return msg;
 }
 
+/* Makes each full-width '\xef\xbc\x8c' separator of the list s a ',',
+ * the configuration's. Returns s. */
+static char *ascii_commas(char *s)
+{
+	char *w = s;
+
+	for (const char *r = s; *r;) {
+		if (strncmp(r, "\xef\xbc\x8c", 3) == 0) {
+			*w++ = ',';
+			r += 3;
+		} else {
+			*w++ = *r++;
+		}
+	}
+	*w = '\0';
+	return s;
+}
+
+/* The recording's events=, without msMemScope's traceback. */
 static const char *parse_events(struct opts *o, char *value)
 {
-	static const char expected[] = "expected a list of alloc, free, launch, access";
-	char *item, *cursor = *value ? value : NULL;
+	char *item, *cursor = *value ? value : NULL, *list = xmalloc(strlen(value) + 1);
+	const char *bad;
+	size_t n = 0;
 
-	o->events = 0;
-	o->events_set = true;
+	list[0] = '\0';
 	while ((item = list_next(&cursor))) {
-		if (strcmp(item, "alloc") == 0 || strcmp(item, "free") == 0)
-			o->events |= EV_ALLOC | EV_FREE; /* each implies the other */
-		else if (strcmp(item, "launch") == 0)
-			o->events |= EV_LAUNCH;
-		else if (strcmp(item, "access") == 0)
-			o->events |= EV_ACCESS | EV_ALLOC | EV_FREE;
-		else if (strcmp(item, "traceback") == 0)
+		if (strcmp(item, "traceback") == 0) {
 			WARN("--events=traceback: Python traces are not recorded for native programs; ignored");
-		else
-			return expected;
+			continue;
+		}
+		if (!*item) {
+			n = 0;
+			strcpy(list, ","); /* an empty item: refused */
+			break;
+		}
+		n += (size_t)sprintf(list + n, "%s%s", n ? "," : "", item);
 	}
-	return NULL;
+	bad = set_key(&o->rec, "events", list);
+	free(list);
+	o->events_set = true;
+	return bad;
 }
 
+/* c:N is the recording's call_stack=N; python[:N] is msMemScope's. */
 static const char *parse_call_stack(struct opts *o, char *value)
 {
 	static const char expected[] = "expected c, c:N or python[:N], N from 0 to 1000";
 	char *item, *cursor = value, *colon;
-	unsigned depth;
+	mms_config_t scratch;
 
 	if (!*value)
 		return expected;
 	while ((item = list_next(&cursor))) {
+		const char *depth = CALL_STACK_C_DEFAULT;
+
 		colon = strchr(item, ':');
-		depth = CALL_STACK_C_DEFAULT;
 		if (colon) {
 			*colon = '\0';
-			if (!parse_range(colon + 1, 0, CALL_STACK_MAX, &depth))
-				return expected;
+			depth = colon + 1;
 		}
-		if (strcmp(item, "c") == 0)
-			o->call_stack = depth;
-		else if (strcmp(item, "python") == 0)
+		if (strcmp(item, "c") == 0) {
+			if (set_key(&o->rec, "call_stack", depth))
+				return expected;
+		} else if (strcmp(item, "python") == 0) {
+			mms_config_default(&scratch);
+			if (set_key(&scratch, "call_stack", depth))
+				return expected;
 			WARN("--call-stack=python: Python stacks are not recorded for native programs; ignored");
-		else
+		} else {
 			return expected;
+		}
 	}
 	return NULL;
 }
 
 static const char *parse_collect_mode(struct opts *o, char *value)
 {
-	if (strcmp(value, "immediate") == 0)
-		o->deferred = false;
-	else if (strcmp(value, "deferred") == 0)
-		o->deferred = true;
-	else
-		return "expected immediate or deferred";
-	return NULL;
+	return set_key(&o->rec, "collect", value);
 }
 
+/* The recording's steps=, which takes an empty list (every step) that
+ * --steps does not. */
 static const char *parse_steps(struct opts *o, char *value)
 {
-	static const char expected[] = "expected 1 to 5 step numbers (positive integers) separated by commas";
-	char *item, *cursor = value;
+	const char *bad = set_key(&o->rec, "steps", *value ? ascii_commas(value) : ",");
 
-	o->nsteps = 0;
-	while ((item = list_next(&cursor))) {
-		if (o->nsteps == STEPS_MAX || !parse_range(item, 1, INT32_MAX, &o->steps[o->nsteps]))
-			return expected;
-		o->nsteps++;
-	}
-	return o->nsteps ? NULL : expected;
+	return bad;
 }
 
 static const char *parse_output(struct opts *o, char *value)
@@ -150,16 +167,14 @@ static const char *parse_output(struct opts *o, char *value)
 	return NULL;
 }
 
+/* msmemscope's own level, and the recorder's (log_level=). */
 static const char *parse_log_level(struct opts *o, char *value)
 {
-	for (size_t i = 0; i < sizeof(log_level_names) / sizeof(log_level_names[0]); i++) {
-		if (strcmp(value, log_level_names[i]) == 0) {
-			o->log_level = (enum log_level)i;
-			log_level = o->log_level;
-			return NULL;
-		}
-	}
-	return "expected info, warn or error";
+	const char *bad = set_key(&o->rec, "log_level", value);
+
+	if (!bad)
+		log_level = o->log_level = (enum log_level)o->rec.log_level;
+	return bad;
 }
 
 static const char *parse_analysis(struct opts *o, char *value)
@@ -186,44 +201,11 @@ static const char *parse_suppressions(struct opts *o, char *value)
 	return NULL;
 }
 
-/* --watch=[START[:outN],]END[,full-content], kept normalized (',' only)
- * for MSMEMSCOPE_CONFIG. Operator names: 1 to 63 bytes, no ';'. */
+/* --watch=[START[:outN],]END[,full-content]: the recording's watch=,
+ * which takes an empty value (no watch) that --watch does not. */
 static const char *parse_watch(struct opts *o, char *value)
 {
-	static const char expected[] = "expected [START[:outN],]END[,full-content], operator names of 1 to 63 bytes "
-				       "without ';' or ':'";
-	char *items[4], *cursor = value, *item, *colon;
-	unsigned n = 0, k;
-	bool full = false;
-
-	while ((item = list_next(&cursor))) {
-		if (n == 4)
-			return expected;
-		items[n++] = item;
-	}
-	if (n && strcmp(items[n - 1], "full-content") == 0) {
-		full = true;
-		n--;
-	}
-	if (n < 1 || n > 2)
-		return expected;
-	for (k = 0; k < n; k++) {
-		colon = strchr(items[k], ':');
-		if (colon) {
-			unsigned out;
-			if (k != 0 || n != 2 || strncmp(colon + 1, "out", 3) || !parse_range(colon + 4, 0, 31, &out))
-				return "expected START:outN with N from 0 to 31, and only on START";
-			*colon = '\0';
-		}
-		if (!*items[k] || strlen(items[k]) > 63 || strchr(items[k], ';'))
-			return expected;
-		if (colon)
-			*colon = ':';
-	}
-	free(o->watch);
-	o->watch = n == 2 ? xasprintf("%s,%s%s", items[0], items[1], full ? ",full-content" : "")
-			  : xasprintf("%s%s", items[0], full ? ",full-content" : "");
-	return NULL;
+	return set_key(&o->rec, "watch", *value ? ascii_commas(value) : ",");
 }
 
 static const char *parse_data_format(struct opts *o, char *value)
@@ -273,7 +255,7 @@ static const char *parse_level(struct opts *o, char *value)
 
 static const char *parse_no_follow_exec(struct opts *o, char *value)
 {
-	o->follow_exec = false;
+	o->rec.follow_exec = 0;
 	return NULL;
 }
 
@@ -285,9 +267,10 @@ static const char *parse_show_runtime(struct opts *o, char *value)
 
 static const char *parse_no_freeres(struct opts *o, char *value)
 {
-	o->freeres = false;
+	o->rec.freeres = 0;
 	return NULL;
 }
+
 
 static void print_help(void);
 
@@ -353,12 +336,10 @@ void parse_args(int argc, char **argv, struct opts *o)
 	int i;
 
 	*o = (struct opts){
-		.events = EV_ALLOC | EV_FREE | EV_LAUNCH,
 		.output = xstrdup(OUTPUT_DEFAULT),
 		.log_level = LOG_WARN,
-		.follow_exec = true,
-		.freeres = true,
 	};
+	mms_config_default(&o->rec);
 	for (i = 1; i < argc; i++) {
 		const char *arg = argv[i], *value = NULL, *bad;
 		const struct opt_def *def = NULL;
@@ -411,6 +392,9 @@ void parse_args(int argc, char **argv, struct opts *o)
 				  record_opt);
 		return;
 	}
+	/* --watch needs the launches. */
+	if (o->rec.watch.on)
+		o->rec.events |= MMS_CONFIG_EV_LAUNCH;
 	if (o->input[0] || o->level_set)
 		die_usage("%s goes with --compare", o->input[0] ? "--input" : "--level");
 	if (i >= argc)
@@ -421,12 +405,11 @@ void parse_args(int argc, char **argv, struct opts *o)
 		an_parse_list(an_find("leaks") ? "leaks" : "", &o->analyses);
 	/* As msMemScope: inefficient turns accesses on unless --events says. */
 	if ((o->analyses & an_mask("inefficient")) && !o->events_set)
-		o->events |= EV_ACCESS;
-	/* --watch needs the launches, and reports what it found. */
-	if (o->watch) {
+		o->rec.events |= MMS_CONFIG_EV_ACCESS | MMS_CONFIG_EV_ALLOC | MMS_CONFIG_EV_FREE;
+	/* --watch reports what it found. */
+	if (o->rec.watch.on) {
 		unsigned w = 0;
 
-		o->events |= EV_LAUNCH;
 		if (!o->record_only && !an_parse_list("watch", &w))
 			o->analyses |= w;
 	}
@@ -438,8 +421,7 @@ void opts_free(struct opts *o)
 	free(o->suppressions);
 	free(o->input[0]);
 	free(o->input[1]);
-	free(o->watch);
-	o->output = o->suppressions = o->input[0] = o->input[1] = o->watch = NULL;
+	o->output = o->suppressions = o->input[0] = o->input[1] = NULL;
 }
 
 static void print_help(void)
@@ -535,14 +517,19 @@ static void print_help(void)
 	       "\n"
 	       "Exit status:\n"
 	       "  prog's exit status, or 128+N when prog was killed by signal N. 2 for a\n"
-	       "  usage error, 126 when prog cannot be executed, 127 when it is not found,\n"
-	       "  1 when msmemscope itself fails (recorder library missing, output folder\n"
-	       "  not writable).\n"
+	       "  usage error (or a bad value of a variable below), 126 when prog cannot be\n"
+	       "  executed, 127 when it is not found, 1 when msmemscope itself fails\n"
+	       "  (recorder library missing, output folder not writable).\n"
 	       "\n"
 	       "Environment:\n"
 	       "  MSMEMSCOPE_HOOKS      the recorder library to preload. Default: the one in\n"
 	       "                        the build tree when msmemscope runs from there, else\n"
 	       "                        %s\n"
+	       "  MSMEMSCOPE_LOG_LIMIT, MSMEMSCOPE_CLOCK, MSMEMSCOPE_LOG_THREAD,\n"
+	       "  MSMEMSCOPE_UNWIND, MSMEMSCOPE_UNWIND_CHECK\n"
+	       "                        the recorder's settings without an option: passed\n"
+	       "                        on to prog, checked first (see the recorder's\n"
+	       "                        documentation, recorder.md).\n"
 	       "\n"
 	       "Examples:\n"
 	       "  %s ./infer 5\n"

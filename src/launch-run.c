@@ -122,20 +122,26 @@ static int mkdir_p(const char *path)
 	return ret;
 }
 
+char *output_create(const char *output)
+{
+	char *abs;
+	int err = mkdir_p(output);
+
+	if (err)
+		die(1, "cannot create the output folder %s: %s", output, strerror(-err));
+	abs = realpath(output, NULL);
+	if (!abs)
+		die(1, "%s: %s", output, strerror(errno));
+	return abs;
+}
+
 /* Creates {output}/msmemscope_{PID}_{timestamp}/ (never an existing one). */
 void run_create(struct run *run, const char *output)
 {
-	char stamp[32], *absout, *name;
+	char stamp[32], *absout = output_create(output), *name;
 	time_t now = time(NULL);
 	struct tm tm;
-	int err;
 
-	err = mkdir_p(output);
-	if (err)
-		die(1, "cannot create the output folder %s: %s", output, strerror(-err));
-	absout = realpath(output, NULL);
-	if (!absout)
-		die(1, "%s: %s", output, strerror(errno));
 	localtime_r(&now, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%d%H%M%S", &tm);
 	name = xasprintf("msmemscope_%ld_%s", (long)getpid(), stamp);
@@ -150,56 +156,96 @@ void run_create(struct run *run, const char *output)
 	free(name);
 }
 
-/* Sets the environment the recorder reads; the child inherits it. */
-void env_setup(const struct run *run, const struct opts *o)
+char *env_config(const struct opts *o)
 {
-	static const struct {
-		unsigned bit;
-		const char *name;
-	} ev_names[] = { { EV_ALLOC, "alloc" }, { EV_FREE, "free" }, { EV_LAUNCH, "launch" }, { EV_ACCESS, "access" } };
-	const char *old = getenv("LD_PRELOAD"), *nvtx = getenv("NVTX_INJECTION64_PATH");
-	char events[64] = "", steps[STEPS_MAX * 12] = "", *preload, *config;
+	mms_config_error_t err = { .expected = "" };
+	mms_config_t rec = o->rec;
+	size_t len = mms_config_format(&rec, NULL, 0);
+	char *config = xmalloc(len + 1);
+	mms_config_t check;
+
+	rec.log_level = (int)o->log_level;
+	mms_config_format(&rec, config, len + 1);
+	/* What the recorder will read: this text, and the variables of single
+	 * keys that the program inherits. A bad one is refused now rather than
+	 * ignored by the recorder with a warning in the program's stderr. */
+	if (mms_config_getenv(&check, config, &err))
+		die(CLI_EXIT_USAGE, "%s=%s in the environment: expected %s; correct it or unset it", err.source,
+		    err.value, err.expected);
+	return config;
+}
+
+/* The variables the program gets, and how each meets a value the
+ * environment holds already. */
+enum env_how {
+	ENV_SET,     /* replaces it */
+	ENV_PREPEND, /* goes first in the list, before it (LD_PRELOAD: ':') */
+	ENV_DEFAULT, /* only when it is unset or empty: another tool's stays */
+};
+struct env_var {
+	const char *name;
+	const char *value;
+	enum env_how how;
+};
+
+/* Fills vars (4 entries) and returns how many there are. */
+static size_t env_vars(struct env_var *vars, const char *hooks, const char *log_dir, const char *config)
+{
 	size_t n = 0;
-	bool nvtx_other;
 
 	/* ld.so splits LD_PRELOAD at spaces and colons. */
-	if (strpbrk(run->hooks, " :"))
+	if (strpbrk(hooks, " :"))
 		die(1,
 		    "%s: the recorder's path holds a space or a colon, which LD_PRELOAD cannot carry; "
 		    "set MSMEMSCOPE_HOOKS to a copy elsewhere",
-		    run->hooks);
-	preload = old && *old ? xasprintf("%s:%s", run->hooks, old) : xasprintf("%s", run->hooks);
-
-	for (size_t i = 0; i < sizeof(ev_names) / sizeof(ev_names[0]); i++)
-		if (o->events & ev_names[i].bit)
-			n += (size_t)snprintf(events + n, sizeof(events) - n, "%s%s", n ? "," : "", ev_names[i].name);
-	n = 0;
-	for (unsigned i = 0; i < o->nsteps; i++)
-		n += (size_t)snprintf(steps + n, sizeof(steps) - n, "%s%u", i ? "," : "", o->steps[i]);
-	config = xasprintf("call_stack=%u;events=%s;collect=%s;%s%s%sfollow_exec=%d;log_level=%s%s%s%s", o->call_stack,
-			   events, o->deferred ? "deferred" : "immediate", o->nsteps ? "steps=" : "", steps,
-			   o->nsteps ? ";" : "", o->follow_exec, log_level_names[o->log_level],
-			   o->freeres ? "" : ";freeres=0", o->watch ? ";watch=" : "", o->watch ? o->watch : "");
-
-	if (setenv("LD_PRELOAD", preload, 1) < 0 || setenv("MSMEMSCOPE_LOG_DIR", run->dir, 1) < 0 ||
-	    setenv("MSMEMSCOPE_CONFIG", config, 1) < 0)
-		die(1, "cannot set the environment: %s", strerror(errno));
+		    hooks);
+	vars[n++] = (struct env_var){ "LD_PRELOAD", hooks, ENV_PREPEND };
+	if (log_dir)
+		vars[n++] = (struct env_var){ "MSMEMSCOPE_LOG_DIR", log_dir, ENV_SET };
+	vars[n++] = (struct env_var){ "MSMEMSCOPE_CONFIG", config, ENV_SET };
 	/* NVTX loads the library this names at the program's first NVTX
 	 * call: the recorder, preloaded already, then gets its ranges
 	 * (hooks/nvtx.c). A tool the user named keeps them. */
-	nvtx_other = nvtx && *nvtx && strcmp(nvtx, run->hooks);
-	if (!nvtx_other && setenv("NVTX_INJECTION64_PATH", run->hooks, 1) < 0)
-		die(1, "cannot set the environment: %s", strerror(errno));
-	note("recording into %s", run->dir);
-	note("LD_PRELOAD=%s", preload);
-	note("MSMEMSCOPE_CONFIG=%s", config);
-	if (nvtx_other)
-		note("NVTX_INJECTION64_PATH=%s was set already: left alone, so NVTX ranges go to that library, "
-		     "not to msmemscope", nvtx);
-	else
-		note("NVTX_INJECTION64_PATH=%s", run->hooks);
-	free(preload);
-	free(config);
+	vars[n++] = (struct env_var){ "NVTX_INJECTION64_PATH", hooks, ENV_DEFAULT };
+	return n;
+}
+
+void env_setup(const char *hooks, const char *log_dir, const char *config)
+{
+	struct env_var vars[4];
+	size_t n = env_vars(vars, hooks, log_dir, config);
+
+	if (log_dir)
+		note("recording into %s", log_dir);
+	for (size_t i = 0; i < n; i++) {
+		const char *old = getenv(vars[i].name);
+		char *value = NULL;
+		int rc = 0;
+
+		switch (vars[i].how) {
+		case ENV_SET:
+			rc = setenv(vars[i].name, vars[i].value, 1);
+			break;
+		case ENV_PREPEND:
+			value = old && *old ? xasprintf("%s:%s", vars[i].value, old) : xstrdup(vars[i].value);
+			rc = setenv(vars[i].name, value, 1);
+			break;
+		case ENV_DEFAULT:
+			if (old && *old && strcmp(old, vars[i].value)) {
+				note("%s=%s was set already: left alone%s", vars[i].name, old,
+				     strcmp(vars[i].name, "NVTX_INJECTION64_PATH")
+					     ? ""
+					     : ", so NVTX ranges go to that library, not to msmemscope");
+				continue;
+			}
+			rc = setenv(vars[i].name, vars[i].value, 1);
+			break;
+		}
+		if (rc < 0)
+			die(1, "cannot set the environment: %s", strerror(errno));
+		note("%s=%s", vars[i].name, value ? value : vars[i].value);
+		free(value);
+	}
 }
 
 /* ---- running the program ---- */

@@ -7,43 +7,30 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "msmemscope-config.h"
+
 #define HOOKS_SO "libmsmemscope-hooks.so"
-#define STEPS_MAX 5
 
-enum event_bit {
-	EV_ALLOC = 1u << 0,
-	EV_FREE = 1u << 1,
-	EV_LAUNCH = 1u << 2,
-	EV_ACCESS = 1u << 3,
-};
-
-enum log_level { LOG_INFO, LOG_WARN, LOG_ERROR };
-
-/* The names of enum log_level, as --log-level and MSMEMSCOPE_CONFIG spell them. */
-extern const char *const log_level_names[];
+/* As --log-level and the configuration's log_level (enum mms_config_log_level). */
+enum log_level { LOG_INFO = MMS_CONFIG_LOG_INFO, LOG_WARN = MMS_CONFIG_LOG_WARN, LOG_ERROR = MMS_CONFIG_LOG_ERROR };
 
 struct opts {
-	unsigned events;     /* enum event_bit */
+	/* The recording options: the configuration written into
+	 * MSMEMSCOPE_CONFIG (msmemscope-config.h). */
+	mms_config_t rec;
 	bool events_set;     /* --events given */
-	unsigned call_stack; /* C frames per event, 0 = none */
-	bool deferred;
-	unsigned steps[STEPS_MAX];
-	unsigned nsteps; /* 0: all steps */
 	char *output;    /* allocated */
 	enum log_level log_level;
 	bool record_only; /* --analysis= */
 	unsigned analyses; /* --analysis: mask over an_defs (analysis.h) */
 	bool analyses_set;
 	char *suppressions; /* --suppressions: LeakSanitizer-format file for leaks (allocated) */
-	bool follow_exec;
-	bool freeres;
 	bool show_runtime; /* --show-runtime: leaks lists what the runtimes keep */
 	const char *data_format; /* --data-format: "csv", "db", or NULL for none */
 	bool compare;        /* --compare: compare input[0] with input[1], run nothing */
 	char *input[2];      /* --input, allocated */
 	int level;           /* --level: enum mms_compare_level */
 	bool level_set;
-	char *watch; /* --watch, normalized ("START:out0,END,full-content"), or NULL */
 	char **argv; /* the program and its arguments */
 };
 
@@ -70,8 +57,19 @@ void opts_free(struct opts *o);
 
 /* launch-run.c */
 char *find_hooks(void);
+/* Creates the folder output where missing (mode 0750) and returns its
+ * absolute path (malloc'd); exits 1 saying why it cannot. */
+char *output_create(const char *output);
 void run_create(struct run *run, const char *output);
-void env_setup(const struct run *run, const struct opts *o);
+/* The configuration o records with, as MSMEMSCOPE_CONFIG text (malloc'd),
+ * read back with the variables of single keys in the environment as the
+ * recorder will read it: exits 2 naming a bad value, before anything is
+ * created or run. */
+char *env_config(const struct opts *o);
+/* Sets the environment the recorder reads (config from env_config(),
+ * logs into log_dir); the program inherits it. */
+void env_setup(const char *hooks, const char *log_dir, const char *config);
+
 /* 0 when prog can be run and recorded; otherwise says why on stderr and
  * returns the exit status to leave with (127 not found, 126 not runnable,
  * 1 not recordable: static, set-user-ID). */

@@ -33,6 +33,7 @@ int main(int argc, char **argv)
 {
 	struct opts o;
 	struct run run = { 0 };
+	char *config;
 	int status, ret;
 	pid_t pid;
 
@@ -54,8 +55,10 @@ int main(int argc, char **argv)
 		return ret;
 	}
 	run.hooks = find_hooks();
+	config = env_config(&o);
 	run_create(&run, o.output);
-	env_setup(&run, &o);
+	env_setup(run.hooks, run.dir, config);
+	free(config);
 
 	pid = run_program(&run, o.argv, &status);
 	if (WIFSIGNALED(status)) {

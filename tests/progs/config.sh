@@ -1,0 +1,63 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# config.sh: the recording configuration end to end: what the launcher
+# writes is what the recorder keeps in the log and mms_log_config() reads
+# back; the variables of single keys win over MSMEMSCOPE_CONFIG; a
+# configuration written by hand with an unknown key and a bad value runs
+# the program as it runs natively and says what it skipped on stderr; the
+# launcher refuses a bad variable before anything runs.
+. "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
+
+check=$MMS_PROGS/configcheck
+[ -x "$check" ] || fail "tests/progs/configcheck is not built"
+prog=$MMS_PROGS/threads8
+
+# The launcher's options, through MSMEMSCOPE_CONFIG into the log.
+"$MMS_LAUNCHER" --analysis= --call-stack=c:12 --steps=1，3 --collect-mode=deferred --no-freeres \
+	--watch=a:out2,b --output=out -- "$prog" 1 100 1 >run.out 2>run.err ||
+	fail "msmemscope exited $?: $(cat run.err)"
+set -- out/msmemscope_*/memscope_*.mms
+[ -f "$1" ] || fail "the launcher left no log: $(ls -R out)"
+"$check" "$1" >cfg.txt || fail "configcheck exited $?: $(cat cfg.txt)"
+expect_eq "the configuration the launcher's log keeps" "$(head -1 cfg.txt)" \
+	"config=call_stack=12;events=alloc,free,launch;collect=deferred;steps=1,3;follow_exec=1;log_level=warn;freeres=0;watch=a:out2,b unknown=0 bad=0"
+expect_eq "the header of the launcher's log" "$(tail -1 cfg.txt)" "clock=tsc depth=12"
+
+# The variables of single keys win, and are kept in the log too.
+MSMEMSCOPE_CONFIG="call_stack=4;log_limit=8M;clock=tsc" MSMEMSCOPE_LOG_LIMIT=4M MSMEMSCOPE_CLOCK=counter \
+	record vars.mms "$prog" 1 100 1 >vars.out 2>vars.err || fail "threads8 exited $?: $(cat vars.err)"
+[ -s vars.err ] && fail "a valid configuration made the recorder say something: $(cat vars.err)"
+"$check" vars.mms >cfg.txt || fail "configcheck exited $?"
+expect_eq "the configuration with variables" "$(head -1 cfg.txt)" \
+	"config=call_stack=4;events=alloc,free,launch;collect=immediate;follow_exec=1;log_level=warn;log_limit=4M;clock=counter unknown=0 bad=0"
+expect_eq "the header with variables" "$(tail -1 cfg.txt)" "clock=counter depth=4"
+
+# Written by hand: an unknown key and a bad value are skipped, and said.
+"$prog" 2 1000 2 >native.out || fail "threads8 exited $? on its own"
+MSMEMSCOPE_CONFIG="call_stack=6;colour=blue;follow_exec=maybe" record hand.mms "$prog" 2 1000 2 \
+	>hand.out 2>hand.err || fail "threads8 exited $? with a hand-written configuration: $(cat hand.err)"
+cmp -s native.out hand.out || fail "threads8 printed something else with a hand-written configuration"
+grep -q "^msmemscope: warning: MSMEMSCOPE_CONFIG: follow_exec=maybe: expected 0 or 1; ignored$" hand.err ||
+	fail "no warning for the bad value: $(cat hand.err)"
+grep -q "^msmemscope: warning: MSMEMSCOPE_CONFIG: colour: not a key of this recorder; ignored$" hand.err ||
+	fail "no warning for the unknown key: $(cat hand.err)"
+expect_eq "lines on stderr for a hand-written configuration" "$(wc -l <hand.err)" 2
+"$check" hand.mms >cfg.txt || fail "configcheck exited $?"
+expect_eq "the configuration kept for a hand-written one" "$(head -1 cfg.txt)" \
+	"config=call_stack=6;events=alloc,free,launch;collect=immediate;follow_exec=1;log_level=warn unknown=0 bad=0"
+MSMEMSCOPE_CONFIG="log_level=error;colour=blue;follow_exec=maybe" record quiet.mms "$prog" 1 10 1 \
+	>/dev/null 2>quiet.err || fail "threads8 exited $?"
+[ -s quiet.err ] && fail "log_level=error did not keep the recorder quiet: $(cat quiet.err)"
+note "the recorder skips an unknown key and a bad value, and says so unless log_level=error"
+
+# The launcher refuses a bad variable before anything is made or run.
+for bad in MSMEMSCOPE_LOG_LIMIT=12Q MSMEMSCOPE_CLOCK=hpet MSMEMSCOPE_UNWIND_CHECK=9; do
+	st=0
+	env "$bad" "$MMS_LAUNCHER" --output=bad -- "$prog" 1 10 1 >bad.out 2>bad.err || st=$?
+	expect_eq "exit status with $bad" "$st" 2
+	grep -q "^msmemscope: $bad in the environment: expected .*; correct it or unset it$" bad.err ||
+		fail "no message naming $bad: $(cat bad.err)"
+	[ ! -e bad ] || fail "$bad left an output folder"
+done
+note "the launcher refuses a bad MSMEMSCOPE_LOG_LIMIT, MSMEMSCOPE_CLOCK, MSMEMSCOPE_UNWIND_CHECK"
+exit 0
