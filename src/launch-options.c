@@ -271,6 +271,11 @@ static const char *parse_no_freeres(struct opts *o, char *value)
 	return NULL;
 }
 
+static const char *parse_print_env(struct opts *o, char *value)
+{
+	o->print_env = true;
+	return NULL;
+}
 
 static void print_help(void);
 
@@ -302,6 +307,7 @@ static const struct opt_def opt_defs[] = {
 	{ "--watch", true, parse_watch },
 	{ "--no-follow-exec", false, parse_no_follow_exec },
 	{ "--no-freeres", false, parse_no_freeres },
+	{ "--print-env", false, parse_print_env },
 	{ "--show-runtime", false, parse_show_runtime },
 	{ "--help", false, parse_help },
 	{ "--version", false, parse_version },
@@ -330,9 +336,10 @@ __attribute__((noreturn)) static void unknown_option(const char *arg)
  * option: that is the program. Exits 2 on a usage error. */
 void parse_args(int argc, char **argv, struct opts *o)
 {
-	/* The first option that is about a recording, for --compare to refuse:
-	 * it runs no program, so it would go unused without a word. */
-	const char *record_opt = NULL;
+	/* The first option that is about a recording, for --compare to refuse,
+	 * and the first about reports, for --print-env to refuse: neither runs
+	 * a program, so they would go unused without a word. */
+	const char *record_opt = NULL, *report_opt = NULL;
 	int i;
 
 	*o = (struct opts){
@@ -365,6 +372,11 @@ void parse_args(int argc, char **argv, struct opts *o)
 		if (!record_opt && strcmp(def->name, "--compare") && strcmp(def->name, "--input") &&
 		    strcmp(def->name, "--level") && strcmp(def->name, "--output") && strcmp(def->name, "--log-level"))
 			record_opt = def->name;
+		if (!report_opt && (!strcmp(def->name, "--analysis") || !strcmp(def->name, "--suppressions") ||
+				    !strcmp(def->name, "--data-format") || !strcmp(def->name, "--show-runtime") ||
+				    !strcmp(def->name, "--compare") || !strcmp(def->name, "--input") ||
+				    !strcmp(def->name, "--level")))
+			report_opt = def->name;
 		/* List values are cut up in a copy, so messages quote them whole. */
 		copy = value ? xstrdup(value) : NULL;
 		bad = def->parse(o, copy);
@@ -395,6 +407,16 @@ void parse_args(int argc, char **argv, struct opts *o)
 	/* --watch needs the launches. */
 	if (o->rec.watch.on)
 		o->rec.events |= MMS_CONFIG_EV_LAUNCH;
+	if (o->print_env) {
+		/* --print-env runs no program: it prints its environment. */
+		if (i < argc)
+			die_usage("--print-env runs no program; '%s' is one argument too many", argv[i]);
+		if (report_opt)
+			die_usage("--print-env runs no program, so %s does not go with it (run msmemscope-replay on "
+				  "the logs afterwards)",
+				  report_opt);
+		return;
+	}
 	if (o->input[0] || o->level_set)
 		die_usage("%s goes with --compare", o->input[0] ? "--input" : "--level");
 	if (i >= argc)
@@ -428,6 +450,7 @@ static void print_help(void)
 {
 	printf("Usage: %s [options] [--] prog [args...]\n"
 	       "       %s --compare --input=BASE,COMPARE [--level=op|kernel] [--output=DIR]\n"
+	       "       %s --print-env [recording options] [--output=DIR]\n"
 	       "\n"
 	       "Runs prog with the msmemscope recorder preloaded, which writes every memory\n"
 	       "event of prog (malloc family, mmap family, the msmemscope.h annotations) to an\n"
@@ -486,7 +509,7 @@ static void print_help(void)
 	       "                        db (SQLite, dump/memscope_dump_{time}.db) in the run\n"
 	       "                        folder. See msmemscope-replay(1), --export.\n"
 	       "\n",
-	       cli_progname, cli_progname, OUTPUT_DEFAULT);
+	       cli_progname, cli_progname, cli_progname, OUTPUT_DEFAULT);
 	printf("Analyses (--analysis):\n");
 	an_print_help(stdout);
 	printf("  Their files go into the run folder. The analyses' own options (--buckets,\n"
@@ -502,6 +525,15 @@ static void print_help(void)
 	       "                        DIR/compare/memory_compare_{time}.csv (DIR: --output)\n"
 	       "                        and print the largest differences. For two steps of\n"
 	       "                        one log: msmemscope-replay LOG --compare-steps N,M.\n"
+	       "\n"
+	       "Environment (runs no program):\n"
+	       "  --print-env           print the environment msmemscope would give prog\n"
+	       "                        with the recording options given, as shell commands\n"
+	       "                        (export NAME=WORD, keeping an LD_PRELOAD already set\n"
+	       "                        after the recorder), for a program started another\n"
+	       "                        way: memscope.gdb's exec-wrapper, or a script's\n"
+	       "                        eval \"$(msmemscope --print-env --call-stack=c:16)\".\n"
+	       "                        The logs go into DIR itself (--output, created).\n"
 	       "\n"
 	       "  -h, --help            show this help and exit\n"
 	       "  -v, --version         show the version and exit\n"

@@ -176,7 +176,7 @@ char *env_config(const struct opts *o)
 }
 
 /* The variables the program gets, and how each meets a value the
- * environment holds already. */
+ * environment holds already. One table for env_setup() and env_print(). */
 enum env_how {
 	ENV_SET,     /* replaces it */
 	ENV_PREPEND, /* goes first in the list, before it (LD_PRELOAD: ':') */
@@ -245,6 +245,55 @@ void env_setup(const char *hooks, const char *log_dir, const char *config)
 			die(1, "cannot set the environment: %s", strerror(errno));
 		note("%s=%s", vars[i].name, value ? value : vars[i].value);
 		free(value);
+	}
+}
+
+/* s as one word of a POSIX shell: in single quotes, a ' as '\''. */
+static void sh_quote(FILE *f, const char *s)
+{
+	fputc('\'', f);
+	for (; *s; s++)
+		if (*s == '\'')
+			fputs("'\\''", f);
+		else
+			fputc(*s, f);
+	fputc('\'', f);
+}
+
+/* s inside a shell's double quotes: \, ", $ and ` escaped. */
+static void sh_dquote(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (strchr("\\\"$`", *s))
+			fputc('\\', f);
+		fputc(*s, f);
+	}
+}
+
+void env_print(const char *hooks, const char *log_dir, const char *config)
+{
+	struct env_var vars[4];
+	size_t n = env_vars(vars, hooks, log_dir, config);
+
+	for (size_t i = 0; i < n; i++) {
+		const char *name = vars[i].name;
+
+		printf("export %s=", name);
+		switch (vars[i].how) {
+		case ENV_SET:
+			sh_quote(stdout, vars[i].value);
+			break;
+		case ENV_PREPEND:
+			sh_quote(stdout, vars[i].value);
+			printf("${%s:+:\"$%s\"}", name, name);
+			break;
+		case ENV_DEFAULT:
+			printf("\"${%s:-", name);
+			sh_dquote(stdout, vars[i].value);
+			fputs("}\"", stdout);
+			break;
+		}
+		putchar('\n');
 	}
 }
 

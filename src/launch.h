@@ -28,6 +28,7 @@ struct opts {
 	bool show_runtime; /* --show-runtime: leaks lists what the runtimes keep */
 	const char *data_format; /* --data-format: "csv", "db", or NULL for none */
 	bool compare;        /* --compare: compare input[0] with input[1], run nothing */
+	bool print_env;      /* --print-env: print the program's environment, run nothing */
 	char *input[2];      /* --input, allocated */
 	int level;           /* --level: enum mms_compare_level */
 	bool level_set;
@@ -69,7 +70,11 @@ char *env_config(const struct opts *o);
 /* Sets the environment the recorder reads (config from env_config(),
  * logs into log_dir); the program inherits it. */
 void env_setup(const char *hooks, const char *log_dir, const char *config);
-
+/* --print-env: prints the same as shell commands, for a program started
+ * by someone else (gdb's exec-wrapper, a script): `export NAME=WORD', one
+ * a line, where WORD keeps what the environment they run in already holds
+ * as env_setup() would. log_dir NULL: none. */
+void env_print(const char *hooks, const char *log_dir, const char *config);
 /* 0 when prog can be run and recorded; otherwise says why on stderr and
  * returns the exit status to leave with (127 not found, 126 not runnable,
  * 1 not recordable: static, set-user-ID). */

@@ -49,6 +49,22 @@ int main(int argc, char **argv)
 		opts_free(&o);
 		return ret;
 	}
+	if (o.print_env) {
+		/* The environment of a run, for someone else to start the
+		 * program in (memscope.gdb's exec-wrapper, a script). */
+		char *dir;
+
+		run.hooks = find_hooks();
+		config = env_config(&o);
+		dir = output_create(o.output);
+		env_print(run.hooks, dir, config);
+		ret = fflush(stdout) || ferror(stdout) ? CLI_EXIT_FAILURE : 0;
+		free(dir);
+		free(config);
+		free(run.hooks);
+		opts_free(&o);
+		return ret;
+	}
 	ret = check_program(o.argv[0]);
 	if (ret) {
 		opts_free(&o);

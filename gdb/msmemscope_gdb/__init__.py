@@ -11,15 +11,15 @@ from . import commands, leaks, session, watch
 _session = None
 
 
-def setup(hooks, replay_lib, replay_cli):
+def setup(hooks, replay_lib, replay_cli, launcher):
     """Called once by memscope.gdb with the paths of the recorder, the
-    replay library and msmemscope-replay, build tree or installed.
-    Sourcing memscope.gdb again keeps the first session."""
+    replay library, msmemscope-replay and msmemscope, build tree or
+    installed. Sourcing memscope.gdb again keeps the first session."""
     global _session
     if _session is not None:
         return _session
     try:
-        s = session.Session(hooks, replay_lib, replay_cli)
+        s = session.Session(hooks, replay_lib, replay_cli, launcher)
         s.start()
     except OSError as e:
         raise gdb.GdbError("memscope: cannot load %s: %s" % (replay_lib, e))
@@ -38,7 +38,8 @@ def setup(hooks, replay_lib, replay_cli):
     commands.InfoCommand(s)
     commands.BlockCommand(s)
     commands.BreakCommand(s)
-    gdb.write("memscope: the program will run with the msmemscope recorder; its logs go to %s/.\n"
-              "memscope: `help memscope' lists the commands.\n" % s.log_dir)
+    if s.recording:
+        gdb.write("memscope: the program will run with the msmemscope recorder; its logs go to %s/.\n" % s.log_dir)
+    gdb.write("memscope: `help memscope' lists the commands.\n")
     _session = s
     return s

@@ -91,9 +91,9 @@ class InfoCommand(Command):
 
 Usage: memscope info
 
-Prints the log's path, the events recorded so far, the current step and
-operator, the live blocks and bytes and the peak so far, and the watches
-and breaks set."""
+Prints the log's path and the configuration it is recorded with, the
+events recorded so far, the current step and operator, the live blocks
+and bytes and the peak so far, and the watches and breaks set."""
 
     def __init__(self, session):
         super().__init__("memscope info", gdb.COMMAND_DATA)
@@ -108,6 +108,8 @@ and breaks set."""
             info = log.info()
             w = r.where()
             gdb.write("memscope: log %s (%s), process %d\n" % (log.path, fmt.human_bytes(info.file_size), info.pid))
+            config = log.config()
+            gdb.write("  recorded with: %s\n" % (config[1] if config else "(the log keeps no configuration)"))
             gdb.write("  events so far: %d; operator launches: %d\n" % (info.events, w.op_launches))
             if w.step == 0:
                 step = "no step marked so far"

@@ -65,6 +65,23 @@ class Where(ctypes.Structure):
                 ("unmatched_frees", u64), ("double_allocs", u64), ("double_frees", u64), ("invalid_frees", u64)]
 
 
+CONFIG_STEPS_MAX, CONFIG_NAME_MAX = 5, 64
+
+
+class ConfigWatch(ctypes.Structure):
+    _fields_ = [("on", c_int), ("full_content", c_int), ("out", c_int), ("start", ctypes.c_char * CONFIG_NAME_MAX),
+                ("end", ctypes.c_char * CONFIG_NAME_MAX)]
+
+
+class Config(ctypes.Structure):
+    """mms_config_t (include/msmemscope-config.h): the recording
+    configuration a log keeps."""
+    _fields_ = [("call_stack", u32), ("events", u32), ("deferred", c_int), ("nsteps", u32),
+                ("steps", u32 * CONFIG_STEPS_MAX), ("follow_exec", c_int), ("log_level", c_int), ("freeres", c_int),
+                ("watch", ConfigWatch), ("log_limit", u64), ("clock", c_int), ("log_thread", c_int),
+                ("unwind", c_int), ("unwind_check", c_int), ("unknown", u32), ("bad", u32)]
+
+
 PROGRESS_FN = ctypes.CFUNCTYPE(c_int, c_void_p, u64, u64)
 
 
@@ -106,6 +123,8 @@ def load(path):
         "mms_log_get_info": (None, [c_void_p, P(LogInfo)]),
         "mms_log_stack": (c_int, [c_void_p, u32, P(u64), c_size_t]),
         "mms_log_thread": (c_int, [c_void_p, u32, P(u64), P(c_char_p)]),
+        "mms_log_config": (c_int, [c_void_p, P(Config)]),
+        "mms_config_format": (c_size_t, [P(Config), c_char_p, c_size_t]),
         "mms_replay_open_ex": (c_int, [c_void_p, P(ReplayOptions), P(c_void_p)]),
         "mms_replay_close": (None, [c_void_p]),
         "mms_replay_seek": (c_int, [c_void_p, u64]),
@@ -177,6 +196,17 @@ class Log:
         info = LogInfo()
         _lib.mms_log_get_info(self.h, ctypes.byref(info))
         return info
+
+    def config(self):
+        """(Config, text) of the recording configuration the log keeps,
+        the text as the library writes it (MSMEMSCOPE_CONFIG's form); None
+        when the log keeps none (cut before the recorder wrote it)."""
+        cfg = Config()
+        if _lib.mms_log_config(self.h, ctypes.byref(cfg)):
+            return None
+        buf = ctypes.create_string_buffer(1024)
+        _lib.mms_config_format(ctypes.byref(cfg), buf, len(buf))
+        return cfg, text(buf.value)
 
     def thread(self, index):
         """(tid, name or None) of thread number index in the log."""

@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: MIT
-"""session: what one gdb session of memscope holds: where the recorder and
-the replay library are, the folder the program's logs go to, the watches
-and breaks gdb armed in the program, and the internal breakpoint on
-msmemscope_gdb_stopped() with the report printed when it stops."""
+"""session: what one gdb session of memscope holds: where the recorder,
+the launcher and the replay library are, the folder the program's logs go
+to, the watches and breaks gdb armed in the program, and the internal
+breakpoint on msmemscope_gdb_stopped() with the report printed when it
+stops."""
 
 import contextlib
 import os
 import shlex
+import subprocess
 import tempfile
 import time
 
@@ -79,10 +81,12 @@ class Watch:
 
 
 class Session:
-    def __init__(self, hooks, replay_lib, replay_cli):
+    def __init__(self, hooks, replay_lib, replay_cli, launcher):
         self.hooks = hooks
         self.replay_lib = replay_lib
         self.replay_cli = replay_cli
+        self.launcher = launcher
+        self.recording = False    # the exec-wrapper preloads the recorder
         self.depth = 12           # frames per stack (set memscope depth)
         self.top = 20             # loss records and launches printed (set memscope top)
         self.log_dir = None
@@ -99,28 +103,46 @@ class Session:
         """Prepares the folder for the logs, the exec-wrapper that preloads
         the recorder into the program only, and the event handlers."""
         replaylib.load(self.replay_lib)
-        if not os.path.exists(self.hooks):
-            gdb.write("memscope: warning: the recorder %s does not exist (not built or installed?); the program "
-                      "will run without it.\n" % self.hooks)
         self.log_dir = self._make_log_dir()
-        # gdb runs the wrapper with the shell, in the program's environment:
-        # an LD_PRELOAD of the program's is kept after ours, and its own
-        # MSMEMSCOPE_CONFIG (gdb's, or `set environment') replaces ours,
-        # which asks for the allocation stacks the commands print. NVTX
-        # loads the recorder as its injection library (NVTX ranges become
-        # operator launches and steps) unless the program's environment
-        # names another tool.
-        env = ["env", "LD_PRELOAD=" + shlex.quote(self.hooks) + '${LD_PRELOAD:+:"$LD_PRELOAD"}',
-               "MSMEMSCOPE_LOG_DIR=" + shlex.quote(self.log_dir),
-               'MSMEMSCOPE_CONFIG="${MSMEMSCOPE_CONFIG:-call_stack=32}"',
-               'NVTX_INJECTION64_PATH="${NVTX_INJECTION64_PATH:-%s}"' % _dquote(self.hooks)]
-        gdb.execute("set exec-wrapper " + " ".join(env))
+        env = self._recorder_env()
+        if env is not None:
+            gdb.execute("set exec-wrapper env " + " ".join(env))
+            self.recording = True
         gdb.events.new_objfile.connect(self._on_new_objfile)
         gdb.events.stop.connect(self._on_stop)
         gdb.events.exited.connect(self._on_exited)
         for objfile in gdb.objfiles():
             if os.path.basename(objfile.filename) == HOOKS_NAME:
                 self._hooks_loaded()
+
+    def _recorder_env(self):
+        """The program's environment, as `NAME=WORD' arguments of env, from
+        the launcher itself (msmemscope --print-env), which gdb runs with
+        the shell in the program's environment: an LD_PRELOAD of the
+        program's is kept after ours, and an NVTX_INJECTION64_PATH naming
+        another tool stays. gdb's own rule on top: stacks of 32 frames,
+        which the commands print, unless the program's environment (gdb's,
+        or `set environment') has a MSMEMSCOPE_CONFIG of its own. None
+        when the launcher cannot say: the program then runs without the
+        recorder."""
+        cmd = [self.launcher, "--print-env", "--call-stack=c:32", "--output=" + self.log_dir]
+        try:
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                               env=dict(os.environ, MSMEMSCOPE_HOOKS=self.hooks))
+            why = (p.stderr.decode("utf-8", "replace").strip() or "%s exited %d" % (self.launcher, p.returncode)
+                   if p.returncode else None)
+        except OSError as e:
+            p, why = None, "cannot run %s: %s" % (self.launcher, e)
+        if why:
+            gdb.write("memscope: warning: %s\nmemscope: the program will run without the recorder.\n" % why)
+            return None
+        env = []
+        for line in p.stdout.decode("utf-8", "surrogateescape").splitlines():
+            name, _, word = line[len("export "):].partition("=")
+            if name == "MSMEMSCOPE_CONFIG":
+                word = '"${MSMEMSCOPE_CONFIG:-%s}"' % _dquote(shlex.split(word)[0])
+            env.append(name + "=" + word)
+        return env
 
     def _make_log_dir(self):
         """memscopeDumpResults/gdb_{pid}_{time} in the current folder, as

@@ -5,7 +5,8 @@
 # back; the variables of single keys win over MSMEMSCOPE_CONFIG; a
 # configuration written by hand with an unknown key and a bad value runs
 # the program as it runs natively and says what it skipped on stderr; the
-# launcher refuses a bad variable before anything runs.
+# launcher refuses a bad variable before anything runs; --print-env prints
+# the environment it would set.
 . "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
 
 check=$MMS_PROGS/configcheck
@@ -60,4 +61,36 @@ for bad in MSMEMSCOPE_LOG_LIMIT=12Q MSMEMSCOPE_CLOCK=hpet MSMEMSCOPE_UNWIND_CHEC
 	[ ! -e bad ] || fail "$bad left an output folder"
 done
 note "the launcher refuses a bad MSMEMSCOPE_LOG_LIMIT, MSMEMSCOPE_CLOCK, MSMEMSCOPE_UNWIND_CHECK"
+
+# --print-env: the environment of a run as shell commands, which keep an
+# LD_PRELOAD already set (after the recorder) and another tool's NVTX
+# library, as the launcher does; a program started in it is recorded
+# into --output's folder itself.
+"$MMS_LAUNCHER" --print-env --call-stack=c:8 --output=pe >env.sh 2>env.err ||
+	fail "msmemscope --print-env exited $?: $(cat env.err)"
+expect_eq "lines of --print-env" "$(wc -l <env.sh)" 4
+[ -d pe ] || fail "--print-env did not make the --output folder"
+hooks=$(realpath "$MMS_HOOKS")
+sh -c 'e=$(cat env.sh)
+	LD_PRELOAD=/nonexistent/first.so; NVTX_INJECTION64_PATH=/nonexistent/tool.so; export LD_PRELOAD NVTX_INJECTION64_PATH
+	eval "$e"
+	printf "%s\n" "$LD_PRELOAD" "$MSMEMSCOPE_LOG_DIR" "$MSMEMSCOPE_CONFIG" "$NVTX_INJECTION64_PATH"' >env.out ||
+	fail "the shell could not evaluate what --print-env printed: $(cat env.sh)"
+expect_eq "the environment --print-env gives" "$(cat env.out)" "$hooks:/nonexistent/first.so
+$PWD/pe
+call_stack=8;events=alloc,free,launch;collect=immediate;follow_exec=1;log_level=warn
+/nonexistent/tool.so"
+sh -c 'unset LD_PRELOAD NVTX_INJECTION64_PATH; eval "$(cat env.sh)"; exec "$0" 1 100 1' "$prog" >/dev/null 2>pe.err ||
+	fail "threads8 in the environment of --print-env exited $?: $(cat pe.err)"
+set -- pe/memscope_*.mms
+[ $# = 1 ] && [ -f "$1" ] || fail "a program in the environment of --print-env left no log in pe/: $(ls pe)"
+"$check" "$1" >cfg.txt || fail "configcheck exited $?"
+expect_eq "the header of the --print-env run" "$(tail -1 cfg.txt)" "clock=tsc depth=8"
+for bad in "--analysis=leaks" "-- $prog"; do
+	st=0
+	"$MMS_LAUNCHER" --print-env $bad >/dev/null 2>bad.err || st=$?
+	expect_eq "exit status of --print-env $bad" "$st" 2
+	grep -q "^msmemscope: --print-env runs no program" bad.err || fail "--print-env $bad: $(cat bad.err)"
+done
+note "--print-env: 4 variables; LD_PRELOAD and NVTX as the launcher keeps them; a run in it is recorded"
 exit 0
