@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "hooks-int.h"
+#include "log.h"
+#include "stamp.h"
 #include "msmemscope.h"
 
 /* Step number as the hooks see it, for --steps: 1 + msmemscope_step()

@@ -200,3 +200,10 @@ void mms__arena_after_fork(void)
 {
 	unlock_arena();
 }
+
+void *mms__map_anon(size_t size)
+{
+	void *p = mms__real.mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+				 -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}

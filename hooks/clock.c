@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "hooks-int.h"
+#include "stamp.h"
 
 int mms__clock_tsc;
 uint64_t mms__counter = 1;

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* hooks-int.h: what the recorder's modules share: per-thread state, the
- * real allocator functions, stamps and the record writer. */
+/* hooks-int.h: what the recorder's modules share: the real allocator
+ * functions, per-thread state, the configuration and each module's entry
+ * points. Two concerns have headers of their own: stamp.h (the order
+ * stamps) and log.h (the log file and the record writer); unwind.h is the
+ * unwinders' interface. */
 #ifndef MMS_HOOKS_INT_H
 #define MMS_HOOKS_INT_H
 
@@ -96,254 +99,6 @@ extern __thread union mms_tls_alloc mms__tls_alloc MMS_HIDDEN;
 #define mms__tls_watch_collect (mms__tls_alloc.s.watch_collect)
 #define mms__tls_runtime (mms__tls_alloc.s.runtime)
 extern __thread int mms__tls_busy MMS_HIDDEN;
-
-/* clock.c */
-extern int mms__clock_tsc MMS_HIDDEN;
-extern uint64_t mms__counter MMS_HIDDEN;
-void mms__clock_init(int force_counter) MMS_HIDDEN;
-uint64_t mms__realtime_ns(void) MMS_HIDDEN;
-
-static inline uint64_t mms__rdtsc(void)
-{
-	uint32_t lo, hi;
-	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
-	return ((uint64_t)hi << 32) | lo;
-}
-
-/* A stamp taken before memory is released. No fence is needed: the stores
- * that release the memory become visible to other cores only after they
- * retire, and they retire after this older rdtsc has executed. (It may
- * read the TSC before an earlier stamp of this thread; the writer clamps
- * that, which keeps the order with other threads: see mms__rec_head.) */
-static inline uint64_t mms__stamp_release(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	if (likely(mms__clock_tsc))
-		return mms__rdtsc();
-#endif
-	return __atomic_fetch_add(&mms__counter, 1, __ATOMIC_SEQ_CST);
-}
-
-/* A stamp taken after memory was obtained: every earlier instruction (the
- * call that returned it) has completed before the read. */
-static inline uint64_t mms__stamp_obtain(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	if (likely(mms__clock_tsc)) {
-		__asm__ __volatile__("lfence" ::: "memory");
-		return mms__rdtsc();
-	}
-#endif
-	return __atomic_fetch_add(&mms__counter, 1, __ATOMIC_SEQ_CST);
-}
-
-/* Which thread last released each address, hashed: (addr << 16 | thread).
- * An obtaining stamp skips its fence when this thread itself released the
- * address last: program order then already puts the release first. */
-#define MMS_RELEASERS (1u << 16)
-#define MMS_NO_THREAD 0xffffu
-extern uint64_t *mms__releasers MMS_HIDDEN;
-void mms__releasers_reset(void) MMS_HIDDEN;
-
-static inline uint64_t mms__releaser_key(uint64_t addr, uint32_t thread)
-{
-	return (addr << 16) | (thread < MMS_NO_THREAD ? thread : MMS_NO_THREAD);
-}
-
-static inline uint64_t *mms__releaser_slot(uint64_t addr)
-{
-	return &mms__releasers[(addr >> 4) & (MMS_RELEASERS - 1)];
-}
-
-/* The one thread that has released memory so far, MMS_NO_RELEASER before
- * any release, MMS_MANY_RELEASERS once a second thread released. */
-#define MMS_NO_RELEASER 0xffffffffu
-#define MMS_MANY_RELEASERS 0xfffffffeu
-extern uint32_t mms__sole_releaser MMS_HIDDEN;
-
-/* Notes, before the real call releases it, that thread `thread` releases
- * addr. On x86 these stores become visible before the stores of the
- * release itself, so a thread that then obtains addr sees them (or later
- * ones). */
-void mms__note_releaser(uint32_t thread) MMS_HIDDEN;
-
-static inline void mms__note_release(uint64_t addr, uint32_t thread)
-{
-	uint32_t sole = __atomic_load_n(&mms__sole_releaser, __ATOMIC_RELAXED);
-
-	/* While this thread is the only one that has released memory, the
-	 * table is read by nobody: this thread's own obtains skip the fence
-	 * on `sole`, and another thread's find no entry of theirs for addr
-	 * (they have released nothing) and fence. A thread that released
-	 * memory this thread obtains has made `sole` MANY before that release
-	 * (its first), so this thread sees MANY before it releases the same
-	 * memory again, and writes the table from then on. */
-	if (likely(sole == thread))
-		return;
-	if (sole != MMS_MANY_RELEASERS)
-		mms__note_releaser(thread);
-	if (likely(mms__releasers != NULL))
-		__atomic_store_n(mms__releaser_slot(addr), mms__releaser_key(addr, thread), __ATOMIC_RELAXED);
-}
-
-/* The stamp of obtaining addr (see mms__stamp_obtain), unfenced where no
- * release by another thread can be what handed addr over: when no thread
- * but this one has released memory yet, or when this thread released
- * addr last. The fence drains the pipeline behind the allocator's memory
- * accesses: paid on every malloc, it would be the largest cost of a hook. */
-static inline uint64_t mms__stamp_obtain_addr(uint64_t addr, uint32_t thread)
-{
-#if defined(__x86_64__)
-	uint32_t sole;
-
-	if (likely(mms__clock_tsc) &&
-	    ((sole = __atomic_load_n(&mms__sole_releaser, __ATOMIC_RELAXED)) == thread || sole == MMS_NO_RELEASER ||
-	     (likely(mms__releasers != NULL) && thread < MMS_NO_THREAD && !(addr >> 47) &&
-	      __atomic_load_n(mms__releaser_slot(addr), __ATOMIC_RELAXED) == mms__releaser_key(addr, thread))))
-		return mms__rdtsc();
-#endif
-	(void)addr, (void)thread;
-	return mms__stamp_obtain();
-}
-
-/* logfile.c: the log file, its chunks and its metadata. */
-int mms__log_open(void) MMS_HIDDEN;
-void mms__log_finish(void) MMS_HIDDEN;
-void mms__log_cut(int err) MMS_HIDDEN;
-/* With the log cut: no event stamped `stamp` or later is complete (an
- * event with that stamp found no room). */
-void mms__log_cut_at(uint64_t stamp) MMS_HIDDEN;
-/* In a fork child: leaves the parent's log and makes this process's log
- * pending (opened at its first event: a child that execs at once leaves
- * none). fork_number and fork_stamp name the FORK event the parent wrote
- * (0: none), which the child's log records with the parent's log. */
-void mms__log_after_fork_child(uint64_t fork_number, uint64_t fork_stamp) MMS_HIDDEN;
-/* Opens a fork child's pending log, in the child itself (not in a vfork
- * child sharing its memory). Returns mms__recording afterwards: 0 when
- * nothing is pending or the log cannot be opened. */
-int mms__log_open_pending(void) MMS_HIDDEN;
-/* Whether events are recorded now, opening a fork child's pending log
- * for the event that asks (not on the hot path: recording is on). */
-static inline int mms__recording_now(void)
-{
-	return likely(mms__recording) || mms__log_open_pending();
-}
-/* Makes room for a record of at most `len` bytes in t's chunk. Returns 0,
- * or -1 when recording has stopped (the record must be dropped). */
-int mms__reserve_slow(struct mms_thread *t, size_t len) MMS_HIDDEN;
-/* Writes a metadata record of arbitrary content (tag, then fields already
- * encoded in buf) stamped now. */
-void mms__write_meta(struct mms_thread *t, uint8_t tag, const uint8_t *buf, size_t len) MMS_HIDDEN;
-/* A thread is done with its chunk (t->chunk is NULL afterwards): a chunk
- * with room left is kept for the next thread that needs one. */
-void mms__chunk_leave(struct mms_thread *t) MMS_HIDDEN;
-/* For the log thread: makes the file `want` bytes long and mapped. Returns
- * 0, or nonzero when it cannot (an error, or the file was trimmed). */
-int mms__log_grow_ahead(uint64_t want) MMS_HIDDEN;
-/* For the log thread: faults in the pages of [off, off + len) of the file.
- * Returns 0, or -1 (the kernel refused). */
-int mms__log_populate(uint64_t off, uint64_t len) MMS_HIDDEN;
-void *mms__map_anon(size_t size) MMS_HIDDEN;
-extern struct mms_file_header *mms__header MMS_HIDDEN;
-
-/* logname.c: opens this process's log file (see there for its name),
- * writing its path into log_path and setting *execed when this image was
- * reached by exec from a recorded one, *created when the file is new.
- * Returns the descriptor, or -1 (nothing to record, or an error). */
-int mms__logname_open(char log_path[PATH_MAX], int fork_child, int *execed, int *created) MMS_HIDDEN;
-
-/* pager.c: the log thread. */
-void mms__pager_init(void) MMS_HIDDEN;
-void mms__pager_after_fork_child(void) MMS_HIDDEN;
-/* 1 while the log thread (msmemscope-log) runs. */
-int mms__log_thread_running(void) MMS_HIDDEN;
-/* A chunk ending at offset `end` was taken: asks the log thread (starting
- * it the first time the log is large enough) to keep the file ready ahead
- * of it. */
-void mms__pager_poke(uint64_t end) MMS_HIDDEN;
-/* True when the log thread has faulted the file's pages in up to `end`. */
-int mms__pager_ready(uint64_t end) MMS_HIDDEN;
-
-/* threads.c: the registry of recording threads. */
-int mms__threads_init(void) MMS_HIDDEN;
-void mms__threads_after_fork_child(void) MMS_HIDDEN;
-struct mms_thread *mms__thread_register(void) MMS_HIDDEN;
-void mms__thread_exit(void) MMS_HIDDEN;
-/* Threads with a state (registered and not exited): atomic. */
-extern uint32_t mms__live_threads MMS_HIDDEN;
-
-/* The current thread's state, registering it on first use. NULL when it
- * cannot be had (no memory for it): the event is dropped. */
-static inline struct mms_thread *mms__thread(void)
-{
-	struct mms_thread *t = mms__tls_thread;
-	return likely(t != NULL) ? t : mms__thread_register();
-}
-
-/* Begins a record of at most `max` bytes: returns the write pointer, or
- * NULL when recording has stopped. */
-static inline uint8_t *mms__rec_begin(struct mms_thread *t, size_t max)
-{
-	if (unlikely((size_t)(t->end - t->cur) < max) && mms__reserve_slow(t, max))
-		return NULL;
-	return t->cur;
-}
-
-/* Writes the tag and the stamp delta of a record. */
-static inline uint8_t *mms__rec_head(struct mms_thread *t, uint8_t *p, uint8_t tag, uint64_t stamp)
-{
-	*p++ = tag;
-	if (unlikely(stamp < t->prev_stamp)) {
-		/* Clamping up to the thread's last stamp keeps the ordering rule:
-		 * that stamp, too, was read before this event's memory changed
-		 * hands. A large step back means the TSC is not in sync across
-		 * cores: say so in the log. */
-		if (t->prev_stamp - stamp > (1u << 20))
-			__atomic_fetch_or(&mms__header->flags, MMS_FLAG_CLOCK_BACKWARDS, __ATOMIC_RELAXED);
-		stamp = t->prev_stamp;
-	}
-	p = mms_put_u(p, stamp - t->prev_stamp);
-	t->prev_stamp = stamp;
-	return p;
-}
-
-static inline uint8_t *mms__rec_addr(struct mms_thread *t, uint8_t *p, uint64_t addr)
-{
-	p = mms_put_u(p, mms_zigzag((int64_t)(addr - t->prev_addr)));
-	t->prev_addr = addr;
-	return p;
-}
-
-/* Publishes the record that ends at p: after this store a reader (or the
- * file after SIGKILL) holds it whole. */
-static inline void mms__rec_commit(struct mms_thread *t, uint8_t *p)
-{
-	t->cur = p;
-	__atomic_store_n(&t->chunk->used, (uint64_t)(p - (uint8_t *)(t->chunk + 1)), __ATOMIC_RELEASE);
-}
-
-/* Writes a whole event record of the common shape: tag, stamp, address,
- * then n (0 to 3) more varints a, b, c. Callers pass n as a constant, so
- * the unused fields cost nothing. */
-static inline void mms__rec_addr_event(struct mms_thread *t, uint8_t tag, uint64_t stamp, uint64_t addr, int n,
-				       uint64_t a, uint64_t b, uint64_t c)
-{
-	uint8_t *p = mms__rec_begin(t, 1 + 5 * 10);
-
-	if (unlikely(!p)) {
-		mms__log_cut_at(stamp);
-		return;
-	}
-	p = mms__rec_head(t, p, tag, stamp);
-	p = mms__rec_addr(t, p, addr);
-	if (n > 0)
-		p = mms_put_u(p, a);
-	if (n > 1)
-		p = mms_put_u(p, b);
-	if (n > 2)
-		p = mms_put_u(p, c);
-	mms__rec_commit(t, p);
-}
 
 /* intern.c */
 int mms__intern_init(void) MMS_HIDDEN;
@@ -511,7 +266,10 @@ int mms__fds_unwinder_ok(void) MMS_HIDDEN;
 void mms__fd_release(int fd) MMS_HIDDEN;
 int mms__fd_is_own(int fd) MMS_HIDDEN;
 
-/* arena.c: the recorder's own heap (see there). */
+/* arena.c: the recorder's own memory (see there). */
+/* Maps size bytes of anonymous memory of our own (not the program's heap),
+ * zeroed; NULL when the kernel refuses. */
+void *mms__map_anon(size_t size) MMS_HIDDEN;
 extern uintptr_t mms__arena_lo MMS_HIDDEN, mms__arena_len MMS_HIDDEN;
 /* Returns a block of at least size bytes aligned to align (a power of two
  * up to 64 KiB), or NULL with errno ENOMEM: also when called from a signal

@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include "hooks-int.h"
+#include "log.h"
+#include "stamp.h"
 
 struct mms_real mms__real;
 mms_config_t mms__config;

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 
 #include "hooks-int.h"
+#include "log.h"
 
 /* An id is its slot's index + 1. A slot is claimed by CAS on `state`
  * (EMPTY -> BUSY), filled, defined in the log, then published (READY). */

@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "hooks-int.h"
+#include "log.h"
+#include "stamp.h"
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
@@ -48,13 +50,6 @@ static struct {
 static pthread_mutex_t free_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mms_chunk_header *free_chunks[FREE_CHUNKS];
 static unsigned nfree_chunks;
-
-void *mms__map_anon(size_t size)
-{
-	void *p = mms__real.mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-				 -1, 0);
-	return p == MAP_FAILED ? NULL : p;
-}
 
 void mms__log_cut_at(uint64_t stamp)
 {

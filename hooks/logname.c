@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "hooks-int.h"
+#include "log.h"
 
 /* True when the log at path has a valid header; sets *pid to its pid. */
 static int log_owner(const char *path, uint64_t *pid)

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "hooks-int.h"
+#include "log.h"
 
 /* Modules already in the log, by load address and name hash. Scans happen
  * at start, when a thread takes a new chunk (when the loader's count of

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "hooks-int.h"
+#include "log.h"
 
 #define PAGER_START (8u << 20)
 #define PAGER_AHEAD (2u << 20)

@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include "hooks-int.h"
+#include "log.h"
+#include "stamp.h"
 
 /* The process is ending (exit's destructors, or _exit): write the FINI
  * event and mark the log complete. Recording goes on after it. */

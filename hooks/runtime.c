@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "hooks-int.h"
+#include "log.h"
+#include "stamp.h"
 
 extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
 /* glibc's, declared nowhere public. */

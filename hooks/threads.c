@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "hooks-int.h"
+#include "log.h"
 
 __thread struct mms_thread *mms__tls_thread;
 __thread int mms__tls_busy;

@@ -34,6 +34,8 @@
 
 #include "crc64-clmul.h"
 #include "hooks-int.h"
+#include "log.h"
+#include "stamp.h"
 
 #define WATCH_SET_MAX 64  /* watched blocks at once */
 #define WATCH_OUTS_MAX 32 /* outputs one START launch collects */

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/* stamp.h: the order stamps of events (clock.c): the TSC or an atomic
+ * counter, fenced where the ordering rule needs it, and the table of the
+ * threads that last released each address, which spares the fence. */
+#ifndef MMS_STAMP_H
+#define MMS_STAMP_H
+
+#include "hooks-int.h"
+
+/* clock.c */
+extern int mms__clock_tsc MMS_HIDDEN;
+extern uint64_t mms__counter MMS_HIDDEN;
+void mms__clock_init(int force_counter) MMS_HIDDEN;
+uint64_t mms__realtime_ns(void) MMS_HIDDEN;
+
+static inline uint64_t mms__rdtsc(void)
+{
+	uint32_t lo, hi;
+	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+/* A stamp taken before memory is released. No fence is needed: the stores
+ * that release the memory become visible to other cores only after they
+ * retire, and they retire after this older rdtsc has executed. (It may
+ * read the TSC before an earlier stamp of this thread; the writer clamps
+ * that, which keeps the order with other threads: see mms__rec_head.) */
+static inline uint64_t mms__stamp_release(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	if (likely(mms__clock_tsc))
+		return mms__rdtsc();
+#endif
+	return __atomic_fetch_add(&mms__counter, 1, __ATOMIC_SEQ_CST);
+}
+
+/* A stamp taken after memory was obtained: every earlier instruction (the
+ * call that returned it) has completed before the read. */
+static inline uint64_t mms__stamp_obtain(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	if (likely(mms__clock_tsc)) {
+		__asm__ __volatile__("lfence" ::: "memory");
+		return mms__rdtsc();
+	}
+#endif
+	return __atomic_fetch_add(&mms__counter, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Which thread last released each address, hashed: (addr << 16 | thread).
+ * An obtaining stamp skips its fence when this thread itself released the
+ * address last: program order then already puts the release first. */
+#define MMS_RELEASERS (1u << 16)
+#define MMS_NO_THREAD 0xffffu
+extern uint64_t *mms__releasers MMS_HIDDEN;
+void mms__releasers_reset(void) MMS_HIDDEN;
+
+static inline uint64_t mms__releaser_key(uint64_t addr, uint32_t thread)
+{
+	return (addr << 16) | (thread < MMS_NO_THREAD ? thread : MMS_NO_THREAD);
+}
+
+static inline uint64_t *mms__releaser_slot(uint64_t addr)
+{
+	return &mms__releasers[(addr >> 4) & (MMS_RELEASERS - 1)];
+}
+
+/* The one thread that has released memory so far, MMS_NO_RELEASER before
+ * any release, MMS_MANY_RELEASERS once a second thread released. */
+#define MMS_NO_RELEASER 0xffffffffu
+#define MMS_MANY_RELEASERS 0xfffffffeu
+extern uint32_t mms__sole_releaser MMS_HIDDEN;
+
+/* Notes, before the real call releases it, that thread `thread` releases
+ * addr. On x86 these stores become visible before the stores of the
+ * release itself, so a thread that then obtains addr sees them (or later
+ * ones). */
+void mms__note_releaser(uint32_t thread) MMS_HIDDEN;
+
+static inline void mms__note_release(uint64_t addr, uint32_t thread)
+{
+	uint32_t sole = __atomic_load_n(&mms__sole_releaser, __ATOMIC_RELAXED);
+
+	/* While this thread is the only one that has released memory, the
+	 * table is read by nobody: this thread's own obtains skip the fence
+	 * on `sole`, and another thread's find no entry of theirs for addr
+	 * (they have released nothing) and fence. A thread that released
+	 * memory this thread obtains has made `sole` MANY before that release
+	 * (its first), so this thread sees MANY before it releases the same
+	 * memory again, and writes the table from then on. */
+	if (likely(sole == thread))
+		return;
+	if (sole != MMS_MANY_RELEASERS)
+		mms__note_releaser(thread);
+	if (likely(mms__releasers != NULL))
+		__atomic_store_n(mms__releaser_slot(addr), mms__releaser_key(addr, thread), __ATOMIC_RELAXED);
+}
+
+/* The stamp of obtaining addr (see mms__stamp_obtain), unfenced where no
+ * release by another thread can be what handed addr over: when no thread
+ * but this one has released memory yet, or when this thread released
+ * addr last. The fence drains the pipeline behind the allocator's memory
+ * accesses: paid on every malloc, it would be the largest cost of a hook. */
+static inline uint64_t mms__stamp_obtain_addr(uint64_t addr, uint32_t thread)
+{
+#if defined(__x86_64__)
+	uint32_t sole;
+
+	if (likely(mms__clock_tsc) &&
+	    ((sole = __atomic_load_n(&mms__sole_releaser, __ATOMIC_RELAXED)) == thread || sole == MMS_NO_RELEASER ||
+	     (likely(mms__releasers != NULL) && thread < MMS_NO_THREAD && !(addr >> 47) &&
+	      __atomic_load_n(mms__releaser_slot(addr), __ATOMIC_RELAXED) == mms__releaser_key(addr, thread))))
+		return mms__rdtsc();
+#endif
+	(void)addr, (void)thread;
+	return mms__stamp_obtain();
+}
+
+#endif /* MMS_STAMP_H */
