@@ -159,13 +159,11 @@ void run_create(struct run *run, const char *output)
 char *env_config(const struct opts *o)
 {
 	mms_config_error_t err = { .expected = "" };
-	mms_config_t rec = o->rec;
-	size_t len = mms_config_format(&rec, NULL, 0);
+	size_t len = mms_config_format(&o->rec, NULL, 0);
 	char *config = xmalloc(len + 1);
 	mms_config_t check;
 
-	rec.log_level = (int)o->log_level;
-	mms_config_format(&rec, config, len + 1);
+	mms_config_format(&o->rec, config, len + 1);
 	/* What the recorder will read: this text, and the variables of single
 	 * keys that the program inherits. A bad one is refused now rather than
 	 * ignored by the recorder with a warning in the program's stderr. */
