@@ -60,17 +60,17 @@ const struct mms_conf_key mms__conf_keys[] = {
 	  "N from 0 to 31, :outN only on START",
 	  "checksum (and with full-content dump) the outputs of START at every launch until END",
 	  "recorder (watch.c), watch analysis" },
-	{ "log_limit", "MSMEMSCOPE_LOG_LIMIT", MMS_CONF_SIZE, F(log_limit), MMS_HEADER_SIZE + 2 * MMS_CHUNK_SIZE_DEFAULT,
-	  0, NULL, "64G", 0, "a size in bytes, with K, M or G, of at least 132K",
-	  "the largest log file; recording stops there", "recorder (logfile.c)" },
+	{ "log_limit", "MSMEMSCOPE_LOG_LIMIT", MMS_CONF_SIZE, F(log_limit),
+	  MMS_HEADER_SIZE + 2 * MMS_CHUNK_SIZE_DEFAULT, 0, NULL, "64G", 0,
+	  "a size in bytes, with K, M or G, of at least 132K", "the largest log file; recording stops there",
+	  "recorder (logfile.c)" },
 	{ "clock", "MSMEMSCOPE_CLOCK", MMS_CONF_ENUM, F(clock), 0, 0, clock_names, "tsc", 0, "tsc or counter",
 	  "counter: order stamps from an atomic counter, never the TSC", "recorder (clock.c)" },
 	{ "log_thread", "MSMEMSCOPE_LOG_THREAD", MMS_CONF_BOOL, F(log_thread), 0, 1, NULL, "1", 0, "0 or 1",
 	  "0: no msmemscope-log thread preparing the log ahead", "recorder (pager.c)" },
 	{ "unwind", "MSMEMSCOPE_UNWIND", MMS_CONF_ENUM, F(unwind), 0, 0, unwind_names, "walker", 0,
 	  "walker or libunwind", "libunwind: every stack is captured by libunwind", "recorder (unwind.c)" },
-	{ "unwind_check", "MSMEMSCOPE_UNWIND_CHECK", MMS_CONF_UINT, F(unwind_check), 0, 2, NULL, "0", 0,
-	  "0, 1 or 2",
+	{ "unwind_check", "MSMEMSCOPE_UNWIND_CHECK", MMS_CONF_UINT, F(unwind_check), 0, 2, NULL, "0", 0, "0, 1 or 2",
 	  "1: capture every stack with the walker and libunwind and count the differences; 2: print the first",
 	  "recorder (unwind-check.c)" },
 };
@@ -340,8 +340,7 @@ CONF_API int mms_config_parse(mms_config_t *cfg, const char *text, size_t len, m
 	return parse_from(cfg, text, len, "MSMEMSCOPE_CONFIG", err);
 }
 
-CONF_API int mms_config_set(mms_config_t *cfg, const char *key, const char *value, size_t len,
-			    mms_config_error_t *err)
+CONF_API int mms_config_set(mms_config_t *cfg, const char *key, const char *value, size_t len, mms_config_error_t *err)
 {
 	const struct mms_conf_key *k = find_key(key, strlen(key));
 

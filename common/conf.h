@@ -26,18 +26,19 @@ enum mms_conf_type {
 #define MMS_CONF_ALWAYS 1u
 
 struct mms_conf_key {
-	const char *name;        /* in the text */
-	const char *env;         /* the variable that sets this key alone and wins over
-	                            MSMEMSCOPE_CONFIG, or NULL */
+	const char *name; /* in the text */
+	/* The variable that sets this key alone and wins over
+	 * MSMEMSCOPE_CONFIG, or NULL. */
+	const char *env;
 	enum mms_conf_type type;
-	size_t offset;           /* of the field in mms_config_t */
-	uint64_t min, max;       /* MMS_CONF_UINT, MMS_CONF_SIZE (min only) */
+	size_t offset;            /* of the field in mms_config_t */
+	uint64_t min, max;        /* MMS_CONF_UINT, MMS_CONF_SIZE (min only) */
 	const char *const *names; /* MMS_CONF_ENUM, MMS_CONF_EVENTS: NULL-terminated */
-	const char *dflt;        /* the default, as the text writes it */
-	unsigned flags;          /* MMS_CONF_ALWAYS */
-	const char *expected;    /* what it takes, for messages */
-	const char *what;        /* what it means */
-	const char *readers;     /* who reads it */
+	const char *dflt;         /* the default, as the text writes it */
+	unsigned flags;           /* MMS_CONF_ALWAYS */
+	const char *expected;     /* what it takes, for messages */
+	const char *what;         /* what it means */
+	const char *readers;      /* who reads it */
 };
 
 /* The keys, in the order the text writes them. */

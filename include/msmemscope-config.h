@@ -53,32 +53,34 @@ struct mms_config_watch {
 /* One recording configuration. Each field is one key of the text; the
  * comment gives the key, then its default. */
 typedef struct mms_config {
-	uint32_t call_stack;   /* call_stack: C frames recorded per event, 0 = none; 0 */
-	uint32_t events;       /* events: enum mms_config_events; alloc,free,launch */
-	int deferred;          /* collect=deferred: record between msmemscope_start() and
-	                          msmemscope_stop() only (collect=immediate: from the start) */
-	uint32_t nsteps;       /* steps: how many in steps[], 0 = every step; all */
+	uint32_t call_stack; /* call_stack: C frames recorded per event, 0 = none; 0 */
+	uint32_t events;     /* events: enum mms_config_events; alloc,free,launch */
+	/* collect=deferred: record between msmemscope_start() and
+	 * msmemscope_stop() only (collect=immediate: from the start) */
+	int deferred;
+	uint32_t nsteps; /* steps: how many in steps[], 0 = every step; all */
 	uint32_t steps[MMS_CONFIG_STEPS_MAX];
-	int follow_exec;       /* follow_exec: record the images the program execs; 1 */
-	int log_level;         /* log_level: enum mms_config_log_level; warn */
-	int freeres;           /* freeres: glibc and libstdc++ free their memory at exit; 1 */
+	int follow_exec;               /* follow_exec: record the images the program execs; 1 */
+	int log_level;                 /* log_level: enum mms_config_log_level; warn */
+	int freeres;                   /* freeres: glibc and libstdc++ free their memory at exit; 1 */
 	struct mms_config_watch watch; /* watch: none */
-	uint64_t log_limit;    /* log_limit: the largest log file, bytes; 64G */
-	int clock;             /* clock: enum mms_config_clock; tsc */
-	int log_thread;        /* log_thread: the msmemscope-log thread may run; 1 */
-	int unwind;            /* unwind: enum mms_config_unwind; walker */
-	int unwind_check;      /* unwind_check: compare the walker with libunwind (1), and
-	                          print the first differences (2); 0 */
+	uint64_t log_limit;            /* log_limit: the largest log file, bytes; 64G */
+	int clock;                     /* clock: enum mms_config_clock; tsc */
+	int log_thread;                /* log_thread: the msmemscope-log thread may run; 1 */
+	int unwind;                    /* unwind: enum mms_config_unwind; walker */
+	/* unwind_check: compare the walker with libunwind (1), and print the
+	 * first differences (2); 0 */
+	int unwind_check;
 	/* read-only: what parsing met and skipped */
-	uint32_t unknown;      /* keys this version does not know */
-	uint32_t bad;          /* values it could not read: those keys kept their value */
+	uint32_t unknown; /* keys this version does not know */
+	uint32_t bad;     /* values it could not read: those keys kept their value */
 } mms_config_t;
 
 /* What parsing skipped, for a message: the first bad value ("SOURCE:
  * KEY=VALUE: expected EXPECTED") and the first unknown key. Parsing
  * writes each part only when it meets one: clear it first. */
 typedef struct mms_config_error {
-	char source[32];      /* "MSMEMSCOPE_CONFIG", or the variable of the key */
+	char source[32]; /* "MSMEMSCOPE_CONFIG", or the variable of the key */
 	char key[32];
 	char value[128];      /* cut to fit */
 	const char *expected; /* what the key takes (static) */

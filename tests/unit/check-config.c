@@ -68,8 +68,8 @@ START_TEST(test_roundtrip)
 			 0);
 	ck_assert_uint_eq(c.call_stack, 1000);
 	/* access implies alloc and free. */
-	ck_assert_uint_eq(c.events, MMS_CONFIG_EV_ALLOC | MMS_CONFIG_EV_FREE | MMS_CONFIG_EV_LAUNCH |
-					    MMS_CONFIG_EV_ACCESS);
+	ck_assert_uint_eq(c.events,
+			  MMS_CONFIG_EV_ALLOC | MMS_CONFIG_EV_FREE | MMS_CONFIG_EV_LAUNCH | MMS_CONFIG_EV_ACCESS);
 	ck_assert_int_eq(c.deferred, 1);
 	ck_assert_uint_eq(c.nsteps, 3);
 	ck_assert_uint_eq(c.steps[2], 2147483647u);
@@ -108,12 +108,35 @@ END_TEST
 START_TEST(test_bad_values)
 {
 	static const char *const bad[] = {
-		"call_stack=1001", "call_stack=", "call_stack=-1", "call_stack=12x", "events=alloc,,free",
-		"events=alloc,", "events=malloc", "collect=later", "steps=0", "steps=1,2,3,4,5,6", "steps=2147483648",
-		"steps=1,,2", "follow_exec=yes", "follow_exec=2", "log_level=debug", "watch=a,b,c",
-		"watch=a:out1", "watch=a:out32,b", "watch=a:in1,b", "watch=full-content", "watch=a,", "watch=,b",
-		"log_limit=100K", "log_limit=12Q", "log_limit=0", "log_limit=99999999999999999999G", "clock=hpet",
-		"unwind=gdb", "unwind_check=3",
+		"call_stack=1001",
+		"call_stack=",
+		"call_stack=-1",
+		"call_stack=12x",
+		"events=alloc,,free",
+		"events=alloc,",
+		"events=malloc",
+		"collect=later",
+		"steps=0",
+		"steps=1,2,3,4,5,6",
+		"steps=2147483648",
+		"steps=1,,2",
+		"follow_exec=yes",
+		"follow_exec=2",
+		"log_level=debug",
+		"watch=a,b,c",
+		"watch=a:out1",
+		"watch=a:out32,b",
+		"watch=a:in1,b",
+		"watch=full-content",
+		"watch=a,",
+		"watch=,b",
+		"log_limit=100K",
+		"log_limit=12Q",
+		"log_limit=0",
+		"log_limit=99999999999999999999G",
+		"clock=hpet",
+		"unwind=gdb",
+		"unwind_check=3",
 		"watch=abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijkl",
 	};
 	mms_config_t c, d;
