@@ -315,9 +315,56 @@ typedef struct mms_summary {
 	                             internal memory at the end of exit */
 } mms_summary_t;
 
-/* Replays the whole log and fills *out. Returns 0 or a negative code; on
- * MMS_ECORRUPT the summary covers the events before the damage. */
+/* Replays the whole log and fills *out: mms_pass_summary() of a pass of
+ * its own. Returns 0 or a negative code; on MMS_ECORRUPT the summary covers
+ * the events before the damage. */
 int mms_summarize(mms_log_t *log, mms_summary_t *out);
+
+/* --- one pass over a log (pass.c) ----------------------------------------
+ * A pass reads the log once, in replay order, through one heap state, and
+ * feeds every event to the analyses, exports and reports added to it
+ * (each mms_<name>_add()), so any set of them costs one read of the log.
+ * An analysis that needs a second look (decompose at a peak it could not
+ * follow on the way, an export tagged by an analysis of the same pass)
+ * gets it from the pass: a later read, only then. Damage met on the way
+ * ends the pass where it is, for all of them alike: what came before
+ * stands (mms_pass_info_t.stop_rc). */
+typedef struct mms_pass mms_pass_t;
+
+/* Options of mms_pass_open(); zero means the default. */
+typedef struct mms_pass_options {
+	/* Called now and then (done <= total events read and to read, over
+	 * every read of the log); returning non-zero cancels the pass with
+	 * -ECANCELED. */
+	int (*progress)(void *ctx, uint64_t done, uint64_t total);
+	void *progress_ctx;
+} mms_pass_options_t;
+
+/* How a pass went (read-only). */
+typedef struct mms_pass_info {
+	uint64_t events;          /* events the pass applied: all, or up to the damage */
+	uint64_t reads;           /* reads of the log: 1, or more when an analysis asked */
+	int stop_rc;              /* the damage that ended the pass early, or 0 */
+	int stopped;              /* the pass ends before the process did: the log is cut
+	                             or damaged (mms_log_info_t.stopped), or stop_rc */
+} mms_pass_info_t;
+
+/* Opens a pass over log (which must outlive it). Returns 0 and sets *out,
+ * or a negative code. Free with mms_pass_close(). */
+int mms_pass_open(mms_log_t *log, const mms_pass_options_t *opt, mms_pass_t **out);
+/* Reads the log, feeding everything added. Returns 0 when the log was
+ * read (up to damage, see mms_pass_info_t), or a negative code: -ENOMEM,
+ * -ECANCELED, MMS_EUSAGE for a pass that already ran. An analysis that
+ * failed on its own (a file it could not write) says so in its result's
+ * status; the others are not stopped by it. Runs once. */
+int mms_pass_run(mms_pass_t *p);
+/* Frees the pass. Results of the analyses added stay valid: they are the
+ * caller's (each freed with its mms_<name>_free()). */
+void mms_pass_close(mms_pass_t *p);
+void mms_pass_get_info(const mms_pass_t *p, mms_pass_info_t *info);
+/* The log's summary, from a pass that ran: every pass computes it.
+ * Returns 0, or MMS_EUSAGE before mms_pass_run(). */
+int mms_pass_summary(const mms_pass_t *p, mms_summary_t *out);
 
 /* --- replay: heap state, steps and seek (state.c, index.c, seek.c) -------
  * A replay applies the log's events in order to a heap state: the live
@@ -676,7 +723,7 @@ typedef struct mms_leak {
 	uint64_t found_step;      /* the step at whose end the per-step rule found
 	                             it (b.step + 1); 0 for a block live at the end */
 	size_t suppression;       /* 1 + index of the suppression that matched it
-	                             (mms_leaks_suppress()), 0 for none */
+	                             (mms_leaks_options_t), 0 for none */
 } mms_leak_t;
 
 typedef struct mms_leak_step {
@@ -703,14 +750,21 @@ typedef struct mms_leaks {
 	size_t nbad_frees;
 	uint64_t events;          /* events replayed */
 	int stop_rc;              /* the damage that ended the replay early, or 0 */
+	int status;               /* 0, or the error that stopped this analysis */
 } mms_leaks_t;
 
-/* Replays log once from the start and finds its leaks. A cut or damaged
- * log is reported up to where its replay stops (mms_log_info_t.stopped),
- * and the step running there did not end: the per-step rule finds nothing
- * at its end. Returns 0 and sets *out (free with mms_leaks_free()), or a
- * negative code. */
-int mms_leaks_find(mms_log_t *log, mms_leaks_t **out);
+typedef struct mms_leaks_options mms_leaks_options_t;
+
+/* Finds the leaks of the log the pass reads. A cut or damaged log is
+ * reported up to where its replay stops (mms_pass_info_t.stopped), and
+ * the step running there did not end: the per-step rule finds nothing at
+ * its end. Returns 0 and sets *out, filled once mms_pass_run() returned
+ * (free it with mms_leaks_free(); its strings live until then, the log's
+ * until mms_log_close()), or a negative code. */
+int mms_leaks_add(mms_pass_t *p, const mms_leaks_options_t *opt, mms_leaks_t **out);
+/* The same in a pass of its own. Returns 0 and sets *out, or a negative
+ * code (and *out NULL). */
+int mms_leaks_run(mms_log_t *log, const mms_leaks_options_t *opt, mms_leaks_t **out);
 void mms_leaks_free(mms_leaks_t *l);
 
 /* LeakSanitizer's suppressions: "leak:PATTERN" lines, '#' comments and
@@ -730,10 +784,13 @@ void mms_suppressions_free(mms_suppressions_t *s);
 /* The number of suppressions, and the pattern of suppression i. */
 size_t mms_suppressions_count(const mms_suppressions_t *s);
 const char *mms_suppressions_pattern(const mms_suppressions_t *s, size_t i);
-/* Marks (leak.suppression) every leak of l whose allocation stack has a
- * frame that a suppression matches (stacks of log, symbolized with sym;
- * NULL: only the module paths can match). Returns 0 or -ENOMEM. */
-int mms_leaks_suppress(mms_leaks_t *l, const mms_log_t *log, mms_suppressions_t *s, mms_symbolizer_t *sym);
+/* Options of the leaks analysis; zero (or NULL) means the default. */
+struct mms_leaks_options {
+	/* Marks (leak.suppression) every leak whose allocation stack has a
+	 * frame that a suppression matches; NULL: none. */
+	mms_suppressions_t *suppressions;
+	mms_symbolizer_t *sym;    /* names those frames; NULL: only module paths match */
+};
 /* Groups the leaks that no suppression matched by allocation stack,
  * largest bytes first. Returns 0 and sets *out (free() it) and *n, or
  * -ENOMEM. */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay-int.h"
+#include "pass-int.h"
 
 /* A block of step >= 2 followed until its step's successor ends: only
  * the blocks of the last two steps are ever followed. Kept small (the
@@ -22,14 +22,17 @@ struct followed {
 };
 
 struct finder {
+	struct mms__sub sub;
 	const struct mms__state *st;
-	struct mms__track tr;
+	const struct mms__track *tr;
+	mms_leaks_options_t opt;
 	size_t closed;      /* steps of tr whose end was handled */
 	struct mms__map ix; /* alloc_id -> index in fol (HOST, POOL, MMAP) */
 	struct followed *fol;
 	size_t nfol, folcap;
 	size_t free_head; /* free slots of fol chained through addr, + 1 */
 	mms_leaks_t *l;
+	struct mms__strs *strs; /* the blocks' owner strings, held by l */
 	size_t leakcap, stepcap, exitcap, keptcap;
 	mms_leak_step_t pending; /* events before the first step mark */
 	int pending_seen;
@@ -165,7 +168,7 @@ static mms_leak_step_t *step_stats(struct finder *f, uint64_t k)
 		s->step = l->nsteps;
 		/* Step 1 of a log counting STEP events began with the log: it
 		 * holds what came before the first mark. */
-		if (s->step == 1 && f->tr.step_kind == 1 && f->pending_seen) {
+		if (s->step == 1 && f->tr->step_kind == 1 && f->pending_seen) {
 			*s = f->pending;
 			s->step = 1;
 			continue;
@@ -176,27 +179,25 @@ static mms_leak_step_t *step_stats(struct finder *f, uint64_t k)
 	return &l->steps[k - 1];
 }
 
-static int finder_event(struct finder *f, const mms_event_t *ev)
+static int finder_event(struct mms__sub *sub, struct mms_pass *p, const mms_event_t *ev)
 {
+	struct finder *f = (struct finder *)sub;
 	const struct mms__state *st = f->st;
 	mms_leak_step_t *s = NULL;
 	uint64_t v;
 	unsigned k;
 	int rc;
 
-	rc = mms__track_event(&f->tr, st, ev);
-	if (rc)
-		return rc;
-	mms__state_bad_free(st, ev, f->l->bad_frees, &f->l->nbad_frees, MMS_BAD_FREES_KEPT);
-	if (f->tr.ev_step == MMS__STEP_PENDING) {
+	(void)p;
+	if (f->tr->ev_step == MMS__STEP_PENDING) {
 		s = &f->pending;
 		if (!f->pending_seen) {
 			memcpy(s->min_bytes, f->prev_live, sizeof(s->min_bytes));
 			memcpy(s->max_bytes, f->prev_live, sizeof(s->max_bytes));
 			f->pending_seen = 1;
 		}
-	} else if (f->tr.ev_step != MMS__STEP_NONE) {
-		s = step_stats(f, f->tr.ev_step);
+	} else if (f->tr->ev_step != MMS__STEP_NONE) {
+		s = step_stats(f, f->tr->ev_step);
 		if (!s)
 			return -ENOMEM;
 	}
@@ -226,7 +227,7 @@ static int finder_event(struct finder *f, const mms_event_t *ev)
 	}
 	for (k = 0; k < MMS_MEM_KIND_COUNT; k++)
 		f->prev_live[k] = st->mem[k].live_bytes;
-	while (f->closed < f->tr.nsteps && f->tr.steps[f->closed].end != UINT64_MAX) {
+	while (f->closed < f->tr->nsteps && f->tr->steps[f->closed].end != UINT64_MAX) {
 		rc = step_ended(f, ++f->closed);
 		if (rc)
 			return rc;
@@ -255,30 +256,26 @@ static int leak_order(const void *a, const void *b)
 	return x->b.addr < y->b.addr ? -1 : x->b.addr > y->b.addr;
 }
 
-/* At the end of the log: the last step closes as the index closes it,
- * then what is live is the last section. A log that stops at a cut or
- * at damage did not end its last step there: the per-step rule finds
- * nothing at that step's end. */
-static int finder_finish(struct finder *f)
+/* At the end of the log (the pass closed the last step as the index
+ * closes it): what is live is the last section. A log that stops at a
+ * cut or at damage did not end its last step there: the per-step rule
+ * finds nothing at that step's end. */
+static int finder_end(struct mms__sub *sub, struct mms_pass *p)
 {
-	size_t ended = f->tr.nsteps;
+	struct finder *f = (struct finder *)sub;
+	size_t ended = mms__pass_stopped(p) ? mms__pass_steps_marked(p) : f->tr->nsteps;
 	int rc;
 
-	while (ended && f->tr.steps[ended - 1].end == UINT64_MAX)
-		ended--;
-	mms__track_finish(&f->tr, f->st);
-	if (!f->st->log->info.stopped)
-		ended = f->tr.nsteps;
-	while (f->closed < ended && f->tr.steps[f->closed].end != UINT64_MAX) {
+	while (f->closed < ended && f->tr->steps[f->closed].end != UINT64_MAX) {
 		rc = step_ended(f, ++f->closed);
 		if (rc)
 			return rc;
 	}
 	/* Statistics of a step the track dropped (nothing after the last
 	 * STEP event) go too. */
-	if (f->l->nsteps > f->tr.nsteps && f->tr.step_kind == 1)
-		f->l->nsteps = f->tr.nsteps;
-	if (!f->tr.step_kind)
+	if (f->l->nsteps > f->tr->nsteps && f->tr->step_kind == 1)
+		f->l->nsteps = f->tr->nsteps;
+	if (!f->tr->step_kind)
 		f->l->nsteps = 0;
 	rc = mms__state_each(f->st, exit_add, f);
 	if (rc)
@@ -287,71 +284,99 @@ static int finder_finish(struct finder *f)
 		qsort(f->l->exit_leaks, f->l->nexit_leaks, sizeof(*f->l->exit_leaks), leak_order);
 	if (f->l->nruntime_kept)
 		qsort(f->l->runtime_kept, f->l->nruntime_kept, sizeof(*f->l->runtime_kept), leak_order);
+	f->l->events = p->events;
+	f->l->stop_rc = p->stop_rc;
+	f->l->double_frees = f->st->double_frees;
+	f->l->invalid_frees = f->st->invalid_frees;
+	memcpy(f->l->bad_frees, p->bad, p->nbad * sizeof(*p->bad));
+	f->l->nbad_frees = p->nbad;
+	if (f->opt.suppressions)
+		return mms__leaks_suppress(f->l, p->log, f->opt.suppressions, f->opt.sym);
 	return 0;
 }
 
+static int finder_begin(struct mms__sub *sub, struct mms_pass *p)
+{
+	struct finder *f = (struct finder *)sub;
+
+	f->st = mms__pass_state(p);
+	f->tr = mms__pass_track(p);
+	/* A fork child's pass starts with its inherited heap. */
+	for (int k = 0; k < MMS_MEM_KIND_COUNT; k++)
+		f->prev_live[k] = f->st->mem[k].live_bytes;
+	return 0;
+}
+
+static void finder_drop(struct mms__sub *sub)
+{
+	struct finder *f = (struct finder *)sub;
+
+	mms__map_free(&f->ix);
+	free(f->fol);
+	free(f);
+}
+
+/* The result, with the reference to the owner strings its blocks name. */
+struct leaks_res {
+	mms_leaks_t pub;
+	struct mms__strs *strs;
+};
+
 MMS__EXPORT void mms_leaks_free(mms_leaks_t *l)
 {
+	struct leaks_res *res = (struct leaks_res *)l;
+
 	if (!l)
 		return;
 	free(l->step_leaks);
 	free(l->exit_leaks);
 	free(l->runtime_kept);
 	free(l->steps);
-	free(l);
+	mms__strs_unref(res->strs);
+	free(res);
 }
 
-MMS__EXPORT int mms_leaks_find(mms_log_t *log, mms_leaks_t **out)
+MMS__EXPORT int mms_leaks_add(mms_pass_t *p, const mms_leaks_options_t *opt, mms_leaks_t **out)
 {
-	mms_replay_options_t opt = { .forward_only = 1 };
-	struct finder f = { 0 };
-	mms_replay_t *r;
-	mms_event_t ev;
+	struct leaks_res *res;
+	struct finder *f;
 	int rc;
 
-	if (!log || !out)
+	if (!out)
 		return MMS_EUSAGE;
 	*out = NULL;
-	f.l = calloc(1, sizeof(*f.l));
-	if (!f.l)
+	if (!p)
+		return MMS_EUSAGE;
+	res = calloc(1, sizeof(*res));
+	f = calloc(1, sizeof(*f));
+	if (!res || !f) {
+		free(res);
+		free(f);
 		return -ENOMEM;
-	rc = mms_replay_open_ex(log, &opt, &r);
-	if (rc)
-		goto fail_l;
-	f.st = mms__replay_state(r);
-	mms__track_init(&f.tr, MMS__TRACK_STEPS);
-	/* A fork child's replay starts with its inherited heap. */
-	mms__track_start(&f.tr, f.st);
-	for (int k = 0; k < MMS_MEM_KIND_COUNT; k++)
-		f.prev_live[k] = f.st->mem[k].live_bytes;
-	mms__map_init(&f.ix);
-	while ((rc = mms_replay_next(r, &ev)) > 0) {
-		f.l->events++;
-		rc = finder_event(&f, &ev);
-		if (rc)
-			break;
 	}
-	/* Damage ends the replay; what came before it is reported. */
-	if (rc == MMS_ECORRUPT || rc == MMS_EORDER) {
-		f.l->stop_rc = rc;
-		rc = 0;
+	res->strs = mms__strs_ref(p->strs);
+	f->l = &res->pub;
+	if (opt)
+		f->opt = *opt;
+	mms__map_init(&f->ix);
+	f->sub.name = "leaks";
+	f->sub.kinds = ~0u;
+	f->sub.track = MMS__TRACK_STEPS;
+	f->sub.begin = finder_begin;
+	f->sub.event = finder_event;
+	f->sub.end = finder_end;
+	f->sub.drop = finder_drop;
+	f->sub.status = &res->pub.status;
+	*out = &res->pub;
+	rc = mms__pass_add(p, &f->sub);
+	if (rc) {
+		mms_leaks_free(*out);
+		*out = NULL;
 	}
-	if (!rc)
-		rc = finder_finish(&f);
-	f.l->double_frees = f.st->double_frees;
-	f.l->invalid_frees = f.st->invalid_frees;
-	mms__map_free(&f.ix);
-	free(f.fol);
-	mms__track_free(&f.tr);
-	mms_replay_close(r);
-	if (rc)
-		goto fail_l;
-	*out = f.l;
-	return 0;
-fail_l:
-	mms_leaks_free(f.l);
 	return rc;
 }
+
+MMS__RUN_ONE(leaks, mms_leaks_options_t, mms_leaks_t)
 
 MMS__EXPORT int mms_leaks_group(const mms_leak_t *leaks, size_t n, mms_stack_group_t **out, size_t *ngroups)
 {

@@ -595,6 +595,9 @@ uint64_t mms__track_step_of(const struct mms__track *t, uint64_t id);
 /* The innermost launch running on a thread, or NULL. */
 const struct mms__tlaunch *mms__track_running(const struct mms__track *t, uint32_t thread);
 
+/* Marks the leaks of l that a suppression of s matches (suppress.c).
+ * Returns 0, MMS_EUSAGE or -ENOMEM. */
+int mms__leaks_suppress(mms_leaks_t *l, const mms_log_t *log, mms_suppressions_t *s, mms_symbolizer_t *sym);
 /* The types (enum mms_inefficient_type bits) an inefficient result run
  * with tags noted for allocation id, 0 when none (inefficient.c). */
 unsigned mms__inefficient_tags(const mms_inefficient_t *res, uint64_t alloc_id);

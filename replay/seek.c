@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay-int.h"
+#include "pass-int.h"
 
 struct mms_replay {
 	mms_log_t *log;
@@ -337,14 +337,9 @@ MMS__EXPORT int mms_replay_block_at(const mms_replay_t *r, uint64_t addr, mms_bl
 
 MMS__EXPORT int mms_replay_event_block(const mms_replay_t *r, mms_block_t *b)
 {
-	if (!r || !b || !r->st.last_blk_valid)
+	if (!r || !b)
 		return 0;
-	mms__state_blk_export(&r->st, &r->st.last_blk, b);
-	if (r->st.last_free_event != UINT64_MAX) {
-		b->free_event = r->st.last_free_event;
-		b->free_thread = r->last.thread;
-	}
-	return 1;
+	return mms__state_event_block(&r->st, &r->last, b);
 }
 
 struct each_ctx {

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* summary.c: replays a whole log through the heap state and reports its
- * figures: events, allocations, frees, bytes, peaks, threads and steps. */
+/* summary.c: the figures of a whole log that every pass computes: events,
+ * allocations, frees, bytes, peaks, threads and steps. */
 #include <string.h>
 
-#include "replay-int.h"
+#include "pass-int.h"
 
 struct inherited_ctx {
 	const struct mms__state *st;
@@ -64,43 +64,45 @@ void mms__state_summary(const struct mms__state *st, mms_summary_t *out)
 	out->invalid_frees = st->invalid_frees;
 }
 
+MMS__EXPORT int mms_pass_summary(const mms_pass_t *p, mms_summary_t *out)
+{
+	const struct mms__state *st;
+
+	if (!out)
+		return MMS_EUSAGE;
+	memset(out, 0, sizeof(*out));
+	if (!p || !p->ran || p->first.replay)
+		return MMS_EUSAGE;
+	st = p->first.st;
+	mms__state_summary(st, out);
+	memcpy(out->bad_frees, p->bad, p->nbad * sizeof(*p->bad));
+	out->nbad_frees = p->nbad;
+	/* What is live at the end: the runtimes' share. */
+	{
+		struct inherited_ctx c = { st, out };
+
+		mms__state_each(st, count_runtime, &c);
+	}
+	out->freeres = mms_log_meta(p->log, "freeres", NULL, NULL) == 0;
+	return 0;
+}
+
 MMS__EXPORT int mms_summarize(mms_log_t *log, mms_summary_t *out)
 {
-	mms_bad_free_t bad[MMS_BAD_FREES_KEPT];
-	struct mms__state st;
-	mms_iter_t *it;
-	mms_event_t ev;
-	size_t nbad = 0;
+	mms_pass_t *p;
 	int rc;
 
 	if (!log || !out)
 		return MMS_EUSAGE;
 	memset(out, 0, sizeof(*out));
-	rc = mms_iter_open(log, &it);
+	rc = mms_pass_open(log, NULL, &p);
 	if (rc)
 		return rc;
-	rc = mms__state_start(&st, log);
-	if (rc) {
-		mms_iter_close(it);
-		return rc;
+	rc = mms_pass_run(p);
+	if (!rc) {
+		mms_pass_summary(p, out);
+		rc = p->stop_rc;
 	}
-	while ((rc = mms_iter_next(it, &ev)) == 1) {
-		rc = mms__state_apply(&st, &ev);
-		if (rc)
-			break;
-		mms__state_bad_free(&st, &ev, bad, &nbad, MMS_BAD_FREES_KEPT);
-	}
-	mms__state_summary(&st, out);
-	memcpy(out->bad_frees, bad, nbad * sizeof(*bad));
-	out->nbad_frees = nbad;
-	/* What is live at the end: the runtimes' share. */
-	{
-		struct inherited_ctx c = { &st, out };
-
-		mms__state_each(&st, count_runtime, &c);
-	}
-	out->freeres = mms_log_meta(log, "freeres", NULL, NULL) == 0;
-	mms_iter_close(it);
-	mms__state_free(&st);
+	mms_pass_close(p);
 	return rc;
 }

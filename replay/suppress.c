@@ -230,7 +230,7 @@ static int suppress_list(mms_leak_t *l, size_t n, struct mms__map *cache, const 
 	return 0;
 }
 
-MMS__EXPORT int mms_leaks_suppress(mms_leaks_t *l, const mms_log_t *log, mms_suppressions_t *s, mms_symbolizer_t *sym)
+int mms__leaks_suppress(mms_leaks_t *l, const mms_log_t *log, mms_suppressions_t *s, mms_symbolizer_t *sym)
 {
 	struct mms__map cache;
 	int rc;

@@ -459,25 +459,38 @@ static void print_runtime(struct leaks_out *o)
 	free(g);
 }
 
-int an_leaks_run(struct an_ctx *c)
+int an_leaks_add(struct an_ctx *c)
 {
+	mms_leaks_options_t lo = { 0 };
 	struct leaks_out o = { .c = c };
 	int rc;
 
 	if (load_suppressions(&o))
 		return CLI_EXIT_FAILURE;
-	rc = mms_leaks_find(c->log, &o.l);
+	c->leaks_supp = o.supp;
+	lo.suppressions = o.supp;
+	lo.sym = o.supp ? an_symbolizer(c) : NULL;
+	rc = mms_leaks_add(c->pass, &lo, &c->leaks);
 	if (rc) {
 		warn("leaks: cannot replay %s: %s", c->path, mms_strerror(rc));
-		mms_suppressions_free(o.supp);
 		return CLI_EXIT_FAILURE;
 	}
+	return 0;
+}
+
+int an_leaks_print(struct an_ctx *c)
+{
+	struct leaks_out o = { .c = c, .l = c->leaks, .supp = c->leaks_supp };
+
+	if (o.l->status) {
+		warn("leaks: cannot replay %s: %s", c->path, mms_strerror(o.l->status));
+		return CLI_EXIT_FAILURE;
+	}
+	o.nsupp = o.supp ? mms_suppressions_count(o.supp) : 0;
 	if (o.l->stop_rc)
 		warn("leaks: %s: the replay stopped early (%s); the report covers the events before it", c->path,
 		     mms_strerror(o.l->stop_rc));
 	mms_log_get_info(c->log, &o.info);
-	if (o.supp && (rc = mms_leaks_suppress(o.l, c->log, o.supp, an_symbolizer(c))))
-		die(CLI_EXIT_FAILURE, "leaks: %s", mms_strerror(rc));
 
 	show_init(&o.s, c->path, c->log, NULL);
 	o.s.out = c->out;
@@ -516,7 +529,5 @@ int an_leaks_run(struct an_ctx *c)
 	/* The symbolizer is the context's: it closes it. */
 	o.s.sym = NULL;
 	show_fini(&o.s);
-	mms_leaks_free(o.l);
-	mms_suppressions_free(o.supp);
 	return 0;
 }

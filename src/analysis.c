@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,15 +14,18 @@
 /* Each analysis's entry point lives in its own src/an-<name>.c. */
 const struct an_def an_defs[] = {
 	{ "leaks", "blocks of step N >= 2 live at the end of step N+1, blocks live at exit, step-to-step growth",
-	  an_leaks_run },
-	{ "decompose", "live bytes by memory kind and owner tag levels, at the end and at the peak", an_decompose },
-	{ "inefficient", "early_allocation, late_deallocation, temporary_idleness over operator launches",
-	  an_inefficient },
-	{ "watermark", "the blocks live at the high-water mark, with stacks (watermark.tsv)", an_watermark },
-	{ "usage", "live bytes over time (usage.tsv; --buckets N, --plot FILE.svg)", an_usage },
-	{ "leakage", "the blocks not freed by the end, with stacks (leakage.tsv)", an_leakage },
-	{ "watch", "the launches that changed each watched block (--watch, msmemscope_watch)", an_watch },
-	{ NULL, NULL, NULL },
+	  an_leaks_add, an_leaks_print, NULL },
+	{ "decompose", "live bytes by memory kind and owner tag levels, at the end and at the peak", NULL, NULL,
+	  an_decompose },
+	{ "inefficient", "early_allocation, late_deallocation, temporary_idleness over operator launches", NULL,
+	  NULL, an_inefficient },
+	{ "watermark", "the blocks live at the high-water mark, with stacks (watermark.tsv)", NULL, NULL,
+	  an_watermark },
+	{ "usage", "live bytes over time (usage.tsv; --buckets N, --plot FILE.svg)", NULL, NULL, an_usage },
+	{ "leakage", "the blocks not freed by the end, with stacks (leakage.tsv)", NULL, NULL, an_leakage },
+	{ "watch", "the launches that changed each watched block (--watch, msmemscope_watch)", NULL, NULL,
+	  an_watch },
+	{ NULL, NULL, NULL, NULL, NULL },
 };
 
 const struct an_def *an_find(const char *name)
@@ -149,35 +153,93 @@ static void warn_partial(const char *path, mms_log_t *log)
 		     path);
 }
 
-int an_run(const char *path, mms_log_t *log, unsigned mask, const struct an_opts *o, FILE *out)
+struct an_ctx *an_open(const char *path, mms_log_t *log, unsigned mask, const struct an_opts *o, FILE *out,
+		       int *status)
 {
-	struct an_ctx c = { path, log, o, out, NULL, 0, mask, NULL, 0, 0 };
 	unsigned writers = an_mask("watermark") | an_mask("usage") | an_mask("leakage") | an_mask("watch");
-	int status = 0;
+	struct an_ctx *c = xcalloc(1, sizeof(*c));
+	int rc;
 
+	*status = 0;
+	c->path = path;
+	c->log = log;
+	c->o = o;
+	c->out = out;
+	c->mask = mask;
+	rc = mms_pass_open(log, NULL, &c->pass);
+	if (rc)
+		die(CLI_EXIT_FAILURE, "%s: cannot replay: %s", path, mms_strerror(rc));
 	/* The folder the files go into is made here, as compare makes its
 	 * own; an analysis that still cannot write its file prints its report
 	 * all the same. */
 	if (o->outdir && (mask & writers)) {
-		int rc = cli_make_dirs(o->outdir);
-
+		rc = cli_make_dirs(o->outdir);
 		if (rc) {
 			warn("cannot create the output folder %s: %s; choose another --output-dir", o->outdir,
 			     strerror(-rc));
-			status = CLI_EXIT_FAILURE;
+			*status = CLI_EXIT_FAILURE;
 		}
 	}
-	if (mask & ~an_mask("watch"))
-		warn_partial(path, log);
 	for (const struct an_def *d = an_defs; d->name; d++) {
-		if (!(mask & 1u << (d - an_defs)))
+		if (!(mask & 1u << (d - an_defs)) || !d->add)
 			continue;
-		if (d->run(&c))
-			status = CLI_EXIT_FAILURE;
-		fflush(out);
+		if (d->add(c))
+			*status = CLI_EXIT_FAILURE;
+		else
+			c->added |= 1u << (d - an_defs);
 	}
-	mms_trace_free(c.trace);
-	mms_symbolizer_close(c.sym);
+	return c;
+}
+
+int an_pass(struct an_ctx *c)
+{
+	/* Nothing to feed and no summary asked for: no read. */
+	if (!c->added && !c->summary)
+		return 0;
+	c->pass_rc = mms_pass_run(c->pass);
+	if (c->pass_rc)
+		warn("%s: cannot replay: %s", c->path, mms_strerror(c->pass_rc));
+	return c->pass_rc;
+}
+
+int an_print(struct an_ctx *c)
+{
+	int status = 0;
+
+	if (c->mask & ~an_mask("watch"))
+		warn_partial(c->path, c->log);
+	for (const struct an_def *d = an_defs; d->name; d++) {
+		unsigned bit = 1u << (d - an_defs);
+
+		if (!(c->mask & bit))
+			continue;
+		if (d->run ? d->run(c) : !(c->added & bit) || c->pass_rc || d->print(c))
+			status = CLI_EXIT_FAILURE;
+		fflush(c->out);
+	}
+	return status;
+}
+
+void an_close(struct an_ctx *c)
+{
+	mms_pass_close(c->pass);
+	mms_leaks_free(c->leaks);
+	mms_suppressions_free(c->leaks_supp);
+	mms_trace_free(c->trace);
+	mms_symbolizer_close(c->sym);
+	free(c);
+}
+
+int an_run(const char *path, mms_log_t *log, unsigned mask, const struct an_opts *o, FILE *out)
+{
+	int status;
+	struct an_ctx *c = an_open(path, log, mask, o, out, &status);
+
+	if (an_pass(c))
+		status = CLI_EXIT_FAILURE;
+	if (an_print(c))
+		status = CLI_EXIT_FAILURE;
+	an_close(c);
 	return status;
 }
 

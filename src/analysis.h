@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* analysis.h: the analyses that msmemscope (after a run) and
  * msmemscope-replay (on any log) run over one log: their names, their
- * options and one entry point each. Each analysis is a module of the replay
- * library (replay/<name>.c) that computes, and a printer here in src/
- * (src/an-<name>.c) that shows the result as text or JSON and writes the
- * files msMemScope writes. */
+ * options, and two entry points each: one adds the analysis to the pass
+ * that reads the log once for all of them, one prints its result. Each
+ * analysis is a module of the replay library (replay/<name>.c) that
+ * computes, and a printer here in src/ (src/an-<name>.c) that shows the
+ * result as text or JSON and writes the files msMemScope writes. */
 #ifndef MMS_ANALYSIS_H
 #define MMS_ANALYSIS_H
 
@@ -43,6 +44,14 @@ struct an_ctx {
 	mms_symbolizer_t *sym; /* an_symbolizer() opens it on first use */
 	int sym_failed;
 	unsigned mask;         /* the analyses an_run() runs (bits over an_defs) */
+	unsigned added;        /* those added to the pass */
+	mms_pass_t *pass;      /* the one read of the log they share */
+	int pass_rc;           /* what mms_pass_run() returned */
+	int summary;           /* read the log even with no analysis added: the caller
+	                          wants the pass's summary */
+	/* The results, filled by the pass. */
+	mms_leaks_t *leaks;
+	mms_suppressions_t *leaks_supp;
 	/* watermark, usage, leakage share one pass (src/an-trace.c): its
 	 * result, kept until an_run() ends. */
 	mms_trace_t *trace;
@@ -53,8 +62,14 @@ struct an_ctx {
 struct an_def {
 	const char *name;
 	const char *what; /* one line for --help */
-	/* Runs the analysis: prints its report to c->out and writes its files;
+	/* Adds the analysis to c->pass; returns 0, or CLI_EXIT_FAILURE after
+	 * saying why on stderr. */
+	int (*add)(struct an_ctx *c);
+	/* After the pass: prints its report to c->out and writes its files;
 	 * returns 0, or CLI_EXIT_FAILURE after saying why on stderr. */
+	int (*print)(struct an_ctx *c);
+	/* An analysis that reads the log by itself instead (add and print
+	 * NULL). */
 	int (*run)(struct an_ctx *c);
 };
 
@@ -64,7 +79,8 @@ int an_inefficient(struct an_ctx *c);
 
 /* The inefficient analysis's options as the library takes them. */
 void an_inefficient_options(const struct an_opts *o, mms_inefficient_options_t *io);
-int an_leaks_run(struct an_ctx *c);
+int an_leaks_add(struct an_ctx *c);
+int an_leaks_print(struct an_ctx *c);
 
 /* compare (src/an-compare.c): two inputs, not one log, so it is not in
  * an_defs. Either input[0] and input[1] (each a .mms log or a
@@ -113,9 +129,24 @@ void an_print_help(FILE *f);
 const char *an_names(void);
 
 /* Runs the analyses of mask over the log at path (already open), in the
- * order of an_defs, printing to out. Returns 0, or CLI_EXIT_FAILURE when
- * one of them failed (the others still run). */
+ * order of an_defs, printing to out: an_open(), an_pass(), an_print(),
+ * an_close(). Returns 0, or CLI_EXIT_FAILURE when one of them failed (the
+ * others still run). */
 int an_run(const char *path, mms_log_t *log, unsigned mask, const struct an_opts *o, FILE *out);
+
+/* The steps of an_run(), for a caller that prints more from the same
+ * pass (the launcher's summary): a context whose pass has the analyses of
+ * mask added. Returns it (never NULL: dies when out of memory); *status
+ * gets CLI_EXIT_FAILURE when one could not be added (said on stderr). */
+struct an_ctx *an_open(const char *path, mms_log_t *log, unsigned mask, const struct an_opts *o, FILE *out,
+		       int *status);
+/* Reads the log once for all of them. Returns 0, or the error after
+ * saying it on stderr (the log could not be read at all). */
+int an_pass(struct an_ctx *c);
+/* Prints each analysis's report in the order of an_defs. Returns 0, or
+ * CLI_EXIT_FAILURE when one of them failed. */
+int an_print(struct an_ctx *c);
+void an_close(struct an_ctx *c);
 
 /* Reads a --suppressions file to check it. Returns NULL when it can be
  * used, or a message saying which line is wrong or why it cannot be read

@@ -68,30 +68,35 @@ static void log_result_free(struct log_result *r)
 		free(r->pools[i]);
 }
 
-/* Opens and summarizes the log dir/name into *r. Returns 0 (free *r with
- * log_result_free()); -ENOENT when there is no such log; another negative
- * code after warning why it could not be read. */
-static int log_read(const char *dir, const char *name, struct log_result *r)
+/* Opens the log dir/name. Returns 0 and sets *log; -ENOENT when there is
+ * no such log; another negative code after warning why it cannot be
+ * read. */
+static int log_open(const char *dir, const char *name, mms_log_t **log)
 {
 	char *path = xasprintf("%s/%s", dir, name);
 	mms_open_error_t oerr = { 0 };
-	mms_log_t *log;
 	int err;
 
-	memset(r, 0, sizeof(*r));
-	err = mms_log_open_ex(path, &log, &oerr);
+	err = mms_log_open_ex(path, log, &oerr);
 	free(path);
-	if (err == -ENOENT)
+	if (err == -ENOENT || !err)
 		return err;
-	if (err < 0) {
-		if (oerr.what[0])
-			WARN("%s: cannot read the log: %s (offset %" PRIu64 ")", name, oerr.what, oerr.offset);
-		else
-			WARN("%s: cannot read the log: %s", name, mms_strerror(err));
-		return err;
-	}
+	if (oerr.what[0])
+		WARN("%s: cannot read the log: %s (offset %" PRIu64 ")", name, oerr.what, oerr.offset);
+	else
+		WARN("%s: cannot read the log: %s", name, mms_strerror(err));
+	return err;
+}
+
+/* Fills *r from the open log dir/name and its summary, which the replay
+ * made with err (0, damage, or an error that leaves no summary). Returns
+ * 0 (free *r with log_result_free()), or err after warning. */
+static int log_result(const char *dir, const char *name, mms_log_t *log, int err, const mms_summary_t *sum,
+		      struct log_result *r)
+{
+	memset(r, 0, sizeof(*r));
 	mms_log_get_info(log, &r->info);
-	err = mms_summarize(log, &r->sum);
+	r->sum = *sum;
 	r->exe = xstrdup(r->info.exe ? r->info.exe : "");
 	r->damage = r->info.damage ? xstrdup(r->info.damage) : NULL;
 	r->cut_what = r->info.cut_what ? xstrdup(r->info.cut_what) : NULL;
@@ -104,7 +109,6 @@ static int log_read(const char *dir, const char *name, struct log_result *r)
 	mms_log_fork(log, &r->fork);
 	r->fork.why = r->fork.why ? xstrdup(r->fork.why) : NULL;
 	r->fork.parent_log = NULL;
-	mms_log_close(log);
 	if (err < 0 && err != MMS_ECORRUPT && err != MMS_EORDER) {
 		WARN("%s: cannot replay the log: %s", name, mms_strerror(err));
 		log_result_free(r);
@@ -113,6 +117,25 @@ static int log_read(const char *dir, const char *name, struct log_result *r)
 	r->replay_error = err < 0 ? err : 0;
 	r->next = exec_successor(dir, name);
 	return 0;
+}
+
+/* Opens and summarizes the log dir/name into *r. Returns 0 (free *r with
+ * log_result_free()); -ENOENT when there is no such log; another negative
+ * code after warning why it could not be read. */
+static int log_read(const char *dir, const char *name, struct log_result *r)
+{
+	mms_summary_t sum;
+	mms_log_t *log;
+	int err;
+
+	memset(r, 0, sizeof(*r));
+	err = log_open(dir, name, &log);
+	if (err)
+		return err;
+	err = mms_summarize(log, &sum);
+	err = log_result(dir, name, log, err, &sum, r);
+	mms_log_close(log);
+	return err;
 }
 
 /* How the log ends, for the "live at ..." label. */
@@ -177,31 +200,21 @@ static void print_memory(const char *label, const mms_kind_summary_t *k, const s
 	free(at);
 }
 
-/* The summary of the program's own log, on stderr. Returns 0, or -ENOENT
- * (said on stderr) when the program left no log. */
-int print_main_summary(const struct run *run, char **argv, pid_t pid, int status)
+/* The summary of the program's own log, on stderr. */
+static void print_main_summary(const struct run *run, char **argv, pid_t pid, int status, const char *name,
+			       struct log_result *r)
 {
-	char *name = xasprintf("memscope_%ld.mms", (long)pid);
 	const mms_summary_t *sum;
-	struct log_result r;
-	int err;
 
-	err = log_read(run->dir, name, &r);
-	if (err == -ENOENT)
-		WARN("%s (pid %ld) left no log in %s: the recorder was not loaded into it "
-		     "(a statically linked or setuid program, or one that resets LD_PRELOAD, is not recorded)",
-		     argv[0], (long)pid, run->shown);
-	if (err < 0)
-		goto out;
 	/* A process that left by _exit() (shells do) has no end record, but
 	 * the wait status says it exited: its last record is its end (unless
 	 * it exec'd another program, which then exited: what this image held
 	 * was live at exec, not leaked). */
-	if (WIFEXITED(status) && !r.info.cut && !r.info.exec_away && !r.next)
-		r.info.complete = 1;
-	log_warn_state(name, &r, WIFSIGNALED(status));
+	if (WIFEXITED(status) && !r->info.cut && !r->info.exec_away && !r->next)
+		r->info.complete = 1;
+	log_warn_state(name, r, WIFSIGNALED(status));
 
-	sum = &r.sum;
+	sum = &r->sum;
 	fprintf(stderr, "%s: recorded %s (pid %ld) to %s/%s\n", cli_progname, argv[0], (long)pid, run->shown, name);
 	fprintf(stderr, "  %-17s %" PRIu64 "  (", "events", sum->events);
 	for (int k = 1, first = 1; k < MMS_EV_KIND_COUNT; k++) {
@@ -211,13 +224,13 @@ int print_main_summary(const struct run *run, char **argv, pid_t pid, int status
 		first = 0;
 	}
 	fprintf(stderr, ")\n");
-	print_memory("heap (malloc)", &sum->mem[MMS_MEM_HOST], &r, "   <- leaked at exit",
+	print_memory("heap (malloc)", &sum->mem[MMS_MEM_HOST], r, "   <- leaked at exit",
 		     sum->runtime_mem_blocks[MMS_MEM_HOST], sum->runtime_mem_bytes[MMS_MEM_HOST]);
 	if (sum->mem[MMS_MEM_MMAP].allocs || sum->mem[MMS_MEM_MMAP].frees)
-		print_memory("mmap", &sum->mem[MMS_MEM_MMAP], &r, "   <- still mapped at exit",
+		print_memory("mmap", &sum->mem[MMS_MEM_MMAP], r, "   <- still mapped at exit",
 			     sum->runtime_mem_blocks[MMS_MEM_MMAP], sum->runtime_mem_bytes[MMS_MEM_MMAP]);
 	if (sum->mem[MMS_MEM_POOL].allocs || sum->mem[MMS_MEM_POOL].frees)
-		print_memory("pools (API)", &sum->mem[MMS_MEM_POOL], &r, "   <- never released to the pool", 0, 0);
+		print_memory("pools (API)", &sum->mem[MMS_MEM_POOL], r, "   <- never released to the pool", 0, 0);
 	if (sum->steps)
 		fprintf(stderr, "  %-17s %" PRIu64 "\n", "steps", sum->steps);
 	fprintf(stderr, "  %-17s %" PRIu64 "\n", "threads", sum->threads);
@@ -227,10 +240,6 @@ int print_main_summary(const struct run *run, char **argv, pid_t pid, int status
 	if (sum->double_allocs)
 		fprintf(stderr, "  %-17s %" PRIu64 " (an address handed out while still live)\n", "double allocs",
 			sum->double_allocs);
-	log_result_free(&r);
-out:
-	free(name);
-	return err == -ENOENT ? err : 0;
 }
 
 /* Orders logs by pid, then each process's images in exec order. */
@@ -277,7 +286,7 @@ static char *log_origin(const char *name, const struct log_result *r)
 
 /* One line for each log in the run folder besides the program's own:
  * forked children, spawned children and exec'd images. */
-void print_other_logs(const struct run *run, pid_t pid)
+static void print_other_logs(const struct run *run, pid_t pid)
 {
 	char *main_name = xasprintf("memscope_%ld.mms", (long)pid);
 	struct dirent **list;
@@ -379,16 +388,31 @@ out:
 	return ret;
 }
 
-int run_analyses(const struct run *run, pid_t pid, const struct opts *o)
+int report_run(const struct run *run, char **argv, pid_t pid, int status, const struct opts *o)
 {
-	char *path = xasprintf("%s/memscope_%ld.mms", run->dir, (long)pid);
+	char *name = xasprintf("memscope_%ld.mms", (long)pid);
+	char *path = xasprintf("%s/%s", run->dir, name);
 	struct an_opts ao = { 0 };
-	mms_log_t *log = NULL;
-	int rc, ret = 1;
+	struct log_result r;
+	struct an_ctx *c;
+	mms_summary_t sum;
+	mms_pass_info_t pi;
+	mms_log_t *log;
+	int err, ret = 0, st;
 
-	rc = mms_log_open(path, &log);
-	if (rc) {
-		warn("--analysis: cannot read %s: %s", path, mms_strerror(rc));
+	err = log_open(run->dir, name, &log);
+	if (err == -ENOENT)
+		WARN("%s (pid %ld) left no log in %s: the recorder was not loaded into it "
+		     "(a statically linked or setuid program, or one that resets LD_PRELOAD, is not recorded)",
+		     argv[0], (long)pid, run->shown);
+	if (err == -ENOENT)
+		goto out;
+	if (err < 0) {
+		print_other_logs(run, pid);
+		if (o->analyses) {
+			warn("--analysis: cannot read %s: %s", path, mms_strerror(err));
+			ret = 1;
+		}
 		goto out;
 	}
 	ao.depth = 12;
@@ -396,12 +420,33 @@ int run_analyses(const struct run *run, pid_t pid, const struct opts *o)
 	ao.outdir = run->dir;
 	ao.suppressions = o->suppressions;
 	ao.show_runtime = o->show_runtime;
-	/* The report goes with the summary, on stderr: the program's own
-	 * output on stdout stays as it was. */
-	fflush(stdout);
-	ret = an_run(path, log, o->analyses, &ao, stderr) ? 1 : 0;
-out:
+	/* One read of the log gives the summary and every analysis asked for. */
+	c = an_open(path, log, o->analyses, &ao, stderr, &st);
+	if (st)
+		ret = 1;
+	c->summary = 1;
+	err = an_pass(c);
+	mms_pass_get_info(c->pass, &pi);
+	if (!err && !mms_pass_summary(c->pass, &sum))
+		err = pi.stop_rc;
+	else
+		memset(&sum, 0, sizeof(sum));
+	if (log_result(run->dir, name, log, err, &sum, &r) == 0) {
+		print_main_summary(run, argv, pid, status, name, &r);
+		log_result_free(&r);
+	}
+	print_other_logs(run, pid);
+	if (o->analyses) {
+		/* The report goes with the summary, on stderr: the program's
+		 * own output on stdout stays as it was. */
+		fflush(stdout);
+		if (an_print(c))
+			ret = 1;
+	}
+	an_close(c);
 	mms_log_close(log);
+out:
 	free(path);
-	return ret;
+	free(name);
+	return err == -ENOENT ? err : ret;
 }

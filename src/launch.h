@@ -82,15 +82,15 @@ int check_program(const char *prog);
 pid_t run_program(const struct run *run, char **argv, int *status);
 
 /* launch-report.c */
-/* Returns 0, or -ENOENT (said on stderr) when the program left no log. */
-int print_main_summary(const struct run *run, char **argv, pid_t pid, int status);
-void print_other_logs(const struct run *run, pid_t pid);
+/* The report after a run: reads the program's log once for its summary
+ * and the analyses o asks for (writing their files into the run folder),
+ * and prints the summary, one line for each other log of the run, then
+ * the analyses, on stderr. Returns 0; 1 when an analysis failed (said);
+ * -ENOENT (said) when the program left no log. */
+int report_run(const struct run *run, char **argv, pid_t pid, int status, const struct opts *o);
 /* --data-format: writes msMemScope's dump of the program's log into
  * {run}/dump/ (with --analysis=inefficient, its blocks tagged in Attr);
  * returns 0, or 1 after saying why it could not. */
 int write_dump(const struct run *run, pid_t pid, const char *format, unsigned analyses);
-/* --analysis: runs the analyses o asks for over the program's log, writing
- * their files into the run folder; returns 0, or 1 after saying why. */
-int run_analyses(const struct run *run, pid_t pid, const struct opts *o);
 
 #endif /* MMS_LAUNCH_H */

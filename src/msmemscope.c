@@ -89,14 +89,15 @@ int main(int argc, char **argv)
 
 	fflush(stdout);
 	if (!o.record_only) {
-		if (print_main_summary(&run, o.argv, pid, status) == -ENOENT) {
+		int rc = report_run(&run, o.argv, pid, status, &o);
+
+		if (rc == -ENOENT) {
 			/* Said once; no analysis or dump of a log that is not
 			 * there, and no empty run folder left behind. */
 			rmdir(run.dir);
 			goto out;
 		}
-		print_other_logs(&run, pid);
-		if (o.analyses && run_analyses(&run, pid, &o) && ret == 0)
+		if (rc && ret == 0)
 			ret = 1;
 	} else if (log_level <= LOG_WARN) {
 		/* Record only: no replay, but say where the logs went. */

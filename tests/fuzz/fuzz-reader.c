@@ -134,7 +134,7 @@ static void replay(mms_log_t *log)
 	mms_replay_where(r, &w);
 	touch(w.op);
 	mms_replay_close(r);
-	if (mms_leaks_find(log, &lk) == 0) {
+	if (mms_leaks_run(log, NULL, &lk) == 0) {
 		if (mms_leaks_group(lk->step_leaks, lk->nstep_leaks, &g, &n) == 0)
 			free(g);
 		mms_leaks_free(lk);

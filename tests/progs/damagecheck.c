@@ -148,16 +148,18 @@ static void query_all(mms_log_t *log, mms_symbolizer_t *sym)
 	mms_stack_group_t *g;
 	mms_compare_t *cmp;
 	const mms_compare_row_t *rows;
+	mms_leaks_options_t lo = { 0 };
 	mms_leaks_t *l;
 	mms_trace_t *t;
 	size_t n;
 	int f, sel;
 
 	query_replay(log);
-	answered("mms_leaks_find", mms_leaks_find(log, &l));
 	if (mms_suppressions_parse("leak:main\n", 10, &supp, NULL))
 		broken("cannot parse a suppression");
-	answered("mms_leaks_suppress", mms_leaks_suppress(l, log, supp, sym));
+	lo.suppressions = supp;
+	lo.sym = sym;
+	answered("mms_leaks_run", mms_leaks_run(log, &lo, &l));
 	mms_suppressions_free(supp);
 	answered("mms_leaks_group", mms_leaks_group(l->exit_leaks, l->nexit_leaks, &g, &n));
 	free(g);

@@ -253,7 +253,7 @@ START_TEST(test_recent_frees)
 	ck_assert_uint_eq(s.bad_frees[1].event, 10003);
 	ck_assert_uint_eq(s.bad_frees[1].freed_event, 10001);
 	ck_assert_uint_eq(s.bad_frees[1].alloc_event, 10000);
-	ck_assert_int_eq(mms_leaks_find(log, &l), 0);
+	ck_assert_int_eq(mms_leaks_run(log, NULL, &l), 0);
 	ck_assert_uint_eq(l->double_frees, 1);
 	ck_assert_uint_eq(l->invalid_frees, 1);
 	ck_assert_uint_eq(l->nbad_frees, 2);
@@ -366,7 +366,7 @@ START_TEST(test_cut_step)
 	lb_header(b)->flags = MMS_FLAG_CUT;
 	lb_header(b)->cut_stamp = 18;
 	log = write_open(b, SIZE_MAX);
-	ck_assert_int_eq(mms_leaks_find(log, &l), 0);
+	ck_assert_int_eq(mms_leaks_run(log, NULL, &l), 0);
 	ck_assert_uint_eq(l->nstep_leaks, 1);
 	ck_assert_uint_eq(l->step_leaks[0].b.addr, 0x1000);
 	ck_assert_uint_eq(l->step_leaks[0].found_step, 3);
@@ -377,7 +377,7 @@ START_TEST(test_cut_step)
 	lb_header(b)->flags = MMS_FLAG_COMPLETE;
 	lb_event0(b, MMS_TAG_SYSTEM | MMS_SYSTEM_FINI, 19);
 	log = write_open(b, SIZE_MAX);
-	ck_assert_int_eq(mms_leaks_find(log, &l), 0);
+	ck_assert_int_eq(mms_leaks_run(log, NULL, &l), 0);
 	ck_assert_uint_eq(l->nstep_leaks, 1);
 	ck_assert_uint_eq(l->nexit_leaks, 2);
 	mms_leaks_free(l);
