@@ -97,7 +97,7 @@ static void measure_end(struct measure *m, const char *name, uint64_t events)
 
 int main(int argc, char **argv)
 {
-	mms_decompose_t *end, *peak;
+	mms_decompose_t *d;
 	mms_inefficient_options_t io = { .keep = 10 };
 	mms_inefficient_t *ineff;
 	mms_log_info_t info;
@@ -115,13 +115,12 @@ int main(int argc, char **argv)
 	printf("log          %s: %" PRIu64 " events\n", argv[1], info.events);
 
 	measure_start(&m);
-	if ((rc = mms_decompose_log(log, &end, &peak)))
+	if ((rc = mms_decompose_run(log, NULL, &d)))
 		die("decompose", rc);
 	measure_end(&m, "decompose", info.events);
 	printf("             end %" PRIu64 " bytes in %" PRIu64 " blocks, %zu nodes; peak %" PRIu64 " bytes\n",
-	       end->bytes, end->blocks, end->n, peak->bytes);
-	mms_decompose_free(end);
-	mms_decompose_free(peak);
+	       d->end->bytes, d->end->blocks, d->end->n, d->peak->bytes);
+	mms_decompose_free(d);
 
 	measure_start(&m);
 	if ((rc = mms_inefficient_run(log, &io, &ineff)))

@@ -572,24 +572,42 @@ typedef struct mms_decompose_node {
 	uint64_t self_bytes, self_blocks; /* blocks whose owner ends at this node */
 } mms_decompose_node_t;
 
-typedef struct mms_decompose {
+typedef struct mms_decompose_tree {
 	uint64_t position;        /* events applied (see mms_where_t) */
 	uint64_t bytes, blocks;   /* all live blocks */
 	mms_decompose_node_t *nodes; /* in pre-order: each node, then its children,
 	                             largest bytes first (then by name) */
 	size_t n;
-} mms_decompose_t;
+} mms_decompose_tree_t;
 
 /* Decomposes the live blocks at the replay's position. Returns 0 and sets
- * *out (free it with mms_decompose_free(); its strings are its own), or a
- * negative code. */
-int mms_decompose_replay(const mms_replay_t *r, mms_decompose_t **out);
-/* Decomposes the live blocks of log at its end and at its peak (the first
- * position where the live bytes of all kinds together were highest), with
- * two forward passes: memory follows the live blocks. A damaged log ends
- * where its readable events end. Returns 0 and sets both, or a negative
- * code and neither. */
-int mms_decompose_log(mms_log_t *log, mms_decompose_t **end, mms_decompose_t **peak);
+ * *out (free it with mms_decompose_tree_free(); its strings are its own),
+ * or a negative code. */
+int mms_decompose_replay(const mms_replay_t *r, mms_decompose_tree_t **out);
+void mms_decompose_tree_free(mms_decompose_tree_t *d);
+
+/* Options of the decompose analysis; zero (or NULL) means the default. */
+typedef struct mms_decompose_options {
+	int end_only;             /* 1: the end only, no peak */
+} mms_decompose_options_t;
+
+/* The live blocks of a log at its end and at its peak (the first position
+ * where the live bytes of all kinds together were highest). */
+typedef struct mms_decompose {
+	mms_decompose_tree_t *end;  /* a damaged log ends where its readable events end */
+	mms_decompose_tree_t *peak; /* NULL with end_only */
+	int status;               /* 0, or the error that stopped this analysis */
+} mms_decompose_t;
+
+/* Decomposes the log the pass reads. The groups are followed on the way:
+ * memory follows the live blocks and the groups; a second read of the log
+ * up to the peak happens only when an event before the peak replaced
+ * blocks unseen (a mapping over others, an munmap, an address handed out
+ * while live). Returns 0 and sets *out, filled once mms_pass_run()
+ * returned (free it with mms_decompose_free()), or a negative code. */
+int mms_decompose_add(mms_pass_t *p, const mms_decompose_options_t *opt, mms_decompose_t **out);
+/* The same in a pass of its own. */
+int mms_decompose_run(mms_log_t *log, const mms_decompose_options_t *opt, mms_decompose_t **out);
 void mms_decompose_free(mms_decompose_t *d);
 
 /* --- inefficient memory (inefficient.c) -----------------------------------
@@ -647,16 +665,16 @@ typedef struct mms_inefficient {
 	                             opt->keep largest): larger first, then in
 	                             allocation order */
 	size_t n;
-	/* Private. */
-	uint8_t *tags_;
-	uint64_t ntags_;
-	mms_replay_t *replay_;    /* holds the blocks' owner strings */
+	int status;               /* 0, or the error that stopped this analysis */
 } mms_inefficient_t;
 
-/* Runs the rules over log in one forward pass (opt may be NULL for the
- * defaults). Returns 0 and sets *out (free it with mms_inefficient_free();
- * its strings belong to the log), or a negative code. A damaged log is
+/* Runs the rules over the log the pass reads (opt may be NULL for the
+ * defaults). Returns 0 and sets *out, filled once mms_pass_run() returned
+ * (free it with mms_inefficient_free(); its strings live until then, the
+ * log's until mms_log_close()), or a negative code. A damaged log is
  * judged up to its damage. */
+int mms_inefficient_add(mms_pass_t *p, const mms_inefficient_options_t *opt, mms_inefficient_t **out);
+/* The same in a pass of its own. */
 int mms_inefficient_run(mms_log_t *log, const mms_inefficient_options_t *opt, mms_inefficient_t **out);
 void mms_inefficient_free(mms_inefficient_t *res);
 /* "early_allocation", "late_deallocation", "temporary_idleness" for one
@@ -708,6 +726,17 @@ int mms_symbolize(mms_symbolizer_t *sym, uint64_t ip, mms_frame_t *frames, size_
  * (module as its file name), "function (0xip)", or "0xip" when nothing is
  * known. Returns the length it needed, like snprintf, or MMS_EUSAGE. */
 int mms_frame_format(const mms_frame_t *frame, char *buf, size_t len);
+
+/* --- output files ---------------------------------------------------------
+ * How every function that writes a file writes it. Files are created with
+ * mode 0640 without following a symlink, under a temporary name moved into
+ * place at the end, so no partial file is ever left. Zero (or NULL) means
+ * the default. */
+typedef struct mms_output_options {
+	int overwrite;            /* 1: replace an existing file; else refuse (-EEXIST) */
+	mms_symbolizer_t *sym;    /* names the frames of the stacks written; NULL: raw
+	                             addresses (where the file has stacks) */
+} mms_output_options_t;
 
 /* --- leaks (leaks.c, suppress.c) ------------------------------------------
  * msMemScope's leak rules in one forward pass over a log, with memory
@@ -800,24 +829,37 @@ int mms_leaks_group(const mms_leak_t *leaks, size_t n, mms_stack_group_t **out, 
  * msMemScope's dump of every event, as CSV (memscope_dump_{timestamp}.csv)
  * or as SQLite (table memscope_dump with the same columns, plus
  * normalized tables; see doc/export.md). */
+enum mms_export_format {
+	MMS_EXPORT_CSV = 1,
+	MMS_EXPORT_DB = 2,
+};
+
 typedef struct mms_export_options {
-	mms_symbolizer_t *sym;    /* symbolizes the C stacks; NULL: raw addresses */
-	int overwrite;            /* 1: replace an existing file; else refuse (-EEXIST) */
-	/* Called now and then (done <= total events); non-zero cancels with
-	 * -ECANCELED and removes the partial file. */
-	int (*progress)(void *ctx, uint64_t done, uint64_t total);
-	void *progress_ctx;
-	/* When not NULL (mms_inefficient_run() over the same log, with
-	 * tags = 1), the MALLOC row of each block it found gets
-	 * inefficient_type:TYPE in its Attr (several types joined by '+'). */
+	int format;               /* enum mms_export_format */
+	const char *path;         /* the file; created with mode 0640 without following a
+	                             symlink, whole or not at all */
+	mms_output_options_t out; /* replace a file there; symbolize the C stacks */
+	/* When not NULL (an inefficient result with tags = 1), the MALLOC row
+	 * of each block it found gets inefficient_type:TYPE in its Attr
+	 * (several types joined by '+'). A result the same pass fills makes
+	 * the export read the log again once the analysis ended. */
 	const struct mms_inefficient *inefficient;
 } mms_export_options_t;
 
-/* Writes the dump of log to path. The file is created with mode 0640
- * without following a symlink. Returns 0 or a negative code; on failure
- * no partial file is left. */
-int mms_export_csv(mms_log_t *log, const char *path, const mms_export_options_t *opt);
-int mms_export_db(mms_log_t *log, const char *path, const mms_export_options_t *opt);
+/* What an export wrote (read-only). */
+typedef struct mms_export {
+	uint64_t rows;            /* rows of memscope_dump */
+	int status;               /* 0, or the error that stopped it (no file is left) */
+} mms_export_t;
+
+/* Writes the dump of the log the pass reads. Creates the file at once
+ * (-EEXIST when it exists and overwrite is 0): on failure no partial file
+ * is left. Returns 0 and sets *out, filled once mms_pass_run() returned
+ * (free it with mms_export_free()), or a negative code. */
+int mms_export_add(mms_pass_t *p, const mms_export_options_t *opt, mms_export_t **out);
+/* The same in a pass of its own. */
+int mms_export_run(mms_log_t *log, const mms_export_options_t *opt, mms_export_t **out);
+void mms_export_free(mms_export_t *res);
 /* The file name msMemScope gives a dump of this log, from the time the
  * recording began: "memscope_dump_{YYYYmmddHHMMSS}.{ext}" (local time).
  * Returns the length like snprintf. */
@@ -841,30 +883,35 @@ enum mms_transform_selection {
 	                             other allocations of that thread */
 };
 
-/* What a transform wrote. */
-typedef struct mms_transform_stats {
+typedef struct mms_transform_options {
+	int format;               /* enum mms_transform_format */
+	const char *path;         /* the file (see mms_output_options_t) */
+	int selection;            /* enum mms_transform_selection */
+	uint64_t threshold;       /* TEMPORARY: other allocations allowed (memray's N) */
+	const char *title;        /* FLAMEGRAPH: the title line; NULL: from the selection */
+	mms_output_options_t out; /* replace a file there; name the frames (NULL: raw
+	                             addresses) */
+} mms_transform_options_t;
+
+/* What a transform wrote (read-only). */
+typedef struct mms_transform {
 	uint64_t groups;          /* what the file holds: rows (CSV), events (gprof2dot),
 	                             boxes (flame graph) */
 	uint64_t allocations;     /* allocations selected */
 	uint64_t bytes;           /* their bytes */
 	uint64_t peak_bytes;      /* the log's high-water mark, all kinds together */
-} mms_transform_stats_t;
+	int status;               /* 0, or the error that stopped it (no file is left) */
+} mms_transform_t;
 
-typedef struct mms_transform_options {
-	int selection;            /* enum mms_transform_selection */
-	uint64_t threshold;       /* TEMPORARY: other allocations allowed (memray's N) */
-	int overwrite;            /* 1: replace an existing file; else refuse (-EEXIST) */
-	mms_symbolizer_t *sym;    /* names the frames; NULL: raw addresses */
-	mms_transform_stats_t *stats; /* filled on success when not NULL */
-	const char *title;        /* FLAMEGRAPH: the title line; NULL: from the selection */
-} mms_transform_options_t;
-
-/* Writes the selected allocations of log to path in format (enum
- * mms_transform_format). The file is created with mode 0640 without
- * following a symlink. Returns 0 or a negative code (MMS_EUSAGE for a
- * format or selection out of range, -EEXIST); on failure no partial file
- * is left. */
-int mms_transform_write(mms_log_t *log, int format, const mms_transform_options_t *opt, const char *path);
+/* Writes the selected allocations of the log the pass reads. Creates the
+ * file at once (-EEXIST when it exists and overwrite is 0; MMS_EUSAGE for
+ * a format or selection out of range): on failure no partial file is
+ * left. Returns 0 and sets *out, filled once mms_pass_run() returned (free
+ * it with mms_transform_free()), or a negative code. */
+int mms_transform_add(mms_pass_t *p, const mms_transform_options_t *opt, mms_transform_t **out);
+/* The same in a pass of its own. */
+int mms_transform_run(mms_log_t *log, const mms_transform_options_t *opt, mms_transform_t **out);
+void mms_transform_free(mms_transform_t *res);
 /* The default output name, as memray names its transforms: the log's
  * folder, then "memscope-FORMAT-" and the log's file name with its suffix
  * (.mms) replaced by the format's (.csv, .json, .svg) and a leading
@@ -918,17 +965,39 @@ typedef struct mms_compare_error {
  * and sets *out, or MMS_EUSAGE, -ENOMEM. Free with mms_compare_close(). */
 int mms_compare_open(int level, mms_compare_t **out);
 void mms_compare_close(mms_compare_t *c);
-/* Reads side (0 base, 1 compare) from the whole log, in one forward pass
- * (memory: the live blocks and the launch list). Returns 0 or a negative
- * code; MMS_EUSAGE when that side is already read. */
-int mms_compare_add_log(mms_compare_t *c, int side, mms_log_t *log);
-/* Reads both sides from one log in one pass: base is step base_step (from
- * 1), compare is step compare_step; a launch belongs to the step it began
- * in. *nsteps (when not NULL) gets the log's steps. Returns 0, MMS_EUSAGE
- * when the log has fewer steps (or a side is already read), or a negative
- * code. */
-int mms_compare_add_steps(mms_compare_t *c, mms_log_t *log, uint64_t base_step, uint64_t compare_step,
-			  uint64_t *nsteps);
+/* The operator launches (or kernel launches) of a log, or of one step of
+ * it, as a side of a comparison reads them: at op level the launches that
+ * ended, in the order they end, each with the memory its thread moved
+ * while it ran (nested launches included); at kernel level every kernel
+ * launch (launch: its number, from 1; begin_event: its event), with the
+ * memory its thread moved up to its next kernel launch or the end of the
+ * operator it was launched in. A launch belongs to the step it began in. */
+typedef struct mms_launches_options {
+	int level;                /* enum mms_compare_level */
+	uint64_t step;            /* 0: the whole log; N: the launches begun in step N */
+} mms_launches_options_t;
+
+typedef struct mms_launches {
+	mms_launch_t *launches;   /* names are the log's (valid until mms_log_close()) */
+	size_t n;
+	uint64_t steps;           /* the log's steps (as far as it is readable) */
+	int status;               /* 0; MMS_EUSAGE when the log has no step `step`; or the
+	                             error that stopped this analysis */
+} mms_launches_t;
+
+/* Follows the launches of the log the pass reads (memory: the launch
+ * list). Returns 0 and sets *out, filled once mms_pass_run() returned
+ * (free it with mms_launches_free()), or a negative code. Two of them in
+ * one pass read two steps of a log at once. */
+int mms_launches_add(mms_pass_t *p, const mms_launches_options_t *opt, mms_launches_t **out);
+/* The same in a pass of its own. */
+int mms_launches_run(mms_log_t *log, const mms_launches_options_t *opt, mms_launches_t **out);
+void mms_launches_free(mms_launches_t *l);
+
+/* Makes the launches l (at the comparison's level) side (0 base, 1
+ * compare). Returns 0, MMS_EUSAGE when that side is already read or l
+ * failed, or -ENOMEM. */
+int mms_compare_set(mms_compare_t *c, int side, const mms_launches_t *l);
 /* Reads side from a memscope_dump CSV in event order (OP_LAUNCH,
  * KERNEL_LAUNCH, MALLOC and FREE rows; quoted fields as RFC 4180). Returns
  * 0, -errno when it cannot be read, or MMS_ECORRUPT with the line and the
@@ -943,9 +1012,9 @@ size_t mms_compare_launches(const mms_compare_t *c, int side);
 int mms_compare_align(mms_compare_t *c, const mms_compare_row_t **rows, size_t *nrows, mms_compare_stats_t *stats);
 /* Writes the aligned rows as msMemScope's memory_compare CSV (two header
  * lines, N/A for a launch missing on a side, Device Id "host"), created
- * as the exports are (mode 0640, no symlink followed, whole or not at
- * all; -EEXIST unless overwrite). Returns 0 or a negative code. */
-int mms_compare_write_csv(const mms_compare_t *c, const char *path, int overwrite);
+ * as every output file is (see mms_output_options_t). Returns 0 or a
+ * negative code. */
+int mms_compare_write_csv(const mms_compare_t *c, const char *path, const mms_output_options_t *out);
 /* msMemScope's name for the file, from the current local time:
  * "memory_compare_{YYYYmmddHHMMSS}.csv". Returns the length like snprintf. */
 int mms_compare_name(char *buf, size_t len);
@@ -985,7 +1054,7 @@ typedef struct mms_trace_options {
 	/* Write the usage timeline to this path as TSV (header
 	 * "time_ns\tlive_bytes", then a row per point); NULL: none. */
 	const char *usage_path;
-	int overwrite;           /* 1: replace an existing usage_path */
+	mms_output_options_t out; /* replace an existing usage_path */
 	uint64_t buckets;        /* that file's points: 0 = one per change of
 	                            live bytes; N = the highest of each of N
 	                            equal time buckets, so the peak survives */
@@ -1018,14 +1087,17 @@ typedef struct mms_trace {
 	mms_trace_launches_t *launches; /* plot_buckets entries, or NULL */
 	size_t npoints;
 	mms_trace_step_t *steps; /* step boundaries, in order */
-	size_t nsteps, steps_cap;
-	void *priv;
+	size_t nsteps;
+	int status;              /* 0, or the error that stopped this analysis */
 } mms_trace_t;
 
-/* Runs the pass over log. Returns 0 and sets *out (free it with
- * mms_trace_free(); its strings live until then), or a negative code
- * (-EEXIST: usage_path exists and overwrite is 0). Damage in the log ends
- * the pass early without failing it (stop_rc says so). */
+/* Runs the three over the log the pass reads. Returns 0 and sets *out,
+ * filled once mms_pass_run() returned (free it with mms_trace_free(); its
+ * strings live until then, the log's until mms_log_close()), or a
+ * negative code (-EEXIST: usage_path exists and overwrite is 0). Damage
+ * in the log ends the pass early without failing it (stop_rc says so). */
+int mms_trace_add(mms_pass_t *p, const mms_trace_options_t *opt, mms_trace_t **out);
+/* The same in a pass of its own. */
 int mms_trace_run(mms_log_t *log, const mms_trace_options_t *opt, mms_trace_t **out);
 void mms_trace_free(mms_trace_t *t);
 
@@ -1033,19 +1105,17 @@ void mms_trace_free(mms_trace_t *t);
  * PID, address, start_time (ns), bytes, mem_kind (HOST, MMAP or POOL),
  * mem_op_type (ALLOCATION), var_name (owner tags or pool name), call_stack
  * ("function (module)" frames, innermost first, joined by "; ";
- * symbolized when sym is not NULL). The file is created whole or not at
- * all (mode 0640, no symlink followed). Returns 0 or a negative code. */
-int mms_trace_write_tsv(mms_log_t *log, mms_symbolizer_t *sym, const mms_trace_block_t *blocks, size_t n,
-			const char *path, int overwrite);
+ * symbolized with out->sym). Returns 0 or a negative code. */
+int mms_trace_write_tsv(mms_log_t *log, const mms_trace_block_t *blocks, size_t n, const char *path,
+			const mms_output_options_t *out);
 /* Formats a frame as the scripts do: "function (module)" with the module's
  * file name, or "0xip (module)"; "??" for an unknown module. Returns the
  * length like snprintf. */
 int mms_trace_frame_text(const mms_frame_t *f, char *buf, size_t len);
 
-/* Writes len bytes to a new file at path, created whole or not at all
- * (mode 0640, no symlink followed; -EEXIST when it exists and overwrite is
- * 0). Returns 0 or a negative code. */
-int mms_file_write(const char *path, const void *buf, size_t len, int overwrite);
+/* Writes len bytes to a new file at path (see mms_output_options_t).
+ * Returns 0 or a negative code. */
+int mms_file_write(const char *path, const void *buf, size_t len, const mms_output_options_t *out);
 
 /* --- the watch analysis (watch.c) --------------------------------------- */
 
@@ -1076,22 +1146,35 @@ typedef struct mms_watch_block {
 	size_t nchanges;
 } mms_watch_block_t;
 
-typedef struct mms_watch_result {
+typedef struct mms_watch {
 	mms_watch_block_t *blocks; /* in the order they were first summed */
 	size_t nblocks;
 	uint64_t sums;            /* WATCH before/after events */
 	uint64_t events;          /* events read */
 	int csv_written;          /* the CSV was written (there were checksums) */
-} mms_watch_result_t;
+	uint64_t start_launches;  /* launches of the operator options.start names */
+	int status;               /* 0, or the error that stopped this analysis */
+} mms_watch_t;
 
-/* Reads log's watch sums in one forward pass. With csv_path, also writes
- * them there as msMemScope's checksum CSV ("Tensor info,Check data sum",
- * one row per sum in log order: mms_watch_tensor_info() and 16 hex
- * digits), whole or not at all, replacing a file only with overwrite; a
- * log without sums gets no file.
- * Returns 0 and sets *out (free with mms_watch_free()), or a negative code. */
-int mms_watch_analyze(mms_log_t *log, const char *csv_path, int overwrite, mms_watch_result_t **out);
-void mms_watch_free(mms_watch_result_t *res);
+typedef struct mms_watch_options {
+	/* Also writes the sums there as msMemScope's checksum CSV ("Tensor
+	 * info,Check data sum", one row per sum in log order:
+	 * mms_watch_tensor_info() and 16 hex digits), created as every output
+	 * file is (mms_output_options_t); a log without sums gets no file.
+	 * NULL: no file. */
+	const char *csv_path;
+	mms_output_options_t out;
+	const char *start;        /* the --watch start operator: count its launches
+	                             (start_launches); NULL: none */
+} mms_watch_options_t;
+
+/* Reads the watch sums of the log the pass reads. Returns 0 and sets
+ * *out, filled once mms_pass_run() returned (free with mms_watch_free();
+ * names are the log's), or a negative code (-EEXIST: csv_path exists). */
+int mms_watch_add(mms_pass_t *p, const mms_watch_options_t *opt, mms_watch_t **out);
+/* The same in a pass of its own. */
+int mms_watch_run(mms_log_t *log, const mms_watch_options_t *opt, mms_watch_t **out);
+void mms_watch_free(mms_watch_t *res);
 /* The name of one sum, as the recorder names its watch_dump/ file (less
  * ".bin"): "host_{tid}/{op}_{launch}-{name}_{out}_{before|after}", names
  * made file-name safe. Returns what snprintf returns. */

@@ -2,7 +2,8 @@
 /* compare.c: msMemScope's compare: the operator (or kernel) launches of two
  * sides (two logs, two steps of one log, or two dump CSVs) with the net
  * bytes each launch allocated, aligned by name with a Myers diff, and
- * written as memory_compare_{timestamp}.csv. */
+ * written as memory_compare_{timestamp}.csv; and the launches analysis
+ * that reads a side from a log in a pass. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "compare-int.h"
+#include "pass-int.h"
 
 /* Edits one search of the alignment explores before it settles for a good
  * split instead of the best one (see mms__myers()): the alignment is
@@ -135,99 +137,62 @@ MMS__EXPORT size_t mms_compare_launches(const mms_compare_t *c, int side)
 	return c && (side == 0 || side == 1) ? c->side[side].n : 0;
 }
 
-/* --- a log, or steps of it -------------------------------------------------- */
+/* --- a log, or a step of it: the launches analysis ---------------------------------- */
 
-/* Where a pass puts the launches it finds: side, and the step (0: all). */
-struct target {
-	struct cmp_side *side;
-	uint64_t step;
-};
-
-/* A kernel launch still collecting its memory on one thread: its entries
- * in the targets' lists, and how many operators ran around it. */
+/* A kernel launch still collecting its memory on one thread: its entry in
+ * the list, and how many operators ran around it. */
 struct kopen {
-	size_t ix[2];
+	size_t ix;
 	size_t depth;
 	int open;
 };
 
-struct pass {
-	struct mms_compare *c;
-	struct target t[2];
-	int nt;
-	struct mms__map name_ix; /* pointer of a log string -> name id */
-	struct kopen *k;         /* by thread number */
+/* The result, with what it keeps besides. */
+struct launches_res {
+	mms_launches_t pub;
+	size_t cap;
+	uint64_t *steps; /* the step each launch began in, while the pass runs */
+	size_t steps_cap;
+};
+
+struct lpass {
+	struct mms__sub sub;
+	mms_launches_options_t o;
+	struct launches_res *res;
+	struct kopen *k; /* by thread number */
 	size_t nk;
 };
 
-static int pass_name(struct pass *p, const char *s, uint32_t *id)
+static int wanted(const struct lpass *p, uint64_t step)
 {
-	uint64_t *v;
-	int isnew, rc;
-
-	if (!s)
-		s = "";
-	/* The log interns its strings: one lookup per distinct pointer. */
-	v = mms__map_put(&p->name_ix, (uint64_t)(uintptr_t)s, &isnew);
-	if (!v)
-		return -ENOMEM;
-	if (isnew) {
-		rc = mms__compare_name_id(p->c, s, strlen(s), id);
-		if (rc) {
-			mms__map_del(&p->name_ix, (uint64_t)(uintptr_t)s, NULL);
-			return rc;
-		}
-		*v = *id;
-	}
-	*id = (uint32_t)*v;
-	return 0;
+	return !p->o.step || step == p->o.step || step == MMS__STEP_PENDING;
 }
 
-static int wanted(const struct target *t, uint64_t step)
+/* Appends a launch begun in step, when the analysis wants that step.
+ * Returns its index, SIZE_MAX when not wanted, or sets *rc. */
+static size_t launch_push(struct lpass *p, uint64_t step, int *rc)
 {
-	return !t->step || step == t->step || step == MMS__STEP_PENDING;
+	struct launches_res *r = p->res;
+	mms_launch_t *l;
+
+	if (!wanted(p, step))
+		return SIZE_MAX;
+	if (mms__grow(&r->pub.launches, &r->cap, r->pub.n, sizeof(*r->pub.launches)) ||
+	    mms__grow(&r->steps, &r->steps_cap, r->pub.n, sizeof(*r->steps))) {
+		*rc = -ENOMEM;
+		return SIZE_MAX;
+	}
+	l = &r->pub.launches[r->pub.n];
+	memset(l, 0, sizeof(*l));
+	l->end_event = UINT64_MAX;
+	r->steps[r->pub.n] = step;
+	return r->pub.n++;
 }
 
-/* Adds a launch to the targets that want its step; ix[i] gets its index
- * in target i's list, or SIZE_MAX. */
-static int pass_add(struct pass *p, const char *name, uint64_t step, int64_t bytes, size_t ix[2])
+static struct kopen *kopen_of(struct lpass *p, uint32_t thread)
 {
-	struct cmp_launch *l;
-	uint32_t id;
-	int i, rc;
-
-	rc = pass_name(p, name, &id);
-	if (rc)
-		return rc;
-	for (i = 0; i < 2; i++) {
-		ix[i] = SIZE_MAX;
-		if (i >= p->nt || !wanted(&p->t[i], step))
-			continue;
-		l = mms__compare_side_push(p->t[i].side, id, step);
-		if (!l)
-			return -ENOMEM;
-		l->bytes = bytes;
-		ix[i] = p->t[i].side->n - 1;
-	}
-	return 0;
-}
-
-static struct kopen *kopen_of(struct pass *p, uint32_t thread)
-{
-	size_t n;
-	void *k;
-
-	if (thread >= p->nk) {
-		n = p->nk ? p->nk : 8;
-		while (n <= thread)
-			n *= 2;
-		k = realloc(p->k, n * sizeof(*p->k));
-		if (!k)
-			return NULL;
-		p->k = k;
-		memset(p->k + p->nk, 0, (n - p->nk) * sizeof(*p->k));
-		p->nk = n;
-	}
+	if (mms__table_fit(&p->k, &p->nk, thread, sizeof(*p->k)))
+		return NULL;
 	return &p->k[thread];
 }
 
@@ -239,136 +204,203 @@ static size_t ops_running(const struct mms__track *t, uint32_t thread)
 /* Follows one event at kernel level: a kernel launch collects the memory
  * its thread moves until the thread's next kernel launch or the end of
  * the operator it was launched in. */
-static int pass_kernel(struct pass *p, const struct mms__track *t, const struct mms__state *st, const mms_event_t *ev)
+static int kernel_event(struct lpass *p, const struct mms__track *t, const struct mms__state *st,
+			const mms_event_t *ev)
 {
 	struct kopen *k = kopen_of(p, ev->thread);
-	int64_t d;
-	int i;
+	mms_launch_t *l;
+	int rc = 0;
 
 	if (!k)
 		return -ENOMEM;
 	if (ev->kind == MMS_EV_KERNEL_LAUNCH) {
 		k->open = 1;
 		k->depth = ops_running(t, ev->thread);
-		return pass_add(p, ev->name, t->ev_step, 0, k->ix);
+		k->ix = launch_push(p, t->ev_step, &rc);
+		if (k->ix != SIZE_MAX) {
+			l = &p->res->pub.launches[k->ix];
+			l->launch = st->kernel_launches;
+			l->name = ev->name;
+			l->thread = ev->thread;
+			l->begin_event = ev->id;
+		}
+		return rc;
 	}
 	if (!k->open)
 		return 0;
 	if (ev->kind == MMS_EV_OP_LAUNCH && ev->sub == 1 && ops_running(t, ev->thread) < k->depth) {
 		k->open = 0;
-	} else if ((ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE) && st->last_blk_valid) {
-		d = ev->kind == MMS_EV_MALLOC ? (int64_t)st->last_blk.size : -(int64_t)st->last_blk.size;
-		for (i = 0; i < p->nt; i++)
-			if (k->ix[i] != SIZE_MAX)
-				p->t[i].side->v[k->ix[i]].bytes += d;
+	} else if ((ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE) && st->last_blk_valid && k->ix != SIZE_MAX) {
+		l = &p->res->pub.launches[k->ix];
+		if (ev->kind == MMS_EV_MALLOC) {
+			l->allocs++;
+			l->bytes_allocated += st->last_blk.size;
+		} else {
+			l->frees++;
+			l->bytes_freed += st->last_blk.size;
+		}
+		l->delta_bytes = (int64_t)(l->bytes_allocated - l->bytes_freed);
 	}
 	return 0;
 }
 
-/* Keeps the launches of each target's step, now that the steps are known:
- * those seen before the first step mark belong to step 1 when the log
- * counts STEP events, else to none. */
-static void pass_finish(struct pass *p, const struct mms__track *t)
+static int lpass_event(struct mms__sub *sub, struct mms_pass *pass, const mms_event_t *ev)
 {
-	uint64_t pending = t->step_kind == 1 ? 1 : MMS__STEP_NONE;
-	struct cmp_side *s;
-	size_t i, j;
-	int k;
+	struct lpass *p = (struct lpass *)sub;
+	const struct mms__track *t = mms__pass_track(pass);
+	const struct mms__tlaunch *e = &t->ended;
+	mms_launch_t *l;
+	size_t i;
+	int rc = 0;
 
-	for (k = 0; k < p->nt; k++) {
-		s = p->t[k].side;
-		for (i = j = 0; i < s->n; i++) {
-			if (s->v[i].step == MMS__STEP_PENDING)
-				s->v[i].step = pending;
-			if (!p->t[k].step || s->v[i].step == p->t[k].step)
-				s->v[j++] = s->v[i];
-		}
-		s->n = j;
-		s->loaded = 1;
-	}
+	if (p->o.level == MMS_COMPARE_KERNEL)
+		return kernel_event(p, t, mms__pass_state(pass), ev);
+	/* At op level a launch counts at its end, as msMemScope orders them. */
+	if (!t->has_ended)
+		return 0;
+	i = launch_push(p, e->step, &rc);
+	if (i == SIZE_MAX)
+		return rc;
+	l = &p->res->pub.launches[i];
+	l->launch = e->launch;
+	l->name = e->name;
+	l->thread = e->thread;
+	l->begin_event = e->begin_event;
+	l->end_event = e->end_event;
+	l->allocs = e->m.allocs;
+	l->frees = e->m.frees;
+	l->bytes_allocated = e->m.bytes_allocated;
+	l->bytes_freed = e->m.bytes_freed;
+	l->delta_bytes = (int64_t)(e->m.bytes_allocated - e->m.bytes_freed);
+	return 0;
 }
 
-/* One forward pass over log into the targets. *nsteps gets the log's
- * steps (when not NULL). */
-static int log_pass(struct pass *p, mms_log_t *log, uint64_t *nsteps)
+/* Keeps the launches of the step asked for, now that the steps are known:
+ * those seen before the first step mark belong to step 1 when the log
+ * counts STEP events, else to none. */
+static int lpass_end(struct mms__sub *sub, struct mms_pass *pass)
 {
-	mms_replay_options_t ro = { .forward_only = 1 };
-	const struct mms__state *st;
-	struct mms__track t;
-	mms_replay_t *r;
-	mms_event_t ev;
-	size_t ix[2];
-	int rc, i, kernel = p->c->level == MMS_COMPARE_KERNEL;
+	struct lpass *p = (struct lpass *)sub;
+	const struct mms__track *t = mms__pass_track(pass);
+	uint64_t pending = t->step_kind == 1 ? 1 : MMS__STEP_NONE;
+	mms_launches_t *r = &p->res->pub;
+	uint64_t *steps = p->res->steps;
+	size_t i, j;
 
-	for (i = 0; i < p->nt; i++)
-		if (p->t[i].side->loaded)
-			return MMS_EUSAGE;
-	rc = mms_replay_open_ex(log, &ro, &r);
-	if (rc)
-		return rc;
-	st = mms__replay_state(r);
-	mms__track_init(&t, MMS__TRACK_LAUNCHES | MMS__TRACK_STEPS);
-	mms__track_start(&t, st); /* a fork child's starts with its inherited heap */
-	mms__map_init(&p->name_ix);
-	while ((rc = mms_replay_next(r, &ev)) == 1) {
-		rc = mms__track_event(&t, st, &ev);
-		if (rc)
-			break;
-		if (kernel) {
-			if (ev.kind == MMS_EV_KERNEL_LAUNCH || ev.kind == MMS_EV_MALLOC || ev.kind == MMS_EV_FREE ||
-			    ev.kind == MMS_EV_OP_LAUNCH)
-				rc = pass_kernel(p, &t, st, &ev);
-		} else if (t.has_ended) {
-			/* At op level a launch counts at its end, as
-			 * msMemScope orders them. */
-			rc = pass_add(p, t.ended.name, t.ended.step,
-				      (int64_t)t.ended.m.bytes_allocated - (int64_t)t.ended.m.bytes_freed, ix);
-		}
-		if (rc)
-			break;
+	r->steps = t->nsteps;
+	if (p->o.step > t->nsteps) {
+		r->n = 0;
+		return MMS_EUSAGE;
 	}
-	if (!rc) {
-		mms__track_finish(&t, st);
-		if (nsteps)
-			*nsteps = t.nsteps;
-		for (i = 0; i < p->nt; i++)
-			if (p->t[i].step > t.nsteps)
-				rc = MMS_EUSAGE;
-		if (!rc)
-			pass_finish(p, &t);
+	for (i = j = 0; i < r->n; i++) {
+		if (steps[i] == MMS__STEP_PENDING)
+			steps[i] = pending;
+		if (!p->o.step || steps[i] == p->o.step)
+			r->launches[j++] = r->launches[i];
 	}
-	if (rc)
-		for (i = 0; i < p->nt; i++)
-			p->t[i].side->n = 0;
-	mms__track_free(&t);
-	mms__map_free(&p->name_ix);
+	r->n = j;
+	return 0;
+}
+
+static void lpass_drop(struct mms__sub *sub)
+{
+	struct lpass *p = (struct lpass *)sub;
+
 	free(p->k);
-	mms_replay_close(r);
+	free(p);
+}
+
+MMS__EXPORT void mms_launches_free(mms_launches_t *l)
+{
+	struct launches_res *r = (struct launches_res *)l;
+
+	if (!l)
+		return;
+	free(l->launches);
+	free(r->steps);
+	free(r);
+}
+
+MMS__EXPORT int mms_launches_add(mms_pass_t *pass, const mms_launches_options_t *opt, mms_launches_t **out)
+{
+	struct launches_res *r;
+	struct lpass *p;
+	int rc;
+
+	if (!out)
+		return MMS_EUSAGE;
+	*out = NULL;
+	if (!pass || (opt && opt->level != MMS_COMPARE_OP && opt->level != MMS_COMPARE_KERNEL))
+		return MMS_EUSAGE;
+	r = calloc(1, sizeof(*r));
+	p = calloc(1, sizeof(*p));
+	if (!r || !p) {
+		free(r);
+		free(p);
+		return -ENOMEM;
+	}
+	if (opt)
+		p->o = *opt;
+	p->res = r;
+	p->sub.name = "launches";
+	p->sub.kinds = p->o.level == MMS_COMPARE_KERNEL ? 1u << MMS_EV_KERNEL_LAUNCH | 1u << MMS_EV_MALLOC |
+							      1u << MMS_EV_FREE | 1u << MMS_EV_OP_LAUNCH
+							: 1u << MMS_EV_OP_LAUNCH;
+	p->sub.track = MMS__TRACK_LAUNCHES | MMS__TRACK_STEPS;
+	p->sub.event = lpass_event;
+	p->sub.end = lpass_end;
+	p->sub.drop = lpass_drop;
+	p->sub.status = &r->pub.status;
+	*out = &r->pub;
+	rc = mms__pass_add(pass, &p->sub);
+	if (rc) {
+		mms_launches_free(*out);
+		*out = NULL;
+	}
 	return rc;
 }
 
-MMS__EXPORT int mms_compare_add_log(mms_compare_t *c, int side, mms_log_t *log)
+MMS__RUN_ONE(launches, mms_launches_options_t, mms_launches_t)
+
+MMS__EXPORT int mms_compare_set(mms_compare_t *c, int side, const mms_launches_t *l)
 {
-	struct pass p = { .c = c, .nt = 1 };
+	struct mms__map ix; /* pointer of a log string -> name id */
+	struct cmp_side *s;
+	struct cmp_launch *cl;
+	uint64_t *v;
+	uint32_t id;
+	size_t i;
+	int isnew, rc = 0;
 
-	if (!c || !log || (side != 0 && side != 1))
+	if (!c || !l || (side != 0 && side != 1) || c->side[side].loaded || l->status)
 		return MMS_EUSAGE;
-	p.t[0].side = &c->side[side];
-	return log_pass(&p, log, NULL);
-}
+	s = &c->side[side];
+	mms__map_init(&ix);
+	for (i = 0; !rc && i < l->n; i++) {
+		const char *name = l->launches[i].name ? l->launches[i].name : "";
 
-MMS__EXPORT int mms_compare_add_steps(mms_compare_t *c, mms_log_t *log, uint64_t base_step, uint64_t compare_step,
-				      uint64_t *nsteps)
-{
-	struct pass p = { .c = c, .nt = 2 };
-
-	if (!c || !log || !base_step || !compare_step)
-		return MMS_EUSAGE;
-	p.t[0].side = &c->side[0];
-	p.t[0].step = base_step;
-	p.t[1].side = &c->side[1];
-	p.t[1].step = compare_step;
-	return log_pass(&p, log, nsteps);
+		/* The log interns its strings: one lookup per distinct pointer. */
+		v = mms__map_put(&ix, (uint64_t)(uintptr_t)name, &isnew);
+		if (!v) {
+			rc = -ENOMEM;
+			break;
+		}
+		if (isnew) {
+			rc = mms__compare_name_id(c, name, strlen(name), &id);
+			*v = id;
+		}
+		cl = rc ? NULL : mms__compare_side_push(s, (uint32_t)*v, 0);
+		if (!rc && !cl)
+			rc = -ENOMEM;
+		if (cl)
+			cl->bytes = l->launches[i].delta_bytes;
+	}
+	mms__map_free(&ix);
+	if (rc)
+		s->n = 0;
+	else
+		s->loaded = 1;
+	return rc;
 }
 
 /* --- alignment ---------------------------------------------------------------- */
@@ -503,7 +535,7 @@ static int put_bytes(struct mms__xbuf *b, int present, int64_t v)
 	return 0;
 }
 
-MMS__EXPORT int mms_compare_write_csv(const mms_compare_t *c, const char *path, int overwrite)
+MMS__EXPORT int mms_compare_write_csv(const mms_compare_t *c, const char *path, const mms_output_options_t *opt)
 {
 	const char *event;
 	struct mms__xbuf out = { 0 };
@@ -514,7 +546,7 @@ MMS__EXPORT int mms_compare_write_csv(const mms_compare_t *c, const char *path, 
 	if (!c || !path || !c->rows)
 		return MMS_EUSAGE;
 	event = c->level == MMS_COMPARE_KERNEL ? "KERNEL_LAUNCH," : "OP_LAUNCH,";
-	fd = mms__outfile_create(&f, path, overwrite);
+	fd = mms__outfile_create(&f, path, opt && opt->overwrite);
 	if (fd < 0)
 		return fd;
 	rc |= mms__xbuf_put(&out, compare_header, sizeof(compare_header) - 1);

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* decompose.c: live bytes broken down as a tree, memory kind (or pool)
  * first, then the levels of the owner tag ("A@B@C"), at any position of a
- * replay, and at the end of a log together with its peak. */
+ * replay, and at the end of a log together with its peak: the groups are
+ * followed on the way, so the peak's tree needs no second read unless an
+ * event the groups cannot follow (a mapping over others, an munmap, an
+ * address handed out twice) came before the peak. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay-int.h"
+#include "pass-int.h"
 
 /* What blocks without an owner tag are filed under. */
 #define NO_OWNER "(no owner)"
@@ -211,21 +214,17 @@ static void flatten(struct tree *tr, size_t head, mms_decompose_node_t *out, siz
 	}
 }
 
-/* Builds the result from the groups of a state. */
-static int decompose_state(const struct mms__state *st, mms_decompose_t **out)
+/* Builds a tree at position from n groups. */
+static int groups_tree(const struct dgroup *g, size_t ng, uint64_t position, mms_decompose_tree_t **out)
 {
-	struct dgroups d = { 0 };
 	struct tree tr = { 0 };
-	mms_decompose_t *res = NULL;
+	mms_decompose_tree_t *res = NULL;
 	size_t roots = 0, i, n = 0;
-	int rc;
+	int rc = 0;
 
 	*out = NULL;
-	mms__map_init(&d.ix);
-	mms__state_each(st, group_blk, &d);
-	rc = d.err;
-	for (i = 0; !rc && i < d.n; i++)
-		rc = tree_add(&tr, &roots, &d.g[i]);
+	for (i = 0; !rc && i < ng; i++)
+		rc = tree_add(&tr, &roots, &g[i]);
 	if (rc)
 		goto done;
 	/* One allocation: the header, the nodes, then their names. */
@@ -235,7 +234,7 @@ static int decompose_state(const struct mms__state *st, mms_decompose_t **out)
 		goto done;
 	}
 	memset(res, 0, sizeof(*res));
-	res->position = st->pos;
+	res->position = position;
 	res->nodes = (mms_decompose_node_t *)(res + 1);
 	flatten(&tr, roots, res->nodes, &n);
 	res->n = n;
@@ -250,14 +249,29 @@ static int decompose_state(const struct mms__state *st, mms_decompose_t **out)
 	}
 	*out = res;
 done:
-	mms__map_free(&d.ix);
-	free(d.g);
 	free(tr.t);
 	free(tr.text);
 	return rc;
 }
 
-MMS__EXPORT int mms_decompose_replay(const mms_replay_t *r, mms_decompose_t **out)
+/* Builds the tree of a state's live blocks. */
+static int decompose_state(const struct mms__state *st, mms_decompose_tree_t **out)
+{
+	struct dgroups d = { 0 };
+	int rc;
+
+	*out = NULL;
+	mms__map_init(&d.ix);
+	mms__state_each(st, group_blk, &d);
+	rc = d.err;
+	if (!rc)
+		rc = groups_tree(d.g, d.n, st->pos, out);
+	mms__map_free(&d.ix);
+	free(d.g);
+	return rc;
+}
+
+MMS__EXPORT int mms_decompose_replay(const mms_replay_t *r, mms_decompose_tree_t **out)
 {
 	if (!out)
 		return MMS_EUSAGE;
@@ -267,68 +281,249 @@ MMS__EXPORT int mms_decompose_replay(const mms_replay_t *r, mms_decompose_t **ou
 	return decompose_state(mms__replay_state(r), out);
 }
 
-MMS__EXPORT void mms_decompose_free(mms_decompose_t *d)
+MMS__EXPORT void mms_decompose_tree_free(mms_decompose_tree_t *d)
 {
 	free(d);
 }
 
 /* --- the end and the peak of a log ------------------------------------------------- */
 
-/* Replays a fresh forward-only replay up to position `to` (UINT64_MAX: the
- * end), noting where the live bytes of all kinds first reached their
- * highest in *peak_pos when not NULL. Decomposes the state there. */
-static int pass(mms_log_t *log, uint64_t to, uint64_t *peak_pos, mms_decompose_t **out)
-{
-	mms_replay_options_t ro = { .forward_only = 1 };
-	const struct mms__state *st;
-	mms_replay_t *r;
-	uint64_t peak = 0;
-	int rc;
+/* A group followed through the pass, with its figures at the last peak:
+ * those are pk_* once the group changed after that peak (ver is the
+ * peak's number then), else its figures now. */
+struct fgroup {
+	struct dgroup d;
+	uint64_t pk_bytes, pk_blocks;
+	uint64_t ver;
+};
 
-	rc = mms_replay_open_ex(log, &ro, &r);
-	if (rc)
-		return rc;
-	st = mms__replay_state(r);
+struct dpass {
+	struct mms__sub sub;
+	const struct mms__state *st;
+	mms_decompose_options_t o;
+	mms_decompose_t *res;
+	struct mms__map ix;       /* hash of the key -> index in g + 1 */
+	struct fgroup *g;
+	size_t n, cap;
+	size_t last;              /* the group used last, + 1 (blocks come in runs) */
+	uint64_t ver;             /* peaks so far, + 1 */
+	uint64_t peak, peak_pos;  /* the highest live bytes (all kinds), first reached at peak_pos */
+	uint64_t inexact;         /* the position after the first event the groups could not
+	                             follow; UINT64_MAX: none */
+	uint64_t double_allocs, mmap_bytes, mmap_blocks; /* the state's, before the event */
+};
+
+static struct fgroup *fgroup_of(struct dpass *p, uint16_t mem, const char *pool, const char *owner)
+{
+	uint64_t h, *v;
+	struct fgroup *g;
+	int isnew;
+
+	if (mem != MMS_MEM_POOL)
+		pool = NULL;
+	if (p->last) {
+		g = &p->g[p->last - 1];
+		if (g->d.mem == mem && g->d.pool == pool && g->d.owner == owner)
+			return g;
+	}
+	/* Owner strings are interned and pool names are the log's: equal
+	 * keys are equal pointers. Probe on past another key's hash. */
+	for (h = key_hash(mem, pool, owner);; h++) {
+		v = mms__map_put(&p->ix, h, &isnew);
+		if (!v)
+			return NULL;
+		if (isnew)
+			break;
+		g = &p->g[*v - 1];
+		if (g->d.mem == mem && g->d.pool == pool && g->d.owner == owner)
+			goto found;
+	}
+	if (mms__grow(&p->g, &p->cap, p->n, sizeof(*p->g)))
+		return NULL;
+	g = &p->g[p->n++];
+	memset(g, 0, sizeof(*g));
+	g->d.mem = mem;
+	g->d.pool = pool;
+	g->d.owner = owner;
+	*v = p->n;
+found:
+	p->last = (size_t)(g - p->g) + 1;
+	return g;
+}
+
+/* Moves a group's figures by bytes and blocks, keeping those of the last
+ * peak first. */
+static int fgroup_move(struct dpass *p, const struct mms__blk *b, int64_t bytes, int64_t blocks)
+{
+	struct fgroup *g = fgroup_of(p, b->mem, b->pool, b->owner);
+
+	if (!g)
+		return -ENOMEM;
+	if (g->ver != p->ver) {
+		g->pk_bytes = g->d.bytes;
+		g->pk_blocks = g->d.blocks;
+		g->ver = p->ver;
+	}
+	g->d.bytes += (uint64_t)bytes;
+	g->d.blocks += (uint64_t)blocks;
+	return 0;
+}
+
+static int seed_blk(const struct mms__blk *b, void *ctx)
+{
+	return fgroup_move(ctx, b, (int64_t)b->size, 1) ? 1 : 0;
+}
+
+static void note_state(struct dpass *p)
+{
+	p->double_allocs = p->st->double_allocs;
+	p->mmap_bytes = p->st->mem[MMS_MEM_MMAP].live_bytes;
+	p->mmap_blocks = p->st->mem[MMS_MEM_MMAP].live_blocks;
+}
+
+static int dpass_begin(struct mms__sub *sub, struct mms_pass *pass)
+{
+	struct dpass *p = (struct dpass *)sub;
+
+	p->st = mms__pass_state(pass);
+	p->ver = 1;
+	p->inexact = UINT64_MAX;
 	/* A fork child starts with its inherited heap: position 0 may be
 	 * the peak. */
-	peak = st->peak_total;
-	if (peak_pos)
-		*peak_pos = 0;
-	while (st->pos < to) {
-		rc = mms_replay_next(r, NULL);
-		if (rc <= 0)
-			break;
-		if (peak_pos && st->peak_total > peak) {
-			peak = st->peak_total;
-			*peak_pos = st->pos;
-		}
+	p->peak = p->st->peak_total;
+	p->peak_pos = 0;
+	note_state(p);
+	return mms__state_each(p->st, seed_blk, p) ? -ENOMEM : 0;
+}
+
+static int dpass_event(struct mms__sub *sub, struct mms_pass *pass, const mms_event_t *ev)
+{
+	struct dpass *p = (struct dpass *)sub;
+	const struct mms__state *st = p->st;
+	const struct mms__blk *b = &st->last_blk;
+	int malloc = ev->kind == MMS_EV_MALLOC, rc = 0;
+
+	(void)pass;
+	if (ev->mem == MMS_MEM_MMAP) {
+		/* A new mapping where nothing was mapped is a block more;
+		 * anything else may have cut or covered other mappings. */
+		if (malloc && st->last_blk_valid && st->mem[MMS_MEM_MMAP].live_bytes == p->mmap_bytes + ev->size &&
+		    st->mem[MMS_MEM_MMAP].live_blocks == p->mmap_blocks + 1)
+			rc = fgroup_move(p, b, (int64_t)ev->size, 1);
+		else if (st->mem[MMS_MEM_MMAP].live_bytes != p->mmap_bytes ||
+			 st->mem[MMS_MEM_MMAP].live_blocks != p->mmap_blocks)
+			p->inexact = p->inexact < st->pos ? p->inexact : st->pos;
+	} else if (st->last_blk_valid) {
+		rc = fgroup_move(p, b, malloc ? (int64_t)b->size : -(int64_t)b->size, malloc ? 1 : -1);
 	}
-	/* The end of a damaged log is where its readable events end. */
-	if (rc >= 0 || rc == MMS_ECORRUPT || rc == MMS_EORDER)
-		rc = decompose_state(st, out);
-	mms_replay_close(r);
+	/* An address handed out while live replaced its block unseen. */
+	if (st->double_allocs != p->double_allocs)
+		p->inexact = p->inexact < st->pos ? p->inexact : st->pos;
+	note_state(p);
+	if (st->peak_total > p->peak) {
+		p->peak = st->peak_total;
+		p->peak_pos = st->pos;
+		p->ver++;
+	}
 	return rc;
 }
 
-MMS__EXPORT int mms_decompose_log(mms_log_t *log, mms_decompose_t **end, mms_decompose_t **peak)
+/* The tree of the groups as they were at the last peak. */
+static int peak_tree(struct dpass *p, mms_decompose_tree_t **out)
 {
-	uint64_t peak_pos;
+	struct dgroup *g = malloc((p->n ? p->n : 1) * sizeof(*g));
+	size_t i, n = 0;
 	int rc;
 
-	if (!end || !peak)
+	if (!g)
+		return -ENOMEM;
+	for (i = 0; i < p->n; i++) {
+		const struct fgroup *f = &p->g[i];
+
+		g[n] = f->d;
+		if (f->ver == p->ver) {
+			g[n].bytes = f->pk_bytes;
+			g[n].blocks = f->pk_blocks;
+		}
+		n += g[n].blocks != 0;
+	}
+	rc = groups_tree(g, n, p->peak_pos, out);
+	free(g);
+	return rc;
+}
+
+/* At the end of the log (a damaged log ends where its readable events
+ * end): the end's tree, and the peak's from the groups followed, or, when
+ * they could not follow an event before the peak, from a second look. */
+static int dpass_end(struct mms__sub *sub, struct mms_pass *pass)
+{
+	struct dpass *p = (struct dpass *)sub;
+
+	if (pass->round)
+		return decompose_state(mms__pass_state(pass), &p->res->peak);
+	if (decompose_state(p->st, &p->res->end))
+		return -ENOMEM;
+	if (p->o.end_only)
+		return 0;
+	if (p->inexact > p->peak_pos)
+		return peak_tree(p, &p->res->peak);
+	mms__pass_again(pass, sub, p->peak_pos, 0);
+	return 0;
+}
+
+static void dpass_drop(struct mms__sub *sub)
+{
+	struct dpass *p = (struct dpass *)sub;
+
+	mms__map_free(&p->ix);
+	free(p->g);
+	free(p);
+}
+
+MMS__EXPORT void mms_decompose_free(mms_decompose_t *d)
+{
+	if (!d)
+		return;
+	mms_decompose_tree_free(d->end);
+	mms_decompose_tree_free(d->peak);
+	free(d);
+}
+
+MMS__EXPORT int mms_decompose_add(mms_pass_t *pass, const mms_decompose_options_t *opt, mms_decompose_t **out)
+{
+	struct dpass *p;
+	int rc;
+
+	if (!out)
 		return MMS_EUSAGE;
-	*end = *peak = NULL;
-	if (!log)
+	*out = NULL;
+	if (!pass)
 		return MMS_EUSAGE;
-	rc = pass(log, UINT64_MAX, &peak_pos, end);
-	if (rc)
-		return rc;
-	/* The state at the peak is replayed again rather than copied at
-	 * every new high, which a growing heap reaches at each allocation. */
-	rc = pass(log, peak_pos, NULL, peak);
+	p = calloc(1, sizeof(*p));
+	*out = calloc(1, sizeof(**out));
+	if (!p || !*out) {
+		free(p);
+		free(*out);
+		*out = NULL;
+		return -ENOMEM;
+	}
+	if (opt)
+		p->o = *opt;
+	p->res = *out;
+	mms__map_init(&p->ix);
+	p->sub.name = "decompose";
+	p->sub.kinds = 1u << MMS_EV_MALLOC | 1u << MMS_EV_FREE;
+	p->sub.begin = dpass_begin;
+	p->sub.event = dpass_event;
+	p->sub.end = dpass_end;
+	p->sub.drop = dpass_drop;
+	p->sub.status = &(*out)->status;
+	rc = mms__pass_add(pass, &p->sub);
 	if (rc) {
-		mms_decompose_free(*end);
-		*end = NULL;
+		mms_decompose_free(*out);
+		*out = NULL;
 	}
 	return rc;
 }
+
+MMS__RUN_ONE(decompose, mms_decompose_options_t, mms_decompose_t)

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -88,49 +89,77 @@ static int put_row(struct mms__xbuf *b, const struct mms__xrow *row)
 	return 0;
 }
 
-MMS__EXPORT int mms_export_csv(mms_log_t *log, const char *path, const mms_export_options_t *opt)
-{
-	struct mms__xbuf out = { 0 };
+/* The CSV exporter: the rows gathered in out, written every so often. */
+struct csv {
 	struct mms__xpass x;
-	struct mms__outfile f;
-	struct mms__xrow row;
-	int fd, rc;
+	struct mms__xbuf out;
+};
 
-	if (!log || !path)
-		return MMS_EUSAGE;
-	fd = mms__outfile_create(&f, path, opt && opt->overwrite);
-	if (fd < 0)
-		return fd;
-	rc = mms__xpass_open(&x, log, opt);
-	if (rc)
-		goto fail_file;
-	rc = mms__xbuf_put(&out, csv_header, sizeof(csv_header) - 1);
-	while (!rc && (rc = mms__xpass_next(&x)) == 1) {
-		rc = mms__xpass_row(&x, &row);
-		if (rc == 1)
-			rc = put_row(&out, &row);
-		if (!rc && out.len >= CSV_FLUSH_AT) {
-			rc = mms__write_all(fd, out.p, out.len);
-			out.len = 0;
-		}
+static int csv_begin(struct mms__sub *sub, struct mms_pass *p)
+{
+	struct csv *c = (struct csv *)sub;
+
+	mms__xpass_begin(&c->x, p);
+	return mms__xbuf_put(&c->out, csv_header, sizeof(csv_header) - 1);
+}
+
+static int csv_event(struct mms__sub *sub, struct mms_pass *p, const mms_event_t *ev)
+{
+	struct csv *c = (struct csv *)sub;
+	struct mms__xrow row;
+	int rc;
+
+	(void)p;
+	mms__xpass_event(&c->x, ev);
+	rc = mms__xpass_row(&c->x, &row);
+	if (rc == 1) {
+		c->x.res->rows++;
+		rc = put_row(&c->out, &row);
 	}
-	if (!rc)
-		rc = mms__write_all(fd, out.p, out.len);
-	mms__xpass_close(&x);
-	mms__xbuf_free(&out);
-	if (rc)
-		goto fail_file;
-	if (close(fd)) {
-		rc = -errno;
-		mms__outfile_abort(&f);
+	if (!rc && c->out.len >= CSV_FLUSH_AT) {
+		rc = mms__write_all(c->x.fd, c->out.p, c->out.len);
+		c->out.len = 0;
+	}
+	return rc;
+}
+
+static int csv_end(struct mms__sub *sub, struct mms_pass *p)
+{
+	struct csv *c = (struct csv *)sub;
+	int rc;
+
+	(void)p;
+	rc = mms__write_all(c->x.fd, c->out.p, c->out.len);
+	return rc ? rc : mms__xpass_commit(&c->x);
+}
+
+static void csv_drop(struct mms__sub *sub)
+{
+	struct csv *c = (struct csv *)sub;
+
+	mms__xpass_free(&c->x);
+	mms__xbuf_free(&c->out);
+	free(c);
+}
+
+int mms__export_csv_add(mms_pass_t *p, const mms_export_options_t *opt, mms_export_t *res)
+{
+	struct csv *c = calloc(1, sizeof(*c));
+	int rc;
+
+	if (!c)
+		return -ENOMEM;
+	rc = mms__xpass_init(&c->x, p, opt, res);
+	if (rc) {
+		free(c);
 		return rc;
 	}
-	return mms__outfile_commit(&f);
-fail_file:
-	mms__xbuf_free(&out);
-	close(fd);
-	mms__outfile_abort(&f);
-	return rc;
+	c->x.sub.name = "export csv";
+	c->x.sub.begin = csv_begin;
+	c->x.sub.event = csv_event;
+	c->x.sub.end = csv_end;
+	c->x.sub.drop = csv_drop;
+	return mms__pass_add(p, &c->x.sub);
 }
 
 MMS__EXPORT int mms_export_name(const mms_log_t *log, const char *ext, char *buf, size_t len)

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -80,9 +81,9 @@ static const char *const db_sql[ST_COUNT] = {
 };
 
 struct db {
+	struct mms__xpass x; /* first: the subscriber */
 	sqlite3 *db;
 	sqlite3_stmt *st[ST_COUNT];
-	struct mms__xpass x;
 	struct mms__map stacks; /* stack ids written */
 	struct mms__map ips;    /* frames written */
 	struct mms__xbuf chain; /* scratch for inlined_chain */
@@ -192,7 +193,6 @@ static const char *const kind_names[] = { "HOST", "MMAP", "POOL" };
  * module, and the inlined chain when the ip expands to several frames. */
 static int put_frame(struct db *d, uint64_t ip)
 {
-	const mms_export_options_t *opt = d->x.opt;
 	sqlite3_stmt *s = d->st[ST_FRAME];
 	mms_frame_t f[DB_MAX_FRAMES];
 	mms_module_t m;
@@ -203,8 +203,8 @@ static int put_frame(struct db *d, uint64_t ip)
 	for (i = 2; i <= 8; i++)
 		sqlite3_bind_null(s, i);
 	sqlite3_bind_int(s, 7, 0);
-	if (opt && opt->sym) {
-		n = mms_symbolize(opt->sym, ip, f, DB_MAX_FRAMES);
+	if (d->x.sym) {
+		n = mms_symbolize(d->x.sym, ip, f, DB_MAX_FRAMES);
 		if (n < 0)
 			return n;
 	}
@@ -352,12 +352,14 @@ static int put_event(struct db *d)
 	int rc;
 
 	rc = mms__xpass_row(x, &row);
-	if (rc == 1)
+	if (rc == 1) {
+		x->res->rows++;
 		rc = put_dump(d, &row);
+	}
 	if (rc)
 		return rc;
-	if (x->track.has_ended)
-		return put_launch(d, &x->track.ended);
+	if (x->track->has_ended)
+		return put_launch(d, &x->track->ended);
 	if (!x->has_blk)
 		return 0;
 	if (x->ev.kind == MMS_EV_MALLOC)
@@ -415,7 +417,7 @@ static int put_tail(struct db *d)
 	static const char *const step_kinds[] = { "none", "step", "mstx" };
 	struct mms__xpass *x = &d->x;
 	const mms_log_info_t *info = &x->info;
-	const struct mms__track *tr = &x->track;
+	const struct mms__track *tr = x->track;
 	const struct mms__tstep *st;
 	const struct mms__thread *t;
 	sqlite3_stmt *s;
@@ -426,7 +428,7 @@ static int put_tail(struct db *d)
 	for (i = 0; i < tr->nthreads && !rc; i++)
 		for (j = 0; j < tr->threads[i].n && !rc; j++)
 			rc = put_launch(d, &tr->threads[i].ops[j]);
-	if (!rc && mms_replay_blocks(x->r, put_live, d))
+	if (!rc && mms__xpass_each_live(x, put_live, d))
 		rc = d->err ? d->err : -EIO;
 	s = d->st[ST_STEP];
 	for (i = 0; i < tr->nsteps && !rc; i++) {
@@ -472,7 +474,7 @@ static int put_tail(struct db *d)
 	if (!rc)
 		rc = put_info(d, "start_realtime_ns", NULL, info->start_realtime_ns);
 	if (!rc)
-		rc = put_info(d, "events", NULL, x->done);
+		rc = put_info(d, "events", NULL, x->st->pos);
 	if (!rc)
 		rc = put_info(d, "call_stack_depth", NULL, info->call_stack_depth);
 	if (!rc)
@@ -516,53 +518,85 @@ static void db_close(struct db *d)
 	d->db = NULL;
 }
 
-MMS__EXPORT int mms_export_db(mms_log_t *log, const char *path, const mms_export_options_t *opt)
+static int db_begin(struct mms__sub *sub, struct mms_pass *p)
 {
-	struct db d = { 0 };
-	struct mms__outfile f;
-	int fd, rc;
+	struct db *d = (struct db *)sub;
 
-	if (!log || !path)
-		return MMS_EUSAGE;
-	/* Created here, so mode, O_EXCL and O_NOFOLLOW are ours; SQLite
-	 * takes the empty file as an empty database. */
-	fd = mms__outfile_create(&f, path, opt && opt->overwrite);
-	if (fd < 0)
-		return fd;
-	close(fd);
-	mms__map_init(&d.stacks);
-	mms__map_init(&d.ips);
-	rc = mms__xpass_open(&d.x, log, opt);
-	if (rc)
-		goto fail_file;
-	rc = db_open(&d, f.tmp);
-	while (!rc && (rc = mms__xpass_next(&d.x)) == 1)
-		rc = put_event(&d);
-	if (!rc)
-		rc = put_tail(&d);
-	if (!rc && sqlite3_exec(d.db, db_indexes, NULL, NULL, NULL) != SQLITE_OK)
-		rc = db_error(&d, sqlite3_errcode(d.db));
-	if (!rc && sqlite3_exec(d.db, "COMMIT;", NULL, NULL, NULL) != SQLITE_OK)
-		rc = db_error(&d, sqlite3_errcode(d.db));
+	mms__xpass_begin(&d->x, p);
+	/* Created by the pass, so mode, O_EXCL and O_NOFOLLOW are ours;
+	 * SQLite takes the empty file as an empty database. */
+	close(d->x.fd);
+	d->x.fd = -1;
+	return db_open(d, d->x.f.tmp);
+}
+
+static int db_event(struct mms__sub *sub, struct mms_pass *p, const mms_event_t *ev)
+{
+	struct db *d = (struct db *)sub;
+
+	(void)p;
+	mms__xpass_event(&d->x, ev);
+	return put_event(d);
+}
+
+static int db_end(struct mms__sub *sub, struct mms_pass *p)
+{
+	struct db *d = (struct db *)sub;
+	int rc;
+
+	(void)p;
+	rc = put_tail(d);
+	if (!rc && sqlite3_exec(d->db, db_indexes, NULL, NULL, NULL) != SQLITE_OK)
+		rc = db_error(d, sqlite3_errcode(d->db));
+	if (!rc && sqlite3_exec(d->db, "COMMIT;", NULL, NULL, NULL) != SQLITE_OK)
+		rc = db_error(d, sqlite3_errcode(d->db));
 	if (!rc) {
 		for (int i = 0; i < ST_COUNT; i++) {
-			sqlite3_finalize(d.st[i]);
-			d.st[i] = NULL;
+			sqlite3_finalize(d->st[i]);
+			d->st[i] = NULL;
 		}
-		rc = sqlite3_close(d.db);
-		rc = rc == SQLITE_OK ? 0 : db_error(&d, rc);
+		rc = sqlite3_close(d->db);
+		rc = rc == SQLITE_OK ? 0 : db_error(d, rc);
 		if (!rc)
-			d.db = NULL;
+			d->db = NULL;
 	}
-	mms__xpass_close(&d.x);
-fail_file:
-	db_close(&d);
-	mms__map_free(&d.stacks);
-	mms__map_free(&d.ips);
-	mms__xbuf_free(&d.chain);
+	if (!rc) {
+		rc = mms__outfile_commit(&d->x.f);
+		d->x.committed = !rc;
+	}
+	return rc;
+}
+
+static void db_drop(struct mms__sub *sub)
+{
+	struct db *d = (struct db *)sub;
+
+	db_close(d);
+	mms__xpass_free(&d->x);
+	mms__map_free(&d->stacks);
+	mms__map_free(&d->ips);
+	mms__xbuf_free(&d->chain);
+	free(d);
+}
+
+int mms__export_db_add(mms_pass_t *p, const mms_export_options_t *opt, mms_export_t *res)
+{
+	struct db *d = calloc(1, sizeof(*d));
+	int rc;
+
+	if (!d)
+		return -ENOMEM;
+	rc = mms__xpass_init(&d->x, p, opt, res);
 	if (rc) {
-		mms__outfile_abort(&f);
+		free(d);
 		return rc;
 	}
-	return mms__outfile_commit(&f);
+	mms__map_init(&d->stacks);
+	mms__map_init(&d->ips);
+	d->x.sub.name = "export db";
+	d->x.sub.begin = db_begin;
+	d->x.sub.event = db_event;
+	d->x.sub.end = db_end;
+	d->x.sub.drop = db_drop;
+	return mms__pass_add(p, &d->x.sub);
 }

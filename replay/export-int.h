@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* export-int.h: what the CSV and SQLite exporters share: one forward pass
- * over the log that builds msMemScope's dump row of each event, tracks
- * operator launches and steps, and renders C stacks; a text buffer; and
- * output files that appear whole or not at all. */
+/* export-int.h: what the CSV and SQLite exporters share: a subscriber of
+ * the pass that builds msMemScope's dump row of each event with the
+ * launches and steps the pass follows, and renders C stacks; a text
+ * buffer; and output files that appear whole or not at all. */
 #ifndef MMS_EXPORT_INT_H
 #define MMS_EXPORT_INT_H
 
@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "replay-int.h"
+#include "pass-int.h"
 
 /* --- text buffer ----------------------------------------------------------- */
 
@@ -94,19 +94,27 @@ struct mms__xrow {
 
 /* --- the pass ------------------------------------------------------------- */
 
+/* What an exporter follows of the pass it subscribes to: the current event
+ * with its block, the launches and steps, and the C stacks it renders. */
 struct mms__xpass {
+	struct mms__sub sub;   /* the exporter's subscriber */
 	mms_log_t *log;
-	const mms_export_options_t *opt;
-	mms_replay_t *r;
+	mms_symbolizer_t *sym; /* names the frames; NULL: raw addresses */
+	const mms_inefficient_t *inefficient; /* tags MALLOC rows, or NULL */
+	const struct mms__state *st;
 	mms_log_info_t info;
+	mms_export_t *res;
+	struct mms__outfile f; /* the file, under its temporary name until the end */
+	int fd;                /* its descriptor; -1 once closed */
+	int committed;
 
-	/* The current event and its block (has_blk), after mms__xpass_next(). */
+	/* The current event and its block (has_blk), after mms__xpass_event(). */
 	mms_event_t ev;
 	mms_block_t blk;
 	int has_blk;
-	/* The launches and steps followed (track.c): x->track.ended when
-	 * has_ended, the step of the current event in track.ev_step. */
-	struct mms__track track;
+	/* The launches and steps the pass follows (track.c): track->ended
+	 * when has_ended, the step of the current event in track->ev_step. */
+	const struct mms__track *track;
 
 	/* C stack text per stack id: index into stk_spans, spans into stk_text. */
 	struct mms__map stk_ix;
@@ -120,19 +128,24 @@ struct mms__xpass {
 
 	struct mms__xbuf attr; /* scratch for the row's Attr */
 	char name[48];         /* scratch for "Range end from id N" */
-	uint64_t done;         /* events applied */
-	uint64_t progress_next;
 };
 
-/* Opens a forward-only replay of log. Returns 0 or a negative code; on
- * failure nothing needs closing. */
-int mms__xpass_open(struct mms__xpass *x, mms_log_t *log, const mms_export_options_t *opt);
-void mms__xpass_close(struct mms__xpass *x);
-/* Applies the next event: returns 1 with x->ev (and x->blk, x->track)
- * set, 0 at the end, or a negative code (damage, -ENOMEM,
- * -ECANCELED from the progress callback). At the end the last step is
- * closed as the replay's index closes it. */
-int mms__xpass_next(struct mms__xpass *x);
+/* Sets up x for an export of the log p reads to opt->path: creates the
+ * file (under a temporary name; -EEXIST when path exists and overwrite is
+ * 0) and fills x->sub for the exporter to complete with its callbacks.
+ * Returns 0 or a negative code; on failure nothing needs freeing. */
+int mms__xpass_init(struct mms__xpass *x, mms_pass_t *p, const mms_export_options_t *opt, mms_export_t *res);
+/* Frees what the pass allocated; removes the file unless committed. */
+void mms__xpass_free(struct mms__xpass *x);
+/* For the exporter's begin: takes the pass's state and track. */
+void mms__xpass_begin(struct mms__xpass *x, struct mms_pass *p);
+/* For the exporter's event: sets x->ev, x->blk and has_blk. */
+void mms__xpass_event(struct mms__xpass *x, const mms_event_t *ev);
+/* Closes the file and moves it to its path. Returns 0 or a negative code. */
+int mms__xpass_commit(struct mms__xpass *x);
+/* Calls fn on each block live at the end, as the replay gives it, until
+ * fn returns non-zero, which is returned. */
+int mms__xpass_each_live(struct mms__xpass *x, int (*fn)(const mms_block_t *b, void *ctx), void *ctx);
 /* The dump row of the current event: returns 1 and fills *row, 0 when the
  * event has no row (OWNER, STEP, WATCH, COLLECT), or -ENOMEM. */
 int mms__xpass_row(struct mms__xpass *x, struct mms__xrow *row);
@@ -149,5 +162,15 @@ int mms__xpass_stack(struct mms__xpass *x, uint32_t id, const char **s, size_t *
  * returns the depth, with *ips pointing into the pass's scratch, or a
  * negative code. */
 int mms__xpass_ips(struct mms__xpass *x, uint32_t id, const uint64_t **ips);
+
+/* The exporters (export-csv.c, export-db.c): each makes its subscriber
+ * and adds it to p. Returns 0 or a negative code. */
+int mms__export_csv_add(mms_pass_t *p, const mms_export_options_t *opt, mms_export_t *res);
+int mms__export_db_add(mms_pass_t *p, const mms_export_options_t *opt, mms_export_t *res);
+
+/* The kinds of events with a dump row (all but OWNER, STEP, WATCH, COLLECT). */
+#define MMS__XPASS_KINDS                                                                                      \
+	(1u << MMS_EV_SYSTEM | 1u << MMS_EV_MALLOC | 1u << MMS_EV_FREE | 1u << MMS_EV_ACCESS |                  \
+	 1u << MMS_EV_OP_LAUNCH | 1u << MMS_EV_KERNEL_LAUNCH | 1u << MMS_EV_MSTX)
 
 #endif /* MMS_EXPORT_INT_H */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* export-rows.c: the pass both exporters make: one forward replay that
- * turns each event into msMemScope's dump row (Event, Event Type, Name,
- * Ptr, Attr, C stack), tracks operator launches and steps with their
- * memory, and writes output files under a temporary name until done. */
+/* export-rows.c: what both exporters do as subscribers of a pass: turn
+ * each event into msMemScope's dump row (Event, Event Type, Name, Ptr,
+ * Attr, C stack) with the operator launches and steps the pass follows,
+ * and write their file under a temporary name until done. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -14,8 +14,6 @@
 
 #include "export-int.h"
 
-/* Events between two calls of the progress callback. */
-#define XPASS_PROGRESS_EVERY ((uint64_t)1 << 16)
 /* Frames one address may expand to (inlined functions); as symbolize.c. */
 #define XPASS_MAX_FRAMES 64
 
@@ -79,75 +77,121 @@ uint64_t mms__xpass_tid(struct mms__xpass *x, uint32_t thread)
 
 uint64_t mms__xpass_step_of(const struct mms__xpass *x, uint64_t id)
 {
-	return mms__track_step_of(&x->track, id);
+	return mms__track_step_of(x->track, id);
 }
 
 /* --- the pass -------------------------------------------------------------------- */
 
-int mms__xpass_open(struct mms__xpass *x, mms_log_t *log, const mms_export_options_t *opt)
+int mms__xpass_init(struct mms__xpass *x, mms_pass_t *p, const mms_export_options_t *opt, mms_export_t *res)
 {
-	mms_replay_options_t ro = { .forward_only = 1 };
-	int rc;
-
 	memset(x, 0, sizeof(*x));
-	if (!log)
-		return MMS_EUSAGE;
-	x->log = log;
-	x->opt = opt;
-	mms_log_get_info(log, &x->info);
+	x->log = p->log;
+	x->res = res;
+	x->sym = opt->out.sym;
+	x->inefficient = opt->inefficient;
+	mms_log_get_info(p->log, &x->info);
+	x->fd = mms__outfile_create(&x->f, opt->path, opt->out.overwrite);
+	if (x->fd < 0)
+		return x->fd;
 	mms__map_init(&x->stk_ix);
-	mms__track_init(&x->track, MMS__TRACK_LAUNCHES | MMS__TRACK_STEPS);
-	rc = mms_replay_open_ex(log, &ro, &x->r);
-	if (rc)
-		return rc;
-	/* A fork child's replay starts with its inherited heap. */
-	mms__track_start(&x->track, mms__replay_state(x->r));
+	x->sub.kinds = MMS__XPASS_KINDS;
+	x->sub.track = MMS__TRACK_LAUNCHES | MMS__TRACK_STEPS;
+	x->sub.status = &res->status;
+	/* Tags from an analysis of this same pass are known once it ended:
+	 * the export then reads the log again after it. */
+	if (x->inefficient && mms__inefficient_filling(x->inefficient) == p)
+		x->sub.round = 1;
 	return 0;
 }
 
-void mms__xpass_close(struct mms__xpass *x)
+void mms__xpass_free(struct mms__xpass *x)
 {
-	mms_replay_close(x->r);
-	mms__track_free(&x->track);
+	if (x->fd >= 0)
+		close(x->fd);
+	if (!x->committed)
+		mms__outfile_abort(&x->f);
 	mms__map_free(&x->stk_ix);
 	free(x->stk_spans);
 	mms__xbuf_free(&x->stk_text);
 	free(x->ips);
 	mms__xbuf_free(&x->attr);
-	memset(x, 0, sizeof(*x));
 }
 
-int mms__xpass_next(struct mms__xpass *x)
+void mms__xpass_begin(struct mms__xpass *x, struct mms_pass *p)
 {
-	const mms_event_t *ev = &x->ev;
-	const mms_export_options_t *opt = x->opt;
+	x->st = mms__pass_state(p);
+	x->track = mms__pass_track(p);
+}
+
+void mms__xpass_event(struct mms__xpass *x, const mms_event_t *ev)
+{
+	x->ev = *ev;
+	x->has_blk = 0;
+	if (ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE || ev->kind == MMS_EV_ACCESS)
+		x->has_blk = mms__state_event_block(x->st, ev, &x->blk);
+}
+
+int mms__xpass_commit(struct mms__xpass *x)
+{
+	int rc = close(x->fd) ? -errno : 0;
+
+	x->fd = -1;
+	if (!rc)
+		rc = mms__outfile_commit(&x->f);
+	x->committed = !rc;
+	return rc;
+}
+
+struct each_live {
+	const struct mms__state *st;
+	int (*fn)(const mms_block_t *b, void *ctx);
+	void *ctx;
+};
+
+static int each_live_one(const struct mms__blk *k, void *ctx)
+{
+	struct each_live *e = ctx;
+	mms_block_t b;
+
+	mms__state_blk_export(e->st, k, &b);
+	return e->fn(&b, e->ctx);
+}
+
+int mms__xpass_each_live(struct mms__xpass *x, int (*fn)(const mms_block_t *b, void *ctx), void *ctx)
+{
+	struct each_live e = { x->st, fn, ctx };
+
+	return mms__state_each(x->st, each_live_one, &e);
+}
+
+/* --- the analysis's entry -------------------------------------------------------- */
+
+MMS__EXPORT void mms_export_free(mms_export_t *res)
+{
+	free(res);
+}
+
+MMS__EXPORT int mms_export_add(mms_pass_t *p, const mms_export_options_t *opt, mms_export_t **out)
+{
 	int rc;
 
-	/* Progress at the start, now and then, and at the end, where a
-	 * cancel still leaves no file. */
-	if (opt && opt->progress && x->done >= x->progress_next) {
-		x->progress_next += XPASS_PROGRESS_EVERY;
-		if (opt->progress(opt->progress_ctx, x->done, x->info.events))
-			return -ECANCELED;
+	if (!out)
+		return MMS_EUSAGE;
+	*out = NULL;
+	if (!p || !opt || !opt->path || (opt->format != MMS_EXPORT_CSV && opt->format != MMS_EXPORT_DB))
+		return MMS_EUSAGE;
+	*out = calloc(1, sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	rc = opt->format == MMS_EXPORT_CSV ? mms__export_csv_add(p, opt, *out) : mms__export_db_add(p, opt, *out);
+	if (rc) {
+		free(*out);
+		*out = NULL;
 	}
-	x->has_blk = 0;
-	rc = mms_replay_next(x->r, &x->ev);
-	if (rc <= 0) {
-		if (rc == 0) {
-			mms__track_finish(&x->track, mms__replay_state(x->r));
-			if (opt && opt->progress &&
-			    opt->progress(opt->progress_ctx, x->done,
-					  x->info.events > x->done ? x->info.events : x->done))
-				return -ECANCELED;
-		}
-		return rc;
-	}
-	x->done++;
-	if (ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE || ev->kind == MMS_EV_ACCESS)
-		x->has_blk = mms_replay_event_block(x->r, &x->blk) == 1;
-	rc = mms__track_event(&x->track, mms__replay_state(x->r), ev);
-	return rc ? rc : 1;
+	return rc;
 }
+
+MMS__RUN_ONE(export, mms_export_options_t, mms_export_t)
 
 /* --- C stacks ------------------------------------------------------------------- */
 
@@ -181,7 +225,7 @@ static int stack_frame_text(struct mms__xpass *x, uint64_t ip, int first)
 	struct mms__xbuf *b = &x->stk_text;
 	int n, i, len;
 
-	if (!x->opt || !x->opt->sym) {
+	if (!x->sym) {
 		if (!first && mms__xbuf_put(b, "|", 1))
 			return -ENOMEM;
 		if (mms__xbuf_reserve(b, 20))
@@ -189,7 +233,7 @@ static int stack_frame_text(struct mms__xpass *x, uint64_t ip, int first)
 		b->len += (size_t)snprintf(b->p + b->len, 20, "0x%llx", (unsigned long long)ip);
 		return 0;
 	}
-	n = mms_symbolize(x->opt->sym, ip, frames, XPASS_MAX_FRAMES);
+	n = mms_symbolize(x->sym, ip, frames, XPASS_MAX_FRAMES);
 	if (n < 0)
 		return n;
 	for (i = 0; i < n; i++, first = 0) {
@@ -269,7 +313,7 @@ static const char *mem_type(const mms_event_t *ev, const mms_block_t *b, int has
 /* ",inefficient_type:early_allocation" when the block was found so. */
 static int attr_inefficient(struct mms__xpass *x, struct mms__xbuf *a)
 {
-	unsigned types = mms__inefficient_tags(x->opt->inefficient, x->blk.alloc_id), t;
+	unsigned types = mms__inefficient_tags(x->inefficient, x->blk.alloc_id), t;
 	const char *sep = ",inefficient_type:";
 	int rc = 0;
 
@@ -314,7 +358,7 @@ static int attr_memory(struct mms__xpass *x, struct mms__xbuf *a)
 		rc |= mms__xbuf_puts(a, ",used:");
 		rc |= mms__xbuf_u64(a, ev->used);
 	}
-	if (ev->kind == MMS_EV_MALLOC && x->has_blk && x->opt && x->opt->inefficient)
+	if (ev->kind == MMS_EV_MALLOC && x->has_blk && x->inefficient)
 		rc |= attr_inefficient(x, a);
 	rc |= mms__xbuf_put(a, "}", 1);
 	return rc ? -ENOMEM : 0;
@@ -388,7 +432,7 @@ int mms__xpass_row(struct mms__xpass *x, struct mms__xrow *row)
 		row->event = "ACCESS";
 		row->type = access_types[ev->sub < 3 ? ev->sub : 0];
 		/* The operator running on the accessing thread. */
-		l = mms__track_running(&x->track, ev->thread);
+		l = mms__track_running(x->track, ev->thread);
 		if (l)
 			row->name = l->name;
 		set_ptr(row, ev->addr);
@@ -397,7 +441,7 @@ int mms__xpass_row(struct mms__xpass *x, struct mms__xrow *row)
 	case MMS_EV_OP_LAUNCH:
 		row->event = "OP_LAUNCH";
 		row->type = ev->sub ? "OP_END" : "OP_START";
-		row->name = ev->sub ? (x->track.has_ended ? x->track.ended.name : NULL) : ev->name;
+		row->name = ev->sub ? (x->track->has_ended ? x->track->ended.name : NULL) : ev->name;
 		break;
 	case MMS_EV_KERNEL_LAUNCH:
 		row->event = "KERNEL_LAUNCH";

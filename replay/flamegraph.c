@@ -356,8 +356,8 @@ static int put_node(struct fg *g, struct mms__xf_out *o, uint32_t i, double x, d
 
 static const char *selection_title(const struct mms__xf *x, char *buf, size_t len)
 {
-	if (x->opt->title)
-		return x->opt->title;
+	if (x->title)
+		return x->title;
 	if (x->selection == MMS_TRANSFORM_LEAKS)
 		return "Leaked allocations (live at the end)";
 	if (x->selection == MMS_TRANSFORM_TEMPORARY) {

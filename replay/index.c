@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* index.c: the index beside a log (LOG.idx): where each step begins and
  * ends, and checkpoints of the heap state every so many events; built by
- * one replay of the whole log, stored, and reloaded while the log is
- * unchanged. */
+ * a subscriber of one pass over the whole log, stored, and reloaded while
+ * the log is unchanged. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "replay-int.h"
+#include "pass-int.h"
 
 #define INDEX_MAGIC "MMSINDEX"
 #define INDEX_VERSION 3
@@ -108,75 +108,93 @@ static int steps_from(struct mms__index *ix, const struct mms__track *t)
 	return 0;
 }
 
-int mms__index_build(mms_log_t *log, const mms_replay_options_t *opt, struct mms__index *ix)
+/* The index builder, a subscriber of a pass: checkpoints every so many
+ * events, the FORK events, and at the end the steps the pass followed. */
+struct ixsub {
+	struct mms__sub sub;
+	struct mms__index *ix;
+	uint64_t every, last;
+};
+
+static int ix_event(struct mms__sub *sub, struct mms_pass *p, const mms_event_t *ev)
 {
-	uint64_t every = opt && opt->checkpoint_every ? opt->checkpoint_every : (uint64_t)1 << 20;
-	uint64_t last = 0, live, total = log->events;
-	struct mms__state st;
-	struct mms__track tr;
-	mms_iter_t *it;
-	mms_event_t ev;
+	struct ixsub *s = (struct ixsub *)sub;
+	const struct mms__state *st = mms__pass_state(p);
+	uint64_t live;
 	int rc;
 
+	/* Where each fork child's heap is found (inherit.c). */
+	if (ev->kind == MMS_EV_SYSTEM && ev->sub == MMS_SYSTEM_FORK && (rc = fork_add(s->ix, ev)))
+		return rc;
+	if (st->pos - s->last < s->every)
+		return 0;
+	/* A checkpoint costs about what its live blocks do: space them so
+	 * the index stays a fraction of the log, however much is live. */
+	live = st->mem[0].live_blocks + st->mem[1].live_blocks + st->mem[2].live_blocks;
+	if (st->pos - s->last < 8 * live)
+		return 0;
+	rc = add_ckpt(s->ix, st, mms__pass_iter(p));
+	if (!rc)
+		s->last = st->pos;
+	return rc;
+}
+
+/* Damage stops the replay where it is; the index covers what came before
+ * and remembers why it stops. */
+static int ix_end(struct mms__sub *sub, struct mms_pass *p)
+{
+	struct ixsub *s = (struct ixsub *)sub;
+	const struct mms__state *st = mms__pass_state(p);
+
+	s->ix->stop_rc = p->stop_rc;
+	s->ix->events = st->pos;
+	s->ix->step_kind = st->step_kind;
+	return steps_from(s->ix, mms__pass_track(p));
+}
+
+static void ix_drop(struct mms__sub *sub)
+{
+	free(sub);
+}
+
+int mms__index_build(mms_log_t *log, const mms_replay_options_t *opt, struct mms__index *ix)
+{
+	mms_pass_options_t po = { 0 };
+	struct ixsub *s;
+	mms_pass_t *p;
+	int rc, status = 0;
+
 	memset(ix, 0, sizeof(*ix));
-	ix->every = every;
-	rc = mms_iter_open(log, &it);
+	ix->every = opt && opt->checkpoint_every ? opt->checkpoint_every : (uint64_t)1 << 20;
+	if (opt) {
+		po.progress = opt->progress;
+		po.progress_ctx = opt->progress_ctx;
+	}
+	rc = mms_pass_open(log, &po, &p);
 	if (rc)
 		return rc;
-	rc = mms__state_start(&st, log);
-	if (rc) {
-		mms_iter_close(it);
-		return rc;
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		mms_pass_close(p);
+		return -ENOMEM;
 	}
-	mms__track_init(&tr, MMS__TRACK_STEPS);
-	mms__track_start(&tr, &st);
-	for (;;) {
-		rc = mms_iter_next(it, &ev);
-		if (rc <= 0)
-			break;
-		rc = mms__state_apply(&st, &ev);
-		if (!rc)
-			rc = mms__track_event(&tr, &st, &ev);
-		/* Where each fork child's heap is found (inherit.c). */
-		if (!rc && ev.kind == MMS_EV_SYSTEM && ev.sub == MMS_SYSTEM_FORK)
-			rc = fork_add(ix, &ev);
-		if (rc)
-			goto fail;
-		if (st.pos - last < every)
-			continue;
-		/* A checkpoint costs about what its live blocks do: space them
-		 * so the index stays a fraction of the log, however much is
-		 * live. */
-		live = st.mem[0].live_blocks + st.mem[1].live_blocks + st.mem[2].live_blocks;
-		if (st.pos - last < 8 * live)
-			continue;
-		rc = add_ckpt(ix, &st, it);
-		if (rc)
-			goto fail;
-		last = st.pos;
-		if (opt && opt->progress && opt->progress(opt->progress_ctx, st.pos, total)) {
-			rc = -ECANCELED;
-			goto fail;
-		}
-	}
-	/* Damage stops the replay where it is; the index covers what came
-	 * before and remembers why it stops. */
-	ix->stop_rc = rc;
-	ix->events = st.pos;
-	ix->step_kind = st.step_kind;
-	mms__track_finish(&tr, &st);
-	rc = steps_from(ix, &tr);
+	s->ix = ix;
+	s->every = ix->every;
+	s->sub.name = "index";
+	s->sub.kinds = ~0u;
+	s->sub.track = MMS__TRACK_STEPS;
+	s->sub.event = ix_event;
+	s->sub.end = ix_end;
+	s->sub.drop = ix_drop;
+	s->sub.status = &status;
+	rc = mms__pass_add(p, &s->sub);
+	if (!rc)
+		rc = mms_pass_run(p);
+	mms_pass_close(p);
+	if (!rc)
+		rc = status;
 	if (rc)
-		goto fail;
-	mms__track_free(&tr);
-	mms__state_free(&st);
-	mms_iter_close(it);
-	return 0;
-fail:
-	mms__track_free(&tr);
-	mms__state_free(&st);
-	mms_iter_close(it);
-	mms__index_free(ix);
+		mms__index_free(ix);
 	return rc;
 }
 

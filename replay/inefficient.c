@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay-int.h"
+#include "pass-int.h"
 
 #define IDLE_THRESHOLD_DEFAULT 3000
 
@@ -37,8 +37,20 @@ struct ithread {
 	size_t n, cap;
 };
 
+/* The result, with what it keeps besides: the types of every flagged
+ * allocation (for the dump) and the owner strings its blocks name. */
+struct ineff_res {
+	mms_inefficient_t pub;
+	uint8_t *tags; /* four bits per allocation id */
+	uint64_t ntags;
+	struct mms__strs *strs;
+	const struct mms_pass *filling; /* the pass filling it, until it ended */
+};
+
 struct ipass {
-	const mms_inefficient_options_t *o;
+	struct mms__sub sub;
+	const struct mms__state *st;
+	mms_inefficient_options_t o;
 	uint64_t threshold;
 	uint64_t ops; /* the counter: launches and lone memory events */
 	uint64_t launches; /* operator launches */
@@ -49,7 +61,7 @@ struct ipass {
 	struct iblk *blks;    /* slots; free ones chained through addr */
 	size_t nblks, blks_cap;
 	uint64_t free_slot; /* head of the free chain + 1 */
-	mms_inefficient_t *res;
+	struct ineff_res *res;
 	size_t res_cap;
 	size_t tags_cap;
 };
@@ -114,7 +126,7 @@ static void sift_up(mms_inefficient_block_t *h, size_t i)
 /* Sets the types of allocation id in the tags: four bits each. */
 static int tag_set(struct ipass *p, uint64_t id, unsigned types)
 {
-	mms_inefficient_t *res = p->res;
+	struct ineff_res *res = p->res;
 	size_t need = (size_t)(id / 2 + 1), cap;
 	uint8_t *t;
 
@@ -122,16 +134,16 @@ static int tag_set(struct ipass *p, uint64_t id, unsigned types)
 		cap = p->tags_cap ? p->tags_cap : 4096;
 		while (cap < need)
 			cap *= 2;
-		t = realloc(res->tags_, cap);
+		t = realloc(res->tags, cap);
 		if (!t)
 			return -ENOMEM;
 		memset(t + p->tags_cap, 0, cap - p->tags_cap);
-		res->tags_ = t;
+		res->tags = t;
 		p->tags_cap = cap;
 	}
-	res->tags_[id / 2] |= (uint8_t)(types << (id % 2 * 4));
-	if (need > res->ntags_)
-		res->ntags_ = need;
+	res->tags[id / 2] |= (uint8_t)(types << (id % 2 * 4));
+	if (need > res->ntags)
+		res->ntags = need;
 	return 0;
 }
 
@@ -139,9 +151,9 @@ static int tag_set(struct ipass *p, uint64_t id, unsigned types)
  * blk is the block as the replay gives it, free_op 0 while live. */
 static int keep(struct ipass *p, const struct iblk *b, const mms_block_t *blk, uint64_t free_op)
 {
-	mms_inefficient_t *res = p->res;
+	mms_inefficient_t *res = &p->res->pub;
 	mms_inefficient_block_t r;
-	size_t max = p->o->keep;
+	size_t max = p->o.keep;
 	unsigned i;
 
 	if (!b->types)
@@ -153,7 +165,7 @@ static int keep(struct ipass *p, const struct iblk *b, const mms_block_t *blk, u
 			res->bytes[i] += b->size;
 		}
 	}
-	if (p->o->tags && tag_set(p, b->alloc_id, b->types))
+	if (p->o.tags && tag_set(p, b->alloc_id, b->types))
 		return -ENOMEM;
 	memset(&r, 0, sizeof(r));
 	r.block = *blk;
@@ -245,7 +257,7 @@ static void on_access(struct ipass *p, struct iblk *b, uint64_t op)
 			b->early_free_op = p->last_free_op;
 		}
 	}
-	if (b->last_access_op && op - b->last_access_op > p->threshold && b->size >= p->o->min_size &&
+	if (b->last_access_op && op - b->last_access_op > p->threshold && b->size >= p->o.min_size &&
 	    !(b->types & MMS_INEFF_TEMPORARY_IDLENESS)) {
 		b->types |= MMS_INEFF_TEMPORARY_IDLENESS;
 		b->idle_from_op = b->last_access_op;
@@ -283,8 +295,9 @@ static int frees_whole(const mms_event_t *ev, const struct iblk *b)
 	return ev->addr <= b->addr && ev->addr + ev->size >= b->addr + b->size;
 }
 
-static int on_event(struct ipass *p, mms_replay_t *r, const mms_event_t *ev)
+static int on_event(struct mms__sub *sub, struct mms_pass *pass, const mms_event_t *ev)
 {
+	struct ipass *p = (struct ipass *)sub;
 	struct ithread *t;
 	struct iframe *f;
 	struct iblk *b;
@@ -292,6 +305,7 @@ static int on_event(struct ipass *p, mms_replay_t *r, const mms_event_t *ev)
 	uint64_t op;
 	int rc = 0, lone;
 
+	(void)pass;
 	if (ev->kind == MMS_EV_OP_LAUNCH) {
 		t = thread_of(p, ev->thread);
 		if (!t)
@@ -312,9 +326,9 @@ static int on_event(struct ipass *p, mms_replay_t *r, const mms_event_t *ev)
 		}
 		return 0;
 	}
-	if (ev->kind != MMS_EV_MALLOC && ev->kind != MMS_EV_FREE && ev->kind != MMS_EV_ACCESS)
-		return 0;
-	if (mms_replay_event_block(r, &blk) != 1)
+	if (ev->kind == MMS_EV_ACCESS)
+		p->res->pub.accesses++;
+	if (!mms__state_event_block(p->st, ev, &blk))
 		return 0; /* free(NULL), an unknown address */
 	t = thread_of(p, ev->thread);
 	if (!t)
@@ -356,21 +370,50 @@ static int by_order(const void *a, const void *b)
 }
 
 /* A block live at the end (or a live piece of a mapping), once. */
-static int keep_live(const mms_block_t *blk, void *ctx)
+static int keep_live(const struct mms__blk *k, void *ctx)
 {
 	struct ipass *p = ctx;
-	struct iblk *b = blk_get(p, blk->alloc_id);
+	struct iblk *b = blk_get(p, k->alloc_id);
+	mms_block_t blk;
 	int rc;
 
 	if (!b)
 		return 0;
-	rc = keep(p, b, blk, 0);
+	mms__state_blk_export(p->st, k, &blk);
+	rc = keep(p, b, &blk, 0);
 	blk_release(p, b);
 	return rc;
 }
 
-static void pass_free(struct ipass *p)
+static int pass_begin(struct mms__sub *sub, struct mms_pass *pass)
 {
+	((struct ipass *)sub)->st = mms__pass_state(pass);
+	return 0;
+}
+
+/* At the end (a damaged log is judged up to where its readable events
+ * end): blocks still live keep what their accesses showed. */
+static int pass_end(struct mms__sub *sub, struct mms_pass *pass)
+{
+	struct ipass *p = (struct ipass *)sub;
+	mms_inefficient_t *res = &p->res->pub;
+	int rc;
+
+	(void)pass;
+	rc = mms__state_each(p->st, keep_live, p);
+	if (rc)
+		return rc;
+	res->ops = p->ops;
+	res->launches = p->launches;
+	p->res->filling = NULL;
+	if (res->n)
+		qsort(res->blocks, res->n, sizeof(*res->blocks), by_order);
+	return 0;
+}
+
+static void pass_drop(struct mms__sub *sub)
+{
+	struct ipass *p = (struct ipass *)sub;
 	size_t i;
 
 	for (i = 0; i < p->nthreads; i++)
@@ -378,75 +421,77 @@ static void pass_free(struct ipass *p)
 	free(p->threads);
 	mms__map_free(&p->live);
 	free(p->blks);
+	free(p);
 }
 
-MMS__EXPORT int mms_inefficient_run(mms_log_t *log, const mms_inefficient_options_t *opt, mms_inefficient_t **out)
+MMS__EXPORT int mms_inefficient_add(mms_pass_t *pass, const mms_inefficient_options_t *opt, mms_inefficient_t **out)
 {
-	static const mms_inefficient_options_t defaults = { 0 };
-	mms_replay_options_t ro = { .forward_only = 1 };
-	struct ipass p = { 0 };
-	mms_event_t ev;
-	mms_replay_t *r;
+	struct ineff_res *res;
+	struct ipass *p;
 	int rc;
 
 	if (!out)
 		return MMS_EUSAGE;
 	*out = NULL;
-	if (!log)
+	if (!pass)
 		return MMS_EUSAGE;
-	p.o = opt ? opt : &defaults;
-	p.threshold = p.o->idle_threshold ? p.o->idle_threshold : IDLE_THRESHOLD_DEFAULT;
-	p.res = calloc(1, sizeof(*p.res));
-	if (!p.res)
+	res = calloc(1, sizeof(*res));
+	p = calloc(1, sizeof(*p));
+	if (!res || !p) {
+		free(res);
+		free(p);
 		return -ENOMEM;
-	p.res->idle_threshold = p.threshold;
-	p.res->min_size = p.o->min_size;
-	mms__map_init(&p.live);
-	rc = mms_replay_open_ex(log, &ro, &r);
-	if (rc)
-		goto fail;
-	while ((rc = mms_replay_next(r, &ev)) == 1) {
-		if (ev.kind == MMS_EV_ACCESS)
-			p.res->accesses++;
-		rc = on_event(&p, r, &ev);
-		if (rc)
-			break;
 	}
-	/* The blocks' owner strings live as long as the replay. */
-	p.res->replay_ = r;
-	/* A damaged log is judged up to where its readable events end. */
-	if (rc && rc != MMS_ECORRUPT && rc != MMS_EORDER)
-		goto fail;
-	/* Blocks still live at the end keep what their accesses showed. */
-	rc = mms_replay_blocks(r, keep_live, &p);
-	if (rc)
-		goto fail;
-	p.res->ops = p.ops;
-	p.res->launches = p.launches;
-	if (p.res->n)
-		qsort(p.res->blocks, p.res->n, sizeof(*p.res->blocks), by_order);
-	pass_free(&p);
-	*out = p.res;
-	return 0;
-fail:
-	pass_free(&p);
-	mms_inefficient_free(p.res);
+	if (opt)
+		p->o = *opt;
+	p->threshold = p->o.idle_threshold ? p->o.idle_threshold : IDLE_THRESHOLD_DEFAULT;
+	p->res = res;
+	res->pub.idle_threshold = p->threshold;
+	res->pub.min_size = p->o.min_size;
+	/* The blocks' owner strings are the pass's. */
+	res->strs = mms__strs_ref(pass->strs);
+	res->filling = pass;
+	mms__map_init(&p->live);
+	p->sub.name = "inefficient";
+	p->sub.kinds = 1u << MMS_EV_OP_LAUNCH | 1u << MMS_EV_MALLOC | 1u << MMS_EV_FREE | 1u << MMS_EV_ACCESS;
+	p->sub.begin = pass_begin;
+	p->sub.event = on_event;
+	p->sub.end = pass_end;
+	p->sub.drop = pass_drop;
+	p->sub.status = &res->pub.status;
+	*out = &res->pub;
+	rc = mms__pass_add(pass, &p->sub);
+	if (rc) {
+		mms_inefficient_free(*out);
+		*out = NULL;
+	}
 	return rc;
 }
 
-unsigned mms__inefficient_tags(const mms_inefficient_t *res, uint64_t alloc_id)
+MMS__RUN_ONE(inefficient, mms_inefficient_options_t, mms_inefficient_t)
+
+unsigned mms__inefficient_tags(const mms_inefficient_t *pub, uint64_t alloc_id)
 {
-	if (!res->tags_ || alloc_id / 2 >= res->ntags_)
+	const struct ineff_res *res = (const struct ineff_res *)pub;
+
+	if (!res->tags || alloc_id / 2 >= res->ntags)
 		return 0;
-	return res->tags_[alloc_id / 2] >> (alloc_id % 2 * 4) & 15u;
+	return res->tags[alloc_id / 2] >> (alloc_id % 2 * 4) & 15u;
 }
 
-MMS__EXPORT void mms_inefficient_free(mms_inefficient_t *res)
+const struct mms_pass *mms__inefficient_filling(const mms_inefficient_t *pub)
 {
-	if (!res)
+	return ((const struct ineff_res *)pub)->filling;
+}
+
+MMS__EXPORT void mms_inefficient_free(mms_inefficient_t *pub)
+{
+	struct ineff_res *res = (struct ineff_res *)pub;
+
+	if (!pub)
 		return;
-	free(res->blocks);
-	free(res->tags_);
-	mms_replay_close(res->replay_);
+	free(pub->blocks);
+	free(res->tags);
+	mms__strs_unref(res->strs);
 	free(res);
 }

@@ -284,7 +284,7 @@ static int finder_end(struct mms__sub *sub, struct mms_pass *p)
 		qsort(f->l->exit_leaks, f->l->nexit_leaks, sizeof(*f->l->exit_leaks), leak_order);
 	if (f->l->nruntime_kept)
 		qsort(f->l->runtime_kept, f->l->nruntime_kept, sizeof(*f->l->runtime_kept), leak_order);
-	f->l->events = p->events;
+	f->l->events = f->st->pos;
 	f->l->stop_rc = p->stop_rc;
 	f->l->double_frees = f->st->double_frees;
 	f->l->invalid_frees = f->st->invalid_frees;

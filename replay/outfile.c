@@ -47,10 +47,12 @@ int mms__outfile_create(struct mms__outfile *f, const char *path, int overwrite)
 	if (!overwrite && lstat(path, &st) == 0)
 		return -EEXIST;
 	n = strlen(path) + 32;
-	f->tmp = malloc(n);
+	/* The temporary name, then a copy of path: the file outlives the
+	 * caller's string (an export added to a pass is written later). */
+	f->tmp = malloc(2 * n);
 	if (!f->tmp)
 		return -ENOMEM;
-	f->path = path;
+	f->path = memcpy(f->tmp + n, path, strlen(path) + 1);
 	f->overwrite = overwrite;
 	for (i = 0;; i++) {
 		snprintf(f->tmp, n, "%s.%ld.%d.tmp", path, (long)getpid(), i);

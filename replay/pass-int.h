@@ -67,6 +67,8 @@ struct mms__sub {
 	const char *name;
 	/* Event kinds it is fed (bits 1u << enum mms_event_kind); 0: none. */
 	unsigned kinds;
+	/* Event kinds its before callback is called for. */
+	unsigned before_kinds;
 	/* MMS__TRACK_LAUNCHES, MMS__TRACK_STEPS: what the driver follows for
 	 * it in mms__pass_track(). */
 	unsigned track;
@@ -88,6 +90,7 @@ struct mms__sub {
 	unsigned round; /* the read it takes part in: 0, or a later one
 	                                (set before the pass runs, or by mms__pass_again()) */
 	uint64_t until; /* the position of its end in that read; UINT64_MAX: the end */
+	int begun; /* its begin was called */
 	int done;       /* its end was called in this read */
 	int failed;
 };
@@ -165,6 +168,10 @@ static inline uint64_t mms__pass_steps_marked(const struct mms_pass *p)
 		}                                                                       \
 		return rc;                                                              \
 	}
+
+/* The pass that fills an inefficient result, until its analysis ended
+ * (inefficient.c); NULL for a finished one. */
+const struct mms_pass *mms__inefficient_filling(const mms_inefficient_t *res);
 
 /* The block the event just applied allocated or freed (free_event set),
  * or for ACCESS and WATCH the live block holding its address: returns 1

@@ -97,7 +97,7 @@ static int read_next(struct mms_pass *p, struct mms__read *rd, mms_event_t *ev)
 	for (i = 0; i < p->nsubs; i++) {
 		struct mms__sub *s = p->subs[i];
 
-		if (!s->before || s->round != p->round || s->done || s->failed || !(s->kinds & 1u << ev->kind))
+		if (!s->before || s->round != p->round || s->done || s->failed || !(s->before_kinds & 1u << ev->kind))
 			continue;
 		rc = s->before(s, p, ev);
 		if (rc)
@@ -194,9 +194,10 @@ static int read_all(struct mms_pass *p, struct mms__read *rd)
 		struct mms__sub *s = p->subs[i];
 
 		s->done = 0;
-		if (s->round != p->round || !s->begin || s->failed || p->round)
+		if (s->round != p->round || s->begun || s->failed)
 			continue;
-		rc = s->begin(s, p);
+		s->begun = 1;
+		rc = s->begin ? s->begin(s, p) : 0;
 		if (rc)
 			sub_fail(s, rc);
 	}
@@ -240,6 +241,11 @@ static int read_all(struct mms_pass *p, struct mms__read *rd)
 				sub_fail(s, rc);
 		}
 	}
+	/* The last call at the end of the read: a cancel there still comes
+	 * before any subscriber ended (an export left no file). */
+	rc = progress(p, 1);
+	if (rc)
+		return rc;
 	/* At the end the step running closes as the index closes it; the
 	 * steps a mark ended are those before. */
 	if (rd->track) {
@@ -339,17 +345,19 @@ MMS__EXPORT int mms_pass_run(mms_pass_t *p)
 	/* Later reads, for the subscribers that asked for a second look. */
 	while (!rc && !p->first.replay) {
 		uint64_t until = 0;
+		int any = 0;
 
 		p->round++;
 		track = 0;
 		for (i = 0; i < p->nsubs; i++) {
 			if (p->subs[i]->round != p->round || p->subs[i]->failed)
 				continue;
+			any = 1;
 			track |= p->subs[i]->track;
 			if (p->subs[i]->until > until)
 				until = p->subs[i]->until;
 		}
-		if (!until)
+		if (!any)
 			break;
 		p->total += until < p->events ? until : p->events;
 		rc = read_start(p, &later, track);
@@ -359,8 +367,6 @@ MMS__EXPORT int mms_pass_run(mms_pass_t *p)
 		read_free(&later);
 	}
 	p->cur = &p->first;
-	if (!rc)
-		rc = progress(p, 1);
 	return rc;
 }
 

@@ -628,7 +628,7 @@ int mms__replay_fork_event(const mms_replay_t *r, uint64_t number, uint64_t *id)
  * moved to its path at the end (replacing what is there only with
  * overwrite), so no partial file is ever left behind. */
 struct mms__outfile {
-	const char *path;
+	const char *path; /* a copy, in tmp's allocation */
 	char *tmp;
 	int overwrite;
 };

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay-int.h"
+#include "pass-int.h"
 
 /* --- grouping blocks by stack ---------------------------------------------------- */
 
@@ -179,59 +179,107 @@ static int launch_cmp(const void *a, const void *b)
 	return x->launch < y->launch ? -1 : x->launch > y->launch;
 }
 
-/* Replays the step from its beginning: its memory, its peak, and the
- * launches that began in it (those still running at its end too). */
-static int step_replay(mms_replay_t *r, mms_step_report_t *rep)
-{
-	const struct mms__state *st = mms__replay_state(r);
-	struct mms__counts m = { 0 };
-	struct mms__track tr;
-	size_t cap = 0, i, j;
-	mms_event_t ev;
-	mms_where_t w;
-	int rc = 0;
+/* The step's replay as a subscriber of a pass over the replay: its
+ * memory, its peak, and the launches that began in it (those still
+ * running at its end too). */
+struct step_sub {
+	struct mms__sub sub;
+	mms_step_report_t *rep;
+	size_t cap;
+	struct mms__counts m;
+};
 
-	mms_replay_where(r, &w);
-	m.peak_bytes = w.live_bytes;
-	m.peak_event = rep->begin ? rep->begin - 1 : 0;
-	rep->delta_bytes = -(int64_t)w.live_bytes;
-	mms__track_init(&tr, MMS__TRACK_LAUNCHES);
-	mms__track_start(&tr, st);
-	while (st->pos < rep->end) {
-		rc = mms_replay_next(r, &ev);
-		if (rc <= 0) {
-			rc = rc ? rc : MMS_ECORRUPT;
-			break;
-		}
-		rc = mms__track_event(&tr, st, &ev);
-		if (rc)
-			break;
-		if (tr.has_ended && tr.ended.begin_event >= rep->begin && (rc = launch_add(rep, &cap, &tr.ended)))
-			break;
-		if ((ev.kind == MMS_EV_MALLOC || ev.kind == MMS_EV_FREE) && st->last_blk_valid) {
-			mms__counts_add(&m, ev.kind == MMS_EV_MALLOC, st->last_blk.size);
-			mms_replay_where(r, &w);
-			if (w.live_bytes > m.peak_bytes) {
-				m.peak_bytes = w.live_bytes;
-				m.peak_event = ev.id;
-			}
+static uint64_t live_bytes(const struct mms__state *st)
+{
+	uint64_t n = 0;
+
+	for (int k = 0; k < MMS_MEM_KIND_COUNT; k++)
+		n += st->mem[k].live_bytes;
+	return n;
+}
+
+static int step_event(struct mms__sub *sub, struct mms_pass *p, const mms_event_t *ev)
+{
+	struct step_sub *s = (struct step_sub *)sub;
+	const struct mms__state *st = mms__pass_state(p);
+	const struct mms__track *tr = mms__pass_track(p);
+	int rc;
+
+	if (tr->has_ended && tr->ended.begin_event >= s->rep->begin &&
+	    (rc = launch_add(s->rep, &s->cap, &tr->ended)))
+		return rc;
+	if ((ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE) && st->last_blk_valid) {
+		mms__counts_add(&s->m, ev->kind == MMS_EV_MALLOC, st->last_blk.size);
+		if (live_bytes(st) > s->m.peak_bytes) {
+			s->m.peak_bytes = live_bytes(st);
+			s->m.peak_event = ev->id;
 		}
 	}
-	for (i = 0; !rc && i < tr.nthreads; i++)
-		for (j = 0; !rc && j < tr.threads[i].n; j++)
-			rc = launch_add(rep, &cap, &tr.threads[i].ops[j]);
-	mms__track_free(&tr);
+	return 0;
+}
+
+static int step_end(struct mms__sub *sub, struct mms_pass *p)
+{
+	struct step_sub *s = (struct step_sub *)sub;
+	const struct mms__track *tr = mms__pass_track(p);
+	mms_step_report_t *rep = s->rep;
+	size_t i, j;
+	int rc = 0;
+
+	for (i = 0; !rc && i < tr->nthreads; i++)
+		for (j = 0; !rc && j < tr->threads[i].n; j++)
+			rc = launch_add(rep, &s->cap, &tr->threads[i].ops[j]);
 	if (rc)
 		return rc;
 	if (rep->nlaunches)
 		qsort(rep->launches, rep->nlaunches, sizeof(*rep->launches), launch_cmp);
-	rep->allocs = m.allocs;
-	rep->frees = m.frees;
-	rep->bytes_allocated = m.bytes_allocated;
-	rep->bytes_freed = m.bytes_freed;
-	rep->peak_bytes = m.peak_bytes;
-	rep->peak_event = m.peak_event;
+	rep->allocs = s->m.allocs;
+	rep->frees = s->m.frees;
+	rep->bytes_allocated = s->m.bytes_allocated;
+	rep->bytes_freed = s->m.bytes_freed;
+	rep->peak_bytes = s->m.peak_bytes;
+	rep->peak_event = s->m.peak_event;
 	return 0;
+}
+
+static void step_drop(struct mms__sub *sub)
+{
+	free(sub);
+}
+
+/* Replays the step from its beginning (where r stands) to its end. */
+static int step_replay(mms_replay_t *r, mms_step_report_t *rep)
+{
+	struct step_sub *s;
+	struct mms_pass *p;
+	mms_where_t w;
+	int rc, status = 0;
+
+	rc = mms__pass_open_replay(r, rep->end, &p);
+	if (rc)
+		return rc;
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		mms_pass_close(p);
+		return -ENOMEM;
+	}
+	mms_replay_where(r, &w);
+	s->rep = rep;
+	s->m.peak_bytes = w.live_bytes;
+	s->m.peak_event = rep->begin ? rep->begin - 1 : 0;
+	rep->delta_bytes = -(int64_t)w.live_bytes;
+	s->sub.name = "step report";
+	s->sub.kinds = ~0u;
+	s->sub.track = MMS__TRACK_LAUNCHES;
+	s->sub.event = step_event;
+	s->sub.end = step_end;
+	s->sub.drop = step_drop;
+	s->sub.status = &status;
+	rc = mms__pass_add(p, &s->sub);
+	if (!rc)
+		rc = mms_pass_run(p);
+	mms_pass_close(p);
+	return rc ? rc : status;
 }
 
 MMS__EXPORT void mms_step_report_free(mms_step_report_t *rep)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* trace.c: the GPU-trace scripts' three analyses in one streaming pass over
- * a log: the blocks live at the high-water mark (watermark), live bytes
+/* trace.c: the GPU-trace scripts' three analyses as one subscriber of a
+ * pass: the blocks live at the high-water mark (watermark), live bytes
  * through time (usage) and the blocks live at the end (leakage). */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "replay-int.h"
+#include "pass-int.h"
 
 /* --- a buffered writer over an output file -------------------------------- */
 
@@ -122,14 +122,14 @@ static int w_close(struct wfile *w, int rc)
 	return rc;
 }
 
-MMS__EXPORT int mms_file_write(const char *path, const void *buf, size_t len, int overwrite)
+MMS__EXPORT int mms_file_write(const char *path, const void *buf, size_t len, const mms_output_options_t *out)
 {
 	int rc = 0;
 	struct wfile *w;
 
 	if (!path || (!buf && len))
 		return MMS_EUSAGE;
-	w = w_open(path, overwrite, &rc);
+	w = w_open(path, out && out->overwrite, &rc);
 	if (!w)
 		return rc;
 	w_mem(w, buf, len);
@@ -188,11 +188,21 @@ static void bucket_finish(struct bucketer *b, uint64_t live)
 
 /* --- the pass ---------------------------------------------------------------- */
 
+/* The result, with what it keeps besides. */
+struct trace_res {
+	mms_trace_t pub;
+	size_t steps_cap;
+	struct mms__strs *strs; /* the blocks' owner strings */
+};
+
 struct pass {
+	struct mms__sub sub;
 	mms_log_t *log;
-	const mms_trace_options_t *opt;
+	struct trace_res *res;
 	mms_trace_t *t;
-	struct mms__state *st;
+	const struct mms__state *st;
+	uint64_t live, steps, ranges; /* after the last event: live bytes counted, the
+	                                 state's step and range counters */
 	struct mms__map times;   /* alloc_id -> allocation time, live blocks only */
 	/* Blocks (or mapping pieces) live at the peak and freed since. */
 	mms_trace_block_t *freed;
@@ -319,7 +329,7 @@ static int step_mark(struct pass *p, const mms_event_t *ev, uint64_t step)
 {
 	mms_trace_t *t = p->t;
 
-	if (mms__grow(&t->steps, &t->steps_cap, t->nsteps, sizeof(*t->steps)))
+	if (mms__grow(&t->steps, &p->res->steps_cap, t->nsteps, sizeof(*t->steps)))
 		return -ENOMEM;
 	t->steps[t->nsteps].time_ns = ev->time_ns;
 	t->steps[t->nsteps].step = step;
@@ -327,18 +337,23 @@ static int step_mark(struct pass *p, const mms_event_t *ev, uint64_t step)
 	return 0;
 }
 
-static int pass_event(struct pass *p, const mms_event_t *ev)
+/* Before a memory event: an MMAP event may remove pieces of mappings. */
+static int pass_before(struct mms__sub *sub, struct mms_pass *pass, const mms_event_t *ev)
+{
+	struct pass *p = (struct pass *)sub;
+
+	(void)pass;
+	return ev->mem == MMS_MEM_MMAP ? mmap_before(p, ev) : 0;
+}
+
+/* One event, applied: before the live bytes and the state's step counters
+ * as they were. */
+static int trace_event(struct pass *p, const mms_event_t *ev, uint64_t before, uint64_t steps, uint64_t ranges)
 {
 	mms_trace_t *t = p->t;
-	uint64_t before = live_total(p), now, steps = p->st->steps_seen, ranges = p->st->ranges_seen;
+	uint64_t now;
 	int memory = ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE;
-	int rc;
 
-	if (memory && ev->mem == MMS_MEM_MMAP && mmap_before(p, ev))
-		return -ENOMEM;
-	rc = mms__state_apply(p->st, ev);
-	if (rc)
-		return rc;
 	t->events++;
 	t->end_ns = ev->time_ns;
 	if (!memory) {
@@ -391,6 +406,19 @@ static int pass_event(struct pass *p, const mms_event_t *ev)
 	if (p->plot)
 		bucket_add(&p->plot_b, ev->time_ns, before, now);
 	return 0;
+}
+
+static int pass_event(struct mms__sub *sub, struct mms_pass *pass, const mms_event_t *ev)
+{
+	struct pass *p = (struct pass *)sub;
+	int rc;
+
+	(void)pass;
+	rc = trace_event(p, ev, p->live, p->steps, p->ranges);
+	p->live = live_total(p);
+	p->steps = p->st->steps_seen;
+	p->ranges = p->st->ranges_seen;
+	return rc;
 }
 
 /* Collects the blocks live now into *out (*n of them); with limit, only
@@ -497,119 +525,141 @@ fail:
 	return rc;
 }
 
-MMS__EXPORT int mms_trace_run(mms_log_t *log, const mms_trace_options_t *opt, mms_trace_t **out)
+static int pass_begin(struct mms__sub *sub, struct mms_pass *pass)
 {
-	static const mms_trace_options_t none;
-	struct pass p;
-	mms_trace_t *t;
-	mms_iter_t *it = NULL;
-	mms_event_t ev;
-	int rc = 0, rc2;
+	struct pass *p = (struct pass *)sub;
+	mms_trace_t *t = p->t;
 
-	if (!log || !out)
-		return MMS_EUSAGE;
-	*out = NULL;
-	if (!opt)
-		opt = &none;
-	t = calloc(1, sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	memset(&p, 0, sizeof(p));
-	p.log = log;
-	p.opt = opt;
-	p.t = t;
-	/* The blocks' owner strings belong to the state: it stays with t. */
-	p.st = t->priv = malloc(sizeof(*p.st));
-	if (!p.st) {
-		free(t);
-		return -ENOMEM;
-	}
-	rc = mms__state_start(p.st, log);
-	if (rc) {
-		free(p.st);
-		free(t);
-		return rc;
-	}
-	mms__map_init(&p.times);
-	p.kinds = opt->kinds ? opt->kinds : (1u << MMS_MEM_KIND_COUNT) - 1;
-	log_span(log, &t->first_ns, &t->last_ns);
+	p->st = mms__pass_state(pass);
+	p->live = live_total(p);
+	p->steps = p->st->steps_seen;
+	p->ranges = p->st->ranges_seen;
 	/* A fork child's inherited blocks are live from the start, which may
 	 * be its peak. */
-	if (live_total(&p)) {
-		t->peak_bytes = live_total(&p);
+	if (p->live) {
+		t->peak_bytes = p->live;
 		t->peak_ns = t->first_ns;
 	}
+	return 0;
+}
+
+/* At the end (damage stops the pass: what came before stands). */
+static int pass_end(struct mms__sub *sub, struct mms_pass *pass)
+{
+	struct pass *p = (struct pass *)sub;
+	struct wfile *usage = p->usage;
+	int rc;
+
+	p->t->stop_rc = pass->stop_rc;
+	if (p->file_bucketed)
+		bucket_finish(&p->file_b, live_total(p));
+	if (p->plot)
+		bucket_finish(&p->plot_b, live_total(p));
+	rc = pass_finish(p);
+	p->usage = NULL;
+	return w_close(usage, rc);
+}
+
+static void pass_drop(struct mms__sub *sub)
+{
+	struct pass *p = (struct pass *)sub;
+
+	w_close(p->usage, MMS_EUSAGE); /* not finished: no file */
+	free(p->freed);
+	free(p->pieces);
+	mms__map_free(&p->times);
+	free(p);
+}
+
+MMS__EXPORT int mms_trace_add(mms_pass_t *pass, const mms_trace_options_t *opt, mms_trace_t **out)
+{
+	static const mms_trace_options_t none;
+	struct trace_res *res;
+	mms_trace_t *t;
+	struct pass *p;
+	int rc = 0;
+
+	if (!out)
+		return MMS_EUSAGE;
+	*out = NULL;
+	if (!pass)
+		return MMS_EUSAGE;
+	if (!opt)
+		opt = &none;
+	res = calloc(1, sizeof(*res));
+	p = calloc(1, sizeof(*p));
+	if (!res || !p) {
+		free(res);
+		free(p);
+		return -ENOMEM;
+	}
+	t = &res->pub;
+	/* The blocks' owner strings are the pass's: the result holds them. */
+	res->strs = mms__strs_ref(pass->strs);
+	p->log = pass->log;
+	p->res = res;
+	p->t = t;
+	mms__map_init(&p->times);
+	p->kinds = opt->kinds ? opt->kinds : (1u << MMS_MEM_KIND_COUNT) - 1;
+	log_span(p->log, &t->first_ns, &t->last_ns);
+	p->sub.name = "trace";
+	p->sub.kinds = ~0u;
+	p->sub.before_kinds = 1u << MMS_EV_MALLOC | 1u << MMS_EV_FREE;
+	p->sub.begin = pass_begin;
+	p->sub.before = pass_before;
+	p->sub.event = pass_event;
+	p->sub.end = pass_end;
+	p->sub.drop = pass_drop;
+	p->sub.status = &t->status;
+	*out = t;
 	if (opt->plot_buckets) {
-		p.plot = 1;
+		p->plot = 1;
 		t->npoints = opt->plot_buckets;
 		t->points = calloc(t->npoints, sizeof(*t->points));
 		t->launches = calloc(t->npoints, sizeof(*t->launches));
 		if (!t->points || !t->launches) {
 			rc = -ENOMEM;
-			goto done;
+			goto fail;
 		}
-		bucketer_init(&p.plot_b, t->first_ns, t->last_ns, opt->plot_buckets, plot_emit, &p);
+		bucketer_init(&p->plot_b, t->first_ns, t->last_ns, opt->plot_buckets, plot_emit, p);
 	}
 	if (opt->usage_path) {
-		p.usage = w_open(opt->usage_path, opt->overwrite, &rc);
-		if (!p.usage)
-			goto done;
-		w_str(p.usage, "time_ns\tlive_bytes\n");
+		p->usage = w_open(opt->usage_path, opt->out.overwrite, &rc);
+		if (!p->usage)
+			goto fail;
+		w_str(p->usage, "time_ns\tlive_bytes\n");
 		if (opt->buckets) {
-			p.file_bucketed = 1;
-			bucketer_init(&p.file_b, t->first_ns, t->last_ns, opt->buckets, file_emit, &p);
+			p->file_bucketed = 1;
+			bucketer_init(&p->file_b, t->first_ns, t->last_ns, opt->buckets, file_emit, p);
 		}
 	}
-	rc = mms_iter_open(log, &it);
-	if (rc)
-		goto done;
-	while ((rc = mms_iter_next(it, &ev)) == 1) {
-		rc = pass_event(&p, &ev);
-		if (rc)
-			break;
-	}
-	/* Damage stops the pass: what came before stands, as in a replay. */
-	if (rc == MMS_ECORRUPT || rc == MMS_EORDER) {
-		t->stop_rc = rc;
-		rc = 0;
-	}
-	if (rc)
-		goto done;
-	if (p.file_bucketed)
-		bucket_finish(&p.file_b, live_total(&p));
-	if (p.plot)
-		bucket_finish(&p.plot_b, live_total(&p));
-	rc = pass_finish(&p);
-done:
-	mms_iter_close(it);
-	rc2 = w_close(p.usage, rc);
+	rc = mms__pass_add(pass, &p->sub);
+	p = NULL;
 	if (!rc)
-		rc = rc2;
-	free(p.freed);
-	free(p.pieces);
-	mms__map_free(&p.times);
-	if (rc) {
-		mms_trace_free(t);
-		return rc;
-	}
-	*out = t;
-	return 0;
+		return 0;
+fail:
+	if (p)
+		pass_drop(&p->sub);
+	mms_trace_free(t);
+	*out = NULL;
+	return rc;
 }
+
+MMS__RUN_ONE(trace, mms_trace_options_t, mms_trace_t)
 
 MMS__EXPORT void mms_trace_free(mms_trace_t *t)
 {
+	struct trace_res *res = (struct trace_res *)t;
+
 	if (!t)
 		return;
-	if (t->priv) {
-		mms__state_free(t->priv);
-		free(t->priv);
-	}
+	mms__strs_unref(res->strs);
 	free(t->peak);
 	free(t->end);
 	free(t->points);
 	free(t->launches);
 	free(t->steps);
-	free(t);
+	free(res);
 }
 
 /* --- the scripts' TSV ------------------------------------------------------------- */
@@ -655,9 +705,10 @@ MMS__EXPORT int mms_trace_frame_text(const mms_frame_t *f, char *buf, size_t len
 	return n;
 }
 
-MMS__EXPORT int mms_trace_write_tsv(mms_log_t *log, mms_symbolizer_t *sym, const mms_trace_block_t *blocks, size_t n,
-				    const char *path, int overwrite)
+MMS__EXPORT int mms_trace_write_tsv(mms_log_t *log, const mms_trace_block_t *blocks, size_t n, const char *path,
+				    const mms_output_options_t *out)
 {
+	mms_symbolizer_t *sym = out ? out->sym : NULL;
 	mms_log_info_t info;
 	struct wfile *w;
 	uint64_t ips[256];
@@ -669,7 +720,7 @@ MMS__EXPORT int mms_trace_write_tsv(mms_log_t *log, mms_symbolizer_t *sym, const
 	if (!log || !path || (!blocks && n))
 		return MMS_EUSAGE;
 	mms_log_get_info(log, &info);
-	w = w_open(path, overwrite, &rc);
+	w = w_open(path, out && out->overwrite, &rc);
 	if (!w)
 		return rc;
 	for (i = 0; i < n && !rc; i++) {

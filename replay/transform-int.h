@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* transform-int.h: what the transform writers share: the selected
- * allocations grouped by (stack, thread, allocator), and the output buffer
- * with the symbolized frames of a stack. */
+ * allocations grouped by (stack, thread, allocator) by a subscriber of a
+ * pass, and the output buffer with the symbolized frames of a stack. */
 #ifndef MMS_TRANSFORM_INT_H
 #define MMS_TRANSFORM_INT_H
 
@@ -31,12 +31,18 @@ struct mms__xf_window {
 };
 
 struct mms__xf {
+	struct mms__sub sub;
 	mms_log_t *log;
-	mms_replay_t *r;
 	const struct mms__state *st;
-	const mms_transform_options_t *opt;
+	mms_transform_options_t opt;  /* path and title: the caller's, until the add */
+	char *title;                  /* opt.title, copied */
+	mms_transform_t *res;
+	struct mms__outfile f;        /* the file, under a temporary name until the end */
+	struct mms__xf_out *o;
+	int committed;
 	int selection;
 	uint64_t threshold;
+	uint64_t mmap_live;           /* MMAP live bytes after the last event */
 
 	struct mms__map gix;          /* key -> index in groups + 1 */
 	struct mms__xf_group *groups; /* after the pass: largest bytes first */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* transform.c: memray-style transforms: one forward pass that selects the
- * allocations live at the high-water mark, leaked, or temporary, groups them
- * by (allocation stack, thread, allocator) and writes them as CSV or as
- * gprof2dot's JSON profile. */
+/* transform.c: memray-style transforms: a subscriber of a pass that selects
+ * the allocations live at the high-water mark, leaked, or temporary, groups
+ * them by (allocation stack, thread, allocator) and writes them as CSV or
+ * as gprof2dot's JSON profile (or a flame graph, flamegraph.c). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -270,35 +270,34 @@ static int group_cmp(const void *a, const void *b)
 	return p->allocator < q->allocator ? -1 : p->allocator > q->allocator;
 }
 
-static int run_pass(struct mms__xf *x)
+static int xf_event(struct mms__sub *sub, struct mms_pass *p, const mms_event_t *ev)
 {
-	mms_replay_options_t ro = { 0 };
-	mms_event_t ev;
-	size_t i, n;
-	int rc;
+	struct mms__xf *x = (struct mms__xf *)sub;
+	uint64_t mmap_before = x->mmap_live;
 
-	ro.forward_only = 1;
-	rc = mms_replay_open_ex(x->log, &ro, &x->r);
-	if (rc)
-		return rc;
-	x->st = mms__replay_state(x->r);
+	(void)p;
+	x->mmap_live = x->st->mem[MMS_MEM_MMAP].live_bytes;
+	return on_event(x, ev, mmap_before);
+}
+
+static int xf_begin(struct mms__sub *sub, struct mms_pass *p)
+{
+	struct mms__xf *x = (struct mms__xf *)sub;
+
+	x->st = mms__pass_state(p);
+	x->mmap_live = x->st->mem[MMS_MEM_MMAP].live_bytes;
 	/* A fork child's inherited heap may be its high-water mark. */
 	x->peak_bytes = x->st->peak_total;
 	x->peak_pos = 0;
-	for (;;) {
-		uint64_t mmap_before = x->st->mem[MMS_MEM_MMAP].live_bytes;
+	return 0;
+}
 
-		rc = mms_replay_next(x->r, &ev);
-		if (rc <= 0)
-			break;
-		if (ev.kind != MMS_EV_MALLOC && ev.kind != MMS_EV_FREE)
-			continue;
-		rc = on_event(x, &ev, mmap_before);
-		if (rc)
-			return rc;
-	}
-	if (rc < 0)
-		return rc;
+/* The groups, once the log is read: the blocks live at the end (or at the
+ * peak), the empty groups dropped, largest first. */
+static int groups_finish(struct mms__xf *x)
+{
+	size_t i, n;
+
 	if (x->selection != MMS_TRANSFORM_TEMPORARY) {
 		if (mms__state_each(x->st, add_live, x))
 			return -ENOMEM;
@@ -307,7 +306,6 @@ static int run_pass(struct mms__xf *x)
 			x->groups[x->gone[i].group].bytes += x->gone[i].bytes;
 		}
 	}
-	/* Drop the groups that ended up empty, largest first. */
 	for (i = n = 0; i < x->ngroups; i++)
 		if (x->groups[i].count || x->groups[i].bytes)
 			x->groups[n++] = x->groups[i];
@@ -686,74 +684,130 @@ MMS__EXPORT const char *mms_transform_format_name(int format)
 	}
 }
 
-MMS__EXPORT int mms_transform_write(mms_log_t *log, int format, const mms_transform_options_t *opt, const char *path)
+/* At the end of the log: the groups, written in the format asked for. */
+static int xf_end(struct mms__sub *sub, struct mms_pass *p)
 {
-	struct mms__xf x = { 0 };
-	struct mms__xf_out o = { 0 };
-	struct mms__outfile f;
+	struct mms__xf *x = (struct mms__xf *)sub;
+	struct mms__xf_out *o = x->o;
+	mms_transform_t *res = x->res;
 	size_t i;
 	int rc;
 
-	if (!log || !opt || !path || !mms_transform_format_name(format) || opt->selection < MMS_TRANSFORM_PEAK ||
-	    opt->selection > MMS_TRANSFORM_TEMPORARY)
-		return MMS_EUSAGE;
-	x.log = log;
-	x.opt = opt;
-	x.selection = opt->selection;
-	x.threshold = opt->threshold;
-	x.by_place = opt->threshold >= XF_RING_MAX;
-	mms__map_init(&x.gix);
-	mms__map_init(&x.place);
-	o.fd = mms__outfile_create(&f, path, opt->overwrite);
-	if (o.fd < 0) {
-		rc = o.fd;
-		goto fail_file;
-	}
-	rc = run_pass(&x);
+	(void)p;
+	rc = groups_finish(x);
 	if (rc)
-		goto fail_pass;
-	o.sym = opt->sym;
-	if (format == MMS_TRANSFORM_CSV)
-		rc = write_csv(&x, &o);
-	else if (format == MMS_TRANSFORM_GPROF2DOT)
-		rc = write_gprof2dot(&x, &o);
+		return rc;
+	if (x->opt.format == MMS_TRANSFORM_CSV)
+		rc = write_csv(x, o);
+	else if (x->opt.format == MMS_TRANSFORM_GPROF2DOT)
+		rc = write_gprof2dot(x, o);
 	else
-		rc = mms__xf_flamegraph(&x, &o);
+		rc = mms__xf_flamegraph(x, o);
 	if (!rc)
-		rc = mms__xf_flush(&o, 1);
-	if (!rc && close(o.fd))
+		rc = mms__xf_flush(o, 1);
+	if (!rc && close(o->fd))
 		rc = -errno;
-	o.fd = -1;
+	o->fd = -1;
 	if (!rc)
-		rc = mms__outfile_commit(&f);
-fail_pass:
-	if (o.fd >= 0)
-		close(o.fd);
-	mms__outfile_abort(&f);
-fail_file:
-	if (rc == 0 && opt->stats) {
-		opt->stats->groups = x.nrows;
-		opt->stats->allocations = opt->stats->bytes = 0;
-		for (i = 0; i < x.ngroups; i++) {
-			opt->stats->allocations += x.groups[i].count;
-			opt->stats->bytes += x.groups[i].bytes;
-		}
-		opt->stats->peak_bytes = x.st ? x.st->peak_total : 0;
+		rc = mms__outfile_commit(&x->f);
+	if (rc)
+		return rc;
+	x->committed = 1;
+	res->groups = x->nrows;
+	for (i = 0; i < x->ngroups; i++) {
+		res->allocations += x->groups[i].count;
+		res->bytes += x->groups[i].bytes;
 	}
-	if (x.r)
-		mms_replay_close(x.r);
-	for (i = 0; i < x.nwin; i++)
-		free(x.win[i].ids);
-	free(x.win);
-	free(x.groups);
-	free(x.pools);
-	free(x.gone);
-	mms__map_free(&x.gix);
-	mms__map_free(&x.place);
-	free(o.ips);
-	mms__xbuf_free(&o.b);
+	res->peak_bytes = x->st->peak_total;
+	return 0;
+}
+
+static void xf_drop(struct mms__sub *sub)
+{
+	struct mms__xf *x = (struct mms__xf *)sub;
+	size_t i;
+
+	if (x->o->fd >= 0)
+		close(x->o->fd);
+	if (!x->committed)
+		mms__outfile_abort(&x->f);
+	for (i = 0; i < x->nwin; i++)
+		free(x->win[i].ids);
+	free(x->win);
+	free(x->groups);
+	free(x->pools);
+	free(x->gone);
+	mms__map_free(&x->gix);
+	mms__map_free(&x->place);
+	free(x->o->ips);
+	mms__xbuf_free(&x->o->b);
+	free(x->o);
+	free(x->title);
+	free(x);
+}
+
+MMS__EXPORT void mms_transform_free(mms_transform_t *res)
+{
+	free(res);
+}
+
+MMS__EXPORT int mms_transform_add(mms_pass_t *p, const mms_transform_options_t *opt, mms_transform_t **out)
+{
+	struct mms__xf *x;
+	int rc;
+
+	if (!out)
+		return MMS_EUSAGE;
+	*out = NULL;
+	if (!p || !opt || !opt->path || !mms_transform_format_name(opt->format) ||
+	    opt->selection < MMS_TRANSFORM_PEAK || opt->selection > MMS_TRANSFORM_TEMPORARY)
+		return MMS_EUSAGE;
+	x = calloc(1, sizeof(*x));
+	*out = calloc(1, sizeof(**out));
+	if (!x || !*out || !(x->o = calloc(1, sizeof(*x->o))) || (opt->title && !(x->title = strdup(opt->title)))) {
+		if (x)
+			free(x->o);
+		free(x);
+		free(*out);
+		*out = NULL;
+		return -ENOMEM;
+	}
+	x->log = p->log;
+	x->opt = *opt;
+	x->opt.path = NULL;
+	x->opt.title = NULL;
+	x->res = *out;
+	x->selection = opt->selection;
+	x->threshold = opt->threshold;
+	x->by_place = opt->threshold >= XF_RING_MAX;
+	mms__map_init(&x->gix);
+	mms__map_init(&x->place);
+	x->o->sym = opt->out.sym;
+	x->o->fd = mms__outfile_create(&x->f, opt->path, opt->out.overwrite);
+	if (x->o->fd < 0) {
+		rc = x->o->fd;
+		x->committed = 1; /* nothing to remove */
+		xf_drop(&x->sub);
+		free(*out);
+		*out = NULL;
+		return rc;
+	}
+	x->sub.name = "transform";
+	x->sub.kinds = 1u << MMS_EV_MALLOC | 1u << MMS_EV_FREE;
+	x->sub.begin = xf_begin;
+	x->sub.event = xf_event;
+	x->sub.end = xf_end;
+	x->sub.drop = xf_drop;
+	x->sub.status = &(*out)->status;
+	rc = mms__pass_add(p, &x->sub);
+	if (rc) {
+		free(*out);
+		*out = NULL;
+	}
 	return rc;
 }
+
+MMS__RUN_ONE(transform, mms_transform_options_t, mms_transform_t)
 
 MMS__EXPORT int mms_transform_name(const char *log_path, int format, char *buf, size_t len)
 {

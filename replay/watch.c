@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* watch.c: the watch analysis: reads the checksums the recorder took of
- * watched blocks around operator launches (WATCH before/after events),
+/* watch.c: the watch analysis, a subscriber of a pass: reads the checksums
+ * the recorder took of watched blocks around operator launches (WATCH
+ * before/after events),
  * writes them as msMemScope's checksum CSV, and finds, per watched block,
  * the launches that changed it.
  *
- * One forward pass. A watched block is one run of sums of one (address,
+ * A watched block is one run of sums of one (address,
  * size, name, output) key: it begins with a sum taken at the end of a
  * launch whose beginning it has no sum of (the end of the --watch start
  * operator, or a launch running when msmemscope_watch() was called). A
@@ -19,8 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "msmemscope-replay.h"
-#include "replay-int.h"
+#include "pass-int.h"
 
 #define OPEN_MAX 16 /* launches open at once on one block (nesting, threads) */
 
@@ -37,8 +37,12 @@ struct wblk {
 };
 
 struct wpass {
+	struct mms__sub sub;
 	mms_log_t *log;
-	mms_replay_t *r;
+	const struct mms__state *st;
+	mms_watch_t *res;
+	char *start;            /* opt->start, copied */
+	struct mms__outfile f;  /* the CSV, under a temporary name until the end */
 	struct wblk *b;
 	size_t n, cap;
 	int csv_fd;
@@ -182,7 +186,7 @@ static int add_change(struct wblk *b, const mms_watch_change_t *c)
 
 static int on_sum(struct wpass *p, const mms_event_t *ev)
 {
-	const struct mms__state *st = mms__replay_state(p->r);
+	const struct mms__state *st = p->st;
 	const struct mms__tstate *t = ev->thread < st->nthreads ? &st->threads[ev->thread] : NULL;
 	const char *op = t && t->nops ? t->ops[t->nops - 1].name : NULL;
 	struct wblk *b = find(p, ev);
@@ -248,52 +252,42 @@ static int on_sum(struct wpass *p, const mms_event_t *ev)
 	return 0;
 }
 
-MMS__EXPORT int mms_watch_analyze(mms_log_t *log, const char *csv_path, int overwrite, mms_watch_result_t **out)
+static int wpass_begin(struct mms__sub *sub, struct mms_pass *pass)
 {
-	mms_replay_options_t ro = { .forward_only = 1 };
-	struct mms__outfile f = { 0 };
-	mms_watch_result_t *res;
-	struct wpass *p;
-	mms_event_t ev;
-	int rc;
+	((struct wpass *)sub)->st = mms__pass_state(pass);
+	return 0;
+}
 
-	*out = NULL;
-	p = calloc(1, sizeof *p);
-	res = calloc(1, sizeof *res);
-	if (!p || !res) {
-		free(p);
-		free(res);
-		return -ENOMEM;
+static int wpass_event(struct mms__sub *sub, struct mms_pass *pass, const mms_event_t *ev)
+{
+	struct wpass *p = (struct wpass *)sub;
+
+	(void)pass;
+	if (ev->kind == MMS_EV_OP_LAUNCH) {
+		/* Launches of the --watch start operator, for a caller who
+		 * must say why it watched nothing. */
+		if (!ev->sub && ev->name && !strcmp(ev->name, p->start))
+			p->res->start_launches++;
+		return 0;
 	}
-	p->log = log;
-	p->csv_fd = -1;
-	rc = mms_replay_open_ex(log, &ro, &p->r);
-	if (rc)
-		goto fail;
-	if (csv_path) {
-		static const char header[] = "Tensor info,Check data sum\n";
-		rc = mms__outfile_create(&f, csv_path, overwrite);
-		if (rc < 0)
-			goto fail;
-		p->csv_fd = rc;
-		memcpy(p->buf, header, sizeof header - 1);
-		p->len = sizeof header - 1;
+	if (ev->sub == MMS_WATCH_REGISTER) {
+		/* msmemscope_watch() again: the key's earlier run has ended. */
+		struct wblk *b = find(p, ev);
+
+		if (b)
+			b->active = 0;
+		return 0;
 	}
-	while ((rc = mms_replay_next(p->r, &ev)) == 1) {
-		res->events++;
-		if (ev.kind != MMS_EV_WATCH)
-			continue;
-		if (ev.sub == MMS_WATCH_REGISTER) {
-			/* msmemscope_watch() again: the key's earlier run has ended. */
-			struct wblk *b = find(p, &ev);
-			if (b)
-				b->active = 0;
-		} else if ((rc = on_sum(p, &ev))) {
-			goto fail;
-		}
-	}
-	if (rc < 0)
-		goto fail;
+	return on_sum(p, ev);
+}
+
+static int wpass_end(struct mms__sub *sub, struct mms_pass *pass)
+{
+	struct wpass *p = (struct wpass *)sub;
+	mms_watch_t *res = p->res;
+	int rc = 0;
+
+	res->events = mms__pass_state(pass)->pos;
 	if (p->csv_fd >= 0) {
 		csv_flush(p);
 		rc = p->err;
@@ -301,47 +295,45 @@ MMS__EXPORT int mms_watch_analyze(mms_log_t *log, const char *csv_path, int over
 			rc = -errno;
 		p->csv_fd = -1;
 		if (!rc && p->sums)
-			rc = mms__outfile_commit(&f);
+			rc = mms__outfile_commit(&p->f);
 		else
-			mms__outfile_abort(&f); /* no checksums: no file */
+			mms__outfile_abort(&p->f); /* no checksums: no file */
 		if (rc)
-			goto fail;
+			return rc;
 		res->csv_written = p->sums != 0;
 	}
 	for (size_t i = 0; i < p->n; i++)
 		for (size_t k = 0; k < p->b[i].pub.nchanges; k++)
 			if (p->b[i].pub.changes[k].step == MMS__STEP_PENDING)
-				p->b[i].pub.changes[k].step =
-					mms__replay_state(p->r)->step_kind == 1 ? 1 : MMS__STEP_NONE;
+				p->b[i].pub.changes[k].step = p->st->step_kind == 1 ? 1 : MMS__STEP_NONE;
 	res->sums = p->sums;
 	res->blocks = malloc((p->n ? p->n : 1) * sizeof *res->blocks);
-	if (!res->blocks) {
-		rc = -ENOMEM;
-		goto fail;
-	}
-	for (size_t i = 0; i < p->n; i++)
+	if (!res->blocks)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->n; i++) {
 		res->blocks[i] = p->b[i].pub;
+		p->b[i].pub.changes = NULL; /* the result's now */
+	}
 	res->nblocks = p->n;
-	free(p->b);
-	mms_replay_close(p->r);
-	free(p);
-	*out = res;
 	return 0;
-fail:
+}
+
+static void wpass_drop(struct mms__sub *sub)
+{
+	struct wpass *p = (struct wpass *)sub;
+
 	if (p->csv_fd >= 0) {
 		close(p->csv_fd);
-		mms__outfile_abort(&f);
+		mms__outfile_abort(&p->f);
 	}
 	for (size_t i = 0; i < p->n; i++)
 		free(p->b[i].pub.changes);
 	free(p->b);
-	mms_replay_close(p->r);
+	free(p->start);
 	free(p);
-	free(res);
-	return rc;
 }
 
-MMS__EXPORT void mms_watch_free(mms_watch_result_t *res)
+MMS__EXPORT void mms_watch_free(mms_watch_t *res)
 {
 	if (!res)
 		return;
@@ -350,3 +342,57 @@ MMS__EXPORT void mms_watch_free(mms_watch_result_t *res)
 	free(res->blocks);
 	free(res);
 }
+
+MMS__EXPORT int mms_watch_add(mms_pass_t *pass, const mms_watch_options_t *opt, mms_watch_t **out)
+{
+	struct wpass *p;
+	int rc;
+
+	if (!out)
+		return MMS_EUSAGE;
+	*out = NULL;
+	if (!pass)
+		return MMS_EUSAGE;
+	p = calloc(1, sizeof *p);
+	*out = calloc(1, sizeof **out);
+	if (!p || !*out || !(p->start = strdup(opt && opt->start ? opt->start : ""))) {
+		if (p)
+			free(p->start);
+		free(p);
+		free(*out);
+		*out = NULL;
+		return -ENOMEM;
+	}
+	p->log = pass->log;
+	p->res = *out;
+	p->csv_fd = -1;
+	if (opt && opt->csv_path) {
+		static const char header[] = "Tensor info,Check data sum\n";
+
+		rc = mms__outfile_create(&p->f, opt->csv_path, opt->out.overwrite);
+		if (rc < 0) {
+			wpass_drop(&p->sub);
+			free(*out);
+			*out = NULL;
+			return rc;
+		}
+		p->csv_fd = rc;
+		memcpy(p->buf, header, sizeof header - 1);
+		p->len = sizeof header - 1;
+	}
+	p->sub.name = "watch";
+	p->sub.kinds = 1u << MMS_EV_WATCH | (opt && opt->start ? 1u << MMS_EV_OP_LAUNCH : 0);
+	p->sub.begin = wpass_begin;
+	p->sub.event = wpass_event;
+	p->sub.end = wpass_end;
+	p->sub.drop = wpass_drop;
+	p->sub.status = &(*out)->status;
+	rc = mms__pass_add(pass, &p->sub);
+	if (rc) {
+		free(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+MMS__RUN_ONE(watch, mms_watch_options_t, mms_watch_t)

@@ -43,10 +43,41 @@ static void warn_damage(const char *path, mms_log_t *log)
 		     mms_cut_reason(info.cut_errno));
 }
 
+/* Reads sides from log in one pass: the whole log as side `side` when
+ * steps is NULL (or both steps[] 0), else step steps[0] as base and
+ * steps[1] as compare. *nsteps (when not NULL) gets the log's steps.
+ * Returns 0 or a negative code; MMS_EUSAGE when the log has no such step. */
+static int read_pass(mms_compare_t *c, int level, mms_log_t *log, const char *path, const struct an_opts *o,
+		     int side, const uint64_t *steps, uint64_t *nsteps)
+{
+	mms_launches_options_t lo[2] = { { .level = level }, { .level = level } };
+	mms_launches_t *l[2] = { NULL, NULL };
+	struct an_ctx *a;
+	int rc, st, k, n = steps ? 2 : 1;
+
+	a = an_open(path, log, 0, o, stderr, &st);
+	for (k = 0, rc = 0; !rc && k < n; k++) {
+		lo[k].step = steps ? steps[k] : 0;
+		rc = mms_launches_add(a->pass, &lo[k], &l[k]);
+		a->subscribed += !rc;
+	}
+	if (!rc)
+		rc = an_pass(a) ? a->pass_rc : 0;
+	if (!rc && nsteps)
+		*nsteps = l[0]->steps;
+	for (k = 0; !rc && k < n; k++)
+		rc = l[k]->status ? l[k]->status : mms_compare_set(c, steps ? k : side, l[k]);
+	mms_launches_free(l[0]);
+	mms_launches_free(l[1]);
+	an_close(a);
+	return rc;
+}
+
 /* Reads one side from path: a .mms log, else a memscope_dump CSV. Returns
  * 0, or CLI_EXIT_FAILURE after saying why. */
-static int read_side(mms_compare_t *c, int side, const char *path)
+static int read_side(mms_compare_t *c, int level, int side, const char *path, const struct an_opts *o)
 {
+
 	mms_compare_error_t cerr;
 	mms_open_error_t oerr = { 0 };
 	mms_log_t *log;
@@ -54,7 +85,7 @@ static int read_side(mms_compare_t *c, int side, const char *path)
 
 	rc = mms_log_open_ex(path, &log, &oerr);
 	if (rc == 0) {
-		rc = mms_compare_add_log(c, side, log);
+		rc = read_pass(c, level, log, path, o, side, NULL, NULL);
 		if (!rc)
 			warn_damage(path, log);
 		mms_log_close(log);
@@ -204,7 +235,7 @@ int an_compare(const struct an_compare_args *a, const struct an_opts *o, FILE *o
 			say("%s: %s%s%s", a->input[0], mms_strerror(rc), oerr.what[0] ? ": " : "", oerr.what);
 			goto out;
 		}
-		rc = mms_compare_add_steps(c, log, a->steps[0], a->steps[1], &nsteps);
+		rc = read_pass(c, a->level, log, a->input[0], o, 0, a->steps, &nsteps);
 		if (!rc)
 			warn_damage(a->input[0], log);
 		mms_log_close(log);
@@ -220,7 +251,7 @@ int an_compare(const struct an_compare_args *a, const struct an_opts *o, FILE *o
 		what[0] = xasprintf("%s step %" PRIu64, a->input[0], a->steps[0]);
 		what[1] = xasprintf("%s step %" PRIu64, a->input[0], a->steps[1]);
 	} else {
-		if (read_side(c, 0, a->input[0]) || read_side(c, 1, a->input[1]))
+		if (read_side(c, a->level, 0, a->input[0], o) || read_side(c, a->level, 1, a->input[1], o))
 			goto out;
 		what[0] = xstrdup(a->input[0]);
 		what[1] = xstrdup(a->input[1]);
@@ -239,13 +270,13 @@ int an_compare(const struct an_compare_args *a, const struct an_opts *o, FILE *o
 	}
 	mms_compare_name(name, sizeof(name));
 	file = xasprintf("%s/%s", dir, name);
-	rc = mms_compare_write_csv(c, file, o->force);
+	rc = mms_compare_write_csv(c, file, &(mms_output_options_t){ .overwrite = o->force });
 	/* A compare in the same second wrote that name: the next free one,
 	 * memory_compare_{timestamp}_N.csv, rather than replacing it. */
 	for (int k = 1; rc == -EEXIST && k < 100; k++) {
 		free(file);
 		file = xasprintf("%s/%.*s_%d.csv", dir, (int)(strlen(name) - 4), name, k);
-		rc = mms_compare_write_csv(c, file, 0);
+		rc = mms_compare_write_csv(c, file, NULL);
 	}
 	free(dir);
 	if (rc == -EEXIST)

@@ -23,7 +23,7 @@ static void text_line(FILE *f, uint64_t bytes, uint64_t blocks, uint64_t total, 
 		(int)indent * 2, "", name);
 }
 
-static void print_text(FILE *f, const char *what, const mms_decompose_t *d)
+static void print_text(FILE *f, const char *what, const mms_decompose_tree_t *d)
 {
 	char h[32];
 	size_t i;
@@ -54,7 +54,7 @@ static void print_text(FILE *f, const char *what, const mms_decompose_t *d)
 
 /* Prints the nodes from *i that lie below depth as a JSON array of
  * objects with their children nested. */
-static void json_nodes(FILE *f, const mms_decompose_t *d, size_t *i, unsigned depth)
+static void json_nodes(FILE *f, const mms_decompose_tree_t *d, size_t *i, unsigned depth)
 {
 	int first = 1;
 
@@ -75,7 +75,7 @@ static void json_nodes(FILE *f, const mms_decompose_t *d, size_t *i, unsigned de
 	fputc(']', f);
 }
 
-static void print_json(FILE *f, const char *at, const mms_decompose_t *d)
+static void print_json(FILE *f, const char *at, const mms_decompose_tree_t *d)
 {
 	size_t i = 0;
 
@@ -87,7 +87,7 @@ static void print_json(FILE *f, const char *at, const mms_decompose_t *d)
 	fputs("}\n", f);
 }
 
-static void print(struct an_ctx *c, const char *at, const char *what, const mms_decompose_t *d)
+static void print(struct an_ctx *c, const char *at, const char *what, const mms_decompose_tree_t *d)
 {
 	if (c->o->json)
 		print_json(c->out, at, d);
@@ -98,7 +98,7 @@ static void print(struct an_ctx *c, const char *at, const char *what, const mms_
 /* --at-event N: the state just after event N, through the seek index. */
 static int at_event(struct an_ctx *c)
 {
-	mms_decompose_t *d;
+	mms_decompose_tree_t *d;
 	mms_replay_t *r;
 	mms_where_t w;
 	int rc;
@@ -125,22 +125,35 @@ static int at_event(struct an_ctx *c)
 		return CLI_EXIT_FAILURE;
 	}
 	print(c, "event", NULL, d);
-	mms_decompose_free(d);
+	mms_decompose_tree_free(d);
 	return 0;
 }
 
-int an_decompose(struct an_ctx *c)
+int an_decompose_add(struct an_ctx *c)
 {
-	mms_decompose_t *end, *peak;
+	int rc;
+
+	/* After one event: a seek, after the pass. */
+	if (c->o->at_event_set)
+		return 0;
+	rc = mms_decompose_add(c->pass, NULL, &c->decompose);
+	c->subscribed += !rc;
+	if (rc) {
+		warn("decompose: %s: cannot replay: %s", c->path, mms_strerror(rc));
+		return CLI_EXIT_FAILURE;
+	}
+	return 0;
+}
+
+int an_decompose_print(struct an_ctx *c)
+{
 	mms_log_info_t info;
 	char when[128];
-	int rc;
 
 	if (c->o->at_event_set)
 		return at_event(c);
-	rc = mms_decompose_log(c->log, &end, &peak);
-	if (rc) {
-		warn("decompose: %s: cannot replay: %s", c->path, mms_strerror(rc));
+	if (c->decompose->status) {
+		warn("decompose: %s: cannot replay: %s", c->path, mms_strerror(c->decompose->status));
 		return CLI_EXIT_FAILURE;
 	}
 	mms_log_get_info(c->log, &info);
@@ -148,11 +161,9 @@ int an_decompose(struct an_ctx *c)
 		log_live_when(&info, when, sizeof(when));
 	else
 		snprintf(when, sizeof(when), "at the end of the log");
-	print(c, "end", when, end);
+	print(c, "end", when, c->decompose->end);
 	if (!c->o->json)
 		fputc('\n', c->out);
-	print(c, "peak", "at the peak", peak);
-	mms_decompose_free(end);
-	mms_decompose_free(peak);
+	print(c, "peak", "at the peak", c->decompose->peak);
 	return 0;
 }

@@ -177,17 +177,30 @@ static void print_json(struct an_ctx *c, struct show *s, const mms_inefficient_t
 	fputs("]}\n", f);
 }
 
-int an_inefficient(struct an_ctx *c)
+int an_inefficient_add(struct an_ctx *c)
 {
 	mms_inefficient_options_t io;
-	mms_inefficient_t *res;
-	struct show s;
 	int rc;
 
 	an_inefficient_options(c->o, &io);
-	rc = mms_inefficient_run(c->log, &io, &res);
+	/* The dump tags the blocks it finds: all of them. */
+	io.tags = c->o->tag_inefficient;
+	rc = mms_inefficient_add(c->pass, &io, &c->inefficient);
+	c->subscribed += !rc;
 	if (rc) {
 		warn("inefficient: %s: cannot replay: %s", c->path, mms_strerror(rc));
+		return CLI_EXIT_FAILURE;
+	}
+	return 0;
+}
+
+int an_inefficient_print(struct an_ctx *c)
+{
+	mms_inefficient_t *res = c->inefficient;
+	struct show s;
+
+	if (res->status) {
+		warn("inefficient: %s: cannot replay: %s", c->path, mms_strerror(res->status));
 		return CLI_EXIT_FAILURE;
 	}
 	show_init(&s, c->path, c->log, NULL);
@@ -201,6 +214,5 @@ int an_inefficient(struct an_ctx *c)
 		print_json(c, &s, res);
 	else
 		print_text(c, &s, res);
-	mms_inefficient_free(res);
 	return 0;
 }

@@ -471,6 +471,7 @@ int an_leaks_add(struct an_ctx *c)
 	lo.suppressions = o.supp;
 	lo.sym = o.supp ? an_symbolizer(c) : NULL;
 	rc = mms_leaks_add(c->pass, &lo, &c->leaks);
+	c->subscribed += !rc;
 	if (rc) {
 		warn("leaks: cannot replay %s: %s", c->path, mms_strerror(rc));
 		return CLI_EXIT_FAILURE;

@@ -18,39 +18,55 @@
 #define PLOT_BUCKETS 2000
 #define MAX_FRAMES 16 /* inlined frames per address */
 
-/* The pass the three analyses share, run on first use: with usage's file
- * (and picture) when usage is among the analyses run. Returns NULL when it
- * failed, said once on stderr. */
-static mms_trace_t *trace_get(struct an_ctx *c)
+/* Adds the subscriber the three analyses share, once: with usage's file
+ * (and picture) when usage is among the analyses run. */
+static int trace_add(struct an_ctx *c)
 {
 	const struct an_def *u = an_find("usage");
 	mms_trace_options_t opt = { 0 };
 	char *path = NULL;
 	int rc;
 
-	if (c->trace || c->trace_rc)
-		return c->trace;
+	if (c->trace)
+		return 0;
 	opt.kinds = c->o->memory;
 	if (u && c->mask & 1u << (u - an_defs)) {
 		path = an_out_path(c->o, "usage.tsv");
 		opt.usage_path = path;
-		opt.overwrite = c->o->force;
+		opt.out.overwrite = c->o->force;
 		opt.buckets = c->o->buckets;
 		opt.plot_buckets = c->o->plot ? PLOT_BUCKETS : 0;
 	}
-	rc = mms_trace_run(c->log, &opt, &c->trace);
+	rc = mms_trace_add(c->pass, &opt, &c->trace);
 	if (rc && path && rc > -10000 && rc != -ENOMEM) {
 		/* usage.tsv cannot be written: usage says so, the others
 		 * need not fail for it. */
 		c->usage_rc = rc;
 		opt.usage_path = NULL;
-		rc = mms_trace_run(c->log, &opt, &c->trace);
+		rc = mms_trace_add(c->pass, &opt, &c->trace);
 	}
 	free(path);
 	if (rc) {
 		warn("cannot analyse %s: %s", c->path, mms_strerror(rc));
-		c->trace = NULL;
-		c->trace_rc = rc;
+		return CLI_EXIT_FAILURE;
+	}
+	c->subscribed++;
+	return 0;
+}
+
+int an_trace_add(struct an_ctx *c)
+{
+	return trace_add(c);
+}
+
+/* The result, after the pass; NULL when it failed, said once. */
+static mms_trace_t *trace_get(struct an_ctx *c)
+{
+	if (c->trace_said)
+		return c->trace->status ? NULL : c->trace;
+	c->trace_said = 1;
+	if (c->trace->status) {
+		warn("cannot analyse %s: %s", c->path, mms_strerror(c->trace->status));
 		return NULL;
 	}
 	if (c->trace->stop_rc)
@@ -166,7 +182,8 @@ static void put_blocks(struct an_ctx *c, const mms_trace_t *t, const mms_trace_b
 static char *write_tsv(struct an_ctx *c, const char *what, const char *name, const mms_trace_block_t *v, size_t n)
 {
 	char *path = an_out_path(c->o, name);
-	int rc = mms_trace_write_tsv(c->log, an_symbolizer(c), v, n, path, c->o->force);
+	mms_output_options_t out = { .overwrite = c->o->force, .sym = an_symbolizer(c) };
+	int rc = mms_trace_write_tsv(c->log, v, n, path, &out);
 
 	if (rc == -EEXIST)
 		warn("%s: %s exists; remove it, choose another --output-dir, or add --force", what, path);
@@ -239,7 +256,7 @@ static int report_blocks(struct an_ctx *c, const char *what, const mms_trace_t *
 	return path ? 0 : CLI_EXIT_FAILURE;
 }
 
-int an_watermark(struct an_ctx *c)
+int an_watermark_print(struct an_ctx *c)
 {
 	mms_trace_t *t = trace_get(c);
 
@@ -248,7 +265,7 @@ int an_watermark(struct an_ctx *c)
 	return report_blocks(c, "watermark", t, t->peak, t->npeak, t->peak_bytes);
 }
 
-int an_leakage(struct an_ctx *c)
+int an_leakage_print(struct an_ctx *c)
 {
 	mms_trace_t *t = trace_get(c);
 
@@ -257,7 +274,7 @@ int an_leakage(struct an_ctx *c)
 	return report_blocks(c, "leakage", t, t->end, t->nend, t->end_bytes);
 }
 
-int an_usage(struct an_ctx *c)
+int an_usage_print(struct an_ctx *c)
 {
 	mms_trace_t *t = trace_get(c);
 	char *path;

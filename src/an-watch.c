@@ -38,29 +38,13 @@ static int watch_start(mms_log_t *log, char *buf, size_t cap, int *out)
 	return 0;
 }
 
-/* The launches of operator name in the log (one forward pass). */
-static uint64_t launches_of(mms_log_t *log, const char *name)
-{
-	mms_iter_t *it;
-	mms_event_t ev;
-	uint64_t n = 0;
-
-	if (mms_iter_open(log, &it))
-		return 0;
-	while (mms_iter_next(it, &ev) == 1)
-		if (ev.kind == MMS_EV_OP_LAUNCH && ev.sub == 0 && ev.name && !strcmp(ev.name, name))
-			n++;
-	mms_iter_close(it);
-	return n;
-}
-
 /* Says why --watch=START,... watched nothing, when no block came from
  * START: a misspelt name and an operator without outputs look the same
  * otherwise. Returns 1 when it printed. */
-static int explain_start(struct an_ctx *c, const mms_watch_result_t *r)
+static int explain_start(struct an_ctx *c, const mms_watch_t *r)
 {
 	char start[64];
-	uint64_t n;
+	uint64_t n = r->start_launches;
 	int out;
 
 	if (watch_start(c->log, start, sizeof start, &out))
@@ -68,7 +52,6 @@ static int explain_start(struct an_ctx *c, const mms_watch_result_t *r)
 	for (size_t i = 0; i < r->nblocks; i++)
 		if (!strcmp(r->blocks[i].name, start))
 			return 0;
-	n = launches_of(c->log, start);
 	if (!n)
 		warn("watch: --watch named the start operator '%s', which never ran: check its name "
 		     "(msmemscope-replay LOG --from 0 lists the launches)",
@@ -115,7 +98,7 @@ static void json_change(FILE *f, mms_log_t *log, const mms_watch_change_t *c)
 		c->found_at, c->step, tid_of(log, c->thread), c->before, c->after, c->event);
 }
 
-static void print_json(struct an_ctx *c, const mms_watch_result_t *r, const char *csv)
+static void print_json(struct an_ctx *c, const mms_watch_t *r, const char *csv)
 {
 	FILE *f = c->out;
 
@@ -151,7 +134,7 @@ static void print_json(struct an_ctx *c, const mms_watch_result_t *r, const char
 	fputs("]}\n", f);
 }
 
-static void print_text(struct an_ctx *c, const mms_watch_result_t *r, const char *csv)
+static void print_text(struct an_ctx *c, const mms_watch_t *r, const char *csv)
 {
 	FILE *f = c->out;
 	char h[32];
@@ -197,11 +180,11 @@ static void print_text(struct an_ctx *c, const mms_watch_result_t *r, const char
 	}
 }
 
-int an_watch(struct an_ctx *c)
+int an_watch_add(struct an_ctx *c)
 {
-	mms_watch_result_t *r = NULL;
-	char *dir = NULL, *csv = NULL;
-	int rc;
+	mms_watch_options_t wo = { .out.overwrite = c->o->force };
+	char start[64];
+	int out, rc;
 
 	if (!full_content(c->log)) {
 		mms_log_info_t info;
@@ -213,27 +196,36 @@ int an_watch(struct an_ctx *c)
 		secs = (time_t)(info.start_realtime_ns / 1000000000u);
 		localtime_r(&secs, &tm);
 		strftime(stamp, sizeof stamp, "%Y%m%d%H%M%S", &tm);
-		dir = an_out_path(c->o, "watch_dump");
-		if (mkdir(dir, 0750) < 0 && errno != EEXIST) {
-			warn("%s: cannot create it: %s", dir, strerror(errno));
-			free(dir);
+		c->watch_dir = an_out_path(c->o, "watch_dump");
+		if (mkdir(c->watch_dir, 0750) < 0 && errno != EEXIST) {
+			warn("%s: cannot create it: %s", c->watch_dir, strerror(errno));
 			return CLI_EXIT_FAILURE;
 		}
-		csv = xasprintf("%s/watch_dump_data_check_sum_host_%s.csv", dir, stamp);
+		c->watch_csv = xasprintf("%s/watch_dump_data_check_sum_host_%s.csv", c->watch_dir, stamp);
 	}
-	rc = mms_watch_analyze(c->log, csv, c->o->force, &r);
-	if (rc) {
-		if (rc == -EEXIST)
-			warn("%s: exists; not replacing it (--force replaces it)", csv);
-		else
-			warn("%s: watch: %s", c->path, mms_strerror(rc));
-		free(dir);
-		free(csv);
+	wo.csv_path = c->watch_csv;
+	if (!watch_start(c->log, start, sizeof start, &out))
+		wo.start = start;
+	rc = mms_watch_add(c->pass, &wo, &c->watch);
+	c->subscribed += !rc;
+	if (rc == -EEXIST)
+		warn("%s: exists; not replacing it (--force replaces it)", c->watch_csv);
+	else if (rc)
+		warn("%s: watch: %s", c->path, mms_strerror(rc));
+	return rc ? CLI_EXIT_FAILURE : 0;
+}
+
+int an_watch_print(struct an_ctx *c)
+{
+	const mms_watch_t *r = c->watch;
+	const char *csv = c->watch_csv;
+
+	if (r->status) {
+		warn("%s: watch: %s", c->path, mms_strerror(r->status));
 		return CLI_EXIT_FAILURE;
 	}
-	if (dir && !r->csv_written) {
-		rmdir(dir); /* made for the CSV; left alone when it holds anything */
-		free(csv);
+	if (c->watch_dir && !r->csv_written) {
+		rmdir(c->watch_dir); /* made for the CSV; left alone when it holds anything */
 		csv = NULL;
 	}
 	if (c->o->json)
@@ -242,8 +234,5 @@ int an_watch(struct an_ctx *c)
 		print_text(c, r, csv);
 	fflush(c->out);
 	explain_start(c, r);
-	mms_watch_free(r);
-	free(dir);
-	free(csv);
 	return 0;
 }

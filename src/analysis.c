@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* analysis.c: the table of analyses and the one loop that runs those a
- * command line asked for over a log. */
+/* analysis.c: the table of analyses, and the one pass that runs those a
+ * command line asked for over a log: added, read once, printed in turn. */
 #include "config.h"
 
 #include <stddef.h>
@@ -14,18 +14,18 @@
 /* Each analysis's entry point lives in its own src/an-<name>.c. */
 const struct an_def an_defs[] = {
 	{ "leaks", "blocks of step N >= 2 live at the end of step N+1, blocks live at exit, step-to-step growth",
-	  an_leaks_add, an_leaks_print, NULL },
-	{ "decompose", "live bytes by memory kind and owner tag levels, at the end and at the peak", NULL, NULL,
-	  an_decompose },
-	{ "inefficient", "early_allocation, late_deallocation, temporary_idleness over operator launches", NULL,
-	  NULL, an_inefficient },
-	{ "watermark", "the blocks live at the high-water mark, with stacks (watermark.tsv)", NULL, NULL,
-	  an_watermark },
-	{ "usage", "live bytes over time (usage.tsv; --buckets N, --plot FILE.svg)", NULL, NULL, an_usage },
-	{ "leakage", "the blocks not freed by the end, with stacks (leakage.tsv)", NULL, NULL, an_leakage },
-	{ "watch", "the launches that changed each watched block (--watch, msmemscope_watch)", NULL, NULL,
-	  an_watch },
-	{ NULL, NULL, NULL, NULL, NULL },
+	  an_leaks_add, an_leaks_print },
+	{ "decompose", "live bytes by memory kind and owner tag levels, at the end and at the peak",
+	  an_decompose_add, an_decompose_print },
+	{ "inefficient", "early_allocation, late_deallocation, temporary_idleness over operator launches",
+	  an_inefficient_add, an_inefficient_print },
+	{ "watermark", "the blocks live at the high-water mark, with stacks (watermark.tsv)", an_trace_add,
+	  an_watermark_print },
+	{ "usage", "live bytes over time (usage.tsv; --buckets N, --plot FILE.svg)", an_trace_add, an_usage_print },
+	{ "leakage", "the blocks not freed by the end, with stacks (leakage.tsv)", an_trace_add, an_leakage_print },
+	{ "watch", "the launches that changed each watched block (--watch, msmemscope_watch)", an_watch_add,
+	  an_watch_print },
+	{ NULL, NULL, NULL, NULL },
 };
 
 const struct an_def *an_find(const char *name)
@@ -181,7 +181,7 @@ struct an_ctx *an_open(const char *path, mms_log_t *log, unsigned mask, const st
 		}
 	}
 	for (const struct an_def *d = an_defs; d->name; d++) {
-		if (!(mask & 1u << (d - an_defs)) || !d->add)
+		if (!(mask & 1u << (d - an_defs)))
 			continue;
 		if (d->add(c))
 			*status = CLI_EXIT_FAILURE;
@@ -194,7 +194,7 @@ struct an_ctx *an_open(const char *path, mms_log_t *log, unsigned mask, const st
 int an_pass(struct an_ctx *c)
 {
 	/* Nothing to feed and no summary asked for: no read. */
-	if (!c->added && !c->summary)
+	if (!c->subscribed && !c->summary)
 		return 0;
 	c->pass_rc = mms_pass_run(c->pass);
 	if (c->pass_rc)
@@ -213,7 +213,7 @@ int an_print(struct an_ctx *c)
 
 		if (!(c->mask & bit))
 			continue;
-		if (d->run ? d->run(c) : !(c->added & bit) || c->pass_rc || d->print(c))
+		if (!(c->added & bit) || c->pass_rc || d->print(c))
 			status = CLI_EXIT_FAILURE;
 		fflush(c->out);
 	}
@@ -224,6 +224,11 @@ void an_close(struct an_ctx *c)
 {
 	mms_pass_close(c->pass);
 	mms_leaks_free(c->leaks);
+	mms_decompose_free(c->decompose);
+	mms_inefficient_free(c->inefficient);
+	mms_watch_free(c->watch);
+	free(c->watch_dir);
+	free(c->watch_csv);
 	mms_suppressions_free(c->leaks_supp);
 	mms_trace_free(c->trace);
 	mms_symbolizer_close(c->sym);

@@ -33,6 +33,8 @@ struct an_opts {
 	const char *plot;         /* usage: also draw the timeline into this SVG file */
 	unsigned memory;          /* watermark, usage, leakage: memory kinds counted
 	                             (bits 1 << enum mms_mem_kind), 0 = all */
+	bool tag_inefficient;     /* inefficient also notes every block it finds, for a
+	                             dump in the same pass */
 };
 
 /* What an analysis is given. */
@@ -47,15 +49,19 @@ struct an_ctx {
 	unsigned added;        /* those added to the pass */
 	mms_pass_t *pass;      /* the one read of the log they share */
 	int pass_rc;           /* what mms_pass_run() returned */
+	int subscribed;        /* analyses and exports added to the pass */
 	int summary;           /* read the log even with no analysis added: the caller
 	                          wants the pass's summary */
 	/* The results, filled by the pass. */
 	mms_leaks_t *leaks;
 	mms_suppressions_t *leaks_supp;
-	/* watermark, usage, leakage share one pass (src/an-trace.c): its
-	 * result, kept until an_run() ends. */
+	mms_decompose_t *decompose;
+	mms_inefficient_t *inefficient;
+	mms_watch_t *watch;
+	char *watch_dir, *watch_csv; /* watch: the CSV's folder (made for it) and path */
+	/* watermark, usage, leakage share one subscriber (src/an-trace.c). */
 	mms_trace_t *trace;
-	int trace_rc;          /* the pass failed: the code, said once */
+	int trace_said;        /* what stopped it was said */
 	int usage_rc;          /* usage.tsv could not be written: the code */
 };
 
@@ -68,14 +74,13 @@ struct an_def {
 	/* After the pass: prints its report to c->out and writes its files;
 	 * returns 0, or CLI_EXIT_FAILURE after saying why on stderr. */
 	int (*print)(struct an_ctx *c);
-	/* An analysis that reads the log by itself instead (add and print
-	 * NULL). */
-	int (*run)(struct an_ctx *c);
 };
 
 /* The entry points, one per src/an-<name>.c. */
-int an_decompose(struct an_ctx *c);
-int an_inefficient(struct an_ctx *c);
+int an_decompose_add(struct an_ctx *c);
+int an_decompose_print(struct an_ctx *c);
+int an_inefficient_add(struct an_ctx *c);
+int an_inefficient_print(struct an_ctx *c);
 
 /* The inefficient analysis's options as the library takes them. */
 void an_inefficient_options(const struct an_opts *o, mms_inefficient_options_t *io);
@@ -95,11 +100,14 @@ struct an_compare_args {
  * prints the report to out. Returns 0, or CLI_EXIT_FAILURE after saying
  * why on stderr. */
 int an_compare(const struct an_compare_args *a, const struct an_opts *o, FILE *out);
-/* The entry points (src/an-<name>.c). */
-int an_watermark(struct an_ctx *c);
-int an_usage(struct an_ctx *c);
-int an_leakage(struct an_ctx *c);
-int an_watch(struct an_ctx *c);
+/* The entry points (src/an-<name>.c): watermark, usage and leakage share
+ * one subscriber. */
+int an_trace_add(struct an_ctx *c);
+int an_watermark_print(struct an_ctx *c);
+int an_usage_print(struct an_ctx *c);
+int an_leakage_print(struct an_ctx *c);
+int an_watch_add(struct an_ctx *c);
+int an_watch_print(struct an_ctx *c);
 
 /* The analyses, in the order they run; ends with a NULL name. */
 extern const struct an_def an_defs[];

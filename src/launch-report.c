@@ -336,54 +336,89 @@ static void print_other_logs(const struct run *run, pid_t pid)
 
 /* ---- the dump (--data-format) ---- */
 
+/* The dump of the program's log in {run}/dump/, written by the pass c
+ * reads the log with (with inefficient's blocks tagged when c runs it). */
+struct dump {
+	const char *format;
+	char *out;        /* its path */
+	char name[64];    /* its file name */
+	mms_export_t *x;
+};
+
+/* Adds the dump to c's pass. Returns 0, or 1 after saying why not. */
+static int dump_add(struct dump *d, const struct run *run, const char *format, struct an_ctx *c)
+{
+	char *dir = xasprintf("%s/dump", run->dir);
+	mms_export_options_t eo = { 0 };
+	int rc;
+
+	memset(d, 0, sizeof(*d));
+	d->format = format;
+	if (mkdir(dir, 0750) && errno != EEXIST) {
+		warn("--data-format=%s: cannot create %s: %s; no dump written", format, dir, strerror(errno));
+		free(dir);
+		return 1;
+	}
+	mms_export_name(c->log, format, d->name, sizeof(d->name));
+	d->out = xasprintf("%s/%s", dir, d->name);
+	free(dir);
+	eo.format = !strcmp(format, "csv") ? MMS_EXPORT_CSV : MMS_EXPORT_DB;
+	eo.path = d->out;
+	eo.out.sym = an_symbolizer(c);
+	/* msMemScope tags the MALLOC rows of inefficient blocks. */
+	eo.inefficient = c->inefficient;
+	rc = mms_export_add(c->pass, &eo, &d->x);
+	c->subscribed += !rc;
+	if (rc) {
+		warn("--data-format=%s: cannot write %s: %s", format, d->out, mms_strerror(rc));
+		return 1;
+	}
+	return 0;
+}
+
+/* After the pass: says what became of the dump. Returns 0, or 1 after
+ * saying why it was not written. */
+static int dump_done(struct dump *d, const struct run *run, const struct an_ctx *c)
+{
+	int rc = c->pass_rc ? c->pass_rc : d->x->status, ret = 0;
+
+	if (c->inefficient && c->inefficient->status)
+		warn("--data-format=%s: cannot find the inefficient blocks of %s: %s; the dump has no "
+		     "inefficient_type", d->format, c->path, mms_strerror(c->inefficient->status));
+	if (rc) {
+		warn("--data-format=%s: cannot write %s: %s", d->format, d->out, mms_strerror(rc));
+		ret = 1;
+	} else if (log_level <= LOG_WARN) {
+		fprintf(stderr, "%s: wrote the dump %s/dump/%s\n", cli_progname, run->shown, d->name);
+	}
+	mms_export_free(d->x);
+	free(d->out);
+	return ret;
+}
+
 int write_dump(const struct run *run, pid_t pid, const char *format, unsigned analyses)
 {
 	char *path = xasprintf("%s/memscope_%ld.mms", run->dir, (long)pid);
-	char *dir = xasprintf("%s/dump", run->dir), *out = NULL;
-	mms_export_options_t eo = { 0 };
+	struct an_opts ao = { .tag_inefficient = true };
+	struct dump d;
+	struct an_ctx *c;
 	mms_log_t *log = NULL;
-	char name[64];
-	int rc, ret = 1;
+	int rc, ret = 1, st;
 
 	rc = mms_log_open(path, &log);
 	if (rc) {
 		warn("--data-format=%s: cannot read %s: %s; no dump written", format, path, mms_strerror(rc));
 		goto out;
 	}
-	if (mkdir(dir, 0750) && errno != EEXIST) {
-		warn("--data-format=%s: cannot create %s: %s; no dump written", format, dir, strerror(errno));
-		goto out;
+	/* Only inefficient matters to the dump: its tags. */
+	c = an_open(path, log, analyses & an_mask("inefficient"), &ao, stderr, &st);
+	if (!dump_add(&d, run, format, c)) {
+		an_pass(c);
+		ret = dump_done(&d, run, c);
 	}
-	mms_export_name(log, format, name, sizeof(name));
-	out = xasprintf("%s/%s", dir, name);
-	if (mms_symbolizer_open(log, &eo.sym))
-		eo.sym = NULL;
-	/* msMemScope tags the MALLOC rows of inefficient blocks. */
-	if (analyses & an_mask("inefficient")) {
-		mms_inefficient_options_t io = { .keep = 1, .tags = 1 };
-		mms_inefficient_t *res;
-
-		rc = mms_inefficient_run(log, &io, &res);
-		if (rc)
-			warn("--data-format=%s: cannot find the inefficient blocks of %s: %s; the dump has no "
-			     "inefficient_type", format, path, mms_strerror(rc));
-		else
-			eo.inefficient = res;
-	}
-	rc = !strcmp(format, "csv") ? mms_export_csv(log, out, &eo) : mms_export_db(log, out, &eo);
-	mms_inefficient_free((mms_inefficient_t *)eo.inefficient);
-	mms_symbolizer_close(eo.sym);
-	if (rc) {
-		warn("--data-format=%s: cannot write %s: %s", format, out, mms_strerror(rc));
-		goto out;
-	}
-	if (log_level <= LOG_WARN)
-		fprintf(stderr, "%s: wrote the dump %s/dump/%s\n", cli_progname, run->shown, name);
-	ret = 0;
+	an_close(c);
 out:
 	mms_log_close(log);
-	free(out);
-	free(dir);
 	free(path);
 	return ret;
 }
@@ -395,10 +430,11 @@ int report_run(const struct run *run, char **argv, pid_t pid, int status, const 
 	struct an_opts ao = { 0 };
 	struct log_result r;
 	struct an_ctx *c;
+	struct dump d;
 	mms_summary_t sum;
 	mms_pass_info_t pi;
 	mms_log_t *log;
-	int err, ret = 0, st;
+	int err, ret = 0, st, dump = 0;
 
 	err = log_open(run->dir, name, &log);
 	if (err == -ENOENT)
@@ -413,6 +449,11 @@ int report_run(const struct run *run, char **argv, pid_t pid, int status, const 
 			warn("--analysis: cannot read %s: %s", path, mms_strerror(err));
 			ret = 1;
 		}
+		if (o->data_format) {
+			warn("--data-format=%s: cannot read %s: %s; no dump written", o->data_format, path,
+			     mms_strerror(err));
+			ret = 1;
+		}
 		goto out;
 	}
 	ao.depth = 12;
@@ -420,10 +461,17 @@ int report_run(const struct run *run, char **argv, pid_t pid, int status, const 
 	ao.outdir = run->dir;
 	ao.suppressions = o->suppressions;
 	ao.show_runtime = o->show_runtime;
-	/* One read of the log gives the summary and every analysis asked for. */
+	ao.tag_inefficient = o->data_format != NULL;
+	/* One pass over the log gives the summary, every analysis asked for
+	 * and the dump. */
 	c = an_open(path, log, o->analyses, &ao, stderr, &st);
 	if (st)
 		ret = 1;
+	if (o->data_format) {
+		dump = !dump_add(&d, run, o->data_format, c);
+		if (!dump)
+			ret = 1;
+	}
 	c->summary = 1;
 	err = an_pass(c);
 	mms_pass_get_info(c->pass, &pi);
@@ -443,6 +491,8 @@ int report_run(const struct run *run, char **argv, pid_t pid, int status, const 
 		if (an_print(c))
 			ret = 1;
 	}
+	if (dump && dump_done(&d, run, c))
+		ret = 1;
 	an_close(c);
 	mms_log_close(log);
 out:

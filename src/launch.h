@@ -82,15 +82,16 @@ int check_program(const char *prog);
 pid_t run_program(const struct run *run, char **argv, int *status);
 
 /* launch-report.c */
-/* The report after a run: reads the program's log once for its summary
- * and the analyses o asks for (writing their files into the run folder),
- * and prints the summary, one line for each other log of the run, then
- * the analyses, on stderr. Returns 0; 1 when an analysis failed (said);
- * -ENOENT (said) when the program left no log. */
+/* The report after a run: reads the program's log once for its summary,
+ * the analyses o asks for (writing their files into the run folder) and
+ * the dump --data-format asks for, and prints the summary, one line for
+ * each other log of the run, then the analyses, on stderr. Returns 0; 1
+ * when an analysis or the dump failed (said); -ENOENT (said) when the
+ * program left no log. */
 int report_run(const struct run *run, char **argv, pid_t pid, int status, const struct opts *o);
-/* --data-format: writes msMemScope's dump of the program's log into
- * {run}/dump/ (with --analysis=inefficient, its blocks tagged in Attr);
- * returns 0, or 1 after saying why it could not. */
+/* --data-format without a report (--analysis=): writes msMemScope's dump
+ * of the program's log into {run}/dump/; returns 0, or 1 after saying why
+ * it could not. */
 int write_dump(const struct run *run, pid_t pid, const char *format, unsigned analyses);
 
 #endif /* MMS_LAUNCH_H */

@@ -499,50 +499,49 @@ static int query_range(const struct opts *o, struct show *s)
 	    mms_strerror(rc ? rc : MMS_ECORRUPT));
 }
 
-static int query_export(const struct opts *o, mms_log_t *log)
+/* --export, with the analyses --analysis names in the same pass: their
+ * reports on stdout, then the dump (inefficient's blocks tagged in it). */
+static int query_export(struct opts *o, mms_log_t *log)
 {
-	struct progress pr = { "exporting", o->log, -1 };
 	mms_export_options_t eo = { 0 };
 	const char *path = o->output;
+	mms_export_t *x = NULL;
+	struct an_ctx *c;
 	char name[64];
-	int rc;
+	int rc, status;
 
 	if (!path) {
 		mms_export_name(log, o->export_fmt, name, sizeof(name));
 		path = name;
 	}
+	o->an.tag_inefficient = true;
+	c = an_open(o->log, log, o->analyses, &o->an, stdout, &status);
+	eo.format = !strcmp(o->export_fmt, "csv") ? MMS_EXPORT_CSV : MMS_EXPORT_DB;
+	eo.path = path;
 	/* The user named the file with -o: theirs to replace with --force;
 	 * the default name is never replaced silently either. */
-	eo.overwrite = o->force;
-	if (mms_symbolizer_open(log, &eo.sym))
-		eo.sym = NULL;
-	if (isatty(STDERR_FILENO)) {
-		eo.progress = progress_cb;
-		eo.progress_ctx = &pr;
-	}
-	/* With --analysis inefficient, its blocks are tagged in the dump. */
-	if (o->analyses & an_mask("inefficient")) {
-		mms_inefficient_options_t io;
-		mms_inefficient_t *res;
-
-		an_inefficient_options(&o->an, &io);
-		io.tags = 1;
-		io.keep = 1; /* the tags are all the dump needs */
-		rc = mms_inefficient_run(log, &io, &res);
-		if (rc)
-			die_query(o, log, "%s: cannot find the inefficient blocks: %s", o->log, mms_strerror(rc));
-		eo.inefficient = res;
-	}
-	rc = !strcmp(o->export_fmt, "csv") ? mms_export_csv(log, path, &eo) : mms_export_db(log, path, &eo);
-	progress_end(&pr);
-	mms_inefficient_free((mms_inefficient_t *)eo.inefficient);
-	mms_symbolizer_close(eo.sym);
+	eo.out.overwrite = o->force;
+	eo.out.sym = an_symbolizer(c);
+	eo.inefficient = c->inefficient;
+	rc = mms_export_add(c->pass, &eo, &x);
+	c->subscribed += !rc;
 	if (rc == -EEXIST)
 		die(CLI_EXIT_FAILURE, "%s: %s exists; remove it, name another file with -o, or add --force", o->log, path);
 	if (rc)
 		die_query(o, log, "%s: cannot export to %s: %s", o->log, path, mms_strerror(rc));
+	c->summary = 1;
+	if (an_pass(c))
+		status = CLI_EXIT_FAILURE;
+	if (an_print(c))
+		status = CLI_EXIT_FAILURE;
+	fflush(stdout);
+	rc = c->pass_rc ? c->pass_rc : x->status;
+	an_close(c);
+	mms_export_free(x);
+	if (rc)
+		die_query(o, log, "%s: cannot export to %s: %s", o->log, path, mms_strerror(rc));
 	fprintf(stderr, "%s: wrote %s\n", cli_progname, path);
-	return 0;
+	return status;
 }
 
 int main(int argc, char **argv)
@@ -574,14 +573,26 @@ int main(int argc, char **argv)
 	o.an.top = (size_t)o.top;
 	o.an.force = o.force;
 	if (o.flamegraph) {
-		/* The peak's allocations, as transform flamegraph draws them. */
-		mms_transform_options_t t = { .selection = MMS_TRANSFORM_PEAK, .overwrite = o.force };
+		/* The peak's allocations, as transform flamegraph draws them,
+		 * in the pass of the analyses. */
+		struct replay_transform x = { .t = { .format = MMS_TRANSFORM_FLAMEGRAPH,
+						     .selection = MMS_TRANSFORM_PEAK,
+						     .out.overwrite = o.force },
+					      .path = o.flamegraph,
+					      .log_path = o.log,
+					      .exists_hint = "remove it, name another file, or add --force" };
+		struct an_ctx *c = an_open(o.log, log, o.query == Q_ANALYSIS ? o.analyses : 0, &o.an, stdout, &status);
+		int added = !replay_transform_add(&x, c->pass, log, an_symbolizer(c));
 
-		status = o.query == Q_ANALYSIS ? an_run(o.log, log, o.analyses, &o.an, stdout) : 0;
-		fflush(stdout);
-		if (replay_transform_write(o.log, log, MMS_TRANSFORM_FLAMEGRAPH, &t, o.flamegraph,
-					   "remove it, name another file, or add --force"))
+		c->subscribed += added;
+		if (an_pass(c))
 			status = CLI_EXIT_FAILURE;
+		if (an_print(c))
+			status = CLI_EXIT_FAILURE;
+		fflush(stdout);
+		if (!added || replay_transform_done(&x, c->pass_rc))
+			status = CLI_EXIT_FAILURE;
+		an_close(c);
 		warn_state(&o, log);
 		mms_log_close(log);
 		return status;
@@ -600,10 +611,7 @@ int main(int argc, char **argv)
 		return status;
 	}
 	if (o.query == Q_EXPORT) {
-		status = o.analyses ? an_run(o.log, log, o.analyses, &o.an, stdout) : 0;
-		fflush(stdout);
-		if (query_export(&o, log))
-			status = CLI_EXIT_FAILURE;
+		status = query_export(&o, log);
 		warn_state(&o, log);
 		mms_log_close(log);
 		return status;

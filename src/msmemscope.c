@@ -104,8 +104,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: recorded %s (pid %ld) into %s/\n", cli_progname, o.argv[0], (long)pid, run.shown);
 	}
 	/* A failed dump is msmemscope's failure, not the program's: say so,
-	 * and keep the program's status unless it succeeded. */
-	if (o.data_format && write_dump(&run, pid, o.data_format, o.analyses) && ret == 0)
+	 * and keep the program's status unless it succeeded. The report
+	 * wrote it, in its pass, unless there was none. */
+	if (o.data_format && o.record_only && write_dump(&run, pid, o.data_format, o.analyses) && ret == 0)
 		ret = 1;
 out:
 	free(run.dir);

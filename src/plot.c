@@ -263,7 +263,7 @@ int plot_usage_svg(struct an_ctx *c, const mms_trace_t *t, const char *path)
 	fprintf(f, "</svg>\n");
 	if (fclose(f))
 		die(CLI_EXIT_FAILURE, "out of memory");
-	rc = mms_file_write(path, buf, len, c->o->force);
+	rc = mms_file_write(path, buf, len, &(mms_output_options_t){ .overwrite = c->o->force });
 	free(buf);
 	if (rc == -EEXIST)
 		warn("usage: %s exists; remove it, name another file, or add --force", path);

@@ -25,10 +25,22 @@ mms_log_t *replay_open_log(const char *path);
 /* The transform subcommand (argv[0] is "transform"): returns the exit
  * status. */
 int replay_transform(int argc, char **argv);
-/* Writes one transform of log to path, then one line on stderr naming the
- * file and its figures. Returns 0, or CLI_EXIT_FAILURE after saying why
- * (exists_hint: what to do when path exists). */
-int replay_transform_write(const char *log_path, mms_log_t *log, int format, mms_transform_options_t *t,
-			   const char *path, const char *exists_hint);
+/* One transform of a log, written by a pass that reads it: the caller
+ * sets t (format, selection, ...), path, log_path and exists_hint (what to
+ * do when path exists). */
+struct replay_transform {
+	mms_transform_options_t t;
+	const char *path, *log_path, *exists_hint;
+	char title[192], words[160];
+	mms_transform_t *res;
+};
+
+/* Adds the transform to the pass p of log (frames named with sym, or not
+ * when NULL). Returns 0, or CLI_EXIT_FAILURE after saying why. */
+int replay_transform_add(struct replay_transform *x, mms_pass_t *p, mms_log_t *log, mms_symbolizer_t *sym);
+/* After the pass (which returned pass_rc): one line on stderr naming the
+ * file and its figures, or why it was not written. Returns 0 or
+ * CLI_EXIT_FAILURE. */
+int replay_transform_done(struct replay_transform *x, int pass_rc);
 
 #endif /* MMS_REPLAY_CLI_H */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis.h"
 #include "cli.h"
 #include "logwords.h"
 #include "replay-cli.h"
@@ -84,7 +85,7 @@ static void parse_transform(int argc, char **argv, struct topts *o)
 					die_usage("transform: --output wants a file name");
 				o->output = v;
 			} else if (cli_opt_flag(a, "--force") || !strcmp(a, "-f")) {
-				o->t.overwrite = 1;
+				o->t.out.overwrite = 1;
 			} else if (cli_opt_flag(a, "--leaks")) {
 				set_selection(o, MMS_TRANSFORM_LEAKS, "--leaks");
 			} else if (cli_opt_value(argc, argv, &i, "--temporary-allocation-threshold", &v)) {
@@ -149,67 +150,84 @@ static const char *selection_words(const mms_transform_options_t *t, const mms_l
 	return buf;
 }
 
-int replay_transform_write(const char *log_path, mms_log_t *log, int format, mms_transform_options_t *t,
-			   const char *path, const char *exists_hint)
+int replay_transform_add(struct replay_transform *x, mms_pass_t *p, mms_log_t *log, mms_symbolizer_t *sym)
 {
-	mms_transform_stats_t st = { 0 };
-	const char *given = t->title;
 	mms_log_info_t info;
-	char words[160], title[192];
 	int rc;
 
 	mms_log_get_info(log, &info);
-	selection_words(t, &info, words, sizeof(words));
-	if (t->selection == MMS_TRANSFORM_LEAKS && log_stops_early(&info) && !t->title) {
-		snprintf(title, sizeof(title), "Allocations %s", words);
-		t->title = title;
+	selection_words(&x->t, &info, x->words, sizeof(x->words));
+	if (x->t.selection == MMS_TRANSFORM_LEAKS && log_stops_early(&info) && !x->t.title) {
+		snprintf(x->title, sizeof(x->title), "Allocations %s", x->words);
+		x->t.title = x->title;
 	}
-	t->stats = &st;
-	if (mms_symbolizer_open(log, &t->sym))
-		t->sym = NULL;
-	rc = mms_transform_write(log, format, t, path);
-	t->title = given;
-	mms_symbolizer_close(t->sym);
-	t->sym = NULL;
+	x->t.out.sym = sym;
+	x->t.path = x->path;
+	rc = mms_transform_add(p, &x->t, &x->res);
 	if (rc == -EEXIST) {
-		fprintf(stderr, "%s: %s: %s exists; %s\n", cli_progname, log_path, path, exists_hint);
+		fprintf(stderr, "%s: %s: %s exists; %s\n", cli_progname, x->log_path, x->path, x->exists_hint);
 		return CLI_EXIT_FAILURE;
 	}
 	if (rc) {
-		fprintf(stderr, "%s: %s: cannot write %s: %s\n", cli_progname, log_path, path, mms_strerror(rc));
+		fprintf(stderr, "%s: %s: cannot write %s: %s\n", cli_progname, x->log_path, x->path, mms_strerror(rc));
 		return CLI_EXIT_FAILURE;
 	}
-	fprintf(stderr,
-		"%s: wrote %s: %" PRIu64 " allocation%s %s, %" PRIu64 " bytes, in %" PRIu64 " %s; peak %" PRIu64
-		" bytes\n",
-		cli_progname, path, st.allocations, st.allocations == 1 ? "" : "s", words, st.bytes, st.groups,
-		unit_words[format][st.groups != 1], st.peak_bytes);
 	return 0;
+}
+
+int replay_transform_done(struct replay_transform *x, int pass_rc)
+{
+	const mms_transform_t *st = x->res;
+	int rc = pass_rc ? pass_rc : st->status;
+
+	if (rc) {
+		fprintf(stderr, "%s: %s: cannot write %s: %s\n", cli_progname, x->log_path, x->path, mms_strerror(rc));
+	} else {
+		fprintf(stderr,
+			"%s: wrote %s: %" PRIu64 " allocation%s %s, %" PRIu64 " bytes, in %" PRIu64 " %s; peak %" PRIu64
+			" bytes\n",
+			cli_progname, x->path, st->allocations, st->allocations == 1 ? "" : "s", x->words, st->bytes,
+			st->groups, unit_words[x->t.format][st->groups != 1], st->peak_bytes);
+	}
+	mms_transform_free(x->res);
+	x->res = NULL;
+	return rc ? CLI_EXIT_FAILURE : 0;
 }
 
 int replay_transform(int argc, char **argv)
 {
 	struct topts o = { 0 };
+	struct replay_transform x = { 0 };
+	struct an_opts ao = { 0 };
 	mms_log_info_t info;
+	struct an_ctx *c;
 	char *name = NULL;
-	const char *path;
 	mms_log_t *log;
-	int n;
+	int n, st;
 
 	cli_help_command = xasprintf("%s transform", cli_progname);
 	parse_transform(argc, argv, &o);
 	log = replay_open_log(o.log);
-	path = o.output;
-	if (!path) {
+	x.path = o.output;
+	if (!x.path) {
 		n = mms_transform_name(o.log, o.format, NULL, 0);
 		name = xmalloc((size_t)n + 1);
 		mms_transform_name(o.log, o.format, name, (size_t)n + 1);
-		path = name;
+		x.path = name;
 	}
-	o.t.title = o.title;
-	if (replay_transform_write(o.log, log, o.format, &o.t, path,
-				   "remove it, name another file with -o, or add -f"))
+	x.t = o.t;
+	x.t.format = o.format;
+	x.t.title = o.title;
+	x.log_path = o.log;
+	x.exists_hint = "remove it, name another file with -o, or add -f";
+	c = an_open(o.log, log, 0, &ao, stdout, &st);
+	if (replay_transform_add(&x, c->pass, log, an_symbolizer(c)))
 		exit(CLI_EXIT_FAILURE);
+	c->subscribed++;
+	an_pass(c);
+	if (replay_transform_done(&x, c->pass_rc))
+		exit(CLI_EXIT_FAILURE);
+	an_close(c);
 	free(name);
 	mms_log_get_info(log, &info);
 	replay_warn_log_state(o.log, &info, 0);

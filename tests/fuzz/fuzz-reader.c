@@ -69,29 +69,37 @@ static void analyses(mms_log_t *log)
 {
 	mms_inefficient_options_t io = { .tags = 1 };
 	mms_trace_options_t to = { .plot_buckets = 8 };
-	mms_decompose_t *end, *peak;
-	mms_inefficient_t *ineff;
-	mms_watch_result_t *wr;
+	mms_launches_t *l[2] = { NULL, NULL };
+	mms_decompose_t *d = NULL;
+	mms_inefficient_t *ineff = NULL;
+	mms_watch_t *wr = NULL;
 	mms_compare_t *cmp;
 	const mms_compare_row_t *rows;
-	mms_trace_t *t;
+	mms_trace_t *t = NULL;
+	mms_pass_t *p;
 	size_t n;
 
-	if (mms_trace_run(log, &to, &t) == 0)
-		mms_trace_free(t);
-	if (mms_decompose_log(log, &end, &peak) == 0) {
-		mms_decompose_free(end);
-		mms_decompose_free(peak);
-	}
-	if (mms_inefficient_run(log, &io, &ineff) == 0)
-		mms_inefficient_free(ineff);
-	if (mms_watch_analyze(log, NULL, 0, &wr) == 0)
-		mms_watch_free(wr);
-	if (mms_compare_open(MMS_COMPARE_OP, &cmp) == 0) {
-		if (mms_compare_add_log(cmp, 0, log) == 0 && mms_compare_add_log(cmp, 1, log) == 0)
+	/* All of them in one pass, as the command lines run them. */
+	if (mms_pass_open(log, NULL, &p))
+		return;
+	mms_trace_add(p, &to, &t);
+	mms_decompose_add(p, NULL, &d);
+	mms_inefficient_add(p, &io, &ineff);
+	mms_watch_add(p, NULL, &wr);
+	mms_launches_add(p, NULL, &l[0]);
+	mms_launches_add(p, NULL, &l[1]);
+	if (mms_pass_run(p) == 0 && l[0] && l[1] && mms_compare_open(MMS_COMPARE_OP, &cmp) == 0) {
+		if (mms_compare_set(cmp, 0, l[0]) == 0 && mms_compare_set(cmp, 1, l[1]) == 0)
 			mms_compare_align(cmp, &rows, &n, NULL);
 		mms_compare_close(cmp);
 	}
+	mms_pass_close(p);
+	mms_trace_free(t);
+	mms_decompose_free(d);
+	mms_inefficient_free(ineff);
+	mms_watch_free(wr);
+	mms_launches_free(l[0]);
+	mms_launches_free(l[1]);
 }
 
 /* The replay over the heap state: checkpoints every 16 events (kept in

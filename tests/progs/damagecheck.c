@@ -97,7 +97,7 @@ static void query_replay(mms_log_t *log)
 	mms_replay_options_t ro = { .no_index_file = 1, .checkpoint_every = 64 };
 	mms_step_report_t *rep;
 	mms_stack_group_t *g;
-	mms_decompose_t *d;
+	mms_decompose_tree_t *d;
 	mms_replay_t *r;
 	mms_event_t ev;
 	mms_block_t b;
@@ -118,7 +118,7 @@ static void query_replay(mms_log_t *log)
 				broken("mms_replay_freed_block_at failed");
 		}
 		answered("mms_decompose_replay", mms_decompose_replay(r, &d));
-		mms_decompose_free(d);
+		mms_decompose_tree_free(d);
 	}
 	for (s = 1; s <= mms_replay_steps(r) && s <= 4; s++) {
 		answered("mms_replay_step_report (--step)", mms_replay_step_report(r, s, &rep));
@@ -137,20 +137,26 @@ static void query_replay(mms_log_t *log)
 /* Every analysis and export, as the two programs run them. */
 static void query_all(mms_log_t *log, mms_symbolizer_t *sym)
 {
-	mms_trace_options_t to = { .usage_path = in_dir("usage.tsv"), .overwrite = 1, .plot_buckets = 50 };
+	mms_trace_options_t to = { .usage_path = in_dir("usage.tsv"), .out.overwrite = 1, .plot_buckets = 50 };
 	mms_inefficient_options_t io = { .tags = 1 };
-	mms_export_options_t eo = { .sym = sym, .overwrite = 1 };
-	mms_transform_options_t xo = { .overwrite = 1, .sym = sym, .threshold = 2 };
+	mms_export_options_t eo = { .out = { .sym = sym, .overwrite = 1 } };
+	mms_transform_options_t xo = { .out = { .overwrite = 1, .sym = sym }, .threshold = 2 };
+	mms_output_options_t out = { .overwrite = 1, .sym = sym };
+	mms_watch_options_t wo = { .csv_path = in_dir("watch.csv"), .out.overwrite = 1 };
+	mms_launches_t *launches[2];
 	mms_suppressions_t *supp;
 	mms_inefficient_t *ineff;
-	mms_watch_result_t *wr;
-	mms_decompose_t *end, *peak;
+	mms_transform_t *xr;
+	mms_export_t *x[2];
+	mms_watch_t *wr;
+	mms_decompose_t *d;
 	mms_stack_group_t *g;
 	mms_compare_t *cmp;
 	const mms_compare_row_t *rows;
 	mms_leaks_options_t lo = { 0 };
 	mms_leaks_t *l;
 	mms_trace_t *t;
+	mms_pass_t *p;
 	size_t n;
 	int f, sel;
 
@@ -164,32 +170,53 @@ static void query_all(mms_log_t *log, mms_symbolizer_t *sym)
 	answered("mms_leaks_group", mms_leaks_group(l->exit_leaks, l->nexit_leaks, &g, &n));
 	free(g);
 	mms_leaks_free(l);
-	answered("mms_decompose_log", mms_decompose_log(log, &end, &peak));
-	mms_decompose_free(end);
-	mms_decompose_free(peak);
-	answered("mms_inefficient_run", mms_inefficient_run(log, &io, &ineff));
+	answered("mms_decompose_run", mms_decompose_run(log, NULL, &d));
+	mms_decompose_free(d);
 	answered("mms_trace_run (watermark, usage, leakage)", mms_trace_run(log, &to, &t));
 	answered("mms_trace_write_tsv (watermark)",
-		 mms_trace_write_tsv(log, sym, t->peak, t->npeak, in_dir("watermark.tsv"), 1));
-	answered("mms_trace_write_tsv (leakage)",
-		 mms_trace_write_tsv(log, sym, t->end, t->nend, in_dir("leakage.tsv"), 1));
+		 mms_trace_write_tsv(log, t->peak, t->npeak, in_dir("watermark.tsv"), &out));
+	answered("mms_trace_write_tsv (leakage)", mms_trace_write_tsv(log, t->end, t->nend, in_dir("leakage.tsv"), &out));
 	mms_trace_free(t);
-	answered("mms_watch_analyze", mms_watch_analyze(log, in_dir("watch.csv"), 1, &wr));
+	answered("mms_watch_run", mms_watch_run(log, &wo, &wr));
 	mms_watch_free(wr);
+	/* The dump tagged by inefficient in the same pass (a second read),
+	 * and the SQLite one. */
+	answered("mms_pass_open", mms_pass_open(log, NULL, &p));
+	answered("mms_inefficient_add", mms_inefficient_add(p, &io, &ineff));
+	eo.format = MMS_EXPORT_CSV;
+	eo.path = in_dir("dump.csv");
 	eo.inefficient = ineff;
-	answered("mms_export_csv", mms_export_csv(log, in_dir("dump.csv"), &eo));
+	answered("mms_export_add (csv)", mms_export_add(p, &eo, &x[0]));
+	eo.format = MMS_EXPORT_DB;
+	eo.path = in_dir("dump.db");
 	eo.inefficient = NULL;
-	answered("mms_export_db", mms_export_db(log, in_dir("dump.db"), &eo));
+	answered("mms_export_add (db)", mms_export_add(p, &eo, &x[1]));
+	answered("mms_pass_run (exports)", mms_pass_run(p));
+	mms_pass_close(p);
+	answered("mms_inefficient_add", ineff->status);
+	answered("mms_export_add (csv)", x[0]->status);
+	answered("mms_export_add (db)", x[1]->status);
+	mms_export_free(x[0]);
+	mms_export_free(x[1]);
 	mms_inefficient_free(ineff);
+	xo.path = in_dir("transform.out");
 	for (f = MMS_TRANSFORM_CSV; f <= MMS_TRANSFORM_FLAMEGRAPH; f++)
 		for (sel = MMS_TRANSFORM_PEAK; sel <= MMS_TRANSFORM_TEMPORARY; sel++) {
+			xo.format = f;
 			xo.selection = sel;
-			answered(mms_transform_format_name(f),
-				 mms_transform_write(log, f, &xo, in_dir("transform.out")));
+			answered(mms_transform_format_name(f), mms_transform_run(log, &xo, &xr));
+			mms_transform_free(xr);
 		}
 	answered("mms_compare_open", mms_compare_open(MMS_COMPARE_OP, &cmp));
-	answered("mms_compare_add_log", mms_compare_add_log(cmp, 0, log));
-	answered("mms_compare_add_log", mms_compare_add_log(cmp, 1, log));
+	answered("mms_pass_open", mms_pass_open(log, NULL, &p));
+	answered("mms_launches_add", mms_launches_add(p, NULL, &launches[0]));
+	answered("mms_launches_add", mms_launches_add(p, NULL, &launches[1]));
+	answered("mms_pass_run (launches)", mms_pass_run(p));
+	mms_pass_close(p);
+	answered("mms_compare_set", mms_compare_set(cmp, 0, launches[0]));
+	answered("mms_compare_set", mms_compare_set(cmp, 1, launches[1]));
+	mms_launches_free(launches[0]);
+	mms_launches_free(launches[1]);
 	answered("mms_compare_align", mms_compare_align(cmp, &rows, &n, NULL));
 	mms_compare_close(cmp);
 }

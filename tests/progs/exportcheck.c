@@ -22,8 +22,6 @@
 #include "msmemscope-replay.h"
 #include "progs.h"
 
-typedef int (*export_fn)(mms_log_t *, const char *, const mms_export_options_t *);
-
 static const char *dir;
 static mms_log_t *log_;
 
@@ -89,10 +87,41 @@ static int cancel_cb(void *ctx, uint64_t done, uint64_t total)
 	return !c->at_end || done == total;
 }
 
-/* The rules every export obeys, for one format. */
-static void check_format(const char *ext, export_fn fn)
+/* Options of one export: the file and whether it may be replaced, and the
+ * progress of its pass. */
+struct xopt {
+	int format;
+	int overwrite;
+	int (*progress)(void *ctx, uint64_t done, uint64_t total);
+	void *progress_ctx;
+};
+
+/* An export in a pass of its own: what the pass or the export failed with. */
+static int fn(mms_log_t *log, const char *path, const struct xopt *o)
 {
-	mms_export_options_t o = { 0 };
+	mms_pass_options_t po = { .progress = o->progress, .progress_ctx = o->progress_ctx };
+	mms_export_options_t eo = { .format = o->format, .path = path, .out.overwrite = o->overwrite };
+	mms_export_t *x = NULL;
+	mms_pass_t *p;
+	int rc;
+
+	rc = mms_pass_open(log, &po, &p);
+	if (rc)
+		return rc;
+	rc = mms_export_add(p, &eo, &x);
+	if (!rc)
+		rc = mms_pass_run(p);
+	if (!rc)
+		rc = x->status;
+	mms_pass_close(p);
+	mms_export_free(x);
+	return rc;
+}
+
+/* The rules every export obeys, for one format. */
+static void check_format(const char *ext, int format)
+{
+	struct xopt o = { .format = format };
 	struct cancel c = { 0 };
 	char name[64], what[256], want[512];
 	struct stat st, st2;
@@ -162,12 +191,12 @@ static void check_format(const char *ext, export_fn fn)
 /* Without a symbolizer, the C stack of a MALLOC row is raw addresses. */
 static void check_raw_stacks(void)
 {
-	mms_export_options_t o = { 0 };
+	struct xopt o = { .format = MMS_EXPORT_CSV };
 	char line[8192], *p;
 	int mallocs = 0, rc;
 	FILE *f;
 
-	rc = mms_export_csv(log_, in_dir("raw.csv"), &o);
+	rc = fn(log_, in_dir("raw.csv"), &o);
 	if (rc)
 		die("export of %s", "raw.csv", rc);
 	f = fopen(in_dir("raw.csv"), "r");
@@ -222,8 +251,8 @@ int main(int argc, char **argv)
 	rc = mms_log_open(argv[1], &log_);
 	if (rc)
 		die("cannot open %s", argv[1], rc);
-	check_format("csv", mms_export_csv);
-	check_format("db", mms_export_db);
+	check_format("csv", MMS_EXPORT_CSV);
+	check_format("db", MMS_EXPORT_DB);
 	check_raw_stacks();
 	check_name();
 	expect_files("all checks", "");

@@ -146,7 +146,7 @@ START_TEST(test_rows_and_file)
 	c = compare(MMS_COMPARE_OP, a, b, &rows, &n, NULL);
 	ck_assert_uint_eq(n, 7);
 	snprintf(path, sizeof(path), "%s/out.csv", dir);
-	ck_assert_int_eq(mms_compare_write_csv(c, path, 0), 0);
+	ck_assert_int_eq(mms_compare_write_csv(c, path, NULL), 0);
 	ck_assert_str_eq(slurp(path), ",,,Base,Compare\n"
 				      "Event,Name,Device Id,Allocated Memory(byte),Allocated Memory(byte),"
 				      "Diff Memory(byte)\n"
@@ -158,8 +158,8 @@ START_TEST(test_rows_and_file)
 				      "OP_LAUNCH,z,host,N/A,0,0\n"
 				      "OP_LAUNCH,d,host,5,0,-5\n");
 	/* Never over a file without overwrite. */
-	ck_assert_int_eq(mms_compare_write_csv(c, path, 0), -EEXIST);
-	ck_assert_int_eq(mms_compare_write_csv(c, path, 1), 0);
+	ck_assert_int_eq(mms_compare_write_csv(c, path, NULL), -EEXIST);
+	ck_assert_int_eq(mms_compare_write_csv(c, path, &(mms_output_options_t){ .overwrite = 1 }), 0);
 	unlink(path);
 	mms_compare_close(c);
 }

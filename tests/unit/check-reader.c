@@ -392,7 +392,11 @@ END_TEST
 START_TEST(test_bad_stack)
 {
 	struct lb *b = one_thread();
-	mms_transform_options_t to = { .selection = MMS_TRANSFORM_LEAKS };
+	mms_transform_options_t to = { .format = MMS_TRANSFORM_FLAMEGRAPH, .path = "leaks.svg",
+					.selection = MMS_TRANSFORM_LEAKS };
+	mms_export_options_t eo = { .format = MMS_EXPORT_CSV, .path = "dump.csv" };
+	mms_transform_t *tr;
+	mms_export_t *x;
 	mms_trace_t *t;
 	mms_log_info_t info;
 	mms_log_t *log;
@@ -411,12 +415,14 @@ START_TEST(test_bad_stack)
 	mms_log_get_info(log, &info);
 	ck_assert_uint_eq(info.bad_stacks, 1);
 	ck_assert_int_eq(info.damaged, 0);
-	ck_assert_int_eq(mms_export_csv(log, "dump.csv", NULL), 0);
+	ck_assert_int_eq(mms_export_run(log, &eo, &x), 0);
+	mms_export_free(x);
 	ck_assert_int_eq(mms_trace_run(log, NULL, &t), 0);
 	ck_assert_uint_eq(t->nend, 2);
-	ck_assert_int_eq(mms_trace_write_tsv(log, NULL, t->end, t->nend, "leakage.tsv", 0), 0);
+	ck_assert_int_eq(mms_trace_write_tsv(log, t->end, t->nend, "leakage.tsv", NULL), 0);
 	mms_trace_free(t);
-	ck_assert_int_eq(mms_transform_write(log, MMS_TRANSFORM_FLAMEGRAPH, &to, "leaks.svg"), 0);
+	ck_assert_int_eq(mms_transform_run(log, &to, &tr), 0);
+	mms_transform_free(tr);
 	mms_log_get_info(log, &info);
 	ck_assert_uint_ge(info.bad_stacks, 4);
 	unlink("dump.csv");
@@ -848,7 +854,7 @@ static void watch_sum(struct lb *b, uint8_t phase, uint64_t stamp, uint64_t laun
 START_TEST(test_watch_sums)
 {
 	struct lb *b = one_thread();
-	mms_watch_result_t *r;
+	mms_watch_t *r;
 	mms_log_t *log;
 	mms_iter_t *it;
 	mms_event_t ev;
@@ -881,7 +887,7 @@ START_TEST(test_watch_sums)
 	ck_assert_uint_eq(ev.total, 1);
 	ck_assert_uint_eq(ev.flags, 0xaa);
 	mms_iter_close(it);
-	ck_assert_int_eq(mms_watch_analyze(log, NULL, 0, &r), 0);
+	ck_assert_int_eq(mms_watch_run(log, NULL, &r), 0);
 	ck_assert_uint_eq(r->sums, 5);
 	ck_assert_uint_eq(r->nblocks, 1);
 	ck_assert_uint_eq(r->blocks[0].sums, 5);
