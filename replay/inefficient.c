@@ -17,7 +17,7 @@
 /* A live block as the rules follow it: what they need and what they
  * found; the rest of the block comes from the replay when it is kept. */
 struct iblk {
-	uint64_t alloc_id, addr, size; /* addr chains free slots */
+	uint64_t alloc_id, addr, size; /* alloc_id 0: not followed (freed) */
 	uint64_t malloc_op, first_access_op;
 	uint64_t last_access_op; /* 0: never accessed */
 	uint64_t early_free_op, late_access_op, late_malloc_op, idle_from_op, idle_to_op;
@@ -57,10 +57,8 @@ struct ipass {
 	uint64_t last_malloc_op, last_free_op;
 	struct ithread *threads;
 	size_t nthreads;
-	struct mms__map live; /* alloc_id -> slot + 1 */
-	struct iblk *blks;    /* slots; free ones chained through addr */
-	size_t nblks, blks_cap;
-	uint64_t free_slot; /* head of the free chain + 1 */
+	struct mms_pass *pass;
+	size_t off;           /* each live block's struct iblk, in the pass's data */
 	struct ineff_res *res;
 	size_t res_cap;
 	size_t tags_cap;
@@ -198,51 +196,31 @@ static int keep(struct ipass *p, const struct iblk *b, const mms_block_t *blk, u
 	return 0;
 }
 
+/* The followed block of allocation alloc_id, or NULL. */
 static struct iblk *blk_get(struct ipass *p, uint64_t alloc_id)
 {
-	uint64_t *v = mms__map_get(&p->live, alloc_id);
+	struct iblk *b = mms__pass_data_of(p->pass, alloc_id, p->off);
 
-	return v ? &p->blks[*v - 1] : NULL;
+	return b && b->alloc_id ? b : NULL;
 }
 
-static int blk_new(struct ipass *p, const mms_block_t *b, uint64_t op)
+/* The block the current event allocated, followed from now on. */
+static void blk_new(struct ipass *p, const struct mms__blk *b, uint64_t op)
 {
-	struct iblk *n;
-	uint64_t *v, slot;
-	int isnew;
+	struct iblk *n = mms__pass_data(p->pass, p->off);
 
-	if (p->free_slot) {
-		slot = p->free_slot - 1;
-		p->free_slot = p->blks[slot].addr;
-	} else {
-		if (mms__grow(&p->blks, &p->blks_cap, p->nblks, sizeof(*p->blks)))
-			return -ENOMEM;
-		slot = p->nblks++;
-	}
-	v = mms__map_put(&p->live, b->alloc_id, &isnew);
-	if (!v) {
-		p->blks[slot].addr = p->free_slot;
-		p->free_slot = slot + 1;
-		return -ENOMEM;
-	}
-	*v = slot + 1;
-	n = &p->blks[slot];
-	memset(n, 0, sizeof(*n));
+	if (!n)
+		return;
 	n->alloc_id = b->alloc_id;
 	n->addr = b->addr;
 	n->size = b->size;
 	n->mem = b->mem;
 	n->malloc_op = op;
-	return 0;
 }
 
-static void blk_release(struct ipass *p, struct iblk *b)
+static void blk_release(struct iblk *b)
 {
-	uint64_t slot = (uint64_t)(b - p->blks);
-
-	mms__map_del(&p->live, b->alloc_id, NULL);
-	b->addr = p->free_slot;
-	p->free_slot = slot + 1;
+	b->alloc_id = 0;
 }
 
 /* An access to block b in operator op. */
@@ -269,9 +247,10 @@ static void on_access(struct ipass *p, struct iblk *b, uint64_t op)
 
 /* The free of block b in operator op; freed is the block as the FREE
  * event left it. */
-static int on_free(struct ipass *p, struct iblk *b, const mms_block_t *freed, uint64_t op)
+static int on_free(struct ipass *p, struct iblk *b, const mms_event_t *ev, uint64_t op)
 {
-	int rc;
+	mms_block_t freed;
+	int rc = 0;
 
 	/* The last use was in an earlier operator, and memory was allocated
 	 * after it that this block could have served. */
@@ -281,8 +260,12 @@ static int on_free(struct ipass *p, struct iblk *b, const mms_block_t *freed, ui
 		b->late_access_op = b->last_access_op;
 		b->late_malloc_op = p->last_malloc_op;
 	}
-	rc = keep(p, b, freed, op);
-	blk_release(p, b);
+	/* The block as the FREE event left it, made only for one kept. */
+	if (b->types) {
+		mms__state_event_block(p->st, ev, &freed);
+		rc = keep(p, b, &freed, op);
+	}
+	blk_release(b);
 	return rc;
 }
 
@@ -298,10 +281,10 @@ static int frees_whole(const mms_event_t *ev, const struct iblk *b)
 static int on_event(struct mms__sub *sub, struct mms_pass *pass, const mms_event_t *ev)
 {
 	struct ipass *p = (struct ipass *)sub;
+	const struct mms__blk *k = &p->st->last_blk;
 	struct ithread *t;
 	struct iframe *f;
 	struct iblk *b;
-	mms_block_t blk;
 	uint64_t op;
 	int rc = 0, lone;
 
@@ -328,7 +311,7 @@ static int on_event(struct mms__sub *sub, struct mms_pass *pass, const mms_event
 	}
 	if (ev->kind == MMS_EV_ACCESS)
 		p->res->pub.accesses++;
-	if (!mms__state_event_block(p->st, ev, &blk))
+	if (!p->st->last_blk_valid)
 		return 0; /* free(NULL), an unknown address */
 	t = thread_of(p, ev->thread);
 	if (!t)
@@ -339,21 +322,23 @@ static int on_event(struct mms__sub *sub, struct mms_pass *pass, const mms_event
 	op = lone ? ++p->ops : t->f[t->n - 1].op;
 	f = lone ? NULL : &t->f[t->n - 1];
 	if (ev->kind == MMS_EV_MALLOC) {
-		rc = blk_new(p, &blk, op);
+		blk_new(p, k, op);
 		if (f)
 			f->allocated = 1;
 		else
 			p->last_malloc_op = op;
 		return rc;
 	}
-	b = blk_get(p, blk.alloc_id);
+	b = ev->kind == MMS_EV_FREE ? mms__pass_data(p->pass, p->off) : blk_get(p, k->alloc_id);
+	if (b && !b->alloc_id)
+		b = NULL;
 	if (ev->kind == MMS_EV_ACCESS) {
 		if (b)
 			on_access(p, b, op);
 		return 0;
 	}
 	if (b && frees_whole(ev, b)) {
-		rc = on_free(p, b, &blk, op);
+		rc = on_free(p, b, ev, op);
 	} else if (b) {
 		b->last_was_access = 0;
 	}
@@ -379,9 +364,13 @@ static int keep_live(const struct mms__blk *k, void *ctx)
 
 	if (!b)
 		return 0;
-	mms__state_blk_export(p->st, k, &blk);
-	rc = keep(p, b, &blk, 0);
-	blk_release(p, b);
+	rc = 0;
+	/* The block as the replay gives it, made only for one kept. */
+	if (b->types) {
+		mms__state_blk_export(p->st, k, &blk);
+		rc = keep(p, b, &blk, 0);
+	}
+	blk_release(b);
 	return rc;
 }
 
@@ -419,8 +408,6 @@ static void pass_drop(struct mms__sub *sub)
 	for (i = 0; i < p->nthreads; i++)
 		free(p->threads[i].f);
 	free(p->threads);
-	mms__map_free(&p->live);
-	free(p->blks);
 	free(p);
 }
 
@@ -451,7 +438,8 @@ MMS__EXPORT int mms_inefficient_add(mms_pass_t *pass, const mms_inefficient_opti
 	/* The blocks' owner strings are the pass's. */
 	res->strs = mms__strs_ref(pass->strs);
 	res->filling = pass;
-	mms__map_init(&p->live);
+	p->pass = pass;
+	p->off = mms__pass_attach(pass, sizeof(struct iblk));
 	p->sub.name = "inefficient";
 	p->sub.kinds = 1u << MMS_EV_OP_LAUNCH | 1u << MMS_EV_MALLOC | 1u << MMS_EV_FREE | 1u << MMS_EV_ACCESS;
 	p->sub.begin = pass_begin;

@@ -27,7 +27,8 @@ struct finder {
 	const struct mms__track *tr;
 	mms_leaks_options_t opt;
 	size_t closed;      /* steps of tr whose end was handled */
-	struct mms__map ix; /* alloc_id -> index in fol (HOST, POOL, MMAP) */
+	struct mms_pass *pass;
+	size_t off;         /* each live block's index in fol + 1, in the pass's data */
 	struct followed *fol;
 	size_t nfol, folcap;
 	size_t free_head; /* free slots of fol chained through addr, + 1 */
@@ -52,9 +53,8 @@ static int leak_add(mms_leak_t **arr, size_t *n, size_t *cap, const mms_block_t 
 
 static int follow(struct finder *f, const struct mms__blk *b, uint64_t step)
 {
-	uint64_t *v;
+	uint64_t *v = mms__pass_data(f->pass, f->off);
 	size_t i;
-	int isnew;
 
 	if (f->free_head) {
 		i = f->free_head - 1;
@@ -70,10 +70,8 @@ static int follow(struct finder *f, const struct mms__blk *b, uint64_t step)
 	f->fol[i].step = (uint32_t)step;
 	f->fol[i].mem = b->mem;
 	f->fol[i].used = 1;
-	v = mms__map_put(&f->ix, b->alloc_id, &isnew);
-	if (!v)
-		return -ENOMEM;
-	*v = i;
+	if (v)
+		*v = i + 1;
 	return 0;
 }
 
@@ -129,6 +127,7 @@ static const struct mms__blk *followed_live(const struct mms__state *st, const s
 static int step_ended(struct finder *f, uint64_t k)
 {
 	const struct mms__blk *blk;
+	uint64_t *v;
 	mms_block_t b;
 	size_t i;
 	int rc = 0;
@@ -148,7 +147,9 @@ static int step_ended(struct finder *f, uint64_t k)
 			if (rc)
 				return rc;
 		}
-		mms__map_del(&f->ix, fo->alloc_id, NULL);
+		v = mms__pass_data_of(f->pass, fo->alloc_id, f->off);
+		if (v)
+			*v = 0;
 		fol_release(f, i);
 	}
 	return 0;
@@ -184,7 +185,7 @@ static int finder_event(struct mms__sub *sub, struct mms_pass *p, const mms_even
 	struct finder *f = (struct finder *)sub;
 	const struct mms__state *st = f->st;
 	mms_leak_step_t *s = NULL;
-	uint64_t v;
+	uint64_t *v;
 	unsigned k;
 	int rc;
 
@@ -214,10 +215,11 @@ static int finder_event(struct mms__sub *sub, struct mms_pass *p, const mms_even
 			/* What a runtime keeps for itself is no step's leak. */
 			if (followed && !st->last_blk.runtime && (rc = follow(f, &st->last_blk, step)))
 				return rc;
-		} else if (followed && ev->mem != MMS_MEM_MMAP && mms__map_del(&f->ix, st->last_blk.alloc_id, &v)) {
+		} else if (followed && ev->mem != MMS_MEM_MMAP && (v = mms__pass_data(f->pass, f->off)) && *v) {
 			/* A mapping is looked at when its step ends: munmap
 			 * may free only a piece of it. */
-			fol_release(f, (size_t)v);
+			fol_release(f, (size_t)*v - 1);
+			*v = 0;
 		}
 		k = ev->mem < MMS_MEM_KIND_COUNT ? ev->mem : 0;
 		if (s && st->mem[k].live_bytes < s->min_bytes[k])
@@ -311,7 +313,6 @@ static void finder_drop(struct mms__sub *sub)
 {
 	struct finder *f = (struct finder *)sub;
 
-	mms__map_free(&f->ix);
 	free(f->fol);
 	free(f);
 }
@@ -358,7 +359,8 @@ MMS__EXPORT int mms_leaks_add(mms_pass_t *p, const mms_leaks_options_t *opt, mms
 	f->l = &res->pub;
 	if (opt)
 		f->opt = *opt;
-	mms__map_init(&f->ix);
+	f->pass = p;
+	f->off = mms__pass_attach(p, sizeof(uint64_t));
 	f->sub.name = "leaks";
 	f->sub.kinds = ~0u;
 	f->sub.track = MMS__TRACK_STEPS;

@@ -31,6 +31,109 @@ void mms__strs_unref(struct mms__strs *s)
 	free(s);
 }
 
+/* The subscribers of this read, by the event kinds they are fed. */
+struct dispatch {
+	struct mms__sub **ev[MMS_EV_KIND_COUNT], **before[MMS_EV_KIND_COUNT];
+	size_t nev[MMS_EV_KIND_COUNT], nbefore[MMS_EV_KIND_COUNT];
+	uint64_t next_until;         /* the nearest position a subscriber ends at */
+};
+
+/* --- data per live block ------------------------------------------------------- */
+
+size_t mms__pass_attach(struct mms_pass *p, size_t bytes)
+{
+	size_t off;
+
+	if (!p->attach)
+		p->attach = sizeof(struct mms__attach_head);
+	off = p->attach;
+	p->attach += (bytes + 7) & ~(size_t)7;
+	return off;
+}
+
+static struct mms__attach_head *entry(struct mms__attach *a, uint64_t i)
+{
+	return (struct mms__attach_head *)(a->data + i * a->size);
+}
+
+/* After the state applied a memory event: a new entry for the block it
+ * allocated, or the entry of the block it freed (dropped after the
+ * event). Returns 0 or -ENOMEM. */
+static int attach_event(struct mms__attach *a, const struct mms__state *st, const mms_event_t *ev)
+{
+	const struct mms__blk *b = &st->last_blk;
+	struct mms__attach_head *h;
+	uint64_t *v, i;
+	int isnew;
+
+	a->cur = 0;
+	if (!st->last_blk_valid)
+		return 0;
+	if (ev->kind == MMS_EV_FREE) {
+		v = mms__map_get(&a->ix, b->alloc_id);
+		if (!v)
+			return 0;
+		a->cur = *v;
+		h = entry(a, *v - 1);
+		/* A mapping goes when an munmap covers all of it. */
+		a->drop_cur = b->mem != MMS_MEM_MMAP || (ev->addr <= h->addr && ev->addr + ev->size >= h->addr + h->size);
+		return 0;
+	}
+	if (a->free_head) {
+		i = a->free_head - 1;
+		a->free_head = entry(a, i)->alloc_id;
+	} else {
+		if (mms__grow(&a->data, &a->cap, a->n, a->size))
+			return -ENOMEM;
+		i = a->n++;
+	}
+	v = mms__map_put(&a->ix, b->alloc_id, &isnew);
+	if (!v) {
+		entry(a, i)->alloc_id = a->free_head;
+		a->free_head = i + 1;
+		return -ENOMEM;
+	}
+	*v = i + 1;
+	h = entry(a, i);
+	memset(h, 0, a->size);
+	h->alloc_id = b->alloc_id;
+	h->addr = b->addr;
+	h->size = b->size;
+	a->cur = i + 1;
+	a->drop_cur = 0;
+	return 0;
+}
+
+/* After the event's subscribers: drops the entry of a block it freed. */
+static void attach_after(struct mms__attach *a)
+{
+	struct mms__attach_head *h;
+
+	if (a->drop_cur) {
+		h = entry(a, a->cur - 1);
+		mms__map_del(&a->ix, h->alloc_id, NULL);
+		h->alloc_id = a->free_head;
+		a->free_head = a->cur;
+		a->drop_cur = 0;
+	}
+	a->cur = 0;
+}
+
+void *mms__pass_data(struct mms_pass *p, size_t off)
+{
+	struct mms__attach *a = &p->cur->at;
+
+	return a->cur ? (uint8_t *)entry(a, a->cur - 1) + off : NULL;
+}
+
+void *mms__pass_data_of(struct mms_pass *p, uint64_t alloc_id, size_t off)
+{
+	struct mms__attach *a = &p->cur->at;
+	const uint64_t *v = a->size ? mms__map_get(&a->ix, alloc_id) : NULL;
+
+	return v ? (uint8_t *)entry(a, *v - 1) + off : NULL;
+}
+
 /* --- reads -------------------------------------------------------------------- */
 
 /* Starts a read of the log from position 0 with a state of its own whose
@@ -54,6 +157,8 @@ static int read_start(struct mms_pass *p, struct mms__read *rd, unsigned track)
 	rd->own_used = 1;
 	rd->st = &rd->own;
 	rd->track = track;
+	mms__map_init(&rd->at.ix);
+	rd->at.size = p->attach;
 	mms__track_init(&rd->tr, track);
 	/* A fork child's read starts with its inherited heap. */
 	mms__track_start(&rd->tr, rd->st);
@@ -66,6 +171,8 @@ static void read_free(struct mms__read *rd)
 	if (rd->own_used)
 		mms__state_free(&rd->own);
 	mms__track_free(&rd->tr);
+	mms__map_free(&rd->at.ix);
+	free(rd->at.data);
 	memset(rd, 0, sizeof(*rd));
 }
 
@@ -94,10 +201,10 @@ static int read_next(struct mms_pass *p, struct mms__read *rd, mms_event_t *ev)
 	rc = mms_iter_next(rd->it, ev);
 	if (rc <= 0)
 		return rc;
-	for (i = 0; i < p->nsubs; i++) {
-		struct mms__sub *s = p->subs[i];
+	for (i = 0; ev->kind < MMS_EV_KIND_COUNT && i < p->dispatch->nbefore[ev->kind]; i++) {
+		struct mms__sub *s = p->dispatch->before[ev->kind][i];
 
-		if (!s->before || s->round != p->round || s->done || s->failed || !(s->before_kinds & 1u << ev->kind))
+		if (s->done || s->failed)
 			continue;
 		rc = s->before(s, p, ev);
 		if (rc)
@@ -178,18 +285,71 @@ static int progress(struct mms_pass *p, int force)
 	return p->progress(p->progress_ctx, p->done, p->total > p->done ? p->total : p->done) ? -ECANCELED : 0;
 }
 
+static void dispatch_free(struct dispatch *d)
+{
+	for (int k = 0; k < MMS_EV_KIND_COUNT; k++) {
+		free(d->ev[k]);
+		free(d->before[k]);
+	}
+}
+
+static int dispatch_build(struct mms_pass *p, struct dispatch *d)
+{
+	size_t i;
+	int k;
+
+	memset(d, 0, sizeof(*d));
+	for (k = 0; k < MMS_EV_KIND_COUNT; k++) {
+		d->ev[k] = calloc(p->nsubs + 1, sizeof(*d->ev[k]));
+		d->before[k] = calloc(p->nsubs + 1, sizeof(*d->before[k]));
+		if (!d->ev[k] || !d->before[k]) {
+			dispatch_free(d);
+			return -ENOMEM;
+		}
+		for (i = 0; i < p->nsubs; i++) {
+			struct mms__sub *s = p->subs[i];
+
+			if (s->round != p->round)
+				continue;
+			if (s->event && s->kinds & 1u << k)
+				d->ev[k][d->nev[k]++] = s;
+			if (s->before && s->before_kinds & 1u << k)
+				d->before[k][d->nbefore[k]++] = s;
+		}
+	}
+	return 0;
+}
+
+/* The nearest position where a subscriber of this read that has not
+ * ended ends. */
+static uint64_t next_until(const struct mms_pass *p)
+{
+	uint64_t u = UINT64_MAX;
+	size_t i;
+
+	for (i = 0; i < p->nsubs; i++)
+		if (p->subs[i]->round == p->round && !p->subs[i]->done && p->subs[i]->until < u)
+			u = p->subs[i]->until;
+	return u;
+}
+
 /* Reads the log (or the replay's range) once, feeding this round's
  * subscribers. Returns 0 (damage included: the read then ends early, with
  * p->stop_rc set in the first read) or the driver's own error. */
 static int read_all(struct mms_pass *p, struct mms__read *rd)
 {
 	const struct mms__track *t = &rd->tr;
+	struct dispatch d;
 	mms_event_t ev;
 	size_t i;
 	int rc;
 
 	p->cur = rd;
 	p->reads++;
+	rc = dispatch_build(p, &d);
+	if (rc)
+		return rc;
+	p->dispatch = &d;
 	for (i = 0; i < p->nsubs; i++) {
 		struct mms__sub *s = p->subs[i];
 
@@ -201,15 +361,20 @@ static int read_all(struct mms_pass *p, struct mms__read *rd)
 		if (rc)
 			sub_fail(s, rc);
 	}
+	d.next_until = next_until(p);
 	for (;;) {
-		subs_end(p, rd->st->pos, 0);
-		/* The first read goes to the end for the summary; a later
-		 * one to the last position asked for. */
-		if (p->round && !subs_waiting(p))
-			return 0;
-		rc = progress(p, 0);
-		if (rc)
-			return rc;
+		if (rd->st->pos == d.next_until) {
+			subs_end(p, rd->st->pos, 0);
+			d.next_until = next_until(p);
+			/* The first read goes to the end for the summary; a
+			 * later one to the last position asked for. */
+			if (p->round && !subs_waiting(p)) {
+				rc = 0;
+				goto out;
+			}
+		}
+		if (p->progress && p->done >= p->progress_next && (rc = progress(p, 0)))
+			goto out;
 		rc = read_next(p, rd, &ev);
 		if (rc == 0)
 			break;
@@ -221,31 +386,36 @@ static int read_all(struct mms_pass *p, struct mms__read *rd)
 			break;
 		}
 		if (rc < 0)
-			return rc;
+			goto out;
 		p->done++;
 		if (rd->track) {
 			rc = mms__track_event(&rd->tr, rd->st, &ev);
 			if (rc)
-				return rc;
+				goto out;
 		}
 		/* The summary's bad frees. */
 		if (!p->round && !rd->replay)
 			mms__state_bad_free(rd->st, &ev, p->bad, &p->nbad, MMS_BAD_FREES_KEPT);
-		for (i = 0; i < p->nsubs; i++) {
-			struct mms__sub *s = p->subs[i];
+		if (rd->at.size && (ev.kind == MMS_EV_MALLOC || ev.kind == MMS_EV_FREE) &&
+		    (rc = attach_event(&rd->at, rd->st, &ev)))
+			goto out;
+		for (i = 0; ev.kind < MMS_EV_KIND_COUNT && i < d.nev[ev.kind]; i++) {
+			struct mms__sub *s = d.ev[ev.kind][i];
 
-			if (s->round != p->round || s->done || s->failed || !(s->kinds & 1u << ev.kind) || !s->event)
+			if (s->done || s->failed)
 				continue;
 			rc = s->event(s, p, &ev);
 			if (rc)
 				sub_fail(s, rc);
 		}
+		if (rd->at.cur)
+			attach_after(&rd->at);
 	}
 	/* The last call at the end of the read: a cancel there still comes
 	 * before any subscriber ended (an export left no file). */
 	rc = progress(p, 1);
 	if (rc)
-		return rc;
+		goto out;
 	/* At the end the step running closes as the index closes it; the
 	 * steps a mark ended are those before. */
 	if (rd->track) {
@@ -257,7 +427,11 @@ static int read_all(struct mms_pass *p, struct mms__read *rd)
 		mms__track_finish(&rd->tr, rd->st);
 	}
 	subs_end(p, rd->st->pos, 1);
-	return 0;
+	rc = 0;
+out:
+	p->dispatch = NULL;
+	dispatch_free(&d);
+	return rc;
 }
 
 /* --- the pass ------------------------------------------------------------------ */

@@ -54,17 +54,35 @@ static void w_str(struct wfile *w, const char *s)
 	w_mem(w, s, strlen(s));
 }
 
-/* Writes v in decimal, then the character end. */
+/* Writes v in decimal, then the character end: two digits a division,
+ * usage.tsv writes two numbers for each change of live bytes. */
 static void w_u64(struct wfile *w, uint64_t v, char end)
 {
+	static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+				    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+				    "8081828384858687888990919293949596979899";
 	char tmp[24];
 	int i = (int)sizeof(tmp);
 
 	tmp[--i] = end;
-	do {
-		tmp[--i] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
+	while (v >= 100) {
+		unsigned d = (unsigned)(v % 100) * 2;
+
+		v /= 100;
+		tmp[--i] = pairs[d + 1];
+		tmp[--i] = pairs[d];
+	}
+	if (v >= 10) {
+		tmp[--i] = pairs[v * 2 + 1];
+		tmp[--i] = pairs[v * 2];
+	} else {
+		tmp[--i] = (char)('0' + v);
+	}
+	if (sizeof(w->buf) - w->len >= sizeof(tmp)) {
+		memcpy(w->buf + w->len, tmp + i, sizeof(tmp) - (size_t)i);
+		w->len += sizeof(tmp) - (size_t)i;
+		return;
+	}
 	w_mem(w, tmp + i, sizeof(tmp) - (size_t)i);
 }
 
@@ -203,7 +221,8 @@ struct pass {
 	const struct mms__state *st;
 	uint64_t live, steps, ranges; /* after the last event: live bytes counted, the
 	                                 state's step and range counters */
-	struct mms__map times;   /* alloc_id -> allocation time, live blocks only */
+	struct mms_pass *pass;
+	size_t time_off;         /* each live block's allocation time, in the pass's data */
 	/* Blocks (or mapping pieces) live at the peak and freed since. */
 	mms_trace_block_t *freed;
 	size_t nfreed, freed_cap;
@@ -250,7 +269,7 @@ static void plot_emit(void *ctx, uint64_t i, uint64_t time_ns, uint64_t bytes)
 
 static void block_out(struct pass *p, const struct mms__blk *b, mms_trace_block_t *out)
 {
-	const uint64_t *time = mms__map_get(&p->times, b->alloc_id);
+	const uint64_t *time = mms__pass_data_of(p->pass, b->alloc_id, p->time_off);
 
 	mms__state_blk_export(p->st, b, &out->b);
 	out->time_ns = time ? *time : 0;
@@ -288,11 +307,9 @@ static int mmap_before(struct pass *p, const mms_event_t *ev)
 	return 0;
 }
 
-/* After it: pieces that were live at the peak join the freed list, and
- * mappings wholly gone forget their allocation time. */
+/* After it: pieces that were live at the peak join the freed list. */
 static int mmap_after(struct pass *p)
 {
-	const struct mms__blk *now;
 	size_t i;
 
 	for (i = 0; i < p->npieces; i++) {
@@ -300,13 +317,6 @@ static int mmap_after(struct pass *p)
 
 		if (p->t->peak_bytes && pc->b.alloc_event <= p->t->peak_event && freed_add(p, &pc->b))
 			return -ENOMEM;
-	}
-	for (i = 0; i < p->npieces; i++) {
-		struct piece *pc = &p->pieces[i];
-
-		now = pc->slot < p->st->nblks ? &p->st->blks[pc->slot] : NULL;
-		if (!now || !now->refs || now->alloc_id != pc->b.alloc_id)
-			mms__map_del(&p->times, pc->b.alloc_id, NULL);
 	}
 	return 0;
 }
@@ -372,15 +382,12 @@ static int trace_event(struct pass *p, const mms_event_t *ev, uint64_t before, u
 		/* A block live at the peak, freed since: it still counts. */
 		if (t->peak_bytes && p->st->last_blk.alloc_event <= t->peak_event && freed_add(p, &p->st->last_blk))
 			return -ENOMEM;
-		mms__map_del(&p->times, p->st->last_blk.alloc_id, NULL);
 	}
-	if (ev->kind == MMS_EV_MALLOC && p->st->last_blk_valid) {
-		int isnew;
-		uint64_t *v = mms__map_put(&p->times, p->st->last_blk.alloc_id, &isnew);
+	if (ev->kind == MMS_EV_MALLOC) {
+		uint64_t *time = mms__pass_data(p->pass, p->time_off);
 
-		if (!v)
-			return -ENOMEM;
-		*v = ev->time_ns;
+		if (time)
+			*time = ev->time_ns;
 	}
 	now = live_total(p);
 	if (now == before)
@@ -567,7 +574,6 @@ static void pass_drop(struct mms__sub *sub)
 	w_close(p->usage, MMS_EUSAGE); /* not finished: no file */
 	free(p->freed);
 	free(p->pieces);
-	mms__map_free(&p->times);
 	free(p);
 }
 
@@ -599,7 +605,8 @@ MMS__EXPORT int mms_trace_add(mms_pass_t *pass, const mms_trace_options_t *opt, 
 	p->log = pass->log;
 	p->res = res;
 	p->t = t;
-	mms__map_init(&p->times);
+	p->pass = pass;
+	p->time_off = mms__pass_attach(pass, sizeof(uint64_t));
 	p->kinds = opt->kinds ? opt->kinds : (1u << MMS_MEM_KIND_COUNT) - 1;
 	log_span(p->log, &t->first_ns, &t->last_ns);
 	p->sub.name = "trace";
