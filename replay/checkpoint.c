@@ -426,7 +426,7 @@ static int restore_state(struct rbuf *r, struct mms__state *st)
 			}
 			m = &st->pools[j].live;
 		}
-		if (mms__grow(&st->blks, &st->blks_cap, st->nblks, sizeof(*st->blks)))
+		if (mms__state_blks_grow(st))
 			return -ENOMEM;
 		v = mms__map_put(m, b.addr, &isnew);
 		if (!v)
@@ -445,7 +445,7 @@ static int restore_state(struct rbuf *r, struct mms__state *st)
 			r->bad = 1;
 			break;
 		}
-		if (mms__grow(&st->blks, &st->blks_cap, st->nblks, sizeof(*st->blks)))
+		if (mms__state_blks_grow(st))
 			goto out;
 		b.refs = 0;
 		slots[rank] = st->nblks;

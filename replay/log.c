@@ -555,23 +555,6 @@ static void fill_info(mms_log_t *log)
 		log->ns_per_stamp = 1.0;
 }
 
-uint64_t mms__log_time(const mms_log_t *log, uint64_t stamp)
-{
-	int64_t d = (int64_t)(stamp - log->hdr.start_stamp);
-	double t;
-
-	if (log->ns_per_stamp == 1.0)
-		return log->hdr.start_realtime_ns + (uint64_t)d;
-	/* Only a damaged header puts a stamp this far away; clamp it rather
-	 * than convert an out-of-range double. */
-	t = (double)d * log->ns_per_stamp;
-	if (t > 9.0e18)
-		t = 9.0e18;
-	else if (t < -9.0e18)
-		t = -9.0e18;
-	return log->hdr.start_realtime_ns + (uint64_t)(int64_t)t;
-}
-
 /* Opens the log in buf (len bytes), reading its chunks through fd when it
  * is not -1 (buf is then the file's mapping). */
 static int log_open(const void *buf, size_t len, int fd, mms_log_t **out, mms_open_error_t *err)

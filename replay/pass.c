@@ -156,6 +156,7 @@ static int read_start(struct mms_pass *p, struct mms__read *rd, unsigned track)
 	}
 	rd->own_used = 1;
 	rd->st = &rd->own;
+	mms__iter_prefetch_for(rd->it, rd->st);
 	rd->track = track;
 	mms__map_init(&rd->at.ix);
 	rd->at.size = p->attach;

@@ -36,6 +36,14 @@ static inline int mms__grow(void *arrayp, size_t *cap, size_t n, size_t elem)
 	return 0;
 }
 
+/* Big tables (table.c): from 2 MiB up mapped on their own, aligned for
+ * transparent huge pages; below, the heap's. */
+/* Returns bytes of zeros, or NULL. Free with mms__table_free(p, bytes). */
+void *mms__table_alloc(size_t bytes);
+void mms__table_free(void *p, size_t bytes);
+/* mms__grow() for an array of mms__table_alloc()'s (*cap items). */
+int mms__table_grow(void *arrayp, size_t *cap, size_t n, size_t elem);
+
 /* Makes a zero-filled table (*arrayp, *n items of elem bytes) hold index
  * i, doubling it (from 8) and zeroing what it adds. Returns 0, or -1 when
  * out of memory (the table is left as it was). */
@@ -60,26 +68,118 @@ static inline int mms__table_fit(void *arrayp, size_t *n, size_t i, size_t elem)
 }
 
 /* --- flat hash map: uint64_t key -> uint64_t value (map.c) ---------------
- * Open addressing with linear probing and backward-shift deletion, so a
- * lookup never walks tombstones and memory follows the live entries. */
+ * One array of (key, value) entries, open addressing with linear probing
+ * from a Fibonacci hash and backward-shift deletion, so a lookup touches
+ * one cache line or two, never walks tombstones, and memory follows the
+ * live entries. Key 0 marks an empty entry; the key 0 itself is kept
+ * beside the array. */
+struct mms__map_ent {
+	uint64_t key, val;
+};
+
 struct mms__map {
-	uint64_t *keys;
-	uint64_t *vals;
-	uint8_t *used;   /* slot occupied */
+	struct mms__map_ent *ents; /* mask + 1 entries, or NULL */
 	size_t mask;     /* capacity - 1 (capacity a power of two), 0 if none */
-	size_t count;
+	size_t count;    /* entries, the key 0 included */
+	size_t room;     /* entries the array takes before it grows (3/8 of it) */
+	unsigned shift;  /* 64 - log2(capacity) */
+	int has_zero;    /* the key 0 is in the map, with value zero_val */
+	uint64_t zero_val;
 };
 
 void mms__map_init(struct mms__map *m);
 void mms__map_free(struct mms__map *m);
+/* The out-of-line parts of mms__map_put() and mms__map_del() below. */
+uint64_t *mms__map_put_slow(struct mms__map *m, uint64_t key, int *isnew);
+int mms__map_del_slow(struct mms__map *m, uint64_t key, uint64_t *val);
+void mms__map_erase(struct mms__map *m, struct mms__map_ent *e);
+/* Removes key when its value is val; returns 1, or 0 (nothing removed). */
+int mms__map_del_if(struct mms__map *m, uint64_t key, uint64_t val);
+
+/* The entry where key's probe starts: the top bits of key times 2^64/phi,
+ * which spreads keys sharing their low bits (heap addresses) evenly. */
+static inline size_t mms__map_home(const struct mms__map *m, uint64_t key)
+{
+	return (size_t)((key * 0x9e3779b97f4a7c15ull) >> m->shift);
+}
+
 /* Returns a pointer to key's value, or NULL when key is absent. The pointer
  * is valid until the next insertion or removal. */
-uint64_t *mms__map_get(const struct mms__map *m, uint64_t key);
+static inline uint64_t *mms__map_get(const struct mms__map *m, uint64_t key)
+{
+	struct mms__map_ent *e;
+	size_t i;
+
+	if (!key)
+		return m->has_zero ? (uint64_t *)&m->zero_val : NULL;
+	if (!m->ents)
+		return NULL;
+	for (i = mms__map_home(m, key);; i = (i + 1) & m->mask) {
+		e = &m->ents[i];
+		if (e->key == key)
+			return &e->val;
+		if (!e->key)
+			return NULL;
+	}
+}
+
 /* Inserts key (value 0 when new) and returns a pointer to its value; *isnew
- * says whether it was absent. Returns NULL when out of memory. */
-uint64_t *mms__map_put(struct mms__map *m, uint64_t key, int *isnew);
+ * (may be NULL) says whether it was absent. Returns NULL when out of
+ * memory. Inline but for the key 0 and growing. */
+static inline uint64_t *mms__map_put(struct mms__map *m, uint64_t key, int *isnew)
+{
+	struct mms__map_ent *e;
+	size_t i;
+
+	if (!key || m->count >= m->room)
+		return mms__map_put_slow(m, key, isnew);
+	for (i = mms__map_home(m, key);; i = (i + 1) & m->mask) {
+		e = &m->ents[i];
+		if (e->key == key) {
+			if (isnew)
+				*isnew = 0;
+			return &e->val;
+		}
+		if (!e->key)
+			break;
+	}
+	e->key = key;
+	e->val = 0;
+	m->count++;
+	if (isnew)
+		*isnew = 1;
+	return &e->val;
+}
+
 /* Removes key; returns 1 and its value in *val (may be NULL), or 0. */
-int mms__map_del(struct mms__map *m, uint64_t key, uint64_t *val);
+static inline int mms__map_del(struct mms__map *m, uint64_t key, uint64_t *val)
+{
+	struct mms__map_ent *e;
+	size_t i;
+
+	if (!key || !m->ents)
+		return mms__map_del_slow(m, key, val);
+	for (i = mms__map_home(m, key);; i = (i + 1) & m->mask) {
+		e = &m->ents[i];
+		if (e->key == key)
+			break;
+		if (!e->key)
+			return 0;
+	}
+	if (val)
+		*val = e->val;
+	mms__map_erase(m, e);
+	return 1;
+}
+
+/* Asks for the cache line where a lookup of key starts, for a lookup some
+ * events later. (The prefetch helpers are always inlined: GCC deems a
+ * function whose only effect is a prefetch pure, and drops its calls.) */
+static inline __attribute__((always_inline)) void mms__map_prefetch(const struct mms__map *m, uint64_t key)
+{
+	if (m->ents)
+		__builtin_prefetch(&m->ents[mms__map_home(m, key)]);
+}
 
 /* --- disjoint address ranges (intervals.c) ------------------------------ */
 struct mms__ivset {
@@ -144,6 +244,27 @@ struct mms__cursor {
  * the cursor's delta state and thread. On damage c->p is left at the bad
  * record and *why points at a static description. */
 int mms__decode(struct mms__cursor *c, struct mms__rec *r, const char **why);
+
+/* The fast path for the records most logs are made of, the heap's ALLOC,
+ * ALLOC_RT and FREE: decodes the one at c->p straight into the event it
+ * is (stamp, thread, file_offset, kind, sub, addr, size, stack, flags;
+ * the other fields 0) and advances c. Returns 1, or 0 leaving c as it was
+ * when the record is of another tag or not one this path reads (near the
+ * end of the records, a field over 8 bytes, a stamp that wraps):
+ * mms__decode() reads those. */
+int mms__decode_heap(struct mms__cursor *c, mms_event_t *ev);
+
+/* Whether the record at c->p (before c->end) is an event's: returns 1
+ * with the event's stamp in *stamp, c left at the record; 0 for a record
+ * of another kind; or an MMS__DEC_* code for a tag this version does not
+ * know or a stamp that does not decode. */
+int mms__decode_peek(const struct mms__cursor *c, uint64_t *stamp);
+
+/* For looking ahead: steps c over the heap event record at c->p (ALLOC,
+ * ALLOC_RT, FREE), decoding only its address, into *addr. Returns
+ * MMS_EV_MALLOC or MMS_EV_FREE, or 0 leaving c as it was for any other
+ * record and those mms__decode_heap() leaves to mms__decode(). */
+int mms__skim_heap(struct mms__cursor *c, uint64_t *addr);
 
 /* Like mms__decode(), for the open pass: of an event record it reads only
  * the tag and stamp and checks the shape of the other fields, which it
@@ -299,8 +420,25 @@ int mms__log_stack(const mms_log_t *log, uint32_t id, uint64_t *ips, size_t max)
 int mms__log_open_buf(const void *buf, size_t len, mms_log_t **out, mms_open_error_t *err);
 /* Name of a string id, or NULL when unknown or 0. */
 const char *mms__log_string(const mms_log_t *log, uint64_t id);
-/* Converts a stamp to CLOCK_REALTIME nanoseconds, see log.c. */
-uint64_t mms__log_time(const mms_log_t *log, uint64_t stamp);
+/* Converts a stamp to CLOCK_REALTIME nanoseconds by the line log.c draws
+ * through the log's two (stamp, realtime) pairs. Inline: every event
+ * takes it. */
+static inline uint64_t mms__log_time(const mms_log_t *log, uint64_t stamp)
+{
+	int64_t d = (int64_t)(stamp - log->hdr.start_stamp);
+	double t;
+
+	if (log->ns_per_stamp == 1.0)
+		return log->hdr.start_realtime_ns + (uint64_t)d;
+	/* Only a damaged header puts a stamp this far away; clamp it rather
+	 * than convert an out-of-range double. */
+	t = (double)d * log->ns_per_stamp;
+	if (t > 9.0e18)
+		t = 9.0e18;
+	else if (t < -9.0e18)
+		t = -9.0e18;
+	return log->hdr.start_realtime_ns + (uint64_t)(int64_t)t;
+}
 
 /* --- heap state (state.c) ------------------------------------------------
  * What replaying events up to a position leaves: live blocks with their
@@ -384,7 +522,8 @@ struct mms__state {
 
 	struct mms__blk *blks;   /* slots; free ones chained through addr */
 	size_t nblks, blks_cap;
-	uint64_t free_slot;      /* head of the free chain + 1, 0 = empty */
+	uint32_t *free_slots;    /* free slots, the next to take last (room for blks_cap) */
+	size_t nfree;
 	struct mms__map host;    /* addr -> slot */
 	struct mms__ivset maps;  /* MMAP ranges, val = slot */
 	struct mms__pool *pools;
@@ -408,13 +547,20 @@ struct mms__state {
 	 * block: bounded, memory still follows the live blocks. */
 	struct mms__freed *freed;
 	size_t nfreed, freed_head;   /* entries, slot of the oldest */
-	struct mms__map freed_ix;    /* addr -> slot, while its block is not handed out again */
+	/* addr -> slot of its last free in the ring. Built from the ring at
+	 * the first free of no live block and kept from then on: a log
+	 * without one never pays for it. */
+	struct mms__map freed_ix;
+	int freed_indexed;
 	/* When the last event freed no live block: the double free's earlier
 	 * free (double_free), or an invalid free. */
 	int last_bad_free;           /* 0 none, 1 double, 2 invalid */
 	struct mms__freed bad_prev;  /* the earlier free of a double one */
 };
 
+/* Makes room for one more slot at st->blks[st->nblks]. Returns 0 or -1
+ * (out of memory). */
+int mms__state_blks_grow(struct mms__state *st);
 /* An empty state (what a checkpoint is restored into). */
 void mms__state_init(struct mms__state *st, mms_log_t *log);
 /* Makes an empty state the state at position 0 of its log: for a fork
@@ -461,6 +607,39 @@ void mms__state_bad_free(const struct mms__state *st, const mms_event_t *ev, mms
 /* Calls fn on each live block until it returns non-zero. */
 int mms__state_each(const struct mms__state *st, int (*fn)(const struct mms__blk *b, void *ctx), void *ctx);
 
+/* Entries of the live-block table past which the state's tables outgrow
+ * the caches, and the iterator asks for their lines some events ahead;
+ * below, asking costs more than it saves. */
+#define MMS__PREFETCH_LIVE (1u << 14)
+
+/* Whether st's tables are worth fetching ahead for. */
+static inline int mms__state_prefetching(const struct mms__state *st)
+{
+	return st->host.mask >= MMS__PREFETCH_LIVE;
+}
+
+/* For a HOST event some way ahead of the state: asks for the cache line
+ * of the live-block table where applying it will look first. Changes
+ * nothing. */
+static inline __attribute__((always_inline)) void mms__state_prefetch_addr(const struct mms__state *st, uint64_t addr)
+{
+	mms__map_prefetch(&st->host, addr);
+}
+
+/* Nearer, when the table's line has come: the block a FREE of addr will
+ * release. */
+static inline __attribute__((always_inline)) void mms__state_prefetch_blk(const struct mms__state *st, uint64_t addr)
+{
+	const uint64_t *v = mms__map_get(&st->host, addr);
+	const char *b;
+
+	if (v && *v < st->nblks) {
+		b = (const char *)&st->blks[*v];
+		__builtin_prefetch(b);
+		__builtin_prefetch(b + sizeof(*st->blks) - 1);
+	}
+}
+
 /* --- iterator positions (iter.c) ---------------------------------------- */
 /* Where one thread's cursor stands: enough to resume without decoding what
  * came before. */
@@ -475,6 +654,9 @@ struct mms__src_pos {
 void mms__iter_save(const mms_iter_t *it, uint64_t *next_id, struct mms__src_pos *pos);
 /* Opens an iterator at a saved position. Returns 0 or a negative code. */
 int mms__iter_open_at(mms_log_t *log, uint64_t next_id, const struct mms__src_pos *pos, mms_iter_t **out);
+/* Tells the iterator which heap state its events go to (NULL: none), so
+ * that it asks for the state's cache lines some events ahead. */
+void mms__iter_prefetch_for(mms_iter_t *it, const struct mms__state *st);
 
 /* --- checkpoints (checkpoint.c) and the index (index.c) ------------------ */
 

@@ -46,6 +46,7 @@ static int rewind_start(mms_replay_t *r)
 	r->st = st;
 	/* The mappings' callback points at the state: it moved. */
 	r->st.maps.ctx = &r->st;
+	mms__iter_prefetch_for(r->it, &r->st);
 	r->st.step_kind_hint = r->ix.step_kind;
 	r->last_valid = 0;
 	return 0;
@@ -240,6 +241,7 @@ static int load_ckpt(mms_replay_t *r, ptrdiff_t k)
 	r->st.maps.ctx = &r->st;
 	r->st.step_kind_hint = r->ix.step_kind;
 	r->it = it;
+	mms__iter_prefetch_for(r->it, &r->st);
 	r->last_valid = 0;
 	return 0;
 }

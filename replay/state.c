@@ -26,7 +26,8 @@ void mms__state_free(struct mms__state *st)
 {
 	size_t i;
 
-	free(st->blks);
+	mms__table_free(st->blks, st->blks_cap * sizeof(*st->blks));
+	free(st->free_slots);
 	mms__map_free(&st->host);
 	mms__ivset_free(&st->maps);
 	for (i = 0; i < st->npools; i++)
@@ -45,26 +46,41 @@ void mms__state_free(struct mms__state *st)
 
 /* --- block slots ---------------------------------------------------------- */
 
-/* Takes a free slot; returns its index or -1 when out of memory. */
-static int64_t slot_new(struct mms__state *st)
+int mms__state_blks_grow(struct mms__state *st)
 {
-	uint64_t i;
+	size_t cap = st->blks_cap ? st->blks_cap * 2 : 16;
+	uint32_t *f;
 
-	if (st->free_slot) {
-		i = st->free_slot - 1;
-		st->free_slot = st->blks[i].addr;
-		return (int64_t)i;
+	if (st->nblks < st->blks_cap)
+		return 0;
+	/* The stack of free slots has room for every slot, so releasing
+	 * one never allocates; it grows first, so that it never lags.
+	 * Slots are numbered in 32 bits. */
+	if (cap > UINT32_MAX || !(f = realloc(st->free_slots, cap * sizeof(*f))))
+		return -1;
+	st->free_slots = f;
+	return mms__table_grow(&st->blks, &st->blks_cap, st->nblks, sizeof(*st->blks));
+}
+
+/* Takes a free slot, the last released first (its lines are the likeliest
+ * in the cache); returns its index or -1 when out of memory. */
+static inline int64_t slot_new(struct mms__state *st)
+{
+	if (st->nfree) {
+		/* The slot a run of allocations takes some calls later. */
+		if (st->nfree > 8)
+			__builtin_prefetch(&st->blks[st->free_slots[st->nfree - 8]], 1);
+		return st->free_slots[--st->nfree];
 	}
-	if (mms__grow(&st->blks, &st->blks_cap, st->nblks, sizeof(*st->blks)))
+	if (mms__state_blks_grow(st))
 		return -1;
 	return (int64_t)st->nblks++;
 }
 
-static void slot_release(struct mms__state *st, uint64_t i)
+static inline void slot_release(struct mms__state *st, uint64_t i)
 {
 	st->blks[i].refs = 0;
-	st->blks[i].addr = st->free_slot;
-	st->free_slot = i + 1;
+	st->free_slots[st->nfree++] = (uint32_t)i;
 }
 
 /* A mapping's pieces share one slot; the last piece to go frees it. */
@@ -83,13 +99,11 @@ static void map_ref(void *ctx, uint64_t slot, int delta)
 
 /* The state of a thread: events number their threads below the log's
  * thread count (log.c renumbers them), which bounds the table. */
-static struct mms__tstate *thread_state(struct mms__state *st, uint32_t thread)
+static struct mms__tstate *thread_grow(struct mms__state *st, uint32_t thread)
 {
 	size_t n;
 	struct mms__tstate *t;
 
-	if (thread < st->nthreads)
-		return &st->threads[thread];
 	n = st->log->nthreads > thread ? st->log->nthreads : (size_t)thread + 1;
 	t = realloc(st->threads, n * sizeof(*t));
 	if (!t)
@@ -98,6 +112,11 @@ static struct mms__tstate *thread_state(struct mms__state *st, uint32_t thread)
 	st->threads = t;
 	st->nthreads = n;
 	return &t[thread];
+}
+
+static inline struct mms__tstate *thread_state(struct mms__state *st, uint32_t thread)
+{
+	return thread < st->nthreads ? &st->threads[thread] : thread_grow(st, thread);
 }
 
 static uint64_t str_hash(const char *s, size_t len)
@@ -190,37 +209,47 @@ static void kind_add(struct mms__state *st, mms_kind_summary_t *k, uint64_t size
 		st->peak_total = total;
 }
 
-/* Fills a new slot from a MALLOC event. */
-static void blk_fill(struct mms__state *st, struct mms__blk *b, const mms_event_t *ev, struct mms__tstate *t)
+/* Fills the new slot b from a MALLOC event, and the last event's block
+ * with it: each field stored twice from a register, where copying the
+ * slot just written would stall on its stores. */
+static inline void blk_fill(struct mms__state *st, struct mms__blk *b, const mms_event_t *ev, struct mms__tstate *t)
 {
-	memset(b, 0, sizeof(*b));
-	b->addr = ev->addr;
-	b->size = ev->size;
-	b->alloc_id = ++st->alloc_ids;
-	b->alloc_event = ev->id;
-	b->kernels = st->kernel_launches;
-	b->steps_seen = (uint32_t)st->steps_seen;
-	/* Between "step start" ranges a block is in no step. */
-	b->ranges_seen = st->in_range ? (uint32_t)st->ranges_seen : 0;
-	b->stack = ev->stack;
-	b->thread = ev->thread;
-	b->mem = ev->mem;
-	b->fn = (uint8_t)ev->sub;
+	struct mms__blk n;
+
+	uint8_t runtime = 0;
+
 	if (ev->mem == MMS_MEM_HOST) {
 		/* A block a runtime keeps for itself, or what a realloc of
 		 * one (a thread's TLS vector growing) made of it. */
-		b->runtime = ev->flags <= MMS_RT_STDIO ? (uint8_t)ev->flags : 0;
-		if (!b->runtime && ev->sub == MMS_ALLOC_REALLOC)
-			b->runtime = t->realloc_runtime;
+		runtime = ev->flags <= MMS_RT_STDIO ? (uint8_t)ev->flags : 0;
+		if (!runtime && ev->sub == MMS_ALLOC_REALLOC)
+			runtime = t->realloc_runtime;
 		t->realloc_runtime = 0;
 	}
-	b->refs = 1;
-	b->pool = ev->mem == MMS_MEM_POOL ? (ev->name ? ev->name : "") : NULL;
-	if (t->nops) {
-		b->op = t->ops[t->nops - 1].name;
-		b->op_launch = t->ops[t->nops - 1].launch;
-	}
-	b->owner = t->owner;
+	n = (struct mms__blk){
+		.addr = ev->addr,
+		.size = ev->size,
+		.alloc_id = ++st->alloc_ids,
+		.alloc_event = ev->id,
+		.op_launch = t->nops ? t->ops[t->nops - 1].launch : 0,
+		.kernels = st->kernel_launches,
+		.steps_seen = (uint32_t)st->steps_seen,
+		/* Between "step start" ranges a block is in no step. */
+		.ranges_seen = st->in_range ? (uint32_t)st->ranges_seen : 0,
+		.op = t->nops ? t->ops[t->nops - 1].name : NULL,
+		.owner = t->owner,
+		.pool = ev->mem == MMS_MEM_POOL ? (ev->name ? ev->name : "") : NULL,
+		.stack = ev->stack,
+		.thread = ev->thread,
+		.mem = ev->mem,
+		.fn = (uint8_t)ev->sub,
+		.runtime = runtime,
+		.refs = 1,
+	};
+	*b = n;
+	st->last_blk = n;
+	st->last_free_event = UINT64_MAX;
+	st->last_blk_valid = 1;
 }
 
 static void last_set(struct mms__state *st, const struct mms__blk *b, uint64_t free_event)
@@ -232,42 +261,99 @@ static void last_set(struct mms__state *st, const struct mms__blk *b, uint64_t f
 
 /* --- recent frees ------------------------------------------------------------ */
 
-int mms__state_freed_add(struct mms__state *st, const struct mms__freed *f)
+/* Takes the ring's next entry for a free, the oldest going when it is
+ * full, and indexes it under addr when the ring is indexed. Returns the
+ * entry to fill, or NULL when out of memory. */
+static inline struct mms__freed *freed_next(struct mms__state *st, uint64_t addr)
 {
-	struct mms__freed *old;
 	uint64_t *v, slot;
-	int isnew;
 
 	if (!st->freed && !(st->freed = malloc(MMS__RECENT_FREES * sizeof(*st->freed))))
-		return -ENOMEM;
+		return NULL;
 	if (st->nfreed == MMS__RECENT_FREES) {
 		/* The oldest goes, and its address with it unless a later
 		 * free of it took its place. */
 		slot = st->freed_head;
-		old = &st->freed[slot];
-		v = mms__map_get(&st->freed_ix, old->addr);
-		if (v && *v == slot)
-			mms__map_del(&st->freed_ix, old->addr, NULL);
+		if (st->freed_indexed)
+			mms__map_del_if(&st->freed_ix, st->freed[slot].addr, slot);
 		st->freed_head = (st->freed_head + 1) % MMS__RECENT_FREES;
 		st->nfreed--;
 	}
 	slot = (st->freed_head + st->nfreed) % MMS__RECENT_FREES;
-	v = mms__map_put(&st->freed_ix, f->addr, &isnew);
-	if (!v)
-		return -ENOMEM;
-	*v = slot;
-	st->freed[slot] = *f;
+	if (st->freed_indexed) {
+		v = mms__map_put(&st->freed_ix, addr, NULL);
+		if (!v)
+			return NULL;
+		*v = slot;
+	}
 	st->nfreed++;
+	return &st->freed[slot];
+}
+
+int mms__state_freed_add(struct mms__state *st, const struct mms__freed *f)
+{
+	struct mms__freed *n = freed_next(st, f->addr);
+
+	if (!n)
+		return -ENOMEM;
+	*n = *f;
+	return 0;
+}
+
+/* Indexes the ring by address, oldest first so that each address ends
+ * at its last free: what adding each free as it came would have left.
+ * Returns 0 or -ENOMEM (no index then). */
+static int freed_index(struct mms__state *st)
+{
+	uint64_t *v, slot;
+	size_t i;
+
+	for (i = 0; i < st->nfreed; i++) {
+		slot = (st->freed_head + i) % MMS__RECENT_FREES;
+		v = mms__map_put(&st->freed_ix, st->freed[slot].addr, NULL);
+		if (!v) {
+			mms__map_free(&st->freed_ix);
+			return -ENOMEM;
+		}
+		*v = slot;
+	}
+	st->freed_indexed = 1;
+	return 0;
+}
+
+/* Whether addr was handed out again, in HOST or a pool, after event
+ * free_event: it is live there with a later allocation. */
+static int handed_out_since(const struct mms__state *st, uint64_t addr, uint64_t free_event)
+{
+	const uint64_t *v = mms__map_get(&st->host, addr);
+	size_t i;
+
+	if (v && st->blks[*v].alloc_event > free_event)
+		return 1;
+	for (i = 0; i < st->npools; i++) {
+		v = mms__map_get(&st->pools[i].live, addr);
+		if (v && st->blks[*v].alloc_event > free_event)
+			return 1;
+	}
 	return 0;
 }
 
 /* A free of no live block in table m (HOST or the pool named pool): a
  * double free when the address is among the recent frees of the same
- * memory, else an invalid one. */
-static void bad_free(struct mms__state *st, const mms_event_t *ev, const char *pool)
+ * memory and was not handed out again since, else an invalid one. The
+ * index holds each address's last free; allocations leave it alone, so
+ * that the common events do no work for the rare one. */
+static int bad_free(struct mms__state *st, const mms_event_t *ev, const char *pool)
 {
-	const uint64_t *v = mms__map_get(&st->freed_ix, ev->addr);
-	const struct mms__freed *f = v ? &st->freed[*v] : NULL;
+	const struct mms__freed *f;
+	const uint64_t *v;
+
+	if (!st->freed_indexed && freed_index(st))
+		return -ENOMEM;
+	v = mms__map_get(&st->freed_ix, ev->addr);
+	f = v ? &st->freed[*v] : NULL;
+	if (f && handed_out_since(st, ev->addr, f->free_event))
+		f = NULL;
 
 	st->unmatched_frees++;
 	if (f && f->mem == ev->mem && (f->pool == pool || (f->pool && pool && !strcmp(f->pool, pool)))) {
@@ -278,6 +364,7 @@ static void bad_free(struct mms__state *st, const mms_event_t *ev, const char *p
 		st->invalid_frees++;
 		st->last_bad_free = 2;
 	}
+	return 0;
 }
 
 void mms__state_bad_free(const struct mms__state *st, const mms_event_t *ev, mms_bad_free_t *list, size_t *n,
@@ -314,8 +401,6 @@ static int keyed_alloc(struct mms__state *st, struct mms__map *m, const mms_even
 	v = mms__map_put(m, ev->addr, &isnew);
 	if (!v)
 		return -ENOMEM;
-	/* The address is a block again: a free of it is no double free. */
-	mms__map_del(&st->freed_ix, ev->addr, NULL);
 	if (!isnew) {
 		/* The address is already live: the ordering rule says this
 		 * cannot happen; count it and let the new block replace it. */
@@ -335,7 +420,6 @@ static int keyed_alloc(struct mms__state *st, struct mms__map *m, const mms_even
 	k->bytes_allocated += ev->size;
 	kind_add(st, k, ev->size);
 	k->live_blocks = m == &st->host ? m->count : k->live_blocks + isnew;
-	last_set(st, &st->blks[slot], UINT64_MAX);
 	return 0;
 }
 
@@ -343,27 +427,30 @@ static int keyed_free(struct mms__state *st, struct mms__map *m, const mms_event
 {
 	mms_kind_summary_t *k = &st->mem[ev->mem];
 	const struct mms__blk *b;
-	struct mms__freed f;
+	struct mms__freed *f;
 	uint64_t slot;
 
 	k->frees++;
-	if (!mms__map_del(m, ev->addr, &slot)) {
-		bad_free(st, ev, pool);
-		return 0;
-	}
+	if (!mms__map_del(m, ev->addr, &slot))
+		return bad_free(st, ev, pool);
 	b = &st->blks[slot];
 	k->live_bytes -= b->size;
 	k->live_blocks--;
 	last_set(st, b, ev->id);
-	f.addr = b->addr;
-	f.size = b->size;
-	f.alloc_event = b->alloc_event;
-	f.free_event = ev->id;
-	f.pool = pool;
-	f.stack = b->stack;
-	f.mem = b->mem;
+	/* Filled in place: a copy of a struct just built would wait on
+	 * its stores. */
+	f = freed_next(st, b->addr);
+	if (f) {
+		f->addr = b->addr;
+		f->size = b->size;
+		f->alloc_event = b->alloc_event;
+		f->free_event = ev->id;
+		f->pool = pool;
+		f->stack = b->stack;
+		f->mem = b->mem;
+	}
 	slot_release(st, slot);
-	return mms__state_freed_add(st, &f);
+	return f ? 0 : -ENOMEM;
 }
 
 static struct mms__pool *pool_get(struct mms__state *st, const char *name)
@@ -403,6 +490,7 @@ static int apply_mmap(struct mms__state *st, const mms_event_t *ev, struct mms__
 		blk_fill(st, &st->blks[slot], ev, t);
 		rc = mms__ivset_add_val(&st->maps, ev->addr, hi, (uint64_t)slot, &bytes);
 		if (rc) {
+			st->last_blk_valid = 0;
 			slot_release(st, (uint64_t)slot);
 			return rc;
 		}
@@ -410,7 +498,6 @@ static int apply_mmap(struct mms__state *st, const mms_event_t *ev, struct mms__
 		k->allocs++;
 		k->bytes_allocated += ev->size;
 		kind_add(st, k, ev->size);
-		last_set(st, &st->blks[slot], UINT64_MAX);
 	} else {
 		/* Unmapping what was never mapped is legal (and common for
 		 * mappings made before recording began): not unmatched. The

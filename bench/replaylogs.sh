@@ -1,0 +1,79 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# replaylogs.sh: measures replay through the heap state on logs of real
+# programs with many live blocks: Debian's perl building a hash of 300,000
+# keys three times and deleting two thirds of each round, /usr/bin/python3
+# with PYTHONMALLOC=malloc building dicts and lists of a few hundred
+# thousand objects, and the sqlite3 CLI running bench/inserts.awk into an
+# in-memory database of 512-byte pages. Each is recorded without stacks,
+# then bench/statebench prints events per CPU second (median of
+# BENCH_RUNS replays) and the anonymous memory per live block. A program
+# that is not installed is skipped, saying so. Not a test: `make bench`
+# runs it.
+#
+# Environment: top_builddir (default .), BENCH_RUNS (default 5),
+# BENCH_PERL, BENCH_PYTHON, BENCH_SQLITE (the programs; empty skips one).
+set -eu
+
+top_builddir=${top_builddir:-.}
+hooks=${MMS_HOOKS:-$top_builddir/hooks/.libs/libmsmemscope-hooks.so}
+statebench=${MMS_STATEBENCH:-$top_builddir/bench/statebench}
+runs=${BENCH_RUNS:-5}
+perl=${BENCH_PERL-/usr/bin/perl}
+python=${BENCH_PYTHON-/usr/bin/python3}
+sqlite=${BENCH_SQLITE-$(command -v sqlite3 || true)}
+srcdir=$(dirname "$0")
+
+for f in "$hooks" "$statebench"; do
+	[ -e "$f" ] || { echo "replaylogs.sh: $f is not built; run make bench" >&2; exit 2; }
+done
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/msmemscope-bench-replaylogs.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+. "$srcdir/lib.sh"
+
+# replay NAME: replays $tmp/NAME.mms and prints the figure with its target.
+replay() {
+	printf '%-8s ' "$1"
+	"$statebench" "$tmp/$1.mms" "$runs"
+}
+
+echo "== replay of real programs' logs through the heap state (target >= 25 million events/s, one core)"
+
+if [ -n "$perl" ] && [ -x "$perl" ]; then
+	env LD_PRELOAD="$hooks" MSMEMSCOPE_LOG="$tmp/perl.mms" "$perl" -e '
+		my %h;
+		for my $r (1 .. 3) {
+			$h{"key$r-$_"} = [$_, "v$_"] for 1 .. 300000;
+			$_ % 3 and delete $h{"key$r-$_"} for 1 .. 300000;
+		}
+		print scalar(keys %h), "\n";' >/dev/null
+	replay perl
+else
+	echo "perl     skipped: ${perl:-perl} is not installed"
+fi
+
+if [ -n "$python" ] && [ -x "$python" ]; then
+	env LD_PRELOAD="$hooks" MSMEMSCOPE_LOG="$tmp/python3.mms" PYTHONMALLOC=malloc "$python" -c '
+d = {}
+for r in range(2):
+    for i in range(150000):
+        d["k%d-%d" % (r, i)] = [i, str(i), (i, r)]
+    for i in range(150000):
+        if i % 3:
+            del d["k%d-%d" % (r, i)]
+l = [{"a": i, "b": str(i)} for i in range(100000)]
+print(len(d), len(l))' >/dev/null
+	replay python3
+else
+	echo "python3  skipped: ${python:-python3} is not installed"
+fi
+
+if [ -n "$sqlite" ] && [ -x "$sqlite" ]; then
+	awk -v n=150000 -v pad=200 -f "$srcdir/inserts.awk" >"$tmp/inserts.sql"
+	env LD_PRELOAD="$hooks" MSMEMSCOPE_LOG="$tmp/sqlite3.mms" "$sqlite" -cmd 'PRAGMA page_size=512' :memory: \
+		<"$tmp/inserts.sql" >/dev/null
+	replay sqlite3
+else
+	echo "sqlite3  skipped: sqlite3 is not installed"
+fi
