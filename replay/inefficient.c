@@ -196,10 +196,11 @@ static int keep(struct ipass *p, const struct iblk *b, const mms_block_t *blk, u
 	return 0;
 }
 
-/* The followed block of allocation alloc_id, or NULL. */
-static struct iblk *blk_get(struct ipass *p, uint64_t alloc_id)
+/* The followed block of live block k (a slot of the state or a copy of
+ * one), or NULL. */
+static struct iblk *blk_get(struct ipass *p, const struct mms__blk *k)
 {
-	struct iblk *b = mms__pass_data_of(p->pass, alloc_id, p->off);
+	struct iblk *b = mms__pass_data_of(p->pass, k, p->off);
 
 	return b && b->alloc_id ? b : NULL;
 }
@@ -329,7 +330,7 @@ static int on_event(struct mms__sub *sub, struct mms_pass *pass, const mms_event
 			p->last_malloc_op = op;
 		return rc;
 	}
-	b = ev->kind == MMS_EV_FREE ? mms__pass_data(p->pass, p->off) : blk_get(p, k->alloc_id);
+	b = mms__pass_data(p->pass, p->off); /* the block freed or accessed */
 	if (b && !b->alloc_id)
 		b = NULL;
 	if (ev->kind == MMS_EV_ACCESS) {
@@ -358,7 +359,7 @@ static int by_order(const void *a, const void *b)
 static int keep_live(const struct mms__blk *k, void *ctx)
 {
 	struct ipass *p = ctx;
-	struct iblk *b = blk_get(p, k->alloc_id);
+	struct iblk *b = blk_get(p, k);
 	mms_block_t blk;
 	int rc;
 

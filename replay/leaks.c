@@ -147,8 +147,9 @@ static int step_ended(struct finder *f, uint64_t k)
 			if (rc)
 				return rc;
 		}
-		v = mms__pass_data_of(f->pass, fo->alloc_id, f->off);
-		if (v)
+		/* A mapping's entry is looked at only when it is freed. */
+		if (fo->mem != MMS_MEM_MMAP && (blk = followed_live(f->st, fo)) &&
+		    (v = mms__pass_data_of(f->pass, blk, f->off)))
 			*v = 0;
 		fol_release(f, i);
 	}

@@ -23,25 +23,6 @@ struct mms__strs *mms__strs_ref(struct mms__strs *s);
 /* Drops one; the last frees the strings. */
 void mms__strs_unref(struct mms__strs *s);
 
-/* What the subscribers keep per live block, in one table for all of them
- * (one lookup per allocation and per free instead of one each): an entry
- * per HOST and POOL block from its MALLOC to its FREE, and per mapping
- * from its MALLOC until an munmap covers its whole extent (a mapping cut
- * away piece by piece keeps its entry to the end of the read). */
-struct mms__attach {
-	struct mms__map ix;          /* alloc_id -> entry + 1 */
-	uint8_t *data;               /* entries of size bytes: struct mms__attach_head, then the
-	                                subscribers' shares */
-	size_t size, n, cap;
-	uint64_t free_head;          /* free entries chained through head.alloc_id, + 1 */
-	uint64_t cur;                /* the current event's entry + 1, 0: none */
-	int drop_cur;                /* drop it after the event's subscribers ran */
-};
-
-struct mms__attach_head {
-	uint64_t alloc_id, addr, size; /* the block as allocated */
-};
-
 /* One read of the log, from its start or, for a report over a replay,
  * from where the replay stands. */
 struct mms__read {
@@ -53,7 +34,6 @@ struct mms__read {
 	struct mms__track tr;  /* launches and steps, as the subscribers asked */
 	unsigned track;        /* MMS__TRACK_* followed in this read */
 	uint64_t steps_marked; /* steps of tr that a mark ended (before the end of the log) */
-	struct mms__attach at; /* the subscribers' data per live block */
 };
 
 struct mms_pass {
@@ -118,16 +98,17 @@ struct mms__sub {
 };
 
 /* Takes bytes of data per live block for a subscriber (before the pass
- * runs; the bytes of each block start zeroed). Returns its offset in an
- * entry for mms__pass_data(). */
+ * runs; the bytes of each block start zeroed, and stay until its slot is
+ * taken again: through the event that frees it). Returns its offset for
+ * mms__pass_data(). */
 size_t mms__pass_attach(struct mms_pass *p, size_t bytes);
-/* The data at offset off of the block the current event allocated or
- * freed (MALLOC, FREE), or NULL (no such block, or one the read has no
- * entry for: a fork child's inherited blocks). Valid until the next
- * event. */
+/* The data at offset off of the block the current event allocated, freed
+ * or (ACCESS, WATCH) touched, or NULL (no such block, or a read over a
+ * replay, which keeps none). Valid until the next event. */
 void *mms__pass_data(struct mms_pass *p, size_t off);
-/* The same for the live block allocation alloc_id (a lookup), or NULL. */
-void *mms__pass_data_of(struct mms_pass *p, uint64_t alloc_id, size_t off);
+/* The same for live block b of the pass's state (one of its slots or a
+ * copy of one), or NULL when b is not live there. */
+void *mms__pass_data_of(struct mms_pass *p, const struct mms__blk *b, size_t off);
 
 /* Opens a pass over a replay from where it stands up to position `to`
  * (report.c): subscribers see the replay's state. Returns 0 or -ENOMEM. */

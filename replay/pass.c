@@ -42,96 +42,29 @@ struct dispatch {
 
 size_t mms__pass_attach(struct mms_pass *p, size_t bytes)
 {
-	size_t off;
+	size_t off = p->attach;
 
-	if (!p->attach)
-		p->attach = sizeof(struct mms__attach_head);
-	off = p->attach;
 	p->attach += (bytes + 7) & ~(size_t)7;
 	return off;
 }
 
-static struct mms__attach_head *entry(struct mms__attach *a, uint64_t i)
-{
-	return (struct mms__attach_head *)(a->data + i * a->size);
-}
-
-/* After the state applied a memory event: a new entry for the block it
- * allocated, or the entry of the block it freed (dropped after the
- * event). Returns 0 or -ENOMEM. */
-static int attach_event(struct mms__attach *a, const struct mms__state *st, const mms_event_t *ev)
-{
-	const struct mms__blk *b = &st->last_blk;
-	struct mms__attach_head *h;
-	uint64_t *v, i;
-	int isnew;
-
-	a->cur = 0;
-	if (!st->last_blk_valid)
-		return 0;
-	if (ev->kind == MMS_EV_FREE) {
-		v = mms__map_get(&a->ix, b->alloc_id);
-		if (!v)
-			return 0;
-		a->cur = *v;
-		h = entry(a, *v - 1);
-		/* A mapping goes when an munmap covers all of it. */
-		a->drop_cur = b->mem != MMS_MEM_MMAP || (ev->addr <= h->addr && ev->addr + ev->size >= h->addr + h->size);
-		return 0;
-	}
-	if (a->free_head) {
-		i = a->free_head - 1;
-		a->free_head = entry(a, i)->alloc_id;
-	} else {
-		if (mms__grow(&a->data, &a->cap, a->n, a->size))
-			return -ENOMEM;
-		i = a->n++;
-	}
-	v = mms__map_put(&a->ix, b->alloc_id, &isnew);
-	if (!v) {
-		entry(a, i)->alloc_id = a->free_head;
-		a->free_head = i + 1;
-		return -ENOMEM;
-	}
-	*v = i + 1;
-	h = entry(a, i);
-	memset(h, 0, a->size);
-	h->alloc_id = b->alloc_id;
-	h->addr = b->addr;
-	h->size = b->size;
-	a->cur = i + 1;
-	a->drop_cur = 0;
-	return 0;
-}
-
-/* After the event's subscribers: drops the entry of a block it freed. */
-static void attach_after(struct mms__attach *a)
-{
-	struct mms__attach_head *h;
-
-	if (a->drop_cur) {
-		h = entry(a, a->cur - 1);
-		mms__map_del(&a->ix, h->alloc_id, NULL);
-		h->alloc_id = a->free_head;
-		a->free_head = a->cur;
-		a->drop_cur = 0;
-	}
-	a->cur = 0;
-}
-
 void *mms__pass_data(struct mms_pass *p, size_t off)
 {
-	struct mms__attach *a = &p->cur->at;
+	const struct mms__state *st = p->cur->st;
 
-	return a->cur ? (uint8_t *)entry(a, a->cur - 1) + off : NULL;
+	if (!st->ext_size || !st->last_blk_valid || st->last_slot < 0)
+		return NULL;
+	return st->ext + (size_t)st->last_slot * st->ext_size + off;
 }
 
-void *mms__pass_data_of(struct mms_pass *p, uint64_t alloc_id, size_t off)
+void *mms__pass_data_of(struct mms_pass *p, const struct mms__blk *b, size_t off)
 {
-	struct mms__attach *a = &p->cur->at;
-	const uint64_t *v = a->size ? mms__map_get(&a->ix, alloc_id) : NULL;
+	const struct mms__state *st = p->cur->st;
+	int64_t slot;
 
-	return v ? (uint8_t *)entry(a, *v - 1) + off : NULL;
+	if (!st->ext_size || (slot = mms__state_slot_of(st, b)) < 0)
+		return NULL;
+	return st->ext + (size_t)slot * st->ext_size + off;
 }
 
 /* --- reads -------------------------------------------------------------------- */
@@ -148,6 +81,9 @@ static int read_start(struct mms_pass *p, struct mms__read *rd, unsigned track)
 		return rc;
 	mms__state_init(&rd->own, p->log);
 	rd->own.ow = &p->strs->ow;
+	/* The subscribers' data per live block sits beside the state's
+	 * slots: no lookup of its own. */
+	rd->own.ext_size = p->attach;
 	rc = mms__state_seed(&rd->own);
 	if (rc) {
 		mms_iter_close(rd->it);
@@ -158,8 +94,6 @@ static int read_start(struct mms_pass *p, struct mms__read *rd, unsigned track)
 	rd->st = &rd->own;
 	mms__iter_prefetch_for(rd->it, rd->st);
 	rd->track = track;
-	mms__map_init(&rd->at.ix);
-	rd->at.size = p->attach;
 	mms__track_init(&rd->tr, track);
 	/* A fork child's read starts with its inherited heap. */
 	mms__track_start(&rd->tr, rd->st);
@@ -172,8 +106,6 @@ static void read_free(struct mms__read *rd)
 	if (rd->own_used)
 		mms__state_free(&rd->own);
 	mms__track_free(&rd->tr);
-	mms__map_free(&rd->at.ix);
-	free(rd->at.data);
 	memset(rd, 0, sizeof(*rd));
 }
 
@@ -397,9 +329,6 @@ static int read_all(struct mms_pass *p, struct mms__read *rd)
 		/* The summary's bad frees. */
 		if (!p->round && !rd->replay)
 			mms__state_bad_free(rd->st, &ev, p->bad, &p->nbad, MMS_BAD_FREES_KEPT);
-		if (rd->at.size && (ev.kind == MMS_EV_MALLOC || ev.kind == MMS_EV_FREE) &&
-		    (rc = attach_event(&rd->at, rd->st, &ev)))
-			goto out;
 		for (i = 0; ev.kind < MMS_EV_KIND_COUNT && i < d.nev[ev.kind]; i++) {
 			struct mms__sub *s = d.ev[ev.kind][i];
 
@@ -409,8 +338,6 @@ static int read_all(struct mms_pass *p, struct mms__read *rd)
 			if (rc)
 				sub_fail(s, rc);
 		}
-		if (rd->at.cur)
-			attach_after(&rd->at);
 	}
 	/* The last call at the end of the read: a cancel there still comes
 	 * before any subscriber ended (an export left no file). */

@@ -524,6 +524,11 @@ struct mms__state {
 	size_t nblks, blks_cap;
 	uint32_t *free_slots;    /* free slots, the next to take last (room for blks_cap) */
 	size_t nfree;
+	/* Bytes per slot that the subscribers of a pass keep for each live
+	 * block (mms__pass_attach()), zeroed when a slot is taken: ext_size
+	 * bytes per slot, 0 when none is kept. */
+	uint8_t *ext;
+	size_t ext_size, ext_cap;
 	struct mms__map host;    /* addr -> slot */
 	struct mms__ivset maps;  /* MMAP ranges, val = slot */
 	struct mms__pool *pools;
@@ -540,6 +545,7 @@ struct mms__state {
 	struct mms__blk last_blk;
 	uint64_t last_free_event;
 	int last_blk_valid;
+	int64_t last_slot;           /* last_blk's slot, or -1 */
 
 	/* The last frees of HOST and POOL blocks, oldest first in a ring of
 	 * MMS__RECENT_FREES (allocated at the first free), so that a free of
@@ -588,6 +594,9 @@ uint64_t mms__state_step(const struct mms__state *st, int *in_step);
 void mms__state_blk_export(const struct mms__state *st, const struct mms__blk *b, mms_block_t *out);
 /* The live block containing addr, or NULL. */
 const struct mms__blk *mms__state_find(const struct mms__state *st, uint64_t addr);
+/* The slot of live block b (a pointer to a slot, or a copy of a live
+ * block: found by its start address and allocation), or -1. */
+int64_t mms__state_slot_of(const struct mms__state *st, const struct mms__blk *b);
 /* Interns an owner string (NUL-terminated); NULL when out of memory. */
 const char *mms__state_owner(struct mms__state *st, const char *s, size_t len);
 /* runtime.c: the runtime kind (enum mms_runtime_kind) of a block live at

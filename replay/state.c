@@ -27,6 +27,7 @@ void mms__state_free(struct mms__state *st)
 	size_t i;
 
 	mms__table_free(st->blks, st->blks_cap * sizeof(*st->blks));
+	mms__table_free(st->ext, st->ext_cap * st->ext_size);
 	free(st->free_slots);
 	mms__map_free(&st->host);
 	mms__ivset_free(&st->maps);
@@ -59,6 +60,8 @@ int mms__state_blks_grow(struct mms__state *st)
 	if (cap > UINT32_MAX || !(f = realloc(st->free_slots, cap * sizeof(*f))))
 		return -1;
 	st->free_slots = f;
+	if (st->ext_size && st->ext_cap < cap && mms__table_grow(&st->ext, &st->ext_cap, st->ext_cap, st->ext_size))
+		return -1;
 	return mms__table_grow(&st->blks, &st->blks_cap, st->nblks, sizeof(*st->blks));
 }
 
@@ -66,15 +69,21 @@ int mms__state_blks_grow(struct mms__state *st)
  * in the cache); returns its index or -1 when out of memory. */
 static inline int64_t slot_new(struct mms__state *st)
 {
+	uint64_t i;
+
 	if (st->nfree) {
 		/* The slot a run of allocations takes some calls later. */
 		if (st->nfree > 8)
 			__builtin_prefetch(&st->blks[st->free_slots[st->nfree - 8]], 1);
-		return st->free_slots[--st->nfree];
+		i = st->free_slots[--st->nfree];
+	} else {
+		if (mms__state_blks_grow(st))
+			return -1;
+		i = st->nblks++;
 	}
-	if (mms__state_blks_grow(st))
-		return -1;
-	return (int64_t)st->nblks++;
+	if (st->ext_size)
+		memset(st->ext + i * st->ext_size, 0, st->ext_size);
+	return (int64_t)i;
 }
 
 static inline void slot_release(struct mms__state *st, uint64_t i)
@@ -250,6 +259,7 @@ static inline void blk_fill(struct mms__state *st, struct mms__blk *b, const mms
 	st->last_blk = n;
 	st->last_free_event = UINT64_MAX;
 	st->last_blk_valid = 1;
+	st->last_slot = b - st->blks;
 }
 
 static void last_set(struct mms__state *st, const struct mms__blk *b, uint64_t free_event)
@@ -257,6 +267,7 @@ static void last_set(struct mms__state *st, const struct mms__blk *b, uint64_t f
 	st->last_blk = *b;
 	st->last_free_event = free_event;
 	st->last_blk_valid = 1;
+	st->last_slot = b - st->blks;
 }
 
 /* --- recent frees ------------------------------------------------------------ */
@@ -822,6 +833,26 @@ const struct mms__blk *mms__state_find(const struct mms__state *st, uint64_t add
 			best = b;
 	}
 	return best;
+}
+
+int64_t mms__state_slot_of(const struct mms__state *st, const struct mms__blk *b)
+{
+	const uint64_t *v = NULL;
+	size_t i;
+
+	if (b >= st->blks && b < st->blks + st->nblks)
+		return b->refs ? b - st->blks : -1;
+	if (b->mem == MMS_MEM_HOST) {
+		v = mms__map_get(&st->host, b->addr);
+	} else if (b->mem == MMS_MEM_MMAP) {
+		i = mms__ivset_find(&st->maps, b->addr);
+		v = i != (size_t)-1 ? &st->maps.iv[i].val : NULL;
+	} else {
+		for (i = 0; !v && i < st->npools; i++)
+			if (st->pools[i].name == b->pool)
+				v = mms__map_get(&st->pools[i].live, b->addr);
+	}
+	return v && *v < st->nblks && st->blks[*v].alloc_id == b->alloc_id ? (int64_t)*v : -1;
 }
 
 int mms__state_each(const struct mms__state *st, int (*fn)(const struct mms__blk *b, void *ctx), void *ctx)

@@ -269,7 +269,7 @@ static void plot_emit(void *ctx, uint64_t i, uint64_t time_ns, uint64_t bytes)
 
 static void block_out(struct pass *p, const struct mms__blk *b, mms_trace_block_t *out)
 {
-	const uint64_t *time = mms__pass_data_of(p->pass, b->alloc_id, p->time_off);
+	const uint64_t *time = mms__pass_data_of(p->pass, b, p->time_off);
 
 	mms__state_blk_export(p->st, b, &out->b);
 	out->time_ns = time ? *time : 0;
