@@ -105,7 +105,14 @@ size_t mms__pass_attach(struct mms_pass *p, size_t bytes);
 /* The data at offset off of the block the current event allocated, freed
  * or (ACCESS, WATCH) touched, or NULL (no such block, or a read over a
  * replay, which keeps none). Valid until the next event. */
-void *mms__pass_data(struct mms_pass *p, size_t off);
+static inline void *mms__pass_data(struct mms_pass *p, size_t off)
+{
+	const struct mms__state *st = p->cur->st;
+
+	if (!st->ext_size || !st->last_blk_valid || st->last_slot < 0)
+		return NULL;
+	return st->ext + (size_t)st->last_slot * st->ext_size + off;
+}
 /* The same for live block b of the pass's state (one of its slots or a
  * copy of one), or NULL when b is not live there. */
 void *mms__pass_data_of(struct mms_pass *p, const struct mms__blk *b, size_t off);

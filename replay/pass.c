@@ -48,15 +48,6 @@ size_t mms__pass_attach(struct mms_pass *p, size_t bytes)
 	return off;
 }
 
-void *mms__pass_data(struct mms_pass *p, size_t off)
-{
-	const struct mms__state *st = p->cur->st;
-
-	if (!st->ext_size || !st->last_blk_valid || st->last_slot < 0)
-		return NULL;
-	return st->ext + (size_t)st->last_slot * st->ext_size + off;
-}
-
 void *mms__pass_data_of(struct mms_pass *p, const struct mms__blk *b, size_t off)
 {
 	const struct mms__state *st = p->cur->st;
