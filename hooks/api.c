@@ -339,6 +339,11 @@ MMS_EXPORT void msmemscope_stop(void)
 	set_collect(0);
 }
 
+MMS_EXPORT int msmemscope_recording(void)
+{
+	return mms__recording_now() ? 1 : 0;
+}
+
 MMS_EXPORT void mstxMarkA(const char *message, void *stream)
 {
 	(void)stream;

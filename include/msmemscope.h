@@ -65,6 +65,12 @@ void msmemscope_watch(const void *ptr, size_t size, const char *name);
 void msmemscope_start(void);
 void msmemscope_stop(void);
 
+/* 1 when the process runs under the recorder with its log open (whether
+ * or not --collect-mode=deferred collects now), 0 otherwise: the no-op
+ * library always returns 0. For bindings that say how to record when
+ * they are not recorded. */
+int msmemscope_recording(void);
+
 /* mstx-compatible names, for programs annotated for msMemScope. The second
  * argument (a stream) is accepted and ignored. */
 void mstxMarkA(const char *message, void *stream);

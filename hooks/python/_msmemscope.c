@@ -1,0 +1,402 @@
+/* SPDX-License-Identifier: MIT */
+/* _msmemscope.c: the C part of the msmemscope Python package: the
+ * instrumentation API of msmemscope.h for Python, and the tracer that
+ * writes msMemScope's python_trace_{TID}_{timestamp}.csv.
+ *
+ * The API functions are looked up once, at import, among the symbols the
+ * process already has (dlsym(RTLD_DEFAULT)): under the recorder they are
+ * the preloaded recorder's; otherwise they are absent (or the no-op
+ * library's) and every call returns at once. The module links nothing of
+ * msmemscope, so it imports the same with and without the recorder. */
+#define PY_SSIZE_T_CLEAN
+#define _GNU_SOURCE /* RTLD_DEFAULT */
+#include <Python.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static struct api {
+	int (*recording)(void);
+	void (*step)(void);
+	void (*op_begin)(const char *name);
+	void (*op_end)(void);
+	void (*kernel_launch)(const char *name);
+	void (*mark)(const char *name);
+	uint64_t (*range_start)(const char *name);
+	void (*range_end)(uint64_t id);
+	void (*owner_push)(const char *tag);
+	void (*owner_pop)(void);
+	void (*watch)(const void *ptr, size_t size, const char *name);
+	void (*start)(void);
+	void (*stop)(void);
+} api;
+
+/* Whether the recorder records this process: its API is there and says so. */
+static int recording(void)
+{
+	return api.recording && api.recording();
+}
+
+static void *sym(const char *name)
+{
+	return dlsym(RTLD_DEFAULT, name);
+}
+
+static void api_load(void)
+{
+	api.recording = (int (*)(void))sym("msmemscope_recording");
+	/* Without msmemscope_recording() the symbols found are the no-op
+	 * library's of an older msmemscope, or none: nothing to call. */
+	if (!api.recording)
+		return;
+	api.step = (void (*)(void))sym("msmemscope_step");
+	api.op_begin = (void (*)(const char *))sym("msmemscope_op_begin");
+	api.op_end = (void (*)(void))sym("msmemscope_op_end");
+	api.kernel_launch = (void (*)(const char *))sym("msmemscope_kernel_launch");
+	api.mark = (void (*)(const char *))sym("msmemscope_mark");
+	api.range_start = (uint64_t(*)(const char *))sym("msmemscope_range_start");
+	api.range_end = (void (*)(uint64_t))sym("msmemscope_range_end");
+	api.owner_push = (void (*)(const char *))sym("msmemscope_owner_push");
+	api.owner_pop = (void (*)(void))sym("msmemscope_owner_pop");
+	api.watch = (void (*)(const void *, size_t, const char *))sym("msmemscope_watch");
+	api.start = (void (*)(void))sym("msmemscope_start");
+	api.stop = (void (*)(void))sym("msmemscope_stop");
+}
+
+static PyObject *py_recording(PyObject *self, PyObject *unused)
+{
+	return PyBool_FromLong(recording());
+}
+
+/* A call with no argument. */
+#define CALL0(pyname, field)                                               \
+	static PyObject *pyname(PyObject *self, PyObject *unused)          \
+	{                                                                  \
+		if (api.field)                                             \
+			api.field();                                       \
+		Py_RETURN_NONE;                                            \
+	}
+
+/* A call with one str argument (a name). */
+#define CALLS(pyname, field)                                               \
+	static PyObject *pyname(PyObject *self, PyObject *arg)             \
+	{                                                                  \
+		const char *s;                                             \
+                                                                           \
+		if (!api.field)                                            \
+			Py_RETURN_NONE;                                    \
+		s = PyUnicode_AsUTF8(arg);                                 \
+		if (!s)                                                    \
+			return NULL;                                       \
+		api.field(s);                                              \
+		Py_RETURN_NONE;                                            \
+	}
+
+CALL0(py_step, step)
+CALL0(py_op_end, op_end)
+CALL0(py_owner_pop, owner_pop)
+CALL0(py_start, start)
+CALL0(py_stop, stop)
+CALLS(py_op_begin, op_begin)
+CALLS(py_kernel_launch, kernel_launch)
+CALLS(py_mark, mark)
+CALLS(py_owner_push, owner_push)
+
+static PyObject *py_range_start(PyObject *self, PyObject *arg)
+{
+	const char *s;
+
+	if (!api.range_start)
+		return PyLong_FromLong(0);
+	s = PyUnicode_AsUTF8(arg);
+	if (!s)
+		return NULL;
+	return PyLong_FromUnsignedLongLong(api.range_start(s));
+}
+
+static PyObject *py_range_end(PyObject *self, PyObject *arg)
+{
+	unsigned long long id = PyLong_AsUnsignedLongLong(arg);
+
+	if (id == (unsigned long long)-1 && PyErr_Occurred())
+		return NULL;
+	if (api.range_end)
+		api.range_end(id);
+	Py_RETURN_NONE;
+}
+
+/* watch_range(address, size, name): watches [address, address + size). */
+static PyObject *py_watch_range(PyObject *self, PyObject *args)
+{
+	unsigned long long addr, size;
+	const char *name;
+
+	if (!PyArg_ParseTuple(args, "KKz", &addr, &size, &name))
+		return NULL;
+	if (!size)
+		return PyErr_Format(PyExc_ValueError, "watch: an empty range (size 0) cannot be watched");
+	if (addr + size < addr)
+		return PyErr_Format(PyExc_ValueError, "watch: the range 0x%llx + %llu wraps around", addr, size);
+	if (api.watch)
+		api.watch((const void *)(uintptr_t)addr, (size_t)size, name);
+	Py_RETURN_NONE;
+}
+
+/* buffer_range(obj): (address, size) of an object with the buffer
+ * protocol (bytearray, memoryview, array.array, numpy arrays), or
+ * TypeError. The address stays valid while obj is neither resized nor
+ * freed. */
+static PyObject *py_buffer_range(PyObject *self, PyObject *obj)
+{
+	Py_buffer view;
+	PyObject *r;
+
+	if (PyObject_GetBuffer(obj, &view, PyBUF_ANY_CONTIGUOUS) < 0)
+		return NULL;
+	r = Py_BuildValue("(Kn)", (unsigned long long)(uintptr_t)view.buf, view.len);
+	PyBuffer_Release(&view);
+	return r;
+}
+
+/* --- the tracer ------------------------------------------------------------
+ * A profile function per thread (PyEval_SetProfile) that times every
+ * Python and C function call between tracer start and stop, keeping the
+ * rows in memory; stop writes them. Times are CLOCK_REALTIME ns, the clock
+ * the log's event times are shown in. */
+
+struct call {
+	PyObject *func; /* a code object or a C function, a new reference */
+	uint64_t start;
+};
+
+struct row {
+	PyObject *func;
+	uint64_t start, end;
+	long tid;
+};
+
+static struct tracer {
+	int on;
+	struct call *stack;
+	size_t depth, stack_cap;
+	struct row *rows;
+	size_t nrows, rows_cap;
+	long tid;
+} tr;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int grow(void **p, size_t *cap, size_t n, size_t elem)
+{
+	size_t c;
+	void *q;
+
+	if (n < *cap)
+		return 0;
+	c = *cap ? *cap * 2 : 256;
+	q = PyMem_RawRealloc(*p, c * elem);
+	if (!q)
+		return -1;
+	*p = q;
+	*cap = c;
+	return 0;
+}
+
+static int profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+	PyObject *func;
+	struct call *c;
+	struct row *r;
+
+	switch (what) {
+	case PyTrace_CALL:
+		func = (PyObject *)PyFrame_GetCode(frame); /* a new reference */
+		break;
+	case PyTrace_C_CALL:
+		func = arg;
+		Py_INCREF(func);
+		break;
+	case PyTrace_RETURN:
+	case PyTrace_C_RETURN:
+	case PyTrace_C_EXCEPTION:
+		/* Returns of calls made before start have no entry. */
+		if (!tr.depth)
+			return 0;
+		c = &tr.stack[--tr.depth];
+		if (grow((void **)&tr.rows, &tr.rows_cap, tr.nrows, sizeof(*tr.rows))) {
+			Py_DECREF(c->func);
+			return 0;
+		}
+		r = &tr.rows[tr.nrows++];
+		r->func = c->func;
+		r->start = c->start;
+		r->end = now_ns();
+		r->tid = tr.tid;
+		return 0;
+	default:
+		return 0;
+	}
+	if (grow((void **)&tr.stack, &tr.stack_cap, tr.depth, sizeof(*tr.stack))) {
+		Py_DECREF(func);
+		return 0;
+	}
+	tr.stack[tr.depth].func = func;
+	tr.stack[tr.depth].start = now_ns();
+	tr.depth++;
+	return 0;
+}
+
+static PyObject *py_tracer_start(PyObject *self, PyObject *unused)
+{
+	if (tr.on)
+		Py_RETURN_NONE;
+	tr.on = 1;
+	tr.tid = (long)syscall(SYS_gettid);
+	PyEval_SetProfile(profile, NULL);
+	Py_RETURN_NONE;
+}
+
+/* FuncInfo of a row: "file:line(name)" for Python code, as a Python
+ * profile shows it, "<built-in method name>" for C. */
+static PyObject *func_info(PyObject *func)
+{
+	if (PyCode_Check(func)) {
+		PyCodeObject *co = (PyCodeObject *)func;
+
+#if PY_VERSION_HEX >= 0x030B0000
+		return PyUnicode_FromFormat("%U:%d(%U)", co->co_filename, co->co_firstlineno, co->co_qualname);
+#else
+		return PyUnicode_FromFormat("%U:%d(%U)", co->co_filename, co->co_firstlineno, co->co_name);
+#endif
+	}
+	if (PyCFunction_Check(func))
+		return PyUnicode_FromFormat("<built-in method %s>", ((PyCFunctionObject *)func)->m_ml->ml_name);
+	return PyObject_Str(func);
+}
+
+/* A CSV field: quoted when it holds a comma, a quote or a line break. */
+static void csv_field(FILE *f, const char *s)
+{
+	if (!strpbrk(s, ",\"\r\n")) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static void rows_drop(void)
+{
+	size_t i;
+
+	for (i = 0; i < tr.nrows; i++)
+		Py_DECREF(tr.rows[i].func);
+	for (i = 0; i < tr.depth; i++)
+		Py_DECREF(tr.stack[i].func);
+	tr.nrows = tr.depth = 0;
+}
+
+/* tracer_stop(): stops tracing and writes the rows into
+ * python_trace_{TID}_{timestamp}.csv in the run folder (the recorder's
+ * MSMEMSCOPE_LOG_DIR), or the current folder when not recorded. Returns
+ * the path, or None when the tracer was not on. Nothing of its own is
+ * timed: the profile function goes first. */
+static PyObject *py_tracer_stop(PyObject *self, PyObject *unused)
+{
+	const char *dir = NULL;
+	char path[4096];
+	time_t t = time(NULL);
+	struct tm tm;
+	FILE *f;
+	size_t i;
+	int fd;
+
+	if (!tr.on)
+		Py_RETURN_NONE;
+	PyEval_SetProfile(NULL, NULL);
+	tr.on = 0;
+	if (recording())
+		dir = getenv("MSMEMSCOPE_LOG_DIR");
+	if (!dir || !*dir)
+		dir = ".";
+	localtime_r(&t, &tm);
+	snprintf(path, sizeof(path), "%s/python_trace_%ld_%04d%02d%02d%02d%02d%02d.csv", dir, tr.tid,
+		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+	/* A file already there is kept: the rows are not lost in it. */
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+	f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		int e = errno;
+
+		if (fd >= 0)
+			close(fd);
+		rows_drop();
+		errno = e;
+		return PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
+	}
+	fputs("FuncInfo,StartTime(ns),EndTime(ns),Thread Id,Process Id\n", f);
+	for (i = 0; i < tr.nrows; i++) {
+		PyObject *s = func_info(tr.rows[i].func);
+		const char *u = s ? PyUnicode_AsUTF8(s) : NULL;
+
+		PyErr_Clear();
+		csv_field(f, u ? u : "?");
+		fprintf(f, ",%llu,%llu,%ld,%ld\n", (unsigned long long)tr.rows[i].start,
+			(unsigned long long)tr.rows[i].end, tr.rows[i].tid, (long)getpid());
+		Py_XDECREF(s);
+	}
+	rows_drop();
+	if (fclose(f))
+		return PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
+	return PyUnicode_DecodeFSDefault(path);
+}
+
+static PyMethodDef methods[] = {
+	{ "recording", py_recording, METH_NOARGS, "Whether the msmemscope recorder records this process." },
+	{ "step", py_step, METH_NOARGS, "Ends the current step." },
+	{ "op_begin", py_op_begin, METH_O, "Begins an operator launch." },
+	{ "op_end", py_op_end, METH_NOARGS, "Ends the innermost operator launch of this thread." },
+	{ "kernel_launch", py_kernel_launch, METH_O, "Records a kernel launch." },
+	{ "mark", py_mark, METH_O, "Records a named instant." },
+	{ "range_start", py_range_start, METH_O, "Starts a named range; returns its id." },
+	{ "range_end", py_range_end, METH_O, "Ends the range of that id." },
+	{ "owner_push", py_owner_push, METH_O, "Pushes an owner tag." },
+	{ "owner_pop", py_owner_pop, METH_NOARGS, "Pops the innermost owner tag." },
+	{ "watch_range", py_watch_range, METH_VARARGS, "watch_range(address, size, name): watches the range." },
+	{ "buffer_range", py_buffer_range, METH_O, "(address, size) of a contiguous buffer." },
+	{ "start", py_start, METH_NOARGS, "Starts collection (deferred mode)." },
+	{ "stop", py_stop, METH_NOARGS, "Stops collection (deferred mode)." },
+	{ "tracer_start", py_tracer_start, METH_NOARGS, "Starts timing this thread's calls." },
+	{ "tracer_stop", py_tracer_stop, METH_NOARGS, "Stops timing and writes the CSV; returns its path." },
+	{ NULL, NULL, 0, NULL },
+};
+
+static struct PyModuleDef module = {
+	PyModuleDef_HEAD_INIT, "_msmemscope", "The C part of the msmemscope package.", -1, methods,
+	NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__msmemscope(void);
+
+PyMODINIT_FUNC PyInit__msmemscope(void)
+{
+	api_load();
+	return PyModule_Create(&module);
+}

@@ -1,0 +1,240 @@
+# SPDX-License-Identifier: MIT
+"""msmemscope: mark the steps, operators, owners and watched buffers of a
+Python program for the msmemscope memory recorder, with msMemScope's
+Python API (config, start, stop, step, tracer).
+
+Record a program by running it under the launcher:
+
+    msmemscope [options] -- python3 train.py
+
+and, in train.py:
+
+    import msmemscope
+    for batch in data:
+        with msmemscope.op("forward"):
+            loss = model(batch)
+        msmemscope.step()
+
+Without the recorder every call does nothing (and costs a function call);
+start() then says once, on stderr, how to record the program. See
+msmemscope-python(3) and doc/python.md.
+"""
+
+import os
+import shlex
+import sys
+
+from . import _msmemscope as _c
+
+__all__ = ["config", "start", "stop", "step", "recording", "op", "owner", "range", "mark",
+           "kernel_launch", "watch", "tracer"]
+
+# msMemScope's config() keys and the launcher options they are.
+_OPTIONS = {
+    "call_stack": "--call-stack",
+    "events": "--events",
+    "collect_mode": "--collect-mode",
+    "steps": "--steps",
+    "analysis": "--analysis",
+    "watch": "--watch",
+    "data_format": "--data-format",
+    "output": "--output",
+    "log_level": "--log-level",
+}
+# Accepted for msMemScope's scripts, and meaningless for a CPU process.
+_IGNORED = ("device", "level")
+
+_config = {}
+_said = set()
+
+
+def _say(key, text):
+    """Writes one line on stderr, once per key."""
+    if key in _said:
+        return
+    _said.add(key)
+    sys.stderr.write("msmemscope: %s\n" % text)
+    sys.stderr.flush()
+
+
+def recording():
+    """True when the msmemscope recorder records this process."""
+    return _c.recording()
+
+
+def _command_line():
+    """The msmemscope command that records this program with config()'s
+    options."""
+    opts = []
+    for key, value in _config.items():
+        if key in _OPTIONS:
+            opts.append("%s=%s" % (_OPTIONS[key], value))
+    if _config and "collect_mode" not in _config:
+        # start() and stop() bound the recording, as in msMemScope.
+        opts.append("--collect-mode=deferred")
+    argv = getattr(sys, "orig_argv", None) or [sys.executable] + sys.argv
+    return " ".join(shlex.quote(a) for a in ["msmemscope"] + opts + ["--"] + list(argv))
+
+
+def config(**options):
+    """Sets the recording options, with msMemScope's names: call_stack
+    ("c:10" or "c:10,python:5"), events ("alloc,free,launch,access"),
+    collect_mode, steps, analysis ("leaks,decompose"), watch, data_format
+    ("csv" or "db"), output (a folder), log_level; device and level are
+    accepted and ignored. Values are strings (or numbers, lists of them).
+
+    The recorder reads its options when the program starts: under
+    `msmemscope -- python3 prog.py` the command line's options apply, and
+    config() says on stderr which of its own it could not apply. Without
+    the recorder, start() prints the command line that records the program
+    with these options."""
+    for key, value in options.items():
+        if key in _IGNORED:
+            continue
+        if key not in _OPTIONS:
+            raise TypeError("msmemscope.config(): unknown option %r (known: %s)"
+                            % (key, ", ".join(sorted(list(_OPTIONS) + list(_IGNORED)))))
+        if isinstance(value, (list, tuple)):
+            value = ",".join(str(v) for v in value)
+        _config[key] = str(value)
+    if _c.recording() and options:
+        given = os.environ.get("MSMEMSCOPE_CONFIG", "")
+        keys = ", ".join("%s=%s" % (k, _config[k]) for k in _config)
+        _say("config", "config(%s) comes after the recorder started (its configuration: %s); "
+             "options apply only on the command line: %s" % (keys, given or "the defaults", _command_line()))
+
+
+def start():
+    """Starts collection (with --collect-mode=deferred, the recorder
+    records only between start() and stop()). Without the recorder, says
+    once how to record the program."""
+    if _c.recording():
+        _c.start()
+        return
+    _say("start", "this process is not recorded, so msmemscope calls do nothing; record it with: %s"
+         % _command_line())
+
+
+def stop():
+    """Stops collection until the next start()."""
+    _c.stop()
+
+
+def step():
+    """Ends the current step; the code before the first call is step 1."""
+    _c.step()
+
+
+def mark(name):
+    """Records a named instant (an MSTX mark)."""
+    _c.mark(str(name))
+
+
+def kernel_launch(name):
+    """Records the launch of a kernel, a unit of work below an operator."""
+    _c.kernel_launch(str(name))
+
+
+class _Scope:
+    """A with-block, or a decorator of a function, that opens on entry
+    and closes on exit (exceptions included)."""
+
+    def __init__(self, name):
+        self.name = str(name)
+
+    def __call__(self, fn):
+        import functools
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self:
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+class op(_Scope):
+    """`with msmemscope.op("attention"):` records an operator launch around
+    the block (launches nest); also a decorator, @msmemscope.op("name")."""
+
+    def __enter__(self):
+        _c.op_begin(self.name)
+        return self
+
+    def __exit__(self, *exc):
+        _c.op_end()
+        return False
+
+
+class owner(_Scope):
+    """`with msmemscope.owner("cache"):` makes the blocks allocated in the
+    block belong to owner "cache" (nested owners join with '@')."""
+
+    def __enter__(self):
+        _c.owner_push(self.name)
+        return self
+
+    def __exit__(self, *exc):
+        _c.owner_pop()
+        return False
+
+
+class range(_Scope):
+    """`with msmemscope.range("load"):` records an MSTX range around the
+    block; a range named "step start" delimits a step."""
+
+    def __enter__(self):
+        self.id = _c.range_start(self.name)
+        return self
+
+    def __exit__(self, *exc):
+        _c.range_end(self.id)
+        return False
+
+
+def _extent(obj, size):
+    """(address, size) of what watch() is given."""
+    if isinstance(obj, int):
+        if size is None:
+            raise TypeError("msmemscope.watch(address, name, size=N): an address needs its size")
+        return obj, int(size)
+    # A torch tensor (or any object with data_ptr()): its storage's bytes.
+    data_ptr = getattr(obj, "data_ptr", None)
+    if callable(data_ptr):
+        nbytes = getattr(obj, "nbytes", None)
+        if nbytes is None:
+            nbytes = obj.element_size() * obj.nelement()
+        return data_ptr(), int(size if size is not None else nbytes)
+    try:
+        addr, n = _c.buffer_range(obj)
+    except (TypeError, BufferError):
+        raise TypeError("msmemscope.watch(): %s has neither the buffer protocol nor data_ptr(); "
+                        "pass an address and size=" % type(obj).__name__) from None
+    return addr, int(size if size is not None else n)
+
+
+def watch(obj, name=None, size=None):
+    """Watches the bytes of obj across operator launches: a bytearray,
+    memoryview, array, numpy array (anything with the buffer protocol), a
+    torch tensor (data_ptr()), or an int address with size=. A launch that
+    changes them is reported by the watch analysis (and stops gdb under
+    memscope.gdb). Keep obj alive and unresized while it is watched."""
+    addr, n = _extent(obj, size)
+    _c.watch_range(addr, n, None if name is None else str(name))
+
+
+class _Tracer:
+    """msMemScope's Python tracer: tracer.start() times every function
+    call of the calling thread until tracer.stop(), which writes
+    python_trace_{TID}_{timestamp}.csv (FuncInfo, StartTime(ns),
+    EndTime(ns), Thread Id, Process Id; times in the clock of the log's
+    event times) into the run folder, or the current folder without the
+    recorder, and returns its path."""
+
+    def start(self):
+        _c.tracer_start()
+
+    def stop(self):
+        return _c.tracer_stop()
+
+
+tracer = _Tracer()

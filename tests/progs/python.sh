@@ -1,0 +1,117 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# python.sh: the msmemscope Python package (hooks/python) as a Python
+# program uses it: without the recorder every call does nothing and
+# start() says once how to record; under `msmemscope -- python3 prog.py`
+# its steps, operator launches, owners, marks, ranges and watched buffers
+# are in the log, an operator left by an exception is closed, config()
+# says which of its options the running recorder could not take, and
+# tracer writes msMemScope's python_trace CSV into the run folder.
+. "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
+
+pkg=$top_builddir/hooks/python/build
+[ -e "$pkg/msmemscope/_msmemscope.so" ] ||
+	skip "configure built no Python package (Debian: apt-get install -y python3-dev, then configure again)"
+export PYTHONPATH="$pkg"
+
+cat >prog.py <<'EOF'
+import sys
+import msmemscope
+
+msmemscope.config(call_stack="c:8", analysis="leaks,decompose", device="npu")
+msmemscope.start()
+keep = []
+for i in range(3):
+    with msmemscope.op("layer%d" % i):
+        with msmemscope.owner("cache"):
+            keep.append(bytearray(100000 + i))
+    msmemscope.step()
+try:
+    with msmemscope.op("failing"):
+        raise ValueError("inside an operator")
+except ValueError:
+    pass
+with msmemscope.range("load"):
+    msmemscope.mark("loaded")
+buf = bytearray(64)
+msmemscope.watch(buf, "buf")
+try:
+    msmemscope.watch(3.5, "x")
+except TypeError as e:
+    print("watch refused:", e)
+try:
+    msmemscope.config(colour="blue")
+except TypeError as e:
+    print("config refused:", "colour" in str(e))
+
+def traced(x):
+    return x * 2
+
+msmemscope.tracer.start()
+traced(21)
+path = msmemscope.tracer.stop()
+print("trace written:", path is not None)
+print("recording:", msmemscope.recording())
+msmemscope.stop()
+EOF
+
+# Without the recorder: the program runs as it does, one line on stderr.
+"$MMS_PYTHON" prog.py >plain.out 2>plain.err || fail "prog.py exited $? without the recorder: $(cat plain.err)"
+expect_eq "lines on stderr without the recorder" "$(wc -l <plain.err)" 1
+grep -q "^msmemscope: this process is not recorded, so msmemscope calls do nothing; record it with: msmemscope --call-stack=c:8 --analysis=leaks,decompose --collect-mode=deferred -- .*prog.py$" plain.err ||
+	fail "start() did not say how to record the program: $(cat plain.err)"
+grep -q "^watch refused: msmemscope.watch(): float has neither" plain.out || fail "watch(3.5) was not refused: $(cat plain.out)"
+grep -qx "config refused: True" plain.out || fail "config(colour=) was not refused: $(cat plain.out)"
+grep -qx "recording: False" plain.out || fail "recording() is not False without the recorder"
+set -- python_trace_*.csv
+[ -f "$1" ] || fail "tracer.stop() wrote no python_trace CSV in the current folder"
+note "without the recorder the calls do nothing and start() says how to record"
+
+# Under the recorder.
+"$MMS_LAUNCHER" --output=out -- "$MMS_PYTHON" prog.py >rec.out 2>rec.err ||
+	fail "msmemscope -- python3 prog.py exited $?: $(cat rec.err)"
+sed 's/^recording: True$/recording: False/' rec.out | cmp -s - plain.out ||
+	fail "the program printed something else under the recorder: $(diff plain.out rec.out)"
+grep -q "^msmemscope: config(call_stack=c:8, analysis=leaks,decompose) comes after the recorder started" rec.err ||
+	fail "config() under the recorder did not say its options come too late: $(cat rec.err)"
+set -- out/msmemscope_*/memscope_*.mms
+[ -f "$1" ] || fail "no log: $(ls -R out)"
+log=$1
+run=$(dirname "$log")
+summarize "$log"
+s=$log.json
+# 4 launches opened and closed (the one an exception left included).
+expect_key "$s" by_kind.op_launch 8
+expect_key "$s" by_kind.step 3
+expect_key "$s" steps 4
+expect_key "$s" by_kind.owner 6
+# A mark, and a range's start and end.
+expect_key "$s" by_kind.mstx 3
+expect_key "$s" by_kind.watch 1
+note "steps, launches, owners, marks, ranges and the watch are in the log"
+
+"$MMS_REPLAY" "$log" --step 2 >step2.txt 2>&1 || fail "msmemscope-replay --step 2 exited $?: $(cat step2.txt)"
+grep -q "layer1" step2.txt || fail "--step 2 does not show operator layer1: $(cat step2.txt)"
+mkdir an
+"$MMS_REPLAY" "$log" --analysis decompose --output-dir an >dec.txt 2>&1 ||
+	fail "--analysis decompose exited $?: $(cat dec.txt)"
+grep -q "cache" dec.txt || fail "decompose shows no owner 'cache': $(cat dec.txt)"
+note "--step shows the Python operator, decompose the Python owner"
+
+set -- "$run"/python_trace_*_*.csv
+[ -f "$1" ] || fail "no python_trace CSV in the run folder: $(ls "$run")"
+expect_eq "the trace's header" "$(head -1 "$1")" "FuncInfo,StartTime(ns),EndTime(ns),Thread Id,Process Id"
+pid=${log##*/memscope_}
+pid=${pid%.mms}
+grep -q "^$work/prog.py:30(traced),[0-9]*,[0-9]*,$pid,$pid$" "$1" ||
+	grep -q "^prog.py:30(traced),[0-9]*,[0-9]*,$pid,$pid$" "$1" ||
+	fail "the trace has no row for traced() at prog.py:34 on thread $pid: $(cat "$1")"
+# Every call ends after it starts.
+"$MMS_PYTHON" - "$1" "$s" <<'PY' || fail "the trace's times are not ordered: $(cat "$1")"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert rows
+for r in rows:
+    assert int(r["StartTime(ns)"]) <= int(r["EndTime(ns)"]), r
+PY
+note "tracer wrote python_trace_{TID}_{timestamp}.csv in the run folder"
