@@ -842,6 +842,10 @@ int64_t mms__state_slot_of(const struct mms__state *st, const struct mms__blk *b
 
 	if (b >= st->blks && b < st->blks + st->nblks)
 		return b->refs ? b - st->blks : -1;
+	/* The block of the event just applied: freed already, its slot not
+	 * yet taken again. */
+	if (b == &st->last_blk)
+		return st->last_blk_valid ? st->last_slot : -1;
 	if (b->mem == MMS_MEM_HOST) {
 		v = mms__map_get(&st->host, b->addr);
 	} else if (b->mem == MMS_MEM_MMAP) {

@@ -230,6 +230,8 @@ struct pass {
 	struct piece {
 		struct mms__blk b;
 		uint64_t slot;
+		uint64_t time_ns; /* its mapping's allocation time: the slot may
+				     be taken again by the event */
 	} *pieces;
 	size_t npieces, pieces_cap;
 	struct wfile *usage;     /* usage.tsv, or NULL */
@@ -267,21 +269,28 @@ static void plot_emit(void *ctx, uint64_t i, uint64_t time_ns, uint64_t bytes)
 	p->t->points[i].bytes = bytes;
 }
 
-static void block_out(struct pass *p, const struct mms__blk *b, mms_trace_block_t *out)
+/* The allocation time of live block b (or of the block the current event
+ * freed), 0 when unknown. */
+static uint64_t block_time(struct pass *p, const struct mms__blk *b)
 {
 	const uint64_t *time = mms__pass_data_of(p->pass, b, p->time_off);
 
-	mms__state_blk_export(p->st, b, &out->b);
-	out->time_ns = time ? *time : 0;
+	return time ? *time : 0;
 }
 
-static int freed_add(struct pass *p, const struct mms__blk *b)
+static void block_out(struct pass *p, const struct mms__blk *b, uint64_t time_ns, mms_trace_block_t *out)
+{
+	mms__state_blk_export(p->st, b, &out->b);
+	out->time_ns = time_ns;
+}
+
+static int freed_add(struct pass *p, const struct mms__blk *b, uint64_t time_ns)
 {
 	if (!(p->kinds & 1u << b->mem))
 		return 0;
 	if (mms__grow(&p->freed, &p->freed_cap, p->nfreed, sizeof(*p->freed)))
 		return -ENOMEM;
-	block_out(p, b, &p->freed[p->nfreed++]);
+	block_out(p, b, time_ns, &p->freed[p->nfreed++]);
 	return 0;
 }
 
@@ -303,6 +312,7 @@ static int mmap_before(struct pass *p, const mms_event_t *ev)
 		pc->b = p->st->blks[pc->slot];
 		pc->b.addr = s->iv[i].lo > lo ? s->iv[i].lo : lo;
 		pc->b.size = (s->iv[i].hi < hi ? s->iv[i].hi : hi) - pc->b.addr;
+		pc->time_ns = block_time(p, &p->st->blks[pc->slot]);
 	}
 	return 0;
 }
@@ -315,7 +325,7 @@ static int mmap_after(struct pass *p)
 	for (i = 0; i < p->npieces; i++) {
 		struct piece *pc = &p->pieces[i];
 
-		if (p->t->peak_bytes && pc->b.alloc_event <= p->t->peak_event && freed_add(p, &pc->b))
+		if (p->t->peak_bytes && pc->b.alloc_event <= p->t->peak_event && freed_add(p, &pc->b, pc->time_ns))
 			return -ENOMEM;
 	}
 	return 0;
@@ -380,7 +390,7 @@ static int trace_event(struct pass *p, const mms_event_t *ev, uint64_t before, u
 			return -ENOMEM;
 	} else if (ev->kind == MMS_EV_FREE && p->st->last_blk_valid) {
 		/* A block live at the peak, freed since: it still counts. */
-		if (t->peak_bytes && p->st->last_blk.alloc_event <= t->peak_event && freed_add(p, &p->st->last_blk))
+		if (t->peak_bytes && p->st->last_blk.alloc_event <= t->peak_event && freed_add(p, &p->st->last_blk, block_time(p, &p->st->last_blk)))
 			return -ENOMEM;
 	}
 	if (ev->kind == MMS_EV_MALLOC) {
@@ -446,7 +456,7 @@ static int collect_one(const struct mms__blk *b, void *ctx)
 		return 0;
 	if (mms__grow(&c->v, &c->cap, c->n, sizeof(*c->v)))
 		return -ENOMEM;
-	block_out(c->p, b, &c->v[c->n++]);
+	block_out(c->p, b, block_time(c->p, b), &c->v[c->n++]);
 	c->bytes += b->size;
 	return 0;
 }
