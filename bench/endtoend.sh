@@ -108,13 +108,7 @@ printf '%-8s %7s %10s %10s %10s   %9s %9s %9s %7s %7s\n' workload native msmemsc
 	ms/native ht/native htp/native ms/ht ms/htp
 
 if [ -n "$perl" ] && [ -x "$perl" ]; then
-	workload perl "$perl" -e '
-		my %h;
-		for my $r (1 .. 3) {
-			$h{"key$r-$_"} = [$_, "v$_"] for 1 .. 300000;
-			$_ % 3 and delete $h{"key$r-$_"} for 1 .. 300000;
-		}
-		print scalar(keys %h), "\n";'
+	workload perl "$perl" -e "$perl_hash"
 else
 	echo "perl     skipped: ${perl:-perl} is not installed"
 fi
@@ -122,16 +116,7 @@ fi
 if [ -n "$python" ] && [ -x "$python" ]; then
 	PYTHONMALLOC=malloc
 	export PYTHONMALLOC
-	workload python3 "$python" -c '
-d = {}
-for r in range(2):
-    for i in range(150000):
-        d["k%d-%d" % (r, i)] = [i, str(i), (i, r)]
-    for i in range(150000):
-        if i % 3:
-            del d["k%d-%d" % (r, i)]
-l = [{"a": i, "b": str(i)} for i in range(100000)]
-print(len(d), len(l))'
+	workload python3 "$python" -c "$python_dicts"
 	unset PYTHONMALLOC
 else
 	echo "python3  skipped: ${python:-python3} is not installed"
