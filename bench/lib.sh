@@ -24,3 +24,26 @@ best() {
 
 # ratio A B: A / B with two decimals, "-" when B is 0.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "-" }'; }
+
+# The real programs' workloads (replaylogs.sh, endtoend.sh): perl -e
+# "$perl_hash" builds a hash of 300,000 keys three times and deletes two
+# thirds of each round; python3 -c "$python_dicts" (run with
+# PYTHONMALLOC=malloc) builds dicts and lists of a few hundred thousand
+# objects.
+perl_hash='
+my %h;
+for my $r (1 .. 3) {
+	$h{"key$r-$_"} = [$_, "v$_"] for 1 .. 300000;
+	$_ % 3 and delete $h{"key$r-$_"} for 1 .. 300000;
+}
+print scalar(keys %h), "\n";'
+python_dicts='
+d = {}
+for r in range(2):
+    for i in range(150000):
+        d["k%d-%d" % (r, i)] = [i, str(i), (i, r)]
+    for i in range(150000):
+        if i % 3:
+            del d["k%d-%d" % (r, i)]
+l = [{"a": i, "b": str(i)} for i in range(100000)]
+print(len(d), len(l))'

@@ -41,29 +41,14 @@ replay() {
 echo "== replay of real programs' logs through the heap state (target >= 25 million events/s, one core)"
 
 if [ -n "$perl" ] && [ -x "$perl" ]; then
-	env LD_PRELOAD="$hooks" MSMEMSCOPE_LOG="$tmp/perl.mms" "$perl" -e '
-		my %h;
-		for my $r (1 .. 3) {
-			$h{"key$r-$_"} = [$_, "v$_"] for 1 .. 300000;
-			$_ % 3 and delete $h{"key$r-$_"} for 1 .. 300000;
-		}
-		print scalar(keys %h), "\n";' >/dev/null
+	env LD_PRELOAD="$hooks" MSMEMSCOPE_LOG="$tmp/perl.mms" "$perl" -e "$perl_hash" >/dev/null
 	replay perl
 else
 	echo "perl     skipped: ${perl:-perl} is not installed"
 fi
 
 if [ -n "$python" ] && [ -x "$python" ]; then
-	env LD_PRELOAD="$hooks" MSMEMSCOPE_LOG="$tmp/python3.mms" PYTHONMALLOC=malloc "$python" -c '
-d = {}
-for r in range(2):
-    for i in range(150000):
-        d["k%d-%d" % (r, i)] = [i, str(i), (i, r)]
-    for i in range(150000):
-        if i % 3:
-            del d["k%d-%d" % (r, i)]
-l = [{"a": i, "b": str(i)} for i in range(100000)]
-print(len(d), len(l))' >/dev/null
+	env LD_PRELOAD="$hooks" MSMEMSCOPE_LOG="$tmp/python3.mms" PYTHONMALLOC=malloc "$python" -c "$python_dicts" >/dev/null
 	replay python3
 else
 	echo "python3  skipped: ${python:-python3} is not installed"

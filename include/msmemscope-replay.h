@@ -439,7 +439,9 @@ typedef struct mms_replay_options {
 	int forward_only;         /* 1: no index at all (no steps, no seeking back); for
 	                             one pass over the log, as exporters make */
 	/* Called now and then while the index is built (done <= total events);
-	 * returning non-zero cancels the open with -ECANCELED. */
+	 * returning non-zero cancels the open with -ECANCELED. The replay
+	 * keeps it (ctx must outlive it): a step report calls it too while it
+	 * replays the step, and is cancelled the same way. */
 	int (*progress)(void *ctx, uint64_t done, uint64_t total);
 	void *progress_ctx;
 } mms_replay_options_t;

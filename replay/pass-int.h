@@ -120,6 +120,8 @@ void *mms__pass_data_of(struct mms_pass *p, const struct mms__blk *b, size_t off
 /* Opens a pass over a replay from where it stands up to position `to`
  * (report.c): subscribers see the replay's state. Returns 0 or -ENOMEM. */
 int mms__pass_open_replay(mms_replay_t *r, uint64_t to, struct mms_pass **out);
+/* Gives p the progress callback r was opened with (seek.c). */
+void mms__replay_progress(const mms_replay_t *r, struct mms_pass *p);
 /* Adds s to the pass (before it runs); the pass owns s from here on, also
  * on failure. Returns 0 or a negative code (MMS_EUSAGE after the run). */
 int mms__pass_add(struct mms_pass *p, struct mms__sub *s);

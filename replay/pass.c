@@ -403,6 +403,7 @@ int mms__pass_open_replay(mms_replay_t *r, uint64_t to, struct mms_pass **out)
 		return -ENOMEM;
 	p->first.replay = r;
 	p->first.st = mms__replay_state(r);
+	mms__replay_progress(r, p);
 	p->to = to;
 	return 0;
 }

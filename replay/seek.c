@@ -20,6 +20,10 @@ struct mms_replay {
 	int last_valid;          /* 0 right after a checkpoint was loaded */
 	int index_state;
 	int write_error;
+	/* mms_replay_options_t's: the index build and the passes over the
+	 * replay (a step report's) report to it. */
+	int (*progress)(void *ctx, uint64_t done, uint64_t total);
+	void *progress_ctx;
 };
 
 /* Puts the replay at position 0: an empty heap, or a fork child's
@@ -80,6 +84,10 @@ MMS__EXPORT int mms_replay_open_ex(mms_log_t *log, const mms_replay_options_t *o
 		return -ENOMEM;
 	r->log = log;
 	r->ow = &r->owners;
+	if (opt) {
+		r->progress = opt->progress;
+		r->progress_ctx = opt->progress_ctx;
+	}
 	mms__state_init(&r->st, log);
 	if (!opt || (!opt->no_index_file && !opt->forward_only)) {
 		path = opt && opt->index_path ? strdup(opt->index_path) : default_index_path(log);
@@ -119,6 +127,12 @@ fail_r:
 	mms__owners_free(&r->owners);
 	free(r);
 	return rc;
+}
+
+void mms__replay_progress(const mms_replay_t *r, struct mms_pass *p)
+{
+	p->progress = r->progress;
+	p->progress_ctx = r->progress_ctx;
 }
 
 MMS__EXPORT int mms_replay_open(mms_log_t *log, mms_replay_t **out)

@@ -98,12 +98,15 @@ static void print(struct an_ctx *c, const char *at, const char *what, const mms_
 /* --at-event N: the state just after event N, through the seek index. */
 static int at_event(struct an_ctx *c)
 {
+	mms_replay_options_t ro = { .progress = progress_update, .progress_ctx = &c->progress };
 	mms_decompose_tree_t *d;
 	mms_replay_t *r;
 	mms_where_t w;
 	int rc;
 
-	rc = mms_replay_open(c->log, &r);
+	progress_start(&c->progress, "indexing", c->path);
+	rc = mms_replay_open_ex(c->log, &ro, &r);
+	progress_end(&c->progress);
 	if (rc) {
 		warn("decompose: %s: cannot replay: %s", c->path, mms_strerror(rc));
 		return CLI_EXIT_FAILURE;

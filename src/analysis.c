@@ -158,6 +158,7 @@ struct an_ctx *an_open(const char *path, mms_log_t *log, unsigned mask, const st
 {
 	unsigned writers = an_mask("watermark") | an_mask("usage") | an_mask("leakage") | an_mask("watch");
 	struct an_ctx *c = xcalloc(1, sizeof(*c));
+	mms_pass_options_t po = { .progress = progress_update, .progress_ctx = &c->progress };
 	int rc;
 
 	*status = 0;
@@ -166,7 +167,7 @@ struct an_ctx *an_open(const char *path, mms_log_t *log, unsigned mask, const st
 	c->o = o;
 	c->out = out;
 	c->mask = mask;
-	rc = mms_pass_open(log, NULL, &c->pass);
+	rc = mms_pass_open(log, &po, &c->pass);
 	if (rc)
 		die(CLI_EXIT_FAILURE, "%s: cannot replay: %s", path, mms_strerror(rc));
 	/* The folder the files go into is made here, as compare makes its
@@ -196,7 +197,9 @@ int an_pass(struct an_ctx *c)
 	/* Nothing to feed and no summary asked for: no read. */
 	if (!c->subscribed && !c->summary)
 		return 0;
+	progress_start(&c->progress, "reading", c->shown ? c->shown : c->path);
 	c->pass_rc = mms_pass_run(c->pass);
+	progress_end(&c->progress);
 	if (c->pass_rc)
 		warn("%s: cannot replay: %s", c->path, mms_strerror(c->pass_rc));
 	return c->pass_rc;
@@ -246,6 +249,30 @@ int an_run(const char *path, mms_log_t *log, unsigned mask, const struct an_opts
 		status = CLI_EXIT_FAILURE;
 	an_close(c);
 	return status;
+}
+
+int an_summarize(const char *path, mms_log_t *log, mms_summary_t *out)
+{
+	struct progress pr = { 0 };
+	mms_pass_options_t po = { .progress = progress_update, .progress_ctx = &pr };
+	mms_pass_info_t pi;
+	mms_pass_t *p;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = mms_pass_open(log, &po, &p);
+	if (rc)
+		return rc;
+	progress_start(&pr, "reading", path);
+	rc = mms_pass_run(p);
+	progress_end(&pr);
+	if (!rc) {
+		mms_pass_summary(p, out);
+		mms_pass_get_info(p, &pi);
+		rc = pi.stop_rc;
+	}
+	mms_pass_close(p);
+	return rc;
 }
 
 mms_symbolizer_t *an_symbolizer(struct an_ctx *c)

@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "msmemscope-replay.h"
+#include "progress.h"
 
 /* Options of the analyses, from either command line. Zero is the default. */
 struct an_opts {
@@ -48,6 +49,8 @@ struct an_ctx {
 	unsigned mask;         /* the analyses an_run() runs (bits over an_defs) */
 	unsigned added;        /* those added to the pass */
 	mms_pass_t *pass;      /* the one read of the log they share */
+	struct progress progress; /* the pass's progress line */
+	const char *shown;     /* the log as that line names it; NULL: path */
 	int pass_rc;           /* what mms_pass_run() returned */
 	int subscribed;        /* analyses and exports added to the pass */
 	int summary;           /* read the log even with no analysis added: the caller
@@ -148,13 +151,18 @@ int an_run(const char *path, mms_log_t *log, unsigned mask, const struct an_opts
  * gets CLI_EXIT_FAILURE when one could not be added (said on stderr). */
 struct an_ctx *an_open(const char *path, mms_log_t *log, unsigned mask, const struct an_opts *o, FILE *out,
 		       int *status);
-/* Reads the log once for all of them. Returns 0, or the error after
+/* Reads the log once for all of them, with the progress line on a
+ * terminal. Returns 0, or the error after
  * saying it on stderr (the log could not be read at all). */
 int an_pass(struct an_ctx *c);
 /* Prints each analysis's report in the order of an_defs. Returns 0, or
  * CLI_EXIT_FAILURE when one of them failed. */
 int an_print(struct an_ctx *c);
 void an_close(struct an_ctx *c);
+
+/* mms_summarize() of the log at path (already open), with the progress
+ * line on a terminal. Returns what mms_summarize() returns. */
+int an_summarize(const char *path, mms_log_t *log, mms_summary_t *out);
 
 /* Reads a --suppressions file to check it. Returns NULL when it can be
  * used, or a message saying which line is wrong or why it cannot be read

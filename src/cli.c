@@ -10,6 +10,7 @@
 
 #include "msmemscope-replay.h"
 #include "cli.h"
+#include "progress.h"
 
 const char *cli_progname = "msmemscope";
 const char *cli_help_command;
@@ -26,6 +27,7 @@ void cli_init(const char *argv0)
 
 static void vmsg(const char *prefix, const char *fmt, va_list ap)
 {
+	progress_clear();
 	fprintf(stderr, "%s: %s", cli_progname, prefix);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);

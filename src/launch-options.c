@@ -11,6 +11,7 @@
 
 #include "analysis.h"
 #include "cli.h"
+#include "progress.h"
 #include "launch.h"
 
 #define OUTPUT_DEFAULT "memscopeDumpResults"
@@ -271,6 +272,14 @@ static const char *parse_no_freeres(struct opts *o, char *value)
 	return NULL;
 }
 
+/* --quiet: the progress line is the command line's, not the recording's;
+ * it goes with every form (a compare reads logs too). */
+static const char *parse_quiet(struct opts *o, char *value)
+{
+	progress_quiet();
+	return NULL;
+}
+
 static const char *parse_print_env(struct opts *o, char *value)
 {
 	o->print_env = true;
@@ -309,6 +318,7 @@ static const struct opt_def opt_defs[] = {
 	{ "--no-freeres", false, parse_no_freeres },
 	{ "--print-env", false, parse_print_env },
 	{ "--show-runtime", false, parse_show_runtime },
+	{ "--quiet", false, parse_quiet },
 	{ "--help", false, parse_help },
 	{ "--version", false, parse_version },
 };
@@ -362,6 +372,10 @@ void parse_args(int argc, char **argv, struct opts *o)
 			parse_help(o, NULL);
 		if (strcmp(arg, "-v") == 0)
 			parse_version(o, NULL);
+		if (strcmp(arg, "-q") == 0) {
+			parse_quiet(o, NULL);
+			continue;
+		}
 		for (size_t k = 0; k < N_OPTS && !def; k++) {
 			if (opt_defs[k].has_value ? cli_opt_value(argc, argv, &i, opt_defs[k].name, &value)
 						  : cli_opt_flag(arg, opt_defs[k].name))
@@ -370,7 +384,8 @@ void parse_args(int argc, char **argv, struct opts *o)
 		if (!def)
 			unknown_option(arg);
 		if (!record_opt && strcmp(def->name, "--compare") && strcmp(def->name, "--input") &&
-		    strcmp(def->name, "--level") && strcmp(def->name, "--output") && strcmp(def->name, "--log-level"))
+		    strcmp(def->name, "--level") && strcmp(def->name, "--output") && strcmp(def->name, "--log-level") &&
+		    strcmp(def->name, "--quiet"))
 			record_opt = def->name;
 		if (!report_opt && (!strcmp(def->name, "--analysis") || !strcmp(def->name, "--suppressions") ||
 				    !strcmp(def->name, "--data-format") || !strcmp(def->name, "--show-runtime") ||
@@ -508,6 +523,9 @@ static void print_help(void)
 	       "                        event of prog: csv (dump/memscope_dump_{time}.csv) or\n"
 	       "                        db (SQLite, dump/memscope_dump_{time}.db) in the run\n"
 	       "                        folder. See msmemscope-replay(1), --export.\n"
+	       "  -q, --quiet           no progress line: on a terminal, reading prog's log\n"
+	       "                        (or a compare's) for more than half a second says on\n"
+	       "                        stderr how far it got.\n"
 	       "\n",
 	       cli_progname, cli_progname, cli_progname, OUTPUT_DEFAULT);
 	printf("Analyses (--analysis):\n");

@@ -31,7 +31,7 @@ struct log_result {
 	char *damage;     /* the log owns the originals, and log_read() */
 	char *cut_what;   /* closes it */
 	char *next;       /* the log of the image it exec'd, or NULL */
-	int replay_error; /* mms_summarize() stopped early with this */
+	int replay_error; /* an_summarize() stopped early with this */
 	mms_log_fork_t fork; /* a fork child's origin; why copied (or NULL) */
 	char *pools[MMS_BAD_FREES_KEPT]; /* the pool names of sum.bad_frees, copied */
 };
@@ -132,7 +132,7 @@ static int log_read(const char *dir, const char *name, struct log_result *r)
 	err = log_open(dir, name, &log);
 	if (err)
 		return err;
-	err = mms_summarize(log, &sum);
+	err = an_summarize(name, log, &sum);
 	err = log_result(dir, name, log, err, &sum, r);
 	mms_log_close(log);
 	return err;
@@ -412,6 +412,7 @@ int write_dump(const struct run *run, pid_t pid, const char *format, unsigned an
 	}
 	/* Only inefficient matters to the dump: its tags. */
 	c = an_open(path, log, analyses & an_mask("inefficient"), &ao, stderr, &st);
+	c->shown = strrchr(path, '/') + 1;
 	if (!dump_add(&d, run, format, c)) {
 		an_pass(c);
 		ret = dump_done(&d, run, c);
@@ -465,6 +466,7 @@ int report_run(const struct run *run, char **argv, pid_t pid, int status, const 
 	/* One pass over the log gives the summary, every analysis asked for
 	 * and the dump. */
 	c = an_open(path, log, o->analyses, &ao, stderr, &st);
+	c->shown = name;
 	if (st)
 		ret = 1;
 	if (o->data_format) {

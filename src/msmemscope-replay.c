@@ -16,6 +16,7 @@
 
 #include "analysis.h"
 #include "cli.h"
+#include "progress.h"
 #include "replay-cli.h"
 
 enum query { Q_SUMMARY, Q_STEP, Q_EVENT, Q_RANGE, Q_INTERACTIVE, Q_EXPORT, Q_ANALYSIS, Q_COMPARE };
@@ -112,6 +113,8 @@ static void usage(void)
 	       "                    host (the malloc family), mmap and pool (default: all)\n"
 	       "  --no-index        neither read nor write LOG.idx (the seek index is then built\n"
 	       "                    in memory on each run)\n"
+	       "  -q, --quiet       no progress line: on a terminal, work over a log that\n"
+	       "                    lasts more than half a second says on stderr how far it got\n"
 	       "  --list-analyses   print the names of the analyses, one per line, and exit\n"
 	       "  --help            print this help and exit\n"
 	       "  --version         print the version and exit\n"
@@ -284,6 +287,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 					die_usage("--memory: %s", msg);
 			} else if (cli_opt_flag(a, "--no-index")) {
 				o->no_index = true;
+			} else if (cli_opt_flag(a, "--quiet") || cli_opt_flag(a, "-q")) {
+				progress_quiet();
 			} else {
 				die_usage("unknown option '%s'", a);
 			}
@@ -347,44 +352,20 @@ mms_log_t *replay_open_log(const char *path)
 	die(CLI_EXIT_FAILURE, "%s: %s", path, mms_strerror(rc));
 }
 
-/* Progress of long work, on a terminal only, at most once a percent. */
-struct progress {
-	const char *what, *path;
-	int last;
-};
-
-static int progress_cb(void *ctx, uint64_t done, uint64_t total)
+/* Opens the replay of log, building its index with the progress line pr
+ * (which the step reports of the replay use too: it must outlive it). */
+static mms_replay_t *open_replay(const struct opts *o, mms_log_t *log, struct progress *pr)
 {
-	struct progress *p = ctx;
-	int pct = total ? (int)(done * 100 / total) : 0;
-
-	if (pct != p->last) {
-		fprintf(stderr, "\r%s: %s %s: %d%%", cli_progname, p->what, p->path, pct);
-		p->last = pct;
-	}
-	return 0;
-}
-
-static void progress_end(const struct progress *p)
-{
-	if (p->last >= 0)
-		fprintf(stderr, "\r%*s\r", (int)(strlen(cli_progname) + strlen(p->what) + strlen(p->path) + 12), "");
-}
-
-static mms_replay_t *open_replay(const struct opts *o, mms_log_t *log)
-{
-	struct progress pr = { "indexing", o->log, -1 };
 	mms_replay_options_t ro = { 0 };
 	mms_replay_t *r;
 	int rc, werr;
 
 	ro.no_index_file = o->no_index;
-	if (isatty(STDERR_FILENO)) {
-		ro.progress = progress_cb;
-		ro.progress_ctx = &pr;
-	}
+	ro.progress = progress_update;
+	ro.progress_ctx = pr;
+	progress_start(pr, "indexing", o->log);
 	rc = mms_replay_open_ex(log, &ro, &r);
-	progress_end(&pr);
+	progress_end(pr);
 	if (rc)
 		die(CLI_EXIT_FAILURE, "%s: cannot replay: %s", o->log, mms_strerror(rc));
 	if (mms_replay_index_state(r, &werr) == MMS_INDEX_MEMORY && !o->no_index)
@@ -435,7 +416,7 @@ static int query_step(const struct opts *o, struct show *s)
 		die_query(o, s->log, "%s: no step %" PRIu64 ": the log has %" PRIu64 " step%s", o->log, o->n, steps,
 		    steps == 1 ? "" : "s");
 	}
-	rc = mms_replay_step_report(s->r, o->n, &rep);
+	rc = show_step_replay(s, o->n, &rep);
 	if (rc)
 		die_query(o, s->log, "%s: cannot replay step %" PRIu64 ": %s", o->log, o->n, mms_strerror(rc));
 	show_step_report(s, rep);
@@ -547,6 +528,7 @@ static int query_export(struct opts *o, mms_log_t *log)
 int main(int argc, char **argv)
 {
 	struct opts o = { 0 };
+	struct progress pr = { 0 };
 	struct show s;
 	mms_replay_t *r;
 	mms_log_t *log;
@@ -616,8 +598,9 @@ int main(int argc, char **argv)
 		mms_log_close(log);
 		return status;
 	}
-	r = open_replay(&o, log);
+	r = open_replay(&o, log, &pr);
 	show_init(&s, o.log, log, r);
+	s.progress = &pr;
 	s.json = o.json;
 	s.depth = (unsigned)o.depth;
 	s.top = (size_t)o.top;

@@ -336,7 +336,7 @@ static void cmd_report(struct session *ss, int argc, char **argv)
 		fail(ss, "no step %" PRIu64 ": the log has %" PRIu64 " step%s", n, steps, steps == 1 ? "" : "s");
 		return;
 	}
-	rc = mms_replay_step_report(s->r, n, &rep);
+	rc = show_step_replay(s, n, &rep);
 	if (rc) {
 		fail(ss, "cannot replay step %" PRIu64 ": %s", n, mms_strerror(rc));
 		return;

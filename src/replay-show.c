@@ -475,6 +475,21 @@ static const char *signed_bytes(int64_t v, char *buf, size_t len)
 	return buf;
 }
 
+int show_step_replay(struct show *s, uint64_t n, mms_step_report_t **out)
+{
+	char what[48];
+	int rc;
+
+	if (s->progress) {
+		snprintf(what, sizeof(what), "replaying step %" PRIu64 " of", n);
+		progress_start(s->progress, what, s->path);
+	}
+	rc = mms_replay_step_report(s->r, n, out);
+	if (s->progress)
+		progress_end(s->progress);
+	return rc;
+}
+
 void show_step_report(struct show *s, const mms_step_report_t *rep)
 {
 	const mms_where_t *w = &rep->at_end;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "msmemscope-replay.h"
+#include "progress.h"
 
 struct show {
 	FILE *out;
@@ -20,6 +21,7 @@ struct show {
 	int json;
 	unsigned depth;           /* frames printed per stack, 0 = all */
 	size_t top;               /* groups and launches listed, 0 = all */
+	struct progress *progress; /* the replay's progress line (its progress_ctx) */
 };
 
 void show_init(struct show *s, const char *path, mms_log_t *log, mms_replay_t *r);
@@ -37,6 +39,8 @@ void show_where(struct show *s);
 void show_block(struct show *s, const mms_block_t *b);
 /* Groups of live blocks by stack, under a title (text) or key (JSON). */
 void show_groups(struct show *s, const char *title, const mms_stack_group_t *g, size_t n);
+/* mms_replay_step_report() of step n, with the progress line. */
+int show_step_replay(struct show *s, uint64_t n, mms_step_report_t **out);
 /* The report of one step. */
 void show_step_report(struct show *s, const mms_step_report_t *rep);
 /* Stack id's frames, indented (text), or a JSON array. */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "analysis.h"
 #include "cli.h"
 #include "logwords.h"
 #include "replay-cli.h"
@@ -229,7 +230,7 @@ int replay_summary(const char *path, mms_log_t *log, int json)
 	int rc, status = 0;
 
 	mms_log_get_info(log, &info);
-	rc = mms_summarize(log, &sum);
+	rc = an_summarize(path, log, &sum);
 	if (rc && rc != MMS_ECORRUPT && rc != MMS_EORDER)
 		die(CLI_EXIT_FAILURE, "%s: cannot replay: %s", path, mms_strerror(rc));
 	if (json)

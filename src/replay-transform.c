@@ -13,6 +13,7 @@
 
 #include "analysis.h"
 #include "cli.h"
+#include "progress.h"
 #include "logwords.h"
 #include "replay-cli.h"
 
@@ -42,6 +43,8 @@ static void transform_usage(void)
 	       "  --temporary-allocations\n"
 	       "                     the same as --temporary-allocation-threshold=1\n"
 	       "  --title TEXT       flamegraph: the title line\n"
+	       "  -q, --quiet        no progress line (on a terminal, reading a log that lasts\n"
+	       "                     more than half a second says on stderr how far it got)\n"
 	       "  --help             print this help and exit\n"
 	       "\n"
 	       "A line on stderr names the file written with its figures. Exit status: 0 on\n"
@@ -84,6 +87,8 @@ static void parse_transform(int argc, char **argv, struct topts *o)
 				if (!*v)
 					die_usage("transform: --output wants a file name");
 				o->output = v;
+			} else if (cli_opt_flag(a, "--quiet") || !strcmp(a, "-q")) {
+				progress_quiet();
 			} else if (cli_opt_flag(a, "--force") || !strcmp(a, "-f")) {
 				o->t.out.overwrite = 1;
 			} else if (cli_opt_flag(a, "--leaks")) {

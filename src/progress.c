@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/* progress.c: the progress line of the command-line programs, see
+ * progress.h. */
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "progress.h"
+
+/* Work shorter than this prints nothing; then one redraw at most every
+ * PROGRESS_EVERY_NS. */
+#define PROGRESS_AFTER_NS 500000000ull
+#define PROGRESS_EVERY_NS 100000000ull
+
+/* -1: not decided yet; 0: off (--quiet, or stderr is not a terminal);
+ * 1: on. */
+static int enabled = -1;
+/* Columns of the line on the terminal now, 0: none drawn. */
+static int shown;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static bool is_on(void)
+{
+	if (enabled < 0)
+		enabled = isatty(STDERR_FILENO) == 1;
+	return enabled;
+}
+
+void progress_quiet(void)
+{
+	enabled = 0;
+}
+
+void progress_start(struct progress *p, const char *what, const char *path)
+{
+	snprintf(p->what, sizeof(p->what), "%s", what);
+	p->path = path;
+	p->drawn_ns = 0;
+	p->start_ns = is_on() ? now_ns() : 0;
+}
+
+/* An event count for people: "812", "45.6 k", "12.3 M", "1.2 G". */
+static const char *count(uint64_t n, char *buf, size_t cap)
+{
+	if (n < 10000)
+		snprintf(buf, cap, "%" PRIu64, n);
+	else if (n < 1000000)
+		snprintf(buf, cap, "%.1f k", (double)n / 1e3);
+	else if (n < 1000000000)
+		snprintf(buf, cap, "%.1f M", (double)n / 1e6);
+	else
+		snprintf(buf, cap, "%.1f G", (double)n / 1e9);
+	return buf;
+}
+
+/* The terminal's width, to keep the line on one row (a line that wraps
+ * cannot be redrawn with '\r'); 0 when unknown. */
+static int columns(void)
+{
+	struct winsize ws;
+
+	if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) || !ws.ws_col)
+		return 0;
+	return ws.ws_col;
+}
+
+int progress_update(void *ctx, uint64_t done, uint64_t total)
+{
+	struct progress *p = ctx;
+	char line[512], d[32], t[32];
+	uint64_t now;
+	int n, cols, pad;
+
+	if (!p->start_ns || !enabled)
+		return 0;
+	now = now_ns();
+	if (now - p->start_ns < PROGRESS_AFTER_NS || (p->drawn_ns && now - p->drawn_ns < PROGRESS_EVERY_NS))
+		return 0;
+	if (total < done)
+		total = done;
+	n = snprintf(line, sizeof(line), "%s: %s %s: %s of %s events (%" PRIu64 "%%)", cli_progname, p->what, p->path,
+		     count(done, d, sizeof(d)), count(total, t, sizeof(t)), total ? done * 100 / total : 100);
+	if (n < 0)
+		return 0;
+	if (n >= (int)sizeof(line))
+		n = (int)sizeof(line) - 1;
+	cols = columns();
+	if (cols && n > cols - 1)
+		n = cols - 1;
+	/* Spaces over what is left of a longer line drawn before. */
+	pad = shown > n ? shown - n : 0;
+	fprintf(stderr, "\r%.*s%*s", n, line, pad, "");
+	if (pad)
+		fprintf(stderr, "\r%.*s", n, line);
+	fflush(stderr);
+	shown = n;
+	p->drawn_ns = now;
+	return 0;
+}
+
+void progress_clear(void)
+{
+	if (!shown)
+		return;
+	fprintf(stderr, "\r%*s\r", shown, "");
+	fflush(stderr);
+	shown = 0;
+}
+
+void progress_end(struct progress *p)
+{
+	progress_clear();
+	p->start_ns = 0;
+	p->drawn_ns = 0;
+}

@@ -1,0 +1,91 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# progress.sh: the progress line of both programs: nothing on stderr when it
+# is not a terminal; on a pseudo-terminal (util-linux's script), lines
+# "reading LOG: X of Y events (N%)" redrawn with '\r' and erased at the end,
+# the answer on stdout the same as without a terminal; none with --quiet
+# or -q. The log (threads8, one thread) is made large enough that reading
+# it lasts 0.8 s or more, as the line waits half a second before it shows.
+. "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
+
+prog=$MMS_PROGS/threads8
+[ -x "$prog" ] || fail "not built: $prog"
+[ -x "$MMS_LAUNCHER" ] || fail "the launcher is not built: $MMS_LAUNCHER"
+
+ms() {
+	date +%s%3N
+}
+
+# plain: records big.mms with $blocks blocks and reads its summary without
+# a terminal: the summary on stdout, nothing on stderr; $t is its time.
+plain() {
+	rm -f big.mms big.mms.idx
+	record big.mms "$prog" 1 "$blocks" 0 >prog.out || fail "threads8 exited $? under the recorder"
+	t0=$(ms)
+	"$MMS_REPLAY" big.mms >plain.out 2>plain.err || fail "msmemscope-replay big.mms exited $?: $(cat plain.err)"
+	t=$(($(ms) - t0))
+	[ ! -s plain.err ] || fail "stderr is not a terminal, yet msmemscope-replay wrote to it: $(od -c plain.err | head)"
+}
+
+# The log grows until one summary lasts 0.8 s (a faster machine needs more).
+blocks=6000000
+plain
+while [ "$t" -lt 800 ] && [ "$blocks" -lt 64000000 ]; do
+	blocks=$((blocks * 2))
+	plain
+done
+note "$((blocks * 2)) events read in $t ms without a terminal: stderr empty"
+
+command -v script >/dev/null 2>&1 || skip "script (util-linux) is needed for a pseudo-terminal"
+SHELL=/bin/sh script -qfec true /dev/null </dev/null >/dev/null 2>&1 ||
+	skip "script cannot open a pseudo-terminal here"
+
+# tty CMD: runs the shell command CMD with stdin, stdout and stderr on a
+# pseudo-terminal (CMD redirects stdout itself); what reached the terminal
+# goes to tty.raw and, one line per '\r' or '\n', to tty.lines.
+tty() {
+	SHELL=/bin/sh script -qfec "$1" /dev/null </dev/null >tty.raw 2>tty.err ||
+		fail "on a terminal, '$1' exited $?: $(cat tty.err)"
+	tr '\r' '\n' <tty.raw >tty.lines
+}
+
+# The summary on a terminal: progress lines with a percentage, then an
+# erased line; stdout as without a terminal.
+t0=$(ms)
+tty "'$MMS_REPLAY' big.mms >tty.out"
+t=$(($(ms) - t0))
+if [ "$t" -lt 700 ] && ! grep -q '%)' tty.lines; then
+	# Faster this time than half a second and a little: no line, by
+	# design. Once more, on a log twice as large.
+	blocks=$((blocks * 2))
+	plain
+	t0=$(ms)
+	tty "'$MMS_REPLAY' big.mms >tty.out"
+	t=$(($(ms) - t0))
+fi
+cmp -s plain.out tty.out || fail "stdout on a terminal differs from stdout without one: $(diff plain.out tty.out)"
+re='^msmemscope-replay: reading big\.mms: [0-9.]* [kM]* *of [0-9.]* [kM]* *events ([0-9]*%)$'
+n=$(grep -c "$re" tty.lines || true)
+[ "$n" -ge 1 ] || fail "no progress line on the terminal: $(od -c tty.raw | head -20)"
+# None in the first half second, then ten a second at most.
+[ "$n" -le $(((t - 500) / 100 + 2)) ] || fail "$n progress lines in $t ms: more than ten a second"
+extra=$(grep -v "$re" tty.lines | grep -v '^ *$' || true)
+[ -z "$extra" ] || fail "the terminal shows more than progress lines: $extra"
+tail -c 1 tty.raw | od -c | grep -q '\\r' || fail "the progress line is not erased at the end: $(od -c tty.raw | tail -3)"
+note "on a terminal: $n progress lines in $t ms ($(grep "$re" tty.lines | tail -1)), erased; stdout unchanged"
+
+# --quiet: nothing on the terminal.
+tty "'$MMS_REPLAY' --quiet big.mms >quiet.out"
+cmp -s plain.out quiet.out || fail "stdout with --quiet differs"
+[ ! -s tty.raw ] || fail "--quiet on a terminal still printed: $(od -c tty.raw | head)"
+
+# The launcher's report reads the program's log with the same line, which
+# -q turns off; the report itself (stderr) is whole after it.
+tty "'$MMS_LAUNCHER' --output=out -- '$prog' 1 $blocks 0 >run.out"
+grep -q "^msmemscope: reading memscope_[0-9]*\.mms: .* events ([0-9]*%)$" tty.lines ||
+	fail "no progress line from msmemscope's report: $(head -c 2000 tty.lines)"
+grep -q "^  events  *[0-9]*  (SYSTEM" tty.lines || fail "the report is garbled after the progress line: $(cat tty.lines)"
+tty "'$MMS_LAUNCHER' -q --output=out -- '$prog' 1 $blocks 0 >run.out"
+! grep -q "events ([0-9]*%)" tty.lines || fail "msmemscope -q still shows progress: $(grep "%)" tty.lines)"
+grep -q "^  events  *[0-9]*  (SYSTEM" tty.lines || fail "msmemscope -q printed no report: $(cat tty.lines)"
+note "msmemscope: progress on a terminal, none with -q"
