@@ -1,9 +1,34 @@
 /* SPDX-License-Identifier: MIT */
 /* decode.c: decodes one record of a chunk, driven by a table of each tag's
- * field layout taken from replay/format.h. */
+ * field layout taken from common/format.h. */
 #include <string.h>
 
 #include "replay-int.h"
+
+/* Events carry the subtypes of the format's tags as they are: the public
+ * names of msmemscope/log.h are the same numbers. */
+#define SAME(a, b) ((int)(a) == (int)(b))
+_Static_assert(SAME(MMS_FN_MALLOC, MMS_ALLOC_MALLOC) && SAME(MMS_FN_CALLOC, MMS_ALLOC_CALLOC) &&
+		       SAME(MMS_FN_REALLOC, MMS_ALLOC_REALLOC) &&
+		       SAME(MMS_FN_POSIX_MEMALIGN, MMS_ALLOC_POSIX_MEMALIGN) &&
+		       SAME(MMS_FN_ALIGNED_ALLOC, MMS_ALLOC_ALIGNED_ALLOC) &&
+		       SAME(MMS_FN_MEMALIGN, MMS_ALLOC_MEMALIGN) && SAME(MMS_FN_VALLOC, MMS_ALLOC_VALLOC) &&
+		       SAME(MMS_FN_PVALLOC, MMS_ALLOC_PVALLOC),
+	       "enum mms_alloc_func is enum mms_alloc_fn");
+_Static_assert(SAME(MMS_FN_FREE, MMS_FREE_FREE) && SAME(MMS_FN_REALLOC_FREE, MMS_FREE_REALLOC),
+	       "enum mms_free_func is enum mms_free_fn");
+_Static_assert(SAME(MMS_ACC_UNKNOWN, MMS_ACCESS_UNKNOWN) && SAME(MMS_ACC_READ, MMS_ACCESS_READ) &&
+		       SAME(MMS_ACC_WRITE, MMS_ACCESS_WRITE),
+	       "enum mms_access_sub is enum mms_access_mode");
+_Static_assert(SAME(MMS_WATCH_API, MMS_WATCH_REGISTER) && SAME(MMS_WATCH_SUM_BEFORE, MMS_WATCH_BEFORE) &&
+		       SAME(MMS_WATCH_SUM_AFTER, MMS_WATCH_AFTER),
+	       "enum mms_watch_sub is enum mms_watch_phase");
+_Static_assert(SAME(MMS_SYS_INIT, MMS_SYSTEM_INIT) && SAME(MMS_SYS_FINI, MMS_SYSTEM_FINI) &&
+		       SAME(MMS_SYS_FORK, MMS_SYSTEM_FORK),
+	       "enum mms_system_sub is enum mms_system_phase");
+_Static_assert(SAME(MMS_RUNTIME_LIBC, MMS_RT_C) && SAME(MMS_RUNTIME_LIBCXX, MMS_RT_CXX) &&
+		       SAME(MMS_RUNTIME_TLS, MMS_RT_THREAD) && SAME(MMS_RUNTIME_STDIO, MMS_RT_STDIO),
+	       "enum mms_runtime is enum mms_runtime_kind");
 
 /* Field layout per tag byte: 'u' unsigned varint, 'a' zigzag address
  * delta, 's' string. NULL marks a tag this version does not know. */
