@@ -6,7 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay-int.h"
+#include "format.h"
+#include "msmemscope/error.h"
+#include "msmemscope/log.h"
+#include "base-int.h"
+#include "index-int.h"
+#include "iter-int.h"
+#include "map-int.h"
+#include "state-int.h"
 
 #define CKPT_MAGIC 0x4b43534dU /* "MSCK" */
 

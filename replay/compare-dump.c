@@ -12,7 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "msmemscope/error.h"
+#include "base-int.h"
 #include "compare-int.h"
+#include "export-int.h"
+#include "map-int.h"
 
 /* A reader of RFC 4180 records: fields may be quoted, and quoted fields
  * may hold commas, doubled quotes and line breaks. */

@@ -4,6 +4,7 @@
 #ifndef MMS_COMPARE_INT_H
 #define MMS_COMPARE_INT_H
 
+#include "msmemscope/compare.h"
 #include "export-int.h"
 
 struct cmp_launch {

@@ -13,8 +13,22 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "msmemscope/compare.h"
+#include "msmemscope/error.h"
+#include "msmemscope/log.h"
+#include "msmemscope/output.h"
+#include "msmemscope/pass.h"
+#include "msmemscope/replay.h"
+#include "base-int.h"
 #include "compare-int.h"
+#include "export-int.h"
+#include "map-int.h"
+#include "myers-int.h"
+#include "outfile-int.h"
 #include "pass-int.h"
+#include "state-int.h"
+#include "table-int.h"
+#include "track-int.h"
 
 /* Edits one search of the alignment explores before it settles for a good
  * split instead of the best one (see mms__myers()): the alignment is

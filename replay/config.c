@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* config.c: the recording configuration a log keeps (its "config" META
  * record), read with the one parser of common/conf.c. */
-#include "replay-int.h"
+#include "msmemscope/config.h"
+#include "msmemscope/error.h"
+#include "msmemscope/log.h"
+#include "base-int.h"
 
 MMS__EXPORT int mms_log_config(const mms_log_t *log, mms_config_t *cfg)
 {

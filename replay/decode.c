@@ -3,7 +3,9 @@
  * field layout taken from common/format.h. */
 #include <string.h>
 
-#include "replay-int.h"
+#include "format.h"
+#include "msmemscope/log.h"
+#include "decode-int.h"
 
 /* Events carry the subtypes of the format's tags as they are: the public
  * names of msmemscope/log.h are the same numbers. */

@@ -9,7 +9,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "msmemscope/analysis.h"
+#include "msmemscope/error.h"
+#include "msmemscope/log.h"
+#include "msmemscope/pass.h"
+#include "msmemscope/replay.h"
+#include "base-int.h"
+#include "index-int.h"
+#include "map-int.h"
 #include "pass-int.h"
+#include "state-int.h"
 
 /* What blocks without an owner tag are filed under. */
 #define NO_OWNER "(no owner)"

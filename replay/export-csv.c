@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base-int.h"
 #include "export-int.h"
 
 /* Bytes gathered before a write(). */

@@ -10,7 +10,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "msmemscope/export.h"
+#include "msmemscope/log.h"
+#include "msmemscope/pass.h"
+#include "msmemscope/replay.h"
+#include "msmemscope/symbolize.h"
 #include "export-int.h"
+#include "log-int.h"
+#include "map-int.h"
+#include "outfile-int.h"
+#include "pass-int.h"
+#include "track-int.h"
 
 #define DB_MAX_FRAMES 64
 

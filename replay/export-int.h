@@ -11,7 +11,17 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "msmemscope/analysis.h"
+#include "msmemscope/export.h"
+#include "msmemscope/log.h"
+#include "msmemscope/pass.h"
+#include "msmemscope/replay.h"
+#include "msmemscope/symbolize.h"
+#include "map-int.h"
+#include "outfile-int.h"
 #include "pass-int.h"
+#include "state-int.h"
+#include "track-int.h"
 
 /* --- text buffer ----------------------------------------------------------- */
 

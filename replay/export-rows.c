@@ -12,7 +12,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "format.h"
+#include "msmemscope/analysis.h"
+#include "msmemscope/error.h"
+#include "msmemscope/export.h"
+#include "msmemscope/log.h"
+#include "msmemscope/pass.h"
+#include "msmemscope/replay.h"
+#include "msmemscope/symbolize.h"
+#include "analysis-int.h"
+#include "base-int.h"
 #include "export-int.h"
+#include "log-int.h"
+#include "map-int.h"
+#include "outfile-int.h"
+#include "pass-int.h"
+#include "state-int.h"
+#include "track-int.h"
 
 /* Frames one address may expand to (inlined functions); as symbolize.c. */
 #define XPASS_MAX_FRAMES 64

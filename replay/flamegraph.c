@@ -9,6 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "msmemscope/export.h"
+#include "msmemscope/symbolize.h"
+#include "base-int.h"
+#include "export-int.h"
+#include "map-int.h"
 #include "transform-int.h"
 
 #define FG_WIDTH 1200.0

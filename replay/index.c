@@ -11,7 +11,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "format.h"
+#include "msmemscope/error.h"
+#include "msmemscope/log.h"
+#include "msmemscope/pass.h"
+#include "msmemscope/replay.h"
+#include "base-int.h"
+#include "index-int.h"
+#include "outfile-int.h"
 #include "pass-int.h"
+#include "state-int.h"
+#include "track-int.h"
 
 #define INDEX_MAGIC "MMSINDEX"
 #define INDEX_VERSION 3

@@ -10,7 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "msmemscope/analysis.h"
+#include "msmemscope/error.h"
+#include "msmemscope/log.h"
+#include "msmemscope/pass.h"
+#include "msmemscope/replay.h"
+#include "analysis-int.h"
+#include "base-int.h"
 #include "pass-int.h"
+#include "state-int.h"
+#include "table-int.h"
 
 #define IDLE_THRESHOLD_DEFAULT 3000
 

@@ -12,7 +12,15 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "replay-int.h"
+#include "format.h"
+#include "msmemscope/error.h"
+#include "msmemscope/log.h"
+#include "msmemscope/replay.h"
+#include "base-int.h"
+#include "index-int.h"
+#include "log-int.h"
+#include "map-int.h"
+#include "state-int.h"
 
 /* Parents of parents are followed this far (a shell's subshells nest a
  * few levels); a longer chain leaves the blocks unknown. */

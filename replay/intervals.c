@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay-int.h"
+#include "base-int.h"
+#include "intervals-int.h"
 
 void mms__ivset_free(struct mms__ivset *s)
 {

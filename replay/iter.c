@@ -7,7 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay-int.h"
+#include "format.h"
+#include "msmemscope/error.h"
+#include "msmemscope/log.h"
+#include "base-int.h"
+#include "decode-int.h"
+#include "iter-int.h"
+#include "log-int.h"
+#include "state-int.h"
 
 /* How far (in events of its thread) a second cursor runs ahead of each
  * thread's to ask for the heap state's cache lines: the live-block

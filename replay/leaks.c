@@ -6,7 +6,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "msmemscope/analysis.h"
+#include "msmemscope/error.h"
+#include "msmemscope/log.h"
+#include "msmemscope/pass.h"
+#include "msmemscope/replay.h"
+#include "analysis-int.h"
+#include "base-int.h"
+#include "map-int.h"
 #include "pass-int.h"
+#include "state-int.h"
+#include "track-int.h"
 
 /* A block of step >= 2 followed until its step's successor ends: only
  * the blocks of the last two steps are ever followed. Kept small (the

@@ -12,7 +12,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "replay-int.h"
+#include "format.h"
+#include "msmemscope/error.h"
+#include "msmemscope/log.h"
+#include "base-int.h"
+#include "decode-int.h"
+#include "log-int.h"
+#include "map-int.h"
 
 #define CHUNK_HDR sizeof(struct mms_chunk_header)
 

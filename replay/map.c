@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* map.c: a flat open-addressing hash map from uint64_t to uint64_t, used
  * for the live-block tables and the log's id tables (lookups are inline in
- * replay-int.h). */
+ * map-int.h). */
 #include <stddef.h>
 #include <stdlib.h>
 
-#include "replay-int.h"
+#include "map-int.h"
+#include "table-int.h"
 
 #define MAP_MIN_BITS 6u
 #define MAP_CACHED ((size_t)2 << 20) /* bytes of entries that stay in the caches */

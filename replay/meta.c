@@ -5,7 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay-int.h"
+#include "format.h"
+#include "msmemscope/error.h"
+#include "msmemscope/log.h"
+#include "base-int.h"
+#include "decode-int.h"
+#include "log-int.h"
+#include "map-int.h"
 
 /* Copies len bytes and a NUL into the arena; returns the offset or
  * (size_t)-1 when out of memory. Offsets stay valid as the arena grows. */

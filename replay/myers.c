@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "replay-int.h"
+#include "myers-int.h"
 
 struct myers {
 	const uint32_t *a, *b;

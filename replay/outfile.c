@@ -12,7 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "replay-int.h"
+#include "msmemscope/error.h"
+#include "outfile-int.h"
 
 int mms__write_all(int fd, const void *p, size_t n)
 {

@@ -6,7 +6,16 @@
 #ifndef MMS_PASS_INT_H
 #define MMS_PASS_INT_H
 
-#include "replay-int.h"
+#include "msmemscope/analysis.h"
+#include "msmemscope/error.h"
+#include "msmemscope/log.h"
+#include "msmemscope/pass.h"
+#include "msmemscope/replay.h"
+#include "msmemscope/summary.h"
+#include "base-int.h"
+#include "map-int.h"
+#include "state-int.h"
+#include "track-int.h"
 
 struct mms__sub;
 

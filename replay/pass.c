@@ -9,7 +9,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "msmemscope/error.h"
+#include "msmemscope/log.h"
+#include "msmemscope/pass.h"
+#include "msmemscope/replay.h"
+#include "msmemscope/summary.h"
+#include "base-int.h"
+#include "index-int.h"
+#include "iter-int.h"
+#include "map-int.h"
 #include "pass-int.h"
+#include "state-int.h"
+#include "track-int.h"
 
 /* Events between two calls of the progress callback. */
 #define PASS_PROGRESS_EVERY ((uint64_t)1 << 16)

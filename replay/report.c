@@ -6,7 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "msmemscope/error.h"
+#include "msmemscope/log.h"
+#include "msmemscope/pass.h"
+#include "msmemscope/replay.h"
+#include "analysis-int.h"
+#include "base-int.h"
+#include "map-int.h"
 #include "pass-int.h"
+#include "state-int.h"
+#include "track-int.h"
 
 /* --- grouping blocks by stack ---------------------------------------------------- */
 

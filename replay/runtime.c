@@ -4,7 +4,11 @@
  * "runtime_live" and "freeres"): blocks that are not the program's leaks. */
 #include <string.h>
 
-#include "replay-int.h"
+#include "format.h"
+#include "msmemscope/log.h"
+#include "base-int.h"
+#include "log-int.h"
+#include "state-int.h"
 
 _Static_assert((int)MMS_RUNTIME_LIBC == (int)MMS_RT_C && (int)MMS_RUNTIME_LIBCXX == (int)MMS_RT_CXX &&
 		       (int)MMS_RUNTIME_TLS == (int)MMS_RT_THREAD && (int)MMS_RUNTIME_STDIO == (int)MMS_RT_STDIO,

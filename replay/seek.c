@@ -7,7 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "msmemscope/error.h"
+#include "msmemscope/log.h"
+#include "msmemscope/replay.h"
+#include "base-int.h"
+#include "index-int.h"
+#include "iter-int.h"
 #include "pass-int.h"
+#include "state-int.h"
 
 struct mms_replay {
 	mms_log_t *log;

@@ -6,7 +6,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay-int.h"
+#include "format.h"
+#include "msmemscope/error.h"
+#include "msmemscope/log.h"
+#include "msmemscope/replay.h"
+#include "msmemscope/summary.h"
+#include "base-int.h"
+#include "intervals-int.h"
+#include "log-int.h"
+#include "map-int.h"
+#include "state-int.h"
+#include "table-int.h"
 
 static void map_ref(void *ctx, uint64_t slot, int delta);
 

@@ -3,7 +3,10 @@
 #include <errno.h>
 #include <string.h>
 
-#include "replay-int.h"
+#include "format.h"
+#include "msmemscope/error.h"
+#include "msmemscope/log.h"
+#include "base-int.h"
 
 MMS__EXPORT const char *mms_strerror(int err)
 {

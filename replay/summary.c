@@ -3,7 +3,13 @@
  * allocations, frees, bytes, peaks, threads and steps. */
 #include <string.h>
 
+#include "msmemscope/error.h"
+#include "msmemscope/log.h"
+#include "msmemscope/pass.h"
+#include "msmemscope/summary.h"
+#include "base-int.h"
 #include "pass-int.h"
+#include "state-int.h"
 
 struct inherited_ctx {
 	const struct mms__state *st;

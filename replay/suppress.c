@@ -10,7 +10,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "replay-int.h"
+#include "msmemscope/analysis.h"
+#include "msmemscope/error.h"
+#include "msmemscope/log.h"
+#include "msmemscope/symbolize.h"
+#include "analysis-int.h"
+#include "base-int.h"
+#include "log-int.h"
+#include "map-int.h"
 
 #define MAX_IPS 256
 #define MAX_INLINED 16

@@ -12,7 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay-int.h"
+#include "msmemscope/error.h"
+#include "msmemscope/log.h"
+#include "msmemscope/symbolize.h"
+#include "base-int.h"
+#include "map-int.h"
 
 /* Frames one address can expand to: the function holding it and the
  * functions inlined into it. Deeper inline chains are cut at the inside. */

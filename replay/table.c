@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "replay-int.h"
+#include "table-int.h"
 
 #define TABLE_HUGE ((size_t)2 << 20)
 

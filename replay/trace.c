@@ -9,7 +9,19 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "msmemscope/analysis.h"
+#include "msmemscope/error.h"
+#include "msmemscope/log.h"
+#include "msmemscope/output.h"
+#include "msmemscope/pass.h"
+#include "msmemscope/replay.h"
+#include "msmemscope/symbolize.h"
+#include "base-int.h"
+#include "intervals-int.h"
+#include "log-int.h"
+#include "outfile-int.h"
 #include "pass-int.h"
+#include "state-int.h"
 
 /* --- a buffered writer over an output file -------------------------------- */
 

@@ -7,7 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay-int.h"
+#include "msmemscope/log.h"
+#include "base-int.h"
+#include "state-int.h"
+#include "table-int.h"
+#include "track-int.h"
 
 void mms__counts_add(struct mms__counts *c, int alloc, uint64_t size)
 {

@@ -5,7 +5,14 @@
 #ifndef MMS_TRANSFORM_INT_H
 #define MMS_TRANSFORM_INT_H
 
+#include "msmemscope/export.h"
+#include "msmemscope/log.h"
+#include "msmemscope/symbolize.h"
 #include "export-int.h"
+#include "map-int.h"
+#include "outfile-int.h"
+#include "pass-int.h"
+#include "state-int.h"
 
 /* Frames one address may expand to (inlined functions); as symbolize.c. */
 #define MMS__XF_MAX_FRAMES 64

@@ -10,6 +10,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "msmemscope/export.h"
+#include "msmemscope/log.h"
+#include "msmemscope/symbolize.h"
+#include "base-int.h"
+#include "export-int.h"
+#include "log-int.h"
+#include "map-int.h"
+#include "outfile-int.h"
+#include "pass-int.h"
+#include "state-int.h"
 #include "transform-int.h"
 
 /* The allocator of a block, as an index: HOST functions 0..7, mmap 8,

@@ -20,7 +20,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "format.h"
+#include "msmemscope/analysis.h"
+#include "msmemscope/error.h"
+#include "msmemscope/log.h"
+#include "msmemscope/pass.h"
+#include "base-int.h"
+#include "outfile-int.h"
 #include "pass-int.h"
+#include "state-int.h"
+#include "track-int.h"
 
 #define OPEN_MAX 16 /* launches open at once on one block (nesting, threads) */
 

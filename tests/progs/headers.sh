@@ -3,8 +3,9 @@
 # headers.sh: every public header compiles on its own, first in its
 # translation unit, as strict C11 (-std=c11 -pedantic -Wall -Wextra
 # -Werror) and as C++; the umbrella msmemscope-replay.h includes every
-# header of include/msmemscope/; and no public header includes an
-# internal one or names the library's internals (mms__*).
+# header of include/msmemscope/; no public header includes an internal
+# one or names the library's internals (mms__*); and each internal
+# header of replay/ compiles on its own.
 set -eu
 : "${top_srcdir:?run this test through make check}"
 : "${top_builddir:?run this test through make check}"
@@ -47,3 +48,16 @@ for h in "$inc"/msmemscope.h "$inc"/msmemscope-replay.h "$inc"/msmemscope-config
 done
 [ "$n" -ge 12 ] || fail "only $n public headers found"
 note "$n public headers compile alone as C11${cxx:+ and C++}"
+
+# The replay library's internal headers, one per module, compile alone
+# too (as GNU C11, the library's dialect).
+m=0
+for h in "$top_srcdir"/replay/*-int.h; do
+	name=${h#"$top_srcdir"/}
+	printf '#include "%s"\n' "${h##*/}" >one.c
+	$cc -std=gnu11 -Wall -Wextra -Werror -fsyntax-only -I"$inc" -I"$top_srcdir/common" \
+		-I"$top_srcdir/replay" -I"$top_builddir" one.c || fail "$name does not compile alone"
+	m=$((m + 1))
+done
+[ "$m" -ge 10 ] || fail "only $m internal headers found"
+note "$m internal headers of replay/ compile alone"

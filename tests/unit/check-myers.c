@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay-int.h"
+#include "myers-int.h"
 
 /* Checks that match pairs equal ids in increasing order; returns the
  * number of pairs. */
