@@ -52,11 +52,12 @@ note "$n public headers compile alone as C11${cxx:+ and C++}"
 # The replay library's internal headers, one per module, compile alone
 # too (as GNU C11, the library's dialect).
 m=0
-for h in "$top_srcdir"/replay/*-int.h; do
+for h in "$top_srcdir"/replay/*/*-int.h; do
 	name=${h#"$top_srcdir"/}
 	printf '#include "%s"\n' "${h##*/}" >one.c
 	$cc -std=gnu11 -Wall -Wextra -Werror -fsyntax-only -I"$inc" -I"$top_srcdir/common" \
-		-I"$top_srcdir/replay" -I"$top_builddir" one.c || fail "$name does not compile alone"
+		-I"$top_srcdir/replay/core" -I"$top_srcdir/replay/analyses" -I"$top_srcdir/replay/exports" \
+		-I"$top_builddir" one.c || fail "$name does not compile alone"
 	m=$((m + 1))
 done
 [ "$m" -ge 10 ] || fail "only $m internal headers found"
