@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* conf.h: the recording configuration's one table of keys (conf.c), behind
- * the functions of msmemscope-config.h. conf.c is compiled into the
+ * the functions of msmemscope/config.h. conf.c is compiled into the
  * recorder (its copies hidden there) and into the replay library, which
  * exports the functions; the launcher and the gdb side call them there. */
 #ifndef MMS_CONF_H
@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "msmemscope-config.h"
+#include "msmemscope/config.h"
 
 /* How a key's value is read and written. */
 enum mms_conf_type {

@@ -14,7 +14,7 @@
 
 #include "format.h"
 #include "gdbif.h"
-#include "msmemscope-config.h"
+#include "msmemscope/config.h"
 
 #define MMS_HIDDEN __attribute__((visibility("hidden")))
 #define MMS_EXPORT __attribute__((visibility("default")))
@@ -71,7 +71,7 @@ struct mms_thread {
 	struct mms_unw *unw;
 };
 
-/* The recording configuration (msmemscope-config.h), read from the
+/* The recording configuration (msmemscope/config.h), read from the
  * environment at start-up (hooks.c) and fixed from then on. */
 extern mms_config_t mms__config MMS_HIDDEN;
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* an-trace.c: the printers of the GPU-trace scripts' three analyses,
- * watermark, usage and leakage (replay/trace.c computes them): a report
+ * watermark, usage and leakage (replay/analyses/trace.c computes them): a report
  * for people or one JSON object, and the scripts' TSV files. */
 #include "config.h"
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* an-watch.c: prints the watch analysis (replay/watch.c): per watched
+/* an-watch.c: prints the watch analysis (replay/analyses/watch.c): per watched
  * block the first launch that changed it and all the launches that did,
  * and writes msMemScope's checksum CSV into {outdir}/watch_dump/. */
 #include "config.h"

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "msmemscope-config.h"
+#include "msmemscope/config.h"
 
 #define HOOKS_SO "libmsmemscope-hooks.so"
 
@@ -16,7 +16,7 @@ enum log_level { LOG_INFO = MMS_CONFIG_LOG_INFO, LOG_WARN = MMS_CONFIG_LOG_WARN,
 
 struct opts {
 	/* The recording options: the configuration written into
-	 * MSMEMSCOPE_CONFIG (msmemscope-config.h). */
+	 * MSMEMSCOPE_CONFIG (msmemscope/config.h). */
 	mms_config_t rec;
 	bool events_set;     /* --events given */
 	char *output;    /* allocated */

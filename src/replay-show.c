@@ -46,8 +46,16 @@ const char *show_mem_name(unsigned mem)
 /* The function behind a memory event: malloc, realloc, munmap, ... */
 const char *show_fn_name(const mms_event_t *ev)
 {
-	static const char *const allocs[] = { "malloc", "calloc", "realloc", "posix_memalign",
-					      "aligned_alloc", "memalign", "valloc", "pvalloc" };
+	static const char *const allocs[] = {
+		[MMS_FN_MALLOC] = "malloc",
+		[MMS_FN_CALLOC] = "calloc",
+		[MMS_FN_REALLOC] = "realloc",
+		[MMS_FN_POSIX_MEMALIGN] = "posix_memalign",
+		[MMS_FN_ALIGNED_ALLOC] = "aligned_alloc",
+		[MMS_FN_MEMALIGN] = "memalign",
+		[MMS_FN_VALLOC] = "valloc",
+		[MMS_FN_PVALLOC] = "pvalloc",
+	};
 
 	if (ev->mem == MMS_MEM_MMAP)
 		return ev->kind == MMS_EV_MALLOC ? "mmap" : "munmap";
@@ -55,27 +63,29 @@ const char *show_fn_name(const mms_event_t *ev)
 		return ev->kind == MMS_EV_MALLOC ? "pool_alloc" : "pool_free";
 	if (ev->kind == MMS_EV_MALLOC)
 		return ev->sub < sizeof(allocs) / sizeof(*allocs) ? allocs[ev->sub] : "alloc";
-	return ev->sub == 1 ? "realloc" : "free";
+	return ev->sub == MMS_FN_REALLOC_FREE ? "realloc" : "free";
 }
 
 static const char *sub_name(const mms_event_t *ev)
 {
 	switch (ev->kind) {
 	case MMS_EV_SYSTEM:
-		return ev->sub == 2 ? "FORK" : ev->sub ? "FINI" : "INIT";
+		return ev->sub == MMS_SYS_FORK ? "FORK" : ev->sub != MMS_SYS_INIT ? "FINI" : "INIT";
 	case MMS_EV_MALLOC:
 	case MMS_EV_FREE:
 		return show_fn_name(ev);
 	case MMS_EV_ACCESS:
-		return ev->sub == 1 ? "READ" : ev->sub == 2 ? "WRITE" : "UNKNOWN";
+		return ev->sub == MMS_ACC_READ ? "READ" : ev->sub == MMS_ACC_WRITE ? "WRITE" : "UNKNOWN";
 	case MMS_EV_OP_LAUNCH:
-		return ev->sub ? "end" : "begin";
+		return ev->sub != MMS_OP_START ? "end" : "begin";
 	case MMS_EV_MSTX:
-		return ev->sub == 1 ? "range_start" : ev->sub == 2 ? "range_end" : "mark";
+		return ev->sub == MMS_MSTX_RANGE_START ? "range_start"
+		       : ev->sub == MMS_MSTX_RANGE_END ? "range_end"
+						       : "mark";
 	case MMS_EV_OWNER:
-		return ev->sub ? "pop" : "push";
+		return ev->sub != MMS_OWNER_PUSH ? "pop" : "push";
 	case MMS_EV_COLLECT:
-		return ev->sub ? "start" : "stop";
+		return ev->sub != MMS_COLLECT_STOP ? "start" : "stop";
 	default:
 		return "";
 	}
@@ -224,14 +234,14 @@ static void event_text(struct show *s, const mms_event_t *ev, const mms_block_t 
 		fprintf(s->out, " 0x%" PRIx64 " %" PRIu64 " bytes", ev->addr, ev->size);
 		if (ev->name)
 			fprintf(s->out, " '%s'", ev->name);
-		if (ev->kind == MMS_EV_WATCH && ev->sub)
+		if (ev->kind == MMS_EV_WATCH && ev->sub != MMS_WATCH_API)
 			fprintf(s->out, " out %" PRIu64 " %s launch %" PRIu64 ": %016" PRIx64, ev->used,
-				ev->sub == 2 ? "after" : "before", ev->total, ev->flags);
+				ev->sub == MMS_WATCH_SUM_AFTER ? "after" : "before", ev->total, ev->flags);
 		if (has_block)
 			fprintf(s->out, " (allocation %" PRIu64 ")", b->alloc_id);
 		break;
 	case MMS_EV_MSTX:
-		if (ev->sub)
+		if (ev->sub != MMS_MSTX_MARK)
 			fprintf(s->out, " id %" PRIu64, ev->range_id);
 		/* fall through */
 	default:
@@ -287,7 +297,7 @@ static void event_json(struct show *s, const mms_event_t *ev, const mms_block_t 
 		fputs(",\"name\":", s->out);
 		json_str(s, ev->name);
 	}
-	if (ev->kind == MMS_EV_MSTX && ev->sub)
+	if (ev->kind == MMS_EV_MSTX && ev->sub != MMS_MSTX_MARK)
 		fprintf(s->out, ",\"range_id\":%" PRIu64, ev->range_id);
 	if (ev->mem == MMS_MEM_POOL)
 		fprintf(s->out, ",\"total\":%" PRIu64 ",\"used\":%" PRIu64, ev->total, ev->used);

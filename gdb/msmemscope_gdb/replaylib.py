@@ -74,7 +74,7 @@ class ConfigWatch(ctypes.Structure):
 
 
 class Config(ctypes.Structure):
-    """mms_config_t (include/msmemscope-config.h): the recording
+    """mms_config_t (include/msmemscope/config.h): the recording
     configuration a log keeps."""
     _fields_ = [("call_stack", u32), ("events", u32), ("deferred", c_int), ("nsteps", u32),
                 ("steps", u32 * CONFIG_STEPS_MAX), ("follow_exec", c_int), ("log_level", c_int), ("freeres", c_int),

@@ -9,7 +9,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "replay-int.h"
+#include "msmemscope/compare.h"
+#include "msmemscope/error.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

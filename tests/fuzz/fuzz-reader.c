@@ -6,7 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay-int.h"
+#include "msmemscope/analysis.h"
+#include "msmemscope/compare.h"
+#include "msmemscope/error.h"
+#include "msmemscope/log.h"
+#include "msmemscope/pass.h"
+#include "msmemscope/replay.h"
+#include "msmemscope/summary.h"
+#include "log-int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -20,7 +20,7 @@ CHUNK_HDR = 16
 CHUNK_MAGIC = 0x4B4E4843
 
 # Field layouts per tag: u varint, a address delta (zigzag), s string.
-# Read from the reader's own table (replay/decode.c, with the values of
+# Read from the reader's own table (replay/core/decode.c, with the values of
 # common/format.h), so that a tag added there is known here too. SEGMENT
 # (0x01) has no stamp delta and is handled apart.
 TOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -35,7 +35,7 @@ def read_layouts():
     def value(expr):
         return sum(names[n.strip()] for n in expr.split("+"))
 
-    table = open(os.path.join(TOP, "replay", "decode.c")).read()
+    table = open(os.path.join(TOP, "replay", "core", "decode.c")).read()
     table = table[table.index("layouts[256]"):]
     table = table[:table.index("};")]
     layouts = {}
@@ -101,7 +101,7 @@ def read_records(data, chunk_size, nchunks):
                 threads.setdefault(thread, [])
                 continue
             if tag not in LAYOUTS:
-                sys.exit(f"chunk {k}: record tag 0x{tag:02x} is not in replay/decode.c's table")
+                sys.exit(f"chunk {k}: record tag 0x{tag:02x} is not in replay/core/decode.c's table")
             d, i = get_u(b, i)
             stamp += d
             fields = []

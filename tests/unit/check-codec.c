@@ -7,7 +7,9 @@
 #include <string.h>
 
 #include "crc64-clmul.h"
-#include "replay-int.h"
+#include "format.h"
+#include "intervals-int.h"
+#include "map-int.h"
 
 START_TEST(test_varint_roundtrip)
 {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* check-compare.c: unit tests of compare (replay/compare.c) through the
+/* check-compare.c: unit tests of compare (replay/analyses/compare.c) through the
  * public API, over small dump CSVs written here: what a launch's bytes
  * are (its thread, nested launches, frees without a size), where a
  * kernel launch's bytes end, the order of the rows, the CSV written, and

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* check-inherit.c: unit tests of a fork child's start (replay/inherit.c)
+/* check-inherit.c: unit tests of a fork child's start (replay/core/inherit.c)
  * over synthetic parent and child logs built with logbuild: the blocks it
  * inherits, their stacks and origin, seeks and the index, a chain of
  * parents, and every way the parent's log can fail to say. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* check-myers.c: unit tests of the Myers alignment (replay/myers.c) that
+/* check-myers.c: unit tests of the Myers alignment (replay/analyses/myers.c) that
  * compare uses: valid pairings always, optimal ones (a longest common
  * subsequence, checked by dynamic programming) without a cost bound,
  * hand-made cases, and long sequences with few edits (searches bounded in cost). */
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay-int.h"
+#include "myers-int.h"
 
 /* Checks that match pairs equal ids in increasing order; returns the
  * number of pairs. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* check-trace.c: unit tests of the watermark, usage and leakage pass
- * (replay/trace.c) over synthetic logs: the first moment of the peak,
+ * (replay/analyses/trace.c) over synthetic logs: the first moment of the peak,
  * blocks and mapping pieces freed after it, kinds, and the usage file. */
 #include <check.h>
 #include <errno.h>

@@ -1,0 +1,392 @@
+/* SPDX-License-Identifier: MIT */
+/* msmemscope/analysis.h: the analyses of a log: decompose, inefficient memory, leaks and
+ * suppressions, the GPU-trace scripts' reports (watermark, usage,
+ * leakage), and the watch sums. */
+#ifndef MSMEMSCOPE_API_ANALYSIS_H
+#define MSMEMSCOPE_API_ANALYSIS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "msmemscope/log.h"
+#include "msmemscope/output.h"
+#include "msmemscope/pass.h"
+#include "msmemscope/replay.h"
+#include "msmemscope/summary.h"
+#include "msmemscope/symbolize.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* --- decompose (decompose.c) ---------------------------------------------
+ * Live bytes as a tree: the memory kind first ("HOST", "MMAP", or a pool's
+ * name; "POOL" for an unnamed pool), then one level per '@'-separated tag
+ * of the blocks' owner (msmemscope_owner_push), with "(no owner)" for
+ * blocks that have none. */
+typedef struct mms_decompose_node {
+	const char *name;         /* kind, pool, owner tag, or "(no owner)" */
+	unsigned depth;           /* 0: kind or pool; 1, 2, ...: owner levels */
+	uint64_t bytes, blocks;   /* the node and everything below it */
+	uint64_t self_bytes, self_blocks; /* blocks whose owner ends at this node */
+} mms_decompose_node_t;
+
+typedef struct mms_decompose_tree {
+	uint64_t position;        /* events applied (see mms_where_t) */
+	uint64_t bytes, blocks;   /* all live blocks */
+	mms_decompose_node_t *nodes; /* in pre-order: each node, then its children,
+	                             largest bytes first (then by name) */
+	size_t n;
+} mms_decompose_tree_t;
+
+/* Decomposes the live blocks at the replay's position. Returns 0 and sets
+ * *out (free it with mms_decompose_tree_free(); its strings are its own),
+ * or a negative code. */
+int mms_decompose_replay(const mms_replay_t *r, mms_decompose_tree_t **out);
+void mms_decompose_tree_free(mms_decompose_tree_t *d);
+
+/* Options of the decompose analysis; zero (or NULL) means the default. */
+typedef struct mms_decompose_options {
+	int end_only;             /* 1: the end only, no peak */
+} mms_decompose_options_t;
+
+/* The live blocks of a log at its end and at its peak (the first position
+ * where the live bytes of all kinds together were highest). */
+typedef struct mms_decompose {
+	mms_decompose_tree_t *end;  /* a damaged log ends where its readable events end */
+	mms_decompose_tree_t *peak; /* NULL with end_only */
+	int status;               /* 0, or the error that stopped this analysis */
+} mms_decompose_t;
+
+/* Decomposes the log the pass reads. The groups are followed on the way:
+ * memory follows the live blocks and the groups; a second read of the log
+ * up to the peak happens only when an event before the peak replaced
+ * blocks unseen (a mapping over others, an munmap, an address handed out
+ * while live). Returns 0 and sets *out, filled once mms_pass_run()
+ * returned (free it with mms_decompose_free()), or a negative code. */
+int mms_decompose_add(mms_pass_t *p, const mms_decompose_options_t *opt, mms_decompose_t **out);
+/* The same in a pass of its own. */
+int mms_decompose_run(mms_log_t *log, const mms_decompose_options_t *opt, mms_decompose_t **out);
+void mms_decompose_free(mms_decompose_t *d);
+
+/* --- inefficient memory (inefficient.c) -----------------------------------
+ * msMemScope's rules over operator-launch indices. A counter advances at
+ * each operator launch (OP_LAUNCH begin, any thread); a MALLOC, FREE or
+ * ACCESS on a thread running no operator advances it too, as an operator
+ * of its own. An event's operator is the innermost launch running on its
+ * thread. When a launch ends, it becomes lastMallocOp if it allocated, and
+ * lastFreeOp if it freed (a lone memory event at once).
+ *  - early_allocation: at the block's first access in another operator
+ *    than its allocation's, mallocOp < lastFreeOp < that access's op.
+ *  - late_deallocation: at its free, the block's last event was an access
+ *    in another operator, and lastAccessOp < lastMallocOp < the free's op.
+ *  - temporary_idleness: two consecutive accesses to the block more than
+ *    idle_threshold operators apart, for blocks of min_size bytes or more.
+ * Accesses come from msmemscope_access() (record with events=access). */
+enum mms_inefficient_type {
+	MMS_INEFF_EARLY_ALLOCATION = 1u << 0,
+	MMS_INEFF_LATE_DEALLOCATION = 1u << 1,
+	MMS_INEFF_TEMPORARY_IDLENESS = 1u << 2,
+};
+#define MMS_INEFF_TYPES 3
+
+typedef struct mms_inefficient_options {
+	uint64_t idle_threshold;  /* operators between two accesses; 0: 3000 */
+	uint64_t min_size;        /* temporary_idleness: smallest block, bytes */
+	size_t keep;              /* blocks kept in the result (the largest); 0: all */
+	int tags;                 /* 1: also note every flagged block's types for
+	                             mms_export_options_t.inefficient (four bits per
+	                             allocation of the log) */
+} mms_inefficient_options_t;
+
+/* A block found inefficient, with the operator indices that made it so. */
+typedef struct mms_inefficient_block {
+	mms_block_t block;        /* free_event UINT64_MAX: live at the end */
+	unsigned types;           /* enum mms_inefficient_type bits */
+	uint64_t malloc_op;       /* operator of the allocation */
+	uint64_t first_access_op; /* first access in another operator, 0 = none */
+	uint64_t free_op;         /* operator of the free, 0 = live at the end */
+	uint64_t early_free_op;   /* early_allocation: lastFreeOp then */
+	uint64_t late_access_op, late_malloc_op; /* late_deallocation: lastAccessOp, lastMallocOp */
+	uint64_t idle_from_op, idle_to_op; /* temporary_idleness: the two accesses */
+} mms_inefficient_block_t;
+
+typedef struct mms_inefficient {
+	uint64_t ops;             /* the counter at the end */
+	uint64_t launches;        /* operator launches among them (the rest: memory
+	                             events outside any operator) */
+	uint64_t accesses;        /* ACCESS events in the log */
+	uint64_t idle_threshold, min_size; /* as applied */
+	uint64_t flagged;         /* blocks of one type or more */
+	uint64_t count[MMS_INEFF_TYPES]; /* blocks of each type, by bit number */
+	uint64_t bytes[MMS_INEFF_TYPES]; /* their bytes */
+	mms_inefficient_block_t *blocks; /* the flagged blocks kept (all, or the
+	                             opt->keep largest): larger first, then in
+	                             allocation order */
+	size_t n;
+	int status;               /* 0, or the error that stopped this analysis */
+} mms_inefficient_t;
+
+/* Runs the rules over the log the pass reads (opt may be NULL for the
+ * defaults). Returns 0 and sets *out, filled once mms_pass_run() returned
+ * (free it with mms_inefficient_free(); its strings live until then, the
+ * log's until mms_log_close()), or a negative code. A damaged log is
+ * judged up to its damage. */
+int mms_inefficient_add(mms_pass_t *p, const mms_inefficient_options_t *opt, mms_inefficient_t **out);
+/* The same in a pass of its own. */
+int mms_inefficient_run(mms_log_t *log, const mms_inefficient_options_t *opt, mms_inefficient_t **out);
+void mms_inefficient_free(mms_inefficient_t *res);
+/* "early_allocation", "late_deallocation", "temporary_idleness" for one
+ * enum mms_inefficient_type bit; NULL for anything else. */
+const char *mms_inefficient_type_name(unsigned type);
+
+/* --- leaks (leaks.c, suppress.c) ------------------------------------------
+ * msMemScope's leak rules in one forward pass over a log, with memory
+ * proportional to the live blocks. Per step: a block allocated in step
+ * N >= 2 (step 1 is warm-up) and still live at the end of step N + 1 is a
+ * leak, found once, at that step end. At the end of the log: every block
+ * still live. Besides, per step, the lowest and highest live bytes of
+ * each memory kind and what the step allocated (msMemScope's "gap"
+ * table). */
+typedef struct mms_leak {
+	mms_block_t b;            /* the block (a piece of a mapping that munmap cut
+	                             is its own block); b.step: where it was allocated */
+	uint64_t found_step;      /* the step at whose end the per-step rule found
+	                             it (b.step + 1); 0 for a block live at the end */
+	size_t suppression;       /* 1 + index of the suppression that matched it
+	                             (mms_leaks_options_t), 0 for none */
+} mms_leak_t;
+
+typedef struct mms_leak_step {
+	uint64_t step;            /* from 1 */
+	uint64_t allocs;          /* MALLOC events in the step, all kinds */
+	uint64_t bytes_allocated;
+	uint64_t min_bytes[MMS_MEM_KIND_COUNT]; /* live bytes of each kind: lowest */
+	uint64_t max_bytes[MMS_MEM_KIND_COUNT]; /* and highest within the step */
+} mms_leak_step_t;
+
+typedef struct mms_leaks {
+	mms_leak_t *step_leaks;   /* per-step rule, in the order found */
+	size_t nstep_leaks;
+	mms_leak_t *exit_leaks;   /* live at the end of the log, by allocation order */
+	size_t nexit_leaks;
+	mms_leak_t *runtime_kept; /* live at the end too, but kept by the C or C++
+	                             runtime by design (b.runtime): not leaks; never in
+	                             step_leaks either */
+	size_t nruntime_kept;
+	mms_leak_step_t *steps;   /* every step of the log, in order */
+	size_t nsteps;
+	uint64_t double_frees, invalid_frees; /* frees of no live block, as in the summary */
+	mms_bad_free_t bad_frees[MMS_BAD_FREES_KEPT]; /* the first of them, in log order */
+	size_t nbad_frees;
+	uint64_t events;          /* events replayed */
+	int stop_rc;              /* the damage that ended the replay early, or 0 */
+	int status;               /* 0, or the error that stopped this analysis */
+} mms_leaks_t;
+
+typedef struct mms_leaks_options mms_leaks_options_t;
+
+/* Finds the leaks of the log the pass reads. A cut or damaged log is
+ * reported up to where its replay stops (mms_pass_info_t.stopped), and
+ * the step running there did not end: the per-step rule finds nothing at
+ * its end. Returns 0 and sets *out, filled once mms_pass_run() returned
+ * (free it with mms_leaks_free(); its strings live until then, the log's
+ * until mms_log_close()), or a negative code. */
+int mms_leaks_add(mms_pass_t *p, const mms_leaks_options_t *opt, mms_leaks_t **out);
+/* The same in a pass of its own. Returns 0 and sets *out, or a negative
+ * code (and *out NULL). */
+int mms_leaks_run(mms_log_t *log, const mms_leaks_options_t *opt, mms_leaks_t **out);
+void mms_leaks_free(mms_leaks_t *l);
+
+/* LeakSanitizer's suppressions: "leak:PATTERN" lines, '#' comments and
+ * blank lines; PATTERN may hold '*' (any run of characters) and matches a
+ * frame's function name, source file or module path anywhere in it
+ * (anchored with a leading '^' or a trailing '$', as in LSan). */
+typedef struct mms_suppressions mms_suppressions_t;
+
+/* Parses the text of a suppressions file (len bytes). Returns 0 and sets
+ * *out (free with mms_suppressions_free()), -ENOMEM, or MMS_EUSAGE with
+ * *bad_line set to the first line (from 1) that is not a suppression. */
+int mms_suppressions_parse(const char *text, size_t len, mms_suppressions_t **out, unsigned *bad_line);
+/* Reads and parses the file at path: as above, or -errno when it cannot be
+ * read. */
+int mms_suppressions_load(const char *path, mms_suppressions_t **out, unsigned *bad_line);
+void mms_suppressions_free(mms_suppressions_t *s);
+/* The number of suppressions, and the pattern of suppression i. */
+size_t mms_suppressions_count(const mms_suppressions_t *s);
+const char *mms_suppressions_pattern(const mms_suppressions_t *s, size_t i);
+/* Options of the leaks analysis; zero (or NULL) means the default. */
+struct mms_leaks_options {
+	/* Marks (leak.suppression) every leak whose allocation stack has a
+	 * frame that a suppression matches; NULL: none. */
+	mms_suppressions_t *suppressions;
+	mms_symbolizer_t *sym;    /* names those frames; NULL: only module paths match */
+};
+/* Groups the leaks that no suppression matched by allocation stack,
+ * largest bytes first. Returns 0 and sets *out (free() it) and *n, or
+ * -ENOMEM. */
+int mms_leaks_group(const mms_leak_t *leaks, size_t n, mms_stack_group_t **out, size_t *ngroups);
+
+/* --- the GPU-trace scripts' analyses (trace.c) ----------------------------
+ * One forward pass over a log that computes what the GPU memory trace
+ * scripts report: the blocks live at the high-water mark (watermark), the
+ * live bytes through time (usage) and the blocks live at the end
+ * (leakage). Live bytes count every memory kind together, as the replay's
+ * peak does, or the kinds the options name. Memory follows the live blocks (and the blocks live at the
+ * peak), never the length of the log. */
+
+/* A block with the time it was allocated (CLOCK_REALTIME ns). */
+typedef struct mms_trace_block {
+	mms_block_t b;           /* a mapping cut by munmap shows as its pieces */
+	uint64_t time_ns;
+} mms_trace_block_t;
+
+/* One point of a timeline: the highest live bytes from time_ns on. */
+typedef struct mms_trace_point {
+	uint64_t time_ns, bytes;
+} mms_trace_point_t;
+
+/* Operator launches begun in one bucket of the plotted timeline. */
+typedef struct mms_trace_launches {
+	uint64_t count;
+	uint64_t time_ns;        /* the first one's */
+	const char *name;        /* the first one's operator, or NULL */
+} mms_trace_launches_t;
+
+/* A step boundary: step `step` began at time_ns. */
+typedef struct mms_trace_step {
+	uint64_t time_ns, step;
+} mms_trace_step_t;
+
+typedef struct mms_trace_options {
+	/* Write the usage timeline to this path as TSV (header
+	 * "time_ns\tlive_bytes", then a row per point); NULL: none. */
+	const char *usage_path;
+	mms_output_options_t out; /* replace an existing usage_path */
+	uint64_t buckets;        /* that file's points: 0 = one per change of
+	                            live bytes; N = the highest of each of N
+	                            equal time buckets, so the peak survives */
+	uint64_t plot_buckets;   /* also keep a timeline of this many buckets in
+	                            memory, with the launches per bucket (0: none) */
+	unsigned kinds;          /* memory kinds counted: bits 1 << enum mms_mem_kind;
+	                            0 = all (blocks of other kinds are left out) */
+} mms_trace_options_t;
+
+typedef struct mms_trace {
+	uint64_t events;         /* events read */
+	uint64_t changes;        /* events that changed the live bytes */
+	uint64_t first_ns, last_ns; /* the span of the log: the start of the recording,
+	                            the last event (or later) */
+	uint64_t end_ns;         /* the last event's time */
+	int stop_rc;             /* damage that ended the pass early, or 0 */
+	uint64_t peak_bytes;     /* the high-water mark of live bytes (all kinds) */
+	uint64_t peak_event;     /* the event that first reached it (0, with peak_ns
+	                            the start, when a fork child's inherited heap
+	                            was the peak) */
+	uint64_t peak_ns;        /* and its time */
+	mms_trace_block_t *peak; /* blocks live at that moment, largest first */
+	size_t npeak;
+	uint64_t end_bytes;      /* live at the end */
+	mms_trace_block_t *end;  /* blocks live at the end, largest first */
+	size_t nend;
+	uint64_t usage_rows;     /* rows written to usage_path */
+	uint64_t op_launches;
+	mms_trace_point_t *points; /* plot_buckets points, or NULL */
+	mms_trace_launches_t *launches; /* plot_buckets entries, or NULL */
+	size_t npoints;
+	mms_trace_step_t *steps; /* step boundaries, in order */
+	size_t nsteps;
+	int status;              /* 0, or the error that stopped this analysis */
+} mms_trace_t;
+
+/* Runs the three over the log the pass reads. Returns 0 and sets *out,
+ * filled once mms_pass_run() returned (free it with mms_trace_free(); its
+ * strings live until then, the log's until mms_log_close()), or a
+ * negative code (-EEXIST: usage_path exists and overwrite is 0). Damage
+ * in the log ends the pass early without failing it (stop_rc says so). */
+int mms_trace_add(mms_pass_t *p, const mms_trace_options_t *opt, mms_trace_t **out);
+/* The same in a pass of its own. */
+int mms_trace_run(mms_log_t *log, const mms_trace_options_t *opt, mms_trace_t **out);
+void mms_trace_free(mms_trace_t *t);
+
+/* Writes blocks as the GPU-trace scripts' TSV rows, without a header:
+ * PID, address, start_time (ns), bytes, mem_kind (HOST, MMAP or POOL),
+ * mem_op_type (ALLOCATION), var_name (owner tags or pool name), call_stack
+ * ("function (module)" frames, innermost first, joined by "; ";
+ * symbolized with out->sym). Returns 0 or a negative code. */
+int mms_trace_write_tsv(mms_log_t *log, const mms_trace_block_t *blocks, size_t n, const char *path,
+			const mms_output_options_t *out);
+/* Formats a frame as the scripts do: "function (module)" with the module's
+ * file name, or "0xip (module)"; "??" for an unknown module. Returns the
+ * length like snprintf. */
+int mms_trace_frame_text(const mms_frame_t *f, char *buf, size_t len);
+
+/* --- the watch analysis (watch.c) --------------------------------------- */
+
+/* A launch that changed a watched block. */
+typedef struct mms_watch_change {
+	uint64_t launch;          /* the launch (numbered from 1, as the recorder and
+	                             gdb number them) whose after sum differs from its
+	                             before sum; 0: the block changed between launches */
+	const char *op;           /* its operator, NULL for launch 0 */
+	uint64_t found_at;        /* launch 0: the launch at whose start it was found */
+	uint64_t step;            /* the step then (0: outside steps) */
+	uint32_t thread;          /* the thread of the launch */
+	uint64_t before, after;   /* the checksums */
+	uint64_t event;           /* id of the sum that showed the change */
+} mms_watch_change_t;
+
+/* One watched block: a run of sums of one address, size, name and output. */
+typedef struct mms_watch_block {
+	uint64_t addr, size;
+	const char *name;         /* the --watch start operator, or the msmemscope_watch() name */
+	uint32_t out;             /* output number (0 for msmemscope_watch() blocks) */
+	uint32_t thread;          /* thread of its first sum */
+	uint64_t first_launch;    /* launch of its first sum */
+	uint64_t first_event;     /* id of its first sum */
+	uint64_t first_crc, last_crc;
+	uint64_t sums;
+	mms_watch_change_t *changes; /* in log order; changes[0] with launch != 0 ... */
+	size_t nchanges;
+} mms_watch_block_t;
+
+typedef struct mms_watch {
+	mms_watch_block_t *blocks; /* in the order they were first summed */
+	size_t nblocks;
+	uint64_t sums;            /* WATCH before/after events */
+	uint64_t events;          /* events read */
+	int csv_written;          /* the CSV was written (there were checksums) */
+	uint64_t start_launches;  /* launches of the operator options.start names */
+	int status;               /* 0, or the error that stopped this analysis */
+} mms_watch_t;
+
+typedef struct mms_watch_options {
+	/* Also writes the sums there as msMemScope's checksum CSV ("Tensor
+	 * info,Check data sum", one row per sum in log order:
+	 * mms_watch_tensor_info() and 16 hex digits), created as every output
+	 * file is (mms_output_options_t); a log without sums gets no file.
+	 * NULL: no file. */
+	const char *csv_path;
+	mms_output_options_t out;
+	const char *start;        /* the --watch start operator: count its launches
+	                             (start_launches); NULL: none */
+} mms_watch_options_t;
+
+/* Reads the watch sums of the log the pass reads. Returns 0 and sets
+ * *out, filled once mms_pass_run() returned (free with mms_watch_free();
+ * names are the log's), or a negative code (-EEXIST: csv_path exists). */
+int mms_watch_add(mms_pass_t *p, const mms_watch_options_t *opt, mms_watch_t **out);
+/* The same in a pass of its own. */
+int mms_watch_run(mms_log_t *log, const mms_watch_options_t *opt, mms_watch_t **out);
+void mms_watch_free(mms_watch_t *res);
+/* The name of one sum, as the recorder names its watch_dump/ file (less
+ * ".bin"): "host_{tid}/{op}_{launch}-{name}_{out}_{before|after}", names
+ * made file-name safe. Returns what snprintf returns. */
+int mms_watch_tensor_info(char *dst, size_t cap, uint64_t tid, const char *op, uint64_t launch, const char *name,
+			  uint32_t out, int after);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MSMEMSCOPE_API_ANALYSIS_H */

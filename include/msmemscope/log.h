@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: MIT */
+/* msmemscope/log.h: open a .mms log, read its metadata and iterate its events in their
+ * recorded order. */
+#ifndef MSMEMSCOPE_API_LOG_H
+#define MSMEMSCOPE_API_LOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "msmemscope/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Who keeps a heap block by design, when it is not the program (its
+ * blocks live at exit are not leaks): mms_event_t.flags of a HOST MALLOC,
+ * mms_block_t.runtime. */
+enum mms_runtime {
+	MMS_RUNTIME_NONE = 0,   /* the program */
+	MMS_RUNTIME_LIBC = 1,   /* glibc or ld.so, for itself, before main */
+	MMS_RUNTIME_LIBCXX = 2, /* libstdc++ or libgcc, for itself, before main */
+	MMS_RUNTIME_TLS = 3,    /* a thread's TLS vector, allocated by pthread_create */
+	MMS_RUNTIME_STDIO = 4,  /* the buffer of stdin, stdout or stderr */
+	MMS_RUNTIME_PYTHON = 5, /* live at exit in a CPython interpreter, allocated by
+	                           the interpreter (not by an extension module, as far
+	                           as the recorded stack shows): its state, which it
+	                           does not free at exit by design */
+	MMS_RUNTIME_COUNT
+};
+
+/* The runtime that keeps a block by design: a short name ("c", "cxx",
+ * "thread", "stdio", "python") and a phrase; NULL for MMS_RUNTIME_NONE (the
+ * program's) and unknown kinds. */
+const char *mms_runtime_name(unsigned kind);
+const char *mms_runtime_what(unsigned kind);
+
+/* Says why recording stopped, from mms_log_info_t.cut_errno (an errno
+ * value or a recorder's own reason). Never NULL. */
+const char *mms_cut_reason(int cut_errno);
+
+/* Event kinds, as msMemScope names them in its dump (Event column). */
+enum mms_event_kind {
+	MMS_EV_SYSTEM = 1,
+	MMS_EV_MALLOC,
+	MMS_EV_FREE,
+	MMS_EV_ACCESS,
+	MMS_EV_OP_LAUNCH,
+	MMS_EV_KERNEL_LAUNCH,
+	MMS_EV_MSTX,
+	MMS_EV_STEP,
+	MMS_EV_OWNER,
+	MMS_EV_WATCH,
+	MMS_EV_COLLECT,
+	MMS_EV_KIND_COUNT
+};
+
+/* Memory kinds of MALLOC and FREE events (Event Type column). */
+enum mms_mem_kind {
+	MMS_MEM_HOST = 0, /* the malloc family */
+	MMS_MEM_MMAP = 1, /* mmap, munmap, mremap */
+	MMS_MEM_POOL = 2, /* custom allocators reporting through the API */
+	MMS_MEM_KIND_COUNT
+};
+
+/* Subtypes (mms_event_t.sub) per kind. SYSTEM: enum mms_system_sub (a
+ * FORK's `total` is the fork's number in the process, from 1: see
+ * mms_log_fork()). MALLOC and FREE of HOST memory: the allocator function,
+ * enum mms_alloc_func and enum mms_free_func; for MALLOC, `flags` is an
+ * enum mms_runtime when a runtime allocated the block for itself (0: the
+ * program). ACCESS: enum mms_access_sub. OP_LAUNCH: enum mms_op_sub.
+ * MSTX: enum mms_mstx_sub. OWNER: enum mms_owner_sub. COLLECT: enum
+ * mms_collect_sub. WATCH: enum mms_watch_sub; MMS_WATCH_API has addr,
+ * size and name; a sum has addr, size, name, `used` the output number of
+ * the --watch start operator (0 for an API watch), `total` the launch
+ * (from 1) and `flags` the CRC-64/XZ of the block's bytes. */
+enum mms_system_sub {
+	MMS_SYS_INIT = 0,
+	MMS_SYS_FINI = 1,
+	MMS_SYS_FORK = 2,         /* the process forked a recorded child here */
+};
+
+enum mms_alloc_func {
+	MMS_FN_MALLOC = 0,
+	MMS_FN_CALLOC = 1,
+	MMS_FN_REALLOC = 2,       /* the new block of a realloc or reallocarray */
+	MMS_FN_POSIX_MEMALIGN = 3,
+	MMS_FN_ALIGNED_ALLOC = 4,
+	MMS_FN_MEMALIGN = 5,
+	MMS_FN_VALLOC = 6,
+	MMS_FN_PVALLOC = 7,
+};
+
+enum mms_free_func {
+	MMS_FN_FREE = 0,
+	MMS_FN_REALLOC_FREE = 1,  /* the old block of a realloc that moved or shrank to 0 */
+};
+
+enum mms_access_sub { MMS_ACC_UNKNOWN = 0, MMS_ACC_READ = 1, MMS_ACC_WRITE = 2 };
+enum mms_op_sub { MMS_OP_START = 0, MMS_OP_END = 1 };
+enum mms_mstx_sub { MMS_MSTX_MARK = 0, MMS_MSTX_RANGE_START = 1, MMS_MSTX_RANGE_END = 2 };
+enum mms_owner_sub { MMS_OWNER_PUSH = 0, MMS_OWNER_POP = 1 };
+enum mms_collect_sub { MMS_COLLECT_STOP = 0, MMS_COLLECT_START = 1 };
+
+enum mms_watch_sub {
+	MMS_WATCH_API = 0,        /* msmemscope_watch() */
+	MMS_WATCH_SUM_BEFORE = 1, /* a watched block's checksum before an operator launch */
+	MMS_WATCH_SUM_AFTER = 2,  /* and after it */
+};
+
+/* One event, as the iterator yields it. Strings (name) belong to the log
+ * and live until mms_log_close(). */
+typedef struct mms_event {
+	uint64_t id;        /* position in the replay order, from 0 */
+	uint64_t stamp;     /* the raw order stamp */
+	uint64_t time_ns;   /* CLOCK_REALTIME nanoseconds derived from the stamp */
+	uint32_t thread;    /* thread number in the log, below info.threads; see mms_log_thread() */
+	uint16_t kind;      /* enum mms_event_kind */
+	uint16_t sub;       /* subtype, see above */
+	uint16_t mem;       /* enum mms_mem_kind, for MALLOC and FREE */
+	uint64_t addr;      /* MALLOC, FREE, ACCESS, WATCH */
+	uint64_t size;      /* MALLOC, ACCESS, WATCH, and FREE where the record has it */
+	uint32_t stack;     /* allocation stack id, 0 = none */
+	uint64_t total;     /* POOL: bytes the pool reserved; WATCH sums: the launch */
+	uint64_t used;      /* POOL: bytes the pool handed out; WATCH sums: the output */
+	uint64_t range_id;  /* MSTX ranges */
+	const char *name;   /* operator, kernel, mark, owner tag, pool or watch name; NULL if none */
+	uint64_t file_offset; /* where the record lies in the file (for messages) */
+	uint64_t flags;     /* MMAP: prot << 32 | mmap flags, as recorded; WATCH sums: the checksum;
+	                       MALLOC (HOST): the runtime that keeps the block, 0 = the program */
+} mms_event_t;
+
+typedef struct mms_log mms_log_t;
+
+/* Static facts about a log, valid until mms_log_close() (the strings are
+ * the log's). Read-only: mms_log_get_info() fills it. */
+typedef struct mms_log_info {
+	uint32_t version;
+	uint64_t pid;
+	uint64_t ppid;
+	const char *exe;         /* executable path, "" if unknown */
+	uint32_t clock;          /* 1 = TSC, 2 = counter */
+	uint32_t flags;          /* private: the header's flags as the format stores
+	                            them, for diagnostics; read complete and cut */
+	int cut_errno;           /* when cut: the error that stopped recording */
+	uint64_t start_realtime_ns;
+	uint64_t lost_events;
+	uint32_t call_stack_depth;
+	uint32_t threads;        /* threads seen */
+	uint64_t nchunks;
+	uint64_t file_size;
+	int complete;            /* the process reached exit, and the log holds it all */
+	int cut;                 /* the log ends before the process did: recording stopped
+	                            early (a full disk: cut_errno says why), or the file lost
+	                            its end (cut_what says what is missing) */
+	uint64_t cut_offset;     /* when cut: the byte where the file ends (its size) */
+	const char *cut_what;    /* when the file lost its end, what is missing ("the file
+	                            ends after 10 of the 47 chunks its header counts");
+	                            NULL when the writer stopped recording or nothing is */
+	int stopped;             /* the replay stops before the process's last records: at
+	                            the cut, or where damage may have lost records of some
+	                            thread; `events` counts the events before */
+	int damaged;             /* the reader found damage; see damage_* */
+	uint64_t damage_offset;  /* file offset of the first damage */
+	const char *damage;      /* what was wrong there, or NULL */
+	int damage_error;        /* MMS_ECORRUPT, MMS_ETRUNCATED or MMS_EORDER; 0 if none */
+	uint64_t damage_count;   /* places the reader found damage (chunks, order) */
+	uint64_t events;         /* events in the log, as mms_iter_next() yields them: up to
+	                            the cut or the damage when stopped */
+	uint64_t segments;       /* private: per-thread runs of records (diagnostics) */
+	uint64_t last_realtime_ns; /* CLOCK_REALTIME at the last refresh or exit */
+	int exec_away;           /* the process exec'd another program: the log ends there */
+	uint64_t bad_stacks;     /* walks of stack ids so far (mms_log_stack(), exports,
+	                            transforms, analyses) that did not resolve: damaged
+	                            stack records; reports show those stacks without frames */
+} mms_log_info_t;
+
+/* Why mms_log_open_ex() failed on a file that is not a readable log. */
+typedef struct mms_open_error {
+	uint64_t offset;         /* file offset of the problem */
+	char what[160];          /* e.g. "format version 7; this reader reads versions 1 to 2" */
+} mms_open_error_t;
+
+/* Opens the log at path, validates its header and chunks and reads its
+ * metadata (threads, strings, stacks, modules). A log still being written
+ * or cut by SIGKILL opens fine: the reader stops at the last whole record
+ * and records damage it finds in the info (damaged, damage_offset, damage)
+ * instead of failing. Returns 0 and sets *out, or a negative code (no
+ * log). Free with mms_log_close(). */
+int mms_log_open(const char *path, mms_log_t **out);
+/* Like mms_log_open(), and on a format error (MMS_EBADMAGIC, MMS_EVERSION,
+ * MMS_ETRUNCATED, MMS_ECORRUPT in the header) says where and what in *err
+ * when err is not NULL. */
+int mms_log_open_ex(const char *path, mms_log_t **out, mms_open_error_t *err);
+void mms_log_close(mms_log_t *log);
+void mms_log_get_info(const mms_log_t *log, mms_log_info_t *info);
+
+/* Value of a META record the writer emitted ("exe", "argv" with NUL
+ * separators, "config"). Returns 0 and sets *value (NUL-terminated, owned by
+ * the log) and *len, or MMS_EUSAGE when the log has no such key. */
+int mms_log_meta(const mms_log_t *log, const char *key, const char **value, size_t *len);
+
+/* Where a forked child's heap came from. A fork child's log names its
+ * parent's log and the FORK event the parent wrote just before the fork;
+ * mms_log_open() opens the parent's log (and its parent's, for a child of
+ * a child), seeks its replay to that event, and every replay of the
+ * child then starts from the blocks live there: a free of one of them is
+ * matched, and those never freed are live at the child's exit. Inherited
+ * blocks are numbered first (alloc_id 1 to blocks, in the order they were
+ * allocated), so the child's own allocations begin at blocks + 1; see
+ * mms_block_t.inherited. When the parent's log cannot be had, replays
+ * start empty as for any other log, and why says so. */
+enum mms_fork_state {
+	MMS_FORK_NONE = 0,        /* not a fork child: replays start empty */
+	MMS_FORK_INHERITED = 1,   /* replays start from the parent's heap at the fork */
+	MMS_FORK_UNKNOWN = 2,     /* a fork child whose inherited blocks are unknown:
+	                             replays start empty, and its frees of them count
+	                             as unmatched */
+};
+
+typedef struct mms_log_fork {
+	int state;                /* enum mms_fork_state */
+	uint64_t parent_pid;      /* the parent, 0 when the log does not say */
+	const char *parent_log;   /* the parent's log as the child named it, or NULL */
+	uint64_t fork_event;      /* INHERITED: the FORK event's id in the parent's log */
+	uint64_t blocks[MMS_MEM_KIND_COUNT]; /* INHERITED: blocks live in the parent then, */
+	uint64_t bytes[MMS_MEM_KIND_COUNT];  /* and their bytes, per memory kind */
+	const char *why;          /* UNKNOWN: why, e.g. "parent log /run/x.mms not found" */
+} mms_log_fork_t;
+
+/* Fills *out (strings owned by the log). Returns 0 or MMS_EUSAGE. */
+int mms_log_fork(const mms_log_t *log, mms_log_fork_t *out);
+
+/* Walks stack id from the innermost frame outwards and stores at most max
+ * instruction pointers in ips. Returns the full depth of the stack (which
+ * may exceed max), 0 for id 0, or MMS_ECORRUPT for an unknown id or a
+ * cycle (counted in mms_log_info_t.bad_stacks). */
+int mms_log_stack(const mms_log_t *log, uint32_t id, uint64_t *ips, size_t max);
+
+/* A loaded module as recorded (for symbolization). */
+typedef struct mms_module {
+	uint64_t base, lo, hi;   /* load bias and address range */
+	const char *path;
+	const uint8_t *build_id; /* raw bytes, build_id_len of them */
+	size_t build_id_len;
+} mms_module_t;
+
+/* Module i, 0 <= i < count. Returns the number of modules when mod is NULL,
+ * 0 after filling *mod, or MMS_EUSAGE for an index out of range. */
+int mms_log_module(const mms_log_t *log, size_t i, mms_module_t *mod);
+
+/* Thread number (0 <= thread < info.threads, as events carry it) -> OS
+ * thread id and name (NULL if never named). Returns 0 or MMS_EUSAGE for a
+ * number not in the log. Threads are numbered in the order the recorder
+ * numbered them. */
+int mms_log_thread(const mms_log_t *log, uint32_t thread, uint64_t *tid, const char **name);
+
+/* Ordered iteration. mms_iter_next() returns 1 with *ev filled, 0 at the
+ * end, or a negative code (MMS_ECORRUPT, MMS_EORDER) that stops the
+ * iteration; the events before it were valid. */
+typedef struct mms_iter mms_iter_t;
+int mms_iter_open(mms_log_t *log, mms_iter_t **out);
+int mms_iter_next(mms_iter_t *it, mms_event_t *ev);
+void mms_iter_close(mms_iter_t *it);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MSMEMSCOPE_API_LOG_H */

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/* msmemscope/symbolize.h: name the frames of recorded C stacks (function, file:line) with
+ * libdw. */
+#ifndef MSMEMSCOPE_API_SYMBOLIZE_H
+#define MSMEMSCOPE_API_SYMBOLIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "msmemscope/log.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* --- symbolization (symbolize.c) ---------------------------------------
+ * Turns the instruction pointers of recorded C stacks into function, file
+ * and line with libdw, over the module map recorded in the log (so it is
+ * right for PIE executables and dlopen'ed libraries), including inlined
+ * frames. Debug information comes from the module's file or from the
+ * standard places (/usr/lib/debug/.build-id, .gnu_debuglink). Without it a
+ * frame still names the ELF symbol, its module and the offset in it; a
+ * file whose build-id differs from the recorded one (rebuilt since) is not
+ * read at all, so names never come from the wrong build. Results are
+ * cached per address. A symbolizer is used by one thread at a time. */
+typedef struct mms_symbolizer mms_symbolizer_t;
+
+typedef struct mms_frame {
+	uint64_t ip;            /* the address as recorded (a return address) */
+	const char *function;   /* demangled name, or NULL when unknown */
+	const char *file;       /* source file as DWARF names it (a relative
+	                           name is relative to the compilation
+	                           directory), or NULL */
+	uint32_t line;          /* source line, 0 when unknown */
+	const char *module;     /* path of the module holding ip as recorded,
+	                           or NULL (no module, or one without a path) */
+	uint64_t module_offset; /* ip - the module's load bias */
+	int inlined;            /* 1: inlined into the frame that follows */
+} mms_frame_t;
+
+/* Opens a symbolizer over log's modules; module files are opened only when
+ * an address in them is first symbolized. Where recorded modules overlap
+ * (a library unloaded and another loaded at its addresses) the one
+ * recorded later is used. Returns 0 and sets *out, or a negative code. The
+ * log must outlive it. Free with mms_symbolizer_close(). */
+int mms_symbolizer_open(const mms_log_t *log, mms_symbolizer_t **out);
+void mms_symbolizer_close(mms_symbolizer_t *sym);
+/* Symbolizes one recorded ip into at most max frames, innermost inlined
+ * function first and the function that contains them last; the source
+ * position is that of the call before the return address. Returns the
+ * number of frames filled (at least 1 when max >= 1: an unknown address
+ * gets a frame with only ip, and module when known; 0 when max is 0), or
+ * a negative code (-ENOMEM, MMS_EUSAGE). Strings belong to the symbolizer
+ * and live until it is closed. */
+int mms_symbolize(mms_symbolizer_t *sym, uint64_t ip, mms_frame_t *frames, size_t max);
+/* Writes one frame as text into buf (always NUL-terminated when len > 0):
+ * "function (file:line)", "function (module+0xoff)" or "module+0xoff"
+ * (module as its file name), "function (0xip)", or "0xip" when nothing is
+ * known. Returns the length it needed, like snprintf, or MMS_EUSAGE. */
+int mms_frame_format(const mms_frame_t *frame, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MSMEMSCOPE_API_SYMBOLIZE_H */

@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: MIT */
+/* leaks.c: msMemScope's leak rules over one forward pass of a log: blocks
+ * of step N >= 2 still live at the end of step N + 1, blocks live at the
+ * end, and the live bytes of each step (the "gap" table). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "msmemscope/analysis.h"
+#include "msmemscope/error.h"
+#include "msmemscope/log.h"
+#include "msmemscope/pass.h"
+#include "msmemscope/replay.h"
+#include "analysis-int.h"
+#include "base-int.h"
+#include "map-int.h"
+#include "pass-int.h"
+#include "state-int.h"
+#include "track-int.h"
+
+/* A block of step >= 2 followed until its step's successor ends: only
+ * the blocks of the last two steps are ever followed. Kept small (the
+ * rest is in the heap state while the block lives): most blocks are
+ * freed before their step ends. */
+struct followed {
+	uint64_t addr; /* while free: the next free slot + 1 */
+	uint64_t alloc_id;
+	const char *pool; /* POOL: the pool's name as the state has it */
+	uint32_t step;
+	uint16_t mem;
+	uint16_t used;
+};
+
+struct finder {
+	struct mms__sub sub;
+	const struct mms__state *st;
+	const struct mms__track *tr;
+	mms_leaks_options_t opt;
+	size_t closed;      /* steps of tr whose end was handled */
+	struct mms_pass *pass;
+	size_t off;         /* each live block's index in fol + 1, in the pass's data */
+	struct followed *fol;
+	size_t nfol, folcap;
+	size_t free_head; /* free slots of fol chained through addr, + 1 */
+	mms_leaks_t *l;
+	struct mms__strs *strs; /* the blocks' owner strings, held by l */
+	size_t leakcap, stepcap, exitcap, keptcap;
+	mms_leak_step_t pending; /* events before the first step mark */
+	int pending_seen;
+	uint64_t prev_live[MMS_MEM_KIND_COUNT];
+};
+
+static int leak_add(mms_leak_t **arr, size_t *n, size_t *cap, const mms_block_t *b, uint64_t found)
+{
+	if (mms__grow(arr, cap, *n, sizeof(**arr)))
+		return -ENOMEM;
+	(*arr)[*n].b = *b;
+	(*arr)[*n].found_step = found;
+	(*arr)[*n].suppression = 0;
+	(*n)++;
+	return 0;
+}
+
+static int follow(struct finder *f, const struct mms__blk *b, uint64_t step)
+{
+	uint64_t *v = mms__pass_data(f->pass, f->off);
+	size_t i;
+
+	if (f->free_head) {
+		i = f->free_head - 1;
+		f->free_head = (size_t)f->fol[i].addr;
+	} else {
+		if (mms__grow(&f->fol, &f->folcap, f->nfol, sizeof(*f->fol)))
+			return -ENOMEM;
+		i = f->nfol++;
+	}
+	f->fol[i].addr = b->addr;
+	f->fol[i].alloc_id = b->alloc_id;
+	f->fol[i].pool = b->pool;
+	f->fol[i].step = (uint32_t)step;
+	f->fol[i].mem = b->mem;
+	f->fol[i].used = 1;
+	if (v)
+		*v = i + 1;
+	return 0;
+}
+
+/* Releases slot i of fol, already out of the map. */
+static void fol_release(struct finder *f, size_t i)
+{
+	f->fol[i].used = 0;
+	f->fol[i].addr = f->free_head;
+	f->free_head = i + 1;
+}
+
+/* The live pieces of a followed mapping: munmap may have cut it. */
+static int mapping_leaks(struct finder *f, const struct followed *fo, uint64_t found)
+{
+	const struct mms__state *st = f->st;
+	mms_block_t piece;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < st->maps.n; i++) {
+		if (st->blks[st->maps.iv[i].val].alloc_id != fo->alloc_id)
+			continue;
+		mms__state_blk_export(st, &st->blks[st->maps.iv[i].val], &piece);
+		piece.addr = st->maps.iv[i].lo;
+		piece.size = st->maps.iv[i].hi - st->maps.iv[i].lo;
+		rc = leak_add(&f->l->step_leaks, &f->l->nstep_leaks, &f->leakcap, &piece, found);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* The followed block in the heap state, or NULL when it is gone: freed,
+ * or replaced by an allocation of its live address (MMS_EORDER's case,
+ * which has no free). */
+static const struct mms__blk *followed_live(const struct mms__state *st, const struct followed *fo)
+{
+	const struct mms__map *m = NULL;
+	const uint64_t *v;
+	size_t i;
+
+	if (fo->mem == MMS_MEM_HOST)
+		m = &st->host;
+	for (i = 0; !m && i < st->npools; i++)
+		if (st->pools[i].name == fo->pool)
+			m = &st->pools[i].live;
+	v = m ? mms__map_get(m, fo->addr) : NULL;
+	return v && st->blks[*v].alloc_id == fo->alloc_id ? &st->blks[*v] : NULL;
+}
+
+/* Step k ended: the followed blocks of step k - 1 still live are leaks,
+ * and are not followed further. */
+static int step_ended(struct finder *f, uint64_t k)
+{
+	const struct mms__blk *blk;
+	uint64_t *v;
+	mms_block_t b;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < f->nfol; i++) {
+		struct followed *fo = &f->fol[i];
+
+		if (!fo->used || fo->step >= k)
+			continue;
+		if (fo->step + 1 == k) {
+			if (fo->mem == MMS_MEM_MMAP) {
+				rc = mapping_leaks(f, fo, k);
+			} else if ((blk = followed_live(f->st, fo))) {
+				mms__state_blk_export(f->st, blk, &b);
+				rc = leak_add(&f->l->step_leaks, &f->l->nstep_leaks, &f->leakcap, &b, k);
+			}
+			if (rc)
+				return rc;
+		}
+		/* A mapping's entry is looked at only when it is freed. */
+		if (fo->mem != MMS_MEM_MMAP && (blk = followed_live(f->st, fo)) &&
+		    (v = mms__pass_data_of(f->pass, blk, f->off)))
+			*v = 0;
+		fol_release(f, i);
+	}
+	return 0;
+}
+
+/* The statistics of step k (from 1), made when first asked for. */
+static mms_leak_step_t *step_stats(struct finder *f, uint64_t k)
+{
+	mms_leaks_t *l = f->l;
+	mms_leak_step_t *s;
+
+	while (l->nsteps < k) {
+		if (mms__grow(&l->steps, &f->stepcap, l->nsteps, sizeof(*l->steps)))
+			return NULL;
+		s = &l->steps[l->nsteps++];
+		memset(s, 0, sizeof(*s));
+		s->step = l->nsteps;
+		/* Step 1 of a log counting STEP events began with the log: it
+		 * holds what came before the first mark. */
+		if (s->step == 1 && f->tr->step_kind == 1 && f->pending_seen) {
+			*s = f->pending;
+			s->step = 1;
+			continue;
+		}
+		memcpy(s->min_bytes, f->prev_live, sizeof(s->min_bytes));
+		memcpy(s->max_bytes, f->prev_live, sizeof(s->max_bytes));
+	}
+	return &l->steps[k - 1];
+}
+
+static int finder_event(struct mms__sub *sub, struct mms_pass *p, const mms_event_t *ev)
+{
+	struct finder *f = (struct finder *)sub;
+	const struct mms__state *st = f->st;
+	mms_leak_step_t *s = NULL;
+	uint64_t *v;
+	unsigned k;
+	int rc;
+
+	(void)p;
+	if (f->tr->ev_step == MMS__STEP_PENDING) {
+		s = &f->pending;
+		if (!f->pending_seen) {
+			memcpy(s->min_bytes, f->prev_live, sizeof(s->min_bytes));
+			memcpy(s->max_bytes, f->prev_live, sizeof(s->max_bytes));
+			f->pending_seen = 1;
+		}
+	} else if (f->tr->ev_step != MMS__STEP_NONE) {
+		s = step_stats(f, f->tr->ev_step);
+		if (!s)
+			return -ENOMEM;
+	}
+	if ((ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE) && st->last_blk_valid) {
+		/* Only blocks of step 2 on are followed. */
+		uint64_t step = mms__state_blk_step(st, &st->last_blk);
+		int followed = step >= 2;
+
+		if (ev->kind == MMS_EV_MALLOC) {
+			if (s) {
+				s->allocs++;
+				s->bytes_allocated += st->last_blk.size;
+			}
+			/* What a runtime keeps for itself is no step's leak. */
+			if (followed && !st->last_blk.runtime && (rc = follow(f, &st->last_blk, step)))
+				return rc;
+		} else if (followed && ev->mem != MMS_MEM_MMAP && (v = mms__pass_data(f->pass, f->off)) && *v) {
+			/* A mapping is looked at when its step ends: munmap
+			 * may free only a piece of it. */
+			fol_release(f, (size_t)*v - 1);
+			*v = 0;
+		}
+		k = ev->mem < MMS_MEM_KIND_COUNT ? ev->mem : 0;
+		if (s && st->mem[k].live_bytes < s->min_bytes[k])
+			s->min_bytes[k] = st->mem[k].live_bytes;
+		if (s && st->mem[k].live_bytes > s->max_bytes[k])
+			s->max_bytes[k] = st->mem[k].live_bytes;
+	}
+	for (k = 0; k < MMS_MEM_KIND_COUNT; k++)
+		f->prev_live[k] = st->mem[k].live_bytes;
+	while (f->closed < f->tr->nsteps && f->tr->steps[f->closed].end != UINT64_MAX) {
+		rc = step_ended(f, ++f->closed);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int exit_add(const struct mms__blk *blk, void *ctx)
+{
+	struct finder *f = ctx;
+	mms_block_t b;
+
+	mms__state_blk_export(f->st, blk, &b);
+	b.runtime = mms__blk_runtime_at_end(f->st->log, blk);
+	if (b.runtime)
+		return leak_add(&f->l->runtime_kept, &f->l->nruntime_kept, &f->keptcap, &b, 0) ? -ENOMEM : 0;
+	return leak_add(&f->l->exit_leaks, &f->l->nexit_leaks, &f->exitcap, &b, 0) ? -ENOMEM : 0;
+}
+
+static int leak_order(const void *a, const void *b)
+{
+	const mms_leak_t *x = a, *y = b;
+
+	if (x->b.alloc_id != y->b.alloc_id)
+		return x->b.alloc_id < y->b.alloc_id ? -1 : 1;
+	return x->b.addr < y->b.addr ? -1 : x->b.addr > y->b.addr;
+}
+
+/* At the end of the log (the pass closed the last step as the index
+ * closes it): what is live is the last section. A log that stops at a
+ * cut or at damage did not end its last step there: the per-step rule
+ * finds nothing at that step's end. */
+static int finder_end(struct mms__sub *sub, struct mms_pass *p)
+{
+	struct finder *f = (struct finder *)sub;
+	size_t ended = mms__pass_stopped(p) ? mms__pass_steps_marked(p) : f->tr->nsteps;
+	int rc;
+
+	while (f->closed < ended && f->tr->steps[f->closed].end != UINT64_MAX) {
+		rc = step_ended(f, ++f->closed);
+		if (rc)
+			return rc;
+	}
+	/* Statistics of a step the track dropped (nothing after the last
+	 * STEP event) go too. */
+	if (f->l->nsteps > f->tr->nsteps && f->tr->step_kind == 1)
+		f->l->nsteps = f->tr->nsteps;
+	if (!f->tr->step_kind)
+		f->l->nsteps = 0;
+	rc = mms__state_each(f->st, exit_add, f);
+	if (rc)
+		return rc;
+	if (f->l->nexit_leaks)
+		qsort(f->l->exit_leaks, f->l->nexit_leaks, sizeof(*f->l->exit_leaks), leak_order);
+	if (f->l->nruntime_kept)
+		qsort(f->l->runtime_kept, f->l->nruntime_kept, sizeof(*f->l->runtime_kept), leak_order);
+	f->l->events = f->st->pos;
+	f->l->stop_rc = p->stop_rc;
+	f->l->double_frees = f->st->double_frees;
+	f->l->invalid_frees = f->st->invalid_frees;
+	memcpy(f->l->bad_frees, p->bad, p->nbad * sizeof(*p->bad));
+	f->l->nbad_frees = p->nbad;
+	if (f->opt.suppressions)
+		return mms__leaks_suppress(f->l, p->log, f->opt.suppressions, f->opt.sym);
+	return 0;
+}
+
+static int finder_begin(struct mms__sub *sub, struct mms_pass *p)
+{
+	struct finder *f = (struct finder *)sub;
+
+	f->st = mms__pass_state(p);
+	f->tr = mms__pass_track(p);
+	/* A fork child's pass starts with its inherited heap. */
+	for (int k = 0; k < MMS_MEM_KIND_COUNT; k++)
+		f->prev_live[k] = f->st->mem[k].live_bytes;
+	return 0;
+}
+
+static void finder_drop(struct mms__sub *sub)
+{
+	struct finder *f = (struct finder *)sub;
+
+	free(f->fol);
+	free(f);
+}
+
+/* The result, with the reference to the owner strings its blocks name. */
+struct leaks_res {
+	mms_leaks_t pub;
+	struct mms__strs *strs;
+};
+
+MMS__EXPORT void mms_leaks_free(mms_leaks_t *l)
+{
+	struct leaks_res *res = (struct leaks_res *)l;
+
+	if (!l)
+		return;
+	free(l->step_leaks);
+	free(l->exit_leaks);
+	free(l->runtime_kept);
+	free(l->steps);
+	mms__strs_unref(res->strs);
+	free(res);
+}
+
+MMS__EXPORT int mms_leaks_add(mms_pass_t *p, const mms_leaks_options_t *opt, mms_leaks_t **out)
+{
+	struct leaks_res *res;
+	struct finder *f;
+	int rc;
+
+	if (!out)
+		return MMS_EUSAGE;
+	*out = NULL;
+	if (!p)
+		return MMS_EUSAGE;
+	res = calloc(1, sizeof(*res));
+	f = calloc(1, sizeof(*f));
+	if (!res || !f) {
+		free(res);
+		free(f);
+		return -ENOMEM;
+	}
+	res->strs = mms__strs_ref(p->strs);
+	f->l = &res->pub;
+	if (opt)
+		f->opt = *opt;
+	f->pass = p;
+	f->off = mms__pass_attach(p, sizeof(uint64_t));
+	f->sub.name = "leaks";
+	f->sub.kinds = ~0u;
+	f->sub.track = MMS__TRACK_STEPS;
+	f->sub.begin = finder_begin;
+	f->sub.event = finder_event;
+	f->sub.end = finder_end;
+	f->sub.drop = finder_drop;
+	f->sub.status = &res->pub.status;
+	*out = &res->pub;
+	rc = mms__pass_add(p, &f->sub);
+	if (rc) {
+		mms_leaks_free(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+MMS__RUN_ONE(leaks, mms_leaks_options_t, mms_leaks_t)
+
+MMS__EXPORT int mms_leaks_group(const mms_leak_t *leaks, size_t n, mms_stack_group_t **out, size_t *ngroups)
+{
+	struct mms__groups g;
+	size_t i;
+
+	if ((!leaks && n) || !out || !ngroups)
+		return MMS_EUSAGE;
+	mms__groups_init(&g);
+	for (i = 0; i < n; i++) {
+		if (leaks[i].suppression)
+			continue;
+		if (mms__groups_add(&g, &leaks[i].b)) {
+			mms__groups_free(&g);
+			return -ENOMEM;
+		}
+	}
+	mms__groups_finish(&g, out, ngroups);
+	return 0;
+}

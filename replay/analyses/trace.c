@@ -1,0 +1,796 @@
+/* SPDX-License-Identifier: MIT */
+/* trace.c: the GPU-trace scripts' three analyses as one subscriber of a
+ * pass: the blocks live at the high-water mark (watermark), live bytes
+ * through time (usage) and the blocks live at the end (leakage). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "msmemscope/analysis.h"
+#include "msmemscope/error.h"
+#include "msmemscope/log.h"
+#include "msmemscope/output.h"
+#include "msmemscope/pass.h"
+#include "msmemscope/replay.h"
+#include "msmemscope/symbolize.h"
+#include "base-int.h"
+#include "intervals-int.h"
+#include "log-int.h"
+#include "outfile-int.h"
+#include "pass-int.h"
+#include "state-int.h"
+
+/* --- a buffered writer over an output file -------------------------------- */
+
+struct wfile {
+	struct mms__outfile f;
+	int fd;
+	int err;
+	size_t len;
+	char buf[1 << 16];
+};
+
+static void w_flush(struct wfile *w)
+{
+	int rc;
+
+	if (w->len && !w->err) {
+		rc = mms__write_all(w->fd, w->buf, w->len);
+		if (rc)
+			w->err = rc;
+	}
+	w->len = 0;
+}
+
+static void w_mem(struct wfile *w, const void *p, size_t n)
+{
+	const char *c = p;
+	size_t k;
+
+	while (n) {
+		if (w->len == sizeof(w->buf))
+			w_flush(w);
+		k = sizeof(w->buf) - w->len < n ? sizeof(w->buf) - w->len : n;
+		memcpy(w->buf + w->len, c, k);
+		w->len += k;
+		c += k;
+		n -= k;
+	}
+}
+
+static void w_str(struct wfile *w, const char *s)
+{
+	w_mem(w, s, strlen(s));
+}
+
+/* Writes v in decimal, then the character end: two digits a division,
+ * usage.tsv writes two numbers for each change of live bytes. */
+static void w_u64(struct wfile *w, uint64_t v, char end)
+{
+	static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+				    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+				    "8081828384858687888990919293949596979899";
+	char tmp[24];
+	int i = (int)sizeof(tmp);
+
+	tmp[--i] = end;
+	while (v >= 100) {
+		unsigned d = (unsigned)(v % 100) * 2;
+
+		v /= 100;
+		tmp[--i] = pairs[d + 1];
+		tmp[--i] = pairs[d];
+	}
+	if (v >= 10) {
+		tmp[--i] = pairs[v * 2 + 1];
+		tmp[--i] = pairs[v * 2];
+	} else {
+		tmp[--i] = (char)('0' + v);
+	}
+	if (sizeof(w->buf) - w->len >= sizeof(tmp)) {
+		memcpy(w->buf + w->len, tmp + i, sizeof(tmp) - (size_t)i);
+		w->len += sizeof(tmp) - (size_t)i;
+		return;
+	}
+	w_mem(w, tmp + i, sizeof(tmp) - (size_t)i);
+}
+
+static void w_hex(struct wfile *w, uint64_t v, char end)
+{
+	static const char digits[] = "0123456789abcdef";
+	char tmp[24];
+	int i = (int)sizeof(tmp);
+
+	tmp[--i] = end;
+	do {
+		tmp[--i] = digits[v & 15];
+		v >>= 4;
+	} while (v);
+	tmp[--i] = 'x';
+	tmp[--i] = '0';
+	w_mem(w, tmp + i, sizeof(tmp) - (size_t)i);
+}
+
+static struct wfile *w_open(const char *path, int overwrite, int *rc)
+{
+	struct wfile *w = malloc(sizeof(*w));
+
+	if (!w) {
+		*rc = -ENOMEM;
+		return NULL;
+	}
+	w->fd = mms__outfile_create(&w->f, path, overwrite);
+	if (w->fd < 0) {
+		*rc = w->fd;
+		free(w);
+		return NULL;
+	}
+	w->err = 0;
+	w->len = 0;
+	return w;
+}
+
+/* Finishes the file (commit) or, with rc non-zero or a write error,
+ * removes it. Returns rc, the write error, or the commit's code. */
+static int w_close(struct wfile *w, int rc)
+{
+	if (!w)
+		return rc;
+	w_flush(w);
+	if (close(w->fd) && !w->err)
+		w->err = -errno;
+	if (!rc)
+		rc = w->err;
+	if (!rc)
+		rc = mms__outfile_commit(&w->f);
+	else
+		mms__outfile_abort(&w->f);
+	free(w);
+	return rc;
+}
+
+MMS__EXPORT int mms_file_write(const char *path, const void *buf, size_t len, const mms_output_options_t *out)
+{
+	int rc = 0;
+	struct wfile *w;
+
+	if (!path || (!buf && len))
+		return MMS_EUSAGE;
+	w = w_open(path, out && out->overwrite, &rc);
+	if (!w)
+		return rc;
+	w_mem(w, buf, len);
+	return w_close(w, 0);
+}
+
+/* --- time buckets ------------------------------------------------------------ */
+
+/* Splits [t0, t1] into n equal buckets and keeps the highest live bytes in
+ * each (the value carried in from the bucket before counts), handing each
+ * finished bucket to emit. */
+struct bucketer {
+	uint64_t t0, span, n;
+	uint64_t cur;      /* the open bucket */
+	uint64_t max;      /* its highest live bytes so far */
+	void (*emit)(void *ctx, uint64_t i, uint64_t time_ns, uint64_t bytes);
+	void *ctx;
+};
+
+static uint64_t bucket_of(const struct bucketer *b, uint64_t t)
+{
+	uint64_t d = t > b->t0 ? t - b->t0 : 0;
+
+	if (!b->span || d >= b->span)
+		return b->n - 1;
+	/* d * n may not fit in 64 bits for long runs. */
+	return (uint64_t)((unsigned __int128)d * b->n / b->span);
+}
+
+static uint64_t bucket_start(const struct bucketer *b, uint64_t i)
+{
+	return b->t0 + (uint64_t)((unsigned __int128)b->span * i / b->n);
+}
+
+/* The live bytes were before and are now after an event at time t. */
+static void bucket_add(struct bucketer *b, uint64_t t, uint64_t before, uint64_t now)
+{
+	uint64_t i = bucket_of(b, t);
+
+	while (b->cur < i) {
+		b->emit(b->ctx, b->cur, bucket_start(b, b->cur), b->max);
+		b->cur++;
+		b->max = before;
+	}
+	if (now > b->max)
+		b->max = now;
+}
+
+static void bucket_finish(struct bucketer *b, uint64_t live)
+{
+	for (; b->cur < b->n; b->cur++) {
+		b->emit(b->ctx, b->cur, bucket_start(b, b->cur), b->max);
+		b->max = live;
+	}
+}
+
+/* --- the pass ---------------------------------------------------------------- */
+
+/* The result, with what it keeps besides. */
+struct trace_res {
+	mms_trace_t pub;
+	size_t steps_cap;
+	struct mms__strs *strs; /* the blocks' owner strings */
+};
+
+struct pass {
+	struct mms__sub sub;
+	mms_log_t *log;
+	struct trace_res *res;
+	mms_trace_t *t;
+	const struct mms__state *st;
+	uint64_t live, steps, ranges; /* after the last event: live bytes counted, the
+	                                 state's step and range counters */
+	struct mms_pass *pass;
+	size_t time_off;         /* each live block's allocation time, in the pass's data */
+	/* Blocks (or mapping pieces) live at the peak and freed since. */
+	mms_trace_block_t *freed;
+	size_t nfreed, freed_cap;
+	/* Mapping pieces an MMAP event is about to remove. */
+	struct piece {
+		struct mms__blk b;
+		uint64_t slot;
+		uint64_t time_ns; /* its mapping's allocation time: the slot may
+				     be taken again by the event */
+	} *pieces;
+	size_t npieces, pieces_cap;
+	struct wfile *usage;     /* usage.tsv, or NULL */
+	struct bucketer file_b, plot_b;
+	int file_bucketed, plot;
+	unsigned kinds;          /* bit 1 << kind: the memory kinds counted */
+};
+
+/* Live bytes of the kinds counted. */
+static uint64_t live_total(const struct pass *p)
+{
+	uint64_t n = 0;
+
+	for (int k = 0; k < MMS_MEM_KIND_COUNT; k++)
+		if (p->kinds & 1u << k)
+			n += p->st->mem[k].live_bytes;
+	return n;
+}
+
+static void file_emit(void *ctx, uint64_t i, uint64_t time_ns, uint64_t bytes)
+{
+	struct pass *p = ctx;
+
+	(void)i;
+	w_u64(p->usage, time_ns, '\t');
+	w_u64(p->usage, bytes, '\n');
+	p->t->usage_rows++;
+}
+
+static void plot_emit(void *ctx, uint64_t i, uint64_t time_ns, uint64_t bytes)
+{
+	struct pass *p = ctx;
+
+	p->t->points[i].time_ns = time_ns;
+	p->t->points[i].bytes = bytes;
+}
+
+/* The allocation time of live block b (or of the block the current event
+ * freed), 0 when unknown. */
+static uint64_t block_time(struct pass *p, const struct mms__blk *b)
+{
+	const uint64_t *time = mms__pass_data_of(p->pass, b, p->time_off);
+
+	return time ? *time : 0;
+}
+
+static void block_out(struct pass *p, const struct mms__blk *b, uint64_t time_ns, mms_trace_block_t *out)
+{
+	mms__state_blk_export(p->st, b, &out->b);
+	out->time_ns = time_ns;
+}
+
+static int freed_add(struct pass *p, const struct mms__blk *b, uint64_t time_ns)
+{
+	if (!(p->kinds & 1u << b->mem))
+		return 0;
+	if (mms__grow(&p->freed, &p->freed_cap, p->nfreed, sizeof(*p->freed)))
+		return -ENOMEM;
+	block_out(p, b, time_ns, &p->freed[p->nfreed++]);
+	return 0;
+}
+
+/* Before an MMAP event: the pieces of live mappings it will remove (an
+ * munmap, or a mapping placed over others), clipped to its range. */
+static int mmap_before(struct pass *p, const mms_event_t *ev)
+{
+	const struct mms__ivset *s = &p->st->maps;
+	uint64_t lo = ev->addr, hi = ev->addr + ev->size < ev->addr ? UINT64_MAX : ev->addr + ev->size;
+	size_t i;
+	struct piece *pc;
+
+	p->npieces = 0;
+	for (i = mms__ivset_first_after(s, lo); i < s->n && s->iv[i].lo < hi; i++) {
+		if (mms__grow(&p->pieces, &p->pieces_cap, p->npieces, sizeof(*p->pieces)))
+			return -ENOMEM;
+		pc = &p->pieces[p->npieces++];
+		pc->slot = s->iv[i].val;
+		pc->b = p->st->blks[pc->slot];
+		pc->b.addr = s->iv[i].lo > lo ? s->iv[i].lo : lo;
+		pc->b.size = (s->iv[i].hi < hi ? s->iv[i].hi : hi) - pc->b.addr;
+		pc->time_ns = block_time(p, &p->st->blks[pc->slot]);
+	}
+	return 0;
+}
+
+/* After it: pieces that were live at the peak join the freed list. */
+static int mmap_after(struct pass *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->npieces; i++) {
+		struct piece *pc = &p->pieces[i];
+
+		if (p->t->peak_bytes && pc->b.alloc_event <= p->t->peak_event && freed_add(p, &pc->b, pc->time_ns))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static void launch_mark(struct pass *p, const mms_event_t *ev)
+{
+	mms_trace_launches_t *l;
+
+	p->t->op_launches++;
+	if (!p->plot)
+		return;
+	l = &p->t->launches[bucket_of(&p->plot_b, ev->time_ns)];
+	if (!l->count++) {
+		l->time_ns = ev->time_ns;
+		l->name = ev->name;
+	}
+}
+
+static int step_mark(struct pass *p, const mms_event_t *ev, uint64_t step)
+{
+	mms_trace_t *t = p->t;
+
+	if (mms__grow(&t->steps, &p->res->steps_cap, t->nsteps, sizeof(*t->steps)))
+		return -ENOMEM;
+	t->steps[t->nsteps].time_ns = ev->time_ns;
+	t->steps[t->nsteps].step = step;
+	t->nsteps++;
+	return 0;
+}
+
+/* Before a memory event: an MMAP event may remove pieces of mappings. */
+static int pass_before(struct mms__sub *sub, struct mms_pass *pass, const mms_event_t *ev)
+{
+	struct pass *p = (struct pass *)sub;
+
+	(void)pass;
+	return ev->mem == MMS_MEM_MMAP ? mmap_before(p, ev) : 0;
+}
+
+/* One event, applied: before the live bytes and the state's step counters
+ * as they were. */
+static int trace_event(struct pass *p, const mms_event_t *ev, uint64_t before, uint64_t steps, uint64_t ranges)
+{
+	mms_trace_t *t = p->t;
+	uint64_t now;
+	int memory = ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE;
+
+	t->events++;
+	t->end_ns = ev->time_ns;
+	if (!memory) {
+		if (ev->kind == MMS_EV_OP_LAUNCH && ev->sub == 0)
+			launch_mark(p, ev);
+		else if (p->st->step_kind == 1 && p->st->steps_seen != steps)
+			return step_mark(p, ev, p->st->steps_seen + 1);
+		else if (p->st->step_kind == 2 && p->st->ranges_seen != ranges)
+			return step_mark(p, ev, p->st->ranges_seen);
+		return 0;
+	}
+	if (ev->mem == MMS_MEM_MMAP) {
+		if (mmap_after(p))
+			return -ENOMEM;
+	} else if (ev->kind == MMS_EV_FREE && p->st->last_blk_valid) {
+		/* A block live at the peak, freed since: it still counts. */
+		if (t->peak_bytes && p->st->last_blk.alloc_event <= t->peak_event && freed_add(p, &p->st->last_blk, block_time(p, &p->st->last_blk)))
+			return -ENOMEM;
+	}
+	if (ev->kind == MMS_EV_MALLOC) {
+		uint64_t *time = mms__pass_data(p->pass, p->time_off);
+
+		if (time)
+			*time = ev->time_ns;
+	}
+	now = live_total(p);
+	if (now == before)
+		return 0;
+	t->changes++;
+	if (now > t->peak_bytes) {
+		/* The first time the mark is reached: what was freed before
+		 * it no longer matters. */
+		t->peak_bytes = now;
+		t->peak_event = ev->id;
+		t->peak_ns = ev->time_ns;
+		p->nfreed = 0;
+	}
+	if (p->usage) {
+		if (p->file_bucketed) {
+			bucket_add(&p->file_b, ev->time_ns, before, now);
+		} else {
+			w_u64(p->usage, ev->time_ns, '\t');
+			w_u64(p->usage, now, '\n');
+			t->usage_rows++;
+		}
+	}
+	if (p->plot)
+		bucket_add(&p->plot_b, ev->time_ns, before, now);
+	return 0;
+}
+
+static int pass_event(struct mms__sub *sub, struct mms_pass *pass, const mms_event_t *ev)
+{
+	struct pass *p = (struct pass *)sub;
+	int rc;
+
+	(void)pass;
+	rc = trace_event(p, ev, p->live, p->steps, p->ranges);
+	p->live = live_total(p);
+	p->steps = p->st->steps_seen;
+	p->ranges = p->st->ranges_seen;
+	return rc;
+}
+
+/* Collects the blocks live now into *out (*n of them); with limit, only
+ * those allocated at or before that event. */
+struct collect {
+	struct pass *p;
+	mms_trace_block_t *v;
+	size_t n, cap;
+	uint64_t limit;
+	uint64_t bytes;
+};
+
+static int collect_one(const struct mms__blk *b, void *ctx)
+{
+	struct collect *c = ctx;
+
+	if (b->alloc_event > c->limit || !(c->p->kinds & 1u << b->mem))
+		return 0;
+	if (mms__grow(&c->v, &c->cap, c->n, sizeof(*c->v)))
+		return -ENOMEM;
+	block_out(c->p, b, block_time(c->p, b), &c->v[c->n++]);
+	c->bytes += b->size;
+	return 0;
+}
+
+static int block_cmp(const void *a, const void *b)
+{
+	const mms_trace_block_t *x = a, *y = b;
+
+	if (x->b.size != y->b.size)
+		return x->b.size > y->b.size ? -1 : 1;
+	if (x->b.alloc_event != y->b.alloc_event)
+		return x->b.alloc_event < y->b.alloc_event ? -1 : 1;
+	return x->b.addr < y->b.addr ? -1 : x->b.addr > y->b.addr;
+}
+
+/* The span of the log's events: from the start of the recording (the
+ * header's clock pair) to the last stamp of its segments. */
+static void log_span(const mms_log_t *log, uint64_t *t0, uint64_t *t1)
+{
+	uint64_t hi = log->hdr.start_stamp;
+	size_t i;
+
+	for (i = 0; i < log->nsegs; i++)
+		if (log->segs[i].last > hi)
+			hi = log->segs[i].last;
+	*t0 = log->hdr.start_realtime_ns;
+	*t1 = mms__log_time(log, hi);
+	if (*t1 < *t0)
+		*t1 = *t0;
+}
+
+static void bucketer_init(struct bucketer *b, uint64_t t0, uint64_t t1, uint64_t n,
+			  void (*emit)(void *, uint64_t, uint64_t, uint64_t), void *ctx)
+{
+	memset(b, 0, sizeof(*b));
+	b->t0 = t0;
+	b->span = t1 - t0 + 1;
+	b->n = n;
+	b->emit = emit;
+	b->ctx = ctx;
+}
+
+static int pass_finish(struct pass *p)
+{
+	mms_trace_t *t = p->t;
+	struct collect c = { p, NULL, 0, 0, UINT64_MAX, 0 };
+	int rc;
+
+	/* Leakage: everything live at the end. */
+	rc = mms__state_each(p->st, collect_one, &c);
+	if (rc)
+		goto fail;
+	t->end = c.v;
+	t->nend = c.n;
+	t->end_bytes = c.bytes;
+	if (t->nend)
+		qsort(t->end, t->nend, sizeof(*t->end), block_cmp);
+
+	/* Watermark: what is still live of the peak, and what was freed
+	 * since. */
+	memset(&c, 0, sizeof(c));
+	c.p = p;
+	c.limit = t->peak_bytes ? t->peak_event : 0;
+	c.v = p->freed;
+	c.n = p->nfreed;
+	c.cap = p->freed_cap;
+	p->freed = NULL;
+	if (t->peak_bytes) {
+		rc = mms__state_each(p->st, collect_one, &c);
+		if (rc) {
+			free(c.v);
+			goto fail;
+		}
+		t->peak = c.v;
+		t->npeak = c.n;
+		if (t->npeak)
+			qsort(t->peak, t->npeak, sizeof(*t->peak), block_cmp);
+	} else {
+		free(c.v);
+	}
+	return 0;
+fail:
+	return rc;
+}
+
+static int pass_begin(struct mms__sub *sub, struct mms_pass *pass)
+{
+	struct pass *p = (struct pass *)sub;
+	mms_trace_t *t = p->t;
+
+	p->st = mms__pass_state(pass);
+	p->live = live_total(p);
+	p->steps = p->st->steps_seen;
+	p->ranges = p->st->ranges_seen;
+	/* A fork child's inherited blocks are live from the start, which may
+	 * be its peak. */
+	if (p->live) {
+		t->peak_bytes = p->live;
+		t->peak_ns = t->first_ns;
+	}
+	return 0;
+}
+
+/* At the end (damage stops the pass: what came before stands). */
+static int pass_end(struct mms__sub *sub, struct mms_pass *pass)
+{
+	struct pass *p = (struct pass *)sub;
+	struct wfile *usage = p->usage;
+	int rc;
+
+	p->t->stop_rc = pass->stop_rc;
+	if (p->file_bucketed)
+		bucket_finish(&p->file_b, live_total(p));
+	if (p->plot)
+		bucket_finish(&p->plot_b, live_total(p));
+	rc = pass_finish(p);
+	p->usage = NULL;
+	return w_close(usage, rc);
+}
+
+static void pass_drop(struct mms__sub *sub)
+{
+	struct pass *p = (struct pass *)sub;
+
+	w_close(p->usage, MMS_EUSAGE); /* not finished: no file */
+	free(p->freed);
+	free(p->pieces);
+	free(p);
+}
+
+MMS__EXPORT int mms_trace_add(mms_pass_t *pass, const mms_trace_options_t *opt, mms_trace_t **out)
+{
+	static const mms_trace_options_t none;
+	struct trace_res *res;
+	mms_trace_t *t;
+	struct pass *p;
+	int rc = 0;
+
+	if (!out)
+		return MMS_EUSAGE;
+	*out = NULL;
+	if (!pass)
+		return MMS_EUSAGE;
+	if (!opt)
+		opt = &none;
+	res = calloc(1, sizeof(*res));
+	p = calloc(1, sizeof(*p));
+	if (!res || !p) {
+		free(res);
+		free(p);
+		return -ENOMEM;
+	}
+	t = &res->pub;
+	/* The blocks' owner strings are the pass's: the result holds them. */
+	res->strs = mms__strs_ref(pass->strs);
+	p->log = pass->log;
+	p->res = res;
+	p->t = t;
+	p->pass = pass;
+	p->time_off = mms__pass_attach(pass, sizeof(uint64_t));
+	p->kinds = opt->kinds ? opt->kinds : (1u << MMS_MEM_KIND_COUNT) - 1;
+	log_span(p->log, &t->first_ns, &t->last_ns);
+	p->sub.name = "trace";
+	p->sub.kinds = ~0u;
+	p->sub.before_kinds = 1u << MMS_EV_MALLOC | 1u << MMS_EV_FREE;
+	p->sub.begin = pass_begin;
+	p->sub.before = pass_before;
+	p->sub.event = pass_event;
+	p->sub.end = pass_end;
+	p->sub.drop = pass_drop;
+	p->sub.status = &t->status;
+	*out = t;
+	if (opt->plot_buckets) {
+		p->plot = 1;
+		t->npoints = opt->plot_buckets;
+		t->points = calloc(t->npoints, sizeof(*t->points));
+		t->launches = calloc(t->npoints, sizeof(*t->launches));
+		if (!t->points || !t->launches) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+		bucketer_init(&p->plot_b, t->first_ns, t->last_ns, opt->plot_buckets, plot_emit, p);
+	}
+	if (opt->usage_path) {
+		p->usage = w_open(opt->usage_path, opt->out.overwrite, &rc);
+		if (!p->usage)
+			goto fail;
+		w_str(p->usage, "time_ns\tlive_bytes\n");
+		if (opt->buckets) {
+			p->file_bucketed = 1;
+			bucketer_init(&p->file_b, t->first_ns, t->last_ns, opt->buckets, file_emit, p);
+		}
+	}
+	rc = mms__pass_add(pass, &p->sub);
+	p = NULL;
+	if (!rc)
+		return 0;
+fail:
+	if (p)
+		pass_drop(&p->sub);
+	mms_trace_free(t);
+	*out = NULL;
+	return rc;
+}
+
+MMS__RUN_ONE(trace, mms_trace_options_t, mms_trace_t)
+
+MMS__EXPORT void mms_trace_free(mms_trace_t *t)
+{
+	struct trace_res *res = (struct trace_res *)t;
+
+	if (!t)
+		return;
+	mms__strs_unref(res->strs);
+	free(t->peak);
+	free(t->end);
+	free(t->points);
+	free(t->launches);
+	free(t->steps);
+	free(res);
+}
+
+/* --- the scripts' TSV ------------------------------------------------------------- */
+
+static const char *kind_name(const mms_block_t *b)
+{
+	switch (b->mem) {
+	case MMS_MEM_HOST:
+		return "HOST";
+	case MMS_MEM_MMAP:
+		return "MMAP";
+	default:
+		return "POOL";
+	}
+}
+
+/* Writes s with tabs and line breaks turned into spaces (a field). */
+static void w_field(struct wfile *w, const char *s)
+{
+	for (; *s; s++) {
+		char ch = *s == '\t' || *s == '\n' || *s == '\r' ? ' ' : *s;
+
+		w_mem(w, &ch, 1);
+	}
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = path ? strrchr(path, '/') : NULL;
+
+	return s ? s + 1 : path;
+}
+
+MMS__EXPORT int mms_trace_frame_text(const mms_frame_t *f, char *buf, size_t len)
+{
+	const char *mod = base_name(f->module);
+	int n;
+
+	if (f->function)
+		n = snprintf(buf, len, "%s (%s)", f->function, mod ? mod : "??");
+	else
+		n = snprintf(buf, len, "0x%llx (%s)", (unsigned long long)f->ip, mod ? mod : "??");
+	return n;
+}
+
+MMS__EXPORT int mms_trace_write_tsv(mms_log_t *log, const mms_trace_block_t *blocks, size_t n, const char *path,
+				    const mms_output_options_t *out)
+{
+	mms_symbolizer_t *sym = out ? out->sym : NULL;
+	mms_log_info_t info;
+	struct wfile *w;
+	uint64_t ips[256];
+	mms_frame_t frames[64];
+	char text[1024];
+	size_t i;
+	int rc = 0, depth, k, j, nf;
+
+	if (!log || !path || (!blocks && n))
+		return MMS_EUSAGE;
+	mms_log_get_info(log, &info);
+	w = w_open(path, out && out->overwrite, &rc);
+	if (!w)
+		return rc;
+	for (i = 0; i < n && !rc; i++) {
+		const mms_trace_block_t *tb = &blocks[i];
+		const char *var = tb->b.owner ? tb->b.owner : tb->b.pool ? tb->b.pool : "";
+
+		w_u64(w, info.pid, '\t');
+		w_hex(w, tb->b.addr, '\t');
+		w_u64(w, tb->time_ns, '\t');
+		w_u64(w, tb->b.size, '\t');
+		w_str(w, kind_name(&tb->b));
+		w_str(w, "\tALLOCATION\t");
+		w_field(w, var);
+		w_mem(w, "\t", 1);
+		depth = mms__log_stack(log, tb->b.stack, ips, sizeof(ips) / sizeof(ips[0]));
+		if (depth < 0) {
+			rc = depth;
+			break;
+		}
+		if ((size_t)depth > sizeof(ips) / sizeof(ips[0]))
+			depth = (int)(sizeof(ips) / sizeof(ips[0]));
+		for (k = 0; k < depth; k++) {
+			mms_frame_t one = { .ip = ips[k] };
+
+			nf = sym ? mms_symbolize(sym, ips[k], frames, sizeof(frames) / sizeof(frames[0])) : 0;
+			if (nf < 0) {
+				rc = nf;
+				break;
+			}
+			if (!nf) {
+				frames[0] = one;
+				nf = 1;
+			}
+			for (j = 0; j < nf; j++) {
+				if (k || j)
+					w_str(w, "; ");
+				mms_trace_frame_text(&frames[j], text, sizeof(text));
+				w_field(w, text);
+			}
+		}
+		w_mem(w, "\n", 1);
+	}
+	return w_close(w, rc);
+}

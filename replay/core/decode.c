@@ -1,0 +1,430 @@
+/* SPDX-License-Identifier: MIT */
+/* decode.c: decodes one record of a chunk, driven by a table of each tag's
+ * field layout taken from common/format.h. */
+#include <string.h>
+
+#include "format.h"
+#include "msmemscope/log.h"
+#include "decode-int.h"
+
+/* Events carry the subtypes of the format's tags as they are: the public
+ * names of msmemscope/log.h are the same numbers. */
+#define SAME(a, b) ((int)(a) == (int)(b))
+_Static_assert(SAME(MMS_FN_MALLOC, MMS_ALLOC_MALLOC) && SAME(MMS_FN_CALLOC, MMS_ALLOC_CALLOC) &&
+		       SAME(MMS_FN_REALLOC, MMS_ALLOC_REALLOC) &&
+		       SAME(MMS_FN_POSIX_MEMALIGN, MMS_ALLOC_POSIX_MEMALIGN) &&
+		       SAME(MMS_FN_ALIGNED_ALLOC, MMS_ALLOC_ALIGNED_ALLOC) &&
+		       SAME(MMS_FN_MEMALIGN, MMS_ALLOC_MEMALIGN) && SAME(MMS_FN_VALLOC, MMS_ALLOC_VALLOC) &&
+		       SAME(MMS_FN_PVALLOC, MMS_ALLOC_PVALLOC),
+	       "enum mms_alloc_func is enum mms_alloc_fn");
+_Static_assert(SAME(MMS_FN_FREE, MMS_FREE_FREE) && SAME(MMS_FN_REALLOC_FREE, MMS_FREE_REALLOC),
+	       "enum mms_free_func is enum mms_free_fn");
+_Static_assert(SAME(MMS_ACC_UNKNOWN, MMS_ACCESS_UNKNOWN) && SAME(MMS_ACC_READ, MMS_ACCESS_READ) &&
+		       SAME(MMS_ACC_WRITE, MMS_ACCESS_WRITE),
+	       "enum mms_access_sub is enum mms_access_mode");
+_Static_assert(SAME(MMS_WATCH_API, MMS_WATCH_REGISTER) && SAME(MMS_WATCH_SUM_BEFORE, MMS_WATCH_BEFORE) &&
+		       SAME(MMS_WATCH_SUM_AFTER, MMS_WATCH_AFTER),
+	       "enum mms_watch_sub is enum mms_watch_phase");
+_Static_assert(SAME(MMS_SYS_INIT, MMS_SYSTEM_INIT) && SAME(MMS_SYS_FINI, MMS_SYSTEM_FINI) &&
+		       SAME(MMS_SYS_FORK, MMS_SYSTEM_FORK),
+	       "enum mms_system_sub is enum mms_system_phase");
+_Static_assert(SAME(MMS_RUNTIME_LIBC, MMS_RT_C) && SAME(MMS_RUNTIME_LIBCXX, MMS_RT_CXX) &&
+		       SAME(MMS_RUNTIME_TLS, MMS_RT_THREAD) && SAME(MMS_RUNTIME_STDIO, MMS_RT_STDIO),
+	       "enum mms_runtime is enum mms_runtime_kind");
+
+/* Field layout per tag byte: 'u' unsigned varint, 'a' zigzag address
+ * delta, 's' string. NULL marks a tag this version does not know. */
+static const char *const layouts[256] = {
+	[MMS_TAG_SEGMENT] = "uu",
+	[MMS_TAG_THREAD] = "uu",
+	[MMS_TAG_THREAD_NAME] = "uu",
+	[MMS_TAG_STRING] = "us",
+	[MMS_TAG_STACK] = "uuu",
+	[MMS_TAG_MODULE] = "uuuss",
+	[MMS_TAG_META] = "ss",
+	[MMS_TAG_LOST] = "u",
+	[MMS_TAG_ALLOC + MMS_ALLOC_MALLOC ... MMS_TAG_ALLOC + MMS_ALLOC_PVALLOC] = "auu",
+	[MMS_TAG_FREE + MMS_FREE_FREE ... MMS_TAG_FREE + MMS_FREE_REALLOC] = "a",
+	[MMS_TAG_MMAP] = "auuu",
+	[MMS_TAG_MUNMAP] = "au",
+	[MMS_TAG_POOL_ALLOC] = "uauuuu",
+	[MMS_TAG_POOL_FREE] = "uauuu",
+	[MMS_TAG_ACCESS + MMS_ACCESS_UNKNOWN ... MMS_TAG_ACCESS + MMS_ACCESS_WRITE] = "au",
+	[MMS_TAG_OP_BEGIN] = "u",
+	[MMS_TAG_OP_END] = "",
+	[MMS_TAG_KERNEL] = "u",
+	[MMS_TAG_MARK] = "u",
+	[MMS_TAG_RANGE_START] = "uu",
+	[MMS_TAG_RANGE_END] = "u",
+	[MMS_TAG_STEP] = "",
+	[MMS_TAG_OWNER_PUSH] = "u",
+	[MMS_TAG_OWNER_POP] = "",
+	[MMS_TAG_WATCH + MMS_WATCH_REGISTER] = "auu",
+	[MMS_TAG_WATCH + MMS_WATCH_BEFORE ... MMS_TAG_WATCH + MMS_WATCH_AFTER] = "auuuuu",
+	[MMS_TAG_COLLECT] = "u",
+	[MMS_TAG_SYSTEM + MMS_SYSTEM_INIT ... MMS_TAG_SYSTEM + MMS_SYSTEM_FINI] = "",
+	[MMS_TAG_SYSTEM + MMS_SYSTEM_FORK] = "u",
+	[MMS_TAG_ALLOC_RT + MMS_ALLOC_MALLOC ... MMS_TAG_ALLOC_RT + MMS_ALLOC_PVALLOC] = "auuu",
+};
+
+/* For each event tag, 1 + the number of fields after the stamp (the
+ * length of its layout); 0 for the other tags. For the open pass's skim,
+ * which leaves the exit record (SYSTEM fini) to the slow path: the open
+ * pass notes it. */
+static const uint8_t event_fields[256] = {
+	[MMS_TAG_ALLOC + MMS_ALLOC_MALLOC ... MMS_TAG_ALLOC + MMS_ALLOC_PVALLOC] = 1 + 3,
+	[MMS_TAG_FREE + MMS_FREE_FREE ... MMS_TAG_FREE + MMS_FREE_REALLOC] = 1 + 1,
+	[MMS_TAG_MMAP] = 1 + 4,
+	[MMS_TAG_MUNMAP] = 1 + 2,
+	[MMS_TAG_POOL_ALLOC] = 1 + 6,
+	[MMS_TAG_POOL_FREE] = 1 + 5,
+	[MMS_TAG_ACCESS + MMS_ACCESS_UNKNOWN ... MMS_TAG_ACCESS + MMS_ACCESS_WRITE] = 1 + 2,
+	[MMS_TAG_OP_BEGIN] = 1 + 1,
+	[MMS_TAG_OP_END] = 1,
+	[MMS_TAG_KERNEL] = 1 + 1,
+	[MMS_TAG_MARK] = 1 + 1,
+	[MMS_TAG_RANGE_START] = 1 + 2,
+	[MMS_TAG_RANGE_END] = 1 + 1,
+	[MMS_TAG_STEP] = 1,
+	[MMS_TAG_OWNER_PUSH] = 1 + 1,
+	[MMS_TAG_OWNER_POP] = 1,
+	[MMS_TAG_WATCH + MMS_WATCH_REGISTER] = 1 + 3,
+	[MMS_TAG_WATCH + MMS_WATCH_BEFORE ... MMS_TAG_WATCH + MMS_WATCH_AFTER] = 1 + 6,
+	[MMS_TAG_COLLECT] = 1 + 1,
+	[MMS_TAG_SYSTEM + MMS_SYSTEM_INIT] = 1,
+	[MMS_TAG_SYSTEM + MMS_SYSTEM_FORK] = 1 + 1,
+	[MMS_TAG_ALLOC_RT + MMS_ALLOC_MALLOC ... MMS_TAG_ALLOC_RT + MMS_ALLOC_PVALLOC] = 1 + 4,
+};
+
+/* The tag with its sub-code cleared, for the tags that carry one. */
+static inline uint8_t tag_type(uint8_t tag)
+{
+	switch (tag & 0xf8) {
+	case MMS_TAG_ALLOC:
+	case MMS_TAG_FREE:
+	case MMS_TAG_ACCESS:
+	case MMS_TAG_WATCH:
+	case MMS_TAG_SYSTEM:
+	case MMS_TAG_ALLOC_RT:
+		return tag & 0xf8;
+	default:
+		return tag;
+	}
+}
+
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* Decodes a varint of at most 8 bytes from the 8 bytes at p, a word at a
+ * time: the first byte with its top bit clear ends it, and its 7-bit
+ * groups are packed together in three steps. Returns its length in
+ * bytes, or 0 when it is longer (*out is then not set). */
+static inline unsigned word_u(const uint8_t *p, uint64_t *out)
+{
+	uint64_t w, stops;
+	unsigned bits;
+
+	memcpy(&w, p, 8);
+	stops = ~w & 0x8080808080808080ull;
+	if (!stops)
+		return 0;
+	bits = (unsigned)__builtin_ctzll(stops) + 1; /* a multiple of 8 */
+	w &= ~0ull >> (64 - bits);
+	w &= 0x7f7f7f7f7f7f7f7full;
+	w = (w & 0x007f007f007f007full) | ((w & 0x7f007f007f007f00ull) >> 1);
+	w = (w & 0x00003fff00003fffull) | ((w & 0x3fff00003fff0000ull) >> 2);
+	w = (w & 0x000000000fffffffull) | ((w & 0x0fffffff00000000ull) >> 4);
+	*out = w;
+	return bits / 8;
+}
+#endif
+
+/* mms_get_u(), a word at a time where 8 bytes remain. */
+static inline int get_u(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	unsigned n;
+
+	if (end - *pp >= 8 && (n = word_u(*pp, out))) {
+		*pp += n;
+		return 0;
+	}
+#endif
+	return mms_get_u(pp, end, out);
+}
+
+int mms__decode(struct mms__cursor *c, struct mms__rec *r, const char **why)
+{
+	const uint8_t *p = c->p;
+	const char *layout;
+	uint64_t v, addr = c->prev_addr;
+	unsigned nu = 0, ns = 0;
+
+	if (p >= c->end)
+		return 0;
+	r->off = (uint64_t)(p - c->base) + c->base_off;
+	r->tag = *p++;
+	layout = layouts[r->tag];
+	if (!layout) {
+		*why = "unknown record tag";
+		return MMS__DEC_UNKNOWN;
+	}
+	r->type = tag_type(r->tag);
+	r->sub = (uint8_t)(r->tag - r->type);
+	r->stamp = c->stamp;
+	if (r->type != MMS_TAG_SEGMENT) {
+		if (get_u(&p, c->end, &v))
+			goto cut;
+		r->stamp = c->stamp + v;
+		if (r->stamp < c->stamp) {
+			*why = "stamp delta wraps around";
+			return MMS__DEC_ORDER;
+		}
+	}
+	for (; *layout; layout++) {
+		switch (*layout) {
+		case 'u':
+			if (get_u(&p, c->end, &r->u[nu++]))
+				goto cut;
+			break;
+		case 'a':
+			if (get_u(&p, c->end, &v))
+				goto cut;
+			addr += (uint64_t)mms_unzigzag(v);
+			r->addr = addr;
+			break;
+		default: /* 's' */
+			if (mms_get_s(&p, c->end, &r->s[ns], &r->slen[ns]))
+				goto cut;
+			ns++;
+			break;
+		}
+	}
+	if (r->type == MMS_TAG_SEGMENT) {
+		if (r->u[0] > UINT32_MAX) {
+			*why = "segment thread index out of range";
+			return MMS__DEC_CORRUPT;
+		}
+		c->thread = (uint32_t)r->u[0];
+		r->stamp = r->u[1];
+	}
+	c->stamp = r->stamp;
+	c->prev_addr = r->type == MMS_TAG_SEGMENT ? 0 : addr;
+	c->p = p;
+	return 1;
+cut:
+	/* The writer publishes only whole records, so a field that runs past
+	 * `used` means the bytes are not what the writer wrote. */
+	*why = "record runs past the end of its chunk or holds a bad field";
+	return MMS__DEC_CORRUPT;
+}
+
+/* For mms__decode_heap(): the varints after the tag of each heap record
+ * (stamp delta first), per the table's rows FREE "a", ALLOC "auu" and
+ * ALLOC_RT "auuu"; 0 for the other tags. */
+static const uint8_t heap_fields[256] = {
+	[MMS_TAG_ALLOC + MMS_ALLOC_MALLOC ... MMS_TAG_ALLOC + MMS_ALLOC_PVALLOC] = 4,
+	[MMS_TAG_FREE + MMS_FREE_FREE ... MMS_TAG_FREE + MMS_FREE_REALLOC] = 2,
+	[MMS_TAG_ALLOC_RT + MMS_ALLOC_MALLOC ... MMS_TAG_ALLOC_RT + MMS_ALLOC_PVALLOC] = 5,
+};
+
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* One varint at *pp into *v, advancing *pp: those of one and two bytes
+ * (most fields) by hand, longer ones a word at a time. Returns 0, or -1
+ * for one over 8 bytes (left to the careful path). */
+static inline int heap_u(const uint8_t **pp, uint64_t *v)
+{
+	const uint8_t *p = *pp;
+	unsigned len;
+
+	if (p[0] < 0x80) {
+		*v = p[0];
+		*pp = p + 1;
+	} else if (p[1] < 0x80) {
+		*v = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+		*pp = p + 2;
+	} else {
+		len = word_u(p, v);
+		if (!len)
+			return -1;
+		*pp = p + len;
+	}
+	return 0;
+}
+#endif
+
+int mms__decode_heap(struct mms__cursor *c, mms_event_t *ev)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	const uint8_t *p = c->p;
+	uint64_t delta, zz, size = 0, stack = 0, flags = 0;
+	unsigned n;
+	uint8_t tag;
+
+	/* Room for the tag and five fields of 8 bytes each, read as words
+	 * whatever their length: nothing below checks the end. */
+	if (c->end - p < 1 + 5 * 8)
+		return 0;
+	tag = *p++;
+	n = heap_fields[tag];
+	if (!n)
+		return 0;
+	if (heap_u(&p, &delta) || heap_u(&p, &zz))
+		return 0;
+	if (n > 2 && (heap_u(&p, &size) || heap_u(&p, &stack) || (n > 4 && heap_u(&p, &flags))))
+		return 0;
+	if (c->stamp + delta < c->stamp)
+		return 0; /* the careful path says what is wrong */
+	/* Every field stored: no zeroing first. */
+	ev->id = 0;
+	ev->stamp = c->stamp + delta;
+	ev->time_ns = 0;
+	ev->thread = c->thread;
+	ev->kind = n == 2 ? MMS_EV_FREE : MMS_EV_MALLOC;
+	ev->sub = (uint16_t)(tag & 7);
+	ev->mem = MMS_MEM_HOST;
+	ev->addr = c->prev_addr + (uint64_t)mms_unzigzag(zz);
+	ev->size = size;
+	ev->stack = (uint32_t)stack;
+	ev->total = 0;
+	ev->used = 0;
+	ev->range_id = 0;
+	ev->name = NULL;
+	ev->file_offset = (uint64_t)(c->p - c->base) + c->base_off;
+	ev->flags = flags;
+	c->stamp = ev->stamp;
+	c->prev_addr = ev->addr;
+	c->p = p;
+	return 1;
+#else
+	(void)c;
+	(void)ev;
+	return 0;
+#endif
+}
+
+int mms__decode_peek(const struct mms__cursor *c, uint64_t *stamp)
+{
+	const uint8_t *p = c->p;
+	uint64_t v;
+
+	if (!layouts[*p])
+		return MMS__DEC_UNKNOWN;
+	if (!mms__is_event(tag_type(*p)))
+		return 0;
+	p++;
+	if (get_u(&p, c->end, &v))
+		return MMS__DEC_CORRUPT;
+	if (c->stamp + v < c->stamp)
+		return MMS__DEC_ORDER;
+	*stamp = c->stamp + v;
+	return 1;
+}
+
+int mms__skim_heap(struct mms__cursor *c, uint64_t *addr)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	const uint8_t *p = c->p;
+	uint64_t delta, zz, v;
+	unsigned n, i;
+
+	if (c->end - p < 1 + 5 * 8)
+		return 0;
+	n = heap_fields[*p++];
+	if (!n || heap_u(&p, &delta) || heap_u(&p, &zz))
+		return 0;
+	for (i = 2; i < n; i++)
+		if (heap_u(&p, &v))
+			return 0;
+	c->stamp += delta;
+	c->prev_addr += (uint64_t)mms_unzigzag(zz);
+	c->p = p;
+	*addr = c->prev_addr;
+	return n == 2 ? MMS_EV_FREE : MMS_EV_MALLOC;
+#else
+	(void)c;
+	(void)addr;
+	return 0;
+#endif
+}
+
+/* Skips one varint: at most 10 bytes, the 10th at most 1 (64 bits).
+ * Returns 0, or -1 when it is cut by end or too long. */
+static inline int skip_u(const uint8_t **pp, const uint8_t *end)
+{
+	const uint8_t *p = *pp, *lim = end - p > 10 ? p + 10 : end;
+
+	while (p < lim && (*p & 0x80))
+		p++;
+	if (p >= lim || (p - *pp == 9 && *p > 1))
+		return -1;
+	*pp = p + 1;
+	return 0;
+}
+
+int mms__decode_skim(struct mms__cursor *c, struct mms__rec *r, const char **why)
+{
+	const uint8_t *p = c->p;
+	const char *layout;
+	uint64_t v;
+	uint8_t type;
+
+	if (p >= c->end)
+		return 0;
+	layout = layouts[*p];
+	type = tag_type(*p);
+	/* Metadata and segments are read in full; so are tags this version
+	 * does not know, for the message. */
+	if (!layout || !mms__is_event(type))
+		return mms__decode(c, r, why);
+	r->off = (uint64_t)(p - c->base) + c->base_off;
+	r->tag = *p++;
+	r->type = type;
+	r->sub = (uint8_t)(r->tag - type);
+	if (mms_get_u(&p, c->end, &v))
+		goto cut;
+	r->stamp = c->stamp + v;
+	if (r->stamp < c->stamp) {
+		*why = "stamp delta wraps around";
+		return MMS__DEC_ORDER;
+	}
+	/* Event records hold varints only ('u' and 'a'). */
+	for (; *layout; layout++)
+		if (skip_u(&p, c->end))
+			goto cut;
+	c->stamp = r->stamp;
+	c->p = p;
+	return 1;
+cut:
+	*why = "record runs past the end of its chunk or holds a bad field";
+	return MMS__DEC_CORRUPT;
+}
+
+size_t mms__skim_events(struct mms__cursor *c)
+{
+	const uint8_t *p = c->p, *end = c->end;
+	uint64_t stamp = c->stamp, w, stops;
+	unsigned k, n;
+	size_t count = 0;
+
+	/* One word at a time: each byte with its top bit clear ends a
+	 * varint, and a record of n fields after the stamp ends at the
+	 * (n + 1)-th of them. Anything unusual (a stamp delta over one
+	 * byte, a record longer than 8 bytes after its tag, a tag that is
+	 * not an event) is left to mms__decode_skim(). */
+	while (end - p > 8) {
+		n = event_fields[*p];
+		if (!n || (p[1] & 0x80) || stamp + p[1] < stamp)
+			break;
+		memcpy(&w, p + 1, 8);
+		stops = ~w & 0x8080808080808080ull;
+		for (k = 1; k < n && stops; k++)
+			stops &= stops - 1;
+		if (!stops)
+			break;
+		stamp += p[1];
+		p += 2 + (__builtin_ctzll(stops) >> 3);
+		count++;
+	}
+	c->p = p;
+	c->stamp = stamp;
+	return count;
+}

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/* iter-int.h: the iterator's saved positions (iter.c). */
+#ifndef MMS_ITER_INT_H
+#define MMS_ITER_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "msmemscope/log.h"
+#include "state-int.h"
+
+/* --- iterator positions (iter.c) ---------------------------------------- */
+/* Where one thread's cursor stands: enough to resume without decoding what
+ * came before. */
+struct mms__src_pos {
+	uint64_t seg;            /* segment index; UINT64_MAX when the thread is done */
+	uint64_t off;            /* file offset of its pending event's record */
+	uint64_t stamp, prev_addr; /* the delta state before that record */
+};
+
+/* Saves the iterator's position: next_id and one entry per thread run
+ * (log->nruns of them, into pos). */
+void mms__iter_save(const mms_iter_t *it, uint64_t *next_id, struct mms__src_pos *pos);
+/* Opens an iterator at a saved position. Returns 0 or a negative code. */
+int mms__iter_open_at(mms_log_t *log, uint64_t next_id, const struct mms__src_pos *pos, mms_iter_t **out);
+/* Tells the iterator which heap state its events go to (NULL: none), so
+ * that it asks for the state's cache lines some events ahead. */
+void mms__iter_prefetch_for(mms_iter_t *it, const struct mms__state *st);
+
+#endif /* MMS_ITER_INT_H */

@@ -1,0 +1,474 @@
+/* SPDX-License-Identifier: MIT */
+/* iter.c: yields a log's events in replay order: a k-way merge, by stamp,
+ * of one cursor per thread, ties broken by thread and file offset. Each
+ * event is decoded once, straight into the caller's; the merge reads only
+ * the next record's stamp. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format.h"
+#include "msmemscope/error.h"
+#include "msmemscope/log.h"
+#include "base-int.h"
+#include "decode-int.h"
+#include "iter-int.h"
+#include "log-int.h"
+#include "state-int.h"
+
+/* How far (in events of its thread) a second cursor runs ahead of each
+ * thread's to ask for the heap state's cache lines: the live-block
+ * table's for every heap event, then, half as far ahead, the block of a
+ * FREE. A power of two. */
+#define ITER_AHEAD 16u
+
+/* One thread's run of segments, its cursor at the record of its next
+ * event once peeked. */
+struct iter_src {
+	struct mms__cursor c;
+	size_t seg, seg_end;  /* current segment, end of the thread's run */
+	int peeked;           /* c is at the next event's record, stamp is its stamp; the
+	                         last thread left does without until its next call */
+	uint64_t stamp;       /* the next event's stamp: the merge's key */
+	/* Looking ahead, in the current segment only: pc is `ahead` events
+	 * past c, its last FREE addresses noted by event number (n). */
+	struct mms__cursor pc;
+	unsigned ahead;
+	int pc_stop;          /* pc reached the segment's end or a record it leaves */
+	uint64_t n;           /* events this thread yielded */
+	struct {
+		uint64_t n, addr;
+	} frees[ITER_AHEAD];
+};
+
+struct mms_iter {
+	mms_log_t *log;
+	struct iter_src *srcs;
+	size_t *heap;         /* indices into srcs, a binary min-heap by next event */
+	size_t nheap;
+	uint64_t next_id;
+	int err;              /* the error that stopped the iteration, or 0 */
+	const struct mms__state *pf; /* the state to fetch ahead for, or NULL */
+};
+
+static void seg_enter(mms_log_t *log, struct iter_src *s)
+{
+	const struct mms__segment *g = &log->segs[s->seg];
+
+	s->c.p = log->map + g->begin;
+	s->c.end = log->map + g->end;
+	s->c.stamp = g->first;
+	s->c.prev_addr = 0;
+	s->c.thread = g->thread;
+	/* The lookahead starts again from here. */
+	s->pc = s->c;
+	s->ahead = 0;
+	s->pc_stop = 0;
+}
+
+/* Turns an event record into the public event (id and time set later). */
+static void rec_to_event(const mms_log_t *log, const struct mms__rec *r, uint32_t thread, mms_event_t *ev)
+{
+	memset(ev, 0, sizeof(*ev));
+	ev->stamp = r->stamp;
+	ev->thread = thread;
+	ev->file_offset = r->off;
+	ev->sub = r->sub;
+	switch (r->type) {
+	case MMS_TAG_ALLOC:
+	case MMS_TAG_ALLOC_RT:
+		ev->kind = MMS_EV_MALLOC;
+		ev->addr = r->addr;
+		ev->size = r->u[0];
+		ev->stack = (uint32_t)r->u[1];
+		ev->flags = r->type == MMS_TAG_ALLOC_RT ? r->u[2] : 0;
+		break;
+	case MMS_TAG_FREE:
+		ev->kind = MMS_EV_FREE;
+		ev->addr = r->addr;
+		break;
+	case MMS_TAG_MMAP:
+		ev->kind = MMS_EV_MALLOC;
+		ev->mem = MMS_MEM_MMAP;
+		ev->addr = r->addr;
+		ev->size = r->u[0];
+		ev->flags = r->u[1];
+		ev->stack = (uint32_t)r->u[2];
+		break;
+	case MMS_TAG_MUNMAP:
+		ev->kind = MMS_EV_FREE;
+		ev->mem = MMS_MEM_MMAP;
+		ev->addr = r->addr;
+		ev->size = r->u[0];
+		break;
+	case MMS_TAG_POOL_ALLOC:
+	case MMS_TAG_POOL_FREE:
+		ev->kind = r->type == MMS_TAG_POOL_ALLOC ? MMS_EV_MALLOC : MMS_EV_FREE;
+		ev->mem = MMS_MEM_POOL;
+		ev->name = mms__log_string(log, r->u[0]);
+		ev->addr = r->addr;
+		ev->size = r->u[1];
+		ev->total = r->u[2];
+		ev->used = r->u[3];
+		ev->stack = r->type == MMS_TAG_POOL_ALLOC ? (uint32_t)r->u[4] : 0;
+		break;
+	case MMS_TAG_ACCESS:
+		ev->kind = MMS_EV_ACCESS;
+		ev->addr = r->addr;
+		ev->size = r->u[0];
+		break;
+	case MMS_TAG_OP_BEGIN:
+	case MMS_TAG_OP_END:
+		ev->kind = MMS_EV_OP_LAUNCH;
+		ev->sub = r->type == MMS_TAG_OP_END;
+		if (r->type == MMS_TAG_OP_BEGIN)
+			ev->name = mms__log_string(log, r->u[0]);
+		break;
+	case MMS_TAG_KERNEL:
+		ev->kind = MMS_EV_KERNEL_LAUNCH;
+		ev->name = mms__log_string(log, r->u[0]);
+		break;
+	case MMS_TAG_MARK:
+		ev->kind = MMS_EV_MSTX;
+		ev->name = mms__log_string(log, r->u[0]);
+		break;
+	case MMS_TAG_RANGE_START:
+		ev->kind = MMS_EV_MSTX;
+		ev->sub = 1;
+		ev->range_id = r->u[0];
+		ev->name = mms__log_string(log, r->u[1]);
+		break;
+	case MMS_TAG_RANGE_END:
+		ev->kind = MMS_EV_MSTX;
+		ev->sub = 2;
+		ev->range_id = r->u[0];
+		break;
+	case MMS_TAG_STEP:
+		ev->kind = MMS_EV_STEP;
+		break;
+	case MMS_TAG_OWNER_PUSH:
+	case MMS_TAG_OWNER_POP:
+		ev->kind = MMS_EV_OWNER;
+		ev->sub = r->type == MMS_TAG_OWNER_POP;
+		if (r->type == MMS_TAG_OWNER_PUSH)
+			ev->name = mms__log_string(log, r->u[0]);
+		break;
+	case MMS_TAG_WATCH:
+		ev->kind = MMS_EV_WATCH;
+		ev->addr = r->addr;
+		ev->size = r->u[0];
+		ev->name = mms__log_string(log, r->u[1]);
+		if (r->sub != MMS_WATCH_REGISTER) {
+			ev->used = r->u[2];
+			ev->total = r->u[3];
+			ev->flags = r->u[4];
+		}
+		break;
+	case MMS_TAG_COLLECT:
+		ev->kind = MMS_EV_COLLECT;
+		ev->sub = r->u[0] != 0;
+		break;
+	default: /* MMS_TAG_SYSTEM */
+		ev->kind = MMS_EV_SYSTEM;
+		if (r->sub == MMS_SYSTEM_FORK)
+			ev->total = r->u[0];
+		break;
+	}
+}
+
+/* Moves s's cursor to its next event's record, through metadata and
+ * segments, and reads that event's stamp. Returns 1, 0 when the thread
+ * has no more events, or MMS_ECORRUPT. */
+static int src_peek(mms_log_t *log, struct iter_src *s)
+{
+	struct mms__rec r;
+	const char *why;
+	int rc;
+
+	for (;;) {
+		if (s->c.p < s->c.end) {
+			rc = mms__decode_peek(&s->c, &s->stamp);
+			if (rc == 1) {
+				s->peeked = 1;
+				return 1;
+			}
+			if (rc == 0)
+				rc = mms__decode(&s->c, &r, &why); /* metadata: read, go on */
+			if (rc < 0)
+				return MMS_ECORRUPT; /* the open pass stopped segments before damage */
+			if (rc == 1)
+				continue;
+		}
+		if (++s->seg >= s->seg_end)
+			return 0;
+		seg_enter(log, s);
+	}
+}
+
+/* Decodes the event at s's cursor (src_peek() found it) into ev. Returns 1
+ * or MMS_ECORRUPT. */
+static inline int src_decode(mms_log_t *log, struct iter_src *s, mms_event_t *ev)
+{
+	struct mms__rec r;
+	const char *why;
+
+	if (mms__decode_heap(&s->c, ev))
+		return 1;
+	if (mms__decode(&s->c, &r, &why) != 1)
+		return MMS_ECORRUPT;
+	rec_to_event(log, &r, s->c.thread, ev);
+	return 1;
+}
+
+/* Runs s's second cursor one event further ahead, asking for the line of
+ * the live-block table that event will look in. Returns 0, or -1 when it
+ * cannot go on in this segment. */
+static int src_ahead(const mms_iter_t *it, struct iter_src *s)
+{
+	struct mms__rec r;
+	const char *why;
+	uint64_t addr;
+	int kind;
+
+	for (;;) {
+		if (s->pc.p >= s->pc.end)
+			return -1;
+		kind = mms__skim_heap(&s->pc, &addr);
+		if (kind)
+			break;
+		if (mms__decode(&s->pc, &r, &why) != 1 || r.type == MMS_TAG_SEGMENT)
+			return -1;
+		if (!mms__is_event(r.type))
+			continue;
+		kind = r.type == MMS_TAG_ACCESS ? MMS_EV_ACCESS : 0;
+		addr = r.addr;
+		break;
+	}
+	s->ahead++;
+	if (kind)
+		mms__state_prefetch_addr(it->pf, addr);
+	if (kind == MMS_EV_FREE) {
+		/* The event number this FREE will be yielded as. */
+		s->frees[(s->n + s->ahead) & (ITER_AHEAD - 1)].n = s->n + s->ahead;
+		s->frees[(s->n + s->ahead) & (ITER_AHEAD - 1)].addr = addr;
+	}
+	return 0;
+}
+
+/* After s yielded an event: keeps the lookahead ITER_AHEAD events ahead
+ * and, halfway, asks for the block of a FREE to come. */
+static inline void src_fetch_ahead(const mms_iter_t *it, struct iter_src *s)
+{
+	uint64_t half = s->n + ITER_AHEAD / 2;
+
+	if (s->ahead)
+		s->ahead--;
+	if (!mms__state_prefetching(it->pf)) {
+		/* Small tables: not worth it. The lookahead starts again
+		 * with the next segment, if they grew. */
+		s->pc_stop = 1;
+		s->ahead = 0;
+		return;
+	}
+	while (!s->pc_stop && s->ahead < ITER_AHEAD)
+		if (src_ahead(it, s))
+			s->pc_stop = 1;
+	if (s->frees[half & (ITER_AHEAD - 1)].n == half)
+		mms__state_prefetch_blk(it->pf, s->frees[half & (ITER_AHEAD - 1)].addr);
+}
+
+static inline int src_less(const struct iter_src *a, const struct iter_src *b)
+{
+	if (a->stamp != b->stamp)
+		return a->stamp < b->stamp;
+	if (a->c.thread != b->c.thread)
+		return a->c.thread < b->c.thread;
+	return a->c.p - a->c.base < b->c.p - b->c.base;
+}
+
+static void heap_down(mms_iter_t *it, size_t i)
+{
+	size_t n = it->nheap, v = it->heap[i], l, m;
+
+	for (;;) {
+		l = 2 * i + 1;
+		if (l >= n)
+			break;
+		m = l;
+		if (l + 1 < n && src_less(&it->srcs[it->heap[l + 1]], &it->srcs[it->heap[l]]))
+			m = l + 1;
+		if (!src_less(&it->srcs[it->heap[m]], &it->srcs[v]))
+			break;
+		it->heap[i] = it->heap[m];
+		i = m;
+	}
+	it->heap[i] = v;
+}
+
+/* Opens an iterator with each thread's cursor at the start of its run, or
+ * at pos when given. */
+static int iter_open(mms_log_t *log, uint64_t next_id, const struct mms__src_pos *pos, mms_iter_t **out)
+{
+	const struct mms__segment *g;
+	mms_iter_t *it;
+	size_t i;
+
+	if (!log || !out)
+		return MMS_EUSAGE;
+	*out = NULL;
+	it = calloc(1, sizeof(*it));
+	if (!it)
+		return -ENOMEM;
+	it->log = log;
+	it->next_id = next_id;
+	it->srcs = calloc(log->nruns + 1, sizeof(*it->srcs));
+	if (!it->srcs)
+		goto fail_it;
+	it->heap = calloc(log->nruns + 1, sizeof(*it->heap));
+	if (!it->heap)
+		goto fail_srcs;
+	for (i = 0; i < log->nruns; i++) {
+		struct iter_src *s = &it->srcs[i];
+
+		s->c.base = log->map;
+		s->seg = log->runs[i];
+		s->seg_end = log->runs[i + 1];
+		if (pos) {
+			/* A saved position must lie inside this thread's run
+			 * and its segment: an index that does not match the
+			 * log is refused, not trusted. */
+			if (pos[i].seg == UINT64_MAX)
+				continue;
+			if (pos[i].seg < s->seg || pos[i].seg >= s->seg_end)
+				goto fail_pos;
+			s->seg = (size_t)pos[i].seg;
+			g = &log->segs[s->seg];
+			if (pos[i].off < g->begin || pos[i].off >= g->end)
+				goto fail_pos;
+			seg_enter(log, s);
+			s->c.p = log->map + pos[i].off;
+			s->c.stamp = pos[i].stamp;
+			s->c.prev_addr = pos[i].prev_addr;
+			s->pc = s->c;
+		} else {
+			seg_enter(log, s);
+		}
+		if (src_peek(log, s) == 1)
+			it->heap[it->nheap++] = i;
+	}
+	for (i = it->nheap / 2; i-- > 0;)
+		heap_down(it, i);
+	*out = it;
+	return 0;
+fail_pos:
+	free(it->heap);
+	free(it->srcs);
+	free(it);
+	return MMS_ECORRUPT;
+fail_srcs:
+	free(it->srcs);
+fail_it:
+	free(it);
+	return -ENOMEM;
+}
+
+MMS__EXPORT int mms_iter_open(mms_log_t *log, mms_iter_t **out)
+{
+	return iter_open(log, 0, NULL, out);
+}
+
+int mms__iter_open_at(mms_log_t *log, uint64_t next_id, const struct mms__src_pos *pos, mms_iter_t **out)
+{
+	return iter_open(log, next_id, pos, out);
+}
+
+void mms__iter_prefetch_for(mms_iter_t *it, const struct mms__state *st)
+{
+	it->pf = st;
+}
+
+void mms__iter_save(const mms_iter_t *it, uint64_t *next_id, struct mms__src_pos *pos)
+{
+	const struct iter_src *s;
+	struct iter_src tmp;
+	size_t i;
+
+	*next_id = it->next_id;
+	for (i = 0; i < it->log->nruns; i++)
+		pos[i].seg = UINT64_MAX;
+	/* Only threads with a pending event have somewhere to resume; the
+	 * others are done. */
+	for (i = 0; i < it->nheap; i++) {
+		s = &it->srcs[it->heap[i]];
+		if (!s->peeked) {
+			/* Where its next event is, found on a copy. */
+			tmp = *s;
+			if (src_peek(it->log, &tmp) != 1)
+				continue;
+			s = &tmp;
+		}
+		pos[it->heap[i]].seg = s->seg;
+		pos[it->heap[i]].off = (uint64_t)(s->c.p - s->c.base) + s->c.base_off;
+		pos[it->heap[i]].stamp = s->c.stamp;
+		pos[it->heap[i]].prev_addr = s->c.prev_addr;
+	}
+}
+
+MMS__EXPORT int mms_iter_next(mms_iter_t *it, mms_event_t *ev)
+{
+	struct iter_src *s;
+	int rc;
+
+	if (!it || !ev)
+		return MMS_EUSAGE;
+	if (!it->nheap)
+		return it->err;
+	s = &it->srcs[it->heap[0]];
+	if (!s->peeked) {
+		/* Alone: the record at the cursor is most often a heap
+		 * event's, for the fast path. */
+		if (mms__decode_heap(&s->c, ev))
+			goto decoded;
+		rc = src_peek(it->log, s);
+		if (rc != 1) {
+			it->err = rc;
+			it->nheap = 0;
+			return rc;
+		}
+	}
+	if (src_decode(it->log, s, ev) != 1) {
+		it->err = MMS_ECORRUPT;
+		it->nheap = 0;
+		return it->err;
+	}
+decoded:
+	ev->id = it->next_id++;
+	ev->time_ns = mms__log_time(it->log, ev->stamp);
+	s->n++;
+	if (it->pf)
+		src_fetch_ahead(it, s);
+	s->peeked = 0;
+	if (it->nheap == 1)
+		return 1; /* alone: no merge needs its next stamp */
+	rc = src_peek(it->log, s);
+	if (rc < 0) {
+		/* Yield this event; the next call reports the error. */
+		it->err = rc;
+		it->nheap = 0;
+		return 1;
+	}
+	if (rc == 0)
+		it->heap[0] = it->heap[--it->nheap];
+	if (it->nheap > 1)
+		heap_down(it, 0);
+	return 1;
+}
+
+MMS__EXPORT void mms_iter_close(mms_iter_t *it)
+{
+	if (!it)
+		return;
+	free(it->srcs);
+	free(it->heap);
+	free(it);
+}

@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: MIT */
+/* log-int.h: the open log: its tables, its segments and a fork child's
+ * inherited blocks (log.c, meta.c, inherit.c). */
+#ifndef MMS_LOG_INT_H
+#define MMS_LOG_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "format.h"
+#include "msmemscope/log.h"
+#include "map-int.h"
+#include "decode-int.h"
+
+/* --- the open log (log.c) ----------------------------------------------- */
+
+struct mms__segment {
+	uint64_t begin;      /* file offset of the first record after SEGMENT */
+	uint64_t end;        /* file offset past its last whole record */
+	uint64_t first;      /* the SEGMENT record's absolute stamp */
+	uint64_t last;       /* stamp of its last record */
+	uint64_t events;     /* event records in [begin, end) */
+	uint32_t thread;
+	uint8_t lost_after;  /* its thread's records after it are lost: damage, or the file's end */
+	uint8_t full_end;    /* it fills its chunk: its thread, if it went on, went on elsewhere */
+};
+
+struct mms__thread {
+	uint32_t index;
+	uint64_t tid;
+	uint64_t name_id;    /* string id, 0 = unnamed */
+};
+
+struct mms__module {
+	uint64_t base, lo, hi;
+	size_t path, build_id;     /* arena offsets */
+	uint64_t build_id_len;
+};
+
+struct mms__meta {
+	size_t key, value;         /* arena offsets */
+	uint64_t value_len;
+};
+
+/* A forked child's inherited blocks (inherit.c): the parent's live blocks
+ * at its FORK event, which every replay of the child starts from. */
+struct mms__iblk {
+	uint64_t addr, size;
+	uint64_t origin_pid, origin_event; /* the log that allocated it, its MALLOC */
+	size_t owner, pool;        /* 1 + offset in strs, 0 = NULL */
+	uint32_t stack;            /* a stack id of the child's log (imported) */
+	uint16_t mem;
+	uint8_t fn, runtime;
+};
+
+struct mms__inherit {
+	int state;                 /* enum mms_fork_state */
+	uint64_t parent_pid, fork_event;
+	char *parent_log;          /* NULL when the log names none */
+	char *why;                 /* MMS_FORK_UNKNOWN: why */
+	struct mms__iblk *blks;    /* in the order they were allocated */
+	size_t n, cap;
+	uint64_t blocks[MMS_MEM_KIND_COUNT], bytes[MMS_MEM_KIND_COUNT];
+	char *strs;                /* the blocks' owner and pool names */
+	size_t strs_len, strs_cap;
+};
+
+struct mms_log {
+	const uint8_t *map;        /* the file, mapped read-only (NULL if empty) */
+	size_t size;
+	int unmap;                 /* map came from mmap() and must be unmapped */
+	struct mms_file_header hdr;
+	mms_log_info_t info;
+	char damage[192];
+
+	char *arena;               /* NUL-terminated copies of strings */
+	size_t arena_len, arena_cap;
+	struct mms__map strings;   /* string id -> arena offset */
+	struct mms__map stacks;    /* stack id -> index in stack_nodes */
+	uint64_t (*stack_nodes)[2]; /* parent, ip */
+	size_t nstacks, stacks_cap;
+	struct mms__map thread_ix; /* thread index -> index in threads */
+	struct mms__thread *threads;
+	size_t nthreads, threads_cap;
+	struct mms__module *modules;
+	size_t nmodules, modules_cap;
+	struct mms__meta *metas;
+	size_t nmetas, metas_cap;
+
+	/* Segments, sorted by (thread, first stamp, offset): a thread's
+	 * segments follow each other in time, so the iterator merges one
+	 * cursor per thread. runs[i] indexes the first segment of the i-th
+	 * thread's run; runs[nruns] is nsegs. */
+	struct mms__segment *segs;
+	size_t nsegs, segs_cap;
+	size_t *runs;              /* start index of each thread's run in segs */
+	size_t nruns;
+	uint64_t events;           /* event records found by the open pass */
+	double ns_per_stamp;       /* stamp to nanoseconds, see mms__log_time() */
+	char *path;                /* as opened; NULL for a log in memory */
+	uint64_t dev, ino, mtime_ns; /* the file's identity when opened */
+	struct mms__inherit inh;   /* a fork child's start (inherit.c) */
+
+	/* Where the log is incomplete (log.c). Records stamped from stop on
+	 * are left out: the first stamp the cut or the damage may have taken
+	 * records from (UINT64_MAX: none). */
+	uint64_t stop;
+	uint64_t chunk_stamp_max;  /* the latest stamp a chunk read so far was taken after */
+	int file_cut;              /* the file ends before the chunks it holds do */
+	int chunks_lost;           /* a chunk is missing or cannot be read */
+	int fini;                  /* an exit record (SYSTEM fini) was read */
+	char cut_what[160];
+	uint64_t bad_stacks;       /* atomic: walks of stack ids that do not resolve */
+};
+
+/* Opens the log file at path without looking for its parent's (log.c):
+ * mms_log_open_ex() is this and mms__inherit_load(). */
+int mms__log_open_file(const char *path, mms_log_t **out, mms_open_error_t *err);
+
+/* Finds the blocks a fork child's log inherited (inherit.c), opening its
+ * parent's log (depth: how many children down from the log first opened,
+ * bounding a chain of parents). Returns 0, with log->inh filled in
+ * (MMS_FORK_UNKNOWN and why when the parent's log cannot be had), or
+ * -ENOMEM. */
+int mms__inherit_load(mms_log_t *log, unsigned depth);
+void mms__inherit_free(struct mms__inherit *inh);
+/* The name at a 1 + offset reference of inh->strs, or NULL for 0. */
+static inline const char *mms__inherit_str(const struct mms__inherit *inh, size_t ref)
+{
+	return ref ? inh->strs + ref - 1 : NULL;
+}
+/* Adds stack node (id: parent, ip) to the log's stack table (meta.c).
+ * Returns 0 (also when id is already there: the first definition wins)
+ * or -ENOMEM. */
+int mms__log_stack_add(mms_log_t *log, uint32_t id, uint64_t parent, uint64_t ip);
+
+/* Metadata tables (meta.c). mms__meta_record() stores a metadata record;
+ * returns 0, -ENOMEM, or MMS_ECORRUPT for a field out of range. */
+struct mms__thread *mms__thread_note(mms_log_t *log, uint32_t index);
+int mms__meta_record(mms_log_t *log, const struct mms__rec *r);
+void mms__meta_free(mms_log_t *log);
+
+/* mms_log_stack() for the library's own reports: a stack id that does not
+ * resolve (damaged stack records) has no frames, and is counted in the
+ * log's info (bad_stacks). Returns the depth, 0 for such a stack. */
+int mms__log_stack(const mms_log_t *log, uint32_t id, uint64_t *ips, size_t max);
+
+/* Opens a log held in memory (the fuzz target's entry). The log does not
+ * take ownership of buf, which must outlive it. */
+int mms__log_open_buf(const void *buf, size_t len, mms_log_t **out, mms_open_error_t *err);
+/* Name of a string id, or NULL when unknown or 0. */
+const char *mms__log_string(const mms_log_t *log, uint64_t id);
+/* Converts a stamp to CLOCK_REALTIME nanoseconds by the line log.c draws
+ * through the log's two (stamp, realtime) pairs. Inline: every event
+ * takes it. */
+static inline uint64_t mms__log_time(const mms_log_t *log, uint64_t stamp)
+{
+	int64_t d = (int64_t)(stamp - log->hdr.start_stamp);
+	double t;
+
+	if (log->ns_per_stamp == 1.0)
+		return log->hdr.start_realtime_ns + (uint64_t)d;
+	/* Only a damaged header puts a stamp this far away; clamp it rather
+	 * than convert an out-of-range double. */
+	t = (double)d * log->ns_per_stamp;
+	if (t > 9.0e18)
+		t = 9.0e18;
+	else if (t < -9.0e18)
+		t = -9.0e18;
+	return log->hdr.start_realtime_ns + (uint64_t)(int64_t)t;
+}
+
+#endif /* MMS_LOG_INT_H */

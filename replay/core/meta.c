@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: MIT */
+/* meta.c: the log's metadata tables (threads, strings, stacks, modules,
+ * META keys) filled by the open pass, and the API that reads them. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format.h"
+#include "msmemscope/error.h"
+#include "msmemscope/log.h"
+#include "base-int.h"
+#include "decode-int.h"
+#include "log-int.h"
+#include "map-int.h"
+
+/* Copies len bytes and a NUL into the arena; returns the offset or
+ * (size_t)-1 when out of memory. Offsets stay valid as the arena grows. */
+static size_t arena_add(mms_log_t *log, const char *s, size_t len)
+{
+	size_t off = log->arena_len, ncap;
+	char *p;
+
+	if (log->arena_cap - log->arena_len < len + 1) {
+		ncap = log->arena_cap ? log->arena_cap : 4096;
+		while (ncap - log->arena_len < len + 1)
+			ncap *= 2;
+		p = realloc(log->arena, ncap);
+		if (!p)
+			return (size_t)-1;
+		log->arena = p;
+		log->arena_cap = ncap;
+	}
+	memcpy(log->arena + off, s, len);
+	log->arena[off + len] = '\0';
+	log->arena_len += len + 1;
+	return off;
+}
+
+/* Copies a record's two string fields; returns 0 or -1 (no memory). */
+static int arena_add2(mms_log_t *log, const struct mms__rec *r, size_t *a, size_t *b)
+{
+	*a = arena_add(log, r->s[0], r->slen[0]);
+	*b = arena_add(log, r->s[1], r->slen[1]);
+	return *a == (size_t)-1 || *b == (size_t)-1 ? -1 : 0;
+}
+
+/* The thread record of index, created on first sight; NULL without memory. */
+struct mms__thread *mms__thread_note(mms_log_t *log, uint32_t index)
+{
+	uint64_t *slot;
+	int isnew;
+
+	slot = mms__map_put(&log->thread_ix, index, &isnew);
+	if (!slot)
+		return NULL;
+	if (!isnew)
+		return &log->threads[*slot];
+	if (mms__grow(&log->threads, &log->threads_cap, log->nthreads, sizeof(*log->threads))) {
+		mms__map_del(&log->thread_ix, index, NULL);
+		return NULL;
+	}
+	*slot = log->nthreads;
+	log->threads[log->nthreads] = (struct mms__thread){ .index = index };
+	return &log->threads[log->nthreads++];
+}
+
+int mms__log_stack_add(mms_log_t *log, uint32_t id, uint64_t parent, uint64_t ip)
+{
+	uint64_t *slot;
+	int isnew;
+
+	slot = mms__map_put(&log->stacks, id, &isnew);
+	if (!slot)
+		return -ENOMEM;
+	if (!isnew)
+		return 0;
+	if (mms__grow(&log->stack_nodes, &log->stacks_cap, log->nstacks, sizeof(*log->stack_nodes))) {
+		mms__map_del(&log->stacks, id, NULL);
+		return -ENOMEM;
+	}
+	*slot = log->nstacks;
+	log->stack_nodes[log->nstacks][0] = parent;
+	log->stack_nodes[log->nstacks++][1] = ip;
+	return 0;
+}
+
+int mms__meta_record(mms_log_t *log, const struct mms__rec *r)
+{
+	struct mms__thread *t;
+	uint64_t *slot;
+	size_t a, b;
+	int isnew;
+
+	switch (r->type) {
+	case MMS_TAG_THREAD:
+	case MMS_TAG_THREAD_NAME:
+		if (r->u[0] > UINT32_MAX)
+			return MMS_ECORRUPT;
+		t = mms__thread_note(log, (uint32_t)r->u[0]);
+		if (!t)
+			return -ENOMEM;
+		if (r->type == MMS_TAG_THREAD)
+			t->tid = r->u[1];
+		else
+			t->name_id = r->u[1];
+		return 0;
+	case MMS_TAG_STRING:
+		if (!r->u[0])
+			return 0;
+		slot = mms__map_put(&log->strings, r->u[0], &isnew);
+		if (!slot)
+			return -ENOMEM;
+		if (!isnew) /* the first definition wins */
+			return 0;
+		a = arena_add(log, r->s[0], r->slen[0]);
+		if (a == (size_t)-1)
+			return -ENOMEM;
+		*slot = a;
+		return 0;
+	case MMS_TAG_STACK:
+		if (!r->u[0] || r->u[0] > UINT32_MAX)
+			return r->u[0] ? MMS_ECORRUPT : 0;
+		return mms__log_stack_add(log, (uint32_t)r->u[0], r->u[1], r->u[2]);
+	case MMS_TAG_MODULE:
+		if (mms__grow(&log->modules, &log->modules_cap, log->nmodules, sizeof(*log->modules)) ||
+		    arena_add2(log, r, &a, &b))
+			return -ENOMEM;
+		log->modules[log->nmodules++] = (struct mms__module){
+			.base = r->u[0], .lo = r->u[1], .hi = r->u[2],
+			.path = a, .build_id = b, .build_id_len = r->slen[1],
+		};
+		return 0;
+	case MMS_TAG_META:
+		if (mms__grow(&log->metas, &log->metas_cap, log->nmetas, sizeof(*log->metas)) ||
+		    arena_add2(log, r, &a, &b))
+			return -ENOMEM;
+		log->metas[log->nmetas++] = (struct mms__meta){
+			.key = a, .value = b, .value_len = r->slen[1],
+		};
+		return 0;
+	case MMS_TAG_LOST:
+		log->info.lost_events += r->u[0];
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+void mms__meta_free(mms_log_t *log)
+{
+	mms__map_free(&log->strings);
+	mms__map_free(&log->stacks);
+	mms__map_free(&log->thread_ix);
+	free(log->arena);
+	free(log->stack_nodes);
+	free(log->threads);
+	free(log->modules);
+	free(log->metas);
+}
+
+const char *mms__log_string(const mms_log_t *log, uint64_t id)
+{
+	const uint64_t *off = id ? mms__map_get(&log->strings, id) : NULL;
+
+	return off ? log->arena + *off : NULL;
+}
+
+MMS__EXPORT int mms_log_thread(const mms_log_t *log, uint32_t thread, uint64_t *tid, const char **name)
+{
+	const struct mms__thread *t;
+
+	if (!log || thread >= log->nthreads)
+		return MMS_EUSAGE;
+	t = &log->threads[thread];
+	if (tid)
+		*tid = t->tid;
+	if (name)
+		*name = mms__log_string(log, t->name_id);
+	return 0;
+}
+
+MMS__EXPORT int mms_log_meta(const mms_log_t *log, const char *key, const char **value, size_t *len)
+{
+	size_t i;
+
+	if (!log || !key)
+		return MMS_EUSAGE;
+	for (i = 0; i < log->nmetas; i++) {
+		if (strcmp(log->arena + log->metas[i].key, key))
+			continue;
+		if (value)
+			*value = log->arena + log->metas[i].value;
+		if (len)
+			*len = log->metas[i].value_len;
+		return 0;
+	}
+	return MMS_EUSAGE;
+}
+
+/* A stack id that does not resolve: the log's info counts it. The log
+ * is the caller's, which made it writable; only the counter changes. */
+static int stack_damaged(const mms_log_t *log)
+{
+	__atomic_fetch_add(&((mms_log_t *)log)->bad_stacks, 1, __ATOMIC_RELAXED);
+	return MMS_ECORRUPT;
+}
+
+MMS__EXPORT int mms_log_stack(const mms_log_t *log, uint32_t id, uint64_t *ips, size_t max)
+{
+	const uint64_t *slot;
+	uint64_t cur = id;
+	size_t depth = 0;
+
+	if (!log || (max && !ips))
+		return MMS_EUSAGE;
+	while (cur) {
+		/* A well-formed tree is never deeper than its node count. */
+		if (depth > log->nstacks || depth >= INT32_MAX)
+			return stack_damaged(log);
+		slot = mms__map_get(&log->stacks, cur);
+		if (!slot)
+			return stack_damaged(log);
+		if (depth < max)
+			ips[depth] = log->stack_nodes[*slot][1];
+		depth++;
+		cur = log->stack_nodes[*slot][0];
+	}
+	return (int)depth;
+}
+
+int mms__log_stack(const mms_log_t *log, uint32_t id, uint64_t *ips, size_t max)
+{
+	int depth = mms_log_stack(log, id, ips, max);
+
+	return depth == MMS_ECORRUPT ? 0 : depth;
+}
+
+MMS__EXPORT int mms_log_module(const mms_log_t *log, size_t i, mms_module_t *mod)
+{
+	const struct mms__module *m;
+
+	if (!log)
+		return MMS_EUSAGE;
+	if (!mod)
+		return log->nmodules > INT32_MAX ? INT32_MAX : (int)log->nmodules;
+	if (i >= log->nmodules)
+		return MMS_EUSAGE;
+	m = &log->modules[i];
+	mod->base = m->base;
+	mod->lo = m->lo;
+	mod->hi = m->hi;
+	mod->path = log->arena + m->path;
+	mod->build_id = (const uint8_t *)log->arena + m->build_id;
+	mod->build_id_len = m->build_id_len;
+	return 0;
+}

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/* runtime.c: what the C and C++ runtimes keep for themselves, as the
+ * recorder marked it (format.h: ALLOC_RT records, the META records
+ * "runtime_live" and "freeres"): blocks that are not the program's leaks. */
+#include <string.h>
+
+#include "format.h"
+#include "msmemscope/log.h"
+#include "base-int.h"
+#include "log-int.h"
+#include "state-int.h"
+
+_Static_assert((int)MMS_RUNTIME_LIBC == (int)MMS_RT_C && (int)MMS_RUNTIME_LIBCXX == (int)MMS_RT_CXX &&
+		       (int)MMS_RUNTIME_TLS == (int)MMS_RT_THREAD && (int)MMS_RUNTIME_STDIO == (int)MMS_RT_STDIO,
+	       "the public runtime kinds are the format's");
+
+MMS__EXPORT const char *mms_runtime_name(unsigned kind)
+{
+	static const char *const names[MMS_RUNTIME_COUNT] = { NULL, "c", "cxx", "thread", "stdio", "python" };
+
+	return kind < MMS_RUNTIME_COUNT ? names[kind] : NULL;
+}
+
+MMS__EXPORT const char *mms_runtime_what(unsigned kind)
+{
+	static const char *const what[MMS_RUNTIME_COUNT] = {
+		NULL,
+		"glibc or ld.so, for itself, before main",
+		"libstdc++, for itself, before main (its exception pool, iostream set-up)",
+		"a thread's thread-local storage vector, allocated by pthread_create",
+		"the buffer of stdin, stdout or stderr",
+		"CPython's, at exit: the interpreter's state and objects still referenced, which it does not free "
+		"by design",
+	};
+
+	return kind < MMS_RUNTIME_COUNT ? what[kind] : NULL;
+}
+
+/* The file name of path. */
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+static int starts(const char *s, const char *prefix)
+{
+	return !strncmp(s, prefix, strlen(prefix));
+}
+
+/* A CPython interpreter: its executable, or a library it loaded. */
+static int python_module(const char *path)
+{
+	const char *b = base_name(path);
+
+	return starts(b, "python") || starts(b, "libpython");
+}
+
+/* The C and C++ runtime's own libraries. */
+static int c_runtime_module(const char *path)
+{
+	static const char *const names[] = { "libc.so", "ld-linux", "libstdc++.so", "libgcc_s.so",
+					     "libm.so", "libpthread.so", "libdl.so" };
+	const char *b = base_name(path);
+
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (starts(b, names[i]))
+			return 1;
+	return 0;
+}
+
+/* Whether the log is a CPython interpreter's. */
+static int python_process(const mms_log_t *log)
+{
+	mms_module_t m;
+	const char *exe;
+	int n = mms_log_module(log, 0, NULL);
+
+	if (!mms_log_meta(log, "exe", &exe, NULL) && python_module(exe))
+		return 1;
+	for (int i = 0; i < n; i++)
+		if (!mms_log_module(log, (size_t)i, &m) && starts(base_name(m.path), "libpython"))
+			return 1;
+	return 0;
+}
+
+/* A block live at exit in a CPython interpreter: the interpreter's, unless
+ * its stack shows code that is neither the interpreter nor the C runtime
+ * (an extension module, the program's own library) allocating it. */
+static unsigned python_at_end(const mms_log_t *log, const struct mms__blk *b)
+{
+	uint64_t ips[32];
+	int depth = b->stack ? mms__log_stack(log, b->stack, ips, 32) : 0;
+	int nmods = mms_log_module(log, 0, NULL);
+	mms_module_t m;
+
+	for (int i = 0; i < depth && i < 32; i++)
+		for (int k = nmods - 1; k >= 0; k--) {
+			if (mms_log_module(log, (size_t)k, &m) || ips[i] < m.lo || ips[i] >= m.hi)
+				continue;
+			if (python_module(m.path))
+				return MMS_RUNTIME_PYTHON;
+			if (!c_runtime_module(m.path))
+				return 0;
+			break;
+		}
+	return MMS_RUNTIME_PYTHON;
+}
+
+unsigned mms__blk_runtime_at_end(const mms_log_t *log, const struct mms__blk *b)
+{
+	const uint8_t *p, *end;
+	const char *v;
+	uint64_t kind, addr;
+	size_t len;
+
+	if (b->mem == MMS_MEM_POOL)
+		return 0;
+	if (b->mem == MMS_MEM_MMAP)
+		/* The interpreter's own mappings (pymalloc's arenas). */
+		return log->info.complete && python_process(log) ? python_at_end(log, b) : 0;
+	if (b->runtime)
+		return b->runtime;
+	/* (kind, address) pairs of blocks live at exit, written when no
+	 * freeres could run. */
+	if (!mms_log_meta(log, "runtime_live", &v, &len)) {
+		p = (const uint8_t *)v;
+		end = p + len;
+		while (!mms_get_u(&p, end, &kind) && !mms_get_u(&p, end, &addr))
+			if (addr == b->addr && kind < MMS_RUNTIME_COUNT)
+				return (unsigned)kind;
+	}
+	if (log->info.complete && python_process(log))
+		return python_at_end(log, b);
+	return 0;
+}

@@ -1,0 +1,448 @@
+/* SPDX-License-Identifier: MIT */
+/* seek.c: the public replay: opens the index (building it when missing or
+ * stale), steps through events, seeks by checkpoint plus a short replay,
+ * and answers questions about the state and its blocks. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "msmemscope/error.h"
+#include "msmemscope/log.h"
+#include "msmemscope/replay.h"
+#include "base-int.h"
+#include "index-int.h"
+#include "iter-int.h"
+#include "pass-int.h"
+#include "state-int.h"
+
+struct mms_replay {
+	mms_log_t *log;
+	struct mms__owners owners; /* owner strings of all the states below */
+	struct mms__owners *ow;  /* &owners, or the replay's this one scratches for */
+	struct mms__index ix;
+	struct mms__state st;
+	mms_iter_t *it;
+	mms_event_t last;        /* the last event applied, when last_valid */
+	int last_valid;          /* 0 right after a checkpoint was loaded */
+	int index_state;
+	int write_error;
+	/* mms_replay_options_t's: the index build and the passes over the
+	 * replay (a step report's) report to it. */
+	int (*progress)(void *ctx, uint64_t done, uint64_t total);
+	void *progress_ctx;
+};
+
+/* Puts the replay at position 0: an empty heap, or a fork child's
+ * inherited blocks (interned among the replay's owner strings). */
+static int rewind_start(mms_replay_t *r)
+{
+	struct mms__state st;
+	mms_iter_t *it;
+	int rc;
+
+	rc = mms_iter_open(r->log, &it);
+	if (rc)
+		return rc;
+	mms__state_init(&st, r->log);
+	st.ow = r->ow;
+	rc = mms__state_seed(&st);
+	if (rc) {
+		mms_iter_close(it);
+		return rc;
+	}
+	mms_iter_close(r->it);
+	mms__state_free(&r->st);
+	r->it = it;
+	r->st = st;
+	/* The mappings' callback points at the state: it moved. */
+	r->st.maps.ctx = &r->st;
+	mms__iter_prefetch_for(r->it, &r->st);
+	r->st.step_kind_hint = r->ix.step_kind;
+	r->last_valid = 0;
+	return 0;
+}
+
+static char *default_index_path(const mms_log_t *log)
+{
+	size_t n;
+	char *p;
+
+	if (!log->path)
+		return NULL;
+	n = strlen(log->path) + 5;
+	p = malloc(n);
+	if (p)
+		snprintf(p, n, "%s.idx", log->path);
+	return p;
+}
+
+MMS__EXPORT int mms_replay_open_ex(mms_log_t *log, const mms_replay_options_t *opt, mms_replay_t **out)
+{
+	mms_replay_t *r;
+	char *path = NULL;
+	int rc;
+
+	if (!log || !out)
+		return MMS_EUSAGE;
+	*out = NULL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->log = log;
+	r->ow = &r->owners;
+	if (opt) {
+		r->progress = opt->progress;
+		r->progress_ctx = opt->progress_ctx;
+	}
+	mms__state_init(&r->st, log);
+	if (!opt || (!opt->no_index_file && !opt->forward_only)) {
+		path = opt && opt->index_path ? strdup(opt->index_path) : default_index_path(log);
+		if (!path && (log->path || (opt && opt->index_path))) {
+			rc = -ENOMEM;
+			goto fail_r;
+		}
+	}
+	if (opt && opt->forward_only) {
+		/* No index: events end where the iterator says. */
+		r->ix.events = UINT64_MAX;
+	} else if (path && mms__index_load(log, path, &r->ix) == 0) {
+		r->index_state = MMS_INDEX_LOADED;
+	} else {
+		rc = mms__index_build(log, opt, &r->ix);
+		if (rc)
+			goto fail_path;
+		r->index_state = MMS_INDEX_MEMORY;
+		if (path) {
+			r->write_error = mms__index_store(log, path, &r->ix);
+			if (!r->write_error)
+				r->index_state = MMS_INDEX_BUILT;
+		}
+	}
+	free(path);
+	rc = rewind_start(r);
+	if (rc)
+		goto fail_ix;
+	*out = r;
+	return 0;
+fail_path:
+	free(path);
+fail_ix:
+	mms__index_free(&r->ix);
+fail_r:
+	mms__state_free(&r->st);
+	mms__owners_free(&r->owners);
+	free(r);
+	return rc;
+}
+
+void mms__replay_progress(const mms_replay_t *r, struct mms_pass *p)
+{
+	p->progress = r->progress;
+	p->progress_ctx = r->progress_ctx;
+}
+
+MMS__EXPORT int mms_replay_open(mms_log_t *log, mms_replay_t **out)
+{
+	return mms_replay_open_ex(log, NULL, out);
+}
+
+MMS__EXPORT void mms_replay_close(mms_replay_t *r)
+{
+	if (!r)
+		return;
+	mms_iter_close(r->it);
+	mms__state_free(&r->st);
+	mms__index_free(&r->ix);
+	mms__owners_free(&r->owners);
+	free(r);
+}
+
+MMS__EXPORT int mms_replay_index_state(const mms_replay_t *r, int *write_error)
+{
+	if (!r)
+		return MMS_EUSAGE;
+	if (write_error)
+		*write_error = r->write_error;
+	return r->index_state;
+}
+
+const struct mms__state *mms__replay_state(const mms_replay_t *r)
+{
+	return &r->st;
+}
+
+int mms__replay_fork_event(const mms_replay_t *r, uint64_t number, uint64_t *id)
+{
+	size_t i;
+
+	for (i = 0; i < r->ix.nforks; i++) {
+		if (r->ix.forks[i].number == number) {
+			*id = r->ix.forks[i].id;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+MMS__EXPORT mms_log_t *mms_replay_log(const mms_replay_t *r)
+{
+	return r ? r->log : NULL;
+}
+
+MMS__EXPORT int mms_replay_next(mms_replay_t *r, mms_event_t *ev)
+{
+	int rc;
+
+	if (!r)
+		return MMS_EUSAGE;
+	/* The index says where the readable events end; past that is the
+	 * damage the build found. */
+	if (r->st.pos >= r->ix.events)
+		return r->ix.stop_rc;
+	rc = mms_iter_next(r->it, &r->last);
+	if (rc <= 0)
+		return rc;
+	rc = mms__state_apply(&r->st, &r->last);
+	if (rc)
+		return rc;
+	/* An operator's end record has no name: the state knows it. */
+	if (r->last.kind == MMS_EV_OP_LAUNCH && r->last.sub == 1)
+		r->last.name = r->st.ended_op;
+	r->last_valid = 1;
+	if (ev)
+		*ev = r->last;
+	return 1;
+}
+
+/* Replays forward until position pos. */
+static int replay_to(mms_replay_t *r, uint64_t pos)
+{
+	int rc;
+
+	while (r->st.pos < pos) {
+		rc = mms_replay_next(r, NULL);
+		if (rc <= 0)
+			return rc ? rc : MMS_ECORRUPT;
+	}
+	return 0;
+}
+
+/* The last checkpoint at or before pos, or -1. */
+static ptrdiff_t ckpt_before(const struct mms__index *ix, uint64_t pos)
+{
+	size_t a = 0, b = ix->nckpts, m;
+
+	while (a < b) {
+		m = a + (b - a) / 2;
+		if (ix->ckpts[m].pos <= pos)
+			a = m + 1;
+		else
+			b = m;
+	}
+	return (ptrdiff_t)a - 1;
+}
+
+/* Loads checkpoint k into the replay (k < 0: the start). */
+static int load_ckpt(mms_replay_t *r, ptrdiff_t k)
+{
+	struct mms__state st;
+	mms_iter_t *it;
+	int rc;
+
+	if (k < 0)
+		return rewind_start(r);
+	rc = mms__ckpt_restore(r->log, r->ix.blobs + r->ix.ckpts[k].off, r->ix.ckpts[k].len, r->ow, &st, &it);
+	if (rc)
+		return rc;
+	mms_iter_close(r->it);
+	mms__state_free(&r->st);
+	r->st = st;
+	/* The mappings' callback points at the state: it moved. */
+	r->st.maps.ctx = &r->st;
+	r->st.step_kind_hint = r->ix.step_kind;
+	r->it = it;
+	mms__iter_prefetch_for(r->it, &r->st);
+	r->last_valid = 0;
+	return 0;
+}
+
+MMS__EXPORT int mms_replay_seek(mms_replay_t *r, uint64_t pos)
+{
+	ptrdiff_t k;
+	int rc;
+
+	if (!r || pos > r->ix.events)
+		return MMS_EUSAGE;
+	/* A checkpoint before pos, not at it: the replay then applies at
+	 * least the event before pos, which "last event" reports. */
+	k = pos ? ckpt_before(&r->ix, pos - 1) : -1;
+	/* Going forward from here beats a checkpoint that is not ahead of
+	 * us; anything else starts from the checkpoint. */
+	if (pos < r->st.pos || (pos == r->st.pos && pos && !r->last_valid) ||
+	    (k >= 0 && r->ix.ckpts[k].pos > r->st.pos)) {
+		rc = load_ckpt(r, k);
+		if (rc)
+			return rc;
+	}
+	return replay_to(r, pos);
+}
+
+MMS__EXPORT int mms_replay_last_event(const mms_replay_t *r, mms_event_t *ev)
+{
+	if (!r || !ev || !r->last_valid)
+		return 0;
+	*ev = r->last;
+	return 1;
+}
+
+MMS__EXPORT void mms_replay_where(const mms_replay_t *r, mms_where_t *w)
+{
+	const struct mms__state *st;
+	const struct mms__tstate *t;
+	size_t i;
+
+	if (!r || !w)
+		return;
+	st = &r->st;
+	memset(w, 0, sizeof(*w));
+	w->position = st->pos;
+	w->events = r->ix.events == UINT64_MAX ? r->log->events : r->ix.events;
+	w->step = mms__state_step(st, &w->in_step);
+	w->op_launches = st->op_launches;
+	w->kernel_launches = st->kernel_launches;
+	w->thread = st->last_thread;
+	if (st->last_thread < st->nthreads) {
+		t = &st->threads[st->last_thread];
+		if (t->nops) {
+			w->op = t->ops[t->nops - 1].name;
+			w->op_launch = t->ops[t->nops - 1].launch;
+		}
+	}
+	memcpy(w->mem, st->mem, sizeof(w->mem));
+	for (i = 0; i < MMS_MEM_KIND_COUNT; i++)
+		w->live_bytes += st->mem[i].live_bytes;
+	w->peak_bytes = st->peak_total;
+	w->unmatched_frees = st->unmatched_frees;
+	w->double_allocs = st->double_allocs;
+	w->double_frees = st->double_frees;
+	w->invalid_frees = st->invalid_frees;
+}
+
+MMS__EXPORT uint64_t mms_replay_steps(const mms_replay_t *r)
+{
+	return r ? r->ix.nsteps : 0;
+}
+
+MMS__EXPORT int mms_replay_step_range(const mms_replay_t *r, uint64_t step, uint64_t *begin, uint64_t *end)
+{
+	if (!r || step < 1 || step > r->ix.nsteps)
+		return MMS_EUSAGE;
+	if (begin)
+		*begin = r->ix.steps[step - 1].begin;
+	if (end)
+		*end = r->ix.steps[step - 1].end;
+	return 0;
+}
+
+MMS__EXPORT int mms_replay_block_at(const mms_replay_t *r, uint64_t addr, mms_block_t *b)
+{
+	const struct mms__blk *k;
+
+	if (!r || !b)
+		return MMS_EUSAGE;
+	k = mms__state_find(&r->st, addr);
+	if (!k)
+		return 0;
+	mms__state_blk_export(&r->st, k, b);
+	return 1;
+}
+
+MMS__EXPORT int mms_replay_event_block(const mms_replay_t *r, mms_block_t *b)
+{
+	if (!r || !b)
+		return 0;
+	return mms__state_event_block(&r->st, &r->last, b);
+}
+
+struct each_ctx {
+	const struct mms__state *st;
+	int (*fn)(const mms_block_t *b, void *ctx);
+	void *ctx;
+};
+
+static int each_export(const struct mms__blk *k, void *ctx)
+{
+	struct each_ctx *e = ctx;
+	mms_block_t b;
+
+	mms__state_blk_export(e->st, k, &b);
+	return e->fn(&b, e->ctx);
+}
+
+MMS__EXPORT int mms_replay_blocks(const mms_replay_t *r, int (*fn)(const mms_block_t *b, void *ctx), void *ctx)
+{
+	struct each_ctx e = { r ? &r->st : NULL, fn, ctx };
+
+	if (!r || !fn)
+		return MMS_EUSAGE;
+	return mms__state_each(&r->st, each_export, &e);
+}
+
+/* Replays [from checkpoint k, to) in a scratch replay and keeps the last
+ * freed block that contained addr. Returns 1, 0 or a negative code. */
+static int freed_in(mms_replay_t *r, ptrdiff_t k, uint64_t to, uint64_t addr, mms_block_t *b)
+{
+	mms_replay_t s = { .log = r->log, .ix = r->ix, .ow = r->ow };
+	const struct mms__blk *k2;
+	int rc, found = 0;
+
+	mms__state_init(&s.st, r->log);
+	rc = load_ckpt(&s, k);
+	/* Number the steps as the replay asking does: a forward-only one
+	 * may already know the log's kind of step marks. */
+	if (!rc && !s.st.step_kind_hint)
+		s.st.step_kind_hint = r->st.step_kind_hint ? r->st.step_kind_hint : r->st.step_kind;
+	while (!rc && s.st.pos < to) {
+		rc = mms_replay_next(&s, NULL);
+		if (rc <= 0) {
+			rc = rc ? rc : MMS_ECORRUPT;
+			break;
+		}
+		rc = 0;
+		if (s.last.kind != MMS_EV_FREE || !s.st.last_blk_valid)
+			continue;
+		k2 = &s.st.last_blk;
+		if (addr < k2->addr || addr - k2->addr >= k2->size)
+			continue;
+		mms__state_blk_export(&s.st, k2, b);
+		b->free_event = s.last.id;
+		b->free_thread = s.last.thread;
+		found = 1;
+	}
+	mms_iter_close(s.it);
+	mms__state_free(&s.st);
+	return rc ? rc : found;
+}
+
+MMS__EXPORT int mms_replay_freed_block_at(mms_replay_t *r, uint64_t addr, mms_block_t *b)
+{
+	uint64_t to;
+	ptrdiff_t k;
+	int rc;
+
+	if (!r || !b)
+		return MMS_EUSAGE;
+	/* Newest first: one checkpoint interval at a time, backwards. */
+	to = r->st.pos;
+	k = ckpt_before(&r->ix, to ? to - 1 : 0);
+	for (;;) {
+		rc = freed_in(r, k, to, addr, b);
+		if (rc)
+			return rc;
+		if (k < 0)
+			return 0;
+		to = r->ix.ckpts[k].pos;
+		k--;
+	}
+}

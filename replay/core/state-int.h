@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: MIT */
+/* state-int.h: the heap state a replay drives (state.c, summary.c, runtime.c),
+ * with the prefetch helpers the iterator calls inline. */
+#ifndef MMS_STATE_INT_H
+#define MMS_STATE_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "msmemscope/log.h"
+#include "msmemscope/replay.h"
+#include "msmemscope/summary.h"
+#include "log-int.h"
+#include "map-int.h"
+#include "intervals-int.h"
+
+/* --- heap state (state.c) ------------------------------------------------
+ * What replaying events up to a position leaves: live blocks with their
+ * origin, per-thread operator and owner stacks, step and launch counters,
+ * and the running figures. Everything here is saved in checkpoints
+ * (checkpoint.c), so each field must be serializable: names are pointers
+ * into the log's string arena or the state's owner strings. */
+struct mms__blk {
+	uint64_t addr, size;
+	uint64_t alloc_id, alloc_event;
+	uint64_t op_launch, kernels;
+	uint32_t steps_seen;     /* STEP events before the allocation */
+	uint32_t ranges_seen;    /* the "step start" range it was allocated in, 0 = none */
+	const char *op, *owner, *pool;
+	uint32_t stack, thread;
+	uint16_t mem;
+	uint8_t fn;
+	uint8_t runtime;         /* HOST: enum mms_runtime_kind of a block a runtime keeps
+	                            for itself (ALLOC_RT), 0 = the program's */
+	uint32_t refs;           /* MMAP: ranges sharing this block; 0 = free slot */
+};
+
+/* An operator running on a thread. */
+struct mms__op {
+	const char *name;
+	uint64_t launch;
+};
+
+struct mms__tstate {
+	struct mms__op *ops;     /* nested operator launches, innermost last */
+	size_t nops, ops_cap;
+	const char **tags;       /* owner tags pushed, innermost last */
+	size_t ntags, tags_cap;
+	const char *owner;       /* the tags joined by '@' (interned), or NULL */
+	uint8_t realloc_runtime; /* the runtime kind of the block this thread's last
+	                            realloc freed: its new block keeps it */
+};
+
+struct mms__pool {
+	const char *name;        /* in the log's arena; "" when unnamed */
+	struct mms__map live;    /* addr -> block slot */
+};
+
+/* Interned owner strings (tags joined by '@'). */
+struct mms__owners {
+	struct mms__map ix;      /* hash of a string -> index in strs + 1 */
+	char **strs;
+	size_t n, cap;
+};
+
+void mms__owners_free(struct mms__owners *o);
+
+/* A block freed recently. */
+struct mms__freed {
+	uint64_t addr, size;
+	uint64_t alloc_event, free_event;
+	const char *pool;            /* POOL: the pool's name as the state has it */
+	uint32_t stack;
+	uint16_t mem;
+};
+
+#define MMS__RECENT_FREES 4096
+
+struct mms__state {
+	mms_log_t *log;
+	uint64_t pos;            /* events applied */
+	int step_kind;           /* 0 unknown, 1 STEP events, 2 "step start" ranges */
+	int step_kind_hint;      /* the log's kind when known in advance (index) */
+	uint64_t steps_seen, ranges_seen;
+	uint64_t step_range_id;  /* the open "step start" range */
+	int in_range;
+	int after_step;          /* an event since the last STEP */
+	uint64_t op_launches, kernel_launches, alloc_ids;
+	mms_kind_summary_t mem[MMS_MEM_KIND_COUNT];
+	uint64_t by_kind[MMS_EV_KIND_COUNT];
+	uint64_t peak_total;
+	uint64_t unmatched_frees, double_allocs;
+	uint64_t double_frees, invalid_frees; /* unmatched frees, told apart */
+	uint32_t last_thread;
+	const char *ended_op;    /* the operator the last OP_LAUNCH end ended */
+
+	struct mms__blk *blks;   /* slots; free ones chained through addr */
+	size_t nblks, blks_cap;
+	uint32_t *free_slots;    /* free slots, the next to take last (room for blks_cap) */
+	size_t nfree;
+	/* Bytes per slot that the subscribers of a pass keep for each live
+	 * block (mms__pass_attach()), zeroed when a slot is taken: ext_size
+	 * bytes per slot, 0 when none is kept. */
+	uint8_t *ext;
+	size_t ext_size, ext_cap;
+	struct mms__map host;    /* addr -> slot */
+	struct mms__ivset maps;  /* MMAP ranges, val = slot */
+	struct mms__pool *pools;
+	size_t npools, pools_cap;
+	struct mms__tstate *threads; /* by thread index */
+	size_t nthreads;
+
+	/* Owner strings: a replay shares one table among all its states,
+	 * so strings it hands out outlive seeks; a lone state uses own. */
+	struct mms__owners *ow;
+	struct mms__owners own;
+
+	/* The last event's block, for mms_replay_event_block(). */
+	struct mms__blk last_blk;
+	uint64_t last_free_event;
+	int last_blk_valid;
+	int64_t last_slot;           /* last_blk's slot, or -1 */
+
+	/* The last frees of HOST and POOL blocks, oldest first in a ring of
+	 * MMS__RECENT_FREES (allocated at the first free), so that a free of
+	 * no live block tells a double free from an address that was no
+	 * block: bounded, memory still follows the live blocks. */
+	struct mms__freed *freed;
+	size_t nfreed, freed_head;   /* entries, slot of the oldest */
+	/* addr -> slot of its last free in the ring. Built from the ring at
+	 * the first free of no live block and kept from then on: a log
+	 * without one never pays for it. */
+	struct mms__map freed_ix;
+	int freed_indexed;
+	/* When the last event freed no live block: the double free's earlier
+	 * free (double_free), or an invalid free. */
+	int last_bad_free;           /* 0 none, 1 double, 2 invalid */
+	struct mms__freed bad_prev;  /* the earlier free of a double one */
+};
+
+/* Makes room for one more slot at st->blks[st->nblks]. Returns 0 or -1
+ * (out of memory). */
+int mms__state_blks_grow(struct mms__state *st);
+/* An empty state (what a checkpoint is restored into). */
+void mms__state_init(struct mms__state *st, mms_log_t *log);
+/* Makes an empty state the state at position 0 of its log: for a fork
+ * child, the blocks it inherited (log->inh), numbered alloc_id 1 to n,
+ * with their names interned in st->ow. Returns 0, or -ENOMEM with st
+ * left empty. */
+int mms__state_seed(struct mms__state *st);
+/* mms__state_init() and mms__state_seed(): the state at position 0 of
+ * log. Returns 0 or -ENOMEM (st then needs no freeing). */
+int mms__state_start(struct mms__state *st, mms_log_t *log);
+void mms__state_free(struct mms__state *st);
+/* Applies one event. Returns 0 or -ENOMEM. */
+int mms__state_apply(struct mms__state *st, const mms_event_t *ev);
+/* Whether b is a block the state's fork child inherited (live from
+ * position 0, allocated in the parent). */
+static inline int mms__blk_inherited(const struct mms__state *st, const struct mms__blk *b)
+{
+	return st->log->inh.state == MMS_FORK_INHERITED && b->alloc_id && b->alloc_id <= st->log->inh.n;
+}
+/* The step a block was allocated in, under the state's step kind. */
+uint64_t mms__state_blk_step(const struct mms__state *st, const struct mms__blk *b);
+/* The current step, and whether inside one. */
+uint64_t mms__state_step(const struct mms__state *st, int *in_step);
+/* Fills a public block from a slot. */
+void mms__state_blk_export(const struct mms__state *st, const struct mms__blk *b, mms_block_t *out);
+/* The live block containing addr, or NULL. */
+const struct mms__blk *mms__state_find(const struct mms__state *st, uint64_t addr);
+/* The slot of live block b (a pointer to a slot, or a copy of a live
+ * block: found by its start address and allocation), or -1. */
+int64_t mms__state_slot_of(const struct mms__state *st, const struct mms__blk *b);
+/* Interns an owner string (NUL-terminated); NULL when out of memory. */
+const char *mms__state_owner(struct mms__state *st, const char *s, size_t len);
+/* runtime.c: the runtime kind (enum mms_runtime_kind) of a block live at
+ * the end of the log: its mark, or the log's "runtime_live" list (the
+ * standard streams' buffers at exit); 0 for the program's blocks. */
+unsigned mms__blk_runtime_at_end(const mms_log_t *log, const struct mms__blk *b);
+
+/* The state's figures as a summary (summary.c). */
+void mms__state_summary(const struct mms__state *st, mms_summary_t *out);
+/* Remembers a free in the ring of recent frees (see struct mms__state).
+ * Returns 0 or -ENOMEM. */
+int mms__state_freed_add(struct mms__state *st, const struct mms__freed *f);
+/* When the last event freed no live block, appends what it was to list
+ * (*n of max kept). */
+void mms__state_bad_free(const struct mms__state *st, const mms_event_t *ev, mms_bad_free_t *list, size_t *n,
+			 size_t max);
+/* Calls fn on each live block until it returns non-zero. */
+int mms__state_each(const struct mms__state *st, int (*fn)(const struct mms__blk *b, void *ctx), void *ctx);
+
+/* Entries of the live-block table past which the state's tables outgrow
+ * the caches, and the iterator asks for their lines some events ahead;
+ * below, asking costs more than it saves. */
+#define MMS__PREFETCH_LIVE (1u << 14)
+
+/* Whether st's tables are worth fetching ahead for. */
+static inline int mms__state_prefetching(const struct mms__state *st)
+{
+	return st->host.mask >= MMS__PREFETCH_LIVE;
+}
+
+/* For a HOST event some way ahead of the state: asks for the cache line
+ * of the live-block table where applying it will look first. Changes
+ * nothing. */
+static inline __attribute__((always_inline)) void mms__state_prefetch_addr(const struct mms__state *st, uint64_t addr)
+{
+	mms__map_prefetch(&st->host, addr);
+}
+
+/* Nearer, when the table's line has come: the block a FREE of addr will
+ * release. */
+static inline __attribute__((always_inline)) void mms__state_prefetch_blk(const struct mms__state *st, uint64_t addr)
+{
+	const uint64_t *v = mms__map_get(&st->host, addr);
+	const char *b;
+
+	if (v && *v < st->nblks) {
+		b = (const char *)&st->blks[*v];
+		__builtin_prefetch(b);
+		__builtin_prefetch(b + sizeof(*st->blks) - 1);
+	}
+}
+
+#endif /* MMS_STATE_INT_H */

@@ -1,0 +1,897 @@
+/* SPDX-License-Identifier: MIT */
+/* state.c: the heap state that replay drives: live blocks of every memory
+ * kind with their origin (stack, thread, step, operator, owner), the
+ * per-thread operator and owner stacks, and the running figures. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format.h"
+#include "msmemscope/error.h"
+#include "msmemscope/log.h"
+#include "msmemscope/replay.h"
+#include "msmemscope/summary.h"
+#include "base-int.h"
+#include "intervals-int.h"
+#include "log-int.h"
+#include "map-int.h"
+#include "state-int.h"
+#include "table-int.h"
+
+static void map_ref(void *ctx, uint64_t slot, int delta);
+
+void mms__state_init(struct mms__state *st, mms_log_t *log)
+{
+	memset(st, 0, sizeof(*st));
+	st->log = log;
+	mms__map_init(&st->host);
+	mms__map_init(&st->freed_ix);
+	mms__map_init(&st->own.ix);
+	st->ow = &st->own;
+	st->maps.ref = map_ref;
+	st->maps.ctx = st;
+}
+
+void mms__state_free(struct mms__state *st)
+{
+	size_t i;
+
+	mms__table_free(st->blks, st->blks_cap * sizeof(*st->blks));
+	mms__table_free(st->ext, st->ext_cap * st->ext_size);
+	free(st->free_slots);
+	mms__map_free(&st->host);
+	mms__ivset_free(&st->maps);
+	for (i = 0; i < st->npools; i++)
+		mms__map_free(&st->pools[i].live);
+	free(st->pools);
+	for (i = 0; i < st->nthreads; i++) {
+		free(st->threads[i].ops);
+		free(st->threads[i].tags);
+	}
+	free(st->threads);
+	free(st->freed);
+	mms__map_free(&st->freed_ix);
+	mms__owners_free(&st->own);
+	memset(st, 0, sizeof(*st));
+}
+
+/* --- block slots ---------------------------------------------------------- */
+
+int mms__state_blks_grow(struct mms__state *st)
+{
+	size_t cap = st->blks_cap ? st->blks_cap * 2 : 16;
+	uint32_t *f;
+
+	if (st->nblks < st->blks_cap)
+		return 0;
+	/* The stack of free slots has room for every slot, so releasing
+	 * one never allocates; it grows first, so that it never lags.
+	 * Slots are numbered in 32 bits. */
+	if (cap > UINT32_MAX || !(f = realloc(st->free_slots, cap * sizeof(*f))))
+		return -1;
+	st->free_slots = f;
+	if (st->ext_size && st->ext_cap < cap && mms__table_grow(&st->ext, &st->ext_cap, st->ext_cap, st->ext_size))
+		return -1;
+	return mms__table_grow(&st->blks, &st->blks_cap, st->nblks, sizeof(*st->blks));
+}
+
+/* Takes a free slot, the last released first (its lines are the likeliest
+ * in the cache); returns its index or -1 when out of memory. */
+static inline int64_t slot_new(struct mms__state *st)
+{
+	uint64_t i;
+
+	if (st->nfree) {
+		/* The slot a run of allocations takes some calls later. */
+		if (st->nfree > 8)
+			__builtin_prefetch(&st->blks[st->free_slots[st->nfree - 8]], 1);
+		i = st->free_slots[--st->nfree];
+	} else {
+		if (mms__state_blks_grow(st))
+			return -1;
+		i = st->nblks++;
+	}
+	if (st->ext_size)
+		memset(st->ext + i * st->ext_size, 0, st->ext_size);
+	return (int64_t)i;
+}
+
+static inline void slot_release(struct mms__state *st, uint64_t i)
+{
+	st->blks[i].refs = 0;
+	st->free_slots[st->nfree++] = (uint32_t)i;
+}
+
+/* A mapping's pieces share one slot; the last piece to go frees it. */
+static void map_ref(void *ctx, uint64_t slot, int delta)
+{
+	struct mms__state *st = ctx;
+	struct mms__blk *b = &st->blks[slot];
+
+	if (delta > 0) {
+		b->refs++;
+		return;
+	}
+	if (--b->refs == 0)
+		slot_release(st, slot);
+}
+
+/* The state of a thread: events number their threads below the log's
+ * thread count (log.c renumbers them), which bounds the table. */
+static struct mms__tstate *thread_grow(struct mms__state *st, uint32_t thread)
+{
+	size_t n;
+	struct mms__tstate *t;
+
+	n = st->log->nthreads > thread ? st->log->nthreads : (size_t)thread + 1;
+	t = realloc(st->threads, n * sizeof(*t));
+	if (!t)
+		return NULL;
+	memset(t + st->nthreads, 0, (n - st->nthreads) * sizeof(*t));
+	st->threads = t;
+	st->nthreads = n;
+	return &t[thread];
+}
+
+static inline struct mms__tstate *thread_state(struct mms__state *st, uint32_t thread)
+{
+	return thread < st->nthreads ? &st->threads[thread] : thread_grow(st, thread);
+}
+
+static uint64_t str_hash(const char *s, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	while (len--)
+		h = (h ^ (uint8_t)*s++) * 0x100000001b3ull;
+	return h;
+}
+
+void mms__owners_free(struct mms__owners *o)
+{
+	size_t i;
+
+	mms__map_free(&o->ix);
+	for (i = 0; i < o->n; i++)
+		free(o->strs[i]);
+	free(o->strs);
+	memset(o, 0, sizeof(*o));
+}
+
+const char *mms__state_owner(struct mms__state *st, const char *s, size_t len)
+{
+	struct mms__owners *o = st->ow;
+	uint64_t h = str_hash(s, len), *v;
+	int isnew;
+	char *copy;
+
+	/* Probe on from the hash until the string or an empty key: two owner
+	 * strings with one FNV hash are not worth a better scheme. */
+	for (;; h++) {
+		v = mms__map_put(&o->ix, h, &isnew);
+		if (!v)
+			return NULL;
+		if (isnew)
+			break;
+		copy = o->strs[*v - 1];
+		if (strlen(copy) == len && !memcmp(copy, s, len))
+			return copy;
+	}
+	if (mms__grow(&o->strs, &o->cap, o->n, sizeof(*o->strs)))
+		goto fail;
+	copy = malloc(len + 1);
+	if (!copy)
+		goto fail;
+	memcpy(copy, s, len);
+	copy[len] = '\0';
+	o->strs[o->n++] = copy;
+	*v = o->n;
+	return copy;
+fail:
+	mms__map_del(&o->ix, h, NULL);
+	return NULL;
+}
+
+/* Recomputes a thread's joined owner string after a push or pop. */
+static int owner_join(struct mms__state *st, struct mms__tstate *t)
+{
+	size_t i, len = 0, n;
+	char buf[1024];
+
+	t->owner = NULL;
+	if (!t->ntags)
+		return 0;
+	for (i = 0; i < t->ntags; i++) {
+		n = strlen(t->tags[i]);
+		if (len + n + 1 >= sizeof(buf))
+			break; /* absurdly deep: keep the outer levels */
+		if (len)
+			buf[len++] = '@';
+		memcpy(buf + len, t->tags[i], n);
+		len += n;
+	}
+	t->owner = mms__state_owner(st, buf, len);
+	return t->owner ? 0 : -ENOMEM;
+}
+
+/* --- applying events -------------------------------------------------------- */
+
+static void kind_add(struct mms__state *st, mms_kind_summary_t *k, uint64_t size)
+{
+	uint64_t total;
+
+	k->live_bytes += size;
+	if (k->live_bytes > k->peak_bytes)
+		k->peak_bytes = k->live_bytes;
+	total = st->mem[0].live_bytes + st->mem[1].live_bytes + st->mem[2].live_bytes;
+	if (total > st->peak_total)
+		st->peak_total = total;
+}
+
+/* Fills the new slot b from a MALLOC event, and the last event's block
+ * with it: each field stored twice from a register, where copying the
+ * slot just written would stall on its stores. */
+static inline void blk_fill(struct mms__state *st, struct mms__blk *b, const mms_event_t *ev, struct mms__tstate *t)
+{
+	struct mms__blk n;
+
+	uint8_t runtime = 0;
+
+	if (ev->mem == MMS_MEM_HOST) {
+		/* A block a runtime keeps for itself, or what a realloc of
+		 * one (a thread's TLS vector growing) made of it. */
+		runtime = ev->flags <= MMS_RT_STDIO ? (uint8_t)ev->flags : 0;
+		if (!runtime && ev->sub == MMS_ALLOC_REALLOC)
+			runtime = t->realloc_runtime;
+		t->realloc_runtime = 0;
+	}
+	n = (struct mms__blk){
+		.addr = ev->addr,
+		.size = ev->size,
+		.alloc_id = ++st->alloc_ids,
+		.alloc_event = ev->id,
+		.op_launch = t->nops ? t->ops[t->nops - 1].launch : 0,
+		.kernels = st->kernel_launches,
+		.steps_seen = (uint32_t)st->steps_seen,
+		/* Between "step start" ranges a block is in no step. */
+		.ranges_seen = st->in_range ? (uint32_t)st->ranges_seen : 0,
+		.op = t->nops ? t->ops[t->nops - 1].name : NULL,
+		.owner = t->owner,
+		.pool = ev->mem == MMS_MEM_POOL ? (ev->name ? ev->name : "") : NULL,
+		.stack = ev->stack,
+		.thread = ev->thread,
+		.mem = ev->mem,
+		.fn = (uint8_t)ev->sub,
+		.runtime = runtime,
+		.refs = 1,
+	};
+	*b = n;
+	st->last_blk = n;
+	st->last_free_event = UINT64_MAX;
+	st->last_blk_valid = 1;
+	st->last_slot = b - st->blks;
+}
+
+static void last_set(struct mms__state *st, const struct mms__blk *b, uint64_t free_event)
+{
+	st->last_blk = *b;
+	st->last_free_event = free_event;
+	st->last_blk_valid = 1;
+	st->last_slot = b - st->blks;
+}
+
+/* --- recent frees ------------------------------------------------------------ */
+
+/* Takes the ring's next entry for a free, the oldest going when it is
+ * full, and indexes it under addr when the ring is indexed. Returns the
+ * entry to fill, or NULL when out of memory. */
+static inline struct mms__freed *freed_next(struct mms__state *st, uint64_t addr)
+{
+	uint64_t *v, slot;
+
+	if (!st->freed && !(st->freed = malloc(MMS__RECENT_FREES * sizeof(*st->freed))))
+		return NULL;
+	if (st->nfreed == MMS__RECENT_FREES) {
+		/* The oldest goes, and its address with it unless a later
+		 * free of it took its place. */
+		slot = st->freed_head;
+		if (st->freed_indexed)
+			mms__map_del_if(&st->freed_ix, st->freed[slot].addr, slot);
+		st->freed_head = (st->freed_head + 1) % MMS__RECENT_FREES;
+		st->nfreed--;
+	}
+	slot = (st->freed_head + st->nfreed) % MMS__RECENT_FREES;
+	if (st->freed_indexed) {
+		v = mms__map_put(&st->freed_ix, addr, NULL);
+		if (!v)
+			return NULL;
+		*v = slot;
+	}
+	st->nfreed++;
+	return &st->freed[slot];
+}
+
+int mms__state_freed_add(struct mms__state *st, const struct mms__freed *f)
+{
+	struct mms__freed *n = freed_next(st, f->addr);
+
+	if (!n)
+		return -ENOMEM;
+	*n = *f;
+	return 0;
+}
+
+/* Indexes the ring by address, oldest first so that each address ends
+ * at its last free: what adding each free as it came would have left.
+ * Returns 0 or -ENOMEM (no index then). */
+static int freed_index(struct mms__state *st)
+{
+	uint64_t *v, slot;
+	size_t i;
+
+	for (i = 0; i < st->nfreed; i++) {
+		slot = (st->freed_head + i) % MMS__RECENT_FREES;
+		v = mms__map_put(&st->freed_ix, st->freed[slot].addr, NULL);
+		if (!v) {
+			mms__map_free(&st->freed_ix);
+			return -ENOMEM;
+		}
+		*v = slot;
+	}
+	st->freed_indexed = 1;
+	return 0;
+}
+
+/* Whether addr was handed out again, in HOST or a pool, after event
+ * free_event: it is live there with a later allocation. */
+static int handed_out_since(const struct mms__state *st, uint64_t addr, uint64_t free_event)
+{
+	const uint64_t *v = mms__map_get(&st->host, addr);
+	size_t i;
+
+	if (v && st->blks[*v].alloc_event > free_event)
+		return 1;
+	for (i = 0; i < st->npools; i++) {
+		v = mms__map_get(&st->pools[i].live, addr);
+		if (v && st->blks[*v].alloc_event > free_event)
+			return 1;
+	}
+	return 0;
+}
+
+/* A free of no live block in table m (HOST or the pool named pool): a
+ * double free when the address is among the recent frees of the same
+ * memory and was not handed out again since, else an invalid one. The
+ * index holds each address's last free; allocations leave it alone, so
+ * that the common events do no work for the rare one. */
+static int bad_free(struct mms__state *st, const mms_event_t *ev, const char *pool)
+{
+	const struct mms__freed *f;
+	const uint64_t *v;
+
+	if (!st->freed_indexed && freed_index(st))
+		return -ENOMEM;
+	v = mms__map_get(&st->freed_ix, ev->addr);
+	f = v ? &st->freed[*v] : NULL;
+	if (f && handed_out_since(st, ev->addr, f->free_event))
+		f = NULL;
+
+	st->unmatched_frees++;
+	if (f && f->mem == ev->mem && (f->pool == pool || (f->pool && pool && !strcmp(f->pool, pool)))) {
+		st->double_frees++;
+		st->last_bad_free = 1;
+		st->bad_prev = *f;
+	} else {
+		st->invalid_frees++;
+		st->last_bad_free = 2;
+	}
+	return 0;
+}
+
+void mms__state_bad_free(const struct mms__state *st, const mms_event_t *ev, mms_bad_free_t *list, size_t *n,
+			 size_t max)
+{
+	mms_bad_free_t *b;
+
+	if (!st->last_bad_free || *n >= max)
+		return;
+	b = &list[(*n)++];
+	memset(b, 0, sizeof(*b));
+	b->event = ev->id;
+	b->addr = ev->addr;
+	b->thread = ev->thread;
+	b->mem = ev->mem;
+	b->pool = ev->mem == MMS_MEM_POOL ? (ev->name ? ev->name : "") : NULL;
+	b->freed_event = UINT64_MAX;
+	if (st->last_bad_free == 1) {
+		b->freed_event = st->bad_prev.free_event;
+		b->alloc_event = st->bad_prev.alloc_event;
+		b->size = st->bad_prev.size;
+		b->stack = st->bad_prev.stack;
+	}
+}
+
+/* An allocation keyed by address in table m (HOST or one pool). */
+static int keyed_alloc(struct mms__state *st, struct mms__map *m, const mms_event_t *ev, struct mms__tstate *t)
+{
+	mms_kind_summary_t *k = &st->mem[ev->mem];
+	uint64_t *v;
+	int64_t slot;
+	int isnew;
+
+	v = mms__map_put(m, ev->addr, &isnew);
+	if (!v)
+		return -ENOMEM;
+	if (!isnew) {
+		/* The address is already live: the ordering rule says this
+		 * cannot happen; count it and let the new block replace it. */
+		st->double_allocs++;
+		k->live_bytes -= st->blks[*v].size;
+		slot_release(st, *v);
+	}
+	slot = slot_new(st);
+	if (slot < 0) {
+		mms__map_del(m, ev->addr, NULL);
+		return -ENOMEM;
+	}
+	/* slot_new() may have moved blks, not the map: v is still valid. */
+	*v = (uint64_t)slot;
+	blk_fill(st, &st->blks[slot], ev, t);
+	k->allocs++;
+	k->bytes_allocated += ev->size;
+	kind_add(st, k, ev->size);
+	k->live_blocks = m == &st->host ? m->count : k->live_blocks + isnew;
+	return 0;
+}
+
+static int keyed_free(struct mms__state *st, struct mms__map *m, const mms_event_t *ev, const char *pool)
+{
+	mms_kind_summary_t *k = &st->mem[ev->mem];
+	const struct mms__blk *b;
+	struct mms__freed *f;
+	uint64_t slot;
+
+	k->frees++;
+	if (!mms__map_del(m, ev->addr, &slot))
+		return bad_free(st, ev, pool);
+	b = &st->blks[slot];
+	k->live_bytes -= b->size;
+	k->live_blocks--;
+	last_set(st, b, ev->id);
+	/* Filled in place: a copy of a struct just built would wait on
+	 * its stores. */
+	f = freed_next(st, b->addr);
+	if (f) {
+		f->addr = b->addr;
+		f->size = b->size;
+		f->alloc_event = b->alloc_event;
+		f->free_event = ev->id;
+		f->pool = pool;
+		f->stack = b->stack;
+		f->mem = b->mem;
+	}
+	slot_release(st, slot);
+	return f ? 0 : -ENOMEM;
+}
+
+static struct mms__pool *pool_get(struct mms__state *st, const char *name)
+{
+	struct mms__pool *p;
+	size_t i;
+
+	if (!name)
+		name = "";
+	for (i = 0; i < st->npools; i++)
+		if (st->pools[i].name == name || !strcmp(st->pools[i].name, name))
+			return &st->pools[i];
+	if (mms__grow(&st->pools, &st->pools_cap, st->npools, sizeof(*st->pools)))
+		return NULL;
+	p = &st->pools[st->npools++];
+	p->name = name;
+	mms__map_init(&p->live);
+	return p;
+}
+
+static int apply_mmap(struct mms__state *st, const mms_event_t *ev, struct mms__tstate *t)
+{
+	mms_kind_summary_t *k = &st->mem[MMS_MEM_MMAP];
+	uint64_t hi = ev->addr + ev->size < ev->addr ? UINT64_MAX : ev->addr + ev->size;
+	uint64_t bytes;
+	size_t i;
+	int64_t slot;
+	int rc;
+
+	/* States are copied whole (a checkpoint restored into a replay):
+	 * point the callback at this one. */
+	st->maps.ctx = st;
+	if (ev->kind == MMS_EV_MALLOC) {
+		slot = slot_new(st);
+		if (slot < 0)
+			return -ENOMEM;
+		blk_fill(st, &st->blks[slot], ev, t);
+		rc = mms__ivset_add_val(&st->maps, ev->addr, hi, (uint64_t)slot, &bytes);
+		if (rc) {
+			st->last_blk_valid = 0;
+			slot_release(st, (uint64_t)slot);
+			return rc;
+		}
+		k->live_bytes -= bytes;
+		k->allocs++;
+		k->bytes_allocated += ev->size;
+		kind_add(st, k, ev->size);
+	} else {
+		/* Unmapping what was never mapped is legal (and common for
+		 * mappings made before recording began): not unmatched. The
+		 * block reported is the mapping the range began in. */
+		k->frees++;
+		i = mms__ivset_find(&st->maps, ev->addr);
+		if (i != (size_t)-1) {
+			last_set(st, &st->blks[st->maps.iv[i].val], ev->id);
+			st->last_blk.size = ev->size;
+		}
+		rc = mms__ivset_remove(&st->maps, ev->addr, hi, &bytes);
+		if (rc)
+			return rc;
+		k->live_bytes -= bytes;
+	}
+	k->live_blocks = st->maps.n;
+	return 0;
+}
+
+static int apply_memory(struct mms__state *st, const mms_event_t *ev, struct mms__tstate *t)
+{
+	struct mms__pool *p;
+	int rc;
+
+	if (ev->mem == MMS_MEM_MMAP)
+		return apply_mmap(st, ev, t);
+	if (ev->mem == MMS_MEM_POOL) {
+		p = pool_get(st, ev->name);
+		if (!p)
+			return -ENOMEM;
+		if (ev->kind == MMS_EV_MALLOC)
+			return keyed_alloc(st, &p->live, ev, t);
+		return keyed_free(st, &p->live, ev, p->name);
+	}
+	if (ev->kind == MMS_EV_MALLOC)
+		return keyed_alloc(st, &st->host, ev, t);
+	/* free(NULL) does nothing; valgrind does not count it either. */
+	if (!ev->addr)
+		return 0;
+	t->realloc_runtime = 0;
+	rc = keyed_free(st, &st->host, ev, NULL);
+	if (ev->sub == MMS_FREE_REALLOC && st->last_blk_valid)
+		t->realloc_runtime = st->last_blk.runtime;
+	return rc;
+}
+
+static int apply_op(struct mms__state *st, const mms_event_t *ev, struct mms__tstate *t)
+{
+	if (ev->sub == 1) {
+		/* An end without a begin (recording started inside the
+		 * operator) ends nothing. */
+		st->ended_op = t->nops ? t->ops[--t->nops].name : NULL;
+		return 0;
+	}
+	if (mms__grow(&t->ops, &t->ops_cap, t->nops, sizeof(*t->ops)))
+		return -ENOMEM;
+	t->ops[t->nops].name = ev->name;
+	t->ops[t->nops].launch = ++st->op_launches;
+	t->nops++;
+	return 0;
+}
+
+static int apply_owner(struct mms__state *st, const mms_event_t *ev, struct mms__tstate *t)
+{
+	if (ev->sub == 1) {
+		if (!t->ntags)
+			return 0;
+		t->ntags--;
+	} else {
+		if (mms__grow(&t->tags, &t->tags_cap, t->ntags, sizeof(*t->tags)))
+			return -ENOMEM;
+		t->tags[t->ntags++] = ev->name ? ev->name : "";
+	}
+	return owner_join(st, t);
+}
+
+static void apply_mstx(struct mms__state *st, const mms_event_t *ev)
+{
+	if (ev->sub == 1 && ev->name && !strcmp(ev->name, "step start")) {
+		/* Whichever way of marking steps comes first is the one used. */
+		if (!st->step_kind)
+			st->step_kind = 2;
+		st->ranges_seen++;
+		st->step_range_id = ev->range_id;
+		st->in_range = 1;
+	} else if (ev->sub == 2 && st->in_range && ev->range_id == st->step_range_id) {
+		st->in_range = 0;
+	}
+}
+
+int mms__state_apply(struct mms__state *st, const mms_event_t *ev)
+{
+	struct mms__tstate *t;
+
+	st->pos = ev->id + 1;
+	st->last_blk_valid = 0;
+	st->last_bad_free = 0;
+	st->last_thread = ev->thread;
+	if (ev->kind < MMS_EV_KIND_COUNT)
+		st->by_kind[ev->kind]++;
+	if (ev->kind != MMS_EV_SYSTEM && ev->kind != MMS_EV_STEP)
+		st->after_step = 1;
+	if (ev->thread >= st->log->nthreads)
+		return MMS_ECORRUPT; /* not from this log's iterator */
+	t = thread_state(st, ev->thread);
+	if (!t)
+		return -ENOMEM;
+	switch (ev->kind) {
+	case MMS_EV_MALLOC:
+	case MMS_EV_FREE:
+		return apply_memory(st, ev, t);
+	case MMS_EV_ACCESS:
+	case MMS_EV_WATCH: {
+		const struct mms__blk *b;
+
+		if (ev->kind == MMS_EV_WATCH && ev->sub != MMS_WATCH_REGISTER)
+			return 0; /* a checksum the recorder took: no use by the program */
+		b = mms__state_find(st, ev->addr);
+		if (b)
+			last_set(st, b, UINT64_MAX);
+		return 0;
+	}
+	case MMS_EV_OP_LAUNCH:
+		return apply_op(st, ev, t);
+	case MMS_EV_KERNEL_LAUNCH:
+		st->kernel_launches++;
+		return 0;
+	case MMS_EV_STEP:
+		if (!st->step_kind)
+			st->step_kind = 1;
+		st->steps_seen++;
+		st->after_step = 0;
+		return 0;
+	case MMS_EV_MSTX:
+		apply_mstx(st, ev);
+		return 0;
+	case MMS_EV_OWNER:
+		return apply_owner(st, ev, t);
+	default:
+		return 0;
+	}
+}
+
+/* --- a fork child's start ------------------------------------------------------ */
+
+/* Adds inherited block i (alloc_id i + 1) as a live block. */
+static int inherit_blk(struct mms__state *st, size_t i)
+{
+	const struct mms__inherit *inh = &st->log->inh;
+	const struct mms__iblk *ib = &inh->blks[i];
+	const char *owner = mms__inherit_str(inh, ib->owner), *pool = mms__inherit_str(inh, ib->pool);
+	struct mms__map *m = &st->host;
+	struct mms__blk *b;
+	struct mms__pool *p;
+	uint64_t *v, bytes;
+	int64_t slot;
+	int isnew;
+
+	/* Names are interned as the state's own, which checkpoints keep. */
+	if (owner && !(owner = mms__state_owner(st, owner, strlen(owner))))
+		return -ENOMEM;
+	if (ib->mem == MMS_MEM_POOL) {
+		if (!(pool = mms__state_owner(st, pool ? pool : "", pool ? strlen(pool) : 0)) ||
+		    !(p = pool_get(st, pool)))
+			return -ENOMEM;
+		m = &p->live;
+	}
+	slot = slot_new(st);
+	if (slot < 0)
+		return -ENOMEM;
+	b = &st->blks[slot];
+	memset(b, 0, sizeof(*b));
+	b->addr = ib->addr;
+	b->size = ib->size;
+	b->alloc_id = i + 1;
+	b->stack = ib->stack;
+	b->mem = ib->mem;
+	b->fn = ib->fn;
+	b->runtime = ib->runtime;
+	b->owner = owner;
+	b->pool = ib->mem == MMS_MEM_POOL ? pool : NULL;
+	b->refs = 1;
+	if (ib->mem == MMS_MEM_MMAP) {
+		st->maps.ctx = st;
+		if (mms__ivset_add_val(&st->maps, ib->addr, ib->addr + ib->size, (uint64_t)slot, &bytes)) {
+			slot_release(st, (uint64_t)slot);
+			return -ENOMEM;
+		}
+		return 0;
+	}
+	v = mms__map_put(m, ib->addr, &isnew);
+	if (!v) {
+		slot_release(st, (uint64_t)slot);
+		return -ENOMEM;
+	}
+	*v = (uint64_t)slot;
+	return 0;
+}
+
+int mms__state_seed(struct mms__state *st)
+{
+	const struct mms__inherit *inh = &st->log->inh;
+	struct mms__owners *ow = st->ow;
+	mms_log_t *log = st->log;
+	uint64_t total = 0;
+	size_t i;
+	int k;
+
+	if (inh->state != MMS_FORK_INHERITED)
+		return 0;
+	for (i = 0; i < inh->n; i++) {
+		if (inherit_blk(st, i)) {
+			mms__state_free(st);
+			mms__state_init(st, log);
+			if (ow != &st->own)
+				st->ow = ow;
+			return -ENOMEM;
+		}
+	}
+	/* What it inherited is live, not allocated, in the child. */
+	for (k = 0; k < MMS_MEM_KIND_COUNT; k++) {
+		st->mem[k].live_blocks = k == MMS_MEM_MMAP ? st->maps.n : inh->blocks[k];
+		st->mem[k].live_bytes = st->mem[k].peak_bytes = inh->bytes[k];
+		total += inh->bytes[k];
+	}
+	st->peak_total = total;
+	st->alloc_ids = inh->n;
+	return 0;
+}
+
+int mms__state_start(struct mms__state *st, mms_log_t *log)
+{
+	mms__state_init(st, log);
+	return mms__state_seed(st);
+}
+
+/* --- queries ---------------------------------------------------------------- */
+
+static int step_kind(const struct mms__state *st)
+{
+	return st->step_kind_hint ? st->step_kind_hint : st->step_kind;
+}
+
+uint64_t mms__state_blk_step(const struct mms__state *st, const struct mms__blk *b)
+{
+	switch (step_kind(st)) {
+	case 1:
+		return (uint64_t)b->steps_seen + 1;
+	case 2:
+		return b->ranges_seen;
+	default:
+		return 0;
+	}
+}
+
+uint64_t mms__state_step(const struct mms__state *st, int *in_step)
+{
+	switch (step_kind(st)) {
+	case 1:
+		*in_step = 1;
+		return st->steps_seen + 1;
+	case 2:
+		*in_step = st->in_range;
+		return st->ranges_seen;
+	default:
+		*in_step = 0;
+		return 0;
+	}
+}
+
+void mms__state_blk_export(const struct mms__state *st, const struct mms__blk *b, mms_block_t *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->addr = b->addr;
+	out->size = b->size;
+	out->mem = b->mem;
+	out->fn = b->fn;
+	out->runtime = b->runtime;
+	out->thread = b->thread;
+	out->stack = b->stack;
+	out->alloc_id = b->alloc_id;
+	out->alloc_event = b->alloc_event;
+	out->step = mms__state_blk_step(st, b);
+	out->op_launch = b->op_launch;
+	out->op = b->op;
+	out->kernel_launches = b->kernels;
+	out->owner = b->owner;
+	out->pool = b->pool;
+	out->free_event = UINT64_MAX;
+	if (mms__blk_inherited(st, b)) {
+		out->inherited = 1;
+		out->step = 0;
+		out->origin_pid = st->log->inh.blks[b->alloc_id - 1].origin_pid;
+		out->origin_event = st->log->inh.blks[b->alloc_id - 1].origin_event;
+	}
+}
+
+const struct mms__blk *mms__state_find(const struct mms__state *st, uint64_t addr)
+{
+	const struct mms__blk *b, *best = NULL;
+	const uint64_t *v;
+	size_t i, j;
+
+	/* An exact start address is the common question and one lookup. */
+	v = mms__map_get(&st->host, addr);
+	if (v)
+		return &st->blks[*v];
+	i = mms__ivset_find(&st->maps, addr);
+	if (i != (size_t)-1)
+		return &st->blks[st->maps.iv[i].val];
+	for (j = 0; j < st->npools; j++) {
+		v = mms__map_get(&st->pools[j].live, addr);
+		if (v)
+			return &st->blks[*v];
+	}
+	/* An interior address: scan the live blocks. Interactive questions
+	 * only, so linear is fine. */
+	for (i = 0; i < st->nblks; i++) {
+		b = &st->blks[i];
+		if (b->refs && b->mem != MMS_MEM_MMAP && addr >= b->addr && addr - b->addr < b->size &&
+		    (!best || b->addr > best->addr))
+			best = b;
+	}
+	return best;
+}
+
+int64_t mms__state_slot_of(const struct mms__state *st, const struct mms__blk *b)
+{
+	const uint64_t *v = NULL;
+	size_t i;
+
+	if (b >= st->blks && b < st->blks + st->nblks)
+		return b->refs ? b - st->blks : -1;
+	/* The block of the event just applied: freed already, its slot not
+	 * yet taken again. */
+	if (b == &st->last_blk)
+		return st->last_blk_valid ? st->last_slot : -1;
+	if (b->mem == MMS_MEM_HOST) {
+		v = mms__map_get(&st->host, b->addr);
+	} else if (b->mem == MMS_MEM_MMAP) {
+		i = mms__ivset_find(&st->maps, b->addr);
+		v = i != (size_t)-1 ? &st->maps.iv[i].val : NULL;
+	} else {
+		for (i = 0; !v && i < st->npools; i++)
+			if (st->pools[i].name == b->pool)
+				v = mms__map_get(&st->pools[i].live, b->addr);
+	}
+	return v && *v < st->nblks && st->blks[*v].alloc_id == b->alloc_id ? (int64_t)*v : -1;
+}
+
+int mms__state_each(const struct mms__state *st, int (*fn)(const struct mms__blk *b, void *ctx), void *ctx)
+{
+	struct mms__blk piece;
+	const struct mms__iv *iv;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < st->nblks; i++) {
+		if (!st->blks[i].refs || st->blks[i].mem == MMS_MEM_MMAP)
+			continue;
+		rc = fn(&st->blks[i], ctx);
+		if (rc)
+			return rc;
+	}
+	/* A mapping cut by munmap shows as its live pieces. */
+	for (i = 0; i < st->maps.n; i++) {
+		iv = &st->maps.iv[i];
+		piece = st->blks[iv->val];
+		piece.addr = iv->lo;
+		piece.size = iv->hi - iv->lo;
+		rc = fn(&piece, ctx);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/* strerror.c: explains the replay library's error codes. */
+#include <errno.h>
+#include <string.h>
+
+#include "format.h"
+#include "msmemscope/error.h"
+#include "msmemscope/log.h"
+#include "base-int.h"
+
+MMS__EXPORT const char *mms_strerror(int err)
+{
+	switch (err) {
+	case 0:
+		return "success";
+	case MMS_EBADMAGIC:
+		return "not a msmemscope log";
+	case MMS_EVERSION:
+		return "a msmemscope log of another format version";
+	case MMS_ETRUNCATED:
+		return "the log is truncated";
+	case MMS_ECORRUPT:
+		return "the log is corrupt";
+	case MMS_EORDER:
+		return "events out of order in the log";
+	case MMS_EUSAGE:
+		return "invalid argument to the replay library";
+	default:
+		/* strerror() is not thread-safe in general, but glibc returns
+		 * static strings for every known errno value. */
+		if (err < 0 && err > -4096)
+			return strerror(-err);
+		return "unknown error";
+	}
+}
+
+MMS__EXPORT const char *mms_cut_reason(int cut_errno)
+{
+	switch (cut_errno) {
+	case 0:
+		return "no reason recorded";
+	case MMS_CUT_DESCRIPTOR:
+		return "the program closed the log's descriptor behind the recorder's back (a raw close, or a "
+		       "file of its own at its number)";
+	case EFBIG:
+		return "the log reached its size limit (MSMEMSCOPE_LOG_LIMIT)";
+	default:
+		return strerror(cut_errno);
+	}
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/* table-int.h: big zero-filled tables (table.c). */
+#ifndef MMS_TABLE_INT_H
+#define MMS_TABLE_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Big tables (table.c): from 2 MiB up mapped on their own, aligned for
+ * transparent huge pages; below, the heap's. */
+/* Returns bytes of zeros, or NULL. Free with mms__table_free(p, bytes). */
+void *mms__table_alloc(size_t bytes);
+void mms__table_free(void *p, size_t bytes);
+/* mms__grow() for an array of mms__table_alloc()'s (*cap items). */
+int mms__table_grow(void *arrayp, size_t *cap, size_t n, size_t elem);
+
+/* Makes a zero-filled table (*arrayp, *n items of elem bytes) hold index
+ * i, doubling it (from 8) and zeroing what it adds. Returns 0, or -1 when
+ * out of memory (the table is left as it was). */
+static inline int mms__table_fit(void *arrayp, size_t *n, size_t i, size_t elem)
+{
+	size_t nn;
+	void *p;
+
+	if (i < *n)
+		return 0;
+	nn = *n ? *n : 8;
+	while (nn <= i)
+		nn *= 2;
+	memcpy(&p, arrayp, sizeof(p));
+	p = realloc(p, nn * elem);
+	if (!p)
+		return -1;
+	memset((char *)p + *n * elem, 0, (nn - *n) * elem);
+	memcpy(arrayp, &p, sizeof(p));
+	*n = nn;
+	return 0;
+}
+
+#endif /* MMS_TABLE_INT_H */

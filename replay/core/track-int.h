@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/* track-int.h: launches and steps followed over a replay (track.c). */
+#ifndef MMS_TRACK_INT_H
+#define MMS_TRACK_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "msmemscope/log.h"
+#include "state-int.h"
+
+/* --- launches and steps followed over a replay (track.c) ----------------- */
+
+/* Memory moved: allocations and frees with their bytes, and a peak. */
+struct mms__counts {
+	uint64_t allocs, frees, bytes_allocated, bytes_freed;
+	uint64_t peak_bytes, peak_event;
+};
+
+void mms__counts_add(struct mms__counts *c, int alloc, uint64_t size);
+
+/* One operator launch, with the memory its thread moved while it ran
+ * (nested launches included). */
+struct mms__tlaunch {
+	uint64_t launch;          /* from 1, over the whole log */
+	const char *name;
+	uint32_t thread;
+	uint64_t begin_event, end_event; /* end_event UINT64_MAX: not ended */
+	uint64_t step;            /* the step holding begin_event, MMS__STEP_* */
+	struct mms__counts m;
+};
+
+/* Step numbers besides 1, 2, ...: in no step, or before the first step
+ * mark (step 1 if the log turns out to count STEP events, else none). */
+#define MMS__STEP_NONE 0
+#define MMS__STEP_PENDING UINT64_MAX
+
+struct mms__tstep {
+	uint64_t begin, end;      /* positions; end UINT64_MAX while open */
+	uint64_t events, launches;
+	uint64_t live_begin, live_end; /* live bytes, all kinds */
+	struct mms__counts m;     /* peak_event: the event reaching peak_bytes */
+};
+
+/* The launches running on one thread, innermost last. */
+struct mms__tthread {
+	struct mms__tlaunch *ops;
+	size_t n, cap;
+};
+
+#define MMS__TRACK_LAUNCHES 1u
+#define MMS__TRACK_STEPS 2u
+
+struct mms__track {
+	unsigned what;            /* MMS__TRACK_* */
+	struct mms__tthread *threads; /* by thread number */
+	size_t nthreads;
+	struct mms__tlaunch ended; /* the launch the last event ended, if has_ended */
+	int has_ended;
+	uint64_t ev_step;         /* the step the last event counted in */
+	int step_kind;            /* as the state's, once a step began */
+	struct mms__tstep *steps;
+	size_t nsteps, steps_cap;
+	struct mms__tstep pending; /* before the first mark */
+	/* The state's step counters and live bytes after the last event. */
+	uint64_t steps_seen, ranges_seen, live_before;
+	int in_range;
+};
+
+void mms__track_init(struct mms__track *t, unsigned what);
+void mms__track_free(struct mms__track *t);
+/* Starts following from st's position (not needed from position 0). */
+void mms__track_start(struct mms__track *t, const struct mms__state *st);
+/* Follows ev, which st has just applied. Returns 0 or -ENOMEM. */
+int mms__track_event(struct mms__track *t, const struct mms__state *st, const mms_event_t *ev);
+/* At the end of the log: closes the last step as the index does. */
+void mms__track_finish(struct mms__track *t, const struct mms__state *st);
+/* The step holding event id (already followed): MMS__STEP_* or a number. */
+uint64_t mms__track_step_of(const struct mms__track *t, uint64_t id);
+/* The innermost launch running on a thread, or NULL. */
+const struct mms__tlaunch *mms__track_running(const struct mms__track *t, uint32_t thread);
+
+#endif /* MMS_TRACK_INT_H */
