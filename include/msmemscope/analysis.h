@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* msmemscope/analysis.h: the analyses of a log: decompose, inefficient memory, leaks and
- * suppressions, the GPU-trace scripts' reports (watermark, usage,
- * leakage), and the watch sums. */
+/* msmemscope/analysis.h: the analyses of a log: decompose, inefficient
+ * memory, leaks and suppressions, the GPU-trace scripts' reports
+ * (watermark, usage, leakage), and the watch sums. */
 #ifndef MSMEMSCOPE_API_ANALYSIS_H
 #define MSMEMSCOPE_API_ANALYSIS_H
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* msmemscope/compare.h: msMemScope's compare of the operator launches of two logs,
- * two steps or two dumps, and the launches of one side. */
+/* msmemscope/compare.h: msMemScope's compare of the operator launches of
+ * two logs, two steps or two dumps, and the launches of one side. */
 #ifndef MSMEMSCOPE_API_COMPARE_H
 #define MSMEMSCOPE_API_COMPARE_H
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* msmemscope/export.h: msMemScope's dump of every event (CSV, SQLite) and memray-style
- * transforms (CSV, gprof2dot JSON, flame graph). */
+/* msmemscope/export.h: msMemScope's dump of every event (CSV, SQLite) and
+ * memray-style transforms (CSV, gprof2dot JSON, flame graph). */
 #ifndef MSMEMSCOPE_API_EXPORT_H
 #define MSMEMSCOPE_API_EXPORT_H
 

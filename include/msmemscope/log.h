@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* msmemscope/log.h: open a .mms log, read its metadata and iterate its events in their
- * recorded order. */
+/* msmemscope/log.h: open a .mms log, read its metadata and iterate its
+ * events in their recorded order. */
 #ifndef MSMEMSCOPE_API_LOG_H
 #define MSMEMSCOPE_API_LOG_H
 

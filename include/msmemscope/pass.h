@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* msmemscope/pass.h: the pass driver: one read of a log feeds every analysis, export
- * and report added to it. */
+/* msmemscope/pass.h: the pass driver: one read of a log feeds every
+ * analysis, export and report added to it. */
 #ifndef MSMEMSCOPE_API_PASS_H
 #define MSMEMSCOPE_API_PASS_H
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* msmemscope/replay.h: replay a log into a heap state, seek, follow steps, and report
- * on a step. */
+/* msmemscope/replay.h: replay a log into a heap state, seek, follow steps,
+ * and report on a step. */
 #ifndef MSMEMSCOPE_API_REPLAY_H
 #define MSMEMSCOPE_API_REPLAY_H
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* msmemscope/summary.h: the figures of a whole log (mms_summarize()), as every pass
- * computes them. */
+/* msmemscope/summary.h: the figures of a whole log (mms_summarize()), as
+ * every pass computes them. */
 #ifndef MSMEMSCOPE_API_SUMMARY_H
 #define MSMEMSCOPE_API_SUMMARY_H
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* msmemscope/symbolize.h: name the frames of recorded C stacks (function, file:line) with
- * libdw. */
+/* msmemscope/symbolize.h: name the frames of recorded C stacks (function,
+ * file:line) with libdw. */
 #ifndef MSMEMSCOPE_API_SYMBOLIZE_H
 #define MSMEMSCOPE_API_SYMBOLIZE_H
 
