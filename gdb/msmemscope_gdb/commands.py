@@ -8,7 +8,7 @@ import subprocess
 
 import gdb
 
-from . import fmt, gdbif, replaylib
+from . import args, fmt, gdbif, replaylib
 from .session import Command, Error
 
 
@@ -18,7 +18,9 @@ class MemscopeCommand(Command):
 The program runs with the recorder preloaded (gdb -x memscope.gdb): each
 allocation, free, operator launch and step goes to a log, and these
 commands answer from that log and from the program's memory, whenever
-the program is stopped. They never call functions in the program.
+the program is stopped. They never call functions in the program: an
+expression that would need it (a call, a string literal) is refused.
+Numbers (SIZE, N) are expressions too, checked before use.
 
 Start with `start' (or `break' somewhere and `run'), then try
 `memscope info', `memscope leaks' or `memscope watch EXPR'."""
@@ -54,36 +56,6 @@ class IntParameter(gdb.Parameter):
 
     def get_show_string(self, svalue):
         return "%s is %s%s." % (self.show_doc, svalue, " (all)" if svalue == "0" else "")
-
-
-def _int_arg(text, usage):
-    try:
-        n = int(text, 0)
-    except ValueError:
-        raise Error("memscope: %s is not a number.\n%s" % (text, usage))
-    if n < 0:
-        raise Error("memscope: %s is negative.\n%s" % (text, usage))
-    return n
-
-
-def address_arg(expr, usage):
-    """An address from EXPR: a pointer's value, an integer, or where an
-    object lies."""
-    if not expr.strip():
-        raise Error(usage)
-    try:
-        value = gdb.parse_and_eval(expr)
-    except gdb.error as e:
-        raise Error("memscope: cannot evaluate %s: %s\n%s" % (expr, e, usage))
-    try:
-        t = value.type.strip_typedefs()
-        if t.code in (gdb.TYPE_CODE_PTR, gdb.TYPE_CODE_INT, gdb.TYPE_CODE_CHAR, gdb.TYPE_CODE_ENUM):
-            return int(value) & 0xFFFFFFFFFFFFFFFF
-        if value.address is None:
-            raise Error("memscope: %s is not an address.\n%s" % (expr, usage))
-        return int(value.address)
-    except gdb.error as e:
-        raise Error("memscope: %s: %s" % (expr, e))
 
 
 class InfoCommand(Command):
@@ -152,7 +124,7 @@ operator and owner), and when it was freed and by whom."""
         self.s = session
 
     def run(self, arg, from_tty):
-        addr = address_arg(arg, self.USAGE)
+        addr = args.address(arg, self.USAGE)
         self.s.handle()
         with self.s.now(forward_only=False) as (log, r):
             # An indexed replay: a freed block then gets the step numbers
@@ -222,16 +194,13 @@ stops there.
         return []
 
     def run(self, arg, from_tty):
-        words = arg.split()
+        words = arg.split(None, 1)
         if len(words) != 2 or words[0] not in ("step", "event"):
             raise Error(self.USAGE)
-        n = _int_arg(words[1], self.USAGE)
         if words[0] == "step":
-            if n < 1:
-                raise Error("memscope: steps count from 1.\n" + self.USAGE)
-            self.at_step(n)
+            self.at_step(args.step_number(words[1], self.USAGE))
         else:
-            self.at_event(n)
+            self.at_event(args.number(words[1], "event", self.USAGE, 0, args.UINT64_MAX - 1))
 
     def replay_cli(self, path, *args):
         cmd = [self.s.replay_cli, path] + list(args) + ["--depth", str(self.s.depth), "--top", str(self.s.top)]
@@ -359,9 +328,7 @@ is then cleared. Set before `run', they are armed as the program starts.
                             % (gdbif.NAME_MAX - 1, name))
             what = "the next launch of operator %s" % name
         else:
-            n = _int_arg(words[1].strip(), self.USAGE)
-            if n < 1:
-                raise Error("memscope: steps count from 1.\n" + self.USAGE)
+            n = args.step_number(words[1], self.USAGE)
             what = "the start of step %d" % n
         if not self.s.running():
             if words[0] == "op":

@@ -33,15 +33,30 @@ def in_hooks(pc):
     return bool(name) and os.path.basename(name) == HOOKS_NAME
 
 
+def one_line_error(e):
+    """An exception that is not the user's fault as a one-line message:
+    its type and text, never a traceback."""
+    text = " ".join(str(e).split()) or "(no message)"
+    return "%s: %s" % (type(e).__name__, text)
+
+
 class Command(gdb.Command):
-    """A memscope command: run() does the work; errors that are not the
-    user's (gdb could not read a value, the log could not be replayed)
-    become messages, never Python tracebacks."""
+    """A memscope command: run() does the work. Every command's invoke
+    goes through here: errors that are not the user's (gdb could not read
+    a value, the log could not be replayed) become messages, and anything
+    unexpected a one-line internal error; never a Python traceback, and
+    the session goes on."""
+
+    def __init__(self, name, *args, **kwargs):
+        super().__init__(name, *args, **kwargs)
+        self._name = name
 
     def invoke(self, arg, from_tty):
         self.dont_repeat()
         try:
             self.run(arg, from_tty)
+        except gdb.GdbError:
+            raise
         except gdb.MemoryError as e:
             raise Error("memscope: cannot read the program's memory: %s" % e)
         except gdb.error as e:
@@ -50,6 +65,11 @@ class Command(gdb.Command):
             raise Error("memscope: %s" % e)
         except gdbif.NotLoaded as e:
             raise Error("memscope: %s." % e)
+        except KeyboardInterrupt:
+            raise
+        except Exception as e:  # noqa: BLE001 -- the promise: no command ends the session or shows a traceback
+            raise Error("memscope: internal error in `%s': %s (please report it)"
+                        % (self._name, one_line_error(e)))
 
     def run(self, arg, from_tty):
         raise NotImplementedError
@@ -237,6 +257,8 @@ class Session:
             self._report_stop()
         except (gdb.error, gdbif.NotLoaded, replaylib.ReplayError) as e:
             gdb.write("memscope: stopped by the recorder, but cannot say why: %s\n" % e)
+        except Exception as e:  # noqa: BLE001 -- an event handler must not leave a traceback
+            gdb.write("memscope: stopped by the recorder, but cannot say why: %s\n" % one_line_error(e))
 
     def _report_stop(self):
         h = gdbif.Handle(check=False)

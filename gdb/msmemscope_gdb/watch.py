@@ -9,7 +9,7 @@ changed, with the old bytes kept beside the new ones."""
 
 import gdb
 
-from . import fmt, gdbif
+from . import args, fmt, gdbif
 from .session import Command, Error, Watch
 
 USAGE = "usage: memscope watch [EXPR [SIZE]]"
@@ -28,15 +28,9 @@ def _target_size(value):
 def address_of(expr):
     """EXPR -> (address, sizeof its target or None). A pointer gives the
     address it holds (watch what it points to); an integer that is not a
-    variable is an address; any other object is watched where it lies."""
-    try:
-        value = gdb.parse_and_eval(expr)
-    except gdb.error as e:
-        raise Error("memscope: cannot evaluate %s: %s" % (expr, e))
-    try:
-        return _address_of(expr, value)
-    except gdb.error as e:
-        raise Error("memscope: %s: %s" % (expr, e))
+    variable is an address; any other object is watched where it lies.
+    Evaluated with calls into the program refused (args.evaluate)."""
+    return args.evaluate(expr, lambda value: _address_of(expr, value), USAGE)
 
 
 def _address_of(expr, value):
@@ -45,40 +39,68 @@ def _address_of(expr, value):
         raise Error("memscope: %s is a function; watch data: a pointer, an address or an object.\n%s"
                     % (expr, USAGE))
     if t.code == gdb.TYPE_CODE_PTR:
-        return int(value), _target_size(value)
-    if t.code == gdb.TYPE_CODE_ARRAY:
-        return int(value.address), t.sizeof
+        return int(value) & args.UINT64_MAX, _target_size(value)
     if t.code in (gdb.TYPE_CODE_INT, gdb.TYPE_CODE_ENUM, gdb.TYPE_CODE_CHAR) and value.address is None:
-        return int(value), None
+        return int(value) & args.UINT64_MAX, None
     if value.address is None:
-        raise Error("memscope: %s is not an address, a pointer nor an object in memory.\n%s" % (expr, USAGE))
+        raise Error("memscope: %s is not an address, a pointer nor an object in the program's memory.\n%s"
+                    % (expr, USAGE))
     return int(value.address), t.sizeof if t.sizeof > 0 else None
 
 
 def parse_size(text):
+    return args.number(text, "SIZE", USAGE, 1, args.WATCH_SIZE_MAX)
+
+
+def _evaluates(text):
     try:
-        size = int(gdb.parse_and_eval(text))
-    except (gdb.error, ValueError) as e:
-        raise Error("memscope: SIZE %s is not a number: %s\n%s" % (text, e, USAGE))
-    if size <= 0:
-        raise Error("memscope: SIZE must be at least 1 byte, not %s.\n%s" % (text, USAGE))
-    return size
+        args.evaluate(text, lambda v: None, USAGE)
+        return True
+    except gdb.GdbError:
+        return False
 
 
 def split_args(arg):
-    """EXPR [SIZE]: SIZE is a last word that is a number, when what comes
-    before it is an expression of its own (so `p + 16' stays one EXPR)."""
-    words = arg.split()
-    if len(words) > 1:
-        last = words[-1]
-        rest = arg.rstrip()[:-len(last)].strip()
-        if last.isdigit() or (last.lower().startswith("0x") and len(last) > 2):
-            try:
-                gdb.parse_and_eval(rest)
-                return rest, last
-            except gdb.error:
-                pass
-    return arg.strip(), None
+    """EXPR [SIZE]: SIZE is the last word (`16', `-8', `$n',
+    `sizeof(float)*4'), or a last parenthesised group, when what comes
+    before it is an expression of its own (so `p + 16' stays one EXPR,
+    and `buf -8' is buf with a SIZE of -8, refused)."""
+    arg = arg.strip()
+    cuts = []
+    if arg.endswith(")"):
+        depth = 0
+        for i in range(len(arg) - 1, -1, -1):
+            depth += {")": 1, "(": -1}.get(arg[i], 0)
+            if depth == 0:
+                if i > 0 and arg[i - 1].isspace():
+                    cuts.append(i)
+                break
+    last = arg.rfind(" ")
+    last = max(last, arg.rfind("\t"))
+    if last > 0:
+        cuts.append(last + 1)
+    for cut in cuts:
+        rest, size = arg[:cut].strip(), arg[cut:].strip()
+        if rest and size and _evaluates(rest):
+            if _evaluates(size) or cut == cuts[-1]:
+                # A last word that does not evaluate after an EXPR that
+                # does is a bad SIZE: parse_size says why.
+                return rest, size
+    return arg, None
+
+
+def readable(h, addr, size, chunk=1 << 20):
+    """Checks that the program can read size bytes at addr, a chunk at a
+    time (gdb never holds more than one chunk)."""
+    at = addr
+    while at < addr + size:
+        n = min(chunk, addr + size - at)
+        try:
+            h.inferior.read_memory(at, n)
+        except gdb.MemoryError:
+            raise Error("memscope: cannot read %s at 0x%x: 0x%x is not the program's memory."
+                        % (fmt.exact_bytes(size), addr, at))
+        at += n
 
 
 class WatchCommand(Command):
@@ -90,7 +112,11 @@ EXPR is evaluated in the current frame. A pointer watches what it points
 to; an integer is an address; any other expression (a variable, an array,
 a struct member) is watched where it lies. SIZE defaults to the rest of
 the heap block that contains the address (from the recorder's log), or
-else to the size of EXPR's type.
+else to the size of EXPR's type. SIZE is an expression too (`16',
+`sizeof(float)*4', `$n'): the last word, or a last parenthesised group,
+when what comes before it is an expression of its own; from 1 byte to
+256 MiB. gdb never calls a function in the program to evaluate them: a
+call or a string literal is refused.
 
 The recorder compares the block with its last copy at every operator
 launch boundary (msmemscope_op_begin and msmemscope_op_end) inside the
@@ -132,10 +158,13 @@ With no argument, lists the watches. At most 8 watches at a time;
         if not size:
             raise Error("memscope: cannot tell how many bytes to watch at 0x%x: no live heap block holds it and %s "
                         "has no sized type; give SIZE.\n%s" % (addr, expr, USAGE))
-        try:
-            h.inferior.read_memory(addr, size)
-        except gdb.MemoryError:
-            raise Error("memscope: cannot read %d bytes at 0x%x: not the program's memory." % (size, addr))
+        if size > args.WATCH_SIZE_MAX:
+            raise Error("memscope: %s at 0x%x is more than a watch may cover (%s); give a SIZE.\n%s"
+                        % (fmt.exact_bytes(size), addr, fmt.exact_bytes(args.WATCH_SIZE_MAX), USAGE))
+        if addr + size - 1 > args.UINT64_MAX:
+            raise Error("memscope: %s at 0x%x runs past the end of the address space.\n%s"
+                        % (fmt.exact_bytes(size), addr, USAGE))
+        readable(h, addr, size)
         d = h.read()
         slot = next((i for i in range(gdbif.WATCH_MAX) if d.watch[i].size == 0 and i not in self.s.watches), None)
         if slot is None:
