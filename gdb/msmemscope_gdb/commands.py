@@ -5,6 +5,7 @@ depth/top)."""
 
 import os
 import subprocess
+import sys
 
 import gdb
 
@@ -21,6 +22,8 @@ commands answer from that log and from the program's memory, whenever
 the program is stopped. They never call functions in the program: an
 expression that would need it (a call, a string literal) is refused.
 Numbers (SIZE, N) are expressions too, checked before use.
+
+After the program exited, the queries answer from its finished log.
 
 Start with `start' (or `break' somewhere and `run'), then try
 `memscope info', `memscope leaks' or `memscope watch EXPR'."""
@@ -58,6 +61,15 @@ class IntParameter(gdb.Parameter):
         return "%s is %s%s." % (self.show_doc, svalue, " (all)" if svalue == "0" else "")
 
 
+def ask(question):
+    """A yes/no question on the terminal; False at end of input."""
+    try:
+        answer = input(question + "(y or n) ")
+    except (EOFError, OSError):
+        return False
+    return answer.strip().lower() in ("y", "yes")
+
+
 class InfoCommand(Command):
     """Where the program stands, from its recorder's log.
 
@@ -74,37 +86,49 @@ and bytes and the peak so far, and the watches and breaks set."""
     def run(self, arg, from_tty):
         if arg.strip():
             raise Error("usage: memscope info")
-        h = self.s.handle()
-        d = h.read()
-        with self.s.now() as (log, r):
+        d = self.s.handle().read() if self.s.running() else None
+        done = d is None  # the program exited: the finished log
+        with self.s.now(forward_only=not done) as (log, r):
             info = log.info()
             w = r.where()
             gdb.write("memscope: log %s (%s), process %d\n" % (log.path, fmt.human_bytes(info.file_size), info.pid))
             config = log.config()
             gdb.write("  recorded with: %s\n" % (config[1] if config else "(the log keeps no configuration)"))
-            gdb.write("  events so far: %d; operator launches: %d\n" % (info.events, w.op_launches))
-            if w.step == 0:
-                step = "no step marked so far"
-            elif w.in_step:
-                step = "step %d" % w.step
+            gdb.write("  events%s: %d; operator launches: %d\n" % ("" if done else " so far", info.events,
+                                                                  w.op_launches))
+            if done:
+                steps = r.steps()
+                gdb.write("  at its end: %s; %s\n" % (
+                    fmt.plural(steps, "step") if steps else "no step marked",
+                    "the program reached its exit" if info.complete else
+                    "the log was cut (%s)" % (replaylib.text(info.cut_what) or "the process was killed")))
             else:
-                step = "after step %d" % w.step
-            op = replaylib.text(w.op)
-            gdb.write("  now: %s, %s\n" % (step, "in operator %s (launch %d) on %s" % (
-                op, w.op_launch, log.thread_label(w.thread)) if op else "no operator running"))
+                if w.step == 0:
+                    step = "no step marked so far"
+                elif w.in_step:
+                    step = "step %d" % w.step
+                else:
+                    step = "after step %d" % w.step
+                op = replaylib.text(w.op)
+                gdb.write("  now: %s, %s\n" % (step, "in operator %s (launch %d) on %s" % (
+                    op, w.op_launch, log.thread_label(w.thread)) if op else "no operator running"))
             blocks = sum(w.mem[k].live_blocks for k in range(replaylib.MEM_KIND_COUNT))
             kinds = ["%s %d blocks %s" % (replaylib.MEM_NAMES[k], w.mem[k].live_blocks,
                                           fmt.human_bytes(w.mem[k].live_bytes))
                      for k in range(replaylib.MEM_KIND_COUNT) if w.mem[k].allocs]
-            gdb.write("  live: %s, %s%s; peak so far %s\n" % (
-                fmt.plural(blocks, "block"), fmt.human_bytes(w.live_bytes),
-                " (%s)" % "; ".join(kinds) if kinds else "", fmt.human_bytes(w.peak_bytes)))
+            gdb.write("  live%s: %s, %s%s; peak %s\n" % (
+                " at the end" if done else "", fmt.plural(blocks, "block"), fmt.human_bytes(w.live_bytes),
+                " (%s)" % "; ".join(kinds) if kinds else "", ("" if done else "so far ") +
+                fmt.human_bytes(w.peak_bytes)))
             if info.lost_events:
                 gdb.write("  lost events: %d (signal handlers that allocated inside a hook)\n" % info.lost_events)
         n = len(self.s.watches)
+        if d is None:
+            op, bstep = self.s.pending_op, self.s.pending_step
+        else:
+            op, bstep = d.break_op.decode("utf-8", "replace"), d.break_step
         gdb.write("  watches: %s; break at operator: %s; break at step: %s\n" % (
-            "%d (`memscope watch' lists them)" % n if n else "none",
-            d.break_op.decode("utf-8", "replace") or "none", d.break_step or "none"))
+            "%d (`memscope watch' lists them)" % n if n else "none", op or "none", bstep or "none"))
 
 
 class BlockCommand(Command):
@@ -125,7 +149,6 @@ operator and owner), and when it was freed and by whom."""
 
     def run(self, arg, from_tty):
         addr = args.address(arg, self.USAGE)
-        self.s.handle()
         with self.s.now(forward_only=False) as (log, r):
             # An indexed replay: a freed block then gets the step numbers
             # of the whole log, as msmemscope-replay gives them.
@@ -177,7 +200,9 @@ Usage: memscope at step N
 within the step, what it allocated and did not free, its operator
 launches and the bytes by owner. For the step under way, what it did so
 far. For a step ahead, continues the program until step N begins and
-stops there.
+stops there. After the program exited, from its finished log; a step
+past its end offers to run the program again (not in batch mode, where
+gdb cannot ask).
 
 `at event N' prints event N of the log and the state just after it, as
 `msmemscope-replay LOG --event N' does."""
@@ -214,6 +239,8 @@ stops there.
         return p.returncode, p.stdout.decode("utf-8", "replace"), err
 
     def at_step(self, n):
+        if not self.s.running() and self.s.finished():
+            return self.at_step_finished(n)
         if not self.s.running():
             self.s.pending_step = n
             gdb.write("memscope: running the program until step %d begins.\n" % n)
@@ -244,6 +271,38 @@ stops there.
         gdb.execute("continue")
         self.after_continue(n)
 
+    def at_step_finished(self, n):
+        """at step N after the program exited: from the finished log; a
+        step past its end offers to run the program again to it (never in
+        batch mode, where gdb cannot ask)."""
+        with self.s.now(forward_only=False) as (log, r):
+            steps, path = r.steps(), log.path
+        if n <= max(steps, 1):
+            rc, out, err = self.replay_cli(path, "--step", str(n))
+            gdb.write(out + err)
+            if rc:
+                raise Error("memscope: msmemscope-replay could not report step %d." % n)
+            return
+        ended = "its last step was %d" % steps if steps else "it marked no steps"
+        if not self.can_ask():
+            raise Error("memscope: the program ran to its end and %s: step %d did not happen in that run. "
+                        "To run it again until step %d begins: `memscope break step %d', then `run'."
+                        % (ended, n, n, n))
+        if not ask("memscope: the program ran to its end and %s. Run it again until step %d begins? " % (ended, n)):
+            gdb.write("memscope: not run again.\n")
+            return
+        self.s.finished_log = None
+        self.at_step(n)
+
+    @staticmethod
+    def can_ask():
+        """Whether gdb can ask the user: a terminal, and confirm on (batch
+        mode turns it off)."""
+        try:
+            return bool(gdb.parameter("confirm")) and sys.stdin.isatty()
+        except (ValueError, AttributeError, OSError):
+            return False
+
     def after_continue(self, n):
         if not self.s.running():
             gdb.write("memscope: the program ended before step %d began.\n" % n)
@@ -253,11 +312,13 @@ stops there.
                       "(`memscope break delete' clears it).\n" % (n, n))
 
     def at_event(self, n):
-        self.s.handle()
         with self.s.now() as (log, r):
             events = log.info().events
             path = log.path
         if n >= events:
+            if not self.s.running():
+                raise Error("memscope: the finished log holds %d events (0 to %d); there is no event %d."
+                            % (events, events - 1 if events else 0, n))
             raise Error("memscope: event %d has not happened yet: the log holds %d events so far (0 to %d)."
                         % (n, events, events - 1 if events else 0))
         rc, out, err = self.replay_cli(path, "--event", str(n))

@@ -116,6 +116,8 @@ class Session:
         self.bp = None
         self.leaks_prev = {}      # (log path, mode) -> {stack: (blocks, bytes)}
         self.stop_kind = None     # what the last stop of ours was (for `at step`)
+        self.run_log = None       # the log of the program running now, once known
+        self.finished_log = None  # the log of the last run, once it exited
 
     # --- set-up --------------------------------------------------------------
 
@@ -195,14 +197,35 @@ class Session:
             path = os.path.join(self.log_dir, "memscope_%d.mms" % h.inferior.pid)
         if not os.path.exists(path):
             raise Error("memscope: the program's log %s does not exist (the recorder could not write it?)." % path)
+        self.run_log = path
+        return path
+
+    def finished(self):
+        """The finished log of the program's last run, when the program
+        is not running and that log is there; else None."""
+        if self.running() or not self.finished_log or not os.path.exists(self.finished_log):
+            return None
+        return self.finished_log
+
+    def query_log(self):
+        """The log a query answers from: the running program's, or else the
+        finished log of its last run (said on a line of its own). Raises
+        Error when there is neither."""
+        if self.running():
+            return self.log_path()
+        path = self.finished()
+        if path is None:
+            self.handle()  # says why: not started, or no recorder
+            raise Error("memscope: the program is not running and has no finished log.")
+        gdb.write("memscope: the program has exited; from its finished log %s:\n" % path)
         return path
 
     @contextlib.contextmanager
     def now(self, forward_only=True):
         """(log, replay) of the program's log, replayed to its end: the
-        program is stopped, so the log holds everything it did. Closed on
-        leaving the with block."""
-        path = self.log_path()
+        program is stopped (or has exited), so the log holds everything it
+        did. Closed on leaving the with block."""
+        path = self.query_log()
         try:
             with replaylib.Log(path) as log, replaylib.Replay(log, forward_only=forward_only) as r:
                 rc = r.seek(log.info().events)
@@ -228,6 +251,10 @@ class Session:
         constructor has not run yet; it only sets the version."""
         if self.bp is None or not self.bp.is_valid():
             self.bp = StopBreakpoint()
+        # The default log name until the recorder names it (log_path).
+        pid = gdb.selected_inferior().pid
+        self.run_log = os.path.join(self.log_dir, "memscope_%d.mms" % pid) if pid else None
+        self.finished_log = None
         # A new image (a new run, or an exec): its descriptor is fresh.
         self.watches.clear()
         if not (self.pending_op or self.pending_step):
@@ -243,13 +270,24 @@ class Session:
         h.write_u32("armed", 1)
         self.pending_op, self.pending_step = None, 0
 
+    def _remember_log(self):
+        """Keeps the running program's log path (the recorder may have
+        named it otherwise than by default): after exit, the queries
+        answer from it."""
+        try:
+            self.log_path()
+        except (gdb.GdbError, gdb.error, gdbif.NotLoaded):
+            pass
+
     def _on_exited(self, ev):
+        self.finished_log, self.run_log = self.run_log, None
         if self.watches:
             gdb.write("memscope: the program exited; its %s gone.\n"
                       % ("watch is" if len(self.watches) == 1 else "%d watches are" % len(self.watches)))
         self.watches.clear()
 
     def _on_stop(self, ev):
+        self._remember_log()
         if not isinstance(ev, gdb.BreakpointEvent) or self.bp is None or self.bp not in ev.breakpoints:
             self.stop_kind = None
             return
