@@ -70,6 +70,21 @@ def ask(question):
     return answer.strip().lower() in ("y", "yes")
 
 
+def state_so_far(log, r):
+    """The state a replay stands at, for a step the replay CLI cannot
+    report (no step marked): events, launches, live and peak bytes."""
+    w = r.where()
+    blocks = sum(w.mem[k].live_blocks for k in range(replaylib.MEM_KIND_COUNT))
+    allocs = sum(w.mem[k].allocs for k in range(replaylib.MEM_KIND_COUNT))
+    frees = sum(w.mem[k].frees for k in range(replaylib.MEM_KIND_COUNT))
+    gdb.write("  %s (#0..#%d); operator launches: %d\n" % (fmt.plural(w.position, "event"), max(w.position, 1) - 1,
+                                                         w.op_launches))
+    gdb.write("  allocated %s, freed %s; live: %s, %s; peak %s\n" % (
+        fmt.plural(allocs, "block"), fmt.plural(frees, "block"), fmt.plural(blocks, "block"),
+        fmt.human_bytes(w.live_bytes), fmt.human_bytes(w.peak_bytes)))
+    gdb.write("  (`memscope leaks full' lists the live blocks by stack.)\n")
+
+
 class InfoCommand(Command):
     """Where the program stands, from its recorder's log.
 
@@ -199,10 +214,10 @@ Usage: memscope at step N
 `msmemscope-replay LOG --step N' does: live blocks and bytes, the peak
 within the step, what it allocated and did not free, its operator
 launches and the bytes by owner. For the step under way, what it did so
-far. For a step ahead, continues the program until step N begins and
-stops there. After the program exited, from its finished log; a step
-past its end offers to run the program again (not in batch mode, where
-gdb cannot ask).
+far (before any step is marked, the run so far is step 1). For a step
+ahead, continues the program until step N begins and stops there. After
+the program exited, from its finished log; a step past its end offers
+to run the program again (not in batch mode, where gdb cannot ask).
 
 `at event N' prints event N of the log and the state just after it, as
 `msmemscope-replay LOG --event N' does."""
@@ -248,9 +263,15 @@ gdb cannot ask).
             self.after_continue(n)
             return
         h = self.s.handle()
-        with self.s.now() as (log, r):
+        with self.s.now(forward_only=False) as (log, r):
             w = r.where()
             path = log.path
+            if w.step == 0 and r.steps() == 0:
+                # No step marked so far: the run so far is step 1.
+                if n == 1:
+                    gdb.write("memscope: step 1 is under way (no step marked so far); what it did so far:\n")
+                    state_so_far(log, r)
+                    return
         if n < w.step or (n == w.step and not w.in_step):
             rc, out, err = self.replay_cli(path, "--step", str(n))
             gdb.write(out + err)
@@ -277,7 +298,11 @@ gdb cannot ask).
         batch mode, where gdb cannot ask)."""
         with self.s.now(forward_only=False) as (log, r):
             steps, path = r.steps(), log.path
-        if n <= max(steps, 1):
+            if n == 1 and steps == 0:
+                gdb.write("memscope: the program marked no steps: its whole run was step 1:\n")
+                state_so_far(log, r)
+                return
+        if n <= steps:
             rc, out, err = self.replay_cli(path, "--step", str(n))
             gdb.write(out + err)
             if rc:

@@ -57,6 +57,12 @@ def stack_lines(log, stack_id, depth, indent="    "):
     return out
 
 
+def step_name(step):
+    """'step 3', or for the recorder's step 0 (between "step start"
+    ranges) 'outside any step': steps count from 1 in every output."""
+    return "step %d" % step if step else "outside any step"
+
+
 def gdb_thread(tid):
     """'thread 2 "worker" (LWP 1234)' for an OS thread id of the current
     inferior, or 'LWP 1234' when gdb does not list it."""

@@ -310,8 +310,8 @@ class Session:
             from . import watch
             watch.report_freed(self, h, d, who)
         elif d.reason == gdbif.REASON_OP:
-            gdb.write("memscope: operator %s begins: launch %d, step %d, %s\n"
-                      % (d.op_name.decode("utf-8", "replace"), d.op_launch, d.step, who))
+            gdb.write("memscope: operator %s begins: launch %d, %s, %s\n"
+                      % (d.op_name.decode("utf-8", "replace"), d.op_launch, fmt.step_name(d.step), who))
             h.write_name("break_op", "")
             h.update_armed()
         elif d.reason == gdbif.REASON_STEP:

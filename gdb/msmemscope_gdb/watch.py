@@ -243,11 +243,11 @@ def report(session, h, d, who):
         return
     name = d.op_name.decode("utf-8", "replace")
     if d.op_launch:
-        what = "in operator %s (launch %d, step %d)" % (name, d.op_launch, d.step)
+        what = "in operator %s (launch %d, %s)" % (name, d.op_launch, fmt.step_name(d.step))
     elif name:
-        what = "outside any operator launch, after %s ended (step %d)" % (name, d.step)
+        what = "outside any operator launch, after %s ended (%s)" % (name, fmt.step_name(d.step))
     else:
-        what = "before the first operator launch (step %d)" % d.step
+        what = "before the first operator launch (%s)" % fmt.step_name(d.step)
     label = mine.expr + ", " if mine else ""
     gdb.write("memscope: watch %d (%s%s at 0x%x) changed %s, %s\n"
               % (slot + 1, label, fmt.exact_bytes(w.size), w.addr, what, who))
@@ -277,8 +277,8 @@ def report_freed(session, h, d, who):
     mine = session.watches.pop(slot, None)
     label = mine.expr + ", " if mine else ""
     name = d.op_name.decode("utf-8", "replace")
-    where = ("in operator %s (launch %d, step %d)" % (name, d.op_launch, d.step)) if d.op_launch \
-        else "outside any operator launch (step %d)" % d.step
+    where = ("in operator %s (launch %d, %s)" % (name, d.op_launch, fmt.step_name(d.step))) if d.op_launch \
+        else "outside any operator launch (%s)" % fmt.step_name(d.step)
     gdb.write("memscope: watch %d (%s%s at 0x%x) ends: its block is being freed %s, %s; "
               "the watch is removed.\n" % (slot + 1, label, fmt.exact_bytes(w.size), w.addr, where, who))
     h.disarm_watch(slot, w.generation + 1)
