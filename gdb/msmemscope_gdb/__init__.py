@@ -6,7 +6,7 @@ the preloaded hooks share with gdb (hooks/gdbif.h). See doc/gdb.md."""
 
 import gdb
 
-from . import commands, leaks, session, watch
+from . import breaks, commands, leaks, session, watch
 
 _session = None
 
@@ -37,7 +37,8 @@ def setup(hooks, replay_lib, replay_cli, launcher):
     commands.AtCommand(s)
     commands.InfoCommand(s)
     commands.BlockCommand(s)
-    commands.BreakCommand(s)
+    breaks.BreakCommand(s)
+    breaks.setup_functions()
     if s.recording:
         gdb.write("memscope: the program will run with the msmemscope recorder; its logs go to %s/.\n" % s.log_dir)
     gdb.write("memscope: `help memscope' lists the commands.\n")

@@ -3,13 +3,12 @@
 leaks: info, block, at step/event, break, and the settings (set memscope
 depth/top)."""
 
-import os
 import subprocess
 import sys
 
 import gdb
 
-from . import args, fmt, gdbif, replaylib
+from . import args, breaks, fmt, replaylib
 from .session import Command, Error
 
 
@@ -138,12 +137,11 @@ and bytes and the peak so far, and the watches and breaks set."""
             if info.lost_events:
                 gdb.write("  lost events: %d (signal handlers that allocated inside a hook)\n" % info.lost_events)
         n = len(self.s.watches)
-        if d is None:
-            op, bstep = self.s.pending_op, self.s.pending_step
-        else:
-            op, bstep = d.break_op.decode("utf-8", "replace"), d.break_step
-        gdb.write("  watches: %s; break at operator: %s; break at step: %s\n" % (
-            "%d (`memscope watch' lists them)" % n if n else "none", op or "none", bstep or "none"))
+        bps = breaks.ours(self.s)
+        nop = sum(1 for _, k in bps if k.kind == "op")
+        gdb.write("  watches: %s; breakpoints: %s\n" % (
+            "%d (`memscope watch' lists them)" % n if n else "none",
+            "%d on operators, %d on steps (`memscope break' lists them)" % (nop, len(bps) - nop) if bps else "none"))
 
 
 class BlockCommand(Command):
@@ -257,7 +255,7 @@ to run the program again (not in batch mode, where gdb cannot ask).
         if not self.s.running() and self.s.finished():
             return self.at_step_finished(n)
         if not self.s.running():
-            self.s.pending_step = n
+            self.s.at_target = n
             gdb.write("memscope: running the program until step %d begins.\n" % n)
             gdb.execute("run")
             self.after_continue(n)
@@ -286,8 +284,8 @@ to run the program again (not in batch mode, where gdb cannot ask).
                 gdb.write("memscope: step %d is under way; what it did so far:\n" % n)
                 gdb.write(out + err)
             return
-        h.write_u64("break_step", n)
-        h.update_armed()
+        self.s.at_target = n
+        breaks.arm(self.s, h, after_step=w.step)
         gdb.write("memscope: continuing until step %d begins.\n" % n)
         gdb.execute("continue")
         self.after_continue(n)
@@ -331,10 +329,10 @@ to run the program again (not in batch mode, where gdb cannot ask).
     def after_continue(self, n):
         if not self.s.running():
             gdb.write("memscope: the program ended before step %d began.\n" % n)
-            self.s.pending_step = 0
-        elif self.s.stop_kind is None or self.s.stop_kind[0] != gdbif.REASON_STEP:
-            gdb.write("memscope: stopped before step %d began; the break at step %d stays set "
-                      "(`memscope break delete' clears it).\n" % (n, n))
+            self.s.at_target = 0
+        elif self.s.at_target:
+            gdb.write("memscope: stopped before step %d began; `continue' goes on to it "
+                      "(`memscope break delete' forgets it).\n" % n)
 
     def at_event(self, n):
         with self.s.now() as (log, r):
@@ -350,94 +348,3 @@ to run the program again (not in batch mode, where gdb cannot ask).
         gdb.write(out + err)
         if rc:
             raise Error("memscope: msmemscope-replay could not show event %d." % n)
-
-
-class BreakCommand(Command):
-    """Stop at the next launch of an operator, or when a step begins.
-
-Usage: memscope break op NAME
-       memscope break step N
-       memscope break delete
-       memscope break
-
-`op NAME' stops the program when an operator named NAME next begins
-(msmemscope_op_begin); `step N' when step N begins. Each stops once and
-is then cleared. Set before `run', they are armed as the program starts.
-`delete' clears both; with no argument, lists what is set."""
-
-    USAGE = "usage: memscope break op NAME | memscope break step N | memscope break delete | memscope break"
-
-    def __init__(self, session):
-        super().__init__("memscope break", gdb.COMMAND_BREAKPOINTS)
-        self.s = session
-        self._names = (None, [])
-
-    def complete(self, text, word):
-        words = text.split()
-        nwords = len(words) - (0 if text.endswith(" ") or not text else 1)
-        if nwords == 0:
-            return [w for w in ("op", "step", "delete") if w.startswith(word or "")]
-        if nwords == 1 and words[0] == "op":
-            return [n for n in self.operator_names() if n.startswith(word or "")]
-        return []
-
-    def operator_names(self):
-        try:
-            path = self.s.log_path()
-            key = (path, os.path.getsize(path))
-            if self._names[0] != key:
-                with replaylib.Log(path) as log:
-                    self._names = (key, log.operator_names())
-            return self._names[1]
-        except (gdb.GdbError, replaylib.ReplayError, OSError, gdbif.NotLoaded):
-            return []
-
-    def run(self, arg, from_tty):
-        words = arg.split(None, 1)
-        if not words:
-            return self.list()
-        if words[0] == "delete" and len(words) == 1:
-            self.s.pending_op, self.s.pending_step = None, 0
-            if self.s.running():
-                h = self.s.handle()
-                h.write_name("break_op", "")
-                h.write_u64("break_step", 0)
-                h.update_armed()
-            gdb.write("memscope: operator and step breaks cleared.\n")
-            return
-        if len(words) != 2 or words[0] not in ("op", "step"):
-            raise Error(self.USAGE)
-        if words[0] == "op":
-            name = words[1].strip()
-            if len(name.encode("utf-8")) >= gdbif.NAME_MAX:
-                raise Error("memscope: operator names are compared on their first %d bytes; %s is longer."
-                            % (gdbif.NAME_MAX - 1, name))
-            what = "the next launch of operator %s" % name
-        else:
-            n = args.step_number(words[1], self.USAGE)
-            what = "the start of step %d" % n
-        if not self.s.running():
-            if words[0] == "op":
-                self.s.pending_op = name
-            else:
-                self.s.pending_step = n
-            gdb.write("memscope: will stop at %s, once the program runs.\n" % what)
-            return
-        h = self.s.handle()
-        if words[0] == "op":
-            h.write_name("break_op", name)
-        else:
-            h.write_u64("break_step", n)
-        h.update_armed()
-        gdb.write("memscope: will stop at %s.\n" % what)
-
-    def list(self):
-        if self.s.running():
-            try:
-                d = gdbif.Handle().read()
-                op, step = d.break_op.decode("utf-8", "replace"), d.break_step
-            except gdbif.NotLoaded:
-                op, step = self.s.pending_op, self.s.pending_step
-        else:
-            op, step = self.s.pending_op, self.s.pending_step
-        gdb.write("memscope: break at operator: %s; break at step: %s\n" % (op or "none", step or "none"))

@@ -80,14 +80,24 @@ class StopBreakpoint(gdb.Breakpoint):
     when gdb must stop (a watched block changed, a break began), so stop()
     checks the reason and the session prints the report at the stop."""
 
-    def __init__(self):
+    def __init__(self, session):
         super().__init__("msmemscope_gdb_stopped", internal=True)
         self.silent = True
+        self.s = session
 
     def stop(self):
+        """Stops for a watch, and for the step `at step N' waits for. At a
+        step stop, arms the next step a breakpoint waits for (the
+        `memscope break' breakpoints stop by their own conditions)."""
         try:
-            return gdbif.Handle(check=False).read_u32("reason") != gdbif.REASON_NONE
-        except (gdbif.NotLoaded, gdb.error):
+            h = gdbif.Handle(check=False)
+            d = h.read()
+            if d.reason == gdbif.REASON_STEP:
+                from . import breaks
+                breaks.arm(self.s, h, after_step=d.step)
+                return bool(self.s.at_target) and d.step >= self.s.at_target
+            return d.reason in (gdbif.REASON_WATCH, gdbif.REASON_FREED)
+        except (gdbif.NotLoaded, gdb.error, ValueError):
             return True
 
 
@@ -111,8 +121,10 @@ class Session:
         self.top = 20             # loss records and launches printed (set memscope top)
         self.log_dir = None
         self.watches = {}         # slot -> Watch
-        self.pending_op = None    # break op/step set before the program ran
-        self.pending_step = 0
+        self.at_target = 0        # the step `at step N' runs to (0: none)
+        self.armed_key = None     # the breakpoints last armed in the program
+        self.breaks = {}          # gdb breakpoint number -> breaks.Break
+        self.hits = {}            # gdb breakpoint number -> hit count at our last stop
         self.bp = None
         self.leaks_prev = {}      # (log path, mode) -> {stack: (blocks, bytes)}
         self.stop_kind = None     # what the last stop of ours was (for `at step`)
@@ -133,6 +145,8 @@ class Session:
         gdb.events.new_objfile.connect(self._on_new_objfile)
         gdb.events.stop.connect(self._on_stop)
         gdb.events.exited.connect(self._on_exited)
+        gdb.events.breakpoint_deleted.connect(self._on_breakpoint_deleted)
+        gdb.events.breakpoint_modified.connect(self._on_breakpoint_changed)
         for objfile in gdb.objfiles():
             if os.path.basename(objfile.filename) == HOOKS_NAME:
                 self._hooks_loaded()
@@ -250,25 +264,16 @@ class Session:
         on its stop function and arm the breaks set before it ran. Its
         constructor has not run yet; it only sets the version."""
         if self.bp is None or not self.bp.is_valid():
-            self.bp = StopBreakpoint()
+            self.bp = StopBreakpoint(self)
         # The default log name until the recorder names it (log_path).
         pid = gdb.selected_inferior().pid
         self.run_log = os.path.join(self.log_dir, "memscope_%d.mms" % pid) if pid else None
         self.finished_log = None
         # A new image (a new run, or an exec): its descriptor is fresh.
         self.watches.clear()
-        if not (self.pending_op or self.pending_step):
-            return
-        try:
-            h = gdbif.Handle(check=False)
-        except gdbif.NotLoaded:
-            return
-        if self.pending_op:
-            h.write_name("break_op", self.pending_op)
-        if self.pending_step:
-            h.write_u64("break_step", self.pending_step)
-        h.write_u32("armed", 1)
-        self.pending_op, self.pending_step = None, 0
+        from . import breaks
+        self.hits = {}  # gdb clears the hit counts at `run'
+        breaks.arm(self, after_step=0)
 
     def _remember_log(self):
         """Keeps the running program's log path (the recorder may have
@@ -281,28 +286,70 @@ class Session:
 
     def _on_exited(self, ev):
         self.finished_log, self.run_log = self.run_log, None
+        self.at_target = 0
         if self.watches:
             gdb.write("memscope: the program exited; its %s gone.\n"
                       % ("watch is" if len(self.watches) == 1 else "%d watches are" % len(self.watches)))
         self.watches.clear()
 
+    def _on_breakpoint_deleted(self, bp):
+        self._on_breakpoint_changed(bp, gone=True)
+
+    def _on_breakpoint_changed(self, bp, gone=False):
+        """A memscope breakpoint deleted, disabled or enabled: the program
+        is told what to stop at now (not at each hit, which gdb reports
+        as a change too)."""
+        from . import breaks
+        if bp.number not in self.breaks:
+            return
+        if gone:
+            del self.breaks[bp.number]
+        if not self.running():
+            return
+        key = frozenset((k.kind, k.value) for b, k in breaks.ours(self) if b.enabled)
+        if key == self.armed_key:
+            return
+        try:
+            breaks.arm(self)
+        except (gdb.GdbError, gdb.error, ValueError, replaylib.ReplayError) as e:
+            gdb.write("memscope: cannot arm the breakpoints in the program: %s\n" % e)
+
+    def current_step(self):
+        """The step the running program's log stands in (0: none marked)."""
+        try:
+            with replaylib.Log(self.log_path()) as log, replaylib.Replay(log) as r:
+                r.seek(log.info().events)
+                return r.where().step
+        except (gdb.GdbError, replaylib.ReplayError):
+            return 0
+
     def _on_stop(self, ev):
+        from . import breaks
         self._remember_log()
-        if not isinstance(ev, gdb.BreakpointEvent) or self.bp is None or self.bp not in ev.breakpoints:
+        # gdb lists every breakpoint at the location, those whose
+        # condition was false too: ours that stopped are those hit now.
+        mine = []
+        for b in getattr(ev, "breakpoints", ()):
+            if b.number in self.breaks and b.hit_count > self.hits.get(b.number, 0):
+                mine.append(b)
+            if b.number in self.breaks:
+                self.hits[b.number] = b.hit_count
+        if not isinstance(ev, gdb.BreakpointEvent) or not (mine or (self.bp is not None and self.bp in ev.breakpoints)):
             self.stop_kind = None
             return
         try:
-            self._report_stop()
+            self._report_stop(mine)
         except (gdb.error, gdbif.NotLoaded, replaylib.ReplayError) as e:
             gdb.write("memscope: stopped by the recorder, but cannot say why: %s\n" % e)
         except Exception as e:  # noqa: BLE001 -- an event handler must not leave a traceback
             gdb.write("memscope: stopped by the recorder, but cannot say why: %s\n" % one_line_error(e))
 
-    def _report_stop(self):
+    def _report_stop(self, mine):
         h = gdbif.Handle(check=False)
         d = h.read()
         who = fmt.gdb_thread(d.tid)
         self.stop_kind = (d.reason, d.step)
+        nums = "".join("breakpoint %d, " % b.number for b in mine)
         if d.reason == gdbif.REASON_WATCH:
             from . import watch
             watch.report(self, h, d, who)
@@ -310,14 +357,12 @@ class Session:
             from . import watch
             watch.report_freed(self, h, d, who)
         elif d.reason == gdbif.REASON_OP:
-            gdb.write("memscope: operator %s begins: launch %d, %s, %s\n"
-                      % (d.op_name.decode("utf-8", "replace"), d.op_launch, fmt.step_name(d.step), who))
-            h.write_name("break_op", "")
-            h.update_armed()
+            gdb.write("memscope: %soperator %s begins: launch %d, %s, %s\n"
+                      % (nums, d.op_name.decode("utf-8", "replace"), d.op_launch, fmt.step_name(d.step), who))
         elif d.reason == gdbif.REASON_STEP:
-            gdb.write("memscope: step %d begins, %s\n" % (d.step, who))
-            h.write_u64("break_step", 0)
-            h.update_armed()
+            if self.at_target and d.step >= self.at_target:
+                self.at_target = 0
+            gdb.write("memscope: %sstep %d begins, %s\n" % (nums, d.step, who))
         self.select_user_frame()
 
     def select_user_frame(self):
