@@ -237,6 +237,21 @@ class Log:
             _lib.mms_iter_close(it)
         return sorted(names)
 
+    def last_release(self, tid):
+        """(event id, address) of the last FREE event (free, munmap, the
+        old block of a realloc) of the thread whose OS id is tid, or
+        None."""
+        it, ev, last = c_void_p(), Event(), None
+        if _lib.mms_iter_open(self.h, ctypes.byref(it)):
+            return None
+        try:
+            while _lib.mms_iter_next(it, ctypes.byref(ev)) == 1:
+                if ev.kind == EV_FREE and self.thread(ev.thread)[0] == tid:
+                    last = (ev.id, ev.addr)
+        finally:
+            _lib.mms_iter_close(it)
+        return last
+
     def stack(self, stack_id, limit=256):
         """The instruction pointers of a recorded stack, innermost first."""
         if not stack_id:

@@ -105,9 +105,10 @@ class Watch:
     """One watch gdb armed: slot (number - 1), what the user typed, the
     range, and the block it lies in, described when it was armed."""
 
-    def __init__(self, slot, expr, addr, size, block_lines):
+    def __init__(self, slot, expr, addr, size, block_lines, block_addr=None):
         self.slot, self.expr, self.addr, self.size = slot, expr, addr, size
         self.block_lines = block_lines
+        self.block_addr = block_addr  # the heap block it was set in, or None
 
 
 class Session:

@@ -9,7 +9,7 @@ changed, with the old bytes kept beside the new ones."""
 
 import gdb
 
-from . import args, fmt, gdbif
+from . import args, fmt, gdbif, replaylib
 from .session import Command, Error, Watch
 
 USAGE = "usage: memscope watch [EXPR [SIZE]]"
@@ -89,6 +89,28 @@ def split_args(arg):
     return arg, None
 
 
+def span_warnings(r, addr, size, block):
+    """What a watch of [addr, addr + size) covers besides its block: the
+    bytes past the block's end and the live block its last byte is in, or
+    that it is not in a heap block at all."""
+    end = addr + size
+    if block is None:
+        last = r.block_at(end - 1)
+        return ["0x%x is not in a live heap block the recorder knows of (a global, the stack, or memory allocated "
+                "before the recorder started)%s." % (
+                    addr, "; the watch ends in block 0x%x, %s" % (last.addr, fmt.exact_bytes(last.size))
+                    if last is not None else "")]
+    block_end = block.addr + block.size
+    if end <= block_end:
+        return []
+    last = r.block_at(end - 1)
+    into = ("it ends in another block, 0x%x (%s)" % (last.addr, fmt.exact_bytes(last.size))
+            if last is not None and last.addr != block.addr else "it ends outside any live block")
+    return ["the watch runs %s past the end of its block (0x%x..0x%x) over other memory: %s. Changes there "
+            "count as changes of the watch, and freeing any block in it ends the watch." % (
+                fmt.exact_bytes(end - block_end), block.addr, block_end, into)]
+
+
 def readable(h, addr, size, chunk=1 << 20):
     """Checks that the program can read size bytes at addr, a chunk at a
     time (gdb never holds more than one chunk)."""
@@ -125,6 +147,10 @@ that changed it (name, launch index, step, thread), the changed bytes
 old -> new, and where the block was allocated. Changes count from the
 next boundary after the watch is set.
 
+A watch that runs past its heap block, or lies in none, is set with a
+warning. When the program frees memory in a watch, gdb stops there,
+names the block being freed and removes the watch.
+
 With no argument, lists the watches. At most 8 watches at a time;
 `memscope unwatch [N]` removes them."""
 
@@ -140,7 +166,7 @@ With no argument, lists the watches. At most 8 watches at a time;
         h = self.s.handle()
         addr, type_size = address_of(expr)
         size = parse_size(size_text) if size_text else None
-        block_lines, block = [], None
+        block_lines, block, warnings = [], None, []
         with self.s.now() as (log, r):
             block = r.block_at(addr)
             if block is not None:
@@ -153,6 +179,10 @@ With no argument, lists the watches. At most 8 watches at a time;
                 block_lines += fmt.stack_lines(log, block.stack, self.s.depth)
             else:
                 block_lines.append("  not in a live heap block the recorder knows of")
+            if size is None:
+                size = type_size
+            if size and size <= args.WATCH_SIZE_MAX:
+                warnings = span_warnings(r, addr, size, block)
         if size is None:
             size = type_size
         if not size:
@@ -171,10 +201,12 @@ With no argument, lists the watches. At most 8 watches at a time;
             raise Error("memscope: all %d watches are in use; remove one with `memscope unwatch N'." % gdbif.WATCH_MAX)
         h.arm_watch(slot, addr, size, d.watch[slot].generation + 1)
         h.update_armed()
-        self.s.watches[slot] = Watch(slot, expr, addr, size, block_lines)
+        self.s.watches[slot] = Watch(slot, expr, addr, size, block_lines, block.addr if block else None)
         gdb.write("memscope: watch %d: %s, %s at 0x%x\n" % (slot + 1, expr, fmt.exact_bytes(size), addr))
         for line in block_lines:
             gdb.write(line + "\n")
+        for line in warnings:
+            gdb.write("memscope: warning: %s\n" % line)
 
     def list(self):
         if not self.s.watches:
@@ -266,6 +298,22 @@ def report(session, h, d, who):
             gdb.write(line + "\n")
 
 
+def freed_block(session, tid):
+    """The block the thread tid is freeing now (its last release in the
+    log: the recorder writes it before it stops), or None."""
+    try:
+        with replaylib.Log(session.log_path()) as log:
+            ev = log.last_release(tid)
+            if ev is None:
+                return None
+            with replaylib.Replay(log, forward_only=False) as r:
+                if r.seek(ev[0]):
+                    return None
+                return r.block_at(ev[1])
+    except (gdb.GdbError, replaylib.ReplayError):
+        return None
+
+
 def report_freed(session, h, d, who):
     """The program is freeing (or unmapping, or reallocating) the block of
     a watch: say so where it happens, and remove the watch, which the
@@ -279,7 +327,22 @@ def report_freed(session, h, d, who):
     name = d.op_name.decode("utf-8", "replace")
     where = ("in operator %s (launch %d, %s)" % (name, d.op_launch, fmt.step_name(d.step))) if d.op_launch \
         else "outside any operator launch (%s)" % fmt.step_name(d.step)
-    gdb.write("memscope: watch %d (%s%s at 0x%x) ends: its block is being freed %s, %s; "
-              "the watch is removed.\n" % (slot + 1, label, fmt.exact_bytes(w.size), w.addr, where, who))
+    freed = freed_block(session, d.tid)
+    own = mine.block_addr if mine else None
+    if freed is None:
+        what = "memory in it is being released"
+    elif own is not None and freed.addr == own:
+        what = "its block is being freed"
+    else:
+        block = "%s block 0x%x (%s)" % (fmt.block_kind(freed), freed.addr, fmt.exact_bytes(freed.size))
+        if freed.addr <= w.addr and w.addr + w.size <= freed.addr + freed.size:
+            what = "the %s that holds it is being freed" % block
+        else:
+            inside = freed.addr >= w.addr and freed.addr + freed.size <= w.addr + w.size
+            what = "%s, %s the watch, is being freed" % (block, "in" if inside else "overlapping")
+            if own is not None:
+                what += " (not the watched block 0x%x: the watch spans past it)" % own
+    gdb.write("memscope: watch %d (%s%s at 0x%x) ends: %s %s, %s; "
+              "the watch is removed.\n" % (slot + 1, label, fmt.exact_bytes(w.size), w.addr, what, where, who))
     h.disarm_watch(slot, w.generation + 1)
     h.update_armed()
