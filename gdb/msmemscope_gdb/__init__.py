@@ -31,6 +31,8 @@ def setup(hooks, replay_lib, replay_cli, launcher):
     commands.IntParameter(s, "top", "top", "Set the loss records and launches printed (0: all).",
                           "Loss records and launches printed",
                           "Loss records (memscope leaks) and launches (memscope at step) printed.")
+    commands.IntParameter(s, "diff-lines", "diff_lines", "Set the lines of changed bytes a watch stop prints (0: all).",
+                          "Lines of changed bytes printed", "Lines of changed bytes a memscope watch stop prints.")
     watch.WatchCommand(s)
     watch.UnwatchCommand(s)
     leaks.LeaksCommand(s)

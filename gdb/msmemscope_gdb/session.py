@@ -96,6 +96,9 @@ class StopBreakpoint(gdb.Breakpoint):
                 from . import breaks
                 breaks.arm(self.s, h, after_step=d.step)
                 return bool(self.s.at_target) and d.step >= self.s.at_target
+            if d.reason == gdbif.REASON_WATCH and (d.hit_watch, d.op_launch, d.tid) in self.s.merged:
+                self.s.merged.discard((d.hit_watch, d.op_launch, d.tid))
+                return False  # shown at the stop for another watch
             return d.reason in (gdbif.REASON_WATCH, gdbif.REASON_FREED)
         except (gdbif.NotLoaded, gdb.error, ValueError):
             return True
@@ -120,6 +123,8 @@ class Session:
         self.recording = False    # the exec-wrapper preloads the recorder
         self.depth = 12           # frames per stack (set memscope depth)
         self.top = 20             # loss records and launches printed (set memscope top)
+        self.diff_lines = 16      # lines of changed bytes a watch stop prints (set memscope diff-lines)
+        self.merged = set()       # (slot, launch, tid) of changes already shown with another watch's
         self.log_dir = None
         self.watches = {}         # slot -> Watch
         self.at_target = 0        # the step `at step N' runs to (0: none)
@@ -274,6 +279,7 @@ class Session:
         self.watches.clear()
         from . import breaks
         self.hits = {}  # gdb clears the hit counts at `run'
+        self.merged.clear()
         breaks.arm(self, after_step=0)
 
     def _remember_log(self):

@@ -151,6 +151,10 @@ A watch that runs past its heap block, or lies in none, is set with a
 warning. When the program frees memory in a watch, gdb stops there,
 names the block being freed and removes the watch.
 
+Two watches a boundary changed give one stop that shows both; a second
+watch of the same bytes is refused. `set memscope diff-lines N' sets how
+many lines of changed bytes a stop prints (default 16, 0: all).
+
 With no argument, lists the watches. At most 8 watches at a time;
 `memscope unwatch [N]` removes them."""
 
@@ -195,6 +199,10 @@ With no argument, lists the watches. At most 8 watches at a time;
             raise Error("memscope: %s at 0x%x runs past the end of the address space.\n%s"
                         % (fmt.exact_bytes(size), addr, USAGE))
         readable(h, addr, size)
+        same = next((n for n, o in self.s.watches.items() if o.addr == addr and o.size == size), None)
+        if same is not None:
+            raise Error("memscope: watch %d (%s) already watches these %s at 0x%x."
+                        % (same + 1, self.s.watches[same].expr, fmt.exact_bytes(size), addr))
         d = h.read()
         slot = next((i for i in range(gdbif.WATCH_MAX) if d.watch[i].size == 0 and i not in self.s.watches), None)
         if slot is None:
@@ -215,7 +223,8 @@ With no argument, lists the watches. At most 8 watches at a time;
         changes = {}
         try:
             d = gdbif.Handle().read()
-            changes = {i: d.watch[i].changes for i in self.s.watches}
+            # A change shown with another watch's, whose own stop is to come.
+            changes = {i: d.watch[i].changes + sum(1 for m in self.s.merged if m[0] == i) for i in self.s.watches}
         except gdbif.NotLoaded:
             pass
         gdb.write("%-4s %-18s %10s %8s  %s\n" % ("Num", "Address", "Size", "Changes", "Expression"))
@@ -287,15 +296,35 @@ def report(session, h, d, who):
     if not w.previous or not w.snapshot or not size:
         gdb.write("  (the recorder kept no copy of the bytes)\n")
     else:
-        old = h.read_bytes(w.previous, size)
-        new = h.read_bytes(w.snapshot, size)
-        changed, lines = fmt.diff_lines(old, new, w.addr)
-        gdb.write("  %d of %s changed (old -> new):\n" % (changed, fmt.plural(w.size, "byte")))
-        for line in lines:
-            gdb.write(line + "\n")
+        _write_diff(session, w, h.read_bytes(w.previous, size), h.read_bytes(w.snapshot, size))
     if mine:
         for line in mine.block_lines:
             gdb.write(line + "\n")
+    # The recorder stops once per changed block, lowest slot first: the
+    # other watches this boundary changed are reported here, from their
+    # last copy and the bytes now, and their own stops pass silently.
+    for j in sorted(session.watches):
+        wj = d.watch[j]
+        if j <= slot or not wj.size or not wj.snapshot or wj.seen != wj.generation:
+            continue
+        size = min(wj.size, wj.capacity)
+        old, new = h.read_bytes(wj.snapshot, size), h.read_bytes(wj.addr, size)
+        if old == new:
+            continue
+        other = session.watches[j]
+        gdb.write("memscope: watch %d (%s, %s at 0x%x) changed too, at the same boundary\n"
+                  % (j + 1, other.expr, fmt.exact_bytes(wj.size), wj.addr))
+        _write_diff(session, wj, old, new)
+        for line in other.block_lines:
+            gdb.write(line + "\n")
+        session.merged.add((j, d.op_launch, d.tid))
+
+
+def _write_diff(session, w, old, new):
+    changed, lines = fmt.diff_lines(old, new, w.addr, max_lines=session.diff_lines)
+    gdb.write("  %d of %s changed (old -> new):\n" % (changed, fmt.plural(w.size, "byte")))
+    for line in lines:
+        gdb.write(line + "\n")
 
 
 def freed_block(session, tid):

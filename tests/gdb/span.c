@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* span.c: two adjacent heap blocks, `a' and `b' (256 bytes each), and a
- * global. One operator launch ("fill") writes `a'; then the program frees
- * `b' and then `a'. tests/gdb/span.sh watches `a' with a SIZE that runs
+ * global. One operator launch ("fill") writes the first 8 bytes of `a' and
+ * the first 40 of `b'; then the program frees `b' and then `a'. tests/gdb/span.sh watches `a' with a SIZE that runs
  * far past its end (over `b'), and the global: gdb must say so when the
  * watches are set, and the stop at free(b) must name b, not a.
  *
@@ -37,6 +37,7 @@ int main(void)
 	ready();
 	msmemscope_op_begin("fill");
 	memset(a, 0x5a, 8);
+	memset(b, 0x6b, 40);
 	msmemscope_op_end();
 	free(b);
 	free(a);

@@ -15,7 +15,7 @@ expect span 'memscope: warning: the watch runs 99,744 bytes (97.4 KiB) past the 
 	"the watch that runs past its block"
 expect span 'memscope: warning: 0xADDR is not in a live heap block the recorder knows of (a global, the stack, or memory allocated before the recorder started).' \
 	"the watch outside the heap"
-expect span 'changed in operator fill (launch 1, step 1)' "the change in a"
+expect span '48 of 100000 bytes changed' "the change in a and in b, which the watch covers"
 expect span 'ends: HOST block 0xADDR (256 bytes), in the watch, is being freed (not the watched block 0xADDR: the watch spans past it) outside any operator launch (step 1)' \
 	"the stop at free(b) names b"
 expect span 'freed block 0xADDR, 256 bytes, HOST, allocation 2' "b is the block freed"
