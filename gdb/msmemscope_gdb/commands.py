@@ -84,6 +84,35 @@ def state_so_far(log, r):
     gdb.write("  (`memscope leaks full' lists the live blocks by stack.)\n")
 
 
+class OutputParameter(gdb.Parameter):
+    """Where this session's logs go: one memscope_{pid}.mms per process of
+each run. By default a folder gdb_{pid}_{time} of its own under
+$XDG_STATE_HOME/msmemscope/gdb (~/.local/state/msmemscope/gdb); `set
+memscope output DIR' sends the logs of the next runs to DIR (made if
+missing)."""
+
+    set_doc = "Set the folder the program's logs go to (from the next run)."
+    show_doc = "Show the folder the program's logs go to."
+
+    def __init__(self, session):
+        super().__init__("memscope output", gdb.COMMAND_DATA, gdb.PARAM_FILENAME)
+        self.s = session
+        self.value = session.log_dir
+
+    def get_set_string(self):
+        old = self.s.log_dir
+        try:
+            self.s.set_output(self.value)
+        except gdb.GdbError:
+            self.value = old
+            raise
+        self.value = self.s.log_dir
+        return "memscope: the logs of the next runs go to %s/." % self.s.log_dir
+
+    def get_show_string(self, svalue):
+        return "The program's logs go to %s/." % svalue
+
+
 class InfoCommand(Command):
     """Where the program stands, from its recorder's log.
 

@@ -19,6 +19,14 @@ from . import fmt, gdbif, replaylib
 HOOKS_NAME = "libmsmemscope-hooks.so"
 
 
+def default_log_top():
+    """Where the sessions' log folders go by default: the user's state
+    folder, $XDG_STATE_HOME/msmemscope/gdb (~/.local/state/msmemscope/gdb),
+    not the current folder."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(os.path.abspath(base), "msmemscope", "gdb")
+
+
 class Error(gdb.GdbError):
     """A command failed for a reason the user can act on."""
 
@@ -187,19 +195,38 @@ class Session:
         return env
 
     def _make_log_dir(self):
-        """memscopeDumpResults/gdb_{pid}_{time} in the current folder, as
-        msmemscope names its run folders, or a fresh folder under $TMPDIR
-        when the current folder is not writable."""
+        """gdb_{pid}_{time} (as msmemscope names its run folders) under
+        default_log_top(), or a fresh folder under $TMPDIR when that
+        cannot be made."""
         stamp = time.strftime("%Y%m%d%H%M%S")
         name = "gdb_%d_%s" % (os.getpid(), stamp)
         try:
-            top = os.path.abspath("memscopeDumpResults")
+            top = default_log_top()
             os.makedirs(top, mode=0o750, exist_ok=True)
             path = os.path.join(top, name)
             os.mkdir(path, 0o750)
             return path
         except OSError:
             return tempfile.mkdtemp(prefix="msmemscope-" + name + "-")
+
+    def set_output(self, folder):
+        """`set memscope output DIR': the logs of the next runs go to DIR
+        (made if missing, mode 0750), through a new exec-wrapper. Raises
+        Error, leaving things as they were, when DIR cannot be used."""
+        path = os.path.abspath(os.path.expanduser(folder))
+        try:
+            os.makedirs(path, mode=0o750, exist_ok=True)
+        except OSError as e:
+            raise Error("memscope: cannot make the folder %s: %s" % (path, e.strerror or e))
+        if not os.path.isdir(path) or not os.access(path, os.W_OK | os.X_OK):
+            raise Error("memscope: %s is not a folder memscope can write logs into." % path)
+        old, self.log_dir = self.log_dir, path
+        env = self._recorder_env()
+        if env is None:
+            self.log_dir = old
+            raise Error("memscope: the recorder cannot log to %s; the logs still go to %s." % (path, old))
+        gdb.execute("set exec-wrapper env " + " ".join(env))
+        self.recording = True
 
     # --- the program's log and descriptor ------------------------------------
 

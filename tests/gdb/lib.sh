@@ -38,6 +38,10 @@ fi
 timeout=
 command -v timeout >/dev/null 2>&1 && timeout="timeout 300"
 
+# memscope.gdb's default log folder is under $XDG_STATE_HOME: the test's own.
+XDG_STATE_HOME=$work/state
+export XDG_STATE_HOME
+
 # session NAME PROG GDB-ARGS...: runs PROG under gdb -x memscope.gdb in
 # batch mode with GDB-ARGS (-ex ... commands), its output in NAME.raw,
 # masked in NAME.out. Frames per stack are 2 (the program's own: the
