@@ -163,6 +163,8 @@ and bytes and the peak so far, and the watches and breaks set."""
                 " at the end" if done else "", fmt.plural(blocks, "block"), fmt.human_bytes(w.live_bytes),
                 " (%s)" % "; ".join(kinds) if kinds else "", ("" if done else "so far ") +
                 fmt.human_bytes(w.peak_bytes)))
+            if w.double_frees:
+                gdb.write("  double frees: %d (`memscope block ADDR' shows them)\n" % w.double_frees)
             if info.lost_events:
                 gdb.write("  lost events: %d (signal handlers that allocated inside a hook)\n" % info.lost_events)
         n = len(self.s.watches)
@@ -181,7 +183,8 @@ Usage: memscope block ADDR
 ADDR is an expression: a pointer's value or an integer address. Prints
 the block that holds it now, or else the last one freed that held it:
 its address, size and kind, where it was allocated (the stack, step,
-operator and owner), and when it was freed and by whom."""
+operator and owner), and when it was freed and by whom; a free of it
+after that (a double free) is shown as such."""
 
     USAGE = "usage: memscope block ADDR"
 
@@ -217,6 +220,9 @@ operator and owner), and when it was freed and by whom."""
             if not live:
                 gdb.write("  freed at event #%d by %s%s\n" % (
                     b.free_event, log.thread_label(b.free_thread), self.free_context(log, b.free_event)))
+                for event, thread in log.frees_of(b.addr, b.free_event + 1):
+                    gdb.write("  freed again at event #%d by %s%s: a double free\n" % (
+                        event, log.thread_label(thread), self.free_context(log, event)))
 
     @staticmethod
     def free_context(log, event):
@@ -377,3 +383,20 @@ to run the program again (not in batch mode, where gdb cannot ask).
         gdb.write(out + err)
         if rc:
             raise Error("memscope: msmemscope-replay could not show event %d." % n)
+        self.double_free_note(path, n)
+
+    @staticmethod
+    def double_free_note(path, n):
+        """After event n, when it frees a block freed before (with no
+        allocation at its address in between): says it is a double free."""
+        with replaylib.Log(path) as log:
+            ev = log.event_at(n)
+            if ev is None or ev[0] != replaylib.EV_FREE:
+                return
+            with replaylib.Replay(log, forward_only=False) as r:
+                if r.seek(n) or r.block_at(ev[1]) is not None:
+                    return
+                b = r.freed_block_at(ev[1])
+        if b is not None and b.addr == ev[1] and b.free_event < n:
+            gdb.write("memscope: event #%d is a double free: block 0x%x (%s, allocation %d) was freed at event "
+                      "#%d.\n" % (n, b.addr, fmt.exact_bytes(b.size), b.alloc_id, b.free_event))
