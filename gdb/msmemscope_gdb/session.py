@@ -56,8 +56,21 @@ class Command(gdb.Command):
     the session goes on."""
 
     def __init__(self, name, *args, **kwargs):
-        super().__init__(name, *args, **kwargs)
         self._name = name
+        if hasattr(self, "complete"):
+            self.complete = self._safe_complete(self.complete)
+        super().__init__(name, *args, **kwargs)
+
+    @staticmethod
+    def _safe_complete(complete):
+        """complete() that offers nothing rather than raise: tab must never
+        print a traceback."""
+        def wrapper(text, word):
+            try:
+                return complete(text, word)
+            except Exception:  # noqa: BLE001 -- no completion is better than a traceback
+                return []
+        return wrapper
 
     def invoke(self, arg, from_tty):
         self.dont_repeat()
@@ -290,7 +303,10 @@ class Session:
 
     def _on_new_objfile(self, ev):
         if os.path.basename(ev.new_objfile.filename) == HOOKS_NAME:
-            self._hooks_loaded()
+            try:
+                self._hooks_loaded()
+            except Exception as e:  # noqa: BLE001 -- an event handler must not leave a traceback
+                gdb.write("memscope: cannot arm the recorder in the program: %s\n" % one_line_error(e))
 
     def _hooks_loaded(self):
         """The recorder was mapped into the program: keep our breakpoint
@@ -321,6 +337,7 @@ class Session:
     def _on_exited(self, ev):
         self.finished_log, self.run_log = self.run_log, None
         self.at_target = 0
+        self.merged.clear()
         if self.watches:
             gdb.write("memscope: the program exited; its %s gone.\n"
                       % ("watch is" if len(self.watches) == 1 else "%d watches are" % len(self.watches)))
