@@ -36,6 +36,9 @@ bench=$(abs "$bench")
 holdbench=$(abs "$holdbench")
 memscope_gdb=$(abs "$memscope_gdb")
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/msmemscope-bench-gdb.XXXXXX")
+# memscope.gdb's logs go under $XDG_STATE_HOME: the bench's own folder.
+XDG_STATE_HOME=$tmp/state
+export XDG_STATE_HOME
 trap 'rm -rf "$tmp"' EXIT
 eval "$("$bench" offsets)"
 

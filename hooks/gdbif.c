@@ -161,6 +161,24 @@ int mms__gdb_current(uint64_t *launch, const char **name)
 	return 1;
 }
 
+/* Whether name is one of the names of list: NUL-terminated names one
+ * after the other, ended by an empty one or by the end of the field
+ * (gdb's break_op; see gdbif.h). A name cut by the end of the field
+ * matches nothing. */
+static int op_listed(const char *list, const char *name)
+{
+	size_t at = 0;
+
+	while (at < MMS_GDB_NAME_MAX && list[at]) {
+		size_t n = strnlen(list + at, MMS_GDB_NAME_MAX - at);
+
+		if (at + n < MMS_GDB_NAME_MAX && !strcmp(list + at, name))
+			return 1;
+		at += n + 1;
+	}
+	return 0;
+}
+
 /* --- stops ------------------------------------------------------------------ */
 
 static void stop(uint32_t reason, uint32_t slot, uint64_t launch, const char *name)
@@ -345,7 +363,7 @@ void mms__gdb_op_begin(const char *name)
 		} else {
 			name = f->name;
 		}
-		if (d->break_op[0] && !strncmp(d->break_op, name, MMS_GDB_NAME_MAX))
+		if (d->break_op[0] && op_listed(d->break_op, name))
 			stop(MMS_GDB_OP, 0, launch, name);
 	}
 }
@@ -371,8 +389,12 @@ void mms__gdb_step_begins(uint32_t step)
 
 	if (!armed())
 		return;
+	/* A step at or past the one gdb waits for: gdb then arms the next
+	 * one it wants, so a step it armed that already began (step 1 of
+	 * msmemscope_step(), which begins with the program) costs one
+	 * stop, not the later ones. */
 	want = __atomic_load_n(&msmemscope_gdb.break_step, __ATOMIC_RELAXED);
-	if (want && want == step) {
+	if (want && step >= want) {
 		uint64_t at;
 		const char *at_name;
 

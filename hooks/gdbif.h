@@ -15,7 +15,7 @@
 
 #include <stdint.h>
 
-#define MMS_GDB_VERSION 1
+#define MMS_GDB_VERSION 2
 #define MMS_GDB_WATCH_MAX 8
 #define MMS_GDB_NAME_MAX 128
 
@@ -23,8 +23,8 @@
 enum mms_gdb_reason {
 	MMS_GDB_NONE = 0,
 	MMS_GDB_WATCH = 1, /* a watched block changed; see hit_watch */
-	MMS_GDB_OP = 2,    /* an operator named break_op began */
-	MMS_GDB_STEP = 3,  /* step break_step began */
+	MMS_GDB_OP = 2,    /* an operator named in break_op began */
+	MMS_GDB_STEP = 3,  /* step break_step (or a later one) began */
 	MMS_GDB_FREED = 4, /* the block of watch hit_watch is being freed or
 	                      unmapped (free, realloc, munmap, mremap, before
 	                      the call): the hooks compare it no more */
@@ -55,9 +55,14 @@ struct msmemscope_gdb {
 	uint32_t armed;          /* gdb: non-zero when any watch or break is set,
 	                            so the hot path tests one word */
 	struct mms_gdb_watch watch[MMS_GDB_WATCH_MAX];
-	char break_op[MMS_GDB_NAME_MAX]; /* gdb: stop when an operator of this
-	                                    name begins ("" = none) */
-	uint64_t break_step;     /* gdb: stop when this step begins (0 = none) */
+	char break_op[MMS_GDB_NAME_MAX]; /* gdb: stop when an operator of one
+	                                    of these names begins: names each
+	                                    ended by a NUL, the list by an
+	                                    empty name ("" = none); version 1
+	                                    held one name */
+	uint64_t break_step;     /* gdb: stop when this step or a later one
+	                            begins (0 = none); gdb writes the next
+	                            one it wants at each such stop */
 
 	/* Filled by the hooks before each call to msmemscope_gdb_stopped(). */
 	uint32_t reason;         /* enum mms_gdb_reason */

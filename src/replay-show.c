@@ -325,6 +325,17 @@ void show_event_line(struct show *s, const mms_event_t *ev)
 }
 
 /* Where an inherited block came from (the line ends with its owner). */
+/* "  allocated at event #N in step S, operator OP": the step only when
+ * there is one (step 0 is outside every "step start" range). */
+static void show_alloc_where(struct show *s, uint64_t event, uint64_t step, const char *op)
+{
+	fprintf(s->out, "  allocated at event #%" PRIu64, event);
+	if (step)
+		fprintf(s->out, " in step %" PRIu64, step);
+	if (op)
+		fprintf(s->out, "%s operator %s", step ? "," : " in", op);
+}
+
 static void show_inherited(struct show *s, const mms_block_t *b)
 {
 	fprintf(s->out, "  inherited from the parent: allocated by pid %" PRIu64 " at its event #%" PRIu64,
@@ -345,8 +356,7 @@ void show_event(struct show *s, const mms_event_t *ev)
 		if (b.inherited)
 			show_inherited(s, &b);
 		else
-			fprintf(s->out, "  allocated at event #%" PRIu64 " in step %" PRIu64 "%s%s", b.alloc_event,
-				b.step, b.op ? ", operator " : "", b.op ? b.op : "");
+			show_alloc_where(s, b.alloc_event, b.step, b.op);
 		if (b.owner)
 			fprintf(s->out, ", owner %s", b.owner);
 		fputs(", by:\n", s->out);
@@ -417,10 +427,13 @@ void show_block(struct show *s, const mms_block_t *b)
 	fprintf(s->out, ", %s, allocation %" PRIu64 "\n", show_mem_name(b->mem), b->alloc_id);
 	if (b->inherited)
 		show_inherited(s, b);
-	else
-		fprintf(s->out, "  allocated at event #%" PRIu64 " (%" PRIu64 " events ago) by %s in step %" PRIu64,
-			b->alloc_event, w.position - b->alloc_event, thread_label(s, b->thread, t, sizeof(t)),
-			b->step);
+	else {
+		fprintf(s->out, "  allocated at event #%" PRIu64 " (%" PRIu64 " events ago) by %s",
+			b->alloc_event, w.position - b->alloc_event, thread_label(s, b->thread, t, sizeof(t)));
+		/* Step 0 is no step (outside every "step start" range). */
+		if (b->step)
+			fprintf(s->out, " in step %" PRIu64, b->step);
+	}
 	if (b->op)
 		fprintf(s->out, ", operator %s (launch %" PRIu64 ")", b->op, b->op_launch);
 	if (b->owner)

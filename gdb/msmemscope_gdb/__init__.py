@@ -6,7 +6,7 @@ the preloaded hooks share with gdb (hooks/gdbif.h). See doc/gdb.md."""
 
 import gdb
 
-from . import commands, leaks, session, watch
+from . import breaks, commands, leaks, session, watch
 
 _session = None
 
@@ -31,13 +31,17 @@ def setup(hooks, replay_lib, replay_cli, launcher):
     commands.IntParameter(s, "top", "top", "Set the loss records and launches printed (0: all).",
                           "Loss records and launches printed",
                           "Loss records (memscope leaks) and launches (memscope at step) printed.")
+    commands.IntParameter(s, "diff-lines", "diff_lines", "Set the lines of changed bytes a watch stop prints (0: all).",
+                          "Lines of changed bytes printed", "Lines of changed bytes a memscope watch stop prints.")
+    commands.OutputParameter(s)
     watch.WatchCommand(s)
     watch.UnwatchCommand(s)
     leaks.LeaksCommand(s)
     commands.AtCommand(s)
     commands.InfoCommand(s)
     commands.BlockCommand(s)
-    commands.BreakCommand(s)
+    breaks.BreakCommand(s)
+    breaks.setup_functions()
     if s.recording:
         gdb.write("memscope: the program will run with the msmemscope recorder; its logs go to %s/.\n" % s.log_dir)
     gdb.write("memscope: `help memscope' lists the commands.\n")

@@ -3,12 +3,12 @@
 leaks: info, block, at step/event, break, and the settings (set memscope
 depth/top)."""
 
-import os
 import subprocess
+import sys
 
 import gdb
 
-from . import fmt, gdbif, replaylib
+from . import args, breaks, fmt, replaylib
 from .session import Command, Error
 
 
@@ -18,7 +18,11 @@ class MemscopeCommand(Command):
 The program runs with the recorder preloaded (gdb -x memscope.gdb): each
 allocation, free, operator launch and step goes to a log, and these
 commands answer from that log and from the program's memory, whenever
-the program is stopped. They never call functions in the program.
+the program is stopped. They never call functions in the program: an
+expression that would need it (a call, a string literal) is refused.
+Numbers (SIZE, N) are expressions too, checked before use.
+
+After the program exited, the queries answer from its finished log.
 
 Start with `start' (or `break' somewhere and `run'), then try
 `memscope info', `memscope leaks' or `memscope watch EXPR'."""
@@ -56,34 +60,57 @@ class IntParameter(gdb.Parameter):
         return "%s is %s%s." % (self.show_doc, svalue, " (all)" if svalue == "0" else "")
 
 
-def _int_arg(text, usage):
+def ask(question):
+    """A yes/no question on the terminal; False at end of input."""
     try:
-        n = int(text, 0)
-    except ValueError:
-        raise Error("memscope: %s is not a number.\n%s" % (text, usage))
-    if n < 0:
-        raise Error("memscope: %s is negative.\n%s" % (text, usage))
-    return n
+        answer = input(question + "(y or n) ")
+    except (EOFError, OSError):
+        return False
+    return answer.strip().lower() in ("y", "yes")
 
 
-def address_arg(expr, usage):
-    """An address from EXPR: a pointer's value, an integer, or where an
-    object lies."""
-    if not expr.strip():
-        raise Error(usage)
-    try:
-        value = gdb.parse_and_eval(expr)
-    except gdb.error as e:
-        raise Error("memscope: cannot evaluate %s: %s\n%s" % (expr, e, usage))
-    try:
-        t = value.type.strip_typedefs()
-        if t.code in (gdb.TYPE_CODE_PTR, gdb.TYPE_CODE_INT, gdb.TYPE_CODE_CHAR, gdb.TYPE_CODE_ENUM):
-            return int(value) & 0xFFFFFFFFFFFFFFFF
-        if value.address is None:
-            raise Error("memscope: %s is not an address.\n%s" % (expr, usage))
-        return int(value.address)
-    except gdb.error as e:
-        raise Error("memscope: %s: %s" % (expr, e))
+def state_so_far(log, r):
+    """The state a replay stands at, for a step the replay CLI cannot
+    report (no step marked): events, launches, live and peak bytes."""
+    w = r.where()
+    blocks = sum(w.mem[k].live_blocks for k in range(replaylib.MEM_KIND_COUNT))
+    allocs = sum(w.mem[k].allocs for k in range(replaylib.MEM_KIND_COUNT))
+    frees = sum(w.mem[k].frees for k in range(replaylib.MEM_KIND_COUNT))
+    gdb.write("  %s (#0..#%d); operator launches: %d\n" % (fmt.plural(w.position, "event"), max(w.position, 1) - 1,
+                                                         w.op_launches))
+    gdb.write("  allocated %s, freed %s; live: %s, %s; peak %s\n" % (
+        fmt.plural(allocs, "block"), fmt.plural(frees, "block"), fmt.plural(blocks, "block"),
+        fmt.human_bytes(w.live_bytes), fmt.human_bytes(w.peak_bytes)))
+    gdb.write("  (`memscope leaks full' lists the live blocks by stack.)\n")
+
+
+class OutputParameter(gdb.Parameter):
+    """Where this session's logs go: one memscope_{pid}.mms per process of
+each run. By default a folder gdb_{pid}_{time} of its own under
+$XDG_STATE_HOME/msmemscope/gdb (~/.local/state/msmemscope/gdb); `set
+memscope output DIR' sends the logs of the next runs to DIR (made if
+missing)."""
+
+    set_doc = "Set the folder the program's logs go to (from the next run)."
+    show_doc = "Show the folder the program's logs go to."
+
+    def __init__(self, session):
+        super().__init__("memscope output", gdb.COMMAND_DATA, gdb.PARAM_FILENAME)
+        self.s = session
+        self.value = session.log_dir
+
+    def get_set_string(self):
+        old = self.s.log_dir
+        try:
+            self.s.set_output(self.value)
+        except gdb.GdbError:
+            self.value = old
+            raise
+        self.value = self.s.log_dir
+        return "memscope: the logs of the next runs go to %s/." % self.s.log_dir
+
+    def get_show_string(self, svalue):
+        return "The program's logs go to %s/." % svalue
 
 
 class InfoCommand(Command):
@@ -102,37 +129,50 @@ and bytes and the peak so far, and the watches and breaks set."""
     def run(self, arg, from_tty):
         if arg.strip():
             raise Error("usage: memscope info")
-        h = self.s.handle()
-        d = h.read()
-        with self.s.now() as (log, r):
+        d = self.s.handle().read() if self.s.running() else None
+        done = d is None  # the program exited: the finished log
+        with self.s.now(forward_only=not done) as (log, r):
             info = log.info()
             w = r.where()
             gdb.write("memscope: log %s (%s), process %d\n" % (log.path, fmt.human_bytes(info.file_size), info.pid))
             config = log.config()
             gdb.write("  recorded with: %s\n" % (config[1] if config else "(the log keeps no configuration)"))
-            gdb.write("  events so far: %d; operator launches: %d\n" % (info.events, w.op_launches))
-            if w.step == 0:
-                step = "no step marked so far"
-            elif w.in_step:
-                step = "step %d" % w.step
+            gdb.write("  events%s: %d; operator launches: %d\n" % ("" if done else " so far", info.events,
+                                                                  w.op_launches))
+            if done:
+                steps = r.steps()
+                gdb.write("  at its end: %s; %s\n" % (
+                    fmt.plural(steps, "step") if steps else "no step marked",
+                    "the program reached its exit" if info.complete else
+                    "the log was cut (%s)" % (replaylib.text(info.cut_what) or "the process was killed")))
             else:
-                step = "after step %d" % w.step
-            op = replaylib.text(w.op)
-            gdb.write("  now: %s, %s\n" % (step, "in operator %s (launch %d) on %s" % (
-                op, w.op_launch, log.thread_label(w.thread)) if op else "no operator running"))
+                if w.step == 0:
+                    step = "no step marked so far"
+                elif w.in_step:
+                    step = "step %d" % w.step
+                else:
+                    step = "after step %d" % w.step
+                op = replaylib.text(w.op)
+                gdb.write("  now: %s, %s\n" % (step, "in operator %s (launch %d) on %s" % (
+                    op, w.op_launch, log.thread_label(w.thread)) if op else "no operator running"))
             blocks = sum(w.mem[k].live_blocks for k in range(replaylib.MEM_KIND_COUNT))
             kinds = ["%s %d blocks %s" % (replaylib.MEM_NAMES[k], w.mem[k].live_blocks,
                                           fmt.human_bytes(w.mem[k].live_bytes))
                      for k in range(replaylib.MEM_KIND_COUNT) if w.mem[k].allocs]
-            gdb.write("  live: %s, %s%s; peak so far %s\n" % (
-                fmt.plural(blocks, "block"), fmt.human_bytes(w.live_bytes),
-                " (%s)" % "; ".join(kinds) if kinds else "", fmt.human_bytes(w.peak_bytes)))
+            gdb.write("  live%s: %s, %s%s; peak %s\n" % (
+                " at the end" if done else "", fmt.plural(blocks, "block"), fmt.human_bytes(w.live_bytes),
+                " (%s)" % "; ".join(kinds) if kinds else "", ("" if done else "so far ") +
+                fmt.human_bytes(w.peak_bytes)))
+            if w.double_frees:
+                gdb.write("  double frees: %d (`memscope block ADDR' shows them)\n" % w.double_frees)
             if info.lost_events:
                 gdb.write("  lost events: %d (signal handlers that allocated inside a hook)\n" % info.lost_events)
         n = len(self.s.watches)
-        gdb.write("  watches: %s; break at operator: %s; break at step: %s\n" % (
+        bps = breaks.ours(self.s)
+        nop = sum(1 for _, k in bps if k.kind == "op")
+        gdb.write("  watches: %s; breakpoints: %s\n" % (
             "%d (`memscope watch' lists them)" % n if n else "none",
-            d.break_op.decode("utf-8", "replace") or "none", d.break_step or "none"))
+            "%d on operators, %d on steps (`memscope break' lists them)" % (nop, len(bps) - nop) if bps else "none"))
 
 
 class BlockCommand(Command):
@@ -143,7 +183,8 @@ Usage: memscope block ADDR
 ADDR is an expression: a pointer's value or an integer address. Prints
 the block that holds it now, or else the last one freed that held it:
 its address, size and kind, where it was allocated (the stack, step,
-operator and owner), and when it was freed and by whom."""
+operator and owner), and when it was freed and by whom; a free of it
+after that (a double free) is shown as such."""
 
     USAGE = "usage: memscope block ADDR"
 
@@ -152,8 +193,7 @@ operator and owner), and when it was freed and by whom."""
         self.s = session
 
     def run(self, arg, from_tty):
-        addr = address_arg(arg, self.USAGE)
-        self.s.handle()
+        addr = args.address(arg, self.USAGE)
         with self.s.now(forward_only=False) as (log, r):
             # An indexed replay: a freed block then gets the step numbers
             # of the whole log, as msmemscope-replay gives them.
@@ -180,6 +220,9 @@ operator and owner), and when it was freed and by whom."""
             if not live:
                 gdb.write("  freed at event #%d by %s%s\n" % (
                     b.free_event, log.thread_label(b.free_thread), self.free_context(log, b.free_event)))
+                for event, thread in log.frees_of(b.addr, b.free_event + 1):
+                    gdb.write("  freed again at event #%d by %s%s: a double free\n" % (
+                        event, log.thread_label(thread), self.free_context(log, event)))
 
     @staticmethod
     def free_context(log, event):
@@ -204,8 +247,10 @@ Usage: memscope at step N
 `msmemscope-replay LOG --step N' does: live blocks and bytes, the peak
 within the step, what it allocated and did not free, its operator
 launches and the bytes by owner. For the step under way, what it did so
-far. For a step ahead, continues the program until step N begins and
-stops there.
+far (before any step is marked, the run so far is step 1). For a step
+ahead, continues the program until step N begins and stops there. After
+the program exited, from its finished log; a step past its end offers
+to run the program again (not in batch mode, where gdb cannot ask).
 
 `at event N' prints event N of the log and the state just after it, as
 `msmemscope-replay LOG --event N' does."""
@@ -222,16 +267,13 @@ stops there.
         return []
 
     def run(self, arg, from_tty):
-        words = arg.split()
+        words = arg.split(None, 1)
         if len(words) != 2 or words[0] not in ("step", "event"):
             raise Error(self.USAGE)
-        n = _int_arg(words[1], self.USAGE)
         if words[0] == "step":
-            if n < 1:
-                raise Error("memscope: steps count from 1.\n" + self.USAGE)
-            self.at_step(n)
+            self.at_step(args.step_number(words[1], self.USAGE))
         else:
-            self.at_event(n)
+            self.at_event(args.number(words[1], "event", self.USAGE, 0, args.UINT64_MAX - 1))
 
     def replay_cli(self, path, *args):
         cmd = [self.s.replay_cli, path] + list(args) + ["--depth", str(self.s.depth), "--top", str(self.s.top)]
@@ -245,16 +287,24 @@ stops there.
         return p.returncode, p.stdout.decode("utf-8", "replace"), err
 
     def at_step(self, n):
+        if not self.s.running() and self.s.finished():
+            return self.at_step_finished(n)
         if not self.s.running():
-            self.s.pending_step = n
+            self.s.at_target = n
             gdb.write("memscope: running the program until step %d begins.\n" % n)
             gdb.execute("run")
             self.after_continue(n)
             return
         h = self.s.handle()
-        with self.s.now() as (log, r):
+        with self.s.now(forward_only=False) as (log, r):
             w = r.where()
             path = log.path
+            if w.step == 0 and r.steps() == 0:
+                # No step marked so far: the run so far is step 1.
+                if n == 1:
+                    gdb.write("memscope: step 1 is under way (no step marked so far); what it did so far:\n")
+                    state_so_far(log, r)
+                    return
         if n < w.step or (n == w.step and not w.in_step):
             rc, out, err = self.replay_cli(path, "--step", str(n))
             gdb.write(out + err)
@@ -269,122 +319,84 @@ stops there.
                 gdb.write("memscope: step %d is under way; what it did so far:\n" % n)
                 gdb.write(out + err)
             return
-        h.write_u64("break_step", n)
-        h.update_armed()
+        self.s.at_target = n
+        breaks.arm(self.s, h, after_step=w.step)
         gdb.write("memscope: continuing until step %d begins.\n" % n)
         gdb.execute("continue")
         self.after_continue(n)
 
+    def at_step_finished(self, n):
+        """at step N after the program exited: from the finished log; a
+        step past its end offers to run the program again to it (never in
+        batch mode, where gdb cannot ask)."""
+        with self.s.now(forward_only=False) as (log, r):
+            steps, path = r.steps(), log.path
+            if n == 1 and steps == 0:
+                gdb.write("memscope: the program marked no steps: its whole run was step 1:\n")
+                state_so_far(log, r)
+                return
+        if n <= steps:
+            rc, out, err = self.replay_cli(path, "--step", str(n))
+            gdb.write(out + err)
+            if rc:
+                raise Error("memscope: msmemscope-replay could not report step %d." % n)
+            return
+        ended = "its last step was %d" % steps if steps else "it marked no steps"
+        if not self.can_ask():
+            raise Error("memscope: the program ran to its end and %s: step %d did not happen in that run. "
+                        "To run it again until step %d begins: `memscope break step %d', then `run'."
+                        % (ended, n, n, n))
+        if not ask("memscope: the program ran to its end and %s. Run it again until step %d begins? " % (ended, n)):
+            gdb.write("memscope: not run again.\n")
+            return
+        self.s.finished_log = None
+        self.at_step(n)
+
+    @staticmethod
+    def can_ask():
+        """Whether gdb can ask the user: a terminal, and confirm on (batch
+        mode turns it off)."""
+        try:
+            return bool(gdb.parameter("confirm")) and sys.stdin.isatty()
+        except (ValueError, AttributeError, OSError):
+            return False
+
     def after_continue(self, n):
         if not self.s.running():
             gdb.write("memscope: the program ended before step %d began.\n" % n)
-            self.s.pending_step = 0
-        elif self.s.stop_kind is None or self.s.stop_kind[0] != gdbif.REASON_STEP:
-            gdb.write("memscope: stopped before step %d began; the break at step %d stays set "
-                      "(`memscope break delete' clears it).\n" % (n, n))
+            self.s.at_target = 0
+        elif self.s.at_target:
+            gdb.write("memscope: stopped before step %d began; `continue' goes on to it "
+                      "(`memscope break delete' forgets it).\n" % n)
 
     def at_event(self, n):
-        self.s.handle()
         with self.s.now() as (log, r):
             events = log.info().events
             path = log.path
         if n >= events:
+            if not self.s.running():
+                raise Error("memscope: the finished log holds %d events (0 to %d); there is no event %d."
+                            % (events, events - 1 if events else 0, n))
             raise Error("memscope: event %d has not happened yet: the log holds %d events so far (0 to %d)."
                         % (n, events, events - 1 if events else 0))
         rc, out, err = self.replay_cli(path, "--event", str(n))
         gdb.write(out + err)
         if rc:
             raise Error("memscope: msmemscope-replay could not show event %d." % n)
+        self.double_free_note(path, n)
 
-
-class BreakCommand(Command):
-    """Stop at the next launch of an operator, or when a step begins.
-
-Usage: memscope break op NAME
-       memscope break step N
-       memscope break delete
-       memscope break
-
-`op NAME' stops the program when an operator named NAME next begins
-(msmemscope_op_begin); `step N' when step N begins. Each stops once and
-is then cleared. Set before `run', they are armed as the program starts.
-`delete' clears both; with no argument, lists what is set."""
-
-    USAGE = "usage: memscope break op NAME | memscope break step N | memscope break delete | memscope break"
-
-    def __init__(self, session):
-        super().__init__("memscope break", gdb.COMMAND_BREAKPOINTS)
-        self.s = session
-        self._names = (None, [])
-
-    def complete(self, text, word):
-        words = text.split()
-        nwords = len(words) - (0 if text.endswith(" ") or not text else 1)
-        if nwords == 0:
-            return [w for w in ("op", "step", "delete") if w.startswith(word or "")]
-        if nwords == 1 and words[0] == "op":
-            return [n for n in self.operator_names() if n.startswith(word or "")]
-        return []
-
-    def operator_names(self):
-        try:
-            path = self.s.log_path()
-            key = (path, os.path.getsize(path))
-            if self._names[0] != key:
-                with replaylib.Log(path) as log:
-                    self._names = (key, log.operator_names())
-            return self._names[1]
-        except (gdb.GdbError, replaylib.ReplayError, OSError, gdbif.NotLoaded):
-            return []
-
-    def run(self, arg, from_tty):
-        words = arg.split(None, 1)
-        if not words:
-            return self.list()
-        if words[0] == "delete" and len(words) == 1:
-            self.s.pending_op, self.s.pending_step = None, 0
-            if self.s.running():
-                h = self.s.handle()
-                h.write_name("break_op", "")
-                h.write_u64("break_step", 0)
-                h.update_armed()
-            gdb.write("memscope: operator and step breaks cleared.\n")
-            return
-        if len(words) != 2 or words[0] not in ("op", "step"):
-            raise Error(self.USAGE)
-        if words[0] == "op":
-            name = words[1].strip()
-            if len(name.encode("utf-8")) >= gdbif.NAME_MAX:
-                raise Error("memscope: operator names are compared on their first %d bytes; %s is longer."
-                            % (gdbif.NAME_MAX - 1, name))
-            what = "the next launch of operator %s" % name
-        else:
-            n = _int_arg(words[1].strip(), self.USAGE)
-            if n < 1:
-                raise Error("memscope: steps count from 1.\n" + self.USAGE)
-            what = "the start of step %d" % n
-        if not self.s.running():
-            if words[0] == "op":
-                self.s.pending_op = name
-            else:
-                self.s.pending_step = n
-            gdb.write("memscope: will stop at %s, once the program runs.\n" % what)
-            return
-        h = self.s.handle()
-        if words[0] == "op":
-            h.write_name("break_op", name)
-        else:
-            h.write_u64("break_step", n)
-        h.update_armed()
-        gdb.write("memscope: will stop at %s.\n" % what)
-
-    def list(self):
-        if self.s.running():
-            try:
-                d = gdbif.Handle().read()
-                op, step = d.break_op.decode("utf-8", "replace"), d.break_step
-            except gdbif.NotLoaded:
-                op, step = self.s.pending_op, self.s.pending_step
-        else:
-            op, step = self.s.pending_op, self.s.pending_step
-        gdb.write("memscope: break at operator: %s; break at step: %s\n" % (op or "none", step or "none"))
+    @staticmethod
+    def double_free_note(path, n):
+        """After event n, when it frees a block freed before (with no
+        allocation at its address in between): says it is a double free."""
+        with replaylib.Log(path) as log:
+            ev = log.event_at(n)
+            if ev is None or ev[0] != replaylib.EV_FREE:
+                return
+            with replaylib.Replay(log, forward_only=False) as r:
+                if r.seek(n) or r.block_at(ev[1]) is not None:
+                    return
+                b = r.freed_block_at(ev[1])
+        if b is not None and b.addr == ev[1] and b.free_event < n:
+            gdb.write("memscope: event #%d is a double free: block 0x%x (%s, allocation %d) was freed at event "
+                      "#%d.\n" % (n, b.addr, fmt.exact_bytes(b.size), b.alloc_id, b.free_event))

@@ -57,6 +57,12 @@ def stack_lines(log, stack_id, depth, indent="    "):
     return out
 
 
+def step_name(step):
+    """'step 3', or for the recorder's step 0 (between "step start"
+    ranges) 'outside any step': steps count from 1 in every output."""
+    return "step %d" % step if step else "outside any step"
+
+
 def gdb_thread(tid):
     """'thread 2 "worker" (LWP 1234)' for an OS thread id of the current
     inferior, or 'LWP 1234' when gdb does not list it."""
@@ -112,13 +118,14 @@ def hex_bytes(b):
 
 
 def diff_lines(old, new, base, indent="    ", per_line=8, max_lines=16):
-    """Lines '+0x40  a0 a1 ... -> 30 31 ...' for the changed words."""
+    """Lines '+0x40  a0 a1 ... -> 30 31 ...' for the changed words, at
+    most max_lines of them (0: all)."""
     out = []
     changed = sum(1 for a, b in zip(old, new) if a != b)
     for lo, hi in diff_ranges(old, new, base, per_line):
         for at in range(lo, hi, per_line):
             end = min(at + per_line, hi)
-            if len(out) >= max_lines:
+            if max_lines and len(out) >= max_lines:
                 out.append("%s... (more changed bytes not shown)" % indent)
                 return changed, out
             out.append("%s+0x%-4x %s -> %s" % (indent, at, hex_bytes(old[at:end]), hex_bytes(new[at:end])))

@@ -13,7 +13,7 @@ import ctypes
 
 import gdb
 
-VERSION = 1
+VERSION = 2
 WATCH_MAX = 8
 NAME_MAX = 128
 LOG_PATH_MAX = 4096
@@ -107,6 +107,14 @@ class Handle:
 
     def write_name(self, field, name):
         raw = name.encode("utf-8")[:NAME_MAX - 1]
+        self._write(_off(field), raw + b"\0" * (NAME_MAX - len(raw)))
+
+    def write_names(self, field, names):
+        """names (utf-8 strings) as a list: each ended by a NUL, the list
+        by an empty name. Raises ValueError when they do not fit."""
+        raw = b"".join(n.encode("utf-8") + b"\0" for n in names)
+        if len(raw) + 1 > NAME_MAX:
+            raise ValueError("%d bytes of operator names, over %d" % (len(raw) + 1, NAME_MAX))
         self._write(_off(field), raw + b"\0" * (NAME_MAX - len(raw)))
 
     def write_watch(self, slot, field, value):

@@ -237,6 +237,53 @@ class Log:
             _lib.mms_iter_close(it)
         return sorted(names)
 
+    def last_release(self, tid):
+        """(event id, address) of the last FREE event (free, munmap, the
+        old block of a realloc) of the thread whose OS id is tid, or
+        None."""
+        it, ev, last = c_void_p(), Event(), None
+        if _lib.mms_iter_open(self.h, ctypes.byref(it)):
+            return None
+        try:
+            while _lib.mms_iter_next(it, ctypes.byref(ev)) == 1:
+                if ev.kind == EV_FREE and self.thread(ev.thread)[0] == tid:
+                    last = (ev.id, ev.addr)
+        finally:
+            _lib.mms_iter_close(it)
+        return last
+
+    def frees_of(self, addr, first=0):
+        """[(event id, thread index)] of the FREE events of address addr
+        from event first on, up to the next allocation at addr: after a
+        block's free, the frees that followed it are double frees."""
+        it, ev, out = c_void_p(), Event(), []
+        if _lib.mms_iter_open(self.h, ctypes.byref(it)):
+            return out
+        try:
+            while _lib.mms_iter_next(it, ctypes.byref(ev)) == 1:
+                if ev.id < first or ev.addr != addr:
+                    continue
+                if ev.kind == EV_MALLOC:
+                    break
+                if ev.kind == EV_FREE:
+                    out.append((ev.id, ev.thread))
+        finally:
+            _lib.mms_iter_close(it)
+        return out
+
+    def event_at(self, n):
+        """(kind, addr) of event n, or None."""
+        it, ev = c_void_p(), Event()
+        if _lib.mms_iter_open(self.h, ctypes.byref(it)):
+            return None
+        try:
+            while _lib.mms_iter_next(it, ctypes.byref(ev)) == 1:
+                if ev.id == n:
+                    return ev.kind, ev.addr
+        finally:
+            _lib.mms_iter_close(it)
+        return None
+
     def stack(self, stack_id, limit=256):
         """The instruction pointers of a recorded stack, innermost first."""
         if not stack_id:

@@ -19,6 +19,14 @@ from . import fmt, gdbif, replaylib
 HOOKS_NAME = "libmsmemscope-hooks.so"
 
 
+def default_log_top():
+    """Where the sessions' log folders go by default: the user's state
+    folder, $XDG_STATE_HOME/msmemscope/gdb (~/.local/state/msmemscope/gdb),
+    not the current folder."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(os.path.abspath(base), "msmemscope", "gdb")
+
+
 class Error(gdb.GdbError):
     """A command failed for a reason the user can act on."""
 
@@ -33,15 +41,43 @@ def in_hooks(pc):
     return bool(name) and os.path.basename(name) == HOOKS_NAME
 
 
+def one_line_error(e):
+    """An exception that is not the user's fault as a one-line message:
+    its type and text, never a traceback."""
+    text = " ".join(str(e).split()) or "(no message)"
+    return "%s: %s" % (type(e).__name__, text)
+
+
 class Command(gdb.Command):
-    """A memscope command: run() does the work; errors that are not the
-    user's (gdb could not read a value, the log could not be replayed)
-    become messages, never Python tracebacks."""
+    """A memscope command: run() does the work. Every command's invoke
+    goes through here: errors that are not the user's (gdb could not read
+    a value, the log could not be replayed) become messages, and anything
+    unexpected a one-line internal error; never a Python traceback, and
+    the session goes on."""
+
+    def __init__(self, name, *args, **kwargs):
+        self._name = name
+        if hasattr(self, "complete"):
+            self.complete = self._safe_complete(self.complete)
+        super().__init__(name, *args, **kwargs)
+
+    @staticmethod
+    def _safe_complete(complete):
+        """complete() that offers nothing rather than raise: tab must never
+        print a traceback."""
+        def wrapper(text, word):
+            try:
+                return complete(text, word)
+            except Exception:  # noqa: BLE001 -- no completion is better than a traceback
+                return []
+        return wrapper
 
     def invoke(self, arg, from_tty):
         self.dont_repeat()
         try:
             self.run(arg, from_tty)
+        except gdb.GdbError:
+            raise
         except gdb.MemoryError as e:
             raise Error("memscope: cannot read the program's memory: %s" % e)
         except gdb.error as e:
@@ -50,6 +86,11 @@ class Command(gdb.Command):
             raise Error("memscope: %s" % e)
         except gdbif.NotLoaded as e:
             raise Error("memscope: %s." % e)
+        except KeyboardInterrupt:
+            raise
+        except Exception as e:  # noqa: BLE001 -- the promise: no command ends the session or shows a traceback
+            raise Error("memscope: internal error in `%s': %s (please report it)"
+                        % (self._name, one_line_error(e)))
 
     def run(self, arg, from_tty):
         raise NotImplementedError
@@ -60,14 +101,27 @@ class StopBreakpoint(gdb.Breakpoint):
     when gdb must stop (a watched block changed, a break began), so stop()
     checks the reason and the session prints the report at the stop."""
 
-    def __init__(self):
+    def __init__(self, session):
         super().__init__("msmemscope_gdb_stopped", internal=True)
         self.silent = True
+        self.s = session
 
     def stop(self):
+        """Stops for a watch, and for the step `at step N' waits for. At a
+        step stop, arms the next step a breakpoint waits for (the
+        `memscope break' breakpoints stop by their own conditions)."""
         try:
-            return gdbif.Handle(check=False).read_u32("reason") != gdbif.REASON_NONE
-        except (gdbif.NotLoaded, gdb.error):
+            h = gdbif.Handle(check=False)
+            d = h.read()
+            if d.reason == gdbif.REASON_STEP:
+                from . import breaks
+                breaks.arm(self.s, h, after_step=d.step)
+                return bool(self.s.at_target) and d.step >= self.s.at_target
+            if d.reason == gdbif.REASON_WATCH and (d.hit_watch, d.op_launch, d.tid) in self.s.merged:
+                self.s.merged.discard((d.hit_watch, d.op_launch, d.tid))
+                return False  # shown at the stop for another watch
+            return d.reason in (gdbif.REASON_WATCH, gdbif.REASON_FREED)
+        except (gdbif.NotLoaded, gdb.error, ValueError):
             return True
 
 
@@ -75,9 +129,10 @@ class Watch:
     """One watch gdb armed: slot (number - 1), what the user typed, the
     range, and the block it lies in, described when it was armed."""
 
-    def __init__(self, slot, expr, addr, size, block_lines):
+    def __init__(self, slot, expr, addr, size, block_lines, block_addr=None):
         self.slot, self.expr, self.addr, self.size = slot, expr, addr, size
         self.block_lines = block_lines
+        self.block_addr = block_addr  # the heap block it was set in, or None
 
 
 class Session:
@@ -89,13 +144,19 @@ class Session:
         self.recording = False    # the exec-wrapper preloads the recorder
         self.depth = 12           # frames per stack (set memscope depth)
         self.top = 20             # loss records and launches printed (set memscope top)
+        self.diff_lines = 16      # lines of changed bytes a watch stop prints (set memscope diff-lines)
+        self.merged = set()       # (slot, launch, tid) of changes already shown with another watch's
         self.log_dir = None
         self.watches = {}         # slot -> Watch
-        self.pending_op = None    # break op/step set before the program ran
-        self.pending_step = 0
+        self.at_target = 0        # the step `at step N' runs to (0: none)
+        self.armed_key = None     # the breakpoints last armed in the program
+        self.breaks = {}          # gdb breakpoint number -> breaks.Break
+        self.hits = {}            # gdb breakpoint number -> hit count at our last stop
         self.bp = None
         self.leaks_prev = {}      # (log path, mode) -> {stack: (blocks, bytes)}
         self.stop_kind = None     # what the last stop of ours was (for `at step`)
+        self.run_log = None       # the log of the program running now, once known
+        self.finished_log = None  # the log of the last run, once it exited
 
     # --- set-up --------------------------------------------------------------
 
@@ -111,6 +172,8 @@ class Session:
         gdb.events.new_objfile.connect(self._on_new_objfile)
         gdb.events.stop.connect(self._on_stop)
         gdb.events.exited.connect(self._on_exited)
+        gdb.events.breakpoint_deleted.connect(self._on_breakpoint_deleted)
+        gdb.events.breakpoint_modified.connect(self._on_breakpoint_changed)
         for objfile in gdb.objfiles():
             if os.path.basename(objfile.filename) == HOOKS_NAME:
                 self._hooks_loaded()
@@ -145,19 +208,38 @@ class Session:
         return env
 
     def _make_log_dir(self):
-        """memscopeDumpResults/gdb_{pid}_{time} in the current folder, as
-        msmemscope names its run folders, or a fresh folder under $TMPDIR
-        when the current folder is not writable."""
+        """gdb_{pid}_{time} (as msmemscope names its run folders) under
+        default_log_top(), or a fresh folder under $TMPDIR when that
+        cannot be made."""
         stamp = time.strftime("%Y%m%d%H%M%S")
         name = "gdb_%d_%s" % (os.getpid(), stamp)
         try:
-            top = os.path.abspath("memscopeDumpResults")
+            top = default_log_top()
             os.makedirs(top, mode=0o750, exist_ok=True)
             path = os.path.join(top, name)
             os.mkdir(path, 0o750)
             return path
         except OSError:
             return tempfile.mkdtemp(prefix="msmemscope-" + name + "-")
+
+    def set_output(self, folder):
+        """`set memscope output DIR': the logs of the next runs go to DIR
+        (made if missing, mode 0750), through a new exec-wrapper. Raises
+        Error, leaving things as they were, when DIR cannot be used."""
+        path = os.path.abspath(os.path.expanduser(folder))
+        try:
+            os.makedirs(path, mode=0o750, exist_ok=True)
+        except OSError as e:
+            raise Error("memscope: cannot make the folder %s: %s" % (path, e.strerror or e))
+        if not os.path.isdir(path) or not os.access(path, os.W_OK | os.X_OK):
+            raise Error("memscope: %s is not a folder memscope can write logs into." % path)
+        old, self.log_dir = self.log_dir, path
+        env = self._recorder_env()
+        if env is None:
+            self.log_dir = old
+            raise Error("memscope: the recorder cannot log to %s; the logs still go to %s." % (path, old))
+        gdb.execute("set exec-wrapper env " + " ".join(env))
+        self.recording = True
 
     # --- the program's log and descriptor ------------------------------------
 
@@ -175,14 +257,35 @@ class Session:
             path = os.path.join(self.log_dir, "memscope_%d.mms" % h.inferior.pid)
         if not os.path.exists(path):
             raise Error("memscope: the program's log %s does not exist (the recorder could not write it?)." % path)
+        self.run_log = path
+        return path
+
+    def finished(self):
+        """The finished log of the program's last run, when the program
+        is not running and that log is there; else None."""
+        if self.running() or not self.finished_log or not os.path.exists(self.finished_log):
+            return None
+        return self.finished_log
+
+    def query_log(self):
+        """The log a query answers from: the running program's, or else the
+        finished log of its last run (said on a line of its own). Raises
+        Error when there is neither."""
+        if self.running():
+            return self.log_path()
+        path = self.finished()
+        if path is None:
+            self.handle()  # says why: not started, or no recorder
+            raise Error("memscope: the program is not running and has no finished log.")
+        gdb.write("memscope: the program has exited; from its finished log %s:\n" % path)
         return path
 
     @contextlib.contextmanager
     def now(self, forward_only=True):
         """(log, replay) of the program's log, replayed to its end: the
-        program is stopped, so the log holds everything it did. Closed on
-        leaving the with block."""
-        path = self.log_path()
+        program is stopped (or has exited), so the log holds everything it
+        did. Closed on leaving the with block."""
+        path = self.query_log()
         try:
             with replaylib.Log(path) as log, replaylib.Replay(log, forward_only=forward_only) as r:
                 rc = r.seek(log.info().events)
@@ -200,49 +303,104 @@ class Session:
 
     def _on_new_objfile(self, ev):
         if os.path.basename(ev.new_objfile.filename) == HOOKS_NAME:
-            self._hooks_loaded()
+            try:
+                self._hooks_loaded()
+            except Exception as e:  # noqa: BLE001 -- an event handler must not leave a traceback
+                gdb.write("memscope: cannot arm the recorder in the program: %s\n" % one_line_error(e))
 
     def _hooks_loaded(self):
         """The recorder was mapped into the program: keep our breakpoint
         on its stop function and arm the breaks set before it ran. Its
         constructor has not run yet; it only sets the version."""
         if self.bp is None or not self.bp.is_valid():
-            self.bp = StopBreakpoint()
+            self.bp = StopBreakpoint(self)
+        # The default log name until the recorder names it (log_path).
+        pid = gdb.selected_inferior().pid
+        self.run_log = os.path.join(self.log_dir, "memscope_%d.mms" % pid) if pid else None
+        self.finished_log = None
         # A new image (a new run, or an exec): its descriptor is fresh.
         self.watches.clear()
-        if not (self.pending_op or self.pending_step):
-            return
+        from . import breaks
+        self.hits = {}  # gdb clears the hit counts at `run'
+        self.merged.clear()
+        breaks.arm(self, after_step=0)
+
+    def _remember_log(self):
+        """Keeps the running program's log path (the recorder may have
+        named it otherwise than by default): after exit, the queries
+        answer from it."""
         try:
-            h = gdbif.Handle(check=False)
-        except gdbif.NotLoaded:
-            return
-        if self.pending_op:
-            h.write_name("break_op", self.pending_op)
-        if self.pending_step:
-            h.write_u64("break_step", self.pending_step)
-        h.write_u32("armed", 1)
-        self.pending_op, self.pending_step = None, 0
+            self.log_path()
+        except (gdb.GdbError, gdb.error, gdbif.NotLoaded):
+            pass
 
     def _on_exited(self, ev):
+        self.finished_log, self.run_log = self.run_log, None
+        self.at_target = 0
+        self.merged.clear()
         if self.watches:
             gdb.write("memscope: the program exited; its %s gone.\n"
                       % ("watch is" if len(self.watches) == 1 else "%d watches are" % len(self.watches)))
         self.watches.clear()
 
+    def _on_breakpoint_deleted(self, bp):
+        self._on_breakpoint_changed(bp, gone=True)
+
+    def _on_breakpoint_changed(self, bp, gone=False):
+        """A memscope breakpoint deleted, disabled or enabled: the program
+        is told what to stop at now (not at each hit, which gdb reports
+        as a change too)."""
+        from . import breaks
+        if bp.number not in self.breaks:
+            return
+        if gone:
+            del self.breaks[bp.number]
+        if not self.running():
+            return
+        key = frozenset((k.kind, k.value) for b, k in breaks.ours(self) if b.enabled)
+        if key == self.armed_key:
+            return
+        try:
+            breaks.arm(self)
+        except (gdb.GdbError, gdb.error, ValueError, replaylib.ReplayError) as e:
+            gdb.write("memscope: cannot arm the breakpoints in the program: %s\n" % e)
+
+    def current_step(self):
+        """The step the running program's log stands in (0: none marked)."""
+        try:
+            with replaylib.Log(self.log_path()) as log, replaylib.Replay(log) as r:
+                r.seek(log.info().events)
+                return r.where().step
+        except (gdb.GdbError, replaylib.ReplayError):
+            return 0
+
     def _on_stop(self, ev):
-        if not isinstance(ev, gdb.BreakpointEvent) or self.bp is None or self.bp not in ev.breakpoints:
+        from . import breaks
+        self._remember_log()
+        # gdb lists every breakpoint at the location, those whose
+        # condition was false too: ours that stopped are those hit now.
+        mine = []
+        for b in getattr(ev, "breakpoints", ()):
+            if b.number in self.breaks and b.hit_count > self.hits.get(b.number, 0):
+                mine.append(b)
+            if b.number in self.breaks:
+                self.hits[b.number] = b.hit_count
+        if not isinstance(ev, gdb.BreakpointEvent) or not (mine or (self.bp is not None and self.bp in ev.breakpoints)):
             self.stop_kind = None
             return
         try:
-            self._report_stop()
+            self._report_stop(mine)
         except (gdb.error, gdbif.NotLoaded, replaylib.ReplayError) as e:
             gdb.write("memscope: stopped by the recorder, but cannot say why: %s\n" % e)
+        except Exception as e:  # noqa: BLE001 -- an event handler must not leave a traceback
+            gdb.write("memscope: stopped by the recorder, but cannot say why: %s\n" % one_line_error(e))
 
-    def _report_stop(self):
+    def _report_stop(self, mine):
         h = gdbif.Handle(check=False)
         d = h.read()
         who = fmt.gdb_thread(d.tid)
         self.stop_kind = (d.reason, d.step)
+        nums = "".join("breakpoint %d, " % b.number for b in mine)
         if d.reason == gdbif.REASON_WATCH:
             from . import watch
             watch.report(self, h, d, who)
@@ -250,14 +408,12 @@ class Session:
             from . import watch
             watch.report_freed(self, h, d, who)
         elif d.reason == gdbif.REASON_OP:
-            gdb.write("memscope: operator %s begins: launch %d, step %d, %s\n"
-                      % (d.op_name.decode("utf-8", "replace"), d.op_launch, d.step, who))
-            h.write_name("break_op", "")
-            h.update_armed()
+            gdb.write("memscope: %soperator %s begins: launch %d, %s, %s\n"
+                      % (nums, d.op_name.decode("utf-8", "replace"), d.op_launch, fmt.step_name(d.step), who))
         elif d.reason == gdbif.REASON_STEP:
-            gdb.write("memscope: step %d begins, %s\n" % (d.step, who))
-            h.write_u64("break_step", 0)
-            h.update_armed()
+            if self.at_target and d.step >= self.at_target:
+                self.at_target = 0
+            gdb.write("memscope: %sstep %d begins, %s\n" % (nums, d.step, who))
         self.select_user_frame()
 
     def select_user_frame(self):

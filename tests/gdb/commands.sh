@@ -12,11 +12,11 @@ session commands "$progs/leaky" -ex 'memscope break step 2' -ex 'memscope break'
 	-ex 'memscope block freed_scratch' -ex 'memscope block &nkept' \
 	-ex 'complete memscope break op ' -ex 'memscope break op compute' -ex 'memscope break' -ex continue -ex 'memscope info' \
 	-ex 'memscope break op load' -ex 'memscope break delete' -ex 'memscope break' -ex 'delete' -ex continue
-expect commands 'memscope: step 2 begins' "the step break set before run"
+expect commands 'memscope: breakpoint 1, step 2 begins' "the step break set before run"
 expect commands 'live block 0xADDR, 100 bytes, HOST, allocation 4' "the live block"
 expect commands 'is at +100 in it' "an address inside a block"
 expect commands 'freed block 0xADDR, 777 bytes, HOST, allocation 2' "the freed block"
-expect commands 'memscope: operator compute begins: launch 6, step 3' "the operator break"
+expect commands 'operator compute begins: launch 6, step 3' "the operator break"
 compare commands
 
 # The program's own MSMEMSCOPE_CONFIG replaces gdb's call_stack=32; the

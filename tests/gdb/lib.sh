@@ -38,6 +38,10 @@ fi
 timeout=
 command -v timeout >/dev/null 2>&1 && timeout="timeout 300"
 
+# memscope.gdb's default log folder is under $XDG_STATE_HOME: the test's own.
+XDG_STATE_HOME=$work/state
+export XDG_STATE_HOME
+
 # session NAME PROG GDB-ARGS...: runs PROG under gdb -x memscope.gdb in
 # batch mode with GDB-ARGS (-ex ... commands), its output in NAME.raw,
 # masked in NAME.out. Frames per stack are 2 (the program's own: the
@@ -54,6 +58,9 @@ session() {
 	[ "$_rc" != 124 ] || fail "gdb did not finish in 300 s; its output is in $work/$_name.raw"
 	if grep -n 'Python Exception\|Error occurred in Python\|Traceback (most recent call last)' "$_name.raw" >&2; then
 		fail "gdb's Python raised (above); the session is in $work/$_name.raw"
+	fi
+	if grep -n 'internal-error\|A problem internal to GDB\|internal error in' "$_name.raw" >&2; then
+		fail "gdb or memscope hit an internal error (above); the session is in $work/$_name.raw"
 	fi
 	mask <"$_name.raw" >"$_name.out"
 }
@@ -98,6 +105,17 @@ compare() {
 expect_count() {
 	_n=$(grep -c -- "$2" "$1.out" || true)
 	[ "$_n" = "$3" ] || fail "$4: '$2' seen $_n times, want $3 (session in $work/$1.raw)"
+}
+
+# expect_rc WHAT: the last session's gdb exited 0 (batch mode: the last
+# command succeeded, gdb was not killed).
+expect_rc() {
+	[ "$_rc" = 0 ] || fail "$1: gdb exited $_rc (session in $work/$_name.raw)"
+}
+
+# expect_not NAME TEXT WHAT: the fixed string TEXT is not in NAME.out.
+expect_not() {
+	! grep -qF -- "$2" "$1.out" || fail "$3: '$2' is in the session (in $work/$1.raw)"
 }
 
 # expect NAME TEXT WHAT: the fixed string TEXT is in NAME.out.

@@ -12,8 +12,8 @@ prog=$top_builddir/tests/progs/nvtx
 
 native=$("$prog") || fail "nvtx exited $? on its own"
 session nvtx "$prog" -ex 'memscope break op io::read' -ex run -ex 'memscope info' \
-	-ex 'memscope at step 2' -ex 'memscope info' -ex continue
-expect nvtx 'memscope: operator io::read begins: launch 5, step 1, thread 1' "the break at the pushed range io::read"
+	-ex 'memscope at step 2' -ex 'memscope info' -ex 'memscope break delete' -ex continue
+expect nvtx 'memscope: breakpoint 1, operator io::read begins: launch 5, step 1, thread 1' "the break at the pushed range io::read"
 expect nvtx "now: step 1, in operator io::read (launch 5) on t0 'nvtx-main'" "the launch and the NVTX thread name"
 expect nvtx 'memscope: step 2 begins, thread 1' "the stop at the second \"step start\" range"
 expect nvtx 'events so far: 35; operator launches: 7' "step 1's 7 launches"

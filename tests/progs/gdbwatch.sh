@@ -26,7 +26,7 @@ expect_eq "gdbwatch output without the recorder" "$(cat native.out)" "gdbwatch d
 # off_*, w_*, watch_stride: the descriptor's layout, from the header.
 "$prog" offsets >offsets.sh || fail "gdbwatch offsets exited $?"
 . ./offsets.sh
-expect_eq "MMS_GDB_VERSION" "$gdb_version" 1
+expect_eq "MMS_GDB_VERSION" "$gdb_version" 2
 
 # The recorder as installed: no debug information, only its symbols.
 hooks=$MMS_HOOKS
@@ -124,7 +124,7 @@ expect_stop() {
 # --- nothing armed: no stop; the descriptor is there and names the log ----
 session none ""
 expect_eq "stops with nothing armed" "$(stops none)" 0
-expect_eq "descriptor version" "$(sed -n 's/^VERSION //p' none.out)" 1
+expect_eq "descriptor version" "$(sed -n 's/^VERSION //p' none.out)" 2
 expect_eq "descriptor log path" "$(sed -n 's/^LOG //p' none.out)" "$(pwd -P)/none.mms"
 summarize none.mms
 expect_consistent none.mms.json

@@ -1,0 +1,298 @@
+# SPDX-License-Identifier: MIT
+"""breaks: `memscope break op NAME [if COND]' and `memscope break step N
+[if COND]' as real gdb breakpoints, and what arms them in the program.
+
+Each is a gdb breakpoint on msmemscope_gdb_stopped() (the function the
+recorder calls only when gdb must stop), made as `break ... if COND' is,
+whose condition says which stop it is for: `$_memscope_op_begins("rope")' or `$_memscope_step_begins(3)',
+convenience functions that read the reason from the recorder's
+descriptor. So gdb lists them (`info breakpoints'), numbers, deletes,
+disables and keeps them across `run', and `condition', `ignore' and
+`commands' work on them as on any breakpoint. The recorder is told what
+to stop at: the names of the enabled operator breakpoints (break_op, a
+list) and the next step one of them (or `at step N') waits for
+(break_step); it calls the function only then, so gdb does not stop at
+every launch."""
+
+import os
+import re
+
+import gdb
+
+from . import args, gdbif, replaylib
+from .session import Command, Error
+
+LOCATION = "msmemscope_gdb_stopped"
+USAGE = ("usage: memscope break op NAME [if COND] | memscope break step N [if COND] | "
+         "memscope break delete | memscope break")
+
+
+def _descriptor():
+    try:
+        return gdbif.Handle(check=False).read()
+    except (gdbif.NotLoaded, gdb.error):
+        return None
+
+
+class OpBegins(gdb.Function):
+    """$_memscope_op_begins(NAME): 1 when gdb stands at the recorder's stop
+    for the start of a launch of operator NAME, else 0."""
+
+    def __init__(self):
+        super().__init__("_memscope_op_begins")
+
+    def invoke(self, name):
+        d = _descriptor()
+        return int(d is not None and d.reason == gdbif.REASON_OP
+                   and d.op_name.decode("utf-8", "replace") == name.string())
+
+
+class StepBegins(gdb.Function):
+    """$_memscope_step_begins(N): 1 when gdb stands at the recorder's stop
+    for the start of step N, else 0."""
+
+    def __init__(self):
+        super().__init__("_memscope_step_begins")
+
+    def invoke(self, n):
+        d = _descriptor()
+        return int(d is not None and d.reason == gdbif.REASON_STEP and d.step == int(n))
+
+
+class StopField(gdb.Function):
+    """$_memscope_step(), $_memscope_launch(): the step and the operator
+    launch of the recorder's stop gdb stands at (0 when none)."""
+
+    def __init__(self, name, field):
+        super().__init__(name)
+        self.field = field
+
+    def invoke(self):
+        d = _descriptor()
+        return int(getattr(d, self.field)) if d is not None and d.reason != gdbif.REASON_NONE else 0
+
+
+def setup_functions():
+    OpBegins()
+    StepBegins()
+    StopField("_memscope_step", "step")
+    StopField("_memscope_launch", "op_launch")
+
+
+_WORDS = {"step": "$_memscope_step()", "launch": "$_memscope_launch()"}
+_STRING = re.compile(r'''("(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*')''')
+_WORD = re.compile(r"(?<![\w$.>])\b(step|launch)\b(?!\s*\()")
+
+
+def translate_cond(cond):
+    """COND with the words step and launch (outside string literals) as
+    the convenience functions that give them at the stop."""
+    parts = _STRING.split(cond)
+    return "".join(p if i % 2 else _WORD.sub(lambda m: _WORDS[m.group(1)], p) for i, p in enumerate(parts))
+
+
+def unquote(name):
+    """NAME as typed, less one pair of surrounding quotes ("rope" is rope),
+    with \\" and \\\\ inside them read as " and \\."""
+    if len(name) >= 2 and name[0] == name[-1] and name[0] in "\"'":
+        return re.sub(r"\\(.)", r"\1", name[1:-1])
+    return name
+
+
+def split_cond(text):
+    """'WHAT if COND' -> (WHAT, COND or None); a quoted WHAT may hold ` if '."""
+    text = text.strip()
+    m = re.match(r'''^("(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*')(.*)$''', text)
+    head, tail = (m.group(1), m.group(2)) if m else ("", text)
+    m2 = re.search(r"(^|\s)if(\s|$)", tail)
+    if not m2:
+        return text, None
+    what = (head + tail[:m2.start()]).strip()
+    cond = tail[m2.end():].strip()
+    if not cond:
+        raise Error("memscope: `if' needs a condition.\n" + USAGE)
+    return what, cond
+
+
+class Break:
+    """What a `memscope break' breakpoint stops at: kind "op" (value: the
+    operator name) or "step" (value: the step number), and the condition
+    as the user typed it."""
+
+    def __init__(self, kind, value, user_cond):
+        self.kind, self.value, self.user_cond = kind, value, user_cond
+
+    def condition(self):
+        test = ('$_memscope_op_begins("%s")' % self.value.replace("\\", "\\\\").replace('"', '\\"')
+                if self.kind == "op" else "$_memscope_step_begins(%d)" % self.value)
+        return test if self.user_cond is None else "%s && (%s)" % (test, translate_cond(self.user_cond))
+
+    def describe(self):
+        what = ("each launch of operator %s" % self.value if self.kind == "op"
+                else "the start of step %d" % self.value)
+        return what + (" if " + self.user_cond if self.user_cond else "")
+
+
+def create(session, brk):
+    """A gdb breakpoint on the recorder's stop function for brk, made as
+    `break LOCATION if COND' is: pending until the recorder is loaded
+    (its condition then parsed there), kept across runs. Returns it."""
+    was = gdb.parameter("breakpoint pending")
+    gdb.execute("set breakpoint pending on", to_string=True)
+    try:
+        before = {b.number for b in gdb.breakpoints()}
+        gdb.execute("break %s if %s" % (LOCATION, brk.condition()), to_string=True)
+    finally:
+        gdb.execute("set breakpoint pending %s" % {True: "on", False: "off"}.get(was, "auto"), to_string=True)
+    bp = next(b for b in gdb.breakpoints() if b.number not in before)
+    bp.silent = True
+    session.breaks[bp.number] = brk
+    return bp
+
+
+def ours(session):
+    """[(gdb breakpoint, Break)] of the memscope breakpoints gdb holds."""
+    return [(b, session.breaks[b.number]) for b in gdb.breakpoints()
+            if b.number in session.breaks and b.is_valid()]
+
+
+def arm(session, handle=None, after_step=None):
+    """Writes into the running program what the enabled breakpoints (and
+    `at step N') wait for: the operator names, and the first wanted step
+    after the current one (after_step, or the step the log is in). Does
+    nothing when the program does not run with the recorder."""
+    try:
+        h = handle or gdbif.Handle(check=False)
+    except gdbif.NotLoaded:
+        return
+    bps = [k for b, k in ours(session) if b.enabled]
+    session.armed_key = frozenset((k.kind, k.value) for k in bps)
+    names = sorted({k.value for k in bps if k.kind == "op"})
+    h.write_names("break_op", names)
+    wanted = {k.value for k in bps if k.kind == "step"}
+    if session.at_target:
+        wanted.add(session.at_target)
+    if after_step is None:
+        after_step = session.current_step() if wanted else 0
+    ahead = [n for n in wanted if n > after_step]
+    h.write_u64("break_step", min(ahead) if ahead else 0)
+    if h.read_u32("version") == gdbif.VERSION:
+        h.update_armed()
+    else:  # the recorder's constructor has not run: it arms nothing itself
+        d = h.read()
+        h.write_u32("armed", 1 if names or ahead or any(d.watch[i].size for i in range(gdbif.WATCH_MAX)) else 0)
+
+
+class BreakCommand(Command):
+    """Stop when an operator launch or a step begins: real gdb breakpoints.
+
+Usage: memscope break op NAME [if COND]
+       memscope break step N [if COND]
+       memscope break delete
+       memscope break
+
+`op NAME' stops the program each time an operator named NAME begins
+(msmemscope_op_begin); `step N' when step N begins. NAME may be quoted
+("rope"). COND is a gdb expression in which `step' and `launch' are the
+step and the launch index of the stop: `memscope break op rope if step
+== 3'. Each is a gdb breakpoint: `info breakpoints' lists it (on
+msmemscope_gdb_stopped, with the condition that says what it stops at),
+and `delete', `disable', `condition', `ignore' and `commands' work on it.
+They are kept across `run', like gdb's own. `delete' removes them all;
+with no argument, lists them."""
+
+    def __init__(self, session):
+        super().__init__("memscope break", gdb.COMMAND_BREAKPOINTS)
+        self.s = session
+        self._names = (None, [])
+
+    def complete(self, text, word):
+        words = text.split()
+        nwords = len(words) - (0 if text.endswith(" ") or not text else 1)
+        if nwords == 0:
+            return [w for w in ("op", "step", "delete") if w.startswith(word or "")]
+        if nwords == 1 and words[0] == "op":
+            return [n for n in self.operator_names() or [] if n.startswith(word or "")]
+        return []
+
+    def operator_names(self):
+        """The operator names the program's log (or the last run's) holds,
+        cached by its size; None when there is no log to ask."""
+        try:
+            path = self.s.log_path() if self.s.running() else self.s.finished()
+            if path is None:
+                return None
+            key = (path, os.path.getsize(path))
+            if self._names[0] != key:
+                with replaylib.Log(path) as log:
+                    self._names = (key, log.operator_names())
+            return self._names[1]
+        except (gdb.GdbError, gdb.error, replaylib.ReplayError, OSError, gdbif.NotLoaded):
+            return None
+
+    def run(self, arg, from_tty):
+        words = arg.split(None, 1)
+        if not words:
+            return self.list()
+        if words[0] == "delete" and len(words) == 1:
+            bps = ours(self.s)
+            for b, _ in bps:
+                b.delete()
+            self.s.at_target = 0
+            if self.s.running():
+                arm(self.s)
+            gdb.write("memscope: deleted %s.\n" % (
+                "%d operator and step breakpoint%s" % (len(bps), "" if len(bps) == 1 else "s") if bps
+                else "no breakpoints (none was set)"))
+            return
+        if len(words) != 2 or words[0] not in ("op", "step"):
+            raise Error(USAGE)
+        what, cond = split_cond(words[1])
+        if words[0] == "op":
+            name = unquote(what)
+            if not name:
+                raise Error(USAGE)
+            if len(name.encode("utf-8")) >= gdbif.NAME_MAX:
+                raise Error("memscope: operator names are compared on their first %d bytes; %s is longer."
+                            % (gdbif.NAME_MAX - 1, name))
+            names = {k.value for b, k in ours(self.s) if b.enabled and k.kind == "op"} | {name}
+            if sum(len(n.encode("utf-8")) + 1 for n in names) + 1 > gdbif.NAME_MAX:
+                raise Error("memscope: the names of the operator breakpoints take more than %d bytes together; "
+                            "delete or disable one first." % (gdbif.NAME_MAX - 1))
+            value = name
+        else:
+            value = args.step_number(what, USAGE)
+        if cond is not None:
+            self.check_cond(cond)
+        seen = self.operator_names() if words[0] == "op" else None
+        brk = Break(words[0], value, cond)
+        bp = create(self.s, brk)
+        gdb.write("memscope: breakpoint %d: stops at %s%s.\n" % (
+            bp.number, brk.describe(), " (pending until the program runs with the recorder)" if bp.pending else ""))
+        if seen is not None and value not in seen:
+            gdb.write("memscope: warning: no operator named %s has begun so far%s; the breakpoint waits for "
+                      "one.\n" % (value, "" if self.s.running() else " in the last run"))
+        if self.s.running():
+            arm(self.s)
+
+    @staticmethod
+    def check_cond(cond):
+        """Refuses a condition gdb cannot parse (step and launch as 0)."""
+        with args.no_inferior_calls():
+            try:
+                gdb.parse_and_eval(translate_cond(cond)).fetch_lazy()
+            except gdb.error as e:
+                raise Error("memscope: bad condition `%s': %s\n%s" % (cond, e, USAGE))
+
+    def list(self):
+        bps = ours(self.s)
+        if not bps and not self.s.at_target:
+            gdb.write("memscope: no operator or step breakpoints. `memscope break op NAME' or "
+                      "`memscope break step N' sets one.\n")
+            return
+        if bps:
+            gdb.write("%-4s %-4s %5s  %s\n" % ("Num", "Enb", "Hits", "Stops at"))
+        for b, k in bps:
+            gdb.write("%-4d %-4s %5d  %s\n" % (b.number, "y" if b.enabled else "n", b.hit_count, k.describe()))
+        if self.s.at_target:
+            gdb.write("memscope: `at step %d' waits for step %d to begin.\n" % (self.s.at_target, self.s.at_target))
