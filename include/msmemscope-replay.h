@@ -69,6 +69,7 @@ enum mms_event_kind {
 	MMS_EV_OWNER,
 	MMS_EV_WATCH,
 	MMS_EV_COLLECT,
+	MMS_EV_GUARD, /* guard mode's checks and findings (format 4) */
 	MMS_EV_KIND_COUNT
 };
 
@@ -94,7 +95,15 @@ enum mms_mem_kind {
  *  mms_watch_phase of replay/format.h): addr, size, name, `used` the
  *  output number of the --watch start operator (0 for an API watch),
  *  `total` the launch (from 1) and `flags` the CRC-64/XZ of the block's
- *  bytes. */
+ *  bytes.
+ *  GUARD (guard mode, enum mms_guard_kind of replay/format.h): 0 a full
+ *  check began; the others are findings: addr and size the block (size 0:
+ *  no block), stack its allocation stack, range_id its free stack (0:
+ *  none) | the stack of the call that made the check << 32, `flags`
+ *  enum mms_guard_family | enum mms_guard_since << 4 | allocation
+ *  function << 8 | damaged length << 16, `total` the damaged
+ *  bytes' offset from addr (an int64_t), `used` their first bytes (up to
+ *  8, little-endian). */
 
 /* One event, as the iterator yields it. Strings (name) belong to the log
  * and live until mms_log_close(). */
