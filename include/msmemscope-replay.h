@@ -103,7 +103,7 @@ enum mms_mem_kind {
  *  enum mms_guard_family | enum mms_guard_since << 4 | allocation
  *  function << 8 | damaged length << 16, `total` the damaged
  *  bytes' offset from addr (an int64_t), `used` their first bytes (up to
- *  8, little-endian). */
+ *  8, little-endian). mms_guard_run() reads them for you. */
 
 /* One event, as the iterator yields it. Strings (name) belong to the log
  * and live until mms_log_close(). */
@@ -1189,6 +1189,66 @@ void mms_watch_free(mms_watch_t *res);
  * made file-name safe. Returns what snprintf returns. */
 int mms_watch_tensor_info(char *dst, size_t cap, uint64_t tid, const char *op, uint64_t launch, const char *name,
 			  uint32_t out, int after);
+
+/* ---- guard: guard mode's findings (replay/guard.c) ----
+ * What the recorder's checks found in a log recorded with guard=1
+ * (msmemscope --guard, doc/guard.md): one finding per damaged block, bad
+ * free or mismatched release, in log order. */
+
+typedef struct mms_guard_finding {
+	unsigned kind;          /* enum mms_guard_kind of replay/format.h, 1 to 6 */
+	uint64_t event;         /* the finding's event: the check that found it */
+	uint32_t thread;        /* the thread that made the check */
+	uint64_t addr;          /* the block, or the address freed (no block) */
+	uint64_t size;          /* its requested size; 0: no block */
+	unsigned family;        /* enum mms_guard_family: how it was allocated */
+	unsigned alloc_fn;      /* enum mms_alloc_fn */
+	uint32_t alloc_stack;   /* 0: none recorded */
+	uint32_t free_stack;    /* 0: none (live, or no stacks) */
+	uint32_t at_stack;      /* the call that made the check (free, realloc,
+	                           delete); 0: a full check, or no stacks */
+	uint64_t alloc_event;   /* the block's MALLOC event; UINT64_MAX: unknown */
+	uint64_t free_event;    /* its FREE event (write after free, double free);
+	                           UINT64_MAX: none or unknown */
+	/* The window: the damage happened after event `since_event` (the
+	 * allocation, the free, or the last full check that found the bytes
+	 * intact: since, enum mms_guard_since) and before `event`.
+	 * UINT64_MAX: no window (a bad free) or unknown. */
+	unsigned since;
+	uint64_t since_event;
+	uint64_t steps_in_window; /* STEP events and "step start" ranges in it */
+	uint64_t launches_in_window; /* operator launches begun in it */
+	int64_t offset;         /* the first damaged byte, from addr (< 0: before it) */
+	uint64_t length;        /* bytes from the first to the last damaged one */
+	uint8_t bytes[8];       /* the first damaged bytes' values */
+	unsigned nbytes;        /* how many of bytes[] are set */
+} mms_guard_finding_t;
+
+typedef struct mms_guard {
+	mms_guard_finding_t *findings; /* in log order */
+	size_t nfindings;
+	uint64_t by_kind[8];    /* findings per kind */
+	uint64_t checks;        /* full checks the recorder made */
+	int guard_on;           /* the log was recorded in guard mode */
+	int status;             /* 0, or the error that stopped this analysis */
+} mms_guard_t;
+
+typedef struct mms_guard_options {
+	int reserved;
+} mms_guard_options_t;
+
+/* "overflow", "underflow", "write_after_free", "double_free",
+ * "invalid_free", "mismatched_free"; NULL for other values. */
+const char *mms_guard_kind_name(unsigned kind);
+/* "malloc", "new", "new[]", "memalign"; NULL for other values. */
+const char *mms_guard_family_name(unsigned family);
+/* Reads the findings of the log the pass reads. Returns 0 and sets *out,
+ * filled once mms_pass_run() returned (free with mms_guard_free()), or a
+ * negative code. */
+int mms_guard_add(mms_pass_t *p, const mms_guard_options_t *opt, mms_guard_t **out);
+/* The same in a pass of its own. */
+int mms_guard_run(mms_log_t *log, const mms_guard_options_t *opt, mms_guard_t **out);
+void mms_guard_free(mms_guard_t *res);
 
 #ifdef __cplusplus
 }
