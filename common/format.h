@@ -167,6 +167,7 @@ enum mms_guard_family {
 	MMS_GUARD_FAMILY_NEW = 1,      /* operator new */
 	MMS_GUARD_FAMILY_NEW_ARRAY = 2, /* operator new[] */
 	MMS_GUARD_FAMILY_MEMALIGN = 3, /* memalign, posix_memalign, aligned_alloc (free) */
+	MMS_GUARD_FAMILY_PLAIN = 4,    /* the recorder's: an unguarded block (the loader's) */
 };
 
 /* Where a finding's window begins: the last moment the damaged bytes were

@@ -17,9 +17,22 @@
  * there is never handed to libc. Freed blocks wait in a FIFO quarantine
  * (also ours), filled with a pattern, until the bytes it holds pass
  * guard_quarantine; the oldest then has its pattern checked and goes back
- * to libc. Every function here runs inside the reentrancy guard. */
+ * to libc. Every function here runs inside the reentrancy guard.
+ *
+ * The calls of the C library and the dynamic loader themselves (the
+ * loader's malloc and free are the program's, found in the global scope)
+ * get plain blocks: glibc frees some of what it allocates (dlerror's
+ * strings and state) with its internal free, which never comes here and
+ * would be handed a guarded block's inner address. A plain block has an
+ * entry too (family MMS_GUARD_FAMILY_PLAIN), so that its free reaches
+ * libc, unchecked; one that glibc freed behind our back leaves a stale
+ * entry, which a later block at its address replaces, and which no check
+ * reads. So what strdup, getline or asprintf allocate is not guarded. */
 #define _GNU_SOURCE
+#include <elf.h>
 #include <errno.h>
+#include <link.h>
+#include <sys/auxv.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -73,11 +86,61 @@ static uint32_t rz;           /* red zone bytes */
 /* The stamp of the last full check (its GUARD check record), 0: none. */
 static uint64_t check_stamp;
 static uint64_t findings;
+/* The code of the dynamic loader and of the C library, [lo, hi) each. */
+struct code {
+	uintptr_t base, at; /* the object: its base, or an address in it */
+	uintptr_t lo, hi;
+};
+static struct code ldso, libc;
+
+/* Fills c's code range from the object whose base is c->base or which
+ * holds c->at. */
+static int find_code(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	struct code *c = ctx;
+	int hit = c->base && info->dlpi_addr == c->base;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum && !hit; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		hit = ph->p_type == PT_LOAD && c->at - lo < ph->p_memsz;
+	}
+	if (!hit)
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		if (!c->lo || lo < c->lo)
+			c->lo = lo;
+		if (hi > c->hi)
+			c->hi = hi;
+	}
+	return 1;
+}
+
+int mms__guard_plain_caller(uintptr_t ra)
+{
+	return ra - ldso.lo < ldso.hi - ldso.lo || ra - libc.lo < libc.hi - libc.lo;
+}
 
 void mms__guard_init(void)
 {
+	uintptr_t base;
+
 	if (!mms__config.guard)
 		return;
+	base = (uintptr_t)getauxval(AT_BASE);
+	if (base) {
+		ldso.base = base;
+		dl_iterate_phdr(find_code, &ldso);
+	}
+	libc.at = (uintptr_t)mms__real.malloc;
+	dl_iterate_phdr(find_code, &libc);
 	for (int i = 0; i < SHARDS; i++)
 		pthread_mutex_init(&shards[i].lock, NULL);
 	rz = mms__config.guard_redzone ? mms__config.guard_redzone : 16;
@@ -144,6 +207,16 @@ static int set_add(const struct gblk *b)
 	if ((s->used + 1) * 2 > s->cap && set_grow(s)) {
 		rc = -1;
 		goto out;
+	}
+	/* An entry of the same address is stale (a plain block that glibc
+	 * freed with its internal free): the new block replaces it. */
+	{
+		struct gblk *old = set_find(s, b->user);
+
+		if (old) {
+			*old = *b;
+			goto out;
+		}
 	}
 	for (i = hash_addr(b->user) & (s->cap - 1); s->tab[i].user > 1; i = (i + 1) & (s->cap - 1))
 		;
@@ -352,6 +425,25 @@ void *mms__guard_alloc(struct mms_thread *t, unsigned fn, unsigned family, size_
 	return raw + head;
 }
 
+void *mms__guard_alloc_plain(struct mms_thread *t, unsigned fn, size_t size, int zero)
+{
+	void *p = zero ? mms__real.calloc(1, size) : mms__real.malloc(size);
+	struct gblk b;
+
+	if (!p)
+		return NULL;
+	b = (struct gblk){ .user = (uintptr_t)p, .raw = (uintptr_t)p, .size = size, .fn = (uint16_t)fn,
+			   .family = MMS_GUARD_FAMILY_PLAIN };
+	if (t)
+		mms__guard_rec_alloc(t, fn, p, size);
+	if (set_add(&b)) {
+		mms__real.free(p);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return p;
+}
+
 /* ---- free ---- */
 
 /* Whether a block of family `have` may be released by a call of family
@@ -435,13 +527,28 @@ static void quarantine(struct mms_thread *t, const struct gblk *b, uint32_t free
 void mms__guard_free(struct mms_thread *t, void *ptr, unsigned family, unsigned free_fn)
 {
 	uintptr_t a = (uintptr_t)ptr;
+	int theirs = free_fn & MMS_GUARD_FREE_THEIRS;
 	uint64_t stamp = 0;
 	uint32_t stack = t && mms__config.call_stack ? mms__capture_stack(t) : 0;
 	struct gblk b;
 
+	free_fn &= ~MMS_GUARD_FREE_THEIRS;
 	tls_at_stack = stack;
 	if (!set_take(a, &b)) {
-		bad_free(t, a);
+		if (theirs)
+			mms__real.free(ptr);
+		else
+			bad_free(t, a);
+		tls_at_stack = 0;
+		return;
+	}
+	if (b.family == MMS_GUARD_FAMILY_PLAIN) {
+		if (t) {
+			mms__release_watched(a, 0);
+			mms__note_release(a, t->index);
+			mms__rec_addr_event(t, (uint8_t)(MMS_TAG_FREE | free_fn), mms__stamp_release(), a, 0, 0, 0, 0);
+		}
+		mms__real.free(ptr);
 		tls_at_stack = 0;
 		return;
 	}
@@ -477,7 +584,8 @@ void *mms__guard_realloc(struct mms_thread *t, void *ptr, size_t size)
 		mms__guard_free(t, ptr, MMS_GUARD_FAMILY_MALLOC, MMS_FREE_REALLOC);
 		return NULL;
 	}
-	r = mms__guard_alloc(t, MMS_ALLOC_REALLOC, MMS_GUARD_FAMILY_MALLOC, 16, size, 0);
+	r = b.family == MMS_GUARD_FAMILY_PLAIN ? mms__guard_alloc_plain(t, MMS_ALLOC_REALLOC, size, 0)
+					       : mms__guard_alloc(t, MMS_ALLOC_REALLOC, MMS_GUARD_FAMILY_MALLOC, 16, size, 0);
 	if (!r)
 		return NULL;
 	memcpy(r, ptr, b.size < size ? b.size : size);
@@ -489,7 +597,7 @@ int mms__guard_usable(const void *ptr, size_t *size)
 {
 	struct gblk b;
 
-	if (!set_get((uintptr_t)ptr, &b))
+	if (!set_get((uintptr_t)ptr, &b) || b.family == MMS_GUARD_FAMILY_PLAIN)
 		return 0;
 	*size = b.size;
 	return 1;
@@ -514,7 +622,7 @@ uint64_t mms__guard_check_all(struct mms_thread *t)
 
 		pthread_mutex_lock(&s->lock);
 		for (size_t k = 0; k < s->cap; k++)
-			if (s->tab[k].user > 1)
+			if (s->tab[k].user > 1 && s->tab[k].family != MMS_GUARD_FAMILY_PLAIN)
 				check_live(t, &s->tab[k]);
 		pthread_mutex_unlock(&s->lock);
 	}

@@ -303,8 +303,8 @@ void mms__init(void) MMS_HIDDEN;
 /* Guard mode's hooks, for the C++ operators (newdelete.c): an allocation
  * of enum mms_guard_family `family` (NULL with errno ENOMEM on failure),
  * and its release. */
-void *mms__guard_alloc_hook(unsigned fn, unsigned family, size_t align, size_t size, int zero) MMS_HIDDEN;
-void mms__guard_free_hook(void *ptr, unsigned family) MMS_HIDDEN;
+void *mms__guard_alloc_hook(unsigned fn, unsigned family, size_t align, size_t size, int zero, uintptr_t ra) MMS_HIDDEN;
+void mms__guard_free_hook(void *ptr, unsigned family, uintptr_t ra) MMS_HIDDEN;
 /* Records the allocation of a guarded block (t->prev_stamp and
  * t->stack_id are then its stamp and stack). */
 void mms__guard_rec_alloc(struct mms_thread *t, unsigned fn, void *ptr, size_t size) MMS_HIDDEN;
@@ -314,12 +314,20 @@ void mms__guard_rec_alloc(struct mms_thread *t, unsigned fn, void *ptr, size_t s
  * recorded (the checks still run). */
 extern int mms__guard_on MMS_HIDDEN; /* set at start-up, never changed */
 void mms__guard_init(void) MMS_HIDDEN;
+/* True when return address ra lies in the code of the dynamic loader or
+ * the C library: such calls get plain blocks (guard.c). */
+int mms__guard_plain_caller(uintptr_t ra) MMS_HIDDEN;
+/* A plain block (unguarded, but known): for the loader's and libc's calls. */
+void *mms__guard_alloc_plain(struct mms_thread *t, unsigned fn, size_t size, int zero) MMS_HIDDEN;
 /* A guarded block of size bytes aligned to align (a power of two),
  * zeroed when zero; NULL (errno ENOMEM) when there is no memory. */
 void *mms__guard_alloc(struct mms_thread *t, unsigned fn, unsigned family, size_t align, size_t size,
 		       int zero) MMS_HIDDEN;
 /* Releases ptr by a call of family `family` (free_fn: enum mms_free_fn
- * as recorded): a bad free is written as a finding and goes no further. */
+ * as recorded, | MMS_GUARD_FREE_THEIRS for the loader's and libc's): a bad
+ * free is written as a finding and goes no further, but for theirs, which
+ * go to libc (blocks they had before the recorder started). */
+#define MMS_GUARD_FREE_THEIRS 0x100
 void mms__guard_free(struct mms_thread *t, void *ptr, unsigned family, unsigned free_fn) MMS_HIDDEN;
 void *mms__guard_realloc(struct mms_thread *t, void *ptr, size_t size) MMS_HIDDEN;
 /* 1 with *size the requested size when ptr is a live guarded block, else 0. */

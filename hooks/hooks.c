@@ -218,6 +218,8 @@ static void rec_free(struct mms_thread *t, unsigned fn, void *ptr, uint64_t stam
 }
 
 #define FRAME ((uintptr_t)__builtin_frame_address(0))
+/* The caller of the hook (guard mode tells the loader's calls apart). */
+#define RA ((uintptr_t)__builtin_return_address(0))
 
 #define HOOK_ALLOC(fn, call)                                                                                       \
 	do {                                                                                                       \
@@ -252,7 +254,7 @@ static inline int guard_enter(struct mms_thread **t)
 	return 1;
 }
 
-void *mms__guard_alloc_hook(unsigned fn, unsigned family, size_t align, size_t size, int zero)
+void *mms__guard_alloc_hook(unsigned fn, unsigned family, size_t align, size_t size, int zero, uintptr_t ra)
 {
 	struct mms_thread *t;
 	void *r;
@@ -260,12 +262,15 @@ void *mms__guard_alloc_hook(unsigned fn, unsigned family, size_t align, size_t s
 	if (!guard_enter(&t))
 		return zero ? mms__real.calloc(1, size)
 			    : align > 16 ? mms__real.memalign(align, size) : mms__real.malloc(size);
-	r = mms__guard_alloc(t, fn, family, align, size, zero);
+	if (unlikely(mms__guard_plain_caller(ra)))
+		r = mms__guard_alloc_plain(t, fn, size, zero);
+	else
+		r = mms__guard_alloc(t, fn, family, align, size, zero);
 	leave();
 	return r;
 }
 
-void mms__guard_free_hook(void *ptr, unsigned family)
+void mms__guard_free_hook(void *ptr, unsigned family, uintptr_t ra)
 {
 	struct mms_thread *t;
 
@@ -273,18 +278,21 @@ void mms__guard_free_hook(void *ptr, unsigned family)
 		mms__real.free(ptr);
 		return;
 	}
-	mms__guard_free(t, ptr, family, MMS_FREE_FREE);
+	mms__guard_free(t, ptr, family, MMS_FREE_FREE | (mms__guard_plain_caller(ra) ? MMS_GUARD_FREE_THEIRS : 0));
 	leave();
 }
 
-static __attribute__((noinline)) void *guard_realloc_hook(void *ptr, size_t size)
+static __attribute__((noinline)) void *guard_realloc_hook(void *ptr, size_t size, uintptr_t ra)
 {
 	struct mms_thread *t;
 	void *r;
 
 	if (!guard_enter(&t))
 		return mms__real.realloc(ptr, size);
-	r = mms__guard_realloc(t, ptr, size);
+	if (!ptr && unlikely(mms__guard_plain_caller(ra)))
+		r = mms__guard_alloc_plain(t, MMS_ALLOC_REALLOC, size, 0);
+	else
+		r = mms__guard_realloc(t, ptr, size);
 	leave();
 	return r;
 }
@@ -292,7 +300,7 @@ static __attribute__((noinline)) void *guard_realloc_hook(void *ptr, size_t size
 #define GUARD_ALLOC(fn, family, align, size, zero)                                                                 \
 	do {                                                                                                       \
 		if (unlikely(mms__guard_on))                                                                       \
-			return mms__guard_alloc_hook(fn, family, align, size, zero);                                 \
+			return mms__guard_alloc_hook(fn, family, align, size, zero, RA);                                 \
 	} while (0)
 
 /* --- the recorder's own allocations ----------------------------------------
@@ -356,7 +364,7 @@ MMS_EXPORT void *calloc(size_t n, size_t size)
 			errno = ENOMEM;
 			return NULL;
 		}
-		return mms__guard_alloc_hook(MMS_ALLOC_CALLOC, MMS_GUARD_FAMILY_MALLOC, 16, size_, 1);
+		return mms__guard_alloc_hook(MMS_ALLOC_CALLOC, MMS_GUARD_FAMILY_MALLOC, 16, size_, 1, RA);
 	}
 	HOOK_ALLOC(MMS_ALLOC_CALLOC, mms__real.calloc(n, size));
 }
@@ -372,7 +380,7 @@ MMS_EXPORT void free(void *ptr)
 		return;
 	}
 	if (unlikely(mms__guard_on)) {
-		mms__guard_free_hook(ptr, MMS_GUARD_FAMILY_MALLOC);
+		mms__guard_free_hook(ptr, MMS_GUARD_FAMILY_MALLOC, RA);
 		return;
 	}
 	t = enter();
@@ -389,7 +397,7 @@ MMS_EXPORT void free(void *ptr)
  * obtained after it; both records are written after the call, when its
  * outcome is known (a failed realloc released nothing). The thread stays
  * inside the hook across the call, so nothing of its own lands between. */
-static void *realloc_common(void *ptr, size_t size)
+static void *realloc_common(void *ptr, size_t size, uintptr_t ra)
 {
 	struct mms_thread *t;
 	uint64_t t1;
@@ -403,7 +411,7 @@ static void *realloc_common(void *ptr, size_t size)
 	if (unlikely(!mms__real.realloc))
 		return NULL;
 	if (unlikely(mms__guard_on))
-		return guard_realloc_hook(ptr, size);
+		return guard_realloc_hook(ptr, size, ra);
 	/* The block may move: a watch on it ends here either way. */
 	if (ptr)
 		mms__release_watched((uintptr_t)ptr, 0);
@@ -424,7 +432,7 @@ static void *realloc_common(void *ptr, size_t size)
 
 MMS_EXPORT void *realloc(void *ptr, size_t size)
 {
-	return realloc_common(ptr, size);
+	return realloc_common(ptr, size, RA);
 }
 
 /* Not forwarded to the real reallocarray: glibc's calls realloc through
@@ -435,7 +443,7 @@ MMS_EXPORT void *reallocarray(void *ptr, size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return realloc_common(ptr, n * size);
+	return realloc_common(ptr, n * size, RA);
 }
 
 MMS_EXPORT int posix_memalign(void **out, size_t align, size_t size)
@@ -459,7 +467,7 @@ MMS_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 
 		if (align < sizeof(void *) || (align & (align - 1)))
 			return EINVAL;
-		p = mms__guard_alloc_hook(MMS_ALLOC_POSIX_MEMALIGN, MMS_GUARD_FAMILY_MEMALIGN, align, size, 0);
+		p = mms__guard_alloc_hook(MMS_ALLOC_POSIX_MEMALIGN, MMS_GUARD_FAMILY_MEMALIGN, align, size, 0, 0);
 		if (!p)
 			return ENOMEM;
 		*out = p;
@@ -486,7 +494,7 @@ MMS_EXPORT void *aligned_alloc(size_t align, size_t size)
 			errno = EINVAL;
 			return NULL;
 		}
-		return mms__guard_alloc_hook(MMS_ALLOC_ALIGNED_ALLOC, MMS_GUARD_FAMILY_MEMALIGN, align, size, 0);
+		return mms__guard_alloc_hook(MMS_ALLOC_ALIGNED_ALLOC, MMS_GUARD_FAMILY_MEMALIGN, align, size, 0, 0);
 	}
 	HOOK_ALLOC(MMS_ALLOC_ALIGNED_ALLOC, mms__real.aligned_alloc(align, size));
 }
@@ -503,7 +511,7 @@ MMS_EXPORT void *memalign(size_t align, size_t size)
 		/* As glibc: the alignment rounded up to a power of two. */
 		while (a < align && a < ((size_t)1 << 62))
 			a <<= 1;
-		return mms__guard_alloc_hook(MMS_ALLOC_MEMALIGN, MMS_GUARD_FAMILY_MEMALIGN, a, size, 0);
+		return mms__guard_alloc_hook(MMS_ALLOC_MEMALIGN, MMS_GUARD_FAMILY_MEMALIGN, a, size, 0, 0);
 	}
 	HOOK_ALLOC(MMS_ALLOC_MEMALIGN, mms__real.memalign(align, size));
 }

@@ -93,7 +93,7 @@ static void *no_runtime_new(size_t size)
  * (its new-handler loop, and std::bad_alloc when that gives up). */
 static void *guard_new(unsigned family, size_t align, size_t size)
 {
-	return mms__guard_alloc_hook(MMS_ALLOC_MALLOC, family, align, size ? size : 1, 0);
+	return mms__guard_alloc_hook(MMS_ALLOC_MALLOC, family, align, size ? size : 1, 0, 0);
 }
 
 MMS_EXPORT void *_Znwm(size_t size)
@@ -152,7 +152,7 @@ MMS_EXPORT void _ZdlPv(void *p)
 {
 	if (unlikely(mms__guard_on)) {
 		if (p && !mms__arena_owns(p))
-			mms__guard_free_hook(p, MMS_GUARD_FAMILY_NEW);
+			mms__guard_free_hook(p, MMS_GUARD_FAMILY_NEW, 0);
 		return;
 	}
 	FORWARD_DELETE(dl, "_ZdlPv", p);
@@ -162,7 +162,7 @@ MMS_EXPORT void _ZdaPv(void *p)
 {
 	if (unlikely(mms__guard_on)) {
 		if (p && !mms__arena_owns(p))
-			mms__guard_free_hook(p, MMS_GUARD_FAMILY_NEW_ARRAY);
+			mms__guard_free_hook(p, MMS_GUARD_FAMILY_NEW_ARRAY, 0);
 		return;
 	}
 	FORWARD_DELETE(da, "_ZdaPv", p);
