@@ -230,6 +230,7 @@ struct pass {
 	struct piece {
 		struct mms__blk b;
 		uint64_t slot;
+		uint64_t time_ns; /* its allocation time, read while it was live */
 	} *pieces;
 	size_t npieces, pieces_cap;
 	struct wfile *usage;     /* usage.tsv, or NULL */
@@ -275,13 +276,19 @@ static void block_out(struct pass *p, const struct mms__blk *b, mms_trace_block_
 	out->time_ns = time ? *time : 0;
 }
 
-static int freed_add(struct pass *p, const struct mms__blk *b)
+/* A block freed since the peak; time: its allocation time (its data per
+ * live block is gone with it), NULL: unknown. */
+static int freed_add(struct pass *p, const struct mms__blk *b, const uint64_t *time)
 {
+	mms_trace_block_t *out;
+
 	if (!(p->kinds & 1u << b->mem))
 		return 0;
 	if (mms__grow(&p->freed, &p->freed_cap, p->nfreed, sizeof(*p->freed)))
 		return -ENOMEM;
-	block_out(p, b, &p->freed[p->nfreed++]);
+	out = &p->freed[p->nfreed++];
+	mms__state_blk_export(p->st, b, &out->b);
+	out->time_ns = time ? *time : 0;
 	return 0;
 }
 
@@ -301,6 +308,11 @@ static int mmap_before(struct pass *p, const mms_event_t *ev)
 		pc = &p->pieces[p->npieces++];
 		pc->slot = s->iv[i].val;
 		pc->b = p->st->blks[pc->slot];
+		{
+			const uint64_t *time = mms__pass_data_of(p->pass, &p->st->blks[pc->slot], p->time_off);
+
+			pc->time_ns = time ? *time : 0;
+		}
 		pc->b.addr = s->iv[i].lo > lo ? s->iv[i].lo : lo;
 		pc->b.size = (s->iv[i].hi < hi ? s->iv[i].hi : hi) - pc->b.addr;
 	}
@@ -315,7 +327,7 @@ static int mmap_after(struct pass *p)
 	for (i = 0; i < p->npieces; i++) {
 		struct piece *pc = &p->pieces[i];
 
-		if (p->t->peak_bytes && pc->b.alloc_event <= p->t->peak_event && freed_add(p, &pc->b))
+		if (p->t->peak_bytes && pc->b.alloc_event <= p->t->peak_event && freed_add(p, &pc->b, &pc->time_ns))
 			return -ENOMEM;
 	}
 	return 0;
@@ -380,7 +392,7 @@ static int trace_event(struct pass *p, const mms_event_t *ev, uint64_t before, u
 			return -ENOMEM;
 	} else if (ev->kind == MMS_EV_FREE && p->st->last_blk_valid) {
 		/* A block live at the peak, freed since: it still counts. */
-		if (t->peak_bytes && p->st->last_blk.alloc_event <= t->peak_event && freed_add(p, &p->st->last_blk))
+		if (t->peak_bytes && p->st->last_blk.alloc_event <= t->peak_event && freed_add(p, &p->st->last_blk, mms__pass_data(p->pass, p->time_off)))
 			return -ENOMEM;
 	}
 	if (ev->kind == MMS_EV_MALLOC) {
