@@ -83,6 +83,12 @@ error doublefree double_free 16
 error stackfree invalid_free 0
 error neighbour overflow 16
 expect_key neighbour.json findings.0.length 4
+# msmemscope_guard_check() finds the overflow of a live block (a full
+# check: no stack of its own), and the step and the exit check again.
+error apicheck overflow 8
+expect_key apicheck.json findings.0.at_stack 0
+expect_key apicheck.json findings.0.offset 8
+expect_key apicheck.json checks 3
 if [ -x "$dir/deletemalloc" ]; then
 	error deletemalloc mismatched_free 32
 else
