@@ -149,9 +149,14 @@ void mms__guard_init(void)
 
 /* ---- the set of live guarded blocks ---- */
 
+/* A Fibonacci hash, its high half folded into the low one: the slot in a
+ * shard comes from the low bits, which the product alone leaves zero for
+ * page-aligned blocks; the shard from the top six. */
 static inline size_t hash_addr(uintptr_t a)
 {
-	return (size_t)(((uint64_t)a >> 4) * 0x9E3779B97F4A7C15ull);
+	uint64_t x = ((uint64_t)a >> 4) * 0x9E3779B97F4A7C15ull;
+
+	return (size_t)(x ^ x >> 32);
 }
 
 static struct shard *shard_of(uintptr_t a)
