@@ -29,7 +29,7 @@
 
 #define MMS_MAGIC "MMSLOG\x1a\n"
 #define MMS_MAGIC_LEN 8
-#define MMS_FORMAT_VERSION 3u      /* what the writer writes */
+#define MMS_FORMAT_VERSION 4u      /* what the writer writes */
 #define MMS_FORMAT_VERSION_MIN 1u  /* the oldest version readers read */
 #define MMS_HEADER_SIZE 4096u
 #define MMS_CHUNK_SIZE_DEFAULT 65536u
@@ -135,6 +135,48 @@ enum mms_tag {
 	MMS_TAG_ALLOC_RT = 0x70,    /* | enum mms_alloc_fn: daddr, u size, u stack, u enum
 	                               mms_runtime_kind: an allocation a runtime made for
 	                               itself (ALLOC otherwise) */
+	MMS_TAG_GUARD = 0x78,       /* | enum mms_guard_kind (version 4): see there */
+};
+
+/* The sub-code of MMS_TAG_GUARD (version 4), written in guard mode
+ * (guard=1, doc/guard.md).
+ * CHECK: (none): a full check of every live guarded block and of the
+ * quarantine begins here; what it finds follows as findings.
+ * The others are findings: daddr (the block's address, or the address
+ * freed), u size (the block's requested size, 0 when no block), u info
+ * (enum mms_guard_family | enum mms_guard_since << 4 | alloc fn << 8 |
+ * damaged length << 16), u zigzag offset of the first damaged byte from
+ * the block's address, u its first bytes (up to 8, little-endian), u the
+ * block's allocation stack | its free stack << 32 (0: none), u the stack
+ * of the call that made the check (a free, realloc or delete; 0 for a
+ * full check). The stamp is the check that found it. */
+enum mms_guard_kind {
+	MMS_GUARD_CHECK = 0,
+	MMS_GUARD_OVERFLOW = 1,         /* the tail zone of a block was written */
+	MMS_GUARD_UNDERFLOW = 2,        /* its head zone */
+	MMS_GUARD_WRITE_AFTER_FREE = 3, /* a quarantined block's bytes or zones */
+	MMS_GUARD_DOUBLE_FREE = 4,      /* a free of a quarantined block */
+	MMS_GUARD_INVALID_FREE = 5,     /* a free of an address that is no guarded block */
+	MMS_GUARD_MISMATCHED_FREE = 6,  /* free of new, delete of malloc, ... */
+	MMS_GUARD_KIND_COUNT
+};
+
+/* How a guarded block was allocated, and so must be released. */
+enum mms_guard_family {
+	MMS_GUARD_FAMILY_MALLOC = 0,   /* malloc, calloc, realloc, valloc, pvalloc */
+	MMS_GUARD_FAMILY_NEW = 1,      /* operator new */
+	MMS_GUARD_FAMILY_NEW_ARRAY = 2, /* operator new[] */
+	MMS_GUARD_FAMILY_MEMALIGN = 3, /* memalign, posix_memalign, aligned_alloc (free) */
+	MMS_GUARD_FAMILY_PLAIN = 4,    /* the recorder's: an unguarded block (the loader's) */
+};
+
+/* Where a finding's window begins: the last moment the damaged bytes were
+ * known intact. */
+enum mms_guard_since {
+	MMS_GUARD_SINCE_ALLOC = 0, /* the block's allocation */
+	MMS_GUARD_SINCE_FREE = 1,  /* its free */
+	MMS_GUARD_SINCE_CHECK = 2, /* the last full check (CHECK) before the finding */
+	MMS_GUARD_SINCE_NONE = 3,  /* no window: a bad free */
 };
 
 /* META records the recorder writes besides exe, argv and config:

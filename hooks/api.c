@@ -114,6 +114,7 @@ MMS_EXPORT void msmemscope_step(void)
 	if (!t)
 		return;
 	rec_simple(t, MMS_TAG_STEP, 0, 0, 0, 0);
+	mms__guard_check_all(t);
 	step = __atomic_add_fetch(&cur_step, 1, __ATOMIC_RELAXED);
 	mms__steps_update();
 	mms__gdb_step_begins(step);
@@ -200,6 +201,7 @@ uint64_t mms__api_range_start(const char *name)
 		step_by_ranges = 1;
 		in_step_range = 1;
 		step_range_id = id;
+		mms__guard_check_all(t);
 		mms__steps_update();
 		mms__gdb_step_begins(__atomic_load_n(&cur_step, __ATOMIC_RELAXED));
 	}
@@ -228,6 +230,18 @@ void mms__api_range_end(uint64_t id)
 		in_step_range = 0;
 		mms__steps_update();
 	}
+}
+
+MMS_EXPORT int msmemscope_guard_check(void)
+{
+	struct mms_thread *t;
+	uint64_t n;
+
+	if (!mms__guard_on || !(t = api_enter()))
+		return 0;
+	n = mms__guard_check_all(t);
+	api_leave();
+	return n > INT32_MAX ? INT32_MAX : (int)n;
 }
 
 MMS_EXPORT void msmemscope_range_end(uint64_t id)

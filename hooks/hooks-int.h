@@ -34,6 +34,7 @@ struct mms_real {
 	void *(*memalign)(size_t, size_t);
 	void *(*valloc)(size_t);
 	void *(*pvalloc)(size_t);
+	size_t (*malloc_usable_size)(void *);
 	void *(*mmap)(void *, size_t, int, int, int, off_t);
 	int (*munmap)(void *, size_t);
 	void *(*mremap)(void *, size_t, size_t, int, ...);
@@ -299,6 +300,43 @@ unsigned mms__runtime_kind(uintptr_t ra) MMS_HIDDEN;
 
 /* hooks.c */
 void mms__init(void) MMS_HIDDEN;
+/* Guard mode's hooks, for the C++ operators (newdelete.c): an allocation
+ * of enum mms_guard_family `family` (NULL with errno ENOMEM on failure),
+ * and its release. */
+void *mms__guard_alloc_hook(unsigned fn, unsigned family, size_t align, size_t size, int zero, uintptr_t ra) MMS_HIDDEN;
+void mms__guard_free_hook(void *ptr, unsigned family, uintptr_t ra) MMS_HIDDEN;
+/* Records the allocation of a guarded block (t->prev_stamp and
+ * t->stack_id are then its stamp and stack). */
+void mms__guard_rec_alloc(struct mms_thread *t, unsigned fn, void *ptr, size_t size) MMS_HIDDEN;
+
+/* guard.c: guard mode (see there). The functions run inside the
+ * reentrancy guard; t is the recording thread, or NULL when nothing is
+ * recorded (the checks still run). */
+extern int mms__guard_on MMS_HIDDEN; /* set at start-up, never changed */
+void mms__guard_init(void) MMS_HIDDEN;
+/* True when return address ra lies in the code of the dynamic loader or
+ * the C library: such calls get plain blocks (guard.c). */
+int mms__guard_plain_caller(uintptr_t ra) MMS_HIDDEN;
+/* A plain block (unguarded, but known): for the loader's and libc's calls. */
+void *mms__guard_alloc_plain(struct mms_thread *t, unsigned fn, size_t size, int zero) MMS_HIDDEN;
+/* A guarded block of size bytes aligned to align (a power of two),
+ * zeroed when zero; NULL (errno ENOMEM) when there is no memory. */
+void *mms__guard_alloc(struct mms_thread *t, unsigned fn, unsigned family, size_t align, size_t size,
+		       int zero) MMS_HIDDEN;
+/* Releases ptr by a call of family `family` (free_fn: enum mms_free_fn
+ * as recorded, | MMS_GUARD_FREE_THEIRS for the loader's and libc's): a bad
+ * free is written as a finding and goes no further, but for theirs, which
+ * go to libc (blocks they had before the recorder started). */
+#define MMS_GUARD_FREE_THEIRS 0x100
+void mms__guard_free(struct mms_thread *t, void *ptr, unsigned family, unsigned free_fn) MMS_HIDDEN;
+void *mms__guard_realloc(struct mms_thread *t, void *ptr, size_t size) MMS_HIDDEN;
+/* 1 with *size the requested size when ptr is a live guarded block, else 0. */
+int mms__guard_usable(const void *ptr, size_t *size) MMS_HIDDEN;
+/* Checks every live guarded block and the quarantine, writing a CHECK
+ * record and the findings. Returns how many findings it made. */
+uint64_t mms__guard_check_all(struct mms_thread *t) MMS_HIDDEN;
+void mms__guard_before_fork(void) MMS_HIDDEN;
+void mms__guard_after_fork(void) MMS_HIDDEN;
 
 /* process.c */
 void mms__process_init(void) MMS_HIDDEN;

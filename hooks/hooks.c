@@ -57,6 +57,7 @@ static void resolve_real(void)
 	RESOLVE(memalign);
 	RESOLVE(valloc);
 	RESOLVE(pvalloc);
+	RESOLVE(malloc_usable_size);
 	RESOLVE(mmap);
 	RESOLVE(munmap);
 	RESOLVE(mremap);
@@ -114,6 +115,7 @@ void mms__init(void)
 	mms__gdb_init();
 	config_read();
 	mms__watch_init();
+	mms__guard_init();
 	mms__clock_init(mms__config.clock == MMS_CONFIG_CLOCK_COUNTER);
 	mms__unwind_init();
 	mms__pager_init();
@@ -216,6 +218,8 @@ static void rec_free(struct mms_thread *t, unsigned fn, void *ptr, uint64_t stam
 }
 
 #define FRAME ((uintptr_t)__builtin_frame_address(0))
+/* The caller of the hook (guard mode tells the loader's calls apart). */
+#define RA ((uintptr_t)__builtin_return_address(0))
 
 #define HOOK_ALLOC(fn, call)                                                                                       \
 	do {                                                                                                       \
@@ -227,6 +231,76 @@ static void rec_free(struct mms_thread *t, unsigned fn, void *ptr, uint64_t stam
 			leave();                                                                                   \
 		}                                                                                                  \
 		return r_;                                                                                         \
+	} while (0)
+
+/* --- guard mode (guard.c) ---------------------------------------------------
+ * With guard=1 every allocation and free of the program goes through
+ * guard.c, recorded or not; a call made inside a hook (a signal handler's)
+ * is passed through unguarded. */
+
+void mms__guard_rec_alloc(struct mms_thread *t, unsigned fn, void *ptr, size_t size)
+{
+	rec_alloc(t, fn, ptr, size, FRAME);
+}
+
+/* Takes the reentrancy guard for guard.c: 0 when the thread is inside a
+ * hook already; else 1, with *t the recording thread or NULL. */
+static inline int guard_enter(struct mms_thread **t)
+{
+	if (mms__tls_busy)
+		return 0;
+	*t = enter();
+	mms__tls_busy = 1;
+	return 1;
+}
+
+void *mms__guard_alloc_hook(unsigned fn, unsigned family, size_t align, size_t size, int zero, uintptr_t ra)
+{
+	struct mms_thread *t;
+	void *r;
+
+	if (!guard_enter(&t))
+		return zero ? mms__real.calloc(1, size)
+			    : align > 16 ? mms__real.memalign(align, size) : mms__real.malloc(size);
+	if (unlikely(mms__guard_plain_caller(ra)))
+		r = mms__guard_alloc_plain(t, fn, size, zero);
+	else
+		r = mms__guard_alloc(t, fn, family, align, size, zero);
+	leave();
+	return r;
+}
+
+void mms__guard_free_hook(void *ptr, unsigned family, uintptr_t ra)
+{
+	struct mms_thread *t;
+
+	if (!guard_enter(&t)) {
+		mms__real.free(ptr);
+		return;
+	}
+	mms__guard_free(t, ptr, family, MMS_FREE_FREE | (mms__guard_plain_caller(ra) ? MMS_GUARD_FREE_THEIRS : 0));
+	leave();
+}
+
+static __attribute__((noinline)) void *guard_realloc_hook(void *ptr, size_t size, uintptr_t ra)
+{
+	struct mms_thread *t;
+	void *r;
+
+	if (!guard_enter(&t))
+		return mms__real.realloc(ptr, size);
+	if (!ptr && unlikely(mms__guard_plain_caller(ra)))
+		r = mms__guard_alloc_plain(t, MMS_ALLOC_REALLOC, size, 0);
+	else
+		r = mms__guard_realloc(t, ptr, size);
+	leave();
+	return r;
+}
+
+#define GUARD_ALLOC(fn, family, align, size, zero)                                                                 \
+	do {                                                                                                       \
+		if (unlikely(mms__guard_on))                                                                       \
+			return mms__guard_alloc_hook(fn, family, align, size, zero, RA);                                 \
 	} while (0)
 
 /* --- the recorder's own allocations ----------------------------------------
@@ -265,6 +339,7 @@ MMS_EXPORT void *malloc(size_t size)
 
 	if (OWN_CALL(malloc))
 		return own_alloc(size, 16);
+	GUARD_ALLOC(MMS_ALLOC_MALLOC, MMS_GUARD_FAMILY_MALLOC, 16, size, 0);
 	HOOK_ALLOC(MMS_ALLOC_MALLOC, mms__real.malloc(size));
 }
 
@@ -284,6 +359,13 @@ MMS_EXPORT void *calloc(size_t n, size_t size)
 			memset(p, 0, size_);
 		return p;
 	}
+	if (unlikely(mms__guard_on)) {
+		if (size && n > SIZE_MAX / size) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		return mms__guard_alloc_hook(MMS_ALLOC_CALLOC, MMS_GUARD_FAMILY_MALLOC, 16, size_, 1, RA);
+	}
 	HOOK_ALLOC(MMS_ALLOC_CALLOC, mms__real.calloc(n, size));
 }
 
@@ -295,6 +377,10 @@ MMS_EXPORT void free(void *ptr)
 		return;
 	if (unlikely(mms__arena_owns(ptr))) {
 		mms__arena_free(ptr);
+		return;
+	}
+	if (unlikely(mms__guard_on)) {
+		mms__guard_free_hook(ptr, MMS_GUARD_FAMILY_MALLOC, RA);
 		return;
 	}
 	t = enter();
@@ -311,7 +397,7 @@ MMS_EXPORT void free(void *ptr)
  * obtained after it; both records are written after the call, when its
  * outcome is known (a failed realloc released nothing). The thread stays
  * inside the hook across the call, so nothing of its own lands between. */
-static void *realloc_common(void *ptr, size_t size)
+static void *realloc_common(void *ptr, size_t size, uintptr_t ra)
 {
 	struct mms_thread *t;
 	uint64_t t1;
@@ -324,6 +410,8 @@ static void *realloc_common(void *ptr, size_t size)
 		return own_alloc(size, 16);
 	if (unlikely(!mms__real.realloc))
 		return NULL;
+	if (unlikely(mms__guard_on))
+		return guard_realloc_hook(ptr, size, ra);
 	/* The block may move: a watch on it ends here either way. */
 	if (ptr)
 		mms__release_watched((uintptr_t)ptr, 0);
@@ -344,7 +432,7 @@ static void *realloc_common(void *ptr, size_t size)
 
 MMS_EXPORT void *realloc(void *ptr, size_t size)
 {
-	return realloc_common(ptr, size);
+	return realloc_common(ptr, size, RA);
 }
 
 /* Not forwarded to the real reallocarray: glibc's calls realloc through
@@ -355,7 +443,7 @@ MMS_EXPORT void *reallocarray(void *ptr, size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return realloc_common(ptr, n * size);
+	return realloc_common(ptr, n * size, RA);
 }
 
 MMS_EXPORT int posix_memalign(void **out, size_t align, size_t size)
@@ -369,6 +457,17 @@ MMS_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 		if (align < sizeof(void *) || (align & (align - 1)))
 			return EINVAL;
 		p = own_alloc(size, align);
+		if (!p)
+			return ENOMEM;
+		*out = p;
+		return 0;
+	}
+	if (unlikely(mms__guard_on)) {
+		void *p;
+
+		if (align < sizeof(void *) || (align & (align - 1)))
+			return EINVAL;
+		p = mms__guard_alloc_hook(MMS_ALLOC_POSIX_MEMALIGN, MMS_GUARD_FAMILY_MEMALIGN, align, size, 0, 0);
 		if (!p)
 			return ENOMEM;
 		*out = p;
@@ -390,6 +489,13 @@ MMS_EXPORT void *aligned_alloc(size_t align, size_t size)
 
 	if (OWN_CALL(aligned_alloc))
 		return own_alloc(size, align < 16 ? 16 : align);
+	if (unlikely(mms__guard_on)) {
+		if (!align || (align & (align - 1))) {
+			errno = EINVAL;
+			return NULL;
+		}
+		return mms__guard_alloc_hook(MMS_ALLOC_ALIGNED_ALLOC, MMS_GUARD_FAMILY_MEMALIGN, align, size, 0, 0);
+	}
 	HOOK_ALLOC(MMS_ALLOC_ALIGNED_ALLOC, mms__real.aligned_alloc(align, size));
 }
 
@@ -399,6 +505,14 @@ MMS_EXPORT void *memalign(size_t align, size_t size)
 
 	if (OWN_CALL(memalign))
 		return own_alloc(size, align < 16 ? 16 : align);
+	if (unlikely(mms__guard_on)) {
+		size_t a = 16;
+
+		/* As glibc: the alignment rounded up to a power of two. */
+		while (a < align && a < ((size_t)1 << 62))
+			a <<= 1;
+		return mms__guard_alloc_hook(MMS_ALLOC_MEMALIGN, MMS_GUARD_FAMILY_MEMALIGN, a, size, 0, 0);
+	}
 	HOOK_ALLOC(MMS_ALLOC_MEMALIGN, mms__real.memalign(align, size));
 }
 
@@ -408,6 +522,7 @@ MMS_EXPORT void *valloc(size_t size)
 
 	if (OWN_CALL(valloc))
 		return own_alloc(size, 4096);
+	GUARD_ALLOC(MMS_ALLOC_VALLOC, MMS_GUARD_FAMILY_MALLOC, (size_t)sysconf(_SC_PAGESIZE), size, 0);
 	HOOK_ALLOC(MMS_ALLOC_VALLOC, mms__real.valloc(size));
 }
 
@@ -419,7 +534,32 @@ MMS_EXPORT void *pvalloc(size_t size)
 
 	if (OWN_CALL(pvalloc))
 		return own_alloc(size_, 4096);
+	GUARD_ALLOC(MMS_ALLOC_PVALLOC, MMS_GUARD_FAMILY_MALLOC, page, size_, 0);
 	HOOK_ALLOC(MMS_ALLOC_PVALLOC, mms__real.pvalloc(size));
+}
+
+/* Guard mode moves the program's bytes inside a larger block: the usable
+ * size of a guarded block is what was asked for. */
+MMS_EXPORT size_t malloc_usable_size(void *ptr)
+{
+	size_t n;
+
+	if (!ptr)
+		return 0;
+	if (mms__arena_owns(ptr))
+		return mms__arena_usable(ptr);
+	if (unlikely(mms__guard_on) && !mms__tls_busy) {
+		int found;
+
+		mms__tls_busy = 1;
+		found = mms__guard_usable(ptr, &n);
+		mms__tls_busy = 0;
+		if (found)
+			return n;
+	}
+	if (!mms__real.malloc_usable_size)
+		mms__init();
+	return mms__real.malloc_usable_size ? mms__real.malloc_usable_size(ptr) : 0;
 }
 
 /* --- the mmap family ----------------------------------------------------- */

@@ -36,6 +36,8 @@ static void mark_end(void)
 		return;
 	mms__tls_busy = 2;
 	t = mms__thread();
+	if (t && mms__recording)
+		mms__guard_check_all(t);
 	if (t && (p = mms__rec_begin(t, 16)))
 		mms__rec_commit(t, mms__rec_head(t, p, MMS_TAG_SYSTEM | MMS_SYSTEM_FINI, mms__stamp_obtain()));
 	mms__log_finish();
@@ -99,7 +101,9 @@ static void atfork_prepare(void)
 	}
 	mms__tls_busy = 0;
 	/* Last: held across the fork, so that no thread is half-way through
-	 * the arena's lists when the child's copy is made. */
+	 * guard mode's set and quarantine or the arena's lists when the
+	 * child's copy is made. */
+	mms__guard_before_fork();
 	mms__arena_before_fork();
 }
 
@@ -109,6 +113,7 @@ static void atfork_child(void)
 
 	mms__tls_busy = 2;
 	mms__arena_after_fork();
+	mms__guard_after_fork();
 	mms__fds_after_fork_child();
 	fork_count = 0;
 	mms__gdb_after_fork_child();
@@ -121,6 +126,7 @@ static void atfork_child(void)
 static void atfork_parent(void)
 {
 	mms__arena_after_fork();
+	mms__guard_after_fork();
 }
 
 void mms__process_init(void)

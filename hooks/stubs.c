@@ -38,6 +38,10 @@ MMS_STUB void msmemscope_watch(const void *ptr, size_t size, const char *name)
 {
 	(void)ptr, (void)size, (void)name;
 }
+MMS_STUB int msmemscope_guard_check(void)
+{
+	return 0;
+}
 MMS_STUB void msmemscope_start(void) {}
 MMS_STUB void msmemscope_stop(void) {}
 MMS_STUB void mstxMarkA(const char *message, void *stream) { (void)message, (void)stream; }

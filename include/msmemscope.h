@@ -60,6 +60,12 @@ void msmemscope_pool_free(const char *pool, const void *ptr, size_t size, size_t
 /* Asks for [ptr, ptr + size) to be watched across operator launches. */
 void msmemscope_watch(const void *ptr, size_t size, const char *name);
 
+/* Guard mode (msmemscope --guard): checks every live block's red zones
+ * and the quarantine of freed blocks now, and records what is damaged in
+ * the log. Returns the number of findings this check made; 0 when guard
+ * mode is off or nothing is recorded. */
+int msmemscope_guard_check(void);
+
 /* Deferred collection (--collect-mode=deferred): record only between
  * start and stop. In immediate mode recording is on from the start. */
 void msmemscope_start(void);

@@ -25,6 +25,8 @@ const struct an_def an_defs[] = {
 	{ "leakage", "the blocks not freed by the end, with stacks (leakage.tsv)", an_trace_add, an_leakage_print },
 	{ "watch", "the launches that changed each watched block (--watch, msmemscope_watch)", an_watch_add,
 	  an_watch_print },
+	{ "guard", "guard mode's findings: overflows, writes after free, bad frees (--guard)", an_guard_add,
+	  an_guard_print },
 	{ NULL, NULL, NULL, NULL },
 };
 
@@ -230,6 +232,7 @@ void an_close(struct an_ctx *c)
 	mms_decompose_free(c->decompose);
 	mms_inefficient_free(c->inefficient);
 	mms_watch_free(c->watch);
+	mms_guard_free(c->guard);
 	free(c->watch_dir);
 	free(c->watch_csv);
 	mms_suppressions_free(c->leaks_supp);

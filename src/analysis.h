@@ -61,6 +61,7 @@ struct an_ctx {
 	mms_decompose_t *decompose;
 	mms_inefficient_t *inefficient;
 	mms_watch_t *watch;
+	mms_guard_t *guard;
 	char *watch_dir, *watch_csv; /* watch: the CSV's folder (made for it) and path */
 	/* watermark, usage, leakage share one subscriber (src/an-trace.c). */
 	mms_trace_t *trace;
@@ -111,6 +112,8 @@ int an_usage_print(struct an_ctx *c);
 int an_leakage_print(struct an_ctx *c);
 int an_watch_add(struct an_ctx *c);
 int an_watch_print(struct an_ctx *c);
+int an_guard_add(struct an_ctx *c);
+int an_guard_print(struct an_ctx *c);
 
 /* The analyses, in the order they run; ends with a NULL name. */
 extern const struct an_def an_defs[];

@@ -253,6 +253,7 @@ const char *cli_event_kind_name(unsigned kind)
 		[MMS_EV_OWNER] = "OWNER",
 		[MMS_EV_WATCH] = "WATCH",
 		[MMS_EV_COLLECT] = "COLLECT",
+		[MMS_EV_GUARD] = "GUARD",
 	};
 
 	return kind < MMS_EV_KIND_COUNT && names[kind] ? names[kind] : "UNKNOWN";

@@ -280,6 +280,41 @@ static const char *parse_quiet(struct opts *o, char *value)
 	return NULL;
 }
 
+/* --guard[=LIST]: LIST names what is guarded; heap (the default) is all
+ * this version has. */
+static const char *parse_guard(struct opts *o, char *value)
+{
+	char *cursor = value, *item;
+
+	while (value && (item = list_next(&cursor)))
+		if (strcmp(item, "heap"))
+			return !strcmp(item, "ops") ? "ops (checks at each operator launch's end) is not in this version yet"
+						    : "expected heap";
+	o->rec.guard = 1;
+	return NULL;
+}
+
+static const char *parse_guard_redzone(struct opts *o, char *value)
+{
+	return set_key(&o->rec, "guard_redzone", value);
+}
+
+static const char *parse_guard_quarantine(struct opts *o, char *value)
+{
+	return set_key(&o->rec, "guard_quarantine", value);
+}
+
+static const char *parse_error_exitcode(struct opts *o, char *value)
+{
+	char *end;
+	long v = strtol(value, &end, 10);
+
+	if (!*value || *end || v < 1 || v > 255)
+		return "expected a number from 1 to 255";
+	o->error_exitcode = (int)v;
+	return NULL;
+}
+
 static const char *parse_print_env(struct opts *o, char *value)
 {
 	o->print_env = true;
@@ -316,6 +351,10 @@ static const struct opt_def opt_defs[] = {
 	{ "--watch", true, parse_watch },
 	{ "--no-follow-exec", false, parse_no_follow_exec },
 	{ "--no-freeres", false, parse_no_freeres },
+	{ "--guard", false, parse_guard },
+	{ "--guard-redzone", true, parse_guard_redzone },
+	{ "--guard-quarantine", true, parse_guard_quarantine },
+	{ "--error-exitcode", true, parse_error_exitcode },
 	{ "--print-env", false, parse_print_env },
 	{ "--show-runtime", false, parse_show_runtime },
 	{ "--quiet", false, parse_quiet },
@@ -323,6 +362,8 @@ static const struct opt_def opt_defs[] = {
 	{ "--version", false, parse_version },
 };
 #define N_OPTS (sizeof(opt_defs) / sizeof(opt_defs[0]))
+/* --guard=LIST: the flag --guard with a value. */
+static const struct opt_def guard_list_def = { "--guard", true, parse_guard };
 
 /* msMemScope options this version does not implement yet: refused with a
  * message that says so rather than "unknown". */
@@ -376,6 +417,10 @@ void parse_args(int argc, char **argv, struct opts *o)
 			parse_quiet(o, NULL);
 			continue;
 		}
+		if (strncmp(arg, "--guard=", 8) == 0) {
+			value = arg + 8;
+			def = &guard_list_def;
+		}
 		for (size_t k = 0; k < N_OPTS && !def; k++) {
 			if (opt_defs[k].has_value ? cli_opt_value(argc, argv, &i, opt_defs[k].name, &value)
 						  : cli_opt_flag(arg, opt_defs[k].name))
@@ -383,9 +428,9 @@ void parse_args(int argc, char **argv, struct opts *o)
 		}
 		if (!def)
 			unknown_option(arg);
-		if (!record_opt && strcmp(def->name, "--compare") && strcmp(def->name, "--input") &&
-		    strcmp(def->name, "--level") && strcmp(def->name, "--output") && strcmp(def->name, "--log-level") &&
-		    strcmp(def->name, "--quiet"))
+		if (!record_opt && strcmp(def->name, "--compare") && strcmp(def->name, "--error-exitcode") &&
+		    strcmp(def->name, "--input") && strcmp(def->name, "--level") && strcmp(def->name, "--output") &&
+		    strcmp(def->name, "--log-level") && strcmp(def->name, "--quiet"))
 			record_opt = def->name;
 		if (!report_opt && (!strcmp(def->name, "--analysis") || !strcmp(def->name, "--suppressions") ||
 				    !strcmp(def->name, "--data-format") || !strcmp(def->name, "--show-runtime") ||
@@ -443,6 +488,13 @@ void parse_args(int argc, char **argv, struct opts *o)
 	/* As msMemScope: inefficient turns accesses on unless --events says. */
 	if ((o->analyses & an_mask("inefficient")) && !o->events_set)
 		o->rec.events |= MMS_CONFIG_EV_ACCESS | MMS_CONFIG_EV_ALLOC | MMS_CONFIG_EV_FREE;
+	/* --guard reports what it found, after the leaks. */
+	if (o->rec.guard && !o->record_only) {
+		unsigned g = 0;
+
+		if (!an_parse_list("guard", &g))
+			o->analyses |= g;
+	}
 	/* --watch reports what it found. */
 	if (o->rec.watch.on) {
 		unsigned w = 0;
@@ -490,6 +542,15 @@ static void print_help(void)
 	       "                        memory at the end of exit (default: they do when no\n"
 	       "                        other thread is left, as under valgrind, so that what\n"
 	       "                        is live at exit is what the program left).\n"
+	       "  --guard[=heap]        guard mode: red zones around each heap block, freed\n"
+	       "                        blocks held in a quarantine, frees checked before\n"
+	       "                        libc sees them; finds overflows, writes after free,\n"
+	       "                        double, invalid and mismatched frees, and prints\n"
+	       "                        them after the run (ERROR SUMMARY). Blocks move by\n"
+	       "                        design. See guard.md.\n"
+	       "  --guard-redzone=N     bytes of each red zone, 1 to 4096 (default 16).\n"
+	       "  --guard-quarantine=SIZE\n"
+	       "                        freed bytes held back, with K, M or G (default 4M).\n"
 	       "  --watch=[START[:outN],]END[,full-content]\n"
 	       "                        watch blocks across operator launches: when a\n"
 	       "                        launch of operator START ends, the blocks it\n"
@@ -507,6 +568,8 @@ static void print_help(void)
 	       "                        recorder report on stderr.\n"
 	       "\n"
 	       "Report options:\n"
+	       "  --error-exitcode=N    exit N (1-255) when guard mode found errors;\n"
+	       "                        otherwise prog's status.\n"
 	       "  --analysis=LIST       the analyses to run over prog's log after the run,\n"
 	       "                        comma-separated (listed below). Default: leaks.\n"
 	       "                        Empty (--analysis=): record only, print no summary.\n"

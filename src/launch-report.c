@@ -424,7 +424,7 @@ out:
 	return ret;
 }
 
-int report_run(const struct run *run, char **argv, pid_t pid, int status, const struct opts *o)
+int report_run(const struct run *run, char **argv, pid_t pid, int status, const struct opts *o, uint64_t *errors)
 {
 	char *name = xasprintf("memscope_%ld.mms", (long)pid);
 	char *path = xasprintf("%s/%s", run->dir, name);
@@ -495,6 +495,8 @@ int report_run(const struct run *run, char **argv, pid_t pid, int status, const 
 	}
 	if (dump && dump_done(&d, run, c))
 		ret = 1;
+	if (c->guard)
+		*errors = c->guard->nfindings;
 	an_close(c);
 	mms_log_close(log);
 out:

@@ -32,6 +32,7 @@ struct opts {
 	char *input[2];      /* --input, allocated */
 	int level;           /* --level: enum mms_compare_level */
 	bool level_set;
+	int error_exitcode;  /* --error-exitcode: the status when guard found errors, 0: none */
 	char **argv; /* the program and its arguments */
 };
 
@@ -88,7 +89,7 @@ pid_t run_program(const struct run *run, char **argv, int *status);
  * each other log of the run, then the analyses, on stderr. Returns 0; 1
  * when an analysis or the dump failed (said); -ENOENT (said) when the
  * program left no log. */
-int report_run(const struct run *run, char **argv, pid_t pid, int status, const struct opts *o);
+int report_run(const struct run *run, char **argv, pid_t pid, int status, const struct opts *o, uint64_t *errors);
 /* --data-format without a report (--analysis=): writes msMemScope's dump
  * of the program's log into {run}/dump/; returns 0, or 1 after saying why
  * it could not. */

@@ -89,7 +89,8 @@ int main(int argc, char **argv)
 
 	fflush(stdout);
 	if (!o.record_only) {
-		int rc = report_run(&run, o.argv, pid, status, &o);
+		uint64_t errors = 0;
+		int rc = report_run(&run, o.argv, pid, status, &o, &errors);
 
 		if (rc == -ENOENT) {
 			/* Said once; no analysis or dump of a log that is not
@@ -99,6 +100,9 @@ int main(int argc, char **argv)
 		}
 		if (rc && ret == 0)
 			ret = 1;
+		/* As valgrind's --error-exitcode: the findings decide. */
+		if (errors && o.error_exitcode)
+			ret = o.error_exitcode;
 	} else if (log_level <= LOG_WARN) {
 		/* Record only: no replay, but say where the logs went. */
 		fprintf(stderr, "%s: recorded %s (pid %ld) into %s/\n", cli_progname, o.argv[0], (long)pid, run.shown);

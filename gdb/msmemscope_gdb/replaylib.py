@@ -19,7 +19,7 @@ UINT64_MAX = (1 << 64) - 1
 
 # enum mms_event_kind
 EV_SYSTEM, EV_MALLOC, EV_FREE, EV_ACCESS, EV_OP_LAUNCH, EV_KERNEL_LAUNCH, EV_MSTX, EV_STEP, EV_OWNER, \
-    EV_WATCH, EV_COLLECT, EV_KIND_COUNT = range(1, 13)
+    EV_WATCH, EV_COLLECT, EV_GUARD, EV_KIND_COUNT = range(1, 14)
 # enum mms_mem_kind
 MEM_HOST, MEM_MMAP, MEM_POOL, MEM_KIND_COUNT = range(4)
 MEM_NAMES = ("HOST", "MMAP", "POOL")
@@ -79,7 +79,8 @@ class Config(ctypes.Structure):
     _fields_ = [("call_stack", u32), ("events", u32), ("deferred", c_int), ("nsteps", u32),
                 ("steps", u32 * CONFIG_STEPS_MAX), ("follow_exec", c_int), ("log_level", c_int), ("freeres", c_int),
                 ("watch", ConfigWatch), ("log_limit", u64), ("clock", c_int), ("log_thread", c_int),
-                ("unwind", c_int), ("unwind_check", c_int), ("unknown", u32), ("bad", u32)]
+                ("unwind", c_int), ("unwind_check", c_int), ("guard", c_int), ("guard_redzone", u32),
+                ("guard_quarantine", u64), ("unknown", u32), ("bad", u32)]
 
 
 PROGRESS_FN = ctypes.CFUNCTYPE(c_int, c_void_p, u64, u64)

@@ -385,6 +385,94 @@ void mms_watch_free(mms_watch_t *res);
 int mms_watch_tensor_info(char *dst, size_t cap, uint64_t tid, const char *op, uint64_t launch, const char *name,
 			  uint32_t out, int after);
 
+/* ---- guard: guard mode's findings (replay/analyses/guard.c) ----
+ * What the recorder's checks found in a log recorded with guard=1
+ * (msmemscope --guard, doc/guard.md): one finding per damaged block, bad
+ * free or mismatched release, in log order. */
+
+/* What a finding is (mms_guard_finding_t.kind, a GUARD event's sub). */
+enum mms_guard_finding_kind {
+	MMS_GUARD_FOUND_OVERFLOW = 1,         /* the tail red zone of a block was written */
+	MMS_GUARD_FOUND_UNDERFLOW = 2,        /* its head red zone */
+	MMS_GUARD_FOUND_WRITE_AFTER_FREE = 3, /* a quarantined block's bytes or zones */
+	MMS_GUARD_FOUND_DOUBLE_FREE = 4,      /* a free of a quarantined block */
+	MMS_GUARD_FOUND_INVALID_FREE = 5,     /* a free of an address that is no guarded block */
+	MMS_GUARD_FOUND_MISMATCHED_FREE = 6,  /* free of new, delete of malloc, ... */
+};
+
+/* How a guarded block was allocated, and so must be released. */
+enum mms_guard_alloc_family {
+	MMS_GUARD_FROM_MALLOC = 0,    /* malloc, calloc, realloc, valloc, pvalloc */
+	MMS_GUARD_FROM_NEW = 1,       /* operator new */
+	MMS_GUARD_FROM_NEW_ARRAY = 2, /* operator new[] */
+	MMS_GUARD_FROM_MEMALIGN = 3,  /* memalign, posix_memalign, aligned_alloc (free) */
+	MMS_GUARD_FROM_PLAIN = 4,     /* an unguarded block the recorder knows (the loader's) */
+};
+
+/* Where a finding's window begins: the last moment the damaged bytes were
+ * known intact. */
+enum mms_guard_window {
+	MMS_GUARD_SINCE_ALLOCATION = 0, /* the block's allocation */
+	MMS_GUARD_SINCE_FREEING = 1,    /* its free */
+	MMS_GUARD_SINCE_LAST_CHECK = 2, /* the last full check before the finding */
+	MMS_GUARD_NO_WINDOW = 3,        /* no window: a bad free */
+};
+
+typedef struct mms_guard_finding {
+	unsigned kind;          /* enum mms_guard_finding_kind */
+	uint64_t event;         /* the finding's event: the check that found it */
+	uint32_t thread;        /* the thread that made the check */
+	uint64_t addr;          /* the block, or the address freed (no block) */
+	uint64_t size;          /* its requested size; 0: no block */
+	unsigned family;        /* enum mms_guard_alloc_family: how it was allocated */
+	unsigned alloc_fn;      /* enum mms_alloc_func */
+	uint32_t alloc_stack;   /* 0: none recorded */
+	uint32_t free_stack;    /* 0: none (live, or no stacks) */
+	uint32_t at_stack;      /* the call that made the check (free, realloc,
+	                           delete); 0: a full check, or no stacks */
+	uint64_t alloc_event;   /* the block's MALLOC event; UINT64_MAX: unknown */
+	uint64_t free_event;    /* its FREE event (write after free, double free);
+	                           UINT64_MAX: none or unknown */
+	/* The window: the damage happened after event `since_event` (the
+	 * allocation, the free, or the last full check that found the bytes
+	 * intact: since, enum mms_guard_window) and before `event`.
+	 * UINT64_MAX: no window (a bad free) or unknown. */
+	unsigned since;
+	uint64_t since_event;
+	uint64_t steps_in_window; /* STEP events and "step start" ranges in it */
+	uint64_t launches_in_window; /* operator launches begun in it */
+	int64_t offset;         /* the first damaged byte, from addr (< 0: before it) */
+	uint64_t length;        /* bytes from the first to the last damaged one */
+	uint8_t bytes[8];       /* the first damaged bytes' values */
+	unsigned nbytes;        /* how many of bytes[] are set */
+} mms_guard_finding_t;
+
+typedef struct mms_guard {
+	mms_guard_finding_t *findings; /* in log order */
+	size_t nfindings;
+	uint64_t by_kind[8];    /* findings per kind */
+	uint64_t checks;        /* full checks the recorder made */
+	int guard_on;           /* the log was recorded in guard mode */
+	int status;             /* 0, or the error that stopped this analysis */
+} mms_guard_t;
+
+typedef struct mms_guard_options {
+	int reserved;
+} mms_guard_options_t;
+
+/* "overflow", "underflow", "write_after_free", "double_free",
+ * "invalid_free", "mismatched_free"; NULL for other values. */
+const char *mms_guard_kind_name(unsigned kind);
+/* "malloc", "new", "new[]", "memalign"; NULL for other values. */
+const char *mms_guard_family_name(unsigned family);
+/* Reads the findings of the log the pass reads. Returns 0 and sets *out,
+ * filled once mms_pass_run() returned (free with mms_guard_free()), or a
+ * negative code. */
+int mms_guard_add(mms_pass_t *p, const mms_guard_options_t *opt, mms_guard_t **out);
+/* The same in a pass of its own. */
+int mms_guard_run(mms_log_t *log, const mms_guard_options_t *opt, mms_guard_t **out);
+void mms_guard_free(mms_guard_t *res);
+
 #ifdef __cplusplus
 }
 #endif

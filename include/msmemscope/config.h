@@ -72,6 +72,9 @@ typedef struct mms_config {
 	/* unwind_check: compare the walker with libunwind (1), and print the
 	 * first differences (2); 0 */
 	int unwind_check;
+	int guard;              /* guard: red zones, quarantine and free checks; 0 */
+	uint32_t guard_redzone; /* guard_redzone: bytes of each red zone; 16 */
+	uint64_t guard_quarantine; /* guard_quarantine: bytes of freed blocks held back; 4M */
 	/* read-only: what parsing met and skipped */
 	uint32_t unknown; /* keys this version does not know */
 	uint32_t bad;     /* values it could not read: those keys kept their value */

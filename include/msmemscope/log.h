@@ -52,6 +52,7 @@ enum mms_event_kind {
 	MMS_EV_OWNER,
 	MMS_EV_WATCH,
 	MMS_EV_COLLECT,
+	MMS_EV_GUARD, /* guard mode's checks and findings (format 4) */
 	MMS_EV_KIND_COUNT
 };
 
@@ -73,7 +74,15 @@ enum mms_mem_kind {
  * mms_collect_sub. WATCH: enum mms_watch_sub; MMS_WATCH_API has addr,
  * size and name; a sum has addr, size, name, `used` the output number of
  * the --watch start operator (0 for an API watch), `total` the launch
- * (from 1) and `flags` the CRC-64/XZ of the block's bytes. */
+ * (from 1) and `flags` the CRC-64/XZ of the block's bytes. GUARD (guard
+ * mode): 0 a full check began; the others are findings (enum
+ * mms_guard_finding_kind of msmemscope/analysis.h): addr and size the
+ * block (size 0: no block), stack its allocation stack, range_id its free
+ * stack (0: none) | the stack of the call that made the check << 32,
+ * `flags` enum mms_guard_alloc_family | enum mms_guard_window << 4 | allocation
+ * function << 8 | damaged length << 16, `total` the damaged bytes' offset
+ * from addr (an int64_t), `used` their first bytes (up to 8,
+ * little-endian). mms_guard_run() reads them for you. */
 enum mms_system_sub {
 	MMS_SYS_INIT = 0,
 	MMS_SYS_FINI = 1,

@@ -65,6 +65,8 @@ static const char *const layouts[256] = {
 	[MMS_TAG_SYSTEM + MMS_SYSTEM_INIT ... MMS_TAG_SYSTEM + MMS_SYSTEM_FINI] = "",
 	[MMS_TAG_SYSTEM + MMS_SYSTEM_FORK] = "u",
 	[MMS_TAG_ALLOC_RT + MMS_ALLOC_MALLOC ... MMS_TAG_ALLOC_RT + MMS_ALLOC_PVALLOC] = "auuu",
+	[MMS_TAG_GUARD + MMS_GUARD_CHECK] = "",
+	[MMS_TAG_GUARD + MMS_GUARD_OVERFLOW ... MMS_TAG_GUARD + MMS_GUARD_MISMATCHED_FREE] = "auuuuuu",
 };
 
 /* For each event tag, 1 + the number of fields after the stamp (the
@@ -94,6 +96,8 @@ static const uint8_t event_fields[256] = {
 	[MMS_TAG_SYSTEM + MMS_SYSTEM_INIT] = 1,
 	[MMS_TAG_SYSTEM + MMS_SYSTEM_FORK] = 1 + 1,
 	[MMS_TAG_ALLOC_RT + MMS_ALLOC_MALLOC ... MMS_TAG_ALLOC_RT + MMS_ALLOC_PVALLOC] = 1 + 4,
+	[MMS_TAG_GUARD + MMS_GUARD_CHECK] = 1,
+	[MMS_TAG_GUARD + MMS_GUARD_OVERFLOW ... MMS_TAG_GUARD + MMS_GUARD_MISMATCHED_FREE] = 1 + 7,
 };
 
 /* The tag with its sub-code cleared, for the tags that carry one. */
@@ -106,6 +110,7 @@ static inline uint8_t tag_type(uint8_t tag)
 	case MMS_TAG_WATCH:
 	case MMS_TAG_SYSTEM:
 	case MMS_TAG_ALLOC_RT:
+	case MMS_TAG_GUARD:
 		return tag & 0xf8;
 	default:
 		return tag;

@@ -168,6 +168,18 @@ static void rec_to_event(const mms_log_t *log, const struct mms__rec *r, uint32_
 		ev->kind = MMS_EV_COLLECT;
 		ev->sub = r->u[0] != 0;
 		break;
+	case MMS_TAG_GUARD:
+		ev->kind = MMS_EV_GUARD;
+		if (r->sub == MMS_GUARD_CHECK)
+			break;
+		ev->addr = r->addr;
+		ev->size = r->u[0];
+		ev->flags = r->u[1];
+		ev->total = (uint64_t)mms_unzigzag(r->u[2]);
+		ev->used = r->u[3];
+		ev->stack = (uint32_t)r->u[4];
+		ev->range_id = r->u[4] >> 32 | r->u[5] << 32;
+		break;
 	default: /* MMS_TAG_SYSTEM */
 		ev->kind = MMS_EV_SYSTEM;
 		if (r->sub == MMS_SYSTEM_FORK)

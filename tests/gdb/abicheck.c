@@ -73,7 +73,8 @@ int main(void)
 	F(mms_config_t, call_stack), F(mms_config_t, events), F(mms_config_t, deferred), F(mms_config_t, nsteps);
 	F(mms_config_t, steps), F(mms_config_t, follow_exec), F(mms_config_t, log_level), F(mms_config_t, freeres);
 	F(mms_config_t, watch), F(mms_config_t, log_limit), F(mms_config_t, clock), F(mms_config_t, log_thread);
-	F(mms_config_t, unwind), F(mms_config_t, unwind_check), F(mms_config_t, unknown), F(mms_config_t, bad);
+	F(mms_config_t, unwind), F(mms_config_t, unwind_check), F(mms_config_t, guard), F(mms_config_t, guard_redzone);
+	F(mms_config_t, guard_quarantine), F(mms_config_t, unknown), F(mms_config_t, bad);
 	END();
 	return 0;
 }

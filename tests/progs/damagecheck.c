@@ -149,6 +149,7 @@ static void query_all(mms_log_t *log, mms_symbolizer_t *sym)
 	mms_transform_t *xr;
 	mms_export_t *x[2];
 	mms_watch_t *wr;
+	mms_guard_t *gr;
 	mms_decompose_t *d;
 	mms_stack_group_t *g;
 	mms_compare_t *cmp;
@@ -179,6 +180,8 @@ static void query_all(mms_log_t *log, mms_symbolizer_t *sym)
 	mms_trace_free(t);
 	answered("mms_watch_run", mms_watch_run(log, &wo, &wr));
 	mms_watch_free(wr);
+	answered("mms_guard_run", mms_guard_run(log, NULL, &gr));
+	mms_guard_free(gr);
 	/* The dump tagged by inefficient in the same pass (a second read),
 	 * and the SQLite one. */
 	answered("mms_pass_open", mms_pass_open(log, NULL, &p));

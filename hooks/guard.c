@@ -1,0 +1,661 @@
+/* SPDX-License-Identifier: MIT */
+/* guard.c: guard mode (guard=1, doc/guard.md): red zones around the
+ * program's heap blocks, a bounded quarantine of freed ones, checks of both,
+ * and bad frees caught before libc sees them; what a check finds is written
+ * to the log as a GUARD finding.
+ *
+ * A guarded block as the real allocator holds it:
+ *
+ *   raw                      user                  user + size          raw + head + size + rz
+ *   | head zone (pattern)    | the program's bytes | tail zone (pattern) |
+ *
+ * head is the red zone rounded up to the block's alignment, so memalign and
+ * friends keep theirs. Nothing the recorder needs lives in the program's
+ * heap: each live guarded block has an entry (its raw start, size, family,
+ * allocation stamp and stack) in a hash set in memory of our own, which is
+ * what tells a block of ours from any other address; an address that is not
+ * there is never handed to libc. Freed blocks wait in a FIFO quarantine
+ * (also ours), filled with a pattern, until the bytes it holds pass
+ * guard_quarantine; the oldest then has its pattern checked and goes back
+ * to libc. Every function here runs inside the reentrancy guard.
+ *
+ * The calls of the C library and the dynamic loader themselves (the
+ * loader's malloc and free are the program's, found in the global scope)
+ * get plain blocks: glibc frees some of what it allocates (dlerror's
+ * strings and state) with its internal free, which never comes here and
+ * would be handed a guarded block's inner address. A plain block has an
+ * entry too (family MMS_GUARD_FAMILY_PLAIN), so that its free reaches
+ * libc, unchecked; one that glibc freed behind our back leaves a stale
+ * entry, which a later block at its address replaces, and which no check
+ * reads. So what strdup, getline or asprintf allocate is not guarded. */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <errno.h>
+#include <link.h>
+#include <sys/auxv.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "hooks-int.h"
+#include "log.h"
+#include "stamp.h"
+
+#define PAT_HEAD 0xfa  /* the head zone */
+#define PAT_TAIL 0xfb  /* the tail zone */
+#define PAT_FREED 0xfd /* a quarantined block's own bytes */
+
+#define SHARDS 64
+#define SHARD_MIN 1024        /* entries of a shard's first table */
+#define QUARANTINE_SLOTS 65536 /* blocks in the quarantine at most */
+
+int mms__guard_on;
+
+/* One guarded block (user 0: an empty slot, 1: a deleted one). */
+struct gblk {
+	uintptr_t user, raw;
+	uint64_t size;
+	uint64_t stamp;  /* of its allocation */
+	uint32_t stack;  /* of its allocation, 0: none */
+	uint16_t fn;     /* enum mms_alloc_fn */
+	uint8_t family;  /* enum mms_guard_family */
+	uint8_t pad;
+	uint32_t head;   /* bytes from raw to user */
+	uint32_t pad2;
+};
+
+struct shard {
+	pthread_mutex_t lock;
+	struct gblk *tab;
+	size_t cap, used; /* used counts deleted slots too */
+	size_t live;
+};
+
+struct qent {
+	struct gblk b;
+	uint64_t free_stamp;
+	uint32_t free_stack;
+};
+
+static struct shard shards[SHARDS];
+static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct qent *q;        /* a ring of QUARANTINE_SLOTS */
+static size_t q_head, q_n;    /* oldest, and how many */
+static uint64_t q_bytes;      /* their sizes together */
+static uint32_t rz;           /* red zone bytes */
+/* The stamp of the last full check (its GUARD check record), 0: none. */
+static uint64_t check_stamp;
+static uint64_t findings;
+/* The code of the dynamic loader and of the C library, [lo, hi) each. */
+struct code {
+	uintptr_t base, at; /* the object: its base, or an address in it */
+	uintptr_t lo, hi;
+};
+static struct code ldso, libc;
+
+/* Fills c's code range from the object whose base is c->base or which
+ * holds c->at. */
+static int find_code(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	struct code *c = ctx;
+	int hit = c->base && info->dlpi_addr == c->base;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum && !hit; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		hit = ph->p_type == PT_LOAD && c->at - lo < ph->p_memsz;
+	}
+	if (!hit)
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		if (!c->lo || lo < c->lo)
+			c->lo = lo;
+		if (hi > c->hi)
+			c->hi = hi;
+	}
+	return 1;
+}
+
+int mms__guard_plain_caller(uintptr_t ra)
+{
+	return ra - ldso.lo < ldso.hi - ldso.lo || ra - libc.lo < libc.hi - libc.lo;
+}
+
+void mms__guard_init(void)
+{
+	uintptr_t base;
+
+	if (!mms__config.guard)
+		return;
+	base = (uintptr_t)getauxval(AT_BASE);
+	if (base) {
+		ldso.base = base;
+		dl_iterate_phdr(find_code, &ldso);
+	}
+	libc.at = (uintptr_t)mms__real.malloc;
+	dl_iterate_phdr(find_code, &libc);
+	for (int i = 0; i < SHARDS; i++)
+		pthread_mutex_init(&shards[i].lock, NULL);
+	rz = mms__config.guard_redzone ? mms__config.guard_redzone : 16;
+	mms__guard_on = 1;
+}
+
+/* ---- the set of live guarded blocks ---- */
+
+/* A Fibonacci hash, its high half folded into the low one: the slot in a
+ * shard comes from the low bits, which the product alone leaves zero for
+ * page-aligned blocks; the shard from the top six. */
+static inline size_t hash_addr(uintptr_t a)
+{
+	uint64_t x = ((uint64_t)a >> 4) * 0x9E3779B97F4A7C15ull;
+
+	return (size_t)(x ^ x >> 32);
+}
+
+static struct shard *shard_of(uintptr_t a)
+{
+	return &shards[hash_addr(a) >> 58];
+}
+
+/* Slot of a in s->tab, or NULL. */
+static struct gblk *set_find(struct shard *s, uintptr_t a)
+{
+	if (!s->tab)
+		return NULL;
+	for (size_t i = hash_addr(a) & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
+		if (s->tab[i].user == a)
+			return &s->tab[i];
+		if (s->tab[i].user == 0)
+			return NULL;
+	}
+}
+
+static int set_grow(struct shard *s)
+{
+	size_t cap = s->cap ? (s->live * 4 > s->cap ? s->cap * 2 : s->cap) : SHARD_MIN;
+	struct gblk *t = mms__map_anon(cap * sizeof *t);
+
+	if (!t)
+		return -1;
+	for (size_t i = 0; i < s->cap; i++) {
+		uintptr_t a = s->tab[i].user;
+		size_t j;
+
+		if (a <= 1)
+			continue;
+		for (j = hash_addr(a) & (cap - 1); t[j].user; j = (j + 1) & (cap - 1))
+			;
+		t[j] = s->tab[i];
+	}
+	if (s->tab)
+		mms__real.munmap(s->tab, s->cap * sizeof *s->tab);
+	s->tab = t;
+	s->cap = cap;
+	s->used = s->live;
+	return 0;
+}
+
+static int set_add(const struct gblk *b)
+{
+	struct shard *s = shard_of(b->user);
+	size_t i;
+	int rc = 0;
+
+	pthread_mutex_lock(&s->lock);
+	if ((s->used + 1) * 2 > s->cap && set_grow(s)) {
+		rc = -1;
+		goto out;
+	}
+	/* An entry of the same address is stale (a plain block that glibc
+	 * freed with its internal free): the new block replaces it. */
+	{
+		struct gblk *old = set_find(s, b->user);
+
+		if (old) {
+			*old = *b;
+			goto out;
+		}
+	}
+	for (i = hash_addr(b->user) & (s->cap - 1); s->tab[i].user > 1; i = (i + 1) & (s->cap - 1))
+		;
+	if (s->tab[i].user == 0)
+		s->used++;
+	s->tab[i] = *b;
+	s->live++;
+out:
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+/* Takes a's entry out of the set into *out: 1, or 0 when a is not a live
+ * guarded block. */
+static int set_take(uintptr_t a, struct gblk *out)
+{
+	struct shard *s = shard_of(a);
+	struct gblk *b;
+
+	pthread_mutex_lock(&s->lock);
+	b = set_find(s, a);
+	if (b) {
+		*out = *b;
+		b->user = 1;
+		s->live--;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return b != NULL;
+}
+
+static int set_get(uintptr_t a, struct gblk *out)
+{
+	struct shard *s = shard_of(a);
+	struct gblk *b;
+
+	pthread_mutex_lock(&s->lock);
+	b = set_find(s, a);
+	if (b)
+		*out = *b;
+	pthread_mutex_unlock(&s->lock);
+	return b != NULL;
+}
+
+/* ---- patterns ---- */
+
+/* The first byte of [p, p + n) that is not pat, as an index; n when none. */
+static size_t first_bad(const uint8_t *p, size_t n, uint8_t pat)
+{
+	uint64_t w = 0x0101010101010101ull * pat;
+	size_t i = 0;
+
+	for (; i < n && ((uintptr_t)(p + i) & 7); i++)
+		if (p[i] != pat)
+			return i;
+	for (; i + 8 <= n; i += 8) {
+		uint64_t v;
+
+		memcpy(&v, p + i, 8);
+		if (v != w)
+			break;
+	}
+	for (; i < n; i++)
+		if (p[i] != pat)
+			return i;
+	return n;
+}
+
+static size_t last_bad(const uint8_t *p, size_t n, uint8_t pat)
+{
+	while (n && p[n - 1] == pat)
+		n--;
+	return n; /* one past the last bad byte */
+}
+
+/* A damaged range [lo, hi) of a block, relative to its user start. */
+struct damage {
+	int64_t off;
+	uint64_t len;
+	uint64_t bytes; /* its first bytes, up to 8, little-endian */
+};
+
+/* Checks [p, p + n) for pat; on damage fills d (offsets from user) and
+ * repairs the range, so that damage is found once. */
+static int zone_check(uint8_t *p, size_t n, uint8_t pat, uintptr_t user, struct damage *d)
+{
+	size_t i = first_bad(p, n, pat), j;
+
+	if (i == n)
+		return 0;
+	j = last_bad(p, n, pat);
+	d->off = (int64_t)((uintptr_t)(p + i) - user);
+	d->len = j - i;
+	d->bytes = 0;
+	memcpy(&d->bytes, p + i, j - i < 8 ? j - i : 8);
+	memset(p + i, pat, j - i);
+	return 1;
+}
+
+/* ---- findings ---- */
+
+/* The stack of the call that makes a check (a free, realloc, delete, or
+ * the free that pushed a block out of the quarantine): 0 for full checks
+ * and without stacks. */
+static __thread uint32_t tls_at_stack;
+
+/* Writes a GUARD finding (t NULL: counted, not written). b may be NULL
+ * (an invalid free: addr only). since: enum mms_guard_since. */
+static void finding(struct mms_thread *t, unsigned kind, uintptr_t addr, const struct gblk *b, uint32_t free_stack,
+		    unsigned since, const struct damage *d)
+{
+	uint64_t info, stamp;
+	uint8_t *p;
+
+	__atomic_fetch_add(&findings, 1, __ATOMIC_RELAXED);
+	if (!t)
+		return;
+	stamp = mms__stamp_obtain();
+	info = (b ? b->family : 0) | (uint64_t)since << 4 | (uint64_t)(b ? b->fn : 0) << 8 |
+	       (uint64_t)(d ? d->len : 0) << 16;
+	p = mms__rec_begin(t, 1 + 10 + 10 + 6 * 10);
+	if (!p)
+		return;
+	p = mms__rec_head(t, p, (uint8_t)(MMS_TAG_GUARD | kind), stamp);
+	p = mms__rec_addr(t, p, addr);
+	p = mms_put_u(p, b ? b->size : 0);
+	p = mms_put_u(p, info);
+	p = mms_put_u(p, d ? mms_zigzag(d->off) : 0);
+	p = mms_put_u(p, d ? d->bytes : 0);
+	p = mms_put_u(p, (b ? b->stack : 0) | (uint64_t)free_stack << 32);
+	p = mms_put_u(p, tls_at_stack);
+	mms__rec_commit(t, p);
+}
+
+static unsigned since_of(uint64_t stamp, unsigned what)
+{
+	return __atomic_load_n(&check_stamp, __ATOMIC_RELAXED) > stamp ? MMS_GUARD_SINCE_CHECK : what;
+}
+
+/* Checks a live block's zones, writing what is damaged. */
+static void check_live(struct mms_thread *t, const struct gblk *b)
+{
+	struct damage d;
+	unsigned since = since_of(b->stamp, MMS_GUARD_SINCE_ALLOC);
+
+	if (zone_check((uint8_t *)b->raw, b->head, PAT_HEAD, b->user, &d))
+		finding(t, MMS_GUARD_UNDERFLOW, b->user, b, 0, since, &d);
+	if (zone_check((uint8_t *)(b->user + b->size), rz, PAT_TAIL, b->user, &d))
+		finding(t, MMS_GUARD_OVERFLOW, b->user, b, 0, since, &d);
+}
+
+/* Checks a quarantined block: its zones and its freed bytes. */
+static void check_freed(struct mms_thread *t, const struct qent *e)
+{
+	const struct gblk *b = &e->b;
+	struct damage d;
+	unsigned since = since_of(e->free_stamp, MMS_GUARD_SINCE_FREE);
+
+	if (zone_check((uint8_t *)b->raw, b->head, PAT_HEAD, b->user, &d) ||
+	    zone_check((uint8_t *)b->user, b->size, PAT_FREED, b->user, &d) ||
+	    zone_check((uint8_t *)(b->user + b->size), rz, PAT_TAIL, b->user, &d))
+		finding(t, MMS_GUARD_WRITE_AFTER_FREE, b->user, b, e->free_stack, since, &d);
+}
+
+/* ---- allocation ---- */
+
+static size_t round_up(size_t v, size_t a)
+{
+	return (v + a - 1) & ~(a - 1);
+}
+
+void *mms__guard_alloc(struct mms_thread *t, unsigned fn, unsigned family, size_t align, size_t size, int zero)
+{
+	size_t head, total;
+	struct gblk b;
+	uint8_t *raw;
+
+	if (align < 16)
+		align = 16;
+	head = round_up(rz, align);
+	if (size > SIZE_MAX - head - rz - align) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	total = head + size + rz;
+	raw = align > 16 ? mms__real.memalign(align, total) : mms__real.malloc(total);
+	if (!raw)
+		return NULL;
+	memset(raw, PAT_HEAD, head);
+	if (zero)
+		memset(raw + head, 0, size);
+	memset(raw + head + size, PAT_TAIL, rz);
+	b = (struct gblk){ .user = (uintptr_t)(raw + head), .raw = (uintptr_t)raw, .size = size, .fn = (uint16_t)fn,
+			   .family = (uint8_t)family, .head = (uint32_t)head };
+	if (t) {
+		mms__guard_rec_alloc(t, fn, raw + head, size);
+		b.stamp = t->prev_stamp;
+		b.stack = mms__config.call_stack ? t->stack_id : 0;
+	}
+	if (set_add(&b)) {
+		/* No room for its entry: an unguarded block would be refused
+		 * at its free, so there is no block. */
+		mms__real.free(raw);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return raw + head;
+}
+
+void *mms__guard_alloc_plain(struct mms_thread *t, unsigned fn, size_t size, int zero)
+{
+	void *p = zero ? mms__real.calloc(1, size) : mms__real.malloc(size);
+	struct gblk b;
+
+	if (!p)
+		return NULL;
+	b = (struct gblk){ .user = (uintptr_t)p, .raw = (uintptr_t)p, .size = size, .fn = (uint16_t)fn,
+			   .family = MMS_GUARD_FAMILY_PLAIN };
+	if (t)
+		mms__guard_rec_alloc(t, fn, p, size);
+	if (set_add(&b)) {
+		mms__real.free(p);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return p;
+}
+
+/* ---- free ---- */
+
+/* Whether a block of family `have` may be released by a call of family
+ * `want`. */
+static int family_ok(unsigned have, unsigned want)
+{
+	if (want == MMS_GUARD_FAMILY_MALLOC)
+		return have == MMS_GUARD_FAMILY_MALLOC || have == MMS_GUARD_FAMILY_MEMALIGN;
+	return have == want;
+}
+
+/* A free of an address that is not a live guarded block: a double free
+ * when the quarantine still holds it, else an invalid free. */
+static void bad_free(struct mms_thread *t, uintptr_t a)
+{
+	struct qent e;
+	int found = 0;
+
+	pthread_mutex_lock(&q_lock);
+	for (size_t k = 0; k < q_n && !found; k++) {
+		const struct qent *x = &q[(q_head + k) % QUARANTINE_SLOTS];
+
+		if (x->b.user == a) {
+			e = *x;
+			found = 1;
+		}
+	}
+	pthread_mutex_unlock(&q_lock);
+	if (found)
+		finding(t, MMS_GUARD_DOUBLE_FREE, a, &e.b, e.free_stack, MMS_GUARD_SINCE_FREE, NULL);
+	else
+		finding(t, MMS_GUARD_INVALID_FREE, a, NULL, 0, MMS_GUARD_SINCE_NONE, NULL);
+}
+
+/* Hands the raw block of e back to libc. */
+static void release(struct mms_thread *t, const struct gblk *b)
+{
+	if (t)
+		mms__note_release(b->user, t->index);
+	mms__real.free((void *)b->raw);
+}
+
+/* Puts a freed block into the quarantine, filled with the pattern, and
+ * lets the oldest go while there are too many bytes. */
+static void quarantine(struct mms_thread *t, const struct gblk *b, uint32_t free_stack, uint64_t free_stamp)
+{
+	struct qent out[16];
+	size_t nout = 0;
+
+	memset((void *)b->user, PAT_FREED, b->size);
+	pthread_mutex_lock(&q_lock);
+	if (!q)
+		q = mms__map_anon(QUARANTINE_SLOTS * sizeof *q);
+	if (!q || b->size > mms__config.guard_quarantine) {
+		pthread_mutex_unlock(&q_lock);
+		release(t, b);
+		return;
+	}
+	q[(q_head + q_n) % QUARANTINE_SLOTS] = (struct qent){ *b, free_stamp, free_stack };
+	q_n++;
+	q_bytes += b->size;
+	for (;;) {
+		while ((q_bytes > mms__config.guard_quarantine || q_n == QUARANTINE_SLOTS) && nout < 16) {
+			out[nout++] = q[q_head];
+			q_bytes -= q[q_head].b.size;
+			q_head = (q_head + 1) % QUARANTINE_SLOTS;
+			q_n--;
+		}
+		pthread_mutex_unlock(&q_lock);
+		for (size_t k = 0; k < nout; k++) {
+			check_freed(t, &out[k]);
+			release(t, &out[k].b);
+		}
+		if (nout < 16)
+			return;
+		nout = 0;
+		pthread_mutex_lock(&q_lock);
+	}
+}
+
+void mms__guard_free(struct mms_thread *t, void *ptr, unsigned family, unsigned free_fn)
+{
+	uintptr_t a = (uintptr_t)ptr;
+	int theirs = free_fn & MMS_GUARD_FREE_THEIRS;
+	uint64_t stamp = 0;
+	uint32_t stack = t && mms__config.call_stack ? mms__capture_stack(t) : 0;
+	struct gblk b;
+
+	free_fn &= ~MMS_GUARD_FREE_THEIRS;
+	tls_at_stack = stack;
+	if (!set_take(a, &b)) {
+		if (theirs)
+			mms__real.free(ptr);
+		else
+			bad_free(t, a);
+		tls_at_stack = 0;
+		return;
+	}
+	if (b.family == MMS_GUARD_FAMILY_PLAIN) {
+		if (t) {
+			mms__release_watched(a, 0);
+			mms__note_release(a, t->index);
+			mms__rec_addr_event(t, (uint8_t)(MMS_TAG_FREE | free_fn), mms__stamp_release(), a, 0, 0, 0, 0);
+		}
+		mms__real.free(ptr);
+		tls_at_stack = 0;
+		return;
+	}
+	if (!family_ok(b.family, family))
+		finding(t, MMS_GUARD_MISMATCHED_FREE, a, &b, 0, MMS_GUARD_SINCE_NONE, NULL);
+	check_live(t, &b);
+	if (t) {
+		mms__release_watched(a, 0);
+		stamp = mms__stamp_release();
+		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_FREE | free_fn), stamp, a, 0, 0, 0, 0);
+	} else {
+		mms__release_watched(a, 0);
+	}
+	quarantine(t, &b, stack, stamp);
+	tls_at_stack = 0;
+}
+
+void *mms__guard_realloc(struct mms_thread *t, void *ptr, size_t size)
+{
+	struct gblk b;
+	void *r;
+
+	if (!ptr)
+		return mms__guard_alloc(t, MMS_ALLOC_REALLOC, MMS_GUARD_FAMILY_MALLOC, 16, size, 0);
+	if (!set_get((uintptr_t)ptr, &b)) {
+		tls_at_stack = t && mms__config.call_stack ? mms__capture_stack(t) : 0;
+		bad_free(t, (uintptr_t)ptr);
+		tls_at_stack = 0;
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (size == 0) {
+		mms__guard_free(t, ptr, MMS_GUARD_FAMILY_MALLOC, MMS_FREE_REALLOC);
+		return NULL;
+	}
+	r = b.family == MMS_GUARD_FAMILY_PLAIN ? mms__guard_alloc_plain(t, MMS_ALLOC_REALLOC, size, 0)
+					       : mms__guard_alloc(t, MMS_ALLOC_REALLOC, MMS_GUARD_FAMILY_MALLOC, 16, size, 0);
+	if (!r)
+		return NULL;
+	memcpy(r, ptr, b.size < size ? b.size : size);
+	mms__guard_free(t, ptr, MMS_GUARD_FAMILY_MALLOC, MMS_FREE_REALLOC);
+	return r;
+}
+
+int mms__guard_usable(const void *ptr, size_t *size)
+{
+	struct gblk b;
+
+	if (!set_get((uintptr_t)ptr, &b) || b.family == MMS_GUARD_FAMILY_PLAIN)
+		return 0;
+	*size = b.size;
+	return 1;
+}
+
+/* ---- full checks ---- */
+
+uint64_t mms__guard_check_all(struct mms_thread *t)
+{
+	uint64_t before = __atomic_load_n(&findings, __ATOMIC_RELAXED), stamp = 0;
+	uint8_t *p;
+
+	if (!mms__guard_on)
+		return 0;
+	if (t && (p = mms__rec_begin(t, 1 + 10))) {
+		p = mms__rec_head(t, p, MMS_TAG_GUARD | MMS_GUARD_CHECK, mms__stamp_obtain());
+		stamp = t->prev_stamp; /* as written */
+		mms__rec_commit(t, p);
+	}
+	for (int i = 0; i < SHARDS; i++) {
+		struct shard *s = &shards[i];
+
+		pthread_mutex_lock(&s->lock);
+		for (size_t k = 0; k < s->cap; k++)
+			if (s->tab[k].user > 1 && s->tab[k].family != MMS_GUARD_FAMILY_PLAIN)
+				check_live(t, &s->tab[k]);
+		pthread_mutex_unlock(&s->lock);
+	}
+	pthread_mutex_lock(&q_lock);
+	for (size_t k = 0; k < q_n; k++)
+		check_freed(t, &q[(q_head + k) % QUARANTINE_SLOTS]);
+	pthread_mutex_unlock(&q_lock);
+	if (stamp)
+		__atomic_store_n(&check_stamp, stamp, __ATOMIC_RELAXED);
+	return __atomic_load_n(&findings, __ATOMIC_RELAXED) - before;
+}
+
+/* ---- fork ---- */
+
+void mms__guard_before_fork(void)
+{
+	if (!mms__guard_on)
+		return;
+	for (int i = 0; i < SHARDS; i++)
+		pthread_mutex_lock(&shards[i].lock);
+	pthread_mutex_lock(&q_lock);
+}
+
+void mms__guard_after_fork(void)
+{
+	if (!mms__guard_on)
+		return;
+	pthread_mutex_unlock(&q_lock);
+	for (int i = SHARDS - 1; i >= 0; i--)
+		pthread_mutex_unlock(&shards[i].lock);
+}

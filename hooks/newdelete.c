@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: MIT */
+/* newdelete.c: the C++ allocation operators. Without guard mode each one
+ * goes straight (a tail call: no frame of ours on the stack) to the C++
+ * runtime's, which allocates through malloc and free as before; in guard
+ * mode (guard.c) new and new[] make guarded blocks of their own family, so
+ * that delete of a malloc'd block or free of a new[]'d one is caught. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+
+#include "hooks-int.h"
+
+typedef void *(*new_fn)(size_t);
+typedef void *(*new_al_fn)(size_t, size_t);
+typedef void *(*new_nt_fn)(size_t, const void *);
+typedef void (*del_fn)(void *);
+
+/* The operators' mangled names (Itanium C++ ABI, 64-bit size_t). */
+void *_Znwm(size_t size);
+void *_Znam(size_t size);
+void *_ZnwmSt11align_val_t(size_t size, size_t align);
+void *_ZnamSt11align_val_t(size_t size, size_t align);
+void *_ZnwmRKSt9nothrow_t(size_t size, const void *nt);
+void *_ZnamRKSt9nothrow_t(size_t size, const void *nt);
+void _ZdlPv(void *p);
+void _ZdaPv(void *p);
+void _ZdlPvm(void *p, size_t n);
+void _ZdaPvm(void *p, size_t n);
+void _ZdlPvSt11align_val_t(void *p, size_t a);
+void _ZdaPvSt11align_val_t(void *p, size_t a);
+void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t a);
+void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t a);
+void _ZdlPvRKSt9nothrow_t(void *p, const void *nt);
+void _ZdaPvRKSt9nothrow_t(void *p, const void *nt);
+
+/* The runtime's operators, found at their first call (the C++ runtime may
+ * be loaded after the recorder starts). */
+struct real_cxx {
+	new_fn nw, na;
+	new_al_fn nw_al, na_al;
+	new_nt_fn nw_nt, na_nt;
+	del_fn dl, da;
+};
+static struct real_cxx cxx;
+
+static void *find(void **slot, const char *name)
+{
+	void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	int busy;
+
+	if (p)
+		return p;
+	busy = mms__tls_busy;
+	mms__tls_busy = 2; /* dlsym's allocations come from the arena */
+	p = dlsym(RTLD_NEXT, name);
+	mms__tls_busy = busy;
+	__atomic_store_n(slot, p, __ATOMIC_RELEASE);
+	return p;
+}
+
+#define REAL(field, name) ((__typeof__(cxx.field))find((void **)&cxx.field, name))
+
+/* Without a C++ runtime to forward to (nobody calls these then), the C
+ * allocator. */
+static void *no_runtime_new(size_t size)
+{
+	void *p = malloc(size ? size : 1);
+
+	if (!p)
+		abort();
+	return p;
+}
+
+#define FORWARD_NEW(field, name, ...)                                                                              \
+	do {                                                                                                       \
+		__typeof__(cxx.field) f_ = REAL(field, name);                                                      \
+		if (!f_)                                                                                           \
+			return no_runtime_new(size);                                                               \
+		return f_(__VA_ARGS__);                                                                            \
+	} while (0)
+
+#define FORWARD_DELETE(field, name, p)                                                                             \
+	do {                                                                                                       \
+		del_fn f_ = REAL(field, name);                                                                     \
+		if (f_)                                                                                            \
+			f_(p);                                                                                     \
+		else                                                                                               \
+			free(p);                                                                                   \
+	} while (0)
+
+/* A guarded block for operator new; on failure, the runtime's operator
+ * (its new-handler loop, and std::bad_alloc when that gives up). */
+static void *guard_new(unsigned family, size_t align, size_t size)
+{
+	return mms__guard_alloc_hook(MMS_ALLOC_MALLOC, family, align, size ? size : 1, 0, 0);
+}
+
+MMS_EXPORT void *_Znwm(size_t size)
+{
+	void *p;
+
+	if (unlikely(mms__guard_on) && (p = guard_new(MMS_GUARD_FAMILY_NEW, 16, size)))
+		return p;
+	FORWARD_NEW(nw, "_Znwm", size);
+}
+
+MMS_EXPORT void *_Znam(size_t size)
+{
+	void *p;
+
+	if (unlikely(mms__guard_on) && (p = guard_new(MMS_GUARD_FAMILY_NEW_ARRAY, 16, size)))
+		return p;
+	FORWARD_NEW(na, "_Znam", size);
+}
+
+MMS_EXPORT void *_ZnwmSt11align_val_t(size_t size, size_t align)
+{
+	void *p;
+
+	if (unlikely(mms__guard_on) && (p = guard_new(MMS_GUARD_FAMILY_NEW, align, size)))
+		return p;
+	FORWARD_NEW(nw_al, "_ZnwmSt11align_val_t", size, align);
+}
+
+MMS_EXPORT void *_ZnamSt11align_val_t(size_t size, size_t align)
+{
+	void *p;
+
+	if (unlikely(mms__guard_on) && (p = guard_new(MMS_GUARD_FAMILY_NEW_ARRAY, align, size)))
+		return p;
+	FORWARD_NEW(na_al, "_ZnamSt11align_val_t", size, align);
+}
+
+/* The nothrow forms return NULL where the others throw; the runtime's
+ * call the throwing ones, which are ours. */
+MMS_EXPORT void *_ZnwmRKSt9nothrow_t(size_t size, const void *nt)
+{
+	if (unlikely(mms__guard_on))
+		return guard_new(MMS_GUARD_FAMILY_NEW, 16, size);
+	FORWARD_NEW(nw_nt, "_ZnwmRKSt9nothrow_t", size, nt);
+}
+
+MMS_EXPORT void *_ZnamRKSt9nothrow_t(size_t size, const void *nt)
+{
+	if (unlikely(mms__guard_on))
+		return guard_new(MMS_GUARD_FAMILY_NEW_ARRAY, 16, size);
+	FORWARD_NEW(na_nt, "_ZnamRKSt9nothrow_t", size, nt);
+}
+
+MMS_EXPORT void _ZdlPv(void *p)
+{
+	if (unlikely(mms__guard_on)) {
+		if (p && !mms__arena_owns(p))
+			mms__guard_free_hook(p, MMS_GUARD_FAMILY_NEW, 0);
+		return;
+	}
+	FORWARD_DELETE(dl, "_ZdlPv", p);
+}
+
+MMS_EXPORT void _ZdaPv(void *p)
+{
+	if (unlikely(mms__guard_on)) {
+		if (p && !mms__arena_owns(p))
+			mms__guard_free_hook(p, MMS_GUARD_FAMILY_NEW_ARRAY, 0);
+		return;
+	}
+	FORWARD_DELETE(da, "_ZdaPv", p);
+}
+
+/* The sized, aligned and nothrow deletes release as the plain ones. */
+MMS_EXPORT void _ZdlPvm(void *p, size_t n)
+{
+	(void)n;
+	_ZdlPv(p);
+}
+
+MMS_EXPORT void _ZdaPvm(void *p, size_t n)
+{
+	(void)n;
+	_ZdaPv(p);
+}
+
+MMS_EXPORT void _ZdlPvSt11align_val_t(void *p, size_t a)
+{
+	(void)a;
+	_ZdlPv(p);
+}
+
+MMS_EXPORT void _ZdaPvSt11align_val_t(void *p, size_t a)
+{
+	(void)a;
+	_ZdaPv(p);
+}
+
+MMS_EXPORT void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t a)
+{
+	(void)n, (void)a;
+	_ZdlPv(p);
+}
+
+MMS_EXPORT void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t a)
+{
+	(void)n, (void)a;
+	_ZdaPv(p);
+}
+
+MMS_EXPORT void _ZdlPvRKSt9nothrow_t(void *p, const void *nt)
+{
+	(void)nt;
+	_ZdlPv(p);
+}
+
+MMS_EXPORT void _ZdaPvRKSt9nothrow_t(void *p, const void *nt)
+{
+	(void)nt;
+	_ZdaPv(p);
+}

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/* an-guard.c: prints the guard analysis (replay/guard.c): guard mode's
+ * findings, one block each in the manner of valgrind's errors (what, the
+ * block, where it was allocated and freed, the damaged bytes, and the
+ * window in which the damage happened), then the error summary. */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "cli.h"
+#include "replay-show.h"
+
+/* enum mms_guard_since of the log format, in words. */
+static const char *since_words(unsigned since)
+{
+	static const char *const w[] = { "its allocation", "its free", "the last full check" };
+
+	return since < sizeof w / sizeof *w ? w[since] : "?";
+}
+
+static const char *kind_words(const char *kind)
+{
+	if (!strcmp(kind, "overflow"))
+		return "write past the end of a heap block";
+	if (!strcmp(kind, "underflow"))
+		return "write before the start of a heap block";
+	if (!strcmp(kind, "write_after_free"))
+		return "write to a freed heap block";
+	if (!strcmp(kind, "double_free"))
+		return "free of a block already freed";
+	if (!strcmp(kind, "invalid_free"))
+		return "free of an address that is not a heap block";
+	return "release by the wrong family (free of new, delete of malloc, delete of new[] ...)";
+}
+
+/* "allocated at event N:" and the stack, or what of them is known. */
+static void print_where(struct show *s, const char *what, uint64_t event, uint32_t stack)
+{
+	if (event == UINT64_MAX && !stack)
+		return;
+	if (event != UINT64_MAX)
+		fprintf(s->out, "  %s at event %" PRIu64 "%s\n", what, event, stack ? ":" : "");
+	else
+		fprintf(s->out, "  %s at:\n", what);
+	if (stack)
+		show_stack(s, stack, "      ");
+}
+
+static void print_json(struct an_ctx *c, const mms_guard_t *r)
+{
+	FILE *f = c->out;
+
+	fputs("{\"analysis\":\"guard\",\"log\":", f);
+	json_put_string(f, c->path, strlen(c->path));
+	fprintf(f, ",\"guard\":%s,\"checks\":%" PRIu64 ",\"errors\":%zu,\"findings\":[", r->guard_on ? "true" : "false",
+		r->checks, r->nfindings);
+	for (size_t i = 0; i < r->nfindings; i++) {
+		const mms_guard_finding_t *x = &r->findings[i];
+		const char *fam = mms_guard_family_name(x->family);
+
+		fprintf(f, "%s{\"kind\":\"%s\",\"event\":%" PRIu64 ",\"thread\":%" PRIu32 ",\"addr\":%" PRIu64
+			   ",\"size\":%" PRIu64 ",\"family\":\"%s\",\"alloc_stack\":%" PRIu32 ",\"free_stack\":%" PRIu32
+			   ",\"at_stack\":%" PRIu32,
+			i ? "," : "", mms_guard_kind_name(x->kind) ? mms_guard_kind_name(x->kind) : "unknown", x->event,
+			x->thread, x->addr, x->size, fam ? fam : "?", x->alloc_stack, x->free_stack, x->at_stack);
+		fputs(",\"alloc_event\":", f);
+		x->alloc_event == UINT64_MAX ? fputs("null", f) : fprintf(f, "%" PRIu64, x->alloc_event);
+		fputs(",\"free_event\":", f);
+		x->free_event == UINT64_MAX ? fputs("null", f) : fprintf(f, "%" PRIu64, x->free_event);
+		fputs(",\"window_from\":", f);
+		x->since_event == UINT64_MAX ? fputs("null", f) : fprintf(f, "%" PRIu64, x->since_event);
+		fprintf(f,
+			",\"window_to\":%" PRIu64 ",\"steps_in_window\":%" PRIu64 ",\"launches_in_window\":%" PRIu64
+			",\"offset\":%" PRId64 ",\"length\":%" PRIu64 ",\"bytes\":\"",
+			x->event, x->steps_in_window, x->launches_in_window, x->offset, x->length);
+		for (unsigned k = 0; k < x->nbytes; k++)
+			fprintf(f, "%02x", x->bytes[k]);
+		fputs("\"}", f);
+	}
+	fputs("]}\n", f);
+}
+
+static void print_text(struct an_ctx *c, const mms_guard_t *r)
+{
+	struct show s;
+	FILE *f = c->out;
+	char h[32];
+
+	show_init(&s, c->path, c->log, NULL);
+	s.out = f;
+	s.depth = c->o->depth;
+	s.sym = an_symbolizer(c);
+	s.sym_failed = !s.sym;
+	if (!r->guard_on && !r->nfindings)
+		fprintf(f, "guard: %s was not recorded in guard mode (msmemscope --guard): nothing to report\n",
+			c->path);
+	for (size_t i = 0; i < r->nfindings; i++) {
+		const mms_guard_finding_t *x = &r->findings[i];
+		const char *kind = mms_guard_kind_name(x->kind) ? mms_guard_kind_name(x->kind) : "unknown";
+
+		fprintf(f, "==guard== %s: %s\n", kind, kind_words(kind));
+		if (x->size || x->alloc_event != UINT64_MAX)
+			fprintf(f, "  block 0x%" PRIx64 " of %s (%s)\n", x->addr, human_bytes_exact(x->size, h, sizeof h),
+				mms_guard_family_name(x->family) ? mms_guard_family_name(x->family) : "?");
+		else
+			fprintf(f, "  address 0x%" PRIx64 "\n", x->addr);
+		if (x->length) {
+			fprintf(f, "  %" PRIu64 " byte%s damaged at offset %" PRId64 "%s:", x->length,
+				x->length == 1 ? "" : "s", x->offset,
+				x->offset < 0 ? " (before the block)"
+				: (uint64_t)x->offset >= x->size && strcmp(kind, "write_after_free")
+					? " (past the end)"
+					: "");
+			for (unsigned k = 0; k < x->nbytes; k++)
+				fprintf(f, " %02x", x->bytes[k]);
+			fputs(x->length > x->nbytes ? " ...\n" : "\n", f);
+		}
+		if (x->at_stack) {
+			fprintf(f, "  found at event %" PRIu64 " in:\n", x->event);
+			show_stack(&s, x->at_stack, "      ");
+		} else {
+			fprintf(f, "  found at event %" PRIu64 " (a full check)\n", x->event);
+		}
+		print_where(&s, "allocated", x->alloc_event, x->alloc_stack);
+		print_where(&s, "freed", x->free_event, x->free_stack);
+		if (x->length) {
+			if (x->since_event != UINT64_MAX)
+				fprintf(f,
+					"  window: after event %" PRIu64 " (%s) and before event %" PRIu64 "; %" PRIu64
+					" step%s and %" PRIu64 " operator launch%s began in it\n",
+					x->since_event, since_words(x->since), x->event, x->steps_in_window,
+					x->steps_in_window == 1 ? "" : "s", x->launches_in_window,
+					x->launches_in_window == 1 ? "" : "es");
+			else
+				fprintf(f, "  window: after %s and before event %" PRIu64 "\n", since_words(x->since),
+					x->event);
+		}
+	}
+	fprintf(f, "msmemscope: ERROR SUMMARY: %zu error%s", r->nfindings, r->nfindings == 1 ? "" : "s");
+	if (r->guard_on)
+		fprintf(f, " (guard mode, %" PRIu64 " full check%s; it moves every heap block by design)",
+			r->checks, r->checks == 1 ? "" : "s");
+	fputc('\n', f);
+	s.sym = NULL; /* the context's: it closes it */
+	show_fini(&s);
+}
+
+int an_guard_add(struct an_ctx *c)
+{
+	int rc = mms_guard_add(c->pass, NULL, &c->guard);
+
+	c->subscribed += !rc;
+	if (rc)
+		warn("%s: guard: %s", c->path, mms_strerror(rc));
+	return rc ? CLI_EXIT_FAILURE : 0;
+}
+
+int an_guard_print(struct an_ctx *c)
+{
+	const mms_guard_t *r = c->guard;
+
+	if (r->status) {
+		warn("%s: guard: %s", c->path, mms_strerror(r->status));
+		return CLI_EXIT_FAILURE;
+	}
+	if (c->o->json)
+		print_json(c, r);
+	else
+		print_text(c, r);
+	fflush(c->out);
+	return 0;
+}

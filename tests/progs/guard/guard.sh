@@ -1,0 +1,125 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# guard.sh: guard mode (msmemscope --guard) on programs with one known heap
+# error each: the one finding has the right kind, block size and
+# allocation line (and free line where there is one); the clean programs
+# give none; the program's stdout is its native one; --error-exitcode
+# decides the status; and without --guard the program behaves natively.
+. "$top_srcdir/tests/progs/lib.sh"
+
+[ -x "$MMS_LAUNCHER" ] || fail "the launcher is not built: $MMS_LAUNCHER"
+dir=$MMS_PROGS/guard
+src=$top_srcdir/tests/progs/guard
+
+# The line of FILE marked with the comment MARK (ALLOC, FREE).
+line_of() {
+	grep -n "$2 \*/" "$1" | head -n 1 | cut -d: -f1
+}
+
+# run NAME ARGS...: NAME under --guard, its stdout in NAME.out, the report
+# in NAME.err, the guard analysis of its log as JSON in NAME.json.
+run() {
+	name=$1
+	shift
+	rm -rf "out-$name"
+	status=0
+	"$MMS_LAUNCHER" --guard --call-stack=c:8 --output="out-$name" --error-exitcode=99 -- "$dir/$name" "$@" \
+		>"$name.out" 2>"$name.err" || status=$?
+	log=$(ls "out-$name"/*/memscope_*.mms | head -n 1)
+	[ -f "$log" ] || fail "$name: no log: $(cat "$name.err")"
+	"$MMS_REPLAY" "$log" --analysis guard --json >"$name.json" 2>"$name.json.err" ||
+		fail "$name: msmemscope-replay --analysis guard --json exited $?: $(cat "$name.json.err")"
+}
+
+# The first frame shown under "WHAT at event N:" in NAME.err: FILE:LINE.
+frame_line() {
+	sed -n "/^  $2 at event [0-9]*:\$/{n;p;q}" "$1.err" | sed -n 's/.*(\([^()]*:[0-9]*\)).*/\1/p'
+}
+
+# error NAME KIND SIZE [ARGS...]: one finding of KIND on a SIZE-byte block
+# allocated at the ALLOC line of NAME's source (and freed at its FREE line
+# when it has one); the status is --error-exitcode's; stdout is native.
+error() {
+	name=$1 kind=$2 size=$3
+	shift 3
+	file=$(ls "$src/$name".c* | head -n 1)
+	"$dir/$name" "$@" >"$name.native.out" 2>/dev/null || true
+	run "$name" "$@"
+	expect_eq "$name exit status (--error-exitcode=99)" "$status" 99
+	cmp -s "$name.native.out" "$name.out" || fail "$name: stdout differs from the native run: $(cat "$name.out")"
+	expect_key "$name.json" errors 1
+	expect_key "$name.json" findings.0.kind "\"$kind\""
+	expect_key "$name.json" findings.0.size "$size"
+	grep -q "^msmemscope: ERROR SUMMARY: 1 error " "$name.err" || fail "$name: no ERROR SUMMARY line: $(cat "$name.err")"
+	if [ "$size" != 0 ]; then
+		want="$(basename "$file"):$(line_of "$file" ALLOC)"
+		got=$(frame_line "$name" allocated)
+		case "$got" in
+		*/"$want") ;;
+		*) fail "$name: allocated at '$got', expected $want: $(cat "$name.err")" ;;
+		esac
+	fi
+	if grep -q "FREE \*/" "$file"; then
+		want="$(basename "$file"):$(line_of "$file" FREE)"
+		got=$(frame_line "$name" freed)
+		case "$got" in
+		*/"$want") ;;
+		*) fail "$name: freed at '$got', expected $want: $(cat "$name.err")" ;;
+		esac
+	fi
+}
+
+error strcpy1 overflow 5
+expect_key strcpy1.json findings.0.offset 5
+expect_key strcpy1.json findings.0.length 1
+expect_key strcpy1.json findings.0.bytes '"00"'
+error looppast overflow 32
+expect_key looppast.json findings.0.offset 32
+expect_key looppast.json findings.0.length 4
+error afterfree write_after_free 24
+expect_key afterfree.json findings.0.offset 3
+expect_key afterfree.json findings.0.bytes '"78"'
+error doublefree double_free 16
+error stackfree invalid_free 0
+error neighbour overflow 16
+expect_key neighbour.json findings.0.length 4
+# msmemscope_guard_check() finds the overflow of a live block (a full
+# check: no stack of its own), and the step and the exit check again.
+error apicheck overflow 8
+expect_key apicheck.json findings.0.at_stack 0
+expect_key apicheck.json findings.0.offset 8
+expect_key apicheck.json checks 3
+if [ -x "$dir/deletemalloc" ]; then
+	error deletemalloc mismatched_free 32
+else
+	note "deletemalloc: not built (no C++ compiler); mismatched free not checked"
+fi
+
+# The window of a damage found at free: from the allocation to the free.
+expect_eq "strcpy1 window" "$(jget strcpy1.json findings.0.window_from)" "$(jget strcpy1.json findings.0.alloc_event)"
+
+for name in cleanrealloc cleanalign cleanusable cleanthreads cleanlibc; do
+	"$dir/$name" >"$name.native.out" || fail "$name failed natively"
+	run "$name"
+	expect_eq "$name exit status" "$status" 0
+	cmp -s "$name.native.out" "$name.out" || fail "$name: stdout differs from the native run: $(cat "$name.out")"
+	expect_key "$name.json" errors 0
+	expect_key "$name.json" guard true
+	grep -q "^msmemscope: ERROR SUMMARY: 0 errors " "$name.err" || fail "$name: no ERROR SUMMARY line"
+done
+# Each step boundary and the exit make a full check.
+expect_ge "cleanthreads full checks" "$(jget cleanthreads.json checks)" 1
+
+# Without --guard nothing of this runs: glibc sees the double free, as
+# natively, and no guard analysis is printed.
+native=0
+"$dir/doublefree" >df.native.out 2>/dev/null || native=$?
+[ "$native" -ne 0 ] || fail "glibc let the double free pass natively; this test expects an abort"
+plain=0
+"$MMS_LAUNCHER" --output=out-plain -- "$dir/doublefree" >df.out 2>df.err || plain=$?
+expect_eq "doublefree without --guard: exit status (native $native)" "$plain" "$native"
+! grep -q "ERROR SUMMARY" df.err || fail "an ERROR SUMMARY without --guard: $(cat df.err)"
+"$MMS_LAUNCHER" --output=out-plain2 -- "$dir/cleanusable" >cu.out 2>cu.err || fail "cleanusable without --guard failed"
+"$dir/cleanusable" >cu.native.out
+cmp -s cu.native.out cu.out || fail "cleanusable without --guard: stdout differs from the native run"
+note "guard mode finds each known error with its kind, size and lines, and nothing in the clean programs"
