@@ -66,12 +66,16 @@ static int names_rehash(struct mms_compare *c, size_t nslots)
 	return 0;
 }
 
-/* The id of name s (n bytes), interned on first sight. Returns 0 and sets
- * *id, or -ENOMEM. */
+/* The id of name s (n bytes, up to a NUL byte: a name is a C string),
+ * interned on first sight. Returns 0 and sets *id, or -ENOMEM. */
 int mms__compare_name_id(struct mms_compare *c, const char *s, size_t n, uint32_t *id)
 {
 	size_t j;
 
+	/* Hashed and compared as the same bytes: a CSV field with a NUL in it
+	 * hashed past it made the same name two ids, and one file read on
+	 * both sides of a compare did not pair with itself (fuzz-dumpcsv). */
+	n = strnlen(s, n);
 	if (c->nnames >= UINT32_MAX - 1)
 		return -ENOMEM;
 	if (2 * (c->nnames + 1) > c->nslots && names_rehash(c, c->nslots ? 2 * c->nslots : 64))
