@@ -201,9 +201,10 @@ static void print_section(struct leaks_out *o, int per_step, const mms_leak_t *l
 			fprintf(f, "====== SUMMARY: %.6f Mb(s) leaked in %" PRIu64 " allocation(s) ======\n", mb(bytes),
 				blocks);
 		} else {
-			fputs("No per-step leaks: no block allocated in step 2 or later was still live at the end of "
-			      "the step after it.\n",
-			      f);
+			fprintf(f,
+				"No per-step leaks: no block allocated in step %u or later was still live at the end of "
+				"the step after it.\n",
+				o->c->o->warmup_steps > 1 ? o->c->o->warmup_steps + 1 : 2);
 		}
 	} else {
 		/* A cut or damaged log lost records, frees among them: what
@@ -469,6 +470,7 @@ int an_leaks_add(struct an_ctx *c)
 		return CLI_EXIT_FAILURE;
 	c->leaks_supp = o.supp;
 	lo.suppressions = o.supp;
+	lo.warmup_steps = c->o->warmup_steps;
 	lo.sym = o.supp ? an_symbolizer(c) : NULL;
 	rc = mms_leaks_add(c->pass, &lo, &c->leaks);
 	c->subscribed += !rc;
@@ -508,7 +510,8 @@ int an_leaks_print(struct an_ctx *c)
 			o.info.complete ? "true" : "false", o.info.damaged ? "true" : "false",
 			o.info.cut ? "true" : "false");
 		log_json_end(c->out, &o.info);
-		fprintf(c->out, ",\"steps_total\":%zu,", o.l->nsteps);
+		fprintf(c->out, ",\"steps_total\":%zu,\"warmup_steps\":%u,", o.l->nsteps,
+			c->o->warmup_steps ? c->o->warmup_steps : 1);
 		print_section(&o, 1, o.l->step_leaks, o.l->nstep_leaks);
 		fputc(',', c->out);
 		print_section(&o, 0, o.l->exit_leaks, o.l->nexit_leaks);

@@ -26,6 +26,7 @@ struct an_opts {
 	bool force;         /* replace output files that exist */
 	const char *suppressions; /* leaks: LeakSanitizer-format file, or NULL */
 	bool show_runtime;        /* leaks: list the blocks the runtimes keep, by stack */
+	uint32_t warmup_steps;    /* leaks: steps whose blocks are no per-step leaks (0: 1) */
 	uint64_t idle_threshold;  /* inefficient: launches (0: 3000) */
 	uint64_t min_size;        /* inefficient: smallest block considered */
 	uint64_t buckets;         /* usage: points of the timeline, 0 = every change */

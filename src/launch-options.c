@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <stdbool.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -266,6 +267,19 @@ static const char *parse_show_runtime(struct opts *o, char *value)
 	return NULL;
 }
 
+static const char *parse_warmup_steps(struct opts *o, char *value)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(value, &end, 10);
+	if (!*value || *end || *value == '-' || errno || v < 1 || v > UINT32_MAX)
+		return "expected a number of steps, 1 or more";
+	o->warmup_steps = (uint32_t)v;
+	return NULL;
+}
+
 static const char *parse_no_freeres(struct opts *o, char *value)
 {
 	o->rec.freeres = 0;
@@ -357,6 +371,7 @@ static const struct opt_def opt_defs[] = {
 	{ "--error-exitcode", true, parse_error_exitcode },
 	{ "--print-env", false, parse_print_env },
 	{ "--show-runtime", false, parse_show_runtime },
+	{ "--warmup-steps", true, parse_warmup_steps },
 	{ "--quiet", false, parse_quiet },
 	{ "--help", false, parse_help },
 	{ "--version", false, parse_version },
@@ -434,6 +449,7 @@ void parse_args(int argc, char **argv, struct opts *o)
 			record_opt = def->name;
 		if (!report_opt && (!strcmp(def->name, "--analysis") || !strcmp(def->name, "--suppressions") ||
 				    !strcmp(def->name, "--data-format") || !strcmp(def->name, "--show-runtime") ||
+				    !strcmp(def->name, "--warmup-steps") ||
 				    !strcmp(def->name, "--compare") || !strcmp(def->name, "--input") ||
 				    !strcmp(def->name, "--level")))
 			report_opt = def->name;
@@ -579,6 +595,9 @@ static void print_help(void)
 	       "  --show-runtime        leaks: list the blocks the C and C++ runtimes keep for\n"
 	       "                        themselves (not leaks: thread TLS vectors, stdio\n"
 	       "                        buffers, libstdc++'s exception pool) by stack.\n"
+	       "  --warmup-steps=N      leaks: blocks allocated in steps 1 to N are never\n"
+	       "                        per-step leaks (default 1, msMemScope's rule; 2 for a\n"
+	       "                        loop whose optimizer state or caches appear in step 2).\n"
 	       "  --suppressions=FILE   leaks: leave out the leaks whose allocation stack has\n"
 	       "                        a frame (function, source file or module) matching a\n"
 	       "                        'leak:PATTERN' line of FILE (LeakSanitizer's format).\n"

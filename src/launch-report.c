@@ -462,6 +462,7 @@ int report_run(const struct run *run, char **argv, pid_t pid, int status, const 
 	ao.outdir = run->dir;
 	ao.suppressions = o->suppressions;
 	ao.show_runtime = o->show_runtime;
+	ao.warmup_steps = o->warmup_steps;
 	ao.tag_inefficient = o->data_format != NULL;
 	/* One pass over the log gives the summary, every analysis asked for
 	 * and the dump. */

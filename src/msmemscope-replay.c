@@ -93,6 +93,8 @@ static void usage(void)
 	       "                    'leak:PATTERN' line of FILE (LeakSanitizer's format)\n"
 	       "  --show-runtime    leaks: list the blocks the C and C++ runtimes keep for\n"
 	       "                    themselves (not leaks) by allocation stack\n"
+	       "  --warmup-steps N  leaks: blocks allocated in steps 1 to N are never per-step\n"
+	       "                    leaks (default 1, msMemScope's rule)\n"
 	       "  --idle-threshold N\n"
 	       "                    inefficient: launches between two accesses that make a\n"
 	       "                    block idle (default 3000)\n"
@@ -253,6 +255,12 @@ static void parse_args(int argc, char **argv, struct opts *o)
 				o->an.suppressions = v;
 			} else if (!strcmp(argv[i], "--show-runtime")) {
 				o->an.show_runtime = true;
+			} else if (cli_opt_value(argc, argv, &i, "--warmup-steps", &v)) {
+				uint64_t w = number("--warmup-steps", v);
+
+				if (!w || w > UINT32_MAX)
+					die_usage("--warmup-steps wants a number of steps, 1 or more");
+				o->an.warmup_steps = (uint32_t)w;
 			} else if (cli_opt_value(argc, argv, &i, "--idle-threshold", &v)) {
 				o->an.idle_threshold = number("--idle-threshold", v);
 				if (!o->an.idle_threshold)
@@ -321,12 +329,13 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		die_usage("--level goes with --compare-steps");
 	if (o->an.outdir && !o->analyses && o->query != Q_COMPARE)
 		die_usage("--output-dir goes with --analysis or --compare-steps");
-	if ((o->an.suppressions || o->an.show_runtime || o->an.idle_threshold || o->an.min_size || o->an.buckets ||
+	if ((o->an.suppressions || o->an.show_runtime || o->an.warmup_steps || o->an.idle_threshold || o->an.min_size || o->an.buckets ||
 	     o->an.at_event_set || o->an.memory) &&
 	    !o->analyses)
 		die_usage("%s goes with --analysis",
 			  o->an.suppressions ? "--suppressions" :
 			  o->an.show_runtime ? "--show-runtime" :
+			  o->an.warmup_steps ? "--warmup-steps" :
 			  o->an.idle_threshold ? "--idle-threshold" : o->an.min_size ? "--min-size" :
 			  o->an.buckets ? "--buckets" : o->an.at_event_set ? "--at-event" : "--memory");
 	if (o->json && o->query == Q_EXPORT && !o->analyses)

@@ -221,6 +221,11 @@ struct mms_leaks_options {
 	 * frame that a suppression matches; NULL: none. */
 	mms_suppressions_t *suppressions;
 	mms_symbolizer_t *sym;    /* names those frames; NULL: only module paths match */
+	/* The per-step rule's warm-up: blocks allocated in steps 1 to
+	 * warmup_steps are never per-step leaks. 0 is 1, msMemScope's rule
+	 * (step 1 is warm-up); a training loop whose optimizer state or caches
+	 * appear in step 2 wants 2. */
+	uint32_t warmup_steps;
 };
 /* Groups the leaks that no suppression matched by allocation stack,
  * largest bytes first. Returns 0 and sets *out (free() it) and *n, or

@@ -18,7 +18,7 @@
 #include "state-int.h"
 #include "track-int.h"
 
-/* A block of step >= 2 followed until its step's successor ends: only
+/* A block of a step after the warm-up followed until its step's successor ends: only
  * the blocks of the last two steps are ever followed. Kept small (the
  * rest is in the heap state while the block lives): most blocks are
  * freed before their step ends. */
@@ -36,6 +36,7 @@ struct finder {
 	const struct mms__state *st;
 	const struct mms__track *tr;
 	mms_leaks_options_t opt;
+	uint64_t warmup;    /* the steps whose blocks are not followed */
 	size_t closed;      /* steps of tr whose end was handled */
 	struct mms_pass *pass;
 	size_t off;         /* each live block's index in fol + 1, in the pass's data */
@@ -214,9 +215,9 @@ static int finder_event(struct mms__sub *sub, struct mms_pass *p, const mms_even
 			return -ENOMEM;
 	}
 	if ((ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE) && st->last_blk_valid) {
-		/* Only blocks of step 2 on are followed. */
+		/* Only blocks allocated after the warm-up steps are followed. */
 		uint64_t step = mms__state_blk_step(st, &st->last_blk);
-		int followed = step >= 2;
+		int followed = step > f->warmup;
 
 		if (ev->kind == MMS_EV_MALLOC) {
 			if (s) {
@@ -370,6 +371,7 @@ MMS__EXPORT int mms_leaks_add(mms_pass_t *p, const mms_leaks_options_t *opt, mms
 	f->l = &res->pub;
 	if (opt)
 		f->opt = *opt;
+	f->warmup = f->opt.warmup_steps ? f->opt.warmup_steps : 1;
 	f->pass = p;
 	f->off = mms__pass_attach(p, sizeof(uint64_t));
 	f->sub.name = "leaks";

@@ -245,3 +245,30 @@ note "a damaged log's reports stop at event $stop, before the damage, and call n
 "$MMS_LAUNCHER" --output=out7 -- "$prog" >/dev/null 2>all.err || fail "msmemscope -- leaks exited $?"
 grep -q 'was recorded with' all.err && fail "a whole recording got the partial-recording warning: $(cat all.err)"
 note "a recording of steps 2 and 3 only is said to lack the other steps' frees"
+
+# --- --warmup-steps: the blocks of the first N steps are no per-step leaks -------
+"$MMS_REPLAY" "$log" --analysis leaks --json --warmup-steps 3 >warm.json || fail "--warmup-steps 3 exited $?"
+"$MMS_PYTHON" - warm.json <<'PY' || fail "--warmup-steps 3 reports other leaks: $(cat warm.json)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ps = d["per_step"]
+assert d["warmup_steps"] == 3, d["warmup_steps"]
+assert (ps["leaks"], ps["bytes"]) == (1, 2048), (ps["leaks"], ps["bytes"])
+assert [l["step"] for l in ps["list"]] == [4], ps["list"]
+# What is live at exit does not depend on the warm-up.
+assert (d["at_exit"]["leaks"], d["at_exit"]["bytes"]) == (6, 4428), d["at_exit"]
+PY
+"$MMS_REPLAY" "$log" --analysis leaks --warmup-steps 4 >warm4.out || fail "--warmup-steps 4 exited $?"
+grep -q "^No per-step leaks: no block allocated in step 5 or later was still live at the end of the step after it.$" \
+	warm4.out || fail "--warmup-steps 4 still finds per-step leaks: $(cat warm4.out)"
+"$MMS_LAUNCHER" --warmup-steps=3 --output=out8 -- "$prog" >/dev/null 2>warm.err || fail "msmemscope --warmup-steps=3 exited $?"
+expect_eq "per-step leaks the launcher reports with --warmup-steps=3" "$(grep -c '^Direct .* leak of' warm.err)" 1
+for bad in 0 -1 x; do
+	st=0
+	"$MMS_REPLAY" "$log" --analysis leaks --warmup-steps "$bad" >/dev/null 2>&1 || st=$?
+	expect_eq "msmemscope-replay --warmup-steps $bad" "$st" 2
+	st=0
+	"$MMS_LAUNCHER" --warmup-steps="$bad" -- "$prog" >/dev/null 2>&1 || st=$?
+	expect_eq "msmemscope --warmup-steps=$bad" "$st" 2
+done
+note "--warmup-steps=N leaves the blocks of steps 1 to N out of the per-step rule, in both programs"
