@@ -386,11 +386,12 @@ static const char *const later_opts[] = { "--device" };
 
 __attribute__((noreturn)) static void unknown_option(const char *arg)
 {
-	char accepted[256];
+	char accepted[1024];
 	size_t n = 0, len = strcspn(arg, "=");
 	const char *why = "unknown option";
 
-	for (size_t i = 0; i < N_OPTS; i++)
+	/* Stops short rather than past the end, however many options. */
+	for (size_t i = 0; i < N_OPTS && n < sizeof(accepted); i++)
 		n += (size_t)snprintf(accepted + n, sizeof(accepted) - n, "%s%s", i ? ", " : "", opt_defs[i].name);
 	for (size_t i = 0; i < sizeof(later_opts) / sizeof(later_opts[0]); i++)
 		if (strlen(later_opts[i]) == len && strncmp(arg, later_opts[i], len) == 0)
