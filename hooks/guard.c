@@ -45,13 +45,19 @@
 #define PAT_TAIL 0xfb  /* the tail zone */
 #define PAT_FREED 0xfd /* a quarantined block's own bytes */
 
+/* A run of each pattern, for memcmp(), which compares a few dozen bytes
+ * a cycle: a freed block's bytes are all checked when it leaves the
+ * quarantine. */
+#define PAT_RUN 1024
+static uint8_t pat_run[3][PAT_RUN];
+
 #define SHARDS 64
-#define SHARD_MIN 1024        /* entries of a shard's first table */
+#define SHARD_MIN 64          /* entries of a shard's first table: 64 shards of them fit the L2 cache */
 #define QUARANTINE_SLOTS 65536 /* blocks in the quarantine at most */
 
 int mms__guard_on;
 
-/* One guarded block (user 0: an empty slot, 1: a deleted one). */
+/* One guarded block (user 0: an empty slot). */
 struct gblk {
 	uintptr_t user, raw;
 	uint64_t size;
@@ -67,7 +73,7 @@ struct gblk {
 struct shard {
 	pthread_mutex_t lock;
 	struct gblk *tab;
-	size_t cap, used; /* used counts deleted slots too */
+	size_t cap, used; /* used: entries in tab (live) */
 	size_t live;
 };
 
@@ -144,6 +150,9 @@ void mms__guard_init(void)
 	for (int i = 0; i < SHARDS; i++)
 		pthread_mutex_init(&shards[i].lock, NULL);
 	rz = mms__config.guard_redzone ? mms__config.guard_redzone : 16;
+	memset(pat_run[0], PAT_HEAD, PAT_RUN);
+	memset(pat_run[1], PAT_TAIL, PAT_RUN);
+	memset(pat_run[2], PAT_FREED, PAT_RUN);
 	mms__guard_on = 1;
 }
 
@@ -223,7 +232,7 @@ static int set_add(const struct gblk *b)
 			goto out;
 		}
 	}
-	for (i = hash_addr(b->user) & (s->cap - 1); s->tab[i].user > 1; i = (i + 1) & (s->cap - 1))
+	for (i = hash_addr(b->user) & (s->cap - 1); s->tab[i].user; i = (i + 1) & (s->cap - 1))
 		;
 	if (s->tab[i].user == 0)
 		s->used++;
@@ -232,6 +241,28 @@ static int set_add(const struct gblk *b)
 out:
 	pthread_mutex_unlock(&s->lock);
 	return rc;
+}
+
+/* Empties slot i, moving back the entries after it that their probe
+ * would no longer reach (backward-shift deletion: no deleted markers, so a
+ * lookup never walks over the blocks freed before). */
+static void set_erase(struct shard *s, size_t i)
+{
+	size_t mask = s->cap - 1, j = i, h;
+
+	for (;;) {
+		j = (j + 1) & mask;
+		if (!s->tab[j].user)
+			break;
+		h = hash_addr(s->tab[j].user) & mask;
+		/* The entry at j stays when its home is cyclically in (i, j]. */
+		if (i <= j ? (i < h && h <= j) : (i < h || h <= j))
+			continue;
+		s->tab[i] = s->tab[j];
+		i = j;
+	}
+	s->tab[i].user = 0;
+	s->used--;
 }
 
 /* Takes a's entry out of the set into *out: 1, or 0 when a is not a live
@@ -245,7 +276,7 @@ static int set_take(uintptr_t a, struct gblk *out)
 	b = set_find(s, a);
 	if (b) {
 		*out = *b;
-		b->user = 1;
+		set_erase(s, (size_t)(b - s->tab));
 		s->live--;
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -267,20 +298,20 @@ static int set_get(uintptr_t a, struct gblk *out)
 
 /* ---- patterns ---- */
 
+static const uint8_t *pattern_run(uint8_t pat)
+{
+	return pat_run[pat == PAT_HEAD ? 0 : pat == PAT_TAIL ? 1 : 2];
+}
+
 /* The first byte of [p, p + n) that is not pat, as an index; n when none. */
 static size_t first_bad(const uint8_t *p, size_t n, uint8_t pat)
 {
-	uint64_t w = 0x0101010101010101ull * pat;
-	size_t i = 0;
+	const uint8_t *run = pattern_run(pat);
+	size_t i = 0, k;
 
-	for (; i < n && ((uintptr_t)(p + i) & 7); i++)
-		if (p[i] != pat)
-			return i;
-	for (; i + 8 <= n; i += 8) {
-		uint64_t v;
-
-		memcpy(&v, p + i, 8);
-		if (v != w)
+	for (; i < n; i += k) {
+		k = n - i < PAT_RUN ? n - i : PAT_RUN;
+		if (memcmp(p + i, run, k))
 			break;
 	}
 	for (; i < n; i++)
