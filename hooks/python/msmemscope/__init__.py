@@ -17,7 +17,7 @@ and, in train.py:
 
 Without the recorder every call does nothing (and costs a function call);
 start() then says once, on stderr, how to record the program. See
-msmemscope-python(3) and doc/python.md.
+doc/python.md.
 """
 
 import os
