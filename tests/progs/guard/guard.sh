@@ -123,3 +123,43 @@ expect_eq "doublefree without --guard: exit status (native $native)" "$plain" "$
 "$dir/cleanusable" >cu.native.out
 cmp -s cu.native.out cu.out || fail "cleanusable without --guard: stdout differs from the native run"
 note "guard mode finds each known error with its kind, size and lines, and nothing in the clean programs"
+
+# Real programs: no finding, and their output is the native one. Each is
+# skipped, saying so, when it is not installed. real NAME CMD...: CMD
+# reads its standard input from $real_in (default /dev/null).
+real() {
+	name=$1
+	shift
+	"$@" <"${real_in:-/dev/null}" >"$name.native.out" 2>/dev/null || fail "$name failed natively"
+	rm -rf "out-$name"
+	st=0
+	"$MMS_LAUNCHER" --guard --output="out-$name" -- "$@" <"${real_in:-/dev/null}" >"$name.out" 2>"$name.err" ||
+		st=$?
+	expect_eq "$name under --guard: exit status" "$st" 0
+	cmp -s "$name.native.out" "$name.out" || fail "$name under --guard: stdout differs: $(diff "$name.native.out" "$name.out" | head)"
+	grep -q "^msmemscope: ERROR SUMMARY: 0 errors " "$name.err" || fail "$name under --guard: findings: $(cat "$name.err")"
+	# Every process of the run (gcc's cc1 and as too), each in guard mode.
+	n=0
+	for l in "out-$name"/*/*.mms; do
+		"$MMS_REPLAY" "$l" --analysis guard --json >"$name.$n.json" 2>/dev/null ||
+			fail "$name: --analysis guard of $l exited $?"
+		expect_key "$name.$n.json" guard true
+		expect_key "$name.$n.json" errors 0
+		n=$((n + 1))
+	done
+	note "$name: no finding in guard mode in its $n process(es), native output"
+}
+if command -v sqlite3 >/dev/null 2>&1; then
+	awk -v n=2000 -v pad=50 -f "$top_srcdir/bench/inserts.awk" >ins.sql
+	printf 'SELECT count(*), sum(length(v)) FROM t;\n' >>ins.sql
+	real_in=ins.sql real sqlite3 sqlite3 :memory:
+else
+	note "sqlite3 is not installed: not run in guard mode"
+fi
+real python3 "$MMS_PYTHON" -c 'import json, re; d = {str(i): [i] * (i % 7) for i in range(20000)}; print(len(json.dumps(d)), len(re.findall("1", json.dumps(d))))'
+if command -v gcc >/dev/null 2>&1; then
+	printf '#include <stdio.h>\nint main(void) { puts("hi"); return 0; }\n' >hi.c
+	real gcc gcc -O2 -c hi.c -o hi.o
+else
+	note "gcc is not installed: not run in guard mode"
+fi
