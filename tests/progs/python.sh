@@ -115,3 +115,21 @@ for r in rows:
     assert int(r["StartTime(ns)"]) <= int(r["EndTime(ns)"]), r
 PY
 note "tracer wrote python_trace_{TID}_{timestamp}.csv in the run folder"
+
+# python3 -m msmemscope: the launcher records the script, with its options.
+cat >m.py <<'EOF2'
+import sys
+import msmemscope
+with msmemscope.op("m"):
+    b = bytearray(5000)
+print("args", sys.argv[1:], "recording", msmemscope.recording())
+EOF2
+"$MMS_PYTHON" -m msmemscope --output=mout -- m.py one two >m.out 2>m.err || fail "python3 -m msmemscope exited $?: $(cat m.err)"
+grep -qx "args \['one', 'two'\] recording True" m.out || fail "python3 -m msmemscope: the script ran otherwise: $(cat m.out)"
+set -- mout/msmemscope_*/memscope_*.mms
+[ -f "$1" ] || fail "python3 -m msmemscope --output=mout left no log: $(ls -R mout 2>&1)"
+grep -q "^msmemscope: recorded $MMS_PYTHON " m.err || fail "python3 -m msmemscope: no report: $(cat m.err)"
+st=0
+"$MMS_PYTHON" -m msmemscope >usage.out 2>&1 || st=$?
+expect_eq "python3 -m msmemscope without a script" "$st" 2
+note "python3 -m msmemscope [options --] script.py records the script"
