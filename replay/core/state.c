@@ -509,6 +509,9 @@ static int apply_mmap(struct mms__state *st, const mms_event_t *ev, struct mms__
 		if (slot < 0)
 			return -ENOMEM;
 		blk_fill(st, &st->blks[slot], ev, t);
+		/* A mapping past the top of the address space (only a damaged
+		 * log has one) ends there, and counts what it covers. */
+		st->blks[slot].size = st->last_blk.size = hi - ev->addr;
 		rc = mms__ivset_add_val(&st->maps, ev->addr, hi, (uint64_t)slot, &bytes);
 		if (rc) {
 			st->last_blk_valid = 0;
@@ -517,8 +520,8 @@ static int apply_mmap(struct mms__state *st, const mms_event_t *ev, struct mms__
 		}
 		k->live_bytes -= bytes;
 		k->allocs++;
-		k->bytes_allocated += ev->size;
-		kind_add(st, k, ev->size);
+		k->bytes_allocated += hi - ev->addr;
+		kind_add(st, k, hi - ev->addr);
 	} else {
 		/* Unmapping what was never mapped is legal (and common for
 		 * mappings made before recording began): not unmatched. The
