@@ -8,7 +8,7 @@
 # in conditions, of gdb's own breakpoints and of `memscope break', read
 # at the hit (the condition is rewritten to the $_memscope_ functions);
 # from the finished log after exit; 0 and "" when the log is gone, with
-# no traceback.
+# no traceback. Conditions set before the run too.
 . "${top_srcdir:?run this test through make check}/tests/gdb/lib.sh"
 
 show='printf "vars: step %d, launch %d, op [%s], events %d\n", $memscope_step, $memscope_launch, $memscope_op, $memscope_events'
@@ -39,4 +39,17 @@ expect vars 'vars: step 5, launch 0, op [], events 30' "after exit: the finished
 expect vars '$2 = 5' "\$_memscope_step() after exit"
 expect vars '$3 = 0' "\$_memscope_events() when the log is gone: 0"
 expect vars '$4 = ""' "\$_memscope_op() when the log is gone: empty"
+expect_rc "gdb's exit status"
+
+# Conditions set before the run: a `memscope break' pending until the
+# recorder is loaded (rewritten when gdb resolves it), and one given
+# with gdb's `condition'.
+session pending "$progs/leaky" -ex 'memscope break op compute if $memscope_step == 2' -ex 'break checkpoint' \
+	-ex 'condition 2 $memscope_events > 20' -ex run -ex "$show" -ex continue -ex "$show"
+expect pending 'memscope: breakpoint 2: the condition reads the $memscope_ values at the hit: $_memscope_events() > 20' \
+	"condition N rewritten"
+expect pending 'memscope: breakpoint 1, operator compute begins: launch 4, step 2' "the pending memscope break, in step 2"
+expect pending 'vars: step 2, launch 4, op [compute], events 14' "the values at that stop"
+expect_count pending '^Breakpoint 2, checkpoint' 1 "checkpoint stops once, past 20 events"
+expect pending 'vars: step 3, launch 0, op [], events 22' "the values at checkpoint(3)"
 expect_rc "gdb's exit status"
