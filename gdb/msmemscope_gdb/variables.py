@@ -176,7 +176,7 @@ def setup(session):
 
 
 def exit_report(path):
-    """The line printed when the program exits: its live (leaked) blocks
+    """The line printed when the program exits: its live blocks
     and bytes at exit and their loss records, as `memscope leaks full'
     counts them. Nothing when the run recorded nothing (no recorder, no
     log, no event); a failure to read the log is one line, not a
@@ -193,10 +193,10 @@ def exit_report(path):
         blocks = sum(g["blocks"] for g in groups)
         nbytes = sum(g["bytes"] for g in groups)
         if not blocks:
-            gdb.write("memscope: at exit: no live block (nothing leaked); %s recorded.\n"
+            gdb.write("memscope: at exit: no live block; %s recorded.\n"
                       % fmt.plural(events, "event"))
             return
-        gdb.write("memscope: at exit: %s live (leaked), %s, in %s; `memscope leaks full' for the detail.\n"
+        gdb.write("memscope: at exit: %s live, %s, in %s; `memscope leaks full' for the detail.\n"
                   % (fmt.plural(blocks, "block"), fmt.exact_bytes(nbytes), fmt.plural(len(groups), "loss record")))
     except Exception as e:  # noqa: BLE001 -- an exit handler must not leave a traceback
         try:
