@@ -6,7 +6,7 @@ the preloaded hooks share with gdb (hooks/gdbif.h). See doc/gdb.md."""
 
 import gdb
 
-from . import breaks, commands, leaks, session, watch
+from . import breaks, commands, leaks, session, variables, watch
 
 _session = None
 
@@ -42,6 +42,7 @@ def setup(hooks, replay_lib, replay_cli, launcher):
     commands.BlockCommand(s)
     breaks.BreakCommand(s)
     breaks.setup_functions()
+    variables.setup(s)
     if s.recording:
         gdb.write("memscope: the program will run with the msmemscope recorder; its logs go to %s/.\n" % s.log_dir)
     gdb.write("memscope: `help memscope' lists the commands.\n")

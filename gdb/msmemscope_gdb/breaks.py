@@ -59,24 +59,11 @@ class StepBegins(gdb.Function):
         return int(d is not None and d.reason == gdbif.REASON_STEP and d.step == int(n))
 
 
-class StopField(gdb.Function):
-    """$_memscope_step(), $_memscope_launch(): the step and the operator
-    launch of the recorder's stop gdb stands at (0 when none)."""
-
-    def __init__(self, name, field):
-        super().__init__(name)
-        self.field = field
-
-    def invoke(self):
-        d = _descriptor()
-        return int(getattr(d, self.field)) if d is not None and d.reason != gdbif.REASON_NONE else 0
-
-
 def setup_functions():
     OpBegins()
     StepBegins()
-    StopField("_memscope_step", "step")
-    StopField("_memscope_launch", "op_launch")
+    # $_memscope_step() and $_memscope_launch(), which the conditions
+    # below use, are variables.Now: the recorder's stop's, else the log's.
 
 
 _WORDS = {"step": "$_memscope_step()", "launch": "$_memscope_launch()"}

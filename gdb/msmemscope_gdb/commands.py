@@ -22,7 +22,13 @@ the program is stopped. They never call functions in the program: an
 expression that would need it (a call, a string literal) is refused.
 Numbers (SIZE, N) are expressions too, checked before use.
 
-After the program exited, the queries answer from its finished log.
+After the program exited, the queries answer from its finished log,
+and a line at exit gives its live blocks.
+
+Convenience variables, set at each stop: $memscope_step (from 1),
+$memscope_launch and $memscope_op (0 and "" when no operator runs),
+$memscope_events; in a breakpoint condition they are read at the hit
+(as $_memscope_step() and so on).
 
 Start with `start' (or `break' somewhere and `run'), then try
 `memscope info', `memscope leaks' or `memscope watch EXPR'."""

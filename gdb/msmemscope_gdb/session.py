@@ -323,6 +323,8 @@ class Session:
         from . import breaks
         self.hits = {}  # gdb clears the hit counts at `run'
         self.merged.clear()
+        from . import variables
+        variables.clear()
         breaks.arm(self, after_step=0)
 
     def _remember_log(self):
@@ -335,6 +337,7 @@ class Session:
             pass
 
     def _on_exited(self, ev):
+        from . import variables
         self.finished_log, self.run_log = self.run_log, None
         self.at_target = 0
         self.merged.clear()
@@ -342,6 +345,12 @@ class Session:
             gdb.write("memscope: the program exited; its %s gone.\n"
                       % ("watch is" if len(self.watches) == 1 else "%d watches are" % len(self.watches)))
         self.watches.clear()
+        # The run's last values, and its leaks: from the finished log
+        # (neither raises). The leaks only when the program exited: not
+        # when gdb killed it (`kill', `run' again, the end of the session).
+        variables.refresh(self.finished_log)
+        if hasattr(ev, "exit_code"):
+            variables.exit_report(self.finished_log)
 
     def _on_breakpoint_deleted(self, bp):
         self._on_breakpoint_changed(bp, gone=True)
@@ -375,8 +384,9 @@ class Session:
             return 0
 
     def _on_stop(self, ev):
-        from . import breaks
+        from . import breaks, variables
         self._remember_log()
+        variables.refresh(self.run_log)
         # gdb lists every breakpoint at the location, those whose
         # condition was false too: ours that stopped are those hit now.
         mine = []

@@ -1,0 +1,205 @@
+# SPDX-License-Identifier: MIT
+"""variables: where the program stands, for gdb expressions, and the
+one-line leak report printed when the program exits.
+
+$memscope_step, $memscope_launch, $memscope_op and $memscope_events are
+convenience variables, set from the program's log at each stop and from
+the finished log at exit: for printf, display and breakpoint commands.
+gdb evaluates a breakpoint's condition at the hit, before any stop, when
+the variables still hold the last stop's values; so a condition that
+names them is rewritten to the convenience functions $_memscope_step(),
+$_memscope_launch(), $_memscope_op() and $_memscope_events(), which read
+the log (or, at a stop of the recorder, its descriptor) at that moment.
+
+All of it reads the log with the same library calls as `memscope info'
+and `memscope leaks full', so it says what those commands would, and
+none of it ever raises: it runs in gdb's event handlers and in
+expressions, where an exception would be a traceback in the middle of
+the user's session. A failure gives 0 (or "")."""
+
+import os
+import re
+
+import gdb
+
+from . import fmt, gdbif, replaylib
+from .session import one_line_error
+
+FIELDS = ("step", "launch", "op", "events")
+ZERO = {"step": 0, "launch": 0, "op": "", "events": 0}
+STOP_FUNCTION = "msmemscope_gdb_stopped"
+
+_session = None
+
+
+def _step(w):
+    """The current step as memscope numbers it: from 1, the run before
+    the first step mark being step 1; 0 between `step start' ranges."""
+    if w.step == 0:
+        return 1
+    return w.step if w.in_step else 0
+
+
+def from_log(path):
+    """{step, launch, op, events} of the log at path replayed to its end
+    (the program is stopped, or has exited: the log holds all it did);
+    ZERO when there is no log or it cannot be read."""
+    try:
+        if not path or not os.path.exists(path):
+            return dict(ZERO)
+        with replaylib.Log(path) as log, replaylib.Replay(log) as r:
+            events = log.info().events
+            r.seek(events)
+            w = r.where()
+            op = replaylib.text(w.op)
+            return {"step": _step(w), "launch": w.op_launch if op else 0, "op": op, "events": events}
+    except Exception:  # noqa: BLE001 -- a failure gives 0 values, never a traceback
+        return dict(ZERO)
+
+
+def _log_now():
+    """The log the values come from: the running program's, else the
+    finished log of its last run; None when there is neither."""
+    s = _session
+    if s is None:
+        return None
+    return s.run_log if s.running() else s.finished_log
+
+
+def _string(text):
+    # gdb makes a str a char array held by gdb itself, not by the
+    # program: printf "%s" and $_streq read it without calling malloc.
+    # An empty str would be a char[0], which printf takes for a null
+    # pointer to read from the program: "" is a char[1] holding the NUL.
+    return text or gdb.parse_and_eval('""')
+
+
+def _set(values):
+    for name in FIELDS:
+        v = values[name]
+        gdb.set_convenience_variable("memscope_" + name, _string(v) if name == "op" else v)
+
+
+def refresh(path):
+    """Sets the variables from the log at path (0 and "" without one)."""
+    try:
+        _set(from_log(path))
+    except Exception:  # noqa: BLE001 -- never a traceback from an event handler
+        pass
+
+
+def clear():
+    """The values before any run: step 0, no launch, no operator, no events."""
+    refresh(None)
+
+
+class Now(gdb.Function):
+    """$_memscope_step(), $_memscope_launch(), $_memscope_op(),
+    $_memscope_events(): where the program stands when the expression is
+    evaluated. At a stop of the recorder (a `memscope break' hit), the
+    step and launch of that stop, from its descriptor; elsewhere, from
+    the log. 0 (or "") when neither can say."""
+
+    def __init__(self, field):
+        super().__init__("_memscope_" + field)
+        self.field = field
+
+    def invoke(self):
+        try:
+            v = self._value()
+        except Exception:  # noqa: BLE001 -- an expression must not raise a traceback
+            v = ZERO[self.field]
+        return _string(v) if self.field == "op" else v
+
+    def _value(self):
+        if self.field in ("step", "launch") and _at_recorder_stop():
+            d = gdbif.Handle(check=False).read()
+            return int(d.step if self.field == "step" else d.op_launch)
+        return from_log(_log_now())[self.field]
+
+
+def _at_recorder_stop():
+    """True when the thread gdb evaluates in stands at the recorder's
+    stop function, which is where its descriptor tells the stop."""
+    try:
+        if _session is None or not _session.running():
+            return False
+        frame = gdb.newest_frame()
+        if frame.name() != STOP_FUNCTION:
+            return False
+        return gdbif.Handle(check=False).read().reason != gdbif.REASON_NONE
+    except (gdb.error, gdbif.NotLoaded, ValueError):
+        return False
+
+
+_STRING = re.compile(r'''("(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*')''')
+_VAR = re.compile(r"\$memscope_(%s)\b(?!\s*\()" % "|".join(FIELDS))
+
+
+def live_condition(cond):
+    """cond with $memscope_X (outside string literals) as $_memscope_X(),
+    which reads the value at the hit; None when cond names none."""
+    parts = _STRING.split(cond)
+    out = "".join(p if i % 2 else _VAR.sub(r"$_memscope_\1()", p) for i, p in enumerate(parts))
+    return out if out != cond else None
+
+
+def _on_breakpoint(bp):
+    """A breakpoint made or changed: a condition that names the variables
+    is made to read them at the hit. gdb reports the rewrite as one more
+    change, which then names none."""
+    try:
+        cond = bp.condition
+        new = live_condition(cond) if cond else None
+        if new is not None:
+            bp.condition = new
+            gdb.write("memscope: breakpoint %d: the condition reads the $memscope_ values at the hit: %s\n"
+                      % (bp.number, new))
+    except Exception as e:  # noqa: BLE001 -- an event handler must not leave a traceback
+        try:
+            gdb.write("memscope: breakpoint %d: cannot make its condition read the $memscope_ values at the hit: "
+                      "%s\n" % (bp.number, one_line_error(e)))
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def setup(session):
+    """Registers the functions and the breakpoint handlers, and gives the
+    variables their values before any run."""
+    global _session
+    _session = session
+    for field in FIELDS:
+        Now(field)
+    gdb.events.breakpoint_created.connect(_on_breakpoint)
+    gdb.events.breakpoint_modified.connect(_on_breakpoint)
+    clear()
+
+
+def exit_report(path):
+    """The line printed when the program exits: its live blocks
+    and bytes at exit and their loss records, as `memscope leaks full'
+    counts them. Nothing when the run recorded nothing (no recorder, no
+    log, no event); a failure to read the log is one line, not a
+    traceback."""
+    if not path or not os.path.exists(path):
+        return
+    try:
+        with replaylib.Log(path) as log, replaylib.Replay(log) as r:
+            events = log.info().events
+            if not events:
+                return
+            r.seek(events)
+            groups = r.group_live()
+        blocks = sum(g["blocks"] for g in groups)
+        nbytes = sum(g["bytes"] for g in groups)
+        if not blocks:
+            gdb.write("memscope: at exit: no live block; %s recorded.\n"
+                      % fmt.plural(events, "event"))
+            return
+        gdb.write("memscope: at exit: %s live, %s, in %s; `memscope leaks full' for the detail.\n"
+                  % (fmt.plural(blocks, "block"), fmt.exact_bytes(nbytes), fmt.plural(len(groups), "loss record")))
+    except Exception as e:  # noqa: BLE001 -- an exit handler must not leave a traceback
+        try:
+            gdb.write("memscope: at exit: cannot read the log %s: %s\n" % (path, one_line_error(e)))
+        except Exception:  # noqa: BLE001
+            pass

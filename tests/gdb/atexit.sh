@@ -1,0 +1,27 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# atexit.sh: the report at exit (issue 16, item 11). When the program
+# exits under gdb, one line gives its live blocks from the
+# finished log, as `memscope leaks full' counts them: tests/gdb/leaky
+# keeps 6 blocks, 8,592 bytes, from 2 stacks; tests/gdb/stomp frees all
+# it allocates. Nothing when gdb kills the program, nor when the run had
+# no recorder (an exec-wrapper without it).
+. "${top_srcdir:?run this test through make check}/tests/gdb/lib.sh"
+
+session leaky "$progs/leaky" -ex run -ex 'memscope leaks full'
+expect leaky "memscope: at exit: 6 blocks live, 8,592 bytes (8.4 KiB), in 2 loss records; \`memscope leaks full' for the detail." \
+	"the leaks at exit"
+expect leaky 'memscope: all live blocks: 8,592 bytes (8.4 KiB) in 6 blocks, 2 loss records' "memscope leaks full agrees"
+expect_count leaky '^memscope: at exit' 1 "one line at exit"
+expect_rc "gdb's exit status"
+
+session stomp "$progs/stomp" -ex start -ex kill -ex run
+expect_count stomp '^memscope: at exit' 1 "no report when gdb kills the program, one when it exits"
+expect stomp 'memscope: at exit: no live block; 20 events recorded.' "no live block"
+expect_rc "gdb's exit status"
+
+session norec "$progs/leaky" -ex 'set exec-wrapper env' -ex run -ex 'printf "events %d\n", $memscope_events'
+expect norec 'exited normally' "the program ran without the recorder"
+expect_not norec 'memscope: at exit' "no report when nothing was recorded"
+expect norec 'events 0' "no events"
+expect_rc "gdb's exit status"
