@@ -108,7 +108,10 @@ printf '%-8s %7s %10s %10s %10s   %9s %9s %9s %7s %7s\n' workload native msmemsc
 	ms/native ht/native htp/native ms/ht ms/htp
 
 if [ -n "$perl" ] && [ -x "$perl" ]; then
-	workload perl "$perl" -e "$perl_hash"
+	# From files: heaptrack writes the command line into its trace, where
+	# a newline of a -e script breaks the trace's format.
+	printf '%s\n' "$perl_hash" >"$tmp/hash.pl"
+	workload perl "$perl" "$tmp/hash.pl"
 else
 	echo "perl     skipped: ${perl:-perl} is not installed"
 fi
@@ -116,7 +119,8 @@ fi
 if [ -n "$python" ] && [ -x "$python" ]; then
 	PYTHONMALLOC=malloc
 	export PYTHONMALLOC
-	workload python3 "$python" -c "$python_dicts"
+	printf '%s\n' "$python_dicts" >"$tmp/dicts.py"
+	workload python3 "$python" "$tmp/dicts.py"
 	unset PYTHONMALLOC
 else
 	echo "python3  skipped: ${python:-python3} is not installed"

@@ -25,8 +25,9 @@ best() {
 # ratio A B: A / B with two decimals, "-" when B is 0.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "-" }'; }
 
-# The real programs' workloads (replaylogs.sh, endtoend.sh): perl -e
-# "$perl_hash" builds a hash of 300,000 keys three times and deletes two
+# The real programs' workloads (replaylogs.sh, endtoend.sh, which runs
+# them from files: heaptrack's trace cannot hold a command line with a
+# newline): perl -e "$perl_hash" builds a hash of 300,000 keys three times and deletes two
 # thirds of each round; python3 -c "$python_dicts" (run with
 # PYTHONMALLOC=malloc) builds dicts and lists of a few hundred thousand
 # objects.
