@@ -64,7 +64,12 @@ symbolized (function, file:line).
                 groups = r.group_live()
             else:
                 ended = w.step - 1 if w.in_step else w.step
-                now = "step %d is under way" % w.step if w.in_step else "after step %d" % w.step
+                if not w.in_step:
+                    now = "after step %d" % w.step
+                elif self.s.running():
+                    now = "step %d is under way" % w.step
+                else:
+                    now = "step %d ran until the exit" % w.step
                 if ended < 1:
                     gdb.write("memscope: no step has ended yet (%s); `memscope leaks full' lists all live blocks.\n"
                               % now)

@@ -16,7 +16,7 @@ session exited "$progs/leaky" -ex 'memscope leaks' -ex 'break checkpoint' -ex ru
 expect_count exited 'memscope: the program is not running; start it with' 2 "queries before the first run, and watch after exit"
 expect_count exited 'memscope: the program has exited; from its finished log WORK/state/msmemscope/gdb/gdb_PID_TIME/memscope_PID.mms:' 9 \
 	"every query after exit says it answers from the finished log"
-expect exited 'memscope: live blocks allocated in steps 1 to 4 (step 5 is under way): 8,592 bytes (8.4 KiB) in 6 blocks, 2 loss records' \
+expect exited 'memscope: live blocks allocated in steps 1 to 4 (step 5 ran until the exit): 8,592 bytes (8.4 KiB) in 6 blocks, 2 loss records' \
 	"leaks from the finished log"
 expect exited 'memscope: all live blocks: 8,592 bytes (8.4 KiB) in 6 blocks, 2 loss records' "leaks full"
 expect exited 'live block 0xADDR, 100 bytes, HOST, allocation 1' "block: a block live at exit"
