@@ -409,7 +409,7 @@ static int dpass_event(struct mms__sub *sub, struct mms_pass *pass, const mms_ev
 {
 	struct dpass *p = (struct dpass *)sub;
 	const struct mms__state *st = p->st;
-	const struct mms__blk *b = &st->last_blk;
+	const struct mms__blk *b = st->last_blk;
 	int malloc = ev->kind == MMS_EV_MALLOC, rc = 0;
 
 	(void)pass;

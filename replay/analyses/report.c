@@ -218,7 +218,7 @@ static int step_event(struct mms__sub *sub, struct mms_pass *p, const mms_event_
 	    (rc = launch_add(s->rep, &s->cap, &tr->ended)))
 		return rc;
 	if ((ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE) && st->last_blk_valid) {
-		mms__counts_add(&s->m, ev->kind == MMS_EV_MALLOC, st->last_blk.size);
+		mms__counts_add(&s->m, ev->kind == MMS_EV_MALLOC, st->last_blk->size);
 		if (live_bytes(st) > s->m.peak_bytes) {
 			s->m.peak_bytes = live_bytes(st);
 			s->m.peak_event = ev->id;

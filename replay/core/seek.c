@@ -412,7 +412,7 @@ static int freed_in(mms_replay_t *r, ptrdiff_t k, uint64_t to, uint64_t addr, mm
 		rc = 0;
 		if (s.last.kind != MMS_EV_FREE || !s.st.last_blk_valid)
 			continue;
-		k2 = &s.st.last_blk;
+		k2 = s.st.last_blk;
 		if (addr < k2->addr || addr - k2->addr >= k2->size)
 			continue;
 		mms__state_blk_export(&s.st, k2, b);
