@@ -6,7 +6,7 @@ the preloaded hooks share with gdb (hooks/gdbif.h). See doc/gdb.md."""
 
 import gdb
 
-from . import breaks, commands, leaks, session, variables, watch
+from . import breaks, commands, leaks, pinpoint, session, variables, watch
 
 _session = None
 
@@ -41,6 +41,7 @@ def setup(hooks, replay_lib, replay_cli, launcher):
     commands.InfoCommand(s)
     commands.BlockCommand(s)
     breaks.BreakCommand(s)
+    pinpoint.PinpointCommand(s)
     breaks.setup_functions()
     variables.setup(s)
     if s.recording:

@@ -129,10 +129,14 @@ class Watch:
     """One watch gdb armed: slot (number - 1), what the user typed, the
     range, and the block it lies in, described when it was armed."""
 
-    def __init__(self, slot, expr, addr, size, block_lines, block_addr=None):
+    def __init__(self, slot, expr, addr, size, block_lines, block_addr=None, block=None):
         self.slot, self.expr, self.addr, self.size = slot, expr, addr, size
         self.block_lines = block_lines
         self.block_addr = block_addr  # the heap block it was set in, or None
+        # (addr, size, allocation number, launch, operator) of that block
+        # when the watch was set, or None: memscope pinpoint checks a
+        # re-run against it.
+        self.block = block
 
 
 class Session:
@@ -157,6 +161,9 @@ class Session:
         self.stop_kind = None     # what the last stop of ours was (for `at step`)
         self.run_log = None       # the log of the program running now, once known
         self.finished_log = None  # the log of the last run, once it exited
+        self.pinpoint_target = None  # pinpoint.Target: what the last watch stop found
+        self.pinpoint = None      # pinpoint.State: a pinpoint under way
+        self.pinpoint_bp = None   # pinpoint.StartBreakpoint
 
     # --- set-up --------------------------------------------------------------
 
@@ -325,6 +332,8 @@ class Session:
         self.merged.clear()
         from . import variables
         variables.clear()
+        from . import pinpoint
+        pinpoint.on_hooks_loaded(self)
         breaks.arm(self, after_step=0)
 
     def _remember_log(self):
@@ -351,6 +360,8 @@ class Session:
         variables.refresh(self.finished_log)
         if hasattr(ev, "exit_code"):
             variables.exit_report(self.finished_log)
+        from . import pinpoint
+        pinpoint.on_exited(self)
 
     def _on_breakpoint_deleted(self, bp):
         self._on_breakpoint_changed(bp, gone=True)
@@ -384,6 +395,14 @@ class Session:
             return 0
 
     def _on_stop(self, ev):
+        self._on_stop_report(ev)
+        from . import pinpoint
+        try:
+            pinpoint.on_stop(self, ev)
+        except Exception as e:  # noqa: BLE001 -- an event handler must not leave a traceback
+            gdb.write("memscope: pinpoint: internal error: %s (please report it)\n" % one_line_error(e))
+
+    def _on_stop_report(self, ev):
         from . import breaks, variables
         self._remember_log()
         variables.refresh(self.run_log)
