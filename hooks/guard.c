@@ -582,7 +582,7 @@ void mms__guard_free(struct mms_thread *t, void *ptr, unsigned family, unsigned 
 		if (t) {
 			mms__release_watched(a, 0);
 			mms__note_release(a, t->index);
-			mms__rec_addr_event(t, (uint8_t)(MMS_TAG_FREE | free_fn), mms__stamp_release(), a, 0, 0, 0, 0);
+			mms__rec_free_stack(t, free_fn, a, mms__stamp_release(), stack);
 		}
 		mms__real.free(ptr);
 		tls_at_stack = 0;
@@ -594,7 +594,7 @@ void mms__guard_free(struct mms_thread *t, void *ptr, unsigned family, unsigned 
 	if (t) {
 		mms__release_watched(a, 0);
 		stamp = mms__stamp_release();
-		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_FREE | free_fn), stamp, a, 0, 0, 0, 0);
+		mms__rec_free_stack(t, free_fn, a, stamp, stack);
 	} else {
 		mms__release_watched(a, 0);
 	}

@@ -224,11 +224,22 @@ after that (a double free) is shown as such."""
             for line in fmt.stack_lines(log, b.stack, self.s.depth):
                 gdb.write(line + "\n")
             if not live:
-                gdb.write("  freed at event #%d by %s%s\n" % (
+                gdb.write("  freed at event #%d by %s%s:\n" % (
                     b.free_event, log.thread_label(b.free_thread), self.free_context(log, b.free_event)))
-                for event, thread in log.frees_of(b.addr, b.free_event + 1):
-                    gdb.write("  freed again at event #%d by %s%s: a double free\n" % (
+                self.free_stack(log, b.free_stack)
+                for event, thread, stack in log.frees_of(b.addr, b.free_event + 1):
+                    gdb.write("  freed again at event #%d by %s%s: a double free:\n" % (
                         event, log.thread_label(thread), self.free_context(log, event)))
+                    self.free_stack(log, stack)
+
+    def free_stack(self, log, stack):
+        """The stack of the call that freed: logs of version 5 recorded
+        with stacks keep it."""
+        if not stack and log.info().version < 5:
+            gdb.write("    (no stack: a log of format version %d keeps none for frees)\n" % log.info().version)
+            return
+        for line in fmt.stack_lines(log, stack, self.s.depth):
+            gdb.write(line + "\n")
 
     @staticmethod
     def free_context(log, event):

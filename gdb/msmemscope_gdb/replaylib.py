@@ -55,7 +55,7 @@ class Block(ctypes.Structure):
                 ("alloc_id", u64), ("alloc_event", u64), ("step", u64), ("op_launch", u64), ("op", c_char_p),
                 ("kernel_launches", u64), ("owner", c_char_p), ("pool", c_char_p), ("free_event", u64),
                 ("free_thread", u32), ("inherited", c_int), ("origin_pid", u64), ("origin_event", u64),
-                ("runtime", u32)]
+                ("runtime", u32), ("free_stack", u32)]
 
 
 class Where(ctypes.Structure):
@@ -254,7 +254,7 @@ class Log:
         return last
 
     def frees_of(self, addr, first=0):
-        """[(event id, thread index)] of the FREE events of address addr
+        """[(event id, thread index, stack id)] of the FREE events of address addr
         from event first on, up to the next allocation at addr: after a
         block's free, the frees that followed it are double frees."""
         it, ev, out = c_void_p(), Event(), []
@@ -267,7 +267,7 @@ class Log:
                 if ev.kind == EV_MALLOC:
                     break
                 if ev.kind == EV_FREE:
-                    out.append((ev.id, ev.thread))
+                    out.append((ev.id, ev.thread, ev.stack))
         finally:
             _lib.mms_iter_close(it)
         return out

@@ -43,7 +43,7 @@ int main(void)
 	F(mms_block_t, step), F(mms_block_t, op_launch), F(mms_block_t, op), F(mms_block_t, kernel_launches);
 	F(mms_block_t, owner), F(mms_block_t, pool), F(mms_block_t, free_event), F(mms_block_t, free_thread);
 	F(mms_block_t, inherited), F(mms_block_t, origin_pid), F(mms_block_t, origin_event);
-	F(mms_block_t, runtime);
+	F(mms_block_t, runtime), F(mms_block_t, free_stack);
 	END();
 	BEGIN("Where", mms_where_t);
 	F(mms_where_t, position), F(mms_where_t, events), F(mms_where_t, step), F(mms_where_t, in_step);
