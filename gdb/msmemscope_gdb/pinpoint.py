@@ -389,9 +389,9 @@ def arm(session, p):
         gdb.write("memscope: pinpoint: warning: %s of them hold other values now than before launch %d in the "
                   "first run.\n" % (fmt.plural(differ, "byte"), t.launch))
     if left:
-        gdb.write("memscope: pinpoint: not all changed bytes fit in the %d debug registers (%s); left out, "
-                  "smallest ranges last:\n" % (DEBUG_REGISTERS, "%d free" % free if free != DEBUG_REGISTERS
-                                               else "one 8-byte word each"))
+        gdb.write("memscope: pinpoint: not all changed bytes fit in the %d debug registers (an aligned 8-byte "
+                  "word each%s); left out, smallest ranges last:\n"
+                  % (DEBUG_REGISTERS, "; %d free" % free if free != DEBUG_REGISTERS else ""))
         for start, length in left:
             gdb.write("    0x%x..0x%x (%s)\n" % (start, start + length, fmt.plural(length, "byte")))
     gdb.write("memscope: pinpoint: `continue' stops at the store.\n")

@@ -42,7 +42,7 @@ __attribute__((noinline)) void ready(void)
 __attribute__((noinline)) static void fill(int k)
 {
 	for (unsigned i = 0; i < OWN; i++)
-		own[i] = (unsigned char)((k << 4) | (i & 15));
+		own[i] = (unsigned char)((k << 4) | (i & 15)); /* STRAY fill */
 	__asm__ __volatile__("" ::: "memory");
 }
 
