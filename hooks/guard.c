@@ -384,6 +384,7 @@ static void finding(struct mms_thread *t, unsigned kind, uintptr_t addr, const s
 	p = mms_put_u(p, (b ? b->stack : 0) | (uint64_t)free_stack << 32);
 	p = mms_put_u(p, tls_at_stack);
 	mms__rec_commit(t, p);
+	mms__gdb_guard_found(kind);
 }
 
 static unsigned since_of(uint64_t stamp, unsigned what)

@@ -6,7 +6,7 @@ the preloaded hooks share with gdb (hooks/gdbif.h). See doc/gdb.md."""
 
 import gdb
 
-from . import breaks, commands, leaks, pinpoint, session, variables, watch
+from . import breaks, commands, guard, leaks, pinpoint, session, variables, watch
 
 _session = None
 
@@ -42,6 +42,8 @@ def setup(hooks, replay_lib, replay_cli, launcher):
     commands.BlockCommand(s)
     breaks.BreakCommand(s)
     pinpoint.PinpointCommand(s)
+    guard.GuardParameter(s)
+    guard.CheckCommand(s)
     breaks.setup_functions()
     variables.setup(s)
     if s.recording:

@@ -18,7 +18,8 @@ class MemscopeCommand(Command):
 The program runs with the recorder preloaded (gdb -x memscope.gdb): each
 allocation, free, operator launch and step goes to a log, and these
 commands answer from that log and from the program's memory, whenever
-the program is stopped. They never call functions in the program: an
+the program is stopped. They never call functions in the program (but
+`memscope check', which runs guard mode's check when that is safe): an
 expression that would need it (a call, a string literal) is refused.
 Numbers (SIZE, N) are expressions too, checked before use.
 

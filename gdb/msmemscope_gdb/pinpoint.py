@@ -235,23 +235,18 @@ re-run and enabled again at the start of launch L."""
         if t is None:
             raise Error("memscope: no watch has stopped the program yet, so there is nothing to pinpoint: set one "
                         "with `memscope watch EXPR' and `continue' until an operator launch changes it.")
+        from . import guard
+        if isinstance(t, guard.GuardTarget):
+            return self.run_guard(t, guard)
         if not t.launch:
             raise Error("memscope: the last watch stop found the change outside any operator launch (after %s); "
                         "pinpoint re-runs to the start of the launch that made a change. Use gdb's `watch' "
                         "from there." % (t.op or "no launch so far"))
         if not self.s.recording:
             raise Error("memscope: the program runs without the recorder; pinpoint needs it.")
-        if self.s.pinpoint is not None:
-            delete_watchpoints(self.s.pinpoint)
-            restore_breakpoints(self.s.pinpoint)
-        p = State(t)
-        p.disabled = [b.number for b in gdb.breakpoints() if b.is_valid() and b.enabled]
-        self.s.pinpoint = p
         if self.s.pinpoint_bp is None or not self.s.pinpoint_bp.is_valid():
             self.s.pinpoint_bp = StartBreakpoint(self.s)
-        for b in gdb.breakpoints():
-            if b.number in p.disabled:
-                b.enabled = False
+        p = self.start(t)
         gdb.write("memscope: pinpoint: running the program again to the start of %s%s.\n"
                   % (t.describe(), ", without the session's breakpoints until then" if p.disabled else ""))
         try:
@@ -270,6 +265,34 @@ re-run and enabled again at the start of launch L."""
         else:
             gdb.write("memscope: pinpoint: the re-run stopped before launch %d began; `continue' goes on to it "
                       "and sets the watchpoints there.\n" % t.launch)
+
+    def start(self, t):
+        """A new pinpoint of t (ending one under way), with the session's
+        enabled breakpoints disabled."""
+        if self.s.pinpoint is not None:
+            delete_watchpoints(self.s.pinpoint)
+            restore_breakpoints(self.s.pinpoint)
+        p = State(t)
+        # The user's (gdb.breakpoints() lists internal ones too, such as
+        # StartBreakpoint, which must stay enabled).
+        p.disabled = [b.number for b in gdb.breakpoints() if b.is_valid() and b.enabled and b.number > 0]
+        for b in gdb.breakpoints():
+            if b.number in p.disabled:
+                b.enabled = False
+        self.s.pinpoint = p
+        return p
+
+    def run_guard(self, t, guard):
+        """pinpoint after a guard finding: the session's breakpoints stay
+        disabled until the store."""
+        p = self.start(t)
+        try:
+            guard.pinpoint_guard(self.s, t, p)
+        except gdb.GdbError:
+            delete_watchpoints(p)
+            restore_breakpoints(p)
+            self.s.pinpoint = None
+            raise
 
 
 def on_stop(session, ev):
@@ -454,7 +477,8 @@ def report_store(session, p, hits):
         wp.hit = None
         changed, lines = fmt.diff_lines(old, new, wp.start, max_lines=session.diff_lines)
         gdb.write("memscope: pinpoint: hardware watchpoint %d: a store changed %s at 0x%x%s (old -> new):\n"
-                  % (wp.number, fmt.plural(changed, "byte"), wp.start, where_in_watch(t, wp.start)))
+                  % (wp.number, fmt.plural(changed, "byte"), wp.start, where_in_watch(t, wp.start) if t.changes
+                     else ""))
         for line in lines:
             gdb.write(line + "\n")
     while frame is not None and in_hooks(frame.pc()):
@@ -490,7 +514,11 @@ def report_store(session, p, hits):
         launches = d.launches
     except (gdbif.NotLoaded, gdb.error):
         launches = None
-    if launches is not None and launches != t.launch:
+    if not t.launch:
+        from . import guard
+        guard.check_block(session, t)
+        restore_breakpoints(p)
+    elif launches is not None and launches != t.launch:
         gdb.write("memscope: pinpoint: note: %d operator launches have begun now, not %d: the store came after "
                   "launch %d began%s.\n" % (launches, t.launch, t.launch,
                                             ", in a later launch or between launches" if launches > t.launch

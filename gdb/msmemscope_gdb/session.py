@@ -117,6 +117,8 @@ class StopBreakpoint(gdb.Breakpoint):
                 from . import breaks
                 breaks.arm(self.s, h, after_step=d.step)
                 return bool(self.s.at_target) and d.step >= self.s.at_target
+            if d.reason == gdbif.REASON_GUARD:
+                return not self.s.guard_quiet
             if d.reason == gdbif.REASON_WATCH and (d.hit_watch, d.op_launch, d.tid) in self.s.merged:
                 self.s.merged.discard((d.hit_watch, d.op_launch, d.tid))
                 return False  # shown at the stop for another watch
@@ -164,6 +166,9 @@ class Session:
         self.pinpoint_target = None  # pinpoint.Target: what the last watch stop found
         self.pinpoint = None      # pinpoint.State: a pinpoint under way
         self.pinpoint_bp = None   # pinpoint.StartBreakpoint
+        self.guard = False        # the next runs record in guard mode (set memscope guard)
+        self.guard_quiet = False  # memscope check is calling the program: no stop at findings
+        self.guard_seen = {}      # log path -> findings shown so far
 
     # --- set-up --------------------------------------------------------------
 
@@ -195,7 +200,8 @@ class Session:
         or `set environment') has a MSMEMSCOPE_CONFIG of its own. None
         when the launcher cannot say: the program then runs without the
         recorder."""
-        cmd = [self.launcher, "--print-env", "--call-stack=c:32", "--output=" + self.log_dir]
+        cmd = [self.launcher, "--print-env", "--call-stack=c:32", "--output=" + self.log_dir] + \
+            (["--guard"] if self.guard else [])
         try:
             p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                                env=dict(os.environ, MSMEMSCOPE_HOOKS=self.hooks))
@@ -228,6 +234,19 @@ class Session:
             return path
         except OSError:
             return tempfile.mkdtemp(prefix="msmemscope-" + name + "-")
+
+    def set_guard(self, on):
+        """`set memscope guard on|off': the next runs record in guard mode
+        or not, through a new exec-wrapper. Raises Error, leaving things
+        as they were, when the launcher cannot say the environment."""
+        old, self.guard = self.guard, on
+        env = self._recorder_env()
+        if env is None:
+            self.guard = old
+            raise Error("memscope: the recorder's environment could not be made; guard mode stays %s."
+                        % ("on" if old else "off"))
+        gdb.execute("set exec-wrapper env " + " ".join(env))
+        self.recording = True
 
     def set_output(self, folder):
         """`set memscope output DIR': the logs of the next runs go to DIR
@@ -436,6 +455,9 @@ class Session:
         elif d.reason == gdbif.REASON_FREED:
             from . import watch
             watch.report_freed(self, h, d, who)
+        elif d.reason == gdbif.REASON_GUARD:
+            from . import guard
+            guard.report_stop(self, d, who)
         elif d.reason == gdbif.REASON_OP:
             gdb.write("memscope: %soperator %s begins: launch %d, %s, %s\n"
                       % (nums, d.op_name.decode("utf-8", "replace"), d.op_launch, fmt.step_name(d.step), who))

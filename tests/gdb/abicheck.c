@@ -76,5 +76,18 @@ int main(void)
 	F(mms_config_t, unwind), F(mms_config_t, unwind_check), F(mms_config_t, guard), F(mms_config_t, guard_redzone);
 	F(mms_config_t, guard_quarantine), F(mms_config_t, unknown), F(mms_config_t, bad);
 	END();
+	BEGIN("GuardFinding", mms_guard_finding_t);
+	F(mms_guard_finding_t, kind), F(mms_guard_finding_t, event), F(mms_guard_finding_t, thread);
+	F(mms_guard_finding_t, addr), F(mms_guard_finding_t, size), F(mms_guard_finding_t, family);
+	F(mms_guard_finding_t, alloc_fn), F(mms_guard_finding_t, alloc_stack), F(mms_guard_finding_t, free_stack);
+	F(mms_guard_finding_t, at_stack), F(mms_guard_finding_t, alloc_event), F(mms_guard_finding_t, free_event);
+	F(mms_guard_finding_t, since), F(mms_guard_finding_t, since_event), F(mms_guard_finding_t, steps_in_window);
+	F(mms_guard_finding_t, launches_in_window), F(mms_guard_finding_t, offset), F(mms_guard_finding_t, length);
+	F(mms_guard_finding_t, bytes), F(mms_guard_finding_t, nbytes);
+	END();
+	BEGIN("Guard", mms_guard_t);
+	F(mms_guard_t, findings), F(mms_guard_t, nfindings), F(mms_guard_t, by_kind), F(mms_guard_t, checks);
+	F(mms_guard_t, guard_on), F(mms_guard_t, status);
+	END();
 	return 0;
 }

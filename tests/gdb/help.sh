@@ -6,7 +6,7 @@
 . "${top_srcdir:?run this test through make check}/tests/gdb/lib.sh"
 
 set --
-for c in watch unwatch leaks at info block break pinpoint; do
+for c in watch unwatch leaks at info block break pinpoint check; do
 	set -- "$@" -ex "help memscope $c"
 done
 session help "$progs/leaky" -ex 'help memscope' "$@" \

@@ -11,7 +11,7 @@
 # it. After the stop the program runs on to a normal exit. A re-run
 # whose allocations moved (the "drift" mode) is said to differ. More changed
 # bytes than the debug registers hold: the first ones watched, the rest
-# listed, and pinpoint works after the program exited. Before any watch
+# listed, and pinpoint works after the program exited, and again. Before any watch
 # stop, and with an argument, the command says why not.
 . "${top_srcdir:?run this test through make check}/tests/gdb/lib.sh"
 
@@ -72,7 +72,8 @@ expect memcpy '+0x0    a8 a9 aa ab ac ad ae af -> 50 51 52 53 54 55 56 57' "memc
 # arena): the first 32 watched, the other 32 listed; pinpoint after the
 # program exited (no question to ask).
 session wide "$progs/pinpoint" -ex 'break ready' -ex run -ex 'memscope watch own' -ex continue \
-	-ex 'memscope unwatch' -ex continue -ex 'memscope pinpoint' -ex continue -ex continue
+	-ex 'memscope unwatch' -ex continue -ex 'memscope pinpoint' -ex continue -ex continue \
+	-ex 'memscope pinpoint' -ex continue -ex continue
 hw_skip wide
 expect_rc "wide: gdb's exit status"
 expect wide 'changed in operator embed (launch 1, step 1)' "wide: the watch stop"
@@ -80,8 +81,8 @@ expect wide 'hardware watchpoint 2 on 32 bytes (30 bytes the first run saw chang
 expect wide 'not all changed bytes fit in the 4 debug registers (an aligned 8-byte word each); left out' \
 	"wide: the message when not all fit"
 expect wide '    0xADDR..0xADDR (32 bytes)' "wide: the words left out"
-expect wide " in fill at SRC/pinpoint.c:$(line_of fill)" "wide: the store in launch 1"
-expect_count wide 'exited normally' 2 "wide: both runs end normally"
+expect_count wide " in fill at SRC/pinpoint.c:$(line_of fill)" 2 "wide: the store in launch 1, twice"
+expect_count wide 'exited normally' 3 "wide: the three runs end normally"
 
 # A re-run whose allocations differ, and the command's refusals.
 rm -f pinpoint.ran
