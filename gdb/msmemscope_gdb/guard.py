@@ -240,6 +240,12 @@ class GuardWatchpoint(pinpoint.PinpointWatchpoint):
             return None
 
     def stop(self):
+        try:
+            return self._stop()
+        except Exception:  # noqa: BLE001 -- a stop() must not leave a traceback
+            return True
+
+    def _stop(self):
         now = self._read()
         before, self.before = self.before, now
         if now is None:

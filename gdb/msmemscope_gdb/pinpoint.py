@@ -143,7 +143,7 @@ class StartBreakpoint(gdb.Breakpoint):
             return False
         try:
             d = gdbif.Handle(check=False).read()
-        except (gdbif.NotLoaded, gdb.error):
+        except Exception:  # noqa: BLE001 -- a stop() must not leave a traceback
             return False
         if d.reason != gdbif.REASON_OP or d.op_launch < p.target.launch:
             return False
@@ -168,7 +168,7 @@ class PinpointWatchpoint(gdb.Breakpoint):
     def stop(self):
         try:
             now = bytes(gdb.selected_inferior().read_memory(self.start, self.length))
-        except gdb.error:
+        except Exception:  # noqa: BLE001 -- a stop() must not leave a traceback
             return True
         if any(now[i] != self.before[i] for i in range(self.length) if self.start + i in self.wanted):
             self.hit = (self.before, now)
@@ -418,6 +418,7 @@ def arm(session, p):
         for start, length in left:
             gdb.write("    0x%x..0x%x (%s)\n" % (start, start + length, fmt.plural(length, "byte")))
     gdb.write("memscope: pinpoint: `continue' stops at the store.\n")
+    session.select_user_frame()
 
 
 def where_in_watch(t, addr):
