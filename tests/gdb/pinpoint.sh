@@ -84,6 +84,16 @@ expect wide '    0xADDR..0xADDR (32 bytes)' "wide: the words left out"
 expect_count wide " in fill at SRC/pinpoint.c:$(line_of fill)" 2 "wide: the store in launch 1, twice"
 expect_count wide 'exited normally' 3 "wide: the three runs end normally"
 
+# Without hardware watchpoints: said so, nothing watched, the program
+# runs on.
+session nohw "$progs/pinpoint" -ex 'break ready' -ex run -ex 'memscope watch nb' -ex continue \
+	-ex 'set can-use-hw-watchpoints 0' -ex 'memscope pinpoint' -ex 'info breakpoints' -ex continue
+expect nohw "memscope: pinpoint: gdb cannot set hardware watchpoints here (\`show can-use-hw-watchpoints'); a software watchpoint would single-step the program. Nothing is watched." \
+	"nohw: no software watchpoint"
+expect nohw '1       breakpoint     keep y' "nohw: info breakpoints lists the session's breakpoint"
+expect_not nohw 'watchpoint     keep' "nohw: no software watchpoint left"
+expect nohw 'exited normally' "nohw: the program runs on"
+
 # A re-run whose allocations differ, and the command's refusals.
 rm -f pinpoint.ran
 session drift "$progs/pinpoint" -ex 'memscope pinpoint' -ex 'set args drift' -ex 'break ready' -ex run \
