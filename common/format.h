@@ -29,7 +29,7 @@
 
 #define MMS_MAGIC "MMSLOG\x1a\n"
 #define MMS_MAGIC_LEN 8
-#define MMS_FORMAT_VERSION 4u      /* what the writer writes */
+#define MMS_FORMAT_VERSION 5u      /* what the writer writes */
 #define MMS_FORMAT_VERSION_MIN 1u  /* the oldest version readers read */
 #define MMS_HEADER_SIZE 4096u
 #define MMS_CHUNK_SIZE_DEFAULT 65536u
@@ -136,6 +136,9 @@ enum mms_tag {
 	                               mms_runtime_kind: an allocation a runtime made for
 	                               itself (ALLOC otherwise) */
 	MMS_TAG_GUARD = 0x78,       /* | enum mms_guard_kind (version 4): see there */
+	MMS_TAG_FREE_STACK = 0x80,  /* | enum mms_free_fn (version 5): daddr, u stack: a FREE
+	                               with the stack of the call that freed, written instead
+	                               of FREE when stacks are on (call_stack > 0) */
 };
 
 /* The sub-code of MMS_TAG_GUARD (version 4), written in guard mode

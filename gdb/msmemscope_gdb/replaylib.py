@@ -55,7 +55,7 @@ class Block(ctypes.Structure):
                 ("alloc_id", u64), ("alloc_event", u64), ("step", u64), ("op_launch", u64), ("op", c_char_p),
                 ("kernel_launches", u64), ("owner", c_char_p), ("pool", c_char_p), ("free_event", u64),
                 ("free_thread", u32), ("inherited", c_int), ("origin_pid", u64), ("origin_event", u64),
-                ("runtime", u32)]
+                ("runtime", u32), ("free_stack", u32)]
 
 
 class Where(ctypes.Structure):
@@ -81,6 +81,27 @@ class Config(ctypes.Structure):
                 ("watch", ConfigWatch), ("log_limit", u64), ("clock", c_int), ("log_thread", c_int),
                 ("unwind", c_int), ("unwind_check", c_int), ("guard", c_int), ("guard_redzone", u32),
                 ("guard_quarantine", u64), ("unknown", u32), ("bad", u32)]
+
+
+class GuardFinding(ctypes.Structure):
+    """mms_guard_finding_t (include/msmemscope/analysis.h): one finding of
+    guard mode, with the window in which the damage happened."""
+    _fields_ = [("kind", ctypes.c_uint), ("event", u64), ("thread", u32), ("addr", u64), ("size", u64),
+                ("family", ctypes.c_uint), ("alloc_fn", ctypes.c_uint), ("alloc_stack", u32), ("free_stack", u32),
+                ("at_stack", u32), ("alloc_event", u64), ("free_event", u64), ("since", ctypes.c_uint),
+                ("since_event", u64), ("steps_in_window", u64), ("launches_in_window", u64), ("offset", i64),
+                ("length", u64), ("bytes", u8 * 8), ("nbytes", ctypes.c_uint)]
+
+
+class Guard(ctypes.Structure):
+    _fields_ = [("findings", ctypes.POINTER(GuardFinding)), ("nfindings", c_size_t), ("by_kind", u64 * 8),
+                ("checks", u64), ("guard_on", c_int), ("status", c_int)]
+
+
+# enum mms_guard_finding_kind and enum mms_guard_window
+GUARD_KINDS = {1: "overflow", 2: "underflow", 3: "write after free", 4: "double free", 5: "invalid free",
+               6: "mismatched free"}
+GUARD_SINCE_ALLOCATION, GUARD_SINCE_FREEING, GUARD_SINCE_LAST_CHECK, GUARD_NO_WINDOW = range(4)
 
 
 PROGRESS_FN = ctypes.CFUNCTYPE(c_int, c_void_p, u64, u64)
@@ -142,6 +163,8 @@ def load(path):
         "mms_symbolizer_close": (None, [c_void_p]),
         "mms_symbolize": (c_int, [c_void_p, u64, P(Frame), c_size_t]),
         "mms_frame_format": (c_int, [P(Frame), ctypes.c_char_p, c_size_t]),
+        "mms_guard_run": (c_int, [c_void_p, c_void_p, P(P(Guard))]),
+        "mms_guard_free": (None, [P(Guard)]),
     }
     for name, (res, args) in protos.items():
         fn = getattr(lib, name)
@@ -254,7 +277,7 @@ class Log:
         return last
 
     def frees_of(self, addr, first=0):
-        """[(event id, thread index)] of the FREE events of address addr
+        """[(event id, thread index, stack id)] of the FREE events of address addr
         from event first on, up to the next allocation at addr: after a
         block's free, the frees that followed it are double frees."""
         it, ev, out = c_void_p(), Event(), []
@@ -267,7 +290,7 @@ class Log:
                 if ev.kind == EV_MALLOC:
                     break
                 if ev.kind == EV_FREE:
-                    out.append((ev.id, ev.thread))
+                    out.append((ev.id, ev.thread, ev.stack))
         finally:
             _lib.mms_iter_close(it)
         return out
@@ -284,6 +307,19 @@ class Log:
         finally:
             _lib.mms_iter_close(it)
         return None
+
+    def guard_findings(self):
+        """The findings of guard mode in the log, in log order, as
+        GuardFinding copies. Raises ReplayError when the analysis fails."""
+        out = ctypes.POINTER(Guard)()
+        rc = _lib.mms_guard_run(self.h, None, ctypes.byref(out))
+        if rc:
+            raise ReplayError("reading guard mode's findings: %s" % strerror(rc))
+        try:
+            g = out.contents
+            return [GuardFinding.from_buffer_copy(g.findings[i]) for i in range(g.nfindings)]
+        finally:
+            _lib.mms_guard_free(out)
 
     def stack(self, stack_id, limit=256):
         """The instruction pointers of a recorded stack, innermost first."""

@@ -57,6 +57,9 @@ typedef struct mms_block {
 	 * not the program's (enum mms_runtime, MMS_RUNTIME_NONE: the
 	 * program's); mms_runtime_name() names it. */
 	uint32_t runtime;
+	/* When freed: the stack of the call that freed it (logs of version 5
+	 * recorded with stacks on), 0 = none. */
+	uint32_t free_stack;
 } mms_block_t;
 
 /* Where a replay stands. */

@@ -513,6 +513,7 @@ int mms__state_event_block(const struct mms__state *st, const mms_event_t *ev, m
 	if (st->last_free_event != UINT64_MAX) {
 		b->free_event = st->last_free_event;
 		b->free_thread = ev->thread;
+		b->free_stack = ev->stack;
 	}
 	return 1;
 }

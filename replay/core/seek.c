@@ -418,6 +418,7 @@ static int freed_in(mms_replay_t *r, ptrdiff_t k, uint64_t to, uint64_t addr, mm
 		mms__state_blk_export(&s.st, k2, b);
 		b->free_event = s.last.id;
 		b->free_thread = s.last.thread;
+		b->free_stack = s.last.stack;
 		found = 1;
 	}
 	mms_iter_close(s.it);

@@ -812,6 +812,7 @@ void mms__state_blk_export(const struct mms__state *st, const struct mms__blk *b
 	out->owner = b->owner;
 	out->pool = b->pool;
 	out->free_event = UINT64_MAX;
+	out->free_stack = 0;
 	if (mms__blk_inherited(st, b)) {
 		out->inherited = 1;
 		out->step = 0;
