@@ -24,7 +24,7 @@ expression that would need it (a call, a string literal) is refused.
 Numbers (SIZE, N) are expressions too, checked before use.
 
 After the program exited, the queries answer from its finished log,
-and a line at exit gives its live blocks.
+and a line at exit gives its leaks.
 
 Convenience variables, set at each stop: $memscope_step (from 1),
 $memscope_launch and $memscope_op (0 and "" when no operator runs),

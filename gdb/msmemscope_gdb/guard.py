@@ -95,6 +95,12 @@ def describe(log, f, depth):
                          f.since_event, _SINCE[f.since], f.event, f.launches_in_window,
                          "" if f.launches_in_window == 1 else "es", f.steps_in_window,
                          "y" if f.steps_in_window == 1 else "ies"))
+        if f.last_launch and f.launches_in_window == 1:
+            lines.append("  done by operator launch %d (%s), or just before it began"
+                         % (f.last_launch, replaylib.text(f.last_op) or "unnamed"))
+        elif f.last_launch:
+            lines.append("  the last launch that began in between: %d (%s)"
+                         % (f.last_launch, replaylib.text(f.last_op) or "unnamed"))
     if f.alloc_stack or f.size:
         lines.append("  the block was allocated at event #%d by:" % f.alloc_event
                      if f.alloc_event != replaylib.UINT64_MAX else "  the block was allocated by:")

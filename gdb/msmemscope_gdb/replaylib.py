@@ -90,7 +90,8 @@ class GuardFinding(ctypes.Structure):
                 ("family", ctypes.c_uint), ("alloc_fn", ctypes.c_uint), ("alloc_stack", u32), ("free_stack", u32),
                 ("at_stack", u32), ("alloc_event", u64), ("free_event", u64), ("since", ctypes.c_uint),
                 ("since_event", u64), ("steps_in_window", u64), ("launches_in_window", u64), ("offset", i64),
-                ("length", u64), ("bytes", u8 * 8), ("nbytes", ctypes.c_uint)]
+                ("length", u64), ("bytes", u8 * 8), ("nbytes", ctypes.c_uint), ("last_launch", u64),
+                ("last_op", c_char_p)]
 
 
 class Guard(ctypes.Structure):
@@ -114,7 +115,7 @@ class ReplayOptions(ctypes.Structure):
 
 class StackGroup(ctypes.Structure):
     _fields_ = [("stack", u32), ("blocks", u64), ("bytes", u64), ("addr", u64), ("size", u64), ("step", u64),
-                ("op", c_char_p)]
+                ("op", c_char_p), ("runtime", u32)]
 
 
 class Frame(ctypes.Structure):
@@ -140,6 +141,8 @@ def load(path):
     P = ctypes.POINTER
     protos = {
         "mms_strerror": (c_char_p, [c_int]),
+        "mms_runtime_name": (c_char_p, [ctypes.c_uint]),
+        "mms_runtime_what": (c_char_p, [ctypes.c_uint]),
         "mms_log_open_ex": (c_int, [c_char_p, P(c_void_p), P(OpenError)]),
         "mms_log_close": (None, [c_void_p]),
         "mms_log_get_info": (None, [c_void_p, P(LogInfo)]),
@@ -179,6 +182,19 @@ def load(path):
 
 def strerror(rc):
     return _lib.mms_strerror(rc).decode("utf-8", "replace")
+
+
+def runtime_what(kind):
+    """What a runtime that keeps a block for itself is, in words
+    ("CPython's, at exit: ..."); "" for the program's (kind 0)."""
+    w = _lib.mms_runtime_what(kind) if kind else None
+    return w.decode("utf-8", "replace") if w else ""
+
+
+def split_runtime(groups):
+    """The program's groups, and those of blocks a runtime keeps for
+    itself (not leaks)."""
+    return [g for g in groups if not g["runtime"]], [g for g in groups if g["runtime"]]
 
 
 def text(b):
@@ -422,6 +438,7 @@ class Replay:
             raise ReplayError("grouping the live blocks: %s" % strerror(rc))
         try:
             return [{"stack": g.stack, "blocks": g.blocks, "bytes": g.bytes, "addr": g.addr, "size": g.size,
-                     "step": g.step, "op": text(g.op)} for g in (out[i] for i in range(n.value))]
+                     "step": g.step, "op": text(g.op), "runtime": g.runtime}
+                    for g in (out[i] for i in range(n.value))]
         finally:
             _libc.free(ctypes.cast(out, c_void_p))

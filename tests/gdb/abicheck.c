@@ -60,6 +60,7 @@ int main(void)
 	BEGIN("StackGroup", mms_stack_group_t);
 	F(mms_stack_group_t, stack), F(mms_stack_group_t, blocks), F(mms_stack_group_t, bytes);
 	F(mms_stack_group_t, addr), F(mms_stack_group_t, size), F(mms_stack_group_t, step), F(mms_stack_group_t, op);
+	F(mms_stack_group_t, runtime);
 	END();
 	BEGIN("Frame", mms_frame_t);
 	F(mms_frame_t, ip), F(mms_frame_t, function), F(mms_frame_t, file), F(mms_frame_t, line);
@@ -83,7 +84,8 @@ int main(void)
 	F(mms_guard_finding_t, at_stack), F(mms_guard_finding_t, alloc_event), F(mms_guard_finding_t, free_event);
 	F(mms_guard_finding_t, since), F(mms_guard_finding_t, since_event), F(mms_guard_finding_t, steps_in_window);
 	F(mms_guard_finding_t, launches_in_window), F(mms_guard_finding_t, offset), F(mms_guard_finding_t, length);
-	F(mms_guard_finding_t, bytes), F(mms_guard_finding_t, nbytes);
+	F(mms_guard_finding_t, bytes), F(mms_guard_finding_t, nbytes), F(mms_guard_finding_t, last_launch);
+	F(mms_guard_finding_t, last_op);
 	END();
 	BEGIN("Guard", mms_guard_t);
 	F(mms_guard_t, findings), F(mms_guard_t, nfindings), F(mms_guard_t, by_kind), F(mms_guard_t, checks);
