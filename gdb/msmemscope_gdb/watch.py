@@ -86,6 +86,14 @@ def split_args(arg):
                 # A last word that does not evaluate after an EXPR that
                 # does is a bad SIZE: parse_size says why.
                 return rest, size
+    # Neither splits nor the whole evaluates: when the last word is a
+    # SIZE, the error to give is EXPR's (`m->gamma 64' with m optimized
+    # out: say that m->gamma cannot be evaluated, not that `64' is a
+    # syntax error).
+    if cuts and not _evaluates(arg):
+        rest, size = arg[:cuts[-1]].strip(), arg[cuts[-1]:].strip()
+        if rest and size and _evaluates(size):
+            return rest, size
     return arg, None
 
 
