@@ -370,8 +370,9 @@ class Session:
         self.at_target = 0
         self.merged.clear()
         if self.watches:
-            gdb.write("memscope: the program exited; its %s gone.\n"
-                      % ("watch is" if len(self.watches) == 1 else "%d watches are" % len(self.watches)))
+            gdb.write("memscope: the program %s; its %s gone.\n"
+                      % ("exited" if hasattr(ev, "exit_code") else "was killed",
+                         "watch is" if len(self.watches) == 1 else "%d watches are" % len(self.watches)))
         self.watches.clear()
         # The run's last values, and its leaks: from the finished log
         # (neither raises). The leaks only when the program exited: not
