@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* iter.c: yields a log's events in replay order: a k-way merge, by stamp,
  * of one cursor per thread, ties broken by thread and file offset. Each
- * event is decoded once, straight into the caller's; the merge reads only
- * the next record's stamp. */
+ * event is decoded once: straight into the caller's, or, for the heap
+ * events of a replay that looks ahead, by the lookahead cursor, whose
+ * decoding the caller's then takes; the merge reads only the next
+ * record's stamp. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +41,13 @@ struct iter_src {
 	struct {
 		uint64_t n, addr;
 	} frees[ITER_AHEAD];
+	/* The heap events pc decoded, by event number: the record at `at`,
+	 * decoded into ev, the cursor after it at `next`. c takes them
+	 * from here instead of decoding each record a second time. */
+	struct ahead_ev {
+		const uint8_t *at, *next;
+		mms_event_t ev;
+	} evs[ITER_AHEAD];
 };
 
 struct mms_iter {
@@ -219,6 +228,22 @@ static int src_peek(mms_log_t *log, struct iter_src *s)
 	}
 }
 
+/* The heap event at s's cursor, when the lookahead decoded it already:
+ * copies it into ev and moves the cursor past it. Returns 1, or 0 (decode
+ * it). The record's address tells a slot of this event from a stale one. */
+static inline int src_take(struct iter_src *s, mms_event_t *ev)
+{
+	const struct ahead_ev *a = &s->evs[(s->n + 1) & (ITER_AHEAD - 1)];
+
+	if (a->at != s->c.p)
+		return 0;
+	*ev = a->ev;
+	s->c.p = a->next;
+	s->c.stamp = ev->stamp;
+	s->c.prev_addr = ev->addr;
+	return 1;
+}
+
 /* Decodes the event at s's cursor (src_peek() found it) into ev. Returns 1
  * or MMS_ECORRUPT. */
 static inline int src_decode(mms_log_t *log, struct iter_src *s, mms_event_t *ev)
@@ -226,7 +251,7 @@ static inline int src_decode(mms_log_t *log, struct iter_src *s, mms_event_t *ev
 	struct mms__rec r;
 	const char *why;
 
-	if (mms__decode_heap(&s->c, ev))
+	if (src_take(s, ev) || mms__decode_heap(&s->c, ev))
 		return 1;
 	if (mms__decode(&s->c, &r, &why) != 1)
 		return MMS_ECORRUPT;
@@ -235,8 +260,9 @@ static inline int src_decode(mms_log_t *log, struct iter_src *s, mms_event_t *ev
 }
 
 /* Runs s's second cursor one event further ahead, asking for the line of
- * the live-block table that event will look in. Returns 0, or -1 when it
- * cannot go on in this segment. */
+ * the live-block table that event will look in; a heap event is decoded
+ * there once, for src_take(). Returns 0, or -1 when it cannot go on in
+ * this segment. */
 static int src_ahead(const mms_iter_t *it, struct iter_src *s)
 {
 	struct mms__rec r;
@@ -245,11 +271,18 @@ static int src_ahead(const mms_iter_t *it, struct iter_src *s)
 	int kind;
 
 	for (;;) {
+		struct ahead_ev *a = &s->evs[(s->n + s->ahead + 1) & (ITER_AHEAD - 1)];
+
 		if (s->pc.p >= s->pc.end)
 			return -1;
-		kind = mms__skim_heap(&s->pc, &addr);
-		if (kind)
+		a->at = s->pc.p;
+		if (mms__decode_heap(&s->pc, &a->ev)) {
+			a->next = s->pc.p;
+			kind = a->ev.kind;
+			addr = a->ev.addr;
 			break;
+		}
+		a->at = NULL;
 		if (mms__decode(&s->pc, &r, &why) != 1 || r.type == MMS_TAG_SEGMENT)
 			return -1;
 		if (!mms__is_event(r.type))
@@ -275,8 +308,12 @@ static inline void src_fetch_ahead(const mms_iter_t *it, struct iter_src *s)
 {
 	uint64_t half = s->n + ITER_AHEAD / 2;
 
+	/* pc is `ahead` events past c; with none ahead (the segment's start,
+	 * or the lookahead behind), it starts again from c. */
 	if (s->ahead)
 		s->ahead--;
+	else if (!s->pc_stop)
+		s->pc = s->c;
 	if (!mms__state_prefetching(it->pf)) {
 		/* Small tables: not worth it. The lookahead starts again
 		 * with the next segment, if they grew. */
@@ -441,7 +478,7 @@ MMS__EXPORT int mms_iter_next(mms_iter_t *it, mms_event_t *ev)
 	if (!s->peeked) {
 		/* Alone: the record at the cursor is most often a heap
 		 * event's, for the fast path. */
-		if (mms__decode_heap(&s->c, ev))
+		if (src_take(s, ev) || mms__decode_heap(&s->c, ev))
 			goto decoded;
 		rc = src_peek(it->log, s);
 		if (rc != 1) {
