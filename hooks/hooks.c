@@ -114,6 +114,7 @@ void mms__init(void)
 	__atomic_store_n(&init_state, INIT_RESOLVED, __ATOMIC_RELEASE);
 	mms__gdb_init();
 	config_read();
+	mms__pystack_init();
 	mms__watch_init();
 	mms__guard_init();
 	mms__clock_init(mms__config.clock == MMS_CONFIG_CLOCK_COUNTER);

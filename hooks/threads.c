@@ -99,6 +99,7 @@ void mms__thread_exit(void)
 {
 	struct mms_thread *t = mms__tls_thread;
 
+	mms__pystack_thread_exit();
 	if (!t)
 		return;
 	mms__tls_thread = NULL;

@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: MIT */
+/* pystack.c: Python call stacks (python_stack=N): each thread's shadow
+ * stack of Python frames, kept by the msmemscope package's profile hook
+ * through the msmemscope__py_* functions below, and read by the
+ * allocation hooks without a lock, without the GIL and without calling
+ * the allocator.
+ *
+ * The package's profile hook (hooks/python/_msmemscope.c) runs with the
+ * GIL held on every Python call and return of a thread: it pushes the
+ * frame and its code object here, and pops it. A code object is defined
+ * in the log once (a PYCODE record: file, qualified name, first line);
+ * the package keeps a reference to it, so its address is never reused.
+ * At an allocation the hook turns the thread's innermost frames into
+ * tagged frames (format.h: MMS_PYFRAME) interned above the C stack: the
+ * line of each frame is asked of the interpreter (PyFrame_GetLineNumber,
+ * through the package: it reads the frame's line table and allocates
+ * nothing), for the innermost frame at every allocation and for the
+ * others once per call they make, since a frame that called another stays
+ * on that line until it returns. */
+#define _GNU_SOURCE
+#include <string.h>
+
+#include "hooks-int.h"
+#include "log.h"
+
+#define PY_DEPTH_MAX 4096 /* frames kept per thread; deeper ones are counted only */
+#define CODE_SLOTS (1u << 17)
+#define CODE_MAX (CODE_SLOTS / 4 * 3)
+
+struct py_entry {
+	const void *frame; /* the interpreter's PyFrameObject */
+	uintptr_t sp;      /* the profile hook's stack pointer at its call event */
+	uint32_t code;     /* PYCODE id, 0: not defined (the table is full) */
+	uint32_t line;     /* cached line, 0: ask again */
+	uint32_t entry;    /* it began a run of the eval loop (MMS_PYFRAME_ENTRY) */
+	uint32_t pad;
+};
+
+/* One thread's shadow stack and the frames it last interned. Written by
+ * its own thread only: the profile hook pushes and pops, the allocation
+ * hook reads (and caches lines). */
+struct mms_pystack {
+	uint32_t depth;    /* frames on the stack (may pass PY_DEPTH_MAX) */
+	uint32_t nlast;    /* the last interned Python frames, outermost first */
+	uint32_t last_base;
+	uint32_t pad;
+	struct py_entry e[PY_DEPTH_MAX];
+	uint64_t last_tag[PY_DEPTH_MAX];
+	uint32_t last_id[PY_DEPTH_MAX];
+};
+
+struct code_slot {
+	uint32_t state; /* 0 empty, 1 being defined, 2 ready */
+	uint32_t pad;
+	const void *code;
+};
+
+uint32_t mms__py_depth;
+uint32_t mms__stacks_on;
+static struct code_slot *codes;
+static uint32_t ncodes;
+static int (*line_of)(const void *frame);
+static __thread struct mms_pystack *tls_py;
+
+void mms__pystack_init(void)
+{
+	mms__py_depth = mms__config.python_stack;
+	if (mms__py_depth && !codes)
+		codes = mms__map_anon(sizeof(struct code_slot) * CODE_SLOTS);
+	if (!codes)
+		mms__py_depth = 0;
+	mms__stacks_on = mms__config.call_stack || mms__py_depth;
+}
+
+void mms__pystack_after_fork_child(void)
+{
+	/* The child's log defines its code objects anew; its threads but the
+	 * forking one are gone, and this thread's stack stays as it was. */
+	if (codes)
+		memset(codes, 0, sizeof(struct code_slot) * CODE_SLOTS);
+	ncodes = 0;
+	if (tls_py)
+		for (uint32_t i = 0; i < tls_py->depth && i < PY_DEPTH_MAX; i++)
+			tls_py->e[i].code = 0;
+	if (tls_py)
+		tls_py->nlast = 0;
+}
+
+void mms__pystack_thread_exit(void)
+{
+	struct mms_pystack *s = tls_py;
+
+	if (s) {
+		tls_py = NULL;
+		mms__arena_free(s);
+	}
+}
+
+static inline uint32_t code_hash(const void *code)
+{
+	uint64_t x = (uintptr_t)code;
+
+	x ^= x >> 29;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 32;
+	return (uint32_t)x & (CODE_SLOTS - 1);
+}
+
+/* The id of code, 0 when it has none yet. */
+static uint32_t code_find(const void *code)
+{
+	for (uint32_t i = code_hash(code);; i = (i + 1) & (CODE_SLOTS - 1)) {
+		const struct code_slot *c = &codes[i];
+		uint32_t st = __atomic_load_n(&c->state, __ATOMIC_ACQUIRE);
+
+		if (st == 0)
+			return 0;
+		if (st == 2 && c->code == code)
+			return i + 1;
+	}
+}
+
+static struct mms_pystack *stack_new(void)
+{
+	int busy = mms__tls_busy;
+	struct mms_pystack *s;
+
+	mms__tls_busy = 2;
+	s = mms__arena_alloc(sizeof *s, 64);
+	mms__tls_busy = busy;
+	if (s) {
+		s->depth = s->nlast = s->last_base = 0;
+		tls_py = s;
+	}
+	return s;
+}
+
+/* --- what the package calls ----------------------------------------------- */
+
+/* How many Python frames the recorder wants with each event, 0: none (the
+ * package then installs no profile hook). line is the function that
+ * tells a frame's line; it must not allocate nor need the GIL. */
+MMS_EXPORT uint32_t msmemscope__py_setup(int (*line)(const void *frame))
+{
+	if (!mms__py_depth || !mms__active)
+		return 0;
+	line_of = line;
+	return mms__py_depth;
+}
+
+/* The thread enters frame, running code; sp is the profile hook's stack
+ * pointer, 0 when unknown (a frame running before the hook was installed).
+ * Returns 1 when code has no id yet: the package then calls
+ * msmemscope__py_code() before anything else. */
+MMS_EXPORT int msmemscope__py_push(const void *frame, const void *code, uintptr_t sp)
+{
+	struct mms_pystack *s = tls_py;
+	struct py_entry *e;
+	uint32_t d;
+
+	if (unlikely(!s) && !(s = stack_new()))
+		return 0;
+	d = s->depth;
+	if (likely(d < PY_DEPTH_MAX)) {
+		e = &s->e[d];
+		e->frame = frame;
+		e->sp = sp;
+		e->code = code_find(code);
+		e->line = 0;
+		if (!d || !sp) {
+			e->entry = 1;
+		} else if (!s->e[d - 1].sp) {
+			/* Above a frame pushed without its stack pointer (one
+			 * running when the hook was installed, each taken to be
+			 * a run of the eval loop): this frame is taken to run in
+			 * the same run as its caller. */
+			e->entry = 0;
+			s->e[d - 1].sp = sp;
+		} else {
+			e->entry = s->e[d - 1].sp != sp;
+		}
+	}
+	/* A signal handler that allocates sees the entry whole or not at
+	 * all. */
+	__atomic_signal_fence(__ATOMIC_RELEASE);
+	s->depth = d + 1;
+	return d < PY_DEPTH_MAX && !s->e[d].code;
+}
+
+/* The thread left frame (returned, raised or yielded). A return without
+ * its call (a frame entered before the hook was installed) is ignored. */
+MMS_EXPORT void msmemscope__py_pop(const void *frame)
+{
+	struct mms_pystack *s = tls_py;
+	uint32_t d;
+
+	if (!s || !(d = s->depth))
+		return;
+	if (d > PY_DEPTH_MAX) {
+		s->depth = d - 1;
+		return;
+	}
+	/* Frames whose returns were missed (an exception in the hook's
+	 * absence) are dropped with the one returning under them. */
+	for (uint32_t k = d; k > 0 && d - k < 8; k--)
+		if (s->e[k - 1].frame == frame) {
+			s->depth = k - 1;
+			if (k > 1)
+				s->e[k - 2].line = 0; /* it goes on from its call */
+			return;
+		}
+}
+
+/* Forgets the thread's frames: another profile hook replaced ours. */
+MMS_EXPORT void msmemscope__py_reset(void)
+{
+	if (tls_py)
+		tls_py->depth = 0;
+}
+
+/* Defines the code object of the thread's innermost frame, code: writes its
+ * PYCODE record and gives the frame its id. Called with the GIL held,
+ * after msmemscope__py_push() returned 1. Returns the id, 0 when the table
+ * is full (the frame is then shown as an unknown one). */
+MMS_EXPORT uint32_t msmemscope__py_code(const void *code, const char *file, const char *name, int firstline)
+{
+	struct mms_pystack *s = tls_py;
+	struct mms_thread *t;
+	uint32_t id = 0, i;
+	int busy = mms__tls_busy;
+
+	if (!codes)
+		return 0;
+	id = code_find(code);
+	for (i = code_hash(code); !id; i = (i + 1) & (CODE_SLOTS - 1)) {
+		struct code_slot *c = &codes[i];
+		uint32_t expect = 0;
+
+		if (__atomic_load_n(&c->state, __ATOMIC_ACQUIRE))
+			continue; /* taken: a code object of another id */
+		if (__atomic_load_n(&ncodes, __ATOMIC_RELAXED) >= CODE_MAX)
+			break;
+		if (!__atomic_compare_exchange_n(&c->state, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			continue;
+		__atomic_fetch_add(&ncodes, 1, __ATOMIC_RELAXED);
+		c->code = code;
+		id = i + 1;
+		mms__tls_busy = 2;
+		t = mms__recording ? mms__thread() : NULL;
+		if (t) {
+			uint8_t buf[3 * 10 + 2 * MMS_MAX_STRING], *p = buf;
+			p = mms_put_u(p, id);
+			p = mms_put_s(p, file ? file : "", file ? strlen(file) : 0);
+			p = mms_put_s(p, name ? name : "", name ? strlen(name) : 0);
+			p = mms_put_u(p, firstline > 0 ? (uint64_t)firstline : 0);
+			mms__write_meta(t, MMS_TAG_PYCODE, buf, (size_t)(p - buf));
+		}
+		mms__tls_busy = busy;
+		__atomic_store_n(&c->state, 2, __ATOMIC_RELEASE);
+	}
+	if (s && s->depth && s->depth <= PY_DEPTH_MAX)
+		s->e[s->depth - 1].code = id;
+	return id;
+}
+
+/* --- what the allocation hooks call ---------------------------------------- */
+
+uint32_t mms__pystack_capture(struct mms_thread *t, uint32_t base)
+{
+	struct mms_pystack *s = tls_py;
+	uint32_t n, m, first, c = 0, parent;
+
+	if (!s || !s->depth)
+		return base;
+	n = s->depth < PY_DEPTH_MAX ? s->depth : PY_DEPTH_MAX;
+	m = n < mms__py_depth ? n : mms__py_depth;
+	first = n - m;
+	if (base != s->last_base)
+		s->nlast = 0;
+	/* Outermost first, keeping the prefix shared with the last stack. */
+	for (uint32_t i = 0; i < m; i++) {
+		struct py_entry *e = &s->e[first + i];
+		uint64_t tag;
+
+		if (!e->line || first + i == n - 1) {
+			int l = line_of ? line_of(e->frame) : 0;
+			e->line = l > 0 ? (uint32_t)l : 0;
+		}
+		tag = mms_pyframe(e->code, e->line, e->entry);
+		if (c == i && i < s->nlast && s->last_tag[i] == tag) {
+			c++;
+			continue;
+		}
+		s->last_tag[i] = tag;
+	}
+	if (c == m && m == s->nlast)
+		return s->last_id[m - 1];
+	parent = c ? s->last_id[c - 1] : base;
+	for (uint32_t i = c; i < m; i++)
+		s->last_id[i] = parent = mms__intern_frame(t, parent, s->last_tag[i]);
+	s->nlast = m;
+	s->last_base = base;
+	return parent;
+}

@@ -1,0 +1,110 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# pystack.sh: Python call stacks (--call-stack=python:N, doc/python.md).
+# A script allocates a known bytearray three Python calls deep: the dump's
+# Call Stack(Python) names each frame at its file:line, innermost first,
+# and the C column holds no Python frame; with c:N,python:M the leaks
+# report shows the mixed stack, the Python frames standing where the eval
+# loop ran them; a thread started by threading has its own frames; the
+# program prints the same as natively; PYTHONMALLOC is malloc unless
+# --python-allocator=pymalloc.
+. "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
+
+pkg=$top_builddir/hooks/python/build
+[ -e "$pkg/msmemscope/_msmemscope.so" ] ||
+	skip "configure built no Python package (Debian: apt-get install -y python3-dev, then configure again)"
+export PYTHONPATH="$pkg"
+
+cat >prog.py <<'EOF2'
+import os
+import threading
+import msmemscope
+
+keep = []
+
+
+def make(n):
+    return bytearray(n)
+
+
+def work(n):
+    keep.append(make(n))
+
+
+def in_thread():
+    keep.append(bytearray(54321))
+
+
+msmemscope.step()
+work(123456)
+msmemscope.step()
+t = threading.Thread(target=in_thread)
+t.start()
+t.join()
+msmemscope.step()
+msmemscope.step()
+print("done", len(keep), os.environ.get("PYTHONMALLOC"))
+EOF2
+me=$work/prog.py
+
+"$MMS_PYTHON" prog.py >native.out 2>native.err || fail "prog.py exited $? natively: $(cat native.err)"
+
+# Python frames alone, and the dump.
+"$MMS_LAUNCHER" --call-stack=python:8 --output=out --data-format=csv --analysis= -- "$MMS_PYTHON" prog.py \
+	>py.out 2>py.err || fail "msmemscope --call-stack=python:8 exited $?: $(cat py.err)"
+expect_eq "the program's output with Python stacks" "$(cat py.out)" "done 2 malloc"
+set -- out/msmemscope_*/dump/memscope_dump_*.csv
+[ -f "$1" ] || fail "no dump CSV: $(ls -R out)"
+csv=$1
+"$MMS_PYTHON" - "$csv" "$me" >rows.txt <<'PY' || fail "the dump's Python stacks are not the script's: $(cat rows.txt)"
+import csv, sys
+path, me = sys.argv[1], sys.argv[2]
+rows = list(csv.DictReader(open(path, newline="")))
+def row(size):
+    r = [r for r in rows if r["Event"] == "MALLOC" and ",size:%d}" % size in r["Attr"]]
+    assert len(r) == 1, (size, len(r))
+    return r[0]
+# bytearray(n) asks for n + 1 bytes.
+r = row(123457)
+want = "make (%s:9)|work (%s:13)|<module> (%s:21)" % (me, me, me)
+print("main:", r["Call Stack(Python)"])
+assert r["Call Stack(Python)"] == want, (r["Call Stack(Python)"], want)
+assert r["Call Stack(C)"] == "", r["Call Stack(C)"]
+r = row(54322)
+print("thread:", r["Call Stack(Python)"], r["Thread Id"])
+assert r["Call Stack(Python)"].startswith("in_thread (%s:17)|Thread.run (" % me), r["Call Stack(Python)"]
+assert r["Thread Id"] != r["Process Id"], "the thread's row is the main thread's"
+PY
+note "the dump's Call Stack(Python): $(head -1 rows.txt | cut -c7-)"
+
+# C and Python frames: the mixed stack in the leaks report.
+"$MMS_LAUNCHER" --call-stack=c:24,python:8 --output=mixed -- "$MMS_PYTHON" prog.py >mix.out 2>mix.err ||
+	fail "msmemscope --call-stack=c:24,python:8 exited $?: $(cat mix.err)"
+set -- mixed/msmemscope_*/memscope_*.mms
+log=$1
+"$MMS_REPLAY" "$log" --analysis leaks --depth 0 >leaks.txt 2>&1 || fail "--analysis leaks exited $?: $(cat leaks.txt)"
+# The per-step leak of step 2: make's bytearray, C frames down to the
+# call the eval loop made, then make, work and <module> in its place.
+awk '/in 1 block .*step 2\)$/ { on = 1; next } on && /^  [0-9]/ { on = 0 } on' leaks.txt >group.txt
+grep -q "PyByteArray_Resize" group.txt || fail "the leak's stack has no C frame: $(cat leaks.txt)"
+sed -n 's/^ *#[0-9]* *\([^ ]*\) (\([^)]*\)).*/\1 \2/p' group.txt | grep -v "^python3\|^_\?Py\|^[a-z_]* python3" >pyframes.txt || true
+expect_eq "the Python frames of the mixed stack" "$(head -3 pyframes.txt | tr '\n' ';')" \
+	"make $me:9;work $me:13;<module> $me:21;"
+grep -q "_PyEval_EvalFrameDefault" group.txt && fail "the eval loop's frame is still in the mixed stack: $(cat group.txt)"
+prev=$(grep -n "make ($me:9)" group.txt | cut -d: -f1)
+next=$(grep -n "<module> ($me:21)" group.txt | cut -d: -f1)
+expect_eq "the lines between make and <module>" "$((next - prev))" 2
+expect_ge "C frames above the Python frames" "$prev" 2
+note "the leaks report shows the mixed stack (C frames, then make, work, <module>)"
+
+# pymalloc kept on request; nothing Python-specific without Python stacks.
+"$MMS_LAUNCHER" --call-stack=python:4 --python-allocator=pymalloc --analysis= --output=pm -- "$MMS_PYTHON" prog.py \
+	>pm.out 2>pm.err || fail "--python-allocator=pymalloc exited $?: $(cat pm.err)"
+expect_eq "the output with --python-allocator=pymalloc" "$(cat pm.out)" "done 2 None"
+"$MMS_LAUNCHER" --call-stack=c:8 --analysis= --output=c -- "$MMS_PYTHON" prog.py >c.out 2>c.err ||
+	fail "--call-stack=c:8 exited $?: $(cat c.err)"
+cmp -s c.out native.out || fail "the output under --call-stack=c:8 is not the native one: $(cat c.out)"
+"$MMS_LAUNCHER" --print-env --call-stack=python:8 --output=env >env.txt || fail "--print-env exited $?"
+grep -q "^export PYTHONPATH='.*/msmemscope/boot:" env.txt || fail "--print-env sets no PYTHONPATH: $(cat env.txt)"
+grep -q '^export PYTHONMALLOC="${PYTHONMALLOC:-malloc}"$' env.txt || fail "--print-env: PYTHONMALLOC: $(cat env.txt)"
+note "--python-allocator=pymalloc leaves PYTHONMALLOC alone; C stacks alone change nothing"
