@@ -14,9 +14,15 @@
  * tagged frames (format.h: MMS_PYFRAME) interned above the C stack: the
  * line of each frame is asked of the interpreter (PyFrame_GetLineNumber,
  * through the package: it reads the frame's line table and allocates
- * nothing), for the innermost frame at every allocation and for the
- * others once per call they make, since a frame that called another stays
- * on that line until it returns. */
+ * nothing), for the innermost frame when its instruction moved since the
+ * last allocation and for the others once per call they make, since a
+ * frame that called another stays on that line until it returns.
+ *
+ * What an allocation costs is kept small the way the C stacks' walker
+ * does it: the frames below the lowest one pushed or popped since the
+ * last allocation are known to be the same, and keep their interned
+ * ids; the others go through a small per-thread cache of (parent, frame)
+ * -> id before the process's table. */
 #define _GNU_SOURCE
 #include <string.h>
 
@@ -24,6 +30,8 @@
 #include "log.h"
 
 #define PY_DEPTH_MAX 4096 /* frames kept per thread; deeper ones are counted only */
+#define ICACHE 512        /* per-thread cache of interned Python frames */
+#define CCACHE 256        /* per-thread cache of code ids */
 #define CODE_SLOTS (1u << 17)
 #define CODE_MAX (CODE_SLOTS / 4 * 3)
 
@@ -32,8 +40,8 @@ struct py_entry {
 	uintptr_t sp;      /* the profile hook's stack pointer at its call event */
 	uint32_t code;     /* PYCODE id, 0: not defined (the table is full) */
 	uint32_t line;     /* cached line, 0: ask again */
+	int32_t lasti;     /* the instruction line was asked at, -2: none */
 	uint32_t entry;    /* it began a run of the eval loop (MMS_PYFRAME_ENTRY) */
-	uint32_t pad;
 };
 
 /* One thread's shadow stack and the frames it last interned. Written by
@@ -41,12 +49,23 @@ struct py_entry {
  * hook reads (and caches lines). */
 struct mms_pystack {
 	uint32_t depth;    /* frames on the stack (may pass PY_DEPTH_MAX) */
+	/* e[0 .. clean) are as the last capture saw them (their frames are
+	 * last_tag[i - last_first]): nothing was pushed or popped below. */
+	uint32_t clean;
 	uint32_t nlast;    /* the last interned Python frames, outermost first */
 	uint32_t last_base;
-	uint32_t pad;
+	uint32_t last_first; /* the index in e[] of last_tag[0] */
 	struct py_entry e[PY_DEPTH_MAX];
-	uint64_t last_tag[PY_DEPTH_MAX];
-	uint32_t last_id[PY_DEPTH_MAX];
+	uint64_t last_tag[MMS_MAX_DEPTH];
+	uint32_t last_id[MMS_MAX_DEPTH];
+	struct {
+		uint64_t tag;
+		uint32_t parent, id;
+	} icache[ICACHE];
+	struct {
+		const void *code;
+		uint32_t id;
+	} ccache[CCACHE];
 };
 
 struct code_slot {
@@ -60,6 +79,7 @@ uint32_t mms__stacks_on;
 static struct code_slot *codes;
 static uint32_t ncodes;
 static int (*line_of)(const void *frame);
+static int (*lasti_of)(const void *frame);
 static __thread struct mms_pystack *tls_py;
 
 void mms__pystack_init(void)
@@ -79,11 +99,13 @@ void mms__pystack_after_fork_child(void)
 	if (codes)
 		memset(codes, 0, sizeof(struct code_slot) * CODE_SLOTS);
 	ncodes = 0;
-	if (tls_py)
+	if (tls_py) {
 		for (uint32_t i = 0; i < tls_py->depth && i < PY_DEPTH_MAX; i++)
 			tls_py->e[i].code = 0;
-	if (tls_py)
-		tls_py->nlast = 0;
+		tls_py->nlast = tls_py->clean = 0;
+		memset(tls_py->icache, 0, sizeof tls_py->icache);
+		memset(tls_py->ccache, 0, sizeof tls_py->ccache);
+	}
 }
 
 void mms__pystack_thread_exit(void)
@@ -129,22 +151,43 @@ static struct mms_pystack *stack_new(void)
 	s = mms__arena_alloc(sizeof *s, 64);
 	mms__tls_busy = busy;
 	if (s) {
-		s->depth = s->nlast = s->last_base = 0;
+		s->depth = s->clean = s->nlast = s->last_base = s->last_first = 0;
+		memset(s->icache, 0, sizeof s->icache);
+		memset(s->ccache, 0, sizeof s->ccache);
 		tls_py = s;
 	}
 	return s;
 }
 
+static inline uint32_t ccache_slot(const void *code)
+{
+	return (uint32_t)((uintptr_t)code >> 4) & (CCACHE - 1);
+}
+
+/* Interns frame tag above parent, through the thread's cache. */
+static inline uint32_t intern_cached(struct mms_pystack *s, struct mms_thread *t, uint32_t parent, uint64_t tag)
+{
+	uint32_t h = (uint32_t)((tag ^ (tag >> 29) ^ ((uint64_t)parent * 0x9e3779b97f4a7c15ull)) >> 20) & (ICACHE - 1);
+
+	if (s->icache[h].tag == tag && s->icache[h].parent == parent && s->icache[h].id)
+		return s->icache[h].id;
+	s->icache[h].tag = tag;
+	s->icache[h].parent = parent;
+	return s->icache[h].id = mms__intern_frame(t, parent, tag);
+}
+
 /* --- what the package calls ----------------------------------------------- */
 
 /* How many Python frames the recorder wants with each event, 0: none (the
- * package then installs no profile hook). line is the function that
- * tells a frame's line; it must not allocate nor need the GIL. */
-MMS_EXPORT uint32_t msmemscope__py_setup(int (*line)(const void *frame))
+ * package then installs no profile hook). line tells a frame's line, lasti
+ * (NULL: none) the offset of its instruction; neither may allocate nor
+ * need the GIL. */
+MMS_EXPORT uint32_t msmemscope__py_setup(int (*line)(const void *frame), int (*lasti)(const void *frame))
 {
 	if (!mms__py_depth || !mms__active)
 		return 0;
 	line_of = line;
+	lasti_of = lasti;
 	return mms__py_depth;
 }
 
@@ -162,11 +205,29 @@ MMS_EXPORT int msmemscope__py_push(const void *frame, const void *code, uintptr_
 		return 0;
 	d = s->depth;
 	if (likely(d < PY_DEPTH_MAX)) {
+		uint32_t k = ccache_slot(code);
+
 		e = &s->e[d];
 		e->frame = frame;
 		e->sp = sp;
-		e->code = code_find(code);
+		if (s->ccache[k].code == code) {
+			e->code = s->ccache[k].id;
+		} else {
+			e->code = code_find(code);
+			if (e->code) {
+				s->ccache[k].code = code;
+				s->ccache[k].id = e->code;
+			}
+		}
 		e->line = 0;
+		e->lasti = -2;
+		if (d) {
+			/* The caller stands on the line of this call now. */
+			s->e[d - 1].line = 0;
+			s->e[d - 1].lasti = -2;
+		}
+		if (s->clean > (d ? d - 1 : 0))
+			s->clean = d ? d - 1 : 0;
 		if (!d || !sp) {
 			e->entry = 1;
 		} else if (!s->e[d - 1].sp) {
@@ -205,8 +266,13 @@ MMS_EXPORT void msmemscope__py_pop(const void *frame)
 	for (uint32_t k = d; k > 0 && d - k < 8; k--)
 		if (s->e[k - 1].frame == frame) {
 			s->depth = k - 1;
-			if (k > 1)
-				s->e[k - 2].line = 0; /* it goes on from its call */
+			if (k > 1) {
+				/* It goes on from its call. */
+				s->e[k - 2].line = 0;
+				s->e[k - 2].lasti = -2;
+			}
+			if (s->clean > (k > 1 ? k - 2 : 0))
+				s->clean = k > 1 ? k - 2 : 0;
 			return;
 		}
 }
@@ -215,7 +281,7 @@ MMS_EXPORT void msmemscope__py_pop(const void *frame)
 MMS_EXPORT void msmemscope__py_reset(void)
 {
 	if (tls_py)
-		tls_py->depth = 0;
+		tls_py->depth = tls_py->clean = 0;
 }
 
 /* Defines the code object of the thread's innermost frame, code: writes its
@@ -258,8 +324,13 @@ MMS_EXPORT uint32_t msmemscope__py_code(const void *code, const char *file, cons
 		mms__tls_busy = busy;
 		__atomic_store_n(&c->state, 2, __ATOMIC_RELEASE);
 	}
-	if (s && s->depth && s->depth <= PY_DEPTH_MAX)
+	if (s && s->depth && s->depth <= PY_DEPTH_MAX) {
 		s->e[s->depth - 1].code = id;
+		if (id) {
+			s->ccache[ccache_slot(code)].code = code;
+			s->ccache[ccache_slot(code)].id = id;
+		}
+	}
 	return id;
 }
 
@@ -275,14 +346,31 @@ uint32_t mms__pystack_capture(struct mms_thread *t, uint32_t base)
 	n = s->depth < PY_DEPTH_MAX ? s->depth : PY_DEPTH_MAX;
 	m = n < mms__py_depth ? n : mms__py_depth;
 	first = n - m;
-	if (base != s->last_base)
+	if (base != s->last_base || first != s->last_first) {
 		s->nlast = 0;
+	} else if (s->clean > first) {
+		/* Unchanged since the last capture: their ids stand. */
+		c = s->clean - first;
+		if (c > s->nlast)
+			c = s->nlast;
+		if (c >= m)
+			c = m - 1;
+	}
 	/* Outermost first, keeping the prefix shared with the last stack. */
-	for (uint32_t i = 0; i < m; i++) {
+	for (uint32_t i = c; i < m; i++) {
 		struct py_entry *e = &s->e[first + i];
 		uint64_t tag;
 
-		if (!e->line || first + i == n - 1) {
+		if (first + i == n - 1 && lasti_of) {
+			int32_t at = lasti_of(e->frame);
+			if (at != e->lasti) {
+				e->lasti = at;
+				e->line = 0;
+			}
+		} else if (first + i == n - 1) {
+			e->line = 0;
+		}
+		if (!e->line) {
 			int l = line_of ? line_of(e->frame) : 0;
 			e->line = l > 0 ? (uint32_t)l : 0;
 		}
@@ -293,12 +381,14 @@ uint32_t mms__pystack_capture(struct mms_thread *t, uint32_t base)
 		}
 		s->last_tag[i] = tag;
 	}
+	s->clean = n - 1;
 	if (c == m && m == s->nlast)
 		return s->last_id[m - 1];
 	parent = c ? s->last_id[c - 1] : base;
 	for (uint32_t i = c; i < m; i++)
-		s->last_id[i] = parent = mms__intern_frame(t, parent, s->last_tag[i]);
+		s->last_id[i] = parent = intern_cached(s, t, parent, s->last_tag[i]);
 	s->nlast = m;
 	s->last_base = base;
+	s->last_first = first;
 	return parent;
 }

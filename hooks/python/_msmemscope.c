@@ -175,7 +175,7 @@ static PyObject *py_buffer_range(PyObject *self, PyObject *obj)
  * every thread gets it at once. */
 
 static struct pystack_api {
-	uint32_t (*setup)(int (*line)(const void *frame));
+	uint32_t (*setup)(int (*line)(const void *frame), int (*lasti)(const void *frame));
 	int (*push)(const void *frame, const void *code, uintptr_t sp);
 	void (*pop)(const void *frame);
 	void (*reset)(void);
@@ -189,6 +189,16 @@ static int frame_line(const void *frame)
 {
 	return PyFrame_GetLineNumber((PyFrameObject *)frame);
 }
+
+#if PY_VERSION_HEX >= 0x030B0000
+/* The offset of its instruction: a frame that did not move keeps its line. */
+static int frame_lasti(const void *frame)
+{
+	return PyFrame_GetLasti((PyFrameObject *)frame);
+}
+#else
+#define frame_lasti NULL
+#endif
 
 /* s as UTF-8 (kept in s: compact ASCII strings hold it already), or
  * dflt; a pending exception stays as it was. */
@@ -314,7 +324,7 @@ static void stacks_load(void)
 	*(void **)&pyst.code = sym("msmemscope__py_code");
 	if (!pyst.setup || !pyst.push || !pyst.pop || !pyst.reset || !pyst.code)
 		return;
-	stack_depth = pyst.setup(frame_line);
+	stack_depth = pyst.setup(frame_line, frame_lasti);
 	if (!stack_depth)
 		return;
 #if PY_VERSION_HEX >= 0x030C0000

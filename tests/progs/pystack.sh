@@ -28,6 +28,7 @@ def make(n):
 
 
 def work(n):
+    keep.append(bytearray(777))
     keep.append(make(n))
 
 
@@ -49,10 +50,11 @@ me=$work/prog.py
 
 "$MMS_PYTHON" prog.py >native.out 2>native.err || fail "prog.py exited $? natively: $(cat native.err)"
 
-# Python frames alone, and the dump.
+# Python frames alone, and the dump. work() allocates on its line 13
+# before it calls make() on line 14: its frame moved on to the call.
 "$MMS_LAUNCHER" --call-stack=python:8 --output=out --data-format=csv --analysis= -- "$MMS_PYTHON" prog.py \
 	>py.out 2>py.err || fail "msmemscope --call-stack=python:8 exited $?: $(cat py.err)"
-expect_eq "the program's output with Python stacks" "$(cat py.out)" "done 2 malloc"
+expect_eq "the program's output with Python stacks" "$(cat py.out)" "done 3 malloc"
 set -- out/msmemscope_*/dump/memscope_dump_*.csv
 [ -f "$1" ] || fail "no dump CSV: $(ls -R out)"
 csv=$1
@@ -66,13 +68,13 @@ def row(size):
     return r[0]
 # bytearray(n) asks for n + 1 bytes.
 r = row(123457)
-want = "make (%s:9)|work (%s:13)|<module> (%s:21)" % (me, me, me)
+want = "make (%s:9)|work (%s:14)|<module> (%s:22)" % (me, me, me)
 print("main:", r["Call Stack(Python)"])
 assert r["Call Stack(Python)"] == want, (r["Call Stack(Python)"], want)
 assert r["Call Stack(C)"] == "", r["Call Stack(C)"]
 r = row(54322)
 print("thread:", r["Call Stack(Python)"], r["Thread Id"])
-assert r["Call Stack(Python)"].startswith("in_thread (%s:17)|Thread.run (" % me), r["Call Stack(Python)"]
+assert r["Call Stack(Python)"].startswith("in_thread (%s:18)|Thread.run (" % me), r["Call Stack(Python)"]
 assert r["Thread Id"] != r["Process Id"], "the thread's row is the main thread's"
 PY
 note "the dump's Call Stack(Python): $(head -1 rows.txt | cut -c7-)"
@@ -85,14 +87,14 @@ log=$1
 "$MMS_REPLAY" "$log" --analysis leaks --depth 0 >leaks.txt 2>&1 || fail "--analysis leaks exited $?: $(cat leaks.txt)"
 # The per-step leak of step 2: make's bytearray, C frames down to the
 # call the eval loop made, then make, work and <module> in its place.
-awk '/in 1 block .*step 2\)$/ { on = 1; next } on && /^  [0-9]/ { on = 0 } on' leaks.txt >group.txt
+awk '/in 1 block .*step 2\)$/ { on = 1; next } on && /^  [0-9]/ { exit } on' leaks.txt >group.txt
 grep -q "PyByteArray_Resize" group.txt || fail "the leak's stack has no C frame: $(cat leaks.txt)"
 sed -n 's/^ *#[0-9]* *\([^ ]*\) (\([^)]*\)).*/\1 \2/p' group.txt | grep -v "^python3\|^_\?Py\|^[a-z_]* python3" >pyframes.txt || true
 expect_eq "the Python frames of the mixed stack" "$(head -3 pyframes.txt | tr '\n' ';')" \
-	"make $me:9;work $me:13;<module> $me:21;"
+	"make $me:9;work $me:14;<module> $me:22;"
 grep -q "_PyEval_EvalFrameDefault" group.txt && fail "the eval loop's frame is still in the mixed stack: $(cat group.txt)"
 prev=$(grep -n "make ($me:9)" group.txt | cut -d: -f1)
-next=$(grep -n "<module> ($me:21)" group.txt | cut -d: -f1)
+next=$(grep -n "<module> ($me:22)" group.txt | cut -d: -f1)
 expect_eq "the lines between make and <module>" "$((next - prev))" 2
 expect_ge "C frames above the Python frames" "$prev" 2
 note "the leaks report shows the mixed stack (C frames, then make, work, <module>)"
@@ -100,7 +102,7 @@ note "the leaks report shows the mixed stack (C frames, then make, work, <module
 # pymalloc kept on request; nothing Python-specific without Python stacks.
 "$MMS_LAUNCHER" --call-stack=python:4 --python-allocator=pymalloc --analysis= --output=pm -- "$MMS_PYTHON" prog.py \
 	>pm.out 2>pm.err || fail "--python-allocator=pymalloc exited $?: $(cat pm.err)"
-expect_eq "the output with --python-allocator=pymalloc" "$(cat pm.out)" "done 2 None"
+expect_eq "the output with --python-allocator=pymalloc" "$(cat pm.out)" "done 3 None"
 "$MMS_LAUNCHER" --call-stack=c:8 --analysis= --output=c -- "$MMS_PYTHON" prog.py >c.out 2>c.err ||
 	fail "--call-stack=c:8 exited $?: $(cat c.err)"
 cmp -s c.out native.out || fail "the output under --call-stack=c:8 is not the native one: $(cat c.out)"
