@@ -16,7 +16,9 @@
  * through the package: it reads the frame's line table and allocates
  * nothing), for the innermost frame when its instruction moved since the
  * last allocation and for the others once per call they make, since a
- * frame that called another stays on that line until it returns.
+ * frame that called another stays on that line until it returns; and
+ * only for an instruction of a code object the thread has not seen (a
+ * per-thread cache of (code, instruction) -> line).
  *
  * What an allocation costs is kept small the way the C stacks' walker
  * does it: the frames below the lowest one pushed or popped since the
@@ -32,6 +34,7 @@
 #define PY_DEPTH_MAX 4096 /* frames kept per thread; deeper ones are counted only */
 #define ICACHE 512        /* per-thread cache of interned Python frames */
 #define CCACHE 256        /* per-thread cache of code ids */
+#define LCACHE 1024       /* per-thread cache of (code, instruction) -> line */
 #define CODE_SLOTS (1u << 17)
 #define CODE_MAX (CODE_SLOTS / 4 * 3)
 
@@ -66,6 +69,11 @@ struct mms_pystack {
 		const void *code;
 		uint32_t id;
 	} ccache[CCACHE];
+	struct {
+		uint32_t code;
+		int32_t lasti;
+		uint32_t line;
+	} lcache[LCACHE];
 };
 
 struct code_slot {
@@ -105,6 +113,7 @@ void mms__pystack_after_fork_child(void)
 		tls_py->nlast = tls_py->clean = 0;
 		memset(tls_py->icache, 0, sizeof tls_py->icache);
 		memset(tls_py->ccache, 0, sizeof tls_py->ccache);
+		memset(tls_py->lcache, 0, sizeof tls_py->lcache);
 	}
 }
 
@@ -154,6 +163,7 @@ static struct mms_pystack *stack_new(void)
 		s->depth = s->clean = s->nlast = s->last_base = s->last_first = 0;
 		memset(s->icache, 0, sizeof s->icache);
 		memset(s->ccache, 0, sizeof s->ccache);
+		memset(s->lcache, 0, sizeof s->lcache);
 		tls_py = s;
 	}
 	return s;
@@ -162,6 +172,34 @@ static struct mms_pystack *stack_new(void)
 static inline uint32_t ccache_slot(const void *code)
 {
 	return (uint32_t)((uintptr_t)code >> 4) & (CCACHE - 1);
+}
+
+/* The line of entry e, whose line is unknown or may have moved: asked of
+ * the interpreter when its instruction is not one the thread has seen. */
+static inline void entry_line(struct mms_pystack *s, struct py_entry *e)
+{
+	uint32_t h;
+	int l;
+
+	if (!lasti_of || !e->code) {
+		l = line_of ? line_of(e->frame) : 0;
+		e->line = l > 0 ? (uint32_t)l : 0;
+		return;
+	}
+	l = lasti_of(e->frame);
+	if (l == e->lasti && e->line)
+		return;
+	e->lasti = l;
+	h = (e->code * 0x9e3779b1u ^ (uint32_t)l * 0x85ebca6bu) >> 22 & (LCACHE - 1);
+	if (s->lcache[h].code == e->code && s->lcache[h].lasti == l) {
+		e->line = s->lcache[h].line;
+		return;
+	}
+	l = line_of ? line_of(e->frame) : 0;
+	e->line = l > 0 ? (uint32_t)l : 0;
+	s->lcache[h].code = e->code;
+	s->lcache[h].lasti = e->lasti;
+	s->lcache[h].line = e->line;
 }
 
 /* Interns frame tag above parent, through the thread's cache. */
@@ -361,19 +399,10 @@ uint32_t mms__pystack_capture(struct mms_thread *t, uint32_t base)
 		struct py_entry *e = &s->e[first + i];
 		uint64_t tag;
 
-		if (first + i == n - 1 && lasti_of) {
-			int32_t at = lasti_of(e->frame);
-			if (at != e->lasti) {
-				e->lasti = at;
-				e->line = 0;
-			}
-		} else if (first + i == n - 1) {
-			e->line = 0;
-		}
-		if (!e->line) {
-			int l = line_of ? line_of(e->frame) : 0;
-			e->line = l > 0 ? (uint32_t)l : 0;
-		}
+		/* The innermost frame moves on; the others only when
+		 * something was pushed or popped above them (line 0). */
+		if (first + i == n - 1 || !e->line)
+			entry_line(s, e);
 		tag = mms_pyframe(e->code, e->line, e->entry);
 		if (c == i && i < s->nlast && s->last_tag[i] == tag) {
 			c++;
