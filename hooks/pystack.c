@@ -76,16 +76,27 @@ struct mms_pystack {
 	} lcache[LCACHE];
 };
 
+/* A code object the log defines. Its names are kept (in names[]) so that
+ * a fork child's log, which starts empty, can define it again. */
 struct code_slot {
 	uint32_t state; /* 0 empty, 1 being defined, 2 ready */
-	uint32_t pad;
+	uint32_t gen;   /* the log_gen of the log that has its PYCODE record */
 	const void *code;
+	const char *file, *name; /* in names[], or NULL (full) */
+	uint32_t firstline;
+	uint32_t pad;
 };
 
 uint32_t mms__py_depth;
 uint32_t mms__stacks_on;
+#define NAMES_SIZE (16u << 20)
+
 static struct code_slot *codes;
 static uint32_t ncodes;
+static char *names;
+static uint64_t names_used;
+/* Which log the process writes: bumped in a fork child. */
+static uint32_t log_gen = 1;
 static int (*line_of)(const void *frame);
 static int (*lasti_of)(const void *frame);
 static __thread struct mms_pystack *tls_py;
@@ -93,8 +104,10 @@ static __thread struct mms_pystack *tls_py;
 void mms__pystack_init(void)
 {
 	mms__py_depth = mms__config.python_stack;
-	if (mms__py_depth && !codes)
+	if (mms__py_depth && !codes) {
 		codes = mms__map_anon(sizeof(struct code_slot) * CODE_SLOTS);
+		names = mms__map_anon(NAMES_SIZE);
+	}
 	if (!codes)
 		mms__py_depth = 0;
 	mms__stacks_on = mms__config.call_stack || mms__py_depth;
@@ -102,18 +115,14 @@ void mms__pystack_init(void)
 
 void mms__pystack_after_fork_child(void)
 {
-	/* The child's log defines its code objects anew; its threads but the
-	 * forking one are gone, and this thread's stack stays as it was. */
-	if (codes)
-		memset(codes, 0, sizeof(struct code_slot) * CODE_SLOTS);
-	ncodes = 0;
+	/* The child's log starts empty: code objects keep their ids and are
+	 * defined in it again when a stack of the child first shows them
+	 * (define_again). Its threads but the forking one are gone; this
+	 * thread's Python stack stays as it was, its interned frames do not. */
+	log_gen++;
 	if (tls_py) {
-		for (uint32_t i = 0; i < tls_py->depth && i < PY_DEPTH_MAX; i++)
-			tls_py->e[i].code = 0;
 		tls_py->nlast = tls_py->clean = 0;
 		memset(tls_py->icache, 0, sizeof tls_py->icache);
-		memset(tls_py->ccache, 0, sizeof tls_py->ccache);
-		memset(tls_py->lcache, 0, sizeof tls_py->lcache);
 	}
 }
 
@@ -212,6 +221,46 @@ static inline uint32_t intern_cached(struct mms_pystack *s, struct mms_thread *t
 	s->icache[h].tag = tag;
 	s->icache[h].parent = parent;
 	return s->icache[h].id = mms__intern_frame(t, parent, tag);
+}
+
+/* A copy of s in names[], or NULL when it is full. */
+static const char *name_copy(const char *s)
+{
+	size_t len = s ? strnlen(s, MMS_MAX_STRING) : 0;
+	uint64_t off;
+
+	if (!s || !names)
+		return NULL;
+	off = __atomic_fetch_add(&names_used, len + 1, __ATOMIC_RELAXED);
+	if (off + len + 1 > NAMES_SIZE)
+		return NULL;
+	memcpy(names + off, s, len);
+	names[off + len] = 0;
+	return names + off;
+}
+
+/* Writes the PYCODE record of code id into the log, when it can be
+ * written: the slot says so. */
+static void define(struct mms_thread *t, uint32_t id)
+{
+	struct code_slot *c = &codes[id - 1];
+	uint8_t buf[3 * 10 + 2 * (10 + MMS_MAX_STRING)], *p = buf;
+	const char *file = c->file ? c->file : "?", *name = c->name ? c->name : "?";
+
+	p = mms_put_u(p, id);
+	p = mms_put_s(p, file, strlen(file));
+	p = mms_put_s(p, name, strlen(name));
+	p = mms_put_u(p, c->firstline);
+	mms__write_meta(t, MMS_TAG_PYCODE, buf, (size_t)(p - buf));
+	c->gen = log_gen;
+}
+
+/* In a fork child: the code of a frame first shown in its log. Inside a
+ * hook (no allocation, no lock). */
+static inline void define_again(struct mms_thread *t, uint32_t id)
+{
+	if (id && unlikely(__atomic_load_n(&codes[id - 1].gen, __ATOMIC_RELAXED) != log_gen))
+		define(t, id);
 }
 
 /* --- what the package calls ----------------------------------------------- */
@@ -348,17 +397,17 @@ MMS_EXPORT uint32_t msmemscope__py_code(const void *code, const char *file, cons
 			continue;
 		__atomic_fetch_add(&ncodes, 1, __ATOMIC_RELAXED);
 		c->code = code;
+		c->file = name_copy(file);
+		c->name = name_copy(name);
+		c->firstline = firstline > 0 ? (uint32_t)firstline : 0;
+		c->gen = 0; /* not in the log yet */
 		id = i + 1;
 		mms__tls_busy = 2;
+		/* Not recording now (a log still to open): the first stack that
+		 * shows it defines it. */
 		t = mms__recording ? mms__thread() : NULL;
-		if (t) {
-			uint8_t buf[3 * 10 + 2 * MMS_MAX_STRING], *p = buf;
-			p = mms_put_u(p, id);
-			p = mms_put_s(p, file ? file : "", file ? strlen(file) : 0);
-			p = mms_put_s(p, name ? name : "", name ? strlen(name) : 0);
-			p = mms_put_u(p, firstline > 0 ? (uint64_t)firstline : 0);
-			mms__write_meta(t, MMS_TAG_PYCODE, buf, (size_t)(p - buf));
-		}
+		if (t)
+			define(t, id);
 		mms__tls_busy = busy;
 		__atomic_store_n(&c->state, 2, __ATOMIC_RELEASE);
 	}
@@ -403,6 +452,7 @@ uint32_t mms__pystack_capture(struct mms_thread *t, uint32_t base)
 		 * something was pushed or popped above them (line 0). */
 		if (first + i == n - 1 || !e->line)
 			entry_line(s, e);
+		define_again(t, e->code);
 		tag = mms_pyframe(e->code, e->line, e->entry);
 		if (c == i && i < s->nlast && s->last_tag[i] == tag) {
 			c++;

@@ -7,7 +7,8 @@
 # report shows the mixed stack, the Python frames standing where the eval
 # loop ran them; a thread started by threading has its own frames; the
 # program prints the same as natively; PYTHONMALLOC is malloc unless
-# --python-allocator=pymalloc.
+# --python-allocator=pymalloc; a fork child's log names the frames it
+# inherited from its parent.
 . "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
 
 pkg=$top_builddir/hooks/python/build
@@ -110,3 +111,39 @@ cmp -s c.out native.out || fail "the output under --call-stack=c:8 is not the na
 grep -q "^export PYTHONPATH='.*/msmemscope/boot:" env.txt || fail "--print-env sets no PYTHONPATH: $(cat env.txt)"
 grep -q '^export PYTHONMALLOC="${PYTHONMALLOC:-malloc}"$' env.txt || fail "--print-env: PYTHONMALLOC: $(cat env.txt)"
 note "--python-allocator=pymalloc leaves PYTHONMALLOC alone; C stacks alone change nothing"
+
+# A fork child's log starts empty: the code objects of the frames it
+# inherited are defined in it again.
+cat >fork.py <<'EOF2'
+import os
+keep = []
+
+
+def child_work():
+    keep.append(bytearray(7000))
+
+
+def main():
+    pid = os.fork()
+    if pid == 0:
+        child_work()
+        os._exit(0)
+    os.waitpid(pid, 0)
+
+
+main()
+EOF2
+"$MMS_LAUNCHER" --call-stack=python:8 --analysis= --output=fork -- "$MMS_PYTHON" fork.py >fork.out 2>fork.err ||
+	fail "fork.py exited $?: $(cat fork.err)"
+n=0
+for l in fork/msmemscope_*/memscope_*.mms; do
+	n=$((n + 1))
+	"$MMS_REPLAY" "$l" --export csv -o "dump$n.csv" >/dev/null 2>&1 || fail "--export csv of $l exited $?"
+done
+expect_eq "logs of the fork run" "$n" 2
+f=$work/fork.py
+grep -h ',size:7001}",' dump*.csv >child.txt || fail "no log has the child's bytearray(7000)"
+grep -qF "\"child_work ($f:6)|main ($f:12)|<module> ($f:17)\"" child.txt ||
+	grep -qF ",child_work ($f:6)|main ($f:12)|<module> ($f:17)," child.txt ||
+	fail "the child's stack is not child_work, main, <module>: $(cat child.txt)"
+note "a fork child's log names the frames it inherited"
