@@ -499,6 +499,7 @@ int an_leaks_print(struct an_ctx *c)
 	o.s.out = c->out;
 	o.s.json = c->o->json;
 	o.s.depth = c->o->depth;
+	o.s.view = c->o->stack_view;
 	o.s.top = c->o->top;
 	o.s.sym = an_symbolizer(c);
 	o.s.sym_failed = !o.s.sym;

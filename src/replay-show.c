@@ -163,9 +163,11 @@ void show_stack(struct show *s, uint32_t stack, const char *indent)
 			info.call_stack_depth ? "" : "; record with --call-stack=c:N to get them");
 	}
 	/* Python frames stand where the interpreter's eval loop ran them
-	 * (MMS_STACK_MIXED); without a symbolizer, the addresses as they are. */
-	m = n > 0 && symbolizer(s) ? mms_stack_frames(s->sym, ips, (size_t)n, MMS_STACK_MIXED, fr, 256 + MAX_FRAMES)
-				   : -1;
+	 * (MMS_STACK_MIXED, unless s->view asks for one kind); without a
+	 * symbolizer, the addresses as they are. */
+	m = n > 0 && symbolizer(s) ? mms_stack_frames(s->sym, ips, (size_t)n, s->view, fr, 256 + MAX_FRAMES) : -1;
+	if (m == 0 && n > 0 && !s->json)
+		fprintf(s->out, "%s(no %s frames in this stack)\n", indent, s->view == MMS_STACK_PYTHON ? "Python" : "C");
 	if (m < 0) {
 		m = n > 0 ? n : 0;
 		memset(fr, 0, (size_t)m * sizeof(fr[0]));

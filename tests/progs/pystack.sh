@@ -98,7 +98,16 @@ prev=$(grep -n "make ($me:9)" group.txt | cut -d: -f1)
 next=$(grep -n "<module> ($me:22)" group.txt | cut -d: -f1)
 expect_eq "the lines between make and <module>" "$((next - prev))" 2
 expect_ge "C frames above the Python frames" "$prev" 2
-note "the leaks report shows the mixed stack (C frames, then make, work, <module>)"
+"$MMS_REPLAY" "$log" --analysis leaks --depth 0 --stack-view python >pyview.txt 2>&1 ||
+	fail "--stack-view python exited $?: $(cat pyview.txt)"
+awk '/in 1 block .*step 2\)$/ { on = 1; next } on && /^  [0-9]/ { exit } on' pyview.txt >pygroup.txt
+expect_eq "--stack-view python" "$(sed 's/^ *//' pygroup.txt | tr '\n' ';')" \
+	"#0  make ($me:9);#1  work ($me:14);#2  <module> ($me:22);"
+"$MMS_REPLAY" "$log" --analysis leaks --depth 0 --stack-view c >cview.txt 2>&1 || fail "--stack-view c exited $?"
+awk '/in 1 block .*step 2\)$/ { on = 1; next } on && /^  [0-9]/ { exit } on' cview.txt >cgroup.txt
+grep -q "_PyEval_EvalFrameDefault" cgroup.txt || fail "--stack-view c lost the eval loop's frame: $(cat cgroup.txt)"
+grep -q "$me" cgroup.txt && fail "--stack-view c shows Python frames: $(cat cgroup.txt)"
+note "the leaks report shows the mixed stack (C frames, then make, work, <module>), and each kind alone"
 
 # pymalloc kept on request; nothing Python-specific without Python stacks.
 "$MMS_LAUNCHER" --call-stack=python:4 --python-allocator=pymalloc --analysis= --output=pm -- "$MMS_PYTHON" prog.py \
