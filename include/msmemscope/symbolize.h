@@ -86,6 +86,15 @@ enum mms_stack_view {
  * symbolizer. */
 int mms_stack_frames(mms_symbolizer_t *sym, const uint64_t *ips, size_t n, int view, mms_frame_t *out, size_t max);
 
+/* Puts the n frames at ips (a stack from mms_log_stack()) in the mixed
+ * order of MMS_STACK_MIXED, in place: the C frames innermost first, each
+ * eval loop frame replaced by the Python frames it ran, the Python frames
+ * the C frames did not reach last. For callers that symbolize frame by
+ * frame (mms_symbolize()). Returns the new number of frames (at most n),
+ * or a negative code (-ENOMEM, MMS_EUSAGE). A stack without Python frames
+ * is left as it is. */
+int mms_stack_mixed(mms_symbolizer_t *sym, uint64_t *ips, size_t n);
+
 /* Writes one frame as text into buf (always NUL-terminated when len > 0):
  * "function (file:line)", "function (module+0xoff)" or "module+0xoff"
  * (module as its file name), "function (0xip)", or "0xip" when nothing is

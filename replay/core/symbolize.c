@@ -747,48 +747,84 @@ static int eval_loop(const mms_frame_t *f, int n)
 		      !strcmp(fn, "_PyEval_EvalFrame"));
 }
 
-MMS__EXPORT int mms_stack_frames(mms_symbolizer_t *s, const uint64_t *ips, size_t n, int view, mms_frame_t *out,
-				 size_t max)
+MMS__EXPORT int mms_stack_mixed(mms_symbolizer_t *s, uint64_t *ips, size_t n)
 {
 	mms_frame_t tmp[SYM_MAX_FRAMES];
 	size_t np = 0, py = 0, k = 0;
+	uint64_t *out;
 	int m;
+
+	if (!s || (!ips && n))
+		return MMS_EUSAGE;
+	while (np < n && mms_is_pyframe(ips[np]))
+		np++;
+	if (!np)
+		return (int)n;
+	out = malloc(n * sizeof(*out));
+	if (!out)
+		return -ENOMEM;
+	for (size_t i = np; i < n; i++) {
+		m = mms_symbolize(s, ips[i], tmp, SYM_MAX_FRAMES);
+		if (m < 0) {
+			free(out);
+			return m;
+		}
+		if (py < np && eval_loop(tmp, m)) {
+			/* This run of the eval loop ran the Python frames up to
+			 * the first that began it. */
+			while (py < np) {
+				out[k++] = ips[py];
+				if (ips[py++] & MMS_PYFRAME_ENTRY)
+					break;
+			}
+			continue;
+		}
+		out[k++] = ips[i];
+	}
+	/* Python frames the C frames did not reach. */
+	while (py < np)
+		out[k++] = ips[py++];
+	memcpy(ips, out, k * sizeof(*out));
+	free(out);
+	return (int)k;
+}
+
+MMS__EXPORT int mms_stack_frames(mms_symbolizer_t *s, const uint64_t *ips, size_t n, int view, mms_frame_t *out,
+				 size_t max)
+{
+	uint64_t *order = NULL;
+	size_t k = 0, i = 0, np = 0;
+	int m, rc = 0;
 
 	if (!s || (!ips && n) || (!out && max) || view < MMS_STACK_MIXED || view > MMS_STACK_PYTHON)
 		return MMS_EUSAGE;
 	while (np < n && mms_is_pyframe(ips[np]))
 		np++;
-	if (view == MMS_STACK_PYTHON)
+	if (view == MMS_STACK_PYTHON) {
 		n = np;
-	for (size_t i = view == MMS_STACK_C ? np : 0; i < n && k < max; i++) {
-		if (i < np && view == MMS_STACK_MIXED)
-			i = np; /* the Python frames go where the eval loop ran them */
-		if (i >= n)
-			break;
-		m = mms_symbolize(s, ips[i], tmp, SYM_MAX_FRAMES);
-		if (m < 0)
+	} else if (view == MMS_STACK_C) {
+		i = np;
+	} else if (np) {
+		order = malloc(n * sizeof(*order));
+		if (!order)
+			return -ENOMEM;
+		memcpy(order, ips, n * sizeof(*order));
+		m = mms_stack_mixed(s, order, n);
+		if (m < 0) {
+			free(order);
 			return m;
-		if (view == MMS_STACK_MIXED && py < np && eval_loop(tmp, m)) {
-			/* This run of the eval loop ran the Python frames up to
-			 * the first that began it. */
-			while (py < np && k < max) {
-				m = mms_symbolize(s, ips[py++], &out[k], 1);
-				if (m < 0)
-					return m;
-				if (out[k++].python == 2)
-					break;
-			}
-			continue;
 		}
-		for (int j = 0; j < m && k < max; j++)
-			out[k++] = tmp[j];
+		ips = order;
+		n = (size_t)m;
 	}
-	/* Python frames the C frames did not reach. */
-	while (view == MMS_STACK_MIXED && py < np && k < max) {
-		m = mms_symbolize(s, ips[py++], &out[k], 1);
-		if (m < 0)
-			return m;
-		k++;
+	for (; i < n && k < max; i++) {
+		m = mms_symbolize(s, ips[i], &out[k], max - k);
+		if (m < 0) {
+			rc = m;
+			break;
+		}
+		k += (size_t)m;
 	}
-	return (int)k;
+	free(order);
+	return rc ? rc : (int)k;
 }

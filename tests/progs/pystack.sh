@@ -107,7 +107,10 @@ expect_eq "--stack-view python" "$(sed 's/^ *//' pygroup.txt | tr '\n' ';')" \
 awk '/in 1 block .*step 2\)$/ { on = 1; next } on && /^  [0-9]/ { exit } on' cview.txt >cgroup.txt
 grep -q "_PyEval_EvalFrameDefault" cgroup.txt || fail "--stack-view c lost the eval loop's frame: $(cat cgroup.txt)"
 grep -q "$me" cgroup.txt && fail "--stack-view c shows Python frames: $(cat cgroup.txt)"
-note "the leaks report shows the mixed stack (C frames, then make, work, <module>), and each kind alone"
+"$MMS_REPLAY" transform csv -o tr.csv "$log" >tr.txt 2>&1 || fail "transform csv exited $?: $(cat tr.txt)"
+grep -q "PyByteArray_Resize;;|.*|_PyObject_MakeTpCall;;|make;$me;9|work;$me;14|<module>;$me;22|" tr.csv ||
+	fail "transform csv has not the mixed stack of make's bytearray: $(grep "make;" tr.csv | head -3)"
+note "the leaks report and transform csv show the mixed stack (C frames, then make, work, <module>); --stack-view each kind"
 
 # pymalloc kept on request; nothing Python-specific without Python stacks.
 "$MMS_LAUNCHER" --call-stack=python:4 --python-allocator=pymalloc --analysis= --output=pm -- "$MMS_PYTHON" prog.py \
