@@ -154,7 +154,8 @@ void mms__pystack_thread_exit(void) MMS_HIDDEN;
 uint32_t mms__pystack_capture(struct mms_thread *t, uint32_t base) MMS_HIDDEN;
 /* The package's entry points (found with dlsym, no header of theirs is
  * installed; pystack.c says what each does). */
-MMS_EXPORT uint32_t msmemscope__py_setup(int (*line)(const void *frame), int (*lasti)(const void *frame));
+MMS_EXPORT uint32_t msmemscope__py_setup(int (*line)(const void *frame), int (*lasti)(const void *frame),
+					 int (*on_thread)(void));
 MMS_EXPORT int msmemscope__py_push(const void *frame, const void *code, uintptr_t sp);
 MMS_EXPORT void msmemscope__py_pop(const void *frame);
 MMS_EXPORT void msmemscope__py_reset(void);

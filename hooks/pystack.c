@@ -99,6 +99,7 @@ static uint64_t names_used;
 static uint32_t log_gen = 1;
 static int (*line_of)(const void *frame);
 static int (*lasti_of)(const void *frame);
+static int (*hooked)(void);
 static __thread struct mms_pystack *tls_py;
 
 void mms__pystack_init(void)
@@ -267,14 +268,19 @@ static inline void define_again(struct mms_thread *t, uint32_t id)
 
 /* How many Python frames the recorder wants with each event, 0: none (the
  * package then installs no profile hook). line tells a frame's line, lasti
- * (NULL: none) the offset of its instruction; neither may allocate nor
+ * (NULL: none) the offset of its instruction, and on_thread whether the
+ * calling thread's profile function is still the package's (a profiler
+ * set from C, cProfile's, replaces it without a word: the frames then
+ * return unseen, and must not be read); none of them may allocate nor
  * need the GIL. */
-MMS_EXPORT uint32_t msmemscope__py_setup(int (*line)(const void *frame), int (*lasti)(const void *frame))
+MMS_EXPORT uint32_t msmemscope__py_setup(int (*line)(const void *frame), int (*lasti)(const void *frame),
+					 int (*on_thread)(void))
 {
 	if (!mms__py_depth || !mms__active)
 		return 0;
 	line_of = line;
 	lasti_of = lasti;
+	hooked = on_thread;
 	return mms__py_depth;
 }
 
@@ -430,6 +436,12 @@ uint32_t mms__pystack_capture(struct mms_thread *t, uint32_t base)
 
 	if (!s || !s->depth)
 		return base;
+	if (hooked && !hooked()) {
+		/* Another profile function took the thread over: its frames
+		 * are no longer followed. */
+		s->depth = s->clean = s->nlast = 0;
+		return base;
+	}
 	n = s->depth < PY_DEPTH_MAX ? s->depth : PY_DEPTH_MAX;
 	m = n < mms__py_depth ? n : mms__py_depth;
 	first = n - m;

@@ -175,7 +175,7 @@ static PyObject *py_buffer_range(PyObject *self, PyObject *obj)
  * every thread gets it at once. */
 
 static struct pystack_api {
-	uint32_t (*setup)(int (*line)(const void *frame), int (*lasti)(const void *frame));
+	uint32_t (*setup)(int (*line)(const void *frame), int (*lasti)(const void *frame), int (*on_thread)(void));
 	int (*push)(const void *frame, const void *code, uintptr_t sp);
 	void (*pop)(const void *frame);
 	void (*reset)(void);
@@ -256,6 +256,20 @@ static int stack_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject
 	return 0;
 }
 
+static int profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
+
+/* Whether the calling thread's profile function is still one that keeps
+ * the shadow stack (the stacks' hook, or the tracer's, which calls it): a
+ * profiler set from C replaces it unseen. Reads this thread's state
+ * (PyGILState_GetThisThreadState: a thread-specific key), allocates
+ * nothing, needs no GIL. */
+static int stack_hooked(void)
+{
+	PyThreadState *ts = PyGILState_GetThisThreadState();
+
+	return ts && (ts->c_profilefunc == stack_profile || ts->c_profilefunc == profile);
+}
+
 /* Pushes the frames this thread runs already, outermost first, and
  * installs the hook on it. */
 static void stack_install(void)
@@ -324,7 +338,7 @@ static void stacks_load(void)
 	*(void **)&pyst.code = sym("msmemscope__py_code");
 	if (!pyst.setup || !pyst.push || !pyst.pop || !pyst.reset || !pyst.code)
 		return;
-	stack_depth = pyst.setup(frame_line, frame_lasti);
+	stack_depth = pyst.setup(frame_line, frame_lasti, stack_hooked);
 	if (!stack_depth)
 		return;
 #if PY_VERSION_HEX >= 0x030C0000

@@ -159,3 +159,38 @@ grep -qF "\"child_work ($f:6)|main ($f:12)|<module> ($f:17)\"" child.txt ||
 	grep -qF ",child_work ($f:6)|main ($f:12)|<module> ($f:17)," child.txt ||
 	fail "the child's stack is not child_work, main, <module>: $(cat child.txt)"
 note "a fork child's log names the frames it inherited"
+
+# A profiler set from C (cProfile) replaces the package's hook without a
+# word: the frames that return under it are not followed, and must not be
+# read (the recorder checks the thread's profile function at each stack).
+cat >cprof.py <<'EOF2'
+import cProfile
+keep = []
+
+
+def f(n):
+    return [bytearray(1111) for _ in range(n)]
+
+
+def main():
+    keep.append(f(3))
+    pr = cProfile.Profile()
+    pr.enable()
+    for i in range(100):
+        keep.append(f(20))
+    pr.disable()
+    for i in range(500):
+        keep.append(f(10))
+    print("ok", len(keep))
+
+
+main()
+EOF2
+"$MMS_LAUNCHER" --call-stack=python:8 --output=cprof --data-format=csv -- "$MMS_PYTHON" cprof.py >cprof.out 2>cprof.err ||
+	fail "cprof.py exited $? under Python stacks: $(cat cprof.err)"
+expect_eq "cprof.py's output" "$(cat cprof.out)" "ok 601"
+c=$work/cprof.py
+expect_eq "rows of f's bytearrays before cProfile with f's stack" \
+	"$(grep -cF ",size:1112}\",f.<locals>.<listcomp> ($c:6)|f ($c:6)|main ($c:10)|<module> ($c:21)," \
+		cprof/msmemscope_*/dump/*.csv)" 3
+note "cProfile replacing the hook: the program runs on, the frames before it were recorded"
