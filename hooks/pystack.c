@@ -31,7 +31,8 @@
 #include "hooks-int.h"
 #include "log.h"
 
-#define PY_DEPTH_MAX 4096 /* frames kept per thread; deeper ones are counted only */
+#define PY_DEPTH_MAX (1u << 20) /* frames kept per thread; deeper ones are counted only */
+#define PY_DEPTH_START 256      /* the first room of a thread's stack: doubled as needed */
 #define ICACHE 512        /* per-thread cache of interned Python frames */
 #define CCACHE 256        /* per-thread cache of code ids */
 #define LCACHE 1024       /* per-thread cache of (code, instruction) -> line */
@@ -51,14 +52,15 @@ struct py_entry {
  * its own thread only: the profile hook pushes and pops, the allocation
  * hook reads (and caches lines). */
 struct mms_pystack {
-	uint32_t depth;    /* frames on the stack (may pass PY_DEPTH_MAX) */
+	uint32_t depth;    /* frames on the stack (may pass cap) */
+	uint32_t cap;      /* room in e[]: frames deeper are counted only */
 	/* e[0 .. clean) are as the last capture saw them (their frames are
 	 * last_tag[i - last_first]): nothing was pushed or popped below. */
 	uint32_t clean;
 	uint32_t nlast;    /* the last interned Python frames, outermost first */
 	uint32_t last_base;
 	uint32_t last_first; /* the index in e[] of last_tag[0] */
-	struct py_entry e[PY_DEPTH_MAX];
+	struct py_entry *e;  /* the arena's; grown by the profile hook */
 	uint64_t last_tag[MMS_MAX_DEPTH];
 	uint32_t last_id[MMS_MAX_DEPTH];
 	struct {
@@ -133,6 +135,7 @@ void mms__pystack_thread_exit(void)
 
 	if (s) {
 		tls_py = NULL;
+		mms__arena_free(s->e);
 		mms__arena_free(s);
 	}
 }
@@ -168,8 +171,13 @@ static struct mms_pystack *stack_new(void)
 
 	mms__tls_busy = 2;
 	s = mms__arena_alloc(sizeof *s, 64);
+	if (s && !(s->e = mms__arena_alloc(PY_DEPTH_START * sizeof *s->e, 64))) {
+		mms__arena_free(s);
+		s = NULL;
+	}
 	mms__tls_busy = busy;
 	if (s) {
+		s->cap = PY_DEPTH_START;
 		s->depth = s->clean = s->nlast = s->last_base = s->last_first = 0;
 		memset(s->icache, 0, sizeof s->icache);
 		memset(s->ccache, 0, sizeof s->ccache);
@@ -177,6 +185,29 @@ static struct mms_pystack *stack_new(void)
 		tls_py = s;
 	}
 	return s;
+}
+
+/* Doubles the room of s->e (with the GIL held, outside any hook): the new
+ * array is published whole before the old one goes, so an allocation in
+ * a signal handler of this thread reads one or the other. Returns 0, or
+ * -1 when the arena has no room (deeper frames are then counted only). */
+static __attribute__((noinline)) int stack_grow(struct mms_pystack *s)
+{
+	int busy = mms__tls_busy;
+	struct py_entry *old = s->e, *e;
+
+	if (s->cap >= PY_DEPTH_MAX)
+		return -1;
+	mms__tls_busy = 2;
+	e = mms__arena_alloc((size_t)s->cap * 2 * sizeof *e, 64);
+	if (e) {
+		memcpy(e, old, (size_t)s->cap * sizeof *e);
+		__atomic_store_n(&s->e, e, __ATOMIC_RELEASE);
+		s->cap *= 2;
+		mms__arena_free(old);
+	}
+	mms__tls_busy = busy;
+	return e ? 0 : -1;
 }
 
 static inline uint32_t ccache_slot(const void *code)
@@ -297,7 +328,9 @@ MMS_EXPORT int msmemscope__py_push(const void *frame, const void *code, uintptr_
 	if (unlikely(!s) && !(s = stack_new()))
 		return 0;
 	d = s->depth;
-	if (likely(d < PY_DEPTH_MAX)) {
+	if (unlikely(d >= s->cap))
+		stack_grow(s);
+	if (likely(d < s->cap)) {
 		uint32_t k = ccache_slot(code);
 
 		e = &s->e[d];
@@ -338,7 +371,7 @@ MMS_EXPORT int msmemscope__py_push(const void *frame, const void *code, uintptr_
 	 * all. */
 	__atomic_signal_fence(__ATOMIC_RELEASE);
 	s->depth = d + 1;
-	return d < PY_DEPTH_MAX && !s->e[d].code;
+	return d < s->cap && !s->e[d].code;
 }
 
 /* The thread left frame (returned, raised or yielded). A return without
@@ -350,7 +383,7 @@ MMS_EXPORT void msmemscope__py_pop(const void *frame)
 
 	if (!s || !(d = s->depth))
 		return;
-	if (d > PY_DEPTH_MAX) {
+	if (d > s->cap) {
 		s->depth = d - 1;
 		return;
 	}
@@ -417,7 +450,7 @@ MMS_EXPORT uint32_t msmemscope__py_code(const void *code, const char *file, cons
 		mms__tls_busy = busy;
 		__atomic_store_n(&c->state, 2, __ATOMIC_RELEASE);
 	}
-	if (s && s->depth && s->depth <= PY_DEPTH_MAX) {
+	if (s && s->depth && s->depth <= s->cap) {
 		s->e[s->depth - 1].code = id;
 		if (id) {
 			s->ccache[ccache_slot(code)].code = code;
@@ -442,7 +475,7 @@ uint32_t mms__pystack_capture(struct mms_thread *t, uint32_t base)
 		s->depth = s->clean = s->nlast = 0;
 		return base;
 	}
-	n = s->depth < PY_DEPTH_MAX ? s->depth : PY_DEPTH_MAX;
+	n = s->depth < s->cap ? s->depth : s->cap;
 	m = n < mms__py_depth ? n : mms__py_depth;
 	first = n - m;
 	if (base != s->last_base || first != s->last_first) {

@@ -194,3 +194,24 @@ expect_eq "rows of f's bytearrays before cProfile with f's stack" \
 	"$(grep -cF ",size:1112}\",f.<locals>.<listcomp> ($c:6)|f ($c:6)|main ($c:10)|<module> ($c:21)," \
 		cprof/msmemscope_*/dump/*.csv)" 3
 note "cProfile replacing the hook: the program runs on, the frames before it were recorded"
+
+# A stack deeper than the first room of a thread's shadow stack (256) and
+# than Python's default recursion limit: the innermost frames are kept.
+cat >deep.py <<'EOF2'
+import sys
+sys.setrecursionlimit(20000)
+keep = []
+def r(n):
+    if n == 0:
+        keep.append(bytearray(4321))
+        return 0
+    return r(n - 1) + 1
+print(r(6000))
+EOF2
+"$MMS_LAUNCHER" --call-stack=python:3 --output=deep --data-format=csv --analysis= -- "$MMS_PYTHON" deep.py >deep.out 2>deep.err ||
+	fail "deep.py exited $?: $(cat deep.err)"
+expect_eq "deep.py's output" "$(cat deep.out)" 6000
+d=$work/deep.py
+expect_eq "rows of the bytearray 6001 frames deep with its 3 innermost frames" \
+	"$(grep -cF ",size:4322}\",r ($d:6)|r ($d:8)|r ($d:8)," deep/msmemscope_*/dump/*.csv)" 1
+note "6001 frames deep: the innermost frames are the ones recorded"
