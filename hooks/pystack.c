@@ -33,9 +33,9 @@
 
 #define PY_DEPTH_MAX (1u << 20) /* frames kept per thread; deeper ones are counted only */
 #define PY_DEPTH_START 256      /* the first room of a thread's stack: doubled as needed */
-#define ICACHE 512        /* per-thread cache of interned Python frames */
-#define CCACHE 256        /* per-thread cache of code ids */
-#define LCACHE 1024       /* per-thread cache of (code, instruction) -> line */
+#define ICACHE 512              /* per-thread cache of interned Python frames */
+#define CCACHE 256              /* per-thread cache of code ids */
+#define LCACHE 1024             /* per-thread cache of (code, instruction) -> line */
 #define CODE_SLOTS (1u << 17)
 #define CODE_MAX (CODE_SLOTS / 4 * 3)
 
@@ -52,12 +52,12 @@ struct py_entry {
  * its own thread only: the profile hook pushes and pops, the allocation
  * hook reads (and caches lines). */
 struct mms_pystack {
-	uint32_t depth;    /* frames on the stack (may pass cap) */
-	uint32_t cap;      /* room in e[]: frames deeper are counted only */
+	uint32_t depth; /* frames on the stack (may pass cap) */
+	uint32_t cap;   /* room in e[]: frames deeper are counted only */
 	/* e[0 .. clean) are as the last capture saw them (their frames are
 	 * last_tag[i - last_first]): nothing was pushed or popped below. */
 	uint32_t clean;
-	uint32_t nlast;    /* the last interned Python frames, outermost first */
+	uint32_t nlast; /* the last interned Python frames, outermost first */
 	uint32_t last_base;
 	uint32_t last_first; /* the index in e[] of last_tag[0] */
 	struct py_entry *e;  /* the arena's; grown by the profile hook */

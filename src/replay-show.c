@@ -167,7 +167,8 @@ void show_stack(struct show *s, uint32_t stack, const char *indent)
 	 * symbolizer, the addresses as they are. */
 	m = n > 0 && symbolizer(s) ? mms_stack_frames(s->sym, ips, (size_t)n, s->view, fr, 256 + MAX_FRAMES) : -1;
 	if (m == 0 && n > 0 && !s->json)
-		fprintf(s->out, "%s(no %s frames in this stack)\n", indent, s->view == MMS_STACK_PYTHON ? "Python" : "C");
+		fprintf(s->out, "%s(no %s frames in this stack)\n", indent,
+			s->view == MMS_STACK_PYTHON ? "Python" : "C");
 	if (m < 0) {
 		m = n > 0 ? n : 0;
 		memset(fr, 0, (size_t)m * sizeof(fr[0]));
