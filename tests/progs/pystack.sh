@@ -215,3 +215,13 @@ d=$work/deep.py
 expect_eq "rows of the bytearray 6001 frames deep with its 3 innermost frames" \
 	"$(grep -cF ",size:4322}\",r ($d:6)|r ($d:8)|r ($d:8)," deep/msmemscope_*/dump/*.csv)" 1
 note "6001 frames deep: the innermost frames are the ones recorded"
+
+# The boot folder's sitecustomize runs the one it hides.
+mkdir -p site
+echo 'print("the program'"'"'s sitecustomize ran")' >site/sitecustomize.py
+PYTHONPATH=$work/site:$pkg "$MMS_LAUNCHER" --call-stack=python:4 --output=site-out --analysis= -- "$MMS_PYTHON" -c \
+	'import msmemscope; print("python_stack", msmemscope._c.stacks())' >site.out 2>site.err ||
+	fail "python3 -c with a sitecustomize of its own exited $?: $(cat site.err)"
+expect_eq "the output with a sitecustomize of the program's" "$(cat site.out | tr '\n' ';')" \
+	"the program's sitecustomize ran;python_stack 4;"
+note "the program's own sitecustomize runs after the package's boot"
