@@ -149,6 +149,7 @@ static const char *parse_python_allocator(struct opts *o, char *value)
 	if (strcmp(value, "malloc") && strcmp(value, "pymalloc"))
 		return "expected malloc or pymalloc";
 	o->pymalloc = strcmp(value, "pymalloc") == 0;
+	o->python_allocator_set = true;
 	return NULL;
 }
 
@@ -491,6 +492,9 @@ void parse_args(int argc, char **argv, struct opts *o)
 	/* --watch needs the launches. */
 	if (o->rec.watch.on)
 		o->rec.events |= MMS_CONFIG_EV_LAUNCH;
+	if (o->python_allocator_set && !o->rec.python_stack)
+		WARN("--python-allocator goes with --call-stack=python:N (Python's allocator is left as it is "
+		     "without Python stacks); ignored");
 	if (o->print_env) {
 		/* --print-env runs no program: it prints its environment. */
 		if (i < argc)

@@ -35,6 +35,7 @@ struct opts {
 	bool level_set;
 	int error_exitcode;  /* --error-exitcode: the status when guard found errors, 0: none */
 	bool pymalloc;       /* --python-allocator=pymalloc: PYTHONMALLOC is left alone */
+	bool python_allocator_set; /* --python-allocator given */
 	char **argv; /* the program and its arguments */
 };
 

@@ -122,7 +122,12 @@ cmp -s c.out native.out || fail "the output under --call-stack=c:8 is not the na
 "$MMS_LAUNCHER" --print-env --call-stack=python:8 --output=env >env.txt || fail "--print-env exited $?"
 grep -q "^export PYTHONPATH='.*/msmemscope/boot:" env.txt || fail "--print-env sets no PYTHONPATH: $(cat env.txt)"
 grep -q '^export PYTHONMALLOC="${PYTHONMALLOC:-malloc}"$' env.txt || fail "--print-env: PYTHONMALLOC: $(cat env.txt)"
-note "--python-allocator=pymalloc leaves PYTHONMALLOC alone; C stacks alone change nothing"
+"$MMS_LAUNCHER" --print-env --python-allocator=pymalloc --output=env2 >env2.txt 2>env2.err ||
+	fail "--print-env --python-allocator=pymalloc exited $?"
+grep -q "^msmemscope: warning: --python-allocator goes with --call-stack=python:N" env2.err ||
+	fail "--python-allocator without Python stacks: no warning: $(cat env2.err)"
+grep -q "PYTHON" env2.txt && fail "--python-allocator without Python stacks set a Python variable: $(cat env2.txt)"
+note "--python-allocator=pymalloc leaves PYTHONMALLOC alone (and without Python stacks says it is ignored); C stacks alone change nothing"
 
 # A fork child's log starts empty: the code objects of the frames it
 # inherited are defined in it again.
