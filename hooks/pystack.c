@@ -316,7 +316,7 @@ MMS_EXPORT uint32_t msmemscope__py_setup(int (*line)(const void *frame), int (*l
 }
 
 /* The thread enters frame, running code; sp is the profile hook's stack
- * pointer, 0 when unknown (a frame running before the hook was installed).
+ * pointer, 1 when unknown (a frame running before the hook was installed).
  * Returns 1 when code has no id yet: the package then calls
  * msmemscope__py_code() before anything else. */
 MMS_EXPORT int msmemscope__py_push(const void *frame, const void *code, uintptr_t sp)
@@ -354,13 +354,16 @@ MMS_EXPORT int msmemscope__py_push(const void *frame, const void *code, uintptr_
 		}
 		if (s->clean > (d ? d - 1 : 0))
 			s->clean = d ? d - 1 : 0;
-		if (!d || !sp) {
+		if (!d) {
 			e->entry = 1;
-		} else if (!s->e[d - 1].sp) {
-			/* Above a frame pushed without its stack pointer (one
-			 * running when the hook was installed, each taken to be
-			 * a run of the eval loop): this frame is taken to run in
-			 * the same run as its caller. */
+		} else if (sp <= 1) {
+			/* A frame running when the hook was installed: taken to
+			 * run in the same run of the eval loop as its caller,
+			 * when that one was such a frame too. */
+			e->entry = s->e[d - 1].sp > 1;
+		} else if (s->e[d - 1].sp <= 1) {
+			/* Above such a frame: taken to run in the same run of
+			 * the eval loop, whose stack pointer it tells. */
 			e->entry = 0;
 			s->e[d - 1].sp = sp;
 		} else {

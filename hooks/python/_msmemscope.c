@@ -271,25 +271,28 @@ static int stack_hooked(void)
 }
 
 /* Pushes the frames this thread runs already, outermost first, and
- * installs the hook on it. */
-static void stack_install(void)
+ * installs the hook on it. returning: the current frame is returning (the
+ * event that installs the hook is its return), so its return is not the
+ * hook's to see and it is left out. */
+static void stack_install(int returning)
 {
 	PyFrameObject *f = PyEval_GetFrame(), *chain[256];
 	int n = 0;
 
 	if (f)
-		Py_INCREF(f);
+		f = returning ? PyFrame_GetBack(f) : (Py_INCREF(f), f);
 	while (f && n < 256) {
 		chain[n++] = f;
 		f = PyFrame_GetBack(f);
 	}
 	Py_XDECREF(f);
-	/* Their depths on the C stack are unknown (0): the recorder takes
-	 * them to run in the eval loop of the first frame pushed above them. */
+	/* Their depths on the C stack are unknown (1): the recorder takes
+	 * them to run in one run of the eval loop, and the first frame pushed
+	 * above them to run in it too. */
 	for (int i = n - 1; i >= 0; i--) {
 		PyCodeObject *co = PyFrame_GetCode(chain[i]);
 
-		if (pyst.push(chain[i], co, 0))
+		if (pyst.push(chain[i], co, 1))
 			define_code(co);
 		Py_DECREF(co);
 		Py_DECREF(chain[i]);
@@ -297,25 +300,44 @@ static void stack_install(void)
 	PyEval_SetProfile(stack_profile, NULL);
 }
 
-/* threading.setprofile()'s function in a new thread: installs the hook
- * there, which replaces it. */
+/* threading.setprofile()'s function in a new thread, (frame, event,
+ * arg): installs the hook there, which replaces it. */
 static PyObject *py_stack_thread(PyObject *self, PyObject *args)
 {
+	PyObject *frame, *event, *arg;
+	const char *ev;
+
 	(void)self;
-	(void)args;
+	if (!PyArg_ParseTuple(args, "OUO", &frame, &event, &arg))
+		return NULL;
+	ev = PyUnicode_AsUTF8(event);
+	if (!ev)
+		return NULL;
 	if (stack_depth)
-		stack_install();
+		stack_install(!strcmp(ev, "return"));
 	Py_RETURN_NONE;
 }
 
-/* stacks_reset(): another profile function replaces the hook on this
- * thread: the recorder forgets its frames (they return unseen). */
-static PyObject *py_stacks_reset(PyObject *self, PyObject *unused)
+static PyObject *sys_setprofile; /* the interpreter's sys.setprofile */
+
+/* setprofile(function): sys.setprofile once the package replaced it: the
+ * function replaces the hook on this thread, and the recorder forgets its
+ * frames (they return unseen). A C function, so that it adds no Python
+ * frame of its own to the stacks. */
+static PyObject *py_setprofile(PyObject *self, PyObject *function)
 {
 	(void)self;
-	(void)unused;
 	if (stack_depth)
 		pyst.reset();
+	return sys_setprofile ? PyObject_CallOneArg(sys_setprofile, function) : NULL;
+}
+
+/* wrap_setprofile(original): keeps the interpreter's sys.setprofile for
+ * setprofile() above to call. */
+static PyObject *py_wrap_setprofile(PyObject *self, PyObject *original)
+{
+	(void)self;
+	Py_XSETREF(sys_setprofile, Py_NewRef(original));
 	Py_RETURN_NONE;
 }
 
@@ -344,7 +366,7 @@ static void stacks_load(void)
 #if PY_VERSION_HEX >= 0x030C0000
 	PyEval_SetProfileAllThreads(stack_profile, NULL);
 #endif
-	stack_install();
+	stack_install(0);
 }
 
 /* --- the tracer ------------------------------------------------------------
@@ -572,7 +594,8 @@ static PyMethodDef methods[] = {
 	{ "tracer_start", py_tracer_start, METH_NOARGS, "Starts timing this thread's calls." },
 	{ "tracer_stop", py_tracer_stop, METH_NOARGS, "Stops timing and writes the CSV; returns its path." },
 	{ "stacks", py_stacks, METH_NOARGS, "python_stack: Python frames recorded per event, 0: none." },
-	{ "stacks_reset", py_stacks_reset, METH_NOARGS, "Another profile function replaces the stacks' hook." },
+	{ "setprofile", py_setprofile, METH_O, "sys.setprofile(function) with the stacks' hook: the stacks forget the thread's frames." },
+	{ "wrap_setprofile", py_wrap_setprofile, METH_O, "Keeps the interpreter's sys.setprofile for setprofile()." },
 	{ "stack_thread", py_stack_thread, METH_VARARGS, "threading.setprofile()'s: the stacks' hook for a thread." },
 	{ NULL, NULL, 0, NULL },
 };

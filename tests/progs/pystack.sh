@@ -76,6 +76,10 @@ assert r["Call Stack(C)"] == "", r["Call Stack(C)"]
 r = row(54322)
 print("thread:", r["Call Stack(Python)"], r["Thread Id"])
 assert r["Call Stack(Python)"].startswith("in_thread (%s:18)|Thread.run (" % me), r["Call Stack(Python)"]
+# The frames the thread ran when the hook came, and nothing that returned
+# before (the package's own sys.setprofile was one, once).
+names = [f.split(" (")[0] for f in r["Call Stack(Python)"].split("|")]
+assert names == ["in_thread", "Thread.run", "Thread._bootstrap_inner", "Thread._bootstrap"], names
 assert r["Thread Id"] != r["Process Id"], "the thread's row is the main thread's"
 PY
 note "the dump's Call Stack(Python): $(head -1 rows.txt | cut -c7-)"

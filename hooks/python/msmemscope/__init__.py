@@ -60,13 +60,8 @@ def _stacks_setup():
     if sys.version_info < (3, 12):
         import threading
         threading.setprofile(_c.stack_thread)
-    set_profile = sys.setprofile
-
-    def setprofile(function):
-        _c.stacks_reset()
-        set_profile(function)
-    setprofile.__doc__ = set_profile.__doc__
-    sys.setprofile = setprofile
+    _c.wrap_setprofile(sys.setprofile)
+    sys.setprofile = _c.setprofile
 
 
 _stacks_setup()
