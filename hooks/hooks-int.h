@@ -65,6 +65,9 @@ struct mms_thread {
 	uint32_t stack_id;
 	uintptr_t *ips;          /* MMS_MAX_DEPTH + 1 entries */
 	uint32_t *ids;
+	/* The id the last capture returned: stack_id with the thread's
+	 * Python frames above it (python_stack). */
+	uint32_t last_stack;
 	/* The stack walker's: this thread's stack, found at its first capture
 	 * (stack_hi 0: not yet), and its own memory (unwind-walker.c): the cache of
 	 * frame rules and the last walk. */

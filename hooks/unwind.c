@@ -100,5 +100,5 @@ uint32_t mms__capture_stack_slow(struct mms_thread *t, uintptr_t fp)
 			u->thread_start(t);
 		id = u->walk(t, fp, (int)mms__config.call_stack);
 	}
-	return mms__py_depth ? mms__pystack_capture(t, id) : id;
+	return t->last_stack = mms__py_depth ? mms__pystack_capture(t, id) : id;
 }

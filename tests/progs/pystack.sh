@@ -234,3 +234,33 @@ PYTHONPATH=$work/site:$pkg "$MMS_LAUNCHER" --call-stack=python:4 --output=site-o
 expect_eq "the output with a sitecustomize of the program's" "$(cat site.out | tr '\n' ';')" \
 	"the program's sitecustomize ran;python_stack 4;"
 note "the program's own sitecustomize runs after the package's boot"
+
+# Guard mode's findings name the Python frames too.
+cat >overflow.py <<'EOF2'
+import ctypes
+
+def overflow():
+    b = bytearray(100)
+    addr = ctypes.addressof((ctypes.c_char * 100).from_buffer(b))
+    ctypes.memset(addr + 100, 0x41, 8)
+    return b
+
+def main():
+    b = overflow()
+    del b
+
+main()
+EOF2
+st=0
+"$MMS_LAUNCHER" --guard --call-stack=python:8 --output=guard -- "$MMS_PYTHON" overflow.py >guard.out 2>guard.err || st=$?
+expect_eq "overflow.py's status under guard mode" "$st" 0
+o=$work/overflow.py
+awk '/^==guard== overflow/ { on = 1 } on' guard.err >finding.txt
+grep -q "^  7 bytes damaged at offset 101 (past the end): 41 41 41 41 41 41 41$" finding.txt ||
+	fail "guard mode did not find the overflow: $(cat guard.err)"
+expect_eq "the allocation's Python frames" \
+	"$(awk '/allocated at event/ { on = 1; next } on && /^  [a-z]/ { exit } on' finding.txt | sed 's/^ *//' | tr '\n' ';')" \
+	"#0  overflow ($o:4);#1  main ($o:10);#2  <module> ($o:13);"
+grep -A1 "found at event" finding.txt | grep -qF "#0  main ($o:11)" ||
+	fail "the finding is not at main's del: $(cat finding.txt)"
+note "guard mode's findings show where Python allocated and freed the block"
