@@ -109,6 +109,8 @@ enum mms_tag {
 	MMS_TAG_MODULE = 0x06,      /* u base, u lo, u hi, s path, s build-id */
 	MMS_TAG_META = 0x07,        /* s key, s value */
 	MMS_TAG_LOST = 0x08,        /* u count */
+	MMS_TAG_PYCODE = 0x09,      /* (version 5) u id, s filename, s qualname, u first
+	                               line: a Python code object (see MMS_PYFRAME) */
 
 	/* Memory events. */
 	MMS_TAG_ALLOC = 0x10,       /* | enum mms_alloc_fn: daddr, u size, u stack */
@@ -181,6 +183,35 @@ enum mms_guard_since {
 	MMS_GUARD_SINCE_CHECK = 2, /* the last full check (CHECK) before the finding */
 	MMS_GUARD_SINCE_NONE = 3,  /* no window: a bad free */
 };
+
+/* Python frames (version 5). With python_stack=N, a STACK node's ip may
+ * be a Python frame rather than a return address: bit 63 set, bit 62 set
+ * when the frame began a new run of the interpreter's eval loop (a C
+ * frame of _PyEval_EvalFrameDefault holds it and the Python frames above
+ * it up to the next such frame), bits 32-61 the id of its PYCODE record,
+ * bits 0-31 the line it was at (0: unknown). An event's Python frames are
+ * interned above its C frames: from the event's stack id outwards, its
+ * Python frames come first (innermost first), then its C frames. */
+#define MMS_PYFRAME (1ull << 63)
+#define MMS_PYFRAME_ENTRY (1ull << 62)
+#define MMS_PYCODE_MAX ((1u << 30) - 1)
+
+static inline uint64_t mms_pyframe(uint32_t code, uint32_t line, int entry)
+{
+	return MMS_PYFRAME | (entry ? MMS_PYFRAME_ENTRY : 0) | (uint64_t)(code & MMS_PYCODE_MAX) << 32 | line;
+}
+static inline int mms_is_pyframe(uint64_t ip)
+{
+	return (ip & MMS_PYFRAME) != 0;
+}
+static inline uint32_t mms_pyframe_code(uint64_t ip)
+{
+	return (uint32_t)(ip >> 32) & MMS_PYCODE_MAX;
+}
+static inline uint32_t mms_pyframe_line(uint64_t ip)
+{
+	return (uint32_t)ip;
+}
 
 /* META records the recorder writes besides exe, argv and config:
  *  - "freeres": u stamp. After every destructor, with no other thread

@@ -450,7 +450,7 @@ void *mms__guard_alloc(struct mms_thread *t, unsigned fn, unsigned family, size_
 	if (t) {
 		mms__guard_rec_alloc(t, fn, raw + head, size);
 		b.stamp = t->prev_stamp;
-		b.stack = mms__config.call_stack ? t->stack_id : 0;
+		b.stack = mms__stacks_on ? t->last_stack : 0;
 	}
 	if (set_add(&b)) {
 		/* No room for its entry: an unguarded block would be refused
@@ -566,7 +566,7 @@ void mms__guard_free(struct mms_thread *t, void *ptr, unsigned family, unsigned 
 	uintptr_t a = (uintptr_t)ptr;
 	int theirs = free_fn & MMS_GUARD_FREE_THEIRS;
 	uint64_t stamp = 0;
-	uint32_t stack = t && mms__config.call_stack ? mms__capture_stack(t) : 0;
+	uint32_t stack = t && mms__stacks_on ? mms__capture_stack(t) : 0;
 	struct gblk b;
 
 	free_fn &= ~MMS_GUARD_FREE_THEIRS;
@@ -611,7 +611,7 @@ void *mms__guard_realloc(struct mms_thread *t, void *ptr, size_t size)
 	if (!ptr)
 		return mms__guard_alloc(t, MMS_ALLOC_REALLOC, MMS_GUARD_FAMILY_MALLOC, 16, size, 0);
 	if (!set_get((uintptr_t)ptr, &b)) {
-		tls_at_stack = t && mms__config.call_stack ? mms__capture_stack(t) : 0;
+		tls_at_stack = t && mms__stacks_on ? mms__capture_stack(t) : 0;
 		bad_free(t, (uintptr_t)ptr);
 		tls_at_stack = 0;
 		errno = ENOMEM;

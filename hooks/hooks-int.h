@@ -65,6 +65,9 @@ struct mms_thread {
 	uint32_t stack_id;
 	uintptr_t *ips;          /* MMS_MAX_DEPTH + 1 entries */
 	uint32_t *ids;
+	/* The id the last capture returned: stack_id with the thread's
+	 * Python frames above it (python_stack). */
+	uint32_t last_stack;
 	/* The stack walker's: this thread's stack, found at its first capture
 	 * (stack_hi 0: not yet), and its own memory (unwind-walker.c): the cache of
 	 * frame rules and the last walk. */
@@ -117,11 +120,15 @@ uint32_t mms__intern_frame(struct mms_thread *t, uint32_t parent, uintptr_t ip) 
  * that passes its own frame saves the walk through those in between. */
 uint32_t mms__capture_stack_slow(struct mms_thread *t, uintptr_t fp) MMS_HIDDEN;
 
+/* Nonzero when events carry stacks: C frames (call_stack), Python frames
+ * (python_stack) or both. Set at start-up. */
+extern uint32_t mms__stacks_on MMS_HIDDEN;
+
 /* The stack id of the program's call that entered the recorder at or
  * below frame fp; 0 when stacks are off. */
 static inline uint32_t mms__capture_stack_at(struct mms_thread *t, uintptr_t fp)
 {
-	return mms__config.call_stack ? mms__capture_stack_slow(t, fp) : 0;
+	return mms__stacks_on ? mms__capture_stack_slow(t, fp) : 0;
 }
 
 #define mms__capture_stack(t) mms__capture_stack_at((t), (uintptr_t)__builtin_frame_address(0))
@@ -135,6 +142,27 @@ void mms__unwind_after_fork_child(void) MMS_HIDDEN;
 int mms__unwinder_code(uintptr_t ip) MMS_HIDDEN;
 /* libunwind's pipe was taken over by the program: never call it again. */
 void mms__unwind_lost_fd(void) MMS_HIDDEN;
+
+/* pystack.c: Python frames (python_stack=N), kept by the msmemscope
+ * package's profile hook (see there). */
+extern uint32_t mms__py_depth MMS_HIDDEN; /* python_stack once set up, 0: off */
+/* Reads python_stack; sets mms__py_depth and mms__stacks_on. */
+void mms__pystack_init(void) MMS_HIDDEN;
+void mms__pystack_after_fork_child(void) MMS_HIDDEN;
+/* The thread is leaving: its shadow stack goes back to the arena. */
+void mms__pystack_thread_exit(void) MMS_HIDDEN;
+/* The thread's innermost Python frames (up to python_stack) interned
+ * above the C stack base: returns their innermost node, or base when the
+ * thread runs no Python code. Never allocates, takes no lock. */
+uint32_t mms__pystack_capture(struct mms_thread *t, uint32_t base) MMS_HIDDEN;
+/* The package's entry points (found with dlsym, no header of theirs is
+ * installed; pystack.c says what each does). */
+MMS_EXPORT uint32_t msmemscope__py_setup(int (*line)(const void *frame), int (*lasti)(const void *frame),
+					 int (*on_thread)(void));
+MMS_EXPORT int msmemscope__py_push(const void *frame, const void *code, uintptr_t sp);
+MMS_EXPORT void msmemscope__py_pop(const void *frame);
+MMS_EXPORT void msmemscope__py_reset(void);
+MMS_EXPORT uint32_t msmemscope__py_code(const void *code, const char *file, const char *name, int firstline);
 
 /* cfi.c: frame rules from the DWARF call frame information (.eh_frame). */
 struct mms_cfi_rule {

@@ -114,6 +114,7 @@ void mms__init(void)
 	__atomic_store_n(&init_state, INIT_RESOLVED, __ATOMIC_RELEASE);
 	mms__gdb_init();
 	config_read();
+	mms__pystack_init();
 	mms__watch_init();
 	mms__guard_init();
 	mms__clock_init(mms__config.clock == MMS_CONFIG_CLOCK_COUNTER);
@@ -223,7 +224,7 @@ static __attribute__((noinline)) void rec_free_stack(struct mms_thread *t, unsig
 /* With stacks off, one test of the configuration more than before. */
 static inline void rec_free(struct mms_thread *t, unsigned fn, void *ptr, uint64_t stamp, uintptr_t fp)
 {
-	if (mms__config.call_stack)
+	if (mms__stacks_on)
 		rec_free_stack(t, fn, ptr, stamp, fp);
 	else
 		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_FREE | fn), stamp, (uintptr_t)ptr, 0, 0, 0, 0);

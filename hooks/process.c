@@ -120,6 +120,7 @@ static void atfork_child(void)
 	mms__watch_after_fork_child();
 	mms__log_after_fork_child(tls_fork_number, tls_fork_stamp);
 	mms__unwind_after_fork_child();
+	mms__pystack_after_fork_child();
 	mms__tls_busy = busy;
 }
 

@@ -87,6 +87,7 @@ struct mms_thread *mms__thread_register(void)
 	t->prev_addr = 0;
 	t->nframes = 0;
 	t->stack_id = 0;
+	t->last_stack = 0;
 	t->stack_lo = t->stack_hi = 0; /* found again at the first capture */
 	mms__tls_thread = t;
 	pthread_setspecific(thread_key, t);
@@ -99,6 +100,7 @@ void mms__thread_exit(void)
 {
 	struct mms_thread *t = mms__tls_thread;
 
+	mms__pystack_thread_exit();
 	if (!t)
 		return;
 	mms__tls_thread = NULL;

@@ -93,8 +93,12 @@ uint32_t mms__unwind_intern(struct mms_thread *t, const uintptr_t *ips, int n)
 uint32_t mms__capture_stack_slow(struct mms_thread *t, uintptr_t fp)
 {
 	const struct mms_unwinder *u = unwinder;
+	uint32_t id = 0;
 
-	if (unlikely(!t->stack_hi))
-		u->thread_start(t);
-	return u->walk(t, fp, (int)mms__config.call_stack);
+	if (mms__config.call_stack) {
+		if (unlikely(!t->stack_hi))
+			u->thread_start(t);
+		id = u->walk(t, fp, (int)mms__config.call_stack);
+	}
+	return t->last_stack = mms__py_depth ? mms__pystack_capture(t, id) : id;
 }

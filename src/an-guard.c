@@ -97,6 +97,7 @@ static void print_text(struct an_ctx *c, const mms_guard_t *r)
 	show_init(&s, c->path, c->log, NULL);
 	s.out = f;
 	s.depth = c->o->depth;
+	s.view = c->o->stack_view;
 	s.sym = an_symbolizer(c);
 	s.sym_failed = !s.sym;
 	if (!r->guard_on && !r->nfindings)

@@ -207,6 +207,7 @@ int an_inefficient_print(struct an_ctx *c)
 	s.out = c->out;
 	s.json = c->o->json;
 	s.depth = c->o->depth;
+	s.view = c->o->stack_view;
 	/* The analyses share one symbolizer, which the context owns. */
 	s.sym = an_symbolizer(c);
 	s.sym_failed = !s.sym;

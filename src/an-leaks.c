@@ -440,10 +440,17 @@ static void print_runtime(struct leaks_out *o)
 		if (blocks[k])
 			fprintf(f, "  %" PRIu64 " block%s, %s: %s\n", blocks[k], blocks[k] == 1 ? "" : "s",
 				human_bytes(bytes[k], h, sizeof(h)), mms_runtime_what(k));
-	if (blocks[MMS_RUNTIME_PYTHON] && !o->info.call_stack_depth)
-		fputs("  (recorded without stacks: a block an extension module leaked is counted as CPython's too; "
-		      "record with --call-stack=c:N to tell them apart)\n",
-		      f);
+	if (blocks[MMS_RUNTIME_PYTHON] && !o->info.call_stack_depth) {
+		mms_config_t cfg;
+		/* Python frames alone do not tell an extension module's code
+		 * from the interpreter's. */
+		int py = !mms_log_config(o->c->log, &cfg) && cfg.python_stack;
+
+		fprintf(f,
+			"  (recorded without %sstacks: a block an extension module leaked is counted as CPython's too; "
+			"record with --call-stack=c:N%s to tell them apart)\n",
+			py ? "C " : "", py ? ",python:M" : "");
+	}
 	if (blocks[MMS_RUNTIME_LIBC] + blocks[MMS_RUNTIME_LIBCXX] + blocks[MMS_RUNTIME_TLS] + blocks[MMS_RUNTIME_STDIO] &&
 	    mms_log_meta(o->c->log, "freeres", NULL, NULL))
 		fputs("  (glibc's and libstdc++'s freeres, which free these at the end of exit, did not run: another "
@@ -499,6 +506,7 @@ int an_leaks_print(struct an_ctx *c)
 	o.s.out = c->out;
 	o.s.json = c->o->json;
 	o.s.depth = c->o->depth;
+	o.s.view = c->o->stack_view;
 	o.s.top = c->o->top;
 	o.s.sym = an_symbolizer(c);
 	o.s.sym_failed = !o.s.sym;

@@ -97,6 +97,12 @@ static void put_stack(struct an_ctx *c, uint32_t stack, int json)
 		fputc('[', c->out);
 	if (depth > (int)(sizeof(ips) / sizeof(ips[0])))
 		depth = (int)(sizeof(ips) / sizeof(ips[0]));
+	/* Python frames where the eval loop ran them. */
+	if (sym && depth > 0) {
+		int m = mms_stack_mixed(sym, ips, (size_t)depth);
+		if (m >= 0)
+			depth = m;
+	}
 	for (int k = 0; k < depth && (!c->o->depth || shown < c->o->depth); k++) {
 		mms_frame_t one = { .ip = ips[k] };
 		int nf = sym ? mms_symbolize(sym, ips[k], frames, MAX_FRAMES) : 0;

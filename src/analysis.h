@@ -21,6 +21,7 @@
 struct an_opts {
 	bool json;          /* one JSON object per analysis, one per line */
 	unsigned depth;     /* frames shown per stack, 0 = all */
+	int stack_view;     /* enum mms_stack_view: which frames stacks show */
 	size_t top;         /* groups listed, 0 = all */
 	const char *outdir; /* folder for the files analyses write; NULL: "." */
 	bool force;         /* replace output files that exist */

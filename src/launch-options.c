@@ -119,7 +119,6 @@ static const char *parse_call_stack(struct opts *o, char *value)
 {
 	static const char expected[] = "expected c, c:N or python[:N], N from 0 to 1000";
 	char *item, *cursor = value, *colon;
-	mms_config_t scratch;
 
 	if (!*value)
 		return expected;
@@ -135,14 +134,22 @@ static const char *parse_call_stack(struct opts *o, char *value)
 			if (set_key(&o->rec, "call_stack", depth))
 				return expected;
 		} else if (strcmp(item, "python") == 0) {
-			mms_config_default(&scratch);
-			if (set_key(&scratch, "call_stack", depth))
+			if (set_key(&o->rec, "python_stack", depth))
 				return expected;
-			WARN("--call-stack=python: Python stacks are not recorded for native programs; ignored");
 		} else {
 			return expected;
 		}
 	}
+	return NULL;
+}
+
+/* The allocator of the Python interpreters Python stacks are recorded in. */
+static const char *parse_python_allocator(struct opts *o, char *value)
+{
+	if (strcmp(value, "malloc") && strcmp(value, "pymalloc"))
+		return "expected malloc or pymalloc";
+	o->pymalloc = strcmp(value, "pymalloc") == 0;
+	o->python_allocator_set = true;
 	return NULL;
 }
 
@@ -356,6 +363,7 @@ static const char *parse_version(struct opts *o, char *value)
 static const struct opt_def opt_defs[] = {
 	{ "--events", true, parse_events },
 	{ "--call-stack", true, parse_call_stack },
+	{ "--python-allocator", true, parse_python_allocator },
 	{ "--collect-mode", true, parse_collect_mode },
 	{ "--steps", true, parse_steps },
 	{ "--output", true, parse_output },
@@ -488,6 +496,9 @@ void parse_args(int argc, char **argv, struct opts *o)
 	/* --watch needs the launches. */
 	if (o->rec.watch.on)
 		o->rec.events |= MMS_CONFIG_EV_LAUNCH;
+	if (o->python_allocator_set && !o->rec.python_stack)
+		WARN("--python-allocator goes with --call-stack=python:N (Python's allocator is left as it is "
+		     "without Python stacks); ignored");
 	if (o->print_env) {
 		/* --print-env runs no program: it prints its environment. */
 		if (i < argc)
@@ -549,9 +560,15 @@ static void print_help(void)
 	       "  --events=LIST         events to record: alloc, free, launch, access.\n"
 	       "                        Default alloc,free,launch. alloc and free imply each\n"
 	       "                        other; access implies alloc,free. Empty: none.\n"
-	       "  --call-stack=c[:N]    record a C call stack of at most N frames (0-1000) with\n"
-	       "                        each event; 'c' alone means c:50. Default: no stacks.\n"
-	       "                        'python[:N]' is accepted and ignored (native programs).\n"
+	       "  --call-stack=LIST     c[:N]: record a C call stack of at most N frames (0-1000)\n"
+	       "                        with each event; python[:N]: the innermost N Python\n"
+	       "                        frames of Python programs (the msmemscope package\n"
+	       "                        keeps them; doc/python.md); 'c' or 'python' alone\n"
+	       "                        means N=50; c:N,python:M both. Default: no stacks.\n"
+	       "  --python-allocator=A  with python stacks: malloc (default) runs Python with\n"
+	       "                        PYTHONMALLOC=malloc, so each object is an allocation\n"
+	       "                        of its own; pymalloc keeps Python's arenas (small\n"
+	       "                        objects then are not seen one by one).\n"
 	       "  --collect-mode=MODE   immediate (default): record from the start;\n"
 	       "                        deferred: record only between msmemscope_start() and\n"
 	       "                        msmemscope_stop() calls in the program.\n"

@@ -186,8 +186,63 @@ struct env_var {
 	enum env_how how;
 };
 
-/* Fills vars (4 entries) and returns how many there are. */
-static size_t env_vars(struct env_var *vars, const char *hooks, const char *log_dir, const char *config)
+/* Where the msmemscope Python package is for the recorder at hooks: the
+ * build tree's (hooks/python/build beside hooks/.libs) or the installed
+ * one. Returns a malloc'd path, or NULL when there is none. */
+static char *python_package(const char *hooks)
+{
+	char *dir = xstrdup(hooks), *slash = strrchr(dir, '/'), *pkg, *boot;
+
+	if (slash && slash - dir >= 6 && !strncmp(slash - 6, "/.libs", 6)) {
+		slash[-6] = '\0';
+		pkg = xasprintf("%s/python/build", dir);
+	} else {
+		pkg = xstrdup(MMS_PYTHON_DIR);
+	}
+	free(dir);
+	boot = xasprintf("%s/msmemscope/boot/sitecustomize.py", pkg);
+	if (!*pkg || !is_readable_file(boot)) {
+		free(pkg);
+		pkg = NULL;
+	}
+	free(boot);
+	return pkg;
+}
+
+/* Python stacks (--call-stack=python:N): PYTHONPATH leads to the
+ * package's boot folder, whose sitecustomize.py imports msmemscope (which
+ * installs the profile hook that keeps the Python frames) and then runs
+ * the sitecustomize it hides; and PYTHONMALLOC=malloc, unless
+ * --python-allocator=pymalloc, so that every object is a malloc block. */
+static size_t env_python(struct env_var *vars, const char *hooks, const struct opts *o)
+{
+	static char *path;
+	size_t n = 0;
+	char *pkg;
+
+	if (!o || !o->rec.python_stack)
+		return 0;
+	if (!path) {
+		pkg = python_package(hooks);
+		if (!pkg) {
+			WARN("--call-stack=python: the msmemscope Python package is not installed (configure found no "
+			     "Python headers): no Python frames are recorded");
+			return 0;
+		}
+		path = xasprintf("%s/msmemscope/boot:%s", pkg, pkg);
+		free(pkg);
+		if (strchr(path + strlen(path) - 1, ':'))
+			die(1, "%s: the Python package's path ends in ':'", path);
+	}
+	vars[n++] = (struct env_var){ "PYTHONPATH", path, ENV_PREPEND };
+	if (!o->pymalloc)
+		vars[n++] = (struct env_var){ "PYTHONMALLOC", "malloc", ENV_DEFAULT };
+	return n;
+}
+
+/* Fills vars (6 entries) and returns how many there are. */
+static size_t env_vars(struct env_var *vars, const char *hooks, const char *log_dir, const char *config,
+		       const struct opts *o)
 {
 	size_t n = 0;
 
@@ -205,13 +260,14 @@ static size_t env_vars(struct env_var *vars, const char *hooks, const char *log_
 	 * call: the recorder, preloaded already, then gets its ranges
 	 * (hooks/nvtx.c). A tool the user named keeps them. */
 	vars[n++] = (struct env_var){ "NVTX_INJECTION64_PATH", hooks, ENV_DEFAULT };
+	n += env_python(vars + n, hooks, o);
 	return n;
 }
 
-void env_setup(const char *hooks, const char *log_dir, const char *config)
+void env_setup(const char *hooks, const char *log_dir, const char *config, const struct opts *o)
 {
-	struct env_var vars[4];
-	size_t n = env_vars(vars, hooks, log_dir, config);
+	struct env_var vars[6];
+	size_t n = env_vars(vars, hooks, log_dir, config, o);
 
 	if (log_dir)
 		note("recording into %s", log_dir);
@@ -268,10 +324,10 @@ static void sh_dquote(FILE *f, const char *s)
 	}
 }
 
-void env_print(const char *hooks, const char *log_dir, const char *config)
+void env_print(const char *hooks, const char *log_dir, const char *config, const struct opts *o)
 {
-	struct env_var vars[4];
-	size_t n = env_vars(vars, hooks, log_dir, config);
+	struct env_var vars[6];
+	size_t n = env_vars(vars, hooks, log_dir, config, o);
 
 	for (size_t i = 0; i < n; i++) {
 		const char *name = vars[i].name;

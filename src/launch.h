@@ -34,6 +34,8 @@ struct opts {
 	int level;           /* --level: enum mms_compare_level */
 	bool level_set;
 	int error_exitcode;  /* --error-exitcode: the status when guard found errors, 0: none */
+	bool pymalloc;       /* --python-allocator=pymalloc: PYTHONMALLOC is left alone */
+	bool python_allocator_set; /* --python-allocator given */
 	char **argv; /* the program and its arguments */
 };
 
@@ -70,13 +72,14 @@ void run_create(struct run *run, const char *output);
  * created or run. */
 char *env_config(const struct opts *o);
 /* Sets the environment the recorder reads (config from env_config(),
- * logs into log_dir); the program inherits it. */
-void env_setup(const char *hooks, const char *log_dir, const char *config);
+ * logs into log_dir), and with o's Python stacks the Python variables
+ * (PYTHONPATH, PYTHONMALLOC); the program inherits it. */
+void env_setup(const char *hooks, const char *log_dir, const char *config, const struct opts *o);
 /* --print-env: prints the same as shell commands, for a program started
  * by someone else (gdb's exec-wrapper, a script): `export NAME=WORD', one
  * a line, where WORD keeps what the environment they run in already holds
  * as env_setup() would. log_dir NULL: none. */
-void env_print(const char *hooks, const char *log_dir, const char *config);
+void env_print(const char *hooks, const char *log_dir, const char *config, const struct opts *o);
 /* 0 when prog can be run and recorded; otherwise says why on stderr and
  * returns the exit status to leave with (127 not found, 126 not runnable,
  * 1 not recordable: static, set-user-ID). */

@@ -33,6 +33,7 @@ struct opts {
 	const char *export_fmt;
 	const char *output;
 	uint64_t depth, top;
+	int stack_view;           /* --stack-view: enum mms_stack_view */
 	unsigned analyses;        /* --analysis: mask over an_defs */
 	const char *flamegraph;   /* --flamegraph FILE.svg */
 	struct an_opts an;
@@ -81,6 +82,9 @@ static void usage(void)
 	       "                    query, one per analysis (decompose: one per tree), one\n"
 	       "                    per event for --from\n"
 	       "  --depth N         frames shown per stack (default 12, 0 = all)\n"
+	       "  --stack-view V    which frames stacks show: mixed (default: the C frames,\n"
+	       "                    with the Python frames in place of the eval loop frames\n"
+	       "                    that ran them), c, or python (--call-stack=python:N)\n"
 	       "  --top N           stacks, launches and inefficient blocks listed (default 10,\n"
 	       "                    0 = all)\n"
 	       "  -o, --output FILE the export's file (default: msMemScope's name, here)\n"
@@ -212,6 +216,15 @@ static void parse_args(int argc, char **argv, struct opts *o)
 				o->json = true;
 			} else if (cli_opt_value(argc, argv, &i, "--depth", &v)) {
 				o->depth = number("--depth", v);
+			} else if (cli_opt_value(argc, argv, &i, "--stack-view", &v)) {
+				if (!strcmp(v, "mixed"))
+					o->stack_view = MMS_STACK_MIXED;
+				else if (!strcmp(v, "c"))
+					o->stack_view = MMS_STACK_C;
+				else if (!strcmp(v, "python"))
+					o->stack_view = MMS_STACK_PYTHON;
+				else
+					die_usage("--stack-view is mixed, c or python, not '%s'", v);
 			} else if (cli_opt_value(argc, argv, &i, "--top", &v)) {
 				o->top = number("--top", v);
 			} else if (cli_opt_value(argc, argv, &i, "--analysis", &v)) {
@@ -561,6 +574,7 @@ int main(int argc, char **argv)
 	log = replay_open_log(o.log);
 	o.an.json = o.json;
 	o.an.depth = (unsigned)o.depth;
+	o.an.stack_view = o.stack_view;
 	o.an.top = (size_t)o.top;
 	o.an.force = o.force;
 	if (o.flamegraph) {
@@ -612,6 +626,7 @@ int main(int argc, char **argv)
 	s.progress = &pr;
 	s.json = o.json;
 	s.depth = (unsigned)o.depth;
+	s.view = o.stack_view;
 	s.top = (size_t)o.top;
 	switch (o.query) {
 	case Q_STEP:

@@ -57,7 +57,7 @@ int main(int argc, char **argv)
 		run.hooks = find_hooks();
 		config = env_config(&o);
 		dir = output_create(o.output);
-		env_print(run.hooks, dir, config);
+		env_print(run.hooks, dir, config, &o);
 		ret = fflush(stdout) || ferror(stdout) ? CLI_EXIT_FAILURE : 0;
 		free(dir);
 		free(config);
@@ -73,7 +73,7 @@ int main(int argc, char **argv)
 	run.hooks = find_hooks();
 	config = env_config(&o);
 	run_create(&run, o.output);
-	env_setup(run.hooks, run.dir, config);
+	env_setup(run.hooks, run.dir, config, &o);
 	free(config);
 
 	pid = run_program(&run, o.argv, &status);

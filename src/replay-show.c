@@ -143,9 +143,9 @@ static mms_symbolizer_t *symbolizer(struct show *s)
 void show_stack(struct show *s, uint32_t stack, const char *indent)
 {
 	uint64_t ips[256];
-	mms_frame_t fr[MAX_FRAMES];
+	mms_frame_t fr[256 + MAX_FRAMES];
 	char buf[1024];
-	int n, i, k, m, shown = 0;
+	int n, i, k, m, num = -1;
 	const char *sep = "";
 
 	n = stack ? mms_log_stack(s->log, stack, ips, sizeof(ips) / sizeof(*ips)) : 0;
@@ -162,39 +162,50 @@ void show_stack(struct show *s, uint32_t stack, const char *indent)
 		fprintf(s->out, "%s(no stack recorded%s)\n", indent,
 			info.call_stack_depth ? "" : "; record with --call-stack=c:N to get them");
 	}
-	for (i = 0; i < n; i++) {
-		if (s->depth && shown >= (int)s->depth && !s->json) {
-			fprintf(s->out, "%s... %d more frame%s\n", indent, n - i, n - i == 1 ? "" : "s");
+	/* Python frames stand where the interpreter's eval loop ran them
+	 * (MMS_STACK_MIXED, unless s->view asks for one kind); without a
+	 * symbolizer, the addresses as they are. */
+	m = n > 0 && symbolizer(s) ? mms_stack_frames(s->sym, ips, (size_t)n, s->view, fr, 256 + MAX_FRAMES) : -1;
+	if (m == 0 && n > 0 && !s->json)
+		fprintf(s->out, "%s(no %s frames in this stack)\n", indent,
+			s->view == MMS_STACK_PYTHON ? "Python" : "C");
+	if (m < 0) {
+		m = n > 0 ? n : 0;
+		memset(fr, 0, (size_t)m * sizeof(fr[0]));
+		for (i = 0; i < m; i++)
+			fr[i].ip = ips[i];
+	}
+	for (k = 0; k < m; k++) {
+		/* An address numbers its first frame; the functions inlined
+		 * there come first, each inlined into the next. */
+		int first = k == 0 || !fr[k - 1].inlined;
+
+		if (first)
+			num++;
+		if (first && s->depth && num >= (int)s->depth && !s->json) {
+			int more = 0;
+			for (i = k; i < m; i++)
+				more += i == k || !fr[i - 1].inlined;
+			fprintf(s->out, "%s... %d more frame%s\n", indent, more, more == 1 ? "" : "s");
 			break;
 		}
-		m = symbolizer(s) ? mms_symbolize(s->sym, ips[i], fr, MAX_FRAMES) : 0;
-		if (m <= 0) {
-			memset(fr, 0, sizeof(fr[0]));
-			fr[0].ip = ips[i];
-			m = 1;
+		if (s->json) {
+			fprintf(s->out, "%s{\"ip\":\"0x%" PRIx64 "\",\"function\":", sep, fr[k].ip);
+			json_str(s, fr[k].function);
+			fputs(",\"file\":", s->out);
+			json_str(s, fr[k].file);
+			fprintf(s->out, ",\"line\":%u,\"module\":", fr[k].line);
+			json_str(s, fr[k].module);
+			fprintf(s->out, ",\"module_offset\":\"0x%" PRIx64 "\",\"inlined\":%s,\"python\":%s}",
+				fr[k].module_offset, fr[k].inlined ? "true" : "false", fr[k].python ? "true" : "false");
+			sep = ",";
+			continue;
 		}
-		for (k = 0; k < m; k++) {
-			if (s->json) {
-				fprintf(s->out, "%s{\"ip\":\"0x%" PRIx64 "\",\"function\":", sep, fr[k].ip);
-				json_str(s, fr[k].function);
-				fputs(",\"file\":", s->out);
-				json_str(s, fr[k].file);
-				fprintf(s->out, ",\"line\":%u,\"module\":", fr[k].line);
-				json_str(s, fr[k].module);
-				fprintf(s->out, ",\"module_offset\":\"0x%" PRIx64 "\",\"inlined\":%s}", fr[k].module_offset,
-					fr[k].inlined ? "true" : "false");
-				sep = ",";
-				continue;
-			}
-			/* An address numbers its first frame; the functions
-			 * inlined there come first, each inlined into the next. */
-			mms_frame_format(&fr[k], buf, sizeof(buf));
-			if (k == 0)
-				fprintf(s->out, "%s#%-2d %s%s\n", indent, i, buf, fr[k].inlined ? " [inlined]" : "");
-			else
-				fprintf(s->out, "%s    %s%s\n", indent, buf, fr[k].inlined ? " [inlined]" : "");
-		}
-		shown++;
+		mms_frame_format(&fr[k], buf, sizeof(buf));
+		if (first)
+			fprintf(s->out, "%s#%-2d %s%s\n", indent, num, buf, fr[k].inlined ? " [inlined]" : "");
+		else
+			fprintf(s->out, "%s    %s%s\n", indent, buf, fr[k].inlined ? " [inlined]" : "");
 	}
 	if (s->json)
 		fputc(']', s->out);

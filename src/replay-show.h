@@ -20,6 +20,7 @@ struct show {
 	int sym_failed;
 	int json;
 	unsigned depth;           /* frames printed per stack, 0 = all */
+	int view;                 /* enum mms_stack_view: mixed (0), C or Python frames */
 	size_t top;               /* groups and launches listed, 0 = all */
 	struct progress *progress; /* the replay's progress line (its progress_ctx) */
 };

@@ -76,7 +76,7 @@ class ConfigWatch(ctypes.Structure):
 class Config(ctypes.Structure):
     """mms_config_t (include/msmemscope/config.h): the recording
     configuration a log keeps."""
-    _fields_ = [("call_stack", u32), ("events", u32), ("deferred", c_int), ("nsteps", u32),
+    _fields_ = [("call_stack", u32), ("events", u32), ("python_stack", u32), ("deferred", c_int), ("nsteps", u32),
                 ("steps", u32 * CONFIG_STEPS_MAX), ("follow_exec", c_int), ("log_level", c_int), ("freeres", c_int),
                 ("watch", ConfigWatch), ("log_limit", u64), ("clock", c_int), ("log_thread", c_int),
                 ("unwind", c_int), ("unwind_check", c_int), ("guard", c_int), ("guard_redzone", u32),
@@ -120,7 +120,7 @@ class StackGroup(ctypes.Structure):
 
 class Frame(ctypes.Structure):
     _fields_ = [("ip", u64), ("function", c_char_p), ("file", c_char_p), ("line", u32), ("module", c_char_p),
-                ("module_offset", u64), ("inlined", c_int)]
+                ("module_offset", u64), ("inlined", c_int), ("python", c_int)]
 
 
 _lib = None

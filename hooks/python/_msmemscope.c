@@ -164,6 +164,211 @@ static PyObject *py_buffer_range(PyObject *self, PyObject *obj)
 	return r;
 }
 
+/* --- Python stacks -----------------------------------------------------------
+ * With python_stack=N (msmemscope --call-stack=python:N) the recorder
+ * keeps each thread's Python frames (hooks/pystack.c) and records the
+ * innermost N with each event. This profile hook tells it of every call
+ * and return of Python code, with the GIL held; the recorder reads the
+ * frames at an allocation without the GIL. C calls are not its business:
+ * the C stack shows them. A thread started by the threading module
+ * installs the hook at its first call (threading.setprofile); from 3.12
+ * every thread gets it at once. */
+
+static struct pystack_api {
+	uint32_t (*setup)(int (*line)(const void *frame), int (*lasti)(const void *frame), int (*on_thread)(void));
+	int (*push)(const void *frame, const void *code, uintptr_t sp);
+	void (*pop)(const void *frame);
+	void (*reset)(void);
+	uint32_t (*code)(const void *code, const char *file, const char *name, int firstline);
+} pyst;
+static uint32_t stack_depth; /* python_stack, 0: no Python stacks */
+
+/* The line a frame is at: reads its code's line table, allocates
+ * nothing, needs no GIL (a frame of the calling thread). */
+static int frame_line(const void *frame)
+{
+	return PyFrame_GetLineNumber((PyFrameObject *)frame);
+}
+
+#if PY_VERSION_HEX >= 0x030B0000
+/* The offset of its instruction: a frame that did not move keeps its line. */
+static int frame_lasti(const void *frame)
+{
+	return PyFrame_GetLasti((PyFrameObject *)frame);
+}
+#else
+#define frame_lasti NULL
+#endif
+
+/* s as UTF-8 (kept in s: compact ASCII strings hold it already), or
+ * dflt; a pending exception stays as it was. */
+static const char *utf8_or(PyObject *s, const char *dflt)
+{
+	PyObject *type, *value, *tb;
+	const char *u;
+
+	if (!s || !PyUnicode_Check(s))
+		return dflt;
+	PyErr_Fetch(&type, &value, &tb);
+	u = PyUnicode_AsUTF8(s);
+	if (!u)
+		PyErr_Clear();
+	PyErr_Restore(type, value, tb);
+	return u ? u : dflt;
+}
+
+/* The first call of code: the recorder defines it in the log. The code
+ * object is kept alive for the rest of the run, so its address names it
+ * and nothing else. */
+static void define_code(PyCodeObject *co)
+{
+	Py_INCREF(co);
+#if PY_VERSION_HEX >= 0x030B0000
+	PyObject *name = co->co_qualname;
+#else
+	PyObject *name = co->co_name;
+#endif
+	pyst.code(co, utf8_or(co->co_filename, "?"), utf8_or(name, "?"), co->co_firstlineno);
+}
+
+/* One event for the shadow stack. Inlined into each profile function:
+ * the stack pointer it passes tells the frames that began a new run of
+ * the eval loop (a different depth of the C stack) from those the loop
+ * ran inline (the same). */
+static inline __attribute__((always_inline)) void stack_event(PyFrameObject *frame, int what)
+{
+	if (what == PyTrace_CALL) {
+		PyCodeObject *co = PyFrame_GetCode(frame);
+
+		Py_DECREF(co); /* the frame holds it */
+		if (pyst.push(frame, co, (uintptr_t)__builtin_frame_address(0)))
+			define_code(co);
+	} else if (what == PyTrace_RETURN) {
+		pyst.pop(frame);
+	}
+}
+
+static int stack_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+	(void)obj;
+	(void)arg;
+	stack_event(frame, what);
+	return 0;
+}
+
+static int profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
+
+/* Whether the calling thread's profile function is still one that keeps
+ * the shadow stack (the stacks' hook, or the tracer's, which calls it): a
+ * profiler set from C replaces it unseen. Reads this thread's state
+ * (PyGILState_GetThisThreadState: a thread-specific key), allocates
+ * nothing, needs no GIL. */
+static int stack_hooked(void)
+{
+	PyThreadState *ts = PyGILState_GetThisThreadState();
+
+	return ts && (ts->c_profilefunc == stack_profile || ts->c_profilefunc == profile);
+}
+
+/* Pushes the frames this thread runs already, outermost first, and
+ * installs the hook on it. returning: the current frame is returning (the
+ * event that installs the hook is its return), so its return is not the
+ * hook's to see and it is left out. */
+static void stack_install(int returning)
+{
+	PyFrameObject *f = PyEval_GetFrame(), *chain[256];
+	int n = 0;
+
+	if (f)
+		f = returning ? PyFrame_GetBack(f) : (Py_INCREF(f), f);
+	while (f && n < 256) {
+		chain[n++] = f;
+		f = PyFrame_GetBack(f);
+	}
+	Py_XDECREF(f);
+	/* Their depths on the C stack are unknown (1): the recorder takes
+	 * them to run in one run of the eval loop, and the first frame pushed
+	 * above them to run in it too. */
+	for (int i = n - 1; i >= 0; i--) {
+		PyCodeObject *co = PyFrame_GetCode(chain[i]);
+
+		if (pyst.push(chain[i], co, 1))
+			define_code(co);
+		Py_DECREF(co);
+		Py_DECREF(chain[i]);
+	}
+	PyEval_SetProfile(stack_profile, NULL);
+}
+
+/* threading.setprofile()'s function in a new thread, (frame, event,
+ * arg): installs the hook there, which replaces it. */
+static PyObject *py_stack_thread(PyObject *self, PyObject *args)
+{
+	PyObject *frame, *event, *arg;
+	const char *ev;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "OUO", &frame, &event, &arg))
+		return NULL;
+	ev = PyUnicode_AsUTF8(event);
+	if (!ev)
+		return NULL;
+	if (stack_depth)
+		stack_install(!strcmp(ev, "return"));
+	Py_RETURN_NONE;
+}
+
+static PyObject *sys_setprofile; /* the interpreter's sys.setprofile */
+
+/* setprofile(function): sys.setprofile once the package replaced it: the
+ * function replaces the hook on this thread, and the recorder forgets its
+ * frames (they return unseen). A C function, so that it adds no Python
+ * frame of its own to the stacks. */
+static PyObject *py_setprofile(PyObject *self, PyObject *function)
+{
+	(void)self;
+	if (stack_depth)
+		pyst.reset();
+	return sys_setprofile ? PyObject_CallOneArg(sys_setprofile, function) : NULL;
+}
+
+/* wrap_setprofile(original): keeps the interpreter's sys.setprofile for
+ * setprofile() above to call. */
+static PyObject *py_wrap_setprofile(PyObject *self, PyObject *original)
+{
+	(void)self;
+	Py_XSETREF(sys_setprofile, Py_NewRef(original));
+	Py_RETURN_NONE;
+}
+
+/* stacks(): python_stack, 0 when Python frames are not recorded. */
+static PyObject *py_stacks(PyObject *self, PyObject *unused)
+{
+	(void)self;
+	(void)unused;
+	return PyLong_FromUnsignedLong(stack_depth);
+}
+
+/* At import: installs the hook on this thread when the recorder asks for
+ * Python frames (and on every thread from 3.12). */
+static void stacks_load(void)
+{
+	*(void **)&pyst.setup = sym("msmemscope__py_setup");
+	*(void **)&pyst.push = sym("msmemscope__py_push");
+	*(void **)&pyst.pop = sym("msmemscope__py_pop");
+	*(void **)&pyst.reset = sym("msmemscope__py_reset");
+	*(void **)&pyst.code = sym("msmemscope__py_code");
+	if (!pyst.setup || !pyst.push || !pyst.pop || !pyst.reset || !pyst.code)
+		return;
+	stack_depth = pyst.setup(frame_line, frame_lasti, stack_hooked);
+	if (!stack_depth)
+		return;
+#if PY_VERSION_HEX >= 0x030C0000
+	PyEval_SetProfileAllThreads(stack_profile, NULL);
+#endif
+	stack_install(0);
+}
+
 /* --- the tracer ------------------------------------------------------------
  * A profile function per thread (PyEval_SetProfile) that times every
  * Python and C function call between tracer start and stop, keeping the
@@ -220,6 +425,8 @@ static int profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 	struct call *c;
 	struct row *r;
 
+	if (stack_depth)
+		stack_event(frame, what);
 	switch (what) {
 	case PyTrace_CALL:
 		func = (PyObject *)PyFrame_GetCode(frame); /* a new reference */
@@ -330,7 +537,8 @@ static PyObject *py_tracer_stop(PyObject *self, PyObject *unused)
 
 	if (!tr.on)
 		Py_RETURN_NONE;
-	PyEval_SetProfile(NULL, NULL);
+	/* The Python stacks' hook takes over again. */
+	PyEval_SetProfile(stack_depth ? stack_profile : NULL, NULL);
 	tr.on = 0;
 	if (recording())
 		dir = getenv("MSMEMSCOPE_LOG_DIR");
@@ -385,6 +593,10 @@ static PyMethodDef methods[] = {
 	{ "stop", py_stop, METH_NOARGS, "Stops collection (deferred mode)." },
 	{ "tracer_start", py_tracer_start, METH_NOARGS, "Starts timing this thread's calls." },
 	{ "tracer_stop", py_tracer_stop, METH_NOARGS, "Stops timing and writes the CSV; returns its path." },
+	{ "stacks", py_stacks, METH_NOARGS, "python_stack: Python frames recorded per event, 0: none." },
+	{ "setprofile", py_setprofile, METH_O, "sys.setprofile(function) with the stacks' hook: the stacks forget the thread's frames." },
+	{ "wrap_setprofile", py_wrap_setprofile, METH_O, "Keeps the interpreter's sys.setprofile for setprofile()." },
+	{ "stack_thread", py_stack_thread, METH_VARARGS, "threading.setprofile()'s: the stacks' hook for a thread." },
 	{ NULL, NULL, 0, NULL },
 };
 
@@ -398,5 +610,6 @@ PyMODINIT_FUNC PyInit__msmemscope(void);
 PyMODINIT_FUNC PyInit__msmemscope(void)
 {
 	api_load();
+	stacks_load();
 	return PyModule_Create(&module);
 }

@@ -56,6 +56,9 @@ struct mms_config_watch {
 typedef struct mms_config {
 	uint32_t call_stack; /* call_stack: C frames recorded per event, 0 = none; 0 */
 	uint32_t events;     /* events: enum mms_config_events; alloc,free,launch */
+	/* python_stack: Python frames recorded per event (the msmemscope
+	 * package's profile hook keeps them), 0 = none; 0 */
+	uint32_t python_stack;
 	/* collect=deferred: record between msmemscope_start() and
 	 * msmemscope_stop() only (collect=immediate: from the start) */
 	int deferred;

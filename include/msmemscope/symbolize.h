@@ -36,6 +36,13 @@ typedef struct mms_frame {
 	                           or NULL (no module, or one without a path) */
 	uint64_t module_offset; /* ip - the module's load bias */
 	int inlined;            /* 1: inlined into the frame that follows */
+	/* 1: a Python frame (recorded with --call-stack=python:N, log
+	 * version 5): function is the code's qualified name, file its file as
+	 * the interpreter named it, line the line it was running (0: unknown);
+	 * module is NULL. ip is the frame as recorded (mms_is_pyframe()).
+	 * 2: the same, the first frame of a run of the interpreter's eval
+	 * loop (see mms_stack_mixed()). */
+	int python;
 } mms_frame_t;
 
 /* Opens a symbolizer over log's modules; module files are opened only when
@@ -53,6 +60,41 @@ void mms_symbolizer_close(mms_symbolizer_t *sym);
  * a negative code (-ENOMEM, MMS_EUSAGE). Strings belong to the symbolizer
  * and live until it is closed. */
 int mms_symbolize(mms_symbolizer_t *sym, uint64_t ip, mms_frame_t *frames, size_t max);
+/* Whether frame ip of a recorded stack is a Python frame (log version 5):
+ * such frames are not addresses, and a stack holds its Python frames
+ * first (innermost first), then its C frames. */
+static inline int mms_ip_is_python(uint64_t ip)
+{
+	return (ip >> 63) != 0;
+}
+
+/* Which frames of a stack mms_stack_frames() gives. */
+enum mms_stack_view {
+	/* The C frames, with the Python frames in place of the interpreter's
+	 * eval loop frames (_PyEval_EvalFrameDefault) that ran them; Python
+	 * frames beyond the recorded C frames follow them. A stack without
+	 * Python frames is its C frames. */
+	MMS_STACK_MIXED = 0,
+	MMS_STACK_C = 1,      /* the C frames only */
+	MMS_STACK_PYTHON = 2, /* the Python frames only */
+};
+
+/* Symbolizes the n frames at ips (a stack from mms_log_stack(),
+ * innermost first) as view asks into at most max frames, innermost first
+ * (an address's inlined functions first, as mms_symbolize()). Returns the
+ * number of frames filled, or a negative code. Strings belong to the
+ * symbolizer. */
+int mms_stack_frames(mms_symbolizer_t *sym, const uint64_t *ips, size_t n, int view, mms_frame_t *out, size_t max);
+
+/* Puts the n frames at ips (a stack from mms_log_stack()) in the mixed
+ * order of MMS_STACK_MIXED, in place: the C frames innermost first, each
+ * eval loop frame replaced by the Python frames it ran, the Python frames
+ * the C frames did not reach last. For callers that symbolize frame by
+ * frame (mms_symbolize()). Returns the new number of frames (at most n),
+ * or a negative code (-ENOMEM, MMS_EUSAGE). A stack without Python frames
+ * is left as it is. */
+int mms_stack_mixed(mms_symbolizer_t *sym, uint64_t *ips, size_t n);
+
 /* Writes one frame as text into buf (always NUL-terminated when len > 0):
  * "function (file:line)", "function (module+0xoff)" or "module+0xoff"
  * (module as its file name), "function (0xip)", or "0xip" when nothing is

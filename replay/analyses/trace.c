@@ -771,6 +771,15 @@ MMS__EXPORT int mms_trace_write_tsv(mms_log_t *log, const mms_trace_block_t *blo
 		}
 		if ((size_t)depth > sizeof(ips) / sizeof(ips[0]))
 			depth = (int)(sizeof(ips) / sizeof(ips[0]));
+		/* Python frames where the eval loop ran them. */
+		if (sym && depth > 0) {
+			int m = mms_stack_mixed(sym, ips, (size_t)depth);
+			if (m < 0) {
+				rc = m;
+				break;
+			}
+			depth = m;
+		}
 		for (k = 0; k < depth; k++) {
 			mms_frame_t one = { .ip = ips[k] };
 

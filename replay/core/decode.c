@@ -43,6 +43,7 @@ static const char *const layouts[256] = {
 	[MMS_TAG_MODULE] = "uuuss",
 	[MMS_TAG_META] = "ss",
 	[MMS_TAG_LOST] = "u",
+	[MMS_TAG_PYCODE] = "ussu",
 	[MMS_TAG_ALLOC + MMS_ALLOC_MALLOC ... MMS_TAG_ALLOC + MMS_ALLOC_PVALLOC] = "auu",
 	[MMS_TAG_FREE + MMS_FREE_FREE ... MMS_TAG_FREE + MMS_FREE_REALLOC] = "a",
 	[MMS_TAG_MMAP] = "auuu",

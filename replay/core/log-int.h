@@ -37,6 +37,12 @@ struct mms__module {
 	uint64_t build_id_len;
 };
 
+/* A Python code object (PYCODE record, version 5). */
+struct mms__pycode {
+	size_t file, name;         /* arena offsets */
+	uint64_t firstline;
+};
+
 struct mms__meta {
 	size_t key, value;         /* arena offsets */
 	uint64_t value_len;
@@ -86,6 +92,9 @@ struct mms_log {
 	size_t nmodules, modules_cap;
 	struct mms__meta *metas;
 	size_t nmetas, metas_cap;
+	struct mms__map pycode_ix; /* PYCODE id -> index in pycodes */
+	struct mms__pycode *pycodes;
+	size_t npycodes, pycodes_cap;
 
 	/* Segments, sorted by (thread, first stamp, offset): a thread's
 	 * segments follow each other in time, so the iterator merges one
@@ -150,6 +159,10 @@ int mms__log_stack(const mms_log_t *log, uint32_t id, uint64_t *ips, size_t max)
 int mms__log_open_buf(const void *buf, size_t len, mms_log_t **out, mms_open_error_t *err);
 /* Name of a string id, or NULL when unknown or 0. */
 const char *mms__log_string(const mms_log_t *log, uint64_t id);
+/* The Python code object of PYCODE id: 0 and its file, qualified name and
+ * first line (strings in the log's arena), or -1 when the log defines no
+ * such id. */
+int mms__log_pycode(const mms_log_t *log, uint32_t id, const char **file, const char **name, uint32_t *firstline);
 /* Converts a stamp to CLOCK_REALTIME nanoseconds by the line log.c draws
  * through the log's two (stamp, realtime) pairs. Inline: every event
  * takes it. */

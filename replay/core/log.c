@@ -581,6 +581,7 @@ static int log_open(const void *buf, size_t len, int fd, mms_log_t **out, mms_op
 	mms__map_init(&log->strings);
 	mms__map_init(&log->stacks);
 	mms__map_init(&log->thread_ix);
+	mms__map_init(&log->pycode_ix);
 	log->stop = UINT64_MAX;
 	rc = read_header(log, err);
 	if (rc)

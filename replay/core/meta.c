@@ -141,6 +141,22 @@ int mms__meta_record(mms_log_t *log, const struct mms__rec *r)
 	case MMS_TAG_LOST:
 		log->info.lost_events += r->u[0];
 		return 0;
+	case MMS_TAG_PYCODE:
+		if (!r->u[0] || r->u[0] > MMS_PYCODE_MAX)
+			return r->u[0] ? MMS_ECORRUPT : 0;
+		slot = mms__map_put(&log->pycode_ix, r->u[0], &isnew);
+		if (!slot)
+			return -ENOMEM;
+		if (!isnew) /* the first definition wins */
+			return 0;
+		if (mms__grow(&log->pycodes, &log->pycodes_cap, log->npycodes, sizeof(*log->pycodes)) ||
+		    arena_add2(log, r, &a, &b)) {
+			mms__map_del(&log->pycode_ix, r->u[0], NULL);
+			return -ENOMEM;
+		}
+		*slot = log->npycodes;
+		log->pycodes[log->npycodes++] = (struct mms__pycode){ .file = a, .name = b, .firstline = r->u[1] };
+		return 0;
 	default:
 		return 0;
 	}
@@ -149,6 +165,8 @@ int mms__meta_record(mms_log_t *log, const struct mms__rec *r)
 void mms__meta_free(mms_log_t *log)
 {
 	mms__map_free(&log->strings);
+	mms__map_free(&log->pycode_ix);
+	free(log->pycodes);
 	mms__map_free(&log->stacks);
 	mms__map_free(&log->thread_ix);
 	free(log->arena);
@@ -156,6 +174,20 @@ void mms__meta_free(mms_log_t *log)
 	free(log->threads);
 	free(log->modules);
 	free(log->metas);
+}
+
+int mms__log_pycode(const mms_log_t *log, uint32_t id, const char **file, const char **name, uint32_t *firstline)
+{
+	const uint64_t *ix = id ? mms__map_get(&log->pycode_ix, id) : NULL;
+	const struct mms__pycode *c;
+
+	if (!ix)
+		return -1;
+	c = &log->pycodes[*ix];
+	*file = log->arena + c->file;
+	*name = log->arena + c->name;
+	*firstline = (uint32_t)(c->firstline > UINT32_MAX ? 0 : c->firstline);
+	return 0;
 }
 
 const char *mms__log_string(const mms_log_t *log, uint64_t id)

@@ -12,11 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format.h"
 #include "msmemscope/error.h"
 #include "msmemscope/log.h"
 #include "msmemscope/symbolize.h"
 #include "base-int.h"
 #include "map-int.h"
+#include "log-int.h"
 
 /* Frames one address can expand to: the function holding it and the
  * functions inlined into it. Deeper inline chains are cut at the inside. */
@@ -68,6 +70,7 @@ struct sym_range {
 };
 
 struct mms_symbolizer {
+	const mms_log_t *log;
 	struct sym_module *mods;
 	size_t nmods;
 	struct sym_range *ranges; /* sorted by lo */
@@ -575,8 +578,15 @@ static int symbolize_new(struct mms_symbolizer *s, uint64_t ip, uint64_t *val)
 
 	memset(&tmp[0], 0, sizeof(tmp[0]));
 	tmp[0].ip = ip;
-	m = module_of(s, ip);
-	if (m) {
+	m = mms_is_pyframe(ip) ? NULL : module_of(s, ip);
+	if (mms_is_pyframe(ip)) {
+		uint32_t first;
+
+		tmp[0].python = ip & MMS_PYFRAME_ENTRY ? 2 : 1;
+		tmp[0].line = mms_pyframe_line(ip);
+		if (mms__log_pycode(s->log, mms_pyframe_code(ip), &tmp[0].file, &tmp[0].function, &first))
+			tmp[0].function = "<unknown Python code>";
+	} else if (m) {
 		tmp[0].module = m->path;
 		tmp[0].module_offset = ip - m->bias;
 		if (!m->tried)
@@ -619,6 +629,7 @@ MMS__EXPORT int mms_symbolizer_open(const mms_log_t *log, mms_symbolizer_t **out
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	s->log = log;
 	mms__map_init(&s->cache);
 	mms__map_init(&s->names);
 	if (count) {
@@ -724,4 +735,96 @@ MMS__EXPORT int mms_frame_format(const mms_frame_t *f, char *buf, size_t len)
 	else
 		n = snprintf(buf, len, "0x%" PRIx64, f->ip);
 	return n;
+}
+
+/* Whether the frames of one C address are the interpreter's eval loop:
+ * the function that contains them is. */
+static int eval_loop(const mms_frame_t *f, int n)
+{
+	const char *fn = n > 0 ? f[n - 1].function : NULL;
+
+	return fn && (!strcmp(fn, "_PyEval_EvalFrameDefault") || !strcmp(fn, "PyEval_EvalFrameEx") ||
+		      !strcmp(fn, "_PyEval_EvalFrame"));
+}
+
+MMS__EXPORT int mms_stack_mixed(mms_symbolizer_t *s, uint64_t *ips, size_t n)
+{
+	mms_frame_t tmp[SYM_MAX_FRAMES];
+	size_t np = 0, py = 0, k = 0;
+	uint64_t *out;
+	int m;
+
+	if (!s || (!ips && n))
+		return MMS_EUSAGE;
+	while (np < n && mms_is_pyframe(ips[np]))
+		np++;
+	if (!np)
+		return (int)n;
+	out = malloc(n * sizeof(*out));
+	if (!out)
+		return -ENOMEM;
+	for (size_t i = np; i < n; i++) {
+		m = mms_symbolize(s, ips[i], tmp, SYM_MAX_FRAMES);
+		if (m < 0) {
+			free(out);
+			return m;
+		}
+		if (py < np && eval_loop(tmp, m)) {
+			/* This run of the eval loop ran the Python frames up to
+			 * the first that began it. */
+			while (py < np) {
+				out[k++] = ips[py];
+				if (ips[py++] & MMS_PYFRAME_ENTRY)
+					break;
+			}
+			continue;
+		}
+		out[k++] = ips[i];
+	}
+	/* Python frames the C frames did not reach. */
+	while (py < np)
+		out[k++] = ips[py++];
+	memcpy(ips, out, k * sizeof(*out));
+	free(out);
+	return (int)k;
+}
+
+MMS__EXPORT int mms_stack_frames(mms_symbolizer_t *s, const uint64_t *ips, size_t n, int view, mms_frame_t *out,
+				 size_t max)
+{
+	uint64_t *order = NULL;
+	size_t k = 0, i = 0, np = 0;
+	int m, rc = 0;
+
+	if (!s || (!ips && n) || (!out && max) || view < MMS_STACK_MIXED || view > MMS_STACK_PYTHON)
+		return MMS_EUSAGE;
+	while (np < n && mms_is_pyframe(ips[np]))
+		np++;
+	if (view == MMS_STACK_PYTHON) {
+		n = np;
+	} else if (view == MMS_STACK_C) {
+		i = np;
+	} else if (np) {
+		order = malloc(n * sizeof(*order));
+		if (!order)
+			return -ENOMEM;
+		memcpy(order, ips, n * sizeof(*order));
+		m = mms_stack_mixed(s, order, n);
+		if (m < 0) {
+			free(order);
+			return m;
+		}
+		ips = order;
+		n = (size_t)m;
+	}
+	for (; i < n && k < max; i++) {
+		m = mms_symbolize(s, ips[i], &out[k], max - k);
+		if (m < 0) {
+			rc = m;
+			break;
+		}
+		k += (size_t)m;
+	}
+	free(order);
+	return rc ? rc : (int)k;
 }

@@ -60,7 +60,8 @@ static int put_row(struct mms__xbuf *b, const struct mms__xrow *row)
 
 	/* Room for the worst case: every variable field quoted and each of
 	 * its bytes a doubled quote. */
-	if (mms__xbuf_reserve(b, 4 * 20 + 64 + 2 * (type_len + name_len + row->attr_len + row->cstack_len) + 8))
+	if (mms__xbuf_reserve(b, 4 * 20 + 64 +
+					 2 * (type_len + name_len + row->attr_len + row->pystack_len + row->cstack_len) + 8))
 		return -ENOMEM;
 	o = b->p + b->len;
 	o = mms__xfmt_u64(o, row->id);
@@ -82,8 +83,9 @@ static int put_row(struct mms__xbuf *b, const struct mms__xrow *row)
 	/* Attr is always quoted, as msMemScope writes it. */
 	if (row->attr_len)
 		o = put_quoted(o, row->attr, row->attr_len);
-	/* Call Stack(Python) stays empty: C programs have none. */
-	o = put(o, ",,", 2);
+	*o++ = ',';
+	o = mms__csv_field(o, row->pystack, row->pystack_len);
+	*o++ = ',';
 	o = mms__csv_field(o, row->cstack, row->cstack_len);
 	*o++ = '\n';
 	b->len = (size_t)(o - b->p);

@@ -181,6 +181,7 @@ static int put_dump(struct db *d, const struct mms__xrow *row)
 	bind_u64(s, 7, row->tid);
 	sqlite3_bind_text(s, 9, row->ptr, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 10, row->attr, (int)row->attr_len, SQLITE_STATIC);
+	sqlite3_bind_text(s, 11, row->pystack, (int)row->pystack_len, SQLITE_STATIC);
 	sqlite3_bind_text(s, 12, row->cstack, (int)row->cstack_len, SQLITE_STATIC);
 	return run(d, ST_DUMP);
 }

@@ -100,6 +100,8 @@ struct mms__xrow {
 	size_t attr_len;
 	const char *cstack; /* frames joined by '|', or "" */
 	size_t cstack_len;
+	const char *pystack; /* Python frames joined by '|', or "" */
+	size_t pystack_len;
 };
 
 /* --- the pass ------------------------------------------------------------- */
@@ -167,7 +169,7 @@ uint64_t mms__xpass_tid(struct mms__xpass *x, uint32_t thread);
 /* The text of stack id: its frames, innermost first, joined by '|'
  * (symbolized when the options give a symbolizer). Sets *s and *n, valid
  * until the pass is closed. Returns 0 or a negative code. */
-int mms__xpass_stack(struct mms__xpass *x, uint32_t id, const char **s, size_t *n);
+int mms__xpass_stack(struct mms__xpass *x, uint32_t id, int python, const char **s, size_t *n);
 /* Fills ips with stack id's instruction pointers (innermost first):
  * returns the depth, with *ips pointing into the pass's scratch, or a
  * negative code. */

@@ -264,18 +264,18 @@ static int stack_frame_text(struct mms__xpass *x, uint64_t ip, int first)
 	return 0;
 }
 
-int mms__xpass_stack(struct mms__xpass *x, uint32_t id, const char **s, size_t *n)
+int mms__xpass_stack(struct mms__xpass *x, uint32_t id, int python, const char **s, size_t *n)
 {
 	const uint64_t *ips;
 	uint64_t *v;
 	size_t off;
-	int depth, i, isnew, rc;
+	int depth, i, isnew, rc, first = 1;
 
 	*s = "";
 	*n = 0;
 	if (!id)
 		return 0;
-	v = mms__map_put(&x->stk_ix, id, &isnew);
+	v = mms__map_put(&x->stk_ix, (uint64_t)id << 1 | (python != 0), &isnew);
 	if (!v)
 		return -ENOMEM;
 	if (!isnew)
@@ -290,10 +290,15 @@ int mms__xpass_stack(struct mms__xpass *x, uint32_t id, const char **s, size_t *
 		rc = depth;
 		goto fail;
 	}
+	/* A stack holds its Python frames first (format.h): each column
+	 * takes its own. */
 	for (i = 0; i < depth; i++) {
-		rc = stack_frame_text(x, x->ips[i], i == 0);
+		if (mms_is_pyframe(x->ips[i]) != (python != 0))
+			continue;
+		rc = stack_frame_text(x, x->ips[i], first);
 		if (rc)
 			goto fail;
+		first = 0;
 	}
 	x->stk_spans[x->nstk].off = off;
 	x->stk_spans[x->nstk].len = x->stk_text.len - off;
@@ -305,7 +310,7 @@ found:
 fail_oom:
 	rc = -ENOMEM;
 fail:
-	mms__map_del(&x->stk_ix, id, NULL);
+	mms__map_del(&x->stk_ix, (uint64_t)id << 1 | (python != 0), NULL);
 	return rc;
 }
 
@@ -428,8 +433,8 @@ int mms__xpass_row(struct mms__xpass *x, struct mms__xrow *row)
 	row->tid = mms__xpass_tid(x, ev->thread);
 	row->name = NULL;
 	memcpy(row->ptr, "N/A", 4);
-	row->cstack = "";
-	row->cstack_len = 0;
+	row->cstack = row->pystack = "";
+	row->cstack_len = row->pystack_len = 0;
 	switch (ev->kind) {
 	case MMS_EV_SYSTEM:
 		row->event = "SYSTEM";
@@ -441,9 +446,17 @@ int mms__xpass_row(struct mms__xpass *x, struct mms__xrow *row)
 		row->type = mem_type(ev, &x->blk, x->has_blk);
 		set_ptr(row, ev->addr);
 		rc = attr_memory(x, a);
-		/* A FREE's stack: the call that freed (version 5, stacks on). */
+		/* The stack of a MALLOC, and of a FREE (version 5, stacks
+		 * on: the call that freed). Rendering one text may move the
+		 * other: the C text, taken last, is a lookup when it was
+		 * rendered first. */
+		if (!rc && ev->stack && x->log->npycodes) {
+			rc = mms__xpass_stack(x, ev->stack, 0, &row->cstack, &row->cstack_len);
+			if (!rc)
+				rc = mms__xpass_stack(x, ev->stack, 1, &row->pystack, &row->pystack_len);
+		}
 		if (!rc && ev->stack)
-			rc = mms__xpass_stack(x, ev->stack, &row->cstack, &row->cstack_len);
+			rc = mms__xpass_stack(x, ev->stack, 0, &row->cstack, &row->cstack_len);
 		break;
 	case MMS_EV_ACCESS:
 		row->event = "ACCESS";

@@ -338,7 +338,9 @@ int mms__xf_flush(struct mms__xf_out *o, int force)
 	return rc;
 }
 
-/* Stack id's ips, innermost first: returns the depth or a negative code. */
+/* Stack id's ips, innermost first, Python frames where the eval loop
+ * ran them (mms_stack_mixed) when symbolized: returns the depth or a
+ * negative code. */
 int mms__xf_stack_ips(struct mms__xf_out *o, mms_log_t *log, uint32_t id)
 {
 	int n = mms__log_stack(log, id, o->ips, o->ips_cap);
@@ -352,6 +354,8 @@ int mms__xf_stack_ips(struct mms__xf_out *o, mms_log_t *log, uint32_t id)
 		o->ips_cap = (size_t)n;
 		n = mms__log_stack(log, id, o->ips, o->ips_cap);
 	}
+	if (n > 0 && o->sym && log->npycodes)
+		n = mms_stack_mixed(o->sym, o->ips, (size_t)n);
 	return n;
 }
 

@@ -64,14 +64,15 @@ int main(void)
 	END();
 	BEGIN("Frame", mms_frame_t);
 	F(mms_frame_t, ip), F(mms_frame_t, function), F(mms_frame_t, file), F(mms_frame_t, line);
-	F(mms_frame_t, module), F(mms_frame_t, module_offset), F(mms_frame_t, inlined);
+	F(mms_frame_t, module), F(mms_frame_t, module_offset), F(mms_frame_t, inlined), F(mms_frame_t, python);
 	END();
 	BEGIN("ConfigWatch", struct mms_config_watch);
 	F(struct mms_config_watch, on), F(struct mms_config_watch, full_content), F(struct mms_config_watch, out);
 	F(struct mms_config_watch, start), F(struct mms_config_watch, end);
 	END();
 	BEGIN("Config", mms_config_t);
-	F(mms_config_t, call_stack), F(mms_config_t, events), F(mms_config_t, deferred), F(mms_config_t, nsteps);
+	F(mms_config_t, call_stack), F(mms_config_t, events), F(mms_config_t, python_stack), F(mms_config_t, deferred);
+	F(mms_config_t, nsteps);
 	F(mms_config_t, steps), F(mms_config_t, follow_exec), F(mms_config_t, log_level), F(mms_config_t, freeres);
 	F(mms_config_t, watch), F(mms_config_t, log_limit), F(mms_config_t, clock), F(mms_config_t, log_thread);
 	F(mms_config_t, unwind), F(mms_config_t, unwind_check), F(mms_config_t, guard), F(mms_config_t, guard_redzone);

@@ -25,7 +25,11 @@ unset MAKEFLAGS MAKELEVEL MFLAGS
 # some programs allocate by where things land. Measured: python3 3.11's
 # small-object allocator callocs a 128 KiB radix-tree node when its arenas
 # reach a new address region, in 1 of 30 randomized runs and in none of 30
-# with randomization off.
+# with randomization off. Even so a recorder a few pages larger moves the
+# program's mappings (the kernel aligns large anonymous ones to 2 MiB, so
+# the holes between them move too), and python3's arenas can reach one
+# region more: such a node, live to the end, is said and not counted
+# (NODE).
 fixed_layout=
 if setarch -R true 2>/dev/null; then
 	fixed_layout="setarch -R"
@@ -86,10 +90,11 @@ compare() {
 	summarize $name.mms
 	expect_key $name.mms.json unmatched_frees 0
 	expect_key $name.mms.json double_allocs 0
-	"$MMS_PYTHON" - $name $name.vg $name.mms.json "$tolerance" "${LOOSE:-}" <<'PY' || fail "$name: the recorder and valgrind disagree (above)"
+	"$MMS_PYTHON" - $name $name.vg $name.mms.json "$tolerance" "${LOOSE:-}" "${NODE:-0}" <<'PY' || fail "$name: the recorder and valgrind disagree (above)"
 import json, re, sys
 name, vg, js, tol = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
 loose = dict((k, float(v)) for k, v in (a.split(":") for a in sys.argv[5].split()))
+node = int(sys.argv[6])
 text = open(vg).read()
 num = lambda s: int(s.replace(",", ""))
 m1 = re.search(r"in use at exit: ([\d,]+) bytes in ([\d,]+) blocks", text)
@@ -99,6 +104,17 @@ if not (m1 and m2):
 want = {"live_bytes": num(m1[1]), "live_blocks": num(m1[2]), "allocs": num(m2[1]),
         "frees": num(m2[2]), "bytes_allocated": num(m2[3])}
 got = json.load(open(js))
+# NODE: a block a program allocates, or not, by where its mappings land
+# (python3's radix-tree nodes, above): k more or fewer of them, alike in
+# every figure, are that and nothing else.
+k = got["allocs"] - want["allocs"]
+if node and k and abs(k) <= 2 and all(got[f] - want[f] == k for f in ("live_blocks",)) and \
+        all(got[f] - want[f] == k * node for f in ("live_bytes", "bytes_allocated")) and got["frees"] == want["frees"]:
+    print(f"{name}: {k:+d} block(s) of {node} bytes live to the end: the layout's, not counted")
+    for f in ("allocs", "live_blocks"):
+        got[f] -= k
+    for f in ("live_bytes", "bytes_allocated"):
+        got[f] -= k * node
 bad = []
 cells = []
 for k, w in want.items():
@@ -133,7 +149,7 @@ back = json.loads(text)
 print(len(text), sum(v[0] for v in back.values()), sorted(back)[:3])
 PY
 	export PYTHONHASHSEED=0
-	CLEAN= OUTFILE= LOOSE= agree python3 /usr/bin/python3 -I script.py
+	CLEAN= OUTFILE= LOOSE= NODE=131072 agree python3 /usr/bin/python3 -I script.py
 else
 	missing="$missing python3"
 fi

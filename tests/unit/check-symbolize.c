@@ -176,6 +176,19 @@ static __attribute__((noinline)) uint64_t call_inline(void)
 	return ip;
 }
 
+/* Stands for CPython's eval loop: its name is what the mixed view of a
+ * stack looks for. */
+uint64_t _PyEval_EvalFrameDefault(void);
+__attribute__((noinline)) uint64_t _PyEval_EvalFrameDefault(void)
+{
+	static unsigned eval_line;
+	uint64_t ip;
+
+	ip = where(&eval_line, __LINE__);
+	__asm__ volatile("" : : "r"(ip) : "memory");
+	return ip;
+}
+
 static int ends_with(const char *s, const char *tail)
 {
 	size_t n = strlen(s), m = strlen(tail);
@@ -428,6 +441,92 @@ START_TEST(test_format)
 }
 END_TEST
 
+/* Python frames (log version 5): PYCODE records name them; the mixed view
+ * puts them where the eval loop ran them, each eval loop frame taking the
+ * Python frames up to the first that began its run. */
+static void log_pycode(struct lb *b, uint32_t id, const char *file, const char *name, uint32_t first)
+{
+	lb_begin(b, MMS_TAG_PYCODE, 10);
+	lb_u(b, id);
+	lb_str(b, file);
+	lb_str(b, name);
+	lb_u(b, first);
+	lb_end(b);
+}
+
+START_TEST(test_python_frames)
+{
+	struct lb *b = log_new();
+	struct mod self;
+	mms_symbolizer_t *sym;
+	mms_frame_t f[16];
+	mms_log_t *log;
+	uint64_t eval = _PyEval_EvalFrameDefault(), inner = call_here(), outer = call_inline();
+	/* As recorded: Python frames innermost first, then C frames. leaf ran
+	 * inline in mid's run of the eval loop; main began a run of its own. */
+	uint64_t ips[] = { mms_pyframe(3, 31, 0), mms_pyframe(2, 21, 1), mms_pyframe(1, 11, 1), mms_pyframe(9, 0, 1),
+			   inner, eval, eval, outer };
+	uint64_t order[8];
+	const char *want[] = { "call_here", "leaf", "Cls.mid", "main", "inline_here", "call_inline",
+			       "<unknown Python code>" };
+	char buf[128];
+	int n;
+
+	self_module(&self);
+	log_module(b, &self);
+	log_pycode(b, 1, "/app/main.py", "main", 10);
+	log_pycode(b, 2, "/app/lib.py", "Cls.mid", 20);
+	log_pycode(b, 3, "/app/lib.py", "leaf", 30);
+	log = log_open(b);
+	ck_assert_int_eq(mms_symbolizer_open(log, &sym), 0);
+
+	ck_assert_int_eq(mms_symbolize(sym, ips[1], f, 4), 1);
+	ck_assert_int_eq(f[0].python, 2);
+	ck_assert_str_eq(f[0].function, "Cls.mid");
+	ck_assert_str_eq(f[0].file, "/app/lib.py");
+	ck_assert_uint_eq(f[0].line, 21);
+	ck_assert_ptr_null(f[0].module);
+	mms_frame_format(&f[0], buf, sizeof(buf));
+	ck_assert_str_eq(buf, "Cls.mid (/app/lib.py:21)");
+	ck_assert_int_eq(mms_symbolize(sym, ips[0], f, 4), 1);
+	ck_assert_int_eq(f[0].python, 1);
+
+	/* Mixed: the two eval loop frames give way to leaf and mid, then to
+	 * main; the Python frame the recorded C frames did not reach (of an
+	 * unknown code object) comes after them all. */
+	n = mms_stack_frames(sym, ips, 8, MMS_STACK_MIXED, f, 16);
+	ck_assert_int_eq(n, 7);
+	for (int i = 0; i < n; i++)
+		ck_assert_msg(f[i].function && !strcmp(f[i].function, want[i]), "frame %d: %s, not %s", i,
+			      f[i].function ? f[i].function : "(null)", want[i]);
+	ck_assert_int_eq(!!f[1].python + !!f[2].python + !!f[3].python + !!f[6].python, 4);
+	ck_assert_int_eq(f[4].python, 0);
+	/* The same order in place, one ip a frame. */
+	memcpy(order, ips, sizeof(ips));
+	ck_assert_int_eq(mms_stack_mixed(sym, order, 8), 6);
+	ck_assert_uint_eq(order[0], inner);
+	ck_assert_uint_eq(order[1], ips[0]);
+	ck_assert_uint_eq(order[3], ips[2]);
+	ck_assert_uint_eq(order[4], outer);
+	ck_assert_uint_eq(order[5], ips[3]);
+
+	/* Each kind alone. */
+	n = mms_stack_frames(sym, ips, 8, MMS_STACK_PYTHON, f, 16);
+	ck_assert_int_eq(n, 4);
+	ck_assert_str_eq(f[0].function, "leaf");
+	ck_assert_str_eq(f[2].function, "main");
+	n = mms_stack_frames(sym, ips, 8, MMS_STACK_C, f, 16);
+	ck_assert_int_eq(n, 5);
+	ck_assert_str_eq(f[1].function, "_PyEval_EvalFrameDefault");
+	/* A C stack is left as it is; bad arguments. */
+	ck_assert_int_eq(mms_stack_mixed(sym, order + 4, 1), 1);
+	ck_assert_int_eq(mms_stack_frames(sym, ips, 8, 3, f, 16), MMS_EUSAGE);
+	ck_assert_int_eq(mms_stack_frames(NULL, ips, 8, 0, f, 16), MMS_EUSAGE);
+	mms_symbolizer_close(sym);
+	mms_log_close(log);
+}
+END_TEST
+
 static Suite *symbolize_suite(void)
 {
 	Suite *s = suite_create("symbolize");
@@ -439,6 +538,7 @@ static Suite *symbolize_suite(void)
 	tcase_add_test(tc, test_build_id_mismatch);
 	tcase_add_test(tc, test_overlap);
 	tcase_add_test(tc, test_format);
+	tcase_add_test(tc, test_python_frames);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -48,6 +48,25 @@ _config = {}
 _said = set()
 
 
+def _stacks_setup():
+    """With Python stacks recorded (--call-stack=python:N), _msmemscope
+    installed its profile hook on the importing thread at import; threads
+    the threading module starts later install it at their first call
+    (from Python 3.12 every thread has it already). A profile function set
+    with sys.setprofile() replaces the hook on its thread, whose Python
+    frames are then no longer recorded."""
+    if not _c.stacks():
+        return
+    if sys.version_info < (3, 12):
+        import threading
+        threading.setprofile(_c.stack_thread)
+    _c.wrap_setprofile(sys.setprofile)
+    sys.setprofile = _c.setprofile
+
+
+_stacks_setup()
+
+
 def _say(key, text):
     """Writes one line on stderr, once per key."""
     if key in _said:

@@ -1,0 +1,266 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# pystack.sh: Python call stacks (--call-stack=python:N, doc/python.md).
+# A script allocates a known bytearray three Python calls deep: the dump's
+# Call Stack(Python) names each frame at its file:line, innermost first,
+# and the C column holds no Python frame; with c:N,python:M the leaks
+# report shows the mixed stack, the Python frames standing where the eval
+# loop ran them; a thread started by threading has its own frames; the
+# program prints the same as natively; PYTHONMALLOC is malloc unless
+# --python-allocator=pymalloc; a fork child's log names the frames it
+# inherited from its parent.
+. "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
+
+pkg=$top_builddir/hooks/python/build
+[ -e "$pkg/msmemscope/_msmemscope.so" ] ||
+	skip "configure built no Python package (Debian: apt-get install -y python3-dev, then configure again)"
+export PYTHONPATH="$pkg"
+
+cat >prog.py <<'EOF2'
+import os
+import threading
+import msmemscope
+
+keep = []
+
+
+def make(n):
+    return bytearray(n)
+
+
+def work(n):
+    keep.append(bytearray(777))
+    keep.append(make(n))
+
+
+def in_thread():
+    keep.append(bytearray(54321))
+
+
+msmemscope.step()
+work(123456)
+msmemscope.step()
+t = threading.Thread(target=in_thread)
+t.start()
+t.join()
+msmemscope.step()
+msmemscope.step()
+print("done", len(keep), os.environ.get("PYTHONMALLOC"))
+EOF2
+me=$work/prog.py
+
+"$MMS_PYTHON" prog.py >native.out 2>native.err || fail "prog.py exited $? natively: $(cat native.err)"
+
+# Python frames alone, and the dump. work() allocates on its line 13
+# before it calls make() on line 14: its frame moved on to the call.
+"$MMS_LAUNCHER" --call-stack=python:8 --output=out --data-format=csv --analysis= -- "$MMS_PYTHON" prog.py \
+	>py.out 2>py.err || fail "msmemscope --call-stack=python:8 exited $?: $(cat py.err)"
+expect_eq "the program's output with Python stacks" "$(cat py.out)" "done 3 malloc"
+set -- out/msmemscope_*/dump/memscope_dump_*.csv
+[ -f "$1" ] || fail "no dump CSV: $(ls -R out)"
+csv=$1
+"$MMS_PYTHON" - "$csv" "$me" >rows.txt <<'PY' || fail "the dump's Python stacks are not the script's: $(cat rows.txt)"
+import csv, sys
+path, me = sys.argv[1], sys.argv[2]
+rows = list(csv.DictReader(open(path, newline="")))
+def row(size):
+    r = [r for r in rows if r["Event"] == "MALLOC" and ",size:%d}" % size in r["Attr"]]
+    assert len(r) == 1, (size, len(r))
+    return r[0]
+# bytearray(n) asks for n + 1 bytes.
+r = row(123457)
+want = "make (%s:9)|work (%s:14)|<module> (%s:22)" % (me, me, me)
+print("main:", r["Call Stack(Python)"])
+assert r["Call Stack(Python)"] == want, (r["Call Stack(Python)"], want)
+assert r["Call Stack(C)"] == "", r["Call Stack(C)"]
+r = row(54322)
+print("thread:", r["Call Stack(Python)"], r["Thread Id"])
+assert r["Call Stack(Python)"].startswith("in_thread (%s:18)|Thread.run (" % me), r["Call Stack(Python)"]
+# The frames the thread ran when the hook came, and nothing that returned
+# before (the package's own sys.setprofile was one, once).
+names = [f.split(" (")[0] for f in r["Call Stack(Python)"].split("|")]
+assert names == ["in_thread", "Thread.run", "Thread._bootstrap_inner", "Thread._bootstrap"], names
+assert r["Thread Id"] != r["Process Id"], "the thread's row is the main thread's"
+PY
+note "the dump's Call Stack(Python): $(head -1 rows.txt | cut -c7-)"
+
+# C and Python frames: the mixed stack in the leaks report.
+"$MMS_LAUNCHER" --call-stack=c:24,python:8 --output=mixed -- "$MMS_PYTHON" prog.py >mix.out 2>mix.err ||
+	fail "msmemscope --call-stack=c:24,python:8 exited $?: $(cat mix.err)"
+set -- mixed/msmemscope_*/memscope_*.mms
+log=$1
+"$MMS_REPLAY" "$log" --analysis leaks --depth 0 >leaks.txt 2>&1 || fail "--analysis leaks exited $?: $(cat leaks.txt)"
+# The per-step leak of step 2: make's bytearray, C frames down to the
+# call the eval loop made, then make, work and <module> in its place.
+awk '/in 1 block .*step 2\)$/ { on = 1; next } on && /^  [0-9]/ { exit } on' leaks.txt >group.txt
+grep -q "PyByteArray_Resize" group.txt || fail "the leak's stack has no C frame: $(cat leaks.txt)"
+sed -n 's/^ *#[0-9]* *\([^ ]*\) (\([^)]*\)).*/\1 \2/p' group.txt | grep -v "^python3\|^_\?Py\|^[a-z_]* python3" >pyframes.txt || true
+expect_eq "the Python frames of the mixed stack" "$(head -3 pyframes.txt | tr '\n' ';')" \
+	"make $me:9;work $me:14;<module> $me:22;"
+grep -q "_PyEval_EvalFrameDefault" group.txt && fail "the eval loop's frame is still in the mixed stack: $(cat group.txt)"
+prev=$(grep -n "make ($me:9)" group.txt | cut -d: -f1)
+next=$(grep -n "<module> ($me:22)" group.txt | cut -d: -f1)
+expect_eq "the lines between make and <module>" "$((next - prev))" 2
+expect_ge "C frames above the Python frames" "$prev" 2
+"$MMS_REPLAY" "$log" --analysis leaks --depth 0 --stack-view python >pyview.txt 2>&1 ||
+	fail "--stack-view python exited $?: $(cat pyview.txt)"
+awk '/in 1 block .*step 2\)$/ { on = 1; next } on && /^  [0-9]/ { exit } on' pyview.txt >pygroup.txt
+expect_eq "--stack-view python" "$(sed 's/^ *//' pygroup.txt | tr '\n' ';')" \
+	"#0  make ($me:9);#1  work ($me:14);#2  <module> ($me:22);"
+"$MMS_REPLAY" "$log" --analysis leaks --depth 0 --stack-view c >cview.txt 2>&1 || fail "--stack-view c exited $?"
+awk '/in 1 block .*step 2\)$/ { on = 1; next } on && /^  [0-9]/ { exit } on' cview.txt >cgroup.txt
+grep -q "_PyEval_EvalFrameDefault" cgroup.txt || fail "--stack-view c lost the eval loop's frame: $(cat cgroup.txt)"
+grep -q "$me" cgroup.txt && fail "--stack-view c shows Python frames: $(cat cgroup.txt)"
+"$MMS_REPLAY" transform csv -o tr.csv "$log" >tr.txt 2>&1 || fail "transform csv exited $?: $(cat tr.txt)"
+grep -q "PyByteArray_Resize;;|.*|_PyObject_MakeTpCall;;|make;$me;9|work;$me;14|<module>;$me;22|" tr.csv ||
+	fail "transform csv has not the mixed stack of make's bytearray: $(grep "make;" tr.csv | head -3)"
+note "the leaks report and transform csv show the mixed stack (C frames, then make, work, <module>); --stack-view each kind"
+
+# pymalloc kept on request; nothing Python-specific without Python stacks.
+"$MMS_LAUNCHER" --call-stack=python:4 --python-allocator=pymalloc --analysis= --output=pm -- "$MMS_PYTHON" prog.py \
+	>pm.out 2>pm.err || fail "--python-allocator=pymalloc exited $?: $(cat pm.err)"
+expect_eq "the output with --python-allocator=pymalloc" "$(cat pm.out)" "done 3 None"
+"$MMS_LAUNCHER" --call-stack=c:8 --analysis= --output=c -- "$MMS_PYTHON" prog.py >c.out 2>c.err ||
+	fail "--call-stack=c:8 exited $?: $(cat c.err)"
+cmp -s c.out native.out || fail "the output under --call-stack=c:8 is not the native one: $(cat c.out)"
+"$MMS_LAUNCHER" --print-env --call-stack=python:8 --output=env >env.txt || fail "--print-env exited $?"
+grep -q "^export PYTHONPATH='.*/msmemscope/boot:" env.txt || fail "--print-env sets no PYTHONPATH: $(cat env.txt)"
+grep -q '^export PYTHONMALLOC="${PYTHONMALLOC:-malloc}"$' env.txt || fail "--print-env: PYTHONMALLOC: $(cat env.txt)"
+"$MMS_LAUNCHER" --print-env --python-allocator=pymalloc --output=env2 >env2.txt 2>env2.err ||
+	fail "--print-env --python-allocator=pymalloc exited $?"
+grep -q "^msmemscope: warning: --python-allocator goes with --call-stack=python:N" env2.err ||
+	fail "--python-allocator without Python stacks: no warning: $(cat env2.err)"
+grep -q "PYTHON" env2.txt && fail "--python-allocator without Python stacks set a Python variable: $(cat env2.txt)"
+note "--python-allocator=pymalloc leaves PYTHONMALLOC alone (and without Python stacks says it is ignored); C stacks alone change nothing"
+
+# A fork child's log starts empty: the code objects of the frames it
+# inherited are defined in it again.
+cat >fork.py <<'EOF2'
+import os
+keep = []
+
+
+def child_work():
+    keep.append(bytearray(7000))
+
+
+def main():
+    pid = os.fork()
+    if pid == 0:
+        child_work()
+        os._exit(0)
+    os.waitpid(pid, 0)
+
+
+main()
+EOF2
+"$MMS_LAUNCHER" --call-stack=python:8 --analysis= --output=fork -- "$MMS_PYTHON" fork.py >fork.out 2>fork.err ||
+	fail "fork.py exited $?: $(cat fork.err)"
+n=0
+for l in fork/msmemscope_*/memscope_*.mms; do
+	n=$((n + 1))
+	"$MMS_REPLAY" "$l" --export csv -o "dump$n.csv" >/dev/null 2>&1 || fail "--export csv of $l exited $?"
+done
+expect_eq "logs of the fork run" "$n" 2
+f=$work/fork.py
+grep -h ',size:7001}",' dump*.csv >child.txt || fail "no log has the child's bytearray(7000)"
+grep -qF "\"child_work ($f:6)|main ($f:12)|<module> ($f:17)\"" child.txt ||
+	grep -qF ",child_work ($f:6)|main ($f:12)|<module> ($f:17)," child.txt ||
+	fail "the child's stack is not child_work, main, <module>: $(cat child.txt)"
+note "a fork child's log names the frames it inherited"
+
+# A profiler set from C (cProfile) replaces the package's hook without a
+# word: the frames that return under it are not followed, and must not be
+# read (the recorder checks the thread's profile function at each stack).
+cat >cprof.py <<'EOF2'
+import cProfile
+keep = []
+
+
+def f(n):
+    return [bytearray(1111) for _ in range(n)]
+
+
+def main():
+    keep.append(f(3))
+    pr = cProfile.Profile()
+    pr.enable()
+    for i in range(100):
+        keep.append(f(20))
+    pr.disable()
+    for i in range(500):
+        keep.append(f(10))
+    print("ok", len(keep))
+
+
+main()
+EOF2
+"$MMS_LAUNCHER" --call-stack=python:8 --output=cprof --data-format=csv -- "$MMS_PYTHON" cprof.py >cprof.out 2>cprof.err ||
+	fail "cprof.py exited $? under Python stacks: $(cat cprof.err)"
+expect_eq "cprof.py's output" "$(cat cprof.out)" "ok 601"
+c=$work/cprof.py
+expect_eq "rows of f's bytearrays before cProfile with f's stack" \
+	"$(grep -cF ",size:1112}\",f.<locals>.<listcomp> ($c:6)|f ($c:6)|main ($c:10)|<module> ($c:21)," \
+		cprof/msmemscope_*/dump/*.csv)" 3
+note "cProfile replacing the hook: the program runs on, the frames before it were recorded"
+
+# A stack deeper than the first room of a thread's shadow stack (256) and
+# than Python's default recursion limit: the innermost frames are kept.
+cat >deep.py <<'EOF2'
+import sys
+sys.setrecursionlimit(20000)
+keep = []
+def r(n):
+    if n == 0:
+        keep.append(bytearray(4321))
+        return 0
+    return r(n - 1) + 1
+print(r(6000))
+EOF2
+"$MMS_LAUNCHER" --call-stack=python:3 --output=deep --data-format=csv --analysis= -- "$MMS_PYTHON" deep.py >deep.out 2>deep.err ||
+	fail "deep.py exited $?: $(cat deep.err)"
+expect_eq "deep.py's output" "$(cat deep.out)" 6000
+d=$work/deep.py
+expect_eq "rows of the bytearray 6001 frames deep with its 3 innermost frames" \
+	"$(grep -cF ",size:4322}\",r ($d:6)|r ($d:8)|r ($d:8)," deep/msmemscope_*/dump/*.csv)" 1
+note "6001 frames deep: the innermost frames are the ones recorded"
+
+# The boot folder's sitecustomize runs the one it hides.
+mkdir -p site
+echo 'print("the program'"'"'s sitecustomize ran")' >site/sitecustomize.py
+PYTHONPATH=$work/site:$pkg "$MMS_LAUNCHER" --call-stack=python:4 --output=site-out --analysis= -- "$MMS_PYTHON" -c \
+	'import msmemscope; print("python_stack", msmemscope._c.stacks())' >site.out 2>site.err ||
+	fail "python3 -c with a sitecustomize of its own exited $?: $(cat site.err)"
+expect_eq "the output with a sitecustomize of the program's" "$(cat site.out | tr '\n' ';')" \
+	"the program's sitecustomize ran;python_stack 4;"
+note "the program's own sitecustomize runs after the package's boot"
+
+# Guard mode's findings name the Python frames too.
+cat >overflow.py <<'EOF2'
+import ctypes
+
+def overflow():
+    b = bytearray(100)
+    addr = ctypes.addressof((ctypes.c_char * 100).from_buffer(b))
+    ctypes.memset(addr + 100, 0x41, 8)
+    return b
+
+def main():
+    b = overflow()
+    del b
+
+main()
+EOF2
+st=0
+"$MMS_LAUNCHER" --guard --call-stack=python:8 --output=guard -- "$MMS_PYTHON" overflow.py >guard.out 2>guard.err || st=$?
+expect_eq "overflow.py's status under guard mode" "$st" 0
+o=$work/overflow.py
+awk '/^==guard== overflow/ { on = 1 } on' guard.err >finding.txt
+grep -q "^  7 bytes damaged at offset 101 (past the end): 41 41 41 41 41 41 41$" finding.txt ||
+	fail "guard mode did not find the overflow: $(cat guard.err)"
+expect_eq "the allocation's Python frames" \
+	"$(awk '/allocated at event/ { on = 1; next } on && /^  [a-z]/ { exit } on' finding.txt | sed 's/^ *//' | tr '\n' ';')" \
+	"#0  overflow ($o:4);#1  main ($o:10);#2  <module> ($o:13);"
+grep -A1 "found at event" finding.txt | grep -qF "#0  main ($o:11)" ||
+	fail "the finding is not at main's del: $(cat finding.txt)"
+note "guard mode's findings show where Python allocated and freed the block"
