@@ -26,7 +26,7 @@ import sys
 
 from . import _msmemscope as _c
 
-__all__ = ["config", "start", "stop", "step", "recording", "op", "owner", "range", "mark",
+__all__ = ["config", "start", "stop", "step", "recording", "op", "owner", "owner_tag", "range", "mark",
            "kernel_launch", "watch", "tracer"]
 
 # msMemScope's config() keys and the launcher options they are.
@@ -210,6 +210,20 @@ def _extent(obj, size):
         raise TypeError("msmemscope.watch(): %s has neither the buffer protocol nor data_ptr(); "
                         "pass an address and size=" % type(obj).__name__) from None
     return addr, int(size if size is not None else n)
+
+
+def owner_tag(obj, tag):
+    """Tags the live block holding obj with owner tag, after the fact: a
+    torch tensor (its storage's block), anything with the buffer protocol,
+    or an int address. The block belongs to tag for its whole life, in
+    decompose at the end and at the peak (msmemscope_owner_tag())."""
+    if isinstance(obj, int):
+        addr = obj
+    elif callable(getattr(obj, "data_ptr", None)):
+        addr = obj.data_ptr()
+    else:
+        addr = _extent(obj, None)[0]
+    _c.owner_tag(addr, str(tag))
 
 
 def watch(obj, name=None, size=None):
