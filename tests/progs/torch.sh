@@ -9,15 +9,11 @@
 # that the owners at the end of step 3 (--step 3 and decompose at that
 # event) are its parameter, gradient and momentum bytes exactly; a clean
 # loop has no per-step leak after warm-up; without operator launches
-# (--events=alloc,free) no operator is recorded.
+# (--events=alloc,free) no operator is recorded, and msMemScope's --level=op
+# asks for them.
 . "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
 
-pkg=$top_builddir/hooks/python/build
-[ -e "$pkg/msmemscope/_msmemscope.so" ] ||
-	skip "configure built no Python package (Debian: apt-get install -y python3-dev, then configure again)"
-"$MMS_PYTHON" -c 'import torch' 2>/dev/null ||
-	skip "$MMS_PYTHON cannot import torch (Debian: apt-get install -y python3-torch)"
-export PYTHONPATH="$pkg"
+. "$top_srcdir/tests/progs/torchlib.sh"
 prog=$top_srcdir/tests/progs/torchprog.py
 
 # The same losses, recorded or not.
@@ -109,3 +105,11 @@ MSMEMSCOPE_CONFIG='events=alloc,free' record n.mms "$MMS_PYTHON" "$prog" --steps
 grep -qx 'ops: None' n.out || fail "ops() with events=alloc,free: $(cat n.out)"
 summarize n.mms
 [ "$(jget n.mms.json by_kind.op_launch)" = 0 ] || fail "operator launches recorded with events=alloc,free"
+
+# msMemScope's --level=op asks for them again, through the launcher.
+"$MMS_LAUNCHER" --events=alloc,free --level=op --output=lv -- "$MMS_PYTHON" "$prog" --steps=2 >lv.out 2>lv.err ||
+	fail "msmemscope --events=alloc,free --level=op exited $?: $(tail -5 lv.err)"
+grep -q '^ops: [a-z_]*$' lv.out && ! grep -qx 'ops: None' lv.out || fail "ops() with --level=op: $(cat lv.out)"
+summarize lv/msmemscope_*/memscope_*.mms
+[ "$(jget lv/msmemscope_*/memscope_*.mms.json by_kind.op_launch)" -gt 100 ] ||
+	fail "few operator launches recorded with --level=op: $(jget lv/msmemscope_*/memscope_*.mms.json by_kind)"

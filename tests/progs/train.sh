@@ -9,13 +9,8 @@
 # per-step leak; the program prints the same recorded as not.
 . "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
 
-pkg=$top_builddir/hooks/python/build
-[ -e "$pkg/msmemscope/_msmemscope.so" ] ||
-	skip "configure built no Python package (Debian: apt-get install -y python3-dev, then configure again)"
-"$MMS_PYTHON" -c 'import torch' 2>/dev/null ||
-	skip "$MMS_PYTHON cannot import torch (Debian: apt-get install -y python3-torch)"
+. "$top_srcdir/tests/progs/torchlib.sh"
 [ -x "$MMS_LAUNCHER" ] || fail "the launcher is not built: $MMS_LAUNCHER"
-export PYTHONPATH="$pkg"
 train=$top_srcdir/examples/train.py
 
 "$MMS_PYTHON" "$train" >native.out 2>native.err || fail "train.py exited $? natively: $(cat native.err)"

@@ -47,11 +47,10 @@ def _config():
 
 
 def _ops_wanted():
-    """Whether the recording takes operator launches at op level: launch
-    in events (the default) and level op (the default; msMemScope's 0)."""
-    keys = _config()
-    events = [e.strip() for e in keys.get("events", "alloc,free,launch").split(",")]
-    return "launch" in events and keys.get("level", "op") in ("op", "0")
+    """Whether the recording takes operator launches: launch in its
+    events (the default; --level=op and --level=kernel add it)."""
+    events = _config().get("events", "alloc,free,launch")
+    return "launch" in [e.strip() for e in events.split(",")]
 
 
 _how = None    # how aten operators are recorded: "record_function", "dispatch", None
@@ -85,8 +84,8 @@ def ops(enable=True, via=None):
     owner "aten" until a role tags it: through libtorch's RecordFunction
     (msmemscope._torchops, built where configure found libtorch-dev),
     else through a TorchDispatchMode. Only when the process is recorded
-    with operator launches (--events with launch, --level=op: both the
-    defaults). via="dispatch" takes the fallback even where the C++
+    with operator launches (--events with launch, the default;
+    --level=op adds it). via="dispatch" takes the fallback even where the C++
     callback is built. Returns how: "record_function", "dispatch", or
     None when operators are not recorded. ops(False) stops."""
     global _how, _mode
