@@ -10,7 +10,7 @@
 # event) are its parameter, gradient and momentum bytes exactly; a clean
 # loop has no per-step leak after warm-up; without operator launches
 # (--events=alloc,free) no operator is recorded, and msMemScope's --level=op
-# asks for them.
+# asks for them; guard mode finds nothing in torch and changes nothing.
 . "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
 
 . "$top_srcdir/tests/progs/torchlib.sh"
@@ -81,8 +81,8 @@ assert (kids["weight"], kids["gradient"], kids["optimizer_state"]) == (p, p, p),
 PY
 
 # A clean loop: after warm-up (step 1 allocates the gradients and the
-# momentum buffers; CPython keeps a few small blocks from step 2), no
-# block of a step outlives the next.
+# momentum buffers; CPython and SGD's first momentum update keep a few
+# small blocks from step 2), no block of a step outlives the next.
 "$MMS_REPLAY" t.mms --analysis leaks --warmup-steps 2 >l.txt 2>l.err || fail "leaks exited $?: $(cat l.err)"
 grep -q "^No per-step leaks" l.txt || fail "per-step leaks in a clean loop: $(head -20 l.txt)"
 
@@ -113,3 +113,12 @@ grep -q '^ops: [a-z_]*$' lv.out && ! grep -qx 'ops: None' lv.out || fail "ops() 
 summarize lv/msmemscope_*/memscope_*.mms
 [ "$(jget lv/msmemscope_*/memscope_*.mms.json by_kind.op_launch)" -gt 100 ] ||
 	fail "few operator launches recorded with --level=op: $(jget lv/msmemscope_*/memscope_*.mms.json by_kind)"
+
+# Guard mode: every heap block moved, C++ new and delete of libtorch
+# checked by family; the program prints the same and nothing is found.
+"$MMS_LAUNCHER" --guard --error-exitcode=3 --analysis=guard --output=g -- "$MMS_PYTHON" "$prog" --steps=2 >g.out 2>g.err ||
+	fail "msmemscope --guard exited $?: $(tail -5 g.err)"
+head -2 native.cmp >g.expected
+grep "^step" g.out >g.cmp
+diff -u g.expected g.cmp >g.diff || fail "the program printed otherwise in guard mode: $(cat g.diff)"
+grep -q '^msmemscope: ERROR SUMMARY: 0 errors (guard mode' g.err || fail "guard mode found errors in torch: $(tail -5 g.err)"
