@@ -40,9 +40,10 @@ _OPTIONS = {
     "data_format": "--data-format",
     "output": "--output",
     "log_level": "--log-level",
+    "level": "--level",
 }
 # Accepted for msMemScope's scripts, and meaningless for a CPU process.
-_IGNORED = ("device", "level")
+_IGNORED = ("device",)
 
 _config = {}
 _said = set()
@@ -80,8 +81,9 @@ def config(**options):
     """Sets the recording options, with msMemScope's names: call_stack
     ("c:10" or "c:10,python:5"), events ("alloc,free,launch,access"),
     collect_mode, steps, analysis ("leaks,decompose"), watch, data_format
-    ("csv" or "db"), output (a folder), log_level; device and level are
-    accepted and ignored. Values are strings (or numbers, lists of them).
+    ("csv" or "db"), output (a folder), log_level, level ("op" or "0":
+    operator launches, a torch program's aten operators with
+    msmemscope.torch); device is accepted and ignored. Values are strings (or numbers, lists of them).
 
     The recorder reads its options when the program starts: under
     `msmemscope -- python3 prog.py` the command line's options apply, and
