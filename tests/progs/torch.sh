@@ -7,7 +7,8 @@
 # C++ RecordFunction callback where it is built and through the
 # TorchDispatchMode fallback; track() tags the model's memory by role, so
 # that the owners at the end of step 3 (--step 3 and decompose at that
-# event) are its parameter, gradient and momentum bytes exactly; a clean
+# event) are its parameter, gradient and momentum bytes exactly; compare
+# and watch name aten operators; a clean
 # loop has no per-step leak after warm-up; without operator launches
 # (--events=alloc,free) no operator is recorded, and msMemScope's --level=op
 # asks for them; guard mode finds nothing in torch and changes nothing.
@@ -85,6 +86,22 @@ PY
 # small blocks from step 2), no block of a step outlives the next.
 "$MMS_REPLAY" t.mms --analysis leaks --warmup-steps 2 >l.txt 2>l.err || fail "leaks exited $?: $(cat l.err)"
 grep -q "^No per-step leaks" l.txt || fail "per-step leaks in a clean loop: $(head -20 l.txt)"
+
+# Compare per aten operator: steps 2 and 3 run the same operators, paired
+# one to one by name; the one difference is SGD's first aten::mul_ of
+# step 2 (see the warm-up above).
+"$MMS_REPLAY" t.mms --compare-steps 2,3 --output-dir cmp >c.txt 2>c.err || fail "--compare-steps 2,3 exited $?: $(cat c.err)"
+n2=$("$MMS_PYTHON" -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["launches"]))' s2.json)
+grep -q "^paired $n2 launches; " c.txt || fail "step 2's $n2 launches are not all paired with step 3's: $(head -5 c.txt)"
+grep -q "^ *-1040 *1040 *0 *#[0-9]*/#[0-9]* aten::mul_$" c.txt || fail "no aten::mul_ difference of 1040 bytes: $(cat c.txt)"
+
+# Watch per aten operator: SGD's update (aten::add_) changes the watched
+# bias once a step.
+record w.mms "$MMS_PYTHON" "$prog" --watch --steps=3 >w.out 2>w.err || fail "--watch exited $?: $(cat w.err)"
+"$MMS_REPLAY" w.mms --analysis watch >wa.txt 2>wa.err || fail "--analysis watch exited $?: $(cat wa.err)"
+grep -q "first changed by aten::add_, launch [0-9]*, step 1," wa.txt || fail "the watch analysis: $(cat wa.txt)"
+grep -q "changed by 3 launches: aten::add_#[0-9]* aten::add_#[0-9]* aten::add_#[0-9]*$" wa.txt ||
+	fail "the bias is not changed by one aten::add_ a step: $(cat wa.txt)"
 
 # The dispatch-mode fallback: the same launches.
 record f.mms "$MMS_PYTHON" "$prog" --ops=dispatch --steps=3 >f.out 2>f.err || fail "--ops=dispatch exited $?: $(cat f.err)"

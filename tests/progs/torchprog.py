@@ -6,7 +6,10 @@ loss of each step (the same with and without the recorder) and the bytes
 of its parameters, which are also those of its gradients and of SGD's
 momentum buffers.
 
-    torchprog.py [--ops=record_function|dispatch|none] [--no-track] [--steps=N]
+    torchprog.py [--ops=record_function|dispatch|none] [--no-track] [--steps=N] [--watch]
+
+--watch watches the second layer's bias (msmemscope.watch()): SGD's
+update changes it, in place, once a step.
 """
 import sys
 
@@ -29,6 +32,8 @@ if opts.get("ops", "") != "none":
     print("ops:", msmemscope.torch.ops(via=opts.get("ops") or None), flush=True)
 if "no-track" not in opts:
     msmemscope.torch.track(model, opt)
+if "watch" in opts:
+    msmemscope.watch(model[2].bias, "bias2")
 
 for step in range(1, steps + 1):
     opt.zero_grad()
