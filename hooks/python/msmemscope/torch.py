@@ -115,6 +115,16 @@ def ops(enable=True, via=None):
     return _how
 
 
+def _block(t):
+    """The address of the block that holds t's storage: its start, where
+    a view's data_ptr() may point inside (a replay finds a block by its
+    start at once, by an address inside it only by a search)."""
+    try:
+        return t.untyped_storage().data_ptr()
+    except AttributeError:  # torch before 2.0
+        return t.storage().data_ptr()
+
+
 def tag(tensors, role):
     """Tags the storage blocks of tensors (a tensor or an iterable of
     them; None entries skipped) with owner role. Each block is tagged once
@@ -125,7 +135,7 @@ def tag(tensors, role):
     for t in tensors:
         if t is None:
             continue
-        ptr = t.data_ptr()
+        ptr = _block(t)
         if ptr and ptr not in seen:
             seen.add(ptr)
             _c.owner_tag(ptr, role)
@@ -183,7 +193,7 @@ class _Tracker:
 
     def tag_weights(self):
         params = list(self.model.parameters())
-        self.weights = {p.data_ptr() for p in params}
+        self.weights = {_block(p) for p in params}
         tag(params, WEIGHT)
 
     def tag_gradients(self):
@@ -199,7 +209,7 @@ class _Tracker:
             if node is None or node in seen:
                 continue
             seen.add(node)
-            saved.extend(t for t in _saved_tensors(node) if t.data_ptr() not in self.weights)
+            saved.extend(t for t in _saved_tensors(node) if _block(t) not in self.weights)
             stack.extend(n for n, _ in node.next_functions)
         tag(saved, ACTIVATION)
 
