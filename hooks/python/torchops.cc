@@ -5,7 +5,10 @@
 // included) that calls msmemscope_op_begin(name) at its start and
 // msmemscope_op_end() at its end. Around the outermost operator of a
 // thread it pushes the owner tag "aten", so what operators allocate is
-// aten's until msmemscope.torch tags it with a role.
+// aten's until msmemscope.torch tags it with a role. With accesses on
+// (--events with access) it also asks libtorch for each operator's inputs
+// and outputs and declares their storages' blocks read at its start and
+// written at its end (msmemscope_access), for the inefficient analysis.
 //
 // Built only when configure found libtorch's headers (Debian:
 // libtorch-dev) and the interpreter's torch, with that torch's C++ ABI
@@ -24,8 +27,33 @@ void (*op_begin)(const char *name);
 void (*op_end)(void);
 void (*owner_push)(const char *tag);
 void (*owner_pop)(void);
+void (*access)(const void *ptr, size_t size, int mode);
 at::CallbackHandle handle = at::INVALID_CALLBACK_HANDLE;
 thread_local unsigned depth; // aten operators running on this thread
+
+enum { ACCESS_READ = 1, ACCESS_WRITE = 2 }; // enum msmemscope_access_mode
+
+// The whole block of a tensor's storage: its start is the block's, so a
+// replay finds it at once.
+void access_tensor(const at::Tensor &t, int mode)
+{
+	if (!t.defined() || !t.has_storage() || !t.device().is_cpu())
+		return;
+	const c10::Storage &s = t.storage();
+	if (s.data() && s.nbytes())
+		access(s.data(), s.nbytes(), mode);
+}
+
+void access_value(const c10::IValue &v, int mode)
+{
+	if (v.isTensor()) {
+		access_tensor(v.toTensor(), mode);
+	} else if (v.isTensorList()) {
+		c10::List<at::Tensor> list = v.toTensorList();
+		for (size_t i = 0; i < list.size(); i++)
+			access_tensor(list.get(i), mode);
+	}
+}
 
 // Runs inside every aten operator: no allocation, no Python.
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn)
@@ -43,11 +71,35 @@ void on_end(const at::RecordFunction &, at::ObserverContext *)
 	op_end();
 }
 
-// enable(): registers the callback once. Returns True when operators are
-// recorded from now on, False when the process is not recorded.
-PyObject *py_enable(PyObject *, PyObject *)
+// The same, with the inputs read at the start and the outputs written at
+// the end, inside the launch.
+std::unique_ptr<at::ObserverContext> on_start_access(const at::RecordFunction &fn)
+{
+	std::unique_ptr<at::ObserverContext> r = on_start(fn);
+
+	for (const c10::IValue &v : fn.inputs())
+		access_value(v, ACCESS_READ);
+	return r;
+}
+
+void on_end_access(const at::RecordFunction &fn, at::ObserverContext *ctx)
+{
+	for (const c10::IValue &v : fn.outputs())
+		access_value(v, ACCESS_WRITE);
+	on_end(fn, ctx);
+}
+
+// enable(accesses=False): registers the callback once (with accesses,
+// the one that declares the operators' inputs and outputs). Returns True
+// when operators are recorded from now on, False when the process is not
+// recorded.
+PyObject *py_enable(PyObject *, PyObject *args)
 {
 	int (*recording)(void) = reinterpret_cast<int (*)(void)>(dlsym(RTLD_DEFAULT, "msmemscope_recording"));
+	int accesses = 0;
+
+	if (!PyArg_ParseTuple(args, "|p", &accesses))
+		return nullptr;
 
 	if (handle != at::INVALID_CALLBACK_HANDLE)
 		Py_RETURN_TRUE;
@@ -57,11 +109,18 @@ PyObject *py_enable(PyObject *, PyObject *)
 	op_end = reinterpret_cast<void (*)(void)>(dlsym(RTLD_DEFAULT, "msmemscope_op_end"));
 	owner_push = reinterpret_cast<void (*)(const char *)>(dlsym(RTLD_DEFAULT, "msmemscope_owner_push"));
 	owner_pop = reinterpret_cast<void (*)(void)>(dlsym(RTLD_DEFAULT, "msmemscope_owner_pop"));
-	if (!op_begin || !op_end || !owner_push || !owner_pop)
+	access = reinterpret_cast<void (*)(const void *, size_t, int)>(dlsym(RTLD_DEFAULT, "msmemscope_access"));
+	if (!op_begin || !op_end || !owner_push || !owner_pop || (accesses && !access))
 		Py_RETURN_FALSE;
 	try {
-		handle = at::addGlobalCallback(
-			at::RecordFunctionCallback(on_start, on_end).scopes({ at::RecordScope::FUNCTION }));
+		if (accesses)
+			handle = at::addGlobalCallback(at::RecordFunctionCallback(on_start_access, on_end_access)
+							       .needsInputs(true)
+							       .needsOutputs(true)
+							       .scopes({ at::RecordScope::FUNCTION }));
+		else
+			handle = at::addGlobalCallback(
+				at::RecordFunctionCallback(on_start, on_end).scopes({ at::RecordScope::FUNCTION }));
 	} catch (const std::exception &e) {
 		return PyErr_Format(PyExc_RuntimeError, "msmemscope: libtorch refused the RecordFunction callback: %s",
 				    e.what());
@@ -80,7 +139,9 @@ PyObject *py_disable(PyObject *, PyObject *)
 }
 
 PyMethodDef methods[] = {
-	{ "enable", py_enable, METH_NOARGS, "Records every aten operator as an operator launch; False when not recorded." },
+	{ "enable", py_enable, METH_VARARGS,
+	  "enable(accesses=False): records every aten operator as an operator launch (with accesses, its inputs "
+	  "read and outputs written); False when not recorded." },
 	{ "disable", py_disable, METH_NOARGS, "Stops recording aten operators." },
 	{ nullptr, nullptr, 0, nullptr },
 };

@@ -7,8 +7,8 @@
 # C++ RecordFunction callback where it is built and through the
 # TorchDispatchMode fallback; track() tags the model's memory by role, so
 # that the owners at the end of step 3 (--step 3 and decompose at that
-# event) are its parameter, gradient and momentum bytes exactly; compare
-# and watch name aten operators; a clean
+# event) are its parameter, gradient and momentum bytes exactly; compare,
+# watch and (with accesses) inefficient name aten operators; a clean
 # loop has no per-step leak after warm-up; without operator launches
 # (--events=alloc,free) no operator is recorded, and msMemScope's --level=op
 # asks for them; guard mode finds nothing in torch and changes nothing.
@@ -102,6 +102,26 @@ record w.mms "$MMS_PYTHON" "$prog" --watch --steps=3 >w.out 2>w.err || fail "--w
 grep -q "first changed by aten::add_, launch [0-9]*, step 1," wa.txt || fail "the watch analysis: $(cat wa.txt)"
 grep -q "changed by 3 launches: aten::add_#[0-9]* aten::add_#[0-9]* aten::add_#[0-9]*$" wa.txt ||
 	fail "the bias is not changed by one aten::add_ a step: $(cat wa.txt)"
+
+# Inefficient per aten operator: with access events the C++ callback
+# declares each operator's input storages read and its outputs written;
+# the analysis then judges the blocks over aten launches (an output
+# written at the end of a launch that ran others is no idle time).
+if [ -e "$pkg/msmemscope/_torchops.so" ]; then
+	MSMEMSCOPE_CONFIG='events=alloc,free,launch,access' record a.mms "$MMS_PYTHON" "$prog" --steps=3 >a.out 2>a.err ||
+		fail "events=...,access exited $?: $(tail -5 a.err)"
+	! grep -q 'Exception in RecordFunction callback' a.err || fail "the callback failed in libtorch: $(head -5 a.err)"
+	"$MMS_REPLAY" a.mms --analysis inefficient --json --top 0 >i.json 2>i.err || fail "inefficient exited $?: $(cat i.err)"
+	"$MMS_PYTHON" - i.json >i.check 2>&1 <<'PY' || fail "the inefficient analysis over aten operators: $(cat i.check)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["accesses"] > d["launches"] > 300, (d["accesses"], d["launches"])
+blocks = d["blocks"]
+assert any((b["op"] or "").startswith("aten::") for b in blocks), blocks[:3]
+assert any(b["owner"] == "gradient" for b in blocks), [b["owner"] for b in blocks]
+assert all(b["idle_to_op"] >= b["idle_from_op"] for b in blocks), [b for b in blocks if b["idle_to_op"] < b["idle_from_op"]][:2]
+PY
+fi
 
 # The dispatch-mode fallback: the same launches.
 record f.mms "$MMS_PYTHON" "$prog" --ops=dispatch --steps=3 >f.out 2>f.err || fail "--ops=dispatch exited $?: $(cat f.err)"

@@ -46,11 +46,10 @@ def _config():
     return keys
 
 
-def _ops_wanted():
-    """Whether the recording takes operator launches: launch in its
-    events (the default; --level=op and --level=kernel add it)."""
+def _events():
+    """The events the recording takes (--events; --level adds launch)."""
     events = _config().get("events", "alloc,free,launch")
-    return "launch" in [e.strip() for e in events.split(",")]
+    return [e.strip() for e in events.split(",")]
 
 
 _how = None    # how aten operators are recorded: "record_function", "dispatch", None
@@ -85,8 +84,11 @@ def ops(enable=True, via=None):
     (msmemscope._torchops, built where configure found libtorch-dev),
     else through a TorchDispatchMode. Only when the process is recorded
     with operator launches (--events with launch, the default;
-    --level=op adds it). via="dispatch" takes the fallback even where the C++
-    callback is built. Returns how: "record_function", "dispatch", or
+    --level=op adds it). With --events=...,access the C++ callback also
+    declares each operator's input storages read at its start and its
+    outputs written at its end, for the inefficient analysis (the
+    fallback does not). via="dispatch" takes the fallback even where the
+    C++ callback is built. Returns how: "record_function", "dispatch", or
     None when operators are not recorded. ops(False) stops."""
     global _how, _mode
     if not enable:
@@ -99,14 +101,15 @@ def ops(enable=True, via=None):
         return None
     if _how is not None:
         return _how
-    if not _c.recording() or not _ops_wanted():
+    events = _events()
+    if not _c.recording() or "launch" not in events:
         return None
     if via not in (None, "record_function", "dispatch"):
         raise ValueError("msmemscope.torch.ops(via=%r): record_function or dispatch" % (via,))
     if via == "record_function" and _torchops is None:
         raise RuntimeError("msmemscope.torch.ops(via='record_function'): msmemscope._torchops is not built "
                            "(configure found no libtorch; Debian: apt-get install -y libtorch-dev)")
-    if via != "dispatch" and _torchops is not None and _torchops.enable():
+    if via != "dispatch" and _torchops is not None and _torchops.enable("access" in events):
         _how = "record_function"
     else:
         _mode = _dispatch_mode()
