@@ -24,6 +24,7 @@ grep -v '^ops:' native.out >native.cmp
 grep -v '^ops:' t.out >t.cmp
 diff -u native.cmp t.cmp >t.diff || fail "the recorded program printed otherwise: $(cat t.diff)"
 [ "$(grep -c '^step [1-5] loss' t.out)" = 5 ] || fail "five steps expected: $(cat t.out)"
+grep -qx 'ops: None' native.out || fail "ops() without the recorder: $(head -1 native.out)"
 pbytes=$(sed -n 's/^parameter bytes //p' t.out)
 [ "$pbytes" = 38440 ] || fail "the MLP's parameters take 38440 bytes (64*128+128+128*10+10 floats), it says $pbytes"
 if [ -e "$pkg/msmemscope/_torchops.so" ]; then

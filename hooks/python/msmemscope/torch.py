@@ -91,6 +91,8 @@ def ops(enable=True, via=None):
     C++ callback is built. Returns how: "record_function", "dispatch", or
     None when operators are not recorded. ops(False) stops."""
     global _how, _mode
+    if via not in (None, "record_function", "dispatch"):
+        raise ValueError("msmemscope.torch.ops(via=%r): record_function or dispatch" % (via,))
     if not enable:
         if _how == "record_function":
             _torchops.disable()
@@ -104,8 +106,6 @@ def ops(enable=True, via=None):
     events = _events()
     if not _c.recording() or "launch" not in events:
         return None
-    if via not in (None, "record_function", "dispatch"):
-        raise ValueError("msmemscope.torch.ops(via=%r): record_function or dispatch" % (via,))
     if via == "record_function" and _torchops is None:
         raise RuntimeError("msmemscope.torch.ops(via='record_function'): msmemscope._torchops is not built "
                            "(configure found no libtorch; Debian: apt-get install -y libtorch-dev)")
