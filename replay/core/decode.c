@@ -91,7 +91,7 @@ static const uint8_t event_fields[256] = {
 	[MMS_TAG_STEP] = 1,
 	[MMS_TAG_OWNER_PUSH] = 1 + 1,
 	[MMS_TAG_OWNER_POP] = 1,
-	[MMS_TAG_OWNER_TAG] = 1 + 2,
+	/* Not OWNER_TAG: the open pass counts those (log.c). */
 	[MMS_TAG_WATCH + MMS_WATCH_REGISTER] = 1 + 3,
 	[MMS_TAG_WATCH + MMS_WATCH_BEFORE ... MMS_TAG_WATCH + MMS_WATCH_AFTER] = 1 + 6,
 	[MMS_TAG_COLLECT] = 1 + 1,

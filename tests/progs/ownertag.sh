@@ -5,7 +5,7 @@
 # names the blocks by the tags they were given later, by start address or
 # by an address inside; a tag of no block changes nothing; the event list
 # shows each tag with its block; a seek past the tags (the checkpoint
-# index) keeps them.
+# index) keeps them; the dump's MALLOC rows name the last owner.
 . "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
 
 prog=$MMS_PROGS/ownertag
@@ -47,3 +47,14 @@ decompose after event 10: 7.0 KiB live in 3 blocks
           1024        1   14.29%    activation
 TXT
 diff -u e.expected e.txt >e.diff || fail "decompose --at-event 10 differs: $(cat e.diff)"
+
+# The dump's MALLOC rows carry the owner each block ends with, as
+# msMemScope's (it writes them once the block is freed): the export reads
+# the log twice when it has tags.
+"$MMS_REPLAY" t.mms --export csv -o t.csv >x.out 2>x.err || fail "--export csv exited $?: $(cat x.err)"
+for want in 'allocation_id:1,addr:0x[0-9a-f]*,size:4096,owner:weight}' \
+	'allocation_id:2,addr:0x[0-9a-f]*,size:2048,owner:gradient}' \
+	'allocation_id:3,addr:0x[0-9a-f]*,size:8192}' \
+	'allocation_id:4,addr:0x[0-9a-f]*,size:1024,owner:activation}'; do
+	grep -q "^[0-9]*,MALLOC,HOST,.*,\"{$want\"," t.csv || fail "no MALLOC row with {$want: $(grep MALLOC t.csv)"
+done
