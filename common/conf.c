@@ -73,8 +73,9 @@ const struct mms_conf_key mms__conf_keys[] = {
 	{ "unwind_check", "MSMEMSCOPE_UNWIND_CHECK", MMS_CONF_UINT, F(unwind_check), 0, 2, NULL, "0", 0, "0, 1 or 2",
 	  "1: capture every stack with the walker and libunwind and count the differences; 2: print the first",
 	  "recorder (unwind-check.c)" },
-	{ "guard", NULL, MMS_CONF_BOOL, F(guard), 0, 1, NULL, "0", 0, "0 or 1",
-	  "1: red zones around heap blocks, a quarantine of freed blocks, bad frees caught (doc/guard.md)",
+	{ "guard", NULL, MMS_CONF_UINT, F(guard), 0, 2, NULL, "0", 0, "0, 1 or 2",
+	  "1: red zones around heap blocks, a quarantine of freed blocks, bad frees caught (doc/guard.md); "
+	  "2: the same, and every red zone and the quarantine checked at the end of each operator launch",
 	  "recorder (guard.c), guard analysis" },
 	{ "guard_redzone", NULL, MMS_CONF_UINT, F(guard_redzone), 1, 4096, NULL, "16", 0,
 	  "a number of bytes from 1 to 4096", "the size of each red zone of guard mode", "recorder (guard.c)" },

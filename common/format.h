@@ -139,6 +139,9 @@ enum mms_tag {
 	                               mms_runtime_kind: an allocation a runtime made for
 	                               itself (ALLOC otherwise) */
 	MMS_TAG_GUARD = 0x78,       /* | enum mms_guard_kind (version 4): see there */
+	MMS_TAG_FREE_STACK = 0x80,  /* | enum mms_free_fn (version 5): daddr, u stack: a FREE
+	                               with the stack of the call that freed, written instead
+	                               of FREE when stacks are on (call_stack > 0) */
 };
 
 /* The sub-code of MMS_TAG_GUARD (version 4), written in guard mode

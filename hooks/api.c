@@ -142,6 +142,10 @@ void mms__api_op_end(void)
 {
 	struct mms_thread *t = (mms__config.events & MMS_EVENTS_LAUNCH) ? api_thread() : NULL;
 
+	/* --guard=ops: a full check before the end is recorded, so that
+	 * damage it finds lies in this launch's window. */
+	if (unlikely(mms__config.guard > 1))
+		mms__guard_check_all(t ? t : api_thread());
 	mms__watch_op_end(t);
 	if (t)
 		rec_simple(t, MMS_TAG_OP_END, 0, 0, 0, 0);

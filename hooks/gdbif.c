@@ -403,6 +403,15 @@ void mms__gdb_step_begins(uint32_t step)
 	}
 }
 
+void mms__gdb_guard_found(unsigned kind)
+{
+	uint64_t at;
+	const char *at_name;
+
+	attribution(gdb_tls, &at, &at_name);
+	stop(MMS_GDB_GUARD, kind, at, at_name);
+}
+
 /* --- life of the process ---------------------------------------------------- */
 
 void mms__gdb_init(void)

@@ -28,6 +28,11 @@ enum mms_gdb_reason {
 	MMS_GDB_FREED = 4, /* the block of watch hit_watch is being freed or
 	                      unmapped (free, realloc, munmap, mremap, before
 	                      the call): the hooks compare it no more */
+	MMS_GDB_GUARD = 5, /* guard mode found damage (a GUARD finding, in the
+	                      log before the call); hit_watch is the finding's
+	                      kind (enum mms_guard_kind). Called at every
+	                      finding, whether gdb is there or not: findings
+	                      are rare, and gdb decides whether to stop */
 };
 
 /* One watched block. gdb writes addr, size and bumps generation to arm

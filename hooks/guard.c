@@ -384,6 +384,7 @@ static void finding(struct mms_thread *t, unsigned kind, uintptr_t addr, const s
 	p = mms_put_u(p, (b ? b->stack : 0) | (uint64_t)free_stack << 32);
 	p = mms_put_u(p, tls_at_stack);
 	mms__rec_commit(t, p);
+	mms__gdb_guard_found(kind);
 }
 
 static unsigned since_of(uint64_t stamp, unsigned what)
@@ -582,7 +583,7 @@ void mms__guard_free(struct mms_thread *t, void *ptr, unsigned family, unsigned 
 		if (t) {
 			mms__release_watched(a, 0);
 			mms__note_release(a, t->index);
-			mms__rec_addr_event(t, (uint8_t)(MMS_TAG_FREE | free_fn), mms__stamp_release(), a, 0, 0, 0, 0);
+			mms__rec_free_stack(t, free_fn, a, mms__stamp_release(), stack);
 		}
 		mms__real.free(ptr);
 		tls_at_stack = 0;
@@ -594,7 +595,7 @@ void mms__guard_free(struct mms_thread *t, void *ptr, unsigned family, unsigned 
 	if (t) {
 		mms__release_watched(a, 0);
 		stamp = mms__stamp_release();
-		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_FREE | free_fn), stamp, a, 0, 0, 0, 0);
+		mms__rec_free_stack(t, free_fn, a, stamp, stack);
 	} else {
 		mms__release_watched(a, 0);
 	}

@@ -206,6 +206,8 @@ static inline void mms__gdb_release(uintptr_t lo, uintptr_t hi)
 		mms__gdb_release_slow(lo, hi);
 }
 void mms__gdb_op_end(void) MMS_HIDDEN;
+/* Guard mode wrote a finding of kind (enum mms_guard_kind): gdb may stop. */
+void mms__gdb_guard_found(unsigned kind) MMS_HIDDEN;
 /* The innermost launch open on this thread: returns 1 and sets its number
  * and name, or returns 0 when none is open. */
 int mms__gdb_current(uint64_t *launch, const char **name) MMS_HIDDEN;

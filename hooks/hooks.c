@@ -212,9 +212,21 @@ static void rec_alloc(struct mms_thread *t, unsigned fn, void *ptr, size_t size,
 		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_ALLOC | fn), stamp, (uintptr_t)ptr, 2, size, stack, 0);
 }
 
-static void rec_free(struct mms_thread *t, unsigned fn, void *ptr, uint64_t stamp)
+/* A free with the stack of the call that freed (FREE_STACK); fp: the
+ * hook's own frame. Out of line: the path without stacks stays as it was. */
+static __attribute__((noinline)) void rec_free_stack(struct mms_thread *t, unsigned fn, void *ptr, uint64_t stamp,
+						     uintptr_t fp)
 {
-	mms__rec_addr_event(t, (uint8_t)(MMS_TAG_FREE | fn), stamp, (uintptr_t)ptr, 0, 0, 0, 0);
+	mms__rec_free_stack(t, fn, (uintptr_t)ptr, stamp, mms__capture_stack_slow(t, fp));
+}
+
+/* With stacks off, one test of the configuration more than before. */
+static inline void rec_free(struct mms_thread *t, unsigned fn, void *ptr, uint64_t stamp, uintptr_t fp)
+{
+	if (mms__config.call_stack)
+		rec_free_stack(t, fn, ptr, stamp, fp);
+	else
+		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_FREE | fn), stamp, (uintptr_t)ptr, 0, 0, 0, 0);
 }
 
 #define FRAME ((uintptr_t)__builtin_frame_address(0))
@@ -386,7 +398,7 @@ MMS_EXPORT void free(void *ptr)
 	t = enter();
 	if (t) {
 		mms__note_release((uintptr_t)ptr, t->index);
-		rec_free(t, MMS_FREE_FREE, ptr, mms__stamp_release());
+		rec_free(t, MMS_FREE_FREE, ptr, mms__stamp_release(), FRAME);
 		leave();
 	}
 	mms__release_watched((uintptr_t)ptr, 0);
@@ -423,7 +435,7 @@ static void *realloc_common(void *ptr, size_t size, uintptr_t ra)
 	t1 = mms__stamp_release();
 	r = mms__real.realloc(ptr, size);
 	if (ptr && (r || size == 0))
-		rec_free(t, MMS_FREE_REALLOC, ptr, t1);
+		rec_free(t, MMS_FREE_REALLOC, ptr, t1, FRAME);
 	if (r)
 		rec_alloc(t, MMS_ALLOC_REALLOC, r, size, FRAME);
 	leave();

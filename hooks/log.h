@@ -145,4 +145,15 @@ static inline void mms__rec_addr_event(struct mms_thread *t, uint8_t tag, uint64
 	mms__rec_commit(t, p);
 }
 
+/* A free (enum mms_free_fn fn) of addr: FREE_STACK with the stack of the
+ * call that freed when there is one, else FREE as without stacks. */
+static inline void mms__rec_free_stack(struct mms_thread *t, unsigned fn, uint64_t addr, uint64_t stamp,
+				       uint32_t stack)
+{
+	if (stack)
+		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_FREE_STACK | fn), stamp, addr, 1, stack, 0, 0);
+	else
+		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_FREE | fn), stamp, addr, 0, 0, 0, 0);
+}
+
 #endif /* MMS_LOG_H */

@@ -78,7 +78,12 @@ static void print_json(struct an_ctx *c, const mms_guard_t *r)
 			x->event, x->steps_in_window, x->launches_in_window, x->offset, x->length);
 		for (unsigned k = 0; k < x->nbytes; k++)
 			fprintf(f, "%02x", x->bytes[k]);
-		fputs("\"}", f);
+		fputc('"', f);
+		if (x->last_launch) {
+			fprintf(f, ",\"last_launch\":%" PRIu64 ",\"last_op\":", x->last_launch);
+			json_put_string(f, x->last_op ? x->last_op : "", x->last_op ? strlen(x->last_op) : 0);
+		}
+		fputc('}', f);
 	}
 	fputs("]}\n", f);
 }
@@ -126,17 +131,22 @@ static void print_text(struct an_ctx *c, const mms_guard_t *r)
 		}
 		print_where(&s, "allocated", x->alloc_event, x->alloc_stack);
 		print_where(&s, "freed", x->free_event, x->free_stack);
-		if (x->length) {
-			if (x->since_event != UINT64_MAX)
-				fprintf(f,
-					"  window: after event %" PRIu64 " (%s) and before event %" PRIu64 "; %" PRIu64
-					" step%s and %" PRIu64 " operator launch%s began in it\n",
-					x->since_event, since_words(x->since), x->event, x->steps_in_window,
-					x->steps_in_window == 1 ? "" : "s", x->launches_in_window,
-					x->launches_in_window == 1 ? "" : "es");
-			else
-				fprintf(f, "  window: after %s and before event %" PRIu64 "\n", since_words(x->since),
-					x->event);
+		if (x->length && x->since_event != UINT64_MAX) {
+			fprintf(f,
+				"  window: after event %" PRIu64 " (%s) and before event %" PRIu64 "; %" PRIu64
+				" step%s and %" PRIu64 " operator launch%s began in it\n",
+				x->since_event, since_words(x->since), x->event, x->steps_in_window,
+				x->steps_in_window == 1 ? "" : "s", x->launches_in_window,
+				x->launches_in_window == 1 ? "" : "es");
+			if (x->last_launch && x->launches_in_window == 1)
+				fprintf(f, "  done by operator launch %" PRIu64 " (%s), or just before it began\n",
+					x->last_launch, x->last_op ? x->last_op : "unnamed");
+			else if (x->last_launch)
+				fprintf(f, "  the last launch that began in it: %" PRIu64 " (%s)%s\n", x->last_launch,
+					x->last_op ? x->last_op : "unnamed",
+					x->launches_in_window > 1 ? "; --guard=ops checks at each launch's end" : "");
+		} else if (x->length) {
+			fprintf(f, "  window: after %s and before event %" PRIu64 "\n", since_words(x->since), x->event);
 		}
 	}
 	fprintf(f, "msmemscope: ERROR SUMMARY: %zu error%s", r->nfindings, r->nfindings == 1 ? "" : "s");

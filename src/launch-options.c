@@ -296,17 +296,21 @@ static const char *parse_quiet(struct opts *o, char *value)
 	return NULL;
 }
 
-/* --guard[=LIST]: LIST names what is guarded; heap (the default) is all
- * this version has. */
+/* --guard[=LIST]: LIST names what is guarded and when it is checked:
+ * heap (the default: every heap block), ops (heap, and a full check at
+ * the end of each operator launch). */
 static const char *parse_guard(struct opts *o, char *value)
 {
 	char *cursor = value, *item;
+	int level = 1;
 
-	while (value && (item = list_next(&cursor)))
-		if (strcmp(item, "heap"))
-			return !strcmp(item, "ops") ? "ops (checks at each operator launch's end) is not in this version yet"
-						    : "expected heap";
-	o->rec.guard = 1;
+	while (value && (item = list_next(&cursor))) {
+		if (!strcmp(item, "ops"))
+			level = 2;
+		else if (strcmp(item, "heap"))
+			return "expected heap or ops";
+	}
+	o->rec.guard = level > o->rec.guard ? level : o->rec.guard;
 	return NULL;
 }
 
@@ -569,12 +573,15 @@ static void print_help(void)
 	       "                        memory at the end of exit (default: they do when no\n"
 	       "                        other thread is left, as under valgrind, so that what\n"
 	       "                        is live at exit is what the program left).\n"
-	       "  --guard[=heap]        guard mode: red zones around each heap block, freed\n"
+	       "  --guard[=heap|ops]    guard mode: red zones around each heap block, freed\n"
 	       "                        blocks held in a quarantine, frees checked before\n"
 	       "                        libc sees them; finds overflows, writes after free,\n"
 	       "                        double, invalid and mismatched frees, and prints\n"
 	       "                        them after the run (ERROR SUMMARY). Blocks move by\n"
-	       "                        design. See guard.md.\n"
+	       "                        design. ops: also check every block at the end of\n"
+	       "                        each operator launch, so a finding names the launch\n"
+	       "                        that did the damage (costs a pass over the live\n"
+	       "                        blocks per launch). See guard.md.\n"
 	       "  --guard-redzone=N     bytes of each red zone, 1 to 4096 (default 16).\n"
 	       "  --guard-quarantine=SIZE\n"
 	       "                        freed bytes held back, with K, M or G (default 4M).\n"

@@ -287,6 +287,10 @@ static void block_json(struct show *s, const mms_block_t *b)
 	}
 	fputs(",\"stack\":", s->out);
 	show_stack(s, b->stack, "");
+	if (b->free_event != UINT64_MAX && b->free_stack) {
+		fputs(",\"free_stack\":", s->out);
+		show_stack(s, b->free_stack, "");
+	}
 	fputc('}', s->out);
 }
 
@@ -334,6 +338,17 @@ void show_event_line(struct show *s, const mms_event_t *ev)
 	event_text(s, ev, &b, has);
 }
 
+/* Whether a freed block's free stack is to be shown: there is one, or
+ * the log (version 5 on) would have kept one (stacks off: the stack
+ * printer says so). Logs before version 5 keep none for frees. */
+static int has_free_stack(const struct show *s, uint32_t stack)
+{
+	mms_log_info_t info;
+
+	mms_log_get_info(s->log, &info);
+	return stack || info.version >= 5;
+}
+
 /* Where an inherited block came from (the line ends with its owner). */
 /* "  allocated at event #N in step S, operator OP": the step only when
  * there is one (step 0 is outside every "step start" range). */
@@ -371,6 +386,10 @@ void show_event(struct show *s, const mms_event_t *ev)
 			fprintf(s->out, ", owner %s", b.owner);
 		fputs(", by:\n", s->out);
 		show_stack(s, b.stack, "    ");
+		if (ev->kind == MMS_EV_FREE && has_free_stack(s, ev->stack)) {
+			fputs("  freed by:\n", s->out);
+			show_stack(s, ev->stack, "    ");
+		}
 	}
 }
 
@@ -452,9 +471,16 @@ void show_block(struct show *s, const mms_block_t *b)
 		fprintf(s->out, ", pool '%s'", b->pool);
 	fputs(":\n", s->out);
 	show_stack(s, b->stack, "    ");
-	if (b->free_event != UINT64_MAX)
-		fprintf(s->out, "  freed at event #%" PRIu64 " by %s\n", b->free_event,
+	if (b->free_event != UINT64_MAX) {
+		fprintf(s->out, "  freed at event #%" PRIu64 " by %s", b->free_event,
 			thread_label(s, b->free_thread, t, sizeof(t)));
+		if (has_free_stack(s, b->free_stack)) {
+			fputs(":\n", s->out);
+			show_stack(s, b->free_stack, "    ");
+		} else {
+			fputc('\n', s->out);
+		}
+	}
 }
 
 void show_groups(struct show *s, const char *title, const mms_stack_group_t *g, size_t n)

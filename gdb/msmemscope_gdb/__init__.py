@@ -6,7 +6,7 @@ the preloaded hooks share with gdb (hooks/gdbif.h). See doc/gdb.md."""
 
 import gdb
 
-from . import breaks, commands, leaks, session, variables, watch
+from . import breaks, commands, guard, leaks, pinpoint, session, variables, watch
 
 _session = None
 
@@ -41,6 +41,9 @@ def setup(hooks, replay_lib, replay_cli, launcher):
     commands.InfoCommand(s)
     commands.BlockCommand(s)
     breaks.BreakCommand(s)
+    pinpoint.PinpointCommand(s)
+    guard.GuardParameter(s)
+    guard.CheckCommand(s)
     breaks.setup_functions()
     variables.setup(s)
     if s.recording:

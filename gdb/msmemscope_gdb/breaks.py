@@ -154,7 +154,10 @@ def arm(session, handle=None, after_step=None):
         return
     bps = [k for b, k in ours(session) if b.enabled]
     session.armed_key = frozenset((k.kind, k.value) for k in bps)
-    names = sorted({k.value for k in bps if k.kind == "op"})
+    names = {k.value for k in bps if k.kind == "op"}
+    if session.pinpoint is not None and not session.pinpoint.reached:
+        names.add(session.pinpoint.target.op)  # memscope pinpoint waits for its launch
+    names = sorted(names)
     h.write_names("break_op", names)
     wanted = {k.value for k in bps if k.kind == "step"}
     if session.at_target:

@@ -18,12 +18,13 @@ class MemscopeCommand(Command):
 The program runs with the recorder preloaded (gdb -x memscope.gdb): each
 allocation, free, operator launch and step goes to a log, and these
 commands answer from that log and from the program's memory, whenever
-the program is stopped. They never call functions in the program: an
+the program is stopped. They never call functions in the program (but
+`memscope check', which runs guard mode's check when that is safe): an
 expression that would need it (a call, a string literal) is refused.
 Numbers (SIZE, N) are expressions too, checked before use.
 
 After the program exited, the queries answer from its finished log,
-and a line at exit gives its live blocks.
+and a line at exit gives its leaks.
 
 Convenience variables, set at each stop: $memscope_step (from 1),
 $memscope_launch and $memscope_op (0 and "" when no operator runs),
@@ -224,11 +225,22 @@ after that (a double free) is shown as such."""
             for line in fmt.stack_lines(log, b.stack, self.s.depth):
                 gdb.write(line + "\n")
             if not live:
-                gdb.write("  freed at event #%d by %s%s\n" % (
+                gdb.write("  freed at event #%d by %s%s:\n" % (
                     b.free_event, log.thread_label(b.free_thread), self.free_context(log, b.free_event)))
-                for event, thread in log.frees_of(b.addr, b.free_event + 1):
-                    gdb.write("  freed again at event #%d by %s%s: a double free\n" % (
+                self.free_stack(log, b.free_stack)
+                for event, thread, stack in log.frees_of(b.addr, b.free_event + 1):
+                    gdb.write("  freed again at event #%d by %s%s: a double free:\n" % (
                         event, log.thread_label(thread), self.free_context(log, event)))
+                    self.free_stack(log, stack)
+
+    def free_stack(self, log, stack):
+        """The stack of the call that freed: logs of version 5 recorded
+        with stacks keep it."""
+        if not stack and log.info().version < 5:
+            gdb.write("    (no stack: a log of format version %d keeps none for frees)\n" % log.info().version)
+            return
+        for line in fmt.stack_lines(log, stack, self.s.depth):
+            gdb.write(line + "\n")
 
     @staticmethod
     def free_context(log, event):

@@ -5,12 +5,26 @@ manner of valgrind's `monitor leak_check`, from the log replayed to now."""
 
 import gdb
 
-from . import fmt
+from . import fmt, replaylib
 from .session import Command, Error
 
 USAGE = "usage: memscope leaks [summary|full] [new]"
 WORDS = ("summary", "full", "new")
 
+
+
+def print_kept(kept):
+    """One line per runtime for the blocks the runtimes keep for
+    themselves (C, C++, CPython): listed apart, never as loss records."""
+    by = {}
+    for g in kept:
+        b = by.setdefault(g["runtime"], [0, 0])
+        b[0] += g["blocks"]
+        b[1] += g["bytes"]
+    for kind in sorted(by):
+        blocks, nbytes = by[kind]
+        gdb.write("  not leaks: %s in %s kept by a runtime for itself: %s\n"
+                  % (fmt.exact_bytes(nbytes), fmt.plural(blocks, "block"), replaylib.runtime_what(kind)))
 
 class LeaksCommand(Command):
     """List the program's live heap blocks grouped by allocation stack.
@@ -78,10 +92,14 @@ symbolized (function, file:line).
                 title = "live blocks allocated in step%s (%s)" % (
                     " 1" if ended == 1 else "s 1 to %d" % ended, now)
                 groups = r.group_live(1, ended)
+            groups, kept = replaylib.split_runtime(groups)
+            if kept:
+                title += ", the program's (what the runtimes keep for themselves follows)"
             key = (log.path, mode)
             prev = self.s.leaks_prev.get(key)
             self.s.leaks_prev[key] = {g["stack"]: (g["blocks"], g["bytes"]) for g in groups}
             self.print_records(log, groups, title, prev if new else None, new)
+            print_kept(kept)
 
     def print_records(self, log, groups, title, prev, new):
         total_blocks = sum(g["blocks"] for g in groups)

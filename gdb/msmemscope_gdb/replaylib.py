@@ -55,7 +55,7 @@ class Block(ctypes.Structure):
                 ("alloc_id", u64), ("alloc_event", u64), ("step", u64), ("op_launch", u64), ("op", c_char_p),
                 ("kernel_launches", u64), ("owner", c_char_p), ("pool", c_char_p), ("free_event", u64),
                 ("free_thread", u32), ("inherited", c_int), ("origin_pid", u64), ("origin_event", u64),
-                ("runtime", u32)]
+                ("runtime", u32), ("free_stack", u32)]
 
 
 class Where(ctypes.Structure):
@@ -83,6 +83,28 @@ class Config(ctypes.Structure):
                 ("guard_quarantine", u64), ("unknown", u32), ("bad", u32)]
 
 
+class GuardFinding(ctypes.Structure):
+    """mms_guard_finding_t (include/msmemscope/analysis.h): one finding of
+    guard mode, with the window in which the damage happened."""
+    _fields_ = [("kind", ctypes.c_uint), ("event", u64), ("thread", u32), ("addr", u64), ("size", u64),
+                ("family", ctypes.c_uint), ("alloc_fn", ctypes.c_uint), ("alloc_stack", u32), ("free_stack", u32),
+                ("at_stack", u32), ("alloc_event", u64), ("free_event", u64), ("since", ctypes.c_uint),
+                ("since_event", u64), ("steps_in_window", u64), ("launches_in_window", u64), ("offset", i64),
+                ("length", u64), ("bytes", u8 * 8), ("nbytes", ctypes.c_uint), ("last_launch", u64),
+                ("last_op", c_char_p)]
+
+
+class Guard(ctypes.Structure):
+    _fields_ = [("findings", ctypes.POINTER(GuardFinding)), ("nfindings", c_size_t), ("by_kind", u64 * 8),
+                ("checks", u64), ("guard_on", c_int), ("status", c_int)]
+
+
+# enum mms_guard_finding_kind and enum mms_guard_window
+GUARD_KINDS = {1: "overflow", 2: "underflow", 3: "write after free", 4: "double free", 5: "invalid free",
+               6: "mismatched free"}
+GUARD_SINCE_ALLOCATION, GUARD_SINCE_FREEING, GUARD_SINCE_LAST_CHECK, GUARD_NO_WINDOW = range(4)
+
+
 PROGRESS_FN = ctypes.CFUNCTYPE(c_int, c_void_p, u64, u64)
 
 
@@ -93,7 +115,7 @@ class ReplayOptions(ctypes.Structure):
 
 class StackGroup(ctypes.Structure):
     _fields_ = [("stack", u32), ("blocks", u64), ("bytes", u64), ("addr", u64), ("size", u64), ("step", u64),
-                ("op", c_char_p)]
+                ("op", c_char_p), ("runtime", u32)]
 
 
 class Frame(ctypes.Structure):
@@ -119,6 +141,8 @@ def load(path):
     P = ctypes.POINTER
     protos = {
         "mms_strerror": (c_char_p, [c_int]),
+        "mms_runtime_name": (c_char_p, [ctypes.c_uint]),
+        "mms_runtime_what": (c_char_p, [ctypes.c_uint]),
         "mms_log_open_ex": (c_int, [c_char_p, P(c_void_p), P(OpenError)]),
         "mms_log_close": (None, [c_void_p]),
         "mms_log_get_info": (None, [c_void_p, P(LogInfo)]),
@@ -142,6 +166,8 @@ def load(path):
         "mms_symbolizer_close": (None, [c_void_p]),
         "mms_symbolize": (c_int, [c_void_p, u64, P(Frame), c_size_t]),
         "mms_frame_format": (c_int, [P(Frame), ctypes.c_char_p, c_size_t]),
+        "mms_guard_run": (c_int, [c_void_p, c_void_p, P(P(Guard))]),
+        "mms_guard_free": (None, [P(Guard)]),
     }
     for name, (res, args) in protos.items():
         fn = getattr(lib, name)
@@ -156,6 +182,19 @@ def load(path):
 
 def strerror(rc):
     return _lib.mms_strerror(rc).decode("utf-8", "replace")
+
+
+def runtime_what(kind):
+    """What a runtime that keeps a block for itself is, in words
+    ("CPython's, at exit: ..."); "" for the program's (kind 0)."""
+    w = _lib.mms_runtime_what(kind) if kind else None
+    return w.decode("utf-8", "replace") if w else ""
+
+
+def split_runtime(groups):
+    """The program's groups, and those of blocks a runtime keeps for
+    itself (not leaks)."""
+    return [g for g in groups if not g["runtime"]], [g for g in groups if g["runtime"]]
 
 
 def text(b):
@@ -254,7 +293,7 @@ class Log:
         return last
 
     def frees_of(self, addr, first=0):
-        """[(event id, thread index)] of the FREE events of address addr
+        """[(event id, thread index, stack id)] of the FREE events of address addr
         from event first on, up to the next allocation at addr: after a
         block's free, the frees that followed it are double frees."""
         it, ev, out = c_void_p(), Event(), []
@@ -267,7 +306,7 @@ class Log:
                 if ev.kind == EV_MALLOC:
                     break
                 if ev.kind == EV_FREE:
-                    out.append((ev.id, ev.thread))
+                    out.append((ev.id, ev.thread, ev.stack))
         finally:
             _lib.mms_iter_close(it)
         return out
@@ -284,6 +323,19 @@ class Log:
         finally:
             _lib.mms_iter_close(it)
         return None
+
+    def guard_findings(self):
+        """The findings of guard mode in the log, in log order, as
+        GuardFinding copies. Raises ReplayError when the analysis fails."""
+        out = ctypes.POINTER(Guard)()
+        rc = _lib.mms_guard_run(self.h, None, ctypes.byref(out))
+        if rc:
+            raise ReplayError("reading guard mode's findings: %s" % strerror(rc))
+        try:
+            g = out.contents
+            return [GuardFinding.from_buffer_copy(g.findings[i]) for i in range(g.nfindings)]
+        finally:
+            _lib.mms_guard_free(out)
 
     def stack(self, stack_id, limit=256):
         """The instruction pointers of a recorded stack, innermost first."""
@@ -386,6 +438,7 @@ class Replay:
             raise ReplayError("grouping the live blocks: %s" % strerror(rc))
         try:
             return [{"stack": g.stack, "blocks": g.blocks, "bytes": g.bytes, "addr": g.addr, "size": g.size,
-                     "step": g.step, "op": text(g.op)} for g in (out[i] for i in range(n.value))]
+                     "step": g.step, "op": text(g.op), "runtime": g.runtime}
+                    for g in (out[i] for i in range(n.value))]
         finally:
             _libc.free(ctypes.cast(out, c_void_p))

@@ -117,6 +117,8 @@ class StopBreakpoint(gdb.Breakpoint):
                 from . import breaks
                 breaks.arm(self.s, h, after_step=d.step)
                 return bool(self.s.at_target) and d.step >= self.s.at_target
+            if d.reason == gdbif.REASON_GUARD:
+                return not self.s.guard_quiet
             if d.reason == gdbif.REASON_WATCH and (d.hit_watch, d.op_launch, d.tid) in self.s.merged:
                 self.s.merged.discard((d.hit_watch, d.op_launch, d.tid))
                 return False  # shown at the stop for another watch
@@ -129,10 +131,14 @@ class Watch:
     """One watch gdb armed: slot (number - 1), what the user typed, the
     range, and the block it lies in, described when it was armed."""
 
-    def __init__(self, slot, expr, addr, size, block_lines, block_addr=None):
+    def __init__(self, slot, expr, addr, size, block_lines, block_addr=None, block=None):
         self.slot, self.expr, self.addr, self.size = slot, expr, addr, size
         self.block_lines = block_lines
         self.block_addr = block_addr  # the heap block it was set in, or None
+        # (addr, size, allocation number, launch, operator) of that block
+        # when the watch was set, or None: memscope pinpoint checks a
+        # re-run against it.
+        self.block = block
 
 
 class Session:
@@ -157,6 +163,12 @@ class Session:
         self.stop_kind = None     # what the last stop of ours was (for `at step`)
         self.run_log = None       # the log of the program running now, once known
         self.finished_log = None  # the log of the last run, once it exited
+        self.pinpoint_target = None  # pinpoint.Target: what the last watch stop found
+        self.pinpoint = None      # pinpoint.State: a pinpoint under way
+        self.pinpoint_bp = None   # pinpoint.StartBreakpoint
+        self.guard = False        # the next runs record in guard mode (set memscope guard)
+        self.guard_quiet = False  # memscope check is calling the program: no stop at findings
+        self.guard_seen = {}      # log path -> findings shown so far
 
     # --- set-up --------------------------------------------------------------
 
@@ -188,7 +200,8 @@ class Session:
         or `set environment') has a MSMEMSCOPE_CONFIG of its own. None
         when the launcher cannot say: the program then runs without the
         recorder."""
-        cmd = [self.launcher, "--print-env", "--call-stack=c:32", "--output=" + self.log_dir]
+        cmd = [self.launcher, "--print-env", "--call-stack=c:32", "--output=" + self.log_dir] + \
+            (["--guard"] if self.guard else [])
         try:
             p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                                env=dict(os.environ, MSMEMSCOPE_HOOKS=self.hooks))
@@ -221,6 +234,19 @@ class Session:
             return path
         except OSError:
             return tempfile.mkdtemp(prefix="msmemscope-" + name + "-")
+
+    def set_guard(self, on):
+        """`set memscope guard on|off': the next runs record in guard mode
+        or not, through a new exec-wrapper. Raises Error, leaving things
+        as they were, when the launcher cannot say the environment."""
+        old, self.guard = self.guard, on
+        env = self._recorder_env()
+        if env is None:
+            self.guard = old
+            raise Error("memscope: the recorder's environment could not be made; guard mode stays %s."
+                        % ("on" if old else "off"))
+        gdb.execute("set exec-wrapper env " + " ".join(env))
+        self.recording = True
 
     def set_output(self, folder):
         """`set memscope output DIR': the logs of the next runs go to DIR
@@ -325,6 +351,8 @@ class Session:
         self.merged.clear()
         from . import variables
         variables.clear()
+        from . import pinpoint
+        pinpoint.on_hooks_loaded(self)
         breaks.arm(self, after_step=0)
 
     def _remember_log(self):
@@ -342,8 +370,9 @@ class Session:
         self.at_target = 0
         self.merged.clear()
         if self.watches:
-            gdb.write("memscope: the program exited; its %s gone.\n"
-                      % ("watch is" if len(self.watches) == 1 else "%d watches are" % len(self.watches)))
+            gdb.write("memscope: the program %s; its %s gone.\n"
+                      % ("exited" if hasattr(ev, "exit_code") else "was killed",
+                         "watch is" if len(self.watches) == 1 else "%d watches are" % len(self.watches)))
         self.watches.clear()
         # The run's last values, and its leaks: from the finished log
         # (neither raises). The leaks only when the program exited: not
@@ -351,6 +380,8 @@ class Session:
         variables.refresh(self.finished_log)
         if hasattr(ev, "exit_code"):
             variables.exit_report(self.finished_log)
+        from . import pinpoint
+        pinpoint.on_exited(self)
 
     def _on_breakpoint_deleted(self, bp):
         self._on_breakpoint_changed(bp, gone=True)
@@ -384,6 +415,14 @@ class Session:
             return 0
 
     def _on_stop(self, ev):
+        self._on_stop_report(ev)
+        from . import pinpoint
+        try:
+            pinpoint.on_stop(self, ev)
+        except Exception as e:  # noqa: BLE001 -- an event handler must not leave a traceback
+            gdb.write("memscope: pinpoint: internal error: %s (please report it)\n" % one_line_error(e))
+
+    def _on_stop_report(self, ev):
         from . import breaks, variables
         self._remember_log()
         variables.refresh(self.run_log)
@@ -417,6 +456,9 @@ class Session:
         elif d.reason == gdbif.REASON_FREED:
             from . import watch
             watch.report_freed(self, h, d, who)
+        elif d.reason == gdbif.REASON_GUARD:
+            from . import guard
+            guard.report_stop(self, d, who)
         elif d.reason == gdbif.REASON_OP:
             gdb.write("memscope: %soperator %s begins: launch %d, %s, %s\n"
                       % (nums, d.op_name.decode("utf-8", "replace"), d.op_launch, fmt.step_name(d.step), who))

@@ -176,11 +176,12 @@ def setup(session):
 
 
 def exit_report(path):
-    """The line printed when the program exits: its live blocks
-    and bytes at exit and their loss records, as `memscope leaks full'
-    counts them. Nothing when the run recorded nothing (no recorder, no
-    log, no event); a failure to read the log is one line, not a
-    traceback."""
+    """The line printed when the program exits: the blocks the program
+    left live at exit (its leaks), their bytes and loss records, as
+    `memscope leaks full' counts them, and apart what the runtimes keep
+    for themselves (not leaks). Nothing when the run recorded nothing (no
+    recorder, no log, no event); a failure to read the log is one line,
+    not a traceback."""
     if not path or not os.path.exists(path):
         return
     try:
@@ -190,14 +191,20 @@ def exit_report(path):
                 return
             r.seek(events)
             groups = r.group_live()
+        groups, kept = replaylib.split_runtime(groups)
         blocks = sum(g["blocks"] for g in groups)
         nbytes = sum(g["bytes"] for g in groups)
+        kept_blocks = sum(g["blocks"] for g in kept)
+        kept_note = ("; not leaks: %s, %s, kept by the runtimes for themselves"
+                     % (fmt.plural(kept_blocks, "block"), fmt.exact_bytes(sum(g["bytes"] for g in kept)))
+                     if kept_blocks else "")
         if not blocks:
-            gdb.write("memscope: at exit: no live block; %s recorded.\n"
-                      % fmt.plural(events, "event"))
+            gdb.write("memscope: at exit: no leak, the program freed every block%s; %s recorded.\n"
+                      % (kept_note, fmt.plural(events, "event")))
             return
-        gdb.write("memscope: at exit: %s live, %s, in %s; `memscope leaks full' for the detail.\n"
-                  % (fmt.plural(blocks, "block"), fmt.exact_bytes(nbytes), fmt.plural(len(groups), "loss record")))
+        gdb.write("memscope: at exit: %s leaked, %s, in %s%s; `memscope leaks full' for the detail.\n"
+                  % (fmt.plural(blocks, "block"), fmt.exact_bytes(nbytes), fmt.plural(len(groups), "loss record"),
+                     kept_note))
     except Exception as e:  # noqa: BLE001 -- an exit handler must not leave a traceback
         try:
             gdb.write("memscope: at exit: cannot read the log %s: %s\n" % (path, one_line_error(e)))

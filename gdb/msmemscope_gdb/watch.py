@@ -86,6 +86,14 @@ def split_args(arg):
                 # A last word that does not evaluate after an EXPR that
                 # does is a bad SIZE: parse_size says why.
                 return rest, size
+    # Neither splits nor the whole evaluates: when the last word is a
+    # SIZE, the error to give is EXPR's (`m->gamma 64' with m optimized
+    # out: say that m->gamma cannot be evaluated, not that `64' is a
+    # syntax error).
+    if cuts and not _evaluates(arg):
+        rest, size = arg[:cuts[-1]].strip(), arg[cuts[-1]:].strip()
+        if rest and size and _evaluates(size):
+            return rest, size
     return arg, None
 
 
@@ -209,7 +217,9 @@ With no argument, lists the watches. At most 8 watches at a time;
             raise Error("memscope: all %d watches are in use; remove one with `memscope unwatch N'." % gdbif.WATCH_MAX)
         h.arm_watch(slot, addr, size, d.watch[slot].generation + 1)
         h.update_armed()
-        self.s.watches[slot] = Watch(slot, expr, addr, size, block_lines, block.addr if block else None)
+        self.s.watches[slot] = Watch(slot, expr, addr, size, block_lines, block.addr if block else None,
+                                     (block.addr, block.size, block.alloc_id, block.op_launch,
+                                      replaylib.text(block.op)) if block else None)
         gdb.write("memscope: watch %d: %s, %s at 0x%x\n" % (slot + 1, expr, fmt.exact_bytes(size), addr))
         for line in block_lines:
             gdb.write(line + "\n")
@@ -293,10 +303,13 @@ def report(session, h, d, who):
     gdb.write("memscope: watch %d (%s%s at 0x%x) changed %s, %s\n"
               % (slot + 1, label, fmt.exact_bytes(w.size), w.addr, what, who))
     size = min(w.size, w.capacity)
+    changes = []  # (watch slot, address, old bytes, new bytes), for memscope pinpoint
     if not w.previous or not w.snapshot or not size:
         gdb.write("  (the recorder kept no copy of the bytes)\n")
     else:
-        _write_diff(session, w, h.read_bytes(w.previous, size), h.read_bytes(w.snapshot, size))
+        old, new = h.read_bytes(w.previous, size), h.read_bytes(w.snapshot, size)
+        _write_diff(session, w, old, new)
+        changes.append((slot, w.addr, old, new))
     if mine:
         for line in mine.block_lines:
             gdb.write(line + "\n")
@@ -315,9 +328,12 @@ def report(session, h, d, who):
         gdb.write("memscope: watch %d (%s, %s at 0x%x) changed too, at the same boundary\n"
                   % (j + 1, other.expr, fmt.exact_bytes(wj.size), wj.addr))
         _write_diff(session, wj, old, new)
+        changes.append((j, wj.addr, old, new))
         for line in other.block_lines:
             gdb.write(line + "\n")
         session.merged.add((j, d.op_launch, d.tid))
+    from . import pinpoint
+    pinpoint.remember(session, d, changes)
 
 
 def _write_diff(session, w, old, new):

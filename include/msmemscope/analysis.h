@@ -450,6 +450,13 @@ typedef struct mms_guard_finding {
 	uint64_t length;        /* bytes from the first to the last damaged one */
 	uint8_t bytes[8];       /* the first damaged bytes' values */
 	unsigned nbytes;        /* how many of bytes[] are set */
+	/* The last operator launch begun in the window: its number (from 1,
+	 * in the log's order) and name; 0 and NULL when none began in it.
+	 * With checks at each launch's end (guard=2, --guard=ops) and one
+	 * launch in the window, the damage was done by that launch or just
+	 * before it began. */
+	uint64_t last_launch;
+	const char *last_op;
 } mms_guard_finding_t;
 
 typedef struct mms_guard {

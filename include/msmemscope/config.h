@@ -72,7 +72,8 @@ typedef struct mms_config {
 	/* unwind_check: compare the walker with libunwind (1), and print the
 	 * first differences (2); 0 */
 	int unwind_check;
-	int guard;              /* guard: red zones, quarantine and free checks; 0 */
+	int guard;              /* guard: red zones, quarantine and free checks (1), and
+	                           full checks at each operator launch's end (2); 0 */
 	uint32_t guard_redzone; /* guard_redzone: bytes of each red zone; 16 */
 	uint64_t guard_quarantine; /* guard_quarantine: bytes of freed blocks held back; 4M */
 	/* read-only: what parsing met and skipped */

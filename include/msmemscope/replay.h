@@ -55,8 +55,13 @@ typedef struct mms_block {
 	uint64_t origin_pid, origin_event;
 	/* HOST: a block the C or C++ runtime keeps for itself by design,
 	 * not the program's (enum mms_runtime, MMS_RUNTIME_NONE: the
-	 * program's); mms_runtime_name() names it. */
+	 * program's); mms_runtime_name() names it. From mms_replay_blocks()
+	 * at the end of the log, also what the leaks report counts as kept
+	 * at exit (a CPython interpreter's state, its mappings too). */
 	uint32_t runtime;
+	/* When freed: the stack of the call that freed it (logs of version 5
+	 * recorded with stacks on), 0 = none. */
+	uint32_t free_stack;
 } mms_block_t;
 
 /* Where a replay stands. */
@@ -151,7 +156,9 @@ mms_log_t *mms_replay_log(const mms_replay_t *r);
 
 /* --- reports over a replay (report.c) ------------------------------------ */
 
-/* Live blocks that share an allocation stack. */
+/* Live blocks that share an allocation stack, and whose they are: the
+ * blocks a runtime keeps for itself (mms_block_t.runtime) never share a
+ * group with the program's. */
 typedef struct mms_stack_group {
 	uint32_t stack;           /* allocation stack id, 0 = none recorded */
 	uint64_t blocks, bytes;
@@ -159,6 +166,8 @@ typedef struct mms_stack_group {
 	uint64_t size;            /* size, */
 	uint64_t step;            /* step */
 	const char *op;           /* and operator (NULL: none) */
+	uint32_t runtime;         /* enum mms_runtime of its blocks; MMS_RUNTIME_NONE:
+	                             the program's */
 } mms_stack_group_t;
 
 /* Groups the live blocks allocated in steps step_lo..step_hi (0..UINT64_MAX

@@ -252,10 +252,10 @@ static int kernel_event(struct lpass *p, const struct mms__track *t, const struc
 		l = &p->res->pub.launches[k->ix];
 		if (ev->kind == MMS_EV_MALLOC) {
 			l->allocs++;
-			l->bytes_allocated += st->last_blk.size;
+			l->bytes_allocated += st->last_blk->size;
 		} else {
 			l->frees++;
-			l->bytes_freed += st->last_blk.size;
+			l->bytes_freed += st->last_blk->size;
 		}
 		l->delta_bytes = (int64_t)(l->bytes_allocated - l->bytes_freed);
 	}

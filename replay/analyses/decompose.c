@@ -412,22 +412,23 @@ static int dpass_begin(struct mms__sub *sub, struct mms_pass *pass)
 static int dpass_retag(struct dpass *p, const mms_event_t *ev)
 {
 	const struct mms__state *st = p->st;
-	const struct mms__blk *old = &st->last_blk, *now = mms__state_find(st, ev->addr);
+	const struct mms__blk *now = st->last_blk;
+	struct mms__blk old;
 	struct fgroup *from, *to;
-	int at_peak;
 
-	if (!st->last_blk_valid || !now || old->owner == now->owner)
+	if (!st->last_blk_valid || st->last_old_owner == now->owner)
 		return 0;
-	if (fgroup_move(p, old, -(int64_t)old->size, -1) || fgroup_move(p, now, (int64_t)now->size, 1))
+	old = *now;
+	old.owner = st->last_old_owner;
+	if (fgroup_move(p, &old, -(int64_t)old.size, -1) || fgroup_move(p, now, (int64_t)now->size, 1))
 		return -ENOMEM;
-	at_peak = old->alloc_event < p->peak_pos;
-	if (at_peak) {
+	if (old.alloc_event < p->peak_pos) {
 		/* fgroup_move() kept both groups' peak figures: move them too. */
-		from = fgroup_of(p, old->mem, old->pool, old->owner);
+		from = fgroup_of(p, old.mem, old.pool, old.owner);
 		to = fgroup_of(p, now->mem, now->pool, now->owner);
 		if (!from || !to)
 			return -ENOMEM;
-		from->pk_bytes -= old->size;
+		from->pk_bytes -= old.size;
 		from->pk_blocks--;
 		to->pk_bytes += now->size;
 		to->pk_blocks++;
@@ -439,7 +440,7 @@ static int dpass_event(struct mms__sub *sub, struct mms_pass *pass, const mms_ev
 {
 	struct dpass *p = (struct dpass *)sub;
 	const struct mms__state *st = p->st;
-	const struct mms__blk *b = &st->last_blk;
+	const struct mms__blk *b = st->last_blk;
 	int malloc = ev->kind == MMS_EV_MALLOC, rc = 0;
 
 	(void)pass;

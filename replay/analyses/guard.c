@@ -44,6 +44,12 @@ struct marks {
 	uint64_t steps, launches;
 };
 
+/* The last operator launch begun: its number and name (the log's). */
+struct last_launch {
+	uint64_t launch;
+	const char *name;
+};
+
 struct freed {
 	uint64_t addr, alloc_event, free_event;
 	struct marks at;
@@ -55,8 +61,16 @@ struct gpass {
 	size_t cap;
 	size_t data_off;        /* per live block: struct marks at its allocation */
 	struct marks now;
+	struct last_launch last;
 	uint64_t check_event;   /* the last full check, UINT64_MAX: none */
 	struct marks at_check;
+	/* The full check before it: the window of a finding of the check in
+	 * progress (its findings follow its CHECK event on its thread, with
+	 * nothing else of that thread between). */
+	uint64_t prev_check_event;
+	struct marks at_prev_check;
+	uint32_t check_thread;
+	int in_check;
 	struct mms__map freed_ix; /* addr -> 1 + index into freed */
 	struct freed *freed;
 	size_t nfreed, freed_cap;
@@ -173,14 +187,25 @@ static int finding(struct gpass *g, struct mms_pass *p, const mms_event_t *ev)
 			known = 1;
 		}
 	}
-	if (f->since == MMS_GUARD_SINCE_CHECK && g->check_event != UINT64_MAX) {
-		f->since_event = g->check_event;
-		since = g->at_check;
-		known = 1;
+	if (f->since == MMS_GUARD_SINCE_CHECK) {
+		/* The recorder's "since the last check" is the check before
+		 * the one that found the damage. */
+		int current = g->in_check && ev->thread == g->check_thread;
+		uint64_t at = current ? g->prev_check_event : g->check_event;
+
+		if (at != UINT64_MAX) {
+			f->since_event = at;
+			since = current ? g->at_prev_check : g->at_check;
+			known = 1;
+		}
 	}
 	if (known) {
 		f->steps_in_window = g->now.steps - since.steps;
 		f->launches_in_window = g->now.launches - since.launches;
+		if (f->launches_in_window) {
+			f->last_launch = g->last.launch;
+			f->last_op = g->last.name;
+		}
 	}
 	return 0;
 }
@@ -200,6 +225,8 @@ static int gpass_event(struct mms__sub *s, struct mms_pass *p, const mms_event_t
 	struct gpass *g = (struct gpass *)s;
 	mms_block_t blk;
 
+	if (g->in_check && ev->thread == g->check_thread && ev->kind != MMS_EV_GUARD)
+		g->in_check = 0;
 	switch (ev->kind) {
 	case MMS_EV_MALLOC:
 		if (ev->mem == MMS_MEM_HOST) {
@@ -221,14 +248,21 @@ static int gpass_event(struct mms__sub *s, struct mms_pass *p, const mms_event_t
 			g->now.steps++;
 		return 0;
 	case MMS_EV_OP_LAUNCH:
-		if (ev->sub == 0)
+		if (ev->sub == 0) {
 			g->now.launches++;
+			g->last.launch = g->now.launches;
+			g->last.name = ev->name;
+		}
 		return 0;
 	case MMS_EV_GUARD:
 		if (ev->sub == MMS_GUARD_CHECK) {
 			g->res->checks++;
+			g->prev_check_event = g->check_event;
+			g->at_prev_check = g->at_check;
 			g->check_event = ev->id;
 			g->at_check = g->now;
+			g->check_thread = ev->thread;
+			g->in_check = 1;
 			return 0;
 		}
 		return finding(g, p, ev);
@@ -274,7 +308,7 @@ MMS__EXPORT int mms_guard_add(mms_pass_t *pass, const mms_guard_options_t *opt, 
 		return -ENOMEM;
 	}
 	g->res = *out;
-	g->check_event = UINT64_MAX;
+	g->check_event = g->prev_check_event = UINT64_MAX;
 	mms__map_init(&g->freed_ix);
 	g->data_off = mms__pass_attach(pass, sizeof(struct marks));
 	g->sub.name = "guard";

@@ -299,7 +299,7 @@ static int frees_whole(const mms_event_t *ev, const struct iblk *b)
 static int on_event(struct mms__sub *sub, struct mms_pass *pass, const mms_event_t *ev)
 {
 	struct ipass *p = (struct ipass *)sub;
-	const struct mms__blk *k = &p->st->last_blk;
+	const struct mms__blk *k = p->st->last_blk;
 	struct ithread *t;
 	struct iframe *f;
 	struct iblk *b;

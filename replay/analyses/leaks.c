@@ -216,16 +216,16 @@ static int finder_event(struct mms__sub *sub, struct mms_pass *p, const mms_even
 	}
 	if ((ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE) && st->last_blk_valid) {
 		/* Only blocks allocated after the warm-up steps are followed. */
-		uint64_t step = mms__state_blk_step(st, &st->last_blk);
+		uint64_t step = mms__state_blk_step(st, st->last_blk);
 		int followed = step > f->warmup;
 
 		if (ev->kind == MMS_EV_MALLOC) {
 			if (s) {
 				s->allocs++;
-				s->bytes_allocated += st->last_blk.size;
+				s->bytes_allocated += st->last_blk->size;
 			}
 			/* What a runtime keeps for itself is no step's leak. */
-			if (followed && !st->last_blk.runtime && (rc = follow(f, &st->last_blk, step)))
+			if (followed && !st->last_blk->runtime && (rc = follow(f, st->last_blk, step)))
 				return rc;
 		} else if (followed && ev->mem != MMS_MEM_MMAP && (v = mms__pass_data(f->pass, f->off)) && *v) {
 			/* A mapping is looked at when its step ends: munmap

@@ -38,7 +38,8 @@ int mms__groups_add(struct mms__groups *g, const mms_block_t *b)
 	uint64_t *v;
 	int isnew;
 
-	v = mms__map_put(&g->ix, b->stack, &isnew);
+	/* Keyed by stack and runtime: what a runtime keeps stays apart. */
+	v = mms__map_put(&g->ix, (uint64_t)b->runtime << 32 | b->stack, &isnew);
 	if (!v || (isnew && mms__grow(&g->groups, &g->cap, g->n, sizeof(*g->groups))))
 		return -ENOMEM;
 	if (isnew) {
@@ -46,6 +47,7 @@ int mms__groups_add(struct mms__groups *g, const mms_block_t *b)
 		s = &g->groups[g->n++];
 		memset(s, 0, sizeof(*s));
 		s->stack = b->stack;
+		s->runtime = b->runtime;
 	}
 	s = &g->groups[*v];
 	s->blocks++;
@@ -67,7 +69,9 @@ static int group_cmp(const void *a, const void *b)
 		return x->bytes > y->bytes ? -1 : 1;
 	if (x->blocks != y->blocks)
 		return x->blocks > y->blocks ? -1 : 1;
-	return x->stack < y->stack ? -1 : x->stack > y->stack;
+	if (x->stack != y->stack)
+		return x->stack < y->stack ? -1 : 1;
+	return x->runtime < y->runtime ? -1 : x->runtime > y->runtime;
 }
 
 void mms__groups_finish(struct mms__groups *g, mms_stack_group_t **out, size_t *n)
@@ -218,7 +222,7 @@ static int step_event(struct mms__sub *sub, struct mms_pass *p, const mms_event_
 	    (rc = launch_add(s->rep, &s->cap, &tr->ended)))
 		return rc;
 	if ((ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE) && st->last_blk_valid) {
-		mms__counts_add(&s->m, ev->kind == MMS_EV_MALLOC, st->last_blk.size);
+		mms__counts_add(&s->m, ev->kind == MMS_EV_MALLOC, st->last_blk->size);
 		if (live_bytes(st) > s->m.peak_bytes) {
 			s->m.peak_bytes = live_bytes(st);
 			s->m.peak_event = ev->id;

@@ -402,7 +402,7 @@ static int trace_event(struct pass *p, const mms_event_t *ev, uint64_t before, u
 			return -ENOMEM;
 	} else if (ev->kind == MMS_EV_FREE && p->st->last_blk_valid) {
 		/* A block live at the peak, freed since: it still counts. */
-		if (t->peak_bytes && p->st->last_blk.alloc_event <= t->peak_event && freed_add(p, &p->st->last_blk, block_time(p, &p->st->last_blk)))
+		if (t->peak_bytes && p->st->last_blk->alloc_event <= t->peak_event && freed_add(p, p->st->last_blk, block_time(p, p->st->last_blk)))
 			return -ENOMEM;
 	}
 	if (ev->kind == MMS_EV_MALLOC) {

@@ -68,6 +68,7 @@ static const char *const layouts[256] = {
 	[MMS_TAG_ALLOC_RT + MMS_ALLOC_MALLOC ... MMS_TAG_ALLOC_RT + MMS_ALLOC_PVALLOC] = "auuu",
 	[MMS_TAG_GUARD + MMS_GUARD_CHECK] = "",
 	[MMS_TAG_GUARD + MMS_GUARD_OVERFLOW ... MMS_TAG_GUARD + MMS_GUARD_MISMATCHED_FREE] = "auuuuuu",
+	[MMS_TAG_FREE_STACK + MMS_FREE_FREE ... MMS_TAG_FREE_STACK + MMS_FREE_REALLOC] = "au",
 };
 
 /* For each event tag, 1 + the number of fields after the stamp (the
@@ -100,6 +101,7 @@ static const uint8_t event_fields[256] = {
 	[MMS_TAG_ALLOC_RT + MMS_ALLOC_MALLOC ... MMS_TAG_ALLOC_RT + MMS_ALLOC_PVALLOC] = 1 + 4,
 	[MMS_TAG_GUARD + MMS_GUARD_CHECK] = 1,
 	[MMS_TAG_GUARD + MMS_GUARD_OVERFLOW ... MMS_TAG_GUARD + MMS_GUARD_MISMATCHED_FREE] = 1 + 7,
+	[MMS_TAG_FREE_STACK + MMS_FREE_FREE ... MMS_TAG_FREE_STACK + MMS_FREE_REALLOC] = 1 + 2,
 };
 
 /* The tag with its sub-code cleared, for the tags that carry one. */
@@ -113,6 +115,7 @@ static inline uint8_t tag_type(uint8_t tag)
 	case MMS_TAG_SYSTEM:
 	case MMS_TAG_ALLOC_RT:
 	case MMS_TAG_GUARD:
+	case MMS_TAG_FREE_STACK:
 		return tag & 0xf8;
 	default:
 		return tag;
@@ -226,11 +229,14 @@ cut:
 
 /* For mms__decode_heap(): the varints after the tag of each heap record
  * (stamp delta first), per the table's rows FREE "a", ALLOC "auu" and
- * ALLOC_RT "auuu"; 0 for the other tags. */
+ * ALLOC_RT "auuu"; 0 for the other tags. FREE_STACK "au" is 3 | HEAP_FREE:
+ * its third varint is the stack. */
+#define HEAP_FREE 0x80
 static const uint8_t heap_fields[256] = {
 	[MMS_TAG_ALLOC + MMS_ALLOC_MALLOC ... MMS_TAG_ALLOC + MMS_ALLOC_PVALLOC] = 4,
-	[MMS_TAG_FREE + MMS_FREE_FREE ... MMS_TAG_FREE + MMS_FREE_REALLOC] = 2,
+	[MMS_TAG_FREE + MMS_FREE_FREE ... MMS_TAG_FREE + MMS_FREE_REALLOC] = 2 | HEAP_FREE,
 	[MMS_TAG_ALLOC_RT + MMS_ALLOC_MALLOC ... MMS_TAG_ALLOC_RT + MMS_ALLOC_PVALLOC] = 5,
+	[MMS_TAG_FREE_STACK + MMS_FREE_FREE ... MMS_TAG_FREE_STACK + MMS_FREE_REALLOC] = 3 | HEAP_FREE,
 };
 
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -263,7 +269,7 @@ int mms__decode_heap(struct mms__cursor *c, mms_event_t *ev)
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	const uint8_t *p = c->p;
 	uint64_t delta, zz, size = 0, stack = 0, flags = 0;
-	unsigned n;
+	unsigned n, is_free;
 	uint8_t tag;
 
 	/* Room for the tag and five fields of 8 bytes each, read as words
@@ -271,13 +277,18 @@ int mms__decode_heap(struct mms__cursor *c, mms_event_t *ev)
 	if (c->end - p < 1 + 5 * 8)
 		return 0;
 	tag = *p++;
-	n = heap_fields[tag];
+	n = heap_fields[tag] & ~HEAP_FREE;
+	is_free = heap_fields[tag] & HEAP_FREE;
 	if (!n)
 		return 0;
 	if (heap_u(&p, &delta) || heap_u(&p, &zz))
 		return 0;
-	if (n > 2 && (heap_u(&p, &size) || heap_u(&p, &stack) || (n > 4 && heap_u(&p, &flags))))
+	if (is_free) {
+		if (n > 2 && heap_u(&p, &stack))
+			return 0;
+	} else if (heap_u(&p, &size) || heap_u(&p, &stack) || (n > 4 && heap_u(&p, &flags))) {
 		return 0;
+	}
 	if (c->stamp + delta < c->stamp)
 		return 0; /* the careful path says what is wrong */
 	/* Every field stored: no zeroing first. */
@@ -285,7 +296,7 @@ int mms__decode_heap(struct mms__cursor *c, mms_event_t *ev)
 	ev->stamp = c->stamp + delta;
 	ev->time_ns = 0;
 	ev->thread = c->thread;
-	ev->kind = n == 2 ? MMS_EV_FREE : MMS_EV_MALLOC;
+	ev->kind = is_free ? MMS_EV_FREE : MMS_EV_MALLOC;
 	ev->sub = (uint16_t)(tag & 7);
 	ev->mem = MMS_MEM_HOST;
 	ev->addr = c->prev_addr + (uint64_t)mms_unzigzag(zz);
@@ -331,11 +342,12 @@ int mms__skim_heap(struct mms__cursor *c, uint64_t *addr)
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	const uint8_t *p = c->p;
 	uint64_t delta, zz, v;
-	unsigned n, i;
+	unsigned n, i, is_free;
 
 	if (c->end - p < 1 + 5 * 8)
 		return 0;
-	n = heap_fields[*p++];
+	n = heap_fields[*p] & ~HEAP_FREE;
+	is_free = heap_fields[*p++] & HEAP_FREE;
 	if (!n || heap_u(&p, &delta) || heap_u(&p, &zz))
 		return 0;
 	for (i = 2; i < n; i++)
@@ -345,7 +357,7 @@ int mms__skim_heap(struct mms__cursor *c, uint64_t *addr)
 	c->prev_addr += (uint64_t)mms_unzigzag(zz);
 	c->p = p;
 	*addr = c->prev_addr;
-	return n == 2 ? MMS_EV_FREE : MMS_EV_MALLOC;
+	return is_free ? MMS_EV_FREE : MMS_EV_MALLOC;
 #else
 	(void)c;
 	(void)addr;

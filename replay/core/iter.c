@@ -84,8 +84,10 @@ static void rec_to_event(const mms_log_t *log, const struct mms__rec *r, uint32_
 		ev->flags = r->type == MMS_TAG_ALLOC_RT ? r->u[2] : 0;
 		break;
 	case MMS_TAG_FREE:
+	case MMS_TAG_FREE_STACK:
 		ev->kind = MMS_EV_FREE;
 		ev->addr = r->addr;
+		ev->stack = r->type == MMS_TAG_FREE_STACK ? (uint32_t)r->u[0] : 0;
 		break;
 	case MMS_TAG_MMAP:
 		ev->kind = MMS_EV_MALLOC;

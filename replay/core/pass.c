@@ -509,10 +509,11 @@ int mms__state_event_block(const struct mms__state *st, const mms_event_t *ev, m
 {
 	if (!st->last_blk_valid)
 		return 0;
-	mms__state_blk_export(st, &st->last_blk, b);
+	mms__state_blk_export(st, st->last_blk, b);
 	if (st->last_free_event != UINT64_MAX) {
 		b->free_event = st->last_free_event;
 		b->free_thread = ev->thread;
+		b->free_stack = ev->stack;
 	}
 	return 1;
 }

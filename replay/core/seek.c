@@ -369,6 +369,7 @@ struct each_ctx {
 	const struct mms__state *st;
 	int (*fn)(const mms_block_t *b, void *ctx);
 	void *ctx;
+	int at_end; /* the replay stands after the log's last event */
 };
 
 static int each_export(const struct mms__blk *k, void *ctx)
@@ -377,15 +378,20 @@ static int each_export(const struct mms__blk *k, void *ctx)
 	mms_block_t b;
 
 	mms__state_blk_export(e->st, k, &b);
+	/* At the end, what the runtimes keep as the leaks report counts it
+	 * (a CPython interpreter's state at exit too). */
+	if (e->at_end)
+		b.runtime = mms__blk_runtime_at_end(e->st->log, k);
 	return e->fn(&b, e->ctx);
 }
 
 MMS__EXPORT int mms_replay_blocks(const mms_replay_t *r, int (*fn)(const mms_block_t *b, void *ctx), void *ctx)
 {
-	struct each_ctx e = { r ? &r->st : NULL, fn, ctx };
+	struct each_ctx e = { r ? &r->st : NULL, fn, ctx, 0 };
 
 	if (!r || !fn)
 		return MMS_EUSAGE;
+	e.at_end = r->st.pos >= r->log->events;
 	return mms__state_each(&r->st, each_export, &e);
 }
 
@@ -412,12 +418,13 @@ static int freed_in(mms_replay_t *r, ptrdiff_t k, uint64_t to, uint64_t addr, mm
 		rc = 0;
 		if (s.last.kind != MMS_EV_FREE || !s.st.last_blk_valid)
 			continue;
-		k2 = &s.st.last_blk;
+		k2 = s.st.last_blk;
 		if (addr < k2->addr || addr - k2->addr >= k2->size)
 			continue;
 		mms__state_blk_export(&s.st, k2, b);
 		b->free_event = s.last.id;
 		b->free_thread = s.last.thread;
+		b->free_stack = s.last.stack;
 		found = 1;
 	}
 	mms_iter_close(s.it);

@@ -116,10 +116,18 @@ struct mms__state {
 	struct mms__owners own;
 
 	/* The last event's block, for mms_replay_event_block(). */
-	struct mms__blk last_blk;
+	/* The last event's block, when last_blk_valid: its slot (a freed
+	 * block's slot keeps its fields until the next event takes it), or
+	 * last_piece for the part of a mapping an munmap removed. Valid
+	 * until the next event is applied. */
+	const struct mms__blk *last_blk;
+	struct mms__blk last_piece;
 	uint64_t last_free_event;
 	int last_blk_valid;
 	int64_t last_slot;           /* last_blk's slot, or -1 */
+	/* When the last event was an OWNER tag (msmemscope_owner_tag) of
+	 * last_blk: the owner the block had before it, now replaced. */
+	const char *last_old_owner;
 
 	/* The last frees of HOST and POOL blocks, oldest first in a ring of
 	 * MMS__RECENT_FREES (allocated at the first free), so that a free of

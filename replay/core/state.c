@@ -30,6 +30,7 @@ void mms__state_init(struct mms__state *st, mms_log_t *log)
 	st->ow = &st->own;
 	st->maps.ref = map_ref;
 	st->maps.ctx = st;
+	st->last_blk = &st->last_piece;
 }
 
 void mms__state_free(struct mms__state *st)
@@ -228,9 +229,7 @@ static void kind_add(struct mms__state *st, mms_kind_summary_t *k, uint64_t size
 		st->peak_total = total;
 }
 
-/* Fills the new slot b from a MALLOC event, and the last event's block
- * with it: each field stored twice from a register, where copying the
- * slot just written would stall on its stores. */
+/* Fills the new slot b from a MALLOC event, the last event's block. */
 static inline void blk_fill(struct mms__state *st, struct mms__blk *b, const mms_event_t *ev, struct mms__tstate *t)
 {
 	struct mms__blk n;
@@ -266,7 +265,7 @@ static inline void blk_fill(struct mms__state *st, struct mms__blk *b, const mms
 		.refs = 1,
 	};
 	*b = n;
-	st->last_blk = n;
+	st->last_blk = b;
 	st->last_free_event = UINT64_MAX;
 	st->last_blk_valid = 1;
 	st->last_slot = b - st->blks;
@@ -274,7 +273,7 @@ static inline void blk_fill(struct mms__state *st, struct mms__blk *b, const mms
 
 static void last_set(struct mms__state *st, const struct mms__blk *b, uint64_t free_event)
 {
-	st->last_blk = *b;
+	st->last_blk = b;
 	st->last_free_event = free_event;
 	st->last_blk_valid = 1;
 	st->last_slot = b - st->blks;
@@ -511,7 +510,7 @@ static int apply_mmap(struct mms__state *st, const mms_event_t *ev, struct mms__
 		blk_fill(st, &st->blks[slot], ev, t);
 		/* A mapping past the top of the address space (only a damaged
 		 * log has one) ends there, and counts what it covers. */
-		st->blks[slot].size = st->last_blk.size = hi - ev->addr;
+		st->blks[slot].size = hi - ev->addr;
 		rc = mms__ivset_add_val(&st->maps, ev->addr, hi, (uint64_t)slot, &bytes);
 		if (rc) {
 			st->last_blk_valid = 0;
@@ -530,7 +529,9 @@ static int apply_mmap(struct mms__state *st, const mms_event_t *ev, struct mms__
 		i = mms__ivset_find(&st->maps, ev->addr);
 		if (i != (size_t)-1) {
 			last_set(st, &st->blks[st->maps.iv[i].val], ev->id);
-			st->last_blk.size = ev->size;
+			st->last_piece = *st->last_blk;
+			st->last_piece.size = ev->size;
+			st->last_blk = &st->last_piece;
 		}
 		rc = mms__ivset_remove(&st->maps, ev->addr, hi, &bytes);
 		if (rc)
@@ -564,7 +565,7 @@ static int apply_memory(struct mms__state *st, const mms_event_t *ev, struct mms
 	t->realloc_runtime = 0;
 	rc = keyed_free(st, &st->host, ev, NULL);
 	if (ev->sub == MMS_FREE_REALLOC && st->last_blk_valid)
-		t->realloc_runtime = st->last_blk.runtime;
+		t->realloc_runtime = st->last_blk->runtime;
 	return rc;
 }
 
@@ -585,8 +586,8 @@ static int apply_op(struct mms__state *st, const mms_event_t *ev, struct mms__ts
 }
 
 /* msmemscope_owner_tag(): the live block containing the address takes
- * the owner; the last event's block is it as it was, under its old owner,
- * so that a subscriber sees what moved (decompose). */
+ * the owner; the last event's block is it, and last_old_owner its owner
+ * before, so that a subscriber sees what moved (decompose). */
 static int apply_owner_tag(struct mms__state *st, const mms_event_t *ev)
 {
 	struct mms__blk *b = (struct mms__blk *)mms__state_find(st, ev->addr);
@@ -598,6 +599,7 @@ static int apply_owner_tag(struct mms__state *st, const mms_event_t *ev)
 	if (!owner)
 		return -ENOMEM;
 	last_set(st, b, UINT64_MAX);
+	st->last_old_owner = b->owner;
 	b->owner = owner;
 	return 0;
 }
@@ -831,6 +833,7 @@ void mms__state_blk_export(const struct mms__state *st, const struct mms__blk *b
 	out->owner = b->owner;
 	out->pool = b->pool;
 	out->free_event = UINT64_MAX;
+	out->free_stack = 0;
 	if (mms__blk_inherited(st, b)) {
 		out->inherited = 1;
 		out->step = 0;
@@ -873,12 +876,14 @@ int64_t mms__state_slot_of(const struct mms__state *st, const struct mms__blk *b
 	const uint64_t *v = NULL;
 	size_t i;
 
+	/* The block of the event just applied (freed already, its slot not
+	 * yet taken again), or a piece of its mapping. */
+	if (b == st->last_blk && st->last_blk_valid)
+		return st->last_slot;
 	if (b >= st->blks && b < st->blks + st->nblks)
 		return b->refs ? b - st->blks : -1;
-	/* The block of the event just applied: freed already, its slot not
-	 * yet taken again. */
-	if (b == &st->last_blk)
-		return st->last_blk_valid ? st->last_slot : -1;
+	if (b == &st->last_piece)
+		return -1;
 	if (b->mem == MMS_MEM_HOST) {
 		v = mms__map_get(&st->host, b->addr);
 	} else if (b->mem == MMS_MEM_MMAP) {

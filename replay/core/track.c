@@ -205,7 +205,7 @@ static int launch_event(struct mms__track *t, const struct mms__state *st, const
 		t->has_ended = 1;
 	} else if ((ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE) && st->last_blk_valid) {
 		for (i = 0; i < th->n; i++)
-			mms__counts_add(&th->ops[i].m, ev->kind == MMS_EV_MALLOC, st->last_blk.size);
+			mms__counts_add(&th->ops[i].m, ev->kind == MMS_EV_MALLOC, st->last_blk->size);
 	}
 	return 0;
 }
@@ -225,7 +225,7 @@ int mms__track_event(struct mms__track *t, const struct mms__state *st, const mm
 		if (s) {
 			s->events++;
 			if (memory) {
-				mms__counts_add(&s->m, ev->kind == MMS_EV_MALLOC, st->last_blk.size);
+				mms__counts_add(&s->m, ev->kind == MMS_EV_MALLOC, st->last_blk->size);
 				if (live_bytes(st) > s->m.peak_bytes) {
 					s->m.peak_bytes = live_bytes(st);
 					s->m.peak_event = ev->id;

@@ -523,7 +523,8 @@ int mms__xpass_row(struct mms__xpass *x, struct mms__xrow *row)
 		row->type = mem_type(ev, &x->blk, x->has_blk);
 		set_ptr(row, ev->addr);
 		rc = attr_memory(x, a);
-		if (!rc && ev->kind == MMS_EV_MALLOC && ev->stack)
+		/* A FREE's stack: the call that freed (version 5, stacks on). */
+		if (!rc && ev->stack)
 			rc = mms__xpass_stack(x, ev->stack, &row->cstack, &row->cstack_len);
 		break;
 	case MMS_EV_ACCESS:

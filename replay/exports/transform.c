@@ -213,7 +213,7 @@ static int unmap_whole(const struct mms__xf *x, const mms_event_t *ev, const str
 static int on_event(struct mms__xf *x, const mms_event_t *ev, uint64_t mmap_before)
 {
 	const struct mms__state *st = x->st;
-	const struct mms__blk *b = &st->last_blk;
+	const struct mms__blk *b = st->last_blk;
 	uint64_t bytes, total;
 	int64_t g;
 

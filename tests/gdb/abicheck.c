@@ -43,7 +43,7 @@ int main(void)
 	F(mms_block_t, step), F(mms_block_t, op_launch), F(mms_block_t, op), F(mms_block_t, kernel_launches);
 	F(mms_block_t, owner), F(mms_block_t, pool), F(mms_block_t, free_event), F(mms_block_t, free_thread);
 	F(mms_block_t, inherited), F(mms_block_t, origin_pid), F(mms_block_t, origin_event);
-	F(mms_block_t, runtime);
+	F(mms_block_t, runtime), F(mms_block_t, free_stack);
 	END();
 	BEGIN("Where", mms_where_t);
 	F(mms_where_t, position), F(mms_where_t, events), F(mms_where_t, step), F(mms_where_t, in_step);
@@ -60,6 +60,7 @@ int main(void)
 	BEGIN("StackGroup", mms_stack_group_t);
 	F(mms_stack_group_t, stack), F(mms_stack_group_t, blocks), F(mms_stack_group_t, bytes);
 	F(mms_stack_group_t, addr), F(mms_stack_group_t, size), F(mms_stack_group_t, step), F(mms_stack_group_t, op);
+	F(mms_stack_group_t, runtime);
 	END();
 	BEGIN("Frame", mms_frame_t);
 	F(mms_frame_t, ip), F(mms_frame_t, function), F(mms_frame_t, file), F(mms_frame_t, line);
@@ -75,6 +76,20 @@ int main(void)
 	F(mms_config_t, watch), F(mms_config_t, log_limit), F(mms_config_t, clock), F(mms_config_t, log_thread);
 	F(mms_config_t, unwind), F(mms_config_t, unwind_check), F(mms_config_t, guard), F(mms_config_t, guard_redzone);
 	F(mms_config_t, guard_quarantine), F(mms_config_t, unknown), F(mms_config_t, bad);
+	END();
+	BEGIN("GuardFinding", mms_guard_finding_t);
+	F(mms_guard_finding_t, kind), F(mms_guard_finding_t, event), F(mms_guard_finding_t, thread);
+	F(mms_guard_finding_t, addr), F(mms_guard_finding_t, size), F(mms_guard_finding_t, family);
+	F(mms_guard_finding_t, alloc_fn), F(mms_guard_finding_t, alloc_stack), F(mms_guard_finding_t, free_stack);
+	F(mms_guard_finding_t, at_stack), F(mms_guard_finding_t, alloc_event), F(mms_guard_finding_t, free_event);
+	F(mms_guard_finding_t, since), F(mms_guard_finding_t, since_event), F(mms_guard_finding_t, steps_in_window);
+	F(mms_guard_finding_t, launches_in_window), F(mms_guard_finding_t, offset), F(mms_guard_finding_t, length);
+	F(mms_guard_finding_t, bytes), F(mms_guard_finding_t, nbytes), F(mms_guard_finding_t, last_launch);
+	F(mms_guard_finding_t, last_op);
+	END();
+	BEGIN("Guard", mms_guard_t);
+	F(mms_guard_t, findings), F(mms_guard_t, nfindings), F(mms_guard_t, by_kind), F(mms_guard_t, checks);
+	F(mms_guard_t, guard_on), F(mms_guard_t, status);
 	END();
 	return 0;
 }

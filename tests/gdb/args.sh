@@ -15,7 +15,7 @@ session args "$progs/stomp" -ex 'break ready' -ex run \
 	-ex 'memscope at step 99999999999999999999' -ex 'memscope at step 4294967296' -ex 'memscope at step 0' \
 	-ex 'memscope at event -1' -ex 'memscope at event 18446744073709551615' \
 	-ex 'memscope break step 99999999999999999999' -ex 'memscope break step 1.5' \
-	-ex 'memscope block 0' -ex 'memscope watch' \
+	-ex 'memscope block 0' -ex 'memscope watch' -ex 'memscope watch no_such_var 16' \
 	-ex 'set $n = 4' -ex 'memscope watch nb sizeof(float)*$n' -ex 'memscope watch' -ex 'memscope info' \
 	-ex continue -ex continue -ex continue -ex 'memscope watch'
 expect args 'memscope: SIZE 18446744073709551615 is out of range: it must be from 1 to 268435456.' "SIZE 2^64-1"
@@ -28,9 +28,11 @@ expect args 'memscope: steps count from 1.' "step 0"
 expect args 'memscope: event -1 is out of range' "a negative event"
 expect args 'memscope: event 18446744073709551615 is out of range' "an event past the log's numbering"
 expect args 'memscope: step 1.5 is not an integer' "a step that is not an integer"
+expect args 'memscope: cannot evaluate no_such_var: No symbol "no_such_var" in current context.' \
+	"an EXPR that does not evaluate, with a SIZE: the error is EXPR's"
 expect args 'memscope: no watches.' "no watch set by the refused commands"
 expect args 'memscope: watch 1: nb, 16 bytes at' "SIZE as an expression with a convenience variable"
 expect args 'changed in operator scale (launch 3, step 1)' "the watch set after the errors works"
 expect args 'exited normally' "the program's end"
-expect_count args 'usage: memscope' 12 "a usage line for each refused command"
+expect_count args 'usage: memscope' 13 "a usage line for each refused command"
 expect_rc "gdb's exit status"

@@ -6,7 +6,7 @@
 . "${top_srcdir:?run this test through make check}/tests/gdb/lib.sh"
 
 set --
-for c in watch unwatch leaks at info block break; do
+for c in watch unwatch leaks at info block break pinpoint check; do
 	set -- "$@" -ex "help memscope $c"
 done
 session help "$progs/leaky" -ex 'help memscope' "$@" \
@@ -20,6 +20,6 @@ session help "$progs/leaky" -ex 'help memscope' "$@" \
 	-ex 'memscope break later' -ex 'memscope break op load' -ex 'memscope break delete' \
 	-ex 'start' -ex 'memscope watch' -ex 'memscope watch kept[0]' -ex 'memscope watch main' \
 	-ex 'memscope watch nosuchthing' -ex 'memscope watch kept 0' -ex 'memscope watch 0 8' \
-	-ex 'memscope unwatch 1' -ex 'memscope unwatch'
+	-ex 'memscope unwatch 1' -ex 'memscope unwatch' -ex 'memscope pinpoint' -ex 'memscope pinpoint now'
 expect help 'List of memscope subcommands:' "help memscope"
 compare help

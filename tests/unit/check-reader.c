@@ -835,6 +835,71 @@ START_TEST(test_pools_and_names)
 }
 END_TEST
 
+/* FREE_STACK records (format version 5): a free with the stack of the call
+ * that freed. The iterator gives the stack on the FREE event; a replay
+ * (its fast heap decoder) gives it as the freed block's free_stack; a
+ * plain FREE, and a realloc's FREE_STACK of the old block, alike. */
+static void free_stack(struct lb *b, uint64_t stamp, int fn, uint64_t addr, uint64_t stack)
+{
+	lb_begin(b, (uint8_t)(MMS_TAG_FREE_STACK | fn), stamp);
+	lb_addr(b, addr);
+	lb_u(b, stack);
+	lb_end(b);
+}
+
+START_TEST(test_free_stacks)
+{
+	struct lb *b = one_thread();
+	mms_replay_t *r;
+	mms_block_t blk;
+	mms_log_t *log;
+	mms_iter_t *it;
+	mms_event_t ev;
+
+	lb_alloc(b, 20, MMS_ALLOC_MALLOC, 0x1000, 64, 0);
+	lb_alloc(b, 21, MMS_ALLOC_MALLOC, 0x2000, 32, 0);
+	lb_alloc(b, 22, MMS_ALLOC_MALLOC, 0x3000, 16, 0);
+	free_stack(b, 30, MMS_FREE_FREE, 0x1000, 7);
+	free_stack(b, 31, MMS_FREE_REALLOC, 0x2000, 300);
+	lb_alloc(b, 32, MMS_ALLOC_REALLOC, 0x4000, 48, 0);
+	lb_free(b, 33, MMS_FREE_FREE, 0x3000);
+	log = write_open(b, SIZE_MAX);
+	ck_assert_int_eq(mms_iter_open(log, &it), 0);
+	for (int k = 0; k < 5; k++)
+		ck_assert_int_eq(mms_iter_next(it, &ev), 1); /* SYSTEM, 3 MALLOC, FREE */
+	ck_assert_int_eq(ev.kind, MMS_EV_FREE);
+	ck_assert_int_eq(ev.sub, MMS_FREE_FREE);
+	ck_assert_uint_eq(ev.addr, 0x1000);
+	ck_assert_uint_eq(ev.stack, 7);
+	ck_assert_int_eq(mms_iter_next(it, &ev), 1);
+	ck_assert_int_eq(ev.kind, MMS_EV_FREE);
+	ck_assert_int_eq(ev.sub, MMS_FREE_REALLOC);
+	ck_assert_uint_eq(ev.addr, 0x2000);
+	ck_assert_uint_eq(ev.stack, 300);
+	ck_assert_int_eq(mms_iter_next(it, &ev), 1);
+	ck_assert_int_eq(ev.kind, MMS_EV_MALLOC);
+	ck_assert_uint_eq(ev.addr, 0x4000);
+	ck_assert_int_eq(mms_iter_next(it, &ev), 1);
+	ck_assert_int_eq(ev.kind, MMS_EV_FREE);
+	ck_assert_uint_eq(ev.stack, 0);
+	mms_iter_close(it);
+	ck_assert_int_eq(mms_replay_open(log, &r), 0);
+	ck_assert_int_eq(mms_replay_seek(r, 8), 0);
+	ck_assert_int_eq(mms_replay_freed_block_at(r, 0x1010, &blk), 1);
+	ck_assert_uint_eq(blk.addr, 0x1000);
+	ck_assert_uint_eq(blk.free_stack, 7);
+	ck_assert_int_eq(mms_replay_freed_block_at(r, 0x2000, &blk), 1);
+	ck_assert_uint_eq(blk.free_stack, 300);
+	ck_assert_int_eq(mms_replay_freed_block_at(r, 0x3000, &blk), 1);
+	ck_assert_uint_eq(blk.free_stack, 0);
+	ck_assert_int_eq(mms_replay_block_at(r, 0x4000, &blk), 1);
+	ck_assert_uint_eq(blk.free_stack, 0);
+	mms_replay_close(r);
+	mms_log_close(log);
+	lb_destroy(b);
+}
+END_TEST
+
 /* WATCH checksum records (format version 2): decoded into events, and the
  * watch analysis over them: a block changed by launch 2 (softmax), after
  * an unchanged launch 1 and a change between launches 2 and 3. A version 1
@@ -1018,6 +1083,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_pools_and_names);
 	tcase_add_test(tc, test_steps);
 	tcase_add_test(tc, test_watch_sums);
+	tcase_add_test(tc, test_free_stacks);
 	tcase_add_test(tc, test_time_conversion);
 	suite_add_tcase(s, tc);
 	return s;

@@ -16,14 +16,15 @@ line_of() {
 	grep -n "$2 \*/" "$1" | head -n 1 | cut -d: -f1
 }
 
-# run NAME ARGS...: NAME under --guard, its stdout in NAME.out, the report
-# in NAME.err, the guard analysis of its log as JSON in NAME.json.
+# run NAME ARGS...: NAME under --guard (or $guard_opt), its stdout in
+# NAME.out, the report in NAME.err, the guard analysis of its log as JSON
+# in NAME.json.
 run() {
 	name=$1
 	shift
 	rm -rf "out-$name"
 	status=0
-	"$MMS_LAUNCHER" --guard --call-stack=c:8 --output="out-$name" --error-exitcode=99 -- "$dir/$name" "$@" \
+	"$MMS_LAUNCHER" "${guard_opt:---guard}" --call-stack=c:8 --output="out-$name" --error-exitcode=99 -- "$dir/$name" "$@" \
 		>"$name.out" 2>"$name.err" || status=$?
 	log=$(ls "out-$name"/*/memscope_*.mms | head -n 1)
 	[ -f "$log" ] || fail "$name: no log: $(cat "$name.err")"
@@ -94,6 +95,26 @@ if [ -x "$dir/deletemalloc" ]; then
 else
 	note "deletemalloc: not built (no C++ compiler); mismatched free not checked"
 fi
+
+# Damage to a block that lives through six operator launches: found at
+# its free, the window holds all six; with --guard=ops, the check at the
+# end of the third launch finds it, and the window holds that launch.
+error opsdamage overflow 64
+expect_key opsdamage.json findings.0.launches_in_window 6
+expect_key opsdamage.json findings.0.last_op '"store"'
+guard_opt=--guard=ops
+error opsdamage overflow 64
+guard_opt=
+expect_key opsdamage.json findings.0.at_stack 0
+expect_key opsdamage.json findings.0.launches_in_window 1
+expect_key opsdamage.json findings.0.last_launch 3
+expect_key opsdamage.json findings.0.last_op '"scale"'
+[ "$(jget opsdamage.json findings.0.window_from)" -gt "$(jget opsdamage.json findings.0.alloc_event)" ] ||
+	fail "opsdamage --guard=ops: the window begins at the allocation, not at the check of launch 2's end"
+grep -q "done by operator launch 3 (scale)" opsdamage.err || fail "opsdamage --guard=ops: the launch is not named: $(cat opsdamage.err)"
+expect_key opsdamage.json checks 7
+"$MMS_LAUNCHER" --guard=heap,typo -- true 2>typo.err && fail "--guard=heap,typo was accepted"
+grep -q "expected heap or ops" typo.err || fail "--guard=heap,typo: $(cat typo.err)"
 
 # The window of a damage found at free: from the allocation to the free.
 expect_eq "strcpy1 window" "$(jget strcpy1.json findings.0.window_from)" "$(jget strcpy1.json findings.0.alloc_event)"

@@ -1,0 +1,539 @@
+# SPDX-License-Identifier: MIT
+"""pinpoint: `memscope pinpoint', from the operator launch a watch stop
+named to the instruction that stored the bytes.
+
+A watch stop (watch.report) tells which launch L of which operator
+changed which bytes; it is kept here (remember). `memscope pinpoint'
+re-runs the program to the start of launch L (the recorder stops there
+as for `memscope break op', at the first launch of the operator numbered
+L or later), checks that the re-run allocated the watched block as the
+first run did, and puts hardware watchpoints on the changed bytes, the
+largest ranges first, as many as the debug registers hold. The first
+store that changes one of those bytes stops the program: its source
+line, and for a store inside a C library routine (memset, memcpy,
+strcpy, ...) the program's own call of it. gdb's Python never calls the
+program: everything is read from its memory, the log and gdb's own
+symbol tables."""
+
+import os
+
+import gdb
+
+from . import fmt, gdbif, replaylib
+from .session import Command, Error, in_hooks
+
+# x86-64 (and most other targets gdb debugs on Linux): four debug
+# registers, each watching an aligned word of 1, 2, 4 or 8 bytes. A
+# range of aligned 8-byte words takes one register a word.
+DEBUG_REGISTERS = 4
+WORD = 8
+
+# The shared objects whose code is a C library's, not the program's.
+_LIBC_PREFIXES = ("libc.so", "libc-", "ld-linux", "ld64.so", "libstdc++.so", "libgcc_s.so")
+
+
+class Target:
+    """What a watch stop found: the launch, its operator, the step, and the
+    bytes each watch saw change (address, old, new), with the watched
+    block (addr, size, allocation, launch, operator) as the first run
+    allocated it."""
+
+    def __init__(self, launch, op, step, log_path, changes):
+        self.launch, self.op, self.step, self.log_path = launch, op, step, log_path
+        self.changes = changes  # [(watch number, expr, address, old, new, block or None)]
+
+    def changed_addresses(self):
+        out = set()
+        for _, _, addr, old, new, _ in self.changes:
+            out.update(addr + i for i in range(min(len(old), len(new))) if old[i] != new[i])
+        return out
+
+    def describe(self):
+        return "launch %d of operator %s (%s)" % (self.launch, self.op, fmt.step_name(self.step))
+
+
+class State:
+    """A pinpoint under way: the target, the user's breakpoints disabled
+    for the re-run (gdb numbers), whether the re-run started (the
+    recorder was loaded in it), and the hardware watchpoints set."""
+
+    def __init__(self, target):
+        self.target = target
+        self.disabled = []
+        self.started = False
+        self.reached = False
+        self.old = {}          # address -> the byte there at the start of launch L
+        self.watchpoints = []  # PinpointWatchpoint
+
+
+def remember(session, d, changes):
+    """Called at each watch stop with [(slot, addr, old, new)]: the target
+    of the next `memscope pinpoint'."""
+    if not d.op_launch or not changes:
+        session.pinpoint_target = None if not changes else Target(0, d.op_name.decode("utf-8", "replace"),
+                                                                   d.step, None, [])
+        return
+    try:
+        path = session.log_path()
+    except gdb.GdbError:
+        path = None
+    out = []
+    for slot, addr, old, new in changes:
+        w = session.watches.get(slot)
+        out.append((slot + 1, w.expr if w else "0x%x" % addr, addr, old, new, w.block if w else None))
+    session.pinpoint_target = Target(d.op_launch, d.op_name.decode("utf-8", "replace"), d.step, path, out)
+
+
+def word_ranges(addresses):
+    """The aligned WORD-byte words holding the addresses, adjacent words
+    merged: [(start, length)], largest first (then lowest address)."""
+    words = sorted({a - a % WORD for a in addresses})
+    ranges = []
+    for w in words:
+        if ranges and ranges[-1][0] + ranges[-1][1] == w:
+            ranges[-1] = (ranges[-1][0], ranges[-1][1] + WORD)
+        else:
+            ranges.append((w, WORD))
+    return sorted(ranges, key=lambda r: (-r[1], r[0]))
+
+
+def plan(ranges, registers):
+    """(watched, left out): the largest ranges first, each whole while the
+    registers last; a range that no longer fits whole gets its first
+    words in the registers left. Each list holds (start, length)."""
+    watched, left = [], []
+    free = registers
+    for start, length in ranges:
+        words = length // WORD
+        if words <= free:
+            watched.append((start, length))
+            free -= words
+        elif free:
+            watched.append((start, free * WORD))
+            left.append((start + free * WORD, length - free * WORD))
+            free = 0
+        else:
+            left.append((start, length))
+    return watched, left
+
+
+def registers_in_use(skip=()):
+    """Debug registers the user's own enabled hardware watchpoints and
+    breakpoints hold (at least one each)."""
+    kinds = (gdb.BP_HARDWARE_WATCHPOINT, gdb.BP_READ_WATCHPOINT, gdb.BP_ACCESS_WATCHPOINT,
+             getattr(gdb, "BP_HARDWARE_BREAKPOINT", -1))
+    return sum(1 for b in gdb.breakpoints()
+               if b.is_valid() and b.enabled and b.type in kinds and not isinstance(b, PinpointWatchpoint)
+               and b.number not in skip)
+
+
+class StartBreakpoint(gdb.Breakpoint):
+    """On msmemscope_gdb_stopped(): stops the re-run at the first launch
+    of the target's operator numbered L or later (the recorder stops
+    there because the operator's name is in break_op)."""
+
+    def __init__(self, session):
+        super().__init__("msmemscope_gdb_stopped", internal=True)
+        self.silent = True
+        self.s = session
+
+    def stop(self):
+        p = self.s.pinpoint
+        if p is None or p.reached:
+            return False
+        try:
+            d = gdbif.Handle(check=False).read()
+        except Exception:  # noqa: BLE001 -- a stop() must not leave a traceback
+            return False
+        if d.reason != gdbif.REASON_OP or d.op_launch < p.target.launch:
+            return False
+        p.reached = True
+        return True
+
+
+class PinpointWatchpoint(gdb.Breakpoint):
+    """A hardware write watchpoint on [start, start + length): stops when a
+    store changed one of the bytes the first run saw change (gdb itself
+    stops only when the watched bytes changed; the other bytes of the
+    words are let pass)."""
+
+    def __init__(self, session, start, length, wanted, old):
+        super().__init__("*(unsigned char (*)[%d]) 0x%x" % (length, start), gdb.BP_WATCHPOINT, gdb.WP_WRITE)
+        self.silent = True
+        self.s, self.start, self.length = session, start, length
+        self.wanted = wanted  # the addresses that changed in the first run
+        self.before = old     # the bytes before the store (updated when one is let pass)
+        self.hit = None       # (old bytes, new bytes) of the store that stopped
+
+    def stop(self):
+        try:
+            now = bytes(gdb.selected_inferior().read_memory(self.start, self.length))
+        except Exception:  # noqa: BLE001 -- a stop() must not leave a traceback
+            return True
+        if any(now[i] != self.before[i] for i in range(self.length) if self.start + i in self.wanted):
+            self.hit = (self.before, now)
+            self.before = now
+            return True
+        self.before = now
+        return False
+
+
+def restore_breakpoints(p):
+    """Enables again the breakpoints the re-run ran without."""
+    for number in p.disabled:
+        for b in gdb.breakpoints():
+            if b.number == number and b.is_valid():
+                b.enabled = True
+    p.disabled = []
+
+
+def delete_watchpoints(p):
+    for w in p.watchpoints:
+        if w.is_valid():
+            w.delete()
+    p.watchpoints = []
+
+
+class PinpointCommand(Command):
+    """Run again to the operator launch a watch stop named, and stop at the store.
+
+Usage: memscope pinpoint
+
+After `memscope watch' stopped and named launch L of operator OP and the
+bytes it changed, `memscope pinpoint' runs the program again from the
+start (gdb asks first, as `run' does, when it is running) to the start
+of launch L, and puts hardware watchpoints on the changed bytes: the
+aligned 8-byte words that hold them, the largest ranges first, as many
+as the 4 debug registers take (a message says which bytes were left
+out). `continue' then stops at the first instruction that stores a new
+value into one of those bytes: memscope shows its source line (the
+instruction before the one the watchpoint trap stops at) and the bytes
+old -> new; when the store is inside a C library routine (memset,
+memcpy, strcpy, ...), also the program's own call of it, with its
+file:line. The watchpoint that stopped is deleted; `continue' runs on
+(and stops again at a store into the other bytes still watched).
+
+The re-run is checked against the first run: the watched block must be
+allocated again at the same address with the same size, as the same
+allocation, and launch L must be a launch of OP; memscope says when they
+differ (a program whose allocations or launches depend on time, input or
+threads). gdb turns address randomization off (`set
+disable-randomization'), so a deterministic program gets its heap at the
+same addresses. The breakpoints of the session are disabled during the
+re-run and enabled again at the start of launch L."""
+
+    USAGE = "usage: memscope pinpoint"
+
+    def __init__(self, session):
+        super().__init__("memscope pinpoint", gdb.COMMAND_RUNNING)
+        self.s = session
+
+    def run(self, arg, from_tty):
+        if arg.strip():
+            raise Error(self.USAGE)
+        t = self.s.pinpoint_target
+        if t is None:
+            raise Error("memscope: no watch has stopped the program yet, so there is nothing to pinpoint: set one "
+                        "with `memscope watch EXPR' and `continue' until an operator launch changes it.")
+        from . import guard
+        if isinstance(t, guard.GuardTarget):
+            return self.run_guard(t, guard)
+        if not t.launch:
+            raise Error("memscope: the last watch stop found the change outside any operator launch (after %s); "
+                        "pinpoint re-runs to the start of the launch that made a change. Use gdb's `watch' "
+                        "from there." % (t.op or "no launch so far"))
+        if not self.s.recording:
+            raise Error("memscope: the program runs without the recorder; pinpoint needs it.")
+        if self.s.pinpoint_bp is None or not self.s.pinpoint_bp.is_valid():
+            self.s.pinpoint_bp = StartBreakpoint(self.s)
+        p = self.start(t)
+        gdb.write("memscope: pinpoint: running the program again to the start of %s%s.\n"
+                  % (t.describe(), ", without the session's breakpoints until then" if p.disabled else ""))
+        try:
+            gdb.execute("run")
+        except gdb.error as e:
+            restore_breakpoints(p)
+            self.s.pinpoint = None
+            raise Error("memscope: pinpoint: the program was not run again: %s" % e)
+        if p.reached:
+            return
+        restore_breakpoints(p)
+        if not self.s.running():
+            self.s.pinpoint = None
+            gdb.write("memscope: pinpoint: the re-run ended before %s began: its launches differ from the first "
+                      "run's.\n" % t.describe())
+        else:
+            gdb.write("memscope: pinpoint: the re-run stopped before launch %d began; `continue' goes on to it "
+                      "and sets the watchpoints there.\n" % t.launch)
+
+    def start(self, t):
+        """A new pinpoint of t (ending one under way), with the session's
+        enabled breakpoints disabled."""
+        if self.s.pinpoint is not None:
+            delete_watchpoints(self.s.pinpoint)
+            restore_breakpoints(self.s.pinpoint)
+        p = State(t)
+        # The user's (gdb.breakpoints() lists internal ones too, such as
+        # StartBreakpoint, which must stay enabled).
+        p.disabled = [b.number for b in gdb.breakpoints() if b.is_valid() and b.enabled and b.number > 0]
+        for b in gdb.breakpoints():
+            if b.number in p.disabled:
+                b.enabled = False
+        self.s.pinpoint = p
+        return p
+
+    def run_guard(self, t, guard):
+        """pinpoint after a guard finding: the session's breakpoints stay
+        disabled until the store."""
+        p = self.start(t)
+        try:
+            guard.pinpoint_guard(self.s, t, p)
+        except gdb.GdbError:
+            delete_watchpoints(p)
+            restore_breakpoints(p)
+            self.s.pinpoint = None
+            raise
+
+
+def on_stop(session, ev):
+    """The stop handler: at the start of launch L, the watchpoints; at a
+    pinpoint watchpoint, the store."""
+    p = session.pinpoint
+    if p is None or not isinstance(ev, gdb.BreakpointEvent):
+        return
+    try:
+        hits = [b for b in ev.breakpoints if isinstance(b, PinpointWatchpoint) and b.hit is not None]
+        if hits:
+            report_store(session, p, hits)
+        elif p.reached and not p.watchpoints and session.pinpoint_bp in ev.breakpoints:
+            arm(session, p)
+    except (gdb.error, gdb.GdbError, gdbif.NotLoaded, replaylib.ReplayError) as e:
+        gdb.write("memscope: pinpoint: %s\n" % e)
+
+
+def on_exited(session):
+    p = session.pinpoint
+    if p is None:
+        return
+    if not p.started:
+        return  # the first run, killed for the re-run
+    if not p.reached:
+        gdb.write("memscope: pinpoint: the program ended before %s began: the re-run's launches differ from the "
+                  "first run's.\n" % p.target.describe())
+    elif p.watchpoints:
+        gdb.write("memscope: pinpoint: the program ended with no further store into the watched bytes; "
+                  "its hardware watchpoints are deleted.\n")
+    restore_breakpoints(p)
+    delete_watchpoints(p)
+    session.pinpoint = None
+
+
+def on_hooks_loaded(session):
+    if session.pinpoint is not None:
+        session.pinpoint.started = True
+
+
+def check_rerun(session, p, d):
+    """Lines saying how the re-run matches the first run: the launch and
+    its operator, the watched blocks' allocations, the bytes."""
+    t = p.target
+    lines = []
+    if d.op_launch != t.launch:
+        lines.append("warning: the re-run differs from the first run: launch %d was not a launch of %s; the "
+                     "first one at or after it is launch %d. The watchpoints are set at its start."
+                     % (t.launch, t.op, d.op_launch))
+    with replaylib.Log(session.log_path()) as log, replaylib.Replay(log) as r:
+        r.seek(log.info().events)
+        for number, expr, addr, old, new, block in t.changes:
+            if block is None:
+                continue
+            b = r.block_at(block[0])
+            if b is None:
+                lines.append("warning: the re-run differs from the first run: no live block at 0x%x, where watch "
+                             "%d's block was (%s, allocation %d)." % (block[0], number, fmt.exact_bytes(block[1]),
+                                                                     block[2]))
+                continue
+            same = b.addr == block[0] and b.size == block[1] and b.alloc_id == block[2] and \
+                b.op_launch == block[3]
+            how = "%s, allocation %d%s" % (fmt.exact_bytes(b.size), b.alloc_id,
+                                            ", in launch %d of %s" % (b.op_launch, replaylib.text(b.op))
+                                            if b.op_launch else "")
+            if same:
+                lines.append("the re-run allocated watch %d's block (%s) as the first run did: 0x%x, %s."
+                             % (number, expr, b.addr, how))
+            else:
+                was = "%s, allocation %d%s" % (fmt.exact_bytes(block[1]), block[2],
+                                               ", in launch %d of %s" % (block[3], block[4]) if block[3] else "")
+                lines.append("warning: the re-run differs from the first run: the block at 0x%x is %s; the first "
+                             "run's was 0x%x, %s. The watchpoints may watch other data."
+                             % (b.addr, how, block[0], was))
+    return lines
+
+
+def arm(session, p):
+    """At the start of launch L in the re-run: checks it against the first
+    run, enables the session's breakpoints again, and sets the hardware
+    watchpoints."""
+    t = p.target
+    h = gdbif.Handle()
+    d = h.read()
+    restore_breakpoints(p)
+    for line in check_rerun(session, p, d):
+        gdb.write("memscope: pinpoint: %s\n" % line)
+    inferior = gdb.selected_inferior()
+    wanted = t.changed_addresses()
+    first_old = {}
+    for _, _, addr, old, new, _ in t.changes:
+        first_old.update((addr + i, old[i]) for i in range(min(len(old), len(new))) if old[i] != new[i])
+    ranges = word_ranges(wanted)
+    free = DEBUG_REGISTERS - registers_in_use()
+    watched, left = plan(ranges, max(free, 0))
+    if not watched:
+        raise Error("no debug register is free for a watchpoint (the session's hardware watchpoints and "
+                    "breakpoints hold all %d); delete some and run `memscope pinpoint' again." % DEBUG_REGISTERS)
+    differ = 0
+    for start, length in watched:
+        old = bytes(inferior.read_memory(start, length))
+        differ += sum(1 for i in range(length) if start + i in first_old and old[i] != first_old[start + i])
+        wp = PinpointWatchpoint(session, start, length, wanted, old)
+        p.watchpoints.append(wp)
+        if wp.type != gdb.BP_HARDWARE_WATCHPOINT:
+            delete_watchpoints(p)
+            raise Error("gdb cannot set hardware watchpoints here (`show can-use-hw-watchpoints'); a software "
+                        "watchpoint would single-step the program. Nothing is watched.")
+    nbytes = sum(1 for a in wanted if any(s <= a < s + n for s, n in watched))
+    gdb.write("memscope: pinpoint: at the start of %s; hardware watchpoint%s %s on %s (%s the first run saw "
+              "change):\n" % (t.describe(), "s" if len(watched) > 1 else "",
+                              ", ".join(str(w.number) for w in p.watchpoints),
+                              fmt.plural(sum(n for _, n in watched), "byte"), fmt.plural(nbytes, "byte")))
+    for start, length in watched:
+        gdb.write("    0x%x..0x%x%s\n" % (start, start + length, where_in_watch(t, start)))
+    if differ:
+        gdb.write("memscope: pinpoint: warning: %s of them hold other values now than before launch %d in the "
+                  "first run.\n" % (fmt.plural(differ, "byte"), t.launch))
+    if left:
+        gdb.write("memscope: pinpoint: not all changed bytes fit in the %d debug registers (an aligned 8-byte "
+                  "word each%s); left out, smallest ranges last:\n"
+                  % (DEBUG_REGISTERS, "; %d free" % free if free != DEBUG_REGISTERS else ""))
+        for start, length in left:
+            gdb.write("    0x%x..0x%x (%s)\n" % (start, start + length, fmt.plural(length, "byte")))
+    gdb.write("memscope: pinpoint: `continue' stops at the store.\n")
+    session.select_user_frame()
+
+
+def where_in_watch(t, addr):
+    for number, expr, waddr, old, _, _ in t.changes:
+        if waddr <= addr < waddr + len(old) or addr <= waddr < addr + WORD:
+            return " (watch %d, %s, at %+d)" % (number, expr, addr - waddr)
+    return ""
+
+
+def _libc_frame(frame):
+    name = gdb.solib_name(frame.pc())
+    return bool(name) and os.path.basename(name).startswith(_LIBC_PREFIXES)
+
+
+def store_pc(frame):
+    """The address of the instruction that stored: a hardware watchpoint
+    traps after it, so the one before the pc in the frame's function
+    (disassembled from its start); the pc itself for a string
+    instruction (rep movs/stos) that traps with iterations left."""
+    pc = frame.pc()
+    arch = frame.architecture()
+    try:
+        here = arch.disassemble(pc)[0]["asm"]
+        if here.startswith("rep") and int(frame.read_register("rcx")) != 0:
+            return pc
+    except (gdb.error, ValueError, IndexError):
+        pass
+    block = gdb.block_for_pc(pc)
+    while block is not None and block.superblock is not None and not block.superblock.is_static:
+        block = block.superblock
+    if block is None or block.function is None or pc - block.start > 1 << 16:
+        return None
+    prev = None
+    for insn in arch.disassemble(block.start, pc):
+        if insn["addr"] >= pc:
+            break
+        prev = insn["addr"]
+    return prev
+
+
+def location(frame, pc=None):
+    """'op_run at /src/stomp.c:37' for pc in frame (its pc by default)."""
+    pc = frame.pc() if pc is None else pc
+    sal = gdb.find_pc_line(pc)
+    name = frame.name() or "??"
+    if sal.symtab is None:
+        lib = gdb.solib_name(pc)
+        return "%s (%s)" % (name, os.path.basename(lib) if lib else "no line information")
+    return "%s at %s:%d" % (name, sal.symtab.filename, sal.line)
+
+
+def report_store(session, p, hits):
+    t = p.target
+    frame = gdb.newest_frame()
+    for wp in hits:
+        old, new = wp.hit
+        wp.hit = None
+        changed, lines = fmt.diff_lines(old, new, wp.start, max_lines=session.diff_lines)
+        gdb.write("memscope: pinpoint: hardware watchpoint %d: a store changed %s at 0x%x%s (old -> new):\n"
+                  % (wp.number, fmt.plural(changed, "byte"), wp.start, where_in_watch(t, wp.start) if t.changes
+                     else ""))
+        for line in lines:
+            gdb.write(line + "\n")
+    while frame is not None and in_hooks(frame.pc()):
+        frame = frame.older()
+    if frame is None:
+        frame = gdb.newest_frame()
+    user = frame
+    if _libc_frame(frame):
+        caller = frame.older()
+        while caller is not None and (_libc_frame(caller) or in_hooks(caller.pc())):
+            caller = caller.older()
+        gdb.write("memscope: pinpoint: the store is in %s, a C library routine,\n" % location(frame))
+        if caller is not None:
+            sal = caller.find_sal()
+            gdb.write("  called by the program from %s\n" % (
+                "%s at %s:%d" % (caller.name() or "??", sal.symtab.filename, sal.line) if sal.symtab
+                else location(caller)))
+            user = caller
+    else:
+        pc = store_pc(frame)
+        if pc is None:
+            gdb.write("memscope: pinpoint: the store is just before %s\n" % location(frame))
+        else:
+            sal = gdb.find_pc_line(pc)
+            gdb.write("memscope: pinpoint: the store is the instruction at 0x%x in %s\n" % (pc, location(frame, pc)))
+            if sal.symtab is not None:
+                try:
+                    gdb.execute("list %s:%d,%d" % (sal.symtab.filename, sal.line, sal.line))
+                except gdb.error:
+                    pass
+    try:
+        d = gdbif.Handle().read()
+        launches = d.launches
+    except (gdbif.NotLoaded, gdb.error):
+        launches = None
+    if not t.launch:
+        from . import guard
+        guard.check_block(session, t)
+        restore_breakpoints(p)
+    elif launches is not None and launches != t.launch:
+        gdb.write("memscope: pinpoint: note: %d operator launches have begun now, not %d: the store came after "
+                  "launch %d began%s.\n" % (launches, t.launch, t.launch,
+                                            ", in a later launch or between launches" if launches > t.launch
+                                            else ""))
+    for wp in hits:
+        if wp.is_valid():
+            wp.delete()
+    p.watchpoints = [w for w in p.watchpoints if w.is_valid()]
+    if p.watchpoints:
+        gdb.write("memscope: pinpoint: watchpoint%s %s still watch%s the other changed bytes; `continue' stops "
+                  "at their store.\n" % ("s" if len(p.watchpoints) > 1 else "",
+                                         ", ".join(str(w.number) for w in p.watchpoints),
+                                         "" if len(p.watchpoints) > 1 else "es"))
+    else:
+        gdb.write("memscope: pinpoint: its watchpoint is deleted; `continue' runs the program on.\n")
+        session.pinpoint = None
+    user.select()
