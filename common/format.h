@@ -131,6 +131,9 @@ enum mms_tag {
 	MMS_TAG_STEP = 0x48,        /* (none): ends step k, begins step k+1 */
 	MMS_TAG_OWNER_PUSH = 0x50,  /* u tag-string */
 	MMS_TAG_OWNER_POP = 0x51,   /* (none) */
+	MMS_TAG_OWNER_TAG = 0x52,   /* (version 5) daddr, u tag-string: the live block
+	                               containing the address belongs to that owner
+	                               from now on (msmemscope_owner_tag) */
 	MMS_TAG_WATCH = 0x58,       /* | enum mms_watch_phase: see there */
 	MMS_TAG_COLLECT = 0x60,     /* u on (1 = start, 0 = stop) */
 	MMS_TAG_SYSTEM = 0x68,      /* | enum mms_system_phase */

@@ -284,6 +284,20 @@ MMS_EXPORT void msmemscope_owner_pop(void)
 	api_leave();
 }
 
+/* Recorded whenever the log is open, as push and pop are: a tag names a
+ * block for the whole of its life, so one allocated before a --steps
+ * window or a msmemscope_start() is named too. */
+MMS_EXPORT void msmemscope_owner_tag(const void *ptr, const char *tag)
+{
+	struct mms_thread *t = api_enter();
+
+	if (!t)
+		return;
+	mms__rec_addr_event(t, MMS_TAG_OWNER_TAG, mms__stamp_obtain(), (uintptr_t)ptr, 1, mms__intern_string(t, tag),
+			    0, 0);
+	api_leave();
+}
+
 static void pool_event(uint8_t tag, const char *pool, const void *ptr, size_t size, size_t total, size_t used)
 {
 	struct mms_thread *t;

@@ -25,6 +25,7 @@ MMS_STUB void msmemscope_access(const void *ptr, size_t size, int mode)
 }
 MMS_STUB void msmemscope_owner_push(const char *tag) { (void)tag; }
 MMS_STUB void msmemscope_owner_pop(void) {}
+MMS_STUB void msmemscope_owner_tag(const void *ptr, const char *tag) { (void)ptr, (void)tag; }
 MMS_STUB int msmemscope_recording(void) { return 0; }
 MMS_STUB void msmemscope_pool_alloc(const char *pool, const void *ptr, size_t size, size_t total, size_t used)
 {

@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-#define MSMEMSCOPE_API_VERSION 1
+#define MSMEMSCOPE_API_VERSION 2
 
 /* Ends the current step and begins the next one. Steps are numbered from 1:
  * the code before the first call is step 1. */
@@ -50,6 +50,14 @@ void msmemscope_access(const void *ptr, size_t size, int mode);
  * "outer@inner@..." (the tags of the calling thread, outermost first). */
 void msmemscope_owner_push(const char *tag);
 void msmemscope_owner_pop(void);
+
+/* (API version 2) Tags the live block containing ptr with owner `tag`
+ * after the fact: the block belongs to `tag` (replacing what was pushed
+ * when it was allocated) from its allocation on, in every analysis that
+ * reads the log past this call. A framework names its blocks by role this
+ * way (msmemscope.torch: "weight", "gradient", "optimizer_state", ...).
+ * An address inside no live block tags nothing. */
+void msmemscope_owner_tag(const void *ptr, const char *tag);
 
 /* Custom allocators report their blocks: `pool` names the allocator,
  * `total` is the bytes it reserved from the system, `used` the bytes it has

@@ -250,14 +250,16 @@ static const char *parse_input(struct opts *o, char *value)
 	return NULL;
 }
 
+/* With --compare, which launches to align; when recording, msMemScope's
+ * way of asking for launches (0 and 1 are its older spellings). */
 static const char *parse_level(struct opts *o, char *value)
 {
-	if (strcmp(value, "op") == 0)
+	if (strcmp(value, "op") == 0 || strcmp(value, "0") == 0)
 		o->level = MMS_COMPARE_OP;
-	else if (strcmp(value, "kernel") == 0)
+	else if (strcmp(value, "kernel") == 0 || strcmp(value, "1") == 0)
 		o->level = MMS_COMPARE_KERNEL;
 	else
-		return "expected op or kernel";
+		return "expected op or kernel (0 or 1)";
 	o->level_set = true;
 	return NULL;
 }
@@ -509,8 +511,13 @@ void parse_args(int argc, char **argv, struct opts *o)
 				  report_opt);
 		return;
 	}
-	if (o->input[0] || o->level_set)
-		die_usage("%s goes with --compare", o->input[0] ? "--input" : "--level");
+	if (o->input[0])
+		die_usage("--input goes with --compare");
+	/* --level=op|kernel when recording: the launches are recorded (the
+	 * aten operators of msmemscope.torch, the program's own, its kernel
+	 * launches), whatever --events says. */
+	if (o->level_set)
+		o->rec.events |= MMS_CONFIG_EV_LAUNCH;
 	if (i >= argc)
 		die_usage("no program to run (usage: %s [options] [--] prog [args...])", cli_progname);
 	o->argv = argv + i;
@@ -572,6 +579,9 @@ static void print_help(void)
 	       "  --collect-mode=MODE   immediate (default): record from the start;\n"
 	       "                        deferred: record only between msmemscope_start() and\n"
 	       "                        msmemscope_stop() calls in the program.\n"
+	       "  --level=op|kernel     record operator (op, 0) or kernel (kernel, 1) launches:\n"
+	       "                        adds launch to --events (a PyTorch program's aten\n"
+	       "                        operators with msmemscope.torch are operator launches).\n"
 	       "  --steps=N[,N...]      record only these steps (1 to 5 step numbers, from 1,\n"
 	       "                        as msmemscope_step() counts them). Default: all.\n"
 	       "  --no-follow-exec      do not record the images the program execs (default:\n"

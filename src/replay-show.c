@@ -83,7 +83,7 @@ static const char *sub_name(const mms_event_t *ev)
 		       : ev->sub == MMS_MSTX_RANGE_END ? "range_end"
 						       : "mark";
 	case MMS_EV_OWNER:
-		return ev->sub != MMS_OWNER_PUSH ? "pop" : "push";
+		return ev->sub == MMS_OWNER_TAG ? "tag" : ev->sub != MMS_OWNER_PUSH ? "pop" : "push";
 	case MMS_EV_COLLECT:
 		return ev->sub != MMS_COLLECT_STOP ? "start" : "stop";
 	default:
@@ -251,8 +251,18 @@ static void event_text(struct show *s, const mms_event_t *ev, const mms_block_t 
 		if (has_block)
 			fprintf(s->out, " (allocation %" PRIu64 ")", b->alloc_id);
 		break;
+	case MMS_EV_OWNER:
+		if (ev->sub == MMS_OWNER_TAG) {
+			fprintf(s->out, " 0x%" PRIx64 " '%s'", ev->addr, ev->name ? ev->name : "");
+			if (has_block)
+				fprintf(s->out, " (allocation %" PRIu64 ")", b->alloc_id);
+			else
+				fputs(" (no live block)", s->out);
+			break;
+		}
+		/* fall through */
 	case MMS_EV_MSTX:
-		if (ev->sub != MMS_MSTX_MARK)
+		if (ev->kind == MMS_EV_MSTX && ev->sub != MMS_MSTX_MARK)
 			fprintf(s->out, " id %" PRIu64, ev->range_id);
 		/* fall through */
 	default:

@@ -32,6 +32,7 @@ static struct api {
 	void (*range_end)(uint64_t id);
 	void (*owner_push)(const char *tag);
 	void (*owner_pop)(void);
+	void (*owner_tag)(const void *ptr, const char *tag);
 	void (*watch)(const void *ptr, size_t size, const char *name);
 	void (*start)(void);
 	void (*stop)(void);
@@ -64,6 +65,7 @@ static void api_load(void)
 	api.range_end = (void (*)(uint64_t))sym("msmemscope_range_end");
 	api.owner_push = (void (*)(const char *))sym("msmemscope_owner_push");
 	api.owner_pop = (void (*)(void))sym("msmemscope_owner_pop");
+	api.owner_tag = (void (*)(const void *, const char *))sym("msmemscope_owner_tag");
 	api.watch = (void (*)(const void *, size_t, const char *))sym("msmemscope_watch");
 	api.start = (void (*)(void))sym("msmemscope_start");
 	api.stop = (void (*)(void))sym("msmemscope_stop");
@@ -145,6 +147,20 @@ static PyObject *py_watch_range(PyObject *self, PyObject *args)
 		return PyErr_Format(PyExc_ValueError, "watch: the range 0x%llx + %llu wraps around", addr, size);
 	if (api.watch)
 		api.watch((const void *)(uintptr_t)addr, (size_t)size, name);
+	Py_RETURN_NONE;
+}
+
+/* owner_tag(address, tag): the live block containing address belongs to
+ * owner tag (msmemscope_owner_tag). */
+static PyObject *py_owner_tag(PyObject *self, PyObject *args)
+{
+	unsigned long long addr;
+	const char *tag;
+
+	if (!PyArg_ParseTuple(args, "Ks", &addr, &tag))
+		return NULL;
+	if (api.owner_tag)
+		api.owner_tag((const void *)(uintptr_t)addr, tag);
 	Py_RETURN_NONE;
 }
 
@@ -587,6 +603,7 @@ static PyMethodDef methods[] = {
 	{ "range_end", py_range_end, METH_O, "Ends the range of that id." },
 	{ "owner_push", py_owner_push, METH_O, "Pushes an owner tag." },
 	{ "owner_pop", py_owner_pop, METH_NOARGS, "Pops the innermost owner tag." },
+	{ "owner_tag", py_owner_tag, METH_VARARGS, "owner_tag(address, tag): tags the live block there." },
 	{ "watch_range", py_watch_range, METH_VARARGS, "watch_range(address, size, name): watches the range." },
 	{ "buffer_range", py_buffer_range, METH_O, "(address, size) of a contiguous buffer." },
 	{ "start", py_start, METH_NOARGS, "Starts collection (deferred mode)." },

@@ -108,7 +108,11 @@ enum mms_free_func {
 enum mms_access_sub { MMS_ACC_UNKNOWN = 0, MMS_ACC_READ = 1, MMS_ACC_WRITE = 2 };
 enum mms_op_sub { MMS_OP_START = 0, MMS_OP_END = 1 };
 enum mms_mstx_sub { MMS_MSTX_MARK = 0, MMS_MSTX_RANGE_START = 1, MMS_MSTX_RANGE_END = 2 };
-enum mms_owner_sub { MMS_OWNER_PUSH = 0, MMS_OWNER_POP = 1 };
+/* MMS_OWNER_TAG (format 5, msmemscope_owner_tag()): addr and name: the
+ * live block containing addr belongs to owner `name` from its allocation
+ * on; the heap state renames it, and decompose files it (at the peak too,
+ * when it was live there) under that owner. */
+enum mms_owner_sub { MMS_OWNER_PUSH = 0, MMS_OWNER_POP = 1, MMS_OWNER_TAG = 2 };
 enum mms_collect_sub { MMS_COLLECT_STOP = 0, MMS_COLLECT_START = 1 };
 
 enum mms_watch_sub {
@@ -127,7 +131,7 @@ typedef struct mms_event {
 	uint16_t kind;      /* enum mms_event_kind */
 	uint16_t sub;       /* subtype, see above */
 	uint16_t mem;       /* enum mms_mem_kind, for MALLOC and FREE */
-	uint64_t addr;      /* MALLOC, FREE, ACCESS, WATCH */
+	uint64_t addr;      /* MALLOC, FREE, ACCESS, WATCH, OWNER tag */
 	uint64_t size;      /* MALLOC, ACCESS, WATCH, and FREE where the record has it */
 	uint32_t stack;     /* allocation stack id, 0 = none */
 	uint64_t total;     /* POOL: bytes the pool reserved; WATCH sums: the launch */

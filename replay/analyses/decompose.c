@@ -405,6 +405,37 @@ static int dpass_begin(struct mms__sub *sub, struct mms_pass *pass)
 	return mms__state_each(p->st, seed_blk, p) ? -ENOMEM : 0;
 }
 
+/* A block tagged with an owner after the fact (msmemscope_owner_tag):
+ * its bytes move from its old owner's group to the new one's, now, and
+ * at the last peak too when the block was live there: a block live now
+ * that was allocated before the peak was live at the peak. */
+static int dpass_retag(struct dpass *p, const mms_event_t *ev)
+{
+	const struct mms__state *st = p->st;
+	const struct mms__blk *now = st->last_blk;
+	struct mms__blk old;
+	struct fgroup *from, *to;
+
+	if (!st->last_blk_valid || st->last_old_owner == now->owner)
+		return 0;
+	old = *now;
+	old.owner = st->last_old_owner;
+	if (fgroup_move(p, &old, -(int64_t)old.size, -1) || fgroup_move(p, now, (int64_t)now->size, 1))
+		return -ENOMEM;
+	if (old.alloc_event < p->peak_pos) {
+		/* fgroup_move() kept both groups' peak figures: move them too. */
+		from = fgroup_of(p, old.mem, old.pool, old.owner);
+		to = fgroup_of(p, now->mem, now->pool, now->owner);
+		if (!from || !to)
+			return -ENOMEM;
+		from->pk_bytes -= old.size;
+		from->pk_blocks--;
+		to->pk_bytes += now->size;
+		to->pk_blocks++;
+	}
+	return 0;
+}
+
 static int dpass_event(struct mms__sub *sub, struct mms_pass *pass, const mms_event_t *ev)
 {
 	struct dpass *p = (struct dpass *)sub;
@@ -413,6 +444,8 @@ static int dpass_event(struct mms__sub *sub, struct mms_pass *pass, const mms_ev
 	int malloc = ev->kind == MMS_EV_MALLOC, rc = 0;
 
 	(void)pass;
+	if (ev->kind == MMS_EV_OWNER)
+		return ev->sub == MMS_OWNER_TAG ? dpass_retag(p, ev) : 0;
 	if (ev->mem == MMS_MEM_MMAP) {
 		/* A new mapping where nothing was mapped is a block more;
 		 * anything else may have cut or covered other mappings. */
@@ -521,7 +554,7 @@ MMS__EXPORT int mms_decompose_add(mms_pass_t *pass, const mms_decompose_options_
 	p->res = *out;
 	mms__map_init(&p->ix);
 	p->sub.name = "decompose";
-	p->sub.kinds = 1u << MMS_EV_MALLOC | 1u << MMS_EV_FREE;
+	p->sub.kinds = 1u << MMS_EV_MALLOC | 1u << MMS_EV_FREE | 1u << MMS_EV_OWNER;
 	p->sub.begin = dpass_begin;
 	p->sub.event = dpass_event;
 	p->sub.end = dpass_end;

@@ -245,6 +245,14 @@ static void on_access(struct ipass *p, struct iblk *b, uint64_t op)
 			b->early_free_op = p->last_free_op;
 		}
 	}
+	/* An access in an enclosing launch, after accesses in launches it
+	 * ran (an operator's outputs written at its end), has a lower
+	 * operator number than those: no idle time, and the later number
+	 * stays the last use. */
+	if (op <= b->last_access_op) {
+		b->last_was_access = 1;
+		return;
+	}
 	if (b->last_access_op && op - b->last_access_op > p->threshold && b->size >= p->o.min_size &&
 	    !(b->types & MMS_INEFF_TEMPORARY_IDLENESS)) {
 		b->types |= MMS_INEFF_TEMPORARY_IDLENESS;

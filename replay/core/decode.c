@@ -60,6 +60,7 @@ static const char *const layouts[256] = {
 	[MMS_TAG_STEP] = "",
 	[MMS_TAG_OWNER_PUSH] = "u",
 	[MMS_TAG_OWNER_POP] = "",
+	[MMS_TAG_OWNER_TAG] = "au",
 	[MMS_TAG_WATCH + MMS_WATCH_REGISTER] = "auu",
 	[MMS_TAG_WATCH + MMS_WATCH_BEFORE ... MMS_TAG_WATCH + MMS_WATCH_AFTER] = "auuuuu",
 	[MMS_TAG_COLLECT] = "u",
@@ -92,6 +93,7 @@ static const uint8_t event_fields[256] = {
 	[MMS_TAG_STEP] = 1,
 	[MMS_TAG_OWNER_PUSH] = 1 + 1,
 	[MMS_TAG_OWNER_POP] = 1,
+	/* Not OWNER_TAG: the open pass counts those (log.c). */
 	[MMS_TAG_WATCH + MMS_WATCH_REGISTER] = 1 + 3,
 	[MMS_TAG_WATCH + MMS_WATCH_BEFORE ... MMS_TAG_WATCH + MMS_WATCH_AFTER] = 1 + 6,
 	[MMS_TAG_COLLECT] = 1 + 1,

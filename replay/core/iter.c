@@ -164,6 +164,12 @@ static void rec_to_event(const mms_log_t *log, const struct mms__rec *r, uint32_
 		if (r->type == MMS_TAG_OWNER_PUSH)
 			ev->name = mms__log_string(log, r->u[0]);
 		break;
+	case MMS_TAG_OWNER_TAG:
+		ev->kind = MMS_EV_OWNER;
+		ev->sub = MMS_OWNER_TAG;
+		ev->addr = r->addr;
+		ev->name = mms__log_string(log, r->u[0]);
+		break;
 	case MMS_TAG_WATCH:
 		ev->kind = MMS_EV_WATCH;
 		ev->addr = r->addr;

@@ -118,6 +118,8 @@ struct mms_log {
 	int file_cut;              /* the file ends before the chunks it holds do */
 	int chunks_lost;           /* a chunk is missing or cannot be read */
 	int fini;                  /* an exit record (SYSTEM fini) was read */
+	uint64_t owner_tags;       /* OWNER_TAG records read (format 5): exports then
+	                              read the log twice (export-rows.c) */
 	char cut_what[160];
 	uint64_t bad_stacks;       /* atomic: walks of stack ids that do not resolve */
 };

@@ -198,6 +198,8 @@ static int walk_chunk(mms_log_t *log, uint64_t k, const uint8_t *p, const uint8_
 			first_event = 0;
 			if (r.tag == (MMS_TAG_SYSTEM | MMS_SYSTEM_FINI))
 				log->fini = 1;
+			if (r.tag == MMS_TAG_OWNER_TAG)
+				log->owner_tags++;
 			continue;
 		}
 		rc = mms__meta_record(log, &r);

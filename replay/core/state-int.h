@@ -125,6 +125,9 @@ struct mms__state {
 	uint64_t last_free_event;
 	int last_blk_valid;
 	int64_t last_slot;           /* last_blk's slot, or -1 */
+	/* When the last event was an OWNER tag (msmemscope_owner_tag) of
+	 * last_blk: the owner the block had before it, now replaced. */
+	const char *last_old_owner;
 
 	/* The last frees of HOST and POOL blocks, oldest first in a ring of
 	 * MMS__RECENT_FREES (allocated at the first free), so that a free of

@@ -585,8 +585,29 @@ static int apply_op(struct mms__state *st, const mms_event_t *ev, struct mms__ts
 	return 0;
 }
 
+/* msmemscope_owner_tag(): the live block containing the address takes
+ * the owner; the last event's block is it, and last_old_owner its owner
+ * before, so that a subscriber sees what moved (decompose). */
+static int apply_owner_tag(struct mms__state *st, const mms_event_t *ev)
+{
+	struct mms__blk *b = (struct mms__blk *)mms__state_find(st, ev->addr);
+	const char *owner, *name = ev->name ? ev->name : "";
+
+	if (!b)
+		return 0;
+	owner = mms__state_owner(st, name, strlen(name));
+	if (!owner)
+		return -ENOMEM;
+	last_set(st, b, UINT64_MAX);
+	st->last_old_owner = b->owner;
+	b->owner = owner;
+	return 0;
+}
+
 static int apply_owner(struct mms__state *st, const mms_event_t *ev, struct mms__tstate *t)
 {
+	if (ev->sub == MMS_OWNER_TAG)
+		return apply_owner_tag(st, ev);
 	if (ev->sub == 1) {
 		if (!t->ntags)
 			return 0;

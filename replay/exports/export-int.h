@@ -113,6 +113,7 @@ struct mms__xpass {
 	mms_log_t *log;
 	mms_symbolizer_t *sym; /* names the frames; NULL: raw addresses */
 	const mms_inefficient_t *inefficient; /* tags MALLOC rows, or NULL */
+	const struct mms__xowners *owners;    /* owners given later, or NULL */
 	const struct mms__state *st;
 	mms_log_info_t info;
 	mms_export_t *res;

@@ -96,6 +96,81 @@ uint64_t mms__xpass_step_of(const struct mms__xpass *x, uint64_t id)
 	return mms__track_step_of(x->track, id);
 }
 
+/* --- owners given after the fact ---------------------------------------------------- */
+
+/* A log with OWNER_TAG records (format 5, msmemscope_owner_tag) names
+ * some blocks' owners only after their MALLOC: a first read of the log
+ * collects each tagged block's last owner, by allocation id, and the
+ * export reads it again, so that a MALLOC row carries the owner its
+ * block ends with, as msMemScope's rows do (it writes them once the block
+ * is freed). Owned by the pass: its drop frees it. */
+struct mms__xowners {
+	struct mms__sub sub;
+	const struct mms__state *st;
+	struct mms__map last; /* alloc_id -> the owner (an interned string) */
+};
+
+static int xowners_begin(struct mms__sub *sub, struct mms_pass *p)
+{
+	((struct mms__xowners *)sub)->st = mms__pass_state(p);
+	return 0;
+}
+
+static int xowners_event(struct mms__sub *sub, struct mms_pass *p, const mms_event_t *ev)
+{
+	struct mms__xowners *o = (struct mms__xowners *)sub;
+	const struct mms__blk *b;
+	uint64_t *v;
+	int isnew;
+
+	(void)p;
+	if (ev->sub != MMS_OWNER_TAG || !(b = mms__state_find(o->st, ev->addr)))
+		return 0;
+	v = mms__map_put(&o->last, b->alloc_id, &isnew);
+	if (!v)
+		return -ENOMEM;
+	*v = (uint64_t)(uintptr_t)b->owner;
+	return 0;
+}
+
+static void xowners_drop(struct mms__sub *sub)
+{
+	struct mms__xowners *o = (struct mms__xowners *)sub;
+
+	mms__map_free(&o->last);
+	free(o);
+}
+
+/* Adds the first read's collector to p. Returns it, or NULL when out of
+ * memory. */
+static struct mms__xowners *xowners_add(mms_pass_t *p, int *status)
+{
+	struct mms__xowners *o = calloc(1, sizeof(*o));
+
+	if (!o)
+		return NULL;
+	mms__map_init(&o->last);
+	o->sub.name = "export owners";
+	o->sub.kinds = 1u << MMS_EV_OWNER;
+	o->sub.begin = xowners_begin;
+	o->sub.event = xowners_event;
+	o->sub.drop = xowners_drop;
+	o->sub.status = status;
+	if (mms__pass_add(p, &o->sub)) {
+		xowners_drop(&o->sub);
+		return NULL;
+	}
+	return o;
+}
+
+/* The owner of the current MALLOC row's block: the last it was given. */
+static const char *row_owner(const struct mms__xpass *x)
+{
+	const uint64_t *v = x->owners ? mms__map_get(&x->owners->last, x->blk.alloc_id) : NULL;
+
+	return v ? (const char *)(uintptr_t)*v : x->blk.owner;
+}
+
 /* --- the pass -------------------------------------------------------------------- */
 
 int mms__xpass_init(struct mms__xpass *x, mms_pass_t *p, const mms_export_options_t *opt, mms_export_t *res)
@@ -117,6 +192,13 @@ int mms__xpass_init(struct mms__xpass *x, mms_pass_t *p, const mms_export_option
 	 * the export then reads the log again after it. */
 	if (x->inefficient && mms__inefficient_filling(x->inefficient) == p)
 		x->sub.round = 1;
+	/* Last: once added, the collector is the pass's. */
+	if (p->log->owner_tags) {
+		x->owners = xowners_add(p, &res->status);
+		if (!x->owners)
+			return -ENOMEM;
+		x->sub.round = 1;
+	}
 	return 0;
 }
 
@@ -369,9 +451,9 @@ static int attr_memory(struct mms__xpass *x, struct mms__xbuf *a)
 		rc |= mms__xbuf_puts(a, ",size:");
 		rc |= mms__xbuf_u64(a, x->has_blk ? b->size : ev->size);
 	}
-	if (ev->kind == MMS_EV_MALLOC && x->has_blk && b->owner) {
+	if (ev->kind == MMS_EV_MALLOC && x->has_blk && row_owner(x)) {
 		rc |= mms__xbuf_puts(a, ",owner:");
-		rc |= mms__xbuf_puts(a, b->owner);
+		rc |= mms__xbuf_puts(a, row_owner(x));
 	}
 	if (ev->mem == MMS_MEM_POOL) {
 		rc |= mms__xbuf_puts(a, ",total:");

@@ -105,6 +105,10 @@ static uint64_t all_events(struct lb *b, uint64_t s)
 	lb_event1(b, MMS_TAG_RANGE_END, s++, 7);
 	lb_event1(b, MMS_TAG_OWNER_PUSH, s++, 5);
 	lb_event0(b, MMS_TAG_OWNER_POP, s++);
+	lb_begin(b, MMS_TAG_OWNER_TAG, s++);
+	lb_addr(b, 0x10208);
+	lb_u(b, 5);
+	lb_end(b);
 	lb_begin(b, MMS_TAG_WATCH, s++);
 	lb_addr(b, 0x10300);
 	lb_u(b, 32);

@@ -26,7 +26,7 @@ import sys
 
 from . import _msmemscope as _c
 
-__all__ = ["config", "start", "stop", "step", "recording", "op", "owner", "range", "mark",
+__all__ = ["config", "start", "stop", "step", "recording", "op", "owner", "owner_tag", "range", "mark",
            "kernel_launch", "watch", "tracer"]
 
 # msMemScope's config() keys and the launcher options they are.
@@ -40,9 +40,10 @@ _OPTIONS = {
     "data_format": "--data-format",
     "output": "--output",
     "log_level": "--log-level",
+    "level": "--level",
 }
 # Accepted for msMemScope's scripts, and meaningless for a CPU process.
-_IGNORED = ("device", "level")
+_IGNORED = ("device",)
 
 _config = {}
 _said = set()
@@ -99,8 +100,9 @@ def config(**options):
     """Sets the recording options, with msMemScope's names: call_stack
     ("c:10" or "c:10,python:5"), events ("alloc,free,launch,access"),
     collect_mode, steps, analysis ("leaks,decompose"), watch, data_format
-    ("csv" or "db"), output (a folder), log_level; device and level are
-    accepted and ignored. Values are strings (or numbers, lists of them).
+    ("csv" or "db"), output (a folder), log_level, level ("op" or "0":
+    operator launches, a torch program's aten operators with
+    msmemscope.torch); device is accepted and ignored. Values are strings (or numbers, lists of them).
 
     The recorder reads its options when the program starts: under
     `msmemscope -- python3 prog.py` the command line's options apply, and
@@ -229,6 +231,20 @@ def _extent(obj, size):
         raise TypeError("msmemscope.watch(): %s has neither the buffer protocol nor data_ptr(); "
                         "pass an address and size=" % type(obj).__name__) from None
     return addr, int(size if size is not None else n)
+
+
+def owner_tag(obj, tag):
+    """Tags the live block holding obj with owner tag, after the fact: a
+    torch tensor (its storage's block), anything with the buffer protocol,
+    or an int address. The block belongs to tag for its whole life, in
+    decompose at the end and at the peak (msmemscope_owner_tag())."""
+    if isinstance(obj, int):
+        addr = obj
+    elif callable(getattr(obj, "data_ptr", None)):
+        addr = obj.data_ptr()
+    else:
+        addr = _extent(obj, None)[0]
+    _c.owner_tag(addr, str(tag))
 
 
 def watch(obj, name=None, size=None):

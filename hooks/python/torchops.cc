@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: MIT
+// torchops.cc: msmemscope._torchops, PyTorch's aten operators as operator
+// launches: a global RecordFunction callback of libtorch (scope FUNCTION,
+// every aten operator the dispatcher runs, on every thread, backward's
+// included) that calls msmemscope_op_begin(name) at its start and
+// msmemscope_op_end() at its end. Around the outermost operator of a
+// thread it pushes the owner tag "aten", so what operators allocate is
+// aten's until msmemscope.torch tags it with a role. With accesses on
+// (--events with access) it also asks libtorch for each operator's inputs
+// and outputs and declares their storages' blocks read at its start and
+// written at its end (msmemscope_access), for the inefficient analysis.
+//
+// Built only when configure found libtorch's headers (Debian:
+// libtorch-dev) and the interpreter's torch, with that torch's C++ ABI
+// (_GLIBCXX_USE_CXX11_ABI): it links the libtorch_cpu the interpreter's
+// torch loads, so import it after torch. Like _msmemscope, it finds the
+// recorder's API with dlsym(RTLD_DEFAULT) and does nothing without it.
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <dlfcn.h>
+
+#include <ATen/record_function.h>
+
+namespace {
+
+void (*op_begin)(const char *name);
+void (*op_end)(void);
+void (*owner_push)(const char *tag);
+void (*owner_pop)(void);
+void (*access)(const void *ptr, size_t size, int mode);
+at::CallbackHandle handle = at::INVALID_CALLBACK_HANDLE;
+thread_local unsigned depth; // aten operators running on this thread
+
+enum { ACCESS_READ = 1, ACCESS_WRITE = 2 }; // enum msmemscope_access_mode
+
+// The whole block of a tensor's storage: its start is the block's, so a
+// replay finds it at once.
+void access_tensor(const at::Tensor &t, int mode)
+{
+	if (!t.defined() || !t.has_storage() || !t.device().is_cpu())
+		return;
+	const c10::Storage &s = t.storage();
+	if (s.data() && s.nbytes())
+		access(s.data(), s.nbytes(), mode);
+}
+
+void access_value(const c10::IValue &v, int mode)
+{
+	if (v.isTensor()) {
+		access_tensor(v.toTensor(), mode);
+	} else if (v.isTensorList()) {
+		c10::List<at::Tensor> list = v.toTensorList();
+		for (size_t i = 0; i < list.size(); i++)
+			access_tensor(list.get(i), mode);
+	}
+}
+
+// Runs inside every aten operator: no allocation, no Python.
+std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn)
+{
+	op_begin(fn.name());
+	if (depth++ == 0)
+		owner_push("aten");
+	return nullptr;
+}
+
+void on_end(const at::RecordFunction &, at::ObserverContext *)
+{
+	if (depth && --depth == 0)
+		owner_pop();
+	op_end();
+}
+
+// The same, with the inputs read at the start and the outputs written at
+// the end, inside the launch.
+std::unique_ptr<at::ObserverContext> on_start_access(const at::RecordFunction &fn)
+{
+	std::unique_ptr<at::ObserverContext> r = on_start(fn);
+
+	for (const c10::IValue &v : fn.inputs())
+		access_value(v, ACCESS_READ);
+	return r;
+}
+
+void on_end_access(const at::RecordFunction &fn, at::ObserverContext *ctx)
+{
+	for (const c10::IValue &v : fn.outputs())
+		access_value(v, ACCESS_WRITE);
+	on_end(fn, ctx);
+}
+
+// enable(accesses=False): registers the callback once (with accesses,
+// the one that declares the operators' inputs and outputs). Returns True
+// when operators are recorded from now on, False when the process is not
+// recorded.
+PyObject *py_enable(PyObject *, PyObject *args)
+{
+	int (*recording)(void) = reinterpret_cast<int (*)(void)>(dlsym(RTLD_DEFAULT, "msmemscope_recording"));
+	int accesses = 0;
+
+	if (!PyArg_ParseTuple(args, "|p", &accesses))
+		return nullptr;
+
+	if (handle != at::INVALID_CALLBACK_HANDLE)
+		Py_RETURN_TRUE;
+	if (!recording || !recording())
+		Py_RETURN_FALSE;
+	op_begin = reinterpret_cast<void (*)(const char *)>(dlsym(RTLD_DEFAULT, "msmemscope_op_begin"));
+	op_end = reinterpret_cast<void (*)(void)>(dlsym(RTLD_DEFAULT, "msmemscope_op_end"));
+	owner_push = reinterpret_cast<void (*)(const char *)>(dlsym(RTLD_DEFAULT, "msmemscope_owner_push"));
+	owner_pop = reinterpret_cast<void (*)(void)>(dlsym(RTLD_DEFAULT, "msmemscope_owner_pop"));
+	access = reinterpret_cast<void (*)(const void *, size_t, int)>(dlsym(RTLD_DEFAULT, "msmemscope_access"));
+	if (!op_begin || !op_end || !owner_push || !owner_pop || (accesses && !access))
+		Py_RETURN_FALSE;
+	try {
+		if (accesses)
+			handle = at::addGlobalCallback(at::RecordFunctionCallback(on_start_access, on_end_access)
+							       .needsInputs(true)
+							       .needsOutputs(true)
+							       .scopes({ at::RecordScope::FUNCTION }));
+		else
+			handle = at::addGlobalCallback(
+				at::RecordFunctionCallback(on_start, on_end).scopes({ at::RecordScope::FUNCTION }));
+	} catch (const std::exception &e) {
+		return PyErr_Format(PyExc_RuntimeError, "msmemscope: libtorch refused the RecordFunction callback: %s",
+				    e.what());
+	}
+	Py_RETURN_TRUE;
+}
+
+// disable(): removes the callback; operators already begun still end.
+PyObject *py_disable(PyObject *, PyObject *)
+{
+	if (handle != at::INVALID_CALLBACK_HANDLE) {
+		at::removeCallback(handle);
+		handle = at::INVALID_CALLBACK_HANDLE;
+	}
+	Py_RETURN_NONE;
+}
+
+PyMethodDef methods[] = {
+	{ "enable", py_enable, METH_VARARGS,
+	  "enable(accesses=False): records every aten operator as an operator launch (with accesses, its inputs "
+	  "read and outputs written); False when not recorded." },
+	{ "disable", py_disable, METH_NOARGS, "Stops recording aten operators." },
+	{ nullptr, nullptr, 0, nullptr },
+};
+
+PyModuleDef module = {
+	PyModuleDef_HEAD_INIT, "_torchops", "aten operators as msmemscope operator launches (RecordFunction).", -1,
+	methods, nullptr, nullptr, nullptr, nullptr,
+};
+
+} // namespace
+
+extern "C" __attribute__((visibility("default"))) PyObject *PyInit__torchops(void);
+
+PyObject *PyInit__torchops(void)
+{
+	return PyModule_Create(&module);
+}

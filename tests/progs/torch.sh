@@ -1,0 +1,162 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# torch.sh: PyTorch under the recorder with msmemscope.torch, over
+# tests/progs/torchprog.py (a two-layer MLP trained with SGD and momentum):
+# the program prints the same losses recorded as not; every aten operator
+# is an operator launch (aten::addmm, aten::mm in `--step 2`), through the
+# C++ RecordFunction callback where it is built and through the
+# TorchDispatchMode fallback; track() tags the model's memory by role, so
+# that the owners at the end of step 3 (--step 3 and decompose at that
+# event) are its parameter, gradient and momentum bytes exactly; compare,
+# watch and (with accesses) inefficient name aten operators; a clean
+# loop has no per-step leak after warm-up; without operator launches
+# (--events=alloc,free) no operator is recorded, and msMemScope's --level=op
+# asks for them; guard mode finds nothing in torch and changes nothing.
+. "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
+
+. "$top_srcdir/tests/progs/torchlib.sh"
+prog=$top_srcdir/tests/progs/torchprog.py
+
+# The same losses, recorded or not.
+"$MMS_PYTHON" "$prog" >native.out 2>native.err || fail "torchprog.py exited $? natively: $(cat native.err)"
+record t.mms "$MMS_PYTHON" "$prog" >t.out 2>t.err || fail "torchprog.py exited $? recorded: $(cat t.err)"
+grep -v '^ops:' native.out >native.cmp
+grep -v '^ops:' t.out >t.cmp
+diff -u native.cmp t.cmp >t.diff || fail "the recorded program printed otherwise: $(cat t.diff)"
+[ "$(grep -c '^step [1-5] loss' t.out)" = 5 ] || fail "five steps expected: $(cat t.out)"
+grep -qx 'ops: None' native.out || fail "ops() without the recorder: $(head -1 native.out)"
+pbytes=$(sed -n 's/^parameter bytes //p' t.out)
+[ "$pbytes" = 38440 ] || fail "the MLP's parameters take 38440 bytes (64*128+128+128*10+10 floats), it says $pbytes"
+if [ -e "$pkg/msmemscope/_torchops.so" ]; then
+	grep -qx 'ops: record_function' t.out || fail "ops() did not take the RecordFunction callback: $(cat t.out)"
+else
+	grep -qx 'ops: dispatch' t.out || fail "ops() did not fall back to the dispatch mode: $(cat t.out)"
+	echo "msmemscope._torchops is not built (no libtorch-dev): the RecordFunction callback is not tested"
+fi
+
+# `--step 2`: the aten operators of the step, each a launch; Linear's
+# forward is aten::addmm, its backward aten::mm.
+"$MMS_REPLAY" t.mms --step 2 --top 0 >s2.txt 2>s2.err || fail "--step 2 exited $?: $(cat s2.err)"
+for op in aten::linear aten::addmm aten::mm aten::relu aten::threshold_backward; do
+	grep -q "^ *[0-9]*  $op " s2.txt || fail "no $op launch in step 2: $(sed -n '/^Operator launches/,$p' s2.txt | head -40)"
+done
+"$MMS_REPLAY" t.mms --step 2 --json >s2.json 2>s2.err || fail "--step 2 --json exited $?: $(cat s2.err)"
+"$MMS_PYTHON" - s2.json >s2.check 2>&1 <<'PY' || fail "step 2's launches: $(cat s2.check)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+names = [l["name"] for l in d["launches"]]
+# Forward: two Linear layers (addmm each); backward: their weight and input gradients.
+assert names.count("aten::addmm") == 2, names
+assert names.count("aten::mm") >= 3, names
+# The rest: aten operators, the autograd nodes that run them in backward
+# ("autograd::engine::evaluate_function: AddmmBackward0"), the optimizer's
+# profiler range.
+other = [n for n in names if not n.startswith(("aten::", "autograd::engine::evaluate_function: ", "profiler::"))]
+assert not other, other
+PY
+
+# The owners at the end of step 3: weights, gradients and momentum buffers
+# exactly; what operators allocated and no role claimed is aten's.
+"$MMS_REPLAY" t.mms --step 3 --json >s3.json 2>s3.err || fail "--step 3 --json exited $?: $(cat s3.err)"
+"$MMS_PYTHON" - s3.json "$pbytes" >s3.check 2>&1 <<'PY' || fail "step 3's owners: $(cat s3.check)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+p = int(sys.argv[2])
+own = {o["owner"]: (o["bytes"], o["blocks"]) for o in d["owners"]}
+for role in ("weight", "gradient", "optimizer_state"):
+    assert own.get(role) == (p, 4), (role, own.get(role), p)
+# The input batch, saved by the first addmm for backward.
+assert own.get("activation") == (32 * 64 * 4, 1), own.get("activation")
+assert "aten" in own, own
+print(d["end"])
+PY
+end=$(cat s3.check)
+"$MMS_REPLAY" t.mms --analysis decompose --at-event "$end" --json >d.json 2>d.err ||
+	fail "decompose --at-event $end exited $?: $(cat d.err)"
+"$MMS_PYTHON" - d.json "$pbytes" >d.check 2>&1 <<'PY' || fail "decompose at the end of step 3: $(cat d.check)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+p = int(sys.argv[2])
+host = [n for n in d["tree"] if n["name"] == "HOST"][0]
+kids = {n["name"]: n["bytes"] for n in host["children"]}
+assert (kids["weight"], kids["gradient"], kids["optimizer_state"]) == (p, p, p), kids
+PY
+
+# A clean loop: after warm-up (step 1 allocates the gradients and the
+# momentum buffers; CPython and SGD's first momentum update keep a few
+# small blocks from step 2), no block of a step outlives the next.
+"$MMS_REPLAY" t.mms --analysis leaks --warmup-steps 2 >l.txt 2>l.err || fail "leaks exited $?: $(cat l.err)"
+grep -q "^No per-step leaks" l.txt || fail "per-step leaks in a clean loop: $(head -20 l.txt)"
+
+# Compare per aten operator: steps 2 and 3 run the same operators, paired
+# one to one by name; the one difference is SGD's first aten::mul_ of
+# step 2 (see the warm-up above).
+"$MMS_REPLAY" t.mms --compare-steps 2,3 --output-dir cmp >c.txt 2>c.err || fail "--compare-steps 2,3 exited $?: $(cat c.err)"
+n2=$("$MMS_PYTHON" -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["launches"]))' s2.json)
+grep -q "^paired $n2 launches; " c.txt || fail "step 2's $n2 launches are not all paired with step 3's: $(head -5 c.txt)"
+grep -q "^ *-1040 *1040 *0 *#[0-9]*/#[0-9]* aten::mul_$" c.txt || fail "no aten::mul_ difference of 1040 bytes: $(cat c.txt)"
+
+# Watch per aten operator: SGD's update (aten::add_) changes the watched
+# bias once a step.
+record w.mms "$MMS_PYTHON" "$prog" --watch --steps=3 >w.out 2>w.err || fail "--watch exited $?: $(cat w.err)"
+"$MMS_REPLAY" w.mms --analysis watch >wa.txt 2>wa.err || fail "--analysis watch exited $?: $(cat wa.err)"
+grep -q "first changed by aten::add_, launch [0-9]*, step 1," wa.txt || fail "the watch analysis: $(cat wa.txt)"
+grep -q "changed by 3 launches: aten::add_#[0-9]* aten::add_#[0-9]* aten::add_#[0-9]*$" wa.txt ||
+	fail "the bias is not changed by one aten::add_ a step: $(cat wa.txt)"
+
+# Inefficient per aten operator: with access events the C++ callback
+# declares each operator's input storages read and its outputs written;
+# the analysis then judges the blocks over aten launches (an output
+# written at the end of a launch that ran others is no idle time).
+if [ -e "$pkg/msmemscope/_torchops.so" ]; then
+	MSMEMSCOPE_CONFIG='events=alloc,free,launch,access' record a.mms "$MMS_PYTHON" "$prog" --steps=3 >a.out 2>a.err ||
+		fail "events=...,access exited $?: $(tail -5 a.err)"
+	! grep -q 'Exception in RecordFunction callback' a.err || fail "the callback failed in libtorch: $(head -5 a.err)"
+	"$MMS_REPLAY" a.mms --analysis inefficient --json --top 0 >i.json 2>i.err || fail "inefficient exited $?: $(cat i.err)"
+	"$MMS_PYTHON" - i.json >i.check 2>&1 <<'PY' || fail "the inefficient analysis over aten operators: $(cat i.check)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["accesses"] > d["launches"] > 300, (d["accesses"], d["launches"])
+blocks = d["blocks"]
+assert any((b["op"] or "").startswith("aten::") for b in blocks), blocks[:3]
+assert any(b["owner"] == "gradient" for b in blocks), [b["owner"] for b in blocks]
+assert all(b["idle_to_op"] >= b["idle_from_op"] for b in blocks), [b for b in blocks if b["idle_to_op"] < b["idle_from_op"]][:2]
+PY
+fi
+
+# The dispatch-mode fallback: the same launches.
+record f.mms "$MMS_PYTHON" "$prog" --ops=dispatch --steps=3 >f.out 2>f.err || fail "--ops=dispatch exited $?: $(cat f.err)"
+grep -qx 'ops: dispatch' f.out || fail "ops(via='dispatch'): $(cat f.out)"
+"$MMS_REPLAY" f.mms --step 2 --json >f2.json 2>f2.err || fail "--step 2 of f.mms exited $?: $(cat f2.err)"
+"$MMS_PYTHON" - f2.json >f2.check 2>&1 <<'PY' || fail "the fallback's launches: $(cat f2.check)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+names = [l["name"] for l in d["launches"]]
+assert names.count("aten::addmm") == 2 and "aten::mm" in names, names
+own = {o["owner"]: o["bytes"] for o in d["owners"]}
+assert own["weight"] == own["gradient"] == own["optimizer_state"] == 38440, own
+PY
+
+# Without launch events, ops() records nothing.
+MSMEMSCOPE_CONFIG='events=alloc,free' record n.mms "$MMS_PYTHON" "$prog" --steps=2 >n.out 2>n.err ||
+	fail "events=alloc,free exited $?: $(cat n.err)"
+grep -qx 'ops: None' n.out || fail "ops() with events=alloc,free: $(cat n.out)"
+summarize n.mms
+[ "$(jget n.mms.json by_kind.op_launch)" = 0 ] || fail "operator launches recorded with events=alloc,free"
+
+# msMemScope's --level=op asks for them again, through the launcher.
+"$MMS_LAUNCHER" --events=alloc,free --level=op --output=lv -- "$MMS_PYTHON" "$prog" --steps=2 >lv.out 2>lv.err ||
+	fail "msmemscope --events=alloc,free --level=op exited $?: $(tail -5 lv.err)"
+grep -q '^ops: [a-z_]*$' lv.out && ! grep -qx 'ops: None' lv.out || fail "ops() with --level=op: $(cat lv.out)"
+summarize lv/msmemscope_*/memscope_*.mms
+[ "$(jget lv/msmemscope_*/memscope_*.mms.json by_kind.op_launch)" -gt 100 ] ||
+	fail "few operator launches recorded with --level=op: $(jget lv/msmemscope_*/memscope_*.mms.json by_kind)"
+
+# Guard mode: every heap block moved, C++ new and delete of libtorch
+# checked by family; the program prints the same and nothing is found.
+"$MMS_LAUNCHER" --guard --error-exitcode=3 --analysis=guard --output=g -- "$MMS_PYTHON" "$prog" --steps=2 >g.out 2>g.err ||
+	fail "msmemscope --guard exited $?: $(tail -5 g.err)"
+head -2 native.cmp >g.expected
+grep "^step" g.out >g.cmp
+diff -u g.expected g.cmp >g.diff || fail "the program printed otherwise in guard mode: $(cat g.diff)"
+grep -q '^msmemscope: ERROR SUMMARY: 0 errors (guard mode' g.err || fail "guard mode found errors in torch: $(tail -5 g.err)"
