@@ -34,6 +34,7 @@ def setup(hooks, replay_lib, replay_cli, launcher):
     commands.IntParameter(s, "diff-lines", "diff_lines", "Set the lines of changed bytes a watch stop prints (0: all).",
                           "Lines of changed bytes printed", "Lines of changed bytes a memscope watch stop prints.")
     commands.OutputParameter(s)
+    commands.CallStackParameter(s)
     watch.WatchCommand(s)
     watch.UnwatchCommand(s)
     leaks.LeaksCommand(s)

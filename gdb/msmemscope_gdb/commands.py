@@ -120,6 +120,38 @@ missing)."""
         return "The program's logs go to %s/." % svalue
 
 
+class CallStackParameter(gdb.Parameter):
+    """The stacks recorded with each event of the next runs, as msmemscope's
+--call-stack takes them: c:N (N C frames; the default is c:32), python:M
+(M Python frames of a CPython program: the interpreter then imports the
+msmemscope package at start-up and allocates with malloc, see
+doc/python.md), or c:N,python:M for both, in the mixed stack the
+commands print. 0 frames: no stacks (the commands then show none)."""
+
+    set_doc = "Set the stacks the next runs record (c:N, python:M or c:N,python:M)."
+    show_doc = "Show the stacks the next runs record."
+
+    def __init__(self, session):
+        super().__init__("memscope call-stack", gdb.COMMAND_DATA, gdb.PARAM_STRING)
+        self.s = session
+        self.value = session.call_stack
+
+    def get_set_string(self):
+        spec = (self.value or "").strip()
+        try:
+            if not spec:
+                raise Error("usage: set memscope call-stack c:N | python:M | c:N,python:M")
+            self.s.set_call_stack(spec)
+        except gdb.GdbError:
+            self.value = self.s.call_stack
+            raise
+        self.value = self.s.call_stack
+        return "memscope: the next runs record stacks of %s." % self.s.call_stack
+
+    def get_show_string(self, svalue):
+        return "The next runs record stacks of %s." % svalue
+
+
 class InfoCommand(Command):
     """Where the program stands, from its recorder's log.
 

@@ -163,6 +163,7 @@ def load(path):
         "mms_iter_next": (c_int, [c_void_p, P(Event)]),
         "mms_iter_close": (None, [c_void_p]),
         "mms_symbolizer_open": (c_int, [c_void_p, P(c_void_p)]),
+        "mms_stack_mixed": (c_int, [c_void_p, P(u64), c_size_t]),
         "mms_symbolizer_close": (None, [c_void_p]),
         "mms_symbolize": (c_int, [c_void_p, u64, P(Frame), c_size_t]),
         "mms_frame_format": (c_int, [P(Frame), ctypes.c_char_p, c_size_t]),
@@ -338,25 +339,37 @@ class Log:
             _lib.mms_guard_free(out)
 
     def stack(self, stack_id, limit=256):
-        """The instruction pointers of a recorded stack, innermost first."""
+        """The instruction pointers of a recorded stack, innermost first;
+        with Python frames (bit 63 set), in the mixed order the replay
+        prints: each run of the interpreter's eval loop replaced by the
+        Python frames it ran (mms_stack_mixed())."""
         if not stack_id:
             return []
         ips = (u64 * limit)()
         n = _lib.mms_log_stack(self.h, stack_id, ips, limit)
         if n < 0:
             raise ReplayError("stack %u: %s" % (stack_id, strerror(n)))
-        return list(ips[:min(n, limit)])
+        n = min(n, limit)
+        if any(ip >> 63 for ip in ips[:n]) and self._symbolizer() is not None:
+            m = _lib.mms_stack_mixed(self._sym, ips, n)
+            if m >= 0:
+                n = m
+        return list(ips[:n])
 
-    def symbolize(self, ip):
-        """The frames of one recorded ip as (text, inlined) pairs, innermost
-        inlined function first, formatted by mms_frame_format()."""
+    def _symbolizer(self):
+        """The log's symbolizer, opened once; None when it cannot be."""
         if self._sym is None and not self._sym_failed:
             sym = c_void_p()
             if _lib.mms_symbolizer_open(self.h, ctypes.byref(sym)):
                 self._sym_failed = True
             else:
                 self._sym = sym
-        if self._sym is None:
+        return self._sym
+
+    def symbolize(self, ip):
+        """The frames of one recorded ip as (text, inlined) pairs, innermost
+        inlined function first, formatted by mms_frame_format()."""
+        if self._symbolizer() is None:
             return [("0x%x" % ip, False)]
         frames = (Frame * 16)()
         n = _lib.mms_symbolize(self._sym, ip, frames, 16)

@@ -167,6 +167,7 @@ class Session:
         self.pinpoint = None      # pinpoint.State: a pinpoint under way
         self.pinpoint_bp = None   # pinpoint.StartBreakpoint
         self.guard = False        # the next runs record in guard mode (set memscope guard)
+        self.call_stack = "c:32"  # the next runs' stacks (set memscope call-stack)
         self.guard_quiet = False  # memscope check is calling the program: no stop at findings
         self.guard_seen = {}      # log path -> findings shown so far
 
@@ -190,17 +191,18 @@ class Session:
             if os.path.basename(objfile.filename) == HOOKS_NAME:
                 self._hooks_loaded()
 
-    def _recorder_env(self):
+    def _recorder_env(self, quiet=False):
         """The program's environment, as `NAME=WORD' arguments of env, from
         the launcher itself (msmemscope --print-env), which gdb runs with
         the shell in the program's environment: an LD_PRELOAD of the
         program's is kept after ours, and an NVTX_INJECTION64_PATH naming
         another tool stays. gdb's own rule on top: stacks of 32 frames,
-        which the commands print, unless the program's environment (gdb's,
-        or `set environment') has a MSMEMSCOPE_CONFIG of its own. None
-        when the launcher cannot say: the program then runs without the
-        recorder."""
-        cmd = [self.launcher, "--print-env", "--call-stack=c:32", "--output=" + self.log_dir] + \
+        which the commands print (or `set memscope call-stack'), unless the
+        program's environment (gdb's, or `set environment') has a
+        MSMEMSCOPE_CONFIG of its own. None when the launcher cannot say:
+        the program then runs without the recorder (quiet: without saying
+        so)."""
+        cmd = [self.launcher, "--print-env", "--call-stack=" + self.call_stack, "--output=" + self.log_dir] + \
             (["--guard"] if self.guard else [])
         try:
             p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
@@ -210,7 +212,8 @@ class Session:
         except OSError as e:
             p, why = None, "cannot run %s: %s" % (self.launcher, e)
         if why:
-            gdb.write("memscope: warning: %s\nmemscope: the program will run without the recorder.\n" % why)
+            if not quiet:
+                gdb.write("memscope: warning: %s\nmemscope: the program will run without the recorder.\n" % why)
             return None
         env = []
         for line in p.stdout.decode("utf-8", "surrogateescape").splitlines():
@@ -245,6 +248,20 @@ class Session:
             self.guard = old
             raise Error("memscope: the recorder's environment could not be made; guard mode stays %s."
                         % ("on" if old else "off"))
+        gdb.execute("set exec-wrapper env " + " ".join(env))
+        self.recording = True
+
+    def set_call_stack(self, spec):
+        """`set memscope call-stack SPEC': the stacks of the next runs'
+        events (c:N, python:M or both, as msmemscope --call-stack takes
+        them), through a new exec-wrapper. Raises Error, leaving things as
+        they were, when the launcher refuses SPEC."""
+        old, self.call_stack = self.call_stack, spec
+        env = self._recorder_env(quiet=True)
+        if env is None:
+            self.call_stack = old
+            raise Error("memscope: %s is not a stack specification the recorder takes (c:N, python:M, or "
+                        "c:N,python:M, N and M from 0 to 1000); the stacks stay %s." % (spec, old))
         gdb.execute("set exec-wrapper env " + " ".join(env))
         self.recording = True
 
