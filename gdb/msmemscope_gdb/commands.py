@@ -9,7 +9,7 @@ import sys
 import gdb
 
 from . import args, breaks, fmt, replaylib
-from .session import Command, Error
+from .session import Command, Error, apply_setting
 
 
 class MemscopeCommand(Command):
@@ -107,13 +107,7 @@ missing)."""
         self.value = session.log_dir
 
     def get_set_string(self):
-        old = self.s.log_dir
-        try:
-            self.s.set_output(self.value)
-        except gdb.GdbError:
-            self.value = old
-            raise
-        self.value = self.s.log_dir
+        apply_setting(self, self.s.set_output, lambda: self.s.log_dir)
         return "memscope: the logs of the next runs go to %s/." % self.s.log_dir
 
     def get_show_string(self, svalue):
@@ -137,15 +131,13 @@ commands print. 0 frames: no stacks (the commands then show none)."""
         self.value = session.call_stack
 
     def get_set_string(self):
-        spec = (self.value or "").strip()
-        try:
+        def set_spec(value):
+            spec = (value or "").strip()
             if not spec:
                 raise Error("usage: set memscope call-stack c:N | python:M | c:N,python:M")
             self.s.set_call_stack(spec)
-        except gdb.GdbError:
-            self.value = self.s.call_stack
-            raise
-        self.value = self.s.call_stack
+
+        apply_setting(self, set_spec, lambda: self.s.call_stack)
         return "memscope: the next runs record stacks of %s." % self.s.call_stack
 
     def get_show_string(self, svalue):

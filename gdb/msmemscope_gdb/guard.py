@@ -12,7 +12,7 @@ import os
 import gdb
 
 from . import args, fmt, gdbif, pinpoint, replaylib
-from .session import Command, Error, HOOKS_NAME, in_hooks
+from .session import Command, Error, HOOKS_NAME, apply_setting, in_hooks
 
 _WHERE = {1: "in its tail red zone", 2: "in its head red zone", 3: "in the freed block or its red zones"}
 _SINCE = {replaylib.GUARD_SINCE_ALLOCATION: "the block's allocation", replaylib.GUARD_SINCE_FREEING: "its free",
@@ -56,11 +56,7 @@ pinpoint' after a finding runs again to stop at the store."""
         self.value = session.guard
 
     def get_set_string(self):
-        try:
-            self.s.set_guard(bool(self.value))
-        except gdb.GdbError:
-            self.value = self.s.guard
-            raise
+        apply_setting(self, lambda v: self.s.set_guard(bool(v)), lambda: self.s.guard)
         return "memscope: the next runs record %s guard mode%s." % (
             "in" if self.s.guard else "without", " (red zones and a quarantine; gdb stops where a check finds "
             "damage)" if self.s.guard else "")

@@ -27,6 +27,19 @@ def default_log_top():
     return os.path.join(os.path.abspath(base), "msmemscope", "gdb")
 
 
+def apply_setting(param, setter, current):
+    """Runs setter(param.value) for a `set memscope ...' parameter, then
+    shows what the session now holds (current()); on a refusal, the
+    parameter shows the old value again and the error goes to gdb."""
+    try:
+        setter(param.value)
+    except gdb.GdbError:
+        param.value = current()
+        raise
+    param.value = current()
+    return param.value
+
+
 class Error(gdb.GdbError):
     """A command failed for a reason the user can act on."""
 
