@@ -47,3 +47,15 @@ PY
 "$MMS_LAUNCHER" --warmup-steps=2 --output=fixed -- "$MMS_PYTHON" "$train" --fixed >fixed.out 2>fixed.err ||
 	fail "msmemscope -- train.py --fixed exited $?: $(tail -5 fixed.err)"
 grep -q '^No per-step leaks' fixed.err || fail "per-step leaks in the fixed loop: $(grep -m5 'leak' fixed.err)"
+
+# With Python stacks the leak report names the line of train.py whose
+# graph is kept: the validation loss computed without torch.no_grad().
+line=$(grep -n 'val_loss = loss_fn' "$train" | head -n 1 | cut -d: -f1)
+"$MMS_LAUNCHER" --call-stack=python:12 --warmup-steps=2 --output=py -- "$MMS_PYTHON" "$train" >py.out 2>py.err ||
+	fail "msmemscope --call-stack=python:12 -- train.py exited $?: $(tail -5 py.err)"
+diff -u native.out py.out >py.diff || fail "train.py printed otherwise with Python stacks: $(cat py.diff)"
+grep -q "^  [0-9.]* [KM]iB in [0-9]* blocks (largest 0x[0-9a-f]*, .*, step 3, operator aten::" py.err ||
+	fail "no per-step leak group of step 3 in an aten operator: $(grep -m5 'blocks (largest' py.err)"
+grep -q "^      #[0-9]*  main (.*train\.py:$line)\$" py.err ||
+	fail "the leak report does not name train.py:$line: $(grep -m10 'train\.py' py.err)"
+note "with Python stacks, the leak's groups name train.py:$line, their aten operator and their step"
