@@ -8,7 +8,8 @@
 # recorder. Prints wall times (best of BENCH_RUNS), the ratio against its
 # target (<= 3.0), and the stops seen (must be 3), plus the session with
 # the recorder and nothing armed; then the same watch as a user sets it,
-# `memscope watch` under memscope.gdb, and the time `memscope leaks` takes
+# `memscope watch` under memscope.gdb (the whole session: target <= 1.5,
+# issue 16), and the time `memscope leaks` takes
 # on a process holding 100,000 live blocks (bench/holdbench; target 2 s).
 # Not a test: `make bench` runs it.
 #
@@ -115,7 +116,7 @@ printf 'stops while watching           %8s    (expected 3)\n' "${stops:-?}"
 if [ -f "$memscope_gdb" ]; then
 	m=$(best session memscope)
 	mstops=$(grep -c 'changed in operator' "$tmp/memscope.out" || true)
-	printf 'memscope.gdb, memscope watch   %8s s  (%s x, target <= 3.0), %s stops (expected 3)\n' "$m" \
+	printf 'memscope.gdb, memscope watch   %8s s  (%s x, target <= 1.5), %s stops (expected 3)\n' "$m" \
 		"$(ratio "$m" "$n")" "$mstops"
 	if [ -x "$holdbench" ]; then
 		{
