@@ -54,6 +54,22 @@ static void meta_records(struct lb *b)
 	lb_u(b, 2);
 	lb_u(b, 0x401200);
 	lb_end(b);
+	/* (version 5) A Python code object, and a stack whose innermost
+	 * frame is its line 5, over the C stack 3; a frame of a code never
+	 * defined. */
+	lb_event1(b, MMS_TAG_PYCODE, 1, 1);
+	lb_str(b, "prog.py");
+	lb_str(b, "main");
+	lb_u(b, 3);
+	lb_end(b);
+	lb_event1(b, MMS_TAG_STACK, 1, 4);
+	lb_u(b, 3);
+	lb_u(b, mms_pyframe(1, 5, 1));
+	lb_end(b);
+	lb_event1(b, MMS_TAG_STACK, 1, 5);
+	lb_u(b, 4);
+	lb_u(b, mms_pyframe(77, 9, 0));
+	lb_end(b);
 	lb_event1(b, MMS_TAG_MODULE, 1, 0x400000);
 	lb_u(b, 0x401000);
 	lb_u(b, 0x402000);
@@ -127,6 +143,11 @@ static uint64_t all_events(struct lb *b, uint64_t s)
 	lb_event1(b, MMS_TAG_COLLECT, s++, 0);
 	lb_event1(b, MMS_TAG_COLLECT, s++, 1);
 	lb_event0(b, MMS_TAG_STEP, s++);
+	/* (version 5) A free with the stack that freed, a Python one. */
+	lb_begin(b, (uint8_t)(MMS_TAG_FREE_STACK | MMS_FREE_FREE), s++);
+	lb_addr(b, 0x10300);
+	lb_u(b, 5);
+	lb_end(b);
 	return s;
 }
 
