@@ -202,6 +202,11 @@ static int finder_event(struct mms__sub *sub, struct mms_pass *p, const mms_even
 	int rc;
 
 	(void)p;
+	/* A log without step marks has no step and no per-step leak: a
+	 * block of no step (0) is never followed, and what is counted
+	 * before the first step would never be used. */
+	if (f->tr->no_marks)
+		return 0;
 	if (f->tr->ev_step == MMS__STEP_PENDING) {
 		s = &f->pending;
 		if (!f->pending_seen) {

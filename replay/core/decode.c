@@ -88,9 +88,8 @@ static const uint8_t event_fields[256] = {
 	[MMS_TAG_OP_END] = 1,
 	[MMS_TAG_KERNEL] = 1 + 1,
 	[MMS_TAG_MARK] = 1 + 1,
-	[MMS_TAG_RANGE_START] = 1 + 2,
+	/* Not RANGE_START and STEP: the open pass counts those (step marks). */
 	[MMS_TAG_RANGE_END] = 1 + 1,
-	[MMS_TAG_STEP] = 1,
 	[MMS_TAG_OWNER_PUSH] = 1 + 1,
 	[MMS_TAG_OWNER_POP] = 1,
 	/* Not OWNER_TAG: the open pass counts those (log.c). */

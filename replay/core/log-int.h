@@ -120,6 +120,9 @@ struct mms_log {
 	int fini;                  /* an exit record (SYSTEM fini) was read */
 	uint64_t owner_tags;       /* OWNER_TAG records read (format 5): exports then
 	                              read the log twice (export-rows.c) */
+	uint64_t step_marks;       /* STEP and RANGE_START records read: without any,
+	                              no step ever begins, and the passes keep no
+	                              per-step figures (track.c, leaks.c) */
 	char cut_what[160];
 	uint64_t bad_stacks;       /* atomic: walks of stack ids that do not resolve */
 };

@@ -200,6 +200,8 @@ static int walk_chunk(mms_log_t *log, uint64_t k, const uint8_t *p, const uint8_
 				log->fini = 1;
 			if (r.tag == MMS_TAG_OWNER_TAG)
 				log->owner_tags++;
+			if (r.type == MMS_TAG_STEP || r.type == MMS_TAG_RANGE_START)
+				log->step_marks++;
 			continue;
 		}
 		rc = mms__meta_record(log, &r);

@@ -65,6 +65,8 @@ struct mms__track {
 	/* The state's step counters and live bytes after the last event. */
 	uint64_t steps_seen, ranges_seen, live_before;
 	int in_range;
+	int no_marks;             /* the log holds no step mark: every event stays
+	                             before the first, with nothing to count */
 };
 
 void mms__track_init(struct mms__track *t, unsigned what);

@@ -217,7 +217,11 @@ int mms__track_event(struct mms__track *t, const struct mms__state *st, const mm
 
 	t->has_ended = 0;
 	memory = (ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE) && st->last_blk_valid;
-	if (t->what & MMS__TRACK_STEPS) {
+	if ((t->what & MMS__TRACK_STEPS) && t->no_marks) {
+		/* No step ever begins: what is counted before the first
+		 * would never be used. */
+		t->ev_step = MMS__STEP_PENDING;
+	} else if (t->what & MMS__TRACK_STEPS) {
 		rc = steps_open(t, st, ev);
 		if (rc)
 			return rc;
@@ -235,7 +239,7 @@ int mms__track_event(struct mms__track *t, const struct mms__state *st, const mm
 	}
 	if (t->what & MMS__TRACK_LAUNCHES)
 		rc = launch_event(t, st, ev, s);
-	if (!rc && (t->what & MMS__TRACK_STEPS))
+	if (!rc && (t->what & MMS__TRACK_STEPS) && !t->no_marks)
 		rc = steps_close(t, st, ev);
 	t->steps_seen = st->steps_seen;
 	t->ranges_seen = st->ranges_seen;
