@@ -419,28 +419,48 @@ cut:
 
 size_t mms__skim_events(struct mms__cursor *c)
 {
-	const uint8_t *p = c->p, *end = c->end;
-	uint64_t stamp = c->stamp, w, stops;
+	const uint8_t *p = c->p, *q, *end = c->end;
+	uint64_t stamp = c->stamp, delta, w, stops;
 	unsigned k, n;
 	size_t count = 0;
 
-	/* One word at a time: each byte with its top bit clear ends a
-	 * varint, and a record of n fields after the stamp ends at the
-	 * (n + 1)-th of them. Anything unusual (a stamp delta over one
-	 * byte, a record longer than 8 bytes after its tag, a tag that is
-	 * not an event) is left to mms__decode_skim(). */
-	while (end - p > 8) {
+	/* The stamp delta read as a word (TSC deltas are often two or three
+	 * bytes), then the record's other fields one word at a time: each
+	 * byte with its top bit clear ends a varint, and n - 1 fields after
+	 * the stamp end at the (n - 1)-th of them. Anything unusual (a
+	 * varint over 8 bytes, fields over 8 bytes in all, a tag that is
+	 * not an event) is left to mms__decode_skim(). The tag, 8 bytes of
+	 * stamp and 8 of fields are read: 17 bytes. */
+	while (end - p > 17) {
 		n = event_fields[*p];
-		if (!n || (p[1] & 0x80) || stamp + p[1] < stamp)
+		if (!n)
 			break;
-		memcpy(&w, p + 1, 8);
-		stops = ~w & 0x8080808080808080ull;
-		for (k = 1; k < n && stops; k++)
-			stops &= stops - 1;
-		if (!stops)
+		if (p[1] < 0x80) {
+			delta = p[1];
+			q = p + 2;
+		} else {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+			k = word_u(p + 1, &delta);
+			if (!k)
+				break;
+			q = p + 1 + k;
+#else
 			break;
-		stamp += p[1];
-		p += 2 + (__builtin_ctzll(stops) >> 3);
+#endif
+		}
+		if (stamp + delta < stamp)
+			break;
+		if (n > 1) {
+			memcpy(&w, q, 8);
+			stops = ~w & 0x8080808080808080ull;
+			for (k = 2; k < n && stops; k++)
+				stops &= stops - 1;
+			if (!stops)
+				break;
+			q += 1 + (__builtin_ctzll(stops) >> 3);
+		}
+		stamp += delta;
+		p = q;
 		count++;
 	}
 	c->p = p;
