@@ -201,16 +201,22 @@ static __attribute__((noinline, cold)) void rec_alloc_slow(struct mms_thread *t,
 		mms__watch_note((uintptr_t)ptr, size);
 }
 
-/* fp: the hook's own frame (see mms__capture_stack_at). */
-static void rec_alloc(struct mms_thread *t, unsigned fn, void *ptr, size_t size, uintptr_t fp)
+/* An allocation with its stack taken already; fp: the hook's own frame. */
+static inline void rec_alloc_with(struct mms_thread *t, unsigned fn, void *ptr, size_t size, uint32_t stack,
+				  uintptr_t fp)
 {
-	uint32_t stack = mms__capture_stack_at(t, fp);
 	uint64_t stamp = mms__stamp_obtain_addr((uintptr_t)ptr, t->index);
 
 	if (unlikely(mms__tls_alloc.any))
 		rec_alloc_slow(t, fn, ptr, size, stack, stamp, fp);
 	else
 		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_ALLOC | fn), stamp, (uintptr_t)ptr, 2, size, stack, 0);
+}
+
+/* fp: the hook's own frame (see mms__capture_stack_at). */
+static void rec_alloc(struct mms_thread *t, unsigned fn, void *ptr, size_t size, uintptr_t fp)
+{
+	rec_alloc_with(t, fn, ptr, size, mms__capture_stack_at(t, fp), fp);
 }
 
 /* A free with the stack of the call that freed (FREE_STACK); fp: the
@@ -221,13 +227,22 @@ static __attribute__((noinline)) void rec_free_stack(struct mms_thread *t, unsig
 	mms__rec_free_stack(t, fn, (uintptr_t)ptr, stamp, mms__capture_stack_slow(t, fp));
 }
 
+/* A free with its stack taken already (0 when stacks are off). */
+static inline void rec_free_with(struct mms_thread *t, unsigned fn, void *ptr, uint64_t stamp, uint32_t stack)
+{
+	if (mms__stacks_on)
+		mms__rec_free_stack(t, fn, (uintptr_t)ptr, stamp, stack);
+	else
+		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_FREE | fn), stamp, (uintptr_t)ptr, 0, 0, 0, 0);
+}
+
 /* With stacks off, one test of the configuration more than before. */
 static inline void rec_free(struct mms_thread *t, unsigned fn, void *ptr, uint64_t stamp, uintptr_t fp)
 {
 	if (mms__stacks_on)
 		rec_free_stack(t, fn, ptr, stamp, fp);
 	else
-		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_FREE | fn), stamp, (uintptr_t)ptr, 0, 0, 0, 0);
+		rec_free_with(t, fn, ptr, stamp, 0);
 }
 
 #define FRAME ((uintptr_t)__builtin_frame_address(0))
@@ -435,10 +450,15 @@ static void *realloc_common(void *ptr, size_t size, uintptr_t ra)
 		mms__note_release((uintptr_t)ptr, t->index);
 	t1 = mms__stamp_release();
 	r = mms__real.realloc(ptr, size);
-	if (ptr && (r || size == 0))
-		rec_free(t, MMS_FREE_REALLOC, ptr, t1, FRAME);
-	if (r)
-		rec_alloc(t, MMS_ALLOC_REALLOC, r, size, FRAME);
+	if (r || (ptr && size == 0)) {
+		/* One walk serves both records: one call freed and allocated. */
+		uint32_t stack = mms__capture_stack_at(t, FRAME);
+
+		if (ptr)
+			rec_free_with(t, MMS_FREE_REALLOC, ptr, t1, stack);
+		if (r)
+			rec_alloc_with(t, MMS_ALLOC_REALLOC, r, size, stack, FRAME);
+	}
 	leave();
 	return r;
 }
