@@ -33,18 +33,17 @@ struct iter_src {
 	                         last thread left does without until its next call */
 	uint64_t stamp;       /* the next event's stamp: the merge's key */
 	/* Looking ahead, in the current segment only: pc is `ahead` events
-	 * past c, its last FREE addresses noted by event number (n). */
+	 * past c. */
 	struct mms__cursor pc;
 	unsigned ahead;
 	int pc_stop;          /* pc reached the segment's end or a record it leaves */
 	uint64_t n;           /* events this thread yielded */
-	struct {
-		uint64_t n, addr;
-	} frees[ITER_AHEAD];
-	/* The heap events pc decoded, by event number: the record at `at`,
-	 * decoded into ev, the cursor after it at `next`. c takes them
-	 * from here instead of decoding each record a second time. */
+	/* The heap events pc decoded, by event number (n, from 1): the
+	 * record at `at`, decoded into ev, the cursor after it at `next`.
+	 * c takes them from here instead of decoding each record a second
+	 * time; halfway, a FREE's block is asked for. */
 	struct ahead_ev {
+		uint64_t n;
 		const uint8_t *at, *next;
 		mms_event_t ev;
 	} evs[ITER_AHEAD];
@@ -283,6 +282,7 @@ static int src_ahead(const mms_iter_t *it, struct iter_src *s)
 			return -1;
 		a->at = s->pc.p;
 		if (mms__decode_heap(&s->pc, &a->ev)) {
+			a->n = s->n + s->ahead + 1;
 			a->next = s->pc.p;
 			kind = a->ev.kind;
 			addr = a->ev.addr;
@@ -300,11 +300,6 @@ static int src_ahead(const mms_iter_t *it, struct iter_src *s)
 	s->ahead++;
 	if (kind)
 		mms__state_prefetch_addr(it->pf, addr);
-	if (kind == MMS_EV_FREE) {
-		/* The event number this FREE will be yielded as. */
-		s->frees[(s->n + s->ahead) & (ITER_AHEAD - 1)].n = s->n + s->ahead;
-		s->frees[(s->n + s->ahead) & (ITER_AHEAD - 1)].addr = addr;
-	}
 	return 0;
 }
 
@@ -330,8 +325,8 @@ static inline void src_fetch_ahead(const mms_iter_t *it, struct iter_src *s)
 	while (!s->pc_stop && s->ahead < ITER_AHEAD)
 		if (src_ahead(it, s))
 			s->pc_stop = 1;
-	if (s->frees[half & (ITER_AHEAD - 1)].n == half)
-		mms__state_prefetch_blk(it->pf, s->frees[half & (ITER_AHEAD - 1)].addr);
+	if (s->evs[half & (ITER_AHEAD - 1)].n == half && s->evs[half & (ITER_AHEAD - 1)].ev.kind == MMS_EV_FREE)
+		mms__state_prefetch_blk(it->pf, s->evs[half & (ITER_AHEAD - 1)].ev.addr);
 }
 
 static inline int src_less(const struct iter_src *a, const struct iter_src *b)
