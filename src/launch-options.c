@@ -289,6 +289,13 @@ static const char *parse_warmup_steps(struct opts *o, char *value)
 	return NULL;
 }
 
+static const char *parse_no_live(struct opts *o, char *value)
+{
+	(void)value;
+	o->no_live = true;
+	return NULL;
+}
+
 static const char *parse_no_freeres(struct opts *o, char *value)
 {
 	o->rec.freeres = 0;
@@ -386,6 +393,7 @@ static const struct opt_def opt_defs[] = {
 	{ "--print-env", false, parse_print_env },
 	{ "--show-runtime", false, parse_show_runtime },
 	{ "--warmup-steps", true, parse_warmup_steps },
+	{ "--no-live-report", false, parse_no_live },
 	{ "--quiet", false, parse_quiet },
 	{ "--help", false, parse_help },
 	{ "--version", false, parse_version },
@@ -640,6 +648,12 @@ static void print_help(void)
 	       "                        event of prog: csv (dump/memscope_dump_{time}.csv) or\n"
 	       "                        db (SQLite, dump/memscope_dump_{time}.db) in the run\n"
 	       "                        folder. See msmemscope-replay(1), --export.\n"
+	       "  --no-live-report      read prog's log only after prog exits. By default the\n"
+	       "                        summary and leaks report are read while prog runs,\n"
+	       "                        by a thread that only takes CPU time no other\n"
+	       "                        thread wants (SCHED_IDLE), so the report is ready\n"
+	       "                        soon after the exit; other analyses, a dump and\n"
+	       "                        suppressions are always read after the run.\n"
 	       "  -q, --quiet           no progress line: on a terminal, reading prog's log\n"
 	       "                        (or a compare's) for more than half a second says on\n"
 	       "                        stderr how far it got.\n"

@@ -424,7 +424,20 @@ out:
 	return ret;
 }
 
-int report_run(const struct run *run, char **argv, pid_t pid, int status, const struct opts *o, uint64_t *errors)
+void report_options(const struct run *run, const struct opts *o, struct an_opts *ao)
+{
+	memset(ao, 0, sizeof(*ao));
+	ao->depth = 12;
+	ao->top = 10;
+	ao->outdir = run->dir;
+	ao->suppressions = o->suppressions;
+	ao->show_runtime = o->show_runtime;
+	ao->warmup_steps = o->warmup_steps;
+	ao->tag_inefficient = o->data_format != NULL;
+}
+
+int report_run(const struct run *run, char **argv, pid_t pid, int status, const struct opts *o, struct live *lv,
+	       uint64_t *errors)
 {
 	char *name = xasprintf("memscope_%ld.mms", (long)pid);
 	char *path = xasprintf("%s/%s", run->dir, name);
@@ -437,6 +450,12 @@ int report_run(const struct run *run, char **argv, pid_t pid, int status, const 
 	mms_log_t *log;
 	int err, ret = 0, st, dump = 0;
 
+	/* Read while the program ran: the rest, and the report. */
+	c = live_take(lv, &log, &st);
+	if (c) {
+		c->shown = name;
+		goto read;
+	}
 	err = log_open(run->dir, name, &log);
 	if (err == -ENOENT)
 		WARN("%s (pid %ld) left no log in %s: the recorder was not loaded into it "
@@ -457,25 +476,20 @@ int report_run(const struct run *run, char **argv, pid_t pid, int status, const 
 		}
 		goto out;
 	}
-	ao.depth = 12;
-	ao.top = 10;
-	ao.outdir = run->dir;
-	ao.suppressions = o->suppressions;
-	ao.show_runtime = o->show_runtime;
-	ao.warmup_steps = o->warmup_steps;
-	ao.tag_inefficient = o->data_format != NULL;
+	report_options(run, o, &ao);
 	/* One pass over the log gives the summary, every analysis asked for
 	 * and the dump. */
 	c = an_open(path, log, o->analyses, &ao, stderr, &st);
 	c->shown = name;
-	if (st)
-		ret = 1;
 	if (o->data_format) {
 		dump = !dump_add(&d, run, o->data_format, c);
 		if (!dump)
 			ret = 1;
 	}
 	c->summary = 1;
+read:
+	if (st)
+		ret = 1;
 	err = an_pass(c);
 	mms_pass_get_info(c->pass, &pi);
 	if (!err && !mms_pass_summary(c->pass, &sum))

@@ -459,7 +459,7 @@ static void forward_signal(int sig)
 
 /* Runs the program and waits for it. Returns its wait status in *status and
  * its pid; exits 126/127 if it could not be executed. */
-pid_t run_program(const struct run *run, char **argv, int *status)
+pid_t run_program(const struct run *run, char **argv, const struct opts *o, int *status, struct live **lv)
 {
 	struct sigaction ign = { .sa_handler = SIG_IGN }, fwd = { .sa_handler = forward_signal };
 	struct sigaction old_int, old_quit, old_term, old_hup;
@@ -511,12 +511,14 @@ pid_t run_program(const struct run *run, char **argv, int *status)
 		got = read(pipefd[0], &exec_errno, sizeof(exec_errno));
 	while (got < 0 && errno == EINTR);
 	close(pipefd[0]);
+	*lv = got == 0 ? live_start(run, pid, o) : NULL;
 
 	while (waitpid(pid, status, 0) < 0) {
 		if (errno != EINTR)
 			die(1, "waitpid: %s", strerror(errno));
 	}
 	child_pid = 0;
+	live_stop(*lv);
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGQUIT, &old_quit, NULL);
 	sigaction(SIGTERM, &old_term, NULL);

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "msmemscope/config.h"
+#include "msmemscope/log.h"
 
 #define HOOKS_SO "libmsmemscope-hooks.so"
 
@@ -36,6 +37,7 @@ struct opts {
 	int error_exitcode;  /* --error-exitcode: the status when guard found errors, 0: none */
 	bool pymalloc;       /* --python-allocator=pymalloc: PYTHONMALLOC is left alone */
 	bool python_allocator_set; /* --python-allocator given */
+	bool no_live;        /* --no-live-report: read prog's log only after it exits */
 	char **argv; /* the program and its arguments */
 };
 
@@ -84,7 +86,22 @@ void env_print(const char *hooks, const char *log_dir, const char *config, const
  * returns the exit status to leave with (127 not found, 126 not runnable,
  * 1 not recordable: static, set-user-ID). */
 int check_program(const char *prog);
-pid_t run_program(const struct run *run, char **argv, int *status);
+struct live;
+/* Runs the program and waits for it; *lv (NULL: none) is the reading of
+ * its log while it ran (launch-live.c), for report_run(). */
+pid_t run_program(const struct run *run, char **argv, const struct opts *o, int *status, struct live **lv);
+
+/* launch-live.c: the report's read of the program's log while the
+ * program runs. live_start() starts it (NULL when the report asked for is
+ * read after the run: files, a dump, suppressions), live_stop() ends it
+ * once the program has exited, live_take() hands report_run() the pass it
+ * fed (NULL: read the log anew), live_free() frees what is left. */
+struct an_ctx;
+struct an_opts;
+struct live *live_start(const struct run *run, pid_t pid, const struct opts *o);
+void live_stop(struct live *lv);
+struct an_ctx *live_take(struct live *lv, mms_log_t **log, int *status);
+void live_free(struct live *lv);
 
 /* launch-report.c */
 /* The report after a run: reads the program's log once for its summary,
@@ -93,7 +110,10 @@ pid_t run_program(const struct run *run, char **argv, int *status);
  * each other log of the run, then the analyses, on stderr. Returns 0; 1
  * when an analysis or the dump failed (said); -ENOENT (said) when the
  * program left no log. */
-int report_run(const struct run *run, char **argv, pid_t pid, int status, const struct opts *o, uint64_t *errors);
+int report_run(const struct run *run, char **argv, pid_t pid, int status, const struct opts *o, struct live *lv,
+	       uint64_t *errors);
+/* The analyses' options of the report after a run. */
+void report_options(const struct run *run, const struct opts *o, struct an_opts *ao);
 /* --data-format without a report (--analysis=): writes msMemScope's dump
  * of the program's log into {run}/dump/; returns 0, or 1 after saying why
  * it could not. */

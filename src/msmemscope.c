@@ -35,6 +35,7 @@ int main(int argc, char **argv)
 	struct run run = { 0 };
 	char *config;
 	int status, ret;
+	struct live *lv = NULL;
 	pid_t pid;
 
 	cli_init(NULL);
@@ -76,7 +77,7 @@ int main(int argc, char **argv)
 	env_setup(run.hooks, run.dir, config, &o);
 	free(config);
 
-	pid = run_program(&run, o.argv, &status);
+	pid = run_program(&run, o.argv, &o, &status, &lv);
 	if (WIFSIGNALED(status)) {
 		int sig = WTERMSIG(status);
 
@@ -90,7 +91,7 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	if (!o.record_only) {
 		uint64_t errors = 0;
-		int rc = report_run(&run, o.argv, pid, status, &o, &errors);
+		int rc = report_run(&run, o.argv, pid, status, &o, lv, &errors);
 
 		if (rc == -ENOENT) {
 			/* Said once; no analysis or dump of a log that is not
@@ -113,6 +114,7 @@ int main(int argc, char **argv)
 	if (o.data_format && o.record_only && write_dump(&run, pid, o.data_format, o.analyses) && ret == 0)
 		ret = 1;
 out:
+	live_free(lv);
 	free(run.dir);
 	free(run.shown);
 	free(run.hooks);

@@ -208,6 +208,24 @@ int mms_log_open_ex(const char *path, mms_log_t **out, mms_open_error_t *err);
 void mms_log_close(mms_log_t *log);
 void mms_log_get_info(const mms_log_t *log, mms_log_info_t *info);
 
+/* Following a log while its program writes it (the launcher's report
+ * while the program runs). mms_log_follow() opens the log at path like
+ * mms_log_open_ex(), with the records written so far (at least a whole
+ * header: MMS_ETRUNCATED before); mms_log_follow_refresh() then reads the
+ * records written since, and returns 1 when it found events, 0 when not,
+ * or a negative code: the log is cut or damaged (MMS_ECORRUPT,
+ * MMS_EORDER), or -ENOMEM; a log that cannot be followed further (each
+ * later call returns the same code) is closed and read again, whole, with
+ * mms_log_open_ex() once written. Once
+ * the program has exited, mms_log_follow_end() takes the last look, after
+ * which the log reads as mms_log_open_ex() reads it (cut or damaged
+ * included): 0 or -ENOMEM. The info (mms_log_get_info()) is that of the
+ * last look. Feed a pass with it through mms_pass_feed(). The strings
+ * handed out stay valid until mms_log_close(). */
+int mms_log_follow(const char *path, mms_log_t **out, mms_open_error_t *err);
+int mms_log_follow_refresh(mms_log_t *log);
+int mms_log_follow_end(mms_log_t *log);
+
 /* Value of a META record the writer emitted ("exe", "argv" with NUL
  * separators, "config"). Returns 0 and sets *value (NUL-terminated, owned by
  * the log) and *len, or MMS_EUSAGE when the log has no such key. */

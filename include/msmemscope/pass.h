@@ -52,6 +52,17 @@ int mms_pass_open(mms_log_t *log, const mms_pass_options_t *opt, mms_pass_t **ou
  * failed on its own (a file it could not write) says so in its result's
  * status; the others are not stopped by it. Runs once. */
 int mms_pass_run(mms_pass_t *p);
+/* Feeds the pass the events of a log followed while its program writes
+ * it (mms_log_follow()) that no record still to come can precede: call it
+ * after each mms_log_follow_refresh(); after mms_log_follow_end() it
+ * feeds the rest. mms_pass_run() then ends the pass (reading what was not
+ * fed), which gives what one mms_pass_run() over the whole log gives. Returns 0, or a
+ * negative code: MMS_EORDER when records written since come before
+ * events fed already (a thread that wrote late), damage, -ENOMEM,
+ * MMS_EUSAGE (a pass that ran, or a log not followed). After an error the
+ * pass cannot go on (mms_pass_run() returns MMS_EUSAGE): read the log
+ * with a pass of its own once it is written. */
+int mms_pass_feed(mms_pass_t *p);
 /* Frees the pass. Results of the analyses added stay valid: they are the
  * caller's (each freed with its mms_<name>_free()). */
 void mms_pass_close(mms_pass_t *p);

@@ -27,4 +27,28 @@ int mms__iter_open_at(mms_log_t *log, uint64_t next_id, const struct mms__src_po
  * that it asks for the state's cache lines some events ahead. */
 void mms__iter_prefetch_for(mms_iter_t *it, const struct mms__state *st);
 
+/* --- following a growing log (mms_pass_feed()) ------------------------- */
+/* Where one thread's cursor stands, by file offset: its next event's
+ * record, or (at_end) the end of the records it had. Stays true when the
+ * log grows, whatever becomes of the segment table. */
+struct mms__follow_pos {
+	uint64_t off, stamp, prev_addr;
+	int at_end;
+	int valid;           /* the thread had records then */
+};
+
+/* Saves every thread's position (log->nthreads of them, by thread
+ * number, into pos), before the log is looked at again. */
+void mms__iter_save_follow(const mms_iter_t *it, uint64_t *next_id, struct mms__follow_pos *pos);
+/* Opens an iterator on the grown log at the npos positions saved (a
+ * thread that had no records then starts at its first one). Every
+ * event still to come must come after (stamp, thread), the last event
+ * yielded: MMS_EORDER when one does not (a thread's records written late,
+ * stamped before it). Returns 0 or a negative code. */
+int mms__iter_open_follow(mms_log_t *log, uint64_t next_id, const struct mms__follow_pos *pos, size_t npos,
+			  uint64_t stamp, uint32_t thread, mms_iter_t **out);
+/* The iterator yields no event stamped after limit: it returns 0 there,
+ * as at its end. */
+void mms__iter_limit(mms_iter_t *it, uint64_t limit);
+
 #endif /* MMS_ITER_INT_H */

@@ -56,6 +56,7 @@ struct mms_iter {
 	size_t nheap;
 	uint64_t next_id;
 	int err;              /* the error that stopped the iteration, or 0 */
+	uint64_t limit;       /* no event stamped after it is yielded */
 	const struct mms__state *pf; /* the state to fetch ahead for, or NULL */
 };
 
@@ -373,6 +374,7 @@ static int iter_open(mms_log_t *log, uint64_t next_id, const struct mms__src_pos
 		return -ENOMEM;
 	it->log = log;
 	it->next_id = next_id;
+	it->limit = UINT64_MAX;
 	it->srcs = calloc(log->nruns + 1, sizeof(*it->srcs));
 	if (!it->srcs)
 		goto fail_it;
@@ -466,6 +468,90 @@ void mms__iter_save(const mms_iter_t *it, uint64_t *next_id, struct mms__src_pos
 	}
 }
 
+void mms__iter_limit(mms_iter_t *it, uint64_t limit)
+{
+	it->limit = limit;
+}
+
+void mms__iter_save_follow(const mms_iter_t *it, uint64_t *next_id, struct mms__follow_pos *pos)
+{
+	struct iter_src tmp;
+	size_t i;
+
+	*next_id = it->next_id;
+	for (i = 0; i < it->log->nthreads; i++)
+		pos[i].valid = 0;
+	for (i = 0; i < it->log->nruns; i++) {
+		/* On a copy: the thread's next event, or the end of what it
+		 * had (its cursor stays in its last segment). */
+		struct mms__follow_pos *f = &pos[it->log->segs[it->log->runs[i]].thread];
+
+		tmp = it->srcs[i];
+		if (!tmp.peeked && tmp.seg < tmp.seg_end)
+			f->at_end = src_peek(it->log, &tmp) != 1;
+		else
+			f->at_end = !tmp.peeked;
+		f->off = (uint64_t)(tmp.c.p - tmp.c.base) + tmp.c.base_off;
+		f->stamp = tmp.c.stamp;
+		f->prev_addr = tmp.c.prev_addr;
+		f->valid = 1;
+	}
+}
+
+int mms__iter_open_follow(mms_log_t *log, uint64_t next_id, const struct mms__follow_pos *pos, size_t npos,
+			  uint64_t stamp, uint32_t thread, mms_iter_t **out)
+{
+	const struct mms__segment *g;
+	struct iter_src *s;
+	mms_iter_t *it;
+	size_t i, k;
+	uint32_t t;
+	int rc;
+
+	rc = iter_open(log, next_id, NULL, &it);
+	if (rc)
+		return rc;
+	it->nheap = 0;
+	for (i = 0; i < log->nruns; i++) {
+		const struct mms__follow_pos *f;
+
+		s = &it->srcs[i];
+		t = log->segs[log->runs[i]].thread;
+		f = t < npos && pos[t].valid ? &pos[t] : NULL;
+		if (f) {
+			/* The segment that holds the saved position. */
+			for (k = s->seg; k < s->seg_end; k++) {
+				g = &log->segs[k];
+				if (g->begin <= f->off && f->off <= g->end)
+					break;
+			}
+			if (k == s->seg_end) {
+				mms_iter_close(it);
+				return MMS_EORDER;
+			}
+			s->seg = k;
+			seg_enter(log, s);
+			s->c.p = log->map + f->off;
+			s->c.stamp = f->stamp;
+			s->c.prev_addr = f->prev_addr;
+			s->pc = s->c;
+		}
+		s->peeked = 0;
+		if (src_peek(log, s) != 1)
+			continue;
+		/* Nothing may come before what was yielded already. */
+		if (s->stamp < stamp || (s->stamp == stamp && t < thread)) {
+			mms_iter_close(it);
+			return MMS_EORDER;
+		}
+		it->heap[it->nheap++] = i;
+	}
+	for (i = it->nheap / 2; i-- > 0;)
+		heap_down(it, i);
+	*out = it;
+	return 0;
+}
+
 MMS__EXPORT int mms_iter_next(mms_iter_t *it, mms_event_t *ev)
 {
 	struct iter_src *s;
@@ -476,6 +562,20 @@ MMS__EXPORT int mms_iter_next(mms_iter_t *it, mms_event_t *ev)
 	if (!it->nheap)
 		return it->err;
 	s = &it->srcs[it->heap[0]];
+	if (it->limit != UINT64_MAX) {
+		/* Following a log that grows: the events after the limit
+		 * wait for the next look. */
+		if (!s->peeked) {
+			rc = src_peek(it->log, s);
+			if (rc != 1) {
+				it->err = rc;
+				it->nheap = 0;
+				return rc;
+			}
+		}
+		if (s->stamp > it->limit)
+			return 0;
+	}
 	if (!s->peeked) {
 		/* Alone: the record at the cursor is most often a heap
 		 * event's, for the fast path. */

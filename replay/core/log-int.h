@@ -25,6 +25,18 @@ struct mms__segment {
 	uint8_t full_end;    /* it fills its chunk: its thread, if it went on, went on elsewhere */
 };
 
+/* How far the open pass walked one chunk, for a followed log's next look
+ * (mms_log_follow_refresh()) to go on from there. */
+struct mms__cwalk {
+	uint64_t walked;     /* bytes of its records walked */
+	size_t seg;          /* 1 + index in wsegs of the segment it is in, 0: none yet */
+	uint64_t stamp, prev_addr; /* the cursor's delta state there */
+	uint32_t thread;
+	int seen_event;      /* its first event was read */
+};
+
+enum { MMS__FOLLOW_LIVE = 1, MMS__FOLLOW_END = 2 };
+
 struct mms__thread {
 	uint32_t index;
 	uint64_t tid;
@@ -101,7 +113,11 @@ struct mms_log {
 	 * cursor per thread. runs[i] indexes the first segment of the i-th
 	 * thread's run; runs[nruns] is nsegs. */
 	struct mms__segment *segs;
-	size_t nsegs, segs_cap;
+	size_t nsegs;
+	/* The segments as the walk found them, threads named by the
+	 * recorder's index: segs is built from them (build_runs). */
+	struct mms__segment *wsegs;
+	size_t nwsegs, wsegs_cap;
 	size_t *runs;              /* start index of each thread's run in segs */
 	size_t nruns;
 	uint64_t events;           /* event records found by the open pass */
@@ -125,6 +141,19 @@ struct mms_log {
 	                              per-step figures (track.c, leaks.c) */
 	char cut_what[160];
 	uint64_t bad_stacks;       /* atomic: walks of stack ids that do not resolve */
+
+	/* A log followed while its program writes it (mms_log_follow()):
+	 * read as its writer goes on, then, at the last look, as any log. */
+	int follow;                /* 0, MMS__FOLLOW_LIVE or MMS__FOLLOW_END */
+	int follow_err;            /* the error that stopped following, or 0 */
+	int fd;                    /* follow: the file, looked at again by each refresh */
+	size_t map_len;            /* bytes mapped at map: past the file's end when following */
+	struct mms__cwalk *walks;  /* follow: how far each chunk was walked */
+	size_t nwalks;
+	uint64_t generation;       /* refreshes that found new records: iterators of an
+	                              older one must be opened again */
+	char **retired;            /* follow: arenas outgrown, kept for the strings handed out */
+	size_t nretired;
 };
 
 /* Opens the log file at path without looking for its parent's (log.c):

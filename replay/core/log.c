@@ -103,9 +103,9 @@ static struct mms__segment *seg_begin(mms_log_t *log, const struct mms__rec *r, 
 {
 	struct mms__segment *s;
 
-	if (mms__grow(&log->segs, &log->segs_cap, log->nsegs, sizeof(*log->segs)))
+	if (mms__grow(&log->wsegs, &log->wsegs_cap, log->nwsegs, sizeof(*log->wsegs)))
 		return NULL;
-	s = &log->segs[log->nsegs++];
+	s = &log->wsegs[log->nwsegs++];
 	memset(s, 0, sizeof(*s));
 	s->begin = s->end = begin;
 	s->first = s->last = r->stamp;
@@ -142,17 +142,19 @@ static void chunk_lost(mms_log_t *log)
  * and notes the stamp of the chunk's first event (see chunk_lost()).
  * Damage stops this chunk only; the replay stops where the damaged
  * thread's records do. cut says the file ends inside the chunk, already
- * reported: a record torn there is no further damage. Returns 0 or
- * -ENOMEM. */
+ * reported: a record torn there is no further damage. w says where an
+ * earlier walk of the chunk stopped (p is there), and is left where this
+ * one does. Returns 0 or -ENOMEM. */
 static int walk_chunk(mms_log_t *log, uint64_t k, const uint8_t *p, const uint8_t *end, int cut, const uint8_t *base,
-		      uint64_t base_off)
+		      uint64_t base_off, struct mms__cwalk *w)
 {
-	struct mms__cursor c = { .base = base, .base_off = base_off, .p = p, .end = end };
+	struct mms__cursor c = { .base = base, .base_off = base_off, .p = p, .end = end,
+				 .stamp = w->stamp, .prev_addr = w->prev_addr, .thread = w->thread };
 	const uint64_t cut_stamp = log->hdr.cut_stamp;
-	struct mms__segment *seg = NULL;
+	struct mms__segment *seg = w->seg ? &log->wsegs[w->seg - 1] : NULL;
 	struct mms__rec r;
 	const char *why = NULL;
-	int rc, first_event = 1;
+	int rc, first_event = !w->seen_event;
 
 	for (;;) {
 		/* A cut log is read record by record, to stop at its cut; so
@@ -215,6 +217,12 @@ static int walk_chunk(mms_log_t *log, uint64_t k, const uint8_t *p, const uint8_
 		}
 	}
 	if (rc == 0) {
+		w->walked = (uint64_t)(c.p - base) - CHUNK_HDR;
+		w->seg = seg ? (size_t)(seg - log->wsegs) + 1 : 0;
+		w->stamp = c.stamp;
+		w->prev_addr = c.prev_addr;
+		w->thread = c.thread;
+		w->seen_event = !first_event;
 		/* A chunk with no room for another event was left for a new
 		 * one; one cut by the end of the file lost what followed. */
 		if (seg && (cut || (uint64_t)(base + log->hdr.chunk_size - end) < MMS_MAX_EVENT_RECORD))
@@ -258,10 +266,35 @@ static void file_cut(mms_log_t *log, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* The walk state of chunk k: the log's own when following, else a fresh
+ * one in *tmp. NULL without memory. */
+static struct mms__cwalk *chunk_walk(mms_log_t *log, uint64_t k, struct mms__cwalk *tmp)
+{
+	size_t n;
+
+	if (!log->follow) {
+		memset(tmp, 0, sizeof(*tmp));
+		return tmp;
+	}
+	if (k >= log->nwalks) {
+		n = log->nwalks ? log->nwalks : 64;
+		while (n <= k)
+			n *= 2;
+		tmp = realloc(log->walks, n * sizeof(*log->walks));
+		if (!tmp)
+			return NULL;
+		memset(tmp + log->nwalks, 0, (n - log->nwalks) * sizeof(*tmp));
+		log->walks = tmp;
+		log->nwalks = n;
+	}
+	return &log->walks[k];
+}
+
 static int walk_chunks(mms_log_t *log, int fd)
 {
 	const struct mms_chunk_header *ch;
 	uint64_t k, n, whole, start, have, used, cs = log->hdr.chunk_size;
+	struct mms__cwalk tmp, *w;
 	const uint8_t *chunk;
 	uint8_t *buf = NULL;
 	uint32_t magic;
@@ -271,19 +304,29 @@ static int walk_chunks(mms_log_t *log, int fd)
 	/* From a file, each chunk is read into one buffer: the open pass
 	 * then costs a copy, not a page fault for every page of a mapping
 	 * that replay may never need again (a seek reads only the chunks
-	 * after its checkpoint). */
-	if (fd >= 0 && !(buf = malloc(cs)))
+	 * after its checkpoint). A followed log is read in its mapping: each
+	 * look reads only what was added. */
+	if (fd >= 0 && !log->follow && !(buf = malloc(cs)))
 		return -ENOMEM;
 
 	/* A log still being written, or cut, may hold fewer chunks than the
-	 * header has reserved: walk what the file holds. */
+	 * header has reserved: walk what the file holds. A followed log's
+	 * writer grows the file before it uses a chunk: one the file does
+	 * not hold yet is looked at next time. */
 	n = (log->size - MMS_HEADER_SIZE + cs - 1) / cs;
+	if (log->follow == MMS__FOLLOW_LIVE)
+		n = (log->size - MMS_HEADER_SIZE) / cs;
 	if (n > log->hdr.nchunks)
 		n = log->hdr.nchunks;
 	for (k = 0; k < n; k++) {
 		start = MMS_HEADER_SIZE + k * cs;
 		have = log->size - start < cs ? log->size - start : cs;
 		chunk = log->map + start;
+		w = chunk_walk(log, k, &tmp);
+		if (!w) {
+			rc = -ENOMEM;
+			break;
+		}
 		if (buf && have >= CHUNK_HDR) {
 			do
 				got = pread(fd, buf, have, (off_t)start);
@@ -330,13 +373,19 @@ static int walk_chunks(mms_log_t *log, int fd)
 				 (unsigned long long)k, (unsigned long long)(have - CHUNK_HDR), (unsigned long long)used);
 			used = have - CHUNK_HDR;
 		}
-		rc = walk_chunk(log, k, chunk + CHUNK_HDR, chunk + CHUNK_HDR + used, cut, chunk, start);
+		if (used <= w->walked)
+			continue; /* nothing new since the last look */
+		rc = walk_chunk(log, k, chunk + CHUNK_HDR + w->walked, chunk + CHUNK_HDR + used, cut, chunk, start, w);
 		if (rc)
 			break;
 	}
 	free(buf);
 	if (rc)
 		return rc;
+	/* A followed log is not cut for holding fewer chunks than its
+	 * header counts: its writer is still adding them. */
+	if (log->follow == MMS__FOLLOW_LIVE)
+		return 0;
 	/* The file is shorter than the chunks the header counts (the writer
 	 * grows it a whole chunk at a time). The writer counts a chunk it
 	 * could not add when it cuts the log itself (a full disk): only a log
@@ -483,6 +532,18 @@ static int build_runs(mms_log_t *log)
 {
 	size_t i;
 
+	/* segs is made again from the walk's segments: a followed log's
+	 * grow and new ones come with each look. */
+	free(log->segs);
+	free(log->runs);
+	log->runs = NULL;
+	log->nruns = 0;
+	log->segs = malloc((log->nwsegs + 1) * sizeof(*log->segs));
+	if (!log->segs)
+		return -ENOMEM;
+	if (log->nwsegs)
+		memcpy(log->segs, log->wsegs, log->nwsegs * sizeof(*log->segs));
+	log->nsegs = log->nwsegs;
 	number_threads(log);
 	/* Damage may leave a segment with no record before it. */
 	for (i = 0; i < log->nsegs; i++)
@@ -565,6 +626,25 @@ static void fill_info(mms_log_t *log)
 		log->ns_per_stamp = 1.0;
 }
 
+/* A log over the len bytes at map, its tables empty; NULL without
+ * memory. */
+static mms_log_t *log_new(const void *map, size_t len)
+{
+	mms_log_t *log = calloc(1, sizeof(*log));
+
+	if (!log)
+		return NULL;
+	log->map = map;
+	log->size = len;
+	log->fd = -1;
+	mms__map_init(&log->strings);
+	mms__map_init(&log->stacks);
+	mms__map_init(&log->thread_ix);
+	mms__map_init(&log->pycode_ix);
+	log->stop = UINT64_MAX;
+	return log;
+}
+
 /* Opens the log in buf (len bytes), reading its chunks through fd when it
  * is not -1 (buf is then the file's mapping). */
 static int log_open(const void *buf, size_t len, int fd, mms_log_t **out, mms_open_error_t *err)
@@ -577,16 +657,9 @@ static int log_open(const void *buf, size_t len, int fd, mms_log_t **out, mms_op
 	*out = NULL;
 	if (!len)
 		return open_error(err, MMS_ETRUNCATED, 0, "the file is empty");
-	log = calloc(1, sizeof(*log));
+	log = log_new(buf, len);
 	if (!log)
 		return -ENOMEM;
-	log->map = buf;
-	log->size = len;
-	mms__map_init(&log->strings);
-	mms__map_init(&log->stacks);
-	mms__map_init(&log->thread_ix);
-	mms__map_init(&log->pycode_ix);
-	log->stop = UINT64_MAX;
 	rc = read_header(log, err);
 	if (rc)
 		goto fail_log;
@@ -609,10 +682,11 @@ int mms__log_open_buf(const void *buf, size_t len, mms_log_t **out, mms_open_err
 	return log_open(buf, len, -1, out, err);
 }
 
-int mms__log_open_file(const char *path, mms_log_t **out, mms_open_error_t *err)
+/* Opens path for reading, a regular file, for a log to go to *out (set
+ * to NULL); returns the descriptor (its status in *st), or a negative
+ * code. */
+static int open_regular(const char *path, mms_log_t **out, struct stat *st, mms_open_error_t *err)
 {
-	struct stat st;
-	void *map = NULL;
 	int fd, rc;
 
 	if (!path || !out)
@@ -621,18 +695,27 @@ int mms__log_open_file(const char *path, mms_log_t **out, mms_open_error_t *err)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st)) {
+	if (fstat(fd, st))
 		rc = -errno;
-		goto fail_fd;
-	}
-	if (S_ISDIR(st.st_mode)) {
+	else if (S_ISDIR(st->st_mode))
 		rc = -EISDIR;
-		goto fail_fd;
-	}
-	if (!S_ISREG(st.st_mode)) {
+	else if (!S_ISREG(st->st_mode))
 		rc = open_error(err, MMS_EBADMAGIC, 0, "not a regular file");
-		goto fail_fd;
-	}
+	else
+		return fd;
+	close(fd);
+	return rc;
+}
+
+int mms__log_open_file(const char *path, mms_log_t **out, mms_open_error_t *err)
+{
+	struct stat st;
+	void *map = NULL;
+	int fd, rc;
+
+	fd = open_regular(path, out, &st, err);
+	if (fd < 0)
+		return fd;
 	if (st.st_size > 0) {
 		/* Shared and read-only: a log still being written shows the
 		 * records published before this point. */
@@ -661,6 +744,134 @@ fail_fd:
 	return rc;
 }
 
+/* A followed log's mapping: this much of the file's address range is
+ * mapped at once, so that the file grows into it and nothing moves. */
+#define FOLLOW_MAP ((size_t)1 << 40)
+
+static int follow_look(mms_log_t *log);
+
+MMS__EXPORT int mms_log_follow(const char *path, mms_log_t **out, mms_open_error_t *err)
+{
+	mms_log_t *log;
+	struct stat st;
+	void *map;
+	size_t len;
+	int fd, rc;
+
+	fd = open_regular(path, out, &st, err);
+	if (fd < 0)
+		return fd;
+	if (st.st_size < MMS_HEADER_SIZE) {
+		close(fd);
+		return open_error(err, MMS_ETRUNCATED, (uint64_t)st.st_size, "the file holds no whole header yet");
+	}
+	/* Past the file's end: the pages the writer adds show in it as they
+	 * come (a shared mapping of the file), and none is touched before
+	 * the file holds it. Less where the address space is limited
+	 * (valgrind, RLIMIT_AS): a log that outgrows it is read once
+	 * written. */
+	for (len = FOLLOW_MAP;; len >>= 2) {
+		if (len < (size_t)st.st_size || len < ((size_t)1 << 28)) {
+			close(fd);
+			return -ENOMEM;
+		}
+		map = mmap(NULL, len, PROT_READ, MAP_SHARED | MAP_NORESERVE, fd, 0);
+		if (map != MAP_FAILED)
+			break;
+	}
+	log = log_new(map, (size_t)st.st_size);
+	if (!log) {
+		munmap(map, len);
+		close(fd);
+		return -ENOMEM;
+	}
+	log->map_len = len;
+	log->unmap = 1;
+	log->follow = MMS__FOLLOW_LIVE;
+	log->fd = fd;
+	log->path = strdup(path);
+	rc = read_header(log, err);
+	if (!rc)
+		rc = follow_look(log);
+	/* A fork child's replays start from its parent's heap. */
+	if (rc >= 0)
+		rc = mms__inherit_load(log, 0);
+	if (rc < 0) {
+		mms_log_close(log);
+		return rc;
+	}
+	*out = log;
+	return 0;
+}
+
+static int follow_look(mms_log_t *log)
+{
+	const struct mms_file_header *h;
+	uint64_t before;
+	struct stat st;
+	int rc;
+
+	if (fstat(log->fd, &st))
+		return -errno;
+	if ((uint64_t)st.st_size > log->map_len)
+		return -ENOMEM; /* past the mapping: read it once written */
+	if ((size_t)st.st_size > log->size)
+		log->size = (size_t)st.st_size;
+	/* What the writer changes while the program runs. */
+	h = (const void *)log->map;
+	log->hdr.flags = __atomic_load_n(&h->flags, __ATOMIC_ACQUIRE);
+	log->hdr.last_stamp = __atomic_load_n(&h->last_stamp, __ATOMIC_ACQUIRE);
+	log->hdr.last_realtime_ns = __atomic_load_n(&h->last_realtime_ns, __ATOMIC_ACQUIRE);
+	log->hdr.nchunks = __atomic_load_n(&h->nchunks, __ATOMIC_ACQUIRE);
+	log->hdr.lost_events = __atomic_load_n(&h->lost_events, __ATOMIC_ACQUIRE);
+	log->hdr.cut_errno = h->cut_errno;
+	log->hdr.cut_stamp = log->hdr.flags & MMS_FLAG_CUT ? __atomic_load_n(&h->cut_stamp, __ATOMIC_ACQUIRE) : 0;
+	before = log->events;
+	rc = walk_chunks(log, log->fd);
+	if (!rc)
+		rc = build_runs(log);
+	if (rc)
+		return rc;
+	fill_info(log);
+	/* A cut or damaged log, or one whose end was lost, is read again
+	 * once written, the way any log is: following it stops here. At the
+	 * last look, the log is what it is. */
+	if (log->follow == MMS__FOLLOW_LIVE &&
+	    (log->info.damaged || log->info.cut || log->stop != UINT64_MAX || log->chunks_lost || log->file_cut))
+		return log->info.damage_error ? log->info.damage_error : MMS_ECORRUPT;
+	/* segs was made again: iterators open before go by the old one. */
+	log->generation++;
+	return log->events > before;
+}
+
+MMS__EXPORT int mms_log_follow_refresh(mms_log_t *log)
+{
+	int rc;
+
+	if (!log || log->follow != MMS__FOLLOW_LIVE)
+		return MMS_EUSAGE;
+	if (log->follow_err)
+		return log->follow_err;
+	rc = follow_look(log);
+	if (rc < 0)
+		log->follow_err = rc;
+	return rc;
+}
+
+MMS__EXPORT int mms_log_follow_end(mms_log_t *log)
+{
+	int rc;
+
+	if (!log || log->follow != MMS__FOLLOW_LIVE)
+		return MMS_EUSAGE;
+	/* Stopped: the tables hold part of a look. */
+	if (log->follow_err)
+		return log->follow_err;
+	log->follow = MMS__FOLLOW_END;
+	rc = follow_look(log);
+	return rc < 0 ? rc : 0;
+}
+
 MMS__EXPORT int mms_log_open_ex(const char *path, mms_log_t **out, mms_open_error_t *err)
 {
 	int rc = mms__log_open_file(path, out, err);
@@ -685,9 +896,13 @@ MMS__EXPORT void mms_log_close(mms_log_t *log)
 	mms__meta_free(log);
 	mms__inherit_free(&log->inh);
 	free(log->segs);
+	free(log->wsegs);
 	free(log->runs);
+	free(log->walks);
 	if (log->unmap && log->map)
-		munmap((void *)log->map, log->size);
+		munmap((void *)log->map, log->map_len ? log->map_len : log->size);
+	if (log->follow && log->fd >= 0)
+		close(log->fd);
 	free(log->path);
 	free(log);
 }

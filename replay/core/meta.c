@@ -14,19 +14,34 @@
 #include "map-int.h"
 
 /* Copies len bytes and a NUL into the arena; returns the offset or
- * (size_t)-1 when out of memory. Offsets stay valid as the arena grows. */
+ * (size_t)-1 when out of memory. Offsets stay valid as the arena grows.
+ * So do the strings a followed log handed out already (event names kept
+ * by a pass fed while the log grows): its old arenas are kept until
+ * mms_log_close(). */
 static size_t arena_add(mms_log_t *log, const char *s, size_t len)
 {
 	size_t off = log->arena_len, ncap;
-	char *p;
+	char **r, *p;
 
 	if (log->arena_cap - log->arena_len < len + 1) {
 		ncap = log->arena_cap ? log->arena_cap : 4096;
 		while (ncap - log->arena_len < len + 1)
 			ncap *= 2;
-		p = realloc(log->arena, ncap);
-		if (!p)
-			return (size_t)-1;
+		if (log->follow && log->arena) {
+			r = realloc(log->retired, (log->nretired + 1) * sizeof(*r));
+			if (!r)
+				return (size_t)-1;
+			log->retired = r;
+			p = malloc(ncap);
+			if (!p)
+				return (size_t)-1;
+			memcpy(p, log->arena, log->arena_len);
+			log->retired[log->nretired++] = log->arena;
+		} else {
+			p = realloc(log->arena, ncap);
+			if (!p)
+				return (size_t)-1;
+		}
 		log->arena = p;
 		log->arena_cap = ncap;
 	}
@@ -170,6 +185,9 @@ void mms__meta_free(mms_log_t *log)
 	mms__map_free(&log->stacks);
 	mms__map_free(&log->thread_ix);
 	free(log->arena);
+	while (log->nretired)
+		free(log->retired[--log->nretired]);
+	free(log->retired);
 	free(log->stack_nodes);
 	free(log->threads);
 	free(log->modules);

@@ -13,6 +13,7 @@
 #include "msmemscope/replay.h"
 #include "msmemscope/summary.h"
 #include "base-int.h"
+#include "iter-int.h"
 #include "map-int.h"
 #include "state-int.h"
 #include "track-int.h"
@@ -57,6 +58,15 @@ struct mms_pass {
 	struct mms__sub **subs;
 	size_t nsubs, subs_cap;
 	struct dispatch *dispatch;   /* the read's subscribers by event kind */
+	/* Fed while the log grows (mms_pass_feed()): the first read is
+	 * under way, its iterator closed between two looks at the log. */
+	int feeding;
+	uint64_t fed_generation;     /* the log's look the positions were saved in */
+	struct mms__follow_pos *fpos; /* each thread's position then */
+	size_t nfpos;
+	uint64_t fed_id;             /* the next event's id */
+	uint64_t fed_stamp;          /* the last event fed: nothing may come before it */
+	uint32_t fed_thread;
 	size_t attach;               /* bytes per live block the subscribers attached */
 	unsigned round; /* the read under way, from 0 */
 	unsigned reads; /* reads of the log so far */

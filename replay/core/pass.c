@@ -17,6 +17,7 @@
 #include "base-int.h"
 #include "index-int.h"
 #include "iter-int.h"
+#include "log-int.h"
 #include "map-int.h"
 #include "pass-int.h"
 #include "state-int.h"
@@ -269,23 +270,19 @@ static uint64_t next_until(const struct mms_pass *p)
 	return u;
 }
 
-/* Reads the log (or the replay's range) once, feeding this round's
- * subscribers. Returns 0 (damage included: the read then ends early, with
- * p->stop_rc set in the first read) or the driver's own error. */
-static int read_all(struct mms_pass *p, struct mms__read *rd)
+/* The start of a read: its subscribers by event kind, and the begin of
+ * those that take part. Returns 0 or -ENOMEM. */
+static int read_begin(struct mms_pass *p, struct mms__read *rd, struct dispatch *d)
 {
-	const struct mms__track *t = &rd->tr;
-	struct dispatch d;
-	mms_event_t ev;
 	size_t i;
 	int rc;
 
 	p->cur = rd;
 	p->reads++;
-	rc = dispatch_build(p, &d);
+	rc = dispatch_build(p, d);
 	if (rc)
 		return rc;
-	p->dispatch = &d;
+	p->dispatch = d;
 	for (i = 0; i < p->nsubs; i++) {
 		struct mms__sub *s = p->subs[i];
 
@@ -297,43 +294,60 @@ static int read_all(struct mms_pass *p, struct mms__read *rd)
 		if (rc)
 			sub_fail(s, rc);
 	}
-	d.next_until = next_until(p);
+	d->next_until = next_until(p);
+	return 0;
+}
+
+/* Feeds the read's events until the iterator has none (its end, or the
+ * limit of a log followed). Returns 0, 1 when a later read has every
+ * subscriber it was for ended, or the driver's own error. */
+static int read_events(struct mms_pass *p, struct mms__read *rd, struct dispatch *d)
+{
+	const uint64_t done = p->done;
+	mms_event_t ev;
+	size_t i;
+	int rc;
+
 	for (;;) {
-		if (rd->st->pos == d.next_until) {
+		if (rd->st->pos == d->next_until) {
 			subs_end(p, rd->st->pos, 0);
-			d.next_until = next_until(p);
+			d->next_until = next_until(p);
 			/* The first read goes to the end for the summary; a
 			 * later one to the last position asked for. */
-			if (p->round && !subs_waiting(p)) {
-				rc = 0;
-				goto out;
-			}
+			if (p->round && !subs_waiting(p))
+				return 1;
 		}
 		if (p->progress && p->done >= p->progress_next && (rc = progress(p, 0)))
-			goto out;
+			return rc;
 		rc = read_next(p, rd, &ev);
-		if (rc == 0)
-			break;
+		if (rc == 0) {
+			/* Where a feed stops: nothing may come before it. */
+			if (p->done > done) {
+				p->fed_stamp = ev.stamp;
+				p->fed_thread = ev.thread;
+			}
+			return 0;
+		}
 		/* The damage rule: what came before stands, and every
 		 * subscriber ends there. */
 		if (rc == MMS_ECORRUPT || rc == MMS_EORDER) {
 			if (!p->round && !rd->replay)
 				p->stop_rc = rc;
-			break;
+			return 0;
 		}
 		if (rc < 0)
-			goto out;
+			return rc;
 		p->done++;
 		if (rd->track) {
 			rc = mms__track_event(&rd->tr, rd->st, &ev);
 			if (rc)
-				goto out;
+				return rc;
 		}
 		/* The summary's bad frees. */
 		if (!p->round && !rd->replay)
 			mms__state_bad_free(rd->st, &ev, p->bad, &p->nbad, MMS_BAD_FREES_KEPT);
-		for (i = 0; ev.kind < MMS_EV_KIND_COUNT && i < d.nev[ev.kind]; i++) {
-			struct mms__sub *s = d.ev[ev.kind][i];
+		for (i = 0; ev.kind < MMS_EV_KIND_COUNT && i < d->nev[ev.kind]; i++) {
+			struct mms__sub *s = d->ev[ev.kind][i];
 
 			if (s->done || s->failed)
 				continue;
@@ -342,11 +356,20 @@ static int read_all(struct mms_pass *p, struct mms__read *rd)
 				sub_fail(s, rc);
 		}
 	}
+}
+
+/* The end of a read: its last progress call, the step running closed,
+ * every subscriber's end. Returns 0 or -ECANCELED. */
+static int read_finish(struct mms_pass *p, struct mms__read *rd)
+{
+	const struct mms__track *t = &rd->tr;
+	int rc;
+
 	/* The last call at the end of the read: a cancel there still comes
 	 * before any subscriber ended (an export left no file). */
 	rc = progress(p, 1);
 	if (rc)
-		goto out;
+		return rc;
 	/* At the end the step running closes as the index closes it; the
 	 * steps a mark ended are those before. */
 	if (rd->track) {
@@ -358,11 +381,37 @@ static int read_all(struct mms_pass *p, struct mms__read *rd)
 		mms__track_finish(&rd->tr, rd->st);
 	}
 	subs_end(p, rd->st->pos, 1);
-	rc = 0;
-out:
+	return 0;
+}
+
+static void read_end(struct mms_pass *p)
+{
+	if (p->dispatch)
+		dispatch_free(p->dispatch);
+	free(p->dispatch);
 	p->dispatch = NULL;
-	dispatch_free(&d);
-	return rc;
+}
+
+/* Reads the log (or the replay's range) once, feeding this round's
+ * subscribers. Returns 0 (damage included: the read then ends early, with
+ * p->stop_rc set in the first read) or the driver's own error. */
+static int read_all(struct mms_pass *p, struct mms__read *rd)
+{
+	struct dispatch *d = calloc(1, sizeof(*d));
+	int rc;
+
+	if (!d)
+		return -ENOMEM;
+	rc = read_begin(p, rd, d);
+	if (rc) {
+		free(d);
+		return rc;
+	}
+	rc = read_events(p, rd, d);
+	if (!rc)
+		rc = read_finish(p, rd);
+	read_end(p);
+	return rc < 0 ? rc : 0;
 }
 
 /* --- the pass ------------------------------------------------------------------ */
@@ -420,20 +469,143 @@ int mms__pass_open_replay(mms_replay_t *r, uint64_t to, struct mms_pass **out)
 	return 0;
 }
 
+/* What the first read follows, for the subscribers of round 0. */
+static unsigned first_track(const struct mms_pass *p)
+{
+	unsigned track = 0;
+	size_t i;
+
+	for (i = 0; i < p->nsubs; i++)
+		if (!p->subs[i]->round)
+			track |= p->subs[i]->track;
+	return track;
+}
+
+/* The lowest of the threads' last stamps in a followed log: every event
+ * up to it is in the log already (a thread writes its records in the
+ * order of their stamps); one after it may still come from a thread that
+ * has not written it yet. */
+static uint64_t follow_limit(const mms_log_t *log)
+{
+	uint64_t limit = UINT64_MAX;
+	size_t i;
+
+	for (i = 0; i < log->nruns; i++)
+		if (log->segs[log->runs[i + 1] - 1].last < limit)
+			limit = log->segs[log->runs[i + 1] - 1].last;
+	return limit;
+}
+
+/* Opens the first read's iterator again where the last feed left it, on
+ * the log as it is now. */
+static int feed_reopen(struct mms_pass *p)
+{
+	int rc;
+
+	rc = mms__iter_open_follow(p->log, p->fed_id, p->fpos, p->nfpos, p->fed_stamp, p->fed_thread, &p->first.it);
+	if (rc)
+		return rc;
+	mms__iter_prefetch_for(p->first.it, p->first.st);
+	p->fed_generation = p->log->generation;
+	return 0;
+}
+
+/* Keeps where the first read's iterator stands and closes it: the next
+ * look at the log rebuilds the segments it goes by. */
+static int feed_save(struct mms_pass *p)
+{
+	size_t n = p->log->nthreads;
+
+	if (n > p->nfpos) {
+		struct mms__follow_pos *f = realloc(p->fpos, n * sizeof(*f));
+
+		if (!f)
+			return -ENOMEM;
+		p->fpos = f;
+	}
+	p->nfpos = n;
+	mms__iter_save_follow(p->first.it, &p->fed_id, p->fpos);
+	mms_iter_close(p->first.it);
+	p->first.it = NULL;
+	return 0;
+}
+
+MMS__EXPORT int mms_pass_feed(mms_pass_t *p)
+{
+	struct dispatch *d;
+	int rc;
+
+	if (!p || p->ran || p->first.replay || !p->log->follow)
+		return MMS_EUSAGE;
+	if (p->stop_rc)
+		return p->stop_rc;
+	if (!p->feeding) {
+		d = calloc(1, sizeof(*d));
+		if (!d)
+			return -ENOMEM;
+		rc = read_start(p, &p->first, first_track(p));
+		if (rc) {
+			free(d);
+			return rc;
+		}
+		/* Step marks may come later in the log. */
+		p->first.tr.no_marks = 0;
+		rc = read_begin(p, &p->first, d);
+		if (rc) {
+			free(d);
+			return rc;
+		}
+		p->feeding = 1;
+		p->fed_generation = p->log->generation;
+	} else {
+		rc = feed_reopen(p);
+		if (rc)
+			return p->stop_rc = rc;
+	}
+	/* While the program writes, up to what no record to come can
+	 * precede; after the last look, to the end. */
+	if (p->log->follow == MMS__FOLLOW_LIVE)
+		mms__iter_limit(p->first.it, follow_limit(p->log));
+	rc = read_events(p, &p->first, p->dispatch);
+	if (!rc && p->stop_rc)
+		rc = p->stop_rc;
+	if (!rc)
+		rc = feed_save(p);
+	if (rc)
+		p->stop_rc = rc < 0 ? rc : MMS_ECORRUPT;
+	p->events = p->first.st->pos;
+	return rc;
+}
+
 MMS__EXPORT int mms_pass_run(mms_pass_t *p)
 {
 	struct mms__read later;
-	unsigned track = 0;
+	unsigned track;
 	size_t i;
 	int rc;
 
 	if (!p || p->ran)
 		return MMS_EUSAGE;
 	p->ran = 1;
-	for (i = 0; i < p->nsubs; i++)
-		if (!p->subs[i]->round)
-			track |= p->subs[i]->track;
+	track = first_track(p);
 	p->total = p->first.replay ? p->to - p->first.st->pos : p->log->events;
+	if (p->feeding) {
+		/* Fed while the log grew: the rest of the first read. */
+		/* A feed that failed left the read where it stopped: the
+		 * caller reads the log again with a pass of its own. */
+		if (p->stop_rc)
+			return MMS_EUSAGE;
+		mms_log_get_info(p->log, &p->info);
+		rc = feed_reopen(p);
+		if (!rc) {
+			rc = read_events(p, &p->first, p->dispatch);
+			if (!rc)
+				rc = read_finish(p, &p->first);
+		}
+		read_end(p);
+		rc = rc < 0 ? rc : 0;
+		goto later_reads;
+	}
 	rc = progress(p, 1);
 	if (rc)
 		return rc;
@@ -447,6 +619,7 @@ MMS__EXPORT int mms_pass_run(mms_pass_t *p)
 			return rc;
 	}
 	rc = read_all(p, &p->first);
+later_reads:
 	p->events = p->first.st->pos;
 	/* Later reads, for the subscribers that asked for a second look. */
 	while (!rc && !p->first.replay) {
@@ -486,6 +659,8 @@ MMS__EXPORT void mms_pass_close(mms_pass_t *p)
 		if (p->subs[i]->drop)
 			p->subs[i]->drop(p->subs[i]);
 	free(p->subs);
+	read_end(p);
+	free(p->fpos);
 	read_free(&p->first);
 	mms__strs_unref(p->strs);
 	free(p);

@@ -3,8 +3,11 @@
  * or fail cleanly, and an opened log must iterate, summarize, replay, run
  * the analyses that write no file and answer every metadata query without
  * reading out of bounds. */
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "msmemscope/analysis.h"
 #include "msmemscope/compare.h"
@@ -156,6 +159,57 @@ static void replay(mms_log_t *log)
 	}
 }
 
+/* Writes the first len bytes of data to fd's file (from offset 0). */
+static int put(int fd, const uint8_t *data, size_t len)
+{
+	ssize_t n;
+	size_t off = 0;
+
+	while (off < len) {
+		n = pwrite(fd, data + off, len - off, (off_t)off);
+		if (n <= 0)
+			return -1;
+		off += (size_t)n;
+	}
+	return 0;
+}
+
+/* The log followed as if written in two looks (half the file, then all
+ * of it): following must fail cleanly or give the summary the whole log
+ * gives. */
+static void follow(const uint8_t *data, size_t size, const mms_summary_t *whole, int whole_rc)
+{
+	static char path[64];
+	mms_summary_t s;
+	mms_log_t *log;
+	mms_pass_t *p;
+	int fd, rc;
+
+	if (size < 4096)
+		return;
+	if (!path[0])
+		snprintf(path, sizeof(path), "/tmp/fuzz-reader-follow.%ld.mms", (long)getpid());
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	if (put(fd, data, size / 2) == 0 && mms_log_follow(path, &log, NULL) == 0) {
+		if (mms_pass_open(log, NULL, &p) == 0) {
+			rc = mms_pass_feed(p);
+			if (put(fd, data, size) == 0 && !rc && mms_log_follow_refresh(log) >= 0)
+				rc = mms_pass_feed(p);
+			if (mms_log_follow_end(log) == 0 && !rc && mms_pass_feed(p) == 0 && mms_pass_run(p) == 0 &&
+			    mms_pass_summary(p, &s) == 0 && whole_rc == 0 &&
+			    (s.events != whole->events || s.mem[0].live_bytes != whole->mem[0].live_bytes ||
+			     s.mem[0].allocs != whole->mem[0].allocs))
+				abort(); /* followed, it says another thing than whole */
+			mms_pass_close(p);
+		}
+		mms_log_close(log);
+	}
+	close(fd);
+	unlink(path);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	mms_open_error_t err;
@@ -190,10 +244,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		mms_strerror(rc);
 		mms_iter_close(it);
 	}
-	mms_summarize(log, &sum);
+	rc = mms_summarize(log, &sum);
 	replay(log);
 	analyses(log);
 	mms_log_close(log);
+	follow(buf, size, &sum, rc);
 	free(buf);
 	return 0;
 }

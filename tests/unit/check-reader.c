@@ -1056,6 +1056,190 @@ START_TEST(test_time_conversion)
 }
 END_TEST
 
+/* --- following a log that grows (mms_log_follow, mms_pass_feed) -------- */
+
+/* A pass over a followed log, with the leaks analysis. */
+struct fol {
+	mms_log_t *log;
+	mms_pass_t *p;
+	mms_leaks_t *leaks;
+};
+
+static void fol_open(struct fol *f, const struct lb *b)
+{
+	int rc;
+
+	ck_assert_int_eq(lb_write(b, LOG, SIZE_MAX), 0);
+	rc = mms_log_follow(LOG, &f->log, NULL);
+	ck_assert_msg(rc == 0, "follow: %s", mms_strerror(rc));
+	ck_assert_int_eq(mms_pass_open(f->log, NULL, &f->p), 0);
+	ck_assert_int_eq(mms_leaks_add(f->p, NULL, &f->leaks), 0);
+}
+
+/* Writes b again, looks at the log and feeds the pass; returns the events
+ * fed so far. */
+static uint64_t fol_feed(struct fol *f, const struct lb *b, int look)
+{
+	mms_pass_info_t pi;
+	int rc;
+
+	ck_assert_int_eq(lb_write(b, LOG, SIZE_MAX), 0);
+	if (look) {
+		rc = mms_log_follow_refresh(f->log);
+		ck_assert_msg(rc >= 0, "refresh: %s", mms_strerror(rc));
+	}
+	rc = mms_pass_feed(f->p);
+	ck_assert_msg(rc == 0, "feed: %s", mms_strerror(rc));
+	mms_pass_get_info(f->p, &pi);
+	return pi.events;
+}
+
+/* Ends the pass after the last look and checks it gives what a pass over
+ * the written log gives: the summary and the leaks. */
+static void fol_end(struct fol *f, struct lb *b)
+{
+	mms_summary_t fs, s;
+	mms_leaks_t *l;
+	mms_log_t *log;
+
+	lb_header(b)->flags |= MMS_FLAG_COMPLETE;
+	ck_assert_int_eq(lb_write(b, LOG, SIZE_MAX), 0);
+	ck_assert_int_eq(mms_log_follow_end(f->log), 0);
+	ck_assert_int_eq(mms_pass_feed(f->p), 0);
+	ck_assert_int_eq(mms_pass_run(f->p), 0);
+	ck_assert_int_eq(mms_pass_summary(f->p, &fs), 0);
+	ck_assert_int_eq(mms_log_open(LOG, &log), 0);
+	ck_assert_int_eq(mms_summarize(log, &s), 0);
+	ck_assert_int_eq(mms_leaks_run(log, NULL, &l), 0);
+	ck_assert_uint_eq(fs.events, s.events);
+	for (int k = 0; k < MMS_MEM_KIND_COUNT; k++) {
+		ck_assert_uint_eq(fs.mem[k].allocs, s.mem[k].allocs);
+		ck_assert_uint_eq(fs.mem[k].frees, s.mem[k].frees);
+		ck_assert_uint_eq(fs.mem[k].live_bytes, s.mem[k].live_bytes);
+		ck_assert_uint_eq(fs.mem[k].peak_bytes, s.mem[k].peak_bytes);
+	}
+	ck_assert_uint_eq(fs.steps, s.steps);
+	ck_assert_uint_eq(f->leaks->nexit_leaks, l->nexit_leaks);
+	ck_assert_uint_eq(f->leaks->nstep_leaks, l->nstep_leaks);
+	for (size_t i = 0; i < l->nexit_leaks; i++) {
+		ck_assert_uint_eq(f->leaks->exit_leaks[i].b.addr, l->exit_leaks[i].b.addr);
+		ck_assert_uint_eq(f->leaks->exit_leaks[i].b.alloc_event, l->exit_leaks[i].b.alloc_event);
+	}
+	for (size_t i = 0; i < l->nstep_leaks; i++)
+		ck_assert_uint_eq(f->leaks->step_leaks[i].b.addr, l->step_leaks[i].b.addr);
+	mms_leaks_free(l);
+	mms_log_close(log);
+	mms_pass_close(f->p);
+	mms_leaks_free(f->leaks);
+	mms_log_close(f->log);
+}
+
+/* One thread, read in three looks: each feed reads what was written, a
+ * new chunk included, and the steps and per-step leak come out as from
+ * the written log. */
+START_TEST(test_follow_one_thread)
+{
+	struct lb *b = one_thread();
+	struct fol f;
+
+	lb_header(b)->flags &= ~(uint32_t)MMS_FLAG_COMPLETE;
+	lb_alloc(b, 12, 0, 0x1000, 10, 0);
+	lb_alloc(b, 13, 0, 0x2000, 20, 0);
+	lb_event0(b, MMS_TAG_STEP, 14);
+	fol_open(&f, b);
+	ck_assert_uint_eq(fol_feed(&f, b, 0), 4); /* init, 2 mallocs, the step */
+	ck_assert_uint_eq(fol_feed(&f, b, 1), 4); /* nothing new */
+	lb_alloc(b, 15, 0, 0x3000, 30, 0);
+	lb_free(b, 16, 0, 0x1000);
+	lb_event0(b, MMS_TAG_STEP, 17);
+	ck_assert_uint_eq(fol_feed(&f, b, 1), 7);
+	/* The thread goes on in a new chunk. */
+	lb_chunk(b);
+	lb_segment(b, 0, 17);
+	lb_alloc(b, 18, 0, 0x4000, 40, 0);
+	lb_event0(b, MMS_TAG_STEP, 19);
+	lb_free(b, 20, 0, 0x2000);
+	ck_assert_uint_eq(fol_feed(&f, b, 1), 10);
+	lb_event0(b, MMS_TAG_SYSTEM | MMS_SYSTEM_FINI, 21);
+	fol_end(&f, b);
+	lb_destroy(b);
+}
+END_TEST
+
+/* Two threads: a feed reads no further than the lowest of their last
+ * stamps, since the other may still write records stamped before. */
+START_TEST(test_follow_two_threads)
+{
+	struct lb *b = one_thread();
+	struct fol f;
+	uint32_t c0, c1;
+
+	lb_header(b)->flags &= ~(uint32_t)MMS_FLAG_COMPLETE;
+	c0 = 0;
+	lb_alloc(b, 12, 0, 0x1000, 10, 0);
+	c1 = lb_chunk(b);
+	lb_segment(b, 1, 13);
+	lb_thread(b, 13, 1, 1001);
+	lb_alloc(b, 14, 0, 0x2000, 20, 0);
+	lb_use(b, c0);
+	lb_alloc(b, 15, 0, 0x3000, 30, 0);
+	lb_alloc(b, 16, 0, 0x4000, 40, 0);
+	fol_open(&f, b);
+	/* Up to stamp 14, thread 1's last. */
+	ck_assert_uint_eq(fol_feed(&f, b, 0), 3);
+	lb_use(b, c1);
+	lb_free(b, 17, 0, 0x3000);
+	/* Up to 16, thread 0's last now. */
+	ck_assert_uint_eq(fol_feed(&f, b, 1), 5);
+	lb_use(b, c0);
+	lb_free(b, 18, 0, 0x2000);
+	lb_event0(b, MMS_TAG_SYSTEM | MMS_SYSTEM_FINI, 19);
+	fol_end(&f, b);
+	lb_destroy(b);
+}
+END_TEST
+
+/* A thread whose records come after events stamped later were fed: the
+ * feed says so, and the pass cannot go on; a damaged record stops the
+ * following. */
+START_TEST(test_follow_late_thread)
+{
+	struct lb *b = one_thread();
+	mms_log_t *log;
+	mms_pass_t *p;
+
+	lb_header(b)->flags &= ~(uint32_t)MMS_FLAG_COMPLETE;
+	lb_alloc(b, 12, 0, 0x1000, 10, 0);
+	lb_alloc(b, 20, 0, 0x2000, 20, 0);
+	ck_assert_int_eq(lb_write(b, LOG, SIZE_MAX), 0);
+	ck_assert_int_eq(mms_log_follow(LOG, &log, NULL), 0);
+	ck_assert_int_eq(mms_pass_open(log, NULL, &p), 0);
+	ck_assert_int_eq(mms_pass_feed(p), 0);
+	lb_chunk(b);
+	lb_segment(b, 1, 15);
+	lb_thread(b, 15, 1, 1001);
+	lb_alloc(b, 16, 0, 0x3000, 30, 0);
+	ck_assert_int_eq(lb_write(b, LOG, SIZE_MAX), 0);
+	ck_assert_int_eq(mms_log_follow_refresh(log), 1);
+	ck_assert_int_eq(mms_pass_feed(p), MMS_EORDER);
+	ck_assert_int_eq(mms_pass_run(p), MMS_EUSAGE);
+	mms_pass_close(p);
+	/* Bytes that do not decode: the log cannot be followed further. */
+	lb_raw(b, "\xff\xff", 2);
+	ck_assert_int_eq(lb_write(b, LOG, SIZE_MAX), 0);
+	ck_assert_int_lt(mms_log_follow_refresh(log), 0);
+	mms_log_close(log);
+	/* Not a followed log. */
+	ck_assert_int_eq(mms_log_open(LOG, &log), 0);
+	ck_assert_int_eq(mms_log_follow_refresh(log), MMS_EUSAGE);
+	ck_assert_int_eq(mms_pass_open(log, NULL, &p), 0);
+	ck_assert_int_eq(mms_pass_feed(p), MMS_EUSAGE);
+	mms_pass_close(p);
+	mms_log_close(log);
+	lb_destroy(b);
+}
+END_TEST
+
 static Suite *reader_suite(void)
 {
 	Suite *s = suite_create("reader");
@@ -1085,6 +1269,9 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_watch_sums);
 	tcase_add_test(tc, test_free_stacks);
 	tcase_add_test(tc, test_time_conversion);
+	tcase_add_test(tc, test_follow_one_thread);
+	tcase_add_test(tc, test_follow_two_threads);
+	tcase_add_test(tc, test_follow_late_thread);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,67 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# live.sh: the launcher reads the program's log while the program runs
+# (launch-live.c) and finishes the report after the exit: the report must
+# be the one the written log gives. For each mode of tests/progs/live.c
+# (steps with per-step leaks, threads, a thread that writes late, a fork,
+# a program killed mid-run) the launcher's leaks report, with stacks,
+# equals msmemscope-replay --analysis leaks on the same log, and its
+# summary's figures equal msmemscope-replay --summary --json's; and the
+# report was the one read while the program ran (MSMEMSCOPE_LIVE_DEBUG
+# says so). With --no-live-report nothing is read during the run. How
+# much is read during the run depends on the machine's load (the reader
+# takes only idle CPU time): tests/unit's follow test checks the reading
+# between two looks exactly.
+. "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
+
+[ -x "$MMS_LAUNCHER" ] || fail "the launcher is not built: $MMS_LAUNCHER"
+prog=$MMS_PROGS/live
+[ -x "$prog" ] || fail "the test program is not built: $prog"
+
+for mode in steps threads late fork kill; do
+	rm -rf out
+	status=0
+	MSMEMSCOPE_LIVE_DEBUG=1 "$MMS_LAUNCHER" --call-stack=c:8 --output=out -- "$prog" $mode >$mode.out \
+		2>$mode.err || status=$?
+	if [ $mode = kill ]; then
+		[ $status = 137 ] || fail "live kill: the launcher exited $status, not 137: $(cat $mode.err)"
+	else
+		[ $status = 0 ] || fail "live $mode: the launcher exited $status: $(cat $mode.err)"
+		[ "$(cat $mode.out)" = done ] || fail "live $mode: the program printed $(cat $mode.out)"
+	fi
+	grep -q '^msmemscope: live: [0-9]* events read while the program ran' $mode.err ||
+		fail "live $mode: the report was not the one read while the program ran: $(grep 'live:' $mode.err)"
+	log=$(ls out/msmemscope_*/memscope_*.mms | head -1)
+	[ -f "$log" ] || fail "live $mode: no log in out/"
+	# The leaks report, as the written log gives it.
+	sed -n '/^======/,$p' $mode.err >$mode.live
+	"$MMS_REPLAY" "$log" --analysis leaks 2>&1 | grep -v '^msmemscope-replay: warning: .*did not reach exit' \
+		>$mode.after
+	grep -q '^====== SUMMARY' $mode.after || fail "live $mode: msmemscope-replay printed no leaks report: $(cat $mode.after)"
+	diff -u $mode.after $mode.live >$mode.diff ||
+		fail "live $mode: the report read while the program ran differs from the log's:
+$(cat $mode.diff)"
+	# The summary's figures.
+	summarize "$log"
+	for k in allocs frees live_blocks; do
+		v=$(jget "$log.json" $k)
+		case $k in
+		allocs) grep -q "^  heap (malloc)     $v allocations" $mode.err ;;
+		frees) grep -q "allocations, $v frees" $mode.err ;;
+		live_blocks) grep -q "live at [a-z ]* *$v block" $mode.err ;;
+		esac || fail "live $mode: the launcher's summary does not say $k = $v: $(sed -n '/events/,/threads/p' $mode.err)"
+	done
+done
+
+# Read after the run only, when asked.
+rm -rf out
+MSMEMSCOPE_LIVE_DEBUG=1 "$MMS_LAUNCHER" --no-live-report --output=out -- "$prog" steps >nolive.out 2>nolive.err ||
+	fail "msmemscope --no-live-report exited $?: $(cat nolive.err)"
+! grep -q 'events read while' nolive.err ||
+	fail "--no-live-report: the log was read during the run: $(grep 'live:' nolive.err)"
+# Reports that write files are read after the run.
+rm -rf out
+MSMEMSCOPE_LIVE_DEBUG=1 "$MMS_LAUNCHER" --analysis=leaks,decompose --output=out -- "$prog" steps >an.out 2>an.err ||
+	fail "msmemscope --analysis=leaks,decompose exited $?: $(cat an.err)"
+! grep -q 'events read while' an.err || fail "--analysis=leaks,decompose: read during the run"
+note "the report read while the program ran is the written log's: steps, threads, a late thread, a fork, a killed program"
