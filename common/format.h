@@ -230,6 +230,9 @@ enum mms_runtime_kind {
 	MMS_RT_CXX = 2,    /* libstdc++ or libgcc, for itself, before main */
 	MMS_RT_THREAD = 3, /* a thread's TLS vector, allocated in pthread_create */
 	MMS_RT_STDIO = 4,  /* the buffer of stdin, stdout or stderr */
+	/* 5 is no record's: readers call CPython's state at exit so. */
+	MMS_RT_SELF = 6,   /* msmemscope's own Python package, while it worked
+	                      (msmemscope.torch's tagging: msmemscope__own()) */
 };
 
 enum mms_alloc_fn {

@@ -376,6 +376,26 @@ MMS_EXPORT int msmemscope_recording(void)
 	return mms__recording_now() ? 1 : 0;
 }
 
+/* Not the public API: the msmemscope Python package's, around its own
+ * work in the program's threads (msmemscope.torch tagging tensors), so
+ * that what it allocates there is marked its own (ALLOC_RT, kind
+ * MMS_RT_SELF), not the program's. Returns the scope it replaced, for
+ * msmemscope__own_end(). */
+MMS_EXPORT unsigned msmemscope__own_begin(void)
+{
+	unsigned prev = mms__tls_runtime;
+
+	if (!prev)
+		mms__tls_runtime = MMS_RT_SELF;
+	return prev;
+}
+
+MMS_EXPORT void msmemscope__own_end(unsigned prev)
+{
+	if (mms__tls_runtime == MMS_RT_SELF)
+		mms__tls_runtime = (uint16_t)prev;
+}
+
 MMS_EXPORT void mstxMarkA(const char *message, void *stream)
 {
 	(void)stream;

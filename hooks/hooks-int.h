@@ -327,6 +327,10 @@ void mms__runtime_init(void) MMS_HIDDEN;
 /* The enum mms_runtime_kind of an allocation made now whose caller's
  * return address is ra, 0 when it is the program's. */
 unsigned mms__runtime_kind(uintptr_t ra) MMS_HIDDEN;
+/* api.c: the msmemscope Python package's own work (not the public API):
+ * what the thread allocates between the two is marked MMS_RT_SELF. */
+unsigned msmemscope__own_begin(void);
+void msmemscope__own_end(unsigned prev);
 
 /* hooks.c */
 void mms__init(void) MMS_HIDDEN;

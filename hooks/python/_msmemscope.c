@@ -36,6 +36,8 @@ static struct api {
 	void (*watch)(const void *ptr, size_t size, const char *name);
 	void (*start)(void);
 	void (*stop)(void);
+	unsigned (*own_begin)(void);
+	void (*own_end)(unsigned prev);
 } api;
 
 /* Whether the recorder records this process: its API is there and says so. */
@@ -69,11 +71,31 @@ static void api_load(void)
 	api.watch = (void (*)(const void *, size_t, const char *))sym("msmemscope_watch");
 	api.start = (void (*)(void))sym("msmemscope_start");
 	api.stop = (void (*)(void))sym("msmemscope_stop");
+	api.own_begin = (unsigned (*)(void))sym("msmemscope__own_begin");
+	api.own_end = (void (*)(unsigned))sym("msmemscope__own_end");
 }
 
 static PyObject *py_recording(PyObject *self, PyObject *unused)
 {
 	return PyBool_FromLong(recording());
+}
+
+/* The package's own work in the program's thread: what it allocates until
+ * _own_end(token) is marked msmemscope's, not the program's. */
+static PyObject *py_own_begin(PyObject *self, PyObject *unused)
+{
+	return PyLong_FromUnsignedLong(api.own_begin ? api.own_begin() : 0);
+}
+
+static PyObject *py_own_end(PyObject *self, PyObject *arg)
+{
+	unsigned long prev = PyLong_AsUnsignedLong(arg);
+
+	if (prev == (unsigned long)-1 && PyErr_Occurred())
+		return NULL;
+	if (api.own_end)
+		api.own_end((unsigned)prev);
+	Py_RETURN_NONE;
 }
 
 /* A call with no argument. */
@@ -594,6 +616,9 @@ static PyObject *py_tracer_stop(PyObject *self, PyObject *unused)
 
 static PyMethodDef methods[] = {
 	{ "recording", py_recording, METH_NOARGS, "Whether the msmemscope recorder records this process." },
+	{ "_own_begin", py_own_begin, METH_NOARGS,
+	  "Marks what this thread allocates from now as msmemscope's own (the package's); returns a token." },
+	{ "_own_end", py_own_end, METH_O, "Ends _own_begin(token)." },
 	{ "step", py_step, METH_NOARGS, "Ends the current step." },
 	{ "op_begin", py_op_begin, METH_O, "Begins an operator launch." },
 	{ "op_end", py_op_end, METH_NOARGS, "Ends the innermost operator launch of this thread." },

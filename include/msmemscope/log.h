@@ -26,6 +26,9 @@ enum mms_runtime {
 	                           the interpreter (not by an extension module, as far
 	                           as the recorded stack shows): its state, which it
 	                           does not free at exit by design */
+	MMS_RUNTIME_MSMEMSCOPE = 6, /* msmemscope's own Python package allocated it while
+	                           it worked (msmemscope.torch tagging tensors): it
+	                           exists because the program was recorded */
 	MMS_RUNTIME_COUNT
 };
 

@@ -11,12 +11,14 @@
 #include "state-int.h"
 
 _Static_assert((int)MMS_RUNTIME_LIBC == (int)MMS_RT_C && (int)MMS_RUNTIME_LIBCXX == (int)MMS_RT_CXX &&
-		       (int)MMS_RUNTIME_TLS == (int)MMS_RT_THREAD && (int)MMS_RUNTIME_STDIO == (int)MMS_RT_STDIO,
+		       (int)MMS_RUNTIME_TLS == (int)MMS_RT_THREAD && (int)MMS_RUNTIME_STDIO == (int)MMS_RT_STDIO &&
+		       (int)MMS_RUNTIME_MSMEMSCOPE == (int)MMS_RT_SELF,
 	       "the public runtime kinds are the format's");
 
 MMS__EXPORT const char *mms_runtime_name(unsigned kind)
 {
-	static const char *const names[MMS_RUNTIME_COUNT] = { NULL, "c", "cxx", "thread", "stdio", "python" };
+	static const char *const names[MMS_RUNTIME_COUNT] = { NULL, "c", "cxx", "thread", "stdio", "python",
+								       "msmemscope" };
 
 	return kind < MMS_RUNTIME_COUNT ? names[kind] : NULL;
 }
@@ -31,6 +33,8 @@ MMS__EXPORT const char *mms_runtime_what(unsigned kind)
 		"the buffer of stdin, stdout or stderr",
 		"CPython's, at exit: the interpreter's state and objects still referenced, which it does not free "
 		"by design",
+		"msmemscope's own Python package, while it tagged the program's tensors (msmemscope.torch): there "
+		"because the program was recorded",
 	};
 
 	return kind < MMS_RUNTIME_COUNT ? what[kind] : NULL;

@@ -185,6 +185,22 @@ def _outputs(out):
             yield from _outputs(o)
 
 
+def _own(fn):
+    """Runs fn as msmemscope's own work: what it allocates (the autograd
+    nodes' saved tensors it unpacks, the sets it builds) is marked the
+    package's in the log, not the program's, so that no report calls it
+    the program's leak (a leaked graph keeps what the tracker unpacked)."""
+    def own(*args, **kwargs):
+        token = _c._own_begin()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _c._own_end(token)
+    own.__name__ = fn.__name__
+    own.__doc__ = fn.__doc__
+    return own
+
+
 class _Tracker:
     """What track() keeps: the model, the optimizer, and the pointers of
     the weights (a weight saved for backward stays a weight)."""
@@ -194,14 +210,22 @@ class _Tracker:
         self.optimizer = optimizer
         self.weights = set()
 
+    @_own
     def tag_weights(self):
         params = list(self.model.parameters())
         self.weights = {_block(p) for p in params}
         tag(params, WEIGHT)
 
+    @_own
     def tag_gradients(self):
         tag((p.grad for p in self.model.parameters()), GRADIENT)
 
+    @_own
+    def tag_state(self):
+        if self.optimizer is not None:
+            tag(_state_tensors(self.optimizer), OPTIMIZER_STATE)
+
+    @_own
     def forward_hook(self, module, inputs, output):
         """After the forward: the tensors the graph saved for backward."""
         seen = set()
@@ -236,13 +260,13 @@ def track(model, optimizer=None, ops_too=True):
     tracker.tag_gradients()
     model.register_forward_hook(tracker.forward_hook)
     if optimizer is not None:
-        tag(_state_tensors(optimizer), OPTIMIZER_STATE)
+        tracker.tag_state()
         step = optimizer.step
 
         def tracked_step(*args, **kwargs):
             tracker.tag_gradients()
             result = step(*args, **kwargs)
-            tag(_state_tensors(optimizer), OPTIMIZER_STATE)
+            tracker.tag_state()
             tracker.tag_weights()
             return result
 
