@@ -39,9 +39,22 @@ static void write_thread_records(struct mms_thread *t)
 	uint8_t buf[64 + 16], *p = buf;
 	char name[17] = "";
 
+	uint8_t val[24], *v = val;
+
 	p = mms_put_u(p, t->index);
 	p = mms_put_u(p, (uint64_t)t->tid);
 	mms__write_meta(t, MMS_TAG_THREAD, buf, (size_t)(p - buf));
+	/* Where this thread's hook guard is: nonzero while it is in a hook
+	 * (between an event's stamp and its record), so that a reader that
+	 * follows the log while the program runs (its parent, the launcher)
+	 * knows the thread will write nothing stamped before now when it
+	 * reads it as 0 (doc/log-format.md, META "tls_busy"). */
+	v = mms_put_u(v, t->index);
+	v = mms_put_u(v, (uint64_t)(uintptr_t)&mms__tls_busy);
+	p = mms_put_s(buf, "tls_busy", 8);
+	p = mms_put_s(p, val, (size_t)(v - val));
+	mms__write_meta(t, MMS_TAG_META, buf, (size_t)(p - buf));
+	p = buf;
 	if (prctl(PR_GET_NAME, name) == 0 && name[0]) {
 		uint32_t id = mms__intern_string(t, name);
 		p = buf;

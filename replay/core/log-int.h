@@ -41,6 +41,11 @@ struct mms__thread {
 	uint32_t index;
 	uint64_t tid;
 	uint64_t name_id;    /* string id, 0 = unnamed */
+	/* Following the log (log.c): where the thread's hook guard is in the
+	 * process (META "tls_busy"), and a stamp it will write nothing
+	 * before, as the last look found it outside its hooks (0: none). */
+	uint64_t busy_addr;
+	uint64_t idle_stamp;
 };
 
 struct mms__module {
@@ -153,6 +158,9 @@ struct mms_log {
 	uint64_t generation;       /* refreshes that found new records: iterators of an
 	                              older one must be opened again */
 	char **retired;            /* follow: arenas outgrown, kept for the strings handed out */
+	uint64_t look_tsc;         /* follow: the TSC when the last look began */
+	uint64_t first_tsc, first_ns; /* follow: the TSC and CLOCK_MONOTONIC at the first look */
+	uint64_t look_cap;         /* follow: feed no further than this stamp (0: no cap) */
 	size_t nretired;
 };
 

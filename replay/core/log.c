@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* log.c: opens a .mms log: maps it, validates the header, walks every chunk
  * once to collect metadata and the segment list, and records damage. */
+#define _GNU_SOURCE /* process_vm_readv */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -10,7 +11,12 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
 
 #include "format.h"
 #include "msmemscope/error.h"
@@ -350,8 +356,13 @@ static int walk_chunks(mms_log_t *log, int fd)
 			break;
 		}
 		ch = (const void *)chunk;
-		magic = __atomic_load_n(&ch->magic, __ATOMIC_ACQUIRE);
+		/* used first: the writer sets the magic before it publishes
+		 * any record, so a chunk being taken while the log is read
+		 * live shows records only with its magic (read the other way
+		 * round, the magic could be read before it was set, and used
+		 * after its first record: damage that is not there). */
 		used = __atomic_load_n(&ch->used, __ATOMIC_ACQUIRE);
+		magic = __atomic_load_n(&ch->magic, __ATOMIC_ACQUIRE);
 		if (magic == 0 && used == 0)
 			continue; /* reserved, never written */
 		if (magic != MMS_CHUNK_MAGIC) {
@@ -804,6 +815,78 @@ MMS__EXPORT int mms_log_follow(const char *path, mms_log_t **out, mms_open_error
 	return 0;
 }
 
+/* Which threads are outside their hooks now, read in the process with
+ * process_vm_readv() (the reader is the program's parent: the launcher),
+ * before the walk: one found outside writes no record stamped before
+ * this look began (its guard is set before it takes a stamp, and cleared
+ * after the record is published, stores the CPU makes visible in that
+ * order), so the previous look's TSC is a stamp it writes nothing
+ * before: mms_pass_feed() may go that far past its last record, where a
+ * thread that sleeps would otherwise hold every other back. Only for TSC
+ * stamps, read here on the same machine; a thread that cannot be read
+ * (gone: its memory unmapped) writes nothing more either. A mistake here
+ * costs no report: the feed finds any record stamped before what it fed
+ * and refuses (MMS_EORDER). */
+#define FOLLOW_LAG_NS 100000000u /* 100 ms */
+
+static void look_threads(mms_log_t *log)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	struct iovec local[64], remote[64];
+	int32_t busy[64];
+	size_t i, n, k, done;
+	uint64_t prev = log->look_tsc;
+	ssize_t got;
+
+	struct timespec ts;
+	uint64_t ns;
+
+	if (log->hdr.clock != MMS_CLOCK_TSC || !log->hdr.pid)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	log->look_tsc = __rdtsc();
+	/* A thread not in the log yet (being created) may have taken a
+	 * stamp it has not written: feeds stay FOLLOW_LAG_NS behind this
+	 * look, a margin only a thread stopped that long inside its first
+	 * hook exceeds (the feed then refuses, and the log is read again). */
+	if (!log->first_tsc) {
+		log->first_tsc = log->look_tsc;
+		log->first_ns = ns;
+	} else if (ns - log->first_ns >= FOLLOW_LAG_NS) {
+		uint64_t lag = (uint64_t)((double)(log->look_tsc - log->first_tsc) / (double)(ns - log->first_ns) *
+					  FOLLOW_LAG_NS);
+
+		log->look_cap = log->look_tsc > lag ? log->look_tsc - lag : 0;
+	}
+	for (i = 0; i < log->nthreads; i += n) {
+		for (n = 0; n < 64 && i + n < log->nthreads; n++) {
+			local[n] = (struct iovec){ &busy[n], sizeof(busy[n]) };
+			remote[n] = (struct iovec){ (void *)(uintptr_t)log->threads[i + n].busy_addr, sizeof(busy[n]) };
+		}
+		for (done = 0; done < n;) {
+			/* It stops at a thread it cannot read: that one is
+			 * gone; the next call goes on after it. */
+			got = process_vm_readv((pid_t)log->hdr.pid, local + done, n - done, remote + done, n - done, 0);
+			if (got < 0 && errno != EFAULT)
+				return; /* not ours to read (ptrace rules): as without */
+			k = got < 0 ? 0 : (size_t)got / sizeof(busy[0]);
+			for (; k > 0; k--, done++)
+				log->threads[i + done].idle_stamp = busy[done] || !prev ? 0 : prev;
+			if (done < n) {
+				log->threads[i + done].idle_stamp = prev;
+				done++;
+			}
+		}
+	}
+	for (i = 0; i < log->nthreads; i++)
+		if (!log->threads[i].busy_addr)
+			log->threads[i].idle_stamp = 0;
+#else
+	(void)log;
+#endif
+}
+
 static int follow_look(mms_log_t *log)
 {
 	const struct mms_file_header *h;
@@ -827,6 +910,8 @@ static int follow_look(mms_log_t *log)
 	log->hdr.cut_errno = h->cut_errno;
 	log->hdr.cut_stamp = log->hdr.flags & MMS_FLAG_CUT ? __atomic_load_n(&h->cut_stamp, __ATOMIC_ACQUIRE) : 0;
 	before = log->events;
+	if (log->follow == MMS__FOLLOW_LIVE)
+		look_threads(log);
 	rc = walk_chunks(log, log->fd);
 	if (!rc)
 		rc = build_runs(log);

@@ -99,6 +99,22 @@ int mms__log_stack_add(mms_log_t *log, uint32_t id, uint64_t parent, uint64_t ip
 	return 0;
 }
 
+/* META "tls_busy": (u thread, u address) of a thread's hook guard. */
+static int busy_meta(mms_log_t *log, const uint8_t *p, size_t len)
+{
+	const uint8_t *end = p + len;
+	struct mms__thread *t;
+	uint64_t index, addr;
+
+	if (mms_get_u(&p, end, &index) || mms_get_u(&p, end, &addr) || index > UINT32_MAX)
+		return 0; /* not what this reader knows: ignored, as unknown keys are */
+	t = mms__thread_note(log, (uint32_t)index);
+	if (!t)
+		return -ENOMEM;
+	t->busy_addr = addr;
+	return 0;
+}
+
 int mms__meta_record(mms_log_t *log, const struct mms__rec *r)
 {
 	struct mms__thread *t;
@@ -152,6 +168,8 @@ int mms__meta_record(mms_log_t *log, const struct mms__rec *r)
 		log->metas[log->nmetas++] = (struct mms__meta){
 			.key = a, .value = b, .value_len = r->slen[1],
 		};
+		if (r->slen[0] == 8 && !memcmp(r->s[0], "tls_busy", 8))
+			return busy_meta(log, (const uint8_t *)r->s[1], r->slen[1]);
 		return 0;
 	case MMS_TAG_LOST:
 		log->info.lost_events += r->u[0];

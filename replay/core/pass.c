@@ -484,15 +484,24 @@ static unsigned first_track(const struct mms_pass *p)
 /* The lowest of the threads' last stamps in a followed log: every event
  * up to it is in the log already (a thread writes its records in the
  * order of their stamps); one after it may still come from a thread that
- * has not written it yet. */
+ * has not written it yet. A thread the last look found outside its hooks
+ * writes nothing stamped before its idle stamp (log.c, look_threads). */
 static uint64_t follow_limit(const mms_log_t *log)
 {
-	uint64_t limit = UINT64_MAX;
+	const struct mms__segment *g;
+	uint64_t limit = UINT64_MAX, t;
 	size_t i;
 
-	for (i = 0; i < log->nruns; i++)
-		if (log->segs[log->runs[i + 1] - 1].last < limit)
-			limit = log->segs[log->runs[i + 1] - 1].last;
+	for (i = 0; i < log->nruns; i++) {
+		g = &log->segs[log->runs[i + 1] - 1];
+		t = g->last;
+		if (g->thread < log->nthreads && log->threads[g->thread].idle_stamp > t)
+			t = log->threads[g->thread].idle_stamp;
+		if (t < limit)
+			limit = t;
+	}
+	if (log->look_cap && log->look_cap < limit)
+		limit = log->look_cap;
 	return limit;
 }
 

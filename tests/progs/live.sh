@@ -31,6 +31,9 @@ for mode in steps threads late fork kill; do
 	fi
 	grep -q '^msmemscope: live: [0-9]* events read while the program ran' $mode.err ||
 		fail "live $mode: the report was not the one read while the program ran: $(grep 'live:' $mode.err)"
+	# Events read during the run, and all of them.
+	sed -n 's/^msmemscope: live: \([0-9]*\) events read while.*/\1/p' $mode.err >$mode.fed
+	sed -n 's/^  events  *\([0-9]*\) .*/\1/p' $mode.err >$mode.total
 	log=$(ls out/msmemscope_*/memscope_*.mms | head -1)
 	[ -f "$log" ] || fail "live $mode: no log in out/"
 	# The leaks report, as the written log gives it.
@@ -52,6 +55,17 @@ $(cat $mode.diff)"
 		esac || fail "live $mode: the launcher's summary does not say $k = $v: $(sed -n '/events/,/threads/p' $mode.err)"
 	done
 done
+
+# A thread that sleeps (late mode's, between its two allocations) does not
+# hold the others back: the reader sees it outside its hooks. Judged only
+# when the machine let the reader run during the single-threaded steps
+# (it takes idle CPU time only).
+half() { [ "$(cat $1.fed)" -ge $(($(cat $1.total) / 2)) ]; }
+if half steps; then
+	half late || fail "live late: $(cat late.fed) of $(cat late.total) events read during the run (steps: $(cat steps.fed) of $(cat steps.total)): the sleeping thread held the reader back"
+else
+	note "the reader got little CPU time during the run (steps: $(cat steps.fed) of $(cat steps.total) events): the sleeping thread's case is not judged"
+fi
 
 # Read after the run only, when asked.
 rm -rf out
