@@ -833,13 +833,12 @@ static void look_threads(mms_log_t *log)
 {
 #if defined(__x86_64__) || defined(__i386__)
 	struct iovec local[64], remote[64];
+	struct mms__thread *th[64];
 	int32_t busy[64];
 	size_t i, n, k, done;
-	uint64_t prev = log->look_tsc;
-	ssize_t got;
-
+	uint64_t prev = log->look_tsc, ns;
 	struct timespec ts;
-	uint64_t ns;
+	ssize_t got;
 
 	if (log->hdr.clock != MMS_CLOCK_TSC || !log->hdr.pid)
 		return;
@@ -859,29 +858,31 @@ static void look_threads(mms_log_t *log)
 
 		log->look_cap = log->look_tsc > lag ? log->look_tsc - lag : 0;
 	}
-	for (i = 0; i < log->nthreads; i += n) {
-		for (n = 0; n < 64 && i + n < log->nthreads; n++) {
+	if (!prev)
+		return; /* the first look: no earlier one to bound by */
+	for (i = 0; i < log->nthreads;) {
+		for (n = 0; n < 64 && i < log->nthreads; i++) {
+			if (!log->threads[i].busy_addr)
+				continue; /* its META not read yet */
+			th[n] = &log->threads[i];
 			local[n] = (struct iovec){ &busy[n], sizeof(busy[n]) };
-			remote[n] = (struct iovec){ (void *)(uintptr_t)log->threads[i + n].busy_addr, sizeof(busy[n]) };
+			remote[n] = (struct iovec){ (void *)(uintptr_t)th[n]->busy_addr, sizeof(busy[n]) };
+			n++;
 		}
 		for (done = 0; done < n;) {
 			/* It stops at a thread it cannot read: that one is
-			 * gone; the next call goes on after it. */
+			 * gone (its memory unmapped); the next call goes on
+			 * after it. */
 			got = process_vm_readv((pid_t)log->hdr.pid, local + done, n - done, remote + done, n - done, 0);
 			if (got < 0 && errno != EFAULT)
 				return; /* not ours to read (ptrace rules): as without */
-			k = got < 0 ? 0 : (size_t)got / sizeof(busy[0]);
-			for (; k > 0; k--, done++)
-				log->threads[i + done].idle_stamp = busy[done] || !prev ? 0 : prev;
-			if (done < n) {
-				log->threads[i + done].idle_stamp = prev;
-				done++;
-			}
+			for (k = got < 0 ? 0 : (size_t)got / sizeof(busy[0]); k > 0; k--, done++)
+				if (!busy[done])
+					th[done]->idle_stamp = prev;
+			if (done < n)
+				th[done++]->idle_stamp = prev;
 		}
 	}
-	for (i = 0; i < log->nthreads; i++)
-		if (!log->threads[i].busy_addr)
-			log->threads[i].idle_stamp = 0;
 #else
 	(void)log;
 #endif
