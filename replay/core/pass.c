@@ -502,7 +502,9 @@ static uint64_t follow_limit(const mms_log_t *log)
 	}
 	if (log->look_cap && log->look_cap < limit)
 		limit = log->look_cap;
-	return limit;
+	/* Below it: a thread may write more records of its last stamp,
+	 * which would come before another's of the same stamp. */
+	return limit ? limit - 1 : 0;
 }
 
 /* Opens the first read's iterator again where the last feed left it, on

@@ -19,18 +19,28 @@ prog=$MMS_PROGS/live
 [ -x "$prog" ] || fail "the test program is not built: $prog"
 
 for mode in steps threads late fork kill; do
-	rm -rf out
-	status=0
-	MSMEMSCOPE_LIVE_DEBUG=1 "$MMS_LAUNCHER" --call-stack=c:8 --output=out -- "$prog" $mode >$mode.out \
-		2>$mode.err || status=$?
-	if [ $mode = kill ]; then
-		[ $status = 137 ] || fail "live kill: the launcher exited $status, not 137: $(cat $mode.err)"
-	else
-		[ $status = 0 ] || fail "live $mode: the launcher exited $status: $(cat $mode.err)"
-		[ "$(cat $mode.out)" = done ] || fail "live $mode: the program printed $(cat $mode.out)"
-	fi
-	grep -q '^msmemscope: live: [0-9]* events read while the program ran' $mode.err ||
-		fail "live $mode: the report was not the one read while the program ran: $(grep 'live:' $mode.err)"
+	# With two threads, a feed may refuse (a thread stopped inside a hook
+	# longer than the reader waits, on a loaded machine): the report is
+	# then read after the run, the same. Rare: three tries.
+	try=1
+	while :; do
+		rm -rf out
+		status=0
+		MSMEMSCOPE_LIVE_DEBUG=1 "$MMS_LAUNCHER" --call-stack=c:8 --output=out -- "$prog" $mode >$mode.out \
+			2>$mode.err || status=$?
+		if [ $mode = kill ]; then
+			[ $status = 137 ] || fail "live kill: the launcher exited $status, not 137: $(cat $mode.err)"
+		else
+			[ $status = 0 ] || fail "live $mode: the launcher exited $status: $(cat $mode.err)"
+			[ "$(cat $mode.out)" = done ] || fail "live $mode: the program printed $(cat $mode.out)"
+		fi
+		! grep -q '^msmemscope: live: [0-9]* events read while the program ran' $mode.err || break
+		case $mode in threads | late) ;; *) try=3 ;; esac
+		[ $try -lt 3 ] ||
+			fail "live $mode: the report was not the one read while the program ran: $(grep 'live:' $mode.err)"
+		note "live $mode: read after the run ($(grep 'live:' $mode.err)); again"
+		try=$((try + 1))
+	done
 	# Events read during the run, and all of them.
 	sed -n 's/^msmemscope: live: \([0-9]*\) events read while.*/\1/p' $mode.err >$mode.fed
 	sed -n 's/^  events  *\([0-9]*\) .*/\1/p' $mode.err >$mode.total
