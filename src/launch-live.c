@@ -177,17 +177,35 @@ void live_stop(struct live *lv)
 	pthread_join(lv->thread, NULL);
 }
 
+/* Frees what the thread read, and says once why it is not used. */
+static void live_drop(struct live *lv)
+{
+	if (getenv("MSMEMSCOPE_LIVE_DEBUG"))
+		fprintf(stderr, "%s: live: not used (%s%s)\n", cli_progname,
+			lv->failed ? "following stopped: " : "no log while it ran",
+			lv->failed ? mms_strerror(lv->failed) : "");
+	if (lv->c)
+		an_close(lv->c);
+	mms_log_close(lv->log);
+	lv->c = NULL;
+	lv->log = NULL;
+}
+
 struct an_ctx *live_take(struct live *lv, mms_log_t **log, int *status)
 {
 	struct an_ctx *c;
 
+	if (!lv)
+		return NULL;
 	/* The last look, and the rest of the events: a thread's records
 	 * written late, stamped before events fed already, make the log read
-	 * anew. */
-	if (!lv || !lv->c || lv->failed)
+	 * anew; what was read goes first, so that the new read does not
+	 * hold the heap state twice. */
+	if (!lv->c || lv->failed || (lv->failed = mms_log_follow_end(lv->log)) ||
+	    (lv->failed = mms_pass_feed(lv->c->pass))) {
+		live_drop(lv);
 		return NULL;
-	if ((lv->failed = mms_log_follow_end(lv->log)) || (lv->failed = mms_pass_feed(lv->c->pass)))
-		return NULL;
+	}
 	if (getenv("MSMEMSCOPE_LIVE_DEBUG"))
 		fprintf(stderr, "%s: live: %llu events read while the program ran, %llu looks\n", cli_progname,
 			(unsigned long long)lv->fed, (unsigned long long)lv->looks);
@@ -204,13 +222,8 @@ void live_free(struct live *lv)
 {
 	if (!lv)
 		return;
-	if (getenv("MSMEMSCOPE_LIVE_DEBUG") && !lv->taken)
-		fprintf(stderr, "%s: live: not used (%s%s)\n", cli_progname,
-			lv->failed ? "following stopped: " : lv->c ? "the last look failed" : "no log while it ran",
-			lv->failed ? mms_strerror(lv->failed) : "");
-	if (lv->c)
-		an_close(lv->c);
-	mms_log_close(lv->log);
+	if (!lv->taken && (lv->c || lv->log))
+		live_drop(lv); /* the report did not ask (record only) */
 	pthread_cond_destroy(&lv->wake);
 	pthread_mutex_destroy(&lv->lock);
 	free(lv->path);

@@ -159,7 +159,6 @@ struct mms_log {
 	                              older one must be opened again */
 	char **retired;            /* follow: arenas outgrown, kept for the strings handed out */
 	uint64_t look_tsc;         /* follow: the TSC when the last look began */
-	uint64_t first_tsc, first_ns; /* follow: the TSC and CLOCK_MONOTONIC at the first look */
 	uint64_t look_cap;         /* follow: feed no further than this stamp (0: no cap) */
 	size_t nretired;
 };

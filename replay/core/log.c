@@ -842,21 +842,25 @@ static void look_threads(mms_log_t *log)
 
 	if (log->hdr.clock != MMS_CLOCK_TSC || !log->hdr.pid)
 		return;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_REALTIME, &ts);
 	ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	log->look_tsc = __rdtsc();
-	/* A thread not in the log yet (being created) may have taken a
-	 * stamp it has not written: feeds stay FOLLOW_LAG_NS behind this
-	 * look, a margin only a thread stopped that long inside its first
-	 * hook exceeds (the feed then refuses, and the log is read again). */
-	if (!log->first_tsc) {
-		log->first_tsc = log->look_tsc;
-		log->first_ns = ns;
-	} else if (ns - log->first_ns >= FOLLOW_LAG_NS) {
-		uint64_t lag = (uint64_t)((double)(log->look_tsc - log->first_tsc) / (double)(ns - log->first_ns) *
-					  FOLLOW_LAG_NS);
+	/* A thread not in the log yet (being created, or its first chunk
+	 * taken after this look counted the chunks) may have taken a stamp
+	 * it has not written: feeds stay FOLLOW_LAG_NS behind this look (in
+	 * TSC ticks by the recorder's first (stamp, time) pair), a margin
+	 * only a thread stopped that long inside its first hook exceeds (the
+	 * feed then refuses, and the log is read again). Nothing is fed
+	 * before the program has run that long. */
+	if (ns <= log->hdr.start_realtime_ns + 1000000u || log->look_tsc <= log->hdr.start_stamp) {
+		log->look_cap = log->hdr.start_stamp ? log->hdr.start_stamp : 1;
+	} else {
+		double per_ns = (double)(log->look_tsc - log->hdr.start_stamp) / (double)(ns - log->hdr.start_realtime_ns);
+		uint64_t lag = (uint64_t)(per_ns * FOLLOW_LAG_NS);
 
-		log->look_cap = log->look_tsc > lag ? log->look_tsc - lag : 0;
+		log->look_cap = log->look_tsc - log->hdr.start_stamp > lag ? log->look_tsc - lag : log->hdr.start_stamp;
+		if (!log->look_cap)
+			log->look_cap = 1;
 	}
 	if (!prev)
 		return; /* the first look: no earlier one to bound by */
