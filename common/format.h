@@ -42,6 +42,19 @@ enum mms_clock {
 	MMS_CLOCK_COUNTER = 2, /* one global atomic counter */
 };
 
+#if defined(__x86_64__) || defined(__i386__)
+/* The TSC as MMS_CLOCK_TSC stamps read it (the writer fences around it
+ * where the ordering rule needs; a reader of a live log compares its own
+ * reading with them). */
+#define MMS_HAVE_TSC 1
+static inline uint64_t mms_tsc(void)
+{
+	uint32_t lo, hi;
+	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+}
+#endif
+
 /* header.flags, set with atomic OR by the writer. */
 enum mms_header_flag {
 	MMS_FLAG_COMPLETE = 1u << 0,         /* the process reached exit */

@@ -13,13 +13,6 @@ extern uint64_t mms__counter MMS_HIDDEN;
 void mms__clock_init(int force_counter) MMS_HIDDEN;
 uint64_t mms__realtime_ns(void) MMS_HIDDEN;
 
-static inline uint64_t mms__rdtsc(void)
-{
-	uint32_t lo, hi;
-	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
-	return ((uint64_t)hi << 32) | lo;
-}
-
 /* A stamp taken before memory is released. No fence is needed: the stores
  * that release the memory become visible to other cores only after they
  * retire, and they retire after this older rdtsc has executed. (It may
@@ -29,7 +22,7 @@ static inline uint64_t mms__stamp_release(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
 	if (likely(mms__clock_tsc))
-		return mms__rdtsc();
+		return mms_tsc();
 #endif
 	return __atomic_fetch_add(&mms__counter, 1, __ATOMIC_SEQ_CST);
 }
@@ -41,7 +34,7 @@ static inline uint64_t mms__stamp_obtain(void)
 #if defined(__x86_64__) || defined(__i386__)
 	if (likely(mms__clock_tsc)) {
 		__asm__ __volatile__("lfence" ::: "memory");
-		return mms__rdtsc();
+		return mms_tsc();
 	}
 #endif
 	return __atomic_fetch_add(&mms__counter, 1, __ATOMIC_SEQ_CST);
@@ -110,7 +103,7 @@ static inline uint64_t mms__stamp_obtain_addr(uint64_t addr, uint32_t thread)
 	    ((sole = __atomic_load_n(&mms__sole_releaser, __ATOMIC_RELAXED)) == thread || sole == MMS_NO_RELEASER ||
 	     (likely(mms__releasers != NULL) && thread < MMS_NO_THREAD && !(addr >> 47) &&
 	      __atomic_load_n(mms__releaser_slot(addr), __ATOMIC_RELAXED) == mms__releaser_key(addr, thread))))
-		return mms__rdtsc();
+		return mms_tsc();
 #endif
 	(void)addr, (void)thread;
 	return mms__stamp_obtain();

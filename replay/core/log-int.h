@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "format.h"
 #include "msmemscope/log.h"
@@ -155,13 +156,32 @@ struct mms_log {
 	size_t map_len;            /* bytes mapped at map: past the file's end when following */
 	struct mms__cwalk *walks;  /* follow: how far each chunk was walked */
 	size_t nwalks;
-	uint64_t generation;       /* refreshes that found new records: iterators of an
-	                              older one must be opened again */
 	char **retired;            /* follow: arenas outgrown, kept for the strings handed out */
 	uint64_t look_tsc;         /* follow: the TSC when the last look began */
 	uint64_t look_cap;         /* follow: feed no further than this stamp (0: no cap) */
 	size_t nretired;
 };
+
+/* The open pass's pieces that following a log shares (log.c). An open
+ * error: sets err's offset and message when err is not NULL, returns
+ * code. */
+int mms__open_error(mms_open_error_t *err, int code, uint64_t off, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* A log over the len bytes at map, its tables empty; NULL without
+ * memory. */
+mms_log_t *mms__log_new(const void *map, size_t len);
+/* Opens path for reading, a regular file, for a log to go to *out (set
+ * to NULL); returns the descriptor (its status in *st), or a negative
+ * code. */
+int mms__log_open_regular(const char *path, mms_log_t **out, struct stat *st, mms_open_error_t *err);
+/* Reads and checks the header from the mapping; returns 0 or a code. */
+int mms__log_read_header(mms_log_t *log, mms_open_error_t *err);
+/* Loads the header's fields the writer updates while the program runs,
+ * atomically, as the format asks. */
+void mms__log_header_reload(mms_log_t *log);
+/* Walks the chunks (through fd when not -1), builds the threads' runs of
+ * segments and the info. Returns 0 or -ENOMEM. */
+int mms__log_scan(mms_log_t *log, int fd);
 
 /* Opens the log file at path without looking for its parent's (log.c):
  * mms_log_open_ex() is this and mms__inherit_load(). */

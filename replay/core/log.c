@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* log.c: opens a .mms log: maps it, validates the header, walks every chunk
  * once to collect metadata and the segment list, and records damage. */
-#define _GNU_SOURCE /* process_vm_readv */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -11,12 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-#endif
 
 #include "format.h"
 #include "msmemscope/error.h"
@@ -28,10 +22,7 @@
 
 #define CHUNK_HDR sizeof(struct mms_chunk_header)
 
-static int open_error(mms_open_error_t *err, int code, uint64_t off, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int open_error(mms_open_error_t *err, int code, uint64_t off, const char *fmt, ...)
+int mms__open_error(mms_open_error_t *err, int code, uint64_t off, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -64,42 +55,49 @@ static void log_damage(mms_log_t *log, int code, uint64_t off, const char *fmt, 
 	log->info.damage = log->damage;
 }
 
-/* Reads the header from the mapping. The fields the writer updates while
- * the program runs are loaded atomically, as the format asks. */
-static int read_header(mms_log_t *log, mms_open_error_t *err)
+void mms__log_header_reload(mms_log_t *log)
+{
+	const struct mms_file_header *h = (const void *)log->map;
+	struct mms_file_header *c = &log->hdr;
+
+	c->flags = __atomic_load_n(&h->flags, __ATOMIC_ACQUIRE);
+	c->last_stamp = __atomic_load_n(&h->last_stamp, __ATOMIC_ACQUIRE);
+	c->last_realtime_ns = __atomic_load_n(&h->last_realtime_ns, __ATOMIC_ACQUIRE);
+	c->nchunks = __atomic_load_n(&h->nchunks, __ATOMIC_ACQUIRE);
+	c->lost_events = __atomic_load_n(&h->lost_events, __ATOMIC_ACQUIRE);
+	c->cut_errno = h->cut_errno;
+	/* Only a cut log has a meaningful cut_stamp (walk_chunk reads it). */
+	c->cut_stamp = c->flags & MMS_FLAG_CUT ? __atomic_load_n(&h->cut_stamp, __ATOMIC_ACQUIRE) : 0;
+}
+
+int mms__log_read_header(mms_log_t *log, mms_open_error_t *err)
 {
 	const struct mms_file_header *h = (const void *)log->map;
 	struct mms_file_header *c = &log->hdr;
 	size_t n = log->size < MMS_MAGIC_LEN ? log->size : MMS_MAGIC_LEN;
 
 	if (memcmp(log->map, MMS_MAGIC, n))
-		return open_error(err, MMS_EBADMAGIC, 0, "the file does not start with the msmemscope magic \"MMSLOG\"");
+		return mms__open_error(err, MMS_EBADMAGIC, 0, "the file does not start with the msmemscope magic \"MMSLOG\"");
 	if (log->size < offsetof(struct mms_file_header, header_size))
-		return open_error(err, MMS_ETRUNCATED, log->size, "the file ends after %zu bytes, inside its header", log->size);
+		return mms__open_error(err, MMS_ETRUNCATED, log->size, "the file ends after %zu bytes, inside its header", log->size);
 	memcpy(&c->version, &h->version, sizeof(c->version));
 	if (c->version < MMS_FORMAT_VERSION_MIN || c->version > MMS_FORMAT_VERSION)
-		return open_error(err, MMS_EVERSION, offsetof(struct mms_file_header, version),
+		return mms__open_error(err, MMS_EVERSION, offsetof(struct mms_file_header, version),
 				  "format version %u; this reader reads versions %u to %u", c->version,
 				  MMS_FORMAT_VERSION_MIN, MMS_FORMAT_VERSION);
 	if (log->size < MMS_HEADER_SIZE)
-		return open_error(err, MMS_ETRUNCATED, log->size,
+		return mms__open_error(err, MMS_ETRUNCATED, log->size,
 				  "the file ends after %zu bytes, inside its %u-byte header", log->size, MMS_HEADER_SIZE);
 	memcpy(c, h, sizeof(*c));
-	c->flags = __atomic_load_n(&h->flags, __ATOMIC_ACQUIRE);
-	c->last_stamp = __atomic_load_n(&h->last_stamp, __ATOMIC_ACQUIRE);
-	c->last_realtime_ns = __atomic_load_n(&h->last_realtime_ns, __ATOMIC_ACQUIRE);
-	c->nchunks = __atomic_load_n(&h->nchunks, __ATOMIC_ACQUIRE);
-	c->lost_events = __atomic_load_n(&h->lost_events, __ATOMIC_ACQUIRE);
-	/* Only a cut log has a meaningful cut_stamp (walk_chunk reads it). */
-	c->cut_stamp = c->flags & MMS_FLAG_CUT ? __atomic_load_n(&h->cut_stamp, __ATOMIC_ACQUIRE) : 0;
+	mms__log_header_reload(log);
 	if (c->header_size != MMS_HEADER_SIZE)
-		return open_error(err, MMS_ECORRUPT, offsetof(struct mms_file_header, header_size),
+		return mms__open_error(err, MMS_ECORRUPT, offsetof(struct mms_file_header, header_size),
 				  "header size %u; headers are %u bytes", c->header_size, MMS_HEADER_SIZE);
 	if (c->chunk_size < 4096 || c->chunk_size % 4096 || c->chunk_size > (1u << 30))
-		return open_error(err, MMS_ECORRUPT, offsetof(struct mms_file_header, chunk_size),
+		return mms__open_error(err, MMS_ECORRUPT, offsetof(struct mms_file_header, chunk_size),
 				  "chunk size %u is not a multiple of 4096 between 4 KiB and 1 GiB", c->chunk_size);
 	if (c->nchunks > (uint64_t)(INT64_MAX - MMS_HEADER_SIZE) / c->chunk_size)
-		return open_error(err, MMS_ECORRUPT, offsetof(struct mms_file_header, nchunks),
+		return mms__open_error(err, MMS_ECORRUPT, offsetof(struct mms_file_header, nchunks),
 				  "the header counts %llu chunks of %u bytes, more than a file can hold",
 				  (unsigned long long)c->nchunks, c->chunk_size);
 	return 0;
@@ -637,9 +635,7 @@ static void fill_info(mms_log_t *log)
 		log->ns_per_stamp = 1.0;
 }
 
-/* A log over the len bytes at map, its tables empty; NULL without
- * memory. */
-static mms_log_t *log_new(const void *map, size_t len)
+mms_log_t *mms__log_new(const void *map, size_t len)
 {
 	mms_log_t *log = calloc(1, sizeof(*log));
 
@@ -656,6 +652,17 @@ static mms_log_t *log_new(const void *map, size_t len)
 	return log;
 }
 
+int mms__log_scan(mms_log_t *log, int fd)
+{
+	int rc = walk_chunks(log, fd);
+
+	if (!rc)
+		rc = build_runs(log);
+	if (!rc)
+		fill_info(log);
+	return rc;
+}
+
 /* Opens the log in buf (len bytes), reading its chunks through fd when it
  * is not -1 (buf is then the file's mapping). */
 static int log_open(const void *buf, size_t len, int fd, mms_log_t **out, mms_open_error_t *err)
@@ -667,20 +674,15 @@ static int log_open(const void *buf, size_t len, int fd, mms_log_t **out, mms_op
 		return MMS_EUSAGE;
 	*out = NULL;
 	if (!len)
-		return open_error(err, MMS_ETRUNCATED, 0, "the file is empty");
-	log = log_new(buf, len);
+		return mms__open_error(err, MMS_ETRUNCATED, 0, "the file is empty");
+	log = mms__log_new(buf, len);
 	if (!log)
 		return -ENOMEM;
-	rc = read_header(log, err);
+	rc = mms__log_read_header(log, err);
+	if (!rc)
+		rc = mms__log_scan(log, fd);
 	if (rc)
 		goto fail_log;
-	rc = walk_chunks(log, fd);
-	if (rc)
-		goto fail_log;
-	rc = build_runs(log);
-	if (rc)
-		goto fail_log;
-	fill_info(log);
 	*out = log;
 	return 0;
 fail_log:
@@ -693,10 +695,7 @@ int mms__log_open_buf(const void *buf, size_t len, mms_log_t **out, mms_open_err
 	return log_open(buf, len, -1, out, err);
 }
 
-/* Opens path for reading, a regular file, for a log to go to *out (set
- * to NULL); returns the descriptor (its status in *st), or a negative
- * code. */
-static int open_regular(const char *path, mms_log_t **out, struct stat *st, mms_open_error_t *err)
+int mms__log_open_regular(const char *path, mms_log_t **out, struct stat *st, mms_open_error_t *err)
 {
 	int fd, rc;
 
@@ -711,7 +710,7 @@ static int open_regular(const char *path, mms_log_t **out, struct stat *st, mms_
 	else if (S_ISDIR(st->st_mode))
 		rc = -EISDIR;
 	else if (!S_ISREG(st->st_mode))
-		rc = open_error(err, MMS_EBADMAGIC, 0, "not a regular file");
+		rc = mms__open_error(err, MMS_EBADMAGIC, 0, "not a regular file");
 	else
 		return fd;
 	close(fd);
@@ -724,7 +723,7 @@ int mms__log_open_file(const char *path, mms_log_t **out, mms_open_error_t *err)
 	void *map = NULL;
 	int fd, rc;
 
-	fd = open_regular(path, out, &st, err);
+	fd = mms__log_open_regular(path, out, &st, err);
 	if (fd < 0)
 		return fd;
 	if (st.st_size > 0) {
@@ -753,213 +752,6 @@ fail_map:
 fail_fd:
 	close(fd);
 	return rc;
-}
-
-/* A followed log's mapping: this much of the file's address range is
- * mapped at once, so that the file grows into it and nothing moves. */
-#define FOLLOW_MAP ((size_t)1 << 40)
-
-static int follow_look(mms_log_t *log);
-
-MMS__EXPORT int mms_log_follow(const char *path, mms_log_t **out, mms_open_error_t *err)
-{
-	mms_log_t *log;
-	struct stat st;
-	void *map;
-	size_t len;
-	int fd, rc;
-
-	fd = open_regular(path, out, &st, err);
-	if (fd < 0)
-		return fd;
-	if (st.st_size < MMS_HEADER_SIZE) {
-		close(fd);
-		return open_error(err, MMS_ETRUNCATED, (uint64_t)st.st_size, "the file holds no whole header yet");
-	}
-	/* Past the file's end: the pages the writer adds show in it as they
-	 * come (a shared mapping of the file), and none is touched before
-	 * the file holds it. Less where the address space is limited
-	 * (valgrind, RLIMIT_AS): a log that outgrows it is read once
-	 * written. */
-	for (len = FOLLOW_MAP;; len >>= 2) {
-		if (len < (size_t)st.st_size || len < ((size_t)1 << 28)) {
-			close(fd);
-			return -ENOMEM;
-		}
-		map = mmap(NULL, len, PROT_READ, MAP_SHARED | MAP_NORESERVE, fd, 0);
-		if (map != MAP_FAILED)
-			break;
-	}
-	log = log_new(map, (size_t)st.st_size);
-	if (!log) {
-		munmap(map, len);
-		close(fd);
-		return -ENOMEM;
-	}
-	log->map_len = len;
-	log->unmap = 1;
-	log->follow = MMS__FOLLOW_LIVE;
-	log->fd = fd;
-	log->path = strdup(path);
-	rc = read_header(log, err);
-	if (!rc)
-		rc = follow_look(log);
-	/* A fork child's replays start from its parent's heap. */
-	if (rc >= 0)
-		rc = mms__inherit_load(log, 0);
-	if (rc < 0) {
-		mms_log_close(log);
-		return rc;
-	}
-	*out = log;
-	return 0;
-}
-
-/* Which threads are outside their hooks now, read in the process with
- * process_vm_readv() (the reader is the program's parent: the launcher),
- * before the walk: one found outside writes no record stamped before
- * this look began (its guard is set before it takes a stamp, and cleared
- * after the record is published, stores the CPU makes visible in that
- * order), so the previous look's TSC is a stamp it writes nothing
- * before: mms_pass_feed() may go that far past its last record, where a
- * thread that sleeps would otherwise hold every other back. Only for TSC
- * stamps, read here on the same machine; a thread that cannot be read
- * (gone: its memory unmapped) writes nothing more either. A mistake here
- * costs no report: the feed finds any record stamped before what it fed
- * and refuses (MMS_EORDER). */
-#define FOLLOW_LAG_NS 100000000u /* 100 ms */
-
-static void look_threads(mms_log_t *log)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	struct iovec local[64], remote[64];
-	struct mms__thread *th[64];
-	int32_t busy[64];
-	size_t i, n, k, done;
-	uint64_t prev = log->look_tsc, ns;
-	struct timespec ts;
-	ssize_t got;
-
-	if (log->hdr.clock != MMS_CLOCK_TSC || !log->hdr.pid)
-		return;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	log->look_tsc = __rdtsc();
-	/* A thread not in the log yet (being created, or its first chunk
-	 * taken after this look counted the chunks) may have taken a stamp
-	 * it has not written: feeds stay FOLLOW_LAG_NS behind this look (in
-	 * TSC ticks by the recorder's first (stamp, time) pair), a margin
-	 * only a thread stopped that long inside its first hook exceeds (the
-	 * feed then refuses, and the log is read again). Nothing is fed
-	 * before the program has run that long. */
-	if (ns <= log->hdr.start_realtime_ns + 1000000u || log->look_tsc <= log->hdr.start_stamp) {
-		log->look_cap = log->hdr.start_stamp ? log->hdr.start_stamp : 1;
-	} else {
-		double per_ns = (double)(log->look_tsc - log->hdr.start_stamp) / (double)(ns - log->hdr.start_realtime_ns);
-		uint64_t lag = (uint64_t)(per_ns * FOLLOW_LAG_NS);
-
-		log->look_cap = log->look_tsc - log->hdr.start_stamp > lag ? log->look_tsc - lag : log->hdr.start_stamp;
-		if (!log->look_cap)
-			log->look_cap = 1;
-	}
-	if (!prev)
-		return; /* the first look: no earlier one to bound by */
-	for (i = 0; i < log->nthreads;) {
-		for (n = 0; n < 64 && i < log->nthreads; i++) {
-			if (!log->threads[i].busy_addr)
-				continue; /* its META not read yet */
-			th[n] = &log->threads[i];
-			local[n] = (struct iovec){ &busy[n], sizeof(busy[n]) };
-			remote[n] = (struct iovec){ (void *)(uintptr_t)th[n]->busy_addr, sizeof(busy[n]) };
-			n++;
-		}
-		for (done = 0; done < n;) {
-			/* It stops at a thread it cannot read: that one is
-			 * gone (its memory unmapped); the next call goes on
-			 * after it. */
-			got = process_vm_readv((pid_t)log->hdr.pid, local + done, n - done, remote + done, n - done, 0);
-			if (got < 0 && errno != EFAULT)
-				return; /* not ours to read (ptrace rules): as without */
-			for (k = got < 0 ? 0 : (size_t)got / sizeof(busy[0]); k > 0; k--, done++)
-				if (!busy[done])
-					th[done]->idle_stamp = prev;
-			if (done < n)
-				th[done++]->idle_stamp = prev;
-		}
-	}
-#else
-	(void)log;
-#endif
-}
-
-static int follow_look(mms_log_t *log)
-{
-	const struct mms_file_header *h;
-	uint64_t before;
-	struct stat st;
-	int rc;
-
-	if (fstat(log->fd, &st))
-		return -errno;
-	if ((uint64_t)st.st_size > log->map_len)
-		return -ENOMEM; /* past the mapping: read it once written */
-	if ((size_t)st.st_size > log->size)
-		log->size = (size_t)st.st_size;
-	/* What the writer changes while the program runs. */
-	h = (const void *)log->map;
-	log->hdr.flags = __atomic_load_n(&h->flags, __ATOMIC_ACQUIRE);
-	log->hdr.last_stamp = __atomic_load_n(&h->last_stamp, __ATOMIC_ACQUIRE);
-	log->hdr.last_realtime_ns = __atomic_load_n(&h->last_realtime_ns, __ATOMIC_ACQUIRE);
-	log->hdr.nchunks = __atomic_load_n(&h->nchunks, __ATOMIC_ACQUIRE);
-	log->hdr.lost_events = __atomic_load_n(&h->lost_events, __ATOMIC_ACQUIRE);
-	log->hdr.cut_errno = h->cut_errno;
-	log->hdr.cut_stamp = log->hdr.flags & MMS_FLAG_CUT ? __atomic_load_n(&h->cut_stamp, __ATOMIC_ACQUIRE) : 0;
-	before = log->events;
-	if (log->follow == MMS__FOLLOW_LIVE)
-		look_threads(log);
-	rc = walk_chunks(log, log->fd);
-	if (!rc)
-		rc = build_runs(log);
-	if (rc)
-		return rc;
-	fill_info(log);
-	/* A cut or damaged log, or one whose end was lost, is read again
-	 * once written, the way any log is: following it stops here. At the
-	 * last look, the log is what it is. */
-	if (log->follow == MMS__FOLLOW_LIVE &&
-	    (log->info.damaged || log->info.cut || log->stop != UINT64_MAX || log->chunks_lost || log->file_cut))
-		return log->info.damage_error ? log->info.damage_error : MMS_ECORRUPT;
-	/* segs was made again: iterators open before go by the old one. */
-	log->generation++;
-	return log->events > before;
-}
-
-MMS__EXPORT int mms_log_follow_refresh(mms_log_t *log)
-{
-	int rc;
-
-	if (!log || log->follow != MMS__FOLLOW_LIVE)
-		return MMS_EUSAGE;
-	if (log->follow_err)
-		return log->follow_err;
-	rc = follow_look(log);
-	if (rc < 0)
-		log->follow_err = rc;
-	return rc;
-}
-
-MMS__EXPORT int mms_log_follow_end(mms_log_t *log)
-{
-	int rc;
-
-	if (!log || log->follow != MMS__FOLLOW_LIVE)
-		return MMS_EUSAGE;
-	/* Stopped: the tables hold part of a look. */
-	if (log->follow_err)
-		return log->follow_err;
-	log->follow = MMS__FOLLOW_END;
-	rc = follow_look(log);
-	return rc < 0 ? rc : 0;
 }
 
 MMS__EXPORT int mms_log_open_ex(const char *path, mms_log_t **out, mms_open_error_t *err)

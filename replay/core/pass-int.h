@@ -61,7 +61,6 @@ struct mms_pass {
 	/* Fed while the log grows (mms_pass_feed()): the first read is
 	 * under way, its iterator closed between two looks at the log. */
 	int feeding;
-	uint64_t fed_generation;     /* the log's look the positions were saved in */
 	struct mms__follow_pos *fpos; /* each thread's position then */
 	size_t nfpos;
 	uint64_t fed_id;             /* the next event's id */

@@ -517,7 +517,6 @@ static int feed_reopen(struct mms_pass *p)
 	if (rc)
 		return rc;
 	mms__iter_prefetch_for(p->first.it, p->first.st);
-	p->fed_generation = p->log->generation;
 	return 0;
 }
 
@@ -567,7 +566,6 @@ MMS__EXPORT int mms_pass_feed(mms_pass_t *p)
 			return rc;
 		}
 		p->feeding = 1;
-		p->fed_generation = p->log->generation;
 	} else {
 		rc = feed_reopen(p);
 		if (rc)
