@@ -183,25 +183,32 @@ static uint64_t floor_most(const struct heap_events *h)
 	unsigned bits = 10;
 	size_t mask, i, j;
 	uint64_t *set;
+	uint8_t *in;
 
+	/* Each address keeps its entry once seen, with a flag for whether
+	 * it is live: a tombstone per free would make an address reused
+	 * over and over (sqlite3's pages) probe past all of its own. */
 	while (((size_t)1 << bits) < 2 * h->n + 2)
 		bits++;
 	mask = ((size_t)1 << bits) - 1;
 	set = calloc(mask + 1, sizeof(*set));
-	if (!set)
+	in = calloc(mask + 1, 1);
+	if (!set || !in)
 		die("floor", -12);
 	for (i = 0; i < h->n; i++) {
 		for (j = FLOOR_HASH(h->addr[i], 64 - bits); set[j] && set[j] != h->addr[i]; j = (j + 1) & mask)
 			;
-		if (h->malloc[i] && !set[j]) {
-			set[j] = h->addr[i];
+		set[j] = h->addr[i];
+		if (h->malloc[i] && !in[j]) {
+			in[j] = 1;
 			most = ++live > most ? live : most;
-		} else if (!h->malloc[i] && set[j] == h->addr[i]) {
-			set[j] = UINT64_MAX; /* a tombstone: still probed past */
+		} else if (!h->malloc[i] && in[j]) {
+			in[j] = 0;
 			live--;
 		}
 	}
 	free(set);
+	free(in);
 	return most;
 }
 
