@@ -21,6 +21,7 @@
 #include "log-int.h"
 #include "outfile-int.h"
 #include "pass-int.h"
+#include "sort-int.h"
 #include "state-int.h"
 
 /* --- a buffered writer over an output file -------------------------------- */
@@ -29,6 +30,11 @@ struct wfile {
 	struct mms__outfile f;
 	int fd;
 	int err;
+	/* w_u64(): the digits of the last number written above its last 8
+	 * (hi 0: none yet). */
+	uint64_t hi;
+	unsigned hi_len;
+	char hi_digits[16];
 	size_t len;
 	char buf[1 << 16];
 };
@@ -66,36 +72,74 @@ static void w_str(struct wfile *w, const char *s)
 	w_mem(w, s, strlen(s));
 }
 
-/* Writes v in decimal, then the character end: two digits a division,
- * usage.tsv writes two numbers for each change of live bytes. */
+static const char digit_pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+				  "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+				  "8081828384858687888990919293949596979899";
+
+/* The 8 decimal digits of x (below 10^8), zero-padded, at out. */
+static inline void dec8(char *out, uint32_t x)
+{
+	uint32_t hi = x / 10000, lo = x % 10000;
+
+	memcpy(out, digit_pairs + hi / 100 * 2, 2);
+	memcpy(out + 2, digit_pairs + hi % 100 * 2, 2);
+	memcpy(out + 4, digit_pairs + lo / 100 * 2, 2);
+	memcpy(out + 6, digit_pairs + lo % 100 * 2, 2);
+}
+
+/* The decimal digits of v (below 10^16) at out, without leading zeros;
+ * returns how many. */
+static inline unsigned dec(char *out, uint64_t v)
+{
+	unsigned n = 1, i;
+	uint64_t t;
+
+	for (t = v; t >= 10; t /= 10)
+		n++;
+	i = n;
+	if (v >= 100000000) {
+		i -= 8;
+		dec8(out + i, (uint32_t)(v % 100000000));
+		v /= 100000000;
+	}
+	while (v >= 100) {
+		i -= 2;
+		memcpy(out + i, digit_pairs + v % 100 * 2, 2);
+		v /= 100;
+	}
+	if (v >= 10)
+		memcpy(out, digit_pairs + v * 2, 2);
+	else
+		out[0] = (char)('0' + v);
+	return n;
+}
+
+/* Writes v in decimal, then the character end: usage.tsv writes two
+ * numbers for each change of live bytes. A time (19 digits) shares its
+ * digits above the last 8 with the row before: they are kept from the
+ * last number written. Every copy is of a fixed size, into the room at
+ * the buffer's end, and the length moves by what counts. */
 static void w_u64(struct wfile *w, uint64_t v, char end)
 {
-	static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-				    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-				    "8081828384858687888990919293949596979899";
-	char tmp[24];
-	int i = (int)sizeof(tmp);
+	char *o;
 
-	tmp[--i] = end;
-	while (v >= 100) {
-		unsigned d = (unsigned)(v % 100) * 2;
-
-		v /= 100;
-		tmp[--i] = pairs[d + 1];
-		tmp[--i] = pairs[d];
-	}
-	if (v >= 10) {
-		tmp[--i] = pairs[v * 2 + 1];
-		tmp[--i] = pairs[v * 2];
+	if (sizeof(w->buf) - w->len < 40)
+		w_flush(w);
+	o = w->buf + w->len;
+	if (v < 100000000) {
+		o += dec(o, v);
 	} else {
-		tmp[--i] = (char)('0' + v);
+		if (v / 100000000 != w->hi) {
+			w->hi = v / 100000000;
+			w->hi_len = dec(w->hi_digits, w->hi);
+		}
+		memcpy(o, w->hi_digits, sizeof(w->hi_digits));
+		o += w->hi_len;
+		dec8(o, (uint32_t)(v % 100000000));
+		o += 8;
 	}
-	if (sizeof(w->buf) - w->len >= sizeof(tmp)) {
-		memcpy(w->buf + w->len, tmp + i, sizeof(tmp) - (size_t)i);
-		w->len += sizeof(tmp) - (size_t)i;
-		return;
-	}
-	w_mem(w, tmp + i, sizeof(tmp) - (size_t)i);
+	*o++ = end;
+	w->len = (size_t)(o - w->buf);
 }
 
 static void w_hex(struct wfile *w, uint64_t v, char end)
@@ -130,6 +174,7 @@ static struct wfile *w_open(const char *path, int overwrite, int *rc)
 	}
 	w->err = 0;
 	w->len = 0;
+	w->hi = 0;
 	return w;
 }
 
@@ -450,38 +495,207 @@ static int pass_event(struct mms__sub *sub, struct mms_pass *pass, const mms_eve
 	return rc;
 }
 
-/* Collects the blocks live now into *out (*n of them); with limit, only
- * those allocated at or before that event. */
+/* Collects blocks into a list sorted largest first (then oldest first,
+ * then by address): first their sort keys and where each is (a live
+ * block's slot, or a block made already: freed since the peak, a piece
+ * of a mapping), then the list is made in their order, each block
+ * written once. */
+#define MADE ((size_t)1 << (sizeof(size_t) * 8 - 1)) /* ref: index in made */
+
+struct cand {
+	uint64_t size, event;
+	size_t ref;              /* a slot, or MADE | index in made */
+};
+
 struct collect {
 	struct pass *p;
-	mms_trace_block_t *v;
+	struct cand *v;
 	size_t n, cap;
-	uint64_t limit;
+	mms_trace_block_t *made;
+	size_t nmade, made_cap;
+	uint64_t limit;          /* only blocks allocated at or before it */
 	uint64_t bytes;
 };
+
+static int cand_add(struct collect *c, uint64_t size, uint64_t event, size_t ref)
+{
+	if (mms__grow(&c->v, &c->cap, c->n, sizeof(*c->v)))
+		return -ENOMEM;
+	c->v[c->n++] = (struct cand){ size, event, ref };
+	c->bytes += size;
+	return 0;
+}
+
+/* Room for the live blocks and more candidates, so that the list does
+ * not grow by doubling (a million blocks are common). */
+static int collect_room(struct collect *c, size_t more)
+{
+	const struct mms__state *st = c->p->st;
+
+	c->cap = st->nblks - st->nfree + st->maps.n + more;
+	c->v = malloc((c->cap ? c->cap : 1) * sizeof(*c->v));
+	return c->v ? 0 : -ENOMEM;
+}
 
 static int collect_one(const struct mms__blk *b, void *ctx)
 {
 	struct collect *c = ctx;
+	const struct mms__state *st = c->p->st;
 
 	if (b->alloc_event > c->limit || !(c->p->kinds & 1u << b->mem))
 		return 0;
-	if (mms__grow(&c->v, &c->cap, c->n, sizeof(*c->v)))
+	if (b >= st->blks && b < st->blks + st->nblks)
+		return cand_add(c, b->size, b->alloc_event, (size_t)(b - st->blks));
+	/* A piece of a mapping, made for this call only. */
+	if (mms__grow(&c->made, &c->made_cap, c->nmade, sizeof(*c->made)))
 		return -ENOMEM;
-	block_out(c->p, b, block_time(c->p, b), &c->v[c->n++]);
-	c->bytes += b->size;
+	block_out(c->p, b, block_time(c->p, b), &c->made[c->nmade]);
+	return cand_add(c, b->size, b->alloc_event, MADE | c->nmade++);
+}
+
+/* The address of candidate x's block. */
+static uint64_t cand_addr(const struct collect *c, const struct cand *x)
+{
+	return x->ref & MADE ? c->made[x->ref & ~MADE].b.addr : c->p->st->blks[x->ref].addr;
+}
+
+static int cand_cmp(const struct collect *c, const struct cand *x, const struct cand *y)
+{
+	uint64_t a, b;
+
+	if (x->size != y->size)
+		return x->size > y->size ? -1 : 1;
+	if (x->event != y->event)
+		return x->event < y->event ? -1 : 1;
+	a = cand_addr(c, x);
+	b = cand_addr(c, y);
+	return a < b ? -1 : a > b;
+}
+
+static int keyed_cmp(const void *a, const void *b, void *ctx)
+{
+	const struct collect *c = ctx;
+
+	return cand_cmp(c, &c->v[((const struct mms__keyed *)a)->ix], &c->v[((const struct mms__keyed *)b)->ix]);
+}
+
+/* The candidates' order as cand_cmp() has it, as indices into c->v in
+ * (*k)[i].ix (freed by the caller): a radix sort of one key of the size
+ * and the event where both fit in 64 bits, runs of equal keys (pieces of
+ * one mapping) by address; else a qsort(). Returns 0 or -ENOMEM. */
+static int cands_order(struct collect *c, struct mms__keyed **k)
+{
+	uint64_t most = 0, last = 0;
+	unsigned ebits;
+	size_t i, lo;
+
+	*k = malloc((c->n ? c->n : 1) * sizeof(**k));
+	if (!*k)
+		return -ENOMEM;
+	for (i = 0; i < c->n; i++) {
+		most = c->v[i].size > most ? c->v[i].size : most;
+		last = c->v[i].event > last ? c->v[i].event : last;
+	}
+	ebits = mms__bits(last);
+	for (i = 0; i < c->n; i++) {
+		(*k)[i].key = (ebits < 64 ? (most - c->v[i].size) << ebits : 0) | c->v[i].event;
+		(*k)[i].ix = i;
+	}
+	if (mms__bits(most) + ebits > 64 || mms__sort_keyed(*k, c->n)) {
+		/* Keys too wide, or no memory for the sort. */
+		for (i = 0; i < c->n; i++)
+			(*k)[i].key = 0;
+	}
+	for (lo = 0; lo < c->n; lo = i) {
+		for (i = lo + 1; i < c->n && (*k)[i].key == (*k)[lo].key; i++)
+			;
+		if (i - lo > 1)
+			qsort_r(*k + lo, i - lo, sizeof(**k), keyed_cmp, c);
+	}
 	return 0;
 }
 
-static int block_cmp(const void *a, const void *b)
+/* Puts made in the order of k, in place: made[k[i].ix] (cands refer to
+ * made only) goes to place i, each cycle of the permutation followed
+ * once. */
+static void made_permute(struct collect *c, struct mms__keyed *k)
 {
-	const mms_trace_block_t *x = a, *y = b;
+	mms_trace_block_t tmp;
+	size_t i, j, f;
 
-	if (x->b.size != y->b.size)
-		return x->b.size > y->b.size ? -1 : 1;
-	if (x->b.alloc_event != y->b.alloc_event)
-		return x->b.alloc_event < y->b.alloc_event ? -1 : 1;
-	return x->b.addr < y->b.addr ? -1 : x->b.addr > y->b.addr;
+	for (i = 0; i < c->n; i++)
+		k[i].ix = c->v[k[i].ix].ref & ~MADE; /* where place i's block is now */
+	for (i = 0; i < c->n; i++) {
+		if (k[i].ix == i)
+			continue;
+		tmp = c->made[i];
+		for (j = i; k[j].ix != i; j = f) {
+			f = k[j].ix;
+			c->made[j] = c->made[f];
+			k[j].ix = j;
+		}
+		c->made[j] = tmp;
+		k[j].ix = j;
+	}
+}
+
+/* Makes the sorted list of what c collected into *out (*n blocks), and
+ * frees what c held. When most blocks are made already (the peak's list:
+ * blocks freed since, often millions), the live ones join them and the
+ * list is sorted in place; else it is written anew in order. Returns 0
+ * or -ENOMEM. */
+static int collect_finish(struct collect *c, mms_trace_block_t **out, size_t *n)
+{
+	const struct mms__state *st = c->p->st;
+	mms_trace_block_t *v = NULL;
+	struct mms__keyed *k = NULL;
+	int in_place = c->nmade > c->n / 4;
+	struct cand *x;
+	size_t i;
+	int rc;
+
+	for (i = 0; in_place && i < c->n; i++) {
+		x = &c->v[i];
+		if (x->ref & MADE)
+			continue;
+		if (mms__grow(&c->made, &c->made_cap, c->nmade, sizeof(*c->made))) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		block_out(c->p, &st->blks[x->ref], block_time(c->p, &st->blks[x->ref]), &c->made[c->nmade]);
+		x->ref = MADE | c->nmade++;
+	}
+	rc = cands_order(c, &k);
+	if (rc)
+		goto out;
+	if (in_place) {
+		made_permute(c, k);
+		v = c->made;
+		c->made = NULL;
+	} else if (c->n) {
+		v = malloc(c->n * sizeof(*v));
+		if (!v) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		for (i = 0; i < c->n; i++) {
+			x = &c->v[k[i].ix];
+			if (x->ref & MADE)
+				v[i] = c->made[x->ref & ~MADE];
+			else
+				block_out(c->p, &st->blks[x->ref], block_time(c->p, &st->blks[x->ref]), &v[i]);
+		}
+	}
+out:
+	*out = rc ? NULL : v;
+	*n = rc ? 0 : c->n;
+	free(k);
+	free(c->v);
+	free(c->made);
+	c->v = NULL;
+	c->made = NULL;
+	c->n = c->cap = c->nmade = c->made_cap = 0;
+	return rc;
 }
 
 /* The span of the log's events: from the start of the recording (the
@@ -514,43 +728,41 @@ static void bucketer_init(struct bucketer *b, uint64_t t0, uint64_t t1, uint64_t
 static int pass_finish(struct pass *p)
 {
 	mms_trace_t *t = p->t;
-	struct collect c = { p, NULL, 0, 0, UINT64_MAX, 0 };
+	struct collect c = { .p = p, .limit = UINT64_MAX };
+	size_t i;
 	int rc;
 
 	/* Leakage: everything live at the end. */
-	rc = mms__state_each(p->st, collect_one, &c);
+	rc = collect_room(&c, 0);
+	if (!rc)
+		rc = mms__state_each(p->st, collect_one, &c);
+	t->end_bytes = c.bytes;
+	if (!rc)
+		rc = collect_finish(&c, &t->end, &t->nend);
 	if (rc)
 		goto fail;
-	t->end = c.v;
-	t->nend = c.n;
-	t->end_bytes = c.bytes;
-	if (t->nend)
-		qsort(t->end, t->nend, sizeof(*t->end), block_cmp);
 
 	/* Watermark: what is still live of the peak, and what was freed
 	 * since. */
 	memset(&c, 0, sizeof(c));
 	c.p = p;
 	c.limit = t->peak_bytes ? t->peak_event : 0;
-	c.v = p->freed;
-	c.n = p->nfreed;
-	c.cap = p->freed_cap;
+	c.made = p->freed;
+	c.nmade = p->nfreed;
+	c.made_cap = p->freed_cap;
 	p->freed = NULL;
-	if (t->peak_bytes) {
+	if (!t->peak_bytes)
+		return collect_finish(&c, &t->peak, &t->npeak); /* none */
+	rc = collect_room(&c, c.nmade);
+	for (i = 0; !rc && i < c.nmade; i++)
+		rc = cand_add(&c, c.made[i].b.size, c.made[i].b.alloc_event, MADE | i);
+	if (!rc)
 		rc = mms__state_each(p->st, collect_one, &c);
-		if (rc) {
-			free(c.v);
-			goto fail;
-		}
-		t->peak = c.v;
-		t->npeak = c.n;
-		if (t->npeak)
-			qsort(t->peak, t->npeak, sizeof(*t->peak), block_cmp);
-	} else {
-		free(c.v);
-	}
-	return 0;
+	if (!rc)
+		return collect_finish(&c, &t->peak, &t->npeak);
 fail:
+	free(c.v);
+	free(c.made);
 	return rc;
 }
 

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/* sort-int.h: sorting many results (blocks by size, by order) by an
+ * integer key (sort.c): a radix sort of (key, index) pairs, after which
+ * the caller builds its sorted array in one go. */
+#ifndef MMS_SORT_INT_H
+#define MMS_SORT_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct mms__keyed {
+	uint64_t key;
+	size_t ix;   /* the caller's: what the key is of */
+};
+
+/* Sorts the n pairs at v by key ascending, stably (pairs of equal keys
+ * stay in the order they came). Returns 0, or -ENOMEM with v as it was. */
+int mms__sort_keyed(struct mms__keyed *v, size_t n);
+
+/* The number of bits v needs (0 for 0). */
+static inline unsigned mms__bits(uint64_t v)
+{
+	return v ? 64u - (unsigned)__builtin_clzll(v) : 0;
+}
+
+#endif /* MMS_SORT_INT_H */
