@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "msmemscope/analysis.h"
+#include "msmemscope/config.h"
 #include "msmemscope/error.h"
 #include "msmemscope/log.h"
 #include "msmemscope/pass.h"
@@ -67,7 +68,12 @@ struct ipass {
 	struct ithread *threads;
 	size_t nthreads;
 	struct mms_pass *pass;
-	size_t off;           /* each live block's struct iblk, in the pass's data */
+	/* The log can hold accesses (its recorder's events had access, or it
+	 * does not say): each live block's struct iblk is kept, at off in
+	 * the pass's data. Without accesses no block can be found
+	 * inefficient, and only the counter is kept. */
+	int blocks;
+	size_t off;
 	struct ineff_res *res;
 	size_t res_cap;
 	size_t tags_cap;
@@ -338,6 +344,8 @@ static int on_event(struct mms__sub *sub, struct mms_pass *pass, const mms_event
 	 * its own, as if an operator had run just it. */
 	lone = !t->n;
 	op = lone ? ++p->ops : t->f[t->n - 1].op;
+	if (!p->blocks)
+		return 0;
 	f = lone ? NULL : &t->f[t->n - 1];
 	if (ev->kind == MMS_EV_MALLOC) {
 		blk_new(p, k, op);
@@ -407,7 +415,7 @@ static int pass_end(struct mms__sub *sub, struct mms_pass *pass)
 	int rc;
 
 	(void)pass;
-	rc = mms__state_each(p->st, keep_live, p);
+	rc = p->blocks ? mms__state_each(p->st, keep_live, p) : 0;
 	if (rc)
 		return rc;
 	res->ops = p->ops;
@@ -432,6 +440,7 @@ static void pass_drop(struct mms__sub *sub)
 MMS__EXPORT int mms_inefficient_add(mms_pass_t *pass, const mms_inefficient_options_t *opt, mms_inefficient_t **out)
 {
 	struct ineff_res *res;
+	mms_config_t cfg;
 	struct ipass *p;
 	int rc;
 
@@ -457,7 +466,9 @@ MMS__EXPORT int mms_inefficient_add(mms_pass_t *pass, const mms_inefficient_opti
 	res->strs = mms__strs_ref(pass->strs);
 	res->filling = pass;
 	p->pass = pass;
-	p->off = mms__pass_attach(pass, sizeof(struct iblk));
+	p->blocks = mms_log_config(pass->log, &cfg) || (cfg.events & MMS_CONFIG_EV_ACCESS);
+	if (p->blocks)
+		p->off = mms__pass_attach(pass, sizeof(struct iblk));
 	p->sub.name = "inefficient";
 	p->sub.kinds = 1u << MMS_EV_OP_LAUNCH | 1u << MMS_EV_MALLOC | 1u << MMS_EV_FREE | 1u << MMS_EV_ACCESS;
 	p->sub.begin = pass_begin;
