@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "format.h"
 #include "msmemscope/log.h"
@@ -46,6 +47,63 @@ struct mms__cursor {
  * record and *why points at a static description. */
 int mms__decode(struct mms__cursor *c, struct mms__rec *r, const char **why);
 
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* Decodes a varint of at most 8 bytes from the 8 bytes at p, a word at a
+ * time: the first byte with its top bit clear ends it, and its 7-bit
+ * groups are packed together in three steps. Returns its length in
+ * bytes, or 0 when it is longer (*out is then not set). */
+static inline unsigned mms__word_u(const uint8_t *p, uint64_t *out)
+{
+	uint64_t w, stops;
+	unsigned bits;
+
+	memcpy(&w, p, 8);
+	stops = ~w & 0x8080808080808080ull;
+	if (!stops)
+		return 0;
+	bits = (unsigned)__builtin_ctzll(stops) + 1; /* a multiple of 8 */
+	w &= ~0ull >> (64 - bits);
+	w &= 0x7f7f7f7f7f7f7f7full;
+	w = (w & 0x007f007f007f007full) | ((w & 0x7f007f007f007f00ull) >> 1);
+	w = (w & 0x00003fff00003fffull) | ((w & 0x3fff00003fff0000ull) >> 2);
+	w = (w & 0x000000000fffffffull) | ((w & 0x0fffffff00000000ull) >> 4);
+	*out = w;
+	return bits / 8;
+}
+#endif
+
+/* For mms__decode_heap(): the varints after the tag of each heap record
+ * (stamp delta first), per the format's rows FREE "a", ALLOC "auu" and
+ * ALLOC_RT "auuu"; 0 for the other tags. FREE_STACK "au" is
+ * 3 | MMS__HEAP_FREE: its third varint is the stack. */
+#define MMS__HEAP_FREE 0x80
+extern const uint8_t mms__heap_fields[256];
+
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* One varint at *pp into *v, advancing *pp: those of one and two bytes
+ * (most fields) by hand, longer ones a word at a time. Returns 0, or -1
+ * for one over 8 bytes (left to the careful path). */
+static inline int mms__heap_u(const uint8_t **pp, uint64_t *v)
+{
+	const uint8_t *p = *pp;
+	unsigned len;
+
+	if (p[0] < 0x80) {
+		*v = p[0];
+		*pp = p + 1;
+	} else if (p[1] < 0x80) {
+		*v = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+		*pp = p + 2;
+	} else {
+		len = mms__word_u(p, v);
+		if (!len)
+			return -1;
+		*pp = p + len;
+	}
+	return 0;
+}
+#endif
+
 /* The fast path for the records most logs are made of, the heap's ALLOC,
  * ALLOC_RT and FREE: decodes the one at c->p straight into the event it
  * is (stamp, thread, file_offset, kind, sub, addr, size, stack, flags;
@@ -53,19 +111,67 @@ int mms__decode(struct mms__cursor *c, struct mms__rec *r, const char **why);
  * when the record is of another tag or not one this path reads (near the
  * end of the records, a field over 8 bytes, a stamp that wraps):
  * mms__decode() reads those. */
-int mms__decode_heap(struct mms__cursor *c, mms_event_t *ev);
+static inline __attribute__((always_inline)) int mms__decode_heap(struct mms__cursor *c, mms_event_t *ev)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	const uint8_t *p = c->p;
+	uint64_t delta, zz, size = 0, stack = 0, flags = 0;
+	unsigned n, is_free;
+	uint8_t tag;
+
+	/* Room for the tag and five fields of 8 bytes each, read as words
+	 * whatever their length: nothing below checks the end. */
+	if (c->end - p < 1 + 5 * 8)
+		return 0;
+	tag = *p++;
+	n = mms__heap_fields[tag] & ~MMS__HEAP_FREE;
+	is_free = mms__heap_fields[tag] & MMS__HEAP_FREE;
+	if (!n)
+		return 0;
+	if (mms__heap_u(&p, &delta) || mms__heap_u(&p, &zz))
+		return 0;
+	if (is_free) {
+		if (n > 2 && mms__heap_u(&p, &stack))
+			return 0;
+	} else if (mms__heap_u(&p, &size) || mms__heap_u(&p, &stack) || (n > 4 && mms__heap_u(&p, &flags))) {
+		return 0;
+	}
+	if (c->stamp + delta < c->stamp)
+		return 0; /* the careful path says what is wrong */
+	/* Every field stored: no zeroing first. */
+	ev->id = 0;
+	ev->stamp = c->stamp + delta;
+	ev->time_ns = 0;
+	ev->thread = c->thread;
+	ev->kind = is_free ? MMS_EV_FREE : MMS_EV_MALLOC;
+	ev->sub = (uint16_t)(tag & 7);
+	ev->mem = MMS_MEM_HOST;
+	ev->addr = c->prev_addr + (uint64_t)mms_unzigzag(zz);
+	ev->size = size;
+	ev->stack = (uint32_t)stack;
+	ev->total = 0;
+	ev->used = 0;
+	ev->range_id = 0;
+	ev->name = NULL;
+	ev->file_offset = (uint64_t)(c->p - c->base) + c->base_off;
+	ev->flags = flags;
+	c->stamp = ev->stamp;
+	c->prev_addr = ev->addr;
+	c->p = p;
+	return 1;
+#else
+	(void)c;
+	(void)ev;
+	return 0;
+#endif
+}
+
 
 /* Whether the record at c->p (before c->end) is an event's: returns 1
  * with the event's stamp in *stamp, c left at the record; 0 for a record
  * of another kind; or an MMS__DEC_* code for a tag this version does not
  * know or a stamp that does not decode. */
 int mms__decode_peek(const struct mms__cursor *c, uint64_t *stamp);
-
-/* For looking ahead: steps c over the heap event record at c->p (ALLOC,
- * ALLOC_RT, FREE), decoding only its address, into *addr. Returns
- * MMS_EV_MALLOC or MMS_EV_FREE, or 0 leaving c as it was for any other
- * record and those mms__decode_heap() leaves to mms__decode(). */
-int mms__skim_heap(struct mms__cursor *c, uint64_t *addr);
 
 /* Like mms__decode(), for the open pass: of an event record it reads only
  * the tag and stamp and checks the shape of the other fields, which it

@@ -122,30 +122,6 @@ static inline uint8_t tag_type(uint8_t tag)
 	}
 }
 
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-/* Decodes a varint of at most 8 bytes from the 8 bytes at p, a word at a
- * time: the first byte with its top bit clear ends it, and its 7-bit
- * groups are packed together in three steps. Returns its length in
- * bytes, or 0 when it is longer (*out is then not set). */
-static inline unsigned word_u(const uint8_t *p, uint64_t *out)
-{
-	uint64_t w, stops;
-	unsigned bits;
-
-	memcpy(&w, p, 8);
-	stops = ~w & 0x8080808080808080ull;
-	if (!stops)
-		return 0;
-	bits = (unsigned)__builtin_ctzll(stops) + 1; /* a multiple of 8 */
-	w &= ~0ull >> (64 - bits);
-	w &= 0x7f7f7f7f7f7f7f7full;
-	w = (w & 0x007f007f007f007full) | ((w & 0x7f007f007f007f00ull) >> 1);
-	w = (w & 0x00003fff00003fffull) | ((w & 0x3fff00003fff0000ull) >> 2);
-	w = (w & 0x000000000fffffffull) | ((w & 0x0fffffff00000000ull) >> 4);
-	*out = w;
-	return bits / 8;
-}
-#endif
 
 /* mms_get_u(), a word at a time where 8 bytes remain. */
 static inline int get_u(const uint8_t **pp, const uint8_t *end, uint64_t *out)
@@ -153,7 +129,7 @@ static inline int get_u(const uint8_t **pp, const uint8_t *end, uint64_t *out)
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	unsigned n;
 
-	if (end - *pp >= 8 && (n = word_u(*pp, out))) {
+	if (end - *pp >= 8 && (n = mms__word_u(*pp, out))) {
 		*pp += n;
 		return 0;
 	}
@@ -227,97 +203,14 @@ cut:
 	return MMS__DEC_CORRUPT;
 }
 
-/* For mms__decode_heap(): the varints after the tag of each heap record
- * (stamp delta first), per the table's rows FREE "a", ALLOC "auu" and
- * ALLOC_RT "auuu"; 0 for the other tags. FREE_STACK "au" is 3 | HEAP_FREE:
- * its third varint is the stack. */
-#define HEAP_FREE 0x80
-static const uint8_t heap_fields[256] = {
+
+/* See decode-int.h. */
+const uint8_t mms__heap_fields[256] = {
 	[MMS_TAG_ALLOC + MMS_ALLOC_MALLOC ... MMS_TAG_ALLOC + MMS_ALLOC_PVALLOC] = 4,
-	[MMS_TAG_FREE + MMS_FREE_FREE ... MMS_TAG_FREE + MMS_FREE_REALLOC] = 2 | HEAP_FREE,
+	[MMS_TAG_FREE + MMS_FREE_FREE ... MMS_TAG_FREE + MMS_FREE_REALLOC] = 2 | MMS__HEAP_FREE,
 	[MMS_TAG_ALLOC_RT + MMS_ALLOC_MALLOC ... MMS_TAG_ALLOC_RT + MMS_ALLOC_PVALLOC] = 5,
-	[MMS_TAG_FREE_STACK + MMS_FREE_FREE ... MMS_TAG_FREE_STACK + MMS_FREE_REALLOC] = 3 | HEAP_FREE,
+	[MMS_TAG_FREE_STACK + MMS_FREE_FREE ... MMS_TAG_FREE_STACK + MMS_FREE_REALLOC] = 3 | MMS__HEAP_FREE,
 };
-
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-/* One varint at *pp into *v, advancing *pp: those of one and two bytes
- * (most fields) by hand, longer ones a word at a time. Returns 0, or -1
- * for one over 8 bytes (left to the careful path). */
-static inline int heap_u(const uint8_t **pp, uint64_t *v)
-{
-	const uint8_t *p = *pp;
-	unsigned len;
-
-	if (p[0] < 0x80) {
-		*v = p[0];
-		*pp = p + 1;
-	} else if (p[1] < 0x80) {
-		*v = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
-		*pp = p + 2;
-	} else {
-		len = word_u(p, v);
-		if (!len)
-			return -1;
-		*pp = p + len;
-	}
-	return 0;
-}
-#endif
-
-int mms__decode_heap(struct mms__cursor *c, mms_event_t *ev)
-{
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	const uint8_t *p = c->p;
-	uint64_t delta, zz, size = 0, stack = 0, flags = 0;
-	unsigned n, is_free;
-	uint8_t tag;
-
-	/* Room for the tag and five fields of 8 bytes each, read as words
-	 * whatever their length: nothing below checks the end. */
-	if (c->end - p < 1 + 5 * 8)
-		return 0;
-	tag = *p++;
-	n = heap_fields[tag] & ~HEAP_FREE;
-	is_free = heap_fields[tag] & HEAP_FREE;
-	if (!n)
-		return 0;
-	if (heap_u(&p, &delta) || heap_u(&p, &zz))
-		return 0;
-	if (is_free) {
-		if (n > 2 && heap_u(&p, &stack))
-			return 0;
-	} else if (heap_u(&p, &size) || heap_u(&p, &stack) || (n > 4 && heap_u(&p, &flags))) {
-		return 0;
-	}
-	if (c->stamp + delta < c->stamp)
-		return 0; /* the careful path says what is wrong */
-	/* Every field stored: no zeroing first. */
-	ev->id = 0;
-	ev->stamp = c->stamp + delta;
-	ev->time_ns = 0;
-	ev->thread = c->thread;
-	ev->kind = is_free ? MMS_EV_FREE : MMS_EV_MALLOC;
-	ev->sub = (uint16_t)(tag & 7);
-	ev->mem = MMS_MEM_HOST;
-	ev->addr = c->prev_addr + (uint64_t)mms_unzigzag(zz);
-	ev->size = size;
-	ev->stack = (uint32_t)stack;
-	ev->total = 0;
-	ev->used = 0;
-	ev->range_id = 0;
-	ev->name = NULL;
-	ev->file_offset = (uint64_t)(c->p - c->base) + c->base_off;
-	ev->flags = flags;
-	c->stamp = ev->stamp;
-	c->prev_addr = ev->addr;
-	c->p = p;
-	return 1;
-#else
-	(void)c;
-	(void)ev;
-	return 0;
-#endif
-}
 
 int mms__decode_peek(const struct mms__cursor *c, uint64_t *stamp)
 {
@@ -335,34 +228,6 @@ int mms__decode_peek(const struct mms__cursor *c, uint64_t *stamp)
 		return MMS__DEC_ORDER;
 	*stamp = c->stamp + v;
 	return 1;
-}
-
-int mms__skim_heap(struct mms__cursor *c, uint64_t *addr)
-{
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	const uint8_t *p = c->p;
-	uint64_t delta, zz, v;
-	unsigned n, i, is_free;
-
-	if (c->end - p < 1 + 5 * 8)
-		return 0;
-	n = heap_fields[*p] & ~HEAP_FREE;
-	is_free = heap_fields[*p++] & HEAP_FREE;
-	if (!n || heap_u(&p, &delta) || heap_u(&p, &zz))
-		return 0;
-	for (i = 2; i < n; i++)
-		if (heap_u(&p, &v))
-			return 0;
-	c->stamp += delta;
-	c->prev_addr += (uint64_t)mms_unzigzag(zz);
-	c->p = p;
-	*addr = c->prev_addr;
-	return is_free ? MMS_EV_FREE : MMS_EV_MALLOC;
-#else
-	(void)c;
-	(void)addr;
-	return 0;
-#endif
 }
 
 /* Skips one varint: at most 10 bytes, the 10th at most 1 (64 bits).
@@ -440,7 +305,7 @@ size_t mms__skim_events(struct mms__cursor *c)
 			q = p + 2;
 		} else {
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-			k = word_u(p + 1, &delta);
+			k = mms__word_u(p + 1, &delta);
 			if (!k)
 				break;
 			q = p + 1 + k;

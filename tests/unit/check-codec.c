@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* check-codec.c: unit tests of format.h's varint, zigzag and string codec
- * and CRC-64/XZ, and of the replay library's hash map and interval set. */
+ * and CRC-64/XZ, and of the replay library's hash map, interval set and
+ * radix sort of keyed pairs. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include "format.h"
 #include "intervals-int.h"
 #include "map-int.h"
+#include "sort-int.h"
 
 START_TEST(test_varint_roundtrip)
 {
@@ -230,6 +232,57 @@ static uint64_t crc64_bitwise(const uint8_t *p, size_t n)
 	return ~c;
 }
 
+/* The order qsort() gives pairs by key, then by index: what a stable
+ * sort of pairs given in index order must give. */
+static int pair_cmp(const void *a, const void *b)
+{
+	const struct mms__keyed *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return x->ix < y->ix ? -1 : x->ix > y->ix;
+}
+
+/* mms__sort_keyed() against qsort() over keys of every shape: none, one,
+ * all equal, few distinct (ties, whose order must be kept), narrow and
+ * full 64-bit, sorted and reversed. */
+START_TEST(test_sort_keyed)
+{
+	static const size_t sizes[] = { 0, 1, 2, 3, 255, 256, 257, 5000 };
+	struct mms__keyed *v, *w;
+	uint64_t x = 88172645463325252ull;
+	size_t si, i, n;
+	int shape;
+
+	v = malloc(5000 * sizeof(*v));
+	w = malloc(5000 * sizeof(*w));
+	ck_assert(v && w);
+	for (shape = 0; shape < 7; shape++) {
+		for (si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+			n = sizes[si];
+			for (i = 0; i < n; i++) {
+				x ^= x << 13;
+				x ^= x >> 7;
+				x ^= x << 17;
+				v[i].ix = i;
+				v[i].key = shape == 0 ? 42 : shape == 1 ? x % 7 : shape == 2 ? x & 0xffff :
+					   shape == 3 ? x : shape == 4 ? i : shape == 5 ? UINT64_MAX - i :
+					   x >> 40 << 40 | (x & 3);
+			}
+			memcpy(w, v, n * sizeof(*v));
+			qsort(w, n, sizeof(*w), pair_cmp);
+			ck_assert_int_eq(mms__sort_keyed(v, n), 0);
+			for (i = 0; i < n; i++) {
+				ck_assert_uint_eq(v[i].key, w[i].key);
+				ck_assert_uint_eq(v[i].ix, w[i].ix);
+			}
+		}
+	}
+	free(v);
+	free(w);
+}
+END_TEST
+
 START_TEST(test_crc64)
 {
 	static uint64_t table[8][256];
@@ -286,6 +339,7 @@ static Suite *codec_suite(void)
 	tcase_add_test(tc, test_strings);
 	tcase_add_test(tc, test_map);
 	tcase_add_test(tc, test_intervals);
+	tcase_add_test(tc, test_sort_keyed);
 	tcase_add_test(tc, test_crc64);
 	suite_add_tcase(s, tc);
 	return s;
