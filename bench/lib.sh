@@ -48,3 +48,28 @@ for r in range(2):
             del d["k%d-%d" % (r, i)]
 l = [{"a": i, "b": str(i)} for i in range(100000)]
 print(len(d), len(l))'
+
+# cpu_median CMD...: the median of $runs runs' CPU seconds (user + system,
+# one core's worth: other work on a shared machine does not add to it) of
+# CMD (output dropped), with two decimals. GNU time measures, else
+# python3's resource module.
+cpu_median() {
+	_i=0
+	_all=
+	while [ $_i -lt "$runs" ]; do
+		if /usr/bin/time -f '%U %S' true >/dev/null 2>&1; then
+			_f=$(mktemp "${TMPDIR:-/tmp}/msmemscope-bench-cpu.XXXXXX")
+			/usr/bin/time -f '%U %S' -o "$_f" "$@" >/dev/null 2>&1 || true
+			_t=$(tail -n 1 "$_f" | awk '{ print $1 + $2 }')
+			rm -f "$_f"
+		else
+			_t=$(python3 -c 'import resource, subprocess, sys
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(r.ru_utime + r.ru_stime)' "$@")
+		fi
+		_all="$_all $_t"
+		_i=$((_i + 1))
+	done
+	echo "$_all" | tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { printf "%.2f", v[int((NR + 1) / 2)] }'
+}

@@ -7,9 +7,11 @@
 # thousand objects, and the sqlite3 CLI running bench/inserts.awk into an
 # in-memory database of 512-byte pages. Each is recorded without stacks,
 # then bench/statebench prints events per CPU second (median of
-# BENCH_RUNS replays) and the anonymous memory per live block. A program
-# that is not installed is skipped, saying so. Not a test: `make bench`
-# runs it.
+# BENCH_RUNS replays) and the anonymous memory per live block; then the
+# CPU time of `msmemscope-replay LOG --analysis
+# leaks,decompose,inefficient,watermark,usage,leakage` over that of
+# `--summary` on the same log (target: at most 1.5x). A program that is
+# not installed is skipped, saying so. Not a test: `make bench` runs it.
 #
 # Environment: top_builddir (default .), BENCH_RUNS (default 5),
 # BENCH_PERL, BENCH_PYTHON, BENCH_SQLITE (the programs; empty skips one).
@@ -18,13 +20,14 @@ set -eu
 top_builddir=${top_builddir:-.}
 hooks=${MMS_HOOKS:-$top_builddir/hooks/.libs/libmsmemscope-hooks.so}
 statebench=${MMS_STATEBENCH:-$top_builddir/bench/statebench}
+replay=${MMS_REPLAY:-$top_builddir/src/msmemscope-replay}
 runs=${BENCH_RUNS:-5}
 perl=${BENCH_PERL-/usr/bin/perl}
 python=${BENCH_PYTHON-/usr/bin/python3}
 sqlite=${BENCH_SQLITE-$(command -v sqlite3 || true)}
 srcdir=$(dirname "$0")
 
-for f in "$hooks" "$statebench"; do
+for f in "$hooks" "$statebench" "$replay"; do
 	[ -e "$f" ] || { echo "replaylogs.sh: $f is not built; run make bench" >&2; exit 2; }
 done
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/msmemscope-bench-replaylogs.XXXXXX")
@@ -32,10 +35,17 @@ trap 'rm -rf "$tmp"' EXIT
 
 . "$srcdir/lib.sh"
 
-# replay NAME: replays $tmp/NAME.mms and prints the figure with its target.
+six=leaks,decompose,inefficient,watermark,usage,leakage
+
+# replay NAME: replays $tmp/NAME.mms and prints the figure with its target,
+# then the six analyses' time over the summary's.
 replay() {
 	printf '%-8s ' "$1"
 	"$statebench" "$tmp/$1.mms" "$runs"
+	_s=$(cpu_median "$replay" "$tmp/$1.mms" --summary)
+	_a=$(cpu_median "$replay" "$tmp/$1.mms" --analysis $six --force --output-dir "$tmp")
+	printf '%-8s --analysis %s: %s CPU s, --summary %s s: %sx (target <= 1.5x)\n' "$1" "$six" "$_a" "$_s" \
+		"$(ratio "$_a" "$_s")"
 }
 
 echo "== replay of real programs' logs through the heap state (target >= 25 million events/s, one core)"
