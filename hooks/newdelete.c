@@ -44,6 +44,33 @@ struct real_cxx {
 };
 static struct real_cxx cxx;
 
+/* When no runtime was found: calls left before the next try. A program
+ * whose C++ runtime is not in the global scope (Python loads PyTorch's
+ * libraries RTLD_LOCAL, and libstdc++ with them) calls these operators
+ * all the time; a failed dlsym() is microseconds (the loader builds an
+ * error message), so the next try waits twice as many calls as the last,
+ * up to 65536. */
+static unsigned miss_wait, miss_left;
+
+/* The runtime's operator name: the next object's in the global scope,
+ * else that of a C++ runtime loaded out of it (RTLD_NOLOAD finds a
+ * library already loaded in any scope, and loads nothing). */
+static void *lookup(const char *name)
+{
+	static const char *const runtimes[] = { "libstdc++.so.6", "libc++.so.1" };
+	void *p = dlsym(RTLD_NEXT, name), *h;
+
+	for (size_t i = 0; !p && i < sizeof(runtimes) / sizeof(runtimes[0]); i++) {
+		/* The handle is kept: the operator found must stay loaded
+		 * (libstdc++ is never unloaded anyway: its unique symbols make
+		 * it so). */
+		h = dlopen(runtimes[i], RTLD_LAZY | RTLD_NOLOAD);
+		if (h)
+			p = dlsym(h, name);
+	}
+	return p;
+}
+
 static void *find(void **slot, const char *name)
 {
 	void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
@@ -51,18 +78,29 @@ static void *find(void **slot, const char *name)
 
 	if (p)
 		return p;
+	if (__atomic_load_n(&miss_left, __ATOMIC_RELAXED)) {
+		__atomic_fetch_sub(&miss_left, 1, __ATOMIC_RELAXED); /* a lost decrement is harmless */
+		return NULL;
+	}
 	busy = mms__tls_busy;
 	mms__tls_busy = 2; /* dlsym's allocations come from the arena */
-	p = dlsym(RTLD_NEXT, name);
+	p = lookup(name);
 	mms__tls_busy = busy;
-	__atomic_store_n(slot, p, __ATOMIC_RELEASE);
-	return p;
+	if (p) {
+		__atomic_store_n(slot, p, __ATOMIC_RELEASE);
+		return p;
+	}
+	miss_wait = miss_wait ? (miss_wait < 65536 ? miss_wait * 2 : 65536) : 1;
+	__atomic_store_n(&miss_left, miss_wait, __ATOMIC_RELAXED);
+	return NULL;
 }
 
 #define REAL(field, name) ((__typeof__(cxx.field))find((void **)&cxx.field, name))
 
-/* Without a C++ runtime to forward to (nobody calls these then), the C
- * allocator. */
+/* Without a C++ runtime to forward to, the C allocator, as the runtime's
+ * operators would: the throwing forms abort where the runtime would throw
+ * std::bad_alloc (there is no runtime to throw it), the nothrow ones
+ * return NULL, the aligned ones keep their alignment. */
 static void *no_runtime_new(size_t size)
 {
 	void *p = malloc(size ? size : 1);
@@ -72,11 +110,28 @@ static void *no_runtime_new(size_t size)
 	return p;
 }
 
-#define FORWARD_NEW(field, name, ...)                                                                              \
+static void *no_runtime_new_aligned(size_t size, size_t align)
+{
+	void *p = NULL;
+
+	if (align < sizeof(void *))
+		align = sizeof(void *);
+	if (posix_memalign(&p, align, size ? size : 1))
+		abort();
+	return p;
+}
+
+static void *no_runtime_new_nothrow(size_t size, const void *nt)
+{
+	(void)nt;
+	return malloc(size ? size : 1);
+}
+
+#define FORWARD_NEW(field, name, fallback, ...)                                                                    \
 	do {                                                                                                       \
 		__typeof__(cxx.field) f_ = REAL(field, name);                                                      \
 		if (!f_)                                                                                           \
-			return no_runtime_new(size);                                                               \
+			return fallback(__VA_ARGS__);                                                              \
 		return f_(__VA_ARGS__);                                                                            \
 	} while (0)
 
@@ -102,7 +157,7 @@ MMS_EXPORT void *_Znwm(size_t size)
 
 	if (unlikely(mms__guard_on) && (p = guard_new(MMS_GUARD_FAMILY_NEW, 16, size)))
 		return p;
-	FORWARD_NEW(nw, "_Znwm", size);
+	FORWARD_NEW(nw, "_Znwm", no_runtime_new, size);
 }
 
 MMS_EXPORT void *_Znam(size_t size)
@@ -111,7 +166,7 @@ MMS_EXPORT void *_Znam(size_t size)
 
 	if (unlikely(mms__guard_on) && (p = guard_new(MMS_GUARD_FAMILY_NEW_ARRAY, 16, size)))
 		return p;
-	FORWARD_NEW(na, "_Znam", size);
+	FORWARD_NEW(na, "_Znam", no_runtime_new, size);
 }
 
 MMS_EXPORT void *_ZnwmSt11align_val_t(size_t size, size_t align)
@@ -120,7 +175,7 @@ MMS_EXPORT void *_ZnwmSt11align_val_t(size_t size, size_t align)
 
 	if (unlikely(mms__guard_on) && (p = guard_new(MMS_GUARD_FAMILY_NEW, align, size)))
 		return p;
-	FORWARD_NEW(nw_al, "_ZnwmSt11align_val_t", size, align);
+	FORWARD_NEW(nw_al, "_ZnwmSt11align_val_t", no_runtime_new_aligned, size, align);
 }
 
 MMS_EXPORT void *_ZnamSt11align_val_t(size_t size, size_t align)
@@ -129,7 +184,7 @@ MMS_EXPORT void *_ZnamSt11align_val_t(size_t size, size_t align)
 
 	if (unlikely(mms__guard_on) && (p = guard_new(MMS_GUARD_FAMILY_NEW_ARRAY, align, size)))
 		return p;
-	FORWARD_NEW(na_al, "_ZnamSt11align_val_t", size, align);
+	FORWARD_NEW(na_al, "_ZnamSt11align_val_t", no_runtime_new_aligned, size, align);
 }
 
 /* The nothrow forms return NULL where the others throw; the runtime's
@@ -138,14 +193,14 @@ MMS_EXPORT void *_ZnwmRKSt9nothrow_t(size_t size, const void *nt)
 {
 	if (unlikely(mms__guard_on))
 		return guard_new(MMS_GUARD_FAMILY_NEW, 16, size);
-	FORWARD_NEW(nw_nt, "_ZnwmRKSt9nothrow_t", size, nt);
+	FORWARD_NEW(nw_nt, "_ZnwmRKSt9nothrow_t", no_runtime_new_nothrow, size, nt);
 }
 
 MMS_EXPORT void *_ZnamRKSt9nothrow_t(size_t size, const void *nt)
 {
 	if (unlikely(mms__guard_on))
 		return guard_new(MMS_GUARD_FAMILY_NEW_ARRAY, 16, size);
-	FORWARD_NEW(na_nt, "_ZnamRKSt9nothrow_t", size, nt);
+	FORWARD_NEW(na_nt, "_ZnamRKSt9nothrow_t", no_runtime_new_nothrow, size, nt);
 }
 
 MMS_EXPORT void _ZdlPv(void *p)
