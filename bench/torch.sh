@@ -40,6 +40,10 @@ loop() {
 	while [ $i -lt "$runs" ]; do
 		if [ "${4:-}" = recorded ]; then
 			t=$(env LD_PRELOAD="$hooks" MSMEMSCOPE_LOG="$tmp/t.mms" "$python" "$srcdir/torchloop.py" "$1" "$2" "$3")
+		elif [ "${4:-}" = pystack ]; then
+			t=$(env LD_PRELOAD="$hooks" MSMEMSCOPE_LOG="$tmp/p.mms" MSMEMSCOPE_CONFIG=python_stack=16 \
+				PYTHONMALLOC=malloc PYTHONPATH="$pkg/msmemscope/boot:$pkg" \
+				"$python" "$srcdir/torchloop.py" "$1" "$2" "$3")
 		else
 			t=$("$python" "$srcdir/torchloop.py" "$1" "$2" "$3")
 		fi
@@ -51,7 +55,7 @@ loop() {
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "-" }'; }
 
 echo "PyTorch training loop (bench/torchloop.py), loop CPU seconds, best of $runs:"
-printf '  %-6s %6s %10s %10s %10s %10s %10s\n' width steps native recorded ops dispatch track
+printf '  %-6s %6s %10s %10s %10s %10s %10s %10s\n' width steps native recorded ops dispatch track python:16
 for width in 32 512; do
 	n=$steps
 	[ "$width" = 32 ] || n=$((steps / 10))
@@ -60,10 +64,11 @@ for width in 32 512; do
 	ops=$(loop ops "$n" "$width" recorded)
 	disp=$(loop dispatch "$n" "$width" recorded)
 	track=$(loop track "$n" "$width" recorded)
-	printf '  %-6s %6s %10s %10s %10s %10s %10s\n' "$width" "$n" "$native" "$rec" "$ops" "$disp" "$track"
-	printf '  %-6s %6s %10s %10s %10s %10s %10s   (x native; ops target <= 1.2)\n' "" "" 1.00 \
+	pyst=$(loop plain "$n" "$width" pystack)
+	printf '  %-6s %6s %10s %10s %10s %10s %10s %10s\n' "$width" "$n" "$native" "$rec" "$ops" "$disp" "$track" "$pyst"
+	printf '  %-6s %6s %10s %10s %10s %10s %10s %10s   (x native; ops and python:16 targets <= 1.2)\n' "" "" 1.00 \
 		"$(ratio "$rec" "$native")" "$(ratio "$ops" "$native")" "$(ratio "$disp" "$native")" \
-		"$(ratio "$track" "$native")"
+		"$(ratio "$track" "$native")" "$(ratio "$pyst" "$native")"
 done
 launches=$("$top_builddir/src/msmemscope-replay" "$tmp/t.mms" --summary --json |
 	"$python" -c 'import json, sys; d = json.load(sys.stdin); print(d["by_kind"]["op_launch"] // 2, d["allocs"])')
