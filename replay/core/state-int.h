@@ -188,6 +188,13 @@ unsigned mms__blk_runtime_at_end(const mms_log_t *log, const struct mms__blk *b)
 
 /* The state's figures as a summary (summary.c). */
 void mms__state_summary(const struct mms__state *st, mms_summary_t *out);
+/* owners.c: recomputes thread t's joined owner string after a push or
+ * pop. Returns 0 or -ENOMEM. */
+int mms__state_owner_join(struct mms__state *st, struct mms__tstate *t);
+/* badfree.c: a free of no live block in table m (HOST, or the pool named
+ * pool): counted, and told apart (double or invalid) for
+ * mms__state_bad_free(). Returns 0 or -ENOMEM. */
+int mms__state_free_unmatched(struct mms__state *st, const mms_event_t *ev, const char *pool);
 /* Remembers a free in the ring of recent frees (see struct mms__state).
  * Returns 0 or -ENOMEM. */
 int mms__state_freed_add(struct mms__state *st, const struct mms__freed *f);

@@ -139,82 +139,6 @@ static inline struct mms__tstate *thread_state(struct mms__state *st, uint32_t t
 	return thread < st->nthreads ? &st->threads[thread] : thread_grow(st, thread);
 }
 
-static uint64_t str_hash(const char *s, size_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	while (len--)
-		h = (h ^ (uint8_t)*s++) * 0x100000001b3ull;
-	return h;
-}
-
-void mms__owners_free(struct mms__owners *o)
-{
-	size_t i;
-
-	mms__map_free(&o->ix);
-	for (i = 0; i < o->n; i++)
-		free(o->strs[i]);
-	free(o->strs);
-	memset(o, 0, sizeof(*o));
-}
-
-const char *mms__state_owner(struct mms__state *st, const char *s, size_t len)
-{
-	struct mms__owners *o = st->ow;
-	uint64_t h = str_hash(s, len), *v;
-	int isnew;
-	char *copy;
-
-	/* Probe on from the hash until the string or an empty key: two owner
-	 * strings with one FNV hash are not worth a better scheme. */
-	for (;; h++) {
-		v = mms__map_put(&o->ix, h, &isnew);
-		if (!v)
-			return NULL;
-		if (isnew)
-			break;
-		copy = o->strs[*v - 1];
-		if (strlen(copy) == len && !memcmp(copy, s, len))
-			return copy;
-	}
-	if (mms__grow(&o->strs, &o->cap, o->n, sizeof(*o->strs)))
-		goto fail;
-	copy = malloc(len + 1);
-	if (!copy)
-		goto fail;
-	memcpy(copy, s, len);
-	copy[len] = '\0';
-	o->strs[o->n++] = copy;
-	*v = o->n;
-	return copy;
-fail:
-	mms__map_del(&o->ix, h, NULL);
-	return NULL;
-}
-
-/* Recomputes a thread's joined owner string after a push or pop. */
-static int owner_join(struct mms__state *st, struct mms__tstate *t)
-{
-	size_t i, len = 0, n;
-	char buf[1024];
-
-	t->owner = NULL;
-	if (!t->ntags)
-		return 0;
-	for (i = 0; i < t->ntags; i++) {
-		n = strlen(t->tags[i]);
-		if (len + n + 1 >= sizeof(buf))
-			break; /* absurdly deep: keep the outer levels */
-		if (len)
-			buf[len++] = '@';
-		memcpy(buf + len, t->tags[i], n);
-		len += n;
-	}
-	t->owner = mms__state_owner(st, buf, len);
-	return t->owner ? 0 : -ENOMEM;
-}
-
 /* --- applying events -------------------------------------------------------- */
 
 static void kind_add(struct mms__state *st, mms_kind_summary_t *k, uint64_t size)
@@ -320,96 +244,6 @@ int mms__state_freed_add(struct mms__state *st, const struct mms__freed *f)
 	return 0;
 }
 
-/* Indexes the ring by address, oldest first so that each address ends
- * at its last free: what adding each free as it came would have left.
- * Returns 0 or -ENOMEM (no index then). */
-static int freed_index(struct mms__state *st)
-{
-	uint64_t *v, slot;
-	size_t i;
-
-	for (i = 0; i < st->nfreed; i++) {
-		slot = (st->freed_head + i) % MMS__RECENT_FREES;
-		v = mms__map_put(&st->freed_ix, st->freed[slot].addr, NULL);
-		if (!v) {
-			mms__map_free(&st->freed_ix);
-			return -ENOMEM;
-		}
-		*v = slot;
-	}
-	st->freed_indexed = 1;
-	return 0;
-}
-
-/* Whether addr was handed out again, in HOST or a pool, after event
- * free_event: it is live there with a later allocation. */
-static int handed_out_since(const struct mms__state *st, uint64_t addr, uint64_t free_event)
-{
-	const uint64_t *v = mms__map_get(&st->host, addr);
-	size_t i;
-
-	if (v && st->blks[*v].alloc_event > free_event)
-		return 1;
-	for (i = 0; i < st->npools; i++) {
-		v = mms__map_get(&st->pools[i].live, addr);
-		if (v && st->blks[*v].alloc_event > free_event)
-			return 1;
-	}
-	return 0;
-}
-
-/* A free of no live block in table m (HOST or the pool named pool): a
- * double free when the address is among the recent frees of the same
- * memory and was not handed out again since, else an invalid one. The
- * index holds each address's last free; allocations leave it alone, so
- * that the common events do no work for the rare one. */
-static int bad_free(struct mms__state *st, const mms_event_t *ev, const char *pool)
-{
-	const struct mms__freed *f;
-	const uint64_t *v;
-
-	if (!st->freed_indexed && freed_index(st))
-		return -ENOMEM;
-	v = mms__map_get(&st->freed_ix, ev->addr);
-	f = v ? &st->freed[*v] : NULL;
-	if (f && handed_out_since(st, ev->addr, f->free_event))
-		f = NULL;
-
-	st->unmatched_frees++;
-	if (f && f->mem == ev->mem && (f->pool == pool || (f->pool && pool && !strcmp(f->pool, pool)))) {
-		st->double_frees++;
-		st->last_bad_free = 1;
-		st->bad_prev = *f;
-	} else {
-		st->invalid_frees++;
-		st->last_bad_free = 2;
-	}
-	return 0;
-}
-
-void mms__state_bad_free(const struct mms__state *st, const mms_event_t *ev, mms_bad_free_t *list, size_t *n,
-			 size_t max)
-{
-	mms_bad_free_t *b;
-
-	if (!st->last_bad_free || *n >= max)
-		return;
-	b = &list[(*n)++];
-	memset(b, 0, sizeof(*b));
-	b->event = ev->id;
-	b->addr = ev->addr;
-	b->thread = ev->thread;
-	b->mem = ev->mem;
-	b->pool = ev->mem == MMS_MEM_POOL ? (ev->name ? ev->name : "") : NULL;
-	b->freed_event = UINT64_MAX;
-	if (st->last_bad_free == 1) {
-		b->freed_event = st->bad_prev.free_event;
-		b->alloc_event = st->bad_prev.alloc_event;
-		b->size = st->bad_prev.size;
-		b->stack = st->bad_prev.stack;
-	}
-}
-
 /* An allocation keyed by address in table m (HOST or one pool). */
 static int keyed_alloc(struct mms__state *st, struct mms__map *m, const mms_event_t *ev, struct mms__tstate *t)
 {
@@ -452,7 +286,7 @@ static int keyed_free(struct mms__state *st, struct mms__map *m, const mms_event
 
 	k->frees++;
 	if (!mms__map_del(m, ev->addr, &slot))
-		return bad_free(st, ev, pool);
+		return mms__state_free_unmatched(st, ev, pool);
 	b = &st->blks[slot];
 	k->live_bytes -= b->size;
 	k->live_blocks--;
@@ -617,7 +451,7 @@ static int apply_owner(struct mms__state *st, const mms_event_t *ev, struct mms_
 			return -ENOMEM;
 		t->tags[t->ntags++] = ev->name ? ev->name : "";
 	}
-	return owner_join(st, t);
+	return mms__state_owner_join(st, t);
 }
 
 static void apply_mstx(struct mms__state *st, const mms_event_t *ev)
