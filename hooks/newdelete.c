@@ -74,12 +74,16 @@ static void *lookup(const char *name)
 static void *find(void **slot, const char *name)
 {
 	void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	unsigned left;
 	int busy;
 
 	if (p)
 		return p;
-	if (__atomic_load_n(&miss_left, __ATOMIC_RELAXED)) {
-		__atomic_fetch_sub(&miss_left, 1, __ATOMIC_RELAXED); /* a lost decrement is harmless */
+	left = __atomic_load_n(&miss_left, __ATOMIC_RELAXED);
+	if (left) {
+		/* Never below 0: a decrement another thread took first is
+		 * simply not taken again here. */
+		__atomic_compare_exchange_n(&miss_left, &left, left - 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 		return NULL;
 	}
 	busy = mms__tls_busy;
@@ -90,8 +94,10 @@ static void *find(void **slot, const char *name)
 		__atomic_store_n(slot, p, __ATOMIC_RELEASE);
 		return p;
 	}
-	miss_wait = miss_wait ? (miss_wait < 65536 ? miss_wait * 2 : 65536) : 1;
-	__atomic_store_n(&miss_left, miss_wait, __ATOMIC_RELAXED);
+	left = __atomic_load_n(&miss_wait, __ATOMIC_RELAXED);
+	left = left ? (left < 65536 ? left * 2 : 65536) : 1;
+	__atomic_store_n(&miss_wait, left, __ATOMIC_RELAXED);
+	__atomic_store_n(&miss_left, left, __ATOMIC_RELAXED);
 	return NULL;
 }
 
