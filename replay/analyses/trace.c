@@ -24,193 +24,6 @@
 #include "sort-int.h"
 #include "state-int.h"
 
-/* --- a buffered writer over an output file -------------------------------- */
-
-struct wfile {
-	struct mms__outfile f;
-	int fd;
-	int err;
-	/* w_u64(): the digits of the last number written above its last 8
-	 * (hi 0: none yet). */
-	uint64_t hi;
-	unsigned hi_len;
-	char hi_digits[16];
-	size_t len;
-	char buf[1 << 16];
-};
-
-static void w_flush(struct wfile *w)
-{
-	int rc;
-
-	if (w->len && !w->err) {
-		rc = mms__write_all(w->fd, w->buf, w->len);
-		if (rc)
-			w->err = rc;
-	}
-	w->len = 0;
-}
-
-static void w_mem(struct wfile *w, const void *p, size_t n)
-{
-	const char *c = p;
-	size_t k;
-
-	while (n) {
-		if (w->len == sizeof(w->buf))
-			w_flush(w);
-		k = sizeof(w->buf) - w->len < n ? sizeof(w->buf) - w->len : n;
-		memcpy(w->buf + w->len, c, k);
-		w->len += k;
-		c += k;
-		n -= k;
-	}
-}
-
-static void w_str(struct wfile *w, const char *s)
-{
-	w_mem(w, s, strlen(s));
-}
-
-static const char digit_pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-				  "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-				  "8081828384858687888990919293949596979899";
-
-/* The 8 decimal digits of x (below 10^8), zero-padded, at out. */
-static inline void dec8(char *out, uint32_t x)
-{
-	uint32_t hi = x / 10000, lo = x % 10000;
-
-	memcpy(out, digit_pairs + hi / 100 * 2, 2);
-	memcpy(out + 2, digit_pairs + hi % 100 * 2, 2);
-	memcpy(out + 4, digit_pairs + lo / 100 * 2, 2);
-	memcpy(out + 6, digit_pairs + lo % 100 * 2, 2);
-}
-
-/* The decimal digits of v (below 10^16) at out, without leading zeros;
- * returns how many. */
-static inline unsigned dec(char *out, uint64_t v)
-{
-	unsigned n = 1, i;
-	uint64_t t;
-
-	for (t = v; t >= 10; t /= 10)
-		n++;
-	i = n;
-	if (v >= 100000000) {
-		i -= 8;
-		dec8(out + i, (uint32_t)(v % 100000000));
-		v /= 100000000;
-	}
-	while (v >= 100) {
-		i -= 2;
-		memcpy(out + i, digit_pairs + v % 100 * 2, 2);
-		v /= 100;
-	}
-	if (v >= 10)
-		memcpy(out, digit_pairs + v * 2, 2);
-	else
-		out[0] = (char)('0' + v);
-	return n;
-}
-
-/* Writes v in decimal, then the character end: usage.tsv writes two
- * numbers for each change of live bytes. A time (19 digits) shares its
- * digits above the last 8 with the row before: they are kept from the
- * last number written. Every copy is of a fixed size, into the room at
- * the buffer's end, and the length moves by what counts. */
-static void w_u64(struct wfile *w, uint64_t v, char end)
-{
-	char *o;
-
-	if (sizeof(w->buf) - w->len < 40)
-		w_flush(w);
-	o = w->buf + w->len;
-	if (v < 100000000) {
-		o += dec(o, v);
-	} else {
-		if (v / 100000000 != w->hi) {
-			w->hi = v / 100000000;
-			w->hi_len = dec(w->hi_digits, w->hi);
-		}
-		memcpy(o, w->hi_digits, sizeof(w->hi_digits));
-		o += w->hi_len;
-		dec8(o, (uint32_t)(v % 100000000));
-		o += 8;
-	}
-	*o++ = end;
-	w->len = (size_t)(o - w->buf);
-}
-
-static void w_hex(struct wfile *w, uint64_t v, char end)
-{
-	static const char digits[] = "0123456789abcdef";
-	char tmp[24];
-	int i = (int)sizeof(tmp);
-
-	tmp[--i] = end;
-	do {
-		tmp[--i] = digits[v & 15];
-		v >>= 4;
-	} while (v);
-	tmp[--i] = 'x';
-	tmp[--i] = '0';
-	w_mem(w, tmp + i, sizeof(tmp) - (size_t)i);
-}
-
-static struct wfile *w_open(const char *path, int overwrite, int *rc)
-{
-	struct wfile *w = malloc(sizeof(*w));
-
-	if (!w) {
-		*rc = -ENOMEM;
-		return NULL;
-	}
-	w->fd = mms__outfile_create(&w->f, path, overwrite);
-	if (w->fd < 0) {
-		*rc = w->fd;
-		free(w);
-		return NULL;
-	}
-	w->err = 0;
-	w->len = 0;
-	w->hi = 0;
-	return w;
-}
-
-/* Finishes the file (commit) or, with rc non-zero or a write error,
- * removes it. Returns rc, the write error, or the commit's code. */
-static int w_close(struct wfile *w, int rc)
-{
-	if (!w)
-		return rc;
-	w_flush(w);
-	if (close(w->fd) && !w->err)
-		w->err = -errno;
-	if (!rc)
-		rc = w->err;
-	if (!rc)
-		rc = mms__outfile_commit(&w->f);
-	else
-		mms__outfile_abort(&w->f);
-	free(w);
-	return rc;
-}
-
-MMS__EXPORT int mms_file_write(const char *path, const void *buf, size_t len, const mms_output_options_t *out)
-{
-	int rc = 0;
-	struct wfile *w;
-
-	if (!path || (!buf && len))
-		return MMS_EUSAGE;
-	w = w_open(path, out && out->overwrite, &rc);
-	if (!w)
-		return rc;
-	w_mem(w, buf, len);
-	return w_close(w, 0);
-}
-
 /* --- time buckets ------------------------------------------------------------ */
 
 /* Splits [t0, t1] into n equal buckets and keeps the highest live bytes in
@@ -291,7 +104,7 @@ struct pass {
 				     be taken again by the event */
 	} *pieces;
 	size_t npieces, pieces_cap;
-	struct wfile *usage;     /* usage.tsv, or NULL */
+	struct mms__wfile *usage;     /* usage.tsv, or NULL */
 	struct bucketer file_b, plot_b;
 	int file_bucketed, plot;
 	unsigned kinds;          /* bit 1 << kind: the memory kinds counted */
@@ -313,8 +126,8 @@ static void file_emit(void *ctx, uint64_t i, uint64_t time_ns, uint64_t bytes)
 	struct pass *p = ctx;
 
 	(void)i;
-	w_u64(p->usage, time_ns, '\t');
-	w_u64(p->usage, bytes, '\n');
+	mms__wfile_u64(p->usage, time_ns, '\t');
+	mms__wfile_u64(p->usage, bytes, '\n');
 	p->t->usage_rows++;
 }
 
@@ -472,8 +285,8 @@ static int trace_event(struct pass *p, const mms_event_t *ev, uint64_t before, u
 		if (p->file_bucketed) {
 			bucket_add(&p->file_b, ev->time_ns, before, now);
 		} else {
-			w_u64(p->usage, ev->time_ns, '\t');
-			w_u64(p->usage, now, '\n');
+			mms__wfile_u64(p->usage, ev->time_ns, '\t');
+			mms__wfile_u64(p->usage, now, '\n');
 			t->usage_rows++;
 		}
 	}
@@ -788,7 +601,7 @@ static int pass_begin(struct mms__sub *sub, struct mms_pass *pass)
 static int pass_end(struct mms__sub *sub, struct mms_pass *pass)
 {
 	struct pass *p = (struct pass *)sub;
-	struct wfile *usage = p->usage;
+	struct mms__wfile *usage = p->usage;
 	int rc;
 
 	p->t->stop_rc = pass->stop_rc;
@@ -798,14 +611,14 @@ static int pass_end(struct mms__sub *sub, struct mms_pass *pass)
 		bucket_finish(&p->plot_b, live_total(p));
 	rc = pass_finish(p);
 	p->usage = NULL;
-	return w_close(usage, rc);
+	return mms__wfile_close(usage, rc);
 }
 
 static void pass_drop(struct mms__sub *sub)
 {
 	struct pass *p = (struct pass *)sub;
 
-	w_close(p->usage, MMS_EUSAGE); /* not finished: no file */
+	mms__wfile_close(p->usage, MMS_EUSAGE); /* not finished: no file */
 	free(p->freed);
 	free(p->pieces);
 	free(p);
@@ -865,10 +678,10 @@ MMS__EXPORT int mms_trace_add(mms_pass_t *pass, const mms_trace_options_t *opt, 
 		bucketer_init(&p->plot_b, t->first_ns, t->last_ns, opt->plot_buckets, plot_emit, p);
 	}
 	if (opt->usage_path) {
-		p->usage = w_open(opt->usage_path, opt->out.overwrite, &rc);
+		p->usage = mms__wfile_open(opt->usage_path, opt->out.overwrite, &rc);
 		if (!p->usage)
 			goto fail;
-		w_str(p->usage, "time_ns\tlive_bytes\n");
+		mms__wfile_str(p->usage, "time_ns\tlive_bytes\n");
 		if (opt->buckets) {
 			p->file_bucketed = 1;
 			bucketer_init(&p->file_b, t->first_ns, t->last_ns, opt->buckets, file_emit, p);
@@ -918,12 +731,12 @@ static const char *kind_name(const mms_block_t *b)
 }
 
 /* Writes s with tabs and line breaks turned into spaces (a field). */
-static void w_field(struct wfile *w, const char *s)
+static void w_field(struct mms__wfile *w, const char *s)
 {
 	for (; *s; s++) {
 		char ch = *s == '\t' || *s == '\n' || *s == '\r' ? ' ' : *s;
 
-		w_mem(w, &ch, 1);
+		mms__wfile_mem(w, &ch, 1);
 	}
 }
 
@@ -951,7 +764,7 @@ MMS__EXPORT int mms_trace_write_tsv(mms_log_t *log, const mms_trace_block_t *blo
 {
 	mms_symbolizer_t *sym = out ? out->sym : NULL;
 	mms_log_info_t info;
-	struct wfile *w;
+	struct mms__wfile *w;
 	uint64_t ips[256];
 	mms_frame_t frames[64];
 	char text[1024];
@@ -961,21 +774,21 @@ MMS__EXPORT int mms_trace_write_tsv(mms_log_t *log, const mms_trace_block_t *blo
 	if (!log || !path || (!blocks && n))
 		return MMS_EUSAGE;
 	mms_log_get_info(log, &info);
-	w = w_open(path, out && out->overwrite, &rc);
+	w = mms__wfile_open(path, out && out->overwrite, &rc);
 	if (!w)
 		return rc;
 	for (i = 0; i < n && !rc; i++) {
 		const mms_trace_block_t *tb = &blocks[i];
 		const char *var = tb->b.owner ? tb->b.owner : tb->b.pool ? tb->b.pool : "";
 
-		w_u64(w, info.pid, '\t');
-		w_hex(w, tb->b.addr, '\t');
-		w_u64(w, tb->time_ns, '\t');
-		w_u64(w, tb->b.size, '\t');
-		w_str(w, kind_name(&tb->b));
-		w_str(w, "\tALLOCATION\t");
+		mms__wfile_u64(w, info.pid, '\t');
+		mms__wfile_hex(w, tb->b.addr, '\t');
+		mms__wfile_u64(w, tb->time_ns, '\t');
+		mms__wfile_u64(w, tb->b.size, '\t');
+		mms__wfile_str(w, kind_name(&tb->b));
+		mms__wfile_str(w, "\tALLOCATION\t");
 		w_field(w, var);
-		w_mem(w, "\t", 1);
+		mms__wfile_mem(w, "\t", 1);
 		depth = mms__log_stack(log, tb->b.stack, ips, sizeof(ips) / sizeof(ips[0]));
 		if (depth < 0) {
 			rc = depth;
@@ -1006,12 +819,12 @@ MMS__EXPORT int mms_trace_write_tsv(mms_log_t *log, const mms_trace_block_t *blo
 			}
 			for (j = 0; j < nf; j++) {
 				if (k || j)
-					w_str(w, "; ");
+					mms__wfile_str(w, "; ");
 				mms_trace_frame_text(&frames[j], text, sizeof(text));
 				w_field(w, text);
 			}
 		}
-		w_mem(w, "\n", 1);
+		mms__wfile_mem(w, "\n", 1);
 	}
-	return w_close(w, rc);
+	return mms__wfile_close(w, rc);
 }

@@ -26,6 +26,7 @@
 #include "msmemscope/log.h"
 #include "msmemscope/pass.h"
 #include "base-int.h"
+#include "decimal-int.h"
 #include "outfile-int.h"
 #include "pass-int.h"
 #include "state-int.h"
@@ -83,15 +84,7 @@ static char *put_name(char *o, const char *s)
 
 static char *put_dec(char *o, uint64_t v)
 {
-	char d[20];
-	int n = 0;
-
-	do
-		d[n++] = (char)('0' + v % 10);
-	while ((v /= 10));
-	while (n)
-		*o++ = d[--n];
-	return o;
+	return o + mms__dec(o, v);
 }
 
 /* Writes the tensor info of one sum at o (at most 256 bytes); returns its end. */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* outfile-int.h: output files written whole or not at all (outfile.c). */
+/* outfile-int.h: output files written whole or not at all, and a buffered
+ * writer over one (outfile.c). */
 #ifndef MMS_OUTFILE_INT_H
 #define MMS_OUTFILE_INT_H
 
@@ -29,5 +30,37 @@ void mms__outfile_abort(struct mms__outfile *f);
 /* Writes all n bytes to fd, retrying short writes and EINTR. Returns 0 or
  * -errno. */
 int mms__write_all(int fd, const void *p, size_t n);
+
+/* --- a buffered writer over an output file (outfile.c) ------------------------------------ */
+
+/* An output file (struct mms__outfile) written through a 64 KiB buffer;
+ * the first write error is kept and reported at the close. */
+struct mms__wfile {
+	struct mms__outfile f;
+	int fd;
+	int err;
+	/* mms__wfile_u64(): the digits of the last number written above its
+	 * last 8 (hi 0: none yet). */
+	uint64_t hi;
+	unsigned hi_len;
+	char hi_digits[16];
+	size_t len;
+	char buf[1 << 16];
+};
+
+/* Creates the file as mms__outfile_create() does. Returns the writer, or
+ * NULL with *rc set. */
+struct mms__wfile *mms__wfile_open(const char *path, int overwrite, int *rc);
+/* Finishes the file (commit) or, with rc non-zero or a write error,
+ * removes it; frees w (may be NULL). Returns rc, the write error, or the
+ * commit's code. */
+int mms__wfile_close(struct mms__wfile *w, int rc);
+void mms__wfile_flush(struct mms__wfile *w);
+void mms__wfile_mem(struct mms__wfile *w, const void *p, size_t n);
+void mms__wfile_str(struct mms__wfile *w, const char *s);
+/* v in decimal, then the character end. */
+void mms__wfile_u64(struct mms__wfile *w, uint64_t v, char end);
+/* v as 0x and lower-case hex digits, then the character end. */
+void mms__wfile_hex(struct mms__wfile *w, uint64_t v, char end);
 
 #endif /* MMS_OUTFILE_INT_H */

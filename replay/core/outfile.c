@@ -2,7 +2,8 @@
 /* outfile.c: the files the replay library writes (exports, the index):
  * created under a temporary name beside their path with mode 0640 and
  * without following a symlink, moved into place whole at the end, never
- * over a file the caller did not agree to replace. */
+ * over a file the caller did not agree to replace; and a buffered writer
+ * over one (the analyses' TSVs, mms_file_write()). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +14,9 @@
 #include <unistd.h>
 
 #include "msmemscope/error.h"
+#include "msmemscope/output.h"
+#include "base-int.h"
+#include "decimal-int.h"
 #include "outfile-int.h"
 
 int mms__write_all(int fd, const void *p, size_t n)
@@ -130,4 +134,137 @@ void mms__outfile_abort(struct mms__outfile *f)
 	unlink(f->tmp);
 	free(f->tmp);
 	f->tmp = NULL;
+}
+
+/* --- a buffered writer over an output file ------------------------------------ */
+
+
+void mms__wfile_flush(struct mms__wfile *w)
+{
+	int rc;
+
+	if (w->len && !w->err) {
+		rc = mms__write_all(w->fd, w->buf, w->len);
+		if (rc)
+			w->err = rc;
+	}
+	w->len = 0;
+}
+
+void mms__wfile_mem(struct mms__wfile *w, const void *p, size_t n)
+{
+	const char *c = p;
+	size_t k;
+
+	while (n) {
+		if (w->len == sizeof(w->buf))
+			mms__wfile_flush(w);
+		k = sizeof(w->buf) - w->len < n ? sizeof(w->buf) - w->len : n;
+		memcpy(w->buf + w->len, c, k);
+		w->len += k;
+		c += k;
+		n -= k;
+	}
+}
+
+void mms__wfile_str(struct mms__wfile *w, const char *s)
+{
+	mms__wfile_mem(w, s, strlen(s));
+}
+
+/* Writes v in decimal, then the character end: usage.tsv writes two
+ * numbers for each change of live bytes. A time (19 digits) shares its
+ * digits above the last 8 with the row before: they are kept from the
+ * last number written. Every copy is of a fixed size, into the room at
+ * the buffer's end, and the length moves by what counts. */
+void mms__wfile_u64(struct mms__wfile *w, uint64_t v, char end)
+{
+	char *o;
+
+	if (sizeof(w->buf) - w->len < 40)
+		mms__wfile_flush(w);
+	o = w->buf + w->len;
+	if (v < 100000000) {
+		o += mms__dec(o, v);
+	} else {
+		if (v / 100000000 != w->hi) {
+			w->hi = v / 100000000;
+			w->hi_len = mms__dec(w->hi_digits, w->hi);
+		}
+		memcpy(o, w->hi_digits, sizeof(w->hi_digits));
+		o += w->hi_len;
+		mms__dec8(o, (uint32_t)(v % 100000000));
+		o += 8;
+	}
+	*o++ = end;
+	w->len = (size_t)(o - w->buf);
+}
+
+void mms__wfile_hex(struct mms__wfile *w, uint64_t v, char end)
+{
+	static const char digits[] = "0123456789abcdef";
+	char tmp[24];
+	int i = (int)sizeof(tmp);
+
+	tmp[--i] = end;
+	do {
+		tmp[--i] = digits[v & 15];
+		v >>= 4;
+	} while (v);
+	tmp[--i] = 'x';
+	tmp[--i] = '0';
+	mms__wfile_mem(w, tmp + i, sizeof(tmp) - (size_t)i);
+}
+
+struct mms__wfile *mms__wfile_open(const char *path, int overwrite, int *rc)
+{
+	struct mms__wfile *w = malloc(sizeof(*w));
+
+	if (!w) {
+		*rc = -ENOMEM;
+		return NULL;
+	}
+	w->fd = mms__outfile_create(&w->f, path, overwrite);
+	if (w->fd < 0) {
+		*rc = w->fd;
+		free(w);
+		return NULL;
+	}
+	w->err = 0;
+	w->len = 0;
+	w->hi = 0;
+	return w;
+}
+
+/* Finishes the file (commit) or, with rc non-zero or a write error,
+ * removes it. Returns rc, the write error, or the commit's code. */
+int mms__wfile_close(struct mms__wfile *w, int rc)
+{
+	if (!w)
+		return rc;
+	mms__wfile_flush(w);
+	if (close(w->fd) && !w->err)
+		w->err = -errno;
+	if (!rc)
+		rc = w->err;
+	if (!rc)
+		rc = mms__outfile_commit(&w->f);
+	else
+		mms__outfile_abort(&w->f);
+	free(w);
+	return rc;
+}
+
+MMS__EXPORT int mms_file_write(const char *path, const void *buf, size_t len, const mms_output_options_t *out)
+{
+	int rc = 0;
+	struct mms__wfile *w;
+
+	if (!path || (!buf && len))
+		return MMS_EUSAGE;
+	w = mms__wfile_open(path, out && out->overwrite, &rc);
+	if (!w)
+		return rc;
+	mms__wfile_mem(w, buf, len);
+	return mms__wfile_close(w, 0);
 }

@@ -17,6 +17,7 @@
 #include "msmemscope/pass.h"
 #include "msmemscope/replay.h"
 #include "msmemscope/symbolize.h"
+#include "decimal-int.h"
 #include "map-int.h"
 #include "outfile-int.h"
 #include "pass-int.h"
@@ -59,15 +60,7 @@ static inline int mms__xbuf_puts(struct mms__xbuf *b, const char *s)
 /* Writes v in decimal at o (at most 20 bytes); returns the end. */
 static inline char *mms__xfmt_u64(char *o, uint64_t v)
 {
-	char tmp[20];
-	size_t n = 0;
-
-	do {
-		tmp[sizeof(tmp) - ++n] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	memcpy(o, tmp + sizeof(tmp) - n, n);
-	return o + n;
+	return o + mms__dec(o, v);
 }
 
 static inline int mms__xbuf_u64(struct mms__xbuf *b, uint64_t v)

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/* decimal-int.h: unsigned integers in decimal, two digits a step from a
+ * table: the exports and the analyses' TSVs write millions of them. */
+#ifndef MMS_DECIMAL_INT_H
+#define MMS_DECIMAL_INT_H
+
+#include <stdint.h>
+#include <string.h>
+
+static const char mms__digit_pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+				       "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+				       "8081828384858687888990919293949596979899";
+
+/* The 8 decimal digits of x (below 10^8), zero-padded, at out. */
+static inline void mms__dec8(char *out, uint32_t x)
+{
+	uint32_t hi = x / 10000, lo = x % 10000;
+
+	memcpy(out, mms__digit_pairs + hi / 100 * 2, 2);
+	memcpy(out + 2, mms__digit_pairs + hi % 100 * 2, 2);
+	memcpy(out + 4, mms__digit_pairs + lo / 100 * 2, 2);
+	memcpy(out + 6, mms__digit_pairs + lo % 100 * 2, 2);
+}
+
+/* The decimal digits of v at out (room for 20), without leading zeros;
+ * returns how many. */
+static inline unsigned mms__dec(char *out, uint64_t v)
+{
+	unsigned n = 1, i;
+	uint64_t t;
+
+	for (t = v; t >= 10; t /= 10)
+		n++;
+	i = n;
+	if (v >= 100000000) {
+		i -= 8;
+		mms__dec8(out + i, (uint32_t)(v % 100000000));
+		v /= 100000000;
+	}
+	while (v >= 100) {
+		i -= 2;
+		memcpy(out + i, mms__digit_pairs + v % 100 * 2, 2);
+		v /= 100;
+	}
+	if (v >= 10)
+		memcpy(out, mms__digit_pairs + v * 2, 2);
+	else
+		out[0] = (char)('0' + v);
+	return n;
+}
+
+#endif /* MMS_DECIMAL_INT_H */
