@@ -29,7 +29,7 @@
 
 #define MMS_MAGIC "MMSLOG\x1a\n"
 #define MMS_MAGIC_LEN 8
-#define MMS_FORMAT_VERSION 5u      /* what the writer writes */
+#define MMS_FORMAT_VERSION 6u      /* what the writer writes */
 #define MMS_FORMAT_VERSION_MIN 1u  /* the oldest version readers read */
 #define MMS_HEADER_SIZE 4096u
 #define MMS_CHUNK_SIZE_DEFAULT 65536u
@@ -157,6 +157,28 @@ enum mms_tag {
 	MMS_TAG_FREE_STACK = 0x80,  /* | enum mms_free_fn (version 5): daddr, u stack: a FREE
 	                               with the stack of the call that freed, written instead
 	                               of FREE when stacks are on (call_stack > 0) */
+	MMS_TAG_DEV_ALLOC = 0x88,   /* | enum mms_dev_fn (version 6): u device, daddr, u size,
+	                               u stack: CUDA memory the driver handed out (hooks/cuda.c) */
+	MMS_TAG_DEV_FREE = 0x90,    /* | enum mms_dev_fn (version 6): u device, daddr: CUDA
+	                               memory given back, stamped before the driver's call */
+};
+
+/* The sub-code of MMS_TAG_DEV_ALLOC and MMS_TAG_DEV_FREE (version 6): the
+ * kind of CUDA memory and the driver call family. u device is the CUDA
+ * device ordinal of the calling thread's current context (0 when it has
+ * none). A FREE's sub-code names the call that freed (cuMemFree for
+ * device and managed memory alike): the block's kind is its allocation's.
+ * Addresses are unique across devices (unified addressing), so a reader
+ * keys device blocks by address alone. */
+enum mms_dev_fn {
+	MMS_DEV_DEVICE = 0,  /* cuMemAlloc, cuMemAllocPitch; cuMemFree */
+	MMS_DEV_ASYNC = 1,   /* cuMemAllocAsync, cuMemAllocFromPoolAsync; cuMemFreeAsync
+	                        (stream-ordered: recorded at the call) */
+	MMS_DEV_MANAGED = 2, /* cuMemAllocManaged */
+	MMS_DEV_PINNED = 3,  /* cuMemAllocHost, cuMemHostAlloc; cuMemFreeHost */
+	MMS_DEV_ARRAY = 4,   /* reserved: CUDA arrays */
+	MMS_DEV_VMM = 5,     /* reserved: cuMemMap / cuMemUnmap of cuMemCreate memory */
+	MMS_DEV_FN_COUNT
 };
 
 /* The sub-code of MMS_TAG_GUARD (version 4), written in guard mode
