@@ -142,7 +142,9 @@ static void put_stack(struct an_ctx *c, uint32_t stack, int json)
 
 static const char *kind_name(const mms_block_t *b)
 {
-	return b->mem == MMS_MEM_HOST ? "HOST" : b->mem == MMS_MEM_MMAP ? "MMAP" : "POOL";
+	const char *name = mms_mem_kind_name(b->mem);
+
+	return name ? name : "POOL";
 }
 
 /* The blocks of a watermark or leakage report, the first top of them. */

@@ -108,7 +108,7 @@ const char *an_parse_list(const char *list, unsigned *mask)
 
 const char *an_parse_memory(const char *list, unsigned *mask)
 {
-	static const char *const names[MMS_MEM_KIND_COUNT] = { "host", "mmap", "pool" };
+	static const char *const names[MMS_MEM_KIND_COUNT] = { "host", "mmap", "pool", "device" };
 	static char msg[160];
 	const char *p = list;
 
@@ -120,7 +120,7 @@ const char *an_parse_memory(const char *list, unsigned *mask)
 			if (strlen(names[k]) == len && !strncmp(names[k], p, len))
 				break;
 		if (k == MMS_MEM_KIND_COUNT) {
-			snprintf(msg, sizeof(msg), "no memory kind '%.*s'; the kinds are host, mmap and pool", (int)len,
+			snprintf(msg, sizeof(msg), "no memory kind '%.*s'; the kinds are host, mmap, pool and device", (int)len,
 				 p);
 			return msg;
 		}
@@ -129,7 +129,7 @@ const char *an_parse_memory(const char *list, unsigned *mask)
 		if (*p == ',')
 			p++;
 	}
-	return *mask ? NULL : "no memory kind given; the kinds are host, mmap and pool";
+	return *mask ? NULL : "no memory kind given; the kinds are host, mmap, pool and device";
 }
 
 /* A recording restricted to some steps or to msmemscope_start()..stop()

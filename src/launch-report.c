@@ -231,6 +231,8 @@ static void print_main_summary(const struct run *run, char **argv, pid_t pid, in
 			     sum->runtime_mem_blocks[MMS_MEM_MMAP], sum->runtime_mem_bytes[MMS_MEM_MMAP]);
 	if (sum->mem[MMS_MEM_POOL].allocs || sum->mem[MMS_MEM_POOL].frees)
 		print_memory("pools (API)", &sum->mem[MMS_MEM_POOL], r, "   <- never released to the pool", 0, 0);
+	if (sum->mem[MMS_MEM_DEVICE].allocs || sum->mem[MMS_MEM_DEVICE].frees)
+		print_memory("CUDA (driver)", &sum->mem[MMS_MEM_DEVICE], r, "   <- never freed", 0, 0);
 	if (sum->steps)
 		fprintf(stderr, "  %-17s %" PRIu64 "\n", "steps", sum->steps);
 	fprintf(stderr, "  %-17s %" PRIu64 "\n", "threads", sum->threads);

@@ -69,12 +69,12 @@ void log_json_end(FILE *f, const mms_log_info_t *in)
 		fputs("\"stopped_at_event\":null", f);
 }
 
-/* The memory a freed address belongs to: HOST, or a pool's name. */
+/* The memory a freed address belongs to: HOST, DEVICE, or a pool's name. */
 static const char *bad_free_memory(const mms_bad_free_t *b)
 {
 	if (b->mem == MMS_MEM_POOL)
 		return b->pool && *b->pool ? b->pool : "POOL";
-	return "HOST";
+	return b->mem == MMS_MEM_DEVICE ? "DEVICE" : "HOST";
 }
 
 const char *log_bad_free_text(const mms_bad_free_t *b, char *buf, size_t cap)

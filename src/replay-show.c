@@ -31,16 +31,9 @@ void show_fini(struct show *s)
 
 const char *show_mem_name(unsigned mem)
 {
-	switch (mem) {
-	case MMS_MEM_HOST:
-		return "HOST";
-	case MMS_MEM_MMAP:
-		return "MMAP";
-	case MMS_MEM_POOL:
-		return "POOL";
-	default:
-		return "UNKNOWN";
-	}
+	const char *name = mms_mem_kind_name(mem);
+
+	return name ? name : "UNKNOWN";
 }
 
 /* The function behind a memory event: malloc, realloc, munmap, ... */

@@ -132,6 +132,8 @@ static void print_text(const char *path, const mms_log_t *log, const mms_log_inf
 		print_kind_text("mmap", &s->mem[MMS_MEM_MMAP], at_end);
 	if (s->mem[MMS_MEM_POOL].allocs || s->mem[MMS_MEM_POOL].frees)
 		print_kind_text("pool", &s->mem[MMS_MEM_POOL], at_end);
+	if (s->mem[MMS_MEM_DEVICE].allocs || s->mem[MMS_MEM_DEVICE].frees)
+		print_kind_text("device", &s->mem[MMS_MEM_DEVICE], at_end);
 	if (s->unmatched_frees)
 		log_print_bad_frees(stdout, "", 20, s->double_frees, s->invalid_frees, s->bad_frees, s->nbad_frees);
 	if (s->double_allocs)
@@ -193,6 +195,8 @@ static void print_json(const mms_log_t *log, const mms_log_info_t *in, const mms
 	print_kind_json(&s->mem[MMS_MEM_MMAP]);
 	printf(",\"pool\":");
 	print_kind_json(&s->mem[MMS_MEM_POOL]);
+	printf(",\"device\":");
+	print_kind_json(&s->mem[MMS_MEM_DEVICE]);
 	printf("},\"by_kind\":{");
 	for (k = 1; k < MMS_EV_KIND_COUNT; k++) {
 		/* Keys are the kind names in lower case: "malloc", "op_launch". */

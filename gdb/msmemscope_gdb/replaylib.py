@@ -21,13 +21,14 @@ UINT64_MAX = (1 << 64) - 1
 EV_SYSTEM, EV_MALLOC, EV_FREE, EV_ACCESS, EV_OP_LAUNCH, EV_KERNEL_LAUNCH, EV_MSTX, EV_STEP, EV_OWNER, \
     EV_WATCH, EV_COLLECT, EV_GUARD, EV_KIND_COUNT = range(1, 14)
 # enum mms_mem_kind
-MEM_HOST, MEM_MMAP, MEM_POOL, MEM_KIND_COUNT = range(4)
-MEM_NAMES = ("HOST", "MMAP", "POOL")
+MEM_HOST, MEM_MMAP, MEM_POOL, MEM_DEVICE, MEM_KIND_COUNT = range(5)
+MEM_NAMES = ("HOST", "MMAP", "POOL", "DEVICE")
 
 
 class Event(ctypes.Structure):
     _fields_ = [("id", u64), ("stamp", u64), ("time_ns", u64), ("thread", u32), ("kind", u16), ("sub", u16),
-                ("mem", u16), ("addr", u64), ("size", u64), ("stack", u32), ("total", u64), ("used", u64),
+                ("mem", u16), ("device", u16), ("addr", u64), ("size", u64), ("stack", u32), ("total", u64),
+                ("used", u64),
                 ("range_id", u64), ("name", c_char_p), ("file_offset", u64), ("flags", u64)]
 
 
@@ -55,7 +56,7 @@ class Block(ctypes.Structure):
                 ("alloc_id", u64), ("alloc_event", u64), ("step", u64), ("op_launch", u64), ("op", c_char_p),
                 ("kernel_launches", u64), ("owner", c_char_p), ("pool", c_char_p), ("free_event", u64),
                 ("free_thread", u32), ("inherited", c_int), ("origin_pid", u64), ("origin_event", u64),
-                ("runtime", u32), ("free_stack", u32)]
+                ("runtime", u32), ("free_stack", u32), ("device", u32)]
 
 
 class Where(ctypes.Structure):

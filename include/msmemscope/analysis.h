@@ -274,7 +274,9 @@ typedef struct mms_trace_options {
 	uint64_t plot_buckets;   /* also keep a timeline of this many buckets in
 	                            memory, with the launches per bucket (0: none) */
 	unsigned kinds;          /* memory kinds counted: bits 1 << enum mms_mem_kind;
-	                            0 = all (blocks of other kinds are left out) */
+	                            0 = the process's (HOST, MMAP, POOL; not DEVICE,
+	                            which is counted alone when asked for); blocks
+	                            of other kinds are left out */
 } mms_trace_options_t;
 
 typedef struct mms_trace {
@@ -284,7 +286,7 @@ typedef struct mms_trace {
 	                            the last event (or later) */
 	uint64_t end_ns;         /* the last event's time */
 	int stop_rc;             /* damage that ended the pass early, or 0 */
-	uint64_t peak_bytes;     /* the high-water mark of live bytes (all kinds) */
+	uint64_t peak_bytes;     /* the high-water mark of live bytes (the kinds counted) */
 	uint64_t peak_event;     /* the event that first reached it (0, with peak_ns
 	                            the start, when a fork child's inherited heap
 	                            was the peak) */

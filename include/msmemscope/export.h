@@ -89,7 +89,7 @@ typedef struct mms_transform {
 	                             boxes (flame graph) */
 	uint64_t allocations;     /* allocations selected */
 	uint64_t bytes;           /* their bytes */
-	uint64_t peak_bytes;      /* the log's high-water mark, all kinds together */
+	uint64_t peak_bytes;      /* the log's high-water mark, HOST, MMAP and POOL together */
 	int status;               /* 0, or the error that stopped it (no file is left) */
 } mms_transform_t;
 

@@ -64,8 +64,31 @@ enum mms_mem_kind {
 	MMS_MEM_HOST = 0, /* the malloc family */
 	MMS_MEM_MMAP = 1, /* mmap, munmap, mremap */
 	MMS_MEM_POOL = 2, /* custom allocators reporting through the API */
+	MMS_MEM_DEVICE = 3, /* CUDA memory from the driver (format 6): the event's
+	                       `sub` is enum mms_device_sub, `device` the ordinal */
 	MMS_MEM_KIND_COUNT
 };
+
+/* The kind's name in reports: "HOST", "MMAP", "POOL", "DEVICE"; NULL for
+ * an unknown kind. */
+const char *mms_mem_kind_name(unsigned kind);
+
+/* MALLOC of DEVICE memory: how the driver handed it out; FREE of DEVICE
+ * memory: the call that gave it back (MMS_DEVICE_MEMORY for cuMemFree,
+ * whatever the block's kind). */
+enum mms_device_sub {
+	MMS_DEVICE_MEMORY = 0,  /* cuMemAlloc, cuMemAllocPitch (cudaMalloc) */
+	MMS_DEVICE_ASYNC = 1,   /* stream-ordered: cuMemAllocAsync, cuMemAllocFromPoolAsync
+	                           (cudaMallocAsync); cuMemFreeAsync */
+	MMS_DEVICE_MANAGED = 2, /* cuMemAllocManaged (cudaMallocManaged) */
+	MMS_DEVICE_PINNED = 3,  /* pinned host memory: cuMemAllocHost, cuMemHostAlloc
+	                           (cudaMallocHost, cudaHostAlloc); cuMemFreeHost */
+	MMS_DEVICE_SUB_COUNT
+};
+
+/* The sub-kind's name: "device", "async", "managed", "pinned"; NULL for
+ * an unknown one. */
+const char *mms_device_sub_name(unsigned sub);
 
 /* Subtypes (mms_event_t.sub) per kind. SYSTEM: enum mms_system_sub (a
  * FORK's `total` is the fork's number in the process, from 1: see
@@ -134,6 +157,7 @@ typedef struct mms_event {
 	uint16_t kind;      /* enum mms_event_kind */
 	uint16_t sub;       /* subtype, see above */
 	uint16_t mem;       /* enum mms_mem_kind, for MALLOC and FREE */
+	uint16_t device;    /* DEVICE memory: the CUDA device ordinal (0 otherwise) */
 	uint64_t addr;      /* MALLOC, FREE, ACCESS, WATCH, OWNER tag */
 	uint64_t size;      /* MALLOC, ACCESS, WATCH, and FREE where the record has it */
 	uint32_t stack;     /* allocation stack id, 0 = none */

@@ -31,7 +31,8 @@ typedef struct mms_block {
 	uint64_t addr;
 	uint64_t size;
 	uint16_t mem;             /* enum mms_mem_kind */
-	uint16_t fn;              /* allocator function (enum mms_alloc_func) for HOST */
+	uint16_t fn;              /* allocator function (enum mms_alloc_func) for HOST,
+	                             enum mms_device_sub for DEVICE */
 	uint32_t thread;          /* thread index that allocated it */
 	uint32_t stack;           /* allocation stack id, 0 = none */
 	uint64_t alloc_id;        /* msMemScope's allocation_id: the block's MALLOC is the
@@ -62,6 +63,9 @@ typedef struct mms_block {
 	/* When freed: the stack of the call that freed it (logs of version 5
 	 * recorded with stacks on), 0 = none. */
 	uint32_t free_stack;
+	/* DEVICE memory (format 6): the CUDA device ordinal; 0 otherwise.
+	 * Its `fn` is enum mms_device_sub. */
+	uint32_t device;
 } mms_block_t;
 
 /* Where a replay stands. */
@@ -78,7 +82,8 @@ typedef struct mms_where {
 	uint32_t thread;          /* thread of the last event applied */
 	mms_kind_summary_t mem[MMS_MEM_KIND_COUNT]; /* figures up to here */
 	uint64_t live_bytes;      /* all kinds */
-	uint64_t peak_bytes;      /* highest live bytes of all kinds together so far */
+	uint64_t peak_bytes;      /* highest live bytes of HOST, MMAP and POOL together so far
+	                             (DEVICE: mem[MMS_MEM_DEVICE].peak_bytes) */
 	uint64_t unmatched_frees;
 	uint64_t double_allocs;
 	uint64_t double_frees, invalid_frees; /* unmatched_frees, told apart */
@@ -199,7 +204,7 @@ typedef struct mms_step_report {
 	uint64_t step;
 	uint64_t begin, end;      /* positions, see mms_replay_step_range() */
 	mms_where_t at_end;       /* the state at the end of the step */
-	uint64_t peak_bytes;      /* highest live bytes (all kinds) within the step */
+	uint64_t peak_bytes;      /* highest live bytes (HOST, MMAP, POOL) within the step */
 	uint64_t peak_event;      /* the event that reached it */
 	uint64_t allocs, frees, bytes_allocated, bytes_freed;
 	int64_t delta_bytes;      /* live bytes at the end minus at the beginning */

@@ -142,14 +142,9 @@ static ptrdiff_t tree_child(struct tree *tr, size_t parent, size_t *roots, const
 
 static const char *kind_name(const struct dgroup *g)
 {
-	switch (g->mem) {
-	case MMS_MEM_HOST:
-		return "HOST";
-	case MMS_MEM_MMAP:
-		return "MMAP";
-	default:
+	if (g->mem == MMS_MEM_POOL || !mms_mem_kind_name(g->mem))
 		return g->pool && *g->pool ? g->pool : "POOL";
-	}
+	return mms_mem_kind_name(g->mem);
 }
 
 /* Files one group under its kind and each level of its owner. */

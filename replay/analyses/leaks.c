@@ -120,16 +120,9 @@ static int mapping_leaks(struct finder *f, const struct followed *fo, uint64_t f
  * which has no free). */
 static const struct mms__blk *followed_live(const struct mms__state *st, const struct followed *fo)
 {
-	const struct mms__map *m = NULL;
-	const uint64_t *v;
-	size_t i;
+	const struct mms__map *m = mms__state_map_of(st, fo->mem, fo->pool);
+	const uint64_t *v = m ? mms__map_get(m, fo->addr) : NULL;
 
-	if (fo->mem == MMS_MEM_HOST)
-		m = &st->host;
-	for (i = 0; !m && i < st->npools; i++)
-		if (st->pools[i].name == fo->pool)
-			m = &st->pools[i].live;
-	v = m ? mms__map_get(m, fo->addr) : NULL;
 	return v && st->blks[*v].alloc_id == fo->alloc_id ? &st->blks[*v] : NULL;
 }
 

@@ -654,7 +654,7 @@ MMS__EXPORT int mms_trace_add(mms_pass_t *pass, const mms_trace_options_t *opt, 
 	p->t = t;
 	p->pass = pass;
 	p->time_off = mms__pass_attach(pass, sizeof(uint64_t));
-	p->kinds = opt->kinds ? opt->kinds : (1u << MMS_MEM_KIND_COUNT) - 1;
+	p->kinds = opt->kinds ? opt->kinds : (1u << MMS_MEM_KIND_COUNT) - 1 - (1u << MMS_MEM_DEVICE);
 	log_span(p->log, &t->first_ns, &t->last_ns);
 	p->sub.name = "trace";
 	p->sub.kinds = ~0u;
@@ -720,14 +720,9 @@ MMS__EXPORT void mms_trace_free(mms_trace_t *t)
 
 static const char *kind_name(const mms_block_t *b)
 {
-	switch (b->mem) {
-	case MMS_MEM_HOST:
-		return "HOST";
-	case MMS_MEM_MMAP:
-		return "MMAP";
-	default:
-		return "POOL";
-	}
+	const char *name = mms_mem_kind_name(b->mem);
+
+	return name ? name : "POOL";
 }
 
 /* Writes s with tabs and line breaks turned into spaces (a field). */

@@ -43,6 +43,9 @@ static int handed_out_since(const struct mms__state *st, uint64_t addr, uint64_t
 
 	if (v && st->blks[*v].alloc_event > free_event)
 		return 1;
+	v = mms__map_get(&st->dev, addr);
+	if (v && st->blks[*v].alloc_event > free_event)
+		return 1;
 	for (i = 0; i < st->npools; i++) {
 		v = mms__map_get(&st->pools[i].live, addr);
 		if (v && st->blks[*v].alloc_event > free_event)

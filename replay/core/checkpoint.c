@@ -98,6 +98,7 @@ static void w_blk(struct wbuf *w, const struct mms__state *st, const struct mms_
 	w_u(w, b->mem);
 	w_u(w, b->fn);
 	w_u(w, b->runtime);
+	w_u(w, b->device);
 }
 
 int mms__ckpt_save(const struct mms__state *st, const mms_iter_t *it, uint8_t **out, size_t *outlen)
@@ -293,9 +294,10 @@ static void r_blk(struct rbuf *r, const struct mms__state *st, struct mms__blk *
 	b->pool = str_deref(r, st, r_u(r));
 	b->stack = (uint32_t)r_u(r);
 	b->thread = (uint32_t)r_u(r);
-	b->mem = (uint16_t)r_u(r);
+	b->mem = (uint8_t)r_u(r);
 	b->fn = (uint8_t)r_u(r);
 	b->runtime = (uint8_t)r_u(r);
+	b->device = (uint8_t)r_u(r);
 	b->refs = 1;
 	if (b->mem >= MMS_MEM_KIND_COUNT)
 		r->bad = 1;
@@ -424,6 +426,8 @@ static int restore_state(struct rbuf *r, struct mms__state *st)
 		r_blk(r, st, &b);
 		if (r->bad)
 			break;
+		if (b.mem == MMS_MEM_DEVICE)
+			m = &st->dev;
 		if (b.mem == MMS_MEM_POOL) {
 			for (j = 0; j < st->npools && strcmp(st->pools[j].name, b.pool ? b.pool : ""); j++)
 				;

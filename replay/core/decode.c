@@ -5,6 +5,7 @@
 
 #include "format.h"
 #include "msmemscope/log.h"
+#include "base-int.h"
 #include "decode-int.h"
 
 /* Events carry the subtypes of the format's tags as they are: the public
@@ -31,6 +32,23 @@ _Static_assert(SAME(MMS_SYS_INIT, MMS_SYSTEM_INIT) && SAME(MMS_SYS_FINI, MMS_SYS
 _Static_assert(SAME(MMS_RUNTIME_LIBC, MMS_RT_C) && SAME(MMS_RUNTIME_LIBCXX, MMS_RT_CXX) &&
 		       SAME(MMS_RUNTIME_TLS, MMS_RT_THREAD) && SAME(MMS_RUNTIME_STDIO, MMS_RT_STDIO),
 	       "enum mms_runtime is enum mms_runtime_kind");
+_Static_assert(SAME(MMS_DEVICE_MEMORY, MMS_DEV_DEVICE) && SAME(MMS_DEVICE_ASYNC, MMS_DEV_ASYNC) &&
+		       SAME(MMS_DEVICE_MANAGED, MMS_DEV_MANAGED) && SAME(MMS_DEVICE_PINNED, MMS_DEV_PINNED),
+	       "enum mms_device_sub is enum mms_dev_fn");
+
+MMS__EXPORT const char *mms_mem_kind_name(unsigned kind)
+{
+	static const char *const names[MMS_MEM_KIND_COUNT] = { "HOST", "MMAP", "POOL", "DEVICE" };
+
+	return kind < MMS_MEM_KIND_COUNT ? names[kind] : NULL;
+}
+
+MMS__EXPORT const char *mms_device_sub_name(unsigned sub)
+{
+	static const char *const names[MMS_DEVICE_SUB_COUNT] = { "device", "async", "managed", "pinned" };
+
+	return sub < MMS_DEVICE_SUB_COUNT ? names[sub] : NULL;
+}
 
 /* Field layout per tag byte: 'u' unsigned varint, 'a' zigzag address
  * delta, 's' string. NULL marks a tag this version does not know. */
@@ -70,6 +88,8 @@ static const char *const layouts[256] = {
 	[MMS_TAG_GUARD + MMS_GUARD_CHECK] = "",
 	[MMS_TAG_GUARD + MMS_GUARD_OVERFLOW ... MMS_TAG_GUARD + MMS_GUARD_MISMATCHED_FREE] = "auuuuuu",
 	[MMS_TAG_FREE_STACK + MMS_FREE_FREE ... MMS_TAG_FREE_STACK + MMS_FREE_REALLOC] = "au",
+	[MMS_TAG_DEV_ALLOC + MMS_DEV_DEVICE ... MMS_TAG_DEV_ALLOC + MMS_DEV_PINNED] = "uauu",
+	[MMS_TAG_DEV_FREE + MMS_DEV_DEVICE ... MMS_TAG_DEV_FREE + MMS_DEV_PINNED] = "ua",
 };
 
 /* For each event tag, 1 + the number of fields after the stamp (the
@@ -102,6 +122,8 @@ static const uint8_t event_fields[256] = {
 	[MMS_TAG_GUARD + MMS_GUARD_CHECK] = 1,
 	[MMS_TAG_GUARD + MMS_GUARD_OVERFLOW ... MMS_TAG_GUARD + MMS_GUARD_MISMATCHED_FREE] = 1 + 7,
 	[MMS_TAG_FREE_STACK + MMS_FREE_FREE ... MMS_TAG_FREE_STACK + MMS_FREE_REALLOC] = 1 + 2,
+	[MMS_TAG_DEV_ALLOC + MMS_DEV_DEVICE ... MMS_TAG_DEV_ALLOC + MMS_DEV_PINNED] = 1 + 4,
+	[MMS_TAG_DEV_FREE + MMS_DEV_DEVICE ... MMS_TAG_DEV_FREE + MMS_DEV_PINNED] = 1 + 2,
 };
 
 /* The tag with its sub-code cleared, for the tags that carry one. */
@@ -116,6 +138,8 @@ static inline uint8_t tag_type(uint8_t tag)
 	case MMS_TAG_ALLOC_RT:
 	case MMS_TAG_GUARD:
 	case MMS_TAG_FREE_STACK:
+	case MMS_TAG_DEV_ALLOC:
+	case MMS_TAG_DEV_FREE:
 		return tag & 0xf8;
 	default:
 		return tag;

@@ -180,6 +180,11 @@ static int collect_blk(const struct mms__blk *b, void *ctx)
 	struct mms__iblk *ib;
 	int rc;
 
+	/* A child has none of its parent's CUDA memory: a context does not
+	 * survive fork (and the driver keeps pinned memory out of the
+	 * child's address space). */
+	if (b->mem == MMS_MEM_DEVICE)
+		return 0;
 	if (mms__grow(&inh->blks, &inh->cap, inh->n, sizeof(*inh->blks)) ||
 	    mms__grow(&c->keys, &c->keys_cap, inh->n, sizeof(*c->keys)))
 		return -ENOMEM;

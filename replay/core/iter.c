@@ -123,6 +123,17 @@ static void rec_to_event(const mms_log_t *log, const struct mms__rec *r, uint32_
 		ev->used = r->u[3];
 		ev->stack = r->type == MMS_TAG_POOL_ALLOC ? (uint32_t)r->u[4] : 0;
 		break;
+	case MMS_TAG_DEV_ALLOC:
+	case MMS_TAG_DEV_FREE:
+		ev->kind = r->type == MMS_TAG_DEV_ALLOC ? MMS_EV_MALLOC : MMS_EV_FREE;
+		ev->mem = MMS_MEM_DEVICE;
+		ev->device = r->u[0] > UINT16_MAX ? UINT16_MAX : (uint16_t)r->u[0];
+		ev->addr = r->addr;
+		if (r->type == MMS_TAG_DEV_ALLOC) {
+			ev->size = r->u[1];
+			ev->stack = (uint32_t)r->u[2];
+		}
+		break;
 	case MMS_TAG_ACCESS:
 		ev->kind = MMS_EV_ACCESS;
 		ev->addr = r->addr;

@@ -28,10 +28,11 @@ struct mms__blk {
 	uint32_t ranges_seen;    /* the "step start" range it was allocated in, 0 = none */
 	const char *op, *owner, *pool;
 	uint32_t stack, thread;
-	uint16_t mem;
-	uint8_t fn;
+	uint8_t mem;             /* enum mms_mem_kind */
+	uint8_t fn;              /* HOST: enum mms_alloc_func; DEVICE: enum mms_device_sub */
 	uint8_t runtime;         /* HOST: enum mms_runtime_kind of a block a runtime keeps
 	                            for itself (ALLOC_RT), 0 = the program's */
+	uint8_t device;          /* DEVICE: the CUDA device ordinal (255 for 255 and above) */
 	uint32_t refs;           /* MMAP: ranges sharing this block; 0 = free slot */
 };
 
@@ -104,6 +105,8 @@ struct mms__state {
 	uint8_t *ext;
 	size_t ext_size, ext_cap;
 	struct mms__map host;    /* addr -> slot */
+	struct mms__map dev;     /* DEVICE blocks, of every device: addr -> slot (CUDA
+	                            addresses are unique across devices) */
 	struct mms__ivset maps;  /* MMAP ranges, val = slot */
 	struct mms__pool *pools;
 	size_t npools, pools_cap;
@@ -176,6 +179,18 @@ uint64_t mms__state_step(const struct mms__state *st, int *in_step);
 void mms__state_blk_export(const struct mms__state *st, const struct mms__blk *b, mms_block_t *out);
 /* The live block containing addr, or NULL. */
 const struct mms__blk *mms__state_find(const struct mms__state *st, uint64_t addr);
+
+/* The process's live bytes, the kinds that peaks and steps count
+ * together: HOST, MMAP and POOL. CUDA memory (DEVICE), another resource,
+ * has its own figures (mem[MMS_MEM_DEVICE]). */
+static inline uint64_t mms__state_live_total(const struct mms__state *st)
+{
+	return st->mem[MMS_MEM_HOST].live_bytes + st->mem[MMS_MEM_MMAP].live_bytes + st->mem[MMS_MEM_POOL].live_bytes;
+}
+/* The table that keys the live blocks of kind mem by address (for POOL,
+ * of the pool named pool, the state's own string); NULL for MMAP, whose
+ * mappings are ranges, and for a pool the state does not know. */
+const struct mms__map *mms__state_map_of(const struct mms__state *st, unsigned mem, const char *pool);
 /* The slot of live block b (a pointer to a slot, or a copy of a live
  * block: found by its start address and allocation), or -1. */
 int64_t mms__state_slot_of(const struct mms__state *st, const struct mms__blk *b);

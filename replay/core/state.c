@@ -25,6 +25,7 @@ void mms__state_init(struct mms__state *st, mms_log_t *log)
 	memset(st, 0, sizeof(*st));
 	st->log = log;
 	mms__map_init(&st->host);
+	mms__map_init(&st->dev);
 	mms__map_init(&st->freed_ix);
 	mms__map_init(&st->own.ix);
 	st->ow = &st->own;
@@ -41,6 +42,7 @@ void mms__state_free(struct mms__state *st)
 	mms__table_free(st->ext, st->ext_cap * st->ext_size);
 	free(st->free_slots);
 	mms__map_free(&st->host);
+	mms__map_free(&st->dev);
 	mms__ivset_free(&st->maps);
 	for (i = 0; i < st->npools; i++)
 		mms__map_free(&st->pools[i].live);
@@ -148,7 +150,7 @@ static void kind_add(struct mms__state *st, mms_kind_summary_t *k, uint64_t size
 	k->live_bytes += size;
 	if (k->live_bytes > k->peak_bytes)
 		k->peak_bytes = k->live_bytes;
-	total = st->mem[0].live_bytes + st->mem[1].live_bytes + st->mem[2].live_bytes;
+	total = mms__state_live_total(st);
 	if (total > st->peak_total)
 		st->peak_total = total;
 }
@@ -183,9 +185,10 @@ static inline void blk_fill(struct mms__state *st, struct mms__blk *b, const mms
 		.pool = ev->mem == MMS_MEM_POOL ? (ev->name ? ev->name : "") : NULL,
 		.stack = ev->stack,
 		.thread = ev->thread,
-		.mem = ev->mem,
+		.mem = (uint8_t)ev->mem,
 		.fn = (uint8_t)ev->sub,
 		.runtime = runtime,
+		.device = ev->device > UINT8_MAX ? UINT8_MAX : (uint8_t)ev->device,
 		.refs = 1,
 	};
 	*b = n;
@@ -273,7 +276,7 @@ static int keyed_alloc(struct mms__state *st, struct mms__map *m, const mms_even
 	k->allocs++;
 	k->bytes_allocated += ev->size;
 	kind_add(st, k, ev->size);
-	k->live_blocks = m == &st->host ? m->count : k->live_blocks + isnew;
+	k->live_blocks = m == &st->host || m == &st->dev ? m->count : k->live_blocks + isnew;
 	return 0;
 }
 
@@ -383,6 +386,11 @@ static int apply_memory(struct mms__state *st, const mms_event_t *ev, struct mms
 
 	if (ev->mem == MMS_MEM_MMAP)
 		return apply_mmap(st, ev, t);
+	if (ev->mem == MMS_MEM_DEVICE) {
+		if (ev->kind == MMS_EV_MALLOC)
+			return keyed_alloc(st, &st->dev, ev, t);
+		return ev->addr ? keyed_free(st, &st->dev, ev, NULL) : 0;
+	}
 	if (ev->mem == MMS_MEM_POOL) {
 		p = pool_get(st, ev->name);
 		if (!p)
@@ -554,7 +562,7 @@ static int inherit_blk(struct mms__state *st, size_t i)
 	b->size = ib->size;
 	b->alloc_id = i + 1;
 	b->stack = ib->stack;
-	b->mem = ib->mem;
+	b->mem = (uint8_t)ib->mem;
 	b->fn = ib->fn;
 	b->runtime = ib->runtime;
 	b->owner = owner;
@@ -656,6 +664,7 @@ void mms__state_blk_export(const struct mms__state *st, const struct mms__blk *b
 	out->mem = b->mem;
 	out->fn = b->fn;
 	out->runtime = b->runtime;
+	out->device = b->device;
 	out->thread = b->thread;
 	out->stack = b->stack;
 	out->alloc_id = b->alloc_id;
@@ -676,6 +685,20 @@ void mms__state_blk_export(const struct mms__state *st, const struct mms__blk *b
 	}
 }
 
+const struct mms__map *mms__state_map_of(const struct mms__state *st, unsigned mem, const char *pool)
+{
+	size_t i;
+
+	if (mem == MMS_MEM_HOST)
+		return &st->host;
+	if (mem == MMS_MEM_DEVICE)
+		return &st->dev;
+	for (i = 0; mem == MMS_MEM_POOL && i < st->npools; i++)
+		if (st->pools[i].name == pool)
+			return &st->pools[i].live;
+	return NULL;
+}
+
 const struct mms__blk *mms__state_find(const struct mms__state *st, uint64_t addr)
 {
 	const struct mms__blk *b, *best = NULL;
@@ -684,6 +707,8 @@ const struct mms__blk *mms__state_find(const struct mms__state *st, uint64_t add
 
 	/* An exact start address is the common question and one lookup. */
 	v = mms__map_get(&st->host, addr);
+	if (!v)
+		v = mms__map_get(&st->dev, addr);
 	if (v)
 		return &st->blks[*v];
 	i = mms__ivset_find(&st->maps, addr);
@@ -718,15 +743,13 @@ int64_t mms__state_slot_of(const struct mms__state *st, const struct mms__blk *b
 		return b->refs ? b - st->blks : -1;
 	if (b == &st->last_piece)
 		return -1;
-	if (b->mem == MMS_MEM_HOST) {
-		v = mms__map_get(&st->host, b->addr);
-	} else if (b->mem == MMS_MEM_MMAP) {
+	if (b->mem == MMS_MEM_MMAP) {
 		i = mms__ivset_find(&st->maps, b->addr);
 		v = i != (size_t)-1 ? &st->maps.iv[i].val : NULL;
 	} else {
-		for (i = 0; !v && i < st->npools; i++)
-			if (st->pools[i].name == b->pool)
-				v = mms__map_get(&st->pools[i].live, b->addr);
+		const struct mms__map *m = mms__state_map_of(st, b->mem, b->pool);
+
+		v = m ? mms__map_get(m, b->addr) : NULL;
 	}
 	return v && *v < st->nblks && st->blks[*v].alloc_id == b->alloc_id ? (int64_t)*v : -1;
 }

@@ -43,7 +43,7 @@ void mms__track_free(struct mms__track *t)
 
 static uint64_t live_bytes(const struct mms__state *st)
 {
-	return st->mem[0].live_bytes + st->mem[1].live_bytes + st->mem[2].live_bytes;
+	return mms__state_live_total(st);
 }
 
 /* --- steps ------------------------------------------------------------------ */

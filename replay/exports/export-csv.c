@@ -77,7 +77,9 @@ static int put_row(struct mms__xbuf *b, const struct mms__xrow *row)
 	o = mms__xfmt_u64(o, row->pid);
 	*o++ = ',';
 	o = mms__xfmt_u64(o, row->tid);
-	o = put(o, ",host,", 6);
+	*o++ = ',';
+	o = put(o, row->device, strlen(row->device));
+	*o++ = ',';
 	o = put(o, row->ptr, strlen(row->ptr));
 	*o++ = ',';
 	/* Attr is always quoted, as msMemScope writes it. */

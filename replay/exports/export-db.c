@@ -179,6 +179,7 @@ static int put_dump(struct db *d, const struct mms__xrow *row)
 	bind_u64(s, 5, row->time_ns);
 	bind_u64(s, 6, row->pid);
 	bind_u64(s, 7, row->tid);
+	sqlite3_bind_text(s, 8, row->device, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 9, row->ptr, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 10, row->attr, (int)row->attr_len, SQLITE_STATIC);
 	sqlite3_bind_text(s, 11, row->pystack, (int)row->pystack_len, SQLITE_STATIC);
@@ -193,12 +194,12 @@ static const char *alloc_fn_name(const mms_block_t *b)
 
 	if (b->mem == MMS_MEM_MMAP)
 		return "mmap";
+	if (b->mem == MMS_MEM_DEVICE)
+		return mms_device_sub_name(b->fn);
 	if (b->mem != MMS_MEM_HOST || b->fn >= sizeof(names) / sizeof(names[0]))
 		return NULL;
 	return names[b->fn];
 }
-
-static const char *const kind_names[] = { "HOST", "MMAP", "POOL" };
 
 /* One frame row: the ip's innermost (source) function, file and line, its
  * module, and the inlined chain when the ip expands to several frames. */
@@ -301,7 +302,7 @@ static int put_block(struct db *d, const mms_block_t *b, uint64_t free_event, ui
 	int rc;
 
 	bind_u64(s, 1, b->alloc_id);
-	sqlite3_bind_text(s, 2, kind_names[b->mem < 3 ? b->mem : 0], -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, mms_mem_kind_name(b->mem) ? mms_mem_kind_name(b->mem) : "HOST", -1, SQLITE_STATIC);
 	bind_text(s, 3, alloc_fn_name(b));
 	bind_text(s, 4, b->mem == MMS_MEM_POOL ? (b->pool ? b->pool : "") : NULL);
 	bind_u64(s, 5, b->addr);
@@ -514,7 +515,6 @@ static int db_open(struct db *d, const char *path)
 	if (rc != SQLITE_OK)
 		return db_error(d, rc);
 	/* The same in every row. */
-	sqlite3_bind_text(d->st[ST_DUMP], 8, "host", -1, SQLITE_STATIC);
 	sqlite3_bind_text(d->st[ST_DUMP], 11, "", 0, SQLITE_STATIC);
 	return 0;
 }

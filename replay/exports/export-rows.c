@@ -22,6 +22,7 @@
 #include "msmemscope/symbolize.h"
 #include "analysis-int.h"
 #include "base-int.h"
+#include "decimal-int.h"
 #include "export-int.h"
 #include "log-int.h"
 #include "map-int.h"
@@ -407,6 +408,8 @@ static const char *mem_type(const mms_event_t *ev, const mms_block_t *b, int has
 		return "HOST";
 	case MMS_MEM_MMAP:
 		return "MMAP";
+	case MMS_MEM_DEVICE:
+		return "HAL"; /* msMemScope's name for device memory */
 	default:
 		pool = ev->name ? ev->name : has_blk ? b->pool : NULL;
 		return pool && *pool ? pool : "POOL";
@@ -454,6 +457,12 @@ static int attr_memory(struct mms__xpass *x, struct mms__xbuf *a)
 	if (ev->kind == MMS_EV_MALLOC && x->has_blk && row_owner(x)) {
 		rc |= mms__xbuf_puts(a, ",owner:");
 		rc |= mms__xbuf_puts(a, row_owner(x));
+	}
+	if (ev->mem == MMS_MEM_DEVICE) {
+		const char *kind = mms_device_sub_name(x->has_blk ? b->fn : ev->sub);
+
+		rc |= mms__xbuf_puts(a, ",kind:");
+		rc |= mms__xbuf_puts(a, kind ? kind : "device");
 	}
 	if (ev->mem == MMS_MEM_POOL) {
 		rc |= mms__xbuf_puts(a, ",total:");
@@ -515,6 +524,7 @@ int mms__xpass_row(struct mms__xpass *x, struct mms__xrow *row)
 	row->tid = mms__xpass_tid(x, ev->thread);
 	row->name = NULL;
 	memcpy(row->ptr, "N/A", 4);
+	memcpy(row->device, "host", 5);
 	row->cstack = row->pystack = "";
 	row->cstack_len = row->pystack_len = 0;
 	switch (ev->kind) {
@@ -526,6 +536,8 @@ int mms__xpass_row(struct mms__xpass *x, struct mms__xrow *row)
 	case MMS_EV_FREE:
 		row->event = ev->kind == MMS_EV_MALLOC ? "MALLOC" : "FREE";
 		row->type = mem_type(ev, &x->blk, x->has_blk);
+		if (ev->mem == MMS_MEM_DEVICE)
+			row->device[mms__dec(row->device, x->has_blk ? x->blk.device : ev->device)] = '\0';
 		set_ptr(row, ev->addr);
 		rc = attr_memory(x, a);
 		/* The stack of a MALLOC, and of a FREE (version 5, stacks

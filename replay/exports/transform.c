@@ -231,7 +231,7 @@ static int on_event(struct mms__xf *x, const mms_event_t *ev, uint64_t mmap_befo
 	}
 	if (x->selection != MMS_TRANSFORM_PEAK)
 		return 0;
-	total = st->mem[MMS_MEM_HOST].live_bytes + st->mem[MMS_MEM_MMAP].live_bytes + st->mem[MMS_MEM_POOL].live_bytes;
+	total = mms__state_live_total(st);
 	if (ev->kind == MMS_EV_MALLOC && total >= x->peak_bytes) {
 		/* The high-water mark, reached again or higher: as memray,
 		 * the last time it is reached counts. What was freed

@@ -15,7 +15,7 @@ int main(void)
 {
 	BEGIN("Event", mms_event_t);
 	F(mms_event_t, id), F(mms_event_t, stamp), F(mms_event_t, time_ns), F(mms_event_t, thread);
-	F(mms_event_t, kind), F(mms_event_t, sub), F(mms_event_t, mem), F(mms_event_t, addr);
+	F(mms_event_t, kind), F(mms_event_t, sub), F(mms_event_t, mem), F(mms_event_t, device), F(mms_event_t, addr);
 	F(mms_event_t, size), F(mms_event_t, stack), F(mms_event_t, total), F(mms_event_t, used);
 	F(mms_event_t, range_id), F(mms_event_t, name), F(mms_event_t, file_offset), F(mms_event_t, flags);
 	END();
@@ -43,7 +43,7 @@ int main(void)
 	F(mms_block_t, step), F(mms_block_t, op_launch), F(mms_block_t, op), F(mms_block_t, kernel_launches);
 	F(mms_block_t, owner), F(mms_block_t, pool), F(mms_block_t, free_event), F(mms_block_t, free_thread);
 	F(mms_block_t, inherited), F(mms_block_t, origin_pid), F(mms_block_t, origin_event);
-	F(mms_block_t, runtime), F(mms_block_t, free_stack);
+	F(mms_block_t, runtime), F(mms_block_t, free_stack), F(mms_block_t, device);
 	END();
 	BEGIN("Where", mms_where_t);
 	F(mms_where_t, position), F(mms_where_t, events), F(mms_where_t, step), F(mms_where_t, in_step);

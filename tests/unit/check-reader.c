@@ -900,6 +900,87 @@ START_TEST(test_free_stacks)
 }
 END_TEST
 
+/* DEV_ALLOC and DEV_FREE records (format version 6): CUDA memory as the
+ * DEVICE kind, keyed apart from the heap (a host block at the same address
+ * lives beside a device block), its sub-kind and device ordinal on events
+ * and blocks; a free of no device block is an invalid free. */
+static void dev_alloc(struct lb *b, uint64_t stamp, int fn, uint64_t device, uint64_t addr, uint64_t size)
+{
+	lb_begin(b, (uint8_t)(MMS_TAG_DEV_ALLOC | fn), stamp);
+	lb_u(b, device);
+	lb_addr(b, addr);
+	lb_u(b, size);
+	lb_u(b, 0);
+	lb_end(b);
+}
+
+static void dev_free(struct lb *b, uint64_t stamp, int fn, uint64_t device, uint64_t addr)
+{
+	lb_begin(b, (uint8_t)(MMS_TAG_DEV_FREE | fn), stamp);
+	lb_u(b, device);
+	lb_addr(b, addr);
+	lb_end(b);
+}
+
+START_TEST(test_device_memory)
+{
+	struct lb *b = one_thread();
+	mms_summary_t s;
+	mms_replay_t *r;
+	mms_block_t blk;
+	mms_log_t *log;
+	mms_iter_t *it;
+	mms_event_t ev;
+
+	dev_alloc(b, 20, MMS_DEV_DEVICE, 1, 0x7e0000000000, 1 << 20);
+	lb_alloc(b, 21, MMS_ALLOC_MALLOC, 0x7e0000000000, 16, 0);
+	dev_alloc(b, 22, MMS_DEV_MANAGED, 1, 0x7e0000200000, 4096);
+	dev_alloc(b, 23, MMS_DEV_PINNED, 0, 0x7f0000000000, 8192);
+	dev_free(b, 30, MMS_DEV_DEVICE, 1, 0x7e0000000000);
+	dev_free(b, 31, MMS_DEV_PINNED, 0, 0x7f0000000000);
+	dev_free(b, 32, MMS_DEV_DEVICE, 0, 0x7e0000400000);
+	log = write_open(b, SIZE_MAX);
+	ck_assert_int_eq(mms_iter_open(log, &it), 0);
+	ck_assert_int_eq(mms_iter_next(it, &ev), 1); /* SYSTEM init */
+	ck_assert_int_eq(mms_iter_next(it, &ev), 1);
+	ck_assert_int_eq(ev.kind, MMS_EV_MALLOC);
+	ck_assert_int_eq(ev.mem, MMS_MEM_DEVICE);
+	ck_assert_int_eq(ev.sub, MMS_DEVICE_MEMORY);
+	ck_assert_int_eq(ev.device, 1);
+	ck_assert_uint_eq(ev.addr, 0x7e0000000000);
+	ck_assert_uint_eq(ev.size, 1 << 20);
+	mms_iter_close(it);
+	ck_assert_str_eq(mms_mem_kind_name(MMS_MEM_DEVICE), "DEVICE");
+	ck_assert_str_eq(mms_device_sub_name(MMS_DEVICE_PINNED), "pinned");
+	ck_assert_ptr_null(mms_device_sub_name(MMS_DEVICE_SUB_COUNT));
+
+	ck_assert_int_eq(mms_summarize(log, &s), 0);
+	ck_assert_uint_eq(s.mem[MMS_MEM_DEVICE].allocs, 3);
+	ck_assert_uint_eq(s.mem[MMS_MEM_DEVICE].frees, 3);
+	ck_assert_uint_eq(s.mem[MMS_MEM_DEVICE].peak_bytes, (1 << 20) + 4096 + 8192);
+	ck_assert_uint_eq(s.mem[MMS_MEM_DEVICE].live_blocks, 1);
+	ck_assert_uint_eq(s.mem[MMS_MEM_DEVICE].live_bytes, 4096);
+	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].live_bytes, 16);
+	ck_assert_uint_eq(s.invalid_frees, 1);
+	ck_assert_uint_eq(s.double_frees, 0);
+
+	ck_assert_int_eq(mms_replay_open(log, &r), 0);
+	ck_assert_int_eq(mms_replay_seek(r, 5), 0);
+	/* The heap block and the device block at one address both live. */
+	ck_assert_int_eq(mms_replay_block_at(r, 0x7e0000200000, &blk), 1);
+	ck_assert_int_eq(blk.mem, MMS_MEM_DEVICE);
+	ck_assert_int_eq(blk.fn, MMS_DEVICE_MANAGED);
+	ck_assert_uint_eq(blk.device, 1);
+	ck_assert_int_eq(mms_replay_seek(r, 6), 0);
+	ck_assert_int_eq(mms_replay_block_at(r, 0x7e0000000000, &blk), 1);
+	ck_assert_int_eq(blk.mem, MMS_MEM_HOST);
+	ck_assert_uint_eq(blk.size, 16);
+	mms_replay_close(r);
+	mms_log_close(log);
+	lb_destroy(b);
+}
+END_TEST
+
 /* WATCH checksum records (format version 2): decoded into events, and the
  * watch analysis over them: a block changed by launch 2 (softmax), after
  * an unchanged launch 1 and a change between launches 2 and 3. A version 1
@@ -1271,6 +1352,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_steps);
 	tcase_add_test(tc, test_watch_sums);
 	tcase_add_test(tc, test_free_stacks);
+	tcase_add_test(tc, test_device_memory);
 	tcase_add_test(tc, test_time_conversion);
 	tcase_add_test(tc, test_follow_one_thread);
 	tcase_add_test(tc, test_follow_two_threads);
