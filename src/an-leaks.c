@@ -37,12 +37,13 @@ static double mb(uint64_t bytes)
 }
 
 /* The memory a block came from, as msMemScope names it in a leak line:
- * the kind, or a pool's own name. */
+ * the kind, a pool's own name, or HAL for device memory (as its dump's
+ * Event Type). */
 static const char *pool_name(const mms_block_t *b)
 {
 	if (b->mem == MMS_MEM_POOL && b->pool && *b->pool)
 		return b->pool;
-	return show_mem_name(b->mem);
+	return b->mem == MMS_MEM_DEVICE ? "HAL" : show_mem_name(b->mem);
 }
 
 static void json_str(FILE *f, const char *s)
@@ -133,6 +134,8 @@ static void json_leaks(FILE *f, const mms_leak_t *l, size_t n)
 		fprintf(f, "%s{\"addr\":\"0x%" PRIx64 "\",\"bytes\":%" PRIu64 ",\"memory\":", k++ ? "," : "", b->addr,
 			b->size);
 		json_str(f, pool_name(b));
+		if (b->mem == MMS_MEM_DEVICE)
+			fprintf(f, ",\"device\":%" PRIu32, b->device);
 		fprintf(f, ",\"step\":%" PRIu64 ",\"found_at_step_end\":%" PRIu64 ",\"op\":", b->step, l[i].found_step);
 		json_str(f, b->op);
 		fprintf(f,

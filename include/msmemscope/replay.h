@@ -44,7 +44,8 @@ typedef struct mms_block {
 	const char *op;           /* that operator's name, or NULL */
 	uint64_t kernel_launches; /* kernel launches before the allocation */
 	const char *owner;        /* owner tags joined by '@', or NULL */
-	const char *pool;         /* POOL: the pool's name, or NULL */
+	const char *pool;         /* POOL: the pool's name; DEVICE: the device's, as
+	                             PyTorch names it ("cuda:1"); NULL otherwise */
 	uint64_t free_event;      /* id of the FREE event; UINT64_MAX while live */
 	uint32_t free_thread;     /* thread that freed it, when freed */
 	/* A forked child's block that its parent held at the fork (see

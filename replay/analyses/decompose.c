@@ -49,7 +49,7 @@ static uint64_t key_hash(uint16_t mem, const char *pool, const char *owner)
 static int group_blk(const struct mms__blk *b, void *ctx)
 {
 	struct dgroups *d = ctx;
-	const char *pool = b->mem == MMS_MEM_POOL ? b->pool : NULL;
+	const char *pool = b->mem == MMS_MEM_POOL || b->mem == MMS_MEM_DEVICE ? b->pool : NULL;
 	uint64_t h = key_hash(b->mem, pool, b->owner), *v;
 	struct dgroup *g;
 	int isnew;
@@ -142,7 +142,7 @@ static ptrdiff_t tree_child(struct tree *tr, size_t parent, size_t *roots, const
 
 static const char *kind_name(const struct dgroup *g)
 {
-	if (g->mem == MMS_MEM_POOL || !mms_mem_kind_name(g->mem))
+	if (g->mem == MMS_MEM_POOL || g->mem == MMS_MEM_DEVICE || !mms_mem_kind_name(g->mem))
 		return g->pool && *g->pool ? g->pool : "POOL";
 	return mms_mem_kind_name(g->mem);
 }
@@ -323,7 +323,7 @@ static struct fgroup *fgroup_of(struct dpass *p, uint16_t mem, const char *pool,
 	struct fgroup *g;
 	int isnew;
 
-	if (mem != MMS_MEM_POOL)
+	if (mem != MMS_MEM_POOL && mem != MMS_MEM_DEVICE)
 		pool = NULL;
 	if (p->last) {
 		g = &p->g[p->last - 1];

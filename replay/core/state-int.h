@@ -26,7 +26,8 @@ struct mms__blk {
 	uint64_t op_launch, kernels;
 	uint32_t steps_seen;     /* STEP events before the allocation */
 	uint32_t ranges_seen;    /* the "step start" range it was allocated in, 0 = none */
-	const char *op, *owner, *pool;
+	const char *op, *owner, *pool; /* pool: POOL, the pool's name; DEVICE, the
+	                                  device's ("cuda:1"); NULL otherwise */
 	uint32_t stack, thread;
 	uint8_t mem;             /* enum mms_mem_kind */
 	uint8_t fn;              /* HOST: enum mms_alloc_func; DEVICE: enum mms_device_sub */

@@ -12,6 +12,7 @@
 #include "msmemscope/replay.h"
 #include "msmemscope/summary.h"
 #include "base-int.h"
+#include "decimal-int.h"
 #include "intervals-int.h"
 #include "log-int.h"
 #include "map-int.h"
@@ -379,6 +380,17 @@ static int apply_mmap(struct mms__state *st, const mms_event_t *ev, struct mms__
 	return 0;
 }
 
+/* A DEVICE block's device, named as PyTorch names it ("cuda:1"), in its
+ * pool field: the analyses that tell pools apart (decompose) tell devices
+ * apart so. Interned: a state's strings are kept with it. */
+static int device_name(struct mms__state *st, struct mms__blk *b)
+{
+	char name[16] = "cuda:";
+
+	b->pool = mms__state_owner(st, name, 5 + mms__dec(name + 5, b->device));
+	return b->pool ? 0 : -ENOMEM;
+}
+
 static int apply_memory(struct mms__state *st, const mms_event_t *ev, struct mms__tstate *t)
 {
 	struct mms__pool *p;
@@ -387,9 +399,10 @@ static int apply_memory(struct mms__state *st, const mms_event_t *ev, struct mms
 	if (ev->mem == MMS_MEM_MMAP)
 		return apply_mmap(st, ev, t);
 	if (ev->mem == MMS_MEM_DEVICE) {
-		if (ev->kind == MMS_EV_MALLOC)
-			return keyed_alloc(st, &st->dev, ev, t);
-		return ev->addr ? keyed_free(st, &st->dev, ev, NULL) : 0;
+		if (ev->kind != MMS_EV_MALLOC)
+			return ev->addr ? keyed_free(st, &st->dev, ev, NULL) : 0;
+		rc = keyed_alloc(st, &st->dev, ev, t);
+		return rc ? rc : device_name(st, (struct mms__blk *)st->last_blk);
 	}
 	if (ev->mem == MMS_MEM_POOL) {
 		p = pool_get(st, ev->name);

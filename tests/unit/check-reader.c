@@ -971,6 +971,7 @@ START_TEST(test_device_memory)
 	ck_assert_int_eq(blk.mem, MMS_MEM_DEVICE);
 	ck_assert_int_eq(blk.fn, MMS_DEVICE_MANAGED);
 	ck_assert_uint_eq(blk.device, 1);
+	ck_assert_str_eq(blk.pool, "cuda:1");
 	ck_assert_int_eq(mms_replay_seek(r, 6), 0);
 	ck_assert_int_eq(mms_replay_block_at(r, 0x7e0000000000, &blk), 1);
 	ck_assert_int_eq(blk.mem, MMS_MEM_HOST);
