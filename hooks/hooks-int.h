@@ -214,6 +214,14 @@ void mms__api_mark(const char *name) MMS_HIDDEN;
 uint64_t mms__api_range_start(const char *name) MMS_HIDDEN;
 void mms__api_range_end(uint64_t id) MMS_HIDDEN;
 void mms__api_thread_name(pid_t tid, const char *name) MMS_HIDDEN;
+/* A kernel launch named name, recorded as msmemscope_kernel_launch()
+ * records it. Outside the guard. */
+void mms__api_kernel(const char *name) MMS_HIDDEN;
+/* Takes the reentrancy guard and returns the calling thread when events
+ * are recorded now; NULL (guard not taken) when not, or when the thread
+ * is inside the recorder already. mms__api_leave() gives it back. */
+struct mms_thread *mms__api_enter(void) MMS_HIDDEN;
+void mms__api_leave(void) MMS_HIDDEN;
 
 /* gdbif.c: the gdb interface (gdbif.h). The op and step functions are
  * called inside the reentrancy guard, whether the event is recorded or
