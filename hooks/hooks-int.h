@@ -223,6 +223,19 @@ void mms__api_kernel(const char *name) MMS_HIDDEN;
 struct mms_thread *mms__api_enter(void) MMS_HIDDEN;
 void mms__api_leave(void) MMS_HIDDEN;
 
+/* cuda.c: CUDA device memory and kernel launches at the driver's entry
+ * points (see there). */
+void mms__cuda_init(void) MMS_HIDDEN;
+/* dlsym.c sends here the lookups of names beginning with "cu" in a real
+ * handle: the real dlsym()'s answer, or our wrapper of it. */
+void *mms__cuda_dlsym(void *handle, const char *name) MMS_HIDDEN;
+
+/* dlsym.c: the interposed dlsym() (x86-64 and aarch64 only). */
+/* The real dlsym(), once known (found at the first call). */
+extern void *(*mms__real_dlsym)(void *, const char *) MMS_HIDDEN;
+/* Finds the real dlsym(): returns it, or NULL. */
+void *mms__dlsym_resolve(void) MMS_HIDDEN;
+
 /* gdbif.c: the gdb interface (gdbif.h). The op and step functions are
  * called inside the reentrancy guard, whether the event is recorded or
  * not. */
