@@ -42,7 +42,7 @@ int mms__api_init(void)
 
 /* Structure events are recorded whenever the log is open, collected or
  * not, so a replay always knows the step and operator it is in. */
-static struct mms_thread *api_enter(void)
+struct mms_thread *mms__api_enter(void)
 {
 	struct mms_thread *t;
 
@@ -55,7 +55,7 @@ static struct mms_thread *api_enter(void)
 	return t;
 }
 
-static void api_leave(void)
+void mms__api_leave(void)
 {
 	mms__tls_busy = 0;
 }
@@ -80,12 +80,12 @@ static void rec_simple(struct mms_thread *t, uint8_t tag, int n, uint64_t a, uin
 
 static void named_event(uint8_t tag, const char *name)
 {
-	struct mms_thread *t = api_enter();
+	struct mms_thread *t = mms__api_enter();
 
 	if (!t)
 		return;
 	rec_simple(t, tag, 1, mms__intern_string(t, name), 0, 0);
-	api_leave();
+	mms__api_leave();
 }
 
 /* The calling thread, for an event recorded inside the guard: NULL when
@@ -108,7 +108,7 @@ static int api_guard(void)
 
 MMS_EXPORT void msmemscope_step(void)
 {
-	struct mms_thread *t = api_enter();
+	struct mms_thread *t = mms__api_enter();
 	uint32_t step;
 
 	if (!t)
@@ -118,7 +118,7 @@ MMS_EXPORT void msmemscope_step(void)
 	step = __atomic_add_fetch(&cur_step, 1, __ATOMIC_RELAXED);
 	mms__steps_update();
 	mms__gdb_step_begins(step);
-	api_leave();
+	mms__api_leave();
 }
 
 uint32_t mms__step_now(void)
@@ -156,7 +156,7 @@ MMS_EXPORT void msmemscope_op_begin(const char *name)
 {
 	if (api_guard()) {
 		mms__api_op_begin(name);
-		api_leave();
+		mms__api_leave();
 	}
 }
 
@@ -164,14 +164,19 @@ MMS_EXPORT void msmemscope_op_end(void)
 {
 	if (api_guard()) {
 		mms__api_op_end();
-		api_leave();
+		mms__api_leave();
 	}
+}
+
+void mms__api_kernel(const char *name)
+{
+	if (mms__config.events & MMS_EVENTS_LAUNCH)
+		named_event(MMS_TAG_KERNEL, name);
 }
 
 MMS_EXPORT void msmemscope_kernel_launch(const char *name)
 {
-	if (mms__config.events & MMS_EVENTS_LAUNCH)
-		named_event(MMS_TAG_KERNEL, name);
+	mms__api_kernel(name);
 }
 
 void mms__api_mark(const char *name)
@@ -186,7 +191,7 @@ MMS_EXPORT void msmemscope_mark(const char *name)
 {
 	if (api_guard()) {
 		mms__api_mark(name);
-		api_leave();
+		mms__api_leave();
 	}
 }
 
@@ -219,7 +224,7 @@ MMS_EXPORT uint64_t msmemscope_range_start(const char *name)
 	if (!api_guard())
 		return __atomic_fetch_add(&next_range_id, 1, __ATOMIC_RELAXED);
 	id = mms__api_range_start(name);
-	api_leave();
+	mms__api_leave();
 	return id;
 }
 
@@ -241,10 +246,10 @@ MMS_EXPORT int msmemscope_guard_check(void)
 	struct mms_thread *t;
 	uint64_t n;
 
-	if (!mms__guard_on || !(t = api_enter()))
+	if (!mms__guard_on || !(t = mms__api_enter()))
 		return 0;
 	n = mms__guard_check_all(t);
-	api_leave();
+	mms__api_leave();
 	return n > INT32_MAX ? INT32_MAX : (int)n;
 }
 
@@ -252,7 +257,7 @@ MMS_EXPORT void msmemscope_range_end(uint64_t id)
 {
 	if (api_guard()) {
 		mms__api_range_end(id);
-		api_leave();
+		mms__api_leave();
 	}
 }
 
@@ -262,11 +267,11 @@ MMS_EXPORT void msmemscope_access(const void *ptr, size_t size, int mode)
 
 	if (unlikely(mms__tls_watch_collect) && mode == MSMEMSCOPE_ACCESS_WRITE && !mms__tls_busy)
 		mms__watch_note((uintptr_t)ptr, size); /* an output of the --watch start operator */
-	if (!(mms__config.events & MMS_EVENTS_ACCESS) || !mms__collecting || !(t = api_enter()))
+	if (!(mms__config.events & MMS_EVENTS_ACCESS) || !mms__collecting || !(t = mms__api_enter()))
 		return;
 	mms__rec_addr_event(t, (uint8_t)(MMS_TAG_ACCESS | ((unsigned)mode & 3)), mms__stamp_obtain(),
 			    (uintptr_t)ptr, 1, size, 0, 0);
-	api_leave();
+	mms__api_leave();
 }
 
 MMS_EXPORT void msmemscope_owner_push(const char *tag)
@@ -276,12 +281,12 @@ MMS_EXPORT void msmemscope_owner_push(const char *tag)
 
 MMS_EXPORT void msmemscope_owner_pop(void)
 {
-	struct mms_thread *t = api_enter();
+	struct mms_thread *t = mms__api_enter();
 
 	if (!t)
 		return;
 	rec_simple(t, MMS_TAG_OWNER_POP, 0, 0, 0, 0);
-	api_leave();
+	mms__api_leave();
 }
 
 /* Recorded whenever the log is open, as push and pop are: a tag names a
@@ -289,13 +294,13 @@ MMS_EXPORT void msmemscope_owner_pop(void)
  * window or a msmemscope_start() is named too. */
 MMS_EXPORT void msmemscope_owner_tag(const void *ptr, const char *tag)
 {
-	struct mms_thread *t = api_enter();
+	struct mms_thread *t = mms__api_enter();
 
 	if (!t)
 		return;
 	mms__rec_addr_event(t, MMS_TAG_OWNER_TAG, mms__stamp_obtain(), (uintptr_t)ptr, 1, mms__intern_string(t, tag),
 			    0, 0);
-	api_leave();
+	mms__api_leave();
 }
 
 static void pool_event(uint8_t tag, const char *pool, const void *ptr, size_t size, size_t total, size_t used)
@@ -305,7 +310,7 @@ static void pool_event(uint8_t tag, const char *pool, const void *ptr, size_t si
 	uint64_t stamp;
 	uint8_t *p;
 
-	if (!mms__collecting || !(t = api_enter()))
+	if (!mms__collecting || !(t = mms__api_enter()))
 		return;
 	name = mms__intern_string(t, pool);
 	if (tag == MMS_TAG_POOL_ALLOC)
@@ -323,7 +328,7 @@ static void pool_event(uint8_t tag, const char *pool, const void *ptr, size_t si
 			p = mms_put_u(p, stack);
 		mms__rec_commit(t, p);
 	}
-	api_leave();
+	mms__api_leave();
 }
 
 MMS_EXPORT void msmemscope_pool_alloc(const char *pool, const void *ptr, size_t size, size_t total, size_t used)
@@ -338,7 +343,7 @@ MMS_EXPORT void msmemscope_pool_free(const char *pool, const void *ptr, size_t s
 
 MMS_EXPORT void msmemscope_watch(const void *ptr, size_t size, const char *name)
 {
-	struct mms_thread *t = api_enter();
+	struct mms_thread *t = mms__api_enter();
 	uint32_t id;
 
 	if (!t)
@@ -346,19 +351,19 @@ MMS_EXPORT void msmemscope_watch(const void *ptr, size_t size, const char *name)
 	id = mms__intern_string(t, name);
 	mms__rec_addr_event(t, MMS_TAG_WATCH | MMS_WATCH_REGISTER, mms__stamp_obtain(), (uintptr_t)ptr, 2, size, id, 0);
 	mms__watch_api(ptr, size, name);
-	api_leave();
+	mms__api_leave();
 }
 
 static void set_collect(int on)
 {
-	struct mms_thread *t = api_enter();
+	struct mms_thread *t = mms__api_enter();
 
 	collect_on = on;
 	mms__steps_update();
 	if (!t)
 		return;
 	rec_simple(t, MMS_TAG_COLLECT, 1, (uint64_t)on, 0, 0);
-	api_leave();
+	mms__api_leave();
 }
 
 MMS_EXPORT void msmemscope_start(void)
@@ -433,7 +438,7 @@ MMS_EXPORT int pthread_setname_np(pthread_t thread, const char *name)
 	 * not known here. */
 	if (r == 0 && pthread_equal(thread, pthread_self()) && api_guard()) {
 		mms__api_thread_name(0, name);
-		api_leave();
+		mms__api_leave();
 	}
 	return r;
 }

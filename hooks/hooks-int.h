@@ -214,6 +214,27 @@ void mms__api_mark(const char *name) MMS_HIDDEN;
 uint64_t mms__api_range_start(const char *name) MMS_HIDDEN;
 void mms__api_range_end(uint64_t id) MMS_HIDDEN;
 void mms__api_thread_name(pid_t tid, const char *name) MMS_HIDDEN;
+/* A kernel launch named name, recorded as msmemscope_kernel_launch()
+ * records it. Outside the guard. */
+void mms__api_kernel(const char *name) MMS_HIDDEN;
+/* Takes the reentrancy guard and returns the calling thread when events
+ * are recorded now; NULL (guard not taken) when not, or when the thread
+ * is inside the recorder already. mms__api_leave() gives it back. */
+struct mms_thread *mms__api_enter(void) MMS_HIDDEN;
+void mms__api_leave(void) MMS_HIDDEN;
+
+/* cuda.c: CUDA device memory and kernel launches at the driver's entry
+ * points (see there). */
+void mms__cuda_init(void) MMS_HIDDEN;
+/* dlsym.c sends here the lookups of names beginning with "cu" in a real
+ * handle: the real dlsym()'s answer, or our wrapper of it. */
+void *mms__cuda_dlsym(void *handle, const char *name) MMS_HIDDEN;
+
+/* dlsym.c: the interposed dlsym() (x86-64 and aarch64 only). */
+/* The real dlsym(), once known (found at the first call). */
+extern void *(*mms__real_dlsym)(void *, const char *) MMS_HIDDEN;
+/* Finds the real dlsym(): returns it, or NULL. */
+void *mms__dlsym_resolve(void) MMS_HIDDEN;
 
 /* gdbif.c: the gdb interface (gdbif.h). The op and step functions are
  * called inside the reentrancy guard, whether the event is recorded or

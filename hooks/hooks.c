@@ -124,6 +124,7 @@ void mms__init(void)
 		mms__api_init();
 		mms__process_init();
 		mms__runtime_init();
+		mms__cuda_init();
 		if (mms__log_open() == 0) {
 			struct mms_thread *t = mms__thread();
 			uint8_t *p = t ? mms__rec_begin(t, 16) : NULL;

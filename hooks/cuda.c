@@ -1,0 +1,565 @@
+/* SPDX-License-Identifier: MIT */
+/* cuda.c: CUDA device memory and kernel launches, captured at the driver
+ * entry points the program obtains from libcuda.
+ *
+ * The CUDA runtime (libcudart, shared or static) does not link against the
+ * driver: it dlopen()s libcuda.so.1, looks up cuGetProcAddress_v2 with
+ * dlsym() and fetches every other entry point by name through it, itself
+ * included. So the recorder wraps two doors: dlsym() (dlsym.c sends it
+ * the lookups of "cu" names in real handles) and the driver's
+ * cuGetProcAddress (v1 and v2 ABIs), whose wrappers hand out ours.
+ *
+ * An entry point has several ABIs under one name (cuMemAlloc with 32-bit
+ * sizes, cuMemAlloc_v2; cuLaunchKernel and cuLaunchKernel_ptsz), each
+ * exported under its own name. A pointer is wrapped only when its ABI is
+ * known: by the exported name dladdr() finds at exactly that address, or,
+ * when the driver hands out an address no export names, by the name asked
+ * for, the CUDA version and the flags, as the driver's own table maps
+ * them. Each exported name has one slot for the real function; a pointer
+ * that differs from what its slot holds is handed back unwrapped. Older
+ * ABIs are not wrapped.
+ *
+ * The wrappers record (format.h, version 6):
+ *   DEV_ALLOC | kind    after the driver's call returned success: the
+ *                       device, the address, the size and the stack;
+ *   DEV_FREE | kind     before the driver's call: the device, the address
+ *                       (freeing 0 records nothing);
+ *   KERNEL              after a successful launch, with the kernel's name
+ *                       from cuFuncGetName (CUDA 12.3), as
+ *                       msmemscope_kernel_launch() records it.
+ * The device is the ordinal of the calling thread's context
+ * (cuCtxGetDevice; 0 without one). Both driver calls are fetched once
+ * through the real cuGetProcAddress and made inside the reentrancy guard
+ * as the recorder's own (what they allocate comes from the arena).
+ *
+ * The promise: the program gets the driver's return values and
+ * out-parameters unchanged, errno as the driver left it, and no block of
+ * its heap is the recorder's. Without libcuda nothing here runs. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <string.h>
+
+#include "hooks-int.h"
+#include "log.h"
+#include "stamp.h"
+
+/* The driver's types, as cuda.h declares them (not needed to build). */
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr;
+typedef int CUdevice;
+typedef uint64_t cuuint64_t;
+typedef struct CUstream_st *CUstream;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUmemPoolHandle_st *CUmemoryPool;
+
+#define CUDA_SUCCESS 0
+#define CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM 2
+
+/* The name recorded for a kernel the driver cannot name. */
+#define KERNEL_UNNAMED "<cuda kernel>"
+
+/* The wrapped entry points, one slot per exported name. */
+enum cu_slot {
+	CU_GETPROC,
+	CU_GETPROC_V2,
+	CU_MEM_ALLOC,
+	CU_MEM_ALLOC_PITCH,
+	CU_MEM_FREE,
+	CU_MEM_ALLOC_MANAGED,
+	CU_MEM_ALLOC_HOST,
+	CU_MEM_HOST_ALLOC,
+	CU_MEM_FREE_HOST,
+	CU_MEM_ALLOC_ASYNC,
+	CU_MEM_ALLOC_ASYNC_PTSZ,
+	CU_MEM_ALLOC_POOL,
+	CU_MEM_ALLOC_POOL_PTSZ,
+	CU_MEM_FREE_ASYNC,
+	CU_MEM_FREE_ASYNC_PTSZ,
+	CU_LAUNCH,
+	CU_LAUNCH_PTSZ,
+	CU_LAUNCH_EX,
+	CU_LAUNCH_EX_PTSZ,
+	CU_NSLOTS
+};
+
+typedef void (*cu_fn)(void);
+
+/* What the program's entry points really are: the driver's functions,
+ * filled once each (compare-and-swap from NULL). */
+static void *real_fn[CU_NSLOTS];
+
+#define REAL(slot, type) ((type)(cu_fn)__atomic_load_n(&real_fn[slot], __ATOMIC_ACQUIRE))
+
+/* The driver's functions the wrappers call for themselves. */
+static CUresult (*ctx_get_device)(CUdevice *);
+static CUresult (*func_get_name)(const char **, CUfunction);
+static int driver_fetched;
+
+/* --- recording ------------------------------------------------------------ */
+
+/* Fetches cuCtxGetDevice and cuFuncGetName through the real
+ * cuGetProcAddress, once one is known. Inside the guard. */
+static void driver_fetch(void)
+{
+	CUresult (*v2)(const char *, void **, int, cuuint64_t, int *) =
+		REAL(CU_GETPROC_V2, CUresult (*)(const char *, void **, int, cuuint64_t, int *));
+	CUresult (*v1)(const char *, void **, int, cuuint64_t) =
+		REAL(CU_GETPROC, CUresult (*)(const char *, void **, int, cuuint64_t));
+	void *dev = NULL, *name = NULL;
+	int status;
+
+	if (v2) {
+		if (v2("cuCtxGetDevice", &dev, 2000, 0, &status) != CUDA_SUCCESS)
+			dev = NULL;
+		if (v2("cuFuncGetName", &name, 12030, 0, &status) != CUDA_SUCCESS)
+			name = NULL;
+	} else if (v1) {
+		if (v1("cuCtxGetDevice", &dev, 2000, 0) != CUDA_SUCCESS)
+			dev = NULL;
+		if (v1("cuFuncGetName", &name, 12030, 0) != CUDA_SUCCESS)
+			name = NULL;
+	} else {
+		return; /* entry points from dlsym() alone: try again later */
+	}
+	*(void **)&ctx_get_device = dev;
+	*(void **)&func_get_name = name;
+	__atomic_store_n(&driver_fetched, 1, __ATOMIC_RELEASE);
+}
+
+/* Calls into the driver made for the recorder: its own (busy 2), so that
+ * what the driver allocates there comes from the arena. */
+static void driver_begin(void)
+{
+	mms__tls_busy = 2;
+	if (unlikely(!__atomic_load_n(&driver_fetched, __ATOMIC_ACQUIRE)))
+		driver_fetch();
+}
+
+static void driver_end(void)
+{
+	mms__tls_busy = 1;
+}
+
+/* The device ordinal of the calling thread's context, 0 without one.
+ * Inside the guard. */
+static unsigned device_now(void)
+{
+	CUdevice dev = 0;
+
+	driver_begin();
+	if (!ctx_get_device || ctx_get_device(&dev) != CUDA_SUCCESS || dev < 0)
+		dev = 0;
+	driver_end();
+	return (unsigned)dev;
+}
+
+/* Writes a DEV_ALLOC (alloc nonzero) or DEV_FREE record. */
+static void rec_dev(struct mms_thread *t, uint8_t tag, uint64_t stamp, unsigned device, uint64_t addr, int alloc,
+		    uint64_t size, uint32_t stack)
+{
+	uint8_t *p = mms__rec_begin(t, 1 + 5 * 10);
+
+	if (unlikely(!p)) {
+		mms__log_cut_at(stamp);
+		return;
+	}
+	p = mms__rec_head(t, p, tag, stamp);
+	p = mms_put_u(p, device);
+	p = mms__rec_addr(t, p, addr);
+	if (alloc) {
+		p = mms_put_u(p, size);
+		p = mms_put_u(p, stack);
+	}
+	mms__rec_commit(t, p);
+}
+
+/* The thread, inside the guard, when memory events are recorded now. */
+static struct mms_thread *dev_enter(void)
+{
+	return mms__collecting ? mms__api_enter() : NULL;
+}
+
+/* The driver handed out [addr, addr + size) of kind fn (enum mms_dev_fn). */
+static __attribute__((noinline)) void dev_alloc(unsigned fn, uint64_t addr, uint64_t size)
+{
+	int saved = errno;
+	struct mms_thread *t = dev_enter();
+
+	if (t) {
+		unsigned device = device_now();
+		uint32_t stack = mms__capture_stack(t);
+
+		rec_dev(t, (uint8_t)(MMS_TAG_DEV_ALLOC | fn), mms__stamp_obtain(), device, addr, 1, size, stack);
+		mms__api_leave();
+	}
+	errno = saved;
+}
+
+/* The driver is about to take back addr, by a call of kind fn. */
+static __attribute__((noinline)) void dev_free(unsigned fn, uint64_t addr)
+{
+	int saved = errno;
+	struct mms_thread *t = addr ? dev_enter() : NULL;
+
+	if (t) {
+		unsigned device = device_now();
+
+		rec_dev(t, (uint8_t)(MMS_TAG_DEV_FREE | fn), mms__stamp_release(), device, addr, 0, 0, 0);
+		mms__api_leave();
+	}
+	errno = saved;
+}
+
+/* A kernel of f was launched. */
+static __attribute__((noinline)) void kernel_launched(CUfunction f)
+{
+	int saved = errno;
+	const char *name = NULL;
+
+	if (!(mms__config.events & MMS_EVENTS_LAUNCH) || mms__tls_busy || !mms__recording_now()) {
+		errno = saved;
+		return;
+	}
+	mms__tls_busy = 1;
+	driver_begin();
+	if (!func_get_name || func_get_name(&name, f) != CUDA_SUCCESS || !name || !*name)
+		name = KERNEL_UNNAMED;
+	mms__tls_busy = 0;
+	mms__api_kernel(name);
+	errno = saved;
+}
+
+/* --- the wrappers ----------------------------------------------------------
+ * Each calls its slot's real function (known before the wrapper was
+ * handed out) and records around it. */
+
+static CUresult w_mem_alloc(CUdeviceptr *dptr, size_t size)
+{
+	CUresult r = REAL(CU_MEM_ALLOC, CUresult (*)(CUdeviceptr *, size_t))(dptr, size);
+
+	if (r == CUDA_SUCCESS)
+		dev_alloc(MMS_DEV_DEVICE, *dptr, size);
+	return r;
+}
+
+static CUresult w_mem_alloc_pitch(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height, unsigned elem)
+{
+	CUresult r = REAL(CU_MEM_ALLOC_PITCH, CUresult (*)(CUdeviceptr *, size_t *, size_t, size_t, unsigned))(
+		dptr, pitch, width, height, elem);
+
+	if (r == CUDA_SUCCESS)
+		dev_alloc(MMS_DEV_DEVICE, *dptr, (uint64_t)*pitch * height);
+	return r;
+}
+
+static CUresult w_mem_free(CUdeviceptr dptr)
+{
+	dev_free(MMS_DEV_DEVICE, dptr);
+	return REAL(CU_MEM_FREE, CUresult (*)(CUdeviceptr))(dptr);
+}
+
+static CUresult w_mem_alloc_managed(CUdeviceptr *dptr, size_t size, unsigned flags)
+{
+	CUresult r = REAL(CU_MEM_ALLOC_MANAGED, CUresult (*)(CUdeviceptr *, size_t, unsigned))(dptr, size, flags);
+
+	if (r == CUDA_SUCCESS)
+		dev_alloc(MMS_DEV_MANAGED, *dptr, size);
+	return r;
+}
+
+static CUresult w_mem_alloc_host(void **pp, size_t size)
+{
+	CUresult r = REAL(CU_MEM_ALLOC_HOST, CUresult (*)(void **, size_t))(pp, size);
+
+	if (r == CUDA_SUCCESS)
+		dev_alloc(MMS_DEV_PINNED, (uintptr_t)*pp, size);
+	return r;
+}
+
+static CUresult w_mem_host_alloc(void **pp, size_t size, unsigned flags)
+{
+	CUresult r = REAL(CU_MEM_HOST_ALLOC, CUresult (*)(void **, size_t, unsigned))(pp, size, flags);
+
+	if (r == CUDA_SUCCESS)
+		dev_alloc(MMS_DEV_PINNED, (uintptr_t)*pp, size);
+	return r;
+}
+
+static CUresult w_mem_free_host(void *p)
+{
+	dev_free(MMS_DEV_PINNED, (uintptr_t)p);
+	return REAL(CU_MEM_FREE_HOST, CUresult (*)(void *))(p);
+}
+
+static CUresult alloc_async(int slot, CUdeviceptr *dptr, size_t size, CUstream stream)
+{
+	CUresult r = REAL(slot, CUresult (*)(CUdeviceptr *, size_t, CUstream))(dptr, size, stream);
+
+	if (r == CUDA_SUCCESS)
+		dev_alloc(MMS_DEV_ASYNC, *dptr, size);
+	return r;
+}
+
+static CUresult w_mem_alloc_async(CUdeviceptr *dptr, size_t size, CUstream stream)
+{
+	return alloc_async(CU_MEM_ALLOC_ASYNC, dptr, size, stream);
+}
+
+static CUresult w_mem_alloc_async_ptsz(CUdeviceptr *dptr, size_t size, CUstream stream)
+{
+	return alloc_async(CU_MEM_ALLOC_ASYNC_PTSZ, dptr, size, stream);
+}
+
+static CUresult alloc_pool(int slot, CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream stream)
+{
+	CUresult r =
+		REAL(slot, CUresult (*)(CUdeviceptr *, size_t, CUmemoryPool, CUstream))(dptr, size, pool, stream);
+
+	if (r == CUDA_SUCCESS)
+		dev_alloc(MMS_DEV_ASYNC, *dptr, size);
+	return r;
+}
+
+static CUresult w_mem_alloc_pool(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream stream)
+{
+	return alloc_pool(CU_MEM_ALLOC_POOL, dptr, size, pool, stream);
+}
+
+static CUresult w_mem_alloc_pool_ptsz(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream stream)
+{
+	return alloc_pool(CU_MEM_ALLOC_POOL_PTSZ, dptr, size, pool, stream);
+}
+
+static CUresult free_async(int slot, CUdeviceptr dptr, CUstream stream)
+{
+	dev_free(MMS_DEV_ASYNC, dptr);
+	return REAL(slot, CUresult (*)(CUdeviceptr, CUstream))(dptr, stream);
+}
+
+static CUresult w_mem_free_async(CUdeviceptr dptr, CUstream stream)
+{
+	return free_async(CU_MEM_FREE_ASYNC, dptr, stream);
+}
+
+static CUresult w_mem_free_async_ptsz(CUdeviceptr dptr, CUstream stream)
+{
+	return free_async(CU_MEM_FREE_ASYNC_PTSZ, dptr, stream);
+}
+
+typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+			      CUstream, void **, void **);
+
+static CUresult launch(int slot, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+		       unsigned bz, unsigned shared, CUstream stream, void **params, void **extra)
+{
+	CUresult r = REAL(slot, launch_fn)(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);
+
+	if (r == CUDA_SUCCESS)
+		kernel_launched(f);
+	return r;
+}
+
+static CUresult w_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+			 unsigned shared, CUstream stream, void **params, void **extra)
+{
+	return launch(CU_LAUNCH, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);
+}
+
+static CUresult w_launch_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+			      unsigned bz, unsigned shared, CUstream stream, void **params, void **extra)
+{
+	return launch(CU_LAUNCH_PTSZ, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);
+}
+
+static CUresult launch_ex(int slot, const void *config, CUfunction f, void **params, void **extra)
+{
+	CUresult r = REAL(slot, CUresult (*)(const void *, CUfunction, void **, void **))(config, f, params, extra);
+
+	if (r == CUDA_SUCCESS)
+		kernel_launched(f);
+	return r;
+}
+
+static CUresult w_launch_ex(const void *config, CUfunction f, void **params, void **extra)
+{
+	return launch_ex(CU_LAUNCH_EX, config, f, params, extra);
+}
+
+static CUresult w_launch_ex_ptsz(const void *config, CUfunction f, void **params, void **extra)
+{
+	return launch_ex(CU_LAUNCH_EX_PTSZ, config, f, params, extra);
+}
+
+static CUresult w_getproc(const char *symbol, void **pfn, int version, cuuint64_t flags);
+static CUresult w_getproc_v2(const char *symbol, void **pfn, int version, cuuint64_t flags, int *status);
+
+/* --- the table of entry points -------------------------------------------- */
+
+struct cu_entry {
+	const char *name;  /* the exported name: one ABI */
+	const char *base;  /* the name cuGetProcAddress is asked for */
+	int since;         /* the CUDA version from which the driver hands it out */
+	int ptsz;          /* the per-thread default stream variant */
+	cu_fn wrapper;
+};
+
+#define ENTRY(slot, name, base, since, ptsz, wrapper) [slot] = { name, base, since, ptsz, (cu_fn)wrapper }
+static const struct cu_entry entries[CU_NSLOTS] = {
+	ENTRY(CU_GETPROC, "cuGetProcAddress", "cuGetProcAddress", 11030, 0, w_getproc),
+	ENTRY(CU_GETPROC_V2, "cuGetProcAddress_v2", "cuGetProcAddress", 12000, 0, w_getproc_v2),
+	ENTRY(CU_MEM_ALLOC, "cuMemAlloc_v2", "cuMemAlloc", 3020, 0, w_mem_alloc),
+	ENTRY(CU_MEM_ALLOC_PITCH, "cuMemAllocPitch_v2", "cuMemAllocPitch", 3020, 0, w_mem_alloc_pitch),
+	ENTRY(CU_MEM_FREE, "cuMemFree_v2", "cuMemFree", 3020, 0, w_mem_free),
+	ENTRY(CU_MEM_ALLOC_MANAGED, "cuMemAllocManaged", "cuMemAllocManaged", 6000, 0, w_mem_alloc_managed),
+	ENTRY(CU_MEM_ALLOC_HOST, "cuMemAllocHost_v2", "cuMemAllocHost", 3020, 0, w_mem_alloc_host),
+	ENTRY(CU_MEM_HOST_ALLOC, "cuMemHostAlloc", "cuMemHostAlloc", 2020, 0, w_mem_host_alloc),
+	ENTRY(CU_MEM_FREE_HOST, "cuMemFreeHost", "cuMemFreeHost", 2000, 0, w_mem_free_host),
+	ENTRY(CU_MEM_ALLOC_ASYNC, "cuMemAllocAsync", "cuMemAllocAsync", 11020, 0, w_mem_alloc_async),
+	ENTRY(CU_MEM_ALLOC_ASYNC_PTSZ, "cuMemAllocAsync_ptsz", "cuMemAllocAsync", 11020, 1, w_mem_alloc_async_ptsz),
+	ENTRY(CU_MEM_ALLOC_POOL, "cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync", 11020, 0, w_mem_alloc_pool),
+	ENTRY(CU_MEM_ALLOC_POOL_PTSZ, "cuMemAllocFromPoolAsync_ptsz", "cuMemAllocFromPoolAsync", 11020, 1,
+	      w_mem_alloc_pool_ptsz),
+	ENTRY(CU_MEM_FREE_ASYNC, "cuMemFreeAsync", "cuMemFreeAsync", 11020, 0, w_mem_free_async),
+	ENTRY(CU_MEM_FREE_ASYNC_PTSZ, "cuMemFreeAsync_ptsz", "cuMemFreeAsync", 11020, 1, w_mem_free_async_ptsz),
+	ENTRY(CU_LAUNCH, "cuLaunchKernel", "cuLaunchKernel", 4000, 0, w_launch),
+	ENTRY(CU_LAUNCH_PTSZ, "cuLaunchKernel_ptsz", "cuLaunchKernel", 7000, 1, w_launch_ptsz),
+	ENTRY(CU_LAUNCH_EX, "cuLaunchKernelEx", "cuLaunchKernelEx", 11060, 0, w_launch_ex),
+	ENTRY(CU_LAUNCH_EX_PTSZ, "cuLaunchKernelEx_ptsz", "cuLaunchKernelEx", 11060, 1, w_launch_ex_ptsz),
+};
+
+/* The slot whose exported name is name, or -1. */
+static int slot_named(const char *name)
+{
+	for (int i = 0; i < CU_NSLOTS; i++)
+		if (!strcmp(entries[i].name, name))
+			return i;
+	return -1;
+}
+
+/* The base name cuGetProcAddress is asked for when a program asks for
+ * symbol (a base name, or an exported one), or NULL when no entry point of
+ * that name is wrapped: the common case, a few compares of the prefix. */
+static const char *wrapped_base(const char *symbol)
+{
+	if (strncmp(symbol, "cuMem", 5) && strncmp(symbol, "cuLaunchKernel", 14) &&
+	    strncmp(symbol, "cuGetProcAddress", 16))
+		return NULL;
+	for (int i = 0; i < CU_NSLOTS; i++)
+		if (!strcmp(entries[i].base, symbol) || !strcmp(entries[i].name, symbol))
+			return entries[i].base;
+	return NULL;
+}
+
+/* True when p lies in the driver, a library named libcuda.so*; with the
+ * name of the export at exactly p, if any, in *sname. */
+static int in_driver(void *p, const char **sname)
+{
+	Dl_info di;
+	const char *file, *slash;
+
+	if (!dladdr(p, &di) || !di.dli_fname)
+		return 0;
+	file = di.dli_fname;
+	slash = strrchr(file, '/');
+	if (slash)
+		file = slash + 1;
+	*sname = di.dli_saddr == p ? di.dli_sname : NULL;
+	return !strncmp(file, "libcuda.so", 10);
+}
+
+/* The wrapper of slot for the driver's function p: fills the slot, or
+ * returns p itself when the slot holds another function. */
+static void *wrap_slot(int slot, void *p)
+{
+	void *expect = NULL;
+
+	if (!__atomic_compare_exchange_n(&real_fn[slot], &expect, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) &&
+	    expect != p)
+		return p;
+	return *(void **)&entries[slot].wrapper;
+}
+
+/* The slot of the ABI the driver hands out for base at version and flags,
+ * by its own rules (the newest ABI the version has; _ptsz variants for
+ * the per-thread default stream): for a function no export names. */
+static int slot_by_version(const char *base, int version, cuuint64_t flags)
+{
+	int want_ptsz = 0, best = -1;
+
+	for (int i = 0; i < CU_NSLOTS; i++)
+		if (!strcmp(entries[i].base, base) && entries[i].ptsz)
+			want_ptsz = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+	for (int i = 0; i < CU_NSLOTS; i++)
+		if (!strcmp(entries[i].base, base) && entries[i].ptsz == want_ptsz && version >= entries[i].since &&
+		    (best < 0 || entries[i].since > entries[best].since))
+			best = i;
+	return best; /* -1 for an ABI older than the table's: not wrapped */
+}
+
+/* What cuGetProcAddress hands the program for symbol: p, or our wrapper
+ * of it. */
+static void *wrap_proc(const char *symbol, void *p, int version, cuuint64_t flags)
+{
+	const char *base = wrapped_base(symbol), *sname;
+	int saved, slot;
+
+	if (!base)
+		return p;
+	saved = errno;
+	if (in_driver(p, &sname)) {
+		slot = sname ? slot_named(sname) : slot_by_version(base, version, flags);
+		if (slot >= 0 && !strcmp(entries[slot].base, base))
+			p = wrap_slot(slot, p);
+	}
+	errno = saved;
+	return p;
+}
+
+/* The driver's cuGetProcAddress returned r, *pfn for symbol. */
+static CUresult proc_result(CUresult r, const char *symbol, void **pfn, int version, cuuint64_t flags)
+{
+	if (r == CUDA_SUCCESS && symbol && pfn && *pfn)
+		*pfn = wrap_proc(symbol, *pfn, version, flags);
+	return r;
+}
+
+static CUresult w_getproc(const char *symbol, void **pfn, int version, cuuint64_t flags)
+{
+	return proc_result(REAL(CU_GETPROC, CUresult (*)(const char *, void **, int, cuuint64_t))(symbol, pfn,
+												  version, flags),
+			   symbol, pfn, version, flags);
+}
+
+static CUresult w_getproc_v2(const char *symbol, void **pfn, int version, cuuint64_t flags, int *status)
+{
+	return proc_result(REAL(CU_GETPROC_V2, CUresult (*)(const char *, void **, int, cuuint64_t, int *))(
+				   symbol, pfn, version, flags, status),
+			   symbol, pfn, version, flags);
+}
+
+#if defined(__x86_64__) || defined(__aarch64__)
+void *mms__cuda_dlsym(void *handle, const char *name)
+{
+	void *p = mms__real_dlsym(handle, name);
+	const char *sname;
+	int slot, saved;
+
+	if (!p || (slot = slot_named(name)) < 0)
+		return p;
+	saved = errno;
+	if (in_driver(p, &sname))
+		p = wrap_slot(slot, p);
+	errno = saved;
+	return p;
+}
+#endif
+
+void mms__cuda_init(void)
+{
+#if defined(__x86_64__) || defined(__aarch64__)
+	/* The program's first lookup may race another thread's: know the
+	 * real dlsym() before the program runs. */
+	(void)mms__dlsym_resolve();
+#endif
+}

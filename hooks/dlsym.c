@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+/* dlsym.c: interposes dlsym() so that the CUDA driver's entry points the
+ * program looks up by name reach cuda.c, and every other lookup reaches
+ * the real dlsym() exactly as if the recorder were not there.
+ *
+ * dlsym() depends on its caller: dlsym(RTLD_NEXT, name) searches the
+ * objects loaded after the one that called it, which glibc finds from the
+ * return address. A C wrapper would make the recorder the caller, so the
+ * entry point is a few instructions of assembly that test the handle and
+ * the name's first two bytes and jump to the real dlsym() with the
+ * caller's return address still in place. Only a lookup in a real handle
+ * of a name beginning with "cu" goes to mms__cuda_dlsym() (cuda.c), where
+ * the caller no longer matters: a real handle is searched in its own
+ * scope, whoever asks (only an audit module's la_symbind would see the
+ * recorder as the caller).
+ *
+ * The real dlsym() is found with dlvsym(), never with dlsym(), at the
+ * first call (the recorder's own start-up makes it). dlvsym() is not
+ * interposed.
+ *
+ * On x86-64 and aarch64 only. Elsewhere dlsym() is not interposed, and
+ * capturing CUDA memory there needs another way in (a preloaded libcuda
+ * shim, or CUPTI's callbacks). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <gnu/libc-version.h>
+#include <stdlib.h>
+
+#include "hooks-int.h"
+
+#if defined(__x86_64__) || defined(__aarch64__)
+
+void *(*mms__real_dlsym)(void *, const char *);
+
+#if defined(__x86_64__)
+#define DLSYM_OLD_VERSION "GLIBC_2.2.5"
+#else
+#define DLSYM_OLD_VERSION "GLIBC_2.17"
+#endif
+
+/* glibc 2.34 moved dlsym() from libdl into libc under a new version. A
+ * lookup of a version that is not there would leave an error for the
+ * program's next dlerror() (and allocate it), so the version is chosen
+ * from the running glibc's. */
+static const char *dlsym_version(void)
+{
+	const char *v = gnu_get_libc_version();
+	char *end;
+	long major = strtol(v, &end, 10), minor = *end == '.' ? strtol(end + 1, NULL, 10) : 0;
+
+	return major > 2 || (major == 2 && minor >= 34) ? "GLIBC_2.34" : DLSYM_OLD_VERSION;
+}
+
+/* Called by the entry point while the real dlsym() is not known yet.
+ * Returns it, or NULL when it cannot be found (or this thread is finding
+ * it already): the entry point then returns NULL. */
+void *mms__dlsym_resolve(void)
+{
+	static __thread int resolving;
+	void *p = __atomic_load_n(&mms__real_dlsym, __ATOMIC_ACQUIRE);
+
+	if (p || resolving)
+		return p;
+	resolving = 1;
+	p = dlvsym(RTLD_NEXT, "dlsym", dlsym_version());
+	resolving = 0;
+	__atomic_store_n((void **)&mms__real_dlsym, p, __ATOMIC_RELEASE);
+	return p;
+}
+
+/* The entry point. RTLD_NEXT is (void *)-1 and RTLD_DEFAULT NULL; a NULL
+ * name is the real dlsym()'s to report. */
+#if defined(__x86_64__)
+#ifdef __CET__
+#define DLSYM_LANDING "endbr64\n\t"
+#else
+#define DLSYM_LANDING ""
+#endif
+__asm__(".text\n\t"
+	".globl dlsym\n\t"
+	".type dlsym, @function\n\t"
+	".p2align 4\n"
+	"dlsym:\n\t"
+	".cfi_startproc\n\t"
+	DLSYM_LANDING
+	"movq mms__real_dlsym(%rip), %rax\n\t"
+	"testq %rax, %rax\n\t"
+	"jz 3f\n"
+	"1:\n\t"
+	"cmpq $-1, %rdi\n\t"
+	"je 2f\n\t"
+	"testq %rdi, %rdi\n\t"
+	"jz 2f\n\t"
+	"testq %rsi, %rsi\n\t"
+	"jz 2f\n\t"
+	"cmpb $0x63, (%rsi)\n\t" /* 'c' */
+	"jne 2f\n\t"
+	"cmpb $0x75, 1(%rsi)\n\t" /* 'u' */
+	"jne 2f\n\t"
+	"jmp mms__cuda_dlsym\n"
+	"2:\n\t"
+	"jmp *%rax\n"
+	"3:\n\t"
+	/* Two pushes and 8 bytes more keep the call 16-byte aligned. */
+	"pushq %rdi\n\t"
+	".cfi_adjust_cfa_offset 8\n\t"
+	"pushq %rsi\n\t"
+	".cfi_adjust_cfa_offset 8\n\t"
+	"subq $8, %rsp\n\t"
+	".cfi_adjust_cfa_offset 8\n\t"
+	"call mms__dlsym_resolve\n\t"
+	"addq $8, %rsp\n\t"
+	".cfi_adjust_cfa_offset -8\n\t"
+	"popq %rsi\n\t"
+	".cfi_adjust_cfa_offset -8\n\t"
+	"popq %rdi\n\t"
+	".cfi_adjust_cfa_offset -8\n\t"
+	"testq %rax, %rax\n\t"
+	"jnz 1b\n\t"
+	"ret\n\t"
+	".cfi_endproc\n\t"
+	".size dlsym, .-dlsym\n\t"
+	".previous");
+#else /* __aarch64__ */
+#ifdef __ARM_FEATURE_BTI_DEFAULT
+#define DLSYM_LANDING "hint 34\n\t" /* bti c */
+#else
+#define DLSYM_LANDING ""
+#endif
+__asm__(".text\n\t"
+	".globl dlsym\n\t"
+	".type dlsym, %function\n\t"
+	".p2align 2\n"
+	"dlsym:\n\t"
+	".cfi_startproc\n\t"
+	DLSYM_LANDING
+	"adrp x16, mms__real_dlsym\n\t"
+	"ldr x16, [x16, :lo12:mms__real_dlsym]\n\t"
+	"cbz x16, 3f\n"
+	"1:\n\t"
+	"cmn x0, #1\n\t"
+	"b.eq 2f\n\t"
+	"cbz x0, 2f\n\t"
+	"cbz x1, 2f\n\t"
+	"ldrb w17, [x1]\n\t"
+	"cmp w17, #0x63\n\t" /* 'c' */
+	"b.ne 2f\n\t"
+	"ldrb w17, [x1, #1]\n\t"
+	"cmp w17, #0x75\n\t" /* 'u' */
+	"b.ne 2f\n\t"
+	"b mms__cuda_dlsym\n"
+	"2:\n\t"
+	"br x16\n"
+	"3:\n\t"
+	"stp x29, x30, [sp, #-32]!\n\t"
+	".cfi_def_cfa_offset 32\n\t"
+	".cfi_offset 29, -32\n\t"
+	".cfi_offset 30, -24\n\t"
+	"mov x29, sp\n\t"
+	"stp x0, x1, [sp, #16]\n\t"
+	"bl mms__dlsym_resolve\n\t"
+	"mov x16, x0\n\t"
+	"ldp x0, x1, [sp, #16]\n\t"
+	"ldp x29, x30, [sp], #32\n\t"
+	".cfi_def_cfa_offset 0\n\t"
+	".cfi_restore 29\n\t"
+	".cfi_restore 30\n\t"
+	"cbnz x16, 1b\n\t"
+	"mov x0, #0\n\t"
+	"ret\n\t"
+	".cfi_endproc\n\t"
+	".size dlsym, .-dlsym\n\t"
+	".previous");
+#endif
+
+#endif /* x86-64 or aarch64 */

@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+/* cudaprog.c: a CUDA program in miniature, for cuda.sh: it reaches the
+ * driver the way the CUDA runtime does (dlopen libcuda.so.1, dlsym
+ * cuGetProcAddress_v2, fetch cuGetProcAddress again through itself, then
+ * every other entry point through that), plus one entry point found with
+ * dlsym() as driver-API programs do, and makes a known sequence of device
+ * memory calls and kernel launches. Run against tests/cuda/driver's test
+ * double; it prints its own accounting, which must be the same under the
+ * recorder. Every driver call must leave errno as the driver set it.
+ *
+ * The sequence (sizes in bytes):
+ *   device   cuMemAlloc 4096 (leaky_upload, never freed), 1048576, 8192
+ *            (through dlsym's cuMemAlloc_v2), cuMemAllocPitch 1000 x 10
+ *            of 4-byte elements (pitch 1024: 10240)
+ *   async    cuMemAllocAsync 65536, cuMemAllocAsync_ptsz 32768,
+ *            cuMemAllocFromPoolAsync 16384; freed with cuMemFreeAsync
+ *            and cuMemFreeAsync_ptsz
+ *   managed  cuMemAllocManaged 2097152, freed with cuMemFree
+ *   pinned   cuMemHostAlloc 8192, cuMemAllocHost 4096, cuMemFreeHost
+ *   not recorded: a failing cuMemAlloc (0 bytes), cuMemFree(0), and a
+ *            cuMemAlloc of the old ABI (CUDA version 2000) and its free
+ *   kernels  vector_add by cuLaunchKernel, cuLaunchKernel_ptsz and
+ *            cuLaunchKernelEx; reduce_sum by cuLaunchKernelEx_ptsz; one
+ *            the driver cannot name, by cuLaunchKernel */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr;
+typedef struct CUstream_st *CUstream;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUmemPoolHandle_st *CUmemoryPool;
+
+typedef CUresult (*getproc_v2_t)(const char *, void **, int, uint64_t, int *);
+typedef CUresult (*alloc_t)(CUdeviceptr *, size_t);
+typedef CUresult (*free_t)(CUdeviceptr);
+typedef CUresult (*launch_t)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+			     CUstream, void **, void **);
+typedef CUresult (*launch_ex_t)(const void *, CUfunction, void **, void **);
+
+static getproc_v2_t get_proc;
+static int failures;
+
+static void die(const char *what)
+{
+	fprintf(stderr, "cudaprog: %s\n", what);
+	exit(2);
+}
+
+/* The entry point name at a CUDA version, with flags (2: per-thread
+ * default stream). */
+static void *proc(const char *name, int version, uint64_t flags)
+{
+	void *p = NULL;
+	int status = -1;
+
+	if (get_proc(name, &p, version, flags, &status) || !p || status)
+		die(name);
+	return p;
+}
+
+/* Each driver call's result and errno: the driver sets ENOMSG. */
+static CUresult check(const char *what, CUresult r, CUresult want)
+{
+	if (r != want || errno != ENOMSG) {
+		fprintf(stderr, "cudaprog: %s returned %d with errno %d\n", what, r, errno);
+		failures++;
+	}
+	errno = 0;
+	return r;
+}
+
+static unsigned long long device_bytes, async_bytes, managed_bytes, pinned_bytes, live_bytes;
+
+static alloc_t mem_alloc;
+
+__attribute__((noinline)) static CUdeviceptr leaky_upload(size_t size)
+{
+	CUdeviceptr d = 0;
+
+	check("cuMemAlloc (leaky_upload)", mem_alloc(&d, size), 0);
+	device_bytes += size;
+	live_bytes += size;
+	__asm__ volatile("" ::: "memory"); /* no tail call: leaky_upload stays on the stack */
+	return d;
+}
+
+int main(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	void *p;
+	getproc_v2_t first;
+	CUdeviceptr a = 0, b = 0, pitch_block = 0, s1 = 0, s2 = 0, s3 = 0, m = 0, zero = 0;
+	unsigned old = 0;
+	size_t pitch = 0;
+	void *pin1 = NULL, *pin2 = NULL;
+	CUfunction vector_add, reduce_sum, anonymous;
+	alloc_t direct;
+	free_t mem_free;
+	launch_t launch, launch_ptsz;
+	launch_ex_t launch_ex, launch_ex_ptsz;
+
+	if (!h)
+		die(dlerror());
+	/* As cudart does: cuGetProcAddress_v2 by dlsym, then through itself. */
+	*(void **)&first = dlsym(h, "cuGetProcAddress_v2");
+	if (!first)
+		die("no cuGetProcAddress_v2");
+	get_proc = first;
+	if (get_proc("", &p, 0, 0, NULL) == 0)
+		die("the empty name resolved");
+	errno = 0;
+	check("cuInit", ((CUresult(*)(unsigned))proc("cuInit", 2000, 0))(0), 0);
+	(void)proc("cuGetProcAddress", 11030, 0);
+	*(void **)&get_proc = proc("cuGetProcAddress", 12000, 0);
+
+	*(void **)&mem_alloc = proc("cuMemAlloc", 12000, 0);
+	*(void **)&mem_free = proc("cuMemFree", 12000, 0);
+	*(void **)&direct = dlsym(h, "cuMemAlloc_v2");
+	if (!direct)
+		die("no cuMemAlloc_v2");
+
+	/* Device memory. */
+	(void)leaky_upload(4096);
+	check("cuMemAlloc", mem_alloc(&a, 1048576), 0);
+	check("cuMemAlloc_v2 (dlsym)", direct(&b, 8192), 0);
+	check("cuMemAllocPitch",
+	      ((CUresult(*)(CUdeviceptr *, size_t *, size_t, size_t, unsigned))proc("cuMemAllocPitch", 12000, 0))(
+		      &pitch_block, &pitch, 1000, 10, 4),
+	      0);
+	device_bytes += 1048576 + 8192 + pitch * 10;
+	check("cuMemAlloc of 0 bytes", mem_alloc(&zero, 0), 1);
+	check("cuMemFree", mem_free(a), 0);
+	check("cuMemFree", mem_free(b), 0);
+	check("cuMemFree", mem_free(pitch_block), 0);
+	check("cuMemFree(0)", mem_free(0), 0);
+
+	/* The old ABI: 32-bit sizes and addresses. */
+	check("cuMemAlloc (version 2000)",
+	      ((CUresult(*)(unsigned *, unsigned))proc("cuMemAlloc", 2000, 0))(&old, 256), 0);
+	check("cuMemFree (version 2000)", ((CUresult(*)(unsigned))proc("cuMemFree", 2000, 0))(old), 0);
+
+	/* Stream-ordered memory, also through the per-thread stream ABI. */
+	check("cuMemAllocAsync",
+	      ((CUresult(*)(CUdeviceptr *, size_t, CUstream))proc("cuMemAllocAsync", 12000, 0))(&s1, 65536, NULL), 0);
+	check("cuMemAllocAsync_ptsz",
+	      ((CUresult(*)(CUdeviceptr *, size_t, CUstream))proc("cuMemAllocAsync", 12000, 2))(&s2, 32768, NULL), 0);
+	check("cuMemAllocFromPoolAsync",
+	      ((CUresult(*)(CUdeviceptr *, size_t, CUmemoryPool, CUstream))proc("cuMemAllocFromPoolAsync", 12000,
+										0))(&s3, 16384, NULL, NULL),
+	      0);
+	async_bytes += 65536 + 32768 + 16384;
+	check("cuMemFreeAsync", ((CUresult(*)(CUdeviceptr, CUstream))proc("cuMemFreeAsync", 12000, 0))(s1, NULL), 0);
+	check("cuMemFreeAsync_ptsz", ((CUresult(*)(CUdeviceptr, CUstream))proc("cuMemFreeAsync", 12000, 2))(s2, NULL),
+	      0);
+	check("cuMemFreeAsync", ((CUresult(*)(CUdeviceptr, CUstream))proc("cuMemFreeAsync", 12000, 0))(s3, NULL), 0);
+
+	/* Managed and pinned host memory. */
+	check("cuMemAllocManaged",
+	      ((CUresult(*)(CUdeviceptr *, size_t, unsigned))proc("cuMemAllocManaged", 12000, 0))(&m, 2097152, 1), 0);
+	managed_bytes += 2097152;
+	check("cuMemFree (managed)", mem_free(m), 0);
+	check("cuMemHostAlloc", ((CUresult(*)(void **, size_t, unsigned))proc("cuMemHostAlloc", 12000, 0))(&pin1, 8192, 0),
+	      0);
+	check("cuMemAllocHost", ((CUresult(*)(void **, size_t))proc("cuMemAllocHost", 12000, 0))(&pin2, 4096), 0);
+	pinned_bytes += 8192 + 4096;
+	((char *)pin1)[8191] = 1; /* real memory */
+	check("cuMemFreeHost", ((CUresult(*)(void *))proc("cuMemFreeHost", 12000, 0))(pin1), 0);
+	check("cuMemFreeHost", ((CUresult(*)(void *))proc("cuMemFreeHost", 12000, 0))(pin2), 0);
+
+	/* Kernels. */
+	{
+		CUresult (*get_function)(CUfunction *, void *, const char *);
+
+		*(void **)&get_function = proc("cuModuleGetFunction", 2000, 0);
+		check("cuModuleGetFunction", get_function(&vector_add, NULL, "vector_add"), 0);
+		check("cuModuleGetFunction", get_function(&reduce_sum, NULL, "reduce_sum"), 0);
+		check("cuModuleGetFunction", get_function(&anonymous, NULL, "anonymous"), 0);
+	}
+	*(void **)&launch = proc("cuLaunchKernel", 12000, 0);
+	*(void **)&launch_ptsz = proc("cuLaunchKernel", 12000, 2);
+	*(void **)&launch_ex = proc("cuLaunchKernelEx", 12000, 0);
+	*(void **)&launch_ex_ptsz = proc("cuLaunchKernelEx", 12000, 2);
+	check("cuLaunchKernel", launch(vector_add, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), 0);
+	check("cuLaunchKernel_ptsz", launch_ptsz(vector_add, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), 0);
+	check("cuLaunchKernelEx", launch_ex(NULL, vector_add, NULL, NULL), 0);
+	check("cuLaunchKernelEx_ptsz", launch_ex_ptsz(NULL, reduce_sum, NULL, NULL), 0);
+	check("cuLaunchKernel (anonymous)", launch(anonymous, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), 0);
+
+	printf("device allocs=4 bytes=%llu\n", device_bytes);
+	printf("async allocs=3 bytes=%llu\n", async_bytes);
+	printf("managed allocs=1 bytes=%llu\n", managed_bytes);
+	printf("pinned allocs=2 bytes=%llu\n", pinned_bytes);
+	printf("still allocated bytes=%llu\n", live_bytes);
+	printf("launches=5 failures=%d\n", failures);
+	return failures ? 1 : 0;
+}

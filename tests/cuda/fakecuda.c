@@ -1,0 +1,361 @@
+/* SPDX-License-Identifier: MIT */
+/* fakecuda.c: a TEST DOUBLE of the CUDA driver (libcuda.so.1), for make
+ * check on machines without a GPU. It is not a driver: it has no device,
+ * runs no kernel and gives out no device memory. Built as
+ * tests/cuda/driver/libcuda.so.1, which the test programs find with
+ * LD_LIBRARY_PATH; never installed.
+ *
+ * What it does like the real driver, for the recorder's sake (hooks/cuda.c):
+ * it exports the entry points under their real names and ABIs
+ * (cuMemAlloc_v2 and the old cuMemAlloc with 32-bit sizes, _ptsz
+ * variants), and its cuGetProcAddress and cuGetProcAddress_v2 resolve a
+ * name as the driver does: the _v2 ABI from CUDA version 3020 on, the
+ * _ptsz variant with CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM (2)
+ * where one exists, cuGetProcAddress_v2 for cuGetProcAddress from 12000.
+ * Device memory is a made-up address range (0x7e0000000000 up; 32-bit
+ * addresses for the old ABI); pinned host memory is real, from mmap.
+ * cuCtxGetDevice says device 1, so that the ordinal can be seen in the log.
+ * Every entry point sets errno to ENOMSG, which the test program checks
+ * reaches it unchanged. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr;
+typedef unsigned int CUdeviceptr_v1;
+typedef int CUdevice;
+typedef uint64_t cuuint64_t;
+typedef struct CUstream_st *CUstream;
+typedef struct CUmemPoolHandle_st *CUmemoryPool;
+typedef struct CUmod_st *CUmodule;
+
+enum {
+	CUDA_SUCCESS = 0,
+	CUDA_ERROR_INVALID_VALUE = 1,
+	CUDA_ERROR_OUT_OF_MEMORY = 2,
+	CUDA_ERROR_NOT_FOUND = 500,
+};
+
+/* A kernel: its name, NULL for one the driver cannot name. */
+struct CUfunc_st {
+	const char *name;
+};
+typedef struct CUfunc_st *CUfunction;
+
+static struct CUfunc_st kernels[] = { { "vector_add" }, { "reduce_sum" }, { NULL } };
+
+/* The blocks handed out and not yet freed: a free of anything else fails,
+ * as the driver's does. One thread at a time (the test program's). */
+#define LIVE_MAX 64
+static struct {
+	uint64_t addr;
+	size_t size;
+	int host; /* pinned host memory: unmapped on free */
+} live[LIVE_MAX];
+static uint64_t next_addr = 0x7e0000000000ull, next_addr_v1 = 0x10000000u;
+
+static CUresult give(uint64_t *counter, size_t size, uint64_t *out)
+{
+	for (int i = 0; i < LIVE_MAX; i++)
+		if (!live[i].addr) {
+			live[i].addr = *counter;
+			live[i].size = size;
+			live[i].host = 0;
+			*out = *counter;
+			*counter += (size + 511) & ~(size_t)511;
+			return CUDA_SUCCESS;
+		}
+	return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+static CUresult take(uint64_t addr, int host)
+{
+	errno = ENOMSG;
+	if (!addr)
+		return CUDA_SUCCESS;
+	for (int i = 0; i < LIVE_MAX; i++)
+		if (live[i].addr == addr && live[i].host == host) {
+			if (host)
+				munmap((void *)(uintptr_t)addr, live[i].size);
+			live[i].addr = 0;
+			return CUDA_SUCCESS;
+		}
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+/* Device memory from *counter: its address in *out. */
+static CUresult device_alloc_from(uint64_t *counter, size_t size, uint64_t *out)
+{
+	errno = ENOMSG;
+	return size ? give(counter, size, out) : CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult device_alloc(CUdeviceptr *dptr, size_t size)
+{
+	uint64_t a;
+	CUresult r = dptr ? device_alloc_from(&next_addr, size, &a) : CUDA_ERROR_INVALID_VALUE;
+
+	if (r == CUDA_SUCCESS)
+		*dptr = a;
+	return r;
+}
+
+static CUresult host_alloc(void **pp, size_t size)
+{
+	void *p;
+
+	errno = ENOMSG;
+	if (!pp || !size)
+		return CUDA_ERROR_INVALID_VALUE;
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	for (int i = 0; i < LIVE_MAX; i++)
+		if (!live[i].addr) {
+			live[i].addr = (uintptr_t)p;
+			live[i].size = size;
+			live[i].host = 1;
+			*pp = p;
+			errno = ENOMSG;
+			return CUDA_SUCCESS;
+		}
+	munmap(p, size);
+	errno = ENOMSG;
+	return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+EXPORT CUresult cuInit(unsigned flags)
+{
+	errno = ENOMSG;
+	return flags ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxGetDevice(CUdevice *dev)
+{
+	errno = ENOMSG;
+	*dev = 1;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule mod, const char *name)
+{
+	(void)mod;
+	errno = ENOMSG;
+	for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
+		if (kernels[i].name ? !strcmp(kernels[i].name, name) : !strcmp(name, "anonymous")) {
+			*f = &kernels[i];
+			return CUDA_SUCCESS;
+		}
+	return CUDA_ERROR_NOT_FOUND;
+}
+
+EXPORT CUresult cuFuncGetName(const char **name, CUfunction f)
+{
+	errno = ENOMSG;
+	if (!f || !f->name)
+		return CUDA_ERROR_INVALID_VALUE;
+	*name = f->name;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned size)
+{
+	uint64_t a;
+	CUresult r = dptr ? device_alloc_from(&next_addr_v1, size, &a) : CUDA_ERROR_INVALID_VALUE;
+
+	if (r == CUDA_SUCCESS)
+		*dptr = (CUdeviceptr_v1)a;
+	return r;
+}
+
+EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr)
+{
+	return take(dptr, 0);
+}
+
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
+{
+	return device_alloc(dptr, size);
+}
+
+EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height, unsigned elem)
+{
+	size_t p = (width + 511) & ~(size_t)511;
+
+	errno = ENOMSG;
+	if (!pitch || !height || (elem != 4 && elem != 8 && elem != 16))
+		return CUDA_ERROR_INVALID_VALUE;
+	*pitch = p;
+	return device_alloc(dptr, p * height);
+}
+
+EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+	return take(dptr, 0);
+}
+
+EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t size, unsigned flags)
+{
+	(void)flags;
+	return device_alloc(dptr, size);
+}
+
+EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t size)
+{
+	return host_alloc(pp, size);
+}
+
+EXPORT CUresult cuMemHostAlloc(void **pp, size_t size, unsigned flags)
+{
+	(void)flags;
+	return host_alloc(pp, size);
+}
+
+EXPORT CUresult cuMemFreeHost(void *p)
+{
+	return take((uintptr_t)p, 1);
+}
+
+EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream stream)
+{
+	(void)stream;
+	return device_alloc(dptr, size);
+}
+
+EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, CUstream stream)
+{
+	(void)stream;
+	return device_alloc(dptr, size);
+}
+
+EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream stream)
+{
+	(void)pool, (void)stream;
+	return device_alloc(dptr, size);
+}
+
+EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream stream)
+{
+	(void)pool, (void)stream;
+	return device_alloc(dptr, size);
+}
+
+EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream)
+{
+	(void)stream;
+	return take(dptr, 0);
+}
+
+EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream)
+{
+	(void)stream;
+	return take(dptr, 0);
+}
+
+static CUresult launch(CUfunction f)
+{
+	errno = ENOMSG;
+	return f ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+			       unsigned bz, unsigned shared, CUstream stream, void **params, void **extra)
+{
+	(void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared, (void)stream, (void)params,
+		(void)extra;
+	return launch(f);
+}
+
+EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+				    unsigned bz, unsigned shared, CUstream stream, void **params, void **extra)
+{
+	(void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared, (void)stream, (void)params,
+		(void)extra;
+	return launch(f);
+}
+
+EXPORT CUresult cuLaunchKernelEx(const void *config, CUfunction f, void **params, void **extra)
+{
+	(void)config, (void)params, (void)extra;
+	return launch(f);
+}
+
+EXPORT CUresult cuLaunchKernelEx_ptsz(const void *config, CUfunction f, void **params, void **extra)
+{
+	(void)config, (void)params, (void)extra;
+	return launch(f);
+}
+
+EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags);
+EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags, int *status);
+
+/* The driver's table: each exported function under its exported name. */
+#define FN(name) { #name, (void *)name }
+static const struct {
+	const char *name;
+	void *fn;
+} exports[] = {
+	FN(cuInit), FN(cuCtxGetDevice), FN(cuModuleGetFunction), FN(cuFuncGetName), FN(cuMemAlloc),
+	FN(cuMemFree), FN(cuMemAlloc_v2), FN(cuMemAllocPitch_v2), FN(cuMemFree_v2), FN(cuMemAllocManaged),
+	FN(cuMemAllocHost_v2), FN(cuMemHostAlloc), FN(cuMemFreeHost), FN(cuMemAllocAsync),
+	FN(cuMemAllocAsync_ptsz), FN(cuMemAllocFromPoolAsync), FN(cuMemAllocFromPoolAsync_ptsz),
+	FN(cuMemFreeAsync), FN(cuMemFreeAsync_ptsz), FN(cuLaunchKernel), FN(cuLaunchKernel_ptsz),
+	FN(cuLaunchKernelEx), FN(cuLaunchKernelEx_ptsz), FN(cuGetProcAddress), FN(cuGetProcAddress_v2),
+};
+
+static void *exported(const char *name)
+{
+	for (size_t i = 0; i < sizeof exports / sizeof exports[0]; i++)
+		if (!strcmp(exports[i].name, name))
+			return exports[i].fn;
+	return NULL;
+}
+
+/* The driver's resolution of a name at a CUDA version and flags. */
+static void *resolve(const char *symbol, int version, cuuint64_t flags)
+{
+	static const char *const v2[] = { "cuMemAlloc", "cuMemAllocPitch", "cuMemFree", "cuMemAllocHost" };
+	char name[128];
+	void *p;
+
+	if (strlen(symbol) + 6 > sizeof name)
+		return NULL;
+	if (!strcmp(symbol, "cuGetProcAddress"))
+		return exported(version >= 12000 ? "cuGetProcAddress_v2" : "cuGetProcAddress");
+	if (flags & 2) {
+		strcpy(name, symbol);
+		strcat(name, "_ptsz");
+		if ((p = exported(name)))
+			return p;
+	}
+	for (size_t i = 0; i < sizeof v2 / sizeof v2[0]; i++)
+		if (version >= 3020 && !strcmp(symbol, v2[i])) {
+			strcpy(name, symbol);
+			strcat(name, "_v2");
+			return exported(name);
+		}
+	return exported(symbol);
+}
+
+EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags)
+{
+	return cuGetProcAddress_v2(symbol, pfn, version, flags, NULL);
+}
+
+EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags, int *status)
+{
+	void *p = symbol && pfn ? resolve(symbol, version, flags) : NULL;
+
+	errno = ENOMSG;
+	if (pfn)
+		*pfn = p;
+	if (status)
+		*status = p ? 0 : 1; /* CU_GET_PROC_ADDRESS_SUCCESS, _SYMBOL_NOT_FOUND */
+	return p ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
