@@ -539,6 +539,11 @@ static CUresult w_getproc_v2(const char *symbol, void **pfn, int version, cuuint
 }
 
 #if defined(__x86_64__) || defined(__aarch64__)
+int mms__cuda_wants(const char *name)
+{
+	return slot_named(name) >= 0;
+}
+
 void *mms__cuda_dlsym(void *handle, const char *name)
 {
 	void *p = mms__real_dlsym(handle, name);

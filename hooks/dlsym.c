@@ -9,10 +9,15 @@
  * entry point is a few instructions of assembly that test the handle and
  * the name's first two bytes and jump to the real dlsym() with the
  * caller's return address still in place. Only a lookup in a real handle
- * of a name beginning with "cu" goes to mms__cuda_dlsym() (cuda.c), where
- * the caller no longer matters: a real handle is searched in its own
- * scope, whoever asks (only an audit module's la_symbind would see the
- * recorder as the caller).
+ * of one of the driver's entry points cuda.c wraps (a name beginning with
+ * "cu", then mms__cuda_wants(), which changes nothing) goes to
+ * mms__cuda_dlsym(), where the caller matters less: a real handle is
+ * searched in its own scope, whoever asks. What does change there is who
+ * glibc records as the user of the object that defines the name (the
+ * recorder instead of the caller), so that object (libcuda) is not
+ * unloaded when the caller closes its handle; and an audit module's
+ * la_symbind would see the recorder as the caller. Every other name, a
+ * "curl_..." one included, keeps all of dlsym()'s behaviour.
  *
  * The real dlsym() is found with dlvsym(), never with dlsym(), at the
  * first call (the recorder's own start-up makes it). dlvsym() is not
@@ -97,6 +102,24 @@ __asm__(".text\n\t"
 	"jne 2f\n\t"
 	"cmpb $0x75, 1(%rsi)\n\t" /* 'u' */
 	"jne 2f\n\t"
+	/* Three pushes keep the call 16-byte aligned. */
+	"pushq %rdi\n\t"
+	".cfi_adjust_cfa_offset 8\n\t"
+	"pushq %rsi\n\t"
+	".cfi_adjust_cfa_offset 8\n\t"
+	"pushq %rax\n\t"
+	".cfi_adjust_cfa_offset 8\n\t"
+	"movq %rsi, %rdi\n\t"
+	"call mms__cuda_wants\n\t"
+	"movl %eax, %ecx\n\t"
+	"popq %rax\n\t"
+	".cfi_adjust_cfa_offset -8\n\t"
+	"popq %rsi\n\t"
+	".cfi_adjust_cfa_offset -8\n\t"
+	"popq %rdi\n\t"
+	".cfi_adjust_cfa_offset -8\n\t"
+	"testl %ecx, %ecx\n\t"
+	"jz 2f\n\t"
 	"jmp mms__cuda_dlsym\n"
 	"2:\n\t"
 	"jmp *%rax\n"
@@ -148,6 +171,23 @@ __asm__(".text\n\t"
 	"ldrb w17, [x1, #1]\n\t"
 	"cmp w17, #0x75\n\t" /* 'u' */
 	"b.ne 2f\n\t"
+	"stp x29, x30, [sp, #-32]!\n\t"
+	".cfi_def_cfa_offset 32\n\t"
+	".cfi_offset 29, -32\n\t"
+	".cfi_offset 30, -24\n\t"
+	"mov x29, sp\n\t"
+	"stp x0, x1, [sp, #16]\n\t"
+	"mov x0, x1\n\t"
+	"bl mms__cuda_wants\n\t"
+	"mov w17, w0\n\t"
+	"ldp x0, x1, [sp, #16]\n\t"
+	"ldp x29, x30, [sp], #32\n\t"
+	".cfi_def_cfa_offset 0\n\t"
+	".cfi_restore 29\n\t"
+	".cfi_restore 30\n\t"
+	"adrp x16, mms__real_dlsym\n\t"
+	"ldr x16, [x16, :lo12:mms__real_dlsym]\n\t"
+	"cbz w17, 2f\n\t"
 	"b mms__cuda_dlsym\n"
 	"2:\n\t"
 	"br x16\n"

@@ -229,6 +229,9 @@ void mms__cuda_init(void) MMS_HIDDEN;
 /* dlsym.c sends here the lookups of names beginning with "cu" in a real
  * handle: the real dlsym()'s answer, or our wrapper of it. */
 void *mms__cuda_dlsym(void *handle, const char *name) MMS_HIDDEN;
+/* Whether name is one of the entry points mms__cuda_dlsym() wraps (no
+ * side effect: dlsym.c asks before it gives up the caller's place). */
+int mms__cuda_wants(const char *name) MMS_HIDDEN;
 
 /* dlsym.c: the interposed dlsym() (x86-64 and aarch64 only). */
 /* The real dlsym(), once known (found at the first call). */

@@ -504,7 +504,10 @@ void show_groups(struct show *s, const char *title, const mms_stack_group_t *g, 
 				"\",\"size\":%" PRIu64 ",\"step\":%" PRIu64 ",\"op\":",
 				i ? "," : "", g[i].blocks, g[i].bytes, g[i].addr, g[i].size, g[i].step);
 			json_str(s, g[i].op);
-			fputs("},\"stack\":", s->out);
+			fputc('}', s->out);
+			if (g[i].mem == MMS_MEM_DEVICE)
+				fprintf(s->out, ",\"memory\":\"DEVICE\",\"device\":%" PRIu32, g[i].device);
+			fputs(",\"stack\":", s->out);
 			show_stack(s, g[i].stack, "");
 			fputc('}', s->out);
 		}
@@ -517,8 +520,11 @@ void show_groups(struct show *s, const char *title, const mms_stack_group_t *g, 
 		fprintf(s->out, " from %zu stacks", n);
 	fputs(n ? "\n" : " (none)\n", s->out);
 	for (i = 0; i < shown; i++) {
-		fprintf(s->out, "  %s in %" PRIu64 " block%s (largest 0x%" PRIx64 ", %s", human_bytes(g[i].bytes, h, sizeof(h)),
-			g[i].blocks, g[i].blocks == 1 ? "" : "s", g[i].addr, human_bytes(g[i].size, e, sizeof(e)));
+		fprintf(s->out, "  %s in %" PRIu64 " block%s", human_bytes(g[i].bytes, h, sizeof(h)), g[i].blocks,
+			g[i].blocks == 1 ? "" : "s");
+		if (g[i].mem == MMS_MEM_DEVICE)
+			fprintf(s->out, " of CUDA memory on cuda:%" PRIu32, g[i].device);
+		fprintf(s->out, " (largest 0x%" PRIx64 ", %s", g[i].addr, human_bytes(g[i].size, e, sizeof(e)));
 		/* Step 0 is no step: a log without steps, or a block allocated
 		 * between two "step start" ranges. */
 		if (g[i].step)

@@ -97,7 +97,7 @@ symbolized (function, file:line).
                 title += ", the program's (what the runtimes keep for themselves follows)"
             key = (log.path, mode)
             prev = self.s.leaks_prev.get(key)
-            self.s.leaks_prev[key] = {g["stack"]: (g["blocks"], g["bytes"]) for g in groups}
+            self.s.leaks_prev[key] = {(g["stack"], g["mem"], g["device"]): (g["blocks"], g["bytes"]) for g in groups}
             self.print_records(log, groups, title, prev if new else None, new)
             print_kept(kept)
 
@@ -110,7 +110,7 @@ symbolized (function, file:line).
             prev = prev or {}
             grown = []
             for i, g in numbered:
-                pb, pbytes = prev.get(g["stack"], (0, 0))
+                pb, pbytes = prev.get((g["stack"], g["mem"], g["device"]), (0, 0))
                 if g["bytes"] > pbytes or g["blocks"] > pb:
                     grown.append((i, g, g["blocks"] - pb, g["bytes"] - pbytes))
             grown.sort(key=lambda x: (-x[3], x[0]))
@@ -136,8 +136,10 @@ symbolized (function, file:line).
                 largest.append("step %d" % g["step"])
             if g["op"]:
                 largest.append("operator " + g["op"])
-            gdb.write("  loss record %d of %d: %s in %s%s; %s\n" % (
-                i, n, fmt.exact_bytes(g["bytes"]), fmt.plural(g["blocks"], "block"), extra, ", ".join(largest)))
+            where = " of CUDA memory on cuda:%d" % g["device"] if g["mem"] == replaylib.MEM_DEVICE else ""
+            gdb.write("  loss record %d of %d: %s in %s%s%s; %s\n" % (
+                i, n, fmt.exact_bytes(g["bytes"]), fmt.plural(g["blocks"], "block"), where, extra,
+                ", ".join(largest)))
             for line in fmt.stack_lines(log, g["stack"], self.s.depth, "      "):
                 gdb.write(line + "\n")
         if top and len(shown) > top:

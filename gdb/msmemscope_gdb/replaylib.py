@@ -116,7 +116,7 @@ class ReplayOptions(ctypes.Structure):
 
 class StackGroup(ctypes.Structure):
     _fields_ = [("stack", u32), ("blocks", u64), ("bytes", u64), ("addr", u64), ("size", u64), ("step", u64),
-                ("op", c_char_p), ("runtime", u32)]
+                ("op", c_char_p), ("runtime", u32), ("mem", u32), ("device", u32)]
 
 
 class Frame(ctypes.Structure):
@@ -452,7 +452,7 @@ class Replay:
             raise ReplayError("grouping the live blocks: %s" % strerror(rc))
         try:
             return [{"stack": g.stack, "blocks": g.blocks, "bytes": g.bytes, "addr": g.addr, "size": g.size,
-                     "step": g.step, "op": text(g.op), "runtime": g.runtime}
+                     "step": g.step, "op": text(g.op), "runtime": g.runtime, "mem": g.mem, "device": g.device}
                     for g in (out[i] for i in range(n.value))]
         finally:
             _libc.free(ctypes.cast(out, c_void_p))

@@ -174,6 +174,9 @@ typedef struct mms_stack_group {
 	const char *op;           /* and operator (NULL: none) */
 	uint32_t runtime;         /* enum mms_runtime of its blocks; MMS_RUNTIME_NONE:
 	                             the program's */
+	uint32_t mem;             /* enum mms_mem_kind: MMS_MEM_DEVICE blocks group apart
+	                             (per device), the others together */
+	uint32_t device;          /* DEVICE: the CUDA device ordinal */
 } mms_stack_group_t;
 
 /* Groups the live blocks allocated in steps step_lo..step_hi (0..UINT64_MAX

@@ -38,8 +38,11 @@ int mms__groups_add(struct mms__groups *g, const mms_block_t *b)
 	uint64_t *v;
 	int isnew;
 
-	/* Keyed by stack and runtime: what a runtime keeps stays apart. */
-	v = mms__map_put(&g->ix, (uint64_t)b->runtime << 32 | b->stack, &isnew);
+	uint32_t dev = b->mem == MMS_MEM_DEVICE ? 1 + (b->device & 0xff) : 0;
+
+	/* Keyed by stack and runtime: what a runtime keeps stays apart; so
+	 * does CUDA memory, per device. */
+	v = mms__map_put(&g->ix, (uint64_t)dev << 40 | (uint64_t)(b->runtime & 0xff) << 32 | b->stack, &isnew);
 	if (!v || (isnew && mms__grow(&g->groups, &g->cap, g->n, sizeof(*g->groups))))
 		return -ENOMEM;
 	if (isnew) {
@@ -48,6 +51,8 @@ int mms__groups_add(struct mms__groups *g, const mms_block_t *b)
 		memset(s, 0, sizeof(*s));
 		s->stack = b->stack;
 		s->runtime = b->runtime;
+		s->mem = dev ? MMS_MEM_DEVICE : MMS_MEM_HOST;
+		s->device = dev ? b->device : 0;
 	}
 	s = &g->groups[*v];
 	s->blocks++;
@@ -71,6 +76,8 @@ static int group_cmp(const void *a, const void *b)
 		return x->blocks > y->blocks ? -1 : 1;
 	if (x->stack != y->stack)
 		return x->stack < y->stack ? -1 : 1;
+	if (x->mem != y->mem || x->device != y->device)
+		return x->mem != y->mem ? (x->mem < y->mem ? -1 : 1) : (x->device < y->device ? -1 : 1);
 	return x->runtime < y->runtime ? -1 : x->runtime > y->runtime;
 }
 
