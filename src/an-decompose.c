@@ -135,11 +135,12 @@ static int at_event(struct an_ctx *c)
 int an_decompose_add(struct an_ctx *c)
 {
 	int rc;
+	mms_decompose_options_t opt = { .kinds = c->o->memory };
 
 	/* After one event: a seek, after the pass. */
 	if (c->o->at_event_set)
 		return 0;
-	rc = mms_decompose_add(c->pass, NULL, &c->decompose);
+	rc = mms_decompose_add(c->pass, &opt, &c->decompose);
 	c->subscribed += !rc;
 	if (rc) {
 		warn("decompose: %s: cannot replay: %s", c->path, mms_strerror(rc));

@@ -34,8 +34,9 @@ struct an_opts {
 	bool at_event_set;        /* decompose: at one event instead of the end and peak */
 	uint64_t at_event;        /* decompose: the state just after this event */
 	const char *plot;         /* usage: also draw the timeline into this SVG file */
-	unsigned memory;          /* watermark, usage, leakage: memory kinds counted
-	                             (bits 1 << enum mms_mem_kind), 0 = all */
+	unsigned memory;          /* watermark, usage, leakage, decompose: memory kinds
+	                             counted (bits 1 << enum mms_mem_kind), 0 = the
+	                             defaults (see --memory) */
 	bool tag_inefficient;     /* inefficient also notes every block it finds, for a
 	                             dump in the same pass */
 };
@@ -132,7 +133,7 @@ unsigned an_mask(const char *name);
  * (valid until the next call). */
 const char *an_parse_list(const char *list, unsigned *mask);
 
-/* Parses a comma-separated list of memory kinds (host, mmap, pool) into a
+/* Parses a comma-separated list of memory kinds (host, mmap, pool, device) into a
  * mask of bits 1 << enum mms_mem_kind. Returns NULL, or a message naming
  * the unknown kind (valid until the next call). */
 const char *an_parse_memory(const char *list, unsigned *mask);

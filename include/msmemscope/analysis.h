@@ -48,10 +48,15 @@ void mms_decompose_tree_free(mms_decompose_tree_t *d);
 /* Options of the decompose analysis; zero (or NULL) means the default. */
 typedef struct mms_decompose_options {
 	int end_only;             /* 1: the end only, no peak */
+	unsigned kinds;           /* memory kinds: bits 1 << enum mms_mem_kind. 0: every
+	                             kind in the trees, the peak of the process's
+	                             memory (HOST, MMAP and POOL together); else only
+	                             those kinds, at the peak of those together
+	                             (1 << MMS_MEM_DEVICE: CUDA memory at its peak) */
 } mms_decompose_options_t;
 
 /* The live blocks of a log at its end and at its peak (the first position
- * where the live bytes of all kinds together were highest). */
+ * where the live bytes of the kinds counted were highest). */
 typedef struct mms_decompose {
 	mms_decompose_tree_t *end;  /* a damaged log ends where its readable events end */
 	mms_decompose_tree_t *peak; /* NULL with end_only */

@@ -32,6 +32,7 @@ struct dgroup {
 };
 
 struct dgroups {
+	unsigned kinds;     /* bit 1 << mem: the kinds grouped */
 	struct mms__map ix; /* hash of the key -> index in g + 1 */
 	struct dgroup *g;
 	size_t n, cap;
@@ -54,6 +55,8 @@ static int group_blk(const struct mms__blk *b, void *ctx)
 	struct dgroup *g;
 	int isnew;
 
+	if (!(d->kinds & 1u << b->mem))
+		return 0;
 	/* Owner strings are interned and pool names are the log's: equal
 	 * keys are equal pointers. Probe on past another key's hash. */
 	for (;; h++) {
@@ -259,12 +262,13 @@ done:
 }
 
 /* Builds the tree of a state's live blocks. */
-static int decompose_state(const struct mms__state *st, mms_decompose_tree_t **out)
+static int decompose_state(const struct mms__state *st, unsigned kinds, mms_decompose_tree_t **out)
 {
 	struct dgroups d = { 0 };
 	int rc;
 
 	*out = NULL;
+	d.kinds = kinds;
 	mms__map_init(&d.ix);
 	mms__state_each(st, group_blk, &d);
 	rc = d.err;
@@ -282,13 +286,16 @@ MMS__EXPORT int mms_decompose_replay(const mms_replay_t *r, mms_decompose_tree_t
 	*out = NULL;
 	if (!r)
 		return MMS_EUSAGE;
-	return decompose_state(mms__replay_state(r), out);
+	return decompose_state(mms__replay_state(r), ~0u, out);
 }
 
 MMS__EXPORT void mms_decompose_tree_free(mms_decompose_tree_t *d)
 {
 	free(d);
 }
+
+/* The kinds a peak counts by default: the process's memory. */
+#define PROCESS_KINDS (1u << MMS_MEM_HOST | 1u << MMS_MEM_MMAP | 1u << MMS_MEM_POOL)
 
 /* --- the end and the peak of a log ------------------------------------------------- */
 
@@ -311,7 +318,9 @@ struct dpass {
 	size_t n, cap;
 	size_t last;              /* the group used last, + 1 (blocks come in runs) */
 	uint64_t ver;             /* peaks so far, + 1 */
-	uint64_t peak, peak_pos;  /* the highest live bytes (all kinds), first reached at peak_pos */
+	unsigned kinds;           /* bit 1 << mem: the kinds followed (the trees') */
+	unsigned peak_kinds;      /* the kinds whose live bytes together make the peak */
+	uint64_t peak, peak_pos;  /* their highest live bytes, first reached at peak_pos */
 	uint64_t inexact;         /* the position after the first event the groups could not
 	                             follow; UINT64_MAX: none */
 	uint64_t double_allocs, mmap_bytes, mmap_blocks; /* the state's, before the event */
@@ -359,8 +368,11 @@ found:
  * peak first. */
 static int fgroup_move(struct dpass *p, const struct mms__blk *b, int64_t bytes, int64_t blocks)
 {
-	struct fgroup *g = fgroup_of(p, b->mem, b->pool, b->owner);
+	struct fgroup *g;
 
+	if (!(p->kinds & 1u << b->mem))
+		return 0;
+	g = fgroup_of(p, b->mem, b->pool, b->owner);
 	if (!g)
 		return -ENOMEM;
 	if (g->ver != p->ver) {
@@ -385,6 +397,19 @@ static void note_state(struct dpass *p)
 	p->mmap_blocks = p->st->mem[MMS_MEM_MMAP].live_blocks;
 }
 
+/* The live bytes whose high-water mark is the peak. */
+static uint64_t live_counted(const struct dpass *p)
+{
+	uint64_t n = 0;
+
+	if (p->peak_kinds == PROCESS_KINDS)
+		return mms__state_live_total(p->st);
+	for (unsigned k = 0; k < MMS_MEM_KIND_COUNT; k++)
+		if (p->peak_kinds & 1u << k)
+			n += p->st->mem[k].live_bytes;
+	return n;
+}
+
 static int dpass_begin(struct mms__sub *sub, struct mms_pass *pass)
 {
 	struct dpass *p = (struct dpass *)sub;
@@ -394,7 +419,7 @@ static int dpass_begin(struct mms__sub *sub, struct mms_pass *pass)
 	p->inexact = UINT64_MAX;
 	/* A fork child starts with its inherited heap: position 0 may be
 	 * the peak. */
-	p->peak = p->st->peak_total;
+	p->peak = live_counted(p);
 	p->peak_pos = 0;
 	note_state(p);
 	return mms__state_each(p->st, seed_blk, p) ? -ENOMEM : 0;
@@ -457,8 +482,8 @@ static int dpass_event(struct mms__sub *sub, struct mms_pass *pass, const mms_ev
 	if (st->double_allocs != p->double_allocs)
 		p->inexact = p->inexact < st->pos ? p->inexact : st->pos;
 	note_state(p);
-	if (st->peak_total > p->peak) {
-		p->peak = st->peak_total;
+	if (live_counted(p) > p->peak) {
+		p->peak = live_counted(p);
 		p->peak_pos = st->pos;
 		p->ver++;
 	}
@@ -497,8 +522,8 @@ static int dpass_end(struct mms__sub *sub, struct mms_pass *pass)
 	struct dpass *p = (struct dpass *)sub;
 
 	if (pass->round)
-		return decompose_state(mms__pass_state(pass), &p->res->peak);
-	if (decompose_state(p->st, &p->res->end))
+		return decompose_state(mms__pass_state(pass), p->kinds, &p->res->peak);
+	if (decompose_state(p->st, p->kinds, &p->res->end))
 		return -ENOMEM;
 	if (p->o.end_only)
 		return 0;
@@ -546,6 +571,8 @@ MMS__EXPORT int mms_decompose_add(mms_pass_t *pass, const mms_decompose_options_
 	}
 	if (opt)
 		p->o = *opt;
+	p->kinds = p->o.kinds ? p->o.kinds : ~0u;
+	p->peak_kinds = p->o.kinds ? p->o.kinds : PROCESS_KINDS;
 	p->res = *out;
 	mms__map_init(&p->ix);
 	p->sub.name = "decompose";

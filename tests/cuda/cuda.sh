@@ -85,7 +85,12 @@ grep -A1 'of CUDA memory on cuda:1' leaks.txt | grep -q 'leaky_upload (.*cudapro
 	fail "the device leak is not named by leaky_upload: $(cat leaks.txt)"
 "$MMS_REPLAY" prog-stacks.mms --analysis decompose >decompose.txt 2>prog.err || fail "decompose exited $?"
 grep -q "^ *$dev_live_bytes *1 .* cuda:1\$" decompose.txt || fail "decompose has no cuda:1 row: $(cat decompose.txt)"
-note "the device leak: 4096 bytes on cuda:1, allocated in leaky_upload; decompose files it under cuda:1"
+peak=$("$MMS_REPLAY" prog.mms --summary --json | sed -n 's/.*"device":{[^}]*"peak_bytes":\([0-9]*\).*/\1/p')
+[ -n "$peak" ] || fail "no device peak in the summary"
+"$MMS_REPLAY" prog.mms --analysis decompose --memory device >dpeak.txt 2>prog.err || fail "decompose --memory device exited $?"
+grep -A2 '^decompose at the peak' dpeak.txt | grep -q "^ *$peak *[0-9]* *100.00%  cuda:1\$" ||
+	fail "decompose --memory device: no cuda:1 row of $peak bytes at the peak: $(cat dpeak.txt)"
+note "the device leak: 4096 bytes on cuda:1, allocated in leaky_upload; decompose files it under cuda:1, and at the device peak ($peak bytes) with --memory device"
 
 # The launcher's report says it too.
 LD_LIBRARY_PATH=$cuda/driver "$MMS_LAUNCHER" -- "$cuda/cudaprog" >launch.out 2>launch.err ||
