@@ -1,0 +1,47 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# gpu.sh: CUDA memory recorded from a real driver, where a GPU is: the
+# known sequence of examples/cudamem (3 cudaMalloc, 1 cudaMallocAsync, 1
+# cudaMallocManaged, 1 cudaMallocHost, 5 launches of the kernel `fill`, all
+# freed but upload_weights' 2 MiB) recorded by msmemscope with stacks. The
+# program prints what it does the same way recorded or not; the summary
+# holds at least its device allocations (the runtime may add its own), the
+# leaks report names the kept block by upload_weights on cuda:0, the dump
+# has the 5 launches by name. What cudaMemGetInfo saw is printed beside
+# the recorded figures (it counts pages, so it is not asserted). Skipped
+# (77) where examples/cudamem is not built (no CUDA runtime at configure
+# time) or cannot run (no GPU or no driver, as on CI).
+. "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
+
+prog=$top_builddir/examples/cudamem
+[ -x "$prog" ] || skip "examples/cudamem is not built: configure found no CUDA runtime (--with-cuda=DIR)"
+st=0
+"$prog" >native.out 2>native.err || st=$?
+[ $st -ne 2 ] || skip "no usable GPU here: $(cat native.err)"
+[ $st -eq 0 ] || fail "cudamem exited $st on its own: $(cat native.err)"
+MiB=1048576
+
+MSMEMSCOPE_CONFIG=call_stack=16 record gpu.mms "$prog" >rec.out 2>rec.err || fail "cudamem exited $? under the recorder: $(cat rec.err)"
+# The kept block's address and the device's page counts may differ.
+same() { grep -v '^kept:\|^cudaMemGetInfo:' "$1"; }
+expect_eq "cudamem's output under the recorder" "$(same rec.out)" "$(same native.out)"
+
+"$MMS_REPLAY" gpu.mms --summary --json >gpu.json 2>gpu.err || fail "msmemscope-replay exited $?: $(cat gpu.err)"
+expect_consistent gpu.json
+expect_ge "device allocations" "$(jget gpu.json kinds.device.allocs)" 6
+expect_ge "device frees" "$(jget gpu.json kinds.device.frees)" 5
+expect_ge "device bytes allocated" "$(jget gpu.json kinds.device.bytes_allocated)" $((32 * MiB))
+expect_ge "device bytes live at the end" "$(jget gpu.json kinds.device.live_bytes)" $((2 * MiB))
+
+"$MMS_REPLAY" gpu.mms --analysis leaks >leaks.txt 2>gpu.err || fail "leaks exited $?: $(cat gpu.err)"
+grep -A1 '2.0 MiB in 1 block of CUDA memory on cuda:0' leaks.txt | grep -q 'upload_weights' ||
+	fail "the kept 2 MiB block is not named by upload_weights: $(cat leaks.txt)"
+"$MMS_REPLAY" gpu.mms --export csv -o gpu.csv >/dev/null 2>gpu.err || fail "the csv export exited $?: $(cat gpu.err)"
+expect_eq "launches of fill" "$(grep -c '^[0-9]*,KERNEL_LAUNCH,KERNEL_LAUNCH,fill,' gpu.csv || true)" 5
+for kind in device async managed pinned; do
+	n=$(grep -c "MALLOC,HAL,.*kind:$kind}" gpu.csv || true)
+	expect_ge "MALLOC rows of kind $kind" "$n" 1
+done
+note "recorded: $(jget gpu.json kinds.device.allocs) device allocations, $(jget gpu.json kinds.device.bytes_allocated) bytes, $(jget gpu.json kinds.device.peak_bytes) at the peak, $(jget gpu.json kinds.device.live_bytes) live at the end"
+note "the program: $(grep '^cudaMemGetInfo' native.out)"
+echo "gpu.sh: ok"
