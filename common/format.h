@@ -177,7 +177,9 @@ enum mms_dev_fn {
 	MMS_DEV_MANAGED = 2, /* cuMemAllocManaged */
 	MMS_DEV_PINNED = 3,  /* cuMemAllocHost, cuMemHostAlloc; cuMemFreeHost */
 	MMS_DEV_ARRAY = 4,   /* reserved: CUDA arrays */
-	MMS_DEV_VMM = 5,     /* reserved: cuMemMap / cuMemUnmap of cuMemCreate memory */
+	MMS_DEV_VMM = 5,     /* cuMemMap of cuMemCreate memory: one block per mapping;
+	                        cuMemUnmap (a mapping partly unmapped is freed, and
+	                        what is left of it allocated again) */
 	MMS_DEV_FN_COUNT
 };
 

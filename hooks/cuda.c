@@ -24,6 +24,13 @@
  *                       device, the address, the size and the stack;
  *   DEV_FREE | kind     before the driver's call: the device, the address
  *                       (freeing 0 records nothing);
+ *   DEV_ALLOC | VMM     after a successful cuMemMap, of the mapped range, on
+ *                       the device of the handle's cuMemCreate (vmm.c
+ *                       keeps both tables);
+ *   DEV_FREE | VMM      before cuMemUnmap, for every mapping the range
+ *                       meets; after it, DEV_ALLOC | VMM of what is left
+ *                       outside the range, or of all of them when the
+ *                       driver refused;
  *   KERNEL              after a successful launch, with the kernel's name
  *                       from cuFuncGetName (CUDA 12.3), as
  *                       msmemscope_kernel_launch() records it.
@@ -52,8 +59,19 @@ typedef uint64_t cuuint64_t;
 typedef struct CUstream_st *CUstream;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
+typedef unsigned long long CUmemGenericAllocationHandle;
+/* The head of CUmemAllocationProp: what the recorder reads of it. */
+typedef struct {
+	int type;
+	int requestedHandleTypes;
+	struct {
+		int type;
+		int id;
+	} location;
+} CUmemAllocationProp;
 
 #define CUDA_SUCCESS 0
+#define CU_MEM_LOCATION_TYPE_DEVICE 1
 #define CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM 2
 
 /* The name recorded for a kernel the driver cannot name. */
@@ -76,6 +94,10 @@ enum cu_slot {
 	CU_MEM_ALLOC_POOL_PTSZ,
 	CU_MEM_FREE_ASYNC,
 	CU_MEM_FREE_ASYNC_PTSZ,
+	CU_MEM_CREATE,
+	CU_MEM_RELEASE,
+	CU_MEM_MAP,
+	CU_MEM_UNMAP,
 	CU_LAUNCH,
 	CU_LAUNCH_PTSZ,
 	CU_LAUNCH_EX,
@@ -206,6 +228,85 @@ static __attribute__((noinline)) void dev_free(unsigned fn, uint64_t addr)
 		unsigned device = device_now();
 
 		rec_dev(t, (uint8_t)(MMS_TAG_DEV_FREE | fn), mms__stamp_release(), device, addr, 0, 0, 0);
+		mms__api_leave();
+	}
+	errno = saved;
+}
+
+/* --- virtual memory management ---------------------------------------------
+ * A mapping of cuMemCreate memory (cuMemMap) is a block of its own; the
+ * tables of vmm.c know the live ones, and the device of each handle. All
+ * under mms__vmm_lock(). */
+
+/* handle's memory is on device. */
+static void vmm_created(uint64_t handle, unsigned device)
+{
+	int saved = errno;
+
+	mms__vmm_lock();
+	(void)mms__vmm_handle_put(handle, device); /* without room: the context's device */
+	mms__vmm_unlock();
+	errno = saved;
+}
+
+/* Writes a DEV_ALLOC | MMS_DEV_VMM of m. */
+static void vmm_rec_alloc(struct mms_thread *t, const struct mms_vmm_map *m)
+{
+	rec_dev(t, MMS_TAG_DEV_ALLOC | MMS_DEV_VMM, mms__stamp_obtain(), m->device, m->addr, 1, m->size, m->stack);
+}
+
+/* The driver mapped [addr, addr + size) onto handle's memory. */
+static __attribute__((noinline)) void vmm_mapped(uint64_t addr, uint64_t size, uint64_t handle)
+{
+	int saved = errno;
+	struct mms_thread *t = dev_enter();
+	struct mms_vmm_map m = { .addr = addr, .size = size };
+
+	if (!mms__vmm_handle_device(handle, &m.device) && t)
+		m.device = device_now();
+	if (t)
+		m.stack = mms__capture_stack(t);
+	if (!mms__vmm_map_add(&m) && t)
+		vmm_rec_alloc(t, &m);
+	if (t)
+		mms__api_leave();
+	errno = saved;
+}
+
+/* The driver is about to unmap [lo, hi): every mapping that meets it is
+ * freed. */
+static void vmm_unmapping(uint64_t lo, uint64_t hi)
+{
+	int saved = errno;
+	struct mms_thread *t = dev_enter();
+	const struct mms_vmm_map *m;
+
+	if (t) {
+		for (size_t n = mms__vmm_find(lo, hi, &m); n; n--, m++)
+			rec_dev(t, MMS_TAG_DEV_FREE | MMS_DEV_VMM, mms__stamp_release(), m->device, m->addr, 0, 0, 0);
+		mms__api_leave();
+	}
+	errno = saved;
+}
+
+/* The driver's unmap of [lo, hi) returned: on success, the parts of the
+ * mappings freed that lie outside the range are allocated again; on
+ * failure, all of them, as they were. */
+static void vmm_unmapped(uint64_t lo, uint64_t hi, int ok)
+{
+	int saved = errno;
+	struct mms_thread *t = dev_enter();
+	struct mms_vmm_map pieces[2];
+	const struct mms_vmm_map *m = pieces;
+	size_t n;
+
+	if (ok)
+		n = mms__vmm_cut(lo, hi, pieces);
+	else
+		n = mms__vmm_find(lo, hi, &m);
+	if (t) {
+		for (; n; n--, m++)
+			vmm_rec_alloc(t, m);
 		mms__api_leave();
 	}
 	errno = saved;
@@ -347,6 +448,69 @@ static CUresult w_mem_free_async_ptsz(CUdeviceptr dptr, CUstream stream)
 	return free_async(CU_MEM_FREE_ASYNC_PTSZ, dptr, stream);
 }
 
+static CUresult w_mem_create(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
+			    unsigned long long flags)
+{
+	CUresult r = REAL(CU_MEM_CREATE, CUresult (*)(CUmemGenericAllocationHandle *, size_t,
+						      const CUmemAllocationProp *, unsigned long long))(handle, size,
+													prop, flags);
+
+	if (r == CUDA_SUCCESS && prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE && prop->location.id >= 0)
+		vmm_created(*handle, (unsigned)prop->location.id);
+	return r;
+}
+
+static CUresult w_mem_release(CUmemGenericAllocationHandle handle)
+{
+	CUresult r;
+	int saved;
+
+	mms__vmm_lock();
+	r = REAL(CU_MEM_RELEASE, CUresult (*)(CUmemGenericAllocationHandle))(handle);
+	saved = errno;
+	if (r == CUDA_SUCCESS)
+		mms__vmm_handle_drop(handle);
+	mms__vmm_unlock();
+	errno = saved;
+	return r;
+}
+
+static CUresult w_mem_map(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+			  unsigned long long flags)
+{
+	CUresult r;
+	int saved;
+
+	mms__vmm_lock();
+	r = REAL(CU_MEM_MAP, CUresult (*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
+					  unsigned long long))(ptr, size, offset, handle, flags);
+	if (r == CUDA_SUCCESS)
+		vmm_mapped(ptr, size, handle);
+	saved = errno;
+	mms__vmm_unlock();
+	errno = saved;
+	return r;
+}
+
+/* The frees are written before the driver's call, so that no address is
+ * seen handed out twice; the driver's failure allocates them again. */
+static CUresult w_mem_unmap(CUdeviceptr ptr, size_t size)
+{
+	uint64_t hi = size > UINT64_MAX - ptr ? UINT64_MAX : ptr + size;
+	CUresult r;
+	int saved = errno;
+
+	mms__vmm_lock();
+	vmm_unmapping(ptr, hi);
+	errno = saved;
+	r = REAL(CU_MEM_UNMAP, CUresult (*)(CUdeviceptr, size_t))(ptr, size);
+	vmm_unmapped(ptr, hi, r == CUDA_SUCCESS);
+	saved = errno;
+	mms__vmm_unlock();
+	errno = saved;
+	return r;
+}
+
 typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
 			      CUstream, void **, void **);
 
@@ -422,6 +586,10 @@ static const struct cu_entry entries[CU_NSLOTS] = {
 	      w_mem_alloc_pool_ptsz),
 	ENTRY(CU_MEM_FREE_ASYNC, "cuMemFreeAsync", "cuMemFreeAsync", 11020, 0, w_mem_free_async),
 	ENTRY(CU_MEM_FREE_ASYNC_PTSZ, "cuMemFreeAsync_ptsz", "cuMemFreeAsync", 11020, 1, w_mem_free_async_ptsz),
+	ENTRY(CU_MEM_CREATE, "cuMemCreate", "cuMemCreate", 10020, 0, w_mem_create),
+	ENTRY(CU_MEM_RELEASE, "cuMemRelease", "cuMemRelease", 10020, 0, w_mem_release),
+	ENTRY(CU_MEM_MAP, "cuMemMap", "cuMemMap", 10020, 0, w_mem_map),
+	ENTRY(CU_MEM_UNMAP, "cuMemUnmap", "cuMemUnmap", 10020, 0, w_mem_unmap),
 	ENTRY(CU_LAUNCH, "cuLaunchKernel", "cuLaunchKernel", 4000, 0, w_launch),
 	ENTRY(CU_LAUNCH_PTSZ, "cuLaunchKernel_ptsz", "cuLaunchKernel", 7000, 1, w_launch_ptsz),
 	ENTRY(CU_LAUNCH_EX, "cuLaunchKernelEx", "cuLaunchKernelEx", 11060, 0, w_launch_ex),

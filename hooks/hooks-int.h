@@ -233,6 +233,31 @@ void *mms__cuda_dlsym(void *handle, const char *name) MMS_HIDDEN;
  * side effect: dlsym.c asks before it gives up the caller's place). */
 int mms__cuda_wants(const char *name) MMS_HIDDEN;
 
+/* vmm.c: the tables of CUDA virtual memory (see there). Every call but
+ * the lock's own is made under mms__vmm_lock(). */
+/* A live mapping (addr, size: its range) on device, mapped with stack; in
+ * the table of handles, addr is the handle and size unused. */
+struct mms_vmm_map {
+	uint64_t addr, size;
+	uint32_t device, stack;
+};
+void mms__vmm_lock(void) MMS_HIDDEN;
+void mms__vmm_unlock(void) MMS_HIDDEN;
+/* Remembers that handle's memory is on device: 0, or -1 without memory. */
+int mms__vmm_handle_put(uint64_t handle, unsigned device) MMS_HIDDEN;
+/* 1 with *device when handle is known, else 0. */
+int mms__vmm_handle_device(uint64_t handle, unsigned *device) MMS_HIDDEN;
+void mms__vmm_handle_drop(uint64_t handle) MMS_HIDDEN;
+/* Adds a mapping: 0, or -1 without memory (it is then not known). */
+int mms__vmm_map_add(const struct mms_vmm_map *m) MMS_HIDDEN;
+/* The number of mappings that meet [lo, hi), in address order from
+ * *first; valid until the table changes. */
+size_t mms__vmm_find(uint64_t lo, uint64_t hi, const struct mms_vmm_map **first) MMS_HIDDEN;
+/* Forgets the mappings that meet [lo, hi), unmapped, and keeps their parts
+ * outside it: returns how many such pieces (0 to 2), now mappings of
+ * their own, are in pieces. */
+size_t mms__vmm_cut(uint64_t lo, uint64_t hi, struct mms_vmm_map pieces[2]) MMS_HIDDEN;
+
 /* dlsym.c: the interposed dlsym() (x86-64 and aarch64 only). */
 /* The real dlsym(), once known (found at the first call). */
 extern void *(*mms__real_dlsym)(void *, const char *) MMS_HIDDEN;

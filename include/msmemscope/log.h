@@ -83,11 +83,14 @@ enum mms_device_sub {
 	MMS_DEVICE_MANAGED = 2, /* cuMemAllocManaged (cudaMallocManaged) */
 	MMS_DEVICE_PINNED = 3,  /* pinned host memory: cuMemAllocHost, cuMemHostAlloc
 	                           (cudaMallocHost, cudaHostAlloc); cuMemFreeHost */
-	MMS_DEVICE_SUB_COUNT
+	/* 4 is reserved (CUDA arrays). */
+	MMS_DEVICE_VMM = 5,     /* virtual memory management: a cuMemMap of cuMemCreate
+	                           memory (PyTorch's expandable segments); cuMemUnmap */
+	MMS_DEVICE_SUB_COUNT    /* one past the last */
 };
 
-/* The sub-kind's name: "device", "async", "managed", "pinned"; NULL for
- * an unknown one. */
+/* The sub-kind's name: "device", "async", "managed", "pinned", "vmm";
+ * NULL for an unknown or reserved one (4). */
 const char *mms_device_sub_name(unsigned sub);
 
 /* Subtypes (mms_event_t.sub) per kind. SYSTEM: enum mms_system_sub (a

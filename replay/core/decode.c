@@ -33,7 +33,8 @@ _Static_assert(SAME(MMS_RUNTIME_LIBC, MMS_RT_C) && SAME(MMS_RUNTIME_LIBCXX, MMS_
 		       SAME(MMS_RUNTIME_TLS, MMS_RT_THREAD) && SAME(MMS_RUNTIME_STDIO, MMS_RT_STDIO),
 	       "enum mms_runtime is enum mms_runtime_kind");
 _Static_assert(SAME(MMS_DEVICE_MEMORY, MMS_DEV_DEVICE) && SAME(MMS_DEVICE_ASYNC, MMS_DEV_ASYNC) &&
-		       SAME(MMS_DEVICE_MANAGED, MMS_DEV_MANAGED) && SAME(MMS_DEVICE_PINNED, MMS_DEV_PINNED),
+		       SAME(MMS_DEVICE_MANAGED, MMS_DEV_MANAGED) && SAME(MMS_DEVICE_PINNED, MMS_DEV_PINNED) &&
+		       SAME(MMS_DEVICE_VMM, MMS_DEV_VMM) && SAME(MMS_DEVICE_SUB_COUNT, MMS_DEV_FN_COUNT),
 	       "enum mms_device_sub is enum mms_dev_fn");
 
 MMS__EXPORT const char *mms_mem_kind_name(unsigned kind)
@@ -45,7 +46,8 @@ MMS__EXPORT const char *mms_mem_kind_name(unsigned kind)
 
 MMS__EXPORT const char *mms_device_sub_name(unsigned sub)
 {
-	static const char *const names[MMS_DEVICE_SUB_COUNT] = { "device", "async", "managed", "pinned" };
+	/* 4 (CUDA arrays) is reserved: no name. */
+	static const char *const names[MMS_DEVICE_SUB_COUNT] = { "device", "async", "managed", "pinned", NULL, "vmm" };
 
 	return sub < MMS_DEVICE_SUB_COUNT ? names[sub] : NULL;
 }
@@ -89,7 +91,9 @@ static const char *const layouts[256] = {
 	[MMS_TAG_GUARD + MMS_GUARD_OVERFLOW ... MMS_TAG_GUARD + MMS_GUARD_MISMATCHED_FREE] = "auuuuuu",
 	[MMS_TAG_FREE_STACK + MMS_FREE_FREE ... MMS_TAG_FREE_STACK + MMS_FREE_REALLOC] = "au",
 	[MMS_TAG_DEV_ALLOC + MMS_DEV_DEVICE ... MMS_TAG_DEV_ALLOC + MMS_DEV_PINNED] = "uauu",
+	[MMS_TAG_DEV_ALLOC + MMS_DEV_VMM] = "uauu",
 	[MMS_TAG_DEV_FREE + MMS_DEV_DEVICE ... MMS_TAG_DEV_FREE + MMS_DEV_PINNED] = "ua",
+	[MMS_TAG_DEV_FREE + MMS_DEV_VMM] = "ua",
 };
 
 /* For each event tag, 1 + the number of fields after the stamp (the
@@ -123,7 +127,9 @@ static const uint8_t event_fields[256] = {
 	[MMS_TAG_GUARD + MMS_GUARD_OVERFLOW ... MMS_TAG_GUARD + MMS_GUARD_MISMATCHED_FREE] = 1 + 7,
 	[MMS_TAG_FREE_STACK + MMS_FREE_FREE ... MMS_TAG_FREE_STACK + MMS_FREE_REALLOC] = 1 + 2,
 	[MMS_TAG_DEV_ALLOC + MMS_DEV_DEVICE ... MMS_TAG_DEV_ALLOC + MMS_DEV_PINNED] = 1 + 4,
+	[MMS_TAG_DEV_ALLOC + MMS_DEV_VMM] = 1 + 4,
 	[MMS_TAG_DEV_FREE + MMS_DEV_DEVICE ... MMS_TAG_DEV_FREE + MMS_DEV_PINNED] = 1 + 2,
+	[MMS_TAG_DEV_FREE + MMS_DEV_VMM] = 1 + 2,
 };
 
 /* The tag with its sub-code cleared, for the tags that carry one. */

@@ -7,7 +7,7 @@
 # output, errno after each driver call and exit status are the same under
 # the recorder; dlsym() keeps its meaning for everyone (dlsymnext); the log
 # holds the device events and kernel launches, with the device ordinal
-# the double reports (1).
+# the double reports (1), or for VMM mappings the device of the handle (2).
 . "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
 
 cuda=$top_builddir/tests/cuda
@@ -15,11 +15,23 @@ for p in cudaprog dlsymnext driver/libcuda.so.1; do
 	[ -e "$cuda/$p" ] || fail "not built: $cuda/$p"
 done
 
-# The figures of cudaprog's sequence.
-dev_allocs=10            # 4 device, 3 async, 1 managed, 2 pinned
-dev_frees=9              # all but leaky_upload's
-dev_bytes=3295232        # 1071104 device + 114688 async + 2097152 managed + 12288 pinned
-dev_live_bytes=4096      # leaky_upload's block
+# The figures of cudaprog's sequence, on device 1 (the context's) and on
+# device 2 (the VMM handles'), in chunks of 2 MiB. The recorder's view of
+# the VMM part: 5 mappings (3 + c0 again + 3 chunks at c1..c3); the middle
+# chunk's unmap frees the 3-chunk mapping and allocates its two ends again
+# (2 allocations, 1 free); the failing unmap of c3 and the chunk past the
+# reservation frees c3 before the call and allocates it again after
+# (1 and 1); 5 successful unmaps free the rest but c0.
+dev1_allocs=10           # 4 device, 3 async, 1 managed, 2 pinned
+dev1_frees=9             # all but leaky_upload's
+vmm_allocs=8             # 5 mappings, 2 ends, 1 allocated again
+vmm_frees=7              # c0; c1 and c2 (one call); the 3-chunk mapping; c3
+                         # before the failing call; c1 and c3
+dev_allocs=$((dev1_allocs + vmm_allocs))
+dev_frees=$((dev1_frees + vmm_frees))
+dev_bytes=24266752       # 1071104 device + 114688 async + 2097152 managed + 12288 pinned
+                         # + 20971520 vmm (10 chunks)
+dev_live_bytes=2101248   # leaky_upload's block, and c0 mapped by grow_segment
 kernels=5                # vector_add 3 times, reduce_sum, one unnamed
 
 # dlsym() as the loader defines it: RTLD_NEXT relative to the caller.
@@ -67,30 +79,40 @@ note "$dev_allocs device allocations of $dev_bytes bytes, $dev_frees frees, $dev
 "$MMS_REPLAY" prog-stacks.mms --export csv -o prog.csv >/dev/null 2>prog.err ||
 	fail "the csv export exited $?: $(cat prog.err)"
 rows() { grep -c "$1" prog.csv || true; }
-expect_eq "HAL MALLOC rows on device 1" "$(rows '^[0-9]*,MALLOC,HAL,N/A,[0-9]*,[0-9]*,[0-9]*,1,')" $dev_allocs
-expect_eq "HAL FREE rows on device 1" "$(rows '^[0-9]*,FREE,HAL,N/A,[0-9]*,[0-9]*,[0-9]*,1,')" $dev_frees
-for kind in device:4 async:3 managed:1 pinned:2; do
+expect_eq "HAL MALLOC rows on device 1" "$(rows '^[0-9]*,MALLOC,HAL,N/A,[0-9]*,[0-9]*,[0-9]*,1,')" $dev1_allocs
+expect_eq "HAL FREE rows on device 1" "$(rows '^[0-9]*,FREE,HAL,N/A,[0-9]*,[0-9]*,[0-9]*,1,')" $dev1_frees
+expect_eq "HAL MALLOC rows on device 2" "$(rows '^[0-9]*,MALLOC,HAL,N/A,[0-9]*,[0-9]*,[0-9]*,2,')" $vmm_allocs
+expect_eq "HAL FREE rows on device 2" "$(rows '^[0-9]*,FREE,HAL,N/A,[0-9]*,[0-9]*,[0-9]*,2,')" $vmm_frees
+for kind in device:4 async:3 managed:1 pinned:2 vmm:$vmm_allocs; do
 	expect_eq "MALLOC rows of kind ${kind%:*}" "$(rows "MALLOC,HAL,.*kind:${kind%:*}}")" "${kind#*:}"
 done
 expect_eq "vector_add launches" "$(rows '^[0-9]*,KERNEL_LAUNCH,KERNEL_LAUNCH,vector_add,')" 3
 expect_eq "host rows' Device Id" "$(rows '^[0-9]*,MALLOC,HOST,N/A,[0-9]*,[0-9]*,[0-9]*,host,')" \
 	"$(rows '^[0-9]*,MALLOC,HOST,')"
-note "the dump: $dev_allocs HAL MALLOC rows on device 1, by kind, and the kernels by name"
+note "the dump: $dev1_allocs HAL MALLOC rows on device 1, $vmm_allocs of kind vmm on device 2, and the kernels by name"
 
-# The leak: the one block still allocated, named by its stack, as device
-# memory of cuda:1.
+# The leaks: the two blocks still allocated, named by their stacks, as
+# device memory of cuda:1 and of cuda:2 (the VMM handle's device).
 "$MMS_REPLAY" prog-stacks.mms --analysis leaks >leaks.txt 2>prog.err || fail "leaks exited $?: $(cat prog.err)"
 grep -q '4.0 KiB in 1 block of CUDA memory on cuda:1' leaks.txt || fail "no device leak group in: $(cat leaks.txt)"
 grep -A1 'of CUDA memory on cuda:1' leaks.txt | grep -q 'leaky_upload (.*cudaprog.c:' ||
 	fail "the device leak is not named by leaky_upload: $(cat leaks.txt)"
+grep -q '2.0 MiB in 1 block of CUDA memory on cuda:2' leaks.txt || fail "no VMM leak group in: $(cat leaks.txt)"
+grep -A2 'of CUDA memory on cuda:2' leaks.txt | grep -q '#1  grow_segment (.*cudaprog.c:' ||
+	fail "the VMM leak is not named by grow_segment: $(cat leaks.txt)"
 "$MMS_REPLAY" prog-stacks.mms --analysis decompose >decompose.txt 2>prog.err || fail "decompose exited $?"
-grep -q "^ *$dev_live_bytes *1 .* cuda:1\$" decompose.txt || fail "decompose has no cuda:1 row: $(cat decompose.txt)"
+grep -q "^ *4096 *1 .* cuda:1\$" decompose.txt || fail "decompose has no cuda:1 row: $(cat decompose.txt)"
+grep -q "^ *2097152 *1 .* cuda:2\$" decompose.txt || fail "decompose has no cuda:2 row: $(cat decompose.txt)"
+note "the device leaks: 4096 bytes on cuda:1 (leaky_upload), c0's 2 MiB on cuda:2 (grow_segment); decompose files them so"
+# With --memory device, decompose is at the device memory's own peak:
+# its devices' rows add up to the summary's device peak.
 peak=$("$MMS_REPLAY" prog.mms --summary --json | sed -n 's/.*"device":{[^}]*"peak_bytes":\([0-9]*\).*/\1/p')
 [ -n "$peak" ] || fail "no device peak in the summary"
 "$MMS_REPLAY" prog.mms --analysis decompose --memory device >dpeak.txt 2>prog.err || fail "decompose --memory device exited $?"
-grep -A2 '^decompose at the peak' dpeak.txt | grep -q "^ *$peak *[0-9]* *100.00%  cuda:1\$" ||
-	fail "decompose --memory device: no cuda:1 row of $peak bytes at the peak: $(cat dpeak.txt)"
-note "the device leak: 4096 bytes on cuda:1, allocated in leaky_upload; decompose files it under cuda:1, and at the device peak ($peak bytes) with --memory device"
+at_peak=$(sed -n '/^decompose at the peak/,$p' dpeak.txt | awk '/%  cuda:[0-9]+$/ { n += $1 } END { print n + 0 }')
+expect_eq "decompose --memory device: bytes of the devices at the peak" "$at_peak" "$peak"
+grep -q '%  HOST$' dpeak.txt && fail "decompose --memory device shows host memory: $(cat dpeak.txt)"
+note "decompose --memory device: $peak bytes on the devices at their peak, as the summary says"
 
 # The launcher's report says it too.
 LD_LIBRARY_PATH=$cuda/driver "$MMS_LAUNCHER" -- "$cuda/cudaprog" >launch.out 2>launch.err ||

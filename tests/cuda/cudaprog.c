@@ -17,6 +17,14 @@
  *            and cuMemFreeAsync_ptsz
  *   managed  cuMemAllocManaged 2097152, freed with cuMemFree
  *   pinned   cuMemHostAlloc 8192, cuMemAllocHost 4096, cuMemFreeHost
+ *   vmm      (grow_segment) cuMemAddressReserve of 4 chunks of 2 MiB
+ *            (c0..c3), cuMemCreate of 3 chunks on device 2, each mapped
+ *            at c0, c1, c2; cuMemUnmap of c0, then of c1 and c2 with one
+ *            call; c0 mapped again, never unmapped. A handle of 3 chunks
+ *            mapped at c1..c3, then c2 unmapped alone (the middle of a
+ *            mapping: the recorder keeps c1 and c3), an unmap of c3 and
+ *            the chunk past the reservation, which fails, then c1 and
+ *            c3 unmapped; the handles released (c0's while mapped)
  *   not recorded: a failing cuMemAlloc (0 bytes), cuMemFree(0), and a
  *            cuMemAlloc of the old ABI (CUDA version 2000) and its free
  *   kernels  vector_add by cuLaunchKernel, cuLaunchKernel_ptsz and
@@ -34,6 +42,14 @@ typedef unsigned long long CUdeviceptr;
 typedef struct CUstream_st *CUstream;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
+typedef unsigned long long CUmemGenericAllocationHandle;
+typedef struct {
+	int type, requestedHandleTypes;
+	struct {
+		int type, id;
+	} location;
+	unsigned char rest[32]; /* as cuda.h has it: zeroed */
+} CUmemAllocationProp;
 
 typedef CUresult (*getproc_v2_t)(const char *, void **, int, uint64_t, int *);
 typedef CUresult (*alloc_t)(CUdeviceptr *, size_t);
@@ -75,6 +91,7 @@ static CUresult check(const char *what, CUresult r, CUresult want)
 }
 
 static unsigned long long device_bytes, async_bytes, managed_bytes, pinned_bytes, live_bytes;
+static unsigned long long vmm_maps, vmm_bytes, vmm_unmaps, vmm_live_bytes;
 
 static alloc_t mem_alloc;
 
@@ -87,6 +104,69 @@ __attribute__((noinline)) static CUdeviceptr leaky_upload(size_t size)
 	live_bytes += size;
 	__asm__ volatile("" ::: "memory"); /* no tail call: leaky_upload stays on the stack */
 	return d;
+}
+
+#define CHUNK (2ull << 20)
+
+static CUresult (*mem_map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
+static CUresult (*mem_unmap)(CUdeviceptr, size_t);
+
+static void vmm_map(CUdeviceptr at, size_t size, CUmemGenericAllocationHandle h)
+{
+	check("cuMemMap", mem_map(at, size, 0, h, 0), 0);
+	vmm_maps++;
+	vmm_bytes += size;
+	vmm_live_bytes += size;
+}
+
+static void vmm_unmap(CUdeviceptr at, size_t size)
+{
+	check("cuMemUnmap", mem_unmap(at, size), 0);
+	vmm_unmaps++;
+	vmm_live_bytes -= size;
+}
+
+/* Maps a chunk again and leaves it mapped, as an allocator that grows a
+ * segment does. */
+__attribute__((noinline)) static void grow_segment(CUdeviceptr at, CUmemGenericAllocationHandle h)
+{
+	vmm_map(at, CHUNK, h);
+	__asm__ volatile("" ::: "memory"); /* no tail call */
+}
+
+/* The virtual memory management sequence (see the top). */
+static void vmm(void)
+{
+	CUresult (*reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+	CUresult (*create)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long);
+	CUresult (*release)(CUmemGenericAllocationHandle);
+	CUmemAllocationProp prop = { .type = 1, .location = { .type = 1, .id = 2 } };
+	CUmemGenericAllocationHandle h[4];
+	CUdeviceptr base = 0;
+
+	*(void **)&reserve = proc("cuMemAddressReserve", 12000, 0);
+	*(void **)&create = proc("cuMemCreate", 12000, 0);
+	*(void **)&release = proc("cuMemRelease", 12000, 0);
+	*(void **)&mem_map = proc("cuMemMap", 12000, 0);
+	*(void **)&mem_unmap = proc("cuMemUnmap", 12000, 0);
+
+	check("cuMemAddressReserve", reserve(&base, 4 * CHUNK, 0, 0, 0), 0);
+	for (int i = 0; i < 3; i++) {
+		check("cuMemCreate", create(&h[i], CHUNK, &prop, 0), 0);
+		vmm_map(base + i * CHUNK, CHUNK, h[i]);
+	}
+	vmm_unmap(base, CHUNK);
+	vmm_unmap(base + CHUNK, 2 * CHUNK);
+	grow_segment(base, h[0]);
+
+	check("cuMemCreate", create(&h[3], 3 * CHUNK, &prop, 0), 0);
+	vmm_map(base + CHUNK, 3 * CHUNK, h[3]);
+	vmm_unmap(base + 2 * CHUNK, CHUNK);
+	check("cuMemUnmap past the reservation", mem_unmap(base + 3 * CHUNK, 2 * CHUNK), 1);
+	vmm_unmap(base + CHUNK, CHUNK);
+	vmm_unmap(base + 3 * CHUNK, CHUNK);
+	for (int i = 0; i < 4; i++)
+		check("cuMemRelease", release(h[i]), 0);
 }
 
 int main(void)
@@ -172,6 +252,8 @@ int main(void)
 	check("cuMemFreeHost", ((CUresult(*)(void *))proc("cuMemFreeHost", 12000, 0))(pin1), 0);
 	check("cuMemFreeHost", ((CUresult(*)(void *))proc("cuMemFreeHost", 12000, 0))(pin2), 0);
 
+	vmm();
+
 	/* Kernels. */
 	{
 		CUresult (*get_function)(CUfunction *, void *, const char *);
@@ -195,6 +277,8 @@ int main(void)
 	printf("async allocs=3 bytes=%llu\n", async_bytes);
 	printf("managed allocs=1 bytes=%llu\n", managed_bytes);
 	printf("pinned allocs=2 bytes=%llu\n", pinned_bytes);
+	printf("vmm maps=%llu bytes=%llu unmaps=%llu still mapped bytes=%llu\n", vmm_maps, vmm_bytes, vmm_unmaps,
+	       vmm_live_bytes);
 	printf("still allocated bytes=%llu\n", live_bytes);
 	printf("launches=5 failures=%d\n", failures);
 	return failures ? 1 : 0;

@@ -14,6 +14,12 @@
  * where one exists, cuGetProcAddress_v2 for cuGetProcAddress from 12000.
  * Device memory is a made-up address range (0x7e0000000000 up; 32-bit
  * addresses for the old ABI); pinned host memory is real, from mmap.
+ * Virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap
+ * and the others) works on made-up address ranges (0x7d0000000000 up) in
+ * granules of 2 MiB; cuMemUnmap takes any granule-aligned range of a
+ * reservation whose granules are all mapped, also part of one mapping,
+ * which the driver documents that it refuses: so that the recorder's
+ * split of a mapping can be tried.
  * cuCtxGetDevice says device 1, so that the ordinal can be seen in the log.
  * Every entry point sets errno to ENOMSG, which the test program checks
  * reaches it unchanged. */
@@ -258,6 +264,138 @@ EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream)
 	return take(dptr, 0);
 }
 
+/* Virtual memory management: each reservation's mapped granules are a bit
+ * mask (64 granules at most). */
+#define GRANULE (2ull << 20)
+#define VMM_MAX 16
+
+typedef unsigned long long CUmemGenericAllocationHandle;
+typedef struct {
+	int type, requestedHandleTypes;
+	struct {
+		int type, id;
+	} location;
+	/* ... what the program sets no more of */
+} CUmemAllocationProp;
+
+static struct {
+	uint64_t base, size;
+	uint64_t mapped; /* one bit per granule */
+} reserved[VMM_MAX];
+static struct {
+	size_t size; /* 0: a free slot */
+} handles[VMM_MAX];
+static uint64_t next_reserve = 0x7d0000000000ull;
+
+/* The reservation that holds [ptr, ptr + size), granule-aligned, or -1. */
+static int reservation_of(CUdeviceptr ptr, size_t size)
+{
+	if (!size || ptr % GRANULE || size % GRANULE)
+		return -1;
+	for (int i = 0; i < VMM_MAX; i++)
+		if (reserved[i].size && ptr >= reserved[i].base && size <= reserved[i].size &&
+		    ptr - reserved[i].base <= reserved[i].size - size)
+			return i;
+	return -1;
+}
+
+/* The bits of [ptr, ptr + size) in reservation r's mask. */
+static uint64_t granules(int r, CUdeviceptr ptr, size_t size)
+{
+	uint64_t n = size / GRANULE, first = (ptr - reserved[r].base) / GRANULE;
+
+	return (n >= 64 ? ~0ull : (1ull << n) - 1) << first;
+}
+
+EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+				    unsigned long long flags)
+{
+	(void)alignment, (void)addr;
+	errno = ENOMSG;
+	if (!ptr || !size || size % GRANULE || size / GRANULE > 64 || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (int i = 0; i < VMM_MAX; i++)
+		if (!reserved[i].size) {
+			reserved[i].base = *ptr = next_reserve;
+			reserved[i].size = size;
+			reserved[i].mapped = 0;
+			next_reserve += size + GRANULE; /* a hole between reservations */
+			return CUDA_SUCCESS;
+		}
+	return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+	int r = reservation_of(ptr, size);
+
+	errno = ENOMSG;
+	if (r < 0 || reserved[r].base != ptr || reserved[r].size != size || reserved[r].mapped)
+		return CUDA_ERROR_INVALID_VALUE;
+	reserved[r].size = 0;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
+			    unsigned long long flags)
+{
+	errno = ENOMSG;
+	if (!handle || !prop || prop->location.type != 1 || !size || size % GRANULE || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (int i = 0; i < VMM_MAX; i++)
+		if (!handles[i].size) {
+			handles[i].size = size;
+			*handle = 0xc0de0000ull + (unsigned)i; /* opaque to the program */
+			return CUDA_SUCCESS;
+		}
+	return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+/* The slot of handle h, or -1. */
+static int handle_slot(CUmemGenericAllocationHandle h)
+{
+	uint64_t i = h - 0xc0de0000ull;
+
+	return i < VMM_MAX && handles[i].size ? (int)i : -1;
+}
+
+/* Released while mapped, as the driver allows: the memory goes with its
+ * last mapping, which the double does not follow. */
+EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+	int h = handle_slot(handle);
+
+	errno = ENOMSG;
+	if (h < 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	handles[h].size = 0;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+			 unsigned long long flags)
+{
+	int r = reservation_of(ptr, size), h = handle_slot(handle);
+
+	errno = ENOMSG;
+	if (r < 0 || h < 0 || flags || offset > handles[h].size || size > handles[h].size - offset ||
+	    reserved[r].mapped & granules(r, ptr, size))
+		return CUDA_ERROR_INVALID_VALUE;
+	reserved[r].mapped |= granules(r, ptr, size);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+	int r = reservation_of(ptr, size);
+
+	errno = ENOMSG;
+	if (r < 0 || (reserved[r].mapped & granules(r, ptr, size)) != granules(r, ptr, size))
+		return CUDA_ERROR_INVALID_VALUE;
+	reserved[r].mapped &= ~granules(r, ptr, size);
+	return CUDA_SUCCESS;
+}
+
 static CUresult launch(CUfunction f)
 {
 	errno = ENOMSG;
@@ -305,8 +443,9 @@ static const struct {
 	FN(cuMemFree), FN(cuMemAlloc_v2), FN(cuMemAllocPitch_v2), FN(cuMemFree_v2), FN(cuMemAllocManaged),
 	FN(cuMemAllocHost_v2), FN(cuMemHostAlloc), FN(cuMemFreeHost), FN(cuMemAllocAsync),
 	FN(cuMemAllocAsync_ptsz), FN(cuMemAllocFromPoolAsync), FN(cuMemAllocFromPoolAsync_ptsz),
-	FN(cuMemFreeAsync), FN(cuMemFreeAsync_ptsz), FN(cuLaunchKernel), FN(cuLaunchKernel_ptsz),
-	FN(cuLaunchKernelEx), FN(cuLaunchKernelEx_ptsz), FN(cuGetProcAddress), FN(cuGetProcAddress_v2),
+	FN(cuMemFreeAsync), FN(cuMemFreeAsync_ptsz), FN(cuMemAddressReserve), FN(cuMemAddressFree),
+	FN(cuMemCreate), FN(cuMemRelease), FN(cuMemMap), FN(cuMemUnmap), FN(cuLaunchKernel),
+	FN(cuLaunchKernel_ptsz), FN(cuLaunchKernelEx), FN(cuLaunchKernelEx_ptsz), FN(cuGetProcAddress), FN(cuGetProcAddress_v2),
 };
 
 static void *exported(const char *name)

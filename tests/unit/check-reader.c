@@ -922,6 +922,22 @@ static void dev_free(struct lb *b, uint64_t stamp, int fn, uint64_t device, uint
 	lb_end(b);
 }
 
+/* The next event is a DEVICE event of kind and sub-kind sub at addr on
+ * device (size: a MALLOC's). */
+static void next_dev_event(mms_iter_t *it, int kind, int sub, unsigned device, uint64_t addr, uint64_t size)
+{
+	mms_event_t ev;
+
+	ck_assert_int_eq(mms_iter_next(it, &ev), 1);
+	ck_assert_int_eq(ev.kind, kind);
+	ck_assert_int_eq(ev.mem, MMS_MEM_DEVICE);
+	ck_assert_int_eq(ev.sub, sub);
+	ck_assert_int_eq(ev.device, device);
+	ck_assert_uint_eq(ev.addr, addr);
+	if (kind == MMS_EV_MALLOC)
+		ck_assert_uint_eq(ev.size, size);
+}
+
 START_TEST(test_device_memory)
 {
 	struct lb *b = one_thread();
@@ -942,13 +958,7 @@ START_TEST(test_device_memory)
 	log = write_open(b, SIZE_MAX);
 	ck_assert_int_eq(mms_iter_open(log, &it), 0);
 	ck_assert_int_eq(mms_iter_next(it, &ev), 1); /* SYSTEM init */
-	ck_assert_int_eq(mms_iter_next(it, &ev), 1);
-	ck_assert_int_eq(ev.kind, MMS_EV_MALLOC);
-	ck_assert_int_eq(ev.mem, MMS_MEM_DEVICE);
-	ck_assert_int_eq(ev.sub, MMS_DEVICE_MEMORY);
-	ck_assert_int_eq(ev.device, 1);
-	ck_assert_uint_eq(ev.addr, 0x7e0000000000);
-	ck_assert_uint_eq(ev.size, 1 << 20);
+	next_dev_event(it, MMS_EV_MALLOC, MMS_DEVICE_MEMORY, 1, 0x7e0000000000, 1 << 20);
 	mms_iter_close(it);
 	ck_assert_str_eq(mms_mem_kind_name(MMS_MEM_DEVICE), "DEVICE");
 	ck_assert_str_eq(mms_device_sub_name(MMS_DEVICE_PINNED), "pinned");
@@ -976,6 +986,53 @@ START_TEST(test_device_memory)
 	ck_assert_int_eq(mms_replay_block_at(r, 0x7e0000000000, &blk), 1);
 	ck_assert_int_eq(blk.mem, MMS_MEM_HOST);
 	ck_assert_uint_eq(blk.size, 16);
+	mms_replay_close(r);
+	mms_log_close(log);
+	lb_destroy(b);
+}
+END_TEST
+
+/* VMM mappings (MMS_DEV_VMM): a mapping of 3 chunks whose middle one is
+ * unmapped (freed, its two ends allocated again) is decoded as device
+ * memory of sub-kind "vmm", on the handle's device. */
+START_TEST(test_device_vmm)
+{
+	struct lb *b = one_thread();
+	mms_summary_t s;
+	mms_replay_t *r;
+	mms_block_t blk;
+	mms_log_t *log;
+	mms_iter_t *it;
+	mms_event_t ev;
+
+	dev_alloc(b, 20, MMS_DEV_VMM, 2, 0x7d0000200000, 3 << 21);
+	dev_free(b, 21, MMS_DEV_VMM, 2, 0x7d0000200000);
+	dev_alloc(b, 22, MMS_DEV_VMM, 2, 0x7d0000200000, 1 << 21);
+	dev_alloc(b, 23, MMS_DEV_VMM, 2, 0x7d0000600000, 1 << 21);
+	dev_free(b, 24, MMS_DEV_VMM, 2, 0x7d0000600000);
+	log = write_open(b, SIZE_MAX);
+	ck_assert_int_eq(mms_iter_open(log, &it), 0);
+	ck_assert_int_eq(mms_iter_next(it, &ev), 1); /* SYSTEM init */
+	next_dev_event(it, MMS_EV_MALLOC, MMS_DEVICE_VMM, 2, 0x7d0000200000, 3 << 21);
+	next_dev_event(it, MMS_EV_FREE, MMS_DEVICE_VMM, 2, 0x7d0000200000, 0);
+	next_dev_event(it, MMS_EV_MALLOC, MMS_DEVICE_VMM, 2, 0x7d0000200000, 1 << 21);
+	mms_iter_close(it);
+	ck_assert_str_eq(mms_device_sub_name(MMS_DEVICE_VMM), "vmm");
+	ck_assert_ptr_null(mms_device_sub_name(4)); /* reserved: CUDA arrays */
+
+	ck_assert_int_eq(mms_summarize(log, &s), 0);
+	ck_assert_uint_eq(s.mem[MMS_MEM_DEVICE].allocs, 3);
+	ck_assert_uint_eq(s.mem[MMS_MEM_DEVICE].frees, 2);
+	ck_assert_uint_eq(s.mem[MMS_MEM_DEVICE].peak_bytes, 3 << 21);
+	ck_assert_uint_eq(s.mem[MMS_MEM_DEVICE].live_bytes, 1 << 21);
+	ck_assert_uint_eq(s.invalid_frees, 0);
+
+	ck_assert_int_eq(mms_replay_open(log, &r), 0);
+	ck_assert_int_eq(mms_replay_seek(r, 5), 0);
+	ck_assert_int_eq(mms_replay_block_at(r, 0x7d0000200000, &blk), 1);
+	ck_assert_int_eq(blk.fn, MMS_DEVICE_VMM);
+	ck_assert_uint_eq(blk.size, 1 << 21);
+	ck_assert_str_eq(blk.pool, "cuda:2");
 	mms_replay_close(r);
 	mms_log_close(log);
 	lb_destroy(b);
@@ -1354,6 +1411,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_watch_sums);
 	tcase_add_test(tc, test_free_stacks);
 	tcase_add_test(tc, test_device_memory);
+	tcase_add_test(tc, test_device_vmm);
 	tcase_add_test(tc, test_time_conversion);
 	tcase_add_test(tc, test_follow_one_thread);
 	tcase_add_test(tc, test_follow_two_threads);
