@@ -8,6 +8,7 @@
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -497,6 +498,41 @@ static int pc_scopes(struct mms_symbolizer *s, struct sym_module *m, Dwarf_Die *
 	return n > 0 ? n : 0;
 }
 
+/* Whether a sequence of cu's line table ends at addr (module-relative).
+ * libdw answers a pc past the end of a sequence with the row GCC puts at
+ * that end (crt1's _start, which has no line table, right after main got
+ * main's last line): a row there is no line of a pc that no DWARF
+ * function holds. */
+static bool ends_sequence(Dwarf_Die *cu, Dwarf_Addr addr)
+{
+	Dwarf_Lines *lines;
+	Dwarf_Addr a;
+	size_t n, lo = 0, hi, mid;
+	bool end;
+
+	if (dwarf_getsrclines(cu, &lines, &n) != 0)
+		return false;
+	/* The first row at addr or above; the rows at addr follow it. */
+	for (hi = n; lo < hi;) {
+		mid = lo + (hi - lo) / 2;
+		if (dwarf_lineaddr(dwarf_onesrcline(lines, mid), &a) != 0)
+			return false;
+		if (a < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < n; lo++) {
+		Dwarf_Line *row = dwarf_onesrcline(lines, lo);
+
+		if (!row || dwarf_lineaddr(row, &a) != 0 || a != addr)
+			break;
+		if (dwarf_lineendsequence(row, &end) == 0 && end)
+			return true;
+	}
+	return false;
+}
+
 /* Fills frames (max >= 1, each already holding ip and module) for pc (the
  * ip minus one, inside the call) in module m: the inlined functions that
  * hold it, innermost first, each at the line inside it, then the function
@@ -512,11 +548,12 @@ static int module_frames(struct mms_symbolizer *s, struct sym_module *m, Dwarf_A
 	Dwfl_Line *line;
 	const struct sym_fn *fn;
 	const char *file = NULL, *name;
+	Dwarf_Addr line_addr = 0;
 	int lineno = 0, nscopes = 0, n = 0, i, rc;
 
 	line = dwfl_module_getsrc(m->mod, pc);
 	if (line)
-		file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
+		file = dwfl_lineinfo(line, &line_addr, &lineno, NULL, NULL, NULL);
 	cudie = dwfl_module_addrdie(m->mod, pc, &bias);
 	if (cudie) {
 		nscopes = pc_scopes(s, m, cudie, pc - bias, scopes);
@@ -551,6 +588,10 @@ static int module_frames(struct mms_symbolizer *s, struct sym_module *m, Dwarf_A
 	}
 	if (n == 0) {
 		/* No DWARF function: the line table alone, if it has pc. */
+		if (line && cudie && ends_sequence(cudie, line_addr - bias)) {
+			file = NULL;
+			lineno = 0;
+		}
 		frames[0].file = file;
 		frames[0].line = lineno > 0 ? (uint32_t)lineno : 0;
 		n = 1;
