@@ -193,9 +193,10 @@ static void print_memory(const char *label, const mms_kind_summary_t *k, const s
 		fprintf(stderr, "  %-17s %" PRIu64 " block%s, %s%s\n", "    program's", own, own == 1 ? "" : "s",
 			human_bytes_exact(k->live_bytes - rt_bytes, live, sizeof(live)),
 			own && log_ends_at_exit(&r->info) ? at_exit : "");
-		fprintf(stderr, "  %-17s %" PRIu64 " block%s, %s   kept by the runtimes (C, C++, CPython), not leaks\n",
+		fprintf(stderr, "  %-17s %" PRIu64 " block%s, %s   kept by %s, not leaks\n",
 			"    runtimes'", rt_blocks, rt_blocks == 1 ? "" : "s",
-			human_bytes_exact(rt_bytes, live, sizeof(live)));
+			human_bytes_exact(rt_bytes, live, sizeof(live)),
+			k == &r->sum.mem[MMS_MEM_DEVICE] ? "PyTorch's CUDA caching allocator" : "the runtimes (C, C++, CPython)");
 	}
 	free(at);
 }
@@ -232,7 +233,8 @@ static void print_main_summary(const struct run *run, char **argv, pid_t pid, in
 	if (sum->mem[MMS_MEM_POOL].allocs || sum->mem[MMS_MEM_POOL].frees)
 		print_memory("pools (API)", &sum->mem[MMS_MEM_POOL], r, "   <- never released to the pool", 0, 0);
 	if (sum->mem[MMS_MEM_DEVICE].allocs || sum->mem[MMS_MEM_DEVICE].frees)
-		print_memory("CUDA (driver)", &sum->mem[MMS_MEM_DEVICE], r, "   <- never freed", 0, 0);
+		print_memory("CUDA (driver)", &sum->mem[MMS_MEM_DEVICE], r, "   <- never freed",
+			     sum->runtime_mem_blocks[MMS_MEM_DEVICE], sum->runtime_mem_bytes[MMS_MEM_DEVICE]);
 	if (sum->steps)
 		fprintf(stderr, "  %-17s %" PRIu64 "\n", "steps", sum->steps);
 	fprintf(stderr, "  %-17s %" PRIu64 "\n", "threads", sum->threads);

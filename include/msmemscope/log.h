@@ -29,6 +29,12 @@ enum mms_runtime {
 	MMS_RUNTIME_MSMEMSCOPE = 6, /* msmemscope's own Python package allocated it while
 	                           it worked (msmemscope.torch tagging tensors): it
 	                           exists because the program was recorded */
+	MMS_RUNTIME_TORCH_CUDA = 7, /* DEVICE memory live at exit in a process with
+	                           PyTorch's CUDA library (libc10_cuda), allocated by
+	                           it as far as the recorded stack shows: segments its
+	                           caching allocator keeps for reuse by design, which
+	                           the CUDA context frees at exit (no record is of
+	                           this kind: readers tell it at the end) */
 	MMS_RUNTIME_COUNT
 };
 

@@ -17,8 +17,8 @@ _Static_assert((int)MMS_RUNTIME_LIBC == (int)MMS_RT_C && (int)MMS_RUNTIME_LIBCXX
 
 MMS__EXPORT const char *mms_runtime_name(unsigned kind)
 {
-	static const char *const names[MMS_RUNTIME_COUNT] = { NULL, "c", "cxx", "thread", "stdio", "python",
-								       "msmemscope" };
+	static const char *const names[MMS_RUNTIME_COUNT] = { NULL,     "c",		"cxx",	      "thread",
+								       "stdio",  "python",	"msmemscope", "torch-cuda" };
 
 	return kind < MMS_RUNTIME_COUNT ? names[kind] : NULL;
 }
@@ -35,6 +35,8 @@ MMS__EXPORT const char *mms_runtime_what(unsigned kind)
 		"by design",
 		"msmemscope's own Python package, while it tagged the program's tensors (msmemscope.torch): there "
 		"because the program was recorded",
+		"PyTorch's CUDA caching allocator: device memory it keeps cached for reuse by design, which the CUDA "
+		"context frees at exit",
 	};
 
 	return kind < MMS_RUNTIME_COUNT ? what[kind] : NULL;
@@ -89,10 +91,12 @@ static int python_process(const mms_log_t *log)
 	return 0;
 }
 
-/* A block live at exit in a CPython interpreter: the interpreter's, unless
- * its stack shows code that is neither the interpreter nor the C runtime
- * (an extension module, the program's own library) allocating it. */
-static unsigned python_at_end(const mms_log_t *log, const struct mms__blk *b)
+/* Walks b's allocation stack, innermost frame first: 1 at the first frame
+ * in a module `owner` names, 0 at the first in a module that neither it
+ * nor `through` names (other code allocated); 1 when the stack ends (or
+ * was not recorded) before either. */
+static int allocated_by(const mms_log_t *log, const struct mms__blk *b, int (*owner)(const char *),
+			int (*through)(const char *))
 {
 	uint64_t ips[32];
 	int depth = b->stack ? mms__log_stack(log, b->stack, ips, 32) : 0;
@@ -103,13 +107,51 @@ static unsigned python_at_end(const mms_log_t *log, const struct mms__blk *b)
 		for (int k = nmods - 1; k >= 0; k--) {
 			if (mms_log_module(log, (size_t)k, &m) || ips[i] < m.lo || ips[i] >= m.hi)
 				continue;
-			if (python_module(m.path))
-				return MMS_RUNTIME_PYTHON;
-			if (!c_runtime_module(m.path))
+			if (owner(m.path))
+				return 1;
+			if (!through(m.path))
 				return 0;
 			break;
 		}
-	return MMS_RUNTIME_PYTHON;
+	return 1;
+}
+
+/* A block live at exit in a CPython interpreter: the interpreter's, unless
+ * its stack shows code that is neither the interpreter nor the C runtime
+ * (an extension module, the program's own library) allocating it. */
+static unsigned python_at_end(const mms_log_t *log, const struct mms__blk *b)
+{
+	return allocated_by(log, b, python_module, c_runtime_module) ? MMS_RUNTIME_PYTHON : 0;
+}
+
+/* PyTorch's CUDA library, whose caching allocator holds most of a
+ * PyTorch program's device memory. */
+static int torch_cuda_module(const char *path)
+{
+	return starts(base_name(path), "libc10_cuda.so");
+}
+
+/* The CUDA runtime and driver, which every device allocation goes
+ * through, and the C runtime. */
+static int cuda_or_c_module(const char *path)
+{
+	const char *b = base_name(path);
+
+	return starts(b, "libcudart.so") || starts(b, "libcuda.so") || c_runtime_module(path);
+}
+
+/* A DEVICE block live at exit: PyTorch's caching allocator's when the
+ * process loaded libc10_cuda and the block's stack, past the CUDA runtime
+ * and the C runtime, shows it (or shows nothing: recorded without
+ * stacks); the program's when the stack shows other code allocating. */
+static unsigned device_at_end(const mms_log_t *log, const struct mms__blk *b)
+{
+	int nmods = mms_log_module(log, 0, NULL), torch = 0;
+	mms_module_t m;
+
+	for (int k = 0; k < nmods && !torch; k++)
+		torch = !mms_log_module(log, (size_t)k, &m) && torch_cuda_module(m.path);
+	return torch && allocated_by(log, b, torch_cuda_module, cuda_or_c_module) ? MMS_RUNTIME_TORCH_CUDA : 0;
 }
 
 unsigned mms__blk_runtime_at_end(const mms_log_t *log, const struct mms__blk *b)
@@ -121,6 +163,10 @@ unsigned mms__blk_runtime_at_end(const mms_log_t *log, const struct mms__blk *b)
 
 	if (b->mem == MMS_MEM_POOL)
 		return 0;
+	/* Not CPython's, whatever the process: a CUDA runtime's or the
+	 * program's. */
+	if (b->mem == MMS_MEM_DEVICE)
+		return log->info.complete ? device_at_end(log, b) : 0;
 	if (b->mem == MMS_MEM_MMAP)
 		/* The interpreter's own mappings (pymalloc's arenas). */
 		return log->info.complete && python_process(log) ? python_at_end(log, b) : 0;

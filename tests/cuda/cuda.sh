@@ -117,6 +117,22 @@ expect_eq "decompose --memory device: bytes of the devices at the peak" "$at_pea
 grep -q '%  HOST$' dpeak.txt && fail "decompose --memory device shows host memory: $(cat dpeak.txt)"
 note "decompose --memory device: $peak bytes on the devices at their peak, as the summary says"
 
+# Device memory that PyTorch's caching allocator keeps at exit is not the
+# program's leak: a segment allocated through libc10_cuda.so (the
+# stand-in) is the runtime's, leaky_upload's block the program's.
+MSMEMSCOPE_CONFIG=call_stack=16 LD_LIBRARY_PATH=$cuda/driver:$cuda record cache.mms "$cuda/cudaprog" cache >cache.out ||
+	fail "cudaprog cache exited $? under the recorder"
+expect_eq "cudaprog cache output" "$(cat cache.out)" "cache segment=2097152 leaked=4096"
+"$MMS_REPLAY" cache.mms --summary --json >cache.json 2>prog.err || fail "msmemscope-replay exited $?: $(cat prog.err)"
+expect_key cache.json kinds.device.live_bytes $((2097152 + 4096))
+expect_key cache.json runtime.torch-cuda.bytes 2097152
+"$MMS_REPLAY" cache.mms --analysis leaks >cache.leaks 2>prog.err || fail "leaks exited $?: $(cat prog.err)"
+grep -A1 '4.0 KiB in 1 block of CUDA memory on cuda:1' cache.leaks | grep -q leaky_upload ||
+	fail "leaky_upload's block is not the program's leak: $(cat cache.leaks)"
+grep -q "torch-cuda.*1 block.*2.0 MiB\|2.0 MiB.*torch-cuda\|PyTorch's CUDA caching allocator" cache.leaks ||
+	fail "the stand-in's segment is not the caching allocator's: $(cat cache.leaks)"
+note "a segment allocated by libc10_cuda (stand-in) is PyTorch's caching allocator's at exit; leaky_upload's block is the leak"
+
 # The launcher's report says it too.
 LD_LIBRARY_PATH=$cuda/driver "$MMS_LAUNCHER" -- "$cuda/cudaprog" >launch.out 2>launch.err ||
 	fail "msmemscope exited $?: $(tail -3 launch.err)"

@@ -29,13 +29,18 @@
  *            cuMemAlloc of the old ABI (CUDA version 2000) and its free
  *   kernels  vector_add by cuLaunchKernel, cuLaunchKernel_ptsz and
  *            cuLaunchKernelEx; reduce_sum by cuLaunchKernelEx_ptsz; one
- *            the driver cannot name, by cuLaunchKernel */
+ *            the driver cannot name, by cuLaunchKernel
+ *
+ * `cudaprog cache` runs another sequence instead: a 2 MiB segment
+ * allocated through libc10_cuda.so (a stand-in for PyTorch's CUDA library,
+ * c10stub.c) and 4096 bytes by leaky_upload, both kept to the end. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
@@ -169,7 +174,26 @@ static void vmm(void)
 		check("cuMemRelease", release(h[i]), 0);
 }
 
-int main(void)
+/* `cudaprog cache`: a segment of PyTorch's caching allocator (the
+ * stand-in's) and a leak of the program's, both live at exit. */
+static int cache_mode(void)
+{
+	void *c10 = dlopen("libc10_cuda.so", RTLD_NOW | RTLD_LOCAL);
+	CUdeviceptr (*segment)(alloc_t, size_t);
+
+	if (!c10)
+		die(dlerror());
+	*(void **)&segment = dlsym(c10, "c10_cache_segment");
+	if (!segment)
+		die("no c10_cache_segment");
+	if (!segment(mem_alloc, 2097152))
+		die("the stand-in's segment failed");
+	(void)leaky_upload(4096);
+	printf("cache segment=2097152 leaked=4096\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
 	void *p;
@@ -203,6 +227,8 @@ int main(void)
 	*(void **)&direct = dlsym(h, "cuMemAlloc_v2");
 	if (!direct)
 		die("no cuMemAlloc_v2");
+	if (argc > 1 && !strcmp(argv[1], "cache"))
+		return cache_mode();
 
 	/* Device memory. */
 	(void)leaky_upload(4096);
