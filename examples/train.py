@@ -9,6 +9,8 @@ every activation its forward saved for backward: each step leaves about
 
     msmemscope --warmup-steps=2 --analysis=leaks,decompose -- python3 examples/train.py
     python3 examples/train.py --fixed     # the fix: no_grad() and .item()
+    python3 examples/train.py --cuda      # the same loop on the GPU (its
+                                          # device memory as CUDA memory)
 
 Run from the build tree with the package on the path:
 
@@ -34,9 +36,12 @@ def make_model():
 
 def main(argv):
     fixed = "--fixed" in argv
+    device = torch.device("cuda" if "--cuda" in argv else "cpu")
+    if device.type == "cuda" and not torch.cuda.is_available():
+        sys.exit("train.py: --cuda: this PyTorch sees no CUDA device (torch.cuda.is_available() is False)")
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    model = make_model()
+    model = make_model().to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
     # Roles (weight, gradient, optimizer_state, activation, aten) and
@@ -45,6 +50,7 @@ def main(argv):
 
     x, y = torch.randn(BATCH, FEATURES), torch.randint(0, CLASSES, (BATCH,))
     x_val, y_val = torch.randn(BATCH, FEATURES), torch.randint(0, CLASSES, (BATCH,))
+    x, y, x_val, y_val = x.to(device), y.to(device), x_val.to(device), y_val.to(device)
     val_history = []
     for step in range(1, STEPS + 1):
         opt.zero_grad()
