@@ -144,8 +144,9 @@ static void driver_fetch(void)
 	} else {
 		return; /* entry points from dlsym() alone: try again later */
 	}
-	*(void **)&ctx_get_device = dev;
-	*(void **)&func_get_name = name;
+	/* Two threads may fetch at once: each stores the same pointers. */
+	__atomic_store_n((void **)&ctx_get_device, dev, __ATOMIC_RELAXED);
+	__atomic_store_n((void **)&func_get_name, name, __ATOMIC_RELAXED);
 	__atomic_store_n(&driver_fetched, 1, __ATOMIC_RELEASE);
 }
 
@@ -167,10 +168,12 @@ static void driver_end(void)
  * Inside the guard. */
 static unsigned device_now(void)
 {
+	CUresult (*get)(CUdevice *);
 	CUdevice dev = 0;
 
 	driver_begin();
-	if (!ctx_get_device || ctx_get_device(&dev) != CUDA_SUCCESS || dev < 0)
+	get = __atomic_load_n(&ctx_get_device, __ATOMIC_RELAXED);
+	if (!get || get(&dev) != CUDA_SUCCESS || dev < 0)
 		dev = 0;
 	driver_end();
 	return (unsigned)dev;
@@ -315,6 +318,7 @@ static void vmm_unmapped(uint64_t lo, uint64_t hi, int ok)
 /* A kernel of f was launched. */
 static __attribute__((noinline)) void kernel_launched(CUfunction f)
 {
+	CUresult (*get_name)(const char **, CUfunction);
 	int saved = errno;
 	const char *name = NULL;
 
@@ -324,7 +328,8 @@ static __attribute__((noinline)) void kernel_launched(CUfunction f)
 	}
 	mms__tls_busy = 1;
 	driver_begin();
-	if (!func_get_name || func_get_name(&name, f) != CUDA_SUCCESS || !name || !*name)
+	get_name = __atomic_load_n(&func_get_name, __ATOMIC_RELAXED);
+	if (!get_name || get_name(&name, f) != CUDA_SUCCESS || !name || !*name)
 		name = KERNEL_UNNAMED;
 	mms__tls_busy = 0;
 	mms__api_kernel(name);
