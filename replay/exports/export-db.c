@@ -304,7 +304,7 @@ static int put_block(struct db *d, const mms_block_t *b, uint64_t free_event, ui
 	bind_u64(s, 1, b->alloc_id);
 	sqlite3_bind_text(s, 2, mms_mem_kind_name(b->mem) ? mms_mem_kind_name(b->mem) : "HOST", -1, SQLITE_STATIC);
 	bind_text(s, 3, alloc_fn_name(b));
-	bind_text(s, 4, b->mem == MMS_MEM_POOL ? (b->pool ? b->pool : "") : NULL);
+	bind_text(s, 4, b->mem == MMS_MEM_POOL || b->mem == MMS_MEM_DEVICE ? (b->pool ? b->pool : "") : NULL);
 	bind_u64(s, 5, b->addr);
 	bind_u64(s, 6, b->size);
 	bind_u64(s, 7, mms__xpass_tid(&d->x, b->thread));

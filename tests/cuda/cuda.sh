@@ -89,6 +89,19 @@ done
 expect_eq "vector_add launches" "$(rows '^[0-9]*,KERNEL_LAUNCH,KERNEL_LAUNCH,vector_add,')" 3
 expect_eq "host rows' Device Id" "$(rows '^[0-9]*,MALLOC,HOST,N/A,[0-9]*,[0-9]*,[0-9]*,host,')" \
 	"$(rows '^[0-9]*,MALLOC,HOST,')"
+# The same in SQLite, and the blocks table names the device.
+if command -v sqlite3 >/dev/null 2>&1; then
+	"$MMS_REPLAY" prog-stacks.mms --export db -o prog.db >/dev/null 2>prog.err ||
+		fail "the db export exited $?: $(cat prog.err)"
+	expect_eq "SQLite HAL MALLOC rows on device 1" \
+		"$(sqlite3 prog.db "select count(*) from memscope_dump where Event = 'MALLOC' and \"Event Type\" = 'HAL' and \"Device Id\" = '1'")" \
+		"$(rows '^[0-9]*,MALLOC,HAL,N/A,[0-9]*,[0-9]*,[0-9]*,1,')"
+	expect_eq "SQLite device blocks on cuda:1" \
+		"$(sqlite3 prog.db "select count(*) from blocks where kind = 'DEVICE' and pool = 'cuda:1'")" \
+		"$(rows '^[0-9]*,MALLOC,HAL,N/A,[0-9]*,[0-9]*,[0-9]*,1,')"
+else
+	note "sqlite3 is not installed: the SQLite dump is not checked"
+fi
 note "the dump: $dev1_allocs HAL MALLOC rows on device 1, $vmm_allocs of kind vmm on device 2, and the kernels by name"
 
 # The leaks: the two blocks still allocated, named by their stacks, as
