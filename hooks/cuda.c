@@ -374,12 +374,26 @@ static CUresult w_mem_alloc_managed(CUdeviceptr *dptr, size_t size, unsigned fla
 	return r;
 }
 
+/* Pinned host memory is the program's to read and write, so gdb (and
+ * msmemscope_watch) can watch it: the recorder keeps each block's size,
+ * for its free to drop such a watch before the memory goes. */
+static void pinned_alloc(void *p, size_t size)
+{
+	int saved = errno;
+
+	dev_alloc(MMS_DEV_PINNED, (uintptr_t)p, size);
+	mms__vmm_lock();
+	(void)mms__vmm_pinned_put((uintptr_t)p, size); /* without memory: no watch dropped */
+	mms__vmm_unlock();
+	errno = saved;
+}
+
 static CUresult w_mem_alloc_host(void **pp, size_t size)
 {
 	CUresult r = REAL(CU_MEM_ALLOC_HOST, CUresult (*)(void **, size_t))(pp, size);
 
 	if (r == CUDA_SUCCESS)
-		dev_alloc(MMS_DEV_PINNED, (uintptr_t)*pp, size);
+		pinned_alloc(*pp, size);
 	return r;
 }
 
@@ -388,13 +402,22 @@ static CUresult w_mem_host_alloc(void **pp, size_t size, unsigned flags)
 	CUresult r = REAL(CU_MEM_HOST_ALLOC, CUresult (*)(void **, size_t, unsigned))(pp, size, flags);
 
 	if (r == CUDA_SUCCESS)
-		dev_alloc(MMS_DEV_PINNED, (uintptr_t)*pp, size);
+		pinned_alloc(*pp, size);
 	return r;
 }
 
 static CUresult w_mem_free_host(void *p)
 {
+	int saved = errno;
+	uint64_t size;
+
 	dev_free(MMS_DEV_PINNED, (uintptr_t)p);
+	mms__vmm_lock();
+	size = p ? mms__vmm_pinned_take((uintptr_t)p) : 0;
+	mms__vmm_unlock();
+	if (size)
+		mms__release_watched((uintptr_t)p, (uintptr_t)p + size);
+	errno = saved;
 	return REAL(CU_MEM_FREE_HOST, CUresult (*)(void *))(p);
 }
 

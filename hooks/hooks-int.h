@@ -248,6 +248,11 @@ int mms__vmm_handle_put(uint64_t handle, unsigned device) MMS_HIDDEN;
 /* 1 with *device when handle is known, else 0. */
 int mms__vmm_handle_device(uint64_t handle, unsigned *device) MMS_HIDDEN;
 void mms__vmm_handle_drop(uint64_t handle) MMS_HIDDEN;
+/* Pinned host blocks (cuMemAllocHost, cuMemHostAlloc), so that their free
+ * drops a watch on them: put remembers addr's size (0, or -1 without
+ * memory); take forgets it and returns it (0: unknown). */
+int mms__vmm_pinned_put(uint64_t addr, uint64_t size) MMS_HIDDEN;
+uint64_t mms__vmm_pinned_take(uint64_t addr) MMS_HIDDEN;
 /* Adds a mapping: 0, or -1 without memory (it is then not known). */
 int mms__vmm_map_add(const struct mms_vmm_map *m) MMS_HIDDEN;
 /* The number of mappings that meet [lo, hi), in address order from

@@ -22,7 +22,7 @@ struct table {
 	size_t len, cap;
 };
 
-static struct table handles, maps;
+static struct table handles, maps, pinned;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 #define TABLE_MIN 256 /* entries: 6 KiB */
@@ -84,34 +84,68 @@ static void splice(struct table *t, size_t i, size_t n, const struct mms_vmm_map
 	t->len = t->len - n + k;
 }
 
+/* Tables keyed by one value (addr): the handles, the pinned blocks. */
+static int key_put(struct table *t, const struct mms_vmm_map *e)
+{
+	size_t i;
+
+	if (reserve(t, 1))
+		return -1;
+	i = lower(t, e->addr);
+	splice(t, i, i < t->len && t->v[i].addr == e->addr, e, 1);
+	return 0;
+}
+
+static const struct mms_vmm_map *key_get(const struct table *t, uint64_t key)
+{
+	size_t i = lower(t, key);
+
+	return i < t->len && t->v[i].addr == key ? &t->v[i] : NULL;
+}
+
+static void key_drop(struct table *t, uint64_t key)
+{
+	size_t i = lower(t, key);
+
+	if (i < t->len && t->v[i].addr == key)
+		splice(t, i, 1, NULL, 0);
+}
+
 int mms__vmm_handle_put(uint64_t handle, unsigned device)
 {
 	struct mms_vmm_map e = { .addr = handle, .device = device };
-	size_t i;
 
-	if (reserve(&handles, 1))
-		return -1;
-	i = lower(&handles, handle);
-	splice(&handles, i, i < handles.len && handles.v[i].addr == handle, &e, 1);
-	return 0;
+	return key_put(&handles, &e);
 }
 
 int mms__vmm_handle_device(uint64_t handle, unsigned *device)
 {
-	size_t i = lower(&handles, handle);
+	const struct mms_vmm_map *e = key_get(&handles, handle);
 
-	if (i == handles.len || handles.v[i].addr != handle)
-		return 0;
-	*device = handles.v[i].device;
-	return 1;
+	if (e)
+		*device = e->device;
+	return e != NULL;
 }
 
 void mms__vmm_handle_drop(uint64_t handle)
 {
-	size_t i = lower(&handles, handle);
+	key_drop(&handles, handle);
+}
 
-	if (i < handles.len && handles.v[i].addr == handle)
-		splice(&handles, i, 1, NULL, 0);
+int mms__vmm_pinned_put(uint64_t addr, uint64_t size)
+{
+	struct mms_vmm_map e = { .addr = addr, .size = size };
+
+	return key_put(&pinned, &e);
+}
+
+uint64_t mms__vmm_pinned_take(uint64_t addr)
+{
+	const struct mms_vmm_map *e = key_get(&pinned, addr);
+	uint64_t size = e ? e->size : 0;
+
+	key_drop(&pinned, addr);
+	return size;
 }
 
 int mms__vmm_map_add(const struct mms_vmm_map *m)

@@ -146,6 +146,14 @@ grep -q "torch-cuda.*1 block.*2.0 MiB\|2.0 MiB.*torch-cuda\|PyTorch's CUDA cachi
 	fail "the stand-in's segment is not the caching allocator's: $(cat cache.leaks)"
 note "a segment allocated by libc10_cuda (stand-in) is PyTorch's caching allocator's at exit; leaky_upload's block is the leak"
 
+# A watch on pinned memory (msmemscope_watch) ends at its cuMemFreeHost:
+# the recorder no longer reads the block (the double unmaps it) at the
+# next operator.
+MSMEMSCOPE_CONFIG="events=alloc,free,launch" LD_LIBRARY_PATH=$cuda/driver record watch.mms "$cuda/cudaprog" watch \
+	>watch.out 2>watch.err || fail "cudaprog watch exited $? under the recorder: $(cat watch.err)"
+expect_eq "cudaprog watch output" "$(cat watch.out)" "watch pinned=8192 freed"
+note "a watched pinned block is no longer read after cuMemFreeHost"
+
 # The launcher's report says it too.
 LD_LIBRARY_PATH=$cuda/driver "$MMS_LAUNCHER" -- "$cuda/cudaprog" >launch.out 2>launch.err ||
 	fail "msmemscope exited $?: $(tail -3 launch.err)"

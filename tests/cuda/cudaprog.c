@@ -33,7 +33,11 @@
  *
  * `cudaprog cache` runs another sequence instead: a 2 MiB segment
  * allocated through libc10_cuda.so (a stand-in for PyTorch's CUDA library,
- * c10stub.c) and 4096 bytes by leaky_upload, both kept to the end. */
+ * c10stub.c) and 4096 bytes by leaky_upload, both kept to the end.
+ * `cudaprog watch`: 8192 bytes of pinned memory watched with
+ * msmemscope_watch() (when the recorder is there), written in operator
+ * "fill", freed (the double unmaps it), then an operator more: the
+ * recorder must stop checksumming the block at its free. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -174,6 +178,38 @@ static void vmm(void)
 		check("cuMemRelease", release(h[i]), 0);
 }
 
+/* `cudaprog watch` (see the top). */
+static int watch_mode(void)
+{
+	void (*watch)(const void *, size_t, const char *);
+	void (*op_begin)(const char *);
+	void (*op_end)(void);
+	CUresult (*host_alloc)(void **, size_t, unsigned);
+	CUresult (*free_host)(void *);
+	void *p = NULL;
+
+	*(void **)&watch = dlsym(RTLD_DEFAULT, "msmemscope_watch");
+	*(void **)&op_begin = dlsym(RTLD_DEFAULT, "msmemscope_op_begin");
+	*(void **)&op_end = dlsym(RTLD_DEFAULT, "msmemscope_op_end");
+	*(void **)&host_alloc = proc("cuMemHostAlloc", 12000, 0);
+	*(void **)&free_host = proc("cuMemFreeHost", 12000, 0);
+	check("cuMemHostAlloc", host_alloc(&p, 8192, 0), 0);
+	if (watch)
+		watch(p, 8192, "pinned");
+	if (op_begin)
+		op_begin("fill");
+	memset(p, 1, 8192);
+	if (op_end)
+		op_end();
+	check("cuMemFreeHost", free_host(p), 0);
+	if (op_begin)
+		op_begin("after");
+	if (op_end)
+		op_end();
+	printf("watch pinned=8192 freed\n");
+	return 0;
+}
+
 /* `cudaprog cache`: a segment of PyTorch's caching allocator (the
  * stand-in's) and a leak of the program's, both live at exit. */
 static int cache_mode(void)
@@ -229,6 +265,8 @@ int main(int argc, char **argv)
 		die("no cuMemAlloc_v2");
 	if (argc > 1 && !strcmp(argv[1], "cache"))
 		return cache_mode();
+	if (argc > 1 && !strcmp(argv[1], "watch"))
+		return watch_mode();
 
 	/* Device memory. */
 	(void)leaky_upload(4096);

@@ -87,8 +87,12 @@ static CUresult take(uint64_t addr, int host)
 		return CUDA_SUCCESS;
 	for (int i = 0; i < LIVE_MAX; i++)
 		if (live[i].addr == addr && live[i].host == host) {
+			/* Pinned memory goes away by the driver's own means, not
+			 * through a munmap the recorder sees (so a watch on it must
+			 * end at cuMemFreeHost): here, made unreadable (and its
+			 * pages left mapped, in a double that lives for a test). */
 			if (host)
-				munmap((void *)(uintptr_t)addr, live[i].size);
+				mprotect((void *)(uintptr_t)addr, live[i].size, PROT_NONE);
 			live[i].addr = 0;
 			return CUDA_SUCCESS;
 		}
