@@ -157,9 +157,9 @@ enum mms_tag {
 	MMS_TAG_FREE_STACK = 0x80,  /* | enum mms_free_fn (version 5): daddr, u stack: a FREE
 	                               with the stack of the call that freed, written instead
 	                               of FREE when stacks are on (call_stack > 0) */
-	MMS_TAG_DEV_ALLOC = 0x88,   /* | enum mms_dev_fn (version 6): u device, daddr, u size,
-	                               u stack: CUDA memory the driver handed out (hooks/cuda.c) */
-	MMS_TAG_DEV_FREE = 0x90,    /* | enum mms_dev_fn (version 6): u device, daddr: CUDA
+	MMS_TAG_DEV_ALLOC = 0x88,   /* | enum mms_dev_fn (version 6): daddr, u size, u stack,
+	                               u device: CUDA memory the driver handed out (hooks/cuda.c) */
+	MMS_TAG_DEV_FREE = 0x90,    /* | enum mms_dev_fn (version 6): daddr, u device: CUDA
 	                               memory given back, stamped before the driver's call */
 };
 

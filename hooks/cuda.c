@@ -179,24 +179,17 @@ static unsigned device_now(void)
 	return (unsigned)dev;
 }
 
-/* Writes a DEV_ALLOC (alloc nonzero) or DEV_FREE record. */
-static void rec_dev(struct mms_thread *t, uint8_t tag, uint64_t stamp, unsigned device, uint64_t addr, int alloc,
-		    uint64_t size, uint32_t stack)
+/* DEV_ALLOC and DEV_FREE have the common record shape (the address, then
+ * varints; the device last). */
+static void rec_dev_alloc(struct mms_thread *t, unsigned fn, uint64_t stamp, unsigned device, uint64_t addr,
+			  uint64_t size, uint32_t stack)
 {
-	uint8_t *p = mms__rec_begin(t, 1 + 5 * 10);
+	mms__rec_addr_event(t, (uint8_t)(MMS_TAG_DEV_ALLOC | fn), stamp, addr, 3, size, stack, device);
+}
 
-	if (unlikely(!p)) {
-		mms__log_cut_at(stamp);
-		return;
-	}
-	p = mms__rec_head(t, p, tag, stamp);
-	p = mms_put_u(p, device);
-	p = mms__rec_addr(t, p, addr);
-	if (alloc) {
-		p = mms_put_u(p, size);
-		p = mms_put_u(p, stack);
-	}
-	mms__rec_commit(t, p);
+static void rec_dev_free(struct mms_thread *t, unsigned fn, uint64_t stamp, unsigned device, uint64_t addr)
+{
+	mms__rec_addr_event(t, (uint8_t)(MMS_TAG_DEV_FREE | fn), stamp, addr, 1, device, 0, 0);
 }
 
 /* The thread, inside the guard, when memory events are recorded now. */
@@ -215,7 +208,7 @@ static __attribute__((noinline)) void dev_alloc(unsigned fn, uint64_t addr, uint
 		unsigned device = device_now();
 		uint32_t stack = mms__capture_stack(t);
 
-		rec_dev(t, (uint8_t)(MMS_TAG_DEV_ALLOC | fn), mms__stamp_obtain(), device, addr, 1, size, stack);
+		rec_dev_alloc(t, fn, mms__stamp_obtain(), device, addr, size, stack);
 		mms__api_leave();
 	}
 	errno = saved;
@@ -230,7 +223,7 @@ static __attribute__((noinline)) void dev_free(unsigned fn, uint64_t addr)
 	if (t) {
 		unsigned device = device_now();
 
-		rec_dev(t, (uint8_t)(MMS_TAG_DEV_FREE | fn), mms__stamp_release(), device, addr, 0, 0, 0);
+		rec_dev_free(t, fn, mms__stamp_release(), device, addr);
 		mms__api_leave();
 	}
 	errno = saved;
@@ -255,7 +248,7 @@ static void vmm_created(uint64_t handle, unsigned device)
 /* Writes a DEV_ALLOC | MMS_DEV_VMM of m. */
 static void vmm_rec_alloc(struct mms_thread *t, const struct mms_vmm_map *m)
 {
-	rec_dev(t, MMS_TAG_DEV_ALLOC | MMS_DEV_VMM, mms__stamp_obtain(), m->device, m->addr, 1, m->size, m->stack);
+	rec_dev_alloc(t, MMS_DEV_VMM, mms__stamp_obtain(), m->device, m->addr, m->size, m->stack);
 }
 
 /* The driver mapped [addr, addr + size) onto handle's memory. */
@@ -286,7 +279,7 @@ static void vmm_unmapping(uint64_t lo, uint64_t hi)
 
 	if (t) {
 		for (size_t n = mms__vmm_find(lo, hi, &m); n; n--, m++)
-			rec_dev(t, MMS_TAG_DEV_FREE | MMS_DEV_VMM, mms__stamp_release(), m->device, m->addr, 0, 0, 0);
+			rec_dev_free(t, MMS_DEV_VMM, mms__stamp_release(), m->device, m->addr);
 		mms__api_leave();
 	}
 	errno = saved;

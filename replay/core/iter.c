@@ -78,6 +78,8 @@ static void seg_enter(mms_log_t *log, struct iter_src *s)
 /* Turns an event record into the public event (id and time set later). */
 static void rec_to_event(const mms_log_t *log, const struct mms__rec *r, uint32_t thread, mms_event_t *ev)
 {
+	uint64_t device;
+
 	memset(ev, 0, sizeof(*ev));
 	ev->stamp = r->stamp;
 	ev->thread = thread;
@@ -127,12 +129,14 @@ static void rec_to_event(const mms_log_t *log, const struct mms__rec *r, uint32_
 	case MMS_TAG_DEV_FREE:
 		ev->kind = r->type == MMS_TAG_DEV_ALLOC ? MMS_EV_MALLOC : MMS_EV_FREE;
 		ev->mem = MMS_MEM_DEVICE;
-		ev->device = r->u[0] > UINT16_MAX ? UINT16_MAX : (uint16_t)r->u[0];
 		ev->addr = r->addr;
 		if (r->type == MMS_TAG_DEV_ALLOC) {
-			ev->size = r->u[1];
-			ev->stack = (uint32_t)r->u[2];
+			ev->size = r->u[0];
+			ev->stack = (uint32_t)r->u[1];
 		}
+		/* The device comes last: u[2] of an allocation, u[0] of a free. */
+		device = r->u[r->type == MMS_TAG_DEV_ALLOC ? 2 : 0];
+		ev->device = device > UINT16_MAX ? UINT16_MAX : (uint16_t)device;
 		break;
 	case MMS_TAG_ACCESS:
 		ev->kind = MMS_EV_ACCESS;

@@ -907,18 +907,18 @@ END_TEST
 static void dev_alloc(struct lb *b, uint64_t stamp, int fn, uint64_t device, uint64_t addr, uint64_t size)
 {
 	lb_begin(b, (uint8_t)(MMS_TAG_DEV_ALLOC | fn), stamp);
-	lb_u(b, device);
 	lb_addr(b, addr);
 	lb_u(b, size);
 	lb_u(b, 0);
+	lb_u(b, device);
 	lb_end(b);
 }
 
 static void dev_free(struct lb *b, uint64_t stamp, int fn, uint64_t device, uint64_t addr)
 {
 	lb_begin(b, (uint8_t)(MMS_TAG_DEV_FREE | fn), stamp);
-	lb_u(b, device);
 	lb_addr(b, addr);
+	lb_u(b, device);
 	lb_end(b);
 }
 
