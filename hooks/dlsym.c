@@ -73,8 +73,22 @@ void *mms__dlsym_resolve(void)
 	return p;
 }
 
+/* The entry point's slow path, with dlsym()'s arguments: the real
+ * dlsym() found when not known yet; then 1 when the lookup is one of the
+ * driver's entry points cuda.c wraps, in a real handle (the entry point
+ * goes on to mms__cuda_dlsym()), else 0 (it jumps to the real dlsym(), or
+ * returns NULL when there is none). */
+int mms__dlsym_slow(void *handle, const char *name)
+{
+	if (!mms__dlsym_resolve())
+		return 0;
+	return handle && handle != RTLD_NEXT && name && name[0] == 'c' && name[1] == 'u' && mms__cuda_wants(name);
+}
+
 /* The entry point. RTLD_NEXT is (void *)-1 and RTLD_DEFAULT NULL; a NULL
- * name is the real dlsym()'s to report. */
+ * name is the real dlsym()'s to report. Every lookup but one of a "cu"
+ * name in a real handle jumps to the real dlsym() at once; those, and any
+ * before the real dlsym() is known, ask mms__dlsym_slow(). */
 #if defined(__x86_64__)
 #ifdef __CET__
 #define DLSYM_LANDING "endbr64\n\t"
@@ -90,8 +104,7 @@ __asm__(".text\n\t"
 	DLSYM_LANDING
 	"movq mms__real_dlsym(%rip), %rax\n\t"
 	"testq %rax, %rax\n\t"
-	"jz 3f\n"
-	"1:\n\t"
+	"jz 3f\n\t"
 	"cmpq $-1, %rdi\n\t"
 	"je 2f\n\t"
 	"testq %rdi, %rdi\n\t"
@@ -101,28 +114,7 @@ __asm__(".text\n\t"
 	"cmpb $0x63, (%rsi)\n\t" /* 'c' */
 	"jne 2f\n\t"
 	"cmpb $0x75, 1(%rsi)\n\t" /* 'u' */
-	"jne 2f\n\t"
-	/* Three pushes keep the call 16-byte aligned. */
-	"pushq %rdi\n\t"
-	".cfi_adjust_cfa_offset 8\n\t"
-	"pushq %rsi\n\t"
-	".cfi_adjust_cfa_offset 8\n\t"
-	"pushq %rax\n\t"
-	".cfi_adjust_cfa_offset 8\n\t"
-	"movq %rsi, %rdi\n\t"
-	"call mms__cuda_wants\n\t"
-	"movl %eax, %ecx\n\t"
-	"popq %rax\n\t"
-	".cfi_adjust_cfa_offset -8\n\t"
-	"popq %rsi\n\t"
-	".cfi_adjust_cfa_offset -8\n\t"
-	"popq %rdi\n\t"
-	".cfi_adjust_cfa_offset -8\n\t"
-	"testl %ecx, %ecx\n\t"
-	"jz 2f\n\t"
-	"jmp mms__cuda_dlsym\n"
-	"2:\n\t"
-	"jmp *%rax\n"
+	"jne 2f\n"
 	"3:\n\t"
 	/* Two pushes and 8 bytes more keep the call 16-byte aligned. */
 	"pushq %rdi\n\t"
@@ -131,16 +123,24 @@ __asm__(".text\n\t"
 	".cfi_adjust_cfa_offset 8\n\t"
 	"subq $8, %rsp\n\t"
 	".cfi_adjust_cfa_offset 8\n\t"
-	"call mms__dlsym_resolve\n\t"
+	"call mms__dlsym_slow\n\t"
 	"addq $8, %rsp\n\t"
 	".cfi_adjust_cfa_offset -8\n\t"
 	"popq %rsi\n\t"
 	".cfi_adjust_cfa_offset -8\n\t"
 	"popq %rdi\n\t"
 	".cfi_adjust_cfa_offset -8\n\t"
+	"testl %eax, %eax\n\t"
+	"jnz 4f\n\t"
+	"movq mms__real_dlsym(%rip), %rax\n\t"
 	"testq %rax, %rax\n\t"
-	"jnz 1b\n\t"
-	"ret\n\t"
+	"jz 5f\n"
+	"2:\n\t"
+	"jmp *%rax\n"
+	"4:\n\t"
+	"jmp mms__cuda_dlsym\n"
+	"5:\n\t"
+	"ret\n\t" /* %rax is NULL */
 	".cfi_endproc\n\t"
 	".size dlsym, .-dlsym\n\t"
 	".previous");
@@ -159,8 +159,7 @@ __asm__(".text\n\t"
 	DLSYM_LANDING
 	"adrp x16, mms__real_dlsym\n\t"
 	"ldr x16, [x16, :lo12:mms__real_dlsym]\n\t"
-	"cbz x16, 3f\n"
-	"1:\n\t"
+	"cbz x16, 3f\n\t"
 	"cmn x0, #1\n\t"
 	"b.eq 2f\n\t"
 	"cbz x0, 2f\n\t"
@@ -170,27 +169,7 @@ __asm__(".text\n\t"
 	"b.ne 2f\n\t"
 	"ldrb w17, [x1, #1]\n\t"
 	"cmp w17, #0x75\n\t" /* 'u' */
-	"b.ne 2f\n\t"
-	"stp x29, x30, [sp, #-32]!\n\t"
-	".cfi_def_cfa_offset 32\n\t"
-	".cfi_offset 29, -32\n\t"
-	".cfi_offset 30, -24\n\t"
-	"mov x29, sp\n\t"
-	"stp x0, x1, [sp, #16]\n\t"
-	"mov x0, x1\n\t"
-	"bl mms__cuda_wants\n\t"
-	"mov w17, w0\n\t"
-	"ldp x0, x1, [sp, #16]\n\t"
-	"ldp x29, x30, [sp], #32\n\t"
-	".cfi_def_cfa_offset 0\n\t"
-	".cfi_restore 29\n\t"
-	".cfi_restore 30\n\t"
-	"adrp x16, mms__real_dlsym\n\t"
-	"ldr x16, [x16, :lo12:mms__real_dlsym]\n\t"
-	"cbz w17, 2f\n\t"
-	"b mms__cuda_dlsym\n"
-	"2:\n\t"
-	"br x16\n"
+	"b.ne 2f\n"
 	"3:\n\t"
 	"stp x29, x30, [sp, #-32]!\n\t"
 	".cfi_def_cfa_offset 32\n\t"
@@ -198,14 +177,22 @@ __asm__(".text\n\t"
 	".cfi_offset 30, -24\n\t"
 	"mov x29, sp\n\t"
 	"stp x0, x1, [sp, #16]\n\t"
-	"bl mms__dlsym_resolve\n\t"
-	"mov x16, x0\n\t"
+	"bl mms__dlsym_slow\n\t"
+	"mov w17, w0\n\t"
 	"ldp x0, x1, [sp, #16]\n\t"
 	"ldp x29, x30, [sp], #32\n\t"
 	".cfi_def_cfa_offset 0\n\t"
 	".cfi_restore 29\n\t"
 	".cfi_restore 30\n\t"
-	"cbnz x16, 1b\n\t"
+	"cbnz w17, 4f\n\t"
+	"adrp x16, mms__real_dlsym\n\t"
+	"ldr x16, [x16, :lo12:mms__real_dlsym]\n\t"
+	"cbz x16, 5f\n"
+	"2:\n\t"
+	"br x16\n"
+	"4:\n\t"
+	"b mms__cuda_dlsym\n"
+	"5:\n\t"
 	"mov x0, #0\n\t"
 	"ret\n\t"
 	".cfi_endproc\n\t"

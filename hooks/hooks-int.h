@@ -268,6 +268,8 @@ size_t mms__vmm_cut(uint64_t lo, uint64_t hi, struct mms_vmm_map pieces[2]) MMS_
 extern void *(*mms__real_dlsym)(void *, const char *) MMS_HIDDEN;
 /* Finds the real dlsym(): returns it, or NULL. */
 void *mms__dlsym_resolve(void) MMS_HIDDEN;
+/* The entry point's one call into C (see dlsym.c). */
+int mms__dlsym_slow(void *handle, const char *name) MMS_HIDDEN;
 
 /* gdbif.c: the gdb interface (gdbif.h). The op and step functions are
  * called inside the reentrancy guard, whether the event is recorded or
