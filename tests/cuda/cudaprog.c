@@ -46,19 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef int CUresult;
-typedef unsigned long long CUdeviceptr;
-typedef struct CUstream_st *CUstream;
-typedef struct CUfunc_st *CUfunction;
-typedef struct CUmemPoolHandle_st *CUmemoryPool;
-typedef unsigned long long CUmemGenericAllocationHandle;
-typedef struct {
-	int type, requestedHandleTypes;
-	struct {
-		int type, id;
-	} location;
-	unsigned char rest[32]; /* as cuda.h has it: zeroed */
-} CUmemAllocationProp;
+#include "cuda-types.h"
 
 typedef CUresult (*getproc_v2_t)(const char *, void **, int, uint64_t, int *);
 typedef CUresult (*alloc_t)(CUdeviceptr *, size_t);

@@ -32,13 +32,11 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-typedef int CUresult;
-typedef unsigned long long CUdeviceptr;
+#include "cuda-types.h"
+
 typedef unsigned int CUdeviceptr_v1;
 typedef int CUdevice;
 typedef uint64_t cuuint64_t;
-typedef struct CUstream_st *CUstream;
-typedef struct CUmemPoolHandle_st *CUmemoryPool;
 typedef struct CUmod_st *CUmodule;
 
 enum {
@@ -52,8 +50,6 @@ enum {
 struct CUfunc_st {
 	const char *name;
 };
-typedef struct CUfunc_st *CUfunction;
-
 static struct CUfunc_st kernels[] = { { "vector_add" }, { "reduce_sum" }, { NULL } };
 
 /* The blocks handed out and not yet freed: a free of anything else fails,
@@ -273,14 +269,6 @@ EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream)
 #define GRANULE (2ull << 20)
 #define VMM_MAX 16
 
-typedef unsigned long long CUmemGenericAllocationHandle;
-typedef struct {
-	int type, requestedHandleTypes;
-	struct {
-		int type, id;
-	} location;
-	/* ... what the program sets no more of */
-} CUmemAllocationProp;
 
 static struct {
 	uint64_t base, size;
