@@ -74,7 +74,7 @@ static const char *bad_free_memory(const mms_bad_free_t *b)
 {
 	if (b->mem == MMS_MEM_POOL)
 		return b->pool && *b->pool ? b->pool : "POOL";
-	return b->mem == MMS_MEM_DEVICE ? "DEVICE" : "HOST";
+	return mms_mem_kind_name(b->mem) ? mms_mem_kind_name(b->mem) : "HOST";
 }
 
 const char *log_bad_free_text(const mms_bad_free_t *b, char *buf, size_t cap)

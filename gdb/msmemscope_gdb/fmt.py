@@ -76,6 +76,8 @@ def gdb_thread(tid):
 def block_kind(b):
     kind = replaylib.MEM_NAMES[b.mem] if b.mem < len(replaylib.MEM_NAMES) else "UNKNOWN"
     pool = replaylib.text(b.pool)
+    if b.mem == replaylib.MEM_DEVICE:
+        return kind + (" on %s" % pool if pool else "")  # CUDA memory: pool names the device
     return kind + (" (pool '%s')" % pool if pool else "")
 
 

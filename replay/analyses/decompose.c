@@ -462,6 +462,7 @@ static int dpass_event(struct mms__sub *sub, struct mms_pass *pass, const mms_ev
 	const struct mms__state *st = p->st;
 	const struct mms__blk *b = st->last_blk;
 	int malloc = ev->kind == MMS_EV_MALLOC, rc = 0;
+	uint64_t live;
 
 	(void)pass;
 	if (ev->kind == MMS_EV_OWNER)
@@ -482,8 +483,9 @@ static int dpass_event(struct mms__sub *sub, struct mms_pass *pass, const mms_ev
 	if (st->double_allocs != p->double_allocs)
 		p->inexact = p->inexact < st->pos ? p->inexact : st->pos;
 	note_state(p);
-	if (live_counted(p) > p->peak) {
-		p->peak = live_counted(p);
+	live = live_counted(p);
+	if (live > p->peak) {
+		p->peak = live;
 		p->peak_pos = st->pos;
 		p->ver++;
 	}
