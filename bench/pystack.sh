@@ -6,7 +6,10 @@
 # of BENCH_RUNS) natively, natively with PYTHONMALLOC=malloc, recorded
 # without stacks, recorded with python_stack=16 as the launcher runs it
 # (PYTHONMALLOC=malloc, the package's sitecustomize on PYTHONPATH), the
-# same with pymalloc kept, and with c:16 added; then the ratios. The
+# same with pymalloc kept, and with c:16 added, then the two again with
+# the profile hook that keeps the frames on other Python versions
+# (MSMEMSCOPE_PYTHON_FRAMES=hook; on 3.11 they are read from the
+# interpreter); then the ratios. The
 # issue's target: recorded with Python stacks / native <= 2x (memray's
 # published default, with pymalloc, is about 1.45x). Not a test.
 #
@@ -90,6 +93,12 @@ pym=$(best env PYTHONPATH="$boot" MSMEMSCOPE_CONFIG="python_stack=16" LD_PRELOAD
 	MSMEMSCOPE_LOG="$tmp/pym.mms" "$python" "$w")
 mixed=$(best env PYTHONMALLOC=malloc PYTHONPATH="$boot" MSMEMSCOPE_CONFIG="python_stack=16;call_stack=16" \
 	LD_PRELOAD="$hooks" MSMEMSCOPE_LOG="$tmp/mixed.mms" "$python" "$w")
+# The profile hook, which keeps the frames on the Python versions whose
+# frames the package cannot read from the interpreter (all but 3.11).
+hook=$(best env PYTHONMALLOC=malloc PYTHONPATH="$boot" MSMEMSCOPE_CONFIG="python_stack=16" LD_PRELOAD="$hooks" \
+	MSMEMSCOPE_PYTHON_FRAMES=hook MSMEMSCOPE_LOG="$tmp/hook.mms" "$python" "$w")
+hookm=$(best env PYTHONPATH="$boot" MSMEMSCOPE_CONFIG="python_stack=16" LD_PRELOAD="$hooks" \
+	MSMEMSCOPE_PYTHON_FRAMES=hook MSMEMSCOPE_LOG="$tmp/hookm.mms" "$python" "$w")
 
 echo "Python stacks on a call-heavy pure-Python workload ($python; CPU seconds, best of $runs runs):"
 printf '  %-52s %8s s\n' "native" "$native" \
@@ -97,9 +106,12 @@ printf '  %-52s %8s s\n' "native" "$native" \
 	"recorded, no stacks (PYTHONMALLOC=malloc)" "$rec" \
 	"recorded, --call-stack=python:16 (as the launcher)" "$py" \
 	"recorded, python:16 --python-allocator=pymalloc" "$pym" \
-	"recorded, --call-stack=c:16,python:16" "$mixed"
+	"recorded, --call-stack=c:16,python:16" "$mixed" \
+	"recorded, python:16, profile hook (other versions)" "$hook" \
+	"recorded, python:16, profile hook, pymalloc kept" "$hookm"
 echo "  python:16 / native:                          $(ratio "$py" "$native")x (target <= 2x; memray's default ~1.45x)"
 echo "  python:16 / native with PYTHONMALLOC=malloc: $(ratio "$py" "$native_malloc")x"
 echo "  python:16 / recorded without stacks:         $(ratio "$py" "$rec")x"
 echo "  python:16, pymalloc kept / native:           $(ratio "$pym" "$native")x"
 echo "  c:16,python:16 / native:                     $(ratio "$mixed" "$native")x"
+echo "  profile hook: python:16 / native:            $(ratio "$hook" "$native")x, pymalloc kept $(ratio "$hookm" "$native")x"

@@ -163,6 +163,11 @@ MMS_EXPORT int msmemscope__py_push(const void *frame, const void *code, uintptr_
 MMS_EXPORT void msmemscope__py_pop(const void *frame);
 MMS_EXPORT void msmemscope__py_reset(void);
 MMS_EXPORT uint32_t msmemscope__py_code(const void *code, const char *file, const char *name, int firstline);
+struct mms_pyraw;
+struct mms_pycode_desc;
+MMS_EXPORT uint32_t msmemscope__py_walker(unsigned (*walk)(struct mms_pyraw *out, unsigned max),
+					  int (*describe)(const void *code, struct mms_pycode_desc *d),
+					  int (*line)(const void *code, int lasti));
 
 /* cfi.c: frame rules from the DWARF call frame information (.eh_frame). */
 struct mms_cfi_rule {

@@ -24,12 +24,27 @@
  * does it: the frames below the lowest one pushed or popped since the
  * last allocation are known to be the same, and keep their interned
  * ids; the others go through a small per-thread cache of (parent, frame)
- * -> id before the process's table. */
+ * -> id before the process's table.
+ *
+ * Where the package can read the interpreter's own frames (CPython 3.11:
+ * hooks/python/_msmemscope.c), it installs no profile hook at all and
+ * gives the recorder a walker instead (msmemscope__py_walker, pywalk.h):
+ * at an allocation the recorder asks it for the thread's innermost frames
+ * (code object, instruction, whether the frame began a run of the eval
+ * loop), keeps the frames equal to the last capture's (same frame, code
+ * and instruction) with their interned ids, and defines a code object the
+ * first time a stack shows it. The program then runs at the speed it runs
+ * without the recorder's Python stacks: no hook at each call, no frame
+ * object made for each call. A code object defined while its thread does
+ * not hold the GIL cannot be kept alive by the package; its slot then
+ * also keeps its file and name objects, and a later code object at its
+ * address with others is a code object of its own. */
 #define _GNU_SOURCE
 #include <string.h>
 
 #include "hooks-int.h"
 #include "log.h"
+#include "pywalk.h"
 
 #define PY_DEPTH_MAX (1u << 20) /* frames kept per thread; deeper ones are counted only */
 #define PY_DEPTH_START 256      /* the first room of a thread's stack: doubled as needed */
@@ -76,17 +91,23 @@ struct mms_pystack {
 		int32_t lasti;
 		uint32_t line;
 	} lcache[LCACHE];
+	/* Walk mode: this capture's frames (innermost first), the last
+	 * capture's (outermost first), room to describe a code object. */
+	struct mms_pyraw *raw, *lraw;
+	struct mms_pycode_desc *desc;
 };
 
 /* A code object the log defines. Its names are kept (in names[]) so that
  * a fork child's log, which starts empty, can define it again. */
 struct code_slot {
-	uint32_t state; /* 0 empty, 1 being defined, 2 ready */
+	uint32_t state; /* 0 empty, 1 being defined, 2 ready, 3 dead (its code
+			   object is gone: another one has its address) */
 	uint32_t gen;   /* the log_gen of the log that has its PYCODE record */
 	const void *code;
 	const char *file, *name; /* in names[], or NULL (full) */
 	uint32_t firstline;
-	uint32_t pad;
+	uint32_t pinned;                 /* the package holds a reference to code */
+	const void *file_obj, *name_obj; /* walk mode, not pinned: its names' objects */
 };
 
 uint32_t mms__py_depth;
@@ -102,6 +123,10 @@ static uint32_t log_gen = 1;
 static int (*line_of)(const void *frame);
 static int (*lasti_of)(const void *frame);
 static int (*hooked)(void);
+/* Walk mode (msmemscope__py_walker): the package's walker and helpers. */
+static mms_pywalk_fn walk_of;
+static mms_pydescribe_fn describe_of;
+static mms_pyline_fn code_line_of;
 static __thread struct mms_pystack *tls_py;
 
 void mms__pystack_init(void)
@@ -129,14 +154,15 @@ void mms__pystack_after_fork_child(void)
 	}
 }
 
+static void stack_free(struct mms_pystack *s);
+
 void mms__pystack_thread_exit(void)
 {
 	struct mms_pystack *s = tls_py;
 
 	if (s) {
 		tls_py = NULL;
-		mms__arena_free(s->e);
-		mms__arena_free(s);
+		stack_free(s);
 	}
 }
 
@@ -164,6 +190,17 @@ static uint32_t code_find(const void *code)
 	}
 }
 
+/* Frees s and what it holds (some of which may be missing). */
+static void stack_free(struct mms_pystack *s)
+{
+	void *held[] = { s->e, s->raw, s->lraw, s->desc };
+
+	for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++)
+		if (held[i])
+			mms__arena_free(held[i]);
+	mms__arena_free(s);
+}
+
 static struct mms_pystack *stack_new(void)
 {
 	int busy = mms__tls_busy;
@@ -171,17 +208,23 @@ static struct mms_pystack *stack_new(void)
 
 	mms__tls_busy = 2;
 	s = mms__arena_alloc(sizeof *s, 64);
-	if (s && !(s->e = mms__arena_alloc(PY_DEPTH_START * sizeof *s->e, 64))) {
-		mms__arena_free(s);
-		s = NULL;
+	if (s) {
+		memset(s, 0, sizeof *s);
+		if (walk_of) {
+			s->raw = mms__arena_alloc(mms__py_depth * sizeof *s->raw, 64);
+			s->lraw = mms__arena_alloc(mms__py_depth * sizeof *s->lraw, 64);
+			s->desc = mms__arena_alloc(sizeof *s->desc, 64);
+		} else {
+			s->e = mms__arena_alloc(PY_DEPTH_START * sizeof *s->e, 64);
+		}
+		if (walk_of ? !s->raw || !s->lraw || !s->desc : !s->e) {
+			stack_free(s);
+			s = NULL;
+		}
 	}
 	mms__tls_busy = busy;
 	if (s) {
-		s->cap = PY_DEPTH_START;
-		s->depth = s->clean = s->nlast = s->last_base = s->last_first = 0;
-		memset(s->icache, 0, sizeof s->icache);
-		memset(s->ccache, 0, sizeof s->ccache);
-		memset(s->lcache, 0, sizeof s->lcache);
+		s->cap = walk_of ? 0 : PY_DEPTH_START;
 		tls_py = s;
 	}
 	return s;
@@ -413,6 +456,34 @@ MMS_EXPORT void msmemscope__py_reset(void)
 		tls_py->depth = tls_py->clean = 0;
 }
 
+/* Takes a slot for code and gives it its names; a ready slot when it
+ * returns. Returns its id, 0 when the table is full. */
+static uint32_t code_claim(const void *code, const char *file, const char *name, int firstline, int pinned,
+			   const void *file_obj, const void *name_obj)
+{
+	for (uint32_t i = code_hash(code);; i = (i + 1) & (CODE_SLOTS - 1)) {
+		struct code_slot *c = &codes[i];
+		uint32_t expect = 0;
+
+		if (__atomic_load_n(&c->state, __ATOMIC_ACQUIRE))
+			continue; /* taken: a code object of another id */
+		if (__atomic_load_n(&ncodes, __ATOMIC_RELAXED) >= CODE_MAX)
+			return 0;
+		if (!__atomic_compare_exchange_n(&c->state, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			continue;
+		__atomic_fetch_add(&ncodes, 1, __ATOMIC_RELAXED);
+		c->code = code;
+		c->file = name_copy(file);
+		c->name = name_copy(name);
+		c->firstline = firstline > 0 ? (uint32_t)firstline : 0;
+		c->pinned = (uint32_t)pinned;
+		c->file_obj = file_obj;
+		c->name_obj = name_obj;
+		c->gen = 0; /* not in the log yet */
+		return i + 1;
+	}
+}
+
 /* Defines the code object of the thread's innermost frame, code: writes its
  * PYCODE record and gives the frame its id. Called with the GIL held,
  * after msmemscope__py_push() returned 1. Returns the id, 0 when the table
@@ -421,29 +492,13 @@ MMS_EXPORT uint32_t msmemscope__py_code(const void *code, const char *file, cons
 {
 	struct mms_pystack *s = tls_py;
 	struct mms_thread *t;
-	uint32_t id = 0, i;
+	uint32_t id = 0;
 	int busy = mms__tls_busy;
 
 	if (!codes)
 		return 0;
 	id = code_find(code);
-	for (i = code_hash(code); !id; i = (i + 1) & (CODE_SLOTS - 1)) {
-		struct code_slot *c = &codes[i];
-		uint32_t expect = 0;
-
-		if (__atomic_load_n(&c->state, __ATOMIC_ACQUIRE))
-			continue; /* taken: a code object of another id */
-		if (__atomic_load_n(&ncodes, __ATOMIC_RELAXED) >= CODE_MAX)
-			break;
-		if (!__atomic_compare_exchange_n(&c->state, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-			continue;
-		__atomic_fetch_add(&ncodes, 1, __ATOMIC_RELAXED);
-		c->code = code;
-		c->file = name_copy(file);
-		c->name = name_copy(name);
-		c->firstline = firstline > 0 ? (uint32_t)firstline : 0;
-		c->gen = 0; /* not in the log yet */
-		id = i + 1;
+	if (!id && (id = code_claim(code, file, name, firstline, 1, NULL, NULL))) {
 		mms__tls_busy = 2;
 		/* Not recording now (a log still to open): the first stack that
 		 * shows it defines it. */
@@ -451,7 +506,7 @@ MMS_EXPORT uint32_t msmemscope__py_code(const void *code, const char *file, cons
 		if (t)
 			define(t, id);
 		mms__tls_busy = busy;
-		__atomic_store_n(&c->state, 2, __ATOMIC_RELEASE);
+		__atomic_store_n(&codes[id - 1].state, 2, __ATOMIC_RELEASE);
 	}
 	if (s && s->depth && s->depth <= s->cap) {
 		s->e[s->depth - 1].code = id;
@@ -463,13 +518,151 @@ MMS_EXPORT uint32_t msmemscope__py_code(const void *code, const char *file, cons
 	return id;
 }
 
+/* Walk mode: the package reads the interpreter's frames itself (pywalk.h).
+ * Returns python_stack, 0 when the recorder wants no Python frames (the
+ * package then keeps none). */
+MMS_EXPORT uint32_t msmemscope__py_walker(mms_pywalk_fn walk, mms_pydescribe_fn describe, mms_pyline_fn line)
+{
+	if (!mms__py_depth || !mms__active || !walk || !describe || !line)
+		return 0;
+	describe_of = describe;
+	code_line_of = line;
+	__atomic_store_n(&walk_of, walk, __ATOMIC_RELEASE);
+	return mms__py_depth;
+}
+
 /* --- what the allocation hooks call ---------------------------------------- */
+
+/* --- walk mode ---------------------------------------------------------------- */
+
+/* Whether id is still the id of the code object r runs: a slot the package
+ * pinned is; another is while its names' objects are those of r's code. */
+static inline int slot_is(uint32_t id, const struct mms_pyraw *r)
+{
+	const struct code_slot *c = &codes[id - 1];
+
+	if (c->pinned)
+		return 1;
+	return __atomic_load_n(&c->state, __ATOMIC_ACQUIRE) == 2 && c->file_obj == r->file && c->name_obj == r->name;
+}
+
+/* The id of r's code object in the table, 0 when it has none. A slot of
+ * the same address whose code object is gone is marked dead on the way. */
+static uint32_t walk_find(const struct mms_pyraw *r)
+{
+	for (uint32_t i = code_hash(r->code);; i = (i + 1) & (CODE_SLOTS - 1)) {
+		struct code_slot *c = &codes[i];
+		uint32_t st = __atomic_load_n(&c->state, __ATOMIC_ACQUIRE), two = 2;
+
+		if (st == 0)
+			return 0;
+		if (st != 2 || c->code != r->code)
+			continue;
+		if (slot_is(i + 1, r))
+			return i + 1;
+		__atomic_compare_exchange_n(&c->state, &two, 3, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	}
+}
+
+/* The id of the code object frame r runs, defined in the log on its first
+ * sight; 0 when it cannot have one (the table is full, the package could
+ * not describe it). */
+static uint32_t walk_code(struct mms_pystack *s, struct mms_thread *t, const struct mms_pyraw *r)
+{
+	uint32_t k = ccache_slot(r->code), id;
+
+	if (s->ccache[k].code == r->code && (id = s->ccache[k].id) && slot_is(id, r)) {
+		define_again(t, id);
+		return id;
+	}
+	id = walk_find(r);
+	if (!id) {
+		if (describe_of(r->code, s->desc))
+			return 0;
+		s->desc->file[MMS_PYNAME_MAX - 1] = s->desc->name[MMS_PYNAME_MAX - 1] = 0;
+		id = code_claim(r->code, s->desc->file, s->desc->name, s->desc->firstline, s->desc->pinned, r->file,
+				r->name);
+		if (!id)
+			return 0;
+		define(t, id);
+		__atomic_store_n(&codes[id - 1].state, 2, __ATOMIC_RELEASE);
+	} else {
+		define_again(t, id);
+	}
+	s->ccache[k].code = r->code;
+	s->ccache[k].id = id;
+	return id;
+}
+
+/* The line of frame r, whose code has id (0: none), through the thread's
+ * cache of (code, instruction) -> line. */
+static inline uint32_t walk_line(struct mms_pystack *s, uint32_t id, const struct mms_pyraw *r)
+{
+	uint32_t h = (id * 0x9e3779b1u ^ (uint32_t)r->lasti * 0x85ebca6bu) >> 22 & (LCACHE - 1);
+	int l;
+
+	if (id && s->lcache[h].code == id && s->lcache[h].lasti == r->lasti)
+		return s->lcache[h].line;
+	l = code_line_of(r->code, r->lasti);
+	if (id) {
+		s->lcache[h].code = id;
+		s->lcache[h].lasti = r->lasti;
+		s->lcache[h].line = l > 0 ? (uint32_t)l : 0;
+	}
+	return l > 0 ? (uint32_t)l : 0;
+}
+
+static inline int raw_same(const struct mms_pyraw *a, const struct mms_pyraw *b)
+{
+	return a->frame == b->frame && a->code == b->code && a->lasti == b->lasti && a->entry == b->entry;
+}
+
+/* The stack of an allocation in walk mode: the frames the walker finds,
+ * interned above base; those the last capture had below the first one
+ * that differs keep their ids. */
+static uint32_t capture_walk(struct mms_thread *t, uint32_t base)
+{
+	struct mms_pystack *s = tls_py;
+	uint32_t n, c = 0, parent;
+
+	if (unlikely(!s) && !(s = stack_new()))
+		return base;
+	if (unlikely(!s->raw))
+		return base;
+	n = walk_of(s->raw, mms__py_depth);
+	if (!n) {
+		s->nlast = 0;
+		return base;
+	}
+	/* raw[] is innermost first, lraw[] and last_id[] outermost first. */
+	if (base == s->last_base)
+		while (c < n && c < s->nlast && raw_same(&s->raw[n - 1 - c], &s->lraw[c]))
+			c++;
+	if (c == n && n == s->nlast)
+		return s->last_id[n - 1];
+	parent = c ? s->last_id[c - 1] : base;
+	for (uint32_t i = c; i < n; i++) {
+		const struct mms_pyraw *r = &s->raw[n - 1 - i];
+		uint32_t id = walk_code(s, t, r);
+
+		s->last_id[i] = parent =
+			intern_cached(s, t, parent, mms_pyframe(id, walk_line(s, id, r), r->entry != 0));
+	}
+	/* The frames kept for the next capture, outermost first. */
+	for (uint32_t i = c; i < n; i++)
+		s->lraw[i] = s->raw[n - 1 - i];
+	s->nlast = n;
+	s->last_base = base;
+	return parent;
+}
 
 uint32_t mms__pystack_capture(struct mms_thread *t, uint32_t base)
 {
 	struct mms_pystack *s = tls_py;
 	uint32_t n, m, first, c = 0, parent;
 
+	if (walk_of)
+		return capture_walk(t, base);
 	if (!s || !s->depth)
 		return base;
 	if (hooked && !hooked()) {

@@ -21,6 +21,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../pywalk.h"
+
+/* CPython 3.11: the package reads a thread's frames from the interpreter
+ * (its internal frame layout, from the headers it was built with) instead
+ * of keeping them with a profile hook. */
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+#define MMS_PY_WALK 1
+#define Py_BUILD_CORE 1
+#include "internal/pycore_frame.h"
+#undef Py_BUILD_CORE
+#endif
+
 static struct api {
 	int (*recording)(void);
 	void (*step)(void);
@@ -204,13 +216,17 @@ static PyObject *py_buffer_range(PyObject *self, PyObject *obj)
 
 /* --- Python stacks -----------------------------------------------------------
  * With python_stack=N (msmemscope --call-stack=python:N) the recorder
- * keeps each thread's Python frames (hooks/pystack.c) and records the
- * innermost N with each event. This profile hook tells it of every call
- * and return of Python code, with the GIL held; the recorder reads the
- * frames at an allocation without the GIL. C calls are not its business:
- * the C stack shows them. A thread started by the threading module
- * installs the hook at its first call (threading.setprofile); from 3.12
- * every thread gets it at once. */
+ * records the innermost N Python frames with each event. On CPython 3.11
+ * it asks this module for them at each allocation: walk_frames() reads the
+ * calling thread's frames from the interpreter (no hook at all: the
+ * program runs as fast as without Python stacks but for the allocations'
+ * cost). Elsewhere (or with MSMEMSCOPE_PYTHON_FRAMES=hook) the recorder
+ * keeps each thread's frames (hooks/pystack.c) and this module's profile
+ * hook tells it of every call and return of Python code, with the GIL
+ * held; the recorder reads the frames at an allocation without the GIL.
+ * C calls are not its business: the C stack shows them. A thread started
+ * by the threading module installs the hook at its first call
+ * (threading.setprofile); from 3.12 every thread gets it at once. */
 
 static struct pystack_api {
 	uint32_t (*setup)(int (*line)(const void *frame), int (*lasti)(const void *frame), int (*on_thread)(void));
@@ -220,6 +236,113 @@ static struct pystack_api {
 	uint32_t (*code)(const void *code, const char *file, const char *name, int firstline);
 } pyst;
 static uint32_t stack_depth; /* python_stack, 0: no Python stacks */
+static int stack_walk;       /* the recorder reads the frames through walk_frames() */
+
+#ifdef MMS_PY_WALK
+/* The calling thread's innermost Python frames, innermost first (pywalk.h).
+ * Inside an allocation hook, perhaps without the GIL: reads the thread's
+ * own frames (which only the thread itself changes), allocates nothing.
+ * Frames still being set up, or being popped with their code object, are
+ * left out. Once the interpreter finalizes,
+ * it frees other threads' states: nothing is read from then on. */
+static unsigned walk_frames(struct mms_pyraw *out, unsigned max)
+{
+	PyThreadState *ts;
+	_PyInterpreterFrame *f;
+	unsigned n = 0;
+
+	if (_Py_IsFinalizing())
+		return 0;
+	ts = PyGILState_GetThisThreadState();
+	if (!ts || !ts->cframe)
+		return 0;
+	for (f = ts->cframe->current_frame; f && n < max; f = f->previous) {
+		PyCodeObject *co = f->f_code;
+
+		/* A frame being set up, or one whose code object is being
+		 * freed (the frame's reference was its last: the frame pops,
+		 * its names may be gone already). */
+		if (Py_REFCNT(co) <= 0 || _PyFrame_IsIncomplete(f))
+			continue;
+		out[n].frame = f;
+		out[n].code = co;
+		out[n].file = co->co_filename;
+		out[n].name = co->co_qualname;
+		out[n].lasti = _PyInterpreterFrame_LASTI(f);
+		out[n].entry = f->is_entry;
+		n++;
+	}
+	return n;
+}
+
+/* s as UTF-8 into buf (cap bytes, NUL included), cut at a character;
+ * without allocating ("?" for what is not a ready string). */
+static void str_copy(PyObject *s, char *buf, size_t cap)
+{
+	size_t n = 0;
+	Py_ssize_t len, i;
+	const void *data;
+	int kind;
+
+	if (!s || !PyUnicode_Check(s) || !PyUnicode_IS_READY(s)) {
+		snprintf(buf, cap, "?");
+		return;
+	}
+	len = PyUnicode_GET_LENGTH(s);
+	data = PyUnicode_DATA(s);
+	kind = PyUnicode_KIND(s);
+	for (i = 0; i < len; i++) {
+		Py_UCS4 c = PyUnicode_READ(kind, data, i);
+		size_t w = c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+
+		if (n + w >= cap)
+			break;
+		if (w == 1) {
+			buf[n++] = (char)c;
+		} else if (w == 2) {
+			buf[n++] = (char)(0xc0 | c >> 6);
+			buf[n++] = (char)(0x80 | (c & 0x3f));
+		} else if (w == 3) {
+			buf[n++] = (char)(0xe0 | c >> 12);
+			buf[n++] = (char)(0x80 | (c >> 6 & 0x3f));
+			buf[n++] = (char)(0x80 | (c & 0x3f));
+		} else {
+			buf[n++] = (char)(0xf0 | c >> 18);
+			buf[n++] = (char)(0x80 | (c >> 12 & 0x3f));
+			buf[n++] = (char)(0x80 | (c >> 6 & 0x3f));
+			buf[n++] = (char)(0x80 | (c & 0x3f));
+		}
+	}
+	buf[n] = 0;
+}
+
+/* A code object's names for the log (pywalk.h). A thread that holds the
+ * GIL (the interpreter's current state is its own) keeps the code object
+ * alive for the rest of the run, so its address names it alone; one that
+ * does not cannot touch its reference count. */
+static int walk_describe(const void *code, struct mms_pycode_desc *d)
+{
+	PyCodeObject *co = (PyCodeObject *)code;
+	PyThreadState *ts = PyGILState_GetThisThreadState();
+
+	str_copy(co->co_filename, d->file, sizeof(d->file));
+	str_copy(co->co_qualname, d->name, sizeof(d->name));
+	d->firstline = co->co_firstlineno;
+	d->pinned = 0;
+	if (ts && ts == _PyThreadState_UncheckedGet()) {
+		Py_INCREF(co);
+		d->pinned = 1;
+	}
+	return 0;
+}
+
+/* The line of instruction lasti of code: reads its line table, allocates
+ * nothing. */
+static int walk_line(const void *code, int lasti)
+{
+	return PyCode_Addr2Line((PyCodeObject *)code, lasti * (int)sizeof(_Py_CODEUNIT));
+}
+#endif
 
 /* The line a frame is at: reads its code's line table, allocates
  * nothing, needs no GIL (a frame of the calling thread). */
@@ -387,10 +510,32 @@ static PyObject *py_stacks(PyObject *self, PyObject *unused)
 	return PyLong_FromUnsignedLong(stack_depth);
 }
 
-/* At import: installs the hook on this thread when the recorder asks for
- * Python frames (and on every thread from 3.12). */
+/* stacks_hooked(): whether the Python stacks are kept by the profile hook
+ * (threads then need it installed), not read from the interpreter. */
+static PyObject *py_stacks_hooked(PyObject *self, PyObject *unused)
+{
+	(void)self;
+	(void)unused;
+	return PyBool_FromLong(stack_depth && !stack_walk);
+}
+
+/* At import: gives the recorder the walker (CPython 3.11), or installs the
+ * hook on this thread when the recorder asks for Python frames (and on
+ * every thread from 3.12). MSMEMSCOPE_PYTHON_FRAMES=hook keeps the hook
+ * where the walker could serve. */
 static void stacks_load(void)
 {
+#ifdef MMS_PY_WALK
+	const char *how = getenv("MSMEMSCOPE_PYTHON_FRAMES");
+	uint32_t (*walker)(mms_pywalk_fn, mms_pydescribe_fn, mms_pyline_fn);
+
+	*(void **)&walker = sym("msmemscope__py_walker");
+	if (walker && !(how && !strcmp(how, "hook"))) {
+		stack_depth = walker(walk_frames, walk_describe, walk_line);
+		stack_walk = stack_depth != 0;
+		return;
+	}
+#endif
 	*(void **)&pyst.setup = sym("msmemscope__py_setup");
 	*(void **)&pyst.push = sym("msmemscope__py_push");
 	*(void **)&pyst.pop = sym("msmemscope__py_pop");
@@ -463,7 +608,7 @@ static int profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 	struct call *c;
 	struct row *r;
 
-	if (stack_depth)
+	if (stack_depth && !stack_walk)
 		stack_event(frame, what);
 	switch (what) {
 	case PyTrace_CALL:
@@ -576,7 +721,7 @@ static PyObject *py_tracer_stop(PyObject *self, PyObject *unused)
 	if (!tr.on)
 		Py_RETURN_NONE;
 	/* The Python stacks' hook takes over again. */
-	PyEval_SetProfile(stack_depth ? stack_profile : NULL, NULL);
+	PyEval_SetProfile(stack_depth && !stack_walk ? stack_profile : NULL, NULL);
 	tr.on = 0;
 	if (recording())
 		dir = getenv("MSMEMSCOPE_LOG_DIR");
@@ -636,6 +781,7 @@ static PyMethodDef methods[] = {
 	{ "tracer_start", py_tracer_start, METH_NOARGS, "Starts timing this thread's calls." },
 	{ "tracer_stop", py_tracer_stop, METH_NOARGS, "Stops timing and writes the CSV; returns its path." },
 	{ "stacks", py_stacks, METH_NOARGS, "python_stack: Python frames recorded per event, 0: none." },
+	{ "stacks_hooked", py_stacks_hooked, METH_NOARGS, "Whether the Python stacks are kept by the profile hook." },
 	{ "setprofile", py_setprofile, METH_O, "sys.setprofile(function) with the stacks' hook: the stacks forget the thread's frames." },
 	{ "wrap_setprofile", py_wrap_setprofile, METH_O, "Keeps the interpreter's sys.setprofile for setprofile()." },
 	{ "stack_thread", py_stack_thread, METH_VARARGS, "threading.setprofile()'s: the stacks' hook for a thread." },

@@ -8,7 +8,11 @@
 # loop ran them; a thread started by threading has its own frames; the
 # program prints the same as natively; PYTHONMALLOC is malloc unless
 # --python-allocator=pymalloc; a fork child's log names the frames it
-# inherited from its parent.
+# inherited from its parent. Where the package reads the frames from the
+# interpreter (CPython 3.11), cProfile does not hide them, nor does an
+# allocation made without the GIL or by a thread _thread started;
+# tests/progs/pystack-hook.sh runs it all again with the profile hook
+# that other Python versions use.
 . "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
 
 pkg=$top_builddir/hooks/python/build
@@ -203,6 +207,70 @@ expect_eq "rows of f's bytearrays before cProfile with f's stack" \
 	"$(grep -cF ",size:1112}\",f.<locals>.<listcomp> ($c:6)|f ($c:6)|main ($c:10)|<module> ($c:21)," \
 		cprof/msmemscope_*/dump/*.csv)" 3
 note "cProfile replacing the hook: the program runs on, the frames before it were recorded"
+# Where the package reads the frames from the interpreter (CPython 3.11,
+# unless MSMEMSCOPE_PYTHON_FRAMES=hook), no profile hook is there to be
+# replaced: the frames under cProfile and after it are recorded too.
+walk=$("$MMS_PYTHON" -c 'import sys; print(int(sys.version_info[:2] == (3, 11)))')
+[ "${MSMEMSCOPE_PYTHON_FRAMES:-}" != hook ] || walk=0
+if [ "$walk" = 1 ]; then
+	expect_eq "rows of f's bytearrays under cProfile with f's stack (frames read from the interpreter)" \
+		"$(grep -cF ",size:1112}\",f.<locals>.<listcomp> ($c:6)|f ($c:6)|main ($c:14)|<module> ($c:21)," \
+			cprof/msmemscope_*/dump/*.csv)" 2000
+	expect_eq "rows of f's bytearrays after cProfile with f's stack" \
+		"$(grep -cF ",size:1112}\",f.<locals>.<listcomp> ($c:6)|f ($c:6)|main ($c:17)|<module> ($c:21)," \
+			cprof/msmemscope_*/dump/*.csv)" 5000
+	note "frames read from the interpreter: cProfile changes nothing, every row has its stack"
+fi
+
+# An allocation made without the GIL (ctypes releases it around a call)
+# by functions no stack showed before, and one by a thread the threading
+# module did not start (_thread): their Python frames, file:line.
+cat >nogil.py <<'EOF2'
+import _thread
+import ctypes
+import time
+
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.malloc.argtypes = [ctypes.c_size_t]
+
+
+def raw(n):
+    return libc.malloc(n)
+
+
+def outer():
+    return raw(4321)
+
+
+done = []
+
+
+def in_thread():
+    done.append(raw(5432))
+
+
+p = outer()
+_thread.start_new_thread(in_thread, ())
+while not done:
+    time.sleep(0.01)
+print("ok")
+EOF2
+"$MMS_LAUNCHER" --call-stack=python:4 --output=nogil --data-format=csv --analysis= -- "$MMS_PYTHON" nogil.py \
+	>nogil.out 2>nogil.err || fail "nogil.py exited $?: $(cat nogil.err)"
+expect_eq "nogil.py's output" "$(cat nogil.out)" ok
+g=$work/nogil.py
+expect_eq "the block malloc'd without the GIL with its Python frames" \
+	"$(grep -cF ",size:4321}\",raw ($g:11)|outer ($g:15)|<module> ($g:25)," nogil/msmemscope_*/dump/*.csv)" 1
+if [ "$walk" = 1 ]; then
+	# The profile hook is installed by threads the threading module
+	# starts; the frames read from the interpreter need nothing.
+	expect_eq "the block malloc'd by a _thread thread with its Python frames" \
+		"$(grep -cF ",size:5432}\",raw ($g:11)|in_thread ($g:22)," nogil/msmemscope_*/dump/*.csv)" 1
+	note "an allocation without the GIL, and one of a _thread thread, have their Python frames"
+else
+	note "an allocation without the GIL has its Python frames"
+fi
 
 # A stack deeper than the first room of a thread's shadow stack (256) and
 # than Python's default recursion limit: the innermost frames are kept.

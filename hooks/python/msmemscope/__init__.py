@@ -50,13 +50,14 @@ _said = set()
 
 
 def _stacks_setup():
-    """With Python stacks recorded (--call-stack=python:N), _msmemscope
-    installed its profile hook on the importing thread at import; threads
-    the threading module starts later install it at their first call
-    (from Python 3.12 every thread has it already). A profile function set
-    with sys.setprofile() replaces the hook on its thread, whose Python
-    frames are then no longer recorded."""
-    if not _c.stacks():
+    """With Python stacks recorded (--call-stack=python:N), the recorder
+    reads every thread's frames from the interpreter (CPython 3.11), or
+    _msmemscope installed its profile hook on the importing thread at
+    import; threads the threading module starts later then install it at
+    their first call (from Python 3.12 every thread has it already), and a
+    profile function set with sys.setprofile() replaces the hook on its
+    thread, whose Python frames are then no longer recorded."""
+    if not _c.stacks_hooked():
         return
     if sys.version_info < (3, 12):
         import threading
