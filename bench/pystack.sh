@@ -8,7 +8,7 @@
 # (PYTHONMALLOC=malloc, the package's sitecustomize on PYTHONPATH), the
 # same with pymalloc kept, and with c:16 added, then the two again with
 # the profile hook that keeps the frames on other Python versions
-# (MSMEMSCOPE_PYTHON_FRAMES=hook; on 3.11 they are read from the
+# (MSMEMSCOPE_PYTHON_FRAMES=hook; on 3.11 to 3.13 they are read from the
 # interpreter); then the ratios. The
 # issue's target: recorded with Python stacks / native <= 2x (memray's
 # published default, with pymalloc, is about 1.45x). Not a test.
@@ -94,7 +94,8 @@ pym=$(best env PYTHONPATH="$boot" MSMEMSCOPE_CONFIG="python_stack=16" LD_PRELOAD
 mixed=$(best env PYTHONMALLOC=malloc PYTHONPATH="$boot" MSMEMSCOPE_CONFIG="python_stack=16;call_stack=16" \
 	LD_PRELOAD="$hooks" MSMEMSCOPE_LOG="$tmp/mixed.mms" "$python" "$w")
 # The profile hook, which keeps the frames on the Python versions whose
-# frames the package cannot read from the interpreter (all but 3.11).
+# frames the package cannot read from the interpreter (before 3.11,
+# after 3.13).
 hook=$(best env PYTHONMALLOC=malloc PYTHONPATH="$boot" MSMEMSCOPE_CONFIG="python_stack=16" LD_PRELOAD="$hooks" \
 	MSMEMSCOPE_PYTHON_FRAMES=hook MSMEMSCOPE_LOG="$tmp/hook.mms" "$python" "$w")
 hookm=$(best env PYTHONPATH="$boot" MSMEMSCOPE_CONFIG="python_stack=16" LD_PRELOAD="$hooks" \

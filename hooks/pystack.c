@@ -26,8 +26,8 @@
  * ids; the others go through a small per-thread cache of (parent, frame)
  * -> id before the process's table.
  *
- * Where the package can read the interpreter's own frames (CPython 3.11:
- * hooks/python/_msmemscope.c), it installs no profile hook at all and
+ * Where the package can read the interpreter's own frames (CPython 3.11
+ * to 3.13: hooks/python/_msmemscope.c), it installs no profile hook at all and
  * gives the recorder a walker instead (msmemscope__py_walker, pywalk.h):
  * at an allocation the recorder asks it for the thread's innermost frames
  * (code object, instruction, whether the frame began a run of the eval

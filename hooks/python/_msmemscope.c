@@ -23,10 +23,10 @@
 
 #include "../pywalk.h"
 
-/* CPython 3.11: the package reads a thread's frames from the interpreter
- * (its internal frame layout, from the headers it was built with) instead
- * of keeping them with a profile hook. */
-#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+/* CPython 3.11 to 3.13 (with the GIL): the package reads a thread's
+ * frames from the interpreter (its internal frame layout, from the headers
+ * it was built with) instead of keeping them with a profile hook. */
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030E0000 && !defined(Py_GIL_DISABLED)
 #define MMS_PY_WALK 1
 #define Py_BUILD_CORE 1
 #include "internal/pycore_frame.h"
@@ -217,10 +217,10 @@ static PyObject *py_buffer_range(PyObject *self, PyObject *obj)
 /* --- Python stacks -----------------------------------------------------------
  * With python_stack=N (msmemscope --call-stack=python:N) the recorder
  * records the innermost N Python frames with each event. On CPython 3.11
- * it asks this module for them at each allocation: walk_frames() reads the
- * calling thread's frames from the interpreter (no hook at all: the
- * program runs as fast as without Python stacks but for the allocations'
- * cost). Elsewhere (or with MSMEMSCOPE_PYTHON_FRAMES=hook) the recorder
+ * to 3.13 it asks this module for them at each allocation: walk_frames()
+ * reads the calling thread's frames from the interpreter (no hook at all:
+ * the program runs as fast as without Python stacks but for the
+ * allocations' cost). Elsewhere (or with MSMEMSCOPE_PYTHON_FRAMES=hook) the recorder
  * keeps each thread's frames (hooks/pystack.c) and this module's profile
  * hook tells it of every call and return of Python code, with the GIL
  * held; the recorder reads the frames at an allocation without the GIL.
@@ -245,31 +245,59 @@ static int stack_walk;       /* the recorder reads the frames through walk_frame
  * Frames still being set up, or being popped with their code object, are
  * left out. Once the interpreter finalizes,
  * it frees other threads' states: nothing is read from then on. */
+#if PY_VERSION_HEX >= 0x030D0000
+#define WALK_CODE(f) ((PyCodeObject *)(f)->f_executable)
+#define WALK_FIRST(ts) ((ts)->current_frame)
+#define WALK_FINALIZING() Py_IsFinalizing()
+#define WALK_ATTACHED() PyThreadState_GetUnchecked()
+#else
+#define WALK_CODE(f) ((f)->f_code)
+#define WALK_FIRST(ts) ((ts)->cframe ? (ts)->cframe->current_frame : NULL)
+#define WALK_FINALIZING() _Py_IsFinalizing()
+#define WALK_ATTACHED() _PyThreadState_UncheckedGet()
+#endif
+
 static unsigned walk_frames(struct mms_pyraw *out, unsigned max)
 {
 	PyThreadState *ts;
 	_PyInterpreterFrame *f;
 	unsigned n = 0;
 
-	if (_Py_IsFinalizing())
+	if (WALK_FINALIZING())
 		return 0;
 	ts = PyGILState_GetThisThreadState();
-	if (!ts || !ts->cframe)
+	if (!ts)
 		return 0;
-	for (f = ts->cframe->current_frame; f && n < max; f = f->previous) {
-		PyCodeObject *co = f->f_code;
+	for (f = WALK_FIRST(ts); f; f = f->previous) {
+		PyCodeObject *co;
 
+#if PY_VERSION_HEX >= 0x030C0000
+		/* The frame each run of the eval loop puts under the first
+		 * one it runs: that one began the run. */
+		if (f->owner == FRAME_OWNED_BY_CSTACK) {
+			if (n)
+				out[n - 1].entry = 1;
+			continue;
+		}
+#endif
+		if (n == max)
+			break;
+		co = WALK_CODE(f);
 		/* A frame being set up, or one whose code object is being
 		 * freed (the frame's reference was its last: the frame pops,
 		 * its names may be gone already). */
-		if (Py_REFCNT(co) <= 0 || _PyFrame_IsIncomplete(f))
+		if (!co || !PyCode_Check(co) || Py_REFCNT(co) <= 0 || _PyFrame_IsIncomplete(f))
 			continue;
 		out[n].frame = f;
 		out[n].code = co;
 		out[n].file = co->co_filename;
 		out[n].name = co->co_qualname;
 		out[n].lasti = _PyInterpreterFrame_LASTI(f);
+#if PY_VERSION_HEX >= 0x030C0000
+		out[n].entry = 0;
+#else
 		out[n].entry = f->is_entry;
+#endif
 		n++;
 	}
 	return n;
@@ -329,7 +357,7 @@ static int walk_describe(const void *code, struct mms_pycode_desc *d)
 	str_copy(co->co_qualname, d->name, sizeof(d->name));
 	d->firstline = co->co_firstlineno;
 	d->pinned = 0;
-	if (ts && ts == _PyThreadState_UncheckedGet()) {
+	if (ts && ts == WALK_ATTACHED()) {
 		Py_INCREF(co);
 		d->pinned = 1;
 	}
@@ -519,9 +547,9 @@ static PyObject *py_stacks_hooked(PyObject *self, PyObject *unused)
 	return PyBool_FromLong(stack_depth && !stack_walk);
 }
 
-/* At import: gives the recorder the walker (CPython 3.11), or installs the
- * hook on this thread when the recorder asks for Python frames (and on
- * every thread from 3.12). MSMEMSCOPE_PYTHON_FRAMES=hook keeps the hook
+/* At import: gives the recorder the walker (CPython 3.11 to 3.13), or
+ * installs the hook on this thread when the recorder asks for Python
+ * frames (and on every thread from 3.12). MSMEMSCOPE_PYTHON_FRAMES=hook keeps the hook
  * where the walker could serve. */
 static void stacks_load(void)
 {

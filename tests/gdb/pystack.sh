@@ -8,7 +8,8 @@
 # not take is refused, and the setting stays.
 . "${top_srcdir:?run this test through make check}/tests/gdb/lib.sh"
 
-py=/usr/bin/python3
+# The interpreter the package was built for.
+py=${MMS_PYTHON:-/usr/bin/python3}
 [ -x "$py" ] || skip "$py is not installed: Python stacks under gdb not checked"
 [ -e "$top_builddir/hooks/python/build/msmemscope/_msmemscope.so" ] ||
 	skip "configure built no Python package (Debian: apt-get install -y python3-dev, then configure again)"

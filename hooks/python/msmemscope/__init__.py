@@ -51,17 +51,19 @@ _said = set()
 
 def _stacks_setup():
     """With Python stacks recorded (--call-stack=python:N), the recorder
-    reads every thread's frames from the interpreter (CPython 3.11), or
-    _msmemscope installed its profile hook on the importing thread at
-    import; threads the threading module starts later then install it at
-    their first call (from Python 3.12 every thread has it already), and a
-    profile function set with sys.setprofile() replaces the hook on its
-    thread, whose Python frames are then no longer recorded."""
+    reads every thread's frames from the interpreter (CPython 3.11 to
+    3.13), or _msmemscope installed its profile hook on the importing
+    thread at import (from Python 3.12 on every thread running then);
+    threads the threading module starts later then install it at their
+    first call, and a profile function set with sys.setprofile() replaces
+    the hook on its thread, whose Python frames are then no longer
+    recorded."""
     if not _c.stacks_hooked():
         return
-    if sys.version_info < (3, 12):
-        import threading
-        threading.setprofile(_c.stack_thread)
+    # PyEval_SetProfileAllThreads (3.12) reaches the threads running at
+    # import only: threads started later install the hook themselves.
+    import threading
+    threading.setprofile(_c.stack_thread)
     _c.wrap_setprofile(sys.setprofile)
     sys.setprofile = _c.setprofile
 
