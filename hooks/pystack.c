@@ -27,18 +27,19 @@
  * -> id before the process's table.
  *
  * Where the package can read the interpreter's own frames (CPython 3.11
- * to 3.13: hooks/python/_msmemscope.c), it installs no profile hook at all and
- * gives the recorder a walker instead (msmemscope__py_walker, pywalk.h):
- * at an allocation the recorder asks it for the thread's innermost frames
- * (code object, instruction, whether the frame began a run of the eval
- * loop), keeps the frames equal to the last capture's (same frame, code
- * and instruction) with their interned ids, and defines a code object the
- * first time a stack shows it. The program then runs at the speed it runs
- * without the recorder's Python stacks: no hook at each call, no frame
- * object made for each call. A code object defined while its thread does
- * not hold the GIL cannot be kept alive by the package; its slot then
- * also keeps its file and name objects, and a later code object at its
- * address with others is a code object of its own. */
+ * to 3.13: hooks/python/_msmemscope.c), it installs no profile hook at
+ * all and gives the recorder a walker instead (msmemscope__py_walker,
+ * pywalk.h): at an allocation the recorder asks it for the thread's
+ * innermost frames (code object, instruction, whether the frame began a
+ * run of the eval loop), keeps the frames equal to the last capture's
+ * (same frame, code and instruction) with their interned ids, and
+ * defines a code object the first time a stack shows it. The program then
+ * runs at the speed it runs without the recorder's Python stacks: no hook
+ * at each call, no frame object made for each call. A code object defined
+ * while its thread does not hold the GIL cannot be kept alive by the
+ * package; its slot then also keeps its file and name objects, and a
+ * later code object at its address with others is a code object of its
+ * own. */
 #define _GNU_SOURCE
 #include <string.h>
 

@@ -220,13 +220,14 @@ static PyObject *py_buffer_range(PyObject *self, PyObject *obj)
  * to 3.13 it asks this module for them at each allocation: walk_frames()
  * reads the calling thread's frames from the interpreter (no hook at all:
  * the program runs as fast as without Python stacks but for the
- * allocations' cost). Elsewhere (or with MSMEMSCOPE_PYTHON_FRAMES=hook) the recorder
- * keeps each thread's frames (hooks/pystack.c) and this module's profile
- * hook tells it of every call and return of Python code, with the GIL
- * held; the recorder reads the frames at an allocation without the GIL.
- * C calls are not its business: the C stack shows them. A thread started
- * by the threading module installs the hook at its first call
- * (threading.setprofile); from 3.12 every thread gets it at once. */
+ * allocations' cost). Elsewhere (or with MSMEMSCOPE_PYTHON_FRAMES=hook)
+ * the recorder keeps each thread's frames (hooks/pystack.c) and this
+ * module's profile hook tells it of every call and return of Python code,
+ * with the GIL held; the recorder reads the frames at an allocation
+ * without the GIL. C calls are not its business: the C stack shows them.
+ * The hook is installed on the importing thread (from 3.12 on every
+ * thread running then), and a thread the threading module starts later
+ * installs it at its first call (threading.setprofile). */
 
 static struct pystack_api {
 	uint32_t (*setup)(int (*line)(const void *frame), int (*lasti)(const void *frame), int (*on_thread)(void));
@@ -239,12 +240,8 @@ static uint32_t stack_depth; /* python_stack, 0: no Python stacks */
 static int stack_walk;       /* the recorder reads the frames through walk_frames() */
 
 #ifdef MMS_PY_WALK
-/* The calling thread's innermost Python frames, innermost first (pywalk.h).
- * Inside an allocation hook, perhaps without the GIL: reads the thread's
- * own frames (which only the thread itself changes), allocates nothing.
- * Frames still being set up, or being popped with their code object, are
- * left out. Once the interpreter finalizes,
- * it frees other threads' states: nothing is read from then on. */
+/* How each version keeps a thread's frames: 3.13 has no cframe, and a
+ * frame's code is its f_executable. */
 #if PY_VERSION_HEX >= 0x030D0000
 #define WALK_CODE(f) ((PyCodeObject *)(f)->f_executable)
 #define WALK_FIRST(ts) ((ts)->current_frame)
@@ -257,6 +254,12 @@ static int stack_walk;       /* the recorder reads the frames through walk_frame
 #define WALK_ATTACHED() _PyThreadState_UncheckedGet()
 #endif
 
+/* The calling thread's innermost Python frames, innermost first (pywalk.h).
+ * Inside an allocation hook, perhaps without the GIL: reads the thread's
+ * own frames (which only the thread itself changes), allocates nothing.
+ * Frames still being set up, or being popped with their code object, are
+ * left out. Once the interpreter finalizes (it frees other threads'
+ * states), nothing is read. */
 static unsigned walk_frames(struct mms_pyraw *out, unsigned max)
 {
 	PyThreadState *ts;
@@ -549,8 +552,8 @@ static PyObject *py_stacks_hooked(PyObject *self, PyObject *unused)
 
 /* At import: gives the recorder the walker (CPython 3.11 to 3.13), or
  * installs the hook on this thread when the recorder asks for Python
- * frames (and on every thread from 3.12). MSMEMSCOPE_PYTHON_FRAMES=hook keeps the hook
- * where the walker could serve. */
+ * frames (and on every thread from 3.12). MSMEMSCOPE_PYTHON_FRAMES=hook
+ * keeps the hook where the walker could serve. */
 static void stacks_load(void)
 {
 #ifdef MMS_PY_WALK
