@@ -505,7 +505,8 @@ static PyObject *py_stack_thread(PyObject *self, PyObject *args)
 	ev = PyUnicode_AsUTF8(event);
 	if (!ev)
 		return NULL;
-	if (stack_depth)
+	/* (Frames read from the interpreter need no hook.) */
+	if (stack_depth && !stack_walk)
 		stack_install(!strcmp(ev, "return"));
 	Py_RETURN_NONE;
 }
@@ -519,7 +520,7 @@ static PyObject *sys_setprofile; /* the interpreter's sys.setprofile */
 static PyObject *py_setprofile(PyObject *self, PyObject *function)
 {
 	(void)self;
-	if (stack_depth)
+	if (stack_depth && !stack_walk)
 		pyst.reset();
 	return sys_setprofile ? PyObject_CallOneArg(sys_setprofile, function) : NULL;
 }
