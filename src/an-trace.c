@@ -19,10 +19,10 @@
 #define MAX_FRAMES 16 /* inlined frames per address */
 
 /* Adds the subscriber the three analyses share, once: with usage's file
- * (and picture) when usage is among the analyses run. */
+ * (and picture) when usage is among the analyses run, and only the lists
+ * of blocks that watermark and leakage, when run, print. */
 static int trace_add(struct an_ctx *c)
 {
-	const struct an_def *u = an_find("usage");
 	mms_trace_options_t opt = { 0 };
 	char *path = NULL;
 	int rc;
@@ -30,7 +30,9 @@ static int trace_add(struct an_ctx *c)
 	if (c->trace)
 		return 0;
 	opt.kinds = c->o->memory;
-	if (u && c->mask & 1u << (u - an_defs)) {
+	opt.skip = (c->mask & an_mask("watermark") ? 0 : MMS_TRACE_SKIP_PEAK) |
+		   (c->mask & an_mask("leakage") ? 0 : MMS_TRACE_SKIP_END);
+	if (c->mask & an_mask("usage")) {
 		path = an_out_path(c->o, "usage.tsv");
 		opt.usage_path = path;
 		opt.out.overwrite = c->o->force;

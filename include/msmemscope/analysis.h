@@ -282,7 +282,14 @@ typedef struct mms_trace_options {
 	                            0 = the process's (HOST, MMAP, POOL; not DEVICE,
 	                            which is counted alone when asked for); blocks
 	                            of other kinds are left out */
+	unsigned skip;           /* lists not wanted: MMS_TRACE_SKIP_PEAK (peak and
+	                            npeak stay empty; peak_bytes, peak_event and
+	                            peak_ns are still set), MMS_TRACE_SKIP_END (end
+	                            and nend stay empty; end_bytes is still set) */
 } mms_trace_options_t;
+
+#define MMS_TRACE_SKIP_PEAK 1u /* the blocks live at the peak (watermark) */
+#define MMS_TRACE_SKIP_END 2u  /* the blocks live at the end (leakage) */
 
 typedef struct mms_trace {
 	uint64_t events;         /* events read */

@@ -108,6 +108,7 @@ struct pass {
 	struct bucketer file_b, plot_b;
 	int file_bucketed, plot;
 	unsigned kinds;          /* bit 1 << kind: the memory kinds counted */
+	unsigned skip;           /* MMS_TRACE_SKIP_*: the lists not made */
 };
 
 /* Live bytes of the kinds counted. */
@@ -156,7 +157,7 @@ static void block_out(struct pass *p, const struct mms__blk *b, uint64_t time_ns
 
 static int freed_add(struct pass *p, const struct mms__blk *b, uint64_t time_ns)
 {
-	if (!(p->kinds & 1u << b->mem))
+	if (!(p->kinds & 1u << b->mem) || p->skip & MMS_TRACE_SKIP_PEAK)
 		return 0;
 	if (mms__grow(&p->freed, &p->freed_cap, p->nfreed, sizeof(*p->freed)))
 		return -ENOMEM;
@@ -545,15 +546,22 @@ static int pass_finish(struct pass *p)
 	size_t i;
 	int rc;
 
-	/* Leakage: everything live at the end. */
-	rc = collect_room(&c, 0);
-	if (!rc)
-		rc = mms__state_each(p->st, collect_one, &c);
-	t->end_bytes = c.bytes;
-	if (!rc)
-		rc = collect_finish(&c, &t->end, &t->nend);
-	if (rc)
-		goto fail;
+	/* Leakage: everything live at the end (its bytes also when the list
+	 * is not wanted). */
+	if (p->skip & MMS_TRACE_SKIP_END) {
+		t->end_bytes = live_total(p);
+	} else {
+		rc = collect_room(&c, 0);
+		if (!rc)
+			rc = mms__state_each(p->st, collect_one, &c);
+		t->end_bytes = c.bytes;
+		if (!rc)
+			rc = collect_finish(&c, &t->end, &t->nend);
+		if (rc)
+			goto fail;
+	}
+	if (p->skip & MMS_TRACE_SKIP_PEAK)
+		return 0;
 
 	/* Watermark: what is still live of the peak, and what was freed
 	 * since. */
@@ -655,6 +663,7 @@ MMS__EXPORT int mms_trace_add(mms_pass_t *pass, const mms_trace_options_t *opt, 
 	p->pass = pass;
 	p->time_off = mms__pass_attach(pass, sizeof(uint64_t));
 	p->kinds = opt->kinds ? opt->kinds : (1u << MMS_MEM_KIND_COUNT) - 1 - (1u << MMS_MEM_DEVICE);
+	p->skip = opt->skip;
 	log_span(p->log, &t->first_ns, &t->last_ns);
 	p->sub.name = "trace";
 	p->sub.kinds = ~0u;

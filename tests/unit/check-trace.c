@@ -137,6 +137,47 @@ START_TEST(test_mmap_pieces)
 }
 END_TEST
 
+/* A list not wanted is not made; the figures are the same, the mappings'
+ * pieces included. */
+START_TEST(test_skip_lists)
+{
+	static const unsigned skips[3] = { MMS_TRACE_SKIP_PEAK, MMS_TRACE_SKIP_END,
+					   MMS_TRACE_SKIP_PEAK | MMS_TRACE_SKIP_END };
+
+	for (int i = 0; i < 3; i++) {
+		mms_trace_options_t opt = { .skip = skips[i] };
+		struct lb *b = one_thread();
+		mms_log_t *log;
+		mms_trace_t *t;
+
+		lb_alloc(b, 20, MMS_ALLOC_MALLOC, 0x1000, 100, 0);
+		lb_mmap(b, 21, 0x10000, 0x4000); /* event 2: the peak */
+		lb_free(b, 22, MMS_FREE_FREE, 0x1000);
+		lb_munmap(b, 23, 0x11000, 0x1000);
+		lb_alloc(b, 24, MMS_ALLOC_MALLOC, 0x3000, 50, 0);
+		t = run(b, &opt, &log);
+		ck_assert_uint_eq(t->peak_bytes, 100 + 0x4000);
+		ck_assert_uint_eq(t->peak_event, 2);
+		ck_assert_uint_eq(t->end_bytes, 50 + 0x3000);
+		ck_assert_uint_eq(t->changes, 5);
+		if (skips[i] & MMS_TRACE_SKIP_PEAK) {
+			ck_assert_uint_eq(t->npeak, 0);
+			ck_assert_ptr_null(t->peak);
+		} else {
+			ck_assert_uint_eq(t->npeak, 4); /* the block, the mapping in three pieces */
+		}
+		if (skips[i] & MMS_TRACE_SKIP_END) {
+			ck_assert_uint_eq(t->nend, 0);
+			ck_assert_ptr_null(t->end);
+		} else {
+			ck_assert_uint_eq(t->nend, 3); /* the block, two pieces */
+		}
+		mms_trace_free(t);
+		mms_log_close(log);
+	}
+}
+END_TEST
+
 /* Counting one kind leaves the others out of the figures and the lists. */
 START_TEST(test_kinds)
 {
@@ -214,6 +255,7 @@ static Suite *trace_suite(void)
 	tcase_add_checked_fixture(tc, dir_setup, dir_teardown);
 	tcase_add_test(tc, test_peak_first);
 	tcase_add_test(tc, test_mmap_pieces);
+	tcase_add_test(tc, test_skip_lists);
 	tcase_add_test(tc, test_kinds);
 	tcase_add_test(tc, test_usage_file);
 	suite_add_tcase(s, tc);
