@@ -113,6 +113,6 @@ printf '  %-52s %8s s\n' "native" "$native" \
 echo "  python:16 / native:                          $(ratio "$py" "$native")x (target <= 2x; memray's default ~1.45x)"
 echo "  python:16 / native with PYTHONMALLOC=malloc: $(ratio "$py" "$native_malloc")x"
 echo "  python:16 / recorded without stacks:         $(ratio "$py" "$rec")x"
-echo "  python:16, pymalloc kept / native:           $(ratio "$pym" "$native")x"
+echo "  python:16, pymalloc kept / native:           $(ratio "$pym" "$native")x (memray's default keeps pymalloc too)"
 echo "  c:16,python:16 / native:                     $(ratio "$mixed" "$native")x"
 echo "  profile hook: python:16 / native:            $(ratio "$hook" "$native")x, pymalloc kept $(ratio "$hookm" "$native")x"
