@@ -177,17 +177,34 @@ static inline uint32_t code_hash(const void *code)
 	return (uint32_t)x & (CODE_SLOTS - 1);
 }
 
-/* The id of code, 0 when it has none yet. */
-static uint32_t code_find(const void *code)
+/* Whether id is still the id of the code object r runs: a slot the package
+ * pinned is; another is while its names' objects are those of r's code. */
+static inline int slot_is(uint32_t id, const struct mms_pyraw *r)
+{
+	const struct code_slot *c = &codes[id - 1];
+
+	if (c->pinned)
+		return 1;
+	return __atomic_load_n(&c->state, __ATOMIC_ACQUIRE) == 2 && c->file_obj == r->file && c->name_obj == r->name;
+}
+
+/* The id of code, 0 when it has none yet. In walk mode r is the frame
+ * running it: a slot of code's address whose code object is gone (not
+ * pinned, other names' objects) is not its id, and is marked dead on the
+ * way; the hook's code objects are all pinned (r NULL). */
+static uint32_t code_find(const void *code, const struct mms_pyraw *r)
 {
 	for (uint32_t i = code_hash(code);; i = (i + 1) & (CODE_SLOTS - 1)) {
-		const struct code_slot *c = &codes[i];
-		uint32_t st = __atomic_load_n(&c->state, __ATOMIC_ACQUIRE);
+		struct code_slot *c = &codes[i];
+		uint32_t st = __atomic_load_n(&c->state, __ATOMIC_ACQUIRE), two = 2;
 
 		if (st == 0)
 			return 0;
-		if (st == 2 && c->code == code)
+		if (st != 2 || c->code != code)
+			continue;
+		if (!r || slot_is(i + 1, r))
 			return i + 1;
+		__atomic_compare_exchange_n(&c->state, &two, 3, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 	}
 }
 
@@ -383,7 +400,7 @@ MMS_EXPORT int msmemscope__py_push(const void *frame, const void *code, uintptr_
 		if (s->ccache[k].code == code) {
 			e->code = s->ccache[k].id;
 		} else {
-			e->code = code_find(code);
+			e->code = code_find(code, NULL);
 			if (e->code) {
 				s->ccache[k].code = code;
 				s->ccache[k].id = e->code;
@@ -498,7 +515,7 @@ MMS_EXPORT uint32_t msmemscope__py_code(const void *code, const char *file, cons
 
 	if (!codes)
 		return 0;
-	id = code_find(code);
+	id = code_find(code, NULL);
 	if (!id && (id = code_claim(code, file, name, firstline, 1, NULL, NULL))) {
 		mms__tls_busy = 2;
 		/* Not recording now (a log still to open): the first stack that
@@ -536,35 +553,6 @@ MMS_EXPORT uint32_t msmemscope__py_walker(mms_pywalk_fn walk, mms_pydescribe_fn 
 
 /* --- walk mode ---------------------------------------------------------------- */
 
-/* Whether id is still the id of the code object r runs: a slot the package
- * pinned is; another is while its names' objects are those of r's code. */
-static inline int slot_is(uint32_t id, const struct mms_pyraw *r)
-{
-	const struct code_slot *c = &codes[id - 1];
-
-	if (c->pinned)
-		return 1;
-	return __atomic_load_n(&c->state, __ATOMIC_ACQUIRE) == 2 && c->file_obj == r->file && c->name_obj == r->name;
-}
-
-/* The id of r's code object in the table, 0 when it has none. A slot of
- * the same address whose code object is gone is marked dead on the way. */
-static uint32_t walk_find(const struct mms_pyraw *r)
-{
-	for (uint32_t i = code_hash(r->code);; i = (i + 1) & (CODE_SLOTS - 1)) {
-		struct code_slot *c = &codes[i];
-		uint32_t st = __atomic_load_n(&c->state, __ATOMIC_ACQUIRE), two = 2;
-
-		if (st == 0)
-			return 0;
-		if (st != 2 || c->code != r->code)
-			continue;
-		if (slot_is(i + 1, r))
-			return i + 1;
-		__atomic_compare_exchange_n(&c->state, &two, 3, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-	}
-}
-
 /* The id of the code object frame r runs, defined in the log on its first
  * sight; 0 when it cannot have one (the table is full, the package could
  * not describe it). */
@@ -576,7 +564,7 @@ static uint32_t walk_code(struct mms_pystack *s, struct mms_thread *t, const str
 		define_again(t, id);
 		return id;
 	}
-	id = walk_find(r);
+	id = code_find(r->code, r);
 	if (!id) {
 		if (describe_of(r->code, s->desc))
 			return 0;
@@ -621,7 +609,7 @@ static inline int raw_same(const struct mms_pyraw *a, const struct mms_pyraw *b)
 /* The stack of an allocation in walk mode: the frames the walker finds,
  * interned above base; those the last capture had below the first one
  * that differs keep their ids. */
-static uint32_t capture_walk(struct mms_thread *t, uint32_t base)
+static uint32_t capture_walk(struct mms_thread *t, uint32_t base, mms_pywalk_fn walk)
 {
 	struct mms_pystack *s = tls_py;
 	uint32_t n, c = 0, parent;
@@ -630,7 +618,7 @@ static uint32_t capture_walk(struct mms_thread *t, uint32_t base)
 		return base;
 	if (unlikely(!s->raw))
 		return base;
-	n = walk_of(s->raw, mms__py_depth);
+	n = walk(s->raw, mms__py_depth);
 	if (!n) {
 		s->nlast = 0;
 		return base;
@@ -661,9 +649,11 @@ uint32_t mms__pystack_capture(struct mms_thread *t, uint32_t base)
 {
 	struct mms_pystack *s = tls_py;
 	uint32_t n, m, first, c = 0, parent;
+	/* Published after the helpers it calls (msmemscope__py_walker). */
+	mms_pywalk_fn walk = __atomic_load_n(&walk_of, __ATOMIC_ACQUIRE);
 
-	if (walk_of)
-		return capture_walk(t, base);
+	if (walk)
+		return capture_walk(t, base, walk);
 	if (!s || !s->depth)
 		return base;
 	if (hooked && !hooked()) {

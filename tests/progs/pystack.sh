@@ -212,9 +212,16 @@ note "cProfile replacing the hook: the program runs on, the frames before it wer
 # Where the package reads the frames from the interpreter (CPython 3.11 to
 # 3.13, unless MSMEMSCOPE_PYTHON_FRAMES=hook), no profile hook is there to
 # be replaced: the frames under cProfile and after it are recorded too.
-walk=$("$MMS_PYTHON" -c 'import sys, sysconfig
+# The package says which way it keeps them.
+walk=$("$MMS_LAUNCHER" --call-stack=python:1 --output=walkq --analysis= -- "$MMS_PYTHON" -c \
+	'import msmemscope; print(int(not msmemscope._c.stacks_hooked()))' 2>walkq.err) ||
+	fail "asking the package how it keeps the frames exited $?: $(cat walkq.err)"
+# Which way is the documented one: the interpreter's frames on 3.11 to
+# 3.13 (with the GIL), the hook elsewhere or when asked for.
+want=$("$MMS_PYTHON" -c 'import sys, sysconfig
 print(int((3, 11) <= sys.version_info[:2] <= (3, 13) and not sysconfig.get_config_var("Py_GIL_DISABLED")))')
-[ "${MSMEMSCOPE_PYTHON_FRAMES:-}" != hook ] || walk=0
+[ "${MSMEMSCOPE_PYTHON_FRAMES:-}" != hook ] || want=0
+expect_eq "frames read from the interpreter (1) or kept by the hook (0)" "$walk" "$want"
 if [ "$walk" = 1 ]; then
 	expect_eq "rows of f's bytearrays under cProfile with f's stack (frames read from the interpreter)" \
 		"$(grep -cF ",size:1112}\",${lc}f ($c:6)|main ($c:14)|<module> ($c:21)," \
