@@ -86,13 +86,12 @@ static uintptr_t take(uintptr_t n, uintptr_t align)
 
 static void lock_arena(void)
 {
-	while (__atomic_exchange_n(&lock, 1, __ATOMIC_ACQUIRE))
-		sched_yield();
+	mms__spin_lock(&lock);
 }
 
 static void unlock_arena(void)
 {
-	__atomic_store_n(&lock, 0, __ATOMIC_RELEASE);
+	mms__spin_unlock(&lock);
 }
 
 static unsigned class_of(size_t size)

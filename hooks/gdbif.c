@@ -185,8 +185,7 @@ static void stop(uint32_t reason, uint32_t slot, uint64_t launch, const char *na
 {
 	struct msmemscope_gdb *d = &msmemscope_gdb;
 
-	while (__atomic_exchange_n(&stop_busy, 1, __ATOMIC_ACQUIRE))
-		sched_yield();
+	mms__spin_lock(&stop_busy);
 	d->reason = reason;
 	d->hit_watch = slot;
 	d->op_launch = launch;
@@ -194,7 +193,7 @@ static void stop(uint32_t reason, uint32_t slot, uint64_t launch, const char *na
 	d->step = mms__step_now();
 	d->tid = (uint64_t)gettid();
 	msmemscope_gdb_stopped();
-	__atomic_store_n(&stop_busy, 0, __ATOMIC_RELEASE);
+	mms__spin_unlock(&stop_busy);
 }
 
 /* --- watches ---------------------------------------------------------------- */
@@ -269,8 +268,7 @@ static void watches_check(uint64_t launch, const char *name)
 
 		if (!__atomic_load_n(&w->size, __ATOMIC_RELAXED))
 			continue;
-		while (__atomic_exchange_n(&slot_busy[i], 1, __ATOMIC_ACQUIRE))
-			sched_yield();
+		mms__spin_lock(&slot_busy[i]);
 		gen = __atomic_load_n(&w->generation, __ATOMIC_ACQUIRE);
 		addr = w->addr;
 		size = w->size;
@@ -289,7 +287,7 @@ static void watches_check(uint64_t launch, const char *name)
 		w->changes++;
 		stop(MMS_GDB_WATCH, i, launch, name);
 	next:
-		__atomic_store_n(&slot_busy[i], 0, __ATOMIC_RELEASE);
+		mms__spin_unlock(&slot_busy[i]);
 	}
 }
 
@@ -316,10 +314,9 @@ void mms__gdb_release_slow(uintptr_t lo, uintptr_t hi)
 
 		if (!size || w->addr >= hi || lo >= w->addr + size)
 			continue;
-		while (__atomic_exchange_n(&slot_busy[i], 1, __ATOMIC_ACQUIRE))
-			sched_yield();
+		mms__spin_lock(&slot_busy[i]);
 		slot_ok[i] = 0;
-		__atomic_store_n(&slot_busy[i], 0, __ATOMIC_RELEASE);
+		mms__spin_unlock(&slot_busy[i]);
 		attribution(gdb_tls, &at, &at_name);
 		stop(MMS_GDB_FREED, i, at, at_name);
 	}

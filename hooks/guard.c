@@ -45,11 +45,14 @@
 #define PAT_TAIL 0xfb  /* the tail zone */
 #define PAT_FREED 0xfd /* a quarantined block's own bytes */
 
-/* A run of each pattern, for memcmp(), which compares a few dozen bytes
- * a cycle: a freed block's bytes are all checked when it leaves the
- * quarantine. */
-#define PAT_RUN 1024
-static uint8_t pat_run[3][PAT_RUN];
+/* A pattern byte repeated in a word. */
+#define PAT_WORD(pat) (0x0101010101010101ull * (uint8_t)(pat))
+
+/* The blocks about to leave the quarantine are asked for ahead, while the
+ * program runs on (see prefetch_block): up to PREFETCH_BYTES of each of
+ * the PREFETCH_AHEAD oldest. */
+#define PREFETCH_BYTES 256
+#define PREFETCH_AHEAD 4
 
 #define SHARDS 64
 #define SHARD_MIN 64          /* entries of a shard's first table: 64 shards of them fit the L2 cache */
@@ -71,7 +74,7 @@ struct gblk {
 };
 
 struct shard {
-	pthread_mutex_t lock;
+	int lock; /* mms__spin_lock */
 	struct gblk *tab;
 	size_t cap, used; /* used: entries in tab (live) */
 	size_t live;
@@ -84,7 +87,7 @@ struct qent {
 };
 
 static struct shard shards[SHARDS];
-static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
+static int q_lock; /* mms__spin_lock */
 static struct qent *q;        /* a ring of QUARANTINE_SLOTS */
 static size_t q_head, q_n;    /* oldest, and how many */
 static uint64_t q_bytes;      /* their sizes together */
@@ -147,12 +150,7 @@ void mms__guard_init(void)
 	}
 	libc.at = (uintptr_t)mms__real.malloc;
 	dl_iterate_phdr(find_code, &libc);
-	for (int i = 0; i < SHARDS; i++)
-		pthread_mutex_init(&shards[i].lock, NULL);
 	rz = mms__config.guard_redzone ? mms__config.guard_redzone : 16;
-	memset(pat_run[0], PAT_HEAD, PAT_RUN);
-	memset(pat_run[1], PAT_TAIL, PAT_RUN);
-	memset(pat_run[2], PAT_FREED, PAT_RUN);
 	mms__guard_on = 1;
 }
 
@@ -171,6 +169,21 @@ static inline size_t hash_addr(uintptr_t a)
 static struct shard *shard_of(uintptr_t a)
 {
 	return &shards[hash_addr(a) >> 58];
+}
+
+/* Asks for a's home slot in its shard's table, before taking the lock:
+ * with many live blocks the table outgrows the caches, and the probe
+ * would wait on memory inside the lock. The table and its size are read
+ * without the lock (set_grow stores them atomically): a table replaced
+ * meanwhile costs a useless prefetch, never a fault. */
+static inline void set_prefetch(uintptr_t a)
+{
+	struct shard *s = shard_of(a);
+	struct gblk *tab = __atomic_load_n(&s->tab, __ATOMIC_RELAXED);
+	size_t cap = __atomic_load_n(&s->cap, __ATOMIC_RELAXED);
+
+	if (tab)
+		__builtin_prefetch(&tab[hash_addr(a) & (cap - 1)], 1, 3);
 }
 
 /* Slot of a in s->tab, or NULL. */
@@ -205,8 +218,8 @@ static int set_grow(struct shard *s)
 	}
 	if (s->tab)
 		mms__real.munmap(s->tab, s->cap * sizeof *s->tab);
-	s->tab = t;
-	s->cap = cap;
+	__atomic_store_n(&s->tab, t, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->cap, cap, __ATOMIC_RELAXED);
 	s->used = s->live;
 	return 0;
 }
@@ -217,29 +230,24 @@ static int set_add(const struct gblk *b)
 	size_t i;
 	int rc = 0;
 
-	pthread_mutex_lock(&s->lock);
+	mms__spin_lock(&s->lock);
 	if ((s->used + 1) * 2 > s->cap && set_grow(s)) {
 		rc = -1;
 		goto out;
 	}
-	/* An entry of the same address is stale (a plain block that glibc
-	 * freed with its internal free): the new block replaces it. */
-	{
-		struct gblk *old = set_find(s, b->user);
-
-		if (old) {
-			*old = *b;
-			goto out;
-		}
-	}
-	for (i = hash_addr(b->user) & (s->cap - 1); s->tab[i].user; i = (i + 1) & (s->cap - 1))
+	/* One probe: an entry of the same address is stale (a plain block
+	 * that glibc freed with its internal free) and the new block replaces
+	 * it; else the block goes into the empty slot that ends the probe. */
+	for (i = hash_addr(b->user) & (s->cap - 1); s->tab[i].user && s->tab[i].user != b->user;
+	     i = (i + 1) & (s->cap - 1))
 		;
-	if (s->tab[i].user == 0)
+	if (s->tab[i].user == 0) {
 		s->used++;
+		s->live++;
+	}
 	s->tab[i] = *b;
-	s->live++;
 out:
-	pthread_mutex_unlock(&s->lock);
+	mms__spin_unlock(&s->lock);
 	return rc;
 }
 
@@ -272,14 +280,14 @@ static int set_take(uintptr_t a, struct gblk *out)
 	struct shard *s = shard_of(a);
 	struct gblk *b;
 
-	pthread_mutex_lock(&s->lock);
+	mms__spin_lock(&s->lock);
 	b = set_find(s, a);
 	if (b) {
 		*out = *b;
 		set_erase(s, (size_t)(b - s->tab));
 		s->live--;
 	}
-	pthread_mutex_unlock(&s->lock);
+	mms__spin_unlock(&s->lock);
 	return b != NULL;
 }
 
@@ -288,32 +296,56 @@ static int set_get(uintptr_t a, struct gblk *out)
 	struct shard *s = shard_of(a);
 	struct gblk *b;
 
-	pthread_mutex_lock(&s->lock);
+	mms__spin_lock(&s->lock);
 	b = set_find(s, a);
 	if (b)
 		*out = *b;
-	pthread_mutex_unlock(&s->lock);
+	mms__spin_unlock(&s->lock);
 	return b != NULL;
 }
 
 /* ---- patterns ---- */
 
-static const uint8_t *pattern_run(uint8_t pat)
+static inline uint64_t load64(const uint8_t *p)
 {
-	return pat_run[pat == PAT_HEAD ? 0 : pat == PAT_TAIL ? 1 : 2];
+	uint64_t v;
+
+	memcpy(&v, p, sizeof v);
+	return v;
 }
 
-/* The first byte of [p, p + n) that is not pat, as an index; n when none. */
+static inline void store64(uint8_t *p, uint64_t v)
+{
+	memcpy(p, &v, sizeof v);
+}
+
+/* Fills [p, p + n) with pat: a red zone of a word multiple (the default
+ * 16 bytes) in word stores, which a call of memset() costs more than. */
+static inline void zone_fill(uint8_t *p, size_t n, uint8_t pat)
+{
+	if (n == 16) {
+		store64(p, PAT_WORD(pat));
+		store64(p + 8, PAT_WORD(pat));
+	} else {
+		memset(p, pat, n);
+	}
+}
+
+/* The first byte of [p, p + n) that is not pat, as an index; n when none.
+ * One stream of words (where memcmp() against a run of the pattern would
+ * read two), 32 bytes a round. */
 static size_t first_bad(const uint8_t *p, size_t n, uint8_t pat)
 {
-	const uint8_t *run = pattern_run(pat);
-	size_t i = 0, k;
+	const uint64_t w = PAT_WORD(pat);
+	size_t i = 0;
 
-	for (; i < n; i += k) {
-		k = n - i < PAT_RUN ? n - i : PAT_RUN;
-		if (memcmp(p + i, run, k))
+	for (; i + 32 <= n; i += 32)
+		if ((load64(p + i) ^ w) | (load64(p + i + 8) ^ w) | (load64(p + i + 16) ^ w) |
+		    (load64(p + i + 24) ^ w))
 			break;
-	}
+	for (; i + 8 <= n; i += 8)
+		if (load64(p + i) != w)
+			break;
 	for (; i < n; i++)
 		if (p[i] != pat)
 			return i;
@@ -441,10 +473,11 @@ void *mms__guard_alloc(struct mms_thread *t, unsigned fn, unsigned family, size_
 	raw = align > 16 ? mms__real.memalign(align, total) : mms__real.malloc(total);
 	if (!raw)
 		return NULL;
-	memset(raw, PAT_HEAD, head);
+	set_prefetch((uintptr_t)(raw + head));
+	zone_fill(raw, head, PAT_HEAD);
 	if (zero)
 		memset(raw + head, 0, size);
-	memset(raw + head + size, PAT_TAIL, rz);
+	zone_fill(raw + head + size, rz, PAT_TAIL);
 	b = (struct gblk){ .user = (uintptr_t)(raw + head), .raw = (uintptr_t)raw, .size = size, .fn = (uint16_t)fn,
 			   .family = (uint8_t)family, .head = (uint32_t)head };
 	if (t) {
@@ -499,7 +532,7 @@ static void bad_free(struct mms_thread *t, uintptr_t a)
 	struct qent e;
 	int found = 0;
 
-	pthread_mutex_lock(&q_lock);
+	mms__spin_lock(&q_lock);
 	for (size_t k = 0; k < q_n && !found; k++) {
 		const struct qent *x = &q[(q_head + k) % QUARANTINE_SLOTS];
 
@@ -508,7 +541,7 @@ static void bad_free(struct mms_thread *t, uintptr_t a)
 			found = 1;
 		}
 	}
-	pthread_mutex_unlock(&q_lock);
+	mms__spin_unlock(&q_lock);
 	if (found)
 		finding(t, MMS_GUARD_DOUBLE_FREE, a, &e.b, e.free_stack, MMS_GUARD_SINCE_FREE, NULL);
 	else
@@ -523,22 +556,44 @@ static void release(struct mms_thread *t, const struct gblk *b)
 	mms__real.free((void *)b->raw);
 }
 
+/* Asks for the first bytes of [p, p + n) (a block about to leave the
+ * quarantine, its zones and libc's chunk header before it): the
+ * quarantine outgrows the caches, and the check that reads the block back
+ * would otherwise wait on memory at every free. */
+static void prefetch_block(uintptr_t p, size_t n)
+{
+	uintptr_t end = p + n;
+
+	if (n > PREFETCH_BYTES)
+		n = PREFETCH_BYTES;
+	for (uintptr_t a = (p - 16) & ~(uintptr_t)63; a < p + n; a += 64)
+		__builtin_prefetch((const void *)a, 1, 3);
+	/* The tail zone, where an overflow lands. */
+	__builtin_prefetch((const void *)(end - 1), 1, 3);
+}
+
 /* Puts a freed block into the quarantine, filled with the pattern, and
  * lets the oldest go while there are too many bytes. */
 static void quarantine(struct mms_thread *t, const struct gblk *b, uint32_t free_stack, uint64_t free_stamp)
 {
 	struct qent out[16];
-	size_t nout = 0;
+	size_t nout = 0, nahead;
+	struct {
+		uintptr_t raw;
+		size_t len;
+	} ahead[PREFETCH_AHEAD];
 
-	memset((void *)b->user, PAT_FREED, b->size);
-	pthread_mutex_lock(&q_lock);
+	mms__spin_lock(&q_lock);
 	if (!q)
 		q = mms__map_anon(QUARANTINE_SLOTS * sizeof *q);
 	if (!q || b->size > mms__config.guard_quarantine) {
-		pthread_mutex_unlock(&q_lock);
-		release(t, b);
+		mms__spin_unlock(&q_lock);
+		release(t, b); /* never quarantined: not filled either */
 		return;
 	}
+	/* Filled under the lock: its stores then drain while the program
+	 * runs on, not in the lock's exchange; the unlock publishes them. */
+	memset((void *)b->user, PAT_FREED, b->size);
 	q[(q_head + q_n) % QUARANTINE_SLOTS] = (struct qent){ *b, free_stamp, free_stack };
 	q_n++;
 	q_bytes += b->size;
@@ -549,7 +604,20 @@ static void quarantine(struct mms_thread *t, const struct gblk *b, uint32_t free
 			q_head = (q_head + 1) % QUARANTINE_SLOTS;
 			q_n--;
 		}
-		pthread_mutex_unlock(&q_lock);
+		/* The blocks that came among the PREFETCH_AHEAD oldest, each
+		 * asked for once, some frees before its check. */
+		nahead = 0;
+		for (size_t k = nout < PREFETCH_AHEAD ? PREFETCH_AHEAD - nout : 0; k < PREFETCH_AHEAD && k < q_n; k++) {
+			const struct gblk *x = &q[(q_head + k) % QUARANTINE_SLOTS].b;
+
+			ahead[nahead].raw = x->raw;
+			ahead[nahead++].len = x->head + x->size + rz;
+		}
+		/* The ring's entries, read when their blocks come near. */
+		__builtin_prefetch(&q[(q_head + 4 * PREFETCH_AHEAD) % QUARANTINE_SLOTS], 0, 3);
+		mms__spin_unlock(&q_lock);
+		for (size_t k = 0; k < nahead; k++)
+			prefetch_block(ahead[k].raw, ahead[k].len);
 		for (size_t k = 0; k < nout; k++) {
 			check_freed(t, &out[k]);
 			release(t, &out[k].b);
@@ -557,7 +625,7 @@ static void quarantine(struct mms_thread *t, const struct gblk *b, uint32_t free
 		if (nout < 16)
 			return;
 		nout = 0;
-		pthread_mutex_lock(&q_lock);
+		mms__spin_lock(&q_lock);
 	}
 }
 
@@ -657,16 +725,16 @@ uint64_t mms__guard_check_all(struct mms_thread *t)
 	for (int i = 0; i < SHARDS; i++) {
 		struct shard *s = &shards[i];
 
-		pthread_mutex_lock(&s->lock);
+		mms__spin_lock(&s->lock);
 		for (size_t k = 0; k < s->cap; k++)
 			if (s->tab[k].user > 1 && s->tab[k].family != MMS_GUARD_FAMILY_PLAIN)
 				check_live(t, &s->tab[k]);
-		pthread_mutex_unlock(&s->lock);
+		mms__spin_unlock(&s->lock);
 	}
-	pthread_mutex_lock(&q_lock);
+	mms__spin_lock(&q_lock);
 	for (size_t k = 0; k < q_n; k++)
 		check_freed(t, &q[(q_head + k) % QUARANTINE_SLOTS]);
-	pthread_mutex_unlock(&q_lock);
+	mms__spin_unlock(&q_lock);
 	if (stamp)
 		__atomic_store_n(&check_stamp, stamp, __ATOMIC_RELAXED);
 	return __atomic_load_n(&findings, __ATOMIC_RELAXED) - before;
@@ -679,15 +747,15 @@ void mms__guard_before_fork(void)
 	if (!mms__guard_on)
 		return;
 	for (int i = 0; i < SHARDS; i++)
-		pthread_mutex_lock(&shards[i].lock);
-	pthread_mutex_lock(&q_lock);
+		mms__spin_lock(&shards[i].lock);
+	mms__spin_lock(&q_lock);
 }
 
 void mms__guard_after_fork(void)
 {
 	if (!mms__guard_on)
 		return;
-	pthread_mutex_unlock(&q_lock);
+	mms__spin_unlock(&q_lock);
 	for (int i = SHARDS - 1; i >= 0; i--)
-		pthread_mutex_unlock(&shards[i].lock);
+		mms__spin_unlock(&shards[i].lock);
 }

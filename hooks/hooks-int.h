@@ -9,6 +9,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -372,6 +373,33 @@ void *mms__arena_realloc(void *ptr, size_t size) MMS_HIDDEN;
 size_t mms__arena_usable(const void *ptr) MMS_HIDDEN;
 void mms__arena_before_fork(void) MMS_HIDDEN;
 void mms__arena_after_fork(void) MMS_HIDDEN;
+
+/* A lock of the recorder's own, for short sections on the allocation
+ * paths (the arena, guard mode's set and quarantine), where a pthread
+ * mutex's call costs more than the section: an exchange, a few pauses
+ * while another thread holds it, then yielding to it. No futex, so it is
+ * taken the same way before the real functions are known. */
+static inline void mms__spin_lock(int *lock)
+{
+	unsigned spins = 0;
+
+	while (__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE))
+		while (__atomic_load_n(lock, __ATOMIC_RELAXED)) {
+			if (spins < 64) {
+				spins++;
+#if defined(__x86_64__) || defined(__i386__)
+				__builtin_ia32_pause();
+#endif
+			} else {
+				sched_yield();
+			}
+		}
+}
+
+static inline void mms__spin_unlock(int *lock)
+{
+	__atomic_store_n(lock, 0, __ATOMIC_RELEASE);
+}
 
 /* True when ptr is a block of the arena. */
 static inline int mms__arena_owns(const void *ptr)
