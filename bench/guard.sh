@@ -1,10 +1,12 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # guard.sh: what guard mode costs, on mallocbench (one thread) and on the
-# sqlite3 CLI running bench/inserts.awk: the best wall time of BENCH_RUNS
-# runs of each program natively, recorded, recorded in guard mode, under
-# valgrind's memcheck (when installed) and, for mallocbench, built with
-# gcc -fsanitize=address; then the ratios to native and to recording. Not
+# sqlite3 CLI running bench/inserts.awk: BENCH_RUNS rounds of native,
+# recorded and guard-mode runs in turn (lib.sh's rounds), printed as the
+# best wall time of each and the median of the rounds' ratios (the
+# machine's drift moves the runs of one round alike); then the best of
+# BENCH_RUNS under valgrind's memcheck (when installed) and, for
+# mallocbench, built with gcc -fsanitize=address, over native's best. Not
 # a test: `make bench` runs it.
 #
 # Environment: top_builddir (default .), BENCH_RUNS (default 3),
@@ -31,12 +33,16 @@ trap 'rm -rf "$tmp"' EXIT
 
 . "$srcdir/lib.sh"
 
-# row NAME NATIVE RECORDED GUARD VALGRIND ASAN: one line of figures.
+# row NAME ROUNDS VALGRIND ASAN: one line of figures: the best times of
+# native, recorded and guard runs (columns 1 to 3 of ROUNDS, rounds'
+# output), their ratios as medians of the rounds' ratios, and valgrind's
+# and ASan's best times over native's.
 row() {
+	_n=$(round_best "$2" 1)
 	printf '%-12s native %ss  recorded %ss  guard %ss  guard/native %s  guard/recorded %s' \
-		"$1" "$2" "$3" "$4" "$(ratio "$4" "$2")" "$(ratio "$4" "$3")"
-	[ "$5" = - ] || printf '  valgrind/native %s' "$(ratio "$5" "$2")"
-	[ "$6" = - ] || printf '  asan/native %s' "$(ratio "$6" "$2")"
+		"$1" "$_n" "$(round_best "$2" 2)" "$(round_best "$2" 3)" "$(round_ratio "$2" 3 1)" "$(round_ratio "$2" 3 2)"
+	[ "$3" = - ] || printf '  valgrind/native %s' "$(ratio "$3" "$_n")"
+	[ "$4" = - ] || printf '  asan/native %s' "$(ratio "$4" "$_n")"
 	printf '\n'
 }
 
@@ -46,26 +52,23 @@ memcheck() { "$valgrind" -q --tool=memcheck "$@"; }
 
 echo "== guard mode: red zones, quarantine, checks (targets: <= 2.5x native on mallocbench, <= 1.5x on sqlite3)"
 
-n=$(best "$bench" 1 "$iterations")
-r=$(best rec "$bench" 1 "$iterations")
-g=$(best guard "$bench" 1 "$iterations")
+rounds "\"\$bench\" 1 \$iterations" "rec \"\$bench\" 1 \$iterations" "guard \"\$bench\" 1 \$iterations" \
+	>"$tmp/mallocbench.rounds"
 v=-
 [ -z "$valgrind" ] || v=$(best memcheck "$bench" 1 "$iterations")
 a=-
 if ${CC:-cc} -O2 -fsanitize=address -o "$tmp/mallocbench-asan" "$srcdir/mallocbench.c" -pthread 2>/dev/null; then
 	a=$(best "$tmp/mallocbench-asan" 1 "$iterations")
 fi
-row mallocbench "$n" "$r" "$g" "$v" "$a"
+row mallocbench "$tmp/mallocbench.rounds" "$v" "$a"
 
 if [ -n "$sqlite" ] && [ "$rows" -gt 0 ]; then
 	awk -v n="$rows" -v pad=100 -f "$srcdir/inserts.awk" >"$tmp/inserts.sql"
 	sq() { "$@" "$sqlite" :memory: <"$tmp/inserts.sql"; }
-	n=$(best sq env)
-	r=$(best sq rec)
-	g=$(best sq guard)
+	rounds "sq env" "sq rec" "sq guard" >"$tmp/sqlite3.rounds"
 	v=-
 	[ -z "$valgrind" ] || v=$(best sq memcheck)
-	row sqlite3 "$n" "$r" "$g" "$v" -
+	row sqlite3 "$tmp/sqlite3.rounds" "$v" -
 else
 	echo "sqlite3      skipped: sqlite3 is not installed (or BENCH_SQLITE_ROWS=0)"
 fi

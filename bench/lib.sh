@@ -22,6 +22,40 @@ best() {
 	awk -v us="$b" 'BEGIN { printf "%.3f", us / 1e6 }'
 }
 
+# rounds CMD...: runs the commands (each one string, run with eval, so
+# shell functions work) in turn, A B C A B C ..., for $runs rounds, and
+# prints a line per round: each command's wall time in microseconds. On a
+# shared machine whose speed drifts, the commands of one round see about
+# the same machine: take ratios within rounds (round_ratio), not between
+# the best of separate series.
+rounds() {
+	_k=0
+	while [ $_k -lt "$runs" ]; do
+		_line=
+		for _c in "$@"; do
+			_t0=$(date +%s%N)
+			eval "$_c" >/dev/null
+			_t1=$(date +%s%N)
+			_line="$_line $(((_t1 - _t0) / 1000))"
+		done
+		echo $_line
+		_k=$((_k + 1))
+	done
+}
+
+# round_best FILE I: the best time of column I of rounds' output, in
+# seconds with three decimals.
+round_best() {
+	awk -v i="$2" 'NR == 1 || $i < b { b = $i } END { printf "%.3f", b / 1e6 }' "$1"
+}
+
+# round_ratio FILE I J: the median over the rounds of FILE of column I
+# over column J, with two decimals.
+round_ratio() {
+	awk -v i="$2" -v j="$3" '$j > 0 { print $i / $j }' "$1" | sort -g |
+		awk '{ v[NR] = $1 } END { if (NR) printf "%.2f", (v[int((NR + 1) / 2)] + v[int(NR / 2) + 1]) / 2; else printf "-" }'
+}
+
 # ratio A B: A / B with two decimals, "-" when B is 0.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "-" }'; }
 

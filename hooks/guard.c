@@ -48,6 +48,12 @@
 /* A pattern byte repeated in a word. */
 #define PAT_WORD(pat) (0x0101010101010101ull * (uint8_t)(pat))
 
+/* A run of each pattern, for memcmp(), which compares a few dozen bytes
+ * a cycle (faster than any word loop of ours from some 64 bytes on: a
+ * freed block's bytes are all checked when it leaves the quarantine). */
+#define PAT_RUN 1024
+static uint8_t pat_run[3][PAT_RUN];
+
 /* The blocks about to leave the quarantine are asked for ahead, while the
  * program runs on (see prefetch_block): up to PREFETCH_BYTES of each of
  * the PREFETCH_AHEAD oldest. */
@@ -151,6 +157,9 @@ void mms__guard_init(void)
 	libc.at = (uintptr_t)mms__real.malloc;
 	dl_iterate_phdr(find_code, &libc);
 	rz = mms__config.guard_redzone ? mms__config.guard_redzone : 16;
+	memset(pat_run[0], PAT_HEAD, PAT_RUN);
+	memset(pat_run[1], PAT_TAIL, PAT_RUN);
+	memset(pat_run[2], PAT_FREED, PAT_RUN);
 	mms__guard_on = 1;
 }
 
@@ -331,21 +340,31 @@ static inline void zone_fill(uint8_t *p, size_t n, uint8_t pat)
 	}
 }
 
+static const uint8_t *pattern_run(uint8_t pat)
+{
+	return pat_run[pat == PAT_HEAD ? 0 : pat == PAT_TAIL ? 1 : 2];
+}
+
 /* The first byte of [p, p + n) that is not pat, as an index; n when none.
- * One stream of words (where memcmp() against a run of the pattern would
- * read two), 32 bytes a round. */
+ * A red zone (16 bytes by default) is read as words: a call of memcmp()
+ * costs more than the compare there. */
 static size_t first_bad(const uint8_t *p, size_t n, uint8_t pat)
 {
-	const uint64_t w = PAT_WORD(pat);
-	size_t i = 0;
+	size_t i = 0, k;
 
-	for (; i + 32 <= n; i += 32)
-		if ((load64(p + i) ^ w) | (load64(p + i + 8) ^ w) | (load64(p + i + 16) ^ w) |
-		    (load64(p + i + 24) ^ w))
-			break;
-	for (; i + 8 <= n; i += 8)
-		if (load64(p + i) != w)
-			break;
+	if (n < 64) {
+		for (; i + 8 <= n; i += 8)
+			if (load64(p + i) != PAT_WORD(pat))
+				break;
+	} else {
+		const uint8_t *run = pattern_run(pat);
+
+		for (; i < n; i += k) {
+			k = n - i < PAT_RUN ? n - i : PAT_RUN;
+			if (memcmp(p + i, run, k))
+				break;
+		}
+	}
 	for (; i < n; i++)
 		if (p[i] != pat)
 			return i;
