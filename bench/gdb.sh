@@ -5,13 +5,16 @@
 # (LAUNCHES operator launches, 3 of which change the watched 64 KiB block)
 # with the recorder preloaded and the block watched through the hooks'
 # descriptor, against the same session of the same program without the
-# recorder. Prints wall times (best of BENCH_RUNS), the ratio against its
+# recorder. Prints wall times and the ratio (see below) against its
 # target (<= 3.0), and the stops seen (must be 3), plus the session with
 # the recorder and nothing armed; then the same watch as a user sets it,
 # `memscope watch` under memscope.gdb (the whole session: target <= 1.5,
 # issue 16), and the time `memscope leaks` takes
 # on a process holding 100,000 live blocks (bench/holdbench; target 2 s).
 # Not a test: `make bench` runs it.
+#
+# The sessions run in turn, BENCH_RUNS rounds (lib.sh's rounds): each
+# time is the best of its series, each ratio the median of the rounds'.
 #
 # Environment: top_builddir (default .), BENCH_LAUNCHES (default 100000),
 # BENCH_RUNS (default 3), GDB (default gdb).
@@ -103,21 +106,24 @@ session() {
 	}
 }
 
-echo "== gdb: opbench $launches launches, one 64 KiB block watched, 3 launches change it (best of $runs)"
-n=$(best session native)
-i=$(best session idle)
-w=$(best session watch)
+echo "== gdb: opbench $launches launches, one 64 KiB block watched, 3 launches change it"
+echo "   (best of $runs rounds of the sessions in turn; ratios: the median of the rounds')"
+if [ -f "$memscope_gdb" ]; then
+	rounds "session native" "session idle" "session watch" "session memscope" >"$tmp/rounds"
+else
+	rounds "session native" "session idle" "session watch" >"$tmp/rounds"
+fi
 stops=$(sed -n 's/^stops=//p' "$tmp/watch.out")
-printf 'gdb session, no recorder       %8s s\n' "$n"
-printf 'gdb session, recorder idle     %8s s  (%s x)\n' "$i" "$(ratio "$i" "$n")"
-printf 'gdb session, block watched     %8s s  (%s x, target <= 3.0)\n' "$w" "$(ratio "$w" "$n")"
+printf 'gdb session, no recorder       %8s s\n' "$(round_best "$tmp/rounds" 1)"
+printf 'gdb session, recorder idle     %8s s  (%s x)\n' "$(round_best "$tmp/rounds" 2)" "$(round_ratio "$tmp/rounds" 2 1)"
+printf 'gdb session, block watched     %8s s  (%s x, target <= 3.0)\n' "$(round_best "$tmp/rounds" 3)" \
+	"$(round_ratio "$tmp/rounds" 3 1)"
 printf 'stops while watching           %8s    (expected 3)\n' "${stops:-?}"
 
 if [ -f "$memscope_gdb" ]; then
-	m=$(best session memscope)
 	mstops=$(grep -c 'changed in operator' "$tmp/memscope.out" || true)
-	printf 'memscope.gdb, memscope watch   %8s s  (%s x, target <= 1.5), %s stops (expected 3)\n' "$m" \
-		"$(ratio "$m" "$n")" "$mstops"
+	printf 'memscope.gdb, memscope watch   %8s s  (%s x, target <= 1.5), %s stops (expected 3)\n' \
+		"$(round_best "$tmp/rounds" 4)" "$(round_ratio "$tmp/rounds" 4 1)" "$mstops"
 	if [ -x "$holdbench" ]; then
 		{
 			echo "set pagination off"
