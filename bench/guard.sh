@@ -64,7 +64,8 @@ row mallocbench "$tmp/mallocbench.rounds" "$v" "$a"
 
 if [ -n "$sqlite" ] && [ "$rows" -gt 0 ]; then
 	awk -v n="$rows" -v pad=100 -f "$srcdir/inserts.awk" >"$tmp/inserts.sql"
-	sq() { "$@" "$sqlite" :memory: <"$tmp/inserts.sql"; }
+	# -batch -init /dev/null: no ~/.sqliterc, no prompts, as run.sh runs it.
+	sq() { "$@" "$sqlite" -batch -init /dev/null :memory: <"$tmp/inserts.sql"; }
 	rounds "sq env" "sq rec" "sq guard" >"$tmp/sqlite3.rounds"
 	v=-
 	[ -z "$valgrind" ] || v=$(best sq memcheck)
