@@ -35,11 +35,18 @@ enum mms_runtime {
 	                           caching allocator keeps for reuse by design, which
 	                           the CUDA context frees at exit (no record is of
 	                           this kind: readers tell it at the end) */
+	MMS_RUNTIME_LOADER = 8, /* a HOST block live at exit that the dynamic loader
+	                           allocated (the innermost frame of its recorded
+	                           stack is in ld.so): its state for a library loaded
+	                           with dlopen() and still loaded (link map, version
+	                           and scope data), which dlclose() frees (no record
+	                           is of this kind: readers tell it at the end) */
 	MMS_RUNTIME_COUNT
 };
 
 /* The runtime that keeps a block by design: a short name ("c", "cxx",
- * "thread", "stdio", "python") and a phrase; NULL for MMS_RUNTIME_NONE (the
+ * "thread", "stdio", "python", "msmemscope", "torch-cuda", "loader") and a
+ * phrase; NULL for MMS_RUNTIME_NONE (the
  * program's) and unknown kinds. */
 const char *mms_runtime_name(unsigned kind);
 const char *mms_runtime_what(unsigned kind);

@@ -108,6 +108,9 @@ struct mms_log {
 	size_t nthreads, threads_cap;
 	struct mms__module *modules;
 	size_t nmodules, modules_cap;
+	/* The dynamic loader's code, [loader_lo, loader_hi) (0, 0: no such
+	 * module): runtime.c tells its blocks by it. */
+	uint64_t loader_lo, loader_hi;
 	struct mms__meta *metas;
 	size_t nmetas, metas_cap;
 	struct mms__map pycode_ix; /* PYCODE id -> index in pycodes */

@@ -17,8 +17,8 @@ _Static_assert((int)MMS_RUNTIME_LIBC == (int)MMS_RT_C && (int)MMS_RUNTIME_LIBCXX
 
 MMS__EXPORT const char *mms_runtime_name(unsigned kind)
 {
-	static const char *const names[MMS_RUNTIME_COUNT] = { NULL,     "c",		"cxx",	      "thread",
-								       "stdio",  "python",	"msmemscope", "torch-cuda" };
+	static const char *const names[MMS_RUNTIME_COUNT] = { NULL,	    "c",	  "cxx",	"thread", "stdio",
+								       "python", "msmemscope", "torch-cuda", "loader" };
 
 	return kind < MMS_RUNTIME_COUNT ? names[kind] : NULL;
 }
@@ -37,6 +37,8 @@ MMS__EXPORT const char *mms_runtime_what(unsigned kind)
 		"because the program was recorded",
 		"PyTorch's CUDA caching allocator: device memory it keeps cached for reuse by design, which the CUDA "
 		"context frees at exit",
+		"the dynamic loader's, for a library loaded with dlopen() and still loaded at exit (its link map, "
+		"version and scope data), which dlclose() frees",
 	};
 
 	return kind < MMS_RUNTIME_COUNT ? what[kind] : NULL;
@@ -116,6 +118,21 @@ static int allocated_by(const mms_log_t *log, const struct mms__blk *b, int (*ow
 	return 1;
 }
 
+/* Whether the innermost frame of b's recorded allocation stack is in the
+ * dynamic loader: what ld.so allocates after start-up (in dlopen()) is
+ * the state of a library it loaded, freed by dlclose(); live at exit, the
+ * library is still loaded (or ld.so kept it): not the program's leak,
+ * whichever code called dlopen(). Without a stack, nothing is known. */
+static int loader_allocated(const mms_log_t *log, const struct mms__blk *b)
+{
+	uint64_t ip;
+
+	/* The loader is never unloaded: no other module holds its range. */
+	if (log->loader_hi <= log->loader_lo || !b->stack || mms__log_stack(log, b->stack, &ip, 1) < 1)
+		return 0;
+	return ip >= log->loader_lo && ip < log->loader_hi;
+}
+
 /* A block live at exit in a CPython interpreter: the interpreter's, unless
  * its stack shows code that is neither the interpreter nor the C runtime
  * (an extension module, the program's own library) allocating it. */
@@ -181,6 +198,8 @@ unsigned mms__blk_runtime_at_end(const mms_log_t *log, const struct mms__blk *b)
 			if (addr == b->addr && kind < MMS_RUNTIME_COUNT)
 				return (unsigned)kind;
 	}
+	if (loader_allocated(log, b))
+		return MMS_RUNTIME_LOADER;
 	if (log->info.complete && python_process(log))
 		return python_at_end(log, b);
 	return 0;

@@ -23,4 +23,25 @@ for plug in cxxplug.so cxxplugs.so; do
 	a=$(jget $plug.mms.json allocs)
 	[ "$a" -ge $((5 * n)) ] || fail "$plug: $a allocations recorded, want at least $((5 * n))"
 done
+
+# What is live at exit is not the program's: the plugin stays loaded (no
+# dlclose), so the dynamic loader keeps its link map and version data
+# (runtime "loader", told by the innermost frame of each block's stack, in
+# ld.so), and libstdc++'s exception pool, allocated when the plugin's
+# libstdc++ was loaded, is freed at exit by its __gnu_cxx::__freeres,
+# found out of the global scope (RTLD_NOLOAD).
+MSMEMSCOPE_CONFIG=call_stack=16 record exit.mms "$MMS_PROGS/cxxlocal" "$MMS_PROGS/cxxplug.so" 10 >exit.out ||
+	fail "cxxlocal cxxplug.so exited $? with stacks"
+summarize exit.mms
+expect_ge "cxxplug.so: the loader's blocks live at exit" "$(jget exit.mms.json runtime.loader.blocks)" 1
+expect_key exit.mms.json runtime_live_blocks "$(jget exit.mms.json live_blocks)"
+"$MMS_REPLAY" exit.mms --analysis leaks >exit.leaks 2>&1 || fail "leaks on exit.mms exited $?"
+grep -q "No leaks at exit: every block of the program's was freed" exit.leaks ||
+	fail "the loader's or libstdc++'s blocks are called the program's leaks: $(cat exit.leaks)"
+grep -q "the dynamic loader's, for a library loaded with dlopen() and still loaded at exit" exit.leaks ||
+	fail "the leaks report does not name the loader's blocks: $(cat exit.leaks)"
+# Without stacks nothing tells the loader's blocks: they stay the program's.
+record exit0.mms "$MMS_PROGS/cxxlocal" "$MMS_PROGS/cxxplug.so" 10 >/dev/null || fail "cxxlocal exited $?"
+summarize exit0.mms
+expect_ge "cxxplug.so without stacks: blocks live at exit" "$(jget exit0.mms.json live_blocks)" 1
 echo "cxxlocal.sh: ok"
