@@ -377,8 +377,10 @@ void mms__arena_after_fork(void) MMS_HIDDEN;
 /* A lock of the recorder's own, for short sections on the allocation
  * paths (the arena, guard mode's set and quarantine), where a pthread
  * mutex's call costs more than the section: an exchange, a few pauses
- * while another thread holds it, then yielding to it. No futex, so it is
- * taken the same way before the real functions are known. */
+ * while another thread holds it, then yielding to it (also where a holder
+ * may keep it long: gdbif.c's stop, held while gdb has the program
+ * stopped). No futex, so it is taken the same way before the real
+ * functions are known. */
 static inline void mms__spin_lock(int *lock)
 {
 	unsigned spins = 0;

@@ -51,7 +51,6 @@ static size_t arena_add(mms_log_t *log, const char *s, size_t len)
 	return off;
 }
 
-/* Copies a record's two string fields; returns 0 or -1 (no memory). */
 /* Whether the module path s (n bytes, not NUL-terminated) is the dynamic
  * loader's: ld-linux-x86-64.so.2, ld-linux-aarch64.so.1, ld.so, ... */
 static int loader_path(const char *s, uint64_t n)
@@ -69,6 +68,7 @@ static int loader_path(const char *s, uint64_t n)
 	return 0;
 }
 
+/* Copies a record's two string fields; returns 0 or -1 (no memory). */
 static int arena_add2(mms_log_t *log, const struct mms__rec *r, size_t *a, size_t *b)
 {
 	*a = arena_add(log, r->s[0], r->slen[0]);
