@@ -56,6 +56,10 @@ round_ratio() {
 		awk '{ v[NR] = $1 } END { if (NR) printf "%.2f", (v[int((NR + 1) / 2)] + v[int(NR / 2) + 1]) / 2; else printf "-" }'
 }
 
+# round_usec: converts seconds on stdin (one figure) to microseconds, for
+# rounds' columns written by hand (a program that prints its own time).
+round_usec() { awk '{ printf "%d", $1 * 1e6 }'; }
+
 # ratio A B: A / B with two decimals, "-" when B is 0.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "-" }'; }
 

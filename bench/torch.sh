@@ -33,9 +33,9 @@ if [ ! -e "$pkg/msmemscope/_msmemscope.so" ] || ! "$python" -c 'import torch' 2>
 	echo "torch.sh: skipped: needs the Python package (python3-dev) and torch (python3-torch)"
 	exit 0
 fi
+. "$srcdir/lib.sh"
 PYTHONPATH=$pkg
-MSMEMSCOPE_LOG_FORCE=1
-export PYTHONPATH MSMEMSCOPE_LOG_FORCE
+export PYTHONPATH
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/msmemscope-bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
@@ -51,7 +51,6 @@ once() {
 		"$python" "$srcdir/torchloop.py" "$1" "$2" "$3"
 	fi
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "-" }'; }
 
 echo "PyTorch training loop (bench/torchloop.py), loop CPU seconds: the best of $runs rounds that run"
 echo "the six modes in turn; the ratios are the medians of the rounds' (the machine's drift moves a round's runs alike):"
@@ -62,22 +61,20 @@ for width in 32 512; do
 	: >"$tmp/rounds"
 	r=0
 	while [ $r -lt "$runs" ]; do
-		echo "$(once plain "$n" "$width") $(once plain "$n" "$width" recorded)" \
-			"$(once ops "$n" "$width" recorded) $(once dispatch "$n" "$width" recorded)" \
-			"$(once track "$n" "$width" recorded) $(once plain "$n" "$width" pystack)" >>"$tmp/rounds"
+		line=
+		for m in "plain -" "plain recorded" "ops recorded" "dispatch recorded" "track recorded" "plain pystack"; do
+			set -- $m
+			line="$line $(once "$1" "$n" "$width" "$2" | round_usec)"
+		done
+		echo $line >>"$tmp/rounds"
 		r=$((r + 1))
 	done
-	# best COLUMN, med COLUMN: the column's best, and the median of its
-	# ratios to column 1 over the rounds.
-	best() { awk -v i="$1" 'NR == 1 || $i < b { b = $i } END { print b }' "$tmp/rounds"; }
-	med() {
-		awk -v i="$1" '$1 > 0 { print $i / $1 }' "$tmp/rounds" | sort -g |
-			awk '{ v[NR] = $1 } END { printf "%.2f", (v[int((NR + 1) / 2)] + v[int(NR / 2) + 1]) / 2 }'
-	}
-	printf '  %-6s %6s %10s %10s %10s %10s %10s %10s\n' "$width" "$n" "$(best 1)" "$(best 2)" "$(best 3)" \
-		"$(best 4)" "$(best 5)" "$(best 6)"
+	printf '  %-6s %6s %10s %10s %10s %10s %10s %10s\n' "$width" "$n" "$(round_best "$tmp/rounds" 1)" \
+		"$(round_best "$tmp/rounds" 2)" "$(round_best "$tmp/rounds" 3)" "$(round_best "$tmp/rounds" 4)" \
+		"$(round_best "$tmp/rounds" 5)" "$(round_best "$tmp/rounds" 6)"
 	printf '  %-6s %6s %10s %10s %10s %10s %10s %10s   (x native; ops and python:16 targets <= 1.2)\n' "" "" \
-		1.00 "$(med 2)" "$(med 3)" "$(med 4)" "$(med 5)" "$(med 6)"
+		1.00 "$(round_ratio "$tmp/rounds" 2 1)" "$(round_ratio "$tmp/rounds" 3 1)" \
+		"$(round_ratio "$tmp/rounds" 4 1)" "$(round_ratio "$tmp/rounds" 5 1)" "$(round_ratio "$tmp/rounds" 6 1)"
 done
 launches=$("$top_builddir/src/msmemscope-replay" "$tmp/t.mms" --summary --json |
 	"$python" -c 'import json, sys; d = json.load(sys.stdin); print(d["by_kind"]["op_launch"] // 2, d["allocs"])')

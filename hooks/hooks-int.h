@@ -425,6 +425,10 @@ void msmemscope__own_end(unsigned prev);
 
 /* hooks.c */
 void mms__init(void) MMS_HIDDEN;
+/* newdelete.c: a C++ runtime's symbol, in the global scope or in a
+ * libstdc++ or libc++ loaded out of it (RTLD_LOCAL); NULL when none. */
+void *mms__cxx_lookup(const char *name) MMS_HIDDEN;
+
 /* Guard mode's hooks, for the C++ operators (newdelete.c): an allocation
  * of enum mms_guard_family `family` (NULL with errno ENOMEM on failure),
  * and its release. */

@@ -52,10 +52,10 @@ static struct real_cxx cxx;
  * up to 65536. */
 static unsigned miss_wait, miss_left;
 
-/* The runtime's operator name: the next object's in the global scope,
+/* A C++ runtime's symbol name: the next object's in the global scope,
  * else that of a C++ runtime loaded out of it (RTLD_NOLOAD finds a
  * library already loaded in any scope, and loads nothing). */
-static void *lookup(const char *name)
+void *mms__cxx_lookup(const char *name)
 {
 	static const char *const runtimes[] = { "libstdc++.so.6", "libc++.so.1" };
 	void *p = dlsym(RTLD_NEXT, name), *h;
@@ -88,7 +88,7 @@ static void *find(void **slot, const char *name)
 	}
 	busy = mms__tls_busy;
 	mms__tls_busy = 2; /* dlsym's allocations come from the arena */
-	p = lookup(name);
+	p = mms__cxx_lookup(name);
 	mms__tls_busy = busy;
 	if (p) {
 		__atomic_store_n(slot, p, __ATOMIC_RELEASE);

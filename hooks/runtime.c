@@ -157,16 +157,12 @@ static void late_exit(void *arg)
 	}
 	/* Looked up now: libstdc++ may have come with a dlopen, also out of
 	 * the global scope (Python loads extension modules, and PyTorch's
-	 * libstdc++ with them, RTLD_LOCAL): RTLD_NOLOAD finds it there and
-	 * loads nothing. */
+	 * libstdc++ with them, RTLD_LOCAL), where newdelete.c's lookup finds
+	 * it too. */
 	*(void **)&libc_freeres = dlsym(RTLD_DEFAULT, "__libc_freeres");
 	*(void **)&cxx_freeres = dlsym(RTLD_DEFAULT, "_ZN9__gnu_cxx9__freeresEv");
-	if (!cxx_freeres) {
-		void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
-
-		if (h)
-			*(void **)&cxx_freeres = dlsym(h, "_ZN9__gnu_cxx9__freeresEv");
-	}
+	if (!cxx_freeres)
+		*(void **)&cxx_freeres = mms__cxx_lookup("_ZN9__gnu_cxx9__freeresEv");
 	/* The frees from this stamp on are the runtimes' (a META record, not
 	 * an event: the log's events stay the program's). */
 	v = mms_put_u(val, mms__stamp_obtain());

@@ -109,7 +109,7 @@ struct mms_log {
 	struct mms__module *modules;
 	size_t nmodules, modules_cap;
 	/* The dynamic loader's code, [loader_lo, loader_hi) (0, 0: no such
-	 * module): runtime.c tells its blocks by it. */
+	 * module, mms__loader_module): runtime.c tells its blocks by it. */
 	uint64_t loader_lo, loader_hi;
 	struct mms__meta *metas;
 	size_t nmetas, metas_cap;
@@ -217,6 +217,9 @@ void mms__meta_free(mms_log_t *log);
  * resolve (damaged stack records) has no frames, and is counted in the
  * log's info (bad_stacks). Returns the depth, 0 for such a stack. */
 int mms__log_stack(const mms_log_t *log, uint32_t id, uint64_t *ips, size_t max);
+/* runtime.c: whether the module at path is the dynamic loader
+ * (ld-linux-x86-64.so.2, ld-linux-aarch64.so.1, ld.so, ...). */
+int mms__loader_module(const char *path);
 
 /* Opens a log held in memory (the fuzz target's entry). The log does not
  * take ownership of buf, which must outlive it. */

@@ -51,23 +51,6 @@ static size_t arena_add(mms_log_t *log, const char *s, size_t len)
 	return off;
 }
 
-/* Whether the module path s (n bytes, not NUL-terminated) is the dynamic
- * loader's: ld-linux-x86-64.so.2, ld-linux-aarch64.so.1, ld.so, ... */
-static int loader_path(const char *s, uint64_t n)
-{
-	static const char *const names[] = { "ld-linux", "ld.so", "ld64.so" };
-	const char *b = s;
-
-	for (uint64_t i = 0; i < n; i++)
-		if (s[i] == '/')
-			b = s + i + 1;
-	n -= (uint64_t)(b - s);
-	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-		if (n >= strlen(names[i]) && !memcmp(b, names[i], strlen(names[i])))
-			return 1;
-	return 0;
-}
-
 /* Copies a record's two string fields; returns 0 or -1 (no memory). */
 static int arena_add2(mms_log_t *log, const struct mms__rec *r, size_t *a, size_t *b)
 {
@@ -177,7 +160,7 @@ int mms__meta_record(mms_log_t *log, const struct mms__rec *r)
 			.base = r->u[0], .lo = r->u[1], .hi = r->u[2],
 			.path = a, .build_id = b, .build_id_len = r->slen[1],
 		};
-		if (loader_path(r->s[0], r->slen[0])) {
+		if (mms__loader_module(log->arena + a)) {
 			log->loader_lo = r->u[1];
 			log->loader_hi = r->u[2];
 		}

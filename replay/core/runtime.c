@@ -57,6 +57,13 @@ static int starts(const char *s, const char *prefix)
 	return !strncmp(s, prefix, strlen(prefix));
 }
 
+int mms__loader_module(const char *path)
+{
+	const char *b = base_name(path);
+
+	return starts(b, "ld-linux") || starts(b, "ld.so") || starts(b, "ld64.so");
+}
+
 /* A CPython interpreter: its executable, or a library it loaded. */
 static int python_module(const char *path)
 {
@@ -68,14 +75,14 @@ static int python_module(const char *path)
 /* The C and C++ runtime's own libraries. */
 static int c_runtime_module(const char *path)
 {
-	static const char *const names[] = { "libc.so", "ld-linux", "libstdc++.so", "libgcc_s.so",
-					     "libm.so", "libpthread.so", "libdl.so" };
+	static const char *const names[] = { "libc.so", "libstdc++.so", "libgcc_s.so", "libm.so", "libpthread.so",
+					     "libdl.so" };
 	const char *b = base_name(path);
 
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
 		if (starts(b, names[i]))
 			return 1;
-	return 0;
+	return mms__loader_module(path);
 }
 
 /* Whether the log is a CPython interpreter's. */
