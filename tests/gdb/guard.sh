@@ -38,10 +38,18 @@ expect_count stop 'exited normally' 1 "the re-run's end"
 
 session check "$progs/guardop" -ex 'memscope check' -ex 'set memscope guard on' -ex 'break checked' -ex run \
 	-ex 'memscope check' -ex 'memscope check' -ex continue -ex 'set memscope guard off' -ex run -ex 'memscope check'
-expect check 'memscope: check: 1 finding' "memscope check finds the overflow"
-expect check 'memscope: check: overflow of block 0xADDR (24 bytes), found at event #' "the finding"
-expect check ', found at event #15 by a full check on' "by a full check"
-expect check 'memscope: check: no damage found' "a second check: nothing new"
+if grep -q "Couldn't write extended state" check.out; then
+	# gdb 13 cannot call a function in the program on some kernels and
+	# CPUs (writing the registers' extended state fails): memscope check
+	# must say so and leave the session and the program as they were.
+	note "gdb cannot call functions in the program on this machine (see $work/check.raw): memscope check's findings not checked, only that it reports the failure"
+	expect check 'memscope: the check did not complete: ' "the failed call reported"
+else
+	expect check 'memscope: check: 1 finding' "memscope check finds the overflow"
+	expect check 'memscope: check: overflow of block 0xADDR (24 bytes), found at event #' "the finding"
+	expect check ', found at event #15 by a full check on' "by a full check"
+	expect check 'memscope: check: no damage found' "a second check: nothing new"
+fi
 expect_count check 'memscope: guard: ' 0 "no stop during the check"
 expect check 'exited normally' "the program's end"
 expect check "memscope: the program runs without guard mode: \`set memscope guard on', then \`run' it again." \
