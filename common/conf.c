@@ -31,7 +31,7 @@ _Static_assert(MMS_CONFIG_NAME_MAX == MMS_WATCH_NAME_MAX, "watch names are the l
 static const char *const event_names[] = { "alloc", "free", "launch", "access", NULL };
 static const char *const collect_names[] = { "immediate", "deferred", NULL };
 static const char *const level_names[] = { "info", "warn", "error", NULL };
-static const char *const clock_names[] = { "tsc", "counter", NULL };
+static const char *const clock_names[] = { "tsc", "counter", "exact", NULL };
 static const char *const unwind_names[] = { "walker", "libunwind", NULL };
 
 #define F(field) offsetof(mms_config_t, field)
@@ -68,8 +68,9 @@ const struct mms_conf_key mms__conf_keys[] = {
 	  MMS_HEADER_SIZE + 2 * MMS_CHUNK_SIZE_DEFAULT, 0, NULL, "64G", 0,
 	  "a size in bytes, with K, M or G, of at least 132K", "the largest log file; recording stops there",
 	  "recorder (logfile.c)" },
-	{ "clock", "MSMEMSCOPE_CLOCK", MMS_CONF_ENUM, F(clock), 0, 0, clock_names, "tsc", 0, "tsc or counter",
-	  "counter: order stamps from an atomic counter, never the TSC", "recorder (clock.c)" },
+	{ "clock", "MSMEMSCOPE_CLOCK", MMS_CONF_ENUM, F(clock), 0, 0, clock_names, "tsc", 0, "tsc, counter or exact",
+	  "counter: order stamps from an atomic counter, never the TSC; exact: the TSC read at every event, also while "
+	  "the process has one thread", "recorder (clock.c)" },
 	{ "log_thread", "MSMEMSCOPE_LOG_THREAD", MMS_CONF_BOOL, F(log_thread), 0, 1, NULL, "1", 0, "0 or 1",
 	  "0: no msmemscope-log thread preparing the log ahead", "recorder (pager.c)" },
 	{ "unwind", "MSMEMSCOPE_UNWIND", MMS_CONF_ENUM, F(unwind), 0, 0, unwind_names, "walker", 0,

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* clock.c: chooses how events are stamped: the invariant TSC when the CPU
- * reports one, else one global atomic counter. */
+ * reports one, else one global atomic counter; and, while the process has
+ * one thread, how often its allocations and frees read the TSC (stamp.h). */
 #include <stdio.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <time.h>
 
@@ -10,6 +12,8 @@
 #include "stamp.h"
 
 int mms__clock_tsc;
+int mms__stamp_one;
+__thread struct mms_stamp_tls mms__tls_stamp;
 uint64_t mms__counter = 1;
 uint64_t *mms__releasers;
 uint32_t mms__sole_releaser = MMS_NO_RELEASER;
@@ -40,11 +44,41 @@ static int cpu_has_invariant_tsc(void)
 #endif
 }
 
-void mms__clock_init(int force_counter)
+/* Whether a process with one thread may repeat TSC readings (stamp.h):
+ * the TSC is the clock, exact times were not asked for, and the coarse
+ * clock is read in the vDSO (without it, each reading would be a system
+ * call, dearer than rdtsc). */
+static int one_thread_stamps(int clock)
 {
-	mms__clock_tsc = !force_counter && cpu_has_invariant_tsc();
+	return mms__clock_tsc && clock != MMS_CONFIG_CLOCK_EXACT && mms__real.clock_gettime &&
+	       getauxval(AT_SYSINFO_EHDR) != 0;
+}
+
+void mms__clock_init(int clock)
+{
+	long threads;
+
+	mms__clock_tsc = clock != MMS_CONFIG_CLOCK_COUNTER && cpu_has_invariant_tsc();
 	if (mms__clock_tsc)
 		mms__releasers = mms__map_anon(MMS_RELEASERS * sizeof(uint64_t));
+	/* One thread so far (the recorder starts before main, as a rule;
+	 * started later, the threads that run already count). */
+	mms__stamp_one = one_thread_stamps(clock) && !mms__proc_stat_field(0, 20, &threads) && threads == 1;
+}
+
+void mms__stamp_many(void)
+{
+	if (__atomic_load_n(&mms__stamp_one, __ATOMIC_RELAXED))
+		__atomic_store_n(&mms__stamp_one, 0, __ATOMIC_SEQ_CST);
+}
+
+void mms__stamp_after_fork_child(void)
+{
+	/* The child's one thread: the parent's ended with the fork. Its
+	 * reading was taken in the parent; the next one is new. */
+	mms__tls_stamp.tick = 0;
+	mms__tls_stamp.left = 0;
+	mms__stamp_one = one_thread_stamps(mms__config.clock);
 }
 
 /* A thread releases memory and is not known as the only one that does:

@@ -12,6 +12,7 @@
 #include <sched.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "format.h"
 #include "gdbif.h"
@@ -47,6 +48,7 @@ struct mms_real {
 	int (*execvp)(const char *, char *const[]);
 	int (*execvpe)(const char *, char *const[], char *const[]);
 	int (*fexecve)(int, char *const[], char *const[]);
+	int (*clock_gettime)(clockid_t, struct timespec *); /* libc's, not a program's own */
 };
 extern struct mms_real mms__real MMS_HIDDEN;
 

@@ -68,6 +68,7 @@ static void resolve_real(void)
 	RESOLVE(execvp);
 	RESOLVE(execvpe);
 	RESOLVE(fexecve);
+	RESOLVE(clock_gettime);
 	if (!mms__real.malloc || !mms__real.free || !mms__real.calloc || !mms__real.realloc)
 		die_early("malloc");
 	if (!mms__real.mmap || !mms__real.munmap)
@@ -117,7 +118,7 @@ void mms__init(void)
 	mms__pystack_init();
 	mms__watch_init();
 	mms__guard_init();
-	mms__clock_init(mms__config.clock == MMS_CONFIG_CLOCK_COUNTER);
+	mms__clock_init(mms__config.clock);
 	mms__unwind_init();
 	mms__pager_init();
 	if (mms__threads_init() == 0 && mms__intern_init() == 0) {
@@ -415,7 +416,7 @@ MMS_EXPORT void free(void *ptr)
 	t = enter();
 	if (t) {
 		mms__note_release((uintptr_t)ptr, t->index);
-		rec_free(t, MMS_FREE_FREE, ptr, mms__stamp_release(), FRAME);
+		rec_free(t, MMS_FREE_FREE, ptr, mms__stamp_release_heap(), FRAME);
 		leave();
 	}
 	mms__release_watched((uintptr_t)ptr, 0);
@@ -449,7 +450,7 @@ static void *realloc_common(void *ptr, size_t size, uintptr_t ra)
 		return mms__real.realloc(ptr, size);
 	if (ptr)
 		mms__note_release((uintptr_t)ptr, t->index);
-	t1 = mms__stamp_release();
+	t1 = mms__stamp_release_heap();
 	r = mms__real.realloc(ptr, size);
 	if (r || (ptr && size == 0)) {
 		/* One walk serves both records: one call freed and allocated. */

@@ -461,6 +461,7 @@ void mms__log_after_fork_child(uint64_t fork_number, uint64_t fork_stamp)
 	mms__threads_after_fork_child();
 	mms__intern_init();
 	mms__releasers_reset();
+	mms__stamp_after_fork_child();
 	mms__modules_reset();
 	fork_child = 1;
 	fork_pending_pid = getpid();

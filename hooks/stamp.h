@@ -10,8 +10,68 @@
 /* clock.c */
 extern int mms__clock_tsc MMS_HIDDEN;
 extern uint64_t mms__counter MMS_HIDDEN;
-void mms__clock_init(int force_counter) MMS_HIDDEN;
+/* clock: enum mms_config_clock (counter forces the counter; exact reads the
+ * TSC at every event, also with one thread). */
+void mms__clock_init(int clock) MMS_HIDDEN;
 uint64_t mms__realtime_ns(void) MMS_HIDDEN;
+
+/* --- one thread: the TSC read for times, not for order --------------------
+ * While the process has one thread that records (no pthread_create seen,
+ * no second thread registered) and the clock is the TSC, the order of its
+ * events is program order: an allocation or a free needs the TSC only for
+ * its time. rdtsc is quick alone (7 ns) but holds back the program's own
+ * memory accesses around it: on perl's hash work it cost 55 ns an event,
+ * a third of the program's time. So such an event reads the TSC for the
+ * first MMS_STAMP_BURST events of each tick of the kernel's coarse clock
+ * (1 to 4 ms) and every MMS_STAMP_EVERY-th event after, and otherwise
+ * repeats its thread's last reading (a stamp equal to the previous one:
+ * the replay keeps a thread's events in file order). Its time is then
+ * early by the few events since that reading, never by more than one
+ * coarse tick. A second thread ends this for good, before it runs
+ * (mms__stamp_many): from then on every event reads the TSC, fenced as
+ * the order needs. MSMEMSCOPE_CLOCK=exact never starts it. */
+#define MMS_STAMP_BURST 64u
+#define MMS_STAMP_EVERY 16u
+extern int mms__stamp_one MMS_HIDDEN;
+struct mms_stamp_tls {
+	uint64_t last;           /* the last TSC reading this thread took (every
+	                            stamp function notes it, so a repeat is never
+	                            below a stamp the thread wrote) */
+	int64_t tick;            /* the coarse clock then */
+	uint32_t left;           /* events that may repeat it */
+	uint32_t burst;          /* readings still taken at every event in this tick */
+};
+extern __thread struct mms_stamp_tls mms__tls_stamp MMS_HIDDEN;
+/* A second thread exists, or is about to: every stamp reads the TSC. */
+void mms__stamp_many(void) MMS_HIDDEN;
+/* After fork, in the child: one thread again. */
+void mms__stamp_after_fork_child(void) MMS_HIDDEN;
+
+#if defined(__x86_64__) || defined(__i386__)
+/* The stamp of an allocation or a free while mms__stamp_one is set. */
+static inline uint64_t mms__stamp_one_thread(void)
+{
+	struct mms_stamp_tls *s = &mms__tls_stamp;
+	struct timespec ts;
+	int64_t tick;
+
+	mms__real.clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	tick = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	if (likely(tick == s->tick && s->left)) {
+		s->left--;
+		return s->last;
+	}
+	if (tick != s->tick) {
+		s->tick = tick;
+		s->burst = MMS_STAMP_BURST;
+	}
+	if (s->burst)
+		s->burst--;
+	else
+		s->left = MMS_STAMP_EVERY - 1;
+	return s->last = mms_tsc();
+}
+#endif
 
 /* A stamp taken before memory is released. No fence is needed: the stores
  * that release the memory become visible to other cores only after they
@@ -22,7 +82,7 @@ static inline uint64_t mms__stamp_release(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
 	if (likely(mms__clock_tsc))
-		return mms_tsc();
+		return mms__tls_stamp.last = mms_tsc();
 #endif
 	return __atomic_fetch_add(&mms__counter, 1, __ATOMIC_SEQ_CST);
 }
@@ -34,7 +94,7 @@ static inline uint64_t mms__stamp_obtain(void)
 #if defined(__x86_64__) || defined(__i386__)
 	if (likely(mms__clock_tsc)) {
 		__asm__ __volatile__("lfence" ::: "memory");
-		return mms_tsc();
+		return mms__tls_stamp.last = mms_tsc();
 	}
 #endif
 	return __atomic_fetch_add(&mms__counter, 1, __ATOMIC_SEQ_CST);
@@ -99,14 +159,26 @@ static inline uint64_t mms__stamp_obtain_addr(uint64_t addr, uint32_t thread)
 #if defined(__x86_64__)
 	uint32_t sole;
 
+	if (likely(__atomic_load_n(&mms__stamp_one, __ATOMIC_RELAXED)))
+		return mms__stamp_one_thread();
 	if (likely(mms__clock_tsc) &&
 	    ((sole = __atomic_load_n(&mms__sole_releaser, __ATOMIC_RELAXED)) == thread || sole == MMS_NO_RELEASER ||
 	     (likely(mms__releasers != NULL) && thread < MMS_NO_THREAD && !(addr >> 47) &&
 	      __atomic_load_n(mms__releaser_slot(addr), __ATOMIC_RELAXED) == mms__releaser_key(addr, thread))))
-		return mms_tsc();
+		return mms__tls_stamp.last = mms_tsc();
 #endif
 	(void)addr, (void)thread;
 	return mms__stamp_obtain();
+}
+
+/* The stamp of a free (see mms__stamp_release; one thread: see above). */
+static inline uint64_t mms__stamp_release_heap(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	if (likely(__atomic_load_n(&mms__stamp_one, __ATOMIC_RELAXED)))
+		return mms__stamp_one_thread();
+#endif
+	return mms__stamp_release();
 }
 
 #endif /* MMS_STAMP_H */

@@ -10,6 +10,7 @@
 
 #include "hooks-int.h"
 #include "log.h"
+#include "stamp.h"
 
 __thread struct mms_thread *mms__tls_thread;
 __thread int mms__tls_busy;
@@ -89,8 +90,13 @@ struct mms_thread *mms__thread_register(void)
 	}
 	/* A thread that allocates after its exit destructor ran (in a later
 	 * TLS destructor) comes back here: it keeps its index. */
-	if (!tls_index)
+	if (!tls_index) {
 		tls_index = __atomic_fetch_add(&next_thread_index, 1, __ATOMIC_RELAXED) + 1;
+		/* A second thread that records, made without pthread_create
+		 * (clone): stamps read the TSC from its first event on. */
+		if (tls_index > 1)
+			mms__stamp_many();
+	}
 	t->index = tls_index - 1;
 	__atomic_fetch_add(&mms__live_threads, 1, __ATOMIC_RELAXED);
 	t->tid = gettid();

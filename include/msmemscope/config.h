@@ -36,8 +36,10 @@ enum mms_config_events {
 enum mms_config_log_level { MMS_CONFIG_LOG_INFO, MMS_CONFIG_LOG_WARN, MMS_CONFIG_LOG_ERROR };
 
 /* clock: the order stamps. TSC when the CPU's is invariant, else an
- * atomic counter; counter forces the counter. */
-enum mms_config_clock { MMS_CONFIG_CLOCK_TSC, MMS_CONFIG_CLOCK_COUNTER };
+ * atomic counter; counter forces the counter; exact reads the TSC at every
+ * event also while the process has one thread (tsc reads it there only
+ * as often as event times need: doc/recorder.md, "Order"). */
+enum mms_config_clock { MMS_CONFIG_CLOCK_TSC, MMS_CONFIG_CLOCK_COUNTER, MMS_CONFIG_CLOCK_EXACT };
 
 /* unwind: which unwinder captures the stacks. */
 enum mms_config_unwind { MMS_CONFIG_UNWIND_WALKER, MMS_CONFIG_UNWIND_LIBUNWIND };
