@@ -670,7 +670,7 @@ void mms__guard_free(struct mms_thread *t, void *ptr, unsigned family, unsigned 
 		if (t) {
 			mms__release_watched(a, 0);
 			mms__note_release(a, t->index);
-			mms__rec_free_stack(t, free_fn, a, mms__stamp_release(), stack);
+			mms__rec_free_stack(t, free_fn, a, mms__stamp_release_heap(), stack);
 		}
 		mms__real.free(ptr);
 		tls_at_stack = 0;
@@ -681,7 +681,7 @@ void mms__guard_free(struct mms_thread *t, void *ptr, unsigned family, unsigned 
 	check_live(t, &b);
 	if (t) {
 		mms__release_watched(a, 0);
-		stamp = mms__stamp_release();
+		stamp = mms__stamp_release_heap();
 		mms__rec_free_stack(t, free_fn, a, stamp, stack);
 	} else {
 		mms__release_watched(a, 0);
