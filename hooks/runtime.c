@@ -94,11 +94,6 @@ MMS_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(
 
 	if (!real_pthread_create)
 		*(void **)&real_pthread_create = dlsym(RTLD_NEXT, "pthread_create");
-	/* The program's second thread (not the recorder's own log thread,
-	 * which records nothing): stamps read the TSC from now on, before
-	 * the thread can run (stamp.h). */
-	if (mms__tls_busy != 2)
-		mms__stamp_many();
 	/* What pthread_create allocates (the thread's TLS vector) is glibc's,
 	 * kept while the thread lives and after, in its stack cache. */
 	mms__tls_runtime = MMS_RT_THREAD;

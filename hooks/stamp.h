@@ -16,10 +16,10 @@ void mms__clock_init(int clock) MMS_HIDDEN;
 uint64_t mms__realtime_ns(void) MMS_HIDDEN;
 
 /* --- one thread: the TSC read for times, not for order --------------------
- * While the process has one thread that records (no pthread_create seen,
- * no second thread registered) and the clock is the TSC, the order of its
- * events is program order: an allocation or a free needs the TSC only for
- * its time. rdtsc is quick alone (7 ns) but holds back the program's own
+ * While one thread of the process records events (others may run, as
+ * PyTorch's idle OpenMP workers do, but have recorded nothing) and the
+ * clock is the TSC, the order of the events is that thread's program
+ * order: an allocation or a free needs the TSC only for its time. rdtsc is quick alone (7 ns) but holds back the program's own
  * memory accesses around it: on perl's hash work it cost 55 ns an event,
  * a third of the program's time. So such an event reads the TSC for the
  * first MMS_STAMP_BURST events of each tick of the kernel's coarse clock
@@ -27,9 +27,15 @@ uint64_t mms__realtime_ns(void) MMS_HIDDEN;
  * repeats its thread's last reading (a stamp equal to the previous one:
  * the replay keeps a thread's events in file order). Its time is then
  * early by the few events since that reading, never by more than one
- * coarse tick. A second thread ends this for good, before it runs
- * (mms__stamp_many): from then on every event reads the TSC, fenced as
- * the order needs. MSMEMSCOPE_CLOCK=exact never starts it. */
+ * coarse tick. A second thread that records ends this for good
+ * (mms__stamp_many, at its registration, before its first stamp): from
+ * then on every event reads the TSC, fenced as the order needs. An event
+ * of the first thread that the second one's depends on (it handed over
+ * memory, or anything else the second thread saw) has a stamp at or
+ * before its real time, so before the second thread's; one that depends
+ * on the second thread's events saw them, and so, on x86, the flag's
+ * store before them: it reads the TSC. MSMEMSCOPE_CLOCK=exact never
+ * starts it. */
 #define MMS_STAMP_BURST 64u
 #define MMS_STAMP_EVERY 16u
 extern int mms__stamp_one MMS_HIDDEN;
@@ -42,7 +48,8 @@ struct mms_stamp_tls {
 	uint32_t burst;          /* readings still taken at every event in this tick */
 };
 extern __thread struct mms_stamp_tls mms__tls_stamp MMS_HIDDEN;
-/* A second thread exists, or is about to: every stamp reads the TSC. */
+/* A second thread records (called before its first stamp): every stamp
+ * reads the TSC from now on. */
 void mms__stamp_many(void) MMS_HIDDEN;
 /* After fork, in the child: one thread again. */
 void mms__stamp_after_fork_child(void) MMS_HIDDEN;

@@ -92,8 +92,8 @@ struct mms_thread *mms__thread_register(void)
 	 * TLS destructor) comes back here: it keeps its index. */
 	if (!tls_index) {
 		tls_index = __atomic_fetch_add(&next_thread_index, 1, __ATOMIC_RELAXED) + 1;
-		/* A second thread that records, made without pthread_create
-		 * (clone): stamps read the TSC from its first event on. */
+		/* The second thread that records: stamps read the TSC from
+		 * its first event on, on every thread (stamp.h). */
 		if (tls_index > 1)
 			mms__stamp_many();
 	}

@@ -1,17 +1,19 @@
 /* SPDX-License-Identifier: MIT */
-/* stamps.c: the recorder's stamps while the process has one thread, then
- * several (doc/recorder.md, "Order"). Alone, main allocates a block of
- * 1001 bytes, sleeps 30 ms, allocates one of 1002, makes a burst of
- * 20,000 allocations and frees of 24 bytes (every 1000th followed by a
- * page mapped and unmapped), then 20 rounds of: 100 allocations and
- * frees at the start of a coarse clock tick, a pause of 0.6 tick outside
- * any hook, a page mapped and unmapped, one more allocation and free;
- * then sleeps 30 ms again and allocates one of 1003 (the replay must give
- * these blocks their real times), then allocates N blocks of 40 bytes and
- * keeps them. Then 4 threads free those blocks (allocated while main was
- * alone) and hand blocks of their own to each other, which the next
- * thread frees: most frees meet a block another thread allocated. Prints
- * the counts a correct recording shows.
+/* stamps.c: the recorder's stamps while one thread records, then
+ * several (doc/recorder.md, "Order"). Beside a thread that records
+ * nothing (it waits on a pipe), main allocates a block of 1001 bytes,
+ * sleeps 30 ms, allocates one of 1002, makes a burst of 20,000
+ * allocations and frees of 24 bytes (every 1000th followed by a page
+ * mapped and unmapped), then 20 rounds of: 100 allocations and frees at
+ * the start of a coarse clock tick, a pause of 0.6 tick outside any hook,
+ * a page mapped and unmapped, one more allocation and free; then sleeps
+ * 30 ms again and allocates one of 1003 (the replay must give these
+ * blocks their real times), then allocates N blocks of 40 bytes and keeps
+ * them. Then the idle thread ends, and 4 threads free those blocks
+ * (allocated while main was the only one recording) and hand blocks of
+ * their own to each other, which the next thread frees: most frees meet
+ * a block another thread allocated. Prints the counts a correct recording
+ * shows.
  *
  * Usage: stamps N
  * Output: allocs=A frees=F live=L */
@@ -79,6 +81,19 @@ static void repeat_then_map(void)
 	free(p);
 }
 
+/* A thread that records nothing: it waits on a pipe until main ends it. */
+static int idle_pipe[2];
+
+static void *idle(void *arg)
+{
+	char c;
+
+	(void)arg;
+	while (read(idle_pipe[0], &c, 1) < 0)
+		;
+	return NULL;
+}
+
 static void *worker(void *arg)
 {
 	unsigned me = (unsigned)(uintptr_t)arg, next = (me + 1) % THREADS;
@@ -112,7 +127,7 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
-	pthread_t th[THREADS];
+	pthread_t th[THREADS], idler;
 	void *a, *b, *c, *p;
 	unsigned long i;
 	unsigned t;
@@ -120,6 +135,8 @@ int main(int argc, char **argv)
 	if (argc != 2)
 		return 2;
 	nkept = strtoul(argv[1], NULL, 10);
+	if (pipe(idle_pipe) || pthread_create(&idler, NULL, idle, NULL))
+		abort();
 	a = malloc(1001);
 	pause_ms(30);
 	b = malloc(1002);
@@ -155,6 +172,8 @@ int main(int argc, char **argv)
 			abort();
 	allocs = 3 + 20000 + 20 * 101 + 1 + nkept;
 	frees = 20000 + 20 * 101;
+	if (write(idle_pipe[1], "", 1) != 1 || pthread_join(idler, NULL))
+		abort();
 	for (t = 0; t < THREADS; t++)
 		if (pthread_create(&th[t], NULL, worker, (void *)(uintptr_t)t))
 			abort();
