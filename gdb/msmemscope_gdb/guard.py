@@ -141,6 +141,8 @@ def report_stop(session, d, who):
         gdb.write("memscope: guard: a check found damage %s, %s (the log shows no new finding)\n" % (where, who))
     else:
         gdb.write("memscope: guard: stopped %s, %s\n" % (where, who))
+    if session.pinpoint is not None:
+        pinpoint.say_if_silent(session.pinpoint)
 
 
 def threads_in_hooks():
@@ -242,6 +244,7 @@ class GuardWatchpoint(pinpoint.PinpointWatchpoint):
             return None
 
     def stop(self):
+        self.traps += 1
         try:
             return self._stop()
         except Exception:  # noqa: BLE001 -- a stop() must not leave a traceback

@@ -64,6 +64,7 @@ class State:
         self.reached = False
         self.old = {}          # address -> the byte there at the start of launch L
         self.watchpoints = []  # PinpointWatchpoint
+        self.silent_said = False
 
 
 def remember(session, d, changes):
@@ -163,9 +164,12 @@ class PinpointWatchpoint(gdb.Breakpoint):
         self.s, self.start, self.length = session, start, length
         self.wanted = wanted  # the addresses that changed in the first run
         self.before = old     # the bytes before the store (updated when one is let pass)
+        self.armed = old      # the bytes when it was set (None: unreadable then)
         self.hit = None       # (old bytes, new bytes) of the store that stopped
+        self.traps = 0        # how often the hardware trapped, stops or not
 
     def stop(self):
+        self.traps += 1
         try:
             now = bytes(gdb.selected_inferior().read_memory(self.start, self.length))
         except Exception:  # noqa: BLE001 -- a stop() must not leave a traceback
@@ -176,6 +180,37 @@ class PinpointWatchpoint(gdb.Breakpoint):
             return True
         self.before = now
         return False
+
+
+def silent(p):
+    """Whether p's hardware watchpoints never trapped although the bytes
+    they watch hold other values now than when they were set (unreadable
+    then counts as zeros): the debug registers do not work here (some
+    virtual machines accept them and never raise the trap)."""
+    if not p.watchpoints or any(w.is_valid() and w.traps for w in p.watchpoints):
+        return False
+    inferior = gdb.selected_inferior()
+    for w in p.watchpoints:
+        try:
+            now = bytes(inferior.read_memory(w.start, w.length))
+        except gdb.error:
+            continue
+        if now != (w.armed if w.armed is not None else bytes(w.length)):
+            return True
+    return False
+
+
+SILENT = ("memscope: pinpoint: the watched bytes changed but no hardware watchpoint stopped the program: gdb's "
+          "hardware watchpoints do not fire on this machine (some virtual machines accept the debug registers "
+          "and never raise their trap), so pinpoint cannot find the store here. Run the session on a machine "
+          "where `watch -l' stops at a store, or use valgrind's vgdb.\n")
+
+
+def say_if_silent(p):
+    """Says SILENT once when p's watchpoints are silent (above)."""
+    if not p.silent_said and p.started and silent(p):
+        p.silent_said = True
+        gdb.write(SILENT)
 
 
 def restore_breakpoints(p):
@@ -307,6 +342,8 @@ def on_stop(session, ev):
             report_store(session, p, hits)
         elif p.reached and not p.watchpoints and session.pinpoint_bp in ev.breakpoints:
             arm(session, p)
+        else:
+            say_if_silent(p)
     except (gdb.error, gdb.GdbError, gdbif.NotLoaded, replaylib.ReplayError) as e:
         gdb.write("memscope: pinpoint: %s\n" % e)
 
@@ -320,9 +357,13 @@ def on_exited(session):
     if not p.reached:
         gdb.write("memscope: pinpoint: the program ended before %s began: the re-run's launches differ from the "
                   "first run's.\n" % p.target.describe())
+    elif p.watchpoints and p.silent_said:
+        gdb.write("memscope: pinpoint: the program ended; its hardware watchpoints are deleted.\n")
     elif p.watchpoints:
-        gdb.write("memscope: pinpoint: the program ended with no further store into the watched bytes; "
-                  "its hardware watchpoints are deleted.\n")
+        gdb.write("memscope: pinpoint: the program ended without a stop at a store into the watched bytes: the "
+                  "re-run did not change them, or this machine's hardware watchpoints do not fire (some virtual "
+                  "machines ignore the debug registers: try gdb's `watch -l' on a store you know). Its hardware "
+                  "watchpoints are deleted.\n")
     restore_breakpoints(p)
     delete_watchpoints(p)
     session.pinpoint = None

@@ -20,7 +20,11 @@ session stop "$progs/guardop" -ex 'set memscope guard on' -ex 'show memscope gua
 if grep -q 'cannot set hardware watchpoints here\|Could not insert hardware watchpoint' stop.out; then
 	skip "gdb cannot use hardware watchpoints on this machine (see $work/stop.raw)"
 fi
-expect_rc "gdb's exit status"
+fires=yes
+hw_fires || fires=no
+# Without a stop at the store, the last `continue' finds no program and
+# batch gdb exits 1; the re-run's normal end is asserted below.
+[ $fires = no ] || expect_rc "gdb's exit status"
 expect stop 'memscope: the next runs record in guard mode' "set memscope guard on"
 expect stop 'Guard mode for the next runs is on.' "show memscope guard"
 expect stop 'memscope: guard: overflow of block 0xADDR (24 bytes), found at event #' "the stop at the finding"
@@ -30,9 +34,15 @@ expect stop 'memscope: guard: stopped outside any operator launch (step 1)' "whe
 expect stop "#N  main (...) at SRC/guardop.c:LINE" "the program's frame: the free"
 expect stop 'hardware watchpoint 1 on the 4 bytes damaged at 0xADDR (the overflow of block 0xADDR):' \
 	"pinpoint's watchpoint"
-expect stop '+0x0    fb fb fb fb fb fb fb fb -> 5e 5a 5a 5a fb fb fb fb' "the store's bytes: red zone -> damage"
-expect stop " in op_run at SRC/guardop.c:$line" "the store's line"
-expect stop 'the re-run allocated block 0xADDR as the first run did: 24 bytes at event #1.' "the re-run checked"
+if [ $fires = yes ]; then
+	expect stop '+0x0    fb fb fb fb fb fb fb fb -> 5e 5a 5a 5a fb fb fb fb' "the store's bytes: red zone -> damage"
+	expect stop " in op_run at SRC/guardop.c:$line" "the store's line"
+	expect stop 'the re-run allocated block 0xADDR as the first run did: 24 bytes at event #1.' "the re-run checked"
+else
+	# The re-run reaches the finding with no stop at the store: said so.
+	expect stop "no hardware watchpoint stopped the program: gdb's hardware watchpoints do not fire on this machine" \
+		"pinpoint says the hardware watchpoints did not fire"
+fi
 expect_count stop 'memscope: guard: overflow of block' 2 "the finding at the free in both runs"
 expect_count stop 'exited normally' 1 "the re-run's end"
 
@@ -54,3 +64,5 @@ expect_count check 'memscope: guard: ' 0 "no stop during the check"
 expect check 'exited normally' "the program's end"
 expect check "memscope: the program runs without guard mode: \`set memscope guard on', then \`run' it again." \
 	"check without guard mode"
+[ $fires = yes ] ||
+	skip "gdb's hardware watchpoints never stop a program on this machine (a plain \`watch -l' on a known store did not stop: $work/hw.probe): pinpoint's stop at the store not checked, only that it says so; the rest passed"

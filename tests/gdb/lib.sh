@@ -122,3 +122,14 @@ expect_not() {
 expect() {
 	grep -qF -- "$2" "$1.out" || fail "$3: no '$2' in the session (in $work/$1.raw)"
 }
+
+# hw_fires: whether a hardware watchpoint stops at a store here. Some
+# virtual machines accept the debug registers and never raise their trap:
+# gdb then sets the watchpoint and the program runs past the store. The
+# probe is plain gdb (no memscope) on tests/gdb/pinpoint's store into
+# nb[8..15] in its third launch.
+hw_fires() {
+	"$gdb" -nx -batch -ex 'break ready' -ex run -ex 'watch -l *(unsigned long long *)(nb + 8)' -ex continue \
+		--args "$progs/pinpoint" >hw.probe 2>&1 </dev/null || true
+	grep -q '^New value' hw.probe
+}

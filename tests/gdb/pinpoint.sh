@@ -12,7 +12,9 @@
 # whose allocations moved (the "drift" mode) is said to differ. More changed
 # bytes than the debug registers hold: the first ones watched, the rest
 # listed, and pinpoint works after the program exited, and again. Before any watch
-# stop, and with an argument, the command says why not.
+# stop, and with an argument, the command says why not. On a machine
+# whose hardware watchpoints never fire (hw_fires), only what pinpoint
+# says there is checked, then the test skips.
 . "${top_srcdir:?run this test through make check}/tests/gdb/lib.sh"
 
 src=$top_srcdir/tests/gdb/pinpoint.c
@@ -42,6 +44,22 @@ watch_then_pinpoint() {
 	expect "$_n" 'exited normally' "$_n: the program runs on to its end after the store"
 	expect_count "$_n" 'exited normally' 1 "$_n: one normal exit (the first run was killed for the re-run)"
 }
+
+# Where the debug registers never fire, pinpoint must say so and not
+# claim the re-run made no store; what needs the stop is skipped at the end.
+if ! hw_fires; then
+	session silent "$progs/pinpoint" -ex 'break ready' -ex run -ex 'memscope watch nb' -ex continue \
+		-ex 'memscope pinpoint' -ex continue
+	hw_skip silent
+	expect_rc "silent: gdb's exit status"
+	expect silent 'pinpoint: running the program again to the start of launch 3 of operator scale (step 1)' \
+		"silent: the re-run"
+	expect silent 'hardware watchpoint 2 on 8 bytes (8 bytes the first run saw change):' "silent: the watchpoint set"
+	expect silent "the re-run did not change them, or this machine's hardware watchpoints do not fire" \
+		"silent: the end of the re-run says both causes"
+	expect_not silent 'the program ended with no further store' "silent: no claim that nothing stored"
+	skip "gdb's hardware watchpoints never stop a program on this machine (a plain \`watch -l' on a known store did not stop: $work/hw.probe); checked only that pinpoint says the store may have been missed"
+fi
 
 # A plain store.
 watch_then_pinpoint store
