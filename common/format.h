@@ -270,6 +270,10 @@ enum mms_runtime_kind {
 	/* 5 is no record's: readers call CPython's state at exit so. */
 	MMS_RT_SELF = 6,   /* msmemscope's own Python package, while it worked
 	                      (msmemscope.torch's tagging: msmemscope__own()) */
+	/* 7 is no record's: readers call PyTorch's cached CUDA memory so. */
+	MMS_RT_LOADER = 8, /* ld.so, after start-up: the state of a library it
+	                      loaded (dlopen: link map, scope and version data),
+	                      its TLS blocks, a failed dlopen's message */
 };
 
 enum mms_alloc_fn {

@@ -29,10 +29,7 @@
  * entry, which a later block at its address replaces, and which no check
  * reads. So what strdup, getline or asprintf allocate is not guarded. */
 #define _GNU_SOURCE
-#include <elf.h>
 #include <errno.h>
-#include <link.h>
-#include <sys/auxv.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -101,61 +98,15 @@ static uint32_t rz;           /* red zone bytes */
 /* The stamp of the last full check (its GUARD check record), 0: none. */
 static uint64_t check_stamp;
 static uint64_t findings;
-/* The code of the dynamic loader and of the C library, [lo, hi) each. */
-struct code {
-	uintptr_t base, at; /* the object: its base, or an address in it */
-	uintptr_t lo, hi;
-};
-static struct code ldso, libc;
-
-/* Fills c's code range from the object whose base is c->base or which
- * holds c->at. */
-static int find_code(struct dl_phdr_info *info, size_t size, void *ctx)
-{
-	struct code *c = ctx;
-	int hit = c->base && info->dlpi_addr == c->base;
-
-	(void)size;
-	for (int i = 0; i < info->dlpi_phnum && !hit; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-
-		hit = ph->p_type == PT_LOAD && c->at - lo < ph->p_memsz;
-	}
-	if (!hit)
-		return 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
-
-		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
-			continue;
-		if (!c->lo || lo < c->lo)
-			c->lo = lo;
-		if (hi > c->hi)
-			c->hi = hi;
-	}
-	return 1;
-}
-
 int mms__guard_plain_caller(uintptr_t ra)
 {
-	return ra - ldso.lo < ldso.hi - ldso.lo || ra - libc.lo < libc.hi - libc.lo;
+	return mms__in_code(&mms__ldso_code, ra) || mms__in_code(&mms__libc_code, ra);
 }
 
 void mms__guard_init(void)
 {
-	uintptr_t base;
-
 	if (!mms__config.guard)
 		return;
-	base = (uintptr_t)getauxval(AT_BASE);
-	if (base) {
-		ldso.base = base;
-		dl_iterate_phdr(find_code, &ldso);
-	}
-	libc.at = (uintptr_t)mms__real.malloc;
-	dl_iterate_phdr(find_code, &libc);
 	rz = mms__config.guard_redzone ? mms__config.guard_redzone : 16;
 	memset(pat_run[0], PAT_HEAD, PAT_RUN);
 	memset(pat_run[1], PAT_TAIL, PAT_RUN);

@@ -411,7 +411,23 @@ static inline int mms__arena_owns(const void *ptr)
 	return (uintptr_t)ptr - mms__arena_lo < __atomic_load_n(&mms__arena_len, __ATOMIC_RELAXED);
 }
 
+/* unwind.c: sets [*lo, *hi) to the span of the executable segments of the
+ * object that loads the address here (or whose base address it is);
+ * 0, 0 when none does. */
+void mms__code_range(uintptr_t here, uintptr_t *lo, uintptr_t *hi) MMS_HIDDEN;
+
 /* runtime.c: what the C and C++ runtimes keep for themselves (see there). */
+/* The code of the dynamic loader and of the C library, [lo, hi) each (0, 0
+ * when unknown), found by mms__runtime_code_init() at start-up. */
+struct mms_code {
+	uintptr_t lo, hi;
+};
+extern struct mms_code mms__ldso_code MMS_HIDDEN, mms__libc_code MMS_HIDDEN;
+static inline int mms__in_code(const struct mms_code *c, uintptr_t ip)
+{
+	return ip - c->lo < c->hi - c->lo;
+}
+void mms__runtime_code_init(void) MMS_HIDDEN;
 /* Nonzero while this thread is in a runtime's scope (mms__tls_runtime):
  * MMS_RT_THREAD in pthread_create, MMS_RUNTIME_STARTUP on the main thread
  * until main. */

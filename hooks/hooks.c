@@ -113,6 +113,7 @@ void mms__init(void)
 	resolve_real();
 	mms__fds_init();
 	__atomic_store_n(&init_state, INIT_RESOLVED, __ATOMIC_RELEASE);
+	mms__runtime_code_init();
 	mms__gdb_init();
 	config_read();
 	mms__pystack_init();
@@ -186,14 +187,24 @@ static inline void leave(void)
 	mms__tls_busy = 0;
 }
 
+/* The hooks keep frame pointers: the word above the hook's frame pointer
+ * (fp) is its return address, in its caller. */
+#define CALLER(fp) (((const uintptr_t *)(fp))[1])
+
 /* An allocation while the thread collects an operator's outputs or is in
- * a runtime's scope (before main, in pthread_create). */
+ * a runtime's scope (before main, in pthread_create), or the dynamic
+ * loader's. */
 static __attribute__((noinline, cold)) void rec_alloc_slow(struct mms_thread *t, unsigned fn, void *ptr, size_t size,
 							  uint32_t stack, uint64_t stamp, uintptr_t fp)
 {
-	/* The hooks keep frame pointers: the word above the hook's frame
-	 * pointer is its return address, in its caller. */
-	unsigned kind = mms__tls_runtime ? mms__runtime_kind(((const uintptr_t *)fp)[1]) : 0;
+	unsigned kind = mms__tls_runtime ? mms__runtime_kind(CALLER(fp)) : 0;
+
+	/* After start-up, ld.so allocates for a library it loads (dlopen:
+	 * its link map, scope and version data; its TLS blocks; a failed
+	 * dlopen's message): the loader's state, kept while the library is
+	 * loaded, whether the program or a library called dlopen. */
+	if (!kind && mms__in_code(&mms__ldso_code, CALLER(fp)))
+		kind = MMS_RT_LOADER;
 
 	if (kind)
 		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_ALLOC_RT | fn), stamp, (uintptr_t)ptr, 3, size, stack, kind);
@@ -209,7 +220,7 @@ static inline void rec_alloc_with(struct mms_thread *t, unsigned fn, void *ptr, 
 {
 	uint64_t stamp = mms__stamp_obtain_addr((uintptr_t)ptr, t->index);
 
-	if (unlikely(mms__tls_alloc.any))
+	if (unlikely(mms__tls_alloc.any) || unlikely(mms__in_code(&mms__ldso_code, CALLER(fp))))
 		rec_alloc_slow(t, fn, ptr, size, stack, stamp, fp);
 	else
 		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_ALLOC | fn), stamp, (uintptr_t)ptr, 2, size, stack, 0);

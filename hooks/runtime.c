@@ -8,13 +8,16 @@
  * allocated for themselves is marked in the log: blocks glibc, ld.so or
  * libstdc++ allocated before main (library initialisation), a new
  * thread's vector of thread-local storage (allocated in pthread_create),
- * and the buffers of stdin, stdout and stderr. */
+ * the buffers of stdin, stdout and stderr, and, whenever it happens, what
+ * ld.so allocates for the libraries it loads (hooks.c asks
+ * mms__ldso_code). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "hooks-int.h"
@@ -32,6 +35,17 @@ static int (*real_start_main)(int (*)(int, char **, char **), int, char **, void
 			      void (*)(void), void *);
 static int (*program_main)(int, char **, char **);
 static int (*real_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+struct mms_code mms__ldso_code, mms__libc_code;
+
+void mms__runtime_code_init(void)
+{
+	uintptr_t base = (uintptr_t)getauxval(AT_BASE);
+
+	if (base)
+		mms__code_range(base, &mms__ldso_code.lo, &mms__ldso_code.hi);
+	mms__code_range((uintptr_t)&getauxval, &mms__libc_code.lo, &mms__libc_code.hi);
+}
 
 /* Whether ip lies in one of the runtime's own libraries. */
 static int runtime_module(uintptr_t ip, int *cxx)
@@ -155,20 +169,29 @@ static void late_exit(void *arg)
 		mms__tls_busy = 0;
 		return;
 	}
-	/* Looked up now: libstdc++ may have come with a dlopen, also out of
-	 * the global scope (Python loads extension modules, and PyTorch's
-	 * libstdc++ with them, RTLD_LOCAL), where newdelete.c's lookup finds
-	 * it too. */
-	*(void **)&libc_freeres = dlsym(RTLD_DEFAULT, "__libc_freeres");
-	*(void **)&cxx_freeres = dlsym(RTLD_DEFAULT, "_ZN9__gnu_cxx9__freeresEv");
-	if (!cxx_freeres)
-		*(void **)&cxx_freeres = mms__cxx_lookup("_ZN9__gnu_cxx9__freeresEv");
 	/* The frees from this stamp on are the runtimes' (a META record, not
 	 * an event: the log's events stay the program's). */
 	v = mms_put_u(val, mms__stamp_obtain());
 	p = mms_put_s(buf, "freeres", 7);
 	p = mms_put_s(p, val, (size_t)(v - val));
 	mms__write_meta(t, MMS_TAG_META, buf, (size_t)(p - buf));
+	/* A dlsym() that succeeds frees the thread's dlerror() state (a
+	 * failed dlopen's error and message, which the program may never
+	 * have read): recorded, as the runtimes' frees below, since the
+	 * blocks were the program's calls'. (Made inside the hook guard, the
+	 * frees were missing from the log: the state looked leaked.) */
+	mms__tls_busy = 0;
+	*(void **)&libc_freeres = dlsym(RTLD_DEFAULT, "__libc_freeres");
+	/* Looked up now: libstdc++ may have come with a dlopen, also out of
+	 * the global scope (Python loads extension modules, and PyTorch's
+	 * libstdc++ with them, RTLD_LOCAL), where newdelete.c's lookup finds
+	 * it too. Inside the guard: a failed lookup's dlerror() state comes
+	 * from the recorder's arena, unrecorded, as its free by
+	 * __libc_freeres. */
+	mms__tls_busy = 2;
+	*(void **)&cxx_freeres = dlsym(RTLD_DEFAULT, "_ZN9__gnu_cxx9__freeresEv");
+	if (!cxx_freeres)
+		*(void **)&cxx_freeres = mms__cxx_lookup("_ZN9__gnu_cxx9__freeresEv");
 	mms__tls_busy = 0;
 	/* Their frees are recorded as any other. */
 	if (cxx_freeres)

@@ -14,31 +14,44 @@ uintptr_t mms__self_lo, mms__self_hi;
 static const struct mms_unwinder *unwinder = &mms__unwind_walker;
 
 struct code_range {
-	uintptr_t here; /* an address in the code looked for */
+	uintptr_t here; /* an address in the object looked for, or its base */
 	uintptr_t *lo, *hi;
 };
 
+/* The object that loads r->here (or whose base it is): the span of its
+ * executable segments. */
 static int find_code(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct code_range *r = arg;
-	(void)size;
+	int hit = r->here == info->dlpi_addr;
 
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum && !hit; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		hit = ph->p_type == PT_LOAD && r->here - (info->dlpi_addr + ph->p_vaddr) < ph->p_memsz;
+	}
+	if (!hit)
+		return 0;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
-		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && r->here >= lo && r->here < hi) {
+
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		if (!*r->lo || lo < *r->lo)
 			*r->lo = lo;
+		if (hi > *r->hi)
 			*r->hi = hi;
-			return 1;
-		}
 	}
-	return 0;
+	return 1;
 }
 
 void mms__code_range(uintptr_t here, uintptr_t *lo, uintptr_t *hi)
 {
 	struct code_range r = { here, lo, hi };
 
+	*lo = *hi = 0;
 	dl_iterate_phdr(find_code, &r);
 }
 

@@ -34,8 +34,6 @@ extern const struct mms_unwinder mms__unwind_check MMS_HIDDEN;
 /* unwind.c: our own code's address range: frames there are the hook, not
  * the program. */
 extern uintptr_t mms__self_lo MMS_HIDDEN, mms__self_hi MMS_HIDDEN;
-/* Sets [*lo, *hi) to the executable segment that holds the address here. */
-void mms__code_range(uintptr_t here, uintptr_t *lo, uintptr_t *hi) MMS_HIDDEN;
 /* Interns the n frames at ips (innermost first) as a stack, reusing the
  * outer frames it shares with the thread's last stack: returns its id, 0
  * when n is 0. */

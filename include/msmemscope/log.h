@@ -35,12 +35,13 @@ enum mms_runtime {
 	                           caching allocator keeps for reuse by design, which
 	                           the CUDA context frees at exit (no record is of
 	                           this kind: readers tell it at the end) */
-	MMS_RUNTIME_LOADER = 8, /* a HOST block live at exit that the dynamic loader
-	                           allocated (the innermost frame of its recorded
-	                           stack is in ld.so): its state for a library loaded
-	                           with dlopen() and still loaded (link map, version
-	                           and scope data), which dlclose() frees (no record
-	                           is of this kind: readers tell it at the end) */
+	MMS_RUNTIME_LOADER = 8, /* a HOST block the dynamic loader allocated after
+	                           start-up (the recorder saw ld.so call the
+	                           allocator; in older logs, told at the end by the
+	                           innermost frame of its recorded stack): its state
+	                           for a library loaded with dlopen() and still
+	                           loaded (link map, version and scope data), which
+	                           dlclose() frees, its TLS blocks */
 	MMS_RUNTIME_COUNT
 };
 

@@ -12,7 +12,7 @@
 
 _Static_assert((int)MMS_RUNTIME_LIBC == (int)MMS_RT_C && (int)MMS_RUNTIME_LIBCXX == (int)MMS_RT_CXX &&
 		       (int)MMS_RUNTIME_TLS == (int)MMS_RT_THREAD && (int)MMS_RUNTIME_STDIO == (int)MMS_RT_STDIO &&
-		       (int)MMS_RUNTIME_MSMEMSCOPE == (int)MMS_RT_SELF,
+		       (int)MMS_RUNTIME_MSMEMSCOPE == (int)MMS_RT_SELF && (int)MMS_RUNTIME_LOADER == (int)MMS_RT_LOADER,
 	       "the public runtime kinds are the format's");
 
 MMS__EXPORT const char *mms_runtime_name(unsigned kind)
@@ -129,7 +129,9 @@ static int allocated_by(const mms_log_t *log, const struct mms__blk *b, int (*ow
  * dynamic loader: what ld.so allocates after start-up (in dlopen()) is
  * the state of a library it loaded, freed by dlclose(); live at exit, the
  * library is still loaded (or ld.so kept it): not the program's leak,
- * whichever code called dlopen(). Without a stack, nothing is known. */
+ * whichever code called dlopen(). The recorder marks such blocks itself
+ * (MMS_RT_LOADER) from format 6 on; this tells them in older logs
+ * recorded with stacks. */
 static int loader_allocated(const mms_log_t *log, const struct mms__blk *b)
 {
 	uint64_t ip;

@@ -166,7 +166,9 @@ static inline void blk_fill(struct mms__state *st, struct mms__blk *b, const mms
 	if (ev->mem == MMS_MEM_HOST) {
 		/* A block a runtime keeps for itself, or what a realloc of
 		 * one (a thread's TLS vector growing) made of it. */
-		runtime = ev->flags <= MMS_RT_STDIO || ev->flags == MMS_RT_SELF ? (uint8_t)ev->flags : 0;
+		runtime = ev->flags <= MMS_RT_STDIO || ev->flags == MMS_RT_SELF || ev->flags == MMS_RT_LOADER
+				  ? (uint8_t)ev->flags
+				  : 0;
 		if (!runtime && ev->sub == MMS_ALLOC_REALLOC)
 			runtime = t->realloc_runtime;
 		t->realloc_runtime = 0;

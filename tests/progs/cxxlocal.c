@@ -5,10 +5,17 @@
  * their deletes, N times. Prints "cxxlocal N STATUS": STATUS 0, or 1 when
  * an aligned new came back misaligned, 2 when a value was lost.
  *
- * Usage: cxxlocal PLUGIN N */
+ * With a third argument, MISSING (a library that does not exist), it
+ * then dlopen()s MISSING, which fails, and leaves glibc's dlerror() state
+ * unread ("unread") or reads it once ("read": the state stays allocated
+ * until the thread's next dlfcn call), as programs that try optional
+ * plugins do; the state is glibc's, never the program's leak.
+ *
+ * Usage: cxxlocal PLUGIN N [read|unread MISSING] */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int main(int argc, char **argv)
 {
@@ -16,8 +23,8 @@ int main(int argc, char **argv)
 	void *h;
 	int n;
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: cxxlocal PLUGIN N\n");
+	if (argc != 3 && argc != 5) {
+		fprintf(stderr, "usage: cxxlocal PLUGIN N [read|unread MISSING]\n");
 		return 2;
 	}
 	n = atoi(argv[2]);
@@ -32,5 +39,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	printf("cxxlocal %d %d\n", n, run(n));
+	if (argc == 5) {
+		if (dlopen(argv[4], RTLD_NOW)) {
+			fprintf(stderr, "cxxlocal: %s loaded\n", argv[4]);
+			return 2;
+		}
+		if (!strcmp(argv[3], "read"))
+			printf("cxxlocal: %s\n", dlerror() ? "dlopen failed" : "no error");
+	}
 	return 0;
 }
