@@ -444,8 +444,17 @@ void msmemscope__own_end(unsigned prev);
 /* hooks.c */
 void mms__init(void) MMS_HIDDEN;
 /* newdelete.c: a C++ runtime's symbol, in the global scope or in a
- * libstdc++ or libc++ loaded out of it (RTLD_LOCAL); NULL when none. */
+ * libstdc++ or libc++ loaded out of it (RTLD_LOCAL); NULL when none.
+ * Leaves the thread's dlerror() state alone. */
 void *mms__cxx_lookup(const char *name) MMS_HIDDEN;
+/* elfsym.c: name's definition in the first object after the recorder's in
+ * the global scope that has one (dlsym(RTLD_NEXT) without its effect on
+ * dlerror()), or, among objects loaded after start-up, in one whose path
+ * late() accepts (late may be NULL: none); NULL when none. */
+void *mms__elfsym_next(const char *name, int (*late)(const char *path)) MMS_HIDDEN;
+/* Notes where the recorder's object is among the loaded ones, and how many
+ * the global scope holds: once, at start-up. */
+void mms__elfsym_init(void) MMS_HIDDEN;
 
 /* Guard mode's hooks, for the C++ operators (newdelete.c): an allocation
  * of enum mms_guard_family `family` (NULL with errno ENOMEM on failure),

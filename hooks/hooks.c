@@ -114,6 +114,7 @@ void mms__init(void)
 	mms__fds_init();
 	__atomic_store_n(&init_state, INIT_RESOLVED, __ATOMIC_RELEASE);
 	mms__runtime_code_init();
+	mms__elfsym_init();
 	mms__gdb_init();
 	config_read();
 	mms__pystack_init();

@@ -5,9 +5,9 @@
  * mode (guard.c) new and new[] make guarded blocks of their own family, so
  * that delete of a malloc'd block or free of a new[]'d one is caught. */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "hooks-int.h"
 
@@ -45,30 +45,30 @@ struct real_cxx {
 static struct real_cxx cxx;
 
 /* When no runtime was found: calls left before the next try. A program
- * whose C++ runtime is not in the global scope (Python loads PyTorch's
- * libraries RTLD_LOCAL, and libstdc++ with them) calls these operators
- * all the time; a failed dlsym() is microseconds (the loader builds an
- * error message), so the next try waits twice as many calls as the last,
- * up to 65536. */
+ * whose C++ runtime is not loaded yet calls these operators, from C++
+ * code of its own that replaced none of them, until it is; a failed lookup
+ * reads every loaded object's table, so the next try waits twice as many
+ * calls as the last, up to 65536. */
 static unsigned miss_wait, miss_left;
 
-/* A C++ runtime's symbol name: the next object's in the global scope,
- * else that of a C++ runtime loaded out of it (RTLD_NOLOAD finds a
- * library already loaded in any scope, and loads nothing). */
+/* A C++ runtime's library, by its file name. */
+static int cxx_runtime(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	b = b ? b + 1 : path;
+	return !strncmp(b, "libstdc++.so", 12) || !strncmp(b, "libc++.so", 9);
+}
+
+/* A C++ runtime's symbol name: the next object's in the global scope (as
+ * dlsym(RTLD_NEXT)), else that of a C++ runtime loaded later, also out of
+ * the global scope (Python loads PyTorch's libraries, and libstdc++ with
+ * them, RTLD_LOCAL). Read from the objects' tables (elfsym.c): dlsym()
+ * would change the program's dlerror() state. libstdc++ is never unloaded
+ * (its unique symbols make it so): what is found stays valid. */
 void *mms__cxx_lookup(const char *name)
 {
-	static const char *const runtimes[] = { "libstdc++.so.6", "libc++.so.1" };
-	void *p = dlsym(RTLD_NEXT, name), *h;
-
-	for (size_t i = 0; !p && i < sizeof(runtimes) / sizeof(runtimes[0]); i++) {
-		/* The handle is kept: the operator found must stay loaded
-		 * (libstdc++ is never unloaded anyway: its unique symbols make
-		 * it so). */
-		h = dlopen(runtimes[i], RTLD_LAZY | RTLD_NOLOAD);
-		if (h)
-			p = dlsym(h, name);
-	}
-	return p;
+	return mms__elfsym_next(name, cxx_runtime);
 }
 
 static void *find(void **slot, const char *name)
@@ -87,7 +87,7 @@ static void *find(void **slot, const char *name)
 		return NULL;
 	}
 	busy = mms__tls_busy;
-	mms__tls_busy = 2; /* dlsym's allocations come from the arena */
+	mms__tls_busy = 2; /* dl_iterate_phdr()'s allocations, if any, come from the arena */
 	p = mms__cxx_lookup(name);
 	mms__tls_busy = busy;
 	if (p) {

@@ -185,13 +185,9 @@ static void late_exit(void *arg)
 	/* Looked up now: libstdc++ may have come with a dlopen, also out of
 	 * the global scope (Python loads extension modules, and PyTorch's
 	 * libstdc++ with them, RTLD_LOCAL), where newdelete.c's lookup finds
-	 * it too. Inside the guard: a failed lookup's dlerror() state comes
-	 * from the recorder's arena, unrecorded, as its free by
-	 * __libc_freeres. */
+	 * it too. */
 	mms__tls_busy = 2;
-	*(void **)&cxx_freeres = dlsym(RTLD_DEFAULT, "_ZN9__gnu_cxx9__freeresEv");
-	if (!cxx_freeres)
-		*(void **)&cxx_freeres = mms__cxx_lookup("_ZN9__gnu_cxx9__freeresEv");
+	*(void **)&cxx_freeres = mms__cxx_lookup("_ZN9__gnu_cxx9__freeresEv");
 	mms__tls_busy = 0;
 	/* Their frees are recorded as any other. */
 	if (cxx_freeres)

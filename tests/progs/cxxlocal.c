@@ -5,11 +5,14 @@
  * their deletes, N times. Prints "cxxlocal N STATUS": STATUS 0, or 1 when
  * an aligned new came back misaligned, 2 when a value was lost.
  *
- * With a third argument, MISSING (a library that does not exist), it
- * then dlopen()s MISSING, which fails, and leaves glibc's dlerror() state
- * unread ("unread") or reads it once ("read": the state stays allocated
+ * With two more arguments, it dlopen()s MISSING (a library that does not
+ * exist), which fails, before it runs the loop, whose first new finds
+ * the C++ runtime through the recorder; then it leaves glibc's dlerror()
+ * state unread ("unread") or prints it ("read": the state stays allocated
  * until the thread's next dlfcn call), as programs that try optional
- * plugins do; the state is glibc's, never the program's leak.
+ * plugins do. The message must be the one native runs print (the
+ * recorder's own lookups must not change it), and the state is glibc's,
+ * never the program's leak.
  *
  * Usage: cxxlocal PLUGIN N [read|unread MISSING] */
 #include <dlfcn.h>
@@ -38,14 +41,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cxxlocal: %s\n", dlerror());
 		return 2;
 	}
+	if (argc == 5 && dlopen(argv[4], RTLD_NOW)) {
+		fprintf(stderr, "cxxlocal: %s loaded\n", argv[4]);
+		return 2;
+	}
 	printf("cxxlocal %d %d\n", n, run(n));
-	if (argc == 5) {
-		if (dlopen(argv[4], RTLD_NOW)) {
-			fprintf(stderr, "cxxlocal: %s loaded\n", argv[4]);
-			return 2;
-		}
-		if (!strcmp(argv[3], "read"))
-			printf("cxxlocal: %s\n", dlerror() ? "dlopen failed" : "no error");
+	if (argc == 5 && !strcmp(argv[3], "read")) {
+		const char *e = dlerror();
+
+		printf("cxxlocal: %s\n", e ? e : "no error");
 	}
 	return 0;
 }

@@ -44,7 +44,10 @@ grep -q "the dynamic loader's, for a library loaded with dlopen() and still load
 # caller's address is in ld.so) as the loader's, and a failed dlopen()'s
 # dlerror() state, read or not, is glibc's: the dlsym() the recorder
 # makes at exit frees it, recorded (made unrecorded, as before, the state
-# looked leaked). The program's output stays its own.
+# looked leaked). The program's output stays its own: the plugin's first
+# new, after the failed dlopen, has the recorder look libstdc++'s
+# operator up, which must leave the pending error for the program's
+# dlerror() (a dlsym() there, as before, consumed it: "no error").
 for stacks in 0 16; do
 	for how in none unread read; do
 		n=exit$stacks$how
