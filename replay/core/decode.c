@@ -344,6 +344,11 @@ size_t mms__skim_events(struct mms__cursor *c)
 			break;
 		if (n > 1) {
 			memcpy(&w, q, 8);
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+			/* Byte k of the record in bits 8k to 8k + 7, as the
+			 * count of trailing zeros below takes them. */
+			w = __builtin_bswap64(w);
+#endif
 			stops = ~w & 0x8080808080808080ull;
 			for (k = 2; k < n && stops; k++)
 				stops &= stops - 1;
