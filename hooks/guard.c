@@ -426,7 +426,8 @@ static size_t round_up(size_t v, size_t a)
 	return (v + a - 1) & ~(a - 1);
 }
 
-void *mms__guard_alloc(struct mms_thread *t, unsigned fn, unsigned family, size_t align, size_t size, int zero)
+void *mms__guard_alloc(struct mms_thread *t, unsigned fn, unsigned family, size_t align, size_t size, int zero,
+		       uintptr_t ra)
 {
 	size_t head, total;
 	struct gblk b;
@@ -451,7 +452,7 @@ void *mms__guard_alloc(struct mms_thread *t, unsigned fn, unsigned family, size_
 	b = (struct gblk){ .user = (uintptr_t)(raw + head), .raw = (uintptr_t)raw, .size = size, .fn = (uint16_t)fn,
 			   .family = (uint8_t)family, .head = (uint32_t)head };
 	if (t) {
-		mms__guard_rec_alloc(t, fn, raw + head, size);
+		mms__guard_rec_alloc(t, fn, raw + head, size, ra);
 		b.stamp = t->prev_stamp;
 		b.stack = mms__stacks_on ? t->last_stack : 0;
 	}
@@ -465,7 +466,7 @@ void *mms__guard_alloc(struct mms_thread *t, unsigned fn, unsigned family, size_
 	return raw + head;
 }
 
-void *mms__guard_alloc_plain(struct mms_thread *t, unsigned fn, size_t size, int zero)
+void *mms__guard_alloc_plain(struct mms_thread *t, unsigned fn, size_t size, int zero, uintptr_t ra)
 {
 	void *p = zero ? mms__real.calloc(1, size) : mms__real.malloc(size);
 	struct gblk b;
@@ -475,7 +476,7 @@ void *mms__guard_alloc_plain(struct mms_thread *t, unsigned fn, size_t size, int
 	b = (struct gblk){ .user = (uintptr_t)p, .raw = (uintptr_t)p, .size = size, .fn = (uint16_t)fn,
 			   .family = MMS_GUARD_FAMILY_PLAIN };
 	if (t)
-		mms__guard_rec_alloc(t, fn, p, size);
+		mms__guard_rec_alloc(t, fn, p, size, ra);
 	if (set_add(&b)) {
 		mms__real.free(p);
 		errno = ENOMEM;
@@ -641,13 +642,13 @@ void mms__guard_free(struct mms_thread *t, void *ptr, unsigned family, unsigned 
 	tls_at_stack = 0;
 }
 
-void *mms__guard_realloc(struct mms_thread *t, void *ptr, size_t size)
+void *mms__guard_realloc(struct mms_thread *t, void *ptr, size_t size, uintptr_t ra)
 {
 	struct gblk b;
 	void *r;
 
 	if (!ptr)
-		return mms__guard_alloc(t, MMS_ALLOC_REALLOC, MMS_GUARD_FAMILY_MALLOC, 16, size, 0);
+		return mms__guard_alloc(t, MMS_ALLOC_REALLOC, MMS_GUARD_FAMILY_MALLOC, 16, size, 0, ra);
 	if (!set_get((uintptr_t)ptr, &b)) {
 		tls_at_stack = t && mms__stacks_on ? mms__capture_stack(t) : 0;
 		bad_free(t, (uintptr_t)ptr);
@@ -659,8 +660,8 @@ void *mms__guard_realloc(struct mms_thread *t, void *ptr, size_t size)
 		mms__guard_free(t, ptr, MMS_GUARD_FAMILY_MALLOC, MMS_FREE_REALLOC);
 		return NULL;
 	}
-	r = b.family == MMS_GUARD_FAMILY_PLAIN ? mms__guard_alloc_plain(t, MMS_ALLOC_REALLOC, size, 0)
-					       : mms__guard_alloc(t, MMS_ALLOC_REALLOC, MMS_GUARD_FAMILY_MALLOC, 16, size, 0);
+	r = b.family == MMS_GUARD_FAMILY_PLAIN ? mms__guard_alloc_plain(t, MMS_ALLOC_REALLOC, size, 0, ra)
+					       : mms__guard_alloc(t, MMS_ALLOC_REALLOC, MMS_GUARD_FAMILY_MALLOC, 16, size, 0, ra);
 	if (!r)
 		return NULL;
 	memcpy(r, ptr, b.size < size ? b.size : size);

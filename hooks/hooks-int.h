@@ -462,8 +462,9 @@ void mms__elfsym_init(void) MMS_HIDDEN;
 void *mms__guard_alloc_hook(unsigned fn, unsigned family, size_t align, size_t size, int zero, uintptr_t ra) MMS_HIDDEN;
 void mms__guard_free_hook(void *ptr, unsigned family, uintptr_t ra) MMS_HIDDEN;
 /* Records the allocation of a guarded block (t->prev_stamp and
- * t->stack_id are then its stamp and stack). */
-void mms__guard_rec_alloc(struct mms_thread *t, unsigned fn, void *ptr, size_t size) MMS_HIDDEN;
+ * t->stack_id are then its stamp and stack); ra is the allocating call's
+ * return address, in its caller (the runtimes' blocks are told by it). */
+void mms__guard_rec_alloc(struct mms_thread *t, unsigned fn, void *ptr, size_t size, uintptr_t ra) MMS_HIDDEN;
 
 /* guard.c: guard mode (see there). The functions run inside the
  * reentrancy guard; t is the recording thread, or NULL when nothing is
@@ -474,18 +475,18 @@ void mms__guard_init(void) MMS_HIDDEN;
  * the C library: such calls get plain blocks (guard.c). */
 int mms__guard_plain_caller(uintptr_t ra) MMS_HIDDEN;
 /* A plain block (unguarded, but known): for the loader's and libc's calls. */
-void *mms__guard_alloc_plain(struct mms_thread *t, unsigned fn, size_t size, int zero) MMS_HIDDEN;
+void *mms__guard_alloc_plain(struct mms_thread *t, unsigned fn, size_t size, int zero, uintptr_t ra) MMS_HIDDEN;
 /* A guarded block of size bytes aligned to align (a power of two),
  * zeroed when zero; NULL (errno ENOMEM) when there is no memory. */
-void *mms__guard_alloc(struct mms_thread *t, unsigned fn, unsigned family, size_t align, size_t size,
-		       int zero) MMS_HIDDEN;
+void *mms__guard_alloc(struct mms_thread *t, unsigned fn, unsigned family, size_t align, size_t size, int zero,
+		       uintptr_t ra) MMS_HIDDEN;
 /* Releases ptr by a call of family `family` (free_fn: enum mms_free_fn
  * as recorded, | MMS_GUARD_FREE_THEIRS for the loader's and libc's): a bad
  * free is written as a finding and goes no further, but for theirs, which
  * go to libc (blocks they had before the recorder started). */
 #define MMS_GUARD_FREE_THEIRS 0x100
 void mms__guard_free(struct mms_thread *t, void *ptr, unsigned family, unsigned free_fn) MMS_HIDDEN;
-void *mms__guard_realloc(struct mms_thread *t, void *ptr, size_t size) MMS_HIDDEN;
+void *mms__guard_realloc(struct mms_thread *t, void *ptr, size_t size, uintptr_t ra) MMS_HIDDEN;
 /* 1 with *size the requested size when ptr is a live guarded block, else 0. */
 int mms__guard_usable(const void *ptr, size_t *size) MMS_HIDDEN;
 /* Checks every live guarded block and the quarantine, writing a CHECK

@@ -196,15 +196,15 @@ static inline void leave(void)
  * a runtime's scope (before main, in pthread_create), or the dynamic
  * loader's. */
 static __attribute__((noinline, cold)) void rec_alloc_slow(struct mms_thread *t, unsigned fn, void *ptr, size_t size,
-							  uint32_t stack, uint64_t stamp, uintptr_t fp)
+							  uint32_t stack, uint64_t stamp, uintptr_t ra)
 {
-	unsigned kind = mms__tls_runtime ? mms__runtime_kind(CALLER(fp)) : 0;
+	unsigned kind = mms__tls_runtime ? mms__runtime_kind(ra) : 0;
 
 	/* After start-up, ld.so allocates for a library it loads (dlopen:
 	 * its link map, scope and version data; its TLS blocks; a failed
 	 * dlopen's message): the loader's state, kept while the library is
 	 * loaded, whether the program or a library called dlopen. */
-	if (!kind && mms__in_code(&mms__ldso_code, CALLER(fp)))
+	if (!kind && mms__in_code(&mms__ldso_code, ra))
 		kind = MMS_RT_LOADER;
 
 	if (kind)
@@ -215,14 +215,15 @@ static __attribute__((noinline, cold)) void rec_alloc_slow(struct mms_thread *t,
 		mms__watch_note((uintptr_t)ptr, size);
 }
 
-/* An allocation with its stack taken already; fp: the hook's own frame. */
+/* An allocation with its stack taken already; ra: the return address of
+ * the program's call of the allocator, in its caller. */
 static inline void rec_alloc_with(struct mms_thread *t, unsigned fn, void *ptr, size_t size, uint32_t stack,
-				  uintptr_t fp)
+				  uintptr_t ra)
 {
 	uint64_t stamp = mms__stamp_obtain_addr((uintptr_t)ptr, t->index);
 
-	if (unlikely(mms__tls_alloc.any) || unlikely(mms__in_code(&mms__ldso_code, CALLER(fp))))
-		rec_alloc_slow(t, fn, ptr, size, stack, stamp, fp);
+	if (unlikely(mms__tls_alloc.any) || unlikely(mms__in_code(&mms__ldso_code, ra)))
+		rec_alloc_slow(t, fn, ptr, size, stack, stamp, ra);
 	else
 		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_ALLOC | fn), stamp, (uintptr_t)ptr, 2, size, stack, 0);
 }
@@ -230,7 +231,7 @@ static inline void rec_alloc_with(struct mms_thread *t, unsigned fn, void *ptr, 
 /* fp: the hook's own frame (see mms__capture_stack_at). */
 static void rec_alloc(struct mms_thread *t, unsigned fn, void *ptr, size_t size, uintptr_t fp)
 {
-	rec_alloc_with(t, fn, ptr, size, mms__capture_stack_at(t, fp), fp);
+	rec_alloc_with(t, fn, ptr, size, mms__capture_stack_at(t, fp), CALLER(fp));
 }
 
 /* A free with the stack of the call that freed (FREE_STACK); fp: the
@@ -280,9 +281,9 @@ static inline void rec_free(struct mms_thread *t, unsigned fn, void *ptr, uint64
  * guard.c, recorded or not; a call made inside a hook (a signal handler's)
  * is passed through unguarded. */
 
-void mms__guard_rec_alloc(struct mms_thread *t, unsigned fn, void *ptr, size_t size)
+void mms__guard_rec_alloc(struct mms_thread *t, unsigned fn, void *ptr, size_t size, uintptr_t ra)
 {
-	rec_alloc(t, fn, ptr, size, FRAME);
+	rec_alloc_with(t, fn, ptr, size, mms__capture_stack_at(t, FRAME), ra);
 }
 
 /* Takes the reentrancy guard for guard.c: 0 when the thread is inside a
@@ -305,9 +306,9 @@ void *mms__guard_alloc_hook(unsigned fn, unsigned family, size_t align, size_t s
 		return zero ? mms__real.calloc(1, size)
 			    : align > 16 ? mms__real.memalign(align, size) : mms__real.malloc(size);
 	if (unlikely(mms__guard_plain_caller(ra)))
-		r = mms__guard_alloc_plain(t, fn, size, zero);
+		r = mms__guard_alloc_plain(t, fn, size, zero, ra);
 	else
-		r = mms__guard_alloc(t, fn, family, align, size, zero);
+		r = mms__guard_alloc(t, fn, family, align, size, zero, ra);
 	leave();
 	return r;
 }
@@ -332,9 +333,9 @@ static __attribute__((noinline)) void *guard_realloc_hook(void *ptr, size_t size
 	if (!guard_enter(&t))
 		return mms__real.realloc(ptr, size);
 	if (!ptr && unlikely(mms__guard_plain_caller(ra)))
-		r = mms__guard_alloc_plain(t, MMS_ALLOC_REALLOC, size, 0);
+		r = mms__guard_alloc_plain(t, MMS_ALLOC_REALLOC, size, 0, ra);
 	else
-		r = mms__guard_realloc(t, ptr, size);
+		r = mms__guard_realloc(t, ptr, size, ra);
 	leave();
 	return r;
 }
@@ -471,7 +472,7 @@ static void *realloc_common(void *ptr, size_t size, uintptr_t ra)
 		if (ptr)
 			rec_free_with(t, MMS_FREE_REALLOC, ptr, t1, stack);
 		if (r)
-			rec_alloc_with(t, MMS_ALLOC_REALLOC, r, size, stack, FRAME);
+			rec_alloc_with(t, MMS_ALLOC_REALLOC, r, size, stack, ra);
 	}
 	leave();
 	return r;

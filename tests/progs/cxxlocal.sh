@@ -48,13 +48,16 @@ grep -q "the dynamic loader's, for a library loaded with dlopen() and still load
 # new, after the failed dlopen, has the recorder look libstdc++'s
 # operator up, which must leave the pending error for the program's
 # dlerror() (a dlsym() there, as before, consumed it: "no error").
-for stacks in 0 16; do
+# Guard mode records through guard.c, which must pass the caller along.
+for stacks in 0 16 guard; do
 	for how in none unread read; do
 		n=exit$stacks$how
 		set -- "$MMS_PROGS/cxxlocal" "$MMS_PROGS/cxxplug.so" 10
 		[ $how = none ] || set -- "$@" $how "$PWD/no-such-plugin.so"
 		native=$("$@") || fail "cxxlocal $how exited $? natively"
-		MSMEMSCOPE_CONFIG=call_stack=$stacks record $n.mms "$@" >$n.out || fail "cxxlocal $how exited $? recorded"
+		config=call_stack=$stacks
+		[ $stacks != guard ] || config=guard=1
+		MSMEMSCOPE_CONFIG=$config record $n.mms "$@" >$n.out || fail "cxxlocal $how exited $? recorded"
 		expect_eq "$n: the program's output" "$(cat $n.out)" "$native"
 		summarize $n.mms
 		expect_consistent $n.mms.json
