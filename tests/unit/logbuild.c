@@ -163,6 +163,15 @@ void lb_string(struct lb *b, uint64_t stamp, uint64_t id, const char *s)
 	lb_end(b);
 }
 
+void lb_stack(struct lb *b, uint64_t stamp, uint64_t id, uint64_t parent, uint64_t ip)
+{
+	lb_begin(b, MMS_TAG_STACK, stamp);
+	lb_u(b, id);
+	lb_u(b, parent);
+	lb_u(b, ip);
+	lb_end(b);
+}
+
 void lb_meta(struct lb *b, uint64_t stamp, const char *key, const char *value)
 {
 	lb_begin(b, MMS_TAG_META, stamp);
@@ -202,6 +211,33 @@ void lb_munmap(struct lb *b, uint64_t stamp, uint64_t addr, uint64_t size)
 	lb_begin(b, MMS_TAG_MUNMAP, stamp);
 	lb_addr(b, addr);
 	lb_u(b, size);
+	lb_end(b);
+}
+
+/* A pool event's fields up to its stack. */
+static void pool_fields(struct lb *b, uint8_t tag, uint64_t stamp, uint64_t pool, uint64_t addr, uint64_t size,
+			uint64_t total, uint64_t used)
+{
+	lb_begin(b, tag, stamp);
+	lb_u(b, pool);
+	lb_addr(b, addr);
+	lb_u(b, size);
+	lb_u(b, total);
+	lb_u(b, used);
+}
+
+void lb_pool_alloc(struct lb *b, uint64_t stamp, uint64_t pool, uint64_t addr, uint64_t size, uint64_t total,
+		   uint64_t used, uint64_t stack)
+{
+	pool_fields(b, MMS_TAG_POOL_ALLOC, stamp, pool, addr, size, total, used);
+	lb_u(b, stack);
+	lb_end(b);
+}
+
+void lb_pool_free(struct lb *b, uint64_t stamp, uint64_t pool, uint64_t addr, uint64_t size, uint64_t total,
+		  uint64_t used)
+{
+	pool_fields(b, MMS_TAG_POOL_FREE, stamp, pool, addr, size, total, used);
 	lb_end(b);
 }
 

@@ -52,10 +52,17 @@ void lb_raw(struct lb *b, const void *bytes, size_t len); /* published as is */
 void lb_thread(struct lb *b, uint64_t stamp, uint32_t thread, uint64_t tid);
 void lb_string(struct lb *b, uint64_t stamp, uint64_t id, const char *s);
 void lb_meta(struct lb *b, uint64_t stamp, const char *key, const char *value);
+void lb_stack(struct lb *b, uint64_t stamp, uint64_t id, uint64_t parent, uint64_t ip);
 void lb_alloc(struct lb *b, uint64_t stamp, int fn, uint64_t addr, uint64_t size, uint64_t stack);
 void lb_free(struct lb *b, uint64_t stamp, int fn, uint64_t addr);
 void lb_mmap(struct lb *b, uint64_t stamp, uint64_t addr, uint64_t size);
 void lb_munmap(struct lb *b, uint64_t stamp, uint64_t addr, uint64_t size);
+/* A custom pool's block (pool: the string id of its name); total and used
+ * as the pool reports them. */
+void lb_pool_alloc(struct lb *b, uint64_t stamp, uint64_t pool, uint64_t addr, uint64_t size, uint64_t total,
+		   uint64_t used, uint64_t stack);
+void lb_pool_free(struct lb *b, uint64_t stamp, uint64_t pool, uint64_t addr, uint64_t size, uint64_t total,
+		  uint64_t used);
 void lb_event0(struct lb *b, uint8_t tag, uint64_t stamp); /* no payload */
 void lb_event1(struct lb *b, uint8_t tag, uint64_t stamp, uint64_t u); /* one u */
 
