@@ -272,7 +272,20 @@ typedef struct mms_trace_options {
 	/* Write the usage timeline to this path as TSV (header
 	 * "time_ns\tlive_bytes", then a row per point); NULL: none. */
 	const char *usage_path;
-	mms_output_options_t out; /* replace an existing usage_path */
+	/* Write every block of the peak's list (watermark_path) and of the
+	 * end's (leakage_path) to these paths at the end of the pass, in the
+	 * lists' order, as mms_trace_write_tsv() writes them; NULL: none.
+	 * Not with the MMS_TRACE_SKIP_* flag of the same list. The pass
+	 * writes the rows from its own compact records, so a list's blocks
+	 * need not all be made into mms_trace_block_t (see top). */
+	const char *watermark_path;
+	const char *leakage_path;
+	mms_output_options_t out; /* replace an existing usage_path,
+	                            watermark_path or leakage_path; the
+	                            symbolizer of the last two's stacks */
+	size_t top;              /* the records kept of each list: its first top
+	                            blocks in peak and end (0 = all of them); the
+	                            totals and the files cover every block */
 	uint64_t buckets;        /* that file's points: 0 = one per change of
 	                            live bytes; N = the highest of each of N
 	                            equal time buckets, so the peak survives */
@@ -303,11 +316,19 @@ typedef struct mms_trace {
 	                            the start, when a fork child's inherited heap
 	                            was the peak) */
 	uint64_t peak_ns;        /* and its time */
-	mms_trace_block_t *peak; /* blocks live at that moment, largest first */
-	size_t npeak;
+	size_t peak_blocks;      /* the number of blocks live at that moment */
+	mms_trace_block_t *peak; /* the first of them, largest first (then the
+	                            oldest, then the lowest address): all, or the
+	                            first options.top */
+	size_t npeak;            /* the records in peak, at most peak_blocks */
 	uint64_t end_bytes;      /* live at the end */
-	mms_trace_block_t *end;  /* blocks live at the end, largest first */
-	size_t nend;
+	size_t end_blocks;       /* the number of blocks live at the end */
+	mms_trace_block_t *end;  /* the first of them, in the same order */
+	size_t nend;             /* the records in end, at most end_blocks */
+	int watermark_rc;        /* 0, or why watermark_path was not written
+	                            (-EEXIST: it exists and out.overwrite is 0);
+	                            the lists and figures stand without it */
+	int leakage_rc;          /* the same for leakage_path */
 	uint64_t usage_rows;     /* rows written to usage_path */
 	uint64_t op_launches;
 	mms_trace_point_t *points; /* plot_buckets points, or NULL */
@@ -321,8 +342,12 @@ typedef struct mms_trace {
 /* Runs the three over the log the pass reads. Returns 0 and sets *out,
  * filled once mms_pass_run() returned (free it with mms_trace_free(); its
  * strings live until then, the log's until mms_log_close()), or a
- * negative code (-EEXIST: usage_path exists and overwrite is 0). Damage
- * in the log ends the pass early without failing it (stop_rc says so). */
+ * negative code (-EEXIST: usage_path exists and overwrite is 0;
+ * MMS_EUSAGE: a list's path with its skip flag). Damage in the log ends
+ * the pass early without failing it (stop_rc says so). watermark_path
+ * and leakage_path are written at the pass's end, both or, when the
+ * analysis fails, neither; a file that cannot be written is said in
+ * watermark_rc or leakage_rc, not in status. */
 int mms_trace_add(mms_pass_t *p, const mms_trace_options_t *opt, mms_trace_t **out);
 /* The same in a pass of its own. */
 int mms_trace_run(mms_log_t *log, const mms_trace_options_t *opt, mms_trace_t **out);

@@ -76,6 +76,34 @@ static void bucket_finish(struct bucketer *b, uint64_t live)
 
 /* --- the pass ---------------------------------------------------------------- */
 
+/* What a block's TSV row and its place in a list need. The peak's list
+ * may hold millions of blocks freed since the peak: each is kept as this
+ * (48 bytes), not as a public record (152), until the list is written. */
+struct row {
+	uint64_t addr, size, event, time_ns;
+	const char *var;         /* owner tags, else the pool's name, else "" */
+	uint32_t stack;
+	uint8_t mem;
+};
+
+static void row_of(const struct mms__blk *b, uint64_t time_ns, struct row *r)
+{
+	*r = (struct row){ .addr = b->addr, .size = b->size, .event = b->alloc_event, .time_ns = time_ns,
+			   .var = b->owner ? b->owner : b->pool ? b->pool : "", .stack = b->stack, .mem = b->mem };
+}
+
+/* A TSV file of blocks being written: the scripts' rows (see
+ * mms_trace_write_tsv()). */
+struct tsv {
+	struct mms__wfile *w;    /* NULL: none */
+	const mms_log_t *log;
+	uint64_t pid;
+	mms_symbolizer_t *sym;
+	int rc;                  /* the first error: no more rows */
+};
+
+static void tsv_row(struct tsv *f, const struct row *r);
+
 /* The result, with what it keeps besides. */
 struct trace_res {
 	mms_trace_t pub;
@@ -93,9 +121,16 @@ struct pass {
 	                                 state's step and range counters */
 	struct mms_pass *pass;
 	size_t time_off;         /* each live block's allocation time, in the pass's data */
-	/* Blocks (or mapping pieces) live at the peak and freed since. */
-	mms_trace_block_t *freed;
-	size_t nfreed, freed_cap;
+	/* Blocks (or mapping pieces) live at the peak and freed since: their
+	 * rows, and the records of those that may come first in the list. */
+	struct row *gone;
+	size_t ngone, gone_cap;
+	mms_trace_block_t *kept; /* all of them when top is 0 (kept[i] is gone[i]'s),
+	                            else a heap of the first top, the last at the root */
+	size_t nkept, kept_cap;
+	size_t top;              /* records made of each list, 0 = all */
+	char *tsv_path[2];       /* the watermark's and the leakage's TSV, or NULL */
+	mms_output_options_t out;
 	/* Mapping pieces an MMAP event is about to remove. */
 	struct piece {
 		struct mms__blk b;
@@ -155,14 +190,73 @@ static void block_out(struct pass *p, const struct mms__blk *b, uint64_t time_ns
 	out->time_ns = time_ns;
 }
 
+/* The lists' order: largest first, then the oldest (by allocation event),
+ * then the lowest address; no two blocks of a list are equal in it. */
+static int order_cmp(uint64_t size_a, uint64_t event_a, uint64_t addr_a, uint64_t size_b, uint64_t event_b,
+		     uint64_t addr_b)
+{
+	if (size_a != size_b)
+		return size_a > size_b ? -1 : 1;
+	if (event_a != event_b)
+		return event_a < event_b ? -1 : 1;
+	return addr_a < addr_b ? -1 : addr_a > addr_b;
+}
+
+static int record_cmp(const mms_trace_block_t *x, const mms_trace_block_t *y)
+{
+	return order_cmp(x->b.size, x->b.alloc_event, x->b.addr, y->b.size, y->b.alloc_event, y->b.addr);
+}
+
+static int record_qsort_cmp(const void *x, const void *y)
+{
+	return record_cmp(x, y);
+}
+
+/* Keeps the record of block b, freed since the peak: every one with top
+ * 0; else only while it is among the first top of those freed, in a heap
+ * whose root is the last of them (most blocks freed compare with the
+ * root only). */
+static int kept_add(struct pass *p, const struct mms__blk *b, uint64_t time_ns)
+{
+	mms_trace_block_t x, *k;
+	size_t i, c;
+
+	if (!p->top || p->nkept < p->top) {
+		if (mms__grow(&p->kept, &p->kept_cap, p->nkept, sizeof(*p->kept)))
+			return -ENOMEM;
+		k = p->kept;
+		i = p->nkept++;
+		block_out(p, b, time_ns, &k[i]);
+		for (; p->top && i && record_cmp(&k[(i - 1) / 2], &k[i]) < 0; i = (i - 1) / 2) {
+			x = k[i];
+			k[i] = k[(i - 1) / 2];
+			k[(i - 1) / 2] = x;
+		}
+		return 0;
+	}
+	k = p->kept;
+	if (order_cmp(b->size, b->alloc_event, b->addr, k[0].b.size, k[0].b.alloc_event, k[0].b.addr) >= 0)
+		return 0; /* after all those kept */
+	block_out(p, b, time_ns, &x);
+	for (i = 0; (c = 2 * i + 1) < p->nkept; i = c) {
+		if (c + 1 < p->nkept && record_cmp(&k[c + 1], &k[c]) > 0)
+			c++;
+		if (record_cmp(&k[c], &x) < 0)
+			break;
+		k[i] = k[c];
+	}
+	k[i] = x;
+	return 0;
+}
+
 static int freed_add(struct pass *p, const struct mms__blk *b, uint64_t time_ns)
 {
 	if (!(p->kinds & 1u << b->mem) || p->skip & MMS_TRACE_SKIP_PEAK)
 		return 0;
-	if (mms__grow(&p->freed, &p->freed_cap, p->nfreed, sizeof(*p->freed)))
+	if (mms__grow(&p->gone, &p->gone_cap, p->ngone, sizeof(*p->gone)))
 		return -ENOMEM;
-	block_out(p, b, time_ns, &p->freed[p->nfreed++]);
-	return 0;
+	row_of(b, time_ns, &p->gone[p->ngone++]);
+	return kept_add(p, b, time_ns);
 }
 
 /* Before an MMAP event: the pieces of live mappings it will remove (an
@@ -280,7 +374,8 @@ static int trace_event(struct pass *p, const mms_event_t *ev, uint64_t before, u
 		t->peak_bytes = now;
 		t->peak_event = ev->id;
 		t->peak_ns = ev->time_ns;
-		p->nfreed = 0;
+		p->ngone = 0;
+		p->nkept = 0;
 	}
 	if (p->usage) {
 		if (p->file_bucketed) {
@@ -309,207 +404,197 @@ static int pass_event(struct mms__sub *sub, struct mms_pass *pass, const mms_eve
 	return rc;
 }
 
-/* Collects blocks into a list sorted largest first (then oldest first,
- * then by address): first their sort keys and where each is (a live
- * block's slot, or a block made already: freed since the peak, a piece
- * of a mapping), then the list is made in their order, each block
- * written once. */
-#define MADE ((size_t)1 << (sizeof(size_t) * 8 - 1)) /* ref: index in made */
+/* A list of blocks being made: the blocks' sort keys and where each is,
+ * in k[i].ix: a live block's slot, a piece of a live mapping
+ * (REF_PIECE | its index in the state's maps) or a block freed since the
+ * peak (REF_GONE | its index in gone). Only these 16 bytes a block are
+ * sorted; the rows are written and the first records made from where the
+ * blocks are. */
+#define REF_PIECE ((size_t)1 << (sizeof(size_t) * 8 - 1))
+#define REF_GONE ((size_t)1 << (sizeof(size_t) * 8 - 2))
+#define REF_IX (REF_GONE - 1)
 
-struct cand {
-	uint64_t size, event;
-	size_t ref;              /* a slot, or MADE | index in made */
-};
-
-struct collect {
+struct list {
 	struct pass *p;
-	struct cand *v;
-	size_t n, cap;
-	mms_trace_block_t *made;
-	size_t nmade, made_cap;
 	uint64_t limit;          /* only blocks allocated at or before it */
-	uint64_t bytes;
+	int gone;                /* with the blocks freed since the peak */
+	int fill;                /* 0: count the blocks; 1: fill k */
+	struct mms__keyed *k;
+	size_t n;
+	uint64_t bytes, most, last; /* their bytes, the largest size, the last event */
+	unsigned ebits;          /* the bits of last */
+	int wide;                /* size and event do not fit one key */
 };
 
-static int cand_add(struct collect *c, uint64_t size, uint64_t event, size_t ref)
+static void list_one(struct list *l, uint64_t size, uint64_t event, size_t ref)
 {
-	if (mms__grow(&c->v, &c->cap, c->n, sizeof(*c->v)))
-		return -ENOMEM;
-	c->v[c->n++] = (struct cand){ size, event, ref };
-	c->bytes += size;
-	return 0;
+	if (l->fill) {
+		l->k[l->n].key = l->wide ? 0 : (l->ebits < 64 ? (l->most - size) << l->ebits : 0) | event;
+		l->k[l->n++].ix = ref;
+		return;
+	}
+	l->n++;
+	l->bytes += size;
+	l->most = size > l->most ? size : l->most;
+	l->last = event > l->last ? event : l->last;
 }
 
-/* Room for the live blocks and more candidates, so that the list does
- * not grow by doubling (a million blocks are common). */
-static int collect_room(struct collect *c, size_t more)
+static int list_visit(const struct mms__blk *b, void *ctx)
 {
-	const struct mms__state *st = c->p->st;
+	struct list *l = ctx;
+	const struct mms__state *st = l->p->st;
 
-	c->cap = st->nblks - st->nfree + st->maps.n + more;
-	c->v = malloc((c->cap ? c->cap : 1) * sizeof(*c->v));
-	return c->v ? 0 : -ENOMEM;
-}
-
-static int collect_one(const struct mms__blk *b, void *ctx)
-{
-	struct collect *c = ctx;
-	const struct mms__state *st = c->p->st;
-
-	if (b->alloc_event > c->limit || !(c->p->kinds & 1u << b->mem))
+	if (b->alloc_event > l->limit || !(l->p->kinds & 1u << b->mem))
 		return 0;
 	if (b >= st->blks && b < st->blks + st->nblks)
-		return cand_add(c, b->size, b->alloc_event, (size_t)(b - st->blks));
-	/* A piece of a mapping, made for this call only. */
-	if (mms__grow(&c->made, &c->made_cap, c->nmade, sizeof(*c->made)))
-		return -ENOMEM;
-	block_out(c->p, b, block_time(c->p, b), &c->made[c->nmade]);
-	return cand_add(c, b->size, b->alloc_event, MADE | c->nmade++);
+		list_one(l, b->size, b->alloc_event, (size_t)(b - st->blks));
+	else /* a piece of a mapping, a copy: its range's index */
+		list_one(l, b->size, b->alloc_event, REF_PIECE | mms__ivset_find(&st->maps, b->addr));
+	return 0;
 }
 
-/* The address of candidate x's block. */
-static uint64_t cand_addr(const struct collect *c, const struct cand *x)
+static void list_walk(struct list *l)
 {
-	return x->ref & MADE ? c->made[x->ref & ~MADE].b.addr : c->p->st->blks[x->ref].addr;
+	size_t i;
+
+	l->n = 0;
+	mms__state_each(l->p->st, list_visit, l);
+	for (i = 0; l->gone && i < l->p->ngone; i++)
+		list_one(l, l->p->gone[i].size, l->p->gone[i].event, REF_GONE | i);
 }
 
-static int cand_cmp(const struct collect *c, const struct cand *x, const struct cand *y)
+/* The slot of the live block, or of the live mapping, that ref is of. */
+static const struct mms__blk *ref_blk(const struct pass *p, size_t ref)
 {
-	uint64_t a, b;
-
-	if (x->size != y->size)
-		return x->size > y->size ? -1 : 1;
-	if (x->event != y->event)
-		return x->event < y->event ? -1 : 1;
-	a = cand_addr(c, x);
-	b = cand_addr(c, y);
-	return a < b ? -1 : a > b;
+	return &p->st->blks[ref & REF_PIECE ? p->st->maps.iv[ref & REF_IX].val : ref];
 }
 
-static int keyed_cmp(const void *a, const void *b, void *ctx)
+/* The row of the block at ref. */
+static void ref_row(struct pass *p, size_t ref, struct row *r)
 {
-	const struct collect *c = ctx;
+	const struct mms__blk *b;
+	const struct mms__iv *iv;
 
-	return cand_cmp(c, &c->v[((const struct mms__keyed *)a)->ix], &c->v[((const struct mms__keyed *)b)->ix]);
+	if (ref & REF_GONE) {
+		*r = p->gone[ref & REF_IX];
+		return;
+	}
+	b = ref_blk(p, ref);
+	row_of(b, block_time(p, b), r);
+	if (ref & REF_PIECE) {
+		iv = &p->st->maps.iv[ref & REF_IX];
+		r->addr = iv->lo;
+		r->size = iv->hi - iv->lo;
+	}
 }
 
-/* The candidates' order as cand_cmp() has it, as indices into c->v in
- * (*k)[i].ix (freed by the caller): a radix sort of one key of the size
- * and the event where both fit in 64 bits, runs of equal keys (pieces of
- * one mapping) by address; else a qsort(). Returns 0 or -ENOMEM. */
-static int cands_order(struct collect *c, struct mms__keyed **k)
+static int ref_cmp(const void *a, const void *b, void *ctx)
 {
-	uint64_t most = 0, last = 0;
-	unsigned ebits;
+	struct pass *p = ctx;
+	struct row x, y;
+
+	ref_row(p, ((const struct mms__keyed *)a)->ix, &x);
+	ref_row(p, ((const struct mms__keyed *)b)->ix, &y);
+	return order_cmp(x.size, x.event, x.addr, y.size, y.event, y.addr);
+}
+
+/* Puts the list's blocks in l->k in their order (l->k freed by the
+ * caller): a radix sort of one key of the size and the event where both
+ * fit in 64 bits, runs of equal keys (pieces of one mapping) by address;
+ * else a qsort(). Returns 0 or -ENOMEM. */
+static int list_sort(struct list *l)
+{
 	size_t i, lo;
 
-	*k = malloc((c->n ? c->n : 1) * sizeof(**k));
-	if (!*k)
+	list_walk(l);
+	l->ebits = mms__bits(l->last);
+	l->wide = mms__bits(l->most) + l->ebits > 64;
+	l->k = malloc((l->n ? l->n : 1) * sizeof(*l->k));
+	if (!l->k)
 		return -ENOMEM;
-	for (i = 0; i < c->n; i++) {
-		most = c->v[i].size > most ? c->v[i].size : most;
-		last = c->v[i].event > last ? c->v[i].event : last;
+	l->fill = 1;
+	list_walk(l);
+	if (!l->wide && mms__sort_keyed(l->k, l->n)) {
+		/* No memory for the sort. */
+		for (i = 0; i < l->n; i++)
+			l->k[i].key = 0;
 	}
-	ebits = mms__bits(last);
-	for (i = 0; i < c->n; i++) {
-		(*k)[i].key = (ebits < 64 ? (most - c->v[i].size) << ebits : 0) | c->v[i].event;
-		(*k)[i].ix = i;
-	}
-	if (mms__bits(most) + ebits > 64 || mms__sort_keyed(*k, c->n)) {
-		/* Keys too wide, or no memory for the sort. */
-		for (i = 0; i < c->n; i++)
-			(*k)[i].key = 0;
-	}
-	for (lo = 0; lo < c->n; lo = i) {
-		for (i = lo + 1; i < c->n && (*k)[i].key == (*k)[lo].key; i++)
+	for (lo = 0; lo < l->n; lo = i) {
+		for (i = lo + 1; i < l->n && l->k[i].key == l->k[lo].key; i++)
 			;
 		if (i - lo > 1)
-			qsort_r(*k + lo, i - lo, sizeof(**k), keyed_cmp, c);
+			qsort_r(l->k + lo, i - lo, sizeof(*l->k), ref_cmp, l->p);
 	}
 	return 0;
 }
 
-/* Puts made in the order of k, in place: made[k[i].ix] (cands refer to
- * made only) goes to place i, each cycle of the permutation followed
- * once. */
-static void made_permute(struct collect *c, struct mms__keyed *k)
+/* The record of the block at ref, the first in the list to be made of
+ * those freed since the peak when nth (from 0). */
+static void ref_record(struct pass *p, size_t ref, size_t nth, mms_trace_block_t *out)
 {
-	mms_trace_block_t tmp;
-	size_t i, j, f;
+	const struct mms__blk *b;
+	struct mms__blk piece;
+	const struct mms__iv *iv;
 
-	for (i = 0; i < c->n; i++)
-		k[i].ix = c->v[k[i].ix].ref & ~MADE; /* where place i's block is now */
-	for (i = 0; i < c->n; i++) {
-		if (k[i].ix == i)
-			continue;
-		tmp = c->made[i];
-		for (j = i; k[j].ix != i; j = f) {
-			f = k[j].ix;
-			c->made[j] = c->made[f];
-			k[j].ix = j;
-		}
-		c->made[j] = tmp;
-		k[j].ix = j;
+	if (ref & REF_GONE) {
+		/* With top 0 every one was kept, in the order of gone; else
+		 * the kept are the first of them, sorted: the nth freed block
+		 * of the list is the nth kept (nth < nkept, as the list's
+		 * first top hold at most top of them). */
+		*out = p->kept[p->top ? nth : ref & REF_IX];
+		return;
+	}
+	b = ref_blk(p, ref);
+	if (ref & REF_PIECE) {
+		iv = &p->st->maps.iv[ref & REF_IX];
+		piece = *b;
+		piece.addr = iv->lo;
+		piece.size = iv->hi - iv->lo;
+		block_out(p, &piece, block_time(p, b), out);
+	} else {
+		block_out(p, b, block_time(p, b), out);
 	}
 }
 
-/* Makes the sorted list of what c collected into *out (*n blocks), and
- * frees what c held. When most blocks are made already (the peak's list:
- * blocks freed since, often millions), the live ones join them and the
- * list is sorted in place; else it is written anew in order. Returns 0
- * or -ENOMEM. */
-static int collect_finish(struct collect *c, mms_trace_block_t **out, size_t *n)
+/* Makes list l: its first top blocks as records in *out (*nout of them;
+ * NULL when none), every block's row into f (when open), and sets *total
+ * and *bytes. Returns 0 or -ENOMEM. */
+static int list_make(struct list *l, struct tsv *f, mms_trace_block_t **out, size_t *nout, size_t *total,
+		     uint64_t *bytes)
 {
-	const struct mms__state *st = c->p->st;
+	struct pass *p = l->p;
 	mms_trace_block_t *v = NULL;
-	struct mms__keyed *k = NULL;
-	int in_place = c->nmade > c->n / 4;
-	struct cand *x;
-	size_t i;
+	size_t i, keep, nth = 0;
+	struct row r;
 	int rc;
 
-	for (i = 0; in_place && i < c->n; i++) {
-		x = &c->v[i];
-		if (x->ref & MADE)
-			continue;
-		if (mms__grow(&c->made, &c->made_cap, c->nmade, sizeof(*c->made))) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		block_out(c->p, &st->blks[x->ref], block_time(c->p, &st->blks[x->ref]), &c->made[c->nmade]);
-		x->ref = MADE | c->nmade++;
-	}
-	rc = cands_order(c, &k);
-	if (rc)
-		goto out;
-	if (in_place) {
-		made_permute(c, k);
-		v = c->made;
-		c->made = NULL;
-	} else if (c->n) {
-		v = malloc(c->n * sizeof(*v));
-		if (!v) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		for (i = 0; i < c->n; i++) {
-			x = &c->v[k[i].ix];
-			if (x->ref & MADE)
-				v[i] = c->made[x->ref & ~MADE];
-			else
-				block_out(c->p, &st->blks[x->ref], block_time(c->p, &st->blks[x->ref]), &v[i]);
+	rc = list_sort(l);
+	keep = p->top && p->top < l->n ? p->top : l->n;
+	if (!rc && keep && !(v = malloc(keep * sizeof(*v))))
+		rc = -ENOMEM;
+	if (!rc && l->gone && p->top)
+		qsort(p->kept, p->nkept, sizeof(*p->kept), record_qsort_cmp);
+	for (i = 0; !rc && i < l->n && (i < keep || (f->w && !f->rc)); i++) {
+		size_t ref = l->k[i].ix;
+
+		if (i < keep)
+			ref_record(p, ref, ref & REF_GONE ? nth++ : 0, &v[i]);
+		if (f->w && !f->rc) {
+			ref_row(p, ref, &r);
+			tsv_row(f, &r);
 		}
 	}
-out:
-	*out = rc ? NULL : v;
-	*n = rc ? 0 : c->n;
-	free(k);
-	free(c->v);
-	free(c->made);
-	c->v = NULL;
-	c->made = NULL;
-	c->n = c->cap = c->nmade = c->made_cap = 0;
-	return rc;
+	free(l->k);
+	l->k = NULL;
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*nout = keep;
+	*total = l->n;
+	*bytes = l->bytes;
+	return 0;
 }
 
 /* The span of the log's events: from the start of the recording (the
@@ -539,51 +624,57 @@ static void bucketer_init(struct bucketer *b, uint64_t t0, uint64_t t1, uint64_t
 	b->ctx = ctx;
 }
 
+/* Opens the TSV file at path (none when NULL) into f: a file that cannot
+ * be made is said in *rc, and its list is made without it. */
+static void tsv_open(struct pass *p, struct tsv *f, const char *path, int *rc)
+{
+	mms_log_info_t info;
+
+	memset(f, 0, sizeof(*f));
+	*rc = 0;
+	if (!path)
+		return;
+	mms_log_get_info(p->log, &info);
+	f->log = p->log;
+	f->pid = info.pid;
+	f->sym = p->out.sym;
+	f->w = mms__wfile_open(path, p->out.overwrite, rc);
+}
+
+/* The lists, and their files: both files are moved into place once both
+ * lists are made (none when the analysis fails). */
 static int pass_finish(struct pass *p)
 {
 	mms_trace_t *t = p->t;
-	struct collect c = { .p = p, .limit = UINT64_MAX };
-	size_t i;
-	int rc;
+	struct tsv f[2];
+	struct list l;
+	uint64_t bytes;
+	int rc = 0;
 
+	tsv_open(p, &f[0], p->tsv_path[0], &t->watermark_rc);
+	tsv_open(p, &f[1], p->tsv_path[1], &t->leakage_rc);
 	/* Leakage: everything live at the end (its bytes also when the list
 	 * is not wanted). */
 	if (p->skip & MMS_TRACE_SKIP_END) {
 		t->end_bytes = live_total(p);
 	} else {
-		rc = collect_room(&c, 0);
-		if (!rc)
-			rc = mms__state_each(p->st, collect_one, &c);
-		t->end_bytes = c.bytes;
-		if (!rc)
-			rc = collect_finish(&c, &t->end, &t->nend);
-		if (rc)
-			goto fail;
+		l = (struct list){ .p = p, .limit = UINT64_MAX };
+		rc = list_make(&l, &f[1], &t->end, &t->nend, &t->end_blocks, &t->end_bytes);
 	}
-	if (p->skip & MMS_TRACE_SKIP_PEAK)
-		return 0;
-
 	/* Watermark: what is still live of the peak, and what was freed
-	 * since. */
-	memset(&c, 0, sizeof(c));
-	c.p = p;
-	c.limit = t->peak_bytes ? t->peak_event : 0;
-	c.made = p->freed;
-	c.nmade = p->nfreed;
-	c.made_cap = p->freed_cap;
-	p->freed = NULL;
-	if (!t->peak_bytes)
-		return collect_finish(&c, &t->peak, &t->npeak); /* none */
-	rc = collect_room(&c, c.nmade);
-	for (i = 0; !rc && i < c.nmade; i++)
-		rc = cand_add(&c, c.made[i].b.size, c.made[i].b.alloc_event, MADE | i);
-	if (!rc)
-		rc = mms__state_each(p->st, collect_one, &c);
-	if (!rc)
-		return collect_finish(&c, &t->peak, &t->npeak);
-fail:
-	free(c.v);
-	free(c.made);
+	 * since (none without a peak). */
+	if (!rc && !(p->skip & MMS_TRACE_SKIP_PEAK) && t->peak_bytes) {
+		l = (struct list){ .p = p, .limit = t->peak_event, .gone = 1 };
+		rc = list_make(&l, &f[0], &t->peak, &t->npeak, &t->peak_blocks, &bytes); /* peak_bytes's */
+	}
+	free(p->gone);
+	free(p->kept);
+	p->gone = NULL;
+	p->kept = NULL;
+	if (f[0].w)
+		t->watermark_rc = mms__wfile_close(f[0].w, rc ? rc : f[0].rc);
+	if (f[1].w)
+		t->leakage_rc = mms__wfile_close(f[1].w, rc ? rc : f[1].rc);
 	return rc;
 }
 
@@ -627,8 +718,11 @@ static void pass_drop(struct mms__sub *sub)
 	struct pass *p = (struct pass *)sub;
 
 	mms__wfile_close(p->usage, MMS_EUSAGE); /* not finished: no file */
-	free(p->freed);
+	free(p->gone);
+	free(p->kept);
 	free(p->pieces);
+	free(p->tsv_path[0]);
+	free(p->tsv_path[1]);
 	free(p);
 }
 
@@ -647,6 +741,9 @@ MMS__EXPORT int mms_trace_add(mms_pass_t *pass, const mms_trace_options_t *opt, 
 		return MMS_EUSAGE;
 	if (!opt)
 		opt = &none;
+	if ((opt->watermark_path && opt->skip & MMS_TRACE_SKIP_PEAK) ||
+	    (opt->leakage_path && opt->skip & MMS_TRACE_SKIP_END))
+		return MMS_EUSAGE;
 	res = calloc(1, sizeof(*res));
 	p = calloc(1, sizeof(*p));
 	if (!res || !p) {
@@ -664,6 +761,14 @@ MMS__EXPORT int mms_trace_add(mms_pass_t *pass, const mms_trace_options_t *opt, 
 	p->time_off = mms__pass_attach(pass, sizeof(uint64_t));
 	p->kinds = opt->kinds ? opt->kinds : (1u << MMS_MEM_KIND_COUNT) - 1 - (1u << MMS_MEM_DEVICE);
 	p->skip = opt->skip;
+	p->top = opt->top;
+	p->out = opt->out;
+	/* Written at the end: the caller's strings may be gone by then. */
+	if ((opt->watermark_path && !(p->tsv_path[0] = strdup(opt->watermark_path))) ||
+	    (opt->leakage_path && !(p->tsv_path[1] = strdup(opt->leakage_path)))) {
+		rc = -ENOMEM;
+		goto fail;
+	}
 	log_span(p->log, &t->first_ns, &t->last_ns);
 	p->sub.name = "trace";
 	p->sub.kinds = ~0u;
@@ -727,9 +832,9 @@ MMS__EXPORT void mms_trace_free(mms_trace_t *t)
 
 /* --- the scripts' TSV ------------------------------------------------------------- */
 
-static const char *kind_name(const mms_block_t *b)
+static const char *kind_name(unsigned mem)
 {
-	const char *name = mms_mem_kind_name(b->mem);
+	const char *name = mms_mem_kind_name(mem);
 
 	return name ? name : "POOL";
 }
@@ -763,72 +868,84 @@ MMS__EXPORT int mms_trace_frame_text(const mms_frame_t *f, char *buf, size_t len
 	return n;
 }
 
-MMS__EXPORT int mms_trace_write_tsv(mms_log_t *log, const mms_trace_block_t *blocks, size_t n, const char *path,
-				    const mms_output_options_t *out)
+/* Writes the row of one block to f; the first error goes to f->rc (the
+ * file is then not kept). */
+static void tsv_row(struct tsv *f, const struct row *r)
 {
-	mms_symbolizer_t *sym = out ? out->sym : NULL;
-	mms_log_info_t info;
-	struct mms__wfile *w;
+	struct mms__wfile *w = f->w;
 	uint64_t ips[256];
 	mms_frame_t frames[64];
 	char text[1024];
+	int depth, k, j, nf;
+
+	mms__wfile_u64(w, f->pid, '\t');
+	mms__wfile_hex(w, r->addr, '\t');
+	mms__wfile_u64(w, r->time_ns, '\t');
+	mms__wfile_u64(w, r->size, '\t');
+	mms__wfile_str(w, kind_name(r->mem));
+	mms__wfile_str(w, "\tALLOCATION\t");
+	w_field(w, r->var);
+	mms__wfile_mem(w, "\t", 1);
+	depth = mms__log_stack(f->log, r->stack, ips, sizeof(ips) / sizeof(ips[0]));
+	if (depth < 0) {
+		f->rc = depth;
+		return;
+	}
+	if ((size_t)depth > sizeof(ips) / sizeof(ips[0]))
+		depth = (int)(sizeof(ips) / sizeof(ips[0]));
+	/* Python frames where the eval loop ran them. */
+	if (f->sym && depth > 0) {
+		int m = mms_stack_mixed(f->sym, ips, (size_t)depth);
+		if (m < 0) {
+			f->rc = m;
+			return;
+		}
+		depth = m;
+	}
+	for (k = 0; k < depth; k++) {
+		mms_frame_t one = { .ip = ips[k] };
+
+		nf = f->sym ? mms_symbolize(f->sym, ips[k], frames, sizeof(frames) / sizeof(frames[0])) : 0;
+		if (nf < 0) {
+			f->rc = nf;
+			return;
+		}
+		if (!nf) {
+			frames[0] = one;
+			nf = 1;
+		}
+		for (j = 0; j < nf; j++) {
+			if (k || j)
+				mms__wfile_str(w, "; ");
+			mms_trace_frame_text(&frames[j], text, sizeof(text));
+			w_field(w, text);
+		}
+	}
+	mms__wfile_mem(w, "\n", 1);
+}
+
+MMS__EXPORT int mms_trace_write_tsv(mms_log_t *log, const mms_trace_block_t *blocks, size_t n, const char *path,
+				    const mms_output_options_t *out)
+{
+	struct tsv f = { .log = log, .sym = out ? out->sym : NULL };
+	mms_log_info_t info;
+	struct row r;
 	size_t i;
-	int rc = 0, depth, k, j, nf;
+	int rc = 0;
 
 	if (!log || !path || (!blocks && n))
 		return MMS_EUSAGE;
 	mms_log_get_info(log, &info);
-	w = mms__wfile_open(path, out && out->overwrite, &rc);
-	if (!w)
+	f.pid = info.pid;
+	f.w = mms__wfile_open(path, out && out->overwrite, &rc);
+	if (!f.w)
 		return rc;
-	for (i = 0; i < n && !rc; i++) {
-		const mms_trace_block_t *tb = &blocks[i];
-		const char *var = tb->b.owner ? tb->b.owner : tb->b.pool ? tb->b.pool : "";
+	for (i = 0; i < n && !f.rc; i++) {
+		const mms_block_t *b = &blocks[i].b;
 
-		mms__wfile_u64(w, info.pid, '\t');
-		mms__wfile_hex(w, tb->b.addr, '\t');
-		mms__wfile_u64(w, tb->time_ns, '\t');
-		mms__wfile_u64(w, tb->b.size, '\t');
-		mms__wfile_str(w, kind_name(&tb->b));
-		mms__wfile_str(w, "\tALLOCATION\t");
-		w_field(w, var);
-		mms__wfile_mem(w, "\t", 1);
-		depth = mms__log_stack(log, tb->b.stack, ips, sizeof(ips) / sizeof(ips[0]));
-		if (depth < 0) {
-			rc = depth;
-			break;
-		}
-		if ((size_t)depth > sizeof(ips) / sizeof(ips[0]))
-			depth = (int)(sizeof(ips) / sizeof(ips[0]));
-		/* Python frames where the eval loop ran them. */
-		if (sym && depth > 0) {
-			int m = mms_stack_mixed(sym, ips, (size_t)depth);
-			if (m < 0) {
-				rc = m;
-				break;
-			}
-			depth = m;
-		}
-		for (k = 0; k < depth; k++) {
-			mms_frame_t one = { .ip = ips[k] };
-
-			nf = sym ? mms_symbolize(sym, ips[k], frames, sizeof(frames) / sizeof(frames[0])) : 0;
-			if (nf < 0) {
-				rc = nf;
-				break;
-			}
-			if (!nf) {
-				frames[0] = one;
-				nf = 1;
-			}
-			for (j = 0; j < nf; j++) {
-				if (k || j)
-					mms__wfile_str(w, "; ");
-				mms_trace_frame_text(&frames[j], text, sizeof(text));
-				w_field(w, text);
-			}
-		}
-		mms__wfile_mem(w, "\n", 1);
+		r = (struct row){ .addr = b->addr, .size = b->size, .event = b->alloc_event, .time_ns = blocks[i].time_ns,
+				  .var = b->owner ? b->owner : b->pool ? b->pool : "", .stack = b->stack, .mem = (uint8_t)b->mem };
+		tsv_row(&f, &r);
 	}
-	return mms__wfile_close(w, rc);
+	return mms__wfile_close(f.w, f.rc);
 }

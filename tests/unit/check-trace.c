@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* check-trace.c: unit tests of the watermark, usage and leakage pass
  * (replay/analyses/trace.c) over synthetic logs: the first moment of the peak,
- * blocks and mapping pieces freed after it, kinds, and the usage file. */
+ * blocks and mapping pieces freed after it, kinds, the usage file, and
+ * the lists' files, top and totals. */
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
@@ -68,6 +69,92 @@ static char *slurp(const char *path)
 	buf[n] = 0;
 	fclose(f);
 	return buf;
+}
+
+/* A log whose lists have every kind of member: blocks live at the peak
+ * and at the end, blocks freed after the peak in an order of their own
+ * (sizes repeating, so that the allocation event and the address order
+ * them too), pieces of a mapping cut after it, an owner's blocks and a
+ * pool's, two stacks. 45 blocks live at the peak (event 46), 14 at the
+ * end. */
+#define MANY 40
+static struct lb *many_blocks(void)
+{
+	struct lb *b = one_thread();
+	int i, j;
+
+	lb_string(b, 12, 1, "pool-a");
+	lb_string(b, 12, 2, "weights");
+	lb_stack(b, 12, 1, 0, 0x401000);
+	lb_stack(b, 12, 2, 1, 0x402000);
+	lb_alloc(b, 20, MMS_ALLOC_MALLOC, 0x500000, 4096, 0); /* event 1: freed before the peak */
+	lb_free(b, 21, MMS_FREE_FREE, 0x500000);
+	lb_event1(b, MMS_TAG_OWNER_PUSH, 22, 2);
+	for (i = 0; i < MANY; i++) /* events 4 to 43 */
+		lb_alloc(b, 30 + (uint64_t)i, MMS_ALLOC_MALLOC, 0x100000 + (uint64_t)(MANY - i) * 0x1000,
+			 16 + (uint64_t)(i * 7 % 5) * 8, (uint64_t)(i % 3));
+	lb_event0(b, MMS_TAG_OWNER_POP, 80);
+	lb_pool_alloc(b, 81, 1, 0x900000, 24, 1024, 24, 2); /* event 45 */
+	lb_mmap(b, 82, 0x10000000, 0x4000); /* event 46: the peak */
+	for (i = 0; i < MANY; i++) {
+		j = i * 17 % MANY;
+		if (j % 4)
+			lb_free(b, 90 + (uint64_t)i, MMS_FREE_FREE, 0x100000 + (uint64_t)(MANY - j) * 0x1000);
+	}
+	lb_munmap(b, 140, 0x10001000, 0x1000);
+	lb_mmap(b, 141, 0x10002000, 0x1000); /* over the third page */
+	lb_pool_free(b, 142, 1, 0x900000, 24, 1024, 0);
+	lb_alloc(b, 143, MMS_ALLOC_MALLOC, 0x600000, 40, 2);
+	return b;
+}
+
+/* Whether two records say the same. */
+static int same_str(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+static void same_record(const mms_trace_block_t *x, const mms_trace_block_t *y)
+{
+	ck_assert_uint_eq(x->time_ns, y->time_ns);
+	ck_assert_uint_eq(x->b.addr, y->b.addr);
+	ck_assert_uint_eq(x->b.size, y->b.size);
+	ck_assert_uint_eq(x->b.mem, y->b.mem);
+	ck_assert_uint_eq(x->b.fn, y->b.fn);
+	ck_assert_uint_eq(x->b.thread, y->b.thread);
+	ck_assert_uint_eq(x->b.stack, y->b.stack);
+	ck_assert_uint_eq(x->b.alloc_id, y->b.alloc_id);
+	ck_assert_uint_eq(x->b.alloc_event, y->b.alloc_event);
+	ck_assert_uint_eq(x->b.step, y->b.step);
+	ck_assert_uint_eq(x->b.op_launch, y->b.op_launch);
+	ck_assert_uint_eq(x->b.kernel_launches, y->b.kernel_launches);
+	ck_assert_uint_eq(x->b.free_event, y->b.free_event);
+	ck_assert_int_eq(x->b.inherited, y->b.inherited);
+	ck_assert(same_str(x->b.op, y->b.op));
+	ck_assert(same_str(x->b.owner, y->b.owner));
+	ck_assert(same_str(x->b.pool, y->b.pool));
+}
+
+static size_t lines(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	size_t n = 0;
+	int ch;
+
+	ck_assert_ptr_nonnull(f);
+	while ((ch = getc(f)) != EOF)
+		n += ch == '\n';
+	fclose(f);
+	return n;
+}
+
+static void same_file(const char *a, const char *b)
+{
+	char *x = strdup(slurp(a));
+
+	ck_assert_ptr_nonnull(x);
+	ck_assert_str_eq(x, slurp(b));
+	free(x);
 }
 
 /* The peak is the first moment the highest live bytes are reached; blocks
@@ -247,6 +334,135 @@ START_TEST(test_usage_file)
 }
 END_TEST
 
+/* The lists' files, written by the pass from its compact records, are
+ * what mms_trace_write_tsv() writes of the whole lists, with top or
+ * without; the totals count every block. */
+START_TEST(test_list_files)
+{
+	static const size_t tops[3] = { 0, 3, 1000 };
+	mms_trace_options_t opt = { 0 };
+	mms_log_t *log;
+	mms_trace_t *all, *t;
+
+	all = run(many_blocks(), NULL, &log);
+	ck_assert_int_eq(all->status, 0);
+	ck_assert_uint_eq(all->peak_event, 46);
+	ck_assert_uint_eq(all->peak_blocks, 45); /* 40, the pool's, the mapping in four pieces */
+	ck_assert_uint_eq(all->npeak, 45);
+	ck_assert_uint_eq(all->end_blocks, 14);  /* 10, two pieces, the new mapping, the new block */
+	ck_assert_uint_eq(all->nend, 14);
+	ck_assert_int_eq(mms_trace_write_tsv(log, all->peak, all->npeak, "wm-all.tsv", NULL), 0);
+	ck_assert_int_eq(mms_trace_write_tsv(log, all->end, all->nend, "lk-all.tsv", NULL), 0);
+	ck_assert_uint_eq(lines("wm-all.tsv"), 45);
+	/* The owner's blocks, freed after the peak, keep its name and their
+	 * stacks; the pool's, its name. */
+	ck_assert_ptr_nonnull(strstr(slurp("wm-all.tsv"), "\tHOST\tALLOCATION\tweights\t0x402000 (?\?); 0x401000 (?\?)\n"));
+	ck_assert_ptr_nonnull(strstr(slurp("wm-all.tsv"), "\t24\tPOOL\tALLOCATION\tpool-a\t0x402000 (?\?); 0x401000 (?\?)\n"));
+	for (int i = 0; i < 3; i++) {
+		opt.watermark_path = "watermark.tsv";
+		opt.leakage_path = "leakage.tsv";
+		opt.top = tops[i];
+		t = NULL;
+		ck_assert_int_eq(mms_trace_run(log, &opt, &t), 0);
+		ck_assert_int_eq(t->status, 0);
+		ck_assert_int_eq(t->watermark_rc, 0);
+		ck_assert_int_eq(t->leakage_rc, 0);
+		same_file("watermark.tsv", "wm-all.tsv");
+		same_file("leakage.tsv", "lk-all.tsv");
+		ck_assert_uint_eq(t->peak_blocks, 45);
+		ck_assert_uint_eq(t->end_blocks, 14);
+		ck_assert_uint_eq(t->peak_bytes, all->peak_bytes);
+		ck_assert_uint_eq(t->end_bytes, all->end_bytes);
+		mms_trace_free(t);
+		unlink("watermark.tsv");
+		unlink("leakage.tsv");
+	}
+	mms_trace_free(all);
+	mms_log_close(log);
+	unlink("wm-all.tsv");
+	unlink("lk-all.tsv");
+}
+END_TEST
+
+/* top keeps the first top records of each list, in order, whichever of
+ * them were freed after the peak, live at the end or mapping pieces. */
+START_TEST(test_top)
+{
+	static const size_t tops[] = { 1, 2, 3, 5, 10, 13, 14, 15, 30, 44, 45, 46, 1000 };
+	mms_log_t *log;
+	mms_trace_t *all, *t;
+
+	all = run(many_blocks(), NULL, &log);
+	for (size_t i = 0; i < sizeof(tops) / sizeof(tops[0]); i++) {
+		mms_trace_options_t opt = { .top = tops[i] };
+		size_t np = tops[i] < 45 ? tops[i] : 45, ne = tops[i] < 14 ? tops[i] : 14;
+
+		t = NULL;
+		ck_assert_int_eq(mms_trace_run(log, &opt, &t), 0);
+		ck_assert_uint_eq(t->peak_blocks, 45);
+		ck_assert_uint_eq(t->end_blocks, 14);
+		ck_assert_uint_eq(t->npeak, np);
+		ck_assert_uint_eq(t->nend, ne);
+		for (size_t k = 0; k < np; k++)
+			same_record(&t->peak[k], &all->peak[k]);
+		for (size_t k = 0; k < ne; k++)
+			same_record(&t->end[k], &all->end[k]);
+		mms_trace_free(t);
+	}
+	/* The whole list is in the lists' order. */
+	for (size_t k = 1; k < all->npeak; k++) {
+		const mms_block_t *x = &all->peak[k - 1].b, *y = &all->peak[k].b;
+
+		ck_assert(x->size > y->size ||
+			  (x->size == y->size && (x->alloc_event < y->alloc_event ||
+						  (x->alloc_event == y->alloc_event && x->addr < y->addr))));
+	}
+	mms_trace_free(all);
+	mms_log_close(log);
+}
+END_TEST
+
+/* A list's file follows the overwrite rule of usage_path, and one that
+ * cannot be written leaves the lists and the other file as they are. A
+ * path for a list not made is refused. */
+START_TEST(test_list_files_refused)
+{
+	mms_trace_options_t opt = { .watermark_path = "watermark.tsv", .leakage_path = "leakage.tsv", .top = 2 };
+	mms_log_t *log;
+	mms_trace_t *t;
+	FILE *f = fopen("watermark.tsv", "w");
+
+	ck_assert_ptr_nonnull(f);
+	fputs("mine\n", f);
+	fclose(f);
+	t = run(many_blocks(), &opt, &log);
+	ck_assert_int_eq(t->status, 0);
+	ck_assert_int_eq(t->watermark_rc, -EEXIST);
+	ck_assert_int_eq(t->leakage_rc, 0);
+	ck_assert_str_eq(slurp("watermark.tsv"), "mine\n");
+	ck_assert_uint_eq(lines("leakage.tsv"), 14);
+	ck_assert_uint_eq(t->npeak, 2);
+	ck_assert_uint_eq(t->peak_blocks, 45);
+	mms_trace_free(t);
+	unlink("leakage.tsv");
+	opt.out.overwrite = 1;
+	t = NULL;
+	ck_assert_int_eq(mms_trace_run(log, &opt, &t), 0);
+	ck_assert_int_eq(t->watermark_rc, 0);
+	ck_assert_uint_eq(lines("watermark.tsv"), 45);
+	mms_trace_free(t);
+	opt.skip = MMS_TRACE_SKIP_PEAK;
+	t = NULL;
+	ck_assert_int_eq(mms_trace_run(log, &opt, &t), MMS_EUSAGE);
+	ck_assert_ptr_null(t);
+	opt.skip = MMS_TRACE_SKIP_END;
+	ck_assert_int_eq(mms_trace_run(log, &opt, &t), MMS_EUSAGE);
+	mms_log_close(log);
+	unlink("watermark.tsv");
+	unlink("leakage.tsv");
+}
+END_TEST
+
 static Suite *trace_suite(void)
 {
 	Suite *s = suite_create("trace");
@@ -258,6 +474,9 @@ static Suite *trace_suite(void)
 	tcase_add_test(tc, test_skip_lists);
 	tcase_add_test(tc, test_kinds);
 	tcase_add_test(tc, test_usage_file);
+	tcase_add_test(tc, test_list_files);
+	tcase_add_test(tc, test_top);
+	tcase_add_test(tc, test_list_files_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }
