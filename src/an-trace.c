@@ -24,7 +24,7 @@
 static int trace_add(struct an_ctx *c)
 {
 	mms_trace_options_t opt = { 0 };
-	char *path = NULL;
+	char *path = NULL, *wm_path = NULL, *lk_path = NULL;
 	int rc;
 
 	if (c->trace)
@@ -32,10 +32,19 @@ static int trace_add(struct an_ctx *c)
 	opt.kinds = c->o->memory;
 	opt.skip = (c->mask & an_mask("watermark") ? 0 : MMS_TRACE_SKIP_PEAK) |
 		   (c->mask & an_mask("leakage") ? 0 : MMS_TRACE_SKIP_END);
+	opt.out.overwrite = c->o->force;
+	/* The pass writes the lists' files from its compact records and
+	 * makes records only of the blocks the reports show. */
+	opt.top = c->o->top;
+	if (c->mask & an_mask("watermark"))
+		opt.watermark_path = wm_path = an_out_path(c->o, "watermark.tsv");
+	if (c->mask & an_mask("leakage"))
+		opt.leakage_path = lk_path = an_out_path(c->o, "leakage.tsv");
+	if (wm_path || lk_path)
+		opt.out.sym = an_symbolizer(c);
 	if (c->mask & an_mask("usage")) {
 		path = an_out_path(c->o, "usage.tsv");
 		opt.usage_path = path;
-		opt.out.overwrite = c->o->force;
 		opt.buckets = c->o->buckets;
 		opt.plot_buckets = c->o->plot ? PLOT_BUCKETS : 0;
 	}
@@ -48,6 +57,8 @@ static int trace_add(struct an_ctx *c)
 		rc = mms_trace_add(c->pass, &opt, &c->trace);
 	}
 	free(path);
+	free(wm_path);
+	free(lk_path);
 	if (rc) {
 		warn("cannot analyse %s: %s", c->path, mms_strerror(rc));
 		return CLI_EXIT_FAILURE;
@@ -149,12 +160,15 @@ static const char *kind_name(const mms_block_t *b)
 	return name ? name : "POOL";
 }
 
-/* The blocks of a watermark or leakage report, the first top of them. */
-static void put_blocks(struct an_ctx *c, const mms_trace_t *t, const mms_trace_block_t *v, size_t n)
+/* The blocks of a watermark or leakage report: the first top of its
+ * total, n records made of them. */
+static void put_blocks(struct an_ctx *c, const mms_trace_t *t, const mms_trace_block_t *v, size_t n, size_t total)
 {
-	size_t shown = c->o->top && c->o->top < n ? c->o->top : n;
+	size_t shown = c->o->top && c->o->top < total ? c->o->top : total;
 	char hb[64];
 
+	if (shown > n)
+		shown = n;
 	for (size_t i = 0; i < shown; i++) {
 		const mms_block_t *b = &v[i].b;
 
@@ -183,17 +197,15 @@ static void put_blocks(struct an_ctx *c, const mms_trace_t *t, const mms_trace_b
 		fputs(")\n", c->out);
 		put_stack(c, b->stack, 0);
 	}
-	if (!c->o->json && shown < n)
-		fprintf(c->out, "  ... and %zu more block(s) (--top 0 lists them all)\n", n - shown);
+	if (!c->o->json && shown < total)
+		fprintf(c->out, "  ... and %zu more block(s) (--top 0 lists them all)\n", total - shown);
 }
 
-/* Writes the scripts' TSV of blocks into the output folder: returns its
- * path (allocated) or NULL after saying why. */
-static char *write_tsv(struct an_ctx *c, const char *what, const char *name, const mms_trace_block_t *v, size_t n)
+/* The path of the scripts' TSV of blocks that the pass wrote into the
+ * output folder (allocated), or NULL after saying why it did not. */
+static char *tsv_written(struct an_ctx *c, const char *what, const char *name, int rc)
 {
 	char *path = an_out_path(c->o, name);
-	mms_output_options_t out = { .overwrite = c->o->force, .sym = an_symbolizer(c) };
-	int rc = mms_trace_write_tsv(c->log, v, n, path, &out);
 
 	if (rc == -EEXIST)
 		warn("%s: %s exists; remove it, choose another --output-dir, or add --force", what, path);
@@ -216,11 +228,13 @@ static void put_file(struct an_ctx *c, const char *path)
 	}
 }
 
-/* watermark and leakage: a set of blocks, its total and its TSV file. */
+/* watermark and leakage: a set of n blocks (the first nv of them in v),
+ * its bytes and its TSV file. */
 static int report_blocks(struct an_ctx *c, const char *what, const mms_trace_t *t, const mms_trace_block_t *v,
-			 size_t n, uint64_t bytes)
+			 size_t nv, size_t n, uint64_t bytes)
 {
-	char *path = write_tsv(c, what, !strcmp(what, "watermark") ? "watermark.tsv" : "leakage.tsv", v, n);
+	int wm = !strcmp(what, "watermark");
+	char *path = tsv_written(c, what, wm ? "watermark.tsv" : "leakage.tsv", wm ? t->watermark_rc : t->leakage_rc);
 	mms_log_info_t info;
 	char hb[64], when[128];
 
@@ -237,7 +251,7 @@ static int report_blocks(struct an_ctx *c, const char *what, const mms_trace_t *
 			json_put_string(c->out, when, strlen(when));
 		}
 		fputs(",\"top\":[", c->out);
-		put_blocks(c, t, v, n);
+		put_blocks(c, t, v, nv, n);
 		fputc(']', c->out);
 		if (path)
 			put_file(c, path);
@@ -258,7 +272,7 @@ static int report_blocks(struct an_ctx *c, const char *what, const mms_trace_t *
 		else
 			fprintf(c->out, "== leakage: no block live %s\n",
 				log_stops_early(&info) ? when : "at the end of the log");
-		put_blocks(c, t, v, n);
+		put_blocks(c, t, v, nv, n);
 		if (path)
 			put_file(c, path);
 	}
@@ -272,7 +286,7 @@ int an_watermark_print(struct an_ctx *c)
 
 	if (!t)
 		return CLI_EXIT_FAILURE;
-	return report_blocks(c, "watermark", t, t->peak, t->npeak, t->peak_bytes);
+	return report_blocks(c, "watermark", t, t->peak, t->npeak, t->peak_blocks, t->peak_bytes);
 }
 
 int an_leakage_print(struct an_ctx *c)
@@ -281,7 +295,7 @@ int an_leakage_print(struct an_ctx *c)
 
 	if (!t)
 		return CLI_EXIT_FAILURE;
-	return report_blocks(c, "leakage", t, t->end, t->nend, t->end_bytes);
+	return report_blocks(c, "leakage", t, t->end, t->nend, t->end_blocks, t->end_bytes);
 }
 
 int an_usage_print(struct an_ctx *c)
