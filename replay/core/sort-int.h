@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* sort-int.h: sorting many results (blocks by size, by order) by an
  * integer key (sort.c): a radix sort of (key, index) pairs, after which
- * the caller builds its sorted array in one go. */
+ * the caller takes its items in that order. */
 #ifndef MMS_SORT_INT_H
 #define MMS_SORT_INT_H
 
@@ -13,8 +13,9 @@ struct mms__keyed {
 	size_t ix;   /* the caller's: what the key is of */
 };
 
-/* Sorts the n pairs at v by key ascending, stably (pairs of equal keys
- * stay in the order they came). Returns 0, or -ENOMEM with v as it was. */
+/* Sorts the n pairs at v by key ascending, pairs of equal keys by ix (so
+ * pairs given in the order of their ix keep it, as a stable sort would
+ * keep them), in place: no memory but a few KiB of stack. Returns 0. */
 int mms__sort_keyed(struct mms__keyed *v, size_t n);
 
 /* The number of bits v needs (0 for 0). */

@@ -283,6 +283,47 @@ START_TEST(test_sort_keyed)
 }
 END_TEST
 
+/* mms__sort_keyed() on many pairs shaped like the lists of blocks'
+ * keys (a size's rank over an event: the top bytes the same in most, many
+ * of one size) and with runs of equal keys longer than its insertion
+ * sort takes, against qsort(); pairs not given in the order of their
+ * index end in it too. */
+START_TEST(test_sort_keyed_large)
+{
+	enum { N = 200000 };
+	static const uint64_t sizes[] = { 16, 24, 32, 48, 64, 4096, 8388608 };
+	struct mms__keyed *v, *w;
+	uint64_t x = 88172645463325252ull;
+	size_t i;
+	int shape;
+
+	v = malloc(N * sizeof(*v));
+	w = malloc(N * sizeof(*w));
+	ck_assert(v && w);
+	for (shape = 0; shape < 3; shape++) {
+		for (i = 0; i < N; i++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			v[i].ix = shape == 2 ? N - i : i;
+			v[i].key = shape == 0 ? (8388608 - sizes[x % 7]) << 23 | (x >> 8) % 6000000 :
+				   (x % 3) << 40;
+		}
+		memcpy(w, v, N * sizeof(*v));
+		qsort(w, N, sizeof(*w), pair_cmp);
+		ck_assert_int_eq(mms__sort_keyed(v, N), 0);
+		/* One assertion for the lot: Check reports each to its parent. */
+		for (i = 0; i < N && v[i].key == w[i].key && v[i].ix == w[i].ix; i++)
+			;
+		ck_assert_msg(i == N, "shape %d: pair %zu is (%llu, %zu), qsort() has (%llu, %zu)", shape, i,
+			      i < N ? (unsigned long long)v[i].key : 0, i < N ? v[i].ix : 0,
+			      i < N ? (unsigned long long)w[i].key : 0, i < N ? w[i].ix : 0);
+	}
+	free(v);
+	free(w);
+}
+END_TEST
+
 START_TEST(test_crc64)
 {
 	static uint64_t table[8][256];
@@ -340,6 +381,7 @@ static Suite *codec_suite(void)
 	tcase_add_test(tc, test_map);
 	tcase_add_test(tc, test_intervals);
 	tcase_add_test(tc, test_sort_keyed);
+	tcase_add_test(tc, test_sort_keyed_large);
 	tcase_add_test(tc, test_crc64);
 	suite_add_tcase(s, tc);
 	return s;
