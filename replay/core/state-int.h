@@ -241,7 +241,8 @@ static inline __attribute__((always_inline)) void mms__state_prefetch_addr(const
 }
 
 /* Nearer, when the table's line has come: the block a FREE of addr will
- * release. */
+ * release, and the subscribers' data beside it (which they read at the
+ * free: an allocation's time, a leak's step). */
 static inline __attribute__((always_inline)) void mms__state_prefetch_blk(const struct mms__state *st, uint64_t addr)
 {
 	const uint64_t *v = mms__map_get(&st->host, addr);
@@ -251,6 +252,8 @@ static inline __attribute__((always_inline)) void mms__state_prefetch_blk(const 
 		b = (const char *)&st->blks[*v];
 		__builtin_prefetch(b);
 		__builtin_prefetch(b + sizeof(*st->blks) - 1);
+		if (st->ext_size)
+			__builtin_prefetch(st->ext + *v * st->ext_size);
 	}
 }
 
