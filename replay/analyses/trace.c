@@ -16,13 +16,16 @@
 #include "msmemscope/pass.h"
 #include "msmemscope/replay.h"
 #include "msmemscope/symbolize.h"
+#include "format.h"
 #include "base-int.h"
 #include "intervals-int.h"
 #include "log-int.h"
+#include "map-int.h"
 #include "outfile-int.h"
 #include "pass-int.h"
 #include "sort-int.h"
 #include "state-int.h"
+#include "table-int.h"
 
 /* --- time buckets ------------------------------------------------------------ */
 
@@ -76,9 +79,7 @@ static void bucket_finish(struct bucketer *b, uint64_t live)
 
 /* --- the pass ---------------------------------------------------------------- */
 
-/* What a block's TSV row and its place in a list need. The peak's list
- * may hold millions of blocks freed since the peak: each is kept as this
- * (48 bytes), not as a public record (152), until the list is written. */
+/* What a block's TSV row and its place in a list need. */
 struct row {
 	uint64_t addr, size, event, time_ns;
 	const char *var;         /* owner tags, else the pool's name, else "" */
@@ -90,6 +91,14 @@ static void row_of(const struct mms__blk *b, uint64_t time_ns, struct row *r)
 {
 	*r = (struct row){ .addr = b->addr, .size = b->size, .event = b->alloc_event, .time_ns = time_ns,
 			   .var = b->owner ? b->owner : b->pool ? b->pool : "", .stack = b->stack, .mem = b->mem };
+}
+
+static void row_of_record(const mms_trace_block_t *tb, struct row *r)
+{
+	const mms_block_t *b = &tb->b;
+
+	*r = (struct row){ .addr = b->addr, .size = b->size, .event = b->alloc_event, .time_ns = tb->time_ns,
+			   .var = b->owner ? b->owner : b->pool ? b->pool : "", .stack = b->stack, .mem = (uint8_t)b->mem };
 }
 
 /* A TSV file of blocks being written: the scripts' rows (see
@@ -121,12 +130,18 @@ struct pass {
 	                                 state's step and range counters */
 	struct mms_pass *pass;
 	size_t time_off;         /* each live block's allocation time, in the pass's data */
-	/* Blocks (or mapping pieces) live at the peak and freed since: their
-	 * rows, and the records of those that may come first in the list. */
-	struct row *gone;
-	size_t ngone, gone_cap;
-	mms_trace_block_t *kept; /* all of them when top is 0 (kept[i] is gone[i]'s),
-	                            else a heap of the first top, the last at the root */
+	/* Blocks (or mapping pieces) live at the peak and freed since. With
+	 * top 0, a record of each in kept. Else their rows as varints in gone
+	 * (about 20 bytes each where a record takes 152, and the peak's list
+	 * may hold millions of them; a table of huge pages, read in the
+	 * list's order, which is random), and in kept a heap of the records
+	 * of the first top of them, the last at the root. */
+	uint8_t *gone;
+	size_t gone_len, gone_cap;
+	const char **vars;       /* the rows' var strings: vars[i - 1] is var i */
+	size_t nvars, vars_cap;
+	struct mms__map var_ix;  /* a var string's address -> its i */
+	mms_trace_block_t *kept;
 	size_t nkept, kept_cap;
 	size_t top;              /* records made of each list, 0 = all */
 	char *tsv_path[2];       /* the watermark's and the leakage's TSV, or NULL */
@@ -249,13 +264,100 @@ static int kept_add(struct pass *p, const struct mms__blk *b, uint64_t time_ns)
 	return 0;
 }
 
+/* The number of var string s in gone's rows (0 for ""), or -ENOMEM. */
+static int64_t var_number(struct pass *p, const char *s)
+{
+	uint64_t *ix;
+	int isnew;
+
+	if (!*s)
+		return 0;
+	ix = mms__map_put(&p->var_ix, (uint64_t)(uintptr_t)s, &isnew);
+	if (!ix)
+		return -ENOMEM;
+	if (isnew) {
+		if (mms__grow(&p->vars, &p->vars_cap, p->nvars, sizeof(*p->vars))) {
+			mms__map_del(&p->var_ix, (uint64_t)(uintptr_t)s, NULL);
+			return -ENOMEM;
+		}
+		p->vars[p->nvars++] = s;
+		*ix = p->nvars;
+	}
+	return (int64_t)*ix;
+}
+
+/* Row r as varints at the end of gone: its address, size, allocation
+ * event, time from the start of the log (zigzag), stack, and var number
+ * and memory kind together. */
+#define GONE_MAX (6 * 10) /* bytes a row takes at most */
+_Static_assert(MMS_MEM_KIND_COUNT <= 8, "a memory kind fits 3 bits");
+
+static int gone_put(struct pass *p, const struct row *r)
+{
+	int64_t var = var_number(p, r->var);
+	uint8_t *q;
+
+	if (var < 0)
+		return (int)var;
+	while (p->gone_cap - p->gone_len < GONE_MAX)
+		if (mms__table_grow(&p->gone, &p->gone_cap, p->gone_cap, 1))
+			return -ENOMEM;
+	q = p->gone + p->gone_len;
+	q = mms_put_u(q, r->addr);
+	q = mms_put_u(q, r->size);
+	q = mms_put_u(q, r->event);
+	q = mms_put_u(q, mms_zigzag((int64_t)(r->time_ns - p->t->first_ns)));
+	q = mms_put_u(q, r->stack);
+	q = mms_put_u(q, (uint64_t)var << 3 | r->mem);
+	p->gone_len = (size_t)(q - p->gone);
+	return 0;
+}
+
+/* One varint of gone's (written by gone_put(): no checks). */
+static uint64_t gone_u(const uint8_t **q)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+
+	while (**q & 0x80) {
+		v |= (uint64_t)(**q & 0x7f) << shift;
+		shift += 7;
+		(*q)++;
+	}
+	v |= (uint64_t)*(*q)++ << shift;
+	return v;
+}
+
+/* The row at offset off of gone into *r; returns the next row's offset. */
+static size_t gone_get(const struct pass *p, size_t off, struct row *r)
+{
+	const uint8_t *q = p->gone + off;
+	uint64_t v;
+
+	r->addr = gone_u(&q);
+	r->size = gone_u(&q);
+	r->event = gone_u(&q);
+	r->time_ns = p->t->first_ns + (uint64_t)mms_unzigzag(gone_u(&q));
+	r->stack = (uint32_t)gone_u(&q);
+	v = gone_u(&q);
+	r->mem = (uint8_t)(v & 7);
+	r->var = v >> 3 ? p->vars[(v >> 3) - 1] : "";
+	return (size_t)(q - p->gone);
+}
+
 static int freed_add(struct pass *p, const struct mms__blk *b, uint64_t time_ns)
 {
+	struct row r;
+	int rc;
+
 	if (!(p->kinds & 1u << b->mem) || p->skip & MMS_TRACE_SKIP_PEAK)
 		return 0;
-	if (mms__grow(&p->gone, &p->gone_cap, p->ngone, sizeof(*p->gone)))
-		return -ENOMEM;
-	row_of(b, time_ns, &p->gone[p->ngone++]);
+	if (p->top) {
+		row_of(b, time_ns, &r);
+		rc = gone_put(p, &r);
+		if (rc)
+			return rc;
+	}
 	return kept_add(p, b, time_ns);
 }
 
@@ -374,7 +476,7 @@ static int trace_event(struct pass *p, const mms_event_t *ev, uint64_t before, u
 		t->peak_bytes = now;
 		t->peak_event = ev->id;
 		t->peak_ns = ev->time_ns;
-		p->ngone = 0;
+		p->gone_len = 0;
 		p->nkept = 0;
 	}
 	if (p->usage) {
@@ -407,9 +509,9 @@ static int pass_event(struct mms__sub *sub, struct mms_pass *pass, const mms_eve
 /* A list of blocks being made: the blocks' sort keys and where each is,
  * in k[i].ix: a live block's slot, a piece of a live mapping
  * (REF_PIECE | its index in the state's maps) or a block freed since the
- * peak (REF_GONE | its index in gone). Only these 16 bytes a block are
- * sorted; the rows are written and the first records made from where the
- * blocks are. */
+ * peak (REF_GONE | its row's offset in gone, or with top 0 its index in
+ * kept). Only these 16 bytes a block are sorted; the rows are written and
+ * the first records made from where the blocks are. */
 #define REF_PIECE ((size_t)1 << (sizeof(size_t) * 8 - 1))
 #define REF_GONE ((size_t)1 << (sizeof(size_t) * 8 - 2))
 #define REF_IX (REF_GONE - 1)
@@ -455,12 +557,19 @@ static int list_visit(const struct mms__blk *b, void *ctx)
 
 static void list_walk(struct list *l)
 {
-	size_t i;
+	size_t i, next;
+	struct row r;
 
 	l->n = 0;
 	mms__state_each(l->p->st, list_visit, l);
-	for (i = 0; l->gone && i < l->p->ngone; i++)
-		list_one(l, l->p->gone[i].size, l->p->gone[i].event, REF_GONE | i);
+	if (!l->gone)
+		return;
+	for (i = 0; !l->p->top && i < l->p->nkept; i++)
+		list_one(l, l->p->kept[i].b.size, l->p->kept[i].b.alloc_event, REF_GONE | i);
+	for (i = 0; l->p->top && i < l->p->gone_len; i = next) {
+		next = gone_get(l->p, i, &r);
+		list_one(l, r.size, r.event, REF_GONE | i);
+	}
 }
 
 /* The slot of the live block, or of the live mapping, that ref is of. */
@@ -476,7 +585,10 @@ static void ref_row(struct pass *p, size_t ref, struct row *r)
 	const struct mms__iv *iv;
 
 	if (ref & REF_GONE) {
-		*r = p->gone[ref & REF_IX];
+		if (p->top)
+			gone_get(p, ref & REF_IX, r);
+		else
+			row_of_record(&p->kept[ref & REF_IX], r);
 		return;
 	}
 	b = ref_blk(p, ref);
@@ -498,10 +610,11 @@ static int ref_cmp(const void *a, const void *b, void *ctx)
 	return order_cmp(x.size, x.event, x.addr, y.size, y.event, y.addr);
 }
 
-/* Puts the list's blocks in l->k in their order (l->k freed by the
- * caller): a radix sort of one key of the size and the event where both
- * fit in 64 bits, runs of equal keys (pieces of one mapping) by address;
- * else a qsort(). Returns 0 or -ENOMEM. */
+/* Puts the list's blocks in l->k in their order (l->k, a table of huge
+ * pages for the same reason as gone, freed by the caller): a radix sort
+ * of one key of the size and the event where both fit in 64 bits, runs
+ * of equal keys (pieces of one mapping) by address; else a qsort().
+ * Returns 0 or -ENOMEM. */
 static int list_sort(struct list *l)
 {
 	size_t i, lo;
@@ -509,16 +622,13 @@ static int list_sort(struct list *l)
 	list_walk(l);
 	l->ebits = mms__bits(l->last);
 	l->wide = mms__bits(l->most) + l->ebits > 64;
-	l->k = malloc((l->n ? l->n : 1) * sizeof(*l->k));
+	l->k = mms__table_alloc((l->n ? l->n : 1) * sizeof(*l->k));
 	if (!l->k)
 		return -ENOMEM;
 	l->fill = 1;
 	list_walk(l);
-	if (!l->wide && mms__sort_keyed(l->k, l->n)) {
-		/* No memory for the sort. */
-		for (i = 0; i < l->n; i++)
-			l->k[i].key = 0;
-	}
+	if (!l->wide)
+		mms__sort_keyed(l->k, l->n);
 	for (lo = 0; lo < l->n; lo = i) {
 		for (i = lo + 1; i < l->n && l->k[i].key == l->k[lo].key; i++)
 			;
@@ -537,10 +647,10 @@ static void ref_record(struct pass *p, size_t ref, size_t nth, mms_trace_block_t
 	const struct mms__iv *iv;
 
 	if (ref & REF_GONE) {
-		/* With top 0 every one was kept, in the order of gone; else
-		 * the kept are the first of them, sorted: the nth freed block
-		 * of the list is the nth kept (nth < nkept, as the list's
-		 * first top hold at most top of them). */
+		/* With top 0 every one was kept; else the kept are the
+		 * first of them, sorted: the nth freed block of the list is
+		 * the nth kept (nth < nkept, as the list's first top hold at
+		 * most top of them). */
 		*out = p->kept[p->top ? nth : ref & REF_IX];
 		return;
 	}
@@ -553,6 +663,29 @@ static void ref_record(struct pass *p, size_t ref, size_t nth, mms_trace_block_t
 		block_out(p, &piece, block_time(p, b), out);
 	} else {
 		block_out(p, b, block_time(p, b), out);
+	}
+}
+
+/* Asks for the memory of the block at ref ahead of its turn: the list's
+ * order takes the blocks at random, and a row is written in less time
+ * than a cache miss takes. Inlined always: GCC takes a function that only
+ * prefetches for one without effects and drops its calls. */
+#define AHEAD 16
+static inline __attribute__((always_inline)) void ref_prefetch(const struct pass *p, size_t ref)
+{
+	const struct mms__state *st = p->st;
+	const char *q;
+
+	if (ref & REF_GONE) {
+		q = p->top ? (const char *)p->gone + (ref & REF_IX) : (const char *)&p->kept[ref & REF_IX];
+		__builtin_prefetch(q);
+		__builtin_prefetch(q + GONE_MAX - 1);
+	} else if (!(ref & REF_PIECE)) {
+		q = (const char *)&st->blks[ref];
+		__builtin_prefetch(q);
+		__builtin_prefetch(q + sizeof(st->blks[0]) - 1);
+		if (st->ext_size)
+			__builtin_prefetch(st->ext + ref * st->ext_size + p->time_off);
 	}
 }
 
@@ -577,6 +710,8 @@ static int list_make(struct list *l, struct tsv *f, mms_trace_block_t **out, siz
 	for (i = 0; !rc && i < l->n && (i < keep || (f->w && !f->rc)); i++) {
 		size_t ref = l->k[i].ix;
 
+		if (i + AHEAD < l->n)
+			ref_prefetch(p, l->k[i + AHEAD].ix);
 		if (i < keep)
 			ref_record(p, ref, ref & REF_GONE ? nth++ : 0, &v[i]);
 		if (f->w && !f->rc) {
@@ -584,7 +719,7 @@ static int list_make(struct list *l, struct tsv *f, mms_trace_block_t **out, siz
 			tsv_row(f, &r);
 		}
 	}
-	free(l->k);
+	mms__table_free(l->k, (l->n ? l->n : 1) * sizeof(*l->k));
 	l->k = NULL;
 	if (rc) {
 		free(v);
@@ -667,10 +802,11 @@ static int pass_finish(struct pass *p)
 		l = (struct list){ .p = p, .limit = t->peak_event, .gone = 1 };
 		rc = list_make(&l, &f[0], &t->peak, &t->npeak, &t->peak_blocks, &bytes); /* peak_bytes's */
 	}
-	free(p->gone);
+	mms__table_free(p->gone, p->gone_cap);
 	free(p->kept);
 	p->gone = NULL;
 	p->kept = NULL;
+	p->gone_len = p->gone_cap = p->nkept = p->kept_cap = 0;
 	if (f[0].w)
 		t->watermark_rc = mms__wfile_close(f[0].w, rc ? rc : f[0].rc);
 	if (f[1].w)
@@ -718,7 +854,9 @@ static void pass_drop(struct mms__sub *sub)
 	struct pass *p = (struct pass *)sub;
 
 	mms__wfile_close(p->usage, MMS_EUSAGE); /* not finished: no file */
-	free(p->gone);
+	mms__table_free(p->gone, p->gone_cap);
+	free(p->vars);
+	mms__map_free(&p->var_ix);
 	free(p->kept);
 	free(p->pieces);
 	free(p->tsv_path[0]);
@@ -763,6 +901,7 @@ MMS__EXPORT int mms_trace_add(mms_pass_t *pass, const mms_trace_options_t *opt, 
 	p->skip = opt->skip;
 	p->top = opt->top;
 	p->out = opt->out;
+	mms__map_init(&p->var_ix);
 	/* Written at the end: the caller's strings may be gone by then. */
 	if ((opt->watermark_path && !(p->tsv_path[0] = strdup(opt->watermark_path))) ||
 	    (opt->leakage_path && !(p->tsv_path[1] = strdup(opt->leakage_path)))) {
@@ -941,10 +1080,7 @@ MMS__EXPORT int mms_trace_write_tsv(mms_log_t *log, const mms_trace_block_t *blo
 	if (!f.w)
 		return rc;
 	for (i = 0; i < n && !f.rc; i++) {
-		const mms_block_t *b = &blocks[i].b;
-
-		r = (struct row){ .addr = b->addr, .size = b->size, .event = b->alloc_event, .time_ns = blocks[i].time_ns,
-				  .var = b->owner ? b->owner : b->pool ? b->pool : "", .stack = b->stack, .mem = (uint8_t)b->mem };
+		row_of_record(&blocks[i], &r);
 		tsv_row(&f, &r);
 	}
 	return mms__wfile_close(f.w, f.rc);
