@@ -101,6 +101,15 @@ static void row_of_record(const mms_trace_block_t *tb, struct row *r)
 			   .var = b->owner ? b->owner : b->pool ? b->pool : "", .stack = b->stack, .mem = (uint8_t)b->mem };
 }
 
+/* A block freed since the peak whose record may be made: the state's
+ * slot as it was (a copy is quicker than a record, and most are dropped
+ * at a later peak), its time, and its step as the state counted it then
+ * (the state learns how steps are marked at the first one). */
+struct kept {
+	struct mms__blk b;
+	uint64_t time_ns, step;
+};
+
 /* A TSV file of blocks being written: the scripts' rows (see
  * mms_trace_write_tsv()). */
 struct tsv {
@@ -131,17 +140,17 @@ struct pass {
 	struct mms_pass *pass;
 	size_t time_off;         /* each live block's allocation time, in the pass's data */
 	/* Blocks (or mapping pieces) live at the peak and freed since. With
-	 * top 0, a record of each in kept. Else their rows as varints in gone
+	 * top 0, each in kept. Else their rows as varints in gone
 	 * (about 20 bytes each where a record takes 152, and the peak's list
 	 * may hold millions of them; a table of huge pages, read in the
-	 * list's order, which is random), and in kept a heap of the records
-	 * of the first top of them, the last at the root. */
+	 * list's order, which is random), and in kept a heap of the first
+	 * top of them, the last at the root. */
 	uint8_t *gone;
 	size_t gone_len, gone_cap;
 	const char **vars;       /* the rows' var strings: vars[i - 1] is var i */
 	size_t nvars, vars_cap;
 	struct mms__map var_ix;  /* a var string's address -> its i */
-	mms_trace_block_t *kept;
+	struct kept *kept;
 	size_t nkept, kept_cap;
 	size_t top;              /* records made of each list, 0 = all */
 	char *tsv_path[2];       /* the watermark's and the leakage's TSV, or NULL */
@@ -161,14 +170,14 @@ struct pass {
 	unsigned skip;           /* MMS_TRACE_SKIP_*: the lists not made */
 };
 
-/* Live bytes of the kinds counted. */
+/* Live bytes of the kinds counted (after every event: the kinds' bits
+ * only). */
 static uint64_t live_total(const struct pass *p)
 {
 	uint64_t n = 0;
 
-	for (int k = 0; k < MMS_MEM_KIND_COUNT; k++)
-		if (p->kinds & 1u << k)
-			n += p->st->mem[k].live_bytes;
+	for (unsigned m = p->kinds; m; m &= m - 1)
+		n += p->st->mem[__builtin_ctz(m)].live_bytes;
 	return n;
 }
 
@@ -217,23 +226,29 @@ static int order_cmp(uint64_t size_a, uint64_t event_a, uint64_t addr_a, uint64_
 	return addr_a < addr_b ? -1 : addr_a > addr_b;
 }
 
-static int record_cmp(const mms_trace_block_t *x, const mms_trace_block_t *y)
+static void kept_out(struct pass *p, const struct kept *k, mms_trace_block_t *out)
+{
+	block_out(p, &k->b, k->time_ns, out);
+	if (!out->b.inherited)
+		out->b.step = k->step;
+}
+
+static int kept_cmp(const struct kept *x, const struct kept *y)
 {
 	return order_cmp(x->b.size, x->b.alloc_event, x->b.addr, y->b.size, y->b.alloc_event, y->b.addr);
 }
 
-static int record_qsort_cmp(const void *x, const void *y)
+static int kept_qsort_cmp(const void *x, const void *y)
 {
-	return record_cmp(x, y);
+	return kept_cmp(x, y);
 }
 
-/* Keeps the record of block b, freed since the peak: every one with top
- * 0; else only while it is among the first top of those freed, in a heap
- * whose root is the last of them (most blocks freed compare with the
- * root only). */
+/* Keeps block b, freed since the peak: every one with top 0; else only
+ * while it is among the first top of those freed, in a heap whose root
+ * is the last of them (most blocks freed compare with the root only). */
 static int kept_add(struct pass *p, const struct mms__blk *b, uint64_t time_ns)
 {
-	mms_trace_block_t x, *k;
+	struct kept x = { .b = *b, .time_ns = time_ns, .step = mms__state_blk_step(p->st, b) }, *k;
 	size_t i, c;
 
 	if (!p->top || p->nkept < p->top) {
@@ -241,8 +256,8 @@ static int kept_add(struct pass *p, const struct mms__blk *b, uint64_t time_ns)
 			return -ENOMEM;
 		k = p->kept;
 		i = p->nkept++;
-		block_out(p, b, time_ns, &k[i]);
-		for (; p->top && i && record_cmp(&k[(i - 1) / 2], &k[i]) < 0; i = (i - 1) / 2) {
+		k[i] = x;
+		for (; p->top && i && kept_cmp(&k[(i - 1) / 2], &k[i]) < 0; i = (i - 1) / 2) {
 			x = k[i];
 			k[i] = k[(i - 1) / 2];
 			k[(i - 1) / 2] = x;
@@ -250,13 +265,12 @@ static int kept_add(struct pass *p, const struct mms__blk *b, uint64_t time_ns)
 		return 0;
 	}
 	k = p->kept;
-	if (order_cmp(b->size, b->alloc_event, b->addr, k[0].b.size, k[0].b.alloc_event, k[0].b.addr) >= 0)
+	if (kept_cmp(&x, &k[0]) >= 0)
 		return 0; /* after all those kept */
-	block_out(p, b, time_ns, &x);
 	for (i = 0; (c = 2 * i + 1) < p->nkept; i = c) {
-		if (c + 1 < p->nkept && record_cmp(&k[c + 1], &k[c]) > 0)
+		if (c + 1 < p->nkept && kept_cmp(&k[c + 1], &k[c]) > 0)
 			c++;
-		if (record_cmp(&k[c], &x) < 0)
+		if (kept_cmp(&k[c], &x) < 0)
 			break;
 		k[i] = k[c];
 	}
@@ -433,12 +447,12 @@ static int pass_before(struct mms__sub *sub, struct mms_pass *pass, const mms_ev
 	return ev->mem == MMS_MEM_MMAP ? mmap_before(p, ev) : 0;
 }
 
-/* One event, applied: before the live bytes and the state's step counters
- * as they were. */
-static int trace_event(struct pass *p, const mms_event_t *ev, uint64_t before, uint64_t steps, uint64_t ranges)
+/* One event, applied: the live bytes before and now, and the state's
+ * step counters as they were. */
+static int trace_event(struct pass *p, const mms_event_t *ev, uint64_t before, uint64_t now, uint64_t steps,
+		       uint64_t ranges)
 {
 	mms_trace_t *t = p->t;
-	uint64_t now;
 	int memory = ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE;
 
 	t->events++;
@@ -466,7 +480,6 @@ static int trace_event(struct pass *p, const mms_event_t *ev, uint64_t before, u
 		if (time)
 			*time = ev->time_ns;
 	}
-	now = live_total(p);
 	if (now == before)
 		return 0;
 	t->changes++;
@@ -496,11 +509,12 @@ static int trace_event(struct pass *p, const mms_event_t *ev, uint64_t before, u
 static int pass_event(struct mms__sub *sub, struct mms_pass *pass, const mms_event_t *ev)
 {
 	struct pass *p = (struct pass *)sub;
+	uint64_t now = live_total(p);
 	int rc;
 
 	(void)pass;
-	rc = trace_event(p, ev, p->live, p->steps, p->ranges);
-	p->live = live_total(p);
+	rc = trace_event(p, ev, p->live, now, p->steps, p->ranges);
+	p->live = now;
 	p->steps = p->st->steps_seen;
 	p->ranges = p->st->ranges_seen;
 	return rc;
@@ -588,7 +602,7 @@ static void ref_row(struct pass *p, size_t ref, struct row *r)
 		if (p->top)
 			gone_get(p, ref & REF_IX, r);
 		else
-			row_of_record(&p->kept[ref & REF_IX], r);
+			row_of(&p->kept[ref & REF_IX].b, p->kept[ref & REF_IX].time_ns, r);
 		return;
 	}
 	b = ref_blk(p, ref);
@@ -651,7 +665,7 @@ static void ref_record(struct pass *p, size_t ref, size_t nth, mms_trace_block_t
 		 * first of them, sorted: the nth freed block of the list is
 		 * the nth kept (nth < nkept, as the list's first top hold at
 		 * most top of them). */
-		*out = p->kept[p->top ? nth : ref & REF_IX];
+		kept_out(p, &p->kept[p->top ? nth : ref & REF_IX], out);
 		return;
 	}
 	b = ref_blk(p, ref);
@@ -706,7 +720,7 @@ static int list_make(struct list *l, struct tsv *f, mms_trace_block_t **out, siz
 	if (!rc && keep && !(v = malloc(keep * sizeof(*v))))
 		rc = -ENOMEM;
 	if (!rc && l->gone && p->top)
-		qsort(p->kept, p->nkept, sizeof(*p->kept), record_qsort_cmp);
+		qsort(p->kept, p->nkept, sizeof(*p->kept), kept_qsort_cmp);
 	for (i = 0; !rc && i < l->n && (i < keep || (f->w && !f->rc)); i++) {
 		size_t ref = l->k[i].ix;
 
@@ -897,7 +911,7 @@ MMS__EXPORT int mms_trace_add(mms_pass_t *pass, const mms_trace_options_t *opt, 
 	p->t = t;
 	p->pass = pass;
 	p->time_off = mms__pass_attach(pass, sizeof(uint64_t));
-	p->kinds = opt->kinds ? opt->kinds : (1u << MMS_MEM_KIND_COUNT) - 1 - (1u << MMS_MEM_DEVICE);
+	p->kinds = (opt->kinds ? opt->kinds : ~(1u << MMS_MEM_DEVICE)) & ((1u << MMS_MEM_KIND_COUNT) - 1);
 	p->skip = opt->skip;
 	p->top = opt->top;
 	p->out = opt->out;

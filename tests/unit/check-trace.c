@@ -422,6 +422,42 @@ START_TEST(test_top)
 }
 END_TEST
 
+/* A record of a block freed after the peak says the step it was in as
+ * the replay counted steps when it was freed: before the log's first
+ * step event, none. */
+START_TEST(test_step_at_free)
+{
+	static const size_t tops[] = { 0, 1, 2 };
+	mms_log_t *log;
+	mms_trace_t *t;
+	struct lb *b = one_thread();
+
+	lb_alloc(b, 20, MMS_ALLOC_MALLOC, 0x1000, 100, 0); /* event 1 */
+	lb_alloc(b, 21, MMS_ALLOC_MALLOC, 0x2000, 200, 0); /* 2: the peak */
+	lb_free(b, 22, MMS_FREE_FREE, 0x1000);
+	lb_event0(b, MMS_TAG_STEP, 23);
+	ck_assert_int_eq(lb_write(b, LOG, SIZE_MAX), 0);
+	lb_destroy(b);
+	ck_assert_int_eq(mms_log_open(LOG, &log), 0);
+	for (size_t i = 0; i < sizeof(tops) / sizeof(tops[0]); i++) {
+		mms_trace_options_t opt = { .top = tops[i] };
+
+		t = NULL;
+		ck_assert_int_eq(mms_trace_run(log, &opt, &t), 0);
+		ck_assert_uint_eq(t->peak_blocks, 2);
+		ck_assert_uint_eq(t->npeak, tops[i] ? tops[i] : 2);
+		ck_assert_uint_eq(t->peak[0].b.addr, 0x2000);
+		ck_assert_uint_eq(t->peak[0].b.step, 1); /* live: as the end counts */
+		if (t->npeak > 1) {
+			ck_assert_uint_eq(t->peak[1].b.addr, 0x1000);
+			ck_assert_uint_eq(t->peak[1].b.step, 0);
+		}
+		mms_trace_free(t);
+	}
+	mms_log_close(log);
+}
+END_TEST
+
 /* A list's file follows the overwrite rule of usage_path, and one that
  * cannot be written leaves the lists and the other file as they are. A
  * path for a list not made is refused. */
@@ -477,6 +513,7 @@ static Suite *trace_suite(void)
 	tcase_add_test(tc, test_list_files);
 	tcase_add_test(tc, test_top);
 	tcase_add_test(tc, test_list_files_refused);
+	tcase_add_test(tc, test_step_at_free);
 	suite_add_tcase(s, tc);
 	return s;
 }
