@@ -286,7 +286,7 @@ typedef struct mms_trace_options {
 	size_t top;              /* the records kept of each list: its first top
 	                            blocks in peak and end (0 = all of them); the
 	                            totals and the files cover every block */
-	uint64_t buckets;        /* that file's points: 0 = one per change of
+	uint64_t buckets;        /* usage_path's points: 0 = one per change of
 	                            live bytes; N = the highest of each of N
 	                            equal time buckets, so the peak survives */
 	uint64_t plot_buckets;   /* also keep a timeline of this many buckets in
@@ -295,10 +295,11 @@ typedef struct mms_trace_options {
 	                            0 = the process's (HOST, MMAP, POOL; not DEVICE,
 	                            which is counted alone when asked for); blocks
 	                            of other kinds are left out */
-	unsigned skip;           /* lists not wanted: MMS_TRACE_SKIP_PEAK (peak and
-	                            npeak stay empty; peak_bytes, peak_event and
-	                            peak_ns are still set), MMS_TRACE_SKIP_END (end
-	                            and nend stay empty; end_bytes is still set) */
+	unsigned skip;           /* lists not wanted: MMS_TRACE_SKIP_PEAK (peak,
+	                            npeak and peak_blocks stay empty; peak_bytes,
+	                            peak_event and peak_ns are still set),
+	                            MMS_TRACE_SKIP_END (end, nend and end_blocks
+	                            stay empty; end_bytes is still set) */
 } mms_trace_options_t;
 
 #define MMS_TRACE_SKIP_PEAK 1u /* the blocks live at the peak (watermark) */
