@@ -26,6 +26,7 @@
 #include "sort-int.h"
 #include "state-int.h"
 #include "table-int.h"
+#include "trace-int.h"
 
 /* --- time buckets ------------------------------------------------------------ */
 
@@ -79,26 +80,10 @@ static void bucket_finish(struct bucketer *b, uint64_t live)
 
 /* --- the pass ---------------------------------------------------------------- */
 
-/* What a block's TSV row and its place in a list need. */
-struct row {
-	uint64_t addr, size, event, time_ns;
-	const char *var;         /* owner tags, else the pool's name, else "" */
-	uint32_t stack;
-	uint8_t mem;
-};
-
 static void row_of(const struct mms__blk *b, uint64_t time_ns, struct row *r)
 {
 	*r = (struct row){ .addr = b->addr, .size = b->size, .event = b->alloc_event, .time_ns = time_ns,
 			   .var = b->owner ? b->owner : b->pool ? b->pool : "", .stack = b->stack, .mem = b->mem };
-}
-
-static void row_of_record(const mms_trace_block_t *tb, struct row *r)
-{
-	const mms_block_t *b = &tb->b;
-
-	*r = (struct row){ .addr = b->addr, .size = b->size, .event = b->alloc_event, .time_ns = tb->time_ns,
-			   .var = b->owner ? b->owner : b->pool ? b->pool : "", .stack = b->stack, .mem = (uint8_t)b->mem };
 }
 
 /* A block freed since the peak whose record may be made: the state's
@@ -109,18 +94,6 @@ struct kept {
 	struct mms__blk b;
 	uint64_t time_ns, step;
 };
-
-/* A TSV file of blocks being written: the scripts' rows (see
- * mms_trace_write_tsv()). */
-struct tsv {
-	struct mms__wfile *w;    /* NULL: none */
-	const mms_log_t *log;
-	uint64_t pid;
-	mms_symbolizer_t *sym;
-	int rc;                  /* the first error: no more rows */
-};
-
-static void tsv_row(struct tsv *f, const struct row *r);
 
 /* The result, with what it keeps besides. */
 struct trace_res {
@@ -730,7 +703,7 @@ static int list_make(struct list *l, struct tsv *f, mms_trace_block_t **out, siz
 			ref_record(p, ref, ref & REF_GONE ? nth++ : 0, &v[i]);
 		if (f->w && !f->rc) {
 			ref_row(p, ref, &r);
-			tsv_row(f, &r);
+			mms__trace_tsv_row(f, &r);
 		}
 	}
 	mms__table_free(l->k, (l->n ? l->n : 1) * sizeof(*l->k));
@@ -981,121 +954,4 @@ MMS__EXPORT void mms_trace_free(mms_trace_t *t)
 	free(t->launches);
 	free(t->steps);
 	free(res);
-}
-
-/* --- the scripts' TSV ------------------------------------------------------------- */
-
-static const char *kind_name(unsigned mem)
-{
-	const char *name = mms_mem_kind_name(mem);
-
-	return name ? name : "POOL";
-}
-
-/* Writes s with tabs and line breaks turned into spaces (a field). */
-static void w_field(struct mms__wfile *w, const char *s)
-{
-	for (; *s; s++) {
-		char ch = *s == '\t' || *s == '\n' || *s == '\r' ? ' ' : *s;
-
-		mms__wfile_mem(w, &ch, 1);
-	}
-}
-
-static const char *base_name(const char *path)
-{
-	const char *s = path ? strrchr(path, '/') : NULL;
-
-	return s ? s + 1 : path;
-}
-
-MMS__EXPORT int mms_trace_frame_text(const mms_frame_t *f, char *buf, size_t len)
-{
-	const char *mod = base_name(f->module);
-	int n;
-
-	if (f->function)
-		n = snprintf(buf, len, "%s (%s)", f->function, mod ? mod : "??");
-	else
-		n = snprintf(buf, len, "0x%llx (%s)", (unsigned long long)f->ip, mod ? mod : "??");
-	return n;
-}
-
-/* Writes the row of one block to f; the first error goes to f->rc (the
- * file is then not kept). */
-static void tsv_row(struct tsv *f, const struct row *r)
-{
-	struct mms__wfile *w = f->w;
-	uint64_t ips[256];
-	mms_frame_t frames[64];
-	char text[1024];
-	int depth, k, j, nf;
-
-	mms__wfile_u64(w, f->pid, '\t');
-	mms__wfile_hex(w, r->addr, '\t');
-	mms__wfile_u64(w, r->time_ns, '\t');
-	mms__wfile_u64(w, r->size, '\t');
-	mms__wfile_str(w, kind_name(r->mem));
-	mms__wfile_str(w, "\tALLOCATION\t");
-	w_field(w, r->var);
-	mms__wfile_mem(w, "\t", 1);
-	depth = mms__log_stack(f->log, r->stack, ips, sizeof(ips) / sizeof(ips[0]));
-	if (depth < 0) {
-		f->rc = depth;
-		return;
-	}
-	if ((size_t)depth > sizeof(ips) / sizeof(ips[0]))
-		depth = (int)(sizeof(ips) / sizeof(ips[0]));
-	/* Python frames where the eval loop ran them. */
-	if (f->sym && depth > 0) {
-		int m = mms_stack_mixed(f->sym, ips, (size_t)depth);
-		if (m < 0) {
-			f->rc = m;
-			return;
-		}
-		depth = m;
-	}
-	for (k = 0; k < depth; k++) {
-		mms_frame_t one = { .ip = ips[k] };
-
-		nf = f->sym ? mms_symbolize(f->sym, ips[k], frames, sizeof(frames) / sizeof(frames[0])) : 0;
-		if (nf < 0) {
-			f->rc = nf;
-			return;
-		}
-		if (!nf) {
-			frames[0] = one;
-			nf = 1;
-		}
-		for (j = 0; j < nf; j++) {
-			if (k || j)
-				mms__wfile_str(w, "; ");
-			mms_trace_frame_text(&frames[j], text, sizeof(text));
-			w_field(w, text);
-		}
-	}
-	mms__wfile_mem(w, "\n", 1);
-}
-
-MMS__EXPORT int mms_trace_write_tsv(mms_log_t *log, const mms_trace_block_t *blocks, size_t n, const char *path,
-				    const mms_output_options_t *out)
-{
-	struct tsv f = { .log = log, .sym = out ? out->sym : NULL };
-	mms_log_info_t info;
-	struct row r;
-	size_t i;
-	int rc = 0;
-
-	if (!log || !path || (!blocks && n))
-		return MMS_EUSAGE;
-	mms_log_get_info(log, &info);
-	f.pid = info.pid;
-	f.w = mms__wfile_open(path, out && out->overwrite, &rc);
-	if (!f.w)
-		return rc;
-	for (i = 0; i < n && !f.rc; i++) {
-		row_of_record(&blocks[i], &r);
-		tsv_row(&f, &r);
-	}
-	return mms__wfile_close(f.w, f.rc);
 }
