@@ -300,35 +300,22 @@ static int gone_put(struct pass *p, const struct row *r)
 	return 0;
 }
 
-/* One varint of gone's (written by gone_put(): no checks). */
-static uint64_t gone_u(const uint8_t **q)
-{
-	uint64_t v = 0;
-	unsigned shift = 0;
-
-	while (**q & 0x80) {
-		v |= (uint64_t)(**q & 0x7f) << shift;
-		shift += 7;
-		(*q)++;
-	}
-	v |= (uint64_t)*(*q)++ << shift;
-	return v;
-}
-
 /* The row at offset off of gone into *r; returns the next row's offset. */
 static size_t gone_get(const struct pass *p, size_t off, struct row *r)
 {
-	const uint8_t *q = p->gone + off;
-	uint64_t v;
+	const uint8_t *q = p->gone + off, *end = p->gone + p->gone_len;
+	uint64_t v[6] = { 0 };
 
-	r->addr = gone_u(&q);
-	r->size = gone_u(&q);
-	r->event = gone_u(&q);
-	r->time_ns = p->t->first_ns + (uint64_t)mms_unzigzag(gone_u(&q));
-	r->stack = (uint32_t)gone_u(&q);
-	v = gone_u(&q);
-	r->mem = (uint8_t)(v & 7);
-	r->var = v >> 3 ? p->vars[(v >> 3) - 1] : "";
+	/* The format's varints, as gone_put() wrote them with mms_put_u(). */
+	for (int i = 0; i < 6; i++)
+		(void)mms_get_u(&q, end, &v[i]);
+	r->addr = v[0];
+	r->size = v[1];
+	r->event = v[2];
+	r->time_ns = p->t->first_ns + (uint64_t)mms_unzigzag(v[3]);
+	r->stack = (uint32_t)v[4];
+	r->mem = (uint8_t)(v[5] & 7);
+	r->var = v[5] >> 3 ? p->vars[(v[5] >> 3) - 1] : "";
 	return (size_t)(q - p->gone);
 }
 
