@@ -11,15 +11,17 @@ from . import breaks, commands, guard, leaks, pinpoint, session, variables, watc
 _session = None
 
 
-def setup(hooks, replay_lib, replay_cli, launcher):
+def setup(hooks, replay_lib, replay_cli, launcher, libdir=None):
     """Called once by memscope.gdb with the paths of the recorder, the
     replay library, msmemscope-replay and msmemscope, build tree or
-    installed. Sourcing memscope.gdb again keeps the first session."""
+    installed (libdir: the build tree's folder of the replay library,
+    None when installed). Sourcing memscope.gdb again keeps the first
+    session."""
     global _session
     if _session is not None:
         return _session
     try:
-        s = session.Session(hooks, replay_lib, replay_cli, launcher)
+        s = session.Session(hooks, replay_lib, replay_cli, launcher, libdir)
         s.start()
     except OSError as e:
         raise gdb.GdbError("memscope: cannot load %s: %s" % (replay_lib, e))

@@ -318,9 +318,10 @@ to run the program again (not in batch mode, where gdb cannot ask).
             self.at_event(args.number(words[1], "event", self.USAGE, 0, args.UINT64_MAX - 1))
 
     def replay_cli(self, path, *args):
-        cmd = [self.s.replay_cli, path] + list(args) + ["--depth", str(self.s.depth), "--top", str(self.s.top)]
+        program, env = self.s.tool(self.s.replay_cli)
+        cmd = [program, path] + list(args) + ["--depth", str(self.s.depth), "--top", str(self.s.top)]
         try:
-            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
         except OSError as e:
             raise Error("memscope: cannot run %s: %s" % (self.s.replay_cli, e))
         err = p.stderr.decode("utf-8", "replace")

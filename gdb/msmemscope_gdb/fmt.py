@@ -2,6 +2,8 @@
 """fmt: text the memscope commands print, in the words and number formats
 msmemscope-replay uses (human_bytes, thread labels, stacks)."""
 
+import re
+
 import gdb
 
 from . import replaylib
@@ -97,17 +99,31 @@ def block_origin(log, b):
     return out
 
 
-def diff_ranges(old, new, base, align=8):
+def _xor(old, new):
+    """old ^ new, byte by byte, over their common length: zero where the
+    bytes are equal. One XOR of two integers, not a loop in Python: a
+    stop's diff of a large block takes no longer than reading it."""
+    n = min(len(old), len(new))
+    if not n:
+        return b""
+    return (int.from_bytes(old[:n], "little") ^ int.from_bytes(new[:n], "little")).to_bytes(n, "little")
+
+
+_CHANGED = re.compile(rb"[^\x00]+")
+
+
+def diff_ranges(old, new, base, align=8, xor=None):
     """The changed bytes between two equal-length byte strings, as
     (start, end) offsets, each widened to the aligned words (of the
     address base + offset) it touches, adjacent ones merged."""
     ranges = []
-    n = min(len(old), len(new))
-    for i in range(n):
-        if old[i] == new[i]:
-            continue
-        word = base + i - (base + i) % align
-        lo, hi = max(0, word - base), min(n, word + align - base)
+    if xor is None:
+        xor = _xor(old, new)
+    n = len(xor)
+    for m in _CHANGED.finditer(xor):
+        lo = max(0, m.start() - (base + m.start()) % align)
+        last = m.end() - 1
+        hi = min(n, last - (base + last) % align + align)
         if ranges and lo <= ranges[-1][1]:
             ranges[-1] = (ranges[-1][0], max(hi, ranges[-1][1]))
         else:
@@ -123,8 +139,9 @@ def diff_lines(old, new, base, indent="    ", per_line=8, max_lines=16):
     """Lines '+0x40  a0 a1 ... -> 30 31 ...' for the changed words, at
     most max_lines of them (0: all)."""
     out = []
-    changed = sum(1 for a, b in zip(old, new) if a != b)
-    for lo, hi in diff_ranges(old, new, base, per_line):
+    xor = _xor(old, new)
+    changed = len(xor) - xor.count(0)
+    for lo, hi in diff_ranges(old, new, base, per_line, xor):
         for at in range(lo, hi, per_line):
             end = min(at + per_line, hi)
             if max_lines and len(out) >= max_lines:

@@ -9,7 +9,6 @@ import contextlib
 import os
 import shlex
 import subprocess
-import tempfile
 import time
 
 import gdb
@@ -155,11 +154,12 @@ class Watch:
 
 
 class Session:
-    def __init__(self, hooks, replay_lib, replay_cli, launcher):
+    def __init__(self, hooks, replay_lib, replay_cli, launcher, libdir=None):
         self.hooks = hooks
         self.replay_lib = replay_lib
         self.replay_cli = replay_cli
         self.launcher = launcher
+        self.libdir = libdir      # build tree: where libtool left the replay library
         self.recording = False    # the exec-wrapper preloads the recorder
         self.depth = 12           # frames per stack (set memscope depth)
         self.top = 20             # loss records and launches printed (set memscope top)
@@ -215,11 +215,12 @@ class Session:
         MSMEMSCOPE_CONFIG of its own. None when the launcher cannot say:
         the program then runs without the recorder (quiet: without saying
         so)."""
-        cmd = [self.launcher, "--print-env", "--call-stack=" + self.call_stack, "--output=" + self.log_dir] + \
+        program, env = self.tool(self.launcher)
+        cmd = [program, "--print-env", "--call-stack=" + self.call_stack, "--output=" + self.log_dir] + \
             (["--guard"] if self.guard else [])
+        env["MSMEMSCOPE_HOOKS"] = self.hooks
         try:
-            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                               env=dict(os.environ, MSMEMSCOPE_HOOKS=self.hooks))
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
             why = (p.stderr.decode("utf-8", "replace").strip() or "%s exited %d" % (self.launcher, p.returncode)
                    if p.returncode else None)
         except OSError as e:
@@ -236,6 +237,21 @@ class Session:
             env.append(name + "=" + word)
         return env
 
+    def tool(self, path):
+        """(program, environment) to run msmemscope or msmemscope-replay
+        at path. In the build tree (libdir set), path is libtool's wrapper
+        script, which takes some 60 ms to find the program it runs: the
+        program in .libs is run instead, with libdir on its library path,
+        as the wrapper would. An installed tool is run as it is."""
+        env = dict(os.environ)
+        if self.libdir:
+            real = os.path.join(os.path.dirname(path), ".libs", os.path.basename(path))
+            if os.access(real, os.X_OK):
+                old = env.get("LD_LIBRARY_PATH")
+                env["LD_LIBRARY_PATH"] = self.libdir + (":" + old if old else "")
+                return real, env
+        return path, env
+
     def _make_log_dir(self):
         """gdb_{pid}_{time} (as msmemscope names its run folders) under
         default_log_top(), or a fresh folder under $TMPDIR when that
@@ -249,6 +265,7 @@ class Session:
             os.mkdir(path, 0o750)
             return path
         except OSError:
+            import tempfile  # only here: importing it costs every session some ms
             return tempfile.mkdtemp(prefix="msmemscope-" + name + "-")
 
     def set_guard(self, on):

@@ -17,7 +17,15 @@
  *                          one byte of the neighbour (bytes 1 to 4) in
  *                          its launches 500, 1000, 1500 and 2000
  *        gdbwatch offsets  prints the offsets of the gdb descriptor's
- *                          fields (hooks/gdbif.h), as shell assignments */
+ *                          fields (hooks/gdbif.h), as shell assignments
+ *        gdbwatch sizes    with the recorder: arms the descriptor itself
+ *                          (as gdb would) on blocks of 1 byte to 68 KiB at
+ *                          three alignments, changes the first, middle and
+ *                          last byte in three launches, and checks that
+ *                          the hooks counted exactly those three changes
+ *                          (every length the compare's rounds and tail
+ *                          can see); prints "sizes ok", or each miss */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <string.h>
@@ -68,6 +76,46 @@ static void threads(void)
 	prog_say(1, "gdbwatch done\n");
 }
 
+static unsigned char sizes_block[70000 + 64];
+
+static void sizes(void)
+{
+	static const size_t size[] = { 1, 31, 32, 127, 128, 129, 255, 256, 300, 4097, 65535, 65536, 70000 };
+	struct msmemscope_gdb *d = dlsym(RTLD_DEFAULT, "msmemscope_gdb");
+	int bad = 0;
+
+	if (!d)
+		prog_die("gdbwatch sizes: no recorder (msmemscope_gdb not found)");
+	for (unsigned s = 0; s < sizeof size / sizeof *size; s++)
+		for (unsigned off = 0; off < 3; off++) {
+			unsigned char *p = sizes_block + off * 7;
+			size_t n = size[s], at[3] = { 0, n / 2, n - 1 };
+			uint64_t before;
+
+			d->watch[0].addr = (uintptr_t)p;
+			d->watch[0].size = n;
+			d->watch[0].generation++;
+			__atomic_store_n(&d->armed, 1, __ATOMIC_RELEASE);
+			launch("arm", 0, 0); /* the snapshot is taken */
+			before = d->watch[0].changes;
+			for (unsigned k = 0; k < 3; k++) {
+				msmemscope_op_begin("change");
+				p[at[k]] ^= 0x40;
+				msmemscope_op_end();
+			}
+			launch("same", 0, 0);
+			if (d->watch[0].changes - before != 3) {
+				prog_say(1, "size %zu at +%u: %llu changes, not 3\n", n, off * 7,
+				         (unsigned long long)(d->watch[0].changes - before));
+				bad = 1;
+			}
+		}
+	d->watch[0].size = 0;
+	__atomic_store_n(&d->armed, 0, __ATOMIC_RELEASE);
+	if (!bad)
+		prog_say(1, "sizes ok\n");
+}
+
 static void offsets(void)
 {
 #define OFF(var, field) prog_say(1, "%s=%zu\n", var, offsetof(struct msmemscope_gdb, field))
@@ -106,12 +154,16 @@ int main(int argc, char **argv)
 		offsets();
 		return 0;
 	}
+	if (argc == 2 && !strcmp(argv[1], "sizes")) {
+		sizes();
+		return 0;
+	}
 	if (argc == 2 && !strcmp(argv[1], "threads")) {
 		threads();
 		return 0;
 	}
 	if (argc > 2 || (argc == 2 && !more))
-		prog_die("usage: gdbwatch [more|threads|offsets]");
+		prog_die("usage: gdbwatch [more|threads|offsets|sizes]");
 
 	launch("embed", 0x11, BUF);
 	launch("matmul", 0x22, BUF);

@@ -195,3 +195,12 @@ note "break_step 2: one stop, after the 3 launches of step 1"
 session idle "" "$arm"
 expect_eq "stops when armed with no watch or break" "$(stops idle)" 0
 note "armed, nothing set: no stop"
+
+# --- the compare itself: every length and alignment ------------------------
+# The hooks compare 128 bytes a round (AVX2) and the rest apart: a change
+# in the first, middle or last byte of blocks of 1 byte to 68 KiB, at
+# three alignments, is each one change (gdbwatch arms the descriptor
+# itself, without gdb).
+record sizes.mms "$prog" sizes >sizes.out 2>sizes.err || fail "gdbwatch sizes exited $?: $(cat sizes.err)"
+expect_eq "changes counted by the compare (gdbwatch sizes)" "$(cat sizes.out)" "sizes ok"
+note "sizes: first, middle and last byte changes found at 13 lengths and 3 alignments"
