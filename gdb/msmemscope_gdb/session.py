@@ -424,9 +424,7 @@ class Session:
         # The run's last values, and its leaks: from the finished log
         # (neither raises). The leaks only when the program exited: not
         # when gdb killed it (`kill', `run' again, the end of the session).
-        variables.refresh(self.finished_log)
-        if hasattr(ev, "exit_code"):
-            variables.exit_report(self.finished_log)
+        variables.at_exit(self.finished_log, hasattr(ev, "exit_code"))
         from . import pinpoint
         pinpoint.on_exited(self)
 

@@ -40,19 +40,28 @@ def _step(w):
     return w.step if w.in_step else 0
 
 
+def _replay_end(path, live=False):
+    """({step, launch, op, events}, live groups or None) of the log at path
+    replayed to its end (the program is stopped, or has exited: the log
+    holds all it did); the groups of the blocks live there only when
+    live is true. (ZERO, None) when there is no log or it cannot be read;
+    raises only for the groups (exit_report says so)."""
+    if not path or not os.path.exists(path):
+        return dict(ZERO), None
+    with replaylib.Log(path) as log, replaylib.Replay(log) as r:
+        events = log.info().events
+        r.seek(events)
+        w = r.where()
+        op = replaylib.text(w.op)
+        values = {"step": _step(w), "launch": w.op_launch if op else 0, "op": op, "events": events}
+        return values, (r.group_live() if live and events else None)
+
+
 def from_log(path):
-    """{step, launch, op, events} of the log at path replayed to its end
-    (the program is stopped, or has exited: the log holds all it did);
+    """{step, launch, op, events} of the log at path replayed to its end;
     ZERO when there is no log or it cannot be read."""
     try:
-        if not path or not os.path.exists(path):
-            return dict(ZERO)
-        with replaylib.Log(path) as log, replaylib.Replay(log) as r:
-            events = log.info().events
-            r.seek(events)
-            w = r.where()
-            op = replaylib.text(w.op)
-            return {"step": _step(w), "launch": w.op_launch if op else 0, "op": op, "events": events}
+        return _replay_end(path)[0]
     except Exception:  # noqa: BLE001 -- a failure gives 0 values, never a traceback
         return dict(ZERO)
 
@@ -80,12 +89,16 @@ def _set(values):
         gdb.set_convenience_variable("memscope_" + name, _string(v) if name == "op" else v)
 
 
-def refresh(path):
-    """Sets the variables from the log at path (0 and "" without one)."""
+def _set_quietly(values):
     try:
-        _set(from_log(path))
+        _set(values)
     except Exception:  # noqa: BLE001 -- never a traceback from an event handler
         pass
+
+
+def refresh(path):
+    """Sets the variables from the log at path (0 and "" without one)."""
+    _set_quietly(from_log(path))
 
 
 def clear():
@@ -175,22 +188,29 @@ def setup(session):
     clear()
 
 
-def exit_report(path):
-    """The line printed when the program exits: the blocks the program
-    left live at exit (its leaks), their bytes and loss records, as
-    `memscope leaks full' counts them, and apart what the runtimes keep
-    for themselves (not leaks). Nothing when the run recorded nothing (no
-    recorder, no log, no event); a failure to read the log is one line,
-    not a traceback."""
-    if not path or not os.path.exists(path):
+def at_exit(path, report):
+    """The run's last values from its finished log, and when report is
+    true (the program exited, gdb did not kill it) the line printed then:
+    the blocks the program left live at exit (its leaks), their bytes and
+    loss records, as `memscope leaks full' counts them, and apart what the
+    runtimes keep for themselves (not leaks). One replay of the log for
+    both. No line when the run recorded nothing (no recorder, no log, no
+    event); a failure to read the log is one line, not a traceback."""
+    try:
+        values, groups = _replay_end(path, live=report)
+    except Exception as e:  # noqa: BLE001 -- an exit handler must not leave a traceback
+        _set_quietly(dict(ZERO))
+        if report:
+            try:
+                gdb.write("memscope: at exit: cannot read the log %s: %s\n" % (path, one_line_error(e)))
+            except Exception:  # noqa: BLE001
+                pass
+        return
+    _set_quietly(values)
+    if groups is None:
         return
     try:
-        with replaylib.Log(path) as log, replaylib.Replay(log) as r:
-            events = log.info().events
-            if not events:
-                return
-            r.seek(events)
-            groups = r.group_live()
+        events = values["events"]
         groups, kept = replaylib.split_runtime(groups)
         blocks = sum(g["blocks"] for g in groups)
         nbytes = sum(g["bytes"] for g in groups)
