@@ -28,6 +28,7 @@ static void dir_setup(void)
 static void dir_teardown(void)
 {
 	unlink(LOG);
+	unlink(LOG ".idx"); /* the index the seek tests build beside the log */
 	if (chdir("/") == 0)
 		rmdir(tmpdir);
 }
