@@ -63,18 +63,46 @@ static uint8_t pat_run[3][PAT_RUN];
 
 int mms__guard_on;
 
-/* One guarded block (user 0: an empty slot). */
+/* One guarded block (user 0: an empty slot), 32 bytes: two to a cache
+ * line of the set, whose probes miss the caches once it outgrows them.
+ * The raw block begins head bytes before user; a size fits 56 bits (no
+ * address space holds a block of 2^56 bytes: the allocation of one fails
+ * before it is kept here), the top byte holds fn and family. */
 struct gblk {
-	uintptr_t user, raw;
-	uint64_t size;
+	uintptr_t user;
+	uint64_t word;   /* size | fn << 56 | family << 60 */
 	uint64_t stamp;  /* of its allocation */
 	uint32_t stack;  /* of its allocation, 0: none */
-	uint16_t fn;     /* enum mms_alloc_fn */
-	uint8_t family;  /* enum mms_guard_family */
-	uint8_t pad;
 	uint32_t head;   /* bytes from raw to user */
-	uint32_t pad2;
 };
+
+#define GB_SIZE_MASK ((UINT64_C(1) << 56) - 1)
+
+static inline struct gblk gb_make(uintptr_t user, uint32_t head, uint64_t size, unsigned fn, unsigned family)
+{
+	return (struct gblk){ .user = user, .head = head,
+			      .word = (size & GB_SIZE_MASK) | (uint64_t)(fn & 15) << 56 | (uint64_t)(family & 15) << 60 };
+}
+
+static inline uint64_t gb_size(const struct gblk *b)
+{
+	return b->word & GB_SIZE_MASK;
+}
+
+static inline unsigned gb_fn(const struct gblk *b)
+{
+	return (unsigned)(b->word >> 56) & 15;
+}
+
+static inline unsigned gb_family(const struct gblk *b)
+{
+	return (unsigned)(b->word >> 60);
+}
+
+static inline uintptr_t gb_raw(const struct gblk *b)
+{
+	return b->user - b->head;
+}
 
 struct shard {
 	int lock; /* mms__spin_lock */
@@ -372,14 +400,14 @@ static void finding(struct mms_thread *t, unsigned kind, uintptr_t addr, const s
 	if (!t)
 		return;
 	stamp = mms__stamp_obtain();
-	info = (b ? b->family : 0) | (uint64_t)since << 4 | (uint64_t)(b ? b->fn : 0) << 8 |
+	info = (b ? gb_family(b) : 0) | (uint64_t)since << 4 | (uint64_t)(b ? gb_fn(b) : 0) << 8 |
 	       (uint64_t)(d ? d->len : 0) << 16;
 	p = mms__rec_begin(t, 1 + 10 + 10 + 6 * 10);
 	if (!p)
 		return;
 	p = mms__rec_head(t, p, (uint8_t)(MMS_TAG_GUARD | kind), stamp);
 	p = mms__rec_addr(t, p, addr);
-	p = mms_put_u(p, b ? b->size : 0);
+	p = mms_put_u(p, b ? gb_size(b) : 0);
 	p = mms_put_u(p, info);
 	p = mms_put_u(p, d ? mms_zigzag(d->off) : 0);
 	p = mms_put_u(p, d ? d->bytes : 0);
@@ -400,9 +428,9 @@ static void check_live(struct mms_thread *t, const struct gblk *b)
 	struct damage d;
 	unsigned since = since_of(b->stamp, MMS_GUARD_SINCE_ALLOC);
 
-	if (zone_check((uint8_t *)b->raw, b->head, PAT_HEAD, b->user, &d))
+	if (zone_check((uint8_t *)gb_raw(b), b->head, PAT_HEAD, b->user, &d))
 		finding(t, MMS_GUARD_UNDERFLOW, b->user, b, 0, since, &d);
-	if (zone_check((uint8_t *)(b->user + b->size), rz, PAT_TAIL, b->user, &d))
+	if (zone_check((uint8_t *)(b->user + gb_size(b)), rz, PAT_TAIL, b->user, &d))
 		finding(t, MMS_GUARD_OVERFLOW, b->user, b, 0, since, &d);
 }
 
@@ -413,9 +441,9 @@ static void check_freed(struct mms_thread *t, const struct qent *e)
 	struct damage d;
 	unsigned since = since_of(e->free_stamp, MMS_GUARD_SINCE_FREE);
 
-	if (zone_check((uint8_t *)b->raw, b->head, PAT_HEAD, b->user, &d) ||
-	    zone_check((uint8_t *)b->user, b->size, PAT_FREED, b->user, &d) ||
-	    zone_check((uint8_t *)(b->user + b->size), rz, PAT_TAIL, b->user, &d))
+	if (zone_check((uint8_t *)gb_raw(b), b->head, PAT_HEAD, b->user, &d) ||
+	    zone_check((uint8_t *)b->user, gb_size(b), PAT_FREED, b->user, &d) ||
+	    zone_check((uint8_t *)(b->user + gb_size(b)), rz, PAT_TAIL, b->user, &d))
 		finding(t, MMS_GUARD_WRITE_AFTER_FREE, b->user, b, e->free_stack, since, &d);
 }
 
@@ -449,8 +477,7 @@ void *mms__guard_alloc(struct mms_thread *t, unsigned fn, unsigned family, size_
 	if (zero)
 		memset(raw + head, 0, size);
 	zone_fill(raw + head + size, rz, PAT_TAIL);
-	b = (struct gblk){ .user = (uintptr_t)(raw + head), .raw = (uintptr_t)raw, .size = size, .fn = (uint16_t)fn,
-			   .family = (uint8_t)family, .head = (uint32_t)head };
+	b = gb_make((uintptr_t)(raw + head), (uint32_t)head, size, fn, family);
 	if (t) {
 		mms__guard_rec_alloc(t, fn, raw + head, size, ra);
 		b.stamp = t->prev_stamp;
@@ -473,8 +500,7 @@ void *mms__guard_alloc_plain(struct mms_thread *t, unsigned fn, size_t size, int
 
 	if (!p)
 		return NULL;
-	b = (struct gblk){ .user = (uintptr_t)p, .raw = (uintptr_t)p, .size = size, .fn = (uint16_t)fn,
-			   .family = MMS_GUARD_FAMILY_PLAIN };
+	b = gb_make((uintptr_t)p, 0, size, fn, MMS_GUARD_FAMILY_PLAIN);
 	if (t)
 		mms__guard_rec_alloc(t, fn, p, size, ra);
 	if (set_add(&b)) {
@@ -524,7 +550,7 @@ static void release(struct mms_thread *t, const struct gblk *b)
 {
 	if (t)
 		mms__note_release(b->user, t->index);
-	mms__real.free((void *)b->raw);
+	mms__real.free((void *)gb_raw(b));
 }
 
 /* Asks for the first bytes of [p, p + n) (a block about to leave the
@@ -557,21 +583,21 @@ static void quarantine(struct mms_thread *t, const struct gblk *b, uint32_t free
 	mms__spin_lock(&q_lock);
 	if (!q)
 		q = mms__map_anon(QUARANTINE_SLOTS * sizeof *q);
-	if (!q || b->size > mms__config.guard_quarantine) {
+	if (!q || gb_size(b) > mms__config.guard_quarantine) {
 		mms__spin_unlock(&q_lock);
 		release(t, b); /* never quarantined: not filled either */
 		return;
 	}
 	/* Filled under the lock: its stores then drain while the program
 	 * runs on, not in the lock's exchange; the unlock publishes them. */
-	memset((void *)b->user, PAT_FREED, b->size);
+	memset((void *)b->user, PAT_FREED, gb_size(b));
 	q[(q_head + q_n) % QUARANTINE_SLOTS] = (struct qent){ *b, free_stamp, free_stack };
 	q_n++;
-	q_bytes += b->size;
+	q_bytes += gb_size(b);
 	for (;;) {
 		while ((q_bytes > mms__config.guard_quarantine || q_n == QUARANTINE_SLOTS) && nout < 16) {
 			out[nout++] = q[q_head];
-			q_bytes -= q[q_head].b.size;
+			q_bytes -= gb_size(&q[q_head].b);
 			q_head = (q_head + 1) % QUARANTINE_SLOTS;
 			q_n--;
 		}
@@ -581,8 +607,8 @@ static void quarantine(struct mms_thread *t, const struct gblk *b, uint32_t free
 		for (size_t k = nout < PREFETCH_AHEAD ? PREFETCH_AHEAD - nout : 0; k < PREFETCH_AHEAD && k < q_n; k++) {
 			const struct gblk *x = &q[(q_head + k) % QUARANTINE_SLOTS].b;
 
-			ahead[nahead].raw = x->raw;
-			ahead[nahead++].len = x->head + x->size + rz;
+			ahead[nahead].raw = gb_raw(x);
+			ahead[nahead++].len = x->head + gb_size(x) + rz;
 		}
 		/* The ring's entries, read when their blocks come near. */
 		__builtin_prefetch(&q[(q_head + 4 * PREFETCH_AHEAD) % QUARANTINE_SLOTS], 0, 3);
@@ -618,7 +644,7 @@ void mms__guard_free(struct mms_thread *t, void *ptr, unsigned family, unsigned 
 		tls_at_stack = 0;
 		return;
 	}
-	if (b.family == MMS_GUARD_FAMILY_PLAIN) {
+	if (gb_family(&b) == MMS_GUARD_FAMILY_PLAIN) {
 		if (t) {
 			mms__release_watched(a, 0);
 			mms__note_release(a, t->index);
@@ -628,7 +654,7 @@ void mms__guard_free(struct mms_thread *t, void *ptr, unsigned family, unsigned 
 		tls_at_stack = 0;
 		return;
 	}
-	if (!family_ok(b.family, family))
+	if (!family_ok(gb_family(&b), family))
 		finding(t, MMS_GUARD_MISMATCHED_FREE, a, &b, 0, MMS_GUARD_SINCE_NONE, NULL);
 	check_live(t, &b);
 	if (t) {
@@ -660,11 +686,11 @@ void *mms__guard_realloc(struct mms_thread *t, void *ptr, size_t size, uintptr_t
 		mms__guard_free(t, ptr, MMS_GUARD_FAMILY_MALLOC, MMS_FREE_REALLOC);
 		return NULL;
 	}
-	r = b.family == MMS_GUARD_FAMILY_PLAIN ? mms__guard_alloc_plain(t, MMS_ALLOC_REALLOC, size, 0, ra)
+	r = gb_family(&b) == MMS_GUARD_FAMILY_PLAIN ? mms__guard_alloc_plain(t, MMS_ALLOC_REALLOC, size, 0, ra)
 					       : mms__guard_alloc(t, MMS_ALLOC_REALLOC, MMS_GUARD_FAMILY_MALLOC, 16, size, 0, ra);
 	if (!r)
 		return NULL;
-	memcpy(r, ptr, b.size < size ? b.size : size);
+	memcpy(r, ptr, gb_size(&b) < size ? gb_size(&b) : size);
 	mms__guard_free(t, ptr, MMS_GUARD_FAMILY_MALLOC, MMS_FREE_REALLOC);
 	return r;
 }
@@ -673,9 +699,9 @@ int mms__guard_usable(const void *ptr, size_t *size)
 {
 	struct gblk b;
 
-	if (!set_get((uintptr_t)ptr, &b) || b.family == MMS_GUARD_FAMILY_PLAIN)
+	if (!set_get((uintptr_t)ptr, &b) || gb_family(&b) == MMS_GUARD_FAMILY_PLAIN)
 		return 0;
-	*size = b.size;
+	*size = gb_size(&b);
 	return 1;
 }
 
@@ -698,7 +724,7 @@ uint64_t mms__guard_check_all(struct mms_thread *t)
 
 		mms__spin_lock(&s->lock);
 		for (size_t k = 0; k < s->cap; k++)
-			if (s->tab[k].user > 1 && s->tab[k].family != MMS_GUARD_FAMILY_PLAIN)
+			if (s->tab[k].user > 1 && gb_family(&s->tab[k]) != MMS_GUARD_FAMILY_PLAIN)
 				check_live(t, &s->tab[k]);
 		mms__spin_unlock(&s->lock);
 	}
