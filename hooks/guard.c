@@ -468,6 +468,24 @@ void *mms__guard_alloc(struct mms_thread *t, unsigned fn, unsigned family, size_
 		errno = ENOMEM;
 		return NULL;
 	}
+	if (unlikely(head > UINT32_MAX)) {
+		/* An alignment of 4 GiB or more: the head would not fit the
+		 * entry, and the block is kept unguarded, aligned as asked. */
+		raw = mms__real.memalign(align, size);
+		if (!raw)
+			return NULL;
+		if (zero)
+			memset(raw, 0, size);
+		b = gb_make((uintptr_t)raw, 0, size, fn, MMS_GUARD_FAMILY_PLAIN);
+		if (t)
+			mms__guard_rec_alloc(t, fn, raw, size, ra);
+		if (set_add(&b)) {
+			mms__real.free(raw);
+			errno = ENOMEM;
+			return NULL;
+		}
+		return raw;
+	}
 	total = head + size + rz;
 	raw = align > 16 ? mms__real.memalign(align, total) : mms__real.malloc(total);
 	if (!raw)
