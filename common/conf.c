@@ -84,8 +84,8 @@ const struct mms_conf_key mms__conf_keys[] = {
 	  "recorder (guard.c), guard analysis" },
 	{ "guard_redzone", NULL, MMS_CONF_UINT, F(guard_redzone), 1, 4096, NULL, "16", 0,
 	  "a number of bytes from 1 to 4096", "the size of each red zone of guard mode", "recorder (guard.c)" },
-	{ "guard_quarantine", NULL, MMS_CONF_SIZE, F(guard_quarantine), 0, 0, NULL, "4M", 0,
-	  "a size in bytes, with K, M or G (rounded down to 4K)",
+	{ "guard_quarantine", NULL, MMS_CONF_SIZE, F(guard_quarantine), 0, 0, NULL, "4M", MMS_CONF_EXACT,
+	  "a size in bytes, with K, M or G",
 	  "guard mode: freed bytes held back (filled with a pattern) before they are handed back",
 	  "recorder (guard.c)" },
 };
@@ -264,7 +264,9 @@ static int read_value(const struct mms_conf_key *k, const char *v, size_t len, m
 			shift = 30;
 		if (read_u64(v, len - (shift != 0), &u) || (shift && u > (UINT64_MAX >> shift)))
 			return -1;
-		u = (u << shift) & ~4095ull;
+		u <<= shift;
+		if (!(k->flags & MMS_CONF_EXACT))
+			u &= ~4095ull;
 		if (u < k->min)
 			return -1;
 		*(uint64_t *)field = u;

@@ -15,7 +15,8 @@ enum mms_conf_type {
 	MMS_CONF_UINT,   /* a decimal number from min to max (uint32_t or int) */
 	MMS_CONF_BOOL,   /* 0 or 1 (int) */
 	MMS_CONF_ENUM,   /* one of names[], stored as its index (int) */
-	MMS_CONF_SIZE,   /* bytes, with K, M or G: at least min, rounded down to 4 KiB (uint64_t) */
+	MMS_CONF_SIZE,   /* bytes, with K, M or G: at least min, rounded down to 4 KiB unless
+	                    MMS_CONF_EXACT (uint64_t) */
 	MMS_CONF_EVENTS, /* a list of names[], stored as bits */
 	MMS_CONF_STEPS,  /* a list of step numbers */
 	MMS_CONF_WATCH,  /* [START[:outN],]END[,full-content] */
@@ -24,6 +25,8 @@ enum mms_conf_type {
 /* Written even at its default: the keys every configuration the launcher
  * writes shows. */
 #define MMS_CONF_ALWAYS 1u
+/* MMS_CONF_SIZE: taken to the byte, not rounded down to 4 KiB. */
+#define MMS_CONF_EXACT 2u
 
 struct mms_conf_key {
 	const char *name; /* in the text */
@@ -35,7 +38,7 @@ struct mms_conf_key {
 	uint64_t min, max;        /* MMS_CONF_UINT, MMS_CONF_SIZE (min only) */
 	const char *const *names; /* MMS_CONF_ENUM, MMS_CONF_EVENTS: NULL-terminated */
 	const char *dflt;         /* the default, as the text writes it */
-	unsigned flags;           /* MMS_CONF_ALWAYS */
+	unsigned flags;           /* MMS_CONF_ALWAYS, MMS_CONF_EXACT */
 	const char *expected;     /* what it takes, for messages */
 	const char *what;         /* what it means */
 	const char *readers;      /* who reads it */

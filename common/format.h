@@ -189,8 +189,8 @@ enum mms_dev_fn {
  * quarantine begins here; what it finds follows as findings.
  * The others are findings: daddr (the block's address, or the address
  * freed), u size (the block's requested size, 0 when no block), u info
- * (enum mms_guard_family | enum mms_guard_since << 4 | alloc fn << 8 |
- * damaged length << 16), u zigzag offset of the first damaged byte from
+ * (enum mms_guard_family | enum mms_guard_since << 4 | enum mms_guard_by
+ * << 6 | alloc fn << 8 | damaged length << 16), u zigzag offset of the first damaged byte from
  * the block's address, u its first bytes (up to 8, little-endian), u the
  * block's allocation stack | its free stack << 32 (0: none), u the stack
  * of the call that made the check (a free, realloc or delete; 0 for a
@@ -222,6 +222,15 @@ enum mms_guard_since {
 	MMS_GUARD_SINCE_FREE = 1,  /* its free */
 	MMS_GUARD_SINCE_CHECK = 2, /* the last full check (CHECK) before the finding */
 	MMS_GUARD_SINCE_NONE = 3,  /* no window: a bad free */
+};
+
+/* Which check found it (info bits 6-7; 0 in logs written before these
+ * bits were, which the readers call unknown). */
+enum mms_guard_by {
+	MMS_GUARD_BY_UNKNOWN = 0,
+	MMS_GUARD_BY_CHECK = 1,      /* a full check */
+	MMS_GUARD_BY_RELEASE = 2,    /* the free, realloc or delete of the block (or of the address) */
+	MMS_GUARD_BY_QUARANTINE = 3, /* its leaving the quarantine, pushed out by a later free */
 };
 
 /* Python frames (version 5). With python_stack=N, a STACK node's ip may

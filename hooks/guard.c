@@ -387,6 +387,9 @@ static int zone_check(uint8_t *p, size_t n, uint8_t pat, uintptr_t user, struct 
  * the free that pushed a block out of the quarantine): 0 for full checks
  * and without stacks. */
 static __thread uint32_t tls_at_stack;
+/* Which check is being made (enum mms_guard_by): set by the frees; 0,
+ * outside them, is a full check. */
+static __thread unsigned tls_by;
 
 /* Writes a GUARD finding (t NULL: counted, not written). b may be NULL
  * (an invalid free: addr only). since: enum mms_guard_since. */
@@ -400,7 +403,8 @@ static void finding(struct mms_thread *t, unsigned kind, uintptr_t addr, const s
 	if (!t)
 		return;
 	stamp = mms__stamp_obtain();
-	info = (b ? gb_family(b) : 0) | (uint64_t)since << 4 | (uint64_t)(b ? gb_fn(b) : 0) << 8 |
+	info = (b ? gb_family(b) : 0) | (uint64_t)since << 4 |
+	       (uint64_t)(tls_by ? tls_by : MMS_GUARD_BY_CHECK) << 6 | (uint64_t)(b ? gb_fn(b) : 0) << 8 |
 	       (uint64_t)(d ? d->len : 0) << 16;
 	p = mms__rec_begin(t, 1 + 10 + 10 + 6 * 10);
 	if (!p)
@@ -654,12 +658,14 @@ void mms__guard_free(struct mms_thread *t, void *ptr, unsigned family, unsigned 
 
 	free_fn &= ~MMS_GUARD_FREE_THEIRS;
 	tls_at_stack = stack;
+	tls_by = MMS_GUARD_BY_RELEASE;
 	if (!set_take(a, &b)) {
 		if (theirs)
 			mms__real.free(ptr);
 		else
 			bad_free(t, a);
 		tls_at_stack = 0;
+		tls_by = 0;
 		return;
 	}
 	if (gb_family(&b) == MMS_GUARD_FAMILY_PLAIN) {
@@ -670,6 +676,7 @@ void mms__guard_free(struct mms_thread *t, void *ptr, unsigned family, unsigned 
 		}
 		mms__real.free(ptr);
 		tls_at_stack = 0;
+		tls_by = 0;
 		return;
 	}
 	if (!family_ok(gb_family(&b), family))
@@ -682,8 +689,10 @@ void mms__guard_free(struct mms_thread *t, void *ptr, unsigned family, unsigned 
 	} else {
 		mms__release_watched(a, 0);
 	}
+	tls_by = MMS_GUARD_BY_QUARANTINE; /* what this free pushes out */
 	quarantine(t, &b, stack, stamp);
 	tls_at_stack = 0;
+	tls_by = 0;
 }
 
 void *mms__guard_realloc(struct mms_thread *t, void *ptr, size_t size, uintptr_t ra)
@@ -695,8 +704,10 @@ void *mms__guard_realloc(struct mms_thread *t, void *ptr, size_t size, uintptr_t
 		return mms__guard_alloc(t, MMS_ALLOC_REALLOC, MMS_GUARD_FAMILY_MALLOC, 16, size, 0, ra);
 	if (!set_get((uintptr_t)ptr, &b)) {
 		tls_at_stack = t && mms__stacks_on ? mms__capture_stack(t) : 0;
+		tls_by = MMS_GUARD_BY_RELEASE;
 		bad_free(t, (uintptr_t)ptr);
 		tls_at_stack = 0;
+		tls_by = 0;
 		errno = ENOMEM;
 		return NULL;
 	}

@@ -13,6 +13,23 @@
 #include "cli.h"
 #include "replay-show.h"
 
+/* enum mms_guard_found_by: the JSON's found_by, and the text's words. */
+static const struct {
+	const char *key, *words;
+} found_by_names[] = {
+	[MMS_GUARD_FOUND_BY_CHECK] = { "check", " by a full check" },
+	[MMS_GUARD_FOUND_BY_RELEASE] = { "release", " by the check of its free, realloc or delete" },
+	[MMS_GUARD_FOUND_BY_QUARANTINE] = { "quarantine", " as it left the quarantine, pushed out by a later free" },
+};
+
+/* NULL (the JSON) or "" (the text) for a log that does not say. */
+static const char *found_by(unsigned by, int words)
+{
+	if (by >= sizeof found_by_names / sizeof *found_by_names || !found_by_names[by].key)
+		return words ? "" : NULL;
+	return words ? found_by_names[by].words : found_by_names[by].key;
+}
+
 /* enum mms_guard_since of the log format, in words. */
 static const char *since_words(unsigned since)
 {
@@ -66,6 +83,10 @@ static void print_json(struct an_ctx *c, const mms_guard_t *r)
 			   ",\"at_stack\":%" PRIu32,
 			i ? "," : "", mms_guard_kind_name(x->kind) ? mms_guard_kind_name(x->kind) : "unknown", x->event,
 			x->thread, x->addr, x->size, fam ? fam : "?", x->alloc_stack, x->free_stack, x->at_stack);
+		if (found_by(x->found_by, 0))
+			fprintf(f, ",\"found_by\":\"%s\"", found_by(x->found_by, 0));
+		else
+			fputs(",\"found_by\":null", f);
 		fputs(",\"alloc_event\":", f);
 		x->alloc_event == UINT64_MAX ? fputs("null", f) : fprintf(f, "%" PRIu64, x->alloc_event);
 		fputs(",\"free_event\":", f);
@@ -124,12 +145,10 @@ static void print_text(struct an_ctx *c, const mms_guard_t *r)
 				fprintf(f, " %02x", x->bytes[k]);
 			fputs(x->length > x->nbytes ? " ...\n" : "\n", f);
 		}
-		if (x->at_stack) {
-			fprintf(f, "  found at event %" PRIu64 " in:\n", x->event);
+		fprintf(f, "  found at event %" PRIu64 "%s%s\n", x->event, found_by(x->found_by, 1),
+			x->at_stack ? ", in:" : "");
+		if (x->at_stack)
 			show_stack(&s, x->at_stack, "      ");
-		} else {
-			fprintf(f, "  found at event %" PRIu64 " (a full check)\n", x->event);
-		}
 		print_where(&s, "allocated", x->alloc_event, x->alloc_stack);
 		print_where(&s, "freed", x->free_event, x->free_stack);
 		if (x->length && x->since_event != UINT64_MAX) {

@@ -328,13 +328,19 @@ static const char *parse_guard(struct opts *o, char *value)
 	return NULL;
 }
 
+/* --guard-redzone and --guard-quarantine set guard mode's sizes, and so
+ * ask for guard mode: given alone they would change nothing. */
 static const char *parse_guard_redzone(struct opts *o, char *value)
 {
+	if (!o->rec.guard)
+		o->rec.guard = 1;
 	return set_key(&o->rec, "guard_redzone", value);
 }
 
 static const char *parse_guard_quarantine(struct opts *o, char *value)
 {
+	if (!o->rec.guard)
+		o->rec.guard = 1;
 	return set_key(&o->rec, "guard_quarantine", value);
 }
 
@@ -607,9 +613,12 @@ static void print_help(void)
 	       "                        each operator launch, so a finding names the launch\n"
 	       "                        that did the damage (costs a pass over the live\n"
 	       "                        blocks per launch). See guard.md.\n"
-	       "  --guard-redzone=N     bytes of each red zone, 1 to 4096 (default 16).\n"
+	       "  --guard-redzone=N     bytes of each red zone, 1 to 4096 (default 16);\n"
+	       "                        implies --guard.\n"
 	       "  --guard-quarantine=SIZE\n"
-	       "                        freed bytes held back, with K, M or G (default 4M).\n"
+	       "                        freed bytes held back, with K, M or G (default 4M;\n"
+	       "                        0: none, and writes after free go unseen); implies\n"
+	       "                        --guard.\n"
 	       "  --watch=[START[:outN],]END[,full-content]\n"
 	       "                        watch blocks across operator launches: when a\n"
 	       "                        launch of operator START ends, the blocks it\n"

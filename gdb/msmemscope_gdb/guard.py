@@ -70,6 +70,11 @@ def findings(path):
         return log.guard_findings()
 
 
+# mms_guard_finding_t.found_by (0: a log that does not say).
+_FOUND_BY = {1: "by a full check", 2: "by the check of its free, realloc or delete",
+             3: "as it left the quarantine, pushed out by a later free,"}
+
+
 def describe(log, f, depth):
     """The lines that show one finding."""
     kind = replaylib.GUARD_KINDS.get(f.kind, "finding %d" % f.kind)
@@ -78,8 +83,8 @@ def describe(log, f, depth):
         head = "%s of block 0x%x (%s)" % (kind, f.addr, fmt.exact_bytes(f.size))
     else:
         head = "%s of 0x%x" % (kind, f.addr)
-    by = "a full check" if not f.at_stack and f.kind in (1, 2, 3) else "the check of a free, realloc or delete"
-    lines.append("%s, found at event #%d by %s on %s" % (head, f.event, by, log.thread_label(f.thread)))
+    by = _FOUND_BY.get(f.found_by)
+    lines.append("%s, found at event #%d%s on %s" % (head, f.event, " " + by if by else "", log.thread_label(f.thread)))
     if f.length:
         at = f.addr + f.offset
         lines.append("  %s damaged at 0x%x (%+d from the block, %s): %s%s" % (

@@ -92,7 +92,7 @@ class GuardFinding(ctypes.Structure):
                 ("at_stack", u32), ("alloc_event", u64), ("free_event", u64), ("since", ctypes.c_uint),
                 ("since_event", u64), ("steps_in_window", u64), ("launches_in_window", u64), ("offset", i64),
                 ("length", u64), ("bytes", u8 * 8), ("nbytes", ctypes.c_uint), ("last_launch", u64),
-                ("last_op", c_char_p)]
+                ("last_op", c_char_p), ("found_by", ctypes.c_uint)]
 
 
 class Guard(ctypes.Structure):

@@ -463,6 +463,15 @@ enum mms_guard_window {
 	MMS_GUARD_NO_WINDOW = 3,        /* no window: a bad free */
 };
 
+/* Which check found it. */
+enum mms_guard_found_by {
+	MMS_GUARD_FOUND_UNKNOWN = 0,    /* a log written before the recorder said */
+	MMS_GUARD_FOUND_BY_CHECK = 1,   /* a full check (step boundary, exit, msmemscope_guard_check()) */
+	MMS_GUARD_FOUND_BY_RELEASE = 2, /* the free, realloc or delete of the block (or of the address) */
+	MMS_GUARD_FOUND_BY_QUARANTINE = 3, /* the block leaving the quarantine, pushed out by a later
+	                                      free (at_stack: that free's) */
+};
+
 typedef struct mms_guard_finding {
 	unsigned kind;          /* enum mms_guard_finding_kind */
 	uint64_t event;         /* the finding's event: the check that found it */
@@ -474,7 +483,9 @@ typedef struct mms_guard_finding {
 	uint32_t alloc_stack;   /* 0: none recorded */
 	uint32_t free_stack;    /* 0: none (live, or no stacks) */
 	uint32_t at_stack;      /* the call that made the check (free, realloc,
-	                           delete); 0: a full check, or no stacks */
+	                           delete, or the free that pushed the block out
+	                           of the quarantine); 0: a full check, or no
+	                           stacks (found_by says which) */
 	uint64_t alloc_event;   /* the block's MALLOC event; UINT64_MAX: unknown */
 	uint64_t free_event;    /* its FREE event (write after free, double free);
 	                           UINT64_MAX: none or unknown */
@@ -497,6 +508,7 @@ typedef struct mms_guard_finding {
 	 * before it began. */
 	uint64_t last_launch;
 	const char *last_op;
+	unsigned found_by;      /* enum mms_guard_found_by */
 } mms_guard_finding_t;
 
 typedef struct mms_guard {

@@ -151,7 +151,8 @@ static int finding(struct gpass *g, struct mms_pass *p, const mms_event_t *ev)
 	f->addr = ev->addr;
 	f->size = ev->size;
 	f->family = (unsigned)(ev->flags & 0xf);
-	f->since = (unsigned)((ev->flags >> 4) & 0xf);
+	f->since = (unsigned)((ev->flags >> 4) & 0x3);
+	f->found_by = (unsigned)((ev->flags >> 6) & 0x3);
 	f->alloc_fn = (unsigned)((ev->flags >> 8) & 0xff);
 	f->length = ev->flags >> 16;
 	f->offset = (int64_t)ev->total;

@@ -86,7 +86,7 @@ int main(void)
 	F(mms_guard_finding_t, since), F(mms_guard_finding_t, since_event), F(mms_guard_finding_t, steps_in_window);
 	F(mms_guard_finding_t, launches_in_window), F(mms_guard_finding_t, offset), F(mms_guard_finding_t, length);
 	F(mms_guard_finding_t, bytes), F(mms_guard_finding_t, nbytes), F(mms_guard_finding_t, last_launch);
-	F(mms_guard_finding_t, last_op);
+	F(mms_guard_finding_t, last_op), F(mms_guard_finding_t, found_by);
 	END();
 	BEGIN("Guard", mms_guard_t);
 	F(mms_guard_t, findings), F(mms_guard_t, nfindings), F(mms_guard_t, by_kind), F(mms_guard_t, checks);

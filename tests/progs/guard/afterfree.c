@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* afterfree.c: a write through a pointer kept after free (guard: write
- * after free of a 24-byte block, found by the check at exit). */
+ * after free of a 24-byte block, found by the check at exit).
+ * afterfree push: then frees four more 24-byte blocks, which push it out
+ * of a quarantine of 48 bytes (--guard-quarantine=48): found as it
+ * leaves. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static char *volatile kept;
 
-int main(void)
+int main(int argc, char **argv)
 {
 	char *p = malloc(24); /* ALLOC */
 
@@ -16,5 +19,10 @@ int main(void)
 	kept = p;
 	free(p); /* FREE */
 	kept[3] = 'x';
+	if (argc > 1 && !strcmp(argv[1], "push"))
+		for (int i = 0; i < 4; i++) {
+			kept = malloc(24); /* through the volatile: kept by the compiler */
+			free(kept);
+		}
 	return 0;
 }

@@ -71,6 +71,9 @@ error() {
 }
 
 error strcpy1 overflow 5
+expect_key strcpy1.json findings.0.found_by '"release"'
+grep -q "found at event [0-9]* by the check of its free, realloc or delete, in:" strcpy1.err ||
+	fail "strcpy1: the finding does not say the free's check found it: $(cat strcpy1.err)"
 expect_key strcpy1.json findings.0.offset 5
 expect_key strcpy1.json findings.0.length 1
 expect_key strcpy1.json findings.0.bytes '"00"'
@@ -80,14 +83,25 @@ expect_key looppast.json findings.0.length 4
 error afterfree write_after_free 24
 expect_key afterfree.json findings.0.offset 3
 expect_key afterfree.json findings.0.bytes '"78"'
+expect_key afterfree.json findings.0.found_by '"check"'
+# With a quarantine of 48 bytes (taken to the byte: 48, not 0), the frees
+# that follow push the block out: found as it leaves the quarantine.
+guard_opt=--guard-quarantine=48
+error afterfree write_after_free 24 push
+guard_opt=
+expect_key afterfree.json findings.0.found_by '"quarantine"'
 error doublefree double_free 16
+expect_key doublefree.json findings.0.found_by '"release"'
 error stackfree invalid_free 0
+expect_key stackfree.json findings.0.found_by '"release"'
 error neighbour overflow 16
 expect_key neighbour.json findings.0.length 4
 # msmemscope_guard_check() finds the overflow of a live block (a full
 # check: no stack of its own), and the step and the exit check again.
 error apicheck overflow 8
 expect_key apicheck.json findings.0.at_stack 0
+expect_key apicheck.json findings.0.found_by '"check"'
+grep -q "found at event [0-9]* by a full check\$" apicheck.err || fail "apicheck: not said to be a full check: $(cat apicheck.err)"
 expect_key apicheck.json findings.0.offset 8
 expect_key apicheck.json checks 3
 if [ -x "$dir/deletemalloc" ]; then
