@@ -169,6 +169,16 @@ static void print_text(struct an_ctx *c, const mms_guard_t *r)
 			fprintf(f, "  window: after %s and before event %" PRIu64 "\n", since_words(x->since), x->event);
 		}
 	}
+	/* Without stacks a finding names events only: say how to get them,
+	 * as the leak reports do. */
+	int stacks = 0;
+
+	for (size_t i = 0; i < r->nfindings; i++)
+		stacks |= r->findings[i].alloc_stack || r->findings[i].free_stack || r->findings[i].at_stack;
+	if (r->nfindings && !stacks)
+		fputs("(no stacks recorded: run with --call-stack=c:N to see where each block was allocated, freed "
+		      "and found damaged)\n",
+		      f);
 	fprintf(f, "msmemscope: ERROR SUMMARY: %zu error%s", r->nfindings, r->nfindings == 1 ? "" : "s");
 	if (r->guard_on)
 		fprintf(f, " (guard mode, %" PRIu64 " full check%s; it moves every heap block by design)",

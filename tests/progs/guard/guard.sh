@@ -74,6 +74,13 @@ error strcpy1 overflow 5
 expect_key strcpy1.json findings.0.found_by '"release"'
 grep -q "found at event [0-9]* by the check of its free, realloc or delete, in:" strcpy1.err ||
 	fail "strcpy1: the finding does not say the free's check found it: $(cat strcpy1.err)"
+# Without stacks the finding still says which check found it, and how
+# to get the stacks.
+"$MMS_LAUNCHER" --guard --output=out-nostack -- "$dir/strcpy1" >nostack.out 2>nostack.err
+grep -q "found at event [0-9]* by the check of its free, realloc or delete\$" nostack.err ||
+	fail "strcpy1 without stacks: which check found it is not said: $(cat nostack.err)"
+grep -q "^(no stacks recorded: run with --call-stack=c:N" nostack.err ||
+	fail "strcpy1 without stacks: no hint to record them: $(cat nostack.err)"
 expect_key strcpy1.json findings.0.offset 5
 expect_key strcpy1.json findings.0.length 1
 expect_key strcpy1.json findings.0.bytes '"00"'
