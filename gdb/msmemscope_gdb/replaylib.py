@@ -145,6 +145,7 @@ def load(path):
         "mms_runtime_name": (c_char_p, [ctypes.c_uint]),
         "mms_runtime_what": (c_char_p, [ctypes.c_uint]),
         "mms_log_open_ex": (c_int, [c_char_p, P(c_void_p), P(OpenError)]),
+        "mms_log_follow": (c_int, [c_char_p, P(c_void_p), P(OpenError)]),
         "mms_log_close": (None, [c_void_p]),
         "mms_log_get_info": (None, [c_void_p, P(LogInfo)]),
         "mms_log_stack": (c_int, [c_void_p, u32, P(u64), c_size_t]),
@@ -154,6 +155,7 @@ def load(path):
         "mms_replay_open_ex": (c_int, [c_void_p, P(ReplayOptions), P(c_void_p)]),
         "mms_replay_close": (None, [c_void_p]),
         "mms_replay_seek": (c_int, [c_void_p, u64]),
+        "mms_replay_follow_refresh": (c_int, [c_void_p]),
         "mms_replay_where": (None, [c_void_p, P(Where)]),
         "mms_replay_steps": (u64, [c_void_p]),
         "mms_replay_step_range": (c_int, [c_void_p, u64, P(u64), P(u64)]),
@@ -205,14 +207,17 @@ def text(b):
 
 
 class Log:
-    """An open log (mms_log_open_ex). Raises ReplayError when the file
-    cannot be read as a log."""
+    """An open log (mms_log_open_ex; with follow, mms_log_follow: a log
+    its program is still writing, which a forward-only Replay can follow
+    as it grows). Raises ReplayError when the file cannot be read as a
+    log."""
 
-    def __init__(self, path):
+    def __init__(self, path, follow=False):
         self.path = path
         self.h = c_void_p()
         err = OpenError()
-        rc = _lib.mms_log_open_ex(os.fsencode(path), ctypes.byref(self.h), ctypes.byref(err))
+        opener = _lib.mms_log_follow if follow else _lib.mms_log_open_ex
+        rc = opener(os.fsencode(path), ctypes.byref(self.h), ctypes.byref(err))
         if rc:
             what = err.what.decode("utf-8", "replace")
             raise ReplayError("cannot read the log %s: %s%s" % (path, strerror(rc), ": " + what if what else ""))
@@ -413,6 +418,17 @@ class Replay:
         """Moves to position pos; returns 0 or the library's error code
         (the state then stands where the replay stopped)."""
         return _lib.mms_replay_seek(self.h, pos)
+
+    def follow_refresh(self):
+        """A forward-only replay of a followed log: reads what was written
+        since (mms_replay_follow_refresh), so that seek() goes on to the
+        new end without replaying the rest again. Raises ReplayError when
+        it cannot (a thread's records written late, damage): the replay
+        is then of no further use."""
+        rc = _lib.mms_replay_follow_refresh(self.h)
+        if rc < 0:
+            raise ReplayError("cannot follow the log %s: %s" % (self.log.path, strerror(rc)))
+        return rc
 
     def where(self):
         w = Where()

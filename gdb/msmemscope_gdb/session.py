@@ -470,7 +470,7 @@ class Session:
     def _on_stop_report(self, ev):
         from . import breaks, variables
         self._remember_log()
-        variables.refresh(self.run_log)
+        variables.refresh_running(self.run_log)
         # gdb lists every breakpoint at the location, those whose
         # condition was false too: ours that stopped are those hit now.
         mine = []

@@ -66,6 +66,56 @@ def from_log(path):
         return dict(ZERO)
 
 
+# The running program's log, followed from one stop to the next: (path,
+# Log, Replay), or None. A stop then replays only what the program wrote
+# since the last one, not the whole run again (seconds at each stop of a
+# long run, and at each hit of a breakpoint whose condition names a
+# $memscope_ value).
+_follow = None
+
+
+def _drop_follow():
+    global _follow
+    f, _follow = _follow, None
+    if f is not None:
+        for h in (f[2], f[1]):
+            try:
+                h.close()
+            except Exception:  # noqa: BLE001 -- closing what failed must not raise
+                pass
+
+
+def from_running_log(path):
+    """from_log() for the log of the program running now: the replay goes
+    on from where the last call left it; a fresh one when it cannot (a
+    thread's records written late, another log)."""
+    global _follow
+    try:
+        if not path or not os.path.exists(path):
+            return dict(ZERO)
+        f = _follow
+        if f is not None and f[0] == path:
+            f[2].follow_refresh()
+        else:
+            _drop_follow()
+            log = replaylib.Log(path, follow=True)
+            try:
+                f = _follow = (path, log, replaylib.Replay(log))
+            except Exception:
+                log.close()
+                raise
+        path, log, r = f
+        events = log.info().events
+        if r.seek(events):
+            raise replaylib.ReplayError("the replay stopped before event %d" % events)
+        w = r.where()
+        op = replaylib.text(w.op)
+        return {"step": _step(w), "launch": w.op_launch if op else 0, "op": op, "events": events}
+    except Exception:  # noqa: BLE001 -- then as from_log(), which never raises
+        _drop_follow()
+        return from_log(path)
+
+
 def _log_now():
     """The log the values come from: the running program's, else the
     finished log of its last run; None when there is neither."""
@@ -101,6 +151,11 @@ def refresh(path):
     _set_quietly(from_log(path))
 
 
+def refresh_running(path):
+    """Sets the variables from the running program's log at path."""
+    _set_quietly(from_running_log(path))
+
+
 def clear():
     """The values before any run: step 0, no launch, no operator, no events."""
     refresh(None)
@@ -128,6 +183,9 @@ class Now(gdb.Function):
         if self.field in ("step", "launch") and _at_recorder_stop():
             d = gdbif.Handle(check=False).read()
             return int(d.step if self.field == "step" else d.op_launch)
+        s = _session
+        if s is not None and s.running():
+            return from_running_log(s.run_log)[self.field]
         return from_log(_log_now())[self.field]
 
 
@@ -196,6 +254,7 @@ def at_exit(path, report):
     runtimes keep for themselves (not leaks). One replay of the log for
     both. No line when the run recorded nothing (no recorder, no log, no
     event); a failure to read the log is one line, not a traceback."""
+    _drop_follow()
     try:
         values, groups = _replay_end(path, live=report)
     except Exception as e:  # noqa: BLE001 -- an exit handler must not leave a traceback

@@ -132,6 +132,19 @@ int mms_replay_next(mms_replay_t *r, mms_event_t *ev);
  * (MMS_EUSAGE for a position past the end). */
 int mms_replay_seek(mms_replay_t *r, uint64_t pos);
 void mms_replay_where(const mms_replay_t *r, mms_where_t *w);
+/* A forward-only replay (forward_only) of a log followed while its
+ * program writes it (mms_log_follow()): looks at the log again
+ * (mms_log_follow_refresh()) and lets the replay go on into the records
+ * written since, without replaying what it applied already: then seek
+ * forward to the new end (mms_log_get_info()'s events), say at each stop
+ * of a debugger. Every record is read, up to the last written: where
+ * threads write concurrently a later look may find one stamped before
+ * what was applied, and returns MMS_EORDER (as may a damaged or cut
+ * log). Returns 1 when records were added, 0 when not, or a negative
+ * code, after which the replay goes no further (mms_replay_next()
+ * returns that code): open a new one. MMS_EUSAGE for a replay with an
+ * index or over a log not followed. */
+int mms_replay_follow_refresh(mms_replay_t *r);
 
 /* Steps: msmemscope_step() ends step k and begins k + 1 (the first step
  * begins with the program), or "step start" ranges (step k is the k-th

@@ -25,6 +25,7 @@ struct mms_replay {
 	mms_iter_t *it;
 	mms_event_t last;        /* the last event applied, when last_valid */
 	int last_valid;          /* 0 right after a checkpoint was loaded */
+	int follow_rc;           /* a failed mms_replay_follow_refresh(): it left no iterator */
 	int index_state;
 	int write_error;
 	/* mms_replay_options_t's: the index build and the passes over the
@@ -196,6 +197,8 @@ MMS__EXPORT int mms_replay_next(mms_replay_t *r, mms_event_t *ev)
 
 	if (!r)
 		return MMS_EUSAGE;
+	if (!r->it)
+		return r->follow_rc ? r->follow_rc : MMS_EUSAGE;
 	/* The index says where the readable events end; past that is the
 	 * damage the build found. */
 	if (r->st.pos >= r->ix.events)
@@ -286,6 +289,39 @@ MMS__EXPORT int mms_replay_seek(mms_replay_t *r, uint64_t pos)
 			return rc;
 	}
 	return replay_to(r, pos);
+}
+
+MMS__EXPORT int mms_replay_follow_refresh(mms_replay_t *r)
+{
+	struct mms__follow_pos *pos;
+	uint64_t next_id;
+	size_t n;
+	int rc, found;
+
+	if (!r || !r->it || r->ix.events != UINT64_MAX || r->log->follow != MMS__FOLLOW_LIVE)
+		return MMS_EUSAGE;
+	n = r->log->nthreads;
+	pos = calloc(n ? n : 1, sizeof(*pos));
+	if (!pos)
+		return -ENOMEM;
+	/* Where the iterator stands, then a look at the log (which rebuilds
+	 * the segments an iterator goes by), then the iterator again from
+	 * there. */
+	mms__iter_save_follow(r->it, &next_id, pos);
+	mms_iter_close(r->it);
+	r->it = NULL;
+	found = mms_log_follow_refresh(r->log);
+	rc = found < 0 ? found
+		       : mms__iter_open_follow(r->log, next_id, pos, n, r->last_valid ? r->last.stamp : 0,
+					       r->last_valid ? r->last.thread : 0, &r->it);
+	free(pos);
+	if (rc) {
+		r->it = NULL;
+		r->follow_rc = rc;
+		return rc;
+	}
+	mms__iter_prefetch_for(r->it, &r->st);
+	return found;
 }
 
 MMS__EXPORT int mms_replay_last_event(const mms_replay_t *r, mms_event_t *ev)

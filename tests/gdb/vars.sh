@@ -53,3 +53,36 @@ expect pending 'vars: step 2, launch 4, op [compute], events 14' "the values at 
 expect_count pending '^Breakpoint 2, checkpoint' 1 "checkpoint stops once, past 20 events"
 expect pending 'vars: step 3, launch 0, op [], events 22' "the values at checkpoint(3)"
 expect_rc "gdb's exit status"
+
+# A long run's stops: the values come from a replay that follows the
+# running program's log, reading only what was written since the last
+# stop. On four threads launching 2000 operators each (thread 2's are
+# "writer"), 200 stops at writer launches: at each, the followed replay
+# gives what a fresh replay of the whole log gives, and it went on
+# following (no fresh start after the first).
+watchprog=$top_builddir/tests/progs/gdbwatch
+[ -x "$watchprog" ] || fail "not built: $watchprog"
+cat >follow.py <<'PY'
+import gdb
+import msmemscope_gdb.variables as V
+same = differ = 0
+starts = [0]
+_drop = V._drop_follow
+def counted():
+    starts[0] += 1
+    _drop()
+V._drop_follow = counted
+for _ in range(200):
+    gdb.execute("continue", to_string=True)
+    a = V.from_running_log(V._session.run_log)
+    b = V.from_log(V._session.run_log)
+    if a == b:
+        same += 1
+    else:
+        differ += 1
+        print("follow: differs: followed %r, fresh %r" % (a, b))
+print("follow: %d the same, %d different, %d fresh starts" % (same, differ, starts[0]))
+PY
+session follow "$watchprog" -ex 'set args threads' -ex 'break main' -ex run -ex 'memscope break op writer' \
+	-ex 'source follow.py' -ex kill
+expect follow 'follow: 200 the same, 0 different, 0 fresh starts' "the followed replay at 200 stops of 4 threads"

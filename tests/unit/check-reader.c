@@ -1362,6 +1362,123 @@ START_TEST(test_follow_late_thread)
 }
 END_TEST
 
+/* --- a replay that follows the log (mms_replay_follow_refresh) --------- */
+
+/* The replay r, moved to the end of what its log holds now, stands where
+ * a replay of the log as written stands at the same event. */
+static void expect_where_as_written(mms_replay_t *r)
+{
+	mms_log_info_t fi;
+	mms_where_t fw, w;
+	mms_replay_options_t opt = { .forward_only = 1 };
+	mms_replay_t *r2;
+	mms_log_t *log;
+
+	mms_log_get_info(mms_replay_log(r), &fi);
+	ck_assert_int_eq(mms_replay_seek(r, fi.events), 0);
+	mms_replay_where(r, &fw);
+	ck_assert_int_eq(mms_log_open(LOG, &log), 0);
+	ck_assert_int_eq(mms_replay_open_ex(log, &opt, &r2), 0);
+	ck_assert_int_eq(mms_replay_seek(r2, fi.events), 0);
+	mms_replay_where(r2, &w);
+	ck_assert_uint_eq(fw.position, fi.events);
+	ck_assert_uint_eq(fw.position, w.position);
+	ck_assert_uint_eq(fw.step, w.step);
+	ck_assert_int_eq(fw.in_step, w.in_step);
+	ck_assert_uint_eq(fw.live_bytes, w.live_bytes);
+	ck_assert_uint_eq(fw.peak_bytes, w.peak_bytes);
+	ck_assert_uint_eq(fw.mem[MMS_MEM_HOST].live_blocks, w.mem[MMS_MEM_HOST].live_blocks);
+	ck_assert_uint_eq(fw.unmatched_frees, w.unmatched_frees);
+	mms_replay_close(r2);
+	mms_log_close(log);
+}
+
+/* One thread read in three looks, a new chunk included: after each, the
+ * replay goes on from where it stood to the new end, and stands where a
+ * replay of the written log stands; a look that finds nothing says 0. */
+START_TEST(test_replay_follow)
+{
+	struct lb *b = one_thread();
+	mms_replay_options_t opt = { .forward_only = 1 };
+	mms_replay_t *r;
+	mms_log_t *log;
+	mms_where_t w;
+
+	lb_header(b)->flags &= ~(uint32_t)MMS_FLAG_COMPLETE;
+	lb_alloc(b, 12, 0, 0x1000, 10, 0);
+	lb_alloc(b, 13, 0, 0x2000, 20, 0);
+	lb_event0(b, MMS_TAG_STEP, 14);
+	ck_assert_int_eq(lb_write(b, LOG, SIZE_MAX), 0);
+	ck_assert_int_eq(mms_log_follow(LOG, &log, NULL), 0);
+	ck_assert_int_eq(mms_replay_open_ex(log, &opt, &r), 0);
+	expect_where_as_written(r);
+	ck_assert_int_eq(mms_replay_follow_refresh(r), 0); /* nothing new */
+	expect_where_as_written(r);
+	lb_alloc(b, 15, 0, 0x3000, 30, 0);
+	lb_free(b, 16, 0, 0x1000);
+	lb_event0(b, MMS_TAG_STEP, 17);
+	ck_assert_int_eq(lb_write(b, LOG, SIZE_MAX), 0);
+	ck_assert_int_eq(mms_replay_follow_refresh(r), 1);
+	expect_where_as_written(r);
+	mms_replay_where(r, &w);
+	ck_assert_uint_eq(w.mem[MMS_MEM_HOST].live_blocks, 2);
+	ck_assert_uint_eq(w.live_bytes, 50);
+	lb_chunk(b);
+	lb_segment(b, 0, 17);
+	lb_alloc(b, 18, 0, 0x4000, 40, 0);
+	lb_free(b, 19, 0, 0x2000);
+	ck_assert_int_eq(lb_write(b, LOG, SIZE_MAX), 0);
+	ck_assert_int_eq(mms_replay_follow_refresh(r), 1);
+	expect_where_as_written(r);
+	mms_replay_where(r, &w);
+	ck_assert_uint_eq(w.live_bytes, 70);
+	mms_replay_close(r);
+	mms_log_close(log);
+	lb_destroy(b);
+}
+END_TEST
+
+/* A thread whose records come before what the replay applied: the look
+ * says so and the replay goes no further; an indexed replay, or one of a
+ * log not followed, is refused. */
+START_TEST(test_replay_follow_late)
+{
+	struct lb *b = one_thread();
+	mms_replay_options_t opt = { .forward_only = 1 };
+	mms_log_info_t info;
+	mms_replay_t *r;
+	mms_log_t *log;
+
+	lb_header(b)->flags &= ~(uint32_t)MMS_FLAG_COMPLETE;
+	lb_alloc(b, 12, 0, 0x1000, 10, 0);
+	lb_alloc(b, 20, 0, 0x2000, 20, 0);
+	ck_assert_int_eq(lb_write(b, LOG, SIZE_MAX), 0);
+	ck_assert_int_eq(mms_log_follow(LOG, &log, NULL), 0);
+	ck_assert_int_eq(mms_replay_open_ex(log, &opt, &r), 0);
+	mms_log_get_info(log, &info);
+	ck_assert_int_eq(mms_replay_seek(r, info.events), 0);
+	lb_chunk(b);
+	lb_segment(b, 1, 15);
+	lb_thread(b, 15, 1, 1001);
+	lb_alloc(b, 16, 0, 0x3000, 30, 0);
+	ck_assert_int_eq(lb_write(b, LOG, SIZE_MAX), 0);
+	ck_assert_int_eq(mms_replay_follow_refresh(r), MMS_EORDER);
+	ck_assert_int_eq(mms_replay_next(r, NULL), MMS_EORDER);
+	ck_assert_int_eq(mms_replay_follow_refresh(r), MMS_EUSAGE);
+	mms_replay_close(r);
+	ck_assert_int_eq(mms_replay_open_ex(log, NULL, &r), 0);
+	ck_assert_int_eq(mms_replay_follow_refresh(r), MMS_EUSAGE);
+	mms_replay_close(r);
+	mms_log_close(log);
+	ck_assert_int_eq(mms_log_open(LOG, &log), 0);
+	ck_assert_int_eq(mms_replay_open_ex(log, &opt, &r), 0);
+	ck_assert_int_eq(mms_replay_follow_refresh(r), MMS_EUSAGE);
+	mms_replay_close(r);
+	mms_log_close(log);
+	lb_destroy(b);
+}
+END_TEST
+
 static Suite *reader_suite(void)
 {
 	Suite *s = suite_create("reader");
@@ -1396,6 +1513,8 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_follow_one_thread);
 	tcase_add_test(tc, test_follow_two_threads);
 	tcase_add_test(tc, test_follow_late_thread);
+	tcase_add_test(tc, test_replay_follow);
+	tcase_add_test(tc, test_replay_follow_late);
 	suite_add_tcase(s, tc);
 	return s;
 }
