@@ -33,6 +33,11 @@ _Static_assert((int)MMS_GUARD_FROM_MALLOC == (int)MMS_GUARD_FAMILY_MALLOC && (in
 _Static_assert((int)MMS_GUARD_SINCE_ALLOCATION == (int)MMS_GUARD_SINCE_ALLOC && (int)MMS_GUARD_SINCE_FREEING == (int)MMS_GUARD_SINCE_FREE &&
 		       (int)MMS_GUARD_SINCE_LAST_CHECK == (int)MMS_GUARD_SINCE_CHECK && (int)MMS_GUARD_NO_WINDOW == (int)MMS_GUARD_SINCE_NONE,
 	       "guard windows");
+_Static_assert((int)MMS_GUARD_FOUND_UNKNOWN == (int)MMS_GUARD_BY_UNKNOWN &&
+		       (int)MMS_GUARD_FOUND_BY_CHECK == (int)MMS_GUARD_BY_CHECK &&
+		       (int)MMS_GUARD_FOUND_BY_RELEASE == (int)MMS_GUARD_BY_RELEASE &&
+		       (int)MMS_GUARD_FOUND_BY_QUARANTINE == (int)MMS_GUARD_BY_QUARANTINE,
+	       "guard checks");
 
 /* Freed blocks remembered for their windows: past this many, the oldest
  * half of what is remembered is forgotten (their windows then begin
