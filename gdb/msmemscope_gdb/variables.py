@@ -40,6 +40,13 @@ def _step(w):
     return w.step if w.in_step else 0
 
 
+def _values(r, events):
+    """{step, launch, op, events} where the replay r stands."""
+    w = r.where()
+    op = replaylib.text(w.op)
+    return {"step": _step(w), "launch": w.op_launch if op else 0, "op": op, "events": events}
+
+
 def _replay_end(path, live=False):
     """({step, launch, op, events}, live groups or None) of the log at path
     replayed to its end (the program is stopped, or has exited: the log
@@ -51,10 +58,7 @@ def _replay_end(path, live=False):
     with replaylib.Log(path) as log, replaylib.Replay(log) as r:
         events = log.info().events
         r.seek(events)
-        w = r.where()
-        op = replaylib.text(w.op)
-        values = {"step": _step(w), "launch": w.op_launch if op else 0, "op": op, "events": events}
-        return values, (r.group_live() if live and events else None)
+        return _values(r, events), (r.group_live() if live and events else None)
 
 
 def from_log(path):
@@ -108,9 +112,7 @@ def from_running_log(path):
         events = log.info().events
         if r.seek(events):
             raise replaylib.ReplayError("the replay stopped before event %d" % events)
-        w = r.where()
-        op = replaylib.text(w.op)
-        return {"step": _step(w), "launch": w.op_launch if op else 0, "op": op, "events": events}
+        return _values(r, events)
     except Exception:  # noqa: BLE001 -- then as from_log(), which never raises
         _drop_follow()
         return from_log(path)
