@@ -70,16 +70,20 @@ static void idle(struct live *lv, long ns)
 }
 
 /* Opens the log once the recorder has written its header, and the
- * report's pass over it. Returns 1 when open, 0 when not yet, -1 when it
- * cannot be followed. */
+ * report's pass over it. Returns 1 when open, 0 when not yet, or the
+ * negative code that says why it cannot be followed. Not yet: no file,
+ * or one whose header is not whole: the recorder sizes the file before
+ * it writes the header, and writes the magic last (a loaded machine may
+ * show the zeros for a while; what never becomes a log is said by the
+ * read after the run). */
 static int live_open(struct live *lv)
 {
 	int rc = mms_log_follow(lv->path, &lv->log, NULL);
 
-	if (rc == -ENOENT || rc == MMS_ETRUNCATED)
+	if (rc == -ENOENT || rc == MMS_ETRUNCATED || rc == MMS_EBADMAGIC)
 		return 0;
 	if (rc)
-		return -1;
+		return rc;
 	report_options(lv->run, lv->o, &lv->ao);
 	lv->c = an_open(lv->path, lv->log, lv->o->analyses, &lv->ao, stderr, &lv->status);
 	lv->c->shown = lv->shown;
