@@ -538,11 +538,22 @@ MMS_EXPORT void *aligned_alloc(size_t align, size_t size)
 	if (OWN_CALL(aligned_alloc))
 		return own_alloc(size, align < 16 ? 16 : align);
 	if (unlikely(mms__guard_on)) {
+		size_t a = align;
+
 		if (!align || (align & (align - 1))) {
-			errno = EINVAL;
-			return NULL;
+			/* C libraries differ on such an alignment (glibc before
+			 * 2.38 rounds it up, as memalign does; later ones refuse
+			 * it, EINVAL): the program gets what its own would give,
+			 * which is asked with one byte. */
+			void *probe = mms__real.aligned_alloc(align, 1);
+
+			if (!probe)
+				return NULL; /* with its errno */
+			mms__real.free(probe);
+			for (a = 16; a < align && a < ((size_t)1 << 62);)
+				a <<= 1;
 		}
-		return mms__guard_alloc_hook(MMS_ALLOC_ALIGNED_ALLOC, MMS_GUARD_FAMILY_MEMALIGN, align, size, 0, 0);
+		return mms__guard_alloc_hook(MMS_ALLOC_ALIGNED_ALLOC, MMS_GUARD_FAMILY_MEMALIGN, a, size, 0, 0);
 	}
 	HOOK_ALLOC(MMS_ALLOC_ALIGNED_ALLOC, mms__real.aligned_alloc(align, size));
 }

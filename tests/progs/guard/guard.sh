@@ -140,7 +140,7 @@ grep -q "expected heap or ops" typo.err || fail "--guard=heap,typo: $(cat typo.e
 # The window of a damage found at free: from the allocation to the free.
 expect_eq "strcpy1 window" "$(jget strcpy1.json findings.0.window_from)" "$(jget strcpy1.json findings.0.alloc_event)"
 
-for name in cleanrealloc cleanalign cleanusable cleanthreads cleanlibc; do
+for name in cleanrealloc cleanalign cleanedge cleanusable cleanthreads cleanlibc; do
 	"$dir/$name" >"$name.native.out" || fail "$name failed natively"
 	run "$name"
 	expect_eq "$name exit status" "$status" 0
