@@ -458,6 +458,25 @@ static size_t round_up(size_t v, size_t a)
 	return (v + a - 1) & ~(a - 1);
 }
 
+/* Records p (from libc; NULL: its failure, passed on) as an unguarded
+ * block of the set: no zones, no quarantine, freed as it is. */
+static void *keep_plain(struct mms_thread *t, unsigned fn, void *p, size_t size, uintptr_t ra)
+{
+	struct gblk b;
+
+	if (!p)
+		return NULL;
+	b = gb_make((uintptr_t)p, 0, size, fn, MMS_GUARD_FAMILY_PLAIN);
+	if (t)
+		mms__guard_rec_alloc(t, fn, p, size, ra);
+	if (set_add(&b)) {
+		mms__real.free(p);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return p;
+}
+
 void *mms__guard_alloc(struct mms_thread *t, unsigned fn, unsigned family, size_t align, size_t size, int zero,
 		       uintptr_t ra)
 {
@@ -476,19 +495,9 @@ void *mms__guard_alloc(struct mms_thread *t, unsigned fn, unsigned family, size_
 		/* An alignment of 4 GiB or more: the head would not fit the
 		 * entry, and the block is kept unguarded, aligned as asked. */
 		raw = mms__real.memalign(align, size);
-		if (!raw)
-			return NULL;
-		if (zero)
+		if (raw && zero)
 			memset(raw, 0, size);
-		b = gb_make((uintptr_t)raw, 0, size, fn, MMS_GUARD_FAMILY_PLAIN);
-		if (t)
-			mms__guard_rec_alloc(t, fn, raw, size, ra);
-		if (set_add(&b)) {
-			mms__real.free(raw);
-			errno = ENOMEM;
-			return NULL;
-		}
-		return raw;
+		return keep_plain(t, fn, raw, size, ra);
 	}
 	total = head + size + rz;
 	raw = align > 16 ? mms__real.memalign(align, total) : mms__real.malloc(total);
@@ -517,20 +526,7 @@ void *mms__guard_alloc(struct mms_thread *t, unsigned fn, unsigned family, size_
 
 void *mms__guard_alloc_plain(struct mms_thread *t, unsigned fn, size_t size, int zero, uintptr_t ra)
 {
-	void *p = zero ? mms__real.calloc(1, size) : mms__real.malloc(size);
-	struct gblk b;
-
-	if (!p)
-		return NULL;
-	b = gb_make((uintptr_t)p, 0, size, fn, MMS_GUARD_FAMILY_PLAIN);
-	if (t)
-		mms__guard_rec_alloc(t, fn, p, size, ra);
-	if (set_add(&b)) {
-		mms__real.free(p);
-		errno = ENOMEM;
-		return NULL;
-	}
-	return p;
+	return keep_plain(t, fn, zero ? mms__real.calloc(1, size) : mms__real.malloc(size), size, ra);
 }
 
 /* ---- free ---- */
