@@ -309,8 +309,20 @@ cut:
 	return MMS__DEC_CORRUPT;
 }
 
+/* mms__live_delta() for each tag. */
+static const int8_t live_delta[256] = {
+	[MMS_TAG_ALLOC + MMS_ALLOC_MALLOC ... MMS_TAG_ALLOC + MMS_ALLOC_PVALLOC] = 1,
+	[MMS_TAG_FREE + MMS_FREE_FREE ... MMS_TAG_FREE + MMS_FREE_REALLOC] = -1,
+};
+
+int mms__live_delta(uint8_t tag)
+{
+	return live_delta[tag];
+}
+
 size_t mms__skim_events(struct mms__cursor *c)
 {
+	int64_t live = c->live, peak = c->live_peak;
 	const uint8_t *p = c->p, *q, *end = c->end;
 	uint64_t stamp = c->stamp, delta, w, stops;
 	unsigned k, n;
@@ -357,10 +369,14 @@ size_t mms__skim_events(struct mms__cursor *c)
 			q += 1 + (__builtin_ctzll(stops) >> 3);
 		}
 		stamp += delta;
+		live += live_delta[*p];
+		peak = live > peak ? live : peak;
 		p = q;
 		count++;
 	}
 	c->p = p;
 	c->stamp = stamp;
+	c->live = live;
+	c->live_peak = peak;
 	return count;
 }

@@ -145,6 +145,13 @@ struct mms_log {
 	int fini;                  /* an exit record (SYSTEM fini) was read */
 	uint64_t owner_tags;       /* OWNER_TAG records read (format 5): exports then
 	                              read the log twice (export-rows.c) */
+	/* Malloc-family allocations less frees in the records read so far,
+	 * chunk after chunk, and the highest it was: close to the most
+	 * live blocks the replay will hold (exactly, for one thread, when
+	 * every free was of a block recorded), which sizes the live-block
+	 * table of a replay from the start at once (state.c). An estimate,
+	 * used for nothing else. */
+	int64_t live_est, live_peak_est;
 	uint64_t step_marks;       /* STEP and RANGE_START records read: without any,
 	                              no step ever begins, and the passes keep no
 	                              per-step figures (track.c, leaks.c) */

@@ -153,7 +153,8 @@ static int walk_chunk(mms_log_t *log, uint64_t k, const uint8_t *p, const uint8_
 		      uint64_t base_off, struct mms__cwalk *w)
 {
 	struct mms__cursor c = { .base = base, .base_off = base_off, .p = p, .end = end,
-				 .stamp = w->stamp, .prev_addr = w->prev_addr, .thread = w->thread };
+				 .stamp = w->stamp, .prev_addr = w->prev_addr, .thread = w->thread,
+				 .live = log->live_est, .live_peak = log->live_peak_est };
 	const uint64_t cut_stamp = log->hdr.cut_stamp;
 	struct mms__segment *seg = w->seg ? &log->wsegs[w->seg - 1] : NULL;
 	struct mms__rec r;
@@ -169,6 +170,8 @@ static int walk_chunk(mms_log_t *log, uint64_t k, const uint8_t *p, const uint8_
 			seg->events += n;
 			seg->last = c.stamp;
 			seg->end = cursor_off(&c);
+			log->live_est = c.live;
+			log->live_peak_est = c.live_peak;
 		}
 		rc = mms__decode_skim(&c, &r, &why);
 		if (rc != 1)
@@ -199,6 +202,11 @@ static int walk_chunk(mms_log_t *log, uint64_t k, const uint8_t *p, const uint8_
 		seg->end = cursor_off(&c);
 		if (mms__is_event(r.type)) {
 			seg->events++;
+			c.live += mms__live_delta(r.tag);
+			if (c.live > c.live_peak)
+				c.live_peak = c.live;
+			log->live_est = c.live;
+			log->live_peak_est = c.live_peak;
 			if (first_event && r.stamp > log->chunk_stamp_max)
 				log->chunk_stamp_max = r.stamp;
 			first_event = 0;

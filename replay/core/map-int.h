@@ -25,6 +25,8 @@ struct mms__map {
 	unsigned shift;  /* 64 - log2(capacity) */
 	int has_zero;    /* the key 0 is in the map, with value zero_val */
 	uint64_t zero_val;
+	size_t hint;     /* entries expected (0: unknown): the next growth makes
+	                    room for them at once, not by doubling */
 };
 
 void mms__map_init(struct mms__map *m);

@@ -20,6 +20,21 @@ void mms__map_init(struct mms__map *m)
 	m->shift = 64;
 	m->has_zero = 0;
 	m->zero_val = 0;
+	m->hint = 0;
+}
+
+/* The entries an array of 2^bits entries takes before it grows. Keep the
+ * load at or under 3/8 while the array is small enough for the caches:
+ * probes and the runs a removal shifts stay short (at one half, replay of
+ * a cached heap was 15% slower). Past that, at or under one half: lines
+ * come from memory either way, and the memory (zeroed by the kernel as it
+ * is touched) counts more. The key 0 is not in the array but counts: one
+ * more is fine. */
+static size_t map_room(unsigned bits)
+{
+	size_t cap = (size_t)1 << bits;
+
+	return cap / 8 * (cap * sizeof(struct mms__map_ent) < MAP_CACHED ? 3 : 4);
 }
 
 void mms__map_free(struct mms__map *m)
@@ -28,26 +43,30 @@ void mms__map_free(struct mms__map *m)
 	mms__map_init(m);
 }
 
-/* Doubles the array (or makes the first), moving every entry. */
+/* Doubles the array (or makes the first), moving every entry; or makes
+ * it as large as m->hint asks, once. A table that grows by doubling to N
+ * entries has touched twice the memory it ends with, and moved each entry
+ * about twice: the kernel's zeroing of that memory and the moves were a
+ * sixth of a replay of a few million live blocks. */
 static int map_grow(struct mms__map *m)
 {
-	unsigned bits = m->ents ? 64 - m->shift + 1 : MAP_MIN_BITS;
+	unsigned bits = m->ents ? 64 - m->shift + 1 : MAP_MIN_BITS, want = bits;
 	struct mms__map n = *m;
 	const struct mms__map_ent *e;
 	size_t i, j;
 
-	n.ents = mms__table_alloc(((size_t)1 << bits) * sizeof(*n.ents));
-	if (!n.ents)
+	while (m->hint > map_room(want) && want < 8 * sizeof(size_t) - 6)
+		want++;
+	n.hint = 0;
+	/* A hint the memory cannot take falls back to doubling. */
+	n.ents = mms__table_alloc(((size_t)1 << want) * sizeof(*n.ents));
+	if (n.ents)
+		bits = want;
+	else if (want == bits || !(n.ents = mms__table_alloc(((size_t)1 << bits) * sizeof(*n.ents))))
 		return -1;
 	n.mask = ((size_t)1 << bits) - 1;
 	n.shift = 64 - bits;
-	/* Keep the load at or under 3/8 while the array is small enough
-	 * for the caches: probes and the runs a removal shifts stay short
-	 * (at one half, replay of a cached heap was 15% slower). Past that,
-	 * at or under one half: lines come from memory either way, and the
-	 * memory (zeroed by the kernel as it is touched) counts more. The
-	 * key 0 is not in the array but counts: one more is fine. */
-	n.room = (n.mask + 1) / 8 * ((n.mask + 1) * sizeof(*n.ents) < MAP_CACHED ? 3 : 4);
+	n.room = map_room(bits);
 	for (i = 0; m->ents && i <= m->mask; i++) {
 		/* The new array is too big for the cache when it matters:
 		 * ask for the line of an entry some way on. */

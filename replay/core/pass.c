@@ -87,6 +87,7 @@ static int read_start(struct mms_pass *p, struct mms__read *rd, unsigned track)
 	/* The subscribers' data per live block sits beside the state's
 	 * slots: no lookup of its own. */
 	rd->own.ext_size = p->attach;
+	mms__state_expect_whole(&rd->own);
 	rc = mms__state_seed(&rd->own);
 	if (rc) {
 		mms_iter_close(rd->it);

@@ -47,6 +47,9 @@ static int rewind_start(mms_replay_t *r)
 		return rc;
 	mms__state_init(&st, r->log);
 	st.ow = r->ow;
+	/* A forward-only replay reads on to the end of the log. */
+	if (r->ix.events == UINT64_MAX)
+		mms__state_expect_whole(&st);
 	rc = mms__state_seed(&st);
 	if (rc) {
 		mms_iter_close(it);

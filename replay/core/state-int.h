@@ -160,6 +160,11 @@ void mms__state_init(struct mms__state *st, mms_log_t *log);
  * with their names interned in st->ow. Returns 0, or -ENOMEM with st
  * left empty. */
 int mms__state_seed(struct mms__state *st);
+/* Before mms__state_seed(), for a replay from position 0 that will
+ * likely read the whole log: the live-block table is sized at its first
+ * growth for the most live blocks the log is estimated to hold
+ * (log->live_peak_est), instead of growing by doubling. */
+void mms__state_expect_whole(struct mms__state *st);
 /* mms__state_init() and mms__state_seed(): the state at position 0 of
  * log. Returns 0 or -ENOMEM (st then needs no freeing). */
 int mms__state_start(struct mms__state *st, mms_log_t *log);

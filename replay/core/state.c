@@ -631,6 +631,17 @@ int mms__state_seed(struct mms__state *st)
 	return 0;
 }
 
+void mms__state_expect_whole(struct mms__state *st)
+{
+	const mms_log_t *log = st->log;
+	uint64_t n = log->live_peak_est > 0 ? (uint64_t)log->live_peak_est : 0;
+
+	if (log->inh.state == MMS_FORK_INHERITED)
+		n += log->inh.n;
+	if (n <= SIZE_MAX)
+		st->host.hint = (size_t)n;
+}
+
 int mms__state_start(struct mms__state *st, mms_log_t *log)
 {
 	mms__state_init(st, log);
