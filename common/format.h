@@ -95,6 +95,7 @@ struct mms_file_header {
 
 /* header.cut_errno values that are not errno values. */
 #define MMS_CUT_DESCRIPTOR 0x10001 /* the program closed or replaced the log's descriptor */
+#define MMS_CUT_FSIZE 0x10002      /* the process's file size limit (RLIMIT_FSIZE) */
 
 /* header.events_mask */
 enum mms_events_mask {

@@ -39,9 +39,9 @@ enum {
 };
 
 /* x86-64 DWARF register numbers. */
-#define REG_RBP 6
-#define REG_RSP 7
-#define REG_RA 16
+#define DW_RBP 6
+#define DW_RSP 7
+#define DW_RA 16
 
 /* --- reading ---------------------------------------------------------------
  * Each reader advances *p and fails (-1) rather than read past end. */
@@ -400,7 +400,7 @@ static int cie_parse(uintptr_t at, struct cie *c)
 	} else if (get_uleb(&r, &ra)) {
 		return -1;
 	}
-	if (ra != REG_RA)
+	if (ra != DW_RA)
 		return -ENOTSUP;
 	c->fde_enc = PE_ABSPTR;
 	c->has_aug_data = 0;
@@ -467,7 +467,7 @@ struct cfa_run {
 
 static struct reg_rule *tracked(struct cfa_state *s, uint64_t reg)
 {
-	return reg == REG_RBP ? &s->rbp : reg == REG_RA ? &s->ra : NULL;
+	return reg == DW_RBP ? &s->rbp : reg == DW_RA ? &s->ra : NULL;
 }
 
 static void set_rule(struct cfa_state *s, uint64_t reg, uint8_t how, int64_t off)
@@ -704,9 +704,9 @@ static int fde_rule(uintptr_t fde, uintptr_t pc, struct mms_cfi_rule *out)
 	}
 	if (x.cur.ra.how != HOW_OFFSET || x.cur.ra.off != -8)
 		return -ENOTSUP;
-	if (x.cur.cfa_reg == REG_RBP)
+	if (x.cur.cfa_reg == DW_RBP)
 		out->flags |= MMS_CFI_CFA_RBP;
-	else if (x.cur.cfa_reg != REG_RSP)
+	else if (x.cur.cfa_reg != DW_RSP)
 		return -ENOTSUP;
 	if (x.cur.cfa_off < 8 || x.cur.cfa_off > INT32_MAX)
 		return -ENOTSUP;

@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
@@ -340,6 +341,21 @@ int mms__peek(void *dst, uintptr_t addr, size_t size) MMS_HIDDEN;
  * release any watched byte of. Not exact for another allocator than
  * glibc's: p + 1 (only what starts at p is in the block). */
 uintptr_t mms__block_end(uintptr_t p) MMS_HIDDEN;
+
+/* quiet.c: the recorder's writes and file growth raise no SIGPIPE or
+ * SIGXFSZ in the program (see there). Between begin and end, both are
+ * blocked in the calling thread; end takes back what became pending. */
+struct mms_quiet {
+	sigset_t old, before;
+};
+void mms__quiet_begin(struct mms_quiet *q) MMS_HIDDEN;
+void mms__quiet_end(struct mms_quiet *q) MMS_HIDDEN;
+/* Writes buf's n bytes (at most cap - 1: snprintf's result) to stderr,
+ * quietly; n <= 0 writes nothing. */
+void mms__say(const char *buf, int n, size_t cap) MMS_HIDDEN;
+/* The process's file size limit (RLIMIT_FSIZE's soft value), or
+ * UINT64_MAX for none: the recorder grows no file past it. */
+uint64_t mms__fsize_limit(void) MMS_HIDDEN;
 
 /* fds.c: the recorder's own descriptors (see there). */
 void mms__fds_init(void) MMS_HIDDEN;

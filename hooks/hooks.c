@@ -97,10 +97,7 @@ static void config_read(void)
 		n += snprintf(line + n, sizeof line - (size_t)n,
 			      "msmemscope: warning: MSMEMSCOPE_CONFIG: %s%s: not a key of this recorder; ignored\n",
 			      err.unknown, mms__config.unknown > 1 ? " and others" : "");
-	if (n > 0) {
-		ssize_t r = write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
-		(void)r;
-	}
+	mms__say(line, n, sizeof line);
 }
 
 void mms__init(void)

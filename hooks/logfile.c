@@ -70,18 +70,18 @@ static void say_cut(int err)
 	char buf[PATH_MAX + 256];
 	const char *why = err == ENOSPC			  ? "the disk is full"
 			  : err == EFBIG		  ? "the log reached its size limit (MSMEMSCOPE_LOG_LIMIT)"
+			  : err == MMS_CUT_FSIZE	  ? "the log reached the file size limit the program runs "
+							"under (RLIMIT_FSIZE, ulimit -f), which the recorder never passes"
 			  : err == MMS_CUT_DESCRIPTOR ? "the program closed the log's descriptor behind the "
 							"recorder's back (it writes into no file of the program's)"
 						      : strerror(err);
 	int n;
-	ssize_t r;
 
 	if (mms__config.log_level == MMS_CONFIG_LOG_ERROR)
 		return;
 	n = snprintf(buf, sizeof buf, "msmemscope: recording of pid %d stopped: %s; %s keeps what came before\n",
 		     (int)getpid(), why, log_path);
-	r = write(2, buf, n > 0 && (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
-	(void)r;
+	mms__say(buf, n, sizeof buf);
 }
 
 /* Recording stops. Events of other threads still under way may land in
@@ -115,7 +115,7 @@ static void refresh_time_pair(void)
 }
 
 /* Makes the file at least `need` bytes long and mapped. Called with
- * grow_lock held. Returns 0 or an errno value. */
+ * grow_lock held. Returns 0, an errno value or MMS_CUT_FSIZE. */
 static int grow_locked(uint64_t need)
 {
 	uint64_t mapped = __atomic_load_n(&log_mapped, __ATOMIC_ACQUIRE);
@@ -123,7 +123,8 @@ static int grow_locked(uint64_t need)
 	while (mapped < need) {
 		/* Double the file each time, from 256 KiB: small processes
 		 * get small logs, and a large log grows in few steps. */
-		uint64_t step = mapped;
+		uint64_t step = mapped, fsize = mms__fsize_limit();
+		struct mms_quiet q;
 		int err;
 
 		if (step < (256u << 10) || log_trimmed)
@@ -132,6 +133,16 @@ static int grow_locked(uint64_t need)
 			step = 256u << 20;
 		if (mapped + step > mms__config.log_limit)
 			step = mms__config.log_limit - mapped;
+		/* A file grown past the program's file size limit would get
+		 * it SIGXFSZ: the log stops short of the limit (in whole
+		 * pages, as it is mapped). */
+		if (fsize != UINT64_MAX && mapped + step > fsize) {
+			uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+
+			step = fsize > mapped ? (fsize - mapped) / page * page : 0;
+			if (mapped + step < need)
+				return MMS_CUT_FSIZE;
+		}
 		if (mapped + step < need)
 			return EFBIG;
 		/* The program may have closed our descriptor with a raw system
@@ -139,8 +150,13 @@ static int grow_locked(uint64_t need)
 		if (!mms__fd_still_ours(log_fd))
 			return MMS_CUT_DESCRIPTOR;
 		/* posix_fallocate, not ftruncate: blocks are reserved now, so a
-		 * full disk is an error here rather than SIGBUS in a store. */
+		 * full disk is an error here rather than SIGBUS in a store.
+		 * Quietly: the program may lower its limit at any time. */
+		mms__quiet_begin(&q);
 		err = posix_fallocate(log_fd, (off_t)mapped, (off_t)step);
+		mms__quiet_end(&q);
+		if (err == EFBIG)
+			return MMS_CUT_FSIZE;
 		if (err)
 			return err;
 		if (mms__real.mmap(log_base + mapped, step, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, log_fd,

@@ -63,9 +63,8 @@ static void say_not_recording(const char *path, const char *why)
 {
 	char buf[PATH_MAX + 256];
 	int n = snprintf(buf, sizeof buf, "msmemscope: not recording: MSMEMSCOPE_LOG=%s %s\n", path, why);
-	ssize_t r = write(2, buf, n > 0 && (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 
-	(void)r;
+	mms__say(buf, n, sizeof buf);
 }
 
 /* Log naming, passing nothing through the environment but what the user

@@ -80,9 +80,8 @@ static void warn_once(const char *what, int err)
 {
 	char buf[512];
 	int n = snprintf(buf, sizeof buf, "msmemscope: warning: %s: %s\n", what, strerror(err));
-	ssize_t r = write(2, buf, n > 0 && (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 
-	(void)r;
+	mms__say(buf, n, sizeof buf);
 }
 
 static void copy_name(char *dst, const char *s, size_t len)
@@ -170,6 +169,7 @@ static void dump_block(const struct watch_block *w, const char *op, uint64_t lau
 	char path[4096 + 512], opn[WATCH_NAME_MAX], wn[WATCH_NAME_MAX];
 	const uint8_t *p = (const uint8_t *)(uintptr_t)w->addr;
 	uint64_t left = w->size;
+	struct mms_quiet q;
 	int n, fd, err = 0;
 
 	if (dump_failed || !dump_dir[0])
@@ -186,6 +186,9 @@ static void dump_block(const struct watch_block *w, const char *op, uint64_t lau
 	fd = err ? -1 : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0640);
 	if (fd < 0 && !err)
 		err = errno;
+	/* Quietly: past the program's file size limit, a write fails with
+	 * EFBIG rather than kill it with SIGXFSZ. */
+	mms__quiet_begin(&q);
 	while (fd >= 0 && left) {
 		ssize_t k = write(fd, p, left > (1u << 30) ? (1u << 30) : (size_t)left);
 		if (k < 0 && errno == EINTR)
@@ -197,6 +200,7 @@ static void dump_block(const struct watch_block *w, const char *op, uint64_t lau
 		p += k;
 		left -= (uint64_t)k;
 	}
+	mms__quiet_end(&q);
 	if (fd >= 0 && close(fd) < 0 && !err)
 		err = errno;
 	if (err) {

@@ -5,7 +5,10 @@
 # the program runs on: same output, exit 0. A cut log says cut, stays under
 # its limit, and what it holds is a consistent prefix of the run: no free
 # without its allocation, no address handed out twice, fewer events than
-# the whole run.
+# the whole run. The program's own file size limit (RLIMIT_FSIZE) stops the
+# log the same way, without the SIGXFSZ that would kill the program; and
+# the recorder's message that recording stopped, on a stderr whose reader
+# is gone, raises no SIGPIPE in it either.
 . "$top_srcdir/tests/progs/lib.sh"
 
 limit=1048576
@@ -59,6 +62,44 @@ grep -q '^    live at the cut .*(live when recording stopped at event [0-9]* (th
 grep -q '^====== Blocks still live when recording stopped at event [0-9]* (the log is cut; not leaks) ======$' launched.err ||
 	fail "the launcher's leaks report calls a cut log's blocks leaks: $(cat launched.err)"
 note "the launcher's summary and leaks report of a cut run say where it stopped"
+
+# A program that sets a file size limit of 256 KiB for itself (SIGXFSZ at
+# its default, death) and allocates far more than a log of that size holds:
+# natively and recorded, the same output, the same file of its own, exit 0;
+# the log stops short of the limit, and says why.
+fl=262144
+"$MMS_PROGS/fsize" $fl 300000 own-native.txt 2000 >fsize-native.out || fail "fsize natively exited $?"
+status=0
+record fsize.mms "$MMS_PROGS/fsize" $fl 300000 own-rec.txt 2000 >fsize.out 2>fsize.err || status=$?
+expect_eq "fsize status, recorded under its own 256 KiB file size limit (153: killed by SIGXFSZ)" $status 0
+expect_eq "fsize output recorded" "$(cat fsize.out)" "$(cat fsize-native.out)"
+cmp -s own-rec.txt own-native.txt || fail "the file fsize wrote differs when recorded"
+expect_le "fsize.mms size (the program's limit)" "$(wc -c <fsize.mms)" $fl
+grep -q "recording of pid [0-9]* stopped: the log reached the file size limit the program runs under (RLIMIT_FSIZE" \
+	fsize.err || fail "no message saying the program's file size limit stopped the log: $(cat fsize.err)"
+summarize fsize.mms
+expect_key fsize.mms.json cut true
+expect_key fsize.mms.json damaged false
+expect_key fsize.mms.json unmatched_frees 0
+"$MMS_REPLAY" fsize.mms >fsize.txt 2>fsize.rerr || fail "msmemscope-replay fsize.mms exited $?"
+grep -q "file size limit the program runs under" fsize.rerr ||
+	fail "the replay's warning does not say why the log was cut: $(cat fsize.rerr)"
+note "a program under its own 256 KiB file size limit runs on (exit 0, same output and file); the log stops at $(wc -c <fsize.mms) bytes, saying why"
+
+# The recorder's message that recording stopped, written to a stderr pipe
+# whose reader has gone (`prog 2>&1 | head -0`): the program, which writes
+# nothing there itself, must not die of SIGPIPE (status 141).
+rm -f pipe.status
+{
+	MSMEMSCOPE_LOG_LIMIT=1M record pipe.mms "$MMS_PROGS/threads8" 2 100000 6 2>&1 >pipe.out
+	echo $? >pipe.status
+} | :
+expect_eq "threads8 status, its log cut with its stderr a pipe nobody reads (141: killed by SIGPIPE)" \
+	"$(cat pipe.status)" 0
+"$MMS_PROGS/threads8" 2 100000 6 >pipe-native.out
+expect_eq "threads8 output, cut log and a closed stderr pipe" "$(sed 's/ live_bytes=.*//' pipe.out)" \
+	"$(sed 's/ live_bytes=.*//' pipe-native.out)"
+note "the recorder's message on a stderr pipe nobody reads: no SIGPIPE, the program ran on"
 
 # A real full disk, where this user may mount a 512 KiB tmpfs (root,
 # outside a restricted container): the log runs out of blocks, not of a
