@@ -4,6 +4,7 @@
 #ifndef MMS_FORMAT_H
 #define MMS_FORMAT_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -96,6 +97,30 @@ struct mms_file_header {
 /* header.cut_errno values that are not errno values. */
 #define MMS_CUT_DESCRIPTOR 0x10001 /* the program closed or replaced the log's descriptor */
 #define MMS_CUT_FSIZE 0x10002      /* the process's file size limit (RLIMIT_FSIZE) */
+#define MMS_CUT_ADDRSPACE 0x10003  /* no room left under the process's RLIMIT_AS */
+
+/* Why recording stopped, in the words the recorder's stderr line and the
+ * reader's warnings share, for the header.cut_errno values above and for
+ * EFBIG (the log's own size limit); NULL for other errno values, which
+ * strerror() names. */
+static inline const char *mms_cut_words(int cut_errno)
+{
+	switch (cut_errno) {
+	case EFBIG:
+		return "the log reached its size limit (MSMEMSCOPE_LOG_LIMIT)";
+	case MMS_CUT_DESCRIPTOR:
+		return "the program closed the log's descriptor behind the recorder's back (a raw close, or a file "
+		       "of its own at its number; the recorder writes into no file of the program's)";
+	case MMS_CUT_FSIZE:
+		return "the log reached the file size limit the program runs under (RLIMIT_FSIZE, ulimit -f), which "
+		       "the recorder never passes";
+	case MMS_CUT_ADDRSPACE:
+		return "the address space the program limited itself to (RLIMIT_AS, ulimit -v) had no room left for "
+		       "the log's next chunk";
+	default:
+		return NULL;
+	}
+}
 
 /* header.events_mask */
 enum mms_events_mask {

@@ -356,6 +356,8 @@ void mms__say(const char *buf, int n, size_t cap) MMS_HIDDEN;
 /* The process's file size limit (RLIMIT_FSIZE's soft value), or
  * UINT64_MAX for none: the recorder grows no file past it. */
 uint64_t mms__fsize_limit(void) MMS_HIDDEN;
+/* Whether the process's address space is limited (RLIMIT_AS). */
+int mms__as_limited(void) MMS_HIDDEN;
 
 /* fds.c: the recorder's own descriptors (see there). */
 void mms__fds_init(void) MMS_HIDDEN;

@@ -50,12 +50,16 @@ static void *table(void *old, size_t size)
 
 int mms__intern_init(void)
 {
-	frames = table(frames, sizeof(struct frame_slot) * FRAME_SLOTS);
+	/* The frames' table only where events carry stacks: its 64 MiB of
+	 * address space count against a limit the program may set
+	 * (RLIMIT_AS). */
+	if (mms__stacks_on)
+		frames = table(frames, sizeof(struct frame_slot) * FRAME_SLOTS);
 	strings = table(strings, sizeof(struct string_slot) * STRING_SLOTS);
 	arena = table(arena, STRING_ARENA);
 	nframes = nstrings = 0;
 	arena_used = 0;
-	return frames && strings && arena ? 0 : -1;
+	return (frames || !mms__stacks_on) && strings && arena ? 0 : -1;
 }
 
 static inline uint64_t mix64(uint64_t x)

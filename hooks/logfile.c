@@ -1,8 +1,19 @@
 /* SPDX-License-Identifier: MIT */
-/* logfile.c: the log file: a shared mapping grown in extents, cut into
- * per-thread chunks, so records are stores into memory and never syscalls;
- * its header and the process's metadata, the cut when recording stops, and
- * a fork child's log. */
+/* logfile.c: the log file: grown in extents, cut into per-thread chunks,
+ * mapped shared a group of chunks at a time while threads write into them,
+ * so records are stores into memory and never syscalls; its header and
+ * the process's metadata, the cut when recording stops, and a fork child's
+ * log.
+ *
+ * The log reserves no address space ahead: only its header and the groups
+ * of the chunks in use (one per recording thread, and the few kept for the
+ * next threads) are mapped, each group unmapped when its chunks are done
+ * with. A program that limits its
+ * address space (RLIMIT_AS: ulimit -v, or setrlimit at any time, as
+ * sandboxes and test harnesses do) then finds the recorder using a few
+ * MiB of it, not the log's size (a reservation of the whole log, 64 GiB by
+ * default, made every allocation of a program that set a 2 GB limit
+ * fail). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -25,11 +36,12 @@
 struct mms_file_header *mms__header;
 
 static int log_fd = -1;
-static uint8_t *log_base;        /* reserved range of config.limit bytes */
-static uint64_t log_mapped;      /* atomic: bytes of the file mapped at log_base */
+static uint64_t log_grown;       /* atomic: bytes the file was grown to */
+static void *log_head;           /* the header's mapping */
 static uint32_t chunk_size = MMS_CHUNK_SIZE_DEFAULT;
 static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
-static int log_trimmed;          /* trim_file ran: chunk_new must lock */
+static int log_trimmed;          /* trim_file ran: the file may end before
+                                    chunks mapped earlier */
 static char log_path[PATH_MAX];
 static int fork_child;          /* this process is a fork of a recorded one */
 static int log_created;         /* we created log_path (not a file the user named) */
@@ -51,6 +63,23 @@ static pthread_mutex_t free_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mms_chunk_header *free_chunks[FREE_CHUNKS];
 static unsigned nfree_chunks;
 
+/* Chunks are mapped a group at a time: GROUP_CHUNKS chunks of the file
+ * (1 MiB), from an index that is a multiple of it, in one mapping, which
+ * is unmapped once every chunk of it was handed out and dropped: one mmap
+ * and one munmap per group, not per chunk (an munmap flushes the TLB of
+ * every CPU the process runs on: the dear part). The groups mapped, under
+ * grow_lock; a fork child unmaps its parent's. */
+#define GROUP_CHUNKS 16u
+struct chunk_group {
+	uint64_t first;    /* its first chunk's index */
+	uint8_t *base;     /* its mapping */
+	uint32_t n;        /* chunks it maps (fewer than GROUP_CHUNKS at a limit) */
+	uint32_t dropped;  /* chunks of it dropped */
+	uint32_t pins;     /* the log thread is faulting its pages in */
+};
+static struct chunk_group *groups;
+static size_t ngroups, groups_cap;
+
 void mms__log_cut_at(uint64_t stamp)
 {
 	uint64_t cur;
@@ -63,18 +92,20 @@ void mms__log_cut_at(uint64_t stamp)
 		;
 }
 
+/* Why the log stopped (or could not start), in words. */
+static const char *why_words(int err)
+{
+	const char *w = mms_cut_words(err);
+
+	return w ? w : err == ENOSPC ? "the disk is full" : strerror(err);
+}
+
 /* One line on stderr, when recording stops (the log says so too), unless
  * the user asked for errors only. */
 static void say_cut(int err)
 {
 	char buf[PATH_MAX + 256];
-	const char *why = err == ENOSPC			  ? "the disk is full"
-			  : err == EFBIG		  ? "the log reached its size limit (MSMEMSCOPE_LOG_LIMIT)"
-			  : err == MMS_CUT_FSIZE	  ? "the log reached the file size limit the program runs "
-							"under (RLIMIT_FSIZE, ulimit -f), which the recorder never passes"
-			  : err == MMS_CUT_DESCRIPTOR ? "the program closed the log's descriptor behind the "
-							"recorder's back (it writes into no file of the program's)"
-						      : strerror(err);
+	const char *why = why_words(err);
 	int n;
 
 	if (mms__config.log_level == MMS_CONFIG_LOG_ERROR)
@@ -114,37 +145,38 @@ static void refresh_time_pair(void)
 	__atomic_store_n(&mms__header->last_realtime_ns, ns, __ATOMIC_RELAXED);
 }
 
-/* Makes the file at least `need` bytes long and mapped. Called with
- * grow_lock held. Returns 0, an errno value or MMS_CUT_FSIZE. */
+/* Makes the file at least `need` bytes long. Called with grow_lock held.
+ * Returns 0, an errno value or MMS_CUT_FSIZE. */
 static int grow_locked(uint64_t need)
 {
-	uint64_t mapped = __atomic_load_n(&log_mapped, __ATOMIC_ACQUIRE);
+	uint64_t mapped = __atomic_load_n(&log_grown, __ATOMIC_ACQUIRE);
 
 	while (mapped < need) {
 		/* Double the file each time, from 256 KiB: small processes
 		 * get small logs, and a large log grows in few steps. */
-		uint64_t step = mapped, fsize = mms__fsize_limit();
+		uint64_t step = mapped, fsize = mms__fsize_limit(), cap = mms__config.log_limit;
+		int err, limit_err = EFBIG;
 		struct mms_quiet q;
-		int err;
 
 		if (step < (256u << 10) || log_trimmed)
 			step = 256u << 10; /* after the trim: a few late events */
 		if (step > (256u << 20))
 			step = 256u << 20;
-		if (mapped + step > mms__config.log_limit)
-			step = mms__config.log_limit - mapped;
-		/* A file grown past the program's file size limit would get
-		 * it SIGXFSZ: the log stops short of the limit (in whole
-		 * pages, as it is mapped). */
-		if (fsize != UINT64_MAX && mapped + step > fsize) {
+		/* The log stops at its own limit, and short of the program's
+		 * file size limit: a file grown past it would get the program
+		 * SIGXFSZ (in whole pages: the file is mapped). Short of need
+		 * otherwise, it grows again: threads that took chunks at once
+		 * may need more than one doubling. */
+		if (fsize != UINT64_MAX && fsize < mms__config.log_limit) {
 			uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
 
-			step = fsize > mapped ? (fsize - mapped) / page * page : 0;
-			if (mapped + step < need)
-				return MMS_CUT_FSIZE;
+			cap = fsize / page * page;
+			limit_err = MMS_CUT_FSIZE;
 		}
-		if (mapped + step < need)
-			return EFBIG;
+		if (mapped + step > cap)
+			step = cap > mapped ? cap - mapped : 0;
+		if (!step)
+			return limit_err;
 		/* The program may have closed our descriptor with a raw system
 		 * call, and a file of its own may have its number now. */
 		if (!mms__fd_still_ours(log_fd))
@@ -159,13 +191,112 @@ static int grow_locked(uint64_t need)
 			return MMS_CUT_FSIZE;
 		if (err)
 			return err;
-		if (mms__real.mmap(log_base + mapped, step, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, log_fd,
-				   (off_t)mapped) == MAP_FAILED)
-			return errno;
 		mapped += step;
-		__atomic_store_n(&log_mapped, mapped, __ATOMIC_RELEASE);
+		__atomic_store_n(&log_grown, mapped, __ATOMIC_RELEASE);
 	}
 	return 0;
+}
+
+/* Maps len bytes of the file at off, shared, with grow_lock held (the
+ * descriptor may move under a dup2 of the program's, fds.c): NULL with
+ * *err set when it cannot. An address space the program limited that has
+ * no room left for it is MMS_CUT_ADDRSPACE. */
+static void *map_locked(uint64_t off, size_t len, int flags, int *err)
+{
+	void *p;
+
+	if (!mms__fd_still_ours(log_fd)) {
+		*err = MMS_CUT_DESCRIPTOR;
+		return NULL;
+	}
+	p = mms__real.mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | flags, log_fd, (off_t)off);
+	if (p != MAP_FAILED)
+		return p;
+	*err = errno == ENOMEM && mms__as_limited() ? MMS_CUT_ADDRSPACE : errno;
+	return NULL;
+}
+
+/* The group that maps chunk idx, or NULL. With grow_lock held. */
+static struct chunk_group *group_of(uint64_t idx)
+{
+	for (size_t i = ngroups; i-- > 0;)
+		if (idx - groups[i].first < groups[i].n)
+			return &groups[i];
+	return NULL;
+}
+
+/* Maps a group for chunk idx, the whole group when the file can be grown
+ * to hold it, else idx's chunk alone. With grow_lock held; NULL with *err
+ * set when it cannot. */
+static struct chunk_group *group_map(uint64_t idx, int *err)
+{
+	uint64_t first = idx - idx % GROUP_CHUNKS, n = GROUP_CHUNKS;
+	struct chunk_group *g;
+	void *base;
+
+	/* Part of idx's aligned group mapped already (a limit stopped it,
+	 * and was lifted since): idx's chunk alone. */
+	if (group_of(first) || grow_locked(MMS_HEADER_SIZE + (first + n) * chunk_size)) {
+		first = idx;
+		n = 1;
+		*err = grow_locked(MMS_HEADER_SIZE + (first + n) * chunk_size);
+		if (*err)
+			return NULL;
+	}
+	if (ngroups == groups_cap) {
+		size_t cap = groups_cap ? 2 * groups_cap : 256;
+		struct chunk_group *ng = mms__map_anon(cap * sizeof *ng);
+
+		if (!ng) {
+			*err = ENOMEM;
+			return NULL;
+		}
+		if (ngroups)
+			memcpy(ng, groups, ngroups * sizeof *ng);
+		if (groups)
+			mms__real.munmap(groups, groups_cap * sizeof *groups);
+		groups = ng;
+		groups_cap = cap;
+	}
+	base = map_locked(MMS_HEADER_SIZE + first * chunk_size, (size_t)(n * chunk_size), 0, err);
+	if (!base)
+		return NULL;
+	g = &groups[ngroups++];
+	g->first = first;
+	g->base = base;
+	g->n = (uint32_t)n;
+	g->dropped = 0;
+	g->pins = 0;
+	return g;
+}
+
+/* Unmaps g when every chunk of it was dropped and nothing pins it. With
+ * grow_lock held. */
+static void group_done(struct chunk_group *g)
+{
+	if (g->dropped < g->n || g->pins)
+		return;
+	mms__real.munmap(g->base, (size_t)g->n * chunk_size);
+	*g = groups[--ngroups];
+}
+
+/* A chunk no thread writes into any more, and not kept: its group goes
+ * when it was the group's last. */
+static void chunk_drop(struct mms_chunk_header *ch)
+{
+	uint8_t *p = (uint8_t *)ch;
+
+	pthread_mutex_lock(&grow_lock);
+	for (size_t i = ngroups; i-- > 0;) {
+		struct chunk_group *g = &groups[i];
+
+		if ((uint64_t)(p - g->base) < (uint64_t)g->n * chunk_size) {
+			g->dropped++;
+			group_done(g);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&grow_lock);
 }
 
 int mms__log_grow_ahead(uint64_t want)
@@ -182,32 +313,77 @@ int mms__log_grow_ahead(uint64_t want)
 
 int mms__log_populate(uint64_t off, uint64_t len)
 {
-	return madvise(log_base + off, len, MADV_POPULATE_WRITE);
+	uint64_t end = off + len, idx;
+	int rc = 0;
+
+	/* The groups of the chunks to come are mapped here, ahead, and
+	 * their pages faulted in outside the lock, each group pinned
+	 * meanwhile: the program's threads wait for the mappings only. */
+	if (off < MMS_HEADER_SIZE)
+		off = MMS_HEADER_SIZE;
+	for (idx = (off - MMS_HEADER_SIZE) / chunk_size; !rc && MMS_HEADER_SIZE + idx * chunk_size < end;) {
+		struct chunk_group *g;
+		uint64_t g_off, g_end, from, to, first = 0;
+		uint8_t *base = NULL;
+		int err = 0;
+
+		pthread_mutex_lock(&grow_lock);
+		g = log_trimmed ? NULL : group_of(idx);
+		if (!g && !log_trimmed)
+			g = group_map(idx, &err);
+		if (g) {
+			g->pins++;
+			base = g->base;
+			first = g->first;
+			g_off = MMS_HEADER_SIZE + first * chunk_size;
+			g_end = g_off + (uint64_t)g->n * chunk_size;
+		}
+		pthread_mutex_unlock(&grow_lock);
+		if (!g)
+			return -1;
+		from = off > g_off ? off : g_off;
+		to = end < g_end ? end : g_end;
+		rc = madvise(base + (from - g_off), (size_t)(to - from), MADV_POPULATE_WRITE);
+		pthread_mutex_lock(&grow_lock);
+		/* Found again: the registry may have moved. */
+		g = group_of(first);
+		if (g) {
+			g->pins--;
+			group_done(g);
+		}
+		pthread_mutex_unlock(&grow_lock);
+		idx = (g_end - MMS_HEADER_SIZE) / chunk_size;
+	}
+	return rc ? -1 : 0;
 }
 
 static struct mms_chunk_header *chunk_new(void)
 {
 	uint64_t idx = __atomic_fetch_add(&mms__header->nchunks, 1, __ATOMIC_SEQ_CST);
 	uint64_t off = MMS_HEADER_SIZE + idx * chunk_size;
-	struct mms_chunk_header *ch;
+	struct mms_chunk_header *ch = NULL;
+	struct chunk_group *g;
+	uint64_t grown;
+	int err = 0;
 
-	/* Once the file may have been trimmed (see trim_file), take the lock:
-	 * the unlocked look at log_mapped could be older than the trim. */
-	if (__atomic_load_n(&log_trimmed, __ATOMIC_SEQ_CST) ||
-	    off + chunk_size > __atomic_load_n(&log_mapped, __ATOMIC_ACQUIRE)) {
-		int err;
-
-		pthread_mutex_lock(&grow_lock);
+	pthread_mutex_lock(&grow_lock);
+	grown = log_grown;
+	g = group_of(idx);
+	if (!g)
+		g = group_map(idx, &err);
+	/* After the trim at exit, the file may end before a chunk mapped
+	 * earlier: grown again. */
+	if (g && (log_trimmed || off + chunk_size > log_grown))
 		err = grow_locked(off + chunk_size);
-		if (!err)
-			refresh_time_pair();
-		pthread_mutex_unlock(&grow_lock);
-		if (err) {
-			mms__log_cut(err);
-			return NULL;
-		}
+	if (g && !err)
+		ch = (struct mms_chunk_header *)(g->base + (idx - g->first) * chunk_size);
+	if (log_grown != grown)
+		refresh_time_pair();
+	pthread_mutex_unlock(&grow_lock);
+	if (!ch) {
+		mms__log_cut(err);
+		return NULL;
 	}
-	ch = (struct mms_chunk_header *)(log_base + off);
 	/* Fault the chunk's pages in with one call here rather than one trap
 	 * per page on the hot path (kernels before 5.14 refuse; no matter),
 	 * unless the log thread did. */
@@ -220,13 +396,19 @@ static struct mms_chunk_header *chunk_new(void)
 
 static struct mms_chunk_header *chunk_take(size_t len)
 {
-	struct mms_chunk_header *ch = NULL;
+	struct mms_chunk_header *ch = NULL, *full;
 
 	pthread_mutex_lock(&free_lock);
 	while (nfree_chunks && !ch) {
 		ch = free_chunks[--nfree_chunks];
-		if (chunk_size - sizeof *ch - ch->used < len + 32)
-			ch = NULL; /* too full for this record: leave it */
+		if (chunk_size - sizeof *ch - ch->used < len + 32) {
+			/* Too full for this record: left, unmapped. */
+			full = ch;
+			ch = NULL;
+			pthread_mutex_unlock(&free_lock);
+			chunk_drop(full);
+			pthread_mutex_lock(&free_lock);
+		}
 	}
 	pthread_mutex_unlock(&free_lock);
 	return ch ? ch : chunk_new();
@@ -234,11 +416,17 @@ static struct mms_chunk_header *chunk_take(size_t len)
 
 void mms__chunk_leave(struct mms_thread *t)
 {
+	struct mms_chunk_header *drop = NULL;
+
 	pthread_mutex_lock(&free_lock);
 	if (t->chunk && t->end - t->cur >= 1024 && nfree_chunks < FREE_CHUNKS)
 		free_chunks[nfree_chunks++] = t->chunk;
+	else
+		drop = t->chunk;
 	t->chunk = NULL;
 	pthread_mutex_unlock(&free_lock);
+	if (drop)
+		chunk_drop(drop);
 }
 
 static int chunk_switch(struct mms_thread *t, size_t len)
@@ -248,6 +436,9 @@ static int chunk_switch(struct mms_thread *t, size_t len)
 
 	if (!ch)
 		return -1;
+	/* The chunk it leaves is full: no one writes there again. */
+	if (t->chunk)
+		chunk_drop(t->chunk);
 	t->chunk = ch;
 	t->cur = (uint8_t *)(ch + 1) + ch->used;
 	t->end = (uint8_t *)ch + chunk_size;
@@ -361,15 +552,14 @@ int mms__log_open(void)
 			unlink(log_path);
 		return -1;
 	}
-	log_base = mms__real.mmap(NULL, mms__config.log_limit, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-				  -1, 0);
-	if (log_base == MAP_FAILED)
-		goto fail_reserve;
-	log_mapped = 0;
+	log_grown = 0;
+	pthread_mutex_lock(&grow_lock);
 	err = grow_locked(MMS_HEADER_SIZE + chunk_size);
-	if (err)
-		goto fail_grow;
-	h = (struct mms_file_header *)log_base;
+	log_head = err ? NULL : map_locked(0, MMS_HEADER_SIZE, 0, &err);
+	pthread_mutex_unlock(&grow_lock);
+	if (!log_head)
+		goto fail;
+	h = log_head;
 	h->version = MMS_FORMAT_VERSION;
 	h->header_size = MMS_HEADER_SIZE;
 	h->chunk_size = chunk_size;
@@ -403,20 +593,25 @@ int mms__log_open(void)
 	mms__modules_scan(t);
 	return 0;
 
-fail_grow:
-	mms__real.munmap(log_base, mms__config.log_limit);
-fail_reserve:
+fail:
 	mms__fd_release(log_fd);
 	if (log_created)
 		unlink(log_path); /* ours and empty: leave nothing behind */
 	log_fd = -1;
+	if (mms__config.log_level != MMS_CONFIG_LOG_ERROR) {
+		char buf[PATH_MAX + 256];
+		int n = snprintf(buf, sizeof buf, "msmemscope: not recording pid %d: %s: %s\n", (int)getpid(),
+				 log_path, why_words(err));
+
+		mms__say(buf, n, sizeof buf);
+	}
 	return -1;
 }
 
 /* Gives back the space reserved past the last chunk, so a finished log is
  * no larger than what it holds. A chunk taken later (a free in a later
  * destructor) grows the file again: chunk_new sees log_trimmed, and either
- * its chunk was counted here, or it takes the lock and finds log_mapped
+ * its chunk was counted here, or it takes the lock and finds log_grown
  * already lowered. */
 static void trim_file(void)
 {
@@ -425,8 +620,8 @@ static void trim_file(void)
 	__atomic_store_n(&log_trimmed, 1, __ATOMIC_SEQ_CST);
 	pthread_mutex_lock(&grow_lock);
 	end = MMS_HEADER_SIZE + __atomic_load_n(&mms__header->nchunks, __ATOMIC_SEQ_CST) * chunk_size;
-	if (end < log_mapped && mms__fd_still_ours(log_fd) && ftruncate(log_fd, (off_t)end) == 0)
-		__atomic_store_n(&log_mapped, end, __ATOMIC_RELEASE);
+	if (end < log_grown && mms__fd_still_ours(log_fd) && ftruncate(log_fd, (off_t)end) == 0)
+		__atomic_store_n(&log_grown, end, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&grow_lock);
 }
 
@@ -459,7 +654,11 @@ void mms__log_after_fork_child(uint64_t fork_number, uint64_t fork_stamp)
 		fork_from.pid = mms__header->pid;
 		fork_from.number = fork_number;
 		fork_from.stamp = fork_stamp;
-		mms__real.munmap(log_base, mms__config.log_limit);
+		/* The parent's mappings: its header, and the chunks its
+		 * threads (here, only this one is left) wrote into. */
+		mms__real.munmap(log_head, MMS_HEADER_SIZE);
+		for (size_t i = 0; i < ngroups; i++)
+			mms__real.munmap(groups[i].base, (size_t)groups[i].n * chunk_size);
 		mms__fd_release(log_fd);
 	}
 	/* else the parent's log was pending too: it never had one. */
@@ -472,6 +671,8 @@ void mms__log_after_fork_child(uint64_t fork_number, uint64_t fork_stamp)
 	pthread_mutex_init(&grow_lock, NULL);
 	pthread_mutex_init(&free_lock, NULL);
 	nfree_chunks = 0;
+	ngroups = 0;
+	log_head = NULL;
 	log_trimmed = 0;
 	mms__pager_after_fork_child();
 	mms__threads_after_fork_child();

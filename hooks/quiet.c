@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* quiet.c: the recorder's own writes raise no signal in the program.
+/* quiet.c: the recorder's own writes raise no signal in the program; and
+ * the limits of the process the recorder keeps to (RLIMIT_FSIZE, RLIMIT_AS).
  *
  * A write to a pipe whose reader is gone sends the writing thread SIGPIPE,
  * and a file grown past the process's RLIMIT_FSIZE sends it SIGXFSZ; both
@@ -65,6 +66,13 @@ void mms__say(const char *buf, int n, size_t cap)
 	r = write(2, buf, (size_t)n < cap ? (size_t)n : cap - 1);
 	(void)r;
 	mms__quiet_end(&q);
+}
+
+int mms__as_limited(void)
+{
+	struct rlimit r;
+
+	return getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY;
 }
 
 uint64_t mms__fsize_limit(void)

@@ -463,7 +463,8 @@ int report_run(const struct run *run, char **argv, pid_t pid, int status, const 
 	err = log_open(run->dir, name, &log);
 	if (err == -ENOENT)
 		WARN("%s (pid %ld) left no log in %s: the recorder was not loaded into it "
-		     "(a statically linked or setuid program, or one that resets LD_PRELOAD, is not recorded)",
+		     "(a statically linked or setuid program, or one that resets LD_PRELOAD, is not recorded), "
+		     "or it could not make its log (a line above then says why)",
 		     argv[0], (long)pid, run->shown);
 	if (err == -ENOENT)
 		goto out;

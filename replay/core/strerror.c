@@ -36,18 +36,9 @@ MMS__EXPORT const char *mms_strerror(int err)
 
 MMS__EXPORT const char *mms_cut_reason(int cut_errno)
 {
-	switch (cut_errno) {
-	case 0:
-		return "no reason recorded";
-	case MMS_CUT_DESCRIPTOR:
-		return "the program closed the log's descriptor behind the recorder's back (a raw close, or a "
-		       "file of its own at its number)";
-	case MMS_CUT_FSIZE:
-		return "the log reached the file size limit the program runs under (RLIMIT_FSIZE, ulimit -f), "
-		       "which the recorder never passes";
-	case EFBIG:
-		return "the log reached its size limit (MSMEMSCOPE_LOG_LIMIT)";
-	default:
-		return strerror(cut_errno);
-	}
+	const char *w = mms_cut_words(cut_errno);
+
+	if (w)
+		return w;
+	return cut_errno ? strerror(cut_errno) : "no reason recorded";
 }

@@ -8,7 +8,9 @@
 # the whole run. The program's own file size limit (RLIMIT_FSIZE) stops the
 # log the same way, without the SIGXFSZ that would kill the program; and
 # the recorder's message that recording stopped, on a stderr whose reader
-# is gone, raises no SIGPIPE in it either.
+# is gone, raises no SIGPIPE in it either. And a program that limits its
+# address space (RLIMIT_AS) keeps the room it has natively: the log maps
+# only the chunks in use, not its whole size ahead.
 . "$top_srcdir/tests/progs/lib.sh"
 
 limit=1048576
@@ -66,7 +68,8 @@ note "the launcher's summary and leaks report of a cut run say where it stopped"
 # A program that sets a file size limit of 256 KiB for itself (SIGXFSZ at
 # its default, death) and allocates far more than a log of that size holds:
 # natively and recorded, the same output, the same file of its own, exit 0;
-# the log stops short of the limit, and says why.
+# the log, grown to 2 MiB before the program set its limit (it is grown
+# ahead in steps), is never grown past it: it stops there, and says why.
 fl=262144
 "$MMS_PROGS/fsize" $fl 300000 own-native.txt 2000 >fsize-native.out || fail "fsize natively exited $?"
 status=0
@@ -74,7 +77,7 @@ record fsize.mms "$MMS_PROGS/fsize" $fl 300000 own-rec.txt 2000 >fsize.out 2>fsi
 expect_eq "fsize status, recorded under its own 256 KiB file size limit (153: killed by SIGXFSZ)" $status 0
 expect_eq "fsize output recorded" "$(cat fsize.out)" "$(cat fsize-native.out)"
 cmp -s own-rec.txt own-native.txt || fail "the file fsize wrote differs when recorded"
-expect_le "fsize.mms size (the program's limit)" "$(wc -c <fsize.mms)" $fl
+expect_le "fsize.mms size (grown before the program's limit)" "$(wc -c <fsize.mms)" 2097152
 grep -q "recording of pid [0-9]* stopped: the log reached the file size limit the program runs under (RLIMIT_FSIZE" \
 	fsize.err || fail "no message saying the program's file size limit stopped the log: $(cat fsize.err)"
 summarize fsize.mms
@@ -84,7 +87,7 @@ expect_key fsize.mms.json unmatched_frees 0
 "$MMS_REPLAY" fsize.mms >fsize.txt 2>fsize.rerr || fail "msmemscope-replay fsize.mms exited $?"
 grep -q "file size limit the program runs under" fsize.rerr ||
 	fail "the replay's warning does not say why the log was cut: $(cat fsize.rerr)"
-note "a program under its own 256 KiB file size limit runs on (exit 0, same output and file); the log stops at $(wc -c <fsize.mms) bytes, saying why"
+note "a program under its own 256 KiB file size limit runs on (exit 0, same output and file); the log, never grown past it, stops at $(wc -c <fsize.mms) bytes, saying why"
 
 # The recorder's message that recording stopped, written to a stderr pipe
 # whose reader has gone (`prog 2>&1 | head -0`): the program, which writes
@@ -100,6 +103,23 @@ expect_eq "threads8 status, its log cut with its stderr a pipe nobody reads (141
 expect_eq "threads8 output, cut log and a closed stderr pipe" "$(sed 's/ live_bytes=.*//' pipe.out)" \
 	"$(sed 's/ live_bytes=.*//' pipe-native.out)"
 note "the recorder's message on a stderr pipe nobody reads: no SIGPIPE, the program ran on"
+
+# A program that limits its address space to 512 MiB, then allocates 384
+# MiB: natively and recorded alike (before, the recorder's reservation of
+# the whole log, 64 GiB, made its first large malloc fail), with stacks
+# too.
+"$MMS_PROGS/aslimit" 512 384 >as-native.out || fail "aslimit natively: $(cat as-native.out)"
+for cfg in "" "call_stack=16"; do
+	status=0
+	MSMEMSCOPE_CONFIG="$cfg" record as.mms "$MMS_PROGS/aslimit" 512 384 >as.out 2>as.err || status=$?
+	expect_eq "aslimit status recorded (config '$cfg'): $(cat as.out)" $status 0
+	expect_eq "aslimit output recorded (config '$cfg')" "$(cat as.out)" "$(cat as-native.out)"
+	summarize as.mms
+	expect_key as.mms.json cut false
+	expect_ge "as.mms allocations (config '$cfg')" "$(jget as.mms.json allocs)" 24
+	rm -f as.mms
+done
+note "a program under its own 512 MiB address space limit allocates its 384 MiB recorded too, with and without stacks"
 
 # A real full disk, where this user may mount a 512 KiB tmpfs (root,
 # outside a restricted container): the log runs out of blocks, not of a
