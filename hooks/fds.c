@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* fds.c: the recorder's own descriptors, kept out of the program's way.
- * They sit at the top of the descriptor range, so the program's open()
- * gets the numbers it gets natively, and the program cannot see them
+ * They sit just above the program's soft limit (RLIMIT_NOFILE), where the
+ * hard limit lets the recorder lift it for the moment it takes one, so
+ * that the program can still open as many files as natively; else at the
+ * top of the range below it. So the program's open() gets the numbers it
+ * gets natively, and the program cannot see them
  * through close, dup, dup2, dup3, fcntl, close_range or closefrom: these
  * act on them as on a descriptor that is not open, which is what they are
  * natively. A dup2 or dup3 onto one of ours moves ours elsewhere first.
@@ -112,15 +115,43 @@ int mms__fd_is_own(int fd)
 	return find(fd) != NULL;
 }
 
-/* A new number for fd at the top of the range: the highest free one below
- * the top. Returns it, or -1 with errno. */
+/* Above the soft limit: a number there takes none of the program's (the
+ * kernel limits the numbers it hands out, not how many are open). The
+ * soft limit is lifted for the one call, when the hard limit allows, and
+ * put back as it was; only where it is at most OVER_MAX, as a number far
+ * up grows the kernel's descriptor table. Returns the number, or -1. */
+#define OVER_MAX 65536
+static int dup_over(int fd, const struct rlimit *rl)
+{
+	struct rlimit up = *rl;
+	int r;
+
+	if (rl->rlim_cur == RLIM_INFINITY || rl->rlim_cur < 3 || rl->rlim_cur > OVER_MAX ||
+	    (rl->rlim_max != RLIM_INFINITY && rl->rlim_max < rl->rlim_cur + 64))
+		return -1;
+	up.rlim_cur = rl->rlim_cur + 64;
+	if (setrlimit(RLIMIT_NOFILE, &up))
+		return -1;
+	r = real_fcntl(fd, F_DUPFD_CLOEXEC, (int)rl->rlim_cur);
+	setrlimit(RLIMIT_NOFILE, rl);
+	return r;
+}
+
+/* A new number for fd out of the program's way: above its soft limit,
+ * or the highest free one below the top. Returns it, or -1 with errno. */
 static int dup_high(int fd)
 {
 	struct rlimit rl;
 	long top = TOP_MAX;
+	int over;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur < top)
-		top = (long)rl.rlim_cur;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		over = dup_over(fd, &rl);
+		if (over >= 0)
+			return over;
+		if (rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur < top)
+			top = (long)rl.rlim_cur;
+	}
 	/* F_DUPFD gives the lowest free number from its argument on: try
 	 * from the top down until one is free. */
 	for (long want = top - 1; want > 2 && want >= top - 64; want--) {

@@ -9,10 +9,11 @@
  * prints is what it saw: the same natively and under the recorder.
  *
  * In the raw mode it closes everything with raw system calls and opens
- * files until one gets the number at the top of the range (where the
- * recorder keeps its log), then allocates again: the recorder must notice
- * that the number is not its file any more and stop, never writing into
- * the program's file. */
+ * files until one gets the number at the top of the range, and 64 past it
+ * (the recorder keeps its log there, or just above the soft limit the
+ * program started with, 1024 by default), then allocates again: the
+ * recorder must notice that the number is not its file any more and stop,
+ * never writing into the program's file. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdlib.h>
@@ -108,6 +109,16 @@ int main(int argc, char **argv)
 	unsigned long sum = 0;
 	int bad = 0, seq = 0, first, top;
 
+	/* emfile: as many files as the limit it was started with allows,
+	 * counted (a server at its limit, a test of EMFILE). */
+	if (!strcmp(mode, "emfile")) {
+		int n = 0;
+
+		while (open("/dev/null", O_RDONLY | O_CLOEXEC) >= 0)
+			n++;
+		prog_say(1, "opened %d files, then %s\n", n, strerror(errno));
+		return 0;
+	}
 	/* The same limit natively and recorded, above the 1024 the top of the
 	 * range is taken from. */
 	setrlimit(RLIMIT_NOFILE, &rl);
@@ -122,13 +133,14 @@ int main(int argc, char **argv)
 		for (int fd = 3; fd < 4096; fd++)
 			syscall(SYS_close, fd);
 	} else {
-		prog_say(2, "usage: fdsafe closefrom|close_range|loop|raw DIR\n");
+		prog_say(2, "usage: fdsafe closefrom|close_range|loop|raw|emfile DIR\n");
 		return 2;
 	}
 
 	if (!strcmp(mode, "raw")) {
-		/* Files up to and including the number at the top. */
-		while (nfds < TOP && (nfds == 0 || fds[nfds - 1] < TOP)) {
+		/* Files up to and including the number at the top, and 64
+		 * past it. */
+		while (nfds < TOP + 64 && (nfds == 0 || fds[nfds - 1] < TOP + 64)) {
 			fds[nfds] = open_file(dir, nfds);
 			nfds++;
 		}

@@ -10,6 +10,8 @@
 # files, and the log must be whole. With raw close system calls, which the
 # recorder cannot see, the program's files take the recorder's numbers:
 # the recorder must stop (the log says why) and never write into them.
+# And a program that opens files until EMFILE opens as many recorded as
+# natively: the recorder's descriptors sit above its soft limit.
 . "$top_srcdir/tests/progs/lib.sh"
 
 prog=$MMS_PROGS/fdsafe
@@ -61,3 +63,22 @@ for mode in closefrom close_range loop raw; do
 	done
 done
 note "descriptor numbers, probes and files as native in every mode; raw closes stop the recorder"
+
+# emfile: files opened until EMFILE under a soft limit of 64, where the
+# hard limit lets the recorder put its log above it (not where soft and
+# hard are one: the log then takes one of the program's numbers, as
+# doc/recorder.md says).
+hard=$(ulimit -Hn)
+if [ "$hard" = unlimited ] || [ "$hard" -ge 256 ]; then
+	mkdir emfile.d
+	(ulimit -Sn 64 && "$prog" emfile emfile.d) >emfile-native.out || fail "fdsafe emfile natively exited $?"
+	for cfg in call_stack=0 call_stack=32; do
+		(ulimit -Sn 64 && env LD_PRELOAD="$MMS_HOOKS" MSMEMSCOPE_LOG="$PWD/emfile.mms" MSMEMSCOPE_LOG_FORCE=1 \
+			MSMEMSCOPE_CONFIG=$cfg "$prog" emfile emfile.d) >emfile.out || fail "fdsafe emfile recorded exited $?"
+		expect_eq "files opened until EMFILE under a soft limit of 64, recorded ($cfg)" "$(cat emfile.out)" \
+			"$(cat emfile-native.out)"
+	done
+	note "until EMFILE under a soft limit of 64: $(cat emfile-native.out), natively and recorded"
+else
+	note "the hard descriptor limit here is $hard: the EMFILE count is not compared"
+fi
