@@ -199,9 +199,11 @@ int an_pass(struct an_ctx *c)
 	/* Nothing to feed and no summary asked for: no read. */
 	if (!c->subscribed && !c->summary)
 		return 0;
-	progress_start(&c->progress, "reading", c->shown ? c->shown : c->path);
-	c->pass_rc = mms_pass_run(c->pass);
-	progress_end(&c->progress);
+	if (!c->pass_done) {
+		progress_start(&c->progress, "reading", c->shown ? c->shown : c->path);
+		c->pass_rc = mms_pass_run(c->pass);
+		progress_end(&c->progress);
+	}
 	if (c->pass_rc)
 		warn("%s: cannot replay: %s", c->path, mms_strerror(c->pass_rc));
 	return c->pass_rc;

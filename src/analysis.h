@@ -55,6 +55,7 @@ struct an_ctx {
 	struct progress progress; /* the pass's progress line */
 	const char *shown;     /* the log as that line names it; NULL: path */
 	int pass_rc;           /* what mms_pass_run() returned */
+	int pass_done;         /* the pass ran already (the launcher's live read) */
 	int subscribed;        /* analyses and exports added to the pass */
 	int summary;           /* read the log even with no analysis added: the caller
 	                          wants the pass's summary */
