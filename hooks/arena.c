@@ -19,10 +19,10 @@
 /* Address space reserved at the first allocation and committed in steps
  * as it is used: 32 MiB, a hundred times what a run with stacks and
  * threads used (about 320 KiB), and little of an address space the
- * program may limit (RLIMIT_AS). Blocks are powers of two from 16 bytes, each class cut
- * from slabs of at least SLAB bytes; a table gives each SLAB-sized unit of
- * the arena its class, so a block needs no header and keeps the
- * alignment of its size (up to SLAB). Freed blocks go to their class's
+ * program may limit (RLIMIT_AS). Blocks are powers of two from 16 bytes,
+ * each class cut from slabs of at least SLAB bytes; a table gives each
+ * SLAB-sized unit of the arena its class, so a block needs no header and
+ * keeps the alignment of its size (up to SLAB). Freed blocks go to their class's
  * list and are never given back to the system: the recorder's own needs
  * are small and recur. */
 #define ARENA_SIZE (32ull << 20)
