@@ -49,6 +49,8 @@ struct mms_real {
 	int (*execvp)(const char *, char *const[]);
 	int (*execvpe)(const char *, char *const[], char *const[]);
 	int (*fexecve)(int, char *const[], char *const[]);
+	int (*unshare)(int);
+	int (*setns)(int, int);
 	int (*clock_gettime)(clockid_t, struct timespec *); /* libc's, not a program's own */
 };
 extern struct mms_real mms__real MMS_HIDDEN;

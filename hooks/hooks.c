@@ -68,6 +68,8 @@ static void resolve_real(void)
 	RESOLVE(execvp);
 	RESOLVE(execvpe);
 	RESOLVE(fexecve);
+	RESOLVE(unshare);
+	RESOLVE(setns);
 	RESOLVE(clock_gettime);
 	if (!mms__real.malloc || !mms__real.free || !mms__real.calloc || !mms__real.realloc)
 		die_early("malloc");

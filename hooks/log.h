@@ -61,6 +61,10 @@ int mms__log_thread_running(void) MMS_HIDDEN;
  * it the first time the log is large enough) to keep the file ready ahead
  * of it. */
 void mms__pager_poke(uint64_t end) MMS_HIDDEN;
+/* Ends the log thread, if it runs, and waits until it is gone (it starts
+ * again when the log needs it): for the calls that refuse a process with
+ * more than one thread. */
+void mms__pager_stop(void) MMS_HIDDEN;
 /* True when the log thread has faulted the file's pages in up to `end`. */
 int mms__pager_ready(uint64_t end) MMS_HIDDEN;
 

@@ -6,8 +6,10 @@
  * of the chunks, so the program's threads find them ready instead of
  * paying the page cache's work themselves (the largest part of recording,
  * after the hooks). It runs only in processes that log that much (a thread
- * changes what some programs may do, e.g. unshare(CLONE_NEWUSER)), and not
- * with MSMEMSCOPE_LOG_THREAD=0. Everything it does is an optimization: a
+ * changes what some programs may do: unshare(CLONE_NEWUSER) refuses a
+ * process of more than one thread, so process.c's hooks of it and setns
+ * end the thread first, mms__pager_stop), and not with
+ * MSMEMSCOPE_LOG_THREAD=0. Everything it does is an optimization: a
  * chunk it has not reached is faulted in by its taker, as without it. */
 #define _GNU_SOURCE
 #include <linux/futex.h>
@@ -26,6 +28,12 @@ static uint64_t pager_want;      /* atomic: fault pages in up to this offset */
 static uint64_t pager_done;      /* atomic: pages are in up to this offset */
 static uint32_t pager_seq;       /* futex word: bumped when pager_want moves */
 static int pager_state;          /* 0 not started, 1 running, 2 not to be had */
+/* The thread, joinable: mms__pager_stop() ends it (pager_quit) and waits
+ * for it to be gone. Starting and stopping hold pager_lock. */
+static pthread_mutex_t pager_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t pager_thread;
+static int pager_joinable;
+static int pager_quit;           /* atomic: the thread returns at its next look */
 /* The thread only helps where a CPU is free for it: while the process has
  * as many recording threads as it may use CPUs (mms__live_threads), the
  * work would only move between them, with switches on top, so the threads
@@ -45,6 +53,8 @@ static void *pager_main(void *arg)
 		uint64_t want = __atomic_load_n(&pager_want, __ATOMIC_ACQUIRE);
 		uint64_t done = __atomic_load_n(&pager_done, __ATOMIC_ACQUIRE);
 
+		if (__atomic_load_n(&pager_quit, __ATOMIC_ACQUIRE))
+			return NULL;
 		if (want <= done) {
 			syscall(SYS_futex, &pager_seq, FUTEX_WAIT_PRIVATE, seq, NULL, NULL, 0);
 			continue;
@@ -74,13 +84,13 @@ static void pager_start(uint64_t from)
 	pthread_t th;
 	int busy = mms__tls_busy, err;
 
+	pthread_mutex_lock(&pager_lock);
 	__atomic_store_n(&pager_done, from, __ATOMIC_RELEASE);
 	mms__tls_busy = 2; /* pthread_create allocates: not the program's */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	err = pthread_attr_init(&attr);
 	if (!err) {
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 		pthread_attr_setstacksize(&attr, 64u << 10);
 		err = pthread_create(&th, &attr, pager_main, NULL);
 		pthread_attr_destroy(&attr);
@@ -91,6 +101,32 @@ static void pager_start(uint64_t from)
 	mms__tls_busy = busy;
 	if (err)
 		__atomic_store_n(&pager_state, 2, __ATOMIC_RELEASE);
+	pager_thread = th;
+	pager_joinable = !err;
+	pthread_mutex_unlock(&pager_lock);
+}
+
+void mms__pager_stop(void)
+{
+	int busy = mms__tls_busy;
+
+	pthread_mutex_lock(&pager_lock);
+	if (pager_joinable) {
+		int running = __atomic_load_n(&pager_state, __ATOMIC_ACQUIRE) == 1;
+
+		__atomic_store_n(&pager_quit, 1, __ATOMIC_RELEASE);
+		__atomic_fetch_add(&pager_seq, 1, __ATOMIC_RELEASE);
+		syscall(SYS_futex, &pager_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+		mms__tls_busy = 2; /* pthread_join frees the thread's state */
+		pthread_join(pager_thread, NULL);
+		mms__tls_busy = busy;
+		pager_joinable = 0;
+		__atomic_store_n(&pager_quit, 0, __ATOMIC_RELEASE);
+		/* It starts again when the log needs it. */
+		if (running)
+			__atomic_store_n(&pager_state, 0, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&pager_lock);
 }
 
 int mms__log_thread_running(void)
@@ -139,4 +175,7 @@ void mms__pager_after_fork_child(void)
 {
 	pager_state = 0; /* the parent's log thread is not in this process */
 	pager_want = pager_done = 0;
+	pager_joinable = 0;
+	pager_quit = 0;
+	pthread_mutex_init(&pager_lock, NULL);
 }

@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,6 +191,28 @@ MMS_EXPORT int dlclose(void *handle)
 	/* The stack walker's cached frame rules may name its code. */
 	mms__cfi_modules_changed();
 	return r;
+}
+
+/* --- namespaces ------------------------------------------------------------
+ * unshare(CLONE_NEWUSER), and setns() into a user namespace, refuse a
+ * process of more than one thread (EINVAL), as sandboxes that call them
+ * rely on. The log thread is the recorder's, not the program's: it is
+ * ended first (it starts again when the log needs it), so that the call
+ * answers as it does natively. */
+
+MMS_EXPORT int unshare(int flags)
+{
+	if (flags & CLONE_NEWUSER)
+		mms__pager_stop();
+	return mms__real.unshare(flags);
+}
+
+MMS_EXPORT int setns(int fd, int nstype)
+{
+	/* nstype 0 takes whatever namespace fd is: maybe a user one. */
+	if (!nstype || (nstype & CLONE_NEWUSER))
+		mms__pager_stop();
+	return mms__real.setns(fd, nstype);
 }
 
 /* --- exec ------------------------------------------------------------------

@@ -2,12 +2,17 @@
 /* logthread.c: allocates and frees N blocks (enough of them make the
  * recorder's log large), then says whether a thread named msmemscope-log
  * runs in this process. With "fork", a child does the same after the
- * parent's churn and reports for itself first.
+ * parent's churn and reports for itself first. With "unshare", it then
+ * calls unshare(CLONE_NEWUSER), which a process of more than one thread is
+ * refused (sandboxes rely on it), says how that went, and churns again.
  *
- * Usage: logthread N [fork]
- * Output: "log_thread=yes|no threads=T" per process (child first). */
+ * Usage: logthread N [fork|unshare]
+ * Output: "log_thread=yes|no threads=T" per process (child first); with
+ * unshare, first "unshare=ok" or "unshare=ERROR". */
+#define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/wait.h>
 
 #include "progs.h"
@@ -67,6 +72,12 @@ int main(int argc, char **argv)
 		return 2;
 	n = strtoul(argv[1], NULL, 10);
 	churn(n);
+	if (argc > 2 && !strcmp(argv[2], "unshare")) {
+		int r = unshare(CLONE_NEWUSER);
+
+		prog_say(1, "unshare=%s\n", r ? strerror(errno) : "ok");
+		churn(n);
+	}
 	if (argc > 2 && !strcmp(argv[2], "fork")) {
 		pid = fork();
 		if (pid < 0)
