@@ -216,13 +216,19 @@ static void *map_locked(uint64_t off, size_t len, int flags, int *err)
 	return NULL;
 }
 
-/* The group that maps chunk idx, or NULL. With grow_lock held. */
-static struct chunk_group *group_of(uint64_t idx)
+/* A group that maps any of the n chunks from first (n = 1: the group of
+ * chunk first), or NULL. With grow_lock held. */
+static struct chunk_group *group_over(uint64_t first, uint64_t n)
 {
 	for (size_t i = ngroups; i-- > 0;)
-		if (idx - groups[i].first < groups[i].n)
+		if (groups[i].first < first + n && first < groups[i].first + groups[i].n)
 			return &groups[i];
 	return NULL;
+}
+
+static struct chunk_group *group_of(uint64_t idx)
+{
+	return group_over(idx, 1);
 }
 
 /* Maps a group for chunk idx, the whole group when the file can be grown
@@ -235,8 +241,9 @@ static struct chunk_group *group_map(uint64_t idx, int *err)
 	void *base;
 
 	/* Part of idx's aligned group mapped already (a limit stopped it,
-	 * and was lifted since): idx's chunk alone. */
-	if (group_of(first) || grow_locked(MMS_HEADER_SIZE + (first + n) * chunk_size)) {
+	 * and was lifted since): idx's chunk alone, so that no chunk is in
+	 * two groups (one of them would never see it dropped). */
+	if (group_over(first, n) || grow_locked(MMS_HEADER_SIZE + (first + n) * chunk_size)) {
 		first = idx;
 		n = 1;
 		*err = grow_locked(MMS_HEADER_SIZE + (first + n) * chunk_size);

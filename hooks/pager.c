@@ -101,7 +101,8 @@ static void pager_start(uint64_t from)
 	mms__tls_busy = busy;
 	if (err)
 		__atomic_store_n(&pager_state, 2, __ATOMIC_RELEASE);
-	pager_thread = th;
+	if (!err)
+		pager_thread = th;
 	pager_joinable = !err;
 	pthread_mutex_unlock(&pager_lock);
 }

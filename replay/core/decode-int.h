@@ -35,10 +35,6 @@ struct mms__cursor {
 	uint64_t stamp;      /* stamp of the previous record */
 	uint64_t prev_addr;  /* previous address of the segment */
 	uint32_t thread;     /* thread of the current segment */
-	/* The open pass's estimate of live malloc-family blocks
-	 * (mms__skim_events() and mms__live_delta()): allocations less
-	 * frees so far, and the highest it was. */
-	int64_t live, live_peak;
 };
 
 /* Decode results besides 1 (a record) and 0 (end reached). */
@@ -184,8 +180,10 @@ int mms__decode_peek(const struct mms__cursor *c, uint64_t *stamp);
 int mms__decode_skim(struct mms__cursor *c, struct mms__rec *r, const char **why);
 
 /* Skims the run of common event records at c->p (those the fast path
- * reads: see decode.c), advancing c and its stamp. Returns how many. */
-size_t mms__skim_events(struct mms__cursor *c);
+ * reads: see decode.c), advancing c and its stamp, and counting the
+ * malloc-family blocks they leave live into *live (mms__live_delta()) and
+ * its highest value into *peak. Returns how many. */
+size_t mms__skim_events(struct mms__cursor *c, int64_t *live, int64_t *peak);
 
 /* What an event with this tag does to the count of live malloc-family
  * blocks: +1 an allocation, -1 a free (free(NULL) is never recorded),

@@ -320,9 +320,9 @@ int mms__live_delta(uint8_t tag)
 	return live_delta[tag];
 }
 
-size_t mms__skim_events(struct mms__cursor *c)
+size_t mms__skim_events(struct mms__cursor *c, int64_t *livep, int64_t *peakp)
 {
-	int64_t live = c->live, peak = c->live_peak;
+	int64_t live = *livep, peak = *peakp;
 	const uint8_t *p = c->p, *q, *end = c->end;
 	uint64_t stamp = c->stamp, delta, w, stops;
 	unsigned k, n;
@@ -376,7 +376,7 @@ size_t mms__skim_events(struct mms__cursor *c)
 	}
 	c->p = p;
 	c->stamp = stamp;
-	c->live = live;
-	c->live_peak = peak;
+	*livep = live;
+	*peakp = peak;
 	return count;
 }

@@ -153,8 +153,7 @@ static int walk_chunk(mms_log_t *log, uint64_t k, const uint8_t *p, const uint8_
 		      uint64_t base_off, struct mms__cwalk *w)
 {
 	struct mms__cursor c = { .base = base, .base_off = base_off, .p = p, .end = end,
-				 .stamp = w->stamp, .prev_addr = w->prev_addr, .thread = w->thread,
-				 .live = log->live_est, .live_peak = log->live_peak_est };
+				 .stamp = w->stamp, .prev_addr = w->prev_addr, .thread = w->thread };
 	const uint64_t cut_stamp = log->hdr.cut_stamp;
 	struct mms__segment *seg = w->seg ? &log->wsegs[w->seg - 1] : NULL;
 	struct mms__rec r;
@@ -164,14 +163,13 @@ static int walk_chunk(mms_log_t *log, uint64_t k, const uint8_t *p, const uint8_
 	for (;;) {
 		/* A cut log is read record by record, to stop at its cut; so
 		 * is the chunk's first event, and an exit record. */
-		size_t n = seg && !cut_stamp && !first_event ? mms__skim_events(&c) : 0;
+		size_t n = seg && !cut_stamp && !first_event ? mms__skim_events(&c, &log->live_est, &log->live_peak_est)
+							      : 0;
 
 		if (n) {
 			seg->events += n;
 			seg->last = c.stamp;
 			seg->end = cursor_off(&c);
-			log->live_est = c.live;
-			log->live_peak_est = c.live_peak;
 		}
 		rc = mms__decode_skim(&c, &r, &why);
 		if (rc != 1)
@@ -202,11 +200,9 @@ static int walk_chunk(mms_log_t *log, uint64_t k, const uint8_t *p, const uint8_
 		seg->end = cursor_off(&c);
 		if (mms__is_event(r.type)) {
 			seg->events++;
-			c.live += mms__live_delta(r.tag);
-			if (c.live > c.live_peak)
-				c.live_peak = c.live;
-			log->live_est = c.live;
-			log->live_peak_est = c.live_peak;
+			log->live_est += mms__live_delta(r.tag);
+			if (log->live_est > log->live_peak_est)
+				log->live_peak_est = log->live_est;
 			if (first_event && r.stamp > log->chunk_stamp_max)
 				log->chunk_stamp_max = r.stamp;
 			first_event = 0;
