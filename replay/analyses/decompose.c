@@ -32,6 +32,7 @@ struct dgroup {
 };
 
 struct dgroups {
+	const struct mms__state *st;
 	unsigned kinds;     /* bit 1 << mem: the kinds grouped */
 	struct mms__map ix; /* hash of the key -> index in g + 1 */
 	struct dgroup *g;
@@ -50,8 +51,9 @@ static uint64_t key_hash(uint16_t mem, const char *pool, const char *owner)
 static int group_blk(const struct mms__blk *b, void *ctx)
 {
 	struct dgroups *d = ctx;
-	const char *pool = b->mem == MMS_MEM_POOL || b->mem == MMS_MEM_DEVICE ? b->pool : NULL;
-	uint64_t h = key_hash(b->mem, pool, b->owner), *v;
+	const struct mms__origin *o = mms__blk_origin(d->st, b);
+	const char *pool = b->mem == MMS_MEM_POOL || b->mem == MMS_MEM_DEVICE ? o->pool : NULL;
+	uint64_t h = key_hash(b->mem, pool, o->owner), *v;
 	struct dgroup *g;
 	int isnew;
 
@@ -66,7 +68,7 @@ static int group_blk(const struct mms__blk *b, void *ctx)
 		if (isnew)
 			break;
 		g = &d->g[*v - 1];
-		if (g->mem == b->mem && g->pool == pool && g->owner == b->owner)
+		if (g->mem == b->mem && g->pool == pool && g->owner == o->owner)
 			goto found;
 	}
 	if (mms__grow(&d->g, &d->cap, d->n, sizeof(*d->g)))
@@ -75,7 +77,7 @@ static int group_blk(const struct mms__blk *b, void *ctx)
 	memset(g, 0, sizeof(*g));
 	g->mem = b->mem;
 	g->pool = pool;
-	g->owner = b->owner;
+	g->owner = o->owner;
 	*v = d->n;
 found:
 	g->bytes += b->size;
@@ -268,6 +270,7 @@ static int decompose_state(const struct mms__state *st, unsigned kinds, mms_deco
 	int rc;
 
 	*out = NULL;
+	d.st = st;
 	d.kinds = kinds;
 	mms__map_init(&d.ix);
 	mms__state_each(st, group_blk, &d);
@@ -364,15 +367,16 @@ found:
 	return g;
 }
 
-/* Moves a group's figures by bytes and blocks, keeping those of the last
- * peak first. */
-static int fgroup_move(struct dpass *p, const struct mms__blk *b, int64_t bytes, int64_t blocks)
+/* Moves the figures of the group of a block of kind mem in pool, owned by
+ * owner, by bytes and blocks, keeping those of the last peak first. */
+static int fgroup_move(struct dpass *p, unsigned mem, const char *pool, const char *owner, int64_t bytes,
+		       int64_t blocks)
 {
 	struct fgroup *g;
 
-	if (!(p->kinds & 1u << b->mem))
+	if (!(p->kinds & 1u << mem))
 		return 0;
-	g = fgroup_of(p, b->mem, b->pool, b->owner);
+	g = fgroup_of(p, (uint16_t)mem, pool, owner);
 	if (!g)
 		return -ENOMEM;
 	if (g->ver != p->ver) {
@@ -385,9 +389,17 @@ static int fgroup_move(struct dpass *p, const struct mms__blk *b, int64_t bytes,
 	return 0;
 }
 
+/* fgroup_move() for block b of the pass's state. */
+static int fgroup_move_blk(struct dpass *p, const struct mms__blk *b, int64_t bytes, int64_t blocks)
+{
+	const struct mms__origin *o = mms__blk_origin(p->st, b);
+
+	return fgroup_move(p, b->mem, o->pool, o->owner, bytes, blocks);
+}
+
 static int seed_blk(const struct mms__blk *b, void *ctx)
 {
-	return fgroup_move(ctx, b, (int64_t)b->size, 1) ? 1 : 0;
+	return fgroup_move_blk(ctx, b, (int64_t)b->size, 1) ? 1 : 0;
 }
 
 static void note_state(struct dpass *p)
@@ -433,22 +445,21 @@ static int dpass_retag(struct dpass *p, const mms_event_t *ev)
 {
 	const struct mms__state *st = p->st;
 	const struct mms__blk *now = st->last_blk;
-	struct mms__blk old;
+	const struct mms__origin *o = st->last_blk_valid ? mms__blk_origin(st, now) : NULL;
 	struct fgroup *from, *to;
 
-	if (!st->last_blk_valid || st->last_old_owner == now->owner)
+	if (!o || st->last_old_owner == o->owner)
 		return 0;
-	old = *now;
-	old.owner = st->last_old_owner;
-	if (fgroup_move(p, &old, -(int64_t)old.size, -1) || fgroup_move(p, now, (int64_t)now->size, 1))
+	if (fgroup_move(p, now->mem, o->pool, st->last_old_owner, -(int64_t)now->size, -1) ||
+	    fgroup_move(p, now->mem, o->pool, o->owner, (int64_t)now->size, 1))
 		return -ENOMEM;
-	if (old.alloc_event < p->peak_pos) {
+	if (now->alloc_event < p->peak_pos) {
 		/* fgroup_move() kept both groups' peak figures: move them too. */
-		from = fgroup_of(p, old.mem, old.pool, old.owner);
-		to = fgroup_of(p, now->mem, now->pool, now->owner);
+		from = fgroup_of(p, now->mem, o->pool, st->last_old_owner);
+		to = fgroup_of(p, now->mem, o->pool, o->owner);
 		if (!from || !to)
 			return -ENOMEM;
-		from->pk_bytes -= old.size;
+		from->pk_bytes -= now->size;
 		from->pk_blocks--;
 		to->pk_bytes += now->size;
 		to->pk_blocks++;
@@ -472,12 +483,12 @@ static int dpass_event(struct mms__sub *sub, struct mms_pass *pass, const mms_ev
 		 * anything else may have cut or covered other mappings. */
 		if (malloc && st->last_blk_valid && st->mem[MMS_MEM_MMAP].live_bytes == p->mmap_bytes + ev->size &&
 		    st->mem[MMS_MEM_MMAP].live_blocks == p->mmap_blocks + 1)
-			rc = fgroup_move(p, b, (int64_t)ev->size, 1);
+			rc = fgroup_move_blk(p, b, (int64_t)ev->size, 1);
 		else if (st->mem[MMS_MEM_MMAP].live_bytes != p->mmap_bytes ||
 			 st->mem[MMS_MEM_MMAP].live_blocks != p->mmap_blocks)
 			p->inexact = p->inexact < st->pos ? p->inexact : st->pos;
 	} else if (st->last_blk_valid) {
-		rc = fgroup_move(p, b, malloc ? (int64_t)b->size : -(int64_t)b->size, malloc ? 1 : -1);
+		rc = fgroup_move_blk(p, b, malloc ? (int64_t)b->size : -(int64_t)b->size, malloc ? 1 : -1);
 	}
 	/* An address handed out while live replaced its block unseen. */
 	if (st->double_allocs != p->double_allocs)

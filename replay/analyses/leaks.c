@@ -77,7 +77,7 @@ static int follow(struct finder *f, const struct mms__blk *b, uint64_t step)
 	}
 	f->fol[i].addr = b->addr;
 	f->fol[i].alloc_id = b->alloc_id;
-	f->fol[i].pool = b->pool;
+	f->fol[i].pool = mms__blk_origin(f->st, b)->pool;
 	f->fol[i].step = (uint32_t)step;
 	f->fol[i].mem = b->mem;
 	f->fol[i].used = 1;

@@ -80,10 +80,12 @@ static void bucket_finish(struct bucketer *b, uint64_t live)
 
 /* --- the pass ---------------------------------------------------------------- */
 
-static void row_of(const struct mms__blk *b, uint64_t time_ns, struct row *r)
+static void row_of(const struct mms__state *st, const struct mms__blk *b, uint64_t time_ns, struct row *r)
 {
+	const struct mms__origin *o = mms__blk_origin(st, b);
+
 	*r = (struct row){ .addr = b->addr, .size = b->size, .event = b->alloc_event, .time_ns = time_ns,
-			   .var = b->owner ? b->owner : b->pool ? b->pool : "", .stack = b->stack, .mem = b->mem };
+			   .var = o->owner ? o->owner : o->pool ? o->pool : "", .stack = b->stack, .mem = b->mem };
 }
 
 /* A block freed since the peak whose record may be made: the state's
@@ -327,7 +329,7 @@ static int freed_add(struct pass *p, const struct mms__blk *b, uint64_t time_ns)
 	if (!(p->kinds & 1u << b->mem) || p->skip & MMS_TRACE_SKIP_PEAK)
 		return 0;
 	if (p->top) {
-		row_of(b, time_ns, &r);
+		row_of(p->st, b, time_ns, &r);
 		rc = gone_put(p, &r);
 		if (rc)
 			return rc;
@@ -562,11 +564,11 @@ static void ref_row(struct pass *p, size_t ref, struct row *r)
 		if (p->top)
 			gone_get(p, ref & REF_IX, r);
 		else
-			row_of(&p->kept[ref & REF_IX].b, p->kept[ref & REF_IX].time_ns, r);
+			row_of(p->st, &p->kept[ref & REF_IX].b, p->kept[ref & REF_IX].time_ns, r);
 		return;
 	}
 	b = ref_blk(p, ref);
-	row_of(b, block_time(p, b), r);
+	row_of(p->st, b, block_time(p, b), r);
 	if (ref & REF_PIECE) {
 		iv = &p->st->maps.iv[ref & REF_IX];
 		r->addr = iv->lo;

@@ -80,25 +80,30 @@ static uint64_t str_ref(const struct mms__state *st, const char *s)
 	return 2 + 2 * owner_index(st, s);
 }
 
+/* A block as the format has kept it since before origins: both step
+ * counters (the one the state's kind reads is the one restored), the
+ * names and thread. */
 static void w_blk(struct wbuf *w, const struct mms__state *st, const struct mms__blk *b)
 {
+	const struct mms__origin *o = mms__blk_origin(st, b);
+
 	w_u(w, b->addr);
 	w_u(w, b->size);
 	w_u(w, b->alloc_id);
 	w_u(w, b->alloc_event);
 	w_u(w, b->op_launch);
 	w_u(w, b->kernels);
-	w_u(w, b->steps_seen);
-	w_u(w, b->ranges_seen);
-	w_u(w, str_ref(st, b->op));
-	w_u(w, str_ref(st, b->owner));
-	w_u(w, str_ref(st, b->pool));
+	w_u(w, b->step);
+	w_u(w, b->step);
+	w_u(w, str_ref(st, o->op));
+	w_u(w, str_ref(st, o->owner));
+	w_u(w, str_ref(st, o->pool));
 	w_u(w, b->stack);
-	w_u(w, b->thread);
+	w_u(w, o->thread);
 	w_u(w, b->mem);
 	w_u(w, b->fn);
 	w_u(w, b->runtime);
-	w_u(w, b->device);
+	w_u(w, o->device);
 }
 
 int mms__ckpt_save(const struct mms__state *st, const mms_iter_t *it, uint8_t **out, size_t *outlen)
@@ -192,10 +197,10 @@ int mms__ckpt_save(const struct mms__state *st, const mms_iter_t *it, uint8_t **
 	/* Keyed blocks (HOST and POOL), then each mapping's block once, then
 	 * the mapped ranges naming their block by its rank. */
 	for (i = 0; i < st->nblks; i++)
-		nlive += st->blks[i].refs && st->blks[i].mem != MMS_MEM_MMAP;
+		nlive += st->blks[i].live && st->blks[i].mem != MMS_MEM_MMAP;
 	w_u(&w, nlive);
 	for (i = 0; i < st->nblks; i++)
-		if (st->blks[i].refs && st->blks[i].mem != MMS_MEM_MMAP)
+		if (st->blks[i].live && st->blks[i].mem != MMS_MEM_MMAP)
 			w_blk(&w, st, &st->blks[i]);
 	mms__map_init(&seen);
 	for (i = 0; i < st->maps.n; i++) {
@@ -278,8 +283,26 @@ static const char *str_deref(struct rbuf *r, const struct mms__state *st, uint64
 	return NULL;
 }
 
-static void r_blk(struct rbuf *r, const struct mms__state *st, struct mms__blk *b)
+/* One more piece of the mapping in slot (a second or later). Returns 0 or
+ * -ENOMEM. */
+static int map_piece(struct mms__state *st, uint64_t slot)
 {
+	uint64_t *n = mms__map_put(&st->mrefs, slot, NULL);
+
+	if (!n)
+		return -ENOMEM;
+	*n = *n ? *n + 1 : 2;
+	return 0;
+}
+
+/* Reads a block into b, its origin interned among st's. Returns 0 or
+ * -ENOMEM (r->bad is set on a damaged one). */
+static int r_blk(struct rbuf *r, struct mms__state *st, struct mms__blk *b)
+{
+	struct mms__origin o = { 0 };
+	uint32_t steps, ranges;
+	int64_t origin;
+
 	memset(b, 0, sizeof(*b));
 	b->addr = r_u(r);
 	b->size = r_u(r);
@@ -287,20 +310,28 @@ static void r_blk(struct rbuf *r, const struct mms__state *st, struct mms__blk *
 	b->alloc_event = r_u(r);
 	b->op_launch = r_u(r);
 	b->kernels = r_u(r);
-	b->steps_seen = (uint32_t)r_u(r);
-	b->ranges_seen = (uint32_t)r_u(r);
-	b->op = str_deref(r, st, r_u(r));
-	b->owner = str_deref(r, st, r_u(r));
-	b->pool = str_deref(r, st, r_u(r));
+	steps = (uint32_t)r_u(r);
+	ranges = (uint32_t)r_u(r);
+	b->step = st->step_kind == 2 ? ranges : steps;
+	o.op = str_deref(r, st, r_u(r));
+	o.owner = str_deref(r, st, r_u(r));
+	o.pool = str_deref(r, st, r_u(r));
 	b->stack = (uint32_t)r_u(r);
-	b->thread = (uint32_t)r_u(r);
+	o.thread = (uint32_t)r_u(r);
 	b->mem = (uint8_t)r_u(r);
 	b->fn = (uint8_t)r_u(r);
 	b->runtime = (uint8_t)r_u(r);
-	b->device = (uint8_t)r_u(r);
-	b->refs = 1;
+	o.device = (uint8_t)r_u(r);
+	b->live = 1;
 	if (b->mem >= MMS_MEM_KIND_COUNT)
 		r->bad = 1;
+	if (r->bad)
+		return 0;
+	origin = mms__state_origin(st, &o);
+	if (origin < 0)
+		return -ENOMEM;
+	b->origin = (uint32_t)origin;
+	return 0;
 }
 
 /* Reads the state part of a checkpoint into st (initialized, empty). */
@@ -423,13 +454,16 @@ static int restore_state(struct rbuf *r, struct mms__state *st)
 	for (i = 0; i < n && !r->bad; i++) {
 		struct mms__map *m = &st->host;
 
-		r_blk(r, st, &b);
+		if (r_blk(r, st, &b))
+			return -ENOMEM;
 		if (r->bad)
 			break;
 		if (b.mem == MMS_MEM_DEVICE)
 			m = &st->dev;
 		if (b.mem == MMS_MEM_POOL) {
-			for (j = 0; j < st->npools && strcmp(st->pools[j].name, b.pool ? b.pool : ""); j++)
+			const char *name = mms__blk_origin(st, &b)->pool;
+
+			for (j = 0; j < st->npools && strcmp(st->pools[j].name, name ? name : ""); j++)
 				;
 			if (j == st->npools) {
 				r->bad = 1;
@@ -451,14 +485,15 @@ static int restore_state(struct rbuf *r, struct mms__state *st)
 		return -ENOMEM;
 	for (i = 0; i < nmaps && !r->bad; i++) {
 		rank = r_u(r);
-		r_blk(r, st, &b);
+		if (r_blk(r, st, &b))
+			goto out;
 		if (rank >= nmaps || b.mem != MMS_MEM_MMAP) {
 			r->bad = 1;
 			break;
 		}
 		if (mms__state_blks_grow(st))
 			goto out;
-		b.refs = 0;
+		b.live = 0;
 		slots[rank] = st->nblks;
 		st->blks[st->nblks++] = b;
 	}
@@ -477,7 +512,11 @@ static int restore_state(struct rbuf *r, struct mms__state *st)
 		st->maps.iv[st->maps.n].hi = lo + len;
 		st->maps.iv[st->maps.n].val = slots[rank];
 		st->maps.n++;
-		st->blks[slots[rank]].refs++;
+		/* The pieces of a mapping: its first makes it live, the
+		 * second on are counted in mrefs. */
+		if (st->blks[slots[rank]].live && map_piece(st, slots[rank]))
+			goto out;
+		st->blks[slots[rank]].live = 1;
 	}
 	rc = 0;
 out:

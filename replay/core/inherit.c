@@ -203,9 +203,9 @@ static int collect_blk(const struct mms__blk *b, void *ctx)
 		ib->origin_pid = c->parent->hdr.pid;
 		ib->origin_event = b->alloc_event;
 	}
-	rc = name_copy(c, b->owner, &ib->owner);
+	rc = name_copy(c, mms__blk_origin(c->pst, b)->owner, &ib->owner);
 	if (!rc)
-		rc = name_copy(c, b->mem == MMS_MEM_POOL ? b->pool : NULL, &ib->pool);
+		rc = name_copy(c, b->mem == MMS_MEM_POOL ? mms__blk_origin(c->pst, b)->pool : NULL, &ib->pool);
 	if (!rc)
 		rc = stack_copy(c, b->stack, &ib->stack);
 	if (rc)

@@ -15,7 +15,7 @@ struct mms__ivset {
 	size_t n, cap;
 	/* Optional: told +1 when a range with val splits in two, -1 when one
 	 * disappears, so the owner can count the pieces sharing a value. */
-	void (*ref)(void *ctx, uint64_t val, int delta);
+	int (*ref)(void *ctx, uint64_t val, int delta); /* 0, or -ENOMEM (for +1 only) */
 	void *ctx;
 };
 

@@ -42,7 +42,7 @@ int mms__ivset_remove(struct mms__ivset *s, uint64_t lo, uint64_t hi, uint64_t *
 	i = mms__ivset_first_after(s, lo);
 	if (i < s->n && s->iv[i].lo < lo && s->iv[i].hi > hi) {
 		/* A hole in the middle of one mapping splits it in two. */
-		if (mms__grow(&s->iv, &s->cap, s->n, sizeof(*s->iv)))
+		if (mms__grow(&s->iv, &s->cap, s->n, sizeof(*s->iv)) || (s->ref && s->ref(s->ctx, s->iv[i].val, 1)))
 			return -ENOMEM;
 		memmove(&s->iv[i + 2], &s->iv[i + 1], (s->n - i - 1) * sizeof(*s->iv));
 		s->iv[i + 1].lo = hi;
@@ -50,8 +50,6 @@ int mms__ivset_remove(struct mms__ivset *s, uint64_t lo, uint64_t hi, uint64_t *
 		s->iv[i + 1].val = s->iv[i].val;
 		s->iv[i].hi = lo;
 		s->n++;
-		if (s->ref)
-			s->ref(s->ctx, s->iv[i].val, 1);
 		*removed = hi - lo;
 		return 0;
 	}
@@ -63,7 +61,7 @@ int mms__ivset_remove(struct mms__ivset *s, uint64_t lo, uint64_t hi, uint64_t *
 	for (j = i; j < s->n && s->iv[j].lo < hi && s->iv[j].hi <= hi; j++) {
 		gone += s->iv[j].hi - s->iv[j].lo;
 		if (s->ref)
-			s->ref(s->ctx, s->iv[j].val, -1);
+			(void)s->ref(s->ctx, s->iv[j].val, -1);
 	}
 	if (j < s->n && s->iv[j].lo < hi) {
 		gone += hi - s->iv[j].lo;

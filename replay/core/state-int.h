@@ -20,21 +20,36 @@
  * and the running figures. Everything here is saved in checkpoints
  * (checkpoint.c), so each field must be serializable: names are pointers
  * into the log's string arena or the state's owner strings. */
+
+/* What many blocks share of where they came from: their thread, and the
+ * names current there (operator, owner, and the pool's or device's).
+ * Interned once per replay among its owner strings (struct mms__owners),
+ * a block keeps the index: mms__blk_origin() reads it. */
+struct mms__origin {
+	const char *op, *owner, *pool; /* pool: POOL, the pool's name; DEVICE, the
+	                                  device's ("cuda:1"); NULL otherwise */
+	uint32_t thread;
+	uint8_t device;          /* DEVICE: the CUDA device ordinal (255 for 255 and above) */
+};
+
+/* A block slot: 64 bytes, one cache line of the slot array (which is
+ * aligned), the one line a replay reads of a block at its free. */
 struct mms__blk {
 	uint64_t addr, size;
 	uint64_t alloc_id, alloc_event;
 	uint64_t op_launch, kernels;
-	uint32_t steps_seen;     /* STEP events before the allocation */
-	uint32_t ranges_seen;    /* the "step start" range it was allocated in, 0 = none */
-	const char *op, *owner, *pool; /* pool: POOL, the pool's name; DEVICE, the
-	                                  device's ("cuda:1"); NULL otherwise */
-	uint32_t stack, thread;
+	uint32_t step;           /* by the state's step kind at the allocation: STEP
+	                            events before it (1), or the "step start" range it
+	                            was allocated in, 0 = none (2); 0 while unknown.
+	                            mms__state_blk_step() reads it. */
+	uint32_t origin;         /* index of its struct mms__origin, 0 = none */
+	uint32_t stack;
 	uint8_t mem;             /* enum mms_mem_kind */
 	uint8_t fn;              /* HOST: enum mms_alloc_func; DEVICE: enum mms_device_sub */
 	uint8_t runtime;         /* HOST: enum mms_runtime_kind of a block a runtime keeps
 	                            for itself (ALLOC_RT), 0 = the program's */
-	uint8_t device;          /* DEVICE: the CUDA device ordinal (255 for 255 and above) */
-	uint32_t refs;           /* MMAP: ranges sharing this block; 0 = free slot */
+	uint8_t live;            /* 0 = free slot (MMAP: the ranges sharing it are
+	                            counted in the state's mrefs) */
 };
 
 /* An operator running on a thread. */
@@ -49,6 +64,8 @@ struct mms__tstate {
 	const char **tags;       /* owner tags pushed, innermost last */
 	size_t ntags, tags_cap;
 	const char *owner;       /* the tags joined by '@' (interned), or NULL */
+	uint32_t origin;         /* of a HOST block allocated now, when origin_ok */
+	int origin_ok;           /* origin is current: reset when an operator or owner changes */
 	uint8_t realloc_runtime; /* the runtime kind of the block this thread's last
 	                            realloc freed: its new block keeps it */
 };
@@ -58,11 +75,14 @@ struct mms__pool {
 	struct mms__map live;    /* addr -> block slot */
 };
 
-/* Interned owner strings (tags joined by '@'). */
+/* Interned owner strings (tags joined by '@'), and the blocks' origins. */
 struct mms__owners {
 	struct mms__map ix;      /* hash of a string -> index in strs + 1 */
 	char **strs;
 	size_t n, cap;
+	struct mms__map oix;     /* hash of an origin -> its index */
+	struct mms__origin *origins; /* [0] = none: no names, thread 0 */
+	size_t norigins, origins_cap;
 };
 
 void mms__owners_free(struct mms__owners *o);
@@ -96,7 +116,7 @@ struct mms__state {
 	uint32_t last_thread;
 	const char *ended_op;    /* the operator the last OP_LAUNCH end ended */
 
-	struct mms__blk *blks;   /* slots; free ones chained through addr */
+	struct mms__blk *blks;   /* slots */
 	size_t nblks, blks_cap;
 	uint32_t *free_slots;    /* free slots, the next to take last (room for blks_cap) */
 	size_t nfree;
@@ -109,6 +129,8 @@ struct mms__state {
 	struct mms__map dev;     /* DEVICE blocks, of every device: addr -> slot (CUDA
 	                            addresses are unique across devices) */
 	struct mms__ivset maps;  /* MMAP ranges, val = slot */
+	struct mms__map mrefs;   /* MMAP slot -> ranges sharing it (pieces of an
+	                            mapping partly unmapped) */
 	struct mms__pool *pools;
 	size_t npools, pools_cap;
 	struct mms__tstate *threads; /* by thread index */
@@ -202,6 +224,16 @@ const struct mms__map *mms__state_map_of(const struct mms__state *st, unsigned m
 int64_t mms__state_slot_of(const struct mms__state *st, const struct mms__blk *b);
 /* Interns an owner string (NUL-terminated); NULL when out of memory. */
 const char *mms__state_owner(struct mms__state *st, const char *s, size_t len);
+/* Interns an origin; returns its index, or -1 when out of memory. */
+int64_t mms__state_origin(struct mms__state *st, const struct mms__origin *o);
+
+/* The origin of block b of st (names and thread). */
+static inline const struct mms__origin *mms__blk_origin(const struct mms__state *st, const struct mms__blk *b)
+{
+	static const struct mms__origin none;
+
+	return b->origin < st->ow->norigins ? &st->ow->origins[b->origin] : &none;
+}
 /* runtime.c: the runtime kind (enum mms_runtime_kind) of a block live at
  * the end of the log: its mark, or the log's "runtime_live" list (the
  * standard streams' buffers at exit); 0 for the program's blocks. */
@@ -256,7 +288,6 @@ static inline __attribute__((always_inline)) void mms__state_prefetch_blk(const 
 	if (v && *v < st->nblks) {
 		b = (const char *)&st->blks[*v];
 		__builtin_prefetch(b);
-		__builtin_prefetch(b + sizeof(*st->blks) - 1);
 		if (st->ext_size)
 			__builtin_prefetch(st->ext + *v * st->ext_size);
 	}

@@ -19,7 +19,10 @@
 #include "state-int.h"
 #include "table-int.h"
 
-static void map_ref(void *ctx, uint64_t slot, int delta);
+static int map_ref(void *ctx, uint64_t slot, int delta);
+
+/* One slot, one cache line: see struct mms__blk. */
+_Static_assert(sizeof(struct mms__blk) == 64, "a block slot is 64 bytes");
 
 void mms__state_init(struct mms__state *st, mms_log_t *log)
 {
@@ -28,7 +31,9 @@ void mms__state_init(struct mms__state *st, mms_log_t *log)
 	mms__map_init(&st->host);
 	mms__map_init(&st->dev);
 	mms__map_init(&st->freed_ix);
+	mms__map_init(&st->mrefs);
 	mms__map_init(&st->own.ix);
+	mms__map_init(&st->own.oix);
 	st->ow = &st->own;
 	st->maps.ref = map_ref;
 	st->maps.ctx = st;
@@ -45,6 +50,7 @@ void mms__state_free(struct mms__state *st)
 	mms__map_free(&st->host);
 	mms__map_free(&st->dev);
 	mms__ivset_free(&st->maps);
+	mms__map_free(&st->mrefs);
 	for (i = 0; i < st->npools; i++)
 		mms__map_free(&st->pools[i].live);
 	free(st->pools);
@@ -102,22 +108,31 @@ static inline int64_t slot_new(struct mms__state *st)
 
 static inline void slot_release(struct mms__state *st, uint64_t i)
 {
-	st->blks[i].refs = 0;
+	st->blks[i].live = 0;
 	st->free_slots[st->nfree++] = (uint32_t)i;
 }
 
-/* A mapping's pieces share one slot; the last piece to go frees it. */
-static void map_ref(void *ctx, uint64_t slot, int delta)
+/* A mapping's pieces share one slot; the last piece to go frees it. The
+ * pieces are counted in mrefs from the second on (a mapping's first split
+ * makes its entry): most mappings are never split, and have none. */
+static int map_ref(void *ctx, uint64_t slot, int delta)
 {
 	struct mms__state *st = ctx;
-	struct mms__blk *b = &st->blks[slot];
+	uint64_t *n = mms__map_get(&st->mrefs, slot);
 
 	if (delta > 0) {
-		b->refs++;
-		return;
+		if (!n && !(n = mms__map_put(&st->mrefs, slot, NULL)))
+			return -ENOMEM;
+		*n = *n ? *n + 1 : 2;
+		return 0;
 	}
-	if (--b->refs == 0)
+	if (n && --*n > 1)
+		return 0;
+	if (n)
+		mms__map_del(&st->mrefs, slot, NULL);
+	else
 		slot_release(st, slot);
+	return 0;
 }
 
 /* The state of a thread: events number their threads below the log's
@@ -156,13 +171,52 @@ static void kind_add(struct mms__state *st, mms_kind_summary_t *k, uint64_t size
 		st->peak_total = total;
 }
 
-/* Fills the new slot b from a MALLOC event, the last event's block. */
-static inline void blk_fill(struct mms__state *st, struct mms__blk *b, const mms_event_t *ev, struct mms__tstate *t)
+/* The origin of a block a MALLOC event allocates on thread t: an index
+ * that the thread keeps while its operator and owner stay, for HOST and
+ * MMAP blocks; or -ENOMEM. */
+static inline int64_t blk_origin(struct mms__state *st, const mms_event_t *ev, struct mms__tstate *t)
+{
+	struct mms__origin o = { 0 };
+	char name[16] = "cuda:";
+	int64_t i;
+	int named = ev->mem == MMS_MEM_POOL || ev->mem == MMS_MEM_DEVICE || ev->device;
+
+	if (!named && t->origin_ok)
+		return t->origin;
+	o.op = t->nops ? t->ops[t->nops - 1].name : NULL;
+	o.owner = t->owner;
+	o.thread = ev->thread;
+	o.device = ev->device > UINT8_MAX ? UINT8_MAX : (uint8_t)ev->device;
+	if (ev->mem == MMS_MEM_POOL) {
+		o.pool = ev->name ? ev->name : "";
+	} else if (ev->mem == MMS_MEM_DEVICE) {
+		/* A DEVICE block's device, named as PyTorch names it
+		 * ("cuda:1"), as its pool: the analyses that tell pools apart
+		 * (decompose) tell devices apart so. */
+		o.pool = mms__state_owner(st, name, 5 + mms__dec(name + 5, o.device));
+		if (!o.pool)
+			return -ENOMEM;
+	}
+	i = mms__state_origin(st, &o);
+	if (i < 0)
+		return -ENOMEM;
+	if (!named) {
+		t->origin = (uint32_t)i;
+		t->origin_ok = 1;
+	}
+	return i;
+}
+
+/* Fills the new slot b from a MALLOC event, the last event's block.
+ * Returns 0 or -ENOMEM (b untouched). */
+static inline int blk_fill(struct mms__state *st, struct mms__blk *b, const mms_event_t *ev, struct mms__tstate *t)
 {
 	struct mms__blk n;
-
+	int64_t origin = blk_origin(st, ev, t);
 	uint8_t runtime = 0;
 
+	if (origin < 0)
+		return -ENOMEM;
 	if (ev->mem == MMS_MEM_HOST) {
 		/* A block a runtime keeps for itself, or what a realloc of
 		 * one (a thread's TLS vector growing) made of it. */
@@ -180,25 +234,21 @@ static inline void blk_fill(struct mms__state *st, struct mms__blk *b, const mms
 		.alloc_event = ev->id,
 		.op_launch = t->nops ? t->ops[t->nops - 1].launch : 0,
 		.kernels = st->kernel_launches,
-		.steps_seen = (uint32_t)st->steps_seen,
 		/* Between "step start" ranges a block is in no step. */
-		.ranges_seen = st->in_range ? (uint32_t)st->ranges_seen : 0,
-		.op = t->nops ? t->ops[t->nops - 1].name : NULL,
-		.owner = t->owner,
-		.pool = ev->mem == MMS_MEM_POOL ? (ev->name ? ev->name : "") : NULL,
+		.step = st->step_kind == 2 ? (st->in_range ? (uint32_t)st->ranges_seen : 0) : (uint32_t)st->steps_seen,
+		.origin = (uint32_t)origin,
 		.stack = ev->stack,
-		.thread = ev->thread,
 		.mem = (uint8_t)ev->mem,
 		.fn = (uint8_t)ev->sub,
 		.runtime = runtime,
-		.device = ev->device > UINT8_MAX ? UINT8_MAX : (uint8_t)ev->device,
-		.refs = 1,
+		.live = 1,
 	};
 	*b = n;
 	st->last_blk = b;
 	st->last_free_event = UINT64_MAX;
 	st->last_blk_valid = 1;
 	st->last_slot = b - st->blks;
+	return 0;
 }
 
 static void last_set(struct mms__state *st, const struct mms__blk *b, uint64_t free_event)
@@ -269,13 +319,16 @@ static int keyed_alloc(struct mms__state *st, struct mms__map *m, const mms_even
 		slot_release(st, *v);
 	}
 	slot = slot_new(st);
+	if (slot >= 0 && blk_fill(st, &st->blks[slot], ev, t)) {
+		slot_release(st, (uint64_t)slot);
+		slot = -1;
+	}
 	if (slot < 0) {
 		mms__map_del(m, ev->addr, NULL);
 		return -ENOMEM;
 	}
 	/* slot_new() may have moved blks, not the map: v is still valid. */
 	*v = (uint64_t)slot;
-	blk_fill(st, &st->blks[slot], ev, t);
 	k->allocs++;
 	k->bytes_allocated += ev->size;
 	kind_add(st, k, ev->size);
@@ -347,7 +400,10 @@ static int apply_mmap(struct mms__state *st, const mms_event_t *ev, struct mms__
 		slot = slot_new(st);
 		if (slot < 0)
 			return -ENOMEM;
-		blk_fill(st, &st->blks[slot], ev, t);
+		if (blk_fill(st, &st->blks[slot], ev, t)) {
+			slot_release(st, (uint64_t)slot);
+			return -ENOMEM;
+		}
 		/* A mapping past the top of the address space (only a damaged
 		 * log has one) ends there, and counts what it covers. */
 		st->blks[slot].size = hi - ev->addr;
@@ -382,17 +438,6 @@ static int apply_mmap(struct mms__state *st, const mms_event_t *ev, struct mms__
 	return 0;
 }
 
-/* A DEVICE block's device, named as PyTorch names it ("cuda:1"), in its
- * pool field: the analyses that tell pools apart (decompose) tell devices
- * apart so. Interned: a state's strings are kept with it. */
-static int device_name(struct mms__state *st, struct mms__blk *b)
-{
-	char name[16] = "cuda:";
-
-	b->pool = mms__state_owner(st, name, 5 + mms__dec(name + 5, b->device));
-	return b->pool ? 0 : -ENOMEM;
-}
-
 static int apply_memory(struct mms__state *st, const mms_event_t *ev, struct mms__tstate *t)
 {
 	struct mms__pool *p;
@@ -403,8 +448,7 @@ static int apply_memory(struct mms__state *st, const mms_event_t *ev, struct mms
 	if (ev->mem == MMS_MEM_DEVICE) {
 		if (ev->kind != MMS_EV_MALLOC)
 			return ev->addr ? keyed_free(st, &st->dev, ev, NULL) : 0;
-		rc = keyed_alloc(st, &st->dev, ev, t);
-		return rc ? rc : device_name(st, (struct mms__blk *)st->last_blk);
+		return keyed_alloc(st, &st->dev, ev, t);
 	}
 	if (ev->mem == MMS_MEM_POOL) {
 		p = pool_get(st, ev->name);
@@ -432,6 +476,7 @@ static int apply_op(struct mms__state *st, const mms_event_t *ev, struct mms__ts
 		/* An end without a begin (recording started inside the
 		 * operator) ends nothing. */
 		st->ended_op = t->nops ? t->ops[--t->nops].name : NULL;
+		t->origin_ok = 0;
 		return 0;
 	}
 	if (mms__grow(&t->ops, &t->ops_cap, t->nops, sizeof(*t->ops)))
@@ -439,6 +484,7 @@ static int apply_op(struct mms__state *st, const mms_event_t *ev, struct mms__ts
 	t->ops[t->nops].name = ev->name;
 	t->ops[t->nops].launch = ++st->op_launches;
 	t->nops++;
+	t->origin_ok = 0;
 	return 0;
 }
 
@@ -448,16 +494,19 @@ static int apply_op(struct mms__state *st, const mms_event_t *ev, struct mms__ts
 static int apply_owner_tag(struct mms__state *st, const mms_event_t *ev)
 {
 	struct mms__blk *b = (struct mms__blk *)mms__state_find(st, ev->addr);
-	const char *owner, *name = ev->name ? ev->name : "";
+	const char *name = ev->name ? ev->name : "";
+	struct mms__origin o;
+	int64_t i;
 
 	if (!b)
 		return 0;
-	owner = mms__state_owner(st, name, strlen(name));
-	if (!owner)
+	o = *mms__blk_origin(st, b);
+	st->last_old_owner = o.owner;
+	o.owner = mms__state_owner(st, name, strlen(name));
+	if (!o.owner || (i = mms__state_origin(st, &o)) < 0)
 		return -ENOMEM;
 	last_set(st, b, UINT64_MAX);
-	st->last_old_owner = b->owner;
-	b->owner = owner;
+	b->origin = (uint32_t)i;
 	return 0;
 }
 
@@ -553,10 +602,11 @@ static int inherit_blk(struct mms__state *st, size_t i)
 	const struct mms__iblk *ib = &inh->blks[i];
 	const char *owner = mms__inherit_str(inh, ib->owner), *pool = mms__inherit_str(inh, ib->pool);
 	struct mms__map *m = &st->host;
+	struct mms__origin o = { 0 };
 	struct mms__blk *b;
 	struct mms__pool *p;
 	uint64_t *v, bytes;
-	int64_t slot;
+	int64_t slot, origin;
 	int isnew;
 
 	/* Names are interned as the state's own, which checkpoints keep. */
@@ -568,6 +618,11 @@ static int inherit_blk(struct mms__state *st, size_t i)
 			return -ENOMEM;
 		m = &p->live;
 	}
+	o.owner = owner;
+	o.pool = ib->mem == MMS_MEM_POOL ? pool : NULL;
+	origin = mms__state_origin(st, &o);
+	if (origin < 0)
+		return -ENOMEM;
 	slot = slot_new(st);
 	if (slot < 0)
 		return -ENOMEM;
@@ -580,9 +635,8 @@ static int inherit_blk(struct mms__state *st, size_t i)
 	b->mem = (uint8_t)ib->mem;
 	b->fn = ib->fn;
 	b->runtime = ib->runtime;
-	b->owner = owner;
-	b->pool = ib->mem == MMS_MEM_POOL ? pool : NULL;
-	b->refs = 1;
+	b->origin = (uint32_t)origin;
+	b->live = 1;
 	if (ib->mem == MMS_MEM_MMAP) {
 		st->maps.ctx = st;
 		if (mms__ivset_add_val(&st->maps, ib->addr, ib->addr + ib->size, (uint64_t)slot, &bytes)) {
@@ -659,9 +713,9 @@ uint64_t mms__state_blk_step(const struct mms__state *st, const struct mms__blk 
 {
 	switch (step_kind(st)) {
 	case 1:
-		return (uint64_t)b->steps_seen + 1;
+		return (uint64_t)b->step + 1;
 	case 2:
-		return b->ranges_seen;
+		return b->step;
 	default:
 		return 0;
 	}
@@ -684,23 +738,25 @@ uint64_t mms__state_step(const struct mms__state *st, int *in_step)
 
 void mms__state_blk_export(const struct mms__state *st, const struct mms__blk *b, mms_block_t *out)
 {
+	const struct mms__origin *o = mms__blk_origin(st, b);
+
 	memset(out, 0, sizeof(*out));
 	out->addr = b->addr;
 	out->size = b->size;
 	out->mem = b->mem;
 	out->fn = b->fn;
 	out->runtime = b->runtime;
-	out->device = b->device;
-	out->thread = b->thread;
+	out->device = o->device;
+	out->thread = o->thread;
 	out->stack = b->stack;
 	out->alloc_id = b->alloc_id;
 	out->alloc_event = b->alloc_event;
 	out->step = mms__state_blk_step(st, b);
 	out->op_launch = b->op_launch;
-	out->op = b->op;
+	out->op = o->op;
 	out->kernel_launches = b->kernels;
-	out->owner = b->owner;
-	out->pool = b->pool;
+	out->owner = o->owner;
+	out->pool = o->pool;
 	out->free_event = UINT64_MAX;
 	out->free_stack = 0;
 	if (mms__blk_inherited(st, b)) {
@@ -749,7 +805,7 @@ const struct mms__blk *mms__state_find(const struct mms__state *st, uint64_t add
 	 * only, so linear is fine. */
 	for (i = 0; i < st->nblks; i++) {
 		b = &st->blks[i];
-		if (b->refs && b->mem != MMS_MEM_MMAP && addr >= b->addr && addr - b->addr < b->size &&
+		if (b->live && b->mem != MMS_MEM_MMAP && addr >= b->addr && addr - b->addr < b->size &&
 		    (!best || b->addr > best->addr))
 			best = b;
 	}
@@ -766,14 +822,14 @@ int64_t mms__state_slot_of(const struct mms__state *st, const struct mms__blk *b
 	if (b == st->last_blk && st->last_blk_valid)
 		return st->last_slot;
 	if (b >= st->blks && b < st->blks + st->nblks)
-		return b->refs ? b - st->blks : -1;
+		return b->live ? b - st->blks : -1;
 	if (b == &st->last_piece)
 		return -1;
 	if (b->mem == MMS_MEM_MMAP) {
 		i = mms__ivset_find(&st->maps, b->addr);
 		v = i != (size_t)-1 ? &st->maps.iv[i].val : NULL;
 	} else {
-		const struct mms__map *m = mms__state_map_of(st, b->mem, b->pool);
+		const struct mms__map *m = mms__state_map_of(st, b->mem, mms__blk_origin(st, b)->pool);
 
 		v = m ? mms__map_get(m, b->addr) : NULL;
 	}
@@ -788,7 +844,7 @@ int mms__state_each(const struct mms__state *st, int (*fn)(const struct mms__blk
 	int rc;
 
 	for (i = 0; i < st->nblks; i++) {
-		if (!st->blks[i].refs || st->blks[i].mem == MMS_MEM_MMAP)
+		if (!st->blks[i].live || st->blks[i].mem == MMS_MEM_MMAP)
 			continue;
 		rc = fn(&st->blks[i], ctx);
 		if (rc)

@@ -130,7 +130,7 @@ static int xowners_event(struct mms__sub *sub, struct mms_pass *p, const mms_eve
 	v = mms__map_put(&o->last, b->alloc_id, &isnew);
 	if (!v)
 		return -ENOMEM;
-	*v = (uint64_t)(uintptr_t)b->owner;
+	*v = (uint64_t)(uintptr_t)mms__blk_origin(o->st, b)->owner;
 	return 0;
 }
 

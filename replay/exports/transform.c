@@ -32,6 +32,7 @@ static const char *const host_names[] = { "malloc",        "calloc",   "realloc"
 
 static int allocator_of(struct mms__xf *x, const struct mms__blk *b, uint32_t *out)
 {
+	const char *pool;
 	size_t i;
 
 	if (b->mem == MMS_MEM_MMAP) {
@@ -42,13 +43,14 @@ static int allocator_of(struct mms__xf *x, const struct mms__blk *b, uint32_t *o
 		*out = b->fn < 8 ? b->fn : 0;
 		return 0;
 	}
+	pool = mms__blk_origin(x->st, b)->pool;
 	for (i = 0; i < x->npools; i++)
-		if (x->pools[i] == b->pool)
+		if (x->pools[i] == pool)
 			break;
 	if (i == x->npools) {
 		if (mms__grow(&x->pools, &x->pools_cap, x->npools, sizeof(*x->pools)))
 			return -ENOMEM;
-		x->pools[x->npools++] = b->pool;
+		x->pools[x->npools++] = pool;
 	}
 	*out = XF_ALLOC_POOL + (uint32_t)i;
 	return 0;
@@ -68,32 +70,32 @@ const char *mms__xf_allocator_name(const struct mms__xf *x, uint32_t a)
  * -ENOMEM. */
 static int64_t group_of(struct mms__xf *x, const struct mms__blk *b)
 {
+	uint32_t a, thread = mms__blk_origin(x->st, b)->thread;
 	uint64_t key, *v;
-	uint32_t a;
 	int isnew;
 
 	if (allocator_of(x, b, &a))
 		return -ENOMEM;
 	/* stack (32 bits), thread (24), allocator (8): pools beyond 239
 	 * share a key slot only in the hash, never in the comparison. */
-	key = (uint64_t)b->stack << 32 | (uint64_t)(b->thread & 0xffffff) << 8 | (a & 0xff);
+	key = (uint64_t)b->stack << 32 | (uint64_t)(thread & 0xffffff) << 8 | (a & 0xff);
 	v = mms__map_put(&x->gix, key, &isnew);
 	if (!v)
 		return -ENOMEM;
 	if (!isnew) {
 		const struct mms__xf_group *g = &x->groups[*v - 1];
 
-		if (g->stack == b->stack && g->thread == b->thread && g->allocator == a)
+		if (g->stack == b->stack && g->thread == thread && g->allocator == a)
 			return (int64_t)(*v - 1);
 		/* A key collision (over 16M threads or 239 pools): search. */
 		for (size_t i = 0; i < x->ngroups; i++)
-			if (x->groups[i].stack == b->stack && x->groups[i].thread == b->thread &&
+			if (x->groups[i].stack == b->stack && x->groups[i].thread == thread &&
 			    x->groups[i].allocator == a)
 				return (int64_t)i;
 	}
 	if (mms__grow(&x->groups, &x->groups_cap, x->ngroups, sizeof(*x->groups)))
 		return -ENOMEM;
-	x->groups[x->ngroups] = (struct mms__xf_group){ b->stack, b->thread, a, 0, 0 };
+	x->groups[x->ngroups] = (struct mms__xf_group){ b->stack, thread, a, 0, 0 };
 	if (isnew)
 		*v = x->ngroups + 1;
 	return (int64_t)x->ngroups++;
@@ -178,7 +180,8 @@ static int window_push(struct mms__xf *x, uint32_t thread, uint64_t id)
  * N other allocations since it. */
 static int window_holds(struct mms__xf *x, const struct mms__blk *b, int whole)
 {
-	const struct mms__xf_window *w = b->thread < x->nwin ? &x->win[b->thread] : NULL;
+	uint32_t thread = mms__blk_origin(x->st, b)->thread;
+	const struct mms__xf_window *w = thread < x->nwin ? &x->win[thread] : NULL;
 	uint64_t place;
 
 	if (x->by_place) {
@@ -221,10 +224,11 @@ static int on_event(struct mms__xf *x, const mms_event_t *ev, uint64_t mmap_befo
 		if (!st->last_blk_valid)
 			return 0;
 		if (ev->kind == MMS_EV_MALLOC)
-			return window_push(x, b->thread, b->alloc_id);
+			return window_push(x, mms__blk_origin(st, b)->thread, b->alloc_id);
 		/* memray looks the free up among the last N + 1 allocations
 		 * of the freeing thread only. */
-		if (window_holds(x, b, b->mem != MMS_MEM_MMAP || !piece_left(x, ev, b)) && b->thread == ev->thread &&
+		if (window_holds(x, b, b->mem != MMS_MEM_MMAP || !piece_left(x, ev, b)) &&
+		    mms__blk_origin(st, b)->thread == ev->thread &&
 		    (b->mem != MMS_MEM_MMAP || unmap_whole(x, ev, b)))
 			return group_add(x, b, 1, b->mem == MMS_MEM_MMAP ? ev->size : b->size);
 		return 0;
