@@ -120,10 +120,10 @@ static int mapping_leaks(struct finder *f, const struct followed *fo, uint64_t f
  * which has no free). */
 static const struct mms__blk *followed_live(const struct mms__state *st, const struct followed *fo)
 {
-	const struct mms__map *m = mms__state_map_of(st, fo->mem, fo->pool);
-	const uint64_t *v = m ? mms__map_get(m, fo->addr) : NULL;
+	const struct mms__slotmap *m = mms__state_map_of(st, fo->mem, fo->pool);
+	int64_t slot = m ? mms__state_slot_at(st, m, fo->addr) : -1;
 
-	return v && st->blks[*v].alloc_id == fo->alloc_id ? &st->blks[*v] : NULL;
+	return slot >= 0 && st->blks[slot].alloc_id == fo->alloc_id ? &st->blks[slot] : NULL;
 }
 
 /* Step k ended: the followed blocks of step k - 1 still live are leaks,

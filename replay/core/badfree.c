@@ -38,17 +38,17 @@ static int freed_index(struct mms__state *st)
  * free_event: it is live there with a later allocation. */
 static int handed_out_since(const struct mms__state *st, uint64_t addr, uint64_t free_event)
 {
-	const uint64_t *v = mms__map_get(&st->host, addr);
+	int64_t slot = mms__state_slot_at(st, &st->host, addr);
 	size_t i;
 
-	if (v && st->blks[*v].alloc_event > free_event)
+	if (slot >= 0 && st->blks[slot].alloc_event > free_event)
 		return 1;
-	v = mms__map_get(&st->dev, addr);
-	if (v && st->blks[*v].alloc_event > free_event)
+	slot = mms__state_slot_at(st, &st->dev, addr);
+	if (slot >= 0 && st->blks[slot].alloc_event > free_event)
 		return 1;
 	for (i = 0; i < st->npools; i++) {
-		v = mms__map_get(&st->pools[i].live, addr);
-		if (v && st->blks[*v].alloc_event > free_event)
+		slot = mms__state_slot_at(st, &st->pools[i].live, addr);
+		if (slot >= 0 && st->blks[slot].alloc_event > free_event)
 			return 1;
 	}
 	return 0;

@@ -339,8 +339,8 @@ static int restore_state(struct rbuf *r, struct mms__state *st)
 {
 	struct mms__pool *pool;
 	struct mms__blk b;
-	uint64_t n, i, j, *v, nmaps, lo, len, rank, pool_ref, *slots = NULL;
-	int isnew, rc = -ENOMEM;
+	uint64_t n, i, j, nmaps, lo, len, rank, pool_ref, *slots = NULL;
+	int rc = -ENOMEM;
 	char *s;
 
 	st->pos = r_u(r);
@@ -444,7 +444,7 @@ static int restore_state(struct rbuf *r, struct mms__state *st)
 		if (mms__grow(&st->pools, &st->pools_cap, st->npools, sizeof(*st->pools)))
 			return -ENOMEM;
 		pool = &st->pools[st->npools++];
-		mms__map_init(&pool->live);
+		mms__slotmap_init(&pool->live);
 		pool->name = str_deref(r, st, r_u(r));
 		if (!pool->name)
 			r->bad = 1;
@@ -452,7 +452,7 @@ static int restore_state(struct rbuf *r, struct mms__state *st)
 
 	n = r_count(r);
 	for (i = 0; i < n && !r->bad; i++) {
-		struct mms__map *m = &st->host;
+		struct mms__slotmap *m = &st->host;
 
 		if (r_blk(r, st, &b))
 			return -ENOMEM;
@@ -473,11 +473,11 @@ static int restore_state(struct rbuf *r, struct mms__state *st)
 		}
 		if (mms__state_blks_grow(st))
 			return -ENOMEM;
-		v = mms__map_put(m, b.addr, &isnew);
-		if (!v)
+		/* The record first: the table reads its address. */
+		st->blks[st->nblks] = b;
+		if (mms__state_slot_put(st, m, b.addr, st->nblks))
 			return -ENOMEM;
-		*v = st->nblks;
-		st->blks[st->nblks++] = b;
+		st->nblks++;
 	}
 
 	nmaps = r_count(r);

@@ -29,6 +29,9 @@ struct mms__map {
 	                    room for them at once, not by doubling */
 };
 
+/* The entries an open-addressing array of 2^bits entries of ent_size
+ * bytes takes before it grows. */
+size_t mms__map_room(unsigned bits, size_t ent_size);
 void mms__map_init(struct mms__map *m);
 void mms__map_free(struct mms__map *m);
 /* The out-of-line parts of mms__map_put() and mms__map_del() below. */

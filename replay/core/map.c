@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "map-int.h"
+#include "probe-int.h"
 #include "table-int.h"
 
 #define MAP_MIN_BITS 6u
@@ -23,18 +24,23 @@ void mms__map_init(struct mms__map *m)
 	m->hint = 0;
 }
 
-/* The entries an array of 2^bits entries takes before it grows. Keep the
- * load at or under 3/8 while the array is small enough for the caches:
- * probes and the runs a removal shifts stay short (at one half, replay of
- * a cached heap was 15% slower). Past that, at or under one half: lines
- * come from memory either way, and the memory (zeroed by the kernel as it
- * is touched) counts more. The key 0 is not in the array but counts: one
- * more is fine. */
-static size_t map_room(unsigned bits)
+/* The entries an array of 2^bits entries of ent_size bytes takes before
+ * it grows (the slot maps' too). Keep the load at or under 3/8 while the
+ * array is small enough for the caches: probes and the runs a removal
+ * shifts stay short (at one half, replay of a cached heap was 15%
+ * slower). Past that, at or under one half: lines come from memory either
+ * way, and the memory (zeroed by the kernel as it is touched) counts more.
+ * The key 0 is not in the array but counts: one more is fine. */
+size_t mms__map_room(unsigned bits, size_t ent_size)
 {
 	size_t cap = (size_t)1 << bits;
 
-	return cap / 8 * (cap * sizeof(struct mms__map_ent) < MAP_CACHED ? 3 : 4);
+	return cap / 8 * (cap * ent_size < MAP_CACHED ? 3 : 4);
+}
+
+static size_t map_room(unsigned bits)
+{
+	return mms__map_room(bits, sizeof(struct mms__map_ent));
 }
 
 void mms__map_free(struct mms__map *m)
@@ -48,37 +54,46 @@ void mms__map_free(struct mms__map *m)
  * entries has touched twice the memory it ends with, and moved each entry
  * about twice: the kernel's zeroing of that memory and the moves were a
  * sixth of a replay of a few million live blocks. */
+void *mms__probe_array(unsigned bits, unsigned min_bits, unsigned max_bits, size_t hint, size_t ent_size,
+		       unsigned *out_bits)
+{
+	unsigned want;
+	void *a;
+
+	bits = bits ? bits + 1 : min_bits;
+	if (bits > max_bits)
+		return NULL;
+	for (want = bits; hint > mms__map_room(want, ent_size) && want < max_bits; want++)
+		;
+	/* A hint the memory cannot take falls back to doubling. */
+	a = mms__table_alloc(((size_t)1 << want) * ent_size);
+	if (a)
+		bits = want;
+	else if (want == bits || !(a = mms__table_alloc(((size_t)1 << bits) * ent_size)))
+		return NULL;
+	*out_bits = bits;
+	return a;
+}
+
+#define MAP_USED(e) ((e)->key)
+#define MAP_HOME(m, e) mms__map_home(m, (e)->key)
+
 static int map_grow(struct mms__map *m)
 {
-	unsigned bits = m->ents ? 64 - m->shift + 1 : MAP_MIN_BITS, want = bits;
 	struct mms__map n = *m;
-	const struct mms__map_ent *e;
-	size_t i, j;
+	unsigned bits;
 
-	while (m->hint > map_room(want) && want < 8 * sizeof(size_t) - 6)
-		want++;
-	n.hint = 0;
-	/* A hint the memory cannot take falls back to doubling. */
-	n.ents = mms__table_alloc(((size_t)1 << want) * sizeof(*n.ents));
-	if (n.ents)
-		bits = want;
-	else if (want == bits || !(n.ents = mms__table_alloc(((size_t)1 << bits) * sizeof(*n.ents))))
+#define NEW_HOME(e) MAP_HOME(&n, e)
+	n.ents = mms__probe_array(m->ents ? 64 - m->shift : 0, MAP_MIN_BITS, 8 * sizeof(size_t) - 6, m->hint,
+				  sizeof(*n.ents), &bits);
+	if (!n.ents)
 		return -1;
+	n.hint = 0;
 	n.mask = ((size_t)1 << bits) - 1;
 	n.shift = 64 - bits;
 	n.room = map_room(bits);
-	for (i = 0; m->ents && i <= m->mask; i++) {
-		/* The new array is too big for the cache when it matters:
-		 * ask for the line of an entry some way on. */
-		if (i + 16 <= m->mask && m->ents[i + 16].key)
-			__builtin_prefetch(&n.ents[mms__map_home(&n, m->ents[i + 16].key)], 1);
-		e = &m->ents[i];
-		if (!e->key)
-			continue;
-		for (j = mms__map_home(&n, e->key); n.ents[j].key; j = (j + 1) & n.mask)
-			;
-		n.ents[j] = *e;
-	}
+	MMS__PROBE_REHASH(m->ents, m->mask, n.ents, n.mask, MAP_USED, NEW_HOME);
+#undef NEW_HOME
 	mms__table_free(m->ents, m->ents ? (m->mask + 1) * sizeof(*m->ents) : 0);
 	*m = n;
 	return 0;
@@ -104,24 +119,14 @@ uint64_t *mms__map_put_slow(struct mms__map *m, uint64_t key, int *isnew)
 	return mms__map_put(m, key, isnew);
 }
 
-/* Empties entry e, moving later entries of its probe run back into the
- * hole when their home does not lie between the hole and them: no
- * tombstones. */
+/* Empties entry e: backward-shift deletion (probe-int.h). */
 void mms__map_erase(struct mms__map *m, struct mms__map_ent *e)
 {
-	size_t i = (size_t)(e - m->ents), j, home, dst;
-	int move;
-
-	for (j = (i + 1) & m->mask; m->ents[j].key; j = (j + 1) & m->mask) {
-		home = mms__map_home(m, m->ents[j].key);
-		move = ((j - home) & m->mask) >= ((j - i) & m->mask);
-		/* Without a branch, which would go either way at random: an
-		 * entry that stays is copied onto itself. */
-		dst = move ? i : j;
-		m->ents[dst] = m->ents[j];
-		i = move ? j : i;
-	}
-	m->ents[i].key = 0;
+#define OLD_HOME(e) MAP_HOME(m, e)
+#define MAP_CLEAR(e) ((e)->key = 0)
+	MMS__PROBE_ERASE(m->ents, m->mask, (size_t)(e - m->ents), MAP_USED, OLD_HOME, MAP_CLEAR);
+#undef OLD_HOME
+#undef MAP_CLEAR
 	m->count--;
 }
 

@@ -12,6 +12,7 @@
 #include "msmemscope/summary.h"
 #include "log-int.h"
 #include "map-int.h"
+#include "slotmap-int.h"
 #include "intervals-int.h"
 
 /* --- heap state (state.c) ------------------------------------------------
@@ -72,7 +73,7 @@ struct mms__tstate {
 
 struct mms__pool {
 	const char *name;        /* in the log's arena; "" when unnamed */
-	struct mms__map live;    /* addr -> block slot */
+	struct mms__slotmap live; /* addr -> block slot */
 };
 
 /* Interned owner strings (tags joined by '@'), and the blocks' origins. */
@@ -125,8 +126,8 @@ struct mms__state {
 	 * bytes per slot, 0 when none is kept. */
 	uint8_t *ext;
 	size_t ext_size, ext_cap;
-	struct mms__map host;    /* addr -> slot */
-	struct mms__map dev;     /* DEVICE blocks, of every device: addr -> slot (CUDA
+	struct mms__slotmap host; /* addr -> slot */
+	struct mms__slotmap dev; /* DEVICE blocks, of every device: addr -> slot (CUDA
 	                            addresses are unique across devices) */
 	struct mms__ivset maps;  /* MMAP ranges, val = slot */
 	struct mms__map mrefs;   /* MMAP slot -> ranges sharing it (pieces of an
@@ -218,7 +219,15 @@ static inline uint64_t mms__state_live_total(const struct mms__state *st)
 /* The table that keys the live blocks of kind mem by address (for POOL,
  * of the pool named pool, the state's own string); NULL for MMAP, whose
  * mappings are ranges, and for a pool the state does not know. */
-const struct mms__map *mms__state_map_of(const struct mms__state *st, unsigned mem, const char *pool);
+const struct mms__slotmap *mms__state_map_of(const struct mms__state *st, unsigned mem, const char *pool);
+/* Puts slot, whose block starts at addr (its record filled), into table m
+ * of st, in place of a block at addr it holds. Returns 0 or -ENOMEM. */
+int mms__state_slot_put(struct mms__state *st, struct mms__slotmap *m, uint64_t addr, uint64_t slot);
+/* The slot of the live block at addr in table m of st, or -1. */
+static inline int64_t mms__state_slot_at(const struct mms__state *st, const struct mms__slotmap *m, uint64_t addr)
+{
+	return mms__slotmap_get(m, addr, st->blks, sizeof(*st->blks));
+}
 /* The slot of live block b (a pointer to a slot, or a copy of a live
  * block: found by its start address and allocation), or -1. */
 int64_t mms__state_slot_of(const struct mms__state *st, const struct mms__blk *b);
@@ -274,7 +283,7 @@ static inline int mms__state_prefetching(const struct mms__state *st)
  * nothing. */
 static inline __attribute__((always_inline)) void mms__state_prefetch_addr(const struct mms__state *st, uint64_t addr)
 {
-	mms__map_prefetch(&st->host, addr);
+	mms__slotmap_prefetch(&st->host, addr);
 }
 
 /* Nearer, when the table's line has come: the block a FREE of addr will
@@ -282,14 +291,12 @@ static inline __attribute__((always_inline)) void mms__state_prefetch_addr(const
  * free: an allocation's time, a leak's step). */
 static inline __attribute__((always_inline)) void mms__state_prefetch_blk(const struct mms__state *st, uint64_t addr)
 {
-	const uint64_t *v = mms__map_get(&st->host, addr);
-	const char *b;
+	int64_t slot = mms__slotmap_guess(&st->host, addr);
 
-	if (v && *v < st->nblks) {
-		b = (const char *)&st->blks[*v];
-		__builtin_prefetch(b);
+	if (slot >= 0 && (uint64_t)slot < st->nblks) {
+		__builtin_prefetch(&st->blks[slot]);
 		if (st->ext_size)
-			__builtin_prefetch(st->ext + *v * st->ext_size);
+			__builtin_prefetch(st->ext + (size_t)slot * st->ext_size);
 	}
 }
 

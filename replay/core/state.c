@@ -28,8 +28,8 @@ void mms__state_init(struct mms__state *st, mms_log_t *log)
 {
 	memset(st, 0, sizeof(*st));
 	st->log = log;
-	mms__map_init(&st->host);
-	mms__map_init(&st->dev);
+	mms__slotmap_init(&st->host);
+	mms__slotmap_init(&st->dev);
 	mms__map_init(&st->freed_ix);
 	mms__map_init(&st->mrefs);
 	mms__map_init(&st->own.ix);
@@ -47,12 +47,12 @@ void mms__state_free(struct mms__state *st)
 	mms__table_free(st->blks, st->blks_cap * sizeof(*st->blks));
 	mms__table_free(st->ext, st->ext_cap * st->ext_size);
 	free(st->free_slots);
-	mms__map_free(&st->host);
-	mms__map_free(&st->dev);
+	mms__slotmap_free(&st->host);
+	mms__slotmap_free(&st->dev);
 	mms__ivset_free(&st->maps);
 	mms__map_free(&st->mrefs);
 	for (i = 0; i < st->npools; i++)
-		mms__map_free(&st->pools[i].live);
+		mms__slotmap_free(&st->pools[i].live);
 	free(st->pools);
 	for (i = 0; i < st->nthreads; i++) {
 		free(st->threads[i].ops);
@@ -300,23 +300,35 @@ int mms__state_freed_add(struct mms__state *st, const struct mms__freed *f)
 	return 0;
 }
 
+int mms__state_slot_put(struct mms__state *st, struct mms__slotmap *m, uint64_t addr, uint64_t slot)
+{
+	uint32_t hash = mms__slotmap_hash(addr);
+
+	if (mms__slotmap_reserve(m))
+		return -ENOMEM;
+	mms__slotmap_set(m, mms__slotmap_find(m, addr, hash, st->blks, sizeof(*st->blks)), hash, (uint32_t)slot);
+	return 0;
+}
+
 /* An allocation keyed by address in table m (HOST or one pool). */
-static int keyed_alloc(struct mms__state *st, struct mms__map *m, const mms_event_t *ev, struct mms__tstate *t)
+static int keyed_alloc(struct mms__state *st, struct mms__slotmap *m, const mms_event_t *ev, struct mms__tstate *t)
 {
 	mms_kind_summary_t *k = &st->mem[ev->mem];
-	uint64_t *v;
+	uint32_t hash = mms__slotmap_hash(ev->addr);
+	struct mms__slotmap_ent *e;
 	int64_t slot;
 	int isnew;
 
-	v = mms__map_put(m, ev->addr, &isnew);
-	if (!v)
+	if (mms__slotmap_reserve(m))
 		return -ENOMEM;
+	e = mms__slotmap_find(m, ev->addr, hash, st->blks, sizeof(*st->blks));
+	isnew = !e->slot1;
 	if (!isnew) {
 		/* The address is already live: the ordering rule says this
 		 * cannot happen; count it and let the new block replace it. */
 		st->double_allocs++;
-		k->live_bytes -= st->blks[*v].size;
-		slot_release(st, *v);
+		k->live_bytes -= st->blks[e->slot1 - 1].size;
+		slot_release(st, e->slot1 - 1);
 	}
 	slot = slot_new(st);
 	if (slot >= 0 && blk_fill(st, &st->blks[slot], ev, t)) {
@@ -324,11 +336,12 @@ static int keyed_alloc(struct mms__state *st, struct mms__map *m, const mms_even
 		slot = -1;
 	}
 	if (slot < 0) {
-		mms__map_del(m, ev->addr, NULL);
+		if (!isnew)
+			mms__slotmap_erase(m, e);
 		return -ENOMEM;
 	}
-	/* slot_new() may have moved blks, not the map: v is still valid. */
-	*v = (uint64_t)slot;
+	/* slot_new() may have moved blks, not the map: e is still valid. */
+	mms__slotmap_set(m, e, hash, (uint32_t)slot);
 	k->allocs++;
 	k->bytes_allocated += ev->size;
 	kind_add(st, k, ev->size);
@@ -336,15 +349,16 @@ static int keyed_alloc(struct mms__state *st, struct mms__map *m, const mms_even
 	return 0;
 }
 
-static int keyed_free(struct mms__state *st, struct mms__map *m, const mms_event_t *ev, const char *pool)
+static int keyed_free(struct mms__state *st, struct mms__slotmap *m, const mms_event_t *ev, const char *pool)
 {
 	mms_kind_summary_t *k = &st->mem[ev->mem];
 	const struct mms__blk *b;
 	struct mms__freed *f;
-	uint64_t slot;
+	int64_t slot;
 
 	k->frees++;
-	if (!mms__map_del(m, ev->addr, &slot))
+	slot = mms__slotmap_del(m, ev->addr, st->blks, sizeof(*st->blks));
+	if (slot < 0)
 		return mms__state_free_unmatched(st, ev, pool);
 	b = &st->blks[slot];
 	k->live_bytes -= b->size;
@@ -362,7 +376,7 @@ static int keyed_free(struct mms__state *st, struct mms__map *m, const mms_event
 		f->stack = b->stack;
 		f->mem = b->mem;
 	}
-	slot_release(st, slot);
+	slot_release(st, (uint64_t)slot);
 	return f ? 0 : -ENOMEM;
 }
 
@@ -380,7 +394,7 @@ static struct mms__pool *pool_get(struct mms__state *st, const char *name)
 		return NULL;
 	p = &st->pools[st->npools++];
 	p->name = name;
-	mms__map_init(&p->live);
+	mms__slotmap_init(&p->live);
 	return p;
 }
 
@@ -601,13 +615,12 @@ static int inherit_blk(struct mms__state *st, size_t i)
 	const struct mms__inherit *inh = &st->log->inh;
 	const struct mms__iblk *ib = &inh->blks[i];
 	const char *owner = mms__inherit_str(inh, ib->owner), *pool = mms__inherit_str(inh, ib->pool);
-	struct mms__map *m = &st->host;
+	struct mms__slotmap *m = &st->host;
 	struct mms__origin o = { 0 };
 	struct mms__blk *b;
 	struct mms__pool *p;
-	uint64_t *v, bytes;
+	uint64_t bytes;
 	int64_t slot, origin;
-	int isnew;
 
 	/* Names are interned as the state's own, which checkpoints keep. */
 	if (owner && !(owner = mms__state_owner(st, owner, strlen(owner))))
@@ -645,12 +658,10 @@ static int inherit_blk(struct mms__state *st, size_t i)
 		}
 		return 0;
 	}
-	v = mms__map_put(m, ib->addr, &isnew);
-	if (!v) {
+	if (mms__state_slot_put(st, m, ib->addr, (uint64_t)slot)) {
 		slot_release(st, (uint64_t)slot);
 		return -ENOMEM;
 	}
-	*v = (uint64_t)slot;
 	return 0;
 }
 
@@ -767,7 +778,7 @@ void mms__state_blk_export(const struct mms__state *st, const struct mms__blk *b
 	}
 }
 
-const struct mms__map *mms__state_map_of(const struct mms__state *st, unsigned mem, const char *pool)
+const struct mms__slotmap *mms__state_map_of(const struct mms__state *st, unsigned mem, const char *pool)
 {
 	size_t i;
 
@@ -784,22 +795,22 @@ const struct mms__map *mms__state_map_of(const struct mms__state *st, unsigned m
 const struct mms__blk *mms__state_find(const struct mms__state *st, uint64_t addr)
 {
 	const struct mms__blk *b, *best = NULL;
-	const uint64_t *v;
+	int64_t slot;
 	size_t i, j;
 
 	/* An exact start address is the common question and one lookup. */
-	v = mms__map_get(&st->host, addr);
-	if (!v)
-		v = mms__map_get(&st->dev, addr);
-	if (v)
-		return &st->blks[*v];
+	slot = mms__state_slot_at(st, &st->host, addr);
+	if (slot < 0)
+		slot = mms__state_slot_at(st, &st->dev, addr);
+	if (slot >= 0)
+		return &st->blks[slot];
 	i = mms__ivset_find(&st->maps, addr);
 	if (i != (size_t)-1)
 		return &st->blks[st->maps.iv[i].val];
 	for (j = 0; j < st->npools; j++) {
-		v = mms__map_get(&st->pools[j].live, addr);
-		if (v)
-			return &st->blks[*v];
+		slot = mms__state_slot_at(st, &st->pools[j].live, addr);
+		if (slot >= 0)
+			return &st->blks[slot];
 	}
 	/* An interior address: scan the live blocks. Interactive questions
 	 * only, so linear is fine. */
@@ -814,7 +825,7 @@ const struct mms__blk *mms__state_find(const struct mms__state *st, uint64_t add
 
 int64_t mms__state_slot_of(const struct mms__state *st, const struct mms__blk *b)
 {
-	const uint64_t *v = NULL;
+	int64_t slot = -1;
 	size_t i;
 
 	/* The block of the event just applied (freed already, its slot not
@@ -827,13 +838,13 @@ int64_t mms__state_slot_of(const struct mms__state *st, const struct mms__blk *b
 		return -1;
 	if (b->mem == MMS_MEM_MMAP) {
 		i = mms__ivset_find(&st->maps, b->addr);
-		v = i != (size_t)-1 ? &st->maps.iv[i].val : NULL;
+		slot = i != (size_t)-1 && st->maps.iv[i].val < st->nblks ? (int64_t)st->maps.iv[i].val : -1;
 	} else {
-		const struct mms__map *m = mms__state_map_of(st, b->mem, mms__blk_origin(st, b)->pool);
+		const struct mms__slotmap *m = mms__state_map_of(st, b->mem, mms__blk_origin(st, b)->pool);
 
-		v = m ? mms__map_get(m, b->addr) : NULL;
+		slot = m ? mms__state_slot_at(st, m, b->addr) : -1;
 	}
-	return v && *v < st->nblks && st->blks[*v].alloc_id == b->alloc_id ? (int64_t)*v : -1;
+	return slot >= 0 && st->blks[slot].alloc_id == b->alloc_id ? slot : -1;
 }
 
 int mms__state_each(const struct mms__state *st, int (*fn)(const struct mms__blk *b, void *ctx), void *ctx)

@@ -11,6 +11,7 @@
 #include "format.h"
 #include "intervals-int.h"
 #include "map-int.h"
+#include "slotmap-int.h"
 #include "sort-int.h"
 
 START_TEST(test_varint_roundtrip)
@@ -170,6 +171,80 @@ START_TEST(test_map)
 	ck_assert_int_eq(mms__map_del(&m, UINT64_MAX, NULL), 1);
 	ck_assert_ptr_null(mms__map_get(&m, UINT64_MAX));
 	mms__map_free(&m);
+}
+END_TEST
+
+/* The inverse of the slot map's multiplier mod 2^64 (Newton's iteration):
+ * key + inverse hashes one more, so its top 32 bits are key's. */
+static uint64_t phi_inverse(void)
+{
+	uint64_t phi = 0x9e3779b97f4a7c15ull, x = phi;
+
+	for (int i = 0; i < 6; i++)
+		x *= 2 - phi * x;
+	return x;
+}
+
+START_TEST(test_slotmap)
+{
+	enum { N = 20000, STRIDE = 64 };
+	struct rec {
+		uint64_t addr, pad[STRIDE / 8 - 1];
+	} *recs = calloc(2 * N, sizeof(*recs));
+	struct mms__slotmap m;
+	struct mms__map ref;
+	struct mms__slotmap_ent *e;
+	uint64_t x = 88172645463325252ull, key, *v, inv = phi_inverse();
+	uint32_t hash;
+	int i, live;
+
+	ck_assert_ptr_nonnull(recs);
+	ck_assert_uint_eq(0x9e3779b97f4a7c15ull * inv, 1);
+	mms__slotmap_init(&m);
+	mms__map_init(&ref);
+	ck_assert_int_eq(mms__slotmap_get(&m, 5, recs, STRIDE), -1);
+	ck_assert_int_eq(mms__slotmap_del(&m, 5, recs, STRIDE), -1);
+	/* Heap-like keys (sharing low bits) in random order, half of them
+	 * with a twin whose 32 hash bits are the same, put and removed at
+	 * random against the generic map. */
+	for (i = 0; i < 8 * N; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		key = 0x7f0000000000ull + (x % N) * 64;
+		if (x >> 63)
+			key += inv;
+		v = mms__map_get(&ref, key);
+		if (v) {
+			ck_assert_int_eq(mms__slotmap_del(&m, key, recs, STRIDE), (int64_t)*v);
+			ck_assert_int_eq(mms__map_del(&ref, key, NULL), 1);
+			continue;
+		}
+		/* The key's record (slot = its index among 2N), then the entry. */
+		hash = mms__slotmap_hash(key);
+		ck_assert_int_eq(mms__slotmap_reserve(&m), 0);
+		e = mms__slotmap_find(&m, key, hash, recs, STRIDE);
+		ck_assert_uint_eq(e->slot1, 0);
+		live = (int)((x % N) * 2 + (x >> 63));
+		recs[live].addr = key;
+		mms__slotmap_set(&m, e, hash, (uint32_t)live);
+		v = mms__map_put(&ref, key, NULL);
+		ck_assert_ptr_nonnull(v);
+		*v = (uint64_t)live;
+	}
+	ck_assert_uint_eq(m.count, ref.count);
+	for (i = 0; i < 2 * N; i++) {
+		key = 0x7f0000000000ull + (uint64_t)(i / 2) * 64 + (i % 2 ? inv : 0);
+		v = mms__map_get(&ref, key);
+		ck_assert_int_eq(mms__slotmap_get(&m, key, recs, STRIDE), v ? (int64_t)*v : -1);
+		ck_assert_uint_eq(mms__slotmap_hash(key), mms__slotmap_hash(0x7f0000000000ull + (uint64_t)(i / 2) * 64));
+	}
+	/* A hint sizes the first array at once. */
+	mms__slotmap_free(&m);
+	m.hint = 100000;
+	ck_assert_int_eq(mms__slotmap_reserve(&m), 0);
+	ck_assert_uint_ge(m.room, 100000);
+	mms__slotmap_free(&m);
+	mms__map_free(&ref);
+	free(recs);
 }
 END_TEST
 
@@ -379,6 +454,7 @@ static Suite *codec_suite(void)
 	tcase_add_test(tc, test_zigzag);
 	tcase_add_test(tc, test_strings);
 	tcase_add_test(tc, test_map);
+	tcase_add_test(tc, test_slotmap);
 	tcase_add_test(tc, test_intervals);
 	tcase_add_test(tc, test_sort_keyed);
 	tcase_add_test(tc, test_sort_keyed_large);

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/* slotmap-int.h: the live-block tables of the heap state (slotmap.c), with
+ * their lookups inline: nearly every event takes one. */
+#ifndef MMS_SLOTMAP_INT_H
+#define MMS_SLOTMAP_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* --- slot map: a block's address -> its slot ------------------------------
+ * Like struct mms__map (open addressing, linear probing from a Fibonacci
+ * hash, backward-shift deletion), but an entry is 8 bytes: the top 32 bits
+ * of the key's hash and the slot + 1 (0: empty). The key itself is not
+ * kept: it is the first 8 bytes of the slot's record in the array the
+ * caller passes (base, records of stride bytes), which a lookup reads when
+ * the hash bits match. A lookup of an address that is not there (every
+ * allocation) reads no record; one that is there (every free) reads the
+ * record its caller reads next anyway. Half the bytes of a (key, value)
+ * entry: twice the entries per cache line, half the pages to zero. Slots
+ * are below 2^32 - 1; the table holds up to 2^32 entries. */
+struct mms__slotmap_ent {
+	uint32_t hash;  /* the top 32 bits of the key's hash */
+	uint32_t slot1; /* slot + 1; 0: an empty entry */
+};
+
+struct mms__slotmap {
+	struct mms__slotmap_ent *ents; /* mask + 1 entries, or NULL */
+	size_t mask;     /* capacity - 1, 0 if none */
+	size_t count;    /* entries in use */
+	size_t room;     /* entries the array takes before it grows */
+	unsigned bits;   /* log2(capacity), 0 if none */
+	size_t hint;     /* entries expected (0: unknown): the first growth
+	                    makes room for them at once */
+};
+
+void mms__slotmap_init(struct mms__slotmap *m);
+void mms__slotmap_free(struct mms__slotmap *m);
+/* Makes room for one more entry. Returns 0 or -1 (out of memory). */
+int mms__slotmap_grow(struct mms__slotmap *m);
+/* Empties entry e, moving later entries of its probe run back. */
+void mms__slotmap_erase(struct mms__slotmap *m, struct mms__slotmap_ent *e);
+
+static inline uint32_t mms__slotmap_hash(uint64_t key)
+{
+	return (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 32);
+}
+
+static inline size_t mms__slotmap_home(const struct mms__slotmap *m, uint32_t hash)
+{
+	return (size_t)(hash >> (32 - m->bits));
+}
+
+static inline uint64_t mms__slotmap_key(const void *base, size_t stride, uint32_t slot)
+{
+	uint64_t k;
+
+	__builtin_memcpy(&k, (const char *)base + (size_t)slot * stride, sizeof(k));
+	return k;
+}
+
+/* The entry of key (hash its mms__slotmap_hash()), or, when key is absent,
+ * the empty entry where it would go; NULL only when the table has no
+ * array (call mms__slotmap_reserve() first to insert). Valid until the
+ * next insertion or removal. */
+static inline struct mms__slotmap_ent *mms__slotmap_find(const struct mms__slotmap *m, uint64_t key, uint32_t hash,
+							   const void *base, size_t stride)
+{
+	struct mms__slotmap_ent *e;
+	size_t i;
+
+	if (!m->ents)
+		return NULL;
+	for (i = mms__slotmap_home(m, hash);; i = (i + 1) & m->mask) {
+		e = &m->ents[i];
+		if (!e->slot1 || (e->hash == hash && mms__slotmap_key(base, stride, e->slot1 - 1) == key))
+			return e;
+	}
+}
+
+/* The slot of key, or -1. */
+static inline int64_t mms__slotmap_get(const struct mms__slotmap *m, uint64_t key, const void *base, size_t stride)
+{
+	const struct mms__slotmap_ent *e = mms__slotmap_find(m, key, mms__slotmap_hash(key), base, stride);
+
+	return e && e->slot1 ? (int64_t)e->slot1 - 1 : -1;
+}
+
+/* Makes sure an insertion has room. Returns 0 or -1 (out of memory). */
+static inline int mms__slotmap_reserve(struct mms__slotmap *m)
+{
+	return m->count < m->room ? 0 : mms__slotmap_grow(m);
+}
+
+/* Puts key's slot into entry e that mms__slotmap_find() returned (after
+ * mms__slotmap_reserve()): a new key, or a new slot for it. */
+static inline void mms__slotmap_set(struct mms__slotmap *m, struct mms__slotmap_ent *e, uint32_t hash, uint32_t slot)
+{
+	m->count += !e->slot1;
+	e->hash = hash;
+	e->slot1 = slot + 1;
+}
+
+/* Removes key; returns its slot, or -1 when it is absent. */
+static inline int64_t mms__slotmap_del(struct mms__slotmap *m, uint64_t key, const void *base, size_t stride)
+{
+	struct mms__slotmap_ent *e = mms__slotmap_find(m, key, mms__slotmap_hash(key), base, stride);
+	int64_t slot;
+
+	if (!e || !e->slot1)
+		return -1;
+	slot = (int64_t)e->slot1 - 1;
+	mms__slotmap_erase(m, e);
+	return slot;
+}
+
+/* Asks for the cache line where a lookup of key starts, for a lookup some
+ * events later. (Always inlined: GCC deems a function whose only effect
+ * is a prefetch pure, and drops its calls.) */
+static inline __attribute__((always_inline)) void mms__slotmap_prefetch(const struct mms__slotmap *m, uint64_t key)
+{
+	if (m->ents)
+		__builtin_prefetch(&m->ents[mms__slotmap_home(m, mms__slotmap_hash(key))]);
+}
+
+/* The slot of the first entry whose hash bits are key's, likely key's own
+ * (for a prefetch of its record: nothing is read but the table), or -1. */
+static inline int64_t mms__slotmap_guess(const struct mms__slotmap *m, uint64_t key)
+{
+	uint32_t hash = mms__slotmap_hash(key);
+	size_t i;
+
+	if (!m->ents)
+		return -1;
+	for (i = mms__slotmap_home(m, hash); m->ents[i].slot1; i = (i + 1) & m->mask)
+		if (m->ents[i].hash == hash)
+			return (int64_t)m->ents[i].slot1 - 1;
+	return -1;
+}
+
+#endif /* MMS_SLOTMAP_INT_H */
