@@ -54,17 +54,6 @@ static void w_bytes(struct wbuf *w, const char *s, size_t n)
 		w_u(w, (uint8_t)s[i]); /* owner strings are short and ASCII */
 }
 
-/* Index of an interned owner string, found by probing like interning. */
-static uint64_t owner_index(const struct mms__state *st, const char *s)
-{
-	size_t i;
-
-	for (i = 0; i < st->ow->n; i++)
-		if (st->ow->strs[i] == s)
-			return i;
-	return UINT64_MAX;
-}
-
 /* A string pointer as a number: 0 NULL, 1 "" (a literal of state.c),
  * 2 + 2 * index for an owner string, 3 + 2 * offset for the log's arena. */
 static uint64_t str_ref(const struct mms__state *st, const char *s)
@@ -77,12 +66,12 @@ static uint64_t str_ref(const struct mms__state *st, const char *s)
 		return 3 + 2 * (uint64_t)(s - arena);
 	if (!*s)
 		return 1;
-	return 2 + 2 * owner_index(st, s);
+	return 2 + 2 * mms__owners_index(st->ow, s);
 }
 
 /* A block as the format has kept it since before origins: both step
- * counters (the one the state's kind reads is the one restored), the
- * names and thread. */
+ * counters (the one of the state's kind; the other 0: restoring reads the
+ * one of its kind), the names and thread. */
 static void w_blk(struct wbuf *w, const struct mms__state *st, const struct mms__blk *b)
 {
 	const struct mms__origin *o = mms__blk_origin(st, b);
@@ -93,8 +82,8 @@ static void w_blk(struct wbuf *w, const struct mms__state *st, const struct mms_
 	w_u(w, b->alloc_event);
 	w_u(w, b->op_launch);
 	w_u(w, b->kernels);
-	w_u(w, b->step);
-	w_u(w, b->step);
+	w_u(w, st->step_kind == 2 ? 0 : b->step);
+	w_u(w, st->step_kind == 2 ? b->step : 0);
 	w_u(w, str_ref(st, o->op));
 	w_u(w, str_ref(st, o->owner));
 	w_u(w, str_ref(st, o->pool));

@@ -75,6 +75,21 @@ static int origin_eq(const struct mms__origin *a, const struct mms__origin *b)
 
 /* Names are compared as pointers: each is the log's or an interned one,
  * so an origin has few spellings, and a table bounded by the log's. */
+uint64_t mms__owners_index(const struct mms__owners *o, const char *s)
+{
+	uint64_t h = str_hash(s, strlen(s));
+	const uint64_t *v;
+
+	/* Probe on from the hash as interning did, until s or an empty key. */
+	for (;; h++) {
+		v = mms__map_get(&o->ix, h);
+		if (!v)
+			return UINT64_MAX;
+		if (o->strs[*v - 1] == s)
+			return *v - 1;
+	}
+}
+
 int64_t mms__state_origin(struct mms__state *st, const struct mms__origin *x)
 {
 	static const struct mms__origin none;

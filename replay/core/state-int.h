@@ -87,6 +87,9 @@ struct mms__owners {
 };
 
 void mms__owners_free(struct mms__owners *o);
+/* The index in o->strs of s, one of its strings (a pointer it handed out),
+ * or UINT64_MAX. */
+uint64_t mms__owners_index(const struct mms__owners *o, const char *s);
 
 /* A block freed recently. */
 struct mms__freed {
