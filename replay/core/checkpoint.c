@@ -272,18 +272,6 @@ static const char *str_deref(struct rbuf *r, const struct mms__state *st, uint64
 	return NULL;
 }
 
-/* One more piece of the mapping in slot (a second or later). Returns 0 or
- * -ENOMEM. */
-static int map_piece(struct mms__state *st, uint64_t slot)
-{
-	uint64_t *n = mms__map_put(&st->mrefs, slot, NULL);
-
-	if (!n)
-		return -ENOMEM;
-	*n = *n ? *n + 1 : 2;
-	return 0;
-}
-
 /* Reads a block into b, its origin interned among st's. Returns 0 or
  * -ENOMEM (r->bad is set on a damaged one). */
 static int r_blk(struct rbuf *r, struct mms__state *st, struct mms__blk *b)
@@ -503,7 +491,7 @@ static int restore_state(struct rbuf *r, struct mms__state *st)
 		st->maps.n++;
 		/* The pieces of a mapping: its first makes it live, the
 		 * second on are counted in mrefs. */
-		if (st->blks[slots[rank]].live && map_piece(st, slots[rank]))
+		if (st->blks[slots[rank]].live && mms__state_map_piece(st, slots[rank]))
 			goto out;
 		st->blks[slots[rank]].live = 1;
 	}

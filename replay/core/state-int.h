@@ -65,7 +65,7 @@ struct mms__tstate {
 	const char **tags;       /* owner tags pushed, innermost last */
 	size_t ntags, tags_cap;
 	const char *owner;       /* the tags joined by '@' (interned), or NULL */
-	uint32_t origin;         /* of a HOST block allocated now, when origin_ok */
+	uint32_t origin;         /* of a HOST or MMAP block allocated now, when origin_ok */
 	int origin_ok;           /* origin is current: reset when an operator or owner changes */
 	uint8_t realloc_runtime; /* the runtime kind of the block this thread's last
 	                            realloc freed: its new block keeps it */
@@ -133,7 +133,7 @@ struct mms__state {
 	struct mms__slotmap dev; /* DEVICE blocks, of every device: addr -> slot (CUDA
 	                            addresses are unique across devices) */
 	struct mms__ivset maps;  /* MMAP ranges, val = slot */
-	struct mms__map mrefs;   /* MMAP slot -> ranges sharing it (pieces of an
+	struct mms__map mrefs;   /* MMAP slot -> ranges sharing it (pieces of a
 	                            mapping partly unmapped) */
 	struct mms__pool *pools;
 	size_t npools, pools_cap;
@@ -223,6 +223,9 @@ static inline uint64_t mms__state_live_total(const struct mms__state *st)
  * of the pool named pool, the state's own string); NULL for MMAP, whose
  * mappings are ranges, and for a pool the state does not know. */
 const struct mms__slotmap *mms__state_map_of(const struct mms__state *st, unsigned mem, const char *pool);
+/* One more piece of the mapping in slot (a second or later: a first
+ * piece has no entry in mrefs). Returns 0 or -ENOMEM. */
+int mms__state_map_piece(struct mms__state *st, uint64_t slot);
 /* Puts slot, whose block starts at addr (its record filled), into table m
  * of st, in place of a block at addr it holds. Returns 0 or -ENOMEM. */
 int mms__state_slot_put(struct mms__state *st, struct mms__slotmap *m, uint64_t addr, uint64_t slot);

@@ -115,17 +115,26 @@ static inline void slot_release(struct mms__state *st, uint64_t i)
 /* A mapping's pieces share one slot; the last piece to go frees it. The
  * pieces are counted in mrefs from the second on (a mapping's first split
  * makes its entry): most mappings are never split, and have none. */
+int mms__state_map_piece(struct mms__state *st, uint64_t slot)
+{
+	uint64_t *n = mms__map_put(&st->mrefs, slot, NULL);
+
+	if (!n)
+		return -ENOMEM;
+	*n = *n ? *n + 1 : 2;
+	return 0;
+}
+
+/* The interval set's callback: +1 when a range of the mapping in slot
+ * splits, -1 when one goes. */
 static int map_ref(void *ctx, uint64_t slot, int delta)
 {
 	struct mms__state *st = ctx;
-	uint64_t *n = mms__map_get(&st->mrefs, slot);
+	uint64_t *n;
 
-	if (delta > 0) {
-		if (!n && !(n = mms__map_put(&st->mrefs, slot, NULL)))
-			return -ENOMEM;
-		*n = *n ? *n + 1 : 2;
-		return 0;
-	}
+	if (delta > 0)
+		return mms__state_map_piece(st, slot);
+	n = mms__map_get(&st->mrefs, slot);
 	if (n && --*n > 1)
 		return 0;
 	if (n)
