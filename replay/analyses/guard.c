@@ -39,10 +39,13 @@ _Static_assert((int)MMS_GUARD_FOUND_UNKNOWN == (int)MMS_GUARD_BY_UNKNOWN &&
 		       (int)MMS_GUARD_FOUND_BY_QUARANTINE == (int)MMS_GUARD_BY_QUARANTINE,
 	       "guard checks");
 
-/* Freed blocks remembered for their windows: past this many, the oldest
- * half of what is remembered is forgotten (their windows then begin
- * unknown). */
-#define FREED_MAX ((size_t)1 << 20)
+/* The last frees remembered for the windows of findings in freed blocks:
+ * twice the blocks a quarantine holds at most (the recorder's
+ * QUARANTINE_SLOTS, 65536), for the frees of blocks never quarantined
+ * between them (a write after free is found at the latest when its block
+ * leaves the quarantine, a double free while the first is still there).
+ * A ring: the oldest goes as a free comes. About 5 MiB at most. */
+#define FREED_RING ((size_t)1 << 17)
 
 /* What the window counts, at some event. */
 struct marks {
@@ -76,9 +79,10 @@ struct gpass {
 	struct marks at_prev_check;
 	uint32_t check_thread;
 	int in_check;
-	struct mms__map freed_ix; /* addr -> 1 + index into freed */
-	struct freed *freed;
-	size_t nfreed, freed_cap;
+	struct mms__map freed_ix; /* addr -> 1 + index into freed, of its last free */
+	struct freed *freed;      /* a ring of FREED_RING once full */
+	uint64_t nfreed;          /* frees noted */
+	size_t freed_cap;
 };
 
 MMS__EXPORT const char *mms_guard_kind_name(unsigned kind)
@@ -98,15 +102,14 @@ MMS__EXPORT const char *mms_guard_family_name(unsigned family)
 
 static int freed_note(struct gpass *g, uint64_t addr, uint64_t alloc_event, uint64_t free_event)
 {
+	size_t i = (size_t)(g->nfreed % FREED_RING);
 	uint64_t *v;
-	int isnew;
 
-	if (g->nfreed == FREED_MAX) {
-		mms__map_free(&g->freed_ix);
-		mms__map_init(&g->freed_ix);
-		g->nfreed = 0;
-	}
-	if (g->nfreed == g->freed_cap) {
+	if (g->nfreed >= FREED_RING) {
+		/* The oldest goes, and its address with it unless a later
+		 * free of it is what the index holds. */
+		mms__map_del_if(&g->freed_ix, g->freed[i].addr, i + 1);
+	} else if (i == g->freed_cap) {
 		size_t cap = g->freed_cap ? g->freed_cap * 2 : 1024;
 		struct freed *n = realloc(g->freed, cap * sizeof *n);
 
@@ -115,11 +118,12 @@ static int freed_note(struct gpass *g, uint64_t addr, uint64_t alloc_event, uint
 		g->freed = n;
 		g->freed_cap = cap;
 	}
-	g->freed[g->nfreed] = (struct freed){ addr, alloc_event, free_event, g->now };
-	v = mms__map_put(&g->freed_ix, addr, &isnew);
+	g->freed[i] = (struct freed){ addr, alloc_event, free_event, g->now };
+	v = mms__map_put(&g->freed_ix, addr, NULL);
 	if (!v)
 		return -ENOMEM;
-	*v = ++g->nfreed;
+	*v = i + 1;
+	g->nfreed++;
 	return 0;
 }
 
@@ -127,7 +131,7 @@ static const struct freed *freed_get(const struct gpass *g, uint64_t addr)
 {
 	const uint64_t *v = mms__map_get(&g->freed_ix, addr);
 
-	return v && *v && *v <= g->nfreed && g->freed[*v - 1].addr == addr ? &g->freed[*v - 1] : NULL;
+	return v && *v && *v <= g->freed_cap && g->freed[*v - 1].addr == addr ? &g->freed[*v - 1] : NULL;
 }
 
 static int finding(struct gpass *g, struct mms_pass *p, const mms_event_t *ev)

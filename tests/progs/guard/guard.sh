@@ -97,6 +97,12 @@ guard_opt=--guard-quarantine=48
 error afterfree write_after_free 24 push
 guard_opt=
 expect_key afterfree.json findings.0.found_by '"quarantine"'
+# After 300,000 frees the analysis still knows the block's free: the
+# window starts there.
+error afterfree write_after_free 24 many
+freed=$(jget afterfree.json findings.0.free_event)
+[ "$freed" -gt 600000 ] 2>/dev/null || fail "afterfree many: the free of the block is not known: free_event '$freed'"
+expect_key afterfree.json findings.0.window_from "$freed"
 error doublefree double_free 16
 expect_key doublefree.json findings.0.found_by '"release"'
 error stackfree invalid_free 0
