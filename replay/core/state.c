@@ -180,18 +180,14 @@ static void kind_add(struct mms__state *st, mms_kind_summary_t *k, uint64_t size
 		st->peak_total = total;
 }
 
-/* The origin of a block a MALLOC event allocates on thread t: an index
- * that the thread keeps while its operator and owner stay, for HOST and
- * MMAP blocks; or -ENOMEM. */
-static inline int64_t blk_origin(struct mms__state *st, const mms_event_t *ev, struct mms__tstate *t)
+/* blk_origin()'s lookup, when the thread's index will not do. */
+static __attribute__((noinline)) int64_t origin_find(struct mms__state *st, const mms_event_t *ev,
+						     struct mms__tstate *t, int named)
 {
 	struct mms__origin o = { 0 };
 	char name[16] = "cuda:";
 	int64_t i;
-	int named = ev->mem == MMS_MEM_POOL || ev->mem == MMS_MEM_DEVICE || ev->device;
 
-	if (!named && t->origin_ok)
-		return t->origin;
 	o.op = t->nops ? t->ops[t->nops - 1].name : NULL;
 	o.owner = t->owner;
 	o.thread = ev->thread;
@@ -216,11 +212,21 @@ static inline int64_t blk_origin(struct mms__state *st, const mms_event_t *ev, s
 	return i;
 }
 
+/* The origin of a block a MALLOC event allocates on thread t: an index
+ * that the thread keeps while its operator and owner stay, for HOST and
+ * MMAP blocks; or -ENOMEM. */
+static inline int64_t blk_origin(struct mms__state *st, const mms_event_t *ev, struct mms__tstate *t)
+{
+	int named = ev->mem == MMS_MEM_POOL || ev->mem == MMS_MEM_DEVICE || ev->device;
+
+	return !named && t->origin_ok ? t->origin : origin_find(st, ev, t, named);
+}
+
 /* Fills the new slot b from a MALLOC event, the last event's block.
  * Returns 0 or -ENOMEM (b untouched). */
-static inline int blk_fill(struct mms__state *st, struct mms__blk *b, const mms_event_t *ev, struct mms__tstate *t)
+static inline __attribute__((always_inline)) int blk_fill(struct mms__state *st, struct mms__blk *b,
+							  const mms_event_t *ev, struct mms__tstate *t)
 {
-	struct mms__blk n;
 	int64_t origin = blk_origin(st, ev, t);
 	uint8_t runtime = 0;
 
@@ -236,7 +242,7 @@ static inline int blk_fill(struct mms__state *st, struct mms__blk *b, const mms_
 			runtime = t->realloc_runtime;
 		t->realloc_runtime = 0;
 	}
-	n = (struct mms__blk){
+	*b = (struct mms__blk){
 		.addr = ev->addr,
 		.size = ev->size,
 		.alloc_id = ++st->alloc_ids,
@@ -252,7 +258,6 @@ static inline int blk_fill(struct mms__state *st, struct mms__blk *b, const mms_
 		.runtime = runtime,
 		.live = 1,
 	};
-	*b = n;
 	st->last_blk = b;
 	st->last_free_event = UINT64_MAX;
 	st->last_blk_valid = 1;
