@@ -344,8 +344,9 @@ static int read_events(struct mms_pass *p, struct mms__read *rd, struct dispatch
 			if (rc)
 				return rc;
 		}
-		/* The summary's bad frees. */
-		if (!p->round && !rd->replay)
+		/* The summary's bad frees (the test first: a call per
+		 * event was 1% of a summary's instructions). */
+		if (rd->st->last_bad_free && !p->round && !rd->replay)
 			mms__state_bad_free(rd->st, &ev, p->bad, &p->nbad, MMS_BAD_FREES_KEPT);
 		for (i = 0; ev.kind < MMS_EV_KIND_COUNT && i < d->nev[ev.kind]; i++) {
 			struct mms__sub *s = d->ev[ev.kind][i];
