@@ -49,8 +49,7 @@ void mms__map_free(struct mms__map *m)
 	mms__map_init(m);
 }
 
-/* Doubles the array (or makes the first), moving every entry; or makes
- * it as large as m->hint asks, once. A table that grows by doubling to N
+/* See probe-int.h. The hint matters: a table that grows by doubling to N
  * entries has touched twice the memory it ends with, and moved each entry
  * about twice: the kernel's zeroing of that memory and the moves were a
  * sixth of a replay of a few million live blocks. */
@@ -78,6 +77,8 @@ void *mms__probe_array(unsigned bits, unsigned min_bits, unsigned max_bits, size
 #define MAP_USED(e) ((e)->key)
 #define MAP_HOME(m, e) mms__map_home(m, (e)->key)
 
+/* Doubles the array (or makes the first), moving every entry; or makes
+ * it as large as m->hint asks, once. */
 static int map_grow(struct mms__map *m)
 {
 	struct mms__map n = *m;
