@@ -194,23 +194,28 @@ MMS_EXPORT int dlclose(void *handle)
 }
 
 /* --- namespaces ------------------------------------------------------------
- * unshare(CLONE_NEWUSER), and setns() into a user namespace, refuse a
- * process of more than one thread (EINVAL), as sandboxes that call them
- * rely on. The log thread is the recorder's, not the program's: it is
- * ended first (it starts again when the log needs it), so that the call
- * answers as it does natively. */
+ * The kernel refuses some of these calls (EINVAL) to a process of more
+ * than one thread: unshare() of the user namespace or of what threads
+ * share (CLONE_THREAD, CLONE_SIGHAND, CLONE_VM), setns() into a user
+ * namespace or into a mount namespace (threads share their root and
+ * working directory). Sandboxes rely on them. The log thread is the
+ * recorder's, not the program's: for those calls it is ended first (it
+ * starts again when the log needs it), so that they answer as natively. */
+
+#define UNSHARE_ALONE (CLONE_NEWUSER | CLONE_THREAD | CLONE_SIGHAND | CLONE_VM)
+#define SETNS_ALONE (CLONE_NEWUSER | CLONE_NEWNS)
 
 MMS_EXPORT int unshare(int flags)
 {
-	if (flags & CLONE_NEWUSER)
+	if (flags & UNSHARE_ALONE)
 		mms__pager_stop();
 	return mms__real.unshare(flags);
 }
 
 MMS_EXPORT int setns(int fd, int nstype)
 {
-	/* nstype 0 takes whatever namespace fd is: maybe a user one. */
-	if (!nstype || (nstype & CLONE_NEWUSER))
+	/* nstype 0 takes whatever namespace fd is: maybe one of those. */
+	if (!nstype || (nstype & SETNS_ALONE))
 		mms__pager_stop();
 	return mms__real.setns(fd, nstype);
 }

@@ -3,12 +3,15 @@
  * recorder's log large), then says whether a thread named msmemscope-log
  * runs in this process. With "fork", a child does the same after the
  * parent's churn and reports for itself first. With "unshare", it then
- * calls unshare(CLONE_NEWUSER), which a process of more than one thread is
- * refused (sandboxes rely on it), says how that went, and churns again.
+ * makes the calls that the kernel refuses to a process of more than one
+ * thread (sandboxes rely on them), churning before each and saying how
+ * each went: unshare(CLONE_SIGHAND), setns() into its own mount namespace
+ * (EPERM without CAP_SYS_ADMIN), unshare(CLONE_NEWUSER).
  *
  * Usage: logthread N [fork|unshare]
  * Output: "log_thread=yes|no threads=T" per process (child first); with
- * unshare, first "unshare=ok" or "unshare=ERROR". */
+ * unshare, first "unshare_sighand=", "setns_mnt=" and "unshare_newuser="
+ * lines, each "ok" or the error. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
@@ -73,9 +76,18 @@ int main(int argc, char **argv)
 	n = strtoul(argv[1], NULL, 10);
 	churn(n);
 	if (argc > 2 && !strcmp(argv[2], "unshare")) {
-		int r = unshare(CLONE_NEWUSER);
+		int r = unshare(CLONE_SIGHAND), fd;
 
-		prog_say(1, "unshare=%s\n", r ? strerror(errno) : "ok");
+		prog_say(1, "unshare_sighand=%s\n", r ? strerror(errno) : "ok");
+		churn(n);
+		fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+		r = fd < 0 ? -1 : setns(fd, CLONE_NEWNS);
+		prog_say(1, "setns_mnt=%s\n", r ? strerror(errno) : "ok");
+		if (fd >= 0)
+			close(fd);
+		churn(n);
+		r = unshare(CLONE_NEWUSER);
+		prog_say(1, "unshare_newuser=%s\n", r ? strerror(errno) : "ok");
 		churn(n);
 	}
 	if (argc > 2 && !strcmp(argv[2], "fork")) {

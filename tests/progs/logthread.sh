@@ -5,9 +5,11 @@
 # for it (the program records on fewer threads than it may use CPUs),
 # starts again in a fork child that logs that much, never with
 # MSMEMSCOPE_LOG_THREAD=0, and leaves logs that replay whole and are
-# trimmed to what they hold. It is the recorder's, not the program's: an
-# unshare(CLONE_NEWUSER), refused to a process of more than one thread,
-# answers as natively (the thread is ended first, and starts again).
+# trimmed to what they hold. It is the recorder's, not the program's: the
+# calls refused to a process of more than one thread (unshare of a user
+# namespace or of the signal handlers, setns into a user or mount
+# namespace) answer as natively (the thread is ended first, and starts
+# again).
 . "$top_srcdir/tests/progs/lib.sh"
 
 big=${MMS_LOGTHREAD_BLOCKS:-1500000} # about 2 x 7 bytes x 1.5M: 20 MiB of log
@@ -65,14 +67,16 @@ expect_consistent "$child.json"
 expect_key "$child.json" complete true
 note "fork: the child's log thread: ${want} ($child)"
 
-# unshare(CLONE_NEWUSER) after the log thread started: as natively (ok,
-# or the same refusal where user namespaces are not allowed), and the log
+# unshare(CLONE_SIGHAND), setns() into a mount namespace and
+# unshare(CLONE_NEWUSER), each after the log thread started: as natively
+# (ok, or the same refusal where the privilege is missing), and the log
 # replays whole.
 "$MMS_PROGS/logthread" "$big" unshare >uns-native.out || fail "logthread unshare natively exited $?"
 record uns.mms "$MMS_PROGS/logthread" "$big" unshare >uns.out || fail "logthread unshare recorded exited $?"
-expect_eq "unshare(CLONE_NEWUSER) after the log thread started" "$(head -1 uns.out)" "$(head -1 uns-native.out)"
+expect_eq "unshare(CLONE_SIGHAND), setns(CLONE_NEWNS), unshare(CLONE_NEWUSER) after the log thread started" \
+	"$(head -3 uns.out | tr '\n' ' ')" "$(head -3 uns-native.out | tr '\n' ' ')"
 summarize uns.mms
 expect_consistent uns.mms.json
 expect_key uns.mms.json complete true
 expect_ge "uns.mms allocations" "$(jget uns.mms.json allocs)" $((2 * big))
-note "unshare(CLONE_NEWUSER) with the log thread started: $(head -1 uns.out), as natively"
+note "with the log thread started: $(head -3 uns.out | tr '\n' ' '), as natively"
