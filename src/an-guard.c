@@ -6,7 +6,9 @@
 #include "config.h"
 
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analysis.h"
@@ -53,6 +55,123 @@ static const char *kind_words(const char *kind)
 	return "release by the wrong family (free of new, delete of malloc, delete of new[] ...)";
 }
 
+/* Findings that tell of the same error, as valgrind groups errors into
+ * contexts: the same kind, block family and stacks (allocation, free, the
+ * check's call); without any stack, the same block size and damaged
+ * offset too, so that unrelated blocks are not lumped together. The text
+ * prints each context once, at its first finding, with the events of the
+ * others; the JSON lists every finding with its context's number. */
+#define GUARD_OTHERS_SHOWN 5 /* events listed after a context's first finding */
+
+struct contexts {
+	size_t *order; /* finding indices sorted by context, then in log order */
+	size_t *run;   /* finding -> where its context's run starts in order */
+	size_t *num;   /* finding -> its context's number, from 0 in log order */
+	size_t n;      /* contexts */
+};
+
+static int nostack(const mms_guard_finding_t *x)
+{
+	return !x->alloc_stack && !x->free_stack && !x->at_stack;
+}
+
+/* The damaged offset an error keeps from block to block: past the end, it
+ * is counted from the end. */
+static int64_t rel_offset(const mms_guard_finding_t *x)
+{
+	return x->kind == MMS_GUARD_FOUND_OVERFLOW ? x->offset - (int64_t)x->size : x->offset;
+}
+
+#define KEY_CMP(a, b) \
+	do { \
+		if ((a) != (b)) \
+			return (a) < (b) ? -1 : 1; \
+	} while (0)
+
+static int key_cmp(const mms_guard_finding_t *a, const mms_guard_finding_t *b)
+{
+	KEY_CMP(a->kind, b->kind);
+	KEY_CMP(a->family, b->family);
+	KEY_CMP(a->alloc_stack, b->alloc_stack);
+	KEY_CMP(a->free_stack, b->free_stack);
+	KEY_CMP(a->at_stack, b->at_stack);
+	if (nostack(a)) {
+		KEY_CMP(a->size, b->size);
+		KEY_CMP(rel_offset(a), rel_offset(b));
+	}
+	return 0;
+}
+
+static const mms_guard_finding_t *sorting; /* qsort() has no context */
+
+static int order_cmp(const void *pa, const void *pb)
+{
+	size_t i = *(const size_t *)pa, j = *(const size_t *)pb;
+	int c = key_cmp(&sorting[i], &sorting[j]);
+
+	return c ? c : (i > j) - (i < j);
+}
+
+static void contexts_free(struct contexts *c)
+{
+	free(c->order);
+	free(c->run);
+	free(c->num);
+	memset(c, 0, sizeof(*c));
+}
+
+/* Groups r's findings into contexts. Returns 0, or -1 out of memory (c
+ * is then empty, and each finding stands alone). */
+static int contexts_make(const mms_guard_t *r, struct contexts *c)
+{
+	size_t n = r->nfindings, i, start = 0, *first;
+
+	memset(c, 0, sizeof(*c));
+	if (!n)
+		return 0;
+	c->order = malloc(n * sizeof(*c->order));
+	c->run = malloc(n * sizeof(*c->run));
+	c->num = malloc(n * sizeof(*c->num));
+	first = malloc(n * sizeof(*first));
+	if (!c->order || !c->run || !c->num || !first) {
+		free(first);
+		contexts_free(c);
+		return -1;
+	}
+	for (i = 0; i < n; i++)
+		c->order[i] = i;
+	sorting = r->findings;
+	qsort(c->order, n, sizeof(*c->order), order_cmp);
+	for (i = 0; i < n; i++) {
+		if (i && key_cmp(&r->findings[c->order[i - 1]], &r->findings[c->order[i]]))
+			start = i;
+		c->run[c->order[i]] = start;
+	}
+	/* Numbered in the order of each context's first finding (the first
+	 * of its run: ties are in log order). */
+	for (i = 0; i < n; i++)
+		first[i] = SIZE_MAX;
+	for (i = 0; i < n; i++) {
+		if (first[c->run[i]] == SIZE_MAX)
+			first[c->run[i]] = c->n++;
+		c->num[i] = first[c->run[i]];
+	}
+	free(first);
+	return 0;
+}
+
+/* How many findings share finding i's context (1 without contexts). */
+static size_t context_size(const struct contexts *c, const mms_guard_t *r, size_t i)
+{
+	size_t k;
+
+	if (!c->order)
+		return 1;
+	for (k = c->run[i]; k < r->nfindings && c->run[c->order[k]] == c->run[i]; k++)
+		;
+	return k - c->run[i];
+}
+
 /* "allocated at event N:" and the stack, or what of them is known. */
 static void print_where(struct show *s, const char *what, uint64_t event, uint32_t stack)
 {
@@ -68,12 +187,14 @@ static void print_where(struct show *s, const char *what, uint64_t event, uint32
 
 static void print_json(struct an_ctx *c, const mms_guard_t *r)
 {
+	struct contexts ctx;
 	FILE *f = c->out;
 
 	fputs("{\"analysis\":\"guard\",\"log\":", f);
 	json_put_string(f, c->path, strlen(c->path));
-	fprintf(f, ",\"guard\":%s,\"checks\":%" PRIu64 ",\"errors\":%zu,\"findings\":[", r->guard_on ? "true" : "false",
-		r->checks, r->nfindings);
+	contexts_make(r, &ctx);
+	fprintf(f, ",\"guard\":%s,\"checks\":%" PRIu64 ",\"errors\":%zu,\"contexts\":%zu,\"findings\":[",
+		r->guard_on ? "true" : "false", r->checks, r->nfindings, ctx.order ? ctx.n : r->nfindings);
 	for (size_t i = 0; i < r->nfindings; i++) {
 		const mms_guard_finding_t *x = &r->findings[i];
 		const char *fam = mms_guard_family_name(x->family);
@@ -83,6 +204,7 @@ static void print_json(struct an_ctx *c, const mms_guard_t *r)
 			   ",\"at_stack\":%" PRIu32,
 			i ? "," : "", mms_guard_kind_name(x->kind) ? mms_guard_kind_name(x->kind) : "unknown", x->event,
 			x->thread, x->addr, x->size, fam ? fam : "?", x->alloc_stack, x->free_stack, x->at_stack);
+		fprintf(f, ",\"context\":%zu", ctx.order ? ctx.num[i] : i);
 		if (found_by(x->found_by, 0))
 			fprintf(f, ",\"found_by\":\"%s\"", found_by(x->found_by, 0));
 		else
@@ -107,10 +229,30 @@ static void print_json(struct an_ctx *c, const mms_guard_t *r)
 		fputc('}', f);
 	}
 	fputs("]}\n", f);
+	contexts_free(&ctx);
+}
+
+/* After the first finding of a context (i), the others: how many, and the
+ * events and blocks of the first few. */
+static void print_others(FILE *f, const struct contexts *c, const mms_guard_t *r, size_t i)
+{
+	size_t n = context_size(c, r, i), k;
+
+	if (n < 2)
+		return;
+	fprintf(f, "  and %zu more like it (the same kind%s), at events ", n - 1,
+		nostack(&r->findings[i]) ? ", block size and damaged offset; no stacks recorded" : " and stacks");
+	for (k = 1; k < n && k <= GUARD_OTHERS_SHOWN; k++) {
+		const mms_guard_finding_t *y = &r->findings[c->order[c->run[i] + k]];
+
+		fprintf(f, "%s%" PRIu64 " (0x%" PRIx64 ")", k > 1 ? ", " : "", y->event, y->addr);
+	}
+	fprintf(f, "%s\n", n - 1 > GUARD_OTHERS_SHOWN ? ", ... (--json lists every finding)" : "");
 }
 
 static void print_text(struct an_ctx *c, const mms_guard_t *r)
 {
+	struct contexts ctx;
 	struct show s;
 	FILE *f = c->out;
 	char h[32];
@@ -124,10 +266,13 @@ static void print_text(struct an_ctx *c, const mms_guard_t *r)
 	if (!r->guard_on && !r->nfindings)
 		fprintf(f, "guard: %s was not recorded in guard mode (msmemscope --guard): nothing to report\n",
 			c->path);
+	contexts_make(r, &ctx);
 	for (size_t i = 0; i < r->nfindings; i++) {
 		const mms_guard_finding_t *x = &r->findings[i];
 		const char *kind = mms_guard_kind_name(x->kind) ? mms_guard_kind_name(x->kind) : "unknown";
 
+		if (ctx.order && ctx.order[ctx.run[i]] != i)
+			continue; /* printed with the first of its context */
 		fprintf(f, "==guard== %s: %s\n", kind, kind_words(kind));
 		if (x->size || x->alloc_event != UINT64_MAX)
 			fprintf(f, "  block 0x%" PRIx64 " of %s (%s)\n", x->addr, human_bytes_exact(x->size, h, sizeof h),
@@ -168,6 +313,7 @@ static void print_text(struct an_ctx *c, const mms_guard_t *r)
 		} else if (x->length) {
 			fprintf(f, "  window: after %s and before event %" PRIu64 "\n", since_words(x->since), x->event);
 		}
+		print_others(f, &ctx, r, i);
 	}
 	/* Without stacks a finding names events only: say how to get them,
 	 * as the leak reports do. */
@@ -179,13 +325,15 @@ static void print_text(struct an_ctx *c, const mms_guard_t *r)
 		fputs("(no stacks recorded: run with --call-stack=c:N to see where each block was allocated, freed "
 		      "and found damaged)\n",
 		      f);
-	fprintf(f, "msmemscope: ERROR SUMMARY: %zu error%s", r->nfindings, r->nfindings == 1 ? "" : "s");
+	fprintf(f, "msmemscope: ERROR SUMMARY: %zu error%s from %zu context%s", r->nfindings, r->nfindings == 1 ? "" : "s",
+		ctx.order ? ctx.n : r->nfindings, (ctx.order ? ctx.n : r->nfindings) == 1 ? "" : "s");
 	if (r->guard_on)
 		fprintf(f, " (guard mode, %" PRIu64 " full check%s; it moves every heap block by design)",
 			r->checks, r->checks == 1 ? "" : "s");
 	fputc('\n', f);
 	s.sym = NULL; /* the context's: it closes it */
 	show_fini(&s);
+	contexts_free(&ctx);
 }
 
 int an_guard_add(struct an_ctx *c)

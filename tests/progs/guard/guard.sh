@@ -109,6 +109,38 @@ error stackfree invalid_free 0
 expect_key stackfree.json findings.0.found_by '"release"'
 error neighbour overflow 16
 expect_key neighbour.json findings.0.length 4
+# One bug hit many times is one context, as valgrind counts them: the
+# report prints it once, with the events of the others; the JSON keeps
+# every finding, numbered by its context.
+"$dir/repeat" >repeat.native.out
+run repeat
+expect_eq "repeat exit status (--error-exitcode=99)" "$status" 99
+cmp -s repeat.native.out repeat.out || fail "repeat: stdout differs from the native run: $(cat repeat.out)"
+expect_key repeat.json errors 15
+expect_key repeat.json contexts 2
+expect_key repeat.json findings.0.context 0
+expect_key repeat.json findings.11.context 0
+expect_key repeat.json findings.12.context 1
+expect_key repeat.json findings.14.kind '"overflow"'
+grep -q "^msmemscope: ERROR SUMMARY: 15 errors from 2 contexts " repeat.err ||
+	fail "repeat: no ERROR SUMMARY of 15 errors from 2 contexts: $(cat repeat.err)"
+expect_eq "repeat: findings printed" "$(grep -c '^==guard== overflow' repeat.err)" 2
+grep -q "^  and 11 more like it (the same kind and stacks), at events [0-9]* (0x[0-9a-f]*), " repeat.err ||
+	fail "repeat: the first context does not count its 11 others: $(cat repeat.err)"
+grep -q "^  and 2 more like it (the same kind and stacks), at events [0-9]* (0x[0-9a-f]*), [0-9]* (0x[0-9a-f]*)\$" repeat.err ||
+	fail "repeat: the second context does not list its 2 others: $(cat repeat.err)"
+want="repeat.c:$(line_of "$src/repeat.c" ALLOC)"
+case "$(frame_line repeat allocated)" in
+*/"$want") ;;
+*) fail "repeat: the first context's block is not allocated at $want: $(cat repeat.err)" ;;
+esac
+# Without stacks, blocks of one size damaged at the same offset are one
+# context, and the report says why.
+"$MMS_LAUNCHER" --guard --output=out-repeatns -- "$dir/repeat" >/dev/null 2>repeatns.err
+grep -q "^msmemscope: ERROR SUMMARY: 15 errors from 5 contexts " repeatns.err ||
+	fail "repeat without stacks: not 15 errors from 5 contexts (names of 6 and 7 bytes, blocks of 33, 34, 35): $(cat repeatns.err)"
+grep -q "more like it (the same kind, block size and damaged offset; no stacks recorded)" repeatns.err ||
+	fail "repeat without stacks: the context does not say what its findings share: $(cat repeatns.err)"
 # msmemscope_guard_check() finds the overflow of a live block (a full
 # check: no stack of its own), and the step and the exit check again.
 error apicheck overflow 8
