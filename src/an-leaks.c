@@ -110,6 +110,10 @@ static void json_suppressed(const struct leaks_out *o, const struct suppressed *
 	fputc(']', f);
 }
 
+/* Per-step leak lines printed one by one (unless --top 0): a leak in a
+ * loop is thousands of them, and the stacks that follow say more. */
+#define LEAK_LINES 100
+
 /* One leak line, as msMemScope writes it, with the operator named. */
 static void print_leak(FILE *f, const mms_leak_t *k)
 {
@@ -196,10 +200,17 @@ static void print_section(struct leaks_out *o, int per_step, const mms_leak_t *l
 	}
 	if (per_step) {
 		if (blocks) {
+			size_t listed = 0;
+
 			fputs("====== ERROR: Detected memory leaks ======\n", f);
 			for (i = 0; i < n; i++)
-				if (!l[i].suppression)
+				if (!l[i].suppression && (!o->s.top || listed++ < LEAK_LINES))
 					print_leak(f, &l[i]);
+			if (o->s.top && blocks > LEAK_LINES)
+				fprintf(f,
+					"... and %" PRIu64 " more per-step leaks, counted by stack below "
+					"(msmemscope-replay LOG --analysis leaks --top 0 lists every one)\n",
+					blocks - LEAK_LINES);
 			show_groups(&o->s, "Per-step leaks by allocation stack", g, ng);
 			fprintf(f, "====== SUMMARY: %.6f Mb(s) leaked in %" PRIu64 " allocation(s) ======\n", mb(bytes),
 				blocks);

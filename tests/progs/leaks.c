@@ -20,7 +20,9 @@
  * "leaks flat" marks no steps; "leaks tidy" frees what it would leak in
  * the step that allocated it, and the kept block and the pool block at
  * the end, so nothing leaks; "leaks ranges" marks the five steps with
- * msMemScope's "step start" ranges instead, and the teardown is in none. */
+ * msMemScope's "step start" ranges instead, and the teardown is in none;
+ * "leaks many" also leaks 150 blocks of 16 bytes in softmax (a leak in a
+ * loop: 155 per-step leaks). */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -57,7 +59,7 @@ __attribute__((noinline)) static void *suppressed_alloc(size_t size)
 	return p;
 }
 
-static int flat, tidy, ranges, steps;
+static int flat, tidy, ranges, many, steps;
 static uint64_t range;
 
 /* Ends a step; with ranges, the fifth ends the last. */
@@ -81,6 +83,7 @@ int main(int argc, char **argv)
 	flat = argc > 1 && !strcmp(argv[1], "flat");
 	tidy = argc > 1 && !strcmp(argv[1], "tidy");
 	ranges = argc > 1 && !strcmp(argv[1], "ranges");
+	many = argc > 1 && !strcmp(argv[1], "many");
 	prog_say(1, "arena %p\n", (void *)arena);
 	if (ranges)
 		range = msmemscope_range_start("step start");
@@ -105,6 +108,8 @@ int main(int argc, char **argv)
 	msmemscope_op_begin("softmax");
 	leaked[1] = leak_buf(512);
 	leaked[2] = leak_buf(512);
+	for (i = 0; many && i < 150; i++)
+		sink = leak_buf(16);
 	msmemscope_pool_alloc("kvpool", arena, 256, sizeof(arena), 256);
 	if (tidy) {
 		for (i = 0; i < 3; i++)

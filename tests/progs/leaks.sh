@@ -272,3 +272,16 @@ for bad in 0 -1 x; do
 	expect_eq "msmemscope --warmup-steps=$bad" "$st" 2
 done
 note "--warmup-steps=N leaves the blocks of steps 1 to N out of the per-step rule, in both programs"
+
+# A leak in a loop: the first 100 leak lines, then how many more, and the
+# stacks that say where; --top 0 lists every one.
+"$MMS_LAUNCHER" --call-stack=c:8 --output=out9 -- "$prog" many >/dev/null 2>many.err || fail "msmemscope -- leaks many exited $?"
+expect_eq "leak lines the launcher prints for 155 per-step leaks" "$(grep -c '^Direct .* leak of' many.err)" 100
+grep -q "^\.\.\. and 55 more per-step leaks, counted by stack below (msmemscope-replay LOG --analysis leaks --top 0 lists every one)$" \
+	many.err || fail "leaks many: the 55 leaks not listed are not counted: $(cat many.err)"
+grep -q "^====== SUMMARY: .* leaked in 155 allocation(s) ======$" many.err || fail "leaks many: the summary does not count 155: $(cat many.err)"
+grep -A1 "^  2.3 KiB in 150 blocks" many.err | grep -q "leak_buf" || fail "leaks many: the 150 blocks are not one stack in leak_buf: $(cat many.err)"
+"$MMS_REPLAY" out9/msmemscope_*/memscope_*.mms --analysis leaks --top 0 >many.all || fail "--analysis leaks --top 0 exited $?"
+expect_eq "leak lines with --top 0" "$(grep -c '^Direct .* leak of' many.all)" 155
+! grep -q "more per-step leaks" many.all || fail "--top 0 still says leaks are not listed"
+note "a leak in a loop: 100 leak lines and the count of the others; --top 0 lists all 155"
