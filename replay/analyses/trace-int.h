@@ -1,14 +1,22 @@
 /* SPDX-License-Identifier: MIT */
-/* trace-int.h: the GPU-trace scripts' TSV rows of blocks (trace-tsv.c), as
- * the watermark and leakage lists write them (trace.c). */
+/* trace-int.h: what the files of the trace subscriber share: the GPU-trace
+ * scripts' TSV rows of blocks (trace-tsv.c), the pass's own state, which
+ * follows the events (trace.c), and the watermark's and leakage's lists,
+ * made from that state at the end (trace-list.c). */
 #ifndef MMS_TRACE_INT_H
 #define MMS_TRACE_INT_H
 
 #include <stdint.h>
 
+#include "msmemscope/analysis.h"
 #include "msmemscope/log.h"
+#include "msmemscope/output.h"
 #include "msmemscope/symbolize.h"
+#include "base-int.h"
+#include "map-int.h"
 #include "outfile-int.h"
+#include "pass-int.h"
+#include "state-int.h"
 
 /* What a block's TSV row and its place in a list need. */
 struct row {
@@ -31,5 +39,106 @@ struct tsv {
 /* Writes the row of one block to f; the first error goes to f->rc (the
  * file is then not kept). */
 void mms__trace_tsv_row(struct tsv *f, const struct row *r);
+
+/* --- the subscriber (trace.c) and its lists (trace-list.c) ------------------- */
+
+/* Splits [t0, t1] into n equal buckets and keeps the highest live bytes in
+ * each (the value carried in from the bucket before counts), handing each
+ * finished bucket to emit. */
+struct bucketer {
+	uint64_t t0, span, n;
+	uint64_t cur;      /* the open bucket */
+	uint64_t max;      /* its highest live bytes so far */
+	void (*emit)(void *ctx, uint64_t i, uint64_t time_ns, uint64_t bytes);
+	void *ctx;
+};
+
+/* A block freed since the peak whose record may be made: the state's
+ * slot as it was (a copy is quicker than a record, and most are dropped
+ * at a later peak), its time, and its step as the state counted it then
+ * (the state learns how steps are marked at the first one). */
+struct kept {
+	struct mms__blk b;
+	uint64_t time_ns, step;
+};
+
+/* The result, with what it keeps besides. */
+struct trace_res {
+	mms_trace_t pub;
+	size_t steps_cap;
+	struct mms__strs *strs; /* the blocks' owner strings */
+};
+
+/* The subscriber: what it follows of the pass, and the lists' makings. */
+struct trace_pass {
+	struct mms__sub sub;
+	mms_log_t *log;
+	struct trace_res *res;
+	mms_trace_t *t;
+	const struct mms__state *st;
+	uint64_t live, steps, ranges; /* after the last event: live bytes counted, the
+	                                 state's step and range counters */
+	struct mms_pass *pass;
+	size_t time_off;         /* each live block's allocation time, in the pass's data */
+	/* Blocks (or mapping pieces) live at the peak and freed since. With
+	 * top 0, each in kept. Else their rows as varints in gone
+	 * (about 20 bytes each where a record takes 152, and the peak's list
+	 * may hold millions of them; a table of huge pages, read in the
+	 * list's order, which is random), and in kept a heap of the first
+	 * top of them, the last at the root. */
+	uint8_t *gone;
+	size_t gone_len, gone_cap;
+	const char **vars;       /* the rows' var strings: vars[i - 1] is var i */
+	size_t nvars, vars_cap;
+	struct mms__map var_ix;  /* a var string's address -> its i */
+	struct kept *kept;
+	size_t nkept, kept_cap;
+	size_t top;              /* records made of each list, 0 = all */
+	char *tsv_path[2];       /* the watermark's and the leakage's TSV, or NULL */
+	mms_output_options_t out;
+	/* Mapping pieces an MMAP event is about to remove. */
+	struct piece {
+		struct mms__blk b;
+		uint64_t slot;
+		uint64_t time_ns; /* its mapping's allocation time: the slot may
+				     be taken again by the event */
+	} *pieces;
+	size_t npieces, pieces_cap;
+	struct mms__wfile *usage;     /* usage.tsv, or NULL */
+	struct bucketer file_b, plot_b;
+	int file_bucketed, plot;
+	unsigned kinds;          /* bit 1 << kind: the memory kinds counted */
+	unsigned skip;           /* MMS_TRACE_SKIP_*: the lists not made */
+};
+
+/* Live bytes of the kinds counted (after every event: the kinds' bits
+ * only). */
+static inline uint64_t mms__trace_live_total(const struct trace_pass *p)
+{
+	uint64_t n = 0;
+
+	for (unsigned m = p->kinds; m; m &= m - 1)
+		n += p->st->mem[__builtin_ctz(m)].live_bytes;
+	return n;
+}
+
+/* The allocation time of live block b (or of the block the current event
+ * freed), 0 when unknown. */
+static inline uint64_t mms__trace_block_time(const struct trace_pass *p, const struct mms__blk *b)
+{
+	const uint64_t *time = mms__pass_data_of(p->pass, b, p->time_off);
+
+	return time ? *time : 0;
+}
+
+/* Block b, live at the peak, was freed (or a piece of a mapping that
+ * was): it joins the peak's list. Returns 0 or -ENOMEM. */
+int mms__trace_freed_add(struct trace_pass *p, const struct mms__blk *b, uint64_t time_ns);
+/* At the pass's end: makes the lists, the watermark's (the peak) and the
+ * leakage's (the end), and writes their TSV files; frees what the blocks
+ * freed since the peak took. Returns 0 or -ENOMEM. */
+int mms__trace_lists_finish(struct trace_pass *p);
+/* Frees what the lists' making holds (p itself stays). */
+void mms__trace_lists_free(struct trace_pass *p);
 
 #endif /* MMS_TRACE_INT_H */

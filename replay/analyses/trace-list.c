@@ -1,0 +1,482 @@
+/* SPDX-License-Identifier: MIT */
+/* trace-list.c: the trace subscriber's two lists of blocks, made at the
+ * end of its pass (trace.c): the blocks live at the high-water mark
+ * (watermark: those still live, and those freed since the peak, kept as
+ * they are freed) and those live at the end (leakage). Each list is
+ * sorted, its first records made and all its rows written to its TSV. */
+#define _GNU_SOURCE /* qsort_r */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "msmemscope/analysis.h"
+#include "msmemscope/log.h"
+#include "format.h"
+#include "base-int.h"
+#include "intervals-int.h"
+#include "map-int.h"
+#include "outfile-int.h"
+#include "pass-int.h"
+#include "sort-int.h"
+#include "state-int.h"
+#include "table-int.h"
+#include "trace-int.h"
+
+/* --- the blocks freed since the peak ------------------------------------------ */
+
+static void row_of(const struct mms__state *st, const struct mms__blk *b, uint64_t time_ns, struct row *r)
+{
+	const struct mms__origin *o = mms__blk_origin(st, b);
+
+	*r = (struct row){ .addr = b->addr, .size = b->size, .event = b->alloc_event, .time_ns = time_ns,
+			   .var = o->owner ? o->owner : o->pool ? o->pool : "", .stack = b->stack, .mem = b->mem };
+}
+
+static void block_out(struct trace_pass *p, const struct mms__blk *b, uint64_t time_ns, mms_trace_block_t *out)
+{
+	mms__state_blk_export(p->st, b, &out->b);
+	out->time_ns = time_ns;
+}
+
+/* The lists' order: largest first, then the oldest (by allocation event),
+ * then the lowest address; no two blocks of a list are equal in it. */
+static int order_cmp(uint64_t size_a, uint64_t event_a, uint64_t addr_a, uint64_t size_b, uint64_t event_b,
+		     uint64_t addr_b)
+{
+	if (size_a != size_b)
+		return size_a > size_b ? -1 : 1;
+	if (event_a != event_b)
+		return event_a < event_b ? -1 : 1;
+	return addr_a < addr_b ? -1 : addr_a > addr_b;
+}
+
+static void kept_out(struct trace_pass *p, const struct kept *k, mms_trace_block_t *out)
+{
+	block_out(p, &k->b, k->time_ns, out);
+	if (!out->b.inherited)
+		out->b.step = k->step;
+}
+
+static int kept_cmp(const struct kept *x, const struct kept *y)
+{
+	return order_cmp(x->b.size, x->b.alloc_event, x->b.addr, y->b.size, y->b.alloc_event, y->b.addr);
+}
+
+static int kept_qsort_cmp(const void *x, const void *y)
+{
+	return kept_cmp(x, y);
+}
+
+/* Keeps block b, freed since the peak: every one with top 0; else only
+ * while it is among the first top of those freed, in a heap whose root
+ * is the last of them (most blocks freed compare with the root only). */
+static int kept_add(struct trace_pass *p, const struct mms__blk *b, uint64_t time_ns)
+{
+	struct kept x = { .b = *b, .time_ns = time_ns, .step = mms__state_blk_step(p->st, b) }, *k;
+	size_t i, c;
+
+	if (!p->top || p->nkept < p->top) {
+		if (mms__grow(&p->kept, &p->kept_cap, p->nkept, sizeof(*p->kept)))
+			return -ENOMEM;
+		k = p->kept;
+		i = p->nkept++;
+		k[i] = x;
+		for (; p->top && i && kept_cmp(&k[(i - 1) / 2], &k[i]) < 0; i = (i - 1) / 2) {
+			x = k[i];
+			k[i] = k[(i - 1) / 2];
+			k[(i - 1) / 2] = x;
+		}
+		return 0;
+	}
+	k = p->kept;
+	if (kept_cmp(&x, &k[0]) >= 0)
+		return 0; /* after all those kept */
+	for (i = 0; (c = 2 * i + 1) < p->nkept; i = c) {
+		if (c + 1 < p->nkept && kept_cmp(&k[c + 1], &k[c]) > 0)
+			c++;
+		if (kept_cmp(&k[c], &x) < 0)
+			break;
+		k[i] = k[c];
+	}
+	k[i] = x;
+	return 0;
+}
+
+/* The number of var string s in gone's rows (0 for ""), or -ENOMEM. */
+static int64_t var_number(struct trace_pass *p, const char *s)
+{
+	uint64_t *ix;
+	int isnew;
+
+	if (!*s)
+		return 0;
+	ix = mms__map_put(&p->var_ix, (uint64_t)(uintptr_t)s, &isnew);
+	if (!ix)
+		return -ENOMEM;
+	if (isnew) {
+		if (mms__grow(&p->vars, &p->vars_cap, p->nvars, sizeof(*p->vars))) {
+			mms__map_del(&p->var_ix, (uint64_t)(uintptr_t)s, NULL);
+			return -ENOMEM;
+		}
+		p->vars[p->nvars++] = s;
+		*ix = p->nvars;
+	}
+	return (int64_t)*ix;
+}
+
+/* Row r as varints at the end of gone: its address, size, allocation
+ * event, time from the start of the log (zigzag), stack, and var number
+ * and memory kind together. */
+#define GONE_MAX (6 * 10) /* bytes a row takes at most */
+_Static_assert(MMS_MEM_KIND_COUNT <= 8, "a memory kind fits 3 bits");
+
+static int gone_put(struct trace_pass *p, const struct row *r)
+{
+	int64_t var = var_number(p, r->var);
+	uint8_t *q;
+
+	if (var < 0)
+		return (int)var;
+	while (p->gone_cap - p->gone_len < GONE_MAX)
+		if (mms__table_grow(&p->gone, &p->gone_cap, p->gone_cap, 1))
+			return -ENOMEM;
+	q = p->gone + p->gone_len;
+	q = mms_put_u(q, r->addr);
+	q = mms_put_u(q, r->size);
+	q = mms_put_u(q, r->event);
+	q = mms_put_u(q, mms_zigzag((int64_t)(r->time_ns - p->t->first_ns)));
+	q = mms_put_u(q, r->stack);
+	q = mms_put_u(q, (uint64_t)var << 3 | r->mem);
+	p->gone_len = (size_t)(q - p->gone);
+	return 0;
+}
+
+/* The row at offset off of gone into *r; returns the next row's offset. */
+static size_t gone_get(const struct trace_pass *p, size_t off, struct row *r)
+{
+	const uint8_t *q = p->gone + off, *end = p->gone + p->gone_len;
+	uint64_t v[6] = { 0 };
+
+	/* The format's varints, as gone_put() wrote them with mms_put_u(). */
+	for (int i = 0; i < 6; i++)
+		(void)mms_get_u(&q, end, &v[i]);
+	r->addr = v[0];
+	r->size = v[1];
+	r->event = v[2];
+	r->time_ns = p->t->first_ns + (uint64_t)mms_unzigzag(v[3]);
+	r->stack = (uint32_t)v[4];
+	r->mem = (uint8_t)(v[5] & 7);
+	r->var = v[5] >> 3 ? p->vars[(v[5] >> 3) - 1] : "";
+	return (size_t)(q - p->gone);
+}
+
+int mms__trace_freed_add(struct trace_pass *p, const struct mms__blk *b, uint64_t time_ns)
+{
+	struct row r;
+	int rc;
+
+	if (!(p->kinds & 1u << b->mem) || p->skip & MMS_TRACE_SKIP_PEAK)
+		return 0;
+	if (p->top) {
+		row_of(p->st, b, time_ns, &r);
+		rc = gone_put(p, &r);
+		if (rc)
+			return rc;
+	}
+	return kept_add(p, b, time_ns);
+}
+
+/* --- the lists ---------------------------------------------------------------- */
+
+/* A list of blocks being made: the blocks' sort keys and where each is,
+ * in k[i].ix: a live block's slot, a piece of a live mapping
+ * (REF_PIECE | its index in the state's maps) or a block freed since the
+ * peak (REF_GONE | its row's offset in gone, or with top 0 its index in
+ * kept). Only these 16 bytes a block are sorted; the rows are written and
+ * the first records made from where the blocks are. */
+#define REF_PIECE ((size_t)1 << (sizeof(size_t) * 8 - 1))
+#define REF_GONE ((size_t)1 << (sizeof(size_t) * 8 - 2))
+#define REF_IX (REF_GONE - 1)
+
+struct list {
+	struct trace_pass *p;
+	uint64_t limit;          /* only blocks allocated at or before it */
+	int gone;                /* with the blocks freed since the peak */
+	int fill;                /* 0: count the blocks; 1: fill k */
+	struct mms__keyed *k;
+	size_t n;
+	uint64_t bytes, most, last; /* their bytes, the largest size, the last event */
+	unsigned ebits;          /* the bits of last */
+	int wide;                /* size and event do not fit one key */
+};
+
+static void list_one(struct list *l, uint64_t size, uint64_t event, size_t ref)
+{
+	if (l->fill) {
+		l->k[l->n].key = l->wide ? 0 : (l->ebits < 64 ? (l->most - size) << l->ebits : 0) | event;
+		l->k[l->n++].ix = ref;
+		return;
+	}
+	l->n++;
+	l->bytes += size;
+	l->most = size > l->most ? size : l->most;
+	l->last = event > l->last ? event : l->last;
+}
+
+static int list_visit(const struct mms__blk *b, void *ctx)
+{
+	struct list *l = ctx;
+	const struct mms__state *st = l->p->st;
+
+	if (b->alloc_event > l->limit || !(l->p->kinds & 1u << b->mem))
+		return 0;
+	if (b >= st->blks && b < st->blks + st->nblks)
+		list_one(l, b->size, b->alloc_event, (size_t)(b - st->blks));
+	else /* a piece of a mapping, a copy: its range's index */
+		list_one(l, b->size, b->alloc_event, REF_PIECE | mms__ivset_find(&st->maps, b->addr));
+	return 0;
+}
+
+static void list_walk(struct list *l)
+{
+	size_t i, next;
+	struct row r;
+
+	l->n = 0;
+	mms__state_each(l->p->st, list_visit, l);
+	if (!l->gone)
+		return;
+	for (i = 0; !l->p->top && i < l->p->nkept; i++)
+		list_one(l, l->p->kept[i].b.size, l->p->kept[i].b.alloc_event, REF_GONE | i);
+	for (i = 0; l->p->top && i < l->p->gone_len; i = next) {
+		next = gone_get(l->p, i, &r);
+		list_one(l, r.size, r.event, REF_GONE | i);
+	}
+}
+
+/* The slot of the live block, or of the live mapping, that ref is of. */
+static const struct mms__blk *ref_blk(const struct trace_pass *p, size_t ref)
+{
+	return &p->st->blks[ref & REF_PIECE ? p->st->maps.iv[ref & REF_IX].val : ref];
+}
+
+/* The row of the block at ref. */
+static void ref_row(struct trace_pass *p, size_t ref, struct row *r)
+{
+	const struct mms__blk *b;
+	const struct mms__iv *iv;
+
+	if (ref & REF_GONE) {
+		if (p->top)
+			gone_get(p, ref & REF_IX, r);
+		else
+			row_of(p->st, &p->kept[ref & REF_IX].b, p->kept[ref & REF_IX].time_ns, r);
+		return;
+	}
+	b = ref_blk(p, ref);
+	row_of(p->st, b, mms__trace_block_time(p, b), r);
+	if (ref & REF_PIECE) {
+		iv = &p->st->maps.iv[ref & REF_IX];
+		r->addr = iv->lo;
+		r->size = iv->hi - iv->lo;
+	}
+}
+
+static int ref_cmp(const void *a, const void *b, void *ctx)
+{
+	struct trace_pass *p = ctx;
+	struct row x, y;
+
+	ref_row(p, ((const struct mms__keyed *)a)->ix, &x);
+	ref_row(p, ((const struct mms__keyed *)b)->ix, &y);
+	return order_cmp(x.size, x.event, x.addr, y.size, y.event, y.addr);
+}
+
+/* Puts the list's blocks in l->k in their order (l->k, a table of huge
+ * pages for the same reason as gone, freed by the caller): a radix sort
+ * of one key of the size and the event where both fit in 64 bits, runs
+ * of equal keys (pieces of one mapping) by address; else a qsort().
+ * Returns 0 or -ENOMEM. */
+static int list_sort(struct list *l)
+{
+	size_t i, lo;
+
+	list_walk(l);
+	l->ebits = mms__bits(l->last);
+	l->wide = mms__bits(l->most) + l->ebits > 64;
+	l->k = mms__table_alloc((l->n ? l->n : 1) * sizeof(*l->k));
+	if (!l->k)
+		return -ENOMEM;
+	l->fill = 1;
+	list_walk(l);
+	if (!l->wide)
+		mms__sort_keyed(l->k, l->n);
+	for (lo = 0; lo < l->n; lo = i) {
+		for (i = lo + 1; i < l->n && l->k[i].key == l->k[lo].key; i++)
+			;
+		if (i - lo > 1)
+			qsort_r(l->k + lo, i - lo, sizeof(*l->k), ref_cmp, l->p);
+	}
+	return 0;
+}
+
+/* The record of the block at ref, the first in the list to be made of
+ * those freed since the peak when nth (from 0). */
+static void ref_record(struct trace_pass *p, size_t ref, size_t nth, mms_trace_block_t *out)
+{
+	const struct mms__blk *b;
+	struct mms__blk piece;
+	const struct mms__iv *iv;
+
+	if (ref & REF_GONE) {
+		/* With top 0 every one was kept; else the kept are the
+		 * first of them, sorted: the nth freed block of the list is
+		 * the nth kept (nth < nkept, as the list's first top hold at
+		 * most top of them). */
+		kept_out(p, &p->kept[p->top ? nth : ref & REF_IX], out);
+		return;
+	}
+	b = ref_blk(p, ref);
+	if (ref & REF_PIECE) {
+		iv = &p->st->maps.iv[ref & REF_IX];
+		piece = *b;
+		piece.addr = iv->lo;
+		piece.size = iv->hi - iv->lo;
+		block_out(p, &piece, mms__trace_block_time(p, b), out);
+	} else {
+		block_out(p, b, mms__trace_block_time(p, b), out);
+	}
+}
+
+/* Asks for the memory of the block at ref ahead of its turn: the list's
+ * order takes the blocks at random, and a row is written in less time
+ * than a cache miss takes. Inlined always: GCC takes a function that only
+ * prefetches for one without effects and drops its calls. */
+#define AHEAD 16
+static inline __attribute__((always_inline)) void ref_prefetch(const struct trace_pass *p, size_t ref)
+{
+	const struct mms__state *st = p->st;
+	const char *q;
+
+	if (ref & REF_GONE) {
+		q = p->top ? (const char *)p->gone + (ref & REF_IX) : (const char *)&p->kept[ref & REF_IX];
+		__builtin_prefetch(q);
+		__builtin_prefetch(q + GONE_MAX - 1);
+	} else if (!(ref & REF_PIECE)) {
+		q = (const char *)&st->blks[ref];
+		__builtin_prefetch(q);
+		__builtin_prefetch(q + sizeof(st->blks[0]) - 1);
+		if (st->ext_size)
+			__builtin_prefetch(st->ext + ref * st->ext_size + p->time_off);
+	}
+}
+
+/* Makes list l: its first top blocks as records in *out (*nout of them;
+ * NULL when none), every block's row into f (when open), and sets *total
+ * and *bytes. Returns 0 or -ENOMEM. */
+static int list_make(struct list *l, struct tsv *f, mms_trace_block_t **out, size_t *nout, size_t *total,
+		     uint64_t *bytes)
+{
+	struct trace_pass *p = l->p;
+	mms_trace_block_t *v = NULL;
+	size_t i, keep, nth = 0;
+	struct row r;
+	int rc;
+
+	rc = list_sort(l);
+	keep = p->top && p->top < l->n ? p->top : l->n;
+	if (!rc && keep && !(v = malloc(keep * sizeof(*v))))
+		rc = -ENOMEM;
+	if (!rc && l->gone && p->top)
+		qsort(p->kept, p->nkept, sizeof(*p->kept), kept_qsort_cmp);
+	for (i = 0; !rc && i < l->n && (i < keep || (f->w && !f->rc)); i++) {
+		size_t ref = l->k[i].ix;
+
+		if (i + AHEAD < l->n)
+			ref_prefetch(p, l->k[i + AHEAD].ix);
+		if (i < keep)
+			ref_record(p, ref, ref & REF_GONE ? nth++ : 0, &v[i]);
+		if (f->w && !f->rc) {
+			ref_row(p, ref, &r);
+			mms__trace_tsv_row(f, &r);
+		}
+	}
+	mms__table_free(l->k, (l->n ? l->n : 1) * sizeof(*l->k));
+	l->k = NULL;
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*nout = keep;
+	*total = l->n;
+	*bytes = l->bytes;
+	return 0;
+}
+
+/* Opens the TSV file at path (none when NULL) into f: a file that cannot
+ * be made is said in *rc, and its list is made without it. */
+static void tsv_open(struct trace_pass *p, struct tsv *f, const char *path, int *rc)
+{
+	mms_log_info_t info;
+
+	memset(f, 0, sizeof(*f));
+	*rc = 0;
+	if (!path)
+		return;
+	mms_log_get_info(p->log, &info);
+	f->log = p->log;
+	f->pid = info.pid;
+	f->sym = p->out.sym;
+	f->w = mms__wfile_open(path, p->out.overwrite, rc);
+}
+
+/* See trace-int.h. Both files are moved into place once both lists are
+ * made (none when the analysis fails). */
+int mms__trace_lists_finish(struct trace_pass *p)
+{
+	mms_trace_t *t = p->t;
+	struct tsv f[2];
+	struct list l;
+	uint64_t bytes;
+	int rc = 0;
+
+	tsv_open(p, &f[0], p->tsv_path[0], &t->watermark_rc);
+	tsv_open(p, &f[1], p->tsv_path[1], &t->leakage_rc);
+	/* Leakage: everything live at the end (its bytes also when the list
+	 * is not wanted). */
+	if (p->skip & MMS_TRACE_SKIP_END) {
+		t->end_bytes = mms__trace_live_total(p);
+	} else {
+		l = (struct list){ .p = p, .limit = UINT64_MAX };
+		rc = list_make(&l, &f[1], &t->end, &t->nend, &t->end_blocks, &t->end_bytes);
+	}
+	/* Watermark: what is still live of the peak, and what was freed
+	 * since (none without a peak). */
+	if (!rc && !(p->skip & MMS_TRACE_SKIP_PEAK) && t->peak_bytes) {
+		l = (struct list){ .p = p, .limit = t->peak_event, .gone = 1 };
+		rc = list_make(&l, &f[0], &t->peak, &t->npeak, &t->peak_blocks, &bytes); /* peak_bytes's */
+	}
+	mms__table_free(p->gone, p->gone_cap);
+	free(p->kept);
+	p->gone = NULL;
+	p->kept = NULL;
+	p->gone_len = p->gone_cap = p->nkept = p->kept_cap = 0;
+	if (f[0].w)
+		t->watermark_rc = mms__wfile_close(f[0].w, rc ? rc : f[0].rc);
+	if (f[1].w)
+		t->leakage_rc = mms__wfile_close(f[1].w, rc ? rc : f[1].rc);
+	return rc;
+}
+
+
+void mms__trace_lists_free(struct trace_pass *p)
+{
+	mms__table_free(p->gone, p->gone_cap);
+	free(p->vars);
+	mms__map_free(&p->var_ix);
+	free(p->kept);
+	p->gone = NULL;
+	p->vars = NULL;
+	p->kept = NULL;
+}
