@@ -618,15 +618,22 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Makes room for element n of the tracer's array *p. The array is the
+ * package's, not the program's: marked so (MMS_RT_SELF), no report calls
+ * it the program's leak. */
 static int grow(void **p, size_t *cap, size_t n, size_t elem)
 {
+	unsigned own;
 	size_t c;
 	void *q;
 
 	if (n < *cap)
 		return 0;
 	c = *cap ? *cap * 2 : 256;
+	own = api.own_begin ? api.own_begin() : 0;
 	q = PyMem_RawRealloc(*p, c * elem);
+	if (api.own_end)
+		api.own_end(own);
 	if (!q)
 		return -1;
 	*p = q;
@@ -735,44 +742,23 @@ static void rows_drop(void)
 	tr.nrows = tr.depth = 0;
 }
 
-/* tracer_stop(): stops tracing and writes the rows into
- * python_trace_{TID}_{timestamp}.csv in the run folder (the recorder's
- * MSMEMSCOPE_LOG_DIR), or the current folder when not recorded. Returns
- * the path, or None when the tracer was not on. Nothing of its own is
- * timed: the profile function goes first. */
-static PyObject *py_tracer_stop(PyObject *self, PyObject *unused)
+/* Writes the tracer's rows into a new file at path and drops them.
+ * Returns 0, or an errno value. */
+static int rows_write(const char *path)
 {
-	const char *dir = NULL;
-	char path[4096];
-	time_t t = time(NULL);
-	struct tm tm;
 	FILE *f;
 	size_t i;
-	int fd;
+	int fd, e;
 
-	if (!tr.on)
-		Py_RETURN_NONE;
-	/* The Python stacks' hook takes over again. */
-	PyEval_SetProfile(stack_depth && !stack_walk ? stack_profile : NULL, NULL);
-	tr.on = 0;
-	if (recording())
-		dir = getenv("MSMEMSCOPE_LOG_DIR");
-	if (!dir || !*dir)
-		dir = ".";
-	localtime_r(&t, &tm);
-	snprintf(path, sizeof(path), "%s/python_trace_%ld_%04d%02d%02d%02d%02d%02d.csv", dir, tr.tid,
-		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
 	/* A file already there is kept: the rows are not lost in it. */
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
 	f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!f) {
-		int e = errno;
-
+		e = errno;
 		if (fd >= 0)
 			close(fd);
 		rows_drop();
-		errno = e;
-		return PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
+		return e;
 	}
 	fputs("FuncInfo,StartTime(ns),EndTime(ns),Thread Id,Process Id\n", f);
 	for (i = 0; i < tr.nrows; i++) {
@@ -786,8 +772,44 @@ static PyObject *py_tracer_stop(PyObject *self, PyObject *unused)
 		Py_XDECREF(s);
 	}
 	rows_drop();
-	if (fclose(f))
+	return fclose(f) ? errno : 0;
+}
+
+/* tracer_stop(): stops tracing and writes the rows into
+ * python_trace_{TID}_{timestamp}.csv in the run folder (the recorder's
+ * MSMEMSCOPE_LOG_DIR), or the current folder when not recorded. Returns
+ * the path, or None when the tracer was not on. Nothing of its own is
+ * timed: the profile function goes first. What the writing allocates is
+ * the package's (MMS_RT_SELF), not the program's. */
+static PyObject *py_tracer_stop(PyObject *self, PyObject *unused)
+{
+	const char *dir = NULL;
+	char path[4096];
+	time_t t = time(NULL);
+	struct tm tm;
+	unsigned own;
+	int e;
+
+	if (!tr.on)
+		Py_RETURN_NONE;
+	/* The Python stacks' hook takes over again. */
+	PyEval_SetProfile(stack_depth && !stack_walk ? stack_profile : NULL, NULL);
+	tr.on = 0;
+	if (recording())
+		dir = getenv("MSMEMSCOPE_LOG_DIR");
+	if (!dir || !*dir)
+		dir = ".";
+	localtime_r(&t, &tm);
+	snprintf(path, sizeof(path), "%s/python_trace_%ld_%04d%02d%02d%02d%02d%02d.csv", dir, tr.tid,
+		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+	own = api.own_begin ? api.own_begin() : 0;
+	e = rows_write(path);
+	if (api.own_end)
+		api.own_end(own);
+	if (e) {
+		errno = e;
 		return PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
+	}
 	return PyUnicode_DecodeFSDefault(path);
 }
 

@@ -33,7 +33,7 @@ MMS__EXPORT const char *mms_runtime_what(unsigned kind)
 		"the buffer of stdin, stdout or stderr",
 		"CPython's, at exit: the interpreter's state and objects still referenced, which it does not free "
 		"by design",
-		"msmemscope's own Python package, while it tagged the program's tensors (msmemscope.torch): there "
+		"msmemscope's own Python package (its tracer's rows, msmemscope.torch's tagging of tensors): there "
 		"because the program was recorded",
 		"PyTorch's CUDA caching allocator: device memory it keeps cached for reuse by design, which the CUDA "
 		"context frees at exit",
