@@ -288,13 +288,20 @@ static char *log_origin(const char *name, const struct log_result *r)
 	return xasprintf("spawned by pid %" PRIu64 " (posix_spawn, vfork or fork, then exec)", r->info.ppid);
 }
 
-/* One line for each log in the run folder besides the program's own:
- * forked children, spawned children and exec'd images. */
+/* Other logs listed one by one: a build or a shell script spawns
+ * hundreds of processes. The rest are counted, but one that is cut,
+ * damaged, lost events or freed what was not live is always listed. */
+#define OTHER_LOGS_SHOWN 10
+
+/* One line for each log in the run folder besides the program's own
+ * (forked children, spawned children and exec'd images): the first
+ * OTHER_LOGS_SHOWN, then those with a problem, then a count of the rest. */
 static void print_other_logs(const struct run *run, pid_t pid)
 {
 	char *main_name = xasprintf("memscope_%ld.mms", (long)pid);
+	uint64_t more = 0, more_events = 0, more_blocks = 0, more_bytes = 0;
 	struct dirent **list;
-	int n;
+	int n, shown = 0;
 
 	n = scandir(run->dir, &list, is_log, cmp_logs);
 	if (n < 0) {
@@ -310,6 +317,17 @@ static void print_other_logs(const struct run *run, pid_t pid)
 
 		if (strcmp(name, main_name) != 0 && log_read(run->dir, name, &r) == 0) {
 			info = &r.info;
+			if (shown >= OTHER_LOGS_SHOWN && !info->cut && !info->damaged && !info->lost_events &&
+			    !r.sum.unmatched_frees) {
+				more++;
+				more_events += r.sum.events;
+				more_blocks += r.sum.mem[MMS_MEM_HOST].live_blocks;
+				more_bytes += r.sum.mem[MMS_MEM_HOST].live_bytes;
+				log_result_free(&r);
+				free(list[i]);
+				continue;
+			}
+			shown++;
 			origin = log_origin(name, &r);
 			inherited = r.fork.state == MMS_FORK_INHERITED
 					    ? xasprintf(" (%" PRIu64 " of them inherited)",
@@ -333,6 +351,15 @@ static void print_other_logs(const struct run *run, pid_t pid)
 			log_result_free(&r);
 		}
 		free(list[i]);
+	}
+	if (more) {
+		char b[64];
+
+		fprintf(stderr,
+			"  ... and %" PRIu64 " more log%s in %s: %" PRIu64 " events, %" PRIu64 " heap block%s (%s) live at "
+			"their ends (msmemscope-replay LOG reads each)\n",
+			more, more == 1 ? "" : "s", run->shown, more_events, more_blocks, more_blocks == 1 ? "" : "s",
+			human_bytes(more_bytes, b, sizeof(b)));
 	}
 	free(list);
 	free(main_name);
