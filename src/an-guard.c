@@ -3,6 +3,7 @@
  * findings, one block each in the manner of valgrind's errors (what, the
  * block, where it was allocated and freed, the damaged bytes, and the
  * window in which the damage happened), then the error summary. */
+#define _GNU_SOURCE /* qsort_r */
 #include "config.h"
 
 #include <inttypes.h>
@@ -102,12 +103,12 @@ static int key_cmp(const mms_guard_finding_t *a, const mms_guard_finding_t *b)
 	return 0;
 }
 
-static const mms_guard_finding_t *sorting; /* qsort() has no context */
-
-static int order_cmp(const void *pa, const void *pb)
+/* Finding indices by context, then in log order (ctx: the findings). */
+static int order_cmp(const void *pa, const void *pb, void *ctx)
 {
+	const mms_guard_finding_t *f = ctx;
 	size_t i = *(const size_t *)pa, j = *(const size_t *)pb;
-	int c = key_cmp(&sorting[i], &sorting[j]);
+	int c = key_cmp(&f[i], &f[j]);
 
 	return c ? c : (i > j) - (i < j);
 }
@@ -124,7 +125,7 @@ static void contexts_free(struct contexts *c)
  * is then empty, and each finding stands alone). */
 static int contexts_make(const mms_guard_t *r, struct contexts *c)
 {
-	size_t n = r->nfindings, i, start = 0, *first;
+	size_t n = r->nfindings, i, start = 0;
 
 	memset(c, 0, sizeof(*c));
 	if (!n)
@@ -132,31 +133,22 @@ static int contexts_make(const mms_guard_t *r, struct contexts *c)
 	c->order = malloc(n * sizeof(*c->order));
 	c->run = malloc(n * sizeof(*c->run));
 	c->num = malloc(n * sizeof(*c->num));
-	first = malloc(n * sizeof(*first));
-	if (!c->order || !c->run || !c->num || !first) {
-		free(first);
+	if (!c->order || !c->run || !c->num) {
 		contexts_free(c);
 		return -1;
 	}
 	for (i = 0; i < n; i++)
 		c->order[i] = i;
-	sorting = r->findings;
-	qsort(c->order, n, sizeof(*c->order), order_cmp);
+	qsort_r(c->order, n, sizeof(*c->order), order_cmp, r->findings);
 	for (i = 0; i < n; i++) {
 		if (i && key_cmp(&r->findings[c->order[i - 1]], &r->findings[c->order[i]]))
 			start = i;
 		c->run[c->order[i]] = start;
 	}
-	/* Numbered in the order of each context's first finding (the first
-	 * of its run: ties are in log order). */
+	/* Numbered in the order of each context's first finding: the first
+	 * of its run (ties are in log order), numbered before the others. */
 	for (i = 0; i < n; i++)
-		first[i] = SIZE_MAX;
-	for (i = 0; i < n; i++) {
-		if (first[c->run[i]] == SIZE_MAX)
-			first[c->run[i]] = c->n++;
-		c->num[i] = first[c->run[i]];
-	}
-	free(first);
+		c->num[i] = c->order[c->run[i]] == i ? c->n++ : c->num[c->order[c->run[i]]];
 	return 0;
 }
 

@@ -293,6 +293,38 @@ static char *log_origin(const char *name, const struct log_result *r)
  * damaged, lost events or freed what was not live is always listed. */
 #define OTHER_LOGS_SHOWN 10
 
+static int log_has_problem(const struct log_result *r)
+{
+	return r->info.cut || r->info.damaged || r->info.lost_events || r->sum.unmatched_frees;
+}
+
+/* The line of another log of the run: how its process began, its events
+ * and the heap blocks live at its end, and what is wrong with it. */
+static void print_other_log(const char *name, const struct log_result *r)
+{
+	const mms_log_info_t *info = &r->info;
+	char b[64], *origin, *inherited, *bad;
+
+	origin = log_origin(name, r);
+	inherited = r->fork.state == MMS_FORK_INHERITED
+			    ? xasprintf(" (%" PRIu64 " of them inherited)", r->sum.inherited_live_blocks[MMS_MEM_HOST])
+			    : xstrdup("");
+	bad = r->sum.unmatched_frees ? xasprintf("; %" PRIu64 " free%s of no live block", r->sum.unmatched_frees,
+						 r->sum.unmatched_frees == 1 ? "" : "s")
+				     : xstrdup("");
+	fprintf(stderr,
+		"  also %s: pid %" PRIu64 "%s%s, %s: %" PRIu64 " events, %" PRIu64 " heap block%s "
+		"(%s) live at %s%s%s%s%s%s\n",
+		name, info->pid, *r->exe ? ", " : "", r->exe, origin, r->sum.events,
+		r->sum.mem[MMS_MEM_HOST].live_blocks, r->sum.mem[MMS_MEM_HOST].live_blocks == 1 ? "" : "s",
+		human_bytes(r->sum.mem[MMS_MEM_HOST].live_bytes, b, sizeof(b)), log_end(r), inherited, bad,
+		info->cut ? "; the log is cut" : "", info->damaged ? "; damaged" : "",
+		info->lost_events ? "; events lost" : "");
+	free(origin);
+	free(inherited);
+	free(bad);
+}
+
 /* One line for each log in the run folder besides the program's own
  * (forked children, spawned children and exec'd images): the first
  * OTHER_LOGS_SHOWN, then those with a problem, then a count of the rest. */
@@ -311,43 +343,18 @@ static void print_other_logs(const struct run *run, pid_t pid)
 	}
 	for (int i = 0; i < n; i++) {
 		const char *name = list[i]->d_name;
-		const mms_log_info_t *info;
 		struct log_result r;
-		char b[64], *origin, *inherited, *bad;
 
 		if (strcmp(name, main_name) != 0 && log_read(run->dir, name, &r) == 0) {
-			info = &r.info;
-			if (shown >= OTHER_LOGS_SHOWN && !info->cut && !info->damaged && !info->lost_events &&
-			    !r.sum.unmatched_frees) {
+			if (shown < OTHER_LOGS_SHOWN || log_has_problem(&r)) {
+				shown++;
+				print_other_log(name, &r);
+			} else {
 				more++;
 				more_events += r.sum.events;
 				more_blocks += r.sum.mem[MMS_MEM_HOST].live_blocks;
 				more_bytes += r.sum.mem[MMS_MEM_HOST].live_bytes;
-				log_result_free(&r);
-				free(list[i]);
-				continue;
 			}
-			shown++;
-			origin = log_origin(name, &r);
-			inherited = r.fork.state == MMS_FORK_INHERITED
-					    ? xasprintf(" (%" PRIu64 " of them inherited)",
-							r.sum.inherited_live_blocks[MMS_MEM_HOST])
-					    : xstrdup("");
-			bad = r.sum.unmatched_frees ? xasprintf("; %" PRIu64 " free%s of no live block",
-								 r.sum.unmatched_frees,
-								 r.sum.unmatched_frees == 1 ? "" : "s")
-						    : xstrdup("");
-			fprintf(stderr,
-				"  also %s: pid %" PRIu64 "%s%s, %s: %" PRIu64 " events, %" PRIu64 " heap block%s "
-				"(%s) live at %s%s%s%s%s%s\n",
-				name, info->pid, *r.exe ? ", " : "", r.exe, origin, r.sum.events,
-				r.sum.mem[MMS_MEM_HOST].live_blocks, r.sum.mem[MMS_MEM_HOST].live_blocks == 1 ? "" : "s",
-				human_bytes(r.sum.mem[MMS_MEM_HOST].live_bytes, b, sizeof(b)), log_end(&r), inherited,
-				bad, info->cut ? "; the log is cut" : "", info->damaged ? "; damaged" : "",
-				info->lost_events ? "; events lost" : "");
-			free(origin);
-			free(inherited);
-			free(bad);
 			log_result_free(&r);
 		}
 		free(list[i]);

@@ -92,11 +92,24 @@ static PyObject *py_recording(PyObject *self, PyObject *unused)
 	return PyBool_FromLong(recording());
 }
 
-/* The package's own work in the program's thread: what it allocates until
- * _own_end(token) is marked msmemscope's, not the program's. */
+/* The package's own work in the program's thread: what it allocates
+ * between own_begin() and own_end(token) is marked msmemscope's
+ * (MMS_RT_SELF), not the program's. */
+static unsigned own_begin(void)
+{
+	return api.own_begin ? api.own_begin() : 0;
+}
+
+static void own_end(unsigned token)
+{
+	if (api.own_end)
+		api.own_end(token);
+}
+
+/* _own_begin() and _own_end(token): the same for the package's Python code. */
 static PyObject *py_own_begin(PyObject *self, PyObject *unused)
 {
-	return PyLong_FromUnsignedLong(api.own_begin ? api.own_begin() : 0);
+	return PyLong_FromUnsignedLong(own_begin());
 }
 
 static PyObject *py_own_end(PyObject *self, PyObject *arg)
@@ -105,8 +118,7 @@ static PyObject *py_own_end(PyObject *self, PyObject *arg)
 
 	if (prev == (unsigned long)-1 && PyErr_Occurred())
 		return NULL;
-	if (api.own_end)
-		api.own_end((unsigned)prev);
+	own_end((unsigned)prev);
 	Py_RETURN_NONE;
 }
 
@@ -630,10 +642,9 @@ static int grow(void **p, size_t *cap, size_t n, size_t elem)
 	if (n < *cap)
 		return 0;
 	c = *cap ? *cap * 2 : 256;
-	own = api.own_begin ? api.own_begin() : 0;
+	own = own_begin();
 	q = PyMem_RawRealloc(*p, c * elem);
-	if (api.own_end)
-		api.own_end(own);
+	own_end(own);
 	if (!q)
 		return -1;
 	*p = q;
@@ -802,10 +813,9 @@ static PyObject *py_tracer_stop(PyObject *self, PyObject *unused)
 	localtime_r(&t, &tm);
 	snprintf(path, sizeof(path), "%s/python_trace_%ld_%04d%02d%02d%02d%02d%02d.csv", dir, tr.tid,
 		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-	own = api.own_begin ? api.own_begin() : 0;
+	own = own_begin();
 	e = rows_write(path);
-	if (api.own_end)
-		api.own_end(own);
+	own_end(own);
 	if (e) {
 		errno = e;
 		return PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);

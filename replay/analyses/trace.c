@@ -13,7 +13,6 @@
 #include "msmemscope/error.h"
 #include "msmemscope/log.h"
 #include "msmemscope/pass.h"
-#include "format.h"
 #include "base-int.h"
 #include "intervals-int.h"
 #include "log-int.h"
