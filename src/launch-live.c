@@ -54,6 +54,35 @@ struct live {
 	uint64_t looks;         /* looks at the log */
 };
 
+/* Frees what the thread read. */
+static void live_drop_quiet(struct live *lv)
+{
+	if (lv->c)
+		an_close(lv->c);
+	mms_log_close(lv->log);
+	lv->c = NULL;
+	lv->log = NULL;
+}
+
+/* The process exec'd another program, whose log (its successor) has
+ * appeared: that image is the program's, and the one followed so far a
+ * wrapper's (env, a shell script, pyenv's shims), so the thread follows
+ * the new log instead. Returns 1 when it switched. */
+static int live_follow_exec(struct live *lv)
+{
+	char *next = exec_successor(lv->run->dir, lv->shown);
+
+	if (!next)
+		return 0;
+	live_drop_quiet(lv);
+	lv->status = 0;
+	free(lv->shown);
+	free(lv->path);
+	lv->shown = next;
+	lv->path = xasprintf("%s/%s", lv->run->dir, next);
+	return 1;
+}
+
 /* Waits ns nanoseconds, or until live_stop() says the program exited. */
 static void idle(struct live *lv, long ns)
 {
@@ -115,6 +144,8 @@ static void *live_main(void *arg)
 		} else {
 			lv->looks++;
 			rc = mms_log_follow_refresh(lv->log);
+			if (rc == 0 && live_follow_exec(lv))
+				continue;
 			if (rc == 0) {
 				idle(lv, wait);
 				if (wait < LIVE_IDLE_MAX_NS)
@@ -188,19 +219,24 @@ static void live_drop(struct live *lv)
 		fprintf(stderr, "%s: live: not used (%s%s)\n", cli_progname,
 			lv->failed ? "following stopped: " : "no log while it ran",
 			lv->failed ? mms_strerror(lv->failed) : "");
-	if (lv->c)
-		an_close(lv->c);
-	mms_log_close(lv->log);
-	lv->c = NULL;
-	lv->log = NULL;
+	live_drop_quiet(lv);
 }
 
-struct an_ctx *live_take(struct live *lv, mms_log_t **log, int *status)
+struct an_ctx *live_take(struct live *lv, const char *name, mms_log_t **log, int *status)
 {
 	struct an_ctx *c;
 
 	if (!lv)
 		return NULL;
+	/* An image the thread did not reach (it exec'd after the last look)
+	 * is read after the run. */
+	if (strcmp(lv->shown, name) != 0) {
+		if (getenv("MSMEMSCOPE_LIVE_DEBUG"))
+			fprintf(stderr, "%s: live: not used (%s exec'd %s after the last look)\n", cli_progname,
+				lv->shown, name);
+		live_drop_quiet(lv);
+		return NULL;
+	}
 	/* The last look, and the rest of the events: a thread's records
 	 * written late, stamped before events fed already, make the log read
 	 * anew; what was read goes first, so that the new read does not

@@ -36,10 +36,7 @@ struct log_result {
 	char *pools[MMS_BAD_FREES_KEPT]; /* the pool names of sum.bad_frees, copied */
 };
 
-/* Where a log's process went on, when it exec'd: memscope_P.mms is
- * followed by memscope_P.exec1.mms, memscope_P.execN.mms by exec{N+1}.
- * Returns the successor's name (malloc'd) if that log exists. */
-static char *exec_successor(const char *dir, const char *name)
+char *exec_successor(const char *dir, const char *name)
 {
 	unsigned long pid, n = 0;
 	char *next, *path;
@@ -55,6 +52,17 @@ static char *exec_successor(const char *dir, const char *name)
 	}
 	free(path);
 	return next;
+}
+
+char *program_log_name(const char *dir, pid_t pid)
+{
+	char *name = xasprintf("memscope_%ld.mms", (long)pid), *next;
+
+	while ((next = exec_successor(dir, name))) {
+		free(name);
+		name = next;
+	}
+	return name;
 }
 
 static void log_result_free(struct log_result *r)
@@ -206,6 +214,7 @@ static void print_main_summary(const struct run *run, char **argv, pid_t pid, in
 			       struct log_result *r)
 {
 	const mms_summary_t *sum;
+	unsigned long execs;
 
 	/* A process that left by _exit() (shells do) has no end record, but
 	 * the wait status says it exited: its last record is its end (unless
@@ -217,6 +226,12 @@ static void print_main_summary(const struct run *run, char **argv, pid_t pid, in
 
 	sum = &r->sum;
 	fprintf(stderr, "%s: recorded %s (pid %ld) to %s/%s\n", cli_progname, argv[0], (long)pid, run->shown, name);
+	/* A wrapper (env, a shell script, pyenv's shims) exec'd the program
+	 * the user meant: the report is the last image's. */
+	if (sscanf(name, "memscope_%*u.exec%lu.mms", &execs) == 1)
+		fprintf(stderr, "  %-17s %s (image %lu of pid %ld, after %lu exec%s; the earlier %s listed below)\n",
+			"image", *r->exe ? r->exe : "(unknown)", execs + 1, (long)pid, execs, execs == 1 ? "" : "s",
+			execs == 1 ? "image's log is" : "images' logs are");
 	fprintf(stderr, "  %-17s %" PRIu64 "  (", "events", sum->events);
 	for (int k = 1, first = 1; k < MMS_EV_KIND_COUNT; k++) {
 		if (!sum->by_kind[k])
@@ -268,9 +283,10 @@ static int is_log(const struct dirent *d)
 }
 
 /* How the process of log `name` began, for the list of other logs:
- * "forked from pid P at its event N", "exec'd from memscope_P.mms" or
- * "spawned by pid P (...)". Returns a malloc'd string. */
-static char *log_origin(const char *name, const struct log_result *r)
+ * "forked from pid P at its event N", "exec'd from memscope_P.mms", "the
+ * program as msmemscope started it" (the first image of pid program, when
+ * it exec'd) or "spawned by pid P (...)". Returns a malloc'd string. */
+static char *log_origin(const char *name, const struct log_result *r, pid_t program)
 {
 	unsigned long pid, n = 0;
 
@@ -283,6 +299,8 @@ static char *log_origin(const char *name, const struct log_result *r)
 	if (r->fork.state == MMS_FORK_UNKNOWN)
 		return xasprintf("forked from pid %" PRIu64 " (inherited blocks unknown: %s)", r->fork.parent_pid,
 				 r->fork.why);
+	if (r->info.pid == (uint64_t)program)
+		return xstrdup("the program as msmemscope started it");
 	/* A fork child that execs at once leaves no log of its own: its
 	 * image is a new process to the recorder, as posix_spawn's is. */
 	return xasprintf("spawned by pid %" PRIu64 " (posix_spawn, vfork or fork, then exec)", r->info.ppid);
@@ -300,12 +318,12 @@ static int log_has_problem(const struct log_result *r)
 
 /* The line of another log of the run: how its process began, its events
  * and the heap blocks live at its end, and what is wrong with it. */
-static void print_other_log(const char *name, const struct log_result *r)
+static void print_other_log(const char *name, const struct log_result *r, pid_t program)
 {
 	const mms_log_info_t *info = &r->info;
 	char b[64], *origin, *inherited, *bad;
 
-	origin = log_origin(name, r);
+	origin = log_origin(name, r, program);
 	inherited = r->fork.state == MMS_FORK_INHERITED
 			    ? xasprintf(" (%" PRIu64 " of them inherited)", r->sum.inherited_live_blocks[MMS_MEM_HOST])
 			    : xstrdup("");
@@ -328,9 +346,8 @@ static void print_other_log(const char *name, const struct log_result *r)
 /* One line for each log in the run folder besides the program's own
  * (forked children, spawned children and exec'd images): the first
  * OTHER_LOGS_SHOWN, then those with a problem, then a count of the rest. */
-static void print_other_logs(const struct run *run, pid_t pid)
+static void print_other_logs(const struct run *run, pid_t pid, const char *main_name)
 {
-	char *main_name = xasprintf("memscope_%ld.mms", (long)pid);
 	uint64_t more = 0, more_events = 0, more_blocks = 0, more_bytes = 0;
 	struct dirent **list;
 	int n, shown = 0;
@@ -338,7 +355,6 @@ static void print_other_logs(const struct run *run, pid_t pid)
 	n = scandir(run->dir, &list, is_log, cmp_logs);
 	if (n < 0) {
 		WARN("cannot list %s: %s", run->shown, strerror(errno));
-		free(main_name);
 		return;
 	}
 	for (int i = 0; i < n; i++) {
@@ -348,7 +364,7 @@ static void print_other_logs(const struct run *run, pid_t pid)
 		if (strcmp(name, main_name) != 0 && log_read(run->dir, name, &r) == 0) {
 			if (shown < OTHER_LOGS_SHOWN || log_has_problem(&r)) {
 				shown++;
-				print_other_log(name, &r);
+				print_other_log(name, &r, pid);
 			} else {
 				more++;
 				more_events += r.sum.events;
@@ -369,7 +385,6 @@ static void print_other_logs(const struct run *run, pid_t pid)
 			human_bytes(more_bytes, b, sizeof(b)));
 	}
 	free(list);
-	free(main_name);
 }
 
 /* ---- the dump (--data-format) ---- */
@@ -436,7 +451,8 @@ static int dump_done(struct dump *d, const struct run *run, const struct an_ctx 
 
 int write_dump(const struct run *run, pid_t pid, const char *format, unsigned analyses)
 {
-	char *path = xasprintf("%s/memscope_%ld.mms", run->dir, (long)pid);
+	char *name = program_log_name(run->dir, pid);
+	char *path = xasprintf("%s/%s", run->dir, name);
 	struct an_opts ao = { .tag_inefficient = true };
 	struct dump d;
 	struct an_ctx *c;
@@ -459,6 +475,7 @@ int write_dump(const struct run *run, pid_t pid, const char *format, unsigned an
 out:
 	mms_log_close(log);
 	free(path);
+	free(name);
 	return ret;
 }
 
@@ -477,7 +494,7 @@ void report_options(const struct run *run, const struct opts *o, struct an_opts 
 int report_run(const struct run *run, char **argv, pid_t pid, int status, const struct opts *o, struct live *lv,
 	       uint64_t *errors)
 {
-	char *name = xasprintf("memscope_%ld.mms", (long)pid);
+	char *name = program_log_name(run->dir, pid);
 	char *path = xasprintf("%s/%s", run->dir, name);
 	struct an_opts ao = { 0 };
 	struct log_result r;
@@ -492,7 +509,7 @@ int report_run(const struct run *run, char **argv, pid_t pid, int status, const 
 	 * written late (a thread's, stamped before events the pass took
 	 * already: it waited for the lock that maps its chunk) makes the
 	 * log read anew, as without the live read. */
-	c = live_take(lv, &log, &st);
+	c = live_take(lv, name, &log, &st);
 	if (c) {
 		c->shown = name;
 		c->pass_rc = mms_pass_run(c->pass);
@@ -513,7 +530,7 @@ int report_run(const struct run *run, char **argv, pid_t pid, int status, const 
 	if (err == -ENOENT)
 		goto out;
 	if (err < 0) {
-		print_other_logs(run, pid);
+		print_other_logs(run, pid, name);
 		if (o->analyses) {
 			warn("--analysis: cannot read %s: %s", path, mms_strerror(err));
 			ret = 1;
@@ -549,7 +566,7 @@ read:
 		print_main_summary(run, argv, pid, status, name, &r);
 		log_result_free(&r);
 	}
-	print_other_logs(run, pid);
+	print_other_logs(run, pid, name);
 	if (o->analyses) {
 		/* The report goes with the summary, on stderr: the program's
 		 * own output on stdout stays as it was. */

@@ -95,12 +95,13 @@ pid_t run_program(const struct run *run, char **argv, const struct opts *o, int 
  * program runs. live_start() starts it (NULL when the report asked for is
  * read after the run: files, a dump, suppressions), live_stop() ends it
  * once the program has exited, live_take() hands report_run() the pass it
- * fed (NULL: read the log anew), live_free() frees what is left. */
+ * fed over the log `name' (NULL: read the log anew; the thread follows the
+ * process's exec's to its last image), live_free() frees what is left. */
 struct an_ctx;
 struct an_opts;
 struct live *live_start(const struct run *run, pid_t pid, const struct opts *o);
 void live_stop(struct live *lv);
-struct an_ctx *live_take(struct live *lv, mms_log_t **log, int *status);
+struct an_ctx *live_take(struct live *lv, const char *name, mms_log_t **log, int *status);
 void live_free(struct live *lv);
 
 /* launch-report.c */
@@ -112,6 +113,15 @@ void live_free(struct live *lv);
  * program left no log. */
 int report_run(const struct run *run, char **argv, pid_t pid, int status, const struct opts *o, struct live *lv,
 	       uint64_t *errors);
+/* Where a log's process went on, when it exec'd: memscope_P.mms is
+ * followed by memscope_P.exec1.mms, memscope_P.execN.mms by exec{N+1}.
+ * Returns the successor's name (malloc'd) if that log exists. */
+char *exec_successor(const char *dir, const char *name);
+/* The program's log in the run folder dir: that of the last image of
+ * process pid (a wrapper such as env, a shell script or pyenv's shims
+ * exec's the program the user meant), memscope_P.mms when it exec'd
+ * nothing. Malloc'd. */
+char *program_log_name(const char *dir, pid_t pid);
 /* The analyses' options of the report after a run. */
 void report_options(const struct run *run, const struct opts *o, struct an_opts *ao);
 /* --data-format without a report (--analysis=): writes msMemScope's dump

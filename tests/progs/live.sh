@@ -4,7 +4,7 @@
 # (launch-live.c) and finishes the report after the exit: the report must
 # be the one the written log gives. For each mode of tests/progs/live.c
 # (steps with per-step leaks, threads, a thread that writes late, a fork,
-# a program killed mid-run) the launcher's leaks report, with stacks,
+# a program killed mid-run, a program env exec's) the launcher's leaks report, with stacks,
 # equals msmemscope-replay --analysis leaks on the same log, and its
 # summary's figures equal msmemscope-replay --summary --json's; and the
 # report was the one read while the program ran (MSMEMSCOPE_LIVE_DEBUG
@@ -18,7 +18,13 @@
 prog=$MMS_PROGS/live
 [ -x "$prog" ] || fail "the test program is not built: $prog"
 
-for mode in steps threads late fork kill; do
+for mode in steps threads late fork kill exec; do
+	# exec: env runs the program (a wrapper's exec, as pyenv's shims or a
+	# shell script's): the report is the exec'd image's, read while it ran.
+	case $mode in
+	exec) run="env MMS_LIVE_EXEC=1 $prog steps" ;;
+	*) run="$prog $mode" ;;
+	esac
 	# With two threads, a feed may refuse (a thread stopped inside a hook
 	# longer than the reader waits, on a loaded machine): the report is
 	# then read after the run, the same. Rare: three tries.
@@ -26,7 +32,7 @@ for mode in steps threads late fork kill; do
 	while :; do
 		rm -rf out
 		status=0
-		MSMEMSCOPE_LIVE_DEBUG=1 "$MMS_LAUNCHER" --call-stack=c:8 --output=out -- "$prog" $mode >$mode.out \
+		MSMEMSCOPE_LIVE_DEBUG=1 "$MMS_LAUNCHER" --call-stack=c:8 --output=out -- $run >$mode.out \
 			2>$mode.err || status=$?
 		if [ $mode = kill ]; then
 			[ $status = 137 ] || fail "live kill: the launcher exited $status, not 137: $(cat $mode.err)"
@@ -44,7 +50,15 @@ for mode in steps threads late fork kill; do
 	# Events read during the run, and all of them.
 	sed -n 's/^msmemscope: live: \([0-9]*\) events read while.*/\1/p' $mode.err >$mode.fed
 	sed -n 's/^  events  *\([0-9]*\) .*/\1/p' $mode.err >$mode.total
-	log=$(ls out/msmemscope_*/memscope_*.mms | head -1)
+	if [ $mode = exec ]; then
+		log=$(ls out/msmemscope_*/memscope_*.exec1.mms)
+		grep -q "^msmemscope: recorded env (pid [0-9]*) to .*/memscope_[0-9]*\.exec1\.mms$" $mode.err &&
+			grep -q "^  image  *$prog (image 2 of pid [0-9]*, after 1 exec; the earlier image's log is listed below)$" $mode.err &&
+			grep -q "^  also memscope_[0-9]*\.mms: pid [0-9]*, .*/env, the program as msmemscope started it: " $mode.err ||
+			fail "live exec: the report is not the exec'd image's: $(sed -n '/recorded/,/also/p' $mode.err)"
+	else
+		log=$(ls out/msmemscope_*/memscope_*.mms | head -1)
+	fi
 	[ -f "$log" ] || fail "live $mode: no log in out/"
 	# The leaks report, as the written log gives it.
 	sed -n '/^======/,$p' $mode.err >$mode.live
@@ -88,4 +102,4 @@ rm -rf out
 MSMEMSCOPE_LIVE_DEBUG=1 "$MMS_LAUNCHER" --analysis=leaks,decompose --output=out -- "$prog" steps >an.out 2>an.err ||
 	fail "msmemscope --analysis=leaks,decompose exited $?: $(cat an.err)"
 ! grep -q 'events read while' an.err || fail "--analysis=leaks,decompose: read during the run"
-note "the report read while the program ran is the written log's: steps, threads, a late thread, a fork, a killed program"
+note "the report read while the program ran is the written log's: steps, threads, a late thread, a fork, a killed program, a wrapper's exec"
