@@ -88,6 +88,10 @@ const struct mms_conf_key mms__conf_keys[] = {
 	  "a size in bytes, with K, M or G",
 	  "guard mode: freed bytes held back (filled with a pattern) before they are handed back",
 	  "recorder (guard.c)" },
+	{ "torch_ops", NULL, MMS_CONF_BOOL, F(torch_ops), 0, 1, NULL, "0", 0, "0 or 1",
+	  "1: a Python program's aten operators are operator launches from its import of torch on "
+	  "(msmemscope.torch.ops(); doc/python.md)",
+	  "the Python package (its boot module)" },
 };
 const size_t mms__conf_nkeys = sizeof mms__conf_keys / sizeof mms__conf_keys[0];
 

@@ -532,6 +532,10 @@ void parse_args(int argc, char **argv, struct opts *o)
 	 * launches), whatever --events says. */
 	if (o->level_set)
 		o->rec.events |= MMS_CONFIG_EV_LAUNCH;
+	/* --level=op: a Python program's aten operators too, with no change
+	 * to it (the Python package's boot module, launch-run.c). */
+	if (o->level_set && o->level == MMS_COMPARE_OP)
+		o->rec.torch_ops = 1;
 	if (i >= argc)
 		die_usage("no program to run (usage: %s [options] [--] prog [args...])", cli_progname);
 	o->argv = argv + i;
@@ -594,8 +598,9 @@ static void print_help(void)
 	       "                        deferred: record only between msmemscope_start() and\n"
 	       "                        msmemscope_stop() calls in the program.\n"
 	       "  --level=op|kernel     record operator (op, 0) or kernel (kernel, 1) launches:\n"
-	       "                        adds launch to --events (a PyTorch program's aten\n"
-	       "                        operators with msmemscope.torch are operator launches).\n"
+	       "                        adds launch to --events. op also makes a PyTorch\n"
+	       "                        program's aten operators operator launches, with no\n"
+	       "                        change to the program.\n"
 	       "  --steps=N[,N...]      record only these steps (1 to 5 step numbers, from 1,\n"
 	       "                        as msmemscope_step() counts them). Default: all.\n"
 	       "  --no-follow-exec      do not record the images the program execs (default:\n"

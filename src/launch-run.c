@@ -209,10 +209,12 @@ static char *python_package(const char *hooks)
 	return pkg;
 }
 
-/* Python stacks (--call-stack=python:N): PYTHONPATH leads to the
- * package's boot folder, whose sitecustomize.py imports msmemscope (which
- * installs the profile hook that keeps the Python frames) and then runs
- * the sitecustomize it hides; and PYTHONMALLOC=malloc, unless
+/* Python stacks (--call-stack=python:N) and aten operators (--level=op,
+ * torch_ops): PYTHONPATH leads to the package's boot folder, whose
+ * sitecustomize.py imports msmemscope (which installs the profile hook
+ * that keeps the Python frames), has the program's import of torch turn
+ * its operators into launches, and then runs the sitecustomize it hides;
+ * with Python stacks also PYTHONMALLOC=malloc, unless
  * --python-allocator=pymalloc, so that every object is a malloc block. */
 static size_t env_python(struct env_var *vars, const char *hooks, const struct opts *o)
 {
@@ -220,13 +222,15 @@ static size_t env_python(struct env_var *vars, const char *hooks, const struct o
 	size_t n = 0;
 	char *pkg;
 
-	if (!o || !o->rec.python_stack)
+	if (!o || (!o->rec.python_stack && !o->rec.torch_ops))
 		return 0;
 	if (!path) {
 		pkg = python_package(hooks);
 		if (!pkg) {
-			WARN("--call-stack=python: the msmemscope Python package is not installed (configure found no "
-			     "Python headers): no Python frames are recorded");
+			/* --level=op on a program that is not Python's needs none. */
+			if (o->rec.python_stack)
+				WARN("--call-stack=python: the msmemscope Python package is not installed (configure "
+				     "found no Python headers): no Python frames are recorded");
 			return 0;
 		}
 		path = xasprintf("%s/msmemscope/boot:%s", pkg, pkg);
@@ -235,7 +239,7 @@ static size_t env_python(struct env_var *vars, const char *hooks, const struct o
 			die(1, "%s: the Python package's path ends in ':'", path);
 	}
 	vars[n++] = (struct env_var){ "PYTHONPATH", path, ENV_PREPEND };
-	if (!o->pymalloc)
+	if (o->rec.python_stack && !o->pymalloc)
 		vars[n++] = (struct env_var){ "PYTHONMALLOC", "malloc", ENV_DEFAULT };
 	return n;
 }

@@ -81,6 +81,10 @@ typedef struct mms_config {
 	                           full checks at each operator launch's end (2); 0 */
 	uint32_t guard_redzone; /* guard_redzone: bytes of each red zone; 16 */
 	uint64_t guard_quarantine; /* guard_quarantine: bytes of freed blocks held back; 4M */
+	/* torch_ops: a Python program's aten operators are operator launches
+	 * from its import of torch on (the msmemscope package's boot module;
+	 * the launcher's --level=op); 0 */
+	int torch_ops;
 	/* read-only: what parsing met and skipped */
 	uint32_t unknown; /* keys this version does not know */
 	uint32_t bad;     /* values it could not read: those keys kept their value */

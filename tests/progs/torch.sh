@@ -11,7 +11,8 @@
 # watch and (with accesses) inefficient name aten operators; a clean
 # loop has no per-step leak after warm-up; without operator launches
 # (--events=alloc,free) no operator is recorded, and msMemScope's --level=op
-# asks for them; guard mode finds nothing in torch and changes nothing.
+# asks for them, also in a program that never imports msmemscope; guard
+# mode finds nothing in torch and changes nothing.
 . "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
 
 . "$top_srcdir/tests/progs/torchlib.sh"
@@ -151,6 +152,45 @@ grep -q '^ops: [a-z_]*$' lv.out && ! grep -qx 'ops: None' lv.out || fail "ops() 
 summarize lv/msmemscope_*/memscope_*.mms
 [ "$(jget lv/msmemscope_*/memscope_*.mms.json by_kind.op_launch)" -gt 100 ] ||
 	fail "few operator launches recorded with --level=op: $(jget lv/msmemscope_*/memscope_*.mms.json by_kind)"
+
+# A PyTorch program that knows nothing of msmemscope: --level=op alone
+# makes its aten operators launches (the boot module calls ops() after
+# the program's import of torch); without it, none, and nothing changes.
+cat >plain.py <<'PY'
+import torch
+torch.manual_seed(1)
+net = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+for i in range(3):
+    loss = net(torch.randn(8, 16)).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    print("loss %.6f" % loss.item())
+PY
+"$MMS_PYTHON" plain.py >plain-native.out 2>&1 || fail "plain.py exited $? natively: $(cat plain-native.out)"
+for how in op default; do
+	set -- --output=plain-$how
+	[ $how = default ] || set -- "$@" --level=op
+	"$MMS_LAUNCHER" "$@" -- "$MMS_PYTHON" plain.py >plain-$how.out 2>plain-$how.err ||
+		fail "msmemscope $* -- plain.py exited $?: $(tail -5 plain-$how.err)"
+	diff -u plain-native.out plain-$how.out >plain-$how.diff ||
+		fail "plain.py printed otherwise recorded ($how): $(cat plain-$how.diff)"
+	log=$(ls plain-$how/msmemscope_*/memscope_*.mms)
+	summarize "$log"
+	launches=$(jget "$log.json" by_kind.op_launch)
+	if [ $how = op ]; then
+		[ "$launches" -gt 20 ] || fail "--level=op recorded $launches operator launches of plain.py"
+		# No steps: the dump's OP_LAUNCH rows name the operators.
+		"$MMS_REPLAY" "$log" --export csv -o plain.csv >plain.exp 2>&1 || fail "--export csv exited $?: $(cat plain.exp)"
+		for op in aten::addmm aten::mm aten::relu; do
+			grep -q "^[0-9]*,OP_LAUNCH,OP_START,$op," plain.csv ||
+				fail "plain.py with --level=op: no $op launch: $(grep -m 20 OP_LAUNCH plain.csv)"
+		done
+	else
+		[ "$launches" = 0 ] || fail "plain.py without --level=op recorded $launches operator launches"
+	fi
+done
 
 # Guard mode: every heap block moved, C++ new and delete of libtorch
 # checked by family; the program prints the same and nothing is found.

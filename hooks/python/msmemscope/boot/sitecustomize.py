@@ -1,11 +1,71 @@
 # SPDX-License-Identifier: MIT
 """msmemscope's boot module: with Python stacks recorded (msmemscope
---call-stack=python:N), the launcher puts this folder first on PYTHONPATH,
-so every Python interpreter of the recorded program imports msmemscope at
-start-up, before the program's first line: the import installs the
-profile hook that keeps each thread's Python frames for the recorder.
-Then it runs the sitecustomize module that this one hides, if there is
-one further on the path, as Python would have."""
+--call-stack=python:N) or aten operators (msmemscope --level=op, the
+recording key torch_ops=1), the launcher puts this folder first on
+PYTHONPATH, so every Python interpreter of the recorded program imports
+msmemscope at start-up, before the program's first line: the import
+installs the profile hook that keeps each thread's Python frames for the
+recorder. With torch_ops, the program's own import of torch, whenever it
+comes, is followed by msmemscope.torch.ops(): every aten operator is then
+an operator launch, with no change to the program (torch is never
+imported here). Then it runs the sitecustomize module that this one
+hides, if there is one further on the path, as Python would have."""
+
+
+def _torch_ops_wanted(os):
+    for part in os.environ.get("MSMEMSCOPE_CONFIG", "").split(";"):
+        key, sep, value = part.partition("=")
+        if sep and key.strip() == "torch_ops":
+            return value.strip() == "1"
+    return False
+
+
+class _AfterTorch:
+    """A finder first on sys.meta_path that waits for the import of torch:
+    it finds torch's spec with the finders after it, and has its loader
+    call msmemscope.torch.ops() once torch's module has run. It leaves
+    sys.meta_path at its first use."""
+
+    def find_spec(self, name, path=None, target=None):
+        import sys
+
+        if name != "torch":
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            spec = find(name, path, target) if find is not None else None
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        run = getattr(loader, "exec_module", None)
+        if run is None:
+            return spec
+
+        def exec_module(module):
+            run(module)
+            _torch_ops()
+
+        try:
+            loader.exec_module = exec_module
+        except (AttributeError, TypeError):  # a loader that takes no attribute
+            pass
+        return spec
+
+
+def _torch_ops():
+    import sys
+
+    try:
+        import msmemscope.torch
+
+        msmemscope.torch.ops()
+    except Exception as e:  # torch of another build, no package for it
+        sys.stderr.write("msmemscope: warning: --level=op: the aten operators of %s are not recorded: %s\n"
+                         % (sys.executable, e))
 
 
 def _boot():
@@ -16,8 +76,14 @@ def _boot():
     try:
         import msmemscope  # noqa: F401 (the import installs the hook)
     except Exception as e:  # another interpreter than the package's
-        sys.stderr.write("msmemscope: warning: no Python frames are recorded in %s (Python %s): %s\n"
+        sys.stderr.write("msmemscope: warning: no Python frames or operators are recorded in %s (Python %s): %s\n"
                          % (sys.executable, sys.version.split()[0], e))
+    else:
+        if _torch_ops_wanted(os):
+            if "torch" in sys.modules:
+                _torch_ops()
+            else:
+                sys.meta_path.insert(0, _AfterTorch())
     import importlib.machinery
     import importlib.util
 
