@@ -345,10 +345,15 @@ static void print_other_log(const char *name, const struct log_result *r, pid_t 
 
 /* One line for each log in the run folder besides the program's own
  * (forked children, spawned children and exec'd images): the first
- * OTHER_LOGS_SHOWN, then those with a problem, then a count of the rest. */
-static void print_other_logs(const struct run *run, pid_t pid, const char *main_name)
+ * OTHER_LOGS_SHOWN, then those with a problem, then a count of the rest.
+ * When one of them has more events than the program's own (main_events),
+ * a last line names the busiest and how to read its report: a shell
+ * script that runs the program, a launcher script, a build, all put the
+ * work the user is after in a child. */
+static void print_other_logs(const struct run *run, pid_t pid, const char *main_name, uint64_t main_events)
 {
-	uint64_t more = 0, more_events = 0, more_blocks = 0, more_bytes = 0;
+	uint64_t more = 0, more_events = 0, more_blocks = 0, more_bytes = 0, top_events = main_events;
+	char *top_name = NULL, *top_exe = NULL;
 	struct dirent **list;
 	int n, shown = 0;
 
@@ -362,6 +367,13 @@ static void print_other_logs(const struct run *run, pid_t pid, const char *main_
 		struct log_result r;
 
 		if (strcmp(name, main_name) != 0 && log_read(run->dir, name, &r) == 0) {
+			if (r.sum.events > top_events) {
+				top_events = r.sum.events;
+				free(top_name);
+				free(top_exe);
+				top_name = xstrdup(name);
+				top_exe = xstrdup(r.exe);
+			}
 			if (shown < OTHER_LOGS_SHOWN || log_has_problem(&r)) {
 				shown++;
 				print_other_log(name, &r, pid);
@@ -384,6 +396,13 @@ static void print_other_logs(const struct run *run, pid_t pid, const char *main_
 			more, more == 1 ? "" : "s", run->shown, more_events, more_blocks, more_blocks == 1 ? "" : "s",
 			human_bytes(more_bytes, b, sizeof(b)));
 	}
+	if (top_name)
+		fprintf(stderr,
+			"  most events are in %s (%s%s%" PRIu64 " events, more than the program's own); its report: "
+			"msmemscope-replay %s/%s --analysis leaks\n",
+			top_name, top_exe, *top_exe ? ": " : "", top_events, run->shown, top_name);
+	free(top_name);
+	free(top_exe);
 	free(list);
 }
 
@@ -530,7 +549,7 @@ int report_run(const struct run *run, char **argv, pid_t pid, int status, const 
 	if (err == -ENOENT)
 		goto out;
 	if (err < 0) {
-		print_other_logs(run, pid, name);
+		print_other_logs(run, pid, name, 0);
 		if (o->analyses) {
 			warn("--analysis: cannot read %s: %s", path, mms_strerror(err));
 			ret = 1;
@@ -566,7 +585,7 @@ read:
 		print_main_summary(run, argv, pid, status, name, &r);
 		log_result_free(&r);
 	}
-	print_other_logs(run, pid, name);
+	print_other_logs(run, pid, name, sum.events);
 	if (o->analyses) {
 		/* The report goes with the summary, on stderr: the program's
 		 * own output on stdout stays as it was. */

@@ -285,3 +285,14 @@ grep -A1 "^  2.3 KiB in 150 blocks" many.err | grep -q "leak_buf" || fail "leaks
 expect_eq "leak lines with --top 0" "$(grep -c '^Direct .* leak of' many.all)" 155
 ! grep -q "more per-step leaks" many.all || fail "--top 0 still says leaks are not listed"
 note "a leak in a loop: 100 leak lines and the count of the others; --top 0 lists all 155"
+
+# The leaks in a child of a script (`; true` keeps sh from exec'ing it):
+# the launcher names the busiest log and the command that reports on it.
+"$MMS_LAUNCHER" --call-stack=c:8 --output=out10 -- sh -c "'$prog' many; true" >/dev/null 2>script.err ||
+	fail "msmemscope -- sh -c 'leaks many; true' exited $?"
+busy=$(sed -n "s|^  most events are in \(memscope_[0-9]*\.mms\) ($prog: [0-9]* events, more than the program's own); its report: msmemscope-replay \(out10/msmemscope_[0-9_]*/memscope_[0-9]*\.mms\) --analysis leaks\$|\2|p" script.err)
+[ -n "$busy" ] && [ -f "$busy" ] || fail "the launcher does not name the child's log: $(cat script.err)"
+"$MMS_REPLAY" "$busy" --analysis leaks >script.leaks 2>&1 || fail "the command it gives exited $?: $(cat script.leaks)"
+grep -q "^====== SUMMARY: .* leaked in 155 allocation(s) ======$" script.leaks ||
+	fail "the child's report does not count its 155 leaks: $(cat script.leaks)"
+note "a script running the leaking program: the launcher names its log and the command for its report"
