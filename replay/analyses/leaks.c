@@ -46,6 +46,7 @@ struct finder {
 	mms_leaks_t *l;
 	struct mms__strs *strs; /* the blocks' owner strings, held by l */
 	size_t leakcap, stepcap, exitcap, keptcap;
+	struct mms__rtmemo rtmemo; /* for the walk of the blocks live at the end */
 	mms_leak_step_t pending; /* events before the first step mark */
 	int pending_seen;
 	uint64_t prev_live[MMS_MEM_KIND_COUNT];
@@ -253,7 +254,7 @@ static int exit_add(const struct mms__blk *blk, void *ctx)
 	mms_block_t b;
 
 	mms__state_blk_export(f->st, blk, &b);
-	b.runtime = mms__blk_runtime_at_end(f->st->log, blk);
+	b.runtime = mms__blk_runtime_at_end(f->st->log, &f->rtmemo, blk);
 	if (b.runtime)
 		return leak_add(&f->l->runtime_kept, &f->l->nruntime_kept, &f->keptcap, &b, 0) ? -ENOMEM : 0;
 	return leak_add(&f->l->exit_leaks, &f->l->nexit_leaks, &f->exitcap, &b, 0) ? -ENOMEM : 0;
@@ -290,6 +291,7 @@ static int finder_end(struct mms__sub *sub, struct mms_pass *p)
 	if (!f->tr->step_kind)
 		f->l->nsteps = 0;
 	rc = mms__state_each(f->st, exit_add, f);
+	mms__rtmemo_free(&f->rtmemo);
 	if (rc)
 		return rc;
 	if (f->l->nexit_leaks)

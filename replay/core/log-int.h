@@ -111,6 +111,10 @@ struct mms_log {
 	/* The dynamic loader's code, [loader_lo, loader_hi) (0, 0: no such
 	 * module, mms__loader_module): runtime.c tells its blocks by it. */
 	uint64_t loader_lo, loader_hi;
+	/* Modules named libpython* and libc10_cuda* (meta.c, as their
+	 * records are read): runtime.c asks per block whether the process is
+	 * CPython's, and whether PyTorch's CUDA allocator is in it. */
+	uint32_t python_modules, torch_cuda_modules;
 	struct mms__meta *metas;
 	size_t nmetas, metas_cap;
 	struct mms__map pycode_ix; /* PYCODE id -> index in pycodes */
@@ -227,6 +231,9 @@ int mms__log_stack(const mms_log_t *log, uint32_t id, uint64_t *ips, size_t max)
 /* runtime.c: whether the module at path is the dynamic loader
  * (ld-linux-x86-64.so.2, ld-linux-aarch64.so.1, ld.so, ...). */
 int mms__loader_module(const char *path);
+/* runtime.c: counts the module at path in the log's python_modules or
+ * torch_cuda_modules when it is one of those. */
+void mms__runtime_module_seen(mms_log_t *log, const char *path);
 
 /* Opens a log held in memory (the fuzz target's entry). The log does not
  * take ownership of buf, which must outlive it. */

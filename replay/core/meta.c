@@ -164,6 +164,7 @@ int mms__meta_record(mms_log_t *log, const struct mms__rec *r)
 			log->loader_lo = r->u[1];
 			log->loader_hi = r->u[2];
 		}
+		mms__runtime_module_seen(log, log->arena + a);
 		return 0;
 	case MMS_TAG_META:
 		if (mms__grow(&log->metas, &log->metas_cap, log->nmetas, sizeof(*log->metas)) ||

@@ -2,12 +2,14 @@
 /* runtime.c: what the C and C++ runtimes keep for themselves, as the
  * recorder marked it (format.h: ALLOC_RT records, the META records
  * "runtime_live" and "freeres"): blocks that are not the program's leaks. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "format.h"
 #include "msmemscope/log.h"
 #include "base-int.h"
 #include "log-int.h"
+#include "map-int.h"
 #include "state-int.h"
 
 _Static_assert((int)MMS_RUNTIME_LIBC == (int)MMS_RT_C && (int)MMS_RUNTIME_LIBCXX == (int)MMS_RT_CXX &&
@@ -85,44 +87,80 @@ static int c_runtime_module(const char *path)
 	return mms__loader_module(path);
 }
 
+/* PyTorch's CUDA library, whose caching allocator holds most of a
+ * PyTorch program's device memory. */
+static int torch_cuda_module(const char *path)
+{
+	return starts(base_name(path), "libc10_cuda.so");
+}
+
+void mms__runtime_module_seen(mms_log_t *log, const char *path)
+{
+	log->python_modules += starts(base_name(path), "libpython");
+	log->torch_cuda_modules += torch_cuda_module(path);
+}
+
 /* Whether the log is a CPython interpreter's. */
 static int python_process(const mms_log_t *log)
 {
-	mms_module_t m;
 	const char *exe;
-	int n = mms_log_module(log, 0, NULL);
 
-	if (!mms_log_meta(log, "exe", &exe, NULL) && python_module(exe))
-		return 1;
-	for (int i = 0; i < n; i++)
-		if (!mms_log_module(log, (size_t)i, &m) && starts(base_name(m.path), "libpython"))
-			return 1;
-	return 0;
+	return log->python_modules || (!mms_log_meta(log, "exe", &exe, NULL) && python_module(exe));
 }
+
+/* The questions allocated_by() answers, each with 2 bits of a memo byte. */
+enum { BY_PYTHON, BY_TORCH_CUDA };
 
 /* Walks b's allocation stack, innermost frame first: 1 at the first frame
  * in a module `owner` names, 0 at the first in a module that neither it
  * nor `through` names (other code allocated); 1 when the stack ends (or
- * was not recorded) before either. */
-static int allocated_by(const mms_log_t *log, const struct mms__blk *b, int (*owner)(const char *),
-			int (*through)(const char *))
+ * was not recorded) before either. The answer for b's stack is kept in
+ * memo (NULL: none) as question `which`. */
+static int allocated_by(const mms_log_t *log, struct mms__rtmemo *memo, unsigned which, const struct mms__blk *b,
+			int (*owner)(const char *), int (*through)(const char *))
 {
 	uint64_t ips[32];
-	int depth = b->stack ? mms__log_stack(log, b->stack, ips, 32) : 0;
-	int nmods = mms_log_module(log, 0, NULL);
+	const uint64_t *ix = b->stack && memo ? mms__map_get(&log->stacks, b->stack) : NULL;
+	int depth, nmods, r;
 	mms_module_t m;
 
-	for (int i = 0; i < depth && i < 32; i++)
+	if (ix && *ix < memo->len && (memo->by_stack[*ix] >> (2 * which) & 3))
+		return (memo->by_stack[*ix] >> (2 * which) & 3) - 1;
+	r = -1; /* no frame in either yet */
+	depth = b->stack ? mms__log_stack(log, b->stack, ips, 32) : 0;
+	nmods = mms_log_module(log, 0, NULL);
+	for (int i = 0; i < depth && i < 32 && r < 0; i++)
 		for (int k = nmods - 1; k >= 0; k--) {
 			if (mms_log_module(log, (size_t)k, &m) || ips[i] < m.lo || ips[i] >= m.hi)
 				continue;
 			if (owner(m.path))
-				return 1;
-			if (!through(m.path))
-				return 0;
+				r = 1;
+			else if (!through(m.path))
+				r = 0;
 			break;
 		}
-	return 1;
+	if (r < 0)
+		r = 1;
+	if (ix && *ix >= memo->len && *ix < log->nstacks) {
+		size_t len = log->nstacks;
+		uint8_t *p = realloc(memo->by_stack, len);
+
+		if (p) {
+			memset(p + memo->len, 0, len - memo->len);
+			memo->by_stack = p;
+			memo->len = len;
+		}
+	}
+	if (ix && *ix < memo->len)
+		memo->by_stack[*ix] |= (uint8_t)((r + 1) << (2 * which));
+	return r;
+}
+
+void mms__rtmemo_free(struct mms__rtmemo *memo)
+{
+	free(memo->by_stack);
+	memo->by_stack = NULL;
+	memo->len = 0;
 }
 
 /* Whether the innermost frame of b's recorded allocation stack is in the
@@ -145,16 +183,9 @@ static int loader_allocated(const mms_log_t *log, const struct mms__blk *b)
 /* A block live at exit in a CPython interpreter: the interpreter's, unless
  * its stack shows code that is neither the interpreter nor the C runtime
  * (an extension module, the program's own library) allocating it. */
-static unsigned python_at_end(const mms_log_t *log, const struct mms__blk *b)
+static unsigned python_at_end(const mms_log_t *log, struct mms__rtmemo *memo, const struct mms__blk *b)
 {
-	return allocated_by(log, b, python_module, c_runtime_module) ? MMS_RUNTIME_PYTHON : 0;
-}
-
-/* PyTorch's CUDA library, whose caching allocator holds most of a
- * PyTorch program's device memory. */
-static int torch_cuda_module(const char *path)
-{
-	return starts(base_name(path), "libc10_cuda.so");
+	return allocated_by(log, memo, BY_PYTHON, b, python_module, c_runtime_module) ? MMS_RUNTIME_PYTHON : 0;
 }
 
 /* The CUDA runtime and driver, which every device allocation goes
@@ -170,17 +201,15 @@ static int cuda_or_c_module(const char *path)
  * process loaded libc10_cuda and the block's stack, past the CUDA runtime
  * and the C runtime, shows it (or shows nothing: recorded without
  * stacks); the program's when the stack shows other code allocating. */
-static unsigned device_at_end(const mms_log_t *log, const struct mms__blk *b)
+static unsigned device_at_end(const mms_log_t *log, struct mms__rtmemo *memo, const struct mms__blk *b)
 {
-	int nmods = mms_log_module(log, 0, NULL), torch = 0;
-	mms_module_t m;
-
-	for (int k = 0; k < nmods && !torch; k++)
-		torch = !mms_log_module(log, (size_t)k, &m) && torch_cuda_module(m.path);
-	return torch && allocated_by(log, b, torch_cuda_module, cuda_or_c_module) ? MMS_RUNTIME_TORCH_CUDA : 0;
+	return log->torch_cuda_modules &&
+			       allocated_by(log, memo, BY_TORCH_CUDA, b, torch_cuda_module, cuda_or_c_module)
+		       ? MMS_RUNTIME_TORCH_CUDA
+		       : 0;
 }
 
-unsigned mms__blk_runtime_at_end(const mms_log_t *log, const struct mms__blk *b)
+unsigned mms__blk_runtime_at_end(const mms_log_t *log, struct mms__rtmemo *memo, const struct mms__blk *b)
 {
 	const uint8_t *p, *end;
 	const char *v;
@@ -192,10 +221,10 @@ unsigned mms__blk_runtime_at_end(const mms_log_t *log, const struct mms__blk *b)
 	/* Not CPython's, whatever the process: a CUDA runtime's or the
 	 * program's. */
 	if (b->mem == MMS_MEM_DEVICE)
-		return log->info.complete ? device_at_end(log, b) : 0;
+		return log->info.complete ? device_at_end(log, memo, b) : 0;
 	if (b->mem == MMS_MEM_MMAP)
 		/* The interpreter's own mappings (pymalloc's arenas). */
-		return log->info.complete && python_process(log) ? python_at_end(log, b) : 0;
+		return log->info.complete && python_process(log) ? python_at_end(log, memo, b) : 0;
 	if (b->runtime)
 		return b->runtime;
 	/* (kind, address) pairs of blocks live at exit, written when no
@@ -210,6 +239,6 @@ unsigned mms__blk_runtime_at_end(const mms_log_t *log, const struct mms__blk *b)
 	if (loader_allocated(log, b))
 		return MMS_RUNTIME_LOADER;
 	if (log->info.complete && python_process(log))
-		return python_at_end(log, b);
+		return python_at_end(log, memo, b);
 	return 0;
 }

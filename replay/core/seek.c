@@ -409,6 +409,7 @@ struct each_ctx {
 	int (*fn)(const mms_block_t *b, void *ctx);
 	void *ctx;
 	int at_end; /* the replay stands after the log's last event */
+	struct mms__rtmemo rtmemo;
 };
 
 static int each_export(const struct mms__blk *k, void *ctx)
@@ -420,18 +421,21 @@ static int each_export(const struct mms__blk *k, void *ctx)
 	/* At the end, what the runtimes keep as the leaks report counts it
 	 * (a CPython interpreter's state at exit too). */
 	if (e->at_end)
-		b.runtime = mms__blk_runtime_at_end(e->st->log, k);
+		b.runtime = mms__blk_runtime_at_end(e->st->log, &e->rtmemo, k);
 	return e->fn(&b, e->ctx);
 }
 
 MMS__EXPORT int mms_replay_blocks(const mms_replay_t *r, int (*fn)(const mms_block_t *b, void *ctx), void *ctx)
 {
-	struct each_ctx e = { r ? &r->st : NULL, fn, ctx, 0 };
+	struct each_ctx e = { r ? &r->st : NULL, fn, ctx, 0, { NULL, 0 } };
+	int rc;
 
 	if (!r || !fn)
 		return MMS_EUSAGE;
 	e.at_end = r->st.pos >= r->log->events;
-	return mms__state_each(&r->st, each_export, &e);
+	rc = mms__state_each(&r->st, each_export, &e);
+	mms__rtmemo_free(&e.rtmemo);
+	return rc;
 }
 
 /* Replays [from checkpoint k, to) in a scratch replay and keeps the last

@@ -14,6 +14,7 @@
 struct inherited_ctx {
 	const struct mms__state *st;
 	mms_summary_t *out;
+	struct mms__rtmemo rtmemo;
 };
 
 static int count_inherited(const struct mms__blk *b, void *ctx)
@@ -31,7 +32,7 @@ static int count_inherited(const struct mms__blk *b, void *ctx)
 static int count_runtime(const struct mms__blk *b, void *ctx)
 {
 	struct inherited_ctx *c = ctx;
-	unsigned k = mms__blk_runtime_at_end(c->st->log, b);
+	unsigned k = mms__blk_runtime_at_end(c->st->log, &c->rtmemo, b);
 
 	if (k) {
 		c->out->runtime_live_blocks[k]++;
@@ -62,7 +63,7 @@ void mms__state_summary(const struct mms__state *st, mms_summary_t *out)
 	out->unmatched_frees = st->unmatched_frees;
 	out->double_allocs = st->double_allocs;
 	if (st->log->inh.state == MMS_FORK_INHERITED) {
-		struct inherited_ctx c = { st, out };
+		struct inherited_ctx c = { st, out, { NULL, 0 } };
 
 		mms__state_each(st, count_inherited, &c);
 	}
@@ -85,9 +86,10 @@ MMS__EXPORT int mms_pass_summary(const mms_pass_t *p, mms_summary_t *out)
 	out->nbad_frees = p->nbad;
 	/* What is live at the end: the runtimes' share. */
 	{
-		struct inherited_ctx c = { st, out };
+		struct inherited_ctx c = { st, out, { NULL, 0 } };
 
 		mms__state_each(st, count_runtime, &c);
+		mms__rtmemo_free(&c.rtmemo);
 	}
 	out->freeres = mms_log_meta(p->log, "freeres", NULL, NULL) == 0;
 	return 0;
