@@ -116,29 +116,52 @@ enum { BY_PYTHON, BY_TORCH_CUDA };
  * nor `through` names (other code allocated); 1 when the stack ends (or
  * was not recorded) before either. The answer for b's stack is kept in
  * memo (NULL: none) as question `which`. */
+/* The path of the module that holds ip (the last recorded, where two
+ * overlap), or NULL. */
+static const char *module_path(const mms_log_t *log, struct mms__rtmemo *memo, uint64_t ip)
+{
+	int nmods = mms_log_module(log, 0, NULL);
+	mms_module_t m;
+	uint64_t replaced;
+	size_t i;
+
+	if (memo && !memo->mods_ready) {
+		memo->mods_ready = 1;
+		for (int k = 0; k < nmods && memo->mods_ready > 0; k++)
+			if (!mms_log_module(log, (size_t)k, &m) && m.lo < m.hi &&
+			    mms__ivset_add_val(&memo->mods, m.lo, m.hi, (uint64_t)k, &replaced))
+				memo->mods_ready = -1;
+	}
+	if (memo && memo->mods_ready > 0) {
+		i = mms__ivset_find(&memo->mods, ip);
+		return i != (size_t)-1 && !mms_log_module(log, memo->mods.iv[i].val, &m) ? m.path : NULL;
+	}
+	for (int k = nmods - 1; k >= 0; k--)
+		if (!mms_log_module(log, (size_t)k, &m) && ip >= m.lo && ip < m.hi)
+			return m.path;
+	return NULL;
+}
+
 static int allocated_by(const mms_log_t *log, struct mms__rtmemo *memo, unsigned which, const struct mms__blk *b,
 			int (*owner)(const char *), int (*through)(const char *))
 {
 	uint64_t ips[32];
 	const uint64_t *ix = b->stack && memo ? mms__map_get(&log->stacks, b->stack) : NULL;
-	int depth, nmods, r;
-	mms_module_t m;
+	const char *path;
+	int depth, r;
 
 	if (ix && *ix < memo->len && (memo->by_stack[*ix] >> (2 * which) & 3))
 		return (memo->by_stack[*ix] >> (2 * which) & 3) - 1;
 	r = -1; /* no frame in either yet */
 	depth = b->stack ? mms__log_stack(log, b->stack, ips, 32) : 0;
-	nmods = mms_log_module(log, 0, NULL);
-	for (int i = 0; i < depth && i < 32 && r < 0; i++)
-		for (int k = nmods - 1; k >= 0; k--) {
-			if (mms_log_module(log, (size_t)k, &m) || ips[i] < m.lo || ips[i] >= m.hi)
-				continue;
-			if (owner(m.path))
-				r = 1;
-			else if (!through(m.path))
-				r = 0;
-			break;
-		}
+	for (int i = 0; i < depth && i < 32 && r < 0; i++) {
+		if (mms_is_pyframe(ips[i]) || !(path = module_path(log, memo, ips[i])))
+			continue;
+		if (owner(path))
+			r = 1;
+		else if (!through(path))
+			r = 0;
+	}
 	if (r < 0)
 		r = 1;
 	if (ix && *ix >= memo->len && *ix < log->nstacks) {
@@ -159,8 +182,8 @@ static int allocated_by(const mms_log_t *log, struct mms__rtmemo *memo, unsigned
 void mms__rtmemo_free(struct mms__rtmemo *memo)
 {
 	free(memo->by_stack);
-	memo->by_stack = NULL;
-	memo->len = 0;
+	mms__ivset_free(&memo->mods);
+	memset(memo, 0, sizeof(*memo));
 }
 
 /* Whether the innermost frame of b's recorded allocation stack is in the

@@ -427,7 +427,7 @@ static int each_export(const struct mms__blk *k, void *ctx)
 
 MMS__EXPORT int mms_replay_blocks(const mms_replay_t *r, int (*fn)(const mms_block_t *b, void *ctx), void *ctx)
 {
-	struct each_ctx e = { r ? &r->st : NULL, fn, ctx, 0, { NULL, 0 } };
+	struct each_ctx e = { .st = r ? &r->st : NULL, .fn = fn, .ctx = ctx };
 	int rc;
 
 	if (!r || !fn)

@@ -259,6 +259,8 @@ static inline const struct mms__origin *mms__blk_origin(const struct mms__state 
 struct mms__rtmemo {
 	uint8_t *by_stack; /* by the stack's index in stack_nodes: 2 bits per question, 0 unknown */
 	size_t len;
+	struct mms__ivset mods; /* the modules' ranges, each its index (the later wins) */
+	int mods_ready;         /* 1: mods holds them; -1: no memory, look one by one */
 };
 unsigned mms__blk_runtime_at_end(const mms_log_t *log, struct mms__rtmemo *memo, const struct mms__blk *b);
 void mms__rtmemo_free(struct mms__rtmemo *memo);

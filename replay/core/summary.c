@@ -63,7 +63,7 @@ void mms__state_summary(const struct mms__state *st, mms_summary_t *out)
 	out->unmatched_frees = st->unmatched_frees;
 	out->double_allocs = st->double_allocs;
 	if (st->log->inh.state == MMS_FORK_INHERITED) {
-		struct inherited_ctx c = { st, out, { NULL, 0 } };
+		struct inherited_ctx c = { .st = st, .out = out };
 
 		mms__state_each(st, count_inherited, &c);
 	}
@@ -86,7 +86,7 @@ MMS__EXPORT int mms_pass_summary(const mms_pass_t *p, mms_summary_t *out)
 	out->nbad_frees = p->nbad;
 	/* What is live at the end: the runtimes' share. */
 	{
-		struct inherited_ctx c = { st, out, { NULL, 0 } };
+		struct inherited_ctx c = { .st = st, .out = out };
 
 		mms__state_each(st, count_runtime, &c);
 		mms__rtmemo_free(&c.rtmemo);

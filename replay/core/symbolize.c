@@ -18,6 +18,7 @@
 #include "msmemscope/log.h"
 #include "msmemscope/symbolize.h"
 #include "base-int.h"
+#include "intervals-int.h"
 #include "map-int.h"
 #include "log-int.h"
 
@@ -64,18 +65,14 @@ struct sym_module {
 	int syms_loaded;
 };
 
-/* The address space the stacks were taken in, as disjoint ranges. */
-struct sym_range {
-	uint64_t lo, hi; /* [lo, hi) */
-	size_t module;
-};
-
 struct mms_symbolizer {
 	const mms_log_t *log;
 	struct sym_module *mods;
 	size_t nmods;
-	struct sym_range *ranges; /* sorted by lo */
-	size_t nranges, ranges_cap;
+	/* The address space the stacks were taken in: disjoint ranges, each
+	 * a module's index; of two recorded modules at the same addresses
+	 * the later one wins (the log does not say which one a stack saw). */
+	struct mms__ivset ranges;
 	/* ip -> (index of its first frame in frames << 8) | its frame count */
 	struct mms__map cache;
 	mms_frame_t *frames;
@@ -181,59 +178,12 @@ fail_mem:
 
 /* --- modules ----------------------------------------------------------- */
 
-/* Makes module m own [lo, hi) of the address space, taking it from the
- * ranges it overlaps: of two recorded modules at the same addresses the
- * later one wins (the log does not say which one a stack saw). Returns 0
- * or -ENOMEM. */
-static int ranges_add(struct mms_symbolizer *s, uint64_t lo, uint64_t hi, size_t m)
-{
-	struct sym_range left = { 0, 0, 0 }, right = { 0, 0, 0 };
-	size_t i, j, k, nnew;
-
-	/* Room for the new range and a split of one old range in two. */
-	if (mms__grow(&s->ranges, &s->ranges_cap, s->nranges, sizeof(*s->ranges)) ||
-	    mms__grow(&s->ranges, &s->ranges_cap, s->nranges + 1, sizeof(*s->ranges)))
-		return -ENOMEM;
-	/* [i, j): the ranges that overlap [lo, hi). */
-	for (i = 0; i < s->nranges && s->ranges[i].hi <= lo; i++)
-		;
-	for (j = i; j < s->nranges && s->ranges[j].lo < hi; j++)
-		;
-	if (i < j && s->ranges[i].lo < lo) {
-		left = s->ranges[i];
-		left.hi = lo;
-	}
-	if (i < j && s->ranges[j - 1].hi > hi) {
-		right = s->ranges[j - 1];
-		right.lo = hi;
-	}
-	nnew = 1 + (left.hi > left.lo) + (right.hi > right.lo);
-	memmove(&s->ranges[i + nnew], &s->ranges[j], (s->nranges - j) * sizeof(*s->ranges));
-	s->nranges = s->nranges - (j - i) + nnew;
-	k = i;
-	if (left.hi > left.lo)
-		s->ranges[k++] = left;
-	s->ranges[k++] = (struct sym_range){ lo, hi, m };
-	if (right.hi > right.lo)
-		s->ranges[k] = right;
-	return 0;
-}
-
 /* The module holding ip, or NULL. */
 static struct sym_module *module_of(const struct mms_symbolizer *s, uint64_t ip)
 {
-	size_t lo = 0, hi = s->nranges, mid;
+	size_t i = mms__ivset_find(&s->ranges, ip);
 
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if (s->ranges[mid].hi <= ip)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < s->nranges && s->ranges[lo].lo <= ip)
-		return &s->mods[s->ranges[lo].module];
-	return NULL;
+	return i == (size_t)-1 ? NULL : &s->mods[s->ranges.iv[i].val];
 }
 
 /* Opens m's file at its recorded load bias, once. A file that is gone, is
@@ -692,7 +642,9 @@ MMS__EXPORT int mms_symbolizer_open(const mms_log_t *log, mms_symbolizer_t **out
 		};
 		s->nmods++;
 		if (mod.lo < mod.hi) {
-			rc = ranges_add(s, mod.lo, mod.hi, i);
+			uint64_t replaced;
+
+			rc = mms__ivset_add_val(&s->ranges, mod.lo, mod.hi, i, &replaced);
 			if (rc)
 				goto fail_sym;
 		}
@@ -725,7 +677,7 @@ MMS__EXPORT void mms_symbolizer_close(mms_symbolizer_t *s)
 	mms__map_free(&s->names);
 	mms__map_free(&s->cache);
 	free(s->frames);
-	free(s->ranges);
+	mms__ivset_free(&s->ranges);
 	free(s->mods);
 	free(s);
 }
