@@ -211,7 +211,7 @@ static void print_memory(const char *label, const mms_kind_summary_t *k, const s
 
 /* The summary of the program's own log, on stderr. */
 static void print_main_summary(const struct run *run, char **argv, pid_t pid, int status, const char *name,
-			       struct log_result *r)
+			       struct log_result *r, bool follow_exec)
 {
 	const mms_summary_t *sum;
 	unsigned long execs;
@@ -226,6 +226,13 @@ static void print_main_summary(const struct run *run, char **argv, pid_t pid, in
 
 	sum = &r->sum;
 	fprintf(stderr, "%s: recorded %s (pid %ld) to %s/%s\n", cli_progname, argv[0], (long)pid, run->shown, name);
+	/* The process exec'd a program that left no log: the user's program
+	 * most likely, behind a wrapper. */
+	if (r->info.exec_away && !r->next && !r->info.cut && !r->info.damaged)
+		fprintf(stderr, "  %-17s another program, which was not recorded (%s)\n", "then exec'd",
+			follow_exec ? "a statically linked or set-user-ID program, or one run with LD_PRELOAD cleared, "
+				      "is not"
+				    : "--no-follow-exec");
 	/* A wrapper (env, a shell script, pyenv's shims) exec'd the program
 	 * the user meant: the report is the last image's. */
 	if (sscanf(name, "memscope_%*u.exec%lu.mms", &execs) == 1)
@@ -582,7 +589,7 @@ read:
 	else
 		memset(&sum, 0, sizeof(sum));
 	if (log_result(run->dir, name, log, err, &sum, &r) == 0) {
-		print_main_summary(run, argv, pid, status, name, &r);
+		print_main_summary(run, argv, pid, status, name, &r, o->rec.follow_exec);
 		log_result_free(&r);
 	}
 	print_other_logs(run, pid, name, sum.events);

@@ -133,9 +133,23 @@ if [ -x "$static" ]; then
 	grep -q "left no log" vs.err || fail "no word of the missing log: $(cat vs.err)"
 	expect_eq "messages for a run that left no log" "$(wc -l <vs.err)" 1
 	[ -z "$(ls vs 2>/dev/null)" ] || fail "an empty run folder was left: $(ls -R vs)"
+	# env exec'ing the static program: env's report says the program it
+	# exec'd was not recorded, and why.
+	st=0
+	"$MMS_LAUNCHER" --output=es -- env MMS_X=1 "$static" >es.out 2>es.err || st=$?
+	expect_eq "exit status of env running a static program" $st 3
+	grep -q "^  then exec'd       another program, which was not recorded (a statically linked or set-user-ID program, or one run with LD_PRELOAD cleared, is not)$" es.err ||
+		fail "env's report does not say the program it exec'd was not recorded: $(cat es.err)"
 else
 	note "no static test program (static linking failed at build time): not checked"
 fi
+# --no-follow-exec: the exec'd program is not recorded, and the report says why.
+"$MMS_LAUNCHER" --no-follow-exec --output=nf -- env MMS_X=1 "$MMS_PROGS/leaks" >nf.out 2>nf.err ||
+	fail "msmemscope --no-follow-exec -- env leaks exited $?: $(cat nf.err)"
+grep -q "^  then exec'd       another program, which was not recorded (--no-follow-exec)$" nf.err ||
+	fail "the report does not say why the exec'd program is missing: $(cat nf.err)"
+[ "$(ls nf/msmemscope_*/*.mms | wc -l)" = 1 ] || fail "--no-follow-exec left more than env's log: $(ls -R nf)"
+note "a wrapper's exec into a program not recorded: said, with why"
 
 # The launcher frees what it parsed (--watch and --suppressions leaked).
 VALGRIND=$(command -v valgrind || true)
