@@ -38,20 +38,14 @@ struct log_result {
 
 char *exec_successor(const char *dir, const char *name)
 {
-	unsigned long pid, n = 0;
-	char *next, *path;
-	struct stat st;
+	char *path = xasprintf("%s/%s", dir, name), *next = log_exec_successor(path), *base;
 
-	if (sscanf(name, "memscope_%lu.exec%lu.mms", &pid, &n) < 1)
-		return NULL;
-	next = xasprintf("memscope_%lu.exec%lu.mms", pid, n + 1);
-	path = xasprintf("%s/%s", dir, next);
-	if (stat(path, &st) < 0) {
-		free(next);
-		next = NULL;
-	}
 	free(path);
-	return next;
+	if (!next)
+		return NULL;
+	base = xstrdup(strrchr(next, '/') + 1);
+	free(next);
+	return base;
 }
 
 char *program_log_name(const char *dir, pid_t pid)

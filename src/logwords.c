@@ -8,9 +8,34 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "logwords.h"
+
+char *log_exec_successor(const char *path)
+{
+	size_t n = strlen(path), d;
+	unsigned long k = 0;
+	struct stat st;
+	char *next;
+
+	if (n < 4 || strcmp(path + n - 4, ".mms"))
+		return NULL;
+	n -= 4;
+	/* STEM.execN: N digits after ".exec". */
+	for (d = n; d > 0 && path[d - 1] >= '0' && path[d - 1] <= '9'; d--)
+		;
+	if (d < n && n - d < 10 && d >= 5 && !strncmp(path + d - 5, ".exec", 5)) {
+		k = strtoul(path + d, NULL, 10);
+		n = d - 5;
+	}
+	next = xasprintf("%.*s.exec%lu.mms", (int)n, path, k + 1);
+	if (stat(next, &st) == 0 && S_ISREG(st.st_mode))
+		return next;
+	free(next);
+	return NULL;
+}
 
 const char *log_cut_why(const mms_log_info_t *in, char *buf, size_t cap)
 {

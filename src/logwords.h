@@ -11,6 +11,12 @@
 
 #include "msmemscope-replay.h"
 
+/* The log of the image the process of the log at path exec'd: path
+ * STEM.mms or STEM.execN.mms is followed by STEM.exec{N+1}.mms (the
+ * recorder's naming, hooks/logname.c). Returns that path (malloc'd) when
+ * the file exists, else NULL. */
+char *log_exec_successor(const char *path);
+
 /* Why the log is cut, for a warning: what the file lost, or "recording
  * stopped early (No space left on device)". Returns buf (160 bytes are
  * enough). */

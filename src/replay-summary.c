@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analysis.h"
@@ -22,9 +23,14 @@ static void say_warning(const char *line)
 /* Tells the user what the summary does not cover. */
 void replay_warn_log_state(const char *path, const mms_log_info_t *in, int json)
 {
-	if (!in->cut && !in->complete && in->exec_away && !json)
+	if (!in->cut && !in->complete && in->exec_away && !json) {
+		char *next = log_exec_successor(path);
+
 		fprintf(stderr, "%s: %s: the process exec'd another program; blocks \"live at exec\" are those it "
-			"held then\n", cli_progname, path);
+			"held then%s%s%s\n", cli_progname, path, next ? " (its log: " : "", next ? next : "",
+			next ? ")" : "");
+		free(next);
+	}
 	else if (!in->cut && !in->complete && !in->exec_away)
 		warn("%s: the process did not reach exit (killed, or still running); blocks \"live at log end\" "
 		     "are those live at the last recorded event",

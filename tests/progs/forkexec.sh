@@ -45,6 +45,10 @@ expect_key fe.exec1.mms.json complete true
 expect_key fe.$child.mms.json complete true
 # The parent's image ends at its exec: its log says so, and is not complete.
 expect_key fe.mms.json exec_away true
+# The summary says so, and names the next image's log.
+"$MMS_REPLAY" fe.mms --summary >fe.sum 2>fe.sum.err || fail "--summary of fe.mms exited $?: $(cat fe.sum.err)"
+grep -q "fe.mms: the process exec'd another program; blocks \"live at exec\" are those it held then (its log: fe.exec1.mms)$" fe.sum.err ||
+	fail "the summary of the parent's log does not name the exec'd image's log: $(cat fe.sum.err)"
 # leaks speaks of exec there too, as the summary does.
 "$MMS_REPLAY" fe.mms --analysis leaks >fe.leaks 2>/dev/null || fail "leaks of fe.mms exited $?"
 grep -q '^====== SUMMARY: 0.057220 Mb(s) live at exec in 60 allocation(s) ======$' fe.leaks ||
