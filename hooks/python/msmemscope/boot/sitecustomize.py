@@ -12,12 +12,13 @@ imported here). Then it runs the sitecustomize module that this one
 hides, if there is one further on the path, as Python would have."""
 
 
-def _torch_ops_wanted(os):
+def _config_key(os, name, default):
+    """A key of the recording's configuration (MSMEMSCOPE_CONFIG)."""
     for part in os.environ.get("MSMEMSCOPE_CONFIG", "").split(";"):
         key, sep, value = part.partition("=")
-        if sep and key.strip() == "torch_ops":
-            return value.strip() == "1"
-    return False
+        if sep and key.strip() == name:
+            return value.strip()
+    return default
 
 
 class _AfterTorch:
@@ -76,14 +77,17 @@ def _boot():
     try:
         import msmemscope  # noqa: F401 (the import installs the hook)
     except Exception as e:  # another interpreter than the package's
-        sys.stderr.write("msmemscope: warning: no Python frames or operators are recorded in %s (Python %s): %s\n"
-                         % (sys.executable, sys.version.split()[0], e))
-    else:
-        if _torch_ops_wanted(os):
-            if "torch" in sys.modules:
-                _torch_ops()
-            else:
-                sys.meta_path.insert(0, _AfterTorch())
+        # Said only when Python frames were asked for: with torch_ops
+        # alone, an interpreter that never imports torch (a build's
+        # scripts) stays silent; one that does says it at that import.
+        if _config_key(os, "python_stack", "0") not in ("", "0"):
+            sys.stderr.write("msmemscope: warning: no Python frames are recorded in %s (Python %s): %s\n"
+                             % (sys.executable, sys.version.split()[0], e))
+    if _config_key(os, "torch_ops", "0") == "1":
+        if "torch" in sys.modules:
+            _torch_ops()
+        else:
+            sys.meta_path.insert(0, _AfterTorch())
     import importlib.machinery
     import importlib.util
 
