@@ -60,7 +60,7 @@ const struct mms_conf_key mms__conf_keys[] = {
 	{ "freeres", NULL, MMS_CONF_BOOL, F(freeres), 0, 1, NULL, "1", 0, "0 or 1",
 	  "0: glibc and libstdc++ do not free their memory at exit", "recorder (runtime.c)" },
 	{ "watch", NULL, MMS_CONF_WATCH, F(watch), 0, 31, NULL, "", 0,
-	  "[START[:outN],]END[,full-content], operator names of 1 to 63 bytes without ';', ':' or ',', "
+	  "[START[:outN],]END[,full-content], operator names of 1 to 63 bytes without ';' or ',', "
 	  "N from 0 to 31, :outN only on START",
 	  "checksum (and with full-content dump) the outputs of START at every launch until END",
 	  "recorder (watch.c), watch analysis" },
@@ -174,15 +174,32 @@ static int read_steps(const struct mms_conf_key *k, const char *s, size_t len, m
 	return 0;
 }
 
-/* An operator name of --watch: 1 to 63 bytes, none of them ';', ':' or
- * ',' (the separators of the text). */
+/* An operator name of --watch: 1 to 63 bytes, none of them ';' or ','
+ * (the separators of the text); ':' is allowed (aten::addmm). */
 static int watch_name(char *dst, const char *s, size_t len)
 {
-	if (!len || len >= MMS_CONFIG_NAME_MAX || memchr(s, ';', len) || memchr(s, ':', len))
+	if (!len || len >= MMS_CONFIG_NAME_MAX || memchr(s, ';', len))
 		return -1;
 	memcpy(dst, s, len);
 	dst[len] = 0;
 	return 0;
+}
+
+/* Where an item of --watch ends in ":out" and digits only, the ':'; else
+ * NULL. Any other ':' belongs to the operator's name (aten::addmm,
+ * aten::outer). */
+static const char *out_suffix(const char *s, size_t len)
+{
+	const char *end = s + len, *colon = NULL, *d;
+
+	for (size_t i = len; i > 0 && !colon; i--)
+		if (s[i - 1] == ':')
+			colon = s + i - 1;
+	if (!colon || end - colon <= 4 || memcmp(colon + 1, "out", 3))
+		return NULL;
+	for (d = colon + 4; d < end && *d >= '0' && *d <= '9'; d++)
+		;
+	return d == end ? colon : NULL;
 }
 
 static int read_watch(const struct mms_conf_key *k, const char *s, size_t len, mms_config_t *c)
@@ -214,22 +231,22 @@ static int read_watch(const struct mms_conf_key *k, const char *s, size_t len, m
 	if (n < 1 || n > 2)
 		return -1;
 	if (n == 2) {
-		const char *colon = memchr(items[0], ':', lens[0]);
-		size_t slen = colon ? (size_t)(colon - items[0]) : lens[0];
+		/* START:outN (aten::addmm:out0). */
+		const char *colon = out_suffix(items[0], lens[0]), *end = items[0] + lens[0];
+		size_t slen = lens[0];
+		uint64_t v;
 
 		if (colon) {
-			const char *num = colon + 4;
-			uint64_t v;
-
-			if ((size_t)(items[0] + lens[0] - colon) < 5 || memcmp(colon + 1, "out", 3) ||
-			    read_u64(num, (size_t)(items[0] + lens[0] - num), &v) || v > k->max)
+			if (read_u64(colon + 4, (size_t)(end - colon - 4), &v) || v > k->max)
 				return -1;
 			w.out = (int)v;
+			slen = (size_t)(colon - items[0]);
 		}
 		if (watch_name(w.start, items[0], slen))
 			return -1;
 	}
-	if (watch_name(w.end, items[n - 1], lens[n - 1]))
+	/* :outN only on START. */
+	if (out_suffix(items[n - 1], lens[n - 1]) || watch_name(w.end, items[n - 1], lens[n - 1]))
 		return -1;
 	w.on = 1;
 	c->watch = w;

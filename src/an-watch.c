@@ -155,12 +155,16 @@ static void print_text(struct an_ctx *c, const mms_watch_t *r, const char *csv)
 			fprintf(f, "    never changed (%016" PRIx64 ")\n", b->first_crc);
 			continue;
 		}
-		if (first)
-			fprintf(f,
-				"    first changed by %s, launch %" PRIu64 ", step %" PRIu64 ", thread %" PRIu64
-				": %016" PRIx64 " -> %016" PRIx64 "\n",
-				first->op ? first->op : "?", first->launch, first->step, tid_of(c->log, first->thread),
+		if (first) {
+			char step[40] = ""; /* step 0: outside steps (a log without any) */
+
+			if (first->step)
+				snprintf(step, sizeof step, ", step %" PRIu64, first->step);
+			fprintf(f, "    first changed by %s, launch %" PRIu64 "%s, thread %" PRIu64 ": %016" PRIx64
+				" -> %016" PRIx64 "\n",
+				first->op ? first->op : "?", first->launch, step, tid_of(c->log, first->thread),
 				first->before, first->after);
+		}
 		for (size_t k = 0; k < b->nchanges; k++)
 			nlaunch += b->changes[k].launch != 0;
 		if (nlaunch) {

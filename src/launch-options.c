@@ -632,7 +632,7 @@ static void print_help(void)
 	       "                        (outN: only output N), are checksummed (CRC-64/XZ)\n"
 	       "                        before and after every launch until a launch of\n"
 	       "                        END ends; so are msmemscope_watch() blocks at every\n"
-	       "                        launch.\n"
+	       "                        launch. Names may hold ':' (aten::addmm:out0).\n"
 	       "                        full-content: also write their bytes to\n"
 	       "                        watch_dump/ in the run folder. Implies launch\n"
 	       "                        events and runs the watch analysis after the run.\n"

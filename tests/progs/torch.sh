@@ -191,6 +191,14 @@ for how in op default; do
 		[ "$launches" = 0 ] || fail "plain.py without --level=op recorded $launches operator launches"
 	fi
 done
+# --watch names aten operators (names with "::"): the outputs of the
+# first aten::addmm are checksummed until aten::mean; no "step 0" in a
+# program without steps.
+"$MMS_LAUNCHER" --level=op --watch=aten::addmm:out0,aten::mean --analysis=watch --output=pw -- "$MMS_PYTHON" plain.py \
+	>pw.out 2>pw.err || fail "msmemscope --watch=aten::addmm:out0,aten::mean exited $?: $(tail -5 pw.err)"
+grep -q "^  'aten::addmm' out 0: 0x[0-9a-f]*, .* checksums from launch [0-9]*$" pw.err ||
+	fail "--watch=aten::addmm:out0: no watched output in the report: $(sed -n '/watch/,$p' pw.err)"
+! grep -q "step 0" pw.err || fail "the watch report speaks of step 0: $(grep 'step 0' pw.err)"
 
 # Guard mode: every heap block moved, C++ new and delete of libtorch
 # checked by family; the program prints the same and nothing is found.

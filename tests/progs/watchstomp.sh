@@ -229,7 +229,7 @@ expect_eq "report without watches" "$(cat none.txt)" "watch: 0 watched blocks, 0
 expect_eq "files without watches" "$(ls -A nd)" ""
 
 # --- malformed values are refused before anything runs -----------------------
-for bad in "" "a,b,c" "a:out1" "a:out99,b" "a:in1,b" "full-content" "a;b,c"; do
+for bad in "" "a,b,c" "a:out1" "a:out99,b" "full-content" "a;b,c" "a,b:out2"; do
 	"$MMS_LAUNCHER" "--watch=$bad" --output=bad -- "$prog" >/dev/null 2>bad.err && fail "--watch=$bad was accepted"
 	rc=$?
 	expect_eq "exit status of --watch=$bad" "$rc" 2

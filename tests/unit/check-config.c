@@ -97,6 +97,17 @@ START_TEST(test_roundtrip)
 	ck_assert_int_eq(c.watch.out, -1);
 	ck_assert_uint_eq(c.log_limit, 196608); /* rounded down to 4 KiB */
 	ck_assert_str_eq(text_of(&c), DEFAULT_TEXT ";watch=softmax;log_limit=192K");
+	/* Operator names with ':' (aten's): only a last ":outN" of START
+	 * is the output's number. */
+	ck_assert_int_eq(parse(&c, "watch=aten::addmm:out1,aten::relu", NULL), 0);
+	ck_assert_str_eq(c.watch.start, "aten::addmm");
+	ck_assert_int_eq(c.watch.out, 1);
+	ck_assert_str_eq(c.watch.end, "aten::relu");
+	ck_assert_int_eq(parse(&c, "watch=aten::outer,a:in1", NULL), 0);
+	ck_assert_str_eq(c.watch.start, "aten::outer");
+	ck_assert_int_eq(c.watch.out, -1);
+	ck_assert_str_eq(c.watch.end, "a:in1");
+	ck_assert_str_eq(text_of(&c), DEFAULT_TEXT ";watch=aten::outer,a:in1;log_limit=192K");
 	/* Empty values: no events, every step, no watch. */
 	ck_assert_int_eq(parse(&c, "events=;steps=;watch=", NULL), 0);
 	ck_assert_uint_eq(c.events, 0);
@@ -125,8 +136,9 @@ START_TEST(test_bad_values)
 		"log_level=debug",
 		"watch=a,b,c",
 		"watch=a:out1",
+		"watch=a,b:out1",
+		"watch=a:out,b:out2",
 		"watch=a:out32,b",
-		"watch=a:in1,b",
 		"watch=full-content",
 		"watch=a,",
 		"watch=,b",
