@@ -312,10 +312,6 @@ static char *log_origin(const char *name, const struct log_result *r, pid_t prog
  * damaged, lost events or freed what was not live is always listed. */
 #define OTHER_LOGS_SHOWN 10
 
-static int log_has_problem(const struct log_result *r)
-{
-	return r->info.cut || r->info.damaged || r->info.lost_events || r->sum.unmatched_frees;
-}
 
 /* The line of another log of the run: how its process began, its events
  * and the heap blocks live at its end, and what is wrong with it. */
@@ -346,16 +342,40 @@ static void print_other_log(const char *name, const struct log_result *r, pid_t 
 
 /* One line for each log in the run folder besides the program's own
  * (forked children, spawned children and exec'd images): the first
- * OTHER_LOGS_SHOWN, then those with a problem, then a count of the rest.
+ * OTHER_LOGS_SHOWN, then those with a problem (cut, damaged, events
+ * lost), then a count of the rest and their events. The rest are only
+ * peeked at (mms_log_peek()): the summary of a forked child replays its
+ * parent's log up to the fork, about a second for a PyTorch DataLoader
+ * worker, which a training run forks anew at every epoch.
  * When one of them has more events than the program's own (main_events),
  * a last line names the busiest and how to read its report: a shell
  * script that runs the program, a launcher script, a build, all put the
  * work the user is after in a child. */
+/* The log with the most events so far, when one has more than the
+ * program's own. */
+struct busiest {
+	uint64_t events;
+	char *name, *exe;
+};
+
+static void busiest(struct busiest *b, const char *name, const char *exe, uint64_t events)
+{
+	if (events <= b->events)
+		return;
+	b->events = events;
+	free(b->name);
+	free(b->exe);
+	b->name = xstrdup(name);
+	b->exe = xstrdup(exe);
+}
+
 static void print_other_logs(const struct run *run, pid_t pid, const char *main_name, uint64_t main_events)
 {
-	uint64_t more = 0, more_events = 0, more_blocks = 0, more_bytes = 0, top_events = main_events;
-	char *top_name = NULL, *top_exe = NULL;
+	struct busiest top = { main_events, NULL, NULL };
+	uint64_t more = 0, more_events = 0;
+	char exe[256];
 	struct dirent **list;
+	mms_log_info_t info;
 	int n, shown = 0;
 
 	n = scandir(run->dir, &list, is_log, cmp_logs);
@@ -365,45 +385,36 @@ static void print_other_logs(const struct run *run, pid_t pid, const char *main_
 	}
 	for (int i = 0; i < n; i++) {
 		const char *name = list[i]->d_name;
+		char *path = xasprintf("%s/%s", run->dir, name);
 		struct log_result r;
 
-		if (strcmp(name, main_name) != 0 && log_read(run->dir, name, &r) == 0) {
-			if (r.sum.events > top_events) {
-				top_events = r.sum.events;
-				free(top_name);
-				free(top_exe);
-				top_name = xstrdup(name);
-				top_exe = xstrdup(r.exe);
-			}
-			if (shown < OTHER_LOGS_SHOWN || log_has_problem(&r)) {
-				shown++;
-				print_other_log(name, &r, pid);
-			} else {
-				more++;
-				more_events += r.sum.events;
-				more_blocks += r.sum.mem[MMS_MEM_HOST].live_blocks;
-				more_bytes += r.sum.mem[MMS_MEM_HOST].live_bytes;
-			}
+		if (!strcmp(name, main_name)) {
+			/* the program's own, summarized already */
+		} else if (shown >= OTHER_LOGS_SHOWN && mms_log_peek(path, &info, exe, sizeof exe) == 0 &&
+			   !info.cut && !info.damaged && !info.lost_events) {
+			more++;
+			more_events += info.events;
+			busiest(&top, name, exe, info.events);
+		} else if (log_read(run->dir, name, &r) == 0) {
+			busiest(&top, name, r.exe, r.sum.events);
+			shown++;
+			print_other_log(name, &r, pid);
 			log_result_free(&r);
 		}
+		free(path);
 		free(list[i]);
 	}
-	if (more) {
-		char b[64];
-
-		fprintf(stderr,
-			"  ... and %" PRIu64 " more log%s in %s: %" PRIu64 " events, %" PRIu64 " heap block%s (%s) live at "
-			"their ends (msmemscope-replay LOG reads each)\n",
-			more, more == 1 ? "" : "s", run->shown, more_events, more_blocks, more_blocks == 1 ? "" : "s",
-			human_bytes(more_bytes, b, sizeof(b)));
-	}
-	if (top_name)
+	if (more)
+		fprintf(stderr, "  ... and %" PRIu64 " more log%s in %s: %" PRIu64 " events (msmemscope-replay LOG reads "
+			"each)\n",
+			more, more == 1 ? "" : "s", run->shown, more_events);
+	if (top.name)
 		fprintf(stderr,
 			"  most events are in %s (%s%s%" PRIu64 " events, more than the program's own); its report: "
 			"msmemscope-replay %s/%s --analysis leaks\n",
-			top_name, top_exe, *top_exe ? ": " : "", top_events, run->shown, top_name);
-	free(top_name);
-	free(top_exe);
+			top.name, top.exe, *top.exe ? ": " : "", top.events, run->shown, top.name);
+	free(top.name);
+	free(top.exe);
 	free(list);
 }
 

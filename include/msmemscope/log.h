@@ -251,6 +251,14 @@ int mms_log_open(const char *path, mms_log_t **out);
 int mms_log_open_ex(const char *path, mms_log_t **out, mms_open_error_t *err);
 void mms_log_close(mms_log_t *log);
 void mms_log_get_info(const mms_log_t *log, mms_log_info_t *info);
+/* What the log at path says of itself, as mms_log_get_info() after
+ * mms_log_open_ex() gives it, without reading a fork child's parent's log:
+ * cheap where opening the log replays the parent's up to the fork (the
+ * launcher's count of a run's other logs). The info's strings (exe,
+ * cut_what, damage) are NULL, the executable's path is copied into exe
+ * (exe_cap bytes, NUL-terminated, cut to fit; exe may be NULL). Returns 0
+ * or a negative code, as mms_log_open_ex(). */
+int mms_log_peek(const char *path, mms_log_info_t *info, char *exe, size_t exe_cap);
 
 /* Following a log while its program writes it (the launcher's report
  * while the program runs). mms_log_follow() opens the log at path like

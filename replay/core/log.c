@@ -770,6 +770,24 @@ MMS__EXPORT int mms_log_open_ex(const char *path, mms_log_t **out, mms_open_erro
 	return rc;
 }
 
+MMS__EXPORT int mms_log_peek(const char *path, mms_log_info_t *info, char *exe, size_t exe_cap)
+{
+	mms_log_t *log;
+	int rc;
+
+	if (!path || !info)
+		return MMS_EUSAGE;
+	rc = mms__log_open_file(path, &log, NULL);
+	if (rc)
+		return rc;
+	mms_log_get_info(log, info);
+	if (exe && exe_cap)
+		snprintf(exe, exe_cap, "%s", info->exe ? info->exe : "");
+	info->exe = info->cut_what = info->damage = NULL;
+	mms_log_close(log);
+	return 0;
+}
+
 MMS__EXPORT int mms_log_open(const char *path, mms_log_t **out)
 {
 	return mms_log_open_ex(path, out, NULL);

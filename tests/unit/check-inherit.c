@@ -5,6 +5,7 @@
  * parents, and every way the parent's log can fail to say. */
 #include <check.h>
 #include <dirent.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -189,6 +190,24 @@ START_TEST(test_inherit_blocks)
 	ck_assert_int_eq(mms_replay_seek(r, 0), 0);
 	ck_assert_int_eq(mms_replay_block_at(r, 0x2000, &blk), 1);
 	mms_replay_close(r);
+	{
+		/* Peeking reads the child alone: the same events, no strings
+		 * kept, the executable copied; even with its parent's log gone. */
+		mms_log_info_t full, peek;
+		char exe[8];
+
+		mms_log_get_info(log, &full);
+		ck_assert_int_eq(rename("p.mms", "gone.mms"), 0);
+		ck_assert_int_eq(mms_log_peek("c.mms", &peek, exe, sizeof exe), 0);
+		ck_assert_uint_eq(peek.events, full.events);
+		ck_assert_uint_eq(peek.pid, CHILD_PID);
+		ck_assert_int_eq(peek.complete, full.complete);
+		ck_assert_ptr_null(peek.exe);
+		ck_assert_int_eq(strncmp(exe, full.exe, sizeof exe - 1), 0);
+		ck_assert_uint_eq(strlen(exe), strlen(full.exe) < sizeof exe ? strlen(full.exe) : sizeof exe - 1);
+		ck_assert_int_eq(mms_log_peek("nothing.mms", &peek, NULL, 0), -ENOENT);
+		ck_assert_int_eq(mms_log_peek(NULL, &peek, NULL, 0), MMS_EUSAGE);
+	}
 	mms_log_close(log);
 }
 END_TEST
