@@ -309,9 +309,8 @@ static char *log_origin(const char *name, const struct log_result *r, pid_t prog
 
 /* Other logs listed one by one: a build or a shell script spawns
  * hundreds of processes. The rest are counted, but one that is cut,
- * damaged, lost events or freed what was not live is always listed. */
+ * damaged or lost events is always listed. */
 #define OTHER_LOGS_SHOWN 10
-
 
 /* The line of another log of the run: how its process began, its events
  * and the heap blocks live at its end, and what is wrong with it. */
@@ -340,17 +339,6 @@ static void print_other_log(const char *name, const struct log_result *r, pid_t 
 	free(bad);
 }
 
-/* One line for each log in the run folder besides the program's own
- * (forked children, spawned children and exec'd images): the first
- * OTHER_LOGS_SHOWN, then those with a problem (cut, damaged, events
- * lost), then a count of the rest and their events. The rest are only
- * peeked at (mms_log_peek()): the summary of a forked child replays its
- * parent's log up to the fork, about a second for a PyTorch DataLoader
- * worker, which a training run forks anew at every epoch.
- * When one of them has more events than the program's own (main_events),
- * a last line names the busiest and how to read its report: a shell
- * script that runs the program, a launcher script, a build, all put the
- * work the user is after in a child. */
 /* The log with the most events so far, when one has more than the
  * program's own. */
 struct busiest {
@@ -369,6 +357,17 @@ static void busiest(struct busiest *b, const char *name, const char *exe, uint64
 	b->exe = xstrdup(exe);
 }
 
+/* One line for each log in the run folder besides the program's own
+ * (forked children, spawned children and exec'd images): the first
+ * OTHER_LOGS_SHOWN, then those with a problem (cut, damaged, events
+ * lost), then a count of the rest and their events. The rest are only
+ * peeked at (mms_log_peek()): the summary of a forked child replays its
+ * parent's log up to the fork, about a second for a PyTorch DataLoader
+ * worker, which a training run forks anew at every epoch.
+ * When one of them has more events than the program's own (main_events),
+ * a last line names the busiest and how to read its report: a shell
+ * script that runs the program, a launcher script, a build, all put the
+ * work the user is after in a child. */
 static void print_other_logs(const struct run *run, pid_t pid, const char *main_name, uint64_t main_events)
 {
 	struct busiest top = { main_events, NULL, NULL };

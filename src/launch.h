@@ -113,9 +113,9 @@ void live_free(struct live *lv);
  * program left no log. */
 int report_run(const struct run *run, char **argv, pid_t pid, int status, const struct opts *o, struct live *lv,
 	       uint64_t *errors);
-/* Where a log's process went on, when it exec'd: memscope_P.mms is
- * followed by memscope_P.exec1.mms, memscope_P.execN.mms by exec{N+1}.
- * Returns the successor's name (malloc'd) if that log exists. */
+/* Where the process of log dir/name went on, when it exec'd: the file
+ * name of the exec'd image's log (log_exec_successor(), malloc'd) if that
+ * log exists, else NULL. */
 char *exec_successor(const char *dir, const char *name);
 /* The program's log in the run folder dir: that of the last image of
  * process pid (a wrapper such as env, a shell script or pyenv's shims

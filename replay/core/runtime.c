@@ -111,13 +111,9 @@ static int python_process(const mms_log_t *log)
 /* The questions allocated_by() answers, each with 2 bits of a memo byte. */
 enum { BY_PYTHON, BY_TORCH_CUDA };
 
-/* Walks b's allocation stack, innermost frame first: 1 at the first frame
- * in a module `owner` names, 0 at the first in a module that neither it
- * nor `through` names (other code allocated); 1 when the stack ends (or
- * was not recorded) before either. The answer for b's stack is kept in
- * memo (NULL: none) as question `which`. */
 /* The path of the module that holds ip (the last recorded, where two
- * overlap), or NULL. */
+ * overlap), or NULL: found in memo's map of the modules, made at its
+ * first use (NULL memo, or no memory for the map: each module tried). */
 static const char *module_path(const mms_log_t *log, struct mms__rtmemo *memo, uint64_t ip)
 {
 	int nmods = mms_log_module(log, 0, NULL);
@@ -142,6 +138,11 @@ static const char *module_path(const mms_log_t *log, struct mms__rtmemo *memo, u
 	return NULL;
 }
 
+/* Walks b's allocation stack, innermost frame first: 1 at the first frame
+ * in a module `owner` names, 0 at the first in a module that neither it
+ * nor `through` names (other code allocated); 1 when the stack ends (or
+ * was not recorded) before either. Python frames are in no module. The
+ * answer for b's stack is kept in memo (NULL: none) as question `which`. */
 static int allocated_by(const mms_log_t *log, struct mms__rtmemo *memo, unsigned which, const struct mms__blk *b,
 			int (*owner)(const char *), int (*through)(const char *))
 {
