@@ -191,6 +191,18 @@ for how in op default; do
 		[ "$launches" = 0 ] || fail "plain.py without --level=op recorded $launches operator launches"
 	fi
 done
+# A program's own module named torch is left alone: libtorch is not
+# loaded into it (that alone is some 800,000 allocations).
+mkdir faketorch
+echo 'X = 7' >faketorch/torch.py
+(cd faketorch && "$MMS_LAUNCHER" --level=op --output=ft -- "$MMS_PYTHON" -c 'import torch; print(torch.X)') \
+	>ft.out 2>ft.err || fail "--level=op with a module named torch exited $?: $(tail -5 ft.err)"
+[ "$(cat ft.out)" = 7 ] || fail "the program's torch module printed $(cat ft.out)"
+log=$(ls faketorch/ft/msmemscope_*/memscope_*.mms)
+summarize "$log"
+[ "$(jget "$log.json" by_kind.op_launch)" = 0 ] && [ "$(jget "$log.json" events)" -lt 100000 ] ||
+	fail "--level=op did more than nothing with a module named torch: $(jget "$log.json" by_kind)"
+
 # --watch names aten operators (names with "::"): the outputs of the
 # first aten::addmm are checksummed until aten::mean; no "step 0" in a
 # program without steps.

@@ -60,6 +60,11 @@ class _AfterTorch:
 def _torch_ops():
     import sys
 
+    # Only PyTorch's torch (its extension torch._C loaded): a module of
+    # the program's own that is named torch gets nothing, and libtorch is
+    # never loaded into a process that did not load it.
+    if not hasattr(sys.modules.get("torch"), "_C"):
+        return
     try:
         import msmemscope.torch
 
