@@ -75,7 +75,6 @@ static int live_follow_exec(struct live *lv)
 	if (!next)
 		return 0;
 	live_drop_quiet(lv);
-	lv->status = 0;
 	free(lv->shown);
 	free(lv->path);
 	lv->shown = next;

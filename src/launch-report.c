@@ -368,6 +368,17 @@ static void busiest(struct busiest *b, const char *name, const char *exe, uint64
  * a last line names the busiest and how to read its report: a shell
  * script that runs the program, a launcher script, a build, all put the
  * work the user is after in a child. */
+/* Whether the log dir/name, only peeked at (mms_log_peek(): its own info,
+ * into *info and exe), is whole: not cut, not damaged, no events lost. */
+static int peeked_whole(const char *dir, const char *name, mms_log_info_t *info, char *exe, size_t cap)
+{
+	char *path = xasprintf("%s/%s", dir, name);
+	int whole = mms_log_peek(path, info, exe, cap) == 0 && !info->cut && !info->damaged && !info->lost_events;
+
+	free(path);
+	return whole;
+}
+
 static void print_other_logs(const struct run *run, pid_t pid, const char *main_name, uint64_t main_events)
 {
 	struct busiest top = { main_events, NULL, NULL };
@@ -384,13 +395,11 @@ static void print_other_logs(const struct run *run, pid_t pid, const char *main_
 	}
 	for (int i = 0; i < n; i++) {
 		const char *name = list[i]->d_name;
-		char *path = xasprintf("%s/%s", run->dir, name);
 		struct log_result r;
 
 		if (!strcmp(name, main_name)) {
 			/* the program's own, summarized already */
-		} else if (shown >= OTHER_LOGS_SHOWN && mms_log_peek(path, &info, exe, sizeof exe) == 0 &&
-			   !info.cut && !info.damaged && !info.lost_events) {
+		} else if (shown >= OTHER_LOGS_SHOWN && peeked_whole(run->dir, name, &info, exe, sizeof exe)) {
 			more++;
 			more_events += info.events;
 			busiest(&top, name, exe, info.events);
@@ -400,7 +409,6 @@ static void print_other_logs(const struct run *run, pid_t pid, const char *main_
 			print_other_log(name, &r, pid);
 			log_result_free(&r);
 		}
-		free(path);
 		free(list[i]);
 	}
 	if (more)
