@@ -20,7 +20,9 @@
 #include "index-int.h"
 #include "log-int.h"
 #include "map-int.h"
+#include "sort-int.h"
 #include "state-int.h"
+#include "table-int.h"
 
 /* Parents of parents are followed this far (a shell's subshells nest a
  * few levels); a longer chain leaves the blocks unknown. */
@@ -34,7 +36,7 @@ void mms__inherit_free(struct mms__inherit *inh)
 {
 	free(inh->parent_log);
 	free(inh->why);
-	free(inh->blks);
+	mms__table_free(inh->blks, inh->cap * sizeof(*inh->blks));
 	free(inh->strs);
 	memset(inh, 0, sizeof(*inh));
 }
@@ -185,8 +187,8 @@ static int collect_blk(const struct mms__blk *b, void *ctx)
 	 * child's address space). */
 	if (b->mem == MMS_MEM_DEVICE)
 		return 0;
-	if (mms__grow(&inh->blks, &inh->cap, inh->n, sizeof(*inh->blks)) ||
-	    mms__grow(&c->keys, &c->keys_cap, inh->n, sizeof(*c->keys)))
+	if (mms__table_grow(&inh->blks, &inh->cap, inh->n, sizeof(*inh->blks)) ||
+	    mms__table_grow(&c->keys, &c->keys_cap, inh->n, sizeof(*c->keys)))
 		return -ENOMEM;
 	ib = &inh->blks[inh->n];
 	memset(ib, 0, sizeof(*ib));
@@ -217,47 +219,40 @@ static int collect_blk(const struct mms__blk *b, void *ctx)
 	return 0;
 }
 
-struct order {
-	uint64_t key, addr;
-	size_t i;
-};
-
-static int order_cmp(const void *a, const void *b)
-{
-	const struct order *x = a, *y = b;
-
-	if (x->key != y->key)
-		return x->key < y->key ? -1 : 1;
-	return x->addr < y->addr ? -1 : x->addr > y->addr;
-}
-
-/* Puts the blocks in the order the parent allocated them (the pieces of
- * one mapping by address). */
+/* Puts the blocks in the order the parent allocated them: a radix sort of
+ * (allocation id, index) pairs, then one pass that copies each block to
+ * its place. The pieces of one mapping share an allocation id; they come
+ * from mms__state_each() by address, an order ties by index keep. The
+ * arrays are tables (table.c): fresh memory in huge pages, not in 4 KiB
+ * page faults. */
 static int sort_blocks(struct collect *c)
 {
 	struct mms__inherit *inh = c->inh;
 	struct mms__iblk *sorted;
-	struct order *o;
+	struct mms__keyed *o;
 	size_t i;
 
 	if (inh->n < 2)
 		return 0;
-	o = malloc(inh->n * sizeof(*o));
-	sorted = malloc(inh->n * sizeof(*sorted));
+	o = mms__table_alloc(inh->n * sizeof(*o));
+	sorted = mms__table_alloc(inh->n * sizeof(*sorted));
 	if (!o || !sorted) {
-		free(o);
-		free(sorted);
+		mms__table_free(o, inh->n * sizeof(*o));
+		mms__table_free(sorted, inh->n * sizeof(*sorted));
 		return -ENOMEM;
 	}
 	for (i = 0; i < inh->n; i++)
-		o[i] = (struct order){ c->keys[i], inh->blks[i].addr, i };
-	qsort(o, inh->n, sizeof(*o), order_cmp);
-	for (i = 0; i < inh->n; i++)
-		sorted[i] = inh->blks[o[i].i];
-	free(inh->blks);
+		o[i] = (struct mms__keyed){ c->keys[i], i };
+	mms__sort_keyed(o, inh->n);
+	for (i = 0; i < inh->n; i++) {
+		if (i + 8 < inh->n)
+			__builtin_prefetch(&inh->blks[o[i + 8].ix]);
+		memcpy(&sorted[i], &inh->blks[o[i].ix], sizeof(*sorted));
+	}
+	mms__table_free(inh->blks, inh->cap * sizeof(*inh->blks));
 	inh->blks = sorted;
 	inh->cap = inh->n;
-	free(o);
+	mms__table_free(o, inh->n * sizeof(*o));
 	return 0;
 }
 
@@ -317,7 +312,7 @@ static int collect_all(mms_log_t *log, const mms_log_t *parent, mms_replay_t *r)
 		rc = sort_blocks(&c);
 	mms__map_free(&c.stacks);
 	mms__map_free(&c.names);
-	free(c.keys);
+	mms__table_free(c.keys, c.keys_cap * sizeof(*c.keys));
 	free(c.chain);
 	return rc;
 }
