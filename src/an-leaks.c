@@ -122,7 +122,10 @@ static void print_leak(FILE *f, const mms_leak_t *k)
 		fprintf(f, "%s (launch %" PRIu64 ")", k->b.op, k->b.op_launch);
 	else
 		fprintf(f, "kernel_%" PRIu64, k->b.kernel_launches);
-	fprintf(f, " at step %" PRIu64 ".\n", k->b.step);
+	/* A log without steps has no step to name (the marks rule). */
+	if (k->b.step)
+		fprintf(f, " at step %" PRIu64, k->b.step);
+	fputs(".\n", f);
 }
 
 static void json_leaks(FILE *f, const mms_leak_t *l, size_t n)
@@ -151,10 +154,65 @@ static void json_leaks(FILE *f, const mms_leak_t *l, size_t n)
 	fputc(']', f);
 }
 
-/* One section (per-step leaks or live at exit): the leak lines (per-step
- * only), the stacks, the summary, what was suppressed. */
-static void print_section(struct leaks_out *o, int per_step, const mms_leak_t *l, size_t n)
+/* What a section found, after its heading: a line per leak (the first
+ * LEAK_LINES unless --top 0), the leaks by stack ("WHAT by allocation
+ * stack") and the summary line; more names the leaks in the line that
+ * counts those not listed. */
+static void print_found(struct leaks_out *o, const mms_leak_t *l, size_t n, uint64_t blocks, uint64_t bytes,
+			const char *more, const char *what, const mms_stack_group_t *g, size_t ng)
 {
+	FILE *f = o->c->out;
+	size_t i, listed = 0;
+	char *title = xasprintf("%s by allocation stack", what);
+
+	for (i = 0; i < n; i++)
+		if (!l[i].suppression && (!o->s.top || listed++ < LEAK_LINES))
+			print_leak(f, &l[i]);
+	if (o->s.top && blocks > LEAK_LINES)
+		fprintf(f,
+			"... and %" PRIu64 " more %s, counted by stack below "
+			"(msmemscope-replay LOG --analysis leaks --top 0 lists every one)\n",
+			blocks - LEAK_LINES, more);
+	show_groups(&o->s, title, g, ng);
+	fprintf(f, "====== SUMMARY: %.6f Mb(s) leaked in %" PRIu64 " allocation(s) ======\n", mb(bytes), blocks);
+	free(title);
+}
+
+/* The sections of the report. */
+enum section { SEC_EXIT, SEC_STEP, SEC_MARKS };
+
+/* The marks rule's marks, in words: "between mark 2 (event 40) and mark 3
+ * (event 77) of 'iter', still live at mark 4 (event 120)". */
+static void marks_words(const struct leaks_out *o, char *buf, size_t len)
+{
+	const mms_leaks_t *l = o->l;
+	uint64_t first = o->c->o->leak_mark_first ? o->c->o->leak_mark_first : 1;
+
+	snprintf(buf, len,
+		 "between mark %" PRIu64 " (event %" PRIu64 ") and mark %" PRIu64 " (event %" PRIu64
+		 ") named '%s', still live at mark %" PRIu64 " (event %" PRIu64 ")",
+		 first, l->mark_events[0], first + 1, l->mark_events[1], o->c->o->leak_marks, first + 2,
+		 l->mark_events[2]);
+}
+
+/* The marks rule could not apply: too few marks of that name. */
+static void print_marks_missing(const struct leaks_out *o)
+{
+	const mms_leaks_t *l = o->l;
+	uint64_t first = o->c->o->leak_mark_first ? o->c->o->leak_mark_first : 1;
+
+	fprintf(o->c->out,
+		"No leaks between marks: the %s has %" PRIu64 " mark%s named '%s', and the rule needs three from "
+		"mark %" PRIu64 " (--leak-marks NAME,N chooses the first).\n",
+		o->info.cut || o->info.damaged || l->stop_rc ? "log, as far as it could be read," : "log",
+		l->marks_seen, l->marks_seen == 1 ? "" : "s", o->c->o->leak_marks, first);
+}
+
+/* One section (per-step leaks, between marks, or live at exit): the leak
+ * lines (not at exit), the stacks, the summary, what was suppressed. */
+static void print_section(struct leaks_out *o, enum section sec, const mms_leak_t *l, size_t n)
+{
+	int per_step = sec == SEC_STEP;
 	FILE *f = o->c->out;
 	struct suppressed sp;
 	mms_stack_group_t *g;
@@ -180,11 +238,24 @@ static void print_section(struct leaks_out *o, int per_step, const mms_leak_t *l
 	if (o->s.json) {
 		char when[128];
 
-		fprintf(f, "\"%s\":{\"leaks\":%" PRIu64 ",\"bytes\":%" PRIu64 ",", per_step ? "per_step" : "at_exit",
-			blocks, bytes);
+		fprintf(f, "\"%s\":{\"leaks\":%" PRIu64 ",\"bytes\":%" PRIu64 ",",
+			per_step ? "per_step" : sec == SEC_MARKS ? "between_marks" : "at_exit", blocks, bytes);
+		if (sec == SEC_MARKS) {
+			fputs("\"name\":", f);
+			json_str(f, o->c->o->leak_marks);
+			fprintf(f, ",\"first\":%" PRIu64 ",\"marks_seen\":%" PRIu64 ",\"events\":[",
+				o->c->o->leak_mark_first ? o->c->o->leak_mark_first : 1, o->l->marks_seen);
+			for (i = 0; i < 3; i++) {
+				if (o->l->mark_events[i] == UINT64_MAX)
+					fprintf(f, "%snull", i ? "," : "");
+				else
+					fprintf(f, "%s%" PRIu64, i ? "," : "", o->l->mark_events[i]);
+			}
+			fputs("],", f);
+		}
 		/* "at_exit" is the blocks live at the end of the replay: when
 		 * that was, in words. */
-		if (!per_step) {
+		if (sec == SEC_EXIT) {
 			fprintf(f, "\"inherited_leaks\":%" PRIu64 ",\"inherited_bytes\":%" PRIu64 ",", iblocks, ibytes);
 			fputs("\"live_when\":", f);
 			json_str(f, log_live_when(&o->info, when, sizeof(when)));
@@ -200,25 +271,27 @@ static void print_section(struct leaks_out *o, int per_step, const mms_leak_t *l
 	}
 	if (per_step) {
 		if (blocks) {
-			size_t listed = 0;
-
 			fputs("====== ERROR: Detected memory leaks ======\n", f);
-			for (i = 0; i < n; i++)
-				if (!l[i].suppression && (!o->s.top || listed++ < LEAK_LINES))
-					print_leak(f, &l[i]);
-			if (o->s.top && blocks > LEAK_LINES)
-				fprintf(f,
-					"... and %" PRIu64 " more per-step leaks, counted by stack below "
-					"(msmemscope-replay LOG --analysis leaks --top 0 lists every one)\n",
-					blocks - LEAK_LINES);
-			show_groups(&o->s, "Per-step leaks by allocation stack", g, ng);
-			fprintf(f, "====== SUMMARY: %.6f Mb(s) leaked in %" PRIu64 " allocation(s) ======\n", mb(bytes),
-				blocks);
+			print_found(o, l, n, blocks, bytes, "per-step leaks", "Per-step leaks", g, ng);
 		} else {
 			fprintf(f,
 				"No per-step leaks: no block allocated in step %u or later was still live at the end of "
 				"the step after it.\n",
 				o->c->o->warmup_steps > 1 ? o->c->o->warmup_steps + 1 : 2);
+		}
+	} else if (sec == SEC_MARKS) {
+		char words[512];
+
+		if (o->l->mark_events[2] == UINT64_MAX) {
+			print_marks_missing(o);
+		} else if (blocks) {
+			marks_words(o, words, sizeof(words));
+			fputs("====== ERROR: Detected memory leaks between marks ======\n", f);
+			fprintf(f, "Allocated %s:\n", words);
+			print_found(o, l, n, blocks, bytes, "leaks between the marks", "Leaks between marks", g, ng);
+		} else {
+			marks_words(o, words, sizeof(words));
+			fprintf(f, "No leaks between marks: no block allocated %s.\n", words);
 		}
 	} else {
 		/* A cut or damaged log lost records, frees among them: what
@@ -492,6 +565,8 @@ int an_leaks_add(struct an_ctx *c)
 	c->leaks_supp = o.supp;
 	lo.suppressions = o.supp;
 	lo.warmup_steps = c->o->warmup_steps;
+	lo.marks = c->o->leak_marks;
+	lo.mark_first = c->o->leak_mark_first;
 	lo.sym = o.supp ? an_symbolizer(c) : NULL;
 	rc = mms_leaks_add(c->pass, &lo, &c->leaks);
 	c->subscribed += !rc;
@@ -534,9 +609,13 @@ int an_leaks_print(struct an_ctx *c)
 		log_json_end(c->out, &o.info);
 		fprintf(c->out, ",\"steps_total\":%zu,\"warmup_steps\":%u,", o.l->nsteps,
 			c->o->warmup_steps ? c->o->warmup_steps : 1);
-		print_section(&o, 1, o.l->step_leaks, o.l->nstep_leaks);
+		print_section(&o, SEC_STEP, o.l->step_leaks, o.l->nstep_leaks);
 		fputc(',', c->out);
-		print_section(&o, 0, o.l->exit_leaks, o.l->nexit_leaks);
+		if (c->o->leak_marks) {
+			print_section(&o, SEC_MARKS, o.l->mark_leaks, o.l->nmark_leaks);
+			fputc(',', c->out);
+		}
+		print_section(&o, SEC_EXIT, o.l->exit_leaks, o.l->nexit_leaks);
 		fputc(',', c->out);
 		print_runtime(&o);
 		fputc(',', c->out);
@@ -546,8 +625,10 @@ int an_leaks_print(struct an_ctx *c)
 		fputs("}\n", c->out);
 	} else {
 		if (o.l->nsteps)
-			print_section(&o, 1, o.l->step_leaks, o.l->nstep_leaks);
-		print_section(&o, 0, o.l->exit_leaks, o.l->nexit_leaks);
+			print_section(&o, SEC_STEP, o.l->step_leaks, o.l->nstep_leaks);
+		if (c->o->leak_marks)
+			print_section(&o, SEC_MARKS, o.l->mark_leaks, o.l->nmark_leaks);
+		print_section(&o, SEC_EXIT, o.l->exit_leaks, o.l->nexit_leaks);
 		print_runtime(&o);
 		print_bad_frees(&o);
 		print_gaps(&o);

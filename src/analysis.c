@@ -3,6 +3,7 @@
  * command line asked for over a log: added, read once, printed in turn. */
 #include "config.h"
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -292,6 +293,29 @@ mms_symbolizer_t *an_symbolizer(struct an_ctx *c)
 char *an_out_path(const struct an_opts *o, const char *name)
 {
 	return xasprintf("%s/%s", o->outdir ? o->outdir : ".", name);
+}
+
+const char *an_parse_leak_marks(const char *value, struct an_opts *o)
+{
+	const char *comma = strrchr(value, ',');
+	char *name, *end;
+	unsigned long long n = 1;
+
+	if (comma && comma[1] >= '0' && comma[1] <= '9' && comma[strspn(comma + 1, "0123456789") + 1] == '\0') {
+		errno = 0;
+		n = strtoull(comma + 1, &end, 10);
+		if (errno || !n)
+			return "N (the first of the three marks) counts marks of that name from 1";
+	} else {
+		comma = value + strlen(value);
+	}
+	if (comma == value)
+		return "expected the name of a mark (msmemscope_mark(), mstxMarkA(), nvtxMarkA())";
+	name = xstrdup(value);
+	name[comma - value] = '\0';
+	o->leak_marks = name;
+	o->leak_mark_first = n;
+	return NULL;
 }
 
 const char *an_check_suppressions(const char *path)

@@ -28,6 +28,8 @@ struct an_opts {
 	const char *suppressions; /* leaks: LeakSanitizer-format file, or NULL */
 	bool show_runtime;        /* leaks: list the blocks the runtimes keep, by stack */
 	uint32_t warmup_steps;    /* leaks: steps whose blocks are no per-step leaks (0: 1) */
+	const char *leak_marks;   /* leaks: the marks rule's mark name, or NULL */
+	uint64_t leak_mark_first; /* leaks: the first of its three marks, from 1 (0: 1) */
 	uint64_t idle_threshold;  /* inefficient: launches (0: 3000) */
 	uint64_t min_size;        /* inefficient: smallest block considered */
 	uint64_t buckets;         /* usage: points of the timeline, 0 = every change */
@@ -175,6 +177,11 @@ int an_summarize(const char *path, mms_log_t *log, mms_summary_t *out);
  * used, or a message saying which line is wrong or why it cannot be read
  * (valid until the next call), for a usage error. */
 const char *an_check_suppressions(const char *path);
+
+/* Reads --leak-marks' NAME[,N] into o (a copy of NAME: value may go).
+ * NAME is all of value unless it ends in ',' and digits. Returns NULL, or
+ * what is wrong, for a usage error. */
+const char *an_parse_leak_marks(const char *value, struct an_opts *o);
 
 /* The symbolizer of c's log, opened on first use; NULL when it cannot be
  * (stacks are then shown as module+offset). */

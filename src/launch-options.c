@@ -289,6 +289,19 @@ static const char *parse_warmup_steps(struct opts *o, char *value)
 	return NULL;
 }
 
+static const char *parse_leak_marks(struct opts *o, char *value)
+{
+	struct an_opts ao = { 0 };
+	const char *bad = an_parse_leak_marks(value, &ao);
+
+	if (bad)
+		return bad;
+	free((char *)o->leak_marks);
+	o->leak_marks = ao.leak_marks;
+	o->leak_mark_first = ao.leak_mark_first;
+	return NULL;
+}
+
 static const char *parse_no_live(struct opts *o, char *value)
 {
 	(void)value;
@@ -399,6 +412,7 @@ static const struct opt_def opt_defs[] = {
 	{ "--print-env", false, parse_print_env },
 	{ "--show-runtime", false, parse_show_runtime },
 	{ "--warmup-steps", true, parse_warmup_steps },
+	{ "--leak-marks", true, parse_leak_marks },
 	{ "--no-live-report", false, parse_no_live },
 	{ "--quiet", false, parse_quiet },
 	{ "--help", false, parse_help },
@@ -478,7 +492,7 @@ void parse_args(int argc, char **argv, struct opts *o)
 			record_opt = def->name;
 		if (!report_opt && (!strcmp(def->name, "--analysis") || !strcmp(def->name, "--suppressions") ||
 				    !strcmp(def->name, "--data-format") || !strcmp(def->name, "--show-runtime") ||
-				    !strcmp(def->name, "--warmup-steps") ||
+				    !strcmp(def->name, "--warmup-steps") || !strcmp(def->name, "--leak-marks") ||
 				    !strcmp(def->name, "--compare") || !strcmp(def->name, "--input") ||
 				    !strcmp(def->name, "--level")))
 			report_opt = def->name;
@@ -542,6 +556,8 @@ void parse_args(int argc, char **argv, struct opts *o)
 	/* msMemScope's default analysis is leaks. */
 	if (!o->analyses_set)
 		an_parse_list(an_find("leaks") ? "leaks" : "", &o->analyses);
+	if (o->leak_marks && !(o->analyses & an_mask("leaks")))
+		die_usage("--leak-marks goes with the leaks analysis (--analysis=leaks, the default)");
 	/* As msMemScope: inefficient turns accesses on unless --events says. */
 	if ((o->analyses & an_mask("inefficient")) && !o->events_set)
 		o->rec.events |= MMS_CONFIG_EV_ACCESS | MMS_CONFIG_EV_ALLOC | MMS_CONFIG_EV_FREE;
@@ -565,6 +581,8 @@ void opts_free(struct opts *o)
 {
 	free(o->output);
 	free(o->suppressions);
+	free((char *)o->leak_marks);
+	o->leak_marks = NULL;
 	free(o->input[0]);
 	free(o->input[1]);
 	o->output = o->suppressions = o->input[0] = o->input[1] = NULL;
@@ -655,6 +673,11 @@ static void print_help(void)
 	       "  --warmup-steps=N      leaks: blocks allocated in steps 1 to N are never\n"
 	       "                        per-step leaks (default 1, msMemScope's rule; 2 for a\n"
 	       "                        loop whose optimizer state or caches appear in step 2).\n"
+	       "  --leak-marks=NAME[,N] leaks: also msMemScope's offline rule: a block\n"
+	       "                        allocated between mark N of that name (default 1) and\n"
+	       "                        the next one, still live at the mark after those, is a\n"
+	       "                        leak (marks: msmemscope_mark(), mstxMarkA(),\n"
+	       "                        nvtxMarkA(), Python's msmemscope.mark()).\n"
 	       "  --suppressions=FILE   leaks: leave out the leaks whose allocation stack has\n"
 	       "                        a frame (function, source file or module) matching a\n"
 	       "                        'leak:PATTERN' line of FILE (LeakSanitizer's format).\n"

@@ -526,6 +526,8 @@ void report_options(const struct run *run, const struct opts *o, struct an_opts 
 	ao->suppressions = o->suppressions;
 	ao->show_runtime = o->show_runtime;
 	ao->warmup_steps = o->warmup_steps;
+	ao->leak_marks = o->leak_marks;
+	ao->leak_mark_first = o->leak_mark_first;
 	ao->tag_inefficient = o->data_format != NULL;
 }
 

@@ -100,6 +100,12 @@ static void usage(void)
 	       "                    themselves (not leaks) by allocation stack\n"
 	       "  --warmup-steps N  leaks: blocks allocated in steps 1 to N are never per-step\n"
 	       "                    leaks (default 1, msMemScope's rule)\n"
+	       "  --leak-marks NAME[,N]\n"
+	       "                    leaks: also msMemScope's offline rule: a block allocated\n"
+	       "                    between mark N of that name (default 1) and the next one,\n"
+	       "                    still live at the mark after those, is a leak (marks:\n"
+	       "                    msmemscope_mark(), mstxMarkA(), nvtxMarkA(), Python's\n"
+	       "                    msmemscope.mark())\n"
 	       "  --idle-threshold N\n"
 	       "                    inefficient: launches between two accesses that make a\n"
 	       "                    block idle (default 3000)\n"
@@ -277,6 +283,11 @@ static void parse_args(int argc, char **argv, struct opts *o)
 				if (!w || w > UINT32_MAX)
 					die_usage("--warmup-steps wants a number of steps, 1 or more");
 				o->an.warmup_steps = (uint32_t)w;
+			} else if (cli_opt_value(argc, argv, &i, "--leak-marks", &v)) {
+				const char *msg = an_parse_leak_marks(v, &o->an);
+
+				if (msg)
+					die_usage("--leak-marks %s: %s", v, msg);
 			} else if (cli_opt_value(argc, argv, &i, "--idle-threshold", &v)) {
 				o->an.idle_threshold = number("--idle-threshold", v);
 				if (!o->an.idle_threshold)
@@ -354,6 +365,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			  o->an.warmup_steps ? "--warmup-steps" :
 			  o->an.idle_threshold ? "--idle-threshold" : o->an.min_size ? "--min-size" :
 			  o->an.buckets ? "--buckets" : o->an.at_event_set ? "--at-event" : "--memory");
+	if (o->an.leak_marks && !(o->analyses & an_mask("leaks")))
+		die_usage("--leak-marks goes with --analysis leaks");
 	if (o->json && o->query == Q_EXPORT && !o->analyses)
 		die_usage("--json does not apply to --export");
 }

@@ -150,7 +150,8 @@ const char *mms_inefficient_type_name(unsigned type);
  * proportional to the live blocks. Per step: a block allocated in step
  * N >= 2 (step 1 is warm-up) and still live at the end of step N + 1 is a
  * leak, found once, at that step end. At the end of the log: every block
- * still live. Besides, per step, the lowest and highest live bytes of
+ * still live. When asked, between marks: a block allocated between two
+ * marks of one name and still live at the next. Besides, per step, the lowest and highest live bytes of
  * each memory kind and what the step allocated (msMemScope's "gap"
  * table). */
 typedef struct mms_leak {
@@ -187,6 +188,12 @@ typedef struct mms_leaks {
 	uint64_t events;          /* events replayed */
 	int stop_rc;              /* the damage that ended the replay early, or 0 */
 	int status;               /* 0, or the error that stopped this analysis */
+	/* The marks rule (mms_leaks_options_t.marks), in allocation order;
+	 * found_step 0. Empty unless the third mark was reached. */
+	mms_leak_t *mark_leaks;
+	size_t nmark_leaks;
+	uint64_t marks_seen;      /* marks of that name in the events replayed */
+	uint64_t mark_events[3];  /* the three marks' events; UINT64_MAX: not reached */
 } mms_leaks_t;
 
 typedef struct mms_leaks_options mms_leaks_options_t;
@@ -231,6 +238,14 @@ struct mms_leaks_options {
 	 * (step 1 is warm-up); a training loop whose optimizer state or caches
 	 * appear in step 2 wants 2. */
 	uint32_t warmup_steps;
+	/* msMemScope's offline rule, beside the others: a block allocated
+	 * between two marks named marks (MSTX marks: msmemscope_mark(),
+	 * mstxMarkA(), nvtxMarkA(), msmemscope.mark() in Python) and still
+	 * live at the mark of that name after them is a leak. The three marks
+	 * are the mark_first-th of that name (from 1; 0 is 1) and the two
+	 * after it. NULL: the rule is not applied. */
+	const char *marks;
+	uint64_t mark_first;
 };
 /* Groups the leaks that no suppression matched by allocation stack,
  * largest bytes first. Returns 0 and sets *out (free() it) and *n, or

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* leaks.c: msMemScope's leak rules over one forward pass of a log: blocks
  * of step N >= 2 still live at the end of step N + 1, blocks live at the
- * end, and the live bytes of each step (the "gap" table). */
+ * end, blocks allocated between two marks of one name and live at the
+ * third (when asked), and the live bytes of each step (the "gap" table). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +46,8 @@ struct finder {
 	size_t free_head; /* free slots of fol chained through addr, + 1 */
 	mms_leaks_t *l;
 	struct mms__strs *strs; /* the blocks' owner strings, held by l */
-	size_t leakcap, stepcap, exitcap, keptcap;
+	size_t leakcap, stepcap, exitcap, keptcap, markcap;
+	uint64_t mark_first;     /* the first of the three marks, from 0 */
 	struct mms__rtmemo rtmemo; /* for the walk of the blocks live at the end */
 	mms_leak_step_t pending; /* events before the first step mark */
 	int pending_seen;
@@ -186,6 +188,39 @@ static mms_leak_step_t *step_stats(struct finder *f, uint64_t k)
 	return &l->steps[k - 1];
 }
 
+static int leak_order(const void *a, const void *b);
+
+static int mark_add(const struct mms__blk *blk, void *ctx)
+{
+	struct finder *f = ctx;
+	mms_block_t b;
+
+	/* What a runtime keeps for itself is no leak between marks either. */
+	if (blk->alloc_event <= f->l->mark_events[0] || blk->alloc_event >= f->l->mark_events[1] || blk->runtime)
+		return 0;
+	mms__state_blk_export(f->st, blk, &b);
+	return leak_add(&f->l->mark_leaks, &f->l->nmark_leaks, &f->markcap, &b, 0);
+}
+
+/* A mark named opt.marks, event id: one of the three, and at the third,
+ * the blocks live then that the first two enclose. */
+static int mark_seen(struct finder *f, uint64_t id)
+{
+	mms_leaks_t *l = f->l;
+	uint64_t n = l->marks_seen++;
+	int rc;
+
+	if (n < f->mark_first || n - f->mark_first > 2)
+		return 0;
+	l->mark_events[n - f->mark_first] = id;
+	if (n - f->mark_first < 2)
+		return 0;
+	rc = mms__state_each(f->st, mark_add, f);
+	if (!rc && l->nmark_leaks > 1)
+		qsort(l->mark_leaks, l->nmark_leaks, sizeof(*l->mark_leaks), leak_order);
+	return rc;
+}
+
 static int finder_event(struct mms__sub *sub, struct mms_pass *p, const mms_event_t *ev)
 {
 	struct finder *f = (struct finder *)sub;
@@ -196,6 +231,9 @@ static int finder_event(struct mms__sub *sub, struct mms_pass *p, const mms_even
 	int rc;
 
 	(void)p;
+	if (f->opt.marks && ev->kind == MMS_EV_MSTX && ev->sub == MMS_MSTX_MARK && ev->name &&
+	    !strcmp(ev->name, f->opt.marks) && (rc = mark_seen(f, ev->id)))
+		return rc;
 	/* A log without step marks has no step and no per-step leak: a
 	 * block of no step (0) is never followed, and what is counted
 	 * before the first step would never be used. */
@@ -344,6 +382,7 @@ MMS__EXPORT void mms_leaks_free(mms_leaks_t *l)
 	free(l->step_leaks);
 	free(l->exit_leaks);
 	free(l->runtime_kept);
+	free(l->mark_leaks);
 	free(l->steps);
 	mms__strs_unref(res->strs);
 	free(res);
@@ -372,6 +411,9 @@ MMS__EXPORT int mms_leaks_add(mms_pass_t *p, const mms_leaks_options_t *opt, mms
 	if (opt)
 		f->opt = *opt;
 	f->warmup = f->opt.warmup_steps ? f->opt.warmup_steps : 1;
+	f->mark_first = f->opt.mark_first ? f->opt.mark_first - 1 : 0;
+	for (int k = 0; k < 3; k++)
+		res->pub.mark_events[k] = UINT64_MAX;
 	f->pass = p;
 	f->off = mms__pass_attach(p, sizeof(uint64_t));
 	f->sub.name = "leaks";

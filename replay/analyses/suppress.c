@@ -248,6 +248,8 @@ int mms__leaks_suppress(mms_leaks_t *l, const mms_log_t *log, mms_suppressions_t
 	rc = suppress_list(l->step_leaks, l->nstep_leaks, &cache, s, log, sym);
 	if (!rc)
 		rc = suppress_list(l->exit_leaks, l->nexit_leaks, &cache, s, log, sym);
+	if (!rc)
+		rc = suppress_list(l->mark_leaks, l->nmark_leaks, &cache, s, log, sym);
 	mms__map_free(&cache);
 	return rc;
 }
