@@ -30,7 +30,7 @@
 
 #define MMS_MAGIC "MMSLOG\x1a\n"
 #define MMS_MAGIC_LEN 8
-#define MMS_FORMAT_VERSION 6u      /* what the writer writes */
+#define MMS_FORMAT_VERSION 7u      /* what the writer writes */
 #define MMS_FORMAT_VERSION_MIN 1u  /* the oldest version readers read */
 #define MMS_HEADER_SIZE 4096u
 #define MMS_CHUNK_SIZE_DEFAULT 65536u
@@ -187,6 +187,9 @@ enum mms_tag {
 	                               u device: CUDA memory the driver handed out (hooks/cuda.c) */
 	MMS_TAG_DEV_FREE = 0x90,    /* | enum mms_dev_fn (version 6): daddr, u device: CUDA
 	                               memory given back, stamped before the driver's call */
+	MMS_TAG_ALLOC_FAIL = 0x98,  /* | enum mms_alloc_fn (version 7): u size, u stack, u align:
+	                               an allocation the allocator refused (NULL, ENOMEM);
+	                               size saturates at 2^64 - 1 (calloc's product) */
 };
 
 /* The sub-code of MMS_TAG_DEV_ALLOC and MMS_TAG_DEV_FREE (version 6): the

@@ -233,6 +233,30 @@ static void rec_alloc(struct mms_thread *t, unsigned fn, void *ptr, size_t size,
 	rec_alloc_with(t, fn, ptr, size, mms__capture_stack_at(t, fp), CALLER(fp));
 }
 
+/* An allocation the allocator refused (ALLOC_FAIL): size bytes asked for
+ * (saturated), align the alignment asked for (0: the function's own); fp:
+ * the hook's own frame. Cold and out of line: the hot path keeps only the
+ * test it had. The program reads errno next (ENOMEM): kept as it was. */
+static __attribute__((noinline, cold)) void rec_alloc_fail(struct mms_thread *t, unsigned fn, size_t size,
+							  size_t align, uintptr_t fp)
+{
+	int saved = errno;
+	uint32_t stack = mms__capture_stack_at(t, fp);
+	uint64_t stamp = mms__stamp_obtain();
+	uint8_t *p = mms__rec_begin(t, 1 + 4 * 10);
+
+	if (p) {
+		p = mms__rec_head(t, p, (uint8_t)(MMS_TAG_ALLOC_FAIL | fn), stamp);
+		p = mms_put_u(p, size);
+		p = mms_put_u(p, stack);
+		p = mms_put_u(p, align);
+		mms__rec_commit(t, p);
+	} else {
+		mms__log_cut_at(stamp);
+	}
+	errno = saved;
+}
+
 /* A free with the stack of the call that freed (FREE_STACK); fp: the
  * hook's own frame. Out of line: the path without stacks stays as it was. */
 static __attribute__((noinline)) void rec_free_stack(struct mms_thread *t, unsigned fn, void *ptr, uint64_t stamp,
@@ -263,13 +287,19 @@ static inline void rec_free(struct mms_thread *t, unsigned fn, void *ptr, uint64
 /* The caller of the hook (guard mode tells the loader's calls apart). */
 #define RA ((uintptr_t)__builtin_return_address(0))
 
-#define HOOK_ALLOC(fn, call)                                                                                       \
+/* req: the bytes asked for, as a failure records them (calloc's product
+ * saturated); align: the alignment asked for, 0 for the function's own. A
+ * NULL with ENOMEM is a refusal; with EINVAL (a bad alignment) it is
+ * not. */
+#define HOOK_ALLOC(fn, align, req, call)                                                                                       \
 	do {                                                                                                       \
 		struct mms_thread *t = enter();                                                                    \
 		void *r_ = (call);                                                                                 \
 		if (t) {                                                                                           \
 			if (r_)                                                                                    \
 				rec_alloc(t, fn, r_, size_, FRAME);                                                \
+			else if (errno == ENOMEM)                                                                  \
+				rec_alloc_fail(t, fn, (req), (align), FRAME);                                      \
 			leave();                                                                                   \
 		}                                                                                                  \
 		return r_;                                                                                         \
@@ -382,7 +412,7 @@ MMS_EXPORT void *malloc(size_t size)
 	if (OWN_CALL(malloc))
 		return own_alloc(size, 16);
 	GUARD_ALLOC(MMS_ALLOC_MALLOC, MMS_GUARD_FAMILY_MALLOC, 16, size, 0);
-	HOOK_ALLOC(MMS_ALLOC_MALLOC, mms__real.malloc(size));
+	HOOK_ALLOC(MMS_ALLOC_MALLOC, 0, size, mms__real.malloc(size));
 }
 
 MMS_EXPORT void *calloc(size_t n, size_t size)
@@ -408,7 +438,7 @@ MMS_EXPORT void *calloc(size_t n, size_t size)
 		}
 		return mms__guard_alloc_hook(MMS_ALLOC_CALLOC, MMS_GUARD_FAMILY_MALLOC, 16, size_, 1, RA);
 	}
-	HOOK_ALLOC(MMS_ALLOC_CALLOC, mms__real.calloc(n, size));
+	HOOK_ALLOC(MMS_ALLOC_CALLOC, 0, size && n > SIZE_MAX / size ? SIZE_MAX : size_, mms__real.calloc(n, size));
 }
 
 MMS_EXPORT void free(void *ptr)
@@ -464,6 +494,8 @@ static void *realloc_common(void *ptr, size_t size, uintptr_t ra)
 		mms__note_release((uintptr_t)ptr, t->index);
 	t1 = mms__stamp_release_heap();
 	r = mms__real.realloc(ptr, size);
+	if (unlikely(!r) && size && errno == ENOMEM)
+		rec_alloc_fail(t, MMS_ALLOC_REALLOC, size, 0, FRAME);
 	if (r || (ptr && size == 0)) {
 		/* One walk serves both records: one call freed and allocated. */
 		uint32_t stack = mms__capture_stack_at(t, FRAME);
@@ -525,6 +557,8 @@ MMS_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 	if (t) {
 		if (r == 0)
 			rec_alloc(t, MMS_ALLOC_POSIX_MEMALIGN, *out, size, FRAME);
+		else if (r == ENOMEM)
+			rec_alloc_fail(t, MMS_ALLOC_POSIX_MEMALIGN, size, align, FRAME);
 		leave();
 	}
 	return r;
@@ -554,7 +588,7 @@ MMS_EXPORT void *aligned_alloc(size_t align, size_t size)
 		}
 		return mms__guard_alloc_hook(MMS_ALLOC_ALIGNED_ALLOC, MMS_GUARD_FAMILY_MEMALIGN, a, size, 0, 0);
 	}
-	HOOK_ALLOC(MMS_ALLOC_ALIGNED_ALLOC, mms__real.aligned_alloc(align, size));
+	HOOK_ALLOC(MMS_ALLOC_ALIGNED_ALLOC, align, size, mms__real.aligned_alloc(align, size));
 }
 
 MMS_EXPORT void *memalign(size_t align, size_t size)
@@ -571,7 +605,7 @@ MMS_EXPORT void *memalign(size_t align, size_t size)
 			a <<= 1;
 		return mms__guard_alloc_hook(MMS_ALLOC_MEMALIGN, MMS_GUARD_FAMILY_MEMALIGN, a, size, 0, 0);
 	}
-	HOOK_ALLOC(MMS_ALLOC_MEMALIGN, mms__real.memalign(align, size));
+	HOOK_ALLOC(MMS_ALLOC_MEMALIGN, align, size, mms__real.memalign(align, size));
 }
 
 MMS_EXPORT void *valloc(size_t size)
@@ -581,7 +615,7 @@ MMS_EXPORT void *valloc(size_t size)
 	if (OWN_CALL(valloc))
 		return own_alloc(size, 4096);
 	GUARD_ALLOC(MMS_ALLOC_VALLOC, MMS_GUARD_FAMILY_MALLOC, (size_t)sysconf(_SC_PAGESIZE), size, 0);
-	HOOK_ALLOC(MMS_ALLOC_VALLOC, mms__real.valloc(size));
+	HOOK_ALLOC(MMS_ALLOC_VALLOC, 0, size, mms__real.valloc(size));
 }
 
 MMS_EXPORT void *pvalloc(size_t size)
@@ -593,7 +627,7 @@ MMS_EXPORT void *pvalloc(size_t size)
 	if (OWN_CALL(pvalloc))
 		return own_alloc(size_, 4096);
 	GUARD_ALLOC(MMS_ALLOC_PVALLOC, MMS_GUARD_FAMILY_MALLOC, page, size_, 0);
-	HOOK_ALLOC(MMS_ALLOC_PVALLOC, mms__real.pvalloc(size));
+	HOOK_ALLOC(MMS_ALLOC_PVALLOC, 0, size, mms__real.pvalloc(size));
 }
 
 /* Guard mode moves the program's bytes inside a larger block: the usable

@@ -203,17 +203,11 @@ int an_inefficient_print(struct an_ctx *c)
 		warn("inefficient: %s: cannot replay: %s", c->path, mms_strerror(res->status));
 		return CLI_EXIT_FAILURE;
 	}
-	show_init(&s, c->path, c->log, NULL);
-	s.out = c->out;
-	s.json = c->o->json;
-	s.depth = c->o->depth;
-	s.view = c->o->stack_view;
-	/* The analyses share one symbolizer, which the context owns. */
-	s.sym = an_symbolizer(c);
-	s.sym_failed = !s.sym;
+	an_show_init(c, &s);
 	if (c->o->json)
 		print_json(c, &s, res);
 	else
 		print_text(c, &s, res);
+	an_show_fini(&s);
 	return 0;
 }

@@ -591,14 +591,7 @@ int an_leaks_print(struct an_ctx *c)
 		     mms_strerror(o.l->stop_rc));
 	mms_log_get_info(c->log, &o.info);
 
-	show_init(&o.s, c->path, c->log, NULL);
-	o.s.out = c->out;
-	o.s.json = c->o->json;
-	o.s.depth = c->o->depth;
-	o.s.view = c->o->stack_view;
-	o.s.top = c->o->top;
-	o.s.sym = an_symbolizer(c);
-	o.s.sym_failed = !o.s.sym;
+	an_show_init(c, &o.s);
 
 	if (o.s.json) {
 		fprintf(c->out, "{\"analysis\":\"leaks\",\"log\":");
@@ -633,8 +626,6 @@ int an_leaks_print(struct an_ctx *c)
 		print_bad_frees(&o);
 		print_gaps(&o);
 	}
-	/* The symbolizer is the context's: it closes it. */
-	o.s.sym = NULL;
-	show_fini(&o.s);
+	an_show_fini(&o.s);
 	return 0;
 }

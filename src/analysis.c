@@ -11,6 +11,7 @@
 
 #include "analysis.h"
 #include "cli.h"
+#include "replay-show.h"
 
 /* Each analysis's entry point lives in its own src/an-<name>.c. */
 const struct an_def an_defs[] = {
@@ -28,6 +29,9 @@ const struct an_def an_defs[] = {
 	  an_watch_print },
 	{ "guard", "guard mode's findings: overflows, writes after free, bad frees (--guard)", an_guard_add,
 	  an_guard_print },
+	{ "oom", "at each allocation refused (out of memory): the request, the K blocks allocated last and the K "
+		 "largest live then (oom:K; default 10)",
+	  an_oom_add, an_oom_print },
 	{ NULL, NULL, NULL, NULL },
 };
 
@@ -81,18 +85,34 @@ void an_print_help(FILE *f)
 	}
 }
 
-const char *an_parse_list(const char *list, unsigned *mask)
+const char *an_parse_list_k(const char *list, unsigned *mask, size_t *oom_k)
 {
 	static char msg[384];
 	const char *p = list;
 
 	*mask = 0;
 	while (*p) {
-		size_t len = strcspn(p, ",");
+		size_t len = strcspn(p, ","), name_len = len;
 		const struct an_def *d;
+		const char *colon = memchr(p, ':', len);
 
+		/* oom:K, as msMemScope writes it: K blocks of each list. */
+		if (colon && oom_k && colon - p == 3 && !strncmp(p, "oom", 3)) {
+			char *end;
+			unsigned long long k;
+
+			errno = 0;
+			k = strtoull(colon + 1, &end, 10);
+			if (colon[1] < '0' || colon[1] > '9' || end != p + len || errno || !k || k > AN_OOM_K_MAX) {
+				snprintf(msg, sizeof(msg), "oom:K wants K from 1 to %d blocks, not '%.*s'", AN_OOM_K_MAX,
+					 (int)(len - 4), colon + 1);
+				return msg;
+			}
+			*oom_k = (size_t)k;
+			name_len = 3;
+		}
 		for (d = an_defs; d->name; d++)
-			if (strlen(d->name) == len && !strncmp(d->name, p, len))
+			if (strlen(d->name) == name_len && !strncmp(d->name, p, name_len))
 				break;
 		if (!d->name) {
 			snprintf(msg, sizeof(msg), "no analysis '%.*s'; the analyses are %s", (int)len, p,
@@ -105,6 +125,11 @@ const char *an_parse_list(const char *list, unsigned *mask)
 			p++;
 	}
 	return NULL;
+}
+
+const char *an_parse_list(const char *list, unsigned *mask)
+{
+	return an_parse_list_k(list, mask, NULL);
 }
 
 const char *an_parse_memory(const char *list, unsigned *mask)
@@ -236,6 +261,7 @@ void an_close(struct an_ctx *c)
 	mms_inefficient_free(c->inefficient);
 	mms_watch_free(c->watch);
 	mms_guard_free(c->guard);
+	mms_oom_free(c->oom);
 	free(c->watch_dir);
 	free(c->watch_csv);
 	mms_suppressions_free(c->leaks_supp);
@@ -293,6 +319,25 @@ mms_symbolizer_t *an_symbolizer(struct an_ctx *c)
 char *an_out_path(const struct an_opts *o, const char *name)
 {
 	return xasprintf("%s/%s", o->outdir ? o->outdir : ".", name);
+}
+
+void an_show_init(struct an_ctx *c, struct show *s)
+{
+	show_init(s, c->path, c->log, NULL);
+	s->out = c->out;
+	s->json = c->o->json;
+	s->depth = c->o->depth;
+	s->view = c->o->stack_view;
+	s->top = c->o->top;
+	/* The analyses share one symbolizer, which the context owns. */
+	s->sym = an_symbolizer(c);
+	s->sym_failed = !s->sym;
+}
+
+void an_show_fini(struct show *s)
+{
+	s->sym = NULL;
+	show_fini(s);
 }
 
 const char *an_parse_leak_marks(const char *value, struct an_opts *o)

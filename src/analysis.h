@@ -29,6 +29,7 @@ struct an_opts {
 	bool show_runtime;        /* leaks: list the blocks the runtimes keep, by stack */
 	uint32_t warmup_steps;    /* leaks: steps whose blocks are no per-step leaks (0: 1) */
 	const char *leak_marks;   /* leaks: the marks rule's mark name, or NULL */
+	size_t oom_k;             /* oom: blocks of each list (0: 10) */
 	uint64_t leak_mark_first; /* leaks: the first of its three marks, from 1 (0: 1) */
 	uint64_t idle_threshold;  /* inefficient: launches (0: 3000) */
 	uint64_t min_size;        /* inefficient: smallest block considered */
@@ -68,6 +69,7 @@ struct an_ctx {
 	mms_inefficient_t *inefficient;
 	mms_watch_t *watch;
 	mms_guard_t *guard;
+	mms_oom_t *oom;
 	char *watch_dir, *watch_csv; /* watch: the CSV's folder (made for it) and path */
 	/* watermark, usage, leakage share one subscriber (src/an-trace.c). */
 	mms_trace_t *trace;
@@ -120,6 +122,8 @@ int an_watch_add(struct an_ctx *c);
 int an_watch_print(struct an_ctx *c);
 int an_guard_add(struct an_ctx *c);
 int an_guard_print(struct an_ctx *c);
+int an_oom_add(struct an_ctx *c);
+int an_oom_print(struct an_ctx *c);
 
 /* The analyses, in the order they run; ends with a NULL name. */
 extern const struct an_def an_defs[];
@@ -135,6 +139,9 @@ unsigned an_mask(const char *name);
  * Returns NULL, or a message naming the unknown name and the known ones
  * (valid until the next call). */
 const char *an_parse_list(const char *list, unsigned *mask);
+/* The same, also reading oom:K into *oom_k (unchanged without it). */
+const char *an_parse_list_k(const char *list, unsigned *mask, size_t *oom_k);
+#define AN_OOM_K_MAX 100000
 
 /* Parses a comma-separated list of memory kinds (host, mmap, pool, device) into a
  * mask of bits 1 << enum mms_mem_kind. Returns NULL, or a message naming
@@ -182,6 +189,13 @@ const char *an_check_suppressions(const char *path);
  * NAME is all of value unless it ends in ',' and digits. Returns NULL, or
  * what is wrong, for a usage error. */
 const char *an_parse_leak_marks(const char *value, struct an_opts *o);
+
+struct show;
+/* Readies s (replay-show.h) over c's log for an analysis's report: c's
+ * output, --json, --depth, --stack-view and --top, and c's symbolizer,
+ * which an_show_fini() leaves to c. */
+void an_show_init(struct an_ctx *c, struct show *s);
+void an_show_fini(struct show *s);
 
 /* The symbolizer of c's log, opened on first use; NULL when it cannot be
  * (stacks are then shown as module+offset). */

@@ -254,6 +254,7 @@ const char *cli_event_kind_name(unsigned kind)
 		[MMS_EV_WATCH] = "WATCH",
 		[MMS_EV_COLLECT] = "COLLECT",
 		[MMS_EV_GUARD] = "GUARD",
+		[MMS_EV_ALLOC_FAIL] = "ALLOC_FAIL",
 	};
 
 	return kind < MMS_EV_KIND_COUNT && names[kind] ? names[kind] : "UNKNOWN";

@@ -188,7 +188,7 @@ static const char *parse_log_level(struct opts *o, char *value)
 
 static const char *parse_analysis(struct opts *o, char *value)
 {
-	const char *msg = an_parse_list(value, &o->analyses);
+	const char *msg = an_parse_list_k(value, &o->analyses, &o->oom_k);
 
 	if (msg)
 		return msg;

@@ -260,6 +260,9 @@ static void print_main_summary(const struct run *run, char **argv, pid_t pid, in
 	if (sum->double_allocs)
 		fprintf(stderr, "  %-17s %" PRIu64 " (an address handed out while still live)\n", "double allocs",
 			sum->double_allocs);
+	if (sum->by_kind[MMS_EV_ALLOC_FAIL])
+		fprintf(stderr, "  %-17s %" PRIu64 " allocation%s (out of memory): --analysis=oom shows what was live then\n",
+			"refused", sum->by_kind[MMS_EV_ALLOC_FAIL], sum->by_kind[MMS_EV_ALLOC_FAIL] == 1 ? "" : "s");
 }
 
 /* Orders logs by pid, then each process's images in exec order. */
@@ -527,6 +530,7 @@ void report_options(const struct run *run, const struct opts *o, struct an_opts 
 	ao->show_runtime = o->show_runtime;
 	ao->warmup_steps = o->warmup_steps;
 	ao->leak_marks = o->leak_marks;
+	ao->oom_k = o->oom_k;
 	ao->leak_mark_first = o->leak_mark_first;
 	ao->tag_inefficient = o->data_format != NULL;
 }

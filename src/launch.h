@@ -29,6 +29,7 @@ struct opts {
 	bool show_runtime; /* --show-runtime: leaks lists what the runtimes keep */
 	uint32_t warmup_steps; /* --warmup-steps: leaks' per-step rule; 0: 1 */
 	const char *leak_marks;   /* --leak-marks NAME: leaks' marks rule, or NULL */
+	size_t oom_k;             /* --analysis=oom:K; 0: 10 */
 	uint64_t leak_mark_first; /* --leak-marks ,N: its first mark, from 1 */
 	const char *data_format; /* --data-format: "csv", "db", or NULL for none */
 	bool compare;        /* --compare: compare input[0] with input[1], run nothing */

@@ -241,7 +241,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 
 				if (o->query != Q_EXPORT)
 					set_query(o, Q_ANALYSIS, "--analysis");
-				msg = an_parse_list(v, &o->analyses);
+				msg = an_parse_list_k(v, &o->analyses, &o->an.oom_k);
 				if (msg)
 					die_usage("--analysis: %s", msg);
 				if (!o->analyses)

@@ -79,6 +79,13 @@ static const char *sub_name(const mms_event_t *ev)
 		return ev->sub == MMS_OWNER_TAG ? "tag" : ev->sub != MMS_OWNER_PUSH ? "pop" : "push";
 	case MMS_EV_COLLECT:
 		return ev->sub != MMS_COLLECT_STOP ? "start" : "stop";
+	case MMS_EV_ALLOC_FAIL: {
+		/* The function refused, as an allocation names it. */
+		mms_event_t a = *ev;
+
+		a.kind = MMS_EV_MALLOC;
+		return show_fn_name(&a);
+	}
 	default:
 		return "";
 	}
@@ -233,6 +240,14 @@ static void event_text(struct show *s, const mms_event_t *ev, const mms_block_t 
 		if (ev->kind == MMS_EV_MALLOC && ev->mem == MMS_MEM_HOST && mms_runtime_what((unsigned)ev->flags))
 			fprintf(s->out, " (kept by the runtime: %s)", mms_runtime_what((unsigned)ev->flags));
 		break;
+	case MMS_EV_ALLOC_FAIL:
+		if (ev->size == UINT64_MAX)
+			fputs(" refused: more bytes than an address space holds", s->out);
+		else
+			fprintf(s->out, " refused: %" PRIu64 " bytes (%s)", ev->size, human_bytes(ev->size, h, sizeof(h)));
+		if (ev->flags)
+			fprintf(s->out, ", aligned to %" PRIu64, ev->flags);
+		break;
 	case MMS_EV_ACCESS:
 	case MMS_EV_WATCH:
 		fprintf(s->out, " 0x%" PRIx64 " %" PRIu64 " bytes", ev->addr, ev->size);
@@ -311,6 +326,8 @@ static void event_json(struct show *s, const mms_event_t *ev, const mms_block_t 
 		fprintf(s->out, ",\"addr\":\"0x%" PRIx64 "\"", ev->addr);
 	if (ev->size)
 		fprintf(s->out, ",\"size\":%" PRIu64, ev->size);
+	if (ev->kind == MMS_EV_ALLOC_FAIL)
+		fprintf(s->out, ",\"align\":%" PRIu64, ev->flags);
 	if (ev->name) {
 		fputs(",\"name\":", s->out);
 		json_str(s, ev->name);

@@ -252,6 +252,56 @@ struct mms_leaks_options {
  * -ENOMEM. */
 int mms_leaks_group(const mms_leak_t *leaks, size_t n, mms_stack_group_t **out, size_t *ngroups);
 
+/* --- oom (oom.c) ------------------------------------------------------------
+ * msMemScope's OOM analysis in one forward pass: at each allocation the
+ * allocator refused (a malloc-family call that returned NULL with ENOMEM,
+ * posix_memalign's ENOMEM, a throwing operator new's malloc: ALLOC_FAIL
+ * events, format 7), the request and what was live then, the k blocks
+ * allocated last and the k largest (the process's memory; not CUDA's).
+ * Memory follows the live blocks and k per failure. */
+typedef struct mms_oom_options {
+	size_t k;                 /* blocks of each list per failure (0: 10; at most 100000) */
+	size_t max_failures;      /* failures given in full, the first in log order
+	                             (0: 16); the others are counted */
+} mms_oom_options_t;
+
+typedef struct mms_oom_failure {
+	uint64_t event;           /* the ALLOC_FAIL event */
+	uint64_t time_ns;
+	uint32_t thread;
+	unsigned fn;              /* enum mms_alloc_func */
+	uint64_t size;            /* bytes asked for (UINT64_MAX: calloc's product
+	                             overflowed) */
+	uint64_t align;           /* alignment asked for, 0: the function's own */
+	uint32_t stack;           /* of the call refused */
+	uint64_t step;            /* the step then, from 1 (0: none) */
+	const char *op;           /* the operator running on the thread, or NULL */
+	uint64_t op_launch;
+	uint64_t live_blocks, live_bytes; /* live then (host, mmap and pool memory) */
+	mms_block_t *recent;      /* the k allocated last, newest first */
+	size_t nrecent;
+	mms_block_t *largest;     /* the k largest, largest first (then the older) */
+	size_t nlargest;
+} mms_oom_failure_t;
+
+typedef struct mms_oom {
+	uint64_t failures;        /* refused allocations in the events replayed */
+	mms_oom_failure_t *list;  /* the first max_failures of them */
+	size_t n;
+	uint64_t events;          /* events replayed */
+	int stop_rc;              /* the damage that ended the replay early, or 0 */
+	int status;               /* 0, or the error that stopped this analysis */
+} mms_oom_t;
+
+/* Adds the analysis to the pass (opt may be NULL for the defaults).
+ * Returns 0 and sets *out, filled once mms_pass_run() returned (free it
+ * with mms_oom_free(); its strings live until then, the log's until
+ * mms_log_close()), or a negative code. */
+int mms_oom_add(mms_pass_t *p, const mms_oom_options_t *opt, mms_oom_t **out);
+/* The same in a pass of its own. */
+int mms_oom_run(mms_log_t *log, const mms_oom_options_t *opt, mms_oom_t **out);
+void mms_oom_free(mms_oom_t *o);
+
 /* --- the GPU-trace scripts' analyses (trace.c) ----------------------------
  * One forward pass over a log that computes what the GPU memory trace
  * scripts report: the blocks live at the high-water mark (watermark), the

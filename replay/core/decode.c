@@ -91,6 +91,7 @@ static const char *const layouts[256] = {
 	[MMS_TAG_DEV_ALLOC + MMS_DEV_VMM] = "auuu",
 	[MMS_TAG_DEV_FREE + MMS_DEV_DEVICE ... MMS_TAG_DEV_FREE + MMS_DEV_PINNED] = "au",
 	[MMS_TAG_DEV_FREE + MMS_DEV_VMM] = "au",
+	[MMS_TAG_ALLOC_FAIL + MMS_ALLOC_MALLOC ... MMS_TAG_ALLOC_FAIL + MMS_ALLOC_PVALLOC] = "uuu",
 };
 
 /* For each event tag, 1 + the number of fields after the stamp (the
@@ -127,6 +128,7 @@ static const uint8_t event_fields[256] = {
 	[MMS_TAG_DEV_ALLOC + MMS_DEV_VMM] = 1 + 4,
 	[MMS_TAG_DEV_FREE + MMS_DEV_DEVICE ... MMS_TAG_DEV_FREE + MMS_DEV_PINNED] = 1 + 2,
 	[MMS_TAG_DEV_FREE + MMS_DEV_VMM] = 1 + 2,
+	[MMS_TAG_ALLOC_FAIL + MMS_ALLOC_MALLOC ... MMS_TAG_ALLOC_FAIL + MMS_ALLOC_PVALLOC] = 1 + 3,
 };
 
 /* The tag with its sub-code cleared, for the tags that carry one. */
@@ -143,6 +145,7 @@ static inline uint8_t tag_type(uint8_t tag)
 	case MMS_TAG_FREE_STACK:
 	case MMS_TAG_DEV_ALLOC:
 	case MMS_TAG_DEV_FREE:
+	case MMS_TAG_ALLOC_FAIL:
 		return tag & 0xf8;
 	default:
 		return tag;

@@ -340,7 +340,7 @@ static void damaged_records(void)
 	static const uint8_t longstr[] = { MMS_TAG_STRING, 1, 9, 0x81, 0x20, 'a' };
 	static const uint8_t torn[] = { MMS_TAG_MMAP, 1, 2 };
 	static const uint8_t wrap[] = { MMS_TAG_STEP, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01 };
-	static const uint8_t unknown[] = { 0x9e, 0 };
+	static const uint8_t unknown[] = { 0xbe, 0 };
 	const struct {
 		const uint8_t *b;
 		size_t n;

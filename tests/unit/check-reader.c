@@ -614,7 +614,7 @@ END_TEST
 START_TEST(test_corrupt_tag)
 {
 	struct lb *b = one_thread();
-	static const uint8_t bad[] = { 0x9e, 0x01, 0x02 };
+	static const uint8_t bad[] = { 0xbe, 0x01, 0x02 };
 	uint64_t at;
 
 	lb_alloc(b, 20, 0, 0x1000, 10, 0);
@@ -624,7 +624,7 @@ START_TEST(test_corrupt_tag)
 	lb_chunk(b);
 	lb_segment(b, 1, 15);
 	lb_alloc(b, 15, 0, 0x3000, 40, 0);
-	expect_damage(b, SIZE_MAX, MMS_ECORRUPT, at, "record tag 0x9e unknown", 2, 50);
+	expect_damage(b, SIZE_MAX, MMS_ECORRUPT, at, "record tag 0xbe unknown", 2, 50);
 	lb_destroy(b);
 }
 END_TEST
@@ -875,6 +875,78 @@ START_TEST(test_free_stacks)
 	ck_assert_int_eq(mms_replay_block_at(r, 0x4000, &blk), 1);
 	ck_assert_uint_eq(blk.free_stack, 0);
 	mms_replay_close(r);
+	mms_log_close(log);
+	lb_destroy(b);
+}
+END_TEST
+
+/* ALLOC_FAIL records (format version 7): an allocation refused is an
+ * event of its own with the size, alignment and stack asked for; the heap
+ * stays as it was (a refused realloc keeps its block), and the summary
+ * counts it by kind. */
+static void alloc_fail(struct lb *b, uint64_t stamp, int fn, uint64_t size, uint64_t stack, uint64_t align)
+{
+	lb_begin(b, (uint8_t)(MMS_TAG_ALLOC_FAIL | fn), stamp);
+	lb_u(b, size);
+	lb_u(b, stack);
+	lb_u(b, align);
+	lb_end(b);
+}
+
+START_TEST(test_alloc_fail)
+{
+	struct lb *b = one_thread();
+	mms_summary_t s;
+	mms_log_t *log;
+	mms_iter_t *it;
+	mms_event_t ev;
+	mms_oom_t *o;
+
+	lb_stack(b, 19, 1, 0, 0xabc);
+	lb_alloc(b, 20, MMS_ALLOC_MALLOC, 0x1000, 100, 0);
+	lb_alloc(b, 21, MMS_ALLOC_MALLOC, 0x2000, 300, 0);
+	alloc_fail(b, 22, MMS_ALLOC_POSIX_MEMALIGN, (uint64_t)1 << 50, 1, 64);
+	alloc_fail(b, 23, MMS_ALLOC_CALLOC, UINT64_MAX, 0, 0);
+	lb_free(b, 24, MMS_FREE_FREE, 0x1000);
+	log = write_open(b, SIZE_MAX);
+	ck_assert_int_eq(mms_iter_open(log, &it), 0);
+	ck_assert_int_eq(mms_iter_next(it, &ev), 1); /* SYSTEM init */
+	ck_assert_int_eq(mms_iter_next(it, &ev), 1);
+	ck_assert_int_eq(mms_iter_next(it, &ev), 1);
+	ck_assert_int_eq(mms_iter_next(it, &ev), 1);
+	ck_assert_int_eq(ev.kind, MMS_EV_ALLOC_FAIL);
+	ck_assert_int_eq(ev.sub, MMS_FN_POSIX_MEMALIGN);
+	ck_assert_uint_eq(ev.size, (uint64_t)1 << 50);
+	ck_assert_uint_eq(ev.flags, 64);
+	ck_assert_uint_eq(ev.stack, 1);
+	ck_assert_uint_eq(ev.addr, 0);
+	ck_assert_int_eq(mms_iter_next(it, &ev), 1);
+	ck_assert_int_eq(ev.kind, MMS_EV_ALLOC_FAIL);
+	ck_assert_uint_eq(ev.size, UINT64_MAX);
+	mms_iter_close(it);
+
+	ck_assert_int_eq(mms_summarize(log, &s), 0);
+	ck_assert_uint_eq(s.by_kind[MMS_EV_ALLOC_FAIL], 2);
+	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].allocs, 2);
+	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].live_bytes, 300);
+
+	/* The oom analysis: both refusals, with what was live then. */
+	ck_assert_int_eq(mms_oom_run(log, &(mms_oom_options_t){ .k = 1 }, &o), 0);
+	ck_assert_uint_eq(o->failures, 2);
+	ck_assert_uint_eq(o->n, 2);
+	ck_assert_uint_eq(o->list[0].live_blocks, 2);
+	ck_assert_uint_eq(o->list[0].live_bytes, 400);
+	ck_assert_uint_eq(o->list[0].nrecent, 1);
+	ck_assert_uint_eq(o->list[0].recent[0].addr, 0x2000);
+	ck_assert_uint_eq(o->list[0].nlargest, 1);
+	ck_assert_uint_eq(o->list[0].largest[0].size, 300);
+	ck_assert_uint_eq(o->list[0].align, 64);
+	ck_assert_uint_eq(o->list[0].stack, 1);
+	mms_oom_free(o);
+	ck_assert_int_eq(mms_oom_run(log, &(mms_oom_options_t){ .max_failures = 1 }, &o), 0);
+	ck_assert_uint_eq(o->failures, 2);
+	ck_assert_uint_eq(o->n, 1);
+	mms_oom_free(o);
 	mms_log_close(log);
 	lb_destroy(b);
 }
@@ -1508,6 +1580,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_watch_sums);
 	tcase_add_test(tc, test_free_stacks);
 	tcase_add_test(tc, test_device_memory);
+	tcase_add_test(tc, test_alloc_fail);
 	tcase_add_test(tc, test_device_vmm);
 	tcase_add_test(tc, test_time_conversion);
 	tcase_add_test(tc, test_follow_one_thread);

@@ -33,7 +33,7 @@ static struct lb *base(void)
 
 int main(void)
 {
-	static const uint8_t bad[] = { 0x9e };
+	static const uint8_t bad[] = { 0xbe };
 	struct lb *b = base();
 
 	lb_use(b, 0);
