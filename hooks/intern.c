@@ -27,12 +27,19 @@ struct string_slot {
 
 #define FRAME_SLOTS (1u << 22) /* 4M frames, 64 MiB of address space */
 #define FRAME_MAX (FRAME_SLOTS / 4 * 3)
+/* When the first table is full (a C++ or Python program with deep C
+ * stacks: a PyTorch script with --call-stack=c:12 fills it in 2 M
+ * events), a second, four times larger, mapped then: its ids follow the
+ * first table's. The first is not written again; a lookup that misses
+ * there goes on in the second. */
+#define FRAME2_SLOTS (1u << 24) /* 16M frames, 256 MiB of address space */
+#define FRAME2_MAX (FRAME2_SLOTS / 4 * 3)
 #define STRING_SLOTS (1u << 16)
 #define STRING_MAX (STRING_SLOTS / 4 * 3)
 #define STRING_ARENA (16u << 20)
 
-static struct frame_slot *frames;
-static uint32_t nframes;
+static struct frame_slot *frames, *frames2;
+static uint32_t nframes, nframes2;
 static struct string_slot *strings;
 static uint32_t nstrings;
 static char *arena;
@@ -55,6 +62,9 @@ int mms__intern_init(void)
 	 * (RLIMIT_AS). */
 	if (mms__stacks_on)
 		frames = table(frames, sizeof(struct frame_slot) * FRAME_SLOTS);
+	if (frames2)
+		table(frames2, sizeof(struct frame_slot) * FRAME2_SLOTS);
+	nframes2 = 0;
 	strings = table(strings, sizeof(struct string_slot) * STRING_SLOTS);
 	arena = table(arena, STRING_ARENA);
 	nframes = nstrings = 0;
@@ -78,42 +88,82 @@ static void wait_ready(const uint32_t *state)
 		__builtin_ia32_pause();
 }
 
-uint32_t mms__intern_frame(struct mms_thread *t, uint32_t parent, uintptr_t ip)
+/* Looks (parent, ip) up in the table tab of `slots` entries, whose ids
+ * begin after `base`, and adds it while the table holds fewer than `max`
+ * (counted in *count). Returns its id, or 0 when it is absent and the
+ * table full. */
+static uint32_t frame_lookup(struct mms_thread *t, struct frame_slot *tab, uint32_t slots, uint32_t max,
+			     uint32_t *count, uint32_t base, uint32_t parent, uintptr_t ip)
 {
-	uint32_t i = (uint32_t)mix64(ip ^ ((uint64_t)parent << 40) ^ parent) & (FRAME_SLOTS - 1);
+	uint32_t i = (uint32_t)mix64(ip ^ ((uint64_t)parent << 40) ^ parent) & (slots - 1);
 
-	if (!frames)
-		return parent;
 	for (;;) {
-		struct frame_slot *s = &frames[i];
+		struct frame_slot *s = &tab[i];
 		uint32_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
 
 		if (st == SLOT_EMPTY) {
 			uint32_t expect = SLOT_EMPTY;
-			if (__atomic_load_n(&nframes, __ATOMIC_RELAXED) >= FRAME_MAX) {
-				__atomic_fetch_or(&mms__header->flags, MMS_FLAG_STACKS_FULL, __ATOMIC_RELAXED);
-				return parent; /* a truncated stack beats none */
-			}
+			if (__atomic_load_n(count, __ATOMIC_RELAXED) >= max)
+				return 0;
 			if (!__atomic_compare_exchange_n(&s->state, &expect, SLOT_BUSY, 0, __ATOMIC_ACQ_REL,
 							 __ATOMIC_ACQUIRE))
 				continue; /* lost the race: look at what the winner put */
-			__atomic_fetch_add(&nframes, 1, __ATOMIC_RELAXED);
+			__atomic_fetch_add(count, 1, __ATOMIC_RELAXED);
 			s->parent = parent;
 			s->ip = ip;
 			uint8_t buf[32], *p = buf;
-			p = mms_put_u(p, i + 1);
+			p = mms_put_u(p, base + i + 1);
 			p = mms_put_u(p, parent);
 			p = mms_put_u(p, ip);
 			mms__write_meta(t, MMS_TAG_STACK, buf, (size_t)(p - buf));
 			__atomic_store_n(&s->state, SLOT_READY, __ATOMIC_RELEASE);
-			return i + 1;
+			return base + i + 1;
 		}
 		if (st == SLOT_BUSY)
 			wait_ready(&s->state);
 		if (s->ip == ip && s->parent == parent)
-			return i + 1;
-		i = (i + 1) & (FRAME_SLOTS - 1);
+			return base + i + 1;
+		i = (i + 1) & (slots - 1);
 	}
+}
+
+/* The second table, mapped by the first thread that needs it; NULL when
+ * the address space has no room for it (a limit the program set). */
+static __attribute__((noinline, cold)) struct frame_slot *frames2_get(void)
+{
+	static int failed;
+	struct frame_slot *tab = __atomic_load_n(&frames2, __ATOMIC_ACQUIRE), *none = NULL;
+
+	if (tab || __atomic_load_n(&failed, __ATOMIC_RELAXED))
+		return tab;
+	tab = mms__map_anon(sizeof(struct frame_slot) * FRAME2_SLOTS);
+	if (!tab) {
+		__atomic_store_n(&failed, 1, __ATOMIC_RELAXED);
+		return NULL;
+	}
+	if (!__atomic_compare_exchange_n(&frames2, &none, tab, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		mms__real.munmap(tab, sizeof(struct frame_slot) * FRAME2_SLOTS);
+		tab = none;
+	}
+	return tab;
+}
+
+uint32_t mms__intern_frame(struct mms_thread *t, uint32_t parent, uintptr_t ip)
+{
+	struct frame_slot *tab2;
+	uint32_t id;
+
+	if (!frames)
+		return parent;
+	id = frame_lookup(t, frames, FRAME_SLOTS, FRAME_MAX, &nframes, 0, parent, ip);
+	if (likely(id))
+		return id;
+	tab2 = frames2_get();
+	id = tab2 ? frame_lookup(t, tab2, FRAME2_SLOTS, FRAME2_MAX, &nframes2, FRAME_SLOTS, parent, ip) : 0;
+	if (id)
+		return id;
+	__atomic_fetch_or(&mms__header->flags, MMS_FLAG_STACKS_FULL, __ATOMIC_RELAXED);
+	return parent; /* a truncated stack beats none */
 }
 
 uint32_t mms__intern_string(struct mms_thread *t, const char *str)

@@ -97,6 +97,15 @@ static double rel_s(const mms_trace_t *t, uint64_t ns)
 /* Prints stack id as frames "function (module)", innermost first, one per
  * line (text, inlined frames marked "[inlined]" as in leaks) or as a JSON
  * array. */
+/* Whether the recorder's table of stack frames filled up. */
+static int stacks_full(mms_log_t *log)
+{
+	mms_log_info_t info;
+
+	mms_log_get_info(log, &info);
+	return info.stacks_full;
+}
+
 static void put_stack(struct an_ctx *c, uint32_t stack, int json)
 {
 	mms_symbolizer_t *sym = an_symbolizer(c);
@@ -150,7 +159,8 @@ static void put_stack(struct an_ctx *c, uint32_t stack, int json)
 	else if (depth == MMS_ECORRUPT)
 		fprintf(c->out, "      (stack damaged: its records in the log do not resolve)\n");
 	else if (depth <= 0)
-		fprintf(c->out, "      (no stack recorded)\n");
+		fprintf(c->out, "      (no stack recorded%s)\n",
+			stacks_full(c->log) ? ": the recorder's table of stack frames was full" : "");
 }
 
 static const char *kind_name(const mms_block_t *b)

@@ -200,6 +200,21 @@ void log_warn_damage(const char *name, const mms_log_info_t *in, void (*say)(con
 		say(line);
 		free(line);
 	}
+	if (in->stacks_full) {
+		line = xasprintf("%s: the recorder's table of stack frames filled up: the stacks of the events after "
+				 "that are cut short (their innermost frames missing) or absent; a smaller --call-stack "
+				 "depth, or recording fewer steps (--steps), keeps them whole",
+				 name);
+		say(line);
+		free(line);
+	}
+	if (in->strings_full) {
+		line = xasprintf("%s: the recorder's table of names filled up: later operator, mark, owner and pool "
+				 "names are missing",
+				 name);
+		say(line);
+		free(line);
+	}
 	if (in->lost_events) {
 		line = xasprintf("%s: %" PRIu64 " events were not recorded (signals that arrived inside a hook)", name,
 				 in->lost_events);

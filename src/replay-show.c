@@ -160,7 +160,9 @@ void show_stack(struct show *s, uint32_t stack, const char *indent)
 
 		mms_log_get_info(s->log, &info);
 		fprintf(s->out, "%s(no stack recorded%s)\n", indent,
-			info.call_stack_depth ? "" : "; record with --call-stack=c:N to get them");
+			!info.call_stack_depth ? "; record with --call-stack=c:N to get them"
+			: info.stacks_full     ? ": the recorder's table of stack frames was full"
+					       : "");
 	}
 	/* Python frames stand where the interpreter's eval loop ran them
 	 * (MMS_STACK_MIXED, unless s->view asks for one kind); without a

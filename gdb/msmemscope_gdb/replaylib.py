@@ -39,7 +39,8 @@ class LogInfo(ctypes.Structure):
                 ("complete", c_int), ("cut", c_int), ("cut_offset", u64), ("cut_what", c_char_p),
                 ("stopped", c_int), ("damaged", c_int), ("damage_offset", u64),
                 ("damage", c_char_p), ("damage_error", c_int), ("damage_count", u64), ("events", u64),
-                ("segments", u64), ("last_realtime_ns", u64), ("exec_away", c_int), ("bad_stacks", u64)]
+                ("segments", u64), ("last_realtime_ns", u64), ("exec_away", c_int), ("bad_stacks", u64),
+                ("stacks_full", c_int), ("strings_full", c_int)]
 
 
 class OpenError(ctypes.Structure):

@@ -234,6 +234,11 @@ typedef struct mms_log_info {
 	uint64_t bad_stacks;     /* walks of stack ids so far (mms_log_stack(), exports,
 	                            transforms, analyses) that did not resolve: damaged
 	                            stack records; reports show those stacks without frames */
+	int stacks_full;         /* the recorder's table of stack frames filled up: the
+	                            stacks of later events are cut short (innermost frames
+	                            missing) or absent */
+	int strings_full;        /* its table of names filled up: later names (operators,
+	                            marks, owners, pools) are missing */
 } mms_log_info_t;
 
 /* Why mms_log_open_ex() failed on a file that is not a readable log. */

@@ -29,7 +29,7 @@
 #define INHERIT_MAX_DEPTH 32
 
 /* The first id given to a stack copied from the parent: above any id the
- * recorder hands out (at most 2^22). */
+ * recorder hands out (at most 2^22 + 2^24: its two tables of frames). */
 #define IMPORTED_STACK_BASE 0x80000000u
 
 void mms__inherit_free(struct mms__inherit *inh)

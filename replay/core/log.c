@@ -605,6 +605,8 @@ static void fill_info(mms_log_t *log)
 	in->exe = exe;
 	in->clock = h->clock;
 	in->flags = h->flags;
+	in->stacks_full = !!(h->flags & MMS_FLAG_STACKS_FULL);
+	in->strings_full = !!(h->flags & MMS_FLAG_STRINGS_FULL);
 	in->cut_errno = h->cut_errno;
 	in->start_realtime_ns = h->start_realtime_ns;
 	in->last_realtime_ns = h->last_realtime_ns;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* mklog.c: writes the small synthetic logs that cli.test replays with
- * msmemscope-replay: ok.mms, cut.mms and damaged.mms in the current
- * directory. */
+ * msmemscope-replay: ok.mms, cut.mms, damaged.mms and full.mms (recorded
+ * with stacks, whose recorder's tables of stack frames and names filled
+ * up) in the current directory. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +53,15 @@ int main(void)
 	b = base();
 	lb_raw(b, bad, sizeof(bad));
 	if (lb_write(b, "damaged.mms", SIZE_MAX))
+		goto fail;
+	lb_destroy(b);
+
+	b = base();
+	lb_use(b, 0);
+	lb_event0(b, MMS_TAG_SYSTEM | MMS_SYSTEM_FINI, 20);
+	lb_header(b)->flags = MMS_FLAG_STACKS_FULL | MMS_FLAG_STRINGS_FULL;
+	lb_header(b)->call_stack_depth = 8;
+	if (lb_write(b, "full.mms", SIZE_MAX))
 		goto fail;
 	lb_destroy(b);
 	return 0;
