@@ -138,7 +138,8 @@ static int name_copy(struct collect *c, const char *s, size_t *ref)
  * node the parent's log does not define ends the copied stack there. */
 static int stack_copy(struct collect *c, uint32_t id, uint32_t *out)
 {
-	const uint64_t *slot, *v;
+	const uint64_t *v;
+	int64_t slot;
 	uint64_t parent = 0;
 	size_t n = 0;
 	uint32_t cur = id;
@@ -146,23 +147,23 @@ static int stack_copy(struct collect *c, uint32_t id, uint32_t *out)
 
 	/* The nodes not yet copied, innermost first. */
 	while (cur && !(v = mms__map_get(&c->stacks, cur))) {
-		slot = mms__map_get(&c->parent->stacks, cur);
-		if (!slot || n > c->parent->nstacks)
+		slot = mms__log_stack_ix(c->parent, cur);
+		if (slot < 0 || n > c->parent->nstacks)
 			break; /* undefined, or a cycle in a damaged log */
 		if (mms__grow(&c->chain, &c->chain_cap, n, sizeof(*c->chain)))
 			return -ENOMEM;
 		c->chain[n++] = cur;
-		cur = (uint32_t)c->parent->stack_nodes[*slot][0];
+		cur = (uint32_t)c->parent->stack_nodes[slot][0];
 	}
 	if (cur && (v = mms__map_get(&c->stacks, cur)))
 		parent = *v;
 	while (n--) {
 		uint64_t *nv;
 
-		slot = mms__map_get(&c->parent->stacks, c->chain[n]);
-		while (mms__map_get(&c->child->stacks, c->next_id))
+		slot = mms__log_stack_ix(c->parent, c->chain[n]);
+		while (mms__log_stack_ix(c->child, c->next_id) >= 0)
 			c->next_id++;
-		rc = mms__log_stack_add(c->child, c->next_id, parent, c->parent->stack_nodes[*slot][1]);
+		rc = mms__log_stack_add(c->child, c->next_id, parent, c->parent->stack_nodes[slot][1]);
 		if (rc)
 			return rc;
 		nv = mms__map_put(&c->stacks, c->chain[n], &isnew);

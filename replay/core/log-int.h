@@ -100,7 +100,12 @@ struct mms_log {
 	char *arena;               /* NUL-terminated copies of strings */
 	size_t arena_len, arena_cap;
 	struct mms__map strings;   /* string id -> arena offset */
-	struct mms__map stacks;    /* stack id -> index in stack_nodes */
+	uint32_t *stack_direct;    /* stack id -> 1 + index in stack_nodes (0: none), for
+	                              ids up to MMS__STACK_DIRECT_MAX, the recorder's: a
+	                              table as long as the largest id seen */
+	size_t stack_direct_n;
+	struct mms__map stacks;    /* other stack ids (a forked child's copies of its
+	                              parent's, a foreign writer's) -> index in stack_nodes */
 	uint64_t (*stack_nodes)[2]; /* parent, ip */
 	size_t nstacks, stacks_cap;
 	struct mms__map thread_ix; /* thread index -> index in threads */
@@ -244,6 +249,23 @@ const char *mms__log_string(const mms_log_t *log, uint64_t id);
  * first line (strings in the log's arena), or -1 when the log defines no
  * such id. */
 int mms__log_pycode(const mms_log_t *log, uint32_t id, const char **file, const char **name, uint32_t *firstline);
+/* The recorder's stack ids are slots of its two tables of frames
+ * (hooks/intern.c): 1 to 2^22 + 2^24, dense where stacks are many. Those
+ * are found in log->stack_direct without hashing; others in log->stacks. */
+#define MMS__STACK_DIRECT_MAX ((1u << 22) + (1u << 24))
+
+/* The index in stack_nodes of stack node id, or -1 when the log defines
+ * no such node. */
+static inline int64_t mms__log_stack_ix(const mms_log_t *log, uint64_t id)
+{
+	const uint64_t *v;
+
+	if (id <= MMS__STACK_DIRECT_MAX)
+		return id < log->stack_direct_n ? (int64_t)log->stack_direct[id] - 1 : -1;
+	v = mms__map_get(&log->stacks, id);
+	return v ? (int64_t)*v : -1;
+}
+
 /* Converts a stamp to CLOCK_REALTIME nanoseconds by the line log.c draws
  * through the log's two (stamp, realtime) pairs. Inline: every event
  * takes it. */

@@ -12,6 +12,7 @@
 #include "decode-int.h"
 #include "log-int.h"
 #include "map-int.h"
+#include "table-int.h"
 
 /* Copies len bytes and a NUL into the arena; returns the offset or
  * (size_t)-1 when out of memory. Offsets stay valid as the arena grows.
@@ -79,21 +80,58 @@ struct mms__thread *mms__thread_note(mms_log_t *log, uint32_t index)
 	return &log->threads[log->nthreads++];
 }
 
+/* Makes log->stack_direct hold id (a power of two of entries, zeroed).
+ * Returns 0 or -ENOMEM. */
+static int direct_fit(mms_log_t *log, uint32_t id)
+{
+	size_t n = log->stack_direct_n ? log->stack_direct_n : 4096;
+	uint32_t *d;
+
+	if (id < log->stack_direct_n)
+		return 0;
+	while (n <= id)
+		n *= 2;
+	d = mms__table_alloc(n * sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	if (log->stack_direct_n)
+		memcpy(d, log->stack_direct, log->stack_direct_n * sizeof(*d));
+	mms__table_free(log->stack_direct, log->stack_direct_n * sizeof(*d));
+	log->stack_direct = d;
+	log->stack_direct_n = n;
+	return 0;
+}
+
 int mms__log_stack_add(mms_log_t *log, uint32_t id, uint64_t parent, uint64_t ip)
 {
-	uint64_t *slot;
+	uint64_t *slot = NULL;
 	int isnew;
 
-	slot = mms__map_put(&log->stacks, id, &isnew);
-	if (!slot)
-		return -ENOMEM;
-	if (!isnew)
-		return 0;
-	if (mms__grow(&log->stack_nodes, &log->stacks_cap, log->nstacks, sizeof(*log->stack_nodes))) {
-		mms__map_del(&log->stacks, id, NULL);
+	if (id <= MMS__STACK_DIRECT_MAX) {
+		/* The recorder's ids: a table, no hashing (a log with deep
+		 * stacks defines millions of nodes). */
+		if (direct_fit(log, id))
+			return -ENOMEM;
+		if (log->stack_direct[id])
+			return 0;
+	} else {
+		slot = mms__map_put(&log->stacks, id, &isnew);
+		if (!slot)
+			return -ENOMEM;
+		if (!isnew)
+			return 0;
+	}
+	/* A table (table.c): millions of nodes in a log with deep stacks,
+	 * in huge pages rather than 4 KiB page faults. */
+	if (mms__table_grow(&log->stack_nodes, &log->stacks_cap, log->nstacks, sizeof(*log->stack_nodes))) {
+		if (slot)
+			mms__map_del(&log->stacks, id, NULL);
 		return -ENOMEM;
 	}
-	*slot = log->nstacks;
+	if (slot)
+		*slot = log->nstacks;
+	else
+		log->stack_direct[id] = (uint32_t)log->nstacks + 1;
 	log->stack_nodes[log->nstacks][0] = parent;
 	log->stack_nodes[log->nstacks++][1] = ip;
 	return 0;
@@ -206,12 +244,13 @@ void mms__meta_free(mms_log_t *log)
 	mms__map_free(&log->pycode_ix);
 	free(log->pycodes);
 	mms__map_free(&log->stacks);
+	mms__table_free(log->stack_direct, log->stack_direct_n * sizeof(*log->stack_direct));
 	mms__map_free(&log->thread_ix);
 	free(log->arena);
 	while (log->nretired)
 		free(log->retired[--log->nretired]);
 	free(log->retired);
-	free(log->stack_nodes);
+	mms__table_free(log->stack_nodes, log->stacks_cap * sizeof(*log->stack_nodes));
 	free(log->threads);
 	free(log->modules);
 	free(log->metas);
@@ -280,7 +319,7 @@ static int stack_damaged(const mms_log_t *log)
 
 MMS__EXPORT int mms_log_stack(const mms_log_t *log, uint32_t id, uint64_t *ips, size_t max)
 {
-	const uint64_t *slot;
+	int64_t slot;
 	uint64_t cur = id;
 	size_t depth = 0;
 
@@ -290,13 +329,13 @@ MMS__EXPORT int mms_log_stack(const mms_log_t *log, uint32_t id, uint64_t *ips, 
 		/* A well-formed tree is never deeper than its node count. */
 		if (depth > log->nstacks || depth >= INT32_MAX)
 			return stack_damaged(log);
-		slot = mms__map_get(&log->stacks, cur);
-		if (!slot)
+		slot = mms__log_stack_ix(log, cur);
+		if (slot < 0)
 			return stack_damaged(log);
 		if (depth < max)
-			ips[depth] = log->stack_nodes[*slot][1];
+			ips[depth] = log->stack_nodes[slot][1];
 		depth++;
-		cur = log->stack_nodes[*slot][0];
+		cur = log->stack_nodes[slot][0];
 	}
 	return (int)depth;
 }

@@ -147,12 +147,12 @@ static int allocated_by(const mms_log_t *log, struct mms__rtmemo *memo, unsigned
 			int (*owner)(const char *), int (*through)(const char *))
 {
 	uint64_t ips[32];
-	const uint64_t *ix = b->stack && memo ? mms__map_get(&log->stacks, b->stack) : NULL;
+	int64_t ix = b->stack && memo ? mms__log_stack_ix(log, b->stack) : -1;
 	const char *path;
 	int depth, r;
 
-	if (ix && *ix < memo->len && (memo->by_stack[*ix] >> (2 * which) & 3))
-		return (memo->by_stack[*ix] >> (2 * which) & 3) - 1;
+	if (ix >= 0 && (uint64_t)ix < memo->len && (memo->by_stack[ix] >> (2 * which) & 3))
+		return (memo->by_stack[ix] >> (2 * which) & 3) - 1;
 	r = -1; /* no frame in either yet */
 	depth = b->stack ? mms__log_stack(log, b->stack, ips, 32) : 0;
 	for (int i = 0; i < depth && i < 32 && r < 0; i++) {
@@ -165,7 +165,7 @@ static int allocated_by(const mms_log_t *log, struct mms__rtmemo *memo, unsigned
 	}
 	if (r < 0)
 		r = 1;
-	if (ix && *ix >= memo->len && *ix < log->nstacks) {
+	if (ix >= 0 && (uint64_t)ix >= memo->len && (uint64_t)ix < log->nstacks) {
 		size_t len = log->nstacks;
 		uint8_t *p = realloc(memo->by_stack, len);
 
@@ -175,8 +175,8 @@ static int allocated_by(const mms_log_t *log, struct mms__rtmemo *memo, unsigned
 			memo->len = len;
 		}
 	}
-	if (ix && *ix < memo->len)
-		memo->by_stack[*ix] |= (uint8_t)((r + 1) << (2 * which));
+	if (ix >= 0 && (uint64_t)ix < memo->len)
+		memo->by_stack[ix] |= (uint8_t)((r + 1) << (2 * which));
 	return r;
 }
 
