@@ -342,8 +342,11 @@ void an_show_fini(struct show *s)
 
 const char *an_parse_leak_marks(const char *value, struct an_opts *o)
 {
+	/* The name, kept here: no allocation to free (one option, one
+	 * name); as long as the recorder keeps a name. */
+	static char name[4096 + 1];
 	const char *comma = strrchr(value, ',');
-	char *name, *end;
+	char *end;
 	unsigned long long n = 1;
 
 	if (comma && comma[1] >= '0' && comma[1] <= '9' && comma[strspn(comma + 1, "0123456789") + 1] == '\0') {
@@ -356,7 +359,9 @@ const char *an_parse_leak_marks(const char *value, struct an_opts *o)
 	}
 	if (comma == value)
 		return "expected the name of a mark (msmemscope_mark(), mstxMarkA(), nvtxMarkA())";
-	name = xstrdup(value);
+	if ((size_t)(comma - value) >= sizeof(name))
+		return "a mark's name is at most 4096 bytes (the recorder keeps no more)";
+	memcpy(name, value, (size_t)(comma - value));
 	name[comma - value] = '\0';
 	o->leak_marks = name;
 	o->leak_mark_first = n;

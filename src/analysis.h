@@ -185,7 +185,8 @@ int an_summarize(const char *path, mms_log_t *log, mms_summary_t *out);
  * (valid until the next call), for a usage error. */
 const char *an_check_suppressions(const char *path);
 
-/* Reads --leak-marks' NAME[,N] into o (a copy of NAME: value may go).
+/* Reads --leak-marks' NAME[,N] into o (NAME copied into a buffer of its
+ * own, which the next call reuses: value may go).
  * NAME is all of value unless it ends in ',' and digits. Returns NULL, or
  * what is wrong, for a usage error. */
 const char *an_parse_leak_marks(const char *value, struct an_opts *o);

@@ -296,7 +296,6 @@ static const char *parse_leak_marks(struct opts *o, char *value)
 
 	if (bad)
 		return bad;
-	free((char *)o->leak_marks);
 	o->leak_marks = ao.leak_marks;
 	o->leak_mark_first = ao.leak_mark_first;
 	return NULL;
@@ -581,8 +580,6 @@ void opts_free(struct opts *o)
 {
 	free(o->output);
 	free(o->suppressions);
-	free((char *)o->leak_marks);
-	o->leak_marks = NULL;
 	free(o->input[0]);
 	free(o->input[1]);
 	o->output = o->suppressions = o->input[0] = o->input[1] = NULL;
