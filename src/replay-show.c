@@ -315,7 +315,8 @@ static void block_json(struct show *s, const mms_block_t *b)
 	fputc('}', s->out);
 }
 
-static void event_json(struct show *s, const mms_event_t *ev, const mms_block_t *b, int has_block)
+/* One event as JSON; stacks (a refused allocation's) only when full. */
+static void event_json(struct show *s, const mms_event_t *ev, const mms_block_t *b, int has_block, int full)
 {
 	fprintf(s->out, "{\"id\":%" PRIu64 ",\"time_ns\":%" PRIu64, ev->id, ev->time_ns);
 	json_thread(s, "thread", ev->thread);
@@ -328,8 +329,13 @@ static void event_json(struct show *s, const mms_event_t *ev, const mms_block_t 
 		fprintf(s->out, ",\"addr\":\"0x%" PRIx64 "\"", ev->addr);
 	if (ev->size)
 		fprintf(s->out, ",\"size\":%" PRIu64, ev->size);
-	if (ev->kind == MMS_EV_ALLOC_FAIL)
+	if (ev->kind == MMS_EV_ALLOC_FAIL) {
 		fprintf(s->out, ",\"align\":%" PRIu64, ev->flags);
+		if (full) {
+			fputs(",\"stack\":", s->out);
+			show_stack(s, ev->stack, "");
+		}
+	}
 	if (ev->name) {
 		fputs(",\"name\":", s->out);
 		json_str(s, ev->name);
@@ -354,7 +360,7 @@ void show_event_line(struct show *s, const mms_event_t *ev)
 	if (s->json) {
 		/* One line per event: no stacks, or they would swamp it. */
 		s->depth = 0;
-		event_json(s, ev, &b, 0);
+		event_json(s, ev, &b, 0, 0);
 		s->depth = depth;
 		return;
 	}
@@ -396,10 +402,15 @@ void show_event(struct show *s, const mms_event_t *ev)
 	int has = mms_replay_event_block(s->r, &b);
 
 	if (s->json) {
-		event_json(s, ev, &b, has);
+		event_json(s, ev, &b, has, 1);
 		return;
 	}
 	event_text(s, ev, &b, has);
+	if (ev->kind == MMS_EV_ALLOC_FAIL) {
+		/* No block: the stack of the call that was refused. */
+		fputs("  asked for by:\n", s->out);
+		show_stack(s, ev->stack, "    ");
+	}
 	if (has && (ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE)) {
 		if (b.inherited)
 			show_inherited(s, &b);

@@ -67,6 +67,21 @@ PY
 grep -q 'ALLOC_FAIL    posix_memalign refused: 1152921504606846976 bytes (1048576.0 TiB), aligned to 64$' events.txt ||
 	fail "the posix_memalign event line: $(grep ALLOC_FAIL events.txt)"
 
+# The refused malloc as --event shows it: the request and its stack.
+ev=$("$MMS_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["list"][0]["event"])' oom.json)
+"$MMS_REPLAY" "$log" --event "$ev" >event.txt 2>&1 || fail "replay --event $ev failed: $(cat event.txt)"
+grep -q 'ALLOC_FAIL    malloc         refused: 1152921504606846976 bytes' event.txt || fail "--event $ev: $(cat event.txt)"
+grep -q '^  asked for by:$' event.txt || fail "--event $ev shows no stack: $(cat event.txt)"
+grep -q "oom.c:$line" event.txt || fail "--event $ev: the stack does not name oom.c:$line: $(cat event.txt)"
+"$MMS_REPLAY" "$log" --event "$ev" --json >event.json 2>&1 || fail "replay --event $ev --json failed: $(cat event.json)"
+"$MMS_PYTHON" - event.json <<'PY' || fail "--event --json: $(cat event.json)"
+import json, sys
+d = json.loads(open(sys.argv[1]).readline())
+e = d.get("event", d)
+assert e["kind"] == "ALLOC_FAIL" and e["size"] == 1 << 60 and e["align"] == 0, e
+assert isinstance(e["stack"], list) and e["stack"], e
+PY
+
 # --- a log without refusals ------------------------------------------------------
 "$MMS_LAUNCHER" --analysis=oom --output=out2 -- "$MMS_PROGS/leaks" tidy >/dev/null 2>none.err ||
 	fail "msmemscope --analysis=oom -- leaks tidy exited $?: $(cat none.err)"
