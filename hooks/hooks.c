@@ -291,7 +291,7 @@ static inline void rec_free(struct mms_thread *t, unsigned fn, void *ptr, uint64
  * saturated); align: the alignment asked for, 0 for the function's own. A
  * NULL with ENOMEM is a refusal; with EINVAL (a bad alignment) it is
  * not. */
-#define HOOK_ALLOC(fn, align, req, call)                                                                                       \
+#define HOOK_ALLOC(fn, align, req, call)                                                                           \
 	do {                                                                                                       \
 		struct mms_thread *t = enter();                                                                    \
 		void *r_ = (call);                                                                                 \

@@ -14,14 +14,6 @@
 #include "cli.h"
 #include "replay-show.h"
 
-/* The function refused, as an allocation event names it. */
-static const char *fn_name(unsigned fn)
-{
-	mms_event_t ev = { .kind = MMS_EV_MALLOC, .mem = MMS_MEM_HOST, .sub = (uint16_t)fn };
-
-	return show_fn_name(&ev);
-}
-
 /* "step 2, in matmul (launch 7)" or less; empty when neither. */
 static void where_words(char *buf, size_t len, uint64_t step, const char *op, uint64_t launch)
 {
@@ -70,7 +62,7 @@ static void print_text(struct an_ctx *c, struct show *s, const mms_oom_t *o)
 		else
 			snprintf(t, sizeof(t), "thread %u", x->thread);
 		where_words(w, sizeof(w), x->step, x->op, x->op_launch);
-		fprintf(f, "event %" PRIu64 ", %s%s: %s of ", x->event, t, w, fn_name(x->fn));
+		fprintf(f, "event %" PRIu64 ", %s%s: %s of ", x->event, t, w, show_alloc_fn_name(x->fn));
 		if (x->size == UINT64_MAX)
 			fputs("more bytes than an address space holds", f);
 		else
@@ -125,7 +117,7 @@ static void print_json(struct an_ctx *c, struct show *s, const mms_oom_t *o)
 		fprintf(f,
 			"%s{\"event\":%" PRIu64 ",\"time_ns\":%" PRIu64 ",\"thread\":%u,\"fn\":\"%s\",\"size\":%" PRIu64
 			",\"align\":%" PRIu64 ",\"step\":%" PRIu64 ",\"op\":",
-			i ? "," : "", x->event, x->time_ns, x->thread, fn_name(x->fn), x->size, x->align, x->step);
+			i ? "," : "", x->event, x->time_ns, x->thread, show_alloc_fn_name(x->fn), x->size, x->align, x->step);
 		if (x->op)
 			json_put_string(f, x->op, strlen(x->op));
 		else

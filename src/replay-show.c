@@ -37,7 +37,7 @@ const char *show_mem_name(unsigned mem)
 }
 
 /* The function behind a memory event: malloc, realloc, munmap, ... */
-const char *show_fn_name(const mms_event_t *ev)
+const char *show_alloc_fn_name(unsigned fn)
 {
 	static const char *const allocs[] = {
 		[MMS_FN_MALLOC] = "malloc",
@@ -50,12 +50,17 @@ const char *show_fn_name(const mms_event_t *ev)
 		[MMS_FN_PVALLOC] = "pvalloc",
 	};
 
+	return fn < sizeof(allocs) / sizeof(*allocs) ? allocs[fn] : "alloc";
+}
+
+const char *show_fn_name(const mms_event_t *ev)
+{
 	if (ev->mem == MMS_MEM_MMAP)
 		return ev->kind == MMS_EV_MALLOC ? "mmap" : "munmap";
 	if (ev->mem == MMS_MEM_POOL)
 		return ev->kind == MMS_EV_MALLOC ? "pool_alloc" : "pool_free";
 	if (ev->kind == MMS_EV_MALLOC)
-		return ev->sub < sizeof(allocs) / sizeof(*allocs) ? allocs[ev->sub] : "alloc";
+		return show_alloc_fn_name(ev->sub);
 	return ev->sub == MMS_FN_REALLOC_FREE ? "realloc" : "free";
 }
 
@@ -79,13 +84,8 @@ static const char *sub_name(const mms_event_t *ev)
 		return ev->sub == MMS_OWNER_TAG ? "tag" : ev->sub != MMS_OWNER_PUSH ? "pop" : "push";
 	case MMS_EV_COLLECT:
 		return ev->sub != MMS_COLLECT_STOP ? "start" : "stop";
-	case MMS_EV_ALLOC_FAIL: {
-		/* The function refused, as an allocation names it. */
-		mms_event_t a = *ev;
-
-		a.kind = MMS_EV_MALLOC;
-		return show_fn_name(&a);
-	}
+	case MMS_EV_ALLOC_FAIL:
+		return show_alloc_fn_name(ev->sub);
 	default:
 		return "";
 	}

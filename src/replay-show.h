@@ -50,5 +50,7 @@ void show_stack(struct show *s, uint32_t stack, const char *indent);
 /* Names used in text and JSON. */
 const char *show_mem_name(unsigned mem);
 const char *show_fn_name(const mms_event_t *ev);
+/* An allocating function (enum mms_alloc_func) by name: "malloc", ... */
+const char *show_alloc_fn_name(unsigned fn);
 
 #endif /* MMS_REPLAY_SHOW_H */

@@ -29,24 +29,6 @@ struct oom_sub {
 	mms_oom_failure_t *f;
 };
 
-/* Inserts b into the list v (n entries, at most k), kept in order by
- * better(): the k best survive. */
-static void keep_best(mms_block_t *v, size_t *n, size_t k, const mms_block_t *b,
-		      int (*better)(const mms_block_t *, const mms_block_t *))
-{
-	size_t i = *n;
-
-	if (i == k && !better(b, &v[k - 1]))
-		return;
-	if (i < k)
-		(*n)++;
-	else
-		i = k - 1;
-	for (; i > 0 && better(b, &v[i - 1]); i--)
-		v[i] = v[i - 1];
-	v[i] = *b;
-}
-
 /* Newest first. */
 static int newer(const mms_block_t *x, const mms_block_t *y)
 {
@@ -59,6 +41,46 @@ static int larger(const mms_block_t *x, const mms_block_t *y)
 	if (x->size != y->size)
 		return x->size > y->size;
 	return x->alloc_id < y->alloc_id || (x->alloc_id == y->alloc_id && x->addr < y->addr);
+}
+
+static int newer_cmp(const void *a, const void *b)
+{
+	return newer(a, b) ? -1 : newer(b, a);
+}
+
+static int larger_cmp(const void *a, const void *b)
+{
+	return larger(a, b) ? -1 : larger(b, a);
+}
+
+/* Keeps the k best blocks by better() in v (n of them): a heap whose root
+ * is the worst kept, so a block that does not make the list costs one
+ * comparison and one that does log k, whatever k (up to 100000) and the
+ * live blocks. Sorted once at the end (qsort with the same order). */
+static void keep_best(mms_block_t *v, size_t *n, size_t k, const mms_block_t *b,
+		      int (*better)(const mms_block_t *, const mms_block_t *))
+{
+	mms_block_t x = *b;
+	size_t i, c;
+
+	if (*n < k) {
+		/* Up: a parent is no better than its children. */
+		for (i = (*n)++; i > 0 && better(&v[(i - 1) / 2], &x); i = (i - 1) / 2)
+			v[i] = v[(i - 1) / 2];
+		v[i] = x;
+		return;
+	}
+	if (!better(&x, &v[0]))
+		return;
+	/* Down from the root, which x replaces. */
+	for (i = 0; (c = 2 * i + 1) < k; i = c) {
+		if (c + 1 < k && better(&v[c], &v[c + 1]))
+			c++;
+		if (!better(&x, &v[c]))
+			break;
+		v[i] = v[c];
+	}
+	v[i] = x;
 }
 
 static int live_add(const struct mms__blk *blk, void *ctx)
@@ -118,6 +140,8 @@ static int oom_event(struct mms__sub *sub, struct mms_pass *p, const mms_event_t
 	s->f = f;
 	rc = mms__state_each(mms__pass_state(p), live_add, s);
 	s->f = NULL;
+	qsort(f->recent, f->nrecent, sizeof(*f->recent), newer_cmp);
+	qsort(f->largest, f->nlargest, sizeof(*f->largest), larger_cmp);
 	return rc;
 }
 
