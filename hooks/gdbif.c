@@ -434,11 +434,15 @@ void mms__gdb_op_end(void)
 	struct gdb_thread *g = gdb_tls;
 
 	if (armed()) {
-		uint64_t at;
+		uint64_t at, end = __atomic_load_n(&msmemscope_gdb.break_end, __ATOMIC_RELAXED);
 		const char *at_name;
 
 		attribution(g, &at, &at_name);
 		watches_check(at, at_name);
+		/* A launch nested deeper than GDB_DEPTH has no frame: its end
+		 * is not seen (gdb says so when the program ends first). */
+		if (end && g && g->depth && g->depth <= GDB_DEPTH && g->frame[g->depth - 1].launch == end)
+			stop(MMS_GDB_OP_END, 0, end, g->frame[g->depth - 1].name);
 	}
 	if (g && g->depth)
 		g->depth--;

@@ -15,7 +15,7 @@
 
 #include <stdint.h>
 
-#define MMS_GDB_VERSION 2
+#define MMS_GDB_VERSION 3
 #define MMS_GDB_WATCH_MAX 8
 #define MMS_GDB_NAME_MAX 128
 
@@ -33,6 +33,8 @@ enum mms_gdb_reason {
 	                      kind (enum mms_guard_kind). Called at every
 	                      finding, whether gdb is there or not: findings
 	                      are rare, and gdb decides whether to stop */
+	MMS_GDB_OP_END = 6, /* launch break_end ends (at its msmemscope_op_end,
+	                       after the watches were compared) */
 };
 
 /* One watched block. gdb writes addr, size and bumps generation to arm
@@ -68,6 +70,8 @@ struct msmemscope_gdb {
 	uint64_t break_step;     /* gdb: stop when this step or a later one
 	                            begins (0 = none); gdb writes the next
 	                            one it wants at each such stop */
+	uint64_t break_end;      /* gdb: stop when the launch so numbered ends
+	                            (0 = none; version 3) */
 
 	/* Filled by the hooks before each call to msmemscope_gdb_stopped(). */
 	uint32_t reason;         /* enum mms_gdb_reason */

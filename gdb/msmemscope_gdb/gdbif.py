@@ -13,12 +13,12 @@ import ctypes
 
 import gdb
 
-VERSION = 2
+VERSION = 3
 WATCH_MAX = 8
 NAME_MAX = 128
 LOG_PATH_MAX = 4096
 
-REASON_NONE, REASON_WATCH, REASON_OP, REASON_STEP, REASON_FREED, REASON_GUARD = range(6)
+REASON_NONE, REASON_WATCH, REASON_OP, REASON_STEP, REASON_FREED, REASON_GUARD, REASON_OP_END = range(7)
 
 
 class Watch(ctypes.Structure):
@@ -29,7 +29,7 @@ class Watch(ctypes.Structure):
 
 class Descriptor(ctypes.Structure):
     _fields_ = [("version", ctypes.c_uint32), ("armed", ctypes.c_uint32), ("watch", Watch * WATCH_MAX),
-                ("break_op", ctypes.c_char * NAME_MAX), ("break_step", ctypes.c_uint64),
+                ("break_op", ctypes.c_char * NAME_MAX), ("break_step", ctypes.c_uint64), ("break_end", ctypes.c_uint64),
                 ("reason", ctypes.c_uint32), ("hit_watch", ctypes.c_uint32), ("op_launch", ctypes.c_uint64),
                 ("op_name", ctypes.c_char * NAME_MAX), ("step", ctypes.c_uint64), ("tid", ctypes.c_uint64),
                 ("launches", ctypes.c_uint64), ("log_path", ctypes.c_char * LOG_PATH_MAX)]
@@ -37,7 +37,7 @@ class Descriptor(ctypes.Structure):
 
 # The layout has no padding; a mismatch here means gdbif.h changed.
 assert ctypes.sizeof(Watch) == 64
-assert ctypes.sizeof(Descriptor) == 8 + 64 * WATCH_MAX + NAME_MAX + 8 + 8 + 8 + NAME_MAX + 8 * 3 + LOG_PATH_MAX
+assert ctypes.sizeof(Descriptor) == 8 + 64 * WATCH_MAX + NAME_MAX + 8 + 8 + 8 + 8 + NAME_MAX + 8 * 3 + LOG_PATH_MAX
 
 
 def _off(field):
@@ -132,9 +132,11 @@ class Handle:
         self.write_watch(slot, "generation", generation)
 
     def update_armed(self):
-        """Sets `armed` from what is set: any watch, break_op or break_step."""
+        """Sets `armed` from what is set: any watch, break_op, break_step or
+        break_end."""
         d = self.read()
-        on = any(d.watch[i].size for i in range(WATCH_MAX)) or bool(d.break_op) or d.break_step != 0
+        on = any(d.watch[i].size for i in range(WATCH_MAX)) or bool(d.break_op) or d.break_step != 0 or \
+            d.break_end != 0
         self.write_u32("armed", 1 if on else 0)
         return on
 

@@ -13,7 +13,14 @@ store that changes one of those bytes stops the program: its source
 line, and for a store inside a C library routine (memset, memcpy,
 strcpy, ...) the program's own call of it. gdb's Python never calls the
 program: everything is read from its memory, the log and gdb's own
-symbol tables."""
+symbol tables.
+
+The recorder also stops where launch L ends (break_end): there the
+watchpoints are deleted, and a launch that changed the bytes without a
+trap shows that the debug registers do not fire on this machine (some
+virtual machines accept them and never raise the trap). The session
+then uses software watchpoints: gdb single-steps the program from the
+start of launch L to its end (slow, but bounded to one launch)."""
 
 import os
 
@@ -65,6 +72,11 @@ class State:
         self.old = {}          # address -> the byte there at the start of launch L
         self.watchpoints = []  # PinpointWatchpoint
         self.silent_said = False
+        self.soft = False      # software watchpoints (gdb single-steps launch L)
+        self.soft_why = None   # why software ones: said when they are set
+        self.hw_param = None   # can-use-hw-watchpoints before the software ones
+        self.end_launch = 0    # the launch whose end the recorder stops at (the re-run's L)
+        self.armed_count = 0   # watchpoints set at the start of launch L
 
 
 def remember(session, d, changes):
@@ -202,14 +214,22 @@ def silent(p):
 
 SILENT = ("memscope: pinpoint: the watched bytes changed but no hardware watchpoint stopped the program: gdb's "
           "hardware watchpoints do not fire on this machine (some virtual machines accept the debug registers "
-          "and never raise their trap), so pinpoint cannot find the store here. Run the session on a machine "
-          "where `watch -l' stops at a store, or use valgrind's vgdb.\n")
+          "and never raise their trap). `memscope pinpoint' again uses software watchpoints: gdb single-steps "
+          "the launch, slowly.\n")
+
+# Why a session's pinpoints use software watchpoints once the hardware
+# ones were seen silent.
+SILENT_WHY = "the hardware watchpoints of this session's last pinpoint did not fire"
+SOFT_COST = ("gdb single-steps the program until the launch ends (some thousands of instructions a second), "
+             "then deletes them")
 
 
-def say_if_silent(p):
-    """Says SILENT once when p's watchpoints are silent (above)."""
-    if not p.silent_said and p.started and silent(p):
+def say_if_silent(session, p):
+    """Says SILENT once when p's hardware watchpoints are silent (above);
+    the session's next pinpoints use software watchpoints."""
+    if not p.silent_said and p.started and not p.soft and silent(p):
         p.silent_said = True
+        session.pinpoint_soft = SILENT_WHY
         gdb.write(SILENT)
 
 
@@ -223,16 +243,32 @@ def restore_breakpoints(p):
 
 
 def delete_watchpoints(p):
+    """Deletes p's watchpoints; after software ones, gdb may use hardware
+    watchpoints again as the user had it."""
     for w in p.watchpoints:
         if w.is_valid():
             w.delete()
     p.watchpoints = []
+    if p.hw_param is not None:
+        gdb.execute("set can-use-hw-watchpoints %d" % p.hw_param, to_string=True)
+        p.hw_param = None
+
+
+def stop_at_end(p, launch):
+    """Asks the recorder to stop when launch ends (0: not any more)."""
+    p.end_launch = launch
+    try:
+        h = gdbif.Handle()
+        h.write_u64("break_end", launch)
+        h.update_armed()
+    except (gdbif.NotLoaded, gdb.error):
+        pass
 
 
 class PinpointCommand(Command):
     """Run again to the operator launch a watch stop named, and stop at the store.
 
-Usage: memscope pinpoint
+Usage: memscope pinpoint [hardware|software]
 
 After `memscope watch' stopped and named launch L of operator OP and the
 bytes it changed, `memscope pinpoint' runs the program again from the
@@ -246,7 +282,18 @@ instruction before the one the watchpoint trap stops at) and the bytes
 old -> new; when the store is inside a C library routine (memset,
 memcpy, strcpy, ...), also the program's own call of it, with its
 file:line. The watchpoint that stopped is deleted; `continue' runs on
-(and stops again at a store into the other bytes still watched).
+(and stops again at a store into the other bytes still watched). The
+program also stops where launch L ends, when a watchpoint is left: the
+watchpoints are deleted there, and memscope says whether the bytes
+changed without a stop.
+
+Some virtual machines accept the debug registers and never raise their
+trap: a launch that changed the bytes without a stop shows it, and the
+session's next `memscope pinpoint' uses software watchpoints instead
+(`software' asks for them; so does `set can-use-hw-watchpoints 0'):
+as many bytes as changed, watched by gdb single-stepping the program
+from the start of launch L to its end, some thousands of instructions
+a second. `hardware' insists on the debug registers.
 
 The re-run is checked against the first run: the watched block must be
 allocated again at the same address with the same size, as the same
@@ -257,14 +304,20 @@ disable-randomization'), so a deterministic program gets its heap at the
 same addresses. The breakpoints of the session are disabled during the
 re-run and enabled again at the start of launch L."""
 
-    USAGE = "usage: memscope pinpoint"
+    USAGE = "usage: memscope pinpoint [hardware|software]"
 
     def __init__(self, session):
         super().__init__("memscope pinpoint", gdb.COMMAND_RUNNING)
         self.s = session
 
+    def complete(self, text, word):
+        if len(text.split()) + (0 if text.endswith(" ") or not text else -1) == 0:
+            return [w for w in ("hardware", "software") if w.startswith(word or "")]
+        return []
+
     def run(self, arg, from_tty):
-        if arg.strip():
+        mode = arg.strip()
+        if mode not in ("", "hardware", "software"):
             raise Error(self.USAGE)
         t = self.s.pinpoint_target
         if t is None:
@@ -272,6 +325,10 @@ re-run and enabled again at the start of launch L."""
                         "with `memscope watch EXPR' and `continue' until an operator launch changes it.")
         from . import guard
         if isinstance(t, guard.GuardTarget):
+            if mode == "software":
+                raise Error("memscope: pinpoint after a guard finding watches from the program's first "
+                            "instruction: software watchpoints would single-step the whole run. It uses "
+                            "hardware watchpoints.")
             return self.run_guard(t, guard)
         if not t.launch:
             raise Error("memscope: the last watch stop found the change outside any operator launch (after %s); "
@@ -282,6 +339,10 @@ re-run and enabled again at the start of launch L."""
         if self.s.pinpoint_bp is None or not self.s.pinpoint_bp.is_valid():
             self.s.pinpoint_bp = StartBreakpoint(self.s)
         p = self.start(t)
+        if mode == "software":
+            p.soft, p.soft_why = True, "asked for"
+        elif not mode and self.s.pinpoint_soft:
+            p.soft, p.soft_why = True, self.s.pinpoint_soft
         gdb.write("memscope: pinpoint: running the program again to the start of %s%s.\n"
                   % (t.describe(), ", without the session's breakpoints until then" if p.disabled else ""))
         try:
@@ -340,12 +401,49 @@ def on_stop(session, ev):
         hits = [b for b in ev.breakpoints if isinstance(b, PinpointWatchpoint) and b.hit is not None]
         if hits:
             report_store(session, p, hits)
+        elif p.end_launch and session.bp in ev.breakpoints and launch_ended(session, p):
+            pass
         elif p.reached and not p.watchpoints and session.pinpoint_bp in ev.breakpoints:
             arm(session, p)
         else:
-            say_if_silent(p)
+            say_if_silent(session, p)
     except (gdb.error, gdb.GdbError, gdbif.NotLoaded, replaylib.ReplayError) as e:
         gdb.write("memscope: pinpoint: %s\n" % e)
+
+
+def ending(session, d):
+    """Whether the recorder's stop d is the end of the launch a pinpoint
+    waits for (the session's stop breakpoint then stops)."""
+    p = session.pinpoint
+    return p is not None and p.end_launch != 0 and d.op_launch == p.end_launch
+
+
+def launch_ended(session, p):
+    """At a recorder stop: when it is the end of launch L, says what the
+    watchpoints saw, deletes them and returns True."""
+    d = gdbif.Handle().read()
+    if d.reason != gdbif.REASON_OP_END or d.op_launch != p.end_launch:
+        return False
+    stop_at_end(p, 0)
+    what = "software" if p.soft else "hardware"
+    if not p.soft and silent(p):
+        p.silent_said = True
+        session.pinpoint_soft = SILENT_WHY
+        gdb.write("memscope: pinpoint: launch %d ended; the watched bytes changed in it but no hardware watchpoint "
+                  "stopped the program: gdb's hardware watchpoints do not fire on this machine (some virtual "
+                  "machines accept the debug registers and never raise their trap). `memscope pinpoint' again "
+                  "uses software watchpoints: %s.\n" % (d.op_launch, SOFT_COST))
+    else:
+        gdb.write("memscope: pinpoint: launch %d ended without a store into the watched bytes%s: the re-run did not "
+                  "change them there (it differs from the first run).\n"
+                  % (d.op_launch, " still watched" if len(p.watchpoints) < p.armed_count else ""))
+    gdb.write("memscope: pinpoint: its %s watchpoint%s deleted; `continue' runs the program on.\n"
+              % (what, "s are" if len(p.watchpoints) > 1 else " is"))
+    restore_breakpoints(p)
+    delete_watchpoints(p)
+    session.pinpoint = None
+    session.select_user_frame()
+    return True
 
 
 def on_exited(session):
@@ -359,6 +457,10 @@ def on_exited(session):
                   "first run's.\n" % p.target.describe())
     elif p.watchpoints and p.silent_said:
         gdb.write("memscope: pinpoint: the program ended; its hardware watchpoints are deleted.\n")
+    elif p.watchpoints and p.soft:
+        gdb.write("memscope: pinpoint: the program ended without a stop at a store into the watched bytes (launch "
+                  "%d's end was not seen: launches nested deeper than the recorder follows). Its software "
+                  "watchpoints are deleted.\n" % p.end_launch)
     elif p.watchpoints:
         gdb.write("memscope: pinpoint: the program ended without a stop at a store into the watched bytes: the "
                   "re-run did not change them, or this machine's hardware watchpoints do not fire (some virtual "
@@ -413,8 +515,9 @@ def check_rerun(session, p, d):
 
 def arm(session, p):
     """At the start of launch L in the re-run: checks it against the first
-    run, enables the session's breakpoints again, and sets the hardware
-    watchpoints."""
+    run, enables the session's breakpoints again, sets the watchpoints
+    (hardware ones, or software ones where p.soft or gdb cannot set
+    hardware ones), and asks the recorder to stop where L ends."""
     t = p.target
     h = gdbif.Handle()
     d = h.read()
@@ -429,26 +532,38 @@ def arm(session, p):
     ranges = word_ranges(wanted)
     free = DEBUG_REGISTERS - registers_in_use()
     watched, left = plan(ranges, max(free, 0))
-    if not watched:
+    if not p.soft and not gdb.parameter("can-use-hw-watchpoints"):
+        p.soft, p.soft_why = True, "gdb cannot set hardware watchpoints here (`show can-use-hw-watchpoints')"
+    if p.soft:
+        watched, left = sorted(ranges, key=lambda r: r[0]), []
+    elif not watched:
         raise Error("no debug register is free for a watchpoint (the session's hardware watchpoints and "
-                    "breakpoints hold all %d); delete some and run `memscope pinpoint' again." % DEBUG_REGISTERS)
+                    "breakpoints hold all %d); delete some and run `memscope pinpoint' again, or `memscope "
+                    "pinpoint software'." % DEBUG_REGISTERS)
+    if p.soft:
+        p.hw_param = int(gdb.parameter("can-use-hw-watchpoints"))
+        gdb.execute("set can-use-hw-watchpoints 0", to_string=True)
     differ = 0
     for start, length in watched:
         old = bytes(inferior.read_memory(start, length))
         differ += sum(1 for i in range(length) if start + i in first_old and old[i] != first_old[start + i])
         wp = PinpointWatchpoint(session, start, length, wanted, old)
         p.watchpoints.append(wp)
-        if wp.type != gdb.BP_HARDWARE_WATCHPOINT:
+        if wp.type != (gdb.BP_WATCHPOINT if p.soft else gdb.BP_HARDWARE_WATCHPOINT):
             delete_watchpoints(p)
-            raise Error("gdb cannot set hardware watchpoints here (`show can-use-hw-watchpoints'); a software "
-                        "watchpoint would single-step the program. Nothing is watched.")
+            raise Error("gdb set a %s watchpoint where a %s one was asked for. Nothing is watched."
+                        % (("hardware", "software") if p.soft else ("software", "hardware")))
+    p.armed_count = len(p.watchpoints)
+    stop_at_end(p, d.op_launch)
     nbytes = sum(1 for a in wanted if any(s <= a < s + n for s, n in watched))
-    gdb.write("memscope: pinpoint: at the start of %s; hardware watchpoint%s %s on %s (%s the first run saw "
-              "change):\n" % (t.describe(), "s" if len(watched) > 1 else "",
+    gdb.write("memscope: pinpoint: at the start of %s; %s watchpoint%s %s on %s (%s the first run saw "
+              "change):\n" % (t.describe(), "software" if p.soft else "hardware", "s" if len(watched) > 1 else "",
                               ", ".join(str(w.number) for w in p.watchpoints),
                               fmt.plural(sum(n for _, n in watched), "byte"), fmt.plural(nbytes, "byte")))
     for start, length in watched:
         gdb.write("    0x%x..0x%x%s\n" % (start, start + length, where_in_watch(t, start)))
+    if p.soft:
+        gdb.write("memscope: pinpoint: software watchpoints (%s): %s.\n" % (p.soft_why, SOFT_COST))
     if differ:
         gdb.write("memscope: pinpoint: warning: %s of them hold other values now than before launch %d in the "
                   "first run.\n" % (fmt.plural(differ, "byte"), t.launch))
@@ -518,9 +633,9 @@ def report_store(session, p, hits):
         old, new = wp.hit
         wp.hit = None
         changed, lines = fmt.diff_lines(old, new, wp.start, max_lines=session.diff_lines)
-        gdb.write("memscope: pinpoint: hardware watchpoint %d: a store changed %s at 0x%x%s (old -> new):\n"
-                  % (wp.number, fmt.plural(changed, "byte"), wp.start, where_in_watch(t, wp.start) if t.changes
-                     else ""))
+        gdb.write("memscope: pinpoint: %s watchpoint %d: a store changed %s at 0x%x%s (old -> new):\n"
+                  % ("software" if p.soft else "hardware", wp.number, fmt.plural(changed, "byte"), wp.start,
+                     where_in_watch(t, wp.start) if t.changes else ""))
         for line in lines:
             gdb.write(line + "\n")
     while frame is not None and in_hooks(frame.pc()):
@@ -576,5 +691,7 @@ def report_store(session, p, hits):
                                          "" if len(p.watchpoints) > 1 else "es"))
     else:
         gdb.write("memscope: pinpoint: its watchpoint is deleted; `continue' runs the program on.\n")
+        stop_at_end(p, 0)
+        delete_watchpoints(p)  # gdb's setting back as it was after software ones
         session.pinpoint = None
     user.select()

@@ -131,6 +131,9 @@ class StopBreakpoint(gdb.Breakpoint):
                 return bool(self.s.at_target) and d.step >= self.s.at_target
             if d.reason == gdbif.REASON_GUARD:
                 return not self.s.guard_quiet
+            if d.reason == gdbif.REASON_OP_END:
+                from . import pinpoint
+                return pinpoint.ending(self.s, d)
             if d.reason == gdbif.REASON_WATCH and (d.hit_watch, d.op_launch, d.tid) in self.s.merged:
                 self.s.merged.discard((d.hit_watch, d.op_launch, d.tid))
                 return False  # shown at the stop for another watch
@@ -179,6 +182,7 @@ class Session:
         self.pinpoint_target = None  # pinpoint.Target: what the last watch stop found
         self.pinpoint = None      # pinpoint.State: a pinpoint under way
         self.pinpoint_bp = None   # pinpoint.StartBreakpoint
+        self.pinpoint_soft = None  # why pinpoint uses software watchpoints now (None: hardware ones)
         self.guard = False        # the next runs record in guard mode (set memscope guard)
         self.call_stack = "c:32"  # the next runs' stacks (set memscope call-stack)
         self.guard_quiet = False  # memscope check is calling the program: no stop at findings
@@ -511,6 +515,8 @@ class Session:
             if self.at_target and d.step >= self.at_target:
                 self.at_target = 0
             gdb.write("memscope: %sstep %d begins, %s\n" % (nums, d.step, who))
+        elif d.reason == gdbif.REASON_OP_END:
+            return  # the end of a pinpoint's launch: pinpoint.on_stop says what it saw
         self.select_user_frame()
 
     def select_user_frame(self):

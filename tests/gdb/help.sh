@@ -12,6 +12,7 @@ done
 session help "$progs/leaky" -ex 'help memscope' "$@" \
 	-ex 'complete memscope ' -ex 'complete memscope l' -ex 'complete memscope leaks ' \
 	-ex 'complete memscope leaks full ' -ex 'complete memscope at ' -ex 'complete memscope break ' \
+	-ex 'complete memscope pinpoint ' \
 	-ex 'show memscope depth' -ex 'set memscope top 5' -ex 'show memscope top' \
 	-ex 'memscope' -ex 'memscope frob' -ex 'memscope watch nb' -ex 'memscope info' -ex 'memscope leaks' \
 	-ex 'memscope leaks bogus' -ex 'memscope leaks full summary' -ex 'memscope at' -ex 'memscope at step' \

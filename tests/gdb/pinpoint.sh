@@ -4,17 +4,23 @@
 # six operator launches ("scale") stores past its own block into bytes
 # 8..15 of the watched neighbour `nb'. `memscope watch nb' names launch 3;
 # `memscope pinpoint' re-runs to its start, says the re-run allocated the
-# block as the first run did, puts one hardware watchpoint on the 8
-# changed bytes, and `continue' stops at the store: the line marked
-# "STRAY store" in stray(), the bytes a8..af -> 57..57; for a store made
-# by memset or memcpy, the routine and the program's line that called
-# it. After the stop the program runs on to a normal exit. A re-run
-# whose allocations moved (the "drift" mode) is said to differ. More changed
-# bytes than the debug registers hold: the first ones watched, the rest
-# listed, and pinpoint works after the program exited, and again. Before any watch
-# stop, and with an argument, the command says why not. On a machine
-# whose hardware watchpoints never fire (hw_fires), only what pinpoint
-# says there is checked, then the test skips.
+# block as the first run did, puts a watchpoint on the 8 changed bytes,
+# and `continue' stops at the store: the line marked "STRAY store" in
+# stray(), the bytes a8..af -> 57..57; for a store made by memset or
+# memcpy, the routine and the program's line that called it. After the
+# stop the program runs on to a normal exit. A re-run whose allocations
+# moved (the "drift" mode) is said to differ. More changed bytes than the
+# debug registers hold: the first ones watched, the rest listed, and
+# pinpoint works after the program exited, and again. Before any watch
+# stop, and with a wrong argument, the command says why not.
+# With `set can-use-hw-watchpoints 0' pinpoint uses software watchpoints
+# and finds the store all the same; a launch that ends without a store
+# into the watched bytes is said so where it ends.
+# Where hardware watchpoints fire (hw_fires) the sessions use them. On a
+# machine whose debug registers never trap, the first pinpoint must say
+# so where launch 3 ends, and the next one use software watchpoints
+# (gdb single-steps launch 3): every session then runs with
+# `memscope pinpoint software'.
 . "${top_srcdir:?run this test through make check}/tests/gdb/lib.sh"
 
 src=$top_srcdir/tests/gdb/pinpoint.c
@@ -24,19 +30,22 @@ line_of() {
 	echo "$_l"
 }
 
-# hw_skip NAME: skip when gdb could not use a hardware watchpoint here.
-hw_skip() {
-	if grep -q 'cannot set hardware watchpoints here\|Could not insert hardware watchpoint' "$1.out"; then
-		skip "gdb cannot use hardware watchpoints on this machine (see $work/$1.raw)"
-	fi
-}
+# The mode the sessions use: hardware watchpoints where they fire here,
+# software ones where they do not (checked first, below).
+if hw_fires; then
+	kind=hardware
+	pp='memscope pinpoint'
+else
+	kind=software
+	pp='memscope pinpoint software'
+fi
 
 watch_then_pinpoint() {
 	_n=$1
 	shift
 	session "$_n" "$progs/pinpoint" "$@" -ex 'break ready' -ex run -ex 'memscope watch nb' -ex continue \
-		-ex 'memscope pinpoint' -ex 'info breakpoints' -ex continue -ex 'memscope pinpoint 3' -ex continue
-	hw_skip "$_n"
+		-ex "$pp" -ex 'info breakpoints' -ex continue -ex 'memscope pinpoint 3' -ex 'memscope pinpoint soft' \
+		-ex continue
 	expect_rc "$_n: gdb's exit status"
 	expect "$_n" 'changed in operator scale (launch 3, step 1)' "$_n: the watch stop names the launch"
 	expect "$_n" 'pinpoint: running the program again to the start of launch 3 of operator scale (step 1)' \
@@ -45,35 +54,48 @@ watch_then_pinpoint() {
 	expect_count "$_n" 'exited normally' 1 "$_n: one normal exit (the first run was killed for the re-run)"
 }
 
-# Where the debug registers never fire, pinpoint must say so and not
-# claim the re-run made no store; what needs the stop is skipped at the end.
-if ! hw_fires; then
+# Where the debug registers never fire, the first pinpoint must say so
+# where launch 3 ends (not claim the re-run made no store), and the next
+# one use software watchpoints by itself.
+if [ $kind = software ]; then
 	session silent "$progs/pinpoint" -ex 'break ready' -ex run -ex 'memscope watch nb' -ex continue \
-		-ex 'memscope pinpoint' -ex continue
-	hw_skip silent
+		-ex 'memscope pinpoint' -ex continue -ex 'memscope pinpoint' -ex continue -ex continue
 	expect_rc "silent: gdb's exit status"
 	expect silent 'pinpoint: running the program again to the start of launch 3 of operator scale (step 1)' \
 		"silent: the re-run"
 	expect silent 'hardware watchpoint 2 on 8 bytes (8 bytes the first run saw change):' "silent: the watchpoint set"
-	expect silent "the re-run did not change them, or this machine's hardware watchpoints do not fire" \
-		"silent: the end of the re-run says both causes"
-	expect_not silent 'the program ended with no further store' "silent: no claim that nothing stored"
-	skip "gdb's hardware watchpoints never stop a program on this machine (a plain \`watch -l' on a known store did not stop: $work/hw.probe); checked only that pinpoint says the store may have been missed"
+	expect silent "memscope: pinpoint: launch 3 ended; the watched bytes changed in it but no hardware watchpoint stopped the program: gdb's hardware watchpoints do not fire on this machine" \
+		"silent: said where launch 3 ends"
+	expect silent "\`memscope pinpoint' again uses software watchpoints" "silent: what to do"
+	expect_not silent 'the re-run did not change them' "silent: no claim that nothing stored"
+	expect silent "software watchpoint 3 on 8 bytes (8 bytes the first run saw change):" \
+		"silent: the next pinpoint's software watchpoint"
+	expect silent "software watchpoints (the hardware watchpoints of this session's last pinpoint did not fire)" \
+		"silent: why software ones"
+	expect silent " in stray at SRC/pinpoint.c:$(line_of store)" "silent: the software watchpoint finds the store"
+	expect_count silent 'exited normally' 1 "silent: one normal exit"
+	note "this machine's hardware watchpoints do not fire ($work/hw.probe): the sessions below use software ones"
 fi
 
 # A plain store.
 watch_then_pinpoint store
 expect store "memscope: pinpoint: the re-run allocated watch 1's block (nb) as the first run did: 0xADDR, 32 bytes, allocation 3." \
 	"the re-run checked against the first run"
-expect store 'memscope: pinpoint: at the start of launch 3 of operator scale (step 1); hardware watchpoint 2 on 8 bytes (8 bytes the first run saw change):' \
+expect store "memscope: pinpoint: at the start of launch 3 of operator scale (step 1); $kind watchpoint 2 on 8 bytes (8 bytes the first run saw change):" \
 	"the watchpoint on the changed bytes"
 expect store '(watch 1, nb, at +8)' "where the watchpoint lies in the watch"
 expect store 'a store changed 8 bytes at 0xADDR (watch 1, nb, at +8) (old -> new):' "the store's stop"
 expect store '+0x0    a8 a9 aa ab ac ad ae af -> 57 57 57 57 57 57 57 57' "the bytes old -> new"
 expect store " in stray at SRC/pinpoint.c:$(line_of store)" "the source line of the store"
 expect store "its watchpoint is deleted; \`continue' runs the program on." "the watchpoint removed after the stop"
-expect store 'usage: memscope pinpoint' "an argument refused"
-expect_count store 'Hardware watchpoint 2' 1 "gdb's own line when the watchpoint is set"
+expect_count store 'usage: memscope pinpoint \[hardware|software\]' 2 "a wrong argument refused"
+if [ $kind = hardware ]; then
+	expect_count store 'Hardware watchpoint 2' 1 "gdb's own line when the watchpoint is set"
+else
+	expect_count store 'Watchpoint 2: ' 1 "gdb's own line when the watchpoint is set"
+	expect store 'software watchpoints (asked for): gdb single-steps the program until the launch ends' \
+		"the cost of software watchpoints said"
+fi
 expect store '1       breakpoint     keep y' "the session's breakpoint enabled again at the start of launch 3"
 
 # Through the C library: the routine, and the program's call of it.
@@ -87,36 +109,58 @@ expect memset '+0x0    a8 a9 aa ab ac ad ae af -> 5a 5a 5a 5a 5a 5a 5a 5a' "mems
 expect memcpy '+0x0    a8 a9 aa ab ac ad ae af -> 50 51 52 53 54 55 56 57' "memcpy's bytes"
 
 # More changed bytes than debug registers (launch 1 fills 64 bytes of the
-# arena): the first 32 watched, the other 32 listed; pinpoint after the
-# program exited (no question to ask).
+# arena, 60 of which change): with hardware watchpoints, the first 32
+# watched, the other 32 listed; with software ones, all 64. Pinpoint
+# after the program exited (no question to ask), twice.
 session wide "$progs/pinpoint" -ex 'break ready' -ex run -ex 'memscope watch own' -ex continue \
-	-ex 'memscope unwatch' -ex continue -ex 'memscope pinpoint' -ex continue -ex continue \
-	-ex 'memscope pinpoint' -ex continue -ex continue
-hw_skip wide
+	-ex 'memscope unwatch' -ex continue -ex "$pp" -ex continue -ex continue \
+	-ex "$pp" -ex continue -ex continue
 expect_rc "wide: gdb's exit status"
 expect wide 'changed in operator embed (launch 1, step 1)' "wide: the watch stop"
-expect wide 'hardware watchpoint 2 on 32 bytes (30 bytes the first run saw change):' "wide: 4 words watched"
-expect wide 'not all changed bytes fit in the 4 debug registers (an aligned 8-byte word each); left out' \
-	"wide: the message when not all fit"
-expect wide '    0xADDR..0xADDR (32 bytes)' "wide: the words left out"
+if [ $kind = hardware ]; then
+	expect wide 'hardware watchpoint 2 on 32 bytes (30 bytes the first run saw change):' "wide: 4 words watched"
+	expect wide 'not all changed bytes fit in the 4 debug registers (an aligned 8-byte word each); left out' \
+		"wide: the message when not all fit"
+	expect wide '    0xADDR..0xADDR (32 bytes)' "wide: the words left out"
+else
+	expect wide 'software watchpoint 2 on 64 bytes (60 bytes the first run saw change):' "wide: all 64 bytes watched"
+	expect_not wide 'not all changed bytes fit' "wide: no register limit"
+fi
 expect_count wide " in fill at SRC/pinpoint.c:$(line_of fill)" 2 "wide: the store in launch 1, twice"
 expect_count wide 'exited normally' 3 "wide: the three runs end normally"
 
-# Without hardware watchpoints: said so, nothing watched, the program
-# runs on.
+# Without hardware watchpoints (gdb told not to use them): software ones,
+# said why, the store found, gdb's setting as the user left it.
 session nohw "$progs/pinpoint" -ex 'break ready' -ex run -ex 'memscope watch nb' -ex continue \
-	-ex 'set can-use-hw-watchpoints 0' -ex 'memscope pinpoint' -ex 'info breakpoints' -ex continue
-expect nohw "memscope: pinpoint: gdb cannot set hardware watchpoints here (\`show can-use-hw-watchpoints'); a software watchpoint would single-step the program. Nothing is watched." \
-	"nohw: no software watchpoint"
+	-ex 'set can-use-hw-watchpoints 0' -ex 'memscope pinpoint' -ex 'info breakpoints' -ex continue \
+	-ex 'show can-use-hw-watchpoints' -ex continue
+expect_rc "nohw: gdb's exit status"
+expect nohw "memscope: pinpoint: software watchpoints (gdb cannot set hardware watchpoints here (\`show can-use-hw-watchpoints')): gdb single-steps the program until the launch ends" \
+	"nohw: software watchpoints, said why"
 expect nohw '1       breakpoint     keep y' "nohw: info breakpoints lists the session's breakpoint"
-expect_not nohw 'watchpoint     keep' "nohw: no software watchpoint left"
+expect nohw ' in stray at SRC/pinpoint.c:' "nohw: the store found"
+expect nohw "Debugger's willingness to use watchpoint hardware is 0." "nohw: gdb's setting kept"
 expect nohw 'exited normally' "nohw: the program runs on"
+
+# A re-run whose launch 3 makes no stray store (the "once" mode stores
+# only in a run that does not find pinpoint.ran): said where launch 3
+# ends, the watchpoint deleted there, the program runs on.
+rm -f pinpoint.ran
+session once "$progs/pinpoint" -ex 'set args once' -ex 'break ready' -ex run -ex 'memscope watch nb' -ex continue \
+	-ex "$pp" -ex continue -ex 'info breakpoints' -ex continue
+expect_rc "once: gdb's exit status"
+expect once 'changed in operator scale (launch 3, step 1)' "once: the first run's stray store"
+expect once "memscope: pinpoint: launch 3 ended without a store into the watched bytes: the re-run did not change them there (it differs from the first run)." \
+	"once: no store in the re-run, said where launch 3 ends"
+expect once "memscope: pinpoint: its $kind watchpoint is deleted; \`continue' runs the program on." \
+	"once: the watchpoint deleted there"
+expect_not once 'watchpoint     keep' "once: no watchpoint left"
+expect_count once 'exited normally' 1 "once: the re-run ends normally"
 
 # A re-run whose allocations differ, and the command's refusals.
 rm -f pinpoint.ran
 session drift "$progs/pinpoint" -ex 'memscope pinpoint' -ex 'set args drift' -ex 'break ready' -ex run \
-	-ex 'memscope pinpoint' -ex 'memscope watch nb' -ex continue -ex 'memscope pinpoint' -ex continue -ex continue
-hw_skip drift
+	-ex 'memscope pinpoint' -ex 'memscope watch nb' -ex continue -ex "$pp" -ex continue -ex continue
 expect_count drift 'no watch has stopped the program yet, so there is nothing to pinpoint' 2 \
 	"pinpoint before any watch stop, before and after run"
 expect drift "memscope: pinpoint: warning: the re-run differs from the first run: the block at 0xADDR is 96 bytes, allocation 2; the first run's was 0xADDR, 32 bytes, allocation 3." \

@@ -134,6 +134,7 @@ static void offsets(void)
 	WOFF("w_changes", changes);
 	OFF("off_break_op", break_op);
 	OFF("off_break_step", break_step);
+	OFF("off_break_end", break_end);
 	OFF("off_reason", reason);
 	OFF("off_hit_watch", hit_watch);
 	OFF("off_op_launch", op_launch);

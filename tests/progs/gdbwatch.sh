@@ -13,7 +13,8 @@
 #    are attributed as hooks/gdbif.c says;
 #  - a block the hooks cannot read is marked and skipped, not read;
 #  - break_op stops at each launch of that operator, break_step when the
-#    step begins; with nothing armed there is no stop.
+#    step begins, break_end when that launch ends (one that encloses
+#    another too); with nothing armed there is no stop.
 . "$top_srcdir/tests/progs/lib.sh"
 
 command -v gdb >/dev/null 2>&1 || skip "gdb is not installed (apt-get install gdb)"
@@ -26,7 +27,7 @@ expect_eq "gdbwatch output without the recorder" "$(cat native.out)" "gdbwatch d
 # off_*, w_*, watch_stride: the descriptor's layout, from the header.
 "$prog" offsets >offsets.sh || fail "gdbwatch offsets exited $?"
 . ./offsets.sh
-expect_eq "MMS_GDB_VERSION" "$gdb_version" 2
+expect_eq "MMS_GDB_VERSION" "$gdb_version" 3
 
 # The recorder as installed: no debug information, only its symbols.
 hooks=$MMS_HOOKS
@@ -124,11 +125,11 @@ expect_stop() {
 # --- nothing armed: no stop; the descriptor is there and names the log ----
 session none ""
 expect_eq "stops with nothing armed" "$(stops none)" 0
-expect_eq "descriptor version" "$(sed -n 's/^VERSION //p' none.out)" 2
+expect_eq "descriptor version" "$(sed -n 's/^VERSION //p' none.out)" 3
 expect_eq "descriptor log path" "$(sed -n 's/^LOG //p' none.out)" "$(pwd -P)/none.mms"
 summarize none.mms
 expect_consistent none.mms.json
-note "nothing armed: no stop; version 1; log_path is the log's absolute path"
+note "nothing armed: no stop; version 3; log_path is the log's absolute path"
 
 # --- a watch on the neighbour block: one stop, at the overrun -------------
 session watch "" "$(watch 0 "$neighbour" 64)" "$arm"
@@ -190,6 +191,15 @@ session step "" "set var *(unsigned long long *)(\$mms + $off_break_step) = 2" "
 expect_eq "stops at step 2" "$(stops step)" 1
 expect_stop step 1 reason=3 launch=0 name=softmax step=2 launches=3
 note "break_step 2: one stop, after the 3 launches of step 1"
+
+# --- break_end: when launch 2 ends, and launch 7 around launch 8 ---------
+session end "" "set var *(unsigned long long *)(\$mms + $off_break_end) = 2" "$arm"
+expect_eq "stops at the end of launch 2" "$(stops end)" 1
+expect_stop end 1 reason=6 launch=2 name=matmul step=1 launches=2
+session endout more "set var *(unsigned long long *)(\$mms + $off_break_end) = 7" "$arm"
+expect_eq "stops at the end of launch 7" "$(stops endout)" 1
+expect_stop endout 1 reason=6 launch=7 name=layer step=2 launches=8
+note "break_end: one stop as launch 2 ends; launch 7 ends after launch 8 inside it"
 
 # --- armed with nothing to do: still no stop ------------------------------
 session idle "" "$arm"
