@@ -377,6 +377,12 @@ enum mms_system_phase {
 #define MMS_META_FORK_NUMBER "fork_number" /* the parent's FORK event: its number */
 #define MMS_META_FORK_STAMP "fork_stamp"   /* and its stamp (absent: none written) */
 
+/* META key (any version): the file that defines malloc ahead of the
+ * recorder in the process's global scope (an allocator linked into the
+ * program itself): its malloc family's calls never reach the hooks. An
+ * absolute path; absent when the recorder's malloc is the one called. */
+#define MMS_META_OWN_MALLOC "own_malloc"
+
 /* The largest record the writer emits: a tag, 8 varints and two strings. */
 #define MMS_MAX_RECORD (1 + 8 * 10 + 2 * (10 + MMS_MAX_STRING))
 /* The largest event record: a tag and 7 varints. The writer moves a thread

@@ -442,12 +442,17 @@ void mms__code_range(uintptr_t here, uintptr_t *lo, uintptr_t *hi) MMS_HIDDEN;
 struct mms_code {
 	uintptr_t lo, hi;
 };
-extern struct mms_code mms__ldso_code MMS_HIDDEN, mms__libc_code MMS_HIDDEN;
+/* ld.so's code, libc's, and a replacement allocator's (empty for glibc's). */
+extern struct mms_code mms__ldso_code MMS_HIDDEN, mms__libc_code MMS_HIDDEN, mms__alloc_code MMS_HIDDEN;
 static inline int mms__in_code(const struct mms_code *c, uintptr_t ip)
 {
 	return ip - c->lo < c->hi - c->lo;
 }
 void mms__runtime_code_init(void) MMS_HIDDEN;
+/* Whether an object ahead of the recorder in the global scope (the
+ * program, an allocator linked into it) defines malloc, so that the
+ * malloc family's calls do not reach the hooks; its path in out. */
+int mms__own_malloc(char *out, size_t cap) MMS_HIDDEN;
 /* Nonzero while this thread is in a runtime's scope (mms__tls_runtime):
  * MMS_RT_THREAD in pthread_create, MMS_RUNTIME_STARTUP on the main thread
  * until main. */

@@ -16,6 +16,7 @@
 #include "hooks-int.h"
 #include "log.h"
 #include "stamp.h"
+#include "unwind.h"
 
 struct mms_real mms__real;
 mms_config_t mms__config;
@@ -28,7 +29,7 @@ volatile int mms__collecting = 1;
 
 /* --- start-up ------------------------------------------------------------ */
 
-enum { INIT_NONE, INIT_RESOLVING, INIT_RESOLVED, INIT_DONE };
+enum { INIT_NONE, INIT_RESOLVING, INIT_RESOLVED, INIT_STARTING, INIT_DONE };
 static int init_state;
 
 static void die_early(const char *what)
@@ -102,16 +103,32 @@ static void config_read(void)
 	mms__say(line, n, sizeof line);
 }
 
-void mms__init(void)
+/* The first half of the start: the real functions, nothing else (dlsym
+ * allocates only on failure). Enough for the mmap family, which an
+ * allocator linked into the program calls from its own start-up, under
+ * its own lock: the rest of the start allocates (fopen), which would call
+ * that allocator again and wait for the lock forever. */
+static void init_resolve(void)
 {
-	int expect = INIT_NONE;
+	int expect = INIT_NONE, busy = mms__tls_busy;
 
 	if (!__atomic_compare_exchange_n(&init_state, &expect, INIT_RESOLVING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		return; /* under way in this thread (dlsym), or another's */
+		return; /* done, or under way in this thread (dlsym), or another's */
 	mms__tls_busy = 2;
 	resolve_real();
 	mms__fds_init();
 	__atomic_store_n(&init_state, INIT_RESOLVED, __ATOMIC_RELEASE);
+	mms__tls_busy = busy;
+}
+
+void mms__init(void)
+{
+	int expect = INIT_RESOLVED;
+
+	init_resolve();
+	if (!__atomic_compare_exchange_n(&init_state, &expect, INIT_STARTING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return; /* under way in this thread (dlsym), or another's */
+	mms__tls_busy = 2;
 	mms__runtime_code_init();
 	mms__elfsym_init();
 	mms__gdb_init();
@@ -147,18 +164,26 @@ __attribute__((constructor)) static void hooks_constructor(void)
 /* --- the hot path ----------------------------------------------------------
  * enter() decides whether this call is recorded. A call made while the
  * thread is already inside a hook is passed through: our own allocations
- * (busy == 2) silently, a signal handler's (busy == 1) counted as lost. */
+ * (busy == 2) silently, a signal handler's (busy == 1) counted as lost,
+ * and a replacement allocator's own calls (jemalloc's mmap inside its
+ * malloc) silently: they are its internals, under the blocks recorded. */
 
 /* An event that arrived while this thread was inside a hook: a signal
- * handler's. It cannot be written without tearing the record under way, so
- * it is counted in the header, which the replay reports. */
-static __attribute__((noinline, cold)) void lost_event(void)
+ * handler's, or the real allocator's own: ra, the hook's caller, in its
+ * code (never glibc's, whose malloc calls its mmap directly), or in ours
+ * (the real function a hook called jumped to another of the family: a
+ * memalign that ends in aligned_alloc). A handler's cannot be written
+ * without tearing the record under way, so it is counted in the header,
+ * which the replay reports. */
+static __attribute__((noinline, cold)) void lost_event(uintptr_t ra)
 {
-	if (mms__recording && mms__collecting)
+	if (mms__recording && mms__collecting && !mms__in_code(&mms__alloc_code, ra) &&
+	    !(ra - mms__self_lo < mms__self_hi - mms__self_lo))
 		__atomic_fetch_add(&mms__header->lost_events, 1, __ATOMIC_RELAXED);
 }
 
-static inline struct mms_thread *enter(void)
+/* Inlined always: the return address is the hook's caller's. */
+static inline __attribute__((always_inline)) struct mms_thread *enter(void)
 {
 	struct mms_thread *t;
 
@@ -169,7 +194,7 @@ static inline struct mms_thread *enter(void)
 	}
 	if (unlikely(mms__tls_busy)) {
 		if (mms__tls_busy == 1)
-			lost_event();
+			lost_event((uintptr_t)__builtin_return_address(0));
 		return NULL;
 	}
 	/* A fork child's log opens at its first collected event. */
@@ -185,6 +210,19 @@ static inline struct mms_thread *enter(void)
 static inline void leave(void)
 {
 	mms__tls_busy = 0;
+}
+
+/* enter() for the mmap family, which never starts the recorder: before
+ * it started, an allocator linked into the program may be calling from
+ * its own start-up (see init_resolve); nothing is recorded then. */
+static inline __attribute__((always_inline)) struct mms_thread *enter_mapping(void)
+{
+	if (unlikely(__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != INIT_DONE)) {
+		if (mms__tls_busy == 1)
+			lost_event((uintptr_t)__builtin_return_address(0));
+		return NULL;
+	}
+	return enter();
 }
 
 /* The hooks keep frame pointers: the word above the hook's frame pointer
@@ -676,13 +714,13 @@ MMS_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t
 	void *r;
 
 	if (unlikely(!mms__real.mmap)) {
-		mms__init();
+		init_resolve();
 		if (!mms__real.mmap) {
 			errno = ENOSYS;
 			return MAP_FAILED;
 		}
 	}
-	t = enter();
+	t = enter_mapping();
 	r = mms__real.mmap(addr, len, prot, flags, fd, off);
 	if (t) {
 		if (r != MAP_FAILED)
@@ -699,8 +737,15 @@ MMS_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off
 
 MMS_EXPORT int munmap(void *addr, size_t len)
 {
-	struct mms_thread *t = enter();
+	struct mms_thread *t;
 	int r;
+
+	if (unlikely(!mms__real.munmap)) {
+		init_resolve();
+		if (!mms__real.munmap)
+			return (int)syscall(SYS_munmap, addr, len);
+	}
+	t = enter_mapping();
 
 	/* libunwind freeing its per-thread cache at thread exit: it mapped
 	 * it inside the recorder, unrecorded. */
@@ -729,8 +774,13 @@ MMS_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ..
 		want = va_arg(ap, void *);
 		va_end(ap);
 	}
+	if (unlikely(!mms__real.mremap)) {
+		init_resolve();
+		if (!mms__real.mremap)
+			return (void *)syscall(SYS_mremap, old, old_len, new_len, flags, want);
+	}
 	mms__release_watched((uintptr_t)old, (uintptr_t)old + old_len);
-	t = enter();
+	t = enter_mapping();
 	t1 = t ? mms__stamp_release() : 0;
 	r = mms__real.mremap(old, old_len, new_len, flags, want);
 	if (t) {

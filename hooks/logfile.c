@@ -515,6 +515,8 @@ static void write_process_meta(struct mms_thread *t)
 	}
 	len = mms_config_format(&mms__config, buf, sizeof buf);
 	write_meta_kv(t, "config", buf, len < sizeof buf ? len : sizeof buf - 1);
+	if (mms__own_malloc(buf, sizeof buf))
+		write_meta_kv(t, MMS_META_OWN_MALLOC, buf, strlen(buf));
 }
 
 static void write_meta_u(struct mms_thread *t, const char *key, uint64_t v)

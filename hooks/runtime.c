@@ -36,7 +36,7 @@ static int (*real_start_main)(int (*)(int, char **, char **), int, char **, void
 static int (*program_main)(int, char **, char **);
 static int (*real_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
-struct mms_code mms__ldso_code, mms__libc_code;
+struct mms_code mms__ldso_code, mms__libc_code, mms__alloc_code;
 
 void mms__runtime_code_init(void)
 {
@@ -45,6 +45,34 @@ void mms__runtime_code_init(void)
 	if (base)
 		mms__code_range(base, &mms__ldso_code.lo, &mms__ldso_code.hi);
 	mms__code_range((uintptr_t)&getauxval, &mms__libc_code.lo, &mms__libc_code.hi);
+	/* A replacement allocator's code (jemalloc, tcmalloc as a shared
+	 * library after ours): calls it makes from inside the hooks are its
+	 * own. glibc's stays empty: its malloc makes no call that reaches a
+	 * hook, so one from libc inside a hook is a signal handler's. */
+	if (mms__real.malloc && !mms__in_code(&mms__libc_code, (uintptr_t)mms__real.malloc))
+		mms__code_range((uintptr_t)mms__real.malloc, &mms__alloc_code.lo, &mms__alloc_code.hi);
+}
+
+int mms__own_malloc(char *out, size_t cap)
+{
+	void *def = dlsym(RTLD_DEFAULT, "malloc");
+	Dl_info mine, theirs;
+	ssize_t n;
+
+	if (!def || !dladdr((void *)&mms__runtime_code_init, &mine) || !dladdr(def, &theirs) ||
+	    theirs.dli_fbase == mine.dli_fbase || cap < 2)
+		return 0;
+	/* The program itself: dladdr names it "" (or as it was run). */
+	if (theirs.dli_fname && theirs.dli_fname[0] == '/' && strlen(theirs.dli_fname) < cap) {
+		memcpy(out, theirs.dli_fname, strlen(theirs.dli_fname) + 1);
+		return 1;
+	}
+	n = readlink("/proc/self/exe", out, cap - 1);
+	if (n <= 0)
+		memcpy(out, "the program", 12 < cap ? 12 : 1);
+	else
+		out[n] = 0;
+	return 1;
 }
 
 /* Whether ip lies in one of the runtime's own libraries. */

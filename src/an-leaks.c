@@ -311,6 +311,11 @@ static void print_section(struct leaks_out *o, enum section sec, const mms_leak_
 					iblocks, mb(ibytes));
 		} else if (o->info.cut || o->info.damaged) {
 			fprintf(f, "No blocks live %s (see the warning).\n", when);
+		} else if (o->info.own_malloc) {
+			fprintf(f,
+				"No recorded block live %s; the program's own malloc's blocks were not recorded (see "
+				"the warning).\n",
+				when);
 		} else if (o->l->nruntime_kept) {
 			fprintf(f, "No leaks %s: every block of the program's was freed (what the runtimes keep "
 				"follows).\n",

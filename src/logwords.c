@@ -215,6 +215,16 @@ void log_warn_damage(const char *name, const mms_log_info_t *in, void (*say)(con
 		say(line);
 		free(line);
 	}
+	if (in->own_malloc) {
+		line = xasprintf(
+			"%s: %s defines malloc itself (an allocator linked into the program): the calls of its "
+			"malloc family never reach the recorder, so the heap figures and leaks miss them. "
+			"Link the allocator as a shared library (jemalloc: -ljemalloc) or use the C library's "
+			"to record them",
+			name, in->own_malloc);
+		say(line);
+		free(line);
+	}
 	if (in->lost_events) {
 		line = xasprintf("%s: %" PRIu64 " events were not recorded (signals that arrived inside a hook)", name,
 				 in->lost_events);

@@ -216,9 +216,14 @@ static void print_json(const mms_log_t *log, const mms_log_info_t *in, const mms
 	       in->exec_away ? "true" : "false", in->cut ? "true" : "false");
 	log_json_end(stdout, in);
 	printf(",\"damaged\":%s,\"lost_events\":%" PRIu64 ",\"stacks_full\":%s,\"strings_full\":%s,"
-	       "\"unmatched_frees\":%" PRIu64 ",\"double_allocs\":%" PRIu64 ",",
+	       "\"own_malloc\":",
 	       in->damaged ? "true" : "false", in->lost_events, in->stacks_full ? "true" : "false",
-	       in->strings_full ? "true" : "false", s->unmatched_frees, s->double_allocs);
+	       in->strings_full ? "true" : "false");
+	if (in->own_malloc)
+		json_put_string(stdout, in->own_malloc, strlen(in->own_malloc));
+	else
+		printf("null");
+	printf(",\"unmatched_frees\":%" PRIu64 ",\"double_allocs\":%" PRIu64 ",", s->unmatched_frees, s->double_allocs);
 	log_json_bad_frees(stdout, s->double_frees, s->invalid_frees, s->bad_frees, s->nbad_frees);
 	print_fork_json(log, s);
 	printf(",\"freeres\":%s,\"runtime_live_blocks\":%" PRIu64 ",\"runtime_live_bytes\":%" PRIu64

@@ -198,6 +198,8 @@ and bytes and the peak so far, and the watches and breaks set."""
                 gdb.write("  double frees: %d (`memscope block ADDR' shows them)\n" % w.double_frees)
             if info.lost_events:
                 gdb.write("  lost events: %d (signal handlers that allocated inside a hook)\n" % info.lost_events)
+            for line in fmt.log_warnings(info):
+                gdb.write("  warning: %s\n" % line)
         n = len(self.s.watches)
         bps = breaks.ours(self.s)
         nop = sum(1 for _, k in bps if k.kind == "op")

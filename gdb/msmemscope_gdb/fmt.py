@@ -59,6 +59,20 @@ def stack_lines(log, stack_id, depth, indent="    "):
     return out
 
 
+def log_warnings(info):
+    """Lines saying what the log lacks although it is whole (the
+    replay's and the launcher's warnings of the same name)."""
+    out = []
+    if info.own_malloc:
+        out.append("%s defines malloc itself (an allocator linked into the program): the calls of its malloc "
+                   "family never reach the recorder, so the live blocks and leaks miss them"
+                   % replaylib.text(info.own_malloc))
+    if info.stacks_full:
+        out.append("the recorder's table of stack frames filled up: the stacks of the events after that are cut "
+                   "short or absent")
+    return out
+
+
 def step_name(step):
     """'step 3', or for the recorder's step 0 (between "step start"
     ranges) 'outside any step': steps count from 1 in every output."""

@@ -100,6 +100,8 @@ symbolized (function, file:line).
             self.s.leaks_prev[key] = {(g["stack"], g["mem"], g["device"]): (g["blocks"], g["bytes"]) for g in groups}
             self.print_records(log, groups, title, prev if new else None, new)
             print_kept(kept)
+            for line in fmt.log_warnings(log.info()):
+                gdb.write("memscope: warning: %s.\n" % line)
 
     def print_records(self, log, groups, title, prev, new):
         total_blocks = sum(g["blocks"] for g in groups)

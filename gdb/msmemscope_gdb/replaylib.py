@@ -40,7 +40,7 @@ class LogInfo(ctypes.Structure):
                 ("stopped", c_int), ("damaged", c_int), ("damage_offset", u64),
                 ("damage", c_char_p), ("damage_error", c_int), ("damage_count", u64), ("events", u64),
                 ("segments", u64), ("last_realtime_ns", u64), ("exec_away", c_int), ("bad_stacks", u64),
-                ("stacks_full", c_int), ("strings_full", c_int)]
+                ("stacks_full", c_int), ("strings_full", c_int), ("own_malloc", c_char_p)]
 
 
 class OpenError(ctypes.Structure):

@@ -48,17 +48,22 @@ def _values(r, events):
 
 
 def _replay_end(path, live=False):
-    """({step, launch, op, events}, live groups or None) of the log at path
-    replayed to its end (the program is stopped, or has exited: the log
-    holds all it did); the groups of the blocks live there only when
-    live is true. (ZERO, None) when there is no log or it cannot be read;
-    raises only for the groups (exit_report says so)."""
+    """({step, launch, op, events}, None or (live groups, warnings)) of the
+    log at path replayed to its end (the program is stopped, or has
+    exited: the log holds all it did); the groups of the blocks live there,
+    and fmt.log_warnings() of the log, only when live is true. (ZERO,
+    None) when there is no log or it cannot be read; raises only for the
+    groups (exit_report says so)."""
     if not path or not os.path.exists(path):
         return dict(ZERO), None
     with replaylib.Log(path) as log, replaylib.Replay(log) as r:
-        events = log.info().events
+        info = log.info()
+        events = info.events
         r.seek(events)
-        return _values(r, events), (r.group_live() if live and events else None)
+        values = _values(r, events)
+        if not live or not events:
+            return values, None
+        return values, (r.group_live(), fmt.log_warnings(info))
 
 
 def from_log(path):
@@ -272,6 +277,7 @@ def at_exit(path, report):
         return
     try:
         events = values["events"]
+        groups, warnings = groups
         groups, kept = replaylib.split_runtime(groups)
         blocks = sum(g["blocks"] for g in groups)
         nbytes = sum(g["bytes"] for g in groups)
@@ -280,12 +286,14 @@ def at_exit(path, report):
                      % (fmt.plural(kept_blocks, "block"), fmt.exact_bytes(sum(g["bytes"] for g in kept)))
                      if kept_blocks else "")
         if not blocks:
-            gdb.write("memscope: at exit: no leak, the program freed every block%s; %s recorded.\n"
-                      % (kept_note, fmt.plural(events, "event")))
-            return
-        gdb.write("memscope: at exit: %s leaked, %s, in %s%s; `memscope leaks full' for the detail.\n"
-                  % (fmt.plural(blocks, "block"), fmt.exact_bytes(nbytes), fmt.plural(len(groups), "loss record"),
-                     kept_note))
+            gdb.write("memscope: at exit: no leak, the program freed every %sblock%s; %s recorded.\n"
+                      % ("recorded " if warnings else "", kept_note, fmt.plural(events, "event")))
+        else:
+            gdb.write("memscope: at exit: %s leaked, %s, in %s%s; `memscope leaks full' for the detail.\n"
+                      % (fmt.plural(blocks, "block"), fmt.exact_bytes(nbytes), fmt.plural(len(groups),
+                                                                                    "loss record"), kept_note))
+        for line in warnings:
+            gdb.write("memscope: warning: %s.\n" % line)
     except Exception as e:  # noqa: BLE001 -- an exit handler must not leave a traceback
         try:
             gdb.write("memscope: at exit: cannot read the log %s: %s\n" % (path, one_line_error(e)))

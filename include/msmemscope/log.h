@@ -239,6 +239,9 @@ typedef struct mms_log_info {
 	                            missing) or absent */
 	int strings_full;        /* its table of names filled up: later names (operators,
 	                            marks, owners, pools) are missing */
+	const char *own_malloc;  /* the file that defines malloc ahead of the recorder (an
+	                            allocator linked into the program): the calls of its
+	                            malloc family are not in the log; NULL when they are */
 } mms_log_info_t;
 
 /* Why mms_log_open_ex() failed on a file that is not a readable log. */

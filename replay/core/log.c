@@ -607,6 +607,8 @@ static void fill_info(mms_log_t *log)
 	in->flags = h->flags;
 	in->stacks_full = !!(h->flags & MMS_FLAG_STACKS_FULL);
 	in->strings_full = !!(h->flags & MMS_FLAG_STRINGS_FULL);
+	in->own_malloc = NULL;
+	mms_log_meta(log, MMS_META_OWN_MALLOC, &in->own_malloc, NULL);
 	in->cut_errno = h->cut_errno;
 	in->start_realtime_ns = h->start_realtime_ns;
 	in->last_realtime_ns = h->last_realtime_ns;

@@ -89,11 +89,12 @@ int main(int argc, char **argv)
 	arena = malloc(OWN + NB);
 	if (!arena)
 		return 1;
-	if (argc > 1)
-		how = !strcmp(argv[1], "memset")                ? 1
-		      : !strcmp(argv[1], "memcpy")              ? 2
-		      : again && !strcmp(argv[1], "once")        ? -1
-		                                                 : 0;
+	if (argc > 1 && !strcmp(argv[1], "memset"))
+		how = 1;
+	else if (argc > 1 && !strcmp(argv[1], "memcpy"))
+		how = 2;
+	else if (again && !strcmp(argv[1], "once"))
+		how = -1; /* no stray store */
 	own = arena;
 	nb = arena + OWN;
 	msmemscope_pool_alloc("arena", own, OWN, OWN + NB, OWN);

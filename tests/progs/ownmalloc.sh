@@ -1,0 +1,88 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# ownmalloc.sh: programs whose malloc family is not the C library's.
+#  - tests/progs/ownmalloc defines malloc itself (tests/progs/ownalloc.c
+#    linked in, as a program built with a static jemalloc or an allocator
+#    of its own): it must run to its end under the launcher as natively
+#    (an allocator that calls mmap under its lock, from libstdc++'s
+#    start-up before the recorder's, once made the recorder's start-up
+#    wait for that lock forever), and the reports must say that its
+#    malloc's blocks are not recorded, naming the program, instead of "no
+#    leak" (launcher, --summary and its JSON's own_malloc, leaks).
+#  - tests/progs/family under tests/progs/allocplug.so, the same
+#    allocator as a library preloaded after the recorder (the recorder's
+#    real malloc, as -ljemalloc is): every call recorded as with glibc's,
+#    and the allocator's own mmap and munmap inside malloc and free are
+#    its internals, not events lost to a signal (no warning, lost_events 0).
+. "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
+
+[ -x "$MMS_LAUNCHER" ] || fail "the launcher is not built: $MMS_LAUNCHER"
+prog=$MMS_PROGS/ownmalloc
+plug=$MMS_PROGS/allocplug.so
+family=$MMS_PROGS/family
+for f in "$prog" "$family"; do
+	[ -x "$f" ] || fail "the test program is not built: $f"
+done
+[ -f "$plug" ] || fail "the test allocator is not built: $plug"
+timeout=
+command -v timeout >/dev/null 2>&1 && timeout="timeout 120"
+
+# --- a malloc of the program's own ------------------------------------------
+"$prog" >native.out 2>&1 || fail "ownmalloc exited $? natively: $(cat native.out)"
+rc=0
+$timeout "$MMS_LAUNCHER" --output=out -- "$prog" >rec.out 2>rec.err || rc=$?
+[ "$rc" != 124 ] || fail "ownmalloc under the launcher did not finish in 120 s (the recorder's start-up waits for the allocator's lock?)"
+expect_eq "ownmalloc's exit status under the launcher" "$rc" 0
+diff -u native.out rec.out >diff.out || fail "ownmalloc's output differs under the recorder: $(cat diff.out)"
+exe=$(cd "$MMS_PROGS" && pwd -P)/ownmalloc
+grep -qF "$exe defines malloc itself (an allocator linked into the program): the calls of its malloc family never reach the recorder" rec.err ||
+	fail "the launcher does not say that the program's own malloc is not recorded: $(cat rec.err)"
+grep -qF 'No recorded block live at exit; the program'"'"'s own malloc'"'"'s blocks were not recorded (see the warning).' rec.err ||
+	fail "the leaks report does not say the program's blocks were not recorded: $(cat rec.err)"
+if grep -q 'every block was freed' rec.err; then
+	fail "the report claims every block was freed: $(cat rec.err)"
+fi
+set -- out/msmemscope_*/memscope_*.mms
+[ $# = 1 ] && [ -f "$1" ] || fail "expected one log in out/, found: $*"
+log=$1
+summarize "$log"
+expect_key "$log.json" own_malloc "\"$exe\""
+"$MMS_REPLAY" "$log" --summary >summary.out 2>summary.err || fail "--summary exited $?: $(cat summary.err)"
+grep -qF "$exe defines malloc itself" summary.err || fail "--summary does not warn: $(cat summary.err)"
+note "ownmalloc: ran as natively; its own malloc said to be unrecorded"
+
+# --- an allocator preloaded after the recorder ------------------------------
+LD_PRELOAD=$plug "$family" >plug.native 2>&1 || fail "family under allocplug.so exited $? natively: $(cat plug.native)"
+rc=0
+LD_PRELOAD=$plug $timeout "$MMS_LAUNCHER" --output=plug -- "$family" >plug.out 2>plug.err || rc=$?
+expect_eq "family's exit status under allocplug.so and the launcher" "$rc" 0
+diff -u plug.native plug.out >diff.out || fail "family's output differs under the recorder: $(cat diff.out)"
+if grep -q 'not recorded\|defines malloc' plug.err; then
+	fail "a warning about events not recorded with a preloaded allocator: $(cat plug.err)"
+fi
+set -- plug/msmemscope_*/memscope_*.mms
+[ $# = 1 ] && [ -f "$1" ] || fail "expected one log in plug/, found: $*"
+summarize "$1"
+expect_key "$1.json" lost_events 0
+expect_key "$1.json" own_malloc null
+expect_consistent "$1.json"
+# family.c's malloc family: 28 allocations, 26 frees, 2 blocks of 333 bytes
+# live at exit (what the C runtime allocates for itself may add some).
+expect_ge "family's allocations recorded" "$(jget "$1.json" allocs)" 28
+expect_ge "family's frees recorded" "$(jget "$1.json" frees)" 26
+note "family under allocplug.so: its calls recorded, the allocator's own mmap and munmap not counted as lost"
+
+# --- gdb: memscope info, memscope leaks and the line at exit say it too ----
+script=$top_builddir/gdb/memscope.gdb
+if command -v gdb >/dev/null 2>&1 && [ -f "$script" ]; then
+	XDG_STATE_HOME=$PWD/state gdb -nx -batch -x "$script" -ex run -ex 'memscope info' -ex 'memscope leaks' \
+		--args "$prog" >gdb.out 2>&1 </dev/null || fail "the gdb session exited $?: $(tail -5 gdb.out)"
+	grep -q 'Traceback\|Python Exception' gdb.out && fail "gdb's Python raised: $(cat gdb.out)"
+	grep -qF 'memscope: at exit: no leak, the program freed every recorded block' gdb.out ||
+		fail "gdb's exit line does not say 'recorded': $(cat gdb.out)"
+	expect_eq "gdb's warnings of the program's own malloc (exit, info, leaks)" \
+		"$(grep -c "$exe defines malloc itself" gdb.out)" 3
+	note "gdb: the exit line, memscope info and memscope leaks say the program's malloc is not recorded"
+else
+	note "gdb or memscope.gdb missing: the gdb part is not checked"
+fi
