@@ -13,6 +13,7 @@
  * mms__ldso_code). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <link.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,11 +57,17 @@ void mms__runtime_code_init(void)
 int mms__own_malloc(char *out, size_t cap)
 {
 	void *def = dlsym(RTLD_DEFAULT, "malloc");
+	const ElfW(Sym) *sym = NULL;
 	Dl_info mine, theirs;
 	ssize_t n;
 
-	if (!def || !dladdr((void *)&mms__runtime_code_init, &mine) || !dladdr(def, &theirs) ||
-	    theirs.dli_fbase == mine.dli_fbase || cap < 2)
+	if (!def || !dladdr((void *)&mms__runtime_code_init, &mine) ||
+	    !dladdr1(def, &theirs, (void **)&sym, RTLD_DL_SYMENT) || theirs.dli_fbase == mine.dli_fbase || cap < 2)
+		return 0;
+	/* A program that takes malloc's address gets its PLT entry as
+	 * malloc's address everywhere (python3 does): the symbol is then
+	 * undefined there, and the calls through that entry reach the hooks. */
+	if (!sym || sym->st_shndx == SHN_UNDEF || !theirs.dli_sname || strcmp(theirs.dli_sname, "malloc"))
 		return 0;
 	/* The program itself: dladdr names it "" (or as it was run). */
 	if (theirs.dli_fname && theirs.dli_fname[0] == '/' && strlen(theirs.dli_fname) < cap) {
