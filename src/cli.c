@@ -223,7 +223,7 @@ void json_put_string(FILE *f, const char *s, size_t len)
 
 const char *human_bytes(uint64_t n, char *buf, size_t cap)
 {
-	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB" };
+	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
 	double v = (double)n;
 	int u = -1;
 
@@ -231,7 +231,7 @@ const char *human_bytes(uint64_t n, char *buf, size_t cap)
 		snprintf(buf, cap, "%" PRIu64 " bytes", n);
 		return buf;
 	}
-	while (v >= 1024 && u < 3) {
+	while (v >= 1024 && u < 5) {
 		v /= 1024;
 		u++;
 	}

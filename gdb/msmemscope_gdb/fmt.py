@@ -14,7 +14,7 @@ def human_bytes(n):
     if n < 1024:
         return "%d bytes" % n
     v, unit = float(n), None
-    for unit in ("KiB", "MiB", "GiB", "TiB"):
+    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
         v /= 1024
         if v < 1024:
             break

@@ -32,11 +32,11 @@ grep -q 'ALLOC_FAIL 4' rec.err || fail "the summary does not count 4 refused all
 grep -q '^  refused           4 allocations (out of memory): --analysis=oom shows what was live then$' rec.err ||
 	fail "the summary does not say 4 allocations were refused: $(cat rec.err)"
 grep -q '^====== OOM: 4 allocations refused ======$' rec.err || fail "no OOM report: $(cat rec.err)"
-grep -q "^event [0-9]*, thread 0 'oom', step 2, in grow (launch 1): malloc of 1152921504606846976 bytes (1048576.0 TiB) refused$" rec.err ||
+grep -q "^event [0-9]*, thread 0 'oom', step 2, in grow (launch 1): malloc of 1152921504606846976 bytes (1.0 EiB) refused$" rec.err ||
 	fail "the refused malloc is not named with its step and operator: $(cat rec.err)"
 grep -q "oom.c:$line" rec.err || fail "the refused malloc's stack does not name oom.c:$line: $(cat rec.err)"
 grep -q 'calloc of more bytes than an address space holds refused' rec.err || fail "calloc's overflow: $(cat rec.err)"
-grep -q 'posix_memalign of 1152921504606846976 bytes (1048576.0 TiB) aligned to 64 refused' rec.err ||
+grep -q 'posix_memalign of 1152921504606846976 bytes (1.0 EiB) aligned to 64 refused' rec.err ||
 	fail "posix_memalign's refusal: $(cat rec.err)"
 grep -q 'realloc of 2305843009213693952 bytes' rec.err || fail "realloc's refusal: $(cat rec.err)"
 grep -q '^  live then: 5 blocks, 14.6 KiB$' rec.err || fail "the live blocks then: $(cat rec.err)"
@@ -64,7 +64,7 @@ PY
 # The event itself, as the stepper shows it.
 "$MMS_REPLAY" "$log" --from 0 >events.txt 2>&1 || fail "replay --from 0 failed: $(cat events.txt)"
 [ "$(grep -c 'ALLOC_FAIL' events.txt)" = 4 ] || fail "not 4 ALLOC_FAIL events: $(cat events.txt)"
-grep -q 'ALLOC_FAIL    posix_memalign refused: 1152921504606846976 bytes (1048576.0 TiB), aligned to 64$' events.txt ||
+grep -q 'ALLOC_FAIL    posix_memalign refused: 1152921504606846976 bytes (1.0 EiB), aligned to 64$' events.txt ||
 	fail "the posix_memalign event line: $(grep ALLOC_FAIL events.txt)"
 
 # The refused malloc as --event shows it: the request and its stack.
