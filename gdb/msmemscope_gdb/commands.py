@@ -3,13 +3,12 @@
 leaks: info, block, at step/event, break, and the settings (set memscope
 depth/top)."""
 
-import subprocess
 import sys
 
 import gdb
 
 from . import args, breaks, fmt, replaylib
-from .session import Command, Error, apply_setting
+from .session import Command, Error, apply_setting, run_capture
 
 
 class MemscopeCommand(Command):
@@ -323,7 +322,7 @@ to run the program again (not in batch mode, where gdb cannot ask).
         program, env = self.s.tool(self.s.replay_cli)
         cmd = [program, path] + list(args) + ["--depth", str(self.s.depth), "--top", str(self.s.top)]
         try:
-            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
+            p = run_capture(cmd, env)
         except OSError as e:
             raise Error("memscope: cannot run %s: %s" % (self.s.replay_cli, e))
         err = p.stderr.decode("utf-8", "replace")

@@ -7,8 +7,8 @@ stops."""
 
 import contextlib
 import os
+import select
 import shlex
-import subprocess
 import time
 
 import gdb
@@ -51,6 +51,50 @@ def _dquote(s):
 def in_hooks(pc):
     name = gdb.solib_name(pc)
     return bool(name) and os.path.basename(name) == HOOKS_NAME
+
+
+class Captured:
+    """What run_capture() got: returncode, stdout and stderr (bytes)."""
+
+    def __init__(self, returncode, stdout, stderr):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+def run_capture(cmd, env):
+    """Runs cmd (cmd[0] a path) with env and no input, and returns its
+    Captured output; raises OSError when it cannot start. (subprocess.run
+    without the subprocess module, whose import is a fifth of the time
+    memscope.gdb takes to load.)"""
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    fds = [out_r, err_r]
+    try:
+        null = os.open(os.devnull, os.O_RDONLY)
+        try:
+            pid = os.posix_spawn(cmd[0], cmd, env, file_actions=[
+                (os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, out_w, 1), (os.POSIX_SPAWN_DUP2, err_w, 2)])
+        finally:
+            os.close(null)
+            os.close(out_w)
+            os.close(err_w)
+        got = {out_r: [], err_r: []}
+        poll = select.poll()
+        for fd in fds:
+            poll.register(fd, select.POLLIN)
+        open_fds = set(fds)
+        while open_fds:
+            for fd, _ in poll.poll():
+                data = os.read(fd, 65536)
+                if data:
+                    got[fd].append(data)
+                else:
+                    poll.unregister(fd)
+                    open_fds.discard(fd)
+        _, status = os.waitpid(pid, 0)
+        return Captured(os.waitstatus_to_exitcode(status), b"".join(got[out_r]), b"".join(got[err_r]))
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def one_line_error(e):
@@ -224,7 +268,7 @@ class Session:
             (["--guard"] if self.guard else [])
         env["MSMEMSCOPE_HOOKS"] = self.hooks
         try:
-            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
+            p = run_capture(cmd, env)
             why = (p.stderr.decode("utf-8", "replace").strip() or "%s exited %d" % (self.launcher, p.returncode)
                    if p.returncode else None)
         except OSError as e:
@@ -361,8 +405,20 @@ class Session:
     def now(self, forward_only=True):
         """(log, replay) of the program's log, replayed to its end: the
         program is stopped (or has exited), so the log holds everything it
-        did. Closed on leaving the with block."""
+        did. Closed on leaving the with block (unless they are the
+        $memscope_ values' follow of the running program's log, which
+        stays open)."""
         path = self.query_log()
+        if forward_only and self.running():
+            # The replay that keeps the $memscope_ values follows this
+            # log and stands at its end at this stop: reused, the log is
+            # not read again (an 11 ms open of a 200,000-event log at
+            # each watch stop).
+            from . import variables
+            f = variables.followed(path)
+            if f is not None:
+                yield f
+                return
         try:
             with replaylib.Log(path) as log, replaylib.Replay(log, forward_only=forward_only) as r:
                 rc = r.seek(log.info().events)

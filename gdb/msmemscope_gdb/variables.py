@@ -123,6 +123,26 @@ def from_running_log(path):
         return from_log(path)
 
 
+def followed(path):
+    """(log, replay) of the running program's log at path, replayed to its
+    end by the follow that from_running_log() keeps (stopped there at
+    this stop already: nothing to read again), or None when there is no
+    follow of that log or it cannot go on. Owned by the follow: the
+    caller does not close them."""
+    f = _follow
+    if f is None or f[0] != path:
+        return None
+    try:
+        f[2].follow_refresh()
+        events = f[1].info().events
+        if f[2].seek(events):
+            raise replaylib.ReplayError("the replay stopped before event %d" % events)
+    except Exception:  # noqa: BLE001 -- the caller opens the log itself then
+        _drop_follow()
+        return None
+    return f[1], f[2]
+
+
 def _log_now():
     """The log the values come from: the running program's, else the
     finished log of its last run; None when there is neither."""
