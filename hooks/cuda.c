@@ -31,6 +31,10 @@
  *                       meets; after it, DEV_ALLOC | VMM of what is left
  *                       outside the range, or of all of them when the
  *                       driver refused;
+ *   DEV_ALLOC_FAIL | kind  after the driver refused an allocation for want
+ *                       of memory (CUDA_ERROR_OUT_OF_MEMORY; version 8): the
+ *                       size asked for, the stack, the device (of
+ *                       cuMemCreate's location for VMM);
  *   KERNEL              after a successful launch, with the kernel's name
  *                       from cuFuncGetName (CUDA 12.3), as
  *                       msmemscope_kernel_launch() records it.
@@ -71,6 +75,7 @@ typedef struct {
 } CUmemAllocationProp;
 
 #define CUDA_SUCCESS 0
+#define CUDA_ERROR_OUT_OF_MEMORY 2
 #define CU_MEM_LOCATION_TYPE_DEVICE 1
 #define CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM 2
 
@@ -214,6 +219,24 @@ static __attribute__((noinline)) void dev_alloc(unsigned fn, uint64_t addr, uint
 	errno = saved;
 }
 
+/* The driver refused size bytes of kind fn on device for want of memory
+ * (device_now() when device is -1). Out of line and cold: the driver's
+ * refusal, what the oom analysis reports. */
+static __attribute__((noinline, cold)) void dev_alloc_fail(unsigned fn, uint64_t size, int device)
+{
+	int saved = errno;
+	struct mms_thread *t = dev_enter();
+
+	if (t) {
+		unsigned dev = device >= 0 ? (unsigned)device : device_now();
+		uint32_t stack = mms__capture_stack(t);
+
+		mms__rec_refusal(t, (uint8_t)(MMS_TAG_DEV_ALLOC_FAIL | fn), mms__stamp_obtain(), size, stack, dev);
+		mms__api_leave();
+	}
+	errno = saved;
+}
+
 /* The driver is about to take back addr, by a call of kind fn. */
 static __attribute__((noinline)) void dev_free(unsigned fn, uint64_t addr)
 {
@@ -339,6 +362,8 @@ static CUresult w_mem_alloc(CUdeviceptr *dptr, size_t size)
 
 	if (r == CUDA_SUCCESS)
 		dev_alloc(MMS_DEV_DEVICE, *dptr, size);
+	else if (r == CUDA_ERROR_OUT_OF_MEMORY)
+		dev_alloc_fail(MMS_DEV_DEVICE, size, -1);
 	return r;
 }
 
@@ -349,6 +374,8 @@ static CUresult w_mem_alloc_pitch(CUdeviceptr *dptr, size_t *pitch, size_t width
 
 	if (r == CUDA_SUCCESS)
 		dev_alloc(MMS_DEV_DEVICE, *dptr, (uint64_t)*pitch * height);
+	else if (r == CUDA_ERROR_OUT_OF_MEMORY)
+		dev_alloc_fail(MMS_DEV_DEVICE, (uint64_t)width * height, -1);
 	return r;
 }
 
@@ -364,6 +391,8 @@ static CUresult w_mem_alloc_managed(CUdeviceptr *dptr, size_t size, unsigned fla
 
 	if (r == CUDA_SUCCESS)
 		dev_alloc(MMS_DEV_MANAGED, *dptr, size);
+	else if (r == CUDA_ERROR_OUT_OF_MEMORY)
+		dev_alloc_fail(MMS_DEV_MANAGED, size, -1);
 	return r;
 }
 
@@ -387,6 +416,8 @@ static CUresult w_mem_alloc_host(void **pp, size_t size)
 
 	if (r == CUDA_SUCCESS)
 		pinned_alloc(*pp, size);
+	else if (r == CUDA_ERROR_OUT_OF_MEMORY)
+		dev_alloc_fail(MMS_DEV_PINNED, size, -1);
 	return r;
 }
 
@@ -396,6 +427,8 @@ static CUresult w_mem_host_alloc(void **pp, size_t size, unsigned flags)
 
 	if (r == CUDA_SUCCESS)
 		pinned_alloc(*pp, size);
+	else if (r == CUDA_ERROR_OUT_OF_MEMORY)
+		dev_alloc_fail(MMS_DEV_PINNED, size, -1);
 	return r;
 }
 
@@ -420,6 +453,8 @@ static CUresult alloc_async(int slot, CUdeviceptr *dptr, size_t size, CUstream s
 
 	if (r == CUDA_SUCCESS)
 		dev_alloc(MMS_DEV_ASYNC, *dptr, size);
+	else if (r == CUDA_ERROR_OUT_OF_MEMORY)
+		dev_alloc_fail(MMS_DEV_ASYNC, size, -1);
 	return r;
 }
 
@@ -440,6 +475,8 @@ static CUresult alloc_pool(int slot, CUdeviceptr *dptr, size_t size, CUmemoryPoo
 
 	if (r == CUDA_SUCCESS)
 		dev_alloc(MMS_DEV_ASYNC, *dptr, size);
+	else if (r == CUDA_ERROR_OUT_OF_MEMORY)
+		dev_alloc_fail(MMS_DEV_ASYNC, size, -1);
 	return r;
 }
 
@@ -478,6 +515,9 @@ static CUresult w_mem_create(CUmemGenericAllocationHandle *handle, size_t size, 
 
 	if (r == CUDA_SUCCESS && prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE && prop->location.id >= 0)
 		vmm_created(*handle, (unsigned)prop->location.id);
+	else if (r == CUDA_ERROR_OUT_OF_MEMORY)
+		dev_alloc_fail(MMS_DEV_VMM, size,
+			       prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1);
 	return r;
 }
 

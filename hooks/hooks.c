@@ -280,18 +280,8 @@ static __attribute__((noinline, cold)) void rec_alloc_fail(struct mms_thread *t,
 {
 	int saved = errno;
 	uint32_t stack = mms__capture_stack_at(t, fp);
-	uint64_t stamp = mms__stamp_obtain();
-	uint8_t *p = mms__rec_begin(t, 1 + 4 * 10);
 
-	if (p) {
-		p = mms__rec_head(t, p, (uint8_t)(MMS_TAG_ALLOC_FAIL | fn), stamp);
-		p = mms_put_u(p, size);
-		p = mms_put_u(p, stack);
-		p = mms_put_u(p, align);
-		mms__rec_commit(t, p);
-	} else {
-		mms__log_cut_at(stamp);
-	}
+	mms__rec_refusal(t, (uint8_t)(MMS_TAG_ALLOC_FAIL | fn), mms__stamp_obtain(), size, stack, align);
 	errno = saved;
 }
 

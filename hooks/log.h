@@ -149,6 +149,24 @@ static inline void mms__rec_addr_event(struct mms_thread *t, uint8_t tag, uint64
 	mms__rec_commit(t, p);
 }
 
+/* A refused allocation (ALLOC_FAIL, DEV_ALLOC_FAIL): the tag, the stamp,
+ * then u size, u stack and u last (the alignment; the device). */
+static inline void mms__rec_refusal(struct mms_thread *t, uint8_t tag, uint64_t stamp, uint64_t size, uint32_t stack,
+				    uint64_t last)
+{
+	uint8_t *p = mms__rec_begin(t, 1 + 4 * 10);
+
+	if (unlikely(!p)) {
+		mms__log_cut_at(stamp);
+		return;
+	}
+	p = mms__rec_head(t, p, tag, stamp);
+	p = mms_put_u(p, size);
+	p = mms_put_u(p, stack);
+	p = mms_put_u(p, last);
+	mms__rec_commit(t, p);
+}
+
 /* A free (enum mms_free_fn fn) of addr: FREE_STACK with the stack of the
  * call that freed when there is one, else FREE as without stacks. */
 static inline void mms__rec_free_stack(struct mms_thread *t, unsigned fn, uint64_t addr, uint64_t stamp,

@@ -62,18 +62,23 @@ static void print_text(struct an_ctx *c, struct show *s, const mms_oom_t *o)
 		else
 			snprintf(t, sizeof(t), "thread %u", x->thread);
 		where_words(w, sizeof(w), x->step, x->op, x->op_launch);
-		fprintf(f, "event %" PRIu64 ", %s%s: %s of ", x->event, t, w, show_alloc_fn_name(x->fn));
+		fprintf(f, "event %" PRIu64 ", %s%s: %s of ", x->event, t, w, show_refused_fn_name(x->mem, x->fn));
 		if (x->size == UINT64_MAX)
 			fputs("more bytes than an address space holds", f);
 		else
 			fprintf(f, "%" PRIu64 " bytes (%s)", x->size, human_bytes(x->size, h, sizeof(h)));
 		if (x->align)
 			fprintf(f, " aligned to %" PRIu64, x->align);
-		fputs(" refused\n", f);
+		if (x->mem == MMS_MEM_DEVICE && x->fn != MMS_DEVICE_PINNED)
+			fprintf(f, " on cuda:%u", x->device);
+		fputs(x->mem == MMS_MEM_DEVICE ? " refused by the CUDA driver (out of memory)\n" : " refused\n", f);
 		if (x->stack)
 			show_stack(s, x->stack, "      ");
-		fprintf(f, "  live then: %" PRIu64 " block%s, %s\n", x->live_blocks, x->live_blocks == 1 ? "" : "s",
-			human_bytes(x->live_bytes, h, sizeof(h)));
+		fprintf(f, "  live then%s: %" PRIu64 " block%s, %s\n",
+			x->mem != MMS_MEM_DEVICE     ? ""
+			: x->fn == MMS_DEVICE_PINNED ? " (pinned host memory)"
+						     : " (CUDA memory on that device)",
+			x->live_blocks, x->live_blocks == 1 ? "" : "s", human_bytes(x->live_bytes, h, sizeof(h)));
 		if (x->nrecent) {
 			fprintf(f, "  the %zu allocated last, newest first:\n", x->nrecent);
 			for (j = 0; j < x->nrecent; j++)
@@ -115,9 +120,11 @@ static void print_json(struct an_ctx *c, struct show *s, const mms_oom_t *o)
 		const mms_oom_failure_t *x = &o->list[i];
 
 		fprintf(f,
-			"%s{\"event\":%" PRIu64 ",\"time_ns\":%" PRIu64 ",\"thread\":%u,\"fn\":\"%s\",\"size\":%" PRIu64
-			",\"align\":%" PRIu64 ",\"step\":%" PRIu64 ",\"op\":",
-			i ? "," : "", x->event, x->time_ns, x->thread, show_alloc_fn_name(x->fn), x->size, x->align, x->step);
+			"%s{\"event\":%" PRIu64 ",\"time_ns\":%" PRIu64
+			",\"thread\":%u,\"fn\":\"%s\",\"memory\":\"%s\","
+			"\"device\":%u,\"size\":%" PRIu64 ",\"align\":%" PRIu64 ",\"step\":%" PRIu64 ",\"op\":",
+			i ? "," : "", x->event, x->time_ns, x->thread, show_refused_fn_name(x->mem, x->fn),
+			x->mem == MMS_MEM_DEVICE ? "DEVICE" : "HOST", x->device, x->size, x->align, x->step);
 		if (x->op)
 			json_put_string(f, x->op, strlen(x->op));
 		else

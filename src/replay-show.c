@@ -53,8 +53,41 @@ const char *show_alloc_fn_name(unsigned fn)
 	return fn < sizeof(allocs) / sizeof(*allocs) ? allocs[fn] : "alloc";
 }
 
+const char *show_dev_fn_name(unsigned kind, unsigned sub)
+{
+	static const char *const allocs[MMS_DEVICE_SUB_COUNT] = {
+		[MMS_DEVICE_MEMORY] = "cuMemAlloc",
+		[MMS_DEVICE_ASYNC] = "cuMemAllocAsync",
+		[MMS_DEVICE_MANAGED] = "cuMemAllocManaged",
+		[MMS_DEVICE_PINNED] = "cuMemHostAlloc",
+		[MMS_DEVICE_VMM] = "cuMemMap",
+	};
+	static const char *const frees[MMS_DEVICE_SUB_COUNT] = {
+		[MMS_DEVICE_MEMORY] = "cuMemFree",  [MMS_DEVICE_ASYNC] = "cuMemFreeAsync",
+		[MMS_DEVICE_MANAGED] = "cuMemFree", [MMS_DEVICE_PINNED] = "cuMemFreeHost",
+		[MMS_DEVICE_VMM] = "cuMemUnmap",
+	};
+	const char *name;
+
+	if (sub >= MMS_DEVICE_SUB_COUNT)
+		return kind == MMS_EV_FREE ? "cuMemFree" : "cuMemAlloc";
+	/* A refused VMM allocation is cuMemCreate's (a mapping is not refused
+	 * for want of memory). */
+	if (kind == MMS_EV_ALLOC_FAIL && sub == MMS_DEVICE_VMM)
+		return "cuMemCreate";
+	name = kind == MMS_EV_FREE ? frees[sub] : allocs[sub];
+	return name ? name : kind == MMS_EV_FREE ? "cuMemFree" : "cuMemAlloc";
+}
+
+const char *show_refused_fn_name(unsigned mem, unsigned fn)
+{
+	return mem == MMS_MEM_DEVICE ? show_dev_fn_name(MMS_EV_ALLOC_FAIL, fn) : show_alloc_fn_name(fn);
+}
+
 const char *show_fn_name(const mms_event_t *ev)
 {
+	if (ev->mem == MMS_MEM_DEVICE)
+		return show_dev_fn_name(ev->kind, ev->sub);
 	if (ev->mem == MMS_MEM_MMAP)
 		return ev->kind == MMS_EV_MALLOC ? "mmap" : "munmap";
 	if (ev->mem == MMS_MEM_POOL)
@@ -85,7 +118,7 @@ static const char *sub_name(const mms_event_t *ev)
 	case MMS_EV_COLLECT:
 		return ev->sub != MMS_COLLECT_STOP ? "start" : "stop";
 	case MMS_EV_ALLOC_FAIL:
-		return show_alloc_fn_name(ev->sub);
+		return show_refused_fn_name(ev->mem, ev->sub);
 	default:
 		return "";
 	}
@@ -249,6 +282,8 @@ static void event_text(struct show *s, const mms_event_t *ev, const mms_block_t 
 			fprintf(s->out, " refused: %" PRIu64 " bytes (%s)", ev->size, human_bytes(ev->size, h, sizeof(h)));
 		if (ev->flags)
 			fprintf(s->out, ", aligned to %" PRIu64, ev->flags);
+		if (ev->mem == MMS_MEM_DEVICE)
+			fprintf(s->out, " on cuda:%u (out of device memory)", ev->device);
 		break;
 	case MMS_EV_ACCESS:
 	case MMS_EV_WATCH:
@@ -331,6 +366,8 @@ static void event_json(struct show *s, const mms_event_t *ev, const mms_block_t 
 		fprintf(s->out, ",\"size\":%" PRIu64, ev->size);
 	if (ev->kind == MMS_EV_ALLOC_FAIL) {
 		fprintf(s->out, ",\"align\":%" PRIu64, ev->flags);
+		if (ev->mem == MMS_MEM_DEVICE)
+			fprintf(s->out, ",\"mem\":\"DEVICE\",\"device\":%u", ev->device);
 		if (full) {
 			fputs(",\"stack\":", s->out);
 			show_stack(s, ev->stack, "");

@@ -52,5 +52,11 @@ const char *show_mem_name(unsigned mem);
 const char *show_fn_name(const mms_event_t *ev);
 /* An allocating function (enum mms_alloc_func) by name: "malloc", ... */
 const char *show_alloc_fn_name(unsigned fn);
+/* The driver call behind a DEVICE event of kind (MALLOC, FREE, ALLOC_FAIL)
+ * and sub (enum mms_device_sub): cuMemAlloc, cuMemFreeAsync, ... */
+const char *show_dev_fn_name(unsigned kind, unsigned sub);
+/* The function of a refused allocation of memory kind mem: malloc, ...,
+ * or cuMemAlloc, ... for DEVICE. */
+const char *show_refused_fn_name(unsigned mem, unsigned fn);
 
 #endif /* MMS_REPLAY_SHOW_H */

@@ -269,7 +269,10 @@ typedef struct mms_oom_failure {
 	uint64_t event;           /* the ALLOC_FAIL event */
 	uint64_t time_ns;
 	uint32_t thread;
-	unsigned fn;              /* enum mms_alloc_func */
+	unsigned mem;             /* MMS_MEM_HOST: the malloc family refused; MMS_MEM_DEVICE
+	                             (format 8): the CUDA driver (out of device memory) */
+	unsigned fn;              /* HOST: enum mms_alloc_func; DEVICE: enum mms_device_sub */
+	uint32_t device;          /* DEVICE: the CUDA device ordinal */
 	uint64_t size;            /* bytes asked for (UINT64_MAX: calloc's product
 	                             overflowed) */
 	uint64_t align;           /* alignment asked for, 0: the function's own */
@@ -277,7 +280,10 @@ typedef struct mms_oom_failure {
 	uint64_t step;            /* the step then, from 1 (0: none) */
 	const char *op;           /* the operator running on the thread, or NULL */
 	uint64_t op_launch;
-	uint64_t live_blocks, live_bytes; /* live then (host, mmap and pool memory) */
+	uint64_t live_blocks, live_bytes; /* live then of the memory refused: host, mmap
+	                             and pool memory for a HOST refusal; for a DEVICE
+	                             one, the device's memory on that device (pinned
+	                             host memory for a pinned refusal) */
 	mms_block_t *recent;      /* the k allocated last, newest first */
 	size_t nrecent;
 	mms_block_t *largest;     /* the k largest, largest first (then the older) */

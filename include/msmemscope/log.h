@@ -69,11 +69,13 @@ enum mms_event_kind {
 	MMS_EV_OWNER,
 	MMS_EV_WATCH,
 	MMS_EV_COLLECT,
-	MMS_EV_GUARD, /* guard mode's checks and findings (format 4) */
+	MMS_EV_GUARD,      /* guard mode's checks and findings (format 4) */
 	MMS_EV_ALLOC_FAIL, /* an allocation the allocator refused (format 7): sub
 	                      the function (enum mms_alloc_func), size the bytes
 	                      asked for, flags the alignment asked for (0: the
-	                      function's own), stack */
+	                      function's own), stack; mem HOST. Or (format 8)
+	                      CUDA memory the driver refused: mem DEVICE, sub
+	                      enum mms_device_sub, device the ordinal */
 	MMS_EV_KIND_COUNT
 };
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* oom.c: msMemScope's OOM analysis over one forward pass of a log: at each
- * allocation the allocator refused (ALLOC_FAIL, format 7), the request,
- * where it was made (thread, step, operator) and what was live then: the
+ * allocation the allocator refused (ALLOC_FAIL, format 7; the CUDA
+ * driver's refusals, format 8), the request, where it was made (thread,
+ * step, operator) and what was live then of the memory it asked for: the
  * k most recently allocated blocks and the k largest. */
 #include <errno.h>
 #include <stdlib.h>
@@ -90,10 +91,17 @@ static int live_add(const struct mms__blk *blk, void *ctx)
 	mms_oom_failure_t *f = s->f;
 	mms_block_t b;
 
-	/* CUDA memory is another resource: a refused malloc is the host's. */
-	if (blk->mem == MMS_MEM_DEVICE)
+	/* The resource refused: a malloc the host's (not CUDA memory); the
+	 * driver's device memory on that device, or its pinned host memory. */
+	if (f->mem == MMS_MEM_DEVICE) {
+		if (blk->mem != MMS_MEM_DEVICE || (blk->fn == MMS_DEVICE_PINNED) != (f->fn == MMS_DEVICE_PINNED))
+			return 0;
+	} else if (blk->mem == MMS_MEM_DEVICE) {
 		return 0;
+	}
 	mms__state_blk_export(st, blk, &b);
+	if (f->mem == MMS_MEM_DEVICE && f->fn != MMS_DEVICE_PINNED && b.device != f->device)
+		return 0;
 	f->live_blocks++;
 	f->live_bytes += b.size;
 	keep_best(f->recent, &f->nrecent, s->k, &b, newer);
@@ -128,9 +136,11 @@ static int oom_event(struct mms__sub *sub, struct mms_pass *p, const mms_event_t
 	f->event = ev->id;
 	f->time_ns = ev->time_ns;
 	f->thread = ev->thread;
+	f->mem = ev->mem;
 	f->fn = ev->sub;
+	f->device = ev->device;
 	f->size = ev->size;
-	f->align = ev->flags;
+	f->align = ev->mem == MMS_MEM_DEVICE ? 0 : ev->flags;
 	f->stack = ev->stack;
 	l = mms__track_running(tr, ev->thread);
 	if (l) {

@@ -207,6 +207,13 @@ static void rec_to_event(const mms_log_t *log, const struct mms__rec *r, uint32_
 		ev->stack = (uint32_t)r->u[1];
 		ev->flags = r->u[2];
 		break;
+	case MMS_TAG_DEV_ALLOC_FAIL:
+		ev->kind = MMS_EV_ALLOC_FAIL;
+		ev->mem = MMS_MEM_DEVICE;
+		ev->size = r->u[0];
+		ev->stack = (uint32_t)r->u[1];
+		ev->device = r->u[2] > UINT16_MAX ? UINT16_MAX : (uint16_t)r->u[2];
+		break;
 	case MMS_TAG_GUARD:
 		ev->kind = MMS_EV_GUARD;
 		if (r->sub == MMS_GUARD_CHECK)

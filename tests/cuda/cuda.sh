@@ -154,6 +154,43 @@ MSMEMSCOPE_CONFIG="events=alloc,free,launch" LD_LIBRARY_PATH=$cuda/driver record
 expect_eq "cudaprog watch output" "$(cat watch.out)" "watch pinned=8192 freed"
 note "a watched pinned block is no longer read after cuMemFreeHost"
 
+# Refusals (format 8): the double holds 64 blocks; cuMemAlloc of the 65th
+# and a cuMemAllocAsync are refused (CUDA_ERROR_OUT_OF_MEMORY). The
+# program gets the same results; the log holds two ALLOC_FAIL events of
+# DEVICE memory; the oom analysis names the driver calls, the device,
+# fill_device() in the stack, and the 64 MiB live on cuda:1 then.
+LD_LIBRARY_PATH=$cuda/driver "$cuda/cudaprog" oom >oom.native || fail "cudaprog oom exited $? on its own"
+expect_eq "cudaprog oom output" "$(cat oom.native)" "oom blocks=64 failures=0"
+MSMEMSCOPE_CONFIG=call_stack=16 LD_LIBRARY_PATH=$cuda/driver record oom.mms "$cuda/cudaprog" oom >oom.rec ||
+	fail "cudaprog oom exited $? under the recorder"
+expect_eq "cudaprog oom output under the recorder" "$(cat oom.rec)" "$(cat oom.native)"
+"$MMS_REPLAY" oom.mms --summary --json >oom.json 2>prog.err || fail "msmemscope-replay exited $?: $(cat prog.err)"
+expect_key oom.json by_kind.alloc_fail 2
+"$MMS_REPLAY" oom.mms --analysis oom:2 >oom.txt 2>prog.err || fail "--analysis oom exited $?: $(cat prog.err)"
+grep -q "cuMemAlloc of 1048576 bytes (1.0 MiB) on cuda:1 refused by the CUDA driver (out of memory)" oom.txt ||
+	fail "the refused cuMemAlloc is not named: $(cat oom.txt)"
+grep -q "cuMemAllocAsync of 4096 bytes (4.0 KiB) on cuda:1 refused by the CUDA driver (out of memory)" oom.txt ||
+	fail "the refused cuMemAllocAsync is not named: $(cat oom.txt)"
+# fill_device(): the first refusal's stack, and the 2 + 2 blocks each
+# refusal lists (the last allocated, the largest).
+expect_eq "stacks whose first frame is fill_device" "$(grep -c '#0  fill_device (' oom.txt)" 9
+expect_eq "lines of what was live then" "$(grep -c '^  live then (CUDA memory on that device): 64 blocks, 64.0 MiB$' oom.txt)" 2
+"$MMS_REPLAY" oom.mms --analysis oom --json >oom.an.json 2>prog.err || fail "--analysis oom --json exited $?"
+"$MMS_PYTHON" - oom.an.json <<'PY' || fail "the oom JSON is wrong: $(head -c 600 oom.an.json)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["failures"] == 2, d["failures"]
+a, b = d["list"]
+assert (a["fn"], a["memory"], a["device"], a["size"]) == ("cuMemAlloc", "DEVICE", 1, 1048576), a
+assert (b["fn"], b["memory"], b["size"]) == ("cuMemAllocAsync", "DEVICE", 4096), b
+assert a["live_blocks"] == 64 and a["live_bytes"] == 64 << 20, a
+assert all(x["kind"] == "DEVICE" for x in a["recent"] + a["largest"]), a
+PY
+"$MMS_REPLAY" oom.mms --event "$(jget oom.an.json list.0.event)" >oom.event 2>prog.err || fail "--event exited $?"
+grep -q 'ALLOC_FAIL *cuMemAlloc *refused: 1048576 bytes (1.0 MiB) on cuda:1 (out of device memory)' oom.event ||
+	fail "--event of the refusal: $(cat oom.event)"
+note "cuMemAlloc and cuMemAllocAsync refused: recorded, and the oom analysis shows the 64 MiB live on cuda:1"
+
 # The launcher's report says it too.
 LD_LIBRARY_PATH=$cuda/driver "$MMS_LAUNCHER" -- "$cuda/cudaprog" >launch.out 2>launch.err ||
 	fail "msmemscope exited $?: $(tail -3 launch.err)"

@@ -34,6 +34,9 @@
  * `cudaprog cache` runs another sequence instead: a 2 MiB segment
  * allocated through libc10_cuda.so (a stand-in for PyTorch's CUDA library,
  * c10stub.c) and 4096 bytes by leaky_upload, both kept to the end.
+ * `cudaprog oom`: cuMemAlloc of 1 MiB blocks in fill_device() until the
+ * driver refuses one (the double holds 64 blocks), then one
+ * cuMemAllocAsync of 4096 bytes (refused too), then everything freed.
  * `cudaprog watch`: 8192 bytes of pinned memory watched with
  * msmemscope_watch() (when the recorder is there), written in operator
  * "fill", freed (the double unmaps it), then an operator more: the
@@ -217,6 +220,38 @@ static int cache_mode(void)
 	return 0;
 }
 
+/* Device memory until the driver refuses (CUDA_ERROR_OUT_OF_MEMORY, 2,
+ * with errno as the driver set it): the blocks it gave, in got. */
+#define OOM_MAX 256
+__attribute__((noinline)) static size_t fill_device(CUdeviceptr *got)
+{
+	size_t n = 0;
+	CUresult r;
+
+	while (n < OOM_MAX && (r = mem_alloc(&got[n], 1048576)) == 0 && errno == ENOMSG)
+		n++;
+	if (n == OOM_MAX || r != 2 || errno != ENOMSG)
+		failures++;
+	errno = 0;
+	__asm__ volatile("" ::: "memory"); /* no tail call: fill_device stays on the stack */
+	return n;
+}
+
+/* `cudaprog oom`: the driver refuses; what was live then is freed. */
+static int oom_mode(void)
+{
+	static CUdeviceptr got[OOM_MAX];
+	CUdeviceptr a = 0;
+	size_t n = fill_device(got);
+
+	check("cuMemAllocAsync (refused)",
+	      ((CUresult(*)(CUdeviceptr *, size_t, CUstream))proc("cuMemAllocAsync", 12000, 0))(&a, 4096, NULL), 2);
+	for (size_t i = 0; i < n; i++)
+		check("cuMemFree", ((free_t)proc("cuMemFree", 12000, 0))(got[i]), 0);
+	printf("oom blocks=%zu failures=%d\n", n, failures);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -255,6 +290,8 @@ int main(int argc, char **argv)
 		return cache_mode();
 	if (argc > 1 && !strcmp(argv[1], "watch"))
 		return watch_mode();
+	if (argc > 1 && !strcmp(argv[1], "oom"))
+		return oom_mode();
 
 	/* Device memory. */
 	(void)leaky_upload(4096);

@@ -974,6 +974,65 @@ static void dev_free(struct lb *b, uint64_t stamp, int fn, uint64_t device, uint
 	lb_end(b);
 }
 
+static void dev_alloc_fail(struct lb *b, uint64_t stamp, int fn, uint64_t device, uint64_t size)
+{
+	lb_begin(b, (uint8_t)(MMS_TAG_DEV_ALLOC_FAIL | fn), stamp);
+	lb_u(b, size);
+	lb_u(b, 1);
+	lb_u(b, device);
+	lb_end(b);
+}
+
+/* DEV_ALLOC_FAIL records (format 8): an ALLOC_FAIL event of DEVICE memory;
+ * the oom analysis counts as live then the device memory on the device
+ * refused (not the host's, not another device's, not pinned memory), and
+ * for a pinned refusal the pinned memory. */
+START_TEST(test_dev_alloc_fail)
+{
+	struct lb *b = one_thread();
+	mms_log_t *log;
+	mms_iter_t *it;
+	mms_event_t ev;
+	mms_oom_t *o;
+
+	lb_stack(b, 19, 1, 0, 0xabc);
+	lb_alloc(b, 20, MMS_ALLOC_MALLOC, 0x1000, 100, 0);
+	dev_alloc(b, 21, MMS_DEV_DEVICE, 1, 0x7e0000000000, 1 << 20);
+	dev_alloc(b, 22, MMS_DEV_ASYNC, 1, 0x7e0000100000, 1 << 21);
+	dev_alloc(b, 23, MMS_DEV_DEVICE, 2, 0x7f0000000000, 1 << 22);
+	dev_alloc(b, 24, MMS_DEV_PINNED, 1, 0x50000, 8192);
+	dev_alloc_fail(b, 25, MMS_DEV_DEVICE, 1, 1 << 30);
+	dev_alloc_fail(b, 26, MMS_DEV_PINNED, 1, 1 << 20);
+	log = write_open(b, SIZE_MAX);
+	ck_assert_int_eq(mms_iter_open(log, &it), 0);
+	for (int i = 0; i < 6; i++)
+		ck_assert_int_eq(mms_iter_next(it, &ev), 1);
+	ck_assert_int_eq(mms_iter_next(it, &ev), 1);
+	ck_assert_int_eq(ev.kind, MMS_EV_ALLOC_FAIL);
+	ck_assert_int_eq(ev.mem, MMS_MEM_DEVICE);
+	ck_assert_int_eq(ev.sub, MMS_DEVICE_MEMORY);
+	ck_assert_uint_eq(ev.device, 1);
+	ck_assert_uint_eq(ev.size, 1 << 30);
+	ck_assert_uint_eq(ev.stack, 1);
+	ck_assert_int_eq(mms_iter_next(it, &ev), 1);
+	ck_assert_int_eq(ev.sub, MMS_DEVICE_PINNED);
+	mms_iter_close(it);
+
+	ck_assert_int_eq(mms_oom_run(log, NULL, &o), 0);
+	ck_assert_uint_eq(o->failures, 2);
+	ck_assert_uint_eq(o->list[0].mem, MMS_MEM_DEVICE);
+	ck_assert_uint_eq(o->list[0].device, 1);
+	ck_assert_uint_eq(o->list[0].live_blocks, 2);
+	ck_assert_uint_eq(o->list[0].live_bytes, (1 << 20) + (1 << 21));
+	ck_assert_uint_eq(o->list[0].largest[0].size, 1 << 21);
+	ck_assert_uint_eq(o->list[1].live_blocks, 1);
+	ck_assert_uint_eq(o->list[1].live_bytes, 8192);
+	mms_oom_free(o);
+	mms_log_close(log);
+	lb_destroy(b);
+}
+END_TEST
+
 /* The next event is a DEVICE event of kind and sub-kind sub at addr on
  * device (size: a MALLOC's). */
 static void next_dev_event(mms_iter_t *it, int kind, int sub, unsigned device, uint64_t addr, uint64_t size)
@@ -1581,6 +1640,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_free_stacks);
 	tcase_add_test(tc, test_device_memory);
 	tcase_add_test(tc, test_alloc_fail);
+	tcase_add_test(tc, test_dev_alloc_fail);
 	tcase_add_test(tc, test_device_vmm);
 	tcase_add_test(tc, test_time_conversion);
 	tcase_add_test(tc, test_follow_one_thread);
