@@ -15,12 +15,14 @@ strcpy, ...) the program's own call of it. gdb's Python never calls the
 program: everything is read from its memory, the log and gdb's own
 symbol tables.
 
-The recorder also stops where launch L ends (break_end): there the
-watchpoints are deleted, and a launch that changed the bytes without a
-trap shows that the debug registers do not fire on this machine (some
-virtual machines accept them and never raise the trap). The session
-then uses software watchpoints: gdb single-steps the program from the
-start of launch L to its end (slow, but bounded to one launch)."""
+The recorder also stops where launch L ends (break_end). A launch that
+changed the bytes without a trap shows that the debug registers do not
+fire on this machine (some virtual machines accept them and never raise
+the trap): gdb stops there and the session then uses software
+watchpoints, which gdb checks by single-stepping the program from the
+start of launch L to its end (slow, but bounded to one launch): they are
+deleted where it ends. Hardware watchpoints that work pass that stop by
+and stay on."""
 
 import os
 
@@ -77,6 +79,7 @@ class State:
         self.hw_param = None   # can-use-hw-watchpoints before the software ones
         self.end_launch = 0    # the launch whose end the recorder stops at (the re-run's L)
         self.armed_count = 0   # watchpoints set at the start of launch L
+        self.launch_done = 0   # launch L, once it ended with its hardware watchpoints kept on
 
 
 def remember(session, d, changes):
@@ -282,10 +285,10 @@ instruction before the one the watchpoint trap stops at) and the bytes
 old -> new; when the store is inside a C library routine (memset,
 memcpy, strcpy, ...), also the program's own call of it, with its
 file:line. The watchpoint that stopped is deleted; `continue' runs on
-(and stops again at a store into the other bytes still watched). The
-program also stops where launch L ends, when a watchpoint is left: the
-watchpoints are deleted there, and memscope says whether the bytes
-changed without a stop.
+(and stops again at a store into the other bytes still watched).
+Hardware watchpoints stay until the program ends (a store after launch
+L, by another thread or a later launch, stops too); software ones end
+with launch L, where the program stops and memscope says what they saw.
 
 Some virtual machines accept the debug registers and never raise their
 trap: a launch that changed the bytes without a stop shows it, and the
@@ -412,10 +415,20 @@ def on_stop(session, ev):
 
 
 def ending(session, d):
-    """Whether the recorder's stop d is the end of the launch a pinpoint
-    waits for (the session's stop breakpoint then stops)."""
+    """Whether gdb stops at the recorder's stop d, the end of launch L of
+    a pinpoint: with software watchpoints (deleted there, and the program
+    runs at full speed again), or hardware ones that did not trap although
+    the bytes changed. Hardware watchpoints that work stay on without a
+    stop: a store after launch L (another thread's, a later launch's)
+    stops the program there too."""
     p = session.pinpoint
-    return p is not None and p.end_launch != 0 and d.op_launch == p.end_launch
+    if p is None or not p.end_launch or d.op_launch != p.end_launch:
+        return False
+    if p.soft or silent(p):
+        return True  # launch_ended() says what was seen
+    p.launch_done = p.end_launch
+    stop_at_end(p, 0)
+    return False
 
 
 def launch_ended(session, p):
@@ -457,6 +470,10 @@ def on_exited(session):
                   "first run's.\n" % p.target.describe())
     elif p.watchpoints and p.silent_said:
         gdb.write("memscope: pinpoint: the program ended; its hardware watchpoints are deleted.\n")
+    elif p.watchpoints and p.launch_done:
+        gdb.write("memscope: pinpoint: the program ended without a store into the watched bytes from the start of "
+                  "launch %d on: the re-run did not change them (it differs from the first run). Its hardware "
+                  "watchpoints are deleted.\n" % p.launch_done)
     elif p.watchpoints and p.soft:
         gdb.write("memscope: pinpoint: the program ended without a stop at a store into the watched bytes (launch "
                   "%d's end was not seen: launches nested deeper than the recorder follows). Its software "
