@@ -67,21 +67,24 @@ def run_capture(cmd, env):
     memscope.gdb takes to load.)"""
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
-    fds = [out_r, err_r]
+    writers = [out_w, err_w]
     try:
         null = os.open(os.devnull, os.O_RDONLY)
-        try:
-            pid = os.posix_spawn(cmd[0], cmd, env, file_actions=[
-                (os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, out_w, 1), (os.POSIX_SPAWN_DUP2, err_w, 2)])
-        finally:
-            os.close(null)
-            os.close(out_w)
-            os.close(err_w)
+        writers.append(null)
+        pid = os.posix_spawn(cmd[0], cmd, env, file_actions=[
+            (os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, out_w, 1), (os.POSIX_SPAWN_DUP2, err_w, 2)])
+    except OSError:
+        for fd in writers + [out_r, err_r]:
+            os.close(fd)
+        raise
+    for fd in writers:
+        os.close(fd)
+    try:
         got = {out_r: [], err_r: []}
         poll = select.poll()
-        for fd in fds:
+        for fd in got:
             poll.register(fd, select.POLLIN)
-        open_fds = set(fds)
+        open_fds = set(got)
         while open_fds:
             for fd, _ in poll.poll():
                 data = os.read(fd, 65536)
@@ -90,11 +93,11 @@ def run_capture(cmd, env):
                 else:
                     poll.unregister(fd)
                     open_fds.discard(fd)
-        _, status = os.waitpid(pid, 0)
-        return Captured(os.waitstatus_to_exitcode(status), b"".join(got[out_r]), b"".join(got[err_r]))
     finally:
-        for fd in fds:
-            os.close(fd)
+        os.close(out_r)
+        os.close(err_r)
+        _, status = os.waitpid(pid, 0)
+    return Captured(os.waitstatus_to_exitcode(status), b"".join(got[out_r]), b"".join(got[err_r]))
 
 
 def one_line_error(e):
