@@ -152,47 +152,48 @@ enum mms_tag {
 	                               line: a Python code object (see MMS_PYFRAME) */
 
 	/* Memory events. */
-	MMS_TAG_ALLOC = 0x10,      /* | enum mms_alloc_fn: daddr, u size, u stack */
-	MMS_TAG_FREE = 0x18,       /* | enum mms_free_fn: daddr */
-	MMS_TAG_MMAP = 0x20,       /* daddr, u size, u prot<<32|flags, u stack */
-	MMS_TAG_MUNMAP = 0x21,     /* daddr, u size */
-	MMS_TAG_POOL_ALLOC = 0x28, /* u pool-string, daddr, u size, u total, u used, u stack */
-	MMS_TAG_POOL_FREE = 0x29,  /* u pool-string, daddr, u size, u total, u used */
-	MMS_TAG_ACCESS = 0x30,     /* | enum mms_access_mode: daddr, u size */
+	MMS_TAG_ALLOC = 0x10,       /* | enum mms_alloc_fn: daddr, u size, u stack */
+	MMS_TAG_FREE = 0x18,        /* | enum mms_free_fn: daddr */
+	MMS_TAG_MMAP = 0x20,        /* daddr, u size, u prot<<32|flags, u stack */
+	MMS_TAG_MUNMAP = 0x21,      /* daddr, u size */
+	MMS_TAG_POOL_ALLOC = 0x28,  /* u pool-string, daddr, u size, u total, u used, u stack */
+	MMS_TAG_POOL_FREE = 0x29,   /* u pool-string, daddr, u size, u total, u used */
+	MMS_TAG_ACCESS = 0x30,      /* | enum mms_access_mode: daddr, u size */
 
 	/* Program structure events, from the instrumentation API. */
-	MMS_TAG_OP_BEGIN = 0x38,       /* u name */
-	MMS_TAG_OP_END = 0x39,         /* (none) */
-	MMS_TAG_KERNEL = 0x3a,         /* u name */
-	MMS_TAG_MARK = 0x40,           /* u name */
-	MMS_TAG_RANGE_START = 0x41,    /* u range-id, u name */
-	MMS_TAG_RANGE_END = 0x42,      /* u range-id */
-	MMS_TAG_STEP = 0x48,           /* (none): ends step k, begins step k+1 */
-	MMS_TAG_OWNER_PUSH = 0x50,     /* u tag-string */
-	MMS_TAG_OWNER_POP = 0x51,      /* (none) */
-	MMS_TAG_OWNER_TAG = 0x52,      /* (version 5) daddr, u tag-string: the live block
+	MMS_TAG_OP_BEGIN = 0x38,    /* u name */
+	MMS_TAG_OP_END = 0x39,      /* (none) */
+	MMS_TAG_KERNEL = 0x3a,      /* u name */
+	MMS_TAG_MARK = 0x40,        /* u name */
+	MMS_TAG_RANGE_START = 0x41, /* u range-id, u name */
+	MMS_TAG_RANGE_END = 0x42,   /* u range-id */
+	MMS_TAG_STEP = 0x48,        /* (none): ends step k, begins step k+1 */
+	MMS_TAG_OWNER_PUSH = 0x50,  /* u tag-string */
+	MMS_TAG_OWNER_POP = 0x51,   /* (none) */
+	MMS_TAG_OWNER_TAG = 0x52,   /* (version 5) daddr, u tag-string: the live block
 	                               containing the address belongs to that owner
 	                               from now on (msmemscope_owner_tag) */
-	MMS_TAG_WATCH = 0x58,          /* | enum mms_watch_phase: see there */
-	MMS_TAG_COLLECT = 0x60,        /* u on (1 = start, 0 = stop) */
-	MMS_TAG_SYSTEM = 0x68,         /* | enum mms_system_phase */
-	MMS_TAG_ALLOC_RT = 0x70,       /* | enum mms_alloc_fn: daddr, u size, u stack, u enum
+	MMS_TAG_WATCH = 0x58,       /* | enum mms_watch_phase: see there */
+	MMS_TAG_COLLECT = 0x60,     /* u on (1 = start, 0 = stop) */
+	MMS_TAG_SYSTEM = 0x68,      /* | enum mms_system_phase */
+	MMS_TAG_ALLOC_RT = 0x70,    /* | enum mms_alloc_fn: daddr, u size, u stack, u enum
 	                               mms_runtime_kind: an allocation a runtime made for
 	                               itself (ALLOC otherwise) */
-	MMS_TAG_GUARD = 0x78,          /* | enum mms_guard_kind (version 4): see there */
-	MMS_TAG_FREE_STACK = 0x80,     /* | enum mms_free_fn (version 5): daddr, u stack: a FREE
+	MMS_TAG_GUARD = 0x78,       /* | enum mms_guard_kind (version 4): see there */
+	MMS_TAG_FREE_STACK = 0x80,  /* | enum mms_free_fn (version 5): daddr, u stack: a FREE
 	                               with the stack of the call that freed, written instead
 	                               of FREE when stacks are on (call_stack > 0) */
-	MMS_TAG_DEV_ALLOC = 0x88,      /* | enum mms_dev_fn (version 6): daddr, u size, u stack,
+	MMS_TAG_DEV_ALLOC = 0x88,   /* | enum mms_dev_fn (version 6): daddr, u size, u stack,
 	                               u device: CUDA memory the driver handed out (hooks/cuda.c) */
-	MMS_TAG_DEV_FREE = 0x90,       /* | enum mms_dev_fn (version 6): daddr, u device: CUDA
+	MMS_TAG_DEV_FREE = 0x90,    /* | enum mms_dev_fn (version 6): daddr, u device: CUDA
 	                               memory given back, stamped before the driver's call */
-	MMS_TAG_ALLOC_FAIL = 0x98,     /* | enum mms_alloc_fn (version 7): u size, u stack, u align:
+	MMS_TAG_ALLOC_FAIL = 0x98,  /* | enum mms_alloc_fn (version 7): u size, u stack, u align:
 	                               an allocation the allocator refused (NULL, ENOMEM);
 	                               size saturates at 2^64 - 1 (calloc's product) */
-	MMS_TAG_DEV_ALLOC_FAIL = 0xa0, /* | enum mms_dev_fn (version 8): u size, u stack, u device:
-	                               CUDA memory the driver refused (CUDA_ERROR_OUT_OF_MEMORY;
-	                               hooks/cuda.c); the device as for DEV_ALLOC */
+	/* | enum mms_dev_fn (version 8): u size, u stack, u device: CUDA memory the
+	 * driver refused (CUDA_ERROR_OUT_OF_MEMORY; hooks/cuda.c); the device as for
+	 * DEV_ALLOC */
+	MMS_TAG_DEV_ALLOC_FAIL = 0xa0,
 };
 
 /* The sub-code of MMS_TAG_DEV_ALLOC and MMS_TAG_DEV_FREE (version 6): the
