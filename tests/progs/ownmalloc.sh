@@ -76,7 +76,9 @@ note "family under allocplug.so: its calls recorded, the allocator's own mmap an
 
 # --- gdb: memscope info, memscope leaks and the line at exit say it too ----
 script=$top_builddir/gdb/memscope.gdb
-if command -v gdb >/dev/null 2>&1 && [ -f "$script" ]; then
+if [ "${MMS_SANITIZE:-}" = yes ]; then
+	note "gdb: not run with the replay library built with AddressSanitizer (gdb's Python cannot load it)"
+elif command -v gdb >/dev/null 2>&1 && [ -f "$script" ]; then
 	XDG_STATE_HOME=$PWD/state gdb -nx -batch -x "$script" -ex run -ex 'memscope info' -ex 'memscope leaks' \
 		--args "$prog" >gdb.out 2>&1 </dev/null || fail "the gdb session exited $?: $(tail -5 gdb.out)"
 	grep -q 'Traceback\|Python Exception' gdb.out && fail "gdb's Python raised: $(cat gdb.out)"
