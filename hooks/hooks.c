@@ -217,12 +217,7 @@ static inline void leave(void)
  * its own start-up (see init_resolve); nothing is recorded then. */
 static inline __attribute__((always_inline)) struct mms_thread *enter_mapping(void)
 {
-	if (unlikely(__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != INIT_DONE)) {
-		if (mms__tls_busy == 1)
-			lost_event((uintptr_t)__builtin_return_address(0));
-		return NULL;
-	}
-	return enter();
+	return likely(init_state == INIT_DONE) ? enter() : NULL;
 }
 
 /* The hooks keep frame pointers: the word above the hook's frame pointer

@@ -13,8 +13,8 @@
  * mms__ldso_code). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <link.h>
 #include <fcntl.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +24,7 @@
 #include "hooks-int.h"
 #include "log.h"
 #include "stamp.h"
+#include "unwind.h"
 
 extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
 /* glibc's, declared nowhere public. */
@@ -58,11 +59,12 @@ int mms__own_malloc(char *out, size_t cap)
 {
 	void *def = dlsym(RTLD_DEFAULT, "malloc");
 	const ElfW(Sym) *sym = NULL;
-	Dl_info mine, theirs;
+	Dl_info theirs;
 	ssize_t n;
 
-	if (!def || !dladdr((void *)&mms__runtime_code_init, &mine) ||
-	    !dladdr1(def, &theirs, (void **)&sym, RTLD_DL_SYMENT) || theirs.dli_fbase == mine.dli_fbase || cap < 2)
+	/* Ours (the recorder's code range, known since mms__unwind_init). */
+	if (!def || (uintptr_t)def - mms__self_lo < mms__self_hi - mms__self_lo || cap < 2 ||
+	    !dladdr1(def, &theirs, (void **)&sym, RTLD_DL_SYMENT))
 		return 0;
 	/* A program that takes malloc's address gets its PLT entry as
 	 * malloc's address everywhere (python3 does): the symbol is then
@@ -70,15 +72,15 @@ int mms__own_malloc(char *out, size_t cap)
 	if (!sym || sym->st_shndx == SHN_UNDEF || !theirs.dli_sname || strcmp(theirs.dli_sname, "malloc"))
 		return 0;
 	/* The program itself: dladdr names it "" (or as it was run). */
-	if (theirs.dli_fname && theirs.dli_fname[0] == '/' && strlen(theirs.dli_fname) < cap) {
-		memcpy(out, theirs.dli_fname, strlen(theirs.dli_fname) + 1);
+	if (theirs.dli_fname && theirs.dli_fname[0] == '/') {
+		snprintf(out, cap, "%s", theirs.dli_fname);
 		return 1;
 	}
 	n = readlink("/proc/self/exe", out, cap - 1);
-	if (n <= 0)
-		memcpy(out, "the program", 12 < cap ? 12 : 1);
-	else
+	if (n > 0)
 		out[n] = 0;
+	else
+		snprintf(out, cap, "the program");
 	return 1;
 }
 

@@ -67,16 +67,13 @@ const char *show_dev_fn_name(unsigned kind, unsigned sub)
 		[MMS_DEVICE_MANAGED] = "cuMemFree", [MMS_DEVICE_PINNED] = "cuMemFreeHost",
 		[MMS_DEVICE_VMM] = "cuMemUnmap",
 	};
-	const char *name;
+	const char *const *names = kind == MMS_EV_FREE ? frees : allocs;
 
-	if (sub >= MMS_DEVICE_SUB_COUNT)
-		return kind == MMS_EV_FREE ? "cuMemFree" : "cuMemAlloc";
 	/* A refused VMM allocation is cuMemCreate's (a mapping is not refused
 	 * for want of memory). */
 	if (kind == MMS_EV_ALLOC_FAIL && sub == MMS_DEVICE_VMM)
 		return "cuMemCreate";
-	name = kind == MMS_EV_FREE ? frees[sub] : allocs[sub];
-	return name ? name : kind == MMS_EV_FREE ? "cuMemFree" : "cuMemAlloc";
+	return sub < MMS_DEVICE_SUB_COUNT && names[sub] ? names[sub] : names[MMS_DEVICE_MEMORY];
 }
 
 const char *show_refused_fn_name(unsigned mem, unsigned fn)

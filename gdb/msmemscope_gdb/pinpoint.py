@@ -227,13 +227,18 @@ SOFT_COST = ("gdb single-steps the program until the launch ends (some thousands
              "then deletes them")
 
 
+def said_silent(session, p, text):
+    """Says text, that p's hardware watchpoints are silent: the session's
+    next pinpoints use software watchpoints."""
+    p.silent_said = True
+    session.pinpoint_soft = SILENT_WHY
+    gdb.write(text)
+
+
 def say_if_silent(session, p):
-    """Says SILENT once when p's hardware watchpoints are silent (above);
-    the session's next pinpoints use software watchpoints."""
+    """Says SILENT once when p's hardware watchpoints are silent (above)."""
     if not p.silent_said and p.started and not p.soft and silent(p):
-        p.silent_said = True
-        session.pinpoint_soft = SILENT_WHY
-        gdb.write(SILENT)
+        said_silent(session, p, SILENT)
 
 
 def restore_breakpoints(p):
@@ -440,12 +445,10 @@ def launch_ended(session, p):
     stop_at_end(p, 0)
     what = "software" if p.soft else "hardware"
     if not p.soft and silent(p):
-        p.silent_said = True
-        session.pinpoint_soft = SILENT_WHY
-        gdb.write("memscope: pinpoint: launch %d ended; the watched bytes changed in it but no hardware watchpoint "
-                  "stopped the program: gdb's hardware watchpoints do not fire on this machine (some virtual "
-                  "machines accept the debug registers and never raise their trap). `memscope pinpoint' again "
-                  "uses software watchpoints: %s.\n" % (d.op_launch, SOFT_COST))
+        said_silent(session, p, "memscope: pinpoint: launch %d ended; the watched bytes changed in it but no hardware "
+                    "watchpoint stopped the program: gdb's hardware watchpoints do not fire on this machine (some "
+                    "virtual machines accept the debug registers and never raise their trap). `memscope pinpoint' "
+                    "again uses software watchpoints: %s.\n" % (d.op_launch, SOFT_COST))
     else:
         gdb.write("memscope: pinpoint: launch %d ended without a store into the watched bytes%s: the re-run did not "
                   "change them there (it differs from the first run).\n"
