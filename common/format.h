@@ -30,7 +30,7 @@
 
 #define MMS_MAGIC "MMSLOG\x1a\n"
 #define MMS_MAGIC_LEN 8
-#define MMS_FORMAT_VERSION 8u      /* what the writer writes */
+#define MMS_FORMAT_VERSION 9u      /* what the writer writes */
 #define MMS_FORMAT_VERSION_MIN 1u  /* the oldest version readers read */
 #define MMS_HEADER_SIZE 4096u
 #define MMS_CHUNK_SIZE_DEFAULT 65536u
@@ -154,8 +154,12 @@ enum mms_tag {
 	/* Memory events. */
 	MMS_TAG_ALLOC = 0x10,       /* | enum mms_alloc_fn: daddr, u size, u stack */
 	MMS_TAG_FREE = 0x18,        /* | enum mms_free_fn: daddr */
-	MMS_TAG_MMAP = 0x20,        /* daddr, u size, u prot<<32|flags, u stack */
+	MMS_TAG_MMAP = 0x20,        /* daddr, u size, u prot<<32|flags, u stack; from
+	                               version 9, prot MMS_PROT_UNKNOWN for an mremap's
+	                               new place (its access is the old place's) */
 	MMS_TAG_MUNMAP = 0x21,      /* daddr, u size */
+	MMS_TAG_MPROTECT = 0x22,    /* (version 9) daddr, u size, u prot, u stack: an
+	                               mprotect that succeeded */
 	MMS_TAG_POOL_ALLOC = 0x28,  /* u pool-string, daddr, u size, u total, u used, u stack */
 	MMS_TAG_POOL_FREE = 0x29,   /* u pool-string, daddr, u size, u total, u used */
 	MMS_TAG_ACCESS = 0x30,      /* | enum mms_access_mode: daddr, u size */
@@ -195,6 +199,13 @@ enum mms_tag {
 	 * DEV_ALLOC */
 	MMS_TAG_DEV_ALLOC_FAIL = 0xa0,
 };
+
+/* The prot of an MMAP record whose access the recorder does not know
+ * (version 9: an mremap's new place). Readers take a mapping recorded with
+ * prot PROT_NONE (0) in a version 9 log for address space reserved, not
+ * memory, and follow MPROTECT records from there; in older logs every
+ * mapping counts, whatever its prot (mremap wrote 0). */
+#define MMS_PROT_UNKNOWN 0x80000000u
 
 /* The sub-code of MMS_TAG_DEV_ALLOC and MMS_TAG_DEV_FREE (version 6): the
  * kind of CUDA memory and the driver call family. u device is the CUDA

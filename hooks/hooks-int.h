@@ -40,6 +40,7 @@ struct mms_real {
 	size_t (*malloc_usable_size)(void *);
 	void *(*mmap)(void *, size_t, int, int, int, off_t);
 	int (*munmap)(void *, size_t);
+	int (*mprotect)(void *, size_t, int);
 	void *(*mremap)(void *, size_t, size_t, int, ...);
 	void *(*dlopen)(const char *, int);
 	int (*dlclose)(void *);

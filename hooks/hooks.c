@@ -61,6 +61,7 @@ static void resolve_real(void)
 	RESOLVE(malloc_usable_size);
 	RESOLVE(mmap);
 	RESOLVE(munmap);
+	RESOLVE(mprotect);
 	RESOLVE(mremap);
 	RESOLVE(dlclose);
 	RESOLVE(pthread_setname_np);
@@ -688,6 +689,14 @@ static void rec_mmap(struct mms_thread *t, void *addr, size_t len, int prot, int
 			    ((uint64_t)(uint32_t)prot << 32) | (uint32_t)flags, stack);
 }
 
+static void rec_mprotect(struct mms_thread *t, void *addr, size_t len, int prot)
+{
+	uint32_t stack = mms__capture_stack(t);
+	uint64_t stamp = mms__stamp_obtain();
+
+	mms__rec_addr_event(t, MMS_TAG_MPROTECT, stamp, (uintptr_t)addr, 3, len, (uint32_t)prot, stack);
+}
+
 static void rec_munmap(struct mms_thread *t, void *addr, size_t len, uint64_t stamp)
 {
 	mms__rec_addr_event(t, MMS_TAG_MUNMAP, stamp, (uintptr_t)addr, 1, len, 0, 0);
@@ -705,6 +714,9 @@ MMS_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t
 			return MAP_FAILED;
 		}
 	}
+	/* Bytes made unreadable are no longer compared by a watch. */
+	if ((flags & MAP_FIXED) && !(prot & PROT_READ))
+		mms__release_watched((uintptr_t)addr, (uintptr_t)addr + len);
 	t = enter_mapping();
 	r = mms__real.mmap(addr, len, prot, flags, fd, off);
 	if (t) {
@@ -747,6 +759,31 @@ MMS_EXPORT int munmap(void *addr, size_t len)
 	return r;
 }
 
+/* What the program may access: a mapping reserved with PROT_NONE (a
+ * JVM's or V8's heap, a sanitizer's shadow) becomes memory where mprotect
+ * opens it, and stops being memory where mprotect closes it again. */
+MMS_EXPORT int mprotect(void *addr, size_t len, int prot)
+{
+	struct mms_thread *t;
+	int r;
+
+	if (unlikely(!mms__real.mprotect)) {
+		init_resolve();
+		if (!mms__real.mprotect)
+			return (int)syscall(SYS_mprotect, addr, len, prot);
+	}
+	if (!(prot & PROT_READ))
+		mms__release_watched((uintptr_t)addr, (uintptr_t)addr + len);
+	t = enter_mapping();
+	r = mms__real.mprotect(addr, len, prot);
+	if (t) {
+		if (!r)
+			rec_mprotect(t, addr, len, prot);
+		leave();
+	}
+	return r;
+}
+
 MMS_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 {
 	struct mms_thread *t;
@@ -771,7 +808,7 @@ MMS_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ..
 	if (t) {
 		if (r != MAP_FAILED) {
 			rec_munmap(t, old, old_len, t1);
-			rec_mmap(t, r, new_len, 0, 0);
+			rec_mmap(t, r, new_len, (int)MMS_PROT_UNKNOWN, 0);
 		}
 		leave();
 	}

@@ -85,8 +85,10 @@ const char *show_fn_name(const mms_event_t *ev)
 {
 	if (ev->mem == MMS_MEM_DEVICE)
 		return show_dev_fn_name(ev->kind, ev->sub);
-	if (ev->mem == MMS_MEM_MMAP)
-		return ev->kind == MMS_EV_MALLOC ? "mmap" : "munmap";
+	if (ev->mem == MMS_MEM_MMAP && ev->sub == MMS_MAP_PROTECT)
+		return "mprotect";
+	if (ev->mem == MMS_MEM_MMAP) /* a FREE of RESERVE: an mmap with PROT_NONE */
+		return ev->kind == MMS_EV_MALLOC || ev->sub == MMS_MAP_RESERVE ? "mmap" : "munmap";
 	if (ev->mem == MMS_MEM_POOL)
 		return ev->kind == MMS_EV_MALLOC ? "pool_alloc" : "pool_free";
 	if (ev->kind == MMS_EV_MALLOC)
@@ -262,6 +264,11 @@ static void event_text(struct show *s, const mms_event_t *ev, const mms_block_t 
 		if (has_block)
 			fprintf(s->out, " %s, allocation %" PRIu64 "%s", human_bytes(b->size, h, sizeof(h)), b->alloc_id,
 				b->inherited ? " (inherited)" : "");
+		else if (ev->mem == MMS_MEM_MMAP && ev->sub == MMS_MAP_RESERVE)
+			fprintf(s->out, " %s reserved with PROT_NONE (address space, not memory)",
+				human_bytes(ev->size, h, sizeof(h)));
+		else if (ev->mem == MMS_MEM_MMAP && ev->sub == MMS_MAP_PROTECT)
+			fprintf(s->out, " %s, no memory opened or closed", human_bytes(ev->size, h, sizeof(h)));
 		else if (ev->kind == MMS_EV_FREE)
 			fputs(" (no live block there)", s->out);
 		if (ev->mem == MMS_MEM_POOL)

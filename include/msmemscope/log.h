@@ -113,6 +113,17 @@ enum mms_device_sub {
  * NULL for an unknown or reserved one (4). */
 const char *mms_device_sub_name(unsigned sub);
 
+/* MALLOC and FREE of MMAP memory: the call. A mapping counts where the
+ * program may access it: a version 9 log follows mprotect, and a mapping
+ * made with PROT_NONE is address space reserved, not memory (a JVM's or
+ * V8's heap before it is committed). */
+enum mms_map_sub {
+	MMS_MAP_MMAP = 0,    /* MALLOC: mmap, mremap's new place; FREE: munmap, mremap's old place */
+	MMS_MAP_PROTECT = 1, /* MALLOC: mprotect gave access (only the bytes that had none are
+	                        new: the state adds a block for those); FREE: mprotect(PROT_NONE) */
+	MMS_MAP_RESERVE = 2, /* FREE: mmap with PROT_NONE: what it covers is no longer memory */
+};
+
 /* Subtypes (mms_event_t.sub) per kind. SYSTEM: enum mms_system_sub (a
  * FORK's `total` is the fork's number in the process, from 1: see
  * mms_log_fork()). MALLOC and FREE of HOST memory: the allocator function,
@@ -189,7 +200,8 @@ typedef struct mms_event {
 	uint64_t range_id;  /* MSTX ranges */
 	const char *name;   /* operator, kernel, mark, owner tag, pool or watch name; NULL if none */
 	uint64_t file_offset; /* where the record lies in the file (for messages) */
-	uint64_t flags;     /* MMAP: prot << 32 | mmap flags, as recorded; WATCH sums: the checksum;
+	uint64_t flags;     /* MMAP: prot << 32 | mmap flags, as recorded (mprotect: prot << 32);
+	                       WATCH sums: the checksum;
 	                       MALLOC (HOST): the runtime that keeps the block, 0 = the program */
 } mms_event_t;
 

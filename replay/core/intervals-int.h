@@ -28,6 +28,8 @@ int mms__ivset_remove(struct mms__ivset *s, uint64_t lo, uint64_t hi, uint64_t *
 int mms__ivset_add(struct mms__ivset *s, uint64_t lo, uint64_t hi, uint64_t *replaced);
 /* Like mms__ivset_add(), giving the new range the value val. */
 int mms__ivset_add_val(struct mms__ivset *s, uint64_t lo, uint64_t hi, uint64_t val, uint64_t *replaced);
+/* The bytes of [lo, hi) the set holds. */
+uint64_t mms__ivset_covered(const struct mms__ivset *s, uint64_t lo, uint64_t hi);
 /* Index of the range containing addr, or (size_t)-1. */
 size_t mms__ivset_find(const struct mms__ivset *s, uint64_t addr);
 /* The index of the first range that ends after lo (s->n when none). */

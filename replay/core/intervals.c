@@ -100,6 +100,15 @@ int mms__ivset_add_val(struct mms__ivset *s, uint64_t lo, uint64_t hi, uint64_t 
 	return 0;
 }
 
+uint64_t mms__ivset_covered(const struct mms__ivset *s, uint64_t lo, uint64_t hi)
+{
+	uint64_t n = 0;
+
+	for (size_t i = mms__ivset_first_after(s, lo); i < s->n && s->iv[i].lo < hi; i++)
+		n += (s->iv[i].hi < hi ? s->iv[i].hi : hi) - (s->iv[i].lo > lo ? s->iv[i].lo : lo);
+	return n;
+}
+
 size_t mms__ivset_find(const struct mms__ivset *s, uint64_t addr)
 {
 	size_t i = mms__ivset_first_after(s, addr);

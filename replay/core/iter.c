@@ -107,6 +107,20 @@ static void rec_to_event(const mms_log_t *log, const struct mms__rec *r, uint32_
 		ev->size = r->u[0];
 		ev->flags = r->u[1];
 		ev->stack = (uint32_t)r->u[2];
+		/* Reserved, not memory: where it lands, nothing is. */
+		if (log->hdr.version >= 9 && !(r->u[1] >> 32)) {
+			ev->kind = MMS_EV_FREE;
+			ev->sub = MMS_MAP_RESERVE;
+		}
+		break;
+	case MMS_TAG_MPROTECT:
+		ev->kind = r->u[1] ? MMS_EV_MALLOC : MMS_EV_FREE;
+		ev->sub = MMS_MAP_PROTECT;
+		ev->mem = MMS_MEM_MMAP;
+		ev->addr = r->addr;
+		ev->size = r->u[0];
+		ev->flags = r->u[1] << 32;
+		ev->stack = (uint32_t)r->u[2];
 		break;
 	case MMS_TAG_MUNMAP:
 		ev->kind = MMS_EV_FREE;

@@ -416,7 +416,7 @@ static int apply_mmap(struct mms__state *st, const mms_event_t *ev, struct mms__
 {
 	mms_kind_summary_t *k = &st->mem[MMS_MEM_MMAP];
 	uint64_t hi = ev->addr + ev->size < ev->addr ? UINT64_MAX : ev->addr + ev->size;
-	uint64_t bytes;
+	uint64_t bytes, had = 0;
 	size_t i;
 	int64_t slot;
 	int rc;
@@ -424,6 +424,16 @@ static int apply_mmap(struct mms__state *st, const mms_event_t *ev, struct mms__
 	/* States are copied whole (a checkpoint restored into a replay):
 	 * point the callback at this one. */
 	st->maps.ctx = st;
+	if (ev->sub != MMS_MAP_MMAP) {
+		/* mprotect, or a mapping made with PROT_NONE: memory changes
+		 * only where access does (opening what is open already, as a
+		 * JIT's RW -> RX, changes nothing). */
+		had = mms__ivset_covered(&st->maps, ev->addr, hi);
+		if (ev->kind == MMS_EV_MALLOC ? had == hi - ev->addr : !had) {
+			st->last_blk_valid = 0;
+			return 0;
+		}
+	}
 	if (ev->kind == MMS_EV_MALLOC) {
 		slot = slot_new(st);
 		if (slot < 0)
@@ -443,15 +453,17 @@ static int apply_mmap(struct mms__state *st, const mms_event_t *ev, struct mms__
 		}
 		k->live_bytes -= bytes;
 		k->allocs++;
-		k->bytes_allocated += hi - ev->addr;
+		/* What an mprotect opened: only the bytes that had no access. */
+		k->bytes_allocated += hi - ev->addr - had;
 		kind_add(st, k, hi - ev->addr);
 	} else {
 		/* Unmapping what was never mapped is legal (and common for
 		 * mappings made before recording began): not unmatched. The
-		 * block reported is the mapping the range began in. */
+		 * block reported is the first mapping the range takes from
+		 * (a reservation unmapped whole begins where none is). */
 		k->frees++;
-		i = mms__ivset_find(&st->maps, ev->addr);
-		if (i != (size_t)-1) {
+		i = mms__ivset_first_after(&st->maps, ev->addr);
+		if (i < st->maps.n && st->maps.iv[i].lo < hi) {
 			last_set(st, &st->blks[st->maps.iv[i].val], ev->id);
 			st->last_piece = *st->last_blk;
 			st->last_piece.size = ev->size;

@@ -754,6 +754,43 @@ START_TEST(test_mmap_partial_munmap)
 }
 END_TEST
 
+/* Format 9: a PROT_NONE mapping is address space, mprotect opens and
+ * closes memory in it; an older log counts every mapping. */
+START_TEST(test_mmap_reserved)
+{
+	struct lb *b = one_thread();
+	mms_summary_t s;
+	const mms_kind_summary_t *k = &s.mem[MMS_MEM_MMAP];
+
+	lb_mmap_prot(b, 20, 0x100000, 0x100000, 0);         /* reserved: nothing */
+	lb_mprotect(b, 21, 0x100000, 0x4000, 3);            /* opens 16 KiB */
+	lb_mprotect(b, 22, 0x102000, 0x4000, 3);            /* opens the 8 KiB past it */
+	lb_mprotect(b, 23, 0x100000, 0x6000, 1);            /* read-only: nothing */
+	lb_mprotect(b, 24, 0x101000, 0x1000, 0);            /* closes 4 KiB */
+	lb_mmap_prot(b, 25, 0x104000, 0x1000, 0);           /* MAP_FIXED PROT_NONE: closes 4 KiB */
+	lb_mprotect(b, 26, 0x1f0000, 0x1000, 0);            /* closes what was never open */
+	lb_mmap_prot(b, 27, 0x300000, 0x2000, 0x80000000u); /* an mremap's: counts */
+	summarize(b, &s, NULL);
+	ck_assert_uint_eq(k->allocs, 3);
+	ck_assert_uint_eq(k->bytes_allocated, 0x8000);
+	ck_assert_uint_eq(k->peak_bytes, 0x6000);
+	ck_assert_uint_eq(k->frees, 2);
+	ck_assert_uint_eq(k->live_bytes, 0x6000);
+	/* [0x100000,0x101000) [0x102000,0x104000) [0x105000,0x106000), the mremap's */
+	ck_assert_uint_eq(k->live_blocks, 4);
+	lb_destroy(b);
+
+	/* Version 8: the same mapping with prot 0 (an mremap's then) counts. */
+	b = one_thread();
+	lb_header(b)->version = 8;
+	lb_mmap_prot(b, 20, 0x100000, 0x100000, 0);
+	summarize(b, &s, NULL);
+	ck_assert_uint_eq(k->live_bytes, 0x100000);
+	ck_assert_uint_eq(k->allocs, 1);
+	lb_destroy(b);
+}
+END_TEST
+
 START_TEST(test_pools_and_names)
 {
 	struct lb *b = one_thread();
@@ -1634,6 +1671,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_order_violation);
 	tcase_add_test(tc, test_bad_headers);
 	tcase_add_test(tc, test_mmap_partial_munmap);
+	tcase_add_test(tc, test_mmap_reserved);
 	tcase_add_test(tc, test_pools_and_names);
 	tcase_add_test(tc, test_steps);
 	tcase_add_test(tc, test_watch_sums);

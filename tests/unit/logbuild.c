@@ -196,12 +196,27 @@ void lb_free(struct lb *b, uint64_t stamp, int fn, uint64_t addr)
 	lb_end(b);
 }
 
-void lb_mmap(struct lb *b, uint64_t stamp, uint64_t addr, uint64_t size)
+void lb_mmap_prot(struct lb *b, uint64_t stamp, uint64_t addr, uint64_t size, uint32_t prot)
 {
 	lb_begin(b, MMS_TAG_MMAP, stamp);
 	lb_addr(b, addr);
 	lb_u(b, size);
-	lb_u(b, (uint64_t)3 << 32 | 0x22); /* PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS */
+	lb_u(b, (uint64_t)prot << 32 | 0x22); /* MAP_PRIVATE|MAP_ANONYMOUS */
+	lb_u(b, 0);
+	lb_end(b);
+}
+
+void lb_mmap(struct lb *b, uint64_t stamp, uint64_t addr, uint64_t size)
+{
+	lb_mmap_prot(b, stamp, addr, size, 3); /* PROT_READ|PROT_WRITE */
+}
+
+void lb_mprotect(struct lb *b, uint64_t stamp, uint64_t addr, uint64_t size, uint32_t prot)
+{
+	lb_begin(b, MMS_TAG_MPROTECT, stamp);
+	lb_addr(b, addr);
+	lb_u(b, size);
+	lb_u(b, prot);
 	lb_u(b, 0);
 	lb_end(b);
 }

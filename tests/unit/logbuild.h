@@ -57,6 +57,10 @@ void lb_alloc(struct lb *b, uint64_t stamp, int fn, uint64_t addr, uint64_t size
 void lb_free(struct lb *b, uint64_t stamp, int fn, uint64_t addr);
 void lb_mmap(struct lb *b, uint64_t stamp, uint64_t addr, uint64_t size);
 void lb_munmap(struct lb *b, uint64_t stamp, uint64_t addr, uint64_t size);
+/* An MMAP record with the given prot (lb_mmap's is PROT_READ|PROT_WRITE),
+ * and an MPROTECT record (format 9). */
+void lb_mmap_prot(struct lb *b, uint64_t stamp, uint64_t addr, uint64_t size, uint32_t prot);
+void lb_mprotect(struct lb *b, uint64_t stamp, uint64_t addr, uint64_t size, uint32_t prot);
 /* A custom pool's block (pool: the string id of its name); total and used
  * as the pool reports them. */
 void lb_pool_alloc(struct lb *b, uint64_t stamp, uint64_t pool, uint64_t addr, uint64_t size, uint64_t total,
