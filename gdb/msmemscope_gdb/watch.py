@@ -359,6 +359,24 @@ def freed_block(session, tid):
         return None
 
 
+def closing_call():
+    """The call that stopped the thread when it makes memory inaccessible
+    instead of freeing it (the recorder's mprotect or mmap, which stop
+    before the call and before their record: the log's last release is
+    another's): "mprotect" or "mmap", else None."""
+    try:
+        f = gdb.newest_frame()
+        for _ in range(8):
+            if f is None:
+                break
+            if f.name() in ("mprotect", "mmap", "mmap64"):
+                return f.name()[:4] if f.name().startswith("mmap") else "mprotect"
+            f = f.older()
+    except gdb.error:
+        pass
+    return None
+
+
 def report_freed(session, h, d, who):
     """The program is freeing (or unmapping, or reallocating) the block of
     a watch: say so where it happens, and remove the watch, which the
@@ -372,9 +390,12 @@ def report_freed(session, h, d, who):
     name = d.op_name.decode("utf-8", "replace")
     where = ("in operator %s (launch %d, %s)" % (name, d.op_launch, fmt.step_name(d.step))) if d.op_launch \
         else "outside any operator launch (%s)" % fmt.step_name(d.step)
-    freed = freed_block(session, d.tid)
+    closing = closing_call()
+    freed = None if closing else freed_block(session, d.tid)
     own = mine.block_addr if mine else None
-    if freed is None:
+    if closing:
+        what = "memory in it is being made inaccessible (%s with PROT_NONE)" % closing
+    elif freed is None:
         what = "memory in it is being released"
     elif own is not None and freed.addr == own:
         what = "its block is being freed"
