@@ -119,8 +119,8 @@ const char *mms_device_sub_name(unsigned sub);
  * V8's heap before it is committed). */
 enum mms_map_sub {
 	MMS_MAP_MMAP = 0,    /* MALLOC: mmap, mremap's new place; FREE: munmap, mremap's old place */
-	MMS_MAP_PROTECT = 1, /* MALLOC: mprotect gave access (only the bytes that had none are
-	                        new: the state adds a block for those); FREE: mprotect(PROT_NONE) */
+	MMS_MAP_PROTECT = 1, /* MALLOC: mprotect gave access (a block of its range when some
+	                        bytes had none, else nothing); FREE: mprotect(PROT_NONE) */
 	MMS_MAP_RESERVE = 2, /* FREE: mmap with PROT_NONE: what it covers is no longer memory */
 };
 
