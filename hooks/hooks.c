@@ -680,21 +680,19 @@ MMS_EXPORT size_t malloc_usable_size(void *ptr)
 
 /* --- the mmap family ----------------------------------------------------- */
 
-static void rec_mmap(struct mms_thread *t, void *addr, size_t len, int prot, int flags)
+/* An MMAP (word: prot << 32 | flags) or MPROTECT (word: prot) record,
+ * with the caller's stack. */
+static void rec_mapping(struct mms_thread *t, uint8_t tag, void *addr, size_t len, uint64_t word)
 {
 	uint32_t stack = mms__capture_stack(t);
 	uint64_t stamp = mms__stamp_obtain();
 
-	mms__rec_addr_event(t, MMS_TAG_MMAP, stamp, (uintptr_t)addr, 3, len,
-			    ((uint64_t)(uint32_t)prot << 32) | (uint32_t)flags, stack);
+	mms__rec_addr_event(t, tag, stamp, (uintptr_t)addr, 3, len, word, stack);
 }
 
-static void rec_mprotect(struct mms_thread *t, void *addr, size_t len, int prot)
+static void rec_mmap(struct mms_thread *t, void *addr, size_t len, int prot, int flags)
 {
-	uint32_t stack = mms__capture_stack(t);
-	uint64_t stamp = mms__stamp_obtain();
-
-	mms__rec_addr_event(t, MMS_TAG_MPROTECT, stamp, (uintptr_t)addr, 3, len, (uint32_t)prot, stack);
+	rec_mapping(t, MMS_TAG_MMAP, addr, len, ((uint64_t)(uint32_t)prot << 32) | (uint32_t)flags);
 }
 
 static void rec_munmap(struct mms_thread *t, void *addr, size_t len, uint64_t stamp)
@@ -778,7 +776,7 @@ MMS_EXPORT int mprotect(void *addr, size_t len, int prot)
 	r = mms__real.mprotect(addr, len, prot);
 	if (t) {
 		if (!r)
-			rec_mprotect(t, addr, len, prot);
+			rec_mapping(t, MMS_TAG_MPROTECT, addr, len, (uint32_t)prot);
 		leave();
 	}
 	return r;

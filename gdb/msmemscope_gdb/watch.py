@@ -369,8 +369,9 @@ def closing_call():
         for _ in range(8):
             if f is None:
                 break
-            if f.name() in ("mprotect", "mmap", "mmap64"):
-                return f.name()[:4] if f.name().startswith("mmap") else "mprotect"
+            name = f.name()
+            if name in ("mprotect", "mmap", "mmap64"):
+                return name[:4] if name != "mprotect" else name
             f = f.older()
     except gdb.error:
         pass
