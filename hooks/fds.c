@@ -41,8 +41,11 @@ struct own_fd {
 	ino_t ino;
 };
 
-#define OWN_MAX 4
-static struct own_fd own[OWN_MAX] = { { .fd = -1 }, { .fd = -1 }, { .fd = -1 }, { .fd = -1 } };
+/* The log, libunwind's pipe (two), the userfaultfd and pagemap of dirty.c,
+ * and room. */
+#define OWN_MAX 8
+static struct own_fd own[OWN_MAX] = { { .fd = -1 }, { .fd = -1 }, { .fd = -1 }, { .fd = -1 },
+				      { .fd = -1 }, { .fd = -1 }, { .fd = -1 }, { .fd = -1 } };
 static pthread_mutex_t own_lock = PTHREAD_MUTEX_INITIALIZER;
 /* The lowest descriptor of ours (INT_MAX: none): the hooks below pass any
  * lower one straight through. */

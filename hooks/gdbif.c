@@ -90,6 +90,12 @@ static uint64_t slot_addr[MMS_GDB_WATCH_MAX], slot_size[MMS_GDB_WATCH_MAX];
 static uint8_t *slot_map[MMS_GDB_WATCH_MAX]; /* snapshot, then previous */
 static size_t slot_half[MMS_GDB_WATCH_MAX];   /* capacity of each */
 static int slot_ok[MMS_GDB_WATCH_MAX];        /* the snapshot is valid */
+/* The pages of the block the kernel tells written (dirty.c), and how many
+ * it told over the last DIRTY_SPAN looks. */
+static struct mms_dirty slot_dirty[MMS_GDB_WATCH_MAX];
+static uint32_t slot_looks[MMS_GDB_WATCH_MAX];
+static uint64_t slot_written[MMS_GDB_WATCH_MAX]; /* bytes of the pages written */
+static uint32_t slot_edge[MMS_GDB_WATCH_MAX][2]; /* looks that found the first, last page written */
 static int stop_busy;
 
 static void gdb_thread_exit(void *arg)
@@ -276,6 +282,76 @@ static int differs(const void *a, const void *b, size_t n)
 	return memcmp(a, b, n) != 0;
 }
 
+/* --- written or not ---------------------------------------------------------
+ * Where the kernel tracks the block's whole pages (dirty.c), a look asks
+ * it which were written since the last and compares only those, and the
+ * bytes before and after the tracked pages: about 0.3 us for any size,
+ * where comparing 64 KiB takes 0.8 us and 1 GiB 15 ms. The first write to
+ * a page after a look costs the program a page fault (about 2.3 us, the
+ * cost of comparing some 150 KiB): a block with more than one byte in
+ * DIRTY_SHARE of its tracked pages written at each look, over DIRTY_SPAN
+ * looks, is compared instead from then on. */
+#define DIRTY_RUNS 8
+#define DIRTY_SPAN 64
+#define DIRTY_SHARE 8
+
+/* Whether watch slot i's block (cur, size bytes) differs from its
+ * snapshot. */
+static int slot_changed(unsigned i, const uint8_t *cur, const uint8_t *snap, size_t size)
+{
+	struct mms_dirty *d = &slot_dirty[i];
+	struct mms_dirty_run runs[DIRTY_RUNS];
+	uintptr_t base = (uintptr_t)cur, end = base + size, page = (uintptr_t)getpagesize();
+	int n, found;
+
+	if (!d->hi)
+		return differs(cur, snap, size);
+	n = mms__dirty_scan(d, runs, DIRTY_RUNS);
+	if (n < 0) {
+		/* -2: more runs than room; -1: tracking lost. */
+		found = differs(cur, snap, size);
+		if (!d->hi)
+			return found;
+		slot_written[i] += d->hi - d->lo;
+	} else {
+		/* The block's bytes outside the tracked pages, then its
+		 * bytes in the pages written. */
+		found = (d->lo > base && differs(cur, snap, d->lo - base)) ||
+			(d->hi < end && differs(cur + (d->hi - base), snap + (d->hi - base), end - d->hi));
+		for (int k = 0; k < n; k++) {
+			uintptr_t lo = runs[k].start > base ? runs[k].start : base;
+			uintptr_t hi = runs[k].end < end ? runs[k].end : end;
+
+			slot_written[i] += runs[k].end - runs[k].start;
+			/* The first or last page, shared with other data. */
+			slot_edge[i][0] += d->lo < base && runs[k].start == d->lo;
+			slot_edge[i][1] += d->hi > end && runs[k].end == d->hi;
+			if (!found && lo < hi)
+				found = differs(cur + (lo - base), snap + (lo - base), hi - lo);
+		}
+	}
+	if (++slot_looks[i] == DIRTY_SPAN) {
+		uintptr_t lo = d->lo, hi = d->hi;
+
+		if (slot_written[i] * DIRTY_SHARE > DIRTY_SPAN * (uint64_t)(d->hi - d->lo)) {
+			mms__dirty_untrack(d);
+		} else {
+			/* A shared page the neighbours keep writing is compared
+			 * instead: each of their writes would cost a fault. */
+			if (slot_edge[i][0] * DIRTY_SHARE > DIRTY_SPAN)
+				lo += page;
+			if (slot_edge[i][1] * DIRTY_SHARE > DIRTY_SPAN)
+				hi -= page;
+			if (lo != d->lo || hi != d->hi)
+				mms__dirty_shrink(d, lo, hi);
+		}
+		slot_looks[i] = 0;
+		slot_written[i] = 0;
+		slot_edge[i][0] = slot_edge[i][1] = 0;
+	}
+	return found;
+}
+
 /* A new generation (or block): take the first snapshot, no stop. The
  * snapshot and the previous bytes share one mapping of our own, each half
  * `capacity` bytes, kept while the size fits (the hooks use their private
@@ -288,6 +364,10 @@ static void watch_arm(struct mms_gdb_watch *w, unsigned i, uint64_t gen, uint64_
 	uint8_t *snap;
 
 	slot_ok[i] = 0;
+	mms__dirty_untrack(&slot_dirty[i]);
+	slot_looks[i] = 0;
+	slot_written[i] = 0;
+	slot_edge[i][0] = slot_edge[i][1] = 0;
 	if (!slot_map[i] || size > slot_half[i]) {
 		uint64_t half = (size + 4095) & ~(uint64_t)4095;
 
@@ -303,11 +383,16 @@ static void watch_arm(struct mms_gdb_watch *w, unsigned i, uint64_t gen, uint64_
 	slot_addr[i] = addr;
 	slot_size[i] = size;
 	snap = slot_map[i];
+	/* Tracked before the snapshot: a write while it is taken is seen. */
+	if (snap)
+		mms__dirty_track(&slot_dirty[i], (uintptr_t)addr, (size_t)size);
 	if (snap && read_checked(snap, addr, size) == 0) {
 		memcpy(snap + slot_half[i], snap, (size_t)size);
 		w->previous = (uintptr_t)(snap + slot_half[i]);
 		w->snapshot = (uintptr_t)snap;
 		slot_ok[i] = 1;
+	} else {
+		mms__dirty_untrack(&slot_dirty[i]);
 	}
 	__atomic_store_n(&w->seen, gen, __ATOMIC_RELEASE);
 	errno = saved_errno;
@@ -330,8 +415,15 @@ static void watches_check(uint64_t launch, const char *name)
 		const void *cur;
 		uint8_t *snap;
 
-		if (!__atomic_load_n(&w->size, __ATOMIC_RELAXED))
+		if (!__atomic_load_n(&w->size, __ATOMIC_RELAXED)) {
+			/* Disarmed: its pages are left alone. */
+			if (unlikely(slot_dirty[i].hi)) {
+				mms__spin_lock(&slot_busy[i]);
+				mms__dirty_untrack(&slot_dirty[i]);
+				mms__spin_unlock(&slot_busy[i]);
+			}
 			continue;
+		}
 		mms__spin_lock(&slot_busy[i]);
 		gen = __atomic_load_n(&w->generation, __ATOMIC_ACQUIRE);
 		addr = w->addr;
@@ -344,7 +436,7 @@ static void watches_check(uint64_t launch, const char *name)
 		}
 		snap = slot_map[i];
 		cur = (const void *)(uintptr_t)addr;
-		if (!slot_ok[i] || !differs(cur, snap, (size_t)size))
+		if (!slot_ok[i] || !slot_changed(i, cur, snap, (size_t)size))
 			goto next;
 		memcpy(snap + slot_half[i], snap, (size_t)size);
 		memcpy(snap, cur, (size_t)size);
@@ -380,6 +472,7 @@ void mms__gdb_release_slow(uintptr_t lo, uintptr_t hi)
 			continue;
 		mms__spin_lock(&slot_busy[i]);
 		slot_ok[i] = 0;
+		mms__dirty_untrack(&slot_dirty[i]);
 		mms__spin_unlock(&slot_busy[i]);
 		attribution(gdb_tls, &at, &at_name);
 		stop(MMS_GDB_FREED, i, at, at_name);
@@ -521,7 +614,10 @@ void mms__gdb_after_fork_child(void)
 	if (gdb_tls)
 		gdb_tls->depth = 0;
 	pthread_mutex_init(&gdb_free_lock, NULL);
-	for (unsigned i = 0; i < MMS_GDB_WATCH_MAX; i++)
+	for (unsigned i = 0; i < MMS_GDB_WATCH_MAX; i++) {
 		slot_busy[i] = 0;
+		slot_dirty[i].lo = slot_dirty[i].hi = 0;
+	}
+	mms__dirty_after_fork_child();
 	stop_busy = 0;
 }

@@ -310,6 +310,39 @@ int mms__gdb_current(uint64_t *launch, const char **name) MMS_HIDDEN;
 /* Step `step` has just begun (msmemscope_step or a "step start" range). */
 void mms__gdb_step_begins(uint32_t step) MMS_HIDDEN;
 
+/* dirty.c: the pages of a range the program wrote since the last look,
+ * from the kernel (see there). */
+#define DIRTY_MIN_PAGES 8 /* fewer whole pages: comparing them is cheaper */
+struct mms_dirty {
+	uintptr_t lo, hi; /* the pages tracked; hi 0: none */
+	unsigned epoch;
+	int alone;       /* the process had one thread when tracking began */
+	uint64_t looked; /* TSC when the last look ended */
+};
+/* Set by pthread_create: the process may have other threads. */
+extern uint32_t mms__threads_made MMS_HIDDEN;
+/* A run of written pages [start, end): the kernel's struct page_region. */
+struct mms_dirty_run {
+	uint64_t start, end, categories;
+};
+/* Starts tracking the pages [addr, addr + size) touches that lie in one
+ * private anonymous mapping (the largest such part; the first and last
+ * pages may hold other data too): returns 0 with d->lo, d->hi set, or -1
+ * when nothing is tracked (too small, not that kind of memory, or the
+ * kernel cannot). errno is kept. */
+int mms__dirty_track(struct mms_dirty *d, uintptr_t addr, size_t size) MMS_HIDDEN;
+/* The runs of pages written since tracking began or the last scan, into
+ * runs[0..max), and protects them again. Returns their number; -2 when
+ * there were more than max (some stay marked: compare all this time); -1
+ * when tracking was lost (d is untracked: compare all from now). */
+int mms__dirty_scan(struct mms_dirty *d, struct mms_dirty_run *runs, unsigned max) MMS_HIDDEN;
+/* Tracks only the pages [lo, hi) of those tracked now (untracks d when
+ * that is not a part of them). */
+void mms__dirty_shrink(struct mms_dirty *d, uintptr_t lo, uintptr_t hi) MMS_HIDDEN;
+/* Stops tracking d (nothing when it is not tracked). */
+void mms__dirty_untrack(struct mms_dirty *d) MMS_HIDDEN;
+void mms__dirty_after_fork_child(void) MMS_HIDDEN;
+
 /* watch.c: --watch and msmemscope_watch() (see there). The op functions
  * are called inside the reentrancy guard, t NULL when nothing is
  * recorded: op_begin after the OP_BEGIN record and mms__gdb_op_begin(),

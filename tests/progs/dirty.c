@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: MIT */
+/* dirty.c: gdb's watch (hooks/gdbif.c) where the kernel tells which pages
+ * were written (hooks/dirty.c): the program arms watches in the gdb
+ * descriptor itself, as gdb would, and reads after each launch what the
+ * hooks found (the change count, the launch and operator blamed). Each
+ * change must be found at the boundary that follows it, once: a store, a
+ * write by the kernel (read() from a pipe), a store between two launches,
+ * a store to the part of a page shared with data written at every launch,
+ * 40 pages apart, after a fork (the child's writes are its own), and with a second
+ * thread. Prints one line per check and "tracked" or "compared" for how
+ * the watches were looked at (the VmFlags "uw" of /proc/self/smaps).
+ *
+ * Run under the recorder (LD_PRELOAD); exits 2 without it, 1 when a
+ * check fails. `dirty seccomp` runs the same under a seccomp filter that
+ * allows everything: the recorder then compares every byte. */
+#include <dlfcn.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gdbif.h"
+
+#define BIG (1 << 20)
+
+static struct msmemscope_gdb *d;
+static void (*op_begin)(const char *);
+static void (*op_end)(void);
+static int failed;
+
+/* A page-aligned global whose watched part shares its first page with
+ * `hot`, written at every launch, and its last with `cold`. */
+static struct {
+	char hot[256];
+	char watched[65536];
+	char cold[256];
+} g __attribute__((aligned(4096)));
+
+static void check(int ok, const char *what)
+{
+	printf("%s: %s\n", ok ? "ok" : "FAILED", what);
+	failed |= !ok;
+}
+
+static void arm(unsigned slot, void *p, uint64_t size)
+{
+	d->watch[slot].addr = (uintptr_t)p;
+	d->watch[slot].size = size;
+	__atomic_add_fetch(&d->watch[slot].generation, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&d->armed, 1, __ATOMIC_RELEASE);
+}
+
+/* Whether the mapping holding p is registered for write-protect tracking. */
+static int tracked(const void *p)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	int in = 0, uw = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof line, f)) {
+		unsigned long lo, hi;
+
+		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2) {
+			in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+			continue;
+		}
+		if (in && !strncmp(line, "VmFlags:", 8))
+			uw = strstr(line, " uw") != NULL;
+	}
+	fclose(f);
+	return uw;
+}
+
+/* One launch of op: before() inside it. Returns the changes the hooks
+ * counted on slot during it (at its begin and its end). */
+static uint64_t launch(const char *op, unsigned slot, void (*inside)(void *), void *arg)
+{
+	uint64_t before = d->watch[slot].changes;
+
+	op_begin(op);
+	g.hot[(unsigned)d->launches & 255]++; /* the shared page, every launch */
+	if (inside)
+		inside(arg);
+	op_end();
+	return d->watch[slot].changes - before;
+}
+
+static void store_big(void *p)
+{
+	((char *)p)[300000] = 0x5a;
+}
+
+static void read_big(void *p)
+{
+	int fds[2];
+
+	if (pipe(fds) || write(fds[1], "kernel", 6) != 6 || read(fds[0], (char *)p + 600000, 6) != 6)
+		abort();
+	close(fds[0]);
+	close(fds[1]);
+}
+
+/* Every other page of the block's first 80: more runs of written pages
+ * than one look lists. */
+static void scatter_big(void *p)
+{
+	for (int i = 0; i < 80; i += 2)
+		((char *)p)[i * 4096 + 100] ^= 1;
+}
+
+static void store_watched(void *p)
+{
+	(void)p;
+	g.watched[10] = 0x77; /* in the page shared with hot */
+}
+
+static void *thread_main(void *p)
+{
+	return p;
+}
+
+/* Runs this program again under a seccomp filter allowing every call. */
+static int under_seccomp(char *self)
+{
+	struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	struct sock_fprog prog = { .len = 1, .filter = &allow };
+	char *argv[] = { self, NULL };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) {
+		perror("dirty: seccomp");
+		return 2;
+	}
+	execv(self, argv);
+	perror("dirty: execv");
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	char *big;
+	uint64_t n, quiet = 0;
+	pthread_t th;
+	pid_t pid;
+	int status;
+
+	if (argc == 2 && !strcmp(argv[1], "seccomp"))
+		return under_seccomp(argv[0]);
+	d = dlsym(RTLD_DEFAULT, "msmemscope_gdb");
+	*(void **)&op_begin = dlsym(RTLD_DEFAULT, "msmemscope_op_begin");
+	*(void **)&op_end = dlsym(RTLD_DEFAULT, "msmemscope_op_end");
+	if (!d || !op_begin || !op_end || d->version != MMS_GDB_VERSION) {
+		fprintf(stderr, "dirty: run it with the recorder preloaded\n");
+		return 2;
+	}
+	if (!(big = calloc(1, BIG)))
+		return 2;
+	arm(0, big, BIG);
+	arm(1, g.watched, sizeof g.watched);
+	launch("arm", 0, NULL, NULL); /* the snapshots are taken here */
+	printf("%s\n", tracked(big + BIG / 2) && tracked(g.watched + 32768) ? "tracked" : "compared");
+
+	for (int i = 0; i < 3; i++)
+		quiet += launch("quiet", 0, NULL, NULL);
+	check(quiet == 0, "no change found where none was made");
+	n = launch("store", 0, store_big, big);
+	check(n == 1 && !strcmp(d->op_name, "store") && d->op_launch == d->launches, "a store in launch 5 (store)");
+	n = launch("read", 0, read_big, big);
+	check(n == 1 && !strcmp(d->op_name, "read"), "a write by the kernel, read() into the block, in operator read");
+	n = launch("scatter", 0, scatter_big, big);
+	check(n == 1 && !strcmp(d->op_name, "scatter"), "40 pages apart written in operator scatter: one change");
+	check(launch("quiet", 0, NULL, NULL) == 0, "none in the next launch");
+	big[123] = 1; /* between two launches */
+	n = launch("after", 0, NULL, NULL);
+	check(n == 1 && d->op_launch == 0, "a store between launches, found as the next begins, blamed on no launch");
+
+	/* The shared first page: written at every launch; after enough
+	 * launches it is compared, the rest still tracked. */
+	n = 0;
+	for (int i = 0; i < 200; i++)
+		n += launch("hot", 1, NULL, NULL);
+	check(n == 0, "200 launches writing the shared page's other bytes: no change");
+	n = launch("shared", 1, store_watched, NULL);
+	check(n == 1 && !strcmp(d->op_name, "shared"),
+	      "a store to the watched bytes of the shared page, in operator shared");
+
+	pid = fork();
+	if (pid == 0) {
+		/* The child's copy: its own watch, its own finding. */
+		n = launch("child", 0, store_big, big + 1);
+		_exit(n == 1 ? 0 : 1);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return 2;
+	check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the fork child finds its own store");
+	check(launch("parent", 0, NULL, NULL) == 0, "the parent finds none of the child's stores");
+	n = launch("parent", 0, store_big, big + 2);
+	check(n == 1 && !strcmp(d->op_name, "parent"), "the parent's store after the fork, in operator parent");
+
+	if (pthread_create(&th, NULL, thread_main, NULL) || pthread_join(th, NULL))
+		return 2;
+	n = launch("threaded", 0, store_big, big + 3);
+	check(n == 1 && !strcmp(d->op_name, "threaded"), "with a second thread made, a store in operator threaded");
+	check(launch("threaded", 0, NULL, NULL) == 0, "and none in the next launch");
+
+	d->watch[0].size = 0; /* disarmed: its pages are left alone */
+	d->watch[1].size = 0;
+	launch("done", 0, NULL, NULL);
+	check(!tracked(big + BIG / 2), "a disarmed watch leaves its pages untracked");
+	free(big);
+	return failed;
+}

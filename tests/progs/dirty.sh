@@ -1,0 +1,36 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# dirty.sh: gdb's watches where the kernel tells which pages were written
+# (hooks/dirty.c): tests/progs/dirty arms watches in the gdb descriptor as
+# gdb would (a 1 MiB heap block, 64 KiB of a global sharing its first page
+# with data written at every launch) and checks that each change is found
+# once, at the boundary after it, blamed on the right launch: a store,
+# stores 40 pages apart, a read() into the block, a store between
+# launches, the shared page, a fork child's copy, a second thread. Where
+# the kernel cannot track (before Linux 6.7) every byte is compared
+# instead: the same checks then test that path, and the test says so.
+# The program run again under a seccomp filter must compare (a filter may
+# kill on userfaultfd) and pass the same checks.
+. "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
+
+prog=$MMS_PROGS/dirty
+[ -x "$prog" ] || fail "the test program is not built: $prog"
+
+rc=0
+record rec.mms "$prog" >out 2>err || rc=$?
+[ "$rc" = 0 ] || fail "dirty exited $rc under the recorder: $(cat out err)"
+grep -q '^FAILED' out && fail "a check failed: $(cat out)"
+[ "$(grep -c '^ok:' out)" = 14 ] || fail "expected 14 checks: $(cat out)"
+mode=$(sed -n 1p out)
+case $mode in
+tracked) ;;
+compared) note "the kernel cannot track written pages here (Linux $(uname -r)): the compared path was tested" ;;
+*) fail "unexpected first line: $(cat out)" ;;
+esac
+
+rc=0
+record rec2.mms "$prog" seccomp >out2 2>err2 || rc=$?
+[ "$rc" = 0 ] || fail "dirty exited $rc under a seccomp filter: $(cat out2 err2)"
+[ "$(sed -n 1p out2)" = compared ] || fail "under a seccomp filter the watches were not compared: $(cat out2)"
+[ "$(grep -c '^ok:' out2)" = 14 ] || fail "under a seccomp filter, expected 14 checks: $(cat out2)"
+note "14 checks passed ($mode), and the same 14 under a seccomp filter (compared)"
