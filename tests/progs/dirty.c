@@ -6,6 +6,7 @@
  * change must be found at the boundary that follows it, once: a store, a
  * write by the kernel (read() from a pipe), a store between two launches,
  * a store to the part of a page shared with data written at every launch,
+ * stores in 10 of 1000 launches back to back,
  * 40 pages apart, after a fork (the child's writes are its own), and with a second
  * thread. Prints one line per check and "tracked" or "compared" for how
  * the watches were looked at (the VmFlags "uw" of /proc/self/smaps).
@@ -174,6 +175,20 @@ int main(int argc, char **argv)
 	check(n == 1 && !strcmp(d->op_name, "store") && d->op_launch == d->launches, "a store in launch 5 (store)");
 	n = launch("read", 0, read_big, big);
 	check(n == 1 && !strcmp(d->op_name, "read"), "a write by the kernel, read() into the block, in operator read");
+	/* Back to back, as fast as launches go (looks skipped in between):
+	 * each store found in its own launch. */
+	{
+		int right = 0, wrong = 0;
+
+		for (int i = 1; i <= 1000; i++) {
+			int store = i % 100 == 0;
+
+			n = launch(store ? "often" : "quiet", 0, store ? store_big : NULL, big + 4 + i / 100);
+			right += store && n == 1 && !strcmp(d->op_name, "often");
+			wrong += store ? n != 1 : n != 0;
+		}
+		check(right == 10 && wrong == 0, "1000 launches back to back, 10 of them storing: each store in its launch");
+	}
 	n = launch("scatter", 0, scatter_big, big);
 	check(n == 1 && !strcmp(d->op_name, "scatter"), "40 pages apart written in operator scatter: one change");
 	check(launch("quiet", 0, NULL, NULL) == 0, "none in the next launch");
