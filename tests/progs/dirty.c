@@ -187,7 +187,8 @@ int main(int argc, char **argv)
 			right += store && n == 1 && !strcmp(d->op_name, "often");
 			wrong += store ? n != 1 : n != 0;
 		}
-		check(right == 10 && wrong == 0, "1000 launches back to back, 10 of them storing: each store in its launch");
+		check(right == 10 && wrong == 0,
+		      "1000 launches back to back, 10 of them storing: each store in its launch");
 	}
 	n = launch("scatter", 0, scatter_big, big);
 	check(n == 1 && !strcmp(d->op_name, "scatter"), "40 pages apart written in operator scatter: one change");
