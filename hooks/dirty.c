@@ -148,7 +148,12 @@ static int no_seccomp(void)
  * it is needed (writes to a page of our own, once), halved for a faster
  * clock later; a thread moved to another CPU has been off a CPU for far
  * longer. Where the TSC is not the clock, or RDTSCP does not give the CPU,
- * or other threads may run, every look is made. */
+ * or other threads may run, every look is made. A thread the recorder does
+ * not see start (one libc starts for itself, for aio_read or a timer)
+ * faults on its own time, not on this thread's: so that its writes are
+ * found soon, a look is made at least every CHAIN_FAULTS times the
+ * measured time (about 60 us here). */
+#define CHAIN_FAULTS 128
 
 /* The TSC, and the CPU it was read on. Read without fences: a reading
  * taken early (before the instructions ahead of it finish) only makes an
@@ -452,7 +457,7 @@ int mms__dirty_track(struct mms_dirty *d, uintptr_t addr, size_t size)
 	pthread_mutex_lock(&dirty_lock);
 	ok = uffd >= 0 && ioctl(uffd, UFFDIO_REGISTER, &reg) == 0;
 	/* Read before the pages are protected (see mms__dirty_scan). */
-	d->looked = tsc_cpu(&cpu);
+	d->looked = d->made = tsc_cpu(&cpu);
 	if (ok && ioctl(uffd, UFFDIO_WRITEPROTECT, &wp)) {
 		ioctl(uffd, UFFDIO_UNREGISTER, &reg.range);
 		ok = 0;
@@ -494,7 +499,8 @@ int mms__dirty_scan(struct mms_dirty *d, struct mms_dirty_run *runs, unsigned ma
 	if (alone) {
 		now = tsc_cpu(&cpu);
 		ticks = __atomic_load_n(&cpu_ticks[cpu], __ATOMIC_RELAXED);
-		if (ticks && ticks != UINT32_MAX && now - d->looked < ticks) {
+		if (ticks && ticks != UINT32_MAX && now - d->looked < ticks &&
+		    now - d->made < (uint64_t)CHAIN_FAULTS * ticks) {
 			d->looked = now;
 			return 0;
 		}
@@ -507,7 +513,7 @@ int mms__dirty_scan(struct mms_dirty *d, struct mms_dirty_run *runs, unsigned ma
 		/* The next interval starts before the pages were protected
 		 * again: a signal handler that runs once the call returns
 		 * is inside it. */
-		d->looked = now;
+		d->looked = d->made = now;
 		if (!__atomic_load_n(&cpu_ticks[cpu], __ATOMIC_RELAXED))
 			measure_cpu(cpu);
 	}
@@ -521,7 +527,7 @@ int mms__dirty_scan(struct mms_dirty *d, struct mms_dirty_run *runs, unsigned ma
 	if ((unsigned long)r == max && a.walk_end < d->hi) {
 		/* More than max runs: the pages past walk_end are still
 		 * marked, open to writes: the next look is made. */
-		d->looked = 0;
+		d->looked = d->made = 0;
 		return -2;
 	}
 	return (int)r;

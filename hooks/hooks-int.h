@@ -317,7 +317,8 @@ struct mms_dirty {
 	uintptr_t lo, hi; /* the pages tracked; hi 0: none */
 	unsigned epoch;
 	int alone;       /* the process had one thread when tracking began */
-	uint64_t looked; /* TSC when the last look ended */
+	uint64_t looked; /* TSC at the last look, made or skipped */
+	uint64_t made;   /* TSC at the last look made */
 };
 /* Set by pthread_create: the process may have other threads. */
 extern uint32_t mms__threads_made MMS_HIDDEN;
@@ -325,11 +326,11 @@ extern uint32_t mms__threads_made MMS_HIDDEN;
 struct mms_dirty_run {
 	uint64_t start, end, categories;
 };
-/* Starts tracking the pages [addr, addr + size) touches that lie in one
- * private anonymous mapping (the largest such part; the first and last
- * pages may hold other data too): returns 0 with d->lo, d->hi set, or -1
- * when nothing is tracked (too small, not that kind of memory, or the
- * kernel cannot). errno is kept. */
+/* Starts tracking the pages [addr, addr + size) touches that lie in the
+ * program's private memory (the largest contiguous such part; the first
+ * and last pages may hold other data too): returns 0 with d->lo, d->hi
+ * set, or -1 when nothing is tracked (too small, not that kind of memory,
+ * or the kernel cannot). errno is kept. */
 int mms__dirty_track(struct mms_dirty *d, uintptr_t addr, size_t size) MMS_HIDDEN;
 /* The runs of pages written since tracking began or the last scan, into
  * runs[0..max), and protects them again. Returns their number; -2 when
