@@ -201,7 +201,9 @@ int main(int argc, char **argv)
 		/* glibc's aio_read reads in a thread of libc's own, not
 		 * started through pthread_create: its write is not this
 		 * thread's fault. Found soon all the same, once. */
-		struct aiocb cb = { .aio_fildes = open("/proc/self/exe", O_RDONLY), .aio_buf = big + 700000, .aio_nbytes = 64 };
+		struct aiocb cb = { .aio_fildes = open("/proc/self/exe", O_RDONLY),
+				    .aio_buf = big + 700000,
+				    .aio_nbytes = 64 };
 
 		n = 0;
 		if (cb.aio_fildes < 0 || aio_read(&cb))
