@@ -95,6 +95,48 @@ static size_t page_size;
 /* Set by pthread_create (runtime.c): the process may have other threads. */
 uint32_t mms__threads_made;
 
+/* The ranges tracked now (under dirty_lock). No two share a page: a look
+ * protects again the pages it lists, so a second tracker of a page would
+ * never see the writes the first one listed; and unregistering one would
+ * stop the other. A range that would overlap one is not tracked (its
+ * owner compares). */
+#define TRACKED_MAX 128
+static struct {
+	uintptr_t lo, hi;
+} tracked[TRACKED_MAX];
+static unsigned ntracked;
+
+/* Adds [lo, hi) to the tracked ranges unless it overlaps one (under
+ * dirty_lock). Returns 0 or -1. */
+static int tracked_add(uintptr_t lo, uintptr_t hi)
+{
+	if (ntracked == TRACKED_MAX)
+		return -1;
+	for (unsigned i = 0; i < ntracked; i++)
+		if (tracked[i].lo < hi && lo < tracked[i].hi)
+			return -1;
+	tracked[ntracked].lo = lo;
+	tracked[ntracked].hi = hi;
+	ntracked++;
+	return 0;
+}
+
+/* Replaces [lo, hi) by [nlo, nhi) (nlo == nhi: removes it), under
+ * dirty_lock. */
+static void tracked_set(uintptr_t lo, uintptr_t hi, uintptr_t nlo, uintptr_t nhi)
+{
+	for (unsigned i = 0; i < ntracked; i++)
+		if (tracked[i].lo == lo && tracked[i].hi == hi) {
+			if (nlo < nhi) {
+				tracked[i].lo = nlo;
+				tracked[i].hi = nhi;
+			} else {
+				tracked[i] = tracked[--ntracked];
+			}
+			return;
+		}
+}
+
 static int raw_open(const char *path, int flags)
 {
 	return (int)syscall(SYS_openat, AT_FDCWD, path, flags | O_CLOEXEC);
@@ -455,11 +497,16 @@ int mms__dirty_track(struct mms_dirty *d, uintptr_t addr, size_t size)
 	reg.range.start = wp.range.start = lo;
 	reg.range.len = wp.range.len = hi - lo;
 	pthread_mutex_lock(&dirty_lock);
-	ok = uffd >= 0 && ioctl(uffd, UFFDIO_REGISTER, &reg) == 0;
+	ok = uffd >= 0 && tracked_add(lo, hi) == 0;
+	if (ok && ioctl(uffd, UFFDIO_REGISTER, &reg)) {
+		tracked_set(lo, hi, 0, 0);
+		ok = 0;
+	}
 	/* Read before the pages are protected (see mms__dirty_scan). */
 	d->looked = d->made = tsc_cpu(&cpu);
 	if (ok && ioctl(uffd, UFFDIO_WRITEPROTECT, &wp)) {
 		ioctl(uffd, UFFDIO_UNREGISTER, &reg.range);
+		tracked_set(lo, hi, 0, 0);
 		ok = 0;
 	}
 	if (ok) {
@@ -549,6 +596,7 @@ void mms__dirty_shrink(struct mms_dirty *d, uintptr_t lo, uintptr_t hi)
 			ioctl(uffd, UFFDIO_UNREGISTER, &head);
 		if (tail.len)
 			ioctl(uffd, UFFDIO_UNREGISTER, &tail);
+		tracked_set(d->lo, d->hi, lo, hi);
 	}
 	pthread_mutex_unlock(&dirty_lock);
 	d->lo = lo;
@@ -564,8 +612,10 @@ void mms__dirty_untrack(struct mms_dirty *d)
 	if (!d->hi)
 		return;
 	pthread_mutex_lock(&dirty_lock);
-	if (d->epoch == epoch && uffd >= 0)
+	if (d->epoch == epoch && uffd >= 0) {
 		ioctl(uffd, UFFDIO_UNREGISTER, &range);
+		tracked_set(d->lo, d->hi, 0, 0);
+	}
 	pthread_mutex_unlock(&dirty_lock);
 	d->lo = d->hi = 0;
 	errno = saved_errno;
@@ -580,6 +630,7 @@ void mms__dirty_after_fork_child(void)
 	pthread_mutex_init(&dirty_lock, NULL);
 	pthread_mutex_init(&set_up_lock, NULL);
 	epoch++;
+	ntracked = 0;
 	if (pagemap >= 0)
 		mms__fd_release(pagemap);
 	if (uffd >= 0)

@@ -7,7 +7,7 @@
  * write by the kernel (read() from a pipe), a store between two launches,
  * a store to the part of a page shared with data written at every launch,
  * stores in 10 of 1000 launches back to back, aio_read (a thread libc
- * starts for itself),
+ * starts for itself), a store where two watches overlap,
  * 40 pages apart, after a fork (the child's writes are its own), and with a second
  * thread. Prints one line per check and "tracked" or "compared" for how
  * the watches were looked at (the VmFlags "uw" of /proc/self/smaps).
@@ -193,6 +193,17 @@ int main(int argc, char **argv)
 		}
 		check(right == 10 && wrong == 0,
 		      "1000 launches back to back, 10 of them storing: each store in its launch");
+	}
+	{
+		/* A second watch inside the first: each sees the store. */
+		uint64_t before = d->watch[2].changes;
+
+		arm(2, big + 262144, 262144);
+		launch("arm", 0, NULL, NULL);
+		n = launch("inner", 0, store_big, big + 20);
+		check(n == 1 && d->watch[2].changes == before + 1,
+		      "a store where two watches overlap, in operator inner: each watch sees it");
+		d->watch[2].size = 0;
 	}
 	n = launch("scatter", 0, scatter_big, big);
 	check(n == 1 && !strcmp(d->op_name, "scatter"), "40 pages apart written in operator scatter: one change");
