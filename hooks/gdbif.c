@@ -291,10 +291,6 @@ static int differs(const void *a, const void *b, size_t n)
  * cost of comparing some 150 KiB): a block with more than one byte in
  * DIRTY_SHARE of its tracked pages written at each look, over DIRTY_SPAN
  * looks, is compared instead from then on. */
-#define DIRTY_RUNS 8
-#define DIRTY_SPAN 64
-#define DIRTY_SHARE 8
-
 /* Whether watch slot i's block (cur, size bytes) differs from its
  * snapshot. */
 static int slot_changed(unsigned i, const uint8_t *cur, const uint8_t *snap, size_t size)

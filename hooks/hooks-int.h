@@ -313,6 +313,11 @@ void mms__gdb_step_begins(uint32_t step) MMS_HIDDEN;
 /* dirty.c: the pages of a range the program wrote since the last look,
  * from the kernel (see there). */
 #define DIRTY_MIN_PAGES 8 /* fewer whole pages: comparing them is cheaper */
+#define DIRTY_RUNS 8      /* runs of written pages a look lists */
+/* A range with pages written at more than one look in DIRTY_SHARE, over
+ * DIRTY_SPAN looks, is read instead (the faults cost more). */
+#define DIRTY_SPAN 64
+#define DIRTY_SHARE 8
 struct mms_dirty {
 	uintptr_t lo, hi; /* the pages tracked; hi 0: none */
 	unsigned epoch;

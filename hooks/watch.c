@@ -19,7 +19,12 @@
  *
  * Cost: at each operator boundary, a lock and a CRC of each watched block
  * (plus, with full-content, one file written per block); nothing when the
- * set is empty and no --watch is given. On the allocator paths, one
+ * set is empty and no --watch is given. Where the kernel tells which pages
+ * were written (dirty.c, Linux 6.7), a block of 8 pages or more keeps its
+ * last CRC while none of its pages was written and its bytes outside them
+ * are unchanged: a look (a system call, or none in a one-thread process
+ * between launches sooner than a write-protect fault) instead of reading
+ * the block. On the allocator paths, one
  * thread-local load (collecting START's outputs) and one relaxed load of
  * the set's size at each release. */
 #define _GNU_SOURCE
@@ -46,6 +51,14 @@ struct watch_block {
 	uint32_t out; /* output number, 0 for an API watch */
 	int api;      /* registered by msmemscope_watch() */
 	char name[WATCH_NAME_MAX];
+	/* Where the kernel tracks its pages (dirty.c): the last checksum,
+	 * valid while no tracked page was written and the bytes outside the
+	 * tracked pages (a copy in `edges`, of our own) are the same. */
+	struct mms_dirty dirty;
+	uint8_t *edges;
+	uint64_t crc;
+	int crc_ok;
+	uint32_t looks, written; /* looks over the last DIRTY_SPAN, and those that found pages written */
 };
 
 /* --watch: the configuration's watch key. */
@@ -112,6 +125,80 @@ static uint64_t block_crc(const struct watch_block *w)
 #endif
 }
 
+/* The bytes of w outside its tracked pages: before, then after them. */
+static size_t edge_head(const struct watch_block *w)
+{
+	return (size_t)(w->dirty.lo > w->addr ? w->dirty.lo - w->addr : 0);
+}
+
+static size_t edge_tail(const struct watch_block *w)
+{
+	return (size_t)(w->dirty.hi < w->addr + w->size ? w->addr + w->size - w->dirty.hi : 0);
+}
+
+/* Starts tracking w's whole pages (a page it shares with other data is
+ * left out: their writes would cost faults), where the bytes outside the
+ * tracked pages fit in the two pages of ours that keep their copy. */
+static void block_track(struct watch_block *w)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t lo = (w->addr + page - 1) & ~(page - 1), hi = (w->addr + w->size) & ~(page - 1);
+
+	w->edges = NULL;
+	w->crc_ok = 0;
+	w->looks = w->written = 0;
+	w->dirty.hi = 0;
+	if (hi <= lo || mms__dirty_track(&w->dirty, (uintptr_t)lo, (size_t)(hi - lo)))
+		return;
+	if (edge_head(w) + edge_tail(w) > 2 * page || !(w->edges = mms__map_anon((size_t)(2 * page))))
+		mms__dirty_untrack(&w->dirty);
+}
+
+static void block_untrack(struct watch_block *w)
+{
+	mms__dirty_untrack(&w->dirty);
+	if (w->edges)
+		mms__real.munmap(w->edges, (size_t)(2 * sysconf(_SC_PAGESIZE)));
+	w->edges = NULL;
+	w->crc_ok = 0;
+}
+
+/* The CRC of w: the last one while nothing of it changed. */
+static uint64_t watched_crc(struct watch_block *w)
+{
+	struct mms_dirty_run runs[DIRTY_RUNS];
+	const uint8_t *p = (const uint8_t *)(uintptr_t)w->addr;
+	size_t head, tail;
+	int n;
+
+	if (!w->dirty.hi)
+		return block_crc(w);
+	n = mms__dirty_scan(&w->dirty, runs, DIRTY_RUNS);
+	if (!w->dirty.hi) {
+		block_untrack(w); /* tracking lost */
+		return block_crc(w);
+	}
+	head = edge_head(w);
+	tail = edge_tail(w);
+	if (n == 0 && w->crc_ok && !memcmp(w->edges, p, head) && !memcmp(w->edges + head, p + w->size - tail, tail))
+		return w->crc;
+	w->written += n != 0;
+	if (++w->looks == DIRTY_SPAN) {
+		if (w->written * DIRTY_SHARE > DIRTY_SPAN) {
+			block_untrack(w);
+			return block_crc(w);
+		}
+		w->looks = w->written = 0;
+	}
+	/* The edges copied before the sum: a write between the two makes
+	 * the next look sum again. */
+	memcpy(w->edges, p, head);
+	memcpy(w->edges + head, p + w->size - tail, tail);
+	w->crc = block_crc(w);
+	w->crc_ok = 1;
+	return w->crc;
+}
+
 void mms__watch_set_log(const char *log_path)
 {
 	const char *slash = log_path ? strrchr(log_path, '/') : NULL;
@@ -141,11 +228,13 @@ static void set_add(uint64_t addr, uint64_t size, const char *name, uint32_t out
 	w->out = out;
 	w->api = api;
 	copy_name(w->name, name ? name : "", name ? strlen(name) : 0);
+	block_track(w);
 	__atomic_store_n(&mms__watch_live, nset, __ATOMIC_RELAXED);
 }
 
 static void set_remove(unsigned i)
 {
+	block_untrack(&set[i]);
 	memmove(&set[i], &set[i + 1], (nset - i - 1) * sizeof set[0]);
 	nset--;
 	__atomic_store_n(&mms__watch_live, nset, __ATOMIC_RELAXED);
@@ -219,8 +308,8 @@ static void sum_all(struct mms_thread *t, int after)
 	if (!nset || (!t && !spec->full_content) || !mms__gdb_current(&launch, &op))
 		return; /* nothing to record, or no launch open */
 	for (unsigned i = 0; i < nset; i++) {
-		const struct watch_block *w = &set[i];
-		uint64_t crc = block_crc(w);
+		struct watch_block *w = &set[i];
+		uint64_t crc = watched_crc(w);
 		uint8_t *p;
 
 		if (t && (p = mms__rec_begin(t, 1 + 7 * 10))) {

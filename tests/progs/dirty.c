@@ -14,7 +14,8 @@
  *
  * Run under the recorder (LD_PRELOAD); exits 2 without it, 1 when a
  * check fails. `dirty seccomp` runs the same under a seccomp filter that
- * allows everything: the recorder then compares every byte. */
+ * allows everything: the recorder then compares every byte. `dirty api`
+ * watches with msmemscope_watch() (see api_watch()). */
 #include <aio.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -132,6 +133,37 @@ static void *thread_main(void *p)
 	return p;
 }
 
+/* `dirty api`: msmemscope_watch() of a 1 MiB block (a checksum at every
+ * boundary, kept while the kernel says no page was written): 1000
+ * launches "q", of which launch 500 is "hit" (a store), launch 700
+ * "kread" (read() into the block), and a store between launches 799 and
+ * 800. Prints "tracked" or "compared"; dirty.sh reads the changes from
+ * the watch analysis. */
+static int api_watch(void)
+{
+	void (*watch)(const void *, size_t, const char *);
+	char *blk = calloc(1, BIG);
+
+	*(void **)&watch = dlsym(RTLD_DEFAULT, "msmemscope_watch");
+	if (!watch || !blk)
+		return 2;
+	watch(blk, BIG, "blk");
+	for (int i = 1; i <= 1000; i++) {
+		if (i == 800)
+			blk[4000] = 1;
+		op_begin(i == 500 ? "hit" : i == 700 ? "kread" : "q");
+		if (i == 500)
+			blk[BIG / 2] = 1;
+		if (i == 700)
+			read_big(blk);
+		op_end();
+		if (i == 1)
+			printf("%s\n", tracked(blk + BIG / 2) ? "tracked" : "compared");
+	}
+	free(blk);
+	return 0;
+}
+
 /* Runs this program again under a seccomp filter allowing every call. */
 static int under_seccomp(char *self)
 {
@@ -159,6 +191,10 @@ int main(int argc, char **argv)
 	if (argc == 2 && !strcmp(argv[1], "seccomp"))
 		return under_seccomp(argv[0]);
 	d = dlsym(RTLD_DEFAULT, "msmemscope_gdb");
+	*(void **)&op_begin = dlsym(RTLD_DEFAULT, "msmemscope_op_begin");
+	*(void **)&op_end = dlsym(RTLD_DEFAULT, "msmemscope_op_end");
+	if (argc == 2 && !strcmp(argv[1], "api"))
+		return op_begin && op_end ? api_watch() : 2;
 	*(void **)&op_begin = dlsym(RTLD_DEFAULT, "msmemscope_op_begin");
 	*(void **)&op_end = dlsym(RTLD_DEFAULT, "msmemscope_op_end");
 	if (!d || !op_begin || !op_end || d->version != MMS_GDB_VERSION) {

@@ -12,7 +12,10 @@
 # the kernel cannot track (before Linux 6.7) every byte is compared
 # instead: the same checks then test that path, and the test says so.
 # The program run again under a seccomp filter must compare (a filter may
-# kill on userfaultfd) and pass the same checks.
+# kill on userfaultfd) and pass the same checks. Then msmemscope_watch()
+# of 1 MiB, whose checksum is kept while no page is written: the watch
+# analysis must find a store, a read() and a store between launches at
+# their launches.
 . "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
 
 prog=$MMS_PROGS/dirty
@@ -35,4 +38,20 @@ record rec2.mms "$prog" seccomp >out2 2>err2 || rc=$?
 [ "$rc" = 0 ] || fail "dirty exited $rc under a seccomp filter: $(cat out2 err2)"
 [ "$(sed -n 1p out2)" = compared ] || fail "under a seccomp filter the watches were not compared: $(cat out2)"
 [ "$(grep -c '^ok:' out2)" = 17 ] || fail "under a seccomp filter, expected 17 checks: $(cat out2)"
-note "17 checks passed ($mode), and the same 17 under a seccomp filter (compared)"
+# msmemscope_watch() of 1 MiB: its checksum kept while no page is written;
+# the watch analysis must find each change at its launch.
+rc=0
+record api.mms "$prog" api >out3 2>err3 || rc=$?
+[ "$rc" = 0 ] || fail "dirty api exited $rc under the recorder: $(cat out3 err3)"
+[ "$(cat out3)" = "$mode" ] || fail "dirty api: the block was not $mode: $(cat out3)"
+"$MMS_REPLAY" api.mms --analysis watch --json >api.json 2>api.err ||
+	fail "msmemscope-replay --analysis watch --json exited $?: $(cat api.err)"
+"$MMS_PYTHON" - api.json <<'PY' || fail "the watch analysis of dirty api is wrong: $(cat api.json)"
+import json, sys
+d = json.loads(open(sys.argv[1]).read().splitlines()[0])
+b = d["blocks"]
+assert len(b) == 1 and b[0]["name"] == "blk" and b[0]["size"] == 1 << 20 and b[0]["sums"] == 2000, b
+c = [(x["op"], x["launch"], x["found_at"]) for x in b[0]["changes"]]
+assert c == [("hit", 500, 500), ("kread", 700, 700), (None, 0, 800)], c
+PY
+note "17 checks passed ($mode), and the same 17 under a seccomp filter (compared); msmemscope_watch: 3 changes at their launches"
