@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "hooks-int.h"
+#include "log.h"
 #include "stamp.h"
 
 #if defined(__x86_64__)
@@ -92,7 +93,8 @@ static unsigned epoch = 1;
 static uint32_t *cpu_ticks;
 static volatile char *cal_page; /* ours, registered, for measuring */
 static size_t page_size;
-/* Set by pthread_create (runtime.c): the process may have other threads. */
+/* Set by pthread_create (runtime.c) when the program starts a thread (not
+ * when the recorder starts its log thread): it may have other threads. */
 uint32_t mms__threads_made;
 
 /* The ranges tracked now (under dirty_lock). No two share a page: a look
@@ -513,7 +515,10 @@ int mms__dirty_track(struct mms_dirty *d, uintptr_t addr, size_t size)
 		d->lo = lo;
 		d->hi = hi;
 		d->epoch = epoch;
-		d->alone = cpu_ticks && !mms__proc_stat_field(0, 20, &threads) && threads == 1;
+		/* One thread of the program's: the log thread never writes
+		 * the program's memory. */
+		d->alone = cpu_ticks && !mms__proc_stat_field(0, 20, &threads) &&
+			   threads - (mms__log_thread_running() ? 1 : 0) == 1;
 	}
 	pthread_mutex_unlock(&dirty_lock);
 out:
@@ -557,11 +562,18 @@ int mms__dirty_scan(struct mms_dirty *d, struct mms_dirty_run *runs, unsigned ma
 		r = ioctl(pagemap, PM_SCAN_IOCTL, &a);
 	pthread_mutex_unlock(&dirty_lock);
 	if (alone && r >= 0) {
+		unsigned cpu2;
+		uint64_t after = tsc_cpu(&cpu2);
+
 		/* The next interval starts before the pages were protected
-		 * again: a signal handler that runs once the call returns
-		 * is inside it. */
+		 * again, so that a signal handler run as the call returns is
+		 * inside it; or after the call, when the call took less than
+		 * a fault: no handler wrote a page in between. */
+		ticks = __atomic_load_n(&cpu_ticks[cpu], __ATOMIC_RELAXED);
 		d->looked = d->made = now;
-		if (!__atomic_load_n(&cpu_ticks[cpu], __ATOMIC_RELAXED))
+		if (cpu2 == cpu && ticks && ticks != UINT32_MAX && after - now < ticks)
+			d->looked = d->made = after;
+		if (!ticks)
 			measure_cpu(cpu);
 	}
 	errno = saved_errno;

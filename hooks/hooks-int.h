@@ -325,7 +325,8 @@ struct mms_dirty {
 	uint64_t looked; /* TSC at the last look, made or skipped */
 	uint64_t made;   /* TSC at the last look made */
 };
-/* Set by pthread_create: the process may have other threads. */
+/* Set by pthread_create when the program calls it: it may have other
+ * threads. */
 extern uint32_t mms__threads_made MMS_HIDDEN;
 /* A run of written pages [start, end): the kernel's struct page_region. */
 struct mms_dirty_run {

@@ -148,7 +148,8 @@ MMS_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(
 	/* What pthread_create allocates (the thread's TLS vector) is glibc's,
 	 * kept while the thread lives and after, in its stack cache. */
 	mms__tls_runtime = MMS_RT_THREAD;
-	__atomic_store_n(&mms__threads_made, 1, __ATOMIC_RELAXED);
+	if (!mms__tls_busy) /* the program's thread, not the log thread */
+		__atomic_store_n(&mms__threads_made, 1, __ATOMIC_RELAXED);
 	r = real_pthread_create(th, attr, fn, arg);
 	mms__tls_runtime = saved;
 	return r;
