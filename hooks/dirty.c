@@ -11,9 +11,10 @@
  * Xeon under Linux 6.18: a look takes about 0.3 us for 64 KiB and 0.18 ms
  * for 1 GiB, against 0.8 us and 130 ms to compare them with a snapshot; a
  * page's first write after a look costs a page fault, about 2.3 us.
- * gdbif.c uses it for `memscope watch` on ranges of DIRTY_MIN_PAGES pages
- * or more, and gives it up for a range written at most looks (comparing
- * is then cheaper than the faults).
+ * gdbif.c uses it for `memscope watch`, watch.c for --watch and
+ * msmemscope_watch() (a checksum kept while nothing was written), on
+ * ranges of DIRTY_MIN_PAGES pages or more; both give it up for a range
+ * written at most looks (reading it is then cheaper than the faults).
  *
  * Only the program's private memory is tracked (the heap, anonymous
  * mappings, and the pages of a file's private writable mapping, its data
