@@ -261,16 +261,20 @@ static void set_up_skipping(int u)
 }
 
 /* Measures this CPU: the least of a few writes to our protected page,
- * halved. Called after a look, holding nothing. */
+ * halved; trusted when most writes took about as long (an interrupt or a
+ * preemption in one makes it longer, never shorter), else this CPU never
+ * skips. Called after a look, holding nothing. */
+#define MEASURES 16
 static void measure_cpu(unsigned cpu)
 {
 	struct uffdio_writeprotect wp = {
 		.range = { .start = (uintptr_t)cal_page, .len = page_size },
 		.mode = UFFDIO_WRITEPROTECT_MODE_WP,
 	};
-	uint64_t best = UINT64_MAX;
+	uint64_t best = UINT64_MAX, took[MEASURES];
+	int n = 0, near = 0;
 
-	for (int k = 0; k < 16; k++) {
+	for (int k = 0; k < MEASURES; k++) {
 		unsigned c0, c1;
 		uint64_t t0, t1;
 		int r = -1;
@@ -290,11 +294,19 @@ static void measure_cpu(unsigned cpu)
 		t0 = t1 = 0;
 		c0 = c1 = 0;
 #endif
-		if (c0 == cpu && c1 == cpu && t1 > t0 && t1 - t0 < best)
+		if (c0 != cpu || c1 != cpu || t1 <= t0)
+			continue;
+		took[n++] = t1 - t0;
+		if (t1 - t0 < best)
 			best = t1 - t0;
 	}
-	best = best == UINT64_MAX ? UINT32_MAX : best / 2;
-	__atomic_store_n(&cpu_ticks[cpu], best >= UINT32_MAX ? UINT32_MAX - 1 : (uint32_t)best, __ATOMIC_RELAXED);
+	for (int k = 0; k < n; k++)
+		near += took[k] * 2 <= best * 3;
+	if (near < MEASURES / 2 || best / 2 >= UINT32_MAX)
+		best = UINT32_MAX; /* not measurable */
+	else
+		best /= 2;
+	__atomic_store_n(&cpu_ticks[cpu], (uint32_t)best, __ATOMIC_RELAXED);
 }
 
 /* Opens the userfaultfd and the pagemap, once (under set_up_lock).
