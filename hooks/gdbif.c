@@ -291,6 +291,16 @@ static int differs(const void *a, const void *b, size_t n)
  * cost of comparing some 150 KiB): a block with more than one byte in
  * DIRTY_SHARE of its tracked pages written at each look, over DIRTY_SPAN
  * looks, is compared instead from then on. */
+/* Tells gdb how much of slot i's block the kernel tracks. */
+static void publish_tracked(unsigned i)
+{
+	const struct mms_dirty *d = &slot_dirty[i];
+	uint64_t lo = d->lo > slot_addr[i] ? d->lo : slot_addr[i];
+	uint64_t hi = d->hi < slot_addr[i] + slot_size[i] ? d->hi : slot_addr[i] + slot_size[i];
+
+	__atomic_store_n(&msmemscope_gdb.watch[i].tracked, d->hi && lo < hi ? hi - lo : 0, __ATOMIC_RELAXED);
+}
+
 /* Whether watch slot i's block (cur, size bytes) differs from its
  * snapshot. */
 static int slot_changed(unsigned i, const uint8_t *cur, const uint8_t *snap, size_t size)
@@ -306,8 +316,10 @@ static int slot_changed(unsigned i, const uint8_t *cur, const uint8_t *snap, siz
 	if (n < 0) {
 		/* -2: more runs than room; -1: tracking lost. */
 		found = differs(cur, snap, size);
-		if (!d->hi)
+		if (!d->hi) {
+			publish_tracked(i);
 			return found;
+		}
 		slot_written[i] += d->hi - d->lo;
 	} else {
 		/* The block's bytes outside the tracked pages, then its
@@ -341,6 +353,7 @@ static int slot_changed(unsigned i, const uint8_t *cur, const uint8_t *snap, siz
 			if (lo != d->lo || hi != d->hi)
 				mms__dirty_shrink(d, lo, hi);
 		}
+		publish_tracked(i);
 		slot_looks[i] = 0;
 		slot_written[i] = 0;
 		slot_edge[i][0] = slot_edge[i][1] = 0;
@@ -390,6 +403,7 @@ static void watch_arm(struct mms_gdb_watch *w, unsigned i, uint64_t gen, uint64_
 	} else {
 		mms__dirty_untrack(&slot_dirty[i]);
 	}
+	publish_tracked(i);
 	__atomic_store_n(&w->seen, gen, __ATOMIC_RELEASE);
 	errno = saved_errno;
 }
@@ -416,6 +430,7 @@ static void watches_check(uint64_t launch, const char *name)
 			if (unlikely(slot_dirty[i].hi)) {
 				mms__spin_lock(&slot_busy[i]);
 				mms__dirty_untrack(&slot_dirty[i]);
+				publish_tracked(i);
 				mms__spin_unlock(&slot_busy[i]);
 			}
 			continue;
@@ -469,6 +484,7 @@ void mms__gdb_release_slow(uintptr_t lo, uintptr_t hi)
 		mms__spin_lock(&slot_busy[i]);
 		slot_ok[i] = 0;
 		mms__dirty_untrack(&slot_dirty[i]);
+		publish_tracked(i);
 		mms__spin_unlock(&slot_busy[i]);
 		attribution(gdb_tls, &at, &at_name);
 		stop(MMS_GDB_FREED, i, at, at_name);
@@ -613,6 +629,7 @@ void mms__gdb_after_fork_child(void)
 	for (unsigned i = 0; i < MMS_GDB_WATCH_MAX; i++) {
 		slot_busy[i] = 0;
 		slot_dirty[i].lo = slot_dirty[i].hi = 0;
+		msmemscope_gdb.watch[i].tracked = 0;
 	}
 	mms__dirty_after_fork_child();
 	stop_busy = 0;

@@ -15,7 +15,7 @@
 
 #include <stdint.h>
 
-#define MMS_GDB_VERSION 3
+#define MMS_GDB_VERSION 4
 #define MMS_GDB_WATCH_MAX 8
 #define MMS_GDB_NAME_MAX 128
 
@@ -55,6 +55,10 @@ struct mms_gdb_watch {
 	uint64_t previous;       /* hooks: address of the bytes before the change */
 	uint64_t capacity;       /* hooks: bytes allocated at snapshot/previous */
 	uint64_t changes;        /* hooks: changes seen so far */
+	uint64_t tracked;        /* hooks: bytes of the block in pages the kernel
+	                            tracks (hooks/dirty.c), compared only when
+	                            written; 0 = every byte compared at every
+	                            boundary (version 4) */
 };
 
 struct msmemscope_gdb {

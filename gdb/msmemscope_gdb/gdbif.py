@@ -13,7 +13,7 @@ import ctypes
 
 import gdb
 
-VERSION = 3
+VERSION = 4
 WATCH_MAX = 8
 NAME_MAX = 128
 LOG_PATH_MAX = 4096
@@ -24,7 +24,7 @@ REASON_NONE, REASON_WATCH, REASON_OP, REASON_STEP, REASON_FREED, REASON_GUARD, R
 class Watch(ctypes.Structure):
     _fields_ = [("addr", ctypes.c_uint64), ("size", ctypes.c_uint64), ("generation", ctypes.c_uint64),
                 ("seen", ctypes.c_uint64), ("snapshot", ctypes.c_uint64), ("previous", ctypes.c_uint64),
-                ("capacity", ctypes.c_uint64), ("changes", ctypes.c_uint64)]
+                ("capacity", ctypes.c_uint64), ("changes", ctypes.c_uint64), ("tracked", ctypes.c_uint64)]
 
 
 class Descriptor(ctypes.Structure):
@@ -36,8 +36,8 @@ class Descriptor(ctypes.Structure):
 
 
 # The layout has no padding; a mismatch here means gdbif.h changed.
-assert ctypes.sizeof(Watch) == 64
-assert ctypes.sizeof(Descriptor) == 8 + 64 * WATCH_MAX + NAME_MAX + 8 + 8 + 8 + 8 + NAME_MAX + 8 * 3 + LOG_PATH_MAX
+assert ctypes.sizeof(Watch) == 72
+assert ctypes.sizeof(Descriptor) == 8 + 72 * WATCH_MAX + NAME_MAX + 8 + 8 + 8 + 8 + NAME_MAX + 8 * 3 + LOG_PATH_MAX
 
 
 def _off(field):

@@ -153,7 +153,9 @@ launch boundary (msmemscope_op_begin and msmemscope_op_end) inside the
 program; gdb stops only when it changed, and shows the operator launch
 that changed it (name, launch index, step, thread), the changed bytes
 old -> new, and where the block was allocated. Changes count from the
-next boundary after the watch is set.
+next boundary after the watch is set. On Linux 6.7 and later, a watch of
+32 KiB or more in the program's private memory is compared only in the
+pages the kernel marks written since the last boundary.
 
 A watch that runs past its heap block, or lies in none, is set with a
 warning. When the program frees memory in a watch, gdb stops there,
@@ -163,7 +165,10 @@ Two watches a boundary changed give one stop that shows both; a second
 watch of the same bytes is refused. `set memscope diff-lines N' sets how
 many lines of changed bytes a stop prints (default 16, 0: all).
 
-With no argument, lists the watches. At most 8 watches at a time;
+With no argument, lists the watches: how many changes each saw, and how
+it is checked (Checked: `pages', the pages the kernel marks written, or
+`pages N%' for part of it; `bytes', every byte at every boundary; `-',
+not yet armed: until the next boundary). At most 8 watches at a time;
 `memscope unwatch [N]` removes them."""
 
     def __init__(self, session):
@@ -230,17 +235,34 @@ With no argument, lists the watches. At most 8 watches at a time;
         if not self.s.watches:
             gdb.write("memscope: no watches. `memscope watch EXPR [SIZE]' sets one.\n")
             return
-        changes = {}
+        changes, checked = {}, {}
         try:
             d = gdbif.Handle().read()
             # A change shown with another watch's, whose own stop is to come.
             changes = {i: d.watch[i].changes + sum(1 for m in self.s.merged if m[0] == i) for i in self.s.watches}
+            checked = {i: _checked(d.watch[i]) for i in self.s.watches}
         except gdbif.NotLoaded:
             pass
-        gdb.write("%-4s %-18s %10s %8s  %s\n" % ("Num", "Address", "Size", "Changes", "Expression"))
+        gdb.write("%-4s %-18s %10s %8s  %-9s  %s\n" % ("Num", "Address", "Size", "Changes", "Checked", "Expression"))
         for slot in sorted(self.s.watches):
             w = self.s.watches[slot]
-            gdb.write("%-4d %-18s %10d %8s  %s\n" % (slot + 1, "0x%x" % w.addr, w.size, changes.get(slot, "?"), w.expr))
+            gdb.write("%-4d %-18s %10d %8s  %-9s  %s\n" % (slot + 1, "0x%x" % w.addr, w.size, changes.get(slot, "?"),
+                                                          checked.get(slot, "?"), w.expr))
+        if any(c.startswith("pages") for c in checked.values()):
+            gdb.write("(pages: the kernel marks the pages written, and only those are compared at a boundary)\n")
+
+
+def _checked(w):
+    """How the recorder checks a watch: "bytes" (every byte at every
+    boundary), "pages" (the kernel tracks its pages) or "pages 60%" (those
+    of part of it), "-" before its first boundary."""
+    if w.seen != w.generation:
+        return "-"
+    if not w.tracked:
+        return "bytes"
+    if w.tracked >= w.size:
+        return "pages"
+    return "pages %d%%" % max(1, min(99, w.tracked * 100 // w.size))
 
 
 class UnwatchCommand(Command):

@@ -27,7 +27,7 @@ expect_eq "gdbwatch output without the recorder" "$(cat native.out)" "gdbwatch d
 # off_*, w_*, watch_stride: the descriptor's layout, from the header.
 "$prog" offsets >offsets.sh || fail "gdbwatch offsets exited $?"
 . ./offsets.sh
-expect_eq "MMS_GDB_VERSION" "$gdb_version" 3
+expect_eq "MMS_GDB_VERSION" "$gdb_version" 4
 
 # The recorder as installed: no debug information, only its symbols.
 hooks=$MMS_HOOKS
@@ -125,11 +125,11 @@ expect_stop() {
 # --- nothing armed: no stop; the descriptor is there and names the log ----
 session none ""
 expect_eq "stops with nothing armed" "$(stops none)" 0
-expect_eq "descriptor version" "$(sed -n 's/^VERSION //p' none.out)" 3
+expect_eq "descriptor version" "$(sed -n 's/^VERSION //p' none.out)" 4
 expect_eq "descriptor log path" "$(sed -n 's/^LOG //p' none.out)" "$(pwd -P)/none.mms"
 summarize none.mms
 expect_consistent none.mms.json
-note "nothing armed: no stop; version 3; log_path is the log's absolute path"
+note "nothing armed: no stop; version 4; log_path is the log's absolute path"
 
 # --- a watch on the neighbour block: one stop, at the overrun -------------
 session watch "" "$(watch 0 "$neighbour" 64)" "$arm"
