@@ -56,14 +56,12 @@ static int one_thread_stamps(int clock)
 
 void mms__clock_init(int clock)
 {
-	long threads;
-
 	mms__clock_tsc = clock != MMS_CONFIG_CLOCK_COUNTER && cpu_has_invariant_tsc();
 	if (mms__clock_tsc)
 		mms__releasers = mms__map_anon(MMS_RELEASERS * sizeof(uint64_t));
 	/* One thread so far (the recorder starts before main, as a rule;
 	 * started later, the threads that run already count). */
-	mms__stamp_one = one_thread_stamps(clock) && !mms__proc_stat_field(0, 20, &threads) && threads == 1;
+	mms__stamp_one = one_thread_stamps(clock) && mms__threads_now() == 1;
 }
 
 void mms__stamp_many(void)

@@ -150,30 +150,13 @@ static void raw_close(int fd)
 	syscall(SYS_close, fd);
 }
 
-/* Reads the file at path into buf (at most cap - 1 bytes, NUL ended).
- * Returns the length or -1. For /proc files: a read at a time. */
-static ssize_t slurp(const char *path, char *buf, size_t cap)
-{
-	int fd = raw_open(path, O_RDONLY);
-	size_t n = 0;
-	ssize_t r = 0;
-
-	if (fd < 0)
-		return -1;
-	while (n + 1 < cap && (r = syscall(SYS_read, fd, buf + n, cap - 1 - n)) > 0)
-		n += (size_t)r;
-	raw_close(fd);
-	buf[n] = 0;
-	return r < 0 ? -1 : (ssize_t)n;
-}
-
 /* Whether the process runs under no seccomp filter ("Seccomp:\t0"). */
 static int no_seccomp(void)
 {
 	char buf[4096];
 	const char *s;
 
-	if (slurp("/proc/self/status", buf, sizeof buf) < 0 || !(s = strstr(buf, "\nSeccomp:")))
+	if (mms__proc_read("/proc/self/status", buf, sizeof buf) < 0 || !(s = strstr(buf, "\nSeccomp:")))
 		return 0;
 	s += sizeof "\nSeccomp:" - 1;
 	while (*s == ' ' || *s == '\t')
@@ -495,7 +478,6 @@ int mms__dirty_track(struct mms_dirty *d, uintptr_t addr, size_t size)
 	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_WP };
 	struct uffdio_writeprotect wp = { .mode = UFFDIO_WRITEPROTECT_MODE_WP };
 	unsigned cpu;
-	long threads;
 	int ok = 0;
 
 	d->lo = d->hi = 0;
@@ -530,8 +512,7 @@ int mms__dirty_track(struct mms_dirty *d, uintptr_t addr, size_t size)
 		d->epoch = epoch;
 		/* One thread of the program's: the log thread never writes
 		 * the program's memory. */
-		d->alone = cpu_ticks && !mms__proc_stat_field(0, 20, &threads) &&
-			   threads - (mms__log_thread_running() ? 1 : 0) == 1;
+		d->alone = cpu_ticks && mms__threads_now() - (mms__log_thread_running() ? 1 : 0) == 1;
 	}
 	pthread_mutex_unlock(&dirty_lock);
 out:

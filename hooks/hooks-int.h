@@ -566,5 +566,11 @@ void mms__process_init(void) MMS_HIDDEN;
 /* Field `field` (3 and up, numbered as in proc(5)) of /proc/PID/stat (PID
  * 0: this process), as a number. Returns 0, or -1 when it cannot be read. */
 int mms__proc_stat_field(long pid, int field, long *out) MMS_HIDDEN;
+/* Threads of the process now (field 20 of /proc/self/stat); 0 when it
+ * cannot be read. */
+long mms__threads_now(void) MMS_HIDDEN;
+/* Reads the file at path (a /proc file: read until its end) into buf, at
+ * most cap - 1 bytes, NUL ended. Returns the length, or -1. */
+ssize_t mms__proc_read(const char *path, char *buf, size_t cap) MMS_HIDDEN;
 
 #endif /* MMS_HOOKS_INT_H */

@@ -138,24 +138,30 @@ void mms__process_init(void)
 
 /* --- /proc/PID/stat --------------------------------------------------------- */
 
+ssize_t mms__proc_read(const char *path, char *buf, size_t cap)
+{
+	ssize_t n = 0, r = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || !cap)
+		return -1;
+	while ((size_t)n + 1 < cap && (r = read(fd, buf + n, cap - 1 - (size_t)n)) > 0)
+		n += r;
+	close(fd);
+	buf[n] = 0;
+	return r < 0 ? -1 : n;
+}
+
 int mms__proc_stat_field(long pid, int field, long *out)
 {
 	char path[64], buf[1024], *p, *end;
-	ssize_t n;
-	int fd;
 
 	if (pid)
 		snprintf(path, sizeof path, "/proc/%ld/stat", pid);
 	else
 		snprintf(path, sizeof path, "/proc/self/stat");
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (mms__proc_read(path, buf, sizeof buf) <= 0 || field < 3)
 		return -1;
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0 || field < 3)
-		return -1;
-	buf[n] = 0;
 	/* Field 2, the name, may hold spaces and parentheses: count from
 	 * the last ')'. */
 	p = strrchr(buf, ')');
@@ -170,6 +176,13 @@ int mms__proc_stat_field(long pid, int field, long *out)
 	}
 	*out = strtol(p, &end, 10);
 	return end == p ? -1 : 0;
+}
+
+long mms__threads_now(void)
+{
+	long v;
+
+	return mms__proc_stat_field(0, 20, &v) ? 0 : v;
 }
 
 /* --- dlclose -------------------------------------------------------------- */

@@ -157,15 +157,6 @@ MMS_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(
 
 /* --- at the end of exit ---------------------------------------------------- */
 
-/* Threads of the process now (field 20 of /proc/self/stat); 0 when it
- * cannot be read. */
-static long threads_now(void)
-{
-	long v;
-
-	return mms__proc_stat_field(0, 20, &v) ? 0 : v;
-}
-
 /* The buffers of stdin, stdout and stderr, which glibc keeps to the end:
  * written as one META record, "runtime_live", of (kind, address) pairs. */
 static void note_std_buffers(struct mms_thread *t)
@@ -190,7 +181,7 @@ static void note_std_buffers(struct mms_thread *t)
 
 static void late_exit(void *arg)
 {
-	long threads = threads_now();
+	long threads = mms__threads_now();
 	struct mms_thread *t;
 	uint8_t buf[32], val[16], *p, *v;
 
