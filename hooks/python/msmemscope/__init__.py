@@ -21,7 +21,6 @@ doc/python.md.
 """
 
 import os
-import shlex
 import sys
 
 from . import _msmemscope as _c
@@ -95,6 +94,8 @@ def _command_line():
     if _config and "collect_mode" not in _config:
         # start() and stop() bound the recording, as in msMemScope.
         opts.append("--collect-mode=deferred")
+    import shlex  # here: every recorded interpreter imports this module at start-up
+
     argv = getattr(sys, "orig_argv", None) or [sys.executable] + sys.argv
     return " ".join(shlex.quote(a) for a in ["msmemscope"] + opts + ["--"] + list(argv))
 
