@@ -351,7 +351,8 @@ int an_usage_print(struct an_ctx *c)
 			t->changes, rel_s(t, t->end_ns), human_bytes(t->peak_bytes, hp, sizeof(hp)),
 			rel_s(t, t->peak_ns), human_bytes(t->end_bytes, hb, sizeof(hb)));
 		fprintf(c->out, "  %" PRIu64 " row(s) (%s)\n", t->usage_rows,
-			c->o->buckets ? "the highest live bytes of each time bucket" : "one per change");
+			c->o->buckets ? "the highest live bytes of each time bucket"
+				      : "one per time live bytes changed at");
 		if (path)
 			put_file(c, path);
 		if (c->o->plot && !plot_failed)

@@ -111,7 +111,7 @@ static void usage(void)
 	       "                    block idle (default 3000)\n"
 	       "  --min-size N      inefficient: smallest block considered, in bytes\n"
 	       "  --buckets N       usage: points of the timeline, 1 to 1000000 (default: every\n"
-	       "                    change)\n"
+	       "                    time live bytes changed at)\n"
 	       "  --at-event N      decompose: the state just after event N (from 0), through\n"
 	       "                    the seek index, instead of the end and the peak\n"
 	       "  --level op|kernel compare: operator launches (default) or kernel launches\n"
@@ -302,10 +302,12 @@ static void parse_args(int argc, char **argv, struct opts *o)
 				if (!o->an.buckets)
 					die_usage("--buckets wants 1 point or more");
 				/* Each bucket is a row of usage.tsv: 10^12 of them
-				 * filled a disk. Without --buckets, a row per change. */
+				 * filled a disk. Without --buckets, a row per time
+				 * live bytes changed at. */
 				if (o->an.buckets > MAX_BUCKETS)
-					die_usage("--buckets wants at most %d points (leave it out for a row per change)",
-						  MAX_BUCKETS);
+					die_usage(
+						"--buckets wants at most %d points (leave it out for a row per time live bytes changed at)",
+						MAX_BUCKETS);
 			} else if (cli_opt_value(argc, argv, &i, "--flamegraph", &v)) {
 				o->flamegraph = v;
 			} else if (cli_opt_value(argc, argv, &i, "--plot", &v)) {

@@ -105,6 +105,10 @@ struct trace_pass {
 	} *pieces;
 	size_t npieces, pieces_cap;
 	struct mms__wfile *usage;     /* usage.tsv, or NULL */
+	/* usage.tsv's rows of the time the last changes had (row_pending):
+	 * the highest live bytes among them and the last. */
+	uint64_t row_ns, row_max, row_last;
+	int row_pending;
 	struct bucketer file_b, plot_b;
 	int file_bucketed, plot;
 	unsigned kinds;          /* bit 1 << kind: the memory kinds counted */

@@ -82,6 +82,40 @@ static void plot_emit(void *ctx, uint64_t i, uint64_t time_ns, uint64_t bytes)
 	p->t->points[i].bytes = bytes;
 }
 
+/* Writes the rows of the time the last changes had: the highest live
+ * bytes among them when the last change left fewer, then the last. */
+static void usage_rows_flush(struct trace_pass *p)
+{
+	if (!p->row_pending)
+		return;
+	if (p->row_max > p->row_last) {
+		mms__wfile_u64(p->usage, p->row_ns, '\t');
+		mms__wfile_u64(p->usage, p->row_max, '\n');
+		p->t->usage_rows++;
+	}
+	mms__wfile_u64(p->usage, p->row_ns, '\t');
+	mms__wfile_u64(p->usage, p->row_last, '\n');
+	p->t->usage_rows++;
+	p->row_pending = 0;
+}
+
+/* A change of live bytes to now at time t, for usage.tsv: the changes of
+ * one time (events recorded one after the other between two readings of
+ * the clock share their time, see recorder.md) make at most two rows. */
+static void usage_row(struct trace_pass *p, uint64_t t, uint64_t now)
+{
+	if (p->row_pending && t == p->row_ns) {
+		p->row_last = now;
+		if (now > p->row_max)
+			p->row_max = now;
+		return;
+	}
+	usage_rows_flush(p);
+	p->row_ns = t;
+	p->row_max = p->row_last = now;
+	p->row_pending = 1;
+}
+
 /* Before an MMAP event: the pieces of live mappings it will remove (an
  * munmap, or a mapping placed over others), clipped to its range. */
 static int mmap_before(struct trace_pass *p, const mms_event_t *ev)
@@ -203,9 +237,7 @@ static int trace_event(struct trace_pass *p, const mms_event_t *ev, uint64_t bef
 		if (p->file_bucketed) {
 			bucket_add(&p->file_b, ev->time_ns, before, now);
 		} else {
-			mms__wfile_u64(p->usage, ev->time_ns, '\t');
-			mms__wfile_u64(p->usage, now, '\n');
-			t->usage_rows++;
+			usage_row(p, ev->time_ns, now);
 		}
 	}
 	if (p->plot)
@@ -282,6 +314,8 @@ static int pass_end(struct mms__sub *sub, struct mms_pass *pass)
 	p->t->stop_rc = pass->stop_rc;
 	if (p->file_bucketed)
 		bucket_finish(&p->file_b, mms__trace_live_total(p));
+	else if (usage)
+		usage_rows_flush(p);
 	if (p->plot)
 		bucket_finish(&p->plot_b, mms__trace_live_total(p));
 	rc = mms__trace_lists_finish(p);

@@ -63,7 +63,7 @@ cut -f4,5 leakage.tsv >lk.rows
 printf '%s\tMMAP\n5000\tHOST\n%s\tMMAP\n3000\tHOST\n' $((2 * page)) $page >lk.expected
 cmp -s lk.rows lk.expected || fail "leakage.tsv rows: $(cat lk.rows) expected $(cat lk.expected)"
 
-# usage: one row per change, in time order.
+# usage: one row per change (each at a time of its own here), in time order.
 expect_eq "usage.tsv header" "$(head -n 1 usage.tsv)" "$(printf 'time_ns\tlive_bytes')"
 tail -n +2 usage.tsv | cut -f2 | tr '\n' ' ' >us.bytes
 p4=$((4 * page))

@@ -289,7 +289,7 @@ START_TEST(test_kinds)
 }
 END_TEST
 
-/* usage.tsv: one row per change, or the highest of each time bucket
+/* usage.tsv: one row per change (each at a time of its own here), or the highest of each time bucket
  * (the value carried into a bucket counts). The span runs from the
  * recording's start (1e9 ns) to the last stamp, 43 ns. */
 START_TEST(test_usage_file)
@@ -331,6 +331,41 @@ START_TEST(test_usage_file)
 		mms_log_close(log);
 		unlink("usage.tsv");
 	}
+}
+END_TEST
+
+/* usage.tsv: the changes of one time (events that share a stamp) make at
+ * most two rows, the highest live bytes among them when the last change
+ * left fewer, then the last; the file's highest row is the peak. */
+START_TEST(test_usage_same_time)
+{
+	mms_trace_options_t opt = { .usage_path = "usage.tsv" };
+	struct lb *b = one_thread();
+	mms_log_t *log;
+	mms_trace_t *t;
+
+	/* 20: up to 100 and back to 60 (two rows). */
+	lb_alloc(b, 20, MMS_ALLOC_MALLOC, 0x1000, 40, 0);
+	lb_alloc(b, 20, MMS_ALLOC_MALLOC, 0x2000, 60, 0);
+	lb_free(b, 20, MMS_FREE_FREE, 0x1000);
+	/* 30: up only, 60 -> 90 -> 1090 (one row, the last). */
+	lb_alloc(b, 30, MMS_ALLOC_MALLOC, 0x3000, 30, 0);
+	lb_alloc(b, 30, MMS_ALLOC_MALLOC, 0x4000, 1000, 0);
+	/* 31: alone, down to 90. */
+	lb_free(b, 31, MMS_FREE_FREE, 0x4000);
+	/* 40: down then up again below the start, 90 -> 60 -> 80 (one row). */
+	lb_free(b, 40, MMS_FREE_FREE, 0x3000);
+	lb_alloc(b, 40, MMS_ALLOC_MALLOC, 0x5000, 20, 0);
+	t = run(b, &opt, &log);
+	ck_assert_str_eq(slurp("usage.tsv"), "time_ns\tlive_bytes\n"
+					     "1000000020\t100\n1000000020\t60\n1000000030\t1090\n"
+					     "1000000031\t90\n1000000040\t80\n");
+	ck_assert_uint_eq(t->usage_rows, 5);
+	ck_assert_uint_eq(t->changes, 8);
+	ck_assert_uint_eq(t->peak_bytes, 1090);
+	ck_assert_uint_eq(t->end_bytes, 80);
+	mms_trace_free(t);
+	mms_log_close(log);
 }
 END_TEST
 
@@ -510,6 +545,7 @@ static Suite *trace_suite(void)
 	tcase_add_test(tc, test_skip_lists);
 	tcase_add_test(tc, test_kinds);
 	tcase_add_test(tc, test_usage_file);
+	tcase_add_test(tc, test_usage_same_time);
 	tcase_add_test(tc, test_list_files);
 	tcase_add_test(tc, test_top);
 	tcase_add_test(tc, test_list_files_refused);
