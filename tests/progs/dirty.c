@@ -6,7 +6,8 @@
  * change must be found at the boundary that follows it, once: a store, a
  * write by the kernel (read() from a pipe), a store between two launches,
  * a store to the part of a page shared with data written at every launch,
- * stores in 10 of 1000 launches back to back, aio_read (a thread libc
+ * stores in 10 of 1000 launches back to back, a page given back with
+ * MADV_DONTNEED (it reads as zeros: a change with no store), aio_read (a thread libc
  * starts for itself), a store where two watches overlap,
  * 40 pages apart, after a fork (the child's writes are its own), and with a second
  * thread. Prints one line per check and "tracked" or "compared" for how
@@ -27,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -120,6 +122,30 @@ static void scatter_big(void *p)
 {
 	for (int i = 0; i < 80; i += 2)
 		((char *)p)[i * 4096 + 100] ^= 1;
+}
+
+/* The page 8 pages into the block: filled, then given back to the kernel
+ * (MADV_DONTNEED), which makes it read as zeros with no store. */
+static char *page8(void *p)
+{
+	return (char *)(((uintptr_t)p + 8 * 4096) & ~(uintptr_t)4095);
+}
+
+static void fill_page8(void *p)
+{
+	memset(page8(p), 0x33, 4096);
+}
+
+static void dontneed_page8(void *p)
+{
+	if (madvise(page8(p), 4096, MADV_DONTNEED))
+		abort();
+}
+
+static void read_page8(void *p)
+{
+	if (*(volatile char *)page8(p) != 0)
+		abort();
 }
 
 static void store_watched(void *p)
@@ -244,6 +270,12 @@ int main(int argc, char **argv)
 	n = launch("scatter", 0, scatter_big, big);
 	check(n == 1 && !strcmp(d->op_name, "scatter"), "40 pages apart written in operator scatter: one change");
 	check(launch("quiet", 0, NULL, NULL) == 0, "none in the next launch");
+	n = launch("fill", 0, fill_page8, big);
+	check(n == 1, "a page filled");
+	n = launch("dontneed", 0, dontneed_page8, big);
+	check(n == 1 && !strcmp(d->op_name, "dontneed"),
+	      "that page given back with MADV_DONTNEED (zeros, no store), in operator dontneed");
+	check(launch("zeros", 0, read_page8, big) == 0, "reading the zeros back: no change");
 	{
 		/* glibc's aio_read reads in a thread of libc's own, not
 		 * started through pthread_create: its write is not this
