@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: MIT
 # guard.sh: what guard mode costs, on mallocbench (one thread) and on the
 # sqlite3 CLI running bench/inserts.awk: BENCH_RUNS rounds of native,
-# recorded and guard-mode runs in turn (lib.sh's rounds), printed as the
-# best wall time of each and the median of the rounds' ratios (the
-# machine's drift moves the runs of one round alike); then the best of
+# recorded and guard-mode runs in turn (lib.sh's rounds), and guard mode
+# with no quarantine (guard_quarantine=0: red zones and bad frees only),
+# printed as the best wall time of each and the median of the rounds'
+# ratios (the machine's drift moves the runs of one round alike): the
+# last shows what the quarantine costs; then the best of
 # BENCH_RUNS under valgrind's memcheck (when installed) and, for
 # mallocbench, built with gcc -fsanitize=address, over native's best. Not
 # a test: `make bench` runs it.
@@ -41,6 +43,7 @@ row() {
 	_n=$(round_best "$2" 1)
 	printf '%-12s native %ss  recorded %ss  guard %ss  guard/native %s  guard/recorded %s' \
 		"$1" "$_n" "$(round_best "$2" 2)" "$(round_best "$2" 3)" "$(round_ratio "$2" 3 1)" "$(round_ratio "$2" 3 2)"
+	printf '  no quarantine/native %s' "$(round_ratio "$2" 4 1)"
 	[ "$3" = - ] || printf '  valgrind/native %s' "$(ratio "$3" "$_n")"
 	[ "$4" = - ] || printf '  asan/native %s' "$(ratio "$4" "$_n")"
 	printf '\n'
@@ -48,12 +51,13 @@ row() {
 
 rec() { env LD_PRELOAD="$hooks" MSMEMSCOPE_LOG="$tmp/r.mms" "$@"; }
 guard() { env LD_PRELOAD="$hooks" MSMEMSCOPE_LOG="$tmp/g.mms" MSMEMSCOPE_CONFIG=guard=1 "$@"; }
+guard0() { env LD_PRELOAD="$hooks" MSMEMSCOPE_LOG="$tmp/g.mms" MSMEMSCOPE_CONFIG="guard=1;guard_quarantine=0" "$@"; }
 memcheck() { "$valgrind" -q --tool=memcheck "$@"; }
 
 echo "== guard mode: red zones, quarantine, checks (targets: <= 2.5x native on mallocbench, <= 1.5x on sqlite3)"
 
 rounds "\"\$bench\" 1 \$iterations" "rec \"\$bench\" 1 \$iterations" "guard \"\$bench\" 1 \$iterations" \
-	>"$tmp/mallocbench.rounds"
+	"guard0 \"\$bench\" 1 \$iterations" >"$tmp/mallocbench.rounds"
 v=-
 [ -z "$valgrind" ] || v=$(best memcheck "$bench" 1 "$iterations")
 a=-
@@ -66,7 +70,7 @@ if [ -n "$sqlite" ] && [ "$rows" -gt 0 ]; then
 	awk -v n="$rows" -v pad=100 -f "$srcdir/inserts.awk" >"$tmp/inserts.sql"
 	# -batch -init /dev/null: no ~/.sqliterc, no prompts, as run.sh runs it.
 	sq() { "$@" "$sqlite" -batch -init /dev/null :memory: <"$tmp/inserts.sql"; }
-	rounds "sq env" "sq rec" "sq guard" >"$tmp/sqlite3.rounds"
+	rounds "sq env" "sq rec" "sq guard" "sq guard0" >"$tmp/sqlite3.rounds"
 	v=-
 	[ -z "$valgrind" ] || v=$(best sq memcheck)
 	row sqlite3 "$tmp/sqlite3.rounds" "$v" -
