@@ -141,6 +141,21 @@ grep -q "^msmemscope: ERROR SUMMARY: 15 errors from 5 contexts " repeatns.err ||
 	fail "repeat without stacks: not 15 errors from 5 contexts (names of 6 and 7 bytes, blocks of 33, 34, 35): $(cat repeatns.err)"
 grep -q "more like it (the same kind, block size and damaged offset; no stacks recorded)" repeatns.err ||
 	fail "repeat without stacks: the context does not say what its findings share: $(cat repeatns.err)"
+# Every size from 1 to 100 bytes, damaged at the first and last byte
+# after its free and one byte past its end: each finding at its offset (a
+# quarantine of 4 KiB pushes each freed block out before the next). Not
+# run natively: glibc keeps its free list in a freed block's first bytes,
+# and aborts on the damage. Its stdout lists the errors it made.
+guard_opt=--guard-quarantine=4K run offsets
+expect_eq "offsets exit status (--error-exitcode=99)" "$status" 99
+expect_eq "offsets: errors made" "$(wc -l <offsets.out)" 300
+"$MMS_PYTHON" -c 'import json, sys
+f = json.load(open(sys.argv[1]))["findings"]
+print("\n".join("%s %d %d" % (x["kind"], x["size"], x["offset"]) for x in f))' offsets.json >offsets.found ||
+	fail "offsets: the findings cannot be read: $(cat offsets.json)"
+cmp -s offsets.out offsets.found ||
+	fail "offsets: findings differ from the errors made: $(diff offsets.out offsets.found | head)"
+note "offsets: $(wc -l <offsets.found) findings, each of its kind at its size and offset"
 # msmemscope_guard_check() finds the overflow of a live block (a full
 # check: no stack of its own), and the step and the exit check again.
 error apicheck overflow 8
