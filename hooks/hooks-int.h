@@ -41,6 +41,7 @@ struct mms_real {
 	void *(*mmap)(void *, size_t, int, int, int, off_t);
 	int (*munmap)(void *, size_t);
 	int (*mprotect)(void *, size_t, int);
+	int (*pkey_mprotect)(void *, size_t, int, int);
 	void *(*mremap)(void *, size_t, size_t, int, ...);
 	void *(*dlopen)(const char *, int);
 	int (*dlclose)(void *);

@@ -62,6 +62,7 @@ static void resolve_real(void)
 	RESOLVE(mmap);
 	RESOLVE(munmap);
 	RESOLVE(mprotect);
+	RESOLVE(pkey_mprotect);
 	RESOLVE(mremap);
 	RESOLVE(dlclose);
 	RESOLVE(pthread_setname_np);
@@ -759,27 +760,41 @@ MMS_EXPORT int munmap(void *addr, size_t len)
 
 /* What the program may access: a mapping reserved with PROT_NONE (a
  * JVM's or V8's heap, a sanitizer's shadow) becomes memory where mprotect
- * opens it, and stops being memory where mprotect closes it again. */
-MMS_EXPORT int mprotect(void *addr, size_t len, int prot)
+ * opens it, and stops being memory where mprotect closes it again.
+ * pkey_mprotect (pkey < 0: none) is the same call with a protection key;
+ * the key itself is not recorded. */
+static int protect(void *addr, size_t len, int prot, int pkey, int with_key)
 {
 	struct mms_thread *t;
 	int r;
 
-	if (unlikely(!mms__real.mprotect)) {
+	if (unlikely(with_key ? !mms__real.pkey_mprotect : !mms__real.mprotect)) {
 		init_resolve();
-		if (!mms__real.mprotect)
+		if (with_key && !mms__real.pkey_mprotect)
+			return (int)syscall(SYS_pkey_mprotect, addr, len, prot, pkey);
+		if (!with_key && !mms__real.mprotect)
 			return (int)syscall(SYS_mprotect, addr, len, prot);
 	}
 	if (!(prot & PROT_READ))
 		mms__release_watched((uintptr_t)addr, (uintptr_t)addr + len);
 	t = enter_mapping();
-	r = mms__real.mprotect(addr, len, prot);
+	r = with_key ? mms__real.pkey_mprotect(addr, len, prot, pkey) : mms__real.mprotect(addr, len, prot);
 	if (t) {
 		if (!r)
 			rec_mapping(t, MMS_TAG_MPROTECT, addr, len, (uint32_t)prot);
 		leave();
 	}
 	return r;
+}
+
+MMS_EXPORT int mprotect(void *addr, size_t len, int prot)
+{
+	return protect(addr, len, prot, -1, 0);
+}
+
+MMS_EXPORT int pkey_mprotect(void *addr, size_t len, int prot, int pkey)
+{
+	return protect(addr, len, prot, pkey, 1);
 }
 
 MMS_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
