@@ -770,8 +770,14 @@ static int protect(void *addr, size_t len, int prot, int pkey, int with_key)
 
 	if (unlikely(with_key ? !mms__real.pkey_mprotect : !mms__real.mprotect)) {
 		init_resolve();
-		if (with_key && !mms__real.pkey_mprotect)
+		if (with_key && !mms__real.pkey_mprotect) {
+#ifdef SYS_pkey_mprotect
 			return (int)syscall(SYS_pkey_mprotect, addr, len, prot, pkey);
+#else
+			errno = ENOSYS;
+			return -1;
+#endif
+		}
 		if (!with_key && !mms__real.mprotect)
 			return (int)syscall(SYS_mprotect, addr, len, prot);
 	}
