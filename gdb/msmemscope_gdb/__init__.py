@@ -6,7 +6,7 @@ the preloaded hooks share with gdb (hooks/gdbif.h). See doc/gdb.md."""
 
 import gdb
 
-from . import breaks, commands, guard, leaks, pinpoint, session, variables, watch
+from . import breaks, commands, frames, guard, leaks, pinpoint, session, variables, watch
 
 _session = None
 
@@ -49,6 +49,7 @@ def setup(hooks, replay_lib, replay_cli, launcher, libdir=None):
     guard.CheckCommand(s)
     breaks.setup_functions()
     variables.setup(s)
+    frames.RecorderFrames()
     if s.recording:
         gdb.write("memscope: the program will run with the msmemscope recorder; its logs go to %s/.\n" % s.log_dir)
     gdb.write("memscope: `help memscope' lists the commands.\n")

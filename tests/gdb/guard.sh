@@ -9,7 +9,8 @@
 # hardware watchpoint on those bytes and stops at the store, the line
 # marked STRAY; the program then runs on to its end. `memscope check' at
 # checked() finds the overflow before the free, without a stop of its own;
-# without guard mode it says how to turn it on.
+# without guard mode it says how to turn it on. At the stop, bt starts
+# with the program's frame, the recorder's folded beneath it.
 . "${top_srcdir:?run this test through make check}/tests/gdb/lib.sh"
 
 line=$(grep -n '/\* STRAY \*/' "$top_srcdir/tests/gdb/guardop.c" | cut -d: -f1)
@@ -45,6 +46,20 @@ else
 fi
 expect_count stop 'memscope: guard: overflow of block' 2 "the finding at the free in both runs"
 expect_count stop 'exited normally' 1 "the re-run's end"
+
+# bt at the stop: the recorder's frames folded under the program's (the
+# memscope-recorder frame filter), left out with -hide, there as they are
+# with -no-filters.
+session bt "$progs/guardop" -ex 'set memscope guard on' -ex run -ex 'echo ==bt==\n' -ex bt \
+	-ex 'echo ==hide==\n' -ex 'bt -hide' -ex 'echo ==raw==\n' -ex 'bt -no-filters 1' -ex 'echo ==end==\n' -ex kill
+[ "$(sed -n '/^==bt==$/{n;p;q}' bt.out)" = "#N  main (...) at SRC/guardop.c:LINE" ] ||
+	fail "bt at a guard stop does not start with main's frame (session in $work/bt.raw)"
+sed -n '/^==bt==$/,/^==hide==$/p' bt.out | grep -q '^    #0  msmemscope_gdb_stopped ()' ||
+	fail "bt does not show the recorder's frames folded under main's (session in $work/bt.raw)"
+[ "$(sed -n '/^==hide==$/,/^==raw==$/p' bt.out | sed '1d;$d')" = "#N  main (...) at SRC/guardop.c:LINE" ] ||
+	fail "bt -hide at a guard stop shows more than main's frame (session in $work/bt.raw)"
+sed -n '/^==raw==$/{n;p;q}' bt.out | grep -q '^#N  msmemscope_gdb_stopped (...)' ||
+	fail "bt -no-filters does not start in the recorder (session in $work/bt.raw)"
 
 session check "$progs/guardop" -ex 'memscope check' -ex 'set memscope guard on' -ex 'break checked' -ex run \
 	-ex 'memscope check' -ex 'memscope check' -ex continue -ex 'set memscope guard off' -ex run -ex 'memscope check'
