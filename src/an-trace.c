@@ -170,11 +170,23 @@ static const char *kind_name(const mms_block_t *b)
 	return name ? name : "POOL";
 }
 
+/* Whether the log was recorded with stacks of some kind (C or Python). */
+static int log_has_stacks(struct an_ctx *c)
+{
+	mms_log_info_t info;
+	mms_config_t cfg;
+
+	mms_log_get_info(c->log, &info);
+	return info.call_stack_depth || (!mms_log_config(c->log, &cfg) && cfg.python_stack);
+}
+
 /* The blocks of a watermark or leakage report: the first top of its
- * total, n records made of them. */
+ * total, n records made of them. Recorded without stacks, no block says
+ * so on a line of its own: one line after the list does. */
 static void put_blocks(struct an_ctx *c, const mms_trace_t *t, const mms_trace_block_t *v, size_t n, size_t total)
 {
 	size_t shown = c->o->top && c->o->top < total ? c->o->top : total;
+	int stacks = c->o->json || log_has_stacks(c);
 	char hb[64];
 
 	if (shown > n)
@@ -205,10 +217,14 @@ static void put_blocks(struct an_ctx *c, const mms_trace_t *t, const mms_trace_b
 		if (b->op)
 			fprintf(c->out, ", in %s", b->op);
 		fputs(")\n", c->out);
-		put_stack(c, b->stack, 0);
+		if (stacks)
+			put_stack(c, b->stack, 0);
 	}
 	if (!c->o->json && shown < total)
 		fprintf(c->out, "  ... and %zu more block(s) (--top 0 lists them all)\n", total - shown);
+	if (!stacks && shown)
+		fprintf(c->out, "  (no stacks recorded: record with --call-stack=c:N to see where each block was "
+				"allocated)\n");
 }
 
 /* The path of the scripts' TSV of blocks that the pass wrote into the

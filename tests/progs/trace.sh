@@ -30,6 +30,17 @@ peak=$((base_live + 10000 + 4 * page))
 	fail "--analysis watermark,usage,leakage exited $?: $(cat report.err)"
 [ ! -s report.err ] || fail "the analyses warned: $(cat report.err)"
 
+# Recorded without stacks: the lists say so once, after the blocks, not
+# under each.
+(MSMEMSCOPE_CONFIG="call_stack=0" && record nostack.mms "$MMS_PROGS/tracer" >/dev/null) ||
+	fail "tracer (no stacks) exited $?"
+mkdir nostack
+"$MMS_REPLAY" nostack.mms --analysis watermark,leakage --top 0 --output-dir nostack >nostack.txt 2>&1 ||
+	fail "--analysis watermark,leakage on a log without stacks exited $?: $(cat nostack.txt)"
+expect_eq "lists without stacks: per-block lines" "$(grep -c 'no stack recorded' nostack.txt)" 0
+expect_eq "lists without stacks: the note, once per list" \
+	"$(grep -c '^  (no stacks recorded: record with --call-stack=c:N to see where each block was allocated)$' nostack.txt)" 2
+
 # watermark: the report's head, the blocks (largest first) and the TSV.
 head -n 1 report.txt | sed 's/+[0-9.]* s/+T s/' >wm.head
 expect_eq "watermark head" "$(cat wm.head)" \
