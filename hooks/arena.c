@@ -57,6 +57,7 @@ static int reserve(void)
 
 	if (p == MAP_FAILED)
 		return -1;
+	mms__own_add(p, ARENA_SIZE + SLAB);
 	/* SLAB-aligned, so every block is aligned to its size up to SLAB. */
 	lo = ((uintptr_t)p + SLAB - 1) & ~(SLAB - 1);
 	top = committed = lo;
@@ -206,5 +207,9 @@ void *mms__map_anon(size_t size)
 {
 	void *p = mms__real.mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
 				 -1, 0);
-	return p == MAP_FAILED ? NULL : p;
+
+	if (p == MAP_FAILED)
+		return NULL;
+	mms__own_add(p, size);
+	return p;
 }

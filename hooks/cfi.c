@@ -280,7 +280,7 @@ static int modules_update(void)
 		if (c.n <= mods_cap)
 			break;
 		if (mods)
-			mms__real.munmap(mods, mods_cap * sizeof *mods);
+			mms__unmap_own(mods, mods_cap * sizeof *mods);
 		mods_cap = (c.n + 64) * 2;
 		mods = mms__map_anon(mods_cap * sizeof *mods);
 		if (!mods) {

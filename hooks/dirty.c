@@ -227,15 +227,15 @@ static void set_up_skipping(int u)
 	if (!(ticks = mms__map_anon(CPU_MAX * sizeof *ticks)))
 		return;
 	if (!(p = mms__map_anon((size_t)page))) {
-		mms__real.munmap(ticks, CPU_MAX * sizeof *ticks);
+		mms__unmap_own(ticks, CPU_MAX * sizeof *ticks);
 		return;
 	}
 	p[0] = 1; /* populated: each write measured is a write-protect fault only */
 	reg.range.start = (uintptr_t)p;
 	reg.range.len = (uint64_t)page;
 	if (ioctl(u, UFFDIO_REGISTER, &reg)) {
-		mms__real.munmap((void *)p, (size_t)page);
-		mms__real.munmap(ticks, CPU_MAX * sizeof *ticks);
+		mms__unmap_own((void *)p, (size_t)page);
+		mms__unmap_own(ticks, CPU_MAX * sizeof *ticks);
 		return;
 	}
 	page_size = (size_t)page;
@@ -643,9 +643,9 @@ void mms__dirty_after_fork_child(void)
 		mms__fd_release(uffd);
 	pagemap = uffd = -1;
 	if (cal_page)
-		mms__real.munmap((void *)cal_page, page_size);
+		mms__unmap_own((void *)cal_page, page_size);
 	if (cpu_ticks)
-		mms__real.munmap(cpu_ticks, CPU_MAX * sizeof *cpu_ticks);
+		mms__unmap_own(cpu_ticks, CPU_MAX * sizeof *cpu_ticks);
 	cal_page = NULL;
 	cpu_ticks = NULL;
 	if (ready > 0)

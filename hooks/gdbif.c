@@ -381,7 +381,7 @@ static void watch_arm(struct mms_gdb_watch *w, unsigned i, uint64_t gen, uint64_
 		uint64_t half = (size + 4095) & ~(uint64_t)4095;
 
 		if (slot_map[i])
-			mms__real.munmap(slot_map[i], 2 * slot_half[i]);
+			mms__unmap_own(slot_map[i], 2 * slot_half[i]);
 		slot_map[i] = NULL;
 		slot_half[i] = 0;
 		if (size <= SIZE_MAX / 4 && (slot_map[i] = mms__map_anon((size_t)(2 * half))))

@@ -205,7 +205,7 @@ static int set_grow(struct shard *s)
 		t[j] = s->tab[i];
 	}
 	if (s->tab)
-		mms__real.munmap(s->tab, s->cap * sizeof *s->tab);
+		mms__unmap_own(s->tab, s->cap * sizeof *s->tab);
 	__atomic_store_n(&s->tab, t, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->cap, cap, __ATOMIC_RELAXED);
 	s->used = s->live;

@@ -427,6 +427,23 @@ int mms__fd_is_own(int fd) MMS_HIDDEN;
 /* Maps size bytes of anonymous memory of our own (not the program's heap),
  * zeroed; NULL when the kernel refuses. */
 void *mms__map_anon(size_t size) MMS_HIDDEN;
+
+/* own.c: the ranges the recorder mapped for itself, which the program's
+ * munmap, mprotect, mremap and mmap(MAP_FIXED) leave alone. mms__map_anon
+ * and the log's mappings register theirs; the recorder unmaps its own
+ * with mms__unmap_own. */
+void mms__own_add(const void *p, size_t len) MMS_HIDDEN;
+/* The end of [lo, lo + len) rounded up to a page (UINTPTR_MAX past the top). */
+uintptr_t mms__page_end(uintptr_t lo, size_t len) MMS_HIDDEN;
+int mms__unmap_own(void *p, size_t len) MMS_HIDDEN;
+/* Whether [lo, hi) meets a range of the recorder's. */
+int mms__own_overlaps(uintptr_t lo, uintptr_t hi) MMS_HIDDEN;
+/* Calls fn on each piece of [lo, hi) outside the recorder's ranges, in
+ * order; returns the first nonzero value fn returned, else 0. */
+int mms__own_each_outside(uintptr_t lo, uintptr_t hi, int (*fn)(uintptr_t lo, uintptr_t hi, void *ctx),
+			  void *ctx) MMS_HIDDEN;
+void mms__own_before_fork(void) MMS_HIDDEN;
+void mms__own_after_fork(void) MMS_HIDDEN;
 extern uintptr_t mms__arena_lo MMS_HIDDEN, mms__arena_len MMS_HIDDEN;
 /* Returns a block of at least size bytes aligned to align (a power of two
  * up to 64 KiB), or NULL with errno ENOMEM: also when called from a signal

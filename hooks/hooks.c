@@ -713,6 +713,11 @@ MMS_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t
 			return MAP_FAILED;
 		}
 	}
+	/* Placed over the recorder's own memory: refused (own.c). */
+	if ((flags & MAP_FIXED) && len && mms__own_overlaps((uintptr_t)addr, mms__page_end((uintptr_t)addr, len))) {
+		errno = ENOMEM;
+		return MAP_FAILED;
+	}
 	/* Bytes made unreadable are no longer compared by a watch. */
 	if ((flags & MAP_FIXED) && !(prot & PROT_READ))
 		mms__release_watched((uintptr_t)addr, (uintptr_t)addr + len);
@@ -729,6 +734,26 @@ MMS_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t
 MMS_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	return mmap(addr, len, prot, flags, fd, off);
+}
+
+/* mms__own_each_outside's step for munmap and mprotect: 0 or an errno. */
+static int unmap_piece(uintptr_t lo, uintptr_t hi, void *ctx)
+{
+	(void)ctx;
+	return mms__real.munmap((void *)lo, hi - lo) ? errno : 0;
+}
+
+struct protect_piece {
+	int prot, pkey, with_key;
+};
+
+static int protect_piece(uintptr_t lo, uintptr_t hi, void *ctx)
+{
+	const struct protect_piece *w = ctx;
+	int r = w->with_key ? mms__real.pkey_mprotect((void *)lo, hi - lo, w->prot, w->pkey)
+			    : mms__real.mprotect((void *)lo, hi - lo, w->prot);
+
+	return r ? errno : 0;
 }
 
 MMS_EXPORT int munmap(void *addr, size_t len)
@@ -754,6 +779,17 @@ MMS_EXPORT int munmap(void *addr, size_t len)
 		leave();
 	}
 	mms__release_watched((uintptr_t)addr, (uintptr_t)addr + len);
+	if (len && !((uintptr_t)addr & 4095) &&
+	    mms__own_overlaps((uintptr_t)addr, mms__page_end((uintptr_t)addr, len))) {
+		/* A range over the recorder's own memory: the rest of it
+		 * only (own.c). */
+		r = mms__own_each_outside((uintptr_t)addr, mms__page_end((uintptr_t)addr, len), unmap_piece, NULL);
+		if (r) {
+			errno = r;
+			return -1;
+		}
+		return 0;
+	}
 	r = mms__real.munmap(addr, len);
 	return r;
 }
@@ -784,7 +820,19 @@ static int protect(void *addr, size_t len, int prot, int pkey, int with_key)
 	if (!(prot & PROT_READ))
 		mms__release_watched((uintptr_t)addr, (uintptr_t)addr + len);
 	t = enter_mapping();
-	r = with_key ? mms__real.pkey_mprotect(addr, len, prot, pkey) : mms__real.mprotect(addr, len, prot);
+	if (len && !((uintptr_t)addr & 4095) &&
+	    mms__own_overlaps((uintptr_t)addr, mms__page_end((uintptr_t)addr, len))) {
+		/* The recorder's own memory keeps its protection (own.c). */
+		struct protect_piece w = { prot, pkey, with_key };
+
+		r = mms__own_each_outside((uintptr_t)addr, mms__page_end((uintptr_t)addr, len), protect_piece, &w);
+		if (r) {
+			errno = r;
+			r = -1;
+		}
+	} else {
+		r = with_key ? mms__real.pkey_mprotect(addr, len, prot, pkey) : mms__real.mprotect(addr, len, prot);
+	}
 	if (t) {
 		if (!r)
 			rec_mapping(t, MMS_TAG_MPROTECT, addr, len, (uint32_t)prot);
@@ -819,6 +867,15 @@ MMS_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ..
 		init_resolve();
 		if (!mms__real.mremap)
 			return (void *)syscall(SYS_mremap, old, old_len, new_len, flags, want);
+	}
+	/* The recorder's own memory moves for no one (own.c). */
+	if (mms__own_overlaps((uintptr_t)old, mms__page_end((uintptr_t)old, old_len ? old_len : 1))) {
+		errno = EFAULT;
+		return MAP_FAILED;
+	}
+	if ((flags & MREMAP_FIXED) && mms__own_overlaps((uintptr_t)want, mms__page_end((uintptr_t)want, new_len))) {
+		errno = ENOMEM;
+		return MAP_FAILED;
 	}
 	mms__release_watched((uintptr_t)old, (uintptr_t)old + old_len);
 	t = enter_mapping();

@@ -142,7 +142,7 @@ static __attribute__((noinline, cold)) struct frame_slot *frames2_get(void)
 		return NULL;
 	}
 	if (!__atomic_compare_exchange_n(&frames2, &none, tab, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		mms__real.munmap(tab, sizeof(struct frame_slot) * FRAME2_SLOTS);
+		mms__unmap_own(tab, sizeof(struct frame_slot) * FRAME2_SLOTS);
 		tab = none;
 	}
 	return tab;

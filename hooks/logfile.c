@@ -210,8 +210,10 @@ static void *map_locked(uint64_t off, size_t len, int flags, int *err)
 		return NULL;
 	}
 	p = mms__real.mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | flags, log_fd, (off_t)off);
-	if (p != MAP_FAILED)
+	if (p != MAP_FAILED) {
+		mms__own_add(p, len);
 		return p;
+	}
 	*err = errno == ENOMEM && mms__as_limited() ? MMS_CUT_ADDRSPACE : errno;
 	return NULL;
 }
@@ -261,7 +263,7 @@ static struct chunk_group *group_map(uint64_t idx, int *err)
 		if (ngroups)
 			memcpy(ng, groups, ngroups * sizeof *ng);
 		if (groups)
-			mms__real.munmap(groups, groups_cap * sizeof *groups);
+			mms__unmap_own(groups, groups_cap * sizeof *groups);
 		groups = ng;
 		groups_cap = cap;
 	}
@@ -283,7 +285,7 @@ static void group_done(struct chunk_group *g)
 {
 	if (g->dropped < g->n || g->pins)
 		return;
-	mms__real.munmap(g->base, (size_t)g->n * chunk_size);
+	mms__unmap_own(g->base, (size_t)g->n * chunk_size);
 	*g = groups[--ngroups];
 }
 
@@ -665,9 +667,9 @@ void mms__log_after_fork_child(uint64_t fork_number, uint64_t fork_stamp)
 		fork_from.stamp = fork_stamp;
 		/* The parent's mappings: its header, and the chunks its
 		 * threads (here, only this one is left) wrote into. */
-		mms__real.munmap(log_head, MMS_HEADER_SIZE);
+		mms__unmap_own(log_head, MMS_HEADER_SIZE);
 		for (size_t i = 0; i < ngroups; i++)
-			mms__real.munmap(groups[i].base, (size_t)groups[i].n * chunk_size);
+			mms__unmap_own(groups[i].base, (size_t)groups[i].n * chunk_size);
 		mms__fd_release(log_fd);
 	}
 	/* else the parent's log was pending too: it never had one. */

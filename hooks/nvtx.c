@@ -167,7 +167,7 @@ static int tables_init(void)
 	if (!t)
 		return -1;
 	if (!__atomic_compare_exchange_n(&tables, &none, t, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		mms__real.munmap(t, sizeof(*t)); /* another NVTX instance's came first */
+		mms__unmap_own(t, sizeof(*t)); /* another NVTX instance's came first */
 	return 0;
 }
 

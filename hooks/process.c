@@ -106,6 +106,7 @@ static void atfork_prepare(void)
 	 * child's copy is made. */
 	mms__guard_before_fork();
 	mms__arena_before_fork();
+	mms__own_before_fork();
 }
 
 static void atfork_child(void)
@@ -113,6 +114,7 @@ static void atfork_child(void)
 	int busy = mms__tls_busy;
 
 	mms__tls_busy = 2;
+	mms__own_after_fork();
 	mms__arena_after_fork();
 	mms__guard_after_fork();
 	mms__fds_after_fork_child();
@@ -127,6 +129,7 @@ static void atfork_child(void)
 
 static void atfork_parent(void)
 {
+	mms__own_after_fork();
 	mms__arena_after_fork();
 	mms__guard_after_fork();
 }

@@ -67,7 +67,7 @@ static int reserve(struct table *t, size_t extra)
 		return -1;
 	if (t->v) {
 		memcpy(v, t->v, t->len * sizeof *v);
-		mms__real.munmap(t->v, t->cap * sizeof *v);
+		mms__unmap_own(t->v, t->cap * sizeof *v);
 	}
 	t->v = v;
 	t->cap = cap;

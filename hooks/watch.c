@@ -158,7 +158,7 @@ static void block_untrack(struct watch_block *w)
 {
 	mms__dirty_untrack(&w->dirty);
 	if (w->edges)
-		mms__real.munmap(w->edges, (size_t)(2 * sysconf(_SC_PAGESIZE)));
+		mms__unmap_own(w->edges, (size_t)(2 * sysconf(_SC_PAGESIZE)));
 	w->edges = NULL;
 	w->crc_ok = 0;
 }
