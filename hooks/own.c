@@ -78,6 +78,18 @@ void mms__own_add(const void *p, size_t len)
 
 	if (!len || hi <= lo || !lock_own())
 		return;
+	/* The kernel gave us [lo, hi): a range noted there before is gone
+	 * (the array stays sorted and without overlaps). */
+	i = first_above(lo);
+	if (i < nown && own[i].lo < hi) {
+		size_t j = i, w = i;
+
+		for (; j < nown && own[j].lo < hi; j++)
+			if (own[j].lo < lo)
+				own[w++] = (struct own_range){ own[j].lo, lo };
+		memmove(&own[w], &own[j], (nown - j) * sizeof(own[0]));
+		nown -= j - w;
+	}
 	if (nown < OWN_MAX) {
 		i = first_above(lo);
 		memmove(&own[i + 1], &own[i], (nown - i) * sizeof(own[0]));

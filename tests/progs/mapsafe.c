@@ -8,9 +8,10 @@
  * with EFAULT. Then 100,000 allocations and frees, written to the log
  * through the mapping the program tried to take. Prints one line per
  * call ("munmap 0", "mprotect 0", "mmap ENOMEM", "mremap EFAULT"), or
- * "no log mapping" natively, then "done". Also unmaps a range that covers
- * its own mapping and, past it, whatever lies there when that is the
- * recorder's ("wide munmap 0"). */
+ * "no log mapping" natively, then "done". Also, when the pages below the
+ * log's are free, maps two there and unmaps them and the log's mapping in
+ * one call ("wide munmap 0, its pages unmapped": the rest of the range
+ * goes, the recorder's stays). */
 #define _GNU_SOURCE
 #include <inttypes.h>
 #include <stdint.h>
@@ -59,13 +60,20 @@ int main(void)
 		prog_say(1, "mmap %s\n", p == MAP_FAILED ? err_name(errno) : "placed");
 		p = mremap((void *)lo, len, 2 * len, MREMAP_MAYMOVE);
 		prog_say(1, "mremap %s\n", p == MAP_FAILED ? err_name(errno) : "moved");
-		/* A mapping of its own, then one munmap from its start to past
-		 * the log's end. */
-		own = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (own != MAP_FAILED && (uintptr_t)own + 4096 == lo)
-			prog_say(1, "wide munmap %d\n", munmap(own, 4096 + len));
-		else if (own != MAP_FAILED)
-			munmap(own, 4096);
+		/* A mapping of its own just below the log's, when there is
+		 * room, then one munmap from its start to past the log's end:
+		 * its pages go, the log's stay. */
+		own = mmap((void *)(lo - 8192), 8192, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+		if (own == (void *)(lo - 8192)) {
+			unsigned char vec[2];
+			int r = munmap(own, 8192 + len);
+
+			prog_say(1, "wide munmap %d, its pages %s\n", r,
+				 mincore(own, 8192, vec) && errno == ENOMEM ? "unmapped" : "still mapped");
+		} else if (own != MAP_FAILED) {
+			munmap(own, 8192);
+		}
 	}
 	for (int i = 0; i < 100000; i++)
 		free(prog_malloc(16 + (size_t)i % 512));

@@ -19,6 +19,10 @@ for stacks in 0 16; do
 	grep -v '^wide munmap' rec$stacks.out | tr '\n' ';' >rec$stacks.lines
 	expect_eq "mapsafe's calls on the recorder's log mapping (call_stack=$stacks)" "$(cat rec$stacks.lines)" \
 		"munmap 0;mprotect 0;mmap ENOMEM;mremap EFAULT;done;"
+	if grep -q '^wide munmap' rec$stacks.out; then
+		expect_eq "a munmap of the program's pages and the recorder's together (call_stack=$stacks)" \
+			"$(grep '^wide munmap' rec$stacks.out)" "wide munmap 0, its pages unmapped"
+	fi
 	summarize rec$stacks.mms
 	expect_key rec$stacks.mms.json complete true
 	expect_key rec$stacks.mms.json damaged false
