@@ -66,11 +66,13 @@ static void print_text(struct an_ctx *c, struct show *s, const mms_inefficient_t
 	unsigned t;
 	size_t i;
 
+	/* Without operator launches each memory event is an operator step. */
 	fprintf(f,
-		"inefficient: %" PRIu64 " block%s over %" PRIu64 " operator steps and %" PRIu64
-		" accesses (idle threshold %" PRIu64 ", min size %" PRIu64 ")\n",
-		res->flagged, res->flagged == 1 ? "" : "s", res->ops, res->accesses, res->idle_threshold,
-		res->min_size);
+		"inefficient: %" PRIu64 " block%s over %" PRIu64 " %s and %" PRIu64 " accesses (idle threshold %" PRIu64
+		", min size %" PRIu64 ")\n",
+		res->flagged, res->flagged == 1 ? "" : "s", res->ops,
+		res->launches ? "operator steps" : "memory events (no operator launches)", res->accesses,
+		res->idle_threshold, res->min_size);
 	for (t = 0; t < MMS_INEFF_TYPES; t++)
 		fprintf(f, "  %-20s %8" PRIu64 " block%s %12" PRIu64 " bytes\n", mms_inefficient_type_name(1u << t),
 			res->count[t], res->count[t] == 1 ? " " : "s", res->bytes[t]);

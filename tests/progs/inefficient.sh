@@ -133,6 +133,8 @@ MSMEMSCOPE_CONFIG="events=alloc,free,access" record nl.mms "$prog" >/dev/null ||
 "$MMS_REPLAY" nl.mms --analysis inefficient >nl.txt 2>nl.err || fail "--analysis inefficient on nl.mms: $(cat nl.err)"
 grep -q 'the log has no operator launches: each memory event counted as an operator step' nl.txt ||
 	fail "no note about the missing operator launches: $(head -5 nl.txt)"
+grep -q '^inefficient: [0-9]* blocks\{0,1\} over [0-9]* memory events (no operator launches) and ' nl.txt ||
+	fail "the head does not count memory events where there are no operator launches: $(head -1 nl.txt)"
 "$MMS_REPLAY" nl.mms --analysis inefficient --json >nl.json 2>nl.err || fail "--json on nl.mms: $(cat nl.err)"
 "$MMS_PYTHON" -c 'import json,sys; d=json.loads(open(sys.argv[1]).readline()); assert d["launches"] == 0 and d["ops"] > 0 and d["accesses"] > 0, d' \
 	nl.json || fail "JSON of a log without launches: $(head -c 300 nl.json)"
