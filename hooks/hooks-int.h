@@ -397,6 +397,8 @@ void mms__quiet_end(struct mms_quiet *q) MMS_HIDDEN;
 /* Writes buf's n bytes (at most cap - 1: snprintf's result) to stderr,
  * quietly; n <= 0 writes nothing. */
 void mms__say(const char *buf, int n, size_t cap) MMS_HIDDEN;
+/* Notes which file stderr is, at start-up: mms__say writes only to it. */
+void mms__say_init(void) MMS_HIDDEN;
 /* The process's file size limit (RLIMIT_FSIZE's soft value), or
  * UINT64_MAX for none: the recorder grows no file past it. */
 uint64_t mms__fsize_limit(void) MMS_HIDDEN;

@@ -118,6 +118,7 @@ static void init_resolve(void)
 		return; /* done, or under way in this thread (dlsym), or another's */
 	mms__tls_busy = 2;
 	resolve_real();
+	mms__say_init();
 	mms__fds_init();
 	__atomic_store_n(&init_state, INIT_RESOLVED, __ATOMIC_RELEASE);
 	mms__tls_busy = busy;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* quiet.c: the recorder's own writes raise no signal in the program; and
- * the limits of the process the recorder keeps to (RLIMIT_FSIZE, RLIMIT_AS).
+/* quiet.c: the recorder's own writes raise no signal in the program and
+ * land in no file of the program's; and the limits of the process the
+ * recorder keeps to (RLIMIT_FSIZE, RLIMIT_AS).
  *
  * A write to a pipe whose reader is gone sends the writing thread SIGPIPE,
  * and a file grown past the process's RLIMIT_FSIZE sends it SIGXFSZ; both
@@ -16,6 +17,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -55,12 +57,36 @@ void mms__quiet_end(struct mms_quiet *q)
 	pthread_sigmask(SIG_SETMASK, &q->old, NULL);
 }
 
+/* The file that was stderr when the process (or this image) started. A
+ * program that closed stderr and opened a file of its own on descriptor
+ * 2 gets none of the recorder's messages in that file: they are said
+ * only while descriptor 2 is still that file (a duplicate kept open
+ * instead would hold a pipe's write end that the program closed, and its
+ * reader would never see the end). */
+static struct {
+	int known;
+	dev_t dev;
+	ino_t ino;
+} said_to;
+
+void mms__say_init(void)
+{
+	struct stat st;
+
+	if (fstat(2, &st) == 0) {
+		said_to.dev = st.st_dev;
+		said_to.ino = st.st_ino;
+		said_to.known = 1;
+	}
+}
+
 void mms__say(const char *buf, int n, size_t cap)
 {
 	struct mms_quiet q;
+	struct stat st;
 	ssize_t r;
 
-	if (n <= 0)
+	if (n <= 0 || !said_to.known || fstat(2, &st) || st.st_dev != said_to.dev || st.st_ino != said_to.ino)
 		return;
 	mms__quiet_begin(&q);
 	r = write(2, buf, (size_t)n < cap ? (size_t)n : cap - 1);

@@ -162,3 +162,15 @@ for target in "$work/no/such/dir/x.mms" "$work/notadir/x.mms" "$work/fifo.mms"; 
 	note "log $target: the program ran on (stderr: $(head -c 200 unwritable.err))"
 done
 [ -p fifo.mms ] || fail "the recorder removed or replaced a FIFO named as its log (it must only ever remove files it created)"
+
+# A program that closed stderr and opened a file of its own on descriptor 2:
+# the recorder's message that recording stopped does not land in it.
+"$MMS_PROGS/stderrfile" native.file >stderrfile.native || fail "stderrfile natively exited $?"
+MSMEMSCOPE_LOG_LIMIT=1M record stderrfile.mms "$MMS_PROGS/stderrfile" rec.file >stderrfile.out ||
+	fail "stderrfile with a 1M log limit exited $?"
+expect_eq "stderrfile output" "$(cat stderrfile.out)" "done"
+summarize stderrfile.mms
+expect_key stderrfile.mms.json cut true
+cmp -s native.file rec.file ||
+	fail "the program's file on descriptor 2 differs from the native run (the recorder wrote into it?): $(head -c 300 rec.file)"
+
