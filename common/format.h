@@ -98,6 +98,7 @@ struct mms_file_header {
 #define MMS_CUT_DESCRIPTOR 0x10001 /* the program closed or replaced the log's descriptor */
 #define MMS_CUT_FSIZE 0x10002      /* the process's file size limit (RLIMIT_FSIZE) */
 #define MMS_CUT_ADDRSPACE 0x10003  /* no room left under the process's RLIMIT_AS */
+#define MMS_CUT_NOTSC 0x10004      /* the program turned its time stamp counter off */
 
 /* Why recording stopped, in the words the recorder's stderr line and the
  * reader's warnings share, for the header.cut_errno values above and for
@@ -117,6 +118,9 @@ static inline const char *mms_cut_words(int cut_errno)
 	case MMS_CUT_ADDRSPACE:
 		return "the address space the program limited itself to (RLIMIT_AS, ulimit -v) had no room left for "
 		       "the log's next chunk";
+	case MMS_CUT_NOTSC:
+		return "the program turned off the time stamp counter for itself (prctl PR_SET_TSC, or seccomp's "
+		       "strict mode), which the recorder reads to order and time events";
 	default:
 		return NULL;
 	}

@@ -191,7 +191,15 @@ static inline uint64_t tsc_cpu(unsigned *cpu)
 {
 #if defined(__x86_64__)
 	unsigned aux;
-	uint64_t t = __rdtscp(&aux);
+	uint64_t t;
+
+	/* The program turned its TSC off (hooks.c): looks are never
+	 * skipped then. */
+	if (__atomic_load_n(&mms__notsc, __ATOMIC_RELAXED)) {
+		*cpu = 0;
+		return 0;
+	}
+	t = __rdtscp(&aux);
 
 	*cpu = aux & (CPU_MAX - 1);
 	return t;
@@ -532,7 +540,8 @@ int mms__dirty_scan(struct mms_dirty *d, struct mms_dirty_run *runs, unsigned ma
 		.category_mask = PM_PAGE_IS_WRITTEN,
 		.return_mask = PM_PAGE_IS_WRITTEN,
 	};
-	int saved_errno = errno, alone = d->alone && !__atomic_load_n(&mms__threads_made, __ATOMIC_RELAXED);
+	int saved_errno = errno, alone = d->alone && !__atomic_load_n(&mms__threads_made, __ATOMIC_RELAXED) &&
+					 !__atomic_load_n(&mms__notsc, __ATOMIC_RELAXED);
 	unsigned cpu = 0;
 	uint64_t now = 0;
 	uint32_t ticks;

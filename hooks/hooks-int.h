@@ -42,6 +42,7 @@ struct mms_real {
 	int (*munmap)(void *, size_t);
 	int (*mprotect)(void *, size_t, int);
 	int (*pkey_mprotect)(void *, size_t, int, int);
+	int (*prctl)(int, unsigned long, unsigned long, unsigned long, unsigned long);
 	void *(*mremap)(void *, size_t, size_t, int, ...);
 	void *(*dlopen)(const char *, int);
 	int (*dlclose)(void *);
@@ -429,6 +430,11 @@ int mms__fd_is_own(int fd) MMS_HIDDEN;
 /* Maps size bytes of anonymous memory of our own (not the program's heap),
  * zeroed; NULL when the kernel refuses. */
 void *mms__map_anon(size_t size) MMS_HIDDEN;
+
+/* Set when the program turned its time stamp counter off (prctl
+ * PR_SET_TSC, seccomp's strict mode; hooks.c): recording stopped, and
+ * nothing of the recorder's reads the TSC or the clock from then on. */
+extern int mms__notsc MMS_HIDDEN;
 
 /* own.c: the ranges the recorder mapped for itself, which the program's
  * munmap, mprotect, mremap and mmap(MAP_FIXED) leave alone. mms__map_anon

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -63,6 +64,7 @@ static void resolve_real(void)
 	RESOLVE(munmap);
 	RESOLVE(mprotect);
 	RESOLVE(pkey_mprotect);
+	RESOLVE(prctl);
 	RESOLVE(mremap);
 	RESOLVE(dlclose);
 	RESOLVE(pthread_setname_np);
@@ -850,6 +852,42 @@ MMS_EXPORT int mprotect(void *addr, size_t len, int prot)
 MMS_EXPORT int pkey_mprotect(void *addr, size_t len, int prot, int pkey)
 {
 	return protect(addr, len, prot, pkey, 1);
+}
+
+/* A program may turn its time stamp counter off (PR_SET_TSC with
+ * PR_TSC_SIGSEGV, as record-and-replay debuggers and some sandboxes do,
+ * or seccomp's strict mode, which does it too): an rdtsc then raises
+ * SIGSEGV, and the recorder reads the TSC at events and at exit. So
+ * recording stops first, the log saying why, and nothing of the
+ * recorder's reads the counter (or the clock, whose vDSO reads it) from
+ * then on; the program goes on as natively. */
+int mms__notsc;
+
+MMS_EXPORT int prctl(int option, ...)
+{
+	unsigned long a2, a3, a4, a5;
+	va_list ap;
+
+	/* As glibc's own prctl: four arguments, whatever the option. */
+	va_start(ap, option);
+	a2 = va_arg(ap, unsigned long);
+	a3 = va_arg(ap, unsigned long);
+	a4 = va_arg(ap, unsigned long);
+	a5 = va_arg(ap, unsigned long);
+	va_end(ap);
+	if (unlikely(!mms__real.prctl)) {
+		init_resolve();
+		if (!mms__real.prctl)
+			return (int)syscall(SYS_prctl, option, a2, a3, a4, a5);
+	}
+#if defined(PR_SET_TSC) && defined(PR_TSC_SIGSEGV)
+	if ((option == PR_SET_TSC && a2 == PR_TSC_SIGSEGV) || (option == PR_SET_SECCOMP && a2 == 1 /* strict */)) {
+		if (mms__recording_now())
+			mms__log_cut(MMS_CUT_NOTSC);
+		__atomic_store_n(&mms__notsc, 1, __ATOMIC_SEQ_CST);
+	}
+#endif
+	return mms__real.prctl(option, a2, a3, a4, a5);
 }
 
 MMS_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
