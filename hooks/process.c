@@ -157,14 +157,11 @@ ssize_t mms__proc_read(const char *path, char *buf, size_t cap)
 	return r < 0 ? -1 : n;
 }
 
-int mms__proc_stat_field(long pid, int field, long *out)
+/* Field `field` (from 1, as proc(5) numbers them) of the stat file at path. */
+static int stat_field_at(const char *path, int field, long *out)
 {
-	char path[64], buf[1024], *p, *end;
+	char buf[1024], *p, *end;
 
-	if (pid)
-		snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-	else
-		snprintf(path, sizeof path, "/proc/self/stat");
 	if (mms__proc_read(path, buf, sizeof buf) <= 0 || field < 3)
 		return -1;
 	/* Field 2, the name, may hold spaces and parentheses: count from
@@ -183,11 +180,50 @@ int mms__proc_stat_field(long pid, int field, long *out)
 	return end == p ? -1 : 0;
 }
 
+int mms__proc_stat_field(long pid, int field, long *out)
+{
+	char path[64];
+
+	if (pid)
+		snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	else
+		snprintf(path, sizeof path, "/proc/self/stat");
+	return stat_field_at(path, field, out);
+}
+
 long mms__threads_now(void)
 {
 	long v;
 
 	return mms__proc_stat_field(0, 20, &v) ? 0 : v;
+}
+
+long mms__threads_with_memory(void)
+{
+	char buf[4096], path[96];
+	long n = 0, r, vsize;
+	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return mms__threads_now();
+	while ((r = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0) {
+		for (long off = 0; off < r;) {
+			/* struct linux_dirent64: ino, off, reclen, type, name. */
+			unsigned short reclen;
+			const char *name = buf + off + 19;
+
+			memcpy(&reclen, buf + off + 16, sizeof reclen);
+			off += reclen;
+			if (*name < '0' || *name > '9')
+				continue;
+			snprintf(path, sizeof path, "/proc/self/task/%s/stat", name);
+			/* vsize (23) is 0 once the thread let its memory go. */
+			if (stat_field_at(path, 23, &vsize) || vsize)
+				n++;
+		}
+	}
+	close(fd);
+	return r < 0 ? mms__threads_now() : n;
 }
 
 /* --- dlclose -------------------------------------------------------------- */

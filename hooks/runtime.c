@@ -192,6 +192,11 @@ static void late_exit(void *arg)
 		return;
 	mms__tls_busy = 2;
 	t = mms__thread();
+	/* A thread that was joined may still be counted for a moment (the
+	 * kernel wakes pthread_join when the thread let its memory go, and
+	 * takes it out of the count later): count those with memory. */
+	if (threads > 1 + mms__log_thread_running())
+		threads = mms__threads_with_memory();
 	/* freeres frees what other threads may still use: only when this
 	 * thread is the last (the log thread of ours only sleeps). */
 	if (!mms__config.freeres || !t || threads != 1 + mms__log_thread_running()) {
