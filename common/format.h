@@ -99,6 +99,7 @@ struct mms_file_header {
 #define MMS_CUT_FSIZE 0x10002      /* the process's file size limit (RLIMIT_FSIZE) */
 #define MMS_CUT_ADDRSPACE 0x10003  /* no room left under the process's RLIMIT_AS */
 #define MMS_CUT_NOTSC 0x10004      /* the program turned its time stamp counter off */
+#define MMS_CUT_SECCOMP 0x10005    /* the program installed a seccomp filter */
 
 /* Why recording stopped, in the words the recorder's stderr line and the
  * reader's warnings share, for the header.cut_errno values above and for
@@ -121,6 +122,9 @@ static inline const char *mms_cut_words(int cut_errno)
 	case MMS_CUT_NOTSC:
 		return "the program turned off the time stamp counter for itself (prctl PR_SET_TSC, or seccomp's "
 		       "strict mode), which the recorder reads to order and time events";
+	case MMS_CUT_SECCOMP:
+		return "the program installed a seccomp filter, which may forbid the system calls the recorder makes "
+		       "(growing the log kills a process whose filter forbids fallocate)";
 	default:
 		return NULL;
 	}

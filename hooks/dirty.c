@@ -195,7 +195,7 @@ static inline uint64_t tsc_cpu(unsigned *cpu)
 
 	/* The program turned its TSC off (hooks.c): looks are never
 	 * skipped then. */
-	if (__atomic_load_n(&mms__notsc, __ATOMIC_RELAXED)) {
+	if (__atomic_load_n(&mms__hands_off, __ATOMIC_RELAXED)) {
 		*cpu = 0;
 		return 0;
 	}
@@ -488,6 +488,9 @@ int mms__dirty_track(struct mms_dirty *d, uintptr_t addr, size_t size)
 	unsigned cpu;
 	int ok = 0;
 
+	if (__atomic_load_n(&mms__hands_off, __ATOMIC_RELAXED))
+		return -1; /* no system call of ours any more (hooks.c) */
+
 	d->lo = d->hi = 0;
 	if (addr + size < addr || hi < addr || hi <= lo || (hi - lo) / page < DIRTY_MIN_PAGES)
 		goto out;
@@ -541,7 +544,7 @@ int mms__dirty_scan(struct mms_dirty *d, struct mms_dirty_run *runs, unsigned ma
 		.return_mask = PM_PAGE_IS_WRITTEN,
 	};
 	int saved_errno = errno, alone = d->alone && !__atomic_load_n(&mms__threads_made, __ATOMIC_RELAXED) &&
-					 !__atomic_load_n(&mms__notsc, __ATOMIC_RELAXED);
+					 !__atomic_load_n(&mms__hands_off, __ATOMIC_RELAXED);
 	unsigned cpu = 0;
 	uint64_t now = 0;
 	uint32_t ticks;
@@ -561,7 +564,9 @@ int mms__dirty_scan(struct mms_dirty *d, struct mms_dirty_run *runs, unsigned ma
 		}
 	}
 	pthread_mutex_lock(&dirty_lock);
-	if (d->epoch == epoch && pagemap >= 0)
+	/* The program forbade our system calls (hooks.c): every byte is
+	 * compared from now on (-1 below). */
+	if (d->epoch == epoch && pagemap >= 0 && !__atomic_load_n(&mms__hands_off, __ATOMIC_RELAXED))
 		r = ioctl(pagemap, PM_SCAN_IOCTL, &a);
 	pthread_mutex_unlock(&dirty_lock);
 	if (alone && r >= 0) {
@@ -606,7 +611,7 @@ void mms__dirty_shrink(struct mms_dirty *d, uintptr_t lo, uintptr_t hi)
 		return;
 	}
 	pthread_mutex_lock(&dirty_lock);
-	if (d->epoch == epoch && uffd >= 0) {
+	if (d->epoch == epoch && uffd >= 0 && !__atomic_load_n(&mms__hands_off, __ATOMIC_RELAXED)) {
 		if (head.len)
 			ioctl(uffd, UFFDIO_UNREGISTER, &head);
 		if (tail.len)
@@ -628,7 +633,8 @@ void mms__dirty_untrack(struct mms_dirty *d)
 		return;
 	pthread_mutex_lock(&dirty_lock);
 	if (d->epoch == epoch && uffd >= 0) {
-		ioctl(uffd, UFFDIO_UNREGISTER, &range);
+		if (!__atomic_load_n(&mms__hands_off, __ATOMIC_RELAXED))
+			ioctl(uffd, UFFDIO_UNREGISTER, &range);
 		tracked_set(d->lo, d->hi, 0, 0);
 	}
 	pthread_mutex_unlock(&dirty_lock);

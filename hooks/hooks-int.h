@@ -432,9 +432,10 @@ int mms__fd_is_own(int fd) MMS_HIDDEN;
 void *mms__map_anon(size_t size) MMS_HIDDEN;
 
 /* Set when the program turned its time stamp counter off (prctl
- * PR_SET_TSC, seccomp's strict mode; hooks.c): recording stopped, and
- * nothing of the recorder's reads the TSC or the clock from then on. */
-extern int mms__notsc MMS_HIDDEN;
+ * PR_SET_TSC, seccomp's strict mode) or installed a seccomp filter
+ * (hooks.c): recording stopped, and nothing of the recorder's reads the
+ * TSC or the clock, or makes a system call of its own, from then on. */
+extern int mms__hands_off MMS_HIDDEN;
 
 /* own.c: the ranges the recorder mapped for itself, which the program's
  * munmap, mprotect, mremap and mmap(MAP_FIXED) leave alone. mms__map_anon

@@ -857,11 +857,27 @@ MMS_EXPORT int pkey_mprotect(void *addr, size_t len, int prot, int pkey)
 /* A program may turn its time stamp counter off (PR_SET_TSC with
  * PR_TSC_SIGSEGV, as record-and-replay debuggers and some sandboxes do,
  * or seccomp's strict mode, which does it too): an rdtsc then raises
- * SIGSEGV, and the recorder reads the TSC at events and at exit. So
- * recording stops first, the log saying why, and nothing of the
- * recorder's reads the counter (or the clock, whose vDSO reads it) from
- * then on; the program goes on as natively. */
-int mms__notsc;
+ * SIGSEGV, and the recorder reads the TSC at events and at exit. A
+ * program may also install a seccomp filter (a sandbox: OpenSSH's
+ * pre-authentication child, libseccomp's users) that kills the process
+ * at a system call it does not expect, as the fallocate that grows the
+ * log. So before either takes effect recording stops, the log saying
+ * why, the log thread ends (a filter may reach every thread), and nothing
+ * of the recorder's reads the counter or the clock (whose vDSO reads it)
+ * or makes a system call from then on; the program goes on as natively.
+ * Seen through prctl and through libc's syscall(); a system call the
+ * program makes by itself (inline assembly) is not. */
+int mms__hands_off;
+
+static void hands_off(int why)
+{
+	if (__atomic_load_n(&mms__hands_off, __ATOMIC_SEQ_CST))
+		return;
+	if (mms__recording_now())
+		mms__log_cut(why);
+	mms__pager_stop();
+	__atomic_store_n(&mms__hands_off, 1, __ATOMIC_SEQ_CST);
+}
 
 MMS_EXPORT int prctl(int option, ...)
 {
@@ -881,14 +897,45 @@ MMS_EXPORT int prctl(int option, ...)
 			return (int)syscall(SYS_prctl, option, a2, a3, a4, a5);
 	}
 #if defined(PR_SET_TSC) && defined(PR_TSC_SIGSEGV)
-	if ((option == PR_SET_TSC && a2 == PR_TSC_SIGSEGV) || (option == PR_SET_SECCOMP && a2 == 1 /* strict */)) {
-		if (mms__recording_now())
-			mms__log_cut(MMS_CUT_NOTSC);
-		__atomic_store_n(&mms__notsc, 1, __ATOMIC_SEQ_CST);
-	}
+	if (option == PR_SET_TSC && a2 == PR_TSC_SIGSEGV)
+		hands_off(MMS_CUT_NOTSC);
 #endif
+	if (option == PR_SET_SECCOMP && (a2 == 1 || a2 == 2)) /* strict, filter */
+		hands_off(a2 == 1 ? MMS_CUT_NOTSC : MMS_CUT_SECCOMP);
 	return mms__real.prctl(option, a2, a3, a4, a5);
 }
+
+#if defined(__x86_64__) && defined(SYS_seccomp)
+/* libc's syscall(), which libseccomp calls to install its filters (and
+ * the recorder itself, through this): the system call made here. */
+MMS_EXPORT long syscall(long nr, ...)
+{
+	long a[6], r;
+	va_list ap;
+
+	va_start(ap, nr);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	if (unlikely(nr == SYS_seccomp) && (a[0] == 0 || a[0] == 1)) /* SECCOMP_SET_MODE_STRICT, _FILTER */
+		hands_off(a[0] == 0 ? MMS_CUT_NOTSC : MMS_CUT_SECCOMP);
+	{
+		register long r10 __asm__("r10") = a[3];
+		register long r8 __asm__("r8") = a[4];
+		register long r9 __asm__("r9") = a[5];
+
+		__asm__ volatile("syscall"
+				 : "=a"(r)
+				 : "a"(nr), "D"(a[0]), "S"(a[1]), "d"(a[2]), "r"(r10), "r"(r8), "r"(r9)
+				 : "rcx", "r11", "memory");
+	}
+	if ((unsigned long)r > -4096UL) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+#endif
 
 MMS_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 {

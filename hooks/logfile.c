@@ -640,7 +640,7 @@ void mms__log_finish(void)
 {
 	struct mms_thread *t;
 
-	if (!mms__active || !mms__header || __atomic_load_n(&mms__notsc, __ATOMIC_SEQ_CST))
+	if (!mms__active || !mms__header || __atomic_load_n(&mms__hands_off, __ATOMIC_SEQ_CST))
 		return;
 	t = mms__thread();
 	if (t)

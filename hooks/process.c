@@ -28,7 +28,7 @@ static void mark_end(void)
 
 	/* The program turned its TSC off (hooks.c): recording stopped, and
 	 * no stamp may be read. */
-	if (mms__tls_busy || __atomic_load_n(&mms__notsc, __ATOMIC_SEQ_CST))
+	if (mms__tls_busy || __atomic_load_n(&mms__hands_off, __ATOMIC_SEQ_CST))
 		return;
 	/* A fork child that did nothing else still has a log: its heap at
 	 * exit is what it inherited. */

@@ -3,20 +3,47 @@
  * record-and-replay debuggers and some sandboxes do: `notsc prctl` with
  * prctl(PR_SET_TSC, PR_TSC_SIGSEGV), `notsc strict` with seccomp's strict
  * mode (which turns it off too, and allows only read, write, exit and
- * sigreturn). An rdtsc then raises SIGSEGV; the recorder reads the TSC at
- * its events and at exit, so it must stop recording first. Then 100,000
- * allocations and frees (served from glibc's thread cache: no system
- * call), "survived" on stdout, and exit (strict: the exit system call).
- * Prints "skip: ..." and exits 77 where there is no such control. */
+ * sigreturn); an rdtsc then raises SIGSEGV, and the recorder reads the TSC
+ * at its events and at exit. Or a sandbox's seccomp filter that kills the
+ * process at fallocate and ftruncate, which the recorder uses to grow its
+ * log: `notsc filter` through prctl, `notsc filter-syscall` through
+ * syscall(SYS_seccomp), as libseccomp installs one. The recorder must stop
+ * recording first. Then 100,000 allocations and frees (served from
+ * glibc's thread cache: no system call), "survived" on stdout, and exit
+ * (strict: the exit system call). Prints "skip: ..." and exits 77 where
+ * there is no such control. */
 #define _GNU_SOURCE
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 
 #include "progs.h"
 
+/* Kills the process at fallocate or ftruncate; allows the rest. */
+static int install_filter(int through_syscall)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_fallocate, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_ftruncate, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { sizeof f / sizeof f[0], f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -1;
+	return through_syscall ? (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog)
+			       : prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
+}
+
 int main(int argc, char **argv)
 {
-	int strict = argc > 1 && !strcmp(argv[1], "strict");
+	const char *mode = argc > 1 ? argv[1] : "prctl";
+	int strict = !strcmp(mode, "strict"), filter = !strncmp(mode, "filter", 6);
 	void *volatile warm;
 
 #if defined(__x86_64__) && defined(PR_SET_TSC) && defined(PR_TSC_SIGSEGV)
@@ -24,10 +51,13 @@ int main(int argc, char **argv)
 	 * that strict mode forbids): before. */
 	warm = malloc(32);
 	free(warm);
-	if (strict ? prctl(PR_SET_SECCOMP, 1 /* SECCOMP_MODE_STRICT */, 0, 0, 0)
-		   : prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0))
-		return prog_say(1, "skip: prctl refused: %s\n", strerror(errno)), 77;
-	for (int i = 0; i < 100000; i++) {
+	if (filter   ? install_filter(!strcmp(mode, "filter-syscall"))
+	    : strict ? prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT, 0, 0, 0)
+		     : prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0))
+		return prog_say(1, "skip: %s refused: %s\n", mode, strerror(errno)), 77;
+	/* Enough for the recorder's log to grow (by fallocate) past its
+	 * first megabytes, had it gone on. */
+	for (int i = 0; i < (filter ? 2000000 : 100000); i++) {
 		warm = malloc(32 + (size_t)i % 64);
 		free(warm);
 	}
@@ -38,6 +68,7 @@ int main(int argc, char **argv)
 	return 0;
 #else
 	(void)strict;
+	(void)filter;
 	(void)warm;
 	return prog_say(1, "skip: no per-process time stamp counter control on this machine\n"), 77;
 #endif
