@@ -550,6 +550,10 @@ int mms__log_open(void)
 	struct mms_thread *t;
 	int execed, err;
 
+	/* The program sandboxed itself before the recorder started (a
+	 * constructor's seccomp filter, hooks.c): no log, no system call. */
+	if (__atomic_load_n(&mms__hands_off, __ATOMIC_SEQ_CST))
+		return -1;
 	mms__gdb_set_log(NULL);
 	mms__watch_set_log(NULL);
 	log_fd = mms__logname_open(log_path, fork_child, &execed, &log_created);

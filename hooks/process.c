@@ -119,6 +119,12 @@ static void atfork_child(void)
 	mms__own_after_fork();
 	mms__arena_after_fork();
 	mms__guard_after_fork();
+	/* Sandboxed (hooks.c): the child records nothing either, and makes
+	 * no system call of ours. */
+	if (__atomic_load_n(&mms__hands_off, __ATOMIC_SEQ_CST)) {
+		mms__tls_busy = busy;
+		return;
+	}
 	mms__fds_after_fork_child();
 	fork_count = 0;
 	mms__gdb_after_fork_child();
