@@ -193,9 +193,9 @@ static inline uint64_t tsc_cpu(unsigned *cpu)
 	unsigned aux;
 	uint64_t t;
 
-	/* The program turned its TSC off (hooks.c): looks are never
+	/* The program turned its TSC off (process.c): looks are never
 	 * skipped then. */
-	if (__atomic_load_n(&mms__hands_off, __ATOMIC_RELAXED)) {
+	if (mms__hands_off_now()) {
 		*cpu = 0;
 		return 0;
 	}
@@ -488,8 +488,8 @@ int mms__dirty_track(struct mms_dirty *d, uintptr_t addr, size_t size)
 	unsigned cpu;
 	int ok = 0;
 
-	if (__atomic_load_n(&mms__hands_off, __ATOMIC_RELAXED))
-		return -1; /* no system call of ours any more (hooks.c) */
+	if (mms__hands_off_now())
+		return -1; /* no system call of ours any more (process.c) */
 
 	d->lo = d->hi = 0;
 	if (addr + size < addr || hi < addr || hi <= lo || (hi - lo) / page < DIRTY_MIN_PAGES)
@@ -543,8 +543,8 @@ int mms__dirty_scan(struct mms_dirty *d, struct mms_dirty_run *runs, unsigned ma
 		.category_mask = PM_PAGE_IS_WRITTEN,
 		.return_mask = PM_PAGE_IS_WRITTEN,
 	};
-	int saved_errno = errno, alone = d->alone && !__atomic_load_n(&mms__threads_made, __ATOMIC_RELAXED) &&
-					 !__atomic_load_n(&mms__hands_off, __ATOMIC_RELAXED);
+	int saved_errno = errno,
+	    alone = d->alone && !__atomic_load_n(&mms__threads_made, __ATOMIC_RELAXED) && !mms__hands_off_now();
 	unsigned cpu = 0;
 	uint64_t now = 0;
 	uint32_t ticks;
@@ -564,9 +564,9 @@ int mms__dirty_scan(struct mms_dirty *d, struct mms_dirty_run *runs, unsigned ma
 		}
 	}
 	pthread_mutex_lock(&dirty_lock);
-	/* The program forbade our system calls (hooks.c): every byte is
+	/* The program forbade our system calls (process.c): every byte is
 	 * compared from now on (-1 below). */
-	if (d->epoch == epoch && pagemap >= 0 && !__atomic_load_n(&mms__hands_off, __ATOMIC_RELAXED))
+	if (d->epoch == epoch && pagemap >= 0 && !mms__hands_off_now())
 		r = ioctl(pagemap, PM_SCAN_IOCTL, &a);
 	pthread_mutex_unlock(&dirty_lock);
 	if (alone && r >= 0) {
@@ -611,7 +611,7 @@ void mms__dirty_shrink(struct mms_dirty *d, uintptr_t lo, uintptr_t hi)
 		return;
 	}
 	pthread_mutex_lock(&dirty_lock);
-	if (d->epoch == epoch && uffd >= 0 && !__atomic_load_n(&mms__hands_off, __ATOMIC_RELAXED)) {
+	if (d->epoch == epoch && uffd >= 0 && !mms__hands_off_now()) {
 		if (head.len)
 			ioctl(uffd, UFFDIO_UNREGISTER, &head);
 		if (tail.len)
@@ -633,7 +633,7 @@ void mms__dirty_untrack(struct mms_dirty *d)
 		return;
 	pthread_mutex_lock(&dirty_lock);
 	if (d->epoch == epoch && uffd >= 0) {
-		if (!__atomic_load_n(&mms__hands_off, __ATOMIC_RELAXED))
+		if (!mms__hands_off_now())
 			ioctl(uffd, UFFDIO_UNREGISTER, &range);
 		tracked_set(d->lo, d->hi, 0, 0);
 	}

@@ -433,9 +433,13 @@ void *mms__map_anon(size_t size) MMS_HIDDEN;
 
 /* Set when the program turned its time stamp counter off (prctl
  * PR_SET_TSC, seccomp's strict mode) or installed a seccomp filter
- * (hooks.c): recording stopped, and nothing of the recorder's reads the
+ * (process.c): recording stopped, and nothing of the recorder's reads the
  * TSC or the clock, or makes a system call of its own, from then on. */
 extern int mms__hands_off MMS_HIDDEN;
+static inline int mms__hands_off_now(void)
+{
+	return __atomic_load_n(&mms__hands_off, __ATOMIC_SEQ_CST);
+}
 
 /* own.c: the ranges the recorder mapped for itself, which the program's
  * munmap, mprotect, mremap and mmap(MAP_FIXED) leave alone. mms__map_anon
@@ -447,10 +451,12 @@ uintptr_t mms__page_end(uintptr_t lo, size_t len) MMS_HIDDEN;
 int mms__unmap_own(void *p, size_t len) MMS_HIDDEN;
 /* Whether [lo, hi) meets a range of the recorder's. */
 int mms__own_overlaps(uintptr_t lo, uintptr_t hi) MMS_HIDDEN;
-/* Calls fn on each piece of [lo, hi) outside the recorder's ranges, in
- * order; returns the first nonzero value fn returned, else 0. */
-int mms__own_each_outside(uintptr_t lo, uintptr_t hi, int (*fn)(uintptr_t lo, uintptr_t hi, void *ctx),
-			  void *ctx) MMS_HIDDEN;
+/* The program's munmap or mprotect of [addr, addr + len): when the range
+ * meets one of the recorder's, calls fn on each piece outside them (fn
+ * returns 0 or an errno), sets *ret (0, or -1 with errno) and returns 1;
+ * else returns 0, and the caller makes the call itself. */
+int mms__own_spare(void *addr, size_t len, int (*fn)(uintptr_t lo, uintptr_t hi, void *ctx), void *ctx,
+		   int *ret) MMS_HIDDEN;
 void mms__own_before_fork(void) MMS_HIDDEN;
 void mms__own_after_fork(void) MMS_HIDDEN;
 extern uintptr_t mms__arena_lo MMS_HIDDEN, mms__arena_len MMS_HIDDEN;

@@ -739,7 +739,7 @@ MMS_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off
 	return mmap(addr, len, prot, flags, fd, off);
 }
 
-/* mms__own_each_outside's step for munmap and mprotect: 0 or an errno. */
+/* mms__own_spare's step for munmap and mprotect: 0 or an errno. */
 static int unmap_piece(uintptr_t lo, uintptr_t hi, void *ctx)
 {
 	(void)ctx;
@@ -782,19 +782,10 @@ MMS_EXPORT int munmap(void *addr, size_t len)
 		leave();
 	}
 	mms__release_watched((uintptr_t)addr, (uintptr_t)addr + len);
-	if (len && !((uintptr_t)addr & 4095) &&
-	    mms__own_overlaps((uintptr_t)addr, mms__page_end((uintptr_t)addr, len))) {
-		/* A range over the recorder's own memory: the rest of it
-		 * only (own.c). */
-		r = mms__own_each_outside((uintptr_t)addr, mms__page_end((uintptr_t)addr, len), unmap_piece, NULL);
-		if (r) {
-			errno = r;
-			return -1;
-		}
-		return 0;
-	}
-	r = mms__real.munmap(addr, len);
-	return r;
+	/* A range over the recorder's own memory: the rest of it only. */
+	if (mms__own_spare(addr, len, unmap_piece, NULL, &r))
+		return r;
+	return mms__real.munmap(addr, len);
 }
 
 /* What the program may access: a mapping reserved with PROT_NONE (a
@@ -823,19 +814,9 @@ static int protect(void *addr, size_t len, int prot, int pkey, int with_key)
 	if (!(prot & PROT_READ))
 		mms__release_watched((uintptr_t)addr, (uintptr_t)addr + len);
 	t = enter_mapping();
-	if (len && !((uintptr_t)addr & 4095) &&
-	    mms__own_overlaps((uintptr_t)addr, mms__page_end((uintptr_t)addr, len))) {
-		/* The recorder's own memory keeps its protection (own.c). */
-		struct protect_piece w = { prot, pkey, with_key };
-
-		r = mms__own_each_outside((uintptr_t)addr, mms__page_end((uintptr_t)addr, len), protect_piece, &w);
-		if (r) {
-			errno = r;
-			r = -1;
-		}
-	} else {
+	/* The recorder's own memory keeps its protection. */
+	if (!mms__own_spare(addr, len, protect_piece, &(struct protect_piece){ prot, pkey, with_key }, &r))
 		r = with_key ? mms__real.pkey_mprotect(addr, len, prot, pkey) : mms__real.mprotect(addr, len, prot);
-	}
 	if (t) {
 		if (!r)
 			rec_mapping(t, MMS_TAG_MPROTECT, addr, len, (uint32_t)prot);
@@ -853,89 +834,6 @@ MMS_EXPORT int pkey_mprotect(void *addr, size_t len, int prot, int pkey)
 {
 	return protect(addr, len, prot, pkey, 1);
 }
-
-/* A program may turn its time stamp counter off (PR_SET_TSC with
- * PR_TSC_SIGSEGV, as record-and-replay debuggers and some sandboxes do,
- * or seccomp's strict mode, which does it too): an rdtsc then raises
- * SIGSEGV, and the recorder reads the TSC at events and at exit. A
- * program may also install a seccomp filter (a sandbox: OpenSSH's
- * pre-authentication child, libseccomp's users) that kills the process
- * at a system call it does not expect, as the fallocate that grows the
- * log. So before either takes effect recording stops, the log saying
- * why, the log thread ends (a filter may reach every thread), and nothing
- * of the recorder's reads the counter or the clock (whose vDSO reads it)
- * or makes a system call from then on; the program goes on as natively.
- * Seen through prctl and through libc's syscall(); a system call the
- * program makes by itself (inline assembly) is not. */
-int mms__hands_off;
-
-static void hands_off(int why)
-{
-	if (__atomic_load_n(&mms__hands_off, __ATOMIC_SEQ_CST))
-		return;
-	if (mms__recording_now())
-		mms__log_cut(why);
-	mms__pager_stop();
-	__atomic_store_n(&mms__hands_off, 1, __ATOMIC_SEQ_CST);
-}
-
-MMS_EXPORT int prctl(int option, ...)
-{
-	unsigned long a2, a3, a4, a5;
-	va_list ap;
-
-	/* As glibc's own prctl: four arguments, whatever the option. */
-	va_start(ap, option);
-	a2 = va_arg(ap, unsigned long);
-	a3 = va_arg(ap, unsigned long);
-	a4 = va_arg(ap, unsigned long);
-	a5 = va_arg(ap, unsigned long);
-	va_end(ap);
-	if (unlikely(!mms__real.prctl)) {
-		init_resolve();
-		if (!mms__real.prctl)
-			return (int)syscall(SYS_prctl, option, a2, a3, a4, a5);
-	}
-#if defined(PR_SET_TSC) && defined(PR_TSC_SIGSEGV)
-	if (option == PR_SET_TSC && a2 == PR_TSC_SIGSEGV)
-		hands_off(MMS_CUT_NOTSC);
-#endif
-	if (option == PR_SET_SECCOMP && (a2 == 1 || a2 == 2)) /* strict, filter */
-		hands_off(a2 == 1 ? MMS_CUT_NOTSC : MMS_CUT_SECCOMP);
-	return mms__real.prctl(option, a2, a3, a4, a5);
-}
-
-#if defined(__x86_64__) && defined(SYS_seccomp)
-/* libc's syscall(), which libseccomp calls to install its filters (and
- * the recorder itself, through this): the system call made here. */
-MMS_EXPORT long syscall(long nr, ...)
-{
-	long a[6], r;
-	va_list ap;
-
-	va_start(ap, nr);
-	for (int i = 0; i < 6; i++)
-		a[i] = va_arg(ap, long);
-	va_end(ap);
-	if (unlikely(nr == SYS_seccomp) && (a[0] == 0 || a[0] == 1)) /* SECCOMP_SET_MODE_STRICT, _FILTER */
-		hands_off(a[0] == 0 ? MMS_CUT_NOTSC : MMS_CUT_SECCOMP);
-	{
-		register long r10 __asm__("r10") = a[3];
-		register long r8 __asm__("r8") = a[4];
-		register long r9 __asm__("r9") = a[5];
-
-		__asm__ volatile("syscall"
-				 : "=a"(r)
-				 : "a"(nr), "D"(a[0]), "S"(a[1]), "d"(a[2]), "r"(r10), "r"(r8), "r"(r9)
-				 : "rcx", "r11", "memory");
-	}
-	if ((unsigned long)r > -4096UL) {
-		errno = (int)-r;
-		return -1;
-	}
-	return r;
-}
-#endif
 
 MMS_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 {

@@ -551,8 +551,8 @@ int mms__log_open(void)
 	int execed, err;
 
 	/* The program sandboxed itself before the recorder started (a
-	 * constructor's seccomp filter, hooks.c): no log, no system call. */
-	if (__atomic_load_n(&mms__hands_off, __ATOMIC_SEQ_CST))
+	 * constructor's seccomp filter, process.c): no log, no system call. */
+	if (mms__hands_off_now())
 		return -1;
 	mms__gdb_set_log(NULL);
 	mms__watch_set_log(NULL);
@@ -644,7 +644,7 @@ void mms__log_finish(void)
 {
 	struct mms_thread *t;
 
-	if (!mms__active || !mms__header || __atomic_load_n(&mms__hands_off, __ATOMIC_SEQ_CST))
+	if (!mms__active || !mms__header || mms__hands_off_now())
 		return;
 	t = mms__thread();
 	if (t)

@@ -12,6 +12,7 @@
  * signal handler interrupted it) finds every range unprotected rather
  * than waiting on itself. Full (OWN_MAX ranges), a range is left out. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -58,14 +59,20 @@ static size_t first_above(uintptr_t a)
 	return lo;
 }
 
-/* The end of [lo, lo + len) rounded up to a page, as the kernel takes it. */
-uintptr_t mms__page_end(uintptr_t lo, size_t len)
+static uintptr_t page_size(void)
 {
 	static uintptr_t page;
-	uintptr_t hi = lo + len;
 
 	if (!page)
 		page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	return page;
+}
+
+/* The end of [lo, lo + len) rounded up to a page, as the kernel takes it. */
+uintptr_t mms__page_end(uintptr_t lo, size_t len)
+{
+	uintptr_t page = page_size(), hi = lo + len;
+
 	if (hi < lo || hi > UINTPTR_MAX - page)
 		return UINTPTR_MAX;
 	return (hi + page - 1) & ~(page - 1);
@@ -147,7 +154,9 @@ int mms__own_overlaps(uintptr_t lo, uintptr_t hi)
 	return r;
 }
 
-int mms__own_each_outside(uintptr_t lo, uintptr_t hi, int (*fn)(uintptr_t lo, uintptr_t hi, void *ctx), void *ctx)
+/* Calls fn on each piece of [lo, hi) outside the recorder's ranges, in
+ * order; returns the first nonzero value fn returned, else 0. */
+static int each_outside(uintptr_t lo, uintptr_t hi, int (*fn)(uintptr_t lo, uintptr_t hi, void *ctx), void *ctx)
 {
 	struct own_range in[64];
 	size_t n, i;
@@ -174,6 +183,24 @@ int mms__own_each_outside(uintptr_t lo, uintptr_t hi, int (*fn)(uintptr_t lo, ui
 	if (at < hi && (r = fn(at, hi, ctx)) && !rc)
 		rc = r;
 	return rc;
+}
+
+int mms__own_spare(void *addr, size_t len, int (*fn)(uintptr_t lo, uintptr_t hi, void *ctx), void *ctx, int *ret)
+{
+	uintptr_t lo = (uintptr_t)addr, hi;
+
+	/* An unaligned address or no length: the kernel's answer. */
+	if (!len || (lo & (page_size() - 1)))
+		return 0;
+	hi = mms__page_end(lo, len);
+	if (!mms__own_overlaps(lo, hi))
+		return 0;
+	*ret = each_outside(lo, hi, fn, ctx);
+	if (*ret) {
+		errno = *ret;
+		*ret = -1;
+	}
+	return 1;
 }
 
 /* Held across fork (process.c), so that the child's copy is whole. */

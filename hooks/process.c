@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -26,9 +27,9 @@ static void mark_end(void)
 	struct mms_thread *t;
 	uint8_t *p;
 
-	/* The program turned its TSC off (hooks.c): recording stopped, and
+	/* Sandboxed (below): recording stopped, and
 	 * no stamp may be read. */
-	if (mms__tls_busy || __atomic_load_n(&mms__hands_off, __ATOMIC_SEQ_CST))
+	if (mms__tls_busy || mms__hands_off_now())
 		return;
 	/* A fork child that did nothing else still has a log: its heap at
 	 * exit is what it inherited. */
@@ -119,9 +120,9 @@ static void atfork_child(void)
 	mms__own_after_fork();
 	mms__arena_after_fork();
 	mms__guard_after_fork();
-	/* Sandboxed (hooks.c): the child records nothing either, and makes
+	/* Sandboxed (below): the child records nothing either, and makes
 	 * no system call of ours. */
-	if (__atomic_load_n(&mms__hands_off, __ATOMIC_SEQ_CST)) {
+	if (mms__hands_off_now()) {
 		mms__tls_busy = busy;
 		return;
 	}
@@ -279,6 +280,89 @@ MMS_EXPORT int setns(int fd, int nstype)
 		mms__pager_stop();
 	return mms__real.setns(fd, nstype);
 }
+
+/* --- sandboxes --------------------------------------------------------------
+ * A program may turn its time stamp counter off (PR_SET_TSC with
+ * PR_TSC_SIGSEGV, as record-and-replay debuggers and some sandboxes do,
+ * or seccomp's strict mode, which does it too): an rdtsc then raises
+ * SIGSEGV, and the recorder reads the TSC at events and at exit. A
+ * program may also install a seccomp filter (a sandbox: OpenSSH's
+ * pre-authentication child, libseccomp's users) that kills the process
+ * at a system call it does not expect, as the fallocate that grows the
+ * log. So before either takes effect recording stops, the log saying
+ * why, the log thread ends (a filter may reach every thread), and nothing
+ * of the recorder's reads the counter or the clock (whose vDSO reads it)
+ * or makes a system call from then on; the program goes on as natively.
+ * Seen through prctl and through libc's syscall(); a system call the
+ * program makes by itself (inline assembly) is not. */
+int mms__hands_off;
+
+static void hands_off(int why)
+{
+	if (mms__hands_off_now())
+		return;
+	if (mms__recording_now())
+		mms__log_cut(why);
+	mms__pager_stop();
+	__atomic_store_n(&mms__hands_off, 1, __ATOMIC_SEQ_CST);
+}
+
+MMS_EXPORT int prctl(int option, ...)
+{
+	unsigned long a2, a3, a4, a5;
+	va_list ap;
+
+	/* As glibc's own prctl: four arguments, whatever the option. */
+	va_start(ap, option);
+	a2 = va_arg(ap, unsigned long);
+	a3 = va_arg(ap, unsigned long);
+	a4 = va_arg(ap, unsigned long);
+	a5 = va_arg(ap, unsigned long);
+	va_end(ap);
+#if defined(PR_SET_TSC) && defined(PR_TSC_SIGSEGV)
+	if (option == PR_SET_TSC && a2 == PR_TSC_SIGSEGV)
+		hands_off(MMS_CUT_NOTSC);
+#endif
+	if (option == PR_SET_SECCOMP && (a2 == 1 || a2 == 2)) /* strict, filter */
+		hands_off(a2 == 1 ? MMS_CUT_NOTSC : MMS_CUT_SECCOMP);
+	/* Before the recorder's start (a constructor's call): the call
+	 * itself. */
+	if (!mms__real.prctl)
+		return (int)syscall(SYS_prctl, option, a2, a3, a4, a5);
+	return mms__real.prctl(option, a2, a3, a4, a5);
+}
+
+#if defined(__x86_64__) && defined(SYS_seccomp)
+/* libc's syscall(), which libseccomp calls to install its filters (and
+ * the recorder itself, through this): the system call made here. */
+MMS_EXPORT long syscall(long nr, ...)
+{
+	long a[6], r;
+	va_list ap;
+
+	va_start(ap, nr);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	if (unlikely(nr == SYS_seccomp) && (a[0] == 0 || a[0] == 1)) /* SECCOMP_SET_MODE_STRICT, _FILTER */
+		hands_off(a[0] == 0 ? MMS_CUT_NOTSC : MMS_CUT_SECCOMP);
+	{
+		register long r10 __asm__("r10") = a[3];
+		register long r8 __asm__("r8") = a[4];
+		register long r9 __asm__("r9") = a[5];
+
+		__asm__ volatile("syscall"
+				 : "=a"(r)
+				 : "a"(nr), "D"(a[0]), "S"(a[1]), "d"(a[2]), "r"(r10), "r"(r8), "r"(r9)
+				 : "rcx", "r11", "memory");
+	}
+	if ((unsigned long)r > -4096UL) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+#endif
 
 /* --- exec ------------------------------------------------------------------
  * An exec that succeeds ends this image's log: say so in its header (and

@@ -188,7 +188,7 @@ static void late_exit(void *arg)
 	(void)arg;
 	/* A vfork child shares our memory and log: its exit is not ours. */
 	if (!mms__active || !mms__header || mms__header->pid != (uint64_t)getpid() || mms__tls_busy ||
-	    __atomic_load_n(&mms__hands_off, __ATOMIC_SEQ_CST))
+	    mms__hands_off_now())
 		return;
 	mms__tls_busy = 2;
 	t = mms__thread();
