@@ -95,7 +95,7 @@ void mms__releasers_reset(void)
 {
 	mms__sole_releaser = MMS_NO_RELEASER;
 	if (mms__releasers)
-		madvise(mms__releasers, MMS_RELEASERS * sizeof(uint64_t), MADV_DONTNEED);
+		mms__advise(mms__releasers, MMS_RELEASERS * sizeof(uint64_t), MADV_DONTNEED);
 }
 
 uint64_t mms__realtime_ns(void)

@@ -12,8 +12,10 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "format.h"
 #include "gdbif.h"
@@ -42,6 +44,7 @@ struct mms_real {
 	int (*munmap)(void *, size_t);
 	int (*mprotect)(void *, size_t, int);
 	int (*pkey_mprotect)(void *, size_t, int, int);
+	int (*madvise)(void *, size_t, int);
 	int (*prctl)(int, unsigned long, unsigned long, unsigned long, unsigned long);
 	void *(*mremap)(void *, size_t, size_t, int, ...);
 	void *(*dlopen)(const char *, int);
@@ -57,6 +60,13 @@ struct mms_real {
 	int (*clock_gettime)(clockid_t, struct timespec *); /* libc's, not a program's own */
 };
 extern struct mms_real mms__real MMS_HIDDEN;
+
+/* madvise() for the recorder's own memory: the hook (hooks.c) would spare
+ * it. */
+static inline int mms__advise(void *p, size_t len, int advice)
+{
+	return mms__real.madvise ? mms__real.madvise(p, len, advice) : (int)syscall(SYS_madvise, p, len, advice);
+}
 
 /* One recording thread. Lives in memory of our own (never the program's
  * heap), reached through a thread-local pointer. */

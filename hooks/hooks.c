@@ -64,6 +64,7 @@ static void resolve_real(void)
 	RESOLVE(munmap);
 	RESOLVE(mprotect);
 	RESOLVE(pkey_mprotect);
+	RESOLVE(madvise);
 	RESOLVE(prctl);
 	RESOLVE(mremap);
 	RESOLVE(dlclose);
@@ -833,6 +834,29 @@ MMS_EXPORT int mprotect(void *addr, size_t len, int prot)
 MMS_EXPORT int pkey_mprotect(void *addr, size_t len, int prot, int pkey)
 {
 	return protect(addr, len, prot, pkey, 1);
+}
+
+static int advise_piece(uintptr_t lo, uintptr_t hi, void *ctx)
+{
+	return mms__real.madvise((void *)lo, hi - lo, *(const int *)ctx) ? errno : 0;
+}
+
+/* Advice over the recorder's own memory is not taken there: MADV_DONTNEED
+ * or MADV_FREE would give it back zeroed, MADV_REMOVE punch a hole in the
+ * log, MADV_DONTFORK or MADV_WIPEONFORK leave a fork child without it.
+ * Nothing is recorded: the mappings stay as they were. */
+MMS_EXPORT int madvise(void *addr, size_t len, int advice)
+{
+	int r;
+
+	if (unlikely(!mms__real.madvise)) {
+		init_resolve();
+		if (!mms__real.madvise)
+			return (int)syscall(SYS_madvise, addr, len, advice);
+	}
+	if (mms__own_spare(addr, len, advise_piece, &advice, &r))
+		return r;
+	return mms__real.madvise(addr, len, advice);
 }
 
 MMS_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)

@@ -49,7 +49,7 @@ static void *table(void *old, size_t size)
 {
 	if (old) {
 		/* After fork: forget what the parent's log defined. */
-		madvise(old, size, MADV_DONTNEED);
+		mms__advise(old, size, MADV_DONTNEED);
 		return old;
 	}
 	return mms__map_anon(size);

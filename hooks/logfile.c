@@ -352,7 +352,7 @@ int mms__log_populate(uint64_t off, uint64_t len)
 			return -1;
 		from = off > g_off ? off : g_off;
 		to = end < g_end ? end : g_end;
-		rc = madvise(base + (from - g_off), (size_t)(to - from), MADV_POPULATE_WRITE);
+		rc = mms__advise(base + (from - g_off), (size_t)(to - from), MADV_POPULATE_WRITE);
 		pthread_mutex_lock(&grow_lock);
 		/* Found again: the registry may have moved. */
 		g = group_of(first);
@@ -397,7 +397,7 @@ static struct mms_chunk_header *chunk_new(void)
 	 * per page on the hot path (kernels before 5.14 refuse; no matter),
 	 * unless the log thread did. */
 	if (!mms__pager_ready(off + chunk_size))
-		madvise(ch, chunk_size, MADV_POPULATE_WRITE);
+		mms__advise(ch, chunk_size, MADV_POPULATE_WRITE);
 	mms__pager_poke(off + chunk_size);
 	ch->magic = MMS_CHUNK_MAGIC;
 	return ch;

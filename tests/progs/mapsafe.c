@@ -3,11 +3,12 @@
  * it does not own: here the recorder's log mapping (a MAP_SHARED mapping
  * of a file ending in .mms, found in /proc/self/maps), the way a wild
  * munmap past a program's own mapping can reach the recorder's. The
- * recorder must run on (own.c): munmap and mprotect succeed and leave its
- * memory alone, mmap(MAP_FIXED) over it fails with ENOMEM, mremap of it
- * with EFAULT. Then 100,000 allocations and frees, written to the log
+ * recorder must run on (own.c): munmap, mprotect and madvise (MADV_REMOVE,
+ * which would punch a hole in the log) succeed and leave its memory alone,
+ * mmap(MAP_FIXED) over it fails with ENOMEM, mremap of it with EFAULT. Then 100,000 allocations and frees, written to the log
  * through the mapping the program tried to take. Prints one line per
- * call ("munmap 0", "mprotect 0", "mmap ENOMEM", "mremap EFAULT"), or
+ * call ("munmap 0", "mprotect 0", "madvise 0", "mmap ENOMEM",
+ * "mremap EFAULT"), or
  * "no log mapping" natively, then "done". Also, when the pages below the
  * log's are free, maps two there and unmaps them and the log's mapping in
  * one call ("wide munmap 0, its pages unmapped": the rest of the range
@@ -56,6 +57,9 @@ int main(void)
 		len = hi - lo;
 		prog_say(1, "munmap %d\n", munmap((void *)lo, len));
 		prog_say(1, "mprotect %d\n", mprotect((void *)lo, len, PROT_NONE));
+		/* MADV_REMOVE frees a shared mapping's backing store: the
+		 * log's records would read back as zeros. */
+		prog_say(1, "madvise %d\n", madvise((void *)lo, len, MADV_REMOVE));
 		p = mmap((void *)lo, len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
 		prog_say(1, "mmap %s\n", p == MAP_FAILED ? err_name(errno) : "placed");
 		p = mremap((void *)lo, len, 2 * len, MREMAP_MAYMOVE);

@@ -1,11 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# mapsafe.sh: a program that unmaps, protects, remaps and maps over memory
-# it does not own (tests/progs/mapsafe aims at the recorder's log mapping)
-# runs on under the recorder, as it does natively: munmap and mprotect
-# succeed and leave the recorder's memory alone, mmap(MAP_FIXED) and
-# mremap over it fail, and the log, written on through that mapping, is
-# whole: its 100,000 allocations are all there.
+# mapsafe.sh: a program that unmaps, protects, advises, remaps and maps
+# over memory it does not own (tests/progs/mapsafe aims at the recorder's
+# log mapping) runs on under the recorder, as it does natively: munmap,
+# mprotect and madvise(MADV_REMOVE) succeed and leave the recorder's
+# memory alone, mmap(MAP_FIXED) and mremap over it fail, and the log,
+# written on through that mapping, is whole: its 100,000 allocations are all there.
 . "$top_srcdir/tests/progs/lib.sh"
 
 prog=$MMS_PROGS/mapsafe
@@ -18,7 +18,7 @@ for stacks in 0 16; do
 		fail "mapsafe exited $? under the recorder (call_stack=$stacks): $(cat rec$stacks.out rec$stacks.err)"
 	grep -v '^wide munmap' rec$stacks.out | tr '\n' ';' >rec$stacks.lines
 	expect_eq "mapsafe's calls on the recorder's log mapping (call_stack=$stacks)" "$(cat rec$stacks.lines)" \
-		"munmap 0;mprotect 0;mmap ENOMEM;mremap EFAULT;done;"
+		"munmap 0;mprotect 0;madvise 0;mmap ENOMEM;mremap EFAULT;done;"
 	if grep -q '^wide munmap' rec$stacks.out; then
 		expect_eq "a munmap of the program's pages and the recorder's together (call_stack=$stacks)" \
 			"$(grep '^wide munmap' rec$stacks.out)" "wide munmap 0, its pages unmapped"
@@ -29,4 +29,4 @@ for stacks in 0 16; do
 	[ "$(jget rec$stacks.mms.json allocs)" -ge 100000 ] ||
 		fail "the log lost allocations (call_stack=$stacks): $(jget rec$stacks.mms.json allocs)"
 done
-note "the recorder's log mapping survived munmap, mprotect, mmap(MAP_FIXED) and mremap by the program$(grep -q '^wide munmap' rec0.out && echo ', and a munmap from the program'"'"'s mapping across it')"
+note "the recorder's log mapping survived munmap, mprotect, madvise(MADV_REMOVE), mmap(MAP_FIXED) and mremap by the program$(grep -q '^wide munmap' rec0.out && echo ', and a munmap from the program'"'"'s mapping across it')"
