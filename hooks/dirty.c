@@ -426,56 +426,52 @@ static int private_line(const char *s, uintptr_t *start, uintptr_t *end)
 	return !*s || !strcmp(s, "[heap]") || !strncmp(s, "[anon:", 6);
 }
 
+/* private_part's walk: the run of trackable mappings it is in, and the
+ * largest met. */
+struct private_walk {
+	uintptr_t lo, hi;         /* the range asked about */
+	uintptr_t run_lo, run_hi; /* the current run of trackable mappings */
+	uintptr_t best_lo, best_hi;
+};
+
+static int private_step(char *line, void *ctx)
+{
+	struct private_walk *w = ctx;
+	uintptr_t start, end;
+	int kind = private_line(line, &start, &end);
+
+	if (start < w->lo)
+		start = w->lo;
+	if (end > w->hi)
+		end = w->hi;
+	if (start >= end)
+		return 0;
+	if (kind == 2 && file_pages(start, end))
+		kind = 0;
+	if (!kind) {
+		w->run_lo = w->run_hi = 0;
+		return 0;
+	}
+	if (start != w->run_hi)
+		w->run_lo = start; /* not next to the run: a new one */
+	w->run_hi = end;
+	if (w->run_hi - w->run_lo > w->best_hi - w->best_lo) {
+		w->best_lo = w->run_lo;
+		w->best_hi = w->run_hi;
+	}
+	return 0;
+}
+
 /* The largest part of [lo, hi) in contiguous private mappings that can be
- * tracked, from /proc/self/maps: sets *plo, *phi (equal when none). */
+ * tracked, from /proc/self/maps: sets *plo, *phi (equal when none). Only
+ * a line's head counts (the path is looked at for its first characters). */
 static void private_part(uintptr_t lo, uintptr_t hi, uintptr_t *plo, uintptr_t *phi)
 {
-	char buf[4096], line[160];
-	uintptr_t run_lo = 0, run_hi = 0;
-	size_t len = 0;
-	ssize_t r;
-	int fd = raw_open("/proc/self/maps", O_RDONLY);
+	struct private_walk w = { .lo = lo, .hi = hi };
 
-	*plo = *phi = 0;
-	if (fd < 0)
-		return;
-	while ((r = syscall(SYS_read, fd, buf, sizeof buf)) > 0) {
-		for (ssize_t i = 0; i < r; i++) {
-			uintptr_t start, end;
-			int kind;
-
-			if (buf[i] != '\n') {
-				/* Only a line's head counts (the path is looked
-				 * at for its first characters). */
-				if (len + 1 < sizeof line)
-					line[len++] = buf[i];
-				continue;
-			}
-			line[len] = 0;
-			len = 0;
-			kind = private_line(line, &start, &end);
-			if (start < lo)
-				start = lo;
-			if (end > hi)
-				end = hi;
-			if (start >= end)
-				continue;
-			if (kind == 2 && file_pages(start, end))
-				kind = 0;
-			if (!kind) {
-				run_lo = run_hi = 0;
-				continue;
-			}
-			if (start != run_hi)
-				run_lo = start; /* not next to the run: a new one */
-			run_hi = end;
-			if (run_hi - run_lo > *phi - *plo) {
-				*plo = run_lo;
-				*phi = run_hi;
-			}
-		}
-	}
-	raw_close(fd);
+	mms__proc_lines("/proc/self/maps", private_step, &w);
+	*plo = w.best_lo;
+	*phi = w.best_hi;
 }
 
 int mms__dirty_track(struct mms_dirty *d, uintptr_t addr, size_t size)

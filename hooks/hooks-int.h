@@ -45,6 +45,8 @@ struct mms_real {
 	int (*mprotect)(void *, size_t, int);
 	int (*pkey_mprotect)(void *, size_t, int, int);
 	int (*madvise)(void *, size_t, int);
+	int (*mlockall)(int);
+	int (*munlockall)(void);
 	int (*prctl)(int, unsigned long, unsigned long, unsigned long, unsigned long);
 	void *(*mremap)(void *, size_t, size_t, int, ...);
 	void *(*dlopen)(const char *, int);
@@ -467,6 +469,10 @@ int mms__own_overlaps(uintptr_t lo, uintptr_t hi) MMS_HIDDEN;
  * else returns 0, and the caller makes the call itself. */
 int mms__own_spare(void *addr, size_t len, int (*fn)(uintptr_t lo, uintptr_t hi, void *ctx), void *ctx,
 		   int *ret) MMS_HIDDEN;
+/* The program's mlockall(flags) with MCL_CURRENT: what the kernel does
+ * (the same limit, the same errors), but for the program's mappings
+ * only. Returns 0, or -1 with errno. */
+int mms__own_mlockall(int flags) MMS_HIDDEN;
 void mms__own_before_fork(void) MMS_HIDDEN;
 void mms__own_after_fork(void) MMS_HIDDEN;
 extern uintptr_t mms__arena_lo MMS_HIDDEN, mms__arena_len MMS_HIDDEN;
@@ -619,5 +625,9 @@ long mms__threads_now(void) MMS_HIDDEN;
 /* Reads the file at path (a /proc file: read until its end) into buf, at
  * most cap - 1 bytes, NUL ended. Returns the length, or -1. */
 ssize_t mms__proc_read(const char *path, char *buf, size_t cap) MMS_HIDDEN;
+/* Calls fn on each line of the file at path (a /proc file), its first 255
+ * bytes NUL ended without the newline, until fn returns nonzero. Returns
+ * that value, 0 at the end, or -1 when the file cannot be read. */
+int mms__proc_lines(const char *path, int (*fn)(char *line, void *ctx), void *ctx) MMS_HIDDEN;
 
 #endif /* MMS_HOOKS_INT_H */

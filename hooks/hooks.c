@@ -65,6 +65,8 @@ static void resolve_real(void)
 	RESOLVE(mprotect);
 	RESOLVE(pkey_mprotect);
 	RESOLVE(madvise);
+	RESOLVE(mlockall);
+	RESOLVE(munlockall);
 	RESOLVE(prctl);
 	RESOLVE(mremap);
 	RESOLVE(dlclose);
@@ -857,6 +859,18 @@ MMS_EXPORT int madvise(void *addr, size_t len, int advice)
 	if (mms__own_spare(addr, len, advise_piece, &advice, &r))
 		return r;
 	return mms__real.madvise(addr, len, advice);
+}
+
+/* mlockall(MCL_CURRENT) locks the program's mappings, not the recorder's
+ * (own.c). */
+MMS_EXPORT int mlockall(int flags)
+{
+	if (unlikely(!mms__real.mlockall || !mms__real.munlockall)) {
+		init_resolve();
+		if (!mms__real.mlockall || !mms__real.munlockall)
+			return (int)syscall(SYS_mlockall, flags);
+	}
+	return mms__own_mlockall(flags);
 }
 
 MMS_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)

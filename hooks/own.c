@@ -13,8 +13,12 @@
  * than waiting on itself. Full (OWN_MAX ranges), a range is left out. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <linux/capability.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "hooks-int.h"
@@ -201,6 +205,109 @@ int mms__own_spare(void *addr, size_t len, int (*fn)(uintptr_t lo, uintptr_t hi,
 		*ret = -1;
 	}
 	return 1;
+}
+
+/* ---- mlockall ----
+ * mlockall(MCL_CURRENT) locks and fills every mapping of the process: the
+ * recorder's too (some 50 MiB of address space, most of it reserved and
+ * never touched), which then count against RLIMIT_MEMLOCK (8 MiB for a
+ * user by default: a small program's mlockall failed recorded and not
+ * natively) and fill with pages the recorder never needed. The kernel's
+ * call is made here for the program's mappings only: its limit on their
+ * size, its errors, then mlock() of each outside the recorder's ranges
+ * (what a mapping cannot fill is passed over, as mlockall does). Only a
+ * mapping made concurrently by another thread may be missed. */
+
+struct lock_walk {
+	int lock;    /* 0: count the bytes, 1: lock */
+	int onfault; /* MCL_ONFAULT */
+	uintptr_t bytes;
+};
+
+static int lock_piece(uintptr_t lo, uintptr_t hi, void *ctx)
+{
+	struct lock_walk *w = ctx;
+
+	if (!w->lock)
+		w->bytes += hi - lo;
+	else if (w->onfault)
+		syscall(SYS_mlock2, lo, hi - lo, MLOCK_ONFAULT);
+	else
+		syscall(SYS_mlock, lo, hi - lo);
+	return 0;
+}
+
+static int lock_line(char *line, void *ctx)
+{
+	char *e;
+	uintptr_t lo = strtoul(line, &e, 16), hi;
+
+	if (*e != '-')
+		return 0;
+	hi = strtoul(e + 1, &e, 16);
+	/* The vsyscall page is no mapping of the process's: not counted,
+	 * and mlock() refuses it. */
+	if (hi > lo && !strstr(e, "[vsyscall]"))
+		each_outside(lo, hi, lock_piece, ctx);
+	return 0;
+}
+
+/* Whether the process may lock memory past its limit: CAP_IPC_LOCK in the
+ * first user namespace, as the kernel asks (in another one, capget()
+ * tells of that namespace's). */
+static int lock_unlimited(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+	char map[128], *e;
+	unsigned long inside, outside;
+
+	if (syscall(SYS_capget, &h, d) || !((d[CAP_IPC_LOCK / 32].effective >> (CAP_IPC_LOCK % 32)) & 1))
+		return 0;
+	/* The first namespace maps every id to itself: "0 0 4294967295". */
+	if (mms__proc_read("/proc/self/uid_map", map, sizeof map) <= 0)
+		return 0;
+	inside = strtoul(map, &e, 10);
+	outside = strtoul(e, &e, 10);
+	return !inside && !outside && strtoul(e, NULL, 10) == UINT32_MAX;
+}
+
+int mms__own_mlockall(int flags)
+{
+	struct lock_walk w = { .onfault = !!(flags & MCL_ONFAULT) };
+	struct rlimit lim;
+	int unlimited, saved_errno = errno;
+
+	/* Without MCL_CURRENT (or with bad flags) no mapping of now is
+	 * touched: the kernel's answer. So with a sandbox that forbids
+	 * the calls below. */
+	if (!(flags & MCL_CURRENT) || (flags & ~(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT)) || mms__hands_off_now())
+		return mms__real.mlockall(flags);
+	if (getrlimit(RLIMIT_MEMLOCK, &lim))
+		return mms__real.mlockall(flags);
+	unlimited = lock_unlimited();
+	if (!lim.rlim_cur && !unlimited) {
+		errno = EPERM;
+		return -1;
+	}
+	if (lim.rlim_cur != RLIM_INFINITY && !unlimited) {
+		if (mms__proc_lines("/proc/self/maps", lock_line, &w) < 0)
+			return mms__real.mlockall(flags);
+		if (w.bytes / (uintptr_t)page_size() > lim.rlim_cur / page_size()) {
+			errno = ENOMEM;
+			return -1;
+		}
+	}
+	/* Mappings made from now on: locked with MCL_FUTURE (the recorder's
+	 * too, the kernel knows no other way), not without (munlockall()
+	 * ends an earlier MCL_FUTURE, and what was locked is locked again
+	 * below). */
+	if (flags & MCL_FUTURE ? mms__real.mlockall(flags & ~MCL_CURRENT) : mms__real.munlockall())
+		return -1;
+	w.lock = 1;
+	mms__proc_lines("/proc/self/maps", lock_line, &w);
+	errno = saved_errno; /* a piece mlock() passed over is no error */
+	return 0;
 }
 
 /* Held across fork (process.c), so that the child's copy is whole. */

@@ -164,6 +164,33 @@ ssize_t mms__proc_read(const char *path, char *buf, size_t cap)
 	return r < 0 ? -1 : n;
 }
 
+int mms__proc_lines(const char *path, int (*fn)(char *line, void *ctx), void *ctx)
+{
+	char buf[4096], line[256];
+	size_t len = 0;
+	ssize_t r;
+	/* System calls of its own: nothing of a program's that interposes
+	 * open or read runs. */
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0)
+		return -1;
+	while (!rc && (r = syscall(SYS_read, fd, buf, sizeof buf)) > 0) {
+		for (ssize_t i = 0; i < r && !rc; i++) {
+			if (buf[i] != '\n') {
+				if (len + 1 < sizeof line)
+					line[len++] = buf[i];
+				continue;
+			}
+			line[len] = 0;
+			len = 0;
+			rc = fn(line, ctx);
+		}
+	}
+	syscall(SYS_close, fd);
+	return r < 0 && !rc ? -1 : rc;
+}
+
 /* Field `field` (from 1, as proc(5) numbers them) of the stat file at path. */
 static int stat_field_at(const char *path, int field, long *out)
 {
