@@ -212,7 +212,9 @@ static int set_grow(struct shard *s)
 	return 0;
 }
 
-static int set_add(const struct gblk *b)
+/* Inlined: its callers build the entry field by field on the stack, and a
+ * call would read it back whole, which waits for those stores to land. */
+static inline __attribute__((always_inline)) int set_add(const struct gblk *b)
 {
 	struct shard *s = shard_of(b->user);
 	size_t i;
@@ -616,10 +618,16 @@ static void quarantine(struct mms_thread *t, const struct gblk *b, uint32_t free
 		size_t len;
 	} ahead[PREFETCH_AHEAD];
 
+	/* A block larger than the quarantine (every one without a
+	 * quarantine) goes back at once, without the lock. */
+	if (gb_size(b) > mms__config.guard_quarantine) {
+		release(t, b);
+		return;
+	}
 	mms__spin_lock(&q_lock);
 	if (!q)
 		q = mms__map_anon(QUARANTINE_SLOTS * sizeof *q);
-	if (!q || gb_size(b) > mms__config.guard_quarantine) {
+	if (!q) {
 		mms__spin_unlock(&q_lock);
 		release(t, b); /* never quarantined: not filled either */
 		return;
