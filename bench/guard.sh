@@ -6,7 +6,11 @@
 # with no quarantine (guard_quarantine=0: red zones and bad frees only),
 # printed as the best wall time of each and the median of the rounds'
 # ratios (the machine's drift moves the runs of one round alike): the
-# last shows what the quarantine costs; then the best of
+# last shows what the quarantine costs. For mallocbench also the floor of
+# the design: mallocbench doing itself, inline and without a recorder,
+# the red zones and a quarantine of guard mode's default size (4 MiB),
+# filled and compared (MALLOCBENCH_GUARD_FLOOR), the least any guard
+# mode that fills freed blocks pays on this loop. Then the best of
 # BENCH_RUNS under valgrind's memcheck (when installed) and, for
 # mallocbench, built with gcc -fsanitize=address, over native's best. Not
 # a test: `make bench` runs it.
@@ -44,6 +48,7 @@ row() {
 	printf '%-12s native %ss  recorded %ss  guard %ss  guard/native %s  guard/recorded %s' \
 		"$1" "$_n" "$(round_best "$2" 2)" "$(round_best "$2" 3)" "$(round_ratio "$2" 3 1)" "$(round_ratio "$2" 3 2)"
 	printf '  no quarantine/native %s' "$(round_ratio "$2" 4 1)"
+	[ "$(awk 'NR == 1 { print NF }' "$2")" -lt 5 ] || printf '  floor/native %s' "$(round_ratio "$2" 5 1)"
 	[ "$3" = - ] || printf '  valgrind/native %s' "$(ratio "$3" "$_n")"
 	[ "$4" = - ] || printf '  asan/native %s' "$(ratio "$4" "$_n")"
 	printf '\n'
@@ -57,7 +62,8 @@ memcheck() { "$valgrind" -q --tool=memcheck "$@"; }
 echo "== guard mode: red zones, quarantine, checks (targets: <= 2.5x native on mallocbench, <= 1.5x on sqlite3)"
 
 rounds "\"\$bench\" 1 \$iterations" "rec \"\$bench\" 1 \$iterations" "guard \"\$bench\" 1 \$iterations" \
-	"guard0 \"\$bench\" 1 \$iterations" >"$tmp/mallocbench.rounds"
+	"guard0 \"\$bench\" 1 \$iterations" "MALLOCBENCH_GUARD_FLOOR=4194304 \"\$bench\" 1 \$iterations" \
+	>"$tmp/mallocbench.rounds"
 v=-
 [ -z "$valgrind" ] || v=$(best memcheck "$bench" 1 "$iterations")
 a=-
