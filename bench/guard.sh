@@ -6,23 +6,27 @@
 # with no quarantine (guard_quarantine=0: red zones and bad frees only),
 # printed as the best wall time of each and the median of the rounds'
 # ratios (the machine's drift moves the runs of one round alike): the
-# last shows what the quarantine costs. For mallocbench also the floor of
-# the design: mallocbench doing itself, inline and without a recorder,
+# last shows what the quarantine costs. Then the floor of the design:
 # the red zones and a quarantine of guard mode's default size (4 MiB),
-# filled and compared (MALLOCBENCH_GUARD_FLOOR), the least any guard
-# mode that fills freed blocks pays on this loop. Then the best of
+# filled and compared, without a recorder: for mallocbench done by the
+# loop itself, inline (MALLOCBENCH_GUARD_FLOOR), for sqlite3 by the bare
+# preload of bench/floor.c (FLOOR_GUARD, a mark and the size in each
+# block's head where guard mode keeps a set of its own), the least any
+# guard mode that fills freed blocks pays there. Then the best of
 # BENCH_RUNS under valgrind's memcheck (when installed) and, for
 # mallocbench, built with gcc -fsanitize=address, over native's best. Not
 # a test: `make bench` runs it.
 #
-# Environment: top_builddir (default .), BENCH_RUNS (default 3),
-# BENCH_GUARD_ITERATIONS (mallocbench iterations, default 1000000),
+# Environment: top_builddir (default .), MMS_FLOOR (the floor preload),
+# BENCH_RUNS (default 3), BENCH_GUARD_ITERATIONS (mallocbench
+# iterations, default 1000000),
 # BENCH_SQLITE_ROWS (default 20000, 0 skips sqlite3), VALGRIND (path, or
 # empty to skip), CC (for the ASan build, default cc).
 set -eu
 
 top_builddir=${top_builddir:-.}
 hooks=${MMS_HOOKS:-$top_builddir/hooks/.libs/libmsmemscope-hooks.so}
+floor=${MMS_FLOOR:-$top_builddir/bench/.libs/libmmsfloor.so}
 bench=${MMS_MALLOCBENCH:-$top_builddir/bench/mallocbench}
 runs=${BENCH_RUNS:-3}
 iterations=${BENCH_GUARD_ITERATIONS:-1000000}
@@ -31,7 +35,7 @@ valgrind=${VALGRIND-$(command -v valgrind || true)}
 sqlite=$(command -v sqlite3 || true)
 srcdir=$(dirname "$0")
 
-for f in "$hooks" "$bench"; do
+for f in "$hooks" "$bench" "$floor"; do
 	[ -e "$f" ] || { echo "guard.sh: $f is not built; run make bench" >&2; exit 2; }
 done
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/msmemscope-bench-guard.XXXXXX")
@@ -76,7 +80,8 @@ if [ -n "$sqlite" ] && [ "$rows" -gt 0 ]; then
 	awk -v n="$rows" -v pad=100 -f "$srcdir/inserts.awk" >"$tmp/inserts.sql"
 	# -batch -init /dev/null: no ~/.sqliterc, no prompts, as run.sh runs it.
 	sq() { "$@" "$sqlite" -batch -init /dev/null :memory: <"$tmp/inserts.sql"; }
-	rounds "sq env" "sq rec" "sq guard" "sq guard0" >"$tmp/sqlite3.rounds"
+	rounds "sq env" "sq rec" "sq guard" "sq guard0" "sq env LD_PRELOAD=\"\$floor\" FLOOR_GUARD=4194304" \
+		>"$tmp/sqlite3.rounds"
 	v=-
 	[ -z "$valgrind" ] || v=$(best sq memcheck)
 	row sqlite3 "$tmp/sqlite3.rounds" "$v" -
