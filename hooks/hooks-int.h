@@ -63,7 +63,7 @@ struct mms_real {
 };
 extern struct mms_real mms__real MMS_HIDDEN;
 
-/* madvise() for the recorder's own memory: the hook (hooks.c) would spare
+/* madvise() for the recorder's own memory: the hook (mapping.c) would spare
  * it. */
 static inline int mms__advise(void *p, size_t len, int advice)
 {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* hooks.c: interposes the malloc and mmap families, records each call as an
- * event stamped by the ordering rule, and starts the recorder. */
+/* hooks.c: starts the recorder, and interposes the malloc family: records
+ * each call as an event stamped by the ordering rule (the mmap family:
+ * mapping.c). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -14,6 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "enter.h"
 #include "hooks-int.h"
 #include "log.h"
 #include "stamp.h"
@@ -30,8 +32,7 @@ volatile int mms__collecting = 1;
 
 /* --- start-up ------------------------------------------------------------ */
 
-enum { INIT_NONE, INIT_RESOLVING, INIT_RESOLVED, INIT_STARTING, INIT_DONE };
-static int init_state;
+int mms__init_state;
 
 static void die_early(const char *what)
 {
@@ -115,26 +116,28 @@ static void config_read(void)
  * allocator linked into the program calls from its own start-up, under
  * its own lock: the rest of the start allocates (fopen), which would call
  * that allocator again and wait for the lock forever. */
-static void init_resolve(void)
+void mms__init_resolve(void)
 {
-	int expect = INIT_NONE, busy = mms__tls_busy;
+	int expect = MMS_INIT_NONE, busy = mms__tls_busy;
 
-	if (!__atomic_compare_exchange_n(&init_state, &expect, INIT_RESOLVING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+	if (!__atomic_compare_exchange_n(&mms__init_state, &expect, MMS_INIT_RESOLVING, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
 		return; /* done, or under way in this thread (dlsym), or another's */
 	mms__tls_busy = 2;
 	resolve_real();
 	mms__say_init();
 	mms__fds_init();
-	__atomic_store_n(&init_state, INIT_RESOLVED, __ATOMIC_RELEASE);
+	__atomic_store_n(&mms__init_state, MMS_INIT_RESOLVED, __ATOMIC_RELEASE);
 	mms__tls_busy = busy;
 }
 
 void mms__init(void)
 {
-	int expect = INIT_RESOLVED;
+	int expect = MMS_INIT_RESOLVED;
 
-	init_resolve();
-	if (!__atomic_compare_exchange_n(&init_state, &expect, INIT_STARTING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+	mms__init_resolve();
+	if (!__atomic_compare_exchange_n(&mms__init_state, &expect, MMS_INIT_STARTING, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
 		return; /* under way in this thread (dlsym), or another's */
 	mms__tls_busy = 2;
 	mms__runtime_code_init();
@@ -160,7 +163,7 @@ void mms__init(void)
 								 mms__stamp_obtain()));
 		}
 	}
-	__atomic_store_n(&init_state, INIT_DONE, __ATOMIC_RELEASE);
+	__atomic_store_n(&mms__init_state, MMS_INIT_DONE, __ATOMIC_RELEASE);
 	mms__tls_busy = 0;
 }
 
@@ -169,12 +172,7 @@ __attribute__((constructor)) static void hooks_constructor(void)
 	mms__init();
 }
 
-/* --- the hot path ----------------------------------------------------------
- * enter() decides whether this call is recorded. A call made while the
- * thread is already inside a hook is passed through: our own allocations
- * (busy == 2) silently, a signal handler's (busy == 1) counted as lost,
- * and a replacement allocator's own calls (jemalloc's mmap inside its
- * malloc) silently: they are its internals, under the blocks recorded. */
+/* --- the hot path ------------------------------------------------------ */
 
 /* An event that arrived while this thread was inside a hook: a signal
  * handler's, or the real allocator's own: ra, the hook's caller, in its
@@ -183,49 +181,11 @@ __attribute__((constructor)) static void hooks_constructor(void)
  * memalign that ends in aligned_alloc). A handler's cannot be written
  * without tearing the record under way, so it is counted in the header,
  * which the replay reports. */
-static __attribute__((noinline, cold)) void lost_event(uintptr_t ra)
+void mms__lost_event(uintptr_t ra)
 {
 	if (mms__recording && mms__collecting && !mms__in_code(&mms__alloc_code, ra) &&
 	    !(ra - mms__self_lo < mms__self_hi - mms__self_lo))
 		__atomic_fetch_add(&mms__header->lost_events, 1, __ATOMIC_RELAXED);
-}
-
-/* Inlined always: the return address is the hook's caller's. */
-static inline __attribute__((always_inline)) struct mms_thread *enter(void)
-{
-	struct mms_thread *t;
-
-	if (unlikely(init_state != INIT_DONE)) {
-		mms__init();
-		if (init_state != INIT_DONE)
-			return NULL;
-	}
-	if (unlikely(mms__tls_busy)) {
-		if (mms__tls_busy == 1)
-			lost_event((uintptr_t)__builtin_return_address(0));
-		return NULL;
-	}
-	/* A fork child's log opens at its first collected event. */
-	if (unlikely(!mms__recording || !mms__collecting) && !(mms__collecting && mms__log_open_pending()))
-		return NULL;
-	mms__tls_busy = 1;
-	t = mms__thread();
-	if (unlikely(!t))
-		mms__tls_busy = 0;
-	return t;
-}
-
-static inline void leave(void)
-{
-	mms__tls_busy = 0;
-}
-
-/* enter() for the mmap family, which never starts the recorder: before
- * it started, an allocator linked into the program may be calling from
- * its own start-up (see init_resolve); nothing is recorded then. */
-static inline __attribute__((always_inline)) struct mms_thread *enter_mapping(void)
-{
-	return likely(init_state == INIT_DONE) ? enter() : NULL;
 }
 
 /* The hooks keep frame pointers: the word above the hook's frame pointer
@@ -322,18 +282,18 @@ static inline void rec_free(struct mms_thread *t, unsigned fn, void *ptr, uint64
  * saturated); align: the alignment asked for, 0 for the function's own. A
  * NULL with ENOMEM is a refusal; with EINVAL (a bad alignment) it is
  * not. */
-#define HOOK_ALLOC(fn, align, req, call)                                                                           \
-	do {                                                                                                       \
-		struct mms_thread *t = enter();                                                                    \
-		void *r_ = (call);                                                                                 \
-		if (t) {                                                                                           \
-			if (r_)                                                                                    \
-				rec_alloc(t, fn, r_, size_, FRAME);                                                \
-			else if (errno == ENOMEM)                                                                  \
-				rec_alloc_fail(t, fn, (req), (align), FRAME);                                      \
-			leave();                                                                                   \
-		}                                                                                                  \
-		return r_;                                                                                         \
+#define HOOK_ALLOC(fn, align, req, call)                                      \
+	do {                                                                  \
+		struct mms_thread *t = mms__enter();                          \
+		void *r_ = (call);                                            \
+		if (t) {                                                      \
+			if (r_)                                               \
+				rec_alloc(t, fn, r_, size_, FRAME);           \
+			else if (errno == ENOMEM)                             \
+				rec_alloc_fail(t, fn, (req), (align), FRAME); \
+			mms__leave();                                         \
+		}                                                             \
+		return r_;                                                    \
 	} while (0)
 
 /* --- guard mode (guard.c) ---------------------------------------------------
@@ -352,7 +312,7 @@ static inline int guard_enter(struct mms_thread **t)
 {
 	if (mms__tls_busy)
 		return 0;
-	*t = enter();
+	*t = mms__enter();
 	mms__tls_busy = 1;
 	return 1;
 }
@@ -369,7 +329,7 @@ void *mms__guard_alloc_hook(unsigned fn, unsigned family, size_t align, size_t s
 		r = mms__guard_alloc_plain(t, fn, size, zero, ra);
 	else
 		r = mms__guard_alloc(t, fn, family, align, size, zero, ra);
-	leave();
+	mms__leave();
 	return r;
 }
 
@@ -382,7 +342,7 @@ void mms__guard_free_hook(void *ptr, unsigned family, uintptr_t ra)
 		return;
 	}
 	mms__guard_free(t, ptr, family, MMS_FREE_FREE | (mms__guard_plain_caller(ra) ? MMS_GUARD_FREE_THEIRS : 0));
-	leave();
+	mms__leave();
 }
 
 static __attribute__((noinline)) void *guard_realloc_hook(void *ptr, size_t size, uintptr_t ra)
@@ -396,7 +356,7 @@ static __attribute__((noinline)) void *guard_realloc_hook(void *ptr, size_t size
 		r = mms__guard_alloc_plain(t, MMS_ALLOC_REALLOC, size, 0, ra);
 	else
 		r = mms__guard_realloc(t, ptr, size, ra);
-	leave();
+	mms__leave();
 	return r;
 }
 
@@ -486,11 +446,11 @@ MMS_EXPORT void free(void *ptr)
 		mms__guard_free_hook(ptr, MMS_GUARD_FAMILY_MALLOC, RA);
 		return;
 	}
-	t = enter();
+	t = mms__enter();
 	if (t) {
 		mms__note_release((uintptr_t)ptr, t->index);
 		rec_free(t, MMS_FREE_FREE, ptr, mms__stamp_release_heap(), FRAME);
-		leave();
+		mms__leave();
 	}
 	mms__release_watched((uintptr_t)ptr, 0);
 	mms__real.free(ptr);
@@ -518,7 +478,7 @@ static void *realloc_common(void *ptr, size_t size, uintptr_t ra)
 	/* The block may move: a watch on it ends here either way. */
 	if (ptr)
 		mms__release_watched((uintptr_t)ptr, 0);
-	t = enter();
+	t = mms__enter();
 	if (!t)
 		return mms__real.realloc(ptr, size);
 	if (ptr)
@@ -536,7 +496,7 @@ static void *realloc_common(void *ptr, size_t size, uintptr_t ra)
 		if (r)
 			rec_alloc_with(t, MMS_ALLOC_REALLOC, r, size, stack, ra);
 	}
-	leave();
+	mms__leave();
 	return r;
 }
 
@@ -583,14 +543,14 @@ MMS_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 		*out = p;
 		return 0;
 	}
-	t = enter();
+	t = mms__enter();
 	r = mms__real.posix_memalign(out, align, size);
 	if (t) {
 		if (r == 0)
 			rec_alloc(t, MMS_ALLOC_POSIX_MEMALIGN, *out, size, FRAME);
 		else if (r == ENOMEM)
 			rec_alloc_fail(t, MMS_ALLOC_POSIX_MEMALIGN, size, align, FRAME);
-		leave();
+		mms__leave();
 	}
 	return r;
 }
@@ -683,232 +643,4 @@ MMS_EXPORT size_t malloc_usable_size(void *ptr)
 	if (!mms__real.malloc_usable_size)
 		mms__init();
 	return mms__real.malloc_usable_size ? mms__real.malloc_usable_size(ptr) : 0;
-}
-
-/* --- the mmap family ----------------------------------------------------- */
-
-/* An MMAP (word: prot << 32 | flags) or MPROTECT (word: prot) record,
- * with the caller's stack. */
-static void rec_mapping(struct mms_thread *t, uint8_t tag, void *addr, size_t len, uint64_t word)
-{
-	uint32_t stack = mms__capture_stack(t);
-	uint64_t stamp = mms__stamp_obtain();
-
-	mms__rec_addr_event(t, tag, stamp, (uintptr_t)addr, 3, len, word, stack);
-}
-
-static void rec_mmap(struct mms_thread *t, void *addr, size_t len, int prot, int flags)
-{
-	rec_mapping(t, MMS_TAG_MMAP, addr, len, ((uint64_t)(uint32_t)prot << 32) | (uint32_t)flags);
-}
-
-static void rec_munmap(struct mms_thread *t, void *addr, size_t len, uint64_t stamp)
-{
-	mms__rec_addr_event(t, MMS_TAG_MUNMAP, stamp, (uintptr_t)addr, 1, len, 0, 0);
-}
-
-MMS_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
-{
-	struct mms_thread *t;
-	void *r;
-
-	if (unlikely(!mms__real.mmap)) {
-		init_resolve();
-		if (!mms__real.mmap) {
-			errno = ENOSYS;
-			return MAP_FAILED;
-		}
-	}
-	/* Placed over the recorder's own memory: refused (own.c). */
-	if ((flags & MAP_FIXED) && len && mms__own_overlaps((uintptr_t)addr, mms__page_end((uintptr_t)addr, len))) {
-		errno = ENOMEM;
-		return MAP_FAILED;
-	}
-	/* Bytes made unreadable are no longer compared by a watch. */
-	if ((flags & MAP_FIXED) && !(prot & PROT_READ))
-		mms__release_watched((uintptr_t)addr, (uintptr_t)addr + len);
-	t = enter_mapping();
-	r = mms__real.mmap(addr, len, prot, flags, fd, off);
-	if (t) {
-		if (r != MAP_FAILED)
-			rec_mmap(t, r, len, prot, flags);
-		leave();
-	}
-	return r;
-}
-
-MMS_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
-{
-	return mmap(addr, len, prot, flags, fd, off);
-}
-
-/* mms__own_spare's step for munmap and mprotect: 0 or an errno. */
-static int unmap_piece(uintptr_t lo, uintptr_t hi, void *ctx)
-{
-	(void)ctx;
-	return mms__real.munmap((void *)lo, hi - lo) ? errno : 0;
-}
-
-struct protect_piece {
-	int prot, pkey, with_key;
-};
-
-static int protect_piece(uintptr_t lo, uintptr_t hi, void *ctx)
-{
-	const struct protect_piece *w = ctx;
-	int r = w->with_key ? mms__real.pkey_mprotect((void *)lo, hi - lo, w->prot, w->pkey)
-			    : mms__real.mprotect((void *)lo, hi - lo, w->prot);
-
-	return r ? errno : 0;
-}
-
-MMS_EXPORT int munmap(void *addr, size_t len)
-{
-	struct mms_thread *t;
-	int r;
-
-	if (unlikely(!mms__real.munmap)) {
-		init_resolve();
-		if (!mms__real.munmap)
-			return (int)syscall(SYS_munmap, addr, len);
-	}
-	t = enter_mapping();
-
-	/* libunwind freeing its per-thread cache at thread exit: it mapped
-	 * it inside the recorder, unrecorded. */
-	if (t && mms__unwinder_code((uintptr_t)__builtin_return_address(0))) {
-		leave();
-		t = NULL;
-	}
-	if (t) {
-		rec_munmap(t, addr, len, mms__stamp_release());
-		leave();
-	}
-	mms__release_watched((uintptr_t)addr, (uintptr_t)addr + len);
-	/* A range over the recorder's own memory: the rest of it only. */
-	if (mms__own_spare(addr, len, unmap_piece, NULL, &r))
-		return r;
-	return mms__real.munmap(addr, len);
-}
-
-/* What the program may access: a mapping reserved with PROT_NONE (a
- * JVM's or V8's heap, a sanitizer's shadow) becomes memory where mprotect
- * opens it, and stops being memory where mprotect closes it again.
- * pkey_mprotect (pkey < 0: none) is the same call with a protection key;
- * the key itself is not recorded. */
-static int protect(void *addr, size_t len, int prot, int pkey, int with_key)
-{
-	struct mms_thread *t;
-	int r;
-
-	if (unlikely(with_key ? !mms__real.pkey_mprotect : !mms__real.mprotect)) {
-		init_resolve();
-		if (with_key && !mms__real.pkey_mprotect) {
-#ifdef SYS_pkey_mprotect
-			return (int)syscall(SYS_pkey_mprotect, addr, len, prot, pkey);
-#else
-			errno = ENOSYS;
-			return -1;
-#endif
-		}
-		if (!with_key && !mms__real.mprotect)
-			return (int)syscall(SYS_mprotect, addr, len, prot);
-	}
-	if (!(prot & PROT_READ))
-		mms__release_watched((uintptr_t)addr, (uintptr_t)addr + len);
-	t = enter_mapping();
-	/* The recorder's own memory keeps its protection. */
-	if (!mms__own_spare(addr, len, protect_piece, &(struct protect_piece){ prot, pkey, with_key }, &r))
-		r = with_key ? mms__real.pkey_mprotect(addr, len, prot, pkey) : mms__real.mprotect(addr, len, prot);
-	if (t) {
-		if (!r)
-			rec_mapping(t, MMS_TAG_MPROTECT, addr, len, (uint32_t)prot);
-		leave();
-	}
-	return r;
-}
-
-MMS_EXPORT int mprotect(void *addr, size_t len, int prot)
-{
-	return protect(addr, len, prot, -1, 0);
-}
-
-MMS_EXPORT int pkey_mprotect(void *addr, size_t len, int prot, int pkey)
-{
-	return protect(addr, len, prot, pkey, 1);
-}
-
-static int advise_piece(uintptr_t lo, uintptr_t hi, void *ctx)
-{
-	return mms__real.madvise((void *)lo, hi - lo, *(const int *)ctx) ? errno : 0;
-}
-
-/* Advice over the recorder's own memory is not taken there: MADV_DONTNEED
- * or MADV_FREE would give it back zeroed, MADV_REMOVE punch a hole in the
- * log, MADV_DONTFORK or MADV_WIPEONFORK leave a fork child without it.
- * Nothing is recorded: the mappings stay as they were. */
-MMS_EXPORT int madvise(void *addr, size_t len, int advice)
-{
-	int r;
-
-	if (unlikely(!mms__real.madvise)) {
-		init_resolve();
-		if (!mms__real.madvise)
-			return (int)syscall(SYS_madvise, addr, len, advice);
-	}
-	if (mms__own_spare(addr, len, advise_piece, &advice, &r))
-		return r;
-	return mms__real.madvise(addr, len, advice);
-}
-
-/* mlockall(MCL_CURRENT) locks the program's mappings, not the recorder's
- * (own.c). */
-MMS_EXPORT int mlockall(int flags)
-{
-	if (unlikely(!mms__real.mlockall || !mms__real.munlockall)) {
-		init_resolve();
-		if (!mms__real.mlockall || !mms__real.munlockall)
-			return (int)syscall(SYS_mlockall, flags);
-	}
-	return mms__own_mlockall(flags);
-}
-
-MMS_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
-{
-	struct mms_thread *t;
-	void *want = NULL, *r;
-	uint64_t t1;
-
-	if (flags & MREMAP_FIXED) {
-		va_list ap;
-		va_start(ap, flags);
-		want = va_arg(ap, void *);
-		va_end(ap);
-	}
-	if (unlikely(!mms__real.mremap)) {
-		init_resolve();
-		if (!mms__real.mremap)
-			return (void *)syscall(SYS_mremap, old, old_len, new_len, flags, want);
-	}
-	/* The recorder's own memory moves for no one (own.c). */
-	if (mms__own_overlaps((uintptr_t)old, mms__page_end((uintptr_t)old, old_len ? old_len : 1))) {
-		errno = EFAULT;
-		return MAP_FAILED;
-	}
-	if ((flags & MREMAP_FIXED) && mms__own_overlaps((uintptr_t)want, mms__page_end((uintptr_t)want, new_len))) {
-		errno = ENOMEM;
-		return MAP_FAILED;
-	}
-	mms__release_watched((uintptr_t)old, (uintptr_t)old + old_len);
-	t = enter_mapping();
-	t1 = t ? mms__stamp_release() : 0;
-	r = mms__real.mremap(old, old_len, new_len, flags, want);
-	if (t) {
-		if (r != MAP_FAILED) {
-			rec_munmap(t, old, old_len, t1);
-			rec_mmap(t, r, new_len, (int)MMS_PROT_UNKNOWN, 0);
-		}
-		leave();
-	}
-	return r;
 }
