@@ -543,6 +543,10 @@ static void print_runtime(struct leaks_out *o)
 			"record with --call-stack=c:N%s to tell them apart)\n",
 			py ? "C " : "", py ? ",python:M" : "");
 	}
+	if (blocks[MMS_RUNTIME_PERL] && !o->info.call_stack_depth)
+		fputs("  (recorded without stacks: a block an XS module leaked is counted as perl's too; record with "
+		      "--call-stack=c:N to tell them apart)\n",
+		      f);
 	if (blocks[MMS_RUNTIME_LIBC] + blocks[MMS_RUNTIME_LIBCXX] + blocks[MMS_RUNTIME_TLS] + blocks[MMS_RUNTIME_STDIO] &&
 	    mms_log_meta(o->c->log, "freeres", NULL, NULL))
 		fputs("  (glibc's and libstdc++'s freeres, which free these at the end of exit, did not run: another "

@@ -17,12 +17,12 @@ extern "C" {
  * blocks live at exit are not leaks): mms_event_t.flags of a HOST MALLOC,
  * mms_block_t.runtime. */
 enum mms_runtime {
-	MMS_RUNTIME_NONE = 0,   /* the program */
-	MMS_RUNTIME_LIBC = 1,   /* glibc or ld.so, for itself, before main */
-	MMS_RUNTIME_LIBCXX = 2, /* libstdc++ or libgcc, for itself, before main */
-	MMS_RUNTIME_TLS = 3,    /* a thread's TLS vector, allocated by pthread_create */
-	MMS_RUNTIME_STDIO = 4,  /* the buffer of stdin, stdout or stderr */
-	MMS_RUNTIME_PYTHON = 5, /* live at exit in a CPython interpreter, allocated by
+	MMS_RUNTIME_NONE = 0,       /* the program */
+	MMS_RUNTIME_LIBC = 1,       /* glibc or ld.so, for itself, before main */
+	MMS_RUNTIME_LIBCXX = 2,     /* libstdc++ or libgcc, for itself, before main */
+	MMS_RUNTIME_TLS = 3,        /* a thread's TLS vector, allocated by pthread_create */
+	MMS_RUNTIME_STDIO = 4,      /* the buffer of stdin, stdout or stderr */
+	MMS_RUNTIME_PYTHON = 5,     /* live at exit in a CPython interpreter, allocated by
 	                           the interpreter (not by an extension module, as far
 	                           as the recorded stack shows): its state, which it
 	                           does not free at exit by design */
@@ -35,18 +35,23 @@ enum mms_runtime {
 	                           caching allocator keeps for reuse by design, which
 	                           the CUDA context frees at exit (no record is of
 	                           this kind: readers tell it at the end) */
-	MMS_RUNTIME_LOADER = 8, /* a HOST block the dynamic loader allocated after
+	MMS_RUNTIME_LOADER = 8,     /* a HOST block the dynamic loader allocated after
 	                           start-up (the recorder saw ld.so call the
 	                           allocator; in older logs, told at the end by the
 	                           innermost frame of its recorded stack): its state
 	                           for a library loaded with dlopen() and still
 	                           loaded (link map, version and scope data), which
 	                           dlclose() frees, its TLS blocks */
+	MMS_RUNTIME_PERL = 9,       /* live at exit in a perl interpreter (the perl
+	                           executable), allocated by the interpreter (not by
+	                           an XS module, as far as the recorded stack shows):
+	                           its state, which perl frees at exit only in a build
+	                           for debugging (PERL_DESTRUCT_LEVEL) */
 	MMS_RUNTIME_COUNT
 };
 
 /* The runtime that keeps a block by design: a short name ("c", "cxx",
- * "thread", "stdio", "python", "msmemscope", "torch-cuda", "loader") and a
+ * "thread", "stdio", "python", "msmemscope", "torch-cuda", "loader", "perl") and a
  * phrase; NULL for MMS_RUNTIME_NONE (the
  * program's) and unknown kinds. */
 const char *mms_runtime_name(unsigned kind);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* runtime.c: what the C and C++ runtimes keep for themselves, as the
- * recorder marked it (format.h: ALLOC_RT records, the META records
- * "runtime_live" and "freeres"): blocks that are not the program's leaks. */
+/* runtime.c: what the runtimes keep for themselves, as the recorder marked
+ * it (format.h: ALLOC_RT records, the META records "runtime_live" and
+ * "freeres") or as the end of a replay tells it (an interpreter's state at
+ * exit, PyTorch's CUDA cache): blocks that are not the program's leaks. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,8 +20,8 @@ _Static_assert((int)MMS_RUNTIME_LIBC == (int)MMS_RT_C && (int)MMS_RUNTIME_LIBCXX
 
 MMS__EXPORT const char *mms_runtime_name(unsigned kind)
 {
-	static const char *const names[MMS_RUNTIME_COUNT] = { NULL,	    "c",	  "cxx",	"thread", "stdio",
-								       "python", "msmemscope", "torch-cuda", "loader" };
+	static const char *const names[MMS_RUNTIME_COUNT] = { NULL,     "c",          "cxx",        "thread", "stdio",
+							      "python", "msmemscope", "torch-cuda", "loader", "perl" };
 
 	return kind < MMS_RUNTIME_COUNT ? names[kind] : NULL;
 }
@@ -41,6 +42,8 @@ MMS__EXPORT const char *mms_runtime_what(unsigned kind)
 		"context frees at exit",
 		"the dynamic loader's, for a library loaded with dlopen() and still loaded at exit (its link map, "
 		"version and scope data), which dlclose() frees",
+		"perl's, at exit: the interpreter's state (its values, hashes and compiled code), which perl frees "
+		"only when built for debugging (PERL_DESTRUCT_LEVEL)",
 	};
 
 	return kind < MMS_RUNTIME_COUNT ? what[kind] : NULL;
@@ -72,6 +75,21 @@ static int python_module(const char *path)
 	const char *b = base_name(path);
 
 	return starts(b, "python") || starts(b, "libpython");
+}
+
+/* perl's executable: "perl", or a versioned name ("perl5.36.0"); not a
+ * program whose name begins so ("perlin"). */
+static int perl_exe(const char *path)
+{
+	const char *b = base_name(path);
+
+	return !strcmp(b, "perl") || (starts(b, "perl5") && strspn(b + 4, "0123456789.") == strlen(b + 4));
+}
+
+/* A perl interpreter's executable, or its library. */
+static int perl_module(const char *path)
+{
+	return perl_exe(path) || starts(base_name(path), "libperl.so");
 }
 
 /* The C and C++ runtime's own libraries. */
@@ -108,8 +126,18 @@ static int python_process(const mms_log_t *log)
 	return log->python_modules || (!mms_log_meta(log, "exe", &exe, NULL) && python_module(exe));
 }
 
+/* Whether the log is a perl interpreter's: its executable (a program
+ * that embeds libperl frees its interpreters as it sees fit, and what it
+ * keeps at exit stays its own). */
+static int perl_process(const mms_log_t *log)
+{
+	const char *exe;
+
+	return !mms_log_meta(log, "exe", &exe, NULL) && perl_exe(exe);
+}
+
 /* The questions allocated_by() answers, each with 2 bits of a memo byte. */
-enum { BY_PYTHON, BY_TORCH_CUDA };
+enum { BY_PYTHON, BY_TORCH_CUDA, BY_PERL };
 
 /* The path of the module that holds ip (the last recorded, where two
  * overlap), or NULL: found in memo's map of the modules, made at its
@@ -212,6 +240,14 @@ static unsigned python_at_end(const mms_log_t *log, struct mms__rtmemo *memo, co
 	return allocated_by(log, memo, BY_PYTHON, b, python_module, c_runtime_module) ? MMS_RUNTIME_PYTHON : 0;
 }
 
+/* A block live at exit in a perl interpreter: the interpreter's, unless
+ * its stack shows code that is neither perl nor the C runtime (an XS
+ * module, a library it loaded) allocating it. */
+static unsigned perl_at_end(const mms_log_t *log, struct mms__rtmemo *memo, const struct mms__blk *b)
+{
+	return allocated_by(log, memo, BY_PERL, b, perl_module, c_runtime_module) ? MMS_RUNTIME_PERL : 0;
+}
+
 /* The CUDA runtime and driver, which every device allocation goes
  * through, and the C runtime. */
 static int cuda_or_c_module(const char *path)
@@ -264,5 +300,7 @@ unsigned mms__blk_runtime_at_end(const mms_log_t *log, struct mms__rtmemo *memo,
 		return MMS_RUNTIME_LOADER;
 	if (log->info.complete && python_process(log))
 		return python_at_end(log, memo, b);
+	if (log->info.complete && perl_process(log))
+		return perl_at_end(log, memo, b);
 	return 0;
 }

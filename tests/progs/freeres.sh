@@ -8,8 +8,8 @@
 # (runtimes). Where freeres cannot run (a thread still alive at exit,
 # _exit, or --no-freeres), the blocks the runtimes keep for themselves are
 # marked in the log: each thread's TLS vector, libstdc++'s exception pool,
-# the standard streams' buffers; and in a CPython process, what the
-# interpreter holds at exit.
+# the standard streams' buffers; and in a CPython or perl process, what
+# the interpreter holds at exit.
 . "$top_srcdir/tests/progs/lib.sh"
 
 # runtime_marks LOG KIND: how many allocations the log marks as kept by
@@ -48,7 +48,7 @@ grep -q "Kept by the runtimes: .* (not leaks)" t8-nofree.leaks ||
 	fail "the leaks report does not show what the runtime keeps: $(cat t8-nofree.leaks)"
 "$MMS_LAUNCHER" --no-freeres --output=runs -- "$MMS_PROGS/threads8" 8 1000 0 >/dev/null 2>t8-nofree.launch.err ||
 	fail "msmemscope --no-freeres -- threads8 exited $?"
-grep -q "runtimes'.*kept by the runtimes (C, C++, CPython), not leaks" t8-nofree.launch.err ||
+grep -q "runtimes'.*kept by the runtimes (C, C++, CPython, perl), not leaks" t8-nofree.launch.err ||
 	fail "the launcher's summary does not set the runtime's blocks apart: $(cat t8-nofree.launch.err)"
 if grep -q "leaked at exit" t8-nofree.launch.err; then
 	fail "the launcher calls the runtime's blocks leaked: $(cat t8-nofree.launch.err)"
@@ -114,5 +114,46 @@ PY
 		fail "without stacks the report does not say CPython's count may hold a leak: $(cat py0.leaks)"
 else
 	note "/usr/bin/python3 is not installed: CPython's state at exit not checked"
+fi
+# perl keeps its state at exit too (only a build for debugging honours
+# PERL_DESTRUCT_LEVEL): live at exit in the perl executable, what the
+# interpreter allocated is its own, not the program's leak.
+if command -v perl >/dev/null 2>&1; then
+	record $PWD/pl.mms perl -e 'my %h; $h{$_} = "v$_" for 1 .. 2000; print scalar(keys %h), "\n"' >pl.out ||
+		fail "perl recorded exited $?"
+	expect_eq "perl's output recorded" "$(cat pl.out)" 2000
+	summarize pl.mms
+	expect_key pl.mms.json complete true
+	expect_ge "perl: perl's blocks at exit" "$(jget pl.mms.json runtime.perl.blocks)" 100
+	"$MMS_REPLAY" pl.mms --analysis leaks --json >pl.leaks.json || fail "leaks --json on pl.mms exited $?"
+	expect_key pl.leaks.json at_exit.leaks 0
+else
+	note "perl is not installed: perl's state at exit not checked with perl itself"
+fi
+# What tells perl's blocks from an XS module's: the executable's name
+# ("perl", not "perlin") and, with stacks, the module that allocated. A
+# program named perl keeps a block itself and one through a library of
+# its own (as an XS module would).
+cc=${CC:-cc}
+if command -v "$cc" >/dev/null 2>&1; then
+	mkdir xs
+	printf '#include <stdlib.h>\nvoid *xs_keep;\nvoid xs_leak(void) { xs_keep = malloc(4321); }\n' >xs/xs.c
+	printf '#include <stdlib.h>\nvoid xs_leak(void);\nvoid *state;\nint main(void) { state = malloc(1234); xs_leak(); return 0; }\n' >xs/main.c
+	"$cc" -shared -fPIC -o xs/libxsleak.so xs/xs.c && "$cc" -o xs/perl xs/main.c -Lxs -lxsleak "-Wl,-rpath,$PWD/xs" &&
+		cp xs/perl xs/perlin || fail "cannot build the XS-like test program with $cc"
+	MSMEMSCOPE_CONFIG=call_stack=32 record $PWD/xs.mms xs/perl || fail "xs/perl recorded exited $?"
+	"$MMS_REPLAY" xs.mms --analysis leaks --json >xs.leaks.json || fail "leaks --json on xs.mms exited $?"
+	expect_key xs.leaks.json at_exit.leaks 1
+	expect_key xs.leaks.json at_exit.bytes 4321
+	expect_key xs.leaks.json runtime.by_kind.perl.bytes 1234
+	record $PWD/xs0.mms xs/perl || fail "xs/perl recorded exited $?"
+	"$MMS_REPLAY" xs0.mms --analysis leaks >xs0.leaks || fail "leaks on xs0.mms exited $?"
+	grep -q "recorded without stacks: a block an XS module leaked is counted as perl's" xs0.leaks ||
+		fail "without stacks the report does not say perl's count may hold a leak: $(cat xs0.leaks)"
+	MSMEMSCOPE_CONFIG=call_stack=32 record $PWD/perlin.mms xs/perlin || fail "xs/perlin recorded exited $?"
+	"$MMS_REPLAY" perlin.mms --analysis leaks --json >perlin.leaks.json || fail "leaks --json on perlin.mms exited $?"
+	expect_key perlin.leaks.json at_exit.leaks 2
+else
+	note "no C compiler ($cc): an XS-like leak in a program named perl not checked"
 fi
 note "freeres at exit leaves nothing live; where it cannot run, the runtimes' blocks are marked"
