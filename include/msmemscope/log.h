@@ -44,7 +44,8 @@ enum mms_runtime {
 	                           dlclose() frees, its TLS blocks */
 	MMS_RUNTIME_PERL = 9,       /* live at exit in a perl interpreter (the perl
 	                           executable), allocated by the interpreter (not by
-	                           an XS module, as far as the recorded stack shows):
+	                           another library calling the allocator itself, an XS
+	                           module's malloc, as far as the recorded stack shows):
 	                           its state, which perl frees at exit only in a build
 	                           for debugging (PERL_DESTRUCT_LEVEL) */
 	MMS_RUNTIME_COUNT
