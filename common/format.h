@@ -321,6 +321,10 @@ static inline uint32_t mms_pyframe_line(uint64_t ip)
  *  - "runtime_live": (u enum mms_runtime_kind, u address) pairs: blocks
  *    live at exit that a runtime keeps by design (when freeres could not
  *    run: the buffers of stdin, stdout and stderr).
+ *  - "freeres_skipped": u enum mms_freeres_why, u how many other threads
+ *    ran (MMS_FREERES_THREADS; else 0): why freeres did not run at the end
+ *    of exit (none of the two keys: the process did not end through exit,
+ *    or an older recorder wrote the log).
  * Who keeps a block by design (ALLOC_RT records, "runtime_live"): the C
  * or C++ runtime, not the program. */
 enum mms_runtime_kind {
@@ -329,12 +333,21 @@ enum mms_runtime_kind {
 	MMS_RT_THREAD = 3, /* a thread's TLS vector, allocated in pthread_create */
 	MMS_RT_STDIO = 4,  /* the buffer of stdin, stdout or stderr */
 	/* 5 is no record's: readers call CPython's state at exit so. */
-	MMS_RT_SELF = 6,   /* msmemscope's own Python package, while it worked
+	MMS_RT_SELF = 6, /* msmemscope's own Python package, while it worked
 	                      (msmemscope.torch's tagging: msmemscope__own()) */
 	/* 7 is no record's: readers call PyTorch's cached CUDA memory so. */
 	MMS_RT_LOADER = 8, /* ld.so, after start-up: the state of a library it
 	                      loaded (dlopen: link map, scope and version data),
 	                      its TLS blocks, a failed dlopen's message */
+			   /* 9 is no record's: readers call perl's state at exit so. */
+};
+
+/* Why freeres did not run (META "freeres_skipped"). */
+enum mms_freeres_why {
+	MMS_FREERES_OFF = 1,       /* freeres=0 (--no-freeres) */
+	MMS_FREERES_THREADS = 2,   /* other threads were still running */
+	MMS_FREERES_UNCOUNTED = 3, /* the threads could not be counted (no
+	                              descriptor free for /proc, no /proc) */
 };
 
 enum mms_alloc_fn {

@@ -200,8 +200,22 @@ static void late_exit(void *arg)
 	/* freeres frees what other threads may still use: only when this
 	 * thread is the last (the log thread of ours only sleeps). */
 	if (!mms__config.freeres || !t || threads != 1 + mms__log_thread_running()) {
-		if (t)
+		if (t) {
+			/* Why, for the report: freeres=0, other threads (how
+			 * many), or none counted (/proc unreadable: no
+			 * descriptor free, no /proc). */
+			unsigned why = !mms__config.freeres ? MMS_FREERES_OFF
+				       : threads > 0        ? MMS_FREERES_THREADS
+							    : MMS_FREERES_UNCOUNTED;
+			long others = threads - 1 - mms__log_thread_running();
+
+			v = mms_put_u(val, why);
+			v = mms_put_u(v, why == MMS_FREERES_THREADS && others > 0 ? (uint64_t)others : 0);
+			p = mms_put_s(buf, "freeres_skipped", 15);
+			p = mms_put_s(p, val, (size_t)(v - val));
+			mms__write_meta(t, MMS_TAG_META, buf, (size_t)(p - buf));
 			note_std_buffers(t);
+		}
 		mms__tls_busy = 0;
 		return;
 	}

@@ -547,11 +547,15 @@ static void print_runtime(struct leaks_out *o)
 		fputs("  (recorded without stacks: a block an XS module leaked is counted as perl's too; record with "
 		      "--call-stack=c:N to tell them apart)\n",
 		      f);
-	if (blocks[MMS_RUNTIME_LIBC] + blocks[MMS_RUNTIME_LIBCXX] + blocks[MMS_RUNTIME_TLS] + blocks[MMS_RUNTIME_STDIO] &&
-	    mms_log_meta(o->c->log, "freeres", NULL, NULL))
-		fputs("  (glibc's and libstdc++'s freeres, which free these at the end of exit, did not run: another "
-		      "thread was still running, the process left with _exit, or --no-freeres)\n",
-		      f);
+	if (blocks[MMS_RUNTIME_LIBC] + blocks[MMS_RUNTIME_LIBCXX] + blocks[MMS_RUNTIME_TLS] +
+		    blocks[MMS_RUNTIME_STDIO] &&
+	    !o->info.freeres) {
+		char why[160];
+
+		fprintf(f,
+			"  (glibc's and libstdc++'s freeres, which free these at the end of exit, did not run: %s)\n",
+			log_freeres_why(&o->info, why, sizeof(why)));
+	}
 	if (!o->c->o->show_runtime) {
 		fputs("  --show-runtime lists them by allocation stack.\n", f);
 		return;

@@ -37,6 +37,29 @@ char *log_exec_successor(const char *path)
 	return NULL;
 }
 
+const char *log_freeres_why(const mms_log_info_t *in, char *buf, size_t cap)
+{
+	switch (in->freeres_skipped) {
+	case MMS_FREERES_SKIP_OFF:
+		snprintf(buf, cap, "recorded with --no-freeres (freeres=0)");
+		break;
+	case MMS_FREERES_SKIP_THREADS:
+		if (in->freeres_threads)
+			snprintf(buf, cap, "%" PRIu64 " other thread%s still running at exit", in->freeres_threads,
+				 in->freeres_threads == 1 ? " was" : "s were");
+		else
+			snprintf(buf, cap, "other threads were still running at exit");
+		break;
+	case MMS_FREERES_SKIP_UNCOUNTED:
+		snprintf(buf, cap,
+			 "the recorder could not count the threads at exit (no file descriptor free, or no /proc)");
+		break;
+	default:
+		snprintf(buf, cap, "another thread was still running, the process left with _exit, or --no-freeres");
+	}
+	return buf;
+}
+
 const char *log_cut_why(const mms_log_info_t *in, char *buf, size_t cap)
 {
 	if (in->cut_what)

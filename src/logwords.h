@@ -22,6 +22,11 @@ char *log_exec_successor(const char *path);
  * enough). */
 const char *log_cut_why(const mms_log_info_t *in, char *buf, size_t cap);
 
+/* Why glibc's and libstdc++'s freeres did not run at the end of exit,
+ * after "did not run: ": what the recorder said, or the possible causes
+ * when it said nothing. Returns buf (120 bytes are enough). */
+const char *log_freeres_why(const mms_log_info_t *in, char *buf, size_t cap);
+
 /* Whether the blocks live at the end of the replay are those the process
  * held at exit: it reached exit and the log holds it all, undamaged. */
 int log_ends_at_exit(const mms_log_info_t *in);

@@ -130,8 +130,13 @@ static void print_text(const char *path, const mms_log_t *log, const mms_log_inf
 				       s->runtime_live_blocks[k], s->runtime_live_blocks[k] == 1 ? "" : "s",
 				       bytes_text(s->runtime_live_bytes[k], a, sizeof(a)), mms_runtime_what(k));
 	}
-	if (s->freeres)
+	if (s->freeres) {
 		printf("%-20s %s\n", "freeres", "glibc and libstdc++ freed their internal memory at exit");
+	} else if (in->freeres_skipped) {
+		char why[160];
+
+		printf("%-20s did not run: %s\n", "freeres", log_freeres_why(in, why, sizeof(why)));
+	}
 	printf("%-20s %" PRIu64 "\n", "threads", s->threads);
 	printf("%-20s %" PRIu64 "\n", "steps", s->steps);
 	if (s->mem[MMS_MEM_MMAP].allocs || s->mem[MMS_MEM_MMAP].frees)
@@ -226,6 +231,12 @@ static void print_json(const mms_log_t *log, const mms_log_info_t *in, const mms
 	printf(",\"unmatched_frees\":%" PRIu64 ",\"double_allocs\":%" PRIu64 ",", s->unmatched_frees, s->double_allocs);
 	log_json_bad_frees(stdout, s->double_frees, s->invalid_frees, s->bad_frees, s->nbad_frees);
 	print_fork_json(log, s);
+	if (in->freeres_skipped)
+		printf(",\"freeres_skipped\":\"%s\",\"freeres_threads\":%" PRIu64,
+		       in->freeres_skipped == MMS_FREERES_SKIP_OFF       ? "off"
+		       : in->freeres_skipped == MMS_FREERES_SKIP_THREADS ? "threads"
+									 : "uncounted",
+		       in->freeres_threads);
 	printf(",\"freeres\":%s,\"runtime_live_blocks\":%" PRIu64 ",\"runtime_live_bytes\":%" PRIu64
 	       ",\"runtime\":{",
 	       s->freeres ? "true" : "false", s->runtime_mem_blocks[MMS_MEM_HOST], s->runtime_mem_bytes[MMS_MEM_HOST]);

@@ -262,7 +262,23 @@ typedef struct mms_log_info {
 	const char *own_malloc;  /* the file that defines malloc ahead of the recorder (an
 	                            allocator linked into the program): the calls of its
 	                            malloc family are not in the log; NULL when they are */
+	/* At the end of exit the recorder had glibc and libstdc++ free their
+	 * internal memory (freeres), or says why not: */
+	int freeres;              /* 1: it ran (the frees from then on are theirs) */
+	int freeres_skipped;      /* enum mms_freeres_skip; 0 when it ran or nobody said
+	                            (the process did not end through exit, or an older
+	                            recorder wrote the log) */
+	uint64_t freeres_threads; /* MMS_FREERES_SKIP_THREADS: the other threads that ran */
 } mms_log_info_t;
+
+/* Why freeres did not run at the end of exit (mms_log_info_t). */
+enum mms_freeres_skip {
+	MMS_FREERES_SKIP_NONE = 0,      /* it ran, or nobody said */
+	MMS_FREERES_SKIP_OFF = 1,       /* recorded with freeres=0 (--no-freeres) */
+	MMS_FREERES_SKIP_THREADS = 2,   /* other threads were still running */
+	MMS_FREERES_SKIP_UNCOUNTED = 3, /* the recorder could not count the threads
+	                                   (no descriptor free for /proc, no /proc) */
+};
 
 /* Why mms_log_open_ex() failed on a file that is not a readable log. */
 typedef struct mms_open_error {

@@ -592,6 +592,11 @@ static int build_runs(mms_log_t *log)
 	return 0;
 }
 
+_Static_assert((int)MMS_FREERES_SKIP_OFF == (int)MMS_FREERES_OFF &&
+		       (int)MMS_FREERES_SKIP_THREADS == (int)MMS_FREERES_THREADS &&
+		       (int)MMS_FREERES_SKIP_UNCOUNTED == (int)MMS_FREERES_UNCOUNTED,
+	       "the public reasons freeres did not run are the format's");
+
 static void fill_info(mms_log_t *log)
 {
 	const struct mms_file_header *h = &log->hdr;
@@ -609,6 +614,25 @@ static void fill_info(mms_log_t *log)
 	in->strings_full = !!(h->flags & MMS_FLAG_STRINGS_FULL);
 	in->own_malloc = NULL;
 	mms_log_meta(log, MMS_META_OWN_MALLOC, &in->own_malloc, NULL);
+	in->freeres = mms_log_meta(log, "freeres", NULL, NULL) == 0;
+	in->freeres_skipped = 0;
+	in->freeres_threads = 0;
+	{
+		const char *v;
+		size_t len;
+		uint64_t why, others;
+		const uint8_t *p, *end;
+
+		if (!in->freeres && !mms_log_meta(log, "freeres_skipped", &v, &len)) {
+			p = (const uint8_t *)v;
+			end = p + len;
+			if (!mms_get_u(&p, end, &why) && !mms_get_u(&p, end, &others) && why >= MMS_FREERES_OFF &&
+			    why <= MMS_FREERES_UNCOUNTED) {
+				in->freeres_skipped = (int)why;
+				in->freeres_threads = others;
+			}
+		}
+	}
 	in->cut_errno = h->cut_errno;
 	in->start_realtime_ns = h->start_realtime_ns;
 	in->last_realtime_ns = h->last_realtime_ns;

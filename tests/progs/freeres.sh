@@ -38,6 +38,7 @@ MSMEMSCOPE_CONFIG=freeres=0 record $PWD/t8-nofree.mms "$MMS_PROGS/threads8" 8 10
 summarize t8-nofree.mms
 expect_ge "threads8 without freeres: blocks live at exit" "$(jget t8-nofree.mms.json live_blocks)" 1
 expect_eq "threads8: TLS vectors marked" "$(runtime_marks t8-nofree.mms thread)" 8
+expect_key t8-nofree.mms.json freeres_skipped '"off"'
 # All of them are the runtime's, so none is a leak: the summary counts them
 # apart, the leaks report says the program freed everything.
 expect_key t8-nofree.mms.json runtime_live_blocks "$(jget t8-nofree.mms.json live_blocks)"
@@ -79,6 +80,12 @@ expect_eq "runtimes alive: the program's blocks at exit" \
 	$(($(jget alive.mms.json live_blocks) - $(jget alive.mms.json runtime_live_blocks))) 2
 expect_key alive.mms.json runtime.cxx.bytes 72704
 expect_key alive.mms.json runtime.stdio.blocks 1
+# The log says why freeres did not run, and the reports name it.
+expect_key alive.mms.json freeres_skipped '"threads"'
+expect_key alive.mms.json freeres_threads 1
+"$MMS_REPLAY" alive.mms --analysis leaks >alive.leaks || fail "leaks on alive.mms exited $?"
+grep -q "freeres, which free these at the end of exit, did not run: 1 other thread was still running at exit" \
+	alive.leaks || fail "the leaks report does not say why freeres did not run: $(cat alive.leaks)"
 "$MMS_REPLAY" alive.mms --analysis leaks --json >alive.leaks.json || fail "leaks --json on alive.mms exited $?"
 expect_key alive.leaks.json at_exit.leaks 2
 expect_key alive.leaks.json runtime.blocks "$(jget alive.mms.json runtime_live_blocks)"
