@@ -120,6 +120,9 @@ struct mms_log {
 	 * records are read): runtime.c asks per block whether the process is
 	 * CPython's, and whether PyTorch's CUDA allocator is in it. */
 	uint32_t python_modules, torch_cuda_modules;
+	/* The executable is a CPython or a perl interpreter's (runtime.c,
+	 * from the META record exe when the log opens). */
+	uint8_t python_exe, perl_exe;
 	struct mms__meta *metas;
 	size_t nmetas, metas_cap;
 	struct mms__map pycode_ix; /* PYCODE id -> index in pycodes */
@@ -239,6 +242,9 @@ int mms__loader_module(const char *path);
 /* runtime.c: counts the module at path in the log's python_modules or
  * torch_cuda_modules when it is one of those. */
 void mms__runtime_module_seen(mms_log_t *log, const char *path);
+/* runtime.c: notes whether the executable at path is an interpreter
+ * whose state at exit is its own (python_exe, perl_exe). */
+void mms__runtime_exe_seen(mms_log_t *log, const char *path);
 
 /* Opens a log held in memory (the fuzz target's entry). The log does not
  * take ownership of buf, which must outlive it. */

@@ -604,6 +604,7 @@ static void fill_info(mms_log_t *log)
 	const char *exe = "";
 
 	mms_log_meta(log, "exe", &exe, NULL);
+	mms__runtime_exe_seen(log, exe);
 	in->version = h->version;
 	in->pid = h->pid;
 	in->ppid = h->ppid;

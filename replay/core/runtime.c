@@ -118,12 +118,16 @@ void mms__runtime_module_seen(mms_log_t *log, const char *path)
 	log->torch_cuda_modules += torch_cuda_module(path);
 }
 
+void mms__runtime_exe_seen(mms_log_t *log, const char *path)
+{
+	log->python_exe = python_module(path);
+	log->perl_exe = perl_exe(path);
+}
+
 /* Whether the log is a CPython interpreter's. */
 static int python_process(const mms_log_t *log)
 {
-	const char *exe;
-
-	return log->python_modules || (!mms_log_meta(log, "exe", &exe, NULL) && python_module(exe));
+	return log->python_modules || log->python_exe;
 }
 
 /* Whether the log is a perl interpreter's: its executable (a program
@@ -131,9 +135,7 @@ static int python_process(const mms_log_t *log)
  * keeps at exit stays its own). */
 static int perl_process(const mms_log_t *log)
 {
-	const char *exe;
-
-	return !mms_log_meta(log, "exe", &exe, NULL) && perl_exe(exe);
+	return log->perl_exe;
 }
 
 /* The questions allocated_by() answers, each with 2 bits of a memo byte. */
