@@ -40,7 +40,8 @@ class LogInfo(ctypes.Structure):
                 ("stopped", c_int), ("damaged", c_int), ("damage_offset", u64),
                 ("damage", c_char_p), ("damage_error", c_int), ("damage_count", u64), ("events", u64),
                 ("segments", u64), ("last_realtime_ns", u64), ("exec_away", c_int), ("bad_stacks", u64),
-                ("stacks_full", c_int), ("strings_full", c_int), ("own_malloc", c_char_p)]
+                ("stacks_full", c_int), ("strings_full", c_int), ("own_malloc", c_char_p),
+                ("freeres", c_int), ("freeres_skipped", c_int), ("freeres_threads", u64)]
 
 
 class OpenError(ctypes.Structure):
