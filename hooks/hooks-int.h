@@ -27,6 +27,9 @@
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
 #define MMS_MAX_DEPTH 1000 /* the largest call_stack of the configuration (common/conf.c) */
+/* The room of a capture's frames: the deepest stack, and the recorder's
+ * own frames above it. */
+#define MMS_FRAMES_ROOM (MMS_MAX_DEPTH + 8)
 
 /* The functions the hooks forward to, found with dlsym(RTLD_NEXT). */
 struct mms_real {
@@ -86,6 +89,10 @@ struct mms_thread {
 	uint32_t stack_id;
 	uintptr_t *ips;          /* MMS_MAX_DEPTH + 1 entries */
 	uint32_t *ids;
+	/* A capture's frames, MMS_FRAMES_ROOM entries: here, not on the
+	 * stack of the thread, which may be as small as PTHREAD_STACK_MIN
+	 * (16 KiB) and the program's. */
+	uintptr_t *frames;
 	/* The id the last capture returned: stack_id with the thread's
 	 * Python frames above it (python_stack). */
 	uint32_t last_stack;

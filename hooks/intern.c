@@ -204,10 +204,12 @@ uint32_t mms__intern_string(struct mms_thread *t, const char *str)
 			s->bytes = arena + off;
 			s->len = (uint32_t)len;
 			s->hash = h;
-			uint8_t buf[16 + MMS_MAX_STRING], *p = buf;
-			p = mms_put_u(p, i + 1);
-			p = mms_put_s(p, str, len);
-			mms__write_meta(t, MMS_TAG_STRING, buf, (size_t)(p - buf));
+			uint8_t *p = mms__meta_begin(t, MMS_TAG_STRING, 2 * 10 + len);
+			if (p) {
+				p = mms_put_u(p, i + 1);
+				p = mms_put_s(p, str, len);
+				mms__rec_commit(t, p);
+			}
 			__atomic_store_n(&s->state, SLOT_READY, __ATOMIC_RELEASE);
 			return i + 1;
 		}

@@ -126,6 +126,17 @@ static inline void mms__rec_commit(struct mms_thread *t, uint8_t *p)
 	__atomic_store_n(&t->chunk->used, (uint64_t)(p - (uint8_t *)(t->chunk + 1)), __ATOMIC_RELEASE);
 }
 
+/* Begins a metadata record with tag, stamped as mms__write_meta()'s, whose
+ * fields (at most len bytes) the caller encodes in place and ends with
+ * mms__rec_commit(): no copy of them on the thread's stack, which may be
+ * a small thread's. Returns where the fields go, or NULL (dropped). */
+static inline uint8_t *mms__meta_begin(struct mms_thread *t, uint8_t tag, size_t len)
+{
+	uint8_t *p = mms__rec_begin(t, len + 11);
+
+	return p ? mms__rec_head(t, p, tag, t->prev_stamp) : NULL;
+}
+
 /* Writes a whole event record of the common shape: tag, stamp, address,
  * then n (0 to 3) more varints a, b, c. Callers pass n as a constant, so
  * the unused fields cost nothing. */

@@ -479,11 +479,10 @@ int mms__reserve_slow(struct mms_thread *t, size_t len)
  * record is still to be written. */
 void mms__write_meta(struct mms_thread *t, uint8_t tag, const uint8_t *buf, size_t len)
 {
-	uint8_t *p = mms__rec_begin(t, len + 11);
+	uint8_t *p = mms__meta_begin(t, tag, len);
 
 	if (!p)
 		return;
-	p = mms__rec_head(t, p, tag, t->prev_stamp);
 	memcpy(p, buf, len);
 	mms__rec_commit(t, p + len);
 }
@@ -501,7 +500,9 @@ static void write_meta_kv(struct mms_thread *t, const char *key, const void *val
  * recorder uses, as the one writer of common/conf.c writes it. */
 static void write_process_meta(struct mms_thread *t)
 {
-	char buf[MMS_MAX_STRING];
+	/* Static: one thread opens the log at a time (mms__log_open), and its
+	 * stack may be a small thread's (a fork child's first event). */
+	static char buf[MMS_MAX_STRING];
 	ssize_t n = readlink("/proc/self/exe", buf, sizeof buf);
 	size_t len;
 	int fd;
@@ -614,7 +615,7 @@ fail:
 		unlink(log_path); /* ours and empty: leave nothing behind */
 	log_fd = -1;
 	if (mms__config.log_level != MMS_CONFIG_LOG_ERROR) {
-		char buf[PATH_MAX + 256];
+		static char buf[PATH_MAX + 256]; /* as write_process_meta's */
 		int n = snprintf(buf, sizeof buf, "msmemscope: not recording pid %d: %s: %s\n", (int)getpid(),
 				 log_path, why_words(err));
 

@@ -61,7 +61,10 @@ static int is_ancestor(uint64_t pid)
 /* One line on stderr: the user named a log the recorder will not write. */
 static void say_not_recording(const char *path, const char *why)
 {
-	char buf[PATH_MAX + 256];
+	/* Static, as stem below: the log is opened by one thread at a time
+	 * (logfile.c), perhaps a fork child's thread whose stack is the
+	 * smallest POSIX threads allow (16 KiB). */
+	static char buf[PATH_MAX + 256];
 	int n = snprintf(buf, sizeof buf, "msmemscope: not recording: MSMEMSCOPE_LOG=%s %s\n", path, why);
 
 	mms__say(buf, n, sizeof buf);
@@ -84,7 +87,7 @@ int mms__logname_open(char log_path[PATH_MAX], int fork_child, int *execed, int 
 	int flags = O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW;
 	/* Room in log_path for the stem and ".exec{N}.mms"; a longer path
 	 * is refused rather than cut into the name of another file. */
-	char stem[PATH_MAX - 32];
+	static char stem[PATH_MAX - 32];
 	size_t n;
 
 	*execed = 0;

@@ -60,10 +60,16 @@ static size_t build_id(const struct dl_phdr_info *info, const uint8_t **out)
 	return 0;
 }
 
+/* scan_one's room for a name and its record: static, under scan_lock
+ * (12 KiB would not fit the stack of a thread created with
+ * PTHREAD_STACK_MIN, where a program may call dlopen). */
+static char scan_exe[MMS_MAX_STRING];
+static uint8_t scan_rec[64 + 2 * (10 + MMS_MAX_STRING)];
+
 static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct scan *sc = arg;
-	char exe[MMS_MAX_STRING];
+	char *exe = scan_exe;
 	const char *path = info->dlpi_name;
 	const uint8_t *bid = NULL;
 	uintptr_t lo = UINTPTR_MAX, hi = 0;
@@ -72,7 +78,7 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 	(void)size;
 
 	if (!path || !*path) {
-		ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof scan_exe - 1);
 		exe[n > 0 ? n : 0] = 0;
 		path = exe;
 	}
@@ -96,7 +102,7 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 	if (lo > hi)
 		lo = hi = info->dlpi_addr;
 
-	uint8_t buf[64 + 2 * (10 + MMS_MAX_STRING)], *p = buf;
+	uint8_t *buf = scan_rec, *p = buf;
 	size_t bidlen = build_id(info, &bid);
 	p = mms_put_u(p, info->dlpi_addr);
 	p = mms_put_u(p, lo);

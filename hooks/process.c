@@ -166,7 +166,7 @@ ssize_t mms__proc_read(const char *path, char *buf, size_t cap)
 
 int mms__proc_lines(const char *path, int (*fn)(char *line, void *ctx), void *ctx)
 {
-	char buf[4096], line[256];
+	char buf[1024], line[256];
 	size_t len = 0;
 	ssize_t r;
 	/* System calls of its own: nothing of a program's that interposes
@@ -234,7 +234,7 @@ long mms__threads_now(void)
 
 long mms__threads_with_memory(void)
 {
-	char buf[4096], path[96];
+	char buf[1024], path[96];
 	long n = 0, r, vsize;
 	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 

@@ -337,14 +337,19 @@ static const char *name_copy(const char *s)
 static void define(struct mms_thread *t, uint32_t id)
 {
 	struct code_slot *c = &codes[id - 1];
-	uint8_t buf[3 * 10 + 2 * (10 + MMS_MAX_STRING)], *p = buf;
 	const char *file = c->file ? c->file : "?", *name = c->name ? c->name : "?";
+	size_t fl = strlen(file), nl = strlen(name);
+	/* Encoded in place (mms__meta_begin): 8 KiB of names would not fit a
+	 * small thread's stack. */
+	uint8_t *p = mms__meta_begin(t, MMS_TAG_PYCODE, 5 * 10 + fl + nl);
 
-	p = mms_put_u(p, id);
-	p = mms_put_s(p, file, strlen(file));
-	p = mms_put_s(p, name, strlen(name));
-	p = mms_put_u(p, c->firstline);
-	mms__write_meta(t, MMS_TAG_PYCODE, buf, (size_t)(p - buf));
+	if (p) {
+		p = mms_put_u(p, id);
+		p = mms_put_s(p, file, fl);
+		p = mms_put_s(p, name, nl);
+		p = mms_put_u(p, c->firstline);
+		mms__rec_commit(t, p);
+	}
 	c->gen = log_gen;
 }
 

@@ -91,7 +91,7 @@ static int stack_check(struct mms_thread *t, uintptr_t *out, int depth, uint32_t
  * when its frames were libunwind's. */
 static uint32_t check_walk(struct mms_thread *t, uintptr_t fp, int depth)
 {
-	uintptr_t buf[MMS_MAX_DEPTH + 8];
+	uintptr_t *buf = t->frames;
 	uint32_t wid, id;
 	int same, n = stack_check(t, buf, depth, &wid, &same, fp);
 

@@ -5,6 +5,7 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "unwind.h"
 
@@ -85,7 +86,7 @@ static __attribute__((noinline)) int backtrace_steps(void **buf, int size)
 int mms__libunwind_frames(uintptr_t *out, int depth)
 {
 	static uint32_t flushed_gen = 1;
-	void *buf[MMS_MAX_DEPTH + 8];
+	void **buf = (void **)out;
 	int n, skip = 0, busy = mms__tls_busy;
 	uint32_t gen = __atomic_load_n(&mms__cfi_gen, __ATOMIC_ACQUIRE);
 
@@ -113,8 +114,8 @@ int mms__libunwind_frames(uintptr_t *out, int depth)
 	n -= skip;
 	if (n > depth)
 		n = depth;
-	for (int i = 0; i < n; i++)
-		out[i] = (uintptr_t)buf[skip + i];
+	if (n > 0 && skip)
+		memmove(out, out + skip, (size_t)n * sizeof(*out));
 	return n > 0 ? n : 0;
 }
 
@@ -127,10 +128,8 @@ static void libunwind_thread_start(struct mms_thread *t)
 
 static uint32_t libunwind_walk(struct mms_thread *t, uintptr_t fp, int depth)
 {
-	uintptr_t buf[MMS_MAX_DEPTH + 8];
-
 	(void)fp;
-	return mms__unwind_intern(t, buf, mms__libunwind_frames(buf, depth));
+	return mms__unwind_intern(t, t->frames, mms__libunwind_frames(t->frames, depth));
 }
 
 static void libunwind_nothing(void)

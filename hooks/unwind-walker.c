@@ -361,7 +361,7 @@ void mms__walker_interned(struct mms_thread *t, uint32_t id, int same)
 
 static uint32_t walker_walk(struct mms_thread *t, uintptr_t fp, int depth)
 {
-	uintptr_t buf[MMS_MAX_DEPTH + 8];
+	uintptr_t *buf = t->frames;
 	uint32_t id = 0;
 	int n = t->unw ? walk_frames(t, buf, depth, &id, fp) : -1 - MMS_FB_NO_STACK;
 

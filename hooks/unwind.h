@@ -41,9 +41,10 @@ uint32_t mms__unwind_intern(struct mms_thread *t, const uintptr_t *ips, int n) M
 
 /* unwind-libunwind.c: finds libunwind's code (mms__unwinder_code). */
 void mms__libunwind_init(void) MMS_HIDDEN;
-/* The caller's stack by libunwind, innermost first, without our frames:
- * returns the number of frames (at most depth), 0 when libunwind cannot
- * be called. */
+/* The caller's stack by libunwind, innermost first, without our frames,
+ * into out, which has room for depth + 8 (libunwind writes our frames
+ * there too): returns the number of frames (at most depth), 0 when
+ * libunwind cannot be called. */
 int mms__libunwind_frames(uintptr_t *out, int depth) MMS_HIDDEN;
 
 /* unwind-walker.c: why the walker gave a stack to libunwind (counted in

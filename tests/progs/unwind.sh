@@ -83,6 +83,22 @@ expect_ge "leaks blocks with main on their stack" "$(grep -c 'main (leaks)' leak
 expect_eq "leaks stacks by libunwind alone" "$(cat leaks-libunwind.stacks)" "$(cat leaks-walker.stacks)"
 
 # Programs of the real world, when installed.
+# Threads with stacks of PTHREAD_STACK_MIN (16 KiB): the capture's
+# frames are kept in the recorder's memory, not on those stacks, with
+# every unwinder and the deepest stacks asked for.
+"$MMS_PROGS/smallstack" 4 >small.native || fail "smallstack natively exited $?"
+for how in walker:16 walker:1000 libunwind:64; do
+	s=small-${how%%:*}-${how#*:}
+	MSMEMSCOPE_UNWIND=${how%%:*} MSMEMSCOPE_CONFIG="call_stack=${how#*:}" record $s.mms "$MMS_PROGS/smallstack" 4 \
+		>$s.out 2>$s.err || fail "smallstack recorded ($how) exited $?: $(tail -3 $s.err)"
+	expect_eq "smallstack's output recorded ($how)" "$(cat $s.out)" "$(cat small.native)"
+	summarize $s.mms
+	expect_ge "smallstack's allocations in the log ($how)" "$(jget $s.mms.json allocs)" 25600
+done
+checked small 32 "$MMS_PROGS/smallstack" 4
+expect_eq "smallstack's output in the check mode" "$(cat small.out)" "$(cat small.native)"
+expect_eq "smallstack: stacks that differ" "$mismatches" 0
+
 if command -v sqlite3 >/dev/null 2>&1; then
 	awk 'BEGIN { print "create table t(a, b);"; print "begin;";
 		for (i = 0; i < 2000; i++) printf "insert into t values(%d, \"row %d of the table\");\n", i, i;
