@@ -93,6 +93,10 @@ struct mms_thread {
 	 * stack of the thread, which may be as small as PTHREAD_STACK_MIN
 	 * (16 KiB) and the program's. */
 	uintptr_t *frames;
+	/* A name built from the program's text (NVTX's wide strings, a
+	 * domain's prefix): MMS_MAX_STRING + 1 bytes, here for the same
+	 * reason. */
+	char *name_room;
 	/* The id the last capture returned: stack_id with the thread's
 	 * Python frames above it (python_stack). */
 	uint32_t last_stack;

@@ -37,6 +37,7 @@
 #include <wchar.h>
 
 #include "hooks-int.h"
+#include "log.h"
 
 /* --- the NVTX ABI -----------------------------------------------------------
  * Mirrors of the few NVTX v3 types and constants the injection protocol
@@ -206,6 +207,20 @@ static const char *text_copy(const char *s, size_t len)
 /* --- names ------------------------------------------------------------------ */
 
 #define NAME_MAX_BYTES MMS_MAX_STRING /* the log keeps no longer strings */
+
+/* Where a name is built (NAME_MAX_BYTES + 1 bytes): the recording
+ * thread's room, not the stack of a thread that may be small; NULL when
+ * nothing is recorded (a fork child's log opens here, as at its first
+ * event). */
+static char *name_room(void)
+{
+	struct mms_thread *t;
+
+	if (!mms__recording_now())
+		return NULL;
+	t = mms__thread();
+	return t ? t->name_room : NULL;
+}
 
 /* Appends the UTF-8 of the wide string w (UTF-32 on Linux) to buf, which
  * holds n bytes, and returns the new length: never beyond NAME_MAX_BYTES
@@ -392,10 +407,12 @@ static void nvtx_leave(void)
 
 static void range_push(const void *d, struct nvtx_msg m)
 {
-	char buf[NAME_MAX_BYTES + 1];
+	char *buf = name_room();
 	const char *text, *name;
 	struct nvtx_level *l;
 
+	if (!buf)
+		return; /* nothing recorded: nothing to end either */
 	if (tls_ranges.depth == NVTX_DEPTH) {
 		tls_ranges.dropped++;
 		return;
@@ -434,10 +451,14 @@ static void range_pop(const void *d)
 
 static uint64_t range_start(const void *d, struct nvtx_msg m)
 {
-	char buf[NAME_MAX_BYTES + 1];
-	const char *text, *name = event_name(d, m, buf, &text);
+	char *buf = name_room();
+	const char *text, *name;
 	uint64_t id, expect = 0;
 	struct nvtx_level *l;
+
+	if (!buf)
+		return 0; /* nothing recorded: an id no range has */
+	name = event_name(d, m, buf, &text);
 
 	if (is_step(text))
 		return mms__api_range_start(text);
@@ -481,10 +502,11 @@ static void range_end(uint64_t id)
 
 static void mark(const void *d, struct nvtx_msg m)
 {
-	char buf[NAME_MAX_BYTES + 1];
+	char *buf = name_room();
 	const char *text;
 
-	mms__api_mark(event_name(d, m, buf, &text));
+	if (buf)
+		mms__api_mark(event_name(d, m, buf, &text));
 }
 
 /* --- the callbacks ------------------------------------------------------------
@@ -609,11 +631,12 @@ static void cb_name_category_w(uint32_t category, const wchar_t *name)
 
 static void name_thread(uint32_t tid, struct nvtx_msg m)
 {
-	char buf[NAME_MAX_BYTES + 1];
 	const char *text;
+	char *buf;
 
 	if (tid && nvtx_enter()) { /* 0 is no thread; another thread is not named (api.c) */
-		mms__api_thread_name((pid_t)tid, event_name(NULL, m, buf, &text));
+		if ((buf = name_room()))
+			mms__api_thread_name((pid_t)tid, event_name(NULL, m, buf, &text));
 		nvtx_leave();
 	}
 }
@@ -669,14 +692,17 @@ static const char *text_of(struct nvtx_msg m, char *buf)
 
 static const void *register_string(const void *d, struct nvtx_msg m)
 {
-	char buf[NAME_MAX_BYTES + 1];
 	const char *s, *copy;
+	char *buf;
 	uint32_t i;
 
 	(void)d;
 	if (!nvtx_enter())
 		return NULL;
-	s = text_of(m, buf);
+	/* An ASCII text needs no room; without one (nothing recorded) a wide
+	 * one is registered as no text. */
+	buf = m.type == NVTX_MESSAGE_TYPE_ASCII ? NULL : name_room();
+	s = m.type == NVTX_MESSAGE_TYPE_ASCII || buf ? text_of(m, buf) : NULL;
 	copy = s ? text_copy(s, strnlen(s, NAME_MAX_BYTES)) : NULL;
 	i = copy ? __atomic_fetch_add(&tables->nstrings, 1, __ATOMIC_RELAXED) : NVTX_STRINGS;
 	nvtx_leave();
@@ -700,13 +726,14 @@ static const void *cb_domain_register_string_w(const void *d, const wchar_t *s)
  * gets the same one. */
 static const void *domain_create(struct nvtx_msg m)
 {
-	char buf[NAME_MAX_BYTES + 1];
 	const void *h = NULL;
 	const char *s;
+	char *buf;
 
 	if (!nvtx_enter())
 		return NULL;
-	s = text_of(m, buf);
+	buf = m.type == NVTX_MESSAGE_TYPE_ASCII ? NULL : name_room();
+	s = m.type == NVTX_MESSAGE_TYPE_ASCII || buf ? text_of(m, buf) : NULL;
 	if (s) {
 		struct nvtx_tables *t = tables;
 

@@ -68,7 +68,7 @@ static void write_thread_records(struct mms_thread *t)
 struct mms_thread *mms__thread_register(void)
 {
 	size_t size = sizeof(struct mms_thread) + (MMS_MAX_DEPTH + 1) * (sizeof(uintptr_t) + sizeof(uint32_t)) +
-		      MMS_FRAMES_ROOM * sizeof(uintptr_t) + sizeof(uintptr_t);
+		      MMS_FRAMES_ROOM * sizeof(uintptr_t) + sizeof(uintptr_t) + MMS_MAX_STRING + 1;
 	struct mms_thread *t;
 	int busy = mms__tls_busy;
 
@@ -91,6 +91,7 @@ struct mms_thread *mms__thread_register(void)
 		/* After the ids, aligned for its words. */
 		t->frames = (uintptr_t *)(((uintptr_t)(t->ids + MMS_MAX_DEPTH + 1) + sizeof(uintptr_t) - 1) &
 					  ~(uintptr_t)(sizeof(uintptr_t) - 1));
+		t->name_room = (char *)(t->frames + MMS_FRAMES_ROOM);
 	}
 	/* A thread that allocates after its exit destructor ran (in a later
 	 * TLS destructor) comes back here: it keeps its index. */
