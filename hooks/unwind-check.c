@@ -93,7 +93,11 @@ static uint32_t check_walk(struct mms_thread *t, uintptr_t fp, int depth)
 {
 	uintptr_t *buf = t->frames;
 	uint32_t wid, id;
-	int same, n = stack_check(t, buf, depth, &wid, &same, fp);
+	int same, n;
+
+	if (!mms__libunwind_room(t))
+		return 0; /* a small signal stack: neither walks */
+	n = stack_check(t, buf, depth, &wid, &same, fp);
 
 	if (n <= 0)
 		return 0;

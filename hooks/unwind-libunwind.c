@@ -123,12 +123,16 @@ int mms__libunwind_frames(uintptr_t *out, int depth)
 
 static void libunwind_thread_start(struct mms_thread *t)
 {
-	t->stack_hi = 1; /* libunwind finds the stack itself */
+	/* libunwind finds the stack itself; the bounds tell a signal stack
+	 * (mms__libunwind_room). */
+	mms__stack_bounds(t);
 }
 
 static uint32_t libunwind_walk(struct mms_thread *t, uintptr_t fp, int depth)
 {
 	(void)fp;
+	if (!mms__libunwind_room(t))
+		return 0;
 	return mms__unwind_intern(t, t->frames, mms__libunwind_frames(t->frames, depth));
 }
 

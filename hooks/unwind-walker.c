@@ -87,21 +87,10 @@ static void forget_walks(struct mms_unw *u)
  * (mapped, or another thread's taken over with the thread state). */
 static void walker_thread_start(struct mms_thread *t)
 {
-	pthread_attr_t attr;
-	void *addr;
-	size_t size;
 	int busy = mms__tls_busy;
 
-	t->stack_lo = 0;
-	t->stack_hi = 1; /* unknown: every stack goes to libunwind */
-	mms__tls_busy = 2; /* glibc reads /proc/self/maps with stdio */
-	if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-		if (pthread_attr_getstack(&attr, &addr, &size) == 0 && size) {
-			t->stack_lo = (uintptr_t)addr;
-			t->stack_hi = (uintptr_t)addr + size;
-		}
-		pthread_attr_destroy(&attr);
-	}
+	mms__stack_bounds(t); /* unknown (stack_hi 1): every stack goes to libunwind */
+	mms__tls_busy = 2;
 	if (!t->unw) {
 		t->unw = mms__map_anon(sizeof *t->unw);
 		if (!t->unw)
@@ -365,8 +354,12 @@ static uint32_t walker_walk(struct mms_thread *t, uintptr_t fp, int depth)
 	uint32_t id = 0;
 	int n = t->unw ? walk_frames(t, buf, depth, &id, fp) : -1 - MMS_FB_NO_STACK;
 
-	if (n < 0)
+	if (n < 0) {
+		/* Off the thread's stack: perhaps a small signal stack. */
+		if (n == -1 - MMS_FB_NO_STACK && !mms__libunwind_room(t))
+			return 0;
 		return mms__unwind_intern(t, buf, mms__libunwind_frames(buf, depth));
+	}
 	if (id)
 		return id; /* a recent stack */
 	if (n == 0)

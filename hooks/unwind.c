@@ -5,6 +5,8 @@
  * of the thread's last stack. */
 #define _GNU_SOURCE
 #include <link.h>
+#include <pthread.h>
+#include <signal.h>
 
 #include "unwind.h"
 
@@ -100,6 +102,38 @@ uint32_t mms__unwind_intern(struct mms_thread *t, const uintptr_t *ips, int n)
 	t->nframes = k;
 	t->stack_id = parent;
 	return parent;
+}
+
+void mms__stack_bounds(struct mms_thread *t)
+{
+	pthread_attr_t attr;
+	void *addr;
+	size_t size;
+	int busy = mms__tls_busy;
+
+	t->stack_lo = 0;
+	t->stack_hi = 1;   /* unknown */
+	mms__tls_busy = 2; /* glibc reads /proc/self/maps with stdio */
+	if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+		if (pthread_attr_getstack(&attr, &addr, &size) == 0 && size) {
+			t->stack_lo = (uintptr_t)addr;
+			t->stack_hi = (uintptr_t)addr + size;
+		}
+		pthread_attr_destroy(&attr);
+	}
+	mms__tls_busy = busy;
+}
+
+int mms__libunwind_room(const struct mms_thread *t)
+{
+	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+	stack_t ss;
+
+	if (sp >= t->stack_lo && sp < t->stack_hi)
+		return 1; /* the thread's own stack */
+	if (sigaltstack(NULL, &ss) || !(ss.ss_flags & SS_ONSTACK))
+		return 1;
+	return sp > (uintptr_t)ss.ss_sp && sp - (uintptr_t)ss.ss_sp >= MMS_LIBUNWIND_ROOM;
 }
 
 /* The one call through the table on the way of a capture: the walk. */

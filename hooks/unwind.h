@@ -41,6 +41,17 @@ uint32_t mms__unwind_intern(struct mms_thread *t, const uintptr_t *ips, int n) M
 
 /* unwind-libunwind.c: finds libunwind's code (mms__unwinder_code). */
 void mms__libunwind_init(void) MMS_HIDDEN;
+/* Whether libunwind may walk from here: not when this is an alternate
+ * signal stack (sigaltstack) with under MMS_LIBUNWIND_ROOM bytes left, as
+ * SIGSTKSZ's 8 KiB are after the kernel's signal frame (libunwind takes
+ * some 5 KiB of stack where a malloc takes 0.5: a handler's allocation
+ * would overflow it, natively none does). A system call, made only off
+ * the thread's own stack (t's bounds). The event is then recorded with
+ * no stack. */
+#define MMS_LIBUNWIND_ROOM (16 * 1024)
+int mms__libunwind_room(const struct mms_thread *t) MMS_HIDDEN;
+/* Sets t's stack bounds (stack_lo, stack_hi; stack_hi 1: unknown). */
+void mms__stack_bounds(struct mms_thread *t) MMS_HIDDEN;
 /* The caller's stack by libunwind, innermost first, without our frames,
  * into out, which has room for depth + 8 (libunwind writes our frames
  * there too): returns the number of frames (at most depth), 0 when

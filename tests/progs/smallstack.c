@@ -2,17 +2,20 @@
 /* smallstack.c: threads with the smallest stack POSIX threads allow
  * (PTHREAD_STACK_MIN: 16 KiB on x86-64), as servers with many threads
  * choose, that allocate and free at the bottom of a recursion of 40
- * frames, load and unload a library, and fork a child that allocates. The
- * recorder's hooks run on those stacks: they must not take much more of
- * them than the allocator does (a capture kept a buffer of 1008 return
- * addresses, 8 KiB, on the stack, the scan of the loaded modules after a
- * dlclose 12 KiB, and such a program died of SIGSEGV recorded, never
- * natively). Prints "done THREADS ALLOCATIONS".
+ * frames, load and unload a library, and fork a child that allocates; and
+ * a signal handler on an alternate signal stack of 8 KiB (SIGSTKSZ) that
+ * allocates. The recorder's hooks run on those stacks: they must not take
+ * much more of them than the allocator does (a capture kept a buffer of
+ * 1008 return addresses, 8 KiB, on the stack, the scan of the loaded
+ * modules after a dlclose 12 KiB, libunwind's walk from a signal stack 5
+ * KiB, and such a program died of SIGSEGV recorded, never natively).
+ * Prints "done THREADS ALLOCATIONS HANDLED".
  *
  * Usage: smallstack [THREADS] */
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/wait.h>
 
 #include "progs.h"
@@ -36,6 +39,18 @@ static __attribute__((noinline)) unsigned long deep(int n)
 		k += BLOCKS;
 	}
 	return k;
+}
+
+#define ALTSTACK 8192
+#define SIGNALS 100
+
+static volatile sig_atomic_t handled;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	free(prog_malloc(64)); /* not async-signal-safe: programs do it */
+	handled++;
 }
 
 static void *work(void *arg)
@@ -76,6 +91,19 @@ int main(int argc, char **argv)
 		pthread_join(th[i], NULL);
 		total += done[i];
 	}
-	prog_say(1, "done %lu %lu\n", nthreads, total);
+	{
+		static char altstack[ALTSTACK];
+		stack_t ss = { .ss_sp = altstack, .ss_size = sizeof(altstack) };
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_signal;
+		sa.sa_flags = SA_ONSTACK;
+		if (sigaltstack(&ss, NULL) || sigaction(SIGUSR1, &sa, NULL))
+			prog_die("smallstack: cannot set up the signal stack");
+		for (int i = 0; i < SIGNALS; i++)
+			raise(SIGUSR1);
+	}
+	prog_say(1, "done %lu %lu %d\n", nthreads, total, (int)handled);
 	return 0;
 }
