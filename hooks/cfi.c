@@ -271,12 +271,15 @@ static int modules_update(void)
 	unsigned long long v[2] = { 0, 0 };
 	struct collect c;
 
+	/* A fork child that may not ask the loader: its parent's table. */
+	if (mods_built && mms__phdr_unsafe())
+		return 0;
 	mms__loader_counts(v);
 	if (mods_built && v[0] == mods_adds && v[1] == mods_subs)
 		return 0;
 	for (;;) {
 		c.n = 0;
-		dl_iterate_phdr(collect_one, &c);
+		mms__phdr_iterate(collect_one, &c);
 		if (c.n <= mods_cap)
 			break;
 		if (mods)

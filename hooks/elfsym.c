@@ -44,7 +44,7 @@ void mms__elfsym_init(void)
 {
 	struct count c = { 0 };
 
-	dl_iterate_phdr(count_each, &c);
+	mms__phdr_iterate(count_each, &c);
 	startup_objects = c.n;
 }
 
@@ -202,6 +202,6 @@ void *mms__elfsym_next(const char *name, int (*late)(const char *path))
 {
 	struct lookup l = { name, late, 0, NULL };
 
-	dl_iterate_phdr(lookup_each, &l);
+	mms__phdr_iterate(lookup_each, &l);
 	return l.found;
 }

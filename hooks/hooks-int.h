@@ -234,6 +234,19 @@ void mms__modules_reset(void) MMS_HIDDEN;
 /* The loader's counts of objects loaded and unloaded so far (dlpi_adds,
  * dlpi_subs): a change in either means the set of modules changed. */
 void mms__loader_counts(unsigned long long v[2]) MMS_HIDDEN;
+/* dl_iterate_phdr() for the recorder: none in a fork child until its own
+ * dlclose went through the loader (glibc leaves the loader's lock as the
+ * fork found it: held, when another thread was in dlopen, dlclose or
+ * dl_iterate_phdr, and the child's first event waited for it forever). */
+struct dl_phdr_info;
+int mms__phdr_iterate(int (*fn)(struct dl_phdr_info *, size_t, void *), void *data) MMS_HIDDEN;
+/* Whether this is a fork child whose loader lock may be held (no
+ * dl_iterate_phdr, nor libunwind, which calls it). */
+int mms__phdr_unsafe(void) MMS_HIDDEN;
+void mms__phdr_safe(void) MMS_HIDDEN;
+void mms__phdr_after_fork_child(void) MMS_HIDDEN;
+/* The forking thread lists the modules for the child's log. */
+void mms__modules_snapshot(void) MMS_HIDDEN;
 
 /* api.c: deferred collection and step filtering */
 int mms__api_init(void) MMS_HIDDEN;

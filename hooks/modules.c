@@ -66,30 +66,22 @@ static size_t build_id(const struct dl_phdr_info *info, const uint8_t **out)
 static char scan_exe[MMS_MAX_STRING];
 static uint8_t scan_rec[64 + 2 * (10 + MMS_MAX_STRING)];
 
-static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
+/* Encodes the MODULE record of info into out (scan_rec's size); sets *hash
+ * to its path's. Returns the record's length. */
+static size_t encode_module(struct dl_phdr_info *info, uint8_t *out, uint64_t *hash)
 {
-	struct scan *sc = arg;
-	char *exe = scan_exe;
 	const char *path = info->dlpi_name;
 	const uint8_t *bid = NULL;
 	uintptr_t lo = UINTPTR_MAX, hi = 0;
-	uint64_t h;
-	unsigned i;
-	(void)size;
+	uint8_t *p = out;
+	size_t bidlen;
 
 	if (!path || !*path) {
-		ssize_t n = readlink("/proc/self/exe", exe, sizeof scan_exe - 1);
-		exe[n > 0 ? n : 0] = 0;
-		path = exe;
+		ssize_t n = readlink("/proc/self/exe", scan_exe, sizeof scan_exe - 1);
+		scan_exe[n > 0 ? n : 0] = 0;
+		path = scan_exe;
 	}
-	h = hash_str(path);
-	for (i = 0; i < nseen; i++)
-		if (seen[i].base == info->dlpi_addr && seen[i].name_hash == h)
-			return 0;
-	if (nseen < MAX_MODULES) {
-		seen[nseen].base = info->dlpi_addr;
-		seen[nseen++].name_hash = h;
-	}
+	*hash = hash_str(path);
 	for (int k = 0; k < info->dlpi_phnum; k++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[k];
 		if (ph->p_type != PT_LOAD)
@@ -101,16 +93,128 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 	}
 	if (lo > hi)
 		lo = hi = info->dlpi_addr;
-
-	uint8_t *buf = scan_rec, *p = buf;
-	size_t bidlen = build_id(info, &bid);
+	bidlen = build_id(info, &bid);
 	p = mms_put_u(p, info->dlpi_addr);
 	p = mms_put_u(p, lo);
 	p = mms_put_u(p, hi);
 	p = mms_put_s(p, path, strlen(path));
 	p = mms_put_s(p, bid, bidlen);
-	mms__write_meta(sc->t, MMS_TAG_MODULE, buf, (size_t)(p - buf));
+	return (size_t)(p - out);
+}
+
+/* Notes a module seen by this log: 0 when it was already. */
+static int note_seen(uintptr_t base, uint64_t h)
+{
+	for (unsigned i = 0; i < nseen; i++)
+		if (seen[i].base == base && seen[i].name_hash == h)
+			return 0;
+	if (nseen < MAX_MODULES) {
+		seen[nseen].base = base;
+		seen[nseen++].name_hash = h;
+	}
+	return 1;
+}
+
+static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct scan *sc = arg;
+	uint64_t h;
+	size_t len = encode_module(info, scan_rec, &h);
+
+	(void)size;
+	if (note_seen(info->dlpi_addr, h))
+		mms__write_meta(sc->t, MMS_TAG_MODULE, scan_rec, len);
 	return 0;
+}
+
+/* --- fork ---------------------------------------------------------------------
+ * glibc does not reset in a fork child the loader's lock that
+ * dl_iterate_phdr and dlopen hold: a fork while another thread was inside
+ * either leaves the child's first call of dl_iterate_phdr waiting forever
+ * (natively the child never calls it, or deadlocks itself). So the
+ * recorder makes none in a child until the child's own dlclose has gone
+ * through the loader (phdr_unsafe); the child's log lists the modules its
+ * parent had at the fork, encoded by the forking thread (snap). */
+static int phdr_unsafe;
+static uint8_t *snap; /* (u64 base, u64 hash, u32 len, record) entries */
+static size_t snap_len, snap_cap;
+static unsigned long long snap_adds;
+static int snap_written; /* this log has them */
+
+static int snap_one(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	uint64_t h, base = info->dlpi_addr;
+	uint32_t len = (uint32_t)encode_module(info, scan_rec, &h);
+	size_t need = 20 + (size_t)len;
+
+	(void)size;
+	(void)arg;
+	if (snap_len + need > snap_cap) {
+		size_t cap = (snap_cap ? snap_cap * 2 : 64 * 1024) + need;
+		uint8_t *n = mms__map_anon(cap);
+
+		if (!n)
+			return 1; /* the modules so far */
+		if (snap) {
+			memcpy(n, snap, snap_len);
+			mms__unmap_own(snap, snap_cap);
+		}
+		snap = n;
+		snap_cap = cap;
+	}
+	memcpy(snap + snap_len, &base, 8);
+	memcpy(snap + snap_len + 8, &h, 8);
+	memcpy(snap + snap_len + 16, &len, 4);
+	memcpy(snap + snap_len + 20, scan_rec, len);
+	snap_len += need;
+	return 0;
+}
+
+void mms__modules_snapshot(void)
+{
+	unsigned long long v[2];
+	int busy = mms__tls_busy;
+
+	if (!mms__recording)
+		return;
+	mms__tls_busy = 2;
+	pthread_mutex_lock(&scan_lock);
+	mms__loader_counts(v);
+	snap_len = 0;
+	mms__phdr_iterate(snap_one, NULL);
+	snap_adds = v[0];
+	pthread_mutex_unlock(&scan_lock);
+	mms__tls_busy = busy;
+}
+
+int mms__phdr_unsafe(void)
+{
+	return __atomic_load_n(&phdr_unsafe, __ATOMIC_RELAXED);
+}
+
+void mms__phdr_safe(void)
+{
+	__atomic_store_n(&phdr_unsafe, 0, __ATOMIC_RELAXED);
+}
+
+/* The parent's modules into this (the child's) log, once. */
+static void write_snapshot(struct mms_thread *t)
+{
+	for (size_t off = 0; off + 20 <= snap_len;) {
+		uint64_t base, h;
+		uint32_t len;
+
+		memcpy(&base, snap + off, 8);
+		memcpy(&h, snap + off + 8, 8);
+		memcpy(&len, snap + off + 16, 4);
+		if (off + 20 + len > snap_len)
+			break;
+		if (note_seen(base, h))
+			mms__write_meta(t, MMS_TAG_MODULE, snap + off + 20, len);
+		off += 20 + (size_t)len;
+	}
+	snap_written = 1;
+	last_adds = snap_adds;
 }
 
 static int count_adds(struct dl_phdr_info *info, size_t size, void *arg)
@@ -122,10 +226,22 @@ static int count_adds(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
+int mms__phdr_iterate(int (*fn)(struct dl_phdr_info *, size_t, void *), void *data)
+{
+	if (mms__phdr_unsafe())
+		return 0;
+	return dl_iterate_phdr(fn, data);
+}
+
+void mms__phdr_after_fork_child(void)
+{
+	__atomic_store_n(&phdr_unsafe, 1, __ATOMIC_RELAXED);
+}
+
 void mms__loader_counts(unsigned long long v[2])
 {
 	v[0] = v[1] = 0;
-	dl_iterate_phdr(count_adds, v);
+	mms__phdr_iterate(count_adds, v);
 }
 
 void mms__modules_scan(struct mms_thread *t)
@@ -135,6 +251,15 @@ void mms__modules_scan(struct mms_thread *t)
 	int busy = mms__tls_busy;
 
 	mms__tls_busy = 2;
+	if (mms__phdr_unsafe()) {
+		/* A fork child: its parent's modules, as they were at the fork. */
+		if (!snap_written && !pthread_mutex_trylock(&scan_lock)) {
+			write_snapshot(t);
+			pthread_mutex_unlock(&scan_lock);
+		}
+		mms__tls_busy = busy;
+		return;
+	}
 	mms__loader_counts(v);
 	adds = v[0];
 	/* A module unloaded behind dlclose (glibc's own, for NSS or iconv)
@@ -145,7 +270,7 @@ void mms__modules_scan(struct mms_thread *t)
 	 * would wait for) covers this one. */
 	if (adds != __atomic_load_n(&last_adds, __ATOMIC_RELAXED) && !pthread_mutex_trylock(&scan_lock)) {
 		last_adds = adds;
-		dl_iterate_phdr(scan_one, &sc);
+		mms__phdr_iterate(scan_one, &sc);
 		pthread_mutex_unlock(&scan_lock);
 	}
 	mms__tls_busy = busy;
@@ -156,4 +281,5 @@ void mms__modules_reset(void)
 	pthread_mutex_init(&scan_lock, NULL);
 	nseen = 0;
 	last_adds = 0;
+	snap_written = 0;
 }

@@ -104,6 +104,9 @@ static void atfork_prepare(void)
 		tls_fork_stamp = t->prev_stamp; /* as written, after any clamping */
 	}
 	mms__tls_busy = 0;
+	/* The modules, for the child's log (modules.c): before the locks
+	 * below, which another thread's scan may still take. */
+	mms__modules_snapshot();
 	/* Last: held across the fork, so that no thread is half-way through
 	 * guard mode's set and quarantine or the arena's lists when the
 	 * child's copy is made. */
@@ -120,6 +123,7 @@ static void atfork_child(void)
 	mms__own_after_fork();
 	mms__arena_after_fork();
 	mms__guard_after_fork();
+	mms__phdr_after_fork_child();
 	/* Sandboxed (below): the child records nothing either, and makes
 	 * no system call of ours. */
 	if (mms__hands_off_now()) {
@@ -276,6 +280,8 @@ MMS_EXPORT int dlclose(void *handle)
 		mms__tls_busy = 0;
 	}
 	r = mms__real.dlclose(handle);
+	/* The loader's lock was free: a fork child may use it again. */
+	mms__phdr_safe();
 	/* The stack walker's cached frame rules may name its code. */
 	mms__cfi_modules_changed();
 	return r;

@@ -95,8 +95,8 @@ static uint32_t check_walk(struct mms_thread *t, uintptr_t fp, int depth)
 	uint32_t wid, id;
 	int same, n;
 
-	if (!mms__libunwind_room(t))
-		return 0; /* a small signal stack: neither walks */
+	if (!mms__libunwind_room(t) || mms__phdr_unsafe())
+		return 0; /* a small signal stack, a fork child's loader: neither walks */
 	n = stack_check(t, buf, depth, &wid, &same, fp);
 
 	if (n <= 0)

@@ -131,7 +131,7 @@ static void libunwind_thread_start(struct mms_thread *t)
 static uint32_t libunwind_walk(struct mms_thread *t, uintptr_t fp, int depth)
 {
 	(void)fp;
-	if (!mms__libunwind_room(t))
+	if (!mms__libunwind_room(t) || mms__phdr_unsafe())
 		return 0;
 	return mms__unwind_intern(t, t->frames, mms__libunwind_frames(t->frames, depth));
 }

@@ -54,7 +54,7 @@ void mms__code_range(uintptr_t here, uintptr_t *lo, uintptr_t *hi)
 	struct code_range r = { here, lo, hi };
 
 	*lo = *hi = 0;
-	dl_iterate_phdr(find_code, &r);
+	mms__phdr_iterate(find_code, &r);
 }
 
 void mms__unwind_init(void)

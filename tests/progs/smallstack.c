@@ -2,7 +2,9 @@
 /* smallstack.c: threads with the smallest stack POSIX threads allow
  * (PTHREAD_STACK_MIN: 16 KiB on x86-64), as servers with many threads
  * choose, that allocate and free at the bottom of a recursion of 40
- * frames, load and unload a library, and fork a child that allocates; and
+ * frames, load and unload a library and fork a child that allocates, ten
+ * times each, at once (a fork while another thread was in the loader left
+ * the child waiting forever for the loader's lock, recorded); and
  * a signal handler on an alternate signal stack of 8 KiB (SIGSTKSZ) that
  * allocates. The recorder's hooks run on those stacks: they must not take
  * much more of them than the allocator does (a capture kept a buffer of
@@ -41,6 +43,7 @@ static __attribute__((noinline)) unsigned long deep(int n)
 	return k;
 }
 
+#define FORKS 10
 #define ALTSTACK 8192
 #define SIGNALS 100
 
@@ -56,21 +59,27 @@ static void on_signal(int sig)
 static void *work(void *arg)
 {
 	unsigned long *n = arg;
-	void *lib = dlopen("libm.so.6", RTLD_NOW | RTLD_LOCAL);
-	int status;
-	pid_t child;
 
 	*n = deep(DEPTH) - DEPTH / 2;
-	if (!lib)
-		prog_die("smallstack: dlopen(libm.so.6) failed");
-	dlclose(lib);
-	child = fork();
-	if (child == 0) {
-		free(prog_malloc(100));
-		_exit(0);
+	/* The threads load, unload and fork at once: a fork while another
+	 * thread is inside the loader leaves its lock held in the child,
+	 * where the recorder must not wait for it. */
+	for (int k = 0; k < FORKS; k++) {
+		void *lib = dlopen("libm.so.6", RTLD_NOW | RTLD_LOCAL);
+		int status;
+		pid_t child;
+
+		if (!lib)
+			prog_die("smallstack: dlopen(libm.so.6) failed");
+		dlclose(lib);
+		child = fork();
+		if (child == 0) {
+			free(prog_malloc(100));
+			_exit(0);
+		}
+		if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status))
+			prog_die("smallstack: the child did not exit 0");
 	}
-	if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status))
-		prog_die("smallstack: the child did not exit 0");
 	return NULL;
 }
 
