@@ -245,8 +245,11 @@ int mms__phdr_iterate(int (*fn)(struct dl_phdr_info *, size_t, void *), void *da
 int mms__phdr_unsafe(void) MMS_HIDDEN;
 void mms__phdr_safe(void) MMS_HIDDEN;
 void mms__phdr_after_fork_child(void) MMS_HIDDEN;
-/* The forking thread lists the modules for the child's log. */
+/* The forking thread lists the modules for the child's log, and holds
+ * the scans back until the fork is done (mms__modules_after_fork, in the
+ * parent and in the child). */
 void mms__modules_snapshot(void) MMS_HIDDEN;
+void mms__modules_after_fork(int child) MMS_HIDDEN;
 
 /* api.c: deferred collection and step filtering */
 int mms__api_init(void) MMS_HIDDEN;

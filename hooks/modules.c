@@ -153,14 +153,17 @@ static int snap_one(struct dl_phdr_info *info, size_t size, void *arg)
 		size_t cap = (snap_cap ? snap_cap * 2 : 64 * 1024) + need;
 		uint8_t *n = mms__map_anon(cap);
 
+		uint8_t *old = snap;
+		size_t old_cap = snap_cap;
+
 		if (!n)
 			return 1; /* the modules so far */
-		if (snap) {
-			memcpy(n, snap, snap_len);
-			mms__unmap_own(snap, snap_cap);
-		}
+		if (old)
+			memcpy(n, old, snap_len);
 		snap = n;
 		snap_cap = cap;
+		if (old)
+			mms__unmap_own(old, old_cap);
 	}
 	memcpy(snap + snap_len, &base, 8);
 	memcpy(snap + snap_len + 8, &h, 8);
@@ -169,6 +172,10 @@ static int snap_one(struct dl_phdr_info *info, size_t size, void *arg)
 	snap_len += need;
 	return 0;
 }
+
+/* scan_lock is held from the snapshot to the end of the fork, so that no
+ * other thread's scan or fork changes it before the child's copy. */
+static __thread int tls_snap_locked;
 
 void mms__modules_snapshot(void)
 {
@@ -179,12 +186,23 @@ void mms__modules_snapshot(void)
 		return;
 	mms__tls_busy = 2;
 	pthread_mutex_lock(&scan_lock);
+	tls_snap_locked = 1;
 	mms__loader_counts(v);
 	snap_len = 0;
 	mms__phdr_iterate(snap_one, NULL);
 	snap_adds = v[0];
-	pthread_mutex_unlock(&scan_lock);
 	mms__tls_busy = busy;
+}
+
+void mms__modules_after_fork(int child)
+{
+	if (!tls_snap_locked)
+		return;
+	tls_snap_locked = 0;
+	if (child)
+		pthread_mutex_init(&scan_lock, NULL);
+	else
+		pthread_mutex_unlock(&scan_lock);
 }
 
 int mms__phdr_unsafe(void)

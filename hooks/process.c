@@ -123,6 +123,7 @@ static void atfork_child(void)
 	mms__own_after_fork();
 	mms__arena_after_fork();
 	mms__guard_after_fork();
+	mms__modules_after_fork(1);
 	mms__phdr_after_fork_child();
 	/* Sandboxed (below): the child records nothing either, and makes
 	 * no system call of ours. */
@@ -145,6 +146,7 @@ static void atfork_parent(void)
 	mms__own_after_fork();
 	mms__arena_after_fork();
 	mms__guard_after_fork();
+	mms__modules_after_fork(0);
 }
 
 void mms__process_init(void)
