@@ -244,7 +244,6 @@ int mms__phdr_iterate(int (*fn)(struct dl_phdr_info *, size_t, void *), void *da
  * dl_iterate_phdr, nor libunwind, which calls it). */
 int mms__phdr_unsafe(void) MMS_HIDDEN;
 void mms__phdr_safe(void) MMS_HIDDEN;
-void mms__phdr_after_fork_child(void) MMS_HIDDEN;
 /* The forking thread lists the modules for the child's log, and holds
  * the scans back until the fork is done (mms__modules_after_fork, in the
  * parent and in the child). */

@@ -487,13 +487,17 @@ void mms__write_meta(struct mms_thread *t, uint8_t tag, const uint8_t *buf, size
 	mms__rec_commit(t, p + len);
 }
 
+/* Encoded in place: no copy of a value of up to MMS_MAX_STRING bytes. */
 static void write_meta_kv(struct mms_thread *t, const char *key, const void *val, size_t len)
 {
-	static uint8_t buf[MMS_MAX_RECORD];
-	uint8_t *p = mms_put_s(buf, key, strlen(key));
+	size_t klen = strlen(key);
+	uint8_t *p = mms__meta_begin(t, MMS_TAG_META, 2 * 10 + klen + len);
 
+	if (!p)
+		return;
+	p = mms_put_s(p, key, klen);
 	p = mms_put_s(p, val, len);
-	mms__write_meta(t, MMS_TAG_META, buf, (size_t)(p - buf));
+	mms__rec_commit(t, p);
 }
 
 /* The process's executable, its arguments and the configuration the

@@ -196,13 +196,15 @@ void mms__modules_snapshot(void)
 
 void mms__modules_after_fork(int child)
 {
-	if (!tls_snap_locked)
-		return;
-	tls_snap_locked = 0;
-	if (child)
+	if (child) {
+		/* The child asks the loader nothing until it may (above), and
+		 * its one thread holds no scan. */
+		__atomic_store_n(&phdr_unsafe, 1, __ATOMIC_RELAXED);
 		pthread_mutex_init(&scan_lock, NULL);
-	else
+	} else if (tls_snap_locked) {
 		pthread_mutex_unlock(&scan_lock);
+	}
+	tls_snap_locked = 0;
 }
 
 int mms__phdr_unsafe(void)
@@ -249,11 +251,6 @@ int mms__phdr_iterate(int (*fn)(struct dl_phdr_info *, size_t, void *), void *da
 	if (mms__phdr_unsafe())
 		return 0;
 	return dl_iterate_phdr(fn, data);
-}
-
-void mms__phdr_after_fork_child(void)
-{
-	__atomic_store_n(&phdr_unsafe, 1, __ATOMIC_RELAXED);
 }
 
 void mms__loader_counts(unsigned long long v[2])

@@ -124,7 +124,6 @@ static void atfork_child(void)
 	mms__arena_after_fork();
 	mms__guard_after_fork();
 	mms__modules_after_fork(1);
-	mms__phdr_after_fork_child();
 	/* Sandboxed (below): the child records nothing either, and makes
 	 * no system call of ours. */
 	if (mms__hands_off_now()) {
