@@ -30,7 +30,7 @@
 
 #define MMS_MAGIC "MMSLOG\x1a\n"
 #define MMS_MAGIC_LEN 8
-#define MMS_FORMAT_VERSION 9u      /* what the writer writes */
+#define MMS_FORMAT_VERSION 10u     /* what the writer writes */
 #define MMS_FORMAT_VERSION_MIN 1u  /* the oldest version readers read */
 #define MMS_HEADER_SIZE 4096u
 #define MMS_CHUNK_SIZE_DEFAULT 65536u
@@ -168,6 +168,9 @@ enum mms_tag {
 	MMS_TAG_MUNMAP = 0x21,      /* daddr, u size */
 	MMS_TAG_MPROTECT = 0x22,    /* (version 9) daddr, u size, u prot, u stack: an
 	                               mprotect that succeeded */
+	MMS_TAG_MMAP_RT = 0x23,     /* (version 10) daddr, u size, u prot<<32|flags, u stack,
+	                               u enum mms_runtime_kind: a mapping a runtime made for
+	                               itself (MMAP otherwise) */
 	MMS_TAG_POOL_ALLOC = 0x28,  /* u pool-string, daddr, u size, u total, u used, u stack */
 	MMS_TAG_POOL_FREE = 0x29,   /* u pool-string, daddr, u size, u total, u used */
 	MMS_TAG_ACCESS = 0x30,      /* | enum mms_access_mode: daddr, u size */
@@ -340,6 +343,9 @@ enum mms_runtime_kind {
 	                      loaded (dlopen: link map, scope and version data),
 	                      its TLS blocks, a failed dlopen's message */
 			   /* 9 is no record's: readers call perl's state at exit so. */
+	MMS_RT_CUDA = 10,  /* (version 10) the CUDA driver (libcuda) called the
+	                      allocator or mmap itself: its contexts, modules and
+	                      streams, kept until the process ends */
 };
 
 /* Why freeres did not run (META "freeres_skipped"). */

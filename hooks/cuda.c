@@ -681,11 +681,16 @@ static const char *wrapped_base(const char *symbol)
 }
 
 /* True when p lies in the driver, a library named libcuda.so*; with the
- * name of the export at exactly p, if any, in *sname. */
+ * name of the export at exactly p, if any, in *sname. The first time,
+ * the driver's code becomes known (mms__cuda_code): the runtime looks up
+ * its entry points before it calls cuInit, so what the driver allocates
+ * for itself from then on is marked its own, though no module scan has
+ * run since the dlopen. */
 static int in_driver(void *p, const char **sname)
 {
 	Dl_info di;
 	const char *file, *slash;
+	uintptr_t lo, hi;
 
 	if (!dladdr(p, &di) || !di.dli_fname)
 		return 0;
@@ -694,7 +699,13 @@ static int in_driver(void *p, const char **sname)
 	if (slash)
 		file = slash + 1;
 	*sname = di.dli_saddr == p ? di.dli_sname : NULL;
-	return !strncmp(file, "libcuda.so", 10);
+	if (strncmp(file, "libcuda.so", 10))
+		return 0;
+	if (!mms__in_cuda((uintptr_t)p)) {
+		mms__code_range((uintptr_t)p, &lo, &hi);
+		mms__cuda_code_set(lo, hi);
+	}
+	return 1;
 }
 
 /* The wrapper of slot for the driver's function p: fills the slot, or

@@ -551,6 +551,9 @@ static inline int mms__arena_owns(const void *ptr)
  * object that loads the address here (or whose base address it is);
  * 0, 0 when none does. */
 void mms__code_range(uintptr_t here, uintptr_t *lo, uintptr_t *hi) MMS_HIDDEN;
+struct dl_phdr_info;
+/* The same, of the object info describes. */
+void mms__code_span(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi) MMS_HIDDEN;
 
 /* runtime.c: what the C and C++ runtimes keep for themselves (see there). */
 /* The code of the dynamic loader and of the C library, [lo, hi) each (0, 0
@@ -565,6 +568,17 @@ static inline int mms__in_code(const struct mms_code *c, uintptr_t ip)
 	return ip - c->lo < c->hi - c->lo;
 }
 void mms__runtime_code_init(void) MMS_HIDDEN;
+/* The CUDA driver's code (libcuda), once a module scan found it loaded
+ * (an empty range before, and after a scan that no longer finds it):
+ * what it allocates or maps for itself is marked MMS_RT_CUDA. Published
+ * whole, through the pointer, so that no thread reads half a range. */
+extern const struct mms_code *mms__cuda_code MMS_HIDDEN;
+static inline int mms__in_cuda(uintptr_t ip)
+{
+	return mms__in_code(__atomic_load_n(&mms__cuda_code, __ATOMIC_ACQUIRE), ip);
+}
+/* modules.c's scan found the driver's code at [lo, hi) (0, 0: not). */
+void mms__cuda_code_set(uintptr_t lo, uintptr_t hi) MMS_HIDDEN;
 /* Whether an object ahead of the recorder in the global scope (the
  * program, an allocator linked into it) defines malloc, so that the
  * malloc family's calls do not reach the hooks; its path in out. */

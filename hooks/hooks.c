@@ -194,7 +194,7 @@ void mms__lost_event(uintptr_t ra)
 
 /* An allocation while the thread collects an operator's outputs or is in
  * a runtime's scope (before main, in pthread_create), or the dynamic
- * loader's. */
+ * loader's or the CUDA driver's. */
 static __attribute__((noinline, cold)) void rec_alloc_slow(struct mms_thread *t, unsigned fn, void *ptr, size_t size,
 							  uint32_t stack, uint64_t stamp, uintptr_t ra)
 {
@@ -206,6 +206,10 @@ static __attribute__((noinline, cold)) void rec_alloc_slow(struct mms_thread *t,
 	 * loaded, whether the program or a library called dlopen. */
 	if (!kind && mms__in_code(&mms__ldso_code, ra))
 		kind = MMS_RT_LOADER;
+	/* The CUDA driver's own state (contexts, modules, streams), which
+	 * it keeps until the process ends. */
+	else if (!kind && mms__in_cuda(ra))
+		kind = MMS_RT_CUDA;
 
 	if (kind)
 		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_ALLOC_RT | fn), stamp, (uintptr_t)ptr, 3, size, stack, kind);
@@ -222,7 +226,7 @@ static inline void rec_alloc_with(struct mms_thread *t, unsigned fn, void *ptr, 
 {
 	uint64_t stamp = mms__stamp_obtain_addr((uintptr_t)ptr, t->index);
 
-	if (unlikely(mms__tls_alloc.any) || unlikely(mms__in_code(&mms__ldso_code, ra)))
+	if (unlikely(mms__tls_alloc.any) || unlikely(mms__in_code(&mms__ldso_code, ra)) || unlikely(mms__in_cuda(ra)))
 		rec_alloc_slow(t, fn, ptr, size, stack, stamp, ra);
 	else
 		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_ALLOC | fn), stamp, (uintptr_t)ptr, 2, size, stack, 0);

@@ -28,9 +28,32 @@ static void rec_mapping(struct mms_thread *t, uint8_t tag, void *addr, size_t le
 	mms__rec_addr_event(t, tag, stamp, (uintptr_t)addr, 3, len, word, stack);
 }
 
-static void rec_mmap(struct mms_thread *t, void *addr, size_t len, int prot, int flags)
+/* ra: the return address of the program's call of mmap. A mapping the
+ * CUDA driver made for itself is marked its own (MMAP_RT). */
+static void rec_mmap(struct mms_thread *t, void *addr, size_t len, int prot, int flags, uintptr_t ra)
 {
-	rec_mapping(t, MMS_TAG_MMAP, addr, len, ((uint64_t)(uint32_t)prot << 32) | (uint32_t)flags);
+	uint64_t word = ((uint64_t)(uint32_t)prot << 32) | (uint32_t)flags, stamp;
+	uint32_t stack;
+	uint8_t *p;
+
+	if (likely(!mms__in_cuda(ra))) {
+		rec_mapping(t, MMS_TAG_MMAP, addr, len, word);
+		return;
+	}
+	stack = mms__capture_stack(t);
+	stamp = mms__stamp_obtain();
+	p = mms__rec_begin(t, 1 + 6 * 10);
+	if (unlikely(!p)) {
+		mms__log_cut_at(stamp);
+		return;
+	}
+	p = mms__rec_head(t, p, MMS_TAG_MMAP_RT, stamp);
+	p = mms__rec_addr(t, p, (uintptr_t)addr);
+	p = mms_put_u(p, len);
+	p = mms_put_u(p, word);
+	p = mms_put_u(p, stack);
+	p = mms_put_u(p, MMS_RT_CUDA);
+	mms__rec_commit(t, p);
 }
 
 static void rec_munmap(struct mms_thread *t, void *addr, size_t len, uint64_t stamp)
@@ -38,7 +61,8 @@ static void rec_munmap(struct mms_thread *t, void *addr, size_t len, uint64_t st
 	mms__rec_addr_event(t, MMS_TAG_MUNMAP, stamp, (uintptr_t)addr, 1, len, 0, 0);
 }
 
-MMS_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+/* ra: the return address of the program's call. */
+static void *mmap_from(void *addr, size_t len, int prot, int flags, int fd, off_t off, uintptr_t ra)
 {
 	struct mms_thread *t;
 	void *r;
@@ -62,15 +86,20 @@ MMS_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t
 	r = mms__real.mmap(addr, len, prot, flags, fd, off);
 	if (t) {
 		if (r != MAP_FAILED)
-			rec_mmap(t, r, len, prot, flags);
+			rec_mmap(t, r, len, prot, flags, ra);
 		mms__leave();
 	}
 	return r;
 }
 
+MMS_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return mmap_from(addr, len, prot, flags, fd, off, (uintptr_t)__builtin_return_address(0));
+}
+
 MMS_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-	return mmap(addr, len, prot, flags, fd, off);
+	return mmap_from(addr, len, prot, flags, fd, off, (uintptr_t)__builtin_return_address(0));
 }
 
 /* mms__own_spare's step for munmap and mprotect: 0 or an errno. */
@@ -237,7 +266,7 @@ MMS_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ..
 	if (t) {
 		if (r != MAP_FAILED) {
 			rec_munmap(t, old, old_len, t1);
-			rec_mmap(t, r, new_len, (int)MMS_PROT_UNKNOWN, 0);
+			rec_mmap(t, r, new_len, (int)MMS_PROT_UNKNOWN, 0, (uintptr_t)__builtin_return_address(0));
 		}
 		mms__leave();
 	}

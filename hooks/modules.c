@@ -24,6 +24,7 @@ static pthread_mutex_t scan_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct scan {
 	struct mms_thread *t;
+	uintptr_t cuda_lo, cuda_hi; /* the CUDA driver's code, when loaded */
 };
 
 static uint64_t hash_str(const char *s)
@@ -121,9 +122,13 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 	uint64_t h;
 	size_t len = encode_module(info, scan_rec, &h);
 
+	const char *name = info->dlpi_name ? info->dlpi_name : "", *slash = strrchr(name, '/');
+
 	(void)size;
 	if (note_seen(info->dlpi_addr, h))
 		mms__write_meta(sc->t, MMS_TAG_MODULE, scan_rec, len);
+	if (!strncmp(slash ? slash + 1 : name, "libcuda.so", 10))
+		mms__code_span(info, &sc->cuda_lo, &sc->cuda_hi);
 	return 0;
 }
 
@@ -261,7 +266,7 @@ void mms__loader_counts(unsigned long long v[2])
 
 void mms__modules_scan(struct mms_thread *t)
 {
-	struct scan sc = { t };
+	struct scan sc = { .t = t };
 	unsigned long long v[2] = { 0, 0 }, adds;
 	int busy = mms__tls_busy;
 
@@ -286,6 +291,7 @@ void mms__modules_scan(struct mms_thread *t)
 	if (adds != __atomic_load_n(&last_adds, __ATOMIC_RELAXED) && !pthread_mutex_trylock(&scan_lock)) {
 		last_adds = adds;
 		mms__phdr_iterate(scan_one, &sc);
+		mms__cuda_code_set(sc.cuda_lo, sc.cuda_hi);
 		pthread_mutex_unlock(&scan_lock);
 	}
 	mms__tls_busy = busy;

@@ -40,6 +40,29 @@ static int (*real_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)
 
 struct mms_code mms__ldso_code, mms__libc_code, mms__alloc_code;
 
+/* Two slots, so that a driver loaded again elsewhere (dlclose, dlopen)
+ * never changes the range a thread is reading. */
+static const struct mms_code no_code;
+static struct mms_code cuda_slots[2];
+const struct mms_code *mms__cuda_code = &no_code;
+
+void mms__cuda_code_set(uintptr_t lo, uintptr_t hi)
+{
+	const struct mms_code *now = __atomic_load_n(&mms__cuda_code, __ATOMIC_ACQUIRE);
+	struct mms_code *next;
+
+	if (now->lo == lo && now->hi == hi)
+		return;
+	if (!lo) {
+		__atomic_store_n(&mms__cuda_code, &no_code, __ATOMIC_RELEASE);
+		return;
+	}
+	next = now == &cuda_slots[0] ? &cuda_slots[1] : &cuda_slots[0];
+	next->lo = lo;
+	next->hi = hi;
+	__atomic_store_n(&mms__cuda_code, next, __ATOMIC_RELEASE);
+}
+
 void mms__runtime_code_init(void)
 {
 	uintptr_t base = (uintptr_t)getauxval(AT_BASE);

@@ -35,18 +35,24 @@ static int find_code(struct dl_phdr_info *info, size_t size, void *arg)
 	}
 	if (!hit)
 		return 0;
+	mms__code_span(info, r->lo, r->hi);
+	return 1;
+}
+
+void mms__code_span(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi)
+{
+	*lo = *hi = 0;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;
 
 		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
 			continue;
-		if (!*r->lo || lo < *r->lo)
-			*r->lo = lo;
-		if (hi > *r->hi)
-			*r->hi = hi;
+		if (!*lo || a < *lo)
+			*lo = a;
+		if (b > *hi)
+			*hi = b;
 	}
-	return 1;
 }
 
 void mms__code_range(uintptr_t here, uintptr_t *lo, uintptr_t *hi)

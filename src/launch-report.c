@@ -198,7 +198,7 @@ static void print_memory(const char *label, const mms_kind_summary_t *k, const s
 		fprintf(stderr, "  %-17s %" PRIu64 " block%s, %s   kept by %s, not leaks\n", "    runtimes'", rt_blocks,
 			rt_blocks == 1 ? "" : "s", human_bytes_exact(rt_bytes, live, sizeof(live)),
 			k == &r->sum.mem[MMS_MEM_DEVICE] ? "PyTorch's CUDA caching allocator"
-							 : "the runtimes (C, C++, CPython, perl)");
+							 : "the runtimes (C, C++, CPython, perl, CUDA)");
 	}
 	free(at);
 }

@@ -276,8 +276,8 @@ static void event_text(struct show *s, const mms_event_t *ev, const mms_block_t 
 				ev->used);
 		if (has_block && b->op)
 			fprintf(s->out, " in %s#%" PRIu64, b->op, b->op_launch);
-		if (ev->kind == MMS_EV_MALLOC && ev->mem == MMS_MEM_HOST && mms_runtime_what((unsigned)ev->flags))
-			fprintf(s->out, " (kept by the runtime: %s)", mms_runtime_what((unsigned)ev->flags));
+		if (ev->kind == MMS_EV_MALLOC && mms_runtime_what(ev->runtime))
+			fprintf(s->out, " (kept by the runtime: %s)", mms_runtime_what(ev->runtime));
 		break;
 	case MMS_EV_ALLOC_FAIL:
 		if (ev->size == UINT64_MAX)
@@ -362,8 +362,8 @@ static void event_json(struct show *s, const mms_event_t *ev, const mms_block_t 
 	fprintf(s->out, ",\"kind\":\"%s\",\"sub\":\"%s\"", cli_event_kind_name(ev->kind), sub_name(ev));
 	if (ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE)
 		fprintf(s->out, ",\"mem\":\"%s\"", show_mem_name(ev->mem));
-	if (ev->kind == MMS_EV_MALLOC && ev->mem == MMS_MEM_HOST && mms_runtime_name((unsigned)ev->flags))
-		fprintf(s->out, ",\"runtime\":\"%s\"", mms_runtime_name((unsigned)ev->flags));
+	if (ev->kind == MMS_EV_MALLOC && mms_runtime_name(ev->runtime))
+		fprintf(s->out, ",\"runtime\":\"%s\"", mms_runtime_name(ev->runtime));
 	if (ev->addr || ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE)
 		fprintf(s->out, ",\"addr\":\"0x%" PRIx64 "\"", ev->addr);
 	if (ev->size)

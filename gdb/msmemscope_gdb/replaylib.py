@@ -27,9 +27,9 @@ MEM_NAMES = ("HOST", "MMAP", "POOL", "DEVICE")
 
 class Event(ctypes.Structure):
     _fields_ = [("id", u64), ("stamp", u64), ("time_ns", u64), ("thread", u32), ("kind", u16), ("sub", u16),
-                ("mem", u16), ("device", u16), ("addr", u64), ("size", u64), ("stack", u32), ("total", u64),
-                ("used", u64),
-                ("range_id", u64), ("name", c_char_p), ("file_offset", u64), ("flags", u64)]
+                ("mem", u16), ("device", u16), ("addr", u64), ("size", u64), ("stack", u32), ("runtime", u32),
+                ("total", u64), ("used", u64), ("range_id", u64), ("name", c_char_p), ("file_offset", u64),
+                ("flags", u64)]
 
 
 class LogInfo(ctypes.Structure):

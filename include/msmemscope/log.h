@@ -13,8 +13,8 @@
 extern "C" {
 #endif
 
-/* Who keeps a heap block by design, when it is not the program (its
- * blocks live at exit are not leaks): mms_event_t.flags of a HOST MALLOC,
+/* Who keeps a block by design, when it is not the program (its blocks
+ * live at exit are not leaks): mms_event_t.runtime of a MALLOC,
  * mms_block_t.runtime. */
 enum mms_runtime {
 	MMS_RUNTIME_NONE = 0,       /* the program */
@@ -48,11 +48,18 @@ enum mms_runtime {
 	                           module's malloc, as far as the recorded stack shows):
 	                           its state, which perl frees at exit only in a build
 	                           for debugging (PERL_DESTRUCT_LEVEL) */
+	MMS_RUNTIME_CUDA = 10,      /* a HOST block or a mapping the CUDA driver (libcuda)
+	                           allocated for itself (the recorder saw the driver
+	                           call the allocator or mmap; told at the end by the
+	                           recorded stack too, for what it allocated through a
+	                           C library function): its contexts, modules and
+	                           streams, which it keeps until the process ends
+	                           (cudaDeviceReset or cuCtxDestroy frees a context's) */
 	MMS_RUNTIME_COUNT
 };
 
 /* The runtime that keeps a block by design: a short name ("c", "cxx",
- * "thread", "stdio", "python", "msmemscope", "torch-cuda", "loader", "perl") and a
+ * "thread", "stdio", "python", "msmemscope", "torch-cuda", "loader", "perl", "cuda") and a
  * phrase; NULL for MMS_RUNTIME_NONE (the
  * program's) and unknown kinds. */
 const char *mms_runtime_name(unsigned kind);
@@ -201,14 +208,15 @@ typedef struct mms_event {
 	uint64_t addr;      /* MALLOC, FREE, ACCESS, WATCH, OWNER tag */
 	uint64_t size;      /* MALLOC, ACCESS, WATCH, and FREE where the record has it */
 	uint32_t stack;     /* allocation stack id, 0 = none */
+	uint32_t runtime;   /* MALLOC: the runtime that keeps the block (enum mms_runtime),
+	                       0 = the program */
 	uint64_t total;     /* POOL: bytes the pool reserved; WATCH sums: the launch */
 	uint64_t used;      /* POOL: bytes the pool handed out; WATCH sums: the output */
 	uint64_t range_id;  /* MSTX ranges */
 	const char *name;   /* operator, kernel, mark, owner tag, pool or watch name; NULL if none */
 	uint64_t file_offset; /* where the record lies in the file (for messages) */
 	uint64_t flags;     /* MMAP: prot << 32 | mmap flags, as recorded (mprotect: prot << 32);
-	                       WATCH sums: the checksum;
-	                       MALLOC (HOST): the runtime that keeps the block, 0 = the program */
+	                       WATCH sums: the checksum */
 } mms_event_t;
 
 typedef struct mms_log mms_log_t;

@@ -106,7 +106,7 @@ static inline int mms__heap_u(const uint8_t **pp, uint64_t *v)
 
 /* The fast path for the records most logs are made of, the heap's ALLOC,
  * ALLOC_RT and FREE: decodes the one at c->p straight into the event it
- * is (stamp, thread, file_offset, kind, sub, addr, size, stack, flags;
+ * is (stamp, thread, file_offset, kind, sub, addr, size, stack, runtime;
  * the other fields 0) and advances c. Returns 1, or 0 leaving c as it was
  * when the record is of another tag or not one this path reads (near the
  * end of the records, a field over 8 bytes, a stamp that wraps):
@@ -115,7 +115,7 @@ static inline __attribute__((always_inline)) int mms__decode_heap(struct mms__cu
 {
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	const uint8_t *p = c->p;
-	uint64_t delta, zz, size = 0, stack = 0, flags = 0;
+	uint64_t delta, zz, size = 0, stack = 0, runtime = 0;
 	unsigned n, is_free;
 	uint8_t tag;
 
@@ -133,7 +133,7 @@ static inline __attribute__((always_inline)) int mms__decode_heap(struct mms__cu
 	if (is_free) {
 		if (n > 2 && mms__heap_u(&p, &stack))
 			return 0;
-	} else if (mms__heap_u(&p, &size) || mms__heap_u(&p, &stack) || (n > 4 && mms__heap_u(&p, &flags))) {
+	} else if (mms__heap_u(&p, &size) || mms__heap_u(&p, &stack) || (n > 4 && mms__heap_u(&p, &runtime))) {
 		return 0;
 	}
 	if (c->stamp + delta < c->stamp)
@@ -146,15 +146,17 @@ static inline __attribute__((always_inline)) int mms__decode_heap(struct mms__cu
 	ev->kind = is_free ? MMS_EV_FREE : MMS_EV_MALLOC;
 	ev->sub = (uint16_t)(tag & 7);
 	ev->mem = MMS_MEM_HOST;
+	ev->device = 0;
 	ev->addr = c->prev_addr + (uint64_t)mms_unzigzag(zz);
 	ev->size = size;
 	ev->stack = (uint32_t)stack;
+	ev->runtime = (uint32_t)runtime;
 	ev->total = 0;
 	ev->used = 0;
 	ev->range_id = 0;
 	ev->name = NULL;
 	ev->file_offset = (uint64_t)(c->p - c->base) + c->base_off;
-	ev->flags = flags;
+	ev->flags = 0;
 	c->stamp = ev->stamp;
 	c->prev_addr = ev->addr;
 	c->p = p;

@@ -92,7 +92,7 @@ static void rec_to_event(const mms_log_t *log, const struct mms__rec *r, uint32_
 		ev->addr = r->addr;
 		ev->size = r->u[0];
 		ev->stack = (uint32_t)r->u[1];
-		ev->flags = r->type == MMS_TAG_ALLOC_RT ? r->u[2] : 0;
+		ev->runtime = r->type == MMS_TAG_ALLOC_RT ? (uint32_t)r->u[2] : 0;
 		break;
 	case MMS_TAG_FREE:
 	case MMS_TAG_FREE_STACK:
@@ -101,12 +101,14 @@ static void rec_to_event(const mms_log_t *log, const struct mms__rec *r, uint32_
 		ev->stack = r->type == MMS_TAG_FREE_STACK ? (uint32_t)r->u[0] : 0;
 		break;
 	case MMS_TAG_MMAP:
+	case MMS_TAG_MMAP_RT:
 		ev->kind = MMS_EV_MALLOC;
 		ev->mem = MMS_MEM_MMAP;
 		ev->addr = r->addr;
 		ev->size = r->u[0];
 		ev->flags = r->u[1];
 		ev->stack = (uint32_t)r->u[2];
+		ev->runtime = r->type == MMS_TAG_MMAP_RT ? (uint32_t)r->u[3] : 0;
 		/* Reserved, not memory: where it lands, nothing is. */
 		if (log->hdr.version >= 9 && !(r->u[1] >> 32)) {
 			ev->kind = MMS_EV_FREE;

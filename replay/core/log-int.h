@@ -119,7 +119,7 @@ struct mms_log {
 	/* Modules named libpython* and libc10_cuda* (meta.c, as their
 	 * records are read): runtime.c asks per block whether the process is
 	 * CPython's, and whether PyTorch's CUDA allocator is in it. */
-	uint32_t python_modules, torch_cuda_modules;
+	uint32_t python_modules, torch_cuda_modules, cuda_modules;
 	/* The executable is a CPython or a perl interpreter's (runtime.c,
 	 * from the META record exe when the log opens). */
 	uint8_t python_exe, perl_exe;
@@ -239,8 +239,8 @@ int mms__log_stack(const mms_log_t *log, uint32_t id, uint64_t *ips, size_t max)
 /* runtime.c: whether the module at path is the dynamic loader
  * (ld-linux-x86-64.so.2, ld-linux-aarch64.so.1, ld.so, ...). */
 int mms__loader_module(const char *path);
-/* runtime.c: counts the module at path in the log's python_modules or
- * torch_cuda_modules when it is one of those. */
+/* runtime.c: counts the module at path in the log's python_modules,
+ * torch_cuda_modules or cuda_modules when it is one of those. */
 void mms__runtime_module_seen(mms_log_t *log, const char *path);
 /* runtime.c: notes whether the executable at path is an interpreter
  * whose state at exit is its own (python_exe, perl_exe). */

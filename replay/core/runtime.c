@@ -15,13 +15,15 @@
 
 _Static_assert((int)MMS_RUNTIME_LIBC == (int)MMS_RT_C && (int)MMS_RUNTIME_LIBCXX == (int)MMS_RT_CXX &&
 		       (int)MMS_RUNTIME_TLS == (int)MMS_RT_THREAD && (int)MMS_RUNTIME_STDIO == (int)MMS_RT_STDIO &&
-		       (int)MMS_RUNTIME_MSMEMSCOPE == (int)MMS_RT_SELF && (int)MMS_RUNTIME_LOADER == (int)MMS_RT_LOADER,
+		       (int)MMS_RUNTIME_MSMEMSCOPE == (int)MMS_RT_SELF &&
+		       (int)MMS_RUNTIME_LOADER == (int)MMS_RT_LOADER && (int)MMS_RUNTIME_CUDA == (int)MMS_RT_CUDA,
 	       "the public runtime kinds are the format's");
 
 MMS__EXPORT const char *mms_runtime_name(unsigned kind)
 {
-	static const char *const names[MMS_RUNTIME_COUNT] = { NULL,     "c",          "cxx",        "thread", "stdio",
-							      "python", "msmemscope", "torch-cuda", "loader", "perl" };
+	static const char *const names[MMS_RUNTIME_COUNT] = { NULL,     "c",      "cxx",        "thread",
+							      "stdio",  "python", "msmemscope", "torch-cuda",
+							      "loader", "perl",   "cuda" };
 
 	return kind < MMS_RUNTIME_COUNT ? names[kind] : NULL;
 }
@@ -44,6 +46,8 @@ MMS__EXPORT const char *mms_runtime_what(unsigned kind)
 		"version and scope data), which dlclose() frees",
 		"perl's, at exit: the interpreter's state (its values, hashes and compiled code), which perl frees "
 		"only when built for debugging (PERL_DESTRUCT_LEVEL)",
+		"the CUDA driver's (libcuda), for itself: its contexts, modules and streams, which it keeps until the "
+		"process ends (cudaDeviceReset or cuCtxDestroy frees a context's)",
 	};
 
 	return kind < MMS_RUNTIME_COUNT ? what[kind] : NULL;
@@ -105,6 +109,15 @@ static int c_runtime_module(const char *path)
 	return mms__loader_module(path);
 }
 
+/* The CUDA driver (libcuda), and the libraries it loads for itself
+ * (libnvidia-ptxjitcompiler, libnvidia-nvvm, ...). */
+static int cuda_driver_module(const char *path)
+{
+	const char *b = base_name(path);
+
+	return starts(b, "libcuda.so") || starts(b, "libnvidia-");
+}
+
 /* PyTorch's CUDA library, whose caching allocator holds most of a
  * PyTorch program's device memory. */
 static int torch_cuda_module(const char *path)
@@ -116,6 +129,7 @@ void mms__runtime_module_seen(mms_log_t *log, const char *path)
 {
 	log->python_modules += starts(base_name(path), "libpython");
 	log->torch_cuda_modules += torch_cuda_module(path);
+	log->cuda_modules += starts(base_name(path), "libcuda.so");
 }
 
 void mms__runtime_exe_seen(mms_log_t *log, const char *path)
@@ -139,7 +153,7 @@ static int perl_process(const mms_log_t *log)
 }
 
 /* The questions allocated_by() answers, each with 2 bits of a memo byte. */
-enum { BY_PYTHON, BY_TORCH_CUDA, BY_PERL };
+enum { BY_PYTHON, BY_TORCH_CUDA, BY_PERL, BY_CUDA };
 
 /* The path of the module that holds ip (the last recorded, where two
  * overlap), or NULL: found in memo's map of the modules, made at its
@@ -170,11 +184,12 @@ static const char *module_path(const mms_log_t *log, struct mms__rtmemo *memo, u
 
 /* Walks b's allocation stack, innermost frame first: 1 at the first frame
  * in a module `owner` names, 0 at the first in a module that neither it
- * nor `through` names (other code allocated); 1 when the stack ends (or
- * was not recorded) before either. Python frames are in no module. The
- * answer for b's stack is kept in memo (NULL: none) as question `which`. */
+ * nor `through` names (other code allocated); `neither` when the stack
+ * ends (or was not recorded) before either. Python frames are in no
+ * module. The answer for b's stack is kept in memo (NULL: none) as
+ * question `which`. */
 static int allocated_by(const mms_log_t *log, struct mms__rtmemo *memo, unsigned which, const struct mms__blk *b,
-			int (*owner)(const char *), int (*through)(const char *))
+			int (*owner)(const char *), int (*through)(const char *), int neither)
 {
 	uint64_t ips[32];
 	int64_t ix = b->stack && memo ? mms__log_stack_ix(log, b->stack) : -1;
@@ -194,7 +209,7 @@ static int allocated_by(const mms_log_t *log, struct mms__rtmemo *memo, unsigned
 			r = 0;
 	}
 	if (r < 0)
-		r = 1;
+		r = neither;
 	if (ix >= 0 && (uint64_t)ix >= memo->len && (uint64_t)ix < log->nstacks) {
 		size_t len = log->nstacks;
 		uint8_t *p = realloc(memo->by_stack, len);
@@ -239,7 +254,7 @@ static int loader_allocated(const mms_log_t *log, const struct mms__blk *b)
  * (an extension module, the program's own library) allocating it. */
 static unsigned python_at_end(const mms_log_t *log, struct mms__rtmemo *memo, const struct mms__blk *b)
 {
-	return allocated_by(log, memo, BY_PYTHON, b, python_module, c_runtime_module) ? MMS_RUNTIME_PYTHON : 0;
+	return allocated_by(log, memo, BY_PYTHON, b, python_module, c_runtime_module, 1) ? MMS_RUNTIME_PYTHON : 0;
 }
 
 /* A block live at exit in a perl interpreter: the interpreter's, unless
@@ -247,7 +262,20 @@ static unsigned python_at_end(const mms_log_t *log, struct mms__rtmemo *memo, co
  * module, a library it loaded) allocating it. */
 static unsigned perl_at_end(const mms_log_t *log, struct mms__rtmemo *memo, const struct mms__blk *b)
 {
-	return allocated_by(log, memo, BY_PERL, b, perl_module, c_runtime_module) ? MMS_RUNTIME_PERL : 0;
+	return allocated_by(log, memo, BY_PERL, b, perl_module, c_runtime_module, 1) ? MMS_RUNTIME_PERL : 0;
+}
+
+/* A HOST block or mapping in a process that loaded the CUDA driver:
+ * the driver's when the first frame of its recorded stack outside the C
+ * runtime is in the driver (what it allocated through strdup() or
+ * regcomp(); what it allocated itself the recorder marked already, with
+ * or without stacks). */
+static unsigned cuda_at_end(const mms_log_t *log, struct mms__rtmemo *memo, const struct mms__blk *b)
+{
+	return log->cuda_modules && b->stack &&
+			       allocated_by(log, memo, BY_CUDA, b, cuda_driver_module, c_runtime_module, 0)
+		       ? MMS_RUNTIME_CUDA
+		       : 0;
 }
 
 /* The CUDA runtime and driver, which every device allocation goes
@@ -266,7 +294,7 @@ static int cuda_or_c_module(const char *path)
 static unsigned device_at_end(const mms_log_t *log, struct mms__rtmemo *memo, const struct mms__blk *b)
 {
 	return log->torch_cuda_modules &&
-			       allocated_by(log, memo, BY_TORCH_CUDA, b, torch_cuda_module, cuda_or_c_module)
+			       allocated_by(log, memo, BY_TORCH_CUDA, b, torch_cuda_module, cuda_or_c_module, 1)
 		       ? MMS_RUNTIME_TORCH_CUDA
 		       : 0;
 }
@@ -284,11 +312,13 @@ unsigned mms__blk_runtime_at_end(const mms_log_t *log, struct mms__rtmemo *memo,
 	 * program's. */
 	if (b->mem == MMS_MEM_DEVICE)
 		return log->info.complete ? device_at_end(log, memo, b) : 0;
+	if (b->runtime)
+		return b->runtime;
+	if (cuda_at_end(log, memo, b))
+		return MMS_RUNTIME_CUDA;
 	if (b->mem == MMS_MEM_MMAP)
 		/* The interpreter's own mappings (pymalloc's arenas). */
 		return log->info.complete && python_process(log) ? python_at_end(log, memo, b) : 0;
-	if (b->runtime)
-		return b->runtime;
 	/* (kind, address) pairs of blocks live at exit, written when no
 	 * freeres could run. */
 	if (!mms_log_meta(log, "runtime_live", &v, &len)) {

@@ -235,12 +235,15 @@ static inline __attribute__((always_inline)) int blk_fill(struct mms__state *st,
 	if (ev->mem == MMS_MEM_HOST) {
 		/* A block a runtime keeps for itself, or what a realloc of
 		 * one (a thread's TLS vector growing) made of it. */
-		runtime = ev->flags <= MMS_RT_STDIO || ev->flags == MMS_RT_SELF || ev->flags == MMS_RT_LOADER
-				  ? (uint8_t)ev->flags
+		runtime = ev->runtime <= MMS_RT_STDIO || ev->runtime == MMS_RT_SELF || ev->runtime == MMS_RT_LOADER ||
+					  ev->runtime == MMS_RT_CUDA
+				  ? (uint8_t)ev->runtime
 				  : 0;
 		if (!runtime && ev->sub == MMS_ALLOC_REALLOC)
 			runtime = t->realloc_runtime;
 		t->realloc_runtime = 0;
+	} else if (ev->mem == MMS_MEM_MMAP && ev->runtime == MMS_RT_CUDA) {
+		runtime = MMS_RT_CUDA; /* the driver's own mapping */
 	}
 	*b = (struct mms__blk){
 		.addr = ev->addr,

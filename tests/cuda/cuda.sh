@@ -116,6 +116,20 @@ grep '_start (.*cudaprog\.c:' leaks.txt && fail "_start given a line of cudaprog
 grep -q '2.0 MiB in 1 block of CUDA memory on cuda:2' leaks.txt || fail "no VMM leak group in: $(cat leaks.txt)"
 grep -A2 'of CUDA memory on cuda:2' leaks.txt | grep -q '#1  grow_segment (.*cudaprog.c:' ||
 	fail "the VMM leak is not named by grow_segment: $(cat leaks.txt)"
+# What the driver keeps for itself to the end (the double's first cuInit:
+# a malloc'd block, a mapping, a strdup()) is the runtime's, not the
+# program's leak: the recorder marks what the driver allocated or mapped
+# itself, with or without stacks; the recorded stack tells the rest (what
+# it allocated through a C library function).
+"$MMS_REPLAY" prog.mms --analysis leaks --json >leaks0.json 2>prog.err || fail "leaks exited $?: $(cat prog.err)"
+expect_eq "the driver's blocks kept at exit, recorded without stacks" "$(jget leaks0.json runtime.by_kind.cuda.blocks)" 2
+expect_eq "the driver's bytes kept at exit, recorded without stacks" "$(jget leaks0.json runtime.by_kind.cuda.bytes)" \
+	$((4000 + 65536))
+"$MMS_REPLAY" prog-stacks.mms --analysis leaks --json >leaks1.json 2>prog.err || fail "leaks exited $?: $(cat prog.err)"
+expect_eq "the driver's blocks kept at exit, recorded with stacks" "$(jget leaks1.json runtime.by_kind.cuda.blocks)" 3
+expect_eq "leaks at exit with stacks (the two device blocks alone)" "$(jget leaks1.json at_exit.leaks)" 2
+grep -q "the CUDA driver's (libcuda), for itself" leaks.txt || fail "the report does not say what the driver keeps: $(cat leaks.txt)"
+note "the driver's own memory at exit (2 blocks recorded without stacks, 3 with) is the runtime's; the leaks are the device blocks"
 "$MMS_REPLAY" prog-stacks.mms --analysis decompose >decompose.txt 2>prog.err || fail "decompose exited $?"
 grep -q "^ *4096 *1 .* cuda:1\$" decompose.txt || fail "decompose has no cuda:1 row: $(cat decompose.txt)"
 grep -q "^ *2097152 *1 .* cuda:2\$" decompose.txt || fail "decompose has no cuda:2 row: $(cat decompose.txt)"

@@ -21,12 +21,16 @@
  * which the driver documents that it refuses: so that the recorder's
  * split of a mapping can be tried.
  * cuCtxGetDevice says device 1, so that the ordinal can be seen in the log.
+ * Its first cuInit keeps state of its own to the end, as the real driver
+ * does (its contexts and modules): a malloc'd block, a mapping and a
+ * string from strdup(), which no report may call the program's leaks.
  * Every entry point sets errno to ENOMSG, which the test program checks
  * reaches it unchanged. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -136,8 +140,19 @@ static CUresult host_alloc(void **pp, size_t size)
 	return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
+/* The driver's own state, kept to the end (never freed). */
+static struct {
+	void *heap, *map;
+	char *name;
+} driver_state;
+
 EXPORT CUresult cuInit(unsigned flags)
 {
+	if (!flags && !driver_state.heap) {
+		driver_state.heap = malloc(4000);
+		driver_state.map = mmap(NULL, 65536, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		driver_state.name = strdup("fakecuda: a test double of the CUDA driver");
+	}
 	errno = ENOMSG;
 	return flags ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }

@@ -16,8 +16,9 @@ int main(void)
 	BEGIN("Event", mms_event_t);
 	F(mms_event_t, id), F(mms_event_t, stamp), F(mms_event_t, time_ns), F(mms_event_t, thread);
 	F(mms_event_t, kind), F(mms_event_t, sub), F(mms_event_t, mem), F(mms_event_t, device), F(mms_event_t, addr);
-	F(mms_event_t, size), F(mms_event_t, stack), F(mms_event_t, total), F(mms_event_t, used);
-	F(mms_event_t, range_id), F(mms_event_t, name), F(mms_event_t, file_offset), F(mms_event_t, flags);
+	F(mms_event_t, size), F(mms_event_t, stack), F(mms_event_t, runtime), F(mms_event_t, total);
+	F(mms_event_t, used), F(mms_event_t, range_id), F(mms_event_t, name), F(mms_event_t, file_offset),
+		F(mms_event_t, flags);
 	END();
 	BEGIN("LogInfo", mms_log_info_t);
 	F(mms_log_info_t, version), F(mms_log_info_t, pid), F(mms_log_info_t, ppid), F(mms_log_info_t, exe);
