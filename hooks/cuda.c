@@ -121,19 +121,20 @@ static void *real_fn[CU_NSLOTS];
 /* The driver's functions the wrappers call for themselves. */
 static CUresult (*ctx_get_device)(CUdevice *);
 static CUresult (*func_get_name)(const char **, CUfunction);
+static CUresult (*kernel_get_name)(const char **, CUfunction);
 static int driver_fetched;
 
 /* --- recording ------------------------------------------------------------ */
 
-/* Fetches cuCtxGetDevice and cuFuncGetName through the real
- * cuGetProcAddress, once one is known. Inside the guard. */
+/* Fetches cuCtxGetDevice, cuFuncGetName and cuKernelGetName through the
+ * real cuGetProcAddress, once one is known. Inside the guard. */
 static void driver_fetch(void)
 {
 	CUresult (*v2)(const char *, void **, int, cuuint64_t, int *) =
 		REAL(CU_GETPROC_V2, CUresult (*)(const char *, void **, int, cuuint64_t, int *));
 	CUresult (*v1)(const char *, void **, int, cuuint64_t) =
 		REAL(CU_GETPROC, CUresult (*)(const char *, void **, int, cuuint64_t));
-	void *dev = NULL, *name = NULL;
+	void *dev = NULL, *name = NULL, *kname = NULL;
 	int status;
 
 	if (v2) {
@@ -141,17 +142,22 @@ static void driver_fetch(void)
 			dev = NULL;
 		if (v2("cuFuncGetName", &name, 12030, 0, &status) != CUDA_SUCCESS)
 			name = NULL;
+		if (v2("cuKernelGetName", &kname, 12030, 0, &status) != CUDA_SUCCESS)
+			kname = NULL;
 	} else if (v1) {
 		if (v1("cuCtxGetDevice", &dev, 2000, 0) != CUDA_SUCCESS)
 			dev = NULL;
 		if (v1("cuFuncGetName", &name, 12030, 0) != CUDA_SUCCESS)
 			name = NULL;
+		if (v1("cuKernelGetName", &kname, 12030, 0) != CUDA_SUCCESS)
+			kname = NULL;
 	} else {
 		return; /* entry points from dlsym() alone: try again later */
 	}
 	/* Two threads may fetch at once: each stores the same pointers. */
 	__atomic_store_n((void **)&ctx_get_device, dev, __ATOMIC_RELAXED);
 	__atomic_store_n((void **)&func_get_name, name, __ATOMIC_RELAXED);
+	__atomic_store_n((void **)&kernel_get_name, kname, __ATOMIC_RELAXED);
 	__atomic_store_n(&driver_fetched, 1, __ATOMIC_RELEASE);
 }
 
@@ -331,10 +337,13 @@ static void vmm_unmapped(uint64_t lo, uint64_t hi, int ok)
 	errno = saved;
 }
 
-/* A kernel of f was launched. */
+/* A kernel of f was launched: a CUfunction, or a CUkernel (a library's
+ * kernel, as the runtime launches those it loads with cudaLibraryLoad* or
+ * lazily, CUDA_MODULE_LOADING=LAZY: cuFuncGetName refuses them, and
+ * cuKernelGetName names them). */
 static __attribute__((noinline)) void kernel_launched(CUfunction f)
 {
-	CUresult (*get_name)(const char **, CUfunction);
+	CUresult (*get_name)(const char **, CUfunction), (*get_kname)(const char **, CUfunction);
 	int saved = errno;
 	const char *name = NULL;
 
@@ -345,7 +354,9 @@ static __attribute__((noinline)) void kernel_launched(CUfunction f)
 	mms__tls_busy = 1;
 	driver_begin();
 	get_name = __atomic_load_n(&func_get_name, __ATOMIC_RELAXED);
-	if (!get_name || get_name(&name, f) != CUDA_SUCCESS || !name || !*name)
+	get_kname = __atomic_load_n(&kernel_get_name, __ATOMIC_RELAXED);
+	if ((!get_name || get_name(&name, f) != CUDA_SUCCESS || !name || !*name) &&
+	    (!get_kname || get_kname(&name, f) != CUDA_SUCCESS || !name || !*name))
 		name = KERNEL_UNNAMED;
 	mms__tls_busy = 0;
 	mms__api_kernel(name);

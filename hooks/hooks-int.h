@@ -151,6 +151,11 @@ uint32_t mms__intern_frame(struct mms_thread *t, uint32_t parent, uintptr_t ip) 
  * frame pointers from there to the program's innermost frame, so a hook
  * that passes its own frame saves the walk through those in between. */
 uint32_t mms__capture_stack_slow(struct mms_thread *t, uintptr_t fp) MMS_HIDDEN;
+/* unwind.c: whether the first frame past the C library of the call whose
+ * hook's frame is fp is in the CUDA driver (strdup, regcomp called by the
+ * driver): a short walk by the walker, for events that carry no stack;
+ * 0 when the walker cannot tell. */
+int mms__driver_through_libc(struct mms_thread *t, uintptr_t fp) MMS_HIDDEN;
 
 /* Nonzero when events carry stacks: C frames (call_stack), Python frames
  * (python_stack) or both. Set at start-up. */

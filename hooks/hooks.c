@@ -196,7 +196,7 @@ void mms__lost_event(uintptr_t ra)
  * a runtime's scope (before main, in pthread_create), or the dynamic
  * loader's or the CUDA driver's. */
 static __attribute__((noinline, cold)) void rec_alloc_slow(struct mms_thread *t, unsigned fn, void *ptr, size_t size,
-							  uint32_t stack, uint64_t stamp, uintptr_t ra)
+							   uint32_t stack, uint64_t stamp, uintptr_t ra, uintptr_t fp)
 {
 	unsigned kind = mms__tls_runtime ? mms__runtime_kind(ra) : 0;
 
@@ -210,6 +210,11 @@ static __attribute__((noinline, cold)) void rec_alloc_slow(struct mms_thread *t,
 	 * it keeps until the process ends. */
 	else if (!kind && mms__in_cuda(ra))
 		kind = MMS_RT_CUDA;
+	/* ... or through a C library function (strdup, regcomp): with
+	 * stacks, the replay reads that off the event's stack. */
+	else if (!kind && !mms__stacks_on && mms__in_code(&mms__libc_code, ra) &&
+		 __atomic_load_n(&mms__cuda_code, __ATOMIC_ACQUIRE)->hi && mms__driver_through_libc(t, fp))
+		kind = MMS_RT_CUDA;
 
 	if (kind)
 		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_ALLOC_RT | fn), stamp, (uintptr_t)ptr, 3, size, stack, kind);
@@ -220,14 +225,18 @@ static __attribute__((noinline, cold)) void rec_alloc_slow(struct mms_thread *t,
 }
 
 /* An allocation with its stack taken already; ra: the return address of
- * the program's call of the allocator, in its caller. */
+ * the program's call of the allocator, in its caller; fp: the hook's own
+ * frame. In a process that loaded the CUDA driver, an allocation from the
+ * driver's code, or without stacks from libc's, takes the slow path. */
 static inline void rec_alloc_with(struct mms_thread *t, unsigned fn, void *ptr, size_t size, uint32_t stack,
-				  uintptr_t ra)
+				  uintptr_t ra, uintptr_t fp)
 {
 	uint64_t stamp = mms__stamp_obtain_addr((uintptr_t)ptr, t->index);
+	const struct mms_code *cuda = __atomic_load_n(&mms__cuda_code, __ATOMIC_ACQUIRE);
 
-	if (unlikely(mms__tls_alloc.any) || unlikely(mms__in_code(&mms__ldso_code, ra)) || unlikely(mms__in_cuda(ra)))
-		rec_alloc_slow(t, fn, ptr, size, stack, stamp, ra);
+	if (unlikely(mms__tls_alloc.any) || unlikely(mms__in_code(&mms__ldso_code, ra)) ||
+	    unlikely(cuda->hi && (mms__in_code(cuda, ra) || (!mms__stacks_on && mms__in_code(&mms__libc_code, ra)))))
+		rec_alloc_slow(t, fn, ptr, size, stack, stamp, ra, fp);
 	else
 		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_ALLOC | fn), stamp, (uintptr_t)ptr, 2, size, stack, 0);
 }
@@ -235,7 +244,7 @@ static inline void rec_alloc_with(struct mms_thread *t, unsigned fn, void *ptr, 
 /* fp: the hook's own frame (see mms__capture_stack_at). */
 static void rec_alloc(struct mms_thread *t, unsigned fn, void *ptr, size_t size, uintptr_t fp)
 {
-	rec_alloc_with(t, fn, ptr, size, mms__capture_stack_at(t, fp), CALLER(fp));
+	rec_alloc_with(t, fn, ptr, size, mms__capture_stack_at(t, fp), CALLER(fp), fp);
 }
 
 /* An allocation the allocator refused (ALLOC_FAIL): size bytes asked for
@@ -307,7 +316,7 @@ static inline void rec_free(struct mms_thread *t, unsigned fn, void *ptr, uint64
 
 void mms__guard_rec_alloc(struct mms_thread *t, unsigned fn, void *ptr, size_t size, uintptr_t ra)
 {
-	rec_alloc_with(t, fn, ptr, size, mms__capture_stack_at(t, FRAME), ra);
+	rec_alloc_with(t, fn, ptr, size, mms__capture_stack_at(t, FRAME), ra, FRAME);
 }
 
 /* Takes the reentrancy guard for guard.c: 0 when the thread is inside a
@@ -498,7 +507,7 @@ static void *realloc_common(void *ptr, size_t size, uintptr_t ra)
 		if (ptr)
 			rec_free_with(t, MMS_FREE_REALLOC, ptr, t1, stack);
 		if (r)
-			rec_alloc_with(t, MMS_ALLOC_REALLOC, r, size, stack, ra);
+			rec_alloc_with(t, MMS_ALLOC_REALLOC, r, size, stack, ra, FRAME);
 	}
 	mms__leave();
 	return r;

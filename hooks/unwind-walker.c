@@ -333,6 +333,13 @@ int mms__walker_frames(struct mms_thread *t, uintptr_t *out, int depth, uint32_t
 	return walk_frames(t, out, depth, id, fp);
 }
 
+int mms__walker_peek(struct mms_thread *t, uintptr_t *out, int depth, uintptr_t fp)
+{
+	if (unlikely(!t->stack_hi))
+		walker_thread_start(t);
+	return t->unw ? walk_frames(t, out, depth, NULL, fp) : -1 - MMS_FB_NO_STACK;
+}
+
 uintptr_t *mms__walker_scratch(struct mms_thread *t)
 {
 	return t->unw ? t->unw->scratch : NULL;

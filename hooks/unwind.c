@@ -143,6 +143,22 @@ int mms__libunwind_room(const struct mms_thread *t)
 }
 
 /* The one call through the table on the way of a capture: the walk. */
+int mms__driver_through_libc(struct mms_thread *t, uintptr_t fp)
+{
+	uintptr_t *ips = t->frames;
+	int n;
+
+	/* The walker alone (libunwind takes 5 KiB of stack and the loader's
+	 * lock): with libunwind configured, or in the check mode, no look. */
+	if (unwinder != &mms__unwind_walker || mms__phdr_unsafe())
+		return 0;
+	n = mms__walker_peek(t, ips, 8, fp);
+	for (int i = 0; i < n; i++)
+		if (!mms__in_code(&mms__libc_code, ips[i]))
+			return mms__in_cuda(ips[i]);
+	return 0;
+}
+
 uint32_t mms__capture_stack_slow(struct mms_thread *t, uintptr_t fp)
 {
 	const struct mms_unwinder *u = unwinder;

@@ -76,6 +76,11 @@ extern const char *const mms__walk_fallback_names[MMS_FB_COUNT] MMS_HIDDEN;
  * take this stack. A stack that is a recent one whose node id is known
  * sets *id and returns its number of frames without writing them. */
 int mms__walker_frames(struct mms_thread *t, uintptr_t *out, int depth, uint32_t *id, uintptr_t fp) MMS_HIDDEN;
+/* The walker alone, for a look at the caller's first frames when events
+ * carry no stacks (hooks.c: what the CUDA driver allocates through libc):
+ * as mms__walker_frames, with the thread's walker memory set up at its
+ * first use; never libunwind. */
+int mms__walker_peek(struct mms_thread *t, uintptr_t *out, int depth, uintptr_t fp) MMS_HIDDEN;
 /* The walker's room for a second stack of MMS_MAX_DEPTH + 8 frames (the
  * check mode's), NULL when the thread has no walker memory. */
 uintptr_t *mms__walker_scratch(struct mms_thread *t) MMS_HIDDEN;

@@ -547,11 +547,6 @@ static void print_runtime(struct leaks_out *o)
 		fputs("  (recorded without stacks: a block an XS module leaked is counted as perl's too; record with "
 		      "--call-stack=c:N to tell them apart)\n",
 		      f);
-	if (blocks[MMS_RUNTIME_CUDA] && !o->info.call_stack_depth)
-		fputs("  (recorded without stacks: what the CUDA driver allocated through a C library function, as "
-		      "strdup() or regcomp(), is counted as the program's; record with --call-stack=c:N to tell them "
-		      "apart)\n",
-		      f);
 	if (blocks[MMS_RUNTIME_LIBC] + blocks[MMS_RUNTIME_LIBCXX] + blocks[MMS_RUNTIME_TLS] +
 		    blocks[MMS_RUNTIME_STDIO] &&
 	    !o->info.freeres) {

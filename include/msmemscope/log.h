@@ -30,11 +30,13 @@ enum mms_runtime {
 	                           it worked (msmemscope.torch tagging tensors): it
 	                           exists because the program was recorded */
 	MMS_RUNTIME_TORCH_CUDA = 7, /* DEVICE memory live at exit in a process with
-	                           PyTorch's CUDA library (libc10_cuda), allocated by
-	                           it as far as the recorded stack shows: segments its
-	                           caching allocator keeps for reuse by design, which
-	                           the CUDA context frees at exit (no record is of
-	                           this kind: readers tell it at the end) */
+	                           PyTorch's CUDA libraries (libc10_cuda, libtorch_cuda),
+	                           allocated by them (themselves or through cuBLAS,
+	                           cuDNN, ...) as far as the recorded stack shows: the
+	                           segments its caching allocator and the workspaces its
+	                           handle pools keep for reuse by design, which the CUDA
+	                           context frees at exit (no record is of this kind:
+	                           readers tell it at the end) */
 	MMS_RUNTIME_LOADER = 8,     /* a HOST block the dynamic loader allocated after
 	                           start-up (the recorder saw ld.so call the
 	                           allocator; in older logs, told at the end by the

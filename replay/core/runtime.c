@@ -40,8 +40,8 @@ MMS__EXPORT const char *mms_runtime_what(unsigned kind)
 		"by design",
 		"msmemscope's own Python package (its tracer's rows, msmemscope.torch's tagging of tensors): there "
 		"because the program was recorded",
-		"PyTorch's CUDA caching allocator: device memory it keeps cached for reuse by design, which the CUDA "
-		"context frees at exit",
+		"PyTorch's CUDA memory: its caching allocator's segments and its cuBLAS and cuDNN handles' "
+		"workspaces, kept for reuse by design, which the CUDA context frees at exit",
 		"the dynamic loader's, for a library loaded with dlopen() and still loaded at exit (its link map, "
 		"version and scope data), which dlclose() frees",
 		"perl's, at exit: the interpreter's state (its values, hashes and compiled code), which perl frees "
@@ -118,11 +118,14 @@ static int cuda_driver_module(const char *path)
 	return starts(b, "libcuda.so") || starts(b, "libnvidia-");
 }
 
-/* PyTorch's CUDA library, whose caching allocator holds most of a
- * PyTorch program's device memory. */
+/* PyTorch's CUDA libraries: libc10_cuda, whose caching allocator holds
+ * most of a PyTorch program's device memory, and libtorch_cuda, whose
+ * pools of cuBLAS and cuDNN handles keep their workspaces. */
 static int torch_cuda_module(const char *path)
 {
-	return starts(base_name(path), "libc10_cuda.so");
+	const char *b = base_name(path);
+
+	return starts(b, "libc10_cuda.so") || starts(b, "libtorch_cuda.so");
 }
 
 void mms__runtime_module_seen(mms_log_t *log, const char *path)
@@ -279,18 +282,27 @@ static unsigned cuda_at_end(const mms_log_t *log, struct mms__rtmemo *memo, cons
 }
 
 /* The CUDA runtime and driver, which every device allocation goes
- * through, and the C runtime. */
+ * through, the CUDA libraries that allocate for their handles (a cuBLAS
+ * handle's workspace, cuDNN's, cuFFT's plans, NCCL's buffers), and the C
+ * runtime. */
 static int cuda_or_c_module(const char *path)
 {
+	static const char *const names[] = { "libcudart.so", "libcuda.so",      "libcublas",   "libcudnn",
+					     "libcufft",     "libcurand",       "libcusparse", "libcusolver",
+					     "libnccl",      "libnvJitLink.so", "libnvrtc.so" };
 	const char *b = base_name(path);
 
-	return starts(b, "libcudart.so") || starts(b, "libcuda.so") || c_runtime_module(path);
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (starts(b, names[i]))
+			return 1;
+	return c_runtime_module(path);
 }
 
-/* A DEVICE block live at exit: PyTorch's caching allocator's when the
- * process loaded libc10_cuda and the block's stack, past the CUDA runtime
- * and the C runtime, shows it (or shows nothing: recorded without
- * stacks); the program's when the stack shows other code allocating. */
+/* A DEVICE block live at exit: PyTorch's when the process loaded its
+ * CUDA libraries and the block's stack, past the CUDA runtime, the CUDA
+ * libraries and the C runtime, shows them (or shows nothing: recorded
+ * without stacks); the program's when the stack shows other code
+ * allocating (a program's own cuBLAS handle never destroyed). */
 static unsigned device_at_end(const mms_log_t *log, struct mms__rtmemo *memo, const struct mms__blk *b)
 {
 	return log->torch_cuda_modules &&

@@ -32,7 +32,8 @@ dev_frees=$((dev1_frees + vmm_frees))
 dev_bytes=24266752       # 1071104 device + 114688 async + 2097152 managed + 12288 pinned
                          # + 20971520 vmm (10 chunks)
 dev_live_bytes=2101248   # leaky_upload's block, and c0 mapped by grow_segment
-kernels=5                # vector_add 3 times, reduce_sum, one unnamed
+kernels=6                # vector_add 3 times, reduce_sum, one unnamed, scale_rows
+                         # (a library's kernel: named by cuKernelGetName)
 
 # dlsym() as the loader defines it: RTLD_NEXT relative to the caller.
 LD_LIBRARY_PATH=$cuda "$cuda/dlsymnext" >next.native || fail "dlsymnext exited $? on its own"
@@ -52,7 +53,7 @@ expect_eq "cudaprog without a driver: output under the recorder" "$(cat nodrv.re
 # With the double: the same accounting, no driver call failed or lost
 # its errno.
 LD_LIBRARY_PATH=$cuda/driver "$cuda/cudaprog" >prog.native || fail "cudaprog exited $? on its own"
-grep -q '^launches=5 failures=0$' prog.native || fail "unexpected native cudaprog output: $(cat prog.native)"
+grep -q '^launches=6 failures=0$' prog.native || fail "unexpected native cudaprog output: $(cat prog.native)"
 for config in "" "call_stack=16"; do
 	log=prog${config:+-stacks}.mms
 	MSMEMSCOPE_CONFIG=$config LD_LIBRARY_PATH=$cuda/driver record $log "$cuda/cudaprog" >prog.rec ||
@@ -87,6 +88,7 @@ for kind in device:4 async:3 managed:1 pinned:2 vmm:$vmm_allocs; do
 	expect_eq "MALLOC rows of kind ${kind%:*}" "$(rows "MALLOC,HAL,.*kind:${kind%:*}}")" "${kind#*:}"
 done
 expect_eq "vector_add launches" "$(rows '^[0-9]*,KERNEL_LAUNCH,KERNEL_LAUNCH,vector_add,')" 3
+expect_eq "scale_rows launches (a library's kernel)" "$(rows '^[0-9]*,KERNEL_LAUNCH,KERNEL_LAUNCH,scale_rows,')" 1
 expect_eq "host rows' Device Id" "$(rows '^[0-9]*,MALLOC,HOST,N/A,[0-9]*,[0-9]*,[0-9]*,host,')" \
 	"$(rows '^[0-9]*,MALLOC,HOST,')"
 # The same in SQLite, and the blocks table names the device.
@@ -119,17 +121,19 @@ grep -A2 'of CUDA memory on cuda:2' leaks.txt | grep -q '#1  grow_segment (.*cud
 # What the driver keeps for itself to the end (the double's first cuInit:
 # a malloc'd block, a mapping, a strdup()) is the runtime's, not the
 # program's leak: the recorder marks what the driver allocated or mapped
-# itself, with or without stacks; the recorded stack tells the rest (what
-# it allocated through a C library function).
+# itself, with or without stacks, and without stacks what it allocated
+# through a C library function by a short walk of the stack; with stacks
+# the replay reads that off the recorded stack.
 "$MMS_REPLAY" prog.mms --analysis leaks --json >leaks0.json 2>prog.err || fail "leaks exited $?: $(cat prog.err)"
-expect_eq "the driver's blocks kept at exit, recorded without stacks" "$(jget leaks0.json runtime.by_kind.cuda.blocks)" 2
+expect_eq "the driver's blocks kept at exit, recorded without stacks" "$(jget leaks0.json runtime.by_kind.cuda.blocks)" 3
 expect_eq "the driver's bytes kept at exit, recorded without stacks" "$(jget leaks0.json runtime.by_kind.cuda.bytes)" \
-	$((4000 + 65536))
+	$((4000 + 65536 + 43))
+expect_eq "leaks at exit without stacks (the two device blocks alone)" "$(jget leaks0.json at_exit.leaks)" 2
 "$MMS_REPLAY" prog-stacks.mms --analysis leaks --json >leaks1.json 2>prog.err || fail "leaks exited $?: $(cat prog.err)"
 expect_eq "the driver's blocks kept at exit, recorded with stacks" "$(jget leaks1.json runtime.by_kind.cuda.blocks)" 3
 expect_eq "leaks at exit with stacks (the two device blocks alone)" "$(jget leaks1.json at_exit.leaks)" 2
 grep -q "the CUDA driver's (libcuda), for itself" leaks.txt || fail "the report does not say what the driver keeps: $(cat leaks.txt)"
-note "the driver's own memory at exit (2 blocks recorded without stacks, 3 with) is the runtime's; the leaks are the device blocks"
+note "the driver's own memory at exit (3 blocks, with or without stacks) is the runtime's; the leaks are the device blocks"
 "$MMS_REPLAY" prog-stacks.mms --analysis decompose >decompose.txt 2>prog.err || fail "decompose exited $?"
 grep -q "^ *4096 *1 .* cuda:1\$" decompose.txt || fail "decompose has no cuda:1 row: $(cat decompose.txt)"
 grep -q "^ *2097152 *1 .* cuda:2\$" decompose.txt || fail "decompose has no cuda:2 row: $(cat decompose.txt)"
@@ -144,21 +148,25 @@ expect_eq "decompose --memory device: bytes of the devices at the peak" "$at_pea
 grep -q '%  HOST$' dpeak.txt && fail "decompose --memory device shows host memory: $(cat dpeak.txt)"
 note "decompose --memory device: $peak bytes on the devices at their peak, as the summary says"
 
-# Device memory that PyTorch's caching allocator keeps at exit is not the
-# program's leak: a segment allocated through libc10_cuda.so (the
-# stand-in) is the runtime's, leaky_upload's block the program's.
+# Device memory that PyTorch keeps at exit is not the program's leak: a
+# segment allocated through libc10_cuda.so, a cuBLAS handle's workspace
+# allocated through libtorch_cuda.so and libcublas.so.13 (the stand-ins)
+# are the runtime's; leaky_upload's block and a handle's workspace that
+# the program's own cuBLAS call allocated are the program's.
 MSMEMSCOPE_CONFIG=call_stack=16 LD_LIBRARY_PATH=$cuda/driver:$cuda record cache.mms "$cuda/cudaprog" cache >cache.out ||
 	fail "cudaprog cache exited $? under the recorder"
-expect_eq "cudaprog cache output" "$(cat cache.out)" "cache segment=2097152 leaked=4096"
+expect_eq "cudaprog cache output" "$(cat cache.out)" "cache segment=2097152 workspace=65536 own=32768 leaked=4096"
 "$MMS_REPLAY" cache.mms --summary --json >cache.json 2>prog.err || fail "msmemscope-replay exited $?: $(cat prog.err)"
-expect_key cache.json kinds.device.live_bytes $((2097152 + 4096))
-expect_key cache.json runtime.torch-cuda.bytes 2097152
+expect_key cache.json kinds.device.live_bytes $((2097152 + 65536 + 32768 + 4096))
+expect_key cache.json runtime.torch-cuda.bytes $((2097152 + 65536))
 "$MMS_REPLAY" cache.mms --analysis leaks >cache.leaks 2>prog.err || fail "leaks exited $?: $(cat prog.err)"
 grep -A1 '4.0 KiB in 1 block of CUDA memory on cuda:1' cache.leaks | grep -q leaky_upload ||
 	fail "leaky_upload's block is not the program's leak: $(cat cache.leaks)"
-grep -q "torch-cuda.*1 block.*2.0 MiB\|2.0 MiB.*torch-cuda\|PyTorch's CUDA caching allocator" cache.leaks ||
-	fail "the stand-in's segment is not the caching allocator's: $(cat cache.leaks)"
-note "a segment allocated by libc10_cuda (stand-in) is PyTorch's caching allocator's at exit; leaky_upload's block is the leak"
+grep -q "2 blocks, 2.1 MiB: PyTorch's CUDA memory" cache.leaks ||
+	fail "the stand-ins' segment and workspace are not PyTorch's: $(cat cache.leaks)"
+grep -q '32.0 KiB in 1 block of CUDA memory on cuda:1' cache.leaks ||
+	fail "the program's own cuBLAS workspace is not its leak: $(cat cache.leaks)"
+note "a segment by libc10_cuda and a workspace by libtorch_cuda through libcublas (stand-ins) are PyTorch's at exit; leaky_upload's block and the program's own cuBLAS workspace are leaks"
 
 # A watch on pinned memory (msmemscope_watch) ends at its cuMemFreeHost:
 # the recorder no longer reads the block (the double unmaps it) at the

@@ -29,11 +29,15 @@
  *            cuMemAlloc of the old ABI (CUDA version 2000) and its free
  *   kernels  vector_add by cuLaunchKernel, cuLaunchKernel_ptsz and
  *            cuLaunchKernelEx; reduce_sum by cuLaunchKernelEx_ptsz; one
- *            the driver cannot name, by cuLaunchKernel
+ *            the driver cannot name, by cuLaunchKernel; a library's
+ *            kernel (cuLibraryGetKernel: scale_rows) by cuLaunchKernel
  *
  * `cudaprog cache` runs another sequence instead: a 2 MiB segment
  * allocated through libc10_cuda.so (a stand-in for PyTorch's CUDA library,
- * c10stub.c) and 4096 bytes by leaky_upload, both kept to the end.
+ * c10stub.c), 64 KiB through libtorch_cuda.so and libcublas.so.13 (a
+ * cuBLAS handle's workspace, as PyTorch's handle pool keeps it), 32 KiB
+ * through libcublas.so.13 alone (a program's own handle, never destroyed)
+ * and 4096 bytes by leaky_upload, all kept to the end.
  * `cudaprog oom`: cuMemAlloc of 1 MiB blocks in fill_device() until the
  * driver refuses one (the double holds 64 blocks), then one
  * cuMemAllocAsync of 4096 bytes (refused too), then everything freed.
@@ -201,22 +205,34 @@ static int watch_mode(void)
 	return 0;
 }
 
-/* `cudaprog cache`: a segment of PyTorch's caching allocator (the
- * stand-in's) and a leak of the program's, both live at exit. */
+/* fn in the stand-in library name (c10stub.c). */
+static void *stub_fn(const char *name, const char *fn)
+{
+	void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL), *p;
+
+	if (!lib)
+		die(dlerror());
+	if (!(p = dlsym(lib, fn)))
+		die(fn);
+	return p;
+}
+
+/* `cudaprog cache`: a segment of PyTorch's caching allocator and a
+ * cuBLAS handle's workspace of PyTorch's (the stand-ins'), a cuBLAS
+ * handle's workspace of the program's, and a leak of the program's, all
+ * live at exit. */
 static int cache_mode(void)
 {
-	void *c10 = dlopen("libc10_cuda.so", RTLD_NOW | RTLD_LOCAL);
-	CUdeviceptr (*segment)(alloc_t, size_t);
+	typedef CUdeviceptr (*stub_alloc_t)(alloc_t, size_t);
+	stub_alloc_t segment = (stub_alloc_t)stub_fn("libc10_cuda.so", "stub_alloc");
+	stub_alloc_t cublas = (stub_alloc_t)stub_fn("libcublas.so.13", "stub_alloc");
+	CUdeviceptr (*torch)(stub_alloc_t, alloc_t, size_t) =
+		(CUdeviceptr(*)(stub_alloc_t, alloc_t, size_t))stub_fn("libtorch_cuda.so", "stub_through");
 
-	if (!c10)
-		die(dlerror());
-	*(void **)&segment = dlsym(c10, "c10_cache_segment");
-	if (!segment)
-		die("no c10_cache_segment");
-	if (!segment(mem_alloc, 2097152))
-		die("the stand-in's segment failed");
+	if (!segment(mem_alloc, 2097152) || !torch(cublas, mem_alloc, 65536) || !cublas(mem_alloc, 32768))
+		die("a stand-in's allocation failed");
 	(void)leaky_upload(4096);
-	printf("cache segment=2097152 leaked=4096\n");
+	printf("cache segment=2097152 workspace=65536 own=32768 leaked=4096\n");
 	return 0;
 }
 
@@ -261,7 +277,7 @@ int main(int argc, char **argv)
 	unsigned old = 0;
 	size_t pitch = 0;
 	void *pin1 = NULL, *pin2 = NULL;
-	CUfunction vector_add, reduce_sum, anonymous;
+	CUfunction vector_add, reduce_sum, anonymous, scale_rows;
 	alloc_t direct;
 	free_t mem_free;
 	launch_t launch, launch_ptsz;
@@ -351,6 +367,9 @@ int main(int argc, char **argv)
 		check("cuModuleGetFunction", get_function(&vector_add, NULL, "vector_add"), 0);
 		check("cuModuleGetFunction", get_function(&reduce_sum, NULL, "reduce_sum"), 0);
 		check("cuModuleGetFunction", get_function(&anonymous, NULL, "anonymous"), 0);
+		/* A library's kernel (CUkernel), launched as the runtime does. */
+		*(void **)&get_function = proc("cuLibraryGetKernel", 12000, 0);
+		check("cuLibraryGetKernel", get_function(&scale_rows, NULL, "scale_rows"), 0);
 	}
 	*(void **)&launch = proc("cuLaunchKernel", 12000, 0);
 	*(void **)&launch_ptsz = proc("cuLaunchKernel", 12000, 2);
@@ -361,6 +380,7 @@ int main(int argc, char **argv)
 	check("cuLaunchKernelEx", launch_ex(NULL, vector_add, NULL, NULL), 0);
 	check("cuLaunchKernelEx_ptsz", launch_ex_ptsz(NULL, reduce_sum, NULL, NULL), 0);
 	check("cuLaunchKernel (anonymous)", launch(anonymous, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), 0);
+	check("cuLaunchKernel (a library's kernel)", launch(scale_rows, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), 0);
 
 	printf("device allocs=4 bytes=%llu\n", device_bytes);
 	printf("async allocs=3 bytes=%llu\n", async_bytes);
@@ -369,6 +389,6 @@ int main(int argc, char **argv)
 	printf("vmm maps=%llu bytes=%llu unmaps=%llu still mapped bytes=%llu\n", vmm_maps, vmm_bytes, vmm_unmaps,
 	       vmm_live_bytes);
 	printf("still allocated bytes=%llu\n", live_bytes);
-	printf("launches=5 failures=%d\n", failures);
+	printf("launches=6 failures=%d\n", failures);
 	return failures ? 1 : 0;
 }

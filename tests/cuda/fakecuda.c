@@ -47,6 +47,7 @@ enum {
 	CUDA_SUCCESS = 0,
 	CUDA_ERROR_INVALID_VALUE = 1,
 	CUDA_ERROR_OUT_OF_MEMORY = 2,
+	CUDA_ERROR_INVALID_HANDLE = 400,
 	CUDA_ERROR_NOT_FOUND = 500,
 };
 
@@ -55,6 +56,9 @@ struct CUfunc_st {
 	const char *name;
 };
 static struct CUfunc_st kernels[] = { { "vector_add" }, { "reduce_sum" }, { NULL } };
+/* A library's kernels (CUkernel, cuLibraryGetKernel): cuFuncGetName
+ * refuses them, as the driver does, and cuKernelGetName names them. */
+static struct CUfunc_st lib_kernels[] = { { "scale_rows" } };
 
 /* The blocks handed out and not yet freed: a free of anything else fails,
  * as the driver's does. One thread at a time (the test program's). */
@@ -179,9 +183,30 @@ EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule mod, const char *nam
 EXPORT CUresult cuFuncGetName(const char **name, CUfunction f)
 {
 	errno = ENOMSG;
-	if (!f || !f->name)
+	if (f < kernels || f >= kernels + sizeof kernels / sizeof kernels[0])
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!f->name)
 		return CUDA_ERROR_INVALID_VALUE;
 	*name = f->name;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuLibraryGetKernel(CUfunction *k, void *library, const char *name)
+{
+	(void)library;
+	errno = ENOMSG;
+	if (strcmp(name, lib_kernels[0].name))
+		return CUDA_ERROR_NOT_FOUND;
+	*k = &lib_kernels[0];
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuKernelGetName(const char **name, CUfunction k)
+{
+	errno = ENOMSG;
+	if (k != &lib_kernels[0])
+		return CUDA_ERROR_INVALID_HANDLE;
+	*name = k->name;
 	return CUDA_SUCCESS;
 }
 
@@ -446,13 +471,14 @@ static const struct {
 	const char *name;
 	void *fn;
 } exports[] = {
-	FN(cuInit), FN(cuCtxGetDevice), FN(cuModuleGetFunction), FN(cuFuncGetName), FN(cuMemAlloc),
-	FN(cuMemFree), FN(cuMemAlloc_v2), FN(cuMemAllocPitch_v2), FN(cuMemFree_v2), FN(cuMemAllocManaged),
-	FN(cuMemAllocHost_v2), FN(cuMemHostAlloc), FN(cuMemFreeHost), FN(cuMemAllocAsync),
-	FN(cuMemAllocAsync_ptsz), FN(cuMemAllocFromPoolAsync), FN(cuMemAllocFromPoolAsync_ptsz),
-	FN(cuMemFreeAsync), FN(cuMemFreeAsync_ptsz), FN(cuMemAddressReserve), FN(cuMemAddressFree),
-	FN(cuMemCreate), FN(cuMemRelease), FN(cuMemMap), FN(cuMemUnmap), FN(cuLaunchKernel),
-	FN(cuLaunchKernel_ptsz), FN(cuLaunchKernelEx), FN(cuLaunchKernelEx_ptsz), FN(cuGetProcAddress), FN(cuGetProcAddress_v2),
+	FN(cuInit), FN(cuCtxGetDevice), FN(cuModuleGetFunction), FN(cuFuncGetName), FN(cuLibraryGetKernel),
+	FN(cuKernelGetName), FN(cuMemAlloc), FN(cuMemFree), FN(cuMemAlloc_v2), FN(cuMemAllocPitch_v2),
+	FN(cuMemFree_v2), FN(cuMemAllocManaged), FN(cuMemAllocHost_v2), FN(cuMemHostAlloc), FN(cuMemFreeHost),
+	FN(cuMemAllocAsync), FN(cuMemAllocAsync_ptsz), FN(cuMemAllocFromPoolAsync),
+	FN(cuMemAllocFromPoolAsync_ptsz), FN(cuMemFreeAsync), FN(cuMemFreeAsync_ptsz), FN(cuMemAddressReserve),
+	FN(cuMemAddressFree), FN(cuMemCreate), FN(cuMemRelease), FN(cuMemMap), FN(cuMemUnmap),
+	FN(cuLaunchKernel), FN(cuLaunchKernel_ptsz), FN(cuLaunchKernelEx), FN(cuLaunchKernelEx_ptsz),
+	FN(cuGetProcAddress), FN(cuGetProcAddress_v2),
 };
 
 static void *exported(const char *name)

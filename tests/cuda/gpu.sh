@@ -53,10 +53,11 @@ note "recorded: $(jget gpu.json kinds.device.allocs) device allocations, $(jget 
 note "the program: $(grep '^cudaMemGetInfo' native.out)"
 note "the CUDA driver's own: $(jget leaks.json runtime.by_kind.cuda.blocks) blocks, $(jget leaks.json runtime.by_kind.cuda.bytes) bytes at exit"
 # Recorded without stacks, the recorder marks what the driver allocates
-# or maps itself; what it allocates through a C library function
-# (strdup, regcomp) only a stack can tell.
+# or maps itself, and what it allocates through a C library function
+# (strdup, regcomp) by a short walk of the stack: the same one leak.
 record gpu0.mms "$prog" >rec0.out 2>rec0.err || fail "cudamem exited $? under the recorder without stacks: $(cat rec0.err)"
 "$MMS_REPLAY" gpu0.mms --analysis leaks --json >leaks0.json 2>gpu.err || fail "leaks exited $?: $(cat gpu.err)"
 expect_ge "blocks the CUDA driver keeps for itself, without stacks" "$(jget leaks0.json runtime.by_kind.cuda.blocks)" 1
+expect_eq "leaks at exit without stacks (the kept block alone)" "$(jget leaks0.json at_exit.leaks)" 1
 note "without stacks: $(jget leaks0.json at_exit.leaks) leaks at exit ($(jget leaks0.json at_exit.bytes) bytes), the driver's $(jget leaks0.json runtime.by_kind.cuda.blocks) blocks"
 echo "gpu.sh: ok"
