@@ -573,16 +573,17 @@ static inline int mms__in_code(const struct mms_code *c, uintptr_t ip)
 	return ip - c->lo < c->hi - c->lo;
 }
 void mms__runtime_code_init(void) MMS_HIDDEN;
-/* The CUDA driver's code (libcuda), once a module scan found it loaded
- * (an empty range before, and after a scan that no longer finds it):
- * what it allocates or maps for itself is marked MMS_RT_CUDA. Published
- * whole, through the pointer, so that no thread reads half a range. */
+/* The CUDA driver's code (libcuda), once cuda.c's first look-up of one of
+ * its entry points or a module scan found it loaded (an empty range
+ * before): what it allocates or maps for itself is marked MMS_RT_CUDA.
+ * Published whole, through the pointer, so that no thread reads half a
+ * range. */
 extern const struct mms_code *mms__cuda_code MMS_HIDDEN;
 static inline int mms__in_cuda(uintptr_t ip)
 {
 	return mms__in_code(__atomic_load_n(&mms__cuda_code, __ATOMIC_ACQUIRE), ip);
 }
-/* modules.c's scan found the driver's code at [lo, hi) (0, 0: not). */
+/* The driver's code is at [lo, hi) (0, 0: unknown). */
 void mms__cuda_code_set(uintptr_t lo, uintptr_t hi) MMS_HIDDEN;
 /* Whether an object ahead of the recorder in the global scope (the
  * program, an allocator linked into it) defines malloc, so that the
