@@ -252,12 +252,37 @@ static int loader_allocated(const mms_log_t *log, const struct mms__blk *b)
 	return ip >= log->loader_lo && ip < log->loader_hi;
 }
 
+/* Whether b's recorded Python frames show the import machinery
+ * (importlib's frozen modules): the block was allocated while a module
+ * was imported, by its top-level code or an extension module's
+ * initialisation. The innermost 128 frames are looked at (the Python
+ * frames come first). */
+static int allocated_in_import(const mms_log_t *log, const struct mms__blk *b)
+{
+	uint64_t ips[128];
+	const char *file, *name;
+	uint32_t first;
+	int n = b->stack ? mms__log_stack(log, b->stack, ips, 128) : 0;
+
+	for (int i = 0; i < n; i++)
+		if (mms_is_pyframe(ips[i]) && !mms__log_pycode(log, mms_pyframe_code(ips[i]), &file, &name, &first) &&
+		    file && !strncmp(file, "<frozen importlib", 17))
+			return 1;
+	return 0;
+}
+
 /* A block live at exit in a CPython interpreter: the interpreter's, unless
  * its stack shows code that is neither the interpreter nor the C runtime
- * (an extension module, the program's own library) allocating it. */
+ * (an extension module, the program's own library) allocating it after
+ * the imports: what a module allocated while it was imported is its
+ * state, kept as long as the module (CPython never unloads one), as the
+ * loader's is for a library. */
 static unsigned python_at_end(const mms_log_t *log, struct mms__rtmemo *memo, const struct mms__blk *b)
 {
-	return allocated_by(log, memo, BY_PYTHON, b, python_module, c_runtime_module, 1) ? MMS_RUNTIME_PYTHON : 0;
+	return allocated_by(log, memo, BY_PYTHON, b, python_module, c_runtime_module, 1) ||
+			       allocated_in_import(log, b)
+		       ? MMS_RUNTIME_PYTHON
+		       : 0;
 }
 
 /* A block live at exit in a perl interpreter: the interpreter's, unless

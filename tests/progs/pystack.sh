@@ -342,3 +342,43 @@ expect_eq "the allocation's Python frames" \
 grep -A1 "found at event" finding.txt | grep -qF "#0  main ($o:11)" ||
 	fail "the finding is not at main's del: $(cat finding.txt)"
 note "guard mode's findings show where Python allocated and freed the block"
+
+# What a module allocates while it is imported is its state, kept as long
+# as the module (CPython never unloads one): live at exit, it is CPython's,
+# not a leak, though native code allocated it; what native code allocates
+# for the program after the imports and never frees is the program's leak.
+mkdir -p mods
+cat >mods/leakymod.py <<'EOF2'
+import ctypes
+
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+state = libc.malloc(11111)
+EOF2
+cat >imports.py <<'EOF2'
+import ctypes
+
+import leakymod
+
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+
+
+def later():
+    return libc.malloc(22222)
+
+
+later()
+EOF2
+PYTHONPATH="$work/mods:$pkg" "$MMS_LAUNCHER" --call-stack=c:16,python:8 --output=imp --analysis= -- \
+	"$MMS_PYTHON" imports.py >imp.out 2>imp.err || fail "imports.py exited $? under the recorder: $(cat imp.err)"
+log=$(find imp -name '*.mms' | head -n 1)
+"$MMS_REPLAY" "$log" --analysis leaks --json >imp.json 2>imp.err || fail "leaks exited $?: $(cat imp.err)"
+"$MMS_PYTHON" - imp.json <<'EOF2' || fail "the import's block or the later leak is misfiled: $(head -c 2000 imp.json)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+leaks = [b["bytes"] for b in d["at_exit"]["list"]]
+kept = [b["bytes"] for b in d["runtime"]["list"]]
+sys.exit(not (22222 in leaks and 11111 not in leaks and 11111 in kept))
+EOF2
+note "a block a module allocated while imported is CPython's at exit; one allocated later is the program's leak"
