@@ -269,8 +269,8 @@ MMS_EXPORT void msmemscope_access(const void *ptr, size_t size, int mode)
 		mms__watch_note((uintptr_t)ptr, size); /* an output of the --watch start operator */
 	if (!(mms__config.events & MMS_EVENTS_ACCESS) || !mms__collecting || !(t = mms__api_enter()))
 		return;
-	mms__rec_addr_event(t, (uint8_t)(MMS_TAG_ACCESS | ((unsigned)mode & 3)), mms__stamp_obtain(),
-			    (uintptr_t)ptr, 1, size, 0, 0);
+	mms__rec_addr_event(t, (uint8_t)(MMS_TAG_ACCESS | ((unsigned)mode & 3)), mms__stamp_obtain(), (uintptr_t)ptr, 1,
+			    size, 0, 0, 0);
 	mms__api_leave();
 }
 
@@ -298,7 +298,7 @@ MMS_EXPORT void msmemscope_owner_tag(const void *ptr, const char *tag)
 
 	if (!t)
 		return;
-	mms__rec_addr_event(t, MMS_TAG_OWNER_TAG, mms__stamp_obtain(), (uintptr_t)ptr, 1, mms__intern_string(t, tag),
+	mms__rec_addr_event(t, MMS_TAG_OWNER_TAG, mms__stamp_obtain(), (uintptr_t)ptr, 1, mms__intern_string(t, tag), 0,
 			    0, 0);
 	mms__api_leave();
 }
@@ -349,7 +349,8 @@ MMS_EXPORT void msmemscope_watch(const void *ptr, size_t size, const char *name)
 	if (!t)
 		return;
 	id = mms__intern_string(t, name);
-	mms__rec_addr_event(t, MMS_TAG_WATCH | MMS_WATCH_REGISTER, mms__stamp_obtain(), (uintptr_t)ptr, 2, size, id, 0);
+	mms__rec_addr_event(t, MMS_TAG_WATCH | MMS_WATCH_REGISTER, mms__stamp_obtain(), (uintptr_t)ptr, 2, size, id, 0,
+			    0);
 	mms__watch_api(ptr, size, name);
 	mms__api_leave();
 }

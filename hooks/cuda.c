@@ -195,12 +195,12 @@ static unsigned device_now(void)
 static void rec_dev_alloc(struct mms_thread *t, unsigned fn, uint64_t stamp, unsigned device, uint64_t addr,
 			  uint64_t size, uint32_t stack)
 {
-	mms__rec_addr_event(t, (uint8_t)(MMS_TAG_DEV_ALLOC | fn), stamp, addr, 3, size, stack, device);
+	mms__rec_addr_event(t, (uint8_t)(MMS_TAG_DEV_ALLOC | fn), stamp, addr, 3, size, stack, device, 0);
 }
 
 static void rec_dev_free(struct mms_thread *t, unsigned fn, uint64_t stamp, unsigned device, uint64_t addr)
 {
-	mms__rec_addr_event(t, (uint8_t)(MMS_TAG_DEV_FREE | fn), stamp, addr, 1, device, 0, 0);
+	mms__rec_addr_event(t, (uint8_t)(MMS_TAG_DEV_FREE | fn), stamp, addr, 1, device, 0, 0, 0);
 }
 
 /* The thread, inside the guard, when memory events are recorded now. */

@@ -583,7 +583,9 @@ static inline int mms__in_cuda(uintptr_t ip)
 {
 	return mms__in_code(__atomic_load_n(&mms__cuda_code, __ATOMIC_ACQUIRE), ip);
 }
-/* The driver's code is at [lo, hi) (0, 0: unknown). */
+/* The driver's code is at [lo, hi). Set, never cleared (0, 0 changes
+ * nothing): a scan that began before a dlopen of the driver can end after
+ * cuda.c found it, and the runtime never unloads the driver. */
 void mms__cuda_code_set(uintptr_t lo, uintptr_t hi) MMS_HIDDEN;
 /* Whether an object ahead of the recorder in the global scope (the
  * program, an allocator linked into it) defines malloc, so that the

@@ -217,9 +217,10 @@ static __attribute__((noinline, cold)) void rec_alloc_slow(struct mms_thread *t,
 		kind = MMS_RT_CUDA;
 
 	if (kind)
-		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_ALLOC_RT | fn), stamp, (uintptr_t)ptr, 3, size, stack, kind);
+		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_ALLOC_RT | fn), stamp, (uintptr_t)ptr, 3, size, stack, kind,
+				    0);
 	else
-		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_ALLOC | fn), stamp, (uintptr_t)ptr, 2, size, stack, 0);
+		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_ALLOC | fn), stamp, (uintptr_t)ptr, 2, size, stack, 0, 0);
 	if (mms__tls_watch_collect)
 		mms__watch_note((uintptr_t)ptr, size);
 }
@@ -238,7 +239,7 @@ static inline void rec_alloc_with(struct mms_thread *t, unsigned fn, void *ptr, 
 	    unlikely(cuda->hi && (mms__in_code(cuda, ra) || (!mms__stacks_on && mms__in_code(&mms__libc_code, ra)))))
 		rec_alloc_slow(t, fn, ptr, size, stack, stamp, ra, fp);
 	else
-		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_ALLOC | fn), stamp, (uintptr_t)ptr, 2, size, stack, 0);
+		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_ALLOC | fn), stamp, (uintptr_t)ptr, 2, size, stack, 0, 0);
 }
 
 /* fp: the hook's own frame (see mms__capture_stack_at). */
@@ -275,7 +276,7 @@ static inline void rec_free_with(struct mms_thread *t, unsigned fn, void *ptr, u
 	if (mms__stacks_on)
 		mms__rec_free_stack(t, fn, (uintptr_t)ptr, stamp, stack);
 	else
-		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_FREE | fn), stamp, (uintptr_t)ptr, 0, 0, 0, 0);
+		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_FREE | fn), stamp, (uintptr_t)ptr, 0, 0, 0, 0, 0);
 }
 
 /* With stacks off, one test of the configuration more than before. */

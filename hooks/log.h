@@ -138,12 +138,12 @@ static inline uint8_t *mms__meta_begin(struct mms_thread *t, uint8_t tag, size_t
 }
 
 /* Writes a whole event record of the common shape: tag, stamp, address,
- * then n (0 to 3) more varints a, b, c. Callers pass n as a constant, so
- * the unused fields cost nothing. */
+ * then n (0 to 4) more varints a, b, c, d. Callers pass n as a constant,
+ * so the unused fields cost nothing. */
 static inline void mms__rec_addr_event(struct mms_thread *t, uint8_t tag, uint64_t stamp, uint64_t addr, int n,
-				       uint64_t a, uint64_t b, uint64_t c)
+				       uint64_t a, uint64_t b, uint64_t c, uint64_t d)
 {
-	uint8_t *p = mms__rec_begin(t, 1 + 5 * 10);
+	uint8_t *p = mms__rec_begin(t, 1 + (n > 3 ? 6 : 5) * 10);
 
 	if (unlikely(!p)) {
 		mms__log_cut_at(stamp);
@@ -157,6 +157,8 @@ static inline void mms__rec_addr_event(struct mms_thread *t, uint8_t tag, uint64
 		p = mms_put_u(p, b);
 	if (n > 2)
 		p = mms_put_u(p, c);
+	if (n > 3)
+		p = mms_put_u(p, d);
 	mms__rec_commit(t, p);
 }
 
@@ -184,9 +186,9 @@ static inline void mms__rec_free_stack(struct mms_thread *t, unsigned fn, uint64
 				       uint32_t stack)
 {
 	if (stack)
-		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_FREE_STACK | fn), stamp, addr, 1, stack, 0, 0);
+		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_FREE_STACK | fn), stamp, addr, 1, stack, 0, 0, 0);
 	else
-		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_FREE | fn), stamp, addr, 0, 0, 0, 0);
+		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_FREE | fn), stamp, addr, 0, 0, 0, 0, 0);
 }
 
 #endif /* MMS_LOG_H */

@@ -19,46 +19,30 @@
 #include "unwind.h"
 
 /* An MMAP (word: prot << 32 | flags) or MPROTECT (word: prot) record,
- * with the caller's stack. */
-static void rec_mapping(struct mms_thread *t, uint8_t tag, void *addr, size_t len, uint64_t word)
+ * with the caller's stack; an MMAP_RT of runtime kind rt when rt is not
+ * 0. */
+static void rec_mapping(struct mms_thread *t, uint8_t tag, void *addr, size_t len, uint64_t word, unsigned rt)
 {
 	uint32_t stack = mms__capture_stack(t);
 	uint64_t stamp = mms__stamp_obtain();
 
-	mms__rec_addr_event(t, tag, stamp, (uintptr_t)addr, 3, len, word, stack);
+	if (likely(!rt))
+		mms__rec_addr_event(t, tag, stamp, (uintptr_t)addr, 3, len, word, stack, 0);
+	else
+		mms__rec_addr_event(t, MMS_TAG_MMAP_RT, stamp, (uintptr_t)addr, 4, len, word, stack, rt);
 }
 
 /* ra: the return address of the program's call of mmap. A mapping the
  * CUDA driver made for itself is marked its own (MMAP_RT). */
 static void rec_mmap(struct mms_thread *t, void *addr, size_t len, int prot, int flags, uintptr_t ra)
 {
-	uint64_t word = ((uint64_t)(uint32_t)prot << 32) | (uint32_t)flags, stamp;
-	uint32_t stack;
-	uint8_t *p;
-
-	if (likely(!mms__in_cuda(ra))) {
-		rec_mapping(t, MMS_TAG_MMAP, addr, len, word);
-		return;
-	}
-	stack = mms__capture_stack(t);
-	stamp = mms__stamp_obtain();
-	p = mms__rec_begin(t, 1 + 6 * 10);
-	if (unlikely(!p)) {
-		mms__log_cut_at(stamp);
-		return;
-	}
-	p = mms__rec_head(t, p, MMS_TAG_MMAP_RT, stamp);
-	p = mms__rec_addr(t, p, (uintptr_t)addr);
-	p = mms_put_u(p, len);
-	p = mms_put_u(p, word);
-	p = mms_put_u(p, stack);
-	p = mms_put_u(p, MMS_RT_CUDA);
-	mms__rec_commit(t, p);
+	rec_mapping(t, MMS_TAG_MMAP, addr, len, ((uint64_t)(uint32_t)prot << 32) | (uint32_t)flags,
+		    mms__in_cuda(ra) ? MMS_RT_CUDA : 0);
 }
 
 static void rec_munmap(struct mms_thread *t, void *addr, size_t len, uint64_t stamp)
 {
-	mms__rec_addr_event(t, MMS_TAG_MUNMAP, stamp, (uintptr_t)addr, 1, len, 0, 0);
+	mms__rec_addr_event(t, MMS_TAG_MUNMAP, stamp, (uintptr_t)addr, 1, len, 0, 0, 0);
 }
 
 /* ra: the return address of the program's call. */
@@ -182,7 +166,7 @@ static int protect(void *addr, size_t len, int prot, int pkey, int with_key)
 		r = with_key ? mms__real.pkey_mprotect(addr, len, prot, pkey) : mms__real.mprotect(addr, len, prot);
 	if (t) {
 		if (!r)
-			rec_mapping(t, MMS_TAG_MPROTECT, addr, len, (uint32_t)prot);
+			rec_mapping(t, MMS_TAG_MPROTECT, addr, len, (uint32_t)prot, 0);
 		mms__leave();
 	}
 	return r;

@@ -291,11 +291,7 @@ void mms__modules_scan(struct mms_thread *t)
 	if (adds != __atomic_load_n(&last_adds, __ATOMIC_RELAXED) && !pthread_mutex_trylock(&scan_lock)) {
 		last_adds = adds;
 		mms__phdr_iterate(scan_one, &sc);
-		/* Set, never cleared: a scan that began before a dlopen of
-		 * the driver can end after cuda.c found it (the runtime never
-		 * unloads it). */
-		if (sc.cuda_lo)
-			mms__cuda_code_set(sc.cuda_lo, sc.cuda_hi);
+		mms__cuda_code_set(sc.cuda_lo, sc.cuda_hi);
 		pthread_mutex_unlock(&scan_lock);
 	}
 	mms__tls_busy = busy;

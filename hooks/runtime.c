@@ -51,12 +51,8 @@ void mms__cuda_code_set(uintptr_t lo, uintptr_t hi)
 	const struct mms_code *now = __atomic_load_n(&mms__cuda_code, __ATOMIC_ACQUIRE);
 	struct mms_code *next;
 
-	if (now->lo == lo && now->hi == hi)
+	if (!lo || (now->lo == lo && now->hi == hi))
 		return;
-	if (!lo) {
-		__atomic_store_n(&mms__cuda_code, &no_code, __ATOMIC_RELEASE);
-		return;
-	}
 	next = now == &cuda_slots[0] ? &cuda_slots[1] : &cuda_slots[0];
 	next->lo = lo;
 	next->hi = hi;
