@@ -30,7 +30,7 @@
 
 #define MMS_MAGIC "MMSLOG\x1a\n"
 #define MMS_MAGIC_LEN 8
-#define MMS_FORMAT_VERSION 10u     /* what the writer writes */
+#define MMS_FORMAT_VERSION 11u     /* what the writer writes */
 #define MMS_FORMAT_VERSION_MIN 1u  /* the oldest version readers read */
 #define MMS_HEADER_SIZE 4096u
 #define MMS_CHUNK_SIZE_DEFAULT 65536u
@@ -295,7 +295,15 @@ enum mms_guard_by {
  * it up to the next such frame), bits 32-61 the id of its PYCODE record,
  * bits 0-31 the line it was at (0: unknown). An event's Python frames are
  * interned above its C frames: from the event's stack id outwards, its
- * Python frames come first (innermost first), then its C frames. */
+ * Python frames come first (innermost first), then its C frames.
+ *
+ * From version 11, an event with both C and Python frames has a graft
+ * node: parent its C stack, ip MMS_PYGRAFT | the id of its Python frames,
+ * which are interned on their own (rooted at 0), so that a Python context
+ * is defined once whatever C stacks it meets. A reader walks a graft node
+ * as the Python chain it names followed by its parent's C chain; the
+ * frames it gives are those a version 10 stack gave. Code id
+ * MMS_PYCODE_MAX is no code object's. */
 #define MMS_PYFRAME (1ull << 63)
 #define MMS_PYFRAME_ENTRY (1ull << 62)
 #define MMS_PYCODE_MAX ((1u << 30) - 1)
@@ -304,9 +312,16 @@ static inline uint64_t mms_pyframe(uint32_t code, uint32_t line, int entry)
 {
 	return MMS_PYFRAME | (entry ? MMS_PYFRAME_ENTRY : 0) | (uint64_t)(code & MMS_PYCODE_MAX) << 32 | line;
 }
+#define MMS_PYGRAFT (MMS_PYFRAME | (uint64_t)MMS_PYCODE_MAX << 32)
+
 static inline int mms_is_pyframe(uint64_t ip)
 {
 	return (ip & MMS_PYFRAME) != 0;
+}
+/* A graft node's ip (version 11): the stack id of its Python frames. */
+static inline int mms_is_pygraft(uint64_t ip)
+{
+	return ip >> 32 == MMS_PYGRAFT >> 32;
 }
 static inline uint32_t mms_pyframe_code(uint64_t ip)
 {

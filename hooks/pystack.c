@@ -11,8 +11,10 @@
  * in the log once (a PYCODE record: file, qualified name, first line);
  * the package keeps a reference to it, so its address is never reused.
  * At an allocation the hook turns the thread's innermost frames into
- * tagged frames (format.h: MMS_PYFRAME) interned above the C stack: the
- * line of each frame is asked of the interpreter (PyFrame_GetLineNumber,
+ * tagged frames (format.h: MMS_PYFRAME), interned on their own and
+ * grafted onto the C stack by one node (MMS_PYGRAFT: a Python context
+ * costs its frames once, not once per C stack it meets): the line of each
+ * frame is asked of the interpreter (PyFrame_GetLineNumber,
  * through the package: it reads the frame's line table and allocates
  * nothing), for the innermost frame when its instruction moved since the
  * last allocation and for the others once per call they make, since a
@@ -74,7 +76,8 @@ struct mms_pystack {
 	 * last_tag[i - last_first]): nothing was pushed or popped below. */
 	uint32_t clean;
 	uint32_t nlast; /* the last interned Python frames, outermost first */
-	uint32_t last_base;
+	/* The last graft node: C stack base, Python stack py, its id. */
+	uint32_t graft_base, graft_py, graft_id;
 	uint32_t last_first; /* the index in e[] of last_tag[0] */
 	struct py_entry *e;  /* the arena's; grown by the profile hook */
 	uint64_t last_tag[MMS_MAX_DEPTH];
@@ -150,7 +153,7 @@ void mms__pystack_after_fork_child(void)
 	 * thread's Python stack stays as it was, its interned frames do not. */
 	log_gen++;
 	if (tls_py) {
-		tls_py->nlast = tls_py->clean = 0;
+		tls_py->nlast = tls_py->clean = tls_py->graft_id = 0;
 		memset(tls_py->icache, 0, sizeof tls_py->icache);
 	}
 }
@@ -314,6 +317,21 @@ static inline uint32_t intern_cached(struct mms_pystack *s, struct mms_thread *t
 	s->icache[h].tag = tag;
 	s->icache[h].parent = parent;
 	return s->icache[h].id = mms__intern_frame(t, parent, tag);
+}
+
+/* The stack of an event whose C stack is base and Python frames py (both
+ * interned, each rooted at 0): a graft node (format.h: MMS_PYGRAFT), so
+ * that a Python context costs its frames once whatever C stacks it
+ * meets; either alone where the other is empty. */
+static inline uint32_t graft(struct mms_pystack *s, struct mms_thread *t, uint32_t base, uint32_t py)
+{
+	if (!base || !py)
+		return base ? base : py;
+	if (s->graft_id && s->graft_base == base && s->graft_py == py)
+		return s->graft_id;
+	s->graft_base = base;
+	s->graft_py = py;
+	return s->graft_id = intern_cached(s, t, base, MMS_PYGRAFT | py);
 }
 
 /* A copy of s in names[], or NULL when it is full. */
@@ -612,8 +630,8 @@ static inline int raw_same(const struct mms_pyraw *a, const struct mms_pyraw *b)
 }
 
 /* The stack of an allocation in walk mode: the frames the walker finds,
- * interned above base; those the last capture had below the first one
- * that differs keep their ids. */
+ * grafted onto the C stack base; those the last capture had below the
+ * first one that differs keep their ids. */
 static uint32_t capture_walk(struct mms_thread *t, uint32_t base, mms_pywalk_fn walk)
 {
 	struct mms_pystack *s = tls_py;
@@ -629,12 +647,11 @@ static uint32_t capture_walk(struct mms_thread *t, uint32_t base, mms_pywalk_fn 
 		return base;
 	}
 	/* raw[] is innermost first, lraw[] and last_id[] outermost first. */
-	if (base == s->last_base)
-		while (c < n && c < s->nlast && raw_same(&s->raw[n - 1 - c], &s->lraw[c]))
-			c++;
+	while (c < n && c < s->nlast && raw_same(&s->raw[n - 1 - c], &s->lraw[c]))
+		c++;
 	if (c == n && n == s->nlast)
-		return s->last_id[n - 1];
-	parent = c ? s->last_id[c - 1] : base;
+		return graft(s, t, base, s->last_id[n - 1]);
+	parent = c ? s->last_id[c - 1] : 0;
 	for (uint32_t i = c; i < n; i++) {
 		const struct mms_pyraw *r = &s->raw[n - 1 - i];
 		uint32_t id = walk_code(s, t, r);
@@ -646,8 +663,7 @@ static uint32_t capture_walk(struct mms_thread *t, uint32_t base, mms_pywalk_fn 
 	for (uint32_t i = c; i < n; i++)
 		s->lraw[i] = s->raw[n - 1 - i];
 	s->nlast = n;
-	s->last_base = base;
-	return parent;
+	return graft(s, t, base, parent);
 }
 
 uint32_t mms__pystack_capture(struct mms_thread *t, uint32_t base)
@@ -670,7 +686,7 @@ uint32_t mms__pystack_capture(struct mms_thread *t, uint32_t base)
 	n = s->depth < s->cap ? s->depth : s->cap;
 	m = n < mms__py_depth ? n : mms__py_depth;
 	first = n - m;
-	if (base != s->last_base || first != s->last_first) {
+	if (first != s->last_first) {
 		s->nlast = 0;
 	} else if (s->clean > first) {
 		/* Unchanged since the last capture: their ids stand. */
@@ -699,12 +715,11 @@ uint32_t mms__pystack_capture(struct mms_thread *t, uint32_t base)
 	}
 	s->clean = n - 1;
 	if (c == m && m == s->nlast)
-		return s->last_id[m - 1];
-	parent = c ? s->last_id[c - 1] : base;
+		return graft(s, t, base, s->last_id[m - 1]);
+	parent = c ? s->last_id[c - 1] : 0;
 	for (uint32_t i = c; i < m; i++)
 		s->last_id[i] = parent = intern_cached(s, t, parent, s->last_tag[i]);
 	s->nlast = m;
-	s->last_base = base;
 	s->last_first = first;
-	return parent;
+	return graft(s, t, base, parent);
 }

@@ -135,12 +135,15 @@ static int name_copy(struct collect *c, const char *s, size_t *ref)
 
 /* Copies the parent's stack id (and the nodes it hangs from) into the
  * child's stack table under ids of its own; *out gets the child's id. A
- * node the parent's log does not define ends the copied stack there. */
-static int stack_copy(struct collect *c, uint32_t id, uint32_t *out)
+ * node the parent's log does not define ends the copied stack there. A
+ * graft node's Python frames (format 11) are copied too, with c->chain
+ * from `at` on (grafted: inside those, where another graft is damage
+ * and ends the copy). */
+static int stack_copy_at(struct collect *c, uint32_t id, uint32_t *out, size_t at, int grafted)
 {
 	const uint64_t *v;
 	int64_t slot;
-	uint64_t parent = 0;
+	uint64_t parent = 0, ip;
 	size_t n = 0;
 	uint32_t cur = id;
 	int isnew, rc;
@@ -150,29 +153,44 @@ static int stack_copy(struct collect *c, uint32_t id, uint32_t *out)
 		slot = mms__log_stack_ix(c->parent, cur);
 		if (slot < 0 || n > c->parent->nstacks)
 			break; /* undefined, or a cycle in a damaged log */
-		if (mms__grow(&c->chain, &c->chain_cap, n, sizeof(*c->chain)))
+		if (grafted && mms_is_pygraft(c->parent->stack_nodes[slot][1]))
+			break;
+		if (mms__grow(&c->chain, &c->chain_cap, at + n, sizeof(*c->chain)))
 			return -ENOMEM;
-		c->chain[n++] = cur;
+		c->chain[at + n++] = cur;
 		cur = (uint32_t)c->parent->stack_nodes[slot][0];
 	}
 	if (cur && (v = mms__map_get(&c->stacks, cur)))
 		parent = *v;
 	while (n--) {
 		uint64_t *nv;
+		uint32_t py;
 
-		slot = mms__log_stack_ix(c->parent, c->chain[n]);
+		slot = mms__log_stack_ix(c->parent, c->chain[at + n]);
+		ip = c->parent->stack_nodes[slot][1];
+		if (mms_is_pygraft(ip)) {
+			rc = stack_copy_at(c, (uint32_t)ip, &py, at + n + 1, 1);
+			if (rc)
+				return rc;
+			ip = MMS_PYGRAFT | py;
+		}
 		while (mms__log_stack_ix(c->child, c->next_id) >= 0)
 			c->next_id++;
-		rc = mms__log_stack_add(c->child, c->next_id, parent, c->parent->stack_nodes[slot][1]);
+		rc = mms__log_stack_add(c->child, c->next_id, parent, ip);
 		if (rc)
 			return rc;
-		nv = mms__map_put(&c->stacks, c->chain[n], &isnew);
+		nv = mms__map_put(&c->stacks, c->chain[at + n], &isnew);
 		if (!nv)
 			return -ENOMEM;
 		*nv = parent = c->next_id++;
 	}
 	*out = (uint32_t)parent;
 	return 0;
+}
+
+static int stack_copy(struct collect *c, uint32_t id, uint32_t *out)
+{
+	return stack_copy_at(c, id, out, 0, 0);
 }
 
 static int collect_blk(const struct mms__blk *b, void *ctx)

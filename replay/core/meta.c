@@ -320,20 +320,39 @@ static int stack_damaged(const mms_log_t *log)
 MMS__EXPORT int mms_log_stack(const mms_log_t *log, uint32_t id, uint64_t *ips, size_t max)
 {
 	int64_t slot;
-	uint64_t cur = id;
-	size_t depth = 0;
+	uint64_t cur = id, resume = 0, ip;
+	size_t depth = 0, visits = 0;
+	int grafted = 0;
 
 	if (!log || (max && !ips))
 		return MMS_EUSAGE;
-	while (cur) {
+	for (;;) {
+		if (!cur) {
+			/* The end of a graft's Python frames: its C frames. */
+			if (!resume)
+				break;
+			cur = resume;
+			resume = 0;
+		}
 		/* A well-formed tree is never deeper than its node count. */
-		if (depth > log->nstacks || depth >= INT32_MAX)
+		if (visits > log->nstacks || depth >= INT32_MAX)
 			return stack_damaged(log);
 		slot = mms__log_stack_ix(log, cur);
 		if (slot < 0)
 			return stack_damaged(log);
+		visits++;
+		ip = log->stack_nodes[slot][1];
+		if (mms_is_pygraft(ip)) {
+			/* Version 11: the Python frames it names, then its
+			 * parent's; one graft per stack. */
+			if (grafted++)
+				return stack_damaged(log);
+			resume = log->stack_nodes[slot][0];
+			cur = (uint32_t)ip;
+			continue;
+		}
 		if (depth < max)
-			ips[depth] = log->stack_nodes[slot][1];
+			ips[depth] = ip;
 		depth++;
 		cur = log->stack_nodes[slot][0];
 	}

@@ -70,6 +70,15 @@ static void meta_records(struct lb *b)
 	lb_u(b, 4);
 	lb_u(b, mms_pyframe(77, 9, 0));
 	lb_end(b);
+	/* (version 11) Python frames of their own, grafted on the C stack 3. */
+	lb_event1(b, MMS_TAG_STACK, 1, 6);
+	lb_u(b, 0);
+	lb_u(b, mms_pyframe(1, 7, 1));
+	lb_end(b);
+	lb_event1(b, MMS_TAG_STACK, 1, 7);
+	lb_u(b, 3);
+	lb_u(b, MMS_PYGRAFT | 6);
+	lb_end(b);
 	lb_event1(b, MMS_TAG_MODULE, 1, 0x400000);
 	lb_u(b, 0x401000);
 	lb_u(b, 0x402000);
@@ -165,7 +174,7 @@ static void all_tags(void)
 	lb_chunk(b);
 	lb_segment(b, 1, 12);
 	lb_thread(b, 12, 1, 101);
-	lb_alloc(b, 13, MMS_ALLOC_MALLOC, 0x30000, 40, 3);
+	lb_alloc(b, 13, MMS_ALLOC_MALLOC, 0x30000, 40, 7);
 	lb_free(b, s + 5, MMS_FREE_FREE, 0x10200);
 	lb_chunk(b);
 	lb_segment(b, 0, s);

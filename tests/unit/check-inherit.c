@@ -60,8 +60,9 @@ static struct lb *new_log(uint64_t pid, int forked)
 }
 
 /* The parent (pid 100): blocks A (0x1000, 10 bytes, stack 7: ips 0xa1
- * then 0xa2), B (0x2000, 20) and a mapping (0x10000, 8192), then FORK
- * event 1 (stamp 40; its id is 3), then it frees A itself. */
+ * then 0xa2), B (0x2000, 20, stack 9: a graft of Python frame 8 on stack
+ * 7, format 11) and a mapping (0x10000, 8192), then FORK event 1 (stamp
+ * 40; its id is 3), then it frees A itself. */
 static void write_parent(const char *path, uint64_t pid)
 {
 	struct lb *b = new_log(pid, 0);
@@ -77,8 +78,10 @@ static void write_parent(const char *path, uint64_t pid)
 	lb_u(b, 6);
 	lb_u(b, 0xa1);
 	lb_end(b);
+	lb_stack(b, 2, 8, 0, mms_pyframe(3, 33, 1));
+	lb_stack(b, 2, 9, 7, MMS_PYGRAFT | 8);
 	lb_alloc(b, 10, MMS_ALLOC_MALLOC, 0x1000, 10, 7);
-	lb_alloc(b, 20, MMS_ALLOC_CALLOC, 0x2000, 20, 0);
+	lb_alloc(b, 20, MMS_ALLOC_CALLOC, 0x2000, 20, 9);
 	lb_mmap(b, 30, 0x10000, 8192);
 	lb_event1(b, MMS_TAG_SYSTEM | MMS_SYSTEM_FORK, 40, 1);
 	lb_free(b, 50, MMS_FREE_FREE, 0x1000);
@@ -180,7 +183,11 @@ START_TEST(test_inherit_blocks)
 	ck_assert_uint_eq(ips[1], 0xa2);
 	ck_assert_int_eq(mms_replay_block_at(r, 0x2000, &blk), 1);
 	ck_assert_uint_eq(blk.origin_event, 1);
-	ck_assert_uint_eq(blk.stack, 0);
+	/* B's graft: its Python frame copied too, under a child's id. */
+	ck_assert_int_eq(mms_log_stack(log, blk.stack, ips, 4), 3);
+	ck_assert_uint_eq(ips[0], mms_pyframe(3, 33, 1));
+	ck_assert_uint_eq(ips[1], 0xa1);
+	ck_assert_uint_eq(ips[2], 0xa2);
 	ck_assert_int_eq(mms_replay_seek(r, 4), 0);
 	ck_assert_int_eq(mms_replay_block_at(r, 0x3000, &blk), 1);
 	ck_assert_int_eq(blk.inherited, 0);

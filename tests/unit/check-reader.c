@@ -852,6 +852,51 @@ START_TEST(test_pools_and_names)
 }
 END_TEST
 
+/* Graft nodes (format version 11): an event's Python frames interned on
+ * their own and hung on its C stack by one node; walked, they give what
+ * a version 10 stack gave: the Python frames innermost first, then the C
+ * frames. Two grafts in one stack, or a graft below a graft, are damage. */
+START_TEST(test_graft_stacks)
+{
+	struct lb *b = one_thread();
+	mms_log_info_t info;
+	mms_log_t *log;
+	uint64_t ips[8];
+
+	lb_stack(b, 12, 1, 0, 0x401000);              /* C: main */
+	lb_stack(b, 12, 2, 1, 0x402000);              /* C: main <- eval */
+	lb_stack(b, 12, 3, 0, mms_pyframe(1, 10, 1)); /* Python: <module> */
+	lb_stack(b, 12, 4, 3, mms_pyframe(2, 20, 0)); /* Python: <module> <- f */
+	lb_stack(b, 12, 5, 2, MMS_PYGRAFT | 4);       /* f's frames on the C stack 2 */
+	lb_stack(b, 12, 6, 1, MMS_PYGRAFT | 3);       /* <module>'s on the C stack 1 */
+	lb_stack(b, 12, 7, 5, MMS_PYGRAFT | 3);       /* a graft above a graft */
+	lb_stack(b, 12, 8, 0, MMS_PYGRAFT | 6);       /* a graft naming a graft */
+	lb_stack(b, 12, 9, 2, MMS_PYGRAFT | 0);       /* no Python frames */
+	lb_alloc(b, 20, 0, 0x1000, 16, 5);
+	log = write_open(b, SIZE_MAX);
+	ck_assert(mms_is_pygraft(MMS_PYGRAFT | 4));
+	ck_assert(!mms_is_pygraft(mms_pyframe(MMS_PYCODE_MAX - 1, 7, 1)));
+	ck_assert_int_eq(mms_log_stack(log, 5, ips, 8), 4);
+	ck_assert_uint_eq(ips[0], mms_pyframe(2, 20, 0));
+	ck_assert_uint_eq(ips[1], mms_pyframe(1, 10, 1));
+	ck_assert_uint_eq(ips[2], 0x402000);
+	ck_assert_uint_eq(ips[3], 0x401000);
+	ck_assert_int_eq(mms_log_stack(log, 5, ips, 1), 4); /* the depth, one frame given */
+	ck_assert_uint_eq(ips[0], mms_pyframe(2, 20, 0));
+	ck_assert_int_eq(mms_log_stack(log, 6, ips, 8), 2);
+	ck_assert_uint_eq(ips[0], mms_pyframe(1, 10, 1));
+	ck_assert_uint_eq(ips[1], 0x401000);
+	ck_assert_int_eq(mms_log_stack(log, 9, ips, 8), 2);
+	ck_assert_uint_eq(ips[0], 0x402000);
+	ck_assert_int_eq(mms_log_stack(log, 7, ips, 8), MMS_ECORRUPT);
+	ck_assert_int_eq(mms_log_stack(log, 8, ips, 8), MMS_ECORRUPT);
+	mms_log_get_info(log, &info);
+	ck_assert_uint_eq(info.bad_stacks, 2);
+	mms_log_close(log);
+	lb_destroy(b);
+}
+END_TEST
+
 /* FREE_STACK records (format version 5): a free with the stack of the call
  * that freed. The iterator gives the stack on the FREE event; a replay
  * (its fast heap decoder) gives it as the freed block's free_stack; a
@@ -1676,6 +1721,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_steps);
 	tcase_add_test(tc, test_watch_sums);
 	tcase_add_test(tc, test_free_stacks);
+	tcase_add_test(tc, test_graft_stacks);
 	tcase_add_test(tc, test_device_memory);
 	tcase_add_test(tc, test_alloc_fail);
 	tcase_add_test(tc, test_dev_alloc_fail);
