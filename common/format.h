@@ -179,6 +179,9 @@ enum mms_tag {
 	MMS_TAG_OP_BEGIN = 0x38,    /* u name */
 	MMS_TAG_OP_END = 0x39,      /* (none) */
 	MMS_TAG_KERNEL = 0x3a,      /* u name */
+	MMS_TAG_KERNEL_DEV = 0x3b,  /* (version 11) u name, u device: a CUDA kernel launched
+	                               on that device (the ordinal of the launching
+	                               thread's context); KERNEL: the device is unknown */
 	MMS_TAG_MARK = 0x40,        /* u name */
 	MMS_TAG_RANGE_START = 0x41, /* u range-id, u name */
 	MMS_TAG_RANGE_END = 0x42,   /* u range-id */

@@ -174,6 +174,16 @@ void mms__api_kernel(const char *name)
 		named_event(MMS_TAG_KERNEL, name);
 }
 
+void mms__api_kernel_dev(const char *name, unsigned device)
+{
+	struct mms_thread *t;
+
+	if (!(mms__config.events & MMS_EVENTS_LAUNCH) || !(t = mms__api_enter()))
+		return;
+	rec_simple(t, MMS_TAG_KERNEL_DEV, 2, mms__intern_string(t, name), device, 0);
+	mms__api_leave();
+}
+
 MMS_EXPORT void msmemscope_kernel_launch(const char *name)
 {
 	mms__api_kernel(name);

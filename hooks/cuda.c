@@ -346,6 +346,7 @@ static __attribute__((noinline)) void kernel_launched(CUfunction f)
 	CUresult (*get_name)(const char **, CUfunction), (*get_kname)(const char **, CUfunction);
 	int saved = errno;
 	const char *name = NULL;
+	unsigned device;
 
 	if (!(mms__config.events & MMS_EVENTS_LAUNCH) || mms__tls_busy || !mms__recording_now()) {
 		errno = saved;
@@ -358,8 +359,10 @@ static __attribute__((noinline)) void kernel_launched(CUfunction f)
 	if ((!get_name || get_name(&name, f) != CUDA_SUCCESS || !name || !*name) &&
 	    (!get_kname || get_kname(&name, f) != CUDA_SUCCESS || !name || !*name))
 		name = KERNEL_UNNAMED;
+	driver_end();
+	device = device_now();
 	mms__tls_busy = 0;
-	mms__api_kernel(name);
+	mms__api_kernel_dev(name, device);
 	errno = saved;
 }
 

@@ -274,6 +274,8 @@ void mms__api_thread_name(pid_t tid, const char *name) MMS_HIDDEN;
 /* A kernel launch named name, recorded as msmemscope_kernel_launch()
  * records it. Outside the guard. */
 void mms__api_kernel(const char *name) MMS_HIDDEN;
+/* A CUDA kernel's launch on device (cuda.c). */
+void mms__api_kernel_dev(const char *name, unsigned device) MMS_HIDDEN;
 /* Takes the reentrancy guard and returns the calling thread when events
  * are recorded now; NULL (guard not taken) when not, or when the thread
  * is inside the recorder already. mms__api_leave() gives it back. */

@@ -42,6 +42,8 @@ typedef struct mms_compare_row {
 	uint64_t compare_launch;  /* the same in compare */
 	int64_t base, compare;    /* net bytes allocated; 0 on the side without it */
 	int64_t diff;             /* compare - base */
+	int32_t device;           /* base's launch's device ordinal (compare's when base has
+	                             none): the CSV's Device Id; -1: the host */
 } mms_compare_row_t;
 
 typedef struct mms_compare_stats {

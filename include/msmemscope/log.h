@@ -78,7 +78,9 @@ enum mms_event_kind {
 	MMS_EV_FREE,
 	MMS_EV_ACCESS,
 	MMS_EV_OP_LAUNCH,
-	MMS_EV_KERNEL_LAUNCH,
+	MMS_EV_KERNEL_LAUNCH, /* name the kernel's; a CUDA kernel's launch (format 11):
+	                         mem DEVICE and device the ordinal of the launching
+	                         thread's context (else mem HOST: msmemscope_kernel_launch()) */
 	MMS_EV_MSTX,
 	MMS_EV_STEP,
 	MMS_EV_OWNER,

@@ -204,6 +204,9 @@ typedef struct mms_launch {
 	uint64_t launch;          /* launch index, from 1 */
 	const char *name;
 	uint32_t thread;
+	int32_t device;           /* a CUDA kernel's launch: its device ordinal (format
+	                             11); -1: none (an operator launch, a kernel launch of
+	                             msmemscope_kernel_launch() or an older log) */
 	uint64_t begin_event;
 	uint64_t end_event;       /* UINT64_MAX when it had not ended */
 	uint64_t allocs, frees;

@@ -243,7 +243,7 @@ struct cdump {
 	size_t nth, thcap;
 	struct mms__map live;    /* Ptr -> size, for FREE rows without a size */
 	/* Column numbers. */
-	size_t c_id, c_event, c_type, c_name, c_pid, c_tid, c_ptr, c_attr, ncols;
+	size_t c_id, c_event, c_type, c_name, c_pid, c_tid, c_dev, c_ptr, c_attr, ncols;
 	uint64_t last_id;
 	int any;
 	int kind_set;            /* the Event Type of the last memory row, interned */
@@ -292,6 +292,7 @@ static int cdump_header(struct cdump *d, const struct csvr *r, const char **why)
 		{ "Name", offsetof(struct cdump, c_name), 1 },
 		{ "Process Id", offsetof(struct cdump, c_pid), 0 },
 		{ "Thread Id", offsetof(struct cdump, c_tid), 1 },
+		{ "Device Id", offsetof(struct cdump, c_dev), 0 },
 		{ "Ptr", offsetof(struct cdump, c_ptr), 1 },
 		{ "Attr", offsetof(struct cdump, c_attr), 1 },
 	};
@@ -443,8 +444,17 @@ static int cdump_row(struct cdump *d, const struct csvr *r, const char **why)
 		rc = mms__compare_name_id(d->c, f, n, &name);
 		if (rc)
 			return rc;
-		if (!mms__compare_side_push(d->side, name, 0))
+		l = mms__compare_side_push(d->side, name, 0);
+		if (!l)
 			return -ENOMEM;
+		/* A CUDA kernel's row names its device ("host" otherwise). */
+		if (d->c_dev != SIZE_MAX) {
+			uint64_t dev;
+
+			f = csvr_field(r, d->c_dev, &n);
+			if (n && !parse_u64(f, n, &dev) && dev <= INT32_MAX)
+				l->device = (int32_t)dev;
+		}
 		t->kix = d->side->n - 1;
 		t->kdepth = t->n;
 	}

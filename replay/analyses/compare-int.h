@@ -11,6 +11,7 @@ struct cmp_launch {
 	uint32_t name;   /* interned name id */
 	int64_t bytes;   /* net bytes allocated during the launch */
 	uint64_t step;   /* while a log is read: the step it began in */
+	int32_t device;  /* its device ordinal, -1: the host (mms_compare_row_t) */
 };
 
 struct cmp_side {

@@ -118,6 +118,7 @@ struct cmp_launch *mms__compare_side_push(struct cmp_side *s, uint32_t name, uin
 	l->name = name;
 	l->bytes = 0;
 	l->step = step;
+	l->device = -1;
 	return l;
 }
 
@@ -203,6 +204,7 @@ static size_t launch_push(struct lpass *p, uint64_t step, int *rc)
 	l = &r->pub.launches[r->pub.n];
 	memset(l, 0, sizeof(*l));
 	l->end_event = UINT64_MAX;
+	l->device = -1;
 	r->steps[r->pub.n] = step;
 	return r->pub.n++;
 }
@@ -241,6 +243,7 @@ static int kernel_event(struct lpass *p, const struct mms__track *t, const struc
 			l->name = ev->name;
 			l->thread = ev->thread;
 			l->begin_event = ev->id;
+			l->device = ev->mem == MMS_MEM_DEVICE ? ev->device : -1;
 		}
 		return rc;
 	}
@@ -410,8 +413,10 @@ MMS__EXPORT int mms_compare_set(mms_compare_t *c, int side, const mms_launches_t
 		cl = rc ? NULL : mms__compare_side_push(s, (uint32_t)*v, 0);
 		if (!rc && !cl)
 			rc = -ENOMEM;
-		if (cl)
+		if (cl) {
 			cl->bytes = l->launches[i].delta_bytes;
+			cl->device = l->launches[i].device;
+		}
 	}
 	mms__map_free(&ix);
 	if (rc)
@@ -492,12 +497,14 @@ MMS__EXPORT int mms_compare_align(mms_compare_t *c, const mms_compare_row_t **ro
 			row->base_launch = i + 1;
 			row->base = a->v[i].bytes;
 			row->name = c->text + c->off[a->v[i].name];
+			row->device = a->v[i].device;
 			c->stats.only[0]++;
 			i++;
 		} else if (j < b->n && inb[j] == SIZE_MAX) {
 			row->compare_launch = j + 1;
 			row->compare = b->v[j].bytes;
 			row->name = c->text + c->off[b->v[j].name];
+			row->device = b->v[j].device;
 			c->stats.only[1]++;
 			j++;
 		} else {
@@ -507,6 +514,7 @@ MMS__EXPORT int mms_compare_align(mms_compare_t *c, const mms_compare_row_t **ro
 			row->base = a->v[i].bytes;
 			row->compare = b->v[j].bytes;
 			row->name = c->text + c->off[a->v[i].name];
+			row->device = a->v[i].device >= 0 ? a->v[i].device : b->v[j].device;
 			c->stats.paired++;
 			i++;
 			j++;
@@ -577,7 +585,13 @@ MMS__EXPORT int mms_compare_write_csv(const mms_compare_t *c, const char *path, 
 		if (rc)
 			break;
 		out.len = (size_t)(mms__csv_field(out.p + out.len, row->name, n) - out.p);
-		rc |= mms__xbuf_puts(&out, ",host,");
+		if (row->device >= 0) { /* a CUDA kernel's device */
+			rc |= mms__xbuf_put(&out, ",", 1);
+			rc |= put_bytes(&out, 1, row->device);
+			rc |= mms__xbuf_put(&out, ",", 1);
+		} else {
+			rc |= mms__xbuf_puts(&out, ",host,");
+		}
 		rc |= put_bytes(&out, row->base_launch != 0, row->base);
 		rc |= mms__xbuf_put(&out, ",", 1);
 		rc |= put_bytes(&out, row->compare_launch != 0, row->compare);

@@ -73,6 +73,7 @@ static const char *const layouts[256] = {
 	[MMS_TAG_OP_BEGIN] = "u",
 	[MMS_TAG_OP_END] = "",
 	[MMS_TAG_KERNEL] = "u",
+	[MMS_TAG_KERNEL_DEV] = "uu",
 	[MMS_TAG_MARK] = "u",
 	[MMS_TAG_RANGE_START] = "uu",
 	[MMS_TAG_RANGE_END] = "u",
@@ -115,6 +116,7 @@ static const uint8_t event_fields[256] = {
 	[MMS_TAG_OP_BEGIN] = 1 + 1,
 	[MMS_TAG_OP_END] = 1,
 	[MMS_TAG_KERNEL] = 1 + 1,
+	[MMS_TAG_KERNEL_DEV] = 1 + 2,
 	[MMS_TAG_MARK] = 1 + 1,
 	/* Not RANGE_START and STEP: the open pass counts those (step marks). */
 	[MMS_TAG_RANGE_END] = 1 + 1,

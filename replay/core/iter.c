@@ -167,8 +167,14 @@ static void rec_to_event(const mms_log_t *log, const struct mms__rec *r, uint32_
 			ev->name = mms__log_string(log, r->u[0]);
 		break;
 	case MMS_TAG_KERNEL:
+	case MMS_TAG_KERNEL_DEV:
 		ev->kind = MMS_EV_KERNEL_LAUNCH;
 		ev->name = mms__log_string(log, r->u[0]);
+		if (r->type == MMS_TAG_KERNEL_DEV) {
+			/* On a device: said as device memory is. */
+			ev->mem = MMS_MEM_DEVICE;
+			ev->device = r->u[1] > UINT16_MAX ? UINT16_MAX : (uint16_t)r->u[1];
+		}
 		break;
 	case MMS_TAG_MARK:
 		ev->kind = MMS_EV_MSTX;

@@ -571,6 +571,8 @@ int mms__xpass_row(struct mms__xpass *x, struct mms__xrow *row)
 		row->event = "KERNEL_LAUNCH";
 		row->type = "KERNEL_LAUNCH";
 		row->name = ev->name;
+		if (ev->mem == MMS_MEM_DEVICE) /* a CUDA kernel (format 11) */
+			row->device[mms__dec(row->device, ev->device)] = '\0';
 		break;
 	case MMS_EV_MSTX:
 		row->event = "MSTX";

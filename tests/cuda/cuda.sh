@@ -87,8 +87,10 @@ expect_eq "HAL FREE rows on device 2" "$(rows '^[0-9]*,FREE,HAL,N/A,[0-9]*,[0-9]
 for kind in device:4 async:3 managed:1 pinned:2 vmm:$vmm_allocs; do
 	expect_eq "MALLOC rows of kind ${kind%:*}" "$(rows "MALLOC,HAL,.*kind:${kind%:*}}")" "${kind#*:}"
 done
-expect_eq "vector_add launches" "$(rows '^[0-9]*,KERNEL_LAUNCH,KERNEL_LAUNCH,vector_add,')" 3
-expect_eq "scale_rows launches (a library's kernel)" "$(rows '^[0-9]*,KERNEL_LAUNCH,KERNEL_LAUNCH,scale_rows,')" 1
+expect_eq "vector_add launches on device 1" \
+	"$(rows '^[0-9]*,KERNEL_LAUNCH,KERNEL_LAUNCH,vector_add,[0-9]*,[0-9]*,[0-9]*,1,')" 3
+expect_eq "scale_rows launches (a library's kernel) on device 1" \
+	"$(rows '^[0-9]*,KERNEL_LAUNCH,KERNEL_LAUNCH,scale_rows,[0-9]*,[0-9]*,[0-9]*,1,')" 1
 expect_eq "host rows' Device Id" "$(rows '^[0-9]*,MALLOC,HOST,N/A,[0-9]*,[0-9]*,[0-9]*,host,')" \
 	"$(rows '^[0-9]*,MALLOC,HOST,')"
 # The same in SQLite, and the blocks table names the device.
@@ -98,6 +100,8 @@ if command -v sqlite3 >/dev/null 2>&1; then
 	expect_eq "SQLite HAL MALLOC rows on device 1" \
 		"$(sqlite3 prog.db "select count(*) from memscope_dump where Event = 'MALLOC' and \"Event Type\" = 'HAL' and \"Device Id\" = '1'")" \
 		"$(rows '^[0-9]*,MALLOC,HAL,N/A,[0-9]*,[0-9]*,[0-9]*,1,')"
+	expect_eq "SQLite KERNEL_LAUNCH rows on device 1" \
+		"$(sqlite3 prog.db "select count(*) from memscope_dump where Event = 'KERNEL_LAUNCH' and \"Device Id\" = '1'")" "$kernels"
 	expect_eq "SQLite device blocks on cuda:1" \
 		"$(sqlite3 prog.db "select count(*) from blocks where kind = 'DEVICE' and pool = 'cuda:1'")" \
 		"$(rows '^[0-9]*,MALLOC,HAL,N/A,[0-9]*,[0-9]*,[0-9]*,1,')"
@@ -105,6 +109,18 @@ else
 	note "sqlite3 is not installed: the SQLite dump is not checked"
 fi
 note "the dump: $dev1_allocs HAL MALLOC rows on device 1, $vmm_allocs of kind vmm on device 2, and the kernels by name"
+
+# A kernel-level compare names each kernel's device, from two logs and
+# from two dumps alike.
+for input in prog.mms,prog-stacks.mms prog.csv,prog.csv; do
+	rm -rf cmp
+	"$MMS_LAUNCHER" --compare --input=$input --level=kernel --output=cmp >cmp.out 2>&1 ||
+		fail "the kernel compare of $input exited $?: $(cat cmp.out)"
+	expect_eq "compare rows of $input: vector_add on device 1" \
+		"$(grep -c '^KERNEL_LAUNCH,vector_add,1,' cmp/compare/memory_compare_*.csv)" 3
+	expect_eq "compare rows of $input on the host" "$(grep -c '^KERNEL_LAUNCH,.*,host,' cmp/compare/memory_compare_*.csv)" 0
+done
+note "the kernel compare: Device Id 1 from logs and from dumps"
 
 # The leaks: the two blocks still allocated, named by their stacks, as
 # device memory of cuda:1 and of cuda:2 (the VMM handle's device).

@@ -44,7 +44,8 @@ grep -A6 '2.0 MiB in 1 block of CUDA memory on cuda:0' leaks.txt | grep -q 'uplo
 expect_eq "leaks at exit (the kept block alone)" "$(jget leaks.json at_exit.leaks)" 1
 expect_ge "blocks the CUDA driver keeps for itself" "$(jget leaks.json runtime.by_kind.cuda.blocks)" 1
 "$MMS_REPLAY" gpu.mms --export csv -o gpu.csv >/dev/null 2>gpu.err || fail "the csv export exited $?: $(cat gpu.err)"
-expect_eq "launches of fill" "$(grep -c '^[0-9]*,KERNEL_LAUNCH,KERNEL_LAUNCH,fill,' gpu.csv || true)" 5
+expect_eq "launches of fill on device 0" \
+	"$(grep -c '^[0-9]*,KERNEL_LAUNCH,KERNEL_LAUNCH,fill,[0-9]*,[0-9]*,[0-9]*,0,' gpu.csv || true)" 5
 for kind in device async managed pinned; do
 	n=$(grep -c "MALLOC,HAL,.*kind:$kind}" gpu.csv || true)
 	expect_ge "MALLOC rows of kind $kind" "$n" 1

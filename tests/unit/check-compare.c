@@ -55,6 +55,8 @@ static char *slurp(const char *path)
 #define MAL(id, tid, addr, size) #id ",MALLOC,HOST,N/A,1,1," #tid ",host," #addr ",\"{addr:" #addr ",size:" #size "}\",,\n"
 #define FRE(id, tid, addr) #id ",FREE,HOST,N/A,1,1," #tid ",host," #addr ",\"{addr:" #addr "}\",,\n"
 #define KER(id, tid, name) #id ",KERNEL_LAUNCH,KERNEL_LAUNCH," name ",1,1," #tid ",host,N/A,,,\n"
+/* A CUDA kernel's launch on device dev (format 11's dumps). */
+#define KERD(id, tid, name, dev) #id ",KERNEL_LAUNCH,KERNEL_LAUNCH," name ",1,1," #tid "," #dev ",N/A,,,\n"
 
 static mms_compare_t *compare(int level, const char *a, const char *b, const mms_compare_row_t **rows, size_t *n,
 			      mms_compare_stats_t *st)
@@ -111,20 +113,34 @@ END_TEST
 START_TEST(test_kernel_bytes)
 {
 	/* k1 runs to the next kernel launch (k2), k2 to the end of its
-	 * operator; what follows counts for no kernel. */
-	const char *a = csv("k.csv", OPB(1, 7, "op") KER(2, 7, "k1") MAL(3, 7, 0x10, 10) KER(4, 7, "k2")
+	 * operator; what follows counts for no kernel. k2 is a CUDA kernel
+	 * on device 3: the row says so, as does the CSV's Device Id. */
+	const char *a = csv("k.csv", OPB(1, 7, "op") KER(2, 7, "k1") MAL(3, 7, 0x10, 10) KERD(4, 7, "k2", 3)
 					     MAL(5, 7, 0x20, 20) OPE(6, 7, "op") MAL(7, 7, 0x30, 40));
 	const mms_compare_row_t *rows;
 	mms_compare_t *c;
 	size_t n;
+	FILE *f;
+	char line[256];
+	int seen = 0;
 
 	c = compare(MMS_COMPARE_KERNEL, a, a, &rows, &n, NULL);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_str_eq(rows[0].name, "k1");
 	ck_assert_int_eq(rows[0].base, 10);
+	ck_assert_int_eq(rows[0].device, -1);
 	ck_assert_str_eq(rows[1].name, "k2");
 	ck_assert_int_eq(rows[1].compare, 20);
 	ck_assert_int_eq(rows[1].diff, 0);
+	ck_assert_int_eq(rows[1].device, 3);
+	ck_assert_int_eq(mms_compare_write_csv(c, "kd.csv", NULL), 0);
+	f = fopen("kd.csv", "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		seen |= (!strcmp(line, "KERNEL_LAUNCH,k1,host,10,10,0\n") ? 1 : 0) |
+			(!strcmp(line, "KERNEL_LAUNCH,k2,3,20,20,0\n") ? 2 : 0);
+	fclose(f);
+	ck_assert_int_eq(seen, 3);
 	mms_compare_close(c);
 }
 END_TEST
