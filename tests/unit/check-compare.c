@@ -119,10 +119,8 @@ START_TEST(test_kernel_bytes)
 					     MAL(5, 7, 0x20, 20) OPE(6, 7, "op") MAL(7, 7, 0x30, 40));
 	const mms_compare_row_t *rows;
 	mms_compare_t *c;
+	char path[256];
 	size_t n;
-	FILE *f;
-	char line[256];
-	int seen = 0;
 
 	c = compare(MMS_COMPARE_KERNEL, a, a, &rows, &n, NULL);
 	ck_assert_uint_eq(n, 2);
@@ -133,14 +131,13 @@ START_TEST(test_kernel_bytes)
 	ck_assert_int_eq(rows[1].compare, 20);
 	ck_assert_int_eq(rows[1].diff, 0);
 	ck_assert_int_eq(rows[1].device, 3);
-	ck_assert_int_eq(mms_compare_write_csv(c, "kd.csv", NULL), 0);
-	f = fopen("kd.csv", "r");
-	ck_assert_ptr_nonnull(f);
-	while (fgets(line, sizeof(line), f))
-		seen |= (!strcmp(line, "KERNEL_LAUNCH,k1,host,10,10,0\n") ? 1 : 0) |
-			(!strcmp(line, "KERNEL_LAUNCH,k2,3,20,20,0\n") ? 2 : 0);
-	fclose(f);
-	ck_assert_int_eq(seen, 3);
+	snprintf(path, sizeof(path), "%s/kd.csv", dir);
+	ck_assert_int_eq(mms_compare_write_csv(c, path, NULL), 0);
+	ck_assert_str_eq(slurp(path), ",,,Base,Compare\n"
+				      "Event,Name,Device Id,Allocated Memory(byte),Allocated Memory(byte),"
+				      "Diff Memory(byte)\n"
+				      "KERNEL_LAUNCH,k1,host,10,10,0\n"
+				      "KERNEL_LAUNCH,k2,3,20,20,0\n");
 	mms_compare_close(c);
 }
 END_TEST
