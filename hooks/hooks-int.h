@@ -100,6 +100,11 @@ struct mms_thread {
 	/* The id the last capture returned: stack_id with the thread's
 	 * Python frames above it (python_stack). */
 	uint32_t last_stack;
+	/* During a capture: the hook's caller is the dynamic loader, which
+	 * may hold its lock of the module list (dlclose freeing a link map):
+	 * libunwind, which takes a lock of its own around dl_iterate_phdr,
+	 * is not called then (unwind.c). */
+	int loader_call;
 	/* The stack walker's: this thread's stack, found at its first capture
 	 * (stack_hi 0: not yet), and its own memory (unwind-walker.c): the cache of
 	 * frame rules and the last walk. */

@@ -322,13 +322,24 @@ void mms__guard_rec_alloc(struct mms_thread *t, unsigned fn, void *ptr, size_t s
 
 /* Takes the reentrancy guard for guard.c: 0 when the thread is inside a
  * hook already; else 1, with *t the recording thread or NULL. */
-static inline int guard_enter(struct mms_thread **t)
+static inline int guard_enter(struct mms_thread **t, uintptr_t ra)
 {
 	if (mms__tls_busy)
 		return 0;
 	*t = mms__enter();
 	mms__tls_busy = 1;
+	/* The stacks guard.c captures start in its own frames: the loader's
+	 * calls are told here (see mms_thread.loader_call). */
+	if (*t)
+		(*t)->loader_call = mms__in_code(&mms__ldso_code, ra);
 	return 1;
+}
+
+static inline void guard_leave(struct mms_thread *t)
+{
+	if (t)
+		t->loader_call = 0;
+	mms__leave();
 }
 
 void *mms__guard_alloc_hook(unsigned fn, unsigned family, size_t align, size_t size, int zero, uintptr_t ra)
@@ -336,14 +347,14 @@ void *mms__guard_alloc_hook(unsigned fn, unsigned family, size_t align, size_t s
 	struct mms_thread *t;
 	void *r;
 
-	if (!guard_enter(&t))
+	if (!guard_enter(&t, ra))
 		return zero ? mms__real.calloc(1, size)
 			    : align > 16 ? mms__real.memalign(align, size) : mms__real.malloc(size);
 	if (unlikely(mms__guard_plain_caller(ra)))
 		r = mms__guard_alloc_plain(t, fn, size, zero, ra);
 	else
 		r = mms__guard_alloc(t, fn, family, align, size, zero, ra);
-	mms__leave();
+	guard_leave(t);
 	return r;
 }
 
@@ -351,12 +362,12 @@ void mms__guard_free_hook(void *ptr, unsigned family, uintptr_t ra)
 {
 	struct mms_thread *t;
 
-	if (!guard_enter(&t)) {
+	if (!guard_enter(&t, ra)) {
 		mms__real.free(ptr);
 		return;
 	}
 	mms__guard_free(t, ptr, family, MMS_FREE_FREE | (mms__guard_plain_caller(ra) ? MMS_GUARD_FREE_THEIRS : 0));
-	mms__leave();
+	guard_leave(t);
 }
 
 static __attribute__((noinline)) void *guard_realloc_hook(void *ptr, size_t size, uintptr_t ra)
@@ -364,13 +375,13 @@ static __attribute__((noinline)) void *guard_realloc_hook(void *ptr, size_t size
 	struct mms_thread *t;
 	void *r;
 
-	if (!guard_enter(&t))
+	if (!guard_enter(&t, ra))
 		return mms__real.realloc(ptr, size);
 	if (!ptr && unlikely(mms__guard_plain_caller(ra)))
 		r = mms__guard_alloc_plain(t, MMS_ALLOC_REALLOC, size, 0, ra);
 	else
 		r = mms__guard_realloc(t, ptr, size, ra);
-	mms__leave();
+	guard_leave(t);
 	return r;
 }
 

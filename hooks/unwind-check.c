@@ -95,7 +95,7 @@ static uint32_t check_walk(struct mms_thread *t, uintptr_t fp, int depth)
 	uint32_t wid, id;
 	int same, n;
 
-	if (!mms__libunwind_room(t) || mms__phdr_unsafe())
+	if (!mms__libunwind_room(t) || mms__libunwind_barred(t))
 		return 0; /* a small signal stack, a fork child's loader: neither walks */
 	n = stack_check(t, buf, depth, &wid, &same, fp);
 

@@ -56,6 +56,15 @@ static int unw_ready(void)
 	return 0;
 }
 
+void mms__libunwind_start(void)
+{
+	int busy = mms__tls_busy;
+
+	mms__tls_busy = 2; /* libunwind may allocate: not the program's */
+	(void)unw_ready();
+	mms__tls_busy = busy;
+}
+
 /* The program put a descriptor of its own at the number of libunwind's
  * pipe (dup2 onto it): libunwind writes into that pipe, so it is never
  * called again; the stacks it would have taken end where the walker
@@ -131,7 +140,7 @@ static void libunwind_thread_start(struct mms_thread *t)
 static uint32_t libunwind_walk(struct mms_thread *t, uintptr_t fp, int depth)
 {
 	(void)fp;
-	if (!mms__libunwind_room(t) || mms__phdr_unsafe())
+	if (!mms__libunwind_room(t) || mms__libunwind_barred(t))
 		return 0;
 	return mms__unwind_intern(t, t->frames, mms__libunwind_frames(t->frames, depth));
 }

@@ -363,7 +363,7 @@ static uint32_t walker_walk(struct mms_thread *t, uintptr_t fp, int depth)
 
 	if (n < 0) {
 		/* Off the thread's stack: perhaps a small signal stack. */
-		if ((n == -1 - MMS_FB_NO_STACK && !mms__libunwind_room(t)) || mms__phdr_unsafe())
+		if ((n == -1 - MMS_FB_NO_STACK && !mms__libunwind_room(t)) || mms__libunwind_barred(t))
 			return 0;
 		return mms__unwind_intern(t, buf, mms__libunwind_frames(buf, depth));
 	}

@@ -73,6 +73,16 @@ void mms__unwind_init(void)
 	else
 		unwinder = &mms__unwind_walker;
 	unwinder->init();
+	/* Where libunwind walks every stack, it starts now, while the
+	 * process has one thread: its start makes a pipe, whose number is
+	 * put out of the program's way (fds.c), and in a process with threads
+	 * the kernel's growth of the descriptor table for it waits for an RCU
+	 * grace period, during which every other thread's stack would go
+	 * without libunwind (it is not ready): the check mode saw a thread's
+	 * every stack so. The walker starts it on the first stack it cannot
+	 * walk, which most programs never have. */
+	if (mms__config.call_stack && unwinder != &mms__unwind_walker)
+		mms__libunwind_start();
 }
 
 void mms__unwind_after_fork_child(void)
@@ -167,7 +177,14 @@ uint32_t mms__capture_stack_slow(struct mms_thread *t, uintptr_t fp)
 	if (mms__config.call_stack) {
 		if (unlikely(!t->stack_hi))
 			u->thread_start(t);
+		/* fp is the hook's frame: above it, its caller's return
+		 * address (where it is some other frame of ours, no address
+		 * of ld.so's). */
+		int told = t->loader_call; /* by guard mode's hooks */
+
+		t->loader_call = told || mms__in_code(&mms__ldso_code, ((const uintptr_t *)fp)[1]);
 		id = u->walk(t, fp, (int)mms__config.call_stack);
+		t->loader_call = told;
 	}
 	return t->last_stack = mms__py_depth ? mms__pystack_capture(t, id) : id;
 }

@@ -41,6 +41,8 @@ uint32_t mms__unwind_intern(struct mms_thread *t, const uintptr_t *ips, int n) M
 
 /* unwind-libunwind.c: finds libunwind's code (mms__unwinder_code). */
 void mms__libunwind_init(void) MMS_HIDDEN;
+/* Starts libunwind now (it starts at its first use otherwise). */
+void mms__libunwind_start(void) MMS_HIDDEN;
 /* Whether libunwind may walk from here: not when this is an alternate
  * signal stack (sigaltstack) with under MMS_LIBUNWIND_ROOM bytes left, as
  * SIGSTKSZ's 8 KiB are after the kernel's signal frame (libunwind takes
@@ -50,6 +52,17 @@ void mms__libunwind_init(void) MMS_HIDDEN;
  * no stack. */
 #define MMS_LIBUNWIND_ROOM (16 * 1024)
 int mms__libunwind_room(const struct mms_thread *t) MMS_HIDDEN;
+/* Whether libunwind must not walk now (the event then has the walker's
+ * stack or none): in a fork child whose loader lock may be held
+ * (mms__phdr_unsafe), or for a call of the loader's own, made holding its
+ * lock of the module list (t->loader_call): libunwind calls
+ * dl_iterate_phdr holding a lock of its own, which another thread's walk
+ * may hold while it waits for the loader's (dlclose's frees deadlocked so
+ * with libunwind stacks). */
+static inline int mms__libunwind_barred(const struct mms_thread *t)
+{
+	return t->loader_call || mms__phdr_unsafe();
+}
 /* Sets t's stack bounds (stack_lo, stack_hi; stack_hi 1: unknown). */
 void mms__stack_bounds(struct mms_thread *t) MMS_HIDDEN;
 /* The caller's stack by libunwind, innermost first, without our frames,
