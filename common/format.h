@@ -364,6 +364,13 @@ enum mms_runtime_kind {
 	MMS_RT_CUDA = 10,  /* (version 10) the CUDA driver (libcuda) called the
 	                      allocator or mmap itself: its contexts, modules and
 	                      streams, kept until the process ends */
+	MMS_RT_PYIMPORT = 11, /* (version 11) allocated while the thread's CPython
+	                         loaded a module (the msmemscope package's scope
+	                         around importlib's loading: the module's top-level
+	                         code, an extension module's initialisation): the
+	                         program's during the run; live at exit, the
+	                         module's state, which CPython keeps (readers call
+	                         it CPython's then) */
 };
 
 /* Why freeres did not run (META "freeres_skipped"). */

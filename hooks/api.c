@@ -397,19 +397,42 @@ MMS_EXPORT int msmemscope_recording(void)
  * that what it allocates there is marked its own (ALLOC_RT, kind
  * MMS_RT_SELF), not the program's. Returns the scope it replaced, for
  * msmemscope__own_end(). */
-MMS_EXPORT unsigned msmemscope__own_begin(void)
+static unsigned scope_begin(unsigned kind)
 {
 	unsigned prev = mms__tls_runtime;
 
 	if (!prev)
-		mms__tls_runtime = MMS_RT_SELF;
+		mms__tls_runtime = (uint16_t)kind;
 	return prev;
+}
+
+static void scope_end(unsigned kind, unsigned prev)
+{
+	if (mms__tls_runtime == kind)
+		mms__tls_runtime = (uint16_t)prev;
+}
+
+MMS_EXPORT unsigned msmemscope__own_begin(void)
+{
+	return scope_begin(MMS_RT_SELF);
 }
 
 MMS_EXPORT void msmemscope__own_end(unsigned prev)
 {
-	if (mms__tls_runtime == MMS_RT_SELF)
-		mms__tls_runtime = (uint16_t)prev;
+	scope_end(MMS_RT_SELF, prev);
+}
+
+/* Not the public API either: the package's, around importlib's loading of
+ * a module, so that what is allocated then is marked (ALLOC_RT, kind
+ * MMS_RT_PYIMPORT) as the module's state should it be live at exit. */
+MMS_EXPORT unsigned msmemscope__import_begin(void)
+{
+	return scope_begin(MMS_RT_PYIMPORT);
+}
+
+MMS_EXPORT void msmemscope__import_end(unsigned prev)
+{
+	scope_end(MMS_RT_PYIMPORT, prev);
 }
 
 MMS_EXPORT void mstxMarkA(const char *message, void *stream)

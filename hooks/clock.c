@@ -24,7 +24,7 @@ uint32_t mms__sole_releaser = MMS_NO_RELEASER;
 static int cpu_has_invariant_tsc(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
-	char line[4096];
+	static char line[4096]; /* once, at start-up: not on a small stack */
 	int constant = 0, nonstop = 0;
 	FILE *f = fopen("/proc/cpuinfo", "re");
 

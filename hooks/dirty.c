@@ -153,7 +153,7 @@ static void raw_close(int fd)
 /* Whether the process runs under no seccomp filter ("Seccomp:\t0"). */
 static int no_seccomp(void)
 {
-	char buf[4096];
+	static char buf[4096]; /* once, under set_up_lock: not on a small stack */
 	const char *s;
 
 	if (mms__proc_read("/proc/self/status", buf, sizeof buf) < 0 || !(s = strstr(buf, "\nSeccomp:")))

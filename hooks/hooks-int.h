@@ -610,6 +610,9 @@ unsigned mms__runtime_kind(uintptr_t ra) MMS_HIDDEN;
  * what the thread allocates between the two is marked MMS_RT_SELF. */
 unsigned msmemscope__own_begin(void);
 void msmemscope__own_end(unsigned prev);
+/* The same around importlib's loading of a module: MMS_RT_PYIMPORT. */
+unsigned msmemscope__import_begin(void);
+void msmemscope__import_end(unsigned prev);
 
 /* hooks.c */
 void mms__init(void) MMS_HIDDEN;

@@ -200,6 +200,10 @@ static __attribute__((noinline, cold)) void rec_alloc_slow(struct mms_thread *t,
 {
 	unsigned kind = mms__tls_runtime ? mms__runtime_kind(ra) : 0;
 
+	/* In a module's import, what the loader or the CUDA driver
+	 * allocates is theirs. */
+	if (kind == MMS_RT_PYIMPORT && (mms__in_code(&mms__ldso_code, ra) || mms__in_cuda(ra)))
+		kind = 0;
 	/* After start-up, ld.so allocates for a library it loads (dlopen:
 	 * its link map, scope and version data; its TLS blocks; a failed
 	 * dlopen's message): the loader's state, kept while the library is

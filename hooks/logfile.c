@@ -104,7 +104,9 @@ static const char *why_words(int err)
  * the user asked for errors only. */
 static void say_cut(int err)
 {
-	char buf[PATH_MAX + 256];
+	/* Static: said once (the caller's flag), and the thread may have a
+	 * small stack with little of it left. */
+	static char buf[PATH_MAX + 256];
 	const char *why = why_words(err);
 	int n;
 

@@ -131,7 +131,7 @@ unsigned mms__runtime_kind(uintptr_t ra)
 {
 	int cxx = 0;
 
-	if (mms__tls_runtime == MMS_RT_THREAD || mms__tls_runtime == MMS_RT_SELF)
+	if (mms__tls_runtime == MMS_RT_THREAD || mms__tls_runtime == MMS_RT_SELF || mms__tls_runtime == MMS_RT_PYIMPORT)
 		return mms__tls_runtime;
 	if (mms__tls_runtime == MMS_RUNTIME_STARTUP && runtime_module(ra, &cxx))
 		return cxx ? MMS_RT_CXX : MMS_RT_C;

@@ -255,7 +255,9 @@ static size_t put_safe(char *dst, size_t cap, const char *s)
  * The first failure stops all dumping, with one warning. */
 static void dump_block(const struct watch_block *w, const char *op, uint64_t launch, int after)
 {
-	char path[4096 + 512], opn[WATCH_NAME_MAX], wn[WATCH_NAME_MAX];
+	/* Static: under the set's lock, and 5 KiB the stack of a thread
+	 * with a small one may not have. */
+	static char path[4096 + 512], opn[WATCH_NAME_MAX], wn[WATCH_NAME_MAX];
 	const uint8_t *p = (const uint8_t *)(uintptr_t)w->addr;
 	uint64_t left = w->size;
 	struct mms_quiet q;

@@ -50,6 +50,8 @@ static struct api {
 	void (*stop)(void);
 	unsigned (*own_begin)(void);
 	void (*own_end)(unsigned prev);
+	unsigned (*import_begin)(void);
+	void (*import_end)(unsigned prev);
 } api;
 
 /* Whether the recorder records this process: its API is there and says so. */
@@ -85,6 +87,8 @@ static void api_load(void)
 	api.stop = (void (*)(void))sym("msmemscope_stop");
 	api.own_begin = (unsigned (*)(void))sym("msmemscope__own_begin");
 	api.own_end = (void (*)(unsigned))sym("msmemscope__own_end");
+	api.import_begin = (unsigned (*)(void))sym("msmemscope__import_begin");
+	api.import_end = (void (*)(unsigned))sym("msmemscope__import_end");
 }
 
 static PyObject *py_recording(PyObject *self, PyObject *unused)
@@ -120,6 +124,40 @@ static PyObject *py_own_end(PyObject *self, PyObject *arg)
 		return NULL;
 	own_end((unsigned)prev);
 	Py_RETURN_NONE;
+}
+
+/* importlib's loading of a module, scoped: what is allocated while a
+ * module's code (or an extension module's initialisation) runs is marked
+ * as the module's state (MMS_RT_PYIMPORT), which CPython keeps: live at
+ * exit, it is not the program's leak, however deep the import was in the
+ * Python stack (the recorded frames show importlib only when it is among
+ * the innermost N). A C function, so that tracebacks of an import that
+ * fails show no frame of ours. */
+static PyObject *load_orig;
+
+static PyObject *scoped_load(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	unsigned prev = api.import_begin();
+	PyObject *r = PyObject_Vectorcall(load_orig, args, (size_t)nargs, NULL);
+
+	(void)self;
+	api.import_end(prev);
+	return r;
+}
+
+static PyMethodDef scoped_load_def = { "_load_unlocked", (PyCFunction)(void (*)(void))scoped_load, METH_FASTCALL,
+				       "importlib's _load_unlocked, with msmemscope's import scope." };
+
+/* wrap_load(function): the scoped version of importlib's _load_unlocked
+ * to put in its place; the function itself when the recorder has no
+ * scope (an older one) or one was made already. */
+static PyObject *py_wrap_load(PyObject *self, PyObject *original)
+{
+	(void)self;
+	if (!api.import_begin || !api.import_end || load_orig || !PyCallable_Check(original))
+		return Py_NewRef(original);
+	load_orig = Py_NewRef(original);
+	return PyCFunction_New(&scoped_load_def, NULL);
 }
 
 /* A call with no argument. */
@@ -848,6 +886,7 @@ static PyMethodDef methods[] = {
 	{ "stacks_hooked", py_stacks_hooked, METH_NOARGS, "Whether the Python stacks are kept by the profile hook." },
 	{ "setprofile", py_setprofile, METH_O, "sys.setprofile(function) with the stacks' hook: the stacks forget the thread's frames." },
 	{ "wrap_setprofile", py_wrap_setprofile, METH_O, "Keeps the interpreter's sys.setprofile for setprofile()." },
+	{ "wrap_load", py_wrap_load, METH_O, "importlib's _load_unlocked with the import scope." },
 	{ "stack_thread", py_stack_thread, METH_VARARGS, "threading.setprofile()'s: the stacks' hook for a thread." },
 	{ NULL, NULL, 0, NULL },
 };

@@ -196,7 +196,8 @@ static int mark_add(const struct mms__blk *blk, void *ctx)
 	mms_block_t b;
 
 	/* What a runtime keeps for itself is no leak between marks either. */
-	if (blk->alloc_event <= f->l->mark_events[0] || blk->alloc_event >= f->l->mark_events[1] || blk->runtime)
+	if (blk->alloc_event <= f->l->mark_events[0] || blk->alloc_event >= f->l->mark_events[1] ||
+	    mms__blk_runtime_now(blk))
 		return 0;
 	mms__state_blk_export(f->st, blk, &b);
 	return leak_add(&f->l->mark_leaks, &f->l->nmark_leaks, &f->markcap, &b, 0);
@@ -262,7 +263,7 @@ static int finder_event(struct mms__sub *sub, struct mms_pass *p, const mms_even
 				s->bytes_allocated += st->last_blk->size;
 			}
 			/* What a runtime keeps for itself is no step's leak. */
-			if (followed && !st->last_blk->runtime && (rc = follow(f, st->last_blk, step)))
+			if (followed && !mms__blk_runtime_now(st->last_blk) && (rc = follow(f, st->last_blk, step)))
 				return rc;
 		} else if (followed && ev->mem != MMS_MEM_MMAP && (v = mms__pass_data(f->pass, f->off)) && *v) {
 			/* A mapping is looked at when its step ends: munmap

@@ -349,6 +349,10 @@ unsigned mms__blk_runtime_at_end(const mms_log_t *log, struct mms__rtmemo *memo,
 	 * program's. */
 	if (b->mem == MMS_MEM_DEVICE)
 		return log->info.complete ? device_at_end(log, memo, b) : 0;
+	/* What a module's import allocated: its state, which CPython keeps
+	 * (format 11: the msmemscope package's scope around the loading). */
+	if (b->runtime == MMS_RT_PYIMPORT)
+		return MMS_RUNTIME_PYTHON;
 	if (b->runtime)
 		return b->runtime;
 	if (cuda_at_end(log, memo, b))

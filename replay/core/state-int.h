@@ -48,10 +48,20 @@ struct mms__blk {
 	uint8_t mem;             /* enum mms_mem_kind */
 	uint8_t fn;              /* HOST: enum mms_alloc_func; DEVICE: enum mms_device_sub */
 	uint8_t runtime;         /* HOST: enum mms_runtime_kind of a block a runtime keeps
-	                            for itself (ALLOC_RT), 0 = the program's */
+	                            for itself (ALLOC_RT), 0 = the program's; or
+	                            MMS_RT_PYIMPORT, the program's until the end
+	                            (mms__blk_runtime_now()) */
 	uint8_t live;            /* 0 = free slot (MMAP: the ranges sharing it are
 	                            counted in the state's mrefs) */
 };
+
+/* The runtime that keeps b for itself during the run (enum mms_runtime, 0:
+ * the program): what a module's import allocated (MMS_RT_PYIMPORT) is the
+ * program's until the end, where mms__blk_runtime_at_end() tells. */
+static inline unsigned mms__blk_runtime_now(const struct mms__blk *b)
+{
+	return b->runtime == MMS_RT_PYIMPORT ? 0 : b->runtime;
+}
 
 /* An operator running on a thread. */
 struct mms__op {

@@ -236,7 +236,7 @@ static inline __attribute__((always_inline)) int blk_fill(struct mms__state *st,
 		/* A block a runtime keeps for itself, or what a realloc of
 		 * one (a thread's TLS vector growing) made of it. */
 		runtime = ev->runtime <= MMS_RT_STDIO || ev->runtime == MMS_RT_SELF || ev->runtime == MMS_RT_LOADER ||
-					  ev->runtime == MMS_RT_CUDA
+					  ev->runtime == MMS_RT_CUDA || ev->runtime == MMS_RT_PYIMPORT
 				  ? (uint8_t)ev->runtime
 				  : 0;
 		if (!runtime && ev->sub == MMS_ALLOC_REALLOC)
@@ -508,8 +508,9 @@ static int apply_memory(struct mms__state *st, const mms_event_t *ev, struct mms
 		return 0;
 	t->realloc_runtime = 0;
 	rc = keyed_free(st, &st->host, ev, NULL);
+	/* (A realloc outside a module's import makes the program's block.) */
 	if (ev->sub == MMS_FREE_REALLOC && st->last_blk_valid)
-		t->realloc_runtime = st->last_blk->runtime;
+		t->realloc_runtime = (uint8_t)mms__blk_runtime_now(st->last_blk);
 	return rc;
 }
 
@@ -785,7 +786,7 @@ void mms__state_blk_export(const struct mms__state *st, const struct mms__blk *b
 	out->size = b->size;
 	out->mem = b->mem;
 	out->fn = b->fn;
-	out->runtime = b->runtime;
+	out->runtime = mms__blk_runtime_now(b);
 	out->device = o->device;
 	out->thread = o->thread;
 	out->stack = b->stack;

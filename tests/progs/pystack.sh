@@ -382,3 +382,68 @@ kept = [b["bytes"] for b in d["runtime"]["list"]]
 sys.exit(not (22222 in leaks and 11111 not in leaks and 11111 in kept))
 EOF2
 note "a block a module allocated while imported is CPython's at exit; one allocated later is the program's leak"
+
+# The same however deep the import is, and however few Python frames are
+# recorded: the package scopes importlib's loading of each module (its
+# frames are not among the innermost 2 here: the module's own function
+# calls the allocator, from a function of the program that imports it
+# with importlib.import_module). A failed import's traceback shows no
+# frame of msmemscope's.
+cat >mods/deepmod.py <<'EOF2'
+import ctypes
+
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+
+
+def helper():
+    return libc.malloc(33333)
+
+
+def setup():
+    return helper()
+
+
+state = setup()
+EOF2
+cat >mods/badmod.py <<'EOF2'
+raise ValueError("badmod refuses to load")
+EOF2
+cat >deepimports.py <<'EOF2'
+import ctypes
+import importlib
+import traceback
+
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+
+
+def load(name):
+    return importlib.import_module(name)
+
+
+def outer():
+    return load("deepmod")
+
+
+outer()
+try:
+    load("badmod")
+except ValueError:
+    print("".join(traceback.format_exc()).count("msmemscope"))
+libc.malloc(44444)
+EOF2
+PYTHONPATH="$work/mods" "$MMS_PYTHON" deepimports.py >deepimp.native 2>&1 || fail "deepimports.py natively exited $?"
+PYTHONPATH="$work/mods:$pkg" "$MMS_LAUNCHER" --call-stack=c:16,python:2 --output=deepimp --analysis= -- \
+	"$MMS_PYTHON" deepimports.py >deepimp.out 2>deepimp.err || fail "deepimports.py exited $? under the recorder: $(cat deepimp.err)"
+expect_eq "deepimports.py's output (the traceback's frames of msmemscope's)" "$(cat deepimp.out)" "$(cat deepimp.native)"
+log=$(find deepimp -name '*.mms' | head -n 1)
+"$MMS_REPLAY" "$log" --analysis leaks --json >deepimp.json 2>deepimp.err || fail "leaks exited $?: $(cat deepimp.err)"
+"$MMS_PYTHON" - deepimp.json <<'EOF2' || fail "the deep import's block or the later leak is misfiled: $(head -c 2000 deepimp.json)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+leaks = [b["bytes"] for b in d["at_exit"]["list"]]
+kept = [b["bytes"] for b in d["runtime"]["list"]]
+sys.exit(not (44444 in leaks and 33333 not in leaks and 33333 in kept))
+EOF2
+note "with python:2, a block allocated three calls deep in an import_module() is CPython's at exit; a later one the program's leak"

@@ -70,6 +70,29 @@ def _stacks_setup():
 _stacks_setup()
 
 
+def _imports_setup():
+    """While the program runs recorded, what a module allocates while it
+    is imported (its top-level code, an extension module's
+    initialisation, the libraries it loads) is marked as that module's
+    state: CPython keeps every module to the end, so live at exit it is
+    not the program's leak. importlib's loading of a module (which every
+    import, import_module() and __import__ go through) runs inside the
+    recorder's scope for that; the program sees no difference (the
+    wrapper is C code: an import's traceback shows no frame of ours)."""
+    if not _c.recording():
+        return
+    try:
+        import _frozen_importlib as bootstrap
+
+        load = bootstrap._load_unlocked
+    except (ImportError, AttributeError):  # another import system
+        return
+    bootstrap._load_unlocked = _c.wrap_load(load)
+
+
+_imports_setup()
+
+
 def _say(key, text):
     """Writes one line on stderr, once per key."""
     if key in _said:
