@@ -372,15 +372,22 @@ later()
 EOF2
 PYTHONPATH="$work/mods:$pkg" "$MMS_LAUNCHER" --call-stack=c:16,python:8 --output=imp --analysis= -- \
 	"$MMS_PYTHON" imports.py >imp.out 2>imp.err || fail "imports.py exited $? under the recorder: $(cat imp.err)"
-log=$(find imp -name '*.mms' | head -n 1)
-"$MMS_REPLAY" "$log" --analysis leaks --json >imp.json 2>imp.err || fail "leaks exited $?: $(cat imp.err)"
-"$MMS_PYTHON" - imp.json <<'EOF2' || fail "the import's block or the later leak is misfiled: $(head -c 2000 imp.json)"
+# expect_filed DIR KEPT LEAKED: in the log of the run folder DIR, the block of
+# KEPT bytes is kept by a runtime at exit, and the one of LEAKED bytes is
+# the program's leak.
+expect_filed() {
+	_log=$(find "$1" -name '*.mms' | head -n 1)
+	"$MMS_REPLAY" "$_log" --analysis leaks --json >"$1.json" 2>"$1.err" || fail "leaks exited $?: $(cat "$1.err")"
+	"$MMS_PYTHON" - "$1.json" "$2" "$3" <<'EOF2' || fail "$1: the import's block or the later leak is misfiled: $(head -c 2000 "$1.json")"
 import json, sys
 d = json.load(open(sys.argv[1]))
+kept_size, leak_size = int(sys.argv[2]), int(sys.argv[3])
 leaks = [b["bytes"] for b in d["at_exit"]["list"]]
 kept = [b["bytes"] for b in d["runtime"]["list"]]
-sys.exit(not (22222 in leaks and 11111 not in leaks and 11111 in kept))
+sys.exit(not (leak_size in leaks and kept_size not in leaks and kept_size in kept))
 EOF2
+}
+expect_filed imp 11111 22222
 note "a block a module allocated while imported is CPython's at exit; one allocated later is the program's leak"
 
 # The same however deep the import is, and however few Python frames are
@@ -437,13 +444,5 @@ PYTHONPATH="$work/mods" "$MMS_PYTHON" deepimports.py >deepimp.native 2>&1 || fai
 PYTHONPATH="$work/mods:$pkg" "$MMS_LAUNCHER" --call-stack=c:16,python:2 --output=deepimp --analysis= -- \
 	"$MMS_PYTHON" deepimports.py >deepimp.out 2>deepimp.err || fail "deepimports.py exited $? under the recorder: $(cat deepimp.err)"
 expect_eq "deepimports.py's output (the traceback's frames of msmemscope's)" "$(cat deepimp.out)" "$(cat deepimp.native)"
-log=$(find deepimp -name '*.mms' | head -n 1)
-"$MMS_REPLAY" "$log" --analysis leaks --json >deepimp.json 2>deepimp.err || fail "leaks exited $?: $(cat deepimp.err)"
-"$MMS_PYTHON" - deepimp.json <<'EOF2' || fail "the deep import's block or the later leak is misfiled: $(head -c 2000 deepimp.json)"
-import json, sys
-d = json.load(open(sys.argv[1]))
-leaks = [b["bytes"] for b in d["at_exit"]["list"]]
-kept = [b["bytes"] for b in d["runtime"]["list"]]
-sys.exit(not (44444 in leaks and 33333 not in leaks and 33333 in kept))
-EOF2
+expect_filed deepimp 33333 44444
 note "with python:2, a block allocated three calls deep in an import_module() is CPython's at exit; a later one the program's leak"
