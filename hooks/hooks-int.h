@@ -105,6 +105,10 @@ struct mms_thread {
 	 * libunwind, which takes a lock of its own around dl_iterate_phdr,
 	 * is not called then (unwind.c). */
 	int loader_call;
+	/* Guard mode's hooks: the return address of the hooked call, in its
+	 * caller (their captures start in guard.c's frames); 0: the capture
+	 * reads it above the hook's frame. */
+	uintptr_t hook_ra;
 	/* The stack walker's: this thread's stack, found at its first capture
 	 * (stack_hi 0: not yet), and its own memory (unwind-walker.c): the cache of
 	 * frame rules and the last walk. */

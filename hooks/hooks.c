@@ -332,17 +332,17 @@ static inline int guard_enter(struct mms_thread **t, uintptr_t ra)
 		return 0;
 	*t = mms__enter();
 	mms__tls_busy = 1;
-	/* The stacks guard.c captures start in its own frames: the loader's
-	 * calls are told here (see mms_thread.loader_call). */
+	/* The stacks guard.c captures start in its own frames: the hooked
+	 * call's return address is told here (mms_thread.hook_ra). */
 	if (*t)
-		(*t)->loader_call = mms__in_code(&mms__ldso_code, ra);
+		(*t)->hook_ra = ra;
 	return 1;
 }
 
 static inline void guard_leave(struct mms_thread *t)
 {
 	if (t)
-		t->loader_call = 0;
+		t->hook_ra = 0;
 	mms__leave();
 }
 

@@ -175,16 +175,28 @@ uint32_t mms__capture_stack_slow(struct mms_thread *t, uintptr_t fp)
 	uint32_t id = 0;
 
 	if (mms__config.call_stack) {
-		if (unlikely(!t->stack_hi))
-			u->thread_start(t);
-		/* fp is the hook's frame: above it, its caller's return
-		 * address (where it is some other frame of ours, no address
-		 * of ld.so's). */
-		int told = t->loader_call; /* by guard mode's hooks */
+		/* The hooked call's return address: guard mode's hooks say
+		 * it; else fp is the hook's frame, with it above (where fp is
+		 * another frame of ours, an address of neither ld.so nor
+		 * libc). */
+		uintptr_t ra = t->hook_ra ? t->hook_ra : ((const uintptr_t *)fp)[1];
 
-		t->loader_call = told || mms__in_code(&mms__ldso_code, ((const uintptr_t *)fp)[1]);
+		if (unlikely(!t->stack_hi)) {
+			/* A thread's first capture finds its stack with
+			 * pthread_getattr_np(), which takes the thread's lock:
+			 * not for a call libc makes itself, which may hold it
+			 * (pthread_getattr_np allocates holding it: a JVM's
+			 * threads deadlocked so, their first allocation being
+			 * that one). That event has no C stack; the thread's
+			 * next capture starts the unwinder. */
+			if (mms__in_code(&mms__libc_code, ra))
+				goto python;
+			u->thread_start(t);
+		}
+		t->loader_call = mms__in_code(&mms__ldso_code, ra);
 		id = u->walk(t, fp, (int)mms__config.call_stack);
-		t->loader_call = told;
+		t->loader_call = 0;
 	}
+python:
 	return t->last_stack = mms__py_depth ? mms__pystack_capture(t, id) : id;
 }

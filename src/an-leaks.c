@@ -547,6 +547,14 @@ static void print_runtime(struct leaks_out *o)
 		fputs("  (recorded without stacks: a block an XS module leaked is counted as perl's too; record with "
 		      "--call-stack=c:N to tell them apart)\n",
 		      f);
+	if (blocks[MMS_RUNTIME_NODE] && !o->info.call_stack_depth)
+		fputs("  (recorded without stacks: a block a native addon leaked is counted as Node.js's too; record "
+		      "with --call-stack=c:N to tell them apart)\n",
+		      f);
+	if (blocks[MMS_RUNTIME_JVM] && !o->info.call_stack_depth)
+		fputs("  (recorded without stacks: a block a JNI library leaked is counted as the JVM's too; record "
+		      "with --call-stack=c:N to tell them apart)\n",
+		      f);
 	if (blocks[MMS_RUNTIME_LIBC] + blocks[MMS_RUNTIME_LIBCXX] + blocks[MMS_RUNTIME_TLS] +
 		    blocks[MMS_RUNTIME_STDIO] &&
 	    !o->info.freeres) {

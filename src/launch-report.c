@@ -197,8 +197,9 @@ static void print_memory(const char *label, const mms_kind_summary_t *k, const s
 			own && log_ends_at_exit(&r->info) ? at_exit : "");
 		fprintf(stderr, "  %-17s %" PRIu64 " block%s, %s   kept by %s, not leaks\n", "    runtimes'", rt_blocks,
 			rt_blocks == 1 ? "" : "s", human_bytes_exact(rt_bytes, live, sizeof(live)),
-			k == &r->sum.mem[MMS_MEM_DEVICE] ? "PyTorch (its CUDA caching allocator, its handles)"
-							 : "the runtimes (C, C++, CPython, perl, CUDA)");
+			k == &r->sum.mem[MMS_MEM_DEVICE]
+				? "PyTorch (its CUDA caching allocator, its handles)"
+				: "the runtimes (C, C++, CPython, perl, Node.js, the JVM, CUDA)");
 	}
 	free(at);
 }

@@ -15,7 +15,7 @@ WORDS = ("summary", "full", "new")
 
 def print_kept(kept):
     """One line per runtime for the blocks the runtimes keep for
-    themselves (C, C++, CPython, perl): listed apart, never as loss records."""
+    themselves (C, C++, CPython, perl, Node.js, the JVM, CUDA): listed apart, never as loss records."""
     by = {}
     for g in kept:
         b = by.setdefault(g["runtime"], [0, 0])

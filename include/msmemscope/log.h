@@ -57,11 +57,26 @@ enum mms_runtime {
 	                           C library function): its contexts, modules and
 	                           streams, which it keeps until the process ends
 	                           (cudaDeviceReset or cuCtxDestroy frees a context's) */
+	MMS_RUNTIME_PYIMPORT = 11,  /* (format 11) an event's only (mms_event_t.runtime of a
+	                           MALLOC): allocated while CPython loaded a module; the
+	                           program's block during the run, CPython's
+	                           (MMS_RUNTIME_PYTHON) when live at exit */
+	MMS_RUNTIME_NODE = 12,      /* live at exit in Node.js (the node executable),
+	                           allocated by node or the libraries it brings (libuv,
+	                           ICU, OpenSSL, ...; not by a native addon, as far as
+	                           the recorded stack shows): V8's heap and isolate,
+	                           which node does not free when it exits */
+	MMS_RUNTIME_JVM = 13,       /* live at exit in a process with a Java virtual
+	                           machine, allocated by the JVM's libraries (in a Java
+	                           launcher, also what was recorded without stacks; not
+	                           by a JNI library's own code): its heap, code cache
+	                           and metaspace, which it does not free when it exits */
 	MMS_RUNTIME_COUNT
 };
 
 /* The runtime that keeps a block by design: a short name ("c", "cxx",
- * "thread", "stdio", "python", "msmemscope", "torch-cuda", "loader", "perl", "cuda") and a
+ * "thread", "stdio", "python", "msmemscope", "torch-cuda", "loader", "perl", "cuda",
+ * "python-import", "node", "jvm") and a
  * phrase; NULL for MMS_RUNTIME_NONE (the
  * program's) and unknown kinds. */
 const char *mms_runtime_name(unsigned kind);

@@ -66,7 +66,7 @@ typedef struct mms_summary {
 	                                             (nor a block freed lately) */
 	mms_bad_free_t bad_frees[MMS_BAD_FREES_KEPT]; /* the first of both, in log order */
 	size_t nbad_frees;
-	/* Blocks live at the end that the runtimes (C, C++, CPython, perl) keep
+	/* Blocks live at the end that the runtimes (C, C++, CPython, perl, Node.js, the JVM, CUDA) keep
 	 * for themselves (counted in mem[].live_blocks and live_bytes too):
 	 * not leaks. Per enum mms_runtime, all memory kinds, [MMS_RUNTIME_NONE]
 	 * being their sum; and per memory kind, all runtimes. */

@@ -119,10 +119,11 @@ struct mms_log {
 	/* Modules named libpython* and libc10_cuda* (meta.c, as their
 	 * records are read): runtime.c asks per block whether the process is
 	 * CPython's, and whether PyTorch's CUDA allocator is in it. */
-	uint32_t python_modules, torch_cuda_modules, cuda_modules;
-	/* The executable is a CPython or a perl interpreter's (runtime.c,
-	 * from the META record exe when the log opens). */
-	uint8_t python_exe, perl_exe;
+	uint32_t python_modules, torch_cuda_modules, cuda_modules, jvm_modules;
+	/* The executable is a CPython or a perl interpreter's, Node.js or a
+	 * Java launcher (runtime.c, from the META record exe when the log
+	 * opens). */
+	uint8_t python_exe, perl_exe, node_exe, jvm_exe;
 	struct mms__meta *metas;
 	size_t nmetas, metas_cap;
 	struct mms__map pycode_ix; /* PYCODE id -> index in pycodes */

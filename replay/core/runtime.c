@@ -16,14 +16,16 @@
 _Static_assert((int)MMS_RUNTIME_LIBC == (int)MMS_RT_C && (int)MMS_RUNTIME_LIBCXX == (int)MMS_RT_CXX &&
 		       (int)MMS_RUNTIME_TLS == (int)MMS_RT_THREAD && (int)MMS_RUNTIME_STDIO == (int)MMS_RT_STDIO &&
 		       (int)MMS_RUNTIME_MSMEMSCOPE == (int)MMS_RT_SELF &&
-		       (int)MMS_RUNTIME_LOADER == (int)MMS_RT_LOADER && (int)MMS_RUNTIME_CUDA == (int)MMS_RT_CUDA,
+		       (int)MMS_RUNTIME_LOADER == (int)MMS_RT_LOADER && (int)MMS_RUNTIME_CUDA == (int)MMS_RT_CUDA &&
+		       (int)MMS_RUNTIME_PYIMPORT == (int)MMS_RT_PYIMPORT,
 	       "the public runtime kinds are the format's");
 
 MMS__EXPORT const char *mms_runtime_name(unsigned kind)
 {
-	static const char *const names[MMS_RUNTIME_COUNT] = { NULL,     "c",      "cxx",        "thread",
-							      "stdio",  "python", "msmemscope", "torch-cuda",
-							      "loader", "perl",   "cuda" };
+	static const char *const names[MMS_RUNTIME_COUNT] = {
+		NULL,         "c",      "cxx",  "thread", "stdio",         "python", "msmemscope",
+		"torch-cuda", "loader", "perl", "cuda",   "python-import", "node",   "jvm",
+	};
 
 	return kind < MMS_RUNTIME_COUNT ? names[kind] : NULL;
 }
@@ -48,6 +50,12 @@ MMS__EXPORT const char *mms_runtime_what(unsigned kind)
 		"only when built for debugging (PERL_DESTRUCT_LEVEL)",
 		"the CUDA driver's (libcuda), for itself: its contexts, modules and streams, which it keeps until the "
 		"process ends (cudaDeviceReset or cuCtxDestroy frees a context's)",
+		"allocated while CPython loaded a module: the program's, and that module's state, CPython's, when live "
+		"at exit",
+		"Node.js's, at exit: V8's heap and isolate, libuv's loop and the libraries node brings, which it does "
+		"not free when it exits",
+		"the Java virtual machine's, at exit: its heap, code cache, metaspace and threads' state, which it "
+		"does not free when it exits",
 	};
 
 	return kind < MMS_RUNTIME_COUNT ? what[kind] : NULL;
@@ -65,6 +73,17 @@ static int starts(const char *s, const char *prefix)
 {
 	return !strncmp(s, prefix, strlen(prefix));
 }
+
+/* Whether file name b begins with one of the n prefixes. */
+static int starts_any(const char *b, const char *const *prefixes, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (starts(b, prefixes[i]))
+			return 1;
+	return 0;
+}
+
+#define STARTS_ANY(b, names) starts_any((b), (names), sizeof(names) / sizeof((names)[0]))
 
 int mms__loader_module(const char *path)
 {
@@ -96,6 +115,48 @@ static int perl_module(const char *path)
 	return perl_exe(path) || starts(base_name(path), "libperl.so");
 }
 
+/* Node.js's executable. */
+static int node_exe(const char *path)
+{
+	const char *b = base_name(path);
+
+	return !strcmp(b, "node") || !strcmp(b, "nodejs");
+}
+
+/* Node.js, and the libraries it is built on and allocates through for
+ * itself (V8 is in node or libnode); not a native addon (a *.node file):
+ * that is the program's code. */
+static int node_module(const char *path)
+{
+	static const char *const names[] = { "libnode.so",   "libuv.so",    "libicu",        "libssl.so",
+					     "libcrypto.so", "libcares.so", "libnghttp2.so", "libnghttp3.so",
+					     "libbrotli",    "libz.so",     "libllhttp.so",  "libada.so" };
+	const char *b = base_name(path);
+
+	return STARTS_ANY(b, names) || node_exe(path);
+}
+
+/* A Java launcher (java, javac, ... of a JDK, or one named java). */
+static int jvm_exe(const char *path)
+{
+	return strstr(path, "/lib/jvm/") || !strcmp(base_name(path), "java");
+}
+
+/* The Java virtual machine's libraries: a JDK's (in /usr/lib/jvm on
+ * Debian), or by name for one unpacked elsewhere; not a JNI library of
+ * the program's. */
+static int jvm_module(const char *path)
+{
+	static const char *const names[] = {
+		"libjvm.so",    "libjli.so",       "libjava.so",    "libzip.so",    "libnio.so",        "libnet.so",
+		"libverify.so", "libjimage.so",    "libmanagement", "libextnet.so", "libinstrument.so", "libattach.so",
+		"libprefs.so",  "libsyslookup.so", "libj2",         "libjsvml.so"
+	};
+	const char *b = base_name(path);
+
+	return STARTS_ANY(b, names) || strstr(path, "/lib/jvm/") != NULL;
+}
+
 /* The C and C++ runtime's own libraries. */
 static int c_runtime_module(const char *path)
 {
@@ -103,10 +164,7 @@ static int c_runtime_module(const char *path)
 					     "libdl.so" };
 	const char *b = base_name(path);
 
-	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-		if (starts(b, names[i]))
-			return 1;
-	return mms__loader_module(path);
+	return STARTS_ANY(b, names) || mms__loader_module(path);
 }
 
 /* The CUDA driver (libcuda), and the libraries it loads for itself
@@ -133,12 +191,15 @@ void mms__runtime_module_seen(mms_log_t *log, const char *path)
 	log->python_modules += starts(base_name(path), "libpython");
 	log->torch_cuda_modules += torch_cuda_module(path);
 	log->cuda_modules += starts(base_name(path), "libcuda.so");
+	log->jvm_modules += starts(base_name(path), "libjvm.so");
 }
 
 void mms__runtime_exe_seen(mms_log_t *log, const char *path)
 {
 	log->python_exe = python_module(path);
 	log->perl_exe = perl_exe(path);
+	log->node_exe = node_exe(path);
+	log->jvm_exe = jvm_exe(path);
 }
 
 /* Whether the log is a CPython interpreter's. */
@@ -156,7 +217,7 @@ static int perl_process(const mms_log_t *log)
 }
 
 /* The questions allocated_by() answers, each with 2 bits of a memo byte. */
-enum { BY_PYTHON, BY_TORCH_CUDA, BY_PERL, BY_CUDA };
+enum { BY_PYTHON, BY_TORCH_CUDA, BY_PERL, BY_CUDA, BY_NODE, BY_JVM };
 
 /* The path of the module that holds ip (the last recorded, where two
  * overlap), or NULL: found in memo's map of the modules, made at its
@@ -215,16 +276,16 @@ static int allocated_by(const mms_log_t *log, struct mms__rtmemo *memo, unsigned
 		r = neither;
 	if (ix >= 0 && (uint64_t)ix >= memo->len && (uint64_t)ix < log->nstacks) {
 		size_t len = log->nstacks;
-		uint8_t *p = realloc(memo->by_stack, len);
+		uint16_t *p = realloc(memo->by_stack, len * sizeof(*p));
 
 		if (p) {
-			memset(p + memo->len, 0, len - memo->len);
+			memset(p + memo->len, 0, (len - memo->len) * sizeof(*p));
 			memo->by_stack = p;
 			memo->len = len;
 		}
 	}
 	if (ix >= 0 && (uint64_t)ix < memo->len)
-		memo->by_stack[ix] |= (uint8_t)((r + 1) << (2 * which));
+		memo->by_stack[ix] |= (uint16_t)((r + 1) << (2 * which));
 	return r;
 }
 
@@ -293,6 +354,24 @@ static unsigned perl_at_end(const mms_log_t *log, struct mms__rtmemo *memo, cons
 	return allocated_by(log, memo, BY_PERL, b, perl_module, c_runtime_module, 1) ? MMS_RUNTIME_PERL : 0;
 }
 
+/* A block live at exit in Node.js (its executable): node's, unless its
+ * stack shows code that is neither node (and the libraries it brings)
+ * nor the C runtime allocating it: a native addon's own malloc. */
+static unsigned node_at_end(const mms_log_t *log, struct mms__rtmemo *memo, const struct mms__blk *b)
+{
+	return allocated_by(log, memo, BY_NODE, b, node_module, c_runtime_module, 1) ? MMS_RUNTIME_NODE : 0;
+}
+
+/* A block live at exit in a process with a Java virtual machine: the
+ * JVM's when its stack shows the JVM's libraries allocating it (past the
+ * C runtime); in a Java launcher, also when nothing was recorded. A JNI
+ * library's own malloc, or a program that embeds the JVM allocating, is
+ * the program's. */
+static unsigned jvm_at_end(const mms_log_t *log, struct mms__rtmemo *memo, const struct mms__blk *b)
+{
+	return allocated_by(log, memo, BY_JVM, b, jvm_module, c_runtime_module, log->jvm_exe) ? MMS_RUNTIME_JVM : 0;
+}
+
 /* A HOST block or mapping in a process that loaded the CUDA driver:
  * the driver's when the first frame of its recorded stack outside the C
  * runtime is in the driver (what it allocated through strdup() or
@@ -317,10 +396,7 @@ static int cuda_or_c_module(const char *path)
 					     "libnccl",      "libnvJitLink.so", "libnvrtc.so" };
 	const char *b = base_name(path);
 
-	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-		if (starts(b, names[i]))
-			return 1;
-	return c_runtime_module(path);
+	return STARTS_ANY(b, names) || c_runtime_module(path);
 }
 
 /* A DEVICE block live at exit: PyTorch's when the process loaded its
@@ -357,9 +433,17 @@ unsigned mms__blk_runtime_at_end(const mms_log_t *log, struct mms__rtmemo *memo,
 		return b->runtime;
 	if (cuda_at_end(log, memo, b))
 		return MMS_RUNTIME_CUDA;
-	if (b->mem == MMS_MEM_MMAP)
-		/* The interpreter's own mappings (pymalloc's arenas). */
-		return log->info.complete && python_process(log) ? python_at_end(log, memo, b) : 0;
+	if (b->mem == MMS_MEM_MMAP) {
+		/* The interpreters' own mappings (pymalloc's arenas, V8's
+		 * heap, the Java heap). */
+		if (!log->info.complete)
+			return 0;
+		if (python_process(log))
+			return python_at_end(log, memo, b);
+		if (log->node_exe)
+			return node_at_end(log, memo, b);
+		return log->jvm_modules ? jvm_at_end(log, memo, b) : 0;
+	}
 	/* (kind, address) pairs of blocks live at exit, written when no
 	 * freeres could run. */
 	if (!mms_log_meta(log, "runtime_live", &v, &len)) {
@@ -375,5 +459,9 @@ unsigned mms__blk_runtime_at_end(const mms_log_t *log, struct mms__rtmemo *memo,
 		return python_at_end(log, memo, b);
 	if (log->info.complete && perl_process(log))
 		return perl_at_end(log, memo, b);
+	if (log->info.complete && log->node_exe)
+		return node_at_end(log, memo, b);
+	if (log->info.complete && log->jvm_modules)
+		return jvm_at_end(log, memo, b);
 	return 0;
 }

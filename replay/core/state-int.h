@@ -267,7 +267,7 @@ static inline const struct mms__origin *mms__blk_origin(const struct mms__state 
  * of each allocation stack through the modules found: a PyTorch
  * program's 700,000 blocks live at exit share a few thousand stacks. */
 struct mms__rtmemo {
-	uint8_t *by_stack; /* by the stack's index in stack_nodes: 2 bits per question, 0 unknown */
+	uint16_t *by_stack; /* by the stack's index in stack_nodes: 2 bits per question, 0 unknown */
 	size_t len;
 	struct mms__ivset mods; /* the modules' ranges, each its index (the later wins) */
 	int mods_ready;         /* 1: mods holds them; -1: no memory, look one by one */

@@ -49,7 +49,7 @@ grep -q "Kept by the runtimes: .* (not leaks)" t8-nofree.leaks ||
 	fail "the leaks report does not show what the runtime keeps: $(cat t8-nofree.leaks)"
 "$MMS_LAUNCHER" --no-freeres --output=runs -- "$MMS_PROGS/threads8" 8 1000 0 >/dev/null 2>t8-nofree.launch.err ||
 	fail "msmemscope --no-freeres -- threads8 exited $?"
-grep -q "runtimes'.*kept by the runtimes (C, C++, CPython, perl, CUDA), not leaks" t8-nofree.launch.err ||
+grep -q "runtimes'.*kept by the runtimes (C, C++, CPython, perl, Node.js, the JVM, CUDA), not leaks" t8-nofree.launch.err ||
 	fail "the launcher's summary does not set the runtime's blocks apart: $(cat t8-nofree.launch.err)"
 if grep -q "leaked at exit" t8-nofree.launch.err; then
 	fail "the launcher calls the runtime's blocks leaked: $(cat t8-nofree.launch.err)"

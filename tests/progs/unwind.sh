@@ -112,6 +112,21 @@ checked small 32 "$MMS_PROGS/smallstack" 4
 expect_eq "smallstack's output in the check mode" "$(cat small.out)" "$(cat small.native-4)"
 expect_eq "smallstack: stacks that differ" "$mismatches" 0
 
+# Threads whose first allocation pthread_getattr_np() makes, holding the
+# thread's lock (a JVM's, Rust's): the first capture asked it for the
+# thread's stack from inside, and waited forever.
+"$MMS_PROGS/threadattr" 8 >attr.native || fail "threadattr natively exited $?"
+for how in walker libunwind guard; do
+	unwind=$how config="call_stack=16"
+	[ $how = guard ] && unwind=walker config="call_stack=16;guard=1"
+	MSMEMSCOPE_UNWIND=$unwind MSMEMSCOPE_CONFIG="$config" timeout 120 env LD_PRELOAD="$MMS_HOOKS" \
+		MSMEMSCOPE_LOG=attr-$how.mms "$MMS_PROGS/threadattr" 8 >attr-$how.out 2>attr-$how.err ||
+		fail "threadattr recorded ($how) exited $?: $(tail -3 attr-$how.err)"
+	expect_eq "threadattr's output recorded ($how)" "$(cat attr-$how.out)" "$(cat attr.native)"
+done
+checked attr 16 "$MMS_PROGS/threadattr" 8
+note "threads whose first allocation is pthread_getattr_np()'s run recorded with stacks, in every mode"
+
 if command -v sqlite3 >/dev/null 2>&1; then
 	awk 'BEGIN { print "create table t(a, b);"; print "begin;";
 		for (i = 0; i < 2000; i++) printf "insert into t values(%d, \"row %d of the table\");\n", i, i;
