@@ -209,20 +209,23 @@ static char *python_package(const char *hooks)
 	return pkg;
 }
 
-/* Python stacks (--call-stack=python:N) and aten operators (--level=op,
- * torch_ops): PYTHONPATH leads to the package's boot folder, whose
- * sitecustomize.py imports msmemscope (which installs the profile hook
- * that keeps the Python frames), has the program's import of torch turn
- * its operators into launches, and then runs the sitecustomize it hides;
- * with Python stacks also PYTHONMALLOC=malloc, unless
- * --python-allocator=pymalloc, so that every object is a malloc block. */
+/* Python stacks (--call-stack=python:N), C stacks and aten operators
+ * (--level=op, torch_ops): PYTHONPATH leads to the package's boot folder,
+ * whose sitecustomize.py imports msmemscope (which installs the profile
+ * hook that keeps the Python frames, and scopes importlib's loading of
+ * modules: with stacks, what native code allocates while a module is
+ * imported would otherwise be the program's leak at exit), has the
+ * program's import of torch turn its operators into launches, and then
+ * runs the sitecustomize it hides; with Python stacks also
+ * PYTHONMALLOC=malloc, unless --python-allocator=pymalloc, so that every
+ * object is a malloc block. */
 static size_t env_python(struct env_var *vars, const char *hooks, const struct opts *o)
 {
 	static char *path;
 	size_t n = 0;
 	char *pkg;
 
-	if (!o || (!o->rec.python_stack && !o->rec.torch_ops))
+	if (!o || (!o->rec.python_stack && !o->rec.torch_ops && !o->rec.call_stack))
 		return 0;
 	if (!path) {
 		pkg = python_package(hooks);

@@ -69,7 +69,14 @@ note "the launcher refuses a bad MSMEMSCOPE_LOG_LIMIT, MSMEMSCOPE_CLOCK, MSMEMSC
 # into --output's folder itself.
 "$MMS_LAUNCHER" --print-env --call-stack=c:8 --output=pe >env.sh 2>env.err ||
 	fail "msmemscope --print-env exited $?: $(cat env.err)"
-expect_eq "lines of --print-env" "$(wc -l <env.sh)" 4
+# (With C stacks, PYTHONPATH leads Python programs to the msmemscope
+# package, where it is built: its scope of the imports, pystack.sh.)
+lines=4
+if [ -f "$top_builddir/hooks/python/build/msmemscope/boot/sitecustomize.py" ]; then
+	lines=5
+	grep -q "^export PYTHONPATH='.*/msmemscope/boot:" env.sh || fail "--print-env with C stacks sets no PYTHONPATH: $(cat env.sh)"
+fi
+expect_eq "lines of --print-env" "$(wc -l <env.sh)" $lines
 [ -d pe ] || fail "--print-env did not make the --output folder"
 hooks=$(realpath "$MMS_HOOKS")
 sh -c 'e=$(cat env.sh)

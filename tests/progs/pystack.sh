@@ -445,4 +445,9 @@ PYTHONPATH="$work/mods:$pkg" "$MMS_LAUNCHER" --call-stack=c:16,python:2 --output
 	"$MMS_PYTHON" deepimports.py >deepimp.out 2>deepimp.err || fail "deepimports.py exited $? under the recorder: $(cat deepimp.err)"
 expect_eq "deepimports.py's output (the traceback's frames of msmemscope's)" "$(cat deepimp.out)" "$(cat deepimp.native)"
 expect_filed deepimp 33333 44444
-note "with python:2, a block allocated three calls deep in an import_module() is CPython's at exit; a later one the program's leak"
+# With C stacks alone, the launcher loads the package too, for that.
+PYTHONPATH="$work/mods:$pkg" "$MMS_LAUNCHER" --call-stack=c:16 --output=cimp --analysis= -- \
+	"$MMS_PYTHON" deepimports.py >cimp.out 2>cimp.err || fail "deepimports.py exited $? under the recorder: $(cat cimp.err)"
+expect_eq "deepimports.py's output with C stacks" "$(cat cimp.out)" "$(cat deepimp.native)"
+expect_filed cimp 33333 44444
+note "with python:2 or C stacks alone, a block allocated three calls deep in an import_module() is CPython's at exit; a later one the program's leak"
