@@ -2,6 +2,8 @@
 /* symbolize.c: turns recorded return addresses into function, file and line
  * (inlined frames included) with libdw, over the log's module map. */
 #define _GNU_SOURCE
+#include "config.h"
+
 #include <dlfcn.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -12,6 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef HAVE_LIBIBERTY
+#include <libiberty/demangle.h>
+#endif
 
 #include "format.h"
 #include "msmemscope/error.h"
@@ -134,9 +139,23 @@ static cxa_demangle_fn find_demangler(void)
 	return fn;
 }
 
+/* Rust's names: v0 (_R...) and legacy (_ZN...17h<hash>E, which C++'s
+ * demangler would give with its hash as the last component), by
+ * libiberty's rust_demangle(); NULL when name is not Rust's or libiberty
+ * was not found at build time. */
+static char *rust_name(const char *name)
+{
+#ifdef HAVE_LIBIBERTY
+	return rust_demangle(name, DMGL_PARAMS | DMGL_ANSI);
+#else
+	(void)name;
+	return NULL;
+#endif
+}
+
 /* Sets *out to the demangled form of name (owned by the symbolizer), or to
- * name itself when it is not a mangled C++ name or does not demangle.
- * Returns 0 or -ENOMEM. */
+ * name itself when it is not a mangled C++ or Rust name or does not
+ * demangle. Returns 0 or -ENOMEM. */
 static int demangle(struct mms_symbolizer *s, const char *name, const char **out)
 {
 	cxa_demangle_fn fn;
@@ -145,7 +164,7 @@ static int demangle(struct mms_symbolizer *s, const char *name, const char **out
 	int isnew, status = -1;
 
 	*out = name;
-	if (name[0] != '_' || name[1] != 'Z')
+	if (name[0] != '_' || (name[1] != 'Z' && name[1] != 'R'))
 		return 0;
 	slot = mms__map_get(&s->names, (uintptr_t)name);
 	if (slot) {
@@ -153,11 +172,14 @@ static int demangle(struct mms_symbolizer *s, const char *name, const char **out
 			*out = s->demangled[*slot];
 		return 0;
 	}
-	fn = find_demangler();
-	d = fn ? fn(name, NULL, NULL, &status) : NULL;
-	if (d && status) {
-		free(d);
-		d = NULL;
+	d = rust_name(name);
+	if (!d && name[1] == 'Z') {
+		fn = find_demangler();
+		d = fn ? fn(name, NULL, NULL, &status) : NULL;
+		if (d && status) {
+			free(d);
+			d = NULL;
+		}
 	}
 	if (mms__grow(&s->demangled, &s->demangled_cap, s->ndemangled, sizeof(*s->demangled)))
 		goto fail_mem;

@@ -12,7 +12,7 @@
 prog=$MMS_PROGS/symprog
 check=$MMS_PROGS/symcheck
 src=$top_srcdir/tests/progs
-sizes="7001 7002 7003"
+sizes="7001 7002 7003 7004"
 
 command -v strip >/dev/null 2>&1 || skip "strip is needed to make a stripped library (apt-get install binutils)"
 # Debug information comes from the files themselves, never the network.
@@ -90,6 +90,19 @@ expect_frame full.txt 7002 0 sym_inl_alloc syminl.c "$l_inl_alloc" 1
 expect_frame full.txt 7002 1 sym_outer syminl.c "$l_inl_call" 0
 expect_frame full.txt 7002 2 main symprog.c "$l_main_inline" 0
 expect_eq "full.txt: ip of the inlined frame" "$(val full.txt 7002 0 ip)" "$(val full.txt 7002 1 ip)"
+
+# Rust's names (the functions are C, named as Rust mangles): with
+# libiberty (configure's), Rust's own; else legacy's as C++'s demangler
+# gives it (the hash last), v0's mangled.
+if [ "${MMS_IBERTY:-}" = yes ]; then
+	rust_legacy=symprog::legacy rust_v0=symprog::rust_like
+else
+	rust_legacy=symprog::legacy::h0123456789abcdef rust_v0=_RNvCs1234_7symprog9rust_like
+	note "built without libiberty (apt-get install libiberty-dev): Rust's names are not checked demangled"
+fi
+expect_frame full.txt 7004 0 "$rust_legacy" symprog.c "$(marker RUST-ALLOC symprog.c)" 0
+expect_frame full.txt 7004 1 "$rust_v0" symprog.c "$(marker RUST-CALL symprog.c)" 0
+expect_frame full.txt 7004 2 main symprog.c "$(marker MAIN-RUST symprog.c)" 0
 
 expect_frame full.txt 7003 0 "$take" symlib.cc "$l_lib_alloc" 0
 expect_frame full.txt 7003 1 symlib_alloc symlib.cc "$l_lib_call" 0

@@ -9,6 +9,7 @@
 #define SYM_SIZE_DIRECT 7001
 #define SYM_SIZE_INLINE 7002
 #define SYM_SIZE_LIB 7003
+#define SYM_SIZE_RUST 7004
 
 /* Keeps p live in a register across the asm: a call whose result is
  * used after it is never turned into a tail call (a jump would take the
