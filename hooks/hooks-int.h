@@ -55,6 +55,7 @@ struct mms_real {
 	void *(*dlopen)(const char *, int);
 	int (*dlclose)(void *);
 	int (*pthread_setname_np)(pthread_t, const char *);
+	int (*pthread_getattr_np)(pthread_t, pthread_attr_t *);
 	int (*execve)(const char *, char *const[], char *const[]);
 	int (*execv)(const char *, char *const[]);
 	int (*execvp)(const char *, char *const[]);
@@ -144,6 +145,8 @@ extern __thread union mms_tls_alloc mms__tls_alloc MMS_HIDDEN;
 #define mms__tls_watch_collect (mms__tls_alloc.s.watch_collect)
 #define mms__tls_runtime (mms__tls_alloc.s.runtime)
 extern __thread int mms__tls_busy MMS_HIDDEN;
+/* Nonzero while the thread is inside pthread_getattr_np() (unwind.c). */
+extern __thread int mms__tls_getattr MMS_HIDDEN;
 
 /* intern.c */
 int mms__intern_init(void) MMS_HIDDEN;

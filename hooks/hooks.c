@@ -72,6 +72,7 @@ static void resolve_real(void)
 	RESOLVE(mremap);
 	RESOLVE(dlclose);
 	RESOLVE(pthread_setname_np);
+	RESOLVE(pthread_getattr_np);
 	RESOLVE(execve);
 	RESOLVE(execv);
 	RESOLVE(execvp);

@@ -4,10 +4,12 @@
  * interns them as a path of (parent, ip) nodes, reusing the outer frames
  * of the thread's last stack. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
 
+#include "enter.h"
 #include "unwind.h"
 
 uintptr_t mms__self_lo, mms__self_hi;
@@ -169,6 +171,29 @@ int mms__driver_through_libc(struct mms_thread *t, uintptr_t fp)
 	return 0;
 }
 
+/* pthread_getattr_np() holds its thread's lock while it allocates (the
+ * affinity mask it reallocates, the main thread's /proc/self/maps read),
+ * and a thread's first capture asks it for the thread's stack: inside,
+ * that waited for the lock forever (a JVM's threads, Rust's and rustc's,
+ * whose allocator maps memory there, begin with that call). So the
+ * function is interposed to say when the thread is inside it. */
+__thread int mms__tls_getattr;
+
+MMS_EXPORT int pthread_getattr_np(pthread_t thread, pthread_attr_t *attr)
+{
+	int r;
+
+	if (unlikely(!mms__real.pthread_getattr_np)) {
+		mms__init_resolve();
+		if (!mms__real.pthread_getattr_np)
+			return ENOSYS;
+	}
+	mms__tls_getattr++;
+	r = mms__real.pthread_getattr_np(thread, attr);
+	mms__tls_getattr--;
+	return r;
+}
+
 uint32_t mms__capture_stack_slow(struct mms_thread *t, uintptr_t fp)
 {
 	const struct mms_unwinder *u = unwinder;
@@ -183,13 +208,12 @@ uint32_t mms__capture_stack_slow(struct mms_thread *t, uintptr_t fp)
 
 		if (unlikely(!t->stack_hi)) {
 			/* A thread's first capture finds its stack with
-			 * pthread_getattr_np(), which takes the thread's lock:
-			 * not for a call libc makes itself, which may hold it
-			 * (pthread_getattr_np allocates holding it: a JVM's
-			 * threads deadlocked so, their first allocation being
-			 * that one). That event has no C stack; the thread's
-			 * next capture starts the unwinder. */
-			if (mms__in_code(&mms__libc_code, ra))
+			 * pthread_getattr_np(), which takes the thread's
+			 * lock: not from inside that function, which holds it
+			 * (see pthread_getattr_np above). That event has no C
+			 * stack; the thread's next capture starts the
+			 * unwinder. */
+			if (mms__tls_getattr)
 				goto python;
 			u->thread_start(t);
 		}

@@ -20,7 +20,9 @@
 #include <unistd.h>
 
 #define ARENA (1u << 20)
+#ifndef BIG /* threadattr-own: 64, every block of 64 bytes or more mapped */
 #define BIG (128u << 10)
+#endif
 
 /* Before each block: its size, and where its own mapping starts (NULL:
  * cut from an arena). 16 bytes: blocks stay 16-byte aligned. */

@@ -113,16 +113,19 @@ expect_eq "smallstack's output in the check mode" "$(cat small.out)" "$(cat smal
 expect_eq "smallstack: stacks that differ" "$mismatches" 0
 
 # Threads whose first allocation pthread_getattr_np() makes, holding the
-# thread's lock (a JVM's, Rust's): the first capture asked it for the
-# thread's stack from inside, and waited forever.
+# thread's lock (a JVM's, Rust's), or whose first event is an mmap an
+# allocator of the program's own makes there (rustc's jemalloc): the
+# first capture asked it for the thread's stack from inside, and waited
+# forever.
 "$MMS_PROGS/threadattr" 8 >attr.native || fail "threadattr natively exited $?"
-for how in walker libunwind guard; do
-	unwind=$how config="call_stack=16"
+for how in walker libunwind guard own; do
+	prog=threadattr unwind=$how config="call_stack=16"
 	[ $how = guard ] && unwind=walker config="call_stack=16;guard=1"
+	[ $how = own ] && unwind=walker prog=threadattr-own
 	MSMEMSCOPE_UNWIND=$unwind MSMEMSCOPE_CONFIG="$config" timeout 120 env LD_PRELOAD="$MMS_HOOKS" \
-		MSMEMSCOPE_LOG=attr-$how.mms "$MMS_PROGS/threadattr" 8 >attr-$how.out 2>attr-$how.err ||
-		fail "threadattr recorded ($how) exited $?: $(tail -3 attr-$how.err)"
-	expect_eq "threadattr's output recorded ($how)" "$(cat attr-$how.out)" "$(cat attr.native)"
+		MSMEMSCOPE_LOG=attr-$how.mms "$MMS_PROGS/$prog" 8 >attr-$how.out 2>attr-$how.err ||
+		fail "$prog recorded ($how) exited $?: $(tail -3 attr-$how.err)"
+	expect_eq "$prog's output recorded ($how)" "$(cat attr-$how.out)" "$(cat attr.native)"
 done
 checked attr 16 "$MMS_PROGS/threadattr" 8
 note "threads whose first allocation is pthread_getattr_np()'s run recorded with stacks, in every mode"
