@@ -78,13 +78,14 @@ static void rec_simple(struct mms_thread *t, uint8_t tag, int n, uint64_t a, uin
 	mms__rec_commit(t, p);
 }
 
-static void named_event(uint8_t tag, const char *name)
+/* An event of a name, then n - 1 (0 or 1) more fields: extra. */
+static void named_event(uint8_t tag, const char *name, int n, uint64_t extra)
 {
 	struct mms_thread *t = mms__api_enter();
 
 	if (!t)
 		return;
-	rec_simple(t, tag, 1, mms__intern_string(t, name), 0, 0);
+	rec_simple(t, tag, n, mms__intern_string(t, name), extra, 0);
 	mms__api_leave();
 }
 
@@ -171,17 +172,13 @@ MMS_EXPORT void msmemscope_op_end(void)
 void mms__api_kernel(const char *name)
 {
 	if (mms__config.events & MMS_EVENTS_LAUNCH)
-		named_event(MMS_TAG_KERNEL, name);
+		named_event(MMS_TAG_KERNEL, name, 1, 0);
 }
 
 void mms__api_kernel_dev(const char *name, unsigned device)
 {
-	struct mms_thread *t;
-
-	if (!(mms__config.events & MMS_EVENTS_LAUNCH) || !(t = mms__api_enter()))
-		return;
-	rec_simple(t, MMS_TAG_KERNEL_DEV, 2, mms__intern_string(t, name), device, 0);
-	mms__api_leave();
+	if (mms__config.events & MMS_EVENTS_LAUNCH)
+		named_event(MMS_TAG_KERNEL_DEV, name, 2, device);
 }
 
 MMS_EXPORT void msmemscope_kernel_launch(const char *name)
@@ -286,7 +283,7 @@ MMS_EXPORT void msmemscope_access(const void *ptr, size_t size, int mode)
 
 MMS_EXPORT void msmemscope_owner_push(const char *tag)
 {
-	named_event(MMS_TAG_OWNER_PUSH, tag);
+	named_event(MMS_TAG_OWNER_PUSH, tag, 1, 0);
 }
 
 MMS_EXPORT void msmemscope_owner_pop(void)
