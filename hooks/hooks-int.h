@@ -106,6 +106,10 @@ struct mms_thread {
 	 * libunwind, which takes a lock of its own around dl_iterate_phdr,
 	 * is not called then (unwind.c). */
 	int loader_call;
+	/* During a capture: the hook is the mmap family's, which a program's
+	 * own allocator calls holding its lock: nothing of ours may allocate
+	 * with the program's malloc then (unwind.c's stack bounds). */
+	int alloc_barred;
 	/* Guard mode's hooks: the return address of the hooked call, in its
 	 * caller (their captures start in guard.c's frames); 0: the capture
 	 * reads it above the hook's frame. */

@@ -23,8 +23,16 @@
  * 0. */
 static void rec_mapping(struct mms_thread *t, uint8_t tag, void *addr, size_t len, uint64_t word, unsigned rt)
 {
-	uint32_t stack = mms__capture_stack(t);
-	uint64_t stamp = mms__stamp_obtain();
+	uint32_t stack;
+	uint64_t stamp;
+
+	/* The caller may be an allocator holding its lock (PartitionAlloc,
+	 * jemalloc, tcmalloc map and protect so): the capture calls no
+	 * malloc (hooks-int.h). */
+	t->alloc_barred = 1;
+	stack = mms__capture_stack(t);
+	t->alloc_barred = 0;
+	stamp = mms__stamp_obtain();
 
 	if (likely(!rt))
 		mms__rec_addr_event(t, tag, stamp, (uintptr_t)addr, 3, len, word, stack, 0);

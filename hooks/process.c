@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "enter.h"
 #include "hooks-int.h"
 #include "log.h"
 #include "stamp.h"
@@ -70,9 +71,9 @@ MMS_EXPORT void _Exit(int status)
 /* --- fork ------------------------------------------------------------------
  * The forking thread writes a FORK event into the parent's log just before
  * the fork, and the child's log names it, so that a replay of the child
- * starts from the parent's heap at that event. The handler is registered
- * when the recorder starts, before the program registers its own, so it
- * runs last of the prepare handlers, as near the fork as a handler gets.
+ * starts from the parent's heap at that event. The handlers are the
+ * process's first (below), so the prepare handler runs last, as near the
+ * fork as a handler gets, and the child's and parent's run first.
  * Other threads of the parent may be inside a hook meanwhile: a free
  * stamped before the FORK event whose memory is released after the fork
  * (or an allocation made before the fork and stamped after it) puts that
@@ -81,6 +82,9 @@ MMS_EXPORT void _Exit(int status)
 static uint64_t fork_count;               /* FORK events this process wrote */
 static __thread uint64_t tls_fork_number; /* this thread's last, 0: none */
 static __thread uint64_t tls_fork_stamp;
+/* The recorder had started when this thread's fork began: the handlers do
+ * more than hold and release the locks. */
+static __thread int tls_fork_live;
 
 static void atfork_prepare(void)
 {
@@ -88,6 +92,9 @@ static void atfork_prepare(void)
 	uint8_t *p;
 
 	tls_fork_number = 0;
+	tls_fork_live = __atomic_load_n(&mms__init_state, __ATOMIC_ACQUIRE) == MMS_INIT_DONE;
+	if (!tls_fork_live)
+		goto locks;
 	/* A fork from a signal handler that interrupted a hook: the record
 	 * under way cannot be interleaved with; the child's log says so. */
 	if (mms__tls_busy)
@@ -107,6 +114,7 @@ static void atfork_prepare(void)
 	/* The modules, for the child's log (modules.c): before the locks
 	 * below, which another thread's scan may still take. */
 	mms__modules_snapshot();
+locks:
 	/* Last: held across the fork, so that no thread is half-way through
 	 * guard mode's set and quarantine or the arena's lists when the
 	 * child's copy is made. */
@@ -123,6 +131,10 @@ static void atfork_child(void)
 	mms__own_after_fork();
 	mms__arena_after_fork();
 	mms__guard_after_fork();
+	if (!tls_fork_live) {
+		mms__tls_busy = busy;
+		return;
+	}
 	mms__modules_after_fork(1);
 	/* Sandboxed (below): the child records nothing either, and makes
 	 * no system call of ours. */
@@ -145,12 +157,42 @@ static void atfork_parent(void)
 	mms__own_after_fork();
 	mms__arena_after_fork();
 	mms__guard_after_fork();
-	mms__modules_after_fork(0);
+	if (tls_fork_live)
+		mms__modules_after_fork(0);
+}
+
+/* The handlers hold the recorder's locks across the fork, and the other
+ * threads' hooks wait for them meanwhile. A handler registered earlier
+ * would run its prepare after ours: where it takes the program
+ * allocator's lock (PartitionAlloc's, jemalloc's arenas), which another
+ * thread holds while its mprotect waits in our hook for ours, both wait
+ * forever (chromium did so). So ours are registered before any other:
+ * at the first registration of anyone's (__register_atfork, which
+ * pthread_atfork calls, is interposed), or at start-up. */
+extern void *__dso_handle MMS_HIDDEN;
+static int (*real_register_atfork)(void (*)(void), void (*)(void), void (*)(void), void *);
+static pthread_once_t ours_once = PTHREAD_ONCE_INIT;
+
+MMS_EXPORT int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void), void *dso);
+
+static void register_ours(void)
+{
+	*(void **)&real_register_atfork = dlsym(RTLD_NEXT, "__register_atfork");
+	if (real_register_atfork)
+		real_register_atfork(atfork_prepare, atfork_parent, atfork_child, __dso_handle);
+}
+
+MMS_EXPORT int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void), void *dso)
+{
+	pthread_once(&ours_once, register_ours);
+	if (!real_register_atfork)
+		return ENOMEM; /* as glibc's when it has no room */
+	return real_register_atfork(prepare, parent, child, dso);
 }
 
 void mms__process_init(void)
 {
-	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	pthread_once(&ours_once, register_ours);
 }
 
 /* --- /proc/PID/stat --------------------------------------------------------- */

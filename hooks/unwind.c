@@ -8,6 +8,10 @@
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "enter.h"
 #include "unwind.h"
@@ -122,6 +126,66 @@ uint32_t mms__unwind_intern(struct mms_thread *t, const uintptr_t *ips, int n)
 	return parent;
 }
 
+/* Where a thread's stack is, from /proc/self/maps read with system calls
+ * alone: the mapping that holds s->at, and the end of the one below it. */
+struct stack_span {
+	uintptr_t at, below, lo, hi;
+};
+
+static int span_line(char *line, void *ctx)
+{
+	struct stack_span *s = ctx;
+	char *e;
+	uintptr_t lo = (uintptr_t)strtoull(line, &e, 16), hi;
+
+	if (*e != '-')
+		return -1;
+	hi = (uintptr_t)strtoull(e + 1, NULL, 16);
+	if (s->at < lo)
+		return -1; /* the lines are in address order: none holds it */
+	if (s->at >= hi) {
+		s->below = hi;
+		return 0;
+	}
+	s->lo = lo;
+	s->hi = hi;
+	return 1;
+}
+
+extern void *__libc_stack_end;
+
+/* The bounds without pthread_getattr_np(), which allocates with the
+ * program's malloc (the affinity mask; the main thread's maps, read with
+ * stdio). The main thread's stack grows down to its limit, as glibc
+ * counts it (not into the mapping below); another thread's is the
+ * mapping its stack pointer is in. Returns 0, or -1: not found. */
+static int bounds_from_maps(struct mms_thread *t)
+{
+	struct stack_span s = { 0, 0, 0, 0 };
+	int main_thread = t->tid == (pid_t)syscall(SYS_getpid);
+	struct rlimit rl;
+	stack_t ss;
+
+	if (main_thread) {
+		s.at = (uintptr_t)__libc_stack_end;
+	} else {
+		/* On a signal stack: not the thread's. */
+		if (sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK))
+			return -1;
+		s.at = (uintptr_t)__builtin_frame_address(0);
+	}
+	if (mms__proc_lines("/proc/self/maps", span_line, &s) != 1)
+		return -1;
+	t->stack_lo = s.lo;
+	t->stack_hi = s.hi;
+	if (main_thread && getrlimit(RLIMIT_STACK, &rl) == 0) {
+		uintptr_t room = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > s.hi ? s.hi : (uintptr_t)rl.rlim_cur;
+
+		t->stack_lo = s.hi - room > s.below ? s.hi - room : s.below;
+	}
+	return 0;
+}
+
 void mms__stack_bounds(struct mms_thread *t)
 {
 	pthread_attr_t attr;
@@ -130,8 +194,21 @@ void mms__stack_bounds(struct mms_thread *t)
 	int busy = mms__tls_busy;
 
 	t->stack_lo = 0;
-	t->stack_hi = 1;   /* unknown */
-	mms__tls_busy = 2; /* glibc reads /proc/self/maps with stdio */
+	t->stack_hi = 1; /* unknown */
+	/* pthread_getattr_np() is the cheap way for a thread of the
+	 * program's (its main thread's is /proc/self/maps either way), but
+	 * it allocates, and holds the thread's lock meanwhile: not from
+	 * inside it (a JVM's and Rust's threads begin with that call, and
+	 * their first allocation is its own), nor where the program's
+	 * allocator may be holding its lock (t->alloc_barred: it maps memory
+	 * so; chromium's fork child waited for PartitionAlloc's lock
+	 * forever), nor for the main thread. */
+	if (mms__tls_getattr || t->alloc_barred || t->tid == (pid_t)syscall(SYS_getpid)) {
+		if (bounds_from_maps(t))
+			t->stack_hi = 1;
+		return;
+	}
+	mms__tls_busy = 2;
 	if (pthread_getattr_np(pthread_self(), &attr) == 0) {
 		if (pthread_attr_getstack(&attr, &addr, &size) == 0 && size) {
 			t->stack_lo = (uintptr_t)addr;
@@ -173,10 +250,11 @@ int mms__driver_through_libc(struct mms_thread *t, uintptr_t fp)
 
 /* pthread_getattr_np() holds its thread's lock while it allocates (the
  * affinity mask it reallocates, the main thread's /proc/self/maps read),
- * and a thread's first capture asks it for the thread's stack: inside,
- * that waited for the lock forever (a JVM's threads, Rust's and rustc's,
- * whose allocator maps memory there, begin with that call). So the
- * function is interposed to say when the thread is inside it. */
+ * and a thread's first capture needs the thread's stack: from inside
+ * that function, mms__stack_bounds() must not call it (it waited for the
+ * lock forever: a JVM's threads, Rust's and rustc's, whose allocator maps
+ * memory there, begin with that call). So the function is interposed to
+ * say when the thread is inside it. */
 __thread int mms__tls_getattr;
 
 MMS_EXPORT int pthread_getattr_np(pthread_t thread, pthread_attr_t *attr)
@@ -206,21 +284,11 @@ uint32_t mms__capture_stack_slow(struct mms_thread *t, uintptr_t fp)
 		 * libc). */
 		uintptr_t ra = t->hook_ra ? t->hook_ra : ((const uintptr_t *)fp)[1];
 
-		if (unlikely(!t->stack_hi)) {
-			/* A thread's first capture finds its stack with
-			 * pthread_getattr_np(), which takes the thread's
-			 * lock: not from inside that function, which holds it
-			 * (see pthread_getattr_np above). That event has no C
-			 * stack; the thread's next capture starts the
-			 * unwinder. */
-			if (mms__tls_getattr)
-				goto python;
-			u->thread_start(t);
-		}
+		if (unlikely(!t->stack_hi))
+			u->thread_start(t); /* its stack's bounds, first */
 		t->loader_call = mms__in_code(&mms__ldso_code, ra);
 		id = u->walk(t, fp, (int)mms__config.call_stack);
 		t->loader_call = 0;
 	}
-python:
 	return t->last_stack = mms__py_depth ? mms__pystack_capture(t, id) : id;
 }

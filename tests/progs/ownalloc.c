@@ -7,7 +7,10 @@
  * into tests/progs/ownmalloc (the program defines malloc itself, ahead of
  * the recorder) and into tests/progs/allocplug.so (preloaded after the
  * recorder: the recorder's real allocator). ownmalloc.sh says what each
- * must show. */
+ * must show. With -DOWNALLOC_FORK (tests/progs/forklock.so, preloaded
+ * after the recorder) it holds its lock across fork, as jemalloc and
+ * PartitionAlloc hold theirs, and protects a page under it: see
+ * forklock.c. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <malloc.h>
@@ -182,3 +185,45 @@ size_t malloc_usable_size(void *p)
 {
 	return p ? ((struct head *)p - 1)->size : 0;
 }
+
+#ifdef OWNALLOC_FORK
+/* The handlers are registered by the library's constructor, which runs
+ * before the recorder's (preloaded before it): older than the recorder's
+ * unless it puts its own first. The child's handler changes a page's
+ * protection holding the lock (its first event in the child), and so may
+ * ownalloc_protect(), from any thread. */
+static void *fork_page;
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&lock);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&lock);
+}
+
+static void fork_child(void)
+{
+	mprotect(fork_page, 4096, PROT_READ | PROT_WRITE);
+	pthread_mutex_unlock(&lock);
+}
+
+__attribute__((constructor)) static void fork_init(void)
+{
+	fork_page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (fork_page == MAP_FAILED)
+		abort();
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+void ownalloc_protect(void);
+void ownalloc_protect(void)
+{
+	pthread_mutex_lock(&lock);
+	mprotect(fork_page, 4096, PROT_READ);
+	mprotect(fork_page, 4096, PROT_READ | PROT_WRITE);
+	pthread_mutex_unlock(&lock);
+}
+#endif
