@@ -56,6 +56,8 @@ struct mms_real {
 	int (*dlclose)(void *);
 	int (*pthread_setname_np)(pthread_t, const char *);
 	int (*pthread_getattr_np)(pthread_t, pthread_attr_t *);
+	/* glibc's __register_atfork (process.c) */
+	int (*register_atfork)(void (*)(void), void (*)(void), void (*)(void), void *);
 	int (*execve)(const char *, char *const[], char *const[]);
 	int (*execv)(const char *, char *const[]);
 	int (*execvp)(const char *, char *const[]);

@@ -81,6 +81,7 @@ static void resolve_real(void)
 	RESOLVE(unshare);
 	RESOLVE(setns);
 	RESOLVE(clock_gettime);
+	*(void **)&mms__real.register_atfork = dlsym(RTLD_NEXT, "__register_atfork");
 	if (!mms__real.malloc || !mms__real.free || !mms__real.calloc || !mms__real.realloc)
 		die_early("malloc");
 	if (!mms__real.mmap || !mms__real.munmap)

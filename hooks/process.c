@@ -170,24 +170,26 @@ static void atfork_parent(void)
  * at the first registration of anyone's (__register_atfork, which
  * pthread_atfork calls, is interposed), or at start-up. */
 extern void *__dso_handle MMS_HIDDEN;
-static int (*real_register_atfork)(void (*)(void), void (*)(void), void (*)(void), void *);
 static pthread_once_t ours_once = PTHREAD_ONCE_INIT;
 
 MMS_EXPORT int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void), void *dso);
 
 static void register_ours(void)
 {
-	*(void **)&real_register_atfork = dlsym(RTLD_NEXT, "__register_atfork");
-	if (real_register_atfork)
-		real_register_atfork(atfork_prepare, atfork_parent, atfork_child, __dso_handle);
+	mms__init_resolve();
+	/* Another thread may be finding the real functions still. */
+	if (!mms__real.register_atfork)
+		*(void **)&mms__real.register_atfork = dlsym(RTLD_NEXT, "__register_atfork");
+	if (mms__real.register_atfork)
+		mms__real.register_atfork(atfork_prepare, atfork_parent, atfork_child, __dso_handle);
 }
 
 MMS_EXPORT int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void), void *dso)
 {
 	pthread_once(&ours_once, register_ours);
-	if (!real_register_atfork)
+	if (!mms__real.register_atfork)
 		return ENOMEM; /* as glibc's when it has no room */
-	return real_register_atfork(prepare, parent, child, dso);
+	return mms__real.register_atfork(prepare, parent, child, dso);
 }
 
 void mms__process_init(void)
