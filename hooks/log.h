@@ -10,6 +10,9 @@
 /* logfile.c: the log file, its chunks and its metadata. */
 int mms__log_open(void) MMS_HIDDEN;
 void mms__log_finish(void) MMS_HIDDEN;
+/* Gives back the file's space reserved past the last chunk (before an
+ * exec); recording goes on. */
+void mms__log_trim(void) MMS_HIDDEN;
 void mms__log_cut(int err) MMS_HIDDEN;
 /* With the log cut: no event stamped `stamp` or later is complete (an
  * event with that stamp found no room). */

@@ -549,6 +549,26 @@ static void write_fork_meta(struct mms_thread *t)
 	write_meta_u(t, MMS_META_FORK_STAMP, fork_from.stamp);
 }
 
+/* One line on stderr: this process's log could not be created (err), so
+ * it runs unrecorded; most often a process that took another user's
+ * identity (a server's workers, su) under a folder its new user may not
+ * write, which no report would otherwise mention. */
+static void say_not_created(int err)
+{
+	static char buf[PATH_MAX + 512], exe[256]; /* as write_process_meta's */
+	ssize_t k;
+	int n;
+
+	if (mms__config.log_level == MMS_CONFIG_LOG_ERROR)
+		return;
+	k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	exe[k > 0 ? k : 0] = 0;
+	n = snprintf(buf, sizeof buf, "msmemscope: not recording pid %d (%s): cannot create %s: %s%s\n", (int)getpid(),
+		     k > 0 ? exe : "?", log_path, why_words(err),
+		     err == EACCES || err == EPERM ? " (its user may not write that folder)" : "");
+	mms__say(buf, n, sizeof buf);
+}
+
 /* Opens the log and writes its header and the process's metadata. Called
  * once, inside the reentrancy guard. Returns 0, or -1 with recording off. */
 int mms__log_open(void)
@@ -564,8 +584,11 @@ int mms__log_open(void)
 	mms__gdb_set_log(NULL);
 	mms__watch_set_log(NULL);
 	log_fd = mms__logname_open(log_path, fork_child, &execed, &log_created);
-	if (log_fd < 0)
+	if (log_fd < 0) {
+		if (errno)
+			say_not_created(errno);
 		return -1;
+	}
 	/* Out of the program's way: the top of the descriptor range,
 	 * unseen by its close and dup (fds.c). */
 	if (mms__fd_adopt(log_fd, &log_fd, &grow_lock) < 0) {
@@ -645,6 +668,12 @@ static void trim_file(void)
 	if (end < log_grown && mms__fd_still_ours(log_fd) && ftruncate(log_fd, (off_t)end) == 0)
 		__atomic_store_n(&log_grown, end, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&grow_lock);
+}
+
+void mms__log_trim(void)
+{
+	if (mms__active && mms__header && !mms__hands_off_now())
+		trim_file();
 }
 
 void mms__log_finish(void)

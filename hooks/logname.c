@@ -118,10 +118,12 @@ int mms__logname_open(char log_path[PATH_MAX], int fork_child, int *execed, int 
 				return fd;
 			if (lstat(log_path, &st) == 0 && S_ISLNK(st.st_mode)) {
 				say_not_recording(named, "is a symbolic link, which the recorder does not follow");
+				errno = 0; /* said */
 				return -1;
 			}
 			if (!force || strcmp(force, "1")) {
 				say_not_recording(named, "exists; set MSMEMSCOPE_LOG_FORCE=1 to replace it");
+				errno = 0;
 				return -1;
 			}
 			fd = open(log_path, flags | O_NONBLOCK, 0640);
@@ -129,6 +131,7 @@ int mms__logname_open(char log_path[PATH_MAX], int fork_child, int *execed, int 
 				say_not_recording(named, "is not a regular file");
 				close(fd);
 				fd = -1;
+				errno = 0;
 			}
 			return fd;
 		} else {
@@ -149,8 +152,10 @@ int mms__logname_open(char log_path[PATH_MAX], int fork_child, int *execed, int 
 		}
 		*execed = 1;
 	}
-	if (!mms__config.follow_exec)
-		return -1; /* --no-follow-exec: this image is not recorded */
+	if (!mms__config.follow_exec) {
+		errno = 0; /* --no-follow-exec: this image is not recorded */
+		return -1;
+	}
 	for (unsigned k = 1; k < 100000; k++) {
 		snprintf(log_path, PATH_MAX, "%s.exec%u.mms", stem, k);
 		int fd = open(log_path, flags | O_EXCL, 0640);
@@ -159,8 +164,10 @@ int mms__logname_open(char log_path[PATH_MAX], int fork_child, int *execed, int 
 			return fd;
 		}
 	}
+	errno = EEXIST;
 	return -1;
 too_long:
+	snprintf(log_path, PATH_MAX, "%s...", stem);
 	errno = ENAMETOOLONG;
 	return -1;
 }

@@ -453,6 +453,10 @@ static int exec_begin(void)
 	if (!mms__active || !mms__header || mms__header->pid != (uint64_t)getpid())
 		return 0;
 	__atomic_fetch_or(&mms__header->flags, MMS_FLAG_EXEC_AWAY, __ATOMIC_SEQ_CST);
+	/* The space reserved ahead goes back (2 MiB of disk a process that
+	 * forks and execs held before): an exec that fails grows the file
+	 * again, a chunk at a time. */
+	mms__log_trim();
 	return 1;
 }
 

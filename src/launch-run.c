@@ -95,9 +95,14 @@ char *find_hooks(void)
 	return found;
 }
 
-/* mkdir -p with mode 0750 for the folders it creates. */
+/* mkdir -p with mode 0750 (less the umask) for the folders it creates;
+ * run by root, 0751 whatever the umask, so that a process of the
+ * program's that takes another user's identity reaches the run folder
+ * (run_create). */
 static int mkdir_p(const char *path)
 {
+	int root = geteuid() == 0;
+	mode_t mode = root ? 0751 : 0750;
 	char *p = strdup(path), *s;
 	struct stat st;
 	int ret = 0;
@@ -110,7 +115,12 @@ static int mkdir_p(const char *path)
 		char c = *s;
 
 		*s = '\0';
-		if (mkdir(p, 0750) < 0 && (errno != EEXIST || stat(p, &st) < 0 || !S_ISDIR(st.st_mode))) {
+		if (mkdir(p, mode) == 0) {
+			if (root && chmod(p, mode) < 0) {
+				ret = -errno;
+				break;
+			}
+		} else if (errno != EEXIST || stat(p, &st) < 0 || !S_ISDIR(st.st_mode)) {
 			ret = errno == EEXIST ? -ENOTDIR : -errno;
 			break;
 		}
@@ -152,6 +162,13 @@ void run_create(struct run *run, const char *output)
 	if (mkdir(run->dir, 0750) < 0)
 		die(1, "cannot create the run folder %s: %s%s", run->shown, strerror(errno),
 		    errno == EEXIST ? " (not overwriting it)" : "");
+	/* Run by root, the program may take another user's identity (a
+	 * server's workers, su, a service's privilege drop): those processes
+	 * may create their logs here too, as in /tmp (sticky: none removes
+	 * another's; without read: none lists the folder). Logs are created
+	 * exclusively, never through a link. */
+	if (geteuid() == 0 && chmod(run->dir, 01733) < 0)
+		die(1, "cannot set the mode of the run folder %s: %s", run->shown, strerror(errno));
 	free(absout);
 	free(name);
 }

@@ -45,6 +45,9 @@ expect_key fe.exec1.mms.json complete true
 expect_key fe.$child.mms.json complete true
 # The parent's image ends at its exec: its log says so, and is not complete.
 expect_key fe.mms.json exec_away true
+# Its file holds what was written: the space reserved ahead went back at
+# the exec (2 MiB a process that forks and execs held before).
+expect_le "the parent's log's bytes on disk" $(($(stat -c %b fe.mms) * $(stat -c %B fe.mms))) $((4096 + 8 * 65536))
 # The summary says so, and names the next image's log.
 "$MMS_REPLAY" fe.mms --summary >fe.sum 2>fe.sum.err || fail "--summary of fe.mms exited $?: $(cat fe.sum.err)"
 grep -q "fe.mms: the process exec'd another program; blocks \"live at exec\" are those it held then (its log: fe.exec1.mms)$" fe.sum.err ||
