@@ -349,7 +349,8 @@ static inline uint32_t mms_pyframe_line(uint64_t ip)
  * Who keeps a block by design (ALLOC_RT records, "runtime_live"): the C
  * or C++ runtime, not the program. */
 enum mms_runtime_kind {
-	MMS_RT_C = 1,      /* glibc or ld.so, for itself, before main */
+	MMS_RT_C = 1,      /* glibc or ld.so (or the library of an allocator that
+	                      replaces malloc), for itself, before main */
 	MMS_RT_CXX = 2,    /* libstdc++ or libgcc, for itself, before main */
 	MMS_RT_THREAD = 3, /* a thread's TLS vector, allocated in pthread_create */
 	MMS_RT_STDIO = 4,  /* the buffer of stdin, stdout or stderr */

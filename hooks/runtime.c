@@ -6,7 +6,8 @@
  * valgrind does by default), and those frees are recorded. Where that
  * cannot run (other threads alive at exit, _exit), what the runtimes
  * allocated for themselves is marked in the log: blocks glibc, ld.so or
- * libstdc++ allocated before main (library initialisation), a new
+ * libstdc++ (or a replacement allocator's library, for itself) allocated
+ * before main (library initialisation), a new
  * thread's vector of thread-local storage (allocated in pthread_create),
  * the buffers of stdin, stdout and stderr, and, whenever it happens, what
  * ld.so allocates for the libraries it loads (hooks.c asks
@@ -110,6 +111,13 @@ static int runtime_module(uintptr_t ip, int *cxx)
 	Dl_info info;
 	const char *base;
 
+	/* A replacement allocator's library (tcmalloc, jemalloc as a shared
+	 * library): what it allocates through malloc at its start-up is its
+	 * own state, as the C library's is. */
+	if (mms__in_code(&mms__alloc_code, ip)) {
+		*cxx = 0;
+		return 1;
+	}
 	if (!dladdr((void *)ip, &info) || !info.dli_fname)
 		return 0;
 	base = strrchr(info.dli_fname, '/');

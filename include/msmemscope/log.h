@@ -18,7 +18,9 @@ extern "C" {
  * mms_block_t.runtime. */
 enum mms_runtime {
 	MMS_RUNTIME_NONE = 0,       /* the program */
-	MMS_RUNTIME_LIBC = 1,       /* glibc or ld.so, for itself, before main */
+	MMS_RUNTIME_LIBC = 1,       /* glibc or ld.so (or the library of an allocator that
+	                               replaces malloc: tcmalloc, jemalloc), for itself,
+	                               before main */
 	MMS_RUNTIME_LIBCXX = 2,     /* libstdc++ or libgcc, for itself, before main */
 	MMS_RUNTIME_TLS = 3,        /* a thread's TLS vector, allocated by pthread_create */
 	MMS_RUNTIME_STDIO = 4,      /* the buffer of stdin, stdout or stderr */

@@ -34,7 +34,8 @@ MMS__EXPORT const char *mms_runtime_what(unsigned kind)
 {
 	static const char *const what[MMS_RUNTIME_COUNT] = {
 		NULL,
-		"glibc or ld.so, for itself, before main",
+		"glibc or ld.so (or the library of an allocator that replaces malloc: tcmalloc, jemalloc), for "
+		"itself, before main",
 		"libstdc++, for itself, before main (its exception pool, iostream set-up)",
 		"a thread's thread-local storage vector, allocated by pthread_create",
 		"the buffer of stdin, stdout or stderr",

@@ -7,7 +7,10 @@
  * into tests/progs/ownmalloc (the program defines malloc itself, ahead of
  * the recorder) and into tests/progs/allocplug.so (preloaded after the
  * recorder: the recorder's real allocator). ownmalloc.sh says what each
- * must show. With -DOWNALLOC_FORK (tests/progs/forklock.so, preloaded
+ * must show. With -DOWNALLOC_PLUG (allocplug.so) its constructor keeps a
+ * block of 24 bytes allocated through the malloc the process resolves
+ * (the recorder's, preloaded first), as tcmalloc's start-up does: the
+ * allocator's own state, not the program's leak. With -DOWNALLOC_FORK (tests/progs/forklock.so, preloaded
  * after the recorder) it holds its lock across fork, as jemalloc and
  * PartitionAlloc hold theirs, and protects a page under it: see
  * forklock.c. */
@@ -225,5 +228,16 @@ void ownalloc_protect(void)
 	mprotect(fork_page, 4096, PROT_READ);
 	mprotect(fork_page, 4096, PROT_READ | PROT_WRITE);
 	pthread_mutex_unlock(&lock);
+}
+#endif
+
+#ifdef OWNALLOC_PLUG
+/* Kept where the compiler cannot drop the store (which would leave
+ * malloc a tail call: the loader's frame would be its caller). */
+void *volatile ownalloc_plug_state;
+
+__attribute__((constructor)) static void plug_init(void)
+{
+	ownalloc_plug_state = malloc(24);
 }
 #endif
