@@ -156,29 +156,25 @@ extern void *__libc_stack_end;
 
 /* The bounds without pthread_getattr_np(), which allocates with the
  * program's malloc (the affinity mask; the main thread's maps, read with
- * stdio). The main thread's stack grows down to its limit, as glibc
- * counts it (not into the mapping below); another thread's is the
- * mapping its stack pointer is in. Returns 0, or -1: not found. */
+ * stdio): the mapping the stack pointer is in; the process's first stack
+ * (the one that holds __libc_stack_end) grows down to its limit, as glibc
+ * counts it, not into the mapping below. Returns 0, or -1: not found (on
+ * a signal stack, which is not the thread's). */
 static int bounds_from_maps(struct mms_thread *t)
 {
 	struct stack_span s = { 0, 0, 0, 0 };
-	int main_thread = t->tid == (pid_t)syscall(SYS_getpid);
+	uintptr_t end = (uintptr_t)__libc_stack_end;
 	struct rlimit rl;
 	stack_t ss;
 
-	if (main_thread) {
-		s.at = (uintptr_t)__libc_stack_end;
-	} else {
-		/* On a signal stack: not the thread's. */
-		if (sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK))
-			return -1;
-		s.at = (uintptr_t)__builtin_frame_address(0);
-	}
+	if (sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK))
+		return -1;
+	s.at = (uintptr_t)__builtin_frame_address(0);
 	if (mms__proc_lines("/proc/self/maps", span_line, &s) != 1)
 		return -1;
 	t->stack_lo = s.lo;
 	t->stack_hi = s.hi;
-	if (main_thread && getrlimit(RLIMIT_STACK, &rl) == 0) {
+	if (end - s.lo < s.hi - s.lo && getrlimit(RLIMIT_STACK, &rl) == 0) {
 		uintptr_t room = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > s.hi ? s.hi : (uintptr_t)rl.rlim_cur;
 
 		t->stack_lo = s.hi - room > s.below ? s.hi - room : s.below;
