@@ -5,7 +5,7 @@
  * allocation hooks without a lock, without the GIL and without calling
  * the allocator.
  *
- * The package's profile hook (hooks/python/_msmemscope.c) runs with the
+ * The package's profile hook (hooks/python/pystacks.c) runs with the
  * GIL held on every Python call and return of a thread: it pushes the
  * frame and its code object here, and pops it. A code object is defined
  * in the log once (a PYCODE record: file, qualified name, first line);
@@ -29,7 +29,7 @@
  * -> id before the process's table.
  *
  * Where the package can read the interpreter's own frames (CPython 3.11
- * to 3.13: hooks/python/_msmemscope.c), it installs no profile hook at
+ * to 3.13: hooks/python/pystacks.c), it installs no profile hook at
  * all and gives the recorder a walker instead (msmemscope__py_walker,
  * pywalk.h): at an allocation the recorder asks it for the thread's
  * innermost frames (code object, instruction, whether the frame began a

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* pywalk.h: what the recorder (hooks/pystack.c) and the msmemscope
- * package (hooks/python/_msmemscope.c) share when the package reads a
+ * package (hooks/python/pystacks.c) share when the package reads a
  * thread's Python frames from the interpreter itself at an allocation
  * (msmemscope__py_walker), instead of keeping a shadow stack with a
  * profile hook. Every callback below runs inside an allocation hook: it

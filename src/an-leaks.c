@@ -497,6 +497,14 @@ static int load_suppressions(struct leaks_out *o)
 static void print_runtime(struct leaks_out *o)
 {
 	const mms_leaks_t *l = o->l;
+	/* The runtimes whose state at exit is told from native code's own
+	 * leaks by the allocation stacks. */
+	static const struct {
+		unsigned kind;
+		const char *code, *whose;
+	} native[] = { { MMS_RUNTIME_PERL, "an XS module", "perl" },
+		       { MMS_RUNTIME_NODE, "a native addon", "Node.js" },
+		       { MMS_RUNTIME_JVM, "a JNI library", "the JVM" } };
 	FILE *f = o->c->out;
 	uint64_t blocks[MMS_RUNTIME_COUNT] = { 0 }, bytes[MMS_RUNTIME_COUNT] = { 0 };
 	mms_stack_group_t *g = NULL;
@@ -543,18 +551,12 @@ static void print_runtime(struct leaks_out *o)
 			"record with --call-stack=c:N%s to tell them apart)\n",
 			py ? "C " : "", py ? ",python:M" : "");
 	}
-	if (blocks[MMS_RUNTIME_PERL] && !o->info.call_stack_depth)
-		fputs("  (recorded without stacks: a block an XS module leaked is counted as perl's too; record with "
-		      "--call-stack=c:N to tell them apart)\n",
-		      f);
-	if (blocks[MMS_RUNTIME_NODE] && !o->info.call_stack_depth)
-		fputs("  (recorded without stacks: a block a native addon leaked is counted as Node.js's too; record "
-		      "with --call-stack=c:N to tell them apart)\n",
-		      f);
-	if (blocks[MMS_RUNTIME_JVM] && !o->info.call_stack_depth)
-		fputs("  (recorded without stacks: a block a JNI library leaked is counted as the JVM's too; record "
-		      "with --call-stack=c:N to tell them apart)\n",
-		      f);
+	for (i = 0; i < sizeof(native) / sizeof(native[0]) && !o->info.call_stack_depth; i++)
+		if (blocks[native[i].kind])
+			fprintf(f,
+				"  (recorded without stacks: a block %s leaked is counted as %s's too; record with "
+				"--call-stack=c:N to tell them apart)\n",
+				native[i].code, native[i].whose);
 	if (blocks[MMS_RUNTIME_LIBC] + blocks[MMS_RUNTIME_LIBCXX] + blocks[MMS_RUNTIME_TLS] +
 		    blocks[MMS_RUNTIME_STDIO] &&
 	    !o->info.freeres) {

@@ -413,6 +413,22 @@ static unsigned device_at_end(const mms_log_t *log, struct mms__rtmemo *memo, co
 		       : 0;
 }
 
+/* A block live at the end of a whole log of an interpreter or a virtual
+ * machine (CPython, perl's heap blocks, Node.js, the JVM): its state at
+ * exit, as each tells. */
+static unsigned vm_at_end(const mms_log_t *log, struct mms__rtmemo *memo, const struct mms__blk *b)
+{
+	if (!log->info.complete)
+		return 0;
+	if (python_process(log))
+		return python_at_end(log, memo, b);
+	if (b->mem != MMS_MEM_MMAP && perl_process(log))
+		return perl_at_end(log, memo, b);
+	if (log->node_exe)
+		return node_at_end(log, memo, b);
+	return log->jvm_modules ? jvm_at_end(log, memo, b) : 0;
+}
+
 unsigned mms__blk_runtime_at_end(const mms_log_t *log, struct mms__rtmemo *memo, const struct mms__blk *b)
 {
 	const uint8_t *p, *end;
@@ -434,17 +450,10 @@ unsigned mms__blk_runtime_at_end(const mms_log_t *log, struct mms__rtmemo *memo,
 		return b->runtime;
 	if (cuda_at_end(log, memo, b))
 		return MMS_RUNTIME_CUDA;
-	if (b->mem == MMS_MEM_MMAP) {
-		/* The interpreters' own mappings (pymalloc's arenas, V8's
-		 * heap, the Java heap). */
-		if (!log->info.complete)
-			return 0;
-		if (python_process(log))
-			return python_at_end(log, memo, b);
-		if (log->node_exe)
-			return node_at_end(log, memo, b);
-		return log->jvm_modules ? jvm_at_end(log, memo, b) : 0;
-	}
+	/* The interpreters' own mappings (pymalloc's arenas, V8's heap, the
+	 * Java heap). */
+	if (b->mem == MMS_MEM_MMAP)
+		return vm_at_end(log, memo, b);
 	/* (kind, address) pairs of blocks live at exit, written when no
 	 * freeres could run. */
 	if (!mms_log_meta(log, "runtime_live", &v, &len)) {
@@ -456,13 +465,5 @@ unsigned mms__blk_runtime_at_end(const mms_log_t *log, struct mms__rtmemo *memo,
 	}
 	if (loader_allocated(log, b))
 		return MMS_RUNTIME_LOADER;
-	if (log->info.complete && python_process(log))
-		return python_at_end(log, memo, b);
-	if (log->info.complete && perl_process(log))
-		return perl_at_end(log, memo, b);
-	if (log->info.complete && log->node_exe)
-		return node_at_end(log, memo, b);
-	if (log->info.complete && log->jvm_modules)
-		return jvm_at_end(log, memo, b);
-	return 0;
+	return vm_at_end(log, memo, b);
 }
