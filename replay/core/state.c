@@ -317,6 +317,8 @@ int mms__state_freed_add(struct mms__state *st, const struct mms__freed *f)
 	return 0;
 }
 
+/* --- the keyed tables and the events' application ----------------------------- */
+
 int mms__state_slot_put(struct mms__state *st, struct mms__slotmap *m, uint64_t addr, uint64_t slot)
 {
 	uint32_t hash = mms__slotmap_hash(addr);
