@@ -28,6 +28,14 @@ command -v "$MMS_PYTHON" >/dev/null 2>&1 || skip "python3 is needed to read the 
 [ -f "$MMS_HOOKS" ] || fail "the recorder is not built: $MMS_HOOKS"
 [ -x "$MMS_REPLAY" ] || fail "the replay CLI is not built: $MMS_REPLAY"
 
+# launched_log ERR: the log of the program the launcher started, as its
+# "recorded PROG (pid N) to LOG" line in the stderr file ERR names it (not
+# the first log of the run folder: a child's pid may sort before its
+# parent's, as when pids pass 99999 -> 100000).
+launched_log() {
+	sed -n 's/^msmemscope: recorded .* (pid [0-9]*) to \(.*\)$/\1/p' "$1" | head -n 1
+}
+
 # record LOG PROG ARGS...: runs PROG under the recorder, writing LOG.
 # Extra recorder settings come from the environment of the caller
 # (MSMEMSCOPE_CONFIG, MSMEMSCOPE_CLOCK, MSMEMSCOPE_LOG_LIMIT). Returns the

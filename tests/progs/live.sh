@@ -50,14 +50,12 @@ for mode in steps threads late fork kill exec; do
 	# Events read during the run, and all of them.
 	sed -n 's/^msmemscope: live: \([0-9]*\) events read while.*/\1/p' $mode.err >$mode.fed
 	sed -n 's/^  events  *\([0-9]*\) .*/\1/p' $mode.err >$mode.total
+	log=$(launched_log $mode.err)
 	if [ $mode = exec ]; then
-		log=$(ls out/msmemscope_*/memscope_*.exec1.mms)
 		grep -q "^msmemscope: recorded env (pid [0-9]*) to .*/memscope_[0-9]*\.exec1\.mms$" $mode.err &&
 			grep -q "^  image  *$prog (image 2 of pid [0-9]*, after 1 exec; the earlier image's log is listed below)$" $mode.err &&
 			grep -q "^  also memscope_[0-9]*\.mms: pid [0-9]*, .*/env, the program as msmemscope started it: " $mode.err ||
 			fail "live exec: the report is not the exec'd image's: $(sed -n '/recorded/,/also/p' $mode.err)"
-	else
-		log=$(ls out/msmemscope_*/memscope_*.mms | head -1)
 	fi
 	[ -f "$log" ] || fail "live $mode: no log in out/"
 	# The leaks report, as the written log gives it.

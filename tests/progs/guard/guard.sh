@@ -26,7 +26,7 @@ run() {
 	status=0
 	"$MMS_LAUNCHER" "${guard_opt:---guard}" --call-stack=c:8 --output="out-$name" --error-exitcode=99 -- "$dir/$name" "$@" \
 		>"$name.out" 2>"$name.err" || status=$?
-	log=$(ls "out-$name"/*/memscope_*.mms | head -n 1)
+	log=$(launched_log "$name.err")
 	[ -f "$log" ] || fail "$name: no log: $(cat "$name.err")"
 	"$MMS_REPLAY" "$log" --analysis guard --json >"$name.json" 2>"$name.json.err" ||
 		fail "$name: msmemscope-replay --analysis guard --json exited $?: $(cat "$name.json.err")"
