@@ -59,6 +59,10 @@ const struct mms_conf_key mms__conf_keys[] = {
 	  "info, warn or error", "error: the recorder says nothing on stderr but errors", "recorder" },
 	{ "freeres", NULL, MMS_CONF_BOOL, F(freeres), 0, 1, NULL, "1", 0, "0 or 1",
 	  "0: glibc and libstdc++ do not free their memory at exit", "recorder (runtime.c)" },
+	{ "reach", NULL, MMS_CONF_BOOL, F(reach), 0, 1, NULL, "1", 0, "0 or 1",
+	  "0: the process's memory is not scanned at exit for pointers to its live blocks (every block live at "
+	  "exit is then reported as leaked)",
+	  "recorder (reach.c), leaks report" },
 	{ "watch", NULL, MMS_CONF_WATCH, F(watch), 0, 31, NULL, "", 0,
 	  "[START[:outN],]END[,full-content], operator names of 1 to 63 bytes without ';' or ',', "
 	  "N from 0 to 31, :outN only on START",

@@ -30,7 +30,7 @@
 
 #define MMS_MAGIC "MMSLOG\x1a\n"
 #define MMS_MAGIC_LEN 8
-#define MMS_FORMAT_VERSION 11u     /* what the writer writes */
+#define MMS_FORMAT_VERSION 12u     /* what the writer writes */
 #define MMS_FORMAT_VERSION_MIN 1u  /* the oldest version readers read */
 #define MMS_HEADER_SIZE 4096u
 #define MMS_CHUNK_SIZE_DEFAULT 65536u
@@ -158,6 +158,13 @@ enum mms_tag {
 	MMS_TAG_LOST = 0x08,        /* u count */
 	MMS_TAG_PYCODE = 0x09,      /* (version 5) u id, s filename, s qualname, u first
 	                               line: a Python code object (see MMS_PYFRAME) */
+	MMS_TAG_REACH_REGIONS = 0x0a, /* (version 12) s: (u lo, u length, u enum
+	                                 mms_reach_region) triples: memory the recorder
+	                                 scanned at exit for pointers (META "reach") */
+	MMS_TAG_REACH_REFS = 0x0b,    /* (version 12) s: (u (where - previous where) / 8,
+	                                 zigzag (value - previous value)) pairs, both
+	                                 previous 0 at the record's start: the words of
+	                                 that memory that point into its anonymous part */
 
 	/* Memory events. */
 	MMS_TAG_ALLOC = 0x10,       /* | enum mms_alloc_fn: daddr, u size, u stack */
@@ -381,6 +388,29 @@ enum mms_freeres_why {
 	MMS_FREERES_UNCOUNTED = 3, /* the threads could not be counted (no
 	                              descriptor free for /proc, no /proc) */
 };
+
+/* What a REACH_REGIONS range is (bits; none: anonymous memory). */
+enum mms_reach_region {
+	MMS_RGN_FILE = 1u << 0,  /* a file's private writable mapping: a module's data
+	                            and .bss */
+	MMS_RGN_SP = 1u << 1,    /* the exiting thread's stack, from its stack pointer */
+	MMS_RGN_STACK = 1u << 2, /* the first thread's stack ([stack]) */
+	MMS_RGN_HEAP = 1u << 3,  /* malloc's: the heap ([heap], grown by brk) */
+	MMS_RGN_ARENA = 1u << 4, /* malloc's: one of glibc's other arenas' heaps */
+};
+
+/* META "reach" (version 12), written after the scan's records: u status,
+ * u pairs (words written), u REACH_REFS records, u REACH_REGIONS records,
+ * u bytes read, u other threads running at the scan, u nanoseconds the
+ * scan took. */
+enum mms_reach_scan {
+	MMS_SCAN_DONE = 0,   /* every resident page of the ranges was read */
+	MMS_SCAN_LIMIT = 1,  /* stopped at MMS_REACH_MAX_PAIRS words */
+	MMS_SCAN_NOREAD = 2, /* the process could not read its own memory
+	                        (process_vm_readv refused: a seccomp filter) */
+	MMS_SCAN_RANGES = 3, /* more mappings than the scan keeps (65536): none read */
+};
+#define MMS_REACH_MAX_PAIRS (16u << 20)
 
 enum mms_alloc_fn {
 	MMS_ALLOC_MALLOC = 0,

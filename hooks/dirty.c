@@ -345,37 +345,6 @@ static int set_up(void)
 	return 1;
 }
 
-/* Reads a hexadecimal number at *s, moving past it and one separator. */
-static unsigned long hex_field(const char **s)
-{
-	unsigned long v = 0;
-	const char *p = *s;
-
-	for (;; p++) {
-		unsigned c = (unsigned char)*p;
-		if (c - '0' < 10)
-			v = v << 4 | (c - '0');
-		else if ((c | 0x20) - 'a' < 6)
-			v = v << 4 | ((c | 0x20) - 'a' + 10);
-		else
-			break;
-	}
-	*s = *p ? p + 1 : p;
-	return v;
-}
-
-/* Moves *s past the field it is at and the spaces after it. */
-static void skip_field(const char **s)
-{
-	const char *p = *s;
-
-	while (*p && *p != ' ')
-		p++;
-	while (*p == ' ')
-		p++;
-	*s = p;
-}
-
 /* Whether a page of [lo, hi) is the file's (not copied for the program
  * yet) or not present: such a page can change through the file. */
 static int file_pages(uintptr_t lo, uintptr_t hi)
@@ -400,32 +369,6 @@ static int file_pages(uintptr_t lo, uintptr_t hi)
 	return r != 0;
 }
 
-/* A line of /proc/self/maps (its head): 0 when its memory cannot be
- * tracked, 1 for private anonymous memory one may write (nameless, the
- * heap, or named by prctl; not the stack, which grows down, nor the
- * kernel's special mappings), 2 for a private writable mapping of a file
- * (a program's or library's data and .bss), trackable where every page
- * is the program's own copy. Sets its extent. */
-static int private_line(const char *s, uintptr_t *start, uintptr_t *end)
-{
-	const char *perms;
-	int file;
-
-	*start = hex_field(&s);
-	*end = hex_field(&s);
-	perms = s;
-	if (strlen(perms) < 5 || perms[0] != 'r' || perms[1] != 'w' || perms[3] != 'p')
-		return 0;
-	skip_field(&s); /* perms */
-	skip_field(&s); /* offset */
-	skip_field(&s); /* device */
-	file = s[0] != '0' || (s[1] != ' ' && s[1] != 0);
-	skip_field(&s);
-	if (file)
-		return *s == '/' ? 2 : 0;
-	return !*s || !strcmp(s, "[heap]") || !strncmp(s, "[anon:", 6);
-}
-
 /* private_part's walk: the run of trackable mappings it is in, and the
  * largest met. */
 struct private_walk {
@@ -438,7 +381,12 @@ static int private_step(char *line, void *ctx)
 {
 	struct private_walk *w = ctx;
 	uintptr_t start, end;
-	int kind = private_line(line, &start, &end);
+	/* Private anonymous memory one may write (nameless, the heap, or
+	 * named by prctl; not the stack, which grows down, nor the
+	 * kernel's special mappings), or a private writable mapping of a
+	 * file (a program's or library's data and .bss), trackable where
+	 * every page is the program's own copy. */
+	int kind = mms__maps_line(line, &start, &end);
 
 	if (start < w->lo)
 		start = w->lo;
@@ -446,8 +394,8 @@ static int private_step(char *line, void *ctx)
 		end = w->hi;
 	if (start >= end)
 		return 0;
-	if (kind == 2 && file_pages(start, end))
-		kind = 0;
+	if (kind == MMS_MAPS_STACK || (kind == MMS_MAPS_FILE && file_pages(start, end)))
+		kind = MMS_MAPS_OTHER;
 	if (!kind) {
 		w->run_lo = w->run_hi = 0;
 		return 0;

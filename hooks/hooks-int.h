@@ -520,6 +520,10 @@ int mms__own_overlaps(uintptr_t lo, uintptr_t hi) MMS_HIDDEN;
  * else returns 0, and the caller makes the call itself. */
 int mms__own_spare(void *addr, size_t len, int (*fn)(uintptr_t lo, uintptr_t hi, void *ctx), void *ctx,
 		   int *ret) MMS_HIDDEN;
+/* Calls fn on each piece of [lo, hi) outside the recorder's ranges, in
+ * order; returns the first nonzero value fn returned, else 0. */
+int mms__own_outside(uintptr_t lo, uintptr_t hi, int (*fn)(uintptr_t lo, uintptr_t hi, void *ctx),
+		     void *ctx) MMS_HIDDEN;
 /* The program's mlockall(flags) with MCL_CURRENT: what the kernel does
  * (the same limit, the same errors), but for the program's mappings
  * only. Returns 0, or -1 with errno. */
@@ -700,5 +704,18 @@ ssize_t mms__proc_read(const char *path, char *buf, size_t cap) MMS_HIDDEN;
  * bytes NUL ended without the newline, until fn returns nonzero. Returns
  * that value, 0 at the end, or -1 when the file cannot be read. */
 int mms__proc_lines(const char *path, int (*fn)(char *line, void *ctx), void *ctx) MMS_HIDDEN;
+/* reach.c: at the end of exit, the process's writable memory scanned for
+ * words that point into its anonymous memory, written to the log
+ * (REACH_REGIONS, REACH_REFS, META "reach"), unless reach=0. t is the
+ * exiting thread's state, others the threads still running. */
+void mms__reach_scan(struct mms_thread *t, long others) MMS_HIDDEN;
+/* What a line of /proc/self/maps (its head, as mms__proc_lines gives it)
+ * maps, for its private writable mappings: anonymous memory (nameless,
+ * or named by prctl), a file's (a program's or library's data and .bss),
+ * the first thread's stack, or the heap malloc grows with brk;
+ * MMS_MAPS_OTHER for the rest (read-only, shared, the kernel's special
+ * mappings). Sets its extent. */
+enum { MMS_MAPS_OTHER, MMS_MAPS_ANON, MMS_MAPS_FILE, MMS_MAPS_STACK, MMS_MAPS_HEAP };
+int mms__maps_line(const char *s, uintptr_t *start, uintptr_t *end) MMS_HIDDEN;
 
 #endif /* MMS_HOOKS_INT_H */

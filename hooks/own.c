@@ -189,6 +189,11 @@ static int each_outside(uintptr_t lo, uintptr_t hi, int (*fn)(uintptr_t lo, uint
 	return rc;
 }
 
+int mms__own_outside(uintptr_t lo, uintptr_t hi, int (*fn)(uintptr_t lo, uintptr_t hi, void *ctx), void *ctx)
+{
+	return each_outside(lo, hi, fn, ctx);
+}
+
 int mms__own_spare(void *addr, size_t len, int (*fn)(uintptr_t lo, uintptr_t hi, void *ctx), void *ctx, int *ret)
 {
 	uintptr_t lo = (uintptr_t)addr, hi;

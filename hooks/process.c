@@ -240,6 +240,61 @@ int mms__proc_lines(const char *path, int (*fn)(char *line, void *ctx), void *ct
 	return r < 0 && !rc ? -1 : rc;
 }
 
+/* Reads a hexadecimal number at *s, moving past it and one separator. */
+static unsigned long hex_field(const char **s)
+{
+	unsigned long v = 0;
+	const char *p = *s;
+
+	for (;; p++) {
+		unsigned c = (unsigned char)*p;
+		if (c - '0' < 10)
+			v = v << 4 | (c - '0');
+		else if ((c | 0x20) - 'a' < 6)
+			v = v << 4 | ((c | 0x20) - 'a' + 10);
+		else
+			break;
+	}
+	*s = *p ? p + 1 : p;
+	return v;
+}
+
+/* Moves *s past the field it is at and the spaces after it. */
+static void skip_field(const char **s)
+{
+	const char *p = *s;
+
+	while (*p && *p != ' ')
+		p++;
+	while (*p == ' ')
+		p++;
+	*s = p;
+}
+
+int mms__maps_line(const char *s, uintptr_t *start, uintptr_t *end)
+{
+	const char *perms;
+	int file;
+
+	*start = hex_field(&s);
+	*end = hex_field(&s);
+	perms = s;
+	if (strlen(perms) < 5 || perms[0] != 'r' || perms[1] != 'w' || perms[3] != 'p')
+		return MMS_MAPS_OTHER;
+	skip_field(&s); /* perms */
+	skip_field(&s); /* offset */
+	skip_field(&s); /* device */
+	file = s[0] != '0' || (s[1] != ' ' && s[1] != 0);
+	skip_field(&s);
+	if (file)
+		return *s == '/' ? MMS_MAPS_FILE : MMS_MAPS_OTHER;
+	if (!strcmp(s, "[stack]"))
+		return MMS_MAPS_STACK;
+	if (!strcmp(s, "[heap]"))
+		return MMS_MAPS_HEAP;
+	return !*s || !strncmp(s, "[anon:", 6) ? MMS_MAPS_ANON : MMS_MAPS_OTHER;
+}
+
 /* Field `field` (from 1, as proc(5) numbers them) of the stat file at path. */
 static int stat_field_at(const char *path, int field, long *out)
 {

@@ -242,6 +242,7 @@ static void late_exit(void *arg)
 			p = mms_put_s(p, val, (size_t)(v - val));
 			mms__write_meta(t, MMS_TAG_META, buf, (size_t)(p - buf));
 			note_std_buffers(t);
+			mms__reach_scan(t, others);
 		}
 		mms__tls_busy = 0;
 		return;
@@ -272,6 +273,8 @@ static void late_exit(void *arg)
 	if (libc_freeres)
 		libc_freeres();
 	mms__tls_busy = 2;
+	/* What the program left, after the runtimes freed theirs. */
+	mms__reach_scan(t, 0);
 	mms__log_finish(); /* trims the file again */
 	mms__tls_busy = 0;
 }

@@ -147,9 +147,12 @@ static void json_leaks(FILE *f, const mms_leak_t *l, size_t n)
 		json_str(f, b->op);
 		fprintf(f,
 			",\"op_launch\":%" PRIu64 ",\"kernel_launches\":%" PRIu64 ",\"thread\":%" PRIu32
-			",\"alloc_id\":%" PRIu64 ",\"stack\":%" PRIu32 ",\"inherited\":%s}",
+			",\"alloc_id\":%" PRIu64 ",\"stack\":%" PRIu32 ",\"inherited\":%s",
 			b->op_launch, b->kernel_launches, b->thread, b->alloc_id, b->stack,
 			b->inherited ? "true" : "false");
+		if (b->reach)
+			fprintf(f, ",\"reach\":\"%s\"", mms_reach_name(b->reach));
+		fputc('}', f);
 	}
 	fputc(']', f);
 }
@@ -208,6 +211,140 @@ static void print_marks_missing(const struct leaks_out *o)
 		l->marks_seen, l->marks_seen == 1 ? "" : "s", o->c->o->leak_marks, first);
 }
 
+/* The blocks of l[0, n) (not suppressed) of each verdict of the scan at
+ * exit (enum mms_reach). */
+static void reach_counts(const mms_leak_t *l, size_t n, uint64_t blocks[MMS_REACH_COUNT],
+			 uint64_t bytes[MMS_REACH_COUNT])
+{
+	memset(blocks, 0, MMS_REACH_COUNT * sizeof(*blocks));
+	memset(bytes, 0, MMS_REACH_COUNT * sizeof(*bytes));
+	for (size_t i = 0; i < n; i++) {
+		unsigned r = l[i].b.reach < MMS_REACH_COUNT ? l[i].b.reach : 0;
+
+		if (l[i].suppression)
+			continue;
+		blocks[r]++;
+		bytes[r] += l[i].b.size;
+	}
+}
+
+/* at_exit's "reach" fields: whether the scan told leaked blocks from
+ * reachable ones, and how many of each verdict the leaks are. */
+static void json_reach(const struct leaks_out *o, const mms_leak_t *l, size_t n)
+{
+	uint64_t blocks[MMS_REACH_COUNT], bytes[MMS_REACH_COUNT];
+
+	reach_counts(l, n, blocks, bytes);
+	fprintf(o->c->out, "\"reach_known\":%s,", o->l->reach_known ? "true" : "false");
+	if (!o->l->reach_known)
+		return;
+	fputs("\"by_reach\":{", o->c->out);
+	for (unsigned r = MMS_REACH_LEAKED; r <= MMS_REACH_POSSIBLE; r++)
+		fprintf(o->c->out, "%s\"%s\":{\"leaks\":%" PRIu64 ",\"bytes\":%" PRIu64 "}",
+			r == MMS_REACH_LEAKED ? "" : ",", mms_reach_name(r), blocks[r], bytes[r]);
+	fputs("},", o->c->out);
+}
+
+/* "Of them N allocation(s) ... were inherited from the parent", when a
+ * fork child's blocks of l[0, n) (not suppressed) came from its parent. */
+static void print_inherited(FILE *f, const mms_leak_t *l, size_t n)
+{
+	uint64_t blocks = 0, bytes = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (!l[i].suppression && l[i].b.inherited) {
+			blocks++;
+			bytes += l[i].b.size;
+		}
+	if (blocks)
+		fprintf(f,
+			"Of them %" PRIu64 " allocation(s), %.6f Mb(s), were inherited from the parent: allocated "
+			"before it forked this process.\n",
+			blocks, mb(bytes));
+}
+
+/* Groups l[0, n) (not suppressed) by stack under title, then the summary
+ * line "SUMMARY: X Mb(s) what in N allocation(s)". */
+static void print_groups(struct leaks_out *o, const mms_leak_t *l, size_t n, const char *title, const char *what)
+{
+	mms_stack_group_t *g;
+	uint64_t blocks = 0, bytes = 0;
+	size_t ng, i;
+	int rc = mms_leaks_group(l, n, &g, &ng);
+
+	if (rc)
+		die(CLI_EXIT_FAILURE, "leaks: %s", mms_strerror(rc));
+	for (i = 0; i < ng; i++) {
+		blocks += g[i].blocks;
+		bytes += g[i].bytes;
+	}
+	show_groups(&o->s, title, g, ng);
+	fprintf(o->c->out, "====== SUMMARY: %.6f Mb(s) %s in %" PRIu64 " allocation(s) ======\n", mb(bytes), what,
+		blocks);
+	free(g);
+}
+
+/* The blocks live at exit when the scan at exit told the heap's leaked
+ * blocks from those still reachable (which follow, apart): the leaked
+ * ones, then what the scan does not judge (mappings, pools, device
+ * memory), still live. */
+static void print_leaked_at_exit(struct leaks_out *o, const mms_leak_t *l, size_t n)
+{
+	FILE *f = o->c->out;
+	uint64_t rb[MMS_REACH_COUNT], ry[MMS_REACH_COUNT];
+	mms_leak_t *heap = xcalloc(n ? n : 1, sizeof(*heap)), *other = xcalloc(n ? n : 1, sizeof(*other));
+	size_t nheap = 0, nother = 0, i;
+
+	for (i = 0; i < n; i++) {
+		if (l[i].suppression)
+			continue;
+		if (l[i].b.reach)
+			heap[nheap++] = l[i];
+		else
+			other[nother++] = l[i];
+	}
+	reach_counts(heap, nheap, rb, ry);
+	if (nheap) {
+		fputs("====== Blocks leaked at exit: the program no longer pointed to them ======\n", f);
+		print_groups(o, heap, nheap, "Leaked at exit by allocation stack", "leaked at exit");
+		if (rb[MMS_REACH_INDIRECT])
+			fprintf(f,
+				"Of them %" PRIu64 " allocation(s), %.6f Mb(s), were pointed to only from other leaked "
+				"blocks (indirectly leaked: they go with the blocks that point to them).\n",
+				rb[MMS_REACH_INDIRECT], mb(ry[MMS_REACH_INDIRECT]));
+		if (rb[MMS_REACH_POSSIBLE])
+			fprintf(f,
+				"Of them %" PRIu64
+				" allocation(s), %.6f Mb(s), were reached only through pointers into "
+				"their middle (possibly leaked).\n",
+				rb[MMS_REACH_POSSIBLE], mb(ry[MMS_REACH_POSSIBLE]));
+		print_inherited(f, heap, nheap);
+	} else if (!nother && !o->l->nreachable && o->info.own_malloc) {
+		fputs("No recorded block live at exit; the program's own malloc's blocks were not recorded (see the "
+		      "warning).\n",
+		      f);
+	} else if (nother) {
+		fprintf(f, "No heap block leaked at exit: each was freed%s.\n",
+			o->l->nreachable ? " or is still reachable (what follows)" : "");
+	} else if (o->l->nreachable) {
+		fputs("No leaks at exit: every block of the program's was freed or is still reachable (what "
+		      "follows).\n",
+		      f);
+	} else if (o->l->nruntime_kept) {
+		fputs("No leaks at exit: every block of the program's was freed (what the runtimes keep follows).\n",
+		      f);
+	} else {
+		fputs("No leaks at exit: every block was freed.\n", f);
+	}
+	if (nother) {
+		fputs("====== Other memory still live at exit (mappings, pools, device memory) ======\n", f);
+		print_groups(o, other, nother, "Live at exit by allocation stack", "live at exit");
+		print_inherited(f, other, nother);
+	}
+	free(heap);
+	free(other);
+}
+
 /* One section (per-step leaks, between marks, or live at exit): the leak
  * lines (not at exit), the stacks, the summary, what was suppressed. */
 static void print_section(struct leaks_out *o, enum section sec, const mms_leak_t *l, size_t n)
@@ -257,6 +394,7 @@ static void print_section(struct leaks_out *o, enum section sec, const mms_leak_
 		 * that was, in words. */
 		if (sec == SEC_EXIT) {
 			fprintf(f, "\"inherited_leaks\":%" PRIu64 ",\"inherited_bytes\":%" PRIu64 ",", iblocks, ibytes);
+			json_reach(o, l, n);
 			fputs("\"live_when\":", f);
 			json_str(f, log_live_when(&o->info, when, sizeof(when)));
 			fputc(',', f);
@@ -300,15 +438,14 @@ static void print_section(struct leaks_out *o, enum section sec, const mms_leak_
 		char *title = xasprintf("Live at %s by allocation stack", log_end_label(&o->info));
 
 		log_live_when(&o->info, when, sizeof(when));
-		if (blocks) {
+		if (o->l->reach_known) {
+			print_leaked_at_exit(o, l, n);
+		} else if (blocks) {
 			fprintf(f, "====== Blocks still live %s ======\n", when);
 			show_groups(&o->s, title, g, ng);
 			fprintf(f, "====== SUMMARY: %.6f Mb(s) live %s in %" PRIu64 " allocation(s) ======\n",
 				mb(bytes), when, blocks);
-			if (iblocks)
-				fprintf(f, "Of them %" PRIu64 " allocation(s), %.6f Mb(s), were inherited from the "
-					"parent: allocated before it forked this process.\n",
-					iblocks, mb(ibytes));
+			print_inherited(f, l, n);
 		} else if (o->info.cut || o->info.damaged) {
 			fprintf(f, "No blocks live %s (see the warning).\n", when);
 		} else if (o->info.own_malloc) {
@@ -577,6 +714,45 @@ static void print_runtime(struct leaks_out *o)
 	free(g);
 }
 
+/* The program's blocks live at exit that it still pointed to from its
+ * globals, stacks or thread-local storage (the scan at exit): not leaks,
+ * counted (and listed by stack with --show-reachable). */
+static void print_reachable(struct leaks_out *o)
+{
+	const mms_leaks_t *l = o->l;
+	FILE *f = o->c->out;
+	mms_stack_group_t *g = NULL;
+	uint64_t bytes = 0;
+	size_t ng = 0, i;
+	char h[32];
+	int rc;
+
+	for (i = 0; i < l->nreachable; i++)
+		bytes += l->reachable[i].b.size;
+	if (o->s.json) {
+		fprintf(f, "\"reachable\":{\"blocks\":%zu,\"bytes\":%" PRIu64 ",\"list\":", l->nreachable, bytes);
+		json_leaks(f, l->reachable, l->nreachable);
+		fputc('}', f);
+		return;
+	}
+	if (!l->nreachable)
+		return;
+	fprintf(f,
+		"====== Still reachable at exit: %zu allocation(s), %s (not leaks: the program still pointed to "
+		"them) ======\n",
+		l->nreachable, human_bytes(bytes, h, sizeof(h)));
+	print_inherited(f, l->reachable, l->nreachable);
+	if (!o->c->o->show_reachable) {
+		fputs("  --show-reachable lists them by allocation stack.\n", f);
+		return;
+	}
+	rc = mms_leaks_group(l->reachable, l->nreachable, &g, &ng);
+	if (rc)
+		die(CLI_EXIT_FAILURE, "leaks: %s", mms_strerror(rc));
+	show_groups(&o->s, "Still reachable at exit by allocation stack", g, ng);
+	free(g);
+}
+
 int an_leaks_add(struct an_ctx *c)
 {
 	mms_leaks_options_t lo = { 0 };
@@ -633,6 +809,8 @@ int an_leaks_print(struct an_ctx *c)
 		}
 		print_section(&o, SEC_EXIT, o.l->exit_leaks, o.l->nexit_leaks);
 		fputc(',', c->out);
+		print_reachable(&o);
+		fputc(',', c->out);
 		print_runtime(&o);
 		fputc(',', c->out);
 		log_json_bad_frees(c->out, o.l->double_frees, o.l->invalid_frees, o.l->bad_frees, o.l->nbad_frees);
@@ -645,6 +823,7 @@ int an_leaks_print(struct an_ctx *c)
 		if (c->o->leak_marks)
 			print_section(&o, SEC_MARKS, o.l->mark_leaks, o.l->nmark_leaks);
 		print_section(&o, SEC_EXIT, o.l->exit_leaks, o.l->nexit_leaks);
+		print_reachable(&o);
 		print_runtime(&o);
 		print_bad_frees(&o);
 		print_gaps(&o);

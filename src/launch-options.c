@@ -276,6 +276,12 @@ static const char *parse_show_runtime(struct opts *o, char *value)
 	return NULL;
 }
 
+static const char *parse_show_reachable(struct opts *o, char *value)
+{
+	o->show_reachable = true;
+	return NULL;
+}
+
 static const char *parse_warmup_steps(struct opts *o, char *value)
 {
 	char *end;
@@ -311,6 +317,12 @@ static const char *parse_no_live(struct opts *o, char *value)
 static const char *parse_no_freeres(struct opts *o, char *value)
 {
 	o->rec.freeres = 0;
+	return NULL;
+}
+
+static const char *parse_no_reach_scan(struct opts *o, char *value)
+{
+	o->rec.reach = 0;
 	return NULL;
 }
 
@@ -404,12 +416,14 @@ static const struct opt_def opt_defs[] = {
 	{ "--watch", true, parse_watch },
 	{ "--no-follow-exec", false, parse_no_follow_exec },
 	{ "--no-freeres", false, parse_no_freeres },
+	{ "--no-reach-scan", false, parse_no_reach_scan },
 	{ "--guard", false, parse_guard },
 	{ "--guard-redzone", true, parse_guard_redzone },
 	{ "--guard-quarantine", true, parse_guard_quarantine },
 	{ "--error-exitcode", true, parse_error_exitcode },
 	{ "--print-env", false, parse_print_env },
 	{ "--show-runtime", false, parse_show_runtime },
+	{ "--show-reachable", false, parse_show_reachable },
 	{ "--warmup-steps", true, parse_warmup_steps },
 	{ "--leak-marks", true, parse_leak_marks },
 	{ "--no-live-report", false, parse_no_live },
@@ -491,9 +505,9 @@ void parse_args(int argc, char **argv, struct opts *o)
 			record_opt = def->name;
 		if (!report_opt && (!strcmp(def->name, "--analysis") || !strcmp(def->name, "--suppressions") ||
 				    !strcmp(def->name, "--data-format") || !strcmp(def->name, "--show-runtime") ||
-				    !strcmp(def->name, "--warmup-steps") || !strcmp(def->name, "--leak-marks") ||
-				    !strcmp(def->name, "--compare") || !strcmp(def->name, "--input") ||
-				    !strcmp(def->name, "--level")))
+				    !strcmp(def->name, "--show-reachable") || !strcmp(def->name, "--warmup-steps") ||
+				    !strcmp(def->name, "--leak-marks") || !strcmp(def->name, "--compare") ||
+				    !strcmp(def->name, "--input") || !strcmp(def->name, "--level")))
 			report_opt = def->name;
 		/* List values are cut up in a copy, so messages quote them whole. */
 		copy = value ? xstrdup(value) : NULL;
@@ -624,6 +638,10 @@ static void print_help(void)
 	       "                        memory at the end of exit (default: they do when no\n"
 	       "                        other thread is left, as under valgrind, so that what\n"
 	       "                        is live at exit is what the program left).\n"
+	       "  --no-reach-scan       do not scan the program's memory at exit for pointers\n"
+	       "                        to its live blocks (default: scanned, so that leaked\n"
+	       "                        blocks are told from those still reachable from its\n"
+	       "                        globals and stacks, as valgrind tells them).\n"
 	       "  --guard[=heap|ops]    guard mode: red zones around each heap block, freed\n"
 	       "                        blocks held in a quarantine, frees checked before\n"
 	       "                        libc sees them; finds overflows, writes after free,\n"
@@ -667,6 +685,9 @@ static void print_help(void)
 	       "  --show-runtime        leaks: list the blocks the C and C++ runtimes keep for\n"
 	       "                        themselves (not leaks: thread TLS vectors, stdio\n"
 	       "                        buffers, libstdc++'s exception pool) by stack.\n"
+	       "  --show-reachable      leaks: list the blocks the program still pointed to at\n"
+	       "                        exit (not leaks: valgrind's \"still reachable\") by\n"
+	       "                        stack.\n"
 	       "  --warmup-steps=N      leaks: blocks allocated in steps 1 to N are never\n"
 	       "                        per-step leaks (default 1, msMemScope's rule; 2 for a\n"
 	       "                        loop whose optimizer state or caches appear in step 2).\n"

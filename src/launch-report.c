@@ -177,6 +177,9 @@ static void print_memory(const char *label, const mms_kind_summary_t *k, const s
 	char a[64], live[64], phrase[128], when[160];
 	char *at = xasprintf("  live at %s", log_end(r));
 	uint64_t own = k->live_blocks - rt_blocks;
+	/* The scan at exit told the program's heap blocks apart: leaked, or
+	 * still reachable. */
+	bool reach = k == &r->sum.mem[MMS_MEM_HOST] && r->sum.reach_known && own && log_ends_at_exit(&r->info);
 
 	fprintf(stderr, "  %-17s %" PRIu64 " allocations, %" PRIu64 " frees, %s allocated\n", label, k->allocs,
 		k->frees, human_bytes_exact(k->bytes_allocated, a, sizeof(a)));
@@ -187,14 +190,26 @@ static void print_memory(const char *label, const mms_kind_summary_t *k, const s
 		snprintf(when, sizeof(when), "   (live %s)", log_live_when(&r->info, phrase, sizeof(phrase)));
 	fprintf(stderr, "  %-17s %" PRIu64 " block%s, %s%s\n", at, k->live_blocks, k->live_blocks == 1 ? "" : "s",
 		human_bytes_exact(k->live_bytes, live, sizeof(live)),
-		log_stops_early(&r->info)			     ? when
-		: own && !rt_blocks && log_ends_at_exit(&r->info) ? at_exit
-								     : "");
+		log_stops_early(&r->info)                                   ? when
+		: own && !rt_blocks && !reach && log_ends_at_exit(&r->info) ? at_exit
+									    : "");
+	if (reach) {
+		const uint64_t *b = r->sum.reach_blocks, *y = r->sum.reach_bytes;
+		uint64_t lb = own - b[MMS_REACH_REACHABLE], ly = k->live_bytes - rt_bytes - y[MMS_REACH_REACHABLE];
+
+		fprintf(stderr, "  %-17s %" PRIu64 " block%s, %s%s\n", "    leaked", lb, lb == 1 ? "" : "s",
+			human_bytes_exact(ly, live, sizeof(live)), lb ? at_exit : "");
+		if (b[MMS_REACH_REACHABLE])
+			fprintf(stderr, "  %-17s %" PRIu64 " block%s, %s   still pointed to at exit, not leaks\n",
+				"    reachable", b[MMS_REACH_REACHABLE], b[MMS_REACH_REACHABLE] == 1 ? "" : "s",
+				human_bytes_exact(y[MMS_REACH_REACHABLE], live, sizeof(live)));
+	}
 	/* What the runtimes keep for themselves, apart: not leaks. */
 	if (rt_blocks) {
-		fprintf(stderr, "  %-17s %" PRIu64 " block%s, %s%s\n", "    program's", own, own == 1 ? "" : "s",
-			human_bytes_exact(k->live_bytes - rt_bytes, live, sizeof(live)),
-			own && log_ends_at_exit(&r->info) ? at_exit : "");
+		if (!reach)
+			fprintf(stderr, "  %-17s %" PRIu64 " block%s, %s%s\n", "    program's", own,
+				own == 1 ? "" : "s", human_bytes_exact(k->live_bytes - rt_bytes, live, sizeof(live)),
+				own && log_ends_at_exit(&r->info) ? at_exit : "");
 		fprintf(stderr, "  %-17s %" PRIu64 " block%s, %s   kept by %s, not leaks\n", "    runtimes'", rt_blocks,
 			rt_blocks == 1 ? "" : "s", human_bytes_exact(rt_bytes, live, sizeof(live)),
 			k == &r->sum.mem[MMS_MEM_DEVICE]
@@ -529,6 +544,7 @@ void report_options(const struct run *run, const struct opts *o, struct an_opts 
 	ao->outdir = run->dir;
 	ao->suppressions = o->suppressions;
 	ao->show_runtime = o->show_runtime;
+	ao->show_reachable = o->show_reachable;
 	ao->warmup_steps = o->warmup_steps;
 	ao->leak_marks = o->leak_marks;
 	ao->oom_k = o->oom_k;

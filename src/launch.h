@@ -27,6 +27,7 @@ struct opts {
 	bool analyses_set;
 	char *suppressions; /* --suppressions: LeakSanitizer-format file for leaks (allocated) */
 	bool show_runtime; /* --show-runtime: leaks lists what the runtimes keep */
+	bool show_reachable;   /* --show-reachable: leaks lists what is still reachable at exit */
 	uint32_t warmup_steps; /* --warmup-steps: leaks' per-step rule; 0: 1 */
 	const char *leak_marks;   /* --leak-marks NAME: leaks' marks rule, or NULL */
 	size_t oom_k;             /* --analysis=oom:K; 0: 10 */

@@ -60,6 +60,44 @@ const char *log_freeres_why(const mms_log_info_t *in, char *buf, size_t cap)
 	return buf;
 }
 
+const char *log_reach_scan_text(const mms_log_info_t *in, char *buf, size_t cap)
+{
+	char h[32];
+
+	human_bytes(in->reach_bytes, h, sizeof(h));
+	switch (in->reach_scan) {
+	case MMS_REACH_SCAN_WHOLE:
+		snprintf(buf, cap, "read %s in %.1f ms, %" PRIu64 " pointer%s%s", h, (double)in->reach_ns / 1e6,
+			 in->reach_pointers, in->reach_pointers == 1 ? "" : "s",
+			 in->reach_threads ? " (other threads still ran)" : "");
+		break;
+	case MMS_REACH_SCAN_LIMIT:
+		snprintf(buf, cap,
+			 "stopped at its limit (16 Mi pointers, 65536 mappings) after %" PRIu64 " pointers in %s: "
+			 "leaked blocks not told from reachable ones",
+			 in->reach_pointers, h);
+		break;
+	case MMS_REACH_SCAN_NOREAD:
+		snprintf(buf, cap,
+			 "the process could not read its own memory (a seccomp filter?): leaked blocks "
+			 "not told from reachable ones");
+		break;
+	case MMS_REACH_SCAN_LOST:
+		snprintf(buf, cap, "its records are not all in the log: leaked blocks not told from reachable ones");
+		break;
+	default:
+		snprintf(buf, cap, "none");
+	}
+	return buf;
+}
+
+const char *log_reach_scan_name(int scan)
+{
+	static const char *const names[] = { "none", "whole", "limit", "noread", "lost" };
+
+	return scan >= 0 && scan < (int)(sizeof(names) / sizeof(names[0])) ? names[scan] : "none";
+}
+
 const char *log_cut_why(const mms_log_info_t *in, char *buf, size_t cap)
 {
 	if (in->cut_what)

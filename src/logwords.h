@@ -27,6 +27,13 @@ const char *log_cut_why(const mms_log_info_t *in, char *buf, size_t cap);
  * when it said nothing. Returns buf (120 bytes are enough). */
 const char *log_freeres_why(const mms_log_info_t *in, char *buf, size_t cap);
 
+/* The recorder's scan of the process's memory at exit (reach_scan), in
+ * words: "read 1.2 MiB in 3 ms, 4521 pointers" or why it told nothing.
+ * Returns buf (200 bytes are enough). log_reach_scan_name(): "none",
+ * "whole", "limit", "noread", "lost" (JSON). */
+const char *log_reach_scan_text(const mms_log_info_t *in, char *buf, size_t cap);
+const char *log_reach_scan_name(int scan);
+
 /* Whether the blocks live at the end of the replay are those the process
  * held at exit: it reached exit and the log holds it all, undamaged. */
 int log_ends_at_exit(const mms_log_info_t *in);

@@ -98,6 +98,8 @@ static void usage(void)
 	       "                    'leak:PATTERN' line of FILE (LeakSanitizer's format)\n"
 	       "  --show-runtime    leaks: list the blocks the C and C++ runtimes keep for\n"
 	       "                    themselves (not leaks) by allocation stack\n"
+	       "  --show-reachable  leaks: list the blocks the program still pointed to at exit\n"
+	       "                    (not leaks: valgrind's \"still reachable\") by allocation stack\n"
 	       "  --warmup-steps N  leaks: blocks allocated in steps 1 to N are never per-step\n"
 	       "                    leaks (default 1, msMemScope's rule)\n"
 	       "  --leak-marks NAME[,N]\n"
@@ -277,6 +279,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 				o->an.suppressions = v;
 			} else if (!strcmp(argv[i], "--show-runtime")) {
 				o->an.show_runtime = true;
+			} else if (!strcmp(argv[i], "--show-reachable")) {
+				o->an.show_reachable = true;
 			} else if (cli_opt_value(argc, argv, &i, "--warmup-steps", &v)) {
 				uint64_t w = number("--warmup-steps", v);
 
@@ -358,15 +362,18 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		die_usage("--level goes with --compare-steps");
 	if (o->an.outdir && !o->analyses && o->query != Q_COMPARE)
 		die_usage("--output-dir goes with --analysis or --compare-steps");
-	if ((o->an.suppressions || o->an.show_runtime || o->an.warmup_steps || o->an.idle_threshold || o->an.min_size || o->an.buckets ||
-	     o->an.at_event_set || o->an.memory) &&
+	if ((o->an.suppressions || o->an.show_runtime || o->an.show_reachable || o->an.warmup_steps ||
+	     o->an.idle_threshold || o->an.min_size || o->an.buckets || o->an.at_event_set || o->an.memory) &&
 	    !o->analyses)
-		die_usage("%s goes with --analysis",
-			  o->an.suppressions ? "--suppressions" :
-			  o->an.show_runtime ? "--show-runtime" :
-			  o->an.warmup_steps ? "--warmup-steps" :
-			  o->an.idle_threshold ? "--idle-threshold" : o->an.min_size ? "--min-size" :
-			  o->an.buckets ? "--buckets" : o->an.at_event_set ? "--at-event" : "--memory");
+		die_usage("%s goes with --analysis", o->an.suppressions     ? "--suppressions"
+						     : o->an.show_runtime   ? "--show-runtime"
+						     : o->an.show_reachable ? "--show-reachable"
+						     : o->an.warmup_steps   ? "--warmup-steps"
+						     : o->an.idle_threshold ? "--idle-threshold"
+						     : o->an.min_size       ? "--min-size"
+						     : o->an.buckets        ? "--buckets"
+						     : o->an.at_event_set   ? "--at-event"
+									    : "--memory");
 	if (o->an.leak_marks && !(o->analyses & an_mask("leaks")))
 		die_usage("--leak-marks goes with --analysis leaks");
 	if (o->json && o->query == Q_EXPORT && !o->analyses)

@@ -130,6 +130,23 @@ static void print_text(const char *path, const mms_log_t *log, const mms_log_inf
 				       s->runtime_live_blocks[k], s->runtime_live_blocks[k] == 1 ? "" : "s",
 				       bytes_text(s->runtime_live_bytes[k], a, sizeof(a)), mms_runtime_what(k));
 	}
+	if (s->reach_known && h->live_blocks > s->runtime_mem_blocks[MMS_MEM_HOST]) {
+		uint64_t lb = 0, ly = 0;
+
+		/* The program's own blocks live at exit: leaked, or not. */
+		for (k = MMS_REACH_UNKNOWN; k <= MMS_REACH_POSSIBLE; k++)
+			lb += s->reach_blocks[k], ly += s->reach_bytes[k];
+		printf("  %-18s %" PRIu64 " block%s, %s\n", "leaked of them", lb, lb == 1 ? "" : "s",
+		       bytes_text(ly, a, sizeof(a)));
+		printf("  %-18s %" PRIu64 " block%s, %s (not leaks: still pointed to)\n", "reachable of them",
+		       s->reach_blocks[MMS_REACH_REACHABLE], s->reach_blocks[MMS_REACH_REACHABLE] == 1 ? "" : "s",
+		       bytes_text(s->reach_bytes[MMS_REACH_REACHABLE], a, sizeof(a)));
+	}
+	if (in->reach_scan && log_ends_at_exit(in)) {
+		char why[200];
+
+		printf("%-20s %s\n", "scan at exit", log_reach_scan_text(in, why, sizeof(why)));
+	}
 	if (s->freeres) {
 		printf("%-20s %s\n", "freeres", "glibc and libstdc++ freed their internal memory at exit");
 	} else if (in->freeres_skipped) {
@@ -237,6 +254,18 @@ static void print_json(const mms_log_t *log, const mms_log_info_t *in, const mms
 		       : in->freeres_skipped == MMS_FREERES_SKIP_THREADS ? "threads"
 									 : "uncounted",
 		       in->freeres_threads);
+	printf(",\"reach_scan\":\"%s\",\"reach_pointers\":%" PRIu64 ",\"reach_bytes_read\":%" PRIu64
+	       ",\"reach_scan_ns\":%" PRIu64,
+	       log_reach_scan_name(in->reach_scan), in->reach_pointers, in->reach_bytes, in->reach_ns);
+	if (s->reach_known) {
+		printf(",\"reach\":{");
+		for (k = MMS_REACH_UNKNOWN, sep = ""; k < MMS_REACH_COUNT; k++) {
+			printf("%s\"%s\":{\"blocks\":%" PRIu64 ",\"bytes\":%" PRIu64 "}", sep, mms_reach_name(k),
+			       s->reach_blocks[k], s->reach_bytes[k]);
+			sep = ",";
+		}
+		printf("}");
+	}
 	printf(",\"freeres\":%s,\"runtime_live_blocks\":%" PRIu64 ",\"runtime_live_bytes\":%" PRIu64
 	       ",\"runtime\":{",
 	       s->freeres ? "true" : "false", s->runtime_mem_blocks[MMS_MEM_HOST], s->runtime_mem_bytes[MMS_MEM_HOST]);

@@ -41,7 +41,8 @@ class LogInfo(ctypes.Structure):
                 ("damage", c_char_p), ("damage_error", c_int), ("damage_count", u64), ("events", u64),
                 ("segments", u64), ("last_realtime_ns", u64), ("exec_away", c_int), ("bad_stacks", u64),
                 ("stacks_full", c_int), ("strings_full", c_int), ("own_malloc", c_char_p),
-                ("freeres", c_int), ("freeres_skipped", c_int), ("freeres_threads", u64)]
+                ("freeres", c_int), ("freeres_skipped", c_int), ("freeres_threads", u64), ("reach_scan", c_int),
+                ("reach_pointers", u64), ("reach_bytes", u64), ("reach_ns", u64), ("reach_threads", u64)]
 
 
 class OpenError(ctypes.Structure):
@@ -58,7 +59,7 @@ class Block(ctypes.Structure):
                 ("alloc_id", u64), ("alloc_event", u64), ("step", u64), ("op_launch", u64), ("op", c_char_p),
                 ("kernel_launches", u64), ("owner", c_char_p), ("pool", c_char_p), ("free_event", u64),
                 ("free_thread", u32), ("inherited", c_int), ("origin_pid", u64), ("origin_event", u64),
-                ("runtime", u32), ("free_stack", u32), ("device", u32)]
+                ("runtime", u32), ("free_stack", u32), ("device", u32), ("reach", u32)]
 
 
 class Where(ctypes.Structure):
@@ -81,7 +82,7 @@ class Config(ctypes.Structure):
     configuration a log keeps."""
     _fields_ = [("call_stack", u32), ("events", u32), ("python_stack", u32), ("deferred", c_int), ("nsteps", u32),
                 ("steps", u32 * CONFIG_STEPS_MAX), ("follow_exec", c_int), ("log_level", c_int), ("freeres", c_int),
-                ("watch", ConfigWatch), ("log_limit", u64), ("clock", c_int), ("log_thread", c_int),
+                ("reach", c_int), ("watch", ConfigWatch), ("log_limit", u64), ("clock", c_int), ("log_thread", c_int),
                 ("unwind", c_int), ("unwind_check", c_int), ("guard", c_int), ("guard_redzone", u32),
                 ("guard_quarantine", u64), ("torch_ops", c_int), ("unknown", u32), ("bad", u32)]
 

@@ -180,6 +180,15 @@ typedef struct mms_leaks {
 	                             runtime by design (b.runtime): not leaks; never in
 	                             step_leaks either */
 	size_t nruntime_kept;
+	/* Live at the end of a log that reached exit, the program's, and
+	 * still pointed to from its globals, stacks or thread-local storage
+	 * then (b.reach MMS_REACH_REACHABLE, format 12): not leaks, not in
+	 * exit_leaks, by allocation order. reach_known: 1 when the log's
+	 * scan told every heap block of exit_leaks apart (b.reach), 0 when
+	 * it could not (exit_leaks is then every block live at the end). */
+	mms_leak_t *reachable;
+	size_t nreachable;
+	int reach_known;
 	mms_leak_step_t *steps;   /* every step of the log, in order */
 	size_t nsteps;
 	uint64_t double_frees, invalid_frees; /* frees of no live block, as in the summary */

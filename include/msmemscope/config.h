@@ -69,6 +69,10 @@ typedef struct mms_config {
 	int follow_exec;               /* follow_exec: record the images the program execs; 1 */
 	int log_level;                 /* log_level: enum mms_config_log_level; warn */
 	int freeres;                   /* freeres: glibc and libstdc++ free their memory at exit; 1 */
+	/* reach: the process's writable memory is scanned at exit for
+	 * pointers to its heap, which tell leaked blocks from those still
+	 * reachable; 1 */
+	int reach;
 	struct mms_config_watch watch; /* watch: none */
 	uint64_t log_limit;            /* log_limit: the largest log file, bytes; 64G */
 	int clock;                     /* clock: enum mms_config_clock; tsc */

@@ -84,6 +84,31 @@ enum mms_runtime {
 const char *mms_runtime_name(unsigned kind);
 const char *mms_runtime_what(unsigned kind);
 
+/* What a heap block live at the end of a log was to the program when it
+ * exited, from the recorder's scan of its memory then (format 12; see
+ * doc/analyses.md, "Leaked or still reachable"), as valgrind's leak check
+ * tells them. */
+enum mms_reach {
+	MMS_REACH_UNKNOWN = 0,   /* not told: no scan (recorded with reach=0, a log
+	                            before format 12, a process that left by _exit,
+	                            was killed or exec'd, a cut or damaged log), not a
+	                            heap block, or not at the end of the log */
+	MMS_REACH_LEAKED = 1,    /* no pointer to it was left: leaked (valgrind's
+	                            "definitely lost") */
+	MMS_REACH_INDIRECT = 2,  /* pointed to only from leaked blocks: leaked with them
+	                            ("indirectly lost") */
+	MMS_REACH_POSSIBLE = 3,  /* reached only through pointers into its middle
+	                            ("possibly lost") */
+	MMS_REACH_REACHABLE = 4, /* reached from the program's globals, stacks or
+	                            thread-local storage through pointers to blocks'
+	                            starts: not a leak ("still reachable") */
+	MMS_REACH_COUNT
+};
+
+/* "unknown", "leaked", "indirect", "possible", "reachable"; NULL for an
+ * unknown value. */
+const char *mms_reach_name(unsigned reach);
+
 /* Says why recording stopped, from mms_log_info_t.cut_errno (an errno
  * value or a recorder's own reason). Never NULL. */
 const char *mms_cut_reason(int cut_errno);
@@ -298,7 +323,29 @@ typedef struct mms_log_info {
 	                            (the process did not end through exit, or an older
 	                            recorder wrote the log) */
 	uint64_t freeres_threads; /* MMS_FREERES_SKIP_THREADS: the other threads that ran */
+	/* The recorder's scan of the process's memory at exit, which tells
+	 * leaked blocks from still reachable ones (format 12; enum mms_reach): */
+	int reach_scan;          /* enum mms_reach_scan_state */
+	uint64_t reach_pointers; /* words that pointed into anonymous memory, written */
+	uint64_t reach_bytes;    /* bytes of memory read */
+	uint64_t reach_ns;       /* how long the scan took, nanoseconds */
+	uint64_t reach_threads;  /* other threads that ran during the scan */
 } mms_log_info_t;
+
+/* What became of the recorder's scan at exit (mms_log_info_t.reach_scan). */
+enum mms_reach_scan_state {
+	MMS_REACH_SCAN_NONE = 0,   /* none: recorded with reach=0 (--no-reach-scan), by a
+	                              recorder before format 12, or the process did not
+	                              end through exit (_exit, killed, exec) */
+	MMS_REACH_SCAN_WHOLE = 1,  /* every resident page was read and every record is
+	                              in the log: blocks have verdicts (mms_block_t.reach) */
+	MMS_REACH_SCAN_LIMIT = 2,  /* stopped at its limits (16 Mi pointers, 65536
+	                              mappings): no verdicts */
+	MMS_REACH_SCAN_NOREAD = 3, /* the process could not read its memory (a seccomp
+	                              filter): no verdicts */
+	MMS_REACH_SCAN_LOST = 4,   /* records of the scan are missing (a cut log, a lost
+	                              chunk): no verdicts */
+};
 
 /* Why freeres did not run at the end of exit (mms_log_info_t). */
 enum mms_freeres_skip {

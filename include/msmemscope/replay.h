@@ -67,6 +67,9 @@ typedef struct mms_block {
 	/* DEVICE memory (format 6): the CUDA device ordinal; 0 otherwise.
 	 * Its `fn` is enum mms_device_sub. */
 	uint32_t device;
+	/* A heap block live at the end of a log that reached exit (format
+	 * 12): enum mms_reach, whether the program still pointed to it. */
+	uint32_t reach;
 } mms_block_t;
 
 /* Where a replay stands. */

@@ -76,6 +76,14 @@ typedef struct mms_summary {
 	uint64_t runtime_mem_bytes[MMS_MEM_KIND_COUNT];
 	int freeres;              /* the recorder had glibc and libstdc++ free their
 	                             internal memory at the end of exit */
+	/* The program's heap blocks live at the end of a log that reached
+	 * exit (not the runtimes'), by what they were to it then (enum
+	 * mms_reach, format 12: the recorder's scan of its memory at exit);
+	 * reach_known 0 when the log cannot tell (all are then
+	 * [MMS_REACH_UNKNOWN]). */
+	int reach_known;
+	uint64_t reach_blocks[MMS_REACH_COUNT];
+	uint64_t reach_bytes[MMS_REACH_COUNT];
 } mms_summary_t;
 
 /* Replays the whole log and fills *out: mms_pass_summary() of a pass of

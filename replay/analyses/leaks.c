@@ -46,7 +46,7 @@ struct finder {
 	size_t free_head; /* free slots of fol chained through addr, + 1 */
 	mms_leaks_t *l;
 	struct mms__strs *strs; /* the blocks' owner strings, held by l */
-	size_t leakcap, stepcap, exitcap, keptcap, markcap;
+	size_t leakcap, stepcap, exitcap, keptcap, reachcap, markcap;
 	uint64_t mark_first;     /* the first of the three marks, from 0 */
 	struct mms__rtmemo rtmemo; /* for the walk of the blocks live at the end */
 	mms_leak_step_t pending; /* events before the first step mark */
@@ -294,8 +294,11 @@ static int exit_add(const struct mms__blk *blk, void *ctx)
 
 	mms__state_blk_export(f->st, blk, &b);
 	b.runtime = mms__blk_runtime_at_end(f->st->log, &f->rtmemo, blk);
+	b.reach = mms__blk_reach_at_end(f->st, blk);
 	if (b.runtime)
 		return leak_add(&f->l->runtime_kept, &f->l->nruntime_kept, &f->keptcap, &b, 0) ? -ENOMEM : 0;
+	if (b.reach == MMS_REACH_REACHABLE)
+		return leak_add(&f->l->reachable, &f->l->nreachable, &f->reachcap, &b, 0) ? -ENOMEM : 0;
 	return leak_add(&f->l->exit_leaks, &f->l->nexit_leaks, &f->exitcap, &b, 0) ? -ENOMEM : 0;
 }
 
@@ -329,6 +332,7 @@ static int finder_end(struct mms__sub *sub, struct mms_pass *p)
 		f->l->nsteps = f->tr->nsteps;
 	if (!f->tr->step_kind)
 		f->l->nsteps = 0;
+	f->l->reach_known = mms__reach_known(f->st);
 	rc = mms__state_each(f->st, exit_add, f);
 	mms__rtmemo_free(&f->rtmemo);
 	if (rc)
@@ -337,6 +341,8 @@ static int finder_end(struct mms__sub *sub, struct mms_pass *p)
 		qsort(f->l->exit_leaks, f->l->nexit_leaks, sizeof(*f->l->exit_leaks), leak_order);
 	if (f->l->nruntime_kept)
 		qsort(f->l->runtime_kept, f->l->nruntime_kept, sizeof(*f->l->runtime_kept), leak_order);
+	if (f->l->nreachable)
+		qsort(f->l->reachable, f->l->nreachable, sizeof(*f->l->reachable), leak_order);
 	f->l->events = f->st->pos;
 	f->l->stop_rc = p->stop_rc;
 	f->l->double_frees = f->st->double_frees;
@@ -383,6 +389,7 @@ MMS__EXPORT void mms_leaks_free(mms_leaks_t *l)
 	free(l->step_leaks);
 	free(l->exit_leaks);
 	free(l->runtime_kept);
+	free(l->reachable);
 	free(l->mark_leaks);
 	free(l->steps);
 	mms__strs_unref(res->strs);

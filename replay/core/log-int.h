@@ -129,6 +129,16 @@ struct mms_log {
 	struct mms__map pycode_ix; /* PYCODE id -> index in pycodes */
 	struct mms__pycode *pycodes;
 	size_t npycodes, pycodes_cap;
+	/* The recorder's scan of the process's memory at exit (format 12,
+	 * reach.c): its REACH_REGIONS and REACH_REFS values, each as (u tag,
+	 * u length, bytes), as read, and how many of each; the verdicts
+	 * built from them over the blocks live at the end, on the first
+	 * question (reach_built). */
+	uint8_t *reach_recs;
+	size_t reach_len, reach_cap;
+	uint64_t reach_nrefs, reach_nregions;
+	struct mms__reach *reach;
+	int reach_built;
 
 	/* Segments, sorted by (thread, first stamp, offset): a thread's
 	 * segments follow each other in time, so the iterator merges one
@@ -226,6 +236,13 @@ static inline const char *mms__inherit_str(const struct mms__inherit *inh, size_
  * Returns 0 (also when id is already there: the first definition wins)
  * or -ENOMEM. */
 int mms__log_stack_add(mms_log_t *log, uint32_t id, uint64_t parent, uint64_t ip);
+
+/* reach.c: keeps a REACH_REGIONS or REACH_REFS record's value (0 or
+ * -ENOMEM); frees what the log keeps of the scan. */
+int mms__reach_note(mms_log_t *log, const struct mms__rec *r);
+/* Fills the log's info about the scan (reach_*) from META "reach". */
+void mms__reach_info(mms_log_t *log);
+void mms__reach_free(mms_log_t *log);
 
 /* Metadata tables (meta.c). mms__meta_record() stores a metadata record;
  * returns 0, -ENOMEM, or MMS_ECORRUPT for a field out of range. */

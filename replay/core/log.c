@@ -634,6 +634,7 @@ static void fill_info(mms_log_t *log)
 			}
 		}
 	}
+	mms__reach_info(log);
 	in->cut_errno = h->cut_errno;
 	in->start_realtime_ns = h->start_realtime_ns;
 	in->last_realtime_ns = h->last_realtime_ns;

@@ -217,6 +217,9 @@ int mms__meta_record(mms_log_t *log, const struct mms__rec *r)
 	case MMS_TAG_LOST:
 		log->info.lost_events += r->u[0];
 		return 0;
+	case MMS_TAG_REACH_REGIONS:
+	case MMS_TAG_REACH_REFS:
+		return mms__reach_note(log, r);
 	case MMS_TAG_PYCODE:
 		if (!r->u[0] || r->u[0] > MMS_PYCODE_MAX)
 			return r->u[0] ? MMS_ECORRUPT : 0;
@@ -240,6 +243,7 @@ int mms__meta_record(mms_log_t *log, const struct mms__rec *r)
 
 void mms__meta_free(mms_log_t *log)
 {
+	mms__reach_free(log);
 	mms__map_free(&log->strings);
 	mms__map_free(&log->pycode_ix);
 	free(log->pycodes);

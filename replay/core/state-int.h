@@ -274,6 +274,13 @@ struct mms__rtmemo {
 };
 unsigned mms__blk_runtime_at_end(const mms_log_t *log, struct mms__rtmemo *memo, const struct mms__blk *b);
 void mms__rtmemo_free(struct mms__rtmemo *memo);
+/* reach.c: what heap block b, live at the end of the log, was to the
+ * program when it exited (enum mms_reach), from the recorder's scan then;
+ * MMS_REACH_UNKNOWN for another kind of block, a state before the end, a
+ * log without a whole scan. mms__reach_known(): whether the log has
+ * verdicts and st is at its end. */
+unsigned mms__blk_reach_at_end(const struct mms__state *st, const struct mms__blk *b);
+int mms__reach_known(const struct mms__state *st);
 
 /* The state's figures as a summary (summary.c). */
 void mms__state_summary(const struct mms__state *st, mms_summary_t *out);

@@ -41,6 +41,12 @@ static int count_runtime(const struct mms__blk *b, void *ctx)
 		c->out->runtime_live_bytes[MMS_RUNTIME_NONE] += b->size;
 		c->out->runtime_mem_blocks[b->mem]++;
 		c->out->runtime_mem_bytes[b->mem] += b->size;
+	} else if (b->mem == MMS_MEM_HOST) {
+		/* The program's heap block: leaked or still reachable. */
+		unsigned r = mms__blk_reach_at_end(c->st, b);
+
+		c->out->reach_blocks[r]++;
+		c->out->reach_bytes[r] += b->size;
 	}
 	return 0;
 }
@@ -88,6 +94,7 @@ MMS__EXPORT int mms_pass_summary(const mms_pass_t *p, mms_summary_t *out)
 	{
 		struct inherited_ctx c = { .st = st, .out = out };
 
+		out->reach_known = mms__reach_known(st);
 		mms__state_each(st, count_runtime, &c);
 		mms__rtmemo_free(&c.rtmemo);
 	}

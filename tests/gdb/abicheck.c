@@ -32,6 +32,8 @@ int main(void)
 	F(mms_log_info_t, last_realtime_ns), F(mms_log_info_t, exec_away), F(mms_log_info_t, bad_stacks),
 		F(mms_log_info_t, stacks_full), F(mms_log_info_t, strings_full), F(mms_log_info_t, own_malloc);
 	F(mms_log_info_t, freeres), F(mms_log_info_t, freeres_skipped), F(mms_log_info_t, freeres_threads);
+	F(mms_log_info_t, reach_scan), F(mms_log_info_t, reach_pointers), F(mms_log_info_t, reach_bytes);
+	F(mms_log_info_t, reach_ns), F(mms_log_info_t, reach_threads);
 	END();
 	BEGIN("OpenError", mms_open_error_t);
 	F(mms_open_error_t, offset), F(mms_open_error_t, what);
@@ -46,7 +48,7 @@ int main(void)
 	F(mms_block_t, step), F(mms_block_t, op_launch), F(mms_block_t, op), F(mms_block_t, kernel_launches);
 	F(mms_block_t, owner), F(mms_block_t, pool), F(mms_block_t, free_event), F(mms_block_t, free_thread);
 	F(mms_block_t, inherited), F(mms_block_t, origin_pid), F(mms_block_t, origin_event);
-	F(mms_block_t, runtime), F(mms_block_t, free_stack), F(mms_block_t, device);
+	F(mms_block_t, runtime), F(mms_block_t, free_stack), F(mms_block_t, device), F(mms_block_t, reach);
 	END();
 	BEGIN("Where", mms_where_t);
 	F(mms_where_t, position), F(mms_where_t, events), F(mms_where_t, step), F(mms_where_t, in_step);
@@ -77,7 +79,8 @@ int main(void)
 	F(mms_config_t, call_stack), F(mms_config_t, events), F(mms_config_t, python_stack), F(mms_config_t, deferred);
 	F(mms_config_t, nsteps);
 	F(mms_config_t, steps), F(mms_config_t, follow_exec), F(mms_config_t, log_level), F(mms_config_t, freeres);
-	F(mms_config_t, watch), F(mms_config_t, log_limit), F(mms_config_t, clock), F(mms_config_t, log_thread);
+	F(mms_config_t, reach), F(mms_config_t, watch), F(mms_config_t, log_limit), F(mms_config_t, clock),
+		F(mms_config_t, log_thread);
 	F(mms_config_t, unwind), F(mms_config_t, unwind_check), F(mms_config_t, guard), F(mms_config_t, guard_redzone);
 	F(mms_config_t, guard_quarantine), F(mms_config_t, torch_ops), F(mms_config_t, unknown);
 	F(mms_config_t, bad);

@@ -87,7 +87,7 @@ expect_key alive.mms.json freeres_threads 1
 grep -q "freeres, which free these at the end of exit, did not run: 1 other thread was still running at exit" \
 	alive.leaks || fail "the leaks report does not say why freeres did not run: $(cat alive.leaks)"
 "$MMS_REPLAY" alive.mms --analysis leaks --json >alive.leaks.json || fail "leaks --json on alive.mms exited $?"
-expect_key alive.leaks.json at_exit.leaks 2
+expect_eq "alive: the program's blocks live at exit" "$(kept_at_exit alive.leaks.json)" 2
 expect_key alive.leaks.json runtime.blocks "$(jget alive.mms.json runtime_live_blocks)"
 
 # _exit: no destructor, no freeres; output as natively.
@@ -113,8 +113,8 @@ PY
 	summarize py.mms
 	expect_ge "python3: CPython's blocks at exit" "$(jget py.mms.json runtime.python.blocks)" 1
 	"$MMS_REPLAY" py.mms --analysis leaks --json >py.leaks.json || fail "leaks --json on py.mms exited $?"
-	expect_key py.leaks.json at_exit.leaks 1
-	expect_key py.leaks.json at_exit.bytes 12345
+	expect_eq "py: the program's blocks live at exit" "$(kept_at_exit py.leaks.json)" 1
+	expect_eq "py: the program's bytes live at exit" "$(kept_at_exit py.leaks.json bytes)" 12345
 	record $PWD/py0.mms /usr/bin/python3 -I leak.py >/dev/null || fail "python3 leak.py recorded exited $?"
 	"$MMS_REPLAY" py0.mms --analysis leaks >py0.leaks || fail "leaks on py0.mms exited $?"
 	grep -q "recorded without stacks: a block an extension module leaked is counted as CPython's" py0.leaks ||
@@ -133,7 +133,7 @@ if command -v perl >/dev/null 2>&1; then
 	expect_key pl.mms.json complete true
 	expect_ge "perl: perl's blocks at exit" "$(jget pl.mms.json runtime.perl.blocks)" 100
 	"$MMS_REPLAY" pl.mms --analysis leaks --json >pl.leaks.json || fail "leaks --json on pl.mms exited $?"
-	expect_key pl.leaks.json at_exit.leaks 0
+	expect_eq "pl: the program's blocks live at exit" "$(kept_at_exit pl.leaks.json)" 0
 else
 	note "perl is not installed: perl's state at exit not checked with perl itself"
 fi
@@ -150,8 +150,8 @@ if command -v "$cc" >/dev/null 2>&1; then
 		cp xs/perl xs/perlin || fail "cannot build the XS-like test program with $cc"
 	MSMEMSCOPE_CONFIG=call_stack=32 record $PWD/xs.mms xs/perl || fail "xs/perl recorded exited $?"
 	"$MMS_REPLAY" xs.mms --analysis leaks --json >xs.leaks.json || fail "leaks --json on xs.mms exited $?"
-	expect_key xs.leaks.json at_exit.leaks 1
-	expect_key xs.leaks.json at_exit.bytes 4321
+	expect_eq "xs: the program's blocks live at exit" "$(kept_at_exit xs.leaks.json)" 1
+	expect_eq "xs: the program's bytes live at exit" "$(kept_at_exit xs.leaks.json bytes)" 4321
 	expect_key xs.leaks.json runtime.by_kind.perl.bytes 1234
 	record $PWD/xs0.mms xs/perl || fail "xs/perl recorded exited $?"
 	"$MMS_REPLAY" xs0.mms --analysis leaks >xs0.leaks || fail "leaks on xs0.mms exited $?"
@@ -159,7 +159,7 @@ if command -v "$cc" >/dev/null 2>&1; then
 		fail "without stacks the report does not say perl's count may hold a leak: $(cat xs0.leaks)"
 	MSMEMSCOPE_CONFIG=call_stack=32 record $PWD/perlin.mms xs/perlin || fail "xs/perlin recorded exited $?"
 	"$MMS_REPLAY" perlin.mms --analysis leaks --json >perlin.leaks.json || fail "leaks --json on perlin.mms exited $?"
-	expect_key perlin.leaks.json at_exit.leaks 2
+	expect_eq "perlin: the program's blocks live at exit" "$(kept_at_exit perlin.leaks.json)" 2
 else
 	note "no C compiler ($cc): an XS-like leak in a program named perl not checked"
 fi

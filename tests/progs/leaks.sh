@@ -48,15 +48,18 @@ Per-step leaks by allocation stack: 5 blocks, 3.3 KiB from 5 stacks
   256 bytes in 1 block (largest 0xADDR, 256 bytes, step 3, operator softmax)
   100 bytes in 1 block (largest 0xADDR, 100 bytes, step 3)
 ====== SUMMARY: 0.003269 Mb(s) leaked in 5 allocation(s) ======
-====== Blocks still live at exit ======
-Live at exit by allocation stack: 6 blocks, 4.3 KiB from 6 stacks
+====== Blocks leaked at exit: the program no longer pointed to them ======
+Leaked at exit by allocation stack: 5 blocks, 4.1 KiB from 5 stacks
   2.0 KiB in 1 block (largest 0xADDR, 2.0 KiB, step 4, operator cache)
   1000 bytes in 1 block (largest 0xADDR, 1000 bytes, step 1, operator init)
   512 bytes in 1 block (largest 0xADDR, 512 bytes, step 3, operator softmax)
   512 bytes in 1 block (largest 0xADDR, 512 bytes, step 3, operator softmax)
-  256 bytes in 1 block (largest 0xADDR, 256 bytes, step 3, operator softmax)
   100 bytes in 1 block (largest 0xADDR, 100 bytes, step 3)
-====== SUMMARY: 0.004223 Mb(s) live at exit in 6 allocation(s) ======
+====== SUMMARY: 0.003979 Mb(s) leaked at exit in 5 allocation(s) ======
+====== Other memory still live at exit (mappings, pools, device memory) ======
+Live at exit by allocation stack: 1 block, 256 bytes
+  256 bytes in 1 block (largest 0xADDR, 256 bytes, step 3, operator softmax)
+====== SUMMARY: 0.000244 Mb(s) live at exit in 1 allocation(s) ======
 Live HOST bytes per step, steps 2-6 (lowest/highest within each step):
            MinAlloc/MaxAlloc(%)   MinAllocMem(MB)   StepId
   MinGap   47.080979              0.000954          3
@@ -77,7 +80,7 @@ grep -q "^Direct kvpool leak of 0.000244 Mb(s) at $arena in softmax (launch 4) a
 	fail "expected leak_buf on top of 4 stacks: $(grep '#0' rec.err)"
 [ "$(grep -c '^      #0  suppressed_alloc (.*leaks.c:' rec.err)" = 2 ] ||
 	fail "expected suppressed_alloc on top of 2 stacks: $(grep '#0' rec.err)"
-note "launcher: 5 per-step leaks (3428 bytes) in softmax, cache and kernel_2; 6 blocks (4428 bytes) live at exit; steps 3 and 4 allocate more"
+note "launcher: 5 per-step leaks (3428 bytes) in softmax, cache and kernel_2; 5 heap blocks (4172 bytes) leaked at exit, the pool's 256 bytes live; steps 3 and 4 allocate more"
 
 # --- msmemscope-replay: the same report on stdout --------------------------
 "$MMS_REPLAY" "$log" --analysis leaks >replay.out 2>replay.err || fail "--analysis leaks exited $?: $(cat replay.err)"
@@ -139,7 +142,7 @@ Per-step leaks by allocation stack: 4 blocks, 1.3 KiB from 4 stacks
 EOF
 [ "$(grep -c '^         1         2048  suppressed_alloc$' supp.out)" = 2 ] ||
 	fail "the suppressions table of both sections should show suppressed_alloc once, 2048 bytes: $(cat supp.out)"
-grep -q '^====== SUMMARY: 0.002270 Mb(s) live at exit in 5 allocation(s) ======$' supp.out ||
+grep -q '^====== SUMMARY: 0.002026 Mb(s) leaked at exit in 4 allocation(s) ======$' supp.out ||
 	fail "the exit section should leave out the suppressed block: $(cat supp.out)"
 "$MMS_LAUNCHER" --call-stack=c:16 --output=out2 --suppressions=supp.txt -- "$prog" >/dev/null 2>rec2.err ||
 	fail "msmemscope --suppressions exited $?: $(cat rec2.err)"
@@ -189,11 +192,16 @@ note "\"step start\" ranges: the same 5 per-step leaks over 5 steps"
 "$MMS_LAUNCHER" --output=out4 -- "$prog" flat >/dev/null 2>flat.err || fail "msmemscope -- leaks flat exited $?"
 sed -n '/^====== /,$p' flat.err | normalize >flat.txt
 expect_text "the report of a program without steps" flat.txt <<'EOF'
-====== Blocks still live at exit ======
-Live at exit by allocation stack: 6 blocks, 4.3 KiB
-  4.3 KiB in 6 blocks (largest 0xADDR, 2.0 KiB, operator cache)
+====== Blocks leaked at exit: the program no longer pointed to them ======
+Leaked at exit by allocation stack: 5 blocks, 4.1 KiB
+  4.1 KiB in 5 blocks (largest 0xADDR, 2.0 KiB, operator cache)
       (no stack recorded; record with --call-stack=c:N to get them)
-====== SUMMARY: 0.004223 Mb(s) live at exit in 6 allocation(s) ======
+====== SUMMARY: 0.003979 Mb(s) leaked at exit in 5 allocation(s) ======
+====== Other memory still live at exit (mappings, pools, device memory) ======
+Live at exit by allocation stack: 1 block, 256 bytes
+  256 bytes in 1 block (largest 0xADDR, 256 bytes, operator softmax)
+      (no stack recorded; record with --call-stack=c:N to get them)
+====== SUMMARY: 0.000244 Mb(s) live at exit in 1 allocation(s) ======
 EOF
 
 # --- nothing leaked: clear words ------------------------------------------------------
@@ -206,8 +214,11 @@ note "a program without steps gets the exit section only; one that frees everyth
 
 # --- a damaged log: its records after the damage are lost, frees among
 # them, so the replay stops before the damage and no report speaks of exit
-# or leaks there -----------------------------------------------------------
-set -- out5/msmemscope_*/memscope_*.mms
+# or leaks there (recorded without the scan at exit, whose records would
+# end the chunk) -----------------------------------------------------------
+"$MMS_LAUNCHER" --no-reach-scan --output=out7 -- "$prog" tidy >/dev/null 2>tidy7.err ||
+	fail "msmemscope --no-reach-scan -- leaks tidy exited $?: $(cat tidy7.err)"
+set -- out7/msmemscope_*/memscope_*.mms
 "$MMS_PYTHON" - "$1" damaged.mms <<'PY' || fail "cannot damage the log"
 import struct, sys
 d = bytearray(open(sys.argv[1], "rb").read())

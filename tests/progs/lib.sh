@@ -28,6 +28,16 @@ command -v "$MMS_PYTHON" >/dev/null 2>&1 || skip "python3 is needed to read the 
 [ -f "$MMS_HOOKS" ] || fail "the recorder is not built: $MMS_HOOKS"
 [ -x "$MMS_REPLAY" ] || fail "the replay CLI is not built: $MMS_REPLAY"
 
+# kept_at_exit JSON [bytes]: the program's blocks live at exit in the leaks
+# report's JSON (msmemscope-replay --analysis leaks --json), leaked or still
+# reachable (the scan at exit tells them apart), not the runtimes': their
+# number, or with "bytes" their bytes.
+kept_at_exit() {
+	_k=${2:-leaks}
+	[ "$_k" = leaks ] && _r=blocks || _r=bytes
+	echo $(($(jget "$1" at_exit.$_k) + $(jget "$1" reachable.$_r)))
+}
+
 # launched_log ERR: the log of the program the launcher started, as its
 # "recorded PROG (pid N) to LOG" line in the stderr file ERR names it (not
 # the first log of the run folder: a child's pid may sort before its

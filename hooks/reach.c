@@ -1,0 +1,400 @@
+/* SPDX-License-Identifier: MIT */
+/* reach.c: at the end of exit, the words of the process's writable memory
+ * that point into its anonymous memory, so that a reader can tell the
+ * blocks live at exit that nothing points to any more (leaked) from those
+ * the program still reaches from its globals, its stacks and the blocks
+ * they reach (valgrind's "still reachable"). The recorder knows no block
+ * boundaries: it writes the ranges it read (REACH_REGIONS) and the
+ * pointer-like words (REACH_REFS, where and what), and the reader builds
+ * the graph over the blocks live at the end (replay/core/reach.c).
+ *
+ * What is read: every private writable mapping (modules' data and .bss,
+ * the heap, anonymous memory, the stacks of the threads still running
+ * whole, the exiting thread's from its stack pointer up), but the
+ * recorder's own (its module's writable segments, its arena, the log),
+ * and of those only the pages present or swapped out (the pagemap says;
+ * a page never touched holds no pointer). The memory is read with
+ * process_vm_readv, which fails where a page went away under another
+ * thread instead of faulting. A word is written when it points into an
+ * anonymous mapping (where heap blocks live), 8-byte aligned, at most
+ * MMS_REACH_MAX_PAIRS of them (of MAX_RANGES ranges). [heap] and glibc's
+ * other arenas are marked malloc's, for the reader to leave their freed
+ * chunks out. META "reach" ends the scan: its status
+ * and counts, by which a reader knows it read every record. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <link.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hooks-int.h"
+#include "log.h"
+#include "unwind.h"
+
+#define MAX_RANGES 65536 /* ranges read; more, and the scan tells nothing */
+#define MAX_SELF 8
+#define BUF_PAGES 64
+#define REC_MAX 4000 /* bytes of a record's value (MMS_MAX_STRING at most) */
+
+struct range {
+	uintptr_t lo, hi;
+	unsigned flags; /* enum mms_reach_region */
+};
+
+struct scan {
+	struct mms_thread *t;
+	struct range *r; /* the ranges to read, in address order */
+	size_t n;
+	unsigned flags; /* of the ranges add_piece adds */
+	uintptr_t sp;
+	uintptr_t self_lo[MAX_SELF], self_hi[MAX_SELF]; /* the recorder's writable segments */
+	size_t nself;
+	uintptr_t cmin, cmax; /* the anonymous ranges' extent */
+	size_t hint;          /* the range the last word pointed into */
+	uint8_t *buf;         /* BUF_PAGES pages read at a time */
+	uintptr_t page;
+	int pagemap;
+	/* The record being filled. */
+	uint8_t rec[REC_MAX];
+	size_t len;
+	uintptr_t prev_where, prev_value;
+	uint64_t pairs, refs_recs, region_recs, bytes;
+	int status; /* enum mms_reach_scan, -1: the log took no more */
+};
+
+/* --- the ranges ------------------------------------------------------------- */
+
+/* The recorder's own module's writable segments (its .data and .bss): what
+ * it keeps there is its own, copies of the program's addresses among it. */
+static int self_segments(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	struct scan *s = ctx;
+	int ours = 0;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum && !ours; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		ours = ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && mms__self_lo >= lo &&
+		       mms__self_lo < lo + ph->p_memsz;
+	}
+	if (!ours)
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum && s->nself < MAX_SELF; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_W))
+			continue;
+		s->self_lo[s->nself] = lo & ~(s->page - 1);
+		s->self_hi[s->nself++] = (lo + ph->p_memsz + s->page - 1) & ~(s->page - 1);
+	}
+	return 1;
+}
+
+static int add_piece(uintptr_t lo, uintptr_t hi, void *ctx)
+{
+	struct scan *s = ctx;
+
+	if (s->n >= MAX_RANGES)
+		return 1;
+	s->r[s->n++] = (struct range){ lo, hi, s->flags };
+	return 0;
+}
+
+/* Adds [lo, hi) with flags, less the recorder's own ranges. */
+static void add_range(struct scan *s, uintptr_t lo, uintptr_t hi, unsigned flags)
+{
+	for (size_t i = 0; i < s->nself; i++)
+		if (lo < s->self_hi[i] && s->self_lo[i] < hi) {
+			if (lo < s->self_lo[i])
+				add_range(s, lo, s->self_lo[i], flags);
+			if (s->self_hi[i] < hi)
+				add_range(s, s->self_hi[i], hi, flags);
+			return;
+		}
+	s->flags = flags;
+	mms__own_outside(lo, hi, add_piece, s);
+}
+
+/* Reads n bytes at `at` of the process; 0, or -1 where they cannot be read. */
+static int peek(uintptr_t at, void *out, size_t n)
+{
+	struct iovec local = { out, n }, remote = { (void *)at, n };
+
+	return syscall(SYS_process_vm_readv, (long)getpid(), &local, 1L, &remote, 1L, 0L) == (long)n ? 0 : -1;
+}
+
+/* glibc's arenas other than the first keep their memory in heaps of at
+ * most HEAP_MAX, each aligned to HEAP_MAX and begun by a heap_info: the
+ * arena, the previous heap, the size in use and the size made writable
+ * (glibc's arena.c). Returns the end of the writable part of the heap at
+ * a when a holds one, else 0. */
+#define HEAP_MAX (64ull << 20)
+static uintptr_t arena_heap_end(uintptr_t a)
+{
+	uint64_t h[4]; /* ar_ptr, prev, size, mprotect_size */
+
+	if (peek(a, h, sizeof h) || !h[0] || (h[0] & 7) || !h[2] || (h[2] & 4095) || h[2] > HEAP_MAX || h[3] < h[2] ||
+	    h[3] > HEAP_MAX)
+		return 0;
+	/* The first heap of an arena holds the arena right after its
+	 * heap_info (32 or 48 bytes, by glibc's version); a later one
+	 * points to the heap before it. */
+	if (h[1] ? h[1] % HEAP_MAX != 0 : h[0] <= a || h[0] > a + 64)
+		return 0;
+	return a + h[3];
+}
+
+/* Adds anonymous memory [lo, hi): glibc's arena heaps in it as theirs. */
+static void add_anon(struct scan *s, uintptr_t lo, uintptr_t hi)
+{
+	uintptr_t a = (lo + HEAP_MAX - 1) & ~(uintptr_t)(HEAP_MAX - 1), end;
+
+	for (; a >= lo && a < hi; a += HEAP_MAX) {
+		end = arena_heap_end(a);
+		if (!end)
+			continue;
+		if (end > hi)
+			end = hi;
+		add_range(s, lo, a, 0);
+		add_range(s, a, end, MMS_RGN_ARENA);
+		lo = end;
+	}
+	add_range(s, lo, hi, 0);
+}
+
+static int maps_step(char *line, void *ctx)
+{
+	struct scan *s = ctx;
+	uintptr_t lo, hi;
+	int kind = mms__maps_line(line, &lo, &hi);
+	unsigned flags = kind == MMS_MAPS_FILE    ? MMS_RGN_FILE
+			 : kind == MMS_MAPS_STACK ? MMS_RGN_STACK
+			 : kind == MMS_MAPS_HEAP  ? MMS_RGN_HEAP
+						  : 0;
+
+	if (kind == MMS_MAPS_OTHER || hi <= lo)
+		return 0;
+	/* The exiting thread's stack: from its stack pointer (what lies
+	 * below is dead frames). */
+	if (s->sp >= lo && s->sp < hi) {
+		flags |= MMS_RGN_SP;
+		lo = s->sp & ~(uintptr_t)7;
+	} else if (kind == MMS_MAPS_ANON) {
+		add_anon(s, lo, hi);
+		return s->n >= MAX_RANGES;
+	}
+	add_range(s, lo, hi, flags);
+	return s->n >= MAX_RANGES;
+}
+
+/* The range of the anonymous memory a word points into, or NULL. */
+static const struct range *pointee(struct scan *s, uintptr_t v)
+{
+	size_t lo = 0, hi = s->n;
+	const struct range *r = &s->r[s->hint];
+
+	if (v - s->cmin >= s->cmax - s->cmin)
+		return NULL;
+	if (v >= r->lo && v < r->hi)
+		return r->flags & MMS_RGN_FILE ? NULL : r;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (s->r[mid].hi <= v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == s->n || v < s->r[lo].lo)
+		return NULL;
+	s->hint = lo;
+	return s->r[lo].flags & MMS_RGN_FILE ? NULL : &s->r[lo];
+}
+
+/* --- the records ------------------------------------------------------------- */
+
+static void flush(struct scan *s, uint8_t tag)
+{
+	uint8_t *p;
+
+	if (!s->len)
+		return;
+	p = mms__meta_begin(s->t, tag, s->len + 10);
+	if (!p) {
+		s->status = -1;
+	} else {
+		p = mms_put_s(p, s->rec, s->len);
+		mms__rec_commit(s->t, p);
+		if (tag == MMS_TAG_REACH_REFS)
+			s->refs_recs++;
+		else
+			s->region_recs++;
+	}
+	s->len = 0;
+	s->prev_where = s->prev_value = 0;
+}
+
+static void write_regions(struct scan *s)
+{
+	for (size_t i = 0; i < s->n && s->status >= 0; i++) {
+		uint8_t *p;
+
+		if (s->len + 3 * 10 > sizeof s->rec)
+			flush(s, MMS_TAG_REACH_REGIONS);
+		p = s->rec + s->len;
+		p = mms_put_u(p, s->r[i].lo);
+		p = mms_put_u(p, s->r[i].hi - s->r[i].lo);
+		p = mms_put_u(p, s->r[i].flags);
+		s->len = (size_t)(p - s->rec);
+	}
+	flush(s, MMS_TAG_REACH_REGIONS);
+}
+
+static void emit(struct scan *s, uintptr_t where, uintptr_t value)
+{
+	uint8_t *p;
+
+	if (s->len + 2 * 10 > sizeof s->rec)
+		flush(s, MMS_TAG_REACH_REFS);
+	p = s->rec + s->len;
+	p = mms_put_u(p, (where - s->prev_where) >> 3);
+	p = mms_put_u(p, mms_zigzag((int64_t)(value - s->prev_value)));
+	s->len = (size_t)(p - s->rec);
+	s->prev_where = where;
+	s->prev_value = value;
+	if (++s->pairs >= MMS_REACH_MAX_PAIRS)
+		s->status = MMS_SCAN_LIMIT;
+}
+
+/* --- reading ------------------------------------------------------------------ */
+
+/* Reads [lo, hi) (8-byte aligned, at most BUF_PAGES pages) and writes its
+ * pointer-like words. Returns -1 when the process may not read itself. */
+static int read_run(struct scan *s, uintptr_t lo, uintptr_t hi)
+{
+	struct iovec local = { s->buf, hi - lo }, remote = { (void *)lo, hi - lo };
+	long got = syscall(SYS_process_vm_readv, (long)getpid(), &local, 1L, &remote, 1L, 0L);
+	const uintptr_t *w = (const uintptr_t *)s->buf;
+
+	if (got < 0)
+		return errno == EFAULT || errno == ENOMEM || errno == ESRCH ? 0 : -1;
+	s->bytes += (uint64_t)got;
+	for (size_t i = 0; i < (size_t)got / sizeof(*w) && !s->status; i++)
+		if (pointee(s, w[i]))
+			emit(s, lo + i * sizeof(*w), w[i]);
+	return 0;
+}
+
+/* Reads the resident pages of range r. */
+static void read_range(struct scan *s, const struct range *r)
+{
+	uint64_t ent[BUF_PAGES];
+	uintptr_t at = r->lo & ~(s->page - 1);
+
+	while (at < r->hi && !s->status) {
+		size_t n = (size_t)((r->hi - at + s->page - 1) / s->page), i = 0;
+
+		if (n > BUF_PAGES)
+			n = BUF_PAGES;
+		if (s->pagemap < 0 || syscall(SYS_pread64, s->pagemap, ent, n * sizeof(ent[0]),
+					      (off_t)(at / s->page * sizeof(ent[0]))) != (long)(n * sizeof(ent[0])))
+			for (i = 0; i < n; i++)
+				ent[i] = 3ull << 62; /* unknown: read it */
+		for (i = 0; i < n && !s->status;) {
+			size_t j = i;
+			uintptr_t lo, hi;
+
+			/* Present (bit 63) or swapped out (bit 62). */
+			while (j < n && (ent[j] >> 62))
+				j++;
+			lo = at + i * s->page;
+			hi = at + j * s->page;
+			if (lo < r->lo)
+				lo = r->lo;
+			if (hi > r->hi)
+				hi = r->hi;
+			if (j > i && lo < hi && read_run(s, lo, hi)) {
+				s->status = MMS_SCAN_NOREAD;
+				return;
+			}
+			i = j + 1;
+		}
+		at += n * s->page;
+	}
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void mms__reach_scan(struct mms_thread *t, long others)
+{
+	static struct scan scan; /* one exit per process: in .bss, left out of the scan */
+	struct scan *s = &scan;
+	uint8_t buf[96], val[80], *p, *v;
+	uint64_t t0 = now_ns();
+	volatile uintptr_t here = 0;
+
+	if (!mms__config.reach || !mms__recording_now())
+		return;
+	memset(s, 0, sizeof(*s));
+	s->t = t;
+	s->page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	s->sp = (uintptr_t)&here;
+	s->r = mms__arena_alloc(MAX_RANGES * sizeof(*s->r), 16);
+	s->buf = mms__arena_alloc(BUF_PAGES * s->page, 16);
+	if (!s->r || !s->buf)
+		goto out;
+	dl_iterate_phdr(self_segments, s);
+	if (mms__proc_lines("/proc/self/maps", maps_step, s) < 0 || !s->n)
+		goto out;
+	/* Memory left unread holds roots: no verdicts rather than leaks
+	 * that are not. */
+	if (s->n >= MAX_RANGES)
+		s->status = MMS_SCAN_RANGES;
+	s->cmin = UINTPTR_MAX;
+	for (size_t i = 0; i < s->n; i++)
+		if (!(s->r[i].flags & MMS_RGN_FILE)) {
+			if (s->r[i].lo < s->cmin)
+				s->cmin = s->r[i].lo;
+			if (s->r[i].hi > s->cmax)
+				s->cmax = s->r[i].hi;
+		}
+	if (s->cmin >= s->cmax)
+		s->cmin = s->cmax = 0;
+	if (!s->status)
+		write_regions(s);
+	s->pagemap = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	for (size_t i = 0; i < s->n && !s->status; i++)
+		read_range(s, &s->r[i]);
+	if (s->pagemap >= 0)
+		syscall(SYS_close, s->pagemap);
+	flush(s, MMS_TAG_REACH_REFS);
+	if (s->status < 0)
+		goto out; /* the log is full: no META, so no reader trusts a part */
+	v = mms_put_u(val, (uint64_t)s->status);
+	v = mms_put_u(v, s->pairs);
+	v = mms_put_u(v, s->refs_recs);
+	v = mms_put_u(v, s->region_recs);
+	v = mms_put_u(v, s->bytes);
+	v = mms_put_u(v, others > 0 ? (uint64_t)others : 0);
+	v = mms_put_u(v, now_ns() - t0);
+	p = mms_put_s(buf, "reach", 5);
+	p = mms_put_s(p, val, (size_t)(v - val));
+	mms__write_meta(t, MMS_TAG_META, buf, (size_t)(p - buf));
+out:
+	if (s->r)
+		mms__arena_free(s->r);
+	if (s->buf)
+		mms__arena_free(s->buf);
+}

@@ -1,0 +1,413 @@
+/* SPDX-License-Identifier: MIT */
+/* reach.c: which heap blocks live at the end of a log the program still
+ * reached when it exited, from the recorder's scan of its memory then
+ * (hooks/reach.c: the ranges read, and the words in them that point into
+ * anonymous memory). As valgrind's leak check, but after the fact:
+ *
+ *  - A word inside a live heap block is an edge from that block; one in
+ *    malloc's own memory outside every live block (freed chunks, malloc's
+ *    bookkeeping: the heap, glibc's arenas) is nothing; any other (a
+ *    module's data and .bss, a stack, the program's own mappings, thread-
+ *    local storage) is a root.
+ *  - A word pointing at a block's start, or 8 bytes past it (valgrind's
+ *    "newarray" and "length64" heuristics: new[]'s element count, a
+ *    length prefix), is a start pointer; one into its middle is interior.
+ *  - Reachable: reached from a root through start pointers only.
+ *    Possibly leaked: reached only along paths with an interior pointer.
+ *    The rest is leaked: indirectly when a leaked block points to it
+ *    (its fate is its pointer's), definitely otherwise (the roots of the
+ *    leaked structures: a cycle's first block in address order).
+ *
+ * Verdicts exist only for a log that reached exit whole, with a scan that
+ * read everything (META "reach" says so, its record counts match): else
+ * every block is MMS_REACH_UNKNOWN and the reports say what they said
+ * before, "live at exit". Built once per log, over the blocks live at its
+ * end, on the first question. */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format.h"
+#include "msmemscope/error.h"
+#include "msmemscope/log.h"
+#include "base-int.h"
+#include "log-int.h"
+#include "state-int.h"
+
+/* A heap block live at the end. */
+struct node {
+	uint64_t addr, size;
+};
+
+struct region {
+	uint64_t lo, hi;
+	unsigned flags; /* enum mms_reach_region */
+};
+
+struct mms__reach {
+	struct node *nodes; /* by address */
+	uint8_t *status;    /* enum mms_reach, by node */
+	size_t n;
+};
+
+struct graph {
+	struct node *nodes;
+	size_t n;
+	struct region *rgn;
+	size_t nrgn, rgn_cap;
+	uint64_t *edges; /* from << 33 | to << 1 | interior; roots' from is n */
+	size_t nedges, edges_cap;
+};
+
+int mms__reach_note(mms_log_t *log, const struct mms__rec *r)
+{
+	uint8_t head[20], *p = head;
+
+	p = mms_put_u(p, r->type);
+	p = mms_put_u(p, r->slen[0]);
+	while (log->reach_cap - log->reach_len < (size_t)(p - head) + r->slen[0]) {
+		size_t cap = log->reach_cap ? log->reach_cap * 2 : 65536;
+		uint8_t *q = realloc(log->reach_recs, cap);
+
+		if (!q)
+			return -ENOMEM;
+		log->reach_recs = q;
+		log->reach_cap = cap;
+	}
+	memcpy(log->reach_recs + log->reach_len, head, (size_t)(p - head));
+	log->reach_len += (size_t)(p - head);
+	memcpy(log->reach_recs + log->reach_len, r->s[0], r->slen[0]);
+	log->reach_len += r->slen[0];
+	if (r->type == MMS_TAG_REACH_REFS)
+		log->reach_nrefs++;
+	else
+		log->reach_nregions++;
+	return 0;
+}
+
+void mms__reach_free(mms_log_t *log)
+{
+	if (log->reach) {
+		free(log->reach->nodes);
+		free(log->reach->status);
+		free(log->reach);
+	}
+	free(log->reach_recs);
+}
+
+void mms__reach_info(mms_log_t *log)
+{
+	mms_log_info_t *in = &log->info;
+	const uint8_t *p, *end;
+	uint64_t f[7] = { 0 };
+	const char *v;
+	size_t len, i;
+
+	in->reach_scan = MMS_REACH_SCAN_NONE;
+	in->reach_pointers = in->reach_bytes = in->reach_ns = in->reach_threads = 0;
+	if (mms_log_meta(log, "reach", &v, &len)) {
+		/* Records of a scan whose end is missing. */
+		if (log->reach_nrefs || log->reach_nregions)
+			in->reach_scan = MMS_REACH_SCAN_LOST;
+		return;
+	}
+	p = (const uint8_t *)v;
+	end = p + len;
+	for (i = 0; i < 7 && !mms_get_u(&p, end, &f[i]); i++)
+		;
+	if (i < 7) {
+		in->reach_scan = MMS_REACH_SCAN_LOST;
+		return;
+	}
+	in->reach_pointers = f[1];
+	in->reach_bytes = f[4];
+	in->reach_threads = f[5];
+	in->reach_ns = f[6];
+	in->reach_scan = f[0] == MMS_SCAN_LIMIT || f[0] == MMS_SCAN_RANGES ? MMS_REACH_SCAN_LIMIT
+			 : f[0] == MMS_SCAN_NOREAD                         ? MMS_REACH_SCAN_NOREAD
+			 : f[0] != MMS_SCAN_DONE || f[2] != log->reach_nrefs || f[3] != log->reach_nregions
+				 ? MMS_REACH_SCAN_LOST
+				 : MMS_REACH_SCAN_WHOLE;
+}
+
+/* Whether the scan's records are all there and it read everything, in a
+ * log that reached exit whole. */
+static int scan_whole(const mms_log_t *log)
+{
+	return log->info.reach_scan == MMS_REACH_SCAN_WHOLE && log->info.complete && !log->info.cut &&
+	       !log->info.damaged;
+}
+
+static int node_cmp(const void *a, const void *b)
+{
+	const struct node *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int add_node(const struct mms__blk *b, void *ctx)
+{
+	struct graph *g = ctx;
+
+	if (b->mem != MMS_MEM_HOST)
+		return 0;
+	g->nodes[g->n++] = (struct node){ b->addr, b->size };
+	return 0;
+}
+
+static int count_node(const struct mms__blk *b, void *ctx)
+{
+	*(size_t *)ctx += b->mem == MMS_MEM_HOST;
+	return 0;
+}
+
+/* The first of n items of `stride` bytes at base, sorted by the uint64_t
+ * at offset `off` in each, whose key is above a (n: none is). */
+static size_t first_above(const void *base, size_t n, size_t stride, size_t off, uint64_t a)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		uint64_t key;
+
+		memcpy(&key, (const char *)base + mid * stride + off, sizeof(key));
+		if (key <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The node holding address a (a zero-sized block holds its own address),
+ * or n. */
+static size_t node_at(const struct graph *g, uint64_t a)
+{
+	size_t i = first_above(g->nodes, g->n, sizeof(*g->nodes), offsetof(struct node, addr), a);
+
+	if (!i--)
+		return g->n;
+	return a - g->nodes[i].addr < (g->nodes[i].size ? g->nodes[i].size : 1) ? i : g->n;
+}
+
+/* The flags of the scanned range holding a, or -1. */
+static long region_at(const struct graph *g, uint64_t a)
+{
+	size_t i = first_above(g->rgn, g->nrgn, sizeof(*g->rgn), offsetof(struct region, hi), a);
+
+	return i < g->nrgn && a >= g->rgn[i].lo ? (long)g->rgn[i].flags : -1;
+}
+
+static int region_cmp(const void *a, const void *b)
+{
+	const struct region *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* One REACH_REGIONS value. */
+static int add_regions(struct graph *g, const uint8_t *p, const uint8_t *end)
+{
+	uint64_t lo, len, flags;
+
+	while (p < end) {
+		if (mms_get_u(&p, end, &lo) || mms_get_u(&p, end, &len) || mms_get_u(&p, end, &flags))
+			return MMS_ECORRUPT;
+		if (mms__grow(&g->rgn, &g->rgn_cap, g->nrgn, sizeof(*g->rgn)))
+			return -ENOMEM;
+		g->rgn[g->nrgn++] = (struct region){ lo, lo + len, (unsigned)flags };
+	}
+	return 0;
+}
+
+/* One REACH_REFS value: its words that point into a live block. */
+static int add_refs(struct graph *g, const uint8_t *p, const uint8_t *end)
+{
+	uint64_t where = 0, value = 0, dw, dv;
+
+	while (p < end) {
+		size_t to, from;
+		long flags;
+		uint64_t off;
+
+		if (mms_get_u(&p, end, &dw) || mms_get_u(&p, end, &dv))
+			return MMS_ECORRUPT;
+		where += dw << 3;
+		value += (uint64_t)mms_unzigzag(dv);
+		to = node_at(g, value);
+		if (to == g->n)
+			continue;
+		from = node_at(g, where);
+		if (from == to)
+			continue;
+		if (from == g->n) {
+			/* Outside every live block: in malloc's own memory,
+			 * nothing; elsewhere, a root. */
+			flags = region_at(g, where);
+			if (flags < 0 || (flags & (MMS_RGN_HEAP | MMS_RGN_ARENA)))
+				continue;
+		}
+		off = value - g->nodes[to].addr;
+		if (mms__grow(&g->edges, &g->edges_cap, g->nedges, sizeof(*g->edges)))
+			return -ENOMEM;
+		g->edges[g->nedges++] = (uint64_t)from << 33 | (uint64_t)to << 1 | (off != 0 && off != 8);
+	}
+	return 0;
+}
+
+static int edge_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Marks, from the nodes in stack[0, top), every node an edge of the
+ * chosen kind leads to whose status is `from`, as `to`. first[i] indexes
+ * node i's first edge (first[n]: the roots'). */
+static void mark(const struct graph *g, const size_t *first, uint8_t *status, size_t *stack, size_t top, int any,
+		 unsigned from, unsigned to)
+{
+	while (top) {
+		size_t v = stack[--top];
+
+		for (size_t e = first[v]; e < first[v + 1]; e++) {
+			size_t w = (size_t)(g->edges[e] >> 1 & 0xffffffffu);
+
+			if ((!any && (g->edges[e] & 1)) || status[w] != from)
+				continue;
+			status[w] = (uint8_t)to;
+			stack[top++] = w;
+		}
+	}
+}
+
+static int solve(struct graph *g, struct mms__reach *r)
+{
+	size_t *first = calloc(g->n + 2, sizeof(*first)), *stack = malloc((g->n + 1) * sizeof(*stack));
+	uint8_t *status = malloc(g->n ? g->n : 1);
+	size_t i, top;
+
+	if (!first || !stack || !status) {
+		free(first);
+		free(stack);
+		free(status);
+		return -ENOMEM;
+	}
+	qsort(g->edges, g->nedges, sizeof(*g->edges), edge_cmp);
+	for (i = 0; i < g->nedges; i++)
+		first[(g->edges[i] >> 33) + 1]++;
+	for (i = 0; i <= g->n; i++)
+		first[i + 1] += first[i];
+	memset(status, MMS_REACH_LEAKED, g->n);
+	/* From the roots (node n) through start pointers. */
+	stack[0] = g->n;
+	mark(g, first, status, stack, 1, 0, MMS_REACH_LEAKED, MMS_REACH_REACHABLE);
+	/* Through any pointer, from the roots and what they reach. */
+	top = 0;
+	stack[top++] = g->n;
+	for (i = 0; i < g->n; i++)
+		if (status[i] == MMS_REACH_REACHABLE)
+			stack[top++] = i;
+	mark(g, first, status, stack, top, 1, MMS_REACH_LEAKED, MMS_REACH_POSSIBLE);
+	/* What a leaked block points to is lost with it. */
+	for (i = 0; i < g->n; i++) {
+		if (status[i] != MMS_REACH_LEAKED)
+			continue;
+		stack[0] = i;
+		mark(g, first, status, stack, 1, 1, MMS_REACH_LEAKED, MMS_REACH_INDIRECT);
+		status[i] = MMS_REACH_LEAKED; /* a cycle back to itself */
+	}
+	free(first);
+	free(stack);
+	r->nodes = g->nodes;
+	r->status = status;
+	r->n = g->n;
+	g->nodes = NULL;
+	return 0;
+}
+
+/* Builds the verdicts over st's live heap blocks. 0, or -ENOMEM. */
+static int build(const struct mms__state *st, struct mms__reach *r)
+{
+	const mms_log_t *log = st->log;
+	struct graph g = { 0 };
+	const uint8_t *p = log->reach_recs, *end = p + log->reach_len;
+	size_t n = 0;
+	int rc = 0;
+
+	mms__state_each(st, count_node, &n);
+	if (n >= (1ull << 31))
+		return 0;
+	g.nodes = malloc((n ? n : 1) * sizeof(*g.nodes));
+	if (!g.nodes)
+		return -ENOMEM;
+	mms__state_each(st, add_node, &g);
+	qsort(g.nodes, g.n, sizeof(*g.nodes), node_cmp);
+	/* The ranges first: the words' places are looked up in them. */
+	for (int pass = 0; pass < 2 && !rc; pass++) {
+		const uint8_t *q = p;
+		uint64_t type, len;
+
+		while (q < end && !rc) {
+			if (mms_get_u(&q, end, &type) || mms_get_u(&q, end, &len) || len > (uint64_t)(end - q)) {
+				rc = MMS_ECORRUPT;
+				break;
+			}
+			if (pass == 0 && type == MMS_TAG_REACH_REGIONS)
+				rc = add_regions(&g, q, q + len);
+			else if (pass == 1 && type == MMS_TAG_REACH_REFS)
+				rc = add_refs(&g, q, q + len);
+			q += len;
+		}
+		if (!pass && g.nrgn)
+			qsort(g.rgn, g.nrgn, sizeof(*g.rgn), region_cmp);
+	}
+	if (!rc)
+		rc = solve(&g, r);
+	free(g.nodes);
+	free(g.rgn);
+	free(g.edges);
+	/* A bad record: no verdicts (the reports say "live at exit"). */
+	return rc == -ENOMEM ? rc : 0;
+}
+
+unsigned mms__blk_reach_at_end(const struct mms__state *st, const struct mms__blk *b)
+{
+	mms_log_t *log = st->log;
+	struct mms__reach *r = log->reach;
+	size_t i;
+
+	if (b->mem != MMS_MEM_HOST || !b->live)
+		return MMS_REACH_UNKNOWN;
+	/* Built once, from the state at the end of the log. */
+	if (!log->reach_built) {
+		if (st->pos < log->events || !scan_whole(log))
+			return MMS_REACH_UNKNOWN;
+		log->reach_built = 1;
+		r = calloc(1, sizeof(*r));
+		if (r && build(st, r)) {
+			free(r);
+			r = NULL;
+		}
+		log->reach = r;
+	}
+	if (!r || !r->status || !b->addr)
+		return MMS_REACH_UNKNOWN;
+	i = first_above(r->nodes, r->n, sizeof(*r->nodes), offsetof(struct node, addr), b->addr - 1);
+	return i < r->n && r->nodes[i].addr == b->addr ? r->status[i] : MMS_REACH_UNKNOWN;
+}
+
+int mms__reach_known(const struct mms__state *st)
+{
+	return st->pos >= st->log->events && scan_whole(st->log);
+}
+
+MMS__EXPORT const char *mms_reach_name(unsigned reach)
+{
+	static const char *const names[] = { "unknown", "leaked", "indirect", "possible", "reachable" };
+
+	return reach < sizeof(names) / sizeof(names[0]) ? names[reach] : NULL;
+}

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+/* reach.c: blocks live at exit whose fate the recorder's scan at exit must
+ * tell (hooks/reach.c, replay/core/reach.c), each of a size of its own so
+ * the test finds it:
+ *
+ *   leaked (no pointer left):       1001 (its pointer overwritten), 1002 (its
+ *                                   only pointer in a block freed since), 1003
+ *                                   (a thread's, in another malloc arena, its
+ *                                   pointer in a freed block of that arena),
+ *                                   300001 (a large block, mapped by malloc)
+ *   indirectly leaked:              1011 (pointed to by 1010, leaked), 1021
+ *                                   (a cycle with 1020: 1020 leaked, 1021 not)
+ *   possibly leaked:                1031 (only a pointer into its middle)
+ *   reachable:                      2001 (a global), 2002 (pointed to by 2001),
+ *                                   2003 (thread-local storage), 2004 (a page
+ *                                   the program mapped itself), 2005 (a pointer
+ *                                   8 bytes in: new[]'s count, a length
+ *                                   prefix), 2006 (a thread still running at
+ *                                   exit, on its stack), 2007 (a thread's, in
+ *                                   another arena, from a global), 300002 (a
+ *                                   large block, from a global)
+ *
+ * "reach threads" also leaves a thread running at exit (freeres does not
+ * run then). Prints "done". */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "progs.h"
+
+struct node {
+	struct node *next;
+	char pad[1];
+};
+
+static void *volatile global_ptr;
+static void *volatile thread_kept;
+static char *volatile interior;
+static void *volatile plus8;
+static void *volatile large_kept;
+static __thread void *volatile tls_ptr;
+static volatile int running = 1;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t started = PTHREAD_COND_INITIALIZER;
+static int alive;
+
+static void *make(size_t size)
+{
+	void *p = malloc(size);
+
+	if (!p)
+		abort();
+	memset(p, 0, size);
+	return p;
+}
+
+/* 1003 leaked and 2007 kept, from a thread (its own malloc arena). */
+static void *arena_thread(void *arg)
+{
+	void **holder = make(64);
+
+	(void)arg;
+	/* Past the first 32 bytes, which free() may overwrite (tcache's
+	 * links, a large free chunk's); volatile, or the compiler drops a
+	 * store to a block freed before anyone reads it. */
+	((void *volatile *)holder)[5] = make(1003);
+	/* After it, so that the freed holder is not the top of the arena's
+	 * heap, which glibc gives back (its pages read zeros then). */
+	thread_kept = make(2007);
+	free(holder); /* the only pointer to 1003 was in it */
+	return NULL;
+}
+
+/* Keeps 2006 on its stack until the process exits. */
+static void *stay(void *arg)
+{
+	void *volatile mine = make(2006);
+
+	(void)arg;
+	pthread_mutex_lock(&lock);
+	alive = 1;
+	pthread_cond_signal(&started);
+	pthread_mutex_unlock(&lock);
+	while (running && mine)
+		pause();
+	return NULL;
+}
+
+/* Clears the stack below the caller's frame, where the dead frames of
+ * work() held the blocks' addresses: the exit's frames, which the scan
+ * reads, take that place, and what they do not overwrite would read as
+ * pointers (valgrind's leak check sees them the same way). */
+__attribute__((noinline)) static void scrub(void)
+{
+	volatile char buf[32768];
+
+	memset((char *)buf, 0, sizeof buf);
+}
+
+__attribute__((noinline)) static int work(int threads)
+{
+	pthread_t th;
+	struct node *a, *b;
+	void **holder, **page;
+	char *p;
+
+	/* Leaked: the pointer overwritten. */
+	global_ptr = make(1001);
+	global_ptr = NULL;
+	/* Leaked: the only pointer in a block freed since. */
+	holder = make(64);
+	((void *volatile *)holder)[5] = make(1002);
+	free(holder);
+	/* Indirectly leaked: 1011 from 1010, itself leaked. */
+	a = make(1010);
+	a->next = make(1011);
+	a = NULL;
+	/* A cycle: 1020 -> 1021 -> 1020, nothing else. */
+	a = make(1020);
+	b = make(1021);
+	a->next = b;
+	b->next = a;
+	a = b = NULL;
+	/* Possibly leaked: a pointer into its middle. */
+	interior = (char *)make(1031) + 100;
+	/* A large block, mapped by malloc, leaked and kept. */
+	global_ptr = make(300001);
+	global_ptr = NULL;
+	large_kept = make(300002);
+	/* Reachable: 2001 from a global, 2002 from 2001. */
+	a = make(2001);
+	a->next = make(2002);
+	global_ptr = a;
+	a = NULL;
+	tls_ptr = make(2003);
+	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (page == MAP_FAILED)
+		return 2;
+	page[10] = make(2004);
+	/* A length prefix (valgrind checks it is one: 8 bytes of the size
+	 * that follows them). */
+	p = make(2005);
+	*(uint64_t *)p = 2005 - 8;
+	plus8 = p + 8;
+	if (pthread_create(&th, NULL, arena_thread, NULL) || pthread_join(th, NULL))
+		return 2;
+	if (threads) {
+		if (pthread_create(&th, NULL, stay, NULL))
+			return 2;
+		pthread_mutex_lock(&lock);
+		while (!alive)
+			pthread_cond_wait(&started, &lock);
+		pthread_mutex_unlock(&lock);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int rc = work(argc > 1 && !strcmp(argv[1], "threads"));
+
+	scrub();
+	if (!rc)
+		prog_say(1, "done\n");
+	return rc;
+}

@@ -1,0 +1,113 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# reach.sh: the recorder scans the process's memory at the end of exit
+# (hooks/reach.c) and the reader tells the blocks live then apart
+# (replay/core/reach.c), as valgrind's leak check does: leaked (no pointer
+# left), indirectly leaked (only from leaked blocks), possibly leaked (only
+# into their middle), still reachable (from globals, stacks, thread-local
+# storage, the program's own mappings, through other blocks). reach.c
+# gives each case a block of its own size; the verdicts are checked in the
+# leaks report's JSON, its text, the launcher's summary and the replay's
+# --summary, with a thread still running at exit too, and against
+# valgrind's LEAK SUMMARY where valgrind is installed. Without the scan
+# (--no-reach-scan) every block live at exit is listed, as before.
+. "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
+
+prog=$MMS_PROGS/reach
+[ -x "$prog" ] || fail "the test program is not built: $prog"
+
+# verdicts JSON: "size:verdict" of every heap block live at exit, sorted.
+verdicts() {
+	"$MMS_PYTHON" - "$1" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+out = []
+for b in d["at_exit"]["list"] + d["reachable"]["list"]:
+    if b["memory"] == "HOST":
+        out.append("%d:%s" % (b["bytes"], b.get("reach", "unknown")))
+print(" ".join(sorted(out, key=lambda x: int(x.split(":")[0]))))
+PY
+}
+
+want="1001:leaked 1002:leaked 1003:leaked 1010:leaked 1011:indirect 1020:leaked 1021:indirect 1031:possible"
+want="$want 2001:reachable 2002:reachable 2003:reachable 2004:reachable 2005:reachable"
+for mode in plain threads; do
+	rm -rf "out-$mode"
+	"$MMS_LAUNCHER" --call-stack=c:8 --output="out-$mode" -- "$prog" $mode >"$mode.out" 2>"$mode.err" ||
+		fail "reach $mode exited $? under the recorder: $(cat "$mode.err")"
+	expect_eq "reach $mode's output" "$(cat "$mode.out")" done
+	log=$(launched_log "$mode.err")
+	[ -f "$log" ] || fail "reach $mode: no log: $(cat "$mode.err")"
+	"$MMS_REPLAY" "$log" --analysis leaks --json >"$mode.json" 2>"$mode.json.err" ||
+		fail "reach $mode: leaks --json exited $?: $(cat "$mode.json.err")"
+	expect_key "$mode.json" at_exit.reach_known true
+	w="$want 2007:reachable"
+	[ $mode = threads ] && w="$w 2006:reachable"
+	w="$w 300001:leaked 300002:reachable"
+	got=$(verdicts "$mode.json" | tr ' ' '\n' | sort -t: -k1,1n | tr '\n' ' ')
+	w=$(echo "$w" | tr ' ' '\n' | sort -t: -k1,1n | tr '\n' ' ')
+	expect_eq "reach $mode: the verdicts at exit" "$got" "$w"
+	# The launcher's summary and its report say the same.
+	grep -q "^      leaked        9 blocks, 300.9 KiB (308100 bytes)   <- leaked at exit$" "$mode.err" ||
+		fail "reach $mode: the launcher's summary does not count 9 blocks leaked: $(sed -n '/heap/,/threads/p' "$mode.err")"
+	grep -q "^Of them 2 allocation(s), 0.001938 Mb(s), were pointed to only from other leaked blocks" "$mode.err" &&
+		grep -q "^Of them 1 allocation(s), 0.000983 Mb(s), were reached only through pointers into their middle (possibly leaked)\.$" "$mode.err" &&
+		grep -q "^====== Still reachable at exit: [0-9]* allocation(s), .* (not leaks: the program still pointed to them) ======$" "$mode.err" ||
+		fail "reach $mode: the leaks report does not tell them apart: $(sed -n '/======/,$p' "$mode.err")"
+	# The leaked blocks' stacks name where they were allocated.
+	grep -q "#1  work (.*reach.c:" "$mode.err" || fail "reach $mode: no stack names work(): $(cat "$mode.err")"
+	summarize "$log"
+	expect_key "$log.json" reach_scan '"whole"'
+	expect_key "$log.json" reach.reachable.bytes "$(jget "$mode.json" reachable.bytes)"
+done
+# With a thread still running, freeres did not run, and the scan read that
+# thread's stack whole.
+expect_key threads.json at_exit.reach_known true
+"$MMS_REPLAY" "$(launched_log threads.err)" --summary >threads.sum || fail "--summary exited $?"
+grep -q "^scan at exit         read .* in .* ms, [0-9]* pointers (other threads still ran)$" threads.sum ||
+	fail "--summary does not say what the scan read: $(cat threads.sum)"
+
+# --show-reachable lists them by stack.
+"$MMS_REPLAY" "$(launched_log plain.err)" --analysis leaks --show-reachable >show.txt 2>&1 ||
+	fail "--show-reachable exited $?: $(cat show.txt)"
+grep -q "^Still reachable at exit by allocation stack: " show.txt || fail "--show-reachable lists nothing: $(cat show.txt)"
+
+# Without the scan: every block live at exit is listed, as before.
+rm -rf out-noscan
+"$MMS_LAUNCHER" --no-reach-scan --output=out-noscan -- "$prog" >noscan.out 2>noscan.err ||
+	fail "--no-reach-scan exited $?: $(cat noscan.err)"
+"$MMS_REPLAY" "$(launched_log noscan.err)" --analysis leaks --json >noscan.json || fail "leaks --json exited $?"
+expect_key noscan.json at_exit.reach_known false
+expect_key noscan.json reachable.blocks 0
+grep -q "^====== Blocks still live at exit ======$" noscan.err ||
+	fail "--no-reach-scan: the report is not the one of blocks live at exit: $(cat noscan.err)"
+note "the scan at exit: 9 blocks leaked (2 of them indirectly, through a cycle too, 1 possibly), the rest reachable from a global, a block, TLS, a mapping, new[]'s offset, another arena, a running thread's stack"
+
+# valgrind's leak check, on the same program: the same counts of each kind.
+VALGRIND=${VALGRIND:-$(command -v valgrind || true)}
+if [ -z "$VALGRIND" ]; then
+	note "valgrind is not installed (apt-get install valgrind): its leak check not compared"
+	exit 0
+fi
+"$VALGRIND" --leak-check=full "$prog" >vg.out 2>vg.err || fail "valgrind exited $?: $(tail -20 vg.err)"
+vg() { sed -n "s/^==[0-9]*== *$1: \([0-9,]*\) bytes in \([0-9,]*\) blocks.*/\2 \1/p" vg.err | tr -d ,; }
+"$MMS_PYTHON" - plain.json >ours.txt <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+n = {"leaked": [0, 0], "indirect": [0, 0], "possible": [0, 0]}
+for b in d["at_exit"]["list"]:
+    if b["memory"] == "HOST" and b.get("reach") in n:
+        n[b["reach"]][0] += 1
+        n[b["reach"]][1] += b["bytes"]
+r = d["reachable"]
+print("%d %d\n%d %d\n%d %d\n%d %d" % (n["leaked"][0], n["leaked"][1], n["indirect"][0], n["indirect"][1],
+                                      n["possible"][0], n["possible"][1], r["blocks"], r["bytes"]))
+PY
+printf '%s\n%s\n%s\n%s\n' "$(vg 'definitely lost')" "$(vg 'indirectly lost')" "$(vg 'possibly lost')" \
+	"$(vg 'still reachable')" >theirs.txt
+# valgrind keeps glibc's own blocks of a thread (its TLS) as reachable
+# where freeres ran for us: compare the program's kinds of leaks exactly,
+# and reachable at least as many.
+expect_eq "definitely, indirectly, possibly leaked: msmemscope vs valgrind" "$(head -3 ours.txt | tr '\n' ' ')" \
+	"$(head -3 theirs.txt | tr '\n' ' ')"
+note "valgrind agrees: $(head -3 theirs.txt | tr '\n' ' ')(blocks bytes of definitely, indirectly, possibly lost); still reachable: ours $(sed -n 4p ours.txt), valgrind's $(sed -n 4p theirs.txt)"
