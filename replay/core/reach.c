@@ -296,7 +296,8 @@ static int solve(struct graph *g, struct mms__reach *r)
 		free(status);
 		return -ENOMEM;
 	}
-	qsort(g->edges, g->nedges, sizeof(*g->edges), edge_cmp);
+	if (g->nedges)
+		qsort(g->edges, g->nedges, sizeof(*g->edges), edge_cmp);
 	for (i = 0; i < g->nedges; i++)
 		first[(g->edges[i] >> 33) + 1]++;
 	for (i = 0; i <= g->n; i++)
@@ -334,13 +335,14 @@ static int build(const struct mms__state *st, struct mms__reach *r)
 {
 	const mms_log_t *log = st->log;
 	struct graph g = { 0 };
-	const uint8_t *p = log->reach_recs, *end = p + log->reach_len;
+	const uint8_t *p = log->reach_recs, *end;
 	size_t n = 0;
 	int rc = 0;
 
 	mms__state_each(st, count_node, &n);
-	if (n >= (1ull << 31))
+	if (n >= (1ull << 31) || !p)
 		return 0;
+	end = p + log->reach_len;
 	g.nodes = malloc((n ? n : 1) * sizeof(*g.nodes));
 	if (!g.nodes)
 		return -ENOMEM;

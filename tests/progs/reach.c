@@ -7,6 +7,8 @@
  *                                   only pointer in a block freed since), 1003
  *                                   (a thread's, in another malloc arena, its
  *                                   pointer in a freed block of that arena),
+ *                                   1004 (its only pointer on the stack of a
+ *                                   thread that exited),
  *                                   300001 (a large block, mapped by malloc)
  *   indirectly leaked:              1011 (pointed to by 1010, leaked), 1021
  *                                   (a cycle with 1020: 1020 leaked, 1021 not)
@@ -73,6 +75,16 @@ static void *arena_thread(void *arg)
 	thread_kept = make(2007);
 	free(holder); /* the only pointer to 1003 was in it */
 	return NULL;
+}
+
+/* Leaves 1004's address on its stack and exits: the stack stays mapped
+ * (glibc keeps exited threads' stacks for new ones), dead. */
+static void *dies(void *arg)
+{
+	void *volatile mine = make(1004);
+
+	(void)arg;
+	return mine ? arg : NULL;
 }
 
 /* Keeps 2006 on its stack until the process exits. */
@@ -147,6 +159,8 @@ __attribute__((noinline)) static int work(int threads)
 	*(uint64_t *)p = 2005 - 8;
 	plus8 = p + 8;
 	if (pthread_create(&th, NULL, arena_thread, NULL) || pthread_join(th, NULL))
+		return 2;
+	if (pthread_create(&th, NULL, dies, NULL) || pthread_join(th, NULL))
 		return 2;
 	if (threads) {
 		if (pthread_create(&th, NULL, stay, NULL))
