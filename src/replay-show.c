@@ -5,6 +5,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -558,6 +559,32 @@ void show_block(struct show *s, const mms_block_t *b)
 	}
 }
 
+static int stack_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* How many stacks n groups come from (a stack's blocks of different
+ * verdicts or runtimes group apart). */
+static size_t distinct_stacks(const mms_stack_group_t *g, size_t n)
+{
+	uint32_t *ids;
+	size_t i, k = 0;
+
+	if (n < 2)
+		return n;
+	ids = xcalloc(n, sizeof(*ids));
+	for (i = 0; i < n; i++)
+		ids[i] = g[i].stack;
+	qsort(ids, n, sizeof(*ids), stack_cmp);
+	for (i = 0; i < n; i++)
+		k += !i || ids[i] != ids[i - 1];
+	free(ids);
+	return k;
+}
+
 void show_groups(struct show *s, const char *title, const mms_stack_group_t *g, size_t n)
 {
 	uint64_t blocks = 0, bytes = 0;
@@ -578,6 +605,8 @@ void show_groups(struct show *s, const char *title, const mms_stack_group_t *g, 
 			fputc('}', s->out);
 			if (g[i].mem == MMS_MEM_DEVICE)
 				fprintf(s->out, ",\"memory\":\"DEVICE\",\"device\":%" PRIu32, g[i].device);
+			if (g[i].reach)
+				fprintf(s->out, ",\"reach\":\"%s\"", mms_reach_name(g[i].reach));
 			fputs(",\"stack\":", s->out);
 			show_stack(s, g[i].stack, "");
 			fputc('}', s->out);
@@ -587,8 +616,8 @@ void show_groups(struct show *s, const char *title, const mms_stack_group_t *g, 
 	}
 	fprintf(s->out, "%s: %" PRIu64 " block%s, %s", title, blocks, blocks == 1 ? "" : "s",
 		human_bytes(bytes, h, sizeof(h)));
-	if (n > 1)
-		fprintf(s->out, " from %zu stacks", n);
+	if (distinct_stacks(g, n) > 1)
+		fprintf(s->out, " from %zu stacks", distinct_stacks(g, n));
 	fputs(n ? "\n" : " (none)\n", s->out);
 	for (i = 0; i < shown; i++) {
 		fprintf(s->out, "  %s in %" PRIu64 " block%s", human_bytes(g[i].bytes, h, sizeof(h)), g[i].blocks,
@@ -600,7 +629,10 @@ void show_groups(struct show *s, const char *title, const mms_stack_group_t *g, 
 		 * between two "step start" ranges. */
 		if (g[i].step)
 			fprintf(s->out, ", step %" PRIu64, g[i].step);
-		fprintf(s->out, "%s%s)\n", g[i].op ? ", operator " : "", g[i].op ? g[i].op : "");
+		fprintf(s->out, "%s%s%s)\n", g[i].op ? ", operator " : "", g[i].op ? g[i].op : "",
+			g[i].reach == MMS_REACH_INDIRECT   ? ", indirectly leaked"
+			: g[i].reach == MMS_REACH_POSSIBLE ? ", possibly leaked"
+							   : "");
 		show_stack(s, g[i].stack, "      ");
 	}
 	if (shown < n)

@@ -97,7 +97,8 @@ symbolized (function, file:line).
                 title += ", the program's (what the runtimes keep for themselves follows)"
             key = (log.path, mode)
             prev = self.s.leaks_prev.get(key)
-            self.s.leaks_prev[key] = {(g["stack"], g["mem"], g["device"]): (g["blocks"], g["bytes"]) for g in groups}
+            self.s.leaks_prev[key] = {(g["stack"], g["mem"], g["device"], g["reach"]): (g["blocks"], g["bytes"])
+                                      for g in groups}
             self.print_records(log, groups, title, prev if new else None, new)
             print_kept(kept)
             for line in fmt.log_warnings(log.info()):
@@ -112,7 +113,7 @@ symbolized (function, file:line).
             prev = prev or {}
             grown = []
             for i, g in numbered:
-                pb, pbytes = prev.get((g["stack"], g["mem"], g["device"]), (0, 0))
+                pb, pbytes = prev.get((g["stack"], g["mem"], g["device"], g["reach"]), (0, 0))
                 if g["bytes"] > pbytes or g["blocks"] > pb:
                     grown.append((i, g, g["blocks"] - pb, g["bytes"] - pbytes))
             grown.sort(key=lambda x: (-x[3], x[0]))
@@ -139,6 +140,9 @@ symbolized (function, file:line).
             if g["op"]:
                 largest.append("operator " + g["op"])
             where = " of CUDA memory on cuda:%d" % g["device"] if g["mem"] == replaylib.MEM_DEVICE else ""
+            # After the exit, the scan's verdict, in valgrind's words.
+            if g["reach"] in replaylib.REACH_WORDS:
+                where += ", " + replaylib.REACH_WORDS[g["reach"]]
             gdb.write("  loss record %d of %d: %s in %s%s%s; %s\n" % (
                 i, n, fmt.exact_bytes(g["bytes"]), fmt.plural(g["blocks"], "block"), where, extra,
                 ", ".join(largest)))

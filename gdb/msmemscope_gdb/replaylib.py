@@ -109,6 +109,12 @@ GUARD_KINDS = {1: "overflow", 2: "underflow", 3: "write after free", 4: "double 
 GUARD_SINCE_ALLOCATION, GUARD_SINCE_FREEING, GUARD_SINCE_LAST_CHECK, GUARD_NO_WINDOW = range(4)
 
 
+# enum mms_reach: what a block live at exit was to the program then (the
+# recorder's scan at exit), in valgrind's words.
+REACH_WORDS = {1: "definitely lost", 2: "indirectly lost", 3: "possibly lost", 4: "still reachable"}
+REACH_REACHABLE = 4
+
+
 PROGRESS_FN = ctypes.CFUNCTYPE(c_int, c_void_p, u64, u64)
 
 
@@ -119,7 +125,7 @@ class ReplayOptions(ctypes.Structure):
 
 class StackGroup(ctypes.Structure):
     _fields_ = [("stack", u32), ("blocks", u64), ("bytes", u64), ("addr", u64), ("size", u64), ("step", u64),
-                ("op", c_char_p), ("runtime", u32), ("mem", u32), ("device", u32)]
+                ("op", c_char_p), ("runtime", u32), ("mem", u32), ("device", u32), ("reach", u32)]
 
 
 class Frame(ctypes.Structure):
@@ -471,7 +477,8 @@ class Replay:
             raise ReplayError("grouping the live blocks: %s" % strerror(rc))
         try:
             return [{"stack": g.stack, "blocks": g.blocks, "bytes": g.bytes, "addr": g.addr, "size": g.size,
-                     "step": g.step, "op": text(g.op), "runtime": g.runtime, "mem": g.mem, "device": g.device}
+                     "step": g.step, "op": text(g.op), "runtime": g.runtime, "mem": g.mem, "device": g.device,
+                     "reach": g.reach}
                     for g in (out[i] for i in range(n.value))]
         finally:
             _libc.free(ctypes.cast(out, c_void_p))

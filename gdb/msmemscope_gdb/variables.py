@@ -299,13 +299,24 @@ def at_exit(path, report):
         events = values["events"]
         groups, warnings = groups
         groups, kept = replaylib.split_runtime(groups)
+        # What the program still pointed to at exit (the recorder's scan
+        # then) is not a leak either.
+        reachable = [g for g in groups if g["reach"] == replaylib.REACH_REACHABLE]
+        groups = [g for g in groups if g["reach"] != replaylib.REACH_REACHABLE]
         blocks = sum(g["blocks"] for g in groups)
         nbytes = sum(g["bytes"] for g in groups)
         kept_blocks = sum(g["blocks"] for g in kept)
+        reach_blocks = sum(g["blocks"] for g in reachable)
         kept_note = ("; not leaks: %s, %s, kept by the runtimes for themselves"
                      % (fmt.plural(kept_blocks, "block"), fmt.exact_bytes(sum(g["bytes"] for g in kept)))
                      if kept_blocks else "")
-        if not blocks:
+        if reach_blocks:
+            kept_note += ("%s %s, %s, still reachable (the program pointed to them)"
+                          % ("; not leaks:" if not kept_blocks else " and", fmt.plural(reach_blocks, "block"),
+                             fmt.exact_bytes(sum(g["bytes"] for g in reachable))))
+        if not blocks and reach_blocks:
+            gdb.write("memscope: at exit: no leak%s; `memscope leaks full' for the detail.\n" % kept_note)
+        elif not blocks:
             gdb.write("memscope: at exit: no leak, the program freed every %sblock%s; %s recorded.\n"
                       % ("recorded " if warnings else "", kept_note, fmt.plural(events, "event")))
         else:

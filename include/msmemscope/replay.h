@@ -193,6 +193,9 @@ typedef struct mms_stack_group {
 	uint32_t mem;             /* enum mms_mem_kind: MMS_MEM_DEVICE blocks group apart
 	                             (per device), the others together */
 	uint32_t device;          /* DEVICE: the CUDA device ordinal */
+	uint32_t reach;           /* enum mms_reach of its blocks (heap blocks at the end
+	                             of a log with the scan at exit: each verdict groups
+	                             apart); MMS_REACH_UNKNOWN otherwise */
 } mms_stack_group_t;
 
 /* Groups the live blocks allocated in steps step_lo..step_hi (0..UINT64_MAX

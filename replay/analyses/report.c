@@ -41,8 +41,11 @@ int mms__groups_add(struct mms__groups *g, const mms_block_t *b)
 	uint32_t dev = b->mem == MMS_MEM_DEVICE ? 1 + (b->device & 0xff) : 0;
 
 	/* Keyed by stack and runtime: what a runtime keeps stays apart; so
-	 * does CUDA memory, per device. */
-	v = mms__map_put(&g->ix, (uint64_t)dev << 40 | (uint64_t)(b->runtime & 0xff) << 32 | b->stack, &isnew);
+	 * does CUDA memory, per device, and each verdict of the scan at exit. */
+	v = mms__map_put(&g->ix,
+			 (uint64_t)(b->reach & 0xff) << 48 | (uint64_t)dev << 40 | (uint64_t)(b->runtime & 0xff) << 32 |
+				 b->stack,
+			 &isnew);
 	if (!v || (isnew && mms__grow(&g->groups, &g->cap, g->n, sizeof(*g->groups))))
 		return -ENOMEM;
 	if (isnew) {
@@ -53,6 +56,7 @@ int mms__groups_add(struct mms__groups *g, const mms_block_t *b)
 		s->runtime = b->runtime;
 		s->mem = dev ? MMS_MEM_DEVICE : MMS_MEM_HOST;
 		s->device = dev ? b->device : 0;
+		s->reach = b->reach;
 	}
 	s = &g->groups[*v];
 	s->blocks++;
@@ -78,7 +82,9 @@ static int group_cmp(const void *a, const void *b)
 		return x->stack < y->stack ? -1 : 1;
 	if (x->mem != y->mem || x->device != y->device)
 		return x->mem != y->mem ? (x->mem < y->mem ? -1 : 1) : (x->device < y->device ? -1 : 1);
-	return x->runtime < y->runtime ? -1 : x->runtime > y->runtime;
+	if (x->runtime != y->runtime)
+		return x->runtime < y->runtime ? -1 : 1;
+	return x->reach < y->reach ? -1 : x->reach > y->reach;
 }
 
 void mms__groups_finish(struct mms__groups *g, mms_stack_group_t **out, size_t *n)

@@ -222,6 +222,14 @@ static int add_regions(struct graph *g, const uint8_t *p, const uint8_t *end)
 	return 0;
 }
 
+/* The size of the chunk glibc's malloc cuts for a block of size bytes
+ * (request2size: its 8-byte header, 16-byte aligned, 32 at least), which
+ * begins 16 bytes before the block. */
+static uint64_t glibc_chunk(uint64_t size)
+{
+	return size + 8 + 15 < 32 ? 32 : (size + 8 + 15) & ~(uint64_t)15;
+}
+
 /* One REACH_REFS value: its words that point into a live block. */
 static int add_refs(struct graph *g, const uint8_t *p, const uint8_t *end)
 {
@@ -242,14 +250,21 @@ static int add_refs(struct graph *g, const uint8_t *p, const uint8_t *end)
 		from = node_at(g, where);
 		if (from == to)
 			continue;
+		off = value - g->nodes[to].addr;
 		if (from == g->n) {
 			/* Outside every live block: in malloc's own memory,
 			 * nothing; elsewhere, a root. */
 			flags = region_at(g, where);
 			if (flags < 0 || (flags & (MMS_RGN_HEAP | MMS_RGN_ARENA)))
 				continue;
+			/* glibc's main arena, in libc's data, points to chunk
+			 * headers: its top chunk's, its free chunks'. A header
+			 * follows a block's chunk, and lies in its last 8 bytes
+			 * when the block fills its chunk: no pointer of the
+			 * program's. */
+			if ((flags & MMS_RGN_FILE) && off == glibc_chunk(g->nodes[to].size) - 16)
+				continue;
 		}
-		off = value - g->nodes[to].addr;
 		if (mms__grow(&g->edges, &g->edges_cap, g->nedges, sizeof(*g->edges)))
 			return -ENOMEM;
 		g->edges[g->nedges++] = (uint64_t)from << 33 | (uint64_t)to << 1 | (off != 0 && off != 8);

@@ -66,6 +66,7 @@ int main(void)
 	F(mms_stack_group_t, stack), F(mms_stack_group_t, blocks), F(mms_stack_group_t, bytes);
 	F(mms_stack_group_t, addr), F(mms_stack_group_t, size), F(mms_stack_group_t, step), F(mms_stack_group_t, op);
 	F(mms_stack_group_t, runtime), F(mms_stack_group_t, mem), F(mms_stack_group_t, device);
+	F(mms_stack_group_t, reach);
 	END();
 	BEGIN("Frame", mms_frame_t);
 	F(mms_frame_t, ip), F(mms_frame_t, function), F(mms_frame_t, file), F(mms_frame_t, line);

@@ -3,8 +3,9 @@
 # atexit.sh: the report at exit (issue 16, item 11). When the program
 # exits under gdb, one line gives its live blocks from the
 # finished log, as `memscope leaks full' counts them: tests/gdb/leaky
-# keeps 6 blocks, 8,592 bytes, from 2 stacks; tests/gdb/stomp frees all
-# it allocates. Nothing when gdb kills the program, nor when the run had
+# keeps 6 blocks, 8,592 bytes, from 2 stacks, and forgets them before its
+# exit (definitely lost, as the recorder's scan at exit finds);
+# tests/gdb/stomp frees all it allocates. Nothing when gdb kills the program, nor when the run had
 # no recorder (an exec-wrapper without it).
 . "${top_srcdir:?run this test through make check}/tests/gdb/lib.sh"
 
@@ -12,6 +13,9 @@ session leaky "$progs/leaky" -ex run -ex 'memscope leaks full'
 expect leaky "memscope: at exit: 6 blocks leaked, 8,592 bytes (8.4 KiB), in 2 loss records; \`memscope leaks full' for the detail." \
 	"the leaks at exit"
 expect leaky 'memscope: all live blocks: 8,592 bytes (8.4 KiB) in 6 blocks, 2 loss records' "memscope leaks full agrees"
+# The recorder's scan at exit found no pointer left to them: valgrind's words.
+expect leaky 'loss record 1 of 2: 8,192 bytes (8.0 KiB) in 2 blocks, definitely lost; largest' "the verdict at exit"
+expect leaky 'loss record 2 of 2: 400 bytes in 4 blocks, definitely lost; largest' "the verdict at exit"
 expect_count leaky '^memscope: at exit' 1 "one line at exit"
 expect_rc "gdb's exit status"
 

@@ -8,7 +8,9 @@
  *                                   (a thread's, in another malloc arena, its
  *                                   pointer in a freed block of that arena),
  *                                   1004 (its only pointer on the stack of a
- *                                   thread that exited),
+ *                                   thread that exited), 1009 (the heap's last
+ *                                   block: malloc's top chunk starts in its last
+ *                                   bytes, and glibc's main arena points there),
  *                                   300001 (a large block, mapped by malloc)
  *   indirectly leaked:              1011 (pointed to by 1010, leaked), 1021
  *                                   (a cycle with 1020: 1020 leaked, 1021 not)
@@ -40,6 +42,7 @@ struct node {
 };
 
 static void *volatile global_ptr;
+static void *volatile dropped;
 static void *volatile thread_kept;
 static char *volatile interior;
 static void *volatile plus8;
@@ -170,6 +173,10 @@ __attribute__((noinline)) static int work(int threads)
 			pthread_cond_wait(&started, &lock);
 		pthread_mutex_unlock(&lock);
 	}
+	/* Last in the heap: glibc's top chunk begins in its last 8 bytes,
+	 * and the main arena points there. */
+	dropped = make(1009);
+	dropped = NULL;
 	return 0;
 }
 
