@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exe.h"
 #include "format.h"
 #include "msmemscope/log.h"
 #include "base-int.h"
@@ -62,24 +63,11 @@ MMS__EXPORT const char *mms_runtime_what(unsigned kind)
 	return kind < MMS_RUNTIME_COUNT ? what[kind] : NULL;
 }
 
-/* The file name of path. */
-static const char *base_name(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-
-	return slash ? slash + 1 : path;
-}
-
-static int starts(const char *s, const char *prefix)
-{
-	return !strncmp(s, prefix, strlen(prefix));
-}
-
 /* Whether file name b begins with one of the n prefixes. */
 static int starts_any(const char *b, const char *const *prefixes, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (starts(b, prefixes[i]))
+		if (mms_starts(b, prefixes[i]))
 			return 1;
 	return 0;
 }
@@ -88,40 +76,21 @@ static int starts_any(const char *b, const char *const *prefixes, size_t n)
 
 int mms__loader_module(const char *path)
 {
-	const char *b = base_name(path);
+	const char *b = mms_base_name(path);
 
-	return starts(b, "ld-linux") || starts(b, "ld.so") || starts(b, "ld64.so");
+	return mms_starts(b, "ld-linux") || mms_starts(b, "ld.so") || mms_starts(b, "ld64.so");
 }
 
 /* A CPython interpreter: its executable, or a library it loaded. */
 static int python_module(const char *path)
 {
-	const char *b = base_name(path);
-
-	return starts(b, "python") || starts(b, "libpython");
-}
-
-/* perl's executable: "perl", or a versioned name ("perl5.36.0"); not a
- * program whose name begins so ("perlin"). */
-static int perl_exe(const char *path)
-{
-	const char *b = base_name(path);
-
-	return !strcmp(b, "perl") || (starts(b, "perl5") && strspn(b + 4, "0123456789.") == strlen(b + 4));
+	return mms_python_exe(path) || mms_starts(mms_base_name(path), "libpython");
 }
 
 /* A perl interpreter's executable, or its library. */
 static int perl_module(const char *path)
 {
-	return perl_exe(path) || starts(base_name(path), "libperl.so");
-}
-
-/* Node.js's executable. */
-static int node_exe(const char *path)
-{
-	const char *b = base_name(path);
-
-	return !strcmp(b, "node") || !strcmp(b, "nodejs");
+	return mms_perl_exe(path) || mms_starts(mms_base_name(path), "libperl.so");
 }
 
 /* Node.js, and the libraries it is built on and allocates through for
@@ -132,15 +101,9 @@ static int node_module(const char *path)
 	static const char *const names[] = { "libnode.so",   "libuv.so",    "libicu",        "libssl.so",
 					     "libcrypto.so", "libcares.so", "libnghttp2.so", "libnghttp3.so",
 					     "libbrotli",    "libz.so",     "libllhttp.so",  "libada.so" };
-	const char *b = base_name(path);
+	const char *b = mms_base_name(path);
 
-	return STARTS_ANY(b, names) || node_exe(path);
-}
-
-/* A Java launcher (java, javac, ... of a JDK, or one named java). */
-static int jvm_exe(const char *path)
-{
-	return strstr(path, "/lib/jvm/") || !strcmp(base_name(path), "java");
+	return STARTS_ANY(b, names) || mms_node_exe(path);
 }
 
 /* The Java virtual machine's libraries: a JDK's (in /usr/lib/jvm on
@@ -153,7 +116,7 @@ static int jvm_module(const char *path)
 		"libverify.so", "libjimage.so",    "libmanagement", "libextnet.so", "libinstrument.so", "libattach.so",
 		"libprefs.so",  "libsyslookup.so", "libj2",         "libjsvml.so"
 	};
-	const char *b = base_name(path);
+	const char *b = mms_base_name(path);
 
 	return STARTS_ANY(b, names) || strstr(path, "/lib/jvm/") != NULL;
 }
@@ -163,7 +126,7 @@ static int c_runtime_module(const char *path)
 {
 	static const char *const names[] = { "libc.so", "libstdc++.so", "libgcc_s.so", "libm.so", "libpthread.so",
 					     "libdl.so" };
-	const char *b = base_name(path);
+	const char *b = mms_base_name(path);
 
 	return STARTS_ANY(b, names) || mms__loader_module(path);
 }
@@ -172,9 +135,9 @@ static int c_runtime_module(const char *path)
  * (libnvidia-ptxjitcompiler, libnvidia-nvvm, ...). */
 static int cuda_driver_module(const char *path)
 {
-	const char *b = base_name(path);
+	const char *b = mms_base_name(path);
 
-	return starts(b, "libcuda.so") || starts(b, "libnvidia-");
+	return mms_starts(b, "libcuda.so") || mms_starts(b, "libnvidia-");
 }
 
 /* PyTorch's CUDA libraries: libc10_cuda, whose caching allocator holds
@@ -182,25 +145,25 @@ static int cuda_driver_module(const char *path)
  * pools of cuBLAS and cuDNN handles keep their workspaces. */
 static int torch_cuda_module(const char *path)
 {
-	const char *b = base_name(path);
+	const char *b = mms_base_name(path);
 
-	return starts(b, "libc10_cuda.so") || starts(b, "libtorch_cuda.so");
+	return mms_starts(b, "libc10_cuda.so") || mms_starts(b, "libtorch_cuda.so");
 }
 
 void mms__runtime_module_seen(mms_log_t *log, const char *path)
 {
-	log->python_modules += starts(base_name(path), "libpython");
+	log->python_modules += mms_starts(mms_base_name(path), "libpython");
 	log->torch_cuda_modules += torch_cuda_module(path);
-	log->cuda_modules += starts(base_name(path), "libcuda.so");
-	log->jvm_modules += starts(base_name(path), "libjvm.so");
+	log->cuda_modules += mms_starts(mms_base_name(path), "libcuda.so");
+	log->jvm_modules += mms_starts(mms_base_name(path), "libjvm.so");
 }
 
 void mms__runtime_exe_seen(mms_log_t *log, const char *path)
 {
 	log->python_exe = python_module(path);
-	log->perl_exe = perl_exe(path);
-	log->node_exe = node_exe(path);
-	log->jvm_exe = jvm_exe(path);
+	log->perl_exe = mms_perl_exe(path);
+	log->node_exe = mms_node_exe(path);
+	log->jvm_exe = mms_jvm_exe(path);
 }
 
 /* Whether the log is a CPython interpreter's. */
@@ -395,7 +358,7 @@ static int cuda_or_c_module(const char *path)
 	static const char *const names[] = { "libcudart.so", "libcuda.so",      "libcublas",   "libcudnn",
 					     "libcufft",     "libcurand",       "libcusparse", "libcusolver",
 					     "libnccl",      "libnvJitLink.so", "libnvrtc.so" };
-	const char *b = base_name(path);
+	const char *b = mms_base_name(path);
 
 	return STARTS_ANY(b, names) || c_runtime_module(path);
 }

@@ -422,7 +422,8 @@ static int each_export(const struct mms__blk *k, void *ctx)
 	 * (a CPython interpreter's state at exit too). */
 	if (e->at_end) {
 		b.runtime = mms__blk_runtime_at_end(e->st->log, &e->rtmemo, k);
-		b.reach = mms__blk_reach_at_end(e->st, k);
+		if (!b.runtime)
+			b.reach = mms__blk_reach_at_end(e->st, k);
 	}
 	return e->fn(&b, e->ctx);
 }

@@ -122,6 +122,12 @@ expect_key sdnode.mms.leaks.json reachable.bytes 4321
 expect_key sdnode.mms.leaks.json runtime.by_kind.node.bytes 1234
 record $PWD/sdnode0.mms sd/node || fail "sd/node recorded exited $?"
 expect_eq "a program named node, no stacks: the program's leaks at exit" "$(leaks_at_exit sdnode0.mms)" 0
+# Every heap block live at exit is node's then: the recorder does not scan
+# the process's memory at exit (hooks/reach.c); with stacks it does.
+summarize sdnode0.mms
+expect_key sdnode0.mms.json reach_scan '"none"'
+summarize sdnode.mms
+expect_key sdnode.mms.json reach_scan '"whole"'
 "$MMS_REPLAY" sdnode0.mms --analysis leaks >sdnode0.leaks || fail "leaks on sdnode0.mms exited $?"
 grep -q "recorded without stacks: a block a native addon leaked is counted as Node.js's" sdnode0.leaks ||
 	fail "without stacks the report does not say Node.js's count may hold a leak: $(cat sdnode0.leaks)"
