@@ -405,12 +405,14 @@ enum mms_reach_region {
  * scan took. */
 enum mms_reach_scan {
 	MMS_SCAN_DONE = 0,   /* every resident page of the ranges was read */
-	MMS_SCAN_LIMIT = 1,  /* stopped at MMS_REACH_MAX_PAIRS words */
+	MMS_SCAN_LIMIT = 1,  /* stopped at MMS_REACH_MAX_PAIRS words or
+	                        MMS_REACH_MAX_BYTES read */
 	MMS_SCAN_NOREAD = 2, /* the process could not read its own memory
 	                        (process_vm_readv refused: a seccomp filter) */
 	MMS_SCAN_RANGES = 3, /* more mappings than the scan keeps (65536): none read */
 };
 #define MMS_REACH_MAX_PAIRS (16u << 20)
+#define MMS_REACH_MAX_BYTES (4ull << 30) /* read at most, then MMS_SCAN_LIMIT */
 
 enum mms_alloc_fn {
 	MMS_ALLOC_MALLOC = 0,

@@ -17,7 +17,8 @@
  * process_vm_readv, which fails where a page went away under another
  * thread instead of faulting. A word is written when it points into an
  * anonymous mapping (where heap blocks live), 8-byte aligned, at most
- * MMS_REACH_MAX_PAIRS of them (of MAX_RANGES ranges). [heap] and glibc's
+ * MMS_REACH_MAX_PAIRS of them (of MAX_RANGES ranges, MMS_REACH_MAX_BYTES
+ * read). [heap] and glibc's
  * other arenas are marked malloc's, for the reader to leave their freed
  * chunks out. META "reach" ends the scan: its status
  * and counts, by which a reader knows it read every record. */
@@ -299,6 +300,11 @@ static void read_range(struct scan *s, const struct range *r)
 	uintptr_t at = r->lo & ~(s->page - 1);
 
 	while (at < r->hi && !s->status) {
+		/* A bound on the exit's delay: some 2 s at the rate measured. */
+		if (s->bytes >= MMS_REACH_MAX_BYTES) {
+			s->status = MMS_SCAN_LIMIT;
+			return;
+		}
 		size_t n = (size_t)((r->hi - at + s->page - 1) / s->page), i = 0;
 
 		if (n > BUF_PAGES)

@@ -73,7 +73,8 @@ const char *log_reach_scan_text(const mms_log_info_t *in, char *buf, size_t cap)
 		break;
 	case MMS_REACH_SCAN_LIMIT:
 		snprintf(buf, cap,
-			 "stopped at its limit (16 Mi pointers, 65536 mappings) after %" PRIu64 " pointers in %s: "
+			 "stopped at its limit (16 Mi pointers, 4 GiB read, 65536 mappings) after %" PRIu64
+			 " pointers in %s: "
 			 "leaked blocks not told from reachable ones",
 			 in->reach_pointers, h);
 		break;

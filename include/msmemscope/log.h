@@ -339,7 +339,7 @@ enum mms_reach_scan_state {
 	                              end through exit (_exit, killed, exec) */
 	MMS_REACH_SCAN_WHOLE = 1,  /* every resident page was read and every record is
 	                              in the log: blocks have verdicts (mms_block_t.reach) */
-	MMS_REACH_SCAN_LIMIT = 2,  /* stopped at its limits (16 Mi pointers, 65536
+	MMS_REACH_SCAN_LIMIT = 2,  /* stopped at its limits (16 Mi pointers, 4 GiB read, 65536
 	                              mappings): no verdicts */
 	MMS_REACH_SCAN_NOREAD = 3, /* the process could not read its memory (a seccomp
 	                              filter): no verdicts */

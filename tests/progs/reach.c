@@ -25,7 +25,8 @@
  *                                   large block, from a global)
  *
  * "reach threads" also leaves a thread running at exit (freeres does not
- * run then). Prints "done". */
+ * run then); "reach limit" keeps 17 Mi pointers, more than the scan
+ * writes. Prints "done". */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdint.h>
@@ -180,9 +181,27 @@ __attribute__((noinline)) static int work(int threads)
 	return 0;
 }
 
+/* More pointer-like words than the scan writes (16 Mi): 17 Mi pointers to
+ * one block, kept. */
+static void **many;
+
 int main(int argc, char **argv)
 {
-	int rc = work(argc > 1 && !strcmp(argv[1], "threads"));
+	int rc;
+
+	if (argc > 1 && !strcmp(argv[1], "limit")) {
+		size_t n = (size_t)17 << 20;
+		void *one = make(3001);
+
+		many = malloc(n * sizeof(*many));
+		if (!many)
+			return 2;
+		for (size_t i = 0; i < n; i++)
+			many[i] = one;
+		prog_say(1, "done\n");
+		return 0;
+	}
+	rc = work(argc > 1 && !strcmp(argv[1], "threads"));
 
 	scrub();
 	if (!rc)

@@ -81,6 +81,17 @@ expect_key noscan.json at_exit.reach_known false
 expect_key noscan.json reachable.blocks 0
 grep -q "^====== Blocks still live at exit ======$" noscan.err ||
 	fail "--no-reach-scan: the report is not the one of blocks live at exit: $(cat noscan.err)"
+# More pointers than the scan writes: it stops, says so, and no block gets
+# a verdict (every block live at exit is listed, as without the scan).
+rm -rf out-limit
+"$MMS_LAUNCHER" --output=out-limit -- "$prog" limit >limit.out 2>limit.err ||
+	fail "reach limit exited $? under the recorder: $(cat limit.err)"
+"$MMS_REPLAY" "$(launched_log limit.err)" --summary >limit.sum || fail "--summary exited $?"
+grep -q "^scan at exit         stopped at its limit (16 Mi pointers, 4 GiB read, 65536 mappings) after 16777216 pointers in " limit.sum ||
+	fail "--summary does not say the scan stopped at its limit: $(cat limit.sum)"
+grep -q "^====== Blocks still live at exit ======$" limit.err ||
+	fail "reach limit: the report is not the one of blocks live at exit: $(sed -n '/======/,$p' limit.err)"
+
 note "the scan at exit: 11 blocks leaked (2 of them indirectly, through a cycle too, 1 possibly; one whose pointer was on the stack of a thread that exited, one the main arena's top chunk follows), the rest reachable from a global, a block, TLS, a mapping, new[]'s offset, another arena, a running thread's stack"
 
 # valgrind's leak check, on the same program: the same counts of each kind.
