@@ -34,8 +34,9 @@ static inline int mms_python_exe(const char *path)
 static inline int mms_perl_exe(const char *path)
 {
 	const char *b = mms_base_name(path);
+	size_t n = strlen(b);
 
-	return !strcmp(b, "perl") || (mms_starts(b, "perl5") && strspn(b + 4, "0123456789.") == strlen(b + 4));
+	return !strcmp(b, "perl") || (n >= 5 && !strncmp(b, "perl5", 5) && strspn(b + 5, "0123456789.") == n - 5);
 }
 
 /* Node.js's executable. */
