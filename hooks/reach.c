@@ -123,12 +123,19 @@ static void add_range(struct scan *s, uintptr_t lo, uintptr_t hi, unsigned flags
 	mms__own_outside(lo, hi, add_piece, s);
 }
 
-/* Reads n bytes at `at` of the process; 0, or -1 where they cannot be read. */
-static int peek(uintptr_t at, void *out, size_t n)
+/* Reads n bytes at `at` of the process into out, without faulting where
+ * a page went away: the bytes read, or -1 with errno. */
+static long read_self(uintptr_t at, void *out, size_t n)
 {
 	struct iovec local = { out, n }, remote = { (void *)at, n };
 
-	return syscall(SYS_process_vm_readv, (long)getpid(), &local, 1L, &remote, 1L, 0L) == (long)n ? 0 : -1;
+	return syscall(SYS_process_vm_readv, (long)getpid(), &local, 1L, &remote, 1L, 0L);
+}
+
+/* Reads n bytes at `at`; 0, or -1 where they cannot all be read. */
+static int peek(uintptr_t at, void *out, size_t n)
+{
+	return read_self(at, out, n) == (long)n ? 0 : -1;
 }
 
 /* glibc's arenas other than the first keep their memory in heaps of at
@@ -280,8 +287,7 @@ static void emit(struct scan *s, uintptr_t where, uintptr_t value)
  * pointer-like words. Returns -1 when the process may not read itself. */
 static int read_run(struct scan *s, uintptr_t lo, uintptr_t hi)
 {
-	struct iovec local = { s->buf, hi - lo }, remote = { (void *)lo, hi - lo };
-	long got = syscall(SYS_process_vm_readv, (long)getpid(), &local, 1L, &remote, 1L, 0L);
+	long got = read_self(lo, s->buf, hi - lo);
 	const uintptr_t *w = (const uintptr_t *)s->buf;
 
 	if (got < 0)

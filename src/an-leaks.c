@@ -263,25 +263,34 @@ static void print_inherited(FILE *f, const mms_leak_t *l, size_t n)
 			blocks, mb(bytes));
 }
 
-/* Groups l[0, n) (not suppressed) by stack under title, then the summary
- * line "SUMMARY: X Mb(s) what in N allocation(s)". */
-static void print_groups(struct leaks_out *o, const mms_leak_t *l, size_t n, const char *title, const char *what)
+/* Shows l[0, n) (not suppressed) grouped by allocation stack under title;
+ * adds their blocks and bytes to *blocks and *bytes when not NULL. */
+static void show_by_stack(struct leaks_out *o, const mms_leak_t *l, size_t n, const char *title, uint64_t *blocks,
+			  uint64_t *bytes)
 {
 	mms_stack_group_t *g;
-	uint64_t blocks = 0, bytes = 0;
 	size_t ng, i;
 	int rc = mms_leaks_group(l, n, &g, &ng);
 
 	if (rc)
 		die(CLI_EXIT_FAILURE, "leaks: %s", mms_strerror(rc));
-	for (i = 0; i < ng; i++) {
-		blocks += g[i].blocks;
-		bytes += g[i].bytes;
+	for (i = 0; i < ng && blocks && bytes; i++) {
+		*blocks += g[i].blocks;
+		*bytes += g[i].bytes;
 	}
 	show_groups(&o->s, title, g, ng);
+	free(g);
+}
+
+/* Groups l[0, n) (not suppressed) by stack under title, then the summary
+ * line "SUMMARY: X Mb(s) what in N allocation(s)". */
+static void print_groups(struct leaks_out *o, const mms_leak_t *l, size_t n, const char *title, const char *what)
+{
+	uint64_t blocks = 0, bytes = 0;
+
+	show_by_stack(o, l, n, title, &blocks, &bytes);
 	fprintf(o->c->out, "====== SUMMARY: %.6f Mb(s) %s in %" PRIu64 " allocation(s) ======\n", mb(bytes), what,
 		blocks);
-	free(g);
 }
 
 /* The blocks live at exit when the scan at exit told the heap's leaked
@@ -644,10 +653,8 @@ static void print_runtime(struct leaks_out *o)
 		       { MMS_RUNTIME_JVM, "a JNI library", "the JVM" } };
 	FILE *f = o->c->out;
 	uint64_t blocks[MMS_RUNTIME_COUNT] = { 0 }, bytes[MMS_RUNTIME_COUNT] = { 0 };
-	mms_stack_group_t *g = NULL;
-	size_t ng = 0, i;
+	size_t i;
 	char h[32];
-	int rc;
 
 	for (i = 0; i < l->nruntime_kept; i++) {
 		unsigned k = l->runtime_kept[i].b.runtime < MMS_RUNTIME_COUNT ? l->runtime_kept[i].b.runtime : 0;
@@ -707,11 +714,7 @@ static void print_runtime(struct leaks_out *o)
 		fputs("  --show-runtime lists them by allocation stack.\n", f);
 		return;
 	}
-	rc = mms_leaks_group(l->runtime_kept, l->nruntime_kept, &g, &ng);
-	if (rc)
-		die(CLI_EXIT_FAILURE, "leaks: %s", mms_strerror(rc));
-	show_groups(&o->s, "Kept by the runtimes by allocation stack", g, ng);
-	free(g);
+	show_by_stack(o, l->runtime_kept, l->nruntime_kept, "Kept by the runtimes by allocation stack", NULL, NULL);
 }
 
 /* The program's blocks live at exit that it still pointed to from its
@@ -721,11 +724,9 @@ static void print_reachable(struct leaks_out *o)
 {
 	const mms_leaks_t *l = o->l;
 	FILE *f = o->c->out;
-	mms_stack_group_t *g = NULL;
 	uint64_t bytes = 0;
-	size_t ng = 0, i;
+	size_t i;
 	char h[32];
-	int rc;
 
 	for (i = 0; i < l->nreachable; i++)
 		bytes += l->reachable[i].b.size;
@@ -746,11 +747,7 @@ static void print_reachable(struct leaks_out *o)
 		fputs("  --show-reachable lists them by allocation stack.\n", f);
 		return;
 	}
-	rc = mms_leaks_group(l->reachable, l->nreachable, &g, &ng);
-	if (rc)
-		die(CLI_EXIT_FAILURE, "leaks: %s", mms_strerror(rc));
-	show_groups(&o->s, "Still reachable at exit by allocation stack", g, ng);
-	free(g);
+	show_by_stack(o, l->reachable, l->nreachable, "Still reachable at exit by allocation stack", NULL, NULL);
 }
 
 int an_leaks_add(struct an_ctx *c)
