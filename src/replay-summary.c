@@ -48,17 +48,6 @@ void replay_warn_fork(const char *path, const mms_log_t *log)
 		     path, fk.why);
 }
 
-static void print_kind_text(const char *label, const mms_kind_summary_t *k, const char *at_end)
-{
-	char a[32], b[32], c[32];
-
-	printf("%-20s %" PRIu64 " allocations, %" PRIu64 " frees, %s allocated, peak %s, %s %" PRIu64
-	       " block%s (%s)\n",
-	       label, k->allocs, k->frees, human_bytes(k->bytes_allocated, a, sizeof(a)),
-	       human_bytes(k->peak_bytes, b, sizeof(b)), at_end, k->live_blocks, k->live_blocks == 1 ? "" : "s",
-	       human_bytes(k->live_bytes, c, sizeof(c)));
-}
-
 /* "424 bytes" or "1667420240 bytes (1.6 GiB)". */
 static const char *bytes_text(uint64_t n, char *buf, size_t cap)
 {
@@ -69,6 +58,37 @@ static const char *bytes_text(uint64_t n, char *buf, size_t cap)
 	else
 		snprintf(buf, cap, "%" PRIu64 " bytes (%s)", n, human_bytes(n, h, sizeof(h)));
 	return buf;
+}
+
+/* The blocks of memory kind `mem` live at the end that the runtimes keep,
+ * under that kind's line: in all, then each runtime's. */
+static void print_runtimes_text(const mms_summary_t *s, unsigned mem)
+{
+	uint64_t n = s->runtime_mem_blocks[mem];
+	char a[64];
+
+	if (!n)
+		return;
+	printf("  %-18s %" PRIu64 " block%s, %s (not leaks)\n", "runtimes' of them", n, n == 1 ? "" : "s",
+	       bytes_text(s->runtime_mem_bytes[mem], a, sizeof(a)));
+	for (unsigned k = 1; k < MMS_RUNTIME_COUNT; k++) {
+		n = s->runtime_kind_blocks[k][mem];
+		if (n)
+			printf("    %-16s %" PRIu64 " block%s, %s: %s\n", mms_runtime_name(k), n, n == 1 ? "" : "s",
+			       bytes_text(s->runtime_kind_bytes[k][mem], a, sizeof(a)), mms_runtime_what(k));
+	}
+}
+
+static void print_kind_text(const char *label, const mms_summary_t *s, unsigned mem, const char *at_end)
+{
+	const mms_kind_summary_t *k = &s->mem[mem];
+	char a[32], b[32], c[32];
+
+	printf("%-20s %" PRIu64 " allocations, %" PRIu64 " frees, %s allocated, peak %s, %s %" PRIu64 " block%s (%s)\n",
+	       label, k->allocs, k->frees, human_bytes(k->bytes_allocated, a, sizeof(a)),
+	       human_bytes(k->peak_bytes, b, sizeof(b)), at_end, k->live_blocks, k->live_blocks == 1 ? "" : "s",
+	       human_bytes(k->live_bytes, c, sizeof(c)));
+	print_runtimes_text(s, mem);
 }
 
 /* Where a fork child's heap came from, and what of it is left. */
@@ -119,17 +139,7 @@ static void print_text(const char *path, const mms_log_t *log, const mms_log_inf
 	printf("%-20s %s\n", "peak live bytes", bytes_text(h->peak_bytes, a, sizeof(a)));
 	printf("%-20s %" PRIu64 " block%s, %s%s\n", at_end, h->live_blocks, h->live_blocks == 1 ? "" : "s",
 	       bytes_text(h->live_bytes, a, sizeof(a)), when);
-	if (s->runtime_live_blocks[MMS_RUNTIME_NONE]) {
-		uint64_t n = s->runtime_mem_blocks[MMS_MEM_HOST];
-
-		printf("  %-18s %" PRIu64 " block%s, %s (not leaks)\n", "runtimes' of them", n, n == 1 ? "" : "s",
-		       bytes_text(s->runtime_mem_bytes[MMS_MEM_HOST], a, sizeof(a)));
-		for (k = 1; k < MMS_RUNTIME_COUNT; k++)
-			if (s->runtime_live_blocks[k])
-				printf("    %-16s %" PRIu64 " block%s, %s: %s\n", mms_runtime_name(k),
-				       s->runtime_live_blocks[k], s->runtime_live_blocks[k] == 1 ? "" : "s",
-				       bytes_text(s->runtime_live_bytes[k], a, sizeof(a)), mms_runtime_what(k));
-	}
+	print_runtimes_text(s, MMS_MEM_HOST);
 	if (s->reach_known && h->live_blocks > s->runtime_mem_blocks[MMS_MEM_HOST]) {
 		uint64_t lb = 0, ly = 0;
 
@@ -157,16 +167,21 @@ static void print_text(const char *path, const mms_log_t *log, const mms_log_inf
 	printf("%-20s %" PRIu64 "\n", "threads", s->threads);
 	printf("%-20s %" PRIu64 "\n", "steps", s->steps);
 	if (s->mem[MMS_MEM_MMAP].allocs || s->mem[MMS_MEM_MMAP].frees)
-		print_kind_text("mmap", &s->mem[MMS_MEM_MMAP], at_end);
+		print_kind_text("mmap", s, MMS_MEM_MMAP, at_end);
 	if (s->mem[MMS_MEM_POOL].allocs || s->mem[MMS_MEM_POOL].frees)
-		print_kind_text("pool", &s->mem[MMS_MEM_POOL], at_end);
+		print_kind_text("pool", s, MMS_MEM_POOL, at_end);
 	if (s->mem[MMS_MEM_DEVICE].allocs || s->mem[MMS_MEM_DEVICE].frees)
-		print_kind_text("device", &s->mem[MMS_MEM_DEVICE], at_end);
+		print_kind_text("device", s, MMS_MEM_DEVICE, at_end);
 	if (s->unmatched_frees)
 		log_print_bad_frees(stdout, "", 20, s->double_frees, s->invalid_frees, s->bad_frees, s->nbad_frees);
 	if (s->double_allocs)
 		printf("%-20s %" PRIu64 "\n", "double allocations", s->double_allocs);
 }
+
+/* The memory kinds' keys in the JSON, as "kinds" has them. */
+static const char *const kind_keys[MMS_MEM_KIND_COUNT] = {
+	[MMS_MEM_HOST] = "host", [MMS_MEM_MMAP] = "mmap", [MMS_MEM_POOL] = "pool", [MMS_MEM_DEVICE] = "device"
+};
 
 static void print_kind_json(const mms_kind_summary_t *k)
 {
@@ -272,8 +287,16 @@ static void print_json(const mms_log_t *log, const mms_log_info_t *in, const mms
 	for (k = 1, sep = ""; k < MMS_RUNTIME_COUNT; k++) {
 		if (!s->runtime_live_blocks[k])
 			continue;
-		printf("%s\"%s\":{\"blocks\":%" PRIu64 ",\"bytes\":%" PRIu64 "}", sep, mms_runtime_name(k),
+		printf("%s\"%s\":{\"blocks\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"kinds\":{", sep, mms_runtime_name(k),
 		       s->runtime_live_blocks[k], s->runtime_live_bytes[k]);
+		for (i = 0, sep = ""; i < MMS_MEM_KIND_COUNT; i++) {
+			if (!s->runtime_kind_blocks[k][i])
+				continue;
+			printf("%s\"%s\":{\"blocks\":%" PRIu64 ",\"bytes\":%" PRIu64 "}", sep, kind_keys[i],
+			       s->runtime_kind_blocks[k][i], s->runtime_kind_bytes[k][i]);
+			sep = ",";
+		}
+		printf("}}");
 		sep = ",";
 	}
 	printf("}}\n");

@@ -74,6 +74,11 @@ typedef struct mms_summary {
 	uint64_t runtime_live_bytes[MMS_RUNTIME_COUNT];
 	uint64_t runtime_mem_blocks[MMS_MEM_KIND_COUNT];
 	uint64_t runtime_mem_bytes[MMS_MEM_KIND_COUNT];
+	/* The same per runtime and memory kind together: [k][MMS_MEM_HOST]
+	 * are runtime k's heap blocks, which runtime_live_blocks[k] counts
+	 * with its mappings and device memory. */
+	uint64_t runtime_kind_blocks[MMS_RUNTIME_COUNT][MMS_MEM_KIND_COUNT];
+	uint64_t runtime_kind_bytes[MMS_RUNTIME_COUNT][MMS_MEM_KIND_COUNT];
 	int freeres;              /* the recorder had glibc and libstdc++ free their
 	                             internal memory at the end of exit */
 	/* The program's heap blocks live at the end of a log that reached

@@ -301,10 +301,13 @@ static int allocated_in_import(const mms_log_t *log, const struct mms__blk *b)
  * (an extension module, the program's own library) allocating it after
  * the imports: what a module allocated while it was imported is its
  * state, kept as long as the module (CPython never unloads one), as the
- * loader's is for a library. */
+ * loader's is for a library. A block whose stack tells neither (none was
+ * recorded) is CPython's in a Python executable only: a program that
+ * embeds libpython (gdb, perf, an editor) keeps its own blocks beside the
+ * interpreter's, and they stay its own (as the JVM's rule). */
 static unsigned python_at_end(const mms_log_t *log, struct mms__rtmemo *memo, const struct mms__blk *b)
 {
-	return allocated_by(log, memo, BY_PYTHON, b, python_module, c_runtime_module, 1) ||
+	return allocated_by(log, memo, BY_PYTHON, b, python_module, c_runtime_module, log->python_exe) ||
 			       allocated_in_import(log, b)
 		       ? MMS_RUNTIME_PYTHON
 		       : 0;

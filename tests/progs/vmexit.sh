@@ -138,3 +138,26 @@ expect_eq "a program named java: the program's leaks at exit" "$(leaks_at_exit s
 expect_key sdjava.mms.leaks.json reachable.bytes 4321
 expect_key sdjava.mms.leaks.json runtime.by_kind.jvm.bytes 1234
 note "stand-ins: the runtime's block is the runtime's, the library's own is the program's (still reachable from its global)"
+
+# A program that embeds CPython (gdb, perf, an editor with Python
+# scripting loads libpython): only what its stacks show the interpreter
+# allocating is CPython's; without stacks its blocks are its own (every
+# block of gdb's was CPython's before, "No leaks at exit"). Stand-in: a
+# library named libpython3.99.so keeping a block, the program keeping
+# one itself and one through a library of its own.
+printf 'void own_leak(void);\nvoid vm_state(void);\n#include <stdlib.h>\nvoid *mine;\nint main(void) { vm_state(); own_leak(); mine = malloc(777); return 0; }\n' >sd/embed.c
+"$cc" -shared -fPIC -o sd/libpython3.99.so sd/vm.c &&
+	"$cc" -o sd/embed sd/embed.c -Lsd -lpython3.99 -lown "-Wl,-rpath,$PWD/sd" || fail "cannot build the embedder with $cc"
+MSMEMSCOPE_CONFIG=call_stack=32 record $PWD/sdembed.mms sd/embed || fail "sd/embed recorded exited $?"
+expect_eq "a program that embeds libpython: the program's blocks at exit" "$(leaks_at_exit sdembed.mms)" 2
+expect_key sdembed.mms.leaks.json reachable.bytes 5098
+expect_key sdembed.mms.leaks.json runtime.by_kind.python.bytes 1234
+# The summary's runtimes by memory kind: the heap's under live at exit.
+summarize sdembed.mms
+expect_key sdembed.mms.json runtime.python.kinds.host.bytes 1234
+"$MMS_REPLAY" sdembed.mms --summary >sdembed.sum || fail "--summary on sdembed.mms exited $?"
+grep -q '^    python  *1 block, 1234 bytes' sdembed.sum || fail "the summary's python line: $(cat sdembed.sum)"
+record $PWD/sdembed0.mms sd/embed || fail "sd/embed recorded exited $?"
+expect_eq "a program that embeds libpython, no stacks: the program's blocks at exit" "$(leaks_at_exit sdembed0.mms)" 3
+expect_key sdembed0.mms.leaks.json reachable.bytes 6332
+note "a program that embeds libpython: with stacks the interpreter's block is CPython's, without them all are the program's"
