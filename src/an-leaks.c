@@ -828,3 +828,43 @@ int an_leaks_print(struct an_ctx *c)
 	an_show_fini(&o.s);
 	return 0;
 }
+
+/* The leaks of l of the kinds (enum an_leak_kind) no suppression matched. */
+static uint64_t count_leaks(const mms_leak_t *l, size_t n, unsigned kinds)
+{
+	uint64_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned r = l[i].b.reach;
+		unsigned kind = r == MMS_REACH_INDIRECT    ? AN_LEAK_INDIRECT
+				: r == MMS_REACH_POSSIBLE  ? AN_LEAK_POSSIBLE
+				: r == MMS_REACH_REACHABLE ? AN_LEAK_REACHABLE
+							   : AN_LEAK_DEFINITE;
+
+		k += !l[i].suppression && l[i].b.mem == MMS_MEM_HOST && (kinds & kind);
+	}
+	return k;
+}
+
+uint64_t an_leak_errors(const struct an_ctx *c, unsigned kinds)
+{
+	const mms_leaks_t *l = c->leaks;
+	mms_log_info_t info;
+	uint64_t n = 0;
+
+	if (!l)
+		return 0;
+	if (kinds & AN_LEAK_STEP) {
+		for (size_t i = 0; i < l->nstep_leaks; i++)
+			n += !l->step_leaks[i].suppression;
+		for (size_t i = 0; i < l->nmark_leaks; i++)
+			n += !l->mark_leaks[i].suppression;
+	}
+	/* Live at the end of a cut log, or of one that stopped before exit, is
+	 * no leak. */
+	mms_log_get_info(c->log, &info);
+	if (!log_ends_at_exit(&info))
+		return n;
+	return n + count_leaks(l->exit_leaks, l->nexit_leaks, kinds & ~(unsigned)AN_LEAK_STEP) +
+	       count_leaks(l->reachable, l->nreachable, kinds & AN_LEAK_REACHABLE);
+}

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,22 +133,26 @@ const char *an_parse_list(const char *list, unsigned *mask)
 	return an_parse_list_k(list, mask, NULL);
 }
 
-const char *an_parse_memory(const char *list, unsigned *mask)
+/* A comma-separated list of the n names into bits of *mask (1 << index);
+ * NULL, or what is wrong, naming them as `what` ("memory kind"). */
+static const char *parse_names(const char *list, const char *const *names, size_t n, const char *what, unsigned *mask)
 {
-	static const char *const names[MMS_MEM_KIND_COUNT] = { "host", "mmap", "pool", "device" };
-	static char msg[160];
+	static char msg[200];
+	char all[120] = "";
 	const char *p = list;
 
+	for (size_t k = 0; k < n; k++)
+		snprintf(all + strlen(all), sizeof(all) - strlen(all), "%s%s", k ? k + 1 < n ? ", " : " and " : "",
+			 names[k]);
 	*mask = 0;
 	while (*p) {
 		size_t len = strcspn(p, ","), k;
 
-		for (k = 0; k < MMS_MEM_KIND_COUNT; k++)
+		for (k = 0; k < n; k++)
 			if (strlen(names[k]) == len && !strncmp(names[k], p, len))
 				break;
-		if (k == MMS_MEM_KIND_COUNT) {
-			snprintf(msg, sizeof(msg), "no memory kind '%.*s'; the kinds are host, mmap, pool and device", (int)len,
-				 p);
+		if (k == n) {
+			snprintf(msg, sizeof(msg), "no %s '%.*s'; the %ss are %s", what, (int)len, p, what, all);
 			return msg;
 		}
 		*mask |= 1u << k;
@@ -155,7 +160,35 @@ const char *an_parse_memory(const char *list, unsigned *mask)
 		if (*p == ',')
 			p++;
 	}
-	return *mask ? NULL : "no memory kind given; the kinds are host, mmap, pool and device";
+	if (*mask)
+		return NULL;
+	snprintf(msg, sizeof(msg), "no %s given; the %ss are %s", what, what, all);
+	return msg;
+}
+
+const char *an_parse_memory(const char *list, unsigned *mask)
+{
+	static const char *const names[MMS_MEM_KIND_COUNT] = { "host", "mmap", "pool", "device" };
+
+	return parse_names(list, names, MMS_MEM_KIND_COUNT, "memory kind", mask);
+}
+
+/* In the order of enum an_leak_kind's bits. */
+static const char *const leak_kind_names[] = { "definite", "indirect", "possible", "reachable", "step" };
+
+const char *an_parse_leak_kinds(const char *list, unsigned *mask)
+{
+	const char *const *names = leak_kind_names;
+
+	if (!strcmp(list, "all")) {
+		*mask = AN_LEAK_ALL;
+		return NULL;
+	}
+	if (!strcmp(list, "none")) {
+		*mask = 0;
+		return NULL;
+	}
+	return parse_names(list, names, sizeof(leak_kind_names) / sizeof(leak_kind_names[0]), "leak kind", mask);
 }
 
 /* A recording restricted to some steps or to msmemscope_start()..stop()
@@ -270,6 +303,29 @@ void an_close(struct an_ctx *c)
 	free(c);
 }
 
+uint64_t an_errors(const struct an_ctx *c)
+{
+	return (c->guard ? c->guard->nfindings : 0) + an_leak_errors(c, c->o->leak_error_kinds);
+}
+
+int an_error_status(const struct an_ctx *c, int status)
+{
+	uint64_t n, leaks;
+
+	if (!c->o->error_exitcode || !(n = an_errors(c)))
+		return status;
+	leaks = an_leak_errors(c, c->o->leak_error_kinds);
+	fprintf(stderr, "%s: %" PRIu64 " error%s: %" PRIu64 " leak%s (", cli_progname, n, n == 1 ? "" : "s", leaks,
+		leaks == 1 ? "" : "s");
+	for (unsigned k = 0, sep = 0; k < sizeof(leak_kind_names) / sizeof(leak_kind_names[0]); k++)
+		if (c->o->leak_error_kinds & 1u << k)
+			fprintf(stderr, "%s%s", sep++ ? "," : "", leak_kind_names[k]);
+	fprintf(stderr, "%s) and %" PRIu64 " guard finding%s: exit status %d (--error-exitcode)\n",
+		c->o->leak_error_kinds ? "" : "none", n - leaks, n - leaks == 1 ? "" : "s", c->o->error_exitcode);
+	/* As valgrind's --error-exitcode: the findings decide. */
+	return c->o->error_exitcode;
+}
+
 int an_run(const char *path, mms_log_t *log, unsigned mask, const struct an_opts *o, FILE *out)
 {
 	int status;
@@ -279,6 +335,7 @@ int an_run(const char *path, mms_log_t *log, unsigned mask, const struct an_opts
 		status = CLI_EXIT_FAILURE;
 	if (an_print(c))
 		status = CLI_EXIT_FAILURE;
+	status = an_error_status(c, status);
 	an_close(c);
 	return status;
 }

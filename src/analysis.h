@@ -43,6 +43,24 @@ struct an_opts {
 	                             defaults (see --memory) */
 	bool tag_inefficient;     /* inefficient also notes every block it finds, for a
 	                             dump in the same pass */
+	int error_exitcode;       /* --error-exitcode: an_run()'s status when an_errors()
+	                             finds any; 0: none */
+	unsigned leak_error_kinds; /* --errors-for-leak-kinds: the leaks an_errors()
+	                              counts (enum an_leak_kind's bits) */
+};
+
+/* The leaks that count as errors (--errors-for-leak-kinds, valgrind's
+ * words): blocks of the heap live at the end of a log that reached exit,
+ * leaked (or unknown: no scan told them), indirectly or possibly leaked,
+ * or still reachable; and those the per-step or marks rule found. */
+enum an_leak_kind {
+	AN_LEAK_DEFINITE = 1,
+	AN_LEAK_INDIRECT = 2,
+	AN_LEAK_POSSIBLE = 4,
+	AN_LEAK_REACHABLE = 8,
+	AN_LEAK_STEP = 16,
+	AN_LEAK_ALL = 31,
+	AN_LEAK_DEFAULT = AN_LEAK_DEFINITE | AN_LEAK_POSSIBLE, /* valgrind's */
 };
 
 /* What an analysis is given. */
@@ -148,6 +166,18 @@ const char *an_parse_list_k(const char *list, unsigned *mask, size_t *oom_k);
  * mask of bits 1 << enum mms_mem_kind. Returns NULL, or a message naming
  * the unknown kind (valid until the next call). */
 const char *an_parse_memory(const char *list, unsigned *mask);
+/* --errors-for-leak-kinds: definite, indirect, possible, reachable, step,
+ * or all or none; NULL, or what is wrong. */
+const char *an_parse_leak_kinds(const char *list, unsigned *mask);
+/* The leaks of the kinds (enum an_leak_kind's bits) the leaks analysis
+ * found that no suppression matched: 0 when it did not run. */
+uint64_t an_leak_errors(const struct an_ctx *c, unsigned kinds);
+/* What --error-exitcode counts: guard's findings, and leak_error_kinds's
+ * leaks. */
+uint64_t an_errors(const struct an_ctx *c);
+/* status, or --error-exitcode's (o->error_exitcode) when an_errors()
+ * finds any, said on stderr with how many of each. */
+int an_error_status(const struct an_ctx *c, int status);
 
 /* Prints the analyses to f for --help: one entry each, the name and its
  * description wrapped at 79 columns. */

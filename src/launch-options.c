@@ -379,6 +379,12 @@ static const char *parse_error_exitcode(struct opts *o, char *value)
 	return NULL;
 }
 
+static const char *parse_leak_error_kinds(struct opts *o, char *value)
+{
+	o->leak_error_kinds_set = true;
+	return an_parse_leak_kinds(value, &o->leak_error_kinds);
+}
+
 static const char *parse_print_env(struct opts *o, char *value)
 {
 	o->print_env = true;
@@ -421,6 +427,7 @@ static const struct opt_def opt_defs[] = {
 	{ "--guard-redzone", true, parse_guard_redzone },
 	{ "--guard-quarantine", true, parse_guard_quarantine },
 	{ "--error-exitcode", true, parse_error_exitcode },
+	{ "--errors-for-leak-kinds", true, parse_leak_error_kinds },
 	{ "--print-env", false, parse_print_env },
 	{ "--show-runtime", false, parse_show_runtime },
 	{ "--show-reachable", false, parse_show_reachable },
@@ -500,8 +507,9 @@ void parse_args(int argc, char **argv, struct opts *o)
 		if (!def)
 			unknown_option(arg);
 		if (!record_opt && strcmp(def->name, "--compare") && strcmp(def->name, "--error-exitcode") &&
-		    strcmp(def->name, "--input") && strcmp(def->name, "--level") && strcmp(def->name, "--output") &&
-		    strcmp(def->name, "--log-level") && strcmp(def->name, "--quiet"))
+		    strcmp(def->name, "--errors-for-leak-kinds") && strcmp(def->name, "--input") &&
+		    strcmp(def->name, "--level") && strcmp(def->name, "--output") && strcmp(def->name, "--log-level") &&
+		    strcmp(def->name, "--quiet"))
 			record_opt = def->name;
 		if (!report_opt && (!strcmp(def->name, "--analysis") || !strcmp(def->name, "--suppressions") ||
 				    !strcmp(def->name, "--data-format") || !strcmp(def->name, "--show-runtime") ||
@@ -571,6 +579,12 @@ void parse_args(int argc, char **argv, struct opts *o)
 		an_parse_list(an_find("leaks") ? "leaks" : "", &o->analyses);
 	if (o->leak_marks && !(o->analyses & an_mask("leaks")))
 		die_usage("--leak-marks goes with the leaks analysis (--analysis=leaks, the default)");
+	if (o->leak_error_kinds_set && !(o->analyses & an_mask("leaks")))
+		die_usage("--errors-for-leak-kinds goes with the leaks analysis (--analysis=leaks, the default)");
+	if (o->leak_error_kinds_set && !o->error_exitcode)
+		die_usage("--errors-for-leak-kinds says which leaks --error-exitcode counts: give both");
+	if (!o->leak_error_kinds_set)
+		o->leak_error_kinds = AN_LEAK_DEFAULT;
 	/* As msMemScope: inefficient turns accesses on unless --events says. */
 	if ((o->analyses & an_mask("inefficient")) && !o->events_set)
 		o->rec.events |= MMS_CONFIG_EV_ACCESS | MMS_CONFIG_EV_ALLOC | MMS_CONFIG_EV_FREE;
@@ -674,8 +688,14 @@ static void print_help(void)
 	       "                        recorder report on stderr.\n"
 	       "\n"
 	       "Report options:\n"
-	       "  --error-exitcode=N    exit N (1-255) when guard mode found errors;\n"
-	       "                        otherwise prog's status.\n"
+	       "  --error-exitcode=N    exit N (1-255) when guard mode found errors or the\n"
+	       "                        leaks report found leaks of the kinds below;\n"
+	       "                        otherwise prog's status (as valgrind's).\n"
+	       "  --errors-for-leak-kinds=LIST\n"
+	       "                        the leaks --error-exitcode counts: definite (leaked\n"
+	       "                        at exit), indirect, possible, reachable (still\n"
+	       "                        pointed to at exit), step (per-step and marks\n"
+	       "                        rules), all or none. Default definite,possible.\n"
 	       "  --analysis=LIST       the analyses to run over prog's log after the run,\n"
 	       "                        comma-separated (listed below). Default: leaks.\n"
 	       "                        Empty (--analysis=): record only, print no summary.\n"

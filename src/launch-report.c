@@ -550,6 +550,8 @@ void report_options(const struct run *run, const struct opts *o, struct an_opts 
 	ao->oom_k = o->oom_k;
 	ao->leak_mark_first = o->leak_mark_first;
 	ao->tag_inefficient = o->data_format != NULL;
+	ao->leak_error_kinds = o->leak_error_kinds;
+	ao->error_exitcode = o->error_exitcode;
 }
 
 int report_run(const struct run *run, char **argv, pid_t pid, int status, const struct opts *o, struct live *lv,
@@ -637,8 +639,7 @@ read:
 	}
 	if (dump && dump_done(&d, run, c))
 		ret = 1;
-	if (c->guard)
-		*errors = c->guard->nfindings;
+	*errors = an_error_status(c, 0) != 0;
 	an_close(c);
 	mms_log_close(log);
 out:

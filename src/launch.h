@@ -38,7 +38,9 @@ struct opts {
 	char *input[2];      /* --input, allocated */
 	int level;           /* --level: enum mms_compare_level */
 	bool level_set;
-	int error_exitcode;  /* --error-exitcode: the status when guard found errors, 0: none */
+	int error_exitcode;        /* --error-exitcode: the status when guard or leaks found errors, 0: none */
+	unsigned leak_error_kinds; /* --errors-for-leak-kinds (enum an_leak_kind's bits) */
+	bool leak_error_kinds_set;
 	bool pymalloc;       /* --python-allocator=pymalloc: PYTHONMALLOC is left alone */
 	bool python_allocator_set; /* --python-allocator given */
 	bool no_live;        /* --no-live-report: read prog's log only after it exits */

@@ -39,6 +39,7 @@ struct opts {
 	struct an_opts an;
 	struct an_compare_args cmp; /* --compare-steps, --level */
 	const char *level_opt;
+	bool leak_kinds_set; /* --errors-for-leak-kinds given */
 };
 
 /* --buckets: the most rows usage.tsv may be asked for. */
@@ -102,6 +103,13 @@ static void usage(void)
 	       "                    (not leaks: valgrind's \"still reachable\") by allocation stack\n"
 	       "  --warmup-steps N  leaks: blocks allocated in steps 1 to N are never per-step\n"
 	       "                    leaks (default 1, msMemScope's rule)\n"
+	       "  --error-exitcode N\n"
+	       "                    exit N (1-255) when the guard analysis has findings or\n"
+	       "                    leaks found leaks of the kinds --errors-for-leak-kinds\n"
+	       "                    names (as valgrind's)\n"
+	       "  --errors-for-leak-kinds LIST\n"
+	       "                    definite, indirect, possible, reachable, step, all or\n"
+	       "                    none (default definite,possible)\n"
 	       "  --leak-marks NAME[,N]\n"
 	       "                    leaks: also msMemScope's offline rule: a block allocated\n"
 	       "                    between mark N of that name (default 1) and the next one,\n"
@@ -287,6 +295,18 @@ static void parse_args(int argc, char **argv, struct opts *o)
 				if (!w || w > UINT32_MAX)
 					die_usage("--warmup-steps wants a number of steps, 1 or more");
 				o->an.warmup_steps = (uint32_t)w;
+			} else if (cli_opt_value(argc, argv, &i, "--error-exitcode", &v)) {
+				uint64_t e = number("--error-exitcode", v);
+
+				if (e < 1 || e > 255)
+					die_usage("--error-exitcode wants a status from 1 to 255, not '%s'", v);
+				o->an.error_exitcode = (int)e;
+			} else if (cli_opt_value(argc, argv, &i, "--errors-for-leak-kinds", &v)) {
+				const char *msg = an_parse_leak_kinds(v, &o->an.leak_error_kinds);
+
+				if (msg)
+					die_usage("--errors-for-leak-kinds: %s", msg);
+				o->leak_kinds_set = true;
 			} else if (cli_opt_value(argc, argv, &i, "--leak-marks", &v)) {
 				const char *msg = an_parse_leak_marks(v, &o->an);
 
@@ -376,6 +396,14 @@ static void parse_args(int argc, char **argv, struct opts *o)
 									    : "--memory");
 	if (o->an.leak_marks && !(o->analyses & an_mask("leaks")))
 		die_usage("--leak-marks goes with --analysis leaks");
+	if (o->an.error_exitcode && !(o->analyses & (an_mask("leaks") | an_mask("guard"))))
+		die_usage("--error-exitcode goes with --analysis leaks or guard");
+	if (o->leak_kinds_set && !(o->analyses & an_mask("leaks")))
+		die_usage("--errors-for-leak-kinds goes with --analysis leaks");
+	if (o->leak_kinds_set && !o->an.error_exitcode)
+		die_usage("--errors-for-leak-kinds says which leaks --error-exitcode counts: give both");
+	if (!o->leak_kinds_set)
+		o->an.leak_error_kinds = AN_LEAK_DEFAULT;
 	if (o->json && o->query == Q_EXPORT && !o->analyses)
 		die_usage("--json does not apply to --export");
 }
@@ -563,6 +591,7 @@ static int query_export(struct opts *o, mms_log_t *log)
 	if (an_print(c))
 		status = CLI_EXIT_FAILURE;
 	fflush(stdout);
+	status = an_error_status(c, status);
 	rc = c->pass_rc ? c->pass_rc : x->status;
 	an_close(c);
 	mms_export_free(x);
@@ -622,6 +651,7 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		if (!added || replay_transform_done(&x, c->pass_rc))
 			status = CLI_EXIT_FAILURE;
+		status = an_error_status(c, status);
 		an_close(c);
 		warn_state(&o, log);
 		mms_log_close(log);

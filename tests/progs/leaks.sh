@@ -212,6 +212,43 @@ grep -q '^No leaks at exit: every block was freed\.$' tidy.err || fail "no clear
 grep -q 'Detected memory leaks' tidy.err && fail "a program that frees everything got a leak report: $(cat tidy.err)"
 note "a program without steps gets the exit section only; one that frees everything is told so"
 
+# --- --error-exitcode: leaks of the kinds --errors-for-leak-kinds names
+# decide the status, as valgrind's ---------------------------------------------
+"$MMS_REPLAY" "$log" --analysis leaks --json >ec.json || fail "--analysis leaks --json exited $?"
+definite=$(($(jget ec.json at_exit.by_reach.leaked.leaks) + $(jget ec.json at_exit.by_reach.possible.leaks)))
+step=$(jget ec.json per_step.leaks)
+expect_ge "leaked at exit in the leaks program" "$definite" 1
+rc=0
+"$MMS_LAUNCHER" --error-exitcode=7 --output=oute -- "$prog" >/dev/null 2>ec.err || rc=$?
+expect_eq "msmemscope --error-exitcode=7 on leaks" "$rc" 7
+grep -q "^msmemscope: $definite errors: $definite leaks (definite,possible) and 0 guard findings: exit status 7 (--error-exitcode)\$" ec.err ||
+	fail "no line saying why the status is 7: $(tail -3 ec.err)"
+rc=0
+"$MMS_LAUNCHER" --error-exitcode=7 --errors-for-leak-kinds=step --output=oute -- "$prog" >/dev/null 2>ec.err || rc=$?
+expect_eq "msmemscope --errors-for-leak-kinds=step on leaks" "$rc" 7
+grep -q "^msmemscope: $step errors: $step leaks (step) and 0 guard findings" ec.err ||
+	fail "--errors-for-leak-kinds=step does not count the $step per-step leaks: $(tail -3 ec.err)"
+"$MMS_LAUNCHER" --error-exitcode=7 --errors-for-leak-kinds=none --output=oute -- "$prog" >/dev/null 2>ec.err ||
+	fail "--errors-for-leak-kinds=none: the program's status is not kept: $?"
+"$MMS_LAUNCHER" --error-exitcode=7 --output=oute -- "$prog" tidy >/dev/null 2>ec.err ||
+	fail "--error-exitcode=7 on a program that frees everything exited $?"
+rc=0
+"$MMS_REPLAY" "$log" --analysis leaks --error-exitcode 4 --errors-for-leak-kinds definite,step >/dev/null 2>ec.err || rc=$?
+expect_eq "msmemscope-replay --error-exitcode 4 (definite,step)" "$rc" 4
+grep -q "^msmemscope-replay: $((definite + step)) errors: $((definite + step)) leaks (definite,step)" ec.err ||
+	fail "msmemscope-replay does not count definite and step leaks: $(cat ec.err)"
+"$MMS_REPLAY" "$log" --analysis leaks --error-exitcode 4 --errors-for-leak-kinds reachable >/dev/null 2>ec.err ||
+	fail "the leaks program keeps nothing reachable, yet --errors-for-leak-kinds reachable exited $?"
+rc=0
+"$MMS_LAUNCHER" --error-exitcode=7 --errors-for-leak-kinds=often --output=oute -- "$prog" >/dev/null 2>ec.err || rc=$?
+expect_eq "msmemscope --errors-for-leak-kinds=often" "$rc" 2
+grep -q "no leak kind 'often'; the leak kinds are definite, indirect, possible, reachable and step" ec.err ||
+	fail "a bad leak kind is not named: $(cat ec.err)"
+rc=0
+"$MMS_REPLAY" "$log" --analysis leaks --errors-for-leak-kinds all >/dev/null 2>ec.err || rc=$?
+expect_eq "msmemscope-replay --errors-for-leak-kinds without --error-exitcode" "$rc" 2
+note "--error-exitcode: $definite leaks at exit (definite,possible), $step per-step (step) decide the status; none and a tidy program keep it"
+
 # --- a damaged log: its records after the damage are lost, frees among
 # them, so the replay stops before the damage and no report speaks of exit
 # or leaks there (recorded without the scan at exit, whose records would
