@@ -55,10 +55,13 @@ __attribute__((destructor)) static void hooks_destructor(void)
 	mark_end();
 }
 
-/* Shells and forked children leave with _exit, which runs no destructor. */
+/* Shells and forked children leave with _exit, which runs no destructor
+ * and no freeres: the scan at exit reads a shell's memory as it left it
+ * (not a fork child's: mms__reach_at_exit). */
 MMS_EXPORT void _exit(int status)
 {
 	mark_end();
+	mms__reach_at_exit();
 	syscall(SYS_exit_group, status);
 	__builtin_unreachable();
 }

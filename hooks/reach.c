@@ -371,12 +371,14 @@ static uint64_t now_ns(void)
 void mms__reach_scan(struct mms_thread *t, long others)
 {
 	static struct scan scan; /* one exit per process: in .bss, left out of the scan */
+	static int scanned;      /* once: a destructor may call _exit after exit's scan */
 	struct scan *s = &scan;
 	uint8_t buf[96], val[80], *p, *v;
 	uint64_t t0 = now_ns();
 	volatile uintptr_t here = 0;
 
-	if (!mms__config.reach || !mms__recording_now() || all_runtime_kept())
+	if (!mms__config.reach || !mms__recording_now() || all_runtime_kept() ||
+	    __atomic_exchange_n(&scanned, 1, __ATOMIC_RELAXED))
 		return;
 	memset(s, 0, sizeof(*s));
 	s->t = t;

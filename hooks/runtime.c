@@ -206,24 +206,41 @@ static void note_std_buffers(struct mms_thread *t)
 	mms__write_meta(t, MMS_TAG_META, buf, (size_t)(p - buf));
 }
 
-static void late_exit(void *arg)
+/* Whether the process's own exit may do its end-of-exit work here: not a
+ * vfork child (it shares our memory and log: its exit is not ours), not
+ * inside a hook (a signal handler's exit), not sandboxed. */
+static int exit_is_ours(void)
+{
+	return mms__active && mms__header && mms__header->pid == (uint64_t)getpid() && !mms__tls_busy &&
+	       !mms__hands_off_now();
+}
+
+/* The process's threads now, the exiting one and the log thread of ours
+ * included: a thread that was joined may still be counted for a moment
+ * (the kernel wakes pthread_join when the thread let its memory go, and
+ * takes it out of the count later), so those with memory are counted.
+ * 0 when they cannot be counted. */
+static long threads_left(void)
 {
 	long threads = mms__threads_now();
+
+	if (threads > 1 + mms__log_thread_running())
+		threads = mms__threads_with_memory();
+	return threads;
+}
+
+static void late_exit(void *arg)
+{
+	long threads;
 	struct mms_thread *t;
 	uint8_t buf[32], val[16], *p, *v;
 
 	(void)arg;
-	/* A vfork child shares our memory and log: its exit is not ours. */
-	if (!mms__active || !mms__header || mms__header->pid != (uint64_t)getpid() || mms__tls_busy ||
-	    mms__hands_off_now())
+	if (!exit_is_ours())
 		return;
 	mms__tls_busy = 2;
 	t = mms__thread();
-	/* A thread that was joined may still be counted for a moment (the
-	 * kernel wakes pthread_join when the thread let its memory go, and
-	 * takes it out of the count later): count those with memory. */
-	if (threads > 1 + mms__log_thread_running())
-		threads = mms__threads_with_memory();
+	threads = threads_left();
 	/* freeres frees what other threads may still use: only when this
 	 * thread is the last (the log thread of ours only sleeps). */
 	if (!mms__config.freeres || !t || threads != 1 + mms__log_thread_running()) {
@@ -276,6 +293,28 @@ static void late_exit(void *arg)
 	/* What the program left, after the runtimes freed theirs. */
 	mms__reach_scan(t, 0);
 	mms__log_finish(); /* trims the file again */
+	mms__tls_busy = 0;
+}
+
+void mms__reach_at_exit(void)
+{
+	struct mms_thread *t;
+	long others;
+
+	/* Not in a fork child (a shell's subshell, a server's worker): its
+	 * memory is mostly its parent's, which a read at each child's _exit
+	 * would cost as much as the parent's own (forklock's children read
+	 * up to 960 MiB each); their blocks at exit stay unscanned, as their
+	 * logs say. */
+	if (!exit_is_ours() || (mms__header->flags & MMS_FLAG_FORKED))
+		return;
+	mms__tls_busy = 2;
+	t = mms__thread();
+	others = threads_left() - 1 - mms__log_thread_running();
+	if (t) {
+		mms__reach_scan(t, others > 0 ? others : 0);
+		mms__log_finish(); /* trims the file again */
+	}
 	mms__tls_busy = 0;
 }
 
