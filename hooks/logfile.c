@@ -549,11 +549,10 @@ static void write_fork_meta(struct mms_thread *t)
 	write_meta_u(t, MMS_META_FORK_STAMP, fork_from.stamp);
 }
 
-/* One line on stderr: this process's log could not be created (err), so
- * it runs unrecorded; most often a process that took another user's
- * identity (a server's workers, su) under a folder its new user may not
- * write, which no report would otherwise mention. */
-static void say_not_created(int err)
+/* One line on stderr: this process's log could not be made (what, err,
+ * and a hint), so it runs unrecorded, which no report would otherwise
+ * mention. */
+static void say_not_recording(const char *what, int err, const char *hint)
 {
 	static char buf[PATH_MAX + 512], exe[256]; /* as write_process_meta's */
 	ssize_t k;
@@ -563,10 +562,17 @@ static void say_not_created(int err)
 		return;
 	k = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	exe[k > 0 ? k : 0] = 0;
-	n = snprintf(buf, sizeof buf, "msmemscope: not recording pid %d (%s): cannot create %s: %s%s\n", (int)getpid(),
-		     k > 0 ? exe : "?", log_path, why_words(err),
-		     err == EACCES || err == EPERM ? " (its user may not write that folder)" : "");
+	n = snprintf(buf, sizeof buf, "msmemscope: not recording pid %d (%s): %s %s: %s%s\n", (int)getpid(),
+		     k > 0 ? exe : "?", what, log_path, why_words(err), hint);
 	mms__say(buf, n, sizeof buf);
+}
+
+/* Most often a process that took another user's identity (a server's
+ * workers, su) under a folder its new user may not write. */
+static void say_not_created(int err)
+{
+	say_not_recording("cannot create", err,
+			  err == EACCES || err == EPERM ? " (its user may not write that folder)" : "");
 }
 
 /* Opens the log and writes its header and the process's metadata. Called
@@ -643,13 +649,7 @@ fail:
 	if (log_created)
 		unlink(log_path); /* ours and empty: leave nothing behind */
 	log_fd = -1;
-	if (mms__config.log_level != MMS_CONFIG_LOG_ERROR) {
-		static char buf[PATH_MAX + 256]; /* as write_process_meta's */
-		int n = snprintf(buf, sizeof buf, "msmemscope: not recording pid %d: %s: %s\n", (int)getpid(),
-				 log_path, why_words(err));
-
-		mms__say(buf, n, sizeof buf);
-	}
+	say_not_recording("cannot set up its log", err, "");
 	return -1;
 }
 
