@@ -410,6 +410,9 @@ enum mms_reach_scan {
 	MMS_SCAN_NOREAD = 2, /* the process could not read its own memory
 	                        (process_vm_readv refused: a seccomp filter) */
 	MMS_SCAN_RANGES = 3, /* more mappings than the scan keeps (65536): none read */
+	MMS_SCAN_ALLOCATOR = 4, /* none read: malloc is a library's that replaces
+	                           glibc's (jemalloc, tcmalloc), whose caches and
+	                           metadata keep pointers to blocks, live or not */
 };
 #define MMS_REACH_MAX_PAIRS (16u << 20)
 #define MMS_REACH_MAX_BYTES (4ull << 30) /* read at most, then MMS_SCAN_LIMIT */

@@ -451,6 +451,12 @@ static void print_section(struct leaks_out *o, enum section sec, const mms_leak_
 			print_leaked_at_exit(o, l, n);
 		} else if (blocks) {
 			fprintf(f, "====== Blocks still live %s ======\n", when);
+			/* Why they have no verdicts, where the scan ran. */
+			if (o->info.reach_scan > MMS_REACH_SCAN_WHOLE && log_ends_at_exit(&o->info)) {
+				char why[256];
+
+				fprintf(f, "(scan at exit: %s)\n", log_reach_scan_text(&o->info, why, sizeof(why)));
+			}
 			show_groups(&o->s, title, g, ng);
 			fprintf(f, "====== SUMMARY: %.6f Mb(s) live %s in %" PRIu64 " allocation(s) ======\n",
 				mb(bytes), when, blocks);

@@ -86,6 +86,11 @@ const char *log_reach_scan_text(const mms_log_info_t *in, char *buf, size_t cap)
 	case MMS_REACH_SCAN_LOST:
 		snprintf(buf, cap, "its records are not all in the log: leaked blocks not told from reachable ones");
 		break;
+	case MMS_REACH_SCAN_ALLOCATOR:
+		snprintf(buf, cap,
+			 "not made: the program's malloc is a library's that replaces glibc's (jemalloc, tcmalloc), "
+			 "whose caches keep pointers to blocks: leaked blocks not told from reachable ones");
+		break;
 	default:
 		snprintf(buf, cap, "none");
 	}
@@ -94,7 +99,7 @@ const char *log_reach_scan_text(const mms_log_info_t *in, char *buf, size_t cap)
 
 const char *log_reach_scan_name(int scan)
 {
-	static const char *const names[] = { "none", "whole", "limit", "noread", "lost" };
+	static const char *const names[] = { "none", "whole", "limit", "noread", "lost", "allocator" };
 
 	return scan >= 0 && scan < (int)(sizeof(names) / sizeof(names[0])) ? names[scan] : "none";
 }

@@ -126,6 +126,7 @@ void mms__reach_info(mms_log_t *log)
 	in->reach_ns = f[6];
 	in->reach_scan = f[0] == MMS_SCAN_LIMIT || f[0] == MMS_SCAN_RANGES ? MMS_REACH_SCAN_LIMIT
 			 : f[0] == MMS_SCAN_NOREAD                         ? MMS_REACH_SCAN_NOREAD
+			 : f[0] == MMS_SCAN_ALLOCATOR                      ? MMS_REACH_SCAN_ALLOCATOR
 			 : f[0] != MMS_SCAN_DONE || f[2] != log->reach_nrefs || f[3] != log->reach_nregions
 				 ? MMS_REACH_SCAN_LOST
 				 : MMS_REACH_SCAN_WHOLE;
