@@ -178,8 +178,6 @@ static const char *const leak_kind_names[] = { "definite", "indirect", "possible
 
 const char *an_parse_leak_kinds(const char *list, unsigned *mask)
 {
-	const char *const *names = leak_kind_names;
-
 	if (!strcmp(list, "all")) {
 		*mask = AN_LEAK_ALL;
 		return NULL;
@@ -188,7 +186,8 @@ const char *an_parse_leak_kinds(const char *list, unsigned *mask)
 		*mask = 0;
 		return NULL;
 	}
-	return parse_names(list, names, sizeof(leak_kind_names) / sizeof(leak_kind_names[0]), "leak kind", mask);
+	return parse_names(list, leak_kind_names, sizeof(leak_kind_names) / sizeof(leak_kind_names[0]), "leak kind",
+			   mask);
 }
 
 /* A recording restricted to some steps or to msmemscope_start()..stop()

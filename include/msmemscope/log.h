@@ -334,21 +334,26 @@ typedef struct mms_log_info {
 
 /* What became of the recorder's scan at exit (mms_log_info_t.reach_scan). */
 enum mms_reach_scan_state {
-	MMS_REACH_SCAN_NONE = 0,      /* none: recorded with reach=0 (--no-reach-scan), by a
-	                              recorder before format 12, or the process did not
-	                              end through exit or _exit (killed, exec; a fork
-	                              child's _exit) */
-	MMS_REACH_SCAN_WHOLE = 1,     /* every resident page was read and every record is
-	                              in the log: blocks have verdicts (mms_block_t.reach) */
-	MMS_REACH_SCAN_LIMIT = 2,     /* stopped at its limits (16 Mi pointers, 4 GiB read, 65536
-	                              mappings): no verdicts */
-	MMS_REACH_SCAN_NOREAD = 3,    /* the process could not read its memory (a seccomp
-	                              filter): no verdicts */
-	MMS_REACH_SCAN_LOST = 4,      /* records of the scan are missing (a cut log, a lost
-	                              chunk): no verdicts */
-	MMS_REACH_SCAN_ALLOCATOR = 5, /* not made: the program's malloc is a library's that
-	                                 replaces glibc's (jemalloc keeps pointers to blocks
-	                                 in its caches and metadata): no verdicts */
+	/* None: recorded with reach=0 (--no-reach-scan), by a recorder before
+	 * format 12, or the process did not end through exit or _exit
+	 * (killed, exec; a fork child's _exit). */
+	MMS_REACH_SCAN_NONE = 0,
+	/* Every resident page was read and every record is in the log:
+	 * blocks have verdicts (mms_block_t.reach). */
+	MMS_REACH_SCAN_WHOLE = 1,
+	/* Stopped at its limits (16 Mi pointers, 4 GiB read, 65536
+	 * mappings): no verdicts. */
+	MMS_REACH_SCAN_LIMIT = 2,
+	/* The process could not read its memory (a seccomp filter): no
+	 * verdicts. */
+	MMS_REACH_SCAN_NOREAD = 3,
+	/* Records of the scan are missing (a cut log, a lost chunk): no
+	 * verdicts. */
+	MMS_REACH_SCAN_LOST = 4,
+	/* Not made: the program's malloc is a library's that replaces
+	 * glibc's (jemalloc keeps pointers to blocks in its caches and
+	 * metadata): no verdicts. */
+	MMS_REACH_SCAN_ALLOCATOR = 5,
 };
 
 /* Why freeres did not run at the end of exit (mms_log_info_t). */
