@@ -180,6 +180,10 @@ static void print_memory(const char *label, const mms_kind_summary_t *k, const s
 	/* The scan at exit told the program's heap blocks apart: leaked, or
 	 * still reachable. */
 	bool reach = k == &r->sum.mem[MMS_MEM_HOST] && r->sum.reach_known && own && log_ends_at_exit(&r->info);
+	/* Heap blocks the scan gave no verdict (none made, or none could
+	 * be): never freed, not said leaked, as the report's "Blocks still
+	 * live at exit". */
+	const char *unscanned = k == &r->sum.mem[MMS_MEM_HOST] ? "   <- never freed" : at_exit;
 
 	fprintf(stderr, "  %-17s %" PRIu64 " allocations, %" PRIu64 " frees, %s allocated\n", label, k->allocs,
 		k->frees, human_bytes_exact(k->bytes_allocated, a, sizeof(a)));
@@ -191,7 +195,7 @@ static void print_memory(const char *label, const mms_kind_summary_t *k, const s
 	fprintf(stderr, "  %-17s %" PRIu64 " block%s, %s%s\n", at, k->live_blocks, k->live_blocks == 1 ? "" : "s",
 		human_bytes_exact(k->live_bytes, live, sizeof(live)),
 		log_stops_early(&r->info)                                   ? when
-		: own && !rt_blocks && !reach && log_ends_at_exit(&r->info) ? at_exit
+		: own && !rt_blocks && !reach && log_ends_at_exit(&r->info) ? unscanned
 									    : "");
 	if (reach) {
 		const uint64_t *b = r->sum.reach_blocks, *y = r->sum.reach_bytes;
@@ -215,7 +219,7 @@ static void print_memory(const char *label, const mms_kind_summary_t *k, const s
 		if (!reach)
 			fprintf(stderr, "  %-17s %" PRIu64 " block%s, %s%s\n", "    program's", own,
 				own == 1 ? "" : "s", human_bytes_exact(k->live_bytes - rt_bytes, live, sizeof(live)),
-				own && log_ends_at_exit(&r->info) ? at_exit : "");
+				own && log_ends_at_exit(&r->info) ? unscanned : "");
 		fprintf(stderr, "  %-17s %" PRIu64 " block%s, %s   kept by %s, not leaks\n", "    runtimes'", rt_blocks,
 			rt_blocks == 1 ? "" : "s", human_bytes_exact(rt_bytes, live, sizeof(live)),
 			k == &r->sum.mem[MMS_MEM_DEVICE]

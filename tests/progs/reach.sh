@@ -83,6 +83,9 @@ expect_key noscan.json at_exit.reach_known false
 expect_key noscan.json reachable.blocks 0
 grep -q "^====== Blocks still live at exit ======$" noscan.err ||
 	fail "--no-reach-scan: the report is not the one of blocks live at exit: $(cat noscan.err)"
+# The launcher's summary calls them never freed, not leaked, as the report.
+grep -q "^    live at exit    [0-9]* blocks, .*   <- never freed$" noscan.err ||
+	fail "--no-reach-scan: the launcher's summary does not mark the blocks never freed: $(sed -n '/heap/,/threads/p' noscan.err)"
 # More pointers than the scan writes: it stops, says so, and no block gets
 # a verdict (every block live at exit is listed, as without the scan).
 rm -rf out-limit
