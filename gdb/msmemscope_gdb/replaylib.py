@@ -112,7 +112,7 @@ GUARD_SINCE_ALLOCATION, GUARD_SINCE_FREEING, GUARD_SINCE_LAST_CHECK, GUARD_NO_WI
 # enum mms_reach: what a block live at exit was to the program then (the
 # recorder's scan at exit), in valgrind's words.
 REACH_WORDS = {1: "definitely lost", 2: "indirectly lost", 3: "possibly lost", 4: "still reachable"}
-REACH_REACHABLE = 4
+REACH_UNKNOWN, REACH_REACHABLE = 0, 4
 
 
 PROGRESS_FN = ctypes.CFUNCTYPE(c_int, c_void_p, u64, u64)

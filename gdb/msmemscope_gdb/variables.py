@@ -320,9 +320,13 @@ def at_exit(path, report):
             gdb.write("memscope: at exit: no leak, the program freed every %sblock%s; %s recorded.\n"
                       % ("recorded " if warnings else "", kept_note, fmt.plural(events, "event")))
         else:
-            gdb.write("memscope: at exit: %s leaked, %s, in %s%s; `memscope leaks full' for the detail.\n"
-                      % (fmt.plural(blocks, "block"), fmt.exact_bytes(nbytes), fmt.plural(len(groups),
-                                                                                    "loss record"), kept_note))
+            # Without the scan's verdicts (none made: --no-reach-scan, a
+            # malloc that replaces glibc's) they were never freed, not
+            # known leaked, as msmemscope's reports say.
+            said = ("never freed" if all(g["reach"] == replaylib.REACH_UNKNOWN for g in groups) else "leaked")
+            gdb.write("memscope: at exit: %s %s, %s, in %s%s; `memscope leaks full' for the detail.\n"
+                      % (fmt.plural(blocks, "block"), said, fmt.exact_bytes(nbytes),
+                         fmt.plural(len(groups), "loss record"), kept_note))
         for line in warnings:
             gdb.write("memscope: warning: %s.\n" % line)
     except Exception as e:  # noqa: BLE001 -- an exit handler must not leave a traceback

@@ -19,6 +19,13 @@ expect leaky 'loss record 2 of 2: 400 bytes in 4 blocks, definitely lost; larges
 expect_count leaky '^memscope: at exit' 1 "one line at exit"
 expect_rc "gdb's exit status"
 
+# Recorded without the scan at exit (reach=0, as --no-reach-scan): no
+# verdicts, so never freed, not said leaked.
+session noscan "$progs/leaky" -ex 'set environment MSMEMSCOPE_CONFIG=reach=0' -ex run
+expect noscan "memscope: at exit: 6 blocks never freed, 8,592 bytes (8.4 KiB), in " "no verdicts without the scan"
+expect_not noscan "blocks leaked" "nothing called leaked without the scan"
+expect_rc "gdb's exit status"
+
 session stomp "$progs/stomp" -ex start -ex kill -ex run
 expect_count stomp '^memscope: at exit' 1 "no report when gdb kills the program, one when it exits"
 expect stomp 'memscope: at exit: no leak, the program freed every block; 20 events recorded.' "no live block"
