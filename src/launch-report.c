@@ -201,11 +201,17 @@ static void print_memory(const char *label, const mms_kind_summary_t *k, const s
 		const uint64_t *b = r->sum.reach_blocks, *y = r->sum.reach_bytes;
 		uint64_t lb = own - b[MMS_REACH_REACHABLE], ly = k->live_bytes - rt_bytes - y[MMS_REACH_REACHABLE];
 
-		char possibly[64] = "";
+		char possibly[80] = "";
 
-		/* valgrind's "possibly lost" apart: reached only through a
-		 * pointer into its middle. */
-		if (b[MMS_REACH_POSSIBLE])
+		/* valgrind's "indirectly lost" (pointed to only from other
+		 * leaked blocks) and "possibly lost" (reached only through a
+		 * pointer into its middle) apart. */
+		if (b[MMS_REACH_INDIRECT] && b[MMS_REACH_POSSIBLE])
+			snprintf(possibly, sizeof(possibly), " (%" PRIu64 " indirectly, %" PRIu64 " possibly)",
+				 b[MMS_REACH_INDIRECT], b[MMS_REACH_POSSIBLE]);
+		else if (b[MMS_REACH_INDIRECT])
+			snprintf(possibly, sizeof(possibly), " (%" PRIu64 " indirectly)", b[MMS_REACH_INDIRECT]);
+		else if (b[MMS_REACH_POSSIBLE])
 			snprintf(possibly, sizeof(possibly), " (%" PRIu64 " possibly)", b[MMS_REACH_POSSIBLE]);
 		fprintf(stderr, "  %-17s %" PRIu64 " block%s, %s%s%s\n", "    leaked", lb, lb == 1 ? "" : "s",
 			human_bytes_exact(ly, live, sizeof(live)), lb ? at_exit : "", possibly);
