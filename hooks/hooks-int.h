@@ -700,6 +700,9 @@ long mms__threads_now(void) MMS_HIDDEN;
 /* Reads the file at path (a /proc file: read until its end) into buf, at
  * most cap - 1 bytes, NUL ended. Returns the length, or -1. */
 ssize_t mms__proc_read(const char *path, char *buf, size_t cap) MMS_HIDDEN;
+/* The path of the process's executable into buf (cap bytes, NUL ended):
+ * its length, 0 ("") when /proc/self/exe cannot be read. */
+size_t mms__self_exe(char *buf, size_t cap) MMS_HIDDEN;
 /* Calls fn on each line of the file at path (a /proc file), its first 255
  * bytes NUL ended without the newline, until fn returns nonzero. Returns
  * that value, 0 at the end, or -1 when the file cannot be read. */

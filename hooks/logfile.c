@@ -509,7 +509,7 @@ static void write_process_meta(struct mms_thread *t)
 	/* Static: one thread opens the log at a time (mms__log_open), and its
 	 * stack may be a small thread's (a fork child's first event). */
 	static char buf[MMS_MAX_STRING];
-	ssize_t n = readlink("/proc/self/exe", buf, sizeof buf);
+	ssize_t n = (ssize_t)mms__self_exe(buf, sizeof buf);
 	size_t len;
 	int fd;
 
@@ -555,15 +555,12 @@ static void write_fork_meta(struct mms_thread *t)
 static void say_not_recording(const char *what, int err, const char *hint)
 {
 	static char buf[PATH_MAX + 512], exe[256]; /* as write_process_meta's */
-	ssize_t k;
 	int n;
 
 	if (mms__config.log_level == MMS_CONFIG_LOG_ERROR)
 		return;
-	k = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	exe[k > 0 ? k : 0] = 0;
 	n = snprintf(buf, sizeof buf, "msmemscope: not recording pid %d (%s): %s %s: %s%s\n", (int)getpid(),
-		     k > 0 ? exe : "?", what, log_path, why_words(err), hint);
+		     mms__self_exe(exe, sizeof exe) ? exe : "?", what, log_path, why_words(err), hint);
 	mms__say(buf, n, sizeof buf);
 }
 

@@ -78,8 +78,7 @@ static size_t encode_module(struct dl_phdr_info *info, uint8_t *out, uint64_t *h
 	size_t bidlen;
 
 	if (!path || !*path) {
-		ssize_t n = readlink("/proc/self/exe", scan_exe, sizeof scan_exe - 1);
-		scan_exe[n > 0 ? n : 0] = 0;
+		mms__self_exe(scan_exe, sizeof scan_exe);
 		path = scan_exe;
 	}
 	*hash = hash_str(path);

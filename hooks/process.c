@@ -216,6 +216,17 @@ ssize_t mms__proc_read(const char *path, char *buf, size_t cap)
 	return r < 0 ? -1 : n;
 }
 
+size_t mms__self_exe(char *buf, size_t cap)
+{
+	/* A system call of its own: nothing of a program's that interposes
+	 * readlink runs. */
+	long n = cap ? syscall(SYS_readlink, "/proc/self/exe", buf, cap - 1) : -1;
+
+	if (cap)
+		buf[n > 0 ? n : 0] = 0;
+	return n > 0 ? (size_t)n : 0;
+}
+
 int mms__proc_lines(const char *path, int (*fn)(char *line, void *ctx), void *ctx)
 {
 	char buf[1024], line[256];

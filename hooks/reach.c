@@ -349,14 +349,9 @@ static void read_range(struct scan *s, const struct range *r)
 static int all_runtime_kept(void)
 {
 	static char exe[512];
-	long n;
 
-	if (mms__config.call_stack)
+	if (mms__config.call_stack || !mms__self_exe(exe, sizeof(exe)))
 		return 0;
-	n = syscall(SYS_readlink, "/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return 0;
-	exe[n] = 0;
 	return mms_python_exe(exe) || mms_perl_exe(exe) || mms_node_exe(exe) || mms_jvm_exe(exe);
 }
 

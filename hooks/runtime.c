@@ -80,7 +80,6 @@ int mms__own_malloc(char *out, size_t cap)
 	void *def = dlsym(RTLD_DEFAULT, "malloc");
 	const ElfW(Sym) *sym = NULL;
 	Dl_info theirs;
-	ssize_t n;
 
 	/* Ours (the recorder's code range, known since mms__unwind_init). */
 	if (!def || (uintptr_t)def - mms__self_lo < mms__self_hi - mms__self_lo || cap < 2 ||
@@ -96,10 +95,7 @@ int mms__own_malloc(char *out, size_t cap)
 		snprintf(out, cap, "%s", theirs.dli_fname);
 		return 1;
 	}
-	n = readlink("/proc/self/exe", out, cap - 1);
-	if (n > 0)
-		out[n] = 0;
-	else
+	if (!mms__self_exe(out, cap))
 		snprintf(out, cap, "the program");
 	return 1;
 }

@@ -166,11 +166,13 @@ static const char *parse_names(const char *list, const char *const *names, size_
 	return msg;
 }
 
+const char *const an_mem_names[MMS_MEM_KIND_COUNT] = {
+	[MMS_MEM_HOST] = "host", [MMS_MEM_MMAP] = "mmap", [MMS_MEM_POOL] = "pool", [MMS_MEM_DEVICE] = "device"
+};
+
 const char *an_parse_memory(const char *list, unsigned *mask)
 {
-	static const char *const names[MMS_MEM_KIND_COUNT] = { "host", "mmap", "pool", "device" };
-
-	return parse_names(list, names, MMS_MEM_KIND_COUNT, "memory kind", mask);
+	return parse_names(list, an_mem_names, MMS_MEM_KIND_COUNT, "memory kind", mask);
 }
 
 /* In the order of enum an_leak_kind's bits. */
@@ -302,25 +304,24 @@ void an_close(struct an_ctx *c)
 	free(c);
 }
 
-uint64_t an_errors(const struct an_ctx *c)
-{
-	return (c->guard ? c->guard->nfindings : 0) + an_leak_errors(c, c->o->leak_error_kinds);
-}
-
 int an_error_status(const struct an_ctx *c, int status)
 {
-	uint64_t n, leaks;
+	uint64_t guard, leaks, n;
 
-	if (!c->o->error_exitcode || !(n = an_errors(c)))
+	if (!c->o->error_exitcode)
 		return status;
+	guard = c->guard ? c->guard->nfindings : 0;
 	leaks = an_leak_errors(c, c->o->leak_error_kinds);
+	n = guard + leaks;
+	if (!n)
+		return status;
 	fprintf(stderr, "%s: %" PRIu64 " error%s: %" PRIu64 " leak%s (", cli_progname, n, n == 1 ? "" : "s", leaks,
 		leaks == 1 ? "" : "s");
 	for (unsigned k = 0, sep = 0; k < sizeof(leak_kind_names) / sizeof(leak_kind_names[0]); k++)
 		if (c->o->leak_error_kinds & 1u << k)
 			fprintf(stderr, "%s%s", sep++ ? "," : "", leak_kind_names[k]);
 	fprintf(stderr, "%s) and %" PRIu64 " guard finding%s: exit status %d (--error-exitcode)\n",
-		c->o->leak_error_kinds ? "" : "none", n - leaks, n - leaks == 1 ? "" : "s", c->o->error_exitcode);
+		c->o->leak_error_kinds ? "" : "none", guard, guard == 1 ? "" : "s", c->o->error_exitcode);
 	/* As valgrind's --error-exitcode: the findings decide. */
 	return c->o->error_exitcode;
 }

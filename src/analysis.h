@@ -43,10 +43,10 @@ struct an_opts {
 	                             defaults (see --memory) */
 	bool tag_inefficient;     /* inefficient also notes every block it finds, for a
 	                             dump in the same pass */
-	int error_exitcode;       /* --error-exitcode: an_run()'s status when an_errors()
-	                             finds any; 0: none */
-	unsigned leak_error_kinds; /* --errors-for-leak-kinds: the leaks an_errors()
-	                              counts (enum an_leak_kind's bits) */
+	int error_exitcode;       /* --error-exitcode: an_error_status()'s status when
+	                             there are errors; 0: none */
+	unsigned leak_error_kinds; /* --errors-for-leak-kinds: the leaks it counts
+	                              (enum an_leak_kind's bits) */
 };
 
 /* The leaks that count as errors (--errors-for-leak-kinds, valgrind's
@@ -166,17 +166,18 @@ const char *an_parse_list_k(const char *list, unsigned *mask, size_t *oom_k);
  * mask of bits 1 << enum mms_mem_kind. Returns NULL, or a message naming
  * the unknown kind (valid until the next call). */
 const char *an_parse_memory(const char *list, unsigned *mask);
+/* The memory kinds' names, as --memory takes them and the JSON's keys
+ * ("host", "mmap", "pool", "device"), by enum mms_mem_kind. */
+extern const char *const an_mem_names[MMS_MEM_KIND_COUNT];
 /* --errors-for-leak-kinds: definite, indirect, possible, reachable, step,
  * or all or none; NULL, or what is wrong. */
 const char *an_parse_leak_kinds(const char *list, unsigned *mask);
 /* The leaks of the kinds (enum an_leak_kind's bits) the leaks analysis
  * found that no suppression matched: 0 when it did not run. */
 uint64_t an_leak_errors(const struct an_ctx *c, unsigned kinds);
-/* What --error-exitcode counts: guard's findings, and leak_error_kinds's
- * leaks. */
-uint64_t an_errors(const struct an_ctx *c);
-/* status, or --error-exitcode's (o->error_exitcode) when an_errors()
- * finds any, said on stderr with how many of each. */
+/* status, or --error-exitcode's (o->error_exitcode) when there are errors:
+ * guard's findings, and the leaks of the kinds o->leak_error_kinds names;
+ * how many of each is said on stderr. */
 int an_error_status(const struct an_ctx *c, int status);
 
 /* Prints the analyses to f for --help: one entry each, the name and its

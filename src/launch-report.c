@@ -274,15 +274,18 @@ static void print_main_summary(const struct run *run, char **argv, pid_t pid, in
 	}
 	fprintf(stderr, ")\n");
 	print_memory("heap (malloc)", &sum->mem[MMS_MEM_HOST], r, "   <- leaked at exit",
-		     sum->runtime_mem_blocks[MMS_MEM_HOST], sum->runtime_mem_bytes[MMS_MEM_HOST]);
+		     sum->runtime_blocks[MMS_RUNTIME_NONE][MMS_MEM_HOST],
+		     sum->runtime_bytes[MMS_RUNTIME_NONE][MMS_MEM_HOST]);
 	if (sum->mem[MMS_MEM_MMAP].allocs || sum->mem[MMS_MEM_MMAP].frees)
 		print_memory("mmap", &sum->mem[MMS_MEM_MMAP], r, "   <- still mapped at exit",
-			     sum->runtime_mem_blocks[MMS_MEM_MMAP], sum->runtime_mem_bytes[MMS_MEM_MMAP]);
+			     sum->runtime_blocks[MMS_RUNTIME_NONE][MMS_MEM_MMAP],
+			     sum->runtime_bytes[MMS_RUNTIME_NONE][MMS_MEM_MMAP]);
 	if (sum->mem[MMS_MEM_POOL].allocs || sum->mem[MMS_MEM_POOL].frees)
 		print_memory("pools (API)", &sum->mem[MMS_MEM_POOL], r, "   <- never released to the pool", 0, 0);
 	if (sum->mem[MMS_MEM_DEVICE].allocs || sum->mem[MMS_MEM_DEVICE].frees)
 		print_memory("CUDA (driver)", &sum->mem[MMS_MEM_DEVICE], r, "   <- never freed",
-			     sum->runtime_mem_blocks[MMS_MEM_DEVICE], sum->runtime_mem_bytes[MMS_MEM_DEVICE]);
+			     sum->runtime_blocks[MMS_RUNTIME_NONE][MMS_MEM_DEVICE],
+			     sum->runtime_bytes[MMS_RUNTIME_NONE][MMS_MEM_DEVICE]);
 	if (sum->steps)
 		fprintf(stderr, "  %-17s %" PRIu64 "\n", "steps", sum->steps);
 	fprintf(stderr, "  %-17s %" PRIu64 "\n", "threads", sum->threads);

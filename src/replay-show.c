@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis.h"
 #include "cli.h"
 #include "replay-show.h"
 
@@ -487,10 +488,11 @@ void show_where(struct show *s)
 			",\"live_bytes\":%" PRIu64 ",\"peak_bytes\":%" PRIu64 ",\"kinds\":{",
 			w.op_launch, w.op_launches, w.kernel_launches, w.live_bytes, w.peak_bytes);
 		for (k = 0; k < MMS_MEM_KIND_COUNT; k++)
-			fprintf(s->out, "%s\"%s\":{\"live_blocks\":%" PRIu64 ",\"live_bytes\":%" PRIu64
-				",\"allocs\":%" PRIu64 ",\"frees\":%" PRIu64 ",\"peak_bytes\":%" PRIu64 "}",
-				k ? "," : "", k == 0 ? "host" : k == 1 ? "mmap" : "pool", w.mem[k].live_blocks,
-				w.mem[k].live_bytes, w.mem[k].allocs, w.mem[k].frees, w.mem[k].peak_bytes);
+			fprintf(s->out,
+				"%s\"%s\":{\"live_blocks\":%" PRIu64 ",\"live_bytes\":%" PRIu64 ",\"allocs\":%" PRIu64
+				",\"frees\":%" PRIu64 ",\"peak_bytes\":%" PRIu64 "}",
+				k ? "," : "", an_mem_names[k], w.mem[k].live_blocks, w.mem[k].live_bytes,
+				w.mem[k].allocs, w.mem[k].frees, w.mem[k].peak_bytes);
 		fputs("}}", s->out);
 		return;
 	}
@@ -589,7 +591,7 @@ void show_groups(struct show *s, const char *title, const mms_stack_group_t *g, 
 {
 	uint64_t blocks = 0, bytes = 0;
 	char h[32], e[32];
-	size_t i, shown = s->top && n > s->top ? s->top : n;
+	size_t i, stacks, shown = s->top && n > s->top ? s->top : n;
 
 	for (i = 0; i < n; i++) {
 		blocks += g[i].blocks;
@@ -616,8 +618,9 @@ void show_groups(struct show *s, const char *title, const mms_stack_group_t *g, 
 	}
 	fprintf(s->out, "%s: %" PRIu64 " block%s, %s", title, blocks, blocks == 1 ? "" : "s",
 		human_bytes(bytes, h, sizeof(h)));
-	if (distinct_stacks(g, n) > 1)
-		fprintf(s->out, " from %zu stacks", distinct_stacks(g, n));
+	stacks = distinct_stacks(g, n);
+	if (stacks > 1)
+		fprintf(s->out, " from %zu stacks", stacks);
 	fputs(n ? "\n" : " (none)\n", s->out);
 	for (i = 0; i < shown; i++) {
 		fprintf(s->out, "  %s in %" PRIu64 " block%s", human_bytes(g[i].bytes, h, sizeof(h)), g[i].blocks,

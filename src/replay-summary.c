@@ -64,18 +64,18 @@ static const char *bytes_text(uint64_t n, char *buf, size_t cap)
  * under that kind's line: in all, then each runtime's. */
 static void print_runtimes_text(const mms_summary_t *s, unsigned mem)
 {
-	uint64_t n = s->runtime_mem_blocks[mem];
+	uint64_t n = s->runtime_blocks[MMS_RUNTIME_NONE][mem];
 	char a[64];
 
 	if (!n)
 		return;
 	printf("  %-18s %" PRIu64 " block%s, %s (not leaks)\n", "runtimes' of them", n, n == 1 ? "" : "s",
-	       bytes_text(s->runtime_mem_bytes[mem], a, sizeof(a)));
+	       bytes_text(s->runtime_bytes[MMS_RUNTIME_NONE][mem], a, sizeof(a)));
 	for (unsigned k = 1; k < MMS_RUNTIME_COUNT; k++) {
-		n = s->runtime_kind_blocks[k][mem];
+		n = s->runtime_blocks[k][mem];
 		if (n)
 			printf("    %-16s %" PRIu64 " block%s, %s: %s\n", mms_runtime_name(k), n, n == 1 ? "" : "s",
-			       bytes_text(s->runtime_kind_bytes[k][mem], a, sizeof(a)), mms_runtime_what(k));
+			       bytes_text(s->runtime_bytes[k][mem], a, sizeof(a)), mms_runtime_what(k));
 	}
 }
 
@@ -140,7 +140,7 @@ static void print_text(const char *path, const mms_log_t *log, const mms_log_inf
 	printf("%-20s %" PRIu64 " block%s, %s%s\n", at_end, h->live_blocks, h->live_blocks == 1 ? "" : "s",
 	       bytes_text(h->live_bytes, a, sizeof(a)), when);
 	print_runtimes_text(s, MMS_MEM_HOST);
-	if (s->reach_known && h->live_blocks > s->runtime_mem_blocks[MMS_MEM_HOST]) {
+	if (s->reach_known && h->live_blocks > s->runtime_blocks[MMS_RUNTIME_NONE][MMS_MEM_HOST]) {
 		uint64_t lb = 0, ly = 0;
 
 		/* The program's own blocks live at exit: leaked, or not. */
@@ -177,11 +177,6 @@ static void print_text(const char *path, const mms_log_t *log, const mms_log_inf
 	if (s->double_allocs)
 		printf("%-20s %" PRIu64 "\n", "double allocations", s->double_allocs);
 }
-
-/* The memory kinds' keys in the JSON, as "kinds" has them. */
-static const char *const kind_keys[MMS_MEM_KIND_COUNT] = {
-	[MMS_MEM_HOST] = "host", [MMS_MEM_MMAP] = "mmap", [MMS_MEM_POOL] = "pool", [MMS_MEM_DEVICE] = "device"
-};
 
 static void print_kind_json(const mms_kind_summary_t *k)
 {
@@ -281,19 +276,25 @@ static void print_json(const mms_log_t *log, const mms_log_info_t *in, const mms
 		}
 		printf("}");
 	}
-	printf(",\"freeres\":%s,\"runtime_live_blocks\":%" PRIu64 ",\"runtime_live_bytes\":%" PRIu64
-	       ",\"runtime\":{",
-	       s->freeres ? "true" : "false", s->runtime_mem_blocks[MMS_MEM_HOST], s->runtime_mem_bytes[MMS_MEM_HOST]);
+	printf(",\"freeres\":%s,\"runtime_live_blocks\":%" PRIu64 ",\"runtime_live_bytes\":%" PRIu64 ",\"runtime\":{",
+	       s->freeres ? "true" : "false", s->runtime_blocks[MMS_RUNTIME_NONE][MMS_MEM_HOST],
+	       s->runtime_bytes[MMS_RUNTIME_NONE][MMS_MEM_HOST]);
 	for (k = 1, sep = ""; k < MMS_RUNTIME_COUNT; k++) {
-		if (!s->runtime_live_blocks[k])
+		uint64_t blocks = 0, bytes = 0;
+
+		for (i = 0; i < MMS_MEM_KIND_COUNT; i++) {
+			blocks += s->runtime_blocks[k][i];
+			bytes += s->runtime_bytes[k][i];
+		}
+		if (!blocks)
 			continue;
 		printf("%s\"%s\":{\"blocks\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"kinds\":{", sep, mms_runtime_name(k),
-		       s->runtime_live_blocks[k], s->runtime_live_bytes[k]);
+		       blocks, bytes);
 		for (i = 0, sep = ""; i < MMS_MEM_KIND_COUNT; i++) {
-			if (!s->runtime_kind_blocks[k][i])
+			if (!s->runtime_blocks[k][i])
 				continue;
-			printf("%s\"%s\":{\"blocks\":%" PRIu64 ",\"bytes\":%" PRIu64 "}", sep, kind_keys[i],
-			       s->runtime_kind_blocks[k][i], s->runtime_kind_bytes[k][i]);
+			printf("%s\"%s\":{\"blocks\":%" PRIu64 ",\"bytes\":%" PRIu64 "}", sep, an_mem_names[i],
+			       s->runtime_blocks[k][i], s->runtime_bytes[k][i]);
 			sep = ",";
 		}
 		printf("}}");

@@ -68,17 +68,11 @@ typedef struct mms_summary {
 	size_t nbad_frees;
 	/* Blocks live at the end that the runtimes (C, C++, CPython, perl, Node.js, the JVM, CUDA) keep
 	 * for themselves (counted in mem[].live_blocks and live_bytes too):
-	 * not leaks. Per enum mms_runtime, all memory kinds, [MMS_RUNTIME_NONE]
-	 * being their sum; and per memory kind, all runtimes. */
-	uint64_t runtime_live_blocks[MMS_RUNTIME_COUNT];
-	uint64_t runtime_live_bytes[MMS_RUNTIME_COUNT];
-	uint64_t runtime_mem_blocks[MMS_MEM_KIND_COUNT];
-	uint64_t runtime_mem_bytes[MMS_MEM_KIND_COUNT];
-	/* The same per runtime and memory kind together: [k][MMS_MEM_HOST]
-	 * are runtime k's heap blocks, which runtime_live_blocks[k] counts
-	 * with its mappings and device memory. */
-	uint64_t runtime_kind_blocks[MMS_RUNTIME_COUNT][MMS_MEM_KIND_COUNT];
-	uint64_t runtime_kind_bytes[MMS_RUNTIME_COUNT][MMS_MEM_KIND_COUNT];
+	 * not leaks. Per enum mms_runtime and memory kind, [MMS_RUNTIME_NONE]
+	 * being all runtimes': [MMS_RUNTIME_NONE][MMS_MEM_HOST] are the heap
+	 * blocks the runtimes keep, [k][MMS_MEM_MMAP] runtime k's mappings. */
+	uint64_t runtime_blocks[MMS_RUNTIME_COUNT][MMS_MEM_KIND_COUNT];
+	uint64_t runtime_bytes[MMS_RUNTIME_COUNT][MMS_MEM_KIND_COUNT];
 	int freeres;              /* the recorder had glibc and libstdc++ free their
 	                             internal memory at the end of exit */
 	/* The program's heap blocks live at the end of a log that reached

@@ -293,12 +293,7 @@ static int exit_add(const struct mms__blk *blk, void *ctx)
 	mms_block_t b;
 
 	mms__state_blk_export(f->st, blk, &b);
-	b.runtime = mms__blk_runtime_at_end(f->st->log, &f->rtmemo, blk);
-	/* The program's blocks only: an interpreter's state at exit is
-	 * its own, whatever points to it (and asked of no block, the
-	 * graph is never built). */
-	if (!b.runtime)
-		b.reach = mms__blk_reach_at_end(f->st, blk);
+	mms__blk_at_end(f->st, &f->rtmemo, blk, &b);
 	if (b.runtime)
 		return leak_add(&f->l->runtime_kept, &f->l->nruntime_kept, &f->keptcap, &b, 0) ? -ENOMEM : 0;
 	if (b.reach == MMS_REACH_REACHABLE)

@@ -429,3 +429,10 @@ MMS__EXPORT const char *mms_reach_name(unsigned reach)
 
 	return reach < sizeof(names) / sizeof(names[0]) ? names[reach] : NULL;
 }
+
+void mms__blk_at_end(const struct mms__state *st, struct mms__rtmemo *memo, const struct mms__blk *b, mms_block_t *out)
+{
+	out->runtime = mms__blk_runtime_at_end(st->log, memo, b);
+	if (!out->runtime)
+		out->reach = mms__blk_reach_at_end(st, b);
+}

@@ -420,11 +420,8 @@ static int each_export(const struct mms__blk *k, void *ctx)
 	mms__state_blk_export(e->st, k, &b);
 	/* At the end, what the runtimes keep as the leaks report counts it
 	 * (a CPython interpreter's state at exit too). */
-	if (e->at_end) {
-		b.runtime = mms__blk_runtime_at_end(e->st->log, &e->rtmemo, k);
-		if (!b.runtime)
-			b.reach = mms__blk_reach_at_end(e->st, k);
-	}
+	if (e->at_end)
+		mms__blk_at_end(e->st, &e->rtmemo, k, &b);
 	return e->fn(&b, e->ctx);
 }
 

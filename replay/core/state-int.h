@@ -281,6 +281,12 @@ void mms__rtmemo_free(struct mms__rtmemo *memo);
  * verdicts and st is at its end. */
 unsigned mms__blk_reach_at_end(const struct mms__state *st, const struct mms__blk *b);
 int mms__reach_known(const struct mms__state *st);
+/* Sets out->runtime and out->reach of block b, live at the end: the
+ * runtime that keeps it (mms__blk_runtime_at_end), or, for the program's,
+ * its verdict; an interpreter's state at exit is its own whatever points
+ * to it, and no verdict is asked of it (the graph is built only when one
+ * is). */
+void mms__blk_at_end(const struct mms__state *st, struct mms__rtmemo *memo, const struct mms__blk *b, mms_block_t *out);
 
 /* The state's figures as a summary (summary.c). */
 void mms__state_summary(const struct mms__state *st, mms_summary_t *out);

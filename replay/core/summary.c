@@ -35,14 +35,10 @@ static int count_runtime(const struct mms__blk *b, void *ctx)
 	unsigned k = mms__blk_runtime_at_end(c->st->log, &c->rtmemo, b);
 
 	if (k) {
-		c->out->runtime_live_blocks[k]++;
-		c->out->runtime_live_bytes[k] += b->size;
-		c->out->runtime_live_blocks[MMS_RUNTIME_NONE]++;
-		c->out->runtime_live_bytes[MMS_RUNTIME_NONE] += b->size;
-		c->out->runtime_mem_blocks[b->mem]++;
-		c->out->runtime_mem_bytes[b->mem] += b->size;
-		c->out->runtime_kind_blocks[k][b->mem]++;
-		c->out->runtime_kind_bytes[k][b->mem] += b->size;
+		c->out->runtime_blocks[k][b->mem]++;
+		c->out->runtime_bytes[k][b->mem] += b->size;
+		c->out->runtime_blocks[MMS_RUNTIME_NONE][b->mem]++;
+		c->out->runtime_bytes[MMS_RUNTIME_NONE][b->mem] += b->size;
 	} else if (b->mem == MMS_MEM_HOST) {
 		/* The program's heap block: leaked or still reachable. */
 		unsigned r = mms__blk_reach_at_end(c->st, b);

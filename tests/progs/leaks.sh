@@ -218,35 +218,31 @@ note "a program without steps gets the exit section only; one that frees everyth
 definite=$(($(jget ec.json at_exit.by_reach.leaked.leaks) + $(jget ec.json at_exit.by_reach.possible.leaks)))
 step=$(jget ec.json per_step.leaks)
 expect_ge "leaked at exit in the leaks program" "$definite" 1
-rc=0
-"$MMS_LAUNCHER" --error-exitcode=7 --output=oute -- "$prog" >/dev/null 2>ec.err || rc=$?
-expect_eq "msmemscope --error-exitcode=7 on leaks" "$rc" 7
-grep -q "^msmemscope: $definite errors: $definite leaks (definite,possible) and 0 guard findings: exit status 7 (--error-exitcode)\$" ec.err ||
-	fail "no line saying why the status is 7: $(tail -3 ec.err)"
-rc=0
-"$MMS_LAUNCHER" --error-exitcode=7 --errors-for-leak-kinds=step --output=oute -- "$prog" >/dev/null 2>ec.err || rc=$?
-expect_eq "msmemscope --errors-for-leak-kinds=step on leaks" "$rc" 7
-grep -q "^msmemscope: $step errors: $step leaks (step) and 0 guard findings" ec.err ||
-	fail "--errors-for-leak-kinds=step does not count the $step per-step leaks: $(tail -3 ec.err)"
-"$MMS_LAUNCHER" --error-exitcode=7 --errors-for-leak-kinds=none --output=oute -- "$prog" >/dev/null 2>ec.err ||
-	fail "--errors-for-leak-kinds=none: the program's status is not kept: $?"
-"$MMS_LAUNCHER" --error-exitcode=7 --output=oute -- "$prog" tidy >/dev/null 2>ec.err ||
-	fail "--error-exitcode=7 on a program that frees everything exited $?"
-rc=0
-"$MMS_REPLAY" "$log" --analysis leaks --error-exitcode 4 --errors-for-leak-kinds definite,step >/dev/null 2>ec.err || rc=$?
-expect_eq "msmemscope-replay --error-exitcode 4 (definite,step)" "$rc" 4
-grep -q "^msmemscope-replay: $((definite + step)) errors: $((definite + step)) leaks (definite,step)" ec.err ||
-	fail "msmemscope-replay does not count definite and step leaks: $(cat ec.err)"
-"$MMS_REPLAY" "$log" --analysis leaks --error-exitcode 4 --errors-for-leak-kinds reachable >/dev/null 2>ec.err ||
-	fail "the leaks program keeps nothing reachable, yet --errors-for-leak-kinds reachable exited $?"
-rc=0
-"$MMS_LAUNCHER" --error-exitcode=7 --errors-for-leak-kinds=often --output=oute -- "$prog" >/dev/null 2>ec.err || rc=$?
-expect_eq "msmemscope --errors-for-leak-kinds=often" "$rc" 2
-grep -q "no leak kind 'often'; the leak kinds are definite, indirect, possible, reachable and step" ec.err ||
-	fail "a bad leak kind is not named: $(cat ec.err)"
-rc=0
-"$MMS_REPLAY" "$log" --analysis leaks --errors-for-leak-kinds all >/dev/null 2>ec.err || rc=$?
-expect_eq "msmemscope-replay --errors-for-leak-kinds without --error-exitcode" "$rc" 2
+# exits STATUS PATTERN CMD...: CMD exits STATUS, and its stderr (ec.err)
+# has a line matching PATTERN (a basic regular expression; "" for none).
+exits() {
+	_want=$1 _pat=$2
+	shift 2
+	_rc=0
+	"$@" >/dev/null 2>ec.err || _rc=$?
+	expect_eq "the exit status of $*" "$_rc" "$_want"
+	[ -z "$_pat" ] || grep -q -e "$_pat" ec.err || fail "$* said no line matching '$_pat': $(tail -3 ec.err)"
+}
+exits 7 "^msmemscope: $definite errors: $definite leaks (definite,possible) and 0 guard findings: exit status 7 (--error-exitcode)\$" \
+	"$MMS_LAUNCHER" --error-exitcode=7 --output=oute -- "$prog"
+exits 7 "^msmemscope: $step errors: $step leaks (step) and 0 guard findings" \
+	"$MMS_LAUNCHER" --error-exitcode=7 --errors-for-leak-kinds=step --output=oute -- "$prog"
+# none, and a tidy program: the program's status.
+exits 0 "" "$MMS_LAUNCHER" --error-exitcode=7 --errors-for-leak-kinds=none --output=oute -- "$prog"
+exits 0 "" "$MMS_LAUNCHER" --error-exitcode=7 --output=oute -- "$prog" tidy
+exits 4 "^msmemscope-replay: $((definite + step)) errors: $((definite + step)) leaks (definite,step)" \
+	"$MMS_REPLAY" "$log" --analysis leaks --error-exitcode 4 --errors-for-leak-kinds definite,step
+# The leaks program keeps nothing reachable.
+exits 0 "" "$MMS_REPLAY" "$log" --analysis leaks --error-exitcode 4 --errors-for-leak-kinds reachable
+exits 2 "no leak kind 'often'; the leak kinds are definite, indirect, possible, reachable and step" \
+	"$MMS_LAUNCHER" --error-exitcode=7 --errors-for-leak-kinds=often --output=oute -- "$prog"
+# Without --error-exitcode: a usage error.
+exits 2 "" "$MMS_REPLAY" "$log" --analysis leaks --errors-for-leak-kinds all
 note "--error-exitcode: $definite leaks at exit (definite,possible), $step per-step (step) decide the status; none and a tidy program keep it"
 
 # --- a damaged log: its records after the damage are lost, frees among
