@@ -30,7 +30,7 @@
 
 #define MMS_MAGIC "MMSLOG\x1a\n"
 #define MMS_MAGIC_LEN 8
-#define MMS_FORMAT_VERSION 12u     /* what the writer writes */
+#define MMS_FORMAT_VERSION 13u     /* what the writer writes */
 #define MMS_FORMAT_VERSION_MIN 1u  /* the oldest version readers read */
 #define MMS_HEADER_SIZE 4096u
 #define MMS_CHUNK_SIZE_DEFAULT 65536u
@@ -192,7 +192,8 @@ enum mms_tag {
 	MMS_TAG_MARK = 0x40,        /* u name */
 	MMS_TAG_RANGE_START = 0x41, /* u range-id, u name */
 	MMS_TAG_RANGE_END = 0x42,   /* u range-id */
-	MMS_TAG_STEP = 0x48,        /* (none): ends step k, begins step k+1 */
+	MMS_TAG_STEP = 0x48,        /* | enum mms_step_source (version 13; before: 0 only):
+	                               (none): ends step k, begins step k+1 */
 	MMS_TAG_OWNER_PUSH = 0x50,  /* u tag-string */
 	MMS_TAG_OWNER_POP = 0x51,   /* (none) */
 	MMS_TAG_OWNER_TAG = 0x52,   /* (version 5) daddr, u tag-string: the live block
@@ -219,6 +220,18 @@ enum mms_tag {
 	 * driver refused (CUDA_ERROR_OUT_OF_MEMORY; hooks/cuda.c); the device as for
 	 * DEV_ALLOC */
 	MMS_TAG_DEV_ALLOC_FAIL = 0xa0,
+};
+
+/* The sub-code of MMS_TAG_STEP (version 13): who ended the step. A step
+ * the recorder inferred (the end of a PyTorch optimizer step, written by
+ * msmemscope._torchops) counts only in a log whose program marks no steps
+ * itself: readers ignore it where the log holds a STEP of the program's or
+ * any RANGE_START (an MSTX range may be a "step start"). */
+enum mms_step_source {
+	MMS_STEP_BY_PROGRAM = 0,   /* msmemscope_step(), Python's msmemscope.step() */
+	MMS_STEP_BY_OPTIMIZER = 1, /* the end of the outermost torch.optim optimizer step
+	                           of a thread (its RecordFunction "Optimizer.step#...") */
+	MMS_STEP_BY_COUNT
 };
 
 /* The prot of an MMAP record whose access the recorder does not know

@@ -12,12 +12,16 @@
 #include "msmemscope.h"
 
 /* Step number as the hooks see it, for --steps: 1 + msmemscope_step()
- * calls, or the ordinal of the current "step start" range. */
+ * calls, or the ordinal of the current "step start" range; while the
+ * program has marked neither, 1 + the steps inferred from its optimizer
+ * (msmemscope__optimizer_step), as a replay numbers them. */
 static uint32_t cur_step = 1;
+static uint32_t marked_steps;  /* msmemscope_step() calls */
 static int in_step_range;      /* ranges mode: inside a "step start" range */
 static int step_by_ranges;
 static uint64_t step_range_id;
 static uint64_t next_range_id = 1;
+static int ranges_seen;        /* an MSTX range began: inferred steps no longer count */
 static int collect_on = 1;     /* msmemscope_start/stop in deferred mode */
 
 void mms__steps_update(void)
@@ -107,19 +111,47 @@ static int api_guard(void)
 	return 1;
 }
 
-MMS_EXPORT void msmemscope_step(void)
+/* Writes a STEP record of who ended the step (enum mms_step_source);
+ * when the step counts, the next begins: the full guard check, the
+ * --steps filter, gdb's step stop. From the program's first mark on, its
+ * marks count the steps (a replay then leaves the inferred ones out); an
+ * inferred step counts while the program has marked none (no
+ * msmemscope_step(), no MSTX range). */
+static void step_ends(unsigned who)
 {
 	struct mms_thread *t = mms__api_enter();
-	uint32_t step;
+	uint32_t next;
 
 	if (!t)
 		return;
-	rec_simple(t, MMS_TAG_STEP, 0, 0, 0, 0);
-	mms__guard_check_all(t);
-	step = __atomic_add_fetch(&cur_step, 1, __ATOMIC_RELAXED);
-	mms__steps_update();
-	mms__gdb_step_begins(step);
+	rec_simple(t, (uint8_t)(MMS_TAG_STEP | who), 0, 0, 0, 0);
+	if (who == MMS_STEP_BY_PROGRAM)
+		next = 1 + __atomic_add_fetch(&marked_steps, 1, __ATOMIC_RELAXED);
+	else if (!__atomic_load_n(&marked_steps, __ATOMIC_RELAXED) && !__atomic_load_n(&ranges_seen, __ATOMIC_RELAXED))
+		next = __atomic_load_n(&cur_step, __ATOMIC_RELAXED) + 1;
+	else
+		next = 0;
+	if (next) {
+		mms__guard_check_all(t);
+		__atomic_store_n(&cur_step, next, __ATOMIC_RELAXED);
+		mms__steps_update();
+		mms__gdb_step_begins(next);
+	}
 	mms__api_leave();
+}
+
+MMS_EXPORT void msmemscope_step(void)
+{
+	step_ends(MMS_STEP_BY_PROGRAM);
+}
+
+/* The end of a PyTorch optimizer step (msmemscope._torchops: the
+ * outermost RecordFunction "Optimizer.step#..." of a thread ended): a
+ * step the recorder infers, for a program that marks none. Not part of
+ * msmemscope.h. */
+MMS_EXPORT void msmemscope__optimizer_step(void)
+{
+	step_ends(MMS_STEP_BY_OPTIMIZER);
 }
 
 uint32_t mms__step_now(void)
@@ -210,6 +242,11 @@ uint64_t mms__api_range_start(const char *name)
 	if (!t)
 		return id;
 	rec_simple(t, MMS_TAG_RANGE_START, 2, id, mms__intern_string(t, name), 0);
+	/* A replay counts no inferred step in a log with a range: nor do
+	 * the hooks from the first one on. */
+	if (!__atomic_load_n(&ranges_seen, __ATOMIC_RELAXED) && !__atomic_load_n(&marked_steps, __ATOMIC_RELAXED))
+		__atomic_store_n(&cur_step, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&ranges_seen, 1, __ATOMIC_RELAXED);
 	if (name && !strcmp(name, "step start")) {
 		/* The k-th "step start" range is step k. */
 		if (step_by_ranges)

@@ -278,6 +278,9 @@ int mms__api_init(void) MMS_HIDDEN;
 void mms__steps_update(void) MMS_HIDDEN;
 /* The step now, as replay numbers it: 0 between "step start" ranges. */
 uint32_t mms__step_now(void) MMS_HIDDEN;
+/* Exported for msmemscope._torchops, not in msmemscope.h: the end of a
+ * PyTorch optimizer step, a step inferred while the program marks none. */
+void msmemscope__optimizer_step(void);
 /* The instrumentation API's events, for callers that hold the reentrancy
  * guard (mms__tls_busy) already: nvtx.c. Each records what its
  * msmemscope_* function records (msmemscope.h); range_start returns the

@@ -169,6 +169,11 @@ const char *an_parse_memory(const char *list, unsigned *mask);
 /* The memory kinds' names, as --memory takes them and the JSON's keys
  * ("host", "mmap", "pool", "device"), by enum mms_mem_kind. */
 extern const char *const an_mem_names[MMS_MEM_KIND_COUNT];
+
+/* After a step count whose steps the recorder inferred
+ * (mms_log_info_t.steps_inferred): says so. */
+#define STEPS_INFERRED_NOTE " (inferred: the ends of its PyTorch optimizer steps; it marks no steps itself)"
+
 /* --errors-for-leak-kinds: definite, indirect, possible, reachable, step,
  * or all or none; NULL, or what is wrong. */
 const char *an_parse_leak_kinds(const char *list, unsigned *mask);

@@ -287,7 +287,8 @@ static void print_main_summary(const struct run *run, char **argv, pid_t pid, in
 			     sum->runtime_blocks[MMS_RUNTIME_NONE][MMS_MEM_DEVICE],
 			     sum->runtime_bytes[MMS_RUNTIME_NONE][MMS_MEM_DEVICE]);
 	if (sum->steps)
-		fprintf(stderr, "  %-17s %" PRIu64 "\n", "steps", sum->steps);
+		fprintf(stderr, "  %-17s %" PRIu64 "%s\n", "steps", sum->steps,
+			r->info.steps_inferred ? STEPS_INFERRED_NOTE : "");
 	fprintf(stderr, "  %-17s %" PRIu64 "\n", "threads", sum->threads);
 	if (sum->unmatched_frees)
 		log_print_bad_frees(stderr, "  ", 17, sum->double_frees, sum->invalid_frees, sum->bad_frees,

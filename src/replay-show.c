@@ -120,6 +120,9 @@ static const char *sub_name(const mms_event_t *ev)
 		return ev->sub != MMS_COLLECT_STOP ? "start" : "stop";
 	case MMS_EV_ALLOC_FAIL:
 		return show_refused_fn_name(ev->mem, ev->sub);
+	case MMS_EV_STEP:
+		/* An inferred step (format 13); "" the program's mark. */
+		return ev->sub == MMS_STEP_OPTIMIZER ? "optimizer" : "";
 	default:
 		return "";
 	}

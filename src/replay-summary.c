@@ -165,7 +165,7 @@ static void print_text(const char *path, const mms_log_t *log, const mms_log_inf
 		printf("%-20s did not run: %s\n", "freeres", log_freeres_why(in, why, sizeof(why)));
 	}
 	printf("%-20s %" PRIu64 "\n", "threads", s->threads);
-	printf("%-20s %" PRIu64 "\n", "steps", s->steps);
+	printf("%-20s %" PRIu64 "%s\n", "steps", s->steps, in->steps_inferred ? STEPS_INFERRED_NOTE : "");
 	if (s->mem[MMS_MEM_MMAP].allocs || s->mem[MMS_MEM_MMAP].frees)
 		print_kind_text("mmap", s, MMS_MEM_MMAP, at_end);
 	if (s->mem[MMS_MEM_POOL].allocs || s->mem[MMS_MEM_POOL].frees)
@@ -225,10 +225,13 @@ static void print_json(const mms_log_t *log, const mms_log_info_t *in, const mms
 	size_t i;
 
 	printf("{\"events\":%" PRIu64 ",\"allocs\":%" PRIu64 ",\"frees\":%" PRIu64 ",\"bytes_allocated\":%" PRIu64
-	       ",\"peak_bytes\":%" PRIu64 ",\"live_blocks\":%" PRIu64 ",\"live_bytes\":%" PRIu64
-	       ",\"threads\":%" PRIu64 ",\"steps\":%" PRIu64 ",",
+	       ",\"peak_bytes\":%" PRIu64 ",\"live_blocks\":%" PRIu64 ",\"live_bytes\":%" PRIu64 ",\"threads\":%" PRIu64
+	       ",\"steps\":%" PRIu64 ",\"steps_from\":\"%s\",",
 	       s->events, h->allocs, h->frees, h->bytes_allocated, h->peak_bytes, h->live_blocks, h->live_bytes,
-	       s->threads, s->steps);
+	       s->threads, s->steps,
+	       in->steps_inferred ? "optimizer"
+	       : s->steps         ? "program"
+				  : "none");
 	printf("\"kinds\":{\"mmap\":");
 	print_kind_json(&s->mem[MMS_MEM_MMAP]);
 	printf(",\"pool\":");

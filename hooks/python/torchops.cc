@@ -9,6 +9,11 @@
 // (--events with access) it also asks libtorch for each operator's inputs
 // and outputs and declares their storages' blocks read at its start and
 // written at its end (msmemscope_access), for the inefficient analysis.
+// A second callback (scope USER_SCOPE, the record_function()s of Python
+// code) watches torch.optim's "Optimizer.step#<class>.step": the end of
+// a thread's outermost one is a step the recorder infers
+// (msmemscope__optimizer_step), which counts where the program marks no
+// steps itself (doc/python.md).
 //
 // Built only when configure found libtorch's headers (Debian:
 // libtorch-dev) and the interpreter's torch, with that torch's C++ ABI
@@ -19,6 +24,8 @@
 #include <Python.h>
 #include <dlfcn.h>
 
+#include <cstring>
+
 #include <ATen/record_function.h>
 
 namespace {
@@ -28,8 +35,36 @@ void (*op_end)(void);
 void (*owner_push)(const char *tag);
 void (*owner_pop)(void);
 void (*access)(const void *ptr, size_t size, int mode);
+void (*optimizer_step)(void);
 at::CallbackHandle handle = at::INVALID_CALLBACK_HANDLE;
+at::CallbackHandle user_handle = at::INVALID_CALLBACK_HANDLE;
 thread_local unsigned depth; // aten operators running on this thread
+thread_local unsigned optimizer_depth; // optimizer steps running on this thread
+
+// torch.optim's Optimizer.profile_hook_step names its record_function so
+// (torch 1.13 to 2.x).
+const char optimizer_prefix[] = "Optimizer.step#";
+
+bool is_optimizer_step(const at::RecordFunction &fn)
+{
+	return !strncmp(fn.name(), optimizer_prefix, sizeof optimizer_prefix - 1);
+}
+
+// Runs at every record_function() of Python code: no allocation, no Python.
+std::unique_ptr<at::ObserverContext> on_user_start(const at::RecordFunction &fn)
+{
+	if (is_optimizer_step(fn))
+		optimizer_depth++;
+	return nullptr;
+}
+
+// An optimizer that steps others (ZeroRedundancyOptimizer, a GradScaler's
+// step) ends one step: its outermost.
+void on_user_end(const at::RecordFunction &fn, at::ObserverContext *)
+{
+	if (is_optimizer_step(fn) && optimizer_depth && --optimizer_depth == 0)
+		optimizer_step();
+}
 
 enum { ACCESS_READ = 1, ACCESS_WRITE = 2 }; // enum msmemscope_access_mode
 
@@ -110,6 +145,8 @@ PyObject *py_enable(PyObject *, PyObject *args)
 	owner_push = reinterpret_cast<void (*)(const char *)>(dlsym(RTLD_DEFAULT, "msmemscope_owner_push"));
 	owner_pop = reinterpret_cast<void (*)(void)>(dlsym(RTLD_DEFAULT, "msmemscope_owner_pop"));
 	access = reinterpret_cast<void (*)(const void *, size_t, int)>(dlsym(RTLD_DEFAULT, "msmemscope_access"));
+	// Absent from an older recorder: no steps are inferred then.
+	optimizer_step = reinterpret_cast<void (*)(void)>(dlsym(RTLD_DEFAULT, "msmemscope__optimizer_step"));
 	if (!op_begin || !op_end || !owner_push || !owner_pop || (accesses && !access))
 		Py_RETURN_FALSE;
 	try {
@@ -121,6 +158,9 @@ PyObject *py_enable(PyObject *, PyObject *args)
 		else
 			handle = at::addGlobalCallback(
 				at::RecordFunctionCallback(on_start, on_end).scopes({ at::RecordScope::FUNCTION }));
+		if (optimizer_step)
+			user_handle = at::addGlobalCallback(at::RecordFunctionCallback(on_user_start, on_user_end)
+								    .scopes({ at::RecordScope::USER_SCOPE }));
 	} catch (const std::exception &e) {
 		return PyErr_Format(PyExc_RuntimeError, "msmemscope: libtorch refused the RecordFunction callback: %s",
 				    e.what());
@@ -134,6 +174,10 @@ PyObject *py_disable(PyObject *, PyObject *)
 	if (handle != at::INVALID_CALLBACK_HANDLE) {
 		at::removeCallback(handle);
 		handle = at::INVALID_CALLBACK_HANDLE;
+	}
+	if (user_handle != at::INVALID_CALLBACK_HANDLE) {
+		at::removeCallback(user_handle);
+		user_handle = at::INVALID_CALLBACK_HANDLE;
 	}
 	Py_RETURN_NONE;
 }

@@ -233,6 +233,14 @@ enum mms_mstx_sub { MMS_MSTX_MARK = 0, MMS_MSTX_RANGE_START = 1, MMS_MSTX_RANGE_
  * when it was live there) under that owner. */
 enum mms_owner_sub { MMS_OWNER_PUSH = 0, MMS_OWNER_POP = 1, MMS_OWNER_TAG = 2 };
 enum mms_collect_sub { MMS_COLLECT_STOP = 0, MMS_COLLECT_START = 1 };
+/* STEP: who ended the step (format 13). A step the recorder inferred
+ * counts only in a log whose program marks no steps itself
+ * (mms_log_info_t.steps_inferred); elsewhere the heap state, the passes
+ * and the analyses leave it out, and so should a reader of the events. */
+enum mms_step_sub {
+	MMS_STEP_MARKED = 0,   /* the program: msmemscope_step(), msmemscope.step() */
+	MMS_STEP_OPTIMIZER = 1 /* the end of a PyTorch optimizer step (--level=op) */
+};
 
 enum mms_watch_sub {
 	MMS_WATCH_API = 0,        /* msmemscope_watch() */
@@ -330,6 +338,10 @@ typedef struct mms_log_info {
 	uint64_t reach_bytes;    /* bytes of memory read */
 	uint64_t reach_ns;       /* how long the scan took, nanoseconds */
 	uint64_t reach_threads;  /* other threads that ran during the scan */
+	/* Format 13: the log's steps are those the recorder inferred (STEP
+	 * events of sub MMS_STEP_OPTIMIZER): it holds some, and the program
+	 * marked none itself (no msmemscope_step(), no MSTX range). */
+	int steps_inferred;
 } mms_log_info_t;
 
 /* What became of the recorder's scan at exit (mms_log_info_t.reach_scan). */

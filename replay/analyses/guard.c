@@ -15,6 +15,7 @@
 #include "msmemscope/log.h"
 #include "msmemscope/pass.h"
 #include "base-int.h"
+#include "log-int.h"
 #include "pass-int.h"
 #include "state-int.h"
 #include "track-int.h"
@@ -251,7 +252,8 @@ static int gpass_event(struct mms__sub *s, struct mms_pass *p, const mms_event_t
 			return freed_note(g, ev->addr, blk.alloc_event, ev->id);
 		return 0;
 	case MMS_EV_STEP:
-		g->now.steps++;
+		if (ev->sub == MMS_STEP_MARKED || mms__log_steps_inferred(mms__pass_state(p)->log))
+			g->now.steps++;
 		return 0;
 	case MMS_EV_MSTX:
 		if (ev->sub == 1 && ev->name && !strcmp(ev->name, "step start"))

@@ -79,7 +79,7 @@ static const char *const layouts[256] = {
 	[MMS_TAG_MARK] = "u",
 	[MMS_TAG_RANGE_START] = "uu",
 	[MMS_TAG_RANGE_END] = "u",
-	[MMS_TAG_STEP] = "",
+	[MMS_TAG_STEP + MMS_STEP_BY_PROGRAM ... MMS_TAG_STEP + MMS_STEP_BY_OPTIMIZER] = "",
 	[MMS_TAG_OWNER_PUSH] = "u",
 	[MMS_TAG_OWNER_POP] = "",
 	[MMS_TAG_OWNER_TAG] = "au",
@@ -159,6 +159,7 @@ static inline uint8_t tag_type(uint8_t tag)
 	case MMS_TAG_DEV_FREE:
 	case MMS_TAG_ALLOC_FAIL:
 	case MMS_TAG_DEV_ALLOC_FAIL:
+	case MMS_TAG_STEP:
 		return tag & 0xf8;
 	default:
 		return tag;

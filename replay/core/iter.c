@@ -193,6 +193,7 @@ static void rec_to_event(const mms_log_t *log, const struct mms__rec *r, uint32_
 		break;
 	case MMS_TAG_STEP:
 		ev->kind = MMS_EV_STEP;
+		ev->sub = r->sub; /* enum mms_step_source */
 		break;
 	case MMS_TAG_OWNER_PUSH:
 	case MMS_TAG_OWNER_POP:

@@ -175,9 +175,13 @@ struct mms_log {
 	 * table of a replay from the start at once (state.c). An estimate,
 	 * used for nothing else. */
 	int64_t live_est, live_peak_est;
-	uint64_t step_marks;       /* STEP and RANGE_START records read: without any,
-	                              no step ever begins, and the passes keep no
-	                              per-step figures (track.c, leaks.c) */
+	/* The program's STEP and any RANGE_START records read: without any,
+	 * and without inferred steps, no step ever begins, and the passes
+	 * keep no per-step figures (track.c, leaks.c). */
+	uint64_t step_marks;
+	/* STEP records the recorder inferred (enum mms_step_source): steps
+	 * only in a log without step_marks (mms__log_steps_inferred). */
+	uint64_t inferred_steps;
 	char cut_what[160];
 	uint64_t bad_stacks;       /* atomic: walks of stack ids that do not resolve */
 
@@ -280,6 +284,13 @@ int mms__log_pycode(const mms_log_t *log, uint32_t id, const char **file, const 
 
 /* The index in stack_nodes of stack node id, or -1 when the log defines
  * no such node. */
+/* Whether the steps the recorder inferred are the log's steps: it has
+ * some, and the program marks none itself. */
+static inline int mms__log_steps_inferred(const mms_log_t *log)
+{
+	return log->inferred_steps && !log->step_marks;
+}
+
 static inline int64_t mms__log_stack_ix(const mms_log_t *log, uint64_t id)
 {
 	const uint64_t *v;

@@ -210,7 +210,9 @@ static int walk_chunk(mms_log_t *log, uint64_t k, const uint8_t *p, const uint8_
 				log->fini = 1;
 			if (r.tag == MMS_TAG_OWNER_TAG)
 				log->owner_tags++;
-			if (r.type == MMS_TAG_STEP || r.type == MMS_TAG_RANGE_START)
+			if (r.type == MMS_TAG_STEP && r.sub != MMS_STEP_BY_PROGRAM)
+				log->inferred_steps++;
+			else if (r.type == MMS_TAG_STEP || r.type == MMS_TAG_RANGE_START)
 				log->step_marks++;
 			continue;
 		}
@@ -597,6 +599,10 @@ _Static_assert((int)MMS_FREERES_SKIP_OFF == (int)MMS_FREERES_OFF &&
 		       (int)MMS_FREERES_SKIP_UNCOUNTED == (int)MMS_FREERES_UNCOUNTED,
 	       "the public reasons freeres did not run are the format's");
 
+_Static_assert((int)MMS_STEP_MARKED == (int)MMS_STEP_BY_PROGRAM &&
+		       (int)MMS_STEP_OPTIMIZER == (int)MMS_STEP_BY_OPTIMIZER,
+	       "the public STEP subtypes are the format's sub-codes");
+
 static void fill_info(mms_log_t *log)
 {
 	const struct mms_file_header *h = &log->hdr;
@@ -635,6 +641,7 @@ static void fill_info(mms_log_t *log)
 		}
 	}
 	mms__reach_info(log);
+	in->steps_inferred = mms__log_steps_inferred(log);
 	in->cut_errno = h->cut_errno;
 	in->start_realtime_ns = h->start_realtime_ns;
 	in->last_realtime_ns = h->last_realtime_ns;

@@ -624,6 +624,10 @@ int mms__state_apply(struct mms__state *st, const mms_event_t *ev)
 		st->kernel_launches++;
 		return 0;
 	case MMS_EV_STEP:
+		/* A step the recorder inferred counts only where the
+		 * program marks none itself. */
+		if (ev->sub != MMS_STEP_BY_PROGRAM && !mms__log_steps_inferred(st->log))
+			return 0;
 		if (!st->step_kind)
 			st->step_kind = 1;
 		st->steps_seen++;

@@ -33,7 +33,7 @@ int main(void)
 		F(mms_log_info_t, stacks_full), F(mms_log_info_t, strings_full), F(mms_log_info_t, own_malloc);
 	F(mms_log_info_t, freeres), F(mms_log_info_t, freeres_skipped), F(mms_log_info_t, freeres_threads);
 	F(mms_log_info_t, reach_scan), F(mms_log_info_t, reach_pointers), F(mms_log_info_t, reach_bytes);
-	F(mms_log_info_t, reach_ns), F(mms_log_info_t, reach_threads);
+	F(mms_log_info_t, reach_ns), F(mms_log_info_t, reach_threads), F(mms_log_info_t, steps_inferred);
 	END();
 	BEGIN("OpenError", mms_open_error_t);
 	F(mms_open_error_t, offset), F(mms_open_error_t, what);

@@ -6,6 +6,12 @@
  * Usage: api           every function, as below
  *        api ranges N  N "step start" ranges (each around a malloc/free),
  *                      and no other step marks
+ *        api inferred N [marked]
+ *                      N iterations that each keep a block of 100 + i
+ *                      bytes and end with the step the recorder infers at
+ *                      the end of a PyTorch optimizer step (what
+ *                      msmemscope._torchops calls), then, with marked,
+ *                      msmemscope_step() too
  *
  * Per run, recorded in immediate mode:
  *   steps: 3 msmemscope_step() + 1 "step start" range (the replay counts
@@ -19,6 +25,7 @@
  *   AFTER_ALLOCS blocks of 64 bytes allocated and freed.
  * The "collect" events are stop + start. With collect=deferred, recording
  * begins at the first msmemscope_start() (see the test for the counts). */
+#include <dlfcn.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -51,6 +58,25 @@ static void step_ranges(unsigned long n)
 	}
 }
 
+/* Iterations ending with an inferred step, the recorder's entry point
+ * found as _torchops finds it (none without the recorder). */
+static void inferred_steps(unsigned long n, int marked)
+{
+	void (*optimizer_step)(void);
+	void *volatile kept;
+
+	*(void **)&optimizer_step = dlsym(RTLD_DEFAULT, "msmemscope__optimizer_step");
+	for (unsigned long i = 0; i < n; i++) {
+		kept = malloc(100 + i); /* kept: a per-step leak from step 2 on */
+		if (!kept)
+			prog_die("api: malloc failed");
+		if (optimizer_step)
+			optimizer_step();
+		if (marked)
+			msmemscope_step();
+	}
+}
+
 int main(int argc, char **argv)
 {
 	void *held[API_ALLOCS], *stopped[STOPPED_ALLOCS], *after[AFTER_ALLOCS];
@@ -61,8 +87,14 @@ int main(int argc, char **argv)
 		step_ranges(prog_arg(argv[2], "N"));
 		return 0;
 	}
+	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "inferred")) {
+		if (argc == 4 && strcmp(argv[3], "marked"))
+			prog_die("usage: api inferred N [marked]");
+		inferred_steps(prog_arg(argv[2], "N"), argc == 4);
+		return 0;
+	}
 	if (argc != 1)
-		prog_die("usage: api [ranges N]");
+		prog_die("usage: api [ranges N | inferred N [marked]]");
 
 	alloc_some(API_ALLOCS, held);
 	buf = held[0];

@@ -93,3 +93,49 @@ expect_key $j steps 6
 expect_key $j by_kind.mstx 12
 expect_key $j allocs 6
 note "\"step start\" ranges: 6 steps"
+
+# Steps the recorder infers (the ends of a PyTorch optimizer's steps,
+# which msmemscope._torchops reports): the log's steps where the program
+# marks none, numbered as msmemscope_step() would number them, said so in
+# the summary; each iteration keeps a block, found as a per-step leak from
+# step 2 (after the warm-up step). Where the program marks its own steps
+# too, its marks count and the inferred ones are left out (format 13).
+record inferred.mms "$prog" inferred 5 || fail "api inferred 5 exited $?"
+summarize inferred.mms
+j=inferred.mms.json
+expect_consistent $j
+expect_key $j steps 5
+expect_key $j steps_from '"optimizer"'
+expect_key $j by_kind.step 5
+"$MMS_REPLAY" inferred.mms --summary >inferred.txt 2>&1 || fail "--summary exited $?: $(cat inferred.txt)"
+grep -q '^steps *5 (inferred: the ends of its PyTorch optimizer steps; it marks no steps itself)$' inferred.txt ||
+	fail "the summary does not say the steps were inferred: $(grep steps inferred.txt)"
+"$MMS_REPLAY" inferred.mms --analysis leaks --json >inferred-leaks.json 2>inferred-leaks.err ||
+	fail "--analysis leaks exited $?: $(cat inferred-leaks.err)"
+"$MMS_PYTHON" - inferred-leaks.json >inferred-leaks.check 2>&1 <<'PY' || fail "inferred steps' leaks: $(cat inferred-leaks.check)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+got = sorted((l["step"], l["bytes"]) for l in d["per_step"]["list"])
+# The block of step k (100 + k - 1 bytes) is live at the end of step k + 1;
+# step 1 is the warm-up, step 5's has no step after it.
+assert got == [(2, 101), (3, 102), (4, 103)], got
+PY
+"$MMS_REPLAY" inferred.mms --step 3 --json >inferred-step3.json 2>&1 || fail "--step 3 exited $?: $(cat inferred-step3.json)"
+expect_key inferred-step3.json allocs 1
+
+record marked.mms "$prog" inferred 5 marked || fail "api inferred 5 marked exited $?"
+summarize marked.mms
+j=marked.mms.json
+expect_consistent $j
+expect_key $j steps 5
+expect_key $j steps_from '"program"'
+expect_key $j by_kind.step 10
+"$MMS_REPLAY" marked.mms --analysis leaks --json >marked-leaks.json 2>&1 || fail "--analysis leaks exited $?"
+expect_eq "per-step leaks with the program's marks" "$(jget marked-leaks.json per_step.leaks)" 3
+
+# --steps (the recorder's filter) counts the inferred steps the same way.
+MSMEMSCOPE_CONFIG=steps=3 record filtered.mms "$prog" inferred 5 || fail "api inferred 5 with steps=3 exited $?"
+summarize filtered.mms
+expect_key filtered.mms.json allocs 1
+expect_key filtered.mms.json bytes_allocated 102
+note "inferred steps: 5 steps, per-step leaks in steps 2-4; left out where the program marks its own; --steps=3 records step 3"

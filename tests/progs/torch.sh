@@ -181,7 +181,11 @@ for how in op default; do
 	launches=$(jget "$log.json" by_kind.op_launch)
 	if [ $how = op ]; then
 		[ "$launches" -gt 20 ] || fail "--level=op recorded $launches operator launches of plain.py"
-		# No steps: the dump's OP_LAUNCH rows name the operators.
+		# Its steps, inferred: the ends of its 3 optimizer steps, and
+		# what ran after the last (the print, the teardown).
+		expect_key "$log.json" steps 4
+		expect_key "$log.json" steps_from '"optimizer"'
+		# The dump's OP_LAUNCH rows name the operators.
 		"$MMS_REPLAY" "$log" --export csv -o plain.csv >plain.exp 2>&1 || fail "--export csv exited $?: $(cat plain.exp)"
 		for op in aten::addmm aten::mm aten::relu; do
 			grep -q "^[0-9]*,OP_LAUNCH,OP_START,$op," plain.csv ||
@@ -189,8 +193,55 @@ for how in op default; do
 		done
 	else
 		[ "$launches" = 0 ] || fail "plain.py without --level=op recorded $launches operator launches"
+		expect_key "$log.json" steps 0
 	fi
 done
+# Memory that grows from step to step in a program that marks no steps:
+# it keeps every loss, and with it each step's graph (its nodes and the
+# loss: backward freed the tensors they saved). Its optimizer's steps are
+# its steps (--level=op), so the per-step leak rule finds the graph,
+# allocated under the forward's line; with Adam (whose state step 1
+# allocates) and after the warm-up step.
+cat >grow.py <<'PY'
+import torch
+torch.manual_seed(2)
+net = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
+opt = torch.optim.Adam(net.parameters(), lr=0.01)
+losses = []
+for i in range(6):
+    out = net(torch.randn(32, 16))
+    loss = out.pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    losses.append(loss)
+print("kept %d" % len(losses))
+PY
+"$MMS_LAUNCHER" --level=op --call-stack=python:8 --output=grow -- "$MMS_PYTHON" grow.py >grow.out 2>grow.err ||
+	fail "msmemscope --level=op -- grow.py exited $?: $(tail -5 grow.err)"
+[ "$(cat grow.out)" = "kept 6" ] || fail "grow.py printed $(cat grow.out)"
+grep -q '^  steps  *7 (inferred: the ends of its PyTorch optimizer steps; it marks no steps itself)$' grow.err ||
+	fail "the launcher does not say grow.py's steps were inferred: $(grep -m3 steps grow.err)"
+log=$(ls grow/msmemscope_*/memscope_*.mms)
+"$MMS_REPLAY" "$log" --analysis leaks --json >grow.json 2>grow.jerr || fail "--analysis leaks exited $?: $(cat grow.jerr)"
+line=$(grep -n 'out = net(' grow.py | cut -d: -f1)
+"$MMS_PYTHON" - grow.json "$line" >grow.check 2>&1 <<'PY' || fail "grow.py's per-step leaks: $(cat grow.check)"
+import json, sys
+from collections import defaultdict
+d, line = json.load(open(sys.argv[1])), int(sys.argv[2])
+by_step = defaultdict(int)
+for l in d["per_step"]["list"]:
+    by_step[l["step"]] += l["bytes"]
+# Steps 2 to 5 each keep their graph (step 6's is freed in the teardown,
+# the step after it): the same bytes each step from 3 (step 2 keeps a few
+# more: CPython's and Adam's second step).
+assert sorted(by_step) == [2, 3, 4, 5], sorted(by_step)
+assert by_step[3] > 1000 and by_step[3] == by_step[4] == by_step[5] <= by_step[2], dict(by_step)
+frames = [f for g in d["per_step"]["by_stack"]["groups"] for f in g["stack"]]
+assert any(f.get("file", "").endswith("grow.py") and f.get("line") == line for f in frames), frames[:8]
+print(dict(by_step))
+PY
+
 # A program's own module named torch is left alone: libtorch is not
 # loaded into it (that alone is some 800,000 allocations).
 mkdir faketorch
