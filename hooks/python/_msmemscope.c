@@ -43,6 +43,7 @@ static struct api {
 	void (*own_end)(unsigned prev);
 	unsigned (*import_begin)(void);
 	void (*import_end)(unsigned prev);
+	void (*optimizer_step)(void);
 } api;
 
 /* Whether the recorder records this process: its API is there and says so. */
@@ -80,6 +81,7 @@ static void api_load(void)
 	api.own_end = (void (*)(unsigned))sym("msmemscope__own_end");
 	api.import_begin = (unsigned (*)(void))sym("msmemscope__import_begin");
 	api.import_end = (void (*)(unsigned))sym("msmemscope__import_end");
+	api.optimizer_step = (void (*)(void))sym("msmemscope__optimizer_step");
 }
 
 static PyObject *py_recording(PyObject *self, PyObject *unused)
@@ -176,6 +178,7 @@ static PyObject *py_wrap_load(PyObject *self, PyObject *original)
 	}
 
 CALL0(py_step, step)
+CALL0(py_optimizer_step, optimizer_step)
 CALL0(py_op_end, op_end)
 CALL0(py_owner_pop, owner_pop)
 CALL0(py_start, start)
@@ -488,6 +491,8 @@ static PyMethodDef methods[] = {
 	  "Marks what this thread allocates from now as msmemscope's own (the package's); returns a token." },
 	{ "_own_end", py_own_end, METH_O, "Ends _own_begin(token)." },
 	{ "step", py_step, METH_NOARGS, "Ends the current step." },
+	{ "optimizer_step", py_optimizer_step, METH_NOARGS,
+	  "The end of a PyTorch optimizer step: a step inferred where the program marks none (msmemscope.torch)." },
 	{ "op_begin", py_op_begin, METH_O, "Begins an operator launch." },
 	{ "op_end", py_op_end, METH_NOARGS, "Ends the innermost operator launch of this thread." },
 	{ "kernel_launch", py_kernel_launch, METH_O, "Records a kernel launch." },

@@ -138,6 +138,49 @@ own = {o["owner"]: o["bytes"] for o in d["owners"]}
 assert own["weight"] == own["gradient"] == own["optimizer_state"] == 38440, own
 PY
 
+# The fallback's inferred steps come from torch.optim's global step hooks
+# (torch 2.0 and later; Debian's 1.13 has none): test doubles of
+# register_optimizer_step_pre_hook and _post_hook, called around SGD's
+# step as torch 2 calls them, in a program that marks no steps; an inner
+# optimizer stepped by an outer one (as a GradScaler does) ends no step.
+cat >hooks.py <<'PY'
+import torch
+import torch.optim.optimizer as o
+pre, post = [], []
+class Handle:  # test double of torch.utils.hooks.RemovableHandle
+    def __init__(self, hooks, fn): self.hooks, self.fn = hooks, fn
+    def remove(self): self.hooks.remove(self.fn)
+o.register_optimizer_step_pre_hook = lambda fn: (pre.append(fn), Handle(pre, fn))[1]
+o.register_optimizer_step_post_hook = lambda fn: (post.append(fn), Handle(post, fn))[1]
+sgd_step = torch.optim.SGD.step
+def step(self, *a, **k):
+    for fn in list(pre): fn(self, a, k)
+    r = sgd_step(self, *a, **k)
+    for fn in list(post): fn(self, a, k)
+    return r
+torch.optim.SGD.step = step
+import msmemscope.torch
+print("ops:", msmemscope.torch.ops(via="dispatch"))
+torch.manual_seed(3)
+net = torch.nn.Linear(8, 2)
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+class Outer:  # steps the optimizer inside its own step
+    def step(self):
+        for fn in list(pre): fn(self, (), {})
+        opt.step()
+        for fn in list(post): fn(self, (), {})
+for i in range(3):
+    net(torch.randn(4, 8)).sum().backward()
+    (Outer() if i == 2 else opt).step()
+msmemscope.torch.ops(False)
+print("hooks left:", len(pre), len(post))
+PY
+record h.mms "$MMS_PYTHON" hooks.py >h.out 2>h.err || fail "hooks.py exited $?: $(cat h.err)"
+grep -qx 'ops: dispatch' h.out && grep -qx 'hooks left: 0 0' h.out || fail "hooks.py printed $(cat h.out)"
+summarize h.mms
+expect_key h.mms.json steps_from '"optimizer"'
+expect_key h.mms.json by_kind.step 3
+
 # Without launch events, ops() records nothing.
 MSMEMSCOPE_CONFIG='events=alloc,free' record n.mms "$MMS_PYTHON" "$prog" --steps=2 >n.out 2>n.err ||
 	fail "events=alloc,free exited $?: $(cat n.err)"

@@ -54,6 +54,34 @@ def _events():
 
 _how = None    # how aten operators are recorded: "record_function", "dispatch", None
 _mode = None   # the TorchDispatchMode fallback, while it is pushed
+_step_hooks = None  # the fallback's optimizer step hooks (torch 2.0 and later)
+_optimizer_depth = 0
+
+
+def _optimizer_pre(*_):
+    global _optimizer_depth
+    _optimizer_depth += 1
+
+
+def _optimizer_post(*_):
+    """The end of an optimizer step, the outermost of nested ones (a
+    GradScaler's, ZeroRedundancyOptimizer's): a step the recorder infers
+    where the program marks none. The C++ callback sees torch.optim's
+    record_function "Optimizer.step#..." for the same."""
+    global _optimizer_depth
+    if _optimizer_depth:
+        _optimizer_depth -= 1
+        if not _optimizer_depth:
+            _c.optimizer_step()
+
+
+def _hook_optimizer_steps():
+    """The fallback's inferred steps: torch.optim's global step hooks,
+    from torch 2.0 (none before: no steps are inferred then)."""
+    import torch.optim.optimizer as o
+    if not hasattr(o, "register_optimizer_step_post_hook"):
+        return None
+    return (o.register_optimizer_step_pre_hook(_optimizer_pre), o.register_optimizer_step_post_hook(_optimizer_post))
 
 
 def _dispatch_mode():
@@ -87,10 +115,12 @@ def ops(enable=True, via=None):
     --level=op adds it). With --events=...,access the C++ callback also
     declares each operator's input storages read at its start and its
     outputs written at its end, for the inefficient analysis (the
-    fallback does not). via="dispatch" takes the fallback even where the
+    fallback does not). The end of each optimizer step is a step the
+    recorder infers, which counts where the program marks none itself
+    (doc/python.md). via="dispatch" takes the fallback even where the
     C++ callback is built. Returns how: "record_function", "dispatch", or
     None when operators are not recorded. ops(False) stops."""
-    global _how, _mode
+    global _how, _mode, _step_hooks
     if via not in (None, "record_function", "dispatch"):
         raise ValueError("msmemscope.torch.ops(via=%r): record_function or dispatch" % (via,))
     if not enable:
@@ -99,6 +129,9 @@ def ops(enable=True, via=None):
         elif _mode is not None:
             _mode.__exit__(None, None, None)
             _mode = None
+            for h in _step_hooks or ():
+                h.remove()
+            _step_hooks = None
         _how = None
         return None
     if _how is not None:
@@ -114,6 +147,7 @@ def ops(enable=True, via=None):
     else:
         _mode = _dispatch_mode()
         _mode.__enter__()
+        _step_hooks = _hook_optimizer_steps()
         _how = "dispatch"
     return _how
 
