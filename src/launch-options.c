@@ -542,6 +542,11 @@ void parse_args(int argc, char **argv, struct opts *o)
 			die_usage("--compare runs no program, so %s does not go with it (record each run first, "
 				  "then compare the logs)",
 				  record_opt);
+		/* It would exit 0 whatever it was given: no status to choose. */
+		if (o->error_exitcode || o->leak_error_kinds_set)
+			die_usage("--compare finds no errors, so %s does not go with it (its exit status says "
+				  "whether the compare was made)",
+				  o->error_exitcode ? "--error-exitcode" : "--errors-for-leak-kinds");
 		return;
 	}
 	/* --watch needs the launches. */

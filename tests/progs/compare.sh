@@ -135,12 +135,18 @@ st=0
 "$MMS_LAUNCHER" --compare --input=a.mms >e2.out 2>e2.err || st=$?
 expect_eq "--compare with one input: exit status" "$st" 2
 grep -q 'names only a.mms' e2.err || fail "--compare with one input says: $(cat e2.err)"
-# Recording options would go unused: refused, naming the option.
-for rec in --analysis=leaks --call-stack=c:4 --watch=a,b --data-format=csv --steps=1; do
+# Recording options would go unused: refused, naming the option; so
+# would the error options (a compare finds no errors).
+for rec in --analysis=leaks --call-stack=c:4 --watch=a,b --data-format=csv --steps=1 --error-exitcode=9 \
+	--errors-for-leak-kinds=all; do
+	case $rec in
+	--error*) why="finds no errors" ;;
+	*) why="runs no program" ;;
+	esac
 	st=0
 	"$MMS_LAUNCHER" --compare --input=a.mms,b.mms "$rec" --output=orec >erec.out 2>erec.err || st=$?
 	expect_eq "--compare with $rec: exit status" "$st" 2
-	grep -q -- "--compare runs no program, so ${rec%%=*} does not go with it" erec.err ||
+	grep -q -- "--compare $why, so ${rec%%=*} does not go with it" erec.err ||
 		fail "--compare with $rec says: $(cat erec.err)"
 done
 [ ! -e orec ] || fail "a refused --compare wrote into orec"
