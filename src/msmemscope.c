@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,6 +30,26 @@ static const char *signal_name(int sig)
 	return buf;
 }
 
+/* The program was killed by signal sig: so is the launcher, after its
+ * report, as valgrind does, because a shell tells a program killed by a
+ * signal from one that exited 128 + N: bash stops a script's loop at a
+ * Ctrl-C only when the command it waited for died of SIGINT. Without a
+ * core file of the launcher's (the program's own was dumped, if the
+ * limit allowed). Returns only when the signal did not kill it. */
+static void die_of(int sig)
+{
+	struct rlimit no_core = { 0, 0 };
+	sigset_t set;
+
+	fflush(NULL);
+	setrlimit(RLIMIT_CORE, &no_core);
+	signal(sig, SIG_DFL);
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	raise(sig);
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o;
@@ -36,6 +57,7 @@ int main(int argc, char **argv)
 	char *config;
 	int status, ret;
 	struct live *lv = NULL;
+	int killed_by = 0;
 	pid_t pid;
 
 	cli_init(NULL);
@@ -84,6 +106,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: %s killed by signal %d (%s)%s\n", cli_progname, o.argv[0], sig, signal_name(sig),
 			WCOREDUMP(status) ? ", core dumped" : "");
 		ret = 128 + sig;
+		killed_by = sig;
 	} else {
 		ret = WEXITSTATUS(status);
 	}
@@ -119,5 +142,9 @@ out:
 	free(run.shown);
 	free(run.hooks);
 	opts_free(&o);
+	/* A killed program's status is its signal, whatever the findings
+	 * (--error-exitcode) and the report, as under valgrind. */
+	if (killed_by)
+		die_of(killed_by);
 	return ret;
 }

@@ -79,7 +79,16 @@ rc=0
 "$MMS_LAUNCHER" --output=out3 -- sh -c 'kill -SEGV $$' 2>sig.err || rc=$?
 expect_eq "exit status of a SIGSEGV" "$rc" 139
 grep -q "signal 11" sig.err || fail "no line about the signal: $(cat sig.err)"
-note "exit statuses: 42 passed through, SIGSEGV gives 139"
+# The launcher dies of that signal after its report (--error-exitcode or
+# not), as valgrind does: a shell tells that from an exit with 139, and
+# stops a script's loop at a Ctrl-C only for a command killed by SIGINT.
+for opts in --output=out3 "--output=out3 --error-exitcode=9"; do
+	# shellcheck disable=SC2086 # two words
+	st=$("$MMS_PYTHON" -c 'import subprocess, sys
+print(subprocess.run(sys.argv[1:], stderr=subprocess.DEVNULL).returncode)' "$MMS_LAUNCHER" $opts -- sh -c 'kill -INT $$')
+	expect_eq "the launcher's wait status with $opts, a program killed by SIGINT" "$st" -2
+done
+note "exit statuses: 42 passed through, SIGSEGV gives 139; the launcher dies of the program's signal"
 
 # Usage errors: one message naming the option, exit 2, no run folder.
 for bad in --bogus --collect-mode=later --steps=1,2,3,4,5,6 --call-stack=c:1001 --analysis=nosuch --data-format=xml --suppressions=no-such-file; do

@@ -60,8 +60,10 @@ for mode in steps threads late fork kill exec; do
 			fail "live exec: the report is not the exec'd image's: $(sed -n '/recorded/,/also/p' $mode.err)"
 	fi
 	[ -f "$log" ] || fail "live $mode: no log in out/"
-	# The leaks report, as the written log gives it.
-	sed -n '/^======/,$p' $mode.err >$mode.live
+	# The leaks report, as the written log gives it (without the line
+	# the shell may add, "Killed", for a launcher that died of SIGKILL as
+	# its program did).
+	sed -n '/^======/,$p' $mode.err | grep -v '^Killed$' >$mode.live
 	"$MMS_REPLAY" "$log" --analysis leaks 2>&1 | grep -v '^msmemscope-replay: warning: .*did not reach exit' \
 		>$mode.after
 	grep -q '^====== SUMMARY' $mode.after || fail "live $mode: msmemscope-replay printed no leaks report: $(cat $mode.after)"
