@@ -17,6 +17,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hooks-int.h"
@@ -34,6 +35,7 @@ static pthread_mutex_t pager_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t pager_thread;
 static int pager_joinable;
 static int pager_quit;           /* atomic: the thread returns at its next look */
+static pid_t pager_tid;          /* atomic: its thread id, while it runs */
 /* The thread only helps where a CPU is free for it: while the process has
  * as many recording threads as it may use CPUs (mms__live_threads), the
  * work would only move between them, with switches on top, so the threads
@@ -48,6 +50,7 @@ static void *pager_main(void *arg)
 {
 	(void)arg;
 	mms__tls_busy = 2; /* nothing this thread does is the program's */
+	__atomic_store_n(&pager_tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
 	for (;;) {
 		uint32_t seq = __atomic_load_n(&pager_seq, __ATOMIC_ACQUIRE);
 		uint64_t want = __atomic_load_n(&pager_want, __ATOMIC_ACQUIRE);
@@ -107,6 +110,26 @@ static void pager_start(uint64_t from)
 	pthread_mutex_unlock(&pager_lock);
 }
 
+/* Waits until thread tid has left the process. pthread_join returns when
+ * the kernel clears the thread's id word, early in its exit, and the
+ * thread stays in the process's thread group a little longer: an
+ * unshare(CLONE_NEWUSER) made then is refused (EINVAL), which a loaded
+ * machine made happen (tests/progs/logthread.sh). tgkill answers ESRCH
+ * once the thread is gone from the group. A bounded wait: 100 ms at most;
+ * none where the program forbade our system calls. */
+static void gone(pid_t tid)
+{
+	pid_t pid = getpid();
+
+	if (!tid || mms__hands_off_now())
+		return;
+	for (int i = 0; i < 1000 && syscall(SYS_tgkill, pid, tid, 0) == 0; i++) {
+		struct timespec ts = { 0, 100000 };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
 void mms__pager_stop(void)
 {
 	int busy = mms__tls_busy;
@@ -121,6 +144,7 @@ void mms__pager_stop(void)
 		mms__tls_busy = 2; /* pthread_join frees the thread's state */
 		pthread_join(pager_thread, NULL);
 		mms__tls_busy = busy;
+		gone(__atomic_exchange_n(&pager_tid, 0, __ATOMIC_ACQ_REL));
 		pager_joinable = 0;
 		__atomic_store_n(&pager_quit, 0, __ATOMIC_RELEASE);
 		/* It starts again when the log needs it. */
