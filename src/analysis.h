@@ -76,6 +76,8 @@ struct an_ctx {
 	mms_pass_t *pass;      /* the one read of the log they share */
 	struct progress progress; /* the pass's progress line */
 	const char *shown;     /* the log as that line names it; NULL: path */
+	int killed_by;         /* the launcher's program died of this signal, which
+	                          is then its status, errors or not (an_error_status) */
 	int pass_rc;           /* what mms_pass_run() returned */
 	int pass_done;         /* the pass ran already (the launcher's live read) */
 	int subscribed;        /* analyses and exports added to the pass */

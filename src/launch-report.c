@@ -659,6 +659,7 @@ read:
 	}
 	if (dump && dump_done(&d, run, c))
 		ret = 1;
+	c->killed_by = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 	*errors = an_error_status(c, 0) != 0;
 	an_close(c);
 	mms_log_close(log);

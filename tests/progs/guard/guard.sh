@@ -107,6 +107,12 @@ error doublefree double_free 16
 expect_key doublefree.json findings.0.found_by '"release"'
 error stackfree invalid_free 0
 expect_key stackfree.json findings.0.found_by '"release"'
+# Killed by a signal after its finding: the status is the signal's, and
+# the errors line says so (valgrind's rule).
+run stackfree killed
+expect_eq "stackfree killed: exit status" "$status" 143
+grep -q "^msmemscope: 1 error: .* and 1 guard finding; the program was killed by signal 15, which is the status (not --error-exitcode)$" stackfree.err ||
+	fail "stackfree killed: the errors line: $(grep -i error stackfree.err)"
 error neighbour overflow 16
 expect_key neighbour.json findings.0.length 4
 # One bug hit many times is one context, as valgrind counts them: the
