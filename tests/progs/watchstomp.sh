@@ -69,9 +69,9 @@ EOF
 }
 
 # The report, addresses and the thread id (the program has one thread)
-# masked.
-sed -n '/^watch: /,$p' run.err | sed -e 's/0x[0-9a-f]*/ADDR/g' -e "s/thread $pid:/thread TID:/" \
-	-e "s|$PWD/||" >report.txt
+# masked; the test's folder first (its random name may hold "0x").
+sed -n '/^watch: /,$p' run.err | sed -e "s|$PWD/||" -e 's/0x[0-9a-f][0-9a-f]*/ADDR/g' \
+	-e "s/thread $pid:/thread TID:/" >report.txt
 cat >report.expected <<EOF
 watch: 3 watched blocks, 30 checksums ($csv)
 $(counter_report)
@@ -176,7 +176,7 @@ done
 expect_eq "norm_4-counter_0_before.bin" "$(hexbin "$d/norm_4-counter_0_before.bin")" 0000000000000000
 expect_eq "norm_4-counter_0_after.bin" "$(hexbin "$d/norm_4-counter_0_after.bin")" 0100000000000000
 expect_eq "gelu_5-counter_0_before.bin" "$(hexbin "$d/gelu_5-counter_0_before.bin")" 0200000000000000
-sed -n '/^watch: /,$p' full.err | sed -e 's/0x[0-9a-f]*/ADDR/g' -e "s/thread $pid:/thread TID:/" >full.txt
+sed -n '/^watch: /,$p' full.err | sed -e 's/0x[0-9a-f][0-9a-f]*/ADDR/g' -e "s/thread $pid:/thread TID:/" >full.txt
 cat >full.expected <<EOF
 watch: 2 watched blocks, 21 checksums
 $(counter_report)
@@ -209,7 +209,7 @@ grep -q "warning: watch: --watch named" o0.err && fail "a warning with outputs w
 "$MMS_LAUNCHER" --watch=embed,gelu --output=fr -- "$prog" free >fr.out 2>fr.err ||
 	fail "msmemscope --watch=embed,gelu -- watchstomp free exited $?: $(cat fr.err)"
 expect_eq "program output" "$(cat fr.out)" "watchstomp sum=1672 counter=2"
-sed -n '/^watch: /,$p' fr.err | sed -e 's/0x[0-9a-f]*/ADDR/g' -e 's/thread [0-9]*:/thread TID:/' \
+sed -n '/^watch: /,$p' fr.err | sed -e 's/0x[0-9a-f][0-9a-f]*/ADDR/g' -e 's/thread [0-9]*:/thread TID:/' \
 	-e 's/ (.*\.csv)$//' >fr.txt
 cat >fr.expected <<EOF
 watch: 3 watched blocks, 23 checksums
@@ -253,7 +253,7 @@ infer=$top_builddir/examples/infer
 [ -x "$infer" ] || fail "the example is not built: $infer"
 "$MMS_LAUNCHER" --analysis=watch --output=inf -- "$infer" >/dev/null 2>inf.err ||
 	fail "msmemscope --analysis=watch -- infer exited $?: $(cat inf.err)"
-sed -n '/^watch: /,$p' inf.err | sed -e 's/0x[0-9a-f]*/ADDR/g' -e 's/thread [0-9]*:/thread TID:/' \
+sed -n '/^watch: /,$p' inf.err | sed -e 's/0x[0-9a-f][0-9a-f]*/ADDR/g' -e 's/thread [0-9]*:/thread TID:/' \
 	-e 's/ (.*\.csv)$//' -e 's/: [0-9a-f]\{16\} -> [0-9a-f]\{16\}$//' >inf.txt
 cat >inf.expected <<EOF
 watch: 1 watched block, 50 checksums
