@@ -111,32 +111,32 @@ static int api_guard(void)
 	return 1;
 }
 
-/* Writes a STEP record of who ended the step (enum mms_step_source);
- * when the step counts, the next begins: the full guard check, the
- * --steps filter, gdb's step stop. From the program's first mark on, its
- * marks count the steps (a replay then leaves the inferred ones out); an
- * inferred step counts while the program has marked none (no
- * msmemscope_step(), no MSTX range). */
+/* Ends a step (who: enum mms_step_source): writes its STEP record and
+ * begins the next step: the full guard check, the --steps filter, gdb's
+ * step stop. From the program's first mark on, its marks count the
+ * steps; an inferred step counts, and is written, only while the
+ * program has marked none (no msmemscope_step(), no MSTX range): those
+ * written before its first mark a replay leaves out. */
 static void step_ends(unsigned who)
 {
-	struct mms_thread *t = mms__api_enter();
+	struct mms_thread *t;
 	uint32_t next;
 
+	if (who != MMS_STEP_BY_PROGRAM &&
+	    (__atomic_load_n(&marked_steps, __ATOMIC_RELAXED) || __atomic_load_n(&ranges_seen, __ATOMIC_RELAXED)))
+		return;
+	t = mms__api_enter();
 	if (!t)
 		return;
 	rec_simple(t, (uint8_t)(MMS_TAG_STEP | who), 0, 0, 0, 0);
 	if (who == MMS_STEP_BY_PROGRAM)
 		next = 1 + __atomic_add_fetch(&marked_steps, 1, __ATOMIC_RELAXED);
-	else if (!__atomic_load_n(&marked_steps, __ATOMIC_RELAXED) && !__atomic_load_n(&ranges_seen, __ATOMIC_RELAXED))
-		next = __atomic_load_n(&cur_step, __ATOMIC_RELAXED) + 1;
 	else
-		next = 0;
-	if (next) {
-		mms__guard_check_all(t);
-		__atomic_store_n(&cur_step, next, __ATOMIC_RELAXED);
-		mms__steps_update();
-		mms__gdb_step_begins(next);
-	}
+		next = __atomic_load_n(&cur_step, __ATOMIC_RELAXED) + 1;
+	mms__guard_check_all(t);
+	__atomic_store_n(&cur_step, next, __ATOMIC_RELAXED);
+	mms__steps_update();
+	mms__gdb_step_begins(next);
 	mms__api_leave();
 }
 
