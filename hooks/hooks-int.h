@@ -693,10 +693,13 @@ void mms__process_init(void) MMS_HIDDEN;
 /* Field `field` (3 and up, numbered as in proc(5)) of /proc/PID/stat (PID
  * 0: this process), as a number. Returns 0, or -1 when it cannot be read. */
 int mms__proc_stat_field(long pid, int field, long *out) MMS_HIDDEN;
-/* The process's threads that still have its memory: a thread that exited
- * (pthread_join returned) but is still counted until the kernel lets it
- * go has already given its memory up (its vsize reads 0). */
+/* The process's threads that still have its memory, the log thread of
+ * ours left out: a thread that exited (pthread_join returned) but is
+ * still counted until the kernel lets it go has already given its memory
+ * up (its vsize reads 0). */
 long mms__threads_with_memory(void) MMS_HIDDEN;
+/* The log thread's name (pager.c). */
+#define MMS_LOG_THREAD_NAME "msmemscope-log"
 /* Threads of the process now (field 20 of /proc/self/stat); 0 when it
  * cannot be read. */
 long mms__threads_now(void) MMS_HIDDEN;

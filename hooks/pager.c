@@ -100,7 +100,7 @@ static void pager_start(uint64_t from)
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!err && mms__real.pthread_setname_np)
-		mms__real.pthread_setname_np(th, "msmemscope-log");
+		mms__real.pthread_setname_np(th, MMS_LOG_THREAD_NAME);
 	mms__tls_busy = busy;
 	if (err)
 		__atomic_store_n(&pager_state, 2, __ATOMIC_RELEASE);

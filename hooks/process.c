@@ -352,7 +352,7 @@ long mms__threads_now(void)
 
 long mms__threads_with_memory(void)
 {
-	char buf[1024], path[96];
+	char buf[1024], path[96], stat[1024];
 	long n = 0, r, vsize;
 	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
@@ -369,6 +369,10 @@ long mms__threads_with_memory(void)
 			if (*name < '0' || *name > '9')
 				continue;
 			snprintf(path, sizeof path, "/proc/self/task/%s/stat", name);
+			/* Not the log thread of ours, whether it runs or ends
+			 * on its own (after the file's trim at exit) just now. */
+			if (mms__proc_read(path, stat, sizeof stat) > 0 && strstr(stat, " (" MMS_LOG_THREAD_NAME ") "))
+				continue;
 			/* vsize (23) is 0 once the thread let its memory go. */
 			if (stat_field_at(path, 23, &vsize) || vsize)
 				n++;

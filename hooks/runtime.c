@@ -211,16 +211,18 @@ static int exit_is_ours(void)
 	       !mms__hands_off_now();
 }
 
-/* The process's threads now, the exiting one and the log thread of ours
- * included: a thread that was joined may still be counted for a moment
- * (the kernel wakes pthread_join when the thread let its memory go, and
- * takes it out of the count later), so those with memory are counted.
- * 0 when they cannot be counted. */
+/* The process's threads now, the exiting one included, the log thread
+ * of ours not: a thread that was joined may still be counted for a
+ * moment (the kernel wakes pthread_join when the thread let its memory
+ * go, and takes it out of the count later), so those with memory are
+ * counted; and the log thread, which may be ending on its own as the
+ * file is trimmed at exit, is told by its name. 0 when they cannot be
+ * counted. */
 static long threads_left(void)
 {
 	long threads = mms__threads_now();
 
-	if (threads > 1 + mms__log_thread_running())
+	if (threads > 1)
 		threads = mms__threads_with_memory();
 	return threads;
 }
@@ -239,7 +241,7 @@ static void late_exit(void *arg)
 	threads = threads_left();
 	/* freeres frees what other threads may still use: only when this
 	 * thread is the last (the log thread of ours only sleeps). */
-	if (!mms__config.freeres || !t || threads != 1 + mms__log_thread_running()) {
+	if (!mms__config.freeres || !t || threads != 1) {
 		if (t) {
 			/* Why, for the report: freeres=0, other threads (how
 			 * many), or none counted (/proc unreadable: no
@@ -247,7 +249,7 @@ static void late_exit(void *arg)
 			unsigned why = !mms__config.freeres ? MMS_FREERES_OFF
 				       : threads > 0        ? MMS_FREERES_THREADS
 							    : MMS_FREERES_UNCOUNTED;
-			long others = threads - 1 - mms__log_thread_running();
+			long others = threads - 1;
 
 			v = mms_put_u(val, why);
 			v = mms_put_u(v, why == MMS_FREERES_THREADS && others > 0 ? (uint64_t)others : 0);
@@ -306,7 +308,7 @@ void mms__reach_at_exit(void)
 		return;
 	mms__tls_busy = 2;
 	t = mms__thread();
-	others = threads_left() - 1 - mms__log_thread_running();
+	others = threads_left() - 1;
 	if (t) {
 		mms__reach_scan(t, others > 0 ? others : 0);
 		mms__log_finish(); /* trims the file again */
