@@ -35,7 +35,7 @@ static pthread_mutex_t pager_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t pager_thread;
 static int pager_joinable;
 static int pager_quit;           /* atomic: the thread returns at its next look */
-static pid_t pager_tid;          /* atomic: its thread id, while it runs */
+static pid_t pager_tid;          /* atomic: its thread id, from its start to its join */
 /* The thread only helps where a CPU is free for it: while the process has
  * as many recording threads as it may use CPUs (mms__live_threads), the
  * work would only move between them, with switches on top, so the threads
