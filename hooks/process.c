@@ -309,12 +309,13 @@ int mms__maps_line(const char *s, uintptr_t *start, uintptr_t *end)
 	return !*s || !strncmp(s, "[anon:", 6) ? MMS_MAPS_ANON : MMS_MAPS_OTHER;
 }
 
-/* Field `field` (from 1, as proc(5) numbers them) of the stat file at path. */
-static int stat_field_at(const char *path, int field, long *out)
+/* Field `field` (from 3, as proc(5) numbers them) of a stat file's text. */
+static int stat_field_in(const char *buf, int field, long *out)
 {
-	char buf[1024], *p, *end;
+	const char *p;
+	char *end;
 
-	if (mms__proc_read(path, buf, sizeof buf) <= 0 || field < 3)
+	if (field < 3)
 		return -1;
 	/* Field 2, the name, may hold spaces and parentheses: count from
 	 * the last ')'. */
@@ -330,6 +331,14 @@ static int stat_field_at(const char *path, int field, long *out)
 	}
 	*out = strtol(p, &end, 10);
 	return end == p ? -1 : 0;
+}
+
+/* The same field of the stat file at path. */
+static int stat_field_at(const char *path, int field, long *out)
+{
+	char buf[1024];
+
+	return mms__proc_read(path, buf, sizeof buf) <= 0 ? -1 : stat_field_in(buf, field, out);
 }
 
 int mms__proc_stat_field(long pid, int field, long *out)
@@ -363,18 +372,20 @@ long mms__threads_with_memory(void)
 			/* struct linux_dirent64: ino, off, reclen, type, name. */
 			unsigned short reclen;
 			const char *name = buf + off + 19;
+			ssize_t len;
 
 			memcpy(&reclen, buf + off + 16, sizeof reclen);
 			off += reclen;
 			if (*name < '0' || *name > '9')
 				continue;
 			snprintf(path, sizeof path, "/proc/self/task/%s/stat", name);
+			len = mms__proc_read(path, stat, sizeof stat);
 			/* Not the log thread of ours, whether it runs or ends
 			 * on its own (after the file's trim at exit) just now. */
-			if (mms__proc_read(path, stat, sizeof stat) > 0 && strstr(stat, " (" MMS_LOG_THREAD_NAME ") "))
+			if (len > 0 && strstr(stat, " (" MMS_LOG_THREAD_NAME ") "))
 				continue;
 			/* vsize (23) is 0 once the thread let its memory go. */
-			if (stat_field_at(path, 23, &vsize) || vsize)
+			if (len <= 0 || stat_field_in(stat, 23, &vsize) || vsize)
 				n++;
 		}
 	}

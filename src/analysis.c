@@ -320,14 +320,13 @@ int an_error_status(const struct an_ctx *c, int status)
 	for (unsigned k = 0, sep = 0; k < sizeof(leak_kind_names) / sizeof(leak_kind_names[0]); k++)
 		if (c->o->leak_error_kinds & 1u << k)
 			fprintf(stderr, "%s%s", sep++ ? "," : "", leak_kind_names[k]);
+	fprintf(stderr, "%s) and %" PRIu64 " guard finding%s", c->o->leak_error_kinds ? "" : "none", guard,
+		guard == 1 ? "" : "s");
 	if (c->killed_by)
-		fprintf(stderr,
-			"%s) and %" PRIu64 " guard finding%s; the program was killed by signal %d, which is "
-			"the status (not --error-exitcode)\n",
-			c->o->leak_error_kinds ? "" : "none", guard, guard == 1 ? "" : "s", c->killed_by);
+		fprintf(stderr, "; the program was killed by signal %d, which is the status (not --error-exitcode)\n",
+			c->killed_by);
 	else
-		fprintf(stderr, "%s) and %" PRIu64 " guard finding%s: exit status %d (--error-exitcode)\n",
-			c->o->leak_error_kinds ? "" : "none", guard, guard == 1 ? "" : "s", c->o->error_exitcode);
+		fprintf(stderr, ": exit status %d (--error-exitcode)\n", c->o->error_exitcode);
 	/* As valgrind's --error-exitcode: the findings decide. */
 	return c->o->error_exitcode;
 }

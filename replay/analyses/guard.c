@@ -252,7 +252,7 @@ static int gpass_event(struct mms__sub *s, struct mms_pass *p, const mms_event_t
 			return freed_note(g, ev->addr, blk.alloc_event, ev->id);
 		return 0;
 	case MMS_EV_STEP:
-		if (ev->sub == MMS_STEP_MARKED || mms__log_steps_inferred(mms__pass_state(p)->log))
+		if (mms__log_step_counts(mms__pass_state(p)->log, ev->sub))
 			g->now.steps++;
 		return 0;
 	case MMS_EV_MSTX:

@@ -291,6 +291,14 @@ static inline int mms__log_steps_inferred(const mms_log_t *log)
 	return log->inferred_steps && !log->step_marks;
 }
 
+/* Whether a STEP event of this sub-code (enum mms_step_source) ends a
+ * step: the program's always, an inferred one where the log's steps are
+ * the inferred ones. */
+static inline int mms__log_step_counts(const mms_log_t *log, unsigned sub)
+{
+	return sub == MMS_STEP_BY_PROGRAM || mms__log_steps_inferred(log);
+}
+
 static inline int64_t mms__log_stack_ix(const mms_log_t *log, uint64_t id)
 {
 	const uint64_t *v;

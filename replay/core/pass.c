@@ -99,7 +99,7 @@ static int read_start(struct mms_pass *p, struct mms__read *rd, unsigned track)
 	mms__iter_prefetch_for(rd->it, rd->st);
 	rd->track = track;
 	mms__track_init(&rd->tr, track);
-	rd->tr.no_marks = !p->log->step_marks && !mms__log_steps_inferred(p->log);
+	rd->tr.no_marks = !p->log->step_marks && !p->log->inferred_steps;
 	/* A fork child's read starts with its inherited heap. */
 	mms__track_start(&rd->tr, rd->st);
 	return 0;

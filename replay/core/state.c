@@ -626,7 +626,7 @@ int mms__state_apply(struct mms__state *st, const mms_event_t *ev)
 	case MMS_EV_STEP:
 		/* A step the recorder inferred counts only where the
 		 * program marks none itself. */
-		if (ev->sub != MMS_STEP_BY_PROGRAM && !mms__log_steps_inferred(st->log))
+		if (!mms__log_step_counts(st->log, ev->sub))
 			return 0;
 		if (!st->step_kind)
 			st->step_kind = 1;
