@@ -152,6 +152,9 @@ static void json_leaks(FILE *f, const mms_leak_t *l, size_t n)
 			b->inherited ? "true" : "false");
 		if (b->reach)
 			fprintf(f, ",\"reach\":\"%s\"", mms_reach_name(b->reach));
+		if (l[i].freed_step)
+			fprintf(f, ",\"freed_at_step\":%" PRIu64 ",\"freed_at_event\":%" PRIu64, l[i].freed_step,
+				l[i].freed_event);
 		fputc('}', f);
 	}
 	fputc(']', f);
@@ -723,37 +726,58 @@ static void print_runtime(struct leaks_out *o)
 	show_by_stack(o, l->runtime_kept, l->nruntime_kept, "Kept by the runtimes by allocation stack", NULL, NULL);
 }
 
-/* The program's blocks live at exit that it still pointed to from its
- * globals, stacks or thread-local storage (the scan at exit): not leaks,
- * counted (and listed by stack with --show-reachable). */
-static void print_reachable(struct leaks_out *o)
+/* Blocks that are not leaks, set apart: in JSON the object key (blocks,
+ * bytes, list); as text the line "PRE<n> allocation(s), <size>POST", the
+ * inherited ones among them when asked, then the list by stack under
+ * title when show, else a pointer to the option that shows it. */
+static void print_apart(struct leaks_out *o, const mms_leak_t *l, size_t n, const char *key, const char *pre,
+			const char *post, int inherited, bool show, const char *option, const char *title)
 {
-	const mms_leaks_t *l = o->l;
 	FILE *f = o->c->out;
 	uint64_t bytes = 0;
 	size_t i;
 	char h[32];
 
-	for (i = 0; i < l->nreachable; i++)
-		bytes += l->reachable[i].b.size;
+	for (i = 0; i < n; i++)
+		bytes += l[i].b.size;
 	if (o->s.json) {
-		fprintf(f, "\"reachable\":{\"blocks\":%zu,\"bytes\":%" PRIu64 ",\"list\":", l->nreachable, bytes);
-		json_leaks(f, l->reachable, l->nreachable);
+		fprintf(f, "\"%s\":{\"blocks\":%zu,\"bytes\":%" PRIu64 ",\"list\":", key, n, bytes);
+		json_leaks(f, l, n);
 		fputc('}', f);
 		return;
 	}
-	if (!l->nreachable)
+	if (!n)
 		return;
-	fprintf(f,
-		"====== Still reachable at exit: %zu allocation(s), %s (not leaks: the program still pointed to "
-		"them) ======\n",
-		l->nreachable, human_bytes(bytes, h, sizeof(h)));
-	print_inherited(f, l->reachable, l->nreachable);
-	if (!o->c->o->show_reachable) {
-		fputs("  --show-reachable lists them by allocation stack.\n", f);
+	fprintf(f, "%s%zu allocation(s), %s%s\n", pre, n, human_bytes(bytes, h, sizeof(h)), post);
+	if (inherited)
+		print_inherited(f, l, n);
+	if (!show) {
+		fprintf(f, "  %s lists them by allocation stack.\n", option);
 		return;
 	}
-	show_by_stack(o, l->reachable, l->nreachable, "Still reachable at exit by allocation stack", NULL, NULL);
+	show_by_stack(o, l, n, title, NULL, NULL);
+}
+
+/* The program's blocks live at exit that it still pointed to from its
+ * globals, stacks or thread-local storage (the scan at exit): not leaks,
+ * counted (and listed by stack with --show-reachable). */
+static void print_reachable(struct leaks_out *o)
+{
+	print_apart(o, o->l->reachable, o->l->nreachable, "reachable",
+		    "====== Still reachable at exit: ", " (not leaks: the program still pointed to them) ======", 1,
+		    o->c->o->show_reachable, "--show-reachable", "Still reachable at exit by allocation stack");
+}
+
+/* What the per-step rule found that the program freed before its last step
+ * ended: held past the step after its own, then given back; not leaks,
+ * counted (and listed by stack with --show-held). */
+static void print_held(struct leaks_out *o)
+{
+	print_apart(o, o->l->step_held, o->l->nstep_held, "per_step_held",
+		    "Held past the next step, then freed in a later one: ",
+		    " (not leaks: the program gave each back before its last step ended; queues, prefetched input, "
+		    "caches that turn over)",
+		    0, o->c->o->show_held, "--show-held", "Held past the next step by allocation stack");
 }
 
 int an_leaks_add(struct an_ctx *c)
@@ -806,6 +830,8 @@ int an_leaks_print(struct an_ctx *c)
 			c->o->warmup_steps ? c->o->warmup_steps : 1);
 		print_section(&o, SEC_STEP, o.l->step_leaks, o.l->nstep_leaks);
 		fputc(',', c->out);
+		print_held(&o);
+		fputc(',', c->out);
 		if (c->o->leak_marks) {
 			print_section(&o, SEC_MARKS, o.l->mark_leaks, o.l->nmark_leaks);
 			fputc(',', c->out);
@@ -821,8 +847,10 @@ int an_leaks_print(struct an_ctx *c)
 		print_gaps(&o);
 		fputs("}\n", c->out);
 	} else {
-		if (o.l->nsteps)
+		if (o.l->nsteps) {
 			print_section(&o, SEC_STEP, o.l->step_leaks, o.l->nstep_leaks);
+			print_held(&o);
+		}
 		if (c->o->leak_marks)
 			print_section(&o, SEC_MARKS, o.l->mark_leaks, o.l->nmark_leaks);
 		print_section(&o, SEC_EXIT, o.l->exit_leaks, o.l->nexit_leaks);

@@ -28,6 +28,7 @@ struct an_opts {
 	const char *suppressions; /* leaks: LeakSanitizer-format file, or NULL */
 	bool show_runtime;        /* leaks: list the blocks the runtimes keep, by stack */
 	bool show_reachable;      /* leaks: list the blocks still reachable at exit, by stack */
+	bool show_held;           /* leaks: list the per-step rule's blocks freed in a later step */
 	uint32_t warmup_steps;    /* leaks: steps whose blocks are no per-step leaks (0: 1) */
 	const char *leak_marks;   /* leaks: the marks rule's mark name, or NULL */
 	size_t oom_k;             /* oom: blocks of each list (0: 10) */

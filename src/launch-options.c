@@ -282,6 +282,12 @@ static const char *parse_show_reachable(struct opts *o, char *value)
 	return NULL;
 }
 
+static const char *parse_show_held(struct opts *o, char *value)
+{
+	o->show_held = true;
+	return NULL;
+}
+
 static const char *parse_warmup_steps(struct opts *o, char *value)
 {
 	char *end;
@@ -431,6 +437,7 @@ static const struct opt_def opt_defs[] = {
 	{ "--print-env", false, parse_print_env },
 	{ "--show-runtime", false, parse_show_runtime },
 	{ "--show-reachable", false, parse_show_reachable },
+	{ "--show-held", false, parse_show_held },
 	{ "--warmup-steps", true, parse_warmup_steps },
 	{ "--leak-marks", true, parse_leak_marks },
 	{ "--no-live-report", false, parse_no_live },
@@ -511,11 +518,12 @@ void parse_args(int argc, char **argv, struct opts *o)
 		    strcmp(def->name, "--level") && strcmp(def->name, "--output") && strcmp(def->name, "--log-level") &&
 		    strcmp(def->name, "--quiet"))
 			record_opt = def->name;
-		if (!report_opt && (!strcmp(def->name, "--analysis") || !strcmp(def->name, "--suppressions") ||
-				    !strcmp(def->name, "--data-format") || !strcmp(def->name, "--show-runtime") ||
-				    !strcmp(def->name, "--show-reachable") || !strcmp(def->name, "--warmup-steps") ||
-				    !strcmp(def->name, "--leak-marks") || !strcmp(def->name, "--compare") ||
-				    !strcmp(def->name, "--input") || !strcmp(def->name, "--level")))
+		if (!report_opt &&
+		    (!strcmp(def->name, "--analysis") || !strcmp(def->name, "--suppressions") ||
+		     !strcmp(def->name, "--data-format") || !strcmp(def->name, "--show-runtime") ||
+		     !strcmp(def->name, "--show-reachable") || !strcmp(def->name, "--show-held") ||
+		     !strcmp(def->name, "--warmup-steps") || !strcmp(def->name, "--leak-marks") ||
+		     !strcmp(def->name, "--compare") || !strcmp(def->name, "--input") || !strcmp(def->name, "--level")))
 			report_opt = def->name;
 		/* List values are cut up in a copy, so messages quote them whole. */
 		copy = value ? xstrdup(value) : NULL;
@@ -714,6 +722,10 @@ static void print_help(void)
 	       "  --show-reachable      leaks: list the blocks the program still pointed to at\n"
 	       "                        exit (not leaks: valgrind's \"still reachable\") by\n"
 	       "                        stack.\n"
+	       "  --show-held           leaks: list by stack the blocks the per-step rule found\n"
+	       "                        that the program freed in a later step, before its\n"
+	       "                        last step ended (not leaks: queues, prefetched\n"
+	       "                        input, caches that turn over).\n"
 	       "  --warmup-steps=N      leaks: blocks allocated in steps 1 to N are never\n"
 	       "                        per-step leaks (default 1, msMemScope's rule; 2 for a\n"
 	       "                        loop whose optimizer state or caches appear in step 2).\n"

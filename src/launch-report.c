@@ -565,6 +565,7 @@ void report_options(const struct run *run, const struct opts *o, struct an_opts 
 	ao->suppressions = o->suppressions;
 	ao->show_runtime = o->show_runtime;
 	ao->show_reachable = o->show_reachable;
+	ao->show_held = o->show_held;
 	ao->warmup_steps = o->warmup_steps;
 	ao->leak_marks = o->leak_marks;
 	ao->oom_k = o->oom_k;

@@ -28,6 +28,7 @@ struct opts {
 	char *suppressions; /* --suppressions: LeakSanitizer-format file for leaks (allocated) */
 	bool show_runtime; /* --show-runtime: leaks lists what the runtimes keep */
 	bool show_reachable;   /* --show-reachable: leaks lists what is still reachable at exit */
+	bool show_held;        /* --show-held: leaks lists what the per-step rule found freed later */
 	uint32_t warmup_steps; /* --warmup-steps: leaks' per-step rule; 0: 1 */
 	const char *leak_marks;   /* --leak-marks NAME: leaks' marks rule, or NULL */
 	size_t oom_k;             /* --analysis=oom:K; 0: 10 */

@@ -101,6 +101,9 @@ static void usage(void)
 	       "                    themselves (not leaks) by allocation stack\n"
 	       "  --show-reachable  leaks: list the blocks the program still pointed to at exit\n"
 	       "                    (not leaks: valgrind's \"still reachable\") by allocation stack\n"
+	       "  --show-held       leaks: list the blocks the per-step rule found that the\n"
+	       "                    program freed in a later step, before its last step ended\n"
+	       "                    (not leaks: queues, prefetched input) by allocation stack\n"
 	       "  --warmup-steps N  leaks: blocks allocated in steps 1 to N are never per-step\n"
 	       "                    leaks (default 1, msMemScope's rule)\n"
 	       "  --error-exitcode N\n"
@@ -289,6 +292,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 				o->an.show_runtime = true;
 			} else if (!strcmp(argv[i], "--show-reachable")) {
 				o->an.show_reachable = true;
+			} else if (!strcmp(argv[i], "--show-held")) {
+				o->an.show_held = true;
 			} else if (cli_opt_value(argc, argv, &i, "--warmup-steps", &v)) {
 				uint64_t w = number("--warmup-steps", v);
 
@@ -382,12 +387,14 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		die_usage("--level goes with --compare-steps");
 	if (o->an.outdir && !o->analyses && o->query != Q_COMPARE)
 		die_usage("--output-dir goes with --analysis or --compare-steps");
-	if ((o->an.suppressions || o->an.show_runtime || o->an.show_reachable || o->an.warmup_steps ||
-	     o->an.idle_threshold || o->an.min_size || o->an.buckets || o->an.at_event_set || o->an.memory) &&
+	if ((o->an.suppressions || o->an.show_runtime || o->an.show_reachable || o->an.show_held ||
+	     o->an.warmup_steps || o->an.idle_threshold || o->an.min_size || o->an.buckets || o->an.at_event_set ||
+	     o->an.memory) &&
 	    !o->analyses)
 		die_usage("%s goes with --analysis", o->an.suppressions     ? "--suppressions"
 						     : o->an.show_runtime   ? "--show-runtime"
 						     : o->an.show_reachable ? "--show-reachable"
+						     : o->an.show_held      ? "--show-held"
 						     : o->an.warmup_steps   ? "--warmup-steps"
 						     : o->an.idle_threshold ? "--idle-threshold"
 						     : o->an.min_size       ? "--min-size"

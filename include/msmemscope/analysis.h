@@ -159,6 +159,9 @@ typedef struct mms_leak {
 	                             is its own block); b.step: where it was allocated */
 	uint64_t found_step;      /* the step at whose end the per-step rule found
 	                             it (b.step + 1); 0 for a block live at the end */
+	uint64_t freed_step;      /* a block the per-step rule found that was freed
+	                             later: the step of its free (0: live at the end) */
+	uint64_t freed_event;     /* and that free's event */
 	size_t suppression;       /* 1 + index of the suppression that matched it
 	                             (mms_leaks_options_t), 0 for none */
 } mms_leak_t;
@@ -174,6 +177,14 @@ typedef struct mms_leak_step {
 typedef struct mms_leaks {
 	mms_leak_t *step_leaks;   /* per-step rule, in the order found */
 	size_t nstep_leaks;
+	/* What the per-step rule found that the program freed before its last
+	 * step ended (freed_step): held past the step after its own, then
+	 * given back during the steps (a queue, prefetched input, a cache
+	 * that turns over): not leaks, not in step_leaks, in the order
+	 * found. The steps' own ends count, not the end of the log: what is
+	 * freed only after the last step (at exit) stays a leak. */
+	mms_leak_t *step_held;
+	size_t nstep_held;
 	mms_leak_t *exit_leaks;   /* live at the end of the log, by allocation order */
 	size_t nexit_leaks;
 	mms_leak_t *runtime_kept; /* live at the end too, but kept by the C or C++

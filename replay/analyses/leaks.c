@@ -54,12 +54,18 @@ struct finder {
 	uint64_t prev_live[MMS_MEM_KIND_COUNT];
 };
 
+/* In a block's data: the block, a per-step leak already, is followed to
+ * its free (the low bits: its index in step_leaks). */
+#define LEAK_FOLLOWED (UINT64_C(1) << 63)
+
 static int leak_add(mms_leak_t **arr, size_t *n, size_t *cap, const mms_block_t *b, uint64_t found)
 {
 	if (mms__grow(arr, cap, *n, sizeof(**arr)))
 		return -ENOMEM;
 	(*arr)[*n].b = *b;
 	(*arr)[*n].found_step = found;
+	(*arr)[*n].freed_step = 0;
+	(*arr)[*n].freed_event = 0;
 	(*arr)[*n].suppression = 0;
 	(*n)++;
 	return 0;
@@ -150,13 +156,17 @@ static int step_ended(struct finder *f, uint64_t k)
 			} else if ((blk = followed_live(f->st, fo))) {
 				mms__state_blk_export(f->st, blk, &b);
 				rc = leak_add(&f->l->step_leaks, &f->l->nstep_leaks, &f->leakcap, &b, k);
+				/* Its free, if one comes, is noted in the leak. */
+				if (!rc && (v = mms__pass_data_of(f->pass, blk, f->off)))
+					*v = LEAK_FOLLOWED | (f->l->nstep_leaks - 1);
+				blk = NULL;
 			}
 			if (rc)
 				return rc;
 		}
 		/* A mapping's entry is looked at only when it is freed. */
 		if (fo->mem != MMS_MEM_MMAP && (blk = followed_live(f->st, fo)) &&
-		    (v = mms__pass_data_of(f->pass, blk, f->off)))
+		    (v = mms__pass_data_of(f->pass, blk, f->off)) && !(*v & LEAK_FOLLOWED))
 			*v = 0;
 		fol_release(f, i);
 	}
@@ -268,7 +278,16 @@ static int finder_event(struct mms__sub *sub, struct mms_pass *p, const mms_even
 		} else if (followed && ev->mem != MMS_MEM_MMAP && (v = mms__pass_data(f->pass, f->off)) && *v) {
 			/* A mapping is looked at when its step ends: munmap
 			 * may free only a piece of it. */
-			fol_release(f, (size_t)*v - 1);
+			if (*v & LEAK_FOLLOWED) {
+				mms_leak_t *lk = &f->l->step_leaks[*v & ~LEAK_FOLLOWED];
+
+				lk->freed_step = f->tr->ev_step == MMS__STEP_PENDING || f->tr->ev_step == MMS__STEP_NONE
+							 ? f->tr->nsteps
+							 : f->tr->ev_step;
+				lk->freed_event = ev->id;
+			} else {
+				fol_release(f, (size_t)*v - 1);
+			}
 			*v = 0;
 		}
 		k = ev->mem < MMS_MEM_KIND_COUNT ? ev->mem : 0;
@@ -310,6 +329,32 @@ static int leak_order(const void *a, const void *b)
 	return x->b.addr < y->b.addr ? -1 : x->b.addr > y->b.addr;
 }
 
+/* Moves the per-step leaks freed in a step the program ended (1 to
+ * marked) to step_held, keeping the order of each list. */
+static int held_split(struct finder *f, uint64_t marked)
+{
+	mms_leaks_t *l = f->l;
+	size_t i, k = 0, n = 0;
+
+	for (i = 0; i < l->nstep_leaks; i++)
+		n += l->step_leaks[i].freed_step && l->step_leaks[i].freed_step <= marked;
+	if (!n)
+		return 0;
+	l->step_held = malloc(n * sizeof(*l->step_held));
+	if (!l->step_held)
+		return -ENOMEM;
+	for (i = 0; i < l->nstep_leaks; i++) {
+		const mms_leak_t *lk = &l->step_leaks[i];
+
+		if (lk->freed_step && lk->freed_step <= marked)
+			l->step_held[l->nstep_held++] = *lk;
+		else
+			l->step_leaks[k++] = *lk;
+	}
+	l->nstep_leaks = k;
+	return 0;
+}
+
 /* At the end of the log (the pass closed the last step as the index
  * closes it): what is live is the last section. A log that stops at a
  * cut or at damage did not end its last step there: the per-step rule
@@ -318,6 +363,9 @@ static int finder_end(struct mms__sub *sub, struct mms_pass *p)
 {
 	struct finder *f = (struct finder *)sub;
 	size_t ended = mms__pass_stopped(p) ? mms__pass_steps_marked(p) : f->tr->nsteps;
+	/* The steps the program's own marks ended: the last one, which the
+	 * end of the log closes, does not count. */
+	uint64_t marked = f->closed;
 	int rc;
 
 	while (f->closed < ended && f->tr->steps[f->closed].end != UINT64_MAX) {
@@ -331,6 +379,9 @@ static int finder_end(struct mms__sub *sub, struct mms_pass *p)
 		f->l->nsteps = f->tr->nsteps;
 	if (!f->tr->step_kind)
 		f->l->nsteps = 0;
+	rc = held_split(f, marked);
+	if (rc)
+		return rc;
 	f->l->reach_known = mms__reach_known(f->st);
 	rc = mms__state_each(f->st, exit_add, f);
 	mms__rtmemo_free(&f->rtmemo);
@@ -386,6 +437,7 @@ MMS__EXPORT void mms_leaks_free(mms_leaks_t *l)
 	if (!l)
 		return;
 	free(l->step_leaks);
+	free(l->step_held);
 	free(l->exit_leaks);
 	free(l->runtime_kept);
 	free(l->reachable);

@@ -23,7 +23,10 @@
  * exit: no pointer to them is left); "leaks ranges" marks the five steps with
  * msMemScope's "step start" ranges instead, and the teardown is in none;
  * "leaks many" also leaks 150 blocks of 16 bytes in softmax (a leak in a
- * loop: 155 per-step leaks). */
+ * loop: 155 per-step leaks); "leaks queue" also holds 400 bytes of step 2
+ * (embed) to step 4 (cache), as a queue of prefetched input would, held
+ * past step 3 but freed before the last step ends (not a leak), and 600
+ * bytes of step 3 (softmax) to the teardown (a per-step leak). */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -60,7 +63,7 @@ __attribute__((noinline)) static void *suppressed_alloc(size_t size)
 	return p;
 }
 
-static int flat, tidy, ranges, many, steps;
+static int flat, tidy, ranges, many, queue, steps;
 static uint64_t range;
 
 /* Ends a step; with ranges, the fifth ends the last. */
@@ -77,7 +80,7 @@ static void step(void)
 
 int main(int argc, char **argv)
 {
-	void *kept, *late, *last;
+	void *kept, *late, *last, *q2 = NULL, *q3 = NULL;
 	static void *leaked[6];
 	int i;
 
@@ -85,6 +88,7 @@ int main(int argc, char **argv)
 	tidy = argc > 1 && !strcmp(argv[1], "tidy");
 	ranges = argc > 1 && !strcmp(argv[1], "ranges");
 	many = argc > 1 && !strcmp(argv[1], "many");
+	queue = argc > 1 && !strcmp(argv[1], "queue");
 	prog_say(1, "arena %p\n", (void *)arena);
 	if (ranges)
 		range = msmemscope_range_start("step start");
@@ -97,6 +101,8 @@ int main(int argc, char **argv)
 	msmemscope_op_begin("embed");
 	late = use(malloc(300), 300);
 	free(use(malloc(200), 200));
+	if (queue)
+		q2 = use(malloc(400), 400);
 	msmemscope_op_end();
 	step();
 
@@ -111,6 +117,8 @@ int main(int argc, char **argv)
 	leaked[2] = leak_buf(512);
 	for (i = 0; many && i < 150; i++)
 		sink = leak_buf(16);
+	if (queue)
+		q3 = use(malloc(600), 600);
 	msmemscope_pool_alloc("kvpool", arena, 256, sizeof(arena), 256);
 	if (tidy) {
 		for (i = 0; i < 3; i++)
@@ -122,6 +130,8 @@ int main(int argc, char **argv)
 
 	msmemscope_op_begin("cache");
 	leaked[3] = suppressed_alloc(2048);
+	if (q2)
+		free(q2);
 	if (tidy)
 		free(leaked[3]);
 	msmemscope_op_end();
@@ -134,6 +144,8 @@ int main(int argc, char **argv)
 	step();
 
 	free(last);
+	if (q3)
+		free(q3);
 	if (tidy)
 		free(kept);
 	sink = kept;

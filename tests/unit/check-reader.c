@@ -387,6 +387,46 @@ START_TEST(test_cut_step)
 }
 END_TEST
 
+/* What the per-step rule finds and the program frees before its last step
+ * ends is held, not leaked: of three blocks of step 2 found at the end of
+ * step 3, 0x1000 is freed in step 4, which the program ends (held);
+ * 0x2000 only after its last step (in the tail, as at exit) and 0x3000
+ * never: leaks. */
+START_TEST(test_step_held)
+{
+	struct lb *b = one_thread();
+	mms_leaks_t *l;
+	mms_log_t *log;
+
+	lb_event0(b, MMS_TAG_STEP, 12);
+	lb_alloc(b, 13, 0, 0x1000, 16, 0);
+	lb_alloc(b, 14, 0, 0x2000, 32, 0);
+	lb_alloc(b, 15, 0, 0x3000, 64, 0);
+	lb_event0(b, MMS_TAG_STEP, 16);
+	lb_event0(b, MMS_TAG_STEP, 17);
+	lb_free(b, 18, 0, 0x1000);
+	lb_event0(b, MMS_TAG_STEP, 19);
+	lb_free(b, 20, 0, 0x2000);
+	lb_event0(b, MMS_TAG_SYSTEM | MMS_SYSTEM_FINI, 21);
+	log = write_open(b, SIZE_MAX);
+	ck_assert_int_eq(mms_leaks_run(log, NULL, &l), 0);
+	ck_assert_uint_eq(l->nstep_held, 1);
+	ck_assert_uint_eq(l->step_held[0].b.addr, 0x1000);
+	ck_assert_uint_eq(l->step_held[0].found_step, 3);
+	ck_assert_uint_eq(l->step_held[0].freed_step, 4);
+	ck_assert_uint_eq(l->nstep_leaks, 2);
+	ck_assert_uint_eq(l->step_leaks[0].b.addr, 0x2000);
+	ck_assert_uint_eq(l->step_leaks[0].freed_step, 5);
+	ck_assert_uint_ne(l->step_leaks[0].freed_event, 0);
+	ck_assert_uint_eq(l->step_leaks[1].b.addr, 0x3000);
+	ck_assert_uint_eq(l->step_leaks[1].freed_step, 0);
+	ck_assert_uint_eq(l->nexit_leaks, 1);
+	mms_leaks_free(l);
+	mms_log_close(log);
+	lb_destroy(b);
+}
+END_TEST
+
 /* A stack whose records do not resolve (its parent was never defined: a
  * bit flipped in the log) does not stop a report: it has no frames, and
  * the log's info counts it. */
@@ -1705,6 +1745,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_cut_log);
 	tcase_add_test(tc, test_cut_stamp);
 	tcase_add_test(tc, test_cut_step);
+	tcase_add_test(tc, test_step_held);
 	tcase_add_test(tc, test_bad_stack);
 	tcase_add_test(tc, test_lost_events);
 	tcase_add_test(tc, test_truncated_file);
