@@ -423,11 +423,15 @@ static void print_section(struct leaks_out *o, enum section sec, const mms_leak_
 		if (blocks) {
 			fputs("====== ERROR: Detected memory leaks ======\n", f);
 			print_found(o, l, n, blocks, bytes, "per-step leaks", "Per-step leaks", g, ng);
+			if (o->l->warmup_steps == 2 && !o->c->o->warmup_steps)
+				fputs("(Steps 1 and 2 were warm-up, as for steps inferred from a PyTorch optimizer; "
+				      "--warmup-steps=1 applies msMemScope's rule, step 1 only.)\n",
+				      f);
 		} else {
 			fprintf(f,
 				"No per-step leaks: no block allocated in step %u or later was still live at the end of "
 				"the step after it.\n",
-				o->c->o->warmup_steps > 1 ? o->c->o->warmup_steps + 1 : 2);
+				o->l->warmup_steps + 1);
 		}
 	} else if (sec == SEC_MARKS) {
 		char words[512];
@@ -826,8 +830,7 @@ int an_leaks_print(struct an_ctx *c)
 			o.info.complete ? "true" : "false", o.info.damaged ? "true" : "false",
 			o.info.cut ? "true" : "false");
 		log_json_end(c->out, &o.info);
-		fprintf(c->out, ",\"steps_total\":%zu,\"warmup_steps\":%u,", o.l->nsteps,
-			c->o->warmup_steps ? c->o->warmup_steps : 1);
+		fprintf(c->out, ",\"steps_total\":%zu,\"warmup_steps\":%u,", o.l->nsteps, o.l->warmup_steps);
 		print_section(&o, SEC_STEP, o.l->step_leaks, o.l->nstep_leaks);
 		fputc(',', c->out);
 		print_held(&o);

@@ -177,6 +177,8 @@ typedef struct mms_leak_step {
 typedef struct mms_leaks {
 	mms_leak_t *step_leaks;   /* per-step rule, in the order found */
 	size_t nstep_leaks;
+	uint32_t warmup_steps; /* the rule's warm-up, as applied
+	                             (mms_leaks_options_t.warmup_steps) */
 	/* What the per-step rule found that the program freed before its last
 	 * step ended (freed_step): held past the step after its own, then
 	 * given back during the steps (a queue, prefetched input, a cache
@@ -255,8 +257,11 @@ struct mms_leaks_options {
 	mms_symbolizer_t *sym;    /* names those frames; NULL: only module paths match */
 	/* The per-step rule's warm-up: blocks allocated in steps 1 to
 	 * warmup_steps are never per-step leaks. 0 is 1, msMemScope's rule
-	 * (step 1 is warm-up); a training loop whose optimizer state or caches
-	 * appear in step 2 wants 2. */
+	 * (step 1 is warm-up), in a log whose steps the program marks; 2 in
+	 * one whose steps were inferred from a PyTorch optimizer
+	 * (mms_log_info_t.steps_inferred): a training loop's caches, DDP's
+	 * gradient buckets, the first run of an optimizer's branches appear
+	 * in step 2. A training loop that marks its steps wants 2 too. */
 	uint32_t warmup_steps;
 	/* msMemScope's offline rule, beside the others: a block allocated
 	 * between two marks named marks (MSTX marks: msmemscope_mark(),

@@ -38,6 +38,7 @@ struct finder {
 	const struct mms__track *tr;
 	mms_leaks_options_t opt;
 	uint64_t warmup;    /* the steps whose blocks are not followed */
+	int warmup_decided; /* by the first step's end, when not asked for */
 	size_t closed;      /* steps of tr whose end was handled */
 	struct mms_pass *pass;
 	size_t off;         /* each live block's index in fol + 1, in the pass's data */
@@ -242,6 +243,14 @@ static int finder_event(struct mms__sub *sub, struct mms_pass *p, const mms_even
 	int rc;
 
 	(void)p;
+	/* The default warm-up, decided where the first step ends (no block
+	 * of step 2 is followed yet): 2 for steps inferred from a PyTorch
+	 * optimizer, 1 (msMemScope's) for the program's own. */
+	if (!f->opt.warmup_steps && !f->warmup_decided && ev->kind == MMS_EV_STEP && st->steps_seen == 1) {
+		f->warmup = ev->sub == MMS_STEP_OPTIMIZER ? 2 : 1;
+		f->l->warmup_steps = (uint32_t)f->warmup;
+		f->warmup_decided = 1;
+	}
 	if (f->opt.marks && ev->kind == MMS_EV_MSTX && ev->sub == MMS_MSTX_MARK && ev->name &&
 	    !strcmp(ev->name, f->opt.marks) && (rc = mark_seen(f, ev->id)))
 		return rc;
@@ -469,7 +478,9 @@ MMS__EXPORT int mms_leaks_add(mms_pass_t *p, const mms_leaks_options_t *opt, mms
 	f->l = &res->pub;
 	if (opt)
 		f->opt = *opt;
+	/* 0: the first step's end decides (finder_event). */
 	f->warmup = f->opt.warmup_steps ? f->opt.warmup_steps : 1;
+	res->pub.warmup_steps = (uint32_t)f->warmup;
 	f->mark_first = f->opt.mark_first ? f->opt.mark_first - 1 : 0;
 	for (int k = 0; k < 3; k++)
 		res->pub.mark_events[k] = UINT64_MAX;

@@ -98,7 +98,8 @@ note "\"step start\" ranges: 6 steps"
 # which msmemscope._torchops reports): the log's steps where the program
 # marks none, numbered as msmemscope_step() would number them, said so in
 # the summary; each iteration keeps a block, found as a per-step leak from
-# step 2 (after the warm-up step). Where the program marks its own steps
+# step 3 (steps inferred have two warm-up steps; --warmup-steps=1 gives
+# msMemScope's one). Where the program marks its own steps
 # too, its marks count and the inferred ones are left out (format 13).
 record inferred.mms "$prog" inferred 5 || fail "api inferred 5 exited $?"
 summarize inferred.mms
@@ -117,9 +118,16 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 got = sorted((l["step"], l["bytes"]) for l in d["per_step"]["list"])
 # The block of step k (100 + k - 1 bytes) is live at the end of step k + 1;
-# step 1 is the warm-up, step 5's has no step after it.
-assert got == [(2, 101), (3, 102), (4, 103)], got
+# steps 1 and 2 are the warm-up, step 5's has no step after it.
+assert got == [(3, 102), (4, 103)], got
+assert d["warmup_steps"] == 2, d["warmup_steps"]
 PY
+"$MMS_REPLAY" inferred.mms --analysis leaks --warmup-steps 1 --json >inferred-w1.json 2>&1 ||
+	fail "--analysis leaks --warmup-steps 1 exited $?: $(cat inferred-w1.json)"
+expect_eq "per-step leaks of inferred steps with --warmup-steps 1" "$(jget inferred-w1.json per_step.leaks)" 3
+"$MMS_REPLAY" inferred.mms --analysis leaks >inferred-leaks.txt 2>&1 || fail "--analysis leaks exited $?"
+grep -q '^(Steps 1 and 2 were warm-up, as for steps inferred from a PyTorch optimizer; --warmup-steps=1 ' \
+	inferred-leaks.txt || fail "the report does not say steps 1 and 2 were warm-up: $(cat inferred-leaks.txt)"
 "$MMS_REPLAY" inferred.mms --step 3 --json >inferred-step3.json 2>&1 || fail "--step 3 exited $?: $(cat inferred-step3.json)"
 expect_key inferred-step3.json allocs 1
 
@@ -140,4 +148,4 @@ MSMEMSCOPE_CONFIG=steps=3 record filtered.mms "$prog" inferred 5 || fail "api in
 summarize filtered.mms
 expect_key filtered.mms.json allocs 1
 expect_key filtered.mms.json bytes_allocated 102
-note "inferred steps: 5 steps, per-step leaks in steps 2-4; left out where the program marks its own; --steps=3 records step 3"
+note "inferred steps: 5 steps, per-step leaks in steps 3-4 (2-4 with --warmup-steps 1); left out where the program marks its own; --steps=3 records step 3"
