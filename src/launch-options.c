@@ -518,12 +518,11 @@ void parse_args(int argc, char **argv, struct opts *o)
 		    strcmp(def->name, "--level") && strcmp(def->name, "--output") && strcmp(def->name, "--log-level") &&
 		    strcmp(def->name, "--quiet"))
 			record_opt = def->name;
-		if (!report_opt &&
-		    (!strcmp(def->name, "--analysis") || !strcmp(def->name, "--suppressions") ||
-		     !strcmp(def->name, "--data-format") || !strcmp(def->name, "--show-runtime") ||
-		     !strcmp(def->name, "--show-reachable") || !strcmp(def->name, "--show-held") ||
-		     !strcmp(def->name, "--warmup-steps") || !strcmp(def->name, "--leak-marks") ||
-		     !strcmp(def->name, "--compare") || !strcmp(def->name, "--input") || !strcmp(def->name, "--level")))
+		if (!report_opt && (!strcmp(def->name, "--analysis") || !strcmp(def->name, "--suppressions") ||
+				    !strcmp(def->name, "--data-format") || !strcmp(def->name, "--show-runtime") ||
+				    !strcmp(def->name, "--show-reachable") || !strcmp(def->name, "--show-held") ||
+				    !strcmp(def->name, "--warmup-steps") || !strcmp(def->name, "--leak-marks") ||
+				    !strcmp(def->name, "--compare") || !strcmp(def->name, "--input")))
 			report_opt = def->name;
 		/* List values are cut up in a copy, so messages quote them whole. */
 		copy = value ? xstrdup(value) : NULL;
@@ -563,6 +562,15 @@ void parse_args(int argc, char **argv, struct opts *o)
 	if (o->python_allocator_set && !o->rec.python_stack)
 		WARN("--python-allocator goes with --call-stack=python:N (Python's allocator is left as it is "
 		     "without Python stacks); ignored");
+	/* --level=op|kernel when recording: the launches are recorded (the
+	 * aten operators of msmemscope.torch, the program's own, its kernel
+	 * launches), whatever --events says. */
+	if (o->level_set)
+		o->rec.events |= MMS_CONFIG_EV_LAUNCH;
+	/* --level=op: a Python program's aten operators too, with no change
+	 * to it (the Python package's boot module, launch-run.c). */
+	if (o->level_set && o->level == MMS_COMPARE_OP)
+		o->rec.torch_ops = 1;
 	if (o->print_env) {
 		/* --print-env runs no program: it prints its environment. */
 		if (i < argc)
@@ -575,15 +583,6 @@ void parse_args(int argc, char **argv, struct opts *o)
 	}
 	if (o->input[0])
 		die_usage("--input goes with --compare");
-	/* --level=op|kernel when recording: the launches are recorded (the
-	 * aten operators of msmemscope.torch, the program's own, its kernel
-	 * launches), whatever --events says. */
-	if (o->level_set)
-		o->rec.events |= MMS_CONFIG_EV_LAUNCH;
-	/* --level=op: a Python program's aten operators too, with no change
-	 * to it (the Python package's boot module, launch-run.c). */
-	if (o->level_set && o->level == MMS_COMPARE_OP)
-		o->rec.torch_ops = 1;
 	if (i >= argc)
 		die_usage("no program to run (usage: %s [options] [--] prog [args...])", cli_progname);
 	o->argv = argv + i;

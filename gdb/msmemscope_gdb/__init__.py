@@ -37,6 +37,7 @@ def setup(hooks, replay_lib, replay_cli, launcher, libdir=None):
                           "Lines of changed bytes printed", "Lines of changed bytes a memscope watch stop prints.")
     commands.OutputParameter(s)
     commands.CallStackParameter(s)
+    commands.LevelParameter(s)
     watch.WatchCommand(s)
     watch.UnwatchCommand(s)
     leaks.LeaksCommand(s)

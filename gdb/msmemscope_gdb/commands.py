@@ -143,6 +143,34 @@ commands print. 0 frames: no stacks (the commands then show none)."""
         return "The next runs record stacks of %s." % svalue
 
 
+class LevelParameter(gdb.Parameter):
+    """The launches the next runs record, as msmemscope's --level takes them:
+op (operator launches: the program's msmemscope_op_begin() and, in a
+PyTorch program, its aten operators with no change to it; where it
+marks no steps, the end of each optimizer.step() ends a step, so that
+`memscope break step N' and `memscope at step N' work on a training
+loop as it is), kernel (kernel launches), or none (the default: the
+launches the program makes itself are recorded all the same)."""
+
+    set_doc = "Set the launches the next runs record (none, op or kernel)."
+    show_doc = "Show the launches the next runs record."
+
+    def __init__(self, session):
+        super().__init__("memscope level", gdb.COMMAND_DATA, gdb.PARAM_ENUM, ["none", "op", "kernel"])
+        self.s = session
+        self.value = session.level
+
+    def get_set_string(self):
+        apply_setting(self, self.s.set_level, lambda: self.s.level)
+        return "memscope: the next runs record %s." % {
+            "none": "the launches the program makes itself", "op": "operator launches (a PyTorch program's "
+            "aten operators too, and its optimizer's steps where it marks none)",
+            "kernel": "kernel launches"}[self.s.level]
+
+    def get_show_string(self, svalue):
+        return "The next runs record launches at level %s." % svalue
+
+
 class InfoCommand(Command):
     """Where the program stands, from its recorder's log.
 

@@ -232,6 +232,7 @@ class Session:
         self.pinpoint_soft = None  # why pinpoint uses software watchpoints now (None: hardware ones)
         self.guard = False        # the next runs record in guard mode (set memscope guard)
         self.call_stack = "c:32"  # the next runs' stacks (set memscope call-stack)
+        self.level = "none"       # the next runs' launches: none, op or kernel (set memscope level)
         self.guard_quiet = False  # memscope check is calling the program: no stop at findings
         self.guard_seen = {}      # log path -> findings shown so far
 
@@ -268,7 +269,7 @@ class Session:
         so)."""
         program, env = self.tool(self.launcher)
         cmd = [program, "--print-env", "--call-stack=" + self.call_stack, "--output=" + self.log_dir] + \
-            (["--guard"] if self.guard else [])
+            (["--guard"] if self.guard else []) + (["--level=" + self.level] if self.level != "none" else [])
         env["MSMEMSCOPE_HOOKS"] = self.hooks
         try:
             p = run_capture(cmd, env)
@@ -319,32 +320,41 @@ class Session:
             import tempfile  # only here: importing it costs every session some ms
             return tempfile.mkdtemp(prefix="msmemscope-" + name + "-")
 
-    def set_guard(self, on):
-        """`set memscope guard on|off': the next runs record in guard mode
-        or not, through a new exec-wrapper. Raises Error, leaving things
-        as they were, when the launcher cannot say the environment."""
-        old, self.guard = self.guard, on
-        env = self._recorder_env()
+    def _rewrap(self, attr, value, quiet, refused):
+        """Sets attr to value for the next runs, through a new exec-wrapper
+        from the launcher. Raises Error(refused(old value)), leaving things
+        as they were, when the launcher refuses or cannot say the
+        environment (quiet: without its own warning)."""
+        old = getattr(self, attr)
+        setattr(self, attr, value)
+        env = self._recorder_env(quiet=quiet)
         if env is None:
-            self.guard = old
-            raise Error("memscope: the recorder's environment could not be made; guard mode stays %s."
-                        % ("on" if old else "off"))
+            setattr(self, attr, old)
+            raise Error(refused(old))
         gdb.execute("set exec-wrapper env " + " ".join(env))
         self.recording = True
+
+    def set_guard(self, on):
+        """`set memscope guard on|off': the next runs record in guard mode
+        or not."""
+        self._rewrap("guard", on, False, lambda old: "memscope: the recorder's environment could not be made; "
+                     "guard mode stays %s." % ("on" if old else "off"))
 
     def set_call_stack(self, spec):
         """`set memscope call-stack SPEC': the stacks of the next runs'
         events (c:N, python:M or both, as msmemscope --call-stack takes
-        them), through a new exec-wrapper. Raises Error, leaving things as
-        they were, when the launcher refuses SPEC."""
-        old, self.call_stack = self.call_stack, spec
-        env = self._recorder_env(quiet=True)
-        if env is None:
-            self.call_stack = old
-            raise Error("memscope: %s is not a stack specification the recorder takes (c:N, python:M, or "
-                        "c:N,python:M, N and M from 0 to 1000); the stacks stay %s." % (spec, old))
-        gdb.execute("set exec-wrapper env " + " ".join(env))
-        self.recording = True
+        them)."""
+        self._rewrap("call_stack", spec, True, lambda old: "memscope: %s is not a stack specification the "
+                     "recorder takes (c:N, python:M, or c:N,python:M, N and M from 0 to 1000); the stacks stay %s."
+                     % (spec, old))
+
+    def set_level(self, level):
+        """`set memscope level none|op|kernel': the launches the next runs
+        record, as msmemscope --level: op also makes a PyTorch program's
+        aten operators launches and, where it marks no steps, the ends
+        of its optimizer's steps its steps."""
+        self._rewrap("level", level, False, lambda old: "memscope: the recorder's environment could not be "
+                     "made; the level stays %s." % old)
 
     def set_output(self, folder):
         """`set memscope output DIR': the logs of the next runs go to DIR

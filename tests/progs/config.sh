@@ -100,5 +100,11 @@ for bad in "--analysis=leaks" "-- $prog"; do
 	expect_eq "exit status of --print-env $bad" "$st" 2
 	grep -q "^msmemscope: --print-env runs no program" bad.err || fail "--print-env $bad: $(cat bad.err)"
 done
-note "--print-env: 4 variables; LD_PRELOAD and NVTX as the launcher keeps them; a run in it is recorded"
+# --level is a recording option too: the launches, and with op a PyTorch
+# program's aten operators (gdb's `set memscope level' asks for it so).
+"$MMS_LAUNCHER" --print-env --level=op --output=pe2 >env2.sh 2>env2.err ||
+	fail "msmemscope --print-env --level=op exited $?: $(cat env2.err)"
+grep -q "^export MSMEMSCOPE_CONFIG='call_stack=0;events=alloc,free,launch;.*;torch_ops=1'$" env2.sh ||
+	fail "--print-env --level=op does not ask for the operators: $(cat env2.sh)"
+note "--print-env: 4 variables; LD_PRELOAD and NVTX as the launcher keeps them; a run in it is recorded; --level=op's torch_ops=1"
 exit 0
