@@ -214,10 +214,18 @@ void live_stop(struct live *lv)
 /* Frees what the thread read, and says once why it is not used. */
 static void live_drop(struct live *lv)
 {
-	if (getenv("MSMEMSCOPE_LIVE_DEBUG"))
-		fprintf(stderr, "%s: live: not used (%s%s)\n", cli_progname,
+	if (getenv("MSMEMSCOPE_LIVE_DEBUG")) {
+		mms_log_info_t in;
+		const char *what = NULL;
+
+		if (lv->failed && lv->log) {
+			mms_log_get_info(lv->log, &in);
+			what = in.damage;
+		}
+		fprintf(stderr, "%s: live: not used (%s%s%s%s)\n", cli_progname,
 			lv->failed ? "following stopped: " : "no log while it ran",
-			lv->failed ? mms_strerror(lv->failed) : "");
+			lv->failed ? mms_strerror(lv->failed) : "", what ? ": " : "", what ? what : "");
+	}
 	live_drop_quiet(lv);
 }
 

@@ -196,6 +196,8 @@ struct mms_log {
 	char **retired;            /* follow: arenas outgrown, kept for the strings handed out */
 	uint64_t look_tsc;         /* follow: the TSC when the last look began */
 	uint64_t look_cap;         /* follow: feed no further than this stamp (0: no cap) */
+	uint64_t gap_cap;          /* follow, this look: the lowest last stamp of a thread
+	                              before a gap in its records (UINT64_MAX: none) */
 	size_t nretired;
 };
 

@@ -479,12 +479,22 @@ static void find_stop(mms_log_t *log)
 	const struct mms__segment *g;
 	size_t i;
 
+	log->gap_cap = UINT64_MAX;
 	for (i = 0; i < log->nsegs; i++) {
 		g = &log->segs[i];
 		if (i + 1 < log->nsegs && g[1].thread == g->thread) {
 			/* A segment begins at the stamp of its thread's last
 			 * record before it (see chunk_switch in the writer). */
-			if (g[1].first > g->last) {
+			if (g[1].first > g->last && log->follow == MMS__FOLLOW_LIVE) {
+				/* Not lost, maybe: a look reads the chunks one
+				 * after the other, and may have read this one
+				 * before the thread published its last records
+				 * there, and the next one after it wrote on.
+				 * Nothing past them is fed until a look finds
+				 * them; the last look judges. */
+				if (g->last < log->gap_cap)
+					log->gap_cap = g->last;
+			} else if (g[1].first > g->last) {
 				log_damage(log, MMS_ECORRUPT, g[1].begin,
 					   "thread %u: records are missing before offset %llu (its records before end "
 					   "at offset %llu)",
@@ -690,6 +700,7 @@ mms_log_t *mms__log_new(const void *map, size_t len)
 	mms__map_init(&log->thread_ix);
 	mms__map_init(&log->pycode_ix);
 	log->stop = UINT64_MAX;
+	log->gap_cap = UINT64_MAX;
 	return log;
 }
 

@@ -504,6 +504,8 @@ static uint64_t follow_limit(const mms_log_t *log)
 	}
 	if (log->look_cap && log->look_cap < limit)
 		limit = log->look_cap;
+	if (log->gap_cap < limit)
+		limit = log->gap_cap;
 	/* Below it: a thread may write more records of its last stamp,
 	 * which would come before another's of the same stamp. */
 	return limit ? limit - 1 : 0;

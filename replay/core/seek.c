@@ -34,6 +34,15 @@ struct mms_replay {
 	void *progress_ctx;
 };
 
+/* A replay of a log being written goes no further than a gap in a
+ * thread's records that the last look may have made (log.c, find_stop):
+ * the next look may fill it. */
+static void gap_limit(mms_replay_t *r)
+{
+	if (r->it && r->log->follow == MMS__FOLLOW_LIVE && r->log->gap_cap != UINT64_MAX)
+		mms__iter_limit(r->it, r->log->gap_cap ? r->log->gap_cap - 1 : 0);
+}
+
 /* Puts the replay at position 0: an empty heap, or a fork child's
  * inherited blocks (interned among the replay's owner strings). */
 static int rewind_start(mms_replay_t *r)
@@ -58,6 +67,7 @@ static int rewind_start(mms_replay_t *r)
 	mms_iter_close(r->it);
 	mms__state_free(&r->st);
 	r->it = it;
+	gap_limit(r);
 	r->st = st;
 	/* The mappings' callback points at the state: it moved. */
 	r->st.maps.ctx = &r->st;
@@ -324,6 +334,7 @@ MMS__EXPORT int mms_replay_follow_refresh(mms_replay_t *r)
 		return rc;
 	}
 	mms__iter_prefetch_for(r->it, &r->st);
+	gap_limit(r);
 	return found;
 }
 

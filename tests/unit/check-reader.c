@@ -1573,6 +1573,62 @@ START_TEST(test_follow_two_threads)
 }
 END_TEST
 
+/* A look that read a chunk before its thread published its last record
+ * there, and the thread's next chunk after it wrote on (a look reads the
+ * chunks one after the other while the program writes): the record
+ * between is not lost yet. The feed stops before it, and the next look,
+ * which finds it, goes on; the report is the written log's. */
+START_TEST(test_follow_chunk_tail)
+{
+	struct lb *b = one_thread();
+	const uint64_t chunk0 = MMS_HEADER_SIZE + sizeof(struct mms_chunk_header);
+	mms_replay_options_t opt = { .forward_only = 1 };
+	uint64_t seen, whole;
+	mms_replay_t *r;
+	mms_log_t *log;
+	mms_where_t w;
+	struct fol f;
+
+	lb_header(b)->flags &= ~(uint32_t)MMS_FLAG_COMPLETE;
+	lb_alloc(b, 12, 0, 0x1000, 10, 0);
+	lb_alloc(b, 13, 0, 0x2000, 20, 0);
+	seen = lb_offset(b) - chunk0;
+	lb_alloc(b, 14, 0, 0x3000, 30, 0);
+	whole = lb_offset(b) - chunk0;
+	lb_chunk(b);
+	lb_segment(b, 0, 14);
+	lb_alloc(b, 15, 0, 0x4000, 40, 0);
+	lb_free(b, 16, 0, 0x1000);
+	lb_set_used(b, 0, seen);
+	fol_open(&f, b);
+	/* Below 13, the thread's last record before the gap: init and the
+	 * first malloc (another record of stamp 13 may be in the gap). */
+	ck_assert_uint_eq(fol_feed(&f, b, 0), 2);
+	ck_assert_uint_eq(fol_feed(&f, b, 1), 2);
+	/* A replay that follows the log stops there too. */
+	ck_assert_int_eq(mms_log_follow(LOG, &log, NULL), 0);
+	ck_assert_int_eq(mms_replay_open_ex(log, &opt, &r), 0);
+	while (mms_replay_next(r, NULL) == 1)
+		;
+	mms_replay_where(r, &w);
+	ck_assert_uint_eq(w.position, 2);
+	lb_set_used(b, 0, whole);
+	/* Below 16 now; the replay reads to the end. */
+	ck_assert_uint_eq(fol_feed(&f, b, 1), 5);
+	ck_assert_int_eq(mms_replay_follow_refresh(r), 1);
+	while (mms_replay_next(r, NULL) == 1)
+		;
+	mms_replay_where(r, &w);
+	ck_assert_uint_eq(w.position, 6);
+	ck_assert_uint_eq(w.live_bytes, 90);
+	mms_replay_close(r);
+	mms_log_close(log);
+	lb_event0(b, MMS_TAG_SYSTEM | MMS_SYSTEM_FINI, 17);
+	fol_end(&f, b);
+	lb_destroy(b);
+}
+END_TEST
+
 /* A thread whose records come after events stamped later were fed: the
  * feed says so, and the pass cannot go on; a damaged record stops the
  * following. */
@@ -1770,6 +1826,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_time_conversion);
 	tcase_add_test(tc, test_follow_one_thread);
 	tcase_add_test(tc, test_follow_two_threads);
+	tcase_add_test(tc, test_follow_chunk_tail);
 	tcase_add_test(tc, test_follow_late_thread);
 	tcase_add_test(tc, test_replay_follow);
 	tcase_add_test(tc, test_replay_follow_late);
