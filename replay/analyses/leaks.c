@@ -151,24 +151,23 @@ static int step_ended(struct finder *f, uint64_t k)
 
 		if (!fo->used || fo->step >= k)
 			continue;
+		/* A mapping's entry is looked at only when it is freed. */
+		blk = fo->mem == MMS_MEM_MMAP ? NULL : followed_live(f->st, fo);
+		v = blk ? mms__pass_data_of(f->pass, blk, f->off) : NULL;
 		if (fo->step + 1 == k) {
 			if (fo->mem == MMS_MEM_MMAP) {
 				rc = mapping_leaks(f, fo, k);
-			} else if ((blk = followed_live(f->st, fo))) {
+			} else if (blk) {
 				mms__state_blk_export(f->st, blk, &b);
 				rc = leak_add(&f->l->step_leaks, &f->l->nstep_leaks, &f->leakcap, &b, k);
-				/* Its free, if one comes, is noted in the leak. */
-				if (!rc && (v = mms__pass_data_of(f->pass, blk, f->off)))
-					*v = LEAK_FOLLOWED | (f->l->nstep_leaks - 1);
-				blk = NULL;
 			}
 			if (rc)
 				return rc;
 		}
-		/* A mapping's entry is looked at only when it is freed. */
-		if (fo->mem != MMS_MEM_MMAP && (blk = followed_live(f->st, fo)) &&
-		    (v = mms__pass_data_of(f->pass, blk, f->off)) && !(*v & LEAK_FOLLOWED))
-			*v = 0;
+		/* A leak is followed on to its free, which is noted in it;
+		 * another block no more. */
+		if (v)
+			*v = fo->step + 1 == k ? LEAK_FOLLOWED | (f->l->nstep_leaks - 1) : 0;
 		fol_release(f, i);
 	}
 	return 0;
