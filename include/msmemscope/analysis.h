@@ -160,7 +160,9 @@ typedef struct mms_leak {
 	uint64_t found_step;      /* the step at whose end the per-step rule found
 	                             it (b.step + 1); 0 for a block live at the end */
 	uint64_t freed_step;      /* a block the per-step rule found that was freed
-	                             later: the step of its free (0: live at the end) */
+	                             later (a mapping's piece: its last page
+	                             unmapped): the step of its free (0: live at
+	                             the end) */
 	uint64_t freed_event;     /* and that free's event */
 	size_t suppression;       /* 1 + index of the suppression that matched it
 	                             (mms_leaks_options_t), 0 for none */

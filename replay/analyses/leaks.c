@@ -14,6 +14,7 @@
 #include "msmemscope/replay.h"
 #include "analysis-int.h"
 #include "base-int.h"
+#include "intervals-int.h"
 #include "map-int.h"
 #include "pass-int.h"
 #include "state-int.h"
@@ -53,6 +54,13 @@ struct finder {
 	mms_leak_step_t pending; /* events before the first step mark */
 	int pending_seen;
 	uint64_t prev_live[MMS_MEM_KIND_COUNT];
+	/* The pieces of mappings found as per-step leaks, followed on to
+	 * their unmapping as a block is to its free (val: the leak's index
+	 * in step_leaks), and of each leak its pieces still there. */
+	struct mms__ivset mleaks;
+	uint32_t *mpieces;
+	size_t mpieces_cap;
+	uint64_t ev_id; /* the event being handled, for mleak_ref() */
 };
 
 /* In a block's data: the block, a per-step leak already, is followed to
@@ -96,6 +104,40 @@ static int follow(struct finder *f, const struct mms__blk *b, uint64_t step)
 	return 0;
 }
 
+/* Per-step leak lk was freed by event id, in the step the event is in
+ * (after the last step mark: the last step, which the end of the log
+ * closes; finder_end() tells the two apart). */
+static void leak_freed(const struct finder *f, mms_leak_t *lk, uint64_t id)
+{
+	lk->freed_step = f->tr->ev_step == MMS__STEP_PENDING || f->tr->ev_step == MMS__STEP_NONE ? f->tr->nsteps
+												 : f->tr->ev_step;
+	lk->freed_event = id;
+}
+
+/* mleaks' callback: a piece of leak `val` split in two (+1) or gone (-1);
+ * the last one gone frees the leak. */
+static int mleak_ref(void *ctx, uint64_t val, int delta)
+{
+	struct finder *f = ctx;
+
+	if (delta > 0)
+		f->mpieces[val]++;
+	else if (!--f->mpieces[val])
+		leak_freed(f, &f->l->step_leaks[val], f->ev_id);
+	return 0;
+}
+
+/* An MMAP event took [addr, addr + size) from the mappings the state had
+ * there (unmapped, replaced, or made inaccessible): so it does from the
+ * leaks' pieces. */
+static int mleaks_event(struct finder *f, const mms_event_t *ev)
+{
+	uint64_t hi = ev->addr + ev->size < ev->addr ? UINT64_MAX : ev->addr + ev->size, bytes;
+
+	f->ev_id = ev->id;
+	return mms__ivset_remove(&f->mleaks, ev->addr, hi, &bytes);
+}
+
 /* Releases slot i of fol, already out of the map. */
 static void fol_release(struct finder *f, size_t i)
 {
@@ -109,6 +151,7 @@ static int mapping_leaks(struct finder *f, const struct followed *fo, uint64_t f
 {
 	const struct mms__state *st = f->st;
 	mms_block_t piece;
+	uint64_t bytes;
 	size_t i;
 	int rc;
 
@@ -119,6 +162,16 @@ static int mapping_leaks(struct finder *f, const struct followed *fo, uint64_t f
 		piece.addr = st->maps.iv[i].lo;
 		piece.size = st->maps.iv[i].hi - st->maps.iv[i].lo;
 		rc = leak_add(&f->l->step_leaks, &f->l->nstep_leaks, &f->leakcap, &piece, found);
+		if (rc)
+			return rc;
+		/* Followed on: a piece of it unmapped in a later step frees
+		 * it there once none is left. */
+		while (f->mpieces_cap < f->l->nstep_leaks)
+			if (mms__grow(&f->mpieces, &f->mpieces_cap, f->mpieces_cap, sizeof(*f->mpieces)))
+				return -ENOMEM;
+		f->mpieces[f->l->nstep_leaks - 1] = 1;
+		rc = mms__ivset_add_val(&f->mleaks, st->maps.iv[i].lo, st->maps.iv[i].hi, f->l->nstep_leaks - 1,
+					&bytes);
 		if (rc)
 			return rc;
 	}
@@ -270,6 +323,11 @@ static int finder_event(struct mms__sub *sub, struct mms_pass *p, const mms_even
 		if (!s)
 			return -ENOMEM;
 	}
+	/* The state took the range from its mappings (an MMAP event it left
+	 * alone, as an mprotect that opens what is open, has no block). */
+	if (ev->mem == MMS_MEM_MMAP && f->mleaks.n && (ev->kind == MMS_EV_FREE || st->last_blk_valid) &&
+	    (rc = mleaks_event(f, ev)))
+		return rc;
 	if ((ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE) && st->last_blk_valid) {
 		/* Only blocks allocated after the warm-up steps are followed. */
 		uint64_t step = mms__state_blk_step(st, st->last_blk);
@@ -287,12 +345,7 @@ static int finder_event(struct mms__sub *sub, struct mms_pass *p, const mms_even
 			/* A mapping is looked at when its step ends: munmap
 			 * may free only a piece of it. */
 			if (*v & LEAK_FOLLOWED) {
-				mms_leak_t *lk = &f->l->step_leaks[*v & ~LEAK_FOLLOWED];
-
-				lk->freed_step = f->tr->ev_step == MMS__STEP_PENDING || f->tr->ev_step == MMS__STEP_NONE
-							 ? f->tr->nsteps
-							 : f->tr->ev_step;
-				lk->freed_event = ev->id;
+				leak_freed(f, &f->l->step_leaks[*v & ~LEAK_FOLLOWED], ev->id);
 			} else {
 				fol_release(f, (size_t)*v - 1);
 			}
@@ -429,6 +482,8 @@ static void finder_drop(struct mms__sub *sub)
 	struct finder *f = (struct finder *)sub;
 
 	free(f->fol);
+	mms__ivset_free(&f->mleaks);
+	free(f->mpieces);
 	free(f);
 }
 
@@ -484,6 +539,8 @@ MMS__EXPORT int mms_leaks_add(mms_pass_t *p, const mms_leaks_options_t *opt, mms
 	for (int k = 0; k < 3; k++)
 		res->pub.mark_events[k] = UINT64_MAX;
 	f->pass = p;
+	f->mleaks.ref = mleak_ref;
+	f->mleaks.ctx = f;
 	f->off = mms__pass_attach(p, sizeof(uint64_t));
 	f->sub.name = "leaks";
 	f->sub.kinds = ~0u;

@@ -182,8 +182,8 @@ note "suppressions: leak:suppressed_alloc takes out 2048 bytes from both section
 	fail "msmemscope -- leaks queue exited $?: $(cat queue.err)"
 grep -q '^====== SUMMARY: 0.003841 Mb(s) leaked in 6 allocation(s) ======$' queue.err ||
 	fail "the 600 bytes freed only in the teardown should join the 5 per-step leaks: $(cat queue.err)"
-grep -q '^Held past the next step, then freed in a later one: 1 allocation(s), 400 bytes (not leaks: ' queue.err ||
-	fail "the 400 bytes freed in step 4 should be held, not leaked: $(cat queue.err)"
+grep -q '^Held past the next step, then freed in a later one: 2 allocation(s), 8.4 KiB (not leaks: ' queue.err ||
+	fail "the 400 bytes freed in step 4 and the mapping unmapped in steps 4 and 5 should be held, not leaked: $(cat queue.err)"
 grep -q '^  --show-held lists them by allocation stack\.$' queue.err || fail "no pointer to --show-held: $(cat queue.err)"
 set -- out7/msmemscope_*/memscope_*.mms
 "$MMS_REPLAY" "$1" --analysis leaks --json >queue.json || fail "--analysis leaks --json on the queue log exited $?"
@@ -191,21 +191,23 @@ set -- out7/msmemscope_*/memscope_*.mms
 import json, sys
 d = json.load(open(sys.argv[1]))
 held, ps = d["per_step_held"], d["per_step"]
-assert (held["blocks"], held["bytes"]) == (1, 400), held
-h = held["list"][0]
-assert (h["bytes"], h["step"], h["found_at_step_end"], h["freed_at_step"]) == (400, 2, 3, 4), h
+assert (held["blocks"], held["bytes"]) == (2, 8592), held
+h, m = held["list"]
+assert (h["memory"], h["bytes"], h["step"], h["found_at_step_end"], h["freed_at_step"]) == ("HOST", 400, 2, 3, 4), h
+# A mapping is held once its last page is unmapped.
+assert (m["memory"], m["bytes"], m["step"], m["found_at_step_end"], m["freed_at_step"]) == ("MMAP", 8192, 2, 3, 5), m
 assert (ps["leaks"], ps["bytes"]) == (6, 4028), (ps["leaks"], ps["bytes"])
 q = [l for l in ps["list"] if l["bytes"] == 600]
 assert len(q) == 1 and (q[0]["step"], q[0]["freed_at_step"]) == (3, 6), q
 assert all("freed_at_step" not in l for l in ps["list"] if l["bytes"] != 600), ps["list"]
 PY
 "$MMS_REPLAY" "$1" --analysis leaks --show-held >held.out || fail "--show-held exited $?"
-grep -q '^Held past the next step by allocation stack: 1 block, 400 bytes$' held.out ||
+grep -q '^Held past the next step by allocation stack: 2 blocks, 8.4 KiB' held.out ||
 	fail "--show-held does not list the held block: $(cat held.out)"
 rc=0
 "$MMS_REPLAY" "$1" --show-held >/dev/null 2>held.err || rc=$?
 expect_eq "exit status of --show-held without --analysis" "$rc" 2
-note "a queue: 400 bytes of step 2 freed in step 4 are held (per_step_held, freed_at_step 4), 600 bytes of step 3 freed in the teardown are the sixth per-step leak"
+note "a queue: 400 bytes of step 2 freed in step 4 are held (per_step_held, freed_at_step 4), so is a mapping of step 2 unmapped half in step 4 and half in step 5 (freed_at_step 5), 600 bytes of step 3 freed in the teardown are the sixth per-step leak"
 
 # --- msMemScope's "step start" ranges: the same leaks; the teardown is in
 # no step, so there are 5 steps, not 6 ----------------------------------------

@@ -427,6 +427,55 @@ START_TEST(test_step_held)
 }
 END_TEST
 
+/* A mapping found as a per-step leak is followed to its unmapping, piece
+ * by piece: held once nothing of it is left in a step the program ended
+ * (unmapped in two calls, or replaced by a MAP_FIXED mapping); an
+ * mprotect that opens what is open takes nothing; unmapped only after
+ * the last step mark, a leak. */
+START_TEST(test_step_held_mmap)
+{
+	struct lb *b = one_thread();
+	mms_leaks_t *l;
+	mms_log_t *log;
+
+	lb_event0(b, MMS_TAG_STEP, 12);
+	lb_mmap(b, 13, 0x100000, 0x3000);
+	lb_mmap(b, 14, 0x200000, 0x2000);
+	lb_mmap(b, 15, 0x300000, 0x1000);
+	lb_event0(b, MMS_TAG_STEP, 16);
+	lb_event0(b, MMS_TAG_STEP, 17);
+	lb_munmap(b, 18, 0x101000, 0x1000); /* a hole: two pieces left */
+	lb_munmap(b, 19, 0x100000, 0x1000);
+	lb_mprotect(b, 20, 0x300000, 0x1000, 3);
+	lb_event0(b, MMS_TAG_STEP, 21);
+	lb_munmap(b, 22, 0x102000, 0x1000); /* the last piece */
+	lb_mmap(b, 23, 0x200000, 0x2000);   /* MAP_FIXED over it */
+	lb_event0(b, MMS_TAG_STEP, 24);
+	lb_munmap(b, 25, 0x300000, 0x1000);
+	lb_event0(b, MMS_TAG_SYSTEM | MMS_SYSTEM_FINI, 26);
+	log = write_open(b, SIZE_MAX);
+	ck_assert_int_eq(mms_leaks_run(log, NULL, &l), 0);
+	ck_assert_uint_eq(l->nstep_held, 2);
+	ck_assert_uint_eq(l->step_held[0].b.addr, 0x100000);
+	ck_assert_uint_eq(l->step_held[0].b.size, 0x3000);
+	ck_assert_uint_eq(l->step_held[0].found_step, 3);
+	ck_assert_uint_eq(l->step_held[0].freed_step, 5);
+	ck_assert_uint_eq(l->step_held[1].b.addr, 0x200000);
+	ck_assert_uint_eq(l->step_held[1].freed_step, 5);
+	/* C, and the mapping that replaced B (of step 5, live at the end of
+	 * the last step). */
+	ck_assert_uint_eq(l->nstep_leaks, 2);
+	ck_assert_uint_eq(l->step_leaks[0].b.addr, 0x300000);
+	ck_assert_uint_eq(l->step_leaks[0].freed_step, 6);
+	ck_assert_uint_eq(l->step_leaks[1].b.addr, 0x200000);
+	ck_assert_uint_eq(l->step_leaks[1].found_step, 6);
+	ck_assert_uint_eq(l->step_leaks[1].freed_step, 0);
+	mms_leaks_free(l);
+	mms_log_close(log);
+	lb_destroy(b);
+}
+END_TEST
+
 /* A stack whose records do not resolve (its parent was never defined: a
  * bit flipped in the log) does not stop a report: it has no frames, and
  * the log's info counts it. */
@@ -1802,6 +1851,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_cut_stamp);
 	tcase_add_test(tc, test_cut_step);
 	tcase_add_test(tc, test_step_held);
+	tcase_add_test(tc, test_step_held_mmap);
 	tcase_add_test(tc, test_bad_stack);
 	tcase_add_test(tc, test_lost_events);
 	tcase_add_test(tc, test_truncated_file);
