@@ -145,13 +145,72 @@ MMS_EXPORT void msmemscope_step(void)
 	step_ends(MMS_STEP_BY_PROGRAM);
 }
 
+/* Which optimizer's steps are the inferred steps, where a program steps
+ * several (a GAN's discriminator and generator, an actor and a critic):
+ * one iteration of its loop is one step, ending where the iteration ends,
+ * at its last optimizer's step, so that what an iteration keeps until the
+ * next one reassigns it (its losses, and through them their graphs) is
+ * not called a per-step leak. The first optimizer seen begins an
+ * iteration; the last of one is the optimizer that stepped just before
+ * the first one stepped again, found at the end of the first iteration:
+ * until then the first optimizer's steps count (all of them, in a
+ * program with one). One that steps twice without the first in between
+ * takes its place (the program went on to another optimizer: a second
+ * stage of training). Keys are the optimizers' identities (id() in
+ * Python), 0 for unknown: every such step counts. Under opt_lock; the
+ * package calls with the GIL held. */
+static int opt_lock;
+static uint64_t opt_first;           /* the first optimizer of an iteration, 0: none yet */
+static uint64_t opt_last;            /* the last one, 0 while not known */
+static uint64_t opt_prev;            /* the optimizer that stepped last */
+static uint64_t opt_other;           /* another than opt_first that stepped since it did, 0: none */
+static __thread uint64_t opt_ending; /* noted by msmemscope__optimizer_key */
+
+static int optimizer_counts(uint64_t key)
+{
+	int counts;
+
+	if (!key)
+		return 1;
+	mms__spin_lock(&opt_lock);
+	if (!opt_first || (key != opt_first && key == opt_other)) {
+		opt_first = key;
+		opt_last = 0;
+		opt_other = 0;
+	} else if (key == opt_first) {
+		if (opt_prev && opt_prev != opt_first)
+			opt_last = opt_prev;
+		opt_other = 0;
+	} else {
+		opt_other = key;
+	}
+	opt_prev = key;
+	counts = key == (opt_last ? opt_last : opt_first);
+	mms__spin_unlock(&opt_lock);
+	return counts;
+}
+
+/* Notes the optimizer whose step is ending on this thread (the package's
+ * wrapper of torch.optim.Optimizer._optimizer_step_code, which torch
+ * calls at the end of each step, inside its "Optimizer.step#"
+ * RecordFunction: an outer optimizer's after the inner one's). Not part
+ * of msmemscope.h. */
+MMS_EXPORT void msmemscope__optimizer_key(uint64_t key)
+{
+	opt_ending = key;
+}
+
 /* The end of a PyTorch optimizer step (msmemscope._torchops: the
  * outermost RecordFunction "Optimizer.step#..." of a thread ended): a
- * step the recorder infers, for a program that marks none. Not part of
- * msmemscope.h. */
+ * step the recorder infers, for a program that marks none, when it is a
+ * step of the optimizer that counts (above). Not part of msmemscope.h. */
 MMS_EXPORT void msmemscope__optimizer_step(void)
 {
-	step_ends(MMS_STEP_BY_OPTIMIZER);
+	uint64_t key = opt_ending;
+
+	opt_ending = 0;
+	if (optimizer_counts(key))
+		step_ends(MMS_STEP_BY_OPTIMIZER);
 }
 
 uint32_t mms__step_now(void)

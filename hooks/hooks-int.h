@@ -281,6 +281,9 @@ uint32_t mms__step_now(void) MMS_HIDDEN;
 /* Exported for msmemscope._torchops, not in msmemscope.h: the end of a
  * PyTorch optimizer step, a step inferred while the program marks none. */
 void msmemscope__optimizer_step(void);
+/* For the msmemscope package: the optimizer (its id()) whose step ends
+ * next on this thread. */
+void msmemscope__optimizer_key(uint64_t key);
 /* The instrumentation API's events, for callers that hold the reentrancy
  * guard (mms__tls_busy) already: nvtx.c. Each records what its
  * msmemscope_* function records (msmemscope.h); range_start returns the

@@ -44,6 +44,7 @@ static struct api {
 	unsigned (*import_begin)(void);
 	void (*import_end)(unsigned prev);
 	void (*optimizer_step)(void);
+	void (*optimizer_key)(uint64_t key);
 } api;
 
 /* Whether the recorder records this process: its API is there and says so. */
@@ -82,6 +83,7 @@ static void api_load(void)
 	api.import_begin = (unsigned (*)(void))sym("msmemscope__import_begin");
 	api.import_end = (void (*)(unsigned))sym("msmemscope__import_end");
 	api.optimizer_step = (void (*)(void))sym("msmemscope__optimizer_step");
+	api.optimizer_key = (void (*)(uint64_t))sym("msmemscope__optimizer_key");
 }
 
 static PyObject *py_recording(PyObject *self, PyObject *unused)
@@ -177,6 +179,19 @@ static PyObject *py_wrap_load(PyObject *self, PyObject *original)
 		Py_RETURN_NONE;                                            \
 	}
 
+/* A call with one unsigned integer argument (an id). */
+#define CALLU(pyname, field)                                           \
+	static PyObject *pyname(PyObject *self, PyObject *arg)         \
+	{                                                              \
+		unsigned long long v = PyLong_AsUnsignedLongLong(arg); \
+                                                                       \
+		if (v == (unsigned long long)-1 && PyErr_Occurred())   \
+			return NULL;                                   \
+		if (api.field)                                         \
+			api.field(v);                                  \
+		Py_RETURN_NONE;                                        \
+	}
+
 CALL0(py_step, step)
 CALL0(py_optimizer_step, optimizer_step)
 CALL0(py_op_end, op_end)
@@ -200,16 +215,8 @@ static PyObject *py_range_start(PyObject *self, PyObject *arg)
 	return PyLong_FromUnsignedLongLong(api.range_start(s));
 }
 
-static PyObject *py_range_end(PyObject *self, PyObject *arg)
-{
-	unsigned long long id = PyLong_AsUnsignedLongLong(arg);
-
-	if (id == (unsigned long long)-1 && PyErr_Occurred())
-		return NULL;
-	if (api.range_end)
-		api.range_end(id);
-	Py_RETURN_NONE;
-}
+CALLU(py_range_end, range_end)
+CALLU(py_optimizer_key, optimizer_key)
 
 /* watch_range(address, size, name): watches [address, address + size). */
 static PyObject *py_watch_range(PyObject *self, PyObject *args)
@@ -493,6 +500,8 @@ static PyMethodDef methods[] = {
 	{ "step", py_step, METH_NOARGS, "Ends the current step." },
 	{ "optimizer_step", py_optimizer_step, METH_NOARGS,
 	  "The end of a PyTorch optimizer step: a step inferred where the program marks none (msmemscope.torch)." },
+	{ "optimizer_key", py_optimizer_key, METH_O,
+	  "optimizer_key(id): the optimizer whose step ends next on this thread (msmemscope.torch)." },
 	{ "op_begin", py_op_begin, METH_O, "Begins an operator launch." },
 	{ "op_end", py_op_end, METH_NOARGS, "Ends the innermost operator launch of this thread." },
 	{ "kernel_launch", py_kernel_launch, METH_O, "Records a kernel launch." },

@@ -9,7 +9,8 @@
 # that the owners at the end of step 3 (--step 3 and decompose at that
 # event) are its parameter, gradient and momentum bytes exactly; compare,
 # watch and (with accesses) inefficient name aten operators; a clean
-# loop has no per-step leak after warm-up; without operator launches
+# loop has no per-step leak after warm-up, nor a GAN's loop of two
+# optimizers (one step per iteration); without operator launches
 # (--events=alloc,free) no operator is recorded, and msMemScope's --level=op
 # asks for them, also in a program that never imports msmemscope; guard
 # mode finds nothing in torch and changes nothing.
@@ -284,6 +285,60 @@ frames = [f for g in d["per_step"]["by_stack"]["groups"] for f in g["stack"]]
 assert any(f.get("file", "").endswith("grow.py") and f.get("line") == line for f in frames), frames[:8]
 print(dict(by_step))
 PY
+
+# Two optimizers (a GAN's discriminator, then its generator): one
+# iteration is one inferred step, ending at the generator's step (the
+# iteration's last), so that the losses and outputs an iteration keeps
+# until the next reassigns them are no per-step leak, nor held; keeping
+# every generator loss (and with it its graph) is a leak of each step,
+# found under the line that makes it.
+cat >gan.py <<'PY'
+import sys, torch
+torch.manual_seed(4)
+G = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 16))
+D = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
+og = torch.optim.Adam(G.parameters(), lr=0.001)
+od = torch.optim.Adam(D.parameters(), lr=0.001)
+kept = []
+for i in range(6):
+    fake = G(torch.randn(16, 8))
+    od.zero_grad()
+    ld = D(torch.randn(16, 16)).mean() - D(fake.detach()).mean()
+    ld.backward()
+    od.step()
+    og.zero_grad()
+    lg = D(fake).mean()
+    lg.backward()
+    og.step()
+    if sys.argv[1:] == ["keep"]:
+        kept.append(lg)
+print("kept %d" % len(kept))
+PY
+for how in clean keep; do
+	"$MMS_LAUNCHER" --level=op --call-stack=python:8 --output=gan-$how -- "$MMS_PYTHON" gan.py $how >gan-$how.out \
+		2>gan-$how.err || fail "msmemscope --level=op -- gan.py $how exited $?: $(tail -5 gan-$how.err)"
+	log=$(ls gan-$how/msmemscope_*/memscope_*.mms)
+	summarize "$log"
+	# 6 iterations and the teardown, not 12 optimizer steps and it.
+	expect_key "$log.json" steps 7
+	"$MMS_REPLAY" "$log" --analysis leaks --json >gan-$how.json 2>gan-$how.jerr ||
+		fail "--analysis leaks on gan.py $how exited $?: $(cat gan-$how.jerr)"
+	"$MMS_PYTHON" - gan-$how.json $how "$(grep -n 'lg = D(fake)' gan.py | cut -d: -f1)" >gan-$how.check 2>&1 <<'PY' ||
+import json, sys
+d, how, line = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3])
+steps = sorted({l["step"] for l in d["per_step"]["list"]})
+if how == "clean":
+    assert d["per_step"]["leaks"] == 0 and d["per_step_held"]["blocks"] == 0, (d["per_step"], d["per_step_held"])
+else:
+    # Steps 3 to 5 keep their loss's graph (step 6's goes in the teardown).
+    assert steps == [3, 4, 5], steps
+    frames = [f for g in d["per_step"]["by_stack"]["groups"] for f in g["stack"]]
+    assert any(f.get("file", "").endswith("gan.py") and f.get("line") == line for f in frames), frames[:8]
+print(how, d["per_step"]["leaks"], steps)
+PY
+		fail "gan.py $how's per-step leaks: $(cat gan-$how.check)"
+done
+note "two optimizers (a GAN): 6 iterations are 6 inferred steps, none leaks; keeping each loss is a leak of steps 3-5 at gan.py's line"
 
 # A program's own module named torch is left alone: libtorch is not
 # loaded into it (that alone is some 800,000 allocations).

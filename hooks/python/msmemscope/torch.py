@@ -56,6 +56,35 @@ _how = None    # how aten operators are recorded: "record_function", "dispatch",
 _mode = None   # the TorchDispatchMode fallback, while it is pushed
 _step_hooks = None  # the fallback's optimizer step hooks (torch 2.0 and later)
 _optimizer_depth = 0
+_step_code = None   # torch.optim.Optimizer._optimizer_step_code, while wrapped
+
+
+def _note_optimizer():
+    """Wraps torch.optim.Optimizer._optimizer_step_code, which torch calls
+    at the end of every optimizer step (1.13 and 2.x alike, inside the step's
+    record_function and before its post hooks), to tell the recorder which
+    optimizer's step is ending: of a program's several optimizers (a GAN's
+    two), the steps of one are its inferred steps (doc/python.md)."""
+    global _step_code
+    import torch.optim
+    code = getattr(torch.optim.Optimizer, "_optimizer_step_code", None)
+    if _step_code is not None or code is None:
+        return
+
+    def _optimizer_step_code(self, *a, **k):
+        _c.optimizer_key(id(self))
+        return code(self, *a, **k)
+
+    _step_code = code
+    torch.optim.Optimizer._optimizer_step_code = _optimizer_step_code
+
+
+def _unnote_optimizer():
+    global _step_code
+    if _step_code is not None:
+        import torch.optim
+        torch.optim.Optimizer._optimizer_step_code = _step_code
+        _step_code = None
 
 
 def _optimizer_pre(*_):
@@ -116,7 +145,8 @@ def ops(enable=True, via=None):
     declares each operator's input storages read at its start and its
     outputs written at its end, for the inefficient analysis (the
     fallback does not). The end of each optimizer step is a step the
-    recorder infers, which counts where the program marks none itself
+    recorder infers (of a loop with several optimizers, each iteration's
+    last), which counts where the program marks none itself
     (doc/python.md). via="dispatch" takes the fallback even where the
     C++ callback is built. Returns how: "record_function", "dispatch", or
     None when operators are not recorded. ops(False) stops."""
@@ -124,6 +154,7 @@ def ops(enable=True, via=None):
     if via not in (None, "record_function", "dispatch"):
         raise ValueError("msmemscope.torch.ops(via=%r): record_function or dispatch" % (via,))
     if not enable:
+        _unnote_optimizer()
         if _how == "record_function":
             _torchops.disable()
         elif _mode is not None:
@@ -149,6 +180,7 @@ def ops(enable=True, via=None):
         _mode.__enter__()
         _step_hooks = _hook_optimizer_steps()
         _how = "dispatch"
+    _note_optimizer()
     return _how
 
 
