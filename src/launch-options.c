@@ -506,9 +506,17 @@ void parse_args(int argc, char **argv, struct opts *o)
 			value = arg + 8;
 			def = &guard_list_def;
 		}
+		/* -o DIR, as heaptrack and msmemscope-replay spell it. */
+		if (strcmp(arg, "-o") == 0) {
+			if (i + 1 >= argc || !strcmp(argv[i + 1], "--"))
+				die_usage("-o needs a folder: -o DIR (or --output=DIR)");
+			value = argv[++i];
+			arg = "--output";
+		}
 		for (size_t k = 0; k < N_OPTS && !def; k++) {
-			if (opt_defs[k].has_value ? cli_opt_value(argc, argv, &i, opt_defs[k].name, &value)
-						  : cli_opt_flag(arg, opt_defs[k].name))
+			if (value                   ? !strcmp(arg, opt_defs[k].name)
+			    : opt_defs[k].has_value ? cli_opt_value(argc, argv, &i, opt_defs[k].name, &value)
+						    : cli_opt_flag(arg, opt_defs[k].name))
 				def = &opt_defs[k];
 		}
 		if (!def)
@@ -697,7 +705,7 @@ static void print_help(void)
 	       "                        full-content: also write their bytes to\n"
 	       "                        watch_dump/ in the run folder. Implies launch\n"
 	       "                        events and runs the watch analysis after the run.\n"
-	       "  --output=DIR          where run folders go (default %s).\n"
+	       "  -o, --output=DIR      where run folders go (default %s).\n"
 	       "  --log-level=LEVEL     info, warn (default) or error: what msmemscope and the\n"
 	       "                        recorder report on stderr.\n"
 	       "\n"

@@ -46,8 +46,8 @@ grep -q "^====== SUMMARY: 0.019531 Mb(s) leaked at exit in 5 allocation(s) =====
 note "infer: 5 blocks, 20480 bytes leaked at exit, 4 per-step leaks in attention, 25 operator launches, log mode 0640"
 
 # --analysis= records without a summary; the options reach the recorder
-# (stacks on: the log says so).
-"$MMS_LAUNCHER" --analysis= --call-stack=c:8 --output out2 -- "$infer" >/dev/null 2>quiet.err ||
+# (stacks on: the log says so). -o is --output.
+"$MMS_LAUNCHER" --analysis= --call-stack=c:8 -o out2 -- "$infer" >/dev/null 2>quiet.err ||
 	fail "msmemscope --analysis= exited $?"
 grep -q "live at exit" quiet.err && fail "--analysis= printed a summary: $(cat quiet.err)"
 set -- out2/msmemscope_*/memscope_*.mms
@@ -101,6 +101,14 @@ done
 rc=0
 "$MMS_LAUNCHER" --output=out4 >/dev/null 2>bad.err || rc=$?
 expect_eq "exit status of msmemscope with no program" "$rc" 2
+rc=0
+"$MMS_LAUNCHER" -o >/dev/null 2>bad.err || rc=$?
+expect_eq "exit status of msmemscope -o without a folder" "$rc" 2
+grep -q -- "-o needs a folder" bad.err || fail "msmemscope -o without a folder says: $(cat bad.err)"
+rc=0
+"$MMS_LAUNCHER" -o -- "$infer" >/dev/null 2>bad.err || rc=$?
+expect_eq "exit status of msmemscope -o -- prog" "$rc" 2
+[ ! -e -- ] || fail "msmemscope -o -- prog made a folder named --"
 [ ! -e out4 ] || fail "a usage error created the output folder"
 
 # Programs that cannot run: 127 not found, 126 not executable, like a shell.
