@@ -154,46 +154,70 @@ MMS_EXPORT void msmemscope_step(void)
  * iteration; the last of one is the optimizer that stepped just before
  * the first one stepped again, found at the end of the first iteration:
  * until then the first optimizer's steps count (all of them, in a
- * program with one). One that steps twice without the first in between
- * takes its place (the program went on to another optimizer: a second
- * stage of training). Keys are the optimizers' identities (id() in
- * Python), 0 for unknown: every such step counts. Under opt_lock; the
- * package calls with the GIL held. */
+ * program with one). One that steps again before the first does takes
+ * its place (the program went on to other optimizers: a second stage of
+ * training). Keys tell the optimizers apart (the package numbers them),
+ * 0 for unknown: every such step counts, and so does every step once
+ * more than OPT_KEYS optimizers stepped (a program that makes a new one
+ * for each iteration: no key comes back). Under opt_lock; the package
+ * calls with the GIL held. */
+#define OPT_KEYS 4
 static int opt_lock;
 static uint64_t opt_first;           /* the first optimizer of an iteration, 0: none yet */
 static uint64_t opt_last;            /* the last one, 0 while not known */
 static uint64_t opt_prev;            /* the optimizer that stepped last */
-static uint64_t opt_other;           /* another than opt_first that stepped since it did, 0: none */
+static uint64_t opt_since[OPT_KEYS]; /* the others that stepped since opt_first did */
+static unsigned opt_nsince;
+static uint64_t opt_seen[OPT_KEYS];  /* the optimizers that stepped */
+static int opt_many;                 /* more of them than that: every step counts */
 static __thread uint64_t opt_ending; /* noted by msmemscope__optimizer_key */
+
+/* Whether key is among the first n of keys. */
+static int key_in(const uint64_t *keys, unsigned n, uint64_t key)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (keys[i] == key)
+			return 1;
+	return 0;
+}
 
 static int optimizer_counts(uint64_t key)
 {
+	unsigned nseen = 0;
 	int counts;
 
 	if (!key)
 		return 1;
 	mms__spin_lock(&opt_lock);
-	if (!opt_first || (key != opt_first && key == opt_other)) {
+	while (nseen < OPT_KEYS && opt_seen[nseen])
+		nseen++;
+	if (!key_in(opt_seen, nseen, key)) {
+		if (nseen < OPT_KEYS)
+			opt_seen[nseen] = key;
+		else
+			opt_many = 1;
+	}
+	if (key == opt_first) {
+		if (opt_prev != opt_first)
+			opt_last = opt_prev;
+		opt_nsince = 0;
+	} else if (!opt_first || key_in(opt_since, opt_nsince, key)) {
 		opt_first = key;
 		opt_last = 0;
-		opt_other = 0;
-	} else if (key == opt_first) {
-		if (opt_prev && opt_prev != opt_first)
-			opt_last = opt_prev;
-		opt_other = 0;
-	} else {
-		opt_other = key;
+		opt_nsince = 0;
+	} else if (opt_nsince < OPT_KEYS) {
+		opt_since[opt_nsince++] = key;
 	}
 	opt_prev = key;
-	counts = key == (opt_last ? opt_last : opt_first);
+	counts = opt_many || key == (opt_last ? opt_last : opt_first);
 	mms__spin_unlock(&opt_lock);
 	return counts;
 }
 
-/* Notes the optimizer whose step is ending on this thread (the package's
- * wrapper of torch.optim.Optimizer._optimizer_step_code, which torch
- * calls at the end of each step, inside its "Optimizer.step#"
- * RecordFunction: an outer optimizer's after the inner one's). Not part
+/* Notes the optimizer whose step is ending on this thread: its number,
+ * from the package's wrapper of torch.optim.Optimizer._optimizer_step_code,
+ * which torch calls at the end of each step, inside its "Optimizer.step#"
+ * RecordFunction (an outer optimizer's after the inner one's). Not part
  * of msmemscope.h. */
 MMS_EXPORT void msmemscope__optimizer_key(uint64_t key)
 {

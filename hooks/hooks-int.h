@@ -281,7 +281,7 @@ uint32_t mms__step_now(void) MMS_HIDDEN;
 /* Exported for msmemscope._torchops, not in msmemscope.h: the end of a
  * PyTorch optimizer step, a step inferred while the program marks none. */
 void msmemscope__optimizer_step(void);
-/* For the msmemscope package: the optimizer (its id()) whose step ends
+/* For the msmemscope package: the optimizer (its number) whose step ends
  * next on this thread. */
 void msmemscope__optimizer_key(uint64_t key);
 /* The instrumentation API's events, for callers that hold the reentrancy

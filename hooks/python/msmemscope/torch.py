@@ -66,13 +66,25 @@ def _note_optimizer():
     optimizer's step is ending: of a program's several optimizers (a GAN's
     two), the steps of one are its inferred steps (doc/python.md)."""
     global _step_code
+    import itertools
+    import weakref
     import torch.optim
     code = getattr(torch.optim.Optimizer, "_optimizer_step_code", None)
     if _step_code is not None or code is None:
         return
+    # Each optimizer's number, from 1: id() would give a new optimizer the
+    # place of one freed (a loop that makes one per iteration would seem
+    # to alternate two).
+    numbers, count = weakref.WeakKeyDictionary(), itertools.count(1)
 
     def _optimizer_step_code(self, *a, **k):
-        _c.optimizer_key(id(self))
+        try:
+            n = numbers.get(self)
+            if n is None:
+                n = numbers[self] = next(count)
+        except TypeError:  # not hashable, or no weak reference to it
+            n = 0
+        _c.optimizer_key(n)
         return code(self, *a, **k)
 
     _step_code = code
