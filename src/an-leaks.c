@@ -866,8 +866,9 @@ int an_leaks_print(struct an_ctx *c)
 	return 0;
 }
 
-/* The leaks of l of the kinds (enum an_leak_kind) no suppression matched. */
-static uint64_t count_leaks(const mms_leak_t *l, size_t n, unsigned kinds)
+/* The leaks of l of the kinds (enum an_leak_kind) no suppression matched;
+ * those no scan told (counted as definite) are added to *unverdicted. */
+static uint64_t count_leaks(const mms_leak_t *l, size_t n, unsigned kinds, uint64_t *unverdicted)
 {
 	uint64_t k = 0;
 
@@ -877,18 +878,21 @@ static uint64_t count_leaks(const mms_leak_t *l, size_t n, unsigned kinds)
 				: r == MMS_REACH_POSSIBLE  ? AN_LEAK_POSSIBLE
 				: r == MMS_REACH_REACHABLE ? AN_LEAK_REACHABLE
 							   : AN_LEAK_DEFINITE;
+		int counted = !l[i].suppression && l[i].b.mem == MMS_MEM_HOST && (kinds & kind);
 
-		k += !l[i].suppression && l[i].b.mem == MMS_MEM_HOST && (kinds & kind);
+		k += counted;
+		*unverdicted += counted && r == MMS_REACH_UNKNOWN;
 	}
 	return k;
 }
 
-uint64_t an_leak_errors(const struct an_ctx *c, unsigned kinds)
+uint64_t an_leak_errors(const struct an_ctx *c, unsigned kinds, uint64_t *unverdicted)
 {
 	const mms_leaks_t *l = c->leaks;
 	mms_log_info_t info;
 	uint64_t n = 0;
 
+	*unverdicted = 0;
 	if (!l)
 		return 0;
 	if (kinds & AN_LEAK_STEP) {
@@ -902,6 +906,6 @@ uint64_t an_leak_errors(const struct an_ctx *c, unsigned kinds)
 	mms_log_get_info(c->log, &info);
 	if (!log_ends_at_exit(&info))
 		return n;
-	return n + count_leaks(l->exit_leaks, l->nexit_leaks, kinds & ~(unsigned)AN_LEAK_STEP) +
-	       count_leaks(l->reachable, l->nreachable, kinds & AN_LEAK_REACHABLE);
+	return n + count_leaks(l->exit_leaks, l->nexit_leaks, kinds & ~(unsigned)AN_LEAK_STEP, unverdicted) +
+	       count_leaks(l->reachable, l->nreachable, kinds & AN_LEAK_REACHABLE, unverdicted);
 }

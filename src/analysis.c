@@ -306,12 +306,12 @@ void an_close(struct an_ctx *c)
 
 int an_error_status(const struct an_ctx *c, int status)
 {
-	uint64_t guard, leaks, n;
+	uint64_t guard, leaks, n, unverdicted;
 
 	if (!c->o->error_exitcode)
 		return status;
 	guard = c->guard ? c->guard->nfindings : 0;
-	leaks = an_leak_errors(c, c->o->leak_error_kinds);
+	leaks = an_leak_errors(c, c->o->leak_error_kinds, &unverdicted);
 	n = guard + leaks;
 	if (!n)
 		return status;
@@ -320,8 +320,13 @@ int an_error_status(const struct an_ctx *c, int status)
 	for (unsigned k = 0, sep = 0; k < sizeof(leak_kind_names) / sizeof(leak_kind_names[0]); k++)
 		if (c->o->leak_error_kinds & 1u << k)
 			fprintf(stderr, "%s%s", sep++ ? "," : "", leak_kind_names[k]);
-	fprintf(stderr, "%s) and %" PRIu64 " guard finding%s", c->o->leak_error_kinds ? "" : "none", guard,
-		guard == 1 ? "" : "s");
+	if (!c->o->leak_error_kinds)
+		fprintf(stderr, "none");
+	/* The report calls them live at exit, not leaks: say why they count. */
+	if (unverdicted)
+		fprintf(stderr, "; %" PRIu64 " of them live at exit, with no scan to tell leaked from reachable",
+			unverdicted);
+	fprintf(stderr, ") and %" PRIu64 " guard finding%s", guard, guard == 1 ? "" : "s");
 	if (c->killed_by)
 		fprintf(stderr, "; the program was killed by signal %d, which is the status (not --error-exitcode)\n",
 			c->killed_by);

@@ -181,8 +181,10 @@ extern const char *const an_mem_names[MMS_MEM_KIND_COUNT];
  * or all or none; NULL, or what is wrong. */
 const char *an_parse_leak_kinds(const char *list, unsigned *mask);
 /* The leaks of the kinds (enum an_leak_kind's bits) the leaks analysis
- * found that no suppression matched: 0 when it did not run. */
-uint64_t an_leak_errors(const struct an_ctx *c, unsigned kinds);
+ * found that no suppression matched: 0 when it did not run. *unverdicted
+ * gets how many of them are blocks live at exit that no scan told
+ * (counted as definite leaks). */
+uint64_t an_leak_errors(const struct an_ctx *c, unsigned kinds, uint64_t *unverdicted);
 /* status, or --error-exitcode's (o->error_exitcode) when there are errors:
  * guard's findings, and the leaks of the kinds o->leak_error_kinds names;
  * how many of each is said on stderr. */

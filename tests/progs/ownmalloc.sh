@@ -86,6 +86,13 @@ expect_key "$1.json" reach_scan '"allocator"'
 "$MMS_REPLAY" "$1" --analysis leaks >plug.txt 2>>plug.err || fail "leaks of $1 exited $?: $(cat plug.err)"
 grep -q "^(scan at exit: not made: the program's malloc is a library's that replaces glibc's" plug.txt ||
 	fail "the leaks report does not say why its blocks have no verdicts: $(cat plug.txt)"
+# --error-exitcode counts them as definite leaks, and says they are only
+# live at exit.
+rc=0
+"$MMS_REPLAY" "$1" --analysis leaks --error-exitcode 7 >/dev/null 2>plug.ec || rc=$?
+expect_eq "--error-exitcode 7 with 2 blocks live at exit and no scan" "$rc" 7
+grep -q "^msmemscope-replay: 2 errors: 2 leaks (definite,possible; 2 of them live at exit, with no scan to tell leaked from reachable) and 0 guard findings" plug.ec ||
+	fail "--error-exitcode does not say its leaks were not told by a scan: $(cat plug.ec)"
 note "family under allocplug.so: its calls recorded, the allocator's own mmap and munmap not counted as lost, its own state at start-up not a leak, no scan at exit"
 
 # The same with Debian's jemalloc, where installed: its leaks are listed,
