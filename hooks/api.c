@@ -169,6 +169,7 @@ static uint64_t opt_prev;            /* the optimizer that stepped last */
 static uint64_t opt_since[OPT_KEYS]; /* the others that stepped since opt_first did */
 static unsigned opt_nsince;
 static uint64_t opt_seen[OPT_KEYS];  /* the optimizers that stepped */
+static unsigned opt_nseen;
 static int opt_many;                 /* more of them than that: every step counts */
 static __thread uint64_t opt_ending; /* noted by msmemscope__optimizer_key */
 
@@ -183,17 +184,14 @@ static int key_in(const uint64_t *keys, unsigned n, uint64_t key)
 
 static int optimizer_counts(uint64_t key)
 {
-	unsigned nseen = 0;
 	int counts;
 
 	if (!key)
 		return 1;
 	mms__spin_lock(&opt_lock);
-	while (nseen < OPT_KEYS && opt_seen[nseen])
-		nseen++;
-	if (!key_in(opt_seen, nseen, key)) {
-		if (nseen < OPT_KEYS)
-			opt_seen[nseen] = key;
+	if (!key_in(opt_seen, opt_nseen, key)) {
+		if (opt_nseen < OPT_KEYS)
+			opt_seen[opt_nseen++] = key;
 		else
 			opt_many = 1;
 	}

@@ -657,6 +657,14 @@ void mms__elfsym_init(void) MMS_HIDDEN;
  * and its release. */
 void *mms__guard_alloc_hook(unsigned fn, unsigned family, size_t align, size_t size, int zero, uintptr_t ra) MMS_HIDDEN;
 void mms__guard_free_hook(void *ptr, unsigned family, uintptr_t ra) MMS_HIDDEN;
+/* The C++ operators of a replacement allocator (newdelete.c): tcmalloc's
+ * and jemalloc's operator new and delete allocate without calling malloc
+ * and free, so the operators take a block of the malloc family (aligned
+ * to align when over 16) and release it as the malloc hooks do; ra, the
+ * operator's caller, is the hooked call's return address. mms__hook_new
+ * returns NULL on failure. */
+void *mms__hook_new(size_t size, size_t align, uintptr_t ra) MMS_HIDDEN;
+void mms__hook_delete(void *ptr, uintptr_t ra) MMS_HIDDEN;
 /* Records the allocation of a guarded block (t->prev_stamp and
  * t->stack_id are then its stamp and stack); ra is the allocating call's
  * return address, in its caller (the runtimes' blocks are told by it). */

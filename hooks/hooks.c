@@ -427,6 +427,63 @@ static void *own_alloc(size_t size, size_t align)
 	return p;
 }
 
+/* --- a replacement allocator's C++ operators (newdelete.c) -----------------
+ * What the malloc and free hooks do, for an operator new or delete whose
+ * caller (ra) is the hooked call's: the stack starts there, and the
+ * runtimes' blocks are told by it (the allocator's own state, allocated
+ * by its constructors, is its own). */
+
+void *mms__hook_new(size_t size, size_t align, uintptr_t ra)
+{
+	struct mms_thread *t;
+	void *r;
+
+	if (OWN_CALL(malloc))
+		return own_alloc(size, align > 16 ? align : 16);
+	t = mms__enter();
+	if (t)
+		t->hook_ra = ra;
+	r = align > 16 ? mms__real.memalign(align, size) : mms__real.malloc(size);
+	if (t) {
+		if (r)
+			rec_alloc_with(t, MMS_ALLOC_MALLOC, r, size, mms__capture_stack_at(t, FRAME), ra, FRAME);
+		t->hook_ra = 0;
+		mms__leave();
+	}
+	return r;
+}
+
+/* free() past its arena and guard mode checks: ra, when not 0, is the
+ * hooked call's return address (an operator delete's caller; inlined,
+ * free() with 0 stores nothing for it). */
+static inline __attribute__((always_inline)) void free_recorded(void *ptr, uintptr_t ra)
+{
+	struct mms_thread *t = mms__enter();
+
+	if (t) {
+		if (ra)
+			t->hook_ra = ra;
+		mms__note_release((uintptr_t)ptr, t->index);
+		rec_free(t, MMS_FREE_FREE, ptr, mms__stamp_release_heap(), FRAME);
+		if (ra)
+			t->hook_ra = 0;
+		mms__leave();
+	}
+	mms__release_watched((uintptr_t)ptr, 0);
+	mms__real.free(ptr);
+}
+
+void mms__hook_delete(void *ptr, uintptr_t ra)
+{
+	if (unlikely(!ptr))
+		return;
+	if (unlikely(mms__arena_owns(ptr))) {
+		mms__arena_free(ptr);
+		return;
+	}
+	free_recorded(ptr, ra);
+}
+
 MMS_EXPORT void *malloc(size_t size)
 {
 	size_t size_ = size;
@@ -465,8 +522,6 @@ MMS_EXPORT void *calloc(size_t n, size_t size)
 
 MMS_EXPORT void free(void *ptr)
 {
-	struct mms_thread *t;
-
 	if (unlikely(!ptr))
 		return;
 	if (unlikely(mms__arena_owns(ptr))) {
@@ -477,14 +532,7 @@ MMS_EXPORT void free(void *ptr)
 		mms__guard_free_hook(ptr, MMS_GUARD_FAMILY_MALLOC, RA);
 		return;
 	}
-	t = mms__enter();
-	if (t) {
-		mms__note_release((uintptr_t)ptr, t->index);
-		rec_free(t, MMS_FREE_FREE, ptr, mms__stamp_release_heap(), FRAME);
-		mms__leave();
-	}
-	mms__release_watched((uintptr_t)ptr, 0);
-	mms__real.free(ptr);
+	free_recorded(ptr, 0);
 }
 
 /* realloc: the old block is stamped released before the call, the new one

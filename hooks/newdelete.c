@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* newdelete.c: the C++ allocation operators. Without guard mode each one
  * goes straight (a tail call: no frame of ours on the stack) to the C++
- * runtime's, which allocates through malloc and free as before; in guard
- * mode (guard.c) new and new[] make guarded blocks of their own family, so
+ * runtime's, which allocates through malloc and free as before; where the
+ * operator found is a replacement allocator's own (tcmalloc's, jemalloc's:
+ * they allocate without calling malloc and free, which would leave every
+ * new unrecorded), the operators allocate and release through the malloc
+ * hooks instead (hooks.c: mms__hook_new, mms__hook_delete); in guard mode
+ * (guard.c) new and new[] make guarded blocks of their own family, so
  * that delete of a malloc'd block or free of a new[]'d one is caught. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -103,6 +107,17 @@ static void *find(void **slot, const char *name)
 
 #define REAL(field, name) ((__typeof__(cxx.field))find((void **)&cxx.field, name))
 
+/* The operator's caller. */
+#define RA ((uintptr_t)__builtin_return_address(0))
+
+/* Whether operator f is the replacement allocator's own: in the code of
+ * the library whose malloc is the real one (never the C++ runtime's when
+ * that is glibc's). */
+static inline int allocators_own(const void *f)
+{
+	return mms__in_code(&mms__alloc_code, (uintptr_t)f);
+}
+
 /* Without a C++ runtime to forward to, the C allocator, as the runtime's
  * operators would: the throwing forms abort where the runtime would throw
  * std::bad_alloc (there is no runtime to throw it), the nothrow ones
@@ -133,64 +148,60 @@ static void *no_runtime_new_nothrow(size_t size, const void *nt)
 	return malloc(size ? size : 1);
 }
 
-#define FORWARD_NEW(field, name, fallback, ...)                                                                    \
-	do {                                                                                                       \
-		__typeof__(cxx.field) f_ = REAL(field, name);                                                      \
-		if (!f_)                                                                                           \
-			return fallback(__VA_ARGS__);                                                              \
-		return f_(__VA_ARGS__);                                                                            \
-	} while (0)
-
-#define FORWARD_DELETE(field, name, p)                                                                             \
-	do {                                                                                                       \
-		del_fn f_ = REAL(field, name);                                                                     \
-		if (f_)                                                                                            \
-			f_(p);                                                                                     \
-		else                                                                                               \
-			free(p);                                                                                   \
+/* A replacement allocator's operator is called only when the malloc
+ * family fails: its new-handler loop, and std::bad_alloc. */
+#define FORWARD_NEW(field, name, align, fallback, ...)                                                    \
+	do {                                                                                              \
+		__typeof__(cxx.field) f_ = REAL(field, name);                                             \
+		void *p_;                                                                                 \
+		if (!f_)                                                                                  \
+			return fallback(__VA_ARGS__);                                                     \
+		if (allocators_own((const void *)f_) && (p_ = mms__hook_new(size ? size : 1, align, RA))) \
+			return p_;                                                                        \
+		return f_(__VA_ARGS__);                                                                   \
 	} while (0)
 
 /* A guarded block for operator new; on failure, the runtime's operator
  * (its new-handler loop, and std::bad_alloc when that gives up). */
-static void *guard_new(unsigned family, size_t align, size_t size)
+static void *guard_new(unsigned family, size_t align, size_t size, uintptr_t ra)
 {
-	return mms__guard_alloc_hook(MMS_ALLOC_MALLOC, family, align, size ? size : 1, 0, 0);
+	return mms__guard_alloc_hook(MMS_ALLOC_MALLOC, family, align, size ? size : 1, 0, ra);
 }
 
 MMS_EXPORT void *_Znwm(size_t size)
 {
 	void *p;
 
-	if (unlikely(mms__guard_on) && (p = guard_new(MMS_GUARD_FAMILY_NEW, 16, size)))
+	if (unlikely(mms__guard_on) && (p = guard_new(MMS_GUARD_FAMILY_NEW, 16, size, RA)))
 		return p;
-	FORWARD_NEW(nw, "_Znwm", no_runtime_new, size);
+	FORWARD_NEW(nw, "_Znwm", 16, no_runtime_new, size);
 }
 
 MMS_EXPORT void *_Znam(size_t size)
 {
 	void *p;
 
-	if (unlikely(mms__guard_on) && (p = guard_new(MMS_GUARD_FAMILY_NEW_ARRAY, 16, size)))
+	if (unlikely(mms__guard_on) && (p = guard_new(MMS_GUARD_FAMILY_NEW_ARRAY, 16, size, RA)))
 		return p;
-	FORWARD_NEW(na, "_Znam", no_runtime_new, size);
+	FORWARD_NEW(na, "_Znam", 16, no_runtime_new, size);
 }
 
 MMS_EXPORT void *_ZnwmSt11align_val_t(size_t size, size_t align)
 {
 	void *p;
 
-	if (unlikely(mms__guard_on) && (p = guard_new(MMS_GUARD_FAMILY_NEW, align, size)))
+	if (unlikely(mms__guard_on) && (p = guard_new(MMS_GUARD_FAMILY_NEW, align, size, RA)))
 		return p;
-	FORWARD_NEW(nw_al, "_ZnwmSt11align_val_t", no_runtime_new_aligned, size, align);
+	FORWARD_NEW(nw_al, "_ZnwmSt11align_val_t", align, no_runtime_new_aligned, size, align);
 }
 
 MMS_EXPORT void *_ZnamSt11align_val_t(size_t size, size_t align)
 {
 	void *p;
 
-	if (unlikely(mms__guard_on) && (p = guard_new(MMS_GUARD_FAMILY_NEW_ARRAY, align, size)))
+	if (unlikely(mms__guard_on) && (p = guard_new(MMS_GUARD_FAMILY_NEW_ARRAY, align, size, RA)))
 		return p;
-	FORWARD_NEW(na_al, "_ZnamSt11align_val_t", no_runtime_new_aligned, size, align);
+	FORWARD_NEW(na_al, "_ZnamSt11align_val_t", align, no_runtime_new_aligned, size, align);
 }
 
 /* The nothrow forms return NULL where the others throw; the runtime's
@@ -198,82 +209,53 @@ MMS_EXPORT void *_ZnamSt11align_val_t(size_t size, size_t align)
 MMS_EXPORT void *_ZnwmRKSt9nothrow_t(size_t size, const void *nt)
 {
 	if (unlikely(mms__guard_on))
-		return guard_new(MMS_GUARD_FAMILY_NEW, 16, size);
-	FORWARD_NEW(nw_nt, "_ZnwmRKSt9nothrow_t", no_runtime_new_nothrow, size, nt);
+		return guard_new(MMS_GUARD_FAMILY_NEW, 16, size, RA);
+	FORWARD_NEW(nw_nt, "_ZnwmRKSt9nothrow_t", 16, no_runtime_new_nothrow, size, nt);
 }
 
 MMS_EXPORT void *_ZnamRKSt9nothrow_t(size_t size, const void *nt)
 {
 	if (unlikely(mms__guard_on))
-		return guard_new(MMS_GUARD_FAMILY_NEW_ARRAY, 16, size);
-	FORWARD_NEW(na_nt, "_ZnamRKSt9nothrow_t", no_runtime_new_nothrow, size, nt);
+		return guard_new(MMS_GUARD_FAMILY_NEW_ARRAY, 16, size, RA);
+	FORWARD_NEW(na_nt, "_ZnamRKSt9nothrow_t", 16, no_runtime_new_nothrow, size, nt);
 }
 
-MMS_EXPORT void _ZdlPv(void *p)
+/* A delete: in guard mode, a release of family `family`; else the
+ * runtime's operator (a tail call), or the free hook where that is the
+ * replacement allocator's own. Inlined into each operator, whose caller
+ * is ra. */
+static inline __attribute__((always_inline)) void delete_as(void *p, unsigned family, uintptr_t ra)
 {
-	if (unlikely(mms__guard_on)) {
-		if (p && !mms__arena_owns(p))
-			mms__guard_free_hook(p, MMS_GUARD_FAMILY_NEW, 0);
-		return;
-	}
-	FORWARD_DELETE(dl, "_ZdlPv", p);
-}
+	del_fn f_;
 
-MMS_EXPORT void _ZdaPv(void *p)
-{
 	if (unlikely(mms__guard_on)) {
 		if (p && !mms__arena_owns(p))
-			mms__guard_free_hook(p, MMS_GUARD_FAMILY_NEW_ARRAY, 0);
+			mms__guard_free_hook(p, family, ra);
 		return;
 	}
-	FORWARD_DELETE(da, "_ZdaPv", p);
+	f_ = family == MMS_GUARD_FAMILY_NEW_ARRAY ? REAL(da, "_ZdaPv") : REAL(dl, "_ZdlPv");
+	if (!f_)
+		free(p);
+	else if (allocators_own((const void *)f_))
+		mms__hook_delete(p, ra);
+	else
+		f_(p);
 }
 
 /* The sized, aligned and nothrow deletes release as the plain ones. */
-MMS_EXPORT void _ZdlPvm(void *p, size_t n)
-{
-	(void)n;
-	_ZdlPv(p);
-}
+#define DELETE(name, family, ...)                    \
+	MMS_EXPORT void name(void *p, ##__VA_ARGS__) \
+	{                                            \
+		delete_as(p, family, RA);            \
+	}
 
-MMS_EXPORT void _ZdaPvm(void *p, size_t n)
-{
-	(void)n;
-	_ZdaPv(p);
-}
-
-MMS_EXPORT void _ZdlPvSt11align_val_t(void *p, size_t a)
-{
-	(void)a;
-	_ZdlPv(p);
-}
-
-MMS_EXPORT void _ZdaPvSt11align_val_t(void *p, size_t a)
-{
-	(void)a;
-	_ZdaPv(p);
-}
-
-MMS_EXPORT void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t a)
-{
-	(void)n, (void)a;
-	_ZdlPv(p);
-}
-
-MMS_EXPORT void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t a)
-{
-	(void)n, (void)a;
-	_ZdaPv(p);
-}
-
-MMS_EXPORT void _ZdlPvRKSt9nothrow_t(void *p, const void *nt)
-{
-	(void)nt;
-	_ZdlPv(p);
-}
-
-MMS_EXPORT void _ZdaPvRKSt9nothrow_t(void *p, const void *nt)
-{
-	(void)nt;
-	_ZdaPv(p);
-}
+DELETE(_ZdlPv, MMS_GUARD_FAMILY_NEW)
+DELETE(_ZdaPv, MMS_GUARD_FAMILY_NEW_ARRAY)
+DELETE(_ZdlPvm, MMS_GUARD_FAMILY_NEW, size_t n)
+DELETE(_ZdaPvm, MMS_GUARD_FAMILY_NEW_ARRAY, size_t n)
+DELETE(_ZdlPvSt11align_val_t, MMS_GUARD_FAMILY_NEW, size_t a)
+DELETE(_ZdaPvSt11align_val_t, MMS_GUARD_FAMILY_NEW_ARRAY, size_t a)
+DELETE(_ZdlPvmSt11align_val_t, MMS_GUARD_FAMILY_NEW, size_t n, size_t a)
+DELETE(_ZdaPvmSt11align_val_t, MMS_GUARD_FAMILY_NEW_ARRAY, size_t n, size_t a)
+DELETE(_ZdlPvRKSt9nothrow_t, MMS_GUARD_FAMILY_NEW, const void *nt)
+DELETE(_ZdaPvRKSt9nothrow_t, MMS_GUARD_FAMILY_NEW_ARRAY, const void *nt)
