@@ -30,7 +30,7 @@
 
 #define MMS_MAGIC "MMSLOG\x1a\n"
 #define MMS_MAGIC_LEN 8
-#define MMS_FORMAT_VERSION 13u     /* what the writer writes */
+#define MMS_FORMAT_VERSION 14u     /* what the writer writes */
 #define MMS_FORMAT_VERSION_MIN 1u  /* the oldest version readers read */
 #define MMS_HEADER_SIZE 4096u
 #define MMS_CHUNK_SIZE_DEFAULT 65536u
@@ -484,6 +484,14 @@ enum mms_system_phase {
 	 * the process). Written by the forking thread in its pthread_atfork
 	 * prepare handler; the child's log names it (MMS_META_FORK_*). */
 	MMS_SYSTEM_FORK = 2,
+	/* (version 14) The Python package's sweep at exit began (3) or ended
+	 * (4), on the thread that writes them: after the program's own exit
+	 * handlers, CPython's method cache and PyTorch's cache of shared
+	 * storages emptied and, where nothing of the program's can run after
+	 * it, a garbage collection. What that thread frees in between, the
+	 * program had let go of before exit. */
+	MMS_SYSTEM_SWEEP_BEGIN = 3,
+	MMS_SYSTEM_SWEEP_END = 4,
 };
 
 /* META keys of a fork child's log (version 3), written with its first

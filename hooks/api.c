@@ -222,6 +222,19 @@ MMS_EXPORT void msmemscope__optimizer_key(uint64_t key)
 	opt_ending = key;
 }
 
+/* The package's sweep at exit (msmemscope/__init__.py): the frees this
+ * thread records between its two SYSTEM records are of memory the program
+ * had let go of (format.h). Not part of msmemscope.h. */
+MMS_EXPORT void msmemscope__exit_sweep(uint64_t end)
+{
+	struct mms_thread *t = mms__api_enter();
+
+	if (!t)
+		return;
+	rec_simple(t, (uint8_t)(MMS_TAG_SYSTEM | (end ? MMS_SYSTEM_SWEEP_END : MMS_SYSTEM_SWEEP_BEGIN)), 0, 0, 0, 0);
+	mms__api_leave();
+}
+
 /* The end of a PyTorch optimizer step (msmemscope._torchops: the
  * outermost RecordFunction "Optimizer.step#..." of a thread ended): a
  * step the recorder infers, for a program that marks none, when it is a

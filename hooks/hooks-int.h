@@ -284,6 +284,9 @@ void msmemscope__optimizer_step(void);
 /* For the msmemscope package: the optimizer (its number) whose step ends
  * next on this thread. */
 void msmemscope__optimizer_key(uint64_t key);
+/* For the msmemscope package: its sweep at exit begins (end 0) or ends
+ * (end 1) on this thread. */
+void msmemscope__exit_sweep(uint64_t end);
 /* The instrumentation API's events, for callers that hold the reentrancy
  * guard (mms__tls_busy) already: nvtx.c. Each records what its
  * msmemscope_* function records (msmemscope.h); range_start returns the

@@ -784,6 +784,18 @@ static void print_held(struct leaks_out *o)
 		    0, o->c->o->show_held, "--show-held", "Held past the next step by allocation stack");
 }
 
+/* What the per-step rule found that the Python package's sweep at exit
+ * freed: let go of by the program, kept by Python until then; not leaks,
+ * counted (and listed by stack with --show-held). */
+static void print_swept(struct leaks_out *o)
+{
+	print_apart(o, o->l->step_swept, o->l->nstep_swept, "per_step_swept",
+		    "Let go of, freed at exit by the sweep of Python's garbage and caches: ",
+		    " (not leaks: reference cycles no collection had reached, CPython's method cache, PyTorch's "
+		    "cache of shared storages)",
+		    0, o->c->o->show_held, "--show-held", "Let go of, freed at exit by allocation stack");
+}
+
 int an_leaks_add(struct an_ctx *c)
 {
 	mms_leaks_options_t lo = { 0 };
@@ -835,6 +847,8 @@ int an_leaks_print(struct an_ctx *c)
 		fputc(',', c->out);
 		print_held(&o);
 		fputc(',', c->out);
+		print_swept(&o);
+		fputc(',', c->out);
 		if (c->o->leak_marks) {
 			print_section(&o, SEC_MARKS, o.l->mark_leaks, o.l->nmark_leaks);
 			fputc(',', c->out);
@@ -853,6 +867,7 @@ int an_leaks_print(struct an_ctx *c)
 		if (o.l->nsteps) {
 			print_section(&o, SEC_STEP, o.l->step_leaks, o.l->nstep_leaks);
 			print_held(&o);
+			print_swept(&o);
 		}
 		if (c->o->leak_marks)
 			print_section(&o, SEC_MARKS, o.l->mark_leaks, o.l->nmark_leaks);

@@ -102,7 +102,11 @@ static const char *sub_name(const mms_event_t *ev)
 {
 	switch (ev->kind) {
 	case MMS_EV_SYSTEM:
-		return ev->sub == MMS_SYS_FORK ? "FORK" : ev->sub != MMS_SYS_INIT ? "FINI" : "INIT";
+		return ev->sub == MMS_SYS_FORK          ? "FORK"
+		       : ev->sub == MMS_SYS_SWEEP_BEGIN ? "SWEEP_BEGIN"
+		       : ev->sub == MMS_SYS_SWEEP_END   ? "SWEEP_END"
+		       : ev->sub != MMS_SYS_INIT        ? "FINI"
+							: "INIT";
 	case MMS_EV_MALLOC:
 	case MMS_EV_FREE:
 		return show_fn_name(ev);

@@ -45,6 +45,7 @@ static struct api {
 	void (*import_end)(unsigned prev);
 	void (*optimizer_step)(void);
 	void (*optimizer_key)(uint64_t key);
+	void (*exit_sweep)(uint64_t end);
 } api;
 
 /* Whether the recorder records this process: its API is there and says so. */
@@ -84,6 +85,7 @@ static void api_load(void)
 	api.import_end = (void (*)(unsigned))sym("msmemscope__import_end");
 	api.optimizer_step = (void (*)(void))sym("msmemscope__optimizer_step");
 	api.optimizer_key = (void (*)(uint64_t))sym("msmemscope__optimizer_key");
+	api.exit_sweep = (void (*)(uint64_t))sym("msmemscope__exit_sweep");
 }
 
 static PyObject *py_recording(PyObject *self, PyObject *unused)
@@ -217,6 +219,7 @@ static PyObject *py_range_start(PyObject *self, PyObject *arg)
 
 CALLU(py_range_end, range_end)
 CALLU(py_optimizer_key, optimizer_key)
+CALLU(py_exit_sweep, exit_sweep)
 
 /* watch_range(address, size, name): watches [address, address + size). */
 static PyObject *py_watch_range(PyObject *self, PyObject *args)
@@ -502,6 +505,8 @@ static PyMethodDef methods[] = {
 	  "The end of a PyTorch optimizer step: a step inferred where the program marks none (msmemscope.torch)." },
 	{ "optimizer_key", py_optimizer_key, METH_O,
 	  "optimizer_key(id): the optimizer whose step ends next on this thread (msmemscope.torch)." },
+	{ "exit_sweep", py_exit_sweep, METH_O,
+	  "exit_sweep(end): the package's sweep at exit begins (0) or ends (1) on this thread." },
 	{ "op_begin", py_op_begin, METH_O, "Begins an operator launch." },
 	{ "op_end", py_op_end, METH_NOARGS, "Ends the innermost operator launch of this thread." },
 	{ "kernel_launch", py_kernel_launch, METH_O, "Records a kernel launch." },

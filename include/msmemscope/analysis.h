@@ -218,6 +218,15 @@ typedef struct mms_leaks {
 	size_t nmark_leaks;
 	uint64_t marks_seen;      /* marks of that name in the events replayed */
 	uint64_t mark_events[3];  /* the three marks' events; UINT64_MAX: not reached */
+	/* What the per-step rule found that the Python package's sweep at exit
+	 * freed (format 14, MMS_SYS_SWEEP_BEGIN to MMS_SYS_SWEEP_END, on its
+	 * thread), after the last step ended: memory the program had let go
+	 * of, which CPython kept until then (garbage of reference cycles that
+	 * no collection had reached yet, its method cache's attribute names,
+	 * PyTorch's cache of dead shared storages): not leaks, not in
+	 * step_leaks, in the order found. */
+	mms_leak_t *step_swept;
+	size_t nstep_swept;
 } mms_leaks_t;
 
 typedef struct mms_leaks_options mms_leaks_options_t;

@@ -205,7 +205,11 @@ enum mms_map_sub {
 enum mms_system_sub {
 	MMS_SYS_INIT = 0,
 	MMS_SYS_FINI = 1,
-	MMS_SYS_FORK = 2,         /* the process forked a recorded child here */
+	MMS_SYS_FORK = 2,        /* the process forked a recorded child here */
+	MMS_SYS_SWEEP_BEGIN = 3, /* (format 14) the Python package's sweep at exit began */
+	MMS_SYS_SWEEP_END = 4,   /* and ended: what its thread freed in between, the
+	                            program had let go of (garbage of reference cycles,
+	                            CPython's and PyTorch's caches) */
 };
 
 enum mms_alloc_func {

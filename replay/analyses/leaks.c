@@ -61,6 +61,14 @@ struct finder {
 	uint32_t *mpieces;
 	size_t mpieces_cap;
 	uint64_t ev_id; /* the event being handled, for mleak_ref() */
+	/* The Python package's sweep at exit (MMS_SYS_SWEEP_BEGIN): its
+	 * thread + 1 while it runs (0: none), whether the event being
+	 * handled is that thread's, and which per-step leaks it freed (one
+	 * byte each, by index in step_leaks; nswept of them known). */
+	uint32_t sweep_thread;
+	int ev_swept;
+	uint8_t *swept;
+	size_t nswept, sweptcap;
 };
 
 /* In a block's data: the block, a per-step leak already, is followed to
@@ -104,14 +112,28 @@ static int follow(struct finder *f, const struct mms__blk *b, uint64_t step)
 	return 0;
 }
 
-/* Per-step leak lk was freed by event id, in the step the event is in
+/* Per-step leak i was freed by event id, in the step the event is in
  * (after the last step mark: the last step, which the end of the log
- * closes; finder_end() tells the two apart). */
-static void leak_freed(const struct finder *f, mms_leak_t *lk, uint64_t id)
+ * closes; finder_end() tells the two apart), by the sweep at exit or
+ * not. Returns 0 or -ENOMEM. */
+static int leak_freed(struct finder *f, size_t i, uint64_t id)
 {
+	mms_leak_t *lk = &f->l->step_leaks[i];
+
 	lk->freed_step = f->tr->ev_step == MMS__STEP_PENDING || f->tr->ev_step == MMS__STEP_NONE ? f->tr->nsteps
 												 : f->tr->ev_step;
 	lk->freed_event = id;
+	if (!f->ev_swept)
+		return 0;
+	if (i >= f->nswept) {
+		while (f->sweptcap <= i)
+			if (mms__grow(&f->swept, &f->sweptcap, f->sweptcap, 1))
+				return -ENOMEM;
+		memset(f->swept + f->nswept, 0, i + 1 - f->nswept);
+		f->nswept = i + 1;
+	}
+	f->swept[i] = 1;
+	return 0;
 }
 
 /* mleaks' callback: a piece of leak `val` split in two (+1) or gone (-1);
@@ -123,7 +145,7 @@ static int mleak_ref(void *ctx, uint64_t val, int delta)
 	if (delta > 0)
 		f->mpieces[val]++;
 	else if (!--f->mpieces[val])
-		leak_freed(f, &f->l->step_leaks[val], f->ev_id);
+		return leak_freed(f, (size_t)val, f->ev_id);
 	return 0;
 }
 
@@ -303,6 +325,9 @@ static int finder_event(struct mms__sub *sub, struct mms_pass *p, const mms_even
 		f->l->warmup_steps = (uint32_t)f->warmup;
 		f->warmup_decided = 1;
 	}
+	if (ev->kind == MMS_EV_SYSTEM && (ev->sub == MMS_SYS_SWEEP_BEGIN || ev->sub == MMS_SYS_SWEEP_END))
+		f->sweep_thread = ev->sub == MMS_SYS_SWEEP_BEGIN ? ev->thread + 1 : 0;
+	f->ev_swept = f->sweep_thread && ev->thread + 1 == f->sweep_thread;
 	if (f->opt.marks && ev->kind == MMS_EV_MSTX && ev->sub == MMS_MSTX_MARK && ev->name &&
 	    !strcmp(ev->name, f->opt.marks) && (rc = mark_seen(f, ev->id)))
 		return rc;
@@ -345,7 +370,9 @@ static int finder_event(struct mms__sub *sub, struct mms_pass *p, const mms_even
 			/* A mapping is looked at when its step ends: munmap
 			 * may free only a piece of it. */
 			if (*v & LEAK_FOLLOWED) {
-				leak_freed(f, &f->l->step_leaks[*v & ~LEAK_FOLLOWED], ev->id);
+				rc = leak_freed(f, (size_t)(*v & ~LEAK_FOLLOWED), ev->id);
+				if (rc)
+					return rc;
 			} else {
 				fol_release(f, (size_t)*v - 1);
 			}
@@ -391,24 +418,30 @@ static int leak_order(const void *a, const void *b)
 }
 
 /* Moves the per-step leaks freed in a step the program ended (1 to
- * marked) to step_held, keeping the order of each list. */
+ * marked) to step_held, and those the sweep at exit freed to step_swept,
+ * keeping the order of each list. */
 static int held_split(struct finder *f, uint64_t marked)
 {
 	mms_leaks_t *l = f->l;
-	size_t i, k = 0, n = 0;
+	size_t i, k = 0, nheld = 0, nswept = 0;
 
-	for (i = 0; i < l->nstep_leaks; i++)
-		n += l->step_leaks[i].freed_step && l->step_leaks[i].freed_step <= marked;
-	if (!n)
-		return 0;
-	l->step_held = malloc(n * sizeof(*l->step_held));
-	if (!l->step_held)
+	for (i = 0; i < l->nstep_leaks; i++) {
+		if (l->step_leaks[i].freed_step && l->step_leaks[i].freed_step <= marked)
+			nheld++;
+		else if (i < f->nswept && f->swept[i])
+			nswept++;
+	}
+	if (nheld && !(l->step_held = malloc(nheld * sizeof(*l->step_held))))
+		return -ENOMEM;
+	if (nswept && !(l->step_swept = malloc(nswept * sizeof(*l->step_swept))))
 		return -ENOMEM;
 	for (i = 0; i < l->nstep_leaks; i++) {
 		const mms_leak_t *lk = &l->step_leaks[i];
 
 		if (lk->freed_step && lk->freed_step <= marked)
 			l->step_held[l->nstep_held++] = *lk;
+		else if (i < f->nswept && f->swept[i])
+			l->step_swept[l->nstep_swept++] = *lk;
 		else
 			l->step_leaks[k++] = *lk;
 	}
@@ -484,6 +517,7 @@ static void finder_drop(struct mms__sub *sub)
 	free(f->fol);
 	mms__ivset_free(&f->mleaks);
 	free(f->mpieces);
+	free(f->swept);
 	free(f);
 }
 
@@ -501,6 +535,7 @@ MMS__EXPORT void mms_leaks_free(mms_leaks_t *l)
 		return;
 	free(l->step_leaks);
 	free(l->step_held);
+	free(l->step_swept);
 	free(l->exit_leaks);
 	free(l->runtime_kept);
 	free(l->reachable);

@@ -530,7 +530,11 @@ int mms__xpass_row(struct mms__xpass *x, struct mms__xrow *row)
 	switch (ev->kind) {
 	case MMS_EV_SYSTEM:
 		row->event = "SYSTEM";
-		row->type = ev->sub == MMS_SYSTEM_FORK ? "FORK" : ev->sub ? "FINI" : "INIT";
+		row->type = ev->sub == MMS_SYSTEM_FORK          ? "FORK"
+			    : ev->sub == MMS_SYSTEM_SWEEP_BEGIN ? "SWEEP_BEGIN"
+			    : ev->sub == MMS_SYSTEM_SWEEP_END   ? "SWEEP_END"
+			    : ev->sub                           ? "FINI"
+								: "INIT";
 		break;
 	case MMS_EV_MALLOC:
 	case MMS_EV_FREE:

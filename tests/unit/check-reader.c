@@ -476,6 +476,55 @@ START_TEST(test_step_held_mmap)
 }
 END_TEST
 
+/* The Python package's sweep at exit (format 14): a per-step leak that its
+ * thread frees between SWEEP_BEGIN and SWEEP_END is set apart in
+ * step_swept; one freed before or after the sweep, or by another thread
+ * while it runs, stays a leak. */
+START_TEST(test_step_swept)
+{
+	struct lb *b = one_thread();
+	uint32_t c0 = 0, c1;
+	mms_leaks_t *l;
+	mms_log_t *log;
+
+	lb_header(b)->version = MMS_FORMAT_VERSION;
+	lb_event0(b, MMS_TAG_STEP, 12);
+	lb_alloc(b, 13, 0, 0x1000, 10, 0);
+	lb_alloc(b, 14, 0, 0x2000, 20, 0);
+	lb_alloc(b, 15, 0, 0x3000, 30, 0);
+	c1 = lb_chunk(b);
+	lb_segment(b, 1, 16);
+	lb_thread(b, 16, 1, 1001);
+	lb_alloc(b, 17, 0, 0x4000, 40, 0);
+	lb_use(b, c0);
+	lb_event0(b, MMS_TAG_STEP, 18);
+	lb_event0(b, MMS_TAG_STEP, 19);
+	lb_free(b, 20, 0, 0x3000); /* before the sweep */
+	lb_event0(b, MMS_TAG_SYSTEM | MMS_SYSTEM_SWEEP_BEGIN, 21);
+	lb_free(b, 22, 0, 0x1000); /* the sweep's */
+	lb_use(b, c1);
+	lb_free(b, 23, 0, 0x4000); /* another thread's, meanwhile */
+	lb_use(b, c0);
+	lb_event0(b, MMS_TAG_SYSTEM | MMS_SYSTEM_SWEEP_END, 24);
+	lb_free(b, 25, 0, 0x2000); /* after it */
+	lb_event0(b, MMS_TAG_SYSTEM | MMS_SYSTEM_FINI, 26);
+	log = write_open(b, SIZE_MAX);
+	ck_assert_int_eq(mms_leaks_run(log, NULL, &l), 0);
+	ck_assert_uint_eq(l->nstep_swept, 1);
+	ck_assert_uint_eq(l->step_swept[0].b.addr, 0x1000);
+	ck_assert_uint_eq(l->step_swept[0].found_step, 3);
+	ck_assert_uint_eq(l->step_swept[0].freed_step, 4);
+	ck_assert_uint_eq(l->nstep_held, 0);
+	ck_assert_uint_eq(l->nstep_leaks, 3);
+	ck_assert_uint_eq(l->step_leaks[0].b.addr, 0x2000);
+	ck_assert_uint_eq(l->step_leaks[1].b.addr, 0x3000);
+	ck_assert_uint_eq(l->step_leaks[2].b.addr, 0x4000);
+	mms_leaks_free(l);
+	mms_log_close(log);
+	lb_destroy(b);
+}
+END_TEST
+
 /* A stack whose records do not resolve (its parent was never defined: a
  * bit flipped in the log) does not stop a report: it has no frames, and
  * the log's info counts it. */
@@ -1852,6 +1901,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_cut_step);
 	tcase_add_test(tc, test_step_held);
 	tcase_add_test(tc, test_step_held_mmap);
+	tcase_add_test(tc, test_step_swept);
 	tcase_add_test(tc, test_bad_stack);
 	tcase_add_test(tc, test_lost_events);
 	tcase_add_test(tc, test_truncated_file);

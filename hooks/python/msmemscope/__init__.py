@@ -93,6 +93,65 @@ def _imports_setup():
 _imports_setup()
 
 
+def _sweep(collect):
+    """The sweep at exit (see _sweep_setup), between the two records that
+    tell the leaks report what it freed."""
+    _c.exit_sweep(0)
+    try:
+        # CPython's method cache keeps the last attribute name looked up
+        # in each of its slots: C code's lookups (PyObject_GetAttrString)
+        # make a new string each time, kept there until the slot is reused.
+        clear = getattr(sys, "_clear_internal_caches", None) or getattr(sys, "_clear_type_cache", None)
+        if clear is not None:
+            clear()
+        # PyTorch keeps a weak reference to each storage it received from
+        # another process (a DataLoader worker's batches) until its cache
+        # holds 128 of them; the dead ones go when it next fills.
+        red = sys.modules.get("torch.multiprocessing.reductions")
+        cache = getattr(red, "shared_cache", None)
+        free_dead = getattr(cache, "free_dead_references", None)
+        lock = getattr(cache, "lock", None)
+        # Never waited for: a daemon thread may hold it at exit.
+        if callable(free_dead) and lock is not None and lock.acquire(False):
+            try:
+                free_dead()
+            finally:
+                lock.release()
+        if collect:
+            import gc
+
+            if gc.isenabled():
+                gc.collect()
+    except Exception:  # a cache of another version: what was freed counts
+        pass
+    finally:
+        _c.exit_sweep(1)
+
+
+def _sweep_setup():
+    """At exit, after the program's own exit handlers, the package frees
+    what CPython and PyTorch still keep of what the program let go of:
+    CPython's method cache and PyTorch's cache of storages shared by other
+    processes are emptied, and, when this handler is the last to run (the
+    package was imported before any handler was registered, as the
+    launcher's boot module imports it), the garbage collection that Python
+    makes right after the exit handlers is made a moment earlier, here.
+    What the sweep frees is no per-step leak (doc/analyses.md): a step's
+    reference cycles, which no collection reached before the loop ended,
+    and cache entries no longer count as kept. Nothing the program sees
+    changes: its handlers have run, and Python empties the same caches
+    and collects the same garbage when it finalizes."""
+    if not _c.recording():
+        return
+    import atexit
+
+    ncallbacks = getattr(atexit, "_ncallbacks", None)
+    atexit.register(_sweep, ncallbacks is not None and ncallbacks() == 0)
+
+
+_sweep_setup()
+
+
 def _say(key, text):
     """Writes one line on stderr, once per key."""
     if key in _said:

@@ -1,0 +1,98 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# pysweep.sh: the Python package's sweep at exit. A loop that leaves a
+# reference cycle behind at each step (garbage that no collection reaches
+# while it runs) had every step's cycle as a per-step leak, since Python
+# collects it only when it finalizes; the sweep, after the program's own
+# exit handlers, collects it between two SYSTEM records, and the leaks
+# report counts what it freed apart (per_step_swept), not as leaks. A
+# list that keeps a buffer of every step stays a leak; so do the cycles
+# of a program that turned its collector off (the sweep collects only
+# where Python would), and those of a program that registered an exit
+# handler before it imported msmemscope (the sweep then runs before that
+# handler, where a collection could change what it sees: none is made).
+# The program prints the same recorded or not, its exit handler included.
+. "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
+
+pkg=$top_builddir/hooks/python/build
+[ -e "$pkg/msmemscope/_msmemscope.so" ] ||
+	skip "configure built no Python package (Debian: apt-get install -y python3-dev, then configure again)"
+export PYTHONPATH="$pkg"
+
+cat >sweep.py <<'EOF'
+import sys
+if sys.argv[1] == "late":
+    import atexit
+    atexit.register(lambda: print("the program's early handler ran"))
+import atexit
+import gc
+import msmemscope
+
+# No collection while the loop runs: each step's cycle stays garbage.
+gc.set_threshold(1000000, 1000, 1000)
+atexit.register(lambda: print("the program's exit handler ran"))
+
+
+class Node:
+    def __init__(self):
+        self.me = self
+        self.buf = bytearray(4000)
+
+
+keep = []
+for i in range(8):
+    n = Node()
+    if sys.argv[1] == "leak":
+        keep.append(bytearray(5000))
+    msmemscope.step()
+if sys.argv[1] == "nogc":
+    gc.disable()
+print("done", sys.argv[1])
+EOF
+
+# run MODE: records sweep.py MODE (its output compared with a plain run)
+# and writes MODE.json, the leaks report.
+run() {
+	"$MMS_PYTHON" sweep.py "$1" >"$1.plain" 2>&1 || fail "sweep.py $1 exited $? without the recorder: $(cat "$1.plain")"
+	"$MMS_LAUNCHER" --output="out.$1" --analysis= -- "$MMS_PYTHON" sweep.py "$1" >"$1.out" 2>"$1.err" ||
+		fail "msmemscope -- python3 sweep.py $1 exited $?: $(cat "$1.err")"
+	cmp -s "$1.out" "$1.plain" || fail "sweep.py $1 printed something else recorded: $(diff "$1.plain" "$1.out")"
+	set -- "$1" out."$1"/msmemscope_*/memscope_*.mms
+	[ -f "$2" ] || fail "sweep.py $1: no log: $(ls -R "out.$1")"
+	eval "log_$1=\$2"
+	"$MMS_REPLAY" "$2" --analysis leaks --json >"$1.json" 2>"$1.jerr" ||
+		fail "--analysis leaks --json on sweep.py $1's log exited $?: $(cat "$1.jerr")"
+}
+
+run clean
+grep -qx "the program's exit handler ran" clean.out || fail "the program's exit handler did not run: $(cat clean.out)"
+# Eight steps, warm-up 1: the cycles of steps 2 to 7 were found at the
+# end of the next step (step 8's is judged at the end of the log).
+expect_key clean.json per_step.leaks 0
+expect_key clean.json per_step_swept.blocks 6
+expect_key clean.json per_step_held.blocks 0
+"$MMS_REPLAY" "$log_clean" --from 0 >events.txt 2>&1 || fail "--from 0 exited $?: $(cat events.txt)"
+expect_eq "SWEEP_BEGIN records" "$(grep -c " SYSTEM  *SWEEP_BEGIN" events.txt)" 1
+expect_eq "SWEEP_END records" "$(grep -c " SYSTEM  *SWEEP_END" events.txt)" 1
+"$MMS_REPLAY" "$log_clean" --analysis leaks >clean.txt 2>&1 || fail "--analysis leaks exited $?: $(cat clean.txt)"
+grep -q "^Let go of, freed at exit by the sweep of Python's garbage and caches: 6 allocation(s), " clean.txt ||
+	fail "the report does not count the swept blocks apart: $(cat clean.txt)"
+grep -q "Detected memory leaks" clean.txt && fail "the report finds leaks in a loop that keeps nothing: $(cat clean.txt)"
+note "a step's reference cycle, collected by the sweep at exit, is no per-step leak"
+
+run leak
+# Each step's bytearray(5000), kept in a list that Python frees only as
+# it finalizes, after the sweep: steps 2 to 7 as before.
+expect_ge "per-step leaks of a list that keeps every step's buffer" "$(jget leak.json per_step.leaks)" 6
+expect_key leak.json per_step_swept.blocks 6
+note "a list that keeps every step's buffer stays a leak beside the swept cycles"
+
+run nogc
+expect_ge "per-step leaks of a program whose collector is off" "$(jget nogc.json per_step.leaks)" 6
+expect_key nogc.json per_step_swept.blocks 0
+note "with the collector turned off the sweep collects nothing: the cycles stay leaks"
+
+run late
+grep -qx "the program's early handler ran" late.out || fail "the early handler did not run: $(cat late.out)"
+expect_ge "per-step leaks where a handler came before the package" "$(jget late.json per_step.leaks)" 6
+note "with an exit handler registered before the import, no collection is made"
