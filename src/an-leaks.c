@@ -796,6 +796,22 @@ static void print_swept(struct leaks_out *o)
 		    0, o->c->o->show_held, "--show-held", "Let go of, freed at exit by allocation stack");
 }
 
+/* What the per-step rule found of a stack that kept blocks in one step
+ * only, with several steps after it: a one-time increase, not growth;
+ * counted (and listed by stack with --show-held). */
+static void print_once(struct leaks_out *o)
+{
+	mms_config_t cfg;
+	int stacks = o->info.call_stack_depth || (!mms_log_config(o->c->log, &cfg) && cfg.python_stack);
+
+	print_apart(o, o->l->step_once, o->l->nstep_once, "per_step_once", "Kept from one step only: ",
+		    stacks ? " (not leaks: allocated once after the warm-up, as a table or cache built where a code "
+			     "path first ran; the steps after it kept nothing more from the same stack)"
+			   : " (not leaks: allocated once after the warm-up, as a table or cache built where a code "
+			     "path first ran; the steps after it kept nothing)",
+		    0, o->c->o->show_held, "--show-held", "Kept from one step only by allocation stack");
+}
+
 int an_leaks_add(struct an_ctx *c)
 {
 	mms_leaks_options_t lo = { 0 };
@@ -849,6 +865,8 @@ int an_leaks_print(struct an_ctx *c)
 		fputc(',', c->out);
 		print_swept(&o);
 		fputc(',', c->out);
+		print_once(&o);
+		fputc(',', c->out);
 		if (c->o->leak_marks) {
 			print_section(&o, SEC_MARKS, o.l->mark_leaks, o.l->nmark_leaks);
 			fputc(',', c->out);
@@ -868,6 +886,7 @@ int an_leaks_print(struct an_ctx *c)
 			print_section(&o, SEC_STEP, o.l->step_leaks, o.l->nstep_leaks);
 			print_held(&o);
 			print_swept(&o);
+			print_once(&o);
 		}
 		if (c->o->leak_marks)
 			print_section(&o, SEC_MARKS, o.l->mark_leaks, o.l->nmark_leaks);

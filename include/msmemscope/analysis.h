@@ -227,6 +227,16 @@ typedef struct mms_leaks {
 	 * step_leaks, in the order found. */
 	mms_leak_t *step_swept;
 	size_t nstep_swept;
+	/* What the per-step rule found (and neither step_held nor step_swept
+	 * holds) of an allocation stack whose blocks it found all came from
+	 * one step, followed by at least 3 more steps that kept none (stack 0,
+	 * none recorded, is one stack: every block of no stack came from that
+	 * step): allocated once after the warm-up and kept, as a table or
+	 * cache built lazily where a code path first ran (a first checkpoint,
+	 * a first evaluation) is; not memory that grows from step to step.
+	 * Not in step_leaks; in the order found. */
+	mms_leak_t *step_once;
+	size_t nstep_once;
 } mms_leaks_t;
 
 typedef struct mms_leaks_options mms_leaks_options_t;

@@ -449,6 +449,78 @@ static int held_split(struct finder *f, uint64_t marked)
 	return 0;
 }
 
+/* Drops the per-step leaks that the end of the log found (of its last
+ * step: found_step after marked) still live then, that a runtime keeps
+ * at exit by design (runtime_kept, sorted: CPython's objects still
+ * referenced, which it does not free): what the last step left to the
+ * program's end, as the loop's last gradients are, is not kept from one
+ * step to the next, and the section of blocks live at exit lists it. */
+static void runtime_at_end(struct finder *f, uint64_t marked)
+{
+	mms_leaks_t *l = f->l;
+	size_t i, k = 0;
+
+	for (i = 0; i < l->nstep_leaks; i++) {
+		const mms_leak_t *lk = &l->step_leaks[i];
+
+		if (lk->found_step > marked && !lk->freed_step && l->nruntime_kept &&
+		    bsearch(lk, l->runtime_kept, l->nruntime_kept, sizeof(*l->runtime_kept), leak_order))
+			continue;
+		l->step_leaks[k++] = *lk;
+	}
+	l->nstep_leaks = k;
+}
+
+/* The steps after the one a group of per-step leaks came from that must
+ * have kept nothing of the group for it to be one-time. */
+#define ONCE_AFTER 3
+
+/* Moves to step_once the per-step leaks of each allocation stack (stack 0,
+ * no stack recorded, is one group) that all came from one step S followed
+ * by at least ONCE_AFTER steps (nsteps in all): allocated once after the
+ * warm-up and kept (a table or cache built lazily, where a code path first
+ * ran), not memory that grows from step to step. Keeps the order of each
+ * list. Returns 0 or -ENOMEM. */
+#define ONCE_MANY (UINT64_C(1) << 63)
+static int once_split(struct finder *f, uint64_t nsteps)
+{
+	mms_leaks_t *l = f->l;
+	struct mms__map steps; /* stack + 1 -> its leaks' step, | ONCE_MANY if several */
+	size_t i, k = 0, n = 0;
+	uint64_t *v;
+	int isnew, rc = 0;
+
+	mms__map_init(&steps);
+	for (i = 0; i < l->nstep_leaks && !rc; i++) {
+		const mms_block_t *b = &l->step_leaks[i].b;
+
+		v = mms__map_put(&steps, (uint64_t)b->stack + 1, &isnew);
+		if (!v)
+			rc = -ENOMEM;
+		else if (isnew)
+			*v = b->step;
+		else if (*v != b->step)
+			*v |= ONCE_MANY;
+	}
+	for (i = 0; i < l->nstep_leaks && !rc; i++) {
+		v = mms__map_get(&steps, (uint64_t)l->step_leaks[i].b.stack + 1);
+		n += !(*v & ONCE_MANY) && *v + ONCE_AFTER < nsteps;
+	}
+	if (!rc && n && !(l->step_once = malloc(n * sizeof(*l->step_once))))
+		rc = -ENOMEM;
+	for (i = 0; i < l->nstep_leaks && !rc && n; i++) {
+		v = mms__map_get(&steps, (uint64_t)l->step_leaks[i].b.stack + 1);
+		if (!(*v & ONCE_MANY) && *v + ONCE_AFTER < nsteps)
+			l->step_once[l->nstep_once++] = l->step_leaks[i];
+		else
+			l->step_leaks[k++] = l->step_leaks[i];
+	}
+	if (!rc && n)
+		l->nstep_leaks = k;
+	mms__map_free(&steps);
+	return rc;
+}
+
 /* At the end of the log (the pass closed the last step as the index
  * closes it): what is live is the last section. A log that stops at a
  * cut or at damage did not end its last step there: the per-step rule
@@ -487,6 +559,10 @@ static int finder_end(struct mms__sub *sub, struct mms_pass *p)
 		qsort(f->l->runtime_kept, f->l->nruntime_kept, sizeof(*f->l->runtime_kept), leak_order);
 	if (f->l->nreachable)
 		qsort(f->l->reachable, f->l->nreachable, sizeof(*f->l->reachable), leak_order);
+	runtime_at_end(f, marked);
+	rc = once_split(f, f->tr->nsteps);
+	if (rc)
+		return rc;
 	f->l->events = f->st->pos;
 	f->l->stop_rc = p->stop_rc;
 	f->l->double_frees = f->st->double_frees;
@@ -536,6 +612,7 @@ MMS__EXPORT void mms_leaks_free(mms_leaks_t *l)
 	free(l->step_leaks);
 	free(l->step_held);
 	free(l->step_swept);
+	free(l->step_once);
 	free(l->exit_leaks);
 	free(l->runtime_kept);
 	free(l->reachable);

@@ -476,6 +476,14 @@ START_TEST(test_step_held_mmap)
 }
 END_TEST
 
+/* l's per-step leaks are n blocks at addrs, in that order. */
+static void expect_step_leaks(const mms_leaks_t *l, size_t n, const uint64_t *addrs)
+{
+	ck_assert_uint_eq(l->nstep_leaks, n);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_uint_eq(l->step_leaks[i].b.addr, addrs[i]);
+}
+
 /* The Python package's sweep at exit (format 14): a per-step leak that its
  * thread frees between SWEEP_BEGIN and SWEEP_END is set apart in
  * step_swept; one freed before or after the sweep, or by another thread
@@ -515,10 +523,47 @@ START_TEST(test_step_swept)
 	ck_assert_uint_eq(l->step_swept[0].found_step, 3);
 	ck_assert_uint_eq(l->step_swept[0].freed_step, 4);
 	ck_assert_uint_eq(l->nstep_held, 0);
-	ck_assert_uint_eq(l->nstep_leaks, 3);
-	ck_assert_uint_eq(l->step_leaks[0].b.addr, 0x2000);
-	ck_assert_uint_eq(l->step_leaks[1].b.addr, 0x3000);
-	ck_assert_uint_eq(l->step_leaks[2].b.addr, 0x4000);
+	expect_step_leaks(l, 3, (const uint64_t[]){ 0x2000, 0x3000, 0x4000 });
+	mms_leaks_free(l);
+	mms_log_close(log);
+	lb_destroy(b);
+}
+END_TEST
+
+/* Growth or a one-time increase: of the per-step leaks, those of a stack
+ * that kept blocks in one step only, with at least 3 steps between it
+ * and the last, are set apart in step_once; a stack that kept blocks in
+ * two steps, or in one step too near the end to tell, stays a leak. */
+START_TEST(test_step_once)
+{
+	struct lb *b = one_thread();
+	uint64_t t = 12;
+	mms_leaks_t *l;
+	mms_log_t *log;
+
+	lb_header(b)->version = MMS_FORMAT_VERSION;
+	lb_stack(b, t++, 1, 0, 0x401000);
+	lb_stack(b, t++, 2, 0, 0x402000);
+	lb_stack(b, t++, 3, 0, 0x403000);
+	for (int step = 1; step <= 8; step++) {
+		if (step == 2)
+			lb_alloc(b, t++, 0, 0x1000, 10, 1);
+		if (step == 3) {
+			lb_alloc(b, t++, 0, 0x2000, 20, 2);
+			lb_alloc(b, t++, 0, 0x3000, 30, 1);
+		}
+		if (step == 6)
+			lb_alloc(b, t++, 0, 0x4000, 40, 3);
+		lb_event0(b, MMS_TAG_STEP, t++);
+	}
+	lb_event0(b, MMS_TAG_SYSTEM | MMS_SYSTEM_FINI, t++);
+	log = write_open(b, SIZE_MAX);
+	ck_assert_int_eq(mms_leaks_run(log, NULL, &l), 0);
+	ck_assert_uint_eq(l->nsteps, 8);
+	ck_assert_uint_eq(l->nstep_once, 1);
+	ck_assert_uint_eq(l->step_once[0].b.addr, 0x2000);
+	ck_assert_uint_eq(l->step_once[0].b.step, 3);
+	expect_step_leaks(l, 3, (const uint64_t[]){ 0x1000, 0x3000, 0x4000 });
 	mms_leaks_free(l);
 	mms_log_close(log);
 	lb_destroy(b);
@@ -1902,6 +1947,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_step_held);
 	tcase_add_test(tc, test_step_held_mmap);
 	tcase_add_test(tc, test_step_swept);
+	tcase_add_test(tc, test_step_once);
 	tcase_add_test(tc, test_bad_stack);
 	tcase_add_test(tc, test_lost_events);
 	tcase_add_test(tc, test_truncated_file);
