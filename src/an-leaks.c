@@ -796,14 +796,26 @@ static void print_swept(struct leaks_out *o)
 		    0, o->c->o->show_held, "--show-held", "Let go of, freed at exit by allocation stack");
 }
 
+/* What the per-step rule found that a cache or queue still held when the
+ * steps ended (as old as blocks of its stack that it freed later got):
+ * not leaks, counted (and listed by stack with --show-held). */
+static void print_cached(struct leaks_out *o, int stacks)
+{
+	print_apart(
+		o, o->l->step_cached, o->l->nstep_cached, "per_step_cached",
+		"Still in a cache or queue that turns over when the steps ended: ",
+		stacks ? " (not leaks: no older than blocks of the same stack that were held as long, then freed)"
+		       : " (not leaks: no older than blocks that were held as long, then freed; recorded without "
+			 "stacks, a leak that began as late would be counted here too: record with --call-stack=c:N "
+			 "to tell them apart)",
+		0, o->c->o->show_held, "--show-held", "Still in a cache or queue by allocation stack");
+}
+
 /* What the per-step rule found of a stack that kept blocks in one step
  * only, with several steps after it: a one-time increase, not growth;
  * counted (and listed by stack with --show-held). */
-static void print_once(struct leaks_out *o)
+static void print_once(struct leaks_out *o, int stacks)
 {
-	mms_config_t cfg;
-	int stacks = o->info.call_stack_depth || (!mms_log_config(o->c->log, &cfg) && cfg.python_stack);
-
 	print_apart(o, o->l->step_once, o->l->nstep_once, "per_step_once", "Kept from one step only: ",
 		    stacks ? " (not leaks: allocated once after the warm-up, as a table or cache built where a code "
 			     "path first ran; the steps after it kept nothing more from the same stack)"
@@ -838,6 +850,8 @@ int an_leaks_add(struct an_ctx *c)
 int an_leaks_print(struct an_ctx *c)
 {
 	struct leaks_out o = { .c = c, .l = c->leaks, .supp = c->leaks_supp };
+	mms_config_t cfg;
+	int stacks;
 
 	if (o.l->status) {
 		warn("leaks: cannot replay %s: %s", c->path, mms_strerror(o.l->status));
@@ -850,6 +864,7 @@ int an_leaks_print(struct an_ctx *c)
 	mms_log_get_info(c->log, &o.info);
 
 	an_show_init(c, &o.s);
+	stacks = o.info.call_stack_depth || (!mms_log_config(c->log, &cfg) && cfg.python_stack);
 
 	if (o.s.json) {
 		fprintf(c->out, "{\"analysis\":\"leaks\",\"log\":");
@@ -865,7 +880,9 @@ int an_leaks_print(struct an_ctx *c)
 		fputc(',', c->out);
 		print_swept(&o);
 		fputc(',', c->out);
-		print_once(&o);
+		print_cached(&o, stacks);
+		fputc(',', c->out);
+		print_once(&o, stacks);
 		fputc(',', c->out);
 		if (c->o->leak_marks) {
 			print_section(&o, SEC_MARKS, o.l->mark_leaks, o.l->nmark_leaks);
@@ -886,7 +903,8 @@ int an_leaks_print(struct an_ctx *c)
 			print_section(&o, SEC_STEP, o.l->step_leaks, o.l->nstep_leaks);
 			print_held(&o);
 			print_swept(&o);
-			print_once(&o);
+			print_cached(&o, stacks);
+			print_once(&o, stacks);
 		}
 		if (c->o->leak_marks)
 			print_section(&o, SEC_MARKS, o.l->mark_leaks, o.l->nmark_leaks);

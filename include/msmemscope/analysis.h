@@ -237,6 +237,15 @@ typedef struct mms_leaks {
 	 * Not in step_leaks; in the order found. */
 	mms_leak_t *step_once;
 	size_t nstep_once;
+	/* What the per-step rule found (and the lists above do not hold)
+	 * that a cache or queue still held when the steps ended: of an
+	 * allocation stack some of whose blocks are in step_held (stack 0,
+	 * none recorded, is one stack), the blocks no older at the end of the
+	 * last step than the longest that one of those lived before it was
+	 * freed (b.step to freed_step). An LRU cache's entries, the last
+	 * batch a loader prefetched. Not in step_leaks; in the order found. */
+	mms_leak_t *step_cached;
+	size_t nstep_cached;
 } mms_leaks_t;
 
 typedef struct mms_leaks_options mms_leaks_options_t;

@@ -471,6 +471,59 @@ static void runtime_at_end(struct finder *f, uint64_t marked)
 	l->nstep_leaks = k;
 }
 
+/* Moves to step_cached the per-step leaks that a cache or queue still
+ * held when the steps ended: of an allocation stack (stack 0, none
+ * recorded, is one group) whose held blocks show it turning over, the
+ * blocks no older at the end of the last step the program ended
+ * (marked) than the longest that one of its held blocks lived before it
+ * was freed. A block of step S lived through the ends of steps S to
+ * marked; a held block of step S freed in step F, through those of S to
+ * F - 1. A stack that never gave a block back holds no cache, and
+ * blocks older than its turnover are kept beyond it: both stay leaks; so
+ * do a stack's blocks when its turnover is longer than half the steps
+ * after the warm-up (too long a time to tell its contents from a leak).
+ * Keeps the order of each list. Returns 0 or -ENOMEM. */
+static int cached_split(struct finder *f, uint64_t marked)
+{
+	mms_leaks_t *l = f->l;
+	struct mms__map lives; /* stack + 1 -> the longest a held block lived */
+	size_t i, k = 0, n = 0;
+	uint64_t *v;
+	int isnew, rc = 0;
+
+	if (!l->nstep_held || !l->nstep_leaks)
+		return 0;
+	mms__map_init(&lives);
+	for (i = 0; i < l->nstep_held && !rc; i++) {
+		const mms_leak_t *h = &l->step_held[i];
+		uint64_t lived = h->freed_step - h->b.step;
+
+		v = mms__map_put(&lives, (uint64_t)h->b.stack + 1, &isnew);
+		if (!v)
+			rc = -ENOMEM;
+		else if (isnew || lived > *v)
+			*v = lived;
+	}
+#define CACHED(lk)                                                                            \
+	((v = mms__map_get(&lives, (uint64_t)(lk)->b.stack + 1)) && (lk)->b.step <= marked && \
+	 marked + 1 - (lk)->b.step <= *v && 2 * *v + f->warmup <= marked)
+	for (i = 0; i < l->nstep_leaks && !rc; i++)
+		n += CACHED(&l->step_leaks[i]);
+	if (!rc && n && !(l->step_cached = malloc(n * sizeof(*l->step_cached))))
+		rc = -ENOMEM;
+	for (i = 0; i < l->nstep_leaks && !rc && n; i++) {
+		if (CACHED(&l->step_leaks[i]))
+			l->step_cached[l->nstep_cached++] = l->step_leaks[i];
+		else
+			l->step_leaks[k++] = l->step_leaks[i];
+	}
+#undef CACHED
+	if (!rc && n)
+		l->nstep_leaks = k;
+	mms__map_free(&lives);
+	return rc;
+}
+
 /* The steps after the one a group of per-step leaks came from that must
  * have kept nothing of the group for it to be one-time. */
 #define ONCE_AFTER 3
@@ -560,7 +613,9 @@ static int finder_end(struct mms__sub *sub, struct mms_pass *p)
 	if (f->l->nreachable)
 		qsort(f->l->reachable, f->l->nreachable, sizeof(*f->l->reachable), leak_order);
 	runtime_at_end(f, marked);
-	rc = once_split(f, f->tr->nsteps);
+	rc = cached_split(f, marked);
+	if (!rc)
+		rc = once_split(f, f->tr->nsteps);
 	if (rc)
 		return rc;
 	f->l->events = f->st->pos;
@@ -613,6 +668,7 @@ MMS__EXPORT void mms_leaks_free(mms_leaks_t *l)
 	free(l->step_held);
 	free(l->step_swept);
 	free(l->step_once);
+	free(l->step_cached);
 	free(l->exit_leaks);
 	free(l->runtime_kept);
 	free(l->reachable);

@@ -1,8 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# pysweep.sh: the Python package's sweep at exit. A loop that leaves a
-# reference cycle behind at each step (garbage that no collection reaches
-# while it runs) had every step's cycle as a per-step leak, since Python
+# pysweep.sh: the per-step rule on Python programs. The package's sweep
+# at exit: a loop that leaves a reference cycle behind at each step
+# (garbage that no collection reaches while it runs) had every step's
+# cycle as a per-step leak, since Python
 # collects it only when it finalizes; the sweep, after the program's own
 # exit handlers, collects it between two SYSTEM records, and the leaks
 # report counts what it freed apart (per_step_swept), not as leaks. A
@@ -12,6 +13,9 @@
 # handler before it imported msmemscope (the sweep then runs before that
 # handler, where a collection could change what it sees: none is made).
 # The program prints the same recorded or not, its exit handler included.
+# Then caches that turn over (an LRU cache, session slots): what they hold
+# when the steps end is set apart (per_step_cached), a list kept beside
+# them still leaks.
 . "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
 
 pkg=$top_builddir/hooks/python/build
@@ -96,3 +100,39 @@ run late
 grep -qx "the program's early handler ran" late.out || fail "the early handler did not run: $(cat late.out)"
 expect_ge "per-step leaks where a handler came before the package" "$(jget late.json per_step.leaks)" 6
 note "with an exit handler registered before the import, no collection is made"
+
+# Caches that turn over: an LRU cache of 16 rendered pages and 8 session
+# slots, replaced as requests come (one step each): what they hold when
+# the steps end is no leak, as old blocks of theirs were freed after being
+# held as long. A list that keeps every request's buffer beside them
+# still leaks, its blocks older than that turnover reported.
+cat >cache.py <<'EOF2'
+import functools, sys
+import msmemscope
+
+@functools.lru_cache(maxsize=16)
+def render(key):
+    return ("<page %d>" % key) * 200
+
+sessions, kept = {}, []
+for req in range(120):
+    render(req * 7 % 40)
+    sessions[req % 8] = bytearray(3000)
+    if sys.argv[1] == "leak":
+        kept.append(bytearray(1000))
+    msmemscope.step()
+print("served", sys.argv[1])
+EOF2
+for mode in clean leak; do
+	"$MMS_LAUNCHER" --output="cache.$mode" --analysis= -- "$MMS_PYTHON" cache.py $mode >cache-$mode.out 2>cache-$mode.err ||
+		fail "msmemscope -- python3 cache.py $mode exited $?: $(cat cache-$mode.err)"
+	set -- cache."$mode"/msmemscope_*/memscope_*.mms
+	"$MMS_REPLAY" "$1" --analysis leaks --json >cache-$mode.json 2>cache-$mode.jerr ||
+		fail "--analysis leaks --json on cache.py $mode's log exited $?: $(cat cache-$mode.jerr)"
+done
+expect_key cache-clean.json per_step.leaks 0
+expect_ge "blocks still in the caches when the steps ended" "$(jget cache-clean.json per_step_cached.blocks)" 16
+# 118 buffers kept (steps 2 to 119); those younger than the caches'
+# turnover are counted with them (recorded without stacks), the rest leak.
+expect_ge "per-step leaks of a list kept beside the caches" "$(jget cache-leak.json per_step.leaks)" 60
+note "what caches that turn over hold when the steps end is no leak; a list kept beside them still leaks"

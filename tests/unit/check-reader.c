@@ -570,6 +570,44 @@ START_TEST(test_step_once)
 }
 END_TEST
 
+/* A cache of three entries, one added per step and the oldest freed (each
+ * held three step ends), beside blocks kept from steps 2 and 3 (no
+ * stacks: one group): of the per-step leaks, the entries still cached
+ * when the steps end, no older than those freed, are set apart in
+ * step_cached; the kept blocks, older than the cache's turnover, stay
+ * leaks. */
+START_TEST(test_step_cached)
+{
+	struct lb *b = one_thread();
+	uint64_t t = 12;
+	mms_leaks_t *l;
+	mms_log_t *log;
+
+	lb_header(b)->version = MMS_FORMAT_VERSION;
+	for (int step = 1; step <= 12; step++) {
+		if (step == 2 || step == 3)
+			lb_alloc(b, t++, 0, 0x100 * (uint64_t)step, 10, 0);
+		if (step >= 5)
+			lb_free(b, t++, 0, 0x1000 * (uint64_t)(step - 3));
+		if (step >= 2)
+			lb_alloc(b, t++, 0, 0x1000 * (uint64_t)step, 20, 0);
+		lb_event0(b, MMS_TAG_STEP, t++);
+	}
+	lb_event0(b, MMS_TAG_SYSTEM | MMS_SYSTEM_FINI, t++);
+	log = write_open(b, SIZE_MAX);
+	ck_assert_int_eq(mms_leaks_run(log, NULL, &l), 0);
+	ck_assert_uint_eq(l->nstep_held, 8);
+	ck_assert_uint_eq(l->nstep_cached, 2);
+	ck_assert_uint_eq(l->step_cached[0].b.addr, 0xa000);
+	ck_assert_uint_eq(l->step_cached[1].b.addr, 0xb000);
+	ck_assert_uint_eq(l->nstep_once, 0);
+	expect_step_leaks(l, 2, (const uint64_t[]){ 0x200, 0x300 });
+	mms_leaks_free(l);
+	mms_log_close(log);
+	lb_destroy(b);
+}
+END_TEST
+
 /* A stack whose records do not resolve (its parent was never defined: a
  * bit flipped in the log) does not stop a report: it has no frames, and
  * the log's info counts it. */
@@ -1948,6 +1986,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_step_held_mmap);
 	tcase_add_test(tc, test_step_swept);
 	tcase_add_test(tc, test_step_once);
+	tcase_add_test(tc, test_step_cached);
 	tcase_add_test(tc, test_bad_stack);
 	tcase_add_test(tc, test_lost_events);
 	tcase_add_test(tc, test_truncated_file);
