@@ -431,6 +431,33 @@ grep -q "^Kept from one step only: [0-9]* allocation(s), " ck-plain.err ||
 	fail "the report does not count the one-time blocks apart: $(sed -n '/ERROR/,/Kept/p' ck-plain.err)"
 note "a first checkpoint's lazily built tables are kept from one step only, not leaks; the last step's gradients neither"
 
+# A WGAN: the critic steps 5 times per iteration before the generator, so
+# the first iteration's critic steps are steps of their own and the
+# generator's Adam state, allocated at its first step, comes after the
+# warm-up: kept from that one step only, not a leak.
+cat >wgan.py <<'PY'
+import torch
+torch.manual_seed(4)
+G = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 16))
+D = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
+og = torch.optim.Adam(G.parameters(), lr=1e-4)
+od = torch.optim.Adam(D.parameters(), lr=1e-4)
+for it in range(10):
+    for _ in range(5):
+        fake = G(torch.randn(16, 8)).detach()
+        ld = D(fake).mean() - D(torch.randn(16, 16)).mean()
+        od.zero_grad(); ld.backward(); od.step()
+    lg = -D(G(torch.randn(16, 8))).mean()
+    og.zero_grad(); lg.backward(); og.step()
+PY
+"$MMS_LAUNCHER" --level=op --output=wgan -- "$MMS_PYTHON" wgan.py >wgan.out 2>wgan.err ||
+	fail "msmemscope --level=op -- wgan.py exited $?: $(tail -5 wgan.err)"
+log=$(ls wgan/msmemscope_*/memscope_*.mms)
+"$MMS_REPLAY" "$log" --analysis leaks --json >wgan.json 2>wgan.jerr || fail "--analysis leaks exited $?: $(cat wgan.jerr)"
+expect_key wgan.json per_step.leaks 0
+expect_ge "blocks of the generator's Adam state, kept from one step only" "$(jget wgan.json per_step_once.blocks)" 1
+note "a WGAN: the generator's Adam state, allocated after the critic's first steps, is kept from one step only"
+
 # A program's own module named torch is left alone: libtorch is not
 # loaded into it (that alone is some 800,000 allocations).
 mkdir faketorch
