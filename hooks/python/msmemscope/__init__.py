@@ -93,10 +93,13 @@ def _imports_setup():
 _imports_setup()
 
 
-def _sweep(collect):
+def _sweep(collect, mark=_c.exit_sweep):
     """The sweep at exit (see _sweep_setup), between the two records that
-    tell the leaks report what it freed."""
-    _c.exit_sweep(0)
+    tell the leaks report what it freed. The first record is its first
+    call, with no attribute looked up before it: a lookup may push an
+    attribute name out of CPython's method cache, and free it, before
+    the sweep has begun."""
+    mark(0)
     try:
         # CPython's method cache keeps the last attribute name looked up
         # in each of its slots: C code's lookups (PyObject_GetAttrString)
@@ -125,7 +128,7 @@ def _sweep(collect):
     except Exception:  # a cache of another version: what was freed counts
         pass
     finally:
-        _c.exit_sweep(1)
+        mark(1)
 
 
 def _sweep_setup():
