@@ -772,56 +772,51 @@ static void print_reachable(struct leaks_out *o)
 		    o->c->o->show_reachable, "--show-reachable", "Still reachable at exit by allocation stack");
 }
 
-/* What the per-step rule found that the program freed before its last step
- * ended: held past the step after its own, then given back; not leaks,
- * counted (and listed by stack with --show-held). */
-static void print_held(struct leaks_out *o)
+/* What the per-step rule found that is not a leak, each kind counted on a
+ * line of its own after the per-step section (in JSON, each an object and
+ * a comma) and listed by stack with --show-held: held past the step after
+ * its own, then given back before the last step ended; let go of and
+ * freed by the Python package's sweep at exit; still in a cache or queue
+ * that turns over (as old as blocks of its stack it freed got); kept from
+ * one step only (a one-time increase). stacks: the log has stacks. */
+static void print_step_apart(struct leaks_out *o, int stacks)
 {
-	print_apart(o, o->l->step_held, o->l->nstep_held, "per_step_held",
-		    "Held past the next step, then freed in a later one: ",
-		    " (not leaks: the program gave each back before its last step ended; queues, prefetched input, "
-		    "caches that turn over)",
-		    0, o->c->o->show_held, "--show-held", "Held past the next step by allocation stack");
-}
+	const mms_leaks_t *l = o->l;
+	const struct {
+		const mms_leak_t *v;
+		size_t n;
+		const char *key, *pre, *post, *title;
+	} apart[] = {
+		{ l->step_held, l->nstep_held, "per_step_held", "Held past the next step, then freed in a later one: ",
+		  " (not leaks: the program gave each back before its last step ended; queues, prefetched input, "
+		  "caches that turn over)",
+		  "Held past the next step by allocation stack" },
+		{ l->step_swept, l->nstep_swept, "per_step_swept",
+		  "Let go of, freed at exit by the sweep of Python's garbage and caches: ",
+		  " (not leaks: reference cycles no collection had reached, CPython's method cache, PyTorch's cache "
+		  "of shared storages)",
+		  "Let go of, freed at exit by allocation stack" },
+		{ l->step_cached, l->nstep_cached, "per_step_cached",
+		  "Still in a cache or queue that turns over when the steps ended: ",
+		  stacks ? " (not leaks: no older than blocks of the same stack that were held as long, then freed)"
+			 : " (not leaks: no older than blocks that were held as long, then freed; recorded without "
+			   "stacks, a leak that began as late would be counted here too: record with --call-stack=c:N "
+			   "to tell them apart)",
+		  "Still in a cache or queue by allocation stack" },
+		{ l->step_once, l->nstep_once, "per_step_once", "Kept from one step only: ",
+		  stacks ? " (not leaks: allocated once after the warm-up, as a table or cache built where a code "
+			   "path first ran; the steps after it kept nothing more from the same stack)"
+			 : " (not leaks: allocated once after the warm-up, as a table or cache built where a code path "
+			   "first ran; the steps after it kept nothing)",
+		  "Kept from one step only by allocation stack" },
+	};
 
-/* What the per-step rule found that the Python package's sweep at exit
- * freed: let go of by the program, kept by Python until then; not leaks,
- * counted (and listed by stack with --show-held). */
-static void print_swept(struct leaks_out *o)
-{
-	print_apart(o, o->l->step_swept, o->l->nstep_swept, "per_step_swept",
-		    "Let go of, freed at exit by the sweep of Python's garbage and caches: ",
-		    " (not leaks: reference cycles no collection had reached, CPython's method cache, PyTorch's "
-		    "cache of shared storages)",
-		    0, o->c->o->show_held, "--show-held", "Let go of, freed at exit by allocation stack");
-}
-
-/* What the per-step rule found that a cache or queue still held when the
- * steps ended (as old as blocks of its stack that it freed later got):
- * not leaks, counted (and listed by stack with --show-held). */
-static void print_cached(struct leaks_out *o, int stacks)
-{
-	print_apart(
-		o, o->l->step_cached, o->l->nstep_cached, "per_step_cached",
-		"Still in a cache or queue that turns over when the steps ended: ",
-		stacks ? " (not leaks: no older than blocks of the same stack that were held as long, then freed)"
-		       : " (not leaks: no older than blocks that were held as long, then freed; recorded without "
-			 "stacks, a leak that began as late would be counted here too: record with --call-stack=c:N "
-			 "to tell them apart)",
-		0, o->c->o->show_held, "--show-held", "Still in a cache or queue by allocation stack");
-}
-
-/* What the per-step rule found of a stack that kept blocks in one step
- * only, with several steps after it: a one-time increase, not growth;
- * counted (and listed by stack with --show-held). */
-static void print_once(struct leaks_out *o, int stacks)
-{
-	print_apart(o, o->l->step_once, o->l->nstep_once, "per_step_once", "Kept from one step only: ",
-		    stacks ? " (not leaks: allocated once after the warm-up, as a table or cache built where a code "
-			     "path first ran; the steps after it kept nothing more from the same stack)"
-			   : " (not leaks: allocated once after the warm-up, as a table or cache built where a code "
-			     "path first ran; the steps after it kept nothing)",
-		    0, o->c->o->show_held, "--show-held", "Kept from one step only by allocation stack");
+	for (size_t i = 0; i < sizeof(apart) / sizeof(apart[0]); i++) {
+		print_apart(o, apart[i].v, apart[i].n, apart[i].key, apart[i].pre, apart[i].post, 0, o->c->o->show_held,
+			    "--show-held", apart[i].title);
+		if (o->s.json)
+			fputc(',', o->c->out);
+	}
 }
 
 int an_leaks_add(struct an_ctx *c)
@@ -876,14 +871,7 @@ int an_leaks_print(struct an_ctx *c)
 		fprintf(c->out, ",\"steps_total\":%zu,\"warmup_steps\":%u,", o.l->nsteps, o.l->warmup_steps);
 		print_section(&o, SEC_STEP, o.l->step_leaks, o.l->nstep_leaks);
 		fputc(',', c->out);
-		print_held(&o);
-		fputc(',', c->out);
-		print_swept(&o);
-		fputc(',', c->out);
-		print_cached(&o, stacks);
-		fputc(',', c->out);
-		print_once(&o, stacks);
-		fputc(',', c->out);
+		print_step_apart(&o, stacks);
 		if (c->o->leak_marks) {
 			print_section(&o, SEC_MARKS, o.l->mark_leaks, o.l->nmark_leaks);
 			fputc(',', c->out);
@@ -901,10 +889,7 @@ int an_leaks_print(struct an_ctx *c)
 	} else {
 		if (o.l->nsteps) {
 			print_section(&o, SEC_STEP, o.l->step_leaks, o.l->nstep_leaks);
-			print_held(&o);
-			print_swept(&o);
-			print_cached(&o, stacks);
-			print_once(&o, stacks);
+			print_step_apart(&o, stacks);
 		}
 		if (c->o->leak_marks)
 			print_section(&o, SEC_MARKS, o.l->mark_leaks, o.l->nmark_leaks);

@@ -69,6 +69,10 @@ struct finder {
 	int ev_swept;
 	uint8_t *swept;
 	size_t nswept, sweptcap;
+	/* At the end, for the tests that set per-step leaks apart: the last
+	 * step the program ended, and a value per allocation stack. */
+	uint64_t marked;
+	struct mms__map groups;
 };
 
 /* In a block's data: the block, a per-step leak already, is followed to
@@ -417,161 +421,128 @@ static int leak_order(const void *a, const void *b)
 	return x->b.addr < y->b.addr ? -1 : x->b.addr > y->b.addr;
 }
 
-/* Moves the per-step leaks freed in a step the program ended (1 to
- * marked) to step_held, and those the sweep at exit freed to step_swept,
- * keeping the order of each list. */
-static int held_split(struct finder *f, uint64_t marked)
+/* Whether per-step leak lk, at index i of step_leaks, goes to a list of
+ * its own (the tests below; finder_end() sets f->marked and f->groups). */
+typedef int leak_test(const struct finder *f, size_t i, const mms_leak_t *lk);
+
+/* Moves the per-step leaks that pass `is` to *to (*nto of them; to NULL:
+ * drops them), keeping the order of both lists. Returns 0 or -ENOMEM. */
+static int leaks_move(struct finder *f, leak_test *is, mms_leak_t **to, size_t *nto)
 {
 	mms_leaks_t *l = f->l;
-	size_t i, k = 0, nheld = 0, nswept = 0;
+	size_t i, k = 0, n = 0;
 
-	for (i = 0; i < l->nstep_leaks; i++) {
-		if (l->step_leaks[i].freed_step && l->step_leaks[i].freed_step <= marked)
-			nheld++;
-		else if (i < f->nswept && f->swept[i])
-			nswept++;
-	}
-	if (nheld && !(l->step_held = malloc(nheld * sizeof(*l->step_held))))
-		return -ENOMEM;
-	if (nswept && !(l->step_swept = malloc(nswept * sizeof(*l->step_swept))))
+	for (i = 0; i < l->nstep_leaks; i++)
+		n += is(f, i, &l->step_leaks[i]);
+	if (!n)
+		return 0;
+	if (to && !(*to = malloc(n * sizeof(**to))))
 		return -ENOMEM;
 	for (i = 0; i < l->nstep_leaks; i++) {
-		const mms_leak_t *lk = &l->step_leaks[i];
-
-		if (lk->freed_step && lk->freed_step <= marked)
-			l->step_held[l->nstep_held++] = *lk;
-		else if (i < f->nswept && f->swept[i])
-			l->step_swept[l->nstep_swept++] = *lk;
-		else
-			l->step_leaks[k++] = *lk;
+		if (!is(f, i, &l->step_leaks[i]))
+			l->step_leaks[k++] = l->step_leaks[i];
+		else if (to)
+			(*to)[(*nto)++] = l->step_leaks[i];
 	}
 	l->nstep_leaks = k;
 	return 0;
 }
 
-/* Drops the per-step leaks that the end of the log found (of its last
- * step: found_step after marked) still live then, that a runtime keeps
- * at exit by design (runtime_kept, sorted: CPython's objects still
- * referenced, which it does not free): what the last step left to the
- * program's end, as the loop's last gradients are, is not kept from one
- * step to the next, and the section of blocks live at exit lists it. */
-static void runtime_at_end(struct finder *f, uint64_t marked)
+/* Freed in a step the program ended (1 to marked): held. */
+static int is_held(const struct finder *f, size_t i, const mms_leak_t *lk)
 {
-	mms_leaks_t *l = f->l;
-	size_t i, k = 0;
-
-	for (i = 0; i < l->nstep_leaks; i++) {
-		const mms_leak_t *lk = &l->step_leaks[i];
-
-		if (lk->found_step > marked && !lk->freed_step && l->nruntime_kept &&
-		    bsearch(lk, l->runtime_kept, l->nruntime_kept, sizeof(*l->runtime_kept), leak_order))
-			continue;
-		l->step_leaks[k++] = *lk;
-	}
-	l->nstep_leaks = k;
+	(void)i;
+	return lk->freed_step && lk->freed_step <= f->marked;
 }
 
-/* Moves to step_cached the per-step leaks that a cache or queue still
- * held when the steps ended: of an allocation stack (stack 0, none
- * recorded, is one group) whose held blocks show it turning over, the
- * blocks no older at the end of the last step the program ended
- * (marked) than the longest that one of its held blocks lived before it
- * was freed. A block of step S lived through the ends of steps S to
- * marked; a held block of step S freed in step F, through those of S to
- * F - 1. A stack that never gave a block back holds no cache, and
- * blocks older than its turnover are kept beyond it: both stay leaks; so
- * do a stack's blocks when its turnover is longer than half the steps
- * after the warm-up (too long a time to tell its contents from a leak).
- * Keeps the order of each list. Returns 0 or -ENOMEM. */
-static int cached_split(struct finder *f, uint64_t marked)
+/* Freed by the sweep at exit (and not held). */
+static int is_swept(const struct finder *f, size_t i, const mms_leak_t *lk)
 {
-	mms_leaks_t *l = f->l;
-	struct mms__map lives; /* stack + 1 -> the longest a held block lived */
-	size_t i, k = 0, n = 0;
-	uint64_t *v;
-	int isnew, rc = 0;
+	return i < f->nswept && f->swept[i] && !is_held(f, i, lk);
+}
 
-	if (!l->nstep_held || !l->nstep_leaks)
-		return 0;
-	mms__map_init(&lives);
-	for (i = 0; i < l->nstep_held && !rc; i++) {
-		const mms_leak_t *h = &l->step_held[i];
-		uint64_t lived = h->freed_step - h->b.step;
+/* Found by the end of the log (of its last step: found_step after
+ * marked) still live then, and kept at exit by a runtime by design
+ * (runtime_kept, sorted: CPython's objects still referenced, which it
+ * does not free): what the last step left to the program's end, as the
+ * loop's last gradients are, is not kept from one step to the next, and
+ * the section of blocks live at exit lists it. Dropped. */
+static int is_runtime_at_end(const struct finder *f, size_t i, const mms_leak_t *lk)
+{
+	const mms_leaks_t *l = f->l;
 
-		v = mms__map_put(&lives, (uint64_t)h->b.stack + 1, &isnew);
-		if (!v)
-			rc = -ENOMEM;
-		else if (isnew || lived > *v)
-			*v = lived;
-	}
-#define CACHED(lk)                                                                            \
-	((v = mms__map_get(&lives, (uint64_t)(lk)->b.stack + 1)) && (lk)->b.step <= marked && \
-	 marked + 1 - (lk)->b.step <= *v && 2 * *v + f->warmup <= marked)
-	for (i = 0; i < l->nstep_leaks && !rc; i++)
-		n += CACHED(&l->step_leaks[i]);
-	if (!rc && n && !(l->step_cached = malloc(n * sizeof(*l->step_cached))))
-		rc = -ENOMEM;
-	for (i = 0; i < l->nstep_leaks && !rc && n; i++) {
-		if (CACHED(&l->step_leaks[i]))
-			l->step_cached[l->nstep_cached++] = l->step_leaks[i];
-		else
-			l->step_leaks[k++] = l->step_leaks[i];
-	}
-#undef CACHED
-	if (!rc && n)
-		l->nstep_leaks = k;
-	mms__map_free(&lives);
-	return rc;
+	(void)i;
+	return lk->found_step > f->marked && !lk->freed_step && l->nruntime_kept &&
+	       bsearch(lk, l->runtime_kept, l->nruntime_kept, sizeof(*l->runtime_kept), leak_order);
+}
+
+/* The value of lk's allocation stack in f->groups (stack 0, none
+ * recorded, is one group), or NULL. */
+static const uint64_t *group_of(const struct finder *f, const mms_leak_t *lk)
+{
+	return mms__map_get(&f->groups, (uint64_t)lk->b.stack + 1);
+}
+
+/* Still in a cache or queue when the steps ended (f->groups: of each
+ * stack with held blocks, the longest one of them lived): of an
+ * allocation stack whose held blocks show it turning over, a block no
+ * older at the end of the last step the program ended (marked) than the
+ * longest that one of its held blocks lived before it was freed. A block
+ * of step S lived through the ends of steps S to marked; a held block of
+ * step S freed in step F, through those of S to F - 1. A stack that never
+ * gave a block back holds no cache, and blocks older than its turnover
+ * are kept beyond it: both stay leaks; so do a stack's blocks when its
+ * turnover is longer than half the steps after the warm-up (too long a
+ * time to tell its contents from a leak). */
+static int is_cached(const struct finder *f, size_t i, const mms_leak_t *lk)
+{
+	const uint64_t *lived = group_of(f, lk);
+
+	(void)i;
+	return lived && lk->b.step <= f->marked && f->marked + 1 - lk->b.step <= *lived &&
+	       2 * *lived + f->warmup <= f->marked;
 }
 
 /* The steps after the one a group of per-step leaks came from that must
  * have kept nothing of the group for it to be one-time. */
 #define ONCE_AFTER 3
-
-/* Moves to step_once the per-step leaks of each allocation stack (stack 0,
- * no stack recorded, is one group) that all came from one step S followed
- * by at least ONCE_AFTER steps (nsteps in all): allocated once after the
- * warm-up and kept (a table or cache built lazily, where a code path first
- * ran), not memory that grows from step to step. Keeps the order of each
- * list. Returns 0 or -ENOMEM. */
 #define ONCE_MANY (UINT64_C(1) << 63)
-static int once_split(struct finder *f, uint64_t nsteps)
+
+/* Kept from one step only (f->groups: of each stack, its leaks' step, |
+ * ONCE_MANY if several): of an allocation stack whose leaks all came
+ * from one step S followed by at least ONCE_AFTER steps, allocated once
+ * after the warm-up and kept (a table or cache built lazily, where a
+ * code path first ran), not memory that grows from step to step. */
+static int is_once(const struct finder *f, size_t i, const mms_leak_t *lk)
 {
-	mms_leaks_t *l = f->l;
-	struct mms__map steps; /* stack + 1 -> its leaks' step, | ONCE_MANY if several */
-	size_t i, k = 0, n = 0;
-	uint64_t *v;
-	int isnew, rc = 0;
+	const uint64_t *step = group_of(f, lk);
 
-	mms__map_init(&steps);
-	for (i = 0; i < l->nstep_leaks && !rc; i++) {
-		const mms_block_t *b = &l->step_leaks[i].b;
+	(void)i;
+	return !(*step & ONCE_MANY) && *step + ONCE_AFTER < f->tr->nsteps;
+}
 
-		v = mms__map_put(&steps, (uint64_t)b->stack + 1, &isnew);
-		if (!v)
-			rc = -ENOMEM;
-		else if (isnew)
-			*v = b->step;
-		else if (*v != b->step)
-			*v |= ONCE_MANY;
+/* Fills f->groups (emptied first) with a value per allocation stack of
+ * the n leaks of v: the longest a block lived (lived: freed_step -
+ * b.step), else the step the blocks came from, | ONCE_MANY when several.
+ * Returns 0 or -ENOMEM. */
+static int groups_fill(struct finder *f, const mms_leak_t *v, size_t n, int lived)
+{
+	uint64_t *g, x;
+	int isnew;
+
+	mms__map_free(&f->groups);
+	mms__map_init(&f->groups);
+	for (size_t i = 0; i < n; i++) {
+		x = lived ? v[i].freed_step - v[i].b.step : v[i].b.step;
+		g = mms__map_put(&f->groups, (uint64_t)v[i].b.stack + 1, &isnew);
+		if (!g)
+			return -ENOMEM;
+		if (isnew || (lived && x > *g))
+			*g = x;
+		else if (!lived && *g != x)
+			*g |= ONCE_MANY;
 	}
-	for (i = 0; i < l->nstep_leaks && !rc; i++) {
-		v = mms__map_get(&steps, (uint64_t)l->step_leaks[i].b.stack + 1);
-		n += !(*v & ONCE_MANY) && *v + ONCE_AFTER < nsteps;
-	}
-	if (!rc && n && !(l->step_once = malloc(n * sizeof(*l->step_once))))
-		rc = -ENOMEM;
-	for (i = 0; i < l->nstep_leaks && !rc && n; i++) {
-		v = mms__map_get(&steps, (uint64_t)l->step_leaks[i].b.stack + 1);
-		if (!(*v & ONCE_MANY) && *v + ONCE_AFTER < nsteps)
-			l->step_once[l->nstep_once++] = l->step_leaks[i];
-		else
-			l->step_leaks[k++] = l->step_leaks[i];
-	}
-	if (!rc && n)
-		l->nstep_leaks = k;
-	mms__map_free(&steps);
-	return rc;
+	return 0;
 }
 
 /* At the end of the log (the pass closed the last step as the index
@@ -598,7 +569,10 @@ static int finder_end(struct mms__sub *sub, struct mms_pass *p)
 		f->l->nsteps = f->tr->nsteps;
 	if (!f->tr->step_kind)
 		f->l->nsteps = 0;
-	rc = held_split(f, marked);
+	f->marked = marked;
+	rc = leaks_move(f, is_swept, &f->l->step_swept, &f->l->nstep_swept);
+	if (!rc)
+		rc = leaks_move(f, is_held, &f->l->step_held, &f->l->nstep_held);
 	if (rc)
 		return rc;
 	f->l->reach_known = mms__reach_known(f->st);
@@ -612,10 +586,15 @@ static int finder_end(struct mms__sub *sub, struct mms_pass *p)
 		qsort(f->l->runtime_kept, f->l->nruntime_kept, sizeof(*f->l->runtime_kept), leak_order);
 	if (f->l->nreachable)
 		qsort(f->l->reachable, f->l->nreachable, sizeof(*f->l->reachable), leak_order);
-	runtime_at_end(f, marked);
-	rc = cached_split(f, marked);
+	rc = leaks_move(f, is_runtime_at_end, NULL, NULL);
 	if (!rc)
-		rc = once_split(f, f->tr->nsteps);
+		rc = groups_fill(f, f->l->step_held, f->l->nstep_held, 1);
+	if (!rc)
+		rc = leaks_move(f, is_cached, &f->l->step_cached, &f->l->nstep_cached);
+	if (!rc)
+		rc = groups_fill(f, f->l->step_leaks, f->l->nstep_leaks, 0);
+	if (!rc)
+		rc = leaks_move(f, is_once, &f->l->step_once, &f->l->nstep_once);
 	if (rc)
 		return rc;
 	f->l->events = f->st->pos;
@@ -649,6 +628,7 @@ static void finder_drop(struct mms__sub *sub)
 	mms__ivset_free(&f->mleaks);
 	free(f->mpieces);
 	free(f->swept);
+	mms__map_free(&f->groups);
 	free(f);
 }
 
@@ -697,6 +677,7 @@ MMS__EXPORT int mms_leaks_add(mms_pass_t *p, const mms_leaks_options_t *opt, mms
 		return -ENOMEM;
 	}
 	res->strs = mms__strs_ref(p->strs);
+	mms__map_init(&f->groups);
 	f->l = &res->pub;
 	if (opt)
 		f->opt = *opt;
