@@ -323,9 +323,9 @@ static void cdump_memory(struct cdump *d, struct cthread *t, int64_t delta)
 	size_t i;
 
 	for (i = 0; i < t->n; i++)
-		t->ops[i].bytes += delta;
+		t->ops[i].bytes = mms__add_sat(t->ops[i].bytes, delta);
 	if (t->kix != SIZE_MAX)
-		d->side->v[t->kix].bytes += delta;
+		d->side->v[t->kix].bytes = mms__add_sat(d->side->v[t->kix].bytes, delta);
 }
 
 static int cdump_row(struct cdump *d, const struct csvr *r, const char **why)
@@ -406,7 +406,11 @@ static int cdump_row(struct cdump *d, const struct csvr *r, const char **why)
 		t = cdump_thread(d, r);
 		if (!t)
 			return -ENOMEM;
-		cdump_memory(d, t, alloc ? (int64_t)size : -(int64_t)size);
+		/* A size past INT64_MAX in a file is absurd: held there. */
+		cdump_memory(d, t,
+			     size > INT64_MAX ? (alloc ? INT64_MAX : -INT64_MAX)
+			     : alloc          ? (int64_t)size
+					      : -(int64_t)size);
 		return 0;
 	}
 	if (field_is(r, d->c_event, "OP_LAUNCH")) {

@@ -519,15 +519,15 @@ MMS__EXPORT int mms_compare_align(mms_compare_t *c, const mms_compare_row_t **ro
 			i++;
 			j++;
 		}
-		row->diff = row->compare - row->base;
+		row->diff = mms__sub_sat(row->compare, row->base);
 	}
 	c->nrows = n;
 	c->stats.launches[0] = a->n;
 	c->stats.launches[1] = b->n;
 	for (i = 0; i < a->n; i++)
-		c->stats.bytes[0] += a->v[i].bytes;
+		c->stats.bytes[0] = mms__add_sat(c->stats.bytes[0], a->v[i].bytes);
 	for (j = 0; j < b->n; j++)
-		c->stats.bytes[1] += b->v[j].bytes;
+		c->stats.bytes[1] = mms__add_sat(c->stats.bytes[1], b->v[j].bytes);
 	*rows = c->rows;
 	*nrows = n;
 	if (stats)

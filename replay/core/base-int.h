@@ -33,4 +33,24 @@ static inline int mms__grow(void *arrayp, size_t *cap, size_t n, size_t elem)
 	return 0;
 }
 
+/* a + b and a - b, held at the ends of int64_t where they would
+ * overflow: sums of sizes read from files, which may be absurd. */
+static inline int64_t mms__add_sat(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (!__builtin_add_overflow(a, b, &r))
+		return r;
+	return b > 0 ? INT64_MAX : INT64_MIN;
+}
+
+static inline int64_t mms__sub_sat(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (!__builtin_sub_overflow(a, b, &r))
+		return r;
+	return b < 0 ? INT64_MAX : INT64_MIN;
+}
+
 #endif /* MMS_BASE_INT_H */
