@@ -80,14 +80,20 @@ struct trace_pass {
 	                                 state's step and range counters */
 	struct mms_pass *pass;
 	size_t time_off;         /* each live block's allocation time, in the pass's data */
-	/* Blocks (or mapping pieces) live at the peak and freed since. With
-	 * top 0, each in kept. Else their rows as varints in gone
-	 * (about 20 bytes each where a record takes 152, and the peak's list
-	 * may hold millions of them; a table of huge pages, read in the
-	 * list's order, which is random), and in kept a heap of the first
-	 * top of them, the last at the root. */
+	/* Blocks live at the peak and freed since: their slots, held out of
+	 * reuse by the pass (mms__pass_hold()) with their fields and time,
+	 * so that nothing is copied of the millions a peak's list may hold. */
+	uint32_t *held;
+	size_t nheld, held_cap;
+	size_t held_nostep; /* the first of them, freed before the state knew
+	                            how steps are marked: their records say none */
+	/* Those whose slot could not be held (pieces of mappings, a read
+	 * over a replay). With top 0, each in kept. Else their rows as
+	 * varints in gone (about 20 bytes each where a record takes 152; a
+	 * table of huge pages, read in the list's order, which is random),
+	 * and in kept a heap of the first top of them, the last at the root. */
 	uint8_t *gone;
-	size_t gone_len, gone_cap;
+	size_t gone_len, gone_cap, ngone;
 	const char **vars;       /* the rows' var strings: vars[i - 1] is var i */
 	size_t nvars, vars_cap;
 	struct mms__map var_ix;  /* a var string's address -> its i */
@@ -136,8 +142,14 @@ static inline uint64_t mms__trace_block_time(const struct trace_pass *p, const s
 }
 
 /* Block b, live at the peak, was freed (or a piece of a mapping that
- * was): it joins the peak's list. Returns 0 or -ENOMEM. */
+ * was): it joins the peak's list as a copy. Returns 0 or -ENOMEM. */
 int mms__trace_freed_add(struct trace_pass *p, const struct mms__blk *b, uint64_t time_ns);
+/* The block the current event freed was live at the peak: it joins the
+ * peak's list, its slot held where the pass can, else as a copy. Returns
+ * 0 or -ENOMEM. */
+int mms__trace_freed_last(struct trace_pass *p);
+/* A new peak: the slots held for the last one go back to the state. */
+void mms__trace_held_release(struct trace_pass *p);
 /* At the pass's end: makes the lists, the watermark's (the peak) and the
  * leakage's (the end), and writes their TSV files; frees what the blocks
  * freed since the peak took. Returns 0 or -ENOMEM. */

@@ -148,6 +148,7 @@ static int gone_put(struct trace_pass *p, const struct row *r)
 	q = mms_put_u(q, r->stack);
 	q = mms_put_u(q, (uint64_t)var << 3 | r->mem);
 	p->gone_len = (size_t)(q - p->gone);
+	p->ngone++;
 	return 0;
 }
 
@@ -186,38 +187,68 @@ int mms__trace_freed_add(struct trace_pass *p, const struct mms__blk *b, uint64_
 	return kept_add(p, b, time_ns);
 }
 
+int mms__trace_freed_last(struct trace_pass *p)
+{
+	const struct mms__blk *b = p->st->last_blk;
+	int64_t slot;
+
+	if (!(p->kinds & 1u << b->mem) || p->skip & MMS_TRACE_SKIP_PEAK)
+		return 0;
+	if (mms__grow(&p->held, &p->held_cap, p->nheld, sizeof(*p->held)))
+		return -ENOMEM;
+	slot = mms__pass_hold(p->pass);
+	if (slot < 0)
+		return mms__trace_freed_add(p, b, mms__trace_block_time(p, b));
+	p->held[p->nheld++] = (uint32_t)slot;
+	if (!mms__state_steps_known(p->st))
+		p->held_nostep = p->nheld;
+	return 0;
+}
+
+void mms__trace_held_release(struct trace_pass *p)
+{
+	mms__pass_unhold(p->pass, p->held, p->nheld);
+	p->nheld = p->held_nostep = 0;
+}
+
+/* The allocation time of the block in slot, live or held. */
+static uint64_t slot_time(const struct trace_pass *p, const struct mms__blk *b)
+{
+	const uint64_t *time = mms__pass_data_at(p->pass, (uint64_t)(b - p->st->blks), p->time_off);
+
+	return time ? *time : 0;
+}
+
 /* --- the lists ---------------------------------------------------------------- */
 
 /* A list of blocks being made: the blocks' sort keys and where each is,
- * in k[i].ix: a live block's slot, a piece of a live mapping
+ * in k[i].ix: a live or held block's slot (with REF_NOSTEP for a held one
+ * of held_nostep), a piece of a live mapping
  * (REF_PIECE | its index in the state's maps) or a block freed since the
- * peak (REF_GONE | its row's offset in gone, or with top 0 its index in
- * kept). Only these 16 bytes a block are sorted; the rows are written and
+ * peak whose slot was not held (REF_GONE | its row's offset in gone, or
+ * with top 0 its index in kept). Only these 16 bytes a block are sorted; the rows are written and
  * the first records made from where the blocks are. */
 #define REF_PIECE ((size_t)1 << (sizeof(size_t) * 8 - 1))
 #define REF_GONE ((size_t)1 << (sizeof(size_t) * 8 - 2))
-#define REF_IX (REF_GONE - 1)
+#define REF_NOSTEP ((size_t)1 << (sizeof(size_t) * 8 - 3)) /* a held slot of held_nostep */
+#define REF_IX (REF_NOSTEP - 1)
 
 struct list {
 	struct trace_pass *p;
 	uint64_t limit;          /* only blocks allocated at or before it */
 	int gone;                /* with the blocks freed since the peak */
-	int fill;                /* 0: count the blocks; 1: fill k */
-	struct mms__keyed *k;
-	size_t n;
+	struct mms__keyed *k;    /* room for every block the list may have */
+	size_t n, room;
 	uint64_t bytes, most, last; /* their bytes, the largest size, the last event */
-	unsigned ebits;          /* the bits of last */
-	int wide;                /* size and event do not fit one key */
+	unsigned ebits;             /* the bits an event may have (of limit) */
 };
 
+/* Block ref: its key is size << ebits | event, made (most - size) <<
+ * ebits | event by list_sort() once the largest size is known. */
 static void list_one(struct list *l, uint64_t size, uint64_t event, size_t ref)
 {
-	if (l->fill) {
-		l->k[l->n].key = l->wide ? 0 : (l->ebits < 64 ? (l->most - size) << l->ebits : 0) | event;
-		l->k[l->n++].ix = ref;
-		return;
-	}
-	l->n++;
+	l->k[l->n].key = l->ebits < 64 ? size << l->ebits | event : 0;
+	l->k[l->n++].ix = ref;
 	l->bytes += size;
 	l->most = size > l->most ? size : l->most;
 	l->last = event > l->last ? event : l->last;
@@ -237,6 +268,7 @@ static int list_visit(const struct mms__blk *b, void *ctx)
 	return 0;
 }
 
+/* Walks the list's blocks once into l->k, which has room for them. */
 static void list_walk(struct list *l)
 {
 	size_t i, next;
@@ -246,6 +278,11 @@ static void list_walk(struct list *l)
 	mms__state_each(l->p->st, list_visit, l);
 	if (!l->gone)
 		return;
+	for (i = 0; i < l->p->nheld; i++) {
+		const struct mms__blk *b = &l->p->st->blks[l->p->held[i]];
+
+		list_one(l, b->size, b->alloc_event, l->p->held[i] | (i < l->p->held_nostep ? REF_NOSTEP : 0));
+	}
 	for (i = 0; !l->p->top && i < l->p->nkept; i++)
 		list_one(l, l->p->kept[i].b.size, l->p->kept[i].b.alloc_event, REF_GONE | i);
 	for (i = 0; l->p->top && i < l->p->gone_len; i = next) {
@@ -254,10 +291,21 @@ static void list_walk(struct list *l)
 	}
 }
 
-/* The slot of the live block, or of the live mapping, that ref is of. */
+/* The most blocks list l may have: every slot, every piece of a
+ * mapping, every copy of a block freed since the peak (a table of huge
+ * pages touched only as far as the list goes). */
+static size_t list_room(const struct list *l)
+{
+	const struct trace_pass *p = l->p;
+
+	return p->st->nblks + p->st->maps.n + (l->gone ? (p->top ? p->ngone : p->nkept) : 0);
+}
+
+/* The slot of the live or held block, or of the live mapping, that ref
+ * is of. */
 static const struct mms__blk *ref_blk(const struct trace_pass *p, size_t ref)
 {
-	return &p->st->blks[ref & REF_PIECE ? p->st->maps.iv[ref & REF_IX].val : ref];
+	return &p->st->blks[ref & REF_PIECE ? p->st->maps.iv[ref & REF_IX].val : ref & REF_IX];
 }
 
 /* The row of the block at ref. */
@@ -274,7 +322,7 @@ static void ref_row(struct trace_pass *p, size_t ref, struct row *r)
 		return;
 	}
 	b = ref_blk(p, ref);
-	row_of(p->st, b, mms__trace_block_time(p, b), r);
+	row_of(p->st, b, slot_time(p, b), r);
 	if (ref & REF_PIECE) {
 		iv = &p->st->maps.iv[ref & REF_IX];
 		r->addr = iv->lo;
@@ -299,18 +347,26 @@ static int ref_cmp(const void *a, const void *b, void *ctx)
  * Returns 0 or -ENOMEM. */
 static int list_sort(struct list *l)
 {
+	uint64_t emask;
 	size_t i, lo;
+	int wide;
 
-	list_walk(l);
-	l->ebits = mms__bits(l->last);
-	l->wide = mms__bits(l->most) + l->ebits > 64;
-	l->k = mms__table_alloc((l->n ? l->n : 1) * sizeof(*l->k));
+	l->ebits = mms__bits(l->limit == UINT64_MAX ? l->p->st->pos : l->limit);
+	l->room = list_room(l) ? list_room(l) : 1;
+	l->k = mms__table_alloc(l->room * sizeof(*l->k));
 	if (!l->k)
 		return -ENOMEM;
-	l->fill = 1;
 	list_walk(l);
-	if (!l->wide)
+	wide = l->ebits >= 64 || mms__bits(l->most) + l->ebits > 64 || mms__bits(l->last) > l->ebits;
+	if (!wide) {
+		emask = ((uint64_t)1 << l->ebits) - 1;
+		for (i = 0; i < l->n; i++)
+			l->k[i].key = (l->most - (l->k[i].key >> l->ebits)) << l->ebits | (l->k[i].key & emask);
 		mms__sort_keyed(l->k, l->n);
+	} else {
+		for (i = 0; i < l->n; i++)
+			l->k[i].key = 0;
+	}
 	for (lo = 0; lo < l->n; lo = i) {
 		for (i = lo + 1; i < l->n && l->k[i].key == l->k[lo].key; i++)
 			;
@@ -342,9 +398,11 @@ static void ref_record(struct trace_pass *p, size_t ref, size_t nth, mms_trace_b
 		piece = *b;
 		piece.addr = iv->lo;
 		piece.size = iv->hi - iv->lo;
-		block_out(p, &piece, mms__trace_block_time(p, b), out);
+		block_out(p, &piece, slot_time(p, b), out);
 	} else {
-		block_out(p, b, mms__trace_block_time(p, b), out);
+		block_out(p, b, slot_time(p, b), out);
+		if (ref & REF_NOSTEP && !out->b.inherited)
+			out->b.step = 0; /* as kept_out() says it */
 	}
 }
 
@@ -363,11 +421,11 @@ static inline __attribute__((always_inline)) void ref_prefetch(const struct trac
 		__builtin_prefetch(q);
 		__builtin_prefetch(q + GONE_MAX - 1);
 	} else if (!(ref & REF_PIECE)) {
-		q = (const char *)&st->blks[ref];
+		q = (const char *)&st->blks[ref & REF_IX];
 		__builtin_prefetch(q);
 		__builtin_prefetch(q + sizeof(st->blks[0]) - 1);
 		if (st->ext_size)
-			__builtin_prefetch(st->ext + ref * st->ext_size + p->time_off);
+			__builtin_prefetch(st->ext + (ref & REF_IX) * st->ext_size + p->time_off);
 	}
 }
 
@@ -401,7 +459,7 @@ static int list_make(struct list *l, struct tsv *f, mms_trace_block_t **out, siz
 			mms__trace_tsv_row(f, &r);
 		}
 	}
-	mms__table_free(l->k, (l->n ? l->n : 1) * sizeof(*l->k));
+	mms__table_free(l->k, l->room * sizeof(*l->k));
 	l->k = NULL;
 	if (rc) {
 		free(v);
@@ -457,11 +515,12 @@ int mms__trace_lists_finish(struct trace_pass *p)
 		l = (struct list){ .p = p, .limit = t->peak_event, .gone = 1 };
 		rc = list_make(&l, &f[0], &t->peak, &t->npeak, &t->peak_blocks, &bytes); /* peak_bytes's */
 	}
+	mms__trace_held_release(p);
 	mms__table_free(p->gone, p->gone_cap);
 	free(p->kept);
 	p->gone = NULL;
 	p->kept = NULL;
-	p->gone_len = p->gone_cap = p->nkept = p->kept_cap = 0;
+	p->gone_len = p->gone_cap = p->ngone = p->nkept = p->kept_cap = 0;
 	if (f[0].w)
 		t->watermark_rc = mms__wfile_close(f[0].w, rc ? rc : f[0].rc);
 	if (f[1].w)
@@ -473,10 +532,12 @@ int mms__trace_lists_finish(struct trace_pass *p)
 void mms__trace_lists_free(struct trace_pass *p)
 {
 	mms__table_free(p->gone, p->gone_cap);
+	free(p->held);
 	free(p->vars);
 	mms__map_free(&p->var_ix);
 	free(p->kept);
 	p->gone = NULL;
+	p->held = NULL;
 	p->vars = NULL;
 	p->kept = NULL;
 }

@@ -212,7 +212,7 @@ static int trace_event(struct trace_pass *p, const mms_event_t *ev, uint64_t bef
 			return -ENOMEM;
 	} else if (ev->kind == MMS_EV_FREE && p->st->last_blk_valid) {
 		/* A block live at the peak, freed since: it still counts. */
-		if (t->peak_bytes && p->st->last_blk->alloc_event <= t->peak_event && mms__trace_freed_add(p, p->st->last_blk, mms__trace_block_time(p, p->st->last_blk)))
+		if (t->peak_bytes && p->st->last_blk->alloc_event <= t->peak_event && mms__trace_freed_last(p))
 			return -ENOMEM;
 	}
 	if (ev->kind == MMS_EV_MALLOC) {
@@ -230,8 +230,9 @@ static int trace_event(struct trace_pass *p, const mms_event_t *ev, uint64_t bef
 		t->peak_bytes = now;
 		t->peak_event = ev->id;
 		t->peak_ns = ev->time_ns;
-		p->gone_len = 0;
+		p->gone_len = p->ngone = 0;
 		p->nkept = 0;
+		mms__trace_held_release(p);
 	}
 	if (p->usage) {
 		if (p->file_bucketed) {

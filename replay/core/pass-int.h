@@ -135,6 +135,20 @@ static inline void *mms__pass_data(struct mms_pass *p, size_t off)
  * copy of one), or NULL when b is not live there. */
 void *mms__pass_data_of(struct mms_pass *p, const struct mms__blk *b, size_t off);
 
+/* Keeps the slot of the block the current event freed, with its fields
+ * and data, out of reuse until mms__pass_unhold() (by the end of the
+ * read): a subscriber that lists such blocks later reads them where they
+ * are instead of copying them. Returns the slot, or -1 (none freed, or
+ * a read over a replay, whose state is not the pass's to keep). */
+int64_t mms__pass_hold(struct mms_pass *p);
+void mms__pass_unhold(struct mms_pass *p, const uint32_t *slots, size_t n);
+/* The data at offset off of the block in slot, live or held. */
+static inline void *mms__pass_data_at(struct mms_pass *p, uint64_t slot, size_t off)
+{
+	const struct mms__state *st = p->cur->st;
+
+	return st->ext_size ? st->ext + (size_t)slot * st->ext_size + off : NULL;
+}
 /* Opens a pass over a replay from where it stands up to position `to`
  * (report.c): subscribers see the replay's state. Returns 0 or -ENOMEM. */
 int mms__pass_open_replay(mms_replay_t *r, uint64_t to, struct mms_pass **out);

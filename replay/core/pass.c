@@ -70,6 +70,18 @@ void *mms__pass_data_of(struct mms_pass *p, const struct mms__blk *b, size_t off
 	return st->ext + (size_t)slot * st->ext_size + off;
 }
 
+int64_t mms__pass_hold(struct mms_pass *p)
+{
+	struct mms__read *rd = p->cur;
+
+	return rd->own_used && rd->st == &rd->own ? mms__state_hold_last(&rd->own) : -1;
+}
+
+void mms__pass_unhold(struct mms_pass *p, const uint32_t *slots, size_t n)
+{
+	mms__state_unhold(&p->cur->own, slots, n);
+}
+
 /* --- reads -------------------------------------------------------------------- */
 
 /* Starts a read of the log from position 0 with a state of its own whose

@@ -247,6 +247,20 @@ static inline int64_t mms__state_slot_at(const struct mms__state *st, const stru
 /* The slot of live block b (a pointer to a slot, or a copy of a live
  * block: found by its start address and allocation), or -1. */
 int64_t mms__state_slot_of(const struct mms__state *st, const struct mms__blk *b);
+/* Keeps the slot of the block the last event freed out of reuse, its
+ * fields and subscriber data as they are, until mms__state_unhold():
+ * returns the slot, or -1 when the last event freed none or its slot was
+ * taken again. A held slot is not live: mms__state_each() and checkpoints
+ * leave it out. */
+int64_t mms__state_hold_last(struct mms__state *st);
+/* Whether the state knows how the log marks steps (mms__state_blk_step()
+ * says 0 until it does). */
+static inline int mms__state_steps_known(const struct mms__state *st)
+{
+	return st->step_kind_hint || st->step_kind;
+}
+/* Gives the n held slots at slots back to the free ones. */
+void mms__state_unhold(struct mms__state *st, const uint32_t *slots, size_t n);
 /* Interns an owner string (NUL-terminated); NULL when out of memory. */
 const char *mms__state_owner(struct mms__state *st, const char *s, size_t len);
 /* Interns an origin; returns its index, or -1 when out of memory. */

@@ -192,6 +192,64 @@ START_TEST(test_peak_first)
 }
 END_TEST
 
+/* A list of n blocks with the addresses and times of want. */
+static void expect_blocks(const mms_trace_block_t *v, size_t n, const uint64_t (*want)[2], size_t nwant)
+{
+	ck_assert_uint_eq(n, nwant);
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_uint_eq(v[i].b.addr, want[i][0]);
+		ck_assert_uint_eq(v[i].time_ns, 1000000000ull + want[i][1]);
+	}
+}
+
+/* The blocks freed since the peak keep their slots out of reuse until a
+ * new peak gives them back: what is allocated meanwhile takes others, and
+ * a second trace of the same pass, which cannot hold them, lists them
+ * from its copies the same. */
+START_TEST(test_held_slots)
+{
+	struct lb *b = one_thread();
+	mms_pass_t *pass;
+	mms_log_t *log;
+	/* Address and allocation time (ns after the log's start). */
+	static const uint64_t peak[][2] = { { 0x4000, 24 }, { 0x2000, 21 }, { 0x3000, 23 } };
+	static const uint64_t end[][2] = { { 0x4000, 24 }, { 0x7000, 29 }, { 0x6000, 28 }, { 0x5000, 26 } };
+	mms_trace_t *t[2];
+	size_t i;
+
+	lb_alloc(b, 20, MMS_ALLOC_MALLOC, 0x1000, 100, 0); /* event 1: A */
+	lb_alloc(b, 21, MMS_ALLOC_MALLOC, 0x2000, 100, 0); /* 2: B, a first peak */
+	lb_free(b, 22, MMS_FREE_FREE, 0x1000);             /* A held */
+	lb_alloc(b, 23, MMS_ALLOC_MALLOC, 0x3000, 50, 0);  /* 4: C */
+	lb_alloc(b, 24, MMS_ALLOC_MALLOC, 0x4000, 200, 0); /* 5: D, the peak: A given back */
+	lb_free(b, 25, MMS_FREE_FREE, 0x2000);             /* B held */
+	lb_alloc(b, 26, MMS_ALLOC_MALLOC, 0x5000, 10, 0);  /* 7: E */
+	lb_free(b, 27, MMS_FREE_FREE, 0x3000);             /* C held */
+	lb_alloc(b, 28, MMS_ALLOC_MALLOC, 0x6000, 20, 0);  /* 9: F */
+	lb_alloc(b, 29, MMS_ALLOC_MALLOC, 0x7000, 30, 0);  /* 10: G */
+	ck_assert_int_eq(lb_write(b, LOG, SIZE_MAX), 0);
+	lb_destroy(b);
+	ck_assert_int_eq(mms_log_open(LOG, &log), 0);
+	ck_assert_int_eq(mms_pass_open(log, NULL, &pass), 0);
+	ck_assert_int_eq(mms_trace_add(pass, NULL, &t[0]), 0);
+	ck_assert_int_eq(mms_trace_add(pass, NULL, &t[1]), 0);
+	ck_assert_int_eq(mms_pass_run(pass), 0);
+	for (i = 0; i < 2; i++) {
+		ck_assert_int_eq(t[i]->status, 0);
+		ck_assert_uint_eq(t[i]->peak_event, 5);
+		ck_assert_uint_eq(t[i]->peak_bytes, 350);
+		expect_blocks(t[i]->peak, t[i]->npeak, peak, 3);
+		expect_blocks(t[i]->end, t[i]->nend, end, 4);
+	}
+	for (i = 0; i < 3; i++)
+		same_record(&t[0]->peak[i], &t[1]->peak[i]);
+	mms_pass_close(pass);
+	mms_trace_free(t[0]);
+	mms_trace_free(t[1]);
+	mms_log_close(log);
+}
+END_TEST
+
 /* A mapping cut after the peak by munmap and by a mapping placed over it
  * shows as the pieces it had at the peak; the new mapping does not. */
 START_TEST(test_mmap_pieces)
@@ -542,6 +600,7 @@ static Suite *trace_suite(void)
 	tcase_add_checked_fixture(tc, dir_setup, dir_teardown);
 	tcase_add_test(tc, test_peak_first);
 	tcase_add_test(tc, test_mmap_pieces);
+	tcase_add_test(tc, test_held_slots);
 	tcase_add_test(tc, test_skip_lists);
 	tcase_add_test(tc, test_kinds);
 	tcase_add_test(tc, test_usage_file);
