@@ -329,19 +329,13 @@ struct dpass {
 	uint64_t double_allocs, mmap_bytes, mmap_blocks; /* the state's, before the event */
 };
 
-static struct fgroup *fgroup_of(struct dpass *p, uint16_t mem, const char *pool, const char *owner)
+static __attribute__((noinline)) struct fgroup *fgroup_find(struct dpass *p, uint16_t mem, const char *pool,
+							    const char *owner)
 {
 	uint64_t h, *v;
 	struct fgroup *g;
 	int isnew;
 
-	if (mem != MMS_MEM_POOL && mem != MMS_MEM_DEVICE)
-		pool = NULL;
-	if (p->last) {
-		g = &p->g[p->last - 1];
-		if (g->d.mem == mem && g->d.pool == pool && g->d.owner == owner)
-			return g;
-	}
 	/* Owner strings are interned and pool names are the log's: equal
 	 * keys are equal pointers. Probe on past another key's hash. */
 	for (h = key_hash(mem, pool, owner);; h++) {
@@ -367,10 +361,26 @@ found:
 	return g;
 }
 
+/* The group of the key, most often the last one's (inline, the rest a
+ * call: it runs at every memory event). */
+static inline struct fgroup *fgroup_of(struct dpass *p, uint16_t mem, const char *pool, const char *owner)
+{
+	struct fgroup *g;
+
+	if (mem != MMS_MEM_POOL && mem != MMS_MEM_DEVICE)
+		pool = NULL;
+	if (p->last) {
+		g = &p->g[p->last - 1];
+		if (g->d.mem == mem && g->d.pool == pool && g->d.owner == owner)
+			return g;
+	}
+	return fgroup_find(p, mem, pool, owner);
+}
+
 /* Moves the figures of the group of a block of kind mem in pool, owned by
  * owner, by bytes and blocks, keeping those of the last peak first. */
-static int fgroup_move(struct dpass *p, unsigned mem, const char *pool, const char *owner, int64_t bytes,
-		       int64_t blocks)
+static inline int fgroup_move(struct dpass *p, unsigned mem, const char *pool, const char *owner, int64_t bytes,
+			      int64_t blocks)
 {
 	struct fgroup *g;
 
@@ -390,7 +400,7 @@ static int fgroup_move(struct dpass *p, unsigned mem, const char *pool, const ch
 }
 
 /* fgroup_move() for block b of the pass's state. */
-static int fgroup_move_blk(struct dpass *p, const struct mms__blk *b, int64_t bytes, int64_t blocks)
+static inline int fgroup_move_blk(struct dpass *p, const struct mms__blk *b, int64_t bytes, int64_t blocks)
 {
 	const struct mms__origin *o = mms__blk_origin(p->st, b);
 

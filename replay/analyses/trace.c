@@ -370,6 +370,8 @@ MMS__EXPORT int mms_trace_add(mms_pass_t *pass, const mms_trace_options_t *opt, 
 	p->pass = pass;
 	p->time_off = mms__pass_attach(pass, sizeof(uint64_t));
 	p->kinds = (opt->kinds ? opt->kinds : ~(1u << MMS_MEM_DEVICE)) & ((1u << MMS_MEM_KIND_COUNT) - 1);
+	for (unsigned k = 0; k < MMS_MEM_KIND_COUNT; k++)
+		p->kmask[k] = p->kinds & 1u << k ? UINT64_MAX : 0;
 	p->skip = opt->skip;
 	p->top = opt->top;
 	p->out = opt->out;
@@ -384,6 +386,7 @@ MMS__EXPORT int mms_trace_add(mms_pass_t *pass, const mms_trace_options_t *opt, 
 	p->sub.name = "trace";
 	p->sub.kinds = ~0u;
 	p->sub.before_kinds = 1u << MMS_EV_MALLOC | 1u << MMS_EV_FREE;
+	p->sub.before_mems = 1u << MMS_MEM_MMAP;
 	p->sub.begin = pass_begin;
 	p->sub.before = pass_before;
 	p->sub.event = pass_event;

@@ -26,11 +26,34 @@ static inline void mms__dec8(char *out, uint32_t x)
  * returns how many. */
 static inline unsigned mms__dec(char *out, uint64_t v)
 {
-	unsigned n = 1, i;
-	uint64_t t;
+	static const uint64_t pow10[20] = { 1ull,
+					    10ull,
+					    100ull,
+					    1000ull,
+					    10000ull,
+					    100000ull,
+					    1000000ull,
+					    10000000ull,
+					    100000000ull,
+					    1000000000ull,
+					    10000000000ull,
+					    100000000000ull,
+					    1000000000000ull,
+					    10000000000000ull,
+					    100000000000000ull,
+					    1000000000000000ull,
+					    10000000000000000ull,
+					    100000000000000000ull,
+					    1000000000000000000ull,
+					    10000000000000000000ull };
+	/* The digits from the bits: 1233/4096 is log10(2) to a little
+	 * under, so n is the count or one short, which the table's next
+	 * power tells (a loop of divisions per digit was most of the cost
+	 * of a time's 19 digits). */
+	unsigned n = (64u - (unsigned)__builtin_clzll(v | 1)) * 1233u >> 12, i;
 
-	for (t = v; t >= 10; t /= 10)
-		n++;
+	n += n < 20 && v >= pow10[n];
+	n += !n;
 	i = n;
 	if (v >= 100000000) {
 		i -= 8;

@@ -87,8 +87,10 @@ struct mms__sub {
 	const char *name;
 	/* Event kinds it is fed (bits 1u << enum mms_event_kind); 0: none. */
 	unsigned kinds;
-	/* Event kinds its before callback is called for. */
-	unsigned before_kinds;
+	/* Event kinds its before callback is called for, and of their
+	 * events those of these memory kinds (bits 1u << enum mms_mem_kind;
+	 * 0: every one). */
+	unsigned before_kinds, before_mems;
 	/* MMS__TRACK_LAUNCHES, MMS__TRACK_STEPS: what the driver follows for
 	 * it in mms__pass_track(). */
 	unsigned track;
@@ -140,7 +142,12 @@ void *mms__pass_data_of(struct mms_pass *p, const struct mms__blk *b, size_t off
  * read): a subscriber that lists such blocks later reads them where they
  * are instead of copying them. Returns the slot, or -1 (none freed, or
  * a read over a replay, whose state is not the pass's to keep). */
-int64_t mms__pass_hold(struct mms_pass *p);
+static inline int64_t mms__pass_hold(struct mms_pass *p)
+{
+	struct mms__read *rd = p->cur;
+
+	return rd->own_used && rd->st == &rd->own ? mms__state_hold_last(&rd->own) : -1;
+}
 void mms__pass_unhold(struct mms_pass *p, const uint32_t *slots, size_t n);
 /* The data at offset off of the block in slot, live or held. */
 static inline void *mms__pass_data_at(struct mms_pass *p, uint64_t slot, size_t off)

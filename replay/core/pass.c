@@ -45,8 +45,13 @@ void mms__strs_unref(struct mms__strs *s)
 
 /* The subscribers of this read, by the event kinds they are fed. */
 struct dispatch {
-	struct mms__sub **ev[MMS_EV_KIND_COUNT], **before[MMS_EV_KIND_COUNT];
-	size_t nev[MMS_EV_KIND_COUNT], nbefore[MMS_EV_KIND_COUNT];
+	/* Only subscribers still fed: one that ends or fails leaves (stale
+	 * set, the lists pruned before the next call), so that an event
+	 * costs a call per subscriber it is for and nothing more. The
+	 * before callbacks by event kind and memory kind. */
+	struct mms__sub **ev[MMS_EV_KIND_COUNT], **before[MMS_EV_KIND_COUNT][MMS_MEM_KIND_COUNT];
+	size_t nev[MMS_EV_KIND_COUNT], nbefore[MMS_EV_KIND_COUNT][MMS_MEM_KIND_COUNT];
+	int stale;
 	uint64_t next_until;         /* the nearest position a subscriber ends at */
 };
 
@@ -68,13 +73,6 @@ void *mms__pass_data_of(struct mms_pass *p, const struct mms__blk *b, size_t off
 	if (!st->ext_size || (slot = mms__state_slot_of(st, b)) < 0)
 		return NULL;
 	return st->ext + (size_t)slot * st->ext_size + off;
-}
-
-int64_t mms__pass_hold(struct mms_pass *p)
-{
-	struct mms__read *rd = p->cur;
-
-	return rd->own_used && rd->st == &rd->own ? mms__state_hold_last(&rd->own) : -1;
 }
 
 void mms__pass_unhold(struct mms_pass *p, const uint32_t *slots, size_t n)
@@ -151,14 +149,18 @@ static int read_next(struct mms_pass *p, struct mms__read *rd, mms_event_t *ev)
 	rc = mms_iter_next(rd->it, ev);
 	if (rc <= 0)
 		return rc;
-	for (i = 0; ev->kind < MMS_EV_KIND_COUNT && i < p->dispatch->nbefore[ev->kind]; i++) {
-		struct mms__sub *s = p->dispatch->before[ev->kind][i];
+	if (ev->kind < MMS_EV_KIND_COUNT && ev->mem < MMS_MEM_KIND_COUNT) {
+		struct dispatch *d = p->dispatch;
+		struct mms__sub *const *v = d->before[ev->kind][ev->mem];
+		size_t n = d->nbefore[ev->kind][ev->mem];
 
-		if (s->done || s->failed)
-			continue;
-		rc = s->before(s, p, ev);
-		if (rc)
-			sub_fail(s, rc);
+		for (i = 0; i < n; i++) {
+			rc = v[i]->before(v[i], p, ev);
+			if (rc) {
+				sub_fail(v[i], rc);
+				d->stale = 1;
+			}
+		}
 	}
 	rc = mms__state_apply(&rd->own, ev);
 	if (rc)
@@ -239,35 +241,61 @@ static void dispatch_free(struct dispatch *d)
 {
 	for (int k = 0; k < MMS_EV_KIND_COUNT; k++) {
 		free(d->ev[k]);
-		free(d->before[k]);
+		for (int m = 0; m < MMS_MEM_KIND_COUNT; m++)
+			free(d->before[k][m]);
 	}
+}
+
+/* Whether s is still fed in this read. */
+static int sub_fed(const struct mms_pass *p, const struct mms__sub *s)
+{
+	return s->round == p->round && !s->done && !s->failed;
+}
+
+/* Fills d's lists with the subscribers still fed (the lists have room
+ * for all). */
+static void dispatch_fill(struct mms_pass *p, struct dispatch *d)
+{
+	size_t i;
+	int k, m;
+
+	for (k = 0; k < MMS_EV_KIND_COUNT; k++) {
+		d->nev[k] = 0;
+		for (m = 0; m < MMS_MEM_KIND_COUNT; m++)
+			d->nbefore[k][m] = 0;
+		for (i = 0; i < p->nsubs; i++) {
+			struct mms__sub *s = p->subs[i];
+
+			if (!sub_fed(p, s))
+				continue;
+			if (s->event && s->kinds & 1u << k)
+				d->ev[k][d->nev[k]++] = s;
+			for (m = 0; m < MMS_MEM_KIND_COUNT; m++)
+				if (s->before && s->before_kinds & 1u << k &&
+				    (!s->before_mems || s->before_mems & 1u << m))
+					d->before[k][m][d->nbefore[k][m]++] = s;
+		}
+	}
+	d->stale = 0;
 }
 
 static int dispatch_build(struct mms_pass *p, struct dispatch *d)
 {
-	size_t i;
-	int k;
+	int k, m;
 
 	memset(d, 0, sizeof(*d));
 	for (k = 0; k < MMS_EV_KIND_COUNT; k++) {
 		d->ev[k] = calloc(p->nsubs + 1, sizeof(*d->ev[k]));
-		d->before[k] = calloc(p->nsubs + 1, sizeof(*d->before[k]));
-		if (!d->ev[k] || !d->before[k]) {
-			dispatch_free(d);
-			return -ENOMEM;
-		}
-		for (i = 0; i < p->nsubs; i++) {
-			struct mms__sub *s = p->subs[i];
-
-			if (s->round != p->round)
-				continue;
-			if (s->event && s->kinds & 1u << k)
-				d->ev[k][d->nev[k]++] = s;
-			if (s->before && s->before_kinds & 1u << k)
-				d->before[k][d->nbefore[k]++] = s;
-		}
+		if (!d->ev[k])
+			goto fail;
+		for (m = 0; m < MMS_MEM_KIND_COUNT; m++)
+			if (!(d->before[k][m] = calloc(p->nsubs + 1, sizeof(*d->before[k][m]))))
+				goto fail;
 	}
 	return 0;
+fail:
+	dispatch_free(d);
+	return -ENOMEM;
 }
 
 /* The nearest position where a subscriber of this read that has not
@@ -307,6 +335,7 @@ static int read_begin(struct mms_pass *p, struct mms__read *rd, struct dispatch 
 		if (rc)
 			sub_fail(s, rc);
 	}
+	dispatch_fill(p, d);
 	d->next_until = next_until(p);
 	return 0;
 }
@@ -324,6 +353,7 @@ static int read_events(struct mms_pass *p, struct mms__read *rd, struct dispatch
 	for (;;) {
 		if (rd->st->pos == d->next_until) {
 			subs_end(p, rd->st->pos, 0);
+			dispatch_fill(p, d);
 			d->next_until = next_until(p);
 			/* The first read goes to the end for the summary; a
 			 * later one to the last position asked for. */
@@ -360,15 +390,22 @@ static int read_events(struct mms_pass *p, struct mms__read *rd, struct dispatch
 		 * event was 1% of a summary's instructions). */
 		if (rd->st->last_bad_free && !p->round && !rd->replay)
 			mms__state_bad_free(rd->st, &ev, p->bad, &p->nbad, MMS_BAD_FREES_KEPT);
-		for (i = 0; ev.kind < MMS_EV_KIND_COUNT && i < d->nev[ev.kind]; i++) {
-			struct mms__sub *s = d->ev[ev.kind][i];
+		if (d->stale) /* a before callback failed */
+			dispatch_fill(p, d);
+		if (ev.kind < MMS_EV_KIND_COUNT) {
+			struct mms__sub *const *v = d->ev[ev.kind];
+			size_t n = d->nev[ev.kind];
 
-			if (s->done || s->failed)
-				continue;
-			rc = s->event(s, p, &ev);
-			if (rc)
-				sub_fail(s, rc);
+			for (i = 0; i < n; i++) {
+				rc = v[i]->event(v[i], p, &ev);
+				if (rc) {
+					sub_fail(v[i], rc);
+					d->stale = 1;
+				}
+			}
 		}
+		if (d->stale)
+			dispatch_fill(p, d);
 	}
 }
 

@@ -252,7 +252,18 @@ int64_t mms__state_slot_of(const struct mms__state *st, const struct mms__blk *b
  * returns the slot, or -1 when the last event freed none or its slot was
  * taken again. A held slot is not live: mms__state_each() and checkpoints
  * leave it out. */
-int64_t mms__state_hold_last(struct mms__state *st);
+static inline int64_t mms__state_hold_last(struct mms__state *st)
+{
+	int64_t s = st->last_slot;
+
+	/* A freed slot is the last of the free ones until an event takes
+	 * it. */
+	if (!st->last_blk_valid || s < 0 || st->last_blk != &st->blks[s] || st->blks[s].live || !st->nfree ||
+	    st->free_slots[st->nfree - 1] != (uint32_t)s)
+		return -1;
+	st->nfree--;
+	return s;
+}
 /* Whether the state knows how the log marks steps (mms__state_blk_step()
  * says 0 until it does). */
 static inline int mms__state_steps_known(const struct mms__state *st)

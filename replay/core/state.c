@@ -112,19 +112,6 @@ static inline void slot_release(struct mms__state *st, uint64_t i)
 	st->free_slots[st->nfree++] = (uint32_t)i;
 }
 
-int64_t mms__state_hold_last(struct mms__state *st)
-{
-	int64_t s = st->last_slot;
-
-	/* A freed slot is the last of the free ones until an event takes
-	 * it. */
-	if (!st->last_blk_valid || s < 0 || st->last_blk != &st->blks[s] || st->blks[s].live || !st->nfree ||
-	    st->free_slots[st->nfree - 1] != (uint32_t)s)
-		return -1;
-	st->nfree--;
-	return s;
-}
-
 void mms__state_unhold(struct mms__state *st, const uint32_t *slots, size_t n)
 {
 	/* Not live since their free: only their numbers move. */

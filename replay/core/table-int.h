@@ -19,24 +19,11 @@ int mms__table_grow(void *arrayp, size_t *cap, size_t n, size_t elem);
 /* Makes a zero-filled table (*arrayp, *n items of elem bytes) hold index
  * i, doubling it (from 8) and zeroing what it adds. Returns 0, or -1 when
  * out of memory (the table is left as it was). */
+int mms__table_fit_grow(void *arrayp, size_t *n, size_t i, size_t elem);
 static inline int mms__table_fit(void *arrayp, size_t *n, size_t i, size_t elem)
 {
-	size_t nn;
-	void *p;
-
-	if (i < *n)
-		return 0;
-	nn = *n ? *n : 8;
-	while (nn <= i)
-		nn *= 2;
-	memcpy(&p, arrayp, sizeof(p));
-	p = realloc(p, nn * elem);
-	if (!p)
-		return -1;
-	memset((char *)p + *n * elem, 0, (nn - *n) * elem);
-	memcpy(arrayp, &p, sizeof(p));
-	*n = nn;
-	return 0;
+	/* Inline, the growth a call: the test runs at every event. */
+	return i < *n ? 0 : mms__table_fit_grow(arrayp, n, i, elem);
 }
 
 #endif /* MMS_TABLE_INT_H */

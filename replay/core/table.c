@@ -90,3 +90,23 @@ int mms__table_grow(void *arrayp, size_t *cap, size_t n, size_t elem)
 	*cap = ncap;
 	return 0;
 }
+
+int mms__table_fit_grow(void *arrayp, size_t *n, size_t i, size_t elem)
+{
+	size_t nn;
+	void *p;
+
+	if (i < *n)
+		return 0;
+	nn = *n ? *n : 8;
+	while (nn <= i)
+		nn *= 2;
+	memcpy(&p, arrayp, sizeof(p));
+	p = realloc(p, nn * elem);
+	if (!p)
+		return -1;
+	memset((char *)p + *n * elem, 0, (nn - *n) * elem);
+	memcpy(arrayp, &p, sizeof(p));
+	*n = nn;
+	return 0;
+}

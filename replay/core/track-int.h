@@ -74,7 +74,22 @@ void mms__track_free(struct mms__track *t);
 /* Starts following from st's position (not needed from position 0). */
 void mms__track_start(struct mms__track *t, const struct mms__state *st);
 /* Follows ev, which st has just applied. Returns 0 or -ENOMEM. */
-int mms__track_event(struct mms__track *t, const struct mms__state *st, const mms_event_t *ev);
+int mms__track_event_any(struct mms__track *t, const struct mms__state *st, const mms_event_t *ev);
+/* The same, inline where only steps are followed and the log has no mark
+ * (most logs of programs that do not mark steps): every event is before
+ * the first step, and only the state's counters are noted. */
+static inline int mms__track_event(struct mms__track *t, const struct mms__state *st, const mms_event_t *ev)
+{
+	if (t->what != MMS__TRACK_STEPS || !t->no_marks)
+		return mms__track_event_any(t, st, ev);
+	t->has_ended = 0;
+	t->ev_step = MMS__STEP_PENDING;
+	t->steps_seen = st->steps_seen;
+	t->ranges_seen = st->ranges_seen;
+	t->in_range = st->in_range;
+	t->live_before = mms__state_live_total(st);
+	return 0;
+}
 /* At the end of the log: closes the last step as the index does. */
 void mms__track_finish(struct mms__track *t, const struct mms__state *st);
 /* The step holding event id (already followed): MMS__STEP_* or a number. */

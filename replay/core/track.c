@@ -176,10 +176,21 @@ const struct mms__tlaunch *mms__track_running(const struct mms__track *t, uint32
 static int launch_event(struct mms__track *t, const struct mms__state *st, const mms_event_t *ev,
 			struct mms__tstep *s)
 {
-	struct mms__tthread *th = thread_of(t, ev->thread);
+	struct mms__tthread *th;
 	struct mms__tlaunch *l;
 	size_t i;
 
+	/* Most events: memory, on a thread with no launch open (a thread
+	 * not yet in the table has none). */
+	if (ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE) {
+		if (!st->last_blk_valid || ev->thread >= t->nthreads)
+			return 0;
+		th = &t->threads[ev->thread];
+		for (i = 0; i < th->n; i++)
+			mms__counts_add(&th->ops[i].m, ev->kind == MMS_EV_MALLOC, st->last_blk->size);
+		return 0;
+	}
+	th = thread_of(t, ev->thread);
 	if (!th)
 		return -ENOMEM;
 	if (ev->kind == MMS_EV_OP_LAUNCH && ev->sub == 0) {
@@ -203,14 +214,11 @@ static int launch_event(struct mms__track *t, const struct mms__state *st, const
 		t->ended = th->ops[--th->n];
 		t->ended.end_event = ev->id;
 		t->has_ended = 1;
-	} else if ((ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE) && st->last_blk_valid) {
-		for (i = 0; i < th->n; i++)
-			mms__counts_add(&th->ops[i].m, ev->kind == MMS_EV_MALLOC, st->last_blk->size);
 	}
 	return 0;
 }
 
-int mms__track_event(struct mms__track *t, const struct mms__state *st, const mms_event_t *ev)
+int mms__track_event_any(struct mms__track *t, const struct mms__state *st, const mms_event_t *ev)
 {
 	struct mms__tstep *s = NULL;
 	int rc = 0, memory;

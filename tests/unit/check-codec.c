@@ -1,18 +1,54 @@
 /* SPDX-License-Identifier: MIT */
 /* check-codec.c: unit tests of format.h's varint, zigzag and string codec
- * and CRC-64/XZ, and of the replay library's hash map, interval set and
- * radix sort of keyed pairs. */
+ * and CRC-64/XZ, and of the replay library's hash map, interval set,
+ * radix sort of keyed pairs and decimal writer. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "crc64-clmul.h"
+#include "decimal-int.h"
 #include "format.h"
 #include "intervals-int.h"
 #include "map-int.h"
 #include "slotmap-int.h"
 #include "sort-int.h"
+
+/* mms__dec() writes what printf's %llu does: every power of ten and its
+ * neighbours, every power of two less one, and pseudo-random values of
+ * every width. */
+START_TEST(test_decimal)
+{
+	uint64_t vals[300], x = 88172645463325252ull, p;
+	char buf[24], ref[24];
+	size_t n = 0, i;
+	unsigned len;
+
+	for (p = 1;; p *= 10) {
+		vals[n++] = p - 1;
+		vals[n++] = p;
+		vals[n++] = p + 1;
+		if (p > UINT64_MAX / 10)
+			break;
+	}
+	vals[n++] = UINT64_MAX;
+	for (i = 0; i < 64; i++)
+		vals[n++] = (2ull << i) - 1;
+	while (n < sizeof(vals) / sizeof(vals[0])) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		vals[n++] = x >> (x % 64);
+	}
+	for (i = 0; i < n; i++) {
+		len = mms__dec(buf, vals[i]);
+		buf[len] = 0;
+		snprintf(ref, sizeof(ref), "%llu", (unsigned long long)vals[i]);
+		ck_assert_str_eq(buf, ref);
+	}
+}
+END_TEST
 
 START_TEST(test_varint_roundtrip)
 {
@@ -448,6 +484,7 @@ static Suite *codec_suite(void)
 	Suite *s = suite_create("codec");
 	TCase *tc = tcase_create("codec");
 
+	tcase_add_test(tc, test_decimal);
 	tcase_add_test(tc, test_varint_roundtrip);
 	tcase_add_test(tc, test_varint_truncated);
 	tcase_add_test(tc, test_varint_overlong);
