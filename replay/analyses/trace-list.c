@@ -445,7 +445,7 @@ static int list_make(struct list *l, struct tsv *f, mms_trace_block_t **out, siz
 	keep = p->top && p->top < l->n ? p->top : l->n;
 	if (!rc && keep && !(v = malloc(keep * sizeof(*v))))
 		rc = -ENOMEM;
-	if (!rc && l->gone && p->top)
+	if (!rc && l->gone && p->top && p->nkept)
 		qsort(p->kept, p->nkept, sizeof(*p->kept), kept_qsort_cmp);
 	for (i = 0; !rc && i < l->n && (i < keep || (f->w && !f->rc)); i++) {
 		size_t ref = l->k[i].ix;
