@@ -11,6 +11,7 @@
 #include "msmemscope/output.h"
 #include "msmemscope/symbolize.h"
 #include "base-int.h"
+#include "decimal-int.h"
 #include "log-int.h"
 #include "outfile-int.h"
 #include "trace-int.h"
@@ -33,7 +34,10 @@ static const char *kind_name(unsigned mem)
 /* Writes s with tabs and line breaks turned into spaces (a field). */
 static void w_field(struct mms__wfile *w, const char *s)
 {
-	for (; *s; s++) {
+	size_t n = strcspn(s, "\t\n\r");
+
+	mms__wfile_mem(w, s, n);
+	for (s += n; *s; s++) {
 		char ch = *s == '\t' || *s == '\n' || *s == '\r' ? ' ' : *s;
 
 		mms__wfile_mem(w, &ch, 1);
@@ -67,12 +71,25 @@ void mms__trace_tsv_row(struct tsv *f, const struct row *r)
 	char text[1024];
 	int depth, k, j, nf;
 
-	mms__wfile_u64(w, f->pid, '\t');
-	mms__wfile_hex(w, r->addr, '\t');
-	mms__wfile_u64(w, r->time_ns, '\t');
-	mms__wfile_u64(w, r->size, '\t');
-	mms__wfile_str(w, kind_name(r->mem));
-	mms__wfile_str(w, "\tALLOCATION\t");
+	const char *kind = kind_name(r->mem);
+	size_t klen = strlen(kind);
+	char *q;
+
+	/* The numbers and the kind in one go (a kind's name is short). */
+	q = mms__wfile_room(w, 4 * 21 + 18 + klen + sizeof("\tALLOCATION\t"));
+	q += mms__dec(q, f->pid);
+	*q++ = '\t';
+	q += mms__hex(q, r->addr);
+	*q++ = '\t';
+	q += mms__dec(q, r->time_ns);
+	*q++ = '\t';
+	q += mms__dec(q, r->size);
+	*q++ = '\t';
+	memcpy(q, kind, klen);
+	q += klen;
+	memcpy(q, "\tALLOCATION\t", sizeof("\tALLOCATION\t") - 1);
+	q += sizeof("\tALLOCATION\t") - 1;
+	mms__wfile_end(w, q);
 	w_field(w, r->var);
 	mms__wfile_mem(w, "\t", 1);
 	depth = mms__log_stack(f->log, r->stack, ips, sizeof(ips) / sizeof(ips[0]));

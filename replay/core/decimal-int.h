@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* decimal-int.h: unsigned integers in decimal, two digits a step from a
- * table: the exports and the analyses' TSVs write millions of them. */
+ * table, and in hexadecimal: the exports and the analyses' TSVs write
+ * millions of them. */
 #ifndef MMS_DECIMAL_INT_H
 #define MMS_DECIMAL_INT_H
 
@@ -70,6 +71,20 @@ static inline unsigned mms__dec(char *out, uint64_t v)
 	else
 		out[0] = (char)('0' + v);
 	return n;
+}
+
+/* "0x" and the hexadecimal digits of v (lower case, no leading zeros) at
+ * out (room for 18); returns how many characters. */
+static inline unsigned mms__hex(char *out, uint64_t v)
+{
+	static const char digits[] = "0123456789abcdef";
+	unsigned n = (64u - (unsigned)__builtin_clzll(v | 1) + 3) / 4, i;
+
+	out[0] = '0';
+	out[1] = 'x';
+	for (i = n + 2; i > 2; v >>= 4)
+		out[--i] = digits[v & 15];
+	return n + 2;
 }
 
 #endif /* MMS_DECIMAL_INT_H */

@@ -56,6 +56,20 @@ struct mms__wfile *mms__wfile_open(const char *path, int overwrite, int *rc);
  * commit's code. */
 int mms__wfile_close(struct mms__wfile *w, int rc);
 void mms__wfile_flush(struct mms__wfile *w);
+/* Room for n bytes (at most the buffer's size) at the end of w's buffer,
+ * flushed first where it has less: a row of fields is written there in
+ * one go, then mms__wfile_end() with where it ends. */
+static inline char *mms__wfile_room(struct mms__wfile *w, size_t n)
+{
+	if (sizeof(w->buf) - w->len < n)
+		mms__wfile_flush(w);
+	return w->buf + w->len;
+}
+
+static inline void mms__wfile_end(struct mms__wfile *w, const char *end)
+{
+	w->len = (size_t)(end - w->buf);
+}
 void mms__wfile_mem(struct mms__wfile *w, const void *p, size_t n);
 void mms__wfile_str(struct mms__wfile *w, const char *s);
 /* v in decimal, then the character end. */

@@ -202,18 +202,11 @@ void mms__wfile_u64(struct mms__wfile *w, uint64_t v, char end)
 
 void mms__wfile_hex(struct mms__wfile *w, uint64_t v, char end)
 {
-	static const char digits[] = "0123456789abcdef";
-	char tmp[24];
-	int i = (int)sizeof(tmp);
+	char *o = mms__wfile_room(w, 20);
 
-	tmp[--i] = end;
-	do {
-		tmp[--i] = digits[v & 15];
-		v >>= 4;
-	} while (v);
-	tmp[--i] = 'x';
-	tmp[--i] = '0';
-	mms__wfile_mem(w, tmp + i, sizeof(tmp) - (size_t)i);
+	o += mms__hex(o, v);
+	*o++ = end;
+	mms__wfile_end(w, o);
 }
 
 struct mms__wfile *mms__wfile_open(const char *path, int overwrite, int *rc)

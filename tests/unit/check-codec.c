@@ -15,9 +15,9 @@
 #include "slotmap-int.h"
 #include "sort-int.h"
 
-/* mms__dec() writes what printf's %llu does: every power of ten and its
- * neighbours, every power of two less one, and pseudo-random values of
- * every width. */
+/* mms__dec() and mms__hex() write what printf's %llu and 0x%llx do:
+ * every power of ten and its neighbours, every power of two less one, and
+ * pseudo-random values of every width. */
 START_TEST(test_decimal)
 {
 	uint64_t vals[300], x = 88172645463325252ull, p;
@@ -45,6 +45,10 @@ START_TEST(test_decimal)
 		len = mms__dec(buf, vals[i]);
 		buf[len] = 0;
 		snprintf(ref, sizeof(ref), "%llu", (unsigned long long)vals[i]);
+		ck_assert_str_eq(buf, ref);
+		len = mms__hex(buf, vals[i]);
+		buf[len] = 0;
+		snprintf(ref, sizeof(ref), "0x%llx", (unsigned long long)vals[i]);
 		ck_assert_str_eq(buf, ref);
 	}
 }
