@@ -690,7 +690,13 @@ MMS__EXPORT int mms_leaks_add(mms_pass_t *p, const mms_leaks_options_t *opt, mms
 	f->pass = p;
 	f->mleaks.ref = mleak_ref;
 	f->mleaks.ctx = f;
-	f->off = mms__pass_attach(p, sizeof(uint64_t));
+	/* Each block's followed entry, for per-step leaks: none in a whole
+	 * log with no step mark (every event before the first step, nothing
+	 * followed; 8 bytes a live block of fresh memory saved). */
+	if (p->log->follow || p->log->step_marks || p->log->inferred_steps)
+		f->off = mms__pass_attach(p, sizeof(uint64_t));
+	else
+		f->off = SIZE_MAX;
 	f->sub.name = "leaks";
 	f->sub.kinds = ~0u;
 	f->sub.track = MMS__TRACK_STEPS;
