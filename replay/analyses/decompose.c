@@ -420,7 +420,7 @@ static void note_state(struct dpass *p)
 }
 
 /* The live bytes whose high-water mark is the peak. */
-static uint64_t live_counted(const struct dpass *p)
+static inline uint64_t live_counted(const struct dpass *p)
 {
 	uint64_t n = 0;
 
@@ -497,13 +497,17 @@ static int dpass_event(struct mms__sub *sub, struct mms_pass *pass, const mms_ev
 		else if (st->mem[MMS_MEM_MMAP].live_bytes != p->mmap_bytes ||
 			 st->mem[MMS_MEM_MMAP].live_blocks != p->mmap_blocks)
 			p->inexact = p->inexact < st->pos ? p->inexact : st->pos;
+		p->mmap_bytes = st->mem[MMS_MEM_MMAP].live_bytes;
+		p->mmap_blocks = st->mem[MMS_MEM_MMAP].live_blocks;
 	} else if (st->last_blk_valid) {
 		rc = fgroup_move_blk(p, b, malloc ? (int64_t)b->size : -(int64_t)b->size, malloc ? 1 : -1);
 	}
-	/* An address handed out while live replaced its block unseen. */
-	if (st->double_allocs != p->double_allocs)
+	/* An address handed out while live replaced its block unseen. (Only
+	 * MMAP events move the mappings' figures: note_state()'s others.) */
+	if (st->double_allocs != p->double_allocs) {
 		p->inexact = p->inexact < st->pos ? p->inexact : st->pos;
-	note_state(p);
+		p->double_allocs = st->double_allocs;
+	}
 	live = live_counted(p);
 	if (live > p->peak) {
 		p->peak = live;

@@ -302,7 +302,24 @@ static int frees_whole(const mms_event_t *ev, const struct iblk *b)
 	return ev->addr <= b->addr && ev->addr + ev->size >= b->addr + b->size;
 }
 
+static int on_event_any(struct mms__sub *sub, struct mms_pass *pass, const mms_event_t *ev);
+
+/* A memory event where no block is kept (a log without accesses): only
+ * the operator steps are counted, one more for an event outside any
+ * operator (a thread not yet seen has none open), in a call that does
+ * only that. */
 static int on_event(struct mms__sub *sub, struct mms_pass *pass, const mms_event_t *ev)
+{
+	struct ipass *p = (struct ipass *)sub;
+
+	if (p->blocks || (ev->kind != MMS_EV_MALLOC && ev->kind != MMS_EV_FREE))
+		return on_event_any(sub, pass, ev);
+	if (p->st->last_blk_valid && (ev->thread >= p->nthreads || !p->threads[ev->thread].n))
+		p->ops++;
+	return 0;
+}
+
+static __attribute__((noinline)) int on_event_any(struct mms__sub *sub, struct mms_pass *pass, const mms_event_t *ev)
 {
 	struct ipass *p = (struct ipass *)sub;
 	const struct mms__blk *k = p->st->last_blk;

@@ -311,7 +311,20 @@ static int mark_seen(struct finder *f, uint64_t id)
 	return rc;
 }
 
+static int finder_event_any(struct mms__sub *sub, struct mms_pass *p, const mms_event_t *ev);
+
+/* A memory event in a log with no step mark: nothing to follow or count
+ * (finder_event_any() says why), in a call that does only that. */
 static int finder_event(struct mms__sub *sub, struct mms_pass *p, const mms_event_t *ev)
+{
+	const struct finder *f = (const struct finder *)sub;
+
+	if (f->tr->no_marks && (ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE))
+		return 0;
+	return finder_event_any(sub, p, ev);
+}
+
+static __attribute__((noinline)) int finder_event_any(struct mms__sub *sub, struct mms_pass *p, const mms_event_t *ev)
 {
 	struct finder *f = (struct finder *)sub;
 	const struct mms__state *st = f->st;

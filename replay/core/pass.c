@@ -52,6 +52,7 @@ struct dispatch {
 	struct mms__sub **ev[MMS_EV_KIND_COUNT], **before[MMS_EV_KIND_COUNT][MMS_MEM_KIND_COUNT];
 	size_t nev[MMS_EV_KIND_COUNT], nbefore[MMS_EV_KIND_COUNT][MMS_MEM_KIND_COUNT];
 	int stale;
+	int any_before;              /* a before list is not empty */
 	uint64_t next_until;         /* the nearest position a subscriber ends at */
 };
 
@@ -131,6 +132,8 @@ static void sub_fail(struct mms__sub *s, int rc)
 		*s->status = rc;
 }
 
+static void dispatch_fill(struct mms_pass *p, struct dispatch *d);
+
 /* The next event of the read, applied to its state. Returns 1, 0 at the
  * end, or a negative code: damage (MMS_ECORRUPT, MMS_EORDER), or what the
  * state could not do. */
@@ -149,7 +152,7 @@ static int read_next(struct mms_pass *p, struct mms__read *rd, mms_event_t *ev)
 	rc = mms_iter_next(rd->it, ev);
 	if (rc <= 0)
 		return rc;
-	if (ev->kind < MMS_EV_KIND_COUNT && ev->mem < MMS_MEM_KIND_COUNT) {
+	if (p->dispatch->any_before && ev->kind < MMS_EV_KIND_COUNT && ev->mem < MMS_MEM_KIND_COUNT) {
 		struct dispatch *d = p->dispatch;
 		struct mms__sub *const *v = d->before[ev->kind][ev->mem];
 		size_t n = d->nbefore[ev->kind][ev->mem];
@@ -161,6 +164,8 @@ static int read_next(struct mms_pass *p, struct mms__read *rd, mms_event_t *ev)
 				d->stale = 1;
 			}
 		}
+		if (d->stale) /* one failed: not fed the event */
+			dispatch_fill(p, d);
 	}
 	rc = mms__state_apply(&rd->own, ev);
 	if (rc)
@@ -259,6 +264,7 @@ static void dispatch_fill(struct mms_pass *p, struct dispatch *d)
 	size_t i;
 	int k, m;
 
+	d->any_before = 0;
 	for (k = 0; k < MMS_EV_KIND_COUNT; k++) {
 		d->nev[k] = 0;
 		for (m = 0; m < MMS_MEM_KIND_COUNT; m++)
@@ -272,8 +278,10 @@ static void dispatch_fill(struct mms_pass *p, struct dispatch *d)
 				d->ev[k][d->nev[k]++] = s;
 			for (m = 0; m < MMS_MEM_KIND_COUNT; m++)
 				if (s->before && s->before_kinds & 1u << k &&
-				    (!s->before_mems || s->before_mems & 1u << m))
+				    (!s->before_mems || s->before_mems & 1u << m)) {
 					d->before[k][m][d->nbefore[k][m]++] = s;
+					d->any_before = 1;
+				}
 		}
 	}
 	d->stale = 0;
@@ -390,8 +398,6 @@ static int read_events(struct mms_pass *p, struct mms__read *rd, struct dispatch
 		 * event was 1% of a summary's instructions). */
 		if (rd->st->last_bad_free && !p->round && !rd->replay)
 			mms__state_bad_free(rd->st, &ev, p->bad, &p->nbad, MMS_BAD_FREES_KEPT);
-		if (d->stale) /* a before callback failed */
-			dispatch_fill(p, d);
 		if (ev.kind < MMS_EV_KIND_COUNT) {
 			struct mms__sub *const *v = d->ev[ev.kind];
 			size_t n = d->nev[ev.kind];
