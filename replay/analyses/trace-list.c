@@ -222,12 +222,12 @@ static uint64_t slot_time(const struct trace_pass *p, const struct mms__blk *b)
 /* --- the lists ---------------------------------------------------------------- */
 
 /* A list of blocks being made: the blocks' sort keys and where each is,
- * in k[i].ix: a live or held block's slot (with REF_NOSTEP for a held one
- * of held_nostep), a piece of a live mapping
- * (REF_PIECE | its index in the state's maps) or a block freed since the
- * peak whose slot was not held (REF_GONE | its row's offset in gone, or
- * with top 0 its index in kept). Only these 16 bytes a block are sorted; the rows are written and
- * the first records made from where the blocks are. */
+ * in k[i].ix: a live or held block's slot (with REF_NOSTEP for a held
+ * one of held_nostep), a piece of a live mapping (REF_PIECE | its index
+ * in the state's maps) or a block freed since the peak whose slot was
+ * not held (REF_GONE | its row's offset in gone, or with top 0 its index
+ * in kept). Only these 16 bytes a block are sorted; the rows are written
+ * and the first records made from where the blocks are. */
 #define REF_PIECE ((size_t)1 << (sizeof(size_t) * 8 - 1))
 #define REF_GONE ((size_t)1 << (sizeof(size_t) * 8 - 2))
 #define REF_NOSTEP ((size_t)1 << (sizeof(size_t) * 8 - 3)) /* a held slot of held_nostep */

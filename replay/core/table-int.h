@@ -16,10 +16,11 @@ void mms__table_free(void *p, size_t bytes);
 /* mms__grow() for an array of mms__table_alloc()'s (*cap items). */
 int mms__table_grow(void *arrayp, size_t *cap, size_t n, size_t elem);
 
+/* mms__table_fit()'s growth, out of line. */
+int mms__table_fit_grow(void *arrayp, size_t *n, size_t i, size_t elem);
 /* Makes a zero-filled table (*arrayp, *n items of elem bytes) hold index
  * i, doubling it (from 8) and zeroing what it adds. Returns 0, or -1 when
  * out of memory (the table is left as it was). */
-int mms__table_fit_grow(void *arrayp, size_t *n, size_t i, size_t elem);
 static inline int mms__table_fit(void *arrayp, size_t *n, size_t i, size_t elem)
 {
 	/* Inline, the growth a call: the test runs at every event. */
