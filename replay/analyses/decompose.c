@@ -327,6 +327,13 @@ struct dpass {
 	uint64_t inexact;         /* the position after the first event the groups could not
 	                             follow; UINT64_MAX: none */
 	uint64_t double_allocs, mmap_bytes, mmap_blocks; /* the state's, before the event */
+	/* By kind: until the first OWNER event or block of a pool or device
+	 * (from an empty heap, no thread with an owner tag), each kind's
+	 * group is the state's figures for the kind, and nothing is followed
+	 * per block: only each kind's figures at the peak, in snap. Then the
+	 * groups are made from the state (bykind_end()) and followed. */
+	int bykind;
+	uint64_t snap_bytes[MMS_MEM_KIND_COUNT], snap_blocks[MMS_MEM_KIND_COUNT];
 };
 
 static __attribute__((noinline)) struct fgroup *fgroup_find(struct dpass *p, uint16_t mem, const char *pool,
@@ -444,6 +451,72 @@ static int dpass_begin(struct mms__sub *sub, struct mms_pass *pass)
 	p->peak = live_counted(p);
 	p->peak_pos = 0;
 	note_state(p);
+	if (mms__state_each(p->st, seed_blk, p))
+		return -ENOMEM;
+	/* By kind from an empty heap where no thread has an owner tag. */
+	p->bykind = !p->n;
+	for (size_t i = 0; i < p->st->nthreads; i++)
+		p->bykind &= !p->st->threads[i].owner;
+	return 0;
+}
+
+/* Each followed kind's group as the kind's figures at the peak (its
+ * figures now: the groups' figures at the last peak are their pk_* only
+ * once they changed since). */
+static int bykind_groups(struct dpass *p, int now_empty)
+{
+	struct fgroup *g;
+
+	for (unsigned k = 0; k < MMS_MEM_KIND_COUNT; k++) {
+		if (!(p->kinds & 1u << k) || !p->snap_blocks[k])
+			continue;
+		g = fgroup_of(p, (uint16_t)k, NULL, NULL);
+		if (!g)
+			return -ENOMEM;
+		if (now_empty) {
+			/* The groups are made from the state next: what they
+			 * had at the peak is kept as changed since. */
+			g->pk_bytes = p->snap_bytes[k];
+			g->pk_blocks = p->snap_blocks[k];
+			g->ver = p->ver;
+		} else {
+			g->d.bytes = p->snap_bytes[k];
+			g->d.blocks = p->snap_blocks[k];
+		}
+	}
+	return 0;
+}
+
+/* After bykind_end() at an OWNER tag: the block it retagged, when live at
+ * the peak, moves there too from its kind's group to its owner's, as
+ * dpass_retag() moves it. */
+static int bykind_retag_peak(struct dpass *p)
+{
+	const struct mms__state *st = p->st;
+	const struct mms__blk *now = st->last_blk;
+	const struct mms__origin *o = st->last_blk_valid ? mms__blk_origin(st, now) : NULL;
+	struct fgroup *from, *to;
+
+	if (!o || !o->owner || !(p->kinds & 1u << now->mem) || now->alloc_event >= p->peak_pos)
+		return 0;
+	from = fgroup_of(p, now->mem, o->pool, NULL);
+	to = fgroup_of(p, now->mem, o->pool, o->owner);
+	if (!from || !to)
+		return -ENOMEM;
+	from->pk_bytes -= now->size;
+	from->pk_blocks--;
+	to->pk_bytes += now->size;
+	to->pk_blocks++;
+	return 0;
+}
+
+/* The end of the by-kind way: the groups as they were at the peak, then
+ * what the state holds now (with the event just applied). */
+static int bykind_end(struct dpass *p)
+{
+	p->bykind = 0;
+	if (bykind_groups(p, 1))
+		return -ENOMEM;
 	return mms__state_each(p->st, seed_blk, p) ? -ENOMEM : 0;
 }
 
@@ -486,20 +559,31 @@ static int dpass_event(struct mms__sub *sub, struct mms_pass *pass, const mms_ev
 	uint64_t live;
 
 	(void)pass;
-	if (ev->kind == MMS_EV_OWNER)
+	if (p->bykind && (ev->kind == MMS_EV_OWNER ||
+			  (st->last_blk_valid && (b->mem == MMS_MEM_POOL || b->mem == MMS_MEM_DEVICE)))) {
+		/* The first block of another group, or the first owner tag
+		 * (a block can have an owner only after one): the state has
+		 * the block (or no longer has it), as it has a block an OWNER
+		 * tag retagged. */
+		rc = bykind_end(p);
+		if (!rc && ev->kind == MMS_EV_OWNER)
+			rc = bykind_retag_peak(p);
+		if (rc)
+			return rc;
+	} else if (ev->kind == MMS_EV_OWNER) {
 		return ev->sub == MMS_OWNER_TAG ? dpass_retag(p, ev) : 0;
-	if (ev->mem == MMS_MEM_MMAP) {
+	} else if (ev->mem == MMS_MEM_MMAP) {
 		/* A new mapping where nothing was mapped is a block more;
 		 * anything else may have cut or covered other mappings. */
 		if (malloc && st->last_blk_valid && st->mem[MMS_MEM_MMAP].live_bytes == p->mmap_bytes + ev->size &&
 		    st->mem[MMS_MEM_MMAP].live_blocks == p->mmap_blocks + 1)
-			rc = fgroup_move_blk(p, b, (int64_t)ev->size, 1);
+			rc = p->bykind ? 0 : fgroup_move_blk(p, b, (int64_t)ev->size, 1);
 		else if (st->mem[MMS_MEM_MMAP].live_bytes != p->mmap_bytes ||
 			 st->mem[MMS_MEM_MMAP].live_blocks != p->mmap_blocks)
 			p->inexact = p->inexact < st->pos ? p->inexact : st->pos;
 		p->mmap_bytes = st->mem[MMS_MEM_MMAP].live_bytes;
 		p->mmap_blocks = st->mem[MMS_MEM_MMAP].live_blocks;
-	} else if (st->last_blk_valid) {
+	} else if (st->last_blk_valid && !p->bykind) {
 		rc = fgroup_move_blk(p, b, malloc ? (int64_t)b->size : -(int64_t)b->size, malloc ? 1 : -1);
 	}
 	/* An address handed out while live replaced its block unseen. (Only
@@ -513,6 +597,11 @@ static int dpass_event(struct mms__sub *sub, struct mms_pass *pass, const mms_ev
 		p->peak = live;
 		p->peak_pos = st->pos;
 		p->ver++;
+		if (p->bykind)
+			for (unsigned k = 0; k < MMS_MEM_KIND_COUNT; k++) {
+				p->snap_bytes[k] = st->mem[k].live_bytes;
+				p->snap_blocks[k] = st->mem[k].live_blocks;
+			}
 	}
 	return rc;
 }
@@ -554,8 +643,11 @@ static int dpass_end(struct mms__sub *sub, struct mms_pass *pass)
 		return -ENOMEM;
 	if (p->o.end_only)
 		return 0;
-	if (p->inexact > p->peak_pos)
+	if (p->inexact > p->peak_pos) {
+		if (p->bykind && bykind_groups(p, 0))
+			return -ENOMEM;
 		return peak_tree(p, &p->res->peak);
+	}
 	mms__pass_again(pass, sub, p->peak_pos, 0);
 	return 0;
 }
