@@ -487,6 +487,27 @@ static int bykind_groups(struct dpass *p, int now_empty)
 	return 0;
 }
 
+/* Block now, tagged from owner old to its origin's, was live at the last
+ * peak: its bytes move there too, from old's group to its owner's (whose
+ * peak figures are kept: both changed since the peak). */
+static int peak_retag(struct dpass *p, const struct mms__blk *now, const struct mms__origin *o, const char *old)
+{
+	struct fgroup *from = fgroup_of(p, now->mem, o->pool, old), *to;
+	size_t ifrom = from ? (size_t)(from - p->g) : 0;
+
+	/* Both groups exist (the callers moved or made them): were one
+	 * made here, the array might move, hence the index. */
+	to = from ? fgroup_of(p, now->mem, o->pool, o->owner) : NULL;
+	if (!to)
+		return -ENOMEM;
+	from = &p->g[ifrom];
+	from->pk_bytes -= now->size;
+	from->pk_blocks--;
+	to->pk_bytes += now->size;
+	to->pk_blocks++;
+	return 0;
+}
+
 /* After bykind_end() at an OWNER tag: the block it retagged, when live at
  * the peak, moves there too from its kind's group to its owner's, as
  * dpass_retag() moves it. */
@@ -495,19 +516,10 @@ static int bykind_retag_peak(struct dpass *p)
 	const struct mms__state *st = p->st;
 	const struct mms__blk *now = st->last_blk;
 	const struct mms__origin *o = st->last_blk_valid ? mms__blk_origin(st, now) : NULL;
-	struct fgroup *from, *to;
 
 	if (!o || !o->owner || !(p->kinds & 1u << now->mem) || now->alloc_event >= p->peak_pos)
 		return 0;
-	from = fgroup_of(p, now->mem, o->pool, NULL);
-	to = fgroup_of(p, now->mem, o->pool, o->owner);
-	if (!from || !to)
-		return -ENOMEM;
-	from->pk_bytes -= now->size;
-	from->pk_blocks--;
-	to->pk_bytes += now->size;
-	to->pk_blocks++;
-	return 0;
+	return peak_retag(p, now, o, NULL);
 }
 
 /* The end of the by-kind way: the groups as they were at the peak, then
@@ -529,25 +541,14 @@ static int dpass_retag(struct dpass *p, const mms_event_t *ev)
 	const struct mms__state *st = p->st;
 	const struct mms__blk *now = st->last_blk;
 	const struct mms__origin *o = st->last_blk_valid ? mms__blk_origin(st, now) : NULL;
-	struct fgroup *from, *to;
 
 	if (!o || st->last_old_owner == o->owner)
 		return 0;
 	if (fgroup_move(p, now->mem, o->pool, st->last_old_owner, -(int64_t)now->size, -1) ||
 	    fgroup_move(p, now->mem, o->pool, o->owner, (int64_t)now->size, 1))
 		return -ENOMEM;
-	if (now->alloc_event < p->peak_pos) {
-		/* fgroup_move() kept both groups' peak figures: move them too. */
-		from = fgroup_of(p, now->mem, o->pool, st->last_old_owner);
-		to = fgroup_of(p, now->mem, o->pool, o->owner);
-		if (!from || !to)
-			return -ENOMEM;
-		from->pk_bytes -= now->size;
-		from->pk_blocks--;
-		to->pk_bytes += now->size;
-		to->pk_blocks++;
-	}
-	return 0;
+	/* fgroup_move() kept both groups' peak figures: move them too. */
+	return now->alloc_event < p->peak_pos ? peak_retag(p, now, o, st->last_old_owner) : 0;
 }
 
 static int dpass_event(struct mms__sub *sub, struct mms_pass *pass, const mms_event_t *ev)
