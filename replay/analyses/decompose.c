@@ -334,6 +334,11 @@ struct dpass {
 	 * groups are made from the state (bykind_end()) and followed. */
 	int bykind;
 	uint64_t snap_bytes[MMS_MEM_KIND_COUNT], snap_blocks[MMS_MEM_KIND_COUNT];
+	/* By kind with the process's kinds as the peak's, where its peak and
+	 * double allocs start as the state's: not fed HOST blocks' events,
+	 * which then change nothing but those (the pass calls dpass_peak()
+	 * at each new peak, and the state keeps the first double alloc). */
+	int quiet;
 };
 
 static __attribute__((noinline)) struct fgroup *fgroup_find(struct dpass *p, uint16_t mem, const char *pool,
@@ -457,6 +462,9 @@ static int dpass_begin(struct mms__sub *sub, struct mms_pass *pass)
 	p->bykind = !p->n;
 	for (size_t i = 0; i < p->st->nthreads; i++)
 		p->bykind &= !p->st->threads[i].owner;
+	p->quiet = p->bykind && p->peak_kinds == PROCESS_KINDS && p->peak == p->st->peak_total && !p->st->double_allocs;
+	if (p->quiet)
+		mms__pass_quiet(pass, sub, 1u << MMS_MEM_HOST);
 	return 0;
 }
 
@@ -551,21 +559,73 @@ static int dpass_retag(struct dpass *p, const mms_event_t *ev)
 	return now->alloc_event < p->peak_pos ? peak_retag(p, now, o, st->last_old_owner) : 0;
 }
 
+/* The double allocs since the last event it saw, when quiet: the groups
+ * are inexact from the first. */
+static void quiet_sync(struct dpass *p)
+{
+	const struct mms__state *st = p->st;
+
+	if (p->quiet && st->double_allocs != p->double_allocs) {
+		if (!p->double_allocs)
+			p->inexact = p->inexact < st->double_alloc_first ? p->inexact : st->double_alloc_first;
+		p->double_allocs = st->double_allocs;
+	}
+}
+
+/* After an event: the double alloc it made, and the peak it reached. */
+static void dpass_note(struct dpass *p)
+{
+	const struct mms__state *st = p->st;
+	uint64_t live;
+
+	/* An address handed out while live replaced its block unseen. (Only
+	 * MMAP events move the mappings' figures: note_state()'s others.) */
+	if (st->double_allocs != p->double_allocs) {
+		p->inexact = p->inexact < st->pos ? p->inexact : st->pos;
+		p->double_allocs = st->double_allocs;
+	}
+	live = live_counted(p);
+	if (live > p->peak) {
+		p->peak = live;
+		p->peak_pos = st->pos;
+		p->ver++;
+		if (p->bykind)
+			for (unsigned k = 0; k < MMS_MEM_KIND_COUNT; k++) {
+				p->snap_bytes[k] = st->mem[k].live_bytes;
+				p->snap_blocks[k] = st->mem[k].live_blocks;
+			}
+	}
+}
+
+/* A new peak, which the last event (maybe one of those it is not fed)
+ * reached. */
+static int dpass_peak(struct mms__sub *sub, struct mms_pass *pass)
+{
+	struct dpass *p = (struct dpass *)sub;
+
+	(void)pass;
+	quiet_sync(p);
+	dpass_note(p);
+	return 0;
+}
+
 static int dpass_event(struct mms__sub *sub, struct mms_pass *pass, const mms_event_t *ev)
 {
 	struct dpass *p = (struct dpass *)sub;
 	const struct mms__state *st = p->st;
 	const struct mms__blk *b = st->last_blk;
 	int malloc = ev->kind == MMS_EV_MALLOC, rc = 0;
-	uint64_t live;
 
-	(void)pass;
+	quiet_sync(p);
 	if (p->bykind && (ev->kind == MMS_EV_OWNER ||
 			  (st->last_blk_valid && (b->mem == MMS_MEM_POOL || b->mem == MMS_MEM_DEVICE)))) {
 		/* The first block of another group, or the first owner tag
 		 * (a block can have an owner only after one): the state has
 		 * the block (or no longer has it), as it has a block an OWNER
-		 * tag retagged. */
+		 * tag retagged. From here on every block is followed. */
+		if (p->quiet)
+			mms__pass_quiet(pass, sub, 0);
+		p->quiet = 0;
 		rc = bykind_end(p);
 		if (!rc && ev->kind == MMS_EV_OWNER)
 			rc = bykind_retag_peak(p);
@@ -587,23 +647,7 @@ static int dpass_event(struct mms__sub *sub, struct mms_pass *pass, const mms_ev
 	} else if (st->last_blk_valid && !p->bykind) {
 		rc = fgroup_move_blk(p, b, malloc ? (int64_t)b->size : -(int64_t)b->size, malloc ? 1 : -1);
 	}
-	/* An address handed out while live replaced its block unseen. (Only
-	 * MMAP events move the mappings' figures: note_state()'s others.) */
-	if (st->double_allocs != p->double_allocs) {
-		p->inexact = p->inexact < st->pos ? p->inexact : st->pos;
-		p->double_allocs = st->double_allocs;
-	}
-	live = live_counted(p);
-	if (live > p->peak) {
-		p->peak = live;
-		p->peak_pos = st->pos;
-		p->ver++;
-		if (p->bykind)
-			for (unsigned k = 0; k < MMS_MEM_KIND_COUNT; k++) {
-				p->snap_bytes[k] = st->mem[k].live_bytes;
-				p->snap_blocks[k] = st->mem[k].live_blocks;
-			}
-	}
+	dpass_note(p);
 	return rc;
 }
 
@@ -640,6 +684,7 @@ static int dpass_end(struct mms__sub *sub, struct mms_pass *pass)
 
 	if (pass->round)
 		return decompose_state(mms__pass_state(pass), p->kinds, &p->res->peak);
+	quiet_sync(p);
 	if (decompose_state(p->st, p->kinds, &p->res->end))
 		return -ENOMEM;
 	if (p->o.end_only)
@@ -699,6 +744,7 @@ MMS__EXPORT int mms_decompose_add(mms_pass_t *pass, const mms_decompose_options_
 	p->sub.kinds = 1u << MMS_EV_MALLOC | 1u << MMS_EV_FREE | 1u << MMS_EV_OWNER;
 	p->sub.begin = dpass_begin;
 	p->sub.event = dpass_event;
+	p->sub.peak = dpass_peak;
 	p->sub.end = dpass_end;
 	p->sub.drop = dpass_drop;
 	p->sub.status = &(*out)->status;

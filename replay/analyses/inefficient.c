@@ -74,6 +74,13 @@ struct ipass {
 	 * inefficient, and only the counter is kept. */
 	int blocks;
 	size_t off;
+	/* Without blocks, while no thread is in a launch, every memory event
+	 * with a block is lone and only counts: not fed them (quiet), it
+	 * counts them from the state (blk_events since quiet_base) at its
+	 * next event and at the end. */
+	uint64_t open; /* launches begun and not ended, on every thread */
+	int quiet;
+	uint64_t quiet_base;
 	struct ineff_res *res;
 	size_t res_cap;
 	size_t tags_cap;
@@ -308,6 +315,21 @@ static int on_event_any(struct mms__sub *sub, struct mms_pass *pass, const mms_e
  * the operator steps are counted, one more for an event outside any
  * operator (a thread not yet seen has none open), in a call that does
  * only that. */
+/* The lone memory events that went by while it was quiet: counted, and
+ * quiet again (or fed again where a launch is open). */
+static void quiet_count(struct ipass *p, struct mms_pass *pass)
+{
+	if (p->quiet) {
+		p->ops += p->st->blk_events - p->quiet_base;
+		p->quiet_base = p->st->blk_events;
+	}
+	if (p->blocks || !!p->quiet == !p->open)
+		return;
+	p->quiet = !p->open;
+	p->quiet_base = p->st->blk_events;
+	mms__pass_quiet(pass, &p->sub, p->quiet ? ~0u : 0);
+}
+
 static int on_event(struct mms__sub *sub, struct mms_pass *pass, const mms_event_t *ev)
 {
 	struct ipass *p = (struct ipass *)sub;
@@ -329,7 +351,7 @@ static __attribute__((noinline)) int on_event_any(struct mms__sub *sub, struct m
 	uint64_t op;
 	int rc = 0, lone;
 
-	(void)pass;
+	quiet_count(p, pass);
 	if (ev->kind == MMS_EV_OP_LAUNCH) {
 		t = thread_of(p, ev->thread);
 		if (!t)
@@ -341,13 +363,16 @@ static __attribute__((noinline)) int on_event_any(struct mms__sub *sub, struct m
 			p->launches++;
 			t->f[t->n].allocated = t->f[t->n].freed = 0;
 			t->n++;
+			p->open++;
 		} else if (t->n) {
 			f = &t->f[--t->n];
 			if (f->allocated)
 				p->last_malloc_op = f->op;
 			if (f->freed)
 				p->last_free_op = f->op;
+			p->open--;
 		}
+		quiet_count(p, pass);
 		return 0;
 	}
 	if (ev->kind == MMS_EV_ACCESS)
@@ -419,7 +444,10 @@ static int keep_live(const struct mms__blk *k, void *ctx)
 
 static int pass_begin(struct mms__sub *sub, struct mms_pass *pass)
 {
-	((struct ipass *)sub)->st = mms__pass_state(pass);
+	struct ipass *p = (struct ipass *)sub;
+
+	p->st = mms__pass_state(pass);
+	quiet_count(p, pass);
 	return 0;
 }
 
@@ -431,7 +459,7 @@ static int pass_end(struct mms__sub *sub, struct mms_pass *pass)
 	mms_inefficient_t *res = &p->res->pub;
 	int rc;
 
-	(void)pass;
+	quiet_count(p, pass);
 	rc = p->blocks ? mms__state_each(p->st, keep_live, p) : 0;
 	if (rc)
 		return rc;

@@ -630,6 +630,10 @@ static int finder_begin(struct mms__sub *sub, struct mms_pass *p)
 	/* A fork child's pass starts with its inherited heap. */
 	for (int k = 0; k < MMS_MEM_KIND_COUNT; k++)
 		f->prev_live[k] = f->st->mem[k].live_bytes;
+	/* Without step marks its memory events do nothing (finder_event):
+	 * not fed them at all. */
+	if (f->tr->no_marks)
+		mms__pass_quiet(p, sub, ~0u);
 	return 0;
 }
 

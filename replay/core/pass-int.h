@@ -91,6 +91,9 @@ struct mms__sub {
 	 * events those of these memory kinds (bits 1u << enum mms_mem_kind;
 	 * 0: every one). */
 	unsigned before_kinds, before_mems;
+	/* Memory kinds whose MALLOC and FREE events it is not fed for now
+	 * (bits 1u << enum mms_mem_kind; 0: fed all): mms__pass_quiet(). */
+	unsigned quiet;
 	/* MMS__TRACK_LAUNCHES, MMS__TRACK_STEPS: what the driver follows for
 	 * it in mms__pass_track(). */
 	unsigned track;
@@ -100,6 +103,11 @@ struct mms__sub {
 	int (*before)(struct mms__sub *s, struct mms_pass *p, const mms_event_t *ev);
 	/* After the heap state applied ev (and the driver followed it). */
 	int (*event)(struct mms__sub *s, struct mms_pass *p, const mms_event_t *ev);
+	/* Optional: after the event callbacks of an event that raised the
+	 * state's peak_total (the highest live bytes of the process's kinds,
+	 * mms__state_live_total()): what a subscriber quiet for some memory
+	 * kinds (mms__pass_quiet()) learns of the peak. */
+	int (*peak)(struct mms__sub *s, struct mms_pass *p);
 	/* At the end of the log, or where the pass stops (damage), or at the
 	 * position `until` asked for: mms__pass_state() is the state there. */
 	int (*end)(struct mms__sub *s, struct mms_pass *p);
@@ -168,6 +176,13 @@ int mms__pass_add(struct mms_pass *p, struct mms__sub *s);
  * to position until, with the event kinds `kinds`; its end is then called
  * with the state at until. */
 void mms__pass_again(struct mms_pass *p, struct mms__sub *s, uint64_t until, unsigned kinds);
+/* From s's callbacks (begin, event): from the next event on, s is not fed
+ * the MALLOC and FREE events of the memory kinds in mems (bits 1u <<
+ * enum mms_mem_kind), and is fed again those of the kinds left out of
+ * mems: for a subscriber that has nothing to do with them for a while
+ * (what it would have counted, it reads from the state when fed again).
+ * A later read feeds it every kind it asked for. */
+void mms__pass_quiet(struct mms_pass *p, struct mms__sub *s, unsigned mems);
 
 /* What the subscribers read. */
 static inline const struct mms__state *mms__pass_state(const struct mms_pass *p)

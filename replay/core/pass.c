@@ -44,13 +44,22 @@ void mms__strs_unref(struct mms__strs *s)
 }
 
 /* The subscribers of this read, by the event kinds they are fed. */
+_Static_assert((MMS_MEM_KIND_COUNT & (MMS_MEM_KIND_COUNT - 1)) == 0, "read_events() masks a memory kind");
+
 struct dispatch {
 	/* Only subscribers still fed: one that ends or fails leaves (stale
 	 * set, the lists pruned before the next call), so that an event
-	 * costs a call per subscriber it is for and nothing more. The
-	 * before callbacks by event kind and memory kind. */
-	struct mms__sub **ev[MMS_EV_KIND_COUNT], **before[MMS_EV_KIND_COUNT][MMS_MEM_KIND_COUNT];
-	size_t nev[MMS_EV_KIND_COUNT], nbefore[MMS_EV_KIND_COUNT][MMS_MEM_KIND_COUNT];
+	 * costs a call per subscriber it is for and nothing more. Both
+	 * lists by event kind and memory kind: a subscriber quiet for a
+	 * memory kind (mms__pass_quiet()) is in no list of its MALLOC and
+	 * FREE events. */
+	struct dlist {
+		struct mms__sub **v;
+		size_t n;
+	} ev[MMS_EV_KIND_COUNT][MMS_MEM_KIND_COUNT], before[MMS_EV_KIND_COUNT][MMS_MEM_KIND_COUNT];
+	/* The peak callbacks, and the state's peak_total they last saw. */
+	struct dlist peak;
+	uint64_t peak_seen;
 	int stale;
 	int any_before;              /* a before list is not empty */
 	uint64_t next_until;         /* the nearest position a subscriber ends at */
@@ -154,8 +163,8 @@ static int read_next(struct mms_pass *p, struct mms__read *rd, mms_event_t *ev)
 		return rc;
 	if (p->dispatch->any_before && ev->kind < MMS_EV_KIND_COUNT && ev->mem < MMS_MEM_KIND_COUNT) {
 		struct dispatch *d = p->dispatch;
-		struct mms__sub *const *v = d->before[ev->kind][ev->mem];
-		size_t n = d->nbefore[ev->kind][ev->mem];
+		struct mms__sub *const *v = d->before[ev->kind][ev->mem].v;
+		size_t n = d->before[ev->kind][ev->mem].n;
 
 		for (i = 0; i < n; i++) {
 			rc = v[i]->before(v[i], p, ev);
@@ -199,7 +208,19 @@ void mms__pass_again(struct mms_pass *p, struct mms__sub *s, uint64_t until, uns
 	s->round = p->round + 1;
 	s->until = until;
 	s->kinds = kinds;
+	s->quiet = 0;
 	s->done = 0;
+}
+
+void mms__pass_quiet(struct mms_pass *p, struct mms__sub *s, unsigned mems)
+{
+	if (s->quiet == mems)
+		return;
+	s->quiet = mems;
+	/* The lists are made again after the event under way (a list is
+	 * not changed while it is walked). */
+	if (p->dispatch)
+		p->dispatch->stale = 1;
 }
 
 /* Calls the end of every subscriber of this read that has not ended and
@@ -244,11 +265,12 @@ static int progress(struct mms_pass *p, int force)
 
 static void dispatch_free(struct dispatch *d)
 {
-	for (int k = 0; k < MMS_EV_KIND_COUNT; k++) {
-		free(d->ev[k]);
-		for (int m = 0; m < MMS_MEM_KIND_COUNT; m++)
-			free(d->before[k][m]);
-	}
+	for (int k = 0; k < MMS_EV_KIND_COUNT; k++)
+		for (int m = 0; m < MMS_MEM_KIND_COUNT; m++) {
+			free(d->ev[k][m].v);
+			free(d->before[k][m].v);
+		}
+	free(d->peak.v);
 }
 
 /* Whether s is still fed in this read. */
@@ -265,21 +287,27 @@ static void dispatch_fill(struct mms_pass *p, struct dispatch *d)
 	int k, m;
 
 	d->any_before = 0;
+	d->peak.n = 0;
+	for (i = 0; i < p->nsubs; i++)
+		if (p->subs[i]->peak && sub_fed(p, p->subs[i]))
+			d->peak.v[d->peak.n++] = p->subs[i];
 	for (k = 0; k < MMS_EV_KIND_COUNT; k++) {
-		d->nev[k] = 0;
+		int memory = k == MMS_EV_MALLOC || k == MMS_EV_FREE;
+
 		for (m = 0; m < MMS_MEM_KIND_COUNT; m++)
-			d->nbefore[k][m] = 0;
+			d->ev[k][m].n = d->before[k][m].n = 0;
 		for (i = 0; i < p->nsubs; i++) {
 			struct mms__sub *s = p->subs[i];
 
 			if (!sub_fed(p, s))
 				continue;
-			if (s->event && s->kinds & 1u << k)
-				d->ev[k][d->nev[k]++] = s;
+			for (m = 0; m < MMS_MEM_KIND_COUNT; m++)
+				if (s->event && s->kinds & 1u << k && !(memory && s->quiet & 1u << m))
+					d->ev[k][m].v[d->ev[k][m].n++] = s;
 			for (m = 0; m < MMS_MEM_KIND_COUNT; m++)
 				if (s->before && s->before_kinds & 1u << k &&
 				    (!s->before_mems || s->before_mems & 1u << m)) {
-					d->before[k][m][d->nbefore[k][m]++] = s;
+					d->before[k][m].v[d->before[k][m].n++] = s;
 					d->any_before = 1;
 				}
 		}
@@ -292,14 +320,14 @@ static int dispatch_build(struct mms_pass *p, struct dispatch *d)
 	int k, m;
 
 	memset(d, 0, sizeof(*d));
-	for (k = 0; k < MMS_EV_KIND_COUNT; k++) {
-		d->ev[k] = calloc(p->nsubs + 1, sizeof(*d->ev[k]));
-		if (!d->ev[k])
-			goto fail;
+	for (k = 0; k < MMS_EV_KIND_COUNT; k++)
 		for (m = 0; m < MMS_MEM_KIND_COUNT; m++)
-			if (!(d->before[k][m] = calloc(p->nsubs + 1, sizeof(*d->before[k][m]))))
+			if (!(d->ev[k][m].v = calloc(p->nsubs + 1, sizeof(*d->ev[k][m].v))) ||
+			    !(d->before[k][m].v = calloc(p->nsubs + 1, sizeof(*d->before[k][m].v))))
 				goto fail;
-	}
+	if (!(d->peak.v = calloc(p->nsubs + 1, sizeof(*d->peak.v))))
+		goto fail;
+	d->peak_seen = p->cur->st->peak_total;
 	return 0;
 fail:
 	dispatch_free(d);
@@ -399,13 +427,27 @@ static int read_events(struct mms_pass *p, struct mms__read *rd, struct dispatch
 		if (rd->st->last_bad_free && !p->round && !rd->replay)
 			mms__state_bad_free(rd->st, &ev, p->bad, &p->nbad, MMS_BAD_FREES_KEPT);
 		if (ev.kind < MMS_EV_KIND_COUNT) {
-			struct mms__sub *const *v = d->ev[ev.kind];
-			size_t n = d->nev[ev.kind];
+			/* Every event the iterator gives has a memory kind
+			 * (HOST where none applies): the mask only keeps the
+			 * index in the table. */
+			const struct dlist *l = &d->ev[ev.kind][ev.mem & (MMS_MEM_KIND_COUNT - 1)];
+			struct mms__sub *const *v = l->v;
+			size_t n = l->n;
 
 			for (i = 0; i < n; i++) {
 				rc = v[i]->event(v[i], p, &ev);
 				if (rc) {
 					sub_fail(v[i], rc);
+					d->stale = 1;
+				}
+			}
+		}
+		if (d->peak.n && rd->st->peak_total != d->peak_seen) {
+			d->peak_seen = rd->st->peak_total;
+			for (i = 0; i < d->peak.n; i++) {
+				rc = d->peak.v[i]->peak(d->peak.v[i], p);
+				if (rc) {
+					sub_fail(d->peak.v[i], rc);
 					d->stale = 1;
 				}
 			}

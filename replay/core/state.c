@@ -273,6 +273,7 @@ static inline __attribute__((always_inline)) int blk_fill(struct mms__state *st,
 	st->last_free_event = UINT64_MAX;
 	st->last_blk_valid = 1;
 	st->last_slot = b - st->blks;
+	st->blk_events++;
 	return 0;
 }
 
@@ -353,7 +354,8 @@ static int keyed_alloc(struct mms__state *st, struct mms__slotmap *m, const mms_
 	if (!isnew) {
 		/* The address is already live: the ordering rule says this
 		 * cannot happen; count it and let the new block replace it. */
-		st->double_allocs++;
+		if (!st->double_allocs++)
+			st->double_alloc_first = st->pos;
 		k->live_bytes -= st->blks[e->slot1 - 1].size;
 		slot_release(st, e->slot1 - 1);
 	}
@@ -391,6 +393,7 @@ static int keyed_free(struct mms__state *st, struct mms__slotmap *m, const mms_e
 	k->live_bytes -= b->size;
 	k->live_blocks--;
 	last_set(st, b, ev->id);
+	st->blk_events++;
 	/* Filled in place: a copy of a struct just built would wait on
 	 * its stores. */
 	f = freed_next(st, b->addr);
@@ -478,6 +481,7 @@ static int apply_mmap(struct mms__state *st, const mms_event_t *ev, struct mms__
 		i = mms__ivset_first_after(&st->maps, ev->addr);
 		if (i < st->maps.n && st->maps.iv[i].lo < hi) {
 			last_set(st, &st->blks[st->maps.iv[i].val], ev->id);
+			st->blk_events++;
 			st->last_piece = *st->last_blk;
 			st->last_piece.size = ev->size;
 			st->last_blk = &st->last_piece;

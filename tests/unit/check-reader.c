@@ -534,6 +534,115 @@ END_TEST
  * that kept blocks in one step only, with at least 3 steps between it
  * and the last, are set apart in step_once; a stack that kept blocks in
  * two steps, or in one step too near the end to tell, stays a leak. */
+/* The inefficient analysis's counter (launches and lone memory events)
+ * in a log without accesses, where it is not fed the memory events while
+ * no thread is in a launch and counts them from the state instead: the
+ * same count as one fed every event. */
+START_TEST(test_inefficient_counter)
+{
+	struct lb *b = lb_new(CS);
+	mms_inefficient_t *r;
+	mms_log_t *log;
+	uint32_t c0, c1;
+
+	c0 = lb_chunk(b);
+	c1 = lb_chunk(b);
+	lb_use(b, c0);
+	lb_segment(b, 0, 10);
+	lb_thread(b, 10, 0, 1000);
+	lb_meta(b, 10, "config", "events=alloc,free,launch");
+	lb_string(b, 10, 1, "matmul");
+	lb_alloc(b, 20, MMS_ALLOC_MALLOC, 0xa000, 16, 0); /* lone: 1 */
+	lb_free(b, 21, MMS_FREE_FREE, 0);                 /* free(NULL): no block */
+	lb_free(b, 22, MMS_FREE_FREE, 0x9990);            /* no block */
+	lb_event1(b, MMS_TAG_OP_BEGIN, 23, 1);            /* a launch: 2 */
+	lb_alloc(b, 24, MMS_ALLOC_MALLOC, 0xb000, 16, 0); /* in it */
+	lb_event0(b, MMS_TAG_OP_END, 25);
+	lb_free(b, 26, MMS_FREE_FREE, 0xa000);            /* 3 */
+	lb_event0(b, MMS_TAG_OP_END, 27);                 /* ends nothing */
+	lb_alloc(b, 28, MMS_ALLOC_MALLOC, 0xc000, 16, 0); /* 4 */
+	lb_alloc(b, 31, MMS_ALLOC_MALLOC, 0xd000, 16, 0); /* 6: thread 1 is in a launch, not this one */
+	lb_free(b, 34, MMS_FREE_FREE, 0xd000);            /* 7 */
+	lb_mmap(b, 35, 0x100000, 4096);                   /* 8 */
+	lb_munmap(b, 36, 0x100000, 4096);                 /* 9 */
+	lb_free(b, 37, MMS_FREE_FREE, 0xb000);            /* 10 */
+	lb_use(b, c1);
+	lb_segment(b, 1, 30);
+	lb_event1(b, MMS_TAG_OP_BEGIN, 30, 1);            /* 5 */
+	lb_alloc(b, 32, MMS_ALLOC_MALLOC, 0xe000, 16, 0); /* in it */
+	lb_event0(b, MMS_TAG_OP_END, 33);
+	log = write_open(b, SIZE_MAX);
+	ck_assert_int_eq(mms_inefficient_run(log, NULL, &r), 0);
+	ck_assert_uint_eq(r->launches, 2);
+	ck_assert_uint_eq(r->ops, 10);
+	ck_assert_uint_eq(r->n, 0);
+	mms_inefficient_free(r);
+	mms_log_close(log);
+	lb_destroy(b);
+}
+END_TEST
+
+/* Asserts two decompose trees are the same. */
+static void same_tree(const mms_decompose_tree_t *a, const mms_decompose_tree_t *b)
+{
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_uint_eq(a->position, b->position);
+	ck_assert_uint_eq(a->bytes, b->bytes);
+	ck_assert_uint_eq(a->blocks, b->blocks);
+	ck_assert_uint_eq(a->n, b->n);
+	for (size_t i = 0; i < a->n; i++) {
+		ck_assert_str_eq(a->nodes[i].name, b->nodes[i].name);
+		ck_assert_uint_eq(a->nodes[i].depth, b->nodes[i].depth);
+		ck_assert_uint_eq(a->nodes[i].bytes, b->nodes[i].bytes);
+		ck_assert_uint_eq(a->nodes[i].blocks, b->nodes[i].blocks);
+	}
+}
+
+/* Decompose by kind, not fed the HOST blocks' events (the default kinds:
+ * the pass tells it of each new peak), gives the trees it gives when fed
+ * every event (every kind named: the peak of all four together, the same
+ * in a log without device memory): peaks reached by HOST blocks, a double
+ * alloc, a mapping, and a pool's block that ends the by-kind way, at a new
+ * peak (first log) or after the peak (second). */
+START_TEST(test_decompose_quiet)
+{
+	static const mms_decompose_options_t all = { .kinds = 15 };
+	mms_decompose_t *d[2];
+	mms_log_t *log;
+
+	for (int pool_peak = 0; pool_peak < 2; pool_peak++) {
+		struct lb *b = one_thread();
+
+		lb_string(b, 12, 1, "arena");
+		lb_alloc(b, 20, MMS_ALLOC_MALLOC, 0x1000, 100, 0);
+		lb_alloc(b, 21, MMS_ALLOC_MALLOC, 0x2000, 300, 0);
+		lb_free(b, 22, MMS_FREE_FREE, 0x1000);
+		lb_alloc(b, 23, MMS_ALLOC_MALLOC, 0x2000, 50, 0); /* a double alloc */
+		lb_mmap(b, 24, 0x100000, 4096);
+		lb_alloc(b, 25, MMS_ALLOC_MALLOC, 0x3000, 700, 0); /* a peak: 4846 */
+		lb_free(b, 26, MMS_FREE_FREE, 0x3000);
+		if (pool_peak) {
+			lb_pool_alloc(b, 27, 1, 0x9000, 5000, 8192, 5000, 0); /* a peak, then one more at the end */
+		} else {
+			lb_pool_alloc(b, 27, 1, 0x9000, 10, 8192, 10, 0);
+			lb_free(b, 28, MMS_FREE_FREE, 0x2000);
+		}
+		lb_alloc(b, 29, MMS_ALLOC_MALLOC, 0x4000, 20, 0);
+		log = write_open(b, SIZE_MAX);
+		ck_assert_int_eq(mms_decompose_run(log, NULL, &d[0]), 0);
+		ck_assert_int_eq(mms_decompose_run(log, &all, &d[1]), 0);
+		ck_assert_uint_eq(d[0]->peak->bytes, (pool_peak ? 9166 : 4846));
+		same_tree(d[0]->peak, d[1]->peak);
+		same_tree(d[0]->end, d[1]->end);
+		mms_decompose_free(d[0]);
+		mms_decompose_free(d[1]);
+		mms_log_close(log);
+		lb_destroy(b);
+	}
+}
+END_TEST
+
 START_TEST(test_step_once)
 {
 	struct lb *b = one_thread();
@@ -1986,6 +2095,8 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_step_held_mmap);
 	tcase_add_test(tc, test_step_swept);
 	tcase_add_test(tc, test_step_once);
+	tcase_add_test(tc, test_inefficient_counter);
+	tcase_add_test(tc, test_decompose_quiet);
 	tcase_add_test(tc, test_step_cached);
 	tcase_add_test(tc, test_bad_stack);
 	tcase_add_test(tc, test_lost_events);
