@@ -73,10 +73,12 @@ void mms__trace_tsv_row(struct tsv *f, const struct row *r)
 
 	const char *kind = kind_name(r->mem);
 	size_t klen = strlen(kind);
+	int bare = !*r->var && !r->stack;
 	char *q;
 
-	/* The numbers and the kind in one go (a kind's name is short). */
-	q = mms__wfile_room(w, 4 * 21 + 18 + klen + sizeof("\tALLOCATION\t"));
+	/* The numbers and the kind in one go (a kind's name is short), and
+	 * a row with no owner and no stack whole. */
+	q = mms__wfile_room(w, 4 * 21 + 18 + klen + sizeof("\tALLOCATION\t\t\n"));
 	q += mms__dec(q, f->pid);
 	*q++ = '\t';
 	q += mms__hex(q, r->addr);
@@ -87,9 +89,11 @@ void mms__trace_tsv_row(struct tsv *f, const struct row *r)
 	*q++ = '\t';
 	memcpy(q, kind, klen);
 	q += klen;
-	memcpy(q, "\tALLOCATION\t", sizeof("\tALLOCATION\t") - 1);
-	q += sizeof("\tALLOCATION\t") - 1;
+	memcpy(q, "\tALLOCATION\t\t\n", sizeof("\tALLOCATION\t\t\n") - 1);
+	q += bare ? sizeof("\tALLOCATION\t\t\n") - 1 : sizeof("\tALLOCATION\t") - 1;
 	mms__wfile_end(w, q);
+	if (bare)
+		return;
 	w_field(w, r->var);
 	mms__wfile_mem(w, "\t", 1);
 	depth = mms__log_stack(f->log, r->stack, ips, sizeof(ips) / sizeof(ips[0]));
