@@ -707,10 +707,11 @@ void mms__process_init(void) MMS_HIDDEN;
 /* Field `field` (3 and up, numbered as in proc(5)) of /proc/PID/stat (PID
  * 0: this process), as a number. Returns 0, or -1 when it cannot be read. */
 int mms__proc_stat_field(long pid, int field, long *out) MMS_HIDDEN;
-/* The process's threads that still have its memory, the log thread of
- * ours left out: a thread that exited (pthread_join returned) but is
- * still counted until the kernel lets it go has already given its memory
- * up (its vsize reads 0). */
+/* The process's threads that still run its code, the log thread of ours
+ * left out: a thread that exited (pthread_join returned) but is still
+ * listed until the kernel lets it go is ending (PF_EXITING) or has given
+ * its memory up (its vsize reads 0), or is gone before its stat is read;
+ * none counts. */
 long mms__threads_with_memory(void) MMS_HIDDEN;
 /* The log thread's name (pager.c). */
 #define MMS_LOG_THREAD_NAME "msmemscope-log"

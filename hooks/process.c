@@ -359,14 +359,21 @@ long mms__threads_now(void)
 	return mms__proc_stat_field(0, 20, &v) ? 0 : v;
 }
 
+/* The kernel's flag of a task in do_exit() (include/linux/sched.h), shown
+ * in /proc's stat (field 9). */
+#define STAT_PF_EXITING 0x4
+
 long mms__threads_with_memory(void)
 {
 	char buf[1024], path[96], stat[1024];
-	long n = 0, r, vsize;
+	long n = 0, r, vsize, flags;
+	int saved = errno;
 	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
-	if (fd < 0)
+	if (fd < 0) {
+		errno = saved;
 		return mms__threads_now();
+	}
 	while ((r = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0) {
 		for (long off = 0; off < r;) {
 			/* struct linux_dirent64: ino, off, reclen, type, name. */
@@ -380,16 +387,29 @@ long mms__threads_with_memory(void)
 				continue;
 			snprintf(path, sizeof path, "/proc/self/task/%s/stat", name);
 			len = mms__proc_read(path, stat, sizeof stat);
-			/* Not the log thread of ours, whether it runs or ends
-			 * on its own (after the file's trim at exit) just now. */
+			/* A thread listed and gone before its stat was read
+			 * (the log thread of ours, which ends on its own after
+			 * the file's trim at exit, or one of the program's
+			 * that ended just now) runs no more; nor does the log
+			 * thread of ours, whether it runs or ends. A stat that
+			 * cannot be read for another reason counts. */
+			if (len < 0 && (errno == ENOENT || errno == ESRCH))
+				continue;
 			if (len > 0 && strstr(stat, " (" MMS_LOG_THREAD_NAME ") "))
 				continue;
-			/* vsize (23) is 0 once the thread let its memory go. */
+			/* A thread that is ending (the kernel's PF_EXITING in
+			 * flags, field 9: set before it lets its memory go
+			 * and wakes the pthread_join() that waits for it), or
+			 * whose memory is gone (vsize, field 23, is 0) runs no
+			 * more of the program's code. */
+			if (len > 0 && !stat_field_in(stat, 9, &flags) && (flags & STAT_PF_EXITING))
+				continue;
 			if (len <= 0 || stat_field_in(stat, 23, &vsize) || vsize)
 				n++;
 		}
 	}
 	close(fd);
+	errno = saved;
 	return r < 0 ? mms__threads_now() : n;
 }
 
