@@ -106,7 +106,8 @@ struct mms__sub {
 	/* Optional: after the event callbacks of an event that raised the
 	 * state's peak_total (the highest live bytes of the process's kinds,
 	 * mms__state_live_total()): what a subscriber quiet for some memory
-	 * kinds (mms__pass_quiet()) learns of the peak. */
+	 * kinds (mms__pass_quiet()) learns of the peak. Not called in a read
+	 * that feeds it no event kind. */
 	int (*peak)(struct mms__sub *s, struct mms_pass *p);
 	/* At the end of the log, or where the pass stops (damage), or at the
 	 * position `until` asked for: mms__pass_state() is the state there. */

@@ -289,7 +289,7 @@ static void dispatch_fill(struct mms_pass *p, struct dispatch *d)
 	d->any_before = 0;
 	d->peak.n = 0;
 	for (i = 0; i < p->nsubs; i++)
-		if (p->subs[i]->peak && sub_fed(p, p->subs[i]))
+		if (p->subs[i]->peak && p->subs[i]->kinds && sub_fed(p, p->subs[i]))
 			d->peak.v[d->peak.n++] = p->subs[i];
 	for (k = 0; k < MMS_EV_KIND_COUNT; k++) {
 		int memory = k == MMS_EV_MALLOC || k == MMS_EV_FREE;
