@@ -97,7 +97,7 @@ static inline int64_t slot_new(struct mms__state *st)
 			__builtin_prefetch(&st->blks[st->free_slots[st->nfree - 8]], 1);
 		i = st->free_slots[--st->nfree];
 	} else {
-		if (mms__state_blks_grow(st))
+		if (st->nblks >= st->blks_cap && mms__state_blks_grow(st))
 			return -1;
 		i = st->nblks++;
 	}
