@@ -311,10 +311,6 @@ static int frees_whole(const mms_event_t *ev, const struct iblk *b)
 
 static int on_event_any(struct mms__sub *sub, struct mms_pass *pass, const mms_event_t *ev);
 
-/* A memory event where no block is kept (a log without accesses): only
- * the operator steps are counted, one more for an event outside any
- * operator (a thread not yet seen has none open), in a call that does
- * only that. */
 /* The lone memory events that went by while it was quiet: counted, and
  * quiet again (or fed again where a launch is open). */
 static void quiet_count(struct ipass *p, struct mms_pass *pass)
@@ -330,6 +326,10 @@ static void quiet_count(struct ipass *p, struct mms_pass *pass)
 	mms__pass_quiet(pass, &p->sub, p->quiet ? ~0u : 0);
 }
 
+/* A memory event where no block is kept (a log without accesses): only
+ * the operator steps are counted, one more for an event outside any
+ * operator (a thread not yet seen has none open), in a call that does
+ * only that. */
 static int on_event(struct mms__sub *sub, struct mms_pass *pass, const mms_event_t *ev)
 {
 	struct ipass *p = (struct ipass *)sub;

@@ -43,9 +43,9 @@ void mms__strs_unref(struct mms__strs *s)
 	free(s);
 }
 
-/* The subscribers of this read, by the event kinds they are fed. */
 _Static_assert((MMS_MEM_KIND_COUNT & (MMS_MEM_KIND_COUNT - 1)) == 0, "read_events() masks a memory kind");
 
+/* The subscribers of this read, by the event kinds they are fed. */
 struct dispatch {
 	/* Only subscribers still fed: one that ends or fails leaves (stale
 	 * set, the lists pruned before the next call), so that an event
@@ -445,6 +445,8 @@ static int read_events(struct mms_pass *p, struct mms__read *rd, struct dispatch
 		if (d->peak.n && rd->st->peak_total != d->peak_seen) {
 			d->peak_seen = rd->st->peak_total;
 			for (i = 0; i < d->peak.n; i++) {
+				if (d->peak.v[i]->failed) /* in this event's callback */
+					continue;
 				rc = d->peak.v[i]->peak(d->peak.v[i], p);
 				if (rc) {
 					sub_fail(d->peak.v[i], rc);

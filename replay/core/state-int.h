@@ -126,9 +126,9 @@ struct mms__state {
 	uint64_t by_kind[MMS_EV_KIND_COUNT];
 	uint64_t peak_total;
 	uint64_t unmatched_frees, double_allocs;
-	uint64_t double_alloc_first;          /* the position after the first double alloc, while
-	                                double_allocs counts from 0 (a checkpoint
-	                                does not keep it) */
+	/* The position after the first double alloc, while double_allocs
+	 * counts from 0 (a checkpoint does not keep it). */
+	uint64_t double_alloc_first;
 	uint64_t double_frees, invalid_frees; /* unmatched frees, told apart */
 	/* MALLOC and FREE events that had a block (last_blk_valid), since
 	 * the state started or was restored: only differences mean
