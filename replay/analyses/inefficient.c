@@ -315,15 +315,15 @@ static int on_event_any(struct mms__sub *sub, struct mms_pass *pass, const mms_e
  * quiet again (or fed again where a launch is open). */
 static void quiet_count(struct ipass *p, struct mms_pass *pass)
 {
-	if (p->quiet) {
+	int quiet = !p->blocks && !p->open;
+
+	if (p->quiet)
 		p->ops += p->st->blk_events - p->quiet_base;
-		p->quiet_base = p->st->blk_events;
-	}
-	if (p->blocks || !!p->quiet == !p->open)
-		return;
-	p->quiet = !p->open;
 	p->quiet_base = p->st->blk_events;
-	mms__pass_quiet(pass, &p->sub, p->quiet ? ~0u : 0);
+	if (quiet != p->quiet) {
+		p->quiet = quiet;
+		mms__pass_quiet(pass, &p->sub, quiet ? ~0u : 0);
+	}
 }
 
 /* A memory event where no block is kept (a log without accesses): only
