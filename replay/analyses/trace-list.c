@@ -241,6 +241,8 @@ struct list {
 	size_t n, room;
 	uint64_t bytes, most, last; /* their bytes, the largest size, the last event */
 	unsigned ebits;             /* the bits an event may have (of limit) */
+	uint64_t *pk;               /* the blocks packed (list_pack()), or NULL */
+	unsigned ib;                /* the bits of a packed block's index */
 };
 
 /* Block ref: its key is size << ebits | event, made (most - size) <<
@@ -340,16 +342,150 @@ static int ref_cmp(const void *a, const void *b, void *ctx)
 	return order_cmp(x.size, x.event, x.addr, y.size, y.event, y.addr);
 }
 
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The ref a packed block v of list l has. */
+static inline size_t list_ref_of(const struct list *l, uint64_t v)
+{
+	return (size_t)(v >> l->ib & 7) << (sizeof(size_t) * 8 - 3) | (size_t)(v & (((uint64_t)1 << l->ib) - 1));
+}
+
+/* The ref of the ith block of the list in its order. */
+static inline size_t list_ref(const struct list *l, size_t i)
+{
+	return l->pk ? list_ref_of(l, l->pk[i]) : l->k[i].ix;
+}
+
+/* Sizes below this have their rank in a table; the list's larger sizes
+ * are sorted, where there are at most BIG_MAX blocks of them. */
+#define SMALL_SIZES 4096
+#define BIG_MAX 65536
+
+/* Packs the list's blocks, keyed size << ebits | event in l->k, into one
+ * 64-bit value each where they fit: the rank of the size among the
+ * list's sizes (largest first), the event, the ref's three flags, its
+ * index; and sorts them by rank and event (mms__sort_bits(), in the half
+ * of l->k the values leave free): a list of many blocks of few sizes
+ * moves half the bytes, over the bits its keys have. Returns 0 (l->pk
+ * set), 1 when they do not fit (l->k as it was), or -ENOMEM. */
+static int list_pack(struct list *l)
+{
+	uint32_t *rank = NULL;
+	uint64_t *big = NULL, size, x, ixs = 0, ranks;
+	size_t i, nbig = 0, nsizes = 0, j;
+	unsigned rbits, ib;
+	int rc = 1;
+
+	rank = calloc(SMALL_SIZES, sizeof(*rank));
+	if (!rank)
+		return -ENOMEM;
+	for (i = 0; i < l->n; i++) {
+		size = l->k[i].key >> l->ebits;
+		ixs |= l->k[i].ix & REF_IX;
+		if (size < SMALL_SIZES) {
+			rank[size] = 1;
+		} else {
+			if (nbig == BIG_MAX)
+				goto out;
+			if (!big && !(big = malloc(BIG_MAX * sizeof(*big)))) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			big[nbig++] = size;
+		}
+	}
+	/* The large sizes, each once, ascending: the largest ranks 0. */
+	if (nbig)
+		qsort(big, nbig, sizeof(*big), u64_cmp);
+	for (i = 0; i < nbig; i++)
+		if (!nsizes || big[nsizes - 1] != big[i])
+			big[nsizes++] = big[i];
+	ranks = nsizes;
+	for (j = SMALL_SIZES; j-- > 0;)
+		if (rank[j])
+			rank[j] = (uint32_t)ranks++;
+	rbits = ranks > 1 ? mms__bits(ranks - 1) : 0;
+	ib = mms__bits(ixs);
+	if (rbits + l->ebits + 3 + ib > 64)
+		goto out;
+	l->pk = (uint64_t *)l->k;
+	l->ib = ib;
+	for (i = 0; i < l->n; i++) {
+		size_t ref = l->k[i].ix;
+		uint64_t r;
+
+		size = l->k[i].key >> l->ebits;
+		if (size < SMALL_SIZES) {
+			r = rank[size];
+		} else {
+			/* nsizes - 1 - its index in big[] */
+			size_t a = 0, b = nsizes;
+
+			while (a < b) {
+				j = a + (b - a) / 2;
+				if (big[j] < size)
+					a = j + 1;
+				else
+					b = j;
+			}
+			r = nsizes - 1 - a;
+		}
+		x = (r << l->ebits | (l->k[i].key & (((uint64_t)1 << l->ebits) - 1))) << (3 + ib) |
+		    (uint64_t)(ref >> (sizeof(size_t) * 8 - 3)) << ib | (ref & REF_IX);
+		/* The ith value lies in the bytes of pairs before i, or of
+		 * the ith itself, read already. */
+		l->pk[i] = x;
+	}
+	mms__sort_bits(l->pk, l->pk + l->n, l->n, 3 + ib, 3 + ib + l->ebits + rbits);
+	rc = 0;
+out:
+	free(rank);
+	free(big);
+	return rc;
+}
+
+/* Two packed blocks of list ctx in the lists' order. */
+static int packed_cmp(const void *a, const void *b, void *ctx)
+{
+	struct list *l = ctx;
+	struct row x, y;
+
+	ref_row(l->p, list_ref_of(l, *(const uint64_t *)a), &x);
+	ref_row(l->p, list_ref_of(l, *(const uint64_t *)b), &y);
+	return order_cmp(x.size, x.event, x.addr, y.size, y.event, y.addr);
+}
+
+/* Runs of equal keys in the packed list (pieces of one mapping), by
+ * address. */
+static void packed_runs(struct list *l)
+{
+	unsigned shift = 3 + l->ib;
+	size_t i, lo;
+
+	for (lo = 0; lo < l->n; lo = i) {
+		for (i = lo + 1; i < l->n && l->pk[i] >> shift == l->pk[lo] >> shift; i++)
+			;
+		if (i - lo > 1)
+			qsort_r(l->pk + lo, i - lo, sizeof(*l->pk), packed_cmp, l);
+	}
+}
+
 /* Puts the list's blocks in l->k in their order (l->k, a table of huge
- * pages for the same reason as gone, freed by the caller): a radix sort
- * of one key of the size and the event where both fit in 64 bits, runs
- * of equal keys (pieces of one mapping) by address; else a qsort().
+ * pages for the same reason as gone, freed by the caller): packed with
+ * their sizes' ranks where that fits (list_pack()); else a radix sort of
+ * one key of the size and the event where both fit in 64 bits; runs of
+ * equal keys (pieces of one mapping) by address; else a qsort().
  * Returns 0 or -ENOMEM. */
 static int list_sort(struct list *l)
 {
 	uint64_t emask;
 	size_t i, lo;
-	int wide;
+	int wide, rc;
 
 	l->ebits = mms__bits(l->limit == UINT64_MAX ? l->p->st->pos : l->limit);
 	l->room = list_room(l) ? list_room(l) : 1;
@@ -358,6 +494,11 @@ static int list_sort(struct list *l)
 		return -ENOMEM;
 	list_walk(l);
 	wide = l->ebits >= 64 || mms__bits(l->most) + l->ebits > 64 || mms__bits(l->last) > l->ebits;
+	if (!wide && (rc = list_pack(l)) <= 0) {
+		if (!rc)
+			packed_runs(l);
+		return rc;
+	}
 	if (!wide) {
 		emask = ((uint64_t)1 << l->ebits) - 1;
 		for (i = 0; i < l->n; i++)
@@ -448,10 +589,10 @@ static int list_make(struct list *l, struct tsv *f, mms_trace_block_t **out, siz
 	if (!rc && l->gone && p->top && p->nkept)
 		qsort(p->kept, p->nkept, sizeof(*p->kept), kept_qsort_cmp);
 	for (i = 0; !rc && i < l->n && (i < keep || (f->w && !f->rc)); i++) {
-		size_t ref = l->k[i].ix;
+		size_t ref = list_ref(l, i);
 
 		if (i + AHEAD < l->n)
-			ref_prefetch(p, l->k[i + AHEAD].ix);
+			ref_prefetch(p, list_ref(l, i + AHEAD));
 		if (i < keep)
 			ref_record(p, ref, ref & REF_GONE ? nth++ : 0, &v[i]);
 		if (f->w && !f->rc) {

@@ -18,6 +18,11 @@ struct mms__keyed {
  * keep them), in place: no memory but a few KiB of stack. Returns 0. */
 int mms__sort_keyed(struct mms__keyed *v, size_t n);
 
+/* Sorts the n values at v by their bits lo to hi - 1 (hi <= 64) ascending,
+ * keeping the order of values equal in those bits (a stable sort), with
+ * tmp's room for n more values; a few KiB of counts besides. */
+void mms__sort_bits(uint64_t *v, uint64_t *tmp, size_t n, unsigned lo, unsigned hi);
+
 /* The number of bits v needs (0 for 0). */
 static inline unsigned mms__bits(uint64_t v)
 {

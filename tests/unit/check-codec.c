@@ -439,6 +439,71 @@ START_TEST(test_sort_keyed_large)
 }
 END_TEST
 
+/* mms__sort_bits() against qsort() of (the bits sorted by, the value's
+ * place before): stable, the bits outside lo..hi - 1 carried along, on
+ * fields that are not whole digits, all of 64 bits, one bit, fields
+ * every value has the same, few distinct values, and n from 0. */
+static unsigned bits_lo, bits_hi;
+
+static uint64_t bits_field(uint64_t v)
+{
+	return bits_hi - bits_lo == 64 ? v : v >> bits_lo & (((uint64_t)1 << (bits_hi - bits_lo)) - 1);
+}
+
+static int bits_cmp(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+	uint64_t fx = bits_field(x[0]), fy = bits_field(y[0]);
+
+	if (fx != fy)
+		return fx < fy ? -1 : 1;
+	return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+START_TEST(test_sort_bits)
+{
+	static const unsigned fields[][2] = { { 0, 64 }, { 24, 55 }, { 3, 4 }, { 10, 21 }, { 0, 11 }, { 40, 64 } };
+	static const size_t sizes[] = { 0, 1, 2, 100, 5000, 70000 };
+	uint64_t *v, *tmp, *w, x = 88172645463325252ull;
+	size_t fi, si, i, n;
+	int shape;
+
+	v = malloc(70000 * sizeof(*v));
+	tmp = malloc(70000 * sizeof(*tmp));
+	w = malloc(2 * 70000 * sizeof(*w));
+	ck_assert(v && tmp && w);
+	for (fi = 0; fi < sizeof(fields) / sizeof(fields[0]); fi++) {
+		bits_lo = fields[fi][0];
+		bits_hi = fields[fi][1];
+		for (si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+			for (shape = 0; shape < 3; shape++) {
+				n = sizes[si];
+				for (i = 0; i < n; i++) {
+					x ^= x << 13;
+					x ^= x >> 7;
+					x ^= x << 17;
+					/* random; few distinct in the field; the field the same */
+					v[i] = shape == 0   ? x
+					       : shape == 1 ? (x % 5) << bits_lo | (x >> 59)
+							    : ((uint64_t)7 << bits_lo) ^ (x & 0x7);
+					w[2 * i] = v[i];
+					w[2 * i + 1] = i;
+				}
+				qsort(w, n, 2 * sizeof(*w), bits_cmp);
+				mms__sort_bits(v, tmp, n, bits_lo, bits_hi);
+				for (i = 0; i < n && v[i] == w[2 * i]; i++)
+					;
+				ck_assert_msg(i == n, "bits %u..%u, n %zu, shape %d: value %zu differs", bits_lo,
+					      bits_hi, n, shape, i);
+			}
+		}
+	}
+	free(v);
+	free(tmp);
+	free(w);
+}
+END_TEST
+
 START_TEST(test_crc64)
 {
 	static uint64_t table[8][256];
@@ -499,6 +564,7 @@ static Suite *codec_suite(void)
 	tcase_add_test(tc, test_intervals);
 	tcase_add_test(tc, test_sort_keyed);
 	tcase_add_test(tc, test_sort_keyed_large);
+	tcase_add_test(tc, test_sort_bits);
 	tcase_add_test(tc, test_crc64);
 	suite_add_tcase(s, tc);
 	return s;

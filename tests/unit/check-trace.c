@@ -33,16 +33,22 @@ static void dir_teardown(void)
 		rmdir(tmpdir);
 }
 
-/* A one-thread log with its SEGMENT, THREAD and SYSTEM init (event 0). */
-static struct lb *one_thread(void)
+/* A one-thread log with its SEGMENT, THREAD and SYSTEM init (event 0),
+ * in chunks of cs bytes. */
+static struct lb *one_thread_in(uint32_t cs)
 {
-	struct lb *b = lb_new(CS);
+	struct lb *b = lb_new(cs);
 
 	lb_chunk(b);
 	lb_segment(b, 0, 10);
 	lb_thread(b, 10, 0, 1000);
 	lb_event0(b, MMS_TAG_SYSTEM | MMS_SYSTEM_INIT, 11);
 	return b;
+}
+
+static struct lb *one_thread(void)
+{
+	return one_thread_in(CS);
 }
 
 static mms_trace_t *run(struct lb *b, const mms_trace_options_t *opt, mms_log_t **logp)
@@ -515,6 +521,64 @@ START_TEST(test_top)
 }
 END_TEST
 
+/* A log of n blocks, two thirds of them of size >= 4096 (97 sizes), the
+ * rest small (13 sizes); every other one of the first half freed and
+ * their slots taken again by the second half, so that slots are not in
+ * the order of allocation; every block live at the end. */
+static struct lb *sized_blocks(size_t n)
+{
+	struct lb *b = one_thread_in(4u << 20);
+	uint64_t t = 20;
+	size_t i;
+
+	for (i = 0; i < n / 2; i++)
+		lb_alloc(b, t++, MMS_ALLOC_MALLOC, 0x10000000 + (uint64_t)i * 0x10000,
+			 i % 3 ? 4096 + (uint64_t)(i * 7 % 97) * 64 : 16 + (uint64_t)(i % 13) * 8, 0);
+	for (i = 0; i < n / 2; i += 2)
+		lb_free(b, t++, MMS_FREE_FREE, 0x10000000 + (uint64_t)i * 0x10000);
+	for (i = 0; i < n / 2; i += 2)
+		lb_alloc(b, t++, MMS_ALLOC_MALLOC, 0x10000000 + (uint64_t)i * 0x10000,
+			 i % 3 ? 4096 + (uint64_t)(i * 11 % 97) * 64 : 16 + (uint64_t)(i % 13) * 8, 0);
+	for (i = n / 2; i < n; i++)
+		lb_alloc(b, t++, MMS_ALLOC_MALLOC, 0x10000000 + (uint64_t)i * 0x10000,
+			 i % 3 ? 4096 + (uint64_t)(i * 5 % 97) * 64 : 16 + (uint64_t)(i % 13) * 8, 0);
+	return b;
+}
+
+/* The lists' order on a list of few blocks of large sizes, whose sizes
+ * the pass ranks (one 64-bit value a block sorted), and on one of more
+ * than it ranks (65536: pairs of 16 bytes sorted): every block, largest
+ * first, then by allocation event. */
+START_TEST(test_order_large)
+{
+	static const size_t sizes[2] = { 3000, 100000 };
+	mms_trace_options_t opt = { .skip = MMS_TRACE_SKIP_PEAK };
+	mms_log_t *log;
+	mms_trace_t *t;
+
+	for (int k = 0; k < 2; k++) {
+		uint64_t bytes = 0;
+
+		t = run(sized_blocks(sizes[k]), &opt, &log);
+		ck_assert_uint_eq(t->end_blocks, sizes[k]);
+		ck_assert_uint_eq(t->nend, sizes[k]);
+		for (size_t i = 0; i < t->nend; i++)
+			bytes += t->end[i].b.size;
+		ck_assert_uint_eq(bytes, t->end_bytes);
+		for (size_t i = 1; i < t->nend; i++) {
+			const mms_block_t *x = &t->end[i - 1].b, *y = &t->end[i].b;
+
+			ck_assert_msg(x->size > y->size || (x->size == y->size && x->alloc_event < y->alloc_event),
+				      "%zu blocks: block %zu (%llu bytes, event %llu) after (%llu, %llu)", sizes[k], i,
+				      (unsigned long long)y->size, (unsigned long long)y->alloc_event,
+				      (unsigned long long)x->size, (unsigned long long)x->alloc_event);
+		}
+		mms_trace_free(t);
+		mms_log_close(log);
+	}
+}
+END_TEST
+
 /* A record of a block freed after the peak says the step it was in as
  * the replay counted steps when it was freed: before the log's first
  * step event, none. */
@@ -609,6 +673,7 @@ static Suite *trace_suite(void)
 	tcase_add_test(tc, test_top);
 	tcase_add_test(tc, test_list_files_refused);
 	tcase_add_test(tc, test_step_at_free);
+	tcase_add_test(tc, test_order_large);
 	suite_add_tcase(s, tc);
 	return s;
 }
