@@ -237,8 +237,10 @@ struct list {
 	struct trace_pass *p;
 	uint64_t limit;          /* only blocks allocated at or before it */
 	int gone;                /* with the blocks freed since the peak */
-	struct mms__keyed *k;    /* room for every block the list may have */
-	size_t n, room;
+	struct mms__keyed *k;    /* room for every block the list may have
+				    (the caller's, for both lists: fresh
+				    pages are time on a VM) */
+	size_t n;
 	uint64_t bytes, most, last; /* their bytes, the largest size, the last event */
 	unsigned ebits;             /* the bits an event may have (of limit) */
 	uint64_t *pk;               /* the blocks packed (list_pack()), or NULL */
@@ -476,7 +478,7 @@ static void packed_runs(struct list *l)
 }
 
 /* Puts the list's blocks in l->k in their order (l->k, a table of huge
- * pages for the same reason as gone, freed by the caller): packed with
+ * pages for the same reason as gone, list_room() pairs): packed with
  * their sizes' ranks where that fits (list_pack()); else a radix sort of
  * one key of the size and the event where both fit in 64 bits; runs of
  * equal keys (pieces of one mapping) by address; else a qsort().
@@ -488,10 +490,6 @@ static int list_sort(struct list *l)
 	int wide, rc;
 
 	l->ebits = mms__bits(l->limit == UINT64_MAX ? l->p->st->pos : l->limit);
-	l->room = list_room(l) ? list_room(l) : 1;
-	l->k = mms__table_alloc(l->room * sizeof(*l->k));
-	if (!l->k)
-		return -ENOMEM;
 	list_walk(l);
 	wide = l->ebits >= 64 || mms__bits(l->most) + l->ebits > 64 || mms__bits(l->last) > l->ebits;
 	if (!wide && (rc = list_pack(l)) <= 0) {
@@ -600,8 +598,6 @@ static int list_make(struct list *l, struct tsv *f, mms_trace_block_t **out, siz
 			mms__trace_tsv_row(f, &r);
 		}
 	}
-	mms__table_free(l->k, l->room * sizeof(*l->k));
-	l->k = NULL;
 	if (rc) {
 		free(v);
 		return rc;
@@ -640,22 +636,37 @@ int mms__trace_lists_finish(struct trace_pass *p)
 	uint64_t bytes;
 	int rc = 0;
 
+	struct list end = { .p = p, .limit = UINT64_MAX }, peak = { .p = p, .gone = 1 };
+	int want_end = !(p->skip & MMS_TRACE_SKIP_END), want_peak = !(p->skip & MMS_TRACE_SKIP_PEAK) && t->peak_bytes;
+	size_t room = 1;
+
 	tsv_open(p, &f[0], p->tsv_path[0], &t->watermark_rc);
 	tsv_open(p, &f[1], p->tsv_path[1], &t->leakage_rc);
+	/* One table for both lists, made one after the other. */
+	peak.limit = t->peak_event;
+	if (want_end && list_room(&end) > room)
+		room = list_room(&end);
+	if (want_peak && list_room(&peak) > room)
+		room = list_room(&peak);
+	end.k = peak.k = (want_end || want_peak) ? mms__table_alloc(room * sizeof(*end.k)) : NULL;
+	if ((want_end || want_peak) && !end.k)
+		rc = -ENOMEM;
 	/* Leakage: everything live at the end (its bytes also when the list
 	 * is not wanted). */
-	if (p->skip & MMS_TRACE_SKIP_END) {
+	if (!want_end) {
 		t->end_bytes = mms__trace_live_total(p);
-	} else {
-		l = (struct list){ .p = p, .limit = UINT64_MAX };
+	} else if (!rc) {
+		l = end;
 		rc = list_make(&l, &f[1], &t->end, &t->nend, &t->end_blocks, &t->end_bytes);
 	}
 	/* Watermark: what is still live of the peak, and what was freed
 	 * since (none without a peak). */
-	if (!rc && !(p->skip & MMS_TRACE_SKIP_PEAK) && t->peak_bytes) {
-		l = (struct list){ .p = p, .limit = t->peak_event, .gone = 1 };
+	if (!rc && want_peak) {
+		l = peak;
 		rc = list_make(&l, &f[0], &t->peak, &t->npeak, &t->peak_blocks, &bytes); /* peak_bytes's */
 	}
+	if (end.k)
+		mms__table_free(end.k, room * sizeof(*end.k));
 	mms__trace_held_release(p);
 	mms__table_free(p->gone, p->gone_cap);
 	free(p->kept);
