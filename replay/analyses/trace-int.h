@@ -34,6 +34,8 @@ struct tsv {
 	uint64_t pid;
 	mms_symbolizer_t *sym;
 	int rc;                  /* the first error: no more rows */
+	const char *kind[8];     /* each memory kind's name once seen, NULL before */
+	uint8_t kind_len[8];     /* and its length */
 };
 
 /* Writes the row of one block to f; the first error goes to f->rc (the

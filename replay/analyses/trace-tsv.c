@@ -71,10 +71,17 @@ void mms__trace_tsv_row(struct tsv *f, const struct row *r)
 	char text[1024];
 	int depth, k, j, nf;
 
-	const char *kind = kind_name(r->mem);
-	size_t klen = strlen(kind);
+	const char *kind;
+	size_t klen;
 	int bare = !*r->var && !r->stack;
 	char *q;
+
+	if (!f->kind[r->mem & 7]) {
+		f->kind[r->mem & 7] = kind_name(r->mem);
+		f->kind_len[r->mem & 7] = (uint8_t)strlen(f->kind[r->mem & 7]);
+	}
+	kind = f->kind[r->mem & 7];
+	klen = f->kind_len[r->mem & 7];
 
 	/* The numbers and the kind in one go (a kind's name is short), and
 	 * a row with no owner and no stack whole. */

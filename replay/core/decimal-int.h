@@ -73,17 +73,28 @@ static inline unsigned mms__dec(char *out, uint64_t v)
 	return n;
 }
 
+/* Every byte in two hexadecimal digits. */
+static const char mms__hex_pairs[] = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f2021222324252627"
+				     "28292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f404142434445464748494a4b4c4d4e4f"
+				     "505152535455565758595a5b5c5d5e5f606162636465666768696a6b6c6d6e6f7071727374757677"
+				     "78797a7b7c7d7e7f808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f"
+				     "a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebfc0c1c2c3c4c5c6c7"
+				     "c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedfe0e1e2e3e4e5e6e7e8e9eaebecedeeef"
+				     "f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
+
 /* "0x" and the hexadecimal digits of v (lower case, no leading zeros) at
  * out (room for 18); returns how many characters. */
 static inline unsigned mms__hex(char *out, uint64_t v)
 {
-	static const char digits[] = "0123456789abcdef";
 	unsigned n = (64u - (unsigned)__builtin_clzll(v | 1) + 3) / 4, i;
 
 	out[0] = '0';
 	out[1] = 'x';
-	for (i = n + 2; i > 2; v >>= 4)
-		out[--i] = digits[v & 15];
+	/* Two digits a step from the end; the first alone when n is odd. */
+	for (i = n + 2; i > 3; i -= 2, v >>= 8)
+		memcpy(out + i - 2, mms__hex_pairs + (v & 0xff) * 2, 2);
+	if (i == 3)
+		out[2] = mms__hex_pairs[(v & 15) * 2 + 1];
 	return n + 2;
 }
 
