@@ -87,27 +87,62 @@ for r in range(2):
 l = [{"a": i, "b": str(i)} for i in range(100000)]
 print(len(d), len(l))'
 
+# cpu_us CMD...: the user and the system CPU seconds of one run of CMD
+# (output dropped), "USER SYSTEM". GNU time measures, else python3's
+# resource module.
+cpu_us() {
+	if /usr/bin/time -f '%U %S' true >/dev/null 2>&1; then
+		_f=$(mktemp "${TMPDIR:-/tmp}/msmemscope-bench-cpu.XXXXXX")
+		/usr/bin/time -f '%U %S' -o "$_f" "$@" >/dev/null 2>&1 || true
+		tail -n 1 "$_f"
+		rm -f "$_f"
+	else
+		python3 -c 'import resource, subprocess, sys
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(r.ru_utime, r.ru_stime)' "$@"
+	fi
+}
+
+# median: the median of the numbers on standard input, with two decimals.
+median() { sort -n | awk '{ v[NR] = $1 } END { printf "%.2f", v[int((NR + 1) / 2)] }'; }
+
 # cpu_median CMD...: the median of $runs runs' CPU seconds (user + system,
 # one core's worth: other work on a shared machine does not add to it) of
-# CMD (output dropped), with two decimals. GNU time measures, else
-# python3's resource module.
+# CMD (output dropped), with two decimals.
 cpu_median() {
 	_i=0
 	_all=
 	while [ $_i -lt "$runs" ]; do
-		if /usr/bin/time -f '%U %S' true >/dev/null 2>&1; then
-			_f=$(mktemp "${TMPDIR:-/tmp}/msmemscope-bench-cpu.XXXXXX")
-			/usr/bin/time -f '%U %S' -o "$_f" "$@" >/dev/null 2>&1 || true
-			_t=$(tail -n 1 "$_f" | awk '{ print $1 + $2 }')
-			rm -f "$_f"
-		else
-			_t=$(python3 -c 'import resource, subprocess, sys
-subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-r = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(r.ru_utime + r.ru_stime)' "$@")
-		fi
-		_all="$_all $_t"
+		_all="$_all $(cpu_us "$@" | awk '{ print $1 + $2 }')"
 		_i=$((_i + 1))
 	done
-	echo "$_all" | tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { printf "%.2f", v[int((NR + 1) / 2)] }'
+	echo "$_all" | tr ' ' '\n' | grep . | median
+}
+
+# cpu_pairs "CMD A" "CMD B": $runs pairs of runs, A then B (each command a
+# string split into words as the shell splits them: no quoting inside);
+# prints the medians of A's user CPU seconds, B's, the pairs' ratios A/B
+# of them, then the same of user + system seconds:
+# "A_USER B_USER RATIO A_CPU B_CPU RATIO". A pair's ratio holds when the
+# machine's speed drifts between pairs; on a guest the system time moves
+# with the host's memory (fresh pages' zeroing), user time much less.
+cpu_pairs() {
+	_i=0
+	_rows=
+	while [ $_i -lt "$runs" ]; do
+		# shellcheck disable=SC2086 # the commands' words
+		_rows="$_rows$(cpu_us $1) $(cpu_us $2)
+"
+		_i=$((_i + 1))
+	done
+	for _k in 1 2 3 4 5 6; do
+		printf '%s' "$_rows" | awk -v k=$_k '{ au = $1; as = $2; bu = $3; bs = $4
+			if (k == 1) print au; else if (k == 2) print bu
+			else if (k == 3) print (bu > 0 ? au / bu : 0)
+			else if (k == 4) print au + as; else if (k == 5) print bu + bs
+			else print (bu + bs > 0 ? (au + as) / (bu + bs) : 0) }' | median
+		printf ' '
+	done
+	echo
 }
