@@ -339,7 +339,8 @@ int mms__state_slot_put(struct mms__state *st, struct mms__slotmap *m, uint64_t 
 }
 
 /* An allocation keyed by address in table m (HOST or one pool). */
-static int keyed_alloc(struct mms__state *st, struct mms__slotmap *m, const mms_event_t *ev, struct mms__tstate *t)
+static inline __attribute__((always_inline)) int keyed_alloc_in(struct mms__state *st, struct mms__slotmap *m,
+								const mms_event_t *ev, struct mms__tstate *t)
 {
 	mms_kind_summary_t *k = &st->mem[ev->mem];
 	uint32_t hash = mms__slotmap_hash(ev->addr);
@@ -378,7 +379,8 @@ static int keyed_alloc(struct mms__state *st, struct mms__slotmap *m, const mms_
 	return 0;
 }
 
-static int keyed_free(struct mms__state *st, struct mms__slotmap *m, const mms_event_t *ev, const char *pool)
+static inline __attribute__((always_inline)) int keyed_free_in(struct mms__state *st, struct mms__slotmap *m,
+							       const mms_event_t *ev, const char *pool)
 {
 	mms_kind_summary_t *k = &st->mem[ev->mem];
 	const struct mms__blk *b;
@@ -408,6 +410,20 @@ static int keyed_free(struct mms__state *st, struct mms__slotmap *m, const mms_e
 	}
 	slot_release(st, (uint64_t)slot);
 	return f ? 0 : -ENOMEM;
+}
+
+/* The two out of line, for device and pool blocks; heap blocks, most
+ * events, take them inline (apply_memory()). */
+static __attribute__((noinline)) int keyed_alloc(struct mms__state *st, struct mms__slotmap *m, const mms_event_t *ev,
+						 struct mms__tstate *t)
+{
+	return keyed_alloc_in(st, m, ev, t);
+}
+
+static __attribute__((noinline)) int keyed_free(struct mms__state *st, struct mms__slotmap *m, const mms_event_t *ev,
+						const char *pool)
+{
+	return keyed_free_in(st, m, ev, pool);
 }
 
 static struct mms__pool *pool_get(struct mms__state *st, const char *name)
@@ -516,12 +532,12 @@ static int apply_memory(struct mms__state *st, const mms_event_t *ev, struct mms
 		return keyed_free(st, &p->live, ev, p->name);
 	}
 	if (ev->kind == MMS_EV_MALLOC)
-		return keyed_alloc(st, &st->host, ev, t);
+		return keyed_alloc_in(st, &st->host, ev, t);
 	/* free(NULL) does nothing; valgrind does not count it either. */
 	if (!ev->addr)
 		return 0;
 	t->realloc_runtime = 0;
-	rc = keyed_free(st, &st->host, ev, NULL);
+	rc = keyed_free_in(st, &st->host, ev, NULL);
 	/* (A realloc outside a module's import makes the program's block.) */
 	if (ev->sub == MMS_FREE_REALLOC && st->last_blk_valid)
 		t->realloc_runtime = (uint8_t)mms__blk_runtime_now(st->last_blk);
