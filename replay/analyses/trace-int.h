@@ -36,6 +36,8 @@ struct tsv {
 	int rc;                  /* the first error: no more rows */
 	const char *kind[8];     /* each memory kind's name once seen, NULL before */
 	uint8_t kind_len[8];     /* and its length */
+	char pid_text[24];       /* pid and a tab, once the first row is written */
+	uint8_t pid_len;         /* their length, 0 before */
 };
 
 /* Writes the row of one block to f; the first error goes to f->rc (the

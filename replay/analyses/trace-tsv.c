@@ -86,11 +86,15 @@ void mms__trace_tsv_row(struct tsv *f, const struct row *r)
 	/* The numbers and the kind in one go (a kind's name is short), and
 	 * a row with no owner and no stack whole. */
 	q = mms__wfile_room(w, 4 * 21 + 18 + klen + sizeof("\tALLOCATION\t\t\n"));
-	q += mms__dec(q, f->pid);
-	*q++ = '\t';
+	if (!f->pid_len) {
+		f->pid_len = (uint8_t)mms__dec(f->pid_text, f->pid);
+		f->pid_text[f->pid_len++] = '\t';
+	}
+	memcpy(q, f->pid_text, sizeof(f->pid_text));
+	q += f->pid_len;
 	q += mms__hex(q, r->addr);
 	*q++ = '\t';
-	q += mms__dec(q, r->time_ns);
+	q = mms__wfile_dec_at(w, q, r->time_ns);
 	*q++ = '\t';
 	q += mms__dec(q, r->size);
 	*q++ = '\t';

@@ -183,19 +183,7 @@ void mms__wfile_u64(struct mms__wfile *w, uint64_t v, char end)
 
 	if (sizeof(w->buf) - w->len < 40)
 		mms__wfile_flush(w);
-	o = w->buf + w->len;
-	if (v < 100000000) {
-		o += mms__dec(o, v);
-	} else {
-		if (v / 100000000 != w->hi) {
-			w->hi = v / 100000000;
-			w->hi_len = mms__dec(w->hi_digits, w->hi);
-		}
-		memcpy(o, w->hi_digits, sizeof(w->hi_digits));
-		o += w->hi_len;
-		mms__dec8(o, (uint32_t)(v % 100000000));
-		o += 8;
-	}
+	o = mms__wfile_dec_at(w, w->buf + w->len, v);
 	*o++ = end;
 	w->len = (size_t)(o - w->buf);
 }
