@@ -643,18 +643,15 @@ int mms__trace_lists_finish(struct trace_pass *p)
 {
 	mms_trace_t *t = p->t;
 	struct tsv f[2];
-	struct list l;
-	uint64_t bytes;
-	int rc = 0;
-
-	struct list end = { .p = p, .limit = UINT64_MAX }, peak = { .p = p, .gone = 1 };
+	struct list l, end = { .p = p, .limit = UINT64_MAX }, peak = { .p = p, .limit = t->peak_event, .gone = 1 };
 	int want_end = !(p->skip & MMS_TRACE_SKIP_END), want_peak = !(p->skip & MMS_TRACE_SKIP_PEAK) && t->peak_bytes;
+	uint64_t bytes;
 	size_t room = 1;
+	int rc = 0;
 
 	tsv_open(p, &f[0], p->tsv_path[0], &t->watermark_rc);
 	tsv_open(p, &f[1], p->tsv_path[1], &t->leakage_rc);
 	/* One table for both lists, made one after the other. */
-	peak.limit = t->peak_event;
 	if (want_end && list_room(&end) > room)
 		room = list_room(&end);
 	if (want_peak && list_room(&peak) > room)
