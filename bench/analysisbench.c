@@ -5,6 +5,7 @@
  * of the page cache, which does not count).
  *
  * Usage: analysisbench LOG */
+#define _GNU_SOURCE /* RUSAGE_THREAD (measure.h) */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
