@@ -6,7 +6,8 @@
 # of BENCH_RUNS) natively, natively with PYTHONMALLOC=malloc, recorded
 # without stacks, recorded with python_stack=16 as the launcher runs it
 # (PYTHONMALLOC=malloc, the package's sitecustomize on PYTHONPATH), the
-# same with pymalloc kept, and with c:16 added, then the two again with
+# same with pymalloc kept, and with c:16 added, both with the stacks of
+# allocations only (--keep-stacktraces=alloc), then the first two again with
 # the profile hook that keeps the frames on other Python versions
 # (MSMEMSCOPE_PYTHON_FRAMES=hook; on 3.11 to 3.13 they are read from the
 # interpreter); then the ratios. The
@@ -93,6 +94,13 @@ pym=$(best env PYTHONPATH="$boot" MSMEMSCOPE_CONFIG="python_stack=16" LD_PRELOAD
 	MSMEMSCOPE_LOG="$tmp/pym.mms" "$python" "$w")
 mixed=$(best env PYTHONMALLOC=malloc PYTHONPATH="$boot" MSMEMSCOPE_CONFIG="python_stack=16;call_stack=16" \
 	LD_PRELOAD="$hooks" MSMEMSCOPE_LOG="$tmp/mixed.mms" "$python" "$w")
+# Stacks on allocations only (--keep-stacktraces=alloc): half the events
+# are frees.
+pyalloc=$(best env PYTHONMALLOC=malloc PYTHONPATH="$boot" MSMEMSCOPE_CONFIG="python_stack=16;free_stack=0" \
+	LD_PRELOAD="$hooks" MSMEMSCOPE_LOG="$tmp/pyalloc.mms" "$python" "$w")
+mixedalloc=$(best env PYTHONMALLOC=malloc PYTHONPATH="$boot" \
+	MSMEMSCOPE_CONFIG="python_stack=16;call_stack=16;free_stack=0" LD_PRELOAD="$hooks" \
+	MSMEMSCOPE_LOG="$tmp/mixedalloc.mms" "$python" "$w")
 # The profile hook, which keeps the frames on the Python versions whose
 # frames the package cannot read from the interpreter (before 3.11,
 # after 3.13).
@@ -108,6 +116,8 @@ printf '  %-52s %8s s\n' "native" "$native" \
 	"recorded, --call-stack=python:16 (as the launcher)" "$py" \
 	"recorded, python:16 --python-allocator=pymalloc" "$pym" \
 	"recorded, --call-stack=c:16,python:16" "$mixed" \
+	"recorded, python:16 --keep-stacktraces=alloc" "$pyalloc" \
+	"recorded, c:16,python:16 --keep-stacktraces=alloc" "$mixedalloc" \
 	"recorded, python:16, profile hook (other versions)" "$hook" \
 	"recorded, python:16, profile hook, pymalloc kept" "$hookm"
 echo "  python:16 / native:                          $(ratio "$py" "$native")x (target <= 2x; memray's default ~1.45x)"
@@ -115,4 +125,5 @@ echo "  python:16 / native with PYTHONMALLOC=malloc: $(ratio "$py" "$native_mall
 echo "  python:16 / recorded without stacks:         $(ratio "$py" "$rec")x"
 echo "  python:16, pymalloc kept / native:           $(ratio "$pym" "$native")x (memray's default keeps pymalloc too)"
 echo "  c:16,python:16 / native:                     $(ratio "$mixed" "$native")x"
+echo "  --keep-stacktraces=alloc: python:16 / native:  $(ratio "$pyalloc" "$native")x, c:16,python:16 $(ratio "$mixedalloc" "$native")x"
 echo "  profile hook: python:16 / native:            $(ratio "$hook" "$native")x, pymalloc kept $(ratio "$hookm" "$native")x"

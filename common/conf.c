@@ -96,6 +96,10 @@ const struct mms_conf_key mms__conf_keys[] = {
 	  "1: a Python program's aten operators are operator launches from its import of torch on "
 	  "(msmemscope.torch.ops(); doc/python.md)",
 	  "the Python package (its boot module)" },
+	{ "free_stack", NULL, MMS_CONF_BOOL, F(free_stack), 0, 1, NULL, "1", 0, "0 or 1",
+	  "0: with stacks on, frees record no stack, allocations keep theirs (the launcher's "
+	  "--keep-stacktraces=alloc)",
+	  "recorder (hooks.c), replay (a freed block's stack)" },
 };
 const size_t mms__conf_nkeys = sizeof mms__conf_keys / sizeof mms__conf_keys[0];
 

@@ -178,6 +178,8 @@ int mms__driver_through_libc(struct mms_thread *t, uintptr_t fp) MMS_HIDDEN;
 /* Nonzero when events carry stacks: C frames (call_stack), Python frames
  * (python_stack) or both. Set at start-up. */
 extern uint32_t mms__stacks_on MMS_HIDDEN;
+/* Nonzero when frees carry theirs too (stacks on, free_stack not 0). */
+extern uint32_t mms__free_stacks_on MMS_HIDDEN;
 
 /* The stack id of the program's call that entered the recorder at or
  * below frame fp; 0 when stacks are off. */
@@ -201,7 +203,8 @@ void mms__unwind_lost_fd(void) MMS_HIDDEN;
 /* pystack.c: Python frames (python_stack=N), kept by the msmemscope
  * package's profile hook (see there). */
 extern uint32_t mms__py_depth MMS_HIDDEN; /* python_stack once set up, 0: off */
-/* Reads python_stack; sets mms__py_depth and mms__stacks_on. */
+/* Reads python_stack; sets mms__py_depth, mms__stacks_on and
+ * mms__free_stacks_on. */
 void mms__pystack_init(void) MMS_HIDDEN;
 void mms__pystack_after_fork_child(void) MMS_HIDDEN;
 /* The thread is leaving: its shadow stack goes back to the arena. */

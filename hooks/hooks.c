@@ -276,10 +276,11 @@ static __attribute__((noinline)) void rec_free_stack(struct mms_thread *t, unsig
 	mms__rec_free_stack(t, fn, (uintptr_t)ptr, stamp, mms__capture_stack_slow(t, fp));
 }
 
-/* A free with its stack taken already (0 when stacks are off). */
+/* A free with its stack taken already (0 when stacks are off): a FREE
+ * record where frees keep no stack (free_stack=0). */
 static inline void rec_free_with(struct mms_thread *t, unsigned fn, void *ptr, uint64_t stamp, uint32_t stack)
 {
-	if (mms__stacks_on)
+	if (mms__free_stacks_on)
 		mms__rec_free_stack(t, fn, (uintptr_t)ptr, stamp, stack);
 	else
 		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_FREE | fn), stamp, (uintptr_t)ptr, 0, 0, 0, 0, 0);
@@ -288,7 +289,7 @@ static inline void rec_free_with(struct mms_thread *t, unsigned fn, void *ptr, u
 /* With stacks off, one test of the configuration more than before. */
 static inline void rec_free(struct mms_thread *t, unsigned fn, void *ptr, uint64_t stamp, uintptr_t fp)
 {
-	if (mms__stacks_on)
+	if (mms__free_stacks_on)
 		rec_free_stack(t, fn, ptr, stamp, fp);
 	else
 		rec_free_with(t, fn, ptr, stamp, 0);

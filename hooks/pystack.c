@@ -116,6 +116,7 @@ struct code_slot {
 
 uint32_t mms__py_depth;
 uint32_t mms__stacks_on;
+uint32_t mms__free_stacks_on;
 #define NAMES_SIZE (16u << 20)
 
 static struct code_slot *codes;
@@ -143,6 +144,7 @@ void mms__pystack_init(void)
 	if (!codes)
 		mms__py_depth = 0;
 	mms__stacks_on = mms__config.call_stack || mms__py_depth;
+	mms__free_stacks_on = mms__stacks_on && mms__config.free_stack;
 }
 
 void mms__pystack_after_fork_child(void)

@@ -153,6 +153,24 @@ static const char *parse_python_allocator(struct opts *o, char *value)
 	return NULL;
 }
 
+/* valgrind's --keep-stacktraces, of which the two this recorder has:
+ * stacks for allocations and frees (the default), or for allocations
+ * only. */
+static const char *parse_keep_stacktraces(struct opts *o, char *value)
+{
+	if (!strcmp(value, "alloc-and-free"))
+		o->rec.free_stack = 1;
+	else if (!strcmp(value, "alloc"))
+		o->rec.free_stack = 0;
+	else if (!strcmp(value, "none") || !strcmp(value, "free") || !strcmp(value, "alloc-then-free"))
+		return "expected alloc or alloc-and-free (for no stacks at all, leave out --call-stack; frees "
+		       "without allocations' stacks, as valgrind's free and alloc-then-free keep, are not recorded)";
+	else
+		return "expected alloc or alloc-and-free";
+	o->keep_stacktraces_set = true;
+	return NULL;
+}
+
 static const char *parse_collect_mode(struct opts *o, char *value)
 {
 	return set_key(&o->rec, "collect", value);
@@ -415,6 +433,7 @@ static const struct opt_def opt_defs[] = {
 	{ "--events", true, parse_events },
 	{ "--call-stack", true, parse_call_stack },
 	{ "--python-allocator", true, parse_python_allocator },
+	{ "--keep-stacktraces", true, parse_keep_stacktraces },
 	{ "--collect-mode", true, parse_collect_mode },
 	{ "--steps", true, parse_steps },
 	{ "--output", true, parse_output },
@@ -570,6 +589,10 @@ void parse_args(int argc, char **argv, struct opts *o)
 	if (o->python_allocator_set && !o->rec.python_stack)
 		WARN("--python-allocator goes with --call-stack=python:N (Python's allocator is left as it is "
 		     "without Python stacks); ignored");
+	if (o->keep_stacktraces_set && !o->rec.python_stack && !o->rec.call_stack) {
+		WARN("--keep-stacktraces goes with --call-stack (without it no event has a stack); ignored");
+		o->rec.free_stack = 1;
+	}
 	/* --level=op|kernel when recording: the launches are recorded (the
 	 * aten operators of msmemscope.torch, the program's own, its kernel
 	 * launches), whatever --events says. */
@@ -657,6 +680,11 @@ static void print_help(void)
 	       "                        PYTHONMALLOC=malloc, so each object is an allocation\n"
 	       "                        of its own; pymalloc keeps Python's arenas (small\n"
 	       "                        objects then are not seen one by one).\n"
+	       "  --keep-stacktraces=alloc|alloc-and-free\n"
+	       "                        with --call-stack: alloc-and-free (default) also records\n"
+	       "                        the stack of each free, realloc and delete (who freed a\n"
+	       "                        block); alloc keeps allocations' stacks only, which\n"
+	       "                        costs less (as valgrind's option of that name).\n"
 	       "  --collect-mode=MODE   immediate (default): record from the start;\n"
 	       "                        deferred: record only between msmemscope_start() and\n"
 	       "                        msmemscope_stop() calls in the program.\n"

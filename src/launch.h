@@ -44,6 +44,7 @@ struct opts {
 	bool leak_error_kinds_set;
 	bool pymalloc;       /* --python-allocator=pymalloc: PYTHONMALLOC is left alone */
 	bool python_allocator_set; /* --python-allocator given */
+	bool keep_stacktraces_set; /* --keep-stacktraces given */
 	bool no_live;        /* --no-live-report: read prog's log only after it exits */
 	char **argv; /* the program and its arguments */
 };

@@ -428,6 +428,21 @@ static int has_free_stack(const struct show *s, uint32_t stack)
 	return stack || info.version >= 5;
 }
 
+/* The stack of a free: a log recorded with stacks and
+ * --keep-stacktraces=alloc (free_stack=0) says its frees keep none,
+ * rather than "no stack recorded". */
+static void show_free_stack(struct show *s, uint32_t stack, const char *indent)
+{
+	mms_config_t c;
+
+	if (!stack && !s->json && !mms_log_config(s->log, &c) && !c.free_stack && (c.call_stack || c.python_stack)) {
+		fprintf(s->out, "%s(none kept: recorded with --keep-stacktraces=alloc, allocations' stacks only)\n",
+			indent);
+		return;
+	}
+	show_stack(s, stack, indent);
+}
+
 /* Where an inherited block came from (the line ends with its owner). */
 /* "  allocated at event #N in step S, operator OP": the step only when
  * there is one (step 0 is outside every "step start" range). */
@@ -472,7 +487,7 @@ void show_event(struct show *s, const mms_event_t *ev)
 		show_stack(s, b.stack, "    ");
 		if (ev->kind == MMS_EV_FREE && has_free_stack(s, ev->stack)) {
 			fputs("  freed by:\n", s->out);
-			show_stack(s, ev->stack, "    ");
+			show_free_stack(s, ev->stack, "    ");
 		}
 	}
 }
@@ -561,7 +576,7 @@ void show_block(struct show *s, const mms_block_t *b)
 			thread_label(s, b->free_thread, t, sizeof(t)));
 		if (has_free_stack(s, b->free_stack)) {
 			fputs(":\n", s->out);
-			show_stack(s, b->free_stack, "    ");
+			show_free_stack(s, b->free_stack, "    ");
 		} else {
 			fputc('\n', s->out);
 		}

@@ -288,9 +288,13 @@ after that (a double free) is shown as such."""
 
     def free_stack(self, log, stack):
         """The stack of the call that freed: logs of version 5 recorded
-        with stacks keep it."""
+        with stacks keep it, unless recorded with free_stack=0."""
         if not stack and log.info().version < 5:
             gdb.write("    (no stack: a log of format version %d keeps none for frees)\n" % log.info().version)
+            return
+        config = log.config() if not stack else None
+        if config and not config[0].free_stack and (config[0].call_stack or config[0].python_stack):
+            gdb.write("    (none kept: recorded with --keep-stacktraces=alloc, allocations' stacks only)\n")
             return
         for line in fmt.stack_lines(log, stack, self.s.depth):
             gdb.write(line + "\n")

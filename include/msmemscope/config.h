@@ -89,6 +89,10 @@ typedef struct mms_config {
 	 * from its import of torch on (the msmemscope package's boot module;
 	 * the launcher's --level=op); 0 */
 	int torch_ops;
+	/* free_stack: with stacks on, each free records the stack of the
+	 * call that freed (0: allocations only, valgrind's
+	 * --keep-stacktraces=alloc; the launcher's --keep-stacktraces); 1 */
+	int free_stack;
 	/* read-only: what parsing met and skipped */
 	uint32_t unknown; /* keys this version does not know */
 	uint32_t bad;     /* values it could not read: those keys kept their value */

@@ -7,7 +7,8 @@
 # its innermost frame drop() at the line marked FREE; `memscope at event'
 # on the free shows the stack that freed it after the one that
 # allocated it. With stacks off (call_stack=0), the free says no stack
-# was recorded. The double free of tests/gdb/dfree shows both frees'
+# was recorded; with free_stack=0 (--keep-stacktraces=alloc), that the
+# log keeps none for frees, the allocation's stack shown. The double free of tests/gdb/dfree shows both frees'
 # stacks.
 . "${top_srcdir:?run this test through make check}/tests/gdb/lib.sh"
 
@@ -32,6 +33,15 @@ expect_rc "gdb's exit status, stacks off"
 expect nostack "  freed at event #6 by t0 'freer' in step 2, operator release (launch 2):" "the free, stacks off"
 expect_count nostack '(no stack recorded; the recorder ran with call_stack=0)' 2 \
 	"no allocation or free stack with stacks off"
+
+MSMEMSCOPE_CONFIG='call_stack=32;free_stack=0'
+export MSMEMSCOPE_CONFIG
+session allocst "$progs/freer" -ex 'break done' -ex run -ex 'memscope block block'
+unset MSMEMSCOPE_CONFIG
+expect_rc "gdb's exit status, free stacks off"
+expect allocst "    (none kept: recorded with --keep-stacktraces=alloc, allocations' stacks only)" \
+	"the free keeps no stack with free_stack=0"
+expect allocst "    #0  make (SRC/freer.c:" "the allocation's stack with free_stack=0"
 
 session dfree "$progs/dfree" -ex run -ex 'set $p = p' -ex 'memscope block $p'
 expect dfree "  freed at event #2 by t0 'dfree':" "the first free"
