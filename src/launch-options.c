@@ -163,8 +163,9 @@ static const char *parse_keep_stacktraces(struct opts *o, char *value)
 	else if (!strcmp(value, "alloc"))
 		o->rec.free_stack = 0;
 	else if (!strcmp(value, "none") || !strcmp(value, "free") || !strcmp(value, "alloc-then-free"))
-		return "expected alloc or alloc-and-free (for no stacks at all, leave out --call-stack; frees "
-		       "without allocations' stacks, as valgrind's free and alloc-then-free keep, are not recorded)";
+		return "expected alloc or alloc-and-free (for no stacks at all, leave out --call-stack; valgrind's "
+		       "free and alloc-then-free, which drop a block's allocation stack, have no counterpart: a log "
+		       "keeps every stack it records)";
 	else
 		return "expected alloc or alloc-and-free";
 	o->keep_stacktraces_set = true;
