@@ -124,8 +124,9 @@ static inline __attribute__((always_inline)) void mms__slotmap_prefetch(const st
 
 /* The slot of the first entry whose hash bits are key's, likely key's own
  * (for a prefetch of its record: nothing is read but the table), or -1.
- * Also asks for the line of the entry after it, which the removal of key
- * reads (the backward shift): an eighth of the entries end their line. */
+ * Also asks for the line after the entry's, which the removal of key
+ * reads when the entries after it go on past their line (the backward
+ * shift). */
 static inline __attribute__((always_inline)) int64_t mms__slotmap_guess(const struct mms__slotmap *m, uint64_t key)
 {
 	uint32_t hash = mms__slotmap_hash(key);
@@ -135,7 +136,7 @@ static inline __attribute__((always_inline)) int64_t mms__slotmap_guess(const st
 		return -1;
 	for (i = mms__slotmap_home(m, hash); m->ents[i].slot1; i = (i + 1) & m->mask)
 		if (m->ents[i].hash == hash) {
-			__builtin_prefetch(&m->ents[(i + 1) & m->mask]);
+			__builtin_prefetch(&m->ents[(i + 8) & m->mask]);
 			return (int64_t)m->ents[i].slot1 - 1;
 		}
 	return -1;
