@@ -145,6 +145,17 @@ static void check_format(const char *ext, int format)
 	o.overwrite = 1;
 	snprintf(what, sizeof(what), "%s: overwrite replaces it", ext);
 	expect_rc(what, fn(log_, in_dir(name), &o), 0);
+	if (lstat(in_dir(name), &st2) || !S_ISREG(st2.st_mode) || st2.st_ino == st.st_ino ||
+	    (st2.st_mode & 07777) != 0640)
+		die("%s: overwrite did not put a new file of mode 0640 in place", ext, 0);
+	/* A directory is never replaced, with or without overwrite. */
+	snprintf(name, sizeof(name), "dir.%s", ext);
+	if (mkdir(in_dir(name), 0755))
+		die("cannot make the directory %s", name, -errno);
+	snprintf(what, sizeof(what), "%s: overwrite refuses a directory", ext);
+	expect_rc(what, fn(log_, in_dir(name), &o), -EISDIR);
+	if (lstat(in_dir(name), &st2) || !S_ISDIR(st2.st_mode) || rmdir(in_dir(name)))
+		die("%s: the directory was not left in place", ext, 0);
 	o.overwrite = 0;
 
 	/* A symlink, even dangling, is refused; overwrite replaces the link
