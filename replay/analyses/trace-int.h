@@ -152,10 +152,31 @@ static inline uint64_t mms__trace_block_time(const struct trace_pass *p, const s
 /* Block b, live at the peak, was freed (or a piece of a mapping that
  * was): it joins the peak's list as a copy. Returns 0 or -ENOMEM. */
 int mms__trace_freed_add(struct trace_pass *p, const struct mms__blk *b, uint64_t time_ns);
+/* Slot, held, joins the peak's list. */
+static inline void mms__trace_held_add(struct trace_pass *p, int64_t slot)
+{
+	p->held[p->nheld++] = (uint32_t)slot;
+	if (!mms__state_steps_known(p->st))
+		p->held_nostep = p->nheld;
+}
+/* mms__trace_freed_last() where the list of held slots is full or the
+ * slot cannot be held. */
+int mms__trace_freed_more(struct trace_pass *p);
 /* The block the current event freed was live at the peak: it joins the
- * peak's list, its slot held where the pass can, else as a copy. Returns
- * 0 or -ENOMEM. */
-int mms__trace_freed_last(struct trace_pass *p);
+ * peak's list, its slot held where the pass can, else as a copy (nearly
+ * every free of a program whose heap grows: the short way inline).
+ * Returns 0 or -ENOMEM. */
+static inline int mms__trace_freed_last(struct trace_pass *p)
+{
+	int64_t slot;
+
+	if (!(p->kinds & 1u << p->st->last_blk->mem) || p->skip & MMS_TRACE_SKIP_PEAK)
+		return 0;
+	if (p->nheld == p->held_cap || (slot = mms__pass_hold(p->pass)) < 0)
+		return mms__trace_freed_more(p);
+	mms__trace_held_add(p, slot);
+	return 0;
+}
 /* A new peak: the slots held for the last one go back to the state. */
 void mms__trace_held_release(struct trace_pass *p);
 /* At the pass's end: makes the lists, the watermark's (the peak) and the

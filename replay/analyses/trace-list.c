@@ -187,21 +187,17 @@ int mms__trace_freed_add(struct trace_pass *p, const struct mms__blk *b, uint64_
 	return kept_add(p, b, time_ns);
 }
 
-int mms__trace_freed_last(struct trace_pass *p)
+int mms__trace_freed_more(struct trace_pass *p)
 {
 	const struct mms__blk *b = p->st->last_blk;
 	int64_t slot;
 
-	if (!(p->kinds & 1u << b->mem) || p->skip & MMS_TRACE_SKIP_PEAK)
-		return 0;
 	if (mms__grow(&p->held, &p->held_cap, p->nheld, sizeof(*p->held)))
 		return -ENOMEM;
 	slot = mms__pass_hold(p->pass);
 	if (slot < 0)
 		return mms__trace_freed_add(p, b, mms__trace_block_time(p, b));
-	p->held[p->nheld++] = (uint32_t)slot;
-	if (!mms__state_steps_known(p->st))
-		p->held_nostep = p->nheld;
+	mms__trace_held_add(p, slot);
 	return 0;
 }
 

@@ -14,6 +14,7 @@
 #include "msmemscope/log.h"
 #include "msmemscope/pass.h"
 #include "base-int.h"
+#include "decimal-int.h"
 #include "intervals-int.h"
 #include "log-int.h"
 #include "map-int.h"
@@ -64,14 +65,23 @@ static void bucket_finish(struct bucketer *b, uint64_t live)
 
 /* --- the pass ---------------------------------------------------------------- */
 
+/* One row of usage.tsv: the time, the live bytes. */
+static void usage_write(struct trace_pass *p, uint64_t time_ns, uint64_t bytes)
+{
+	char *q = mms__wfile_room(p->usage, 2 * 21);
+
+	q = mms__wfile_dec_at(p->usage, q, time_ns);
+	*q++ = '\t';
+	q += mms__dec(q, bytes);
+	*q++ = '\n';
+	mms__wfile_end(p->usage, q);
+	p->t->usage_rows++;
+}
+
 static void file_emit(void *ctx, uint64_t i, uint64_t time_ns, uint64_t bytes)
 {
-	struct trace_pass *p = ctx;
-
 	(void)i;
-	mms__wfile_u64(p->usage, time_ns, '\t');
-	mms__wfile_u64(p->usage, bytes, '\n');
-	p->t->usage_rows++;
+	usage_write(ctx, time_ns, bytes);
 }
 
 static void plot_emit(void *ctx, uint64_t i, uint64_t time_ns, uint64_t bytes)
@@ -88,14 +98,9 @@ static void usage_rows_flush(struct trace_pass *p)
 {
 	if (!p->row_pending)
 		return;
-	if (p->row_max > p->row_last) {
-		mms__wfile_u64(p->usage, p->row_ns, '\t');
-		mms__wfile_u64(p->usage, p->row_max, '\n');
-		p->t->usage_rows++;
-	}
-	mms__wfile_u64(p->usage, p->row_ns, '\t');
-	mms__wfile_u64(p->usage, p->row_last, '\n');
-	p->t->usage_rows++;
+	if (p->row_max > p->row_last)
+		usage_write(p, p->row_ns, p->row_max);
+	usage_write(p, p->row_ns, p->row_last);
 	p->row_pending = 0;
 }
 
@@ -188,41 +193,12 @@ static int pass_before(struct mms__sub *sub, struct mms_pass *pass, const mms_ev
 	return ev->mem == MMS_MEM_MMAP ? mmap_before(p, ev) : 0;
 }
 
-/* One event, applied: the live bytes before and now, and the state's
- * step counters as they were. */
-static int trace_event(struct trace_pass *p, const mms_event_t *ev, uint64_t before, uint64_t now, uint64_t steps,
-		       uint64_t ranges)
+/* A change of the live bytes counted, from before to now, at event ev. */
+static inline __attribute__((always_inline)) void trace_change(struct trace_pass *p, const mms_event_t *ev,
+							       uint64_t before, uint64_t now)
 {
 	mms_trace_t *t = p->t;
-	int memory = ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE;
 
-	t->events++;
-	t->end_ns = ev->time_ns;
-	if (!memory) {
-		if (ev->kind == MMS_EV_OP_LAUNCH && ev->sub == 0)
-			launch_mark(p, ev);
-		else if (p->st->step_kind == 1 && p->st->steps_seen != steps)
-			return step_mark(p, ev, p->st->steps_seen + 1);
-		else if (p->st->step_kind == 2 && p->st->ranges_seen != ranges)
-			return step_mark(p, ev, p->st->ranges_seen);
-		return 0;
-	}
-	if (ev->mem == MMS_MEM_MMAP) {
-		if (mmap_after(p))
-			return -ENOMEM;
-	} else if (ev->kind == MMS_EV_FREE && p->st->last_blk_valid) {
-		/* A block live at the peak, freed since: it still counts. */
-		if (t->peak_bytes && p->st->last_blk->alloc_event <= t->peak_event && mms__trace_freed_last(p))
-			return -ENOMEM;
-	}
-	if (ev->kind == MMS_EV_MALLOC) {
-		uint64_t *time = mms__pass_data(p->pass, p->time_off);
-
-		if (time)
-			*time = ev->time_ns;
-	}
-	if (now == before)
-		return 0;
 	t->changes++;
 	if (now > t->peak_bytes) {
 		/* The first time the mark is reached: what was freed before
@@ -243,21 +219,71 @@ static int trace_event(struct trace_pass *p, const mms_event_t *ev, uint64_t bef
 	}
 	if (p->plot)
 		bucket_add(&p->plot_b, ev->time_ns, before, now);
+}
+
+/* An event that is neither a heap allocation nor a free (out of the way
+ * of those): launches and step marks, and MMAP events, whose pieces
+ * mmap_before() found. */
+static __attribute__((noinline)) int trace_other(struct trace_pass *p, const mms_event_t *ev, uint64_t before,
+						 uint64_t now)
+{
+	const struct mms__state *st = p->st;
+	uint64_t steps = p->steps, ranges = p->ranges;
+	int rc = 0;
+
+	p->steps = st->steps_seen;
+	p->ranges = st->ranges_seen;
+	if (ev->kind != MMS_EV_MALLOC && ev->kind != MMS_EV_FREE) {
+		if (ev->kind == MMS_EV_OP_LAUNCH && ev->sub == 0)
+			launch_mark(p, ev);
+		else if (st->step_kind == 1 && st->steps_seen != steps)
+			rc = step_mark(p, ev, st->steps_seen + 1);
+		else if (st->step_kind == 2 && st->ranges_seen != ranges)
+			rc = step_mark(p, ev, st->ranges_seen);
+		return rc;
+	}
+	if (mmap_after(p))
+		return -ENOMEM;
+	if (ev->kind == MMS_EV_MALLOC) {
+		uint64_t *time = mms__pass_data(p->pass, p->time_off);
+
+		if (time)
+			*time = ev->time_ns;
+	}
+	if (now != before)
+		trace_change(p, ev, before, now);
 	return 0;
 }
 
+/* One event, applied: the live bytes before (p->live) and now. Heap
+ * allocations and frees, nearly every event, take the short way. */
 static int pass_event(struct mms__sub *sub, struct mms_pass *pass, const mms_event_t *ev)
 {
 	struct trace_pass *p = (struct trace_pass *)sub;
-	uint64_t now = mms__trace_live_total(p);
-	int rc;
+	const struct mms__state *st = p->st;
+	mms_trace_t *t = p->t;
+	uint64_t before = p->live, now = mms__trace_live_total(p);
 
 	(void)pass;
-	rc = trace_event(p, ev, p->live, now, p->steps, p->ranges);
+	t->events++;
+	t->end_ns = ev->time_ns;
 	p->live = now;
-	p->steps = p->st->steps_seen;
-	p->ranges = p->st->ranges_seen;
-	return rc;
+	if ((ev->kind != MMS_EV_MALLOC && ev->kind != MMS_EV_FREE) || ev->mem == MMS_MEM_MMAP)
+		return trace_other(p, ev, before, now);
+	if (ev->kind == MMS_EV_FREE) {
+		/* A block live at the peak, freed since: it still counts. */
+		if (st->last_blk_valid && t->peak_bytes && st->last_blk->alloc_event <= t->peak_event &&
+		    mms__trace_freed_last(p))
+			return -ENOMEM;
+	} else {
+		uint64_t *time = mms__pass_data(p->pass, p->time_off);
+
+		if (time)
+			*time = ev->time_ns;
+	}
+	if (now != before)
+		trace_change(p, ev, before, now);
+	return 0;
 }
 
 /* The span of the log's events: from the start of the recording (the

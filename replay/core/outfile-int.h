@@ -42,8 +42,8 @@ struct mms__wfile {
 	struct mms__outfile f;
 	int fd;
 	int err;
-	/* mms__wfile_u64(): the digits of the last number written above its
-	 * last 8 (hi 0: none yet). */
+	/* mms__wfile_dec_at(): the digits of the last time written above
+	 * its last 8 (hi 0: none yet). */
 	uint64_t hi;
 	unsigned hi_len;
 	char hi_digits[16];
@@ -75,16 +75,15 @@ static inline void mms__wfile_end(struct mms__wfile *w, const char *end)
 }
 void mms__wfile_mem(struct mms__wfile *w, const void *p, size_t n);
 void mms__wfile_str(struct mms__wfile *w, const char *s);
-/* v in decimal, then the character end. */
-void mms__wfile_u64(struct mms__wfile *w, uint64_t v, char end);
 
 /* v in decimal at o (room for 20), in w's room: from w's digits of the
- * last number of 9 digits or more when v has the same ones above its
- * last 8 (times in ns, one after the other, mostly do); returns where the
- * digits end. */
+ * last number of 17 digits or more when v has the same ones above its
+ * last 8 (times in ns, one after the other, mostly do; a row's other
+ * numbers, sizes and byte counts, are shorter and do not take the place
+ * of the time's digits); returns where the digits end. */
 static inline char *mms__wfile_dec_at(struct mms__wfile *w, char *o, uint64_t v)
 {
-	if (v < 100000000)
+	if (v < 10000000000000000ull)
 		return o + mms__dec(o, v);
 	if (v / 100000000 != w->hi) {
 		w->hi = v / 100000000;

@@ -203,22 +203,6 @@ void mms__wfile_str(struct mms__wfile *w, const char *s)
 	mms__wfile_mem(w, s, strlen(s));
 }
 
-/* Writes v in decimal, then the character end: usage.tsv writes two
- * numbers for each change of live bytes. A time (19 digits) shares its
- * digits above the last 8 with the row before: they are kept from the
- * last number written. Every copy is of a fixed size, into the room at
- * the buffer's end, and the length moves by what counts. */
-void mms__wfile_u64(struct mms__wfile *w, uint64_t v, char end)
-{
-	char *o;
-
-	if (sizeof(w->buf) - w->len < 40)
-		mms__wfile_flush(w);
-	o = mms__wfile_dec_at(w, w->buf + w->len, v);
-	*o++ = end;
-	w->len = (size_t)(o - w->buf);
-}
-
 void mms__wfile_hex(struct mms__wfile *w, uint64_t v, char end)
 {
 	char *o = mms__wfile_room(w, 20);

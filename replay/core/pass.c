@@ -61,7 +61,8 @@ struct dispatch {
 	struct dlist peak;
 	uint64_t peak_seen;
 	int stale;
-	int any_before;              /* a before list is not empty */
+	unsigned before_mems[MMS_EV_KIND_COUNT]; /* by event kind: bit 1 << memory kind where
+						    that before list is not empty */
 	uint64_t next_until;         /* the nearest position a subscriber ends at */
 };
 
@@ -161,7 +162,9 @@ static int read_next(struct mms_pass *p, struct mms__read *rd, mms_event_t *ev)
 	rc = mms_iter_next(rd->it, ev);
 	if (rc <= 0)
 		return rc;
-	if (p->dispatch->any_before && ev->kind < MMS_EV_KIND_COUNT && ev->mem < MMS_MEM_KIND_COUNT) {
+	/* One test for most events: a subscriber's before is for a few kinds. */
+	if (ev->kind < MMS_EV_KIND_COUNT && ev->mem < MMS_MEM_KIND_COUNT &&
+	    p->dispatch->before_mems[ev->kind] >> ev->mem & 1u) {
 		struct dispatch *d = p->dispatch;
 		struct mms__sub *const *v = d->before[ev->kind][ev->mem].v;
 		size_t n = d->before[ev->kind][ev->mem].n;
@@ -286,7 +289,6 @@ static void dispatch_fill(struct mms_pass *p, struct dispatch *d)
 	size_t i;
 	int k, m;
 
-	d->any_before = 0;
 	d->peak.n = 0;
 	for (i = 0; i < p->nsubs; i++)
 		if (p->subs[i]->peak && p->subs[i]->kinds && sub_fed(p, p->subs[i]))
@@ -296,6 +298,7 @@ static void dispatch_fill(struct mms_pass *p, struct dispatch *d)
 
 		for (m = 0; m < MMS_MEM_KIND_COUNT; m++)
 			d->ev[k][m].n = d->before[k][m].n = 0;
+		d->before_mems[k] = 0;
 		for (i = 0; i < p->nsubs; i++) {
 			struct mms__sub *s = p->subs[i];
 
@@ -308,7 +311,7 @@ static void dispatch_fill(struct mms_pass *p, struct dispatch *d)
 				if (s->before && s->before_kinds & 1u << k &&
 				    (!s->before_mems || s->before_mems & 1u << m)) {
 					d->before[k][m].v[d->before[k][m].n++] = s;
-					d->any_before = 1;
+					d->before_mems[k] |= 1u << m;
 				}
 		}
 	}
