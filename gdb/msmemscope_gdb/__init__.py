@@ -38,6 +38,7 @@ def setup(hooks, replay_lib, replay_cli, launcher, libdir=None):
     commands.OutputParameter(s)
     commands.CallStackParameter(s)
     commands.LevelParameter(s)
+    commands.KeepStacktracesParameter(s)
     watch.WatchCommand(s)
     watch.UnwatchCommand(s)
     leaks.LeaksCommand(s)

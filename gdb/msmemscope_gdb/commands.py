@@ -171,6 +171,32 @@ launches the program makes itself are recorded all the same)."""
         return "The next runs record launches at level %s." % svalue
 
 
+class KeepStacktracesParameter(gdb.Parameter):
+    """Whose stacks the next runs keep, as msmemscope's --keep-stacktraces
+(valgrind's option) takes them: alloc-and-free (the default: every
+event's stack, so that `memscope block' shows where a freed block was
+freed) or alloc (the allocations' stacks only: a free then records no
+frames, half the stacks of a program that frees what it allocates, and
+`memscope block' says the free's stack was not kept)."""
+
+    set_doc = "Set whose stacks the next runs keep (alloc-and-free or alloc)."
+    show_doc = "Show whose stacks the next runs keep."
+
+    def __init__(self, session):
+        super().__init__("memscope keep-stacktraces", gdb.COMMAND_DATA, gdb.PARAM_ENUM, ["alloc-and-free", "alloc"])
+        self.s = session
+        self.value = session.keep_stacktraces
+
+    def get_set_string(self):
+        apply_setting(self, self.s.set_keep_stacktraces, lambda: self.s.keep_stacktraces)
+        return "memscope: the next runs keep %s." % {
+            "alloc-and-free": "the stacks of allocations and frees",
+            "alloc": "the stacks of allocations only (frees record none)"}[self.s.keep_stacktraces]
+
+    def get_show_string(self, svalue):
+        return "The next runs keep stacks: %s." % svalue
+
+
 class InfoCommand(Command):
     """Where the program stands, from its recorder's log.
 

@@ -233,6 +233,7 @@ class Session:
         self.guard = False        # the next runs record in guard mode (set memscope guard)
         self.call_stack = "c:32"  # the next runs' stacks (set memscope call-stack)
         self.level = "none"       # the next runs' launches: none, op or kernel (set memscope level)
+        self.keep_stacktraces = "alloc-and-free"  # whose stacks (set memscope keep-stacktraces)
         self.guard_quiet = False  # memscope check is calling the program: no stop at findings
         self.guard_seen = {}      # log path -> findings shown so far
 
@@ -269,7 +270,8 @@ class Session:
         so)."""
         program, env = self.tool(self.launcher)
         cmd = [program, "--print-env", "--call-stack=" + self.call_stack, "--output=" + self.log_dir] + \
-            (["--guard"] if self.guard else []) + (["--level=" + self.level] if self.level != "none" else [])
+            (["--guard"] if self.guard else []) + (["--level=" + self.level] if self.level != "none" else []) + \
+            (["--keep-stacktraces=alloc"] if self.keep_stacktraces == "alloc" else [])
         env["MSMEMSCOPE_HOOKS"] = self.hooks
         try:
             p = run_capture(cmd, env)
@@ -355,6 +357,12 @@ class Session:
         of its optimizer's steps its steps."""
         self._rewrap("level", level, False, lambda old: "memscope: the recorder's environment could not be "
                      "made; the level stays %s." % old)
+
+    def set_keep_stacktraces(self, which):
+        """`set memscope keep-stacktraces alloc|alloc-and-free': whose
+        stacks the next runs keep, as msmemscope --keep-stacktraces."""
+        self._rewrap("keep_stacktraces", which, False, lambda old: "memscope: the recorder's environment could "
+                     "not be made; the stacks kept stay %s." % old)
 
     def set_output(self, folder):
         """`set memscope output DIR': the logs of the next runs go to DIR

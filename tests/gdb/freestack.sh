@@ -8,8 +8,9 @@
 # on the free shows the stack that freed it after the one that
 # allocated it. With stacks off (call_stack=0), the free says no stack
 # was recorded; with free_stack=0 (--keep-stacktraces=alloc), that the
-# log keeps none for frees, the allocation's stack shown. The double free of tests/gdb/dfree shows both frees'
-# stacks.
+# log keeps none for frees, the allocation's stack shown, and the same
+# with gdb's `set memscope keep-stacktraces alloc'. The double free of
+# tests/gdb/dfree shows both frees' stacks.
 . "${top_srcdir:?run this test through make check}/tests/gdb/lib.sh"
 
 line=$(grep -n '/\* FREE \*/' "$top_srcdir/tests/gdb/freer.c" | cut -d: -f1)
@@ -42,6 +43,19 @@ expect_rc "gdb's exit status, free stacks off"
 expect allocst "    (none kept: recorded with --keep-stacktraces=alloc, allocations' stacks only)" \
 	"the free keeps no stack with free_stack=0"
 expect allocst "    #0  make (SRC/freer.c:" "the allocation's stack with free_stack=0"
+
+# The same through gdb's own setting, which shows and refuses as gdb does.
+session keepst "$progs/freer" -ex 'show memscope keep-stacktraces' -ex 'set memscope keep-stacktraces alloc' \
+	-ex 'set memscope keep-stacktraces none' -ex 'show memscope keep-stacktraces' -ex 'break done' -ex run \
+	-ex 'memscope block block'
+expect_rc "gdb's exit status, set memscope keep-stacktraces alloc"
+expect keepst "The next runs keep stacks: alloc-and-free." "the default shown"
+expect keepst "memscope: the next runs keep the stacks of allocations only (frees record none)." "the setting said"
+expect keepst 'Undefined item: "none".' "a value gdb's enum does not have refused"
+expect keepst "The next runs keep stacks: alloc." "the setting kept after a refused value"
+expect keepst "    (none kept: recorded with --keep-stacktraces=alloc, allocations' stacks only)" \
+	"the free keeps no stack with set memscope keep-stacktraces alloc"
+expect keepst "    #0  make (SRC/freer.c:" "the allocation's stack with set memscope keep-stacktraces alloc"
 
 session dfree "$progs/dfree" -ex run -ex 'set $p = p' -ex 'memscope block $p'
 expect dfree "  freed at event #2 by t0 'dfree':" "the first free"

@@ -40,6 +40,7 @@ _OPTIONS = {
     "output": "--output",
     "log_level": "--log-level",
     "level": "--level",
+    "keep_stacktraces": "--keep-stacktraces",
 }
 # Accepted for msMemScope's scripts, and meaningless for a CPU process.
 _IGNORED = ("device",)
@@ -191,7 +192,9 @@ def config(**options):
     collect_mode, steps, analysis ("leaks,decompose"), watch, data_format
     ("csv" or "db"), output (a folder), log_level, level ("op" or "0":
     operator launches, a torch program's aten operators with
-    msmemscope.torch); device is accepted and ignored. Values are strings (or numbers, lists of them).
+    msmemscope.torch), and msmemscope's keep_stacktraces ("alloc":
+    allocations' stacks only); device is accepted and ignored. Values
+    are strings (or numbers, lists of them).
 
     The recorder reads its options when the program starts: under
     `msmemscope -- python3 prog.py` the command line's options apply, and
