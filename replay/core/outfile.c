@@ -118,21 +118,18 @@ static int move_replace(const char *tmp, const char *path)
 
 	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
 		return 0;
-	if (errno == EEXIST && lstat(path, &st) == 0 && !S_ISDIR(st.st_mode)) {
-		if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) == 0) {
-			if (unlink(tmp) == 0)
-				return 0;
-			/* A directory came in between: it goes back. */
-			e = errno;
-			if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE))
-				return -errno;
-			return -e;
-		}
-		if (!unsupported(errno))
+	if (errno == EEXIST && lstat(path, &st) == 0 && !S_ISDIR(st.st_mode) &&
+	    renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) == 0) {
+		if (unlink(tmp) == 0)
+			return 0;
+		/* A directory came in between: it goes back. */
+		e = errno;
+		if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE))
 			return -errno;
-	} else if (errno != EEXIST && !unsupported(errno)) {
-		return -errno;
+		return -e;
 	}
+	/* Anything else (no such calls here, a file system that refuses
+	 * them, a directory at path): rename() does it or says why not. */
 #endif
 	return rename(tmp, path) ? -errno : 0;
 }
