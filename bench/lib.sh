@@ -6,6 +6,22 @@
 MSMEMSCOPE_LOG_FORCE=1
 export MSMEMSCOPE_LOG_FORCE
 
+# unwrap PROG LIBDIR: sets unwrapped to the program that libtool's wrapper
+# script PROG runs, where the build tree has it (PROG's folder's .libs),
+# with LIBDIR put first on LD_LIBRARY_PATH (exported) as the wrapper
+# would; else to PROG. The wrapper costs some 10 ms of CPU a run of its
+# own, which on both sides of a ratio of two runs would pull it toward 1.
+unwrap() {
+	unwrapped=$1
+	_u=$(dirname "$1")/.libs/$(basename "$1")
+	if [ -x "$_u" ] && [ -d "$2" ]; then
+		LD_LIBRARY_PATH=$2${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+		export LD_LIBRARY_PATH
+		# shellcheck disable=SC2034 # the caller reads it
+		unwrapped=$_u
+	fi
+}
+
 # best CMD...: the best wall time of $runs runs of CMD (output dropped), in
 # seconds with three decimals.
 best() {

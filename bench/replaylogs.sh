@@ -38,6 +38,12 @@ trap 'rm -rf "$tmp"' EXIT
 
 . "$srcdir/lib.sh"
 
+# The six analyses' time over the summary's: of the program itself.
+if [ -z "${MMS_REPLAY:-}" ]; then
+	unwrap "$replay" "$top_builddir/replay/.libs"
+	replay=$unwrapped
+fi
+
 six=leaks,decompose,inefficient,watermark,usage,leakage
 
 # replay NAME: replays $tmp/NAME.mms and prints the figure with its target,
