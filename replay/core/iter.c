@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* iter.c: yields a log's events in replay order: a k-way merge, by stamp,
  * of one cursor per thread, ties broken by thread and file offset. Each
- * event is decoded once: into the iterator's scratch event, or, for the
- * heap events of a replay that looks ahead, by the lookahead cursor into
- * its ring, whose entry is then the one yielded (mms__iter_next_ref();
- * mms_iter_next() copies it into the caller's); the merge reads only the
- * next record's stamp. */
+ * event is decoded once: straight into the caller's, or, for the heap
+ * events of a replay that looks ahead, by the lookahead cursor, whose
+ * decoding the caller's then takes; the merge reads only the next
+ * record's stamp. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,9 +18,8 @@
 #include "log-int.h"
 #include "state-int.h"
 
-/* The ring of events a second cursor decodes ahead of each thread's (in
- * events of its thread: one short of it, the entry last yielded being the
- * caller's) to ask for the heap state's cache lines: the live-block
+/* How far (in events of its thread) a second cursor runs ahead of each
+ * thread's to ask for the heap state's cache lines: the live-block
  * table's for every heap event, then, half as far ahead, the block of a
  * FREE. A power of two. */
 #define ITER_AHEAD 16u
