@@ -50,9 +50,5 @@ int mms__iter_open_follow(mms_log_t *log, uint64_t next_id, const struct mms__fo
 /* The iterator yields no event stamped after limit: it returns 0 there,
  * as at its end. */
 void mms__iter_limit(mms_iter_t *it, uint64_t limit);
-/* mms_iter_next() without the copy: *out points at the event in the
- * iterator's own memory, the caller's to read and change until the next
- * call. */
-int mms__iter_next_ref(mms_iter_t *it, mms_event_t **out);
 
 #endif /* MMS_ITER_INT_H */

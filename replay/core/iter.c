@@ -58,7 +58,6 @@ struct mms_iter {
 	int err;              /* the error that stopped the iteration, or 0 */
 	uint64_t limit;       /* no event stamped after it is yielded */
 	const struct mms__state *pf; /* the state to fetch ahead for, or NULL */
-	mms_event_t cur;             /* an event not taken from a lookahead (mms__iter_next_ref()) */
 };
 
 static void seg_enter(mms_log_t *log, struct iter_src *s)
@@ -290,34 +289,32 @@ static int src_peek(mms_log_t *log, struct iter_src *s)
 /* The heap event at s's cursor, when the lookahead decoded it already:
  * copies it into ev and moves the cursor past it. Returns 1, or 0 (decode
  * it). The record's address tells a slot of this event from a stale one. */
-static inline mms_event_t *src_take(struct iter_src *s)
+static inline int src_take(struct iter_src *s, mms_event_t *ev)
 {
-	struct ahead_ev *a = &s->evs[(s->n + 1) & (ITER_AHEAD - 1)];
+	const struct ahead_ev *a = &s->evs[(s->n + 1) & (ITER_AHEAD - 1)];
 
 	if (a->at != s->c.p)
-		return NULL;
+		return 0;
+	*ev = a->ev;
 	s->c.p = a->next;
-	s->c.stamp = a->ev.stamp;
-	s->c.prev_addr = a->ev.addr;
-	return &a->ev;
+	s->c.stamp = ev->stamp;
+	s->c.prev_addr = ev->addr;
+	return 1;
 }
 
 /* Decodes the event at s's cursor (src_peek() found it) into ev. Returns 1
  * or MMS_ECORRUPT. */
-static inline mms_event_t *src_decode(mms_log_t *log, struct iter_src *s, mms_event_t *ev)
+static inline int src_decode(mms_log_t *log, struct iter_src *s, mms_event_t *ev)
 {
 	struct mms__rec r;
 	const char *why;
-	mms_event_t *a = src_take(s);
 
-	if (a)
-		return a;
-	if (mms__decode_heap(&s->c, ev))
-		return ev;
+	if (src_take(s, ev) || mms__decode_heap(&s->c, ev))
+		return 1;
 	if (mms__decode(&s->c, &r, &why) != 1)
-		return NULL;
+		return MMS_ECORRUPT;
 	rec_to_event(log, &r, s->c.thread, ev);
-	return ev;
+	return 1;
 }
 
 /* Runs s's second cursor one event further ahead, asking for the line of
@@ -378,9 +375,7 @@ static inline void src_fetch_ahead(const mms_iter_t *it, struct iter_src *s)
 		s->ahead = 0;
 		return;
 	}
-	/* One short of the ring: the entry of the event just yielded is
-	 * the caller's until the next call. */
-	while (!s->pc_stop && s->ahead < ITER_AHEAD - 1)
+	while (!s->pc_stop && s->ahead < ITER_AHEAD)
 		if (src_ahead(it, s))
 			s->pc_stop = 1;
 	if (s->evs[half & (ITER_AHEAD - 1)].n == half && s->evs[half & (ITER_AHEAD - 1)].ev.kind == MMS_EV_FREE)
@@ -609,12 +604,13 @@ int mms__iter_open_follow(mms_log_t *log, uint64_t next_id, const struct mms__fo
 	return 0;
 }
 
-int mms__iter_next_ref(mms_iter_t *it, mms_event_t **out)
+MMS__EXPORT int mms_iter_next(mms_iter_t *it, mms_event_t *ev)
 {
 	struct iter_src *s;
-	mms_event_t *ev;
 	int rc;
 
+	if (!it || !ev)
+		return MMS_EUSAGE;
 	if (!it->nheap)
 		return it->err;
 	s = &it->srcs[it->heap[0]];
@@ -635,10 +631,7 @@ int mms__iter_next_ref(mms_iter_t *it, mms_event_t **out)
 	if (!s->peeked) {
 		/* Alone: the record at the cursor is most often a heap
 		 * event's, for the fast path. */
-		if ((ev = src_take(s)))
-			goto decoded;
-		ev = &it->cur;
-		if (mms__decode_heap(&s->c, ev))
+		if (src_take(s, ev) || mms__decode_heap(&s->c, ev))
 			goto decoded;
 		rc = src_peek(it->log, s);
 		if (rc != 1) {
@@ -647,8 +640,7 @@ int mms__iter_next_ref(mms_iter_t *it, mms_event_t **out)
 			return rc;
 		}
 	}
-	ev = src_decode(it->log, s, &it->cur);
-	if (!ev) {
+	if (src_decode(it->log, s, ev) != 1) {
 		it->err = MMS_ECORRUPT;
 		it->nheap = 0;
 		return it->err;
@@ -656,7 +648,6 @@ int mms__iter_next_ref(mms_iter_t *it, mms_event_t **out)
 decoded:
 	ev->id = it->next_id++;
 	ev->time_ns = mms__log_time(it->log, ev->stamp);
-	*out = ev;
 	s->n++;
 	if (it->pf)
 		src_fetch_ahead(it, s);
@@ -675,19 +666,6 @@ decoded:
 	if (it->nheap > 1)
 		heap_down(it, 0);
 	return 1;
-}
-
-MMS__EXPORT int mms_iter_next(mms_iter_t *it, mms_event_t *ev)
-{
-	mms_event_t *e;
-	int rc;
-
-	if (!it || !ev)
-		return MMS_EUSAGE;
-	rc = mms__iter_next_ref(it, &e);
-	if (rc == 1)
-		*ev = *e;
-	return rc;
 }
 
 MMS__EXPORT void mms_iter_close(mms_iter_t *it)

@@ -44,7 +44,6 @@ struct mms__read {
 	struct mms__track tr;  /* launches and steps, as the subscribers asked */
 	unsigned track;        /* MMS__TRACK_* followed in this read */
 	uint64_t steps_marked; /* steps of tr that a mark ended (before the end of the log) */
-	mms_event_t ev;        /* over a replay: the event read */
 };
 
 struct mms_pass {
