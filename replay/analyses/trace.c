@@ -193,6 +193,15 @@ static int pass_before(struct mms__sub *sub, struct mms_pass *pass, const mms_ev
 	return ev->mem == MMS_MEM_MMAP ? mmap_before(p, ev) : 0;
 }
 
+/* The block the current MALLOC event allocated was allocated at t. */
+static inline void alloc_time_set(struct trace_pass *p, uint64_t t)
+{
+	uint64_t *time = mms__pass_data(p->pass, p->time_off);
+
+	if (time)
+		*time = t;
+}
+
 /* A change of the live bytes counted, from before to now, at event ev. */
 static inline __attribute__((always_inline)) void trace_change(struct trace_pass *p, const mms_event_t *ev,
 							       uint64_t before, uint64_t now)
@@ -244,12 +253,8 @@ static __attribute__((noinline)) int trace_other(struct trace_pass *p, const mms
 	}
 	if (mmap_after(p))
 		return -ENOMEM;
-	if (ev->kind == MMS_EV_MALLOC) {
-		uint64_t *time = mms__pass_data(p->pass, p->time_off);
-
-		if (time)
-			*time = ev->time_ns;
-	}
+	if (ev->kind == MMS_EV_MALLOC)
+		alloc_time_set(p, ev->time_ns);
 	if (now != before)
 		trace_change(p, ev, before, now);
 	return 0;
@@ -276,10 +281,7 @@ static int pass_event(struct mms__sub *sub, struct mms_pass *pass, const mms_eve
 		    mms__trace_freed_last(p))
 			return -ENOMEM;
 	} else {
-		uint64_t *time = mms__pass_data(p->pass, p->time_off);
-
-		if (time)
-			*time = ev->time_ns;
+		alloc_time_set(p, ev->time_ns);
 	}
 	if (now != before)
 		trace_change(p, ev, before, now);
