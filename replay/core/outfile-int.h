@@ -36,8 +36,13 @@ int mms__write_all(int fd, const void *p, size_t n);
 
 /* --- a buffered writer over an output file (outfile.c) ------------------------------------ */
 
-/* An output file (struct mms__outfile) written through a 64 KiB buffer;
- * the first write error is kept and reported at the close. */
+/* An output file (struct mms__outfile) written through a buffer; the
+ * first write error is kept and reported at the close. A file that
+ * outgrows a few buffers is written by a thread of its own from there
+ * on (struct mms__wq, outfile.c): the rows are made while the last ones
+ * go to the file, on another core where there is one. */
+#define MMS__WFILE_BUF (1 << 16) /* bytes of the first buffer */
+struct mms__wq;
 struct mms__wfile {
 	struct mms__outfile f;
 	int fd;
@@ -47,8 +52,11 @@ struct mms__wfile {
 	uint64_t hi;
 	unsigned hi_len;
 	char hi_digits[16];
-	size_t len;
-	char buf[1 << 16];
+	char *buf; /* the buffer being filled: first, then the writer's */
+	size_t len, cap;
+	unsigned flushes;  /* of first, before the writer starts */
+	struct mms__wq *q; /* the writer, or NULL */
+	char first[MMS__WFILE_BUF];
 };
 
 /* Creates the file as mms__outfile_create() does. Returns the writer, or
@@ -59,12 +67,12 @@ struct mms__wfile *mms__wfile_open(const char *path, int overwrite, int *rc);
  * commit's code. */
 int mms__wfile_close(struct mms__wfile *w, int rc);
 void mms__wfile_flush(struct mms__wfile *w);
-/* Room for n bytes (at most the buffer's size) at the end of w's buffer,
+/* Room for n bytes (at most MMS__WFILE_BUF) at the end of w's buffer,
  * flushed first where it has less: a row of fields is written there in
  * one go, then mms__wfile_end() with where it ends. */
 static inline char *mms__wfile_room(struct mms__wfile *w, size_t n)
 {
-	if (sizeof(w->buf) - w->len < n)
+	if (w->cap - w->len < n)
 		mms__wfile_flush(w);
 	return w->buf + w->len;
 }

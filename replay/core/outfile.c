@@ -7,6 +7,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,15 +168,146 @@ void mms__outfile_abort(struct mms__outfile *f)
 
 /* --- a buffered writer over an output file ------------------------------------ */
 
+/* The writer thread of a large file: a ring of WQ_BUFS buffers, filled in
+ * turn by the file's maker and written in turn by the thread. At most
+ * one buffer waits on the other side: the maker waits only when the disk
+ * is slower than it, and memory stays at WQ_BUFS buffers. */
+#define WQ_BUFS 4
+#define WQ_BUF (1u << 18)
+/* First-buffer flushes after which a file gets its writer: a file of a
+ * few rows is written without a thread. */
+#define WQ_AFTER 8
+
+struct mms__wq {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* a buffer filled, written, or the end */
+	int fd;
+	char *buf[WQ_BUFS];
+	size_t len[WQ_BUFS];
+	unsigned head, nfull; /* the next to write, buffers filled and not yet written */
+	int end;              /* no more buffers come */
+	int err;              /* the first write error */
+};
+
+static void *wq_main(void *arg)
+{
+	struct mms__wq *q = arg;
+	unsigned i;
+	int rc;
+
+	pthread_mutex_lock(&q->mu);
+	for (;;) {
+		while (!q->nfull && !q->end)
+			pthread_cond_wait(&q->cv, &q->mu);
+		if (!q->nfull)
+			break;
+		i = q->head;
+		pthread_mutex_unlock(&q->mu);
+		rc = q->err ? 0 : mms__write_all(q->fd, q->buf[i], q->len[i]);
+		pthread_mutex_lock(&q->mu);
+		if (rc && !q->err)
+			q->err = rc;
+		q->head = (i + 1) % WQ_BUFS;
+		q->nfull--;
+		pthread_cond_broadcast(&q->cv);
+	}
+	pthread_mutex_unlock(&q->mu);
+	return NULL;
+}
+
+/* Starts w's writer (w's buffer empty). Without memory or a thread, w
+ * goes on writing itself. */
+static void wq_start(struct mms__wfile *w)
+{
+	struct mms__wq *q = calloc(1, sizeof(*q));
+	sigset_t all, old;
+	int i, rc;
+
+	if (!q)
+		return;
+	for (i = 0; i < WQ_BUFS; i++)
+		if (!(q->buf[i] = malloc(WQ_BUF)))
+			goto fail;
+	q->fd = w->fd;
+	pthread_mutex_init(&q->mu, NULL);
+	pthread_cond_init(&q->cv, NULL);
+	/* The thread takes no signal: the caller's handlers stay on the
+	 * threads they were meant for. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&q->thread, NULL, wq_main, q);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc) {
+		pthread_cond_destroy(&q->cv);
+		pthread_mutex_destroy(&q->mu);
+		goto fail;
+	}
+	w->q = q;
+	w->buf = q->buf[0];
+	w->cap = WQ_BUF;
+	return;
+fail:
+	for (i = 0; i < WQ_BUFS; i++)
+		free(q->buf[i]);
+	free(q);
+}
+
+/* Hands the buffer being filled to the writer and takes the next one,
+ * once the writer has written it. */
+static void wq_put(struct mms__wfile *w)
+{
+	struct mms__wq *q = w->q;
+	unsigned i;
+
+	pthread_mutex_lock(&q->mu);
+	i = (q->head + q->nfull) % WQ_BUFS;
+	q->len[i] = w->len;
+	q->nfull++;
+	pthread_cond_broadcast(&q->cv);
+	while (q->nfull == WQ_BUFS)
+		pthread_cond_wait(&q->cv, &q->mu);
+	w->buf = q->buf[(i + 1) % WQ_BUFS];
+	pthread_mutex_unlock(&q->mu);
+}
+
+/* Ends w's writer once every buffer is written; its error becomes w's. */
+static void wq_stop(struct mms__wfile *w)
+{
+	struct mms__wq *q = w->q;
+	int i;
+
+	pthread_mutex_lock(&q->mu);
+	q->end = 1;
+	pthread_cond_broadcast(&q->cv);
+	pthread_mutex_unlock(&q->mu);
+	pthread_join(q->thread, NULL);
+	if (q->err && !w->err)
+		w->err = q->err;
+	pthread_cond_destroy(&q->cv);
+	pthread_mutex_destroy(&q->mu);
+	for (i = 0; i < WQ_BUFS; i++)
+		free(q->buf[i]);
+	free(q);
+	w->q = NULL;
+	w->buf = w->first;
+	w->cap = sizeof(w->first);
+}
 
 void mms__wfile_flush(struct mms__wfile *w)
 {
 	int rc;
 
-	if (w->len && !w->err) {
+	if (!w->len)
+		return;
+	if (w->q) {
+		wq_put(w);
+	} else if (!w->err) {
 		rc = mms__write_all(w->fd, w->buf, w->len);
 		if (rc)
 			w->err = rc;
+		else if (++w->flushes == WQ_AFTER)
+			wq_start(w);
 	}
 	w->len = 0;
 }
@@ -185,9 +318,9 @@ void mms__wfile_mem(struct mms__wfile *w, const void *p, size_t n)
 	size_t k;
 
 	while (n) {
-		if (w->len == sizeof(w->buf))
+		if (w->len == w->cap)
 			mms__wfile_flush(w);
-		k = sizeof(w->buf) - w->len < n ? sizeof(w->buf) - w->len : n;
+		k = w->cap - w->len < n ? w->cap - w->len : n;
 		memcpy(w->buf + w->len, c, k);
 		w->len += k;
 		c += k;
@@ -226,6 +359,10 @@ struct mms__wfile *mms__wfile_open(const char *path, int overwrite, int *rc)
 	w->err = 0;
 	w->len = 0;
 	w->hi = 0;
+	w->buf = w->first;
+	w->cap = sizeof(w->first);
+	w->flushes = 0;
+	w->q = NULL;
 	return w;
 }
 
@@ -236,6 +373,8 @@ int mms__wfile_close(struct mms__wfile *w, int rc)
 	if (!w)
 		return rc;
 	mms__wfile_flush(w);
+	if (w->q)
+		wq_stop(w);
 	if (close(w->fd) && !w->err)
 		w->err = -errno;
 	if (!rc)

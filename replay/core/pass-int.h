@@ -136,11 +136,7 @@ size_t mms__pass_attach(struct mms_pass *p, size_t bytes);
  * replay, which keeps none). Valid until the next event. */
 static inline void *mms__pass_data(struct mms_pass *p, size_t off)
 {
-	const struct mms__state *st = p->cur->st;
-
-	if (!st->ext_size || !st->last_blk_valid || st->last_slot < 0)
-		return NULL;
-	return st->ext + (size_t)st->last_slot * st->ext_size + off;
+	return mms__state_last_data(p->cur->st, off);
 }
 /* The same for live block b of the pass's state (one of its slots or a
  * copy of one), or NULL when b is not live there. */
@@ -151,11 +147,21 @@ void *mms__pass_data_of(struct mms_pass *p, const struct mms__blk *b, size_t off
  * read): a subscriber that lists such blocks later reads them where they
  * are instead of copying them. Returns the slot, or -1 (none freed, or
  * a read over a replay, whose state is not the pass's to keep). */
+static inline struct mms__state *mms__pass_own_state(struct mms_pass *p);
 static inline int64_t mms__pass_hold(struct mms_pass *p)
+{
+	struct mms__state *st = mms__pass_own_state(p);
+
+	return st ? mms__state_hold_last(st) : -1;
+}
+/* The read's state where it is the pass's own (not a replay's): the one
+ * mms__pass_hold() holds slots of, for a subscriber that holds them
+ * without asking the pass each time; NULL over a replay. */
+static inline struct mms__state *mms__pass_own_state(struct mms_pass *p)
 {
 	struct mms__read *rd = p->cur;
 
-	return rd->own_used && rd->st == &rd->own ? mms__state_hold_last(&rd->own) : -1;
+	return rd->own_used && rd->st == &rd->own ? &rd->own : NULL;
 }
 void mms__pass_unhold(struct mms_pass *p, const uint32_t *slots, size_t n);
 /* The data at offset off of the block in slot, live or held. */

@@ -230,7 +230,10 @@ void mms__pass_quiet(struct mms_pass *p, struct mms__sub *s, unsigned mems)
  * whose position is pos (or any, at the end of the log). */
 static void subs_end(struct mms_pass *p, uint64_t pos, int at_end)
 {
-	size_t i;
+	/* The state, frozen while the ends walk it (the index the freeze
+	 * makes is the driver's: nothing else of it changes). */
+	struct mms__state *st = (struct mms__state *)p->cur->st;
+	size_t i, n = 0;
 	int rc;
 
 	for (i = 0; i < p->nsubs; i++) {
@@ -241,10 +244,17 @@ static void subs_end(struct mms_pass *p, uint64_t pos, int at_end)
 		s->done = 1;
 		if (s->failed || !s->end)
 			continue;
+		if (!n++)
+			mms__state_freeze(st);
 		rc = s->end(s, p);
 		if (rc)
 			sub_fail(s, rc);
 	}
+	/* The first read's own state at the end of the log stays as it is
+	 * until the pass closes (the summary walks it too); any other
+	 * goes on changing. */
+	if (!(at_end && p->cur == &p->first && st == &p->first.own))
+		mms__state_thaw(st);
 }
 
 /* Whether a subscriber of this read still waits for events. */

@@ -20,7 +20,7 @@ int mms__sort_keyed(struct mms__keyed *v, size_t n);
 
 /* Sorts the n values at v by their bits lo to hi - 1 (hi <= 64) ascending,
  * keeping the order of values equal in those bits (a stable sort), with
- * tmp's room for n more values; a few KiB of counts besides. */
+ * tmp's room for n more values; 32 KiB of counts on the stack besides. */
 void mms__sort_bits(uint64_t *v, uint64_t *tmp, size_t n, unsigned lo, unsigned hi);
 
 /* The number of bits v needs (0 for 0). */

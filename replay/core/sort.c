@@ -109,35 +109,61 @@ int mms__sort_keyed(struct mms__keyed *v, size_t n)
 #define DIGIT 11
 #define BUCKETS (1u << DIGIT)
 
+/* The mask of the digit at shift, where hi may end it early. */
+static inline uint64_t digit_mask(unsigned shift, unsigned hi)
+{
+	return (hi - shift < DIGIT ? ((uint64_t)1 << (hi - shift)) : BUCKETS) - 1;
+}
+
 void mms__sort_bits(uint64_t *v, uint64_t *tmp, size_t n, unsigned lo, unsigned hi)
 {
-	size_t count[BUCKETS], i, sum, c;
-	uint64_t *from = v, *to = tmp, *swap, x;
-	unsigned shift, b;
+	/* The counts of this pass's digit, and of the next one's, counted
+	 * while this pass moves the values: one read of the values a pass
+	 * and one more at the start, not two a pass. */
+	size_t counts[2][BUCKETS], *cur = counts[0], *next = counts[1], *sw, i, sum, c;
+	uint64_t *from = v, *to = tmp, *swap, x, mask, nmask;
+	unsigned shift, nshift, b;
+	int ready = 0;
 
 	if (n < 2)
 		return;
 	for (shift = lo; shift < hi; shift += DIGIT) {
-		/* The digit's bits only, where hi is not a digit's end. */
-		uint64_t mask = (hi - shift < DIGIT ? ((uint64_t)1 << (hi - shift)) : BUCKETS) - 1;
-
-		memset(count, 0, sizeof(count));
-		for (i = 0; i < n; i++)
-			count[(from[i] >> shift) & mask]++;
-		if (count[(from[0] >> shift) & mask] == n)
+		mask = digit_mask(shift, hi);
+		nshift = shift + DIGIT;
+		nmask = nshift < hi ? digit_mask(nshift, hi) : 0;
+		if (!ready) {
+			memset(cur, 0, BUCKETS * sizeof(*cur));
+			for (i = 0; i < n; i++)
+				cur[(from[i] >> shift) & mask]++;
+		}
+		ready = 0;
+		if (cur[(from[0] >> shift) & mask] == n)
 			continue; /* every value has this digit */
 		for (sum = 0, b = 0; b <= mask; b++) {
-			c = count[b];
-			count[b] = sum;
+			c = cur[b];
+			cur[b] = sum;
 			sum += c;
 		}
-		for (i = 0; i < n; i++) {
-			x = from[i];
-			to[count[(x >> shift) & mask]++] = x;
+		if (nmask) {
+			memset(next, 0, BUCKETS * sizeof(*next));
+			for (i = 0; i < n; i++) {
+				x = from[i];
+				to[cur[(x >> shift) & mask]++] = x;
+				next[(x >> nshift) & nmask]++;
+			}
+			ready = 1;
+		} else {
+			for (i = 0; i < n; i++) {
+				x = from[i];
+				to[cur[(x >> shift) & mask]++] = x;
+			}
 		}
 		swap = from;
 		from = to;
 		to = swap;
+		sw = cur;
+		cur = next;
+		next = sw;
 	}
 	if (from != v)
 		memcpy(v, from, n * sizeof(*v));

@@ -62,6 +62,7 @@ void mms__state_free(struct mms__state *st)
 	free(st->freed);
 	mms__map_free(&st->freed_ix);
 	mms__owners_free(&st->own);
+	free(st->live_ix);
 	memset(st, 0, sizeof(*st));
 }
 
@@ -918,12 +919,20 @@ int mms__state_each(const struct mms__state *st, int (*fn)(const struct mms__blk
 	size_t i;
 	int rc;
 
-	for (i = 0; i < st->nblks; i++) {
-		if (!st->blks[i].live || st->blks[i].mem == MMS_MEM_MMAP)
-			continue;
-		rc = fn(&st->blks[i], ctx);
-		if (rc)
-			return rc;
+	if (st->live_ix) {
+		for (i = 0; i < st->nlive_ix; i++) {
+			rc = fn(&st->blks[st->live_ix[i]], ctx);
+			if (rc)
+				return rc;
+		}
+	} else {
+		for (i = 0; i < st->nblks; i++) {
+			if (!st->blks[i].live || st->blks[i].mem == MMS_MEM_MMAP)
+				continue;
+			rc = fn(&st->blks[i], ctx);
+			if (rc)
+				return rc;
+		}
 	}
 	/* A mapping cut by munmap shows as its live pieces. */
 	for (i = 0; i < st->maps.n; i++) {
@@ -936,4 +945,39 @@ int mms__state_each(const struct mms__state *st, int (*fn)(const struct mms__blk
 			return rc;
 	}
 	return 0;
+}
+
+void mms__state_freeze(struct mms__state *st)
+{
+	size_t i, n = 0, cap = 0;
+	uint32_t *v = NULL;
+
+	mms__state_thaw(st);
+	for (i = 0; i < st->nblks; i++) {
+		if (!st->blks[i].live || st->blks[i].mem == MMS_MEM_MMAP)
+			continue;
+		if (n == cap) {
+			uint32_t *w;
+
+			cap = cap ? 2 * cap : 1024;
+			w = realloc(v, cap * sizeof(*v));
+			if (!w) {
+				free(v);
+				return;
+			}
+			v = w;
+		}
+		v[n++] = (uint32_t)i;
+	}
+	if (!v && !(v = malloc(sizeof(*v))))
+		return;
+	st->live_ix = v;
+	st->nlive_ix = n;
+}
+
+void mms__state_thaw(struct mms__state *st)
+{
+	free(st->live_ix);
+	st->live_ix = NULL;
+	st->nlive_ix = 0;
 }

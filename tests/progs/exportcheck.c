@@ -14,7 +14,9 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -249,6 +251,69 @@ static void check_name(void)
 	printf("ok name: %s\n", got);
 }
 
+/* mms_file_write() of len bytes of a pattern into name; returns its
+ * code, and with 0 checks the file's bytes and mode. */
+static int write_large(const char *name, size_t len)
+{
+	mms_output_options_t out = { .overwrite = 0 };
+	unsigned char *buf = malloc(len), *back = malloc(len);
+	struct stat sb;
+	size_t i;
+	FILE *f;
+	int rc;
+
+	if (!buf || !back)
+		die("%s", "out of memory", -ENOMEM);
+	for (i = 0; i < len; i++)
+		buf[i] = (unsigned char)(i * 7 + i / 4099);
+	rc = mms_file_write(in_dir(name), buf, len, &out);
+	if (!rc) {
+		f = fopen(in_dir(name), "rb");
+		if (!f || fread(back, 1, len + 1, f) != len || memcmp(buf, back, len))
+			die("%s: not the bytes written", name, 0);
+		fclose(f);
+		if (stat(in_dir(name), &sb) || (sb.st_mode & 0777) != 0640)
+			die("%s: not of mode 0640", name, 0);
+		unlink(in_dir(name));
+	}
+	free(buf);
+	free(back);
+	return rc;
+}
+
+/* A file of 6 MiB goes through the writer thread (after the first
+ * 512 KiB); a limit on the file's size (RLIMIT_FSIZE, SIGXFSZ ignored)
+ * makes a write fail in the thread (3 MiB) and before it (256 KiB). */
+static void check_large_file(void)
+{
+	struct rlimit old, lim;
+	static const rlim_t limits[] = { 3u << 20, 256u << 10 };
+	char what[128];
+	int rc;
+
+	rc = write_large("large.bin", 6u << 20);
+	if (rc)
+		die("mms_file_write of %s", "6 MiB", rc);
+	printf("ok file: 6 MiB written whole, mode 0640\n");
+	if (getrlimit(RLIMIT_FSIZE, &old))
+		die("%s", "getrlimit", -errno);
+	signal(SIGXFSZ, SIG_IGN);
+	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+		if (old.rlim_max != RLIM_INFINITY && old.rlim_max < limits[i])
+			continue;
+		lim = old;
+		lim.rlim_cur = limits[i];
+		if (setrlimit(RLIMIT_FSIZE, &lim))
+			die("%s", "setrlimit", -errno);
+		snprintf(what, sizeof(what), "file: a write error at %llu KiB", (unsigned long long)(limits[i] >> 10));
+		expect_rc(what, write_large("large.bin", 6u << 20), -EFBIG);
+		if (setrlimit(RLIMIT_FSIZE, &old))
+			die("%s", "setrlimit", -errno);
+		expect_files(what, "");
+	}
+	signal(SIGXFSZ, SIG_DFL);
+}
+
 int main(int argc, char **argv)
 {
 	int rc;
@@ -266,6 +331,7 @@ int main(int argc, char **argv)
 	check_format("db", MMS_EXPORT_DB);
 	check_raw_stacks();
 	check_name();
+	check_large_file();
 	expect_files("all checks", "");
 	mms_log_close(log_);
 	return 0;

@@ -442,7 +442,9 @@ END_TEST
 /* mms__sort_bits() against qsort() of (the bits sorted by, the value's
  * place before): stable, the bits outside lo..hi - 1 carried along, on
  * fields that are not whole digits, all of 64 bits, one bit, fields
- * every value has the same, few distinct values, and n from 0. */
+ * every value has the same, few distinct values, a digit every value
+ * has the same between two that differ (the pass it skips counts the
+ * next digit itself), and n from 0. */
 static unsigned bits_lo, bits_hi;
 
 static uint64_t bits_field(uint64_t v)
@@ -476,16 +478,20 @@ START_TEST(test_sort_bits)
 		bits_lo = fields[fi][0];
 		bits_hi = fields[fi][1];
 		for (si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
-			for (shape = 0; shape < 3; shape++) {
+			for (shape = 0; shape < 4; shape++) {
 				n = sizes[si];
 				for (i = 0; i < n; i++) {
 					x ^= x << 13;
 					x ^= x >> 7;
 					x ^= x << 17;
-					/* random; few distinct in the field; the field the same */
-					v[i] = shape == 0   ? x
-					       : shape == 1 ? (x % 5) << bits_lo | (x >> 59)
-							    : ((uint64_t)7 << bits_lo) ^ (x & 0x7);
+					/* random; few distinct in the field; the field the
+					 * same; the field's second digit (bits 11 to 21 of
+					 * it) the same */
+					v[i] = shape == 0           ? x
+					       : shape == 1         ? (x % 5) << bits_lo | (x >> 59)
+					       : shape == 2         ? ((uint64_t)7 << bits_lo) ^ (x & 0x7)
+					       : bits_lo + 22 <= 64 ? x & ~((uint64_t)0x7ff << (bits_lo + 11))
+								    : x;
 					w[2 * i] = v[i];
 					w[2 * i + 1] = i;
 				}
