@@ -82,6 +82,7 @@ struct trace_pass {
 	const struct mms__state *st;
 	uint64_t live, steps, ranges; /* after the last event: live bytes counted, the
 	                                 state's step and range counters */
+	uint64_t host_seen;           /* and the state's live bytes of the heap (HOST) */
 	struct mms_pass *pass;
 	size_t time_off;         /* each live block's allocation time, in the pass's data */
 	/* Blocks live at the peak and freed since: their slots, held out of
@@ -122,6 +123,8 @@ struct trace_pass {
 	struct bucketer file_b, plot_b;
 	int file_bucketed, plot;
 	unsigned kinds;          /* bit 1 << kind: the memory kinds counted */
+	unsigned peak_kinds;     /* those of the peak's list: kinds, 0 when it is not made */
+	struct mms__state *hold_st;         /* the state whose slots are held (mms__pass_own_state()) */
 	uint64_t kmask[MMS_MEM_KIND_COUNT]; /* by kind: all ones when counted, else 0 */
 	unsigned skip;           /* MMS_TRACE_SKIP_*: the lists not made */
 };
@@ -170,9 +173,9 @@ static inline int mms__trace_freed_last(struct trace_pass *p)
 {
 	int64_t slot;
 
-	if (!(p->kinds & 1u << p->st->last_blk->mem) || p->skip & MMS_TRACE_SKIP_PEAK)
+	if (!(p->peak_kinds & 1u << p->st->last_blk->mem))
 		return 0;
-	if (p->nheld == p->held_cap || (slot = mms__pass_hold(p->pass)) < 0)
+	if (p->nheld == p->held_cap || !p->hold_st || (slot = mms__state_hold_last(p->hold_st)) < 0)
 		return mms__trace_freed_more(p);
 	mms__trace_held_add(p, slot);
 	return 0;

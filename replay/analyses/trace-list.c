@@ -176,7 +176,7 @@ int mms__trace_freed_add(struct trace_pass *p, const struct mms__blk *b, uint64_
 	struct row r;
 	int rc;
 
-	if (!(p->kinds & 1u << b->mem) || p->skip & MMS_TRACE_SKIP_PEAK)
+	if (!(p->peak_kinds & 1u << b->mem))
 		return 0;
 	if (p->top) {
 		row_of(p->st, b, time_ns, &r);

@@ -196,7 +196,8 @@ static int pass_before(struct mms__sub *sub, struct mms_pass *pass, const mms_ev
 /* The block the current MALLOC event allocated was allocated at t. */
 static inline void alloc_time_set(struct trace_pass *p, uint64_t t)
 {
-	uint64_t *time = mms__pass_data(p->pass, p->time_off);
+	/* The pass's state (p->st), read without going through the pass. */
+	uint64_t *time = mms__state_last_data(p->st, p->time_off);
 
 	if (time)
 		*time = t;
@@ -217,7 +218,8 @@ static inline __attribute__((always_inline)) void trace_change(struct trace_pass
 		t->peak_ns = ev->time_ns;
 		p->gone_len = p->ngone = 0;
 		p->nkept = 0;
-		mms__trace_held_release(p);
+		if (p->nheld) /* most new peaks have none */
+			mms__trace_held_release(p);
 	}
 	if (p->usage) {
 		if (p->file_bucketed) {
@@ -231,15 +233,17 @@ static inline __attribute__((always_inline)) void trace_change(struct trace_pass
 }
 
 /* An event that is neither a heap allocation nor a free (out of the way
- * of those): launches and step marks, and MMAP events, whose pieces
- * mmap_before() found. */
-static __attribute__((noinline)) int trace_other(struct trace_pass *p, const mms_event_t *ev, uint64_t before,
-						 uint64_t now)
+ * of those): launches and step marks, and MMAP, POOL and DEVICE events
+ * (MMAP's pieces mmap_before() found). The live bytes are counted over
+ * every kind here; the short way follows the heap's alone. */
+static __attribute__((noinline)) int trace_other(struct trace_pass *p, const mms_event_t *ev)
 {
 	const struct mms__state *st = p->st;
-	uint64_t steps = p->steps, ranges = p->ranges;
+	uint64_t steps = p->steps, ranges = p->ranges, before = p->live, now = mms__trace_live_total(p);
 	int rc = 0;
 
+	p->live = now;
+	p->host_seen = st->mem[MMS_MEM_HOST].live_bytes;
 	p->steps = st->steps_seen;
 	p->ranges = st->ranges_seen;
 	if (ev->kind != MMS_EV_MALLOC && ev->kind != MMS_EV_FREE) {
@@ -251,30 +255,42 @@ static __attribute__((noinline)) int trace_other(struct trace_pass *p, const mms
 			rc = step_mark(p, ev, st->ranges_seen);
 		return rc;
 	}
-	if (mmap_after(p))
+	if (ev->mem == MMS_MEM_MMAP && mmap_after(p))
 		return -ENOMEM;
-	if (ev->kind == MMS_EV_MALLOC)
+	if (ev->kind == MMS_EV_FREE) {
+		if (ev->mem != MMS_MEM_MMAP && st->last_blk_valid && p->t->peak_bytes &&
+		    st->last_blk->alloc_event <= p->t->peak_event && mms__trace_freed_last(p))
+			return -ENOMEM;
+	} else {
 		alloc_time_set(p, ev->time_ns);
+	}
 	if (now != before)
 		trace_change(p, ev, before, now);
 	return 0;
 }
 
-/* One event, applied: the live bytes before (p->live) and now. Heap
- * allocations and frees, nearly every event, take the short way. */
+/* One event, applied. Heap allocations and frees, nearly every event,
+ * take the short way: such an event changes the heap's live bytes only
+ * (the state's keyed_alloc() and keyed_free_in() count it in
+ * mem[MMS_MEM_HOST] alone), so the live bytes counted move by the change
+ * of those since the last event (host_seen), masked when the heap is not
+ * counted; every other event counts them all again (trace_other()). */
 static int pass_event(struct mms__sub *sub, struct mms_pass *pass, const mms_event_t *ev)
 {
 	struct trace_pass *p = (struct trace_pass *)sub;
 	const struct mms__state *st = p->st;
 	mms_trace_t *t = p->t;
-	uint64_t before = p->live, now = mms__trace_live_total(p);
+	uint64_t before = p->live, now, host;
 
 	(void)pass;
 	t->events++;
 	t->end_ns = ev->time_ns;
+	if ((ev->kind != MMS_EV_MALLOC && ev->kind != MMS_EV_FREE) || ev->mem != MMS_MEM_HOST)
+		return trace_other(p, ev);
+	host = st->mem[MMS_MEM_HOST].live_bytes;
+	now = before + ((host - p->host_seen) & p->kmask[MMS_MEM_HOST]);
+	p->host_seen = host;
 	p->live = now;
-	if ((ev->kind != MMS_EV_MALLOC && ev->kind != MMS_EV_FREE) || ev->mem == MMS_MEM_MMAP)
-		return trace_other(p, ev, before, now);
 	if (ev->kind == MMS_EV_FREE) {
 		/* A block live at the peak, freed since: it still counts. */
 		if (st->last_blk_valid && t->peak_bytes && st->last_blk->alloc_event <= t->peak_event &&
@@ -322,6 +338,8 @@ static int pass_begin(struct mms__sub *sub, struct mms_pass *pass)
 
 	p->st = mms__pass_state(pass);
 	p->live = mms__trace_live_total(p);
+	p->host_seen = p->st->mem[MMS_MEM_HOST].live_bytes;
+	p->hold_st = mms__pass_own_state(pass);
 	p->steps = p->st->steps_seen;
 	p->ranges = p->st->ranges_seen;
 	/* A fork child's inherited blocks are live from the start, which may
@@ -401,6 +419,7 @@ MMS__EXPORT int mms_trace_add(mms_pass_t *pass, const mms_trace_options_t *opt, 
 	for (unsigned k = 0; k < MMS_MEM_KIND_COUNT; k++)
 		p->kmask[k] = p->kinds & 1u << k ? UINT64_MAX : 0;
 	p->skip = opt->skip;
+	p->peak_kinds = p->skip & MMS_TRACE_SKIP_PEAK ? 0 : p->kinds;
 	p->top = opt->top;
 	p->out = opt->out;
 	mms__map_init(&p->var_ix);
