@@ -77,17 +77,14 @@ void mms__track_start(struct mms__track *t, const struct mms__state *st);
 int mms__track_event_any(struct mms__track *t, const struct mms__state *st, const mms_event_t *ev);
 /* The same, inline where only steps are followed and the log has no mark
  * (most logs of programs that do not mark steps): every event is before
- * the first step, and only the state's counters are noted. */
+ * the first step. The state's counters, which only tell a step's
+ * boundaries, are not noted: no step mark comes in such a read, and what
+ * a launch needs (has_ended) is not followed. */
 static inline int mms__track_event(struct mms__track *t, const struct mms__state *st, const mms_event_t *ev)
 {
 	if (t->what != MMS__TRACK_STEPS || !t->no_marks)
 		return mms__track_event_any(t, st, ev);
-	t->has_ended = 0;
 	t->ev_step = MMS__STEP_PENDING;
-	t->steps_seen = st->steps_seen;
-	t->ranges_seen = st->ranges_seen;
-	t->in_range = st->in_range;
-	t->live_before = mms__state_live_total(st);
 	return 0;
 }
 /* At the end of the log: closes the last step as the index does. */
