@@ -116,18 +116,24 @@ struct trace_pass {
 	} *pieces;
 	size_t npieces, pieces_cap;
 	struct mms__wfile *usage;     /* usage.tsv, or NULL */
-	/* usage.tsv's rows of the time the last changes had (row_pending):
-	 * the highest live bytes among them and the last. */
+	/* usage.tsv's rows of the time the last changes had (row_ns,
+	 * ROW_NONE when no row waits): the highest live bytes among them and
+	 * the last. */
 	uint64_t row_ns, row_max, row_last;
-	int row_pending;
 	struct bucketer file_b, plot_b;
 	int file_bucketed, plot;
+	int rows_only;           /* usage.tsv's rows, not bucketed, and no plot */
+	int usage_any;           /* usage.tsv or the plot */
 	unsigned kinds;          /* bit 1 << kind: the memory kinds counted */
 	unsigned peak_kinds;     /* those of the peak's list: kinds, 0 when it is not made */
 	struct mms__state *hold_st;         /* the state whose slots are held (mms__pass_own_state()) */
 	uint64_t kmask[MMS_MEM_KIND_COUNT]; /* by kind: all ones when counted, else 0 */
 	unsigned skip;           /* MMS_TRACE_SKIP_*: the lists not made */
 };
+
+/* No usage row waits (an event of this time, which the clock's
+ * nanoseconds since 1970 reach in the year 2554, waits in none). */
+#define ROW_NONE UINT64_MAX
 
 /* Live bytes of the kinds counted (after every event: the kinds' bits
  * only). */

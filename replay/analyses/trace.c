@@ -96,12 +96,12 @@ static void plot_emit(void *ctx, uint64_t i, uint64_t time_ns, uint64_t bytes)
  * bytes among them when the last change left fewer, then the last. */
 static void usage_rows_flush(struct trace_pass *p)
 {
-	if (!p->row_pending)
+	if (p->row_ns == ROW_NONE)
 		return;
 	if (p->row_max > p->row_last)
 		usage_write(p, p->row_ns, p->row_max);
 	usage_write(p, p->row_ns, p->row_last);
-	p->row_pending = 0;
+	p->row_ns = ROW_NONE;
 }
 
 /* A change of live bytes to now at time t, for usage.tsv: the changes of
@@ -109,7 +109,7 @@ static void usage_rows_flush(struct trace_pass *p)
  * the clock share their time, see recorder.md) make at most two rows. */
 static void usage_row(struct trace_pass *p, uint64_t t, uint64_t now)
 {
-	if (p->row_pending && t == p->row_ns) {
+	if (t == p->row_ns && t != ROW_NONE) {
 		p->row_last = now;
 		if (now > p->row_max)
 			p->row_max = now;
@@ -118,7 +118,6 @@ static void usage_row(struct trace_pass *p, uint64_t t, uint64_t now)
 	usage_rows_flush(p);
 	p->row_ns = t;
 	p->row_max = p->row_last = now;
-	p->row_pending = 1;
 }
 
 /* Before an MMAP event: the pieces of live mappings it will remove (an
@@ -203,24 +202,10 @@ static inline void alloc_time_set(struct trace_pass *p, uint64_t t)
 		*time = t;
 }
 
-/* A change of the live bytes counted, from before to now, at event ev. */
-static inline __attribute__((always_inline)) void trace_change(struct trace_pass *p, const mms_event_t *ev,
-							       uint64_t before, uint64_t now)
+/* The usage file's and the plot's part of a change of the live bytes
+ * counted, from before to now, at event ev. */
+static void usage_change(struct trace_pass *p, const mms_event_t *ev, uint64_t before, uint64_t now)
 {
-	mms_trace_t *t = p->t;
-
-	t->changes++;
-	if (now > t->peak_bytes) {
-		/* The first time the mark is reached: what was freed before
-		 * it no longer matters. */
-		t->peak_bytes = now;
-		t->peak_event = ev->id;
-		t->peak_ns = ev->time_ns;
-		p->gone_len = p->ngone = 0;
-		p->nkept = 0;
-		if (p->nheld) /* most new peaks have none */
-			mms__trace_held_release(p);
-	}
 	if (p->usage) {
 		if (p->file_bucketed) {
 			bucket_add(&p->file_b, ev->time_ns, before, now);
@@ -230,6 +215,56 @@ static inline __attribute__((always_inline)) void trace_change(struct trace_pass
 	}
 	if (p->plot)
 		bucket_add(&p->plot_b, ev->time_ns, before, now);
+}
+
+/* A change of the live bytes counted that is counted already
+ * (t->changes) and raised them past the peak: the first time the mark is
+ * reached, what was freed before it no longer matters. */
+static __attribute__((noinline)) int peak_change(struct trace_pass *p, const mms_event_t *ev, uint64_t before,
+						 uint64_t now)
+{
+	mms_trace_t *t = p->t;
+
+	t->peak_bytes = now;
+	t->peak_event = ev->id;
+	t->peak_ns = ev->time_ns;
+	p->gone_len = p->ngone = 0;
+	p->nkept = 0;
+	if (p->nheld) /* most new peaks have none */
+		mms__trace_held_release(p);
+	usage_change(p, ev, before, now);
+	return 0;
+}
+
+/* The same below the peak. */
+static __attribute__((noinline)) int usage_change_out(struct trace_pass *p, const mms_event_t *ev, uint64_t before,
+						      uint64_t now)
+{
+	usage_change(p, ev, before, now);
+	return 0;
+}
+
+/* A change of the live bytes counted, from before to now (not equal), at
+ * event ev; returns 0. What most changes do is done here: a row of the
+ * time of the last change, where only usage.tsv's rows are made, takes
+ * the change in; the rest is out of line, reached by calls in tail
+ * position, so that the heap events' short way, which inlines this,
+ * saves no register and calls nothing. */
+static inline __attribute__((always_inline)) int trace_change(struct trace_pass *p, const mms_event_t *ev,
+							      uint64_t before, uint64_t now)
+{
+	mms_trace_t *t = p->t;
+
+	t->changes++;
+	if (now > t->peak_bytes)
+		return peak_change(p, ev, before, now);
+	if (p->rows_only && ev->time_ns == p->row_ns && ev->time_ns != ROW_NONE) {
+		p->row_last = now;
+		if (now > p->row_max)
+			p->row_max = now;
+		return 0;
+	}
+	return p->usage_any ? usage_change_out(p, ev, before, now) : 0;
 }
 
 /* An event that is neither a heap allocation nor a free (out of the way
@@ -264,9 +299,17 @@ static __attribute__((noinline)) int trace_other(struct trace_pass *p, const mms
 	} else {
 		alloc_time_set(p, ev->time_ns);
 	}
-	if (now != before)
-		trace_change(p, ev, before, now);
-	return 0;
+	return now != before ? trace_change(p, ev, before, now) : 0;
+}
+
+/* A heap free of a block live at the peak whose slot the short way could
+ * not hold: kept another way (mms__trace_freed_more()). */
+static __attribute__((noinline)) int freed_out(struct trace_pass *p, const mms_event_t *ev, uint64_t before,
+					       uint64_t now)
+{
+	if (mms__trace_freed_more(p))
+		return -ENOMEM;
+	return now != before ? trace_change(p, ev, before, now) : 0;
 }
 
 /* One event, applied. Heap allocations and frees, nearly every event,
@@ -274,13 +317,16 @@ static __attribute__((noinline)) int trace_other(struct trace_pass *p, const mms
  * (the state's keyed_alloc() and keyed_free_in() count it in
  * mem[MMS_MEM_HOST] alone), so the live bytes counted move by the change
  * of those since the last event (host_seen), masked when the heap is not
- * counted; every other event counts them all again (trace_other()). */
+ * counted; every other event counts them all again (trace_other()). A
+ * heap block live at the peak and freed since keeps its slot, held
+ * (mms__trace_freed_last()'s short way, inline). */
 static int pass_event(struct mms__sub *sub, struct mms_pass *pass, const mms_event_t *ev)
 {
 	struct trace_pass *p = (struct trace_pass *)sub;
 	const struct mms__state *st = p->st;
 	mms_trace_t *t = p->t;
 	uint64_t before = p->live, now, host;
+	int64_t slot;
 
 	(void)pass;
 	t->events++;
@@ -294,14 +340,15 @@ static int pass_event(struct mms__sub *sub, struct mms_pass *pass, const mms_eve
 	if (ev->kind == MMS_EV_FREE) {
 		/* A block live at the peak, freed since: it still counts. */
 		if (st->last_blk_valid && t->peak_bytes && st->last_blk->alloc_event <= t->peak_event &&
-		    mms__trace_freed_last(p))
-			return -ENOMEM;
+		    p->peak_kinds & 1u << st->last_blk->mem) {
+			if (p->nheld == p->held_cap || !p->hold_st || (slot = mms__state_hold_last(p->hold_st)) < 0)
+				return freed_out(p, ev, before, now);
+			mms__trace_held_add(p, slot);
+		}
 	} else {
 		alloc_time_set(p, ev->time_ns);
 	}
-	if (now != before)
-		trace_change(p, ev, before, now);
-	return 0;
+	return now != before ? trace_change(p, ev, before, now) : 0;
 }
 
 /* The span of the log's events: from the start of the recording (the
@@ -414,6 +461,7 @@ MMS__EXPORT int mms_trace_add(mms_pass_t *pass, const mms_trace_options_t *opt, 
 	p->res = res;
 	p->t = t;
 	p->pass = pass;
+	p->row_ns = ROW_NONE;
 	p->time_off = mms__pass_attach(pass, sizeof(uint64_t));
 	p->kinds = (opt->kinds ? opt->kinds : ~(1u << MMS_MEM_DEVICE)) & ((1u << MMS_MEM_KIND_COUNT) - 1);
 	for (unsigned k = 0; k < MMS_MEM_KIND_COUNT; k++)
@@ -462,6 +510,8 @@ MMS__EXPORT int mms_trace_add(mms_pass_t *pass, const mms_trace_options_t *opt, 
 			bucketer_init(&p->file_b, t->first_ns, t->last_ns, opt->buckets, file_emit, p);
 		}
 	}
+	p->rows_only = p->usage && !p->file_bucketed && !p->plot;
+	p->usage_any = p->usage || p->plot;
 	rc = mms__pass_add(pass, &p->sub);
 	p = NULL;
 	if (!rc)
