@@ -238,6 +238,10 @@ struct list {
 				    pages are time on a VM) */
 	size_t n;
 	uint64_t bytes, most, last; /* their bytes, the largest size, the last event */
+	size_t pieces;              /* pieces of mappings among them, live or freed
+				       since the peak (only two of one mapping
+				       can have equal keys: a block is allocated
+				       by one event) */
 	unsigned ebits;             /* the bits an event may have (of limit) */
 	uint64_t *pk;               /* the blocks packed (list_pack()), or NULL */
 	unsigned ib;                /* the bits of a packed block's index */
@@ -263,8 +267,10 @@ static int list_visit(const struct mms__blk *b, void *ctx)
 		return 0;
 	if (b >= st->blks && b < st->blks + st->nblks)
 		list_one(l, b->size, b->alloc_event, (size_t)(b - st->blks));
-	else /* a piece of a mapping, a copy: its range's index */
+	else { /* a piece of a mapping, a copy: its range's index */
 		list_one(l, b->size, b->alloc_event, REF_PIECE | mms__ivset_find(&st->maps, b->addr));
+		l->pieces++;
+	}
 	return 0;
 }
 
@@ -282,7 +288,7 @@ static void list_walk(struct list *l)
 	size_t i, next;
 	struct row r;
 
-	l->n = 0;
+	l->n = l->pieces = 0;
 	mms__state_each(l->p->st, list_visit, l);
 	if (!l->gone)
 		return;
@@ -295,11 +301,14 @@ static void list_walk(struct list *l)
 
 		list_one(l, b->size, b->alloc_event, l->p->held[i] | (i < l->p->held_nostep ? REF_NOSTEP : 0));
 	}
-	for (i = 0; !l->p->top && i < l->p->nkept; i++)
+	for (i = 0; !l->p->top && i < l->p->nkept; i++) {
 		list_one(l, l->p->kept[i].b.size, l->p->kept[i].b.alloc_event, REF_GONE | i);
+		l->pieces += l->p->kept[i].b.mem == MMS_MEM_MMAP;
+	}
 	for (i = 0; l->p->top && i < l->p->gone_len; i = next) {
 		next = gone_get(l->p, i, &r);
 		list_one(l, r.size, r.event, REF_GONE | i);
+		l->pieces += r.mem == MMS_MEM_MMAP;
 	}
 }
 
@@ -501,7 +510,7 @@ static int list_sort(struct list *l)
 	list_walk(l);
 	wide = l->ebits >= 64 || mms__bits(l->most) + l->ebits > 64 || mms__bits(l->last) > l->ebits;
 	if (!wide && (rc = list_pack(l)) <= 0) {
-		if (!rc)
+		if (!rc && l->pieces > 1)
 			packed_runs(l);
 		return rc;
 	}

@@ -217,6 +217,29 @@ static void usage_change(struct trace_pass *p, const mms_event_t *ev, uint64_t b
 		bucket_add(&p->plot_b, ev->time_ns, before, now);
 }
 
+/* usage_change() out of line, returning 0. */
+static __attribute__((noinline)) int usage_change_out(struct trace_pass *p, const mms_event_t *ev, uint64_t before,
+						      uint64_t now)
+{
+	usage_change(p, ev, before, now);
+	return 0;
+}
+
+/* usage_change(), where a row of the time of the last change, when only
+ * usage.tsv's rows are made, takes the change in without a call; the
+ * rest is out of line, reached by a call in tail position. Returns 0. */
+static inline __attribute__((always_inline)) int usage_take(struct trace_pass *p, const mms_event_t *ev,
+							    uint64_t before, uint64_t now)
+{
+	if (p->rows_only && ev->time_ns == p->row_ns && ev->time_ns != ROW_NONE) {
+		p->row_last = now;
+		if (now > p->row_max)
+			p->row_max = now;
+		return 0;
+	}
+	return p->usage_any ? usage_change_out(p, ev, before, now) : 0;
+}
+
 /* A change of the live bytes counted that is counted already
  * (t->changes) and raised them past the peak: the first time the mark is
  * reached, what was freed before it no longer matters. */
@@ -232,24 +255,14 @@ static __attribute__((noinline)) int peak_change(struct trace_pass *p, const mms
 	p->nkept = 0;
 	if (p->nheld) /* most new peaks have none */
 		mms__trace_held_release(p);
-	usage_change(p, ev, before, now);
-	return 0;
-}
-
-/* The same below the peak. */
-static __attribute__((noinline)) int usage_change_out(struct trace_pass *p, const mms_event_t *ev, uint64_t before,
-						      uint64_t now)
-{
-	usage_change(p, ev, before, now);
-	return 0;
+	return usage_take(p, ev, before, now);
 }
 
 /* A change of the live bytes counted, from before to now (not equal), at
- * event ev; returns 0. What most changes do is done here: a row of the
- * time of the last change, where only usage.tsv's rows are made, takes
- * the change in; the rest is out of line, reached by calls in tail
- * position, so that the heap events' short way, which inlines this,
- * saves no register and calls nothing. */
+ * event ev; returns 0. What most changes do is done here (usage_take());
+ * the rest is out of line, reached by calls in tail position, so that
+ * the heap events' short way, which inlines this, saves no register and
+ * calls nothing. */
 static inline __attribute__((always_inline)) int trace_change(struct trace_pass *p, const mms_event_t *ev,
 							      uint64_t before, uint64_t now)
 {
@@ -258,13 +271,7 @@ static inline __attribute__((always_inline)) int trace_change(struct trace_pass 
 	t->changes++;
 	if (now > t->peak_bytes)
 		return peak_change(p, ev, before, now);
-	if (p->rows_only && ev->time_ns == p->row_ns && ev->time_ns != ROW_NONE) {
-		p->row_last = now;
-		if (now > p->row_max)
-			p->row_max = now;
-		return 0;
-	}
-	return p->usage_any ? usage_change_out(p, ev, before, now) : 0;
+	return usage_take(p, ev, before, now);
 }
 
 /* An event that is neither a heap allocation nor a free (out of the way

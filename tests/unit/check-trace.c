@@ -290,6 +290,29 @@ END_TEST
 
 /* A list not wanted is not made; the figures are the same, the mappings'
  * pieces included. */
+/* One piece of a mapping live at the end and one freed since the peak
+ * have the same size and allocation event: the peak's list has them by
+ * address, the freed piece (a copy, listed after the live ones) first. */
+START_TEST(test_mmap_piece_freed_first)
+{
+	struct lb *b = one_thread();
+	mms_log_t *log;
+	mms_trace_t *t;
+
+	lb_mmap(b, 20, 0x10000, 0x2000);   /* event 1: the peak */
+	lb_munmap(b, 21, 0x10000, 0x1000); /* its first page */
+	t = run(b, NULL, &log);
+	ck_assert_uint_eq(t->peak_event, 1);
+	ck_assert_uint_eq(t->npeak, 2);
+	ck_assert_uint_eq(t->peak[0].b.addr, 0x10000);
+	ck_assert_uint_eq(t->peak[1].b.addr, 0x11000);
+	ck_assert_uint_eq(t->peak[0].b.size, 0x1000);
+	ck_assert_uint_eq(t->peak[1].b.size, 0x1000);
+	mms_trace_free(t);
+	mms_log_close(log);
+}
+END_TEST
+
 START_TEST(test_skip_lists)
 {
 	static const unsigned skips[3] = { MMS_TRACE_SKIP_PEAK, MMS_TRACE_SKIP_END,
@@ -664,6 +687,7 @@ static Suite *trace_suite(void)
 	tcase_add_checked_fixture(tc, dir_setup, dir_teardown);
 	tcase_add_test(tc, test_peak_first);
 	tcase_add_test(tc, test_mmap_pieces);
+	tcase_add_test(tc, test_mmap_piece_freed_first);
 	tcase_add_test(tc, test_held_slots);
 	tcase_add_test(tc, test_skip_lists);
 	tcase_add_test(tc, test_kinds);
