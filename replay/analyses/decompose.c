@@ -334,6 +334,11 @@ struct dpass {
 	 * groups are made from the state (bykind_end()) and followed. */
 	int bykind;
 	uint64_t snap_bytes[MMS_MEM_KIND_COUNT], snap_blocks[MMS_MEM_KIND_COUNT];
+	/* Kinds whose figures may have moved since snap was taken: those of
+	 * the events fed since (only a MALLOC or FREE of a kind moves its
+	 * figures), and always HOST, whose events a quiet pass does not
+	 * feed. */
+	unsigned snap_dirty;
 	/* By kind with the process's kinds as the peak's, where its peak and
 	 * double allocs start as the state's: not fed HOST blocks' events,
 	 * which then change nothing but those (the pass calls dpass_peak()
@@ -451,6 +456,7 @@ static int dpass_begin(struct mms__sub *sub, struct mms_pass *pass)
 	p->st = mms__pass_state(pass);
 	p->ver = 1;
 	p->inexact = UINT64_MAX;
+	p->snap_dirty = ~0u & ((1u << MMS_MEM_KIND_COUNT) - 1);
 	/* A fork child starts with its inherited heap: position 0 may be
 	 * the peak. */
 	p->peak = live_counted(p);
@@ -589,11 +595,14 @@ static void dpass_note(struct dpass *p)
 		p->peak = live;
 		p->peak_pos = st->pos;
 		p->ver++;
-		if (p->bykind)
-			for (unsigned k = 0; k < MMS_MEM_KIND_COUNT; k++) {
+		if (p->bykind) {
+			for (unsigned d = p->snap_dirty | 1u << MMS_MEM_HOST, k; d; d &= d - 1) {
+				k = (unsigned)__builtin_ctz(d);
 				p->snap_bytes[k] = st->mem[k].live_bytes;
 				p->snap_blocks[k] = st->mem[k].live_blocks;
 			}
+			p->snap_dirty = 0;
+		}
 	}
 }
 
@@ -617,6 +626,7 @@ static int dpass_event(struct mms__sub *sub, struct mms_pass *pass, const mms_ev
 	int malloc = ev->kind == MMS_EV_MALLOC, rc = 0;
 
 	quiet_sync(p);
+	p->snap_dirty |= 1u << (ev->mem & (MMS_MEM_KIND_COUNT - 1));
 	if (p->bykind && (ev->kind == MMS_EV_OWNER ||
 			  (st->last_blk_valid && (b->mem == MMS_MEM_POOL || b->mem == MMS_MEM_DEVICE)))) {
 		/* The first block of another group, or the first owner tag

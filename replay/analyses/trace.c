@@ -240,37 +240,36 @@ static inline __attribute__((always_inline)) int usage_take(struct trace_pass *p
 	return p->usage_any ? usage_change_out(p, ev, before, now) : 0;
 }
 
-/* A change of the live bytes counted that is counted already
- * (t->changes) and raised them past the peak: the first time the mark is
- * reached, what was freed before it no longer matters. */
-static __attribute__((noinline)) int peak_change(struct trace_pass *p, const mms_event_t *ev, uint64_t before,
-						 uint64_t now)
+/* A new peak where slots were held for the last one: they go back to the
+ * state; then usage_take(). */
+static __attribute__((noinline)) int peak_release(struct trace_pass *p, const mms_event_t *ev, uint64_t before,
+						  uint64_t now)
 {
-	mms_trace_t *t = p->t;
-
-	t->peak_bytes = now;
-	t->peak_event = ev->id;
-	t->peak_ns = ev->time_ns;
-	p->gone_len = p->ngone = 0;
-	p->nkept = 0;
-	if (p->nheld) /* most new peaks have none */
-		mms__trace_held_release(p);
+	mms__trace_held_release(p);
 	return usage_take(p, ev, before, now);
 }
 
 /* A change of the live bytes counted, from before to now (not equal), at
- * event ev; returns 0. What most changes do is done here (usage_take());
- * the rest is out of line, reached by calls in tail position, so that
- * the heap events' short way, which inlines this, saves no register and
- * calls nothing. */
+ * event ev; returns 0. The first time the peak's mark is reached, what
+ * was freed before it no longer matters. What most changes do is done
+ * here (usage_take()); the rest is out of line, reached by calls in tail
+ * position, so that the heap events' short way, which inlines this,
+ * saves no register and calls nothing. */
 static inline __attribute__((always_inline)) int trace_change(struct trace_pass *p, const mms_event_t *ev,
 							      uint64_t before, uint64_t now)
 {
 	mms_trace_t *t = p->t;
 
 	t->changes++;
-	if (now > t->peak_bytes)
-		return peak_change(p, ev, before, now);
+	if (now > t->peak_bytes) {
+		t->peak_bytes = now;
+		t->peak_event = ev->id;
+		t->peak_ns = ev->time_ns;
+		p->gone_len = p->ngone = 0;
+		p->nkept = 0;
+		if (p->nheld) /* most new peaks have none */
+			return peak_release(p, ev, before, now);
+	}
 	return usage_take(p, ev, before, now);
 }
 
