@@ -34,8 +34,12 @@ struct tsv {
 	uint64_t pid;
 	mms_symbolizer_t *sym;
 	int rc;                  /* the first error: no more rows */
-	const char *kind[8];     /* each memory kind's name once seen, NULL before */
-	uint8_t kind_len[8];     /* and its length */
+	/* Each memory kind's end of a row once seen (tail_len 0 before): a
+	 * tab, the kind's name (mms_mem_kind_name(), "POOL" for any other),
+	 * "\tALLOCATION\t\t\n", copied whole and kept whole by a row with
+	 * no owner and no stack (less its last two characters by others). */
+	char tail[8][32];
+	uint8_t tail_len[8];
 	char pid_text[24];       /* pid and a tab, once the first row is written */
 	uint8_t pid_len;         /* their length, 0 before */
 };
