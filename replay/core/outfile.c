@@ -169,9 +169,10 @@ void mms__outfile_abort(struct mms__outfile *f)
 /* --- a buffered writer over an output file ------------------------------------ */
 
 /* The writer thread of a large file: a ring of WQ_BUFS buffers, filled in
- * turn by the file's maker and written in turn by the thread. At most
- * one buffer waits on the other side: the maker waits only when the disk
- * is slower than it, and memory stays at WQ_BUFS buffers. */
+ * turn by the file's maker and written in turn by the thread. Up to
+ * WQ_BUFS - 1 filled ones wait for the thread while the maker fills the
+ * next; the maker waits only when the disk is slower than it, and memory
+ * stays at WQ_BUFS buffers. */
 #define WQ_BUFS 4
 #define WQ_BUF (1u << 18)
 /* First-buffer flushes after which a file gets its writer: a file of a
