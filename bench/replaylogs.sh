@@ -10,13 +10,15 @@
 # BENCH_RUNS replays) and the anonymous memory per live block; then the
 # CPU time of `msmemscope-replay LOG --analysis
 # leaks,decompose,inefficient,watermark,usage,leakage` over that of
-# `--summary` on the same log (target: at most 1.5x), in BENCH_RUNS pairs
-# of runs, user time and user + system time (on a guest the system time
+# `--summary` on the same log (target: at most 1.5x), in BENCH_PAIRS
+# pairs of runs (a pair's ratio moves by a few percent here), user time
+# and user + system time (on a guest the system time
 # moves with the host's memory: the zeroing of fresh pages took from 0.01
 # to 0.4 s of the same run). A program that is not installed is skipped,
 # saying so. Not a test: `make bench` runs it.
 #
 # Environment: top_builddir (default .), BENCH_RUNS (default 5),
+# BENCH_PAIRS (default 9),
 # BENCH_PERL, BENCH_PYTHON, BENCH_SQLITE (the programs; empty skips one).
 set -eu
 
@@ -25,6 +27,7 @@ hooks=${MMS_HOOKS:-$top_builddir/hooks/.libs/libmsmemscope-hooks.so}
 statebench=${MMS_STATEBENCH:-$top_builddir/bench/statebench}
 replay=${MMS_REPLAY:-$top_builddir/src/msmemscope-replay}
 runs=${BENCH_RUNS:-5}
+pairs=${BENCH_PAIRS:-9}
 perl=${BENCH_PERL-/usr/bin/perl}
 python=${BENCH_PYTHON-/usr/bin/python3}
 sqlite=${BENCH_SQLITE-$(command -v sqlite3 || true)}
@@ -53,9 +56,9 @@ replay() {
 	"$statebench" "$tmp/$1.mms" "$runs"
 	_n=$1
 	# shellcheck disable=SC2046 # the six figures
-	set -- $(cpu_pairs "$replay $tmp/$_n.mms --analysis $six --force --output-dir $tmp" \
+	set -- $(runs=$pairs cpu_pairs "$replay $tmp/$_n.mms --analysis $six --force --output-dir $tmp" \
 		"$replay $tmp/$_n.mms --summary")
-	printf '%-8s --analysis %s over --summary (target <= 1.5x), medians of %s pairs:\n' "$_n" "$six" "$runs"
+	printf '%-8s --analysis %s over --summary (target <= 1.5x), medians of %s pairs:\n' "$_n" "$six" "$pairs"
 	printf '%-8s   user CPU s %s over %s: %sx; user + system %s over %s: %sx\n' "" "$1" "$2" "$3" "$4" "$5" "$6"
 }
 
