@@ -104,19 +104,21 @@ l = [{"a": i, "b": str(i)} for i in range(100000)]
 print(len(d), len(l))'
 
 # cpu_us CMD...: the user and the system CPU seconds of one run of CMD
-# (output dropped), "USER SYSTEM". GNU time measures, else python3's
-# resource module.
+# (output dropped) and its wall seconds, "USER SYSTEM WALL". GNU time
+# measures, else python3's resource module and clock.
 cpu_us() {
-	if /usr/bin/time -f '%U %S' true >/dev/null 2>&1; then
+	if /usr/bin/time -f '%U %S %e' true >/dev/null 2>&1; then
 		_f=$(mktemp "${TMPDIR:-/tmp}/msmemscope-bench-cpu.XXXXXX")
-		/usr/bin/time -f '%U %S' -o "$_f" "$@" >/dev/null 2>&1 || true
+		/usr/bin/time -f '%U %S %e' -o "$_f" "$@" >/dev/null 2>&1 || true
 		tail -n 1 "$_f"
 		rm -f "$_f"
 	else
-		python3 -c 'import resource, subprocess, sys
+		python3 -c 'import resource, subprocess, sys, time
+t = time.monotonic()
 subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+t = time.monotonic() - t
 r = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(r.ru_utime, r.ru_stime)' "$@"
+print(r.ru_utime, r.ru_stime, t)' "$@"
 	fi
 }
 
@@ -139,10 +141,12 @@ cpu_median() {
 # cpu_pairs "CMD A" "CMD B": $runs pairs of runs, A then B (each command a
 # string split into words as the shell splits them: no quoting inside);
 # prints the medians of A's user CPU seconds, B's, the pairs' ratios A/B
-# of them, then the same of user + system seconds:
-# "A_USER B_USER RATIO A_CPU B_CPU RATIO". A pair's ratio holds when the
-# machine's speed drifts between pairs; on a guest the system time moves
-# with the host's memory (fresh pages' zeroing), user time much less.
+# of them, then the same of user + system seconds and of wall seconds:
+# "A_USER B_USER RATIO A_CPU B_CPU RATIO A_WALL B_WALL RATIO". A pair's
+# ratio holds when the machine's speed drifts between pairs; on a guest
+# the system time moves with the host's memory (fresh pages' zeroing),
+# user time much less; wall time is less than user + system where a
+# command works on two cores.
 cpu_pairs() {
 	_i=0
 	_rows=
@@ -152,12 +156,14 @@ cpu_pairs() {
 "
 		_i=$((_i + 1))
 	done
-	for _k in 1 2 3 4 5 6; do
-		printf '%s' "$_rows" | awk -v k=$_k '{ au = $1; as = $2; bu = $3; bs = $4
+	for _k in 1 2 3 4 5 6 7 8 9; do
+		printf '%s' "$_rows" | awk -v k=$_k '{ au = $1; as = $2; aw = $3; bu = $4; bs = $5; bw = $6
 			if (k == 1) print au; else if (k == 2) print bu
 			else if (k == 3) print (bu > 0 ? au / bu : 0)
 			else if (k == 4) print au + as; else if (k == 5) print bu + bs
-			else print (bu + bs > 0 ? (au + as) / (bu + bs) : 0) }' | median
+			else if (k == 6) print (bu + bs > 0 ? (au + as) / (bu + bs) : 0)
+			else if (k == 7) print aw; else if (k == 8) print bw
+			else print (bw > 0 ? aw / bw : 0) }' | median
 		printf ' '
 	done
 	echo

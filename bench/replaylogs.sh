@@ -11,8 +11,8 @@
 # CPU time of `msmemscope-replay LOG --analysis
 # leaks,decompose,inefficient,watermark,usage,leakage` over that of
 # `--summary` on the same log (target: at most 1.5x), in BENCH_PAIRS
-# pairs of runs (a pair's ratio moves by a few percent here), user time
-# and user + system time (on a guest the system time
+# pairs of runs (a pair's ratio moves by a few percent here), user time,
+# user + system time and wall time (on a guest the system time
 # moves with the host's memory: the zeroing of fresh pages took from 0.01
 # to 0.4 s of the same run). A program that is not installed is skipped,
 # saying so. Not a test: `make bench` runs it.
@@ -59,7 +59,8 @@ replay() {
 	set -- $(runs=$pairs cpu_pairs "$replay $tmp/$_n.mms --analysis $six --force --output-dir $tmp" \
 		"$replay $tmp/$_n.mms --summary")
 	printf '%-8s --analysis %s over --summary (target <= 1.5x), medians of %s pairs:\n' "$_n" "$six" "$pairs"
-	printf '%-8s   user CPU s %s over %s: %sx; user + system %s over %s: %sx\n' "" "$1" "$2" "$3" "$4" "$5" "$6"
+	printf '%-8s   user CPU s %s over %s: %sx; user + system %s over %s: %sx; wall %s over %s: %sx\n' "" "$1" "$2" "$3" \
+		"$4" "$5" "$6" "$7" "$8" "$9"
 }
 
 echo "== replay of real programs' logs through the heap state (target >= 25 million events/s, one core)"
