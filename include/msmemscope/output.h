@@ -16,8 +16,8 @@ extern "C" {
  * How every function that writes a file writes it. Files are created with
  * mode 0640 without following a symlink, under a temporary name moved into
  * place at the end, so no partial file is ever left. A file past half a
- * megabyte is written from there on by a thread of the call's own, which
- * blocks every signal and ends before the call returns. Zero (or NULL)
+ * megabyte is written from there on by a thread of its own, which blocks
+ * every signal and is joined when the file is finished (doc/replay.md). Zero (or NULL)
  * means the default. */
 typedef struct mms_output_options {
 	int overwrite;            /* 1: replace an existing file; else refuse (-EEXIST) */
