@@ -172,24 +172,11 @@ static inline void mms__trace_held_add(struct trace_pass *p, int64_t slot)
 	if (!mms__state_steps_known(p->st))
 		p->held_nostep = p->nheld;
 }
-/* mms__trace_freed_last() where the list of held slots is full or the
- * slot cannot be held. */
+/* The block the current event freed, live at the peak, joins the peak's
+ * list where its slot could not be held at once (the list of held slots
+ * full, or a read over a replay): the list grown, or as a copy. Returns 0
+ * or -ENOMEM. */
 int mms__trace_freed_more(struct trace_pass *p);
-/* The block the current event freed was live at the peak: it joins the
- * peak's list, its slot held where the pass can, else as a copy (nearly
- * every free of a program whose heap grows: the short way inline).
- * Returns 0 or -ENOMEM. */
-static inline int mms__trace_freed_last(struct trace_pass *p)
-{
-	int64_t slot;
-
-	if (!(p->peak_kinds & 1u << p->st->last_blk->mem))
-		return 0;
-	if (p->nheld == p->held_cap || !p->hold_st || (slot = mms__state_hold_last(p->hold_st)) < 0)
-		return mms__trace_freed_more(p);
-	mms__trace_held_add(p, slot);
-	return 0;
-}
 /* A new peak: the slots held for the last one go back to the state. */
 void mms__trace_held_release(struct trace_pass *p);
 /* At the pass's end: makes the lists, the watermark's (the peak) and the

@@ -104,17 +104,25 @@ static void usage_rows_flush(struct trace_pass *p)
 	p->row_ns = ROW_NONE;
 }
 
+/* Where the row waiting for usage.tsv is of time t: it takes in the
+ * change of live bytes to now, and 1 is returned; else 0. */
+static inline int row_merge(struct trace_pass *p, uint64_t t, uint64_t now)
+{
+	if (t != p->row_ns || t == ROW_NONE)
+		return 0;
+	p->row_last = now;
+	if (now > p->row_max)
+		p->row_max = now;
+	return 1;
+}
+
 /* A change of live bytes to now at time t, for usage.tsv: the changes of
  * one time (events recorded one after the other between two readings of
  * the clock share their time, see recorder.md) make at most two rows. */
 static void usage_row(struct trace_pass *p, uint64_t t, uint64_t now)
 {
-	if (t == p->row_ns && t != ROW_NONE) {
-		p->row_last = now;
-		if (now > p->row_max)
-			p->row_max = now;
+	if (row_merge(p, t, now))
 		return;
-	}
 	usage_rows_flush(p);
 	p->row_ns = t;
 	p->row_max = p->row_last = now;
@@ -231,12 +239,8 @@ static __attribute__((noinline)) int usage_change_out(struct trace_pass *p, cons
 static inline __attribute__((always_inline)) int usage_take(struct trace_pass *p, const mms_event_t *ev,
 							    uint64_t before, uint64_t now)
 {
-	if (p->rows_only && ev->time_ns == p->row_ns && ev->time_ns != ROW_NONE) {
-		p->row_last = now;
-		if (now > p->row_max)
-			p->row_max = now;
+	if (p->rows_only && row_merge(p, ev->time_ns, now))
 		return 0;
-	}
 	return p->usage_any ? usage_change_out(p, ev, before, now) : 0;
 }
 
@@ -273,6 +277,40 @@ static inline __attribute__((always_inline)) int trace_change(struct trace_pass 
 	return usage_take(p, ev, before, now);
 }
 
+/* A heap free of a block live at the peak whose slot could not be held at
+ * once: kept another way (mms__trace_freed_more()). */
+static __attribute__((noinline)) int freed_out(struct trace_pass *p, const mms_event_t *ev, uint64_t before,
+					       uint64_t now)
+{
+	if (mms__trace_freed_more(p))
+		return -ENOMEM;
+	return now != before ? trace_change(p, ev, before, now) : 0;
+}
+
+/* A MALLOC or FREE of a block (not a mapping: mmap_after() keeps their
+ * pieces), applied, the live bytes counted gone from before to now: a
+ * block live at the peak and freed since still counts, its slot held
+ * where it can be (nearly every such free: inline, calling nothing), and
+ * an allocation's time is kept; then the change. */
+static inline __attribute__((always_inline)) int block_event(struct trace_pass *p, const mms_event_t *ev,
+							     uint64_t before, uint64_t now)
+{
+	const struct mms__state *st = p->st;
+	int64_t slot;
+
+	if (ev->kind == MMS_EV_FREE) {
+		if (st->last_blk_valid && p->t->peak_bytes && st->last_blk->alloc_event <= p->t->peak_event &&
+		    p->peak_kinds & 1u << st->last_blk->mem) {
+			if (p->nheld == p->held_cap || !p->hold_st || (slot = mms__state_hold_last(p->hold_st)) < 0)
+				return freed_out(p, ev, before, now);
+			mms__trace_held_add(p, slot);
+		}
+	} else {
+		alloc_time_set(p, ev->time_ns);
+	}
+	return now != before ? trace_change(p, ev, before, now) : 0;
+}
+
 /* An event that is neither a heap allocation nor a free (out of the way
  * of those): launches and step marks, and MMAP, POOL and DEVICE events
  * (MMAP's pieces mmap_before() found). The live bytes are counted over
@@ -296,25 +334,12 @@ static __attribute__((noinline)) int trace_other(struct trace_pass *p, const mms
 			rc = step_mark(p, ev, st->ranges_seen);
 		return rc;
 	}
-	if (ev->mem == MMS_MEM_MMAP && mmap_after(p))
+	if (ev->mem != MMS_MEM_MMAP)
+		return block_event(p, ev, before, now);
+	if (mmap_after(p))
 		return -ENOMEM;
-	if (ev->kind == MMS_EV_FREE) {
-		if (ev->mem != MMS_MEM_MMAP && st->last_blk_valid && p->t->peak_bytes &&
-		    st->last_blk->alloc_event <= p->t->peak_event && mms__trace_freed_last(p))
-			return -ENOMEM;
-	} else {
+	if (ev->kind == MMS_EV_MALLOC)
 		alloc_time_set(p, ev->time_ns);
-	}
-	return now != before ? trace_change(p, ev, before, now) : 0;
-}
-
-/* A heap free of a block live at the peak whose slot the short way could
- * not hold: kept another way (mms__trace_freed_more()). */
-static __attribute__((noinline)) int freed_out(struct trace_pass *p, const mms_event_t *ev, uint64_t before,
-					       uint64_t now)
-{
-	if (mms__trace_freed_more(p))
-		return -ENOMEM;
 	return now != before ? trace_change(p, ev, before, now) : 0;
 }
 
@@ -323,38 +348,23 @@ static __attribute__((noinline)) int freed_out(struct trace_pass *p, const mms_e
  * (the state's keyed_alloc() and keyed_free_in() count it in
  * mem[MMS_MEM_HOST] alone), so the live bytes counted move by the change
  * of those since the last event (host_seen), masked when the heap is not
- * counted; every other event counts them all again (trace_other()). A
- * heap block live at the peak and freed since keeps its slot, held
- * (mms__trace_freed_last()'s short way, inline). */
+ * counted; every other event counts them all again (trace_other()). */
 static int pass_event(struct mms__sub *sub, struct mms_pass *pass, const mms_event_t *ev)
 {
 	struct trace_pass *p = (struct trace_pass *)sub;
-	const struct mms__state *st = p->st;
 	mms_trace_t *t = p->t;
 	uint64_t before = p->live, now, host;
-	int64_t slot;
 
 	(void)pass;
 	t->events++;
 	t->end_ns = ev->time_ns;
 	if ((ev->kind != MMS_EV_MALLOC && ev->kind != MMS_EV_FREE) || ev->mem != MMS_MEM_HOST)
 		return trace_other(p, ev);
-	host = st->mem[MMS_MEM_HOST].live_bytes;
+	host = p->st->mem[MMS_MEM_HOST].live_bytes;
 	now = before + ((host - p->host_seen) & p->kmask[MMS_MEM_HOST]);
 	p->host_seen = host;
 	p->live = now;
-	if (ev->kind == MMS_EV_FREE) {
-		/* A block live at the peak, freed since: it still counts. */
-		if (st->last_blk_valid && t->peak_bytes && st->last_blk->alloc_event <= t->peak_event &&
-		    p->peak_kinds & 1u << st->last_blk->mem) {
-			if (p->nheld == p->held_cap || !p->hold_st || (slot = mms__state_hold_last(p->hold_st)) < 0)
-				return freed_out(p, ev, before, now);
-			mms__trace_held_add(p, slot);
-		}
-	} else {
-		alloc_time_set(p, ev->time_ns);
-	}
-	return now != before ? trace_change(p, ev, before, now) : 0;
+	return block_event(p, ev, before, now);
 }
 
 /* The span of the log's events: from the start of the recording (the

@@ -917,6 +917,13 @@ int64_t mms__state_slot_of(const struct mms__state *st, const struct mms__blk *b
 	return slot >= 0 && st->blks[slot].alloc_id == b->alloc_id ? slot : -1;
 }
 
+/* Whether mms__state_each() visits slot b itself: a live block, not a
+ * mapping (whose live pieces it visits instead). */
+static inline int slot_walked(const struct mms__blk *b)
+{
+	return b->live && b->mem != MMS_MEM_MMAP;
+}
+
 int mms__state_each(const struct mms__state *st, int (*fn)(const struct mms__blk *b, void *ctx), void *ctx)
 {
 	struct mms__blk piece;
@@ -932,7 +939,7 @@ int mms__state_each(const struct mms__state *st, int (*fn)(const struct mms__blk
 		}
 	} else {
 		for (i = 0; i < st->nblks; i++) {
-			if (!st->blks[i].live || st->blks[i].mem == MMS_MEM_MMAP)
+			if (!slot_walked(&st->blks[i]))
 				continue;
 			rc = fn(&st->blks[i], ctx);
 			if (rc)
@@ -959,7 +966,7 @@ void mms__state_freeze(struct mms__state *st)
 
 	mms__state_thaw(st);
 	for (i = 0; i < st->nblks; i++) {
-		if (!st->blks[i].live || st->blks[i].mem == MMS_MEM_MMAP)
+		if (!slot_walked(&st->blks[i]))
 			continue;
 		if (n == cap) {
 			uint32_t *w;
