@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* state-int.h: the heap state a replay drives (state.c, summary.c, runtime.c),
- * with the prefetch helpers the iterator calls inline. */
+/* state-int.h: the heap state a replay drives (state.c applies the events,
+ * state-query.c reads the state; summary.c, runtime.c), with the prefetch
+ * helpers the iterator calls inline. */
 #ifndef MMS_STATE_INT_H
 #define MMS_STATE_INT_H
 
@@ -15,7 +16,7 @@
 #include "slotmap-int.h"
 #include "intervals-int.h"
 
-/* --- heap state (state.c) ------------------------------------------------
+/* --- heap state (state.c, state-query.c) --------------------------------
  * What replaying events up to a position leaves: live blocks with their
  * origin, per-thread operator and owner stacks, step and launch counters,
  * and the running figures. Everything here is saved in checkpoints
