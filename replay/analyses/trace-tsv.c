@@ -63,9 +63,7 @@ MMS__EXPORT int mms_trace_frame_text(const mms_frame_t *f, char *buf, size_t len
 	return n;
 }
 
-/* The row's owner or pool and its stack, after the kind's
- * "\tALLOCATION\t": where its row has either. */
-static __attribute__((noinline)) void row_rest(struct tsv *f, const struct row *r)
+void mms__trace_tsv_rest(struct tsv *f, const struct row *r)
 {
 	struct mms__wfile *w = f->w;
 	uint64_t ips[256];
@@ -113,8 +111,7 @@ static __attribute__((noinline)) void row_rest(struct tsv *f, const struct row *
 	mms__wfile_mem(w, "\n", 1);
 }
 
-/* Makes the end of kind mem's rows (struct tsv's tail). */
-static __attribute__((noinline)) void tail_make(struct tsv *f, unsigned mem)
+void mms__trace_tsv_start(struct tsv *f, unsigned mem)
 {
 	static const char alloc[] = "\tALLOCATION\t\t\n";
 	const char *name = kind_name(mem);
@@ -129,36 +126,10 @@ static __attribute__((noinline)) void tail_make(struct tsv *f, unsigned mem)
 	memcpy(f->tail[mem] + 1, name, n);
 	memcpy(f->tail[mem] + 1 + n, alloc, sizeof(alloc) - 1);
 	f->tail_len[mem] = (uint8_t)(1 + n + sizeof(alloc) - 1);
-}
-
-void mms__trace_tsv_row(struct tsv *f, const struct row *r)
-{
-	struct mms__wfile *w = f->w;
-	unsigned mem = r->mem & 7;
-	int bare = !*r->var && !r->stack;
-	char *q;
-
-	if (!f->tail_len[mem])
-		tail_make(f, mem);
 	if (!f->pid_len) {
 		f->pid_len = (uint8_t)mms__dec(f->pid_text, f->pid);
 		f->pid_text[f->pid_len++] = '\t';
 	}
-	/* The numbers and the kind's tail in one go, a row with no owner and
-	 * no stack whole. */
-	q = mms__wfile_room(w, sizeof(f->pid_text) + 18 + 1 + 20 + 1 + 20 + sizeof(f->tail[0]));
-	memcpy(q, f->pid_text, sizeof(f->pid_text));
-	q += f->pid_len;
-	q += mms__hex(q, r->addr);
-	*q++ = '\t';
-	q = mms__wfile_dec_at(w, q, r->time_ns);
-	*q++ = '\t';
-	q += mms__dec(q, r->size);
-	memcpy(q, f->tail[mem], sizeof(f->tail[0]));
-	q += bare ? f->tail_len[mem] : f->tail_len[mem] - 2;
-	mms__wfile_end(w, q);
-	if (!bare)
-		row_rest(f, r);
 }
 
 MMS__EXPORT int mms_trace_write_tsv(mms_log_t *log, const mms_trace_block_t *blocks, size_t n, const char *path,

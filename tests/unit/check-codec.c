@@ -51,6 +51,15 @@ START_TEST(test_decimal)
 		snprintf(ref, sizeof(ref), "0x%llx", (unsigned long long)vals[i]);
 		ck_assert_str_eq(buf, ref);
 	}
+	/* The 8 zero-padded digits of mms__dec8() (every value below 10^8
+	 * was compared when it was written; here a stride of them and the
+	 * last). */
+	for (x = 0; x<100000000; x = x + 9973> 99999999 && x < 99999999 ? 99999999 : x + 9973) {
+		mms__dec8(buf, (uint32_t)x);
+		buf[8] = 0;
+		snprintf(ref, sizeof(ref), "%08u", (unsigned)x);
+		ck_assert_str_eq(buf, ref);
+	}
 }
 END_TEST
 
