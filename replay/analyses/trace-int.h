@@ -97,6 +97,7 @@ struct bucketer {
 	uint64_t t0, span, n;
 	uint64_t cur;      /* the open bucket */
 	uint64_t max;      /* its highest live bytes so far */
+	uint64_t next_edge; /* the least time from t0 in a later bucket */
 	void (*emit)(void *ctx, uint64_t i, uint64_t time_ns, uint64_t bytes);
 	void *ctx;
 };

@@ -40,15 +40,33 @@ static uint64_t bucket_start(const struct bucketer *b, uint64_t i)
 	return b->t0 + (uint64_t)((unsigned __int128)b->span * i / b->n);
 }
 
-/* The live bytes were before and are now after an event at time t. */
+/* The least time from t0 in bucket i or a later one (bucket_of()'s
+ * inverse): UINT64_MAX for i past the last. */
+static uint64_t bucket_edge(const struct bucketer *b, uint64_t i)
+{
+	if (i >= b->n)
+		return UINT64_MAX;
+	if (!b->span)
+		return 0;
+	return (uint64_t)(((unsigned __int128)b->span * i + b->n - 1) / b->n);
+}
+
+/* The live bytes were before and are now after an event at time t. An
+ * event in the open bucket or before it (nearly every one) is told by
+ * one comparison with the next bucket's edge, without bucket_of()'s
+ * division. */
 static void bucket_add(struct bucketer *b, uint64_t t, uint64_t before, uint64_t now)
 {
-	uint64_t i = bucket_of(b, t);
+	uint64_t i;
 
-	while (b->cur < i) {
-		b->emit(b->ctx, b->cur, bucket_start(b, b->cur), b->max);
-		b->cur++;
-		b->max = before;
+	if ((t > b->t0 ? t - b->t0 : 0) >= b->next_edge) {
+		i = bucket_of(b, t);
+		while (b->cur < i) {
+			b->emit(b->ctx, b->cur, bucket_start(b, b->cur), b->max);
+			b->cur++;
+			b->max = before;
+		}
+		b->next_edge = bucket_edge(b, b->cur + 1);
 	}
 	if (now > b->max)
 		b->max = now;
@@ -392,6 +410,7 @@ static void bucketer_init(struct bucketer *b, uint64_t t0, uint64_t t1, uint64_t
 	b->n = n;
 	b->emit = emit;
 	b->ctx = ctx;
+	b->next_edge = bucket_edge(b, 1);
 }
 
 static int pass_begin(struct mms__sub *sub, struct mms_pass *pass)

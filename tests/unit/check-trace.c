@@ -421,6 +421,31 @@ START_TEST(test_usage_file)
 }
 END_TEST
 
+/* usage.tsv's buckets at their edges: 4 buckets over 43 ns start at 0,
+ * 10, 21 and 32 ns, and a time belongs to bucket floor(4 * t / 43), so
+ * 11, 22 and 33 ns open the next one while 21 and 32 do not: the blocks'
+ * sizes (1, 2, 4, ... bytes) tell which bucket counted which. */
+START_TEST(test_usage_bucket_edges)
+{
+	mms_trace_options_t opt = { .usage_path = "usage.tsv", .buckets = 4 };
+	static const uint64_t at[] = { 11, 21, 22, 32, 33 };
+	struct lb *b = one_thread();
+	mms_log_t *log;
+	mms_trace_t *t;
+	size_t i;
+
+	for (i = 0; i < sizeof(at) / sizeof(at[0]); i++)
+		lb_alloc(b, at[i], MMS_ALLOC_MALLOC, 0x1000 * (i + 1), 1u << i, 0);
+	lb_free(b, 42, MMS_FREE_FREE, 0x5000);
+	t = run(b, &opt, &log);
+	ck_assert_str_eq(slurp("usage.tsv"), "time_ns\tlive_bytes\n"
+					     "1000000000\t0\n1000000010\t3\n1000000021\t15\n1000000032\t31\n");
+	mms_trace_free(t);
+	mms_log_close(log);
+	unlink("usage.tsv");
+}
+END_TEST
+
 /* usage.tsv: the changes of one time (events that share a stamp) make at
  * most two rows, the highest live bytes among them when the last change
  * left fewer, then the last; the file's highest row is the peak. */
@@ -693,6 +718,7 @@ static Suite *trace_suite(void)
 	tcase_add_test(tc, test_kinds);
 	tcase_add_test(tc, test_usage_file);
 	tcase_add_test(tc, test_usage_same_time);
+	tcase_add_test(tc, test_usage_bucket_edges);
 	tcase_add_test(tc, test_list_files);
 	tcase_add_test(tc, test_top);
 	tcase_add_test(tc, test_list_files_refused);
