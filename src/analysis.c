@@ -302,6 +302,8 @@ void an_close(struct an_ctx *c)
 	mms_trace_free(c->trace);
 	mms_symbolizer_close(c->sym);
 	free(c);
+	/* The files a cancelled pass was writing are gone now. */
+	progress_die_if_caught();
 }
 
 int an_error_status(const struct an_ctx *c, int status)
@@ -371,6 +373,7 @@ int an_summarize(const char *path, mms_log_t *log, mms_summary_t *out)
 		rc = pi.stop_rc;
 	}
 	mms_pass_close(p);
+	progress_die_if_caught();
 	return rc;
 }
 

@@ -3,9 +3,11 @@
 #define _GNU_SOURCE /* vasprintf */
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "msmemscope-replay.h"
@@ -37,6 +39,7 @@ void die(int status, const char *fmt, ...)
 {
 	va_list ap;
 
+	progress_die_if_caught();
 	va_start(ap, fmt);
 	vmsg("", fmt, ap);
 	va_end(ap);
@@ -58,9 +61,26 @@ void warn(const char *fmt, ...)
 {
 	va_list ap;
 
+	/* A signal cancelled the work: its failures are not news. */
+	if (progress_caught())
+		return;
 	va_start(ap, fmt);
 	vmsg("warning: ", fmt, ap);
 	va_end(ap);
+}
+
+void cli_die_of(int sig)
+{
+	struct rlimit no_core = { 0, 0 };
+	sigset_t set;
+
+	fflush(NULL);
+	setrlimit(RLIMIT_CORE, &no_core);
+	signal(sig, SIG_DFL);
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	raise(sig);
 }
 
 void *xmalloc(size_t size)

@@ -34,6 +34,13 @@ void die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2), noretu
 /* Prints "PROG: warning: MESSAGE\n" to stderr. */
 void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Ends the program by signal sig, its default action, as valgrind does:
+ * a shell tells a program killed by a signal from one that exited 128 +
+ * N (bash stops a script's loop at a Ctrl-C only when the command it
+ * waited for died of SIGINT). Output is flushed first; no core file.
+ * Returns only when the signal does not kill. */
+void cli_die_of(int sig);
+
 /* malloc, calloc, realloc, strdup and asprintf that die (status 1) with a
  * message when memory runs out. Zero sizes return a valid pointer. */
 void *xmalloc(size_t size);

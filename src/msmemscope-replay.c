@@ -626,6 +626,10 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "transform"))
 		return replay_transform(argc - 1, argv + 1);
 	parse_args(argc, argv, &o);
+	/* A signal cancels the work over the log, which removes the files
+	 * it was writing; at the prompt of -i, Ctrl-C keeps its meaning. */
+	if (o.query != Q_INTERACTIVE)
+		progress_catch_signals();
 	if (o.query == Q_COMPARE) {
 		o.an.json = o.json;
 		o.an.top = (size_t)o.top;
@@ -715,5 +719,6 @@ int main(int argc, char **argv)
 	show_fini(&s);
 	mms_replay_close(r);
 	mms_log_close(log);
+	progress_die_if_caught();
 	return status;
 }

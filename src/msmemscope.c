@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +17,7 @@
 #include "analysis.h"
 #include "cli.h"
 #include "launch.h"
+#include "progress.h"
 
 static const char *signal_name(int sig)
 {
@@ -28,26 +28,6 @@ static const char *signal_name(int sig)
 		return "unknown signal";
 	snprintf(buf, sizeof(buf), "SIG%s", abbrev);
 	return buf;
-}
-
-/* The program was killed by signal sig: so is the launcher, after its
- * report, as valgrind does, because a shell tells a program killed by a
- * signal from one that exited 128 + N: bash stops a script's loop at a
- * Ctrl-C only when the command it waited for died of SIGINT. Without a
- * core file of the launcher's (the program's own was dumped, if the
- * limit allowed). Returns only when the signal did not kill it. */
-static void die_of(int sig)
-{
-	struct rlimit no_core = { 0, 0 };
-	sigset_t set;
-
-	fflush(NULL);
-	setrlimit(RLIMIT_CORE, &no_core);
-	signal(sig, SIG_DFL);
-	sigemptyset(&set);
-	sigaddset(&set, sig);
-	sigprocmask(SIG_UNBLOCK, &set, NULL);
-	raise(sig);
 }
 
 int main(int argc, char **argv)
@@ -62,6 +42,9 @@ int main(int argc, char **argv)
 
 	cli_init(NULL);
 	parse_args(argc, argv, &o);
+	/* After the run, a signal cancels the report (the program's run
+	 * sets its own handling: launch-run.c). */
+	progress_catch_signals();
 	if (o.compare) {
 		struct an_compare_args a = { { o.input[0], o.input[1] }, { 0, 0 }, o.level };
 		struct an_opts ao = { .outdir = o.output, .top = 10 };
@@ -145,6 +128,6 @@ out:
 	/* A killed program's status is its signal, whatever the findings
 	 * (--error-exitcode) and the report, as under valgrind. */
 	if (killed_by)
-		die_of(killed_by);
+		cli_die_of(killed_by);
 	return ret;
 }

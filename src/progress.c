@@ -2,6 +2,7 @@
 /* progress.c: the progress line of the command-line programs, see
  * progress.h. */
 #include <inttypes.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +23,48 @@
 static int enabled = -1;
 /* Columns of the line on the terminal now, 0: none drawn. */
 static int shown;
+
+/* The signal caught by on_signal(), 0: none. */
+static volatile sig_atomic_t caught;
+
+static void on_signal(int sig)
+{
+	/* A second one: at once, as without the handler. */
+	if (caught) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+		return;
+	}
+	caught = sig;
+}
+
+void progress_catch_signals(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	struct sigaction sa, old;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		/* One ignored (nohup, a background job of a shell) stays so. */
+		if (!sigaction(sigs[i], NULL, &old) && old.sa_handler == SIG_DFL)
+			sigaction(sigs[i], &sa, NULL);
+}
+
+int progress_caught(void)
+{
+	return caught;
+}
+
+void progress_die_if_caught(void)
+{
+	if (!caught)
+		return;
+	progress_clear();
+	cli_die_of(caught);
+}
 
 static uint64_t now_ns(void)
 {
@@ -83,6 +126,8 @@ int progress_update(void *ctx, uint64_t done, uint64_t total)
 	uint64_t now;
 	int n, cols, pad;
 
+	if (caught)
+		return 1;
 	if (!p->start_ns || !enabled)
 		return 0;
 	now = now_ns();

@@ -26,7 +26,8 @@ void progress_start(struct progress *p, const char *what, const char *path);
 
 /* The replay library's progress callback (mms_pass_options_t,
  * mms_replay_options_t) with ctx a struct progress: redraws the line
- * when it is due. Returns 0: it never cancels. */
+ * when it is due. Returns 0, or 1 (cancel) once a signal was caught
+ * (progress_catch_signals()). */
 int progress_update(void *ctx, uint64_t done, uint64_t total);
 
 /* Ends the work: erases the line if it was drawn; p is idle again. */
@@ -35,5 +36,19 @@ void progress_end(struct progress *p);
 /* Erases the line on the terminal, if any, before another message goes
  * to stderr (cli.c's die() and warn() call it). */
 void progress_clear(void);
+
+/* SIGINT, SIGTERM and SIGHUP (those not ignored) cancel the work over a
+ * log instead of killing the program at once: progress_update() then
+ * asks the library to stop, which removes the files it was writing, and
+ * the program ends by the signal once they are gone (an_close(),
+ * an_summarize(), die(); progress_die_if_caught()), printing nothing
+ * more. A second signal kills at once. Not for the interactive mode,
+ * where the terminal's Ctrl-C keeps its meaning. */
+void progress_catch_signals(void);
+/* The signal caught, 0: none. */
+int progress_caught(void);
+/* Ends the program by the signal caught (erasing the progress line and
+ * flushing output first); returns when none was. */
+void progress_die_if_caught(void);
 
 #endif /* MMS_PROGRESS_H */

@@ -186,7 +186,10 @@ int replay_transform_done(struct replay_transform *x, int pass_rc)
 	int rc = pass_rc ? pass_rc : st->status;
 
 	if (rc) {
-		fprintf(stderr, "%s: %s: cannot write %s: %s\n", cli_progname, x->log_path, x->path, mms_strerror(rc));
+		/* A signal's cancel: the program ends by it, saying nothing. */
+		if (!progress_caught())
+			fprintf(stderr, "%s: %s: cannot write %s: %s\n", cli_progname, x->log_path, x->path,
+				mms_strerror(rc));
 	} else {
 		fprintf(stderr,
 			"%s: wrote %s: %" PRIu64 " allocation%s %s, %" PRIu64 " bytes, in %" PRIu64 " %s; peak %" PRIu64
@@ -212,6 +215,7 @@ int replay_transform(int argc, char **argv)
 
 	cli_help_command = xasprintf("%s transform", cli_progname);
 	parse_transform(argc, argv, &o);
+	progress_catch_signals();
 	log = replay_open_log(o.log);
 	x.path = o.output;
 	if (!x.path) {
@@ -230,9 +234,12 @@ int replay_transform(int argc, char **argv)
 		exit(CLI_EXIT_FAILURE);
 	c->subscribed++;
 	an_pass(c);
-	if (replay_transform_done(&x, c->pass_rc))
-		exit(CLI_EXIT_FAILURE);
+	st = replay_transform_done(&x, c->pass_rc);
+	/* Closed first: a file being written is removed (and a signal's
+	 * cancel ends the program there). */
 	an_close(c);
+	if (st)
+		exit(CLI_EXIT_FAILURE);
 	free(name);
 	mms_log_get_info(log, &info);
 	replay_warn_log_state(o.log, &info, 0);

@@ -4,7 +4,9 @@
 # is not a terminal; on a pseudo-terminal (util-linux's script), lines
 # "reading LOG: X of Y events (N%)" redrawn with '\r' and erased at the end,
 # the answer on stdout the same as without a terminal; none with --quiet
-# or -q. The log (threads8, one thread) is made large enough that reading
+# or -q. A signal in the middle of the work cancels it: no file it was
+# writing is left, nothing more is printed, and the program ends by the
+# signal. The log (threads8, one thread) is made large enough that reading
 # it lasts 0.8 s or more, as the line waits half a second before it shows.
 . "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
 
@@ -35,6 +37,50 @@ while [ "$t" -lt 800 ] && [ "$blocks" -lt 64000000 ]; do
 	plain
 done
 note "$((blocks * 2)) events read in $t ms without a terminal: stderr empty"
+
+# await PID: waits until usage.tsv's temporary file is in intr/ (the read
+# of msmemscope-replay PID has begun; it lasts 0.8 s or more) or usage.tsv
+# itself (it is over).
+await() {
+	n=0
+	until ls intr/usage.tsv.*.tmp >/dev/null 2>&1 || [ -s intr/usage.tsv ]; do
+		n=$((n + 1))
+		[ $n -lt 400 ] || { kill -9 "$1"; fail "no temporary usage.tsv in 20 s: $(ls -la intr)"; }
+		sleep 0.05
+	done
+}
+
+# interrupt SIG STATUS: msmemscope-replay's analyses writing three files get
+# SIG once the read has begun: the program ends by SIG (STATUS), leaves no
+# file, and prints nothing.
+interrupt() {
+	rm -rf intr
+	"$MMS_REPLAY" big.mms --analysis usage,watermark,leakage --output-dir intr >intr.out 2>intr.err &
+	pid=$!
+	await $pid
+	kill -"$1" $pid
+	st=0
+	wait $pid || st=$?
+	expect_eq "status after SIG$1" "$st" "$2"
+	[ -z "$(ls -A intr)" ] || fail "SIG$1 left files: $(ls -la intr)"
+	if [ -s intr.out ] || [ -s intr.err ]; then fail "SIG$1: printed $(cat intr.out intr.err)"; fi
+}
+interrupt TERM 143
+interrupt HUP 129
+# A signal ignored stays ignored (nohup): the work goes on to its end.
+rm -rf intr
+(
+	trap '' TERM
+	exec "$MMS_REPLAY" big.mms --analysis usage --output-dir intr >intr.out 2>intr.err
+) &
+pid=$!
+await $pid
+kill -TERM $pid
+st=0
+wait $pid || st=$?
+expect_eq "status with SIGTERM ignored" "$st" 0
+[ -s intr/usage.tsv ] || fail "SIGTERM ignored, yet usage.tsv is not written: $(ls -la intr; cat intr.err)"
+note "SIGTERM and SIGHUP cancel a read: no file left, status 128+N; ignored, SIGTERM changes nothing"
 
 command -v script >/dev/null 2>&1 || skip "script (util-linux) is needed for a pseudo-terminal"
 SHELL=/bin/sh script -qfec true /dev/null </dev/null >/dev/null 2>&1 ||
