@@ -89,7 +89,7 @@ struct mms__xrow {
 	const char *event, *type, *name;
 	size_t name_len;
 	char ptr[24];     /* "0x%016llx" or "N/A" */
-	char device[8];   /* Device Id: "host", or a DEVICE block's CUDA ordinal */
+	char device[24];  /* Device Id: "host", or a DEVICE block's CUDA ordinal (mms__dec()'s room) */
 	const char *attr; /* "{k:v,...}" or "" */
 	size_t attr_len;
 	const char *cstack; /* frames joined by '|', or "" */
