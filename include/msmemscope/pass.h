@@ -28,8 +28,11 @@ typedef struct mms_pass mms_pass_t;
 /* Options of mms_pass_open(); zero means the default. */
 typedef struct mms_pass_options {
 	/* Called now and then (done <= total events read and to read, over
-	 * every read of the log); returning non-zero cancels the pass with
-	 * -ECANCELED. */
+	 * every read of the log), the last time before any subscriber's end;
+	 * returning non-zero cancels the pass with -ECANCELED: no end runs,
+	 * and the files its analyses and exports were writing are removed
+	 * when the pass is closed (the command-line programs cancel so on
+	 * SIGINT, SIGTERM and SIGHUP). */
 	int (*progress)(void *ctx, uint64_t done, uint64_t total);
 	void *progress_ctx;
 } mms_pass_options_t;
