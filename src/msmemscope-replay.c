@@ -627,9 +627,9 @@ int main(int argc, char **argv)
 		return replay_transform(argc - 1, argv + 1);
 	parse_args(argc, argv, &o);
 	/* A signal cancels the work over the log, which removes the files
-	 * it was writing; at the prompt of -i, Ctrl-C keeps its meaning. */
-	if (o.query != Q_INTERACTIVE)
-		progress_catch_signals();
+	 * it was writing (the index -i builds too); at the prompt of -i,
+	 * Ctrl-C interrupts a command (replay_interactive()). */
+	progress_catch_signals();
 	if (o.query == Q_COMPARE) {
 		o.an.json = o.json;
 		o.an.top = (size_t)o.top;

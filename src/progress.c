@@ -26,16 +26,28 @@ static int shown;
 
 /* The signal caught by on_signal(), 0: none. */
 static volatile sig_atomic_t caught;
+/* progress_catch_interrupts(): SIGINT interrupts a command of the prompt
+ * instead of ending the program. */
+static volatile sig_atomic_t repl;
 
 static void on_signal(int sig)
 {
 	/* A second one: at once, as without the handler. */
-	if (caught) {
+	if (caught && !repl) {
 		signal(sig, SIG_DFL);
 		raise(sig);
 		return;
 	}
 	caught = sig;
+}
+
+/* Whether sig's handling is the default or ours (not ignored, not the
+ * program's own). */
+static bool handling_ours(int sig)
+{
+	struct sigaction old;
+
+	return !sigaction(sig, NULL, &old) && (old.sa_handler == SIG_DFL || old.sa_handler == on_signal);
 }
 
 void progress_catch_signals(void)
@@ -53,6 +65,46 @@ void progress_catch_signals(void)
 			sigaction(sigs[i], &sa, NULL);
 }
 
+void progress_catch_interrupts(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	/* No SA_RESTART: the read of the prompt's line returns (EINTR). */
+	repl = 1;
+	caught = 0;
+	if (handling_ours(SIGINT))
+		sigaction(SIGINT, &sa, NULL);
+	/* The prompt's commands write no file: SIGTERM and SIGHUP end the
+	 * program at once, as before any handler. */
+	progress_uncatch_signals(SIGTERM);
+	progress_uncatch_signals(SIGHUP);
+}
+
+void progress_uncatch_signals(int sig)
+{
+	struct sigaction old;
+
+	if (!sig) {
+		progress_uncatch_signals(SIGINT);
+		progress_uncatch_signals(SIGTERM);
+		progress_uncatch_signals(SIGHUP);
+		return;
+	}
+	if (!sigaction(sig, NULL, &old) && old.sa_handler == on_signal)
+		signal(sig, SIG_DFL);
+}
+
+int progress_take_interrupt(void)
+{
+	int sig = caught;
+
+	caught = 0;
+	return sig;
+}
+
 int progress_caught(void)
 {
 	return caught;
@@ -60,7 +112,7 @@ int progress_caught(void)
 
 void progress_die_if_caught(void)
 {
-	if (!caught)
+	if (!caught || repl)
 		return;
 	progress_clear();
 	cli_die_of(caught);

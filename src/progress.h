@@ -42,13 +42,22 @@ void progress_clear(void);
  * asks the library to stop, which removes the files it was writing, and
  * the program ends by the signal once they are gone (an_close(),
  * an_summarize(), die(); progress_die_if_caught()), printing nothing
- * more. A second signal kills at once. Not for the interactive mode,
- * where the terminal's Ctrl-C keeps its meaning. */
+ * more. A second signal kills at once. At the prompt of -i,
+ * progress_catch_interrupts() instead. */
 void progress_catch_signals(void);
 /* The signal caught, 0: none. */
 int progress_caught(void);
 /* Ends the program by the signal caught (erasing the progress line and
- * flushing output first); returns when none was. */
+ * flushing output first); returns when none was, and at the prompt. */
 void progress_die_if_caught(void);
+/* The prompt of -i on a terminal: SIGINT (Ctrl-C) interrupts the command
+ * running, or the line being typed, and the prompt comes back (as in gdb
+ * or Python); SIGTERM and SIGHUP end the program at once. */
+void progress_catch_interrupts(void);
+/* Gives signal sig (0: all three) back its default handling where
+ * progress_catch_signals() took it. */
+void progress_uncatch_signals(int sig);
+/* The signal caught since the last call (0: none), and forgets it. */
+int progress_take_interrupt(void);
 
 #endif /* MMS_PROGRESS_H */

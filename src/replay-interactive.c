@@ -17,6 +17,7 @@
 #endif
 
 #include "cli.h"
+#include "progress.h"
 #include "replay-cli.h"
 
 #define MAX_ARGS 8
@@ -53,6 +54,9 @@ static void fail(struct session *ss, const char *fmt, ...)
 	char msg[512];
 	va_list ap;
 
+	/* A command Ctrl-C interrupted fails: "Interrupted." says it. */
+	if (progress_caught())
+		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
@@ -407,6 +411,21 @@ static int run_line(struct session *ss, char *line)
 	return 0;
 }
 
+/* After a command: "Interrupted." when Ctrl-C came while it ran (it
+ * stopped where it stood, or had ended already). */
+static void interrupted(struct session *ss)
+{
+	if (!progress_take_interrupt())
+		return;
+	if (ss->s->json) {
+		fputs("{\"error\":\"interrupted\"}\n", ss->s->out);
+	} else {
+		fflush(ss->s->out);
+		fputs("Interrupted.\n", stderr);
+	}
+	fflush(ss->s->out);
+}
+
 int replay_interactive(struct show *s, FILE *in)
 {
 	struct session ss = { s };
@@ -415,6 +434,13 @@ int replay_interactive(struct show *s, FILE *in)
 	size_t cap = 0;
 	int quit = 0;
 
+	/* On a terminal Ctrl-C interrupts the command or the line typed and
+	 * the prompt comes back; commands read from elsewhere are a script,
+	 * which a signal ends as it would have before. */
+	if (tty)
+		progress_catch_interrupts();
+	else
+		progress_uncatch_signals(0);
 	if (tty && !s->json) {
 		fprintf(s->out, "%s: replaying %s; 'help' lists the commands.\n", cli_progname, s->path);
 		show_where(s);
@@ -422,14 +448,23 @@ int replay_interactive(struct show *s, FILE *in)
 	while (!quit) {
 #ifdef HAVE_LIBEDIT
 		if (tty) {
-			char *l = readline("(msmemscope) ");
+			char *l;
 
-			if (!l)
-				break;
+			/* editline's handlers would send the signal on to the
+			 * whole process group: ours takes it. */
+			rl_catch_signals = 0;
+			l = readline("(msmemscope) ");
+			if (!l) {
+				if (!progress_take_interrupt())
+					break;
+				fputc('\n', s->out);
+				continue;
+			}
 			if (*l)
 				add_history(l);
 			quit = run_line(&ss, l);
 			free(l);
+			interrupted(&ss);
 			continue;
 		}
 #else
@@ -438,9 +473,15 @@ int replay_interactive(struct show *s, FILE *in)
 			fflush(s->out);
 		}
 #endif
-		if (getline(&line, &cap, in) < 0)
-			break;
+		if (getline(&line, &cap, in) < 0) {
+			if (!tty || !progress_take_interrupt())
+				break;
+			clearerr(in);
+			fputc('\n', s->out);
+			continue;
+		}
 		quit = run_line(&ss, line);
+		interrupted(&ss);
 	}
 	free(line);
 	if (tty && !quit)

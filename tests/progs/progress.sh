@@ -6,8 +6,10 @@
 # the answer on stdout the same as without a terminal; none with --quiet
 # or -q. A signal in the middle of the work cancels it: no file it was
 # writing is left, nothing more is printed, and the program ends by the
-# signal. The log (threads8, one thread) is made large enough that reading
-# it lasts 0.8 s or more, as the line waits half a second before it shows.
+# signal; at the prompt of -i on a terminal, Ctrl-C drops the line typed
+# and the prompt comes back. The log (threads8, one thread) is made large
+# enough that reading it lasts 0.8 s or more, as the line waits half a
+# second before it shows.
 . "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
 
 prog=$MMS_PROGS/threads8
@@ -82,6 +84,18 @@ expect_eq "status with SIGTERM ignored" "$st" 0
 [ -s intr/usage.tsv ] || fail "SIGTERM ignored, yet usage.tsv is not written: $(ls -la intr; cat intr.err)"
 note "SIGTERM and SIGHUP cancel a read: no file left, status 128+N; ignored, SIGTERM changes nothing"
 
+# -i builds the index first (as long as a read): SIGHUP then cancels it,
+# and no index is left.
+rm -f big.mms.idx*
+"$MMS_REPLAY" big.mms -i </dev/null >idx.out 2>idx.err &
+pid=$!
+sleep 0.3
+kill -HUP $pid
+st=0
+wait $pid || st=$?
+expect_eq "status after SIGHUP while -i builds the index" "$st" 129
+if ls big.mms.idx* >/dev/null 2>&1; then fail "SIGHUP left an index: $(ls -la big.mms.idx*)"; fi
+
 command -v script >/dev/null 2>&1 || skip "script (util-linux) is needed for a pseudo-terminal"
 SHELL=/bin/sh script -qfec true /dev/null </dev/null >/dev/null 2>&1 ||
 	skip "script cannot open a pseudo-terminal here"
@@ -126,6 +140,103 @@ note "on a terminal: $n progress lines in $t ms ($(grep "$re" tty.lines | tail -
 tty "'$MMS_REPLAY' --quiet big.mms >quiet.out"
 cmp -s plain.out quiet.out || fail "stdout with --quiet differs"
 [ ! -s tty.raw ] || fail "--quiet on a terminal still printed: $(od -c tty.raw | head)"
+
+# -i on a terminal (env --default-signal: a job started in the background
+# of a script has SIGINT ignored, and an ignored signal stays so): Ctrl-C
+# while a line is typed drops it and brings the prompt back; so it does
+# at an empty prompt; the session goes on to "quit" (status 0). Ctrl-C
+# during a long command (the report of longstep's long step) stops it
+# where it stands: "Interrupted.", and the replay stands inside the step.
+# SIGTERM at the prompt ends the session at once (143).
+# repl_start LOG: starts the session on LOG, its input the fifo on
+# descriptor 7, and waits for its prompt; $rpid is msmemscope-replay's
+# pid. A session that died leaves no reader: say() then fails rather than
+# the test dying of SIGPIPE (ignored after the start: the session keeps
+# its own).
+repl_start() {
+	rm -f repl.in repl.out
+	mkfifo repl.in
+	SHELL=/bin/sh script -qfec "env --default-signal=INT '$MMS_REPLAY' $1 -i; echo status=\$?" /dev/null \
+		<repl.in >repl.out 2>&1 &
+	spid=$!
+	exec 7>repl.in
+	n=0
+	until grep -q "(msmemscope)" repl.out 2>/dev/null; do
+		n=$((n + 1))
+		[ $n -lt 400 ] || fail "no prompt in 20 s: $(cat repl.out)"
+		sleep 0.05
+	done
+	rpid=$(pgrep -f -- "$1 -i\$" | head -n 1)
+	[ -n "$rpid" ] || fail "no msmemscope-replay -i running: $(pgrep -a -f memscope)"
+	trap '' PIPE
+}
+say() {
+	printf '%b' "$1" >&7 || fail "the session ended before '$1': $(cat repl.out)"
+}
+# repl_end: closes the input, waits for the session, and puts what the
+# terminal showed in repl.lines.
+repl_end() {
+	exec 7>&-
+	trap - PIPE
+	wait $spid || true
+	tr -d '\r' <repl.out >repl.lines
+}
+if env --default-signal=INT true 2>/dev/null && command -v pgrep >/dev/null 2>&1; then
+	repl_start big.mms
+	say 'wher'
+	sleep 0.3
+	kill -INT "$rpid"
+	sleep 0.3
+	say 'where\n'
+	sleep 0.3
+	kill -INT "$rpid"
+	sleep 0.3
+	say 'quit\n'
+	repl_end
+	grep -q "unknown command" repl.lines && fail "Ctrl-C did not drop the line typed: $(cat repl.lines)"
+	grep -q "^position [0-9]* of [0-9]* events" repl.lines || fail "no answer after Ctrl-C: $(cat repl.lines)"
+	expect_eq "prompts (start, after Ctrl-C, after where, after Ctrl-C)" "$(grep -o '(msmemscope)' repl.lines | wc -l)" 4
+	grep -q "^status=0$" repl.lines || fail "-i after Ctrl-C: $(cat repl.lines)"
+
+	# A step of 2 N events whose report lasts half a second or more:
+	# --step 3, which also builds the index (a read of the whole log),
+	# lasts a second or more.
+	n=4000000
+	while :; do
+		rm -f long.mms long.mms.idx
+		record long.mms "$MMS_PROGS/longstep" $n || fail "longstep exited $?"
+		t0=$(ms)
+		"$MMS_REPLAY" long.mms --no-index --step 3 >long.out 2>&1 ||
+			fail "--step 3 of longstep exited $?: $(cat long.out)"
+		t=$(($(ms) - t0))
+		if [ "$t" -ge 1000 ] || [ $n -ge 64000000 ]; then
+			break
+		fi
+		n=$((n * 2))
+	done
+	repl_start long.mms
+	say 'report step 3\n'
+	sleep 0.1
+	kill -INT "$rpid"
+	sleep 0.3
+	say 'where\n'
+	sleep 0.3
+	say 'quit\n'
+	repl_end
+	grep -q "^Interrupted\.$" repl.lines || fail "a report not interrupted ($t ms for --step 3): $(cat repl.lines)"
+	grep -q "canceled" repl.lines && fail "Ctrl-C's cancel printed as an error: $(cat repl.lines)"
+	grep -q "^position [0-9]* of [0-9]* events (after event #[0-9]*), step 3 of 4$" repl.lines ||
+		fail "the replay does not stand inside step 3: $(cat repl.lines)"
+	grep -q "^status=0$" repl.lines || fail "-i after an interrupted report: $(cat repl.lines)"
+
+	repl_start big.mms
+	kill -TERM "$rpid"
+	repl_end
+	grep -q "^status=143$" repl.lines || fail "-i after SIGTERM: $(cat repl.lines)"
+	note "-i on a terminal: Ctrl-C drops the line typed and interrupts a report ($t ms for --step 3), the prompt comes back; SIGTERM ends it (143)"
+else
+	note "env --default-signal or pgrep is missing: the prompt's Ctrl-C is not checked"
+fi
 
 # The launcher's report reads the program's log with the same line, which
 # -q turns off; the report itself (stderr) is whole after it. Read after
