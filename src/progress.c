@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* progress.c: the progress line of the command-line programs, see
- * progress.h. */
+/* progress.c: the progress line of the command-line programs, and the
+ * signals that stop their work over a log, see progress.h. */
 #include <inttypes.h>
 #include <signal.h>
 #include <stdbool.h>

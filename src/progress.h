@@ -3,7 +3,9 @@
  * over a log (a pass, building the seek index, replaying a step) says how
  * far it got on stderr, only when stderr is a terminal and the work has
  * lasted half a second, redrawn at most ten times a second and erased when
- * the work ends, so the output that follows is not garbled. Never stdout. */
+ * the work ends, so the output that follows is not garbled. Never stdout.
+ * The same callback stops that work when a signal asks the program to
+ * (progress_catch_signals(), below). */
 #ifndef MMS_PROGRESS_H
 #define MMS_PROGRESS_H
 

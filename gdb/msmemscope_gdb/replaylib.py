@@ -9,8 +9,10 @@ parses the log itself: every answer comes from the C library.
 Handles (Log, Replay, Symbolizer) own what they open and close it on
 close() or at the end of a with block."""
 
+import contextlib
 import ctypes
 import os
+import sys
 
 u8, u16, u32, u64, i64 = ctypes.c_uint8, ctypes.c_uint16, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_int64
 c_int, c_char_p, c_void_p, c_size_t = ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_size_t
@@ -400,6 +402,46 @@ class Log:
         return out
 
 
+class _Interrupts:
+    """Ctrl-C while the library replays: gdb raises KeyboardInterrupt in
+    the next Python code that runs, the replay's progress callback, out
+    of which ctypes lets no exception go: it hands it to
+    sys.unraisablehook, which notes it here, and the callback's next call
+    asks the library to stop (-ECANCELED: the replay stands where it
+    stopped). catching() puts the hook in place around one call and
+    raises KeyboardInterrupt after it (gdb's "Quit")."""
+
+    def __init__(self):
+        self.hit = False
+        self.callback = PROGRESS_FN(self._progress)
+        self._prev = None
+
+    def _progress(self, ctx, done, total):
+        return 1 if self.hit else 0
+
+    def _hook(self, unraisable):
+        if issubclass(unraisable.exc_type, KeyboardInterrupt):
+            self.hit = True
+        else:
+            self._prev(unraisable)
+
+    @contextlib.contextmanager
+    def catching(self):
+        self.hit = False
+        self._prev = sys.unraisablehook
+        sys.unraisablehook = self._hook
+        try:
+            yield
+        finally:
+            sys.unraisablehook = self._prev
+        if self.hit:
+            self.hit = False
+            raise KeyboardInterrupt
+
+
+_interrupts = _Interrupts()
+
+
 class Replay:
     """A replay of an open log (mms_replay_open_ex). forward_only replays
     go forward once, without an index; indexed ones can seek and know the
@@ -410,7 +452,10 @@ class Replay:
         self.h = c_void_p()
         opt = ReplayOptions()
         opt.forward_only = 1 if forward_only else 0
-        rc = _lib.mms_replay_open_ex(log.h, ctypes.byref(opt), ctypes.byref(self.h))
+        # Ctrl-C stops an index's build and a seek's replay (_Interrupts).
+        opt.progress = ctypes.cast(_interrupts.callback, c_void_p)
+        with _interrupts.catching():
+            rc = _lib.mms_replay_open_ex(log.h, ctypes.byref(opt), ctypes.byref(self.h))
         if rc:
             raise ReplayError("cannot replay the log %s: %s" % (log.path, strerror(rc)))
 
@@ -427,8 +472,11 @@ class Replay:
 
     def seek(self, pos):
         """Moves to position pos; returns 0 or the library's error code
-        (the state then stands where the replay stopped)."""
-        return _lib.mms_replay_seek(self.h, pos)
+        (the state then stands where the replay stopped). Raises
+        KeyboardInterrupt when Ctrl-C stopped it."""
+        with _interrupts.catching():
+            rc = _lib.mms_replay_seek(self.h, pos)
+        return rc
 
     def follow_refresh(self):
         """A forward-only replay of a followed log: reads what was written

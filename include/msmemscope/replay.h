@@ -103,7 +103,9 @@ typedef struct mms_replay_options {
 	/* Called now and then while the index is built (done <= total events);
 	 * returning non-zero cancels the open with -ECANCELED. The replay
 	 * keeps it (ctx must outlive it): a step report calls it too while it
-	 * replays the step, and is cancelled the same way. */
+	 * replays the step, and a seek while it replays events (done of the
+	 * total it has to replay), and are cancelled the same way (a seek's
+	 * replay then stands where it stopped). */
 	int (*progress)(void *ctx, uint64_t done, uint64_t total);
 	void *progress_ctx;
 } mms_replay_options_t;
@@ -132,7 +134,8 @@ int mms_replay_index_state(const mms_replay_t *r, int *write_error);
 int mms_replay_next(mms_replay_t *r, mms_event_t *ev);
 /* Moves to position pos (0 <= pos <= events): a checkpoint and a short
  * replay, backwards or forwards. Returns 0 or a negative code
- * (MMS_EUSAGE for a position past the end). */
+ * (MMS_EUSAGE for a position past the end; -ECANCELED when the progress
+ * callback cancelled the replay, which stands where it stopped). */
 int mms_replay_seek(mms_replay_t *r, uint64_t pos);
 void mms_replay_where(const mms_replay_t *r, mms_where_t *w);
 /* A forward-only replay (forward_only) of a log followed while its

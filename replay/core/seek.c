@@ -232,11 +232,22 @@ MMS__EXPORT int mms_replay_next(mms_replay_t *r, mms_event_t *ev)
 }
 
 /* Replays forward until position pos. */
+/* Events a seek replays between calls of the progress callback. */
+#define SEEK_PROGRESS_EVERY ((uint64_t)1 << 16)
+
+/* Replays up to pos; the progress callback, every SEEK_PROGRESS_EVERY
+ * events, may cancel (-ECANCELED: the replay stands where it stopped). */
 static int replay_to(mms_replay_t *r, uint64_t pos)
 {
+	uint64_t from = r->st.pos, next = from + SEEK_PROGRESS_EVERY;
 	int rc;
 
 	while (r->st.pos < pos) {
+		if (r->st.pos >= next) {
+			next = r->st.pos + SEEK_PROGRESS_EVERY;
+			if (r->progress && r->progress(r->progress_ctx, r->st.pos - from, pos - from))
+				return -ECANCELED;
+		}
 		rc = mms_replay_next(r, NULL);
 		if (rc <= 0)
 			return rc ? rc : MMS_ECORRUPT;
