@@ -414,26 +414,26 @@ class _Interrupts:
     def __init__(self):
         self.hit = False
         self.callback = PROGRESS_FN(self._progress)
-        self._prev = None
 
     def _progress(self, ctx, done, total):
         return 1 if self.hit else 0
 
-    def _hook(self, unraisable):
-        if issubclass(unraisable.exc_type, KeyboardInterrupt):
-            self.hit = True
-        else:
-            self._prev(unraisable)
-
     @contextlib.contextmanager
     def catching(self):
+        prev = sys.unraisablehook
+
+        def hook(unraisable):
+            if issubclass(unraisable.exc_type, KeyboardInterrupt):
+                self.hit = True
+            else:
+                prev(unraisable)
+
         self.hit = False
-        self._prev = sys.unraisablehook
-        sys.unraisablehook = self._hook
+        sys.unraisablehook = hook
         try:
             yield
         finally:
-            sys.unraisablehook = self._prev
+            sys.unraisablehook = prev
         if self.hit:
             self.hit = False
             raise KeyboardInterrupt

@@ -231,7 +231,6 @@ MMS__EXPORT int mms_replay_next(mms_replay_t *r, mms_event_t *ev)
 	return 1;
 }
 
-/* Replays forward until position pos. */
 /* Events a seek replays between calls of the progress callback. */
 #define SEEK_PROGRESS_EVERY ((uint64_t)1 << 16)
 
