@@ -50,51 +50,54 @@ static bool handling_ours(int sig)
 	return !sigaction(sig, NULL, &old) && (old.sa_handler == SIG_DFL || old.sa_handler == on_signal);
 }
 
-void progress_catch_signals(void)
+/* Gives sig to on_signal() with flags, unless it is ignored or another's:
+ * one ignored (nohup, a background job of a shell) stays so. */
+static void take(int sig, int flags)
 {
-	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
-	struct sigaction sa, old;
+	struct sigaction sa;
 
+	if (!handling_ours(sig))
+		return;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		/* One ignored (nohup, a background job of a shell) stays so. */
-		if (!sigaction(sigs[i], NULL, &old) && old.sa_handler == SIG_DFL)
-			sigaction(sigs[i], &sa, NULL);
+	sa.sa_flags = flags;
+	sigaction(sig, &sa, NULL);
+}
+
+/* Gives sig its default handling back where on_signal() has it. */
+static void give_back(int sig)
+{
+	struct sigaction old;
+
+	if (!sigaction(sig, NULL, &old) && old.sa_handler == on_signal)
+		signal(sig, SIG_DFL);
+}
+
+void progress_catch_signals(void)
+{
+	take(SIGINT, SA_RESTART);
+	take(SIGTERM, SA_RESTART);
+	take(SIGHUP, SA_RESTART);
 }
 
 void progress_catch_interrupts(void)
 {
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	/* No SA_RESTART: the read of the prompt's line returns (EINTR). */
 	repl = 1;
 	caught = 0;
-	if (handling_ours(SIGINT))
-		sigaction(SIGINT, &sa, NULL);
+	/* No SA_RESTART: the read of the prompt's line returns (EINTR). */
+	take(SIGINT, 0);
 	/* The prompt's commands write no file: SIGTERM and SIGHUP end the
 	 * program at once, as before any handler. */
-	progress_uncatch_signals(SIGTERM);
-	progress_uncatch_signals(SIGHUP);
+	give_back(SIGTERM);
+	give_back(SIGHUP);
 }
 
-void progress_uncatch_signals(int sig)
+void progress_uncatch_signals(void)
 {
-	struct sigaction old;
-
-	if (!sig) {
-		progress_uncatch_signals(SIGINT);
-		progress_uncatch_signals(SIGTERM);
-		progress_uncatch_signals(SIGHUP);
-		return;
-	}
-	if (!sigaction(sig, NULL, &old) && old.sa_handler == on_signal)
-		signal(sig, SIG_DFL);
+	give_back(SIGINT);
+	give_back(SIGTERM);
+	give_back(SIGHUP);
 }
 
 int progress_take_interrupt(void)

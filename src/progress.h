@@ -56,9 +56,9 @@ void progress_die_if_caught(void);
  * running, or the line being typed, and the prompt comes back (as in gdb
  * or Python); SIGTERM and SIGHUP end the program at once. */
 void progress_catch_interrupts(void);
-/* Gives signal sig (0: all three) back its default handling where
- * progress_catch_signals() took it. */
-void progress_uncatch_signals(int sig);
+/* Gives the three signals back their default handling where
+ * progress_catch_signals() took them. */
+void progress_uncatch_signals(void);
 /* The signal caught since the last call (0: none), and forgets it. */
 int progress_take_interrupt(void);
 

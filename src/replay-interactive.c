@@ -417,22 +417,58 @@ static void interrupted(struct session *ss)
 {
 	if (!progress_take_interrupt())
 		return;
+	fflush(ss->s->out);
 	if (ss->s->json) {
 		fputs("{\"error\":\"interrupted\"}\n", ss->s->out);
-	} else {
 		fflush(ss->s->out);
+	} else {
 		fputs("Interrupted.\n", stderr);
 	}
-	fflush(ss->s->out);
+}
+
+/* The next command line into *out: 1; 0 at the end of the input; -1 when
+ * Ctrl-C dropped the line being typed. A terminal's line is edited
+ * (*edited, freed at the next call) where editline is built in; else
+ * read into *line (*cap bytes), after a prompt on prompt_to for a
+ * terminal. */
+static int next_line(FILE *in, int tty, FILE *prompt_to, char **edited, char **line, size_t *cap, char **out)
+{
+#ifdef HAVE_LIBEDIT
+	(void)prompt_to;
+	if (tty) {
+		free(*edited);
+		*edited = readline("(msmemscope) ");
+		if (!*edited)
+			return progress_take_interrupt() ? -1 : 0;
+		if (**edited)
+			add_history(*edited);
+		*out = *edited;
+		return 1;
+	}
+#else
+	(void)edited;
+	if (tty) {
+		fputs("(msmemscope) ", prompt_to);
+		fflush(prompt_to);
+	}
+#endif
+	if (getline(line, cap, in) < 0) {
+		if (!tty || !progress_take_interrupt())
+			return 0;
+		clearerr(in);
+		return -1;
+	}
+	*out = *line;
+	return 1;
 }
 
 int replay_interactive(struct show *s, FILE *in)
 {
 	struct session ss = { s };
 	int tty = isatty(fileno(in)) && isatty(STDOUT_FILENO);
-	char *line = NULL;
+	char *line = NULL, *edited = NULL, *l;
 	size_t cap = 0;
-	int quit = 0;
+	int quit = 0, rc;
 
 	/* On a terminal Ctrl-C interrupts the command or the line typed and
 	 * the prompt comes back; commands read from elsewhere are a script,
@@ -440,49 +476,25 @@ int replay_interactive(struct show *s, FILE *in)
 	if (tty)
 		progress_catch_interrupts();
 	else
-		progress_uncatch_signals(0);
+		progress_uncatch_signals();
 	if (tty && !s->json) {
 		fprintf(s->out, "%s: replaying %s; 'help' lists the commands.\n", cli_progname, s->path);
 		show_where(s);
 	}
-	while (!quit) {
 #ifdef HAVE_LIBEDIT
-		if (tty) {
-			char *l;
-
-			/* editline's handlers would send the signal on to the
-			 * whole process group: ours takes it. */
-			rl_catch_signals = 0;
-			l = readline("(msmemscope) ");
-			if (!l) {
-				if (!progress_take_interrupt())
-					break;
-				fputc('\n', s->out);
-				continue;
-			}
-			if (*l)
-				add_history(l);
-			quit = run_line(&ss, l);
-			free(l);
-			interrupted(&ss);
-			continue;
-		}
-#else
-		if (tty) {
-			fputs("(msmemscope) ", s->out);
-			fflush(s->out);
-		}
+	/* editline's handlers would send the signal on to the whole process
+	 * group: ours takes it. */
+	rl_catch_signals = 0;
 #endif
-		if (getline(&line, &cap, in) < 0) {
-			if (!tty || !progress_take_interrupt())
-				break;
-			clearerr(in);
+	while (!quit && (rc = next_line(in, tty, s->out, &edited, &line, &cap, &l))) {
+		if (rc < 0) {
 			fputc('\n', s->out);
 			continue;
 		}
-		quit = run_line(&ss, line);
+		quit = run_line(&ss, l);
 		interrupted(&ss);
 	}
+	free(edited);
 	free(line);
 	if (tty && !quit)
 		fputc('\n', s->out);

@@ -25,9 +25,15 @@
 
 /* --- time buckets (struct bucketer: trace-int.h) ---------------------------- */
 
+/* Time t from the buckets' start (0 for a time before it). */
+static uint64_t bucket_since(const struct bucketer *b, uint64_t t)
+{
+	return t > b->t0 ? t - b->t0 : 0;
+}
+
 static uint64_t bucket_of(const struct bucketer *b, uint64_t t)
 {
-	uint64_t d = t > b->t0 ? t - b->t0 : 0;
+	uint64_t d = bucket_since(b, t);
 
 	if (!b->span || d >= b->span)
 		return b->n - 1;
@@ -59,7 +65,7 @@ static void bucket_add(struct bucketer *b, uint64_t t, uint64_t before, uint64_t
 {
 	uint64_t i;
 
-	if ((t > b->t0 ? t - b->t0 : 0) >= b->next_edge) {
+	if (bucket_since(b, t) >= b->next_edge) {
 		i = bucket_of(b, t);
 		while (b->cur < i) {
 			b->emit(b->ctx, b->cur, bucket_start(b, b->cur), b->max);
