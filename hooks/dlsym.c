@@ -36,6 +36,10 @@
 #if defined(__x86_64__) || defined(__aarch64__)
 
 void *(*mms__real_dlsym)(void *, const char *);
+/* Set where an allocator's own functions are redirected (redirect.c):
+ * every dlsym() then goes through mms__dlsym_slow(), which redirects the
+ * objects loaded since the last look first. */
+int mms__dlsym_watch;
 
 #if defined(__x86_64__)
 #define DLSYM_OLD_VERSION "GLIBC_2.2.5"
@@ -74,7 +78,11 @@ void *mms__dlsym_resolve(void)
 }
 
 /* The entry point's slow path, with dlsym()'s arguments: the real
- * dlsym() found when not known yet; then 1 when the lookup is one of the
+ * dlsym() found when not known yet, and the objects loaded since the last
+ * look redirected (while mms__dlsym_watch is set: a program's plugin is
+ * reached through dlsym(), so its calls of an allocator's own functions
+ * are redirected before its code runs, redirect.c); then 1 when the
+ * lookup is one of the
  * driver's entry points cuda.c wraps, in a real handle (the entry point
  * goes on to mms__cuda_dlsym()), else 0 (it jumps to the real dlsym(), or
  * returns NULL when there is none). */
@@ -82,13 +90,16 @@ int mms__dlsym_slow(void *handle, const char *name)
 {
 	if (!mms__dlsym_resolve())
 		return 0;
+	if (__atomic_load_n(&mms__dlsym_watch, __ATOMIC_RELAXED))
+		mms__redirect_rescan();
 	return handle && handle != RTLD_NEXT && name && name[0] == 'c' && name[1] == 'u' && mms__cuda_wants(name);
 }
 
 /* The entry point. RTLD_NEXT is (void *)-1 and RTLD_DEFAULT NULL; a NULL
  * name is the real dlsym()'s to report. Every lookup but one of a "cu"
- * name in a real handle jumps to the real dlsym() at once; those, and any
- * before the real dlsym() is known, ask mms__dlsym_slow(). */
+ * name in a real handle jumps to the real dlsym() at once; those, any
+ * before the real dlsym() is known, and every one while mms__dlsym_watch
+ * is set, ask mms__dlsym_slow(). */
 #if defined(__x86_64__)
 #ifdef __CET__
 #define DLSYM_LANDING "endbr64\n\t"
@@ -100,11 +111,11 @@ __asm__(".text\n\t"
 	".type dlsym, @function\n\t"
 	".p2align 4\n"
 	"dlsym:\n\t"
-	".cfi_startproc\n\t"
-	DLSYM_LANDING
-	"movq mms__real_dlsym(%rip), %rax\n\t"
+	".cfi_startproc\n\t" DLSYM_LANDING "movq mms__real_dlsym(%rip), %rax\n\t"
 	"testq %rax, %rax\n\t"
 	"jz 3f\n\t"
+	"cmpl $0, mms__dlsym_watch(%rip)\n\t"
+	"jne 3f\n\t"
 	"cmpq $-1, %rdi\n\t"
 	"je 2f\n\t"
 	"testq %rdi, %rdi\n\t"
@@ -155,11 +166,12 @@ __asm__(".text\n\t"
 	".type dlsym, %function\n\t"
 	".p2align 2\n"
 	"dlsym:\n\t"
-	".cfi_startproc\n\t"
-	DLSYM_LANDING
-	"adrp x16, mms__real_dlsym\n\t"
+	".cfi_startproc\n\t" DLSYM_LANDING "adrp x16, mms__real_dlsym\n\t"
 	"ldr x16, [x16, :lo12:mms__real_dlsym]\n\t"
 	"cbz x16, 3f\n\t"
+	"adrp x17, mms__dlsym_watch\n\t"
+	"ldr w17, [x17, :lo12:mms__dlsym_watch]\n\t"
+	"cbnz w17, 3f\n\t"
 	"cmn x0, #1\n\t"
 	"b.eq 2f\n\t"
 	"cbz x0, 2f\n\t"

@@ -59,7 +59,7 @@ struct dyn {
 /* An address of the dynamic section: the loader relocates them in place
  * on most targets; where it does not (a read-only section), it is an
  * offset from the object's base. */
-static const void *dyn_ptr(const struct dl_phdr_info *info, ElfW(Addr) p)
+const void *mms__dyn_ptr(const struct dl_phdr_info *info, uintptr_t p)
 {
 	return (const void *)(p < info->dlpi_addr ? p + info->dlpi_addr : p);
 }
@@ -77,19 +77,19 @@ static int dyn_read(const struct dl_phdr_info *info, struct dyn *d)
 	for (; dyn->d_tag != DT_NULL; dyn++) {
 		switch (dyn->d_tag) {
 		case DT_SYMTAB:
-			d->symtab = dyn_ptr(info, dyn->d_un.d_ptr);
+			d->symtab = mms__dyn_ptr(info, dyn->d_un.d_ptr);
 			break;
 		case DT_STRTAB:
-			d->strtab = dyn_ptr(info, dyn->d_un.d_ptr);
+			d->strtab = mms__dyn_ptr(info, dyn->d_un.d_ptr);
 			break;
 		case DT_GNU_HASH:
-			d->gnu_hash = dyn_ptr(info, dyn->d_un.d_ptr);
+			d->gnu_hash = mms__dyn_ptr(info, dyn->d_un.d_ptr);
 			break;
 		case DT_HASH:
-			d->hash = dyn_ptr(info, dyn->d_un.d_ptr);
+			d->hash = mms__dyn_ptr(info, dyn->d_un.d_ptr);
 			break;
 		case DT_VERSYM:
-			d->versym = dyn_ptr(info, dyn->d_un.d_ptr);
+			d->versym = mms__dyn_ptr(info, dyn->d_un.d_ptr);
 			break;
 		default:
 			break;

@@ -671,6 +671,55 @@ void mms__guard_free_hook(void *ptr, unsigned family, uintptr_t ra) MMS_HIDDEN;
  * returns NULL on failure. */
 void *mms__hook_new(size_t size, size_t align, uintptr_t ra) MMS_HIDDEN;
 void mms__hook_delete(void *ptr, uintptr_t ra) MMS_HIDDEN;
+/* The C++ operators the recorder defines (newdelete.c), by their mangled
+ * names (Itanium C++ ABI, 64-bit size_t). */
+void *_Znwm(size_t size);
+void *_Znam(size_t size);
+void *_ZnwmSt11align_val_t(size_t size, size_t align);
+void *_ZnamSt11align_val_t(size_t size, size_t align);
+void *_ZnwmRKSt9nothrow_t(size_t size, const void *nt);
+void *_ZnamRKSt9nothrow_t(size_t size, const void *nt);
+void _ZdlPv(void *p);
+void _ZdaPv(void *p);
+void _ZdlPvm(void *p, size_t n);
+void _ZdaPvm(void *p, size_t n);
+void _ZdlPvSt11align_val_t(void *p, size_t a);
+void _ZdaPvSt11align_val_t(void *p, size_t a);
+void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t a);
+void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t a);
+void _ZdlPvRKSt9nothrow_t(void *p, const void *nt);
+void _ZdaPvRKSt9nothrow_t(void *p, const void *nt);
+/* jemalloc's functions of its own, found by redirect.c where jemalloc is
+ * loaded, and the recorder's in their place (hooks.c), to which redirect.c
+ * points the program's calls of them. */
+struct mms_je {
+	void *(*mallocx)(size_t, int);
+	void *(*rallocx)(void *, size_t, int);
+	size_t (*xallocx)(void *, size_t, size_t, int);
+	size_t (*sallocx)(const void *, int);
+	void (*dallocx)(void *, int);
+	void (*sdallocx)(void *, size_t, int);
+};
+extern struct mms_je mms__je MMS_HIDDEN;
+void *mms__je_mallocx(size_t size, int flags) MMS_HIDDEN;
+void *mms__je_rallocx(void *ptr, size_t size, int flags) MMS_HIDDEN;
+size_t mms__je_xallocx(void *ptr, size_t size, size_t extra, int flags) MMS_HIDDEN;
+size_t mms__je_sallocx(const void *ptr, int flags) MMS_HIDDEN;
+void mms__je_dallocx(void *ptr, int flags) MMS_HIDDEN;
+void mms__je_sdallocx(void *ptr, size_t size, int flags) MMS_HIDDEN;
+/* redirect.c: finds a replacement allocator's functions of its own
+ * (jemalloc's above, tcmalloc's tc_ functions) at start-up, after
+ * mms__runtime_code_init() and mms__elfsym_init(), and points the calls
+ * of each loaded object to the recorder's; mms__redirect_rescan() does
+ * that for the objects loaded since (modules.c's scans, and dlsym() while
+ * mms__dlsym_watch is set: dlsym.c). */
+void mms__redirect_init(void) MMS_HIDDEN;
+void mms__redirect_rescan(void) MMS_HIDDEN;
+extern int mms__dlsym_watch MMS_HIDDEN;
+/* An address of an object's dynamic section (elfsym.c): the loader
+ * relocates them in place on most targets, not where the section is
+ * read-only (an offset from the object's base there). */
+const void *mms__dyn_ptr(const struct dl_phdr_info *info, uintptr_t p) MMS_HIDDEN;
 /* Records the allocation of a guarded block (t->prev_stamp and
  * t->stack_id are then its stamp and stack); ra is the allocating call's
  * return address, in its caller (the runtimes' blocks are told by it). */

@@ -144,6 +144,7 @@ void mms__init(void)
 	mms__tls_busy = 2;
 	mms__runtime_code_init();
 	mms__elfsym_init();
+	mms__redirect_init();
 	mms__gdb_init();
 	config_read();
 	mms__pystack_init();
@@ -300,22 +301,23 @@ static inline void rec_free(struct mms_thread *t, unsigned fn, void *ptr, uint64
 #define RA ((uintptr_t)__builtin_return_address(0))
 
 /* req: the bytes asked for, as a failure records them (calloc's product
- * saturated); align: the alignment asked for, 0 for the function's own. A
- * NULL with ENOMEM is a refusal; with EINVAL (a bad alignment) it is
- * not. */
-#define HOOK_ALLOC(fn, align, req, call)                                      \
+ * saturated); align: the alignment asked for, 0 for the function's own;
+ * refused: whether a NULL is a refusal (HOOK_ALLOC: with ENOMEM, not with
+ * EINVAL, a bad alignment). */
+#define HOOK_ALLOC_IF(fn, align, req, call, refused)                          \
 	do {                                                                  \
 		struct mms_thread *t = mms__enter();                          \
 		void *r_ = (call);                                            \
 		if (t) {                                                      \
 			if (r_)                                               \
 				rec_alloc(t, fn, r_, size_, FRAME);           \
-			else if (errno == ENOMEM)                             \
+			else if (refused)                                     \
 				rec_alloc_fail(t, fn, (req), (align), FRAME); \
 			mms__leave();                                         \
 		}                                                             \
 		return r_;                                                    \
 	} while (0)
+#define HOOK_ALLOC(fn, align, req, call) HOOK_ALLOC_IF(fn, align, req, call, errno == ENOMEM)
 
 /* --- guard mode (guard.c) ---------------------------------------------------
  * With guard=1 every allocation and free of the program goes through
@@ -454,10 +456,16 @@ void *mms__hook_new(size_t size, size_t align, uintptr_t ra)
 	return r;
 }
 
+/* How a block is handed back to the real allocator: free(), or
+ * jemalloc's dallocx() or sdallocx() with the program's size and flags. */
+enum release { REL_FREE, REL_DALLOCX, REL_SDALLOCX };
+
 /* free() past its arena and guard mode checks: ra, when not 0, is the
  * hooked call's return address (an operator delete's caller; inlined,
- * free() with 0 stores nothing for it). */
-static inline __attribute__((always_inline)) void free_recorded(void *ptr, uintptr_t ra)
+ * free() with 0 stores nothing for it); rel, size and flags: the real
+ * call. */
+static inline __attribute__((always_inline)) void free_recorded(void *ptr, uintptr_t ra, enum release rel, size_t size,
+								int flags)
 {
 	struct mms_thread *t = mms__enter();
 
@@ -471,7 +479,12 @@ static inline __attribute__((always_inline)) void free_recorded(void *ptr, uintp
 		mms__leave();
 	}
 	mms__release_watched((uintptr_t)ptr, 0);
-	mms__real.free(ptr);
+	if (rel == REL_SDALLOCX)
+		mms__je.sdallocx(ptr, size, flags);
+	else if (rel == REL_DALLOCX)
+		mms__je.dallocx(ptr, flags);
+	else
+		mms__real.free(ptr);
 }
 
 void mms__hook_delete(void *ptr, uintptr_t ra)
@@ -482,7 +495,7 @@ void mms__hook_delete(void *ptr, uintptr_t ra)
 		mms__arena_free(ptr);
 		return;
 	}
-	free_recorded(ptr, ra);
+	free_recorded(ptr, ra, REL_FREE, 0, 0);
 }
 
 MMS_EXPORT void *malloc(size_t size)
@@ -533,41 +546,57 @@ MMS_EXPORT void free(void *ptr)
 		mms__guard_free_hook(ptr, MMS_GUARD_FAMILY_MALLOC, RA);
 		return;
 	}
-	free_recorded(ptr, 0);
+	free_recorded(ptr, 0, REL_FREE, 0, 0);
 }
 
-/* realloc: the old block is stamped released before the call, the new one
- * obtained after it; both records are written after the call, when its
- * outcome is known (a failed realloc released nothing). The thread stays
- * inside the hook across the call, so nothing of its own lands between. */
-static void *realloc_common(void *ptr, size_t size, uintptr_t ra)
+/* jemalloc's flags (mallocx() and its family, below): the log2 of the
+ * alignment in the low 6 bits (0: malloc's), MALLOCX_ZERO. */
+#define JE_ZERO 0x40
+#define JE_ALIGN(flags) ((flags)&0x3f ? (size_t)1 << ((flags)&0x3f) : 0)
+
+/* How a block is resized: realloc(), or jemalloc's rallocx() or xallocx()
+ * (in place, or not at all: its result is the block's real size then,
+ * below size when it could not grow there). */
+enum resize { RS_REALLOC, RS_RALLOCX, RS_XALLOCX };
+
+static inline __attribute__((always_inline)) void *resize_call(void *ptr, size_t size, enum resize op, size_t extra,
+							       int flags, size_t *xsize)
+{
+	if (op == RS_XALLOCX) {
+		*xsize = mms__je.xallocx(ptr, size, extra, flags);
+		return *xsize >= size ? ptr : NULL;
+	}
+	return op == RS_RALLOCX ? mms__je.rallocx(ptr, size, flags) : mms__real.realloc(ptr, size);
+}
+
+/* A resize past its arena and guard mode checks: the old block is stamped
+ * released before the call, the new one obtained after it; both records
+ * are written after the call, when its outcome is known (a failed realloc
+ * released nothing; an xallocx() that resized in place records the block
+ * at its address again, of the size asked for). The thread stays inside
+ * the hook across the call, so nothing of its own lands between. */
+static inline __attribute__((always_inline)) void *resize_recorded(void *ptr, size_t size, enum resize op, size_t extra,
+								   int flags, size_t *xsize, uintptr_t ra)
 {
 	struct mms_thread *t;
 	uint64_t t1;
 	void *r;
 
-	/* A block of the arena stays there, whoever resizes it. */
-	if (unlikely(ptr && mms__arena_owns(ptr)))
-		return mms__arena_realloc(ptr, size);
-	if (!ptr && OWN_CALL(realloc))
-		return own_alloc(size, 16);
-	if (unlikely(!mms__real.realloc))
-		return NULL;
-	if (unlikely(mms__guard_on))
-		return guard_realloc_hook(ptr, size, ra);
 	/* The block may move: a watch on it ends here either way. */
 	if (ptr)
 		mms__release_watched((uintptr_t)ptr, 0);
 	t = mms__enter();
 	if (!t)
-		return mms__real.realloc(ptr, size);
+		return resize_call(ptr, size, op, extra, flags, xsize);
 	if (ptr)
 		mms__note_release((uintptr_t)ptr, t->index);
 	t1 = mms__stamp_release_heap();
-	r = mms__real.realloc(ptr, size);
-	if (unlikely(!r) && size && errno == ENOMEM)
-		rec_alloc_fail(t, MMS_ALLOC_REALLOC, size, 0, FRAME);
-	if (r || (ptr && size == 0)) {
+	r = resize_call(ptr, size, op, extra, flags, xsize);
+	/* jemalloc's rallocx() sets no errno: its every NULL is a refusal;
+	 * an xallocx() that could not grow in place refused nothing. */
+	if (unlikely(!r) && size && (op == RS_RALLOCX || (op == RS_REALLOC && errno == ENOMEM)))
+		rec_alloc_fail(t, MMS_ALLOC_REALLOC, size, op == RS_RALLOCX ? JE_ALIGN(flags) : 0, FRAME);
+	if (r || (op == RS_REALLOC && ptr && size == 0)) {
 		/* One walk serves both records: one call freed and allocated. */
 		uint32_t stack = mms__capture_stack_at(t, FRAME);
 
@@ -578,6 +607,20 @@ static void *realloc_common(void *ptr, size_t size, uintptr_t ra)
 	}
 	mms__leave();
 	return r;
+}
+
+static void *realloc_common(void *ptr, size_t size, uintptr_t ra)
+{
+	/* A block of the arena stays there, whoever resizes it. */
+	if (unlikely(ptr && mms__arena_owns(ptr)))
+		return mms__arena_realloc(ptr, size);
+	if (!ptr && OWN_CALL(realloc))
+		return own_alloc(size, 16);
+	if (unlikely(!mms__real.realloc))
+		return NULL;
+	if (unlikely(mms__guard_on))
+		return guard_realloc_hook(ptr, size, ra);
+	return resize_recorded(ptr, size, RS_REALLOC, 0, 0, NULL, ra);
 }
 
 MMS_EXPORT void *realloc(void *ptr, size_t size)
@@ -701,26 +744,165 @@ MMS_EXPORT void *pvalloc(size_t size)
 	HOOK_ALLOC(MMS_ALLOC_PVALLOC, 0, size, mms__real.pvalloc(size));
 }
 
-/* Guard mode moves the program's bytes inside a larger block: the usable
- * size of a guarded block is what was asked for. */
+/* The usable size of a block of the recorder's arena, or of a guarded
+ * block (guard mode moves the program's bytes inside a larger block: a
+ * guarded block's is what was asked for): 1 with *n set, else 0. */
+static int usable_ours(const void *ptr, size_t *n)
+{
+	int found = 0;
+
+	if (mms__arena_owns(ptr)) {
+		*n = mms__arena_usable(ptr);
+		return 1;
+	}
+	if (unlikely(mms__guard_on) && !mms__tls_busy) {
+		mms__tls_busy = 1;
+		found = mms__guard_usable(ptr, n);
+		mms__tls_busy = 0;
+	}
+	return found;
+}
+
 MMS_EXPORT size_t malloc_usable_size(void *ptr)
 {
 	size_t n;
 
 	if (!ptr)
 		return 0;
-	if (mms__arena_owns(ptr))
-		return mms__arena_usable(ptr);
-	if (unlikely(mms__guard_on) && !mms__tls_busy) {
-		int found;
-
-		mms__tls_busy = 1;
-		found = mms__guard_usable(ptr, &n);
-		mms__tls_busy = 0;
-		if (found)
-			return n;
-	}
+	if (usable_ours(ptr, &n))
+		return n;
 	if (!mms__real.malloc_usable_size)
 		mms__init();
 	return mms__real.malloc_usable_size ? mms__real.malloc_usable_size(ptr) : 0;
+}
+
+/* --- jemalloc's functions of its own (redirect.c) ----------------------------
+ * A program linked with jemalloc may allocate with mallocx() and its
+ * family beside the malloc family: redirect.c points its calls here. Each
+ * calls jemalloc's with the program's flags (its tcache and arena bits
+ * too) and is recorded as the malloc family's are: mallocx as malloc (as
+ * aligned_alloc with an alignment, as calloc with MALLOCX_ZERO), rallocx
+ * and xallocx as realloc, dallocx and sdallocx as free. In guard mode they
+ * make and release guarded blocks, as the malloc family's hooks do. */
+struct mms_je mms__je;
+
+static unsigned je_fn(int flags)
+{
+	return JE_ALIGN(flags) ? MMS_ALLOC_ALIGNED_ALLOC : flags & JE_ZERO ? MMS_ALLOC_CALLOC : MMS_ALLOC_MALLOC;
+}
+
+/* A block of the recorder's arena (or, in guard mode, a guarded block)
+ * for a mallocx() or rallocx() of flags. */
+static void *je_own_alloc(size_t size, int flags)
+{
+	size_t align = JE_ALIGN(flags);
+	void *p = own_alloc(size, align > 16 ? align : 16);
+
+	if (p && flags & JE_ZERO)
+		memset(p, 0, size);
+	return p;
+}
+
+static void *je_guard_alloc(unsigned fn, size_t size, int flags, uintptr_t ra)
+{
+	size_t align = JE_ALIGN(flags);
+
+	return mms__guard_alloc_hook(fn, align ? MMS_GUARD_FAMILY_MEMALIGN : MMS_GUARD_FAMILY_MALLOC,
+				     align > 16 ? align : 16, size, flags & JE_ZERO, ra);
+}
+
+void *mms__je_mallocx(size_t size, int flags)
+{
+	size_t size_ = size;
+
+	if (OWN_CALL(malloc))
+		return je_own_alloc(size, flags);
+	if (unlikely(mms__guard_on))
+		return je_guard_alloc(je_fn(flags), size, flags, RA);
+	/* jemalloc's mallocx() sets no errno: its every NULL is a refusal. */
+	HOOK_ALLOC_IF(je_fn(flags), JE_ALIGN(flags), size, mms__je.mallocx(size, flags), 1);
+}
+
+/* rallocx() of a guarded block with an alignment or MALLOCX_ZERO, which
+ * guard.c's realloc does not keep: a new guarded block, the bytes copied. */
+static __attribute__((noinline)) void *je_guard_rallocx(void *ptr, size_t size, int flags, uintptr_t ra)
+{
+	size_t old;
+	void *r;
+
+	if (!usable_ours(ptr, &old))
+		return guard_realloc_hook(ptr, size, ra); /* not guarded: as realloc() */
+	r = je_guard_alloc(MMS_ALLOC_REALLOC, size, flags, ra);
+	if (r) {
+		memcpy(r, ptr, old < size ? old : size);
+		mms__guard_free_hook(ptr, MMS_GUARD_FAMILY_MALLOC, ra);
+	}
+	return r;
+}
+
+void *mms__je_rallocx(void *ptr, size_t size, int flags)
+{
+	/* A block of the arena (of the recorder's start) stays there. */
+	if (unlikely(mms__arena_owns(ptr))) {
+		size_t old = mms__arena_usable(ptr);
+		void *r = je_own_alloc(size, flags);
+
+		if (r) {
+			memcpy(r, ptr, old < size ? old : size);
+			mms__arena_free(ptr);
+		}
+		return r;
+	}
+	if (unlikely(mms__guard_on))
+		return JE_ALIGN(flags) > 16 || flags & JE_ZERO ? je_guard_rallocx(ptr, size, flags, RA)
+							       : guard_realloc_hook(ptr, size, RA);
+	return resize_recorded(ptr, size, RS_RALLOCX, 0, flags, NULL, RA);
+}
+
+size_t mms__je_xallocx(void *ptr, size_t size, size_t extra, int flags)
+{
+	size_t n;
+
+	/* The arena's blocks and guarded ones never grow in place. */
+	if (usable_ours(ptr, &n))
+		return n;
+	resize_recorded(ptr, size, RS_XALLOCX, extra, flags, &n, RA);
+	return n;
+}
+
+size_t mms__je_sallocx(const void *ptr, int flags)
+{
+	size_t n;
+
+	return usable_ours(ptr, &n) ? n : mms__je.sallocx(ptr, flags);
+}
+
+/* dallocx() and sdallocx(): free()'s checks, then jemalloc's call (a NULL,
+ * which jemalloc does not take, goes to it as it came). */
+#define JE_RELEASE(ptr, rel, size, flags)                                       \
+	do {                                                                    \
+		if (unlikely(!ptr || mms__arena_owns(ptr))) {                   \
+			if (ptr)                                                \
+				mms__arena_free(ptr);                           \
+			else if (rel == REL_SDALLOCX)                           \
+				mms__je.sdallocx(ptr, size, flags);             \
+			else                                                    \
+				mms__je.dallocx(ptr, flags);                    \
+			return;                                                 \
+		}                                                               \
+		if (unlikely(mms__guard_on)) {                                  \
+			mms__guard_free_hook(ptr, MMS_GUARD_FAMILY_MALLOC, RA); \
+			return;                                                 \
+		}                                                               \
+		free_recorded(ptr, 0, rel, size, flags);                        \
+	} while (0)
+
+void mms__je_dallocx(void *ptr, int flags)
+{
+	JE_RELEASE(ptr, REL_DALLOCX, 0, flags);
+}
+
+void mms__je_sdallocx(void *ptr, size_t size, int flags)
+{
+	JE_RELEASE(ptr, REL_SDALLOCX, size, flags);
 }

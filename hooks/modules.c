@@ -292,6 +292,9 @@ void mms__modules_scan(struct mms_thread *t)
 		mms__phdr_iterate(scan_one, &sc);
 		mms__cuda_code_set(sc.cuda_lo, sc.cuda_hi);
 		pthread_mutex_unlock(&scan_lock);
+		/* Those loaded with dlopen() since: their calls of an
+		 * allocator's own functions, too. */
+		mms__redirect_rescan();
 	}
 	mms__tls_busy = busy;
 }

@@ -20,24 +20,6 @@ typedef void *(*new_al_fn)(size_t, size_t);
 typedef void *(*new_nt_fn)(size_t, const void *);
 typedef void (*del_fn)(void *);
 
-/* The operators' mangled names (Itanium C++ ABI, 64-bit size_t). */
-void *_Znwm(size_t size);
-void *_Znam(size_t size);
-void *_ZnwmSt11align_val_t(size_t size, size_t align);
-void *_ZnamSt11align_val_t(size_t size, size_t align);
-void *_ZnwmRKSt9nothrow_t(size_t size, const void *nt);
-void *_ZnamRKSt9nothrow_t(size_t size, const void *nt);
-void _ZdlPv(void *p);
-void _ZdaPv(void *p);
-void _ZdlPvm(void *p, size_t n);
-void _ZdaPvm(void *p, size_t n);
-void _ZdlPvSt11align_val_t(void *p, size_t a);
-void _ZdaPvSt11align_val_t(void *p, size_t a);
-void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t a);
-void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t a);
-void _ZdlPvRKSt9nothrow_t(void *p, const void *nt);
-void _ZdaPvRKSt9nothrow_t(void *p, const void *nt);
-
 /* The runtime's operators, found at their first call (the C++ runtime may
  * be loaded after the recorder starts). */
 struct real_cxx {

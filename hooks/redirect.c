@@ -1,0 +1,398 @@
+/* SPDX-License-Identifier: MIT */
+/* redirect.c: a replacement allocator's functions of its own. A program
+ * linked with jemalloc may allocate and release with mallocx(), rallocx(),
+ * xallocx(), dallocx() and sdallocx() beside the malloc family (folly does
+ * wherever it finds jemalloc), one linked with tcmalloc with tc_malloc(),
+ * tc_free() and the rest of tcmalloc's tc_ functions. Unseen, a block
+ * malloc'd and released by sdallocx() would stay live in the reports (a
+ * leak that is none), one mallocx'd and freed would be a bad free.
+ *
+ * The recorder cannot define these names as it defines malloc's: a program
+ * that looks for them (folly's usingJEMalloc(), a weak reference, dlsym())
+ * would find them where no such allocator is loaded, and behave otherwise.
+ * So it redirects the calls instead: in each loaded object that imports
+ * one of them, bound (or, lazily, to be bound) to the allocator's
+ * definition, the GOT entry is set to the recorder's function, once per
+ * object: those loaded at start-up when the recorder starts; one loaded
+ * later with dlopen() at the program's next dlsym() (which a program makes
+ * to reach a plugin's code: CPython to call an extension module's
+ * PyInit_) or the recorder's next look at the loader's list (modules.c),
+ * whichever comes first.
+ * jemalloc's functions go to hooks.c's mms__je_*, which call jemalloc's
+ * with the program's flags; tcmalloc's tc_ functions are its malloc family
+ * and C++ operators under other names, and go to the hooks of the
+ * functions they are (tc_malloc to malloc), where tcmalloc is the
+ * allocator the hooks forward to. The sized forms (tc_free_sized,
+ * tc_delete_sized) go to the unsized hooks: the size, passed in a
+ * register, is then not read (the x86-64 and aarch64 calling conventions;
+ * this file redirects on those two only).
+ *
+ * Not redirected: a function pointer obtained with dlsym() (the
+ * allocator's own), calls made by an object loaded with dlopen() before
+ * the recorder sees it (from its constructors, or before any dlsym()
+ * when nothing else is recorded meanwhile), the allocator's calls of
+ * its own functions, and tcmalloc's aligned nothrow operators (the
+ * recorder has no hooks of those). */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <link.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "hooks-int.h"
+
+#if defined(__x86_64__) || defined(__aarch64__)
+
+#if defined(__x86_64__)
+#define R_JUMP_SLOT R_X86_64_JUMP_SLOT
+#define R_GLOB_DAT R_X86_64_GLOB_DAT
+#define R_ABS R_X86_64_64
+#else
+#define R_JUMP_SLOT R_AARCH64_JUMP_SLOT
+#define R_GLOB_DAT R_AARCH64_GLOB_DAT
+#define R_ABS R_AARCH64_ABS64
+#endif
+
+/* A function redirected: its name, the recorder's function, and the
+ * allocator's (0 while not found: not redirected). */
+struct redirect {
+	const char *name;
+	void *to;
+	void *real;
+};
+
+#define R(name, to)                      \
+	{                                \
+		name, (void *)(to), NULL \
+	}
+
+/* jemalloc's: names that end in "allocx". nallocx() takes no block. */
+static struct redirect je[] = {
+	R("mallocx", mms__je_mallocx), R("rallocx", mms__je_rallocx), R("xallocx", mms__je_xallocx),
+	R("sallocx", mms__je_sallocx), R("dallocx", mms__je_dallocx), R("sdallocx", mms__je_sdallocx),
+};
+
+/* tcmalloc's: names that begin with "tc_". */
+static struct redirect tc[] = {
+	R("tc_malloc", malloc),
+	R("tc_malloc_skip_new_handler", malloc),
+	R("tc_calloc", calloc),
+	R("tc_realloc", realloc),
+	R("tc_memalign", memalign),
+	R("tc_posix_memalign", posix_memalign),
+	R("tc_valloc", valloc),
+	R("tc_pvalloc", pvalloc),
+	R("tc_free", free),
+	R("tc_free_sized", free),
+	R("tc_cfree", free),
+	R("tc_malloc_size", malloc_usable_size),
+	R("tc_new", _Znwm),
+	R("tc_newarray", _Znam),
+	R("tc_new_nothrow", _ZnwmRKSt9nothrow_t),
+	R("tc_newarray_nothrow", _ZnamRKSt9nothrow_t),
+	R("tc_new_aligned", _ZnwmSt11align_val_t),
+	R("tc_newarray_aligned", _ZnamSt11align_val_t),
+	R("tc_delete", _ZdlPv),
+	R("tc_deletearray", _ZdaPv),
+	R("tc_delete_nothrow", _ZdlPvRKSt9nothrow_t),
+	R("tc_deletearray_nothrow", _ZdaPvRKSt9nothrow_t),
+	R("tc_delete_sized", _ZdlPvm),
+	R("tc_deletearray_sized", _ZdaPvm),
+	R("tc_delete_aligned", _ZdlPvSt11align_val_t),
+	R("tc_deletearray_aligned", _ZdaPvSt11align_val_t),
+	R("tc_delete_sized_aligned", _ZdlPvmSt11align_val_t),
+	R("tc_deletearray_sized_aligned", _ZdaPvmSt11align_val_t),
+};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static int je_on, tc_on; /* the groups found */
+
+/* Finds a group's functions in the objects after the recorder's in the
+ * global scope (the allocator the hooks forward to, or one beside it);
+ * those not found stay as they are. */
+static void group_find(struct redirect *g, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		g[i].real = mms__elfsym_next(g[i].name, NULL);
+}
+
+/* The redirect for a symbol a relocation names, or NULL: only names of
+ * the groups found are looked at, by their shape first. */
+static const struct redirect *wanted(const char *name)
+{
+	struct redirect *g = NULL;
+	size_t n = 0, len;
+
+	if (tc_on && name[0] == 't' && name[1] == 'c' && name[2] == '_') {
+		g = tc;
+		n = COUNT(tc);
+	} else if (je_on && (len = strlen(name)) >= 7 && !strcmp(name + len - 6, "allocx")) {
+		g = je;
+		n = COUNT(je);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (g[i].real && !strcmp(g[i].name, name))
+			return &g[i];
+	return NULL;
+}
+
+/* Sets the GOT entry or pointer at slot to `to`; one in the object's
+ * RELRO part (read-only once the loader relocated it) is made writable
+ * for the store, and read-only again. */
+static void slot_set(void **slot, void *to, uintptr_t relro_lo, uintptr_t relro_hi)
+{
+	uintptr_t a = (uintptr_t)slot, page = a & ~((uintptr_t)sysconf(_SC_PAGESIZE) - 1);
+	size_t len = (size_t)sysconf(_SC_PAGESIZE);
+
+	if (a - relro_lo >= relro_hi - relro_lo) {
+		__atomic_store_n(slot, to, __ATOMIC_RELEASE);
+		return;
+	}
+	if (mms__real.mprotect((void *)page, len, PROT_READ | PROT_WRITE))
+		return;
+	__atomic_store_n(slot, to, __ATOMIC_RELEASE);
+	mms__real.mprotect((void *)page, len, PROT_READ);
+}
+
+/* The object whose relocations are being read. */
+struct object {
+	const struct dl_phdr_info *info;
+	const ElfW(Dyn) * dyn;
+	const ElfW(Sym) * symtab;
+	const char *strtab;
+	uintptr_t code_lo, code_hi;   /* its code: a lazy GOT entry points there */
+	uintptr_t relro_lo, relro_hi; /* its pages made read-only after relocation */
+	int base_ns;                  /* in the base namespace: 1, 0, or -1 unknown yet */
+};
+
+/* Whether object o is in the loader's base namespace, the program's (the
+ * list of _r_debug): one that dlmopen() loaded into another binds to that
+ * namespace's own copy of an allocator, not to the one found. */
+static int in_base_namespace(struct object *o)
+{
+	if (o->base_ns < 0) {
+		o->base_ns = 0;
+		for (const struct link_map *m = _r_debug.r_map; m && !o->base_ns; m = m->l_next)
+			o->base_ns = (const void *)m->l_ld == (const void *)o->dyn;
+	}
+	return o->base_ns;
+}
+
+/* Redirects what the relocations [r, r + size) of o bind to one of the
+ * functions found: a GOT entry (or, with addend 0, a pointer in its data)
+ * that holds the allocator's function, or a lazy entry not bound yet (it
+ * points into the object's PLT) of an object in the base namespace. One
+ * bound elsewhere (another definition of the name) is left as it is. */
+static void redirect_relocs(struct object *o, const ElfW(Rela) * r, size_t size)
+{
+	for (size_t i = 0; i < size / sizeof(*r); i++) {
+		unsigned long type = ELF64_R_TYPE(r[i].r_info), sym = ELF64_R_SYM(r[i].r_info);
+		const struct redirect *e;
+		void **slot, *v;
+
+		if (!sym || (type != R_JUMP_SLOT && type != R_GLOB_DAT && (type != R_ABS || r[i].r_addend)))
+			continue;
+		if (o->symtab[sym].st_shndx != SHN_UNDEF || !(e = wanted(o->strtab + o->symtab[sym].st_name)))
+			continue;
+		slot = (void **)(o->info->dlpi_addr + r[i].r_offset);
+		v = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+		if (v == e->to ||
+		    (v != e->real && !(type == R_JUMP_SLOT && (uintptr_t)v - o->code_lo < o->code_hi - o->code_lo &&
+				       in_base_namespace(o))))
+			continue;
+		slot_set(slot, e->to, o->relro_lo, o->relro_hi);
+	}
+}
+
+static void redirect_object(const struct dl_phdr_info *info)
+{
+	const ElfW(Dyn) *dyn = NULL;
+	const ElfW(Rela) *rela = NULL, *jmprel = NULL;
+	size_t relasz = 0, jmprelsz = 0;
+	int plt_rela = 1;
+	struct object o = { .info = info, .base_ns = -1 };
+
+	if (!je_on && !tc_on)
+		return;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
+		else if (ph->p_type == PT_GNU_RELRO) {
+			/* The pages the loader made read-only: a partial last
+			 * page stays writable (glibc's _dl_protect_relro). */
+			uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+
+			o.relro_lo = (info->dlpi_addr + ph->p_vaddr) & ~(page - 1);
+			o.relro_hi = (info->dlpi_addr + ph->p_vaddr + ph->p_memsz) & ~(page - 1);
+		}
+	}
+	if (!dyn)
+		return;
+	o.dyn = dyn;
+	for (; dyn->d_tag != DT_NULL; dyn++) {
+		switch (dyn->d_tag) {
+		case DT_SYMTAB:
+			o.symtab = mms__dyn_ptr(info, dyn->d_un.d_ptr);
+			break;
+		case DT_STRTAB:
+			o.strtab = mms__dyn_ptr(info, dyn->d_un.d_ptr);
+			break;
+		case DT_RELA:
+			rela = mms__dyn_ptr(info, dyn->d_un.d_ptr);
+			break;
+		case DT_RELASZ:
+			relasz = dyn->d_un.d_val;
+			break;
+		case DT_JMPREL:
+			jmprel = mms__dyn_ptr(info, dyn->d_un.d_ptr);
+			break;
+		case DT_PLTRELSZ:
+			jmprelsz = dyn->d_un.d_val;
+			break;
+		case DT_PLTREL:
+			plt_rela = dyn->d_un.d_val == DT_RELA;
+			break;
+		default:
+			break;
+		}
+	}
+	if (!o.symtab || !o.strtab)
+		return;
+	mms__code_span(info, &o.code_lo, &o.code_hi);
+	if (rela)
+		redirect_relocs(&o, rela, relasz);
+	if (jmprel && plt_rela)
+		redirect_relocs(&o, jmprel, jmprelsz);
+}
+
+/* --- the objects done ----------------------------------------------------------
+ * By their base address, in a hash set of the recorder's own memory, for
+ * the loader's count of objects added (dlpi_adds) it was made at; a
+ * dlclose() since (dlpi_subs changed) empties it: an object loaded again
+ * at the same base is another. Under done_lock, taken with trylock: a
+ * thread that waited for it could hold the loader's lock that the holder
+ * waits for (dlsym() from a constructor inside dlopen()). */
+static pthread_mutex_t done_lock = PTHREAD_MUTEX_INITIALIZER;
+static uintptr_t *done;
+static size_t done_cap, done_n;
+static unsigned long long done_adds, done_subs;
+
+/* Adds base to the set: 1 when it was not there, 0 when it was, -1 when
+ * there is no room (the object is done again next time: harmless). */
+static int done_add(uintptr_t base)
+{
+	size_t i, mask;
+
+	if (done_n * 2 >= done_cap) {
+		size_t cap = done_cap ? done_cap * 2 : 512;
+		uintptr_t *n = mms__map_anon(cap * sizeof(*n)), *old = done;
+
+		if (!n)
+			return -1;
+		for (size_t k = 0; k < done_cap; k++) {
+			if (!old[k])
+				continue;
+			for (i = (old[k] >> 12) * 0x9E3779B97F4A7C15ull & (cap - 1); n[i]; i = (i + 1) & (cap - 1))
+				;
+			n[i] = old[k];
+		}
+		done = n;
+		if (old)
+			mms__unmap_own(old, done_cap * sizeof(*old));
+		done_cap = cap;
+	}
+	mask = done_cap - 1;
+	base |= 1; /* 0 marks a free entry: the main program's base may be 0 */
+	for (i = (base >> 12) * 0x9E3779B97F4A7C15ull & mask; done[i]; i = (i + 1) & mask)
+		if (done[i] == base)
+			return 0;
+	done[i] = base;
+	done_n++;
+	return 1;
+}
+
+static int redirect_each(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	if (done_add(info->dlpi_addr))
+		redirect_object(info);
+	return 0;
+}
+
+void mms__redirect_rescan(void)
+{
+	unsigned long long v[2];
+	int busy;
+
+	if (!je_on && !tc_on)
+		return;
+	mms__loader_counts(v);
+	if ((v[0] == __atomic_load_n(&done_adds, __ATOMIC_RELAXED) &&
+	     v[1] == __atomic_load_n(&done_subs, __ATOMIC_RELAXED)) ||
+	    pthread_mutex_trylock(&done_lock))
+		return;
+	busy = mms__tls_busy;
+	mms__tls_busy = 2;
+	if (v[1] != done_subs) {
+		if (done)
+			memset(done, 0, done_cap * sizeof(*done));
+		done_n = 0;
+	}
+	mms__phdr_iterate(redirect_each, NULL);
+	__atomic_store_n(&done_adds, v[0], __ATOMIC_RELAXED);
+	__atomic_store_n(&done_subs, v[1], __ATOMIC_RELAXED);
+	mms__tls_busy = busy;
+	pthread_mutex_unlock(&done_lock);
+}
+
+void mms__redirect_init(void)
+{
+	/* jemalloc's, all six (every jemalloc since 4.0 has them). */
+	je[0].real = mms__elfsym_next(je[0].name, NULL);
+	if (je[0].real) {
+		group_find(je, COUNT(je));
+		je_on = 1;
+		for (size_t i = 0; i < COUNT(je); i++)
+			je_on &= je[i].real != NULL;
+	}
+	if (je_on) {
+		mms__je.mallocx = (void *(*)(size_t, int))je[0].real;
+		mms__je.rallocx = (void *(*)(void *, size_t, int))je[1].real;
+		mms__je.xallocx = (size_t(*)(void *, size_t, size_t, int))je[2].real;
+		mms__je.sallocx = (size_t(*)(const void *, int))je[3].real;
+		mms__je.dallocx = (void (*)(void *, int))je[4].real;
+		mms__je.sdallocx = (void (*)(void *, size_t, int))je[5].real;
+	}
+	/* tc_ functions go to the hooks of their malloc family, which
+	 * forward to the real allocator: only where that is tcmalloc (those
+	 * of an older tcmalloc than these names are not redirected). */
+	tc[0].real = mms__elfsym_next(tc[0].name, NULL);
+	if (tc[0].real && mms__in_code(&mms__alloc_code, (uintptr_t)tc[0].real)) {
+		group_find(tc, COUNT(tc));
+		tc_on = 1;
+	}
+	if (je_on || tc_on) {
+		mms__redirect_rescan();
+		/* dlsym() asks mms__redirect_rescan() from now on. */
+		__atomic_store_n(&mms__dlsym_watch, 1, __ATOMIC_RELEASE);
+	}
+}
+
+#else /* neither x86-64 nor aarch64: nothing redirected */
+
+void mms__redirect_init(void)
+{
+}
+
+void mms__redirect_rescan(void)
+{
+}
+
+#endif

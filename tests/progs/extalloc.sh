@@ -1,0 +1,120 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# extalloc.sh: a replacement allocator's functions of its own
+# (hooks/redirect.c). tests/progs/extalloc calls jemalloc's mallocx()
+# family and tcmalloc's tc_ functions (weak references), mixed with malloc
+# and free, under Debian's libjemalloc.so.2 and libtcmalloc_minimal.so.4
+# preloaded after the recorder (as -ljemalloc, -ltcmalloc_minimal link
+# them), built with lazy binding and with -z now (read-only GOT), and in a
+# plugin (tests/progs/extplug.so) loaded with dlopen() after start-up:
+#  - its output and exit status are as natively;
+#  - every allocation and release is recorded: no free of an unknown
+#    block, the program's only block live at exit is the one it keeps
+#    (before: each block malloc'd and released by sdallocx was a leak,
+#    each mallocx'd one freed was a bad free, the kept one was missed);
+#  - in guard mode it runs with no finding, and a write past a mallocx'd
+#    block is found when sdallocx releases it;
+#  - without either allocator the recorder defines none of these names
+#    (a program that looks for mallocx must not find it).
+. "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
+
+for p in extalloc extalloc-now; do
+	[ -x "$MMS_PROGS/$p" ] || fail "the test program is not built: $MMS_PROGS/$p"
+done
+timeout=
+command -v timeout >/dev/null 2>&1 && timeout="timeout 120"
+
+# --- no allocator: the names stay undefined ----------------------------------
+"$MMS_PROGS/extalloc" probe >probe.native 2>&1 || fail "extalloc probe exited $?: $(cat probe.native)"
+record probe.mms "$MMS_PROGS/extalloc" probe >probe.out 2>&1 || fail "extalloc probe under the recorder exited $?: $(cat probe.out)"
+expect_eq "what extalloc probe finds natively" "$(cat probe.native)" "mallocx absent, tc_malloc absent"
+expect_eq "what extalloc probe finds under the recorder" "$(cat probe.out)" "$(cat probe.native)"
+
+libdirs="/usr/lib/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu) /usr/lib64 /usr/lib /usr/local/lib"
+find_lib() {
+	for d in $libdirs; do
+		[ -f "$d/$1" ] && echo "$d/$1" && return 0
+	done
+	return 0
+}
+jemalloc=$(find_lib libjemalloc.so.2)
+tcmalloc=$(find_lib libtcmalloc_minimal.so.4)
+[ -n "$jemalloc$tcmalloc" ] ||
+	skip "neither libjemalloc.so.2 nor libtcmalloc_minimal.so.4 is installed (apt-get install libjemalloc2 libtcmalloc-minimal4)"
+
+pairs=5000
+# run NAME LIB MODE KEPT_BYTES: extalloc MODE under LIB, natively and
+# recorded, with both builds.
+run() {
+	_name=$1 _lib=$2 _mode=$3 _kept=$4
+	for _p in extalloc extalloc-now; do
+		_t=$_name-$_p
+		_rc=0
+		LD_PRELOAD=$_lib "$MMS_PROGS/$_p" "$_mode" $pairs >"$_t.native" 2>&1 || _rc=$?
+		expect_eq "$_p $_mode's exit status under $_name alone" "$_rc" 0
+		_rc=0
+		$timeout env LD_PRELOAD="$MMS_HOOKS:$_lib" MSMEMSCOPE_LOG="$_t.mms" "$MMS_PROGS/$_p" "$_mode" $pairs \
+			>"$_t.out" 2>"$_t.err" || _rc=$?
+		expect_eq "$_p $_mode's exit status under the recorder and $_name" "$_rc" 0
+		diff -u "$_t.native" "$_t.out" >"$_t.diff" ||
+			fail "$_p $_mode's output differs under the recorder: $(cat "$_t.diff") $(cat "$_t.err")"
+		summarize "$_t.mms"
+		expect_consistent "$_t.mms.json"
+		# The two threads' pairs, and the calls before them.
+		expect_ge "$_t: allocations recorded" "$(jget "$_t.mms.json" allocs)" $((2 * pairs + 8))
+		"$MMS_REPLAY" "$_t.mms" --analysis leaks --json >"$_t.leaks" 2>>"$_t.err" ||
+			fail "leaks of $_t.mms exited $?: $(cat "$_t.err")"
+		expect_eq "$_t: the program's blocks live at exit (and their bytes)" \
+			"$(kept_at_exit "$_t.leaks") $(kept_at_exit "$_t.leaks" bytes)" "1 $_kept"
+		# Guard mode: guarded blocks through the same functions, freed
+		# by the others, with no finding.
+		_rc=0
+		$timeout env LD_PRELOAD="$MMS_HOOKS:$_lib" MSMEMSCOPE_LOG="$_t.g.mms" MSMEMSCOPE_CONFIG=guard=1 \
+			"$MMS_PROGS/$_p" "$_mode" $pairs >"$_t.g.out" 2>"$_t.g.err" || _rc=$?
+		expect_eq "$_p $_mode's exit status in guard mode under $_name" "$_rc" 0
+		diff -u "$_t.native" "$_t.g.out" >"$_t.g.diff" ||
+			fail "$_p $_mode's output differs in guard mode: $(cat "$_t.g.diff") $(cat "$_t.g.err")"
+		"$MMS_REPLAY" "$_t.g.mms" --analysis guard --json >"$_t.g.json" 2>>"$_t.g.err" ||
+			fail "guard of $_t.g.mms exited $?: $(cat "$_t.g.err")"
+		expect_key "$_t.g.json" errors 0
+		summarize "$_t.g.mms"
+		expect_consistent "$_t.g.mms.json"
+	done
+}
+
+if [ -n "$jemalloc" ]; then
+	LD_PRELOAD=$jemalloc "$MMS_PROGS/extalloc" probe >probe.je.native 2>&1
+	env LD_PRELOAD="$MMS_HOOKS:$jemalloc" MSMEMSCOPE_LOG=probe.je.mms "$MMS_PROGS/extalloc" probe >probe.je.out 2>&1
+	expect_eq "extalloc probe under jemalloc and the recorder" "$(cat probe.je.out)" "$(cat probe.je.native)"
+	run jemalloc "$jemalloc" je 64
+	# A plugin loaded with dlopen() after start-up: its calls are
+	# redirected when the program reaches it through dlsym().
+	[ -f "$MMS_PROGS/extplug.so" ] || fail "the test plugin is not built: $MMS_PROGS/extplug.so"
+	env LD_PRELOAD="$MMS_HOOKS:$jemalloc" MSMEMSCOPE_LOG=plug.mms "$MMS_PROGS/extalloc" je-plugin $pairs \
+		"$MMS_PROGS/extplug.so" >plug.out 2>&1 || fail "extalloc je-plugin exited $?: $(cat plug.out)"
+	expect_eq "extalloc je-plugin's output" "$(cat plug.out)" "plugin: ran"
+	summarize plug.mms
+	expect_consistent plug.mms.json
+	expect_ge "the plugin's allocations recorded" "$(jget plug.mms.json allocs)" $((pairs + 1))
+	"$MMS_REPLAY" plug.mms --analysis leaks --json >plug.leaks 2>plug.err || fail "leaks of plug.mms exited $?: $(cat plug.err)"
+	expect_eq "the plugin's blocks live at exit (and their bytes)" \
+		"$(kept_at_exit plug.leaks) $(kept_at_exit plug.leaks bytes)" "1 77"
+	# A write past a mallocx'd block, found in guard mode when sdallocx
+	# releases it.
+	env LD_PRELOAD="$MMS_HOOKS:$jemalloc" MSMEMSCOPE_LOG=over.mms MSMEMSCOPE_CONFIG=guard=1 \
+		"$MMS_PROGS/extalloc" je-overflow >over.out 2>&1 || fail "extalloc je-overflow exited $?: $(cat over.out)"
+	"$MMS_REPLAY" over.mms --analysis guard --json >over.json 2>over.err || fail "guard of over.mms exited $?: $(cat over.err)"
+	expect_key over.json errors 1
+	expect_key over.json findings.0.kind '"overflow"'
+	expect_key over.json findings.0.size 100
+	expect_key over.json findings.0.offset 100
+	note "jemalloc ($jemalloc): mallocx, rallocx, xallocx, sallocx, dallocx, sdallocx recorded (lazy and -z now GOT, a dlopen()ed plugin), guard mode whole"
+else
+	note "libjemalloc.so.2 is not installed: its part not run (apt-get install libjemalloc2)"
+fi
+if [ -n "$tcmalloc" ]; then
+	run tcmalloc "$tcmalloc" tc 48
+	note "tcmalloc ($tcmalloc): its tc_ functions recorded (lazy and -z now GOT), guard mode whole"
+else
+	note "libtcmalloc_minimal.so.4 is not installed: its part not run (apt-get install libtcmalloc-minimal4)"
+fi
