@@ -689,6 +689,10 @@ void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t a);
 void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t a);
 void _ZdlPvRKSt9nothrow_t(void *p, const void *nt);
 void _ZdaPvRKSt9nothrow_t(void *p, const void *nt);
+void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt);
+void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt);
+void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const void *nt);
+void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const void *nt);
 /* jemalloc's functions of its own, found by redirect.c where jemalloc is
  * loaded, and the recorder's in their place (hooks.c), to which redirect.c
  * points the program's calls of them. */

@@ -17,6 +17,7 @@
 
 typedef void *(*new_fn)(size_t);
 typedef void *(*new_al_fn)(size_t, size_t);
+typedef void *(*new_al_nt_fn)(size_t, size_t, const void *);
 typedef void *(*new_nt_fn)(size_t, const void *);
 typedef void (*del_fn)(void *);
 
@@ -26,6 +27,7 @@ struct real_cxx {
 	new_fn nw, na;
 	new_al_fn nw_al, na_al;
 	new_nt_fn nw_nt, na_nt;
+	new_al_nt_fn nw_al_nt, na_al_nt;
 	del_fn dl, da;
 };
 static struct real_cxx cxx;
@@ -130,6 +132,16 @@ static void *no_runtime_new_nothrow(size_t size, const void *nt)
 	return malloc(size ? size : 1);
 }
 
+static void *no_runtime_new_aligned_nothrow(size_t size, size_t align, const void *nt)
+{
+	void *p = NULL;
+
+	(void)nt;
+	if (align < sizeof(void *))
+		align = sizeof(void *);
+	return posix_memalign(&p, align, size ? size : 1) ? NULL : p;
+}
+
 /* A replacement allocator's operator is called only when the malloc
  * family fails: its new-handler loop, and std::bad_alloc. */
 #define FORWARD_NEW(field, name, align, fallback, ...)                                                    \
@@ -202,6 +214,25 @@ MMS_EXPORT void *_ZnamRKSt9nothrow_t(size_t size, const void *nt)
 	FORWARD_NEW(na_nt, "_ZnamRKSt9nothrow_t", 16, no_runtime_new_nothrow, size, nt);
 }
 
+/* The aligned nothrow forms: libstdc++'s call the aligned ones, which are
+ * ours; jemalloc's and tcmalloc's allocate themselves (before, their
+ * blocks were unrecorded, and their deletes, ours, bad frees). */
+MMS_EXPORT void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt)
+{
+	if (unlikely(mms__guard_on))
+		return guard_new(MMS_GUARD_FAMILY_NEW, align, size, RA);
+	FORWARD_NEW(nw_al_nt, "_ZnwmSt11align_val_tRKSt9nothrow_t", align, no_runtime_new_aligned_nothrow, size, align,
+		    nt);
+}
+
+MMS_EXPORT void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt)
+{
+	if (unlikely(mms__guard_on))
+		return guard_new(MMS_GUARD_FAMILY_NEW_ARRAY, align, size, RA);
+	FORWARD_NEW(na_al_nt, "_ZnamSt11align_val_tRKSt9nothrow_t", align, no_runtime_new_aligned_nothrow, size, align,
+		    nt);
+}
+
 /* A delete: in guard mode, a release of family `family`; else the
  * runtime's operator (a tail call), or the free hook where that is the
  * replacement allocator's own. Inlined into each operator, whose caller
@@ -241,3 +272,5 @@ DELETE(_ZdlPvmSt11align_val_t, MMS_GUARD_FAMILY_NEW, size_t n, size_t a)
 DELETE(_ZdaPvmSt11align_val_t, MMS_GUARD_FAMILY_NEW_ARRAY, size_t n, size_t a)
 DELETE(_ZdlPvRKSt9nothrow_t, MMS_GUARD_FAMILY_NEW, const void *nt)
 DELETE(_ZdaPvRKSt9nothrow_t, MMS_GUARD_FAMILY_NEW_ARRAY, const void *nt)
+DELETE(_ZdlPvSt11align_val_tRKSt9nothrow_t, MMS_GUARD_FAMILY_NEW, size_t a, const void *nt)
+DELETE(_ZdaPvSt11align_val_tRKSt9nothrow_t, MMS_GUARD_FAMILY_NEW_ARRAY, size_t a, const void *nt)

@@ -31,8 +31,7 @@
  * allocator's own), calls made by an object loaded with dlopen() before
  * the recorder sees it (from its constructors, or before any dlsym()
  * when nothing else is recorded meanwhile), the allocator's calls of
- * its own functions, and tcmalloc's aligned nothrow operators (the
- * recorder has no hooks of those). */
+ * its own functions. */
 #define _GNU_SOURCE
 #include <elf.h>
 #include <link.h>
@@ -95,6 +94,8 @@ static struct redirect tc[] = {
 	R("tc_newarray_nothrow", _ZnamRKSt9nothrow_t),
 	R("tc_new_aligned", _ZnwmSt11align_val_t),
 	R("tc_newarray_aligned", _ZnamSt11align_val_t),
+	R("tc_new_aligned_nothrow", _ZnwmSt11align_val_tRKSt9nothrow_t),
+	R("tc_newarray_aligned_nothrow", _ZnamSt11align_val_tRKSt9nothrow_t),
 	R("tc_delete", _ZdlPv),
 	R("tc_deletearray", _ZdaPv),
 	R("tc_delete_nothrow", _ZdlPvRKSt9nothrow_t),
@@ -105,6 +106,8 @@ static struct redirect tc[] = {
 	R("tc_deletearray_aligned", _ZdaPvSt11align_val_t),
 	R("tc_delete_sized_aligned", _ZdlPvmSt11align_val_t),
 	R("tc_deletearray_sized_aligned", _ZdaPvmSt11align_val_t),
+	R("tc_delete_aligned_nothrow", _ZdlPvSt11align_val_tRKSt9nothrow_t),
+	R("tc_deletearray_aligned_nothrow", _ZdaPvSt11align_val_tRKSt9nothrow_t),
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))

@@ -107,6 +107,19 @@ def one_line_error(e):
     return "%s: %s" % (type(e).__name__, text)
 
 
+def event_handler(fn):
+    """fn as a gdb event handler: a Ctrl-C that cuts it short (the report
+    at exit replays the whole log) says "Quit", as gdb does for a command,
+    instead of gdb's "Python Exception <class 'KeyboardInterrupt'>" line."""
+    def handle(*args):
+        try:
+            return fn(*args)
+        except KeyboardInterrupt:
+            gdb.write("Quit\n")
+            return None
+    return handle
+
+
 class Command(gdb.Command):
     """A memscope command: run() does the work. Every command's invoke
     goes through here: errors that are not the user's (gdb could not read
@@ -248,11 +261,11 @@ class Session:
         if env is not None:
             gdb.execute("set exec-wrapper env " + " ".join(env))
             self.recording = True
-        gdb.events.new_objfile.connect(self._on_new_objfile)
-        gdb.events.stop.connect(self._on_stop)
-        gdb.events.exited.connect(self._on_exited)
-        gdb.events.breakpoint_deleted.connect(self._on_breakpoint_deleted)
-        gdb.events.breakpoint_modified.connect(self._on_breakpoint_changed)
+        gdb.events.new_objfile.connect(event_handler(self._on_new_objfile))
+        gdb.events.stop.connect(event_handler(self._on_stop))
+        gdb.events.exited.connect(event_handler(self._on_exited))
+        gdb.events.breakpoint_deleted.connect(event_handler(self._on_breakpoint_deleted))
+        gdb.events.breakpoint_modified.connect(event_handler(self._on_breakpoint_changed))
         for objfile in gdb.objfiles():
             if os.path.basename(objfile.filename) == HOOKS_NAME:
                 self._hooks_loaded()

@@ -23,7 +23,7 @@ import re
 import gdb
 
 from . import fmt, gdbif, replaylib
-from .session import one_line_error
+from .session import event_handler, one_line_error
 
 FIELDS = ("step", "launch", "op", "events")
 ZERO = {"step": 0, "launch": 0, "op": "", "events": 0}
@@ -268,8 +268,8 @@ def setup(session):
     _session = session
     for field in FIELDS:
         Now(field)
-    gdb.events.breakpoint_created.connect(_on_breakpoint)
-    gdb.events.breakpoint_modified.connect(_on_breakpoint)
+    gdb.events.breakpoint_created.connect(event_handler(_on_breakpoint))
+    gdb.events.breakpoint_modified.connect(event_handler(_on_breakpoint))
     clear()
 
 

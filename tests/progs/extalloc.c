@@ -51,6 +51,9 @@ void *tc_new(size_t size) __attribute__((weak));
 void *tc_newarray(size_t size) __attribute__((weak));
 void tc_delete(void *ptr) __attribute__((weak));
 void tc_deletearray_sized(void *ptr, size_t size) __attribute__((weak));
+/* The C++ aligned nothrow forms, with a std::nothrow_t by reference. */
+void *tc_new_aligned_nothrow(size_t size, size_t align, const void *nt) __attribute__((weak));
+void tc_delete_aligned_nothrow(void *ptr, size_t align, const void *nt) __attribute__((weak));
 
 static int bad;
 static long n_pairs;
@@ -166,12 +169,13 @@ static int je(void)
 
 static int tc(void)
 {
+	static const char nothrow; /* a std::nothrow_t: empty, passed by reference */
 	char *p, *q;
 	void *m = NULL;
 
 	if (!tc_malloc || !tc_calloc || !tc_realloc || !tc_memalign || !tc_posix_memalign || !tc_free ||
 	    !tc_free_sized || !tc_cfree || !tc_malloc_size || !tc_new || !tc_newarray || !tc_delete ||
-	    !tc_deletearray_sized) {
+	    !tc_deletearray_sized || !tc_new_aligned_nothrow || !tc_delete_aligned_nothrow) {
 		printf("tcmalloc's functions: absent\n");
 		return 2;
 	}
@@ -193,6 +197,9 @@ static int tc(void)
 	tc_delete(p);
 	q = tc_newarray(400);
 	tc_deletearray_sized(q, 400);
+	p = tc_new_aligned_nothrow(100, 128, &nothrow);
+	check(p && (uintptr_t)p % 128 == 0, "tc_new_aligned_nothrow not aligned");
+	tc_delete_aligned_nothrow(p, 128, &nothrow);
 	kept = tc_malloc(48);
 	check(kept != NULL, "tc_malloc(48) failed");
 	check(two_threads(tc_pairs) == 0, "a thread's tc_malloc failed");
