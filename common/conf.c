@@ -100,6 +100,10 @@ const struct mms_conf_key mms__conf_keys[] = {
 	  "0: with stacks on, frees record no stack, allocations keep theirs (the launcher's "
 	  "--keep-stacktraces=alloc)",
 	  "recorder (hooks.c), replay (a freed block's stack)" },
+	{ "devices", NULL, MMS_CONF_ORDINALS, F(devices), 0, 63, NULL, "", 0,
+	  "CUDA device ordinals from 0 to 63 separated by commas",
+	  "record the device memory of these CUDA devices only (the launcher's --device); empty: every device",
+	  "recorder (cuda.c), summaries" },
 };
 const size_t mms__conf_nkeys = sizeof mms__conf_keys / sizeof mms__conf_keys[0];
 
@@ -179,6 +183,28 @@ static int read_steps(const struct mms_conf_key *k, const char *s, size_t len, m
 	}
 	memcpy(c->steps, steps, sizeof steps);
 	c->nsteps = n;
+	return 0;
+}
+
+/* A list of numbers from k->min to k->max (at most 63) into bits: empty,
+ * 0 (every one). */
+static int read_ordinals(const struct mms_conf_key *k, const char *s, size_t len, uint64_t *out)
+{
+	const char *end = s + len;
+	uint64_t m = 0;
+
+	while (s < end) {
+		size_t l = item_len(s, end);
+		uint64_t v;
+
+		if (read_u64(s, l, &v) || v < k->min || v > k->max || v > 63)
+			return -1;
+		m |= 1ull << v;
+		s += l + (s + l < end);
+		if (s == end && s[-1] == ',')
+			return -1;
+	}
+	*out = m;
 	return 0;
 }
 
@@ -310,6 +336,8 @@ static int read_value(const struct mms_conf_key *k, const char *v, size_t len, m
 		return read_steps(k, v, len, c);
 	case MMS_CONF_WATCH:
 		return read_watch(k, v, len, c);
+	case MMS_CONF_ORDINALS:
+		return read_ordinals(k, v, len, (uint64_t *)field);
 	}
 	return -1;
 }
@@ -501,6 +529,20 @@ static void write_value(struct out *o, const struct mms_conf_key *k, const mms_c
 			put_u(o, c->steps[i]);
 		}
 		break;
+	case MMS_CONF_ORDINALS: {
+		uint64_t m = *(const uint64_t *)field;
+		int first = 1;
+
+		for (unsigned i = 0; i < 64; i++) {
+			if (!(m >> i & 1))
+				continue;
+			if (!first)
+				put_s(o, ",");
+			put_u(o, i);
+			first = 0;
+		}
+		break;
+	}
 	case MMS_CONF_WATCH:
 		if (!c->watch.on)
 			break;

@@ -12,14 +12,15 @@
 
 /* How a key's value is read and written. */
 enum mms_conf_type {
-	MMS_CONF_UINT,   /* a decimal number from min to max (uint32_t or int) */
-	MMS_CONF_BOOL,   /* 0 or 1 (int) */
-	MMS_CONF_ENUM,   /* one of names[], stored as its index (int) */
-	MMS_CONF_SIZE,   /* bytes, with K, M or G: at least min, rounded down to 4 KiB unless
+	MMS_CONF_UINT,     /* a decimal number from min to max (uint32_t or int) */
+	MMS_CONF_BOOL,     /* 0 or 1 (int) */
+	MMS_CONF_ENUM,     /* one of names[], stored as its index (int) */
+	MMS_CONF_SIZE,     /* bytes, with K, M or G: at least min, rounded down to 4 KiB unless
 	                    MMS_CONF_EXACT (uint64_t) */
-	MMS_CONF_EVENTS, /* a list of names[], stored as bits */
-	MMS_CONF_STEPS,  /* a list of step numbers */
-	MMS_CONF_WATCH,  /* [START[:outN],]END[,full-content] */
+	MMS_CONF_EVENTS,   /* a list of names[], stored as bits */
+	MMS_CONF_STEPS,    /* a list of step numbers */
+	MMS_CONF_WATCH,    /* [START[:outN],]END[,full-content] */
+	MMS_CONF_ORDINALS, /* a list of numbers from min to max (at most 63), stored as bits (uint64_t) */
 };
 
 /* Written even at its default: the keys every configuration the launcher

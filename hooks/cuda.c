@@ -203,6 +203,50 @@ static void rec_dev_free(struct mms_thread *t, unsigned fn, uint64_t stamp, unsi
 	mms__rec_addr_event(t, (uint8_t)(MMS_TAG_DEV_FREE | fn), stamp, addr, 1, device, 0, 0, 0);
 }
 
+/* --- the devices recorded (the launcher's --device) ----------------------
+ * With mms__config.devices set, only the device memory of those ordinals
+ * is recorded. A free names the device of the freeing thread's context,
+ * which may be another than the block's (unified addressing): so the
+ * blocks left unrecorded are kept by address, and their frees left
+ * unrecorded too. A mapping of cuMemCreate memory knows its device at
+ * both ends (vmm.c). */
+static int skipped_lock;
+static struct mms_addrset skipped;
+
+static int device_wanted(unsigned device)
+{
+	uint64_t m = mms__config.devices;
+
+	return !m || (device < 64 && m >> device & 1);
+}
+
+/* Whether the allocation of addr on device is recorded; one that is not
+ * is kept (without room, it is recorded: its free will be too). */
+static int dev_alloc_wanted(unsigned device, uint64_t addr)
+{
+	int added;
+
+	if (device_wanted(device))
+		return 1;
+	mms__spin_lock(&skipped_lock);
+	added = mms__addrset_add(&skipped, (uintptr_t)addr);
+	mms__spin_unlock(&skipped_lock);
+	return added < 0;
+}
+
+/* Whether the free of addr is recorded: not when its allocation was not. */
+static int dev_free_wanted(uint64_t addr)
+{
+	int taken;
+
+	if (!mms__config.devices)
+		return 1;
+	mms__spin_lock(&skipped_lock);
+	taken = mms__addrset_take(&skipped, (uintptr_t)addr);
+	mms__spin_unlock(&skipped_lock);
+	return !taken;
+}
+
 /* The thread, inside the guard, when memory events are recorded now. */
 static struct mms_thread *dev_enter(void)
 {
@@ -217,9 +261,12 @@ static __attribute__((noinline)) void dev_alloc(unsigned fn, uint64_t addr, uint
 
 	if (t) {
 		unsigned device = device_now();
-		uint32_t stack = mms__capture_stack(t);
 
-		rec_dev_alloc(t, fn, mms__stamp_obtain(), device, addr, size, stack);
+		if (dev_alloc_wanted(device, addr)) {
+			uint32_t stack = mms__capture_stack(t);
+
+			rec_dev_alloc(t, fn, mms__stamp_obtain(), device, addr, size, stack);
+		}
 		mms__api_leave();
 	}
 	errno = saved;
@@ -235,9 +282,13 @@ static __attribute__((noinline, cold)) void dev_alloc_fail(unsigned fn, uint64_t
 
 	if (t) {
 		unsigned dev = device >= 0 ? (unsigned)device : device_now();
-		uint32_t stack = mms__capture_stack(t);
 
-		mms__rec_refusal(t, (uint8_t)(MMS_TAG_DEV_ALLOC_FAIL | fn), mms__stamp_obtain(), size, stack, dev);
+		if (device_wanted(dev)) {
+			uint32_t stack = mms__capture_stack(t);
+
+			mms__rec_refusal(t, (uint8_t)(MMS_TAG_DEV_ALLOC_FAIL | fn), mms__stamp_obtain(), size, stack,
+					 dev);
+		}
 		mms__api_leave();
 	}
 	errno = saved;
@@ -250,9 +301,8 @@ static __attribute__((noinline)) void dev_free(unsigned fn, uint64_t addr)
 	struct mms_thread *t = addr ? dev_enter() : NULL;
 
 	if (t) {
-		unsigned device = device_now();
-
-		rec_dev_free(t, fn, mms__stamp_release(), device, addr);
+		if (dev_free_wanted(addr))
+			rec_dev_free(t, fn, mms__stamp_release(), device_now(), addr);
 		mms__api_leave();
 	}
 	errno = saved;
@@ -277,7 +327,8 @@ static void vmm_created(uint64_t handle, unsigned device)
 /* Writes a DEV_ALLOC | MMS_DEV_VMM of m. */
 static void vmm_rec_alloc(struct mms_thread *t, const struct mms_vmm_map *m)
 {
-	rec_dev_alloc(t, MMS_DEV_VMM, mms__stamp_obtain(), m->device, m->addr, m->size, m->stack);
+	if (device_wanted(m->device))
+		rec_dev_alloc(t, MMS_DEV_VMM, mms__stamp_obtain(), m->device, m->addr, m->size, m->stack);
 }
 
 /* The driver mapped [addr, addr + size) onto handle's memory. */
@@ -308,7 +359,8 @@ static void vmm_unmapping(uint64_t lo, uint64_t hi)
 
 	if (t) {
 		for (size_t n = mms__vmm_find(lo, hi, &m); n; n--, m++)
-			rec_dev_free(t, MMS_DEV_VMM, mms__stamp_release(), m->device, m->addr);
+			if (device_wanted(m->device))
+				rec_dev_free(t, MMS_DEV_VMM, mms__stamp_release(), m->device, m->addr);
 		mms__api_leave();
 	}
 	errno = saved;

@@ -711,6 +711,17 @@ size_t mms__je_xallocx(void *ptr, size_t size, size_t extra, int flags) MMS_HIDD
 size_t mms__je_sallocx(const void *ptr, int flags) MMS_HIDDEN;
 void mms__je_dallocx(void *ptr, int flags) MMS_HIDDEN;
 void mms__je_sdallocx(void *ptr, size_t size, int flags) MMS_HIDDEN;
+/* A set of addresses in the recorder's own memory (addrset.c), under
+ * its user's lock; zeroed, it is empty. add: 1 when key was not there, 0
+ * when it was, -1 without room; take: 1 when key was there (it is not
+ * now), else 0. */
+struct mms_addrset {
+	uintptr_t *tab;
+	size_t cap, n;
+};
+int mms__addrset_add(struct mms_addrset *s, uintptr_t key) MMS_HIDDEN;
+int mms__addrset_take(struct mms_addrset *s, uintptr_t key) MMS_HIDDEN;
+void mms__addrset_clear(struct mms_addrset *s) MMS_HIDDEN;
 /* redirect.c: finds a replacement allocator's functions of its own
  * (jemalloc's above, tcmalloc's tc_ functions) at start-up, after
  * mms__runtime_code_init() and mms__elfsym_init(), and points the calls

@@ -275,56 +275,22 @@ static void redirect_object(const struct dl_phdr_info *info)
 }
 
 /* --- the objects done ----------------------------------------------------------
- * By their base address, in a hash set of the recorder's own memory, for
- * the loader's count of objects added (dlpi_adds) it was made at; a
- * dlclose() since (dlpi_subs changed) empties it: an object loaded again
- * at the same base is another. Under done_lock, taken with trylock: a
- * thread that waited for it could hold the loader's lock that the holder
- * waits for (dlsym() from a constructor inside dlopen()). */
+ * By their base address, for the loader's count of objects added
+ * (dlpi_adds) the set was made at; a dlclose() since (dlpi_subs changed)
+ * empties it: an object loaded again at the same base is another. Under
+ * done_lock, taken with trylock: a thread that waited for it could hold
+ * the loader's lock that the holder waits for (dlsym() from a constructor
+ * inside dlopen()). An object the set has no room for is done again next
+ * time: harmless. */
 static pthread_mutex_t done_lock = PTHREAD_MUTEX_INITIALIZER;
-static uintptr_t *done;
-static size_t done_cap, done_n;
+static struct mms_addrset done;
 static unsigned long long done_adds, done_subs;
-
-/* Adds base to the set: 1 when it was not there, 0 when it was, -1 when
- * there is no room (the object is done again next time: harmless). */
-static int done_add(uintptr_t base)
-{
-	size_t i, mask;
-
-	if (done_n * 2 >= done_cap) {
-		size_t cap = done_cap ? done_cap * 2 : 512;
-		uintptr_t *n = mms__map_anon(cap * sizeof(*n)), *old = done;
-
-		if (!n)
-			return -1;
-		for (size_t k = 0; k < done_cap; k++) {
-			if (!old[k])
-				continue;
-			for (i = (old[k] >> 12) * 0x9E3779B97F4A7C15ull & (cap - 1); n[i]; i = (i + 1) & (cap - 1))
-				;
-			n[i] = old[k];
-		}
-		done = n;
-		if (old)
-			mms__unmap_own(old, done_cap * sizeof(*old));
-		done_cap = cap;
-	}
-	mask = done_cap - 1;
-	base |= 1; /* 0 marks a free entry: the main program's base may be 0 */
-	for (i = (base >> 12) * 0x9E3779B97F4A7C15ull & mask; done[i]; i = (i + 1) & mask)
-		if (done[i] == base)
-			return 0;
-	done[i] = base;
-	done_n++;
-	return 1;
-}
 
 static int redirect_each(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	(void)size;
 	(void)arg;
-	if (done_add(info->dlpi_addr))
+	if (mms__addrset_add(&done, info->dlpi_addr))
 		redirect_object(info);
 	return 0;
 }
@@ -343,11 +309,8 @@ void mms__redirect_rescan(void)
 		return;
 	busy = mms__tls_busy;
 	mms__tls_busy = 2;
-	if (v[1] != done_subs) {
-		if (done)
-			memset(done, 0, done_cap * sizeof(*done));
-		done_n = 0;
-	}
+	if (v[1] != done_subs)
+		mms__addrset_clear(&done);
 	mms__phdr_iterate(redirect_each, NULL);
 	__atomic_store_n(&done_adds, v[0], __ATOMIC_RELAXED);
 	__atomic_store_n(&done_subs, v[1], __ATOMIC_RELAXED);

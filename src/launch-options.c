@@ -3,8 +3,9 @@
  * into struct opts and prints --help. */
 #include "config.h"
 
-#include <stdbool.h>
+#include <ctype.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,6 +185,45 @@ static const char *parse_steps(struct opts *o, char *value)
 	const char *bad = set_key(&o->rec, "steps", *value ? ascii_commas(value) : ",");
 
 	return bad;
+}
+
+/* msMemScope's --device (npu, every device, or npu:ID, several): here
+ * the CUDA devices whose device memory is recorded, cuda or cuda:N, with
+ * npu and npu:N taken as msMemScope's spelling of them. As msMemScope's,
+ * a list that has the whole (cuda) records every device. */
+static const char *parse_device(struct opts *o, char *value)
+{
+	static const char expected[] = "expected cuda (every device) or cuda:N (N a device ordinal from 0 to 63), "
+				       "several separated by commas; npu and npu:N, msMemScope's spellings, are "
+				       "taken as cuda and cuda:N";
+	uint64_t mask = 0;
+	bool all = false;
+	char *s = ascii_commas(value);
+
+	for (;;) {
+		size_t len = strcspn(s, ","), name = !strncmp(s, "cuda", 4) ? 4 : !strncmp(s, "npu", 3) ? 3 : 0;
+		char *end;
+		unsigned long n;
+
+		if (!name)
+			return expected;
+		if (len == name) {
+			all = true;
+		} else {
+			if (s[name] != ':' || !isdigit((unsigned char)s[name + 1]))
+				return expected;
+			errno = 0;
+			n = strtoul(s + name + 1, &end, 10);
+			if (end != s + len || errno || n > 63)
+				return expected;
+			mask |= 1ull << n;
+		}
+		if (!s[len])
+			break;
+		s += len + 1;
+	}
+	o->rec.devices = all ? 0 : mask;
+	return NULL;
 }
 
 static const char *parse_output(struct opts *o, char *value)
@@ -437,6 +477,7 @@ static const struct opt_def opt_defs[] = {
 	{ "--keep-stacktraces", true, parse_keep_stacktraces },
 	{ "--collect-mode", true, parse_collect_mode },
 	{ "--steps", true, parse_steps },
+	{ "--device", true, parse_device },
 	{ "--output", true, parse_output },
 	{ "--log-level", true, parse_log_level },
 	{ "--analysis", true, parse_analysis },
@@ -469,23 +510,15 @@ static const struct opt_def opt_defs[] = {
 /* --guard=LIST: the flag --guard with a value. */
 static const struct opt_def guard_list_def = { "--guard", true, parse_guard };
 
-/* msMemScope options this version does not implement yet: refused with a
- * message that says so rather than "unknown". */
-static const char *const later_opts[] = { "--device" };
-
 __attribute__((noreturn)) static void unknown_option(const char *arg)
 {
 	char accepted[1024];
 	size_t n = 0, len = strcspn(arg, "=");
-	const char *why = "unknown option";
 
 	/* Stops short rather than past the end, however many options. */
 	for (size_t i = 0; i < N_OPTS && n < sizeof(accepted); i++)
 		n += (size_t)snprintf(accepted + n, sizeof(accepted) - n, "%s%s", i ? ", " : "", opt_defs[i].name);
-	for (size_t i = 0; i < sizeof(later_opts) / sizeof(later_opts[0]); i++)
-		if (strlen(later_opts[i]) == len && strncmp(arg, later_opts[i], len) == 0)
-			why = "not in this version yet";
-	die_usage("%.*s: %s (accepted: %s)", (int)len, arg, why, accepted);
+	die_usage("%.*s: unknown option (accepted: %s)", (int)len, arg, accepted);
 }
 
 /* Parses argv into o. Stops at "--" or at the first argument that is not an
@@ -697,6 +730,11 @@ static void print_help(void)
 	       "                        several optimizers, each iteration's last).\n"
 	       "  --steps=N[,N...]      record only these steps (1 to 5 step numbers, from 1,\n"
 	       "                        as msmemscope_step() counts them). Default: all.\n"
+	       "  --device=LIST         record the device memory of these CUDA devices only:\n"
+	       "                        cuda (every one, the default) or cuda:N (ordinal N,\n"
+	       "                        0 to 63), several separated by commas; msMemScope's\n"
+	       "                        npu and npu:N are taken as cuda and cuda:N. Host\n"
+	       "                        memory and kernel launches are recorded whole.\n"
 	       "  --no-follow-exec      do not record the images the program execs (default:\n"
 	       "                        each is recorded as memscope_{pid}.exec{N}.mms).\n"
 	       "  --no-freeres          do not have glibc and libstdc++ free their internal\n"

@@ -34,6 +34,7 @@ struct log_result {
 	int replay_error; /* an_summarize() stopped early with this */
 	mms_log_fork_t fork; /* a fork child's origin; why copied (or NULL) */
 	char *pools[MMS_BAD_FREES_KEPT]; /* the pool names of sum.bad_frees, copied */
+	char devices[64 * 9];            /* the CUDA devices recorded (--device), or "" for all */
 };
 
 char *exec_successor(const char *dir, const char *name)
@@ -110,6 +111,8 @@ static int log_result(const char *dir, const char *name, mms_log_t *log, int err
 			r->sum.bad_frees[i].pool = r->pools[i] = xstrdup(r->sum.bad_frees[i].pool);
 	mms_log_fork(log, &r->fork);
 	r->fork.why = r->fork.why ? xstrdup(r->fork.why) : NULL;
+	if (!log_devices_text(log, r->devices, sizeof(r->devices)))
+		r->devices[0] = 0;
 	r->fork.parent_log = NULL;
 	if (err < 0 && err != MMS_ECORRUPT && err != MMS_EORDER) {
 		WARN("%s: cannot replay the log: %s", name, mms_strerror(err));
@@ -286,6 +289,9 @@ static void print_main_summary(const struct run *run, char **argv, pid_t pid, in
 		print_memory("CUDA (driver)", &sum->mem[MMS_MEM_DEVICE], r, "   <- never freed",
 			     sum->runtime_blocks[MMS_RUNTIME_NONE][MMS_MEM_DEVICE],
 			     sum->runtime_bytes[MMS_RUNTIME_NONE][MMS_MEM_DEVICE]);
+	if (r->devices[0])
+		fprintf(stderr, "  %-17s %s only (--device): the other devices' memory was not recorded\n",
+			"CUDA devices", r->devices);
 	if (sum->steps)
 		fprintf(stderr, "  %-17s %" PRIu64 "%s\n", "steps", sum->steps,
 			r->info.steps_inferred ? STEPS_INFERRED_NOTE : "");

@@ -299,3 +299,17 @@ void log_warn_damage(const char *name, const mms_log_info_t *in, void (*say)(con
 		free(line);
 	}
 }
+
+const char *log_devices_text(const mms_log_t *log, char *buf, size_t cap)
+{
+	mms_config_t cfg;
+	size_t n = 0;
+
+	if (!cap || mms_log_config(log, &cfg) || !cfg.devices)
+		return NULL;
+	buf[0] = 0;
+	for (unsigned i = 0; i < 64 && n < cap; i++)
+		if (cfg.devices >> i & 1)
+			n += (size_t)snprintf(buf + n, cap - n, "%scuda:%u", n ? "," : "", i);
+	return buf;
+}

@@ -82,6 +82,11 @@ void log_print_bad_frees(FILE *f, const char *indent, int width, uint64_t double
  * freed_at_event, alloc_event, bytes, stack), without a comma after. */
 void log_json_bad_frees(FILE *f, uint64_t double_frees, uint64_t invalid_frees, const mms_bad_free_t *list, size_t n);
 
+/* The CUDA devices whose device memory log's recording kept (the
+ * launcher's --device), as "cuda:1,cuda:3" into buf (64 * 9 bytes hold
+ * them all); NULL when it kept every device's. */
+const char *log_devices_text(const mms_log_t *log, char *buf, size_t cap);
+
 /* The warning lines about a log that is cut, damaged or lost events, each
  * passed to say() without the program's prefix: "NAME: the log is cut at
  * byte N: WHY; the replay stops at event E, where records may be missing".

@@ -114,7 +114,7 @@ static void print_fork_text(const mms_log_t *log, const mms_summary_t *s, const 
 static void print_text(const char *path, const mms_log_t *log, const mms_log_info_t *in, const mms_summary_t *s)
 {
 	const mms_kind_summary_t *h = &s->mem[MMS_MEM_HOST];
-	char at_end[32], when[160], phrase[128], a[64];
+	char at_end[32], when[160], phrase[128], a[64], devs[64 * 9];
 	unsigned k;
 
 	/* A cut or damaged log lost records, frees among them: its live
@@ -172,6 +172,9 @@ static void print_text(const char *path, const mms_log_t *log, const mms_log_inf
 		print_kind_text("pool", s, MMS_MEM_POOL, at_end);
 	if (s->mem[MMS_MEM_DEVICE].allocs || s->mem[MMS_MEM_DEVICE].frees)
 		print_kind_text("device", s, MMS_MEM_DEVICE, at_end);
+	if (log_devices_text(log, devs, sizeof(devs)))
+		printf("%-20s %s only (--device): the other devices' memory was not recorded\n", "devices recorded",
+		       devs);
 	if (s->unmatched_frees)
 		log_print_bad_frees(stdout, "", 20, s->double_frees, s->invalid_frees, s->bad_frees, s->nbad_frees);
 	if (s->double_allocs)
@@ -221,7 +224,7 @@ static void print_json(const mms_log_t *log, const mms_log_info_t *in, const mms
 	const mms_kind_summary_t *h = &s->mem[MMS_MEM_HOST];
 	const char *sep = "";
 	unsigned k;
-	char name[32];
+	char name[32], devs[64 * 9];
 	size_t i;
 
 	printf("{\"events\":%" PRIu64 ",\"allocs\":%" PRIu64 ",\"frees\":%" PRIu64 ",\"bytes_allocated\":%" PRIu64
@@ -238,7 +241,12 @@ static void print_json(const mms_log_t *log, const mms_log_info_t *in, const mms
 	print_kind_json(&s->mem[MMS_MEM_POOL]);
 	printf(",\"device\":");
 	print_kind_json(&s->mem[MMS_MEM_DEVICE]);
-	printf("},\"by_kind\":{");
+	printf("},\"devices_recorded\":");
+	if (log_devices_text(log, devs, sizeof(devs)))
+		json_put_string(stdout, devs, strlen(devs));
+	else
+		printf("null");
+	printf(",\"by_kind\":{");
 	for (k = 1; k < MMS_EV_KIND_COUNT; k++) {
 		/* Keys are the kind names in lower case: "malloc", "op_launch". */
 		snprintf(name, sizeof(name), "%s", cli_event_kind_name(k));

@@ -39,6 +39,7 @@ def setup(hooks, replay_lib, replay_cli, launcher, libdir=None):
     commands.CallStackParameter(s)
     commands.LevelParameter(s)
     commands.KeepStacktracesParameter(s)
+    commands.DeviceParameter(s)
     watch.WatchCommand(s)
     watch.UnwatchCommand(s)
     leaks.LeaksCommand(s)

@@ -8,7 +8,7 @@ import sys
 import gdb
 
 from . import args, breaks, fmt, replaylib
-from .session import Command, Error, apply_setting, run_capture
+from .session import Command, Error, SessionParameter, apply_setting, run_capture
 
 
 class MemscopeCommand(Command):
@@ -113,7 +113,7 @@ missing)."""
         return "The program's logs go to %s/." % svalue
 
 
-class CallStackParameter(gdb.Parameter):
+class CallStackParameter(SessionParameter):
     """The stacks recorded with each event of the next runs, as msmemscope's
 --call-stack takes them: c:N (N C frames; the default is c:32), python:M
 (M Python frames of a CPython program: the interpreter then imports the
@@ -125,25 +125,17 @@ commands print. 0 frames: no stacks (the commands then show none)."""
     show_doc = "Show the stacks the next runs record."
 
     def __init__(self, session):
-        super().__init__("memscope call-stack", gdb.COMMAND_DATA, gdb.PARAM_STRING)
-        self.s = session
-        self.value = session.call_stack
+        super().__init__(session, "call-stack", gdb.PARAM_STRING, "call_stack")
 
     def get_set_string(self):
-        def set_spec(value):
-            spec = (value or "").strip()
-            if not spec:
-                raise Error("usage: set memscope call-stack c:N | python:M | c:N,python:M")
-            self.s.set_call_stack(spec)
-
-        apply_setting(self, set_spec, lambda: self.s.call_stack)
+        self.apply_spec("usage: set memscope call-stack c:N | python:M | c:N,python:M", self.s.set_call_stack)
         return "memscope: the next runs record stacks of %s." % self.s.call_stack
 
     def get_show_string(self, svalue):
         return "The next runs record stacks of %s." % svalue
 
 
-class LevelParameter(gdb.Parameter):
+class LevelParameter(SessionParameter):
     """The launches the next runs record, as msmemscope's --level takes them:
 op (operator launches: the program's msmemscope_op_begin() and, in a
 PyTorch program, its aten operators with no change to it; where it
@@ -156,9 +148,7 @@ launches the program makes itself are recorded all the same)."""
     show_doc = "Show the launches the next runs record."
 
     def __init__(self, session):
-        super().__init__("memscope level", gdb.COMMAND_DATA, gdb.PARAM_ENUM, ["none", "op", "kernel"])
-        self.s = session
-        self.value = session.level
+        super().__init__(session, "level", gdb.PARAM_ENUM, "level", ["none", "op", "kernel"])
 
     def get_set_string(self):
         apply_setting(self, self.s.set_level, lambda: self.s.level)
@@ -171,7 +161,7 @@ launches the program makes itself are recorded all the same)."""
         return "The next runs record launches at level %s." % svalue
 
 
-class KeepStacktracesParameter(gdb.Parameter):
+class KeepStacktracesParameter(SessionParameter):
     """Whose stacks the next runs keep, as msmemscope's --keep-stacktraces
 (valgrind's option) takes them: alloc-and-free (the default: every
 event's stack, so that `memscope block' shows where a freed block was
@@ -183,9 +173,7 @@ frames, half the stacks of a program that frees what it allocates, and
     show_doc = "Show whose stacks the next runs keep."
 
     def __init__(self, session):
-        super().__init__("memscope keep-stacktraces", gdb.COMMAND_DATA, gdb.PARAM_ENUM, ["alloc-and-free", "alloc"])
-        self.s = session
-        self.value = session.keep_stacktraces
+        super().__init__(session, "keep-stacktraces", gdb.PARAM_ENUM, "keep_stacktraces", ["alloc-and-free", "alloc"])
 
     def get_set_string(self):
         apply_setting(self, self.s.set_keep_stacktraces, lambda: self.s.keep_stacktraces)
@@ -195,6 +183,29 @@ frames, half the stacks of a program that frees what it allocates, and
 
     def get_show_string(self, svalue):
         return "The next runs keep stacks: %s." % svalue
+
+
+class DeviceParameter(SessionParameter):
+    """The CUDA devices whose device memory the next runs record, as
+msmemscope's --device takes them: cuda (every device, the default) or
+cuda:N (device ordinal N, 0 to 63), several separated by commas
+(msMemScope's npu and npu:N are taken as cuda and cuda:N). Host memory
+and kernel launches are recorded whole."""
+
+    set_doc = "Set the CUDA devices whose memory the next runs record (cuda, or cuda:N,...)."
+    show_doc = "Show the CUDA devices whose memory the next runs record."
+
+    def __init__(self, session):
+        super().__init__(session, "device", gdb.PARAM_STRING, "device")
+
+    def get_set_string(self):
+        self.apply_spec("usage: set memscope device cuda | cuda:N[,cuda:M...]", self.s.set_device)
+        return "memscope: the next runs record the device memory of %s." % (
+            "every CUDA device" if self.s.device == "cuda" else self.s.device)
+
+    def get_show_string(self, svalue):
+        return "The next runs record the device memory of %s." % (
+            "every CUDA device" if svalue == "cuda" else svalue)
 
 
 class InfoCommand(Command):

@@ -12,7 +12,7 @@ import os
 import gdb
 
 from . import args, fmt, gdbif, pinpoint, replaylib
-from .session import Command, Error, HOOKS_NAME, apply_setting, in_hooks
+from .session import Command, Error, HOOKS_NAME, SessionParameter, apply_setting, in_hooks
 
 _WHERE = {1: "in its tail red zone", 2: "in its head red zone", 3: "in the freed block or its red zones"}
 _SINCE = {replaylib.GUARD_SINCE_ALLOCATION: "the block's allocation", replaylib.GUARD_SINCE_FREEING: "its free",
@@ -40,7 +40,7 @@ class GuardTarget:
         return "the %s of block 0x%x" % (replaylib.GUARD_KINDS.get(self.kind, "damage"), self.block[0])
 
 
-class GuardParameter(gdb.Parameter):
+class GuardParameter(SessionParameter):
     """Guard mode for the next runs: red zones around every heap block, a
 quarantine of freed blocks, checks at each free, at step boundaries and
 on demand (doc/guard.md). gdb stops where a check finds damage and shows
@@ -51,9 +51,7 @@ pinpoint' after a finding runs again to stop at the store."""
     show_doc = "Show whether the next runs record in guard mode."
 
     def __init__(self, session):
-        super().__init__("memscope guard", gdb.COMMAND_DATA, gdb.PARAM_BOOLEAN)
-        self.s = session
-        self.value = session.guard
+        super().__init__(session, "guard", gdb.PARAM_BOOLEAN, "guard")
 
     def get_set_string(self):
         apply_setting(self, lambda v: self.s.set_guard(bool(v)), lambda: self.s.guard)

@@ -87,7 +87,7 @@ class Config(ctypes.Structure):
                 ("steps", u32 * CONFIG_STEPS_MAX), ("follow_exec", c_int), ("log_level", c_int), ("freeres", c_int),
                 ("reach", c_int), ("watch", ConfigWatch), ("log_limit", u64), ("clock", c_int), ("log_thread", c_int),
                 ("unwind", c_int), ("unwind_check", c_int), ("guard", c_int), ("guard_redzone", u32),
-                ("guard_quarantine", u64), ("torch_ops", c_int), ("free_stack", c_int), ("unknown", u32),
+                ("guard_quarantine", u64), ("torch_ops", c_int), ("free_stack", c_int), ("devices", u64), ("unknown", u32),
                 ("bad", u32)]
 
 

@@ -120,6 +120,28 @@ def event_handler(fn):
     return handle
 
 
+class SessionParameter(gdb.Parameter):
+    """A `set memscope NAME' setting of the session's attribute attr (its
+    value is the session's at the start)."""
+
+    def __init__(self, session, name, kind, attr, *enum):
+        super().__init__("memscope " + name, gdb.COMMAND_DATA, kind, *enum)
+        self.s = session
+        self.attr = attr
+        self.value = getattr(session, attr)
+
+    def apply_spec(self, usage, setter):
+        """`set': a string the launcher checks, through setter; an empty
+        one is a usage error."""
+        def set_spec(value):
+            spec = (value or "").strip()
+            if not spec:
+                raise Error(usage)
+            setter(spec)
+
+        apply_setting(self, set_spec, lambda: getattr(self.s, self.attr))
+
+
 class Command(gdb.Command):
     """A memscope command: run() does the work. Every command's invoke
     goes through here: errors that are not the user's (gdb could not read
@@ -247,6 +269,7 @@ class Session:
         self.call_stack = "c:32"  # the next runs' stacks (set memscope call-stack)
         self.level = "none"       # the next runs' launches: none, op or kernel (set memscope level)
         self.keep_stacktraces = "alloc-and-free"  # whose stacks (set memscope keep-stacktraces)
+        self.device = "cuda"  # the CUDA devices whose memory is recorded (set memscope device)
         self.guard_quiet = False  # memscope check is calling the program: no stop at findings
         self.guard_seen = {}      # log path -> findings shown so far
 
@@ -284,7 +307,8 @@ class Session:
         program, env = self.tool(self.launcher)
         cmd = [program, "--print-env", "--call-stack=" + self.call_stack, "--output=" + self.log_dir] + \
             (["--guard"] if self.guard else []) + (["--level=" + self.level] if self.level != "none" else []) + \
-            (["--keep-stacktraces=alloc"] if self.keep_stacktraces == "alloc" else [])
+            (["--keep-stacktraces=alloc"] if self.keep_stacktraces == "alloc" else []) + \
+            (["--device=" + self.device] if self.device != "cuda" else [])
         env["MSMEMSCOPE_HOOKS"] = self.hooks
         try:
             p = run_capture(cmd, env)
@@ -376,6 +400,13 @@ class Session:
         stacks the next runs keep, as msmemscope --keep-stacktraces."""
         self._rewrap("keep_stacktraces", which, False, lambda old: "memscope: the recorder's environment could "
                      "not be made; the stacks kept stay %s." % old)
+
+    def set_device(self, spec):
+        """`set memscope device LIST': the CUDA devices whose device memory
+        the next runs record, as msmemscope --device takes them."""
+        self._rewrap("device", spec, True, lambda old: "memscope: %s is not a device list the recorder takes "
+                     "(cuda, or cuda:N with N from 0 to 63, several separated by commas); the devices stay %s."
+                     % (spec, old))
 
     def set_output(self, folder):
         """`set memscope output DIR': the logs of the next runs go to DIR

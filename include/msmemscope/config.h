@@ -93,6 +93,9 @@ typedef struct mms_config {
 	 * call that freed (0: allocations only, valgrind's
 	 * --keep-stacktraces=alloc; the launcher's --keep-stacktraces); 1 */
 	int free_stack;
+	/* devices: the CUDA devices whose device memory is recorded, bit N for
+	 * ordinal N (0 to 63); 0 = every device (the launcher's --device); all */
+	uint64_t devices;
 	/* read-only: what parsing met and skipped */
 	uint32_t unknown; /* keys this version does not know */
 	uint32_t bad;     /* values it could not read: those keys kept their value */

@@ -236,4 +236,36 @@ expect_eq "cudaprog output under msmemscope" "$(cat launch.out)" "$(cat prog.nat
 grep -q "CUDA (driver) *$dev_allocs allocations, $dev_frees frees" launch.err ||
 	fail "the launcher's report has no CUDA line: $(cat launch.err)"
 note "msmemscope -- cudaprog reports the CUDA memory"
+
+# --device (devices= in the configuration): the device memory of those
+# ordinals only, both ends of each block (a free names the freeing
+# context's device, so the blocks left out are kept by address: none of
+# their frees is recorded, no free of an unknown block); host memory and
+# the kernels whole; the reports say what was left out.
+for d in "1 $dev1_allocs $dev1_frees 3295232" "2 $vmm_allocs $vmm_frees 20971520" "0 0 0 0"; do
+	set -- $d
+	MSMEMSCOPE_CONFIG="devices=$1" LD_LIBRARY_PATH=$cuda/driver record dev$1.mms "$cuda/cudaprog" >dev.rec ||
+		fail "cudaprog exited $? with devices=$1"
+	expect_eq "cudaprog output with devices=$1" "$(cat dev.rec)" "$(cat prog.native)"
+	summarize dev$1.mms
+	j=dev$1.mms.json
+	expect_consistent $j
+	expect_key $j kinds.device.allocs $2
+	expect_key $j kinds.device.frees $3
+	expect_key $j kinds.device.bytes_allocated $4
+	expect_key $j by_kind.kernel_launch $kernels
+	expect_key $j devices_recorded "\"cuda:$1\""
+done
+expect_key prog.json devices_recorded null
+"$MMS_REPLAY" dev2.mms --summary >dev.txt 2>prog.err || fail "--summary of dev2.mms exited $?"
+grep -q "^devices recorded *cuda:2 only (--device): the other devices' memory was not recorded$" dev.txt ||
+	fail "--summary does not say the devices recorded: $(cat dev.txt)"
+LD_LIBRARY_PATH=$cuda/driver "$MMS_LAUNCHER" --device=npu:1 -- "$cuda/cudaprog" >launch.out 2>launch.err ||
+	fail "msmemscope --device=npu:1 exited $?: $(tail -3 launch.err)"
+expect_eq "cudaprog output under msmemscope --device=npu:1" "$(cat launch.out)" "$(cat prog.native)"
+grep -q "CUDA (driver) *$dev1_allocs allocations, $dev1_frees frees" launch.err ||
+	fail "the launcher's report with --device=npu:1 has no CUDA line of device 1's: $(cat launch.err)"
+grep -q "CUDA devices *cuda:1 only (--device)" launch.err ||
+	fail "the launcher's report does not say the devices recorded: $(cat launch.err)"
+note "--device: cuda:1 (npu:1) keeps $dev1_allocs allocations, cuda:2 the $vmm_allocs mappings, cuda:0 none; no free unmatched, the kernels whole"
 echo "cuda.sh: ok"

@@ -84,7 +84,7 @@ int main(void)
 		F(mms_config_t, log_thread);
 	F(mms_config_t, unwind), F(mms_config_t, unwind_check), F(mms_config_t, guard), F(mms_config_t, guard_redzone);
 	F(mms_config_t, guard_quarantine), F(mms_config_t, torch_ops), F(mms_config_t, free_stack),
-	  F(mms_config_t, unknown);
+		F(mms_config_t, devices), F(mms_config_t, unknown);
 	F(mms_config_t, bad);
 	END();
 	BEGIN("GuardFinding", mms_guard_finding_t);

@@ -91,7 +91,7 @@ done
 note "exit statuses: 42 passed through, SIGSEGV gives 139; the launcher dies of the program's signal"
 
 # Usage errors: one message naming the option, exit 2, no run folder.
-for bad in --bogus --collect-mode=later --steps=1,2,3,4,5,6 --call-stack=c:1001 --analysis=nosuch --data-format=xml --suppressions=no-such-file; do
+for bad in --bogus --collect-mode=later --steps=1,2,3,4,5,6 --call-stack=c:1001 --analysis=nosuch --data-format=xml --suppressions=no-such-file --device=gpu --device=cuda:64 --device=; do
 	rc=0
 	"$MMS_LAUNCHER" --output=out4 "$bad" -- "$infer" >/dev/null 2>bad.err || rc=$?
 	expect_eq "exit status of msmemscope $bad" "$rc" 2
@@ -127,7 +127,7 @@ note "usage errors exit 2 and create nothing; missing program 127, not executabl
 # command takes: the help says so.
 grep -q "are msmemscope-replay's: run" help.out || fail "--help does not say whose --plot and --buckets are"
 "$MMS_LAUNCHER" --plot=u.svg -- true >/dev/null 2>plot.err && fail "the launcher took --plot"
-for opt in --events --call-stack --collect-mode --steps --output --log-level --analysis --suppressions --data-format --no-follow-exec --no-freeres --show-runtime; do
+for opt in --events --call-stack --collect-mode --steps --device --output --log-level --analysis --suppressions --data-format --no-follow-exec --no-freeres --show-runtime; do
 	grep -q -- "$opt" help.out || fail "--help does not describe $opt"
 done
 "$MMS_LAUNCHER" --version | grep -q '^msmemscope [0-9]' || fail "--version does not print 'msmemscope VERSION'"
