@@ -58,7 +58,7 @@ EOF
 # Without the recorder: the program runs as it does, one line on stderr.
 "$MMS_PYTHON" prog.py >plain.out 2>plain.err || fail "prog.py exited $? without the recorder: $(cat plain.err)"
 expect_eq "lines on stderr without the recorder" "$(wc -l <plain.err)" 1
-grep -q "^msmemscope: this process is not recorded, so msmemscope calls do nothing; record it with: msmemscope --call-stack=c:8 --analysis=leaks,decompose --keep-stacktraces=alloc --collect-mode=deferred -- .*prog.py$" plain.err ||
+grep -q "^msmemscope: this process is not recorded, so msmemscope calls do nothing; record it with: msmemscope --call-stack=c:8 --analysis=leaks,decompose --keep-stacktraces=alloc --device=npu --collect-mode=deferred -- .*prog.py$" plain.err ||
 	fail "start() did not say how to record the program: $(cat plain.err)"
 grep -q "^watch refused: msmemscope.watch(): float has neither" plain.out || fail "watch(3.5) was not refused: $(cat plain.out)"
 grep -qx "config refused: True" plain.out || fail "config(colour=) was not refused: $(cat plain.out)"
@@ -72,7 +72,7 @@ note "without the recorder the calls do nothing and start() says how to record"
 	fail "msmemscope -- python3 prog.py exited $?: $(cat rec.err)"
 sed 's/^recording: True$/recording: False/' rec.out | cmp -s - plain.out ||
 	fail "the program printed something else under the recorder: $(diff plain.out rec.out)"
-grep -q "^msmemscope: config(call_stack=c:8, analysis=leaks,decompose, keep_stacktraces=alloc) comes after the recorder started" rec.err ||
+grep -q "^msmemscope: config(call_stack=c:8, analysis=leaks,decompose, keep_stacktraces=alloc, device=npu) comes after the recorder started" rec.err ||
 	fail "config() under the recorder did not say its options come too late: $(cat rec.err)"
 set -- out/msmemscope_*/memscope_*.mms
 [ -f "$1" ] || fail "no log: $(ls -R out)"

@@ -41,9 +41,8 @@ _OPTIONS = {
     "log_level": "--log-level",
     "level": "--level",
     "keep_stacktraces": "--keep-stacktraces",
+    "device": "--device",
 }
-# Accepted for msMemScope's scripts, and meaningless for a CPU process.
-_IGNORED = ("device",)
 
 _config = {}
 _said = set()
@@ -192,9 +191,10 @@ def config(**options):
     collect_mode, steps, analysis ("leaks,decompose"), watch, data_format
     ("csv" or "db"), output (a folder), log_level, level ("op" or "0":
     operator launches, a torch program's aten operators with
-    msmemscope.torch), and msmemscope's keep_stacktraces ("alloc":
-    allocations' stacks only); device is accepted and ignored. Values
-    are strings (or numbers, lists of them).
+    msmemscope.torch), device ("npu" or "cuda": every CUDA device;
+    "npu:1" or "cuda:1": that device's memory only), and msmemscope's
+    keep_stacktraces ("alloc": allocations' stacks only). Values are
+    strings (or numbers, lists of them).
 
     The recorder reads its options when the program starts: under
     `msmemscope -- python3 prog.py` the command line's options apply, and
@@ -202,11 +202,9 @@ def config(**options):
     the recorder, start() prints the command line that records the program
     with these options."""
     for key, value in options.items():
-        if key in _IGNORED:
-            continue
         if key not in _OPTIONS:
             raise TypeError("msmemscope.config(): unknown option %r (known: %s)"
-                            % (key, ", ".join(sorted(list(_OPTIONS) + list(_IGNORED)))))
+                            % (key, ", ".join(sorted(_OPTIONS))))
         if isinstance(value, (list, tuple)):
             value = ",".join(str(v) for v in value)
         _config[key] = str(value)
