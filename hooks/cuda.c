@@ -221,17 +221,22 @@ static int device_wanted(unsigned device)
 }
 
 /* Whether the allocation of addr on device is recorded; one that is not
- * is kept (without room, it is recorded: its free will be too). */
+ * is kept (without room, it is recorded: its free will be too). One that
+ * is recorded drops an address kept of a block whose free was not seen,
+ * which would leave its own free unrecorded. */
 static int dev_alloc_wanted(unsigned device, uint64_t addr)
 {
-	int added;
+	int want = device_wanted(device), added = 0;
 
-	if (device_wanted(device))
+	if (!mms__config.devices)
 		return 1;
 	mms__spin_lock(&skipped_lock);
-	added = mms__addrset_add(&skipped, (uintptr_t)addr);
+	if (want)
+		(void)mms__addrset_take(&skipped, (uintptr_t)addr);
+	else
+		added = mms__addrset_add(&skipped, (uintptr_t)addr);
 	mms__spin_unlock(&skipped_lock);
-	return added < 0;
+	return want || added < 0;
 }
 
 /* Whether the free of addr is recorded: not when its allocation was not. */
