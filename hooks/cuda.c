@@ -190,26 +190,12 @@ static unsigned device_now(void)
 	return (unsigned)dev;
 }
 
-/* DEV_ALLOC and DEV_FREE have the common record shape (the address, then
- * varints; the device last). */
-static void rec_dev_alloc(struct mms_thread *t, unsigned fn, uint64_t stamp, unsigned device, uint64_t addr,
-			  uint64_t size, uint32_t stack)
-{
-	mms__rec_addr_event(t, (uint8_t)(MMS_TAG_DEV_ALLOC | fn), stamp, addr, 3, size, stack, device, 0);
-}
-
-static void rec_dev_free(struct mms_thread *t, unsigned fn, uint64_t stamp, unsigned device, uint64_t addr)
-{
-	mms__rec_addr_event(t, (uint8_t)(MMS_TAG_DEV_FREE | fn), stamp, addr, 1, device, 0, 0, 0);
-}
-
 /* --- the devices recorded (the launcher's --device) ----------------------
  * With mms__config.devices set, only the device memory of those ordinals
  * is recorded. A free names the device of the freeing thread's context,
  * which may be another than the block's (unified addressing): so the
  * blocks left unrecorded are kept by address, and their frees left
- * unrecorded too. A mapping of cuMemCreate memory knows its device at
- * both ends (vmm.c). */
+ * unrecorded too (a mapping of cuMemCreate memory as any block). */
 static int skipped_lock;
 static struct mms_addrset skipped;
 
@@ -226,10 +212,11 @@ static int device_wanted(unsigned device)
  * which would leave its own free unrecorded. */
 static int dev_alloc_wanted(unsigned device, uint64_t addr)
 {
-	int want = device_wanted(device), added = 0;
+	int want, added = 0;
 
 	if (!mms__config.devices)
 		return 1;
+	want = device_wanted(device);
 	mms__spin_lock(&skipped_lock);
 	if (want)
 		(void)mms__addrset_take(&skipped, (uintptr_t)addr);
@@ -252,6 +239,21 @@ static int dev_free_wanted(uint64_t addr)
 	return !taken;
 }
 
+/* DEV_ALLOC and DEV_FREE have the common record shape (the address, then
+ * varints; the device last). Each leaves out what --device does. */
+static void rec_dev_alloc(struct mms_thread *t, unsigned fn, uint64_t stamp, unsigned device, uint64_t addr,
+			  uint64_t size, uint32_t stack)
+{
+	if (dev_alloc_wanted(device, addr))
+		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_DEV_ALLOC | fn), stamp, addr, 3, size, stack, device, 0);
+}
+
+static void rec_dev_free(struct mms_thread *t, unsigned fn, uint64_t stamp, unsigned device, uint64_t addr)
+{
+	if (dev_free_wanted(addr))
+		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_DEV_FREE | fn), stamp, addr, 1, device, 0, 0, 0);
+}
+
 /* The thread, inside the guard, when memory events are recorded now. */
 static struct mms_thread *dev_enter(void)
 {
@@ -266,12 +268,9 @@ static __attribute__((noinline)) void dev_alloc(unsigned fn, uint64_t addr, uint
 
 	if (t) {
 		unsigned device = device_now();
+		uint32_t stack = mms__capture_stack(t);
 
-		if (dev_alloc_wanted(device, addr)) {
-			uint32_t stack = mms__capture_stack(t);
-
-			rec_dev_alloc(t, fn, mms__stamp_obtain(), device, addr, size, stack);
-		}
+		rec_dev_alloc(t, fn, mms__stamp_obtain(), device, addr, size, stack);
 		mms__api_leave();
 	}
 	errno = saved;
@@ -306,8 +305,9 @@ static __attribute__((noinline)) void dev_free(unsigned fn, uint64_t addr)
 	struct mms_thread *t = addr ? dev_enter() : NULL;
 
 	if (t) {
-		if (dev_free_wanted(addr))
-			rec_dev_free(t, fn, mms__stamp_release(), device_now(), addr);
+		unsigned device = device_now();
+
+		rec_dev_free(t, fn, mms__stamp_release(), device, addr);
 		mms__api_leave();
 	}
 	errno = saved;
@@ -332,8 +332,7 @@ static void vmm_created(uint64_t handle, unsigned device)
 /* Writes a DEV_ALLOC | MMS_DEV_VMM of m. */
 static void vmm_rec_alloc(struct mms_thread *t, const struct mms_vmm_map *m)
 {
-	if (device_wanted(m->device))
-		rec_dev_alloc(t, MMS_DEV_VMM, mms__stamp_obtain(), m->device, m->addr, m->size, m->stack);
+	rec_dev_alloc(t, MMS_DEV_VMM, mms__stamp_obtain(), m->device, m->addr, m->size, m->stack);
 }
 
 /* The driver mapped [addr, addr + size) onto handle's memory. */
@@ -364,8 +363,7 @@ static void vmm_unmapping(uint64_t lo, uint64_t hi)
 
 	if (t) {
 		for (size_t n = mms__vmm_find(lo, hi, &m); n; n--, m++)
-			if (device_wanted(m->device))
-				rec_dev_free(t, MMS_DEV_VMM, mms__stamp_release(), m->device, m->addr);
+			rec_dev_free(t, MMS_DEV_VMM, mms__stamp_release(), m->device, m->addr);
 		mms__api_leave();
 	}
 	errno = saved;

@@ -12,6 +12,7 @@
 #include <link.h>
 #include <string.h>
 
+#include "elfdyn.h"
 #include "hooks-int.h"
 
 /* Where the recorder's own object is in the loader's list of objects, and
@@ -48,25 +49,18 @@ void mms__elfsym_init(void)
 	startup_objects = c.n;
 }
 
-/* The dynamic section's tables of one object. */
-struct dyn {
-	const ElfW(Sym) *symtab;
-	const char *strtab;
-	const uint32_t *gnu_hash, *hash;
-	const ElfW(Half) *versym;
-};
-
 /* An address of the dynamic section: the loader relocates them in place
  * on most targets; where it does not (a read-only section), it is an
  * offset from the object's base. */
-const void *mms__dyn_ptr(const struct dl_phdr_info *info, uintptr_t p)
+static const void *dyn_ptr(const struct dl_phdr_info *info, ElfW(Addr) p)
 {
 	return (const void *)(p < info->dlpi_addr ? p + info->dlpi_addr : p);
 }
 
-static int dyn_read(const struct dl_phdr_info *info, struct dyn *d)
+int mms__dyn_read(const struct dl_phdr_info *info, struct mms_dyn *d)
 {
 	const ElfW(Dyn) *dyn = NULL;
+	int plt_rela = 1;
 
 	memset(d, 0, sizeof(*d));
 	for (int i = 0; i < info->dlpi_phnum; i++)
@@ -74,34 +68,52 @@ static int dyn_read(const struct dl_phdr_info *info, struct dyn *d)
 			dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
 	if (!dyn)
 		return -1;
+	d->dyn = dyn;
 	for (; dyn->d_tag != DT_NULL; dyn++) {
 		switch (dyn->d_tag) {
 		case DT_SYMTAB:
-			d->symtab = mms__dyn_ptr(info, dyn->d_un.d_ptr);
+			d->symtab = dyn_ptr(info, dyn->d_un.d_ptr);
 			break;
 		case DT_STRTAB:
-			d->strtab = mms__dyn_ptr(info, dyn->d_un.d_ptr);
+			d->strtab = dyn_ptr(info, dyn->d_un.d_ptr);
 			break;
 		case DT_GNU_HASH:
-			d->gnu_hash = mms__dyn_ptr(info, dyn->d_un.d_ptr);
+			d->gnu_hash = dyn_ptr(info, dyn->d_un.d_ptr);
 			break;
 		case DT_HASH:
-			d->hash = mms__dyn_ptr(info, dyn->d_un.d_ptr);
+			d->hash = dyn_ptr(info, dyn->d_un.d_ptr);
 			break;
 		case DT_VERSYM:
-			d->versym = mms__dyn_ptr(info, dyn->d_un.d_ptr);
+			d->versym = dyn_ptr(info, dyn->d_un.d_ptr);
+			break;
+		case DT_RELA:
+			d->rela = dyn_ptr(info, dyn->d_un.d_ptr);
+			break;
+		case DT_RELASZ:
+			d->relasz = dyn->d_un.d_val;
+			break;
+		case DT_JMPREL:
+			d->jmprel = dyn_ptr(info, dyn->d_un.d_ptr);
+			break;
+		case DT_PLTRELSZ:
+			d->jmprelsz = dyn->d_un.d_val;
+			break;
+		case DT_PLTREL:
+			plt_rela = dyn->d_un.d_val == DT_RELA;
 			break;
 		default:
 			break;
 		}
 	}
-	return d->symtab && d->strtab && (d->gnu_hash || d->hash) ? 0 : -1;
+	if (!plt_rela)
+		d->jmprel = NULL, d->jmprelsz = 0;
+	return 0;
 }
 
 /* Symbol i, when it is a definition of name that dlsym() would return: a
  * function or an object (not an indirect function, whose resolver would
  * have to run), global, weak or unique, in the default version. */
-static const ElfW(Sym) *sym_match(const struct dyn *d, uint32_t i, const char *name)
+static const ElfW(Sym) * sym_match(const struct mms_dyn *d, uint32_t i, const char *name)
 {
 	const ElfW(Sym) *s = &d->symtab[i];
 	/* ELF32_ and ELF64_ST_TYPE and _ST_BIND are the same. */
@@ -141,9 +153,9 @@ static uint32_t sysv_hash(const char *name)
 static void *object_sym(const struct dl_phdr_info *info, const char *name)
 {
 	const ElfW(Sym) *s = NULL;
-	struct dyn d;
+	struct mms_dyn d;
 
-	if (dyn_read(info, &d))
+	if (mms__dyn_read(info, &d) || !d.symtab || !d.strtab || (!d.gnu_hash && !d.hash))
 		return NULL;
 	if (d.gnu_hash) {
 		uint32_t nbuckets = d.gnu_hash[0], offset = d.gnu_hash[1], words = d.gnu_hash[2];

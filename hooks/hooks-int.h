@@ -731,10 +731,6 @@ void mms__addrset_clear(struct mms_addrset *s) MMS_HIDDEN;
 void mms__redirect_init(void) MMS_HIDDEN;
 void mms__redirect_rescan(void) MMS_HIDDEN;
 extern int mms__dlsym_watch MMS_HIDDEN;
-/* An address of an object's dynamic section (elfsym.c): the loader
- * relocates them in place on most targets, not where the section is
- * read-only (an offset from the object's base there). */
-const void *mms__dyn_ptr(const struct dl_phdr_info *info, uintptr_t p) MMS_HIDDEN;
 /* Records the allocation of a guarded block (t->prev_stamp and
  * t->stack_id are then its stamp and stack); ra is the allocating call's
  * return address, in its caller (the runtimes' blocks are told by it). */

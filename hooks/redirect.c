@@ -41,6 +41,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "elfdyn.h"
 #include "hooks-int.h"
 
 #if defined(__x86_64__) || defined(__aarch64__)
@@ -164,9 +165,7 @@ static void slot_set(void **slot, void *to, uintptr_t relro_lo, uintptr_t relro_
 /* The object whose relocations are being read. */
 struct object {
 	const struct dl_phdr_info *info;
-	const ElfW(Dyn) * dyn;
-	const ElfW(Sym) * symtab;
-	const char *strtab;
+	struct mms_dyn d;             /* its dynamic section's tables */
 	uintptr_t code_lo, code_hi;   /* its code: a lazy GOT entry points there */
 	uintptr_t relro_lo, relro_hi; /* its pages made read-only after relocation */
 	int base_ns;                  /* in the base namespace: 1, 0, or -1 unknown yet */
@@ -180,7 +179,7 @@ static int in_base_namespace(struct object *o)
 	if (o->base_ns < 0) {
 		o->base_ns = 0;
 		for (const struct link_map *m = _r_debug.r_map; m && !o->base_ns; m = m->l_next)
-			o->base_ns = (const void *)m->l_ld == (const void *)o->dyn;
+			o->base_ns = (const void *)m->l_ld == (const void *)o->d.dyn;
 	}
 	return o->base_ns;
 }
@@ -199,7 +198,7 @@ static void redirect_relocs(struct object *o, const ElfW(Rela) * r, size_t size)
 
 		if (!sym || (type != R_JUMP_SLOT && type != R_GLOB_DAT && (type != R_ABS || r[i].r_addend)))
 			continue;
-		if (o->symtab[sym].st_shndx != SHN_UNDEF || !(e = wanted(o->strtab + o->symtab[sym].st_name)))
+		if (o->d.symtab[sym].st_shndx != SHN_UNDEF || !(e = wanted(o->d.strtab + o->d.symtab[sym].st_name)))
 			continue;
 		slot = (void **)(o->info->dlpi_addr + r[i].r_offset);
 		v = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
@@ -213,20 +212,14 @@ static void redirect_relocs(struct object *o, const ElfW(Rela) * r, size_t size)
 
 static void redirect_object(const struct dl_phdr_info *info)
 {
-	const ElfW(Dyn) *dyn = NULL;
-	const ElfW(Rela) *rela = NULL, *jmprel = NULL;
-	size_t relasz = 0, jmprelsz = 0;
-	int plt_rela = 1;
 	struct object o = { .info = info, .base_ns = -1 };
 
-	if (!je_on && !tc_on)
+	if ((!je_on && !tc_on) || mms__dyn_read(info, &o.d) || !o.d.symtab || !o.d.strtab)
 		return;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 
-		if (ph->p_type == PT_DYNAMIC)
-			dyn = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
-		else if (ph->p_type == PT_GNU_RELRO) {
+		if (ph->p_type == PT_GNU_RELRO) {
 			/* The pages the loader made read-only: a partial last
 			 * page stays writable (glibc's _dl_protect_relro). */
 			uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
@@ -235,43 +228,11 @@ static void redirect_object(const struct dl_phdr_info *info)
 			o.relro_hi = (info->dlpi_addr + ph->p_vaddr + ph->p_memsz) & ~(page - 1);
 		}
 	}
-	if (!dyn)
-		return;
-	o.dyn = dyn;
-	for (; dyn->d_tag != DT_NULL; dyn++) {
-		switch (dyn->d_tag) {
-		case DT_SYMTAB:
-			o.symtab = mms__dyn_ptr(info, dyn->d_un.d_ptr);
-			break;
-		case DT_STRTAB:
-			o.strtab = mms__dyn_ptr(info, dyn->d_un.d_ptr);
-			break;
-		case DT_RELA:
-			rela = mms__dyn_ptr(info, dyn->d_un.d_ptr);
-			break;
-		case DT_RELASZ:
-			relasz = dyn->d_un.d_val;
-			break;
-		case DT_JMPREL:
-			jmprel = mms__dyn_ptr(info, dyn->d_un.d_ptr);
-			break;
-		case DT_PLTRELSZ:
-			jmprelsz = dyn->d_un.d_val;
-			break;
-		case DT_PLTREL:
-			plt_rela = dyn->d_un.d_val == DT_RELA;
-			break;
-		default:
-			break;
-		}
-	}
-	if (!o.symtab || !o.strtab)
-		return;
 	mms__code_span(info, &o.code_lo, &o.code_hi);
-	if (rela)
-		redirect_relocs(&o, rela, relasz);
-	if (jmprel && plt_rela)
-		redirect_relocs(&o, jmprel, jmprelsz);
+	if (o.d.rela)
+		redirect_relocs(&o, o.d.rela, o.d.relasz);
+	if (o.d.jmprel)
+		redirect_relocs(&o, o.d.jmprel, o.d.jmprelsz);
 }
 
 /* --- the objects done ----------------------------------------------------------
