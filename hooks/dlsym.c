@@ -77,21 +77,25 @@ void *mms__dlsym_resolve(void)
 	return p;
 }
 
-/* The entry point's slow path, with dlsym()'s arguments: the real
- * dlsym() found when not known yet, and the objects loaded since the last
- * look redirected (while mms__dlsym_watch is set: a program's plugin is
- * reached through dlsym(), so its calls of an allocator's own functions
- * are redirected before its code runs, redirect.c); then 1 when the
- * lookup is one of the
- * driver's entry points cuda.c wraps, in a real handle (the entry point
- * goes on to mms__cuda_dlsym()), else 0 (it jumps to the real dlsym(), or
- * returns NULL when there is none). */
-int mms__dlsym_slow(void *handle, const char *name)
+/* The entry point's slow path, with dlsym()'s arguments and its caller's
+ * return address: the real dlsym() found when not known yet, and, while
+ * mms__dlsym_watch is set, the objects loaded since the last look
+ * redirected (a program's plugin is reached through dlsym(), so its calls
+ * of an allocator's own functions are redirected before its code runs,
+ * redirect.c) and a lookup of one of those functions answered there: 2,
+ * the answer in *result (the entry point returns it). Then 1 when the
+ * lookup is one of the driver's entry points cuda.c wraps, in a real
+ * handle (the entry point goes on to mms__cuda_dlsym()), else 0 (it jumps
+ * to the real dlsym(), or returns NULL when there is none). */
+int mms__dlsym_slow(void *handle, const char *name, const void *caller, void **result)
 {
 	if (!mms__dlsym_resolve())
 		return 0;
-	if (__atomic_load_n(&mms__dlsym_watch, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&mms__dlsym_watch, __ATOMIC_RELAXED)) {
 		mms__redirect_rescan();
+		if (handle != RTLD_NEXT && name && mms__redirect_dlsym(handle, name, caller, result))
+			return 2;
+	}
 	return handle && handle != RTLD_NEXT && name && name[0] == 'c' && name[1] == 'u' && mms__cuda_wants(name);
 }
 
@@ -127,14 +131,19 @@ __asm__(".text\n\t"
 	"cmpb $0x75, 1(%rsi)\n\t" /* 'u' */
 	"jne 2f\n"
 	"3:\n\t"
-	/* Two pushes and 8 bytes more keep the call 16-byte aligned. */
+	"movq (%rsp), %rdx\n\t" /* the caller */
+	/* Two pushes and 8 bytes more (the answer's place) keep the call
+	 * 16-byte aligned. */
 	"pushq %rdi\n\t"
 	".cfi_adjust_cfa_offset 8\n\t"
 	"pushq %rsi\n\t"
 	".cfi_adjust_cfa_offset 8\n\t"
 	"subq $8, %rsp\n\t"
 	".cfi_adjust_cfa_offset 8\n\t"
+	"movq %rsp, %rcx\n\t"
 	"call mms__dlsym_slow\n\t"
+	"cmpl $2, %eax\n\t"
+	"je 6f\n\t"
 	"addq $8, %rsp\n\t"
 	".cfi_adjust_cfa_offset -8\n\t"
 	"popq %rsi\n\t"
@@ -151,7 +160,13 @@ __asm__(".text\n\t"
 	"4:\n\t"
 	"jmp mms__cuda_dlsym\n"
 	"5:\n\t"
-	"ret\n\t" /* %rax is NULL */
+	"ret\n" /* %rax is NULL */
+	"6:\n\t"
+	".cfi_adjust_cfa_offset 24\n\t"
+	"movq (%rsp), %rax\n\t"
+	"addq $24, %rsp\n\t"
+	".cfi_adjust_cfa_offset -24\n\t"
+	"ret\n\t"
 	".cfi_endproc\n\t"
 	".size dlsym, .-dlsym\n\t"
 	".previous");
@@ -183,19 +198,27 @@ __asm__(".text\n\t"
 	"cmp w17, #0x75\n\t" /* 'u' */
 	"b.ne 2f\n"
 	"3:\n\t"
-	"stp x29, x30, [sp, #-32]!\n\t"
-	".cfi_def_cfa_offset 32\n\t"
-	".cfi_offset 29, -32\n\t"
-	".cfi_offset 30, -24\n\t"
+	"mov x2, x30\n\t" /* the caller */
+	"stp x29, x30, [sp, #-48]!\n\t"
+	".cfi_def_cfa_offset 48\n\t"
+	".cfi_offset 29, -48\n\t"
+	".cfi_offset 30, -40\n\t"
 	"mov x29, sp\n\t"
 	"stp x0, x1, [sp, #16]\n\t"
+	"add x3, sp, #32\n\t" /* the answer's place */
 	"bl mms__dlsym_slow\n\t"
 	"mov w17, w0\n\t"
 	"ldp x0, x1, [sp, #16]\n\t"
-	"ldp x29, x30, [sp], #32\n\t"
+	"cmp w17, #2\n\t"
+	"b.ne 7f\n\t"
+	"ldr x0, [sp, #32]\n"
+	"7:\n\t"
+	"ldp x29, x30, [sp], #48\n\t"
 	".cfi_def_cfa_offset 0\n\t"
 	".cfi_restore 29\n\t"
 	".cfi_restore 30\n\t"
+	"cmp w17, #2\n\t"
+	"b.eq 6f\n\t"
 	"cbnz w17, 4f\n\t"
 	"adrp x16, mms__real_dlsym\n\t"
 	"ldr x16, [x16, :lo12:mms__real_dlsym]\n\t"
@@ -205,7 +228,8 @@ __asm__(".text\n\t"
 	"4:\n\t"
 	"b mms__cuda_dlsym\n"
 	"5:\n\t"
-	"mov x0, #0\n\t"
+	"mov x0, #0\n"
+	"6:\n\t"
 	"ret\n\t"
 	".cfi_endproc\n\t"
 	".size dlsym, .-dlsym\n\t"

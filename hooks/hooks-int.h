@@ -358,7 +358,7 @@ extern void *(*mms__real_dlsym)(void *, const char *) MMS_HIDDEN;
 /* Finds the real dlsym(): returns it, or NULL. */
 void *mms__dlsym_resolve(void) MMS_HIDDEN;
 /* The entry point's one call into C (see dlsym.c). */
-int mms__dlsym_slow(void *handle, const char *name) MMS_HIDDEN;
+int mms__dlsym_slow(void *handle, const char *name, const void *caller, void **result) MMS_HIDDEN;
 
 /* gdbif.c: the gdb interface (gdbif.h). The op and step functions are
  * called inside the reentrancy guard, whether the event is recorded or
@@ -730,6 +730,11 @@ void mms__addrset_clear(struct mms_addrset *s) MMS_HIDDEN;
  * mms__dlsym_watch is set: dlsym.c). */
 void mms__redirect_init(void) MMS_HIDDEN;
 void mms__redirect_rescan(void) MMS_HIDDEN;
+/* dlsym(handle, name) for caller (not RTLD_NEXT) where name is one of
+ * those functions: 1 with the answer in *result, the recorder's function
+ * where the real dlsym() finds the allocator's; 0 for any other name (or
+ * a caller in another namespace). */
+int mms__redirect_dlsym(void *handle, const char *name, const void *caller, void **result) MMS_HIDDEN;
 extern int mms__dlsym_watch MMS_HIDDEN;
 /* Records the allocation of a guarded block (t->prev_stamp and
  * t->stack_id are then its stamp and stack); ra is the allocating call's

@@ -27,12 +27,18 @@
  * register, is then not read (the x86-64 and aarch64 calling conventions;
  * this file redirects on those two only).
  *
- * Not redirected: a function pointer obtained with dlsym() (the
- * allocator's own), calls made by an object loaded with dlopen() before
- * the recorder sees it (from its constructors, or before any dlsym()
- * when nothing else is recorded meanwhile), the allocator's calls of
- * its own functions. */
+ * A program may also look one of them up with dlsym(RTLD_DEFAULT, ...)
+ * or in the allocator's handle and call it through that pointer: where
+ * the real dlsym() answers with the allocator's function, the recorder's
+ * is returned instead (dlsym.c asks mms__redirect_dlsym()).
+ *
+ * Not redirected: a pointer obtained with dlsym(RTLD_NEXT, ...) or
+ * dlvsym() (the allocator's own), calls made by an object loaded with
+ * dlopen() before the recorder sees it (from its constructors, or before
+ * any dlsym() when nothing else is recorded meanwhile), the allocator's
+ * calls of its own functions. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
 #include <malloc.h>
@@ -279,6 +285,39 @@ void mms__redirect_rescan(void)
 	pthread_mutex_unlock(&done_lock);
 }
 
+/* Whether the code at caller is in the base namespace, as dlsym() finds
+ * the caller (code of no object counts as the program's). */
+static int caller_in_base(const void *caller)
+{
+	struct link_map *lm = NULL;
+	Dl_info di;
+
+	if (!dladdr1(caller, &di, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
+		return 1;
+	for (const struct link_map *m = _r_debug.r_map; m; m = m->l_next)
+		if (m == lm)
+			return 1;
+	return 0;
+}
+
+int mms__redirect_dlsym(void *handle, const char *name, const void *caller, void **result)
+{
+	const struct redirect *e;
+
+	if ((!je_on && !tc_on) || !(e = wanted(name)))
+		return 0;
+	/* RTLD_DEFAULT searches the caller's namespace: the recorder's
+	 * lookup answers for the base one only. A real handle is searched
+	 * in its own scope, whoever asks (the object that defines the name
+	 * was loaded at start-up: no dependency to record). */
+	if (handle == RTLD_DEFAULT && !caller_in_base(caller))
+		return 0;
+	*result = mms__real_dlsym(handle, name);
+	if (*result && *result == e->real)
+		*result = e->to;
+	return 1;
+}
+
 void mms__redirect_init(void)
 {
 	/* jemalloc's, all six (every jemalloc since 4.0 has them). */
@@ -320,6 +359,15 @@ void mms__redirect_init(void)
 
 void mms__redirect_rescan(void)
 {
+}
+
+int mms__redirect_dlsym(void *handle, const char *name, const void *caller, void **result)
+{
+	(void)handle;
+	(void)name;
+	(void)caller;
+	(void)result;
+	return 0;
 }
 
 #endif

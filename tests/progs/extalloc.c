@@ -14,12 +14,18 @@
  *   extalloc je-overflow
  *                   writes one byte past a mallocx(100) block, then
  *                   releases it with sdallocx (guard mode's finding)
+ *   extalloc je-dlsym N, extalloc tc-dlsym N
+ *                   the functions looked up with dlsym(RTLD_DEFAULT) and
+ *                   in the allocator's handle, called through those
+ *                   pointers: N pairs on each of two threads, and one
+ *                   block kept (91 bytes; tc: 39)
  *
  * The functions are weak references: the program is built without either
  * allocator's headers or libraries, and runs with one preloaded (or none,
  * for probe: the recorder must not define them). It prints only what the
  * allocator's answers let it check, the same with and without the
  * recorder and in guard mode, and exits 1 on a wrong answer. */
+#define _GNU_SOURCE /* RTLD_DEFAULT, RTLD_NOLOAD */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -207,6 +213,73 @@ static int tc(void)
 	return 0;
 }
 
+/* The allocator's functions as dlsym() finds them: in the global scope,
+ * or (dallocx, tc_free) in the handle of the library that defines them. */
+static void *(*dl_alloc)(size_t, int);
+static void (*dl_sized_free)(void *, size_t, int);
+static void (*dl_free)(void *, int);
+static void *(*dl_tc_malloc)(size_t);
+static void (*dl_tc_free)(void *);
+
+static void *dl_pairs(void *arg)
+{
+	(void)arg;
+	for (long i = 0; i < n_pairs; i++) {
+		size_t n = 16 + (size_t)(i % 64) * 8;
+		char *p = dl_alloc ? dl_alloc(n, 0) : dl_tc_malloc(n);
+
+		if (!p)
+			return (void *)1;
+		p[0] = p[n - 1] = 1;
+		if (dl_alloc)
+			dl_sized_free(p, n, 0);
+		else
+			dl_tc_free(p);
+	}
+	return NULL;
+}
+
+static int by_dlsym(int je_group)
+{
+	void *h = dlopen(je_group ? "libjemalloc.so.2" : "libtcmalloc_minimal.so.4", RTLD_LAZY | RTLD_NOLOAD);
+	char *p;
+
+	if (je_group) {
+		dl_alloc = (void *(*)(size_t, int))dlsym(RTLD_DEFAULT, "mallocx");
+		dl_sized_free = (void (*)(void *, size_t, int))dlsym(RTLD_DEFAULT, "sdallocx");
+		dl_free = h ? (void (*)(void *, int))dlsym(h, "dallocx") : NULL;
+		if (!dl_alloc || !dl_sized_free || !dl_free) {
+			printf("jemalloc's functions through dlsym: absent\n");
+			return 2;
+		}
+		p = dl_alloc(100, 0); /* mallocx'd, released by dallocx */
+		check(p != NULL, "mallocx(100) through dlsym failed");
+		dl_free(p, 0);
+		p = malloc(200); /* malloc'd, released by sdallocx */
+		check(p != NULL, "malloc(200) failed");
+		dl_sized_free(p, 200, 0);
+		kept = dl_alloc(91, 0);
+	} else {
+		dl_tc_malloc = (void *(*)(size_t))dlsym(RTLD_DEFAULT, "tc_malloc");
+		dl_tc_free = h ? (void (*)(void *))dlsym(h, "tc_free") : NULL;
+		if (!dl_tc_malloc || !dl_tc_free) {
+			printf("tcmalloc's functions through dlsym: absent\n");
+			return 2;
+		}
+		p = dl_tc_malloc(100); /* tc_malloc'd, freed */
+		check(p != NULL, "tc_malloc(100) through dlsym failed");
+		free(p);
+		p = malloc(200); /* malloc'd, released by tc_free */
+		check(p != NULL, "malloc(200) failed");
+		dl_tc_free(p);
+		kept = dl_tc_malloc(39);
+	}
+	check(kept != NULL, "the kept block's allocation through dlsym failed");
+	check(two_threads(dl_pairs) == 0, "a thread's allocation through dlsym failed");
+	printf("%s's functions through dlsym: checked\n", je_group ? "jemalloc" : "tcmalloc");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int r;
@@ -215,7 +288,10 @@ int main(int argc, char **argv)
 		return 2;
 	n_pairs = argc > 2 ? atol(argv[2]) : 1000;
 	if (!strcmp(argv[1], "probe")) {
-		printf("mallocx %s, tc_malloc %s\n", mallocx ? "defined" : "absent", tc_malloc ? "defined" : "absent");
+		printf("mallocx %s, tc_malloc %s, dlsym mallocx %s, dlsym tc_malloc %s\n",
+		       mallocx ? "defined" : "absent", tc_malloc ? "defined" : "absent",
+		       dlsym(RTLD_DEFAULT, "mallocx") ? "found" : "absent",
+		       dlsym(RTLD_DEFAULT, "tc_malloc") ? "found" : "absent");
 		return 0;
 	}
 	if (!strcmp(argv[1], "je-plugin") && argc > 3) {
@@ -242,6 +318,10 @@ int main(int argc, char **argv)
 		sdallocx(p, 100, 0);
 		return 0;
 	}
-	r = !strcmp(argv[1], "je") ? je() : !strcmp(argv[1], "tc") ? tc() : 2;
+	r = !strcmp(argv[1], "je")         ? je()
+	    : !strcmp(argv[1], "tc")       ? tc()
+	    : !strcmp(argv[1], "je-dlsym") ? by_dlsym(1)
+	    : !strcmp(argv[1], "tc-dlsym") ? by_dlsym(0)
+					   : 2;
 	return r ? r : bad;
 }

@@ -14,8 +14,11 @@
 #    each mallocx'd one freed was a bad free, the kept one was missed);
 #  - in guard mode it runs with no finding, and a write past a mallocx'd
 #    block is found when sdallocx releases it;
+#  - the same where the program looks the functions up with dlsym()
+#    (RTLD_DEFAULT and the allocator's handle) and calls them through
+#    those pointers (before: the allocator's own, unrecorded);
 #  - without either allocator the recorder defines none of these names
-#    (a program that looks for mallocx must not find it).
+#    (a program that looks for mallocx must not find it, nor dlsym()).
 . "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
 
 for p in extalloc extalloc-now; do
@@ -27,7 +30,8 @@ command -v timeout >/dev/null 2>&1 && timeout="timeout 120"
 # --- no allocator: the names stay undefined ----------------------------------
 "$MMS_PROGS/extalloc" probe >probe.native 2>&1 || fail "extalloc probe exited $?: $(cat probe.native)"
 record probe.mms "$MMS_PROGS/extalloc" probe >probe.out 2>&1 || fail "extalloc probe under the recorder exited $?: $(cat probe.out)"
-expect_eq "what extalloc probe finds natively" "$(cat probe.native)" "mallocx absent, tc_malloc absent"
+expect_eq "what extalloc probe finds natively" "$(cat probe.native)" \
+	"mallocx absent, tc_malloc absent, dlsym mallocx absent, dlsym tc_malloc absent"
 expect_eq "what extalloc probe finds under the recorder" "$(cat probe.out)" "$(cat probe.native)"
 
 libdirs="/usr/lib/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu) /usr/lib64 /usr/lib /usr/local/lib"
@@ -43,12 +47,13 @@ tcmalloc=$(find_lib libtcmalloc_minimal.so.4)
 	skip "neither libjemalloc.so.2 nor libtcmalloc_minimal.so.4 is installed (apt-get install libjemalloc2 libtcmalloc-minimal4)"
 
 pairs=5000
-# run NAME LIB MODE KEPT_BYTES: extalloc MODE under LIB, natively and
-# recorded, with both builds.
+# run NAME LIB MODE KEPT_BYTES CALLS: extalloc MODE under LIB, natively
+# and recorded, with both builds; CALLS: its allocations besides the
+# threads' pairs.
 run() {
-	_name=$1 _lib=$2 _mode=$3 _kept=$4
+	_name=$1 _lib=$2 _mode=$3 _kept=$4 _calls=$5
 	for _p in extalloc extalloc-now; do
-		_t=$_name-$_p
+		_t=$_name-$_mode-$_p
 		_rc=0
 		LD_PRELOAD=$_lib "$MMS_PROGS/$_p" "$_mode" $pairs >"$_t.native" 2>&1 || _rc=$?
 		expect_eq "$_p $_mode's exit status under $_name alone" "$_rc" 0
@@ -61,7 +66,7 @@ run() {
 		summarize "$_t.mms"
 		expect_consistent "$_t.mms.json"
 		# The two threads' pairs, and the calls before them.
-		expect_ge "$_t: allocations recorded" "$(jget "$_t.mms.json" allocs)" $((2 * pairs + 8))
+		expect_ge "$_t: allocations recorded" "$(jget "$_t.mms.json" allocs)" $((2 * pairs + _calls))
 		"$MMS_REPLAY" "$_t.mms" --analysis leaks --json >"$_t.leaks" 2>>"$_t.err" ||
 			fail "leaks of $_t.mms exited $?: $(cat "$_t.err")"
 		expect_eq "$_t: the program's blocks live at exit (and their bytes)" \
@@ -86,7 +91,8 @@ if [ -n "$jemalloc" ]; then
 	LD_PRELOAD=$jemalloc "$MMS_PROGS/extalloc" probe >probe.je.native 2>&1
 	env LD_PRELOAD="$MMS_HOOKS:$jemalloc" MSMEMSCOPE_LOG=probe.je.mms "$MMS_PROGS/extalloc" probe >probe.je.out 2>&1
 	expect_eq "extalloc probe under jemalloc and the recorder" "$(cat probe.je.out)" "$(cat probe.je.native)"
-	run jemalloc "$jemalloc" je 64
+	run jemalloc "$jemalloc" je 64 8
+	run jemalloc "$jemalloc" je-dlsym 91 3
 	# A plugin loaded with dlopen() after start-up: its calls are
 	# redirected when the program reaches it through dlsym().
 	[ -f "$MMS_PROGS/extplug.so" ] || fail "the test plugin is not built: $MMS_PROGS/extplug.so"
@@ -108,13 +114,14 @@ if [ -n "$jemalloc" ]; then
 	expect_key over.json findings.0.kind '"overflow"'
 	expect_key over.json findings.0.size 100
 	expect_key over.json findings.0.offset 100
-	note "jemalloc ($jemalloc): mallocx, rallocx, xallocx, sallocx, dallocx, sdallocx recorded (lazy and -z now GOT, a dlopen()ed plugin), guard mode whole"
+	note "jemalloc ($jemalloc): mallocx, rallocx, xallocx, sallocx, dallocx, sdallocx recorded (lazy and -z now GOT, a dlopen()ed plugin, pointers from dlsym()), guard mode whole"
 else
 	note "libjemalloc.so.2 is not installed: its part not run (apt-get install libjemalloc2)"
 fi
 if [ -n "$tcmalloc" ]; then
-	run tcmalloc "$tcmalloc" tc 48
-	note "tcmalloc ($tcmalloc): its tc_ functions recorded (lazy and -z now GOT), guard mode whole"
+	run tcmalloc "$tcmalloc" tc 48 8
+	run tcmalloc "$tcmalloc" tc-dlsym 39 3
+	note "tcmalloc ($tcmalloc): its tc_ functions recorded (lazy and -z now GOT, pointers from dlsym()), guard mode whole"
 else
 	note "libtcmalloc_minimal.so.4 is not installed: its part not run (apt-get install libtcmalloc-minimal4)"
 fi
