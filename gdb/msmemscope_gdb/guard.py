@@ -11,7 +11,7 @@ import os
 
 import gdb
 
-from . import args, fmt, gdbif, pinpoint, replaylib
+from . import args, fmt, pinpoint, replaylib
 from .session import Command, Error, HOOKS_NAME, SessionParameter, apply_setting, in_hooks
 
 _WHERE = {1: "in its tail red zone", 2: "in its head red zone", 3: "in the freed block or its red zones"}

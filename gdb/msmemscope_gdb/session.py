@@ -593,7 +593,7 @@ class Session:
             gdb.write("memscope: pinpoint: internal error: %s (please report it)\n" % one_line_error(e))
 
     def _on_stop_report(self, ev):
-        from . import breaks, variables
+        from . import variables
         self._remember_log()
         variables.refresh_running(self.run_log)
         # gdb lists every breakpoint at the location, those whose
