@@ -93,6 +93,20 @@ looks() {
 	_l=$(sed -n 's/^msmemscope: live: [0-9]* events read while the program ran, \([0-9]*\) looks.*/\1/p' $1.err)
 	echo "${_l:-0}"
 }
+# A loaded machine may still starve the reader in one run (CI's sanitizer
+# pass once read 40,007 of 240,031): two more runs before judging. A
+# reader the sleeping thread does hold back stops in every run.
+late_try=1
+while half steps && [ "$(looks late)" -ge 2 ] && ! half late && [ $late_try -lt 3 ]; do
+	note "live late: $(cat late.fed) of $(cat late.total) events read during the run ($(looks late) looks); again"
+	rm -rf out
+	MSMEMSCOPE_LIVE_DEBUG=1 "$MMS_LAUNCHER" --call-stack=c:8 --output=out -- "$prog" late >late.out 2>late.err ||
+		fail "live late (again): the launcher exited $?: $(cat late.err)"
+	sed -n 's/^msmemscope: live: \([0-9]*\) events read while.*/\1/p' late.err >late.fed
+	sed -n 's/^  events  *\([0-9]*\) .*/\1/p' late.err >late.total
+	[ -s late.fed ] || echo 0 >late.fed
+	late_try=$((late_try + 1))
+done
 if half steps && [ "$(looks late)" -ge 2 ]; then
 	half late || fail "live late: $(cat late.fed) of $(cat late.total) events read during the run (steps: $(cat steps.fed) of $(cat steps.total)): the sleeping thread held the reader back"
 else
