@@ -11,7 +11,9 @@
  *    local storage) is a root.
  *  - A word pointing at a block's start, or 8 bytes past it (valgrind's
  *    "newarray" and "length64" heuristics: new[]'s element count, a
- *    length prefix), is a start pointer; one into its middle is interior.
+ *    length prefix) unless the block's first word is a pointer (the scan
+ *    listed it: no count nor length), is a start pointer; one into its
+ *    middle is interior.
  *  - Reachable: reached from a root through start pointers only.
  *    Possibly leaked: reached only along paths with an interior pointer.
  *    The rest is leaked: indirectly when a leaked block points to it
@@ -56,9 +58,19 @@ struct graph {
 	size_t n;
 	struct region *rgn;
 	size_t nrgn, rgn_cap;
-	uint64_t *edges; /* from << 33 | to << 1 | interior; roots' from is n */
+	uint64_t *edges; /* from << 33 | to << 2 | enum edge_kind; roots' from is n */
 	size_t nedges, edges_cap;
+	uint8_t *first_ptr; /* by node: its first word points into anonymous memory */
 };
+
+/* What an edge points at in its block. */
+enum edge_kind {
+	EDGE_START = 0,
+	EDGE_INTERIOR = 1,
+	EDGE_PAST8 = 2, /* 8 bytes past the start: a start pointer unless the
+			   block's first word is a pointer (first_ptr) */
+};
+#define EDGE_TO(e) ((size_t)((e) >> 2 & 0x7fffffffu))
 
 int mms__reach_note(mms_log_t *log, const struct mms__rec *r)
 {
@@ -245,11 +257,14 @@ static int add_refs(struct graph *g, const uint8_t *p, const uint8_t *end)
 			return MMS_ECORRUPT;
 		where += dw << 3;
 		value += (uint64_t)mms_unzigzag(dv);
-		to = node_at(g, value);
-		if (to == g->n)
-			continue;
 		from = node_at(g, where);
-		if (from == to)
+		/* A block whose first word is a pointer holds no element
+		 * count or length there (valgrind reads the word; the scan
+		 * lists it when it points into anonymous memory). */
+		if (from < g->n && where == g->nodes[from].addr)
+			g->first_ptr[from] = 1;
+		to = node_at(g, value);
+		if (to == g->n || from == to)
 			continue;
 		off = value - g->nodes[to].addr;
 		if (from == g->n) {
@@ -268,7 +283,10 @@ static int add_refs(struct graph *g, const uint8_t *p, const uint8_t *end)
 		}
 		if (mms__grow(&g->edges, &g->edges_cap, g->nedges, sizeof(*g->edges)))
 			return -ENOMEM;
-		g->edges[g->nedges++] = (uint64_t)from << 33 | (uint64_t)to << 1 | (off != 0 && off != 8);
+		g->edges[g->nedges++] = (uint64_t)from << 33 | (uint64_t)to << 2 |
+					(off == 0   ? EDGE_START
+					 : off == 8 ? EDGE_PAST8
+						    : EDGE_INTERIOR);
 	}
 	return 0;
 }
@@ -290,9 +308,9 @@ static void mark(const struct graph *g, const size_t *first, uint8_t *status, si
 		size_t v = stack[--top];
 
 		for (size_t e = first[v]; e < first[v + 1]; e++) {
-			size_t w = (size_t)(g->edges[e] >> 1 & 0xffffffffu);
+			size_t w = EDGE_TO(g->edges[e]);
 
-			if ((!any && (g->edges[e] & 1)) || status[w] != from)
+			if ((!any && (g->edges[e] & EDGE_INTERIOR)) || status[w] != from)
 				continue;
 			status[w] = (uint8_t)to;
 			stack[top++] = w;
@@ -312,6 +330,10 @@ static int solve(struct graph *g, struct mms__reach *r)
 		free(status);
 		return -ENOMEM;
 	}
+	/* Every block's first word is known now. */
+	for (i = 0; i < g->nedges; i++)
+		if ((g->edges[i] & 3) == EDGE_PAST8)
+			g->edges[i] ^= EDGE_PAST8 ^ (g->first_ptr[EDGE_TO(g->edges[i])] ? EDGE_INTERIOR : EDGE_START);
 	if (g->nedges)
 		qsort(g->edges, g->nedges, sizeof(*g->edges), edge_cmp);
 	for (i = 0; i < g->nedges; i++)
@@ -360,8 +382,12 @@ static int build(const struct mms__state *st, struct mms__reach *r)
 		return 0;
 	end = p + log->reach_len;
 	g.nodes = malloc((n ? n : 1) * sizeof(*g.nodes));
-	if (!g.nodes)
+	g.first_ptr = calloc(n ? n : 1, 1);
+	if (!g.nodes || !g.first_ptr) {
+		free(g.nodes);
+		free(g.first_ptr);
 		return -ENOMEM;
+	}
 	mms__state_each(st, add_node, &g);
 	qsort(g.nodes, g.n, sizeof(*g.nodes), node_cmp);
 	/* The ranges first: the words' places are looked up in them. */
@@ -388,6 +414,7 @@ static int build(const struct mms__state *st, struct mms__reach *r)
 	free(g.nodes);
 	free(g.rgn);
 	free(g.edges);
+	free(g.first_ptr);
 	/* A bad record: no verdicts (the reports say "live at exit"). */
 	return rc == -ENOMEM ? rc : 0;
 }

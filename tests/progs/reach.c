@@ -14,7 +14,11 @@
  *                                   300001 (a large block, mapped by malloc)
  *   indirectly leaked:              1011 (pointed to by 1010, leaked), 1021
  *                                   (a cycle with 1020: 1020 leaked, 1021 not)
- *   possibly leaked:                1031 (only a pointer into its middle)
+ *   possibly leaked:                1031 (only a pointer into its middle),
+ *                                   1032 (only a pointer 8 bytes in, where
+ *                                   its first word is a pointer: no count
+ *                                   nor length there, as in a list node or
+ *                                   LLVM's operand list)
  *   reachable:                      2001 (a global), 2002 (pointed to by 2001),
  *                                   2003 (thread-local storage), 2004 (a page
  *                                   the program mapped itself), 2005 (a pointer
@@ -47,6 +51,7 @@ static void *volatile dropped;
 static void *volatile thread_kept;
 static char *volatile interior;
 static void *volatile plus8;
+static void *volatile past_link;
 static void *volatile large_kept;
 static __thread void *volatile tls_ptr;
 static volatile int running = 1;
@@ -143,6 +148,10 @@ __attribute__((noinline)) static int work(int threads)
 	a = b = NULL;
 	/* Possibly leaked: a pointer into its middle. */
 	interior = (char *)make(1031) + 100;
+	/* Possibly leaked too: a pointer 8 bytes in, to the second field of
+	 * a node whose first is a pointer into the heap (to 2001's block,
+	 * made below; valgrind reads it: neither a count nor a length). */
+	past_link = (char *)make(1032) + 8;
 	/* A large block, mapped by malloc, leaked and kept. */
 	global_ptr = make(300001);
 	global_ptr = NULL;
@@ -151,6 +160,7 @@ __attribute__((noinline)) static int work(int threads)
 	a = make(2001);
 	a->next = make(2002);
 	global_ptr = a;
+	*(void **)((char *)past_link - 8) = a;
 	a = NULL;
 	tls_ptr = make(2003);
 	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
