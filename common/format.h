@@ -164,7 +164,9 @@ enum mms_tag {
 	MMS_TAG_REACH_REFS = 0x0b,    /* (version 12) s: (u (where - previous where) / 8,
 	                                 zigzag (value - previous value)) pairs, both
 	                                 previous 0 at the record's start: the words of
-	                                 that memory that point into its anonymous part */
+	                                 that memory that point into its anonymous part,
+	                                 and those of the anonymous part that hold a
+	                                 vtable's address (their values outside it) */
 
 	/* Memory events. */
 	MMS_TAG_ALLOC = 0x10,       /* | enum mms_alloc_fn: daddr, u size, u stack */

@@ -285,21 +285,42 @@ static void skip_field(const char **s)
 	*s = p;
 }
 
+/* The fields of a line of /proc/self/maps: its extent, its permissions
+ * (4 characters at least, else NULL), whether it maps a file (an inode);
+ * returns its name ("" for none). */
+static const char *maps_fields(const char *s, uintptr_t *start, uintptr_t *end, const char **perms, int *file)
+{
+	*start = hex_field(&s);
+	*end = hex_field(&s);
+	*perms = strlen(s) >= 5 ? s : NULL;
+	skip_field(&s); /* perms */
+	skip_field(&s); /* offset */
+	skip_field(&s); /* device */
+	*file = s[0] != '0' || (s[1] != ' ' && s[1] != 0);
+	skip_field(&s);
+	return s;
+}
+
+int mms__maps_file(const char *s, uintptr_t *start, uintptr_t *end, int *exec)
+{
+	const char *perms, *name;
+	int file;
+
+	name = maps_fields(s, start, end, &perms, &file);
+	if (!perms || perms[0] != 'r' || !file || *name != '/')
+		return 0;
+	*exec = perms[2] == 'x';
+	return 1;
+}
+
 int mms__maps_line(const char *s, uintptr_t *start, uintptr_t *end)
 {
 	const char *perms;
 	int file;
 
-	*start = hex_field(&s);
-	*end = hex_field(&s);
-	perms = s;
-	if (strlen(perms) < 5 || perms[0] != 'r' || perms[1] != 'w' || perms[3] != 'p')
+	s = maps_fields(s, start, end, &perms, &file);
+	if (!perms || perms[0] != 'r' || perms[1] != 'w' || perms[3] != 'p')
 		return MMS_MAPS_OTHER;
-	skip_field(&s); /* perms */
-	skip_field(&s); /* offset */
-	skip_field(&s); /* device */
-	file = s[0] != '0' || (s[1] != ' ' && s[1] != 0);
-	skip_field(&s);
 	if (file)
 		return *s == '/' ? MMS_MAPS_FILE : MMS_MAPS_OTHER;
 	if (!strcmp(s, "[stack]"))

@@ -18,13 +18,19 @@
  * thread instead of faulting. A word is written when it points into an
  * anonymous mapping (where heap blocks live), 8-byte aligned, at most
  * MMS_REACH_MAX_PAIRS of them (of MAX_RANGES ranges, MMS_REACH_MAX_BYTES
- * read). [heap] and glibc's
+ * read); so is a word of anonymous memory that holds the address of what
+ * looks like a C++ vtable, as valgrind tells one (see is_vtable()): the
+ * reader takes a pointer into a block's middle for one to its start
+ * where both that word and the block's first are vtable pointers
+ * (valgrind's "multipleinheritance" heuristic: a pointer to an object's
+ * second base class). [heap] and glibc's
  * other arenas are marked malloc's, for the reader to leave their freed
  * chunks out. META "reach" ends the scan: its status
  * and counts, by which a reader knows it read every record. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <link.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -40,10 +46,21 @@
 #define MAX_SELF 8
 #define BUF_PAGES 64
 #define REC_MAX 4000 /* bytes of a record's value (MMS_MAX_STRING at most) */
+#define MAX_FILES 16384 /* readable file mappings kept, for telling vtables */
+#define VT_CACHE 8192   /* addresses told vtables or not, by their bits */
+#define VT_WORDS 21     /* words of a vtable candidate read, as valgrind */
+#define MAX_SPANS 8
+#define SPAN_GAP ((uintptr_t)1 << 30)
 
 struct range {
 	uintptr_t lo, hi;
 	unsigned flags; /* enum mms_reach_region */
+};
+
+/* A readable mapping of a file. */
+struct fmap {
+	uintptr_t lo, hi;
+	int exec;
 };
 
 struct scan {
@@ -56,6 +73,16 @@ struct scan {
 	size_t nself;
 	uintptr_t cmin, cmax; /* the anonymous ranges' extent */
 	size_t hint;          /* the range the last word pointed into */
+	struct fmap *f;       /* the readable file mappings, in address order */
+	size_t nf;
+	/* Their extent in a few spans (mappings less than SPAN_GAP apart in
+	 * one): a word between them, a number or a pointer to the heap, is
+	 * no vtable's address at the cost of a few comparisons. */
+	uintptr_t span_lo[MAX_SPANS], span_hi[MAX_SPANS];
+	size_t nspans;
+	uintptr_t fmin, fmax;       /* the whole extent (read_run() tests it inline) */
+	uintptr_t vt_key[VT_CACHE]; /* is_vtable()'s answers (key 0: none) */
+	uint8_t vt_is[VT_CACHE];
 	uint8_t *buf;         /* BUF_PAGES pages read at a time */
 	uintptr_t page;
 	int pagemap;
@@ -181,11 +208,17 @@ static int maps_step(char *line, void *ctx)
 {
 	struct scan *s = ctx;
 	uintptr_t lo, hi;
-	int kind = mms__maps_line(line, &lo, &hi);
-	unsigned flags = kind == MMS_MAPS_FILE    ? MMS_RGN_FILE
-			 : kind == MMS_MAPS_STACK ? MMS_RGN_STACK
-			 : kind == MMS_MAPS_HEAP  ? MMS_RGN_HEAP
-						  : 0;
+	int exec, kind;
+	unsigned flags;
+
+	/* Where vtables and code are (is_vtable()). */
+	if (s->nf < MAX_FILES && mms__maps_file(line, &lo, &hi, &exec) && lo < hi)
+		s->f[s->nf++] = (struct fmap){ lo, hi, exec };
+	kind = mms__maps_line(line, &lo, &hi);
+	flags = kind == MMS_MAPS_FILE    ? MMS_RGN_FILE
+		: kind == MMS_MAPS_STACK ? MMS_RGN_STACK
+		: kind == MMS_MAPS_HEAP  ? MMS_RGN_HEAP
+					 : 0;
 
 	if (kind == MMS_MAPS_OTHER || hi <= lo)
 		return 0;
@@ -202,28 +235,90 @@ static int maps_step(char *line, void *ctx)
 	return s->n >= MAX_RANGES;
 }
 
+/* The first of n ranges (of stride bytes, in address order, their ends
+ * at offset hi_off) that ends above v, or n. */
+static size_t first_ending_above(const void *base, size_t n, size_t stride, size_t hi_off, uintptr_t v)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		uintptr_t end;
+
+		memcpy(&end, (const char *)base + mid * stride + hi_off, sizeof(end));
+		if (end <= v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* The range of the anonymous memory a word points into, or NULL. */
 static const struct range *pointee(struct scan *s, uintptr_t v)
 {
-	size_t lo = 0, hi = s->n;
 	const struct range *r = &s->r[s->hint];
+	size_t lo;
 
 	if (v - s->cmin >= s->cmax - s->cmin)
 		return NULL;
 	if (v >= r->lo && v < r->hi)
 		return r->flags & MMS_RGN_FILE ? NULL : r;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (s->r[mid].hi <= v)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = first_ending_above(s->r, s->n, sizeof(*s->r), offsetof(struct range, hi), v);
 	if (lo == s->n || v < s->r[lo].lo)
 		return NULL;
 	s->hint = lo;
 	return s->r[lo].flags & MMS_RGN_FILE ? NULL : &s->r[lo];
+}
+
+/* The readable file mapping holding v, or NULL. */
+static const struct fmap *fmap_at(const struct scan *s, uintptr_t v)
+{
+	size_t lo = first_ending_above(s->f, s->nf, sizeof(*s->f), offsetof(struct fmap, hi), v);
+
+	return lo < s->nf && v >= s->f[lo].lo ? &s->f[lo] : NULL;
+}
+
+/* Whether v is the address of what looks like a vtable, as valgrind
+ * tells one: in a readable mapping of a file, where of the 21 words from
+ * v (less past the mapping's end) the non-null ones point into
+ * executable mappings of files, two at least before any that does not. */
+static int is_vtable(struct scan *s, uintptr_t v)
+{
+	uintptr_t w[VT_WORDS];
+	const struct fmap *m;
+	size_t slot = (v >> 3) % VT_CACHE, n, i = 0;
+	int fns = 0, is = 0;
+
+	if (v & 7)
+		return 0;
+	while (i < s->nspans && v - s->span_lo[i] >= s->span_hi[i] - s->span_lo[i])
+		i++;
+	if (i == s->nspans)
+		return 0;
+	if (s->vt_key[slot] == v)
+		return s->vt_is[slot];
+	m = fmap_at(s, v);
+	if (m && m->hi - v >= sizeof(w[0])) {
+		n = (m->hi - v) / sizeof(w[0]);
+		if (n > VT_WORDS)
+			n = VT_WORDS;
+		if (!peek(v, w, n * sizeof(w[0])))
+			for (i = 0; i < n && fns < 2; i++) {
+				const struct fmap *c;
+
+				if (!w[i])
+					continue;
+				c = fmap_at(s, w[i]);
+				if (!c || !c->exec)
+					break;
+				fns++;
+			}
+		is = fns == 2;
+	}
+	s->vt_key[slot] = v;
+	s->vt_is[slot] = (uint8_t)is;
+	return is;
 }
 
 /* --- the records ------------------------------------------------------------- */
@@ -283,18 +378,21 @@ static void emit(struct scan *s, uintptr_t where, uintptr_t value)
 
 /* --- reading ------------------------------------------------------------------ */
 
-/* Reads [lo, hi) (8-byte aligned, at most BUF_PAGES pages) and writes its
- * pointer-like words. Returns -1 when the process may not read itself. */
-static int read_run(struct scan *s, uintptr_t lo, uintptr_t hi)
+/* Reads [lo, hi) (8-byte aligned, at most BUF_PAGES pages) of a range
+ * with flags and writes its pointer-like words, and in anonymous memory
+ * (where blocks are) its vtable pointers. Returns -1 when the process may
+ * not read itself. */
+static int read_run(struct scan *s, uintptr_t lo, uintptr_t hi, unsigned flags)
 {
 	long got = read_self(lo, s->buf, hi - lo);
 	const uintptr_t *w = (const uintptr_t *)s->buf;
+	int blocks = !(flags & (MMS_RGN_FILE | MMS_RGN_STACK | MMS_RGN_SP));
 
 	if (got < 0)
 		return errno == EFAULT || errno == ENOMEM || errno == ESRCH ? 0 : -1;
 	s->bytes += (uint64_t)got;
 	for (size_t i = 0; i < (size_t)got / sizeof(*w) && !s->status; i++)
-		if (pointee(s, w[i]))
+		if (pointee(s, w[i]) || (blocks && w[i] - s->fmin < s->fmax - s->fmin && is_vtable(s, w[i])))
 			emit(s, lo + i * sizeof(*w), w[i]);
 	return 0;
 }
@@ -332,7 +430,7 @@ static void read_range(struct scan *s, const struct range *r)
 				lo = r->lo;
 			if (hi > r->hi)
 				hi = r->hi;
-			if (j > i && lo < hi && read_run(s, lo, hi)) {
+			if (j > i && lo < hi && read_run(s, lo, hi, r->flags)) {
 				s->status = MMS_SCAN_NOREAD;
 				return;
 			}
@@ -390,7 +488,8 @@ void mms__reach_scan(struct mms_thread *t, long others)
 	s->sp = (uintptr_t)&here;
 	s->r = mms__arena_alloc(MAX_RANGES * sizeof(*s->r), 16);
 	s->buf = mms__arena_alloc(BUF_PAGES * s->page, 16);
-	if (!s->r || !s->buf)
+	s->f = mms__arena_alloc(MAX_FILES * sizeof(*s->f), 16);
+	if (!s->r || !s->buf || !s->f)
 		goto out;
 	dl_iterate_phdr(self_segments, s);
 	if (mms__proc_lines("/proc/self/maps", maps_step, s) < 0 || !s->n)
@@ -409,6 +508,21 @@ void mms__reach_scan(struct mms_thread *t, long others)
 		}
 	if (s->cmin >= s->cmax)
 		s->cmin = s->cmax = 0;
+	for (size_t i = 0; i < s->nf; i++) {
+		size_t k = s->nspans;
+
+		if (k && (s->f[i].lo - s->span_hi[k - 1] < SPAN_GAP || k == MAX_SPANS)) {
+			s->span_hi[k - 1] = s->f[i].hi;
+			continue;
+		}
+		s->span_lo[k] = s->f[i].lo;
+		s->span_hi[k] = s->f[i].hi;
+		s->nspans++;
+	}
+	if (s->nspans) {
+		s->fmin = s->span_lo[0];
+		s->fmax = s->span_hi[s->nspans - 1];
+	}
 	if (!s->status)
 		write_regions(s);
 	s->pagemap = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
@@ -435,4 +549,6 @@ out:
 		mms__arena_free(s->r);
 	if (s->buf)
 		mms__arena_free(s->buf);
+	if (s->f)
+		mms__arena_free(s->f);
 }

@@ -12,8 +12,12 @@
  *  - A word pointing at a block's start, or 8 bytes past it (valgrind's
  *    "newarray" and "length64" heuristics: new[]'s element count, a
  *    length prefix) unless the block's first word is a pointer (the scan
- *    listed it: no count nor length), is a start pointer; one into its
- *    middle is interior.
+ *    listed it: no count nor length), is a start pointer; so is one into
+ *    its middle that points at a vtable pointer, in a block whose first
+ *    word is one too (valgrind's "multipleinheritance": a pointer to an
+ *    object's second base class; the scan lists the words of anonymous
+ *    memory that hold a vtable's address, their values outside it); any
+ *    other into its middle is interior.
  *  - Reachable: reached from a root through start pointers only.
  *    Possibly leaked: reached only along paths with an interior pointer.
  *    The rest is leaked: indirectly when a leaked block points to it
@@ -60,7 +64,9 @@ struct graph {
 	size_t nrgn, rgn_cap;
 	uint64_t *edges; /* from << 33 | to << 2 | enum edge_kind; roots' from is n */
 	size_t nedges, edges_cap;
-	uint8_t *first_ptr; /* by node: its first word points into anonymous memory */
+	uint8_t *first_ptr; /* by node: its first word is a pointer the scan listed */
+	uint64_t *vt;       /* the places of vtable pointers, ascending */
+	size_t nvt, vt_cap;
 };
 
 /* What an edge points at in its block. */
@@ -243,6 +249,43 @@ static uint64_t glibc_chunk(uint64_t size)
 	return size + 8 + 15 < 32 ? 32 : (size + 8 + 15) & ~(uint64_t)15;
 }
 
+/* Whether a is in a scanned range of anonymous memory (where a REFS word
+ * that is no vtable pointer points). */
+static int in_anon(const struct graph *g, uint64_t a)
+{
+	long flags = region_at(g, a);
+
+	return flags >= 0 && !(flags & MMS_RGN_FILE);
+}
+
+/* One REACH_REFS value: the places of its words that hold a vtable's
+ * address (their values outside the anonymous ranges), into g->vt. */
+static int add_vtables(struct graph *g, const uint8_t *p, const uint8_t *end)
+{
+	uint64_t where = 0, value = 0, dw, dv;
+
+	while (p < end) {
+		if (mms_get_u(&p, end, &dw) || mms_get_u(&p, end, &dv))
+			return MMS_ECORRUPT;
+		where += dw << 3;
+		value += (uint64_t)mms_unzigzag(dv);
+		if (in_anon(g, value))
+			continue;
+		if (mms__grow(&g->vt, &g->vt_cap, g->nvt, sizeof(*g->vt)))
+			return -ENOMEM;
+		g->vt[g->nvt++] = where;
+	}
+	return 0;
+}
+
+/* Whether the word at a holds a vtable's address. */
+static int vt_at(const struct graph *g, uint64_t a)
+{
+	size_t i = first_above(g->vt, g->nvt, sizeof(*g->vt), 0, a);
+
+	return i && g->vt[i - 1] == a;
+}
+
 /* One REACH_REFS value: its words that point into a live block. */
 static int add_refs(struct graph *g, const uint8_t *p, const uint8_t *end)
 {
@@ -283,10 +326,11 @@ static int add_refs(struct graph *g, const uint8_t *p, const uint8_t *end)
 		}
 		if (mms__grow(&g->edges, &g->edges_cap, g->nedges, sizeof(*g->edges)))
 			return -ENOMEM;
-		g->edges[g->nedges++] = (uint64_t)from << 33 | (uint64_t)to << 2 |
-					(off == 0   ? EDGE_START
-					 : off == 8 ? EDGE_PAST8
-						    : EDGE_INTERIOR);
+		g->edges[g->nedges++] =
+			(uint64_t)from << 33 | (uint64_t)to << 2 |
+			(off == 0 || (!(value & 7) && vt_at(g, value) && vt_at(g, g->nodes[to].addr)) ? EDGE_START
+			 : off == 8                                                                   ? EDGE_PAST8
+												      : EDGE_INTERIOR);
 	}
 	return 0;
 }
@@ -390,8 +434,9 @@ static int build(const struct mms__state *st, struct mms__reach *r)
 	}
 	mms__state_each(st, add_node, &g);
 	qsort(g.nodes, g.n, sizeof(*g.nodes), node_cmp);
-	/* The ranges first: the words' places are looked up in them. */
-	for (int pass = 0; pass < 2 && !rc; pass++) {
+	/* The ranges first: the words' places are looked up in them; then
+	 * the vtable pointers, which the words into blocks are looked up in. */
+	for (int pass = 0; pass < 3 && !rc; pass++) {
 		const uint8_t *q = p;
 		uint64_t type, len;
 
@@ -403,11 +448,16 @@ static int build(const struct mms__state *st, struct mms__reach *r)
 			if (pass == 0 && type == MMS_TAG_REACH_REGIONS)
 				rc = add_regions(&g, q, q + len);
 			else if (pass == 1 && type == MMS_TAG_REACH_REFS)
+				rc = add_vtables(&g, q, q + len);
+			else if (pass == 2 && type == MMS_TAG_REACH_REFS)
 				rc = add_refs(&g, q, q + len);
 			q += len;
 		}
 		if (!pass && g.nrgn)
 			qsort(g.rgn, g.nrgn, sizeof(*g.rgn), region_cmp);
+		/* In order already, as the scan reads (one order, whatever). */
+		if (pass == 1 && g.nvt)
+			qsort(g.vt, g.nvt, sizeof(*g.vt), edge_cmp);
 	}
 	if (!rc)
 		rc = solve(&g, r);
@@ -415,6 +465,7 @@ static int build(const struct mms__state *st, struct mms__reach *r)
 	free(g.rgn);
 	free(g.edges);
 	free(g.first_ptr);
+	free(g.vt);
 	/* A bad record: no verdicts (the reports say "live at exit"). */
 	return rc == -ENOMEM ? rc : 0;
 }

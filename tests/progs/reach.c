@@ -23,7 +23,12 @@
  *                                   2003 (thread-local storage), 2004 (a page
  *                                   the program mapped itself), 2005 (a pointer
  *                                   8 bytes in: new[]'s count, a length
- *                                   prefix), 2006 (a thread still running at
+ *                                   prefix), 2008 (a pointer to its second
+ *                                   base class: into its middle, at a vtable
+ *                                   pointer, its first word another, as C++
+ *                                   lays out an object of two base classes
+ *                                   with virtual functions), 2006 (a thread
+ *                                   still running at
  *                                   exit, on its stack), 2007 (a thread's, in
  *                                   another arena, from a global), 300002 (a
  *                                   large block, from a global)
@@ -51,6 +56,7 @@ static void *volatile dropped;
 static void *volatile thread_kept;
 static char *volatile interior;
 static void *volatile plus8;
+static void *volatile second_base;
 static void *volatile past_link;
 static void *volatile large_kept;
 static __thread void *volatile tls_ptr;
@@ -58,6 +64,21 @@ static volatile int running = 1;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t started = PTHREAD_COND_INITIALIZER;
 static int alive;
+
+/* Two vtables, as a C++ compiler makes them: arrays of pointers to
+ * functions, in the module's read-only data. */
+static __attribute__((noinline)) void virtual_one(void)
+{
+	__asm__ volatile("" ::: "memory");
+}
+
+static __attribute__((noinline)) void virtual_two(void)
+{
+	__asm__ volatile("nop" ::: "memory");
+}
+
+static void (*const vtable_a[])(void) = { virtual_one, virtual_two };
+static void (*const vtable_b[])(void) = { virtual_two, virtual_one };
 
 static void *make(size_t size)
 {
@@ -172,6 +193,12 @@ __attribute__((noinline)) static int work(int threads)
 	p = make(2005);
 	*(uint64_t *)p = 2005 - 8;
 	plus8 = p + 8;
+	/* An object of two base classes, kept only by a pointer to the
+	 * second: each base begins with its vtable pointer. */
+	p = make(2008);
+	((const void **)p)[0] = (const void *)vtable_a;
+	((const void **)p)[2] = (const void *)vtable_b;
+	second_base = p + 16;
 	if (pthread_create(&th, NULL, arena_thread, NULL) || pthread_join(th, NULL))
 		return 2;
 	if (pthread_create(&th, NULL, dies, NULL) || pthread_join(th, NULL))
