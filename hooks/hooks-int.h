@@ -813,8 +813,9 @@ void mms__reach_at_exit(void) MMS_HIDDEN;
  * mappings). Sets its extent. */
 enum { MMS_MAPS_OTHER, MMS_MAPS_ANON, MMS_MAPS_FILE, MMS_MAPS_STACK, MMS_MAPS_HEAP };
 int mms__maps_line(const char *s, uintptr_t *start, uintptr_t *end) MMS_HIDDEN;
-/* Whether the line maps a file, readable (what a vtable or code is in):
- * 1 with its extent and whether it is executable, else 0. */
+/* Whether the line maps a file privately, readable, not a device's (what
+ * a module's vtables and code are in): 1 with its extent and whether it
+ * is executable, else 0. */
 int mms__maps_file(const char *s, uintptr_t *start, uintptr_t *end, int *exec) MMS_HIDDEN;
 
 #endif /* MMS_HOOKS_INT_H */

@@ -307,7 +307,10 @@ int mms__maps_file(const char *s, uintptr_t *start, uintptr_t *end, int *exec)
 	int file;
 
 	name = maps_fields(s, start, end, &perms, &file);
-	if (!perms || perms[0] != 'r' || !file || *name != '/')
+	/* A private mapping of a file, as a module's are: not a device's
+	 * (reading a GPU's or a driver's mapping may fault it in, or move
+	 * its pages), nor memory shared with another process. */
+	if (!perms || perms[0] != 'r' || perms[3] != 'p' || !file || *name != '/' || !strncmp(name, "/dev/", 5))
 		return 0;
 	*exec = perms[2] == 'x';
 	return 1;

@@ -280,7 +280,8 @@ static const struct fmap *fmap_at(const struct scan *s, uintptr_t v)
 }
 
 /* Whether v is the address of what looks like a vtable, as valgrind
- * tells one: in a readable mapping of a file, where of the 21 words from
+ * tells one: in a readable mapping of a file (a private one, not a
+ * device's: mms__maps_file()), where of the 21 words from
  * v (less past the mapping's end) the non-null ones point into
  * executable mappings of files, two at least before any that does not. */
 static int is_vtable(struct scan *s, uintptr_t v)

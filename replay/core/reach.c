@@ -335,7 +335,7 @@ static int add_refs(struct graph *g, const uint8_t *p, const uint8_t *end)
 	return 0;
 }
 
-static int edge_cmp(const void *a, const void *b)
+static int u64_cmp(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
@@ -379,7 +379,7 @@ static int solve(struct graph *g, struct mms__reach *r)
 		if ((g->edges[i] & 3) == EDGE_PAST8)
 			g->edges[i] ^= EDGE_PAST8 ^ (g->first_ptr[EDGE_TO(g->edges[i])] ? EDGE_INTERIOR : EDGE_START);
 	if (g->nedges)
-		qsort(g->edges, g->nedges, sizeof(*g->edges), edge_cmp);
+		qsort(g->edges, g->nedges, sizeof(*g->edges), u64_cmp);
 	for (i = 0; i < g->nedges; i++)
 		first[(g->edges[i] >> 33) + 1]++;
 	for (i = 0; i <= g->n; i++)
@@ -455,9 +455,10 @@ static int build(const struct mms__state *st, struct mms__reach *r)
 		}
 		if (!pass && g.nrgn)
 			qsort(g.rgn, g.nrgn, sizeof(*g.rgn), region_cmp);
-		/* In order already, as the scan reads (one order, whatever). */
+		/* In address order already (the scan reads memory in that
+		 * order); vt_at() relies on it, so it is made sure. */
 		if (pass == 1 && g.nvt)
-			qsort(g.vt, g.nvt, sizeof(*g.vt), edge_cmp);
+			qsort(g.vt, g.nvt, sizeof(*g.vt), u64_cmp);
 	}
 	if (!rc)
 		rc = solve(&g, r);
