@@ -87,9 +87,10 @@ const char *log_reach_scan_text(const mms_log_info_t *in, char *buf, size_t cap)
 		snprintf(buf, cap, "its records are not all in the log: leaked blocks not told from reachable ones");
 		break;
 	case MMS_REACH_SCAN_ALLOCATOR:
-		snprintf(buf, cap,
-			 "not made: the program's malloc is a library's that replaces glibc's (jemalloc, tcmalloc), "
-			 "whose caches keep pointers to blocks: leaked blocks not told from reachable ones");
+		snprintf(
+			buf, cap,
+			"not made: the program's malloc is a library's that replaces glibc's (jemalloc, tcmalloc, mimalloc), "
+			"whose caches keep pointers to blocks: leaked blocks not told from reachable ones");
 		break;
 	default:
 		snprintf(buf, cap, "none");

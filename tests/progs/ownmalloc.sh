@@ -95,43 +95,48 @@ grep -q "^msmemscope-replay: 2 errors: 2 leaks (definite,possible; 2 of them liv
 	fail "--error-exitcode does not say its leaks were not told by a scan: $(cat plug.ec)"
 note "family under allocplug.so: its calls recorded, the allocator's own mmap and munmap not counted as lost, its own state at start-up not a leak, no scan at exit"
 
-# The same with Debian's jemalloc, where installed: its leaks are listed,
-# not called reachable.
-jemalloc=
-for d in /usr/lib/x86_64-linux-gnu /usr/lib/aarch64-linux-gnu /usr/lib64 /usr/lib; do
-	[ -f "$d/libjemalloc.so.2" ] && jemalloc=$d/libjemalloc.so.2 && break
-done
-if [ -n "$jemalloc" ] && [ -x "$MMS_PROGS/reach" ]; then
-	$timeout env LD_PRELOAD="$MMS_HOOKS:$jemalloc" MSMEMSCOPE_LOG=je.mms "$MMS_PROGS/reach" >je.out 2>je.err ||
-		fail "reach under jemalloc exited $?: $(cat je.err)"
-	"$MMS_REPLAY" je.mms --analysis leaks --json >je.json 2>>je.err || fail "leaks of je.mms exited $?: $(cat je.err)"
-	expect_key je.json at_exit.reach_known false
-	expect_ge "reach's blocks listed live at exit under jemalloc" "$(jget je.json at_exit.leaks)" 11
-	note "jemalloc ($jemalloc): no scan at exit, reach's leaked blocks listed as live at exit"
-	# jemalloc's own operator new and delete allocate without malloc and
-	# free: the recorder's operators go through its malloc hooks instead,
-	# so that each new and delete is recorded (none was: 2 allocations,
-	# and the deletes as frees of blocks never allocated); the aligned
-	# nothrow ones too (100 of them: before, unrecorded news and their
-	# deletes bad frees).
-	if [ -x "$MMS_PROGS/cxx" ]; then
-		$timeout env LD_PRELOAD="$MMS_HOOKS:$jemalloc" MSMEMSCOPE_LOG=jecxx.mms "$MMS_PROGS/cxx" 2 1000 100 \
-			>jecxx.out 2>jecxx.err || fail "cxx under jemalloc exited $?: $(cat jecxx.err)"
-		grep -q ' allocs=4100$' jecxx.out || fail "cxx under jemalloc printed $(cat jecxx.out)"
-		summarize jecxx.mms
-		expect_ge "cxx's allocations recorded under jemalloc (2 threads x 1000 x 2, 100 aligned)" \
-			"$(jget jecxx.mms.json allocs)" 4100
-		expect_ge "cxx's frees recorded under jemalloc" "$(jget jecxx.mms.json frees)" 4100
-		expect_key jecxx.mms.json lost_events 0
-		expect_consistent jecxx.mms.json
-		"$MMS_REPLAY" jecxx.mms --analysis leaks --json >jecxx.json 2>>jecxx.err ||
-			fail "leaks of jecxx.mms exited $?: $(cat jecxx.err)"
-		expect_eq "cxx's blocks live at exit under jemalloc" "$(jget jecxx.json at_exit.leaks)" 0
-		note "jemalloc: C++ new and delete recorded through the malloc hooks (4100 of each, 100 aligned nothrow), none live at exit"
+# The same with Debian's jemalloc and mimalloc, where installed: their
+# leaks are listed, not called reachable.
+# other_allocator NAME FILE PACKAGE: reach and cxx under the library FILE.
+other_allocator() {
+	_n=$1 _lib=
+	for d in /usr/lib/x86_64-linux-gnu /usr/lib/aarch64-linux-gnu /usr/lib64 /usr/lib; do
+		[ -f "$d/$2" ] && _lib=$d/$2 && break
+	done
+	if [ -z "$_lib" ] || [ ! -x "$MMS_PROGS/reach" ]; then
+		note "$2 is not installed (apt-get install $3): not checked with $_n"
+		return 0
 	fi
-else
-	note "libjemalloc.so.2 is not installed (apt-get install libjemalloc2): not checked with jemalloc"
-fi
+	$timeout env LD_PRELOAD="$MMS_HOOKS:$_lib" MSMEMSCOPE_LOG="$_n.mms" "$MMS_PROGS/reach" >"$_n.out" 2>"$_n.err" ||
+		fail "reach under $_n exited $?: $(cat "$_n.err")"
+	"$MMS_REPLAY" "$_n.mms" --analysis leaks --json >"$_n.json" 2>>"$_n.err" ||
+		fail "leaks of $_n.mms exited $?: $(cat "$_n.err")"
+	expect_key "$_n.json" at_exit.reach_known false
+	expect_ge "reach's blocks listed live at exit under $_n" "$(jget "$_n.json" at_exit.leaks)" 11
+	note "$_n ($_lib): no scan at exit, reach's leaked blocks listed as live at exit"
+	# jemalloc's (and mimalloc's) own operator new and delete allocate
+	# without malloc and free: the recorder's operators go through its
+	# malloc hooks instead, so that each new and delete is recorded (none
+	# was under jemalloc: 2 allocations, and the deletes as frees of
+	# blocks never allocated); the aligned nothrow ones too (100 of them:
+	# before, unrecorded news and their deletes bad frees).
+	[ -x "$MMS_PROGS/cxx" ] || return 0
+	$timeout env LD_PRELOAD="$MMS_HOOKS:$_lib" MSMEMSCOPE_LOG="${_n}cxx.mms" "$MMS_PROGS/cxx" 2 1000 100 \
+		>"${_n}cxx.out" 2>"${_n}cxx.err" || fail "cxx under $_n exited $?: $(cat "${_n}cxx.err")"
+	grep -q ' allocs=4100$' "${_n}cxx.out" || fail "cxx under $_n printed $(cat "${_n}cxx.out")"
+	summarize "${_n}cxx.mms"
+	expect_ge "cxx's allocations recorded under $_n (2 threads x 1000 x 2, 100 aligned)" \
+		"$(jget "${_n}cxx.mms.json" allocs)" 4100
+	expect_ge "cxx's frees recorded under $_n" "$(jget "${_n}cxx.mms.json" frees)" 4100
+	expect_key "${_n}cxx.mms.json" lost_events 0
+	expect_consistent "${_n}cxx.mms.json"
+	"$MMS_REPLAY" "${_n}cxx.mms" --analysis leaks --json >"${_n}cxx.json" 2>>"${_n}cxx.err" ||
+		fail "leaks of ${_n}cxx.mms exited $?: $(cat "${_n}cxx.err")"
+	expect_eq "cxx's blocks live at exit under $_n" "$(jget "${_n}cxx.json" at_exit.leaks)" 0
+	note "$_n: C++ new and delete recorded through the malloc hooks (4100 of each, 100 aligned nothrow), none live at exit"
+}
+other_allocator jemalloc libjemalloc.so.2 libjemalloc2
+other_allocator mimalloc libmimalloc.so.2 libmimalloc2.0
 
 # --- gdb: memscope info, memscope leaks and the line at exit say it too ----
 script=$top_builddir/gdb/memscope.gdb
