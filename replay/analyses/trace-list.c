@@ -313,8 +313,8 @@ static void list_walk(struct list *l)
 }
 
 /* The most blocks list l may have: every slot, every piece of a
- * mapping, every copy of a block freed since the peak (a table of huge
- * pages touched only as far as the list goes). */
+ * mapping, every copy of a block freed since the peak (a table of its
+ * own mapping, touched only as far as the list goes). */
 static size_t list_room(const struct list *l)
 {
 	const struct trace_pass *p = l->p;
@@ -494,8 +494,9 @@ static void packed_runs(struct list *l)
 	}
 }
 
-/* Puts the list's blocks in l->k in their order (l->k, a table of huge
- * pages for the same reason as gone, list_room() pairs): packed with
+/* Puts the list's blocks in l->k in their order (l->k, a table of
+ * list_room() pairs, mms__table_alloc_seq()'s: the walk writes it in
+ * order, the sort's passes read it in order): packed with
  * their sizes' ranks where that fits (list_pack()); else a radix sort of
  * one key of the size and the event where both fit in 64 bits; runs of
  * equal keys (pieces of one mapping) by address; else a qsort().
@@ -661,7 +662,7 @@ int mms__trace_lists_finish(struct trace_pass *p)
 		room = list_room(&end);
 	if (want_peak && list_room(&peak) > room)
 		room = list_room(&peak);
-	end.k = peak.k = (want_end || want_peak) ? mms__table_alloc(room * sizeof(*end.k)) : NULL;
+	end.k = peak.k = (want_end || want_peak) ? mms__table_alloc_seq(room * sizeof(*end.k)) : NULL;
 	if ((want_end || want_peak) && !end.k)
 		rc = -ENOMEM;
 	/* Leakage: everything live at the end (its bytes also when the list

@@ -46,6 +46,20 @@ void *mms__table_alloc(size_t bytes)
 	return a;
 }
 
+void *mms__table_alloc_seq(size_t bytes)
+{
+	size_t size;
+	void *p;
+
+	if (bytes < TABLE_HUGE)
+		return calloc(1, bytes);
+	size = huge_round(bytes);
+	if (size < bytes)
+		return NULL;
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
 void mms__table_free(void *p, size_t bytes)
 {
 	if (!p)
