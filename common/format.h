@@ -30,7 +30,7 @@
 
 #define MMS_MAGIC "MMSLOG\x1a\n"
 #define MMS_MAGIC_LEN 8
-#define MMS_FORMAT_VERSION 14u     /* what the writer writes */
+#define MMS_FORMAT_VERSION 15u     /* what the writer writes */
 #define MMS_FORMAT_VERSION_MIN 1u  /* the oldest version readers read */
 #define MMS_HEADER_SIZE 4096u
 #define MMS_CHUNK_SIZE_DEFAULT 65536u
@@ -256,7 +256,10 @@ enum mms_dev_fn {
 	                        (stream-ordered: recorded at the call) */
 	MMS_DEV_MANAGED = 2, /* cuMemAllocManaged */
 	MMS_DEV_PINNED = 3,  /* cuMemAllocHost, cuMemHostAlloc; cuMemFreeHost */
-	MMS_DEV_ARRAY = 4,   /* reserved: CUDA arrays */
+	MMS_DEV_ARRAY = 4,   /* (version 15) CUDA arrays: cuArrayCreate, cuArray3DCreate,
+	                        cuMipmappedArrayCreate, at the handle's value, of
+	                        their elements' bytes; cuArrayDestroy,
+	                        cuMipmappedArrayDestroy */
 	MMS_DEV_VMM = 5,     /* cuMemMap of cuMemCreate memory: one block per mapping;
 	                        cuMemUnmap (a mapping partly unmapped is freed, and
 	                        what is left of it allocated again) */

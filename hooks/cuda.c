@@ -24,6 +24,10 @@
  *                       device, the address, the size and the stack;
  *   DEV_FREE | kind     before the driver's call: the device, the address
  *                       (freeing 0 records nothing);
+ *   DEV_ALLOC | ARRAY   (version 15) after cuArrayCreate, cuArray3DCreate or
+ *                       cuMipmappedArrayCreate returned success: at the
+ *                       handle, of its elements' bytes; DEV_FREE | ARRAY
+ *                       before cuArrayDestroy, cuMipmappedArrayDestroy;
  *   DEV_ALLOC | VMM     after a successful cuMemMap, of the mapped range, on
  *                       the device of the handle's cuMemCreate (vmm.c
  *                       keeps both tables);
@@ -64,6 +68,18 @@ typedef struct CUstream_st *CUstream;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
 typedef unsigned long long CUmemGenericAllocationHandle;
+typedef struct CUarray_st *CUarray;
+typedef struct CUmipmappedArray_st *CUmipmappedArray;
+typedef struct {
+	size_t Width, Height;
+	int Format;
+	unsigned NumChannels;
+} CUDA_ARRAY_DESCRIPTOR;
+typedef struct {
+	size_t Width, Height, Depth;
+	int Format;
+	unsigned NumChannels, Flags;
+} CUDA_ARRAY3D_DESCRIPTOR;
 /* The head of CUmemAllocationProp: what the recorder reads of it. */
 typedef struct {
 	int type;
@@ -78,6 +94,8 @@ typedef struct {
 #define CUDA_ERROR_OUT_OF_MEMORY 2
 #define CU_MEM_LOCATION_TYPE_DEVICE 1
 #define CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM 2
+#define CUDA_ARRAY3D_LAYERED 0x01
+#define CUDA_ARRAY3D_CUBEMAP 0x04
 
 /* The name recorded for a kernel the driver cannot name. */
 #define KERNEL_UNNAMED "<cuda kernel>"
@@ -103,6 +121,11 @@ enum cu_slot {
 	CU_MEM_RELEASE,
 	CU_MEM_MAP,
 	CU_MEM_UNMAP,
+	CU_ARRAY_CREATE,
+	CU_ARRAY3D_CREATE,
+	CU_ARRAY_DESTROY,
+	CU_MIPMAPPED_CREATE,
+	CU_MIPMAPPED_DESTROY,
 	CU_LAUNCH,
 	CU_LAUNCH_PTSZ,
 	CU_LAUNCH_EX,
@@ -198,6 +221,7 @@ static unsigned device_now(void)
  * unrecorded too (a mapping of cuMemCreate memory as any block). */
 static int skipped_lock;
 static struct mms_addrset skipped;
+static int skipped_any; /* also without --device: an array not recorded (below) */
 
 static int device_wanted(unsigned device)
 {
@@ -214,7 +238,7 @@ static int dev_alloc_wanted(unsigned device, uint64_t addr)
 {
 	int want, added = 0;
 
-	if (!mms__config.devices)
+	if (!mms__config.devices && !__atomic_load_n(&skipped_any, __ATOMIC_ACQUIRE))
 		return 1;
 	want = device_wanted(device);
 	mms__spin_lock(&skipped_lock);
@@ -231,7 +255,7 @@ static int dev_free_wanted(uint64_t addr)
 {
 	int taken;
 
-	if (!mms__config.devices)
+	if (!mms__config.devices && !__atomic_load_n(&skipped_any, __ATOMIC_ACQUIRE))
 		return 1;
 	mms__spin_lock(&skipped_lock);
 	taken = mms__addrset_take(&skipped, (uintptr_t)addr);
@@ -516,6 +540,191 @@ static CUresult w_mem_free_host(void *p)
 	return REAL(CU_MEM_FREE_HOST, CUresult (*)(void *))(p);
 }
 
+/* --- CUDA arrays ------------------------------------------------------------
+ * An array (textures, surfaces: cudaMallocArray, cudaMalloc3DArray,
+ * cudaMallocMipmappedArray) has no device address the program sees, only
+ * a handle: it is a block at the handle's value, of its elements' bytes
+ * (width x height x depth x the element's size, for each level of a
+ * mipmapped one), which the driver may round up; destroyed, freed. An
+ * array of a format this table does not know is not recorded, nor its
+ * destruction. */
+
+/* The bits an element of format takes (its channels' together; a pixel
+ * of the YUV and block-compressed formats), or 0 when not known. */
+static unsigned format_bits(int format, unsigned channels)
+{
+	switch (format) {
+	case 0x01: /* UNSIGNED_INT8 */
+	case 0x08: /* SIGNED_INT8 */
+		return 8 * channels;
+	case 0x02: /* UNSIGNED_INT16 */
+	case 0x09: /* SIGNED_INT16 */
+	case 0x10: /* HALF */
+		return 16 * channels;
+	case 0x03: /* UNSIGNED_INT32 */
+	case 0x0a: /* SIGNED_INT32 */
+	case 0x20: /* FLOAT */
+		return 32 * channels;
+	case 0xc0: /* UNORM_INT8X1 */
+	case 0xc6: /* SNORM_INT8X1 */
+		return 8;
+	case 0xc1: /* UNORM_INT8X2 */
+	case 0xc3: /* UNORM_INT16X1 */
+	case 0xc7: /* SNORM_INT8X2 */
+	case 0xc9: /* SNORM_INT16X1 */
+	case 0xa2: /* NV16: 4:2:2, 8 bits */
+	case 0xa5: /* YUY2 */
+		return 16;
+	case 0xc2: /* UNORM_INT8X4 */
+	case 0xc4: /* UNORM_INT16X2 */
+	case 0xc8: /* SNORM_INT8X4 */
+	case 0xca: /* SNORM_INT16X2 */
+	case 0x50: /* UNORM_INT_101010_2 */
+	case 0xa3: /* P210: 4:2:2, 16-bit words */
+	case 0xa4: /* P216 */
+	case 0xa6: /* Y210 */
+	case 0xa7: /* Y216 */
+	case 0xa8: /* AYUV */
+	case 0xa9: /* Y410 */
+		return 32;
+	case 0xc5: /* UNORM_INT16X4 */
+	case 0xcb: /* SNORM_INT16X4 */
+	case 0xb1: /* Y416 */
+		return 64;
+	case 0xb0: /* NV12: 4:2:0, 8 bits */
+		return 12;
+	case 0x9f: /* P010: 4:2:0, 16-bit words */
+	case 0xa1: /* P016 */
+	case 0xb2: /* Y444_PLANAR8 */
+	case 0xb4: /* YUV444_8bit_SemiPlanar */
+		return 24;
+	case 0xb3: /* Y444_PLANAR10: 16-bit words */
+	case 0xb5: /* YUV444_16bit_SemiPlanar */
+		return 48;
+	default:
+		return 0;
+	}
+}
+
+/* The bytes of a 4x4 block of the block-compressed format, or 0. */
+static unsigned bc_block_bytes(int format)
+{
+	if (format == 0x91 || format == 0x92 || format == 0x97 || format == 0x98) /* BC1, BC4 */
+		return 8;
+	if (format >= 0x93 && format <= 0x9e) /* BC2, BC3, BC5, BC6H, BC7 */
+		return 16;
+	return 0;
+}
+
+/* The bytes of a level of w x h x d elements of format (h and d at least
+ * 1), or 0 when the format is not known. */
+static uint64_t level_bytes(uint64_t w, uint64_t h, uint64_t d, int format, unsigned channels)
+{
+	unsigned bits = format_bits(format, channels), block = bc_block_bytes(format);
+
+	if (block)
+		return (w + 3) / 4 * ((h + 3) / 4) * d * block;
+	return bits ? (w * h * d * bits + 7) / 8 : 0;
+}
+
+/* The bytes of an array of levels (1 but for a mipmapped one): each
+ * level halves the width, height and depth (the depth of a layered or
+ * cubemap array is its layers, which stay), down to 1. */
+static uint64_t array_bytes(const CUDA_ARRAY3D_DESCRIPTOR *a, unsigned levels)
+{
+	uint64_t w = a->Width, h = a->Height ? a->Height : 1, d = a->Depth ? a->Depth : 1, sum = 0, one;
+	int layers = (a->Flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP)) != 0;
+
+	for (unsigned l = 0; l < (levels ? levels : 1) && l < 64; l++) {
+		one = level_bytes(w, h, d, a->Format, a->NumChannels);
+		if (!one)
+			return 0;
+		sum += one;
+		w = w > 1 ? w / 2 : 1;
+		h = h > 1 ? h / 2 : 1;
+		if (!layers)
+			d = d > 1 ? d / 2 : 1;
+	}
+	return sum;
+}
+
+/* The driver made an array (handle, of size bytes: 0 when its format is
+ * not known, then it is not recorded), or refused one for want of
+ * memory. */
+static void array_made(CUresult r, uint64_t handle, uint64_t size)
+{
+	if (!size)
+		return;
+	if (r == CUDA_SUCCESS)
+		dev_alloc(MMS_DEV_ARRAY, handle, size);
+	else if (r == CUDA_ERROR_OUT_OF_MEMORY)
+		dev_alloc_fail(MMS_DEV_ARRAY, size, -1);
+}
+
+/* The array at handle, of a format not known, is not recorded: kept by
+ * address (as --device keeps the blocks of other devices), so that its
+ * destruction is not recorded either (without room, it is: a free of no
+ * block, which the reader names as such). */
+static void array_unknown(uint64_t handle)
+{
+	mms__spin_lock(&skipped_lock);
+	(void)mms__addrset_add(&skipped, (uintptr_t)handle);
+	__atomic_store_n(&skipped_any, 1, __ATOMIC_RELEASE);
+	mms__spin_unlock(&skipped_lock);
+}
+
+static CUresult array3d_made(CUresult r, uint64_t handle, const CUDA_ARRAY3D_DESCRIPTOR *a, unsigned levels)
+{
+	uint64_t size = a ? array_bytes(a, levels) : 0;
+	int saved = errno;
+
+	if (r == CUDA_SUCCESS && a && !size && handle)
+		array_unknown(handle);
+	errno = saved;
+	array_made(r, handle, size);
+	return r;
+}
+
+static CUresult w_array_create(CUarray *handle, const CUDA_ARRAY_DESCRIPTOR *desc)
+{
+	CUresult r = REAL(CU_ARRAY_CREATE, CUresult(*)(CUarray *, const CUDA_ARRAY_DESCRIPTOR *))(handle, desc);
+	CUDA_ARRAY3D_DESCRIPTOR a;
+
+	if (!desc)
+		return r;
+	a = (CUDA_ARRAY3D_DESCRIPTOR){
+		.Width = desc->Width, .Height = desc->Height, .Format = desc->Format, .NumChannels = desc->NumChannels
+	};
+	return array3d_made(r, r == CUDA_SUCCESS && handle ? (uintptr_t)*handle : 0, &a, 1);
+}
+
+static CUresult w_array3d_create(CUarray *handle, const CUDA_ARRAY3D_DESCRIPTOR *desc)
+{
+	CUresult r = REAL(CU_ARRAY3D_CREATE, CUresult(*)(CUarray *, const CUDA_ARRAY3D_DESCRIPTOR *))(handle, desc);
+
+	return array3d_made(r, r == CUDA_SUCCESS && handle ? (uintptr_t)*handle : 0, desc, 1);
+}
+
+static CUresult w_mipmapped_create(CUmipmappedArray *handle, const CUDA_ARRAY3D_DESCRIPTOR *desc, unsigned levels)
+{
+	CUresult r = REAL(CU_MIPMAPPED_CREATE, CUresult(*)(CUmipmappedArray *, const CUDA_ARRAY3D_DESCRIPTOR *,
+							   unsigned))(handle, desc, levels);
+
+	return array3d_made(r, r == CUDA_SUCCESS && handle ? (uintptr_t)*handle : 0, desc, levels);
+}
+
+static CUresult w_array_destroy(CUarray handle)
+{
+	dev_free(MMS_DEV_ARRAY, (uintptr_t)handle);
+	return REAL(CU_ARRAY_DESTROY, CUresult(*)(CUarray))(handle);
+}
+
+static CUresult w_mipmapped_destroy(CUmipmappedArray handle)
+{
+	dev_free(MMS_DEV_ARRAY, (uintptr_t)handle);
+	return REAL(CU_MIPMAPPED_DESTROY, CUresult(*)(CUmipmappedArray))(handle);
+}
+
 static CUresult alloc_async(int slot, CUdeviceptr *dptr, size_t size, CUstream stream)
 {
 	CUresult r = REAL(slot, CUresult (*)(CUdeviceptr *, size_t, CUstream))(dptr, size, stream);
@@ -720,6 +929,11 @@ static const struct cu_entry entries[CU_NSLOTS] = {
 	ENTRY(CU_MEM_RELEASE, "cuMemRelease", "cuMemRelease", 10020, 0, w_mem_release),
 	ENTRY(CU_MEM_MAP, "cuMemMap", "cuMemMap", 10020, 0, w_mem_map),
 	ENTRY(CU_MEM_UNMAP, "cuMemUnmap", "cuMemUnmap", 10020, 0, w_mem_unmap),
+	ENTRY(CU_ARRAY_CREATE, "cuArrayCreate_v2", "cuArrayCreate", 3020, 0, w_array_create),
+	ENTRY(CU_ARRAY3D_CREATE, "cuArray3DCreate_v2", "cuArray3DCreate", 3020, 0, w_array3d_create),
+	ENTRY(CU_ARRAY_DESTROY, "cuArrayDestroy", "cuArrayDestroy", 2000, 0, w_array_destroy),
+	ENTRY(CU_MIPMAPPED_CREATE, "cuMipmappedArrayCreate", "cuMipmappedArrayCreate", 5000, 0, w_mipmapped_create),
+	ENTRY(CU_MIPMAPPED_DESTROY, "cuMipmappedArrayDestroy", "cuMipmappedArrayDestroy", 5000, 0, w_mipmapped_destroy),
 	ENTRY(CU_LAUNCH, "cuLaunchKernel", "cuLaunchKernel", 4000, 0, w_launch),
 	ENTRY(CU_LAUNCH_PTSZ, "cuLaunchKernel_ptsz", "cuLaunchKernel", 7000, 1, w_launch_ptsz),
 	ENTRY(CU_LAUNCH_EX, "cuLaunchKernelEx", "cuLaunchKernelEx", 11060, 0, w_launch_ex),
@@ -741,7 +955,8 @@ static int slot_named(const char *name)
 static const char *wrapped_base(const char *symbol)
 {
 	if (strncmp(symbol, "cuMem", 5) && strncmp(symbol, "cuLaunchKernel", 14) &&
-	    strncmp(symbol, "cuGetProcAddress", 16))
+	    strncmp(symbol, "cuGetProcAddress", 16) && strncmp(symbol, "cuArray", 7) &&
+	    strncmp(symbol, "cuMipmappedArray", 16))
 		return NULL;
 	for (int i = 0; i < CU_NSLOTS; i++)
 		if (!strcmp(entries[i].base, symbol) || !strcmp(entries[i].name, symbol))

@@ -58,16 +58,14 @@ const char *show_alloc_fn_name(unsigned fn)
 const char *show_dev_fn_name(unsigned kind, unsigned sub)
 {
 	static const char *const allocs[MMS_DEVICE_SUB_COUNT] = {
-		[MMS_DEVICE_MEMORY] = "cuMemAlloc",
-		[MMS_DEVICE_ASYNC] = "cuMemAllocAsync",
-		[MMS_DEVICE_MANAGED] = "cuMemAllocManaged",
-		[MMS_DEVICE_PINNED] = "cuMemHostAlloc",
-		[MMS_DEVICE_VMM] = "cuMemMap",
+		[MMS_DEVICE_MEMORY] = "cuMemAlloc",         [MMS_DEVICE_ASYNC] = "cuMemAllocAsync",
+		[MMS_DEVICE_MANAGED] = "cuMemAllocManaged", [MMS_DEVICE_PINNED] = "cuMemHostAlloc",
+		[MMS_DEVICE_ARRAY] = "cuArrayCreate",       [MMS_DEVICE_VMM] = "cuMemMap",
 	};
 	static const char *const frees[MMS_DEVICE_SUB_COUNT] = {
-		[MMS_DEVICE_MEMORY] = "cuMemFree",  [MMS_DEVICE_ASYNC] = "cuMemFreeAsync",
-		[MMS_DEVICE_MANAGED] = "cuMemFree", [MMS_DEVICE_PINNED] = "cuMemFreeHost",
-		[MMS_DEVICE_VMM] = "cuMemUnmap",
+		[MMS_DEVICE_MEMORY] = "cuMemFree",     [MMS_DEVICE_ASYNC] = "cuMemFreeAsync",
+		[MMS_DEVICE_MANAGED] = "cuMemFree",    [MMS_DEVICE_PINNED] = "cuMemFreeHost",
+		[MMS_DEVICE_ARRAY] = "cuArrayDestroy", [MMS_DEVICE_VMM] = "cuMemUnmap",
 	};
 	const char *const *names = kind == MMS_EV_FREE ? frees : allocs;
 

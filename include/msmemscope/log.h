@@ -162,14 +162,17 @@ enum mms_device_sub {
 	MMS_DEVICE_MANAGED = 2, /* cuMemAllocManaged (cudaMallocManaged) */
 	MMS_DEVICE_PINNED = 3,  /* pinned host memory: cuMemAllocHost, cuMemHostAlloc
 	                           (cudaMallocHost, cudaHostAlloc); cuMemFreeHost */
-	/* 4 is reserved (CUDA arrays). */
+	MMS_DEVICE_ARRAY = 4,   /* CUDA arrays (cudaMallocArray, cudaMalloc3DArray,
+	                           cudaMallocMipmappedArray): a block at the array's
+	                           handle, of its elements' bytes; cuArrayDestroy,
+	                           cuMipmappedArrayDestroy (log version 15) */
 	MMS_DEVICE_VMM = 5,     /* virtual memory management: a cuMemMap of cuMemCreate
 	                           memory (PyTorch's expandable segments); cuMemUnmap */
 	MMS_DEVICE_SUB_COUNT    /* one past the last */
 };
 
-/* The sub-kind's name: "device", "async", "managed", "pinned", "vmm";
- * NULL for an unknown or reserved one (4). */
+/* The sub-kind's name: "device", "async", "managed", "pinned", "array",
+ * "vmm"; NULL for an unknown one. */
 const char *mms_device_sub_name(unsigned sub);
 
 /* MALLOC and FREE of MMAP memory: the call. A mapping counts where the

@@ -112,11 +112,12 @@ const struct mms__blk *mms__state_find(const struct mms__state *st, uint64_t add
 			return &st->blks[slot];
 	}
 	/* An interior address: scan the live blocks. Interactive questions
-	 * only, so linear is fine. */
+	 * only, so linear is fine. A CUDA array is at its handle, not at an
+	 * address range the program can reach: only its start finds it. */
 	for (i = 0; i < st->nblks; i++) {
 		b = &st->blks[i];
-		if (b->live && b->mem != MMS_MEM_MMAP && addr >= b->addr && addr - b->addr < b->size &&
-		    (!best || b->addr > best->addr))
+		if (b->live && b->mem != MMS_MEM_MMAP && !(b->mem == MMS_MEM_DEVICE && b->fn == MMS_DEVICE_ARRAY) &&
+		    addr >= b->addr && addr - b->addr < b->size && (!best || b->addr > best->addr))
 			best = b;
 	}
 	return best;

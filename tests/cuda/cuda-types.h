@@ -5,6 +5,7 @@
 #ifndef MMS_TESTS_CUDA_TYPES_H
 #define MMS_TESTS_CUDA_TYPES_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef int CUresult;
@@ -20,5 +21,16 @@ typedef struct {
 	} location;
 	unsigned char rest[32]; /* the rest of cuda.h's struct: zeroed */
 } CUmemAllocationProp;
+
+typedef struct {
+	size_t Width, Height;
+	int Format; /* CUarray_format: 0x20 float, 0x01 unsigned 8-bit, ... */
+	unsigned NumChannels;
+} CUDA_ARRAY_DESCRIPTOR;
+typedef struct {
+	size_t Width, Height, Depth;
+	int Format;
+	unsigned NumChannels, Flags; /* Flags 1: layered */
+} CUDA_ARRAY3D_DESCRIPTOR;
 
 #endif /* MMS_TESTS_CUDA_TYPES_H */

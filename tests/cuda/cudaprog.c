@@ -41,6 +41,12 @@
  * `cudaprog oom`: cuMemAlloc of 1 MiB blocks in fill_device() until the
  * driver refuses one (the double holds 64 blocks), then one
  * cuMemAllocAsync of 4096 bytes (refused too), then everything freed.
+ * `cudaprog arrays`: CUDA arrays: a volume of 64 x 64 x 8 bytes
+ * (leaky_volume, kept to the end); an image of 640 x 480 float4 (4915200
+ * bytes), a line of 1000 half2 (4000), 6 layers of 32 x 32 short (12288),
+ * 30 x 30 of BC1 (8 x 8 blocks of 8 bytes: 512) and 3 levels of a
+ * mipmapped 64 x 64 float (21504), all destroyed; one of a format the
+ * recorder does not know (0x60), destroyed, and one of width 0, refused.
  * `cudaprog watch`: 8192 bytes of pinned memory watched with
  * msmemscope_watch() (when the recorder is there), written in operator
  * "fill", freed (the double unmaps it), then an operator more: the
@@ -253,6 +259,65 @@ __attribute__((noinline)) static size_t fill_device(CUdeviceptr *got)
 	return n;
 }
 
+/* `cudaprog arrays`: CUDA arrays, as cudaMallocArray, cudaMalloc3DArray
+ * and cudaMallocMipmappedArray make them. */
+typedef CUresult (*array3d_t)(void **, const CUDA_ARRAY3D_DESCRIPTOR *);
+
+/* A volume kept to the end: 64 x 64 x 8 bytes. */
+__attribute__((noinline)) static void *leaky_volume(array3d_t create)
+{
+	CUDA_ARRAY3D_DESCRIPTOR d = { .Width = 64, .Height = 64, .Depth = 8, .Format = 0x01, .NumChannels = 1 };
+	void *v = NULL;
+
+	check("cuArray3DCreate (leaky_volume)", create(&v, &d), 0);
+	__asm__ volatile("" ::: "memory"); /* no tail call: leaky_volume stays on the stack */
+	return v;
+}
+
+static int arrays_mode(void)
+{
+	CUresult (*create)(void **, const CUDA_ARRAY_DESCRIPTOR *);
+	CUresult (*mip_create)(void **, const CUDA_ARRAY3D_DESCRIPTOR *, unsigned);
+	CUresult (*destroy)(void *), (*mip_destroy)(void *);
+	array3d_t create3d;
+	CUDA_ARRAY_DESCRIPTOR image = { .Width = 640, .Height = 480, .Format = 0x20, .NumChannels = 4 };
+	CUDA_ARRAY3D_DESCRIPTOR line = { .Width = 1000, .Format = 0x10, .NumChannels = 2 },
+				layers = { .Width = 32,
+					   .Height = 32,
+					   .Depth = 6,
+					   .Format = 0x09,
+					   .NumChannels = 1,
+					   .Flags = 1 },
+				bc1 = { .Width = 30, .Height = 30, .Format = 0x91, .NumChannels = 4 },
+				mip = { .Width = 64, .Height = 64, .Format = 0x20, .NumChannels = 1 },
+				odd = { .Width = 16, .Height = 16, .Format = 0x60, .NumChannels = 1 },
+				none = { .Width = 0, .Height = 16, .Format = 0x20, .NumChannels = 1 };
+	void *a[6] = { NULL }, *unknown = NULL, *refused = NULL;
+
+	*(void **)&create = proc("cuArrayCreate", 12000, 0);
+	*(void **)&create3d = proc("cuArray3DCreate", 12000, 0);
+	*(void **)&mip_create = proc("cuMipmappedArrayCreate", 12000, 0);
+	*(void **)&destroy = proc("cuArrayDestroy", 12000, 0);
+	*(void **)&mip_destroy = proc("cuMipmappedArrayDestroy", 12000, 0);
+	if (!create || !create3d || !mip_create || !destroy || !mip_destroy)
+		die("no array entry points");
+	(void)leaky_volume(create3d);
+	check("cuArrayCreate", create(&a[0], &image), 0);
+	check("cuArray3DCreate (1D)", create3d(&a[1], &line), 0);
+	check("cuArray3DCreate (layered)", create3d(&a[2], &layers), 0);
+	check("cuArray3DCreate (BC1)", create3d(&a[3], &bc1), 0);
+	check("cuMipmappedArrayCreate", mip_create(&a[4], &mip, 3), 0);
+	check("cuArray3DCreate (a format the recorder does not know)", create3d(&unknown, &odd), 0);
+	check("cuArray3DCreate (width 0)", create3d(&refused, &none), 1);
+	for (int i = 0; i < 4; i++)
+		check("cuArrayDestroy", destroy(a[i]), 0);
+	check("cuMipmappedArrayDestroy", mip_destroy(a[4]), 0);
+	check("cuArrayDestroy (the format not known)", destroy(unknown), 0);
+	check("cuArrayDestroy (NULL)", destroy(NULL), 400);
+	printf("arrays allocs=6 failures=%d\n", failures);
+	return failures ? 1 : 0;
+}
+
 /* `cudaprog oom`: the driver refuses; what was live then is freed. */
 static int oom_mode(void)
 {
@@ -308,6 +373,8 @@ int main(int argc, char **argv)
 		return watch_mode();
 	if (argc > 1 && !strcmp(argv[1], "oom"))
 		return oom_mode();
+	if (argc > 1 && !strcmp(argv[1], "arrays"))
+		return arrays_mode();
 
 	/* Device memory. */
 	(void)leaky_upload(4096);

@@ -462,6 +462,63 @@ EXPORT CUresult cuLaunchKernelEx_ptsz(const void *config, CUfunction f, void **p
 	return launch(f);
 }
 
+/* CUDA arrays: handles into a table of the double's own (no memory
+ * behind them); any format is taken, a width of 0 refused. */
+struct CUarray_st {
+	int used;
+};
+static struct CUarray_st arrays[16];
+
+static CUresult array_new(void **handle, size_t width)
+{
+	errno = ENOMSG;
+	if (!handle || !width)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
+		if (!arrays[i].used) {
+			arrays[i].used = 1;
+			*handle = &arrays[i];
+			return CUDA_SUCCESS;
+		}
+	return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+static CUresult array_drop(void *handle)
+{
+	struct CUarray_st *a = handle;
+
+	errno = ENOMSG;
+	if (!a || a < arrays || a >= arrays + sizeof arrays / sizeof arrays[0] || !a->used)
+		return CUDA_ERROR_INVALID_HANDLE;
+	a->used = 0;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuArrayCreate_v2(void **handle, const CUDA_ARRAY_DESCRIPTOR *d)
+{
+	return array_new(handle, d ? d->Width : 0);
+}
+
+EXPORT CUresult cuArray3DCreate_v2(void **handle, const CUDA_ARRAY3D_DESCRIPTOR *d)
+{
+	return array_new(handle, d ? d->Width : 0);
+}
+
+EXPORT CUresult cuMipmappedArrayCreate(void **handle, const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels)
+{
+	return array_new(handle, d && levels ? d->Width : 0);
+}
+
+EXPORT CUresult cuArrayDestroy(void *handle)
+{
+	return array_drop(handle);
+}
+
+EXPORT CUresult cuMipmappedArrayDestroy(void *handle)
+{
+	return array_drop(handle);
+}
+
 EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags);
 EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags, int *status);
 
@@ -471,14 +528,44 @@ static const struct {
 	const char *name;
 	void *fn;
 } exports[] = {
-	FN(cuInit), FN(cuCtxGetDevice), FN(cuModuleGetFunction), FN(cuFuncGetName), FN(cuLibraryGetKernel),
-	FN(cuKernelGetName), FN(cuMemAlloc), FN(cuMemFree), FN(cuMemAlloc_v2), FN(cuMemAllocPitch_v2),
-	FN(cuMemFree_v2), FN(cuMemAllocManaged), FN(cuMemAllocHost_v2), FN(cuMemHostAlloc), FN(cuMemFreeHost),
-	FN(cuMemAllocAsync), FN(cuMemAllocAsync_ptsz), FN(cuMemAllocFromPoolAsync),
-	FN(cuMemAllocFromPoolAsync_ptsz), FN(cuMemFreeAsync), FN(cuMemFreeAsync_ptsz), FN(cuMemAddressReserve),
-	FN(cuMemAddressFree), FN(cuMemCreate), FN(cuMemRelease), FN(cuMemMap), FN(cuMemUnmap),
-	FN(cuLaunchKernel), FN(cuLaunchKernel_ptsz), FN(cuLaunchKernelEx), FN(cuLaunchKernelEx_ptsz),
-	FN(cuGetProcAddress), FN(cuGetProcAddress_v2),
+	FN(cuInit),
+	FN(cuCtxGetDevice),
+	FN(cuModuleGetFunction),
+	FN(cuFuncGetName),
+	FN(cuLibraryGetKernel),
+	FN(cuKernelGetName),
+	FN(cuMemAlloc),
+	FN(cuMemFree),
+	FN(cuMemAlloc_v2),
+	FN(cuMemAllocPitch_v2),
+	FN(cuMemFree_v2),
+	FN(cuMemAllocManaged),
+	FN(cuMemAllocHost_v2),
+	FN(cuMemHostAlloc),
+	FN(cuMemFreeHost),
+	FN(cuMemAllocAsync),
+	FN(cuMemAllocAsync_ptsz),
+	FN(cuMemAllocFromPoolAsync),
+	FN(cuMemAllocFromPoolAsync_ptsz),
+	FN(cuMemFreeAsync),
+	FN(cuMemFreeAsync_ptsz),
+	FN(cuMemAddressReserve),
+	FN(cuMemAddressFree),
+	FN(cuMemCreate),
+	FN(cuMemRelease),
+	FN(cuMemMap),
+	FN(cuMemUnmap),
+	FN(cuLaunchKernel),
+	FN(cuLaunchKernel_ptsz),
+	FN(cuLaunchKernelEx),
+	FN(cuLaunchKernelEx_ptsz),
+	FN(cuArrayCreate_v2),
+	FN(cuArray3DCreate_v2),
+	FN(cuMipmappedArrayCreate),
+	FN(cuArrayDestroy),
+	FN(cuMipmappedArrayDestroy),
+	FN(cuGetProcAddress),
+	FN(cuGetProcAddress_v2),
 };
 
 static void *exported(const char *name)
@@ -492,7 +579,8 @@ static void *exported(const char *name)
 /* The driver's resolution of a name at a CUDA version and flags. */
 static void *resolve(const char *symbol, int version, cuuint64_t flags)
 {
-	static const char *const v2[] = { "cuMemAlloc", "cuMemAllocPitch", "cuMemFree", "cuMemAllocHost" };
+	static const char *const v2[] = { "cuMemAlloc",     "cuMemAllocPitch", "cuMemFree",
+					  "cuMemAllocHost", "cuArrayCreate",   "cuArray3DCreate" };
 	char name[128];
 	void *p;
 

@@ -1515,6 +1515,59 @@ START_TEST(test_device_memory)
 }
 END_TEST
 
+/* CUDA arrays (MMS_DEV_ARRAY, format 15): device memory of sub-kind
+ * "array" at the handle; an address lookup finds one by its handle only,
+ * never inside (its range is no memory the program reaches): there the
+ * heap block the address lies in. */
+START_TEST(test_device_array)
+{
+	struct lb *b = one_thread();
+	mms_summary_t s;
+	mms_replay_t *r;
+	mms_block_t blk;
+	mms_log_t *log;
+	mms_iter_t *it;
+	mms_event_t ev;
+
+	lb_alloc(b, 20, MMS_ALLOC_MALLOC, 0x55550000, 4096, 0);
+	dev_alloc(b, 21, MMS_DEV_ARRAY, 1, 0x55550100, 1 << 20);
+	dev_alloc_fail(b, 22, MMS_DEV_ARRAY, 1, 1 << 30);
+	dev_free(b, 30, MMS_DEV_ARRAY, 1, 0x55550100);
+	log = write_open(b, SIZE_MAX);
+	ck_assert_int_eq(mms_iter_open(log, &it), 0);
+	ck_assert_int_eq(mms_iter_next(it, &ev), 1); /* SYSTEM init */
+	ck_assert_int_eq(mms_iter_next(it, &ev), 1); /* the heap block */
+	next_dev_event(it, MMS_EV_MALLOC, MMS_DEVICE_ARRAY, 1, 0x55550100, 1 << 20);
+	ck_assert_int_eq(mms_iter_next(it, &ev), 1);
+	ck_assert_int_eq(ev.kind, MMS_EV_ALLOC_FAIL);
+	ck_assert_int_eq(ev.mem, MMS_MEM_DEVICE);
+	ck_assert_int_eq(ev.sub, MMS_DEVICE_ARRAY);
+	next_dev_event(it, MMS_EV_FREE, MMS_DEVICE_ARRAY, 1, 0x55550100, 0);
+	mms_iter_close(it);
+	ck_assert_str_eq(mms_device_sub_name(MMS_DEVICE_ARRAY), "array");
+
+	ck_assert_int_eq(mms_summarize(log, &s), 0);
+	ck_assert_uint_eq(s.mem[MMS_MEM_DEVICE].allocs, 1);
+	ck_assert_uint_eq(s.mem[MMS_MEM_DEVICE].frees, 1);
+	ck_assert_uint_eq(s.mem[MMS_MEM_DEVICE].peak_bytes, 1 << 20);
+	ck_assert_uint_eq(s.invalid_frees, 0);
+
+	ck_assert_int_eq(mms_replay_open(log, &r), 0);
+	ck_assert_int_eq(mms_replay_seek(r, 3), 0);
+	ck_assert_int_eq(mms_replay_block_at(r, 0x55550100, &blk), 1);
+	ck_assert_int_eq(blk.mem, MMS_MEM_DEVICE);
+	ck_assert_int_eq(blk.fn, MMS_DEVICE_ARRAY);
+	ck_assert_uint_eq(blk.size, 1 << 20);
+	ck_assert_int_eq(mms_replay_block_at(r, 0x55550180, &blk), 1);
+	ck_assert_int_eq(blk.mem, MMS_MEM_HOST);
+	ck_assert_uint_eq(blk.addr, 0x55550000);
+	ck_assert_int_eq(mms_replay_block_at(r, 0x55560000, &blk), 0);
+	mms_replay_close(r);
+	mms_log_close(log);
+	lb_destroy(b);
+}
+END_TEST
+
 /* VMM mappings (MMS_DEV_VMM): a mapping of 3 chunks whose middle one is
  * unmapped (freed, its two ends allocated again) is decoded as device
  * memory of sub-kind "vmm", on the handle's device. */
@@ -1541,7 +1594,7 @@ START_TEST(test_device_vmm)
 	next_dev_event(it, MMS_EV_MALLOC, MMS_DEVICE_VMM, 2, 0x7d0000200000, 1 << 21);
 	mms_iter_close(it);
 	ck_assert_str_eq(mms_device_sub_name(MMS_DEVICE_VMM), "vmm");
-	ck_assert_ptr_null(mms_device_sub_name(4)); /* reserved: CUDA arrays */
+	ck_assert_ptr_null(mms_device_sub_name(MMS_DEVICE_SUB_COUNT + 1));
 
 	ck_assert_int_eq(mms_summarize(log, &s), 0);
 	ck_assert_uint_eq(s.mem[MMS_MEM_DEVICE].allocs, 3);
@@ -2119,6 +2172,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_alloc_fail);
 	tcase_add_test(tc, test_dev_alloc_fail);
 	tcase_add_test(tc, test_device_vmm);
+	tcase_add_test(tc, test_device_array);
 	tcase_add_test(tc, test_time_conversion);
 	tcase_add_test(tc, test_follow_one_thread);
 	tcase_add_test(tc, test_follow_two_threads);
