@@ -7,7 +7,12 @@
  * dlsym() and fetches every other entry point by name through it, itself
  * included. So the recorder wraps two doors: dlsym() (dlsym.c sends it
  * the lookups of "cu" names in real handles) and the driver's
- * cuGetProcAddress (v1 and v2 ABIs), whose wrappers hand out ours.
+ * cuGetProcAddress (v1 and v2 ABIs), whose wrappers hand out ours. A
+ * program linked against libcuda (-lcuda) calls the exports through its
+ * GOT instead: where libcuda is loaded with the program, redirect.c points
+ * those GOT entries to the x_ twins of the wrappers, which call the
+ * exports themselves (slots EXP(slot)), never what cuGetProcAddress
+ * handed out under the same name.
  *
  * An entry point has several ABIs under one name (cuMemAlloc with 32-bit
  * sizes, cuMemAlloc_v2; cuLaunchKernel and cuLaunchKernel_ptsz), each
@@ -136,8 +141,13 @@ enum cu_slot {
 typedef void (*cu_fn)(void);
 
 /* What the program's entry points really are: the driver's functions,
- * filled once each (compare-and-swap from NULL). */
-static void *real_fn[CU_NSLOTS];
+ * filled once each (compare-and-swap from NULL). Slots from CU_NSLOTS on
+ * (EXP(slot)) are those the program reaches through its GOT, linked
+ * against libcuda (redirect.c): the exports themselves, apart from what
+ * cuGetProcAddress hands out under the same name (which a profiler's
+ * injection may have replaced, and which may differ from the export). */
+#define EXP(slot) ((slot) + CU_NSLOTS)
+static void *real_fn[2 * CU_NSLOTS];
 
 #define REAL(slot, type) ((type)(cu_fn)__atomic_load_n(&real_fn[slot], __ATOMIC_ACQUIRE))
 
@@ -159,6 +169,12 @@ static void driver_fetch(void)
 		REAL(CU_GETPROC, CUresult (*)(const char *, void **, int, cuuint64_t));
 	void *dev = NULL, *name = NULL, *kname = NULL;
 	int status;
+
+	/* A program linked against libcuda: the exports found at start-up. */
+	if (!v2 && !v1) {
+		v2 = REAL(EXP(CU_GETPROC_V2), CUresult(*)(const char *, void **, int, cuuint64_t, int *));
+		v1 = REAL(EXP(CU_GETPROC), CUresult(*)(const char *, void **, int, cuuint64_t));
+	}
 
 	if (v2) {
 		if (v2("cuCtxGetDevice", &dev, 2000, 0, &status) != CUDA_SUCCESS)
@@ -449,9 +465,9 @@ static __attribute__((noinline)) void kernel_launched(CUfunction f)
  * Each calls its slot's real function (known before the wrapper was
  * handed out) and records around it. */
 
-static CUresult w_mem_alloc(CUdeviceptr *dptr, size_t size)
+static CUresult mem_alloc(int slot, CUdeviceptr *dptr, size_t size)
 {
-	CUresult r = REAL(CU_MEM_ALLOC, CUresult (*)(CUdeviceptr *, size_t))(dptr, size);
+	CUresult r = REAL(slot, CUresult(*)(CUdeviceptr *, size_t))(dptr, size);
 
 	if (r == CUDA_SUCCESS)
 		dev_alloc(MMS_DEV_DEVICE, *dptr, size);
@@ -460,10 +476,10 @@ static CUresult w_mem_alloc(CUdeviceptr *dptr, size_t size)
 	return r;
 }
 
-static CUresult w_mem_alloc_pitch(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height, unsigned elem)
+static CUresult mem_alloc_pitch(int slot, CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height, unsigned elem)
 {
-	CUresult r = REAL(CU_MEM_ALLOC_PITCH, CUresult (*)(CUdeviceptr *, size_t *, size_t, size_t, unsigned))(
-		dptr, pitch, width, height, elem);
+	CUresult r = REAL(slot, CUresult(*)(CUdeviceptr *, size_t *, size_t, size_t, unsigned))(dptr, pitch, width,
+												height, elem);
 
 	if (r == CUDA_SUCCESS)
 		dev_alloc(MMS_DEV_DEVICE, *dptr, (uint64_t)*pitch * height);
@@ -472,15 +488,15 @@ static CUresult w_mem_alloc_pitch(CUdeviceptr *dptr, size_t *pitch, size_t width
 	return r;
 }
 
-static CUresult w_mem_free(CUdeviceptr dptr)
+static CUresult mem_free(int slot, CUdeviceptr dptr)
 {
 	dev_free(MMS_DEV_DEVICE, dptr);
-	return REAL(CU_MEM_FREE, CUresult (*)(CUdeviceptr))(dptr);
+	return REAL(slot, CUresult(*)(CUdeviceptr))(dptr);
 }
 
-static CUresult w_mem_alloc_managed(CUdeviceptr *dptr, size_t size, unsigned flags)
+static CUresult mem_alloc_managed(int slot, CUdeviceptr *dptr, size_t size, unsigned flags)
 {
-	CUresult r = REAL(CU_MEM_ALLOC_MANAGED, CUresult (*)(CUdeviceptr *, size_t, unsigned))(dptr, size, flags);
+	CUresult r = REAL(slot, CUresult(*)(CUdeviceptr *, size_t, unsigned))(dptr, size, flags);
 
 	if (r == CUDA_SUCCESS)
 		dev_alloc(MMS_DEV_MANAGED, *dptr, size);
@@ -503,9 +519,9 @@ static void pinned_alloc(void *p, size_t size)
 	errno = saved;
 }
 
-static CUresult w_mem_alloc_host(void **pp, size_t size)
+static CUresult mem_alloc_host(int slot, void **pp, size_t size)
 {
-	CUresult r = REAL(CU_MEM_ALLOC_HOST, CUresult (*)(void **, size_t))(pp, size);
+	CUresult r = REAL(slot, CUresult(*)(void **, size_t))(pp, size);
 
 	if (r == CUDA_SUCCESS)
 		pinned_alloc(*pp, size);
@@ -514,9 +530,9 @@ static CUresult w_mem_alloc_host(void **pp, size_t size)
 	return r;
 }
 
-static CUresult w_mem_host_alloc(void **pp, size_t size, unsigned flags)
+static CUresult mem_host_alloc(int slot, void **pp, size_t size, unsigned flags)
 {
-	CUresult r = REAL(CU_MEM_HOST_ALLOC, CUresult (*)(void **, size_t, unsigned))(pp, size, flags);
+	CUresult r = REAL(slot, CUresult(*)(void **, size_t, unsigned))(pp, size, flags);
 
 	if (r == CUDA_SUCCESS)
 		pinned_alloc(*pp, size);
@@ -525,7 +541,7 @@ static CUresult w_mem_host_alloc(void **pp, size_t size, unsigned flags)
 	return r;
 }
 
-static CUresult w_mem_free_host(void *p)
+static CUresult mem_free_host(int slot, void *p)
 {
 	int saved = errno;
 	uint64_t size;
@@ -537,7 +553,7 @@ static CUresult w_mem_free_host(void *p)
 	if (size)
 		mms__release_watched((uintptr_t)p, (uintptr_t)p + size);
 	errno = saved;
-	return REAL(CU_MEM_FREE_HOST, CUresult (*)(void *))(p);
+	return REAL(slot, CUresult(*)(void *))(p);
 }
 
 /* --- CUDA arrays ------------------------------------------------------------
@@ -685,9 +701,9 @@ static CUresult array3d_made(CUresult r, uint64_t handle, const CUDA_ARRAY3D_DES
 	return r;
 }
 
-static CUresult w_array_create(CUarray *handle, const CUDA_ARRAY_DESCRIPTOR *desc)
+static CUresult array_create(int slot, CUarray *handle, const CUDA_ARRAY_DESCRIPTOR *desc)
 {
-	CUresult r = REAL(CU_ARRAY_CREATE, CUresult(*)(CUarray *, const CUDA_ARRAY_DESCRIPTOR *))(handle, desc);
+	CUresult r = REAL(slot, CUresult(*)(CUarray *, const CUDA_ARRAY_DESCRIPTOR *))(handle, desc);
 	CUDA_ARRAY3D_DESCRIPTOR a;
 
 	if (!desc)
@@ -698,31 +714,32 @@ static CUresult w_array_create(CUarray *handle, const CUDA_ARRAY_DESCRIPTOR *des
 	return array3d_made(r, r == CUDA_SUCCESS && handle ? (uintptr_t)*handle : 0, &a, 1);
 }
 
-static CUresult w_array3d_create(CUarray *handle, const CUDA_ARRAY3D_DESCRIPTOR *desc)
+static CUresult array3d_create(int slot, CUarray *handle, const CUDA_ARRAY3D_DESCRIPTOR *desc)
 {
-	CUresult r = REAL(CU_ARRAY3D_CREATE, CUresult(*)(CUarray *, const CUDA_ARRAY3D_DESCRIPTOR *))(handle, desc);
+	CUresult r = REAL(slot, CUresult(*)(CUarray *, const CUDA_ARRAY3D_DESCRIPTOR *))(handle, desc);
 
 	return array3d_made(r, r == CUDA_SUCCESS && handle ? (uintptr_t)*handle : 0, desc, 1);
 }
 
-static CUresult w_mipmapped_create(CUmipmappedArray *handle, const CUDA_ARRAY3D_DESCRIPTOR *desc, unsigned levels)
+static CUresult mipmapped_create(int slot, CUmipmappedArray *handle, const CUDA_ARRAY3D_DESCRIPTOR *desc,
+				 unsigned levels)
 {
-	CUresult r = REAL(CU_MIPMAPPED_CREATE, CUresult(*)(CUmipmappedArray *, const CUDA_ARRAY3D_DESCRIPTOR *,
-							   unsigned))(handle, desc, levels);
+	CUresult r = REAL(slot, CUresult(*)(CUmipmappedArray *, const CUDA_ARRAY3D_DESCRIPTOR *, unsigned))(
+		handle, desc, levels);
 
 	return array3d_made(r, r == CUDA_SUCCESS && handle ? (uintptr_t)*handle : 0, desc, levels);
 }
 
-static CUresult w_array_destroy(CUarray handle)
+static CUresult array_destroy(int slot, CUarray handle)
 {
 	dev_free(MMS_DEV_ARRAY, (uintptr_t)handle);
-	return REAL(CU_ARRAY_DESTROY, CUresult(*)(CUarray))(handle);
+	return REAL(slot, CUresult(*)(CUarray))(handle);
 }
 
-static CUresult w_mipmapped_destroy(CUmipmappedArray handle)
+static CUresult mipmapped_destroy(int slot, CUmipmappedArray handle)
 {
 	dev_free(MMS_DEV_ARRAY, (uintptr_t)handle);
-	return REAL(CU_MIPMAPPED_DESTROY, CUresult(*)(CUmipmappedArray))(handle);
+	return REAL(slot, CUresult(*)(CUmipmappedArray))(handle);
 }
 
 static CUresult alloc_async(int slot, CUdeviceptr *dptr, size_t size, CUstream stream)
@@ -734,16 +751,6 @@ static CUresult alloc_async(int slot, CUdeviceptr *dptr, size_t size, CUstream s
 	else if (r == CUDA_ERROR_OUT_OF_MEMORY)
 		dev_alloc_fail(MMS_DEV_ASYNC, size, -1);
 	return r;
-}
-
-static CUresult w_mem_alloc_async(CUdeviceptr *dptr, size_t size, CUstream stream)
-{
-	return alloc_async(CU_MEM_ALLOC_ASYNC, dptr, size, stream);
-}
-
-static CUresult w_mem_alloc_async_ptsz(CUdeviceptr *dptr, size_t size, CUstream stream)
-{
-	return alloc_async(CU_MEM_ALLOC_ASYNC_PTSZ, dptr, size, stream);
 }
 
 static CUresult alloc_pool(int slot, CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream stream)
@@ -758,38 +765,17 @@ static CUresult alloc_pool(int slot, CUdeviceptr *dptr, size_t size, CUmemoryPoo
 	return r;
 }
 
-static CUresult w_mem_alloc_pool(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream stream)
-{
-	return alloc_pool(CU_MEM_ALLOC_POOL, dptr, size, pool, stream);
-}
-
-static CUresult w_mem_alloc_pool_ptsz(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream stream)
-{
-	return alloc_pool(CU_MEM_ALLOC_POOL_PTSZ, dptr, size, pool, stream);
-}
-
 static CUresult free_async(int slot, CUdeviceptr dptr, CUstream stream)
 {
 	dev_free(MMS_DEV_ASYNC, dptr);
 	return REAL(slot, CUresult (*)(CUdeviceptr, CUstream))(dptr, stream);
 }
 
-static CUresult w_mem_free_async(CUdeviceptr dptr, CUstream stream)
+static CUresult mem_create(int slot, CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
+			   unsigned long long flags)
 {
-	return free_async(CU_MEM_FREE_ASYNC, dptr, stream);
-}
-
-static CUresult w_mem_free_async_ptsz(CUdeviceptr dptr, CUstream stream)
-{
-	return free_async(CU_MEM_FREE_ASYNC_PTSZ, dptr, stream);
-}
-
-static CUresult w_mem_create(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
-			    unsigned long long flags)
-{
-	CUresult r = REAL(CU_MEM_CREATE, CUresult (*)(CUmemGenericAllocationHandle *, size_t,
-						      const CUmemAllocationProp *, unsigned long long))(handle, size,
-													prop, flags);
+	CUresult r = REAL(slot, CUresult(*)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *,
+					    unsigned long long))(handle, size, prop, flags);
 
 	if (r == CUDA_SUCCESS && prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE && prop->location.id >= 0)
 		vmm_created(*handle, (unsigned)prop->location.id);
@@ -799,13 +785,13 @@ static CUresult w_mem_create(CUmemGenericAllocationHandle *handle, size_t size, 
 	return r;
 }
 
-static CUresult w_mem_release(CUmemGenericAllocationHandle handle)
+static CUresult mem_release(int slot, CUmemGenericAllocationHandle handle)
 {
 	CUresult r;
 	int saved;
 
 	mms__vmm_lock();
-	r = REAL(CU_MEM_RELEASE, CUresult (*)(CUmemGenericAllocationHandle))(handle);
+	r = REAL(slot, CUresult(*)(CUmemGenericAllocationHandle))(handle);
 	saved = errno;
 	if (r == CUDA_SUCCESS)
 		mms__vmm_handle_drop(handle);
@@ -814,15 +800,15 @@ static CUresult w_mem_release(CUmemGenericAllocationHandle handle)
 	return r;
 }
 
-static CUresult w_mem_map(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
-			  unsigned long long flags)
+static CUresult mem_map(int slot, CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+			unsigned long long flags)
 {
 	CUresult r;
 	int saved;
 
 	mms__vmm_lock();
-	r = REAL(CU_MEM_MAP, CUresult (*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
-					  unsigned long long))(ptr, size, offset, handle, flags);
+	r = REAL(slot, CUresult(*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long))(
+		ptr, size, offset, handle, flags);
 	if (r == CUDA_SUCCESS)
 		vmm_mapped(ptr, size, handle);
 	saved = errno;
@@ -833,7 +819,7 @@ static CUresult w_mem_map(CUdeviceptr ptr, size_t size, size_t offset, CUmemGene
 
 /* The frees are written before the driver's call, so that no address is
  * seen handed out twice; the driver's failure allocates them again. */
-static CUresult w_mem_unmap(CUdeviceptr ptr, size_t size)
+static CUresult mem_unmap(int slot, CUdeviceptr ptr, size_t size)
 {
 	uint64_t hi = size > UINT64_MAX - ptr ? UINT64_MAX : ptr + size;
 	CUresult r;
@@ -842,7 +828,7 @@ static CUresult w_mem_unmap(CUdeviceptr ptr, size_t size)
 	mms__vmm_lock();
 	vmm_unmapping(ptr, hi);
 	errno = saved;
-	r = REAL(CU_MEM_UNMAP, CUresult (*)(CUdeviceptr, size_t))(ptr, size);
+	r = REAL(slot, CUresult(*)(CUdeviceptr, size_t))(ptr, size);
 	vmm_unmapped(ptr, hi, r == CUDA_SUCCESS);
 	saved = errno;
 	mms__vmm_unlock();
@@ -863,18 +849,6 @@ static CUresult launch(int slot, CUfunction f, unsigned gx, unsigned gy, unsigne
 	return r;
 }
 
-static CUresult w_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-			 unsigned shared, CUstream stream, void **params, void **extra)
-{
-	return launch(CU_LAUNCH, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);
-}
-
-static CUresult w_launch_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-			      unsigned bz, unsigned shared, CUstream stream, void **params, void **extra)
-{
-	return launch(CU_LAUNCH_PTSZ, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);
-}
-
 static CUresult launch_ex(int slot, const void *config, CUfunction f, void **params, void **extra)
 {
 	CUresult r = REAL(slot, CUresult (*)(const void *, CUfunction, void **, void **))(config, f, params, extra);
@@ -884,18 +858,76 @@ static CUresult launch_ex(int slot, const void *config, CUfunction f, void **par
 	return r;
 }
 
-static CUresult w_launch_ex(const void *config, CUfunction f, void **params, void **extra)
-{
-	return launch_ex(CU_LAUNCH_EX, config, f, params, extra);
-}
+/* The entry points: for each slot, w_NAME, which cuGetProcAddress and
+ * dlsym() hand out, and x_NAME, which a GOT entry of the program's points
+ * to (redirect.c); both record the same, each calling its own real
+ * function. */
+#define CU_WRAP(name, body, slot, params, ...)       \
+	static CUresult w_##name params              \
+	{                                            \
+		return body(slot, __VA_ARGS__);      \
+	}                                            \
+	static CUresult x_##name params              \
+	{                                            \
+		return body(EXP(slot), __VA_ARGS__); \
+	}
 
-static CUresult w_launch_ex_ptsz(const void *config, CUfunction f, void **params, void **extra)
-{
-	return launch_ex(CU_LAUNCH_EX_PTSZ, config, f, params, extra);
-}
+CU_WRAP(mem_alloc, mem_alloc, CU_MEM_ALLOC, (CUdeviceptr * dptr, size_t size), dptr, size)
+CU_WRAP(mem_alloc_pitch, mem_alloc_pitch, CU_MEM_ALLOC_PITCH,
+	(CUdeviceptr * dptr, size_t *pitch, size_t width, size_t height, unsigned elem), dptr, pitch, width, height,
+	elem)
+CU_WRAP(mem_free, mem_free, CU_MEM_FREE, (CUdeviceptr dptr), dptr)
+CU_WRAP(mem_alloc_managed, mem_alloc_managed, CU_MEM_ALLOC_MANAGED, (CUdeviceptr * dptr, size_t size, unsigned flags),
+	dptr, size, flags)
+CU_WRAP(mem_alloc_host, mem_alloc_host, CU_MEM_ALLOC_HOST, (void **pp, size_t size), pp, size)
+CU_WRAP(mem_host_alloc, mem_host_alloc, CU_MEM_HOST_ALLOC, (void **pp, size_t size, unsigned flags), pp, size, flags)
+CU_WRAP(mem_free_host, mem_free_host, CU_MEM_FREE_HOST, (void *p), p)
+CU_WRAP(mem_alloc_async, alloc_async, CU_MEM_ALLOC_ASYNC, (CUdeviceptr * dptr, size_t size, CUstream stream), dptr,
+	size, stream)
+CU_WRAP(mem_alloc_async_ptsz, alloc_async, CU_MEM_ALLOC_ASYNC_PTSZ, (CUdeviceptr * dptr, size_t size, CUstream stream),
+	dptr, size, stream)
+CU_WRAP(mem_alloc_pool, alloc_pool, CU_MEM_ALLOC_POOL,
+	(CUdeviceptr * dptr, size_t size, CUmemoryPool pool, CUstream stream), dptr, size, pool, stream)
+CU_WRAP(mem_alloc_pool_ptsz, alloc_pool, CU_MEM_ALLOC_POOL_PTSZ,
+	(CUdeviceptr * dptr, size_t size, CUmemoryPool pool, CUstream stream), dptr, size, pool, stream)
+CU_WRAP(mem_free_async, free_async, CU_MEM_FREE_ASYNC, (CUdeviceptr dptr, CUstream stream), dptr, stream)
+CU_WRAP(mem_free_async_ptsz, free_async, CU_MEM_FREE_ASYNC_PTSZ, (CUdeviceptr dptr, CUstream stream), dptr, stream)
+CU_WRAP(mem_create, mem_create, CU_MEM_CREATE,
+	(CUmemGenericAllocationHandle * handle, size_t size, const CUmemAllocationProp *prop, unsigned long long flags),
+	handle, size, prop, flags)
+CU_WRAP(mem_release, mem_release, CU_MEM_RELEASE, (CUmemGenericAllocationHandle handle), handle)
+CU_WRAP(mem_map, mem_map, CU_MEM_MAP,
+	(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle, unsigned long long flags),
+	ptr, size, offset, handle, flags)
+CU_WRAP(mem_unmap, mem_unmap, CU_MEM_UNMAP, (CUdeviceptr ptr, size_t size), ptr, size)
+CU_WRAP(array_create, array_create, CU_ARRAY_CREATE, (CUarray * handle, const CUDA_ARRAY_DESCRIPTOR *desc), handle,
+	desc)
+CU_WRAP(array3d_create, array3d_create, CU_ARRAY3D_CREATE, (CUarray * handle, const CUDA_ARRAY3D_DESCRIPTOR *desc),
+	handle, desc)
+CU_WRAP(array_destroy, array_destroy, CU_ARRAY_DESTROY, (CUarray handle), handle)
+CU_WRAP(mipmapped_create, mipmapped_create, CU_MIPMAPPED_CREATE,
+	(CUmipmappedArray * handle, const CUDA_ARRAY3D_DESCRIPTOR *desc, unsigned levels), handle, desc, levels)
+CU_WRAP(mipmapped_destroy, mipmapped_destroy, CU_MIPMAPPED_DESTROY, (CUmipmappedArray handle), handle)
+CU_WRAP(launch, launch, CU_LAUNCH,
+	(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shared,
+	 CUstream stream, void **params, void **extra),
+	f, gx, gy, gz, bx, by, bz, shared, stream, params, extra)
+CU_WRAP(launch_ptsz, launch, CU_LAUNCH_PTSZ,
+	(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shared,
+	 CUstream stream, void **params, void **extra),
+	f, gx, gy, gz, bx, by, bz, shared, stream, params, extra)
+CU_WRAP(launch_ex, launch_ex, CU_LAUNCH_EX, (const void *config, CUfunction f, void **params, void **extra), config, f,
+	params, extra)
+CU_WRAP(launch_ex_ptsz, launch_ex, CU_LAUNCH_EX_PTSZ, (const void *config, CUfunction f, void **params, void **extra),
+	config, f, params, extra)
 
-static CUresult w_getproc(const char *symbol, void **pfn, int version, cuuint64_t flags);
-static CUresult w_getproc_v2(const char *symbol, void **pfn, int version, cuuint64_t flags, int *status);
+static CUresult getproc(int slot, const char *symbol, void **pfn, int version, cuuint64_t flags);
+static CUresult getproc_v2(int slot, const char *symbol, void **pfn, int version, cuuint64_t flags, int *status);
+CU_WRAP(getproc, getproc, CU_GETPROC, (const char *symbol, void **pfn, int version, cuuint64_t flags), symbol, pfn,
+	version, flags)
+CU_WRAP(getproc_v2, getproc_v2, CU_GETPROC_V2,
+	(const char *symbol, void **pfn, int version, cuuint64_t flags, int *status), symbol, pfn, version, flags,
+	status)
 
 /* --- the table of entry points -------------------------------------------- */
 
@@ -904,40 +936,42 @@ struct cu_entry {
 	const char *base;  /* the name cuGetProcAddress is asked for */
 	int since;         /* the CUDA version from which the driver hands it out */
 	int ptsz;          /* the per-thread default stream variant */
-	cu_fn wrapper;
+	cu_fn wrapper;     /* w_ (what cuGetProcAddress and dlsym() hand out) */
+	cu_fn exp_wrapper; /* x_ (what a GOT entry goes to) */
 };
 
-#define ENTRY(slot, name, base, since, ptsz, wrapper) [slot] = { name, base, since, ptsz, (cu_fn)wrapper }
+#define ENTRY(slot, name, base, since, ptsz, stem) \
+	[slot] = { name, base, since, ptsz, (cu_fn)w_##stem, (cu_fn)x_##stem }
 static const struct cu_entry entries[CU_NSLOTS] = {
-	ENTRY(CU_GETPROC, "cuGetProcAddress", "cuGetProcAddress", 11030, 0, w_getproc),
-	ENTRY(CU_GETPROC_V2, "cuGetProcAddress_v2", "cuGetProcAddress", 12000, 0, w_getproc_v2),
-	ENTRY(CU_MEM_ALLOC, "cuMemAlloc_v2", "cuMemAlloc", 3020, 0, w_mem_alloc),
-	ENTRY(CU_MEM_ALLOC_PITCH, "cuMemAllocPitch_v2", "cuMemAllocPitch", 3020, 0, w_mem_alloc_pitch),
-	ENTRY(CU_MEM_FREE, "cuMemFree_v2", "cuMemFree", 3020, 0, w_mem_free),
-	ENTRY(CU_MEM_ALLOC_MANAGED, "cuMemAllocManaged", "cuMemAllocManaged", 6000, 0, w_mem_alloc_managed),
-	ENTRY(CU_MEM_ALLOC_HOST, "cuMemAllocHost_v2", "cuMemAllocHost", 3020, 0, w_mem_alloc_host),
-	ENTRY(CU_MEM_HOST_ALLOC, "cuMemHostAlloc", "cuMemHostAlloc", 2020, 0, w_mem_host_alloc),
-	ENTRY(CU_MEM_FREE_HOST, "cuMemFreeHost", "cuMemFreeHost", 2000, 0, w_mem_free_host),
-	ENTRY(CU_MEM_ALLOC_ASYNC, "cuMemAllocAsync", "cuMemAllocAsync", 11020, 0, w_mem_alloc_async),
-	ENTRY(CU_MEM_ALLOC_ASYNC_PTSZ, "cuMemAllocAsync_ptsz", "cuMemAllocAsync", 11020, 1, w_mem_alloc_async_ptsz),
-	ENTRY(CU_MEM_ALLOC_POOL, "cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync", 11020, 0, w_mem_alloc_pool),
+	ENTRY(CU_GETPROC, "cuGetProcAddress", "cuGetProcAddress", 11030, 0, getproc),
+	ENTRY(CU_GETPROC_V2, "cuGetProcAddress_v2", "cuGetProcAddress", 12000, 0, getproc_v2),
+	ENTRY(CU_MEM_ALLOC, "cuMemAlloc_v2", "cuMemAlloc", 3020, 0, mem_alloc),
+	ENTRY(CU_MEM_ALLOC_PITCH, "cuMemAllocPitch_v2", "cuMemAllocPitch", 3020, 0, mem_alloc_pitch),
+	ENTRY(CU_MEM_FREE, "cuMemFree_v2", "cuMemFree", 3020, 0, mem_free),
+	ENTRY(CU_MEM_ALLOC_MANAGED, "cuMemAllocManaged", "cuMemAllocManaged", 6000, 0, mem_alloc_managed),
+	ENTRY(CU_MEM_ALLOC_HOST, "cuMemAllocHost_v2", "cuMemAllocHost", 3020, 0, mem_alloc_host),
+	ENTRY(CU_MEM_HOST_ALLOC, "cuMemHostAlloc", "cuMemHostAlloc", 2020, 0, mem_host_alloc),
+	ENTRY(CU_MEM_FREE_HOST, "cuMemFreeHost", "cuMemFreeHost", 2000, 0, mem_free_host),
+	ENTRY(CU_MEM_ALLOC_ASYNC, "cuMemAllocAsync", "cuMemAllocAsync", 11020, 0, mem_alloc_async),
+	ENTRY(CU_MEM_ALLOC_ASYNC_PTSZ, "cuMemAllocAsync_ptsz", "cuMemAllocAsync", 11020, 1, mem_alloc_async_ptsz),
+	ENTRY(CU_MEM_ALLOC_POOL, "cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync", 11020, 0, mem_alloc_pool),
 	ENTRY(CU_MEM_ALLOC_POOL_PTSZ, "cuMemAllocFromPoolAsync_ptsz", "cuMemAllocFromPoolAsync", 11020, 1,
-	      w_mem_alloc_pool_ptsz),
-	ENTRY(CU_MEM_FREE_ASYNC, "cuMemFreeAsync", "cuMemFreeAsync", 11020, 0, w_mem_free_async),
-	ENTRY(CU_MEM_FREE_ASYNC_PTSZ, "cuMemFreeAsync_ptsz", "cuMemFreeAsync", 11020, 1, w_mem_free_async_ptsz),
-	ENTRY(CU_MEM_CREATE, "cuMemCreate", "cuMemCreate", 10020, 0, w_mem_create),
-	ENTRY(CU_MEM_RELEASE, "cuMemRelease", "cuMemRelease", 10020, 0, w_mem_release),
-	ENTRY(CU_MEM_MAP, "cuMemMap", "cuMemMap", 10020, 0, w_mem_map),
-	ENTRY(CU_MEM_UNMAP, "cuMemUnmap", "cuMemUnmap", 10020, 0, w_mem_unmap),
-	ENTRY(CU_ARRAY_CREATE, "cuArrayCreate_v2", "cuArrayCreate", 3020, 0, w_array_create),
-	ENTRY(CU_ARRAY3D_CREATE, "cuArray3DCreate_v2", "cuArray3DCreate", 3020, 0, w_array3d_create),
-	ENTRY(CU_ARRAY_DESTROY, "cuArrayDestroy", "cuArrayDestroy", 2000, 0, w_array_destroy),
-	ENTRY(CU_MIPMAPPED_CREATE, "cuMipmappedArrayCreate", "cuMipmappedArrayCreate", 5000, 0, w_mipmapped_create),
-	ENTRY(CU_MIPMAPPED_DESTROY, "cuMipmappedArrayDestroy", "cuMipmappedArrayDestroy", 5000, 0, w_mipmapped_destroy),
-	ENTRY(CU_LAUNCH, "cuLaunchKernel", "cuLaunchKernel", 4000, 0, w_launch),
-	ENTRY(CU_LAUNCH_PTSZ, "cuLaunchKernel_ptsz", "cuLaunchKernel", 7000, 1, w_launch_ptsz),
-	ENTRY(CU_LAUNCH_EX, "cuLaunchKernelEx", "cuLaunchKernelEx", 11060, 0, w_launch_ex),
-	ENTRY(CU_LAUNCH_EX_PTSZ, "cuLaunchKernelEx_ptsz", "cuLaunchKernelEx", 11060, 1, w_launch_ex_ptsz),
+	      mem_alloc_pool_ptsz),
+	ENTRY(CU_MEM_FREE_ASYNC, "cuMemFreeAsync", "cuMemFreeAsync", 11020, 0, mem_free_async),
+	ENTRY(CU_MEM_FREE_ASYNC_PTSZ, "cuMemFreeAsync_ptsz", "cuMemFreeAsync", 11020, 1, mem_free_async_ptsz),
+	ENTRY(CU_MEM_CREATE, "cuMemCreate", "cuMemCreate", 10020, 0, mem_create),
+	ENTRY(CU_MEM_RELEASE, "cuMemRelease", "cuMemRelease", 10020, 0, mem_release),
+	ENTRY(CU_MEM_MAP, "cuMemMap", "cuMemMap", 10020, 0, mem_map),
+	ENTRY(CU_MEM_UNMAP, "cuMemUnmap", "cuMemUnmap", 10020, 0, mem_unmap),
+	ENTRY(CU_ARRAY_CREATE, "cuArrayCreate_v2", "cuArrayCreate", 3020, 0, array_create),
+	ENTRY(CU_ARRAY3D_CREATE, "cuArray3DCreate_v2", "cuArray3DCreate", 3020, 0, array3d_create),
+	ENTRY(CU_ARRAY_DESTROY, "cuArrayDestroy", "cuArrayDestroy", 2000, 0, array_destroy),
+	ENTRY(CU_MIPMAPPED_CREATE, "cuMipmappedArrayCreate", "cuMipmappedArrayCreate", 5000, 0, mipmapped_create),
+	ENTRY(CU_MIPMAPPED_DESTROY, "cuMipmappedArrayDestroy", "cuMipmappedArrayDestroy", 5000, 0, mipmapped_destroy),
+	ENTRY(CU_LAUNCH, "cuLaunchKernel", "cuLaunchKernel", 4000, 0, launch),
+	ENTRY(CU_LAUNCH_PTSZ, "cuLaunchKernel_ptsz", "cuLaunchKernel", 7000, 1, launch_ptsz),
+	ENTRY(CU_LAUNCH_EX, "cuLaunchKernelEx", "cuLaunchKernelEx", 11060, 0, launch_ex),
+	ENTRY(CU_LAUNCH_EX_PTSZ, "cuLaunchKernelEx_ptsz", "cuLaunchKernelEx", 11060, 1, launch_ex_ptsz),
 };
 
 /* The slot whose exported name is name, or -1. */
@@ -1048,17 +1082,16 @@ static CUresult proc_result(CUresult r, const char *symbol, void **pfn, int vers
 	return r;
 }
 
-static CUresult w_getproc(const char *symbol, void **pfn, int version, cuuint64_t flags)
+static CUresult getproc(int slot, const char *symbol, void **pfn, int version, cuuint64_t flags)
 {
-	return proc_result(REAL(CU_GETPROC, CUresult (*)(const char *, void **, int, cuuint64_t))(symbol, pfn,
-												  version, flags),
+	return proc_result(REAL(slot, CUresult(*)(const char *, void **, int, cuuint64_t))(symbol, pfn, version, flags),
 			   symbol, pfn, version, flags);
 }
 
-static CUresult w_getproc_v2(const char *symbol, void **pfn, int version, cuuint64_t flags, int *status)
+static CUresult getproc_v2(int slot, const char *symbol, void **pfn, int version, cuuint64_t flags, int *status)
 {
-	return proc_result(REAL(CU_GETPROC_V2, CUresult (*)(const char *, void **, int, cuuint64_t, int *))(
-				   symbol, pfn, version, flags, status),
+	return proc_result(REAL(slot, CUresult(*)(const char *, void **, int, cuuint64_t, int *))(symbol, pfn, version,
+												  flags, status),
 			   symbol, pfn, version, flags);
 }
 
@@ -1081,6 +1114,28 @@ void *mms__cuda_dlsym(void *handle, const char *name)
 		p = wrap_slot(slot, p);
 	errno = saved;
 	return p;
+}
+
+int mms__cuda_export_count(void)
+{
+	return CU_NSLOTS;
+}
+
+const char *mms__cuda_export_name(int i)
+{
+	return i >= 0 && i < CU_NSLOTS ? entries[i].name : NULL;
+}
+
+void *mms__cuda_export_wrapper(int i, void *real)
+{
+	void *expect = NULL;
+
+	if (i < 0 || i >= CU_NSLOTS || !real)
+		return NULL;
+	if (!__atomic_compare_exchange_n(&real_fn[EXP(i)], &expect, real, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) &&
+	    expect != real)
+		return NULL;
+	return *(void **)&entries[i].exp_wrapper;
 }
 #endif
 

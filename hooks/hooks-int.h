@@ -321,6 +321,14 @@ void *mms__cuda_dlsym(void *handle, const char *name) MMS_HIDDEN;
 /* Whether name is one of the entry points mms__cuda_dlsym() wraps (no
  * side effect: dlsym.c asks before it gives up the caller's place). */
 int mms__cuda_wants(const char *name) MMS_HIDDEN;
+/* The driver's entry points a program linked against libcuda calls
+ * through its GOT (redirect.c): how many, the exported name of each (i
+ * from 0), and the recorder's function for export i, libcuda's
+ * definition at real (NULL when export i is bound to another definition
+ * already). */
+int mms__cuda_export_count(void) MMS_HIDDEN;
+const char *mms__cuda_export_name(int i) MMS_HIDDEN;
+void *mms__cuda_export_wrapper(int i, void *real) MMS_HIDDEN;
 
 /* vmm.c: the tables of CUDA virtual memory (see there). Every call but
  * the lock's own is made under mms__vmm_lock(). */
@@ -723,7 +731,8 @@ int mms__addrset_add(struct mms_addrset *s, uintptr_t key) MMS_HIDDEN;
 int mms__addrset_take(struct mms_addrset *s, uintptr_t key) MMS_HIDDEN;
 void mms__addrset_clear(struct mms_addrset *s) MMS_HIDDEN;
 /* redirect.c: finds a replacement allocator's functions of its own
- * (jemalloc's above, tcmalloc's tc_ functions) at start-up, after
+ * (jemalloc's above, tcmalloc's tc_ functions), and libcuda's entry
+ * points that cuda.c wraps, at start-up, after
  * mms__runtime_code_init() and mms__elfsym_init(), and points the calls
  * of each loaded object to the recorder's; mms__redirect_rescan() does
  * that for the objects loaded since (modules.c's scans, and dlsym() while

@@ -27,6 +27,13 @@
  * register, is then not read (the x86-64 and aarch64 calling conventions;
  * this file redirects on those two only).
  *
+ * The CUDA driver's entry points that cuda.c wraps go the same way for a
+ * program linked against libcuda (-lcuda), where libcuda is loaded with
+ * the program: its calls of cuMemAlloc_v2, cuLaunchKernel and the others
+ * through its GOT go to cuda.c's x_ wrappers (a libcuda that a library
+ * brings in later with dlopen() is not looked for: those calls are not
+ * recorded). Their dlsym() lookups stay cuda.c's (mms__cuda_dlsym()).
+ *
  * A program may also look one of them up with dlsym(RTLD_DEFAULT, ...)
  * or in the allocator's handle and call it through that pointer: where
  * the real dlsym() answers with the allocator's function, the recorder's
@@ -117,9 +124,18 @@ static struct redirect tc[] = {
 	R("tc_deletearray_aligned_nothrow", _ZdaPvSt11align_val_tRKSt9nothrow_t),
 };
 
+/* The CUDA driver's entry points that cuda.c wraps, for a program (or a
+ * library loaded with it) linked against libcuda, which calls them
+ * through its GOT: those libcuda defines, found at start-up (cuda.c's
+ * table: names that begin with "cu"). The runtime's calls, through the
+ * pointers cuGetProcAddress hands out, are cuda.c's own business. */
+#define CU_MAX 48
+static struct redirect cu[CU_MAX];
+static size_t ncu;
+
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-static int je_on, tc_on; /* the groups found */
+static int je_on, tc_on, cu_on; /* the groups found */
 
 /* Finds a group's functions in the objects after the recorder's in the
  * global scope (the allocator the hooks forward to, or one beside it);
@@ -140,6 +156,9 @@ static const struct redirect *wanted(const char *name)
 	if (tc_on && name[0] == 't' && name[1] == 'c' && name[2] == '_') {
 		g = tc;
 		n = COUNT(tc);
+	} else if (cu_on && name[0] == 'c' && name[1] == 'u') {
+		g = cu;
+		n = ncu;
 	} else if (je_on && (len = strlen(name)) >= 7 && !strcmp(name + len - 6, "allocx")) {
 		g = je;
 		n = COUNT(je);
@@ -220,7 +239,7 @@ static void redirect_object(const struct dl_phdr_info *info)
 {
 	struct object o = { .info = info, .base_ns = -1 };
 
-	if ((!je_on && !tc_on) || mms__dyn_read(info, &o.d) || !o.d.symtab || !o.d.strtab)
+	if ((!je_on && !tc_on && !cu_on) || mms__dyn_read(info, &o.d) || !o.d.symtab || !o.d.strtab)
 		return;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -267,7 +286,7 @@ void mms__redirect_rescan(void)
 	unsigned long long v[2];
 	int busy;
 
-	if (!je_on && !tc_on)
+	if (!je_on && !tc_on && !cu_on)
 		return;
 	mms__loader_counts(v);
 	if ((v[0] == __atomic_load_n(&done_adds, __ATOMIC_RELAXED) &&
@@ -304,7 +323,8 @@ int mms__redirect_dlsym(void *handle, const char *name, const void *caller, void
 {
 	const struct redirect *e;
 
-	if ((!je_on && !tc_on) || !(e = wanted(name)))
+	/* "cu" names: dlsym.c sends lookups in real handles to cuda.c. */
+	if ((!je_on && !tc_on) || (name[0] == 'c' && name[1] == 'u') || !(e = wanted(name)))
 		return 0;
 	/* RTLD_DEFAULT searches the caller's namespace: the recorder's
 	 * lookup answers for the base one only. A real handle is searched
@@ -316,6 +336,52 @@ int mms__redirect_dlsym(void *handle, const char *name, const void *caller, void
 	if (*result && *result == e->real)
 		*result = e->to;
 	return 1;
+}
+
+/* The object that holds address a is libcuda (its file's name). */
+struct in_object {
+	uintptr_t a;
+	int libcuda;
+};
+
+static int object_of(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct in_object *q = arg;
+	const char *name = info->dlpi_name, *slash;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_LOAD && q->a - (info->dlpi_addr + ph->p_vaddr) < ph->p_memsz) {
+			slash = name ? strrchr(name, '/') : NULL;
+			q->libcuda = name && !strncmp(slash ? slash + 1 : name, "libcuda.so", 10);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The driver's functions, where libcuda is loaded with the program: each
+ * export of cuda.c's table that libcuda defines, and cuda.c's function
+ * for it. */
+static void cu_find(void)
+{
+	struct in_object q = { .a = (uintptr_t)mms__elfsym_next("cuInit", NULL) };
+	int n = mms__cuda_export_count();
+	void *real, *to;
+
+	if (!q.a)
+		return;
+	mms__phdr_iterate(object_of, &q);
+	if (!q.libcuda)
+		return;
+	for (int i = 0; i < n && ncu < CU_MAX; i++) {
+		real = mms__elfsym_next(mms__cuda_export_name(i), NULL);
+		if (real && (to = mms__cuda_export_wrapper(i, real)))
+			cu[ncu++] = (struct redirect){ mms__cuda_export_name(i), to, real };
+	}
+	cu_on = ncu > 0;
 }
 
 void mms__redirect_init(void)
@@ -344,7 +410,8 @@ void mms__redirect_init(void)
 		group_find(tc, COUNT(tc));
 		tc_on = 1;
 	}
-	if (je_on || tc_on) {
+	cu_find();
+	if (je_on || tc_on || cu_on) {
 		mms__redirect_rescan();
 		/* dlsym() asks mms__redirect_rescan() from now on. */
 		__atomic_store_n(&mms__dlsym_watch, 1, __ATOMIC_RELEASE);

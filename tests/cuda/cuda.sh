@@ -11,7 +11,7 @@
 . "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
 
 cuda=$top_builddir/tests/cuda
-for p in cudaprog dlsymnext driver/libcuda.so.1; do
+for p in cudaprog drvprog dlsymnext driver/libcuda.so.1; do
 	[ -e "$cuda/$p" ] || fail "not built: $cuda/$p"
 done
 
@@ -299,4 +299,29 @@ grep -A1 'of CUDA memory on cuda:1' arr.leaks | grep -q '#0  leaky_volume (.*cud
 expect_eq "events named cuArrayCreate" "$(grep -c 'MALLOC *cuArrayCreate ' arr.events)" 6
 expect_eq "events named cuArrayDestroy" "$(grep -c 'FREE *cuArrayDestroy ' arr.events)" 5
 note "CUDA arrays: 6 made (4986272 bytes) and 5 destroyed recorded, the one of an unknown format left out, the kept one a leak of leaky_volume"
+
+# A driver-API program linked against libcuda (drvprog): its calls
+# through its GOT are recorded, and the one it makes through a pointer
+# cuGetProcAddress handed out, each once; the driver's own memory is the
+# runtime's, the block it keeps a leak of leaky_direct on cuda:1.
+LD_LIBRARY_PATH=$cuda/driver "$cuda/drvprog" >drv.native || fail "drvprog exited $? on its own"
+expect_eq "drvprog output" "$(cat drv.native)" "direct allocs=6 frees=5 launches=1 failures=0"
+MSMEMSCOPE_CONFIG=call_stack=16 LD_LIBRARY_PATH=$cuda/driver record drv.mms "$cuda/drvprog" >drv.rec ||
+	fail "drvprog exited $? under the recorder"
+expect_eq "drvprog output under the recorder" "$(cat drv.rec)" "$(cat drv.native)"
+summarize drv.mms
+j=drv.mms.json
+expect_consistent $j
+expect_key $j kinds.device.allocs 6
+expect_key $j kinds.device.frees 5
+expect_key $j kinds.device.bytes_allocated 87040 # 4096 + 65536 + 8192 + 4096 + 4096 (the array) + 1024
+expect_key $j kinds.device.live_bytes 4096
+expect_key $j by_kind.kernel_launch 1
+expect_key $j unmatched_frees 0
+"$MMS_REPLAY" drv.mms --analysis leaks >drv.leaks 2>prog.err || fail "leaks exited $?: $(cat prog.err)"
+grep -q '4.0 KiB in 1 block of CUDA memory on cuda:1' drv.leaks || fail "no device leak in: $(cat drv.leaks)"
+grep -A1 'of CUDA memory on cuda:1' drv.leaks | grep -q '#0  leaky_direct (.*drvprog.c:' ||
+	fail "the device leak is not named by leaky_direct: $(cat drv.leaks)"
+grep -q '^No heap block leaked at exit' drv.leaks || fail "the driver's own memory taken for leaks: $(cat drv.leaks)"
+note "a program linked against libcuda: 6 allocations (5 through its GOT, 1 through cuGetProcAddress's pointer), 5 frees, 1 launch, each once; the kept block a leak of leaky_direct"
 echo "cuda.sh: ok"
