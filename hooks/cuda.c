@@ -9,8 +9,8 @@
  * the lookups of "cu" names in real handles) and the driver's
  * cuGetProcAddress (v1 and v2 ABIs), whose wrappers hand out ours. A
  * program linked against libcuda (-lcuda) calls the exports through its
- * GOT instead: where libcuda is loaded with the program, redirect.c points
- * those GOT entries to the x_ twins of the wrappers, which call the
+ * GOT instead: redirect.c points those GOT entries (from start-up, or once
+ * libcuda is seen loaded) to the x_ twins of the wrappers, which call the
  * exports themselves (slots EXP(slot)), never what cuGetProcAddress
  * handed out under the same name.
  *

@@ -187,6 +187,11 @@ static void *object_sym(const struct dl_phdr_info *info, const char *name)
 	return (void *)(info->dlpi_addr + s->st_value);
 }
 
+void *mms__elfsym_in(const struct dl_phdr_info *info, const char *name)
+{
+	return object_sym(info, name);
+}
+
 struct lookup {
 	const char *name;
 	int (*late)(const char *path);

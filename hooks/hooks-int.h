@@ -662,6 +662,8 @@ void *mms__cxx_lookup(const char *name) MMS_HIDDEN;
  * dlerror()), or, among objects loaded after start-up, in one whose path
  * late() accepts (late may be NULL: none); NULL when none. */
 void *mms__elfsym_next(const char *name, int (*late)(const char *path)) MMS_HIDDEN;
+/* name's definition in the object info describes, or NULL. */
+void *mms__elfsym_in(const struct dl_phdr_info *info, const char *name) MMS_HIDDEN;
 /* Notes where the recorder's object is among the loaded ones, and how many
  * the global scope holds: once, at start-up. */
 void mms__elfsym_init(void) MMS_HIDDEN;

@@ -28,11 +28,13 @@
  * this file redirects on those two only).
  *
  * The CUDA driver's entry points that cuda.c wraps go the same way for a
- * program linked against libcuda (-lcuda), where libcuda is loaded with
- * the program: its calls of cuMemAlloc_v2, cuLaunchKernel and the others
- * through its GOT go to cuda.c's x_ wrappers (a libcuda that a library
- * brings in later with dlopen() is not looked for: those calls are not
- * recorded). Their dlsym() lookups stay cuda.c's (mms__cuda_dlsym()).
+ * program or library linked against libcuda (-lcuda): their calls of
+ * cuMemAlloc_v2, cuLaunchKernel and the others through their GOT go to
+ * cuda.c's x_ wrappers, from start-up where libcuda comes with the
+ * program, else from the first rescan after it came (a library linked
+ * against it loaded with dlopen(), or the runtime's dlopen()): what such
+ * a library calls before that is not recorded. Their dlsym() lookups stay
+ * cuda.c's (mms__cuda_dlsym()).
  *
  * A program may also look one of them up with dlsym(RTLD_DEFAULT, ...)
  * or in the allocator's handle and call it through that pointer: where
@@ -281,13 +283,13 @@ static int redirect_each(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+static int cu_find(void);
+
 void mms__redirect_rescan(void)
 {
 	unsigned long long v[2];
 	int busy;
 
-	if (!je_on && !tc_on && !cu_on)
-		return;
 	mms__loader_counts(v);
 	if ((v[0] == __atomic_load_n(&done_adds, __ATOMIC_RELAXED) &&
 	     v[1] == __atomic_load_n(&done_subs, __ATOMIC_RELAXED)) ||
@@ -295,9 +297,16 @@ void mms__redirect_rescan(void)
 		return;
 	busy = mms__tls_busy;
 	mms__tls_busy = 2;
-	if (v[1] != done_subs)
+	/* libcuda loaded since (by the runtime, or as a library's
+	 * dependency): every object is looked at again, also those loaded
+	 * with it and before it in the loader's list. */
+	if (v[1] != done_subs || cu_find())
 		mms__addrset_clear(&done);
-	mms__phdr_iterate(redirect_each, NULL);
+	if (je_on || tc_on || cu_on) {
+		mms__phdr_iterate(redirect_each, NULL);
+		/* dlsym() asks mms__redirect_rescan() from now on. */
+		__atomic_store_n(&mms__dlsym_watch, 1, __ATOMIC_RELEASE);
+	}
 	__atomic_store_n(&done_adds, v[0], __ATOMIC_RELAXED);
 	__atomic_store_n(&done_subs, v[1], __ATOMIC_RELAXED);
 	mms__tls_busy = busy;
@@ -338,50 +347,44 @@ int mms__redirect_dlsym(void *handle, const char *name, const void *caller, void
 	return 1;
 }
 
-/* The object that holds address a is libcuda (its file's name). */
-struct in_object {
-	uintptr_t a;
-	int libcuda;
-};
-
-static int object_of(struct dl_phdr_info *info, size_t size, void *arg)
+/* Whether the object is the CUDA driver: a file named libcuda.so*. */
+static int is_libcuda(const struct dl_phdr_info *info)
 {
-	struct in_object *q = arg;
-	const char *name = info->dlpi_name, *slash;
+	const char *name = info->dlpi_name, *slash = name ? strrchr(name, '/') : NULL;
 
-	(void)size;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-
-		if (ph->p_type == PT_LOAD && q->a - (info->dlpi_addr + ph->p_vaddr) < ph->p_memsz) {
-			slash = name ? strrchr(name, '/') : NULL;
-			q->libcuda = name && !strncmp(slash ? slash + 1 : name, "libcuda.so", 10);
-			return 1;
-		}
-	}
-	return 0;
+	return name && !strncmp(slash ? slash + 1 : name, "libcuda.so", 10);
 }
 
-/* The driver's functions, where libcuda is loaded with the program: each
- * export of cuda.c's table that libcuda defines, and cuda.c's function
- * for it. */
-static void cu_find(void)
+/* The driver's functions, in libcuda (info): each export of cuda.c's table
+ * it defines, and cuda.c's function for it. Returns 1 once found. */
+static int cu_take(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	struct in_object q = { .a = (uintptr_t)mms__elfsym_next("cuInit", NULL) };
 	int n = mms__cuda_export_count();
 	void *real, *to;
 
-	if (!q.a)
-		return;
-	mms__phdr_iterate(object_of, &q);
-	if (!q.libcuda)
-		return;
+	(void)size;
+	(void)arg;
+	if (!is_libcuda(info) || !mms__elfsym_in(info, "cuInit"))
+		return 0;
 	for (int i = 0; i < n && ncu < CU_MAX; i++) {
-		real = mms__elfsym_next(mms__cuda_export_name(i), NULL);
+		real = mms__elfsym_in(info, mms__cuda_export_name(i));
 		if (real && (to = mms__cuda_export_wrapper(i, real)))
 			cu[ncu++] = (struct redirect){ mms__cuda_export_name(i), to, real };
 	}
 	cu_on = ncu > 0;
+	return 1;
+}
+
+/* Looks for libcuda among the loaded objects, while it is not found: it
+ * may come with the program, or later, with dlopen() (the runtime's, or
+ * as a library's dependency). Returns 1 when found now. Under done_lock,
+ * or at start-up. */
+static int cu_find(void)
+{
+	if (cu_on)
+		return 0;
+	mms__phdr_iterate(cu_take, NULL);
+	return cu_on;
 }
 
 void mms__redirect_init(void)
@@ -410,12 +413,8 @@ void mms__redirect_init(void)
 		group_find(tc, COUNT(tc));
 		tc_on = 1;
 	}
-	cu_find();
-	if (je_on || tc_on || cu_on) {
-		mms__redirect_rescan();
-		/* dlsym() asks mms__redirect_rescan() from now on. */
-		__atomic_store_n(&mms__dlsym_watch, 1, __ATOMIC_RELEASE);
-	}
+	/* Every program: libcuda may come with it, or later (the rescans). */
+	mms__redirect_rescan();
 }
 
 #else /* neither x86-64 nor aarch64: nothing redirected */

@@ -11,7 +11,7 @@
 . "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
 
 cuda=$top_builddir/tests/cuda
-for p in cudaprog drvprog dlsymnext driver/libcuda.so.1; do
+for p in cudaprog drvprog drvplug libdrvuse.so dlsymnext driver/libcuda.so.1; do
 	[ -e "$cuda/$p" ] || fail "not built: $cuda/$p"
 done
 
@@ -269,18 +269,28 @@ grep -q "CUDA devices *cuda:1 only (--device)" launch.err ||
 	fail "the launcher's report does not say the devices recorded: $(cat launch.err)"
 note "--device: cuda:1 (npu:1) keeps $dev1_allocs allocations, cuda:2 the $vmm_allocs mappings, cuda:0 none; no free unmatched, the kernels whole"
 
+# run_both NAME OUTPUT LIBPATH PROG [ARGS...]: runs PROG (with LIBPATH as
+# LD_LIBRARY_PATH) on its own, which must print OUTPUT, then under the
+# recorder with stacks into NAME.mms, which must print the same; leaves
+# the log's summary in NAME.mms.json ($j), checked consistent.
+run_both() {
+	_n=$1 _out=$2 _lp=$3
+	shift 3
+	LD_LIBRARY_PATH=$_lp "$@" >$_n.native || fail "$_n: $* exited $? on its own"
+	expect_eq "$_n: output" "$(cat $_n.native)" "$_out"
+	MSMEMSCOPE_CONFIG=call_stack=16 LD_LIBRARY_PATH=$_lp record $_n.mms "$@" >$_n.rec ||
+		fail "$_n: $* exited $? under the recorder"
+	expect_eq "$_n: output under the recorder" "$(cat $_n.rec)" "$_out"
+	summarize $_n.mms
+	j=$_n.mms.json
+	expect_consistent $j
+}
+
 # CUDA arrays (cudaprog arrays): blocks at their handles, of their
 # elements' bytes; the one of a format the recorder does not know is left
 # out, its destruction too (no free of an unknown block).
 arr_bytes=4986272 # 32768 volume + 4915200 image + 4000 line + 12288 layers + 512 BC1 + 21504 mipmapped
-LD_LIBRARY_PATH=$cuda/driver "$cuda/cudaprog" arrays >arr.native || fail "cudaprog arrays exited $? on its own"
-expect_eq "cudaprog arrays output" "$(cat arr.native)" "arrays allocs=6 failures=0"
-MSMEMSCOPE_CONFIG=call_stack=16 LD_LIBRARY_PATH=$cuda/driver record arr.mms "$cuda/cudaprog" arrays >arr.rec ||
-	fail "cudaprog arrays exited $? under the recorder"
-expect_eq "cudaprog arrays output under the recorder" "$(cat arr.rec)" "$(cat arr.native)"
-summarize arr.mms
-j=arr.mms.json
-expect_consistent $j
+run_both arr "arrays allocs=6 failures=0" "$cuda/driver" "$cuda/cudaprog" arrays
 expect_key $j kinds.device.allocs 6
 expect_key $j kinds.device.frees 5
 expect_key $j kinds.device.bytes_allocated $arr_bytes
@@ -304,14 +314,7 @@ note "CUDA arrays: 6 made (4986272 bytes) and 5 destroyed recorded, the one of a
 # through its GOT are recorded, and the one it makes through a pointer
 # cuGetProcAddress handed out, each once; the driver's own memory is the
 # runtime's, the block it keeps a leak of leaky_direct on cuda:1.
-LD_LIBRARY_PATH=$cuda/driver "$cuda/drvprog" >drv.native || fail "drvprog exited $? on its own"
-expect_eq "drvprog output" "$(cat drv.native)" "direct allocs=6 frees=5 launches=1 failures=0"
-MSMEMSCOPE_CONFIG=call_stack=16 LD_LIBRARY_PATH=$cuda/driver record drv.mms "$cuda/drvprog" >drv.rec ||
-	fail "drvprog exited $? under the recorder"
-expect_eq "drvprog output under the recorder" "$(cat drv.rec)" "$(cat drv.native)"
-summarize drv.mms
-j=drv.mms.json
-expect_consistent $j
+run_both drv "direct allocs=6 frees=5 launches=1 failures=0" "$cuda/driver" "$cuda/drvprog"
 expect_key $j kinds.device.allocs 6
 expect_key $j kinds.device.frees 5
 expect_key $j kinds.device.bytes_allocated 87040 # 4096 + 65536 + 8192 + 4096 + 4096 (the array) + 1024
@@ -324,4 +327,18 @@ grep -A1 'of CUDA memory on cuda:1' drv.leaks | grep -q '#0  leaky_direct (.*drv
 	fail "the device leak is not named by leaky_direct: $(cat drv.leaks)"
 grep -q '^No heap block leaked at exit' drv.leaks || fail "the driver's own memory taken for leaks: $(cat drv.leaks)"
 note "a program linked against libcuda: 6 allocations (5 through its GOT, 1 through cuGetProcAddress's pointer), 5 frees, 1 launch, each once; the kept block a leak of leaky_direct"
+
+# A library linked against libcuda, loaded with dlopen() (drvplug loads
+# libdrvuse.so, which brings the driver in): its calls are recorded from
+# the recorder's next look at the loader's list (a chunk of heap work
+# later).
+run_both plug "plugin allocs=2 frees=1 launches=1 failures=0" "$cuda/driver:$cuda" "$cuda/drvplug"
+expect_key $j kinds.device.allocs 2
+expect_key $j kinds.device.frees 1
+expect_key $j kinds.device.live_bytes 8192
+expect_key $j by_kind.kernel_launch 1
+"$MMS_REPLAY" plug.mms --analysis leaks >plug.leaks 2>prog.err || fail "leaks exited $?: $(cat prog.err)"
+grep -A1 '8.0 KiB in 1 block of CUDA memory on cuda:1' plug.leaks | grep -q '#0  leaky_plugin (.*drvuse.c:' ||
+	fail "the plugin's device leak is not named by leaky_plugin: $(cat plug.leaks)"
+note "a library linked against libcuda and loaded with dlopen(): its 2 allocations, free and launch recorded, the kept block a leak of leaky_plugin"
 echo "cuda.sh: ok"
