@@ -158,7 +158,11 @@ static const struct redirect *wanted(const char *name)
 	if (tc_on && name[0] == 't' && name[1] == 'c' && name[2] == '_') {
 		g = tc;
 		n = COUNT(tc);
-	} else if (cu_on && name[0] == 'c' && name[1] == 'u') {
+	} else if (cu_on && name[0] == 'c' && name[1] == 'u' &&
+		   (name[2] == 'M' || name[2] == 'L' || name[2] == 'G' || name[2] == 'A')) {
+		/* cuMem, cuLaunchKernel, cuGetProcAddress, cuArray, cuMipmappedArray:
+		 * not the runtime's cuda names, which a CUDA library imports by
+		 * the thousand. */
 		g = cu;
 		n = ncu;
 	} else if (je_on && (len = strlen(name)) >= 7 && !strcmp(name + len - 6, "allocx")) {
