@@ -126,11 +126,12 @@ static struct redirect tc[] = {
 	R("tc_deletearray_aligned_nothrow", _ZdaPvSt11align_val_tRKSt9nothrow_t),
 };
 
-/* The CUDA driver's entry points that cuda.c wraps, for a program (or a
- * library loaded with it) linked against libcuda, which calls them
- * through its GOT: those libcuda defines, found at start-up (cuda.c's
- * table: names that begin with "cu"). The runtime's calls, through the
- * pointers cuGetProcAddress hands out, are cuda.c's own business. */
+/* The CUDA driver's entry points that cuda.c wraps, for a program or
+ * library linked against libcuda, which calls them through its GOT: those
+ * libcuda defines (cuda.c's table: names that begin with "cu"), found at
+ * start-up or at the first rescan after libcuda came (cu_find()). The
+ * runtime's calls, through the pointers cuGetProcAddress hands out, are
+ * cuda.c's own business. */
 #define CU_MAX 48
 static struct redirect cu[CU_MAX];
 static size_t ncu;
