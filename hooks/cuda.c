@@ -99,8 +99,6 @@ typedef struct {
 #define CUDA_ERROR_OUT_OF_MEMORY 2
 #define CU_MEM_LOCATION_TYPE_DEVICE 1
 #define CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM 2
-#define CUDA_ARRAY3D_LAYERED 0x01
-#define CUDA_ARRAY3D_CUBEMAP 0x04
 
 /* The name recorded for a kernel the driver cannot name. */
 #define KERNEL_UNNAMED "<cuda kernel>"
@@ -353,6 +351,18 @@ static __attribute__((noinline)) void dev_free(unsigned fn, uint64_t addr)
 	errno = saved;
 }
 
+/* The driver's answer r to an allocation of kind fn: [addr, addr + size)
+ * handed out, or asked bytes refused for want of memory (dev_alloc_fail()
+ * on the context's device); anything else records nothing. Returns r. */
+static CUresult dev_answer(CUresult r, unsigned fn, uint64_t addr, uint64_t size, uint64_t asked)
+{
+	if (r == CUDA_SUCCESS)
+		dev_alloc(fn, addr, size);
+	else if (r == CUDA_ERROR_OUT_OF_MEMORY)
+		dev_alloc_fail(fn, asked, -1);
+	return r;
+}
+
 /* --- virtual memory management ---------------------------------------------
  * A mapping of cuMemCreate memory (cuMemMap) is a block of its own; the
  * tables of vmm.c know the live ones, and the device of each handle. All
@@ -469,11 +479,7 @@ static CUresult mem_alloc(int slot, CUdeviceptr *dptr, size_t size)
 {
 	CUresult r = REAL(slot, CUresult(*)(CUdeviceptr *, size_t))(dptr, size);
 
-	if (r == CUDA_SUCCESS)
-		dev_alloc(MMS_DEV_DEVICE, *dptr, size);
-	else if (r == CUDA_ERROR_OUT_OF_MEMORY)
-		dev_alloc_fail(MMS_DEV_DEVICE, size, -1);
-	return r;
+	return dev_answer(r, MMS_DEV_DEVICE, r == CUDA_SUCCESS ? *dptr : 0, size, size);
 }
 
 static CUresult mem_alloc_pitch(int slot, CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height, unsigned elem)
@@ -481,11 +487,8 @@ static CUresult mem_alloc_pitch(int slot, CUdeviceptr *dptr, size_t *pitch, size
 	CUresult r = REAL(slot, CUresult(*)(CUdeviceptr *, size_t *, size_t, size_t, unsigned))(dptr, pitch, width,
 												height, elem);
 
-	if (r == CUDA_SUCCESS)
-		dev_alloc(MMS_DEV_DEVICE, *dptr, (uint64_t)*pitch * height);
-	else if (r == CUDA_ERROR_OUT_OF_MEMORY)
-		dev_alloc_fail(MMS_DEV_DEVICE, (uint64_t)width * height, -1);
-	return r;
+	return dev_answer(r, MMS_DEV_DEVICE, r == CUDA_SUCCESS ? *dptr : 0,
+			  r == CUDA_SUCCESS ? (uint64_t)*pitch * height : 0, (uint64_t)width * height);
 }
 
 static CUresult mem_free(int slot, CUdeviceptr dptr)
@@ -498,11 +501,7 @@ static CUresult mem_alloc_managed(int slot, CUdeviceptr *dptr, size_t size, unsi
 {
 	CUresult r = REAL(slot, CUresult(*)(CUdeviceptr *, size_t, unsigned))(dptr, size, flags);
 
-	if (r == CUDA_SUCCESS)
-		dev_alloc(MMS_DEV_MANAGED, *dptr, size);
-	else if (r == CUDA_ERROR_OUT_OF_MEMORY)
-		dev_alloc_fail(MMS_DEV_MANAGED, size, -1);
-	return r;
+	return dev_answer(r, MMS_DEV_MANAGED, r == CUDA_SUCCESS ? *dptr : 0, size, size);
 }
 
 /* Pinned host memory is the program's to read and write, so gdb (and
@@ -560,122 +559,9 @@ static CUresult mem_free_host(int slot, void *p)
  * An array (textures, surfaces: cudaMallocArray, cudaMalloc3DArray,
  * cudaMallocMipmappedArray) has no device address the program sees, only
  * a handle: it is a block at the handle's value, of its elements' bytes
- * (width x height x depth x the element's size, for each level of a
- * mipmapped one), which the driver may round up; destroyed, freed. An
- * array of a format this table does not know is not recorded, nor its
+ * (cuda-array.c), which the driver may round up; destroyed, freed. An
+ * array of a format cuda-array.c does not know is not recorded, nor its
  * destruction. */
-
-/* The bits an element of format takes (its channels' together; a pixel
- * of the YUV and block-compressed formats), or 0 when not known. */
-static unsigned format_bits(int format, unsigned channels)
-{
-	switch (format) {
-	case 0x01: /* UNSIGNED_INT8 */
-	case 0x08: /* SIGNED_INT8 */
-		return 8 * channels;
-	case 0x02: /* UNSIGNED_INT16 */
-	case 0x09: /* SIGNED_INT16 */
-	case 0x10: /* HALF */
-		return 16 * channels;
-	case 0x03: /* UNSIGNED_INT32 */
-	case 0x0a: /* SIGNED_INT32 */
-	case 0x20: /* FLOAT */
-		return 32 * channels;
-	case 0xc0: /* UNORM_INT8X1 */
-	case 0xc6: /* SNORM_INT8X1 */
-		return 8;
-	case 0xc1: /* UNORM_INT8X2 */
-	case 0xc3: /* UNORM_INT16X1 */
-	case 0xc7: /* SNORM_INT8X2 */
-	case 0xc9: /* SNORM_INT16X1 */
-	case 0xa2: /* NV16: 4:2:2, 8 bits */
-	case 0xa5: /* YUY2 */
-		return 16;
-	case 0xc2: /* UNORM_INT8X4 */
-	case 0xc4: /* UNORM_INT16X2 */
-	case 0xc8: /* SNORM_INT8X4 */
-	case 0xca: /* SNORM_INT16X2 */
-	case 0x50: /* UNORM_INT_101010_2 */
-	case 0xa3: /* P210: 4:2:2, 16-bit words */
-	case 0xa4: /* P216 */
-	case 0xa6: /* Y210 */
-	case 0xa7: /* Y216 */
-	case 0xa8: /* AYUV */
-	case 0xa9: /* Y410 */
-		return 32;
-	case 0xc5: /* UNORM_INT16X4 */
-	case 0xcb: /* SNORM_INT16X4 */
-	case 0xb1: /* Y416 */
-		return 64;
-	case 0xb0: /* NV12: 4:2:0, 8 bits */
-		return 12;
-	case 0x9f: /* P010: 4:2:0, 16-bit words */
-	case 0xa1: /* P016 */
-	case 0xb2: /* Y444_PLANAR8 */
-	case 0xb4: /* YUV444_8bit_SemiPlanar */
-		return 24;
-	case 0xb3: /* Y444_PLANAR10: 16-bit words */
-	case 0xb5: /* YUV444_16bit_SemiPlanar */
-		return 48;
-	default:
-		return 0;
-	}
-}
-
-/* The bytes of a 4x4 block of the block-compressed format, or 0. */
-static unsigned bc_block_bytes(int format)
-{
-	if (format == 0x91 || format == 0x92 || format == 0x97 || format == 0x98) /* BC1, BC4 */
-		return 8;
-	if (format >= 0x93 && format <= 0x9e) /* BC2, BC3, BC5, BC6H, BC7 */
-		return 16;
-	return 0;
-}
-
-/* The bytes of a level of w x h x d elements of format (h and d at least
- * 1), or 0 when the format is not known. */
-static uint64_t level_bytes(uint64_t w, uint64_t h, uint64_t d, int format, unsigned channels)
-{
-	unsigned bits = format_bits(format, channels), block = bc_block_bytes(format);
-
-	if (block)
-		return (w + 3) / 4 * ((h + 3) / 4) * d * block;
-	return bits ? (w * h * d * bits + 7) / 8 : 0;
-}
-
-/* The bytes of an array of levels (1 but for a mipmapped one): each
- * level halves the width, height and depth (the depth of a layered or
- * cubemap array is its layers, which stay), down to 1. */
-static uint64_t array_bytes(const CUDA_ARRAY3D_DESCRIPTOR *a, unsigned levels)
-{
-	uint64_t w = a->Width, h = a->Height ? a->Height : 1, d = a->Depth ? a->Depth : 1, sum = 0, one;
-	int layers = (a->Flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP)) != 0;
-
-	for (unsigned l = 0; l < (levels ? levels : 1) && l < 64; l++) {
-		one = level_bytes(w, h, d, a->Format, a->NumChannels);
-		if (!one)
-			return 0;
-		sum += one;
-		w = w > 1 ? w / 2 : 1;
-		h = h > 1 ? h / 2 : 1;
-		if (!layers)
-			d = d > 1 ? d / 2 : 1;
-	}
-	return sum;
-}
-
-/* The driver made an array (handle, of size bytes: 0 when its format is
- * not known, then it is not recorded), or refused one for want of
- * memory. */
-static void array_made(CUresult r, uint64_t handle, uint64_t size)
-{
-	if (!size)
-		return;
-	if (r == CUDA_SUCCESS)
-		dev_alloc(MMS_DEV_ARRAY, handle, size);
-	else if (r == CUDA_ERROR_OUT_OF_MEMORY)
-		dev_alloc_fail(MMS_DEV_ARRAY, size, -1);
-}
 
 /* The array at handle, of a format not known, is not recorded: kept by
  * address (as --device keeps the blocks of other devices), so that its
@@ -689,15 +575,20 @@ static void array_unknown(uint64_t handle)
 	mms__spin_unlock(&skipped_lock);
 }
 
+/* The driver's answer r to an array of a's description and levels, at
+ * handle when made: recorded where its size is known. */
 static CUresult array3d_made(CUresult r, uint64_t handle, const CUDA_ARRAY3D_DESCRIPTOR *a, unsigned levels)
 {
-	uint64_t size = a ? array_bytes(a, levels) : 0;
+	uint64_t size =
+		a ? mms__cuda_array_bytes(a->Width, a->Height, a->Depth, a->Format, a->NumChannels, a->Flags, levels)
+		  : 0;
 	int saved = errno;
 
-	if (r == CUDA_SUCCESS && a && !size && handle)
+	if (size)
+		return dev_answer(r, MMS_DEV_ARRAY, handle, size, size);
+	if (r == CUDA_SUCCESS && a && handle)
 		array_unknown(handle);
 	errno = saved;
-	array_made(r, handle, size);
 	return r;
 }
 
@@ -746,11 +637,7 @@ static CUresult alloc_async(int slot, CUdeviceptr *dptr, size_t size, CUstream s
 {
 	CUresult r = REAL(slot, CUresult (*)(CUdeviceptr *, size_t, CUstream))(dptr, size, stream);
 
-	if (r == CUDA_SUCCESS)
-		dev_alloc(MMS_DEV_ASYNC, *dptr, size);
-	else if (r == CUDA_ERROR_OUT_OF_MEMORY)
-		dev_alloc_fail(MMS_DEV_ASYNC, size, -1);
-	return r;
+	return dev_answer(r, MMS_DEV_ASYNC, r == CUDA_SUCCESS ? *dptr : 0, size, size);
 }
 
 static CUresult alloc_pool(int slot, CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream stream)
@@ -758,11 +645,7 @@ static CUresult alloc_pool(int slot, CUdeviceptr *dptr, size_t size, CUmemoryPoo
 	CUresult r =
 		REAL(slot, CUresult (*)(CUdeviceptr *, size_t, CUmemoryPool, CUstream))(dptr, size, pool, stream);
 
-	if (r == CUDA_SUCCESS)
-		dev_alloc(MMS_DEV_ASYNC, *dptr, size);
-	else if (r == CUDA_ERROR_OUT_OF_MEMORY)
-		dev_alloc_fail(MMS_DEV_ASYNC, size, -1);
-	return r;
+	return dev_answer(r, MMS_DEV_ASYNC, r == CUDA_SUCCESS ? *dptr : 0, size, size);
 }
 
 static CUresult free_async(int slot, CUdeviceptr dptr, CUstream stream)
@@ -1026,16 +909,21 @@ static int in_driver(void *p, const char **sname)
 	return 1;
 }
 
+/* Whether real_fn[slot] holds p: filled now, or before (1); 0 when it
+ * holds another function. */
+static int slot_fill(int slot, void *p)
+{
+	void *expect = NULL;
+
+	return __atomic_compare_exchange_n(&real_fn[slot], &expect, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) ||
+	       expect == p;
+}
+
 /* The wrapper of slot for the driver's function p: fills the slot, or
  * returns p itself when the slot holds another function. */
 static void *wrap_slot(int slot, void *p)
 {
-	void *expect = NULL;
-
-	if (!__atomic_compare_exchange_n(&real_fn[slot], &expect, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) &&
-	    expect != p)
-		return p;
-	return *(void **)&entries[slot].wrapper;
+	return slot_fill(slot, p) ? *(void **)&entries[slot].wrapper : p;
 }
 
 /* The slot of the ABI the driver hands out for base at version and flags,
@@ -1128,12 +1016,7 @@ const char *mms__cuda_export_name(int i)
 
 void *mms__cuda_export_wrapper(int i, void *real)
 {
-	void *expect = NULL;
-
-	if (i < 0 || i >= CU_NSLOTS || !real)
-		return NULL;
-	if (!__atomic_compare_exchange_n(&real_fn[EXP(i)], &expect, real, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) &&
-	    expect != real)
+	if (i < 0 || i >= CU_NSLOTS || !real || !slot_fill(EXP(i), real))
 		return NULL;
 	return *(void **)&entries[i].exp_wrapper;
 }

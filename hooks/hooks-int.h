@@ -326,6 +326,12 @@ int mms__cuda_wants(const char *name) MMS_HIDDEN;
  * from 0), and the recorder's function for export i, libcuda's
  * definition at real (NULL when export i is bound to another definition
  * already). */
+/* cuda-array.c: the bytes of a CUDA array of width x height x depth
+ * elements (height and depth 0 count as 1) of format (CUarray_format) and
+ * channels, with CUDA_ARRAY3D_* flags, over levels (0 counts as 1) of a
+ * mipmapped array; 0 for a format not known. */
+uint64_t mms__cuda_array_bytes(uint64_t width, uint64_t height, uint64_t depth, int format, unsigned channels,
+			       unsigned flags, unsigned levels) MMS_HIDDEN;
 int mms__cuda_export_count(void) MMS_HIDDEN;
 const char *mms__cuda_export_name(int i) MMS_HIDDEN;
 void *mms__cuda_export_wrapper(int i, void *real) MMS_HIDDEN;

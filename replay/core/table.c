@@ -20,7 +20,9 @@ static size_t huge_round(size_t bytes)
 	return (bytes + TABLE_HUGE - 1) & ~(TABLE_HUGE - 1);
 }
 
-void *mms__table_alloc(size_t bytes)
+/* A table of its own mapping, aligned to 2 MiB; marked for huge pages
+ * when huge. */
+static void *table_map(size_t bytes, int huge)
 {
 	size_t size;
 	char *p, *a;
@@ -41,23 +43,20 @@ void *mms__table_alloc(size_t bytes)
 		munmap(a + size, (size_t)(p + size + TABLE_HUGE - (a + size)));
 #ifdef MADV_HUGEPAGE
 	/* A hint: without huge pages the table works the same. */
-	madvise(a, size, MADV_HUGEPAGE);
+	if (huge)
+		madvise(a, size, MADV_HUGEPAGE);
 #endif
 	return a;
 }
 
+void *mms__table_alloc(size_t bytes)
+{
+	return table_map(bytes, 1);
+}
+
 void *mms__table_alloc_seq(size_t bytes)
 {
-	size_t size;
-	void *p;
-
-	if (bytes < TABLE_HUGE)
-		return calloc(1, bytes);
-	size = huge_round(bytes);
-	if (size < bytes)
-		return NULL;
-	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
+	return table_map(bytes, 0);
 }
 
 void mms__table_free(void *p, size_t bytes)
