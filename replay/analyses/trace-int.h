@@ -108,7 +108,7 @@ struct bucketer {
  * (the state learns how steps are marked at the first one). */
 struct kept {
 	struct mms__blk b;
-	uint64_t time_ns, step;
+	uint64_t step;
 };
 
 /* The result, with what it keeps besides. */
@@ -129,7 +129,6 @@ struct trace_pass {
 	                                 state's step and range counters */
 	uint64_t host_seen;           /* and the state's live bytes of the heap (HOST) */
 	struct mms_pass *pass;
-	size_t time_off;         /* each live block's allocation time, in the pass's data */
 	/* Blocks live at the peak and freed since: their slots, held out of
 	 * reuse by the pass (mms__pass_hold()) with their fields and time,
 	 * so that nothing is copied of the millions a peak's list may hold. */
@@ -154,10 +153,8 @@ struct trace_pass {
 	mms_output_options_t out;
 	/* Mapping pieces an MMAP event is about to remove. */
 	struct piece {
-		struct mms__blk b;
+		struct mms__blk b; /* a copy: the slot may be taken again by the event */
 		uint64_t slot;
-		uint64_t time_ns; /* its mapping's allocation time: the slot may
-				     be taken again by the event */
 	} *pieces;
 	size_t npieces, pieces_cap;
 	struct mms__wfile *usage;     /* usage.tsv, or NULL */
@@ -194,18 +191,9 @@ static inline uint64_t mms__trace_live_total(const struct trace_pass *p)
 	return n;
 }
 
-/* The allocation time of live block b (or of the block the current event
- * freed), 0 when unknown. */
-static inline uint64_t mms__trace_block_time(const struct trace_pass *p, const struct mms__blk *b)
-{
-	const uint64_t *time = mms__pass_data_of(p->pass, b, p->time_off);
-
-	return time ? *time : 0;
-}
-
 /* Block b, live at the peak, was freed (or a piece of a mapping that
  * was): it joins the peak's list as a copy. Returns 0 or -ENOMEM. */
-int mms__trace_freed_add(struct trace_pass *p, const struct mms__blk *b, uint64_t time_ns);
+int mms__trace_freed_add(struct trace_pass *p, const struct mms__blk *b);
 /* Slot, held, joins the peak's list. */
 static inline void mms__trace_held_add(struct trace_pass *p, int64_t slot)
 {

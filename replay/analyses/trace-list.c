@@ -24,18 +24,24 @@
 
 /* --- the blocks freed since the peak ------------------------------------------ */
 
-static void row_of(const struct mms__state *st, const struct mms__blk *b, uint64_t time_ns, struct row *r)
+static void row_of(const struct mms__state *st, const struct mms__blk *b, struct row *r)
 {
 	const struct mms__origin *o = mms__blk_origin(st, b);
+	const char *var = o->owner ? o->owner : o->pool ? o->pool : "";
 
-	*r = (struct row){ .addr = b->addr, .size = b->size, .event = b->alloc_event, .time_ns = time_ns,
-			   .var = o->owner ? o->owner : o->pool ? o->pool : "", .stack = b->stack, .mem = b->mem };
+	*r = (struct row){ .addr = b->addr,
+			   .size = b->size,
+			   .event = b->alloc_event,
+			   .time_ns = b->time_ns,
+			   .var = var,
+			   .stack = b->stack,
+			   .mem = b->mem };
 }
 
-static void block_out(struct trace_pass *p, const struct mms__blk *b, uint64_t time_ns, mms_trace_block_t *out)
+static void block_out(struct trace_pass *p, const struct mms__blk *b, mms_trace_block_t *out)
 {
 	mms__state_blk_export(p->st, b, &out->b);
-	out->time_ns = time_ns;
+	out->time_ns = b->time_ns;
 }
 
 /* The lists' order: largest first, then the oldest (by allocation event),
@@ -52,7 +58,7 @@ static int order_cmp(uint64_t size_a, uint64_t event_a, uint64_t addr_a, uint64_
 
 static void kept_out(struct trace_pass *p, const struct kept *k, mms_trace_block_t *out)
 {
-	block_out(p, &k->b, k->time_ns, out);
+	block_out(p, &k->b, out);
 	if (!out->b.inherited)
 		out->b.step = k->step;
 }
@@ -70,9 +76,9 @@ static int kept_qsort_cmp(const void *x, const void *y)
 /* Keeps block b, freed since the peak: every one with top 0; else only
  * while it is among the first top of those freed, in a heap whose root
  * is the last of them (most blocks freed compare with the root only). */
-static int kept_add(struct trace_pass *p, const struct mms__blk *b, uint64_t time_ns)
+static int kept_add(struct trace_pass *p, const struct mms__blk *b)
 {
-	struct kept x = { .b = *b, .time_ns = time_ns, .step = mms__state_blk_step(p->st, b) }, *k;
+	struct kept x = { .b = *b, .step = mms__state_blk_step(p->st, b) }, *k;
 	size_t i, c;
 
 	if (!p->top || p->nkept < p->top) {
@@ -171,7 +177,7 @@ static size_t gone_get(const struct trace_pass *p, size_t off, struct row *r)
 	return (size_t)(q - p->gone);
 }
 
-int mms__trace_freed_add(struct trace_pass *p, const struct mms__blk *b, uint64_t time_ns)
+int mms__trace_freed_add(struct trace_pass *p, const struct mms__blk *b)
 {
 	struct row r;
 	int rc;
@@ -179,12 +185,12 @@ int mms__trace_freed_add(struct trace_pass *p, const struct mms__blk *b, uint64_
 	if (!(p->peak_kinds & 1u << b->mem))
 		return 0;
 	if (p->top) {
-		row_of(p->st, b, time_ns, &r);
+		row_of(p->st, b, &r);
 		rc = gone_put(p, &r);
 		if (rc)
 			return rc;
 	}
-	return kept_add(p, b, time_ns);
+	return kept_add(p, b);
 }
 
 int mms__trace_freed_more(struct trace_pass *p)
@@ -196,7 +202,7 @@ int mms__trace_freed_more(struct trace_pass *p)
 		return -ENOMEM;
 	slot = mms__pass_hold(p->pass);
 	if (slot < 0)
-		return mms__trace_freed_add(p, b, mms__trace_block_time(p, b));
+		return mms__trace_freed_add(p, b);
 	mms__trace_held_add(p, slot);
 	return 0;
 }
@@ -205,14 +211,6 @@ void mms__trace_held_release(struct trace_pass *p)
 {
 	mms__pass_unhold(p->pass, p->held, p->nheld);
 	p->nheld = p->held_nostep = 0;
-}
-
-/* The allocation time of the block in slot, live or held. */
-static uint64_t slot_time(const struct trace_pass *p, const struct mms__blk *b)
-{
-	const uint64_t *time = mms__pass_data_at(p->pass, (uint64_t)(b - p->st->blks), p->time_off);
-
-	return time ? *time : 0;
 }
 
 /* --- the lists ---------------------------------------------------------------- */
@@ -339,11 +337,11 @@ static void ref_row(struct trace_pass *p, size_t ref, struct row *r)
 		if (p->top)
 			gone_get(p, ref & REF_IX, r);
 		else
-			row_of(p->st, &p->kept[ref & REF_IX].b, p->kept[ref & REF_IX].time_ns, r);
+			row_of(p->st, &p->kept[ref & REF_IX].b, r);
 		return;
 	}
 	b = ref_blk(p, ref);
-	row_of(p->st, b, slot_time(p, b), r);
+	row_of(p->st, b, r);
 	if (ref & REF_PIECE) {
 		iv = &p->st->maps.iv[ref & REF_IX];
 		r->addr = iv->lo;
@@ -555,9 +553,9 @@ static void ref_record(struct trace_pass *p, size_t ref, size_t nth, mms_trace_b
 		piece = *b;
 		piece.addr = iv->lo;
 		piece.size = iv->hi - iv->lo;
-		block_out(p, &piece, slot_time(p, b), out);
+		block_out(p, &piece, out);
 	} else {
-		block_out(p, b, slot_time(p, b), out);
+		block_out(p, b, out);
 		if (ref & REF_NOSTEP && !out->b.inherited)
 			out->b.step = 0; /* as kept_out() says it */
 	}
@@ -580,8 +578,6 @@ static inline __attribute__((always_inline)) void ref_prefetch(const struct trac
 		q = (const char *)&st->blks[ref & REF_IX];
 		__builtin_prefetch(q);
 		__builtin_prefetch(q + sizeof(st->blks[0]) - 1);
-		if (st->ext_size)
-			__builtin_prefetch(st->ext + (ref & REF_IX) * st->ext_size + p->time_off);
 	}
 }
 

@@ -170,7 +170,6 @@ static int mmap_before(struct trace_pass *p, const mms_event_t *ev)
 		pc->b = p->st->blks[pc->slot];
 		pc->b.addr = s->iv[i].lo > lo ? s->iv[i].lo : lo;
 		pc->b.size = (s->iv[i].hi < hi ? s->iv[i].hi : hi) - pc->b.addr;
-		pc->time_ns = mms__trace_block_time(p, &p->st->blks[pc->slot]);
 	}
 	return 0;
 }
@@ -183,7 +182,7 @@ static int mmap_after(struct trace_pass *p)
 	for (i = 0; i < p->npieces; i++) {
 		struct piece *pc = &p->pieces[i];
 
-		if (p->t->peak_bytes && pc->b.alloc_event <= p->t->peak_event && mms__trace_freed_add(p, &pc->b, pc->time_ns))
+		if (p->t->peak_bytes && pc->b.alloc_event <= p->t->peak_event && mms__trace_freed_add(p, &pc->b))
 			return -ENOMEM;
 	}
 	return 0;
@@ -222,16 +221,6 @@ static int pass_before(struct mms__sub *sub, struct mms_pass *pass, const mms_ev
 
 	(void)pass;
 	return ev->mem == MMS_MEM_MMAP ? mmap_before(p, ev) : 0;
-}
-
-/* The block the current MALLOC event allocated was allocated at t. */
-static inline void alloc_time_set(struct trace_pass *p, uint64_t t)
-{
-	/* The pass's state (p->st), read without going through the pass. */
-	uint64_t *time = mms__state_last_data(p->st, p->time_off);
-
-	if (time)
-		*time = t;
 }
 
 /* The usage file's and the plot's part of a change of the live bytes
@@ -329,8 +318,6 @@ static inline __attribute__((always_inline)) int block_event(struct trace_pass *
 				return freed_out(p, ev, before, now);
 			mms__trace_held_add(p, slot);
 		}
-	} else {
-		alloc_time_set(p, ev->time_ns);
 	}
 	return now != before ? trace_change(p, ev, before, now) : 0;
 }
@@ -362,8 +349,6 @@ static __attribute__((noinline)) int trace_other(struct trace_pass *p, const mms
 		return block_event(p, ev, before, now);
 	if (mmap_after(p))
 		return -ENOMEM;
-	if (ev->kind == MMS_EV_MALLOC)
-		alloc_time_set(p, ev->time_ns);
 	return now != before ? trace_change(p, ev, before, now) : 0;
 }
 
@@ -503,7 +488,6 @@ MMS__EXPORT int mms_trace_add(mms_pass_t *pass, const mms_trace_options_t *opt, 
 	p->t = t;
 	p->pass = pass;
 	p->row_ns = ROW_NONE;
-	p->time_off = mms__pass_attach(pass, sizeof(uint64_t));
 	p->kinds = (opt->kinds ? opt->kinds : ~(1u << MMS_MEM_DEVICE)) & ((1u << MMS_MEM_KIND_COUNT) - 1);
 	for (unsigned k = 0; k < MMS_MEM_KIND_COUNT; k++)
 		p->kmask[k] = p->kinds & 1u << k ? UINT64_MAX : 0;

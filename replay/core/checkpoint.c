@@ -71,7 +71,8 @@ static uint64_t str_ref(const struct mms__state *st, const char *s)
 
 /* A block as the format has kept it since before origins: both step
  * counters (the one of the state's kind; the other 0: restoring reads the
- * one of its kind), the names and thread. */
+ * one of its kind), the names and thread; then (index version 7) its
+ * allocation time. */
 static void w_blk(struct wbuf *w, const struct mms__state *st, const struct mms__blk *b)
 {
 	const struct mms__origin *o = mms__blk_origin(st, b);
@@ -93,6 +94,7 @@ static void w_blk(struct wbuf *w, const struct mms__state *st, const struct mms_
 	w_u(w, b->fn);
 	w_u(w, b->runtime);
 	w_u(w, o->device);
+	w_u(w, b->time_ns);
 }
 
 int mms__ckpt_save(const struct mms__state *st, const mms_iter_t *it, uint8_t **out, size_t *outlen)
@@ -299,6 +301,7 @@ static int r_blk(struct rbuf *r, struct mms__state *st, struct mms__blk *b)
 	b->fn = (uint8_t)r_u(r);
 	b->runtime = (uint8_t)r_u(r);
 	o.device = (uint8_t)r_u(r);
+	b->time_ns = r_u(r);
 	b->live = 1;
 	if (b->mem >= MMS_MEM_KIND_COUNT)
 		r->bad = 1;
@@ -529,7 +532,8 @@ int mms__ckpt_restore(mms_log_t *log, const uint8_t *buf, size_t len, struct mms
 		st->ow = ow;
 	rc = r.bad ? MMS_ECORRUPT : restore_state(&r, st);
 	free(r.owners);
-	if (!rc && (r.bad || st->pos != next_id))
+	/* Event ids past 48 bits: no log has so many (struct mms__blk). */
+	if (!rc && (r.bad || st->pos != next_id || next_id >> 48))
 		rc = MMS_ECORRUPT;
 	if (!rc)
 		rc = mms__iter_open_at(log, next_id, pos, it);

@@ -24,7 +24,7 @@
 #include "track-int.h"
 
 #define INDEX_MAGIC "MMSINDEX"
-#define INDEX_VERSION 6
+#define INDEX_VERSION 7
 
 /* The file: this header, then nsteps (begin, end) pairs, then nckpts
  * (pos, offset, length) triples, then nforks (number, id) pairs, then the

@@ -38,8 +38,17 @@ struct mms__origin {
  * aligned), the one line a replay reads of a block at its free. */
 struct mms__blk {
 	uint64_t addr, size;
-	uint64_t alloc_id, alloc_event;
-	uint64_t op_launch, kernels;
+	uint64_t time_ns; /* of the allocation (0: inherited at a fork) */
+	/* Counters of the log's events (allocations, events, operator and
+	 * kernel launches) in 48 bits each, packed (three words for four):
+	 * event ids count from 0 and a log of 2^48 events would be
+	 * petabytes, replayed in months (a checkpoint that says more is
+	 * damaged). GCC reads a field with two loads at most; its address
+	 * cannot be taken. */
+	struct __attribute__((packed)) {
+		uint64_t alloc_id : 48, alloc_event : 48;
+		uint64_t op_launch : 48, kernels : 48;
+	};
 	uint32_t step;           /* by the state's step kind at the allocation: STEP
 	                            events before it (1), or the "step start" range it
 	                            was allocated in, 0 = none (2); 0 while unknown.

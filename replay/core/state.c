@@ -262,6 +262,7 @@ static inline __attribute__((always_inline)) int blk_fill(struct mms__state *st,
 	*b = (struct mms__blk){
 		.addr = ev->addr,
 		.size = ev->size,
+		.time_ns = ev->time_ns,
 		.alloc_id = ++st->alloc_ids,
 		.alloc_event = ev->id,
 		.op_launch = t->nops ? t->ops[t->nops - 1].launch : 0,
