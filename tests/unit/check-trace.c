@@ -208,6 +208,23 @@ static void expect_blocks(const mms_trace_block_t *v, size_t n, const uint64_t (
 	}
 }
 
+/* Writes b's log, opens it into *log and runs a pass of two traces into
+ * t: the first holds the slots of blocks freed since the peak, the
+ * second, which cannot, keeps copies. Returns the pass. */
+static mms_pass_t *two_traces(struct lb *b, mms_log_t **log, mms_trace_t *t[2])
+{
+	mms_pass_t *pass;
+
+	ck_assert_int_eq(lb_write(b, LOG, SIZE_MAX), 0);
+	lb_destroy(b);
+	ck_assert_int_eq(mms_log_open(LOG, log), 0);
+	ck_assert_int_eq(mms_pass_open(*log, NULL, &pass), 0);
+	ck_assert_int_eq(mms_trace_add(pass, NULL, &t[0]), 0);
+	ck_assert_int_eq(mms_trace_add(pass, NULL, &t[1]), 0);
+	ck_assert_int_eq(mms_pass_run(pass), 0);
+	return pass;
+}
+
 /* The blocks freed since the peak keep their slots out of reuse until a
  * new peak gives them back: what is allocated meanwhile takes others, and
  * a second trace of the same pass, which cannot hold them, lists them
@@ -233,13 +250,7 @@ START_TEST(test_held_slots)
 	lb_free(b, 27, MMS_FREE_FREE, 0x3000);             /* C held */
 	lb_alloc(b, 28, MMS_ALLOC_MALLOC, 0x6000, 20, 0);  /* 9: F */
 	lb_alloc(b, 29, MMS_ALLOC_MALLOC, 0x7000, 30, 0);  /* 10: G */
-	ck_assert_int_eq(lb_write(b, LOG, SIZE_MAX), 0);
-	lb_destroy(b);
-	ck_assert_int_eq(mms_log_open(LOG, &log), 0);
-	ck_assert_int_eq(mms_pass_open(log, NULL, &pass), 0);
-	ck_assert_int_eq(mms_trace_add(pass, NULL, &t[0]), 0);
-	ck_assert_int_eq(mms_trace_add(pass, NULL, &t[1]), 0);
-	ck_assert_int_eq(mms_pass_run(pass), 0);
+	pass = two_traces(b, &log, t);
 	for (i = 0; i < 2; i++) {
 		ck_assert_int_eq(t[i]->status, 0);
 		ck_assert_uint_eq(t[i]->peak_event, 5);
@@ -627,6 +638,66 @@ START_TEST(test_order_large)
 }
 END_TEST
 
+/* Thousands of blocks freed since the peak, some before the log's first
+ * step event and some after it, while others are allocated: the trace
+ * that holds their slots (walked by a bitmap of the slots) and one of the
+ * same pass that keeps copies list the same records, in the lists'
+ * order, the first freed saying no step. */
+#define HELD_MANY 6000
+START_TEST(test_held_many)
+{
+	struct lb *b = one_thread_in(1u << 20);
+	mms_pass_t *pass;
+	mms_log_t *log;
+	mms_trace_t *t[2];
+	uint64_t ns = 100, first_after = 0, last_before = 0, bytes = 0;
+	size_t i, j, k;
+
+	for (i = 0; i < HELD_MANY; i++) { /* the last makes the peak */
+		lb_alloc(b, ns++, MMS_ALLOC_MALLOC, 0x100000 + (uint64_t)i * 0x100, 16 + (uint64_t)(i * 7 % 5) * 8, 0);
+		bytes += 16 + (uint64_t)(i * 7 % 5) * 8;
+	}
+	for (i = 0; i < HELD_MANY; i++) {
+		j = i * 17 % HELD_MANY;
+		if (i == 3000)
+			lb_event0(b, MMS_TAG_STEP, ns++);
+		if (j % 6) /* 5,000 freed */
+			lb_free(b, ns++, MMS_FREE_FREE, 0x100000 + (uint64_t)j * 0x100);
+		if (i < 3000 && j % 6)
+			last_before = 0x100000 + (uint64_t)j * 0x100;
+		if (i > 3000 && j % 6 && !first_after)
+			first_after = 0x100000 + (uint64_t)j * 0x100;
+		if (i % 4 == 3) /* 1,500 allocated meanwhile, smaller */
+			lb_alloc(b, ns++, MMS_ALLOC_MALLOC, 0x900000 + (uint64_t)i * 0x100, 8, 0);
+	}
+	pass = two_traces(b, &log, t);
+	for (k = 0; k < 2; k++) {
+		ck_assert_int_eq(t[k]->status, 0);
+		ck_assert_uint_eq(t[k]->peak_bytes, bytes);
+		ck_assert_uint_eq(t[k]->peak_ns, 1000000000ull + 100 + HELD_MANY - 1);
+		ck_assert_uint_eq(t[k]->npeak, HELD_MANY);
+		ck_assert_uint_eq(t[k]->nend, 1000 + 1500);
+	}
+	for (i = 0; i < HELD_MANY; i++) {
+		const mms_block_t *x = &t[0]->peak[i].b;
+
+		same_record(&t[0]->peak[i], &t[1]->peak[i]);
+		if (i)
+			ck_assert(t[0]->peak[i - 1].b.size > x->size ||
+				  (t[0]->peak[i - 1].b.size == x->size &&
+				   t[0]->peak[i - 1].b.alloc_event < x->alloc_event));
+		if (x->addr == last_before)
+			ck_assert_uint_eq(x->step, 0);
+		if (x->addr == first_after)
+			ck_assert_uint_eq(x->step, 1);
+	}
+	mms_pass_close(pass);
+	mms_trace_free(t[0]);
+	mms_trace_free(t[1]);
+	mms_log_close(log);
+}
+END_TEST
+
 /* A record of a block freed after the peak says the step it was in as
  * the replay counted steps when it was freed: before the log's first
  * step event, none. */
@@ -714,6 +785,7 @@ static Suite *trace_suite(void)
 	tcase_add_test(tc, test_mmap_pieces);
 	tcase_add_test(tc, test_mmap_piece_freed_first);
 	tcase_add_test(tc, test_held_slots);
+	tcase_add_test(tc, test_held_many);
 	tcase_add_test(tc, test_skip_lists);
 	tcase_add_test(tc, test_kinds);
 	tcase_add_test(tc, test_usage_file);
