@@ -286,8 +286,9 @@ static int list_visit(const struct mms__blk *b, void *ctx)
 /* The held slots from to to (with flag) into l->k: by bits, a bitmap of
  * the state's slots (one bit a slot, in the caches; left all 0 again), in
  * the order of their slots: their lines are read nearly in order then,
- * where the order of their frees is random (perl's log: 1 M held slots,
- * 25 -> 5 ms); without bits (a few, or no memory) as they were freed. */
+ * where the order of their frees is random (perl's log: 2 M held slots,
+ * about 25 -> 20 ms on a VM where the reads are bound by the memory's
+ * bandwidth); without bits (a few, or no memory) as they were freed. */
 static void held_range(struct list *l, size_t from, size_t to, size_t flag, uint64_t *bits)
 {
 	const struct trace_pass *p = l->p;
