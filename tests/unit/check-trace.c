@@ -154,6 +154,26 @@ static size_t lines(const char *path)
 	return n;
 }
 
+/* Whether files a and b hold the same bytes, every one (same_file()
+ * compares the first 4 KiB). */
+static void same_whole_file(const char *a, const char *b)
+{
+	FILE *f = fopen(a, "r"), *g = fopen(b, "r");
+	size_t n = 0;
+	int x, y;
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(g);
+	do {
+		x = getc(f);
+		y = getc(g);
+		ck_assert_msg(x == y, "%s and %s differ at byte %zu", a, b, n);
+		n++;
+	} while (x != EOF);
+	fclose(f);
+	fclose(g);
+}
+
 static void same_file(const char *a, const char *b)
 {
 	char *x = strdup(slurp(a));
@@ -691,6 +711,26 @@ START_TEST(test_held_many)
 		if (x->addr == first_after)
 			ck_assert_uint_eq(x->step, 1);
 	}
+	/* With top (its first records made as the list is written, from
+	 * the held slots): the same first records, the same file as
+	 * mms_trace_write_tsv() writes of every record. */
+	ck_assert_int_eq(mms_trace_write_tsv(log, t[0]->peak, t[0]->npeak, "wm-all.tsv", NULL), 0);
+	for (k = 0; k < 2; k++) {
+		mms_trace_options_t opt = { .top = k ? 3000 : 7, .watermark_path = "watermark.tsv" };
+		mms_trace_t *top = NULL;
+
+		ck_assert_int_eq(mms_trace_run(log, &opt, &top), 0);
+		ck_assert_int_eq(top->status, 0);
+		ck_assert_int_eq(top->watermark_rc, 0);
+		ck_assert_uint_eq(top->peak_blocks, HELD_MANY);
+		ck_assert_uint_eq(top->npeak, opt.top);
+		for (i = 0; i < top->npeak; i++)
+			same_record(&top->peak[i], &t[0]->peak[i]);
+		same_whole_file("watermark.tsv", "wm-all.tsv");
+		mms_trace_free(top);
+		unlink("watermark.tsv");
+	}
+	unlink("wm-all.tsv");
 	mms_pass_close(pass);
 	mms_trace_free(t[0]);
 	mms_trace_free(t[1]);
