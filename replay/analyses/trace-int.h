@@ -130,7 +130,8 @@ struct trace_pass {
 	uint64_t host_seen;           /* and the state's live bytes of the heap (HOST) */
 	struct mms_pass *pass;
 	/* Blocks live at the peak and freed since: their slots, held out of
-	 * reuse by the pass (mms__pass_hold()) with their fields and time,
+	 * reuse by the pass (mms__pass_hold()) with their fields (the time
+	 * among them),
 	 * so that nothing is copied of the millions a peak's list may hold. */
 	uint32_t *held;
 	size_t nheld, held_cap;

@@ -303,8 +303,9 @@ static __attribute__((noinline)) int freed_out(struct trace_pass *p, const mms_e
 /* A MALLOC or FREE of a block (not a mapping: mmap_after() keeps their
  * pieces), applied, the live bytes counted gone from before to now: a
  * block live at the peak and freed since still counts, its slot held
- * where it can be (nearly every such free: inline, calling nothing), and
- * an allocation's time is kept; then the change. */
+ * where it can be (nearly every such free: inline, calling nothing)
+ * (an allocation's time is the state's, in the block's slot); then the
+ * change. */
 static inline __attribute__((always_inline)) int block_event(struct trace_pass *p, const mms_event_t *ev,
 							     uint64_t before, uint64_t now)
 {

@@ -164,13 +164,6 @@ static inline struct mms__state *mms__pass_own_state(struct mms_pass *p)
 	return rd->own_used && rd->st == &rd->own ? &rd->own : NULL;
 }
 void mms__pass_unhold(struct mms_pass *p, const uint32_t *slots, size_t n);
-/* The data at offset off of the block in slot, live or held. */
-static inline void *mms__pass_data_at(struct mms_pass *p, uint64_t slot, size_t off)
-{
-	const struct mms__state *st = p->cur->st;
-
-	return st->ext_size ? st->ext + (size_t)slot * st->ext_size + off : NULL;
-}
 /* Opens a pass over a replay from where it stands up to position `to`
  * (report.c): subscribers see the replay's state. Returns 0 or -ENOMEM. */
 int mms__pass_open_replay(mms_replay_t *r, uint64_t to, struct mms_pass **out);

@@ -395,7 +395,7 @@ static inline __attribute__((always_inline)) void mms__state_prefetch_addr(const
 
 /* Nearer, when the table's line has come: the block a FREE of addr will
  * release, and the subscribers' data beside it (which they read at the
- * free: an allocation's time, a leak's step). */
+ * free: a leak's step, inefficient's record). */
 static inline __attribute__((always_inline)) void mms__state_prefetch_blk(const struct mms__state *st, uint64_t addr)
 {
 	int64_t slot = mms__slotmap_guess(&st->host, addr);
