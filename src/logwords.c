@@ -238,7 +238,7 @@ void log_json_bad_frees(FILE *f, uint64_t double_frees, uint64_t invalid_frees, 
 
 void log_warn_damage(const char *name, const mms_log_info_t *in, void (*say)(const char *line))
 {
-	char why[192], *line;
+	char why[512], *line; /* a cut's reason runs to some 200 bytes */
 
 	if (in->cut) {
 		line = xasprintf("%s: the log is cut at byte %" PRIu64 ": %s; the replay stops at event %" PRIu64

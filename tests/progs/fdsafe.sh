@@ -51,6 +51,11 @@ for mode in closefrom close_range loop raw; do
 			"$MMS_REPLAY" $name.mms --summary >/dev/null 2>$name.why || true
 			grep -q "closed the log's descriptor" $name.why ||
 				fail "$name: the replay does not say why recording stopped: $(cat $name.why)"
+			# Said whole: the reason's parentheses all close (a
+			# buffer of 192 bytes cut it short).
+			grep "the log is cut at byte" $name.why | awk -F '' \
+				'{ n = 0; for (i = 1; i <= NF; i++) n += ($i == "(") - ($i == ")") } n != 0 { bad = 1 } END { exit bad }' ||
+				fail "$name: the replay's warning is cut short: $(cat $name.why)"
 			# And the recorder said so on stderr when it stopped.
 			grep -q "^msmemscope: recording of pid [0-9]* stopped: the program closed the log's descriptor" \
 				$name.err || fail "$name: the recorder did not say it stopped: $(cat $name.err)"
