@@ -9,6 +9,13 @@
 #include "msmemscope/log.h"
 #include "state-int.h"
 
+/* --- the next event, in place (iter.c) ------------------------------------ */
+/* mms_iter_next() without the copy: *evp is set to the event, in the
+ * iterator's memory, where it may be changed and stays until the next
+ * call or mms_iter_close(). Returns as mms_iter_next() does (it must not be
+ * NULL). */
+int mms__iter_next_ref(mms_iter_t *it, mms_event_t **evp);
+
 /* --- iterator positions (iter.c) ---------------------------------------- */
 /* Where one thread's cursor stands: enough to resume without decoding what
  * came before. */

@@ -23,6 +23,10 @@
  * table's for every heap event, then, half as far ahead, the block of a
  * FREE. A power of two. */
 #define ITER_AHEAD 16u
+/* The slots of the events it decoded: twice as many, so that the event
+ * just yielded from its slot stays there, untouched by the lookahead, until
+ * the next call (mms__iter_next_ref()). A power of two. */
+#define ITER_RING (2 * ITER_AHEAD)
 
 /* One thread's run of segments, its cursor at the record of its next
  * event once peeked. */
@@ -46,7 +50,7 @@ struct iter_src {
 		uint64_t n;
 		const uint8_t *at, *next;
 		mms_event_t ev;
-	} evs[ITER_AHEAD];
+	} evs[ITER_RING];
 };
 
 struct mms_iter {
@@ -58,6 +62,7 @@ struct mms_iter {
 	int err;              /* the error that stopped the iteration, or 0 */
 	uint64_t limit;       /* no event stamped after it is yielded */
 	const struct mms__state *pf; /* the state to fetch ahead for, or NULL */
+	mms_event_t ev;              /* an event decoded here, not in a lookahead slot */
 };
 
 static void seg_enter(mms_log_t *log, struct iter_src *s)
@@ -287,34 +292,37 @@ static int src_peek(mms_log_t *log, struct iter_src *s)
 }
 
 /* The heap event at s's cursor, when the lookahead decoded it already:
- * copies it into ev and moves the cursor past it. Returns 1, or 0 (decode
- * it). The record's address tells a slot of this event from a stale one. */
-static inline int src_take(struct iter_src *s, mms_event_t *ev)
+ * moves the cursor past it and returns its slot (where it stays until the
+ * next call), or NULL (decode it). The record's address tells a slot of
+ * this event from a stale one. */
+static inline mms_event_t *src_take(struct iter_src *s)
 {
-	const struct ahead_ev *a = &s->evs[(s->n + 1) & (ITER_AHEAD - 1)];
+	struct ahead_ev *a = &s->evs[(s->n + 1) & (ITER_RING - 1)];
 
 	if (a->at != s->c.p)
-		return 0;
-	*ev = a->ev;
+		return NULL;
 	s->c.p = a->next;
-	s->c.stamp = ev->stamp;
-	s->c.prev_addr = ev->addr;
-	return 1;
+	s->c.stamp = a->ev.stamp;
+	s->c.prev_addr = a->ev.addr;
+	return &a->ev;
 }
 
-/* Decodes the event at s's cursor (src_peek() found it) into ev. Returns 1
- * or MMS_ECORRUPT. */
-static inline int src_decode(mms_log_t *log, struct iter_src *s, mms_event_t *ev)
+/* The event at s's cursor (src_peek() found it): the lookahead's slot, or
+ * *ev decoded here. Returns it, or NULL when the record does not decode. */
+static inline mms_event_t *src_decode(mms_log_t *log, struct iter_src *s, mms_event_t *ev)
 {
+	mms_event_t *e = src_take(s);
 	struct mms__rec r;
 	const char *why;
 
-	if (src_take(s, ev) || mms__decode_heap(&s->c, ev))
-		return 1;
+	if (e)
+		return e;
+	if (mms__decode_heap(&s->c, ev))
+		return ev;
 	if (mms__decode(&s->c, &r, &why) != 1)
-		return MMS_ECORRUPT;
+		return NULL;
 	rec_to_event(log, &r, s->c.thread, ev);
-	return 1;
+	return ev;
 }
 
 /* Runs s's second cursor one event further ahead, asking for the line of
@@ -329,7 +337,7 @@ static int src_ahead(const mms_iter_t *it, struct iter_src *s)
 	int kind;
 
 	for (;;) {
-		struct ahead_ev *a = &s->evs[(s->n + s->ahead + 1) & (ITER_AHEAD - 1)];
+		struct ahead_ev *a = &s->evs[(s->n + s->ahead + 1) & (ITER_RING - 1)];
 
 		if (s->pc.p >= s->pc.end)
 			return -1;
@@ -378,8 +386,8 @@ static inline void src_fetch_ahead(const mms_iter_t *it, struct iter_src *s)
 	while (!s->pc_stop && s->ahead < ITER_AHEAD)
 		if (src_ahead(it, s))
 			s->pc_stop = 1;
-	if (s->evs[half & (ITER_AHEAD - 1)].n == half && s->evs[half & (ITER_AHEAD - 1)].ev.kind == MMS_EV_FREE)
-		mms__state_prefetch_blk(it->pf, s->evs[half & (ITER_AHEAD - 1)].ev.addr);
+	if (s->evs[half & (ITER_RING - 1)].n == half && s->evs[half & (ITER_RING - 1)].ev.kind == MMS_EV_FREE)
+		mms__state_prefetch_blk(it->pf, s->evs[half & (ITER_RING - 1)].ev.addr);
 }
 
 static inline int src_less(const struct iter_src *a, const struct iter_src *b)
@@ -604,13 +612,12 @@ int mms__iter_open_follow(mms_log_t *log, uint64_t next_id, const struct mms__fo
 	return 0;
 }
 
-MMS__EXPORT int mms_iter_next(mms_iter_t *it, mms_event_t *ev)
+int mms__iter_next_ref(mms_iter_t *it, mms_event_t **evp)
 {
 	struct iter_src *s;
+	mms_event_t *ev;
 	int rc;
 
-	if (!it || !ev)
-		return MMS_EUSAGE;
 	if (!it->nheap)
 		return it->err;
 	s = &it->srcs[it->heap[0]];
@@ -631,7 +638,11 @@ MMS__EXPORT int mms_iter_next(mms_iter_t *it, mms_event_t *ev)
 	if (!s->peeked) {
 		/* Alone: the record at the cursor is most often a heap
 		 * event's, for the fast path. */
-		if (src_take(s, ev) || mms__decode_heap(&s->c, ev))
+		ev = src_take(s);
+		if (ev)
+			goto decoded;
+		ev = &it->ev;
+		if (mms__decode_heap(&s->c, ev))
 			goto decoded;
 		rc = src_peek(it->log, s);
 		if (rc != 1) {
@@ -640,12 +651,14 @@ MMS__EXPORT int mms_iter_next(mms_iter_t *it, mms_event_t *ev)
 			return rc;
 		}
 	}
-	if (src_decode(it->log, s, ev) != 1) {
+	ev = src_decode(it->log, s, &it->ev);
+	if (!ev) {
 		it->err = MMS_ECORRUPT;
 		it->nheap = 0;
 		return it->err;
 	}
 decoded:
+	*evp = ev;
 	ev->id = it->next_id++;
 	ev->time_ns = mms__log_time(it->log, ev->stamp);
 	s->n++;
@@ -666,6 +679,19 @@ decoded:
 	if (it->nheap > 1)
 		heap_down(it, 0);
 	return 1;
+}
+
+MMS__EXPORT int mms_iter_next(mms_iter_t *it, mms_event_t *ev)
+{
+	mms_event_t *e;
+	int rc;
+
+	if (!it || !ev)
+		return MMS_EUSAGE;
+	rc = mms__iter_next_ref(it, &e);
+	if (rc == 1)
+		*ev = *e;
+	return rc;
 }
 
 MMS__EXPORT void mms_iter_close(mms_iter_t *it)

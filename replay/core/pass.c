@@ -144,11 +144,13 @@ static void sub_fail(struct mms__sub *s, int rc)
 
 static void dispatch_fill(struct mms_pass *p, struct dispatch *d);
 
-/* The next event of the read, applied to its state. Returns 1, 0 at the
- * end, or a negative code: damage (MMS_ECORRUPT, MMS_EORDER), or what the
- * state could not do. */
-static int read_next(struct mms_pass *p, struct mms__read *rd, mms_event_t *ev)
+/* The next event of the read, applied to its state, into *evp: the
+ * iterator's own (no copy; it stays until the next call), or buf over a
+ * replay. Returns 1, 0 at the end, or a negative code: damage
+ * (MMS_ECORRUPT, MMS_EORDER), or what the state could not do. */
+static int read_next(struct mms_pass *p, struct mms__read *rd, mms_event_t *buf, mms_event_t **evp)
 {
+	mms_event_t *ev;
 	size_t i;
 	int rc;
 
@@ -156,12 +158,14 @@ static int read_next(struct mms_pass *p, struct mms__read *rd, mms_event_t *ev)
 		/* A report's replay applies the event itself. */
 		if (rd->st->pos >= p->to)
 			return 0;
-		rc = mms_replay_next(rd->replay, ev);
+		rc = mms_replay_next(rd->replay, buf);
+		*evp = buf;
 		return rc ? rc : MMS_ECORRUPT; /* the step ends before the log does */
 	}
-	rc = mms_iter_next(rd->it, ev);
+	rc = mms__iter_next_ref(rd->it, evp);
 	if (rc <= 0)
 		return rc;
+	ev = *evp;
 	/* One test for most events: a subscriber's before is for a few kinds. */
 	if (ev->kind < MMS_EV_KIND_COUNT && ev->mem < MMS_MEM_KIND_COUNT &&
 	    p->dispatch->before_mems[ev->kind] >> ev->mem & 1u) {
@@ -395,7 +399,7 @@ static int read_begin(struct mms_pass *p, struct mms__read *rd, struct dispatch 
 static int read_events(struct mms_pass *p, struct mms__read *rd, struct dispatch *d)
 {
 	const uint64_t done = p->done;
-	mms_event_t ev;
+	mms_event_t buf, *ev = &buf;
 	size_t i;
 	int rc;
 
@@ -411,12 +415,14 @@ static int read_events(struct mms_pass *p, struct mms__read *rd, struct dispatch
 		}
 		if (p->progress && p->done >= p->progress_next && (rc = progress(p, 0)))
 			return rc;
-		rc = read_next(p, rd, &ev);
+		rc = read_next(p, rd, &buf, &ev);
 		if (rc == 0) {
-			/* Where a feed stops: nothing may come before it. */
+			/* Where a feed stops: nothing may come before it (ev
+			 * is still the last event: an iterator at its end or
+			 * its limit leaves it be). */
 			if (p->done > done) {
-				p->fed_stamp = ev.stamp;
-				p->fed_thread = ev.thread;
+				p->fed_stamp = ev->stamp;
+				p->fed_thread = ev->thread;
 			}
 			return 0;
 		}
@@ -431,24 +437,24 @@ static int read_events(struct mms_pass *p, struct mms__read *rd, struct dispatch
 			return rc;
 		p->done++;
 		if (rd->track) {
-			rc = mms__track_event(&rd->tr, rd->st, &ev);
+			rc = mms__track_event(&rd->tr, rd->st, ev);
 			if (rc)
 				return rc;
 		}
 		/* The summary's bad frees (the test first: a call per
 		 * event was 1% of a summary's instructions). */
 		if (rd->st->last_bad_free && !p->round && !rd->replay)
-			mms__state_bad_free(rd->st, &ev, p->bad, &p->nbad, MMS_BAD_FREES_KEPT);
-		if (ev.kind < MMS_EV_KIND_COUNT) {
+			mms__state_bad_free(rd->st, ev, p->bad, &p->nbad, MMS_BAD_FREES_KEPT);
+		if (ev->kind < MMS_EV_KIND_COUNT) {
 			/* Every event the iterator gives has a memory kind
 			 * (HOST where none applies): the mask only keeps the
 			 * index in the table. */
-			const struct dlist *l = &d->ev[ev.kind][ev.mem & (MMS_MEM_KIND_COUNT - 1)];
+			const struct dlist *l = &d->ev[ev->kind][ev->mem & (MMS_MEM_KIND_COUNT - 1)];
 			struct mms__sub *const *v = l->v;
 			size_t n = l->n;
 
 			for (i = 0; i < n; i++) {
-				rc = v[i]->event(v[i], p, &ev);
+				rc = v[i]->event(v[i], p, ev);
 				if (rc) {
 					sub_fail(v[i], rc);
 					d->stale = 1;
