@@ -23,7 +23,11 @@ struct mms_replay {
 	struct mms__index ix;
 	struct mms__state st;
 	mms_iter_t *it;
-	mms_event_t last;        /* the last event applied, when last_valid */
+	/* The last event applied, when last_valid: in the iterator's slot
+	 * (no copy), or in last_buf, where last_keep() puts it before the
+	 * iterator goes. Never NULL. */
+	mms_event_t *last;
+	mms_event_t last_buf;
 	int last_valid;          /* 0 right after a checkpoint was loaded */
 	int follow_rc;           /* a failed mms_replay_follow_refresh(): it left no iterator */
 	int index_state;
@@ -33,6 +37,15 @@ struct mms_replay {
 	int (*progress)(void *ctx, uint64_t done, uint64_t total);
 	void *progress_ctx;
 };
+
+/* Moves the last event out of the iterator's memory, before it closes. */
+static void last_keep(mms_replay_t *r)
+{
+	if (r->last != &r->last_buf) {
+		r->last_buf = *r->last;
+		r->last = &r->last_buf;
+	}
+}
 
 /* A replay of a log being written goes no further than a gap in a
  * thread's records that the last look may have made (log.c, find_stop):
@@ -64,6 +77,7 @@ static int rewind_start(mms_replay_t *r)
 		mms_iter_close(it);
 		return rc;
 	}
+	last_keep(r);
 	mms_iter_close(r->it);
 	mms__state_free(&r->st);
 	r->it = it;
@@ -105,6 +119,7 @@ MMS__EXPORT int mms_replay_open_ex(mms_log_t *log, const mms_replay_options_t *o
 		return -ENOMEM;
 	r->log = log;
 	r->ow = &r->owners;
+	r->last = &r->last_buf;
 	if (opt) {
 		r->progress = opt->progress;
 		r->progress_ctx = opt->progress_ctx;
@@ -206,6 +221,7 @@ MMS__EXPORT mms_log_t *mms_replay_log(const mms_replay_t *r)
 
 MMS__EXPORT int mms_replay_next(mms_replay_t *r, mms_event_t *ev)
 {
+	mms_event_t *e;
 	int rc;
 
 	if (!r)
@@ -216,18 +232,21 @@ MMS__EXPORT int mms_replay_next(mms_replay_t *r, mms_event_t *ev)
 	 * damage the build found. */
 	if (r->st.pos >= r->ix.events)
 		return r->ix.stop_rc;
-	rc = mms_iter_next(r->it, &r->last);
+	rc = mms__iter_next_ref(r->it, &e);
 	if (rc <= 0)
 		return rc;
-	rc = mms__state_apply(&r->st, &r->last);
-	if (rc)
+	rc = mms__state_apply(&r->st, e);
+	if (rc) {
+		last_keep(r); /* the last event applied stays, whatever comes */
 		return rc;
+	}
 	/* An operator's end record has no name: the state knows it. */
-	if (r->last.kind == MMS_EV_OP_LAUNCH && r->last.sub == 1)
-		r->last.name = r->st.ended_op;
+	if (e->kind == MMS_EV_OP_LAUNCH && e->sub == 1)
+		e->name = r->st.ended_op;
+	r->last = e;
 	r->last_valid = 1;
 	if (ev)
-		*ev = r->last;
+		*ev = *e;
 	return 1;
 }
 
@@ -281,6 +300,7 @@ static int load_ckpt(mms_replay_t *r, ptrdiff_t k)
 	rc = mms__ckpt_restore(r->log, r->ix.blobs + r->ix.ckpts[k].off, r->ix.ckpts[k].len, r->ow, &st, &it);
 	if (rc)
 		return rc;
+	last_keep(r);
 	mms_iter_close(r->it);
 	mms__state_free(&r->st);
 	r->st = st;
@@ -331,12 +351,13 @@ MMS__EXPORT int mms_replay_follow_refresh(mms_replay_t *r)
 	 * the segments an iterator goes by), then the iterator again from
 	 * there. */
 	mms__iter_save_follow(r->it, &next_id, pos);
+	last_keep(r);
 	mms_iter_close(r->it);
 	r->it = NULL;
 	found = mms_log_follow_refresh(r->log);
 	rc = found < 0 ? found
-		       : mms__iter_open_follow(r->log, next_id, pos, n, r->last_valid ? r->last.stamp : 0,
-					       r->last_valid ? r->last.thread : 0, &r->it);
+		       : mms__iter_open_follow(r->log, next_id, pos, n, r->last_valid ? r->last->stamp : 0,
+					       r->last_valid ? r->last->thread : 0, &r->it);
 	free(pos);
 	if (rc) {
 		r->it = NULL;
@@ -352,7 +373,7 @@ MMS__EXPORT int mms_replay_last_event(const mms_replay_t *r, mms_event_t *ev)
 {
 	if (!r || !ev || !r->last_valid)
 		return 0;
-	*ev = r->last;
+	*ev = *r->last;
 	return 1;
 }
 
@@ -422,7 +443,7 @@ MMS__EXPORT int mms_replay_event_block(const mms_replay_t *r, mms_block_t *b)
 {
 	if (!r || !b)
 		return 0;
-	return mms__state_event_block(&r->st, &r->last, b);
+	return mms__state_event_block(&r->st, r->last, b);
 }
 
 struct each_ctx {
@@ -467,6 +488,7 @@ static int freed_in(mms_replay_t *r, ptrdiff_t k, uint64_t to, uint64_t addr, mm
 	const struct mms__blk *k2;
 	int rc, found = 0;
 
+	s.last = &s.last_buf;
 	mms__state_init(&s.st, r->log);
 	rc = load_ckpt(&s, k);
 	/* Number the steps as the replay asking does: a forward-only one
@@ -480,15 +502,15 @@ static int freed_in(mms_replay_t *r, ptrdiff_t k, uint64_t to, uint64_t addr, mm
 			break;
 		}
 		rc = 0;
-		if (s.last.kind != MMS_EV_FREE || !s.st.last_blk_valid)
+		if (s.last->kind != MMS_EV_FREE || !s.st.last_blk_valid)
 			continue;
 		k2 = s.st.last_blk;
 		if (addr < k2->addr || addr - k2->addr >= k2->size)
 			continue;
 		mms__state_blk_export(&s.st, k2, b);
-		b->free_event = s.last.id;
-		b->free_thread = s.last.thread;
-		b->free_stack = s.last.stack;
+		b->free_event = s.last->id;
+		b->free_thread = s.last->thread;
+		b->free_stack = s.last->stack;
 		found = 1;
 	}
 	mms_iter_close(s.it);
