@@ -105,14 +105,11 @@ const char *log_reach_scan_name(int scan)
 	return scan >= 0 && scan < (int)(sizeof(names) / sizeof(names[0])) ? names[scan] : "none";
 }
 
-const char *log_cut_why(const mms_log_info_t *in, char *buf, size_t cap)
+char *log_cut_why(const mms_log_info_t *in)
 {
 	if (in->cut_what)
-		snprintf(buf, cap, "%s", in->cut_what);
-	else
-		snprintf(buf, cap, "recording stopped early (%s)",
-			 mms_cut_reason(in->cut_errno));
-	return buf;
+		return xasprintf("%s", in->cut_what);
+	return xasprintf("recording stopped early (%s)", mms_cut_reason(in->cut_errno));
 }
 
 int log_ends_at_exit(const mms_log_info_t *in)
@@ -238,14 +235,16 @@ void log_json_bad_frees(FILE *f, uint64_t double_frees, uint64_t invalid_frees, 
 
 void log_warn_damage(const char *name, const mms_log_info_t *in, void (*say)(const char *line))
 {
-	char why[512], *line; /* a cut's reason runs to some 200 bytes */
+	char *why, *line;
 
 	if (in->cut) {
+		why = log_cut_why(in);
 		line = xasprintf("%s: the log is cut at byte %" PRIu64 ": %s; the replay stops at event %" PRIu64
 				 ", where records may be missing",
-				 name, in->cut_offset, log_cut_why(in, why, sizeof(why)), in->events);
+				 name, in->cut_offset, why, in->events);
 		say(line);
 		free(line);
+		free(why);
 	}
 	if (in->damaged) {
 		char stop[96];

@@ -18,9 +18,9 @@
 char *log_exec_successor(const char *path);
 
 /* Why the log is cut, for a warning: what the file lost, or "recording
- * stopped early (No space left on device)". Returns buf (160 bytes are
- * enough). */
-const char *log_cut_why(const mms_log_info_t *in, char *buf, size_t cap);
+ * stopped early (No space left on device)". Returns it allocated, whole
+ * whatever its length (the caller frees it). */
+char *log_cut_why(const mms_log_info_t *in);
 
 /* Why glibc's and libstdc++'s freeres did not run at the end of exit,
  * after "did not run: ": what the recorder said, or the possible causes
