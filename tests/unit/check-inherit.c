@@ -4,7 +4,6 @@
  * inherits, their stacks and origin, seeks and the index, a chain of
  * parents, and every way the parent's log can fail to say. */
 #include <check.h>
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -13,36 +12,12 @@
 #include <unistd.h>
 
 #include "logbuild.h"
+#include "scratch.h"
 #include "msmemscope-replay.h"
 
 #define CS 4096u
 #define PARENT_PID 100
 #define CHILD_PID 101
-
-static char tmpdir[] = "/tmp/check-inherit.XXXXXX";
-static char cwd[PATH_MAX];
-
-static void dir_setup(void)
-{
-	strcpy(tmpdir, "/tmp/check-inherit.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-	ck_assert_int_eq(chdir(tmpdir), 0);
-	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
-}
-
-static void dir_teardown(void)
-{
-	DIR *d = opendir(".");
-	struct dirent *e;
-
-	while (d && (e = readdir(d)))
-		if (e->d_name[0] != '.')
-			unlink(e->d_name);
-	if (d)
-		closedir(d);
-	if (chdir("/") == 0)
-		rmdir(tmpdir);
-}
 
 /* A log of pid with one thread, format version 3. */
 static struct lb *new_log(uint64_t pid, int forked)
@@ -117,7 +92,7 @@ static char *abs_path(const char *name)
 	static int k;
 
 	k ^= 1;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", cwd, name);
+	snprintf(buf[k], sizeof(buf[k]), "%s/%s", scratch_dir(), name);
 	return buf[k];
 }
 
@@ -397,7 +372,7 @@ static Suite *inherit_suite(void)
 	Suite *s = suite_create("inherit");
 	TCase *tc = tcase_create("fork children");
 
-	tcase_add_checked_fixture(tc, dir_setup, dir_teardown);
+	scratch_add(tc);
 	tcase_add_test(tc, test_inherit_blocks);
 	tcase_add_test(tc, test_inherit_chain);
 	tcase_add_test(tc, test_inherit_unknown);

@@ -9,29 +9,11 @@
 #include <unistd.h>
 
 #include "logbuild.h"
+#include "scratch.h"
 #include "msmemscope-replay.h"
 
 #define LOG "t.mms"
 #define CS 4096u
-
-static char tmpdir[] = "/tmp/check-reader.XXXXXX";
-
-/* Checked fixtures run in each test's own process: every test gets a
- * fresh directory, removed after it. */
-static void dir_setup(void)
-{
-	strcpy(tmpdir, "/tmp/check-reader.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-	ck_assert_int_eq(chdir(tmpdir), 0);
-}
-
-static void dir_teardown(void)
-{
-	unlink(LOG);
-	unlink(LOG ".idx"); /* the index the seek tests build beside the log */
-	if (chdir("/") == 0)
-		rmdir(tmpdir);
-}
 
 static void expect_open_error(struct lb *b, size_t len, int code);
 
@@ -2136,7 +2118,7 @@ static Suite *reader_suite(void)
 	Suite *s = suite_create("reader");
 	TCase *tc = tcase_create("synthetic logs");
 
-	tcase_add_checked_fixture(tc, dir_setup, dir_teardown);
+	scratch_add(tc);
 	tcase_add_test(tc, test_order_merge);
 	tcase_add_test(tc, test_realloc_counting);
 	tcase_add_test(tc, test_unmatched_and_double);

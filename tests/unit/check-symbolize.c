@@ -12,26 +12,11 @@
 #include <unistd.h>
 
 #include "logbuild.h"
+#include "scratch.h"
 #include "msmemscope-replay.h"
 
 #define LOG "t.mms"
 #define CS 4096u
-
-static char tmpdir[] = "/tmp/check-symbolize.XXXXXX";
-
-static void dir_setup(void)
-{
-	strcpy(tmpdir, "/tmp/check-symbolize.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-	ck_assert_int_eq(chdir(tmpdir), 0);
-}
-
-static void dir_teardown(void)
-{
-	unlink(LOG);
-	if (chdir("/") == 0)
-		rmdir(tmpdir);
-}
 
 /* A module as the recorder writes it (see hooks/modules.c). */
 struct mod {
@@ -532,7 +517,7 @@ static Suite *symbolize_suite(void)
 	Suite *s = suite_create("symbolize");
 	TCase *tc = tcase_create("module maps");
 
-	tcase_add_checked_fixture(tc, dir_setup, dir_teardown);
+	scratch_add(tc);
 	tcase_add_test(tc, test_no_module);
 	tcase_add_test(tc, test_self);
 	tcase_add_test(tc, test_build_id_mismatch);

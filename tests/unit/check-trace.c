@@ -11,27 +11,11 @@
 #include <unistd.h>
 
 #include "logbuild.h"
+#include "scratch.h"
 #include "msmemscope-replay.h"
 
 #define LOG "t.mms"
 #define CS 4096u
-
-static char tmpdir[] = "/tmp/check-trace.XXXXXX";
-
-static void dir_setup(void)
-{
-	strcpy(tmpdir, "/tmp/check-trace.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-	ck_assert_int_eq(chdir(tmpdir), 0);
-}
-
-static void dir_teardown(void)
-{
-	unlink(LOG);
-	unlink("usage.tsv");
-	if (chdir("/") == 0)
-		rmdir(tmpdir);
-}
 
 /* A one-thread log with its SEGMENT, THREAD and SYSTEM init (event 0),
  * in chunks of cs bytes. */
@@ -810,7 +794,7 @@ static Suite *trace_suite(void)
 	Suite *s = suite_create("trace");
 	TCase *tc = tcase_create("trace");
 
-	tcase_add_checked_fixture(tc, dir_setup, dir_teardown);
+	scratch_add(tc);
 	tcase_add_test(tc, test_peak_first);
 	tcase_add_test(tc, test_mmap_pieces);
 	tcase_add_test(tc, test_mmap_piece_freed_first);
