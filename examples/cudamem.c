@@ -20,33 +20,9 @@
 
 #include <cuda_runtime_api.h>
 
-#define MiB (1024u * 1024u)
+#include "fill-ptx.h"
 
-static const char ptx[] = ".version 7.0\n"
-			  ".target sm_50\n"
-			  ".address_size 64\n"
-			  ".visible .entry fill(.param .u64 fill_p, .param .f32 fill_v, .param .u32 fill_n)\n"
-			  "{\n"
-			  "	.reg .pred %p<2>;\n"
-			  "	.reg .b32 %r<6>;\n"
-			  "	.reg .f32 %f<2>;\n"
-			  "	.reg .b64 %rd<5>;\n"
-			  "	ld.param.u64 %rd1, [fill_p];\n"
-			  "	ld.param.f32 %f1, [fill_v];\n"
-			  "	ld.param.u32 %r1, [fill_n];\n"
-			  "	mov.u32 %r2, %ctaid.x;\n"
-			  "	mov.u32 %r3, %ntid.x;\n"
-			  "	mov.u32 %r4, %tid.x;\n"
-			  "	mad.lo.s32 %r5, %r2, %r3, %r4;\n"
-			  "	setp.ge.u32 %p1, %r5, %r1;\n"
-			  "	@%p1 bra DONE;\n"
-			  "	cvta.to.global.u64 %rd2, %rd1;\n"
-			  "	mul.wide.u32 %rd3, %r5, 4;\n"
-			  "	add.s64 %rd4, %rd2, %rd3;\n"
-			  "	st.global.f32 [%rd4], %f1;\n"
-			  "DONE:\n"
-			  "	ret;\n"
-			  "}\n";
+#define MiB (1024u * 1024u)
 
 static cudaKernel_t fill;
 static unsigned launches;
@@ -98,7 +74,7 @@ int main(void)
 
 	check(cudaGetDeviceCount(&n), "cudaGetDeviceCount");
 	check(cudaSetDevice(0), "cudaSetDevice");
-	check(cudaLibraryLoadData(&lib, ptx, NULL, NULL, 0, NULL, NULL, 0), "cudaLibraryLoadData");
+	check(cudaLibraryLoadData(&lib, fill_ptx, NULL, NULL, 0, NULL, NULL, 0), "cudaLibraryLoadData");
 	check(cudaLibraryGetKernel(&fill, lib, "fill"), "cudaLibraryGetKernel");
 	check(cudaStreamCreate(&s), "cudaStreamCreate");
 	check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");

@@ -16,18 +16,9 @@
 # time) or cannot run (no GPU or no driver, as on CI).
 . "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
 
+gpu_record cudamem gpu.mms "CUDA runtime"
 prog=$top_builddir/examples/cudamem
-[ -x "$prog" ] || skip "examples/cudamem is not built: configure found no CUDA runtime (--with-cuda=DIR)"
-st=0
-"$prog" >native.out 2>native.err || st=$?
-[ $st -ne 2 ] || skip "no usable GPU here: $(cat native.err)"
-[ $st -eq 0 ] || fail "cudamem exited $st on its own: $(cat native.err)"
 MiB=1048576
-
-MSMEMSCOPE_CONFIG=call_stack=16 record gpu.mms "$prog" >rec.out 2>rec.err || fail "cudamem exited $? under the recorder: $(cat rec.err)"
-# The kept block's address and the device's page counts may differ.
-same() { grep -v '^kept:\|^cudaMemGetInfo:' "$1"; }
-expect_eq "cudamem's output under the recorder" "$(same rec.out)" "$(same native.out)"
 
 "$MMS_REPLAY" gpu.mms --summary --json >gpu.json 2>gpu.err || fail "msmemscope-replay exited $?: $(cat gpu.err)"
 expect_consistent gpu.json

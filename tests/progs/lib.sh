@@ -28,6 +28,27 @@ command -v "$MMS_PYTHON" >/dev/null 2>&1 || skip "python3 is needed to read the 
 [ -f "$MMS_HOOKS" ] || fail "the recorder is not built: $MMS_HOOKS"
 [ -x "$MMS_REPLAY" ] || fail "the replay CLI is not built: $MMS_REPLAY"
 
+# gpu_record PROG LOG WHY: for the CUDA examples, where a GPU is: runs
+# $top_builddir/examples/PROG natively (native.out, native.err), then
+# recorded with C stacks of 16 into LOG (rec.out, rec.err), and wants the
+# same output but for the lines that say an address or the device's page
+# counts (kept:, cudaMemGetInfo:, cuMemGetInfo:). Skips where PROG is not
+# built (WHY: what configure did not find), where the loader finds no
+# CUDA driver (127) or PROG no usable GPU (2).
+gpu_record() {
+	_prog=$top_builddir/examples/$1
+	[ -x "$_prog" ] || skip "examples/$1 is not built: configure found no $3 (--with-cuda=DIR)"
+	_st=0
+	"$_prog" >native.out 2>native.err || _st=$?
+	[ $_st -ne 127 ] || skip "no CUDA driver installed here: $(cat native.err)"
+	[ $_st -ne 2 ] || skip "no usable GPU here: $(cat native.err)"
+	[ $_st -eq 0 ] || fail "$1 exited $_st on its own: $(cat native.err)"
+	MSMEMSCOPE_CONFIG=call_stack=16 record "$2" "$_prog" >rec.out 2>rec.err ||
+		fail "$1 exited $? under the recorder: $(cat rec.err)"
+	expect_eq "$1's output under the recorder" "$(grep -v '^kept:\|MemGetInfo:' rec.out)" \
+		"$(grep -v '^kept:\|MemGetInfo:' native.out)"
+}
+
 # kept_at_exit JSON [bytes]: the program's blocks live at exit in the leaks
 # report's JSON (msmemscope-replay --analysis leaks --json), leaked or still
 # reachable (the scan at exit tells them apart), not the runtimes': their
