@@ -7,7 +7,9 @@
 # thousand objects, and the sqlite3 CLI running bench/inserts.awk into an
 # in-memory database of 512-byte pages. Each is recorded without stacks,
 # then bench/statebench prints events per CPU second (median of
-# BENCH_RUNS replays) and the anonymous memory per live block; then the
+# BENCH_RUNS replays), the same over a bare table's beside each run (the
+# floor: what this machine's memory allows) and the anonymous memory per
+# live block; then the
 # CPU time of `msmemscope-replay LOG --analysis
 # leaks,decompose,inefficient,watermark,usage,leakage` over that of
 # `--summary` on the same log (target: at most 1.5x), in BENCH_PAIRS

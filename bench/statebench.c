@@ -8,14 +8,16 @@
  * the anonymous memory the replay took (sampled every 2 ms), per live
  * block: it must follow the live blocks, never the log's length.
  *
- * Then the floor: the same log's heap events (MALLOC and FREE of HOST
- * blocks), decoded into arrays beforehand, replayed through the least a
- * live-block table can be (one flat hash map of address -> slot, 64-byte
- * slots, a stack of free slots, the same lookahead as the iterator's:
- * the map's line 16 events ahead, a FREE's slot 8 ahead), on fresh
- * memory each run. No decoding, no event record, no subscriber: what the
- * memory of the machine at hand allows for these events, to read the
- * first figure against.
+ * Beside each run, the floor: the same log's heap events (MALLOC and FREE
+ * of HOST blocks), decoded into arrays beforehand, replayed through the
+ * least a live-block table can be (one flat hash map of address -> slot,
+ * 64-byte slots, a stack of free slots, the same lookahead as the
+ * iterator's: the map's line 16 events ahead, a FREE's slot 8 ahead), on
+ * fresh memory each run. No decoding, no event record, no subscriber: what
+ * the memory of the machine at hand allows for these events, to read the
+ * first figure against; each run's rate over its floor run's, the median
+ * of those ratios, is the figure a host whose speed moves from one minute
+ * to the next moves least.
  *
  * Usage: statebench LOG [RUNS]   (RUNS default 5) */
 #define _GNU_SOURCE /* RUSAGE_THREAD (measure.h) */
@@ -219,8 +221,9 @@ int main(int argc, char **argv)
 {
 	mms_replay_options_t ro = { .forward_only = 1 };
 	int runs = argc > 2 ? atoi(argv[2]) : 5, i, rc;
-	uint64_t n = 0, live = 0, live_peak = 0, kib, kib_peak = 0;
-	double *rate, *urate;
+	uint64_t n = 0, live = 0, live_peak = 0, kib, kib_peak = 0, most, peak = 0;
+	double *rate, *urate, *frate, *ratio;
+	struct heap_events h = { 0 };
 	struct measure m;
 	mms_replay_t *r;
 	mms_log_t *log;
@@ -232,10 +235,17 @@ int main(int argc, char **argv)
 	}
 	rate = calloc((size_t)runs, sizeof(*rate));
 	urate = calloc((size_t)runs, sizeof(*urate));
-	if (!rate || !urate)
+	frate = calloc((size_t)runs, sizeof(*frate));
+	ratio = calloc((size_t)runs, sizeof(*ratio));
+	if (!rate || !urate || !frate || !ratio)
 		die("runs", -12);
 	if ((rc = mms_log_open(argv[1], &log)))
 		die(argv[1], rc);
+	heap_events_read(log, &h);
+	most = floor_most(&h);
+	/* Each run of the heap state beside a run of the floor: on a host
+	 * whose speed moves within minutes, the ratio of the two is the
+	 * figure that moves least. */
 	for (i = 0; i < runs; i++) {
 		if ((rc = mms_replay_open_ex(log, &ro, &r)))
 			die("replay", rc);
@@ -256,41 +266,35 @@ int main(int argc, char **argv)
 		rate[i] = (double)n / m.cpu / 1e6;
 		urate[i] = m.user > 0 ? (double)n / m.user / 1e6 : 0;
 		kib_peak = kib > kib_peak ? kib : kib_peak;
+
+		measure_start(&m);
+		peak += floor_run(&h, most);
+		measure_end(&m);
+		frate[i] = (double)h.n / m.cpu / 1e6;
+		ratio[i] = rate[i] / frate[i];
 	}
 	qsort(rate, (size_t)runs, sizeof(*rate), cmp_double);
 	qsort(urate, (size_t)runs, sizeof(*urate), cmp_double);
-	{
-		struct heap_events h = { 0 };
-		uint64_t most, peak = 0;
-		double *frate = calloc((size_t)runs, sizeof(*frate));
-
-		if (!frate)
-			die("runs", -12);
-		heap_events_read(log, &h);
-		most = floor_most(&h);
-		for (i = 0; i < runs; i++) {
-			measure_start(&m);
-			peak += floor_run(&h, most);
-			measure_end(&m);
-			frate[i] = (double)h.n / m.cpu / 1e6;
-		}
-		qsort(frate, (size_t)runs, sizeof(*frate), cmp_double);
-		printf("floor: %zu heap events, up to %" PRIu64 " live: %.1f million events/s (median of %d, %.1f to %.1f)"
-		       " through a minimal table, decoded beforehand (peak %" PRIu64 " bytes)\n",
-		       h.n, most, frate[runs / 2], runs, frate[0], frate[runs - 1], peak / (uint64_t)runs);
-		free(frate);
-		free(h.addr);
-		free(h.size);
-		free(h.malloc);
-	}
+	qsort(frate, (size_t)runs, sizeof(*frate), cmp_double);
+	qsort(ratio, (size_t)runs, sizeof(*ratio), cmp_double);
+	printf("floor: %zu heap events, up to %" PRIu64 " live: %.1f million events/s (median of %d, %.1f to %.1f)"
+	       " through a minimal table, decoded beforehand (peak %" PRIu64 " bytes)\n",
+	       h.n, most, frate[runs / 2], runs, frate[0], frate[runs - 1], peak / (uint64_t)runs);
 	printf("%" PRIu64 " events, up to %" PRIu64
 	       " live blocks: %.1f million events/s per CPU second through the heap"
-	       " state (median of %d, %.1f to %.1f; per user CPU second %.1f, %.1f to %.1f); anonymous memory at most"
+	       " state (median of %d, %.1f to %.1f; per user CPU second %.1f, %.1f to %.1f); %.2f of the floor's rate"
+	       " (median of the runs' ratios, %.2f to %.2f); anonymous memory at most"
 	       " %" PRIu64 " KiB (%.0f bytes per live block)\n",
 	       n, live_peak, rate[runs / 2], runs, rate[0], rate[runs - 1], urate[runs / 2], urate[0], urate[runs - 1],
-	       kib_peak, live_peak ? (double)kib_peak * 1024 / (double)live_peak : 0.0);
+	       ratio[runs / 2], ratio[0], ratio[runs - 1], kib_peak,
+	       live_peak ? (double)kib_peak * 1024 / (double)live_peak : 0.0);
 	free(rate);
 	free(urate);
+	free(frate);
+	free(ratio);
+	free(h.addr);
+	free(h.size);
+	free(h.malloc);
 	mms_log_close(log);
 	return 0;
 }
