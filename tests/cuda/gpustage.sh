@@ -13,11 +13,11 @@
 # and the program need, as ldd lists them here, but glibc's own), lib/ with
 # the recorder (libmsmemscope-hooks.so), rec/ with the one library the
 # recorder needs (libunwind), for the recorded programs' LD_LIBRARY_PATH,
-# examples/cudamem and examples/cudadrv as built here, and
-# static/examples/cudamem: cudamem linked against the static CUDA runtime
-# (libcudart_static.a), for gpu.sh run a second time. The folder is
-# ignored by git (.gitignore): name it where a tool carries ignored
-# folders along. Environment: top_builddir (default .), top_srcdir
+# examples/cudamem and examples/cudadrv as built here, and in
+# static/examples the two linked against the static CUDA runtime
+# (libcudart_static.a), for gpu.sh and gpudrv.sh run a second time. The
+# folder is ignored by git (.gitignore): name it where a tool carries
+# ignored folders along. Environment: top_builddir (default .), top_srcdir
 # (default ..), CUDA_HOME (default /usr/local/cuda), CC (default cc).
 set -eu
 
@@ -37,7 +37,7 @@ replay=$top_builddir/src/.libs/msmemscope-replay
 for f in "$hooks" "$replaylib" "$replay" "$top_builddir/examples/cudamem" "$top_builddir/examples/cudadrv"; do
 	[ -e "$f" ] || die "$f is not built: run make, with the CUDA toolkit at configure time (--with-cuda=DIR)"
 done
-[ -e "$cuda/lib64/libcudart_static.a" ] || die "no $cuda/lib64/libcudart_static.a for the static cudamem (CUDA_HOME=DIR)"
+[ -e "$cuda/lib64/libcudart_static.a" ] || die "no $cuda/lib64/libcudart_static.a for the static builds (CUDA_HOME=DIR)"
 
 rm -rf "$stage"
 mkdir -p "$stage/bin/.real" "$stage/lib" "$stage/rec" "$stage/examples" "$stage/tests/progs" \
@@ -71,8 +71,13 @@ EOF
 chmod +x "$stage/bin/msmemscope-replay"
 
 cp "$top_builddir/examples/cudamem" "$top_builddir/examples/cudadrv" "$stage/examples/"
-"${CC:-cc}" -O2 -g -I"$cuda/include" -I"$top_srcdir/examples" -o "$stage/static/examples/cudamem" \
-	"$top_srcdir/examples/cudamem.c" -L"$cuda/lib64" -lcudart_static -ldl -lrt -lpthread
+for prog in cudamem cudadrv; do
+	drv=
+	[ $prog = cudamem ] || drv="-L$cuda/lib64/stubs -lcuda"
+	# shellcheck disable=SC2086 # $drv: two words or none
+	"${CC:-cc}" -O2 -g -I"$cuda/include" -I"$top_srcdir/examples" -o "$stage/static/examples/$prog" \
+		"$top_srcdir/examples/$prog.c" $drv -L"$cuda/lib64" -lcudart_static -ldl -lrt -lpthread
+done
 
 echo "gpustage.sh: staged in $stage ($(du -sh "$stage" | cut -f1)):"
 (cd "$stage" && find . -type f | sort | sed 's/^/  /')

@@ -4,7 +4,7 @@
 # driver with what gpustage.sh staged, from the source tree's root (where
 # tests/ and bench/ are): gpu.sh with examples/cudamem over the shared and
 # the static CUDA runtime, gpudrv.sh with examples/cudadrv (the driver
-# called by name beside the runtime), torchgpu.sh (a PyTorch CUDA loop's
+# called by name beside the runtime) over both too, torchgpu.sh (a PyTorch CUDA loop's
 # segments against the log), then bench/torchcuda.sh's cost of recording
 # that loop (BENCH_RUNS rounds, default 3). Each check's output goes to
 # OUTDIR/NAME.log and a line per check to stdout; the exit status is 1
@@ -57,6 +57,7 @@ check() {
 check gpu "$stage" tests/cuda/gpu.sh
 check gpu-static "$stage/static" tests/cuda/gpu.sh
 check gpudrv "$stage" tests/cuda/gpudrv.sh
+check gpudrv-static "$stage/static" tests/cuda/gpudrv.sh
 check torchgpu "$stage" tests/cuda/torchgpu.sh
 _t0=$(date +%s)
 BENCH_RUNS=${BENCH_RUNS:-3} top_builddir=$stage sh bench/torchcuda.sh >"$out/torchcuda.log" 2>&1
