@@ -4,7 +4,7 @@
 # travel to a machine with a GPU which has no build tools for msmemscope
 # (no libdw, libunwind, libsqlite3 or libedit; another distribution), where
 # tests/cuda/ongpu.sh runs them from the source tree's root. Run in the
-# build tree after make (and make check, which builds the test programs):
+# build tree after make, with the CUDA toolkit found at configure time:
 #
 #     sh ../tests/cuda/gpustage.sh [STAGE]     (STAGE default: $top_srcdir/_gpu)
 #
