@@ -109,7 +109,7 @@ int mms__ckpt_save(const struct mms__state *st, const mms_iter_t *it, uint8_t **
 	pos = calloc(st->log->nruns + 1, sizeof(*pos));
 	if (!pos)
 		return -ENOMEM;
-	mms__iter_save(it, &next_id, pos);
+	mms__iter_save(it, st->pos, &next_id, pos);
 	w_u(&w, CKPT_MAGIC);
 	w_u(&w, st->log->nruns);
 	w_u(&w, next_id);

@@ -15,6 +15,12 @@
  * call or mms_iter_close(). Returns as mms_iter_next() does (it must not be
  * NULL). */
 int mms__iter_next_ref(mms_iter_t *it, mms_event_t **evp);
+/* The next events, up to max, side by side in the iterator's memory:
+ * *v set to the first of them, which stay until the next call. More than
+ * one only when a lone thread is left, outside a followed log's limit.
+ * Returns how many (>= 1), or as mms__iter_next_ref() does at the end or
+ * on damage. */
+int mms__iter_next_span(mms_iter_t *it, mms_event_t **v, size_t max);
 
 /* --- iterator positions (iter.c) ---------------------------------------- */
 /* Where one thread's cursor stands: enough to resume without decoding what
@@ -26,8 +32,10 @@ struct mms__src_pos {
 };
 
 /* Saves the iterator's position: next_id and one entry per thread run
- * (log->nruns of them, into pos). */
-void mms__iter_save(const mms_iter_t *it, uint64_t *next_id, struct mms__src_pos *pos);
+ * (log->nruns of them, into pos), just before event at: the next event
+ * the iterator gives, or one of the last run mms__iter_next_span() gave
+ * (the events before it applied). */
+void mms__iter_save(const mms_iter_t *it, uint64_t at, uint64_t *next_id, struct mms__src_pos *pos);
 /* Opens an iterator at a saved position. Returns 0 or a negative code. */
 int mms__iter_open_at(mms_log_t *log, uint64_t next_id, const struct mms__src_pos *pos, mms_iter_t **out);
 /* Tells the iterator which heap state its events go to (NULL: none), so

@@ -43,14 +43,15 @@ struct iter_src {
 	int pc_stop;          /* pc reached the segment's end or a record it leaves */
 	uint64_t n;           /* events this thread yielded */
 	/* The heap events pc decoded, by event number (n, from 1): the
-	 * record at `at`, decoded into ev, the cursor after it at `next`.
+	 * record at `at`, decoded into ev[], the cursor after it at `next`.
 	 * c takes them from here instead of decoding each record a second
-	 * time; halfway, a FREE's block is asked for. */
+	 * time; halfway, a FREE's block is asked for. The events apart, side
+	 * by side, so that a run of them is an array (mms__iter_next_span()). */
 	struct ahead_ev {
 		uint64_t n;
 		const uint8_t *at, *next;
-		mms_event_t ev;
 	} evs[ITER_RING];
+	mms_event_t ev[ITER_RING];
 };
 
 struct mms_iter {
@@ -63,6 +64,11 @@ struct mms_iter {
 	uint64_t limit;       /* no event stamped after it is yielded */
 	const struct mms__state *pf; /* the state to fetch ahead for, or NULL */
 	mms_event_t ev;              /* an event decoded here, not in a lookahead slot */
+	/* The last run mms__iter_next_span() gave of more than one event:
+	 * its thread, first slot, first event's id and length (0: none). */
+	const struct iter_src *span_src;
+	size_t span_slot, span_n;
+	uint64_t span_id;
 };
 
 static void seg_enter(mms_log_t *log, struct iter_src *s)
@@ -297,14 +303,15 @@ static int src_peek(mms_log_t *log, struct iter_src *s)
  * this event from a stale one. */
 static inline mms_event_t *src_take(struct iter_src *s)
 {
-	struct ahead_ev *a = &s->evs[(s->n + 1) & (ITER_RING - 1)];
+	size_t i = (s->n + 1) & (ITER_RING - 1);
+	const struct ahead_ev *a = &s->evs[i];
 
 	if (a->at != s->c.p)
 		return NULL;
 	s->c.p = a->next;
-	s->c.stamp = a->ev.stamp;
-	s->c.prev_addr = a->ev.addr;
-	return &a->ev;
+	s->c.stamp = s->ev[i].stamp;
+	s->c.prev_addr = s->ev[i].addr;
+	return &s->ev[i];
 }
 
 /* The event at s's cursor (src_peek() found it): the lookahead's slot, or
@@ -325,43 +332,54 @@ static inline mms_event_t *src_decode(mms_log_t *log, struct iter_src *s, mms_ev
 	return ev;
 }
 
-/* Runs s's second cursor one event further ahead, asking for the line of
- * the live-block table that event will look in; a heap event is decoded
- * there once, for src_take(). Returns 0, or -1 when it cannot go on in
- * this segment. */
-static int src_ahead(const mms_iter_t *it, struct iter_src *s)
+/* Runs s's second cursor on until it is ITER_AHEAD events past c, asking
+ * for the line of the live-block table each event will look in; a heap
+ * event is decoded there once, for src_take(). Stops it (pc_stop) where
+ * it cannot go on in this segment. The cursor and counts in locals: the
+ * events' stores cannot then make the compiler read them again. */
+static inline __attribute__((always_inline)) void src_fill(const mms_iter_t *it, struct iter_src *s)
 {
+	struct mms__cursor pc = s->pc;
+	unsigned ahead = s->ahead;
+	const uint64_t n = s->n;
 	struct mms__rec r;
 	const char *why;
 	uint64_t addr;
-	int kind;
 
-	for (;;) {
-		struct ahead_ev *a = &s->evs[(s->n + s->ahead + 1) & (ITER_RING - 1)];
+	while (ahead < ITER_AHEAD) {
+		size_t i = (n + ahead + 1) & (ITER_RING - 1);
+		struct ahead_ev *a = &s->evs[i];
+		const uint8_t *at = pc.p;
 
-		if (s->pc.p >= s->pc.end)
-			return -1;
-		a->at = s->pc.p;
-		if (mms__decode_heap(&s->pc, &a->ev)) {
-			a->n = s->n + s->ahead + 1;
-			a->next = s->pc.p;
-			kind = a->ev.kind;
-			addr = a->ev.addr;
-			break;
+		if (at >= pc.end)
+			goto stop;
+		if (mms__decode_heap(&pc, &s->ev[i])) {
+			a->at = at;
+			a->n = n + ahead + 1;
+			a->next = pc.p;
+			addr = s->ev[i].addr;
+		} else {
+			a->at = NULL;
+			if (mms__decode(&pc, &r, &why) != 1 || r.type == MMS_TAG_SEGMENT)
+				goto stop;
+			if (!mms__is_event(r.type))
+				continue;
+			if (r.type != MMS_TAG_ACCESS) {
+				ahead++; /* no block to look up */
+				continue;
+			}
+			addr = r.addr;
 		}
-		a->at = NULL;
-		if (mms__decode(&s->pc, &r, &why) != 1 || r.type == MMS_TAG_SEGMENT)
-			return -1;
-		if (!mms__is_event(r.type))
-			continue;
-		kind = r.type == MMS_TAG_ACCESS ? MMS_EV_ACCESS : 0;
-		addr = r.addr;
-		break;
-	}
-	s->ahead++;
-	if (kind)
+		ahead++;
 		mms__state_prefetch_addr(it->pf, addr);
-	return 0;
+	}
+	s->pc = pc;
+	s->ahead = ahead;
+	return;
+stop:
+	s->pc = pc;
+	s->ahead = ahead;
+	s->pc_stop = 1;
 }
 
 /* After s yielded an event: keeps the lookahead ITER_AHEAD events ahead
@@ -383,11 +401,10 @@ static inline void src_fetch_ahead(const mms_iter_t *it, struct iter_src *s)
 		s->ahead = 0;
 		return;
 	}
-	while (!s->pc_stop && s->ahead < ITER_AHEAD)
-		if (src_ahead(it, s))
-			s->pc_stop = 1;
-	if (s->evs[half & (ITER_RING - 1)].n == half && s->evs[half & (ITER_RING - 1)].ev.kind == MMS_EV_FREE)
-		mms__state_prefetch_blk(it->pf, s->evs[half & (ITER_RING - 1)].ev.addr);
+	if (!s->pc_stop)
+		src_fill(it, s);
+	if (s->evs[half & (ITER_RING - 1)].n == half && s->ev[half & (ITER_RING - 1)].kind == MMS_EV_FREE)
+		mms__state_prefetch_blk(it->pf, s->ev[half & (ITER_RING - 1)].addr);
 }
 
 static inline int src_less(const struct iter_src *a, const struct iter_src *b)
@@ -501,7 +518,7 @@ void mms__iter_prefetch_for(mms_iter_t *it, const struct mms__state *st)
 	it->pf = st;
 }
 
-void mms__iter_save(const mms_iter_t *it, uint64_t *next_id, struct mms__src_pos *pos)
+void mms__iter_save(const mms_iter_t *it, uint64_t at, uint64_t *next_id, struct mms__src_pos *pos)
 {
 	const struct iter_src *s;
 	struct iter_src tmp;
@@ -510,6 +527,18 @@ void mms__iter_save(const mms_iter_t *it, uint64_t *next_id, struct mms__src_pos
 	*next_id = it->next_id;
 	for (i = 0; i < it->log->nruns; i++)
 		pos[i].seg = UINT64_MAX;
+	if (at != it->next_id && it->span_n && at > it->span_id && at - it->span_id < it->span_n) {
+		/* Inside the last run: its thread alone has events to come,
+		 * and the one after event at - 1 is the next record. */
+		s = it->span_src;
+		i = it->span_slot + (size_t)(at - 1 - it->span_id);
+		*next_id = at;
+		pos[s - it->srcs].seg = s->seg;
+		pos[s - it->srcs].off = s->ev[i + 1].file_offset; /* the run's records are side by side */
+		pos[s - it->srcs].stamp = s->ev[i].stamp;
+		pos[s - it->srcs].prev_addr = s->ev[i].addr;
+		return;
+	}
 	/* Only threads with a pending event have somewhere to resume; the
 	 * others are done. */
 	for (i = 0; i < it->nheap; i++) {
@@ -679,6 +708,82 @@ decoded:
 	if (it->nheap > 1)
 		heap_down(it, 0);
 	return 1;
+}
+
+/* Events in a run: at most this many, so that each FREE's block is still
+ * asked for halfway between the lookahead and its turn. */
+#define ITER_SPAN (ITER_AHEAD / 2)
+
+int mms__iter_next_span(mms_iter_t *it, mms_event_t **v, size_t max)
+{
+	struct iter_src *s;
+	size_t j, k, i, lim;
+	uint64_t half, id;
+
+	it->span_n = 0;
+	if (it->nheap != 1 || it->limit != UINT64_MAX || max < 2)
+		return mms__iter_next_ref(it, v);
+	s = &it->srcs[it->heap[0]];
+	j = (s->n + 1) & (ITER_RING - 1);
+	lim = ITER_RING - j; /* the run does not wrap around the ring */
+	lim = lim < max ? lim : max;
+	lim = lim < ITER_SPAN ? lim : ITER_SPAN;
+	if (s->ahead) {
+		/* The lookahead's heap events, one record after the other. */
+		if (s->evs[j].at != s->c.p || s->evs[j].n != s->n + 1)
+			return mms__iter_next_ref(it, v);
+		lim = lim < s->ahead ? lim : s->ahead;
+		for (k = 1; k < lim && s->evs[j + k].at == s->evs[j + k - 1].next; k++)
+			;
+		s->ahead -= (unsigned)k;
+		s->c.p = s->evs[j + k - 1].next;
+		s->c.stamp = s->ev[j + k - 1].stamp;
+		s->c.prev_addr = s->ev[j + k - 1].addr;
+	} else if (!it->pf || s->pc_stop) {
+		/* No lookahead: the heap records at the cursor, decoded
+		 * straight into the ring. */
+		struct mms__cursor c = s->c; /* in registers: see src_fill() */
+		mms_event_t *e = &s->ev[j];
+
+		/* The slots' records (evs[]) are not set: src_take() finds
+		 * none of these, all behind the cursor. */
+		for (k = 0; k < lim && mms__decode_heap(&c, &e[k]); k++)
+			;
+		s->c = c;
+		if (!k)
+			return mms__iter_next_ref(it, v);
+	} else {
+		return mms__iter_next_ref(it, v);
+	}
+	for (i = 0, id = it->next_id; i < k; i++) {
+		s->ev[j + i].id = id++;
+		s->ev[j + i].time_ns = mms__log_time(it->log, s->ev[j + i].stamp);
+	}
+	it->next_id = id;
+	s->n += k;
+	s->peeked = 0;
+	if (it->pf) {
+		if (!s->ahead && !s->pc_stop)
+			s->pc = s->c;
+		if (!mms__state_prefetching(it->pf)) {
+			s->pc_stop = 1;
+			s->ahead = 0;
+		} else {
+			if (!s->pc_stop)
+				src_fill(it, s);
+			/* What src_fetch_ahead() asks for after each of the k. */
+			for (half = s->n - k + 1 + ITER_AHEAD / 2; half <= s->n + ITER_AHEAD / 2; half++)
+				if (s->evs[half & (ITER_RING - 1)].n == half &&
+				    s->ev[half & (ITER_RING - 1)].kind == MMS_EV_FREE)
+					mms__state_prefetch_blk(it->pf, s->ev[half & (ITER_RING - 1)].addr);
+		}
+	}
+	it->span_src = s;
+	it->span_slot = j;
+	it->span_n = k;
+	it->span_id = s->ev[j].id;
+	*v = &s->ev[j];
+	return (int)k;
 }
 
 MMS__EXPORT int mms_iter_next(mms_iter_t *it, mms_event_t *ev)
