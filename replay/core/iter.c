@@ -710,8 +710,9 @@ decoded:
 	return 1;
 }
 
-/* Events in a run: at most this many, so that each FREE's block is still
- * asked for halfway between the lookahead and its turn. */
+/* Events in a run from the lookahead: at most this many, so that each
+ * FREE's block is still asked for halfway between the lookahead and its
+ * turn. */
 #define ITER_SPAN (ITER_AHEAD / 2)
 
 int mms__iter_next_span(mms_iter_t *it, mms_event_t **v, size_t max)
@@ -727,12 +728,12 @@ int mms__iter_next_span(mms_iter_t *it, mms_event_t **v, size_t max)
 	j = (s->n + 1) & (ITER_RING - 1);
 	lim = ITER_RING - j; /* the run does not wrap around the ring */
 	lim = lim < max ? lim : max;
-	lim = lim < ITER_SPAN ? lim : ITER_SPAN;
 	if (s->ahead) {
 		/* The lookahead's heap events, one record after the other. */
 		if (s->evs[j].at != s->c.p || s->evs[j].n != s->n + 1)
 			return mms__iter_next_ref(it, v);
 		lim = lim < s->ahead ? lim : s->ahead;
+		lim = lim < ITER_SPAN ? lim : ITER_SPAN;
 		for (k = 1; k < lim && s->evs[j + k].at == s->evs[j + k - 1].next; k++)
 			;
 		s->ahead -= (unsigned)k;
@@ -741,7 +742,8 @@ int mms__iter_next_span(mms_iter_t *it, mms_event_t **v, size_t max)
 		s->c.prev_addr = s->ev[j + k - 1].addr;
 	} else if (!it->pf || s->pc_stop) {
 		/* No lookahead: the heap records at the cursor, decoded
-		 * straight into the ring. */
+		 * straight into the ring, as many as the ring holds past
+		 * the last run (no block is asked for halfway). */
 		struct mms__cursor c = s->c; /* in registers: see src_fill() */
 		mms_event_t *e = &s->ev[j];
 
