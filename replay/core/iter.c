@@ -64,11 +64,12 @@ struct mms_iter {
 	uint64_t limit;       /* no event stamped after it is yielded */
 	const struct mms__state *pf; /* the state to fetch ahead for, or NULL */
 	mms_event_t ev;              /* an event decoded here, not in a lookahead slot */
-	/* The last run mms__iter_next_span() gave of more than one event:
-	 * its thread, first slot, first event's id and length (0: none). */
+	/* The last run mms__iter_next_span() gave: its thread, first slot,
+	 * first event's id and length (0: none), and the delta state before
+	 * its first record. */
 	const struct iter_src *span_src;
 	size_t span_slot, span_n;
-	uint64_t span_id;
+	uint64_t span_id, span_stamp, span_prev_addr;
 };
 
 static void seg_enter(mms_log_t *log, struct iter_src *s)
@@ -527,16 +528,16 @@ void mms__iter_save(const mms_iter_t *it, uint64_t at, uint64_t *next_id, struct
 	*next_id = it->next_id;
 	for (i = 0; i < it->log->nruns; i++)
 		pos[i].seg = UINT64_MAX;
-	if (at != it->next_id && it->span_n && at > it->span_id && at - it->span_id < it->span_n) {
+	if (at != it->next_id && it->span_n && at >= it->span_id && at - it->span_id < it->span_n) {
 		/* Inside the last run: its thread alone has events to come,
-		 * and the one after event at - 1 is the next record. */
+		 * and event at's record is the one after event at - 1's. */
 		s = it->span_src;
-		i = it->span_slot + (size_t)(at - 1 - it->span_id);
+		i = it->span_slot + (size_t)(at - it->span_id);
 		*next_id = at;
 		pos[s - it->srcs].seg = s->seg;
-		pos[s - it->srcs].off = s->ev[i + 1].file_offset; /* the run's records are side by side */
-		pos[s - it->srcs].stamp = s->ev[i].stamp;
-		pos[s - it->srcs].prev_addr = s->ev[i].addr;
+		pos[s - it->srcs].off = s->ev[i].file_offset;
+		pos[s - it->srcs].stamp = at == it->span_id ? it->span_stamp : s->ev[i - 1].stamp;
+		pos[s - it->srcs].prev_addr = at == it->span_id ? it->span_prev_addr : s->ev[i - 1].addr;
 		return;
 	}
 	/* Only threads with a pending event have somewhere to resume; the
@@ -725,6 +726,8 @@ int mms__iter_next_span(mms_iter_t *it, mms_event_t **v, size_t max)
 	if (it->nheap != 1 || it->limit != UINT64_MAX || max < 2)
 		return mms__iter_next_ref(it, v);
 	s = &it->srcs[it->heap[0]];
+	it->span_stamp = s->c.stamp;
+	it->span_prev_addr = s->c.prev_addr;
 	j = (s->n + 1) & (ITER_RING - 1);
 	lim = ITER_RING - j; /* the run does not wrap around the ring */
 	lim = lim < max ? lim : max;
