@@ -22,6 +22,60 @@ int mms__iter_next_ref(mms_iter_t *it, mms_event_t **evp);
  * on damage. */
 int mms__iter_next_span(mms_iter_t *it, mms_event_t **v, size_t max);
 
+/* A caller's hold on the iterator's last run: n events from v, i of them
+ * taken. All zero: none. */
+struct mms__span {
+	mms_event_t *v;
+	size_t n, i;
+};
+
+/* The most events the callers ask for in a run: half the iterator's ring,
+ * so that the last run's events stay while the next is made. */
+#define MMS__SPAN_MAX 16
+
+/* The next event of sp's run, or NULL when it is used up. Inline: every
+ * event takes it. */
+static inline mms_event_t *mms__span_take(struct mms__span *sp)
+{
+	return sp->i < sp->n ? &sp->v[sp->i++] : NULL;
+}
+
+/* A new run of at most max events (1: one at a time, as
+ * mms__iter_next_ref()) into sp, its first event taken into *evp. Returns
+ * as mms__iter_next_ref() does. */
+static inline int mms__span_fill(struct mms__span *sp, mms_iter_t *it, size_t max, mms_event_t **evp)
+{
+	int rc = mms__iter_next_span(it, &sp->v, max);
+
+	if (rc <= 0) {
+		sp->n = sp->i = 0;
+		return rc;
+	}
+	sp->n = (size_t)rc;
+	sp->i = 1;
+	*evp = sp->v;
+	return 1;
+}
+
+/* The next event into *evp: sp's next, or a new run's first. Returns as
+ * mms__iter_next_ref() does; *evp stays as it was unless it returns 1.
+ * (mms__span_take() written out: through it, the pass ran 0.7% more
+ * instructions, callgrind on sqlite3's log.) */
+static inline int mms__span_next(struct mms__span *sp, mms_iter_t *it, size_t max, mms_event_t **evp)
+{
+	if (sp->i < sp->n) {
+		*evp = &sp->v[sp->i++];
+		return 1;
+	}
+	return mms__span_fill(sp, it, max, evp);
+}
+
+/* Forgets sp's run, before its iterator goes. */
+static inline void mms__span_drop(struct mms__span *sp)
+{
+	sp->n = sp->i = 0;
+}
+
 /* --- iterator positions (iter.c) ---------------------------------------- */
 /* Where one thread's cursor stands: enough to resume without decoding what
  * came before. */

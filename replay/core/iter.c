@@ -27,6 +27,7 @@
  * just yielded from its slot stays there, untouched by the lookahead, until
  * the next call (mms__iter_next_ref()). A power of two. */
 #define ITER_RING (2 * ITER_AHEAD)
+_Static_assert(MMS__SPAN_MAX <= ITER_RING / 2, "a run made must leave the last one's events be");
 
 /* One thread's run of segments, its cursor at the record of its next
  * event once peeked. */
@@ -383,6 +384,18 @@ stop:
 	s->pc_stop = 1;
 }
 
+/* Asks for the block event n of s will free, when the lookahead decoded
+ * that event and it is a FREE (the table's line, asked for earlier, has
+ * come by now). */
+static inline __attribute__((always_inline)) void src_free_ahead(const mms_iter_t *it, const struct iter_src *s,
+								 uint64_t n)
+{
+	size_t i = n & (ITER_RING - 1);
+
+	if (s->evs[i].n == n && s->ev[i].kind == MMS_EV_FREE)
+		mms__state_prefetch_blk(it->pf, s->ev[i].addr);
+}
+
 /* After s yielded an event: keeps the lookahead ITER_AHEAD events ahead
  * and, halfway, asks for the block of a FREE to come. */
 static inline void src_fetch_ahead(const mms_iter_t *it, struct iter_src *s)
@@ -404,8 +417,7 @@ static inline void src_fetch_ahead(const mms_iter_t *it, struct iter_src *s)
 	}
 	if (!s->pc_stop)
 		src_fill(it, s);
-	if (s->evs[half & (ITER_RING - 1)].n == half && s->ev[half & (ITER_RING - 1)].kind == MMS_EV_FREE)
-		mms__state_prefetch_blk(it->pf, s->ev[half & (ITER_RING - 1)].addr);
+	src_free_ahead(it, s, half);
 }
 
 static inline int src_less(const struct iter_src *a, const struct iter_src *b)
@@ -778,9 +790,7 @@ int mms__iter_next_span(mms_iter_t *it, mms_event_t **v, size_t max)
 				src_fill(it, s);
 			/* What src_fetch_ahead() asks for after each of the k. */
 			for (half = s->n - k + 1 + ITER_AHEAD / 2; half <= s->n + ITER_AHEAD / 2; half++)
-				if (s->evs[half & (ITER_RING - 1)].n == half &&
-				    s->ev[half & (ITER_RING - 1)].kind == MMS_EV_FREE)
-					mms__state_prefetch_blk(it->pf, s->ev[half & (ITER_RING - 1)].addr);
+				src_free_ahead(it, s, half);
 		}
 	}
 	it->span_src = s;

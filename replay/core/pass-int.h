@@ -40,10 +40,7 @@ struct mms__read {
 	struct mms__state own;
 	int own_used;
 	mms_iter_t *it;        /* NULL over a replay */
-	/* The iterator's last run of events (mms__iter_next_span()): span_n
-	 * of them from span, span_i of them taken. */
-	mms_event_t *span;
-	size_t span_n, span_i;
+	struct mms__span span; /* the iterator's last run of events */
 	mms_replay_t *replay;  /* a report's replay, or NULL */
 	struct mms__track tr;  /* launches and steps, as the subscribers asked */
 	unsigned track;        /* MMS__TRACK_* followed in this read */

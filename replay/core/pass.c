@@ -144,9 +144,6 @@ static void sub_fail(struct mms__sub *s, int rc)
 
 static void dispatch_fill(struct mms_pass *p, struct dispatch *d);
 
-/* Events the iterator may give at once. */
-#define READ_SPAN 16
-
 /* The next event of the read, applied to its state, into *evp: the
  * iterator's own (no copy; it stays until the next call), or buf over a
  * replay. Returns 1, 0 at the end, or a negative code: damage
@@ -165,18 +162,11 @@ static int read_next(struct mms_pass *p, struct mms__read *rd, mms_event_t *buf,
 		*evp = buf;
 		return rc ? rc : MMS_ECORRUPT; /* the step ends before the log does */
 	}
-	if (rd->span_i < rd->span_n) {
-		ev = *evp = &rd->span[rd->span_i++];
-	} else {
-		rc = mms__iter_next_span(rd->it, &rd->span, READ_SPAN);
-		if (rc <= 0) {
-			rd->span_n = rd->span_i = 0;
-			return rc;
-		}
-		rd->span_n = (size_t)rc;
-		rd->span_i = 1;
-		ev = *evp = rd->span;
-	}
+	/* At the end *evp stays the last event (read_events()). */
+	rc = mms__span_next(&rd->span, rd->it, MMS__SPAN_MAX, evp);
+	if (rc <= 0)
+		return rc;
+	ev = *evp;
 	/* One test for most events: a subscriber's before is for a few kinds. */
 	if (ev->kind < MMS_EV_KIND_COUNT && ev->mem < MMS_MEM_KIND_COUNT &&
 	    p->dispatch->before_mems[ev->kind] >> ev->mem & 1u) {
@@ -670,7 +660,7 @@ static int feed_save(struct mms_pass *p)
 	mms__iter_save_follow(p->first.it, &p->fed_id, p->fpos);
 	mms_iter_close(p->first.it);
 	p->first.it = NULL;
-	p->first.span_n = p->first.span_i = 0;
+	mms__span_drop(&p->first.span);
 	return 0;
 }
 

@@ -23,11 +23,9 @@ struct mms_replay {
 	struct mms__index ix;
 	struct mms__state st;
 	mms_iter_t *it;
-	/* The iterator's last run of events (mms__iter_next_span(), not on a
-	 * log being followed, whose refresh may come between two events):
-	 * span_n of them from span, span_i of them taken. */
-	mms_event_t *span;
-	size_t span_n, span_i;
+	/* The iterator's last run of events; one event at a time on a log
+	 * being followed, whose refresh may come between two events. */
+	struct mms__span span;
 	/* The last event applied, when last_valid: in the iterator's slot
 	 * (no copy), or in last_buf, where last_keep() puts it before the
 	 * iterator goes. Never NULL. */
@@ -50,12 +48,6 @@ static void last_keep(mms_replay_t *r)
 		r->last_buf = *r->last;
 		r->last = &r->last_buf;
 	}
-}
-
-/* Forgets the iterator's run of events, before the iterator goes. */
-static void span_drop(mms_replay_t *r)
-{
-	r->span_n = r->span_i = 0;
 }
 
 /* A replay of a log being written goes no further than a gap in a
@@ -89,7 +81,7 @@ static int rewind_start(mms_replay_t *r)
 		return rc;
 	}
 	last_keep(r);
-	span_drop(r);
+	mms__span_drop(&r->span);
 	mms_iter_close(r->it);
 	mms__state_free(&r->st);
 	r->it = it;
@@ -231,9 +223,6 @@ MMS__EXPORT mms_log_t *mms_replay_log(const mms_replay_t *r)
 	return r ? r->log : NULL;
 }
 
-/* Events the iterator may give at once. */
-#define REPLAY_SPAN 16
-
 MMS__EXPORT int mms_replay_next(mms_replay_t *r, mms_event_t *ev)
 {
 	mms_event_t *e;
@@ -247,22 +236,9 @@ MMS__EXPORT int mms_replay_next(mms_replay_t *r, mms_event_t *ev)
 	 * damage the build found. */
 	if (r->st.pos >= r->ix.events)
 		return r->ix.stop_rc;
-	if (r->span_i < r->span_n) {
-		e = &r->span[r->span_i++];
-	} else if (r->log->follow) {
-		rc = mms__iter_next_ref(r->it, &e);
-		if (rc <= 0)
-			return rc;
-	} else {
-		rc = mms__iter_next_span(r->it, &r->span, REPLAY_SPAN);
-		if (rc <= 0) {
-			span_drop(r);
-			return rc;
-		}
-		r->span_n = (size_t)rc;
-		r->span_i = 1;
-		e = r->span;
-	}
+	e = mms__span_take(&r->span);
+	if (!e && (rc = mms__span_fill(&r->span, r->it, r->log->follow ? 1 : MMS__SPAN_MAX, &e)) <= 0)
+		return rc;
 	rc = mms__state_apply(&r->st, e);
 	if (rc) {
 		last_keep(r); /* the last event applied stays, whatever comes */
@@ -329,7 +305,7 @@ static int load_ckpt(mms_replay_t *r, ptrdiff_t k)
 	if (rc)
 		return rc;
 	last_keep(r);
-	span_drop(r);
+	mms__span_drop(&r->span);
 	mms_iter_close(r->it);
 	mms__state_free(&r->st);
 	r->st = st;
@@ -381,7 +357,7 @@ MMS__EXPORT int mms_replay_follow_refresh(mms_replay_t *r)
 	 * there. */
 	mms__iter_save_follow(r->it, &next_id, pos);
 	last_keep(r);
-	span_drop(r);
+	mms__span_drop(&r->span);
 	mms_iter_close(r->it);
 	r->it = NULL;
 	found = mms_log_follow_refresh(r->log);
