@@ -110,8 +110,10 @@ static inline int mms__heap_u(const uint8_t **pp, uint64_t *v)
  * the other fields 0) and advances c. Returns 1, or 0 leaving c as it was
  * when the record is of another tag or not one this path reads (near the
  * end of the records, a field over 8 bytes, a stamp that wraps):
- * mms__decode() reads those. */
-static inline __attribute__((always_inline)) int mms__decode_heap(struct mms__cursor *c, mms_event_t *ev)
+ * mms__decode() reads those. With whole 0 it stores only the fields
+ * named, leaving id, time_ns and the others as they are: for an event
+ * that only ever holds heap events, whose other fields stay 0. */
+static inline __attribute__((always_inline)) int mms__decode_heap_to(struct mms__cursor *c, mms_event_t *ev, int whole)
 {
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	const uint8_t *p = c->p;
@@ -138,25 +140,28 @@ static inline __attribute__((always_inline)) int mms__decode_heap(struct mms__cu
 	}
 	if (c->stamp + delta < c->stamp)
 		return 0; /* the careful path says what is wrong */
-	/* Every field stored: no zeroing first. */
-	ev->id = 0;
+	/* Every field stored (whole), no zeroing first; or those a heap
+	 * event sets, into an event whose others are 0 already. */
+	if (whole) {
+		ev->id = 0;
+		ev->time_ns = 0;
+		ev->mem = MMS_MEM_HOST;
+		ev->device = 0;
+		ev->total = 0;
+		ev->used = 0;
+		ev->range_id = 0;
+		ev->name = NULL;
+		ev->flags = 0;
+	}
 	ev->stamp = c->stamp + delta;
-	ev->time_ns = 0;
 	ev->thread = c->thread;
 	ev->kind = is_free ? MMS_EV_FREE : MMS_EV_MALLOC;
 	ev->sub = (uint16_t)(tag & 7);
-	ev->mem = MMS_MEM_HOST;
-	ev->device = 0;
 	ev->addr = c->prev_addr + (uint64_t)mms_unzigzag(zz);
 	ev->size = size;
 	ev->stack = (uint32_t)stack;
 	ev->runtime = (uint32_t)runtime;
-	ev->total = 0;
-	ev->used = 0;
-	ev->range_id = 0;
-	ev->name = NULL;
 	ev->file_offset = (uint64_t)(c->p - c->base) + c->base_off;
-	ev->flags = 0;
 	c->stamp = ev->stamp;
 	c->prev_addr = ev->addr;
 	c->p = p;
@@ -164,10 +169,15 @@ static inline __attribute__((always_inline)) int mms__decode_heap(struct mms__cu
 #else
 	(void)c;
 	(void)ev;
+	(void)whole;
 	return 0;
 #endif
 }
 
+static inline __attribute__((always_inline)) int mms__decode_heap(struct mms__cursor *c, mms_event_t *ev)
+{
+	return mms__decode_heap_to(c, ev, 1);
+}
 
 /* Whether the record at c->p (before c->end) is an event's: returns 1
  * with the event's stamp in *stamp, c left at the record; 0 for a record

@@ -47,7 +47,10 @@ struct iter_src {
 	 * record at `at`, decoded into ev[], the cursor after it at `next`.
 	 * c takes them from here instead of decoding each record a second
 	 * time; halfway, a FREE's block is asked for. The events apart, side
-	 * by side, so that a run of them is an array (mms__iter_next_span()). */
+	 * by side, so that a run of them is an array (mms__iter_next_span()).
+	 * Only heap events are decoded into ev[], and only the fields a heap
+	 * event sets (mms__decode_heap_to() with whole 0) and its id and
+	 * time_ns, when it is yielded: the others stay 0 from calloc(). */
 	struct ahead_ev {
 		uint64_t n;
 		const uint8_t *at, *next;
@@ -355,7 +358,7 @@ static inline __attribute__((always_inline)) void src_fill(const mms_iter_t *it,
 
 		if (at >= pc.end)
 			goto stop;
-		if (mms__decode_heap(&pc, &s->ev[i])) {
+		if (mms__decode_heap_to(&pc, &s->ev[i], 0)) {
 			a->at = at;
 			a->n = n + ahead + 1;
 			a->next = pc.p;
@@ -764,7 +767,7 @@ int mms__iter_next_span(mms_iter_t *it, mms_event_t **v, size_t max)
 
 		/* The slots' records (evs[]) are not set: src_take() finds
 		 * none of these, all behind the cursor. */
-		for (k = 0; k < lim && mms__decode_heap(&c, &e[k]); k++)
+		for (k = 0; k < lim && mms__decode_heap_to(&c, &e[k], 0); k++)
 			;
 		s->c = c;
 		if (!k)
@@ -772,9 +775,16 @@ int mms__iter_next_span(mms_iter_t *it, mms_event_t **v, size_t max)
 	} else {
 		return mms__iter_next_ref(it, v);
 	}
-	for (i = 0, id = it->next_id; i < k; i++) {
-		s->ev[j + i].id = id++;
-		s->ev[j + i].time_ns = mms__log_time(it->log, s->ev[j + i].stamp);
+	{
+		/* The clock's fields in registers: the stores below might
+		 * alias them. */
+		const uint64_t start = it->log->hdr.start_stamp, start_ns = it->log->hdr.start_realtime_ns;
+		const double nps = it->log->ns_per_stamp;
+
+		for (i = 0, id = it->next_id; i < k; i++) {
+			s->ev[j + i].id = id++;
+			s->ev[j + i].time_ns = mms__stamp_time(start, nps, start_ns, s->ev[j + i].stamp);
+		}
 	}
 	it->next_id = id;
 	s->n += k;

@@ -311,24 +311,30 @@ static inline int64_t mms__log_stack_ix(const mms_log_t *log, uint64_t id)
 	return v ? (int64_t)*v : -1;
 }
 
+/* Converts a stamp to CLOCK_REALTIME nanoseconds on the line through
+ * (start, start_ns) of slope ns_per_stamp: mms__log_time() with the log's
+ * fields passed, for a loop that keeps them in registers. */
+static inline uint64_t mms__stamp_time(uint64_t start, double ns_per_stamp, uint64_t start_ns, uint64_t stamp)
+{
+	int64_t d = (int64_t)(stamp - start);
+	double t;
+
+	if (ns_per_stamp == 1.0)
+		return start_ns + (uint64_t)d;
+	/* Only a damaged header puts a stamp this far away; clamp it rather
+	 * than convert an out-of-range double. */
+	t = (double)d * ns_per_stamp;
+	t = t > 9.0e18 ? 9.0e18 : t;
+	t = t < -9.0e18 ? -9.0e18 : t;
+	return start_ns + (uint64_t)(int64_t)t;
+}
+
 /* Converts a stamp to CLOCK_REALTIME nanoseconds by the line log.c draws
  * through the log's two (stamp, realtime) pairs. Inline: every event
  * takes it. */
 static inline uint64_t mms__log_time(const mms_log_t *log, uint64_t stamp)
 {
-	int64_t d = (int64_t)(stamp - log->hdr.start_stamp);
-	double t;
-
-	if (log->ns_per_stamp == 1.0)
-		return log->hdr.start_realtime_ns + (uint64_t)d;
-	/* Only a damaged header puts a stamp this far away; clamp it rather
-	 * than convert an out-of-range double. */
-	t = (double)d * log->ns_per_stamp;
-	if (t > 9.0e18)
-		t = 9.0e18;
-	else if (t < -9.0e18)
-		t = -9.0e18;
-	return log->hdr.start_realtime_ns + (uint64_t)(int64_t)t;
+	return mms__stamp_time(log->hdr.start_stamp, log->ns_per_stamp, log->hdr.start_realtime_ns, stamp);
 }
 
 #endif /* MMS_LOG_INT_H */

@@ -518,10 +518,31 @@ static int apply_mmap(struct mms__state *st, const mms_event_t *ev, struct mms__
 	return 0;
 }
 
+/* A FREE of the heap. */
+static inline __attribute__((always_inline)) int host_free_in(struct mms__state *st, const mms_event_t *ev,
+							      struct mms__tstate *t)
+{
+	int rc;
+
+	/* free(NULL) does nothing; valgrind does not count it either. */
+	if (!ev->addr)
+		return 0;
+	t->realloc_runtime = 0;
+	rc = keyed_free_in(st, &st->host, ev, NULL);
+	/* (A realloc outside a module's import makes the program's block.) */
+	if (ev->sub == MMS_FREE_REALLOC && st->last_blk_valid)
+		t->realloc_runtime = (uint8_t)mms__blk_runtime_now(st->last_blk);
+	return rc;
+}
+
+static __attribute__((noinline)) int host_free(struct mms__state *st, const mms_event_t *ev, struct mms__tstate *t)
+{
+	return host_free_in(st, ev, t);
+}
+
 static int apply_memory(struct mms__state *st, const mms_event_t *ev, struct mms__tstate *t)
 {
 	struct mms__pool *p;
-	int rc;
 
 	if (ev->mem == MMS_MEM_MMAP)
 		return apply_mmap(st, ev, t);
@@ -538,17 +559,11 @@ static int apply_memory(struct mms__state *st, const mms_event_t *ev, struct mms
 			return keyed_alloc(st, &p->live, ev, t);
 		return keyed_free(st, &p->live, ev, p->name);
 	}
+	/* The heap's events come here only as a thread's first event:
+	 * mms__state_apply() takes the others inline. */
 	if (ev->kind == MMS_EV_MALLOC)
-		return keyed_alloc_in(st, &st->host, ev, t);
-	/* free(NULL) does nothing; valgrind does not count it either. */
-	if (!ev->addr)
-		return 0;
-	t->realloc_runtime = 0;
-	rc = keyed_free_in(st, &st->host, ev, NULL);
-	/* (A realloc outside a module's import makes the program's block.) */
-	if (ev->sub == MMS_FREE_REALLOC && st->last_blk_valid)
-		t->realloc_runtime = (uint8_t)mms__blk_runtime_now(st->last_blk);
-	return rc;
+		return keyed_alloc(st, &st->host, ev, t);
+	return host_free(st, ev, t);
 }
 
 static int apply_op(struct mms__state *st, const mms_event_t *ev, struct mms__tstate *t)
@@ -629,6 +644,16 @@ int mms__state_apply(struct mms__state *st, const mms_event_t *ev)
 	st->last_blk_valid = 0;
 	st->last_bad_free = 0;
 	st->last_thread = ev->thread;
+	if (ev->mem == MMS_MEM_HOST && (unsigned)(ev->kind - MMS_EV_MALLOC) < 2 && ev->thread < st->nthreads) {
+		/* The heap's events, most of any log, straight to their
+		 * table: a thread the state knows is one of the log's. */
+		st->by_kind[ev->kind]++;
+		st->after_step = 1;
+		t = &st->threads[ev->thread];
+		if (ev->kind == MMS_EV_MALLOC)
+			return keyed_alloc_in(st, &st->host, ev, t);
+		return host_free_in(st, ev, t);
+	}
 	if (ev->kind < MMS_EV_KIND_COUNT)
 		st->by_kind[ev->kind]++;
 	if (ev->kind != MMS_EV_SYSTEM && ev->kind != MMS_EV_STEP)
