@@ -305,21 +305,22 @@ static inline struct mms__freed *freed_next(struct mms__state *st, uint64_t addr
 		return NULL;
 	if (st->nfreed == MMS__RECENT_FREES) {
 		/* The oldest goes, and its address with it unless a later
-		 * free of it took its place. */
+		 * free of it took its place; the new one takes its entry. */
 		slot = st->freed_head;
 		if (st->freed_indexed)
 			mms__map_del_if(&st->freed_ix, st->freed[slot].addr, slot);
-		st->freed_head = (st->freed_head + 1) % MMS__RECENT_FREES;
-		st->nfreed--;
+		st->freed_head = (slot + 1) % MMS__RECENT_FREES;
+	} else {
+		slot = (st->freed_head + st->nfreed++) % MMS__RECENT_FREES;
 	}
-	slot = (st->freed_head + st->nfreed) % MMS__RECENT_FREES;
 	if (st->freed_indexed) {
 		v = mms__map_put(&st->freed_ix, addr, NULL);
-		if (!v)
+		if (!v) {
+			st->nfreed--; /* the entry is not the ring's */
 			return NULL;
+		}
 		*v = slot;
 	}
-	st->nfreed++;
 	return &st->freed[slot];
 }
 
