@@ -136,7 +136,7 @@ def report_new(session, path, header):
 
 def report_stop(session, d, who):
     """The recorder stopped at a finding (REASON_GUARD)."""
-    name = d.op_name.decode("utf-8", "replace")
+    name = fmt.name(d.op_name)
     where = ("in operator %s (launch %d, %s)" % (name, d.op_launch, fmt.step_name(d.step)) if d.op_launch
              else "outside any operator launch (%s)" % fmt.step_name(d.step))
     n = report_new(session, session.log_path(), "memscope: guard: ")

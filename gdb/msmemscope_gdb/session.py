@@ -631,7 +631,7 @@ class Session:
             guard.report_stop(self, d, who)
         elif d.reason == gdbif.REASON_OP:
             gdb.write("memscope: %soperator %s begins: launch %d, %s, %s\n"
-                      % (nums, d.op_name.decode("utf-8", "replace"), d.op_launch, fmt.step_name(d.step), who))
+                      % (nums, fmt.name(d.op_name), d.op_launch, fmt.step_name(d.step), who))
         elif d.reason == gdbif.REASON_STEP:
             if self.at_target and d.step >= self.at_target:
                 self.at_target = 0

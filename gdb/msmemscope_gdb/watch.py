@@ -314,7 +314,7 @@ def report(session, h, d, who):
     if w is None or not w.size:
         gdb.write("memscope: watch %d changed (its slot is no longer armed)\n" % (slot + 1))
         return
-    name = d.op_name.decode("utf-8", "replace")
+    name = fmt.name(d.op_name)
     if d.op_launch:
         what = "in operator %s (launch %d, %s)" % (name, d.op_launch, fmt.step_name(d.step))
     elif name:
@@ -410,7 +410,7 @@ def report_freed(session, h, d, who):
     w = d.watch[slot]
     mine = session.watches.pop(slot, None)
     label = mine.expr + ", " if mine else ""
-    name = d.op_name.decode("utf-8", "replace")
+    name = fmt.name(d.op_name)
     where = ("in operator %s (launch %d, %s)" % (name, d.op_launch, fmt.step_name(d.step))) if d.op_launch \
         else "outside any operator launch (%s)" % fmt.step_name(d.step)
     closing = closing_call()

@@ -52,6 +52,50 @@ static size_t arena_add(mms_log_t *log, const char *s, size_t len)
 	return off;
 }
 
+/* The length of the control character at byte i of s (len bytes), or 0
+ * for none: C0 (NUL to US) and DEL, 1; C1 (U+0080 to U+009F) in UTF-8,
+ * 2. */
+static size_t control_len(const unsigned char *s, size_t len, size_t i)
+{
+	if (s[i] < 0x20 || s[i] == 0x7f)
+		return 1;
+	return s[i] == 0xc2 && i + 1 < len && s[i + 1] >= 0x80 && s[i + 1] <= 0x9f ? 2 : 0;
+}
+
+/* Like arena_add(), for a name the program gave (operators, owners, pools,
+ * marks, threads, Python's files and functions): its control characters
+ * are written \xHH, so that no report prints them. A newline in an
+ * operator's name would otherwise start a line of the report the program
+ * made up, an escape sequence clear the user's terminal. */
+static size_t arena_add_name(mms_log_t *log, const char *s, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i, k, n = len, off;
+	char *e, *q;
+
+	for (i = 0; i < len; i++)
+		n += 3 * control_len(u, len, i);
+	if (n == len)
+		return arena_add(log, s, len);
+	if (!(e = malloc(n)))
+		return (size_t)-1;
+	for (i = 0, q = e; i < len;) {
+		k = control_len(u, len, i);
+		if (!k)
+			*q++ = s[i++];
+		for (; k; k--, i++) {
+			*q++ = '\\';
+			*q++ = 'x';
+			*q++ = hex[u[i] >> 4];
+			*q++ = hex[u[i] & 15];
+		}
+	}
+	off = arena_add(log, e, n);
+	free(e);
+	return off;
+}
+
 /* Copies a record's two string fields; returns 0 or -1 (no memory). */
 static int arena_add2(mms_log_t *log, const struct mms__rec *r, size_t *a, size_t *b)
 {
@@ -181,7 +225,7 @@ int mms__meta_record(mms_log_t *log, const struct mms__rec *r)
 			return -ENOMEM;
 		if (!isnew) /* the first definition wins */
 			return 0;
-		a = arena_add(log, r->s[0], r->slen[0]);
+		a = arena_add_name(log, r->s[0], r->slen[0]);
 		if (a == (size_t)-1)
 			return -ENOMEM;
 		*slot = a;
@@ -229,7 +273,8 @@ int mms__meta_record(mms_log_t *log, const struct mms__rec *r)
 		if (!isnew) /* the first definition wins */
 			return 0;
 		if (mms__grow(&log->pycodes, &log->pycodes_cap, log->npycodes, sizeof(*log->pycodes)) ||
-		    arena_add2(log, r, &a, &b)) {
+		    (a = arena_add_name(log, r->s[0], r->slen[0])) == (size_t)-1 ||
+		    (b = arena_add_name(log, r->s[1], r->slen[1])) == (size_t)-1) {
 			mms__map_del(&log->pycode_ix, r->u[0], NULL);
 			return -ENOMEM;
 		}
