@@ -27,23 +27,24 @@ struct session {
 	struct show *s;
 };
 
-static const char help_text[] =
-	"Commands (a position is the number of events applied: 0 is before event #0):\n"
-	"  next [N]           apply the next N events (default 1) and print them\n"
-	"  back [N]           go back N events (default 1)\n"
-	"  step [N]           go to the end of the current step, or N steps on\n"
-	"  goto event N       go to just after event #N\n"
-	"  goto step N        go to the start of step N (before its first event)\n"
-	"  goto end           go to the end of the log\n"
-	"  op NAME            go to the next launch of operator NAME\n"
-	"  where              position, step, operator, live and peak bytes\n"
-	"  live               the live blocks, grouped by allocation stack\n"
-	"  leaks              msMemScope's leaks so far: blocks allocated in a step N >= 2\n"
-	"                     still live after step N + 1 ended\n"
-	"  info block ADDR    the block containing ADDR (live, or the last one freed)\n"
-	"  report step N      what step N did (as --step N prints it)\n"
-	"  help               this list\n"
-	"  quit               leave (end of input does too)\n";
+static const char help_text[] = "Commands (a position is the number of events applied: 0 is before event #0):\n"
+				"  next [N]           apply the next N events (default 1) and print them\n"
+				"  back [N]           go back N events (default 1)\n"
+				"  step [N]           go to the end of the current step, or N steps on\n"
+				"  goto event N       go to just after event #N\n"
+				"  goto step N        go to the start of step N (before its first event)\n"
+				"  goto end           go to the end of the log\n"
+				"  event N            goto event N (the words of --event N)\n"
+				"  op NAME            go to the next launch of operator NAME\n"
+				"  where              position, step, operator, live and peak bytes\n"
+				"  live               the live blocks, grouped by allocation stack\n"
+				"  leaks              msMemScope's leaks so far: blocks allocated in a step N >= 2\n"
+				"                     still live after step N + 1 ended\n"
+				"  info block ADDR    the block containing ADDR (live, or the last one freed);\n"
+				"                     also: block ADDR\n"
+				"  report step N      what step N did (as --step N prints it)\n"
+				"  help               this list\n"
+				"  quit               leave (end of input does too)\n";
 
 /* Reports a failed command: text on stderr, or a JSON object. The session
  * goes on, and its exit status stays 0: the commands ran. */
@@ -386,6 +387,14 @@ static int run_line(struct session *ss, char *line)
 			cmd_step(ss, n);
 	} else if (!strcmp(argv[0], "goto") || !strcmp(argv[0], "g")) {
 		cmd_goto(ss, argc, argv);
+	} else if (!strcmp(argv[0], "event")) {
+		/* As --event N says it: goto event N. */
+		char *g[3] = { "goto", "event", argc == 2 ? argv[1] : NULL };
+
+		if (argc != 2)
+			fail(ss, "usage: event N");
+		else
+			cmd_goto(ss, 3, g);
 	} else if (!strcmp(argv[0], "op")) {
 		if (argc != 2)
 			fail(ss, "usage: op NAME");
@@ -402,6 +411,11 @@ static int run_line(struct session *ss, char *line)
 			fail(ss, "usage: info block ADDR");
 		else
 			cmd_info_block(ss, argv[2]);
+	} else if (!strcmp(argv[0], "block")) {
+		if (argc != 2)
+			fail(ss, "usage: block ADDR");
+		else
+			cmd_info_block(ss, argv[1]);
 	} else if (!strcmp(argv[0], "report")) {
 		cmd_report(ss, argc, argv);
 	} else {

@@ -83,14 +83,14 @@ n=$("$MMS_REPLAY" st.mms --from 40 --json | wc -l)
 # The stepper, fed on stdin, answering in JSON one line per command.
 interior=$(printf '0x%x' $((keep2 + 10)))
 printf '%s\n' "goto step 4" "leaks" "info block $interior" "op work" "where" "next 2" "back 1" \
-	"goto event 46" "info block 0x1" "bogus" "step" "quit" "where" >steps.in
+	"goto event 46" "event 46" "block $interior" "info block 0x1" "bogus" "step" "quit" "where" >steps.in
 "$MMS_REPLAY" st.mms -i --json <steps.in >steps.json 2>steps.err && rc=0 || rc=$?
 # The commands ran: a bad one answers {"error": ...}, the status stays 0.
 [ "$rc" = 0 ] || fail "the stepper exited $rc after a bad command, want 0 (its commands ran): $(cat steps.err)"
 py "
 lines = [json.loads(l) for l in open(sys.argv[1])]
-assert len(lines) == 11, 'want 11 answers (quit stops before the last where), got %d' % len(lines)
-start, leaks, blk, op, where, nxt, back, ev46, nob, bogus, step = lines
+assert len(lines) == 13, 'want 13 answers (quit stops before the last where), got %d' % len(lines)
+start, leaks, blk, op, where, nxt, back, ev46, ev46b, blkb, nob, bogus, step = lines
 assert start['position'] == 37 and start['step'] == 4, start
 assert leaks['bytes'] == 2000 and leaks['groups'][0]['stack'][0]['function'] == 'cache_alloc', leaks
 assert blk['addr'] == sys.argv[2] and blk['size'] == 2000 and blk['step'] == 2, blk
@@ -100,6 +100,8 @@ assert where['op'] == 'work' and where['op_launch'] == 8, where
 assert nxt['applied'] == 2 and nxt['last_event']['id'] == 43, nxt
 assert back['event']['id'] == 42, back
 assert ev46['event']['kind'] == 'FREE' and ev46['where']['live_bytes'] == 5000, ev46
+assert ev46b == ev46, ('event N is goto event N', ev46b, ev46)
+assert blkb['addr'] == blk['addr'] and blkb['size'] == blk['size'] and blkb['step'] == blk['step'], (blkb, blk)
 assert 'error' in nob and 'error' in bogus and 'bogus' in bogus['error'], (nob, bogus)
 assert step['position'] == 48 and step['step'] == 5, step
 " steps.json "$keep2"
@@ -112,7 +114,7 @@ for want in "live block 0x" "3000 bytes (2.9 KiB), HOST, allocation 8" "operator
 	grep -qF -- "$want" text.out || fail "the stepper's text does not show '$want':
 $(cat text.out)"
 done
-note "stepper: goto, leaks (2000 bytes of step 2 at the start of step 4), info block, op, next, back"
+note "stepper: goto, leaks (2000 bytes of step 2 at the start of step 4), info block, op, next, back, event N and block ADDR (the words of --event)"
 
 # The index: written beside the log on first use (mode 0640), reused,
 # rebuilt when the log changes, never written over a file that is not one.
