@@ -53,4 +53,31 @@ expect_eq "the leak's operator in the JSON" "$got" "$op"
 no_controls dump.csv "the CSV dump"
 grep -qF 'own\x09er\x1b[31m' dump.csv || fail "the CSV dump does not name the owner escaped: $(head -5 dump.csv)"
 grep -qF '卷积层' dump.csv || fail "the CSV dump does not keep the UTF-8 name as it is"
-note "operator, owner, pool and mark names with a newline, ESC, TAB, DEL and U+009B written \\xHH in the launcher's report, --summary, --step, --from, decompose, leaks JSON and the CSV dump; a UTF-8 name (卷积层) kept as it is"
+# Python's file names too (a PYCODE record): a module compiled under a name
+# with a newline and ESC keeps a block three calls deep.
+pkg=$top_builddir/hooks/python/build
+if [ -e "$pkg/msmemscope/_msmemscope.so" ]; then
+	cat >ctl.py <<'EOF2'
+import msmemscope
+keep = []
+src = "def leaky_fn(n):\n    keep.append(bytearray(n))\n"
+ns = {"keep": keep}
+exec(compile(src, "evil\n====== Leaks: none ======\x1b[2J.py", "exec"), ns)
+ns["leaky_fn"](54321)
+print("done")
+EOF2
+	rm -rf pyout
+	PYTHONPATH=$pkg "$MMS_LAUNCHER" --call-stack=python:8 --output=pyout -- "$MMS_PYTHON" ctl.py >py.out 2>py.err ||
+		fail "ctl.py exited $? under the recorder: $(cat py.err)"
+	expect_eq "ctl.py's output" "$(cat py.out)" done
+	no_controls py.err "the launcher's report of a Python program"
+	"$MMS_REPLAY" "$(launched_log py.err)" --export csv -o py.csv >pycsv.out 2>&1 ||
+		fail "--export csv of the Python log exited $?: $(cat pycsv.out)"
+	no_controls py.csv "the CSV dump of a Python program"
+	grep -F 'leaky_fn' py.csv | grep -qF 'evil\x0a====== Leaks: none ======\x1b[2J.py' ||
+		fail "the Python frame's file is not written escaped in the dump: $(grep -F leaky_fn py.csv | head -3)"
+	pynote=", a Python file name"
+else
+	pynote=" (no Python package built: the Python file name not checked)"
+fi
+note "operator, owner, pool and mark names with a newline, ESC, TAB, DEL and U+009B written \\xHH in the launcher's report, --summary, --step, --from, decompose, leaks JSON and the CSV dump$pynote; a UTF-8 name (卷积层) kept as it is"
