@@ -27,24 +27,25 @@ struct session {
 	struct show *s;
 };
 
-static const char help_text[] = "Commands (a position is the number of events applied: 0 is before event #0):\n"
-				"  next [N]           apply the next N events (default 1) and print them\n"
-				"  back [N]           go back N events (default 1)\n"
-				"  step [N]           go to the end of the current step, or N steps on\n"
-				"  goto event N       go to just after event #N\n"
-				"  goto step N        go to the start of step N (before its first event)\n"
-				"  goto end           go to the end of the log\n"
-				"  event N            goto event N (the words of --event N)\n"
-				"  op NAME            go to the next launch of operator NAME\n"
-				"  where              position, step, operator, live and peak bytes\n"
-				"  live               the live blocks, grouped by allocation stack\n"
-				"  leaks              msMemScope's leaks so far: blocks allocated in a step N >= 2\n"
-				"                     still live after step N + 1 ended\n"
-				"  info block ADDR    the block containing ADDR (live, or the last one freed);\n"
-				"                     also: block ADDR\n"
-				"  report step N      what step N did (as --step N prints it)\n"
-				"  help               this list\n"
-				"  quit               leave (end of input does too)\n";
+static const char help_text[] =
+	"Commands (a position is the number of events applied: 0 is before event #0):\n"
+	"  next [N]           apply the next N events (default 1) and print them\n"
+	"  back [N]           go back N events (default 1)\n"
+	"  step [N]           go to the end of the current step, or N steps on\n"
+	"  goto event N       go to just after event #N\n"
+	"  goto step N        go to the start of step N (before its first event)\n"
+	"  goto end           go to the end of the log\n"
+	"  event N            goto event N (the words of --event N)\n"
+	"  op NAME            go to the next launch of operator NAME\n"
+	"  where              position, step, operator, live and peak bytes\n"
+	"  live               the live blocks, grouped by allocation stack\n"
+	"  leaks              msMemScope's leaks so far: blocks allocated in a step N >= 2\n"
+	"                     still live after step N + 1 ended\n"
+	"  info block ADDR    the block containing ADDR (live, or the last one freed);\n"
+	"                     also: block ADDR\n"
+	"  report step N      what step N did (as --step N prints it)\n"
+	"  help               this list\n"
+	"  quit               leave (end of input does too)\n";
 
 /* Reports a failed command: text on stderr, or a JSON object. The session
  * goes on, and its exit status stays 0: the commands ran. */
