@@ -734,12 +734,15 @@ decoded:
 int mms__iter_next_span(mms_iter_t *it, mms_event_t **v, size_t max)
 {
 	struct iter_src *s;
+	struct mms__clock clk;
 	size_t j, k, i, lim;
 	uint64_t half, id;
 
 	it->span_n = 0;
 	if (it->nheap != 1 || it->limit != UINT64_MAX || max < 2)
 		return mms__iter_next_ref(it, v);
+	mms__log_clock(it->log, &clk);
+	id = it->next_id;
 	s = &it->srcs[it->heap[0]];
 	it->span_stamp = s->c.stamp;
 	it->span_prev_addr = s->c.prev_addr;
@@ -758,6 +761,10 @@ int mms__iter_next_span(mms_iter_t *it, mms_event_t **v, size_t max)
 		s->c.p = s->evs[j + k - 1].next;
 		s->c.stamp = s->ev[j + k - 1].stamp;
 		s->c.prev_addr = s->ev[j + k - 1].addr;
+		for (i = 0; i < k; i++) {
+			s->ev[j + i].id = id + i;
+			s->ev[j + i].time_ns = mms__clock_time(&clk, s->ev[j + i].stamp);
+		}
 	} else if (!it->pf || s->pc_stop) {
 		/* No lookahead: the heap records at the cursor, decoded
 		 * straight into the ring, as many as the ring holds past
@@ -766,27 +773,19 @@ int mms__iter_next_span(mms_iter_t *it, mms_event_t **v, size_t max)
 		mms_event_t *e = &s->ev[j];
 
 		/* The slots' records (evs[]) are not set: src_take() finds
-		 * none of these, all behind the cursor. */
-		for (k = 0; k < lim && mms__decode_heap_to(&c, &e[k], 0); k++)
-			;
+		 * none of these, all behind the cursor. Each event's id and
+		 * time while its stamp is at hand. */
+		for (k = 0; k < lim && mms__decode_heap_to(&c, &e[k], 0); k++) {
+			e[k].id = id + k;
+			e[k].time_ns = mms__clock_time(&clk, e[k].stamp);
+		}
 		s->c = c;
 		if (!k)
 			return mms__iter_next_ref(it, v);
 	} else {
 		return mms__iter_next_ref(it, v);
 	}
-	{
-		/* The clock's fields in registers: the stores below might
-		 * alias them. */
-		const uint64_t start = it->log->hdr.start_stamp, start_ns = it->log->hdr.start_realtime_ns;
-		const double nps = it->log->ns_per_stamp;
-
-		for (i = 0, id = it->next_id; i < k; i++) {
-			s->ev[j + i].id = id++;
-			s->ev[j + i].time_ns = mms__stamp_time(start, nps, start_ns, s->ev[j + i].stamp);
-		}
-	}
-	it->next_id = id;
+	it->next_id = id + k;
 	s->n += k;
 	s->peeked = 0;
 	if (it->pf) {
