@@ -190,6 +190,20 @@ static void cmd_step(struct session *ss, uint64_t n)
 	seek_and_show(ss, end, 0);
 }
 
+/* goto event N (and event N): just after event #N. */
+static void goto_event(struct session *ss, uint64_t n)
+{
+	mms_where_t w;
+
+	mms_replay_where(ss->s->r, &w);
+	if (n >= w.events) {
+		fail(ss, "no event #%" PRIu64 ": the log has %" PRIu64 " events (#0 to #%" PRIu64 ")", n, w.events,
+		     w.events ? w.events - 1 : 0);
+		return;
+	}
+	seek_and_show(ss, n + 1, 1);
+}
+
 static void cmd_goto(struct session *ss, int argc, char **argv)
 {
 	struct show *s = ss->s;
@@ -208,12 +222,7 @@ static void cmd_goto(struct session *ss, int argc, char **argv)
 	if (arg_count(ss, argc, argv, 2, 0, &n))
 		return;
 	if (!strcmp(argv[1], "event")) {
-		if (n >= w.events) {
-			fail(ss, "no event #%" PRIu64 ": the log has %" PRIu64 " events (#0 to #%" PRIu64 ")", n, w.events,
-			     w.events ? w.events - 1 : 0);
-			return;
-		}
-		seek_and_show(ss, n + 1, 1);
+		goto_event(ss, n);
 		return;
 	}
 	if (n < 1 || n > steps) {
@@ -390,12 +399,10 @@ static int run_line(struct session *ss, char *line)
 		cmd_goto(ss, argc, argv);
 	} else if (!strcmp(argv[0], "event")) {
 		/* As --event N says it: goto event N. */
-		char *g[3] = { "goto", "event", argc == 2 ? argv[1] : NULL };
-
 		if (argc != 2)
 			fail(ss, "usage: event N");
-		else
-			cmd_goto(ss, 3, g);
+		else if (!arg_count(ss, argc, argv, 1, 0, &n))
+			goto_event(ss, n);
 	} else if (!strcmp(argv[0], "op")) {
 		if (argc != 2)
 			fail(ss, "usage: op NAME");

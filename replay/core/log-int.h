@@ -311,38 +311,34 @@ static inline int64_t mms__log_stack_ix(const mms_log_t *log, uint64_t id)
 	return v ? (int64_t)*v : -1;
 }
 
-/* Converts a stamp to CLOCK_REALTIME nanoseconds on the line through
- * (start, start_ns) of slope ns_per_stamp: mms__log_time() with the log's
- * fields passed, for a loop that keeps them in registers. */
-static inline uint64_t mms__stamp_time(uint64_t start, double ns_per_stamp, uint64_t start_ns, uint64_t stamp)
-{
-	int64_t d = (int64_t)(stamp - start);
-	double t;
-
-	if (ns_per_stamp == 1.0)
-		return start_ns + (uint64_t)d;
-	/* Only a damaged header puts a stamp this far away; clamp it rather
-	 * than convert an out-of-range double. */
-	t = (double)d * ns_per_stamp;
-	t = t > 9.0e18 ? 9.0e18 : t;
-	t = t < -9.0e18 ? -9.0e18 : t;
-	return start_ns + (uint64_t)(int64_t)t;
-}
-
 /* Converts a stamp to CLOCK_REALTIME nanoseconds by the line log.c draws
  * through the log's two (stamp, realtime) pairs. Inline: every event
  * takes it. */
 static inline uint64_t mms__log_time(const mms_log_t *log, uint64_t stamp)
 {
-	return mms__stamp_time(log->hdr.start_stamp, log->ns_per_stamp, log->hdr.start_realtime_ns, stamp);
+	int64_t d = (int64_t)(stamp - log->hdr.start_stamp);
+	double t;
+
+	if (log->ns_per_stamp == 1.0)
+		return log->hdr.start_realtime_ns + (uint64_t)d;
+	/* Only a damaged header puts a stamp this far away; clamp it rather
+	 * than convert an out-of-range double. */
+	t = (double)d * log->ns_per_stamp;
+	if (t > 9.0e18)
+		t = 9.0e18;
+	else if (t < -9.0e18)
+		t = -9.0e18;
+	return log->hdr.start_realtime_ns + (uint64_t)(int64_t)t;
 }
 
 /* The log's clock as a loop over many events keeps it (in registers: a
- * local whose address is not taken), with what mms__stamp_time() would
- * test for each settled once: scaled, a slope below 0.97 in magnitude
- * (a TSC over 1.03 GHz), where no stamp's product can reach the clamps
- * (|d| <= 2^63 and 2^63 * 0.97 < 9.0e18); else the whole line. */
+ * local whose address is not taken; the events' stores cannot alias it),
+ * with what mms__log_time() tests for each stamp settled once: scaled, a
+ * slope below 0.97 in magnitude (a TSC over 1.03 GHz), where no stamp's
+ * product can reach the clamps (|d| <= 2^63 and 2^63 * 0.97 < 9.0e18);
+ * else mms__log_time() itself. */
 struct mms__clock {
+	const mms_log_t *log;
 	uint64_t start, start_ns;
 	double ns_per_stamp;
 	int scaled;
@@ -350,6 +346,7 @@ struct mms__clock {
 
 static inline void mms__log_clock(const mms_log_t *log, struct mms__clock *k)
 {
+	k->log = log;
 	k->start = log->hdr.start_stamp;
 	k->start_ns = log->hdr.start_realtime_ns;
 	k->ns_per_stamp = log->ns_per_stamp;
@@ -361,7 +358,7 @@ static inline uint64_t mms__clock_time(const struct mms__clock *k, uint64_t stam
 {
 	if (k->scaled)
 		return k->start_ns + (uint64_t)(int64_t)((double)(int64_t)(stamp - k->start) * k->ns_per_stamp);
-	return mms__stamp_time(k->start, k->ns_per_stamp, k->start_ns, stamp);
+	return mms__log_time(k->log, stamp);
 }
 
 #endif /* MMS_LOG_INT_H */
