@@ -80,9 +80,10 @@ static inline unsigned mms__word_u(const uint8_t *p, uint64_t *out)
 extern const uint8_t mms__heap_fields[256];
 
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-/* One varint at *pp into *v, advancing *pp: those of one and two bytes
- * (most fields) by hand, longer ones a word at a time. Returns 0, or -1
- * for one over 8 bytes (left to the careful path). */
+/* One varint at *pp into *v, advancing *pp: those of one to three bytes
+ * (most fields; a TSC's stamp deltas are often three) by hand, longer
+ * ones a word at a time. Returns 0, or -1 for one over 8 bytes (left to
+ * the careful path). */
 static inline int mms__heap_u(const uint8_t **pp, uint64_t *v)
 {
 	const uint8_t *p = *pp;
@@ -94,6 +95,9 @@ static inline int mms__heap_u(const uint8_t **pp, uint64_t *v)
 	} else if (p[1] < 0x80) {
 		*v = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
 		*pp = p + 2;
+	} else if (p[2] < 0x80) {
+		*v = (uint64_t)(p[0] & 0x7f) | (uint64_t)(p[1] & 0x7f) << 7 | (uint64_t)p[2] << 14;
+		*pp = p + 3;
 	} else {
 		len = mms__word_u(p, v);
 		if (!len)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* check-codec.c: unit tests of format.h's varint, zigzag and string codec
  * and CRC-64/XZ, and of the replay library's hash map, interval set,
- * radix sort of keyed pairs and decimal writer. */
+ * radix sort of keyed pairs, decimal writer, and fast decoders of the heap's
+ * records. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "crc64-clmul.h"
 #include "decimal-int.h"
+#include "decode-int.h"
 #include "format.h"
 #include "intervals-int.h"
 #include "map-int.h"
@@ -519,6 +521,124 @@ START_TEST(test_sort_bits)
 }
 END_TEST
 
+/* The heap's fast decoders (mms__decode_heap(), the open's
+ * mms__skim_events()) read what mms__decode() reads, or leave the record
+ * to it: records of the four heap tags, their fields (stamp delta,
+ * address delta, size, stack, runtime) of every varint length from 1 to
+ * 10 bytes, in one buffer. */
+static uint64_t len_value(unsigned w, int most)
+{
+	if (most)
+		return w == 10 ? UINT64_MAX : ((uint64_t)1 << (7 * w)) - 1;
+	return w == 1 ? 0 : (uint64_t)1 << (7 * (w - 1));
+}
+
+START_TEST(test_heap_decoders)
+{
+	static const uint8_t tags[] = { MMS_TAG_ALLOC | MMS_ALLOC_MALLOC, MMS_TAG_FREE | MMS_FREE_FREE,
+					MMS_TAG_ALLOC_RT | MMS_ALLOC_CALLOC, MMS_TAG_FREE_STACK | MMS_FREE_REALLOC,
+					MMS_TAG_ALLOC | MMS_ALLOC_REALLOC };
+	static uint8_t buf[1 << 15];
+	static struct mms__rec ref[600];
+	uint64_t vals[20], stamp = 0;
+	struct mms__cursor c0 = { .base = buf, .p = buf }, c;
+	struct mms__rec r;
+	mms_event_t ev;
+	const char *why;
+	int64_t live = 0, peak = 0, slive = 0, speak = 0;
+	size_t nv = 0, n = 0, i, fast = 0, got;
+	uint8_t *p = buf;
+	unsigned w;
+
+	for (w = 1; w <= 10; w++) {
+		vals[nv++] = len_value(w, 0);
+		vals[nv++] = len_value(w, 1);
+	}
+	for (i = 0; i < sizeof(ref) / sizeof(ref[0]); i++) {
+		uint8_t tag = tags[i % (sizeof(tags) / sizeof(tags[0]))];
+		/* Stamp deltas of 1 to 8 bytes (the stamps stay below 2^63),
+		 * the other fields of any length, each index stepping
+		 * through the lengths at its own pace. */
+		uint64_t delta = vals[(i * 7) % 16];
+
+		*p++ = tag;
+		p = mms_put_u(p, delta);
+		p = mms_put_u(p, vals[(i * 3) % nv]);
+		if ((tag & ~7) == MMS_TAG_ALLOC || (tag & ~7) == MMS_TAG_ALLOC_RT) {
+			p = mms_put_u(p, vals[(i * 5 + 1) % nv]);
+			p = mms_put_u(p, vals[(i * 11 + 2) % nv]);
+			if ((tag & ~7) == MMS_TAG_ALLOC_RT)
+				p = mms_put_u(p, vals[(i * 13 + 3) % nv]);
+		} else if ((tag & ~7) == MMS_TAG_FREE_STACK) {
+			p = mms_put_u(p, vals[(i * 17 + 4) % nv]);
+		}
+		stamp += delta;
+	}
+	ck_assert_uint_lt((size_t)(p - buf), sizeof(buf));
+	c0.end = p;
+
+	/* What the careful decoder reads. */
+	while (mms__decode(&c0, &ref[n], &why) == 1) {
+		live += mms__live_delta(ref[n].tag);
+		peak = live > peak ? live : peak;
+		n++;
+	}
+	ck_assert_uint_eq(n, sizeof(ref) / sizeof(ref[0]));
+	ck_assert_ptr_eq(c0.p, p);
+	ck_assert_uint_eq(c0.stamp, stamp);
+
+	/* The fast path, record by record, the careful one where it
+	 * declines (a field over 8 bytes, the last 40 bytes). */
+	c = (struct mms__cursor){ .base = buf, .p = buf, .end = p };
+	for (i = 0; i < n; i++) {
+		if (mms__decode_heap(&c, &ev)) {
+			fast++;
+			ck_assert_msg(ev.stamp == ref[i].stamp && ev.addr == ref[i].addr, "record %zu", i);
+			ck_assert_uint_eq(ev.sub, ref[i].sub);
+			ck_assert_uint_eq(ev.file_offset, ref[i].off);
+			if (ev.kind == MMS_EV_MALLOC) {
+				ck_assert_msg(ref[i].type == MMS_TAG_ALLOC || ref[i].type == MMS_TAG_ALLOC_RT,
+					      "record %zu", i);
+				ck_assert_msg(ev.size == ref[i].u[0], "record %zu", i);
+				ck_assert_uint_eq(ev.stack, (uint32_t)ref[i].u[1]);
+				ck_assert_uint_eq(ev.runtime,
+						  ref[i].type == MMS_TAG_ALLOC_RT ? (uint32_t)ref[i].u[2] : 0);
+			} else {
+				ck_assert_msg(ref[i].type == MMS_TAG_FREE || ref[i].type == MMS_TAG_FREE_STACK,
+					      "record %zu", i);
+				ck_assert_uint_eq(ev.stack,
+						  ref[i].type == MMS_TAG_FREE_STACK ? (uint32_t)ref[i].u[0] : 0);
+			}
+		} else {
+			ck_assert_int_eq(mms__decode(&c, &r, &why), 1);
+			ck_assert_msg(r.stamp == ref[i].stamp && r.addr == ref[i].addr, "record %zu", i);
+		}
+	}
+	ck_assert_ptr_eq(c.p, p);
+	ck_assert_uint_ge(fast, n / 4);
+
+	/* The open's skim: runs of records, the skim of one record between
+	 * them; the same count, end stamp and live blocks. */
+	c = (struct mms__cursor){ .base = buf, .p = buf, .end = p };
+	for (i = 0, fast = 0; c.p < p;) {
+		got = mms__skim_events(&c, &slive, &speak);
+		fast += got;
+		i += got;
+		if (c.p < p) {
+			ck_assert_int_eq(mms__decode_skim(&c, &r, &why), 1);
+			slive += mms__live_delta(r.tag);
+			speak = slive > speak ? slive : speak;
+			i++;
+		}
+	}
+	ck_assert_uint_eq(i, n);
+	ck_assert_uint_eq(c.stamp, stamp);
+	ck_assert_int_eq(slive, live);
+	ck_assert_int_eq(speak, peak);
+	ck_assert_uint_ge(fast, n / 4);
+}
+END_TEST
+
 START_TEST(test_crc64)
 {
 	static uint64_t table[8][256];
@@ -581,6 +701,7 @@ static Suite *codec_suite(void)
 	tcase_add_test(tc, test_sort_keyed_large);
 	tcase_add_test(tc, test_sort_bits);
 	tcase_add_test(tc, test_crc64);
+	tcase_add_test(tc, test_heap_decoders);
 	suite_add_tcase(s, tc);
 	return s;
 }

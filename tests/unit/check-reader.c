@@ -1719,6 +1719,125 @@ START_TEST(test_steps)
 }
 END_TEST
 
+/* Every field of the heap's records in every varint length, 1 to 9
+ * bytes: the fast decoders (the iterator's, the replay's runs, the open's
+ * skim) read what the careful one would. Each record's fields take the
+ * least and the most value of one length in turn (a stamp delta of 9
+ * bytes once, at the end: the stamps stay below 2^64). */
+static uint64_t width_value(unsigned w, int most)
+{
+	return most ? (w == 9 ? UINT64_MAX >> 1 : ((uint64_t)1 << (7 * w)) - 1) : (uint64_t)1 << (7 * (w - 1));
+}
+
+struct widths_ev {
+	uint64_t stamp, addr, size;
+	int is_free;
+};
+
+static void widths_check(mms_event_t *ev, const struct widths_ev *want, size_t i)
+{
+	ck_assert_msg(ev->kind == (want->is_free ? MMS_EV_FREE : MMS_EV_MALLOC), "event %zu: kind %d", i, ev->kind);
+	ck_assert_msg(ev->stamp == want->stamp, "event %zu: stamp %llx, not %llx", i, (unsigned long long)ev->stamp,
+		      (unsigned long long)want->stamp);
+	ck_assert_msg(ev->addr == want->addr, "event %zu: addr %llx, not %llx", i, (unsigned long long)ev->addr,
+		      (unsigned long long)want->addr);
+	if (!want->is_free)
+		ck_assert_msg(ev->size == want->size, "event %zu: size %llx, not %llx", i, (unsigned long long)ev->size,
+			      (unsigned long long)want->size);
+}
+
+START_TEST(test_varint_widths)
+{
+	struct lb *b = lb_new(1u << 16);
+	struct widths_ev want[64];
+	uint64_t stamp = 20, addr = 0x1000, bytes = 0;
+	size_t n = 0, i;
+	mms_log_t *log;
+	mms_iter_t *it;
+	mms_replay_t *r;
+	mms_replay_options_t ro = { .no_index_file = 1 };
+	mms_log_info_t info;
+	mms_summary_t s;
+	mms_event_t ev;
+	unsigned w;
+	int most;
+
+	lb_chunk(b);
+	lb_segment(b, 0, 10);
+	lb_thread(b, 10, 0, 1000);
+	lb_event0(b, MMS_TAG_SYSTEM | MMS_SYSTEM_INIT, 11);
+	for (w = 1; w <= 9; w++) {
+		for (most = 0; most < 2; most++) {
+			uint64_t v = width_value(w, most);
+
+			/* The stamp's delta, the size and the address's move
+			 * (zigzag: one length up or down) of this length. */
+			stamp += w == 9 ? (most ? (uint64_t)1 << 62 : 1) : v;
+			addr = addr + v ? addr + v : addr + 1;
+			lb_alloc(b, stamp, MMS_ALLOC_MALLOC, addr, v, 0);
+			want[n++] = (struct widths_ev){ stamp, addr, v, 0 };
+			bytes += v;
+			stamp += w < 9 ? v : 1;
+			lb_free(b, stamp, MMS_FREE_FREE, addr);
+			want[n++] = (struct widths_ev){ stamp, addr, 0, 1 };
+		}
+	}
+	/* And the same again with the address going down. */
+	for (w = 1; w <= 8; w++) {
+		uint64_t v = width_value(w, 1);
+
+		stamp += 1;
+		addr = addr - v ? addr - v : addr - 1;
+		lb_alloc(b, stamp, MMS_ALLOC_CALLOC, addr, w, 0);
+		want[n++] = (struct widths_ev){ stamp, addr, w, 0 };
+		bytes += w;
+		stamp += 3;
+		lb_free(b, stamp, MMS_FREE_FREE, addr);
+		want[n++] = (struct widths_ev){ stamp, addr, 0, 1 };
+	}
+	ck_assert_uint_le(n, sizeof(want) / sizeof(want[0]));
+	log = write_open(b, SIZE_MAX);
+
+	/* The iterator, event by event. */
+	ck_assert_int_eq(mms_iter_open(log, &it), 0);
+	for (i = 0; i < n;) {
+		ck_assert_int_eq(mms_iter_next(it, &ev), 1);
+		if (ev.kind == MMS_EV_MALLOC || ev.kind == MMS_EV_FREE) {
+			widths_check(&ev, &want[i], i);
+			i++;
+		}
+	}
+	mms_iter_close(it);
+
+	/* The replay, through the state (its runs of heap events). */
+	ck_assert_int_eq(mms_replay_open_ex(log, &ro, &r), 0);
+	for (i = 0; i < n;) {
+		ck_assert_int_eq(mms_replay_next(r, &ev), 1);
+		if (ev.kind == MMS_EV_MALLOC || ev.kind == MMS_EV_FREE) {
+			widths_check(&ev, &want[i], i);
+			i++;
+		}
+	}
+	ck_assert_int_eq(mms_replay_next(r, &ev), 0);
+	mms_replay_close(r);
+
+	/* The open's count of events (its skim of the records), the
+	 * summary's, and every block freed. */
+	mms_log_get_info(log, &info);
+	ck_assert_int_eq(info.damaged, 0);
+	ck_assert_uint_eq(info.events, n + 1); /* and SYSTEM's init */
+	ck_assert_int_eq(mms_summarize(log, &s), 0);
+	ck_assert_uint_eq(s.events, n + 1);
+	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].allocs, n / 2);
+	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].frees, n / 2);
+	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].bytes_allocated, bytes);
+	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].live_blocks, 0);
+	ck_assert_uint_eq(s.unmatched_frees, 0);
+	mms_log_close(log);
+	lb_destroy(b);
+}
+END_TEST
+
 START_TEST(test_time_conversion)
 {
 	struct lb *b = one_thread();
@@ -2140,6 +2259,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_full_chunk_lost);
 	tcase_add_test(tc, test_corrupt_tag);
 	tcase_add_test(tc, test_overlong_varint);
+	tcase_add_test(tc, test_varint_widths);
 	tcase_add_test(tc, test_bad_chunks);
 	tcase_add_test(tc, test_order_violation);
 	tcase_add_test(tc, test_bad_headers);
