@@ -82,8 +82,8 @@ extern const uint8_t mms__heap_fields[256];
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 /* One varint at *pp into *v, advancing *pp: those of one to three bytes
  * (most fields; mallocbench's log has two of three bytes an event) by
- * hand, longer ones a word at a time. Returns 0, or -1 for one over 8 bytes (left to
- * the careful path). */
+ * hand, longer ones a word at a time. Returns 0, or -1 for one over 8
+ * bytes (left to the careful path). */
 static inline int mms__heap_u(const uint8_t **pp, uint64_t *v)
 {
 	const uint8_t *p = *pp;

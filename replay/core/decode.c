@@ -353,10 +353,10 @@ size_t mms__skim_events(struct mms__cursor *c, int64_t *livep, int64_t *peakp)
 	 * by hand, longer ones as a word), then the record's other fields
 	 * one word at a time: each byte with its top bit clear ends a
 	 * varint, and n - 1 fields after the stamp end at the (n - 1)-th of
-	 * them. Anything unusual (a
-	 * varint over 8 bytes, fields over 8 bytes in all, a tag that is
-	 * not an event) is left to mms__decode_skim(). The tag, 8 bytes of
-	 * stamp and 8 of fields are read: 17 bytes. */
+	 * them. Anything unusual (a varint over 8 bytes, fields over 8
+	 * bytes in all, a tag that is not an event) is left to
+	 * mms__decode_skim(). The tag, 8 bytes of stamp and 8 of fields are
+	 * read: 17 bytes. */
 	while (end - p > 17) {
 		n = event_fields[*p];
 		if (!n)
