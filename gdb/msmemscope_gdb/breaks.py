@@ -19,7 +19,7 @@ import re
 
 import gdb
 
-from . import args, gdbif, replaylib
+from . import args, fmt, gdbif, replaylib
 from .session import Command, Error
 
 LOCATION = "msmemscope_gdb_stopped"
@@ -44,7 +44,7 @@ class OpBegins(gdb.Function):
     def invoke(self, name):
         d = _descriptor()
         return int(d is not None and d.reason == gdbif.REASON_OP
-                   and d.op_name.decode("utf-8", "replace") == name.string())
+                   and d.op_name.decode("utf-8", "replace") == name.string("utf-8", "replace"))
 
 
 class StepBegins(gdb.Function):
@@ -80,10 +80,39 @@ def translate_cond(cond):
 
 def unquote(name):
     """NAME as typed, less one pair of surrounding quotes ("rope" is rope),
-    with \\" and \\\\ inside them read as " and \\."""
+    with \\" and \\\\ inside them read as " and \\ (\\xHH kept for
+    fmt.unname())."""
     if len(name) >= 2 and name[0] == name[-1] and name[0] in "\"'":
-        return re.sub(r"\\(.)", r"\1", name[1:-1])
+        return re.sub(r"\\(x[0-9a-fA-F]{2}|.)", lambda m: "\\" + m.group(1) if len(m.group(1)) > 1 else m.group(1),
+                      name[1:-1])
     return name
+
+
+def op_name(typed):
+    """The operator name (str, as the recorder compares it) that NAME as
+    typed means: unquoted, and a control character written \\xHH as
+    messages and the log's names show it (fmt.name()) made that
+    character, so that a name copied from a message or completed from
+    the log matches."""
+    return fmt.unname(unquote(typed))
+
+
+def _literal(name):
+    """name as a gdb string literal's inside, in ASCII whatever gdb's
+    charsets: \\ and " escaped, each byte of a control character or of
+    a character beyond ASCII in octal (three digits: a hex escape would
+    take the digits after it too). $_memscope_op_begins reads it back as
+    UTF-8."""
+    out = []
+    for b in name.encode("utf-8"):
+        ch = chr(b)
+        if ch in "\\\"":
+            out.append("\\" + ch)
+        elif b < 0x20 or b >= 0x7f:
+            out.append("\\%03o" % b)
+        else:
+            out.append(ch)
+    return "".join(out)
 
 
 def split_cond(text):
@@ -110,12 +139,16 @@ class Break:
         self.kind, self.value, self.user_cond = kind, value, user_cond
 
     def condition(self):
-        test = ('$_memscope_op_begins("%s")' % self.value.replace("\\", "\\\\").replace('"', '\\"')
+        test = ('$_memscope_op_begins("%s")' % _literal(self.value)
                 if self.kind == "op" else "$_memscope_step_begins(%d)" % self.value)
         return test if self.user_cond is None else "%s && (%s)" % (test, translate_cond(self.user_cond))
 
+    def shown(self):
+        """The operator's name as messages show it (fmt.name())."""
+        return fmt.name(self.value.encode("utf-8"))
+
     def describe(self):
-        what = ("each launch of operator %s" % self.value if self.kind == "op"
+        what = ("each launch of operator %s" % self.shown() if self.kind == "op"
                 else "the start of step %d" % self.value)
         return what + (" if " + self.user_cond if self.user_cond else "")
 
@@ -183,9 +216,10 @@ Usage: memscope break op NAME [if COND]
 
 `op NAME' stops the program each time an operator named NAME begins
 (msmemscope_op_begin); `step N' when step N begins. NAME may be quoted
-("rope"). COND is a gdb expression in which `step' and `launch' are the
-step and the launch index of the stop: `memscope break op rope if step
-== 3'. Each is a gdb breakpoint: `info breakpoints' lists it (on
+("rope"); a control character in it is typed \\xHH, as messages show
+it. COND is a gdb expression in which `step' and `launch' are the step
+and the launch index of the stop: `memscope break op rope if step ==
+3'. Each is a gdb breakpoint: `info breakpoints' lists it (on
 msmemscope_gdb_stopped, with the condition that says what it stops at),
 and `delete', `disable', `condition', `ignore' and `commands' work on it.
 They are kept across `run', like gdb's own. `delete' removes them all;
@@ -239,12 +273,15 @@ with no argument, lists them."""
             raise Error(USAGE)
         what, cond = split_cond(words[1])
         if words[0] == "op":
-            name = unquote(what)
+            name = op_name(what)
             if not name:
                 raise Error(USAGE)
+            if "\0" in name:
+                raise Error("memscope: an operator's name cannot hold \\x00: msmemscope_op_begin() takes a C "
+                            "string.")
             if len(name.encode("utf-8")) >= gdbif.NAME_MAX:
                 raise Error("memscope: operator names are compared on their first %d bytes; %s is longer."
-                            % (gdbif.NAME_MAX - 1, name))
+                            % (gdbif.NAME_MAX - 1, fmt.name(name.encode("utf-8"))))
             names = {k.value for b, k in ours(self.s) if b.enabled and k.kind == "op"} | {name}
             if sum(len(n.encode("utf-8")) + 1 for n in names) + 1 > gdbif.NAME_MAX:
                 raise Error("memscope: the names of the operator breakpoints take more than %d bytes together; "
@@ -259,9 +296,9 @@ with no argument, lists them."""
         bp = create(self.s, brk)
         gdb.write("memscope: breakpoint %d: stops at %s%s.\n" % (
             bp.number, brk.describe(), " (pending until the program runs with the recorder)" if bp.pending else ""))
-        if seen is not None and value not in seen:
+        if seen is not None and brk.shown() not in seen:
             gdb.write("memscope: warning: no operator named %s has begun so far%s; the breakpoint waits for "
-                      "one.\n" % (value, "" if self.s.running() else " in the last run"))
+                      "one.\n" % (brk.shown(), "" if self.s.running() else " in the last run"))
         if self.s.running():
             arm(self.s)
 

@@ -40,6 +40,19 @@ def name(raw):
                          raw.decode("utf-8", "replace"))
 
 
+# What name() writes for a control character: \xHH of C0 or DEL, or
+# \xc2\xHH of C1.
+_ESCAPED = re.compile(r"\\x(?:(?:[01][0-9a-fA-F]|7[fF])|[cC]2\\x[89][0-9a-fA-F])")
+
+
+def unname(text):
+    """The name (str) whose name() is text, as a user types it from a
+    message: each \\xHH that name() writes for a control character made
+    that character again. Other backslashes stay (name() writes no
+    other escape, so a name's own backslash reads as itself)."""
+    return _ESCAPED.sub(lambda m: bytes.fromhex(m.group().replace("\\x", "")).decode("utf-8"), text)
+
+
 def plural(n, noun):
     return "%d %s%s" % (n, noun, "" if n == 1 else "s")
 

@@ -57,8 +57,13 @@ class Target:
             out.update(addr + i for i in range(min(len(old), len(new))) if old[i] != new[i])
         return out
 
+    def shown(self):
+        """The operator's name as messages show it (fmt.name()): op is
+        the recorder's, which memscope pinpoint arms."""
+        return fmt.name(self.op.encode("utf-8"))
+
     def describe(self):
-        return "launch %d of operator %s (%s)" % (self.launch, self.op, fmt.step_name(self.step))
+        return "launch %d of operator %s (%s)" % (self.launch, self.shown(), fmt.step_name(self.step))
 
 
 class State:
@@ -341,7 +346,7 @@ re-run and enabled again at the start of launch L."""
         if not t.launch:
             raise Error("memscope: the last watch stop found the change outside any operator launch (after %s); "
                         "pinpoint re-runs to the start of the launch that made a change. Use gdb's `watch' "
-                        "from there." % (t.op or "no launch so far"))
+                        "from there." % (t.shown() or "no launch so far"))
         if not self.s.recording:
             raise Error("memscope: the program runs without the recorder; pinpoint needs it.")
         if self.s.pinpoint_bp is None or not self.s.pinpoint_bp.is_valid():
@@ -504,7 +509,7 @@ def check_rerun(session, p, d):
     if d.op_launch != t.launch:
         lines.append("warning: the re-run differs from the first run: launch %d was not a launch of %s; the "
                      "first one at or after it is launch %d. The watchpoints are set at its start."
-                     % (t.launch, t.op, d.op_launch))
+                     % (t.launch, t.shown(), d.op_launch))
     with replaylib.Log(session.log_path()) as log, replaylib.Replay(log) as r:
         r.seek(log.info().events)
         for number, expr, addr, old, new, block in t.changes:

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* ctlop.c: an operator whose name carries a newline, a line like one of
  * memscope's and an escape sequence (clear the screen) writes into a
- * block gdb watches; the block is then freed outside any operator.
- * ctlop.sh wants gdb's messages to name it with \xHH escapes. */
+ * block gdb watches; the block is then freed outside any operator, and
+ * an operator whose name has a C1 control character runs. ctlop.sh wants
+ * gdb's messages to name them with \xHH escapes, and `memscope break op'
+ * to take the names so written. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,5 +29,9 @@ int main(void)
 	memset(buf, 2, 8);
 	msmemscope_op_end();
 	free(buf);
+	/* A C1 control character (CSI, U+009B) in UTF-8. */
+	msmemscope_op_begin("csi\xc2\x9b"
+			    "op");
+	msmemscope_op_end();
 	return 0;
 }
