@@ -561,6 +561,8 @@ START_TEST(test_heap_decoders)
 		 * through the lengths at its own pace. */
 		uint64_t delta = vals[(i * 7) % 16];
 
+		/* The tag and at most five fields of 10 bytes. */
+		ck_assert_uint_le((size_t)(p - buf) + 1 + 5 * 10, sizeof(buf));
 		*p++ = tag;
 		p = mms_put_u(p, delta);
 		p = mms_put_u(p, vals[(i * 3) % nv]);
@@ -574,7 +576,6 @@ START_TEST(test_heap_decoders)
 		}
 		stamp += delta;
 	}
-	ck_assert_uint_lt((size_t)(p - buf), sizeof(buf));
 	c0.end = p;
 
 	/* What the careful decoder reads. */
