@@ -1720,10 +1720,11 @@ START_TEST(test_steps)
 END_TEST
 
 /* Every field of the heap's records in every varint length, 1 to 9
- * bytes: the fast decoders (the iterator's, the replay's runs, the open's
- * skim) read what the careful one would. Each record's fields take the
- * least and the most value of one length in turn (a stamp delta of 9
- * bytes once, at the end: the stamps stay below 2^64). */
+ * bytes (address deltas, zigzagged, to 10): the fast decoders (the
+ * iterator's, the replay's runs, the open's skim) read what the careful
+ * one would. Each record's fields take the least and the most value of
+ * one length in turn (a stamp delta of 9 bytes once, in the round of 9:
+ * the stamps stay below 2^64). */
 static uint64_t width_value(unsigned w, int most)
 {
 	return most ? (w == 9 ? UINT64_MAX >> 1 : ((uint64_t)1 << (7 * w)) - 1) : (uint64_t)1 << (7 * (w - 1));
