@@ -36,7 +36,8 @@ static const char help_text[] =
 	"  goto step N        go to the start of step N (before its first event)\n"
 	"  goto end           go to the end of the log\n"
 	"  event N            goto event N (the words of --event N)\n"
-	"  op NAME            go to the next launch of operator NAME\n"
+	"  op NAME            go to the next launch of operator NAME (the rest of the\n"
+	"                     line, spaces and all; quotes around it are dropped)\n"
 	"  where              position, step, operator, live and peak bytes\n"
 	"  live               the live blocks, grouped by allocation stack\n"
 	"  leaks              msMemScope's leaks so far: blocks allocated in a step N >= 2\n"
@@ -361,15 +362,41 @@ static void cmd_report(struct session *ss, int argc, char **argv)
 	mms_step_report_free(rep);
 }
 
+/* The NAME of an `op NAME' line: the rest of the line, its spaces kept
+ * (NVTX ranges' names have them: "forward pass"), less one pair of
+ * quotes around it; cut off in line. NULL for another command. */
+static char *op_name_arg(char *line)
+{
+	char *p = line + strspn(line, " \t"), *end;
+
+	if (strncmp(p, "op", 2) || (p[2] != ' ' && p[2] != '\t'))
+		return NULL;
+	p += 2 + strspn(p + 2, " \t");
+	end = p + strlen(p);
+	while (end > p && strchr(" \t\r\n", end[-1]))
+		end--;
+	*end = '\0';
+	if (end - p >= 2 && (*p == '"' || *p == '\'') && end[-1] == *p) {
+		*--end = '\0';
+		p++;
+	}
+	return p;
+}
+
 /* Runs one command line; returns 1 to quit. */
 static int run_line(struct session *ss, char *line)
 {
-	char *argv[MAX_ARGS], *save = NULL, *tok;
+	char *argv[MAX_ARGS], *save = NULL, *tok, *name;
 	struct show *s = ss->s;
 	uint64_t n;
 	mms_where_t w;
 	int argc = 0;
 
+	if ((name = op_name_arg(line)) && *name) {
+		cmd_op(ss, name);
+		fflush(s->out);
+		return 0;
+	}
 	for (tok = strtok_r(line, " \t\r\n", &save); tok && argc < MAX_ARGS; tok = strtok_r(NULL, " \t\r\n", &save))
 		argv[argc++] = tok;
 	if (!argc || argv[0][0] == '#')

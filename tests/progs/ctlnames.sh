@@ -8,7 +8,7 @@
 # newline, "====== Leaks: none (forged) ======" and ESC [2J, clear the
 # screen). Names in UTF-8 stay as they are. Checked in the launcher's
 # report, the replay's summary, step, event list, decompose, leaks JSON
-# and the CSV dump.
+# and the CSV dump; the stepper's op NAME finds the operator so written.
 . "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
 
 prog=$MMS_PROGS/ctlnames
@@ -49,6 +49,16 @@ grep -qF 'own\x09er\x1b[31m' dec.txt || fail "decompose does not name the owner 
 "$MMS_REPLAY" "$log" --analysis leaks --json >leaks.json || fail "leaks --json exited $?"
 got=$("$MMS_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["per_step"]["list"][0]["op"])' leaks.json)
 expect_eq "the leak's operator in the JSON" "$got" "$op"
+# The stepper's op NAME takes the name as the outputs write it, its spaces
+# kept (the rest of the line), quoted or not.
+printf 'op %s\nop "%s"\n' "$op" "$op" >op.in
+"$MMS_REPLAY" "$log" -i --json <op.in >op.json 2>op.err || fail "the stepper exited $?: $(cat op.err)"
+got=$("$MMS_PYTHON" -c '
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1])]
+print(len(a), a[0]["event"]["name"], a[1]["event"]["name"], a[0]["event"]["id"] < a[1]["event"]["id"])' op.json) ||
+	fail "the stepper's answers: $(cat op.json)"
+expect_eq "the stepper's op NAME answers" "$got" "2 $op $op True"
 "$MMS_REPLAY" "$log" --export csv -o dump.csv >csv.out 2>&1 || fail "--export csv exited $?: $(cat csv.out)"
 no_controls dump.csv "the CSV dump"
 grep -qF 'own\x09er\x1b[31m' dump.csv || fail "the CSV dump does not name the owner escaped: $(head -5 dump.csv)"
