@@ -145,7 +145,7 @@ class Break:
 
     def shown(self):
         """The operator's name as messages show it (fmt.name())."""
-        return fmt.name(self.value.encode("utf-8"))
+        return fmt.name(self.value)
 
     def describe(self):
         what = ("each launch of operator %s" % self.shown() if self.kind == "op"
@@ -281,7 +281,7 @@ with no argument, lists them."""
                             "string.")
             if len(name.encode("utf-8")) >= gdbif.NAME_MAX:
                 raise Error("memscope: operator names are compared on their first %d bytes; %s is longer."
-                            % (gdbif.NAME_MAX - 1, fmt.name(name.encode("utf-8"))))
+                            % (gdbif.NAME_MAX - 1, fmt.name(name)))
             names = {k.value for b, k in ours(self.s) if b.enabled and k.kind == "op"} | {name}
             if sum(len(n.encode("utf-8")) + 1 for n in names) + 1 > gdbif.NAME_MAX:
                 raise Error("memscope: the names of the operator breakpoints take more than %d bytes together; "

@@ -32,12 +32,12 @@ _CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 def name(raw):
-    """A name the program gave (bytes, as the recorder keeps it), as the
-    replay library reads names from a log: UTF-8, its control characters
-    (C0, DEL, C1) written \\xHH, C1's two bytes each, so that no message
-    prints them (replay/core/meta.c)."""
-    return _CONTROLS.sub(lambda m: "".join("\\x%02x" % b for b in m.group().encode("utf-8")),
-                         raw.decode("utf-8", "replace"))
+    """A name the program gave (bytes, as the recorder keeps it, or str),
+    as the replay library reads names from a log: UTF-8, its control
+    characters (C0, DEL, C1) written \\xHH, C1's two bytes each, so that
+    no message prints them (replay/core/meta.c)."""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    return _CONTROLS.sub(lambda m: "".join("\\x%02x" % b for b in m.group().encode("utf-8")), text)
 
 
 # What name() writes for a control character: \xHH of C0 or DEL, or

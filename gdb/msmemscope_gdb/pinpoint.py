@@ -60,7 +60,7 @@ class Target:
     def shown(self):
         """The operator's name as messages show it (fmt.name()): op is
         the recorder's, which memscope pinpoint arms."""
-        return fmt.name(self.op.encode("utf-8"))
+        return fmt.name(self.op)
 
     def describe(self):
         return "launch %d of operator %s (%s)" % (self.launch, self.shown(), fmt.step_name(self.step))

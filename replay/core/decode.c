@@ -349,8 +349,8 @@ size_t mms__skim_events(struct mms__cursor *c, int64_t *livep, int64_t *peakp)
 	unsigned k, n;
 	size_t count = 0;
 
-	/* The stamp delta (TSC deltas are often two or three bytes: those
-	 * by hand, longer ones as a word), then the record's other fields
+	/* The stamp delta (mms__heap_u(): those of one to three bytes by
+	 * hand, longer ones as a word), then the record's other fields
 	 * one word at a time: each byte with its top bit clear ends a
 	 * varint, and n - 1 fields after the stamp end at the (n - 1)-th of
 	 * them. Anything unusual (a varint over 8 bytes, fields over 8
@@ -361,25 +361,16 @@ size_t mms__skim_events(struct mms__cursor *c, int64_t *livep, int64_t *peakp)
 		n = event_fields[*p];
 		if (!n)
 			break;
-		if (p[1] < 0x80) {
-			delta = p[1];
-			q = p + 2;
-		} else if (p[2] < 0x80) {
-			delta = (uint64_t)(p[1] & 0x7f) | (uint64_t)p[2] << 7;
-			q = p + 3;
-		} else if (p[3] < 0x80) {
-			delta = (uint64_t)(p[1] & 0x7f) | (uint64_t)(p[2] & 0x7f) << 7 | (uint64_t)p[3] << 14;
-			q = p + 4;
-		} else {
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-			k = mms__word_u(p + 1, &delta);
-			if (!k)
-				break;
-			q = p + 1 + k;
-#else
+		q = p + 1;
+		if (mms__heap_u(&q, &delta))
 			break;
+#else
+		if (p[1] >= 0x80)
+			break;
+		delta = p[1];
+		q = p + 2;
 #endif
-		}
 		if (stamp + delta < stamp)
 			break;
 		if (n > 1) {

@@ -37,8 +37,8 @@ void mms__slotmap_init(struct mms__slotmap *m);
 void mms__slotmap_free(struct mms__slotmap *m);
 /* Makes room for one more entry. Returns 0 or -1 (out of memory). */
 int mms__slotmap_grow(struct mms__slotmap *m);
-/* Empties entry e, moving later entries of its probe run back. */
-void mms__slotmap_erase(struct mms__slotmap *m, struct mms__slotmap_ent *e);
+/* mms__slotmap_erase() where the entry after e is used. */
+void mms__slotmap_erase_run(struct mms__slotmap *m, struct mms__slotmap_ent *e);
 
 static inline uint32_t mms__slotmap_hash(uint64_t key)
 {
@@ -101,6 +101,19 @@ static inline void mms__slotmap_set(struct mms__slotmap *m, struct mms__slotmap_
 }
 
 /* Removes key; returns its slot, or -1 when it is absent. */
+/* Empties entry e, moving later entries of its probe run back: where the
+ * next entry is empty (most often) none moves, and e is emptied here,
+ * without a call. */
+static inline void mms__slotmap_erase(struct mms__slotmap *m, struct mms__slotmap_ent *e)
+{
+	if (m->ents[(size_t)(e - m->ents + 1) & m->mask].slot1) {
+		mms__slotmap_erase_run(m, e);
+		return;
+	}
+	e->slot1 = 0;
+	m->count--;
+}
+
 static inline int64_t mms__slotmap_del(struct mms__slotmap *m, uint64_t key, const void *base, size_t stride)
 {
 	struct mms__slotmap_ent *e = mms__slotmap_find(m, key, mms__slotmap_hash(key), base, stride);
@@ -109,14 +122,7 @@ static inline int64_t mms__slotmap_del(struct mms__slotmap *m, uint64_t key, con
 	if (!e || !e->slot1)
 		return -1;
 	slot = (int64_t)e->slot1 - 1;
-	/* The next entry empty (most often), no entry moves back: e is
-	 * emptied here, without a call. */
-	if (!m->ents[(size_t)(e - m->ents + 1) & m->mask].slot1) {
-		e->slot1 = 0;
-		m->count--;
-	} else {
-		mms__slotmap_erase(m, e);
-	}
+	mms__slotmap_erase(m, e);
 	return slot;
 }
 

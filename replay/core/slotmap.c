@@ -49,7 +49,7 @@ int mms__slotmap_grow(struct mms__slotmap *m)
 }
 
 /* Empties entry e: backward-shift deletion (probe-int.h). */
-void mms__slotmap_erase(struct mms__slotmap *m, struct mms__slotmap_ent *e)
+void mms__slotmap_erase_run(struct mms__slotmap *m, struct mms__slotmap_ent *e)
 {
 #define OLD_HOME(e) SLOT_HOME(m, e)
 #define SLOT_CLEAR(e) ((e)->slot1 = 0)

@@ -7,8 +7,9 @@
 # block. The session shows the escaped name and no ESC; no line of it is
 # the made-up one. `memscope break op' takes the names as messages write
 # them (the first quoted, the second, with a C1 control character, not):
-# both stop, said escaped (a NUL, which no name holds, is refused); `memscope pinpoint' re-runs to the launch the
-# watch named and says it escaped too, and no ESC reaches the session.
+# both stop, said escaped (a NUL, which no name holds, is refused);
+# `memscope pinpoint' re-runs to the launch the watch named and says it
+# escaped too, and no ESC reaches the session.
 . "${top_srcdir:?run this test through make check}/tests/gdb/lib.sh"
 
 session ctlop "$progs/ctlop" -ex 'break ready' -ex run -ex 'memscope watch buf[0]@64' -ex continue -ex continue \
