@@ -756,6 +756,30 @@ int mms__guard_usable(const void *ptr, size_t *size)
 	return 1;
 }
 
+/* ---- mimalloc's heaps (hooks.c) ---- */
+
+void *mms__guard_keep_plain(struct mms_thread *t, unsigned fn, void *p, size_t size, uintptr_t ra)
+{
+	return keep_plain(t, fn, p, size, ra);
+}
+
+int mms__guard_knows(const void *ptr)
+{
+	struct gblk b;
+
+	return set_get((uintptr_t)ptr, &b);
+}
+
+int mms__guard_forget(const void *ptr)
+{
+	struct gblk b;
+
+	/* A guarded block is never a heap's (hooks.c makes theirs plain). */
+	if (!set_get((uintptr_t)ptr, &b) || gb_family(&b) != MMS_GUARD_FAMILY_PLAIN)
+		return 0;
+	return set_take((uintptr_t)ptr, &b);
+}
+
 /* ---- full checks ---- */
 
 uint64_t mms__guard_check_all(struct mms_thread *t)

@@ -727,6 +727,82 @@ size_t mms__je_xallocx(void *ptr, size_t size, size_t extra, int flags) MMS_HIDD
 size_t mms__je_sallocx(const void *ptr, int flags) MMS_HIDDEN;
 void mms__je_dallocx(void *ptr, int flags) MMS_HIDDEN;
 void mms__je_sdallocx(void *ptr, size_t size, int flags) MMS_HIDDEN;
+/* mimalloc's functions of its own that the recorder calls in its place
+ * (hooks.c), found by redirect.c where mimalloc is the allocator the hooks
+ * forward to: their order in mms__mi_fns[] and mms__mi_real[]. Those that
+ * are the malloc family under another name (mi_malloc, mi_free) go to
+ * the hooks of the functions they are, as tcmalloc's tc_ functions do. */
+enum mms_mi_index {
+	/* Allocations: (heap,) (count,) size, (alignment, (offset)). */
+	MMS_MI_ZALLOC,
+	MMS_MI_ZALLOC_SMALL,
+	MMS_MI_MALLOCN,
+	MMS_MI_MALLOC_ALIGNED,
+	MMS_MI_MALLOC_ALIGNED_AT,
+	MMS_MI_ZALLOC_ALIGNED,
+	MMS_MI_ZALLOC_ALIGNED_AT,
+	MMS_MI_CALLOC_ALIGNED,
+	MMS_MI_CALLOC_ALIGNED_AT,
+	MMS_MI_HEAP_MALLOC,
+	MMS_MI_HEAP_MALLOC_SMALL,
+	MMS_MI_HEAP_ZALLOC,
+	MMS_MI_HEAP_CALLOC,
+	MMS_MI_HEAP_MALLOCN,
+	MMS_MI_HEAP_MALLOC_ALIGNED,
+	MMS_MI_HEAP_MALLOC_ALIGNED_AT,
+	MMS_MI_HEAP_ZALLOC_ALIGNED,
+	MMS_MI_HEAP_ZALLOC_ALIGNED_AT,
+	MMS_MI_HEAP_CALLOC_ALIGNED,
+	MMS_MI_HEAP_CALLOC_ALIGNED_AT,
+	/* Copies: (heap,) string (, length or buffer). */
+	MMS_MI_STRDUP,
+	MMS_MI_STRNDUP,
+	MMS_MI_REALPATH,
+	MMS_MI_HEAP_STRDUP,
+	MMS_MI_HEAP_STRNDUP,
+	MMS_MI_HEAP_REALPATH,
+	/* Resizes: (heap,) block, (count,) size, (alignment, (offset)). */
+	MMS_MI_REALLOCN,
+	MMS_MI_REALLOCF,
+	MMS_MI_REZALLOC,
+	MMS_MI_RECALLOC,
+	MMS_MI_REALLOC_ALIGNED,
+	MMS_MI_REALLOC_ALIGNED_AT,
+	MMS_MI_REZALLOC_ALIGNED,
+	MMS_MI_REZALLOC_ALIGNED_AT,
+	MMS_MI_RECALLOC_ALIGNED,
+	MMS_MI_RECALLOC_ALIGNED_AT,
+	MMS_MI_EXPAND,
+	MMS_MI_HEAP_REALLOC,
+	MMS_MI_HEAP_REALLOCN,
+	MMS_MI_HEAP_REALLOCF,
+	MMS_MI_HEAP_REZALLOC,
+	MMS_MI_HEAP_RECALLOC,
+	MMS_MI_HEAP_REALLOC_ALIGNED,
+	MMS_MI_HEAP_REALLOC_ALIGNED_AT,
+	MMS_MI_HEAP_REZALLOC_ALIGNED,
+	MMS_MI_HEAP_REZALLOC_ALIGNED_AT,
+	MMS_MI_HEAP_RECALLOC_ALIGNED,
+	MMS_MI_HEAP_RECALLOC_ALIGNED_AT,
+	/* A heap destroyed with its blocks; their visit and whether a
+	 * heap holds a block (called, not redirected). */
+	MMS_MI_HEAP_DESTROY,
+	MMS_MI_HEAP_VISIT_BLOCKS,
+	MMS_MI_HEAP_CONTAINS_BLOCK,
+	MMS_MI_COUNT
+};
+/* mi_free (mi_cfree, mi_free_size and the aligned ones) and mi_realloc:
+ * free and realloc that also forget an aligned block of a heap (hooks.c). */
+void mms__mi_free(void *p) MMS_HIDDEN;
+void *mms__mi_realloc(void *p, size_t size) MMS_HIDDEN;
+/* Each function's name and the recorder's in its place (NULL: none). */
+struct mms_mi_fn {
+	const char *name;
+	void *to;
+};
+extern const struct mms_mi_fn mms__mi_fns[MMS_MI_COUNT] MMS_HIDDEN;
+/* mimalloc's own, set by redirect.c before any call is redirected. */
+extern void *mms__mi_real[MMS_MI_COUNT] MMS_HIDDEN;
 /* A set of addresses in the recorder's own memory (addrset.c), under
  * its user's lock; zeroed, it is empty. add: 1 when key was not there, 0
  * when it was, -1 without room; take: 1 when key was there (it is not
@@ -781,6 +857,14 @@ void mms__guard_free(struct mms_thread *t, void *ptr, unsigned family, unsigned 
 void *mms__guard_realloc(struct mms_thread *t, void *ptr, size_t size, uintptr_t ra) MMS_HIDDEN;
 /* 1 with *size the requested size when ptr is a live guarded block, else 0. */
 int mms__guard_usable(const void *ptr, size_t *size) MMS_HIDDEN;
+/* For mimalloc's heaps (hooks.c): keep p (from mimalloc; NULL: its
+ * failure, passed on) as a plain block, recorded when t is not NULL;
+ * whether ptr is a block of the set (guarded or plain); take plain block
+ * ptr out of the set, which its heap's destruction freed: 1, or 0 when it
+ * is not a plain block of the set. */
+void *mms__guard_keep_plain(struct mms_thread *t, unsigned fn, void *p, size_t size, uintptr_t ra) MMS_HIDDEN;
+int mms__guard_knows(const void *ptr) MMS_HIDDEN;
+int mms__guard_forget(const void *ptr) MMS_HIDDEN;
 /* Checks every live guarded block and the quarantine, writing a CHECK
  * record and the findings. Returns how many findings it made. */
 uint64_t mms__guard_check_all(struct mms_thread *t) MMS_HIDDEN;

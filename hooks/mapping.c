@@ -53,6 +53,17 @@ static void rec_munmap(struct mms_thread *t, void *addr, size_t len, uint64_t st
 	mms__rec_addr_event(t, MMS_TAG_MUNMAP, stamp, (uintptr_t)addr, 1, len, 0, 0, 0);
 }
 
+/* Whether return address ra lies in the code of a replacement allocator
+ * (jemalloc, tcmalloc, mimalloc as the real malloc): the mappings it makes
+ * outside the hooks (mimalloc's mi_heap_new() and its options, jemalloc's
+ * background thread, a call of its own that is not redirected) are its
+ * internals, under the blocks it hands out, as those it makes inside the
+ * hooks are: passed through, not recorded. */
+static inline int allocator_own(uintptr_t ra)
+{
+	return mms__in_code(&mms__alloc_code, ra);
+}
+
 /* ra: the return address of the program's call. */
 static void *mmap_from(void *addr, size_t len, int prot, int flags, int fd, off_t off, uintptr_t ra)
 {
@@ -77,7 +88,7 @@ static void *mmap_from(void *addr, size_t len, int prot, int flags, int fd, off_
 	t = mms__enter_mapping();
 	r = mms__real.mmap(addr, len, prot, flags, fd, off);
 	if (t) {
-		if (r != MAP_FAILED)
+		if (r != MAP_FAILED && !allocator_own(ra))
 			rec_mmap(t, r, len, prot, flags, ra);
 		mms__leave();
 	}
@@ -116,6 +127,7 @@ static int protect_piece(uintptr_t lo, uintptr_t hi, void *ctx)
 
 MMS_EXPORT int munmap(void *addr, size_t len)
 {
+	uintptr_t ra = (uintptr_t)__builtin_return_address(0);
 	struct mms_thread *t;
 	int r;
 
@@ -127,8 +139,8 @@ MMS_EXPORT int munmap(void *addr, size_t len)
 	t = mms__enter_mapping();
 
 	/* libunwind freeing its per-thread cache at thread exit: it mapped
-	 * it inside the recorder, unrecorded. */
-	if (t && mms__unwinder_code((uintptr_t)__builtin_return_address(0))) {
+	 * it inside the recorder, unrecorded; a replacement allocator's own. */
+	if (t && (mms__unwinder_code(ra) || allocator_own(ra))) {
 		mms__leave();
 		t = NULL;
 	}
@@ -148,7 +160,7 @@ MMS_EXPORT int munmap(void *addr, size_t len)
  * opens it, and stops being memory where mprotect closes it again.
  * pkey_mprotect (pkey < 0: none) is the same call with a protection key;
  * the key itself is not recorded. */
-static int protect(void *addr, size_t len, int prot, int pkey, int with_key)
+static int protect(void *addr, size_t len, int prot, int pkey, int with_key, uintptr_t ra)
 {
 	struct mms_thread *t;
 	int r;
@@ -173,7 +185,7 @@ static int protect(void *addr, size_t len, int prot, int pkey, int with_key)
 	if (!mms__own_spare(addr, len, protect_piece, &(struct protect_piece){ prot, pkey, with_key }, &r))
 		r = with_key ? mms__real.pkey_mprotect(addr, len, prot, pkey) : mms__real.mprotect(addr, len, prot);
 	if (t) {
-		if (!r)
+		if (!r && !allocator_own(ra))
 			rec_mapping(t, MMS_TAG_MPROTECT, addr, len, (uint32_t)prot, 0);
 		mms__leave();
 	}
@@ -182,12 +194,12 @@ static int protect(void *addr, size_t len, int prot, int pkey, int with_key)
 
 MMS_EXPORT int mprotect(void *addr, size_t len, int prot)
 {
-	return protect(addr, len, prot, -1, 0);
+	return protect(addr, len, prot, -1, 0, (uintptr_t)__builtin_return_address(0));
 }
 
 MMS_EXPORT int pkey_mprotect(void *addr, size_t len, int prot, int pkey)
 {
-	return protect(addr, len, prot, pkey, 1);
+	return protect(addr, len, prot, pkey, 1, (uintptr_t)__builtin_return_address(0));
 }
 
 static int advise_piece(uintptr_t lo, uintptr_t hi, void *ctx)
@@ -256,7 +268,7 @@ MMS_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ..
 	t1 = t ? mms__stamp_release() : 0;
 	r = mms__real.mremap(old, old_len, new_len, flags, want);
 	if (t) {
-		if (r != MAP_FAILED) {
+		if (r != MAP_FAILED && !allocator_own((uintptr_t)__builtin_return_address(0))) {
 			rec_munmap(t, old, old_len, t1);
 			rec_mmap(t, r, new_len, (int)MMS_PROT_UNKNOWN, 0, (uintptr_t)__builtin_return_address(0));
 		}

@@ -126,6 +126,40 @@ static struct redirect tc[] = {
 	R("tc_deletearray_aligned_nothrow", _ZdaPvSt11align_val_tRKSt9nothrow_t),
 };
 
+/* mimalloc's: names that begin with "mi_". Those that are the malloc
+ * family under other names go to its hooks, where mimalloc is the
+ * allocator they forward to (as tcmalloc's tc_ functions do; its free and
+ * realloc through hooks.c's, which also forget an aligned block of a
+ * heap); the others to hooks.c's functions in their place (mms__mi_fns[]),
+ * after these. */
+static const struct redirect mi_family[] = {
+	R("mi_malloc", malloc),
+	R("mi_malloc_small", malloc),
+	R("mi_calloc", calloc),
+	R("mi_realloc", mms__mi_realloc),
+	R("mi_free", mms__mi_free),
+	R("mi_cfree", mms__mi_free),
+	R("mi_free_size", mms__mi_free),
+	R("mi_free_aligned", mms__mi_free),
+	R("mi_free_size_aligned", mms__mi_free),
+	R("mi_reallocarray", reallocarray),
+	R("mi_usable_size", malloc_usable_size),
+	R("mi_malloc_size", malloc_usable_size),
+	R("mi_malloc_usable_size", malloc_usable_size),
+	R("mi_posix_memalign", posix_memalign),
+	R("mi_memalign", memalign),
+	R("mi_valloc", valloc),
+	R("mi_pvalloc", pvalloc),
+	R("mi_aligned_alloc", aligned_alloc),
+	R("mi_new", _Znwm),
+	R("mi_new_nothrow", _ZnwmRKSt9nothrow_t),
+	R("mi_new_aligned", _ZnwmSt11align_val_t),
+	R("mi_new_aligned_nothrow", _ZnwmSt11align_val_tRKSt9nothrow_t),
+};
+#define MI_FAMILY (sizeof(mi_family) / sizeof(mi_family[0]))
+static struct redirect mi[MI_FAMILY + MMS_MI_COUNT];
+static size_t nmi;
+
 /* The CUDA driver's entry points that cuda.c wraps, for a program or
  * library linked against libcuda, which calls them through its GOT: those
  * libcuda defines (cuda.c's table: names that begin with "cu"), found at
@@ -138,7 +172,7 @@ static size_t ncu;
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-static int je_on, tc_on, cu_on; /* the groups found */
+static int je_on, tc_on, mi_on, cu_on; /* the groups found */
 
 /* Finds a group's functions in the objects after the recorder's in the
  * global scope (the allocator the hooks forward to, or one beside it);
@@ -159,6 +193,9 @@ static const struct redirect *wanted(const char *name)
 	if (tc_on && name[0] == 't' && name[1] == 'c' && name[2] == '_') {
 		g = tc;
 		n = COUNT(tc);
+	} else if (mi_on && name[0] == 'm' && name[1] == 'i' && name[2] == '_') {
+		g = mi;
+		n = nmi;
 	} else if (cu_on && name[0] == 'c' && name[1] == 'u' &&
 		   (name[2] == 'M' || name[2] == 'L' || name[2] == 'G' || name[2] == 'A')) {
 		/* cuMem, cuLaunchKernel, cuGetProcAddress, cuArray, cuMipmappedArray:
@@ -246,7 +283,7 @@ static void redirect_object(const struct dl_phdr_info *info)
 {
 	struct object o = { .info = info, .base_ns = -1 };
 
-	if ((!je_on && !tc_on && !cu_on) || mms__dyn_read(info, &o.d) || !o.d.symtab || !o.d.strtab)
+	if ((!je_on && !tc_on && !mi_on && !cu_on) || mms__dyn_read(info, &o.d) || !o.d.symtab || !o.d.strtab)
 		return;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -307,7 +344,7 @@ void mms__redirect_rescan(void)
 	 * with it and before it in the loader's list. */
 	if (v[1] != done_subs || cu_find())
 		mms__addrset_clear(&done);
-	if (je_on || tc_on || cu_on) {
+	if (je_on || tc_on || mi_on || cu_on) {
 		mms__phdr_iterate(redirect_each, NULL);
 		/* dlsym() asks mms__redirect_rescan() from now on. */
 		__atomic_store_n(&mms__dlsym_watch, 1, __ATOMIC_RELEASE);
@@ -338,7 +375,7 @@ int mms__redirect_dlsym(void *handle, const char *name, const void *caller, void
 	const struct redirect *e;
 
 	/* "cu" names: dlsym.c sends lookups in real handles to cuda.c. */
-	if ((!je_on && !tc_on) || (name[0] == 'c' && name[1] == 'u') || !(e = wanted(name)))
+	if ((!je_on && !tc_on && !mi_on) || (name[0] == 'c' && name[1] == 'u') || !(e = wanted(name)))
 		return 0;
 	/* RTLD_DEFAULT searches the caller's namespace: the recorder's
 	 * lookup answers for the base one only. A real handle is searched
@@ -417,6 +454,20 @@ void mms__redirect_init(void)
 	if (tc[0].real && mms__in_code(&mms__alloc_code, (uintptr_t)tc[0].real)) {
 		group_find(tc, COUNT(tc));
 		tc_on = 1;
+	}
+	/* mi_ functions, the same way: only where mimalloc is the real
+	 * allocator (one built not to replace malloc keeps its blocks apart:
+	 * its mi_ functions are not recorded). */
+	if (mms__in_code(&mms__alloc_code, (uintptr_t)mms__elfsym_next("mi_malloc", NULL))) {
+		for (size_t i = 0; i < MI_FAMILY; i++)
+			mi[nmi++] = mi_family[i];
+		for (size_t i = 0; i < MMS_MI_COUNT; i++) {
+			mms__mi_real[i] = mms__elfsym_next(mms__mi_fns[i].name, NULL);
+			if (mms__mi_fns[i].to)
+				mi[nmi++] = (struct redirect){ mms__mi_fns[i].name, mms__mi_fns[i].to, NULL };
+		}
+		group_find(mi, nmi);
+		mi_on = 1;
 	}
 	/* Every program: libcuda may come with it, or later (the rescans). */
 	mms__redirect_rescan();

@@ -6,7 +6,14 @@
  *                   free, then N mallocx/sdallocx pairs on each of two
  *                   threads; leaves one 64-byte block of its own live
  *   extalloc tc N   tcmalloc's tc_ functions, the same way (48 bytes live)
- *   extalloc probe  whether mallocx and tc_malloc are defined at all
+ *   extalloc mi N   mimalloc's mi_ functions (its heaps too: one
+ *                   destroyed with its blocks, one deleted), the same way
+ *                   (57 bytes live)
+ *   extalloc mi-overflow
+ *                   writes one byte past an mi_zalloc(100) block, then
+ *                   releases it with mi_free (guard mode's finding)
+ *   extalloc probe  whether mallocx, tc_malloc and mi_malloc are defined
+ *                   at all
  *   extalloc je-plugin N PLUGIN
  *                   loads PLUGIN (extplug.so) with dlopen(RTLD_LAZY), where
  *                   jemalloc is loaded, and runs its
@@ -57,6 +64,37 @@ void *tc_new(size_t size) __attribute__((weak));
 void *tc_newarray(size_t size) __attribute__((weak));
 void tc_delete(void *ptr) __attribute__((weak));
 void tc_deletearray_sized(void *ptr, size_t size) __attribute__((weak));
+typedef struct mi_heap_s mi_heap_t;
+void *mi_malloc(size_t size) __attribute__((weak));
+void *mi_calloc(size_t n, size_t size) __attribute__((weak));
+void *mi_realloc(void *p, size_t size) __attribute__((weak));
+void mi_free(void *p) __attribute__((weak));
+void mi_free_size(void *p, size_t size) __attribute__((weak));
+size_t mi_usable_size(const void *p) __attribute__((weak));
+void *mi_zalloc(size_t size) __attribute__((weak));
+void *mi_mallocn(size_t n, size_t size) __attribute__((weak));
+void *mi_reallocn(void *p, size_t n, size_t size) __attribute__((weak));
+void *mi_reallocf(void *p, size_t size) __attribute__((weak));
+void *mi_rezalloc(void *p, size_t size) __attribute__((weak));
+void *mi_recalloc(void *p, size_t n, size_t size) __attribute__((weak));
+void *mi_malloc_aligned(size_t size, size_t align) __attribute__((weak));
+void *mi_malloc_aligned_at(size_t size, size_t align, size_t off) __attribute__((weak));
+void *mi_calloc_aligned(size_t n, size_t size, size_t align) __attribute__((weak));
+void *mi_realloc_aligned(void *p, size_t size, size_t align) __attribute__((weak));
+void *mi_expand(void *p, size_t size) __attribute__((weak));
+char *mi_strdup(const char *s) __attribute__((weak));
+char *mi_strndup(const char *s, size_t n) __attribute__((weak));
+mi_heap_t *mi_heap_new(void) __attribute__((weak));
+void mi_heap_delete(mi_heap_t *heap) __attribute__((weak));
+void mi_heap_destroy(mi_heap_t *heap) __attribute__((weak));
+void *mi_heap_malloc(mi_heap_t *heap, size_t size) __attribute__((weak));
+void *mi_heap_zalloc(mi_heap_t *heap, size_t size) __attribute__((weak));
+void *mi_heap_calloc(mi_heap_t *heap, size_t n, size_t size) __attribute__((weak));
+void *mi_heap_realloc(mi_heap_t *heap, void *p, size_t size) __attribute__((weak));
+char *mi_heap_strdup(mi_heap_t *heap, const char *s) __attribute__((weak));
+void *mi_heap_malloc_aligned(mi_heap_t *heap, size_t size, size_t align) __attribute__((weak));
+int mi_reserve_os_memory(size_t size, _Bool commit, _Bool allow_large) __attribute__((weak));
+
 /* The C++ aligned nothrow forms, with a std::nothrow_t by reference. */
 void *tc_new_aligned_nothrow(size_t size, size_t align, const void *nt) __attribute__((weak));
 void tc_delete_aligned_nothrow(void *ptr, size_t align, const void *nt) __attribute__((weak));
@@ -100,17 +138,22 @@ static void *je_pairs(void *arg)
 	return NULL;
 }
 
-static void *tc_pairs(void *arg)
+/* tcmalloc's tc_malloc and tc_free_sized, or mimalloc's mi_malloc and
+ * mi_free_size: the pairs of sized_pairs(). */
+static void *(*pair_alloc)(size_t);
+static void (*pair_free)(void *, size_t);
+
+static void *sized_pairs(void *arg)
 {
 	(void)arg;
 	for (long i = 0; i < n_pairs; i++) {
 		size_t n = 16 + (size_t)(i % 64) * 8;
-		char *p = tc_malloc(n);
+		char *p = pair_alloc(n);
 
 		if (!p)
 			return (void *)1;
 		p[0] = p[n - 1] = 1;
-		tc_free_sized(p, n);
+		pair_free(p, n);
 	}
 	return NULL;
 }
@@ -126,6 +169,19 @@ static int two_threads(void *(*fn)(void *))
 	for (int i = 0; i < 2; i++)
 		pthread_join(t[i], &r[i]);
 	return r[0] || r[1];
+}
+
+/* The end of tc() and mi(): a block of keep bytes kept from alloc, the
+ * pairs of alloc and release on two threads. */
+static int kept_and_pairs(const char *who, void *(*alloc)(size_t), void (*release)(void *, size_t), size_t keep)
+{
+	kept = alloc(keep);
+	check(kept != NULL, "the kept block's allocation failed");
+	pair_alloc = alloc;
+	pair_free = release;
+	check(two_threads(sized_pairs) == 0, "a thread's allocation failed");
+	printf("%s's functions: checked\n", who);
+	return 0;
 }
 
 static int je(void)
@@ -206,11 +262,98 @@ static int tc(void)
 	p = tc_new_aligned_nothrow(100, 128, &nothrow);
 	check(p && (uintptr_t)p % 128 == 0, "tc_new_aligned_nothrow not aligned");
 	tc_delete_aligned_nothrow(p, 128, &nothrow);
-	kept = tc_malloc(48);
-	check(kept != NULL, "tc_malloc(48) failed");
-	check(two_threads(tc_pairs) == 0, "a thread's tc_malloc failed");
-	printf("tcmalloc's functions: checked\n");
-	return 0;
+	return kept_and_pairs("tcmalloc", tc_malloc, tc_free_sized, 48);
+}
+
+/* mimalloc's: each kind of call once or more, its heaps, then the pairs
+ * (126 allocations before them, 127 where mi_expand() shrinks in place). */
+static int mi(void)
+{
+	char *p, *q, *e;
+	mi_heap_t *h;
+
+	if (!mi_malloc || !mi_calloc || !mi_realloc || !mi_free || !mi_free_size || !mi_usable_size || !mi_zalloc ||
+	    !mi_mallocn || !mi_reallocn || !mi_reallocf || !mi_rezalloc || !mi_recalloc || !mi_malloc_aligned ||
+	    !mi_malloc_aligned_at || !mi_calloc_aligned || !mi_realloc_aligned || !mi_expand || !mi_strdup ||
+	    !mi_strndup || !mi_heap_new || !mi_heap_delete || !mi_heap_destroy || !mi_heap_malloc || !mi_heap_zalloc ||
+	    !mi_heap_calloc || !mi_heap_realloc || !mi_heap_strdup || !mi_heap_malloc_aligned) {
+		printf("mimalloc's functions: absent\n");
+		return 2;
+	}
+	/* An arena mimalloc maps for itself, outside any allocation: its
+	 * own, not the program's mapping. */
+	if (mi_reserve_os_memory)
+		check(mi_reserve_os_memory((size_t)8 << 20, 0, 0) == 0, "mi_reserve_os_memory failed");
+	p = malloc(100); /* malloc'd, released by mi_free */
+	check(p != NULL, "malloc(100) failed");
+	memset(p, 1, 100);
+	mi_free(p);
+	p = mi_malloc(200); /* mi_malloc'd, freed */
+	check(p && mi_usable_size(p) >= 200, "mi_malloc(200) or its mi_usable_size");
+	free(p);
+	p = mi_zalloc(4096);
+	check(p && all_zero((unsigned char *)p, 4096), "mi_zalloc not zeroed");
+	p = mi_rezalloc(p, 8192);
+	check(p && all_zero((unsigned char *)p, 8192), "mi_rezalloc not zeroed");
+	mi_free(p);
+	p = mi_mallocn(10, 30);
+	memset(p, 2, 300);
+	p = mi_reallocn(p, 20, 30);
+	check(p && p[299] == 2, "mi_reallocn lost the bytes");
+	mi_free_size(p, 600);
+	check(mi_mallocn((size_t)-1 / 2, 4) == NULL, "mi_mallocn of too many bytes did not fail");
+	p = mi_recalloc(NULL, 5, 8);
+	check(p && all_zero((unsigned char *)p, 40), "mi_recalloc not zeroed");
+	p = mi_recalloc(p, 50, 8);
+	check(p && all_zero((unsigned char *)p, 400), "mi_recalloc's growth not zeroed");
+	mi_free(p);
+	p = mi_malloc_aligned(100, 256);
+	check(p && (uintptr_t)p % 256 == 0, "mi_malloc_aligned not aligned");
+	memset(p, 3, 100);
+	p = mi_realloc_aligned(p, 5000, 256);
+	check(p && (uintptr_t)p % 256 == 0 && p[99] == 3, "mi_realloc_aligned lost the alignment or the bytes");
+	mi_free(p);
+	p = mi_malloc_aligned_at(100, 64, 16);
+	check(p && (uintptr_t)(p + 16) % 64 == 0, "mi_malloc_aligned_at not aligned at its offset");
+	mi_free(p);
+	p = mi_calloc_aligned(10, 10, 128);
+	check(p && (uintptr_t)p % 128 == 0 && all_zero((unsigned char *)p, 100), "mi_calloc_aligned");
+	mi_free(p);
+	e = mi_malloc(1000); /* shrunk in place, or left as it is */
+	memset(e, 4, 1000);
+	p = mi_expand(e, 10);
+	check(p == NULL || p == e, "mi_expand moved the block");
+	mi_free(e);
+	p = mi_strdup("extalloc");
+	q = mi_strndup("extalloc", 3);
+	check(p && q && !strcmp(p, "extalloc") && !strcmp(q, "ext"), "mi_strdup or mi_strndup");
+	mi_free(p);
+	free(q);
+	p = mi_reallocf(mi_malloc(10), 20);
+	check(p != NULL, "mi_reallocf failed");
+	mi_free(p);
+	/* A heap destroyed with its blocks: none freed one by one. */
+	h = mi_heap_new();
+	check(h != NULL, "mi_heap_new failed");
+	for (int i = 0; i < 100; i++)
+		check(mi_heap_malloc(h, 64 + (size_t)i) != NULL, "mi_heap_malloc failed");
+	p = mi_heap_zalloc(h, 100);
+	check(p && all_zero((unsigned char *)p, 100), "mi_heap_zalloc not zeroed");
+	p = mi_heap_calloc(h, 3, 7);
+	check(p && all_zero((unsigned char *)p, 21), "mi_heap_calloc not zeroed");
+	p = mi_heap_realloc(h, mi_heap_malloc(h, 10), 1000);
+	check(p != NULL, "mi_heap_realloc failed");
+	check(mi_heap_strdup(h, "x") != NULL, "mi_heap_strdup failed");
+	p = mi_heap_malloc_aligned(h, 100, 512);
+	check(p && (uintptr_t)p % 512 == 0, "mi_heap_malloc_aligned not aligned");
+	mi_heap_destroy(h);
+	/* A heap deleted: its blocks live on, then freed. */
+	h = mi_heap_new();
+	p = h ? mi_heap_malloc(h, 33) : NULL;
+	check(p != NULL, "mi_heap_malloc in a second heap failed");
+	mi_heap_delete(h);
+	mi_free(p);
+	return kept_and_pairs("mimalloc", mi_malloc, mi_free_size, 57);
 }
 
 /* The allocator's functions as dlsym() finds them: in the global scope,
@@ -288,10 +431,11 @@ int main(int argc, char **argv)
 		return 2;
 	n_pairs = argc > 2 ? atol(argv[2]) : 1000;
 	if (!strcmp(argv[1], "probe")) {
-		printf("mallocx %s, tc_malloc %s, dlsym mallocx %s, dlsym tc_malloc %s\n",
+		printf("mallocx %s, tc_malloc %s, mi_malloc %s, dlsym mallocx %s, dlsym tc_malloc %s, dlsym mi_malloc %s\n",
 		       mallocx ? "defined" : "absent", tc_malloc ? "defined" : "absent",
-		       dlsym(RTLD_DEFAULT, "mallocx") ? "found" : "absent",
-		       dlsym(RTLD_DEFAULT, "tc_malloc") ? "found" : "absent");
+		       mi_malloc ? "defined" : "absent", dlsym(RTLD_DEFAULT, "mallocx") ? "found" : "absent",
+		       dlsym(RTLD_DEFAULT, "tc_malloc") ? "found" : "absent",
+		       dlsym(RTLD_DEFAULT, "mi_malloc") ? "found" : "absent");
 		return 0;
 	}
 	if (!strcmp(argv[1], "je-plugin") && argc > 3) {
@@ -318,7 +462,20 @@ int main(int argc, char **argv)
 		sdallocx(p, 100, 0);
 		return 0;
 	}
-	r = !strcmp(argv[1], "je")         ? je()
+	if (!strcmp(argv[1], "mi-overflow")) {
+		char *p;
+
+		if (!mi_zalloc || !mi_free)
+			return 2;
+		p = mi_zalloc(100);
+		if (!p)
+			return 1;
+		((volatile char *)p)[100] = 7;
+		mi_free(p);
+		return 0;
+	}
+	r = !strcmp(argv[1], "mi")         ? mi()
+	    : !strcmp(argv[1], "je")       ? je()
 	    : !strcmp(argv[1], "tc")       ? tc()
 	    : !strcmp(argv[1], "je-dlsym") ? by_dlsym(1)
 	    : !strcmp(argv[1], "tc-dlsym") ? by_dlsym(0)
