@@ -795,6 +795,9 @@ enum mms_mi_index {
  * free and realloc that also forget an aligned block of a heap (hooks.c). */
 void mms__mi_free(void *p) MMS_HIDDEN;
 void *mms__mi_realloc(void *p, size_t size) MMS_HIDDEN;
+/* The lock of the aligned blocks of heaps, held across a fork. */
+void mms__mi_before_fork(void) MMS_HIDDEN;
+void mms__mi_after_fork(void) MMS_HIDDEN;
 /* Each function's name and the recorder's in its place (NULL: none). */
 struct mms_mi_fn {
 	const char *name;

@@ -1045,6 +1045,18 @@ static inline void mi_aligned_forget(const void *p)
 	mms__spin_unlock(&mi_aligned_lock);
 }
 
+/* Held across a fork (process.c), so that the child's copy of the set is
+ * whole and its lock free. */
+void mms__mi_before_fork(void)
+{
+	mms__spin_lock(&mi_aligned_lock);
+}
+
+void mms__mi_after_fork(void)
+{
+	mms__spin_unlock(&mi_aligned_lock);
+}
+
 void mms__mi_free(void *p)
 {
 	mi_aligned_forget(p);

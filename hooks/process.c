@@ -122,6 +122,7 @@ locks:
 	 * guard mode's set and quarantine or the arena's lists when the
 	 * child's copy is made. */
 	mms__guard_before_fork();
+	mms__mi_before_fork();
 	mms__arena_before_fork();
 	mms__own_before_fork();
 }
@@ -133,6 +134,7 @@ static void atfork_child(void)
 	mms__tls_busy = 2;
 	mms__own_after_fork();
 	mms__arena_after_fork();
+	mms__mi_after_fork();
 	mms__guard_after_fork();
 	if (!tls_fork_live) {
 		mms__tls_busy = busy;
@@ -159,6 +161,7 @@ static void atfork_parent(void)
 {
 	mms__own_after_fork();
 	mms__arena_after_fork();
+	mms__mi_after_fork();
 	mms__guard_after_fork();
 	if (tls_fork_live)
 		mms__modules_after_fork(0);
