@@ -561,24 +561,27 @@ MMS_EXPORT void free(void *ptr)
 enum resize { RS_REALLOC, RS_RALLOCX, RS_XALLOCX, RS_MI };
 
 /* A call of one of mimalloc's functions: its index in mms__mi_real[]
- * and its arguments, in order (see mi_call()). */
+ * and its arguments, in order (see mi_call()); whether it refused for
+ * want of memory. */
 struct mi_call {
 	unsigned fn;
 	const uintptr_t *v;
+	int refused;
 };
 static void *mi_call(unsigned fn, const uintptr_t *v);
+static void *mi_call_told(unsigned fn, const uintptr_t *v, int *refused);
 static int mi_in_place(unsigned fn);
 static int mi_frees_on_failure(unsigned fn);
 
 static inline __attribute__((always_inline)) void *resize_call(void *ptr, size_t size, enum resize op, size_t extra,
-							       int flags, size_t *xsize, const struct mi_call *mi)
+							       int flags, size_t *xsize, struct mi_call *mi)
 {
 	if (op == RS_XALLOCX) {
 		*xsize = mms__je.xallocx(ptr, size, extra, flags);
 		return *xsize >= size ? ptr : NULL;
 	}
 	if (op == RS_MI)
-		return mi_call(mi->fn, mi->v);
+		return mi_call_told(mi->fn, mi->v, &mi->refused);
 	return op == RS_RALLOCX ? mms__je.rallocx(ptr, size, flags) : mms__real.realloc(ptr, size);
 }
 
@@ -589,7 +592,7 @@ static inline __attribute__((always_inline)) void *resize_call(void *ptr, size_t
  * at its address again, of the size asked for). The thread stays inside
  * the hook across the call, so nothing of its own lands between. */
 static inline __attribute__((always_inline)) void *resize_recorded(void *ptr, size_t size, enum resize op, size_t extra,
-								   int flags, size_t *xsize, const struct mi_call *mi,
+								   int flags, size_t *xsize, struct mi_call *mi,
 								   uintptr_t ra)
 {
 	struct mms_thread *t;
@@ -610,7 +613,8 @@ static inline __attribute__((always_inline)) void *resize_recorded(void *ptr, si
 	 * an xallocx() or mi_expand() that could not grow in place refused
 	 * nothing. */
 	if (unlikely(!r) && size &&
-	    (op == RS_RALLOCX || ((op == RS_REALLOC || (op == RS_MI && !mi_in_place(mi->fn))) && errno == ENOMEM)))
+	    (op == RS_RALLOCX || (op == RS_REALLOC && errno == ENOMEM) ||
+	     (op == RS_MI && !mi_in_place(mi->fn) && mi->refused)))
 		rec_alloc_fail(t, MMS_ALLOC_REALLOC, size, op == RS_RALLOCX ? JE_ALIGN(flags) : 0, FRAME);
 	/* glibc's realloc(ptr, 0) freed ptr, as mi_reallocf() frees it when
 	 * it fails. */
@@ -1082,6 +1086,22 @@ static void *mi_call(unsigned fn, const uintptr_t *v)
 	return f(v[0], v[1], v[2], v[3], v[4], v[5]);
 }
 
+/* mi_call(), and in *refused whether it failed for want of memory
+ * (ENOMEM): mimalloc's NULL for a NULL string or a bad alignment may set
+ * no errno, and the program's errno from before stays as it was. */
+static void *mi_call_told(unsigned fn, const uintptr_t *v, int *refused)
+{
+	int saved = errno;
+	void *r;
+
+	errno = 0;
+	r = mi_call(fn, v);
+	*refused = !r && errno == ENOMEM;
+	if (!errno)
+		errno = saved;
+	return r;
+}
+
 /* A call's arguments read: the block (at v[at]), the bytes asked for
  * (count times size, SIZE_MAX where that overflows; a copy's string and
  * its terminator, 0 for realpath's, known after the call), the alignment,
@@ -1156,11 +1176,10 @@ static __attribute__((noinline)) void *mi_guard_alloc(unsigned fn, const uintptr
 	struct mms_thread *t;
 	void *r;
 
+	/* Too many bytes: mimalloc's own failure, and errno as it leaves it. */
+	if (q->overflow)
+		return mi_call(fn, v);
 	if (mi_guardable(fn, q)) {
-		if (q->overflow) {
-			errno = ENOMEM;
-			return NULL;
-		}
 		return mms__guard_alloc_hook(q->kind, q->align ? MMS_GUARD_FAMILY_MEMALIGN : MMS_GUARD_FAMILY_MALLOC,
 					     q->align > 16 ? q->align : 16, q->bytes, !!(mi_flags[fn] & MI_ZERO), ra);
 	}
@@ -1177,6 +1196,7 @@ static __attribute__((noinline)) void *mi_alloc(unsigned fn, const uintptr_t *v,
 {
 	struct mms_thread *t;
 	struct mi_req q;
+	int refused;
 	void *r;
 
 	/* realpath into the caller's buffer allocates nothing. */
@@ -1186,12 +1206,12 @@ static __attribute__((noinline)) void *mi_alloc(unsigned fn, const uintptr_t *v,
 	if (unlikely(mms__guard_on))
 		return mi_guard_alloc(fn, v, &q, ra);
 	t = mms__enter();
-	r = mi_call(fn, v);
+	r = mi_call_told(fn, v, &refused);
 	if (t) {
 		if (r)
 			rec_alloc_with(t, q.kind, r, mi_flags[fn] & MI_COPY ? strlen(r) + 1 : q.bytes,
 				       mms__capture_stack_at(t, FRAME), ra, FRAME);
-		else if (errno == ENOMEM)
+		else if (refused)
 			rec_alloc_fail(t, q.kind, q.bytes, q.align, FRAME);
 		mms__leave();
 	}
@@ -1237,14 +1257,12 @@ static __attribute__((noinline)) void *mi_move(unsigned fn, const uintptr_t *v, 
 					       FRAME);
 			mms__leave();
 		}
+	} else if (q->overflow) {
+		r = mi_call(fn, w); /* mimalloc's own failure */
 	} else if (mi_guardable(fn, q)) {
-		r = q->overflow ? NULL
-				: mms__guard_alloc_hook(MMS_ALLOC_REALLOC,
-							q->align ? MMS_GUARD_FAMILY_MEMALIGN : MMS_GUARD_FAMILY_MALLOC,
-							q->align > 16 ? q->align : 16, q->bytes,
-							!!(mi_flags[fn] & MI_ZERO), ra);
-		if (q->overflow)
-			errno = ENOMEM;
+		r = mms__guard_alloc_hook(MMS_ALLOC_REALLOC,
+					  q->align ? MMS_GUARD_FAMILY_MEMALIGN : MMS_GUARD_FAMILY_MALLOC,
+					  q->align > 16 ? q->align : 16, q->bytes, !!(mi_flags[fn] & MI_ZERO), ra);
 	} else if (guard_enter(&t, ra)) {
 		r = mi_keep(fn, q, t, mi_call(fn, w), ra);
 		guard_leave(t);
@@ -1269,11 +1287,14 @@ static __attribute__((noinline)) void *mi_move(unsigned fn, const uintptr_t *v, 
 
 static __attribute__((noinline)) void *mi_resize(unsigned fn, const uintptr_t *v, uintptr_t ra)
 {
-	const struct mi_call call = { fn, v };
+	struct mi_call call = { fn, v, 0 };
 	struct mi_req q;
 	void *r;
 
 	mi_read(fn, v, &q);
+	/* mi_expand(NULL, size) resizes nothing. */
+	if (!q.p && mi_flags[fn] & MI_INPLACE)
+		return mi_call(fn, v);
 	if (unlikely(mms__guard_on) || unlikely(q.p && mms__arena_owns(q.p)))
 		r = mi_move(fn, v, &q, ra);
 	else

@@ -34,6 +34,7 @@
  * recorder and in guard mode, and exits 1 on a wrong answer. */
 #define _GNU_SOURCE /* RTLD_DEFAULT, RTLD_NOLOAD */
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -301,7 +302,9 @@ static int mi(void)
 	p = mi_reallocn(p, 20, 30);
 	check(p && p[299] == 2, "mi_reallocn lost the bytes");
 	mi_free_size(p, 600);
-	check(mi_mallocn((size_t)-1 / 2, 4) == NULL, "mi_mallocn of too many bytes did not fail");
+	errno = 0;
+	check(mi_mallocn((size_t)-1 / 2, 4) == NULL && errno == 0, "mi_mallocn of too many bytes, or its errno");
+	check(mi_zalloc((size_t)1 << 62) == NULL && errno == ENOMEM, "mi_zalloc of 4 EiB, or its errno");
 	p = mi_recalloc(NULL, 5, 8);
 	check(p && all_zero((unsigned char *)p, 40), "mi_recalloc not zeroed");
 	p = mi_recalloc(p, 50, 8);
@@ -323,10 +326,13 @@ static int mi(void)
 	memset(e, 4, 1000);
 	p = mi_expand(e, 10);
 	check(p == NULL || p == e, "mi_expand moved the block");
+	check(mi_expand(NULL, 10) == NULL, "mi_expand(NULL) made a block");
 	mi_free(e);
 	p = mi_strdup("extalloc");
 	q = mi_strndup("extalloc", 3);
 	check(p && q && !strcmp(p, "extalloc") && !strcmp(q, "ext"), "mi_strdup or mi_strndup");
+	errno = ENOMEM; /* as mi_zalloc's refusal left it: no refusal of mi_strdup's */
+	check(mi_strdup(NULL) == NULL && errno == ENOMEM, "mi_strdup(NULL) or the errno it left");
 	mi_free(p);
 	free(q);
 	p = mi_reallocf(mi_malloc(10), 20);
