@@ -21,13 +21,14 @@
  *   extalloc je-overflow
  *                   writes one byte past a mallocx(100) block, then
  *                   releases it with sdallocx (guard mode's finding)
- *   extalloc je-dlsym N, extalloc tc-dlsym N
+ *   extalloc je-dlsym N, extalloc tc-dlsym N, extalloc mi-dlsym N
  *                   the functions looked up with dlsym(RTLD_DEFAULT) and
  *                   in the allocator's handle, called through those
  *                   pointers: N pairs on each of two threads, and one
- *                   block kept (91 bytes; tc: 39)
+ *                   block kept (91 bytes; tc: 39; mi: 43, mi_zalloc and
+ *                   mi_free)
  *
- * The functions are weak references: the program is built without either
+ * The functions are weak references: the program is built without any
  * allocator's headers or libraries, and runs with one preloaded (or none,
  * for probe: the recorder must not define them). It prints only what the
  * allocator's answers let it check, the same with and without the
@@ -388,9 +389,17 @@ static void *dl_pairs(void *arg)
 	return NULL;
 }
 
-static int by_dlsym(int je_group)
+/* Looked up in the allocator's handle: tcmalloc's or mimalloc's free. */
+static const char *const lib_of[] = { "libtcmalloc_minimal.so.4", "libjemalloc.so.2", "libmimalloc.so.2" };
+static const char *const alloc_of[] = { "tc_malloc", NULL, "mi_zalloc" };
+static const char *const free_of[] = { "tc_free", NULL, "mi_free" };
+static const char *const who_of[] = { "tcmalloc", "jemalloc", "mimalloc" };
+
+/* group: 0 tcmalloc, 1 jemalloc, 2 mimalloc. */
+static int by_dlsym(int group)
 {
-	void *h = dlopen(je_group ? "libjemalloc.so.2" : "libtcmalloc_minimal.so.4", RTLD_LAZY | RTLD_NOLOAD);
+	void *h = dlopen(lib_of[group], RTLD_LAZY | RTLD_NOLOAD);
+	int je_group = group == 1;
 	char *p;
 
 	if (je_group) {
@@ -409,23 +418,23 @@ static int by_dlsym(int je_group)
 		dl_sized_free(p, 200, 0);
 		kept = dl_alloc(91, 0);
 	} else {
-		dl_tc_malloc = (void *(*)(size_t))dlsym(RTLD_DEFAULT, "tc_malloc");
-		dl_tc_free = h ? (void (*)(void *))dlsym(h, "tc_free") : NULL;
+		dl_tc_malloc = (void *(*)(size_t))dlsym(RTLD_DEFAULT, alloc_of[group]);
+		dl_tc_free = h ? (void (*)(void *))dlsym(h, free_of[group]) : NULL;
 		if (!dl_tc_malloc || !dl_tc_free) {
-			printf("tcmalloc's functions through dlsym: absent\n");
+			printf("%s's functions through dlsym: absent\n", who_of[group]);
 			return 2;
 		}
-		p = dl_tc_malloc(100); /* tc_malloc'd, freed */
-		check(p != NULL, "tc_malloc(100) through dlsym failed");
+		p = dl_tc_malloc(100); /* its allocation, freed */
+		check(p != NULL, "the allocation of 100 bytes through dlsym failed");
 		free(p);
-		p = malloc(200); /* malloc'd, released by tc_free */
+		p = malloc(200); /* malloc'd, released by its free */
 		check(p != NULL, "malloc(200) failed");
 		dl_tc_free(p);
-		kept = dl_tc_malloc(39);
+		kept = dl_tc_malloc(group ? 43 : 39);
 	}
 	check(kept != NULL, "the kept block's allocation through dlsym failed");
 	check(two_threads(dl_pairs) == 0, "a thread's allocation through dlsym failed");
-	printf("%s's functions through dlsym: checked\n", je_group ? "jemalloc" : "tcmalloc");
+	printf("%s's functions through dlsym: checked\n", who_of[group]);
 	return 0;
 }
 
@@ -485,6 +494,7 @@ int main(int argc, char **argv)
 	    : !strcmp(argv[1], "tc")       ? tc()
 	    : !strcmp(argv[1], "je-dlsym") ? by_dlsym(1)
 	    : !strcmp(argv[1], "tc-dlsym") ? by_dlsym(0)
+	    : !strcmp(argv[1], "mi-dlsym") ? by_dlsym(2)
 					   : 2;
 	return r ? r : bad;
 }

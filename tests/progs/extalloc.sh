@@ -145,6 +145,7 @@ else
 fi
 if [ -n "$mimalloc" ]; then
 	run mimalloc "$mimalloc" mi 57 126
+	run mimalloc "$mimalloc" mi-dlsym 43 3
 	for _p in extalloc extalloc-now; do
 		expect_key "mimalloc-mi-$_p.mms.json" kinds.mmap.allocs 0
 		expect_key "mimalloc-mi-$_p.g.mms.json" kinds.mmap.allocs 0
@@ -154,7 +155,7 @@ if [ -n "$mimalloc" ]; then
 		expect_key "mimalloc-mi-$_p.mms.json" by_kind.alloc_fail 1
 	done
 	overflow_found "$mimalloc" mi-overflow
-	note "mimalloc ($mimalloc): its mi_ functions recorded, its heaps' too (one destroyed with its blocks), its own mappings not the program's (lazy and -z now GOT), guard mode whole"
+	note "mimalloc ($mimalloc): its mi_ functions recorded, its heaps' too (one destroyed with its blocks), its own mappings not the program's (lazy and -z now GOT, pointers from dlsym()), guard mode whole"
 else
 	note "libmimalloc.so.2 is not installed: its part not run (apt-get install libmimalloc2.0)"
 fi
