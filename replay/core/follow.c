@@ -113,6 +113,16 @@ static int follow_look(mms_log_t *log)
 
 	if (log->follow_err)
 		return log->follow_err;
+	/* The header's chunk count first, the file's size after: the walk
+	 * reads the chunks both hold. The writer gives back the space past
+	 * its last chunk when the program exits (trim_file() in
+	 * hooks/logfile.c), and a thread still running may count a new chunk
+	 * before the file grows to hold it again: a size seen before the
+	 * trim, or a count after it, took the walk past the file's end
+	 * (SIGBUS in the reader: the launcher died with it, 8 runs of
+	 * `msmemscope -- dig -v` in 30). No trim goes below the chunks
+	 * counted before it, so those read here stay in the file. */
+	mms__log_header_reload(log);
 	if (fstat(log->fd, &st))
 		rc = -errno;
 	else if ((uint64_t)st.st_size > log->map_len)
@@ -120,9 +130,7 @@ static int follow_look(mms_log_t *log)
 	else
 		rc = 0;
 	if (!rc) {
-		if ((size_t)st.st_size > log->size)
-			log->size = (size_t)st.st_size;
-		mms__log_header_reload(log);
+		log->size = (size_t)st.st_size;
 		if (log->follow == MMS__FOLLOW_LIVE)
 			look_threads(log);
 		rc = mms__log_scan(log, log->fd);

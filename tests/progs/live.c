@@ -13,6 +13,9 @@
  *            allocates again at the end: the reader must wait for it
  *   fork     a child allocates and leaks, then exits; the parent waits
  *   kill     leaks, then dies of SIGKILL mid-run (an incomplete log)
+ *   busyexit two threads allocate and free without a pause; main exits
+ *            while they do (they take chunks after the recorder gave the
+ *            file's spare room back at the exit)
  * Each mode prints "done" on stdout (kill: nothing). */
 #include <pthread.h>
 #include <signal.h>
@@ -113,6 +116,19 @@ static void *sleeper(void *arg)
 	return NULL;
 }
 
+/* busyexit's threads: pairs, until the process ends. */
+static void *busy(void *arg)
+{
+	(void)arg;
+	for (unsigned i = 0;; i++) {
+		void *p = malloc(16 + (i & 255));
+
+		sink = p; /* kept from the optimizer */
+		free(p);
+	}
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "steps";
@@ -149,6 +165,15 @@ int main(int argc, char **argv)
 	} else if (!strcmp(mode, "kill")) {
 		steps(3, 60);
 		raise(SIGKILL);
+	} else if (!strcmp(mode, "busyexit")) {
+		struct timespec ts = { 0, 30 * 1000 * 1000 };
+
+		for (int i = 0; i < 2; i++)
+			if (pthread_create(&th, NULL, busy, NULL))
+				return 2;
+		nanosleep(&ts, NULL);
+		prog_say(1, "done\n");
+		exit(0); /* the threads still allocating */
 	} else {
 		prog_say(2, "live: unknown mode %s\n", mode);
 		return 2;

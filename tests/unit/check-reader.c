@@ -2116,6 +2116,42 @@ START_TEST(test_follow_late_thread)
 }
 END_TEST
 
+/* The recorder gives back the room reserved past its last chunk when the
+ * program exits, and a thread still running counts its next chunk before
+ * the file grows to hold it: a look then reads the chunks the file holds
+ * (it read the one counted, past the file's end: SIGBUS in the reader),
+ * and the next look the new one. */
+START_TEST(test_follow_trimmed)
+{
+	struct lb *b = one_thread();
+	const size_t cs = lb_header(b)->chunk_size;
+	mms_log_info_t info;
+	mms_log_t *log;
+
+	lb_header(b)->flags &= ~(uint32_t)MMS_FLAG_COMPLETE;
+	lb_alloc(b, 12, 0, 0x1000, 10, 0);
+	ck_assert_int_eq(lb_write(b, LOG, SIZE_MAX), 0);
+	/* Room reserved past the chunk, as the recorder grows the file ahead. */
+	ck_assert_int_eq(truncate(LOG, (off_t)(MMS_HEADER_SIZE + 4 * cs)), 0);
+	ck_assert_int_eq(mms_log_follow(LOG, &log, NULL), 0);
+	mms_log_get_info(log, &info);
+	ck_assert_uint_eq(info.events, 2);
+	/* Trimmed to its one chunk, with a second one counted. */
+	lb_chunk(b);
+	lb_segment(b, 0, 12);
+	lb_alloc(b, 13, 0, 0x2000, 20, 0);
+	ck_assert_int_eq(lb_write(b, LOG, MMS_HEADER_SIZE + cs), 0);
+	ck_assert_int_eq(mms_log_follow_refresh(log), 0);
+	/* Grown to hold it. */
+	ck_assert_int_eq(lb_write(b, LOG, SIZE_MAX), 0);
+	ck_assert_int_eq(mms_log_follow_refresh(log), 1);
+	mms_log_get_info(log, &info);
+	ck_assert_uint_eq(info.events, 3);
+	mms_log_close(log);
+	lb_destroy(b);
+}
+END_TEST
+
 /* --- a replay that follows the log (mms_replay_follow_refresh) --------- */
 
 /* The replay r, moved to the end of what its log holds now, stands where
@@ -2281,6 +2317,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_follow_two_threads);
 	tcase_add_test(tc, test_follow_chunk_tail);
 	tcase_add_test(tc, test_follow_late_thread);
+	tcase_add_test(tc, test_follow_trimmed);
 	tcase_add_test(tc, test_replay_follow);
 	tcase_add_test(tc, test_replay_follow_late);
 	suite_add_tcase(s, tc);
