@@ -42,6 +42,14 @@ static uint32_t chunk_size = MMS_CHUNK_SIZE_DEFAULT;
 static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
 static int log_trimmed;          /* trim_file ran: the file may end before
                                     chunks mapped earlier */
+/* Atomic: the chunk numbers handed out. The header's nchunks counts only
+ * those the file holds: a chunk is counted there once the file was grown
+ * to hold it (under grow_lock), so a reader never finds one counted past
+ * the file's end, not even when the process ends between the two (a
+ * thread that took a chunk as the program exited: the file then read as
+ * cut, "the file ends after 42 of the 44 chunks its header counts", 3 runs
+ * in 12 of a program that exits while its threads allocate). */
+static uint64_t chunks_taken;
 static char log_path[PATH_MAX];
 static int fork_child;          /* this process is a fork of a recorded one */
 static int log_created;         /* we created log_path (not a file the user named) */
@@ -370,7 +378,7 @@ int mms__log_populate(uint64_t off, uint64_t len)
 
 static struct mms_chunk_header *chunk_new(void)
 {
-	uint64_t idx = __atomic_fetch_add(&mms__header->nchunks, 1, __ATOMIC_SEQ_CST);
+	uint64_t idx = __atomic_fetch_add(&chunks_taken, 1, __ATOMIC_SEQ_CST);
 	uint64_t off = MMS_HEADER_SIZE + idx * chunk_size;
 	struct mms_chunk_header *ch = NULL;
 	struct chunk_group *g;
@@ -386,8 +394,13 @@ static struct mms_chunk_header *chunk_new(void)
 	 * earlier: grown again. */
 	if (g && (log_trimmed || off + chunk_size > log_grown))
 		err = grow_locked(off + chunk_size);
-	if (g && !err)
+	if (g && !err) {
 		ch = (struct mms_chunk_header *)(g->base + (idx - g->first) * chunk_size);
+		/* Counted now that the file holds it (chunks taken later by
+		 * other threads may be counted first). */
+		if (__atomic_load_n(&mms__header->nchunks, __ATOMIC_RELAXED) < idx + 1)
+			__atomic_store_n(&mms__header->nchunks, idx + 1, __ATOMIC_SEQ_CST);
+	}
 	if (log_grown != grown)
 		refresh_time_pair();
 	pthread_mutex_unlock(&grow_lock);
@@ -601,6 +614,7 @@ int mms__log_open(void)
 		return -1;
 	}
 	log_grown = 0;
+	chunks_taken = 0;
 	pthread_mutex_lock(&grow_lock);
 	err = grow_locked(MMS_HEADER_SIZE + chunk_size);
 	log_head = err ? NULL : map_locked(0, MMS_HEADER_SIZE, 0, &err);
@@ -652,16 +666,19 @@ fail:
 
 /* Gives back the space reserved past the last chunk, so a finished log is
  * no larger than what it holds. A chunk taken later (a free in a later
- * destructor) grows the file again: chunk_new sees log_trimmed, and either
- * its chunk was counted here, or it takes the lock and finds log_grown
- * already lowered. */
+ * destructor, a thread still running) grows the file again: chunk_new sees
+ * log_trimmed, and either its number was taken before this read
+ * chunks_taken (the file keeps its room), or it takes the lock and finds
+ * log_grown already lowered. */
 static void trim_file(void)
 {
 	uint64_t end;
 
 	__atomic_store_n(&log_trimmed, 1, __ATOMIC_SEQ_CST);
 	pthread_mutex_lock(&grow_lock);
-	end = MMS_HEADER_SIZE + __atomic_load_n(&mms__header->nchunks, __ATOMIC_SEQ_CST) * chunk_size;
+	/* Every chunk handed out, counted or not yet: none being written is
+	 * cut off. */
+	end = MMS_HEADER_SIZE + __atomic_load_n(&chunks_taken, __ATOMIC_SEQ_CST) * chunk_size;
 	if (end < log_grown && mms__fd_still_ours(log_fd) && ftruncate(log_fd, (off_t)end) == 0)
 		__atomic_store_n(&log_grown, end, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&grow_lock);
