@@ -86,6 +86,9 @@ struct mms_thread {
 	uint64_t prev_stamp;     /* delta bases of the current segment */
 	uint64_t prev_addr;
 	struct mms_thread *next_free;
+	/* The registry's list of the threads that have not exited
+	 * (threads.c), for the scan at exit (reach.c). */
+	struct mms_thread *live_next, **live_pprev;
 	/* The last captured stack (innermost first) and its interned node ids,
 	 * so a new stack that shares outer frames re-interns only the rest. */
 	uint32_t nframes;

@@ -28,6 +28,8 @@ uint32_t mms__live_threads;
  * creation and exit are not the hot path. */
 static pthread_mutex_t free_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mms_thread *free_threads;
+/* The threads that have not exited, under free_lock too. */
+static struct mms_thread *live_threads;
 
 static void thread_key_destructor(void *arg)
 {
@@ -113,6 +115,13 @@ struct mms_thread *mms__thread_register(void)
 	t->stack_id = 0;
 	t->last_stack = 0;
 	t->stack_lo = t->stack_hi = 0; /* found again at the first capture */
+	pthread_mutex_lock(&free_lock);
+	t->live_next = live_threads;
+	t->live_pprev = &live_threads;
+	if (live_threads)
+		live_threads->live_pprev = &t->live_next;
+	live_threads = t;
+	pthread_mutex_unlock(&free_lock);
 	mms__tls_thread = t;
 	pthread_setspecific(thread_key, t);
 	write_thread_records(t);
@@ -132,9 +141,30 @@ void mms__thread_exit(void)
 	tls_last_stamp = t->prev_stamp;
 	mms__chunk_leave(t);
 	pthread_mutex_lock(&free_lock);
+	*t->live_pprev = t->live_next;
+	if (t->live_next)
+		t->live_next->live_pprev = t->live_pprev;
 	t->next_free = free_threads;
 	free_threads = t;
 	pthread_mutex_unlock(&free_lock);
+}
+
+size_t mms__threads_last_addrs(const struct mms_thread *self, uintptr_t *out, size_t cap)
+{
+	size_t n = 0;
+
+	/* At the end of exit, with other threads running: one that holds
+	 * the lock (starting or ending) is not waited for. */
+	if (pthread_mutex_trylock(&free_lock))
+		return 0;
+	for (const struct mms_thread *t = live_threads; t && n < cap; t = t->live_next) {
+		uint64_t a = __atomic_load_n(&t->prev_addr, __ATOMIC_RELAXED);
+
+		if (t != self && a)
+			out[n++] = (uintptr_t)a;
+	}
+	pthread_mutex_unlock(&free_lock);
+	return n;
 }
 
 int mms__threads_init(void)
@@ -146,6 +176,7 @@ void mms__threads_after_fork_child(void)
 {
 	pthread_mutex_init(&free_lock, NULL);
 	free_threads = NULL;
+	live_threads = NULL; /* this thread's state registers again */
 	mms__live_threads = 0;
 	next_thread_index = 0;
 	tls_index = 0;

@@ -30,14 +30,17 @@
  *                                   with virtual functions), 2006 (a thread
  *                                   still running at
  *                                   exit, on its stack), 2007 (a thread's, in
- *                                   another arena, from a global), 300002 (a
- *                                   large block, from a global)
+ *                                   another arena, from a global), 2009 (a
+ *                                   thread still running at exit has just
+ *                                   allocated it: only in its registers),
+ *                                   300002 (a large block, from a global)
  *
- * "reach threads" also leaves a thread running at exit (freeres does not
- * run then); "reach limit" keeps 17 Mi pointers, more than the scan
+ * "reach threads" also leaves two threads running at exit (freeres does
+ * not run then), one with 2009 in its registers; "reach limit" keeps 17 Mi pointers, more than the scan
  * writes. Prints "done". */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,15 +135,42 @@ static void *stay(void *arg)
 	return NULL;
 }
 
+static void scrub(void);
+
+/* Allocates 2009 and keeps it in a register only until the process exits:
+ * meanwhile its address is kept scrambled (no pointer) while the dead
+ * frames where malloc left it are cleared. */
+#define SCRAMBLE 0x5555555555555555ull
+static volatile int inflight_ready;
+static volatile uintptr_t inflight_scrambled;
+
+static void *inflight(void *arg)
+{
+	void *p = make(2009);
+
+	(void)arg;
+	inflight_scrambled = (uintptr_t)p ^ SCRAMBLE;
+	p = NULL;
+	scrub();
+	p = (void *)(inflight_scrambled ^ SCRAMBLE);
+	__atomic_store_n(&inflight_ready, 1, __ATOMIC_RELEASE);
+	for (;;)
+		__asm__ volatile("" : : "r"(p));
+	return NULL;
+}
+
 /* Clears the stack below the caller's frame, where the dead frames of
  * work() held the blocks' addresses: the exit's frames, which the scan
  * reads, take that place, and what they do not overwrite would read as
  * pointers (valgrind's leak check sees them the same way). */
-__attribute__((noinline)) static void scrub(void)
+__attribute__((noinline, noipa)) static void scrub(void)
 {
 	volatile char buf[32768];
 
-	memset((char *)buf, 0, sizeof buf);
+	/* Byte by byte through the volatile: GCC took a memset() of a local
+	 * never read for nothing, and the call for one to make. */
+	for (size_t i = 0; i < sizeof buf; i++)
+		buf[i] = 0;
 }
 
 __attribute__((noinline)) static int work(int threads)
@@ -210,6 +240,10 @@ __attribute__((noinline)) static int work(int threads)
 		while (!alive)
 			pthread_cond_wait(&started, &lock);
 		pthread_mutex_unlock(&lock);
+		if (pthread_create(&th, NULL, inflight, NULL))
+			return 2;
+		while (!__atomic_load_n(&inflight_ready, __ATOMIC_ACQUIRE))
+			sched_yield();
 	}
 	/* Last in the heap: glibc's top chunk begins in its last 8 bytes,
 	 * and the main arena points there. */
