@@ -821,7 +821,7 @@ int mms__addrset_add(struct mms_addrset *s, uintptr_t key) MMS_HIDDEN;
 int mms__addrset_take(struct mms_addrset *s, uintptr_t key) MMS_HIDDEN;
 void mms__addrset_clear(struct mms_addrset *s) MMS_HIDDEN;
 /* redirect.c: finds a replacement allocator's functions of its own
- * (jemalloc's above, tcmalloc's tc_ functions), and libcuda's entry
+ * (jemalloc's above, tcmalloc's tc_ functions, mimalloc's mi_ ones), and libcuda's entry
  * points that cuda.c wraps, at start-up, after
  * mms__runtime_code_init() and mms__elfsym_init(), and points the calls
  * of each loaded object to the recorder's; mms__redirect_rescan() does

@@ -3,7 +3,9 @@
  * linked with jemalloc may allocate and release with mallocx(), rallocx(),
  * xallocx(), dallocx() and sdallocx() beside the malloc family (folly does
  * wherever it finds jemalloc), one linked with tcmalloc with tc_malloc(),
- * tc_free() and the rest of tcmalloc's tc_ functions. Unseen, a block
+ * tc_free() and the rest of tcmalloc's tc_ functions, one linked with
+ * mimalloc with mi_malloc(), mi_free(), its heaps' mi_heap_malloc() and
+ * the rest of its mi_ functions. Unseen, a block
  * malloc'd and released by sdallocx() would stay live in the reports (a
  * leak that is none), one mallocx'd and freed would be a bad free.
  *
@@ -22,7 +24,9 @@
  * with the program's flags; tcmalloc's tc_ functions are its malloc family
  * and C++ operators under other names, and go to the hooks of the
  * functions they are (tc_malloc to malloc), where tcmalloc is the
- * allocator the hooks forward to. The sized forms (tc_free_sized,
+ * allocator the hooks forward to; so do mimalloc's of that kind
+ * (mi_malloc), and its others go to hooks.c's mms__mi_* (mms__mi_fns[]),
+ * which call mimalloc's with the program's arguments. The sized forms (tc_free_sized,
  * tc_delete_sized) go to the unsized hooks: the size, passed in a
  * register, is then not read (the x86-64 and aarch64 calling conventions;
  * this file redirects on those two only).
