@@ -1246,29 +1246,10 @@ static __attribute__((noinline)) void *mi_move(unsigned fn, const uintptr_t *v, 
 	/* The arena's blocks and guard mode's never grow in place. */
 	if (ptr && mi_flags[fn] & MI_INPLACE)
 		return NULL;
+	/* The new block: the same call without the block, an allocation. */
 	memcpy(w, v, sizeof(w));
 	w[q->at] = 0;
-	if (!mms__guard_on) {
-		t = mms__enter();
-		r = mi_call(fn, w);
-		if (t) {
-			if (r)
-				rec_alloc_with(t, MMS_ALLOC_REALLOC, r, q->bytes, mms__capture_stack_at(t, FRAME), ra,
-					       FRAME);
-			mms__leave();
-		}
-	} else if (q->overflow) {
-		r = mi_call(fn, w); /* mimalloc's own failure */
-	} else if (mi_guardable(fn, q)) {
-		r = mms__guard_alloc_hook(MMS_ALLOC_REALLOC,
-					  q->align ? MMS_GUARD_FAMILY_MEMALIGN : MMS_GUARD_FAMILY_MALLOC,
-					  q->align > 16 ? q->align : 16, q->bytes, !!(mi_flags[fn] & MI_ZERO), ra);
-	} else if (guard_enter(&t, ra)) {
-		r = mi_keep(fn, q, t, mi_call(fn, w), ra);
-		guard_leave(t);
-	} else {
-		r = mi_call(fn, w);
-	}
+	r = mi_alloc(fn, w, ra);
 	if (!ptr || (!r && !(mi_flags[fn] & MI_FREEF)))
 		return r;
 	if (r) {

@@ -36,8 +36,8 @@
  *                                   300002 (a large block, from a global)
  *
  * "reach threads" also leaves two threads running at exit (freeres does
- * not run then), one with 2009 in its registers; "reach limit" keeps 17 Mi pointers, more than the scan
- * writes. Prints "done". */
+ * not run then), one with 2009 in its registers; "reach limit" keeps 17
+ * Mi pointers, more than the scan writes. Prints "done". */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
