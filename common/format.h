@@ -420,7 +420,10 @@ enum mms_reach_region {
 /* META "reach" (version 12), written after the scan's records: u status,
  * u pairs (words written), u REACH_REFS records, u REACH_REGIONS records,
  * u bytes read, u other threads running at the scan, u nanoseconds the
- * scan took. */
+ * scan took; then (any version 12 log may have it; readers ignore fields
+ * they do not know) u the stamp taken as the scan began: the heap
+ * blocks allocated from then on, by threads still running, have no
+ * verdict. */
 enum mms_reach_scan {
 	MMS_SCAN_DONE = 0,   /* every resident page of the ranges was read */
 	MMS_SCAN_LIMIT = 1,  /* stopped at MMS_REACH_MAX_PAIRS words or

@@ -40,6 +40,7 @@
 #include "exe.h"
 #include "hooks-int.h"
 #include "log.h"
+#include "stamp.h"
 #include "unwind.h"
 
 #define MAX_RANGES 65536 /* ranges read; more, and the scan tells nothing */
@@ -494,7 +495,7 @@ void mms__reach_scan(struct mms_thread *t, long others)
 	static int scanned;      /* once: a destructor may call _exit after exit's scan */
 	struct scan *s = &scan;
 	uint8_t buf[96], val[80], *p, *v;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = now_ns(), start = 0;
 	volatile uintptr_t here = 0;
 
 	if (!mms__config.reach || !mms__recording_now() || all_runtime_kept() ||
@@ -550,6 +551,12 @@ void mms__reach_scan(struct mms_thread *t, long others)
 		s->fmin = s->span_lo[0];
 		s->fmax = s->span_hi[s->nspans - 1];
 	}
+	/* Before the first read, and the running threads' last addresses:
+	 * a block another thread still running makes from here on may be
+	 * pointed to only from memory read before it existed, and its stamp
+	 * is later (taken after its allocation returned): the reader judges
+	 * no such block leaked. */
+	start = mms__stamp_obtain();
 	/* After the anonymous extent was taken: the recorder's .bss holds
 	 * no block. */
 	add_running(s);
@@ -571,6 +578,8 @@ meta:
 	v = mms_put_u(v, s->bytes);
 	v = mms_put_u(v, others > 0 ? (uint64_t)others : 0);
 	v = mms_put_u(v, now_ns() - t0);
+	if (start)
+		v = mms_put_u(v, start);
 	p = mms_put_s(buf, "reach", 5);
 	p = mms_put_s(p, val, (size_t)(v - val));
 	mms__write_meta(t, MMS_TAG_META, buf, (size_t)(p - buf));

@@ -231,6 +231,18 @@ static void reach_counts(const mms_leak_t *l, size_t n, uint64_t blocks[MMS_REAC
 	}
 }
 
+/* The heap's blocks of l[0, n) (not suppressed) without a verdict, in a
+ * log whose scan gave the others theirs: made as it ran. */
+static void heap_unjudged(const mms_leak_t *l, size_t n, uint64_t *blocks, uint64_t *bytes)
+{
+	*blocks = *bytes = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!l[i].suppression && !l[i].b.reach && l[i].b.mem == MMS_MEM_HOST) {
+			++*blocks;
+			*bytes += l[i].b.size;
+		}
+}
+
 /* at_exit's "reach" fields: whether the scan told leaked blocks from
  * reachable ones, and how many of each verdict the leaks are. */
 static void json_reach(const struct leaks_out *o, const mms_leak_t *l, size_t n)
@@ -245,6 +257,10 @@ static void json_reach(const struct leaks_out *o, const mms_leak_t *l, size_t n)
 	for (unsigned r = MMS_REACH_LEAKED; r <= MMS_REACH_POSSIBLE; r++)
 		fprintf(o->c->out, "%s\"%s\":{\"leaks\":%" PRIu64 ",\"bytes\":%" PRIu64 "}",
 			r == MMS_REACH_LEAKED ? "" : ",", mms_reach_name(r), blocks[r], bytes[r]);
+	/* The heap's blocks made as the scan ran, no pointer found: no
+	 * verdict, no leak (the list has them without "reach"). */
+	heap_unjudged(l, n, &blocks[0], &bytes[0]);
+	fprintf(o->c->out, ",\"not_judged\":{\"blocks\":%" PRIu64 ",\"bytes\":%" PRIu64 "}", blocks[0], bytes[0]);
 	fputs("},", o->c->out);
 }
 
@@ -298,20 +314,24 @@ static void print_groups(struct leaks_out *o, const mms_leak_t *l, size_t n, con
 
 /* The blocks live at exit when the scan at exit told the heap's leaked
  * blocks from those still reachable (which follow, apart): the leaked
- * ones, then what the scan does not judge (mappings, pools, device
- * memory), still live. */
+ * ones, then the heap's blocks made as the scan ran that it found no
+ * pointer to (no verdict), then what the scan does not judge (mappings,
+ * pools, device memory), still live. */
 static void print_leaked_at_exit(struct leaks_out *o, const mms_leak_t *l, size_t n)
 {
 	FILE *f = o->c->out;
 	uint64_t rb[MMS_REACH_COUNT], ry[MMS_REACH_COUNT];
 	mms_leak_t *heap = xcalloc(n ? n : 1, sizeof(*heap)), *other = xcalloc(n ? n : 1, sizeof(*other));
-	size_t nheap = 0, nother = 0, i;
+	mms_leak_t *late = xcalloc(n ? n : 1, sizeof(*late));
+	size_t nheap = 0, nother = 0, nlate = 0, i;
 
 	for (i = 0; i < n; i++) {
 		if (l[i].suppression)
 			continue;
 		if (l[i].b.reach)
 			heap[nheap++] = l[i];
+		else if (l[i].b.mem == MMS_MEM_HOST)
+			late[nlate++] = l[i];
 		else
 			other[nother++] = l[i];
 	}
@@ -331,13 +351,16 @@ static void print_leaked_at_exit(struct leaks_out *o, const mms_leak_t *l, size_
 				"their middle (possibly leaked).\n",
 				rb[MMS_REACH_POSSIBLE], mb(ry[MMS_REACH_POSSIBLE]));
 		print_inherited(f, heap, nheap);
-	} else if (!nother && !o->l->nreachable && o->info.own_malloc) {
+	} else if (!nother && !nlate && !o->l->nreachable && o->info.own_malloc) {
 		fputs("No recorded block live at exit; the program's own malloc's blocks were not recorded (see the "
 		      "warning).\n",
 		      f);
-	} else if (nother) {
+	} else if (nother || nlate) {
 		fprintf(f, "No heap block leaked at exit: each was freed%s.\n",
-			o->l->nreachable ? " or is still reachable (what follows)" : "");
+			o->l->nreachable && nlate ? ", is still reachable or was not judged (what follows)"
+			: o->l->nreachable        ? " or is still reachable (what follows)"
+			: nlate                   ? " or was not judged (what follows)"
+						  : "");
 	} else if (o->l->nreachable) {
 		fputs("No leaks at exit: every block of the program's was freed or is still reachable (what "
 		      "follows).\n",
@@ -348,12 +371,17 @@ static void print_leaked_at_exit(struct leaks_out *o, const mms_leak_t *l, size_
 	} else {
 		fputs("No leaks at exit: every block was freed.\n", f);
 	}
+	if (nlate) {
+		fputs("====== Heap blocks not judged (" LOG_UNJUDGED_WHY ") ======\n", f);
+		print_groups(o, late, nlate, "Not judged at exit by allocation stack", "live at exit (not judged)");
+	}
 	if (nother) {
 		fputs("====== Other memory still live at exit (mappings, pools, device memory) ======\n", f);
 		print_groups(o, other, nother, "Live at exit by allocation stack", "live at exit");
 		print_inherited(f, other, nother);
 	}
 	free(heap);
+	free(late);
 	free(other);
 }
 
@@ -904,8 +932,10 @@ int an_leaks_print(struct an_ctx *c)
 }
 
 /* The leaks of l of the kinds (enum an_leak_kind) no suppression matched;
- * those no scan told (counted as definite) are added to *unverdicted. */
-static uint64_t count_leaks(const mms_leak_t *l, size_t n, unsigned kinds, uint64_t *unverdicted)
+ * those no scan told (counted as definite) are added to *unverdicted.
+ * judged: the scan told the others apart, and those it did not judge
+ * (made as it ran) are no leaks. */
+static uint64_t count_leaks(const mms_leak_t *l, size_t n, unsigned kinds, int judged, uint64_t *unverdicted)
 {
 	uint64_t k = 0;
 
@@ -915,7 +945,8 @@ static uint64_t count_leaks(const mms_leak_t *l, size_t n, unsigned kinds, uint6
 				: r == MMS_REACH_POSSIBLE  ? AN_LEAK_POSSIBLE
 				: r == MMS_REACH_REACHABLE ? AN_LEAK_REACHABLE
 							   : AN_LEAK_DEFINITE;
-		int counted = !l[i].suppression && l[i].b.mem == MMS_MEM_HOST && (kinds & kind);
+		int counted = !l[i].suppression && l[i].b.mem == MMS_MEM_HOST && (kinds & kind) &&
+			      !(judged && r == MMS_REACH_UNKNOWN);
 
 		k += counted;
 		*unverdicted += counted && r == MMS_REACH_UNKNOWN;
@@ -943,6 +974,8 @@ uint64_t an_leak_errors(const struct an_ctx *c, unsigned kinds, uint64_t *unverd
 	mms_log_get_info(c->log, &info);
 	if (!log_ends_at_exit(&info))
 		return n;
-	return n + count_leaks(l->exit_leaks, l->nexit_leaks, kinds & ~(unsigned)AN_LEAK_STEP, unverdicted) +
-	       count_leaks(l->reachable, l->nreachable, kinds & AN_LEAK_REACHABLE, unverdicted);
+	return n +
+	       count_leaks(l->exit_leaks, l->nexit_leaks, kinds & ~(unsigned)AN_LEAK_STEP, l->reach_known,
+			   unverdicted) +
+	       count_leaks(l->reachable, l->nreachable, kinds & AN_LEAK_REACHABLE, l->reach_known, unverdicted);
 }

@@ -202,7 +202,10 @@ static void print_memory(const char *label, const mms_kind_summary_t *k, const s
 									    : "");
 	if (reach) {
 		const uint64_t *b = r->sum.reach_blocks, *y = r->sum.reach_bytes;
-		uint64_t lb = own - b[MMS_REACH_REACHABLE], ly = k->live_bytes - rt_bytes - y[MMS_REACH_REACHABLE];
+		/* Those made as the scan ran that it found no pointer to are
+		 * not judged. */
+		uint64_t lb = own - b[MMS_REACH_REACHABLE] - b[MMS_REACH_UNKNOWN],
+			 ly = k->live_bytes - rt_bytes - y[MMS_REACH_REACHABLE] - y[MMS_REACH_UNKNOWN];
 
 		char possibly[80] = "";
 
@@ -222,6 +225,10 @@ static void print_memory(const char *label, const mms_kind_summary_t *k, const s
 			fprintf(stderr, "  %-17s %" PRIu64 " block%s, %s   still pointed to at exit, not leaks\n",
 				"    reachable", b[MMS_REACH_REACHABLE], b[MMS_REACH_REACHABLE] == 1 ? "" : "s",
 				human_bytes_exact(y[MMS_REACH_REACHABLE], live, sizeof(live)));
+		if (b[MMS_REACH_UNKNOWN])
+			fprintf(stderr, "  %-17s %" PRIu64 " block%s, %s   made as the scan at exit ran, not judged\n",
+				"    not judged", b[MMS_REACH_UNKNOWN], b[MMS_REACH_UNKNOWN] == 1 ? "" : "s",
+				human_bytes_exact(y[MMS_REACH_UNKNOWN], live, sizeof(live)));
 	}
 	/* What the runtimes keep for themselves, apart: not leaks. */
 	if (rt_blocks) {

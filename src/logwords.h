@@ -33,6 +33,12 @@ const char *log_freeres_why(const mms_log_info_t *in, char *buf, size_t cap);
  * "whole", "limit", "noread", "lost" (JSON). */
 const char *log_reach_scan_text(const mms_log_info_t *in, char *buf, size_t cap);
 const char *log_reach_scan_name(int scan);
+/* Why a heap block live at exit has no verdict where the scan gave the
+ * others theirs (mms_block_t.reach MMS_REACH_UNKNOWN in a log whose scan
+ * was whole): a thread still running made it as the scan ran or after. */
+#define LOG_UNJUDGED_WHY                                                                                       \
+	"made by threads still running while the scan at exit read memory, which may not yet have pointed to " \
+	"them"
 
 /* Whether the blocks live at the end of the replay are those the process
  * held at exit: it reached exit and the log holds it all, undamaged. */

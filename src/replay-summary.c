@@ -143,14 +143,19 @@ static void print_text(const char *path, const mms_log_t *log, const mms_log_inf
 	if (s->reach_known && h->live_blocks > s->runtime_blocks[MMS_RUNTIME_NONE][MMS_MEM_HOST]) {
 		uint64_t lb = 0, ly = 0;
 
-		/* The program's own blocks live at exit: leaked, or not. */
-		for (k = MMS_REACH_UNKNOWN; k <= MMS_REACH_POSSIBLE; k++)
+		/* The program's own blocks live at exit: leaked, or not; those
+		 * made as the scan ran have no verdict. */
+		for (k = MMS_REACH_LEAKED; k <= MMS_REACH_POSSIBLE; k++)
 			lb += s->reach_blocks[k], ly += s->reach_bytes[k];
 		printf("  %-18s %" PRIu64 " block%s, %s\n", "leaked of them", lb, lb == 1 ? "" : "s",
 		       bytes_text(ly, a, sizeof(a)));
 		printf("  %-18s %" PRIu64 " block%s, %s (not leaks: still pointed to)\n", "reachable of them",
 		       s->reach_blocks[MMS_REACH_REACHABLE], s->reach_blocks[MMS_REACH_REACHABLE] == 1 ? "" : "s",
 		       bytes_text(s->reach_bytes[MMS_REACH_REACHABLE], a, sizeof(a)));
+		if (s->reach_blocks[MMS_REACH_UNKNOWN])
+			printf("  %-18s %" PRIu64 " block%s, %s (%s)\n", "not judged",
+			       s->reach_blocks[MMS_REACH_UNKNOWN], s->reach_blocks[MMS_REACH_UNKNOWN] == 1 ? "" : "s",
+			       bytes_text(s->reach_bytes[MMS_REACH_UNKNOWN], a, sizeof(a)), LOG_UNJUDGED_WHY);
 	}
 	if (in->reach_scan && log_ends_at_exit(in)) {
 		char why[200];

@@ -131,6 +131,7 @@ symbolized (function, file:line).
                 ", %s" % fmt.plural(n, "loss record") if n else " (none)"))
             shown = [(i, g, "") for i, g in numbered]
         top = self.s.top
+        judged = replaylib.reach_judged(log.info())
         for i, g, extra in (shown[:top] if top else shown):
             largest = ["largest 0x%x" % g["addr"], fmt.exact_bytes(g["size"])]
             # Step 0 is no step (none has begun yet): said by leaving it
@@ -143,6 +144,8 @@ symbolized (function, file:line).
             # After the exit, the scan's verdict, in valgrind's words.
             if g["reach"] in replaylib.REACH_WORDS:
                 where += ", " + replaylib.REACH_WORDS[g["reach"]]
+            elif replaylib.unjudged(g, judged):
+                where += ", " + replaylib.UNJUDGED
             gdb.write("  loss record %d of %d: %s in %s%s%s; %s\n" % (
                 i, n, fmt.exact_bytes(g["bytes"]), fmt.plural(g["blocks"], "block"), where, extra,
                 ", ".join(largest)))

@@ -117,6 +117,22 @@ GUARD_SINCE_ALLOCATION, GUARD_SINCE_FREEING, GUARD_SINCE_LAST_CHECK, GUARD_NO_WI
 # recorder's scan at exit), in valgrind's words.
 REACH_WORDS = {1: "definitely lost", 2: "indirectly lost", 3: "possibly lost", 4: "still reachable"}
 REACH_UNKNOWN, REACH_REACHABLE = 0, 4
+REACH_SCAN_WHOLE = 1  # enum mms_reach_scan_state
+# What a heap block without a verdict is where the others have theirs.
+UNJUDGED = "not judged (made by a thread still running while the scan at exit read memory)"
+
+
+def reach_judged(info):
+    """Whether the scan at exit gave the heap blocks live at the end of
+    the log of info their verdicts (replay/core/reach.c's scan_whole()):
+    then one with none (REACH_UNKNOWN) was made as the scan ran."""
+    return info.reach_scan == REACH_SCAN_WHOLE and info.complete and not info.cut and not info.damaged
+
+
+def unjudged(group, judged):
+    """Whether a group of live blocks is heap blocks without a verdict in
+    a log whose scan gave verdicts (reach_judged())."""
+    return judged and group["reach"] == REACH_UNKNOWN and group["mem"] == MEM_HOST
 
 
 PROGRESS_FN = ctypes.CFUNCTYPE(c_int, c_void_p, u64, u64)

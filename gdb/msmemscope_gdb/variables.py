@@ -63,7 +63,7 @@ def _replay_end(path, live=False):
         values = _values(r, events)
         if not live or not events:
             return values, None
-        return values, (r.group_live(), fmt.log_warnings(info))
+        return values, (r.group_live(), fmt.log_warnings(info), replaylib.reach_judged(info))
 
 
 def from_log(path):
@@ -297,12 +297,14 @@ def at_exit(path, report):
         return
     try:
         events = values["events"]
-        groups, warnings = groups
+        groups, warnings, judged = groups
         groups, kept = replaylib.split_runtime(groups)
         # What the program still pointed to at exit (the recorder's scan
-        # then) is not a leak either.
+        # then) is not a leak either; nor what a thread still running made
+        # as the scan ran, which the scan did not judge.
         reachable = [g for g in groups if g["reach"] == replaylib.REACH_REACHABLE]
-        groups = [g for g in groups if g["reach"] != replaylib.REACH_REACHABLE]
+        late = [g for g in groups if replaylib.unjudged(g, judged)]
+        groups = [g for g in groups if g["reach"] != replaylib.REACH_REACHABLE and not replaylib.unjudged(g, judged)]
         blocks = sum(g["blocks"] for g in groups)
         nbytes = sum(g["bytes"] for g in groups)
         kept_blocks = sum(g["blocks"] for g in kept)
@@ -314,7 +316,10 @@ def at_exit(path, report):
             kept_note += ("%s %s, %s, still reachable (the program pointed to them)"
                           % ("; not leaks:" if not kept_blocks else " and", fmt.plural(reach_blocks, "block"),
                              fmt.exact_bytes(sum(g["bytes"] for g in reachable))))
-        if not blocks and reach_blocks:
+        if late:
+            kept_note += ("; %s, %s, %s" % (fmt.plural(sum(g["blocks"] for g in late), "block"),
+                                            fmt.exact_bytes(sum(g["bytes"] for g in late)), replaylib.UNJUDGED))
+        if not blocks and (reach_blocks or late):
             gdb.write("memscope: at exit: no leak%s; `memscope leaks full' for the detail.\n" % kept_note)
         elif not blocks:
             gdb.write("memscope: at exit: no leak, the program freed every %sblock%s; %s recorded.\n"

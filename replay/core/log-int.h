@@ -137,6 +137,11 @@ struct mms_log {
 	uint8_t *reach_recs;
 	size_t reach_len, reach_cap;
 	uint64_t reach_nrefs, reach_nregions;
+	/* The scan's start (META "reach"'s eighth field), a stamp: heap
+	 * blocks allocated at or after it have no verdict. reach_started 0:
+	 * not written (a recorder before it). */
+	uint64_t reach_start;
+	int reach_started;
 	struct mms__reach *reach;
 	int reach_built;
 

@@ -44,6 +44,8 @@
 /* A heap block live at the end. */
 struct node {
 	uint64_t addr, size;
+	int late; /* allocated as the scan ran or after: its words are roots,
+		     and it is reachable or has no verdict */
 };
 
 struct region {
@@ -60,6 +62,7 @@ struct mms__reach {
 struct graph {
 	struct node *nodes;
 	size_t n;
+	uint64_t late_ns; /* the scan's start (UINT64_MAX: not known) */
 	struct region *rgn;
 	size_t nrgn, rgn_cap;
 	uint64_t *edges; /* from << 33 | to << 2 | enum edge_kind; roots' from is n */
@@ -118,12 +121,13 @@ void mms__reach_info(mms_log_t *log)
 {
 	mms_log_info_t *in = &log->info;
 	const uint8_t *p, *end;
-	uint64_t f[7] = { 0 };
+	uint64_t f[8] = { 0 };
 	const char *v;
 	size_t len, i;
 
 	in->reach_scan = MMS_REACH_SCAN_NONE;
 	in->reach_pointers = in->reach_bytes = in->reach_ns = in->reach_threads = 0;
+	log->reach_started = 0;
 	if (mms_log_meta(log, "reach", &v, &len)) {
 		/* Records of a scan whose end is missing. */
 		if (log->reach_nrefs || log->reach_nregions)
@@ -137,6 +141,11 @@ void mms__reach_info(mms_log_t *log)
 	if (i < 7) {
 		in->reach_scan = MMS_REACH_SCAN_LOST;
 		return;
+	}
+	/* The scan's start, where the recorder wrote it. */
+	if (!mms_get_u(&p, end, &f[7])) {
+		log->reach_start = f[7];
+		log->reach_started = 1;
 	}
 	in->reach_pointers = f[1];
 	in->reach_bytes = f[4];
@@ -171,7 +180,7 @@ static int add_node(const struct mms__blk *b, void *ctx)
 
 	if (b->mem != MMS_MEM_HOST)
 		return 0;
-	g->nodes[g->n++] = (struct node){ b->addr, b->size };
+	g->nodes[g->n++] = (struct node){ b->addr, b->size, b->time_ns >= g->late_ns };
 	return 0;
 }
 
@@ -310,7 +319,12 @@ static int add_refs(struct graph *g, const uint8_t *p, const uint8_t *end)
 		if (to == g->n || from == to)
 			continue;
 		off = value - g->nodes[to].addr;
-		if (from == g->n) {
+		/* A block a running thread made while the scan ran: what it
+		 * points to may have been moved there from memory already
+		 * read, so its words are roots. */
+		if (from < g->n && g->nodes[from].late) {
+			from = g->n;
+		} else if (from == g->n) {
 			/* Outside every live block: in malloc's own memory,
 			 * nothing; elsewhere, a root. */
 			flags = region_at(g, where);
@@ -403,6 +417,12 @@ static int solve(struct graph *g, struct mms__reach *r)
 		mark(g, first, status, stack, 1, 1, MMS_REACH_LEAKED, MMS_REACH_INDIRECT);
 		status[i] = MMS_REACH_LEAKED; /* a cycle back to itself */
 	}
+	/* A block made as the scan ran that it found no start pointer to:
+	 * the memory it read may have held none yet (one it found is
+	 * reachable). */
+	for (i = 0; i < g->n; i++)
+		if (g->nodes[i].late && status[i] != MMS_REACH_REACHABLE)
+			status[i] = MMS_REACH_UNKNOWN;
 	free(first);
 	free(stack);
 	r->nodes = g->nodes;
@@ -424,6 +444,7 @@ static int build(const struct mms__state *st, struct mms__reach *r)
 	mms__state_each(st, count_node, &n);
 	if (n >= (1ull << 31) || !p)
 		return 0;
+	g.late_ns = log->reach_started ? mms__log_time(log, log->reach_start) : UINT64_MAX;
 	end = p + log->reach_len;
 	g.nodes = malloc((n ? n : 1) * sizeof(*g.nodes));
 	g.first_ptr = calloc(n ? n : 1, 1);

@@ -37,7 +37,12 @@
  *
  * "reach threads" also leaves two threads running at exit (freeres does
  * not run then), one with 2009 in its registers; "reach limit" keeps 17
- * Mi pointers, more than the scan writes. Prints "done". */
+ * Mi pointers, more than the scan writes; "reach busy" exits while two
+ * threads allocate and free blocks of 4001 to 4008 and 8001 to 8008 bytes
+ * as fast as they can, each kept in a global table until the next takes its place (all
+ * reachable, none leaked: the blocks made while the scan ran have
+ * nothing pointing to them in the memory it read before). Prints
+ * "done". */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -252,6 +257,47 @@ __attribute__((noinline)) static int work(int threads)
 	return 0;
 }
 
+/* "reach busy": each thread keeps its last BUSY_SLOTS blocks in its part
+ * of a global table, the new one in the place of the oldest, freed first:
+ * no block but the last one allocated is ever held only in a register,
+ * which the scan cannot read (the last is a root: add_running() in
+ * hooks/reach.c; one about to be freed, held in a register after its
+ * pointer was overwritten, would read leaked). */
+#define BUSY_THREADS 2
+#define BUSY_SLOTS 64
+static void *volatile busy_slots[BUSY_THREADS][BUSY_SLOTS];
+static volatile unsigned long busy_made[BUSY_THREADS];
+
+static void *busy(void *arg)
+{
+	uintptr_t me = (uintptr_t)arg;
+
+	for (unsigned long i = 0;; i++) {
+		free(busy_slots[me][i % BUSY_SLOTS]);
+		/* Of two sizes in turn, each round of the table: the new
+		 * block is not where the freed one was (malloc hands a freed
+		 * block of the size back first), and a pointer to the freed
+		 * one is no pointer to it. */
+		busy_slots[me][i % BUSY_SLOTS] = make((i / BUSY_SLOTS % 2 ? 8001 : 4001) + i % 8);
+		busy_made[me] = i + 1;
+	}
+	return NULL;
+}
+
+/* Starts the threads and returns once each has made 100,000 blocks. */
+static int busy_start(void)
+{
+	pthread_t th;
+
+	for (uintptr_t i = 0; i < BUSY_THREADS; i++)
+		if (pthread_create(&th, NULL, busy, (void *)i))
+			return 2;
+	for (uintptr_t i = 0; i < BUSY_THREADS; i++)
+		while (busy_made[i] < 100000)
+			sched_yield();
+	return 0;
+}
+
 /* More pointer-like words than the scan writes (16 Mi): 17 Mi pointers to
  * one block, kept. */
 static void **many;
@@ -271,6 +317,12 @@ int main(int argc, char **argv)
 			many[i] = one;
 		prog_say(1, "done\n");
 		return 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "busy")) {
+		rc = busy_start();
+		if (!rc)
+			prog_say(1, "done\n");
+		return rc;
 	}
 	rc = work(argc > 1 && !strcmp(argv[1], "threads"));
 

@@ -2152,6 +2152,76 @@ START_TEST(test_follow_trimmed)
 }
 END_TEST
 
+/* A log of a process that exited with the scan at exit's records (format
+ * 12): A (stamp 12) nothing points to; B (30) and C (31), made by another
+ * thread after the scan began (at stamp 20, where the eighth field of
+ * META "reach" says so), B pointed to from a module's data, C from
+ * nowhere; D (13) only from C. */
+static struct lb *scanned(int with_start)
+{
+	struct lb *b = one_thread();
+	uint8_t rgn[64], refs[64], val[96], *p;
+	uint64_t f[8] = { MMS_SCAN_DONE, 2, 1, 1, 0x1000, 1, 5000, 20 };
+
+	lb_alloc(b, 12, 0, 0x10000, 64, 0);
+	lb_alloc(b, 13, 0, 0x40000, 64, 0);
+	lb_alloc(b, 30, 0, 0x20000, 64, 0);
+	lb_alloc(b, 31, 0, 0x30000, 64, 0);
+	lb_event0(b, MMS_TAG_SYSTEM | MMS_SYSTEM_FINI, 32);
+	/* A module's data (a root), then the anonymous memory of the blocks. */
+	p = mms_put_u(rgn, 0x1000);
+	p = mms_put_u(p, 0x1000);
+	p = mms_put_u(p, MMS_RGN_FILE);
+	p = mms_put_u(p, 0x10000);
+	p = mms_put_u(p, 0x40000);
+	p = mms_put_u(p, 0);
+	lb_begin(b, MMS_TAG_REACH_REGIONS, 33);
+	lb_bytes(b, rgn, (size_t)(p - rgn));
+	lb_end(b);
+	/* 0x1010 -> B, and C's second word -> D. */
+	p = mms_put_u(refs, 0x1010 / 8);
+	p = mms_put_u(p, mms_zigzag(0x20000));
+	p = mms_put_u(p, (0x30008 - 0x1010) / 8);
+	p = mms_put_u(p, mms_zigzag(0x40000 - 0x20000));
+	lb_begin(b, MMS_TAG_REACH_REFS, 33);
+	lb_bytes(b, refs, (size_t)(p - refs));
+	lb_end(b);
+	p = val;
+	for (int i = 0; i < (with_start ? 8 : 7); i++)
+		p = mms_put_u(p, f[i]);
+	lb_begin(b, MMS_TAG_META, 34);
+	lb_str(b, "reach");
+	lb_bytes(b, val, (size_t)(p - val));
+	lb_end(b);
+	return b;
+}
+
+/* The blocks a thread still running made as the scan at exit ran have no
+ * verdict unless the scan found a pointer to them, and their words are
+ * roots; a log without the scan's start judges them all. */
+START_TEST(test_reach_late_blocks)
+{
+	static const uint64_t with[MMS_REACH_COUNT] = {
+		[MMS_REACH_UNKNOWN] = 1, [MMS_REACH_LEAKED] = 1, [MMS_REACH_REACHABLE] = 2
+	};
+	static const uint64_t without[MMS_REACH_COUNT] = {
+		[MMS_REACH_LEAKED] = 2, [MMS_REACH_INDIRECT] = 1, [MMS_REACH_REACHABLE] = 1
+	};
+	for (int start = 0; start < 2; start++) {
+		struct lb *b = scanned(start);
+		mms_log_info_t info;
+		mms_summary_t s;
+
+		summarize(b, &s, &info);
+		ck_assert_int_eq(info.reach_scan, MMS_REACH_SCAN_WHOLE);
+		ck_assert_int_eq(s.reach_known, 1);
+		for (unsigned r = 0; r < MMS_REACH_COUNT; r++)
+			ck_assert_uint_eq(s.reach_blocks[r], (start ? with : without)[r]);
+		lb_destroy(b);
+	}
+}
+END_TEST
+
 /* --- a replay that follows the log (mms_replay_follow_refresh) --------- */
 
 /* The replay r, moved to the end of what its log holds now, stands where
@@ -2313,6 +2383,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_device_vmm);
 	tcase_add_test(tc, test_device_array);
 	tcase_add_test(tc, test_time_conversion);
+	tcase_add_test(tc, test_reach_late_blocks);
 	tcase_add_test(tc, test_follow_one_thread);
 	tcase_add_test(tc, test_follow_two_threads);
 	tcase_add_test(tc, test_follow_chunk_tail);

@@ -107,10 +107,13 @@ void lb_addr(struct lb *b, uint64_t addr)
 
 void lb_str(struct lb *b, const char *s)
 {
-	size_t len = strlen(s);
+	lb_bytes(b, s, strlen(s));
+}
 
+void lb_bytes(struct lb *b, const void *bytes, size_t len)
+{
 	room(b, 10 + len);
-	b->ch[b->cur].pos = (size_t)(mms_put_s(wp(b), s, len) - ((uint8_t *)chunk_hdr(b, b->cur) + CHDR));
+	b->ch[b->cur].pos = (size_t)(mms_put_s(wp(b), bytes, len) - ((uint8_t *)chunk_hdr(b, b->cur) + CHDR));
 }
 
 void lb_end(struct lb *b)

@@ -45,6 +45,7 @@ void lb_begin(struct lb *b, uint8_t tag, uint64_t stamp); /* tag + dstamp */
 void lb_u(struct lb *b, uint64_t v);
 void lb_addr(struct lb *b, uint64_t addr);
 void lb_str(struct lb *b, const char *s);
+void lb_bytes(struct lb *b, const void *bytes, size_t len); /* an s of any bytes */
 void lb_end(struct lb *b);
 void lb_raw(struct lb *b, const void *bytes, size_t len); /* published as is */
 
