@@ -89,6 +89,10 @@ struct mms_thread {
 	/* The registry's list of the threads that have not exited
 	 * (threads.c), for the scan at exit (reach.c). */
 	struct mms_thread *live_next, **live_pprev;
+	/* pthread_self(): glibc's thread control block, which lies at the top
+	 * of the thread's stack mapping when glibc made the stack (the scan
+	 * at exit tells a thread's stack by it). */
+	uintptr_t tcb;
 	/* The last captured stack (innermost first) and its interned node ids,
 	 * so a new stack that shares outer frames re-interns only the rest. */
 	uint32_t nframes;
@@ -896,6 +900,10 @@ long mms__threads_now(void) MMS_HIDDEN;
 /* Reads the file at path (a /proc file: read until its end) into buf, at
  * most cap - 1 bytes, NUL ended. Returns the length, or -1. */
 ssize_t mms__proc_read(const char *path, char *buf, size_t cap) MMS_HIDDEN;
+/* Calls fn with the name (the thread id, in decimal) of each task of
+ * /proc/self/task, until it returns nonzero; system calls of its own.
+ * Returns -1 when the directory cannot be read, else 0. */
+int mms__tasks_each(int (*fn)(const char *tid, void *ctx), void *ctx) MMS_HIDDEN;
 /* The path of the process's executable into buf (cap bytes, NUL ended):
  * its length, 0 ("") when /proc/self/exe cannot be read. */
 size_t mms__self_exe(char *buf, size_t cap) MMS_HIDDEN;

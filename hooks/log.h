@@ -78,11 +78,12 @@ struct mms_thread *mms__thread_register(void) MMS_HIDDEN;
 void mms__thread_exit(void) MMS_HIDDEN;
 /* Threads with a state (registered and not exited): atomic. */
 extern uint32_t mms__live_threads MMS_HIDDEN;
-/* The last address each thread but self that has not exited gave to or
- * got from the allocator (its prev_addr: a block it just allocated may
- * be only in its registers), at most cap into out: how many (0 when
- * another thread holds the registry's lock). For the scan at exit. */
-size_t mms__threads_last_addrs(const struct mms_thread *self, uintptr_t *out, size_t cap) MMS_HIDDEN;
+/* Calls fn with each thread but self that has not exited, under the
+ * registry's lock; 0, or -1 when another thread holds it (at the end of
+ * exit, one that is starting or ending is not waited for). For the scan
+ * at exit. */
+int mms__threads_each_live(const struct mms_thread *self, void (*fn)(const struct mms_thread *t, void *ctx),
+			   void *ctx) MMS_HIDDEN;
 
 /* The current thread's state, registering it on first use. NULL when it
  * cannot be had (no memory for it): the event is dropped. */

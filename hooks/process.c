@@ -390,54 +390,74 @@ long mms__threads_now(void)
  * in /proc's stat (field 9). */
 #define STAT_PF_EXITING 0x4
 
-long mms__threads_with_memory(void)
+int mms__tasks_each(int (*fn)(const char *tid, void *ctx), void *ctx)
 {
-	char buf[1024], path[96], stat[1024];
-	long n = 0, r, vsize, flags;
-	int saved = errno;
-	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	char buf[1024];
+	long r = 0;
+	int rc = 0, saved = errno;
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	if (fd < 0) {
 		errno = saved;
-		return mms__threads_now();
+		return -1;
 	}
-	while ((r = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0) {
-		for (long off = 0; off < r;) {
+	while (!rc && (r = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0) {
+		for (long off = 0; off < r && !rc;) {
 			/* struct linux_dirent64: ino, off, reclen, type, name. */
 			unsigned short reclen;
 			const char *name = buf + off + 19;
-			ssize_t len;
 
 			memcpy(&reclen, buf + off + 16, sizeof reclen);
 			off += reclen;
-			if (*name < '0' || *name > '9')
-				continue;
-			snprintf(path, sizeof path, "/proc/self/task/%s/stat", name);
-			len = mms__proc_read(path, stat, sizeof stat);
-			/* A thread listed and gone before its stat was read
-			 * (the log thread of ours, which ends on its own after
-			 * the file's trim at exit, or one of the program's
-			 * that ended just now) runs no more; nor does the log
-			 * thread of ours, whether it runs or ends. A stat that
-			 * cannot be read for another reason counts. */
-			if (len < 0 && (errno == ENOENT || errno == ESRCH))
-				continue;
-			if (len > 0 && strstr(stat, " (" MMS_LOG_THREAD_NAME ") "))
-				continue;
-			/* A thread that is ending (the kernel's PF_EXITING in
-			 * flags, field 9: set before it lets its memory go
-			 * and wakes the pthread_join() that waits for it), or
-			 * whose memory is gone (vsize, field 23, is 0) runs no
-			 * more of the program's code. */
-			if (len > 0 && !stat_field_in(stat, 9, &flags) && (flags & STAT_PF_EXITING))
-				continue;
-			if (len <= 0 || stat_field_in(stat, 23, &vsize) || vsize)
-				n++;
+			if (*name >= '0' && *name <= '9')
+				rc = fn(name, ctx);
 		}
 	}
-	close(fd);
+	syscall(SYS_close, fd);
 	errno = saved;
-	return r < 0 ? mms__threads_now() : n;
+	return r < 0 && !rc ? -1 : 0;
+}
+
+/* A task of /proc/self/task that still runs the program's code. */
+static int count_with_memory(const char *name, void *ctx)
+{
+	char path[96], stat[1024];
+	long vsize, flags;
+	ssize_t len;
+
+	snprintf(path, sizeof path, "/proc/self/task/%s/stat", name);
+	len = mms__proc_read(path, stat, sizeof stat);
+	/* A thread listed and gone before its stat was read (the log thread
+	 * of ours, which ends on its own after the file's trim at exit, or
+	 * one of the program's that ended just now) runs no more; nor does
+	 * the log thread of ours, whether it runs or ends. A stat that
+	 * cannot be read for another reason counts. */
+	if (len < 0 && (errno == ENOENT || errno == ESRCH))
+		return 0;
+	if (len > 0 && strstr(stat, " (" MMS_LOG_THREAD_NAME ") "))
+		return 0;
+	/* A thread that is ending (the kernel's PF_EXITING in flags, field
+	 * 9: set before it lets its memory go and wakes the pthread_join()
+	 * that waits for it), or whose memory is gone (vsize, field 23, is
+	 * 0) runs no more of the program's code. */
+	if (len > 0 && !stat_field_in(stat, 9, &flags) && (flags & STAT_PF_EXITING))
+		return 0;
+	if (len <= 0 || stat_field_in(stat, 23, &vsize) || vsize)
+		++*(long *)ctx;
+	return 0;
+}
+
+long mms__threads_with_memory(void)
+{
+	long n = 0;
+	int saved = errno;
+
+	if (mms__tasks_each(count_with_memory, &n)) {
+		errno = saved;
+		return mms__threads_now();
+	}
+	errno = saved;
+	return n;
 }
 
 /* --- dlclose -------------------------------------------------------------- */

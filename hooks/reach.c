@@ -9,8 +9,9 @@
  * the graph over the blocks live at the end (replay/core/reach.c).
  *
  * What is read: every private writable mapping (modules' data and .bss,
- * the heap, anonymous memory, the stacks of the threads still running
- * whole, the exiting thread's from its stack pointer up), but the
+ * the heap, anonymous memory, the exiting thread's stack from its stack
+ * pointer up, another thread's from its stack pointer too where the
+ * kernel tells it (peer_clip()), else whole), but the
  * recorder's own (its module's writable segments, its arena, the log),
  * and of those only the pages present or swapped out (the pagemap says;
  * a page never touched holds no pointer). The memory is read with
@@ -31,6 +32,8 @@
 #include <fcntl.h>
 #include <link.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -52,6 +55,8 @@
 #define VT_WORDS 21     /* words of a vtable candidate read, as valgrind */
 #define MAX_SPANS 8
 #define SPAN_GAP ((uintptr_t)1 << 30)
+#define MAX_PEERS 1024 /* other threads whose stacks are read from their stack pointers */
+#define RED_ZONE 128   /* bytes below a stack pointer a function may use (x86-64's ABI) */
 
 struct range {
 	uintptr_t lo, hi;
@@ -64,6 +69,18 @@ struct fmap {
 	int exec;
 };
 
+/* Another thread of the process, off its CPU as the scan began (blocked
+ * in a system call, or waiting for a CPU): its stack pointer then, the
+ * CPU time it had run, and the part of its stack below the pointer the
+ * scan left unread (dead frames; hi 0: none). */
+struct peer {
+	long tid;
+	uintptr_t sp;
+	uint64_t run_ns;
+	uintptr_t tcb; /* its thread control block (pthread_self()), 0: not known */
+	uintptr_t dead_lo, dead_hi;
+};
+
 struct scan {
 	struct mms_thread *t;
 	struct range *r; /* the ranges to read, in address order */
@@ -73,6 +90,10 @@ struct scan {
 	uintptr_t self_lo[MAX_SELF], self_hi[MAX_SELF]; /* the recorder's writable segments */
 	size_t nself;
 	uintptr_t cmin, cmax; /* the anonymous ranges' extent */
+	struct peer *peers;   /* the other threads off their CPUs, by stack pointer */
+	size_t npeers;
+	uintptr_t none_hi;    /* the end of the last line's mapping where it was one of no
+				 access (a guard page), else 0 */
 	size_t hint;          /* the range the last word pointed into */
 	struct fmap *f;       /* the readable file mappings, in address order */
 	size_t nf;
@@ -205,12 +226,169 @@ static void add_anon(struct scan *s, uintptr_t lo, uintptr_t hi)
 	add_range(s, lo, hi, 0);
 }
 
+/* --- other threads' stacks --------------------------------------------------
+ * The scan reads the exiting thread's stack from its stack pointer up:
+ * what lies below is dead frames, which keep the addresses of blocks the
+ * program has let go (valgrind reads every thread's from its stack
+ * pointer). Another thread's stack pointer is in /proc/self/task/TID/
+ * syscall while the thread is off its CPU, blocked in a system call or
+ * waiting for one (an idle worker of a pool, nearly always); its stack is
+ * then read from RED_ZONE bytes below it. A thread that ran during the
+ * scan (its CPU time in schedstat moved) may have used that part since:
+ * it is read at the end, after the rest. */
+
+/* The numbers of a line of hexadecimal and decimal fields ("202 0x7f..
+ * 0x80 ..."): up to max of them; returns how many. */
+static size_t proc_numbers(const char *p, uint64_t *v, size_t max)
+{
+	size_t n = 0;
+
+	while (*p && n < max) {
+		char *end;
+
+		while (*p == ' ')
+			p++;
+		if (!*p || *p == '\n')
+			break;
+		v[n] = (uint64_t)strtoull(p, &end, 0);
+		if (end == p)
+			return 0;
+		n++;
+		p = end;
+	}
+	return n;
+}
+
+/* The CPU time thread tid has run, nanoseconds (schedstat's first field),
+ * or -1 when it cannot be read. */
+static int peer_run_ns(long tid, uint64_t *run_ns)
+{
+	char path[64], buf[128];
+	uint64_t v[3];
+
+	snprintf(path, sizeof path, "/proc/self/task/%ld/schedstat", tid);
+	if (mms__proc_read(path, buf, sizeof buf) <= 0 || proc_numbers(buf, v, 3) < 1)
+		return -1;
+	*run_ns = v[0];
+	return 0;
+}
+
+/* Thread tid's stack pointer while it is off its CPU, else -1: its
+ * syscall file holds "running", or the call's number (-1: none, the
+ * thread waits for a CPU), its six arguments when there is a call, the
+ * stack pointer and the program counter. */
+static int peer_sp(long tid, uintptr_t *sp)
+{
+	char path[64], buf[256];
+	uint64_t v[9];
+	size_t n;
+
+	snprintf(path, sizeof path, "/proc/self/task/%ld/syscall", tid);
+	if (mms__proc_read(path, buf, sizeof buf) <= 0 || !strncmp(buf, "running", 7) ||
+	    (n = proc_numbers(buf, v, 9)) < 3)
+		return -1;
+	*sp = (uintptr_t)v[n - 2];
+	return 0;
+}
+
+/* A task of /proc/self/task: kept among the peers when it is off its CPU
+ * with a stack pointer the kernel tells. */
+static int peer_step(const char *name, void *ctx)
+{
+	struct scan *s = ctx;
+	long tid = strtol(name, NULL, 10);
+	struct peer *p;
+
+	if (s->npeers >= MAX_PEERS || tid == (long)syscall(SYS_gettid))
+		return 0;
+	p = &s->peers[s->npeers];
+	/* The time first: a thread that runs after it changes it (when it
+	 * leaves its CPU; meanwhile its syscall file says "running"). */
+	if (peer_run_ns(tid, &p->run_ns) || peer_sp(tid, &p->sp) || p->sp <= RED_ZONE)
+		return 0;
+	p->tid = tid;
+	p->tcb = p->dead_lo = p->dead_hi = 0;
+	s->npeers++;
+	return 0;
+}
+
+/* A recording thread's control block, for its peer. */
+static void peer_tcb(const struct mms_thread *t, void *ctx)
+{
+	struct scan *s = ctx;
+
+	for (size_t i = 0; i < s->npeers; i++)
+		if (s->peers[i].tid == t->tid)
+			s->peers[i].tcb = t->tcb;
+}
+
+/* Whether peer p has run no instruction since find_peers(): off its CPU
+ * at the same stack pointer, its CPU time the same (a thread that ran and
+ * left its CPU again has more). */
+static int peer_still(const struct peer *p)
+{
+	uintptr_t sp;
+	uint64_t run_ns;
+
+	return !peer_sp(p->tid, &sp) && sp == p->sp && !peer_run_ns(p->tid, &run_ns) && run_ns == p->run_ns;
+}
+
+static int peer_cmp(const void *a, const void *b)
+{
+	const struct peer *x = a, *y = b;
+
+	return x->sp < y->sp ? -1 : x->sp > y->sp;
+}
+
+/* The peers, in the order of their stack pointers, with the control
+ * blocks of those that recorded. */
+static void find_peers(struct scan *s)
+{
+	if (mms__tasks_each(peer_step, s) || !s->npeers || mms__threads_each_live(s->t, peer_tcb, s)) {
+		s->npeers = 0;
+		return;
+	}
+	/* Few: an insertion sort, no library call that may allocate. */
+	for (size_t i = 1; i < s->npeers; i++)
+		for (size_t j = i; j > 0 && peer_cmp(&s->peers[j - 1], &s->peers[j]) > 0; j--) {
+			struct peer t = s->peers[j];
+
+			s->peers[j] = s->peers[j - 1];
+			s->peers[j - 1] = t;
+		}
+}
+
+/* Where to read the mapping [lo, hi) of a thread's stack from: RED_ZONE
+ * bytes below the stack pointer of the peer it holds (the part below
+ * noted dead), else lo. A thread's stack: the first thread's [stack]
+ * (stack), or anonymous memory just above a guard page, as glibc maps a
+ * thread's stack, that holds the thread's control block above its
+ * pointer, and no other peer's pointer (a program's own region with a
+ * guard, where a thread runs on a stack carved out of it, is read
+ * whole). */
+static uintptr_t peer_clip(struct scan *s, uintptr_t lo, uintptr_t hi, int stack)
+{
+	size_t i;
+
+	for (i = 0; i < s->npeers && s->peers[i].sp < lo; i++)
+		;
+	if (i == s->npeers || s->peers[i].sp >= hi || (i + 1 < s->npeers && s->peers[i + 1].sp < hi) ||
+	    ((s->peers[i].sp - RED_ZONE) & ~(uintptr_t)7) <= lo ||
+	    (!stack && (s->peers[i].tcb <= s->peers[i].sp || s->peers[i].tcb >= hi)))
+		return lo;
+	s->peers[i].dead_lo = lo;
+	s->peers[i].dead_hi = (s->peers[i].sp - RED_ZONE) & ~(uintptr_t)7;
+	return s->peers[i].dead_hi;
+}
+
 static int maps_step(char *line, void *ctx)
 {
 	struct scan *s = ctx;
 	uintptr_t lo, hi;
 	int exec, kind;
 	unsigned flags;
+	uintptr_t guard_hi = s->none_hi;
+	const char *perms = strchr(line, ' ');
 
 	/* Where vtables and code are (is_vtable()). */
 	if (s->nf < MAX_FILES && mms__maps_file(line, &lo, &hi, &exec) && lo < hi)
@@ -221,16 +399,24 @@ static int maps_step(char *line, void *ctx)
 		: kind == MMS_MAPS_HEAP  ? MMS_RGN_HEAP
 					 : 0;
 
+	/* A private mapping of no access: a thread stack's guard page, when
+	 * the stack's mapping follows. */
+	s->none_hi = perms && !strncmp(perms + 1, "---p", 4) ? hi : 0;
 	if (kind == MMS_MAPS_OTHER || hi <= lo)
 		return 0;
 	/* The exiting thread's stack: from its stack pointer (what lies
-	 * below is dead frames). */
+	 * below is dead frames); another's that is off its CPU, from a
+	 * little below its pointer. */
 	if (s->sp >= lo && s->sp < hi) {
 		flags |= MMS_RGN_SP;
 		lo = s->sp & ~(uintptr_t)7;
 	} else if (kind == MMS_MAPS_ANON) {
+		if (lo == guard_hi)
+			lo = peer_clip(s, lo, hi, 0);
 		add_anon(s, lo, hi);
 		return s->n >= MAX_RANGES;
+	} else if (kind == MMS_MAPS_STACK) {
+		lo = peer_clip(s, lo, hi, 1);
 	}
 	add_range(s, lo, hi, flags);
 	return s->n >= MAX_RANGES;
@@ -326,7 +512,7 @@ static int is_vtable(struct scan *s, uintptr_t v)
 /* --- the threads still running ------------------------------------------------ */
 
 /* The last address each other thread still running gave to or got from
- * the allocator (mms__threads_last_addrs()), read as a range of memory:
+ * the allocator (its prev_addr), read as a range of memory:
  * a block such a thread has just allocated may be only in its registers,
  * which the scan cannot read (valgrind reads every thread's), and would
  * read leaked (a program that exits while another thread is between a
@@ -334,13 +520,30 @@ static int is_vtable(struct scan *s, uintptr_t v)
 #define MAX_RUNNING 256
 static uintptr_t running_last[MAX_RUNNING];
 
+struct lasts {
+	size_t n;
+};
+
+static void last_addr(const struct mms_thread *t, void *ctx)
+{
+	struct lasts *l = ctx;
+	uint64_t a = __atomic_load_n(&t->prev_addr, __ATOMIC_RELAXED);
+
+	if (a && l->n < MAX_RUNNING)
+		running_last[l->n++] = (uintptr_t)a;
+}
+
 /* Adds the range of running_last[] that holds those addresses, in
  * address order (a range of anonymous memory: its words are roots). */
 static void add_running(struct scan *s)
 {
-	size_t n = mms__threads_last_addrs(s->t, running_last, MAX_RUNNING), i;
+	struct lasts l = { 0 };
 	uintptr_t lo = (uintptr_t)running_last;
+	size_t n, i;
 
+	if (mms__threads_each_live(s->t, last_addr, &l))
+		return;
+	n = l.n;
 	if (!n || s->n >= MAX_RANGES)
 		return;
 	for (i = s->n; i > 0 && s->r[i - 1].lo > lo; i--)
@@ -468,6 +671,27 @@ static void read_range(struct scan *s, const struct range *r)
 	}
 }
 
+/* After the scan: the dead part of the stack of each peer that ran
+ * meanwhile (or that can no longer be told), read now. */
+static void read_woken(struct scan *s)
+{
+	for (size_t i = 0; i < s->npeers && !s->status; i++) {
+		struct peer *p = &s->peers[i];
+		struct range r = { p->dead_lo, p->dead_hi, 0 };
+		uint8_t *q;
+
+		if (!p->dead_hi || peer_still(p))
+			continue;
+		flush(s, MMS_TAG_REACH_REFS);
+		q = mms_put_u(s->rec, r.lo);
+		q = mms_put_u(q, r.hi - r.lo);
+		q = mms_put_u(q, 0);
+		s->len = (size_t)(q - s->rec);
+		flush(s, MMS_TAG_REACH_REGIONS);
+		read_range(s, &r);
+	}
+}
+
 /* An interpreter that keeps its state to the end (CPython, perl,
  * Node.js, the JVM), recorded without C stacks: the reader calls every
  * heap block live at exit its own, and asks no verdict. perl's hash work
@@ -520,6 +744,9 @@ void mms__reach_scan(struct mms_thread *t, long others)
 	if (!s->r || !s->buf || !s->f)
 		goto out;
 	dl_iterate_phdr(self_segments, s);
+	s->peers = mms__arena_alloc(MAX_PEERS * sizeof(*s->peers), 16);
+	if (s->peers)
+		find_peers(s);
 	if (mms__proc_lines("/proc/self/maps", maps_step, s) < 0 || !s->n)
 		goto out;
 	/* Memory left unread holds roots: no verdicts rather than leaks
@@ -565,6 +792,8 @@ void mms__reach_scan(struct mms_thread *t, long others)
 	s->pagemap = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	for (size_t i = 0; i < s->n && !s->status; i++)
 		read_range(s, &s->r[i]);
+	if (!s->status)
+		read_woken(s);
 	if (s->pagemap >= 0)
 		syscall(SYS_close, s->pagemap);
 	flush(s, MMS_TAG_REACH_REFS);
@@ -590,4 +819,6 @@ out:
 		mms__arena_free(s->buf);
 	if (s->f)
 		mms__arena_free(s->f);
+	if (s->peers)
+		mms__arena_free(s->peers);
 }

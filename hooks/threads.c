@@ -107,6 +107,7 @@ struct mms_thread *mms__thread_register(void)
 	t->index = tls_index - 1;
 	__atomic_fetch_add(&mms__live_threads, 1, __ATOMIC_RELAXED);
 	t->tid = gettid();
+	t->tcb = (uintptr_t)pthread_self();
 	t->chunk = NULL;
 	t->cur = t->end = NULL;
 	t->prev_stamp = tls_last_stamp;
@@ -149,22 +150,15 @@ void mms__thread_exit(void)
 	pthread_mutex_unlock(&free_lock);
 }
 
-size_t mms__threads_last_addrs(const struct mms_thread *self, uintptr_t *out, size_t cap)
+int mms__threads_each_live(const struct mms_thread *self, void (*fn)(const struct mms_thread *t, void *ctx), void *ctx)
 {
-	size_t n = 0;
-
-	/* At the end of exit, with other threads running: one that holds
-	 * the lock (starting or ending) is not waited for. */
 	if (pthread_mutex_trylock(&free_lock))
-		return 0;
-	for (const struct mms_thread *t = live_threads; t && n < cap; t = t->live_next) {
-		uint64_t a = __atomic_load_n(&t->prev_addr, __ATOMIC_RELAXED);
-
-		if (t != self && a)
-			out[n++] = (uintptr_t)a;
-	}
+		return -1;
+	for (const struct mms_thread *t = live_threads; t; t = t->live_next)
+		if (t != self)
+			fn(t, ctx);
 	pthread_mutex_unlock(&free_lock);
-	return n;
+	return 0;
 }
 
 int mms__threads_init(void)

@@ -8,7 +8,10 @@
  *                                   (a thread's, in another malloc arena, its
  *                                   pointer in a freed block of that arena),
  *                                   1004 (its only pointer on the stack of a
- *                                   thread that exited), 1009 (the heap's last
+ *                                   thread that exited), 1005 (only in a dead
+ *                                   frame of a thread still running at exit,
+ *                                   below its stack pointer: "reach threads"),
+ *                                   1009 (the heap's last
  *                                   block: malloc's top chunk starts in its last
  *                                   bytes, and glibc's main arena points there),
  *                                   300001 (a large block, mapped by malloc)
@@ -125,12 +128,28 @@ static void *dies(void *arg)
 	return mine ? arg : NULL;
 }
 
-/* Keeps 2006 on its stack until the process exits. */
+/* Leaves 1005's address in a frame 4 KiB deep, which returns: dead
+ * frames of a thread that goes on, below its stack pointer. */
+__attribute__((noinline, noipa)) static void bury(void)
+{
+	void *volatile deep[512];
+
+	deep[0] = make(1005);
+	for (size_t i = 1; i < sizeof deep / sizeof deep[0]; i++)
+		deep[i] = NULL;
+}
+
+/* Keeps 2006 on its stack until the process exits, 1005 only below its
+ * stack pointer. */
 static void *stay(void *arg)
 {
 	void *volatile mine = make(2006);
 
 	(void)arg;
+	bury();
+	/* The thread's last allocator address, a root (2009's case), is
+	 * not 1005's then. */
+	free(make(64));
 	pthread_mutex_lock(&lock);
 	alive = 1;
 	pthread_cond_signal(&started);
