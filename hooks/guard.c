@@ -756,7 +756,7 @@ int mms__guard_usable(const void *ptr, size_t *size)
 	return 1;
 }
 
-/* ---- mimalloc's heaps (hooks.c) ---- */
+/* ---- mimalloc's heaps (mimalloc.c) ---- */
 
 void *mms__guard_keep_plain(struct mms_thread *t, unsigned fn, void *p, size_t size, uintptr_t ra)
 {
@@ -774,7 +774,7 @@ int mms__guard_forget(const void *ptr)
 {
 	struct gblk b;
 
-	/* A guarded block is never a heap's (hooks.c makes theirs plain). */
+	/* A guarded block is never a heap's (mimalloc.c makes theirs plain). */
 	if (!set_get((uintptr_t)ptr, &b) || gb_family(&b) != MMS_GUARD_FAMILY_PLAIN)
 		return 0;
 	return set_take((uintptr_t)ptr, &b);

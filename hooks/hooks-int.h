@@ -717,7 +717,7 @@ void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *
 void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const void *nt);
 void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const void *nt);
 /* jemalloc's functions of its own, found by redirect.c where jemalloc is
- * loaded, and the recorder's in their place (hooks.c), to which redirect.c
+ * loaded, and the recorder's in their place (jemalloc.c), to which redirect.c
  * points the program's calls of them. */
 struct mms_je {
 	void *(*mallocx)(size_t, int);
@@ -735,7 +735,7 @@ size_t mms__je_sallocx(const void *ptr, int flags) MMS_HIDDEN;
 void mms__je_dallocx(void *ptr, int flags) MMS_HIDDEN;
 void mms__je_sdallocx(void *ptr, size_t size, int flags) MMS_HIDDEN;
 /* mimalloc's functions of its own that the recorder calls in its place
- * (hooks.c), found by redirect.c where mimalloc is the allocator the hooks
+ * (mimalloc.c), found by redirect.c where mimalloc is the allocator the hooks
  * forward to: their order in mms__mi_fns[] and mms__mi_real[]. Those that
  * are the malloc family under another name (mi_malloc, mi_free) go to
  * the hooks of the functions they are, as tcmalloc's tc_ functions do. */
@@ -799,7 +799,7 @@ enum mms_mi_index {
 	MMS_MI_COUNT
 };
 /* mi_free (mi_cfree, mi_free_size and the aligned ones) and mi_realloc:
- * free and realloc that also forget an aligned block of a heap (hooks.c). */
+ * free and realloc that also forget an aligned block of a heap (mimalloc.c). */
 void mms__mi_free(void *p) MMS_HIDDEN;
 void *mms__mi_realloc(void *p, size_t size) MMS_HIDDEN;
 /* The lock of the aligned blocks of heaps, held across a fork. */
@@ -867,7 +867,7 @@ void mms__guard_free(struct mms_thread *t, void *ptr, unsigned family, unsigned 
 void *mms__guard_realloc(struct mms_thread *t, void *ptr, size_t size, uintptr_t ra) MMS_HIDDEN;
 /* 1 with *size the requested size when ptr is a live guarded block, else 0. */
 int mms__guard_usable(const void *ptr, size_t *size) MMS_HIDDEN;
-/* For mimalloc's heaps (hooks.c): keep p (from mimalloc; NULL: its
+/* For mimalloc's heaps (mimalloc.c): keep p (from mimalloc; NULL: its
  * failure, passed on) as a plain block, recorded when t is not NULL;
  * whether ptr is a block of the set (guarded or plain); take plain block
  * ptr out of the set, which its heap's destruction freed: 1, or 0 when it

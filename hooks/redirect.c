@@ -20,12 +20,12 @@
  * to reach a plugin's code: CPython to call an extension module's
  * PyInit_) or the recorder's next look at the loader's list (modules.c),
  * whichever comes first.
- * jemalloc's functions go to hooks.c's mms__je_*, which call jemalloc's
+ * jemalloc's functions go to jemalloc.c's mms__je_*, which call jemalloc's
  * with the program's flags; tcmalloc's tc_ functions are its malloc family
  * and C++ operators under other names, and go to the hooks of the
  * functions they are (tc_malloc to malloc), where tcmalloc is the
  * allocator the hooks forward to; so do mimalloc's of that kind
- * (mi_malloc), and its others go to hooks.c's mms__mi_* (mms__mi_fns[]),
+ * (mi_malloc), and its others go to mimalloc.c's mms__mi_* (mms__mi_fns[]),
  * which call mimalloc's with the program's arguments. The sized forms (tc_free_sized,
  * tc_delete_sized) go to the unsized hooks: the size, passed in a
  * register, is then not read (the x86-64 and aarch64 calling conventions;
@@ -133,8 +133,8 @@ static struct redirect tc[] = {
 /* mimalloc's: names that begin with "mi_". Those that are the malloc
  * family under other names go to its hooks, where mimalloc is the
  * allocator they forward to (as tcmalloc's tc_ functions do; its free and
- * realloc through hooks.c's, which also forget an aligned block of a
- * heap); the others to hooks.c's functions in their place (mms__mi_fns[]),
+ * realloc through mimalloc.c's, which also forget an aligned block of a
+ * heap); the others to mimalloc.c's functions in their place (mms__mi_fns[]),
  * after these. */
 static const struct redirect mi_family[] = {
 	R("mi_malloc", malloc),
