@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "hooks-int.h"
+#include "mimalloc.h"
 #include "hooks-rec.h"
 
 /* --- mimalloc's functions of its own (redirect.c) ----------------------------

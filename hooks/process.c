@@ -17,6 +17,7 @@
 
 #include "enter.h"
 #include "hooks-int.h"
+#include "mimalloc.h"
 #include "log.h"
 #include "stamp.h"
 

@@ -62,6 +62,7 @@
 
 #include "elfdyn.h"
 #include "hooks-int.h"
+#include "mimalloc.h"
 
 #if defined(__x86_64__) || defined(__aarch64__)
 
