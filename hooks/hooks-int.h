@@ -89,10 +89,10 @@ struct mms_thread {
 	/* The registry's list of the threads that have not exited
 	 * (threads.c), for the scan at exit (reach.c). */
 	struct mms_thread *live_next, **live_pprev;
-	/* pthread_self(): glibc's thread control block, which lies at the top
-	 * of the thread's stack mapping when glibc made the stack (the scan
-	 * at exit tells a thread's stack by it). */
-	uintptr_t tcb;
+	/* The thread's stack, found at its registration (mms__stack_note();
+	 * bounds_hi 0: not known): the scan at exit reads another thread's
+	 * from its stack pointer (reach.c). */
+	uintptr_t bounds_lo, bounds_hi;
 	/* The last captured stack (innermost first) and its interned node ids,
 	 * so a new stack that shares outer frames re-interns only the rest. */
 	uint32_t nframes;

@@ -11,7 +11,7 @@
  * What is read: every private writable mapping (modules' data and .bss,
  * the heap, anonymous memory, the exiting thread's stack from its stack
  * pointer up, another thread's from its stack pointer too where the
- * kernel tells it (peer_clip()), else whole), but the
+ * kernel tells it (peer_dead()), else whole), but the
  * recorder's own (its module's writable segments, its arena, the log),
  * and of those only the pages present or swapped out (the pagemap says;
  * a page never touched holds no pointer). The memory is read with
@@ -77,7 +77,7 @@ struct peer {
 	long tid;
 	uintptr_t sp;
 	uint64_t run_ns;
-	uintptr_t tcb; /* its thread control block (pthread_self()), 0: not known */
+	uintptr_t lo, hi; /* its stack, as glibc tells it at its registration (hi 0: not known) */
 	uintptr_t dead_lo, dead_hi;
 };
 
@@ -92,8 +92,6 @@ struct scan {
 	uintptr_t cmin, cmax; /* the anonymous ranges' extent */
 	struct peer *peers;   /* the other threads off their CPUs, by stack pointer */
 	size_t npeers;
-	uintptr_t none_hi;    /* the end of the last line's mapping where it was one of no
-				 access (a guard page), else 0 */
 	size_t hint;          /* the range the last word pointed into */
 	struct fmap *f;       /* the readable file mappings, in address order */
 	size_t nf;
@@ -307,19 +305,21 @@ static int peer_step(const char *name, void *ctx)
 	if (peer_run_ns(tid, &p->run_ns) || peer_sp(tid, &p->sp) || p->sp <= RED_ZONE)
 		return 0;
 	p->tid = tid;
-	p->tcb = p->dead_lo = p->dead_hi = 0;
+	p->lo = p->hi = p->dead_lo = p->dead_hi = 0;
 	s->npeers++;
 	return 0;
 }
 
-/* A recording thread's control block, for its peer. */
-static void peer_tcb(const struct mms_thread *t, void *ctx)
+/* A recording thread's stack, for its peer. */
+static void peer_stack(const struct mms_thread *t, void *ctx)
 {
 	struct scan *s = ctx;
 
 	for (size_t i = 0; i < s->npeers; i++)
-		if (s->peers[i].tid == t->tid)
-			s->peers[i].tcb = t->tcb;
+		if (s->peers[i].tid == t->tid) {
+			s->peers[i].lo = t->bounds_lo;
+			s->peers[i].hi = t->bounds_hi;
+		}
 }
 
 /* Whether peer p has run no instruction since find_peers(): off its CPU
@@ -340,11 +340,11 @@ static int peer_cmp(const void *a, const void *b)
 	return x->sp < y->sp ? -1 : x->sp > y->sp;
 }
 
-/* The peers, in the order of their stack pointers, with the control
- * blocks of those that recorded. */
+/* The peers, in the order of their stack pointers, with the stacks of
+ * those that recorded. */
 static void find_peers(struct scan *s)
 {
-	if (mms__tasks_each(peer_step, s) || !s->npeers || mms__threads_each_live(s->t, peer_tcb, s)) {
+	if (mms__tasks_each(peer_step, s) || !s->npeers || mms__threads_each_live(s->t, peer_stack, s)) {
 		s->npeers = 0;
 		return;
 	}
@@ -358,27 +358,35 @@ static void find_peers(struct scan *s)
 		}
 }
 
-/* Where to read the mapping [lo, hi) of a thread's stack from: RED_ZONE
- * bytes below the stack pointer of the peer it holds (the part below
- * noted dead), else lo. A thread's stack: the first thread's [stack]
- * (stack), or anonymous memory just above a guard page, as glibc maps a
- * thread's stack, that holds the thread's control block above its
- * pointer, and no other peer's pointer (a program's own region with a
- * guard, where a thread runs on a stack carved out of it, is read
- * whole). */
-static uintptr_t peer_clip(struct scan *s, uintptr_t lo, uintptr_t hi, int stack)
+/* The part of [lo, hi) (a mapping, or what is left of one) that is the
+ * dead part of a peer's stack: from the stack's start (glibc's word for
+ * a recording thread's, the whole [stack] for the first thread's) to
+ * RED_ZONE bytes below the peer's stack pointer; *dlo == *dhi: none. One
+ * stack pointer per stack: where two peers' fall in one, neither is
+ * clipped. */
+static void peer_dead(struct scan *s, uintptr_t lo, uintptr_t hi, int stack, uintptr_t *dlo, uintptr_t *dhi)
 {
+	struct peer *p;
+	uintptr_t from, to;
 	size_t i;
 
+	*dlo = *dhi = lo;
 	for (i = 0; i < s->npeers && s->peers[i].sp < lo; i++)
 		;
-	if (i == s->npeers || s->peers[i].sp >= hi || (i + 1 < s->npeers && s->peers[i + 1].sp < hi) ||
-	    ((s->peers[i].sp - RED_ZONE) & ~(uintptr_t)7) <= lo ||
-	    (!stack && (s->peers[i].tcb <= s->peers[i].sp || s->peers[i].tcb >= hi)))
-		return lo;
-	s->peers[i].dead_lo = lo;
-	s->peers[i].dead_hi = (s->peers[i].sp - RED_ZONE) & ~(uintptr_t)7;
-	return s->peers[i].dead_hi;
+	if (i == s->npeers || s->peers[i].sp >= hi || (i + 1 < s->npeers && s->peers[i + 1].sp < hi))
+		return;
+	p = &s->peers[i];
+	if (stack)
+		from = lo;
+	else if (p->hi && p->sp >= p->lo && p->sp < p->hi)
+		from = p->lo > lo ? p->lo : lo;
+	else
+		return;
+	to = (p->sp - RED_ZONE) & ~(uintptr_t)7;
+	if (to <= from)
+		return;
+	p->dead_lo = *dlo = from;
+	p->dead_hi = *dhi = to;
 }
 
 static int maps_step(char *line, void *ctx)
@@ -387,8 +395,7 @@ static int maps_step(char *line, void *ctx)
 	uintptr_t lo, hi;
 	int exec, kind;
 	unsigned flags;
-	uintptr_t guard_hi = s->none_hi;
-	const char *perms = strchr(line, ' ');
+	uintptr_t dlo, dhi;
 
 	/* Where vtables and code are (is_vtable()). */
 	if (s->nf < MAX_FILES && mms__maps_file(line, &lo, &hi, &exec) && lo < hi)
@@ -399,9 +406,6 @@ static int maps_step(char *line, void *ctx)
 		: kind == MMS_MAPS_HEAP  ? MMS_RGN_HEAP
 					 : 0;
 
-	/* A private mapping of no access: a thread stack's guard page, when
-	 * the stack's mapping follows. */
-	s->none_hi = perms && !strncmp(perms + 1, "---p", 4) ? hi : 0;
 	if (kind == MMS_MAPS_OTHER || hi <= lo)
 		return 0;
 	/* The exiting thread's stack: from its stack pointer (what lies
@@ -411,12 +415,15 @@ static int maps_step(char *line, void *ctx)
 		flags |= MMS_RGN_SP;
 		lo = s->sp & ~(uintptr_t)7;
 	} else if (kind == MMS_MAPS_ANON) {
-		if (lo == guard_hi)
-			lo = peer_clip(s, lo, hi, 0);
-		add_anon(s, lo, hi);
+		/* Less a peer's dead frames. */
+		peer_dead(s, lo, hi, 0, &dlo, &dhi);
+		if (dlo > lo)
+			add_anon(s, lo, dlo);
+		add_anon(s, dhi, hi);
 		return s->n >= MAX_RANGES;
 	} else if (kind == MMS_MAPS_STACK) {
-		lo = peer_clip(s, lo, hi, 1);
+		peer_dead(s, lo, hi, 1, &dlo, &dhi);
+		lo = dhi;
 	}
 	add_range(s, lo, hi, flags);
 	return s->n >= MAX_RANGES;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "hooks-int.h"
+#include "unwind.h"
 #include "log.h"
 #include "stamp.h"
 
@@ -107,7 +108,6 @@ struct mms_thread *mms__thread_register(void)
 	t->index = tls_index - 1;
 	__atomic_fetch_add(&mms__live_threads, 1, __ATOMIC_RELAXED);
 	t->tid = gettid();
-	t->tcb = (uintptr_t)pthread_self();
 	t->chunk = NULL;
 	t->cur = t->end = NULL;
 	t->prev_stamp = tls_last_stamp;
@@ -116,6 +116,9 @@ struct mms_thread *mms__thread_register(void)
 	t->stack_id = 0;
 	t->last_stack = 0;
 	t->stack_lo = t->stack_hi = 0; /* found again at the first capture */
+	t->bounds_lo = t->bounds_hi = 0;
+	if (mms__config.reach)
+		mms__stack_note(t);
 	pthread_mutex_lock(&free_lock);
 	t->live_next = live_threads;
 	t->live_pprev = &live_threads;

@@ -4,6 +4,7 @@
  * interns them as a path of (parent, ip) nodes, reusing the outer frames
  * of the thread's last stack. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
@@ -69,9 +70,19 @@ void mms__code_range(uintptr_t here, uintptr_t *lo, uintptr_t *hi)
 	mms__phdr_iterate(find_code, &r);
 }
 
+/* Whether glibc's own calls of realloc() reach the recorder's hook (no
+ * realloc of the program's or of a library ahead of ours in the global
+ * scope): pthread_getattr_np()'s allocations then go to the recorder's
+ * arena, whatever lock the program's allocator holds (mms__stack_note()). */
+static int realloc_ours;
+
 void mms__unwind_init(void)
 {
+	uintptr_t r;
+
 	mms__code_range((uintptr_t)&mms__unwind_init, &mms__self_lo, &mms__self_hi);
+	r = (uintptr_t)dlsym(RTLD_DEFAULT, "realloc");
+	realloc_ours = r - mms__self_lo < mms__self_hi - mms__self_lo;
 	if (mms__config.unwind_check)
 		unwinder = &mms__unwind_check;
 	else if (mms__config.unwind == MMS_CONFIG_UNWIND_LIBUNWIND)
@@ -160,7 +171,7 @@ extern void *__libc_stack_end;
  * (the one that holds __libc_stack_end) grows down to its limit, as glibc
  * counts it, not into the mapping below. Returns 0, or -1: not found (on
  * a signal stack, which is not the thread's). */
-static int bounds_from_maps(struct mms_thread *t)
+static int bounds_from_maps(uintptr_t *lo, uintptr_t *hi)
 {
 	struct stack_span s = { 0, 0, 0, 0 };
 	uintptr_t end = (uintptr_t)__libc_stack_end;
@@ -172,25 +183,25 @@ static int bounds_from_maps(struct mms_thread *t)
 	s.at = (uintptr_t)__builtin_frame_address(0);
 	if (mms__proc_lines("/proc/self/maps", span_line, &s) != 1)
 		return -1;
-	t->stack_lo = s.lo;
-	t->stack_hi = s.hi;
+	*lo = s.lo;
+	*hi = s.hi;
 	if (end - s.lo < s.hi - s.lo && getrlimit(RLIMIT_STACK, &rl) == 0) {
 		uintptr_t room = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > s.hi ? s.hi : (uintptr_t)rl.rlim_cur;
 
-		t->stack_lo = s.hi - room > s.below ? s.hi - room : s.below;
+		*lo = s.hi - room > s.below ? s.hi - room : s.below;
 	}
 	return 0;
 }
 
-void mms__stack_bounds(struct mms_thread *t)
+/* The calling thread's stack, [*lo, *hi): 0, or -1 when it cannot be
+ * told. */
+static int stack_span(struct mms_thread *t, uintptr_t *lo, uintptr_t *hi)
 {
 	pthread_attr_t attr;
 	void *addr;
 	size_t size;
-	int busy = mms__tls_busy;
+	int busy = mms__tls_busy, rc = -1;
 
-	t->stack_lo = 0;
-	t->stack_hi = 1; /* unknown */
 	/* pthread_getattr_np() is the cheap way for a thread of the
 	 * program's (its main thread's is /proc/self/maps either way), but
 	 * it allocates, and holds the thread's lock meanwhile: not from
@@ -199,16 +210,53 @@ void mms__stack_bounds(struct mms_thread *t)
 	 * allocator may be holding its lock (t->alloc_barred: it maps memory
 	 * so; chromium's fork child waited for PartitionAlloc's lock
 	 * forever), nor for the main thread. */
-	if (mms__tls_getattr || t->alloc_barred || t->tid == (pid_t)syscall(SYS_getpid)) {
-		if (bounds_from_maps(t))
-			t->stack_hi = 1;
-		return;
-	}
+	if (mms__tls_getattr || t->alloc_barred || t->tid == (pid_t)syscall(SYS_getpid))
+		return bounds_from_maps(lo, hi);
 	mms__tls_busy = 2;
 	if (pthread_getattr_np(pthread_self(), &attr) == 0) {
 		if (pthread_attr_getstack(&attr, &addr, &size) == 0 && size) {
-			t->stack_lo = (uintptr_t)addr;
-			t->stack_hi = (uintptr_t)addr + size;
+			*lo = (uintptr_t)addr;
+			*hi = (uintptr_t)addr + size;
+			rc = 0;
+		}
+		pthread_attr_destroy(&attr);
+	}
+	mms__tls_busy = busy;
+	return rc;
+}
+
+void mms__stack_bounds(struct mms_thread *t)
+{
+	/* Found at the thread's registration already, or now. */
+	if (t->bounds_hi) {
+		t->stack_lo = t->bounds_lo;
+		t->stack_hi = t->bounds_hi;
+	} else if (stack_span(t, &t->stack_lo, &t->stack_hi)) {
+		t->stack_lo = 0;
+		t->stack_hi = 1; /* unknown */
+	}
+}
+
+void mms__stack_note(struct mms_thread *t)
+{
+	pthread_attr_t attr;
+	void *addr;
+	size_t size;
+	int busy = mms__tls_busy;
+
+	t->bounds_lo = t->bounds_hi = 0;
+	/* glibc's word alone: the mapping that holds the stack pointer
+	 * may hold more than the thread's stack (one the program gave it
+	 * with pthread_attr_setstack, in a larger mapping). Not from inside
+	 * pthread_getattr_np() (its lock is held), nor for the first
+	 * thread (its stack is [stack]). */
+	if (!realloc_ours || mms__tls_getattr || t->tid == (pid_t)syscall(SYS_getpid))
+		return;
+	mms__tls_busy = 2;
+	if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+		if (pthread_attr_getstack(&attr, &addr, &size) == 0 && size) {
+			t->bounds_lo = (uintptr_t)addr;
+			t->bounds_hi = (uintptr_t)addr + size;
 		}
 		pthread_attr_destroy(&attr);
 	}

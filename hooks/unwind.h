@@ -65,6 +65,10 @@ static inline int mms__libunwind_barred(const struct mms_thread *t)
 }
 /* Sets t's stack bounds (stack_lo, stack_hi; stack_hi 1: unknown). */
 void mms__stack_bounds(struct mms_thread *t) MMS_HIDDEN;
+/* The calling thread's stack into t->bounds_lo and bounds_hi (both 0
+ * when it cannot be told), at its registration: the scan at exit reads
+ * the part above its stack pointer (reach.c). */
+void mms__stack_note(struct mms_thread *t) MMS_HIDDEN;
 /* The caller's stack by libunwind, innermost first, without our frames,
  * into out, which has room for depth + 8 (libunwind writes our frames
  * there too): returns the number of frames (at most depth), 0 when

@@ -36,6 +36,10 @@
  *                                   another arena, from a global), 2009 (a
  *                                   thread still running at exit has just
  *                                   allocated it: only in its registers),
+ *                                   2010 (in the lower half of a mapping whose
+ *                                   upper half is a running thread's stack,
+ *                                   given with pthread_attr_setstack: "reach
+ *                                   threads"),
  *                                   300002 (a large block, from a global)
  *
  * "reach threads" also leaves two threads running at exit (freeres does
@@ -128,6 +132,36 @@ static void *dies(void *arg)
 	return mine ? arg : NULL;
 }
 
+/* A thread that runs on a stack the program gave it, the upper half of a
+ * mapping whose lower half (above a guard page) keeps 2010: its frames
+ * below its stack pointer are dead, the memory below its stack is not. */
+static void *own_stack_thread(void *arg)
+{
+	(void)arg;
+	free(make(32)); /* it records: the recorder knows its stack */
+	pthread_mutex_lock(&lock);
+	alive++;
+	pthread_cond_signal(&started);
+	pthread_mutex_unlock(&lock);
+	while (running)
+		pause();
+	return NULL;
+}
+
+static int own_stack_start(void)
+{
+	size_t size = (size_t)16 << 20;
+	char *r = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	pthread_attr_t attr;
+	pthread_t th;
+
+	if (r == MAP_FAILED || mprotect(r, 4096, PROT_NONE) || pthread_attr_init(&attr) ||
+	    pthread_attr_setstack(&attr, r + size / 2, size / 2))
+		return 2;
+	((void *volatile *)(r + 65536))[0] = make(2010);
+	return pthread_create(&th, &attr, own_stack_thread, NULL) ? 2 : 0;
+}
+
 /* Leaves 1005's address in a frame 4 KiB deep, which returns: dead
  * frames of a thread that goes on, below its stack pointer. */
 __attribute__((noinline, noipa)) static void bury(void)
@@ -151,7 +185,7 @@ static void *stay(void *arg)
 	 * not 1005's then. */
 	free(make(64));
 	pthread_mutex_lock(&lock);
-	alive = 1;
+	alive++;
 	pthread_cond_signal(&started);
 	pthread_mutex_unlock(&lock);
 	while (running && mine)
@@ -260,8 +294,10 @@ __attribute__((noinline)) static int work(int threads)
 	if (threads) {
 		if (pthread_create(&th, NULL, stay, NULL))
 			return 2;
+		if (own_stack_start())
+			return 2;
 		pthread_mutex_lock(&lock);
-		while (!alive)
+		while (alive < 2)
 			pthread_cond_wait(&started, &lock);
 		pthread_mutex_unlock(&lock);
 		if (pthread_create(&th, NULL, inflight, NULL))
