@@ -527,31 +527,24 @@ static int is_vtable(struct scan *s, uintptr_t v)
 #define MAX_RUNNING 256
 static uintptr_t running_last[MAX_RUNNING];
 
-struct lasts {
-	size_t n;
-};
-
+/* A thread's last address, into running_last[*(size_t *)ctx]. */
 static void last_addr(const struct mms_thread *t, void *ctx)
 {
-	struct lasts *l = ctx;
+	size_t *n = ctx;
 	uint64_t a = __atomic_load_n(&t->prev_addr, __ATOMIC_RELAXED);
 
-	if (a && l->n < MAX_RUNNING)
-		running_last[l->n++] = (uintptr_t)a;
+	if (a && *n < MAX_RUNNING)
+		running_last[(*n)++] = (uintptr_t)a;
 }
 
 /* Adds the range of running_last[] that holds those addresses, in
  * address order (a range of anonymous memory: its words are roots). */
 static void add_running(struct scan *s)
 {
-	struct lasts l = { 0 };
 	uintptr_t lo = (uintptr_t)running_last;
-	size_t n, i;
+	size_t n = 0, i;
 
-	if (mms__threads_each_live(s->t, last_addr, &l))
-		return;
-	n = l.n;
-	if (!n || s->n >= MAX_RANGES)
+	if (mms__threads_each_live(s->t, last_addr, &n) || !n || s->n >= MAX_RANGES)
 		return;
 	for (i = s->n; i > 0 && s->r[i - 1].lo > lo; i--)
 		s->r[i] = s->r[i - 1];
