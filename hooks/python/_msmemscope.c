@@ -37,6 +37,8 @@ static struct api {
 	void (*owner_pop)(void);
 	void (*owner_tag)(const void *ptr, const char *tag);
 	void (*watch)(const void *ptr, size_t size, const char *name);
+	void (*pool_alloc)(const char *pool, const void *ptr, size_t size, size_t total, size_t used);
+	void (*pool_free)(const char *pool, const void *ptr, size_t size, size_t total, size_t used);
 	void (*start)(void);
 	void (*stop)(void);
 	unsigned (*own_begin)(void);
@@ -77,6 +79,8 @@ static void api_load(void)
 	api.owner_pop = (void (*)(void))sym("msmemscope_owner_pop");
 	api.owner_tag = (void (*)(const void *, const char *))sym("msmemscope_owner_tag");
 	api.watch = (void (*)(const void *, size_t, const char *))sym("msmemscope_watch");
+	api.pool_alloc = (void (*)(const char *, const void *, size_t, size_t, size_t))sym("msmemscope_pool_alloc");
+	api.pool_free = (void (*)(const char *, const void *, size_t, size_t, size_t))sym("msmemscope_pool_free");
 	api.start = (void (*)(void))sym("msmemscope_start");
 	api.stop = (void (*)(void))sym("msmemscope_stop");
 	api.own_begin = (unsigned (*)(void))sym("msmemscope__own_begin");
@@ -236,6 +240,32 @@ static PyObject *py_watch_range(PyObject *self, PyObject *args)
 	if (api.watch)
 		api.watch((const void *)(uintptr_t)addr, (size_t)size, name);
 	Py_RETURN_NONE;
+}
+
+/* pool_alloc(pool, address, size, total, used) and pool_free(...): a
+ * block a custom allocator of the program's handed out or took back
+ * (msmemscope_pool_alloc(), msmemscope_pool_free()); pool None: "POOL".
+ * The package checks the numbers. */
+static PyObject *pool_call(PyObject *args, void (*fn)(const char *, const void *, size_t, size_t, size_t))
+{
+	unsigned long long addr, size, total, used;
+	const char *pool;
+
+	if (!PyArg_ParseTuple(args, "zKKKK", &pool, &addr, &size, &total, &used))
+		return NULL;
+	if (fn)
+		fn(pool, (const void *)(uintptr_t)addr, (size_t)size, (size_t)total, (size_t)used);
+	Py_RETURN_NONE;
+}
+
+static PyObject *py_pool_alloc(PyObject *self, PyObject *args)
+{
+	return pool_call(args, api.pool_alloc);
+}
+
+static PyObject *py_pool_free(PyObject *self, PyObject *args)
+{
+	return pool_call(args, api.pool_free);
 }
 
 /* owner_tag(address, tag): the live block containing address belongs to
@@ -517,6 +547,10 @@ static PyMethodDef methods[] = {
 	{ "owner_pop", py_owner_pop, METH_NOARGS, "Pops the innermost owner tag." },
 	{ "owner_tag", py_owner_tag, METH_VARARGS, "owner_tag(address, tag): tags the live block there." },
 	{ "watch_range", py_watch_range, METH_VARARGS, "watch_range(address, size, name): watches the range." },
+	{ "pool_alloc", py_pool_alloc, METH_VARARGS,
+	  "pool_alloc(pool, address, size, total, used): a block a custom allocator handed out." },
+	{ "pool_free", py_pool_free, METH_VARARGS,
+	  "pool_free(pool, address, size, total, used): a block a custom allocator took back." },
 	{ "buffer_range", py_buffer_range, METH_O, "(address, size) of a contiguous buffer." },
 	{ "start", py_start, METH_NOARGS, "Starts collection (deferred mode)." },
 	{ "stop", py_stop, METH_NOARGS, "Stops collection (deferred mode)." },

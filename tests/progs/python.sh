@@ -3,8 +3,8 @@
 # python.sh: the msmemscope Python package (hooks/python) as a Python
 # program uses it: without the recorder every call does nothing and
 # start() says once how to record; under `msmemscope -- python3 prog.py`
-# its steps, operator launches, owners, marks, ranges and watched buffers
-# are in the log, an operator left by an exception is closed, config()
+# its steps, operator launches, owners, marks, ranges, watched buffers
+# and a pool's blocks are in the log, an operator left by an exception is closed, config()
 # says which of its options the running recorder could not take, and
 # tracer writes msMemScope's python_trace CSV into the run folder.
 . "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
@@ -120,6 +120,37 @@ note "tracer wrote python_trace_{TID}_{timestamp}.csv in the run folder"
 "$MMS_REPLAY" "$log" --analysis leaks --json >tleaks.json 2>tleaks.err || fail "--analysis leaks --json exited $?: $(cat tleaks.err)"
 expect_key tleaks.json runtime.by_kind.msmemscope.blocks 2
 note "the tracer's own arrays are msmemscope's, not the program's"
+
+# A pool of the program's own, carved from a bytearray: its blocks are
+# POOL memory under its name; bad frees and double allocations refused.
+cat >pool.py <<'EOF3'
+import msmemscope
+arena = bytearray(1 << 20)
+base, n = msmemscope._c.buffer_range(arena)
+kv = msmemscope.Pool("kvcache", reserved=n)
+blocks = [kv.alloc(base + i * 4096, 4096) for i in range(8)]
+for a in blocks[:5]:
+    kv.free(a)
+for bad in (lambda: kv.free(base + 123), lambda: kv.alloc(blocks[6], 4096), lambda: msmemscope.pool_alloc("x", -1, 10)):
+    try:
+        bad()
+    except ValueError as e:
+        print("refused:", str(e).split(":")[0])
+msmemscope.pool_alloc(None, base + 900000, 100, n, 100)
+print("used", kv.used)
+EOF3
+"$MMS_PYTHON" pool.py >pool.plain 2>&1 || fail "pool.py exited $? without the recorder: $(cat pool.plain)"
+"$MMS_LAUNCHER" --output=pout -- "$MMS_PYTHON" pool.py >pool.out 2>pool.err || fail "pool.py exited $? recorded: $(cat pool.err)"
+cmp -s pool.plain pool.out || fail "pool.py printed something else recorded: $(diff pool.plain pool.out)"
+expect_eq "pool.py's refusals" "$(grep -c '^refused: msmemscope' pool.out)" 3
+grep -qx "used 12288" pool.out || fail "Pool.used is not 3 blocks of 4096: $(cat pool.out)"
+grep -q "^    live at exit    4 blocks, 12.1 KiB (12388 bytes)   <- never released to the pool$" pool.err ||
+	fail "the launcher's summary does not show the 4 pool blocks left: $(cat pool.err)"
+set -- pout/msmemscope_*/memscope_*.mms
+"$MMS_REPLAY" "$1" --analysis decompose >pdec.txt 2>&1 || fail "decompose of pool.py's log exited $?: $(cat pdec.txt)"
+grep -q "^ *12288 *3 .* kvcache$" pdec.txt && grep -q "^ *32768 *8 .* kvcache$" pdec.txt && grep -q "^ *100 *1 .* POOL$" pdec.txt ||
+	fail "decompose does not show kvcache's 3 blocks at the end and 8 at the peak, and the unnamed pool's: $(cat pdec.txt)"
+note "msmemscope.Pool: a Python pool's blocks are POOL memory under its name (decompose, the summary), bad calls refused"
 
 # python3 -m msmemscope: the launcher records the script, with its options.
 cat >m.py <<'EOF2'

@@ -26,7 +26,7 @@ import sys
 from . import _msmemscope as _c
 
 __all__ = ["config", "start", "stop", "step", "recording", "op", "owner", "owner_tag", "range", "mark",
-           "kernel_launch", "watch", "tracer"]
+           "kernel_launch", "watch", "tracer", "Pool", "pool_alloc", "pool_free"]
 
 # msMemScope's config() keys and the launcher options they are.
 _OPTIONS = {
@@ -345,6 +345,85 @@ def watch(obj, name=None, size=None):
     memscope.gdb). Keep obj alive and unresized while it is watched."""
     addr, n = _extent(obj, size)
     _c.watch_range(addr, n, None if name is None else str(name))
+
+
+_U64 = 1 << 64
+
+
+def _count(what, value):
+    """value as an int from 0 to 2**64 - 1, or ValueError naming what."""
+    v = int(value)
+    if not 0 <= v < _U64:
+        raise ValueError("msmemscope: %s must be from 0 to 2**64 - 1, not %d" % (what, v))
+    return v
+
+
+def pool_alloc(pool, address, size, total=0, used=0):
+    """Records a block a custom allocator of the program's (a pool: a KV
+    cache's block manager, an arena of buffers) handed out: pool names it
+    (None: "POOL"), address and size are the block's, total the bytes the
+    pool holds from the system and used those it has handed out, after
+    this block (0: not known). The block is POOL memory in every analysis
+    (msmemscope_pool_alloc()); Pool keeps the counts for you."""
+    _c.pool_alloc(None if pool is None else str(pool), _count("address", address), _count("size", size),
+                  _count("total", total), _count("used", used))
+
+
+def pool_free(pool, address, size, total=0, used=0):
+    """Records a block pool took back (see pool_alloc())."""
+    _c.pool_free(None if pool is None else str(pool), _count("address", address), _count("size", size),
+                 _count("total", total), _count("used", used))
+
+
+class Pool:
+    """A custom allocator of the program's, named: its blocks are POOL
+    memory under that name in the log (decompose, leaks, the dump's
+    Event Type). alloc() and free() take a block as an int address, a
+    torch tensor (data_ptr()) or an object with the buffer protocol, and
+    keep the bytes in use; reserved is what the pool holds from the
+    system (its arena), which reserve() changes.
+
+        kv = msmemscope.Pool("kvcache", reserved=arena_bytes)
+        kv.alloc(addr, size)      # when the pool hands the block out
+        kv.free(addr)             # when it takes it back
+    """
+
+    def __init__(self, name, reserved=0):
+        self.name = str(name)
+        self.reserved = _count("reserved", reserved)
+        self.used = 0
+        self._sizes = {}
+
+    def reserve(self, nbytes):
+        """The pool now holds nbytes from the system (told with its next block)."""
+        self.reserved = _count("reserved", nbytes)
+
+    def alloc(self, block, size=None):
+        """Records block (size bytes: needed for an int address) handed
+        out; returns its address."""
+        addr, n = _extent(block, size)
+        addr, n = _count("address", addr), _count("size", n)
+        if addr in self._sizes:
+            raise ValueError("msmemscope.Pool(%r).alloc(): 0x%x is handed out already; free() it first"
+                             % (self.name, addr))
+        token = _c._own_begin()  # the table's memory is the package's
+        try:
+            self._sizes[addr] = n
+        finally:
+            _c._own_end(token)
+        self.used += n
+        _c.pool_alloc(self.name, addr, n, self.reserved, self.used)
+        return addr
+
+    def free(self, block):
+        """Records block (as alloc() was given it, or its address) taken back."""
+        addr = block if isinstance(block, int) else _extent(block, 0)[0]
+        n = self._sizes.pop(addr, None)
+        if n is None:
+            raise ValueError("msmemscope.Pool(%r).free(): 0x%x is no block this pool handed out"
+                             % (self.name, addr))
+        self.used -= n
+        _c.pool_free(self.name, addr, n, self.reserved, self.used)
 
 
 class _Tracer:
