@@ -136,6 +136,10 @@ for bad in (lambda: kv.free(base + 123), lambda: kv.alloc(blocks[6], 4096), lamb
         bad()
     except ValueError as e:
         print("refused:", str(e).split(":")[0])
+try:
+    kv.alloc(base)
+except TypeError as e:
+    print("type refused:", e)
 msmemscope.pool_alloc(None, base + 900000, 100, n, 100)
 print("used", kv.used)
 EOF3
@@ -143,6 +147,8 @@ EOF3
 "$MMS_LAUNCHER" --output=pout -- "$MMS_PYTHON" pool.py >pool.out 2>pool.err || fail "pool.py exited $? recorded: $(cat pool.err)"
 cmp -s pool.plain pool.out || fail "pool.py printed something else recorded: $(diff pool.plain pool.out)"
 expect_eq "pool.py's refusals" "$(grep -c '^refused: msmemscope' pool.out)" 3
+grep -qx "type refused: msmemscope.Pool('kvcache').alloc(address, size): an address needs its size" pool.out ||
+	fail "Pool.alloc(address) without a size was not refused so: $(cat pool.out)"
 grep -qx "used 12288" pool.out || fail "Pool.used is not 3 blocks of 4096: $(cat pool.out)"
 grep -q "^    live at exit    4 blocks, 12.1 KiB (12388 bytes)   <- never released to the pool$" pool.err ||
 	fail "the launcher's summary does not show the 4 pool blocks left: $(cat pool.err)"

@@ -398,10 +398,20 @@ class Pool:
         """The pool now holds nbytes from the system (told with its next block)."""
         self.reserved = _count("reserved", nbytes)
 
+    def _block(self, call, block, size):
+        """(address, size) of block, or TypeError naming this call."""
+        if isinstance(block, int) and size is None and call == "alloc":
+            raise TypeError("msmemscope.Pool(%r).alloc(address, size): an address needs its size" % self.name)
+        try:
+            return _extent(block, size)
+        except TypeError:
+            raise TypeError("msmemscope.Pool(%r).%s(): %s is neither an int address, a tensor nor a buffer"
+                            % (self.name, call, type(block).__name__)) from None
+
     def alloc(self, block, size=None):
         """Records block (size bytes: needed for an int address) handed
         out; returns its address."""
-        addr, n = _extent(block, size)
+        addr, n = self._block("alloc", block, size)
         addr, n = _count("address", addr), _count("size", n)
         if addr in self._sizes:
             raise ValueError("msmemscope.Pool(%r).alloc(): 0x%x is handed out already; free() it first"
@@ -417,7 +427,7 @@ class Pool:
 
     def free(self, block):
         """Records block (as alloc() was given it, or its address) taken back."""
-        addr = block if isinstance(block, int) else _extent(block, 0)[0]
+        addr = block if isinstance(block, int) else self._block("free", block, 0)[0]
         n = self._sizes.pop(addr, None)
         if n is None:
             raise ValueError("msmemscope.Pool(%r).free(): 0x%x is no block this pool handed out"
