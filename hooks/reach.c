@@ -575,19 +575,25 @@ static void flush(struct scan *s, uint8_t tag)
 	s->prev_where = s->prev_value = 0;
 }
 
+/* Range r into the REGIONS record being filled (written first when
+ * full). */
+static void put_region(struct scan *s, const struct range *r)
+{
+	uint8_t *p;
+
+	if (s->len + 3 * 10 > sizeof s->rec)
+		flush(s, MMS_TAG_REACH_REGIONS);
+	p = s->rec + s->len;
+	p = mms_put_u(p, r->lo);
+	p = mms_put_u(p, r->hi - r->lo);
+	p = mms_put_u(p, r->flags);
+	s->len = (size_t)(p - s->rec);
+}
+
 static void write_regions(struct scan *s)
 {
-	for (size_t i = 0; i < s->n && s->status >= 0; i++) {
-		uint8_t *p;
-
-		if (s->len + 3 * 10 > sizeof s->rec)
-			flush(s, MMS_TAG_REACH_REGIONS);
-		p = s->rec + s->len;
-		p = mms_put_u(p, s->r[i].lo);
-		p = mms_put_u(p, s->r[i].hi - s->r[i].lo);
-		p = mms_put_u(p, s->r[i].flags);
-		s->len = (size_t)(p - s->rec);
-	}
+	for (size_t i = 0; i < s->n && s->status >= 0; i++)
+		put_region(s, &s->r[i]);
 	flush(s, MMS_TAG_REACH_REGIONS);
 }
 
@@ -678,15 +684,11 @@ static void read_woken(struct scan *s)
 	for (size_t i = 0; i < s->npeers && !s->status; i++) {
 		struct peer *p = &s->peers[i];
 		struct range r = { p->dead_lo, p->dead_hi, 0 };
-		uint8_t *q;
 
 		if (!p->dead_hi || peer_still(p))
 			continue;
 		flush(s, MMS_TAG_REACH_REFS);
-		q = mms_put_u(s->rec, r.lo);
-		q = mms_put_u(q, r.hi - r.lo);
-		q = mms_put_u(q, 0);
-		s->len = (size_t)(q - s->rec);
+		put_region(s, &r);
 		flush(s, MMS_TAG_REACH_REGIONS);
 		read_range(s, &r);
 	}

@@ -215,7 +215,8 @@ static void print_marks_missing(const struct leaks_out *o)
 }
 
 /* The blocks of l[0, n) (not suppressed) of each verdict of the scan at
- * exit (enum mms_reach). */
+ * exit (enum mms_reach); [MMS_REACH_UNKNOWN] counts the heap's alone: in
+ * a log whose scan gave the others theirs, those made as it ran. */
 static void reach_counts(const mms_leak_t *l, size_t n, uint64_t blocks[MMS_REACH_COUNT],
 			 uint64_t bytes[MMS_REACH_COUNT])
 {
@@ -224,23 +225,11 @@ static void reach_counts(const mms_leak_t *l, size_t n, uint64_t blocks[MMS_REAC
 	for (size_t i = 0; i < n; i++) {
 		unsigned r = l[i].b.reach < MMS_REACH_COUNT ? l[i].b.reach : 0;
 
-		if (l[i].suppression)
+		if (l[i].suppression || (!r && l[i].b.mem != MMS_MEM_HOST))
 			continue;
 		blocks[r]++;
 		bytes[r] += l[i].b.size;
 	}
-}
-
-/* The heap's blocks of l[0, n) (not suppressed) without a verdict, in a
- * log whose scan gave the others theirs: made as it ran. */
-static void heap_unjudged(const mms_leak_t *l, size_t n, uint64_t *blocks, uint64_t *bytes)
-{
-	*blocks = *bytes = 0;
-	for (size_t i = 0; i < n; i++)
-		if (!l[i].suppression && !l[i].b.reach && l[i].b.mem == MMS_MEM_HOST) {
-			++*blocks;
-			*bytes += l[i].b.size;
-		}
 }
 
 /* at_exit's "reach" fields: whether the scan told leaked blocks from
@@ -259,7 +248,6 @@ static void json_reach(const struct leaks_out *o, const mms_leak_t *l, size_t n)
 			r == MMS_REACH_LEAKED ? "" : ",", mms_reach_name(r), blocks[r], bytes[r]);
 	/* The heap's blocks made as the scan ran, no pointer found: no
 	 * verdict, no leak (the list has them without "reach"). */
-	heap_unjudged(l, n, &blocks[0], &bytes[0]);
 	fprintf(o->c->out, ",\"not_judged\":{\"blocks\":%" PRIu64 ",\"bytes\":%" PRIu64 "}", blocks[0], bytes[0]);
 	fputs("},", o->c->out);
 }
