@@ -537,10 +537,43 @@ static void hands_off(int why)
 	__atomic_store_n(&mms__hands_off, 1, __ATOMIC_SEQ_CST);
 }
 
+/* The seccomp operation op (SECCOMP_SET_MODE_STRICT 0, _FILTER 1) with
+ * flags and uargs, as the kernel's do_seccomp() receives it: the reason to
+ * stop recording when it can take effect, else 0. libseccomp (man-db's
+ * sandbox, file(1), systemd's tools) probes the kernel at its start with
+ * calls that cannot: strict mode with a flag, filters with a null program
+ * (EINVAL, EFAULT); stopping at those cut every such program's log after
+ * a handful of events. A filter needs no_new_privs or CAP_SYS_ADMIN
+ * (else EACCES). A call that fails for another reason (a malformed
+ * program) still stops recording: the recorder cannot tell beforehand. */
+static int seccomp_cut(unsigned long op, unsigned long flags, unsigned long uargs)
+{
+	struct {
+		uint32_t version;
+		int pid;
+	} hdr = { 0x20080522, 0 }; /* _LINUX_CAPABILITY_VERSION_3 */
+	struct {
+		uint32_t effective, permitted, inheritable;
+	} caps[2];
+
+	if (op == 0) /* SECCOMP_SET_MODE_STRICT */
+		return !flags && !uargs ? MMS_CUT_NOTSC : 0;
+	if (op != 1 || !uargs || (flags & ~0x3fUL)) /* SECCOMP_FILTER_FLAG_MASK */
+		return 0;
+	if (syscall(SYS_prctl, PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1)
+		return MMS_CUT_SECCOMP;
+	/* Without no_new_privs: only with CAP_SYS_ADMIN (21) in effect;
+	 * where the capabilities cannot be read, stop (the safe side). */
+	if (syscall(SYS_capget, &hdr, caps) || (caps[0].effective & (1U << 21)))
+		return MMS_CUT_SECCOMP;
+	return 0;
+}
+
 MMS_EXPORT int prctl(int option, ...)
 {
 	unsigned long a2, a3, a4, a5;
 	va_list ap;
+	int why;
 
 	/* As glibc's own prctl: four arguments, whatever the option. */
 	va_start(ap, option);
@@ -553,8 +586,9 @@ MMS_EXPORT int prctl(int option, ...)
 	if (option == PR_SET_TSC && a2 == PR_TSC_SIGSEGV)
 		hands_off(MMS_CUT_NOTSC);
 #endif
-	if (option == PR_SET_SECCOMP && (a2 == 1 || a2 == 2)) /* strict, filter */
-		hands_off(a2 == 1 ? MMS_CUT_NOTSC : MMS_CUT_SECCOMP);
+	/* prctl's strict mode ignores a3; its filter mode takes no flags. */
+	if (option == PR_SET_SECCOMP && (a2 == 1 || a2 == 2) && (why = seccomp_cut(a2 - 1, 0, a2 == 2 ? a3 : 0)))
+		hands_off(why);
 	/* Before the recorder's start (a constructor's call): the call
 	 * itself. */
 	if (!mms__real.prctl)
@@ -574,8 +608,12 @@ MMS_EXPORT long syscall(long nr, ...)
 	for (int i = 0; i < 6; i++)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
-	if (unlikely(nr == SYS_seccomp) && (a[0] == 0 || a[0] == 1)) /* SECCOMP_SET_MODE_STRICT, _FILTER */
-		hands_off(a[0] == 0 ? MMS_CUT_NOTSC : MMS_CUT_SECCOMP);
+	if (unlikely(nr == SYS_seccomp) && (a[0] == 0 || a[0] == 1)) { /* SECCOMP_SET_MODE_STRICT, _FILTER */
+		int why = seccomp_cut((unsigned long)a[0], (unsigned long)a[1], (unsigned long)a[2]);
+
+		if (why)
+			hands_off(why);
+	}
 	{
 		register long r10 __asm__("r10") = a[3];
 		register long r8 __asm__("r8") = a[4];

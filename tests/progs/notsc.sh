@@ -31,4 +31,19 @@ for mode in prctl strict filter filter-syscall; do
 	grep -q "recording stopped early ($why" $mode.replay ||
 		fail "the reader does not say why the log is cut: $(cat $mode.replay)"
 done
-note "prctl(PR_SET_TSC), seccomp's strict mode, a seccomp filter through prctl and through syscall(): the program ran on, the log cut with the reason"
+# libseccomp's probes at its start (man-db, file(1)) install nothing:
+# recording goes on (it stopped at the first, the log cut after a few
+# events).
+"$prog" probe >probe.native 2>&1 || status=$?
+case $(cat probe.native) in
+skip:*) skip "$(cat probe.native)" ;;
+esac
+expect_eq "notsc probe natively" "$(cat probe.native)" "survived"
+record probe.mms "$prog" probe >probe.out 2>probe.err ||
+	fail "notsc probe exited $? under the recorder: $(cat probe.out probe.err)"
+expect_eq "notsc probe recorded" "$(cat probe.out)" "survived"
+grep -q "stopped" probe.err && fail "notsc probe: recording stopped at a probe: $(cat probe.err)"
+summarize probe.mms
+expect_key probe.mms.json cut false
+expect_ge "notsc probe: allocations in the log (2,000,000 made after the probes)" "$(jget probe.mms.json allocs)" 2000000
+note "prctl(PR_SET_TSC), seccomp's strict mode, a seccomp filter through prctl and through syscall(): the program ran on, the log cut with the reason; libseccomp's probes (and a filter refused for want of no_new_privs): the log whole"
