@@ -59,8 +59,6 @@ struct mms_real {
 	/* glibc's __register_atfork (process.c) */
 	int (*register_atfork)(void (*)(void), void (*)(void), void (*)(void), void *);
 	int (*execve)(const char *, char *const[], char *const[]);
-	int (*execv)(const char *, char *const[]);
-	int (*execvp)(const char *, char *const[]);
 	int (*execvpe)(const char *, char *const[], char *const[]);
 	int (*fexecve)(int, char *const[], char *const[]);
 	int (*unshare)(int);

@@ -75,8 +75,6 @@ static void resolve_real(void)
 	RESOLVE(pthread_setname_np);
 	RESOLVE(pthread_getattr_np);
 	RESOLVE(execve);
-	RESOLVE(execv);
-	RESOLVE(execvp);
 	RESOLVE(execvpe);
 	RESOLVE(fexecve);
 	RESOLVE(unshare);

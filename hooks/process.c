@@ -660,34 +660,126 @@ static int exec_failed(int marked, int r)
 	return r;
 }
 
+/* After recording stopped for a sandbox (hands_off()), an image the
+ * program execs inherits it: its filter, or its time stamp counter turned
+ * off. The recorder loaded there would make its system calls (creating
+ * its log: the filter of `fx`, a test's, killed the new image at the
+ * log's ftruncate, where natively it ran on) and read the counter. So the
+ * new image gets the environment without this library: out of
+ * LD_PRELOAD (the whole variable where it was the only one) and out of
+ * NVTX_INJECTION64_PATH; it runs as natively, unrecorded. Built on the
+ * stack, with no system call: an environment of more than 1,024
+ * variables, or an LD_PRELOAD longer than 4 KiB, is passed as it is. */
+
+enum exec_how { EXEC_PATH, EXEC_SEARCH, EXEC_FD };
+
+static int exec_real(enum exec_how how, int fd, const char *file, char *const argv[], char *const envp[])
+{
+	switch (how) {
+	case EXEC_SEARCH:
+		return mms__real.execvpe(file, argv, envp);
+	case EXEC_FD:
+		return mms__real.fexecve(fd, argv, envp);
+	default:
+		return mms__real.execve(file, argv, envp);
+	}
+}
+
+/* Whether the LD_PRELOAD word w (n bytes) names this library: the same
+ * file name as the loader gave it. */
+static int names_us(const char *w, size_t n, const char *self)
+{
+	const char *b = w + n, *me = strrchr(self, '/');
+
+	while (b > w && b[-1] != '/')
+		b--;
+	me = me ? me + 1 : self;
+	return strlen(me) == (size_t)(w + n - b) && !memcmp(b, me, (size_t)(w + n - b));
+}
+
+static int exec_unloaded(enum exec_how how, int fd, const char *file, char *const argv[], char *const envp[])
+{
+	static const char pre[] = "LD_PRELOAD=", nvtx[] = "NVTX_INJECTION64_PATH=";
+	size_t n = 0, k = 0, len = 0, i;
+	Dl_info self;
+
+	while (envp && envp[n] && n <= 1024)
+		n++;
+	for (i = 0; i < n; i++)
+		if (!strncmp(envp[i], pre, sizeof pre - 1))
+			len = strlen(envp[i]);
+	if (n > 1024 || len > 4096 || !dladdr((void *)exec_unloaded, &self) || !self.dli_fname)
+		return exec_real(how, fd, file, argv, envp);
+	{
+		char *env[n + 1], kept[len + 1];
+
+		for (i = 0; i < n; i++) {
+			const char *e = envp[i], *w;
+			char *o = kept + sizeof pre - 1;
+
+			if (!strncmp(e, nvtx, sizeof nvtx - 1) &&
+			    names_us(e + sizeof nvtx - 1, strlen(e + sizeof nvtx - 1), self.dli_fname))
+				continue;
+			if (strncmp(e, pre, sizeof pre - 1)) {
+				env[k++] = (char *)e;
+				continue;
+			}
+			/* ld.so splits LD_PRELOAD at spaces and colons. */
+			memcpy(kept, pre, sizeof pre - 1);
+			for (w = e + sizeof pre - 1; *w;) {
+				size_t wn = strcspn(w, ": ");
+
+				if (wn && !names_us(w, wn, self.dli_fname)) {
+					if (o > kept + sizeof pre - 1)
+						*o++ = ':';
+					memcpy(o, w, wn);
+					o += wn;
+				}
+				w += wn;
+				w += *w != 0;
+			}
+			*o = 0;
+			if (o > kept + sizeof pre - 1)
+				env[k++] = kept;
+		}
+		env[k] = NULL;
+		return exec_real(how, fd, file, argv, env);
+	}
+}
+
+static int exec_hooked(enum exec_how how, int fd, const char *file, char *const argv[], char *const envp[])
+{
+	int marked;
+
+	if (mms__hands_off_now())
+		return exec_unloaded(how, fd, file, argv, envp);
+	marked = exec_begin();
+	return exec_failed(marked, exec_real(how, fd, file, argv, envp));
+}
+
 MMS_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
-	int marked = exec_begin();
-	return exec_failed(marked, mms__real.execve(path, argv, envp));
+	return exec_hooked(EXEC_PATH, -1, path, argv, envp);
 }
 
 MMS_EXPORT int execv(const char *path, char *const argv[])
 {
-	int marked = exec_begin();
-	return exec_failed(marked, mms__real.execv(path, argv));
+	return exec_hooked(EXEC_PATH, -1, path, argv, environ);
 }
 
 MMS_EXPORT int execvp(const char *file, char *const argv[])
 {
-	int marked = exec_begin();
-	return exec_failed(marked, mms__real.execvp(file, argv));
+	return exec_hooked(EXEC_SEARCH, -1, file, argv, environ);
 }
 
 MMS_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-	int marked = exec_begin();
-	return exec_failed(marked, mms__real.execvpe(file, argv, envp));
+	return exec_hooked(EXEC_SEARCH, -1, file, argv, envp);
 }
 
 MMS_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-	int marked = exec_begin();
-	return exec_failed(marked, mms__real.fexecve(fd, argv, envp));
+	return exec_hooked(EXEC_FD, fd, NULL, argv, envp);
 }
 
 /* execl, execlp, execle: the arguments into an array, then the v forms. */

@@ -12,7 +12,10 @@
  * probes the kernel at its start (man-db's sandbox, file(1)), none of
  * which installs anything (strict mode with a flag, filters with a null
  * program, one without no_new_privs where the capability is missing):
- * the recorder must go on. Then 100,000 allocations and frees (served from
+ * the recorder must go on. Or `notsc filter-exec`: the filter, then an
+ * exec of itself (`after-exec`), which inherits the filter: the new image
+ * must run on as natively (the recorder, preloaded there, died of its log's
+ * ftruncate). Then 100,000 allocations and frees (served from
  * glibc's thread cache: no system call), "survived" on stdout, and exit
  * (strict: the exit system call). Prints "skip: ..." and exits 77 where
  * there is no such control. */
@@ -86,6 +89,7 @@ int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "prctl";
 	int strict = !strcmp(mode, "strict"), filter = !strncmp(mode, "filter", 6), probing = !strcmp(mode, "probe");
+	int after = !strcmp(mode, "after-exec");
 	void *volatile warm;
 
 #if defined(__x86_64__) && defined(PR_SET_TSC) && defined(PR_TSC_SIGSEGV)
@@ -93,7 +97,9 @@ int main(int argc, char **argv)
 	 * that strict mode forbids): before. */
 	warm = malloc(32);
 	free(warm);
-	if (probing) {
+	if (after) {
+		/* The image filter-exec runs: under its filter already. */
+	} else if (probing) {
 		if (probe())
 			return prog_say(1, "skip: this kernel answers seccomp's probes otherwise\n"), 77;
 	} else if (filter   ? install_filter(!strcmp(mode, "filter-syscall"))
@@ -101,9 +107,13 @@ int main(int argc, char **argv)
 			    : prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0)) {
 		return prog_say(1, "skip: %s refused: %s\n", mode, strerror(errno)), 77;
 	}
+	if (!strcmp(mode, "filter-exec")) {
+		execl("/proc/self/exe", argv[0], "after-exec", (char *)NULL);
+		return prog_say(1, "skip: cannot exec /proc/self/exe: %s\n", strerror(errno)), 77;
+	}
 	/* Enough for the recorder's log to grow (by fallocate) past its
 	 * first megabytes, had it gone on. */
-	for (int i = 0; i < (filter || probing ? 2000000 : 100000); i++) {
+	for (int i = 0; i < (filter || probing || after ? 2000000 : 100000); i++) {
 		warm = malloc(32 + (size_t)i % 64);
 		free(warm);
 	}
@@ -116,6 +126,7 @@ int main(int argc, char **argv)
 	(void)strict;
 	(void)filter;
 	(void)probing;
+	(void)after;
 	(void)warm;
 	return prog_say(1, "skip: no per-process time stamp counter control on this machine\n"), 77;
 #endif

@@ -5,11 +5,12 @@
 # kills it at fallocate (through prctl, or syscall(SYS_seccomp) as
 # libseccomp does), runs on under the recorder as it does natively:
 # recording stops first, the log says why, and nothing of the recorder's
-# reads the counter or makes a system call afterwards.
+# reads the counter or makes a system call afterwards; an image it execs
+# runs without the recorder.
 . "$top_srcdir/tests/progs/lib.sh"
 
 prog=$MMS_PROGS/notsc
-for mode in prctl strict filter filter-syscall; do
+for mode in prctl strict filter filter-syscall filter-exec; do
 	status=0
 	"$prog" $mode >$mode.native 2>&1 || status=$?
 	[ $status != 77 ] || skip "$(cat $mode.native)"
@@ -31,6 +32,12 @@ for mode in prctl strict filter filter-syscall; do
 	grep -q "recording stopped early ($why" $mode.replay ||
 		fail "the reader does not say why the log is cut: $(cat $mode.replay)"
 done
+# The image exec'd under the filter ran without the recorder (loaded
+# there, it died of SIGSYS at its log's ftruncate): no log of its own.
+for f in filter-exec.exec*; do
+	[ ! -e "$f" ] || fail "notsc filter-exec: the exec'd image was recorded, to $f"
+done
+
 # libseccomp's probes at its start (man-db, file(1)) install nothing:
 # recording goes on (it stopped at the first, the log cut after a few
 # events).
@@ -46,4 +53,4 @@ grep -q "stopped" probe.err && fail "notsc probe: recording stopped at a probe: 
 summarize probe.mms
 expect_key probe.mms.json cut false
 expect_ge "notsc probe: allocations in the log (2,000,000 made after the probes)" "$(jget probe.mms.json allocs)" 2000000
-note "prctl(PR_SET_TSC), seccomp's strict mode, a seccomp filter through prctl and through syscall(): the program ran on, the log cut with the reason; libseccomp's probes (and a filter refused for want of no_new_privs): the log whole"
+note "prctl(PR_SET_TSC), seccomp's strict mode, a seccomp filter through prctl and through syscall(), and one an exec'd image inherits: the program ran on, the log cut with the reason; libseccomp's probes (and a filter refused for want of no_new_privs): the log whole"
