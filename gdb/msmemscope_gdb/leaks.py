@@ -74,7 +74,8 @@ symbolized (function, file:line).
                 title = "all live blocks"
                 groups = r.group_live()
             elif w.step == 0:
-                title = "all live blocks (no step has ended so far)"
+                title = ("all live blocks (no step has ended so far)" if self.s.running()
+                         else "all live blocks (the program marked no step)")
                 groups = r.group_live()
             else:
                 ended = w.step - 1 if w.in_step else w.step

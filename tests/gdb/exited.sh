@@ -30,3 +30,9 @@ expect_count exited 'exited normally' 1 "the program ran once"
 expect exited '  at its end: 4 steps; the program reached its exit' "info from the finished log"
 expect_not exited 'memscope: running the program' "no silent re-run"
 expect_rc "gdb's exit status"
+
+# A program that marks no step: leaks after its exit say so, not "so far".
+session exited-nostep "$progs/abicheck" -ex run -ex 'memscope leaks'
+expect exited-nostep 'memscope: all live blocks (the program marked no step): ' "leaks after the exit of a program without steps"
+expect_not exited-nostep 'so far' "no 'so far' once the program has exited"
+expect_rc "gdb's exit status"
