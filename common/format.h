@@ -92,6 +92,10 @@ struct mms_file_header {
 	uint64_t file_limit;        /* the largest size the writer would grow the file to */
 	uint64_t cut_stamp;         /* atomic; with MMS_FLAG_CUT: no event stamped from here
 	                               on is complete (0: unknown, logs before 0.1.0's cut fix) */
+	uint64_t proc_start;        /* the process's start time (clock ticks since boot, /proc's
+	                               stat field 22; 0: unknown): with pid and pid_ns, which
+	                               process wrote the log, the same across its execs */
+	uint64_t pid_ns;            /* the inode of its PID namespace (0: unknown) */
 };
 
 /* header.cut_errno values that are not errno values. */

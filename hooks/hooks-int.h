@@ -805,6 +805,9 @@ void mms__process_init(void) MMS_HIDDEN;
 /* Field `field` (3 and up, numbered as in proc(5)) of /proc/PID/stat (PID
  * 0: this process), as a number. Returns 0, or -1 when it cannot be read. */
 int mms__proc_stat_field(long pid, int field, long *out) MMS_HIDDEN;
+/* This process's start time (clock ticks since boot) and PID namespace
+ * (its inode), as the log header keeps them; 0 where unknown. */
+void mms__proc_identity(uint64_t *start, uint64_t *pid_ns) MMS_HIDDEN;
 /* The process's threads that still run its code, the log thread of ours
  * left out: a thread that exited (pthread_join returned) but is still
  * listed until the kernel lets it go is ending (PF_EXITING) or has given

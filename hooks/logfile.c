@@ -630,6 +630,7 @@ int mms__log_open(void)
 	h->pid = (uint64_t)getpid();
 	/* A fork child's log may be opened after its parent is gone. */
 	h->ppid = fork_child && fork_from.pid ? fork_from.pid : (uint64_t)getppid();
+	mms__proc_identity(&h->proc_start, &h->pid_ns);
 	h->start_stamp = mms__stamp_obtain();
 	h->start_realtime_ns = mms__realtime_ns();
 	h->last_stamp = h->start_stamp;

@@ -15,8 +15,18 @@
 #include "hooks-int.h"
 #include "log.h"
 
-/* True when the log at path has a valid header; sets *pid to its pid. */
-static int log_owner(const char *path, uint64_t *pid)
+void mms__proc_identity(uint64_t *start, uint64_t *pid_ns)
+{
+	struct stat st;
+	long v;
+
+	*start = mms__proc_stat_field(0, 22, &v) || v < 0 ? 0 : (uint64_t)v;
+	*pid_ns = stat("/proc/self/ns/pid", &st) ? 0 : (uint64_t)st.st_ino;
+}
+
+/* True when the log at path has a valid header; sets *pid to its pid,
+ * *start and *pid_ns to its process's start time and PID namespace. */
+static int log_writer(const char *path, uint64_t *pid, uint64_t *start, uint64_t *pid_ns)
 {
 	struct mms_file_header h;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
@@ -31,16 +41,31 @@ static int log_owner(const char *path, uint64_t *pid)
 	if (n != (ssize_t)sizeof h || memcmp(h.magic, MMS_MAGIC, MMS_MAGIC_LEN))
 		return 0;
 	*pid = h.pid;
+	*start = h.proc_start;
+	*pid_ns = h.pid_ns;
 	return 1;
 }
 
-/* True when the log at path was written by a process with our pid: then
- * this image was reached by exec from a recorded one. */
+static int log_owner(const char *path, uint64_t *pid)
+{
+	uint64_t start, pid_ns;
+
+	return log_writer(path, pid, &start, &pid_ns);
+}
+
+/* True when the log at path was written by this process: then this image
+ * was reached by exec from a recorded one. Our pid is not enough: a
+ * process of another PID namespace (unshare -p, a sandbox's) may have
+ * had the same number and written its log in the same folder; its start
+ * time or namespace differs. */
 static int log_is_ours(const char *path)
 {
-	uint64_t pid;
+	uint64_t pid, start, pid_ns, my_start, my_ns;
 
-	return log_owner(path, &pid) && pid == (uint64_t)getpid();
+	if (!log_writer(path, &pid, &start, &pid_ns) || pid != (uint64_t)getpid())
+		return 0;
+	mms__proc_identity(&my_start, &my_ns);
+	return (!start || !my_start || start == my_start) && (!pid_ns || !my_ns || pid_ns == my_ns);
 }
 
 /* True when pid is an ancestor of this process (as for a child spawned by
@@ -77,6 +102,8 @@ static void say_not_recording(const char *path, const char *why)
  *    (a fork, or a spawned child: P was written by an ancestor) writes
  *    {P without .mms}.{pid}.mms;
  *  - MSMEMSCOPE_LOG_DIR=D (or the current folder): D/memscope_{pid}.mms;
+ *  - where a process of another PID namespace with the same pid wrote
+ *    that name, {name without .mms}-{k}.mms, k from 2;
  *  - an image reached by exec finds its pid's log already there and writes
  *    {that log without .mms}.exec{N}.mms beside it.
  * A file we name ourselves is created exclusively, never overwritten. */
@@ -143,14 +170,25 @@ int mms__logname_open(char log_path[PATH_MAX], int fork_child, int *execed, int 
 		   sizeof stem) {
 		goto too_long;
 	}
-	if (!*execed) {
+	/* STEM.mms, or, where a process of another PID namespace with our
+	 * pid made that one, STEM-2.mms, STEM-3.mms...: the first that is
+	 * ours (this image was reached by exec) or that we create. */
+	n = strlen(stem);
+	for (unsigned k = 1; !*execed; k++) {
+		int fd;
+
+		if (k > 1)
+			snprintf(stem + n, sizeof stem - n, "-%u", k);
 		snprintf(log_path, PATH_MAX, "%s.mms", stem);
-		if (fork_child || !log_is_ours(log_path)) {
-			int fd = open(log_path, flags | O_EXCL, 0640);
+		if (!fork_child && log_is_ours(log_path)) {
+			*execed = 1;
+			break;
+		}
+		fd = open(log_path, flags | O_EXCL, 0640);
+		if (fd >= 0 || errno != EEXIST || k == 999) {
 			*created = fd >= 0;
 			return fd;
 		}
-		*execed = 1;
 	}
 	if (!mms__config.follow_exec) {
 		errno = 0; /* --no-follow-exec: this image is not recorded */

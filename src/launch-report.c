@@ -37,6 +37,23 @@ struct log_result {
 	char devices[64 * 9];            /* the CUDA devices recorded (--device), or "" for all */
 };
 
+/* The pid, the number k of memscope_{pid}-{k}.mms (1 without it: a
+ * process of another PID namespace with the same pid wrote the plain
+ * name first) and the exec number of a log's name. */
+static void log_name_numbers(const char *name, unsigned long *pid, unsigned long *k, unsigned long *exec)
+{
+	int n = 0;
+
+	*pid = *exec = 0;
+	*k = 1;
+	if (sscanf(name, "memscope_%lu%n", pid, &n) < 1 || !n)
+		return;
+	name += n;
+	if (*name == '-' && sscanf(name, "-%lu%n", k, &n) >= 1)
+		name += n;
+	sscanf(name, ".exec%lu", exec);
+}
+
 char *exec_successor(const char *dir, const char *name)
 {
 	char *path = xasprintf("%s/%s", dir, name), *next = log_exec_successor(path), *base;
@@ -250,7 +267,7 @@ static void print_main_summary(const struct run *run, char **argv, pid_t pid, in
 			       struct log_result *r, bool follow_exec)
 {
 	const mms_summary_t *sum;
-	unsigned long execs;
+	unsigned long execs, lpid, lk;
 
 	/* A process that left by _exit() (shells do) has no end record, but
 	 * the wait status says it exited: its last record is its end (unless
@@ -271,7 +288,8 @@ static void print_main_summary(const struct run *run, char **argv, pid_t pid, in
 				    : "--no-follow-exec");
 	/* A wrapper (env, a shell script, pyenv's shims) exec'd the program
 	 * the user meant: the report is the last image's. */
-	if (sscanf(name, "memscope_%*u.exec%lu.mms", &execs) == 1)
+	log_name_numbers(name, &lpid, &lk, &execs);
+	if (execs)
 		fprintf(stderr, "  %-17s %s (image %lu of pid %ld, after %lu exec%s; the earlier %s listed below)\n",
 			"image", *r->exe ? r->exe : "(unknown)", execs + 1, (long)pid, execs, execs == 1 ? "" : "s",
 			execs == 1 ? "image's log is" : "images' logs are");
@@ -317,12 +335,14 @@ static void print_main_summary(const struct run *run, char **argv, pid_t pid, in
 /* Orders logs by pid, then each process's images in exec order. */
 static int cmp_logs(const struct dirent **a, const struct dirent **b)
 {
-	unsigned long pa = 0, pb = 0, ea = 0, eb = 0;
+	unsigned long pa, pb, ka, kb, ea, eb;
 
-	sscanf((*a)->d_name, "memscope_%lu.exec%lu", &pa, &ea);
-	sscanf((*b)->d_name, "memscope_%lu.exec%lu", &pb, &eb);
+	log_name_numbers((*a)->d_name, &pa, &ka, &ea);
+	log_name_numbers((*b)->d_name, &pb, &kb, &eb);
 	if (pa != pb)
 		return pa < pb ? -1 : 1;
+	if (ka != kb)
+		return ka < kb ? -1 : 1;
 	if (ea != eb)
 		return ea < eb ? -1 : 1;
 	return strcmp((*a)->d_name, (*b)->d_name);
@@ -341,11 +361,17 @@ static int is_log(const struct dirent *d)
  * it exec'd) or "spawned by pid P (...)". Returns a malloc'd string. */
 static char *log_origin(const char *name, const struct log_result *r, pid_t program)
 {
-	unsigned long pid, n = 0;
+	unsigned long pid, k, n;
+	char stem[64];
 
-	if (sscanf(name, "memscope_%lu.exec%lu.mms", &pid, &n) == 2 && n >= 1)
-		return n == 1 ? xasprintf("exec'd from memscope_%lu.mms", pid)
-			      : xasprintf("exec'd from memscope_%lu.exec%lu.mms", pid, n - 1);
+	log_name_numbers(name, &pid, &k, &n);
+	if (k > 1)
+		snprintf(stem, sizeof stem, "memscope_%lu-%lu", pid, k);
+	else
+		snprintf(stem, sizeof stem, "memscope_%lu", pid);
+	if (n >= 1)
+		return n == 1 ? xasprintf("exec'd from %s.mms", stem)
+			      : xasprintf("exec'd from %s.exec%lu.mms", stem, n - 1);
 	if (r->fork.state == MMS_FORK_INHERITED)
 		return xasprintf("forked from pid %" PRIu64 " at its event %" PRIu64, r->fork.parent_pid,
 				 r->fork.fork_event);
@@ -354,6 +380,11 @@ static char *log_origin(const char *name, const struct log_result *r, pid_t prog
 				 r->fork.why);
 	if (r->info.pid == (uint64_t)program)
 		return xstrdup("the program as msmemscope started it");
+	/* The first process of a PID namespace sees no parent: it is
+	 * outside. */
+	if (!r->info.ppid)
+		return xstrdup(
+			"the first process of a new PID namespace (unshare -p, a sandbox's), started from outside it");
 	/* A fork child that execs at once leaves no log of its own: its
 	 * image is a new process to the recorder, as posix_spawn's is. */
 	return xasprintf("spawned by pid %" PRIu64 " (posix_spawn, vfork or fork, then exec)", r->info.ppid);
