@@ -39,4 +39,5 @@ for f in memscope_1.exec1.mms memscope_1-2.exec1.mms; do
 	expect_consistent "$dir/$f.json"
 	expect_key "$dir/$f.json" inherited_blocks 0
 done
-note "two PID namespaces with the same pids: logs of their own ($(ls "$dir" | grep -c '\.mms$') logs), each exec'd image beside its own process's"
+set -- "$dir"/*.mms
+note "two PID namespaces with the same pids: logs of their own ($# logs), each exec'd image beside its own process's"
