@@ -53,6 +53,10 @@ path = msmemscope.tracer.stop()
 print("trace written:", path is not None)
 print("recording:", msmemscope.recording())
 msmemscope.stop()
+try:
+    msmemscope.owner_tag(object(), "t")
+except TypeError as e:
+    print("owner_tag refused:", e)
 EOF
 
 # Without the recorder: the program runs as it does, one line on stderr.
@@ -61,6 +65,8 @@ expect_eq "lines on stderr without the recorder" "$(wc -l <plain.err)" 1
 grep -q "^msmemscope: this process is not recorded, so msmemscope calls do nothing; record it with: msmemscope --call-stack=c:8 --analysis=leaks,decompose --keep-stacktraces=alloc --device=npu --collect-mode=deferred -- .*prog.py$" plain.err ||
 	fail "start() did not say how to record the program: $(cat plain.err)"
 grep -q "^watch refused: msmemscope.watch(): float has neither" plain.out || fail "watch(3.5) was not refused: $(cat plain.out)"
+grep -qx "owner_tag refused: msmemscope.owner_tag(): object has neither the buffer protocol nor data_ptr(); pass an address" plain.out ||
+	fail "owner_tag(object()) was not refused naming owner_tag(): $(cat plain.out)"
 grep -qx "config refused: True" plain.out || fail "config(colour=) was not refused: $(cat plain.out)"
 grep -qx "recording: False" plain.out || fail "recording() is not False without the recorder"
 set -- python_trace_*.csv

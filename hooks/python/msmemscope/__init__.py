@@ -302,8 +302,8 @@ class range(_Scope):
         return False
 
 
-def _extent(obj, size):
-    """(address, size) of what watch() is given."""
+def _extent(obj, size, call="msmemscope.watch()"):
+    """(address, size) of what watch() (or call, named in the error) is given."""
     if isinstance(obj, int):
         if size is None:
             raise TypeError("msmemscope.watch(address, name, size=N): an address needs its size")
@@ -318,8 +318,8 @@ def _extent(obj, size):
     try:
         addr, n = _c.buffer_range(obj)
     except (TypeError, BufferError):
-        raise TypeError("msmemscope.watch(): %s has neither the buffer protocol nor data_ptr(); "
-                        "pass an address and size=" % type(obj).__name__) from None
+        raise TypeError("%s: %s has neither the buffer protocol nor data_ptr(); pass an address%s"
+                        % (call, type(obj).__name__, " and size=" if call.endswith("watch()") else "")) from None
     return addr, int(size if size is not None else n)
 
 
@@ -333,7 +333,7 @@ def owner_tag(obj, tag):
     elif callable(getattr(obj, "data_ptr", None)):
         addr = obj.data_ptr()
     else:
-        addr = _extent(obj, None)[0]
+        addr = _extent(obj, None, "msmemscope.owner_tag()")[0]
     _c.owner_tag(addr, str(tag))
 
 
