@@ -152,6 +152,9 @@ static void json_leaks(FILE *f, const mms_leak_t *l, size_t n)
 			b->inherited ? "true" : "false");
 		if (b->reach)
 			fprintf(f, ",\"reach\":\"%s\"", mms_reach_name(b->reach));
+		if (b->indirect_blocks)
+			fprintf(f, ",\"indirect\":{\"blocks\":%" PRIu64 ",\"bytes\":%" PRIu64 "}", b->indirect_blocks,
+				b->indirect_bytes);
 		if (l[i].freed_step)
 			fprintf(f, ",\"freed_at_step\":%" PRIu64 ",\"freed_at_event\":%" PRIu64, l[i].freed_step,
 				l[i].freed_event);

@@ -629,6 +629,9 @@ void show_groups(struct show *s, const char *title, const mms_stack_group_t *g, 
 				fprintf(s->out, ",\"memory\":\"DEVICE\",\"device\":%" PRIu32, g[i].device);
 			if (g[i].reach)
 				fprintf(s->out, ",\"reach\":\"%s\"", mms_reach_name(g[i].reach));
+			if (g[i].indirect_blocks)
+				fprintf(s->out, ",\"indirect\":{\"blocks\":%" PRIu64 ",\"bytes\":%" PRIu64 "}",
+					g[i].indirect_blocks, g[i].indirect_bytes);
 			fputs(",\"stack\":", s->out);
 			show_stack(s, g[i].stack, "");
 			fputc('}', s->out);
@@ -652,10 +655,16 @@ void show_groups(struct show *s, const char *title, const mms_stack_group_t *g, 
 		 * between two "step start" ranges. */
 		if (g[i].step)
 			fprintf(s->out, ", step %" PRIu64, g[i].step);
-		fprintf(s->out, "%s%s%s)\n", g[i].op ? ", operator " : "", g[i].op ? g[i].op : "",
+		fprintf(s->out, "%s%s%s)", g[i].op ? ", operator " : "", g[i].op ? g[i].op : "",
 			g[i].reach == MMS_REACH_INDIRECT   ? ", indirectly leaked"
 			: g[i].reach == MMS_REACH_POSSIBLE ? ", possibly leaked"
 							   : "");
+		/* What goes with them: freeing these frees that too. */
+		if (g[i].indirect_blocks)
+			fprintf(s->out, "; lost with %s: %s in %" PRIu64 " block%s, indirectly leaked",
+				g[i].blocks == 1 ? "it" : "them", human_bytes(g[i].indirect_bytes, e, sizeof(e)),
+				g[i].indirect_blocks, g[i].indirect_blocks == 1 ? "" : "s");
+		fputc('\n', s->out);
 		show_stack(s, g[i].stack, "      ");
 	}
 	if (shown < n)

@@ -147,6 +147,11 @@ symbolized (function, file:line).
                 where += ", " + replaylib.REACH_WORDS[g["reach"]]
             elif replaylib.unjudged(g, judged):
                 where += ", " + replaylib.UNJUDGED
+            # What goes with them: freeing these frees that too.
+            if g.get("indirect_blocks"):
+                where += "; lost with %s: %s in %s, indirectly lost" % (
+                    "it" if g["blocks"] == 1 else "them", fmt.exact_bytes(g["indirect_bytes"]),
+                    fmt.plural(g["indirect_blocks"], "block"))
             gdb.write("  loss record %d of %d: %s in %s%s%s; %s\n" % (
                 i, n, fmt.exact_bytes(g["bytes"]), fmt.plural(g["blocks"], "block"), where, extra,
                 ", ".join(largest)))

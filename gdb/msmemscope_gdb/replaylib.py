@@ -62,7 +62,8 @@ class Block(ctypes.Structure):
                 ("alloc_id", u64), ("alloc_event", u64), ("step", u64), ("op_launch", u64), ("op", c_char_p),
                 ("kernel_launches", u64), ("owner", c_char_p), ("pool", c_char_p), ("free_event", u64),
                 ("free_thread", u32), ("inherited", c_int), ("origin_pid", u64), ("origin_event", u64),
-                ("runtime", u32), ("free_stack", u32), ("device", u32), ("reach", u32)]
+                ("runtime", u32), ("free_stack", u32), ("device", u32), ("reach", u32),
+                ("indirect_blocks", u64), ("indirect_bytes", u64)]
 
 
 class Where(ctypes.Structure):
@@ -145,7 +146,8 @@ class ReplayOptions(ctypes.Structure):
 
 class StackGroup(ctypes.Structure):
     _fields_ = [("stack", u32), ("blocks", u64), ("bytes", u64), ("addr", u64), ("size", u64), ("step", u64),
-                ("op", c_char_p), ("runtime", u32), ("mem", u32), ("device", u32), ("reach", u32)]
+                ("op", c_char_p), ("runtime", u32), ("mem", u32), ("device", u32), ("reach", u32),
+                ("indirect_blocks", u64), ("indirect_bytes", u64)]
 
 
 class Frame(ctypes.Structure):
@@ -544,7 +546,7 @@ class Replay:
         try:
             return [{"stack": g.stack, "blocks": g.blocks, "bytes": g.bytes, "addr": g.addr, "size": g.size,
                      "step": g.step, "op": text(g.op), "runtime": g.runtime, "mem": g.mem, "device": g.device,
-                     "reach": g.reach}
+                     "reach": g.reach, "indirect_blocks": g.indirect_blocks, "indirect_bytes": g.indirect_bytes}
                     for g in (out[i] for i in range(n.value))]
         finally:
             _libc.free(ctypes.cast(out, c_void_p))

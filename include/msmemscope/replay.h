@@ -70,6 +70,11 @@ typedef struct mms_block {
 	/* A heap block live at the end of a log that reached exit (format
 	 * 12): enum mms_reach, whether the program still pointed to it. */
 	uint32_t reach;
+	/* A leaked block (MMS_REACH_LEAKED): the indirectly leaked blocks
+	 * lost with it, those it was the first leaked block found to lead
+	 * to (valgrind's "N (direct, indirect) bytes"): each indirectly
+	 * leaked block is counted under one leaked block. 0 otherwise. */
+	uint64_t indirect_blocks, indirect_bytes;
 } mms_block_t;
 
 /* Where a replay stands. */
@@ -199,10 +204,13 @@ typedef struct mms_stack_group {
 	uint32_t reach;           /* enum mms_reach of its blocks (heap blocks at the end
 	                             of a log with the scan at exit: each verdict groups
 	                             apart); MMS_REACH_UNKNOWN otherwise */
+	uint64_t indirect_blocks; /* MMS_REACH_LEAKED: the indirectly leaked blocks lost */
+	uint64_t indirect_bytes;  /* with its blocks (mms_block_t's, summed) */
 } mms_stack_group_t;
 
 /* Groups the live blocks allocated in steps step_lo..step_hi (0..UINT64_MAX
- * for all) by allocation stack, largest bytes first (then by stack id).
+ * for all) by allocation stack, largest bytes first (with the
+ * indirectly leaked bytes lost with them; then by stack id).
  * Returns 0 and sets *out (free() it) and *n, or a negative code. */
 int mms_replay_group_live(const mms_replay_t *r, uint64_t step_lo, uint64_t step_hi, mms_stack_group_t **out,
 			  size_t *n);

@@ -61,6 +61,8 @@ int mms__groups_add(struct mms__groups *g, const mms_block_t *b)
 	s = &g->groups[*v];
 	s->blocks++;
 	s->bytes += b->size;
+	s->indirect_blocks += b->indirect_blocks;
+	s->indirect_bytes += b->indirect_bytes;
 	if (s->blocks == 1 || b->size > s->size) {
 		s->addr = b->addr;
 		s->size = b->size;
@@ -73,9 +75,12 @@ int mms__groups_add(struct mms__groups *g, const mms_block_t *b)
 static int group_cmp(const void *a, const void *b)
 {
 	const mms_stack_group_t *x = a, *y = b;
+	uint64_t xb = x->bytes + x->indirect_bytes, yb = y->bytes + y->indirect_bytes;
 
-	if (x->bytes != y->bytes)
-		return x->bytes > y->bytes ? -1 : 1;
+	/* A leaked group with what was lost with it first: the blocks to
+	 * free, before those that go with them. */
+	if (xb != yb)
+		return xb > yb ? -1 : 1;
 	if (x->blocks != y->blocks)
 		return x->blocks > y->blocks ? -1 : 1;
 	if (x->stack != y->stack)

@@ -53,9 +53,16 @@ struct region {
 	unsigned flags; /* enum mms_reach_region */
 };
 
+/* What a leaked block lost with it: the indirectly leaked blocks counted
+ * under it. */
+struct lost {
+	uint64_t blocks, bytes;
+};
+
 struct mms__reach {
 	struct node *nodes; /* by address */
 	uint8_t *status;    /* enum mms_reach, by node */
+	struct lost *lost;  /* by node: a leaked one's; NULL when none leaked */
 	size_t n;
 };
 
@@ -112,6 +119,7 @@ void mms__reach_free(mms_log_t *log)
 	if (log->reach) {
 		free(log->reach->nodes);
 		free(log->reach->status);
+		free(log->reach->lost);
 		free(log->reach);
 	}
 	free(log->reach_recs);
@@ -358,9 +366,11 @@ static int u64_cmp(const void *a, const void *b)
 
 /* Marks, from the nodes in stack[0, top), every node an edge of the
  * chosen kind leads to whose status is `from`, as `to`. first[i] indexes
- * node i's first edge (first[n]: the roots'). */
+ * node i's first edge (first[n]: the roots'). With lost, each node
+ * marked is counted in *into, with what it had lost itself (a leaked
+ * block of an earlier pass, now found lost with this one). */
 static void mark(const struct graph *g, const size_t *first, uint8_t *status, size_t *stack, size_t top, int any,
-		 unsigned from, unsigned to)
+		 unsigned from, unsigned to, struct lost *lost, struct lost *into)
 {
 	while (top) {
 		size_t v = stack[--top];
@@ -372,6 +382,11 @@ static void mark(const struct graph *g, const size_t *first, uint8_t *status, si
 				continue;
 			status[w] = (uint8_t)to;
 			stack[top++] = w;
+			if (lost) {
+				into->blocks += 1 + lost[w].blocks;
+				into->bytes += g->nodes[w].size + lost[w].bytes;
+				lost[w] = (struct lost){ 0, 0 };
+			}
 		}
 	}
 }
@@ -380,7 +395,8 @@ static int solve(struct graph *g, struct mms__reach *r)
 {
 	size_t *first = calloc(g->n + 2, sizeof(*first)), *stack = malloc((g->n + 1) * sizeof(*stack));
 	uint8_t *status = malloc(g->n ? g->n : 1);
-	size_t i, top;
+	struct lost *lost;
+	size_t i, top, nleaked = 0;
 
 	if (!first || !stack || !status) {
 		free(first);
@@ -401,32 +417,42 @@ static int solve(struct graph *g, struct mms__reach *r)
 	memset(status, MMS_REACH_LEAKED, g->n);
 	/* From the roots (node n) through start pointers. */
 	stack[0] = g->n;
-	mark(g, first, status, stack, 1, 0, MMS_REACH_LEAKED, MMS_REACH_REACHABLE);
+	mark(g, first, status, stack, 1, 0, MMS_REACH_LEAKED, MMS_REACH_REACHABLE, NULL, NULL);
 	/* Through any pointer, from the roots and what they reach. */
 	top = 0;
 	stack[top++] = g->n;
 	for (i = 0; i < g->n; i++)
 		if (status[i] == MMS_REACH_REACHABLE)
 			stack[top++] = i;
-	mark(g, first, status, stack, top, 1, MMS_REACH_LEAKED, MMS_REACH_POSSIBLE);
-	/* What a leaked block points to is lost with it. */
+	mark(g, first, status, stack, top, 1, MMS_REACH_LEAKED, MMS_REACH_POSSIBLE, NULL, NULL);
+	/* A block made as the scan ran that it found no start pointer to:
+	 * the memory it read may have held none yet (one it found is
+	 * reachable). Its words were roots: what it points to is
+	 * reachable. */
+	for (i = 0; i < g->n; i++) {
+		if (g->nodes[i].late && status[i] != MMS_REACH_REACHABLE)
+			status[i] = MMS_REACH_UNKNOWN;
+		nleaked += status[i] == MMS_REACH_LEAKED;
+	}
+	/* What a leaked block points to is lost with it, and counted with
+	 * the first leaked block (by address) found to lead to it: a leaked
+	 * block that a later one leads to becomes indirectly leaked, with
+	 * all it had (valgrind's cliques). Without the memory to count,
+	 * the verdicts only. */
+	lost = nleaked ? calloc(g->n, sizeof(*lost)) : NULL;
 	for (i = 0; i < g->n; i++) {
 		if (status[i] != MMS_REACH_LEAKED)
 			continue;
 		stack[0] = i;
-		mark(g, first, status, stack, 1, 1, MMS_REACH_LEAKED, MMS_REACH_INDIRECT);
-		status[i] = MMS_REACH_LEAKED; /* a cycle back to itself */
+		status[i] = MMS_REACH_UNKNOWN; /* a cycle back to itself stops here */
+		mark(g, first, status, stack, 1, 1, MMS_REACH_LEAKED, MMS_REACH_INDIRECT, lost, lost ? &lost[i] : NULL);
+		status[i] = MMS_REACH_LEAKED;
 	}
-	/* A block made as the scan ran that it found no start pointer to:
-	 * the memory it read may have held none yet (one it found is
-	 * reachable). */
-	for (i = 0; i < g->n; i++)
-		if (g->nodes[i].late && status[i] != MMS_REACH_REACHABLE)
-			status[i] = MMS_REACH_UNKNOWN;
 	free(first);
 	free(stack);
 	r->nodes = g->nodes;
 	r->status = status;
+	r->lost = lost;
 	r->n = g->n;
 	g->nodes = NULL;
 	return 0;
@@ -492,18 +518,20 @@ static int build(const struct mms__state *st, struct mms__reach *r)
 	return rc == -ENOMEM ? rc : 0;
 }
 
-unsigned mms__blk_reach_at_end(const struct mms__state *st, const struct mms__blk *b)
+/* The node of heap block b in the verdicts at the end (built at the
+ * first call), or -1 where it has none. */
+static long reach_node(const struct mms__state *st, const struct mms__blk *b)
 {
 	mms_log_t *log = st->log;
 	struct mms__reach *r = log->reach;
 	size_t i;
 
 	if (b->mem != MMS_MEM_HOST || !b->live)
-		return MMS_REACH_UNKNOWN;
+		return -1;
 	/* Built once, from the state at the end of the log. */
 	if (!log->reach_built) {
 		if (st->pos < log->events || !scan_whole(log))
-			return MMS_REACH_UNKNOWN;
+			return -1;
 		log->reach_built = 1;
 		r = calloc(1, sizeof(*r));
 		if (r && build(st, r)) {
@@ -513,9 +541,16 @@ unsigned mms__blk_reach_at_end(const struct mms__state *st, const struct mms__bl
 		log->reach = r;
 	}
 	if (!r || !r->status || !b->addr)
-		return MMS_REACH_UNKNOWN;
+		return -1;
 	i = first_above(r->nodes, r->n, sizeof(*r->nodes), offsetof(struct node, addr), b->addr - 1);
-	return i < r->n && r->nodes[i].addr == b->addr ? r->status[i] : MMS_REACH_UNKNOWN;
+	return i < r->n && r->nodes[i].addr == b->addr ? (long)i : -1;
+}
+
+unsigned mms__blk_reach_at_end(const struct mms__state *st, const struct mms__blk *b)
+{
+	long i = reach_node(st, b);
+
+	return i < 0 ? MMS_REACH_UNKNOWN : st->log->reach->status[i];
 }
 
 int mms__reach_known(const struct mms__state *st)
@@ -532,7 +567,14 @@ MMS__EXPORT const char *mms_reach_name(unsigned reach)
 
 void mms__blk_at_end(const struct mms__state *st, struct mms__rtmemo *memo, const struct mms__blk *b, mms_block_t *out)
 {
+	long i;
+
 	out->runtime = mms__blk_runtime_at_end(st->log, memo, b);
-	if (!out->runtime)
-		out->reach = mms__blk_reach_at_end(st, b);
+	if (out->runtime || (i = reach_node(st, b)) < 0)
+		return;
+	out->reach = st->log->reach->status[i];
+	if (st->log->reach->lost) {
+		out->indirect_blocks = st->log->reach->lost[i].blocks;
+		out->indirect_bytes = st->log->reach->lost[i].bytes;
+	}
 }

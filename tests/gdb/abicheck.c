@@ -49,6 +49,7 @@ int main(void)
 	F(mms_block_t, owner), F(mms_block_t, pool), F(mms_block_t, free_event), F(mms_block_t, free_thread);
 	F(mms_block_t, inherited), F(mms_block_t, origin_pid), F(mms_block_t, origin_event);
 	F(mms_block_t, runtime), F(mms_block_t, free_stack), F(mms_block_t, device), F(mms_block_t, reach);
+	F(mms_block_t, indirect_blocks), F(mms_block_t, indirect_bytes);
 	END();
 	BEGIN("Where", mms_where_t);
 	F(mms_where_t, position), F(mms_where_t, events), F(mms_where_t, step), F(mms_where_t, in_step);
@@ -66,7 +67,7 @@ int main(void)
 	F(mms_stack_group_t, stack), F(mms_stack_group_t, blocks), F(mms_stack_group_t, bytes);
 	F(mms_stack_group_t, addr), F(mms_stack_group_t, size), F(mms_stack_group_t, step), F(mms_stack_group_t, op);
 	F(mms_stack_group_t, runtime), F(mms_stack_group_t, mem), F(mms_stack_group_t, device);
-	F(mms_stack_group_t, reach);
+	F(mms_stack_group_t, reach), F(mms_stack_group_t, indirect_blocks), F(mms_stack_group_t, indirect_bytes);
 	END();
 	BEGIN("Frame", mms_frame_t);
 	F(mms_frame_t, ip), F(mms_frame_t, function), F(mms_frame_t, file), F(mms_frame_t, line);

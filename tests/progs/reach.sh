@@ -134,6 +134,19 @@ note "threads allocating as the scan at exit ran (10 runs): no block judged leak
 
 note "the scan at exit: 12 blocks leaked (2 of them indirectly, through a cycle too, 2 possibly (one only 8 bytes in, its first word a pointer); one whose pointer was on the stack of a thread that exited, one the main arena's top chunk follows), the rest reachable from a global, a block, TLS, a mapping, new[]'s offset, a second base class's vtable pointer, another arena, a running thread's stack, a running thread's last allocation"
 
+# What each leaked block lost with it: 1010 the 1011 it points to, 1020
+# the 1021 of its cycle; no other block leads to one.
+"$MMS_PYTHON" - plain.json >lost.txt <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for b in sorted(d["at_exit"]["list"], key=lambda b: b["bytes"]):
+    if "indirect" in b:
+        print("%d:%d:%d" % (b["bytes"], b["indirect"]["blocks"], b["indirect"]["bytes"]))
+PY
+expect_eq "the blocks lost with each leaked block (size:blocks:bytes)" "$(tr '\n' ' ' <lost.txt)" "1010:1:1011 1020:1:1021 "
+grep -q "; lost with it: 1011 bytes in 1 block, indirectly leaked$" plain.err ||
+	fail "the leaks report does not say what 1010 lost with it: $(cat plain.err)"
+
 # valgrind's leak check, on the same program: the same counts of each kind.
 VALGRIND=${VALGRIND:-$(command -v valgrind || true)}
 if [ -z "$VALGRIND" ]; then

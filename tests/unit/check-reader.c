@@ -2152,6 +2152,54 @@ START_TEST(test_follow_trimmed)
 }
 END_TEST
 
+/* The scan at exit's REACH_REGIONS record at stamp: a module's data
+ * (0x1000, a root), then the anonymous memory of the blocks (0x10000 on,
+ * 0x40000 bytes). */
+static void scan_regions(struct lb *b, uint64_t stamp)
+{
+	uint8_t rgn[64], *p;
+
+	p = mms_put_u(rgn, 0x1000);
+	p = mms_put_u(p, 0x1000);
+	p = mms_put_u(p, MMS_RGN_FILE);
+	p = mms_put_u(p, 0x10000);
+	p = mms_put_u(p, 0x40000);
+	p = mms_put_u(p, 0);
+	lb_begin(b, MMS_TAG_REACH_REGIONS, stamp);
+	lb_bytes(b, rgn, (size_t)(p - rgn));
+	lb_end(b);
+}
+
+/* The scan at exit's REACH_REFS record at stamp: two words, at a1 (then
+ * a2, above it) holding v1 (v2), delta-coded as the recorder writes them. */
+static void scan_refs(struct lb *b, uint64_t stamp, uint64_t a1, uint64_t v1, uint64_t a2, uint64_t v2)
+{
+	uint8_t refs[64], *p;
+
+	p = mms_put_u(refs, a1 / 8);
+	p = mms_put_u(p, mms_zigzag((int64_t)v1));
+	p = mms_put_u(p, (a2 - a1) / 8);
+	p = mms_put_u(p, mms_zigzag((int64_t)(v2 - v1)));
+	lb_begin(b, MMS_TAG_REACH_REFS, stamp);
+	lb_bytes(b, refs, (size_t)(p - refs));
+	lb_end(b);
+}
+
+/* META "reach" at stamp: the scan done, with its start (the eighth
+ * field, stamp 20) when with_start. */
+static void scan_meta(struct lb *b, uint64_t stamp, int with_start)
+{
+	uint64_t f[8] = { MMS_SCAN_DONE, 2, 1, 1, 0x1000, 1, 5000, 20 };
+	uint8_t val[96], *p = val;
+
+	for (int i = 0; i < (with_start ? 8 : 7); i++)
+		p = mms_put_u(p, f[i]);
+	lb_begin(b, MMS_TAG_META, stamp);
+	lb_str(b, "reach");
+	lb_bytes(b, val, (size_t)(p - val));
+	lb_end(b);
+}
+
 /* A log of a process that exited with the scan at exit's records (format
  * 12): A (stamp 12) nothing points to; B (30) and C (31), made by another
  * thread after the scan began (at stamp 20, where the eighth field of
@@ -2160,39 +2208,16 @@ END_TEST
 static struct lb *scanned(int with_start)
 {
 	struct lb *b = one_thread();
-	uint8_t rgn[64], refs[64], val[96], *p;
-	uint64_t f[8] = { MMS_SCAN_DONE, 2, 1, 1, 0x1000, 1, 5000, 20 };
 
 	lb_alloc(b, 12, 0, 0x10000, 64, 0);
 	lb_alloc(b, 13, 0, 0x40000, 64, 0);
 	lb_alloc(b, 30, 0, 0x20000, 64, 0);
 	lb_alloc(b, 31, 0, 0x30000, 64, 0);
 	lb_event0(b, MMS_TAG_SYSTEM | MMS_SYSTEM_FINI, 32);
-	/* A module's data (a root), then the anonymous memory of the blocks. */
-	p = mms_put_u(rgn, 0x1000);
-	p = mms_put_u(p, 0x1000);
-	p = mms_put_u(p, MMS_RGN_FILE);
-	p = mms_put_u(p, 0x10000);
-	p = mms_put_u(p, 0x40000);
-	p = mms_put_u(p, 0);
-	lb_begin(b, MMS_TAG_REACH_REGIONS, 33);
-	lb_bytes(b, rgn, (size_t)(p - rgn));
-	lb_end(b);
+	scan_regions(b, 33);
 	/* 0x1010 -> B, and C's second word -> D. */
-	p = mms_put_u(refs, 0x1010 / 8);
-	p = mms_put_u(p, mms_zigzag(0x20000));
-	p = mms_put_u(p, (0x30008 - 0x1010) / 8);
-	p = mms_put_u(p, mms_zigzag(0x40000 - 0x20000));
-	lb_begin(b, MMS_TAG_REACH_REFS, 33);
-	lb_bytes(b, refs, (size_t)(p - refs));
-	lb_end(b);
-	p = val;
-	for (int i = 0; i < (with_start ? 8 : 7); i++)
-		p = mms_put_u(p, f[i]);
-	lb_begin(b, MMS_TAG_META, 34);
-	lb_str(b, "reach");
-	lb_bytes(b, val, (size_t)(p - val));
-	lb_end(b);
+	scan_refs(b, 33, 0x1010, 0x20000, 0x30008, 0x40000);
+	scan_meta(b, 34, with_start);
 	return b;
 }
 
@@ -2219,6 +2244,50 @@ START_TEST(test_reach_late_blocks)
 			ck_assert_uint_eq(s.reach_blocks[r], (start ? with : without)[r]);
 		lb_destroy(b);
 	}
+}
+END_TEST
+
+/* What each leaked block lost with it (valgrind's cliques): A (0x10000)
+ * points to B, C (0x30000) to A, D to nothing, and nothing to any. A is
+ * found first, with B lost with it; then C, which leads to A: A and all
+ * it had are C's. C: 2 blocks, 128 bytes lost with it; D and the
+ * indirectly leaked A and B none. */
+START_TEST(test_reach_lost_with)
+{
+	struct lb *b = one_thread();
+	static const struct {
+		uint64_t addr;
+		unsigned reach;
+		uint64_t blocks, bytes;
+	} want[] = { { 0x10000, MMS_REACH_INDIRECT, 0, 0 },
+		     { 0x20000, MMS_REACH_INDIRECT, 0, 0 },
+		     { 0x30000, MMS_REACH_LEAKED, 2, 128 },
+		     { 0x40000, MMS_REACH_LEAKED, 0, 0 } };
+	mms_leaks_t *l;
+	mms_log_t *log;
+	size_t i, k;
+
+	for (i = 0; i < 4; i++)
+		lb_alloc(b, 12 + i, 0, 0x10000 * (i + 1), 64, 0);
+	lb_event0(b, MMS_TAG_SYSTEM | MMS_SYSTEM_FINI, 20);
+	scan_regions(b, 21);
+	/* A's first word -> B; C's first word -> A. */
+	scan_refs(b, 21, 0x10000, 0x20000, 0x30000, 0x10000);
+	scan_meta(b, 22, 0);
+	log = write_open(b, SIZE_MAX);
+	ck_assert_int_eq(mms_leaks_run(log, NULL, &l), 0);
+	ck_assert_uint_eq(l->nexit_leaks, 4);
+	for (i = 0; i < 4; i++) {
+		for (k = 0; k < l->nexit_leaks && l->exit_leaks[k].b.addr != want[i].addr; k++)
+			;
+		ck_assert_uint_lt(k, l->nexit_leaks);
+		ck_assert_uint_eq(l->exit_leaks[k].b.reach, want[i].reach);
+		ck_assert_uint_eq(l->exit_leaks[k].b.indirect_blocks, want[i].blocks);
+		ck_assert_uint_eq(l->exit_leaks[k].b.indirect_bytes, want[i].bytes);
+	}
+	mms_leaks_free(l);
+	mms_log_close(log);
+	lb_destroy(b);
 }
 END_TEST
 
@@ -2384,6 +2453,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_device_array);
 	tcase_add_test(tc, test_time_conversion);
 	tcase_add_test(tc, test_reach_late_blocks);
+	tcase_add_test(tc, test_reach_lost_with);
 	tcase_add_test(tc, test_follow_one_thread);
 	tcase_add_test(tc, test_follow_two_threads);
 	tcase_add_test(tc, test_follow_chunk_tail);
