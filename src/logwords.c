@@ -52,7 +52,8 @@ const char *log_freeres_why(const mms_log_info_t *in, char *buf, size_t cap)
 		break;
 	case MMS_FREERES_SKIP_UNCOUNTED:
 		snprintf(buf, cap,
-			 "the recorder could not count the threads at exit (no file descriptor free, or no /proc)");
+			 "the recorder could not count the threads at exit (no file descriptor free, no /proc, "
+			 "or one of another PID namespace)");
 		break;
 	default:
 		snprintf(buf, cap, "another thread was still running, the process left with _exit, or --no-freeres");
