@@ -586,8 +586,9 @@ static void say_not_created(int err)
 }
 
 /* Opens the log and writes its header and the process's metadata. Called
- * once, inside the reentrancy guard. Returns 0, or -1 with recording off. */
-int mms__log_open(void)
+ * once, inside the reentrancy guard. Returns 0, or -1 with recording off.
+ * Its system calls may set errno: mms__log_open() keeps the program's. */
+static int log_open(void)
 {
 	struct mms_file_header *h;
 	struct mms_thread *t;
@@ -663,6 +664,14 @@ fail:
 	log_fd = -1;
 	say_not_recording("cannot set up its log", err, "");
 	return -1;
+}
+
+int mms__log_open(void)
+{
+	int saved = errno, rc = log_open();
+
+	errno = saved;
+	return rc;
 }
 
 /* Gives back the space reserved past the last chunk, so a finished log is

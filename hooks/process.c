@@ -555,18 +555,20 @@ static int seccomp_cut(unsigned long op, unsigned long flags, unsigned long uarg
 	struct {
 		uint32_t effective, permitted, inheritable;
 	} caps[2];
+	int err = errno, stop;
 
 	if (op == 0) /* SECCOMP_SET_MODE_STRICT */
 		return !flags && !uargs ? MMS_CUT_NOTSC : 0;
 	if (op != 1 || !uargs || (flags & ~0x3fUL)) /* SECCOMP_FILTER_FLAG_MASK */
 		return 0;
-	if (syscall(SYS_prctl, PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1)
-		return MMS_CUT_SECCOMP;
 	/* Without no_new_privs: only with CAP_SYS_ADMIN (21) in effect;
-	 * where the capabilities cannot be read, stop (the safe side). */
-	if (syscall(SYS_capget, &hdr, caps) || (caps[0].effective & (1U << 21)))
-		return MMS_CUT_SECCOMP;
-	return 0;
+	 * where the capabilities cannot be read, stop (the safe side). The
+	 * program's errno stays as it was (a filter of its own may refuse
+	 * these calls). */
+	stop = syscall(SYS_prctl, PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1 || syscall(SYS_capget, &hdr, caps) ||
+	       (caps[0].effective & (1U << 21));
+	errno = err;
+	return stop ? MMS_CUT_SECCOMP : 0;
 }
 
 MMS_EXPORT int prctl(int option, ...)
