@@ -113,7 +113,9 @@ void mms__iter_save_follow(const mms_iter_t *it, uint64_t *next_id, struct mms__
  * thread that had no records then starts at its first one). Every
  * event still to come must come after (stamp, thread), the last event
  * yielded: MMS_EORDER when one does not (a thread's records written late,
- * stamped before it). Returns 0 or a negative code. */
+ * stamped before it). The log's damage code (MMS_ETRUNCATED where it is
+ * cut) when the log now stops at or before that event: its replay leaves
+ * out what was yielded. Returns 0 or a negative code. */
 int mms__iter_open_follow(mms_log_t *log, uint64_t next_id, const struct mms__follow_pos *pos, size_t npos,
 			  uint64_t stamp, uint32_t thread, mms_iter_t **out);
 /* The iterator yields no event stamped after limit: it returns 0 there,

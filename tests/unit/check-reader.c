@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "logbuild.h"
@@ -2116,6 +2117,117 @@ START_TEST(test_follow_late_thread)
 }
 END_TEST
 
+/* Feeds p, which must return want; returns the events fed so far. */
+static uint64_t feed_events(mms_pass_t *p, int want)
+{
+	mms_pass_info_t pi;
+
+	ck_assert_int_eq(mms_pass_feed(p), want);
+	mms_pass_get_info(p, &pi);
+	return pi.events;
+}
+
+/* The events a replay of the log written at LOG holds. */
+static uint64_t written_events(void)
+{
+	mms_summary_t s;
+	mms_log_t *log;
+
+	ck_assert_int_eq(mms_log_open(LOG, &log), 0);
+	ck_assert_int_eq(mms_summarize(log, &s), 0);
+	mms_log_close(log);
+	return s.events;
+}
+
+#ifdef MMS_HAVE_TSC
+/* A thread's hook guard, as the recorder's META tls_busy names it: this
+ * process plays the recorded one, its thread always outside its hooks. */
+static volatile int32_t idle_guard;
+
+/* A thread a look finds outside its hooks holds no feed back: the feed
+ * goes past its last record. When the last look then finds the log ends
+ * before what was fed (here, a chunk the header counts that the file does
+ * not hold: the replay of the written log stops after the chunk's first
+ * event), the feed says so, rather than a pass that holds events the
+ * written log's replay leaves out. */
+START_TEST(test_follow_idle_cut)
+{
+	struct lb *b = one_thread();
+	uint8_t v[16], *p = v;
+	struct timespec ts;
+	mms_log_t *log;
+	mms_pass_t *p1;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	lb_header(b)->flags &= ~(uint32_t)MMS_FLAG_COMPLETE;
+	lb_header(b)->clock = MMS_CLOCK_TSC;
+	lb_header(b)->pid = (uint64_t)getpid();
+	lb_header(b)->start_stamp = 1;
+	lb_header(b)->start_realtime_ns = (uint64_t)ts.tv_sec * 1000000000u - 10000000000u;
+	p = mms_put_u(p, 0);
+	p = mms_put_u(p, (uint64_t)(uintptr_t)&idle_guard);
+	lb_begin(b, MMS_TAG_META, 11);
+	lb_str(b, "tls_busy");
+	lb_bytes(b, v, (size_t)(p - v));
+	lb_end(b);
+	lb_alloc(b, 12, 0, 0x1000, 10, 0);
+	lb_alloc(b, 13, 0, 0x2000, 20, 0);
+	ck_assert_int_eq(lb_write(b, LOG, SIZE_MAX), 0);
+	ck_assert_int_eq(mms_log_follow(LOG, &log, NULL), 0);
+	ck_assert_int_eq(mms_pass_open(log, NULL, &p1), 0);
+	/* The first look: below the thread's last stamp (13). */
+	ck_assert_uint_eq(feed_events(p1, 0), 2);
+	/* The next finds the thread outside its hooks: all of it. */
+	ck_assert_int_eq(mms_log_follow_refresh(log), 0);
+	ck_assert_uint_eq(feed_events(p1, 0), 3);
+	/* The header counts a second chunk the file never holds. */
+	lb_header(b)->nchunks = 2;
+	ck_assert_int_eq(lb_write(b, LOG, SIZE_MAX), 0);
+	ck_assert_int_eq(mms_log_follow_end(log), 0);
+	feed_events(p1, MMS_ETRUNCATED);
+	mms_pass_close(p1);
+	mms_log_close(log);
+	ck_assert_uint_lt(written_events(), 3);
+	lb_destroy(b);
+}
+END_TEST
+#endif
+
+/* The last look reads the chunk the file ends inside (a look while the
+ * program runs leaves it for later) and finds damage there, in a segment
+ * of the thread stamped before everything it wrote: the written log's
+ * replay holds no event, and the thread no record left to check the
+ * feed's position against. The feed says the log is damaged (the
+ * fuzzer's finding: a pass that had fed an allocation the replay of the
+ * written log leaves out, and said nothing). */
+START_TEST(test_follow_end_damage)
+{
+	struct lb *b = one_thread();
+	const size_t cs = lb_header(b)->chunk_size;
+	mms_log_t *log;
+	mms_pass_t *p;
+
+	lb_header(b)->flags &= ~(uint32_t)MMS_FLAG_COMPLETE;
+	lb_alloc(b, 12, 0, 0x1000, 10, 0);
+	lb_alloc(b, 13, 0, 0x2000, 20, 0);
+	lb_chunk(b);
+	lb_segment(b, 0, 5);
+	lb_raw(b, "\x00", 1); /* no such tag */
+	ck_assert_int_eq(lb_write(b, LOG, MMS_HEADER_SIZE + cs + 512), 0);
+	ck_assert_int_eq(mms_log_follow(LOG, &log, NULL), 0);
+	ck_assert_int_eq(mms_pass_open(log, NULL, &p), 0);
+	/* Below 13: the init and the first malloc. */
+	ck_assert_uint_eq(feed_events(p, 0), 2);
+	ck_assert_int_eq(mms_log_follow_end(log), 0);
+	feed_events(p, MMS_ECORRUPT);
+	ck_assert_int_eq(mms_pass_run(p), MMS_EUSAGE);
+	mms_pass_close(p);
+	mms_log_close(log);
+	ck_assert_uint_eq(written_events(), 0);
+	lb_destroy(b);
+}
+END_TEST
+
 /* The recorder gives back the room reserved past its last chunk when the
  * program exits, and a thread still running counts its next chunk before
  * the file grows to hold it: a look then reads the chunks the file holds
@@ -2459,6 +2571,10 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_follow_chunk_tail);
 	tcase_add_test(tc, test_follow_late_thread);
 	tcase_add_test(tc, test_follow_trimmed);
+	tcase_add_test(tc, test_follow_end_damage);
+#ifdef MMS_HAVE_TSC
+	tcase_add_test(tc, test_follow_idle_cut);
+#endif
 	tcase_add_test(tc, test_replay_follow);
 	tcase_add_test(tc, test_replay_follow_late);
 	suite_add_tcase(s, tc);
