@@ -16,10 +16,10 @@
  * NULL). */
 int mms__iter_next_ref(mms_iter_t *it, mms_event_t **evp);
 /* The next events, up to max, side by side in the iterator's memory:
- * *v set to the first of them, which stay until the next call. More than
- * one only when a lone thread is left, outside a followed log's limit.
- * Returns how many (>= 1), or as mms__iter_next_ref() does at the end or
- * on damage. */
+ * *v set to the first of them, which stay until the next call: one
+ * thread's, up to the next event of any other (outside a followed log's
+ * limit; one at a time within it). Returns how many (>= 1), or as
+ * mms__iter_next_ref() does at the end or on damage. */
 int mms__iter_next_span(mms_iter_t *it, mms_event_t **v, size_t max);
 
 /* A caller's hold on the iterator's last run: n events from v, i of them

@@ -69,10 +69,11 @@ struct mms_iter {
 	const struct mms__state *pf; /* the state to fetch ahead for, or NULL */
 	mms_event_t ev;              /* an event decoded here, not in a lookahead slot */
 	/* The last run mms__iter_next_span() gave: its thread, first slot,
-	 * first event's id and length (0: none), and the delta state before
-	 * its first record. */
+	 * length (0: none) and segment (the thread may be in its next one
+	 * since), first event's id, and the delta state before its first
+	 * record. */
 	const struct iter_src *span_src;
-	size_t span_slot, span_n;
+	size_t span_slot, span_n, span_seg;
 	uint64_t span_id, span_stamp, span_prev_addr;
 };
 
@@ -536,7 +537,7 @@ void mms__iter_prefetch_for(mms_iter_t *it, const struct mms__state *st)
 
 void mms__iter_save(const mms_iter_t *it, uint64_t at, uint64_t *next_id, struct mms__src_pos *pos)
 {
-	const struct iter_src *s;
+	const struct iter_src *s, *mid = NULL;
 	struct iter_src tmp;
 	size_t i;
 
@@ -544,21 +545,23 @@ void mms__iter_save(const mms_iter_t *it, uint64_t at, uint64_t *next_id, struct
 	for (i = 0; i < it->log->nruns; i++)
 		pos[i].seg = UINT64_MAX;
 	if (at != it->next_id && it->span_n && at >= it->span_id && at - it->span_id < it->span_n) {
-		/* Inside the last run: its thread alone has events to come,
-		 * and event at's record is the one after event at - 1's. */
-		s = it->span_src;
+		/* Inside the last run: event at's record is the one after
+		 * event at - 1's, in its segment; every other thread's next
+		 * event comes after the run. */
+		s = mid = it->span_src;
 		i = it->span_slot + (size_t)(at - it->span_id);
 		*next_id = at;
-		pos[s - it->srcs].seg = s->seg;
+		pos[s - it->srcs].seg = it->span_seg;
 		pos[s - it->srcs].off = s->ev[i].file_offset;
 		pos[s - it->srcs].stamp = at == it->span_id ? it->span_stamp : s->ev[i - 1].stamp;
 		pos[s - it->srcs].prev_addr = at == it->span_id ? it->span_prev_addr : s->ev[i - 1].addr;
-		return;
 	}
 	/* Only threads with a pending event have somewhere to resume; the
 	 * others are done. */
 	for (i = 0; i < it->nheap; i++) {
 		s = &it->srcs[it->heap[i]];
+		if (s == mid)
+			continue;
 		if (!s->peeked) {
 			/* Where its next event is, found on a copy. */
 			tmp = *s;
@@ -741,16 +744,31 @@ decoded:
 int mms__iter_next_span(mms_iter_t *it, mms_event_t **v, size_t max)
 {
 	struct iter_src *s;
+	const struct iter_src *r;
 	struct mms__clock clk;
 	size_t j, k, i, lim;
-	uint64_t half, id;
+	uint64_t half, id, upto = UINT64_MAX;
+	int rc;
 
 	it->span_n = 0;
-	if (it->nheap != 1 || it->limit != UINT64_MAX || max < 2)
+	if (!it->nheap || it->limit != UINT64_MAX || max < 2)
 		return mms__iter_next_ref(it, v);
+	s = &it->srcs[it->heap[0]];
+	if (it->nheap > 1) {
+		/* Other threads: the run ends before the next of their
+		 * events (the lesser of the heap's second level; every
+		 * source there has its next event peeked), so that the
+		 * merge's order stays: a thread that waits (in a join, a
+		 * lock, a sleep) no longer holds a busy one to an event at
+		 * a time. Stamps up to upto come first: the same stamp
+		 * only from a thread of a lower number. */
+		r = &it->srcs[it->heap[1]];
+		if (it->nheap > 2 && src_less(&it->srcs[it->heap[2]], r))
+			r = &it->srcs[it->heap[2]];
+		upto = s->c.thread < r->c.thread ? r->stamp : r->stamp - 1;
+	}
 	mms__log_clock(it->log, &clk);
 	id = it->next_id;
-	s = &it->srcs[it->heap[0]];
 	it->span_stamp = s->c.stamp;
 	it->span_prev_addr = s->c.prev_addr;
 	j = (s->n + 1) & (ITER_RING - 1);
@@ -762,7 +780,7 @@ int mms__iter_next_span(mms_iter_t *it, mms_event_t **v, size_t max)
 			return mms__iter_next_ref(it, v);
 		lim = lim < s->ahead ? lim : s->ahead;
 		lim = lim < ITER_SPAN ? lim : ITER_SPAN;
-		for (k = 1; k < lim && s->evs[j + k].at == s->evs[j + k - 1].next; k++)
+		for (k = 1; k < lim && s->evs[j + k].at == s->evs[j + k - 1].next && s->ev[j + k].stamp <= upto; k++)
 			;
 		s->ahead -= (unsigned)k;
 		s->c.p = s->evs[j + k - 1].next;
@@ -782,9 +800,30 @@ int mms__iter_next_span(mms_iter_t *it, mms_event_t **v, size_t max)
 		/* The slots' records (evs[]) are not set: src_take() finds
 		 * none of these, all behind the cursor. Each event's id and
 		 * time while its stamp is at hand. */
-		for (k = 0; k < lim && mms__decode_heap_to(&c, &e[k], 0); k++) {
-			e[k].id = id + k;
-			e[k].time_ns = mms__clock_time(&clk, e[k].stamp);
+		if (upto == UINT64_MAX) {
+			for (k = 0; k < lim && mms__decode_heap_to(&c, &e[k], 0); k++) {
+				e[k].id = id + k;
+				e[k].time_ns = mms__clock_time(&clk, e[k].stamp);
+			}
+		} else {
+			/* Up to another thread's next event: one decoded past
+			 * it goes back (the cursor as it was before it). */
+			const uint8_t *p = c.p;
+			uint64_t stamp = c.stamp, prev_addr = c.prev_addr;
+
+			for (k = 0; k < lim && mms__decode_heap_to(&c, &e[k], 0); k++) {
+				if (e[k].stamp > upto) {
+					c.p = p;
+					c.stamp = stamp;
+					c.prev_addr = prev_addr;
+					break;
+				}
+				e[k].id = id + k;
+				e[k].time_ns = mms__clock_time(&clk, e[k].stamp);
+				p = c.p;
+				stamp = c.stamp;
+				prev_addr = c.prev_addr;
+			}
 		}
 		s->c = c;
 		if (!k)
@@ -810,10 +849,26 @@ int mms__iter_next_span(mms_iter_t *it, mms_event_t **v, size_t max)
 		}
 	}
 	it->span_src = s;
+	it->span_seg = s->seg;
 	it->span_slot = j;
 	it->span_n = k;
 	it->span_id = s->ev[j].id;
 	*v = &s->ev[j];
+	if (it->nheap > 1) {
+		/* The thread's next event, and its place in the merge, as
+		 * mms__iter_next_ref() does after each. */
+		rc = src_peek(it->log, s);
+		if (rc < 0) {
+			/* Yield the run; the next call reports the error. */
+			it->err = rc;
+			it->nheap = 0;
+			return (int)k;
+		}
+		if (rc == 0)
+			it->heap[0] = it->heap[--it->nheap];
+		if (it->nheap > 1)
+			heap_down(it, 0);
+	}
 	return (int)k;
 }
 

@@ -130,6 +130,80 @@ START_TEST(test_order_merge)
 }
 END_TEST
 
+/* A thread that waits (one event at the start, one at the end) while
+ * another allocates: a replay takes the busy thread's events in runs up
+ * to the waiting thread's next one (the same stamp goes to the lower
+ * thread first), in the order the iterator gives one at a time, and a
+ * seek to any event finds the state a forward replay had there. */
+START_TEST(test_order_span)
+{
+	struct lb *b = lb_new(CS);
+	uint64_t stamps[64], live[64];
+	uint32_t threads[64];
+	mms_replay_options_t opt = { .forward_only = 1 };
+	mms_replay_t *r;
+	mms_log_t *log;
+	mms_iter_t *it;
+	mms_event_t ev;
+	mms_where_t w;
+	size_t n = 0, k, i;
+	uint32_t c0, c1;
+
+	c1 = lb_chunk(b);
+	c0 = lb_chunk(b);
+	/* Thread 0 waits, thread 1 works. */
+	lb_use(b, c0);
+	lb_segment(b, 0, 6);
+	lb_alloc(b, 6, 0, 0x9000, 1000, 0);
+	lb_alloc(b, 30, 0, 0x9100, 500, 0); /* amid thread 1's, at a stamp it has too */
+	lb_free(b, 90, 0, 0x9000);
+	lb_use(b, c1);
+	lb_segment(b, 1, 5);
+	for (i = 0; i < 20; i++) {
+		lb_alloc(b, 10 + 2 * i, 0, 0x1000 + 0x100 * i, 8 + i, 0);
+		lb_free(b, 11 + 2 * i, 0, 0x1000 + 0x100 * i);
+	}
+	log = write_open(b, SIZE_MAX);
+	ck_assert_int_eq(mms_iter_open(log, &it), 0);
+	while (mms_iter_next(it, &ev) == 1) {
+		ck_assert_uint_lt(n, 64);
+		/* (stamp, thread) never goes back */
+		if (n)
+			ck_assert(ev.stamp > stamps[n - 1] ||
+				  (ev.stamp == stamps[n - 1] && ev.thread > threads[n - 1]));
+		stamps[n] = ev.stamp;
+		threads[n++] = ev.thread;
+	}
+	mms_iter_close(it);
+	ck_assert_uint_eq(n, 43);
+	/* Thread 0's event at 30 comes before thread 1's (a free). */
+	ck_assert_uint_eq(stamps[21], 30);
+	ck_assert_uint_eq(stamps[22], 30);
+	ck_assert_uint_eq(threads[21], 0);
+	ck_assert_uint_eq(threads[22], 1);
+	ck_assert_int_eq(mms_replay_open_ex(log, &opt, &r), 0);
+	for (k = 0; mms_replay_next(r, &ev) == 1; k++) {
+		ck_assert_uint_lt(k, n);
+		ck_assert_uint_eq(ev.id, k);
+		ck_assert_uint_eq(ev.stamp, stamps[k]);
+		ck_assert_uint_eq(ev.thread, threads[k]);
+		mms_replay_where(r, &w);
+		live[k] = w.live_bytes;
+	}
+	ck_assert_uint_eq(k, n);
+	mms_replay_close(r);
+	ck_assert_int_eq(mms_replay_open(log, &r), 0);
+	for (k = n; k-- > 0;) {
+		ck_assert_int_eq(mms_replay_seek(r, k + 1), 0);
+		mms_replay_where(r, &w);
+		ck_assert_uint_eq(w.live_bytes, live[k]);
+	}
+	mms_replay_close(r);
+	mms_log_close(log);
+	lb_destroy(b);
+}
+END_TEST
+
 START_TEST(test_realloc_counting)
 {
 	struct lb *b = one_thread();
@@ -2527,6 +2601,7 @@ static Suite *reader_suite(void)
 
 	scratch_add(tc);
 	tcase_add_test(tc, test_order_merge);
+	tcase_add_test(tc, test_order_span);
 	tcase_add_test(tc, test_realloc_counting);
 	tcase_add_test(tc, test_unmatched_and_double);
 	tcase_add_test(tc, test_recent_frees);
