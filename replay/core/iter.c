@@ -621,7 +621,7 @@ int mms__iter_open_follow(mms_log_t *log, uint64_t next_id, const struct mms__fo
 	 * runs leaves for later): a replay of the written log leaves out
 	 * events a feed gave already. A thread whose records all go then has
 	 * no run to check below. */
-	if (stamp >= log->stop)
+	if (log->stop != UINT64_MAX && stamp >= log->stop)
 		return log->info.damage_error ? log->info.damage_error : log->info.cut ? MMS_ETRUNCATED : MMS_ECORRUPT;
 	rc = iter_open(log, next_id, NULL, &it);
 	if (rc)
