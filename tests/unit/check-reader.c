@@ -176,7 +176,7 @@ START_TEST(test_order_span)
 	}
 	mms_iter_close(it);
 	ck_assert_uint_eq(n, 43);
-	/* Thread 0's event at 30 comes before thread 1's (a free). */
+	/* Thread 0's event at 30 comes before thread 1's (an allocation). */
 	ck_assert_uint_eq(stamps[21], 30);
 	ck_assert_uint_eq(stamps[22], 30);
 	ck_assert_uint_eq(threads[21], 0);
