@@ -573,6 +573,65 @@ static int growth_cmp(const void *a, const void *b)
 	return x->step < y->step ? -1 : x->step > y->step;
 }
 
+/* A step that ended with more live bytes of a kind than the step before
+ * (at index i of the steps, i >= 1). */
+struct live_growth {
+	size_t i;
+	unsigned k;
+	uint64_t more;
+};
+
+/* By the increase, largest first, then step and kind in order. */
+static int live_growth_cmp(const void *a, const void *b)
+{
+	const struct live_growth *x = a, *y = b;
+
+	if (x->more != y->more)
+		return x->more > y->more ? -1 : 1;
+	if (x->i != y->i)
+		return x->i < y->i ? -1 : 1;
+	return x->k < y->k ? -1 : x->k > y->k;
+}
+
+/* The steps that ended with more live memory of a kind than the step
+ * before, the largest increase first (--top of them): memory that grows
+ * from step to step, where each step allocated no more than the one
+ * before it too. */
+static void print_live_growth(struct leaks_out *o)
+{
+	const mms_leaks_t *l = o->l;
+	FILE *f = o->c->out;
+	struct live_growth *g;
+	size_t i, n = 0, shown;
+	unsigned k;
+
+	g = xcalloc((l->nsteps - 1) * MMS_MEM_KIND_COUNT, sizeof(*g));
+	for (i = 1; i < l->nsteps; i++)
+		for (k = 0; k < MMS_MEM_KIND_COUNT; k++)
+			if (l->steps[i].end_bytes[k] > l->steps[i - 1].end_bytes[k])
+				g[n++] =
+					(struct live_growth){ i, k,
+							      l->steps[i].end_bytes[k] - l->steps[i - 1].end_bytes[k] };
+	if (n > 1)
+		qsort(g, n, sizeof(*g), live_growth_cmp);
+	shown = o->s.top && n > o->s.top ? o->s.top : n;
+	if (shown)
+		fputs("Steps that ended with more live memory than the step before, largest increase first:\n", f);
+	for (i = 0; i < shown; i++) {
+		const mms_leak_step_t *s = &l->steps[g[i].i];
+
+		fprintf(f,
+			"  step %" PRIu64 ": %s %" PRIu64 " bytes live at its end, %" PRIu64 " more than step %" PRIu64
+			"\n",
+			s->step, show_mem_name(g[i].k), s->end_bytes[g[i].k], g[i].more, s[-1].step);
+	}
+	if (shown < n)
+		fprintf(f, "  ... %zu more (--top 0 lists all)\n", n - shown);
+	if (!n)
+		fprintf(f, "No step ended with more live memory than the step before (%zu steps).\n", l->nsteps);
+	free(g);
+}
+
 static void print_gaps(struct leaks_out *o)
 {
 	const mms_leaks_t *l = o->l;
@@ -603,8 +662,10 @@ static void print_gaps(struct leaks_out *o)
 				i ? "," : "", s->step, s->allocs, s->bytes_allocated,
 				i && s->bytes_allocated > l->steps[i - 1].bytes_allocated ? "true" : "false");
 			for (k = 0; k < MMS_MEM_KIND_COUNT; k++)
-				fprintf(f, ",\"%s\":{\"min_bytes\":%" PRIu64 ",\"max_bytes\":%" PRIu64 "}",
-					show_mem_name(k), s->min_bytes[k], s->max_bytes[k]);
+				fprintf(f,
+					",\"%s\":{\"min_bytes\":%" PRIu64 ",\"max_bytes\":%" PRIu64
+					",\"end_bytes\":%" PRIu64 "}",
+					show_mem_name(k), s->min_bytes[k], s->max_bytes[k], s->end_bytes[k]);
 			fputc('}', f);
 		}
 		fputc(']', f);
@@ -647,6 +708,7 @@ static void print_gaps(struct leaks_out *o)
 	free(grew);
 	if (!shown)
 		fprintf(f, "No step allocated more than the step before (%zu steps).\n", l->nsteps);
+	print_live_growth(o);
 }
 
 /* --- the analysis -------------------------------------------------------------- */

@@ -174,6 +174,8 @@ typedef struct mms_leak_step {
 	uint64_t bytes_allocated;
 	uint64_t min_bytes[MMS_MEM_KIND_COUNT]; /* live bytes of each kind: lowest */
 	uint64_t max_bytes[MMS_MEM_KIND_COUNT]; /* and highest within the step */
+	uint64_t end_bytes[MMS_MEM_KIND_COUNT]; /* and at its end (the last step's:
+	                                           at the end of the log) */
 } mms_leak_step_t;
 
 typedef struct mms_leaks {

@@ -273,6 +273,7 @@ static mms_leak_step_t *step_stats(struct finder *f, uint64_t k)
 		}
 		memcpy(s->min_bytes, f->prev_live, sizeof(s->min_bytes));
 		memcpy(s->max_bytes, f->prev_live, sizeof(s->max_bytes));
+		memcpy(s->end_bytes, f->prev_live, sizeof(s->end_bytes));
 	}
 	return &l->steps[k - 1];
 }
@@ -358,6 +359,7 @@ static __attribute__((noinline)) int finder_event_any(struct mms__sub *sub, stru
 		if (!f->pending_seen) {
 			memcpy(s->min_bytes, f->prev_live, sizeof(s->min_bytes));
 			memcpy(s->max_bytes, f->prev_live, sizeof(s->max_bytes));
+			memcpy(s->end_bytes, f->prev_live, sizeof(s->end_bytes));
 			f->pending_seen = 1;
 		}
 	} else if (f->tr->ev_step != MMS__STEP_NONE) {
@@ -403,6 +405,8 @@ static __attribute__((noinline)) int finder_event_any(struct mms__sub *sub, stru
 	}
 	for (k = 0; k < MMS_MEM_KIND_COUNT; k++)
 		f->prev_live[k] = st->mem[k].live_bytes;
+	if (s)
+		memcpy(s->end_bytes, f->prev_live, sizeof(s->end_bytes));
 	while (f->closed < f->tr->nsteps && f->tr->steps[f->closed].end != UINT64_MAX) {
 		rc = step_ended(f, ++f->closed);
 		if (rc)

@@ -71,6 +71,12 @@ Live POOL bytes per step, steps 2-6 (lowest/highest within each step):
 Steps that allocated more than the step before, largest increase first:
   step 3: 1380 bytes in 4 allocation(s), 880 bytes more than step 2
   step 4: 2048 bytes in 1 allocation(s), 668 bytes more than step 3
+Steps that ended with more live memory than the step before, largest increase first:
+  step 4: HOST 4172 bytes live at its end, 2048 more than step 3
+  step 3: HOST 2124 bytes live at its end, 824 more than step 2
+  step 2: HOST 1300 bytes live at its end, 300 more than step 1
+  step 3: POOL 256 bytes live at its end, 256 more than step 2
+  step 5: HOST 4300 bytes live at its end, 128 more than step 4
 EOF
 # The pool block is the arena the program handed to msmemscope_pool_alloc.
 grep -q "^Direct kvpool leak of 0.000244 Mb(s) at $arena in softmax (launch 4) at step 3\.$" rec.err ||
@@ -80,7 +86,7 @@ grep -q "^Direct kvpool leak of 0.000244 Mb(s) at $arena in softmax (launch 4) a
 	fail "expected leak_buf on top of 4 stacks: $(grep '#0' rec.err)"
 [ "$(grep -c '^      #0  suppressed_alloc (.*leaks.c:' rec.err)" = 2 ] ||
 	fail "expected suppressed_alloc on top of 2 stacks: $(grep '#0' rec.err)"
-note "launcher: 5 per-step leaks (3428 bytes) in softmax, cache and kernel_2; 5 heap blocks (4172 bytes) leaked at exit, the pool's 256 bytes live; steps 3 and 4 allocate more"
+note "launcher: 5 per-step leaks (3428 bytes) in softmax, cache and kernel_2; 5 heap blocks (4172 bytes) leaked at exit, the pool's 256 bytes live; steps 3 and 4 allocate more, steps 2 to 5 end with more live"
 
 # --- msmemscope-replay: the same report on stdout --------------------------
 "$MMS_REPLAY" "$log" --analysis leaks >replay.out 2>replay.err || fail "--analysis leaks exited $?: $(cat replay.err)"
@@ -115,6 +121,8 @@ check("HOST max gap", (gap["HOST"]["max_gap"]["step"], gap["HOST"]["max_gap"]["m
 check("bytes allocated per step", [s["bytes_allocated"] for s in d["steps"]], [1000, 500, 1380, 2048, 192, 0])
 check("steps allocating more", [s["step"] for s in d["steps"] if s["more_than_previous"]], [3, 4])
 check("HOST live in step 3", (d["steps"][2]["HOST"]["min_bytes"], d["steps"][2]["HOST"]["max_bytes"]), (1000, 2124))
+check("HOST live at each step's end", [s["HOST"]["end_bytes"] for s in d["steps"]], [1000, 1300, 2124, 4172, 4300, 4172])
+check("POOL live at each step's end", [s["POOL"]["end_bytes"] for s in d["steps"]], [0, 0, 256, 256, 256, 256])
 PY
 note "--json: the same leaks, groups, gap table and per-step allocations"
 
