@@ -142,6 +142,8 @@ symbolized (function, file:line).
             if g["op"]:
                 largest.append("operator " + g["op"])
             where = " of CUDA memory on cuda:%d" % g["device"] if g["mem"] == replaylib.MEM_DEVICE else ""
+            if g["mem"] in replaylib.NOT_HEAP_WORDS:
+                where += ", " + replaylib.NOT_HEAP_WORDS[g["mem"]]
             # After the exit, the scan's verdict, in valgrind's words.
             if g["reach"] in replaylib.REACH_WORDS:
                 where += ", " + replaylib.REACH_WORDS[g["reach"]]

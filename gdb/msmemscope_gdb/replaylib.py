@@ -123,6 +123,17 @@ REACH_SCAN_WHOLE = 1  # enum mms_reach_scan_state
 UNJUDGED = "not judged (made by a thread still running while the scan at exit read memory)"
 
 
+# What a group of live blocks that are not heap blocks is (the scan at
+# exit judges heap blocks only), by enum mms_mem_kind.
+NOT_HEAP_WORDS = {MEM_MMAP: "a mapping", MEM_POOL: "pool memory"}
+
+
+def not_heap(group):
+    """Whether a group of live blocks is mappings, pool memory or device
+    memory: still live at exit, never judged leaked by the scan."""
+    return group["mem"] != MEM_HOST
+
+
 def reach_judged(info):
     """Whether the scan at exit gave the heap blocks live at the end of
     the log of info their verdicts (replay/core/reach.c's scan_whole()):

@@ -302,9 +302,13 @@ def at_exit(path, report):
         # What the program still pointed to at exit (the recorder's scan
         # then) is not a leak either; nor what a thread still running made
         # as the scan ran, which the scan did not judge.
+        # Mappings, pools and device memory still live are no heap leak
+        # (the launcher's "other memory still live at exit").
         reachable = [g for g in groups if g["reach"] == replaylib.REACH_REACHABLE]
         late = [g for g in groups if replaylib.unjudged(g, judged)]
-        groups = [g for g in groups if g["reach"] != replaylib.REACH_REACHABLE and not replaylib.unjudged(g, judged)]
+        other = [g for g in groups if replaylib.not_heap(g)]
+        groups = [g for g in groups if g["reach"] != replaylib.REACH_REACHABLE and not replaylib.unjudged(g, judged)
+                  and not replaylib.not_heap(g)]
         blocks = sum(g["blocks"] for g in groups)
         nbytes = sum(g["bytes"] for g in groups)
         kept_blocks = sum(g["blocks"] for g in kept)
@@ -319,7 +323,11 @@ def at_exit(path, report):
         if late:
             kept_note += ("; %s, %s, %s" % (fmt.plural(sum(g["blocks"] for g in late), "block"),
                                             fmt.exact_bytes(sum(g["bytes"] for g in late)), replaylib.UNJUDGED))
-        if not blocks and (reach_blocks or late):
+        if other:
+            kept_note += ("; %s, %s, of mappings, pools or device memory still live (not heap blocks)"
+                          % (fmt.plural(sum(g["blocks"] for g in other), "block"),
+                             fmt.exact_bytes(sum(g["bytes"] for g in other))))
+        if not blocks and (reach_blocks or late or other):
             gdb.write("memscope: at exit: no leak%s; `memscope leaks full' for the detail.\n" % kept_note)
         elif not blocks:
             gdb.write("memscope: at exit: no leak, the program freed every %sblock%s; %s recorded.\n"

@@ -198,8 +198,8 @@ typedef struct mms_stack_group {
 	const char *op;           /* and operator (NULL: none) */
 	uint32_t runtime;         /* enum mms_runtime of its blocks; MMS_RUNTIME_NONE:
 	                             the program's */
-	uint32_t mem;             /* enum mms_mem_kind: MMS_MEM_DEVICE blocks group apart
-	                             (per device), the others together */
+	uint32_t mem;             /* enum mms_mem_kind of its blocks: each kind groups
+	                             apart (DEVICE per device) */
 	uint32_t device;          /* DEVICE: the CUDA device ordinal */
 	uint32_t reach;           /* enum mms_reach of its blocks (heap blocks at the end
 	                             of a log with the scan at exit: each verdict groups

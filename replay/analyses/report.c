@@ -41,10 +41,11 @@ int mms__groups_add(struct mms__groups *g, const mms_block_t *b)
 	uint32_t dev = b->mem == MMS_MEM_DEVICE ? 1 + (b->device & 0xff) : 0;
 
 	/* Keyed by stack and runtime: what a runtime keeps stays apart; so
-	 * does CUDA memory, per device, and each verdict of the scan at exit. */
+	 * does each memory kind (the scan at exit judges heap blocks only),
+	 * CUDA memory per device, and each verdict of the scan. */
 	v = mms__map_put(&g->ix,
-			 (uint64_t)(b->reach & 0xff) << 48 | (uint64_t)dev << 40 | (uint64_t)(b->runtime & 0xff) << 32 |
-				 b->stack,
+			 (uint64_t)(b->mem & 0xff) << 56 | (uint64_t)(b->reach & 0xff) << 48 | (uint64_t)dev << 40 |
+				 (uint64_t)(b->runtime & 0xff) << 32 | b->stack,
 			 &isnew);
 	if (!v || (isnew && mms__grow(&g->groups, &g->cap, g->n, sizeof(*g->groups))))
 		return -ENOMEM;
@@ -54,7 +55,7 @@ int mms__groups_add(struct mms__groups *g, const mms_block_t *b)
 		memset(s, 0, sizeof(*s));
 		s->stack = b->stack;
 		s->runtime = b->runtime;
-		s->mem = dev ? MMS_MEM_DEVICE : MMS_MEM_HOST;
+		s->mem = b->mem;
 		s->device = dev ? b->device : 0;
 		s->reach = b->reach;
 	}
