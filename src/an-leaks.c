@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* an-leaks.c: the leaks analysis as people and scripts read it: the
  * per-step leaks in msMemScope's words, grouped by allocation stack, the
- * blocks live at exit, the step-to-step "gap" table, and what the
- * suppressions file took out. */
+ * blocks live at exit, and what the suppressions file took out (the
+ * steps' table and growth: an-steps.c). */
 #include "config.h"
 
 #include <inttypes.h>
@@ -29,12 +29,6 @@ struct leaks_out {
 	size_t nsupp;
 	mms_log_info_t info; /* how the log ends: exit, exec, a cut, damage */
 };
-
-/* msMemScope's unit: MiB with six decimals, named "Mb(s)". */
-static double mb(uint64_t bytes)
-{
-	return (double)bytes / 1048576.0;
-}
 
 /* The memory a block came from, as msMemScope names it in a leak line:
  * the kind, a pool's own name, or HAL for device memory (as its dump's
@@ -117,7 +111,7 @@ static void json_suppressed(const struct leaks_out *o, const struct suppressed *
 /* One leak line, as msMemScope writes it, with the operator named. */
 static void print_leak(FILE *f, const mms_leak_t *k)
 {
-	fprintf(f, "Direct %s leak of %.6f Mb(s) at 0x%" PRIx64 " in ", pool_name(&k->b), mb(k->b.size), k->b.addr);
+	fprintf(f, "Direct %s leak of %.6f Mb(s) at 0x%" PRIx64 " in ", pool_name(&k->b), an_mb(k->b.size), k->b.addr);
 	if (k->b.op)
 		fprintf(f, "%s (launch %" PRIu64 ")", k->b.op, k->b.op_launch);
 	else
@@ -183,7 +177,7 @@ static void print_found(struct leaks_out *o, const mms_leak_t *l, size_t n, uint
 			"(msmemscope-replay LOG --analysis leaks --top 0 lists every one)\n",
 			blocks - LEAK_LINES, more);
 	show_groups(&o->s, title, g, ng);
-	fprintf(f, "====== SUMMARY: %.6f Mb(s) leaked in %" PRIu64 " allocation(s) ======\n", mb(bytes), blocks);
+	fprintf(f, "====== SUMMARY: %.6f Mb(s) leaked in %" PRIu64 " allocation(s) ======\n", an_mb(bytes), blocks);
 	free(title);
 }
 
@@ -270,7 +264,7 @@ static void print_inherited(FILE *f, const mms_leak_t *l, size_t n)
 		fprintf(f,
 			"Of them %" PRIu64 " allocation(s), %.6f Mb(s), were inherited from the parent: allocated "
 			"before it forked this process.\n",
-			blocks, mb(bytes));
+			blocks, an_mb(bytes));
 }
 
 /* Shows l[0, n) (not suppressed) grouped by allocation stack under title;
@@ -299,7 +293,7 @@ static void print_groups(struct leaks_out *o, const mms_leak_t *l, size_t n, con
 	uint64_t blocks = 0, bytes = 0;
 
 	show_by_stack(o, l, n, title, &blocks, &bytes);
-	fprintf(o->c->out, "====== SUMMARY: %.6f Mb(s) %s in %" PRIu64 " allocation(s) ======\n", mb(bytes), what,
+	fprintf(o->c->out, "====== SUMMARY: %.6f Mb(s) %s in %" PRIu64 " allocation(s) ======\n", an_mb(bytes), what,
 		blocks);
 }
 
@@ -334,13 +328,13 @@ static void print_leaked_at_exit(struct leaks_out *o, const mms_leak_t *l, size_
 			fprintf(f,
 				"Of them %" PRIu64 " allocation(s), %.6f Mb(s), were pointed to only from other leaked "
 				"blocks (indirectly leaked: they go with the blocks that point to them).\n",
-				rb[MMS_REACH_INDIRECT], mb(ry[MMS_REACH_INDIRECT]));
+				rb[MMS_REACH_INDIRECT], an_mb(ry[MMS_REACH_INDIRECT]));
 		if (rb[MMS_REACH_POSSIBLE])
 			fprintf(f,
 				"Of them %" PRIu64
 				" allocation(s), %.6f Mb(s), were reached only through pointers into "
 				"their middle (possibly leaked).\n",
-				rb[MMS_REACH_POSSIBLE], mb(ry[MMS_REACH_POSSIBLE]));
+				rb[MMS_REACH_POSSIBLE], an_mb(ry[MMS_REACH_POSSIBLE]));
 		print_inherited(f, heap, nheap);
 	} else if (!nother && !nlate && !o->l->nreachable && o->info.own_malloc) {
 		fputs("No recorded block live at exit; the program's own malloc's blocks were not recorded (see the "
@@ -485,7 +479,7 @@ static void print_section(struct leaks_out *o, enum section sec, const mms_leak_
 			}
 			show_groups(&o->s, title, g, ng);
 			fprintf(f, "====== SUMMARY: %.6f Mb(s) live %s in %" PRIu64 " allocation(s) ======\n",
-				mb(bytes), when, blocks);
+				an_mb(bytes), when, blocks);
 			print_inherited(f, l, n);
 		} else if (o->info.cut || o->info.damaged) {
 			fprintf(f, "No blocks live %s (see the warning).\n", when);
@@ -530,185 +524,6 @@ static void print_bad_frees(struct leaks_out *o)
 	}
 	if (l->double_frees + l->invalid_frees > l->nbad_frees)
 		fprintf(f, "  ... and %" PRIu64 " more\n", l->double_frees + l->invalid_frees - l->nbad_frees);
-}
-
-/* --- the gap table ---------------------------------------------------------- */
-
-/* A step's min/max ratio of one kind, in percent; -1 when it had none. */
-static double gap_ratio(const mms_leak_step_t *s, unsigned k)
-{
-	return s->max_bytes[k] ? 100.0 * (double)s->min_bytes[k] / (double)s->max_bytes[k] : -1;
-}
-
-/* The steps from 2 on with the smallest and largest ratio of kind k;
- * returns 0 when no step from 2 on held memory of kind k. */
-static int gap_find(const mms_leaks_t *l, unsigned k, size_t *lo, size_t *hi)
-{
-	size_t i;
-	int found = 0;
-
-	for (i = 1; i < l->nsteps; i++) {
-		double r = gap_ratio(&l->steps[i], k);
-
-		if (r < 0)
-			continue;
-		if (!found || r < gap_ratio(&l->steps[*lo], k))
-			*lo = i;
-		if (!found || r > gap_ratio(&l->steps[*hi], k))
-			*hi = i;
-		found = 1;
-	}
-	return found;
-}
-
-/* Steps by how much more they allocated than the step before (steps
- * are consecutive in their array), then in order. */
-static int growth_cmp(const void *a, const void *b)
-{
-	const mms_leak_step_t *x = *(const mms_leak_step_t *const *)a, *y = *(const mms_leak_step_t *const *)b;
-	uint64_t dx = x->bytes_allocated - x[-1].bytes_allocated, dy = y->bytes_allocated - y[-1].bytes_allocated;
-
-	if (dx != dy)
-		return dx > dy ? -1 : 1;
-	return x->step < y->step ? -1 : x->step > y->step;
-}
-
-/* A step that ended with more live bytes of a kind than the step before
- * (at index i of the steps, i >= 1). */
-struct live_growth {
-	size_t i;
-	unsigned k;
-	uint64_t more;
-};
-
-/* By the increase, largest first, then step and kind in order. */
-static int live_growth_cmp(const void *a, const void *b)
-{
-	const struct live_growth *x = a, *y = b;
-
-	if (x->more != y->more)
-		return x->more > y->more ? -1 : 1;
-	if (x->i != y->i)
-		return x->i < y->i ? -1 : 1;
-	return x->k < y->k ? -1 : x->k > y->k;
-}
-
-/* The steps that ended with more live memory of a kind than the step
- * before, the largest increase first (--top of them): memory that grows
- * from step to step, where each step allocated no more than the one
- * before it too. */
-static void print_live_growth(struct leaks_out *o)
-{
-	const mms_leaks_t *l = o->l;
-	FILE *f = o->c->out;
-	struct live_growth *g;
-	size_t i, n = 0, shown;
-	unsigned k;
-
-	g = xcalloc((l->nsteps - 1) * MMS_MEM_KIND_COUNT, sizeof(*g));
-	for (i = 1; i < l->nsteps; i++)
-		for (k = 0; k < MMS_MEM_KIND_COUNT; k++)
-			if (l->steps[i].end_bytes[k] > l->steps[i - 1].end_bytes[k])
-				g[n++] =
-					(struct live_growth){ i, k,
-							      l->steps[i].end_bytes[k] - l->steps[i - 1].end_bytes[k] };
-	if (n > 1)
-		qsort(g, n, sizeof(*g), live_growth_cmp);
-	shown = o->s.top && n > o->s.top ? o->s.top : n;
-	if (shown)
-		fputs("Steps that ended with more live memory than the step before, largest increase first:\n", f);
-	for (i = 0; i < shown; i++) {
-		const mms_leak_step_t *s = &l->steps[g[i].i];
-
-		fprintf(f,
-			"  step %" PRIu64 ": %s %" PRIu64 " bytes live at its end, %" PRIu64 " more than step %" PRIu64
-			"\n",
-			s->step, show_mem_name(g[i].k), s->end_bytes[g[i].k], g[i].more, s[-1].step);
-	}
-	if (shown < n)
-		fprintf(f, "  ... %zu more (--top 0 lists all)\n", n - shown);
-	if (!n)
-		fprintf(f, "No step ended with more live memory than the step before (%zu steps).\n", l->nsteps);
-	free(g);
-}
-
-static void print_gaps(struct leaks_out *o)
-{
-	const mms_leaks_t *l = o->l;
-	FILE *f = o->c->out;
-	const mms_leak_step_t **grew;
-	size_t lo = 0, hi = 0, i, shown, ngrew = 0;
-	unsigned k;
-
-	if (o->s.json) {
-		fputs("\"gap\":{", f);
-		for (k = 0, i = 0; k < MMS_MEM_KIND_COUNT; k++) {
-			if (!gap_find(l, k, &lo, &hi))
-				continue;
-			fprintf(f,
-				"%s\"%s\":{\"min_gap\":{\"ratio\":%.6f,\"min_bytes\":%" PRIu64 ",\"step\":%" PRIu64
-				"},\"max_gap\":{\"ratio\":%.6f,\"min_bytes\":%" PRIu64 ",\"step\":%" PRIu64 "}}",
-				i++ ? "," : "", show_mem_name(k), gap_ratio(&l->steps[lo], k),
-				l->steps[lo].min_bytes[k], l->steps[lo].step, gap_ratio(&l->steps[hi], k),
-				l->steps[hi].min_bytes[k], l->steps[hi].step);
-		}
-		fputs("},\"steps\":[", f);
-		for (i = 0; i < l->nsteps; i++) {
-			const mms_leak_step_t *s = &l->steps[i];
-
-			fprintf(f,
-				"%s{\"step\":%" PRIu64 ",\"allocs\":%" PRIu64 ",\"bytes_allocated\":%" PRIu64
-				",\"more_than_previous\":%s",
-				i ? "," : "", s->step, s->allocs, s->bytes_allocated,
-				i && s->bytes_allocated > l->steps[i - 1].bytes_allocated ? "true" : "false");
-			for (k = 0; k < MMS_MEM_KIND_COUNT; k++)
-				fprintf(f,
-					",\"%s\":{\"min_bytes\":%" PRIu64 ",\"max_bytes\":%" PRIu64
-					",\"end_bytes\":%" PRIu64 "}",
-					show_mem_name(k), s->min_bytes[k], s->max_bytes[k], s->end_bytes[k]);
-			fputc('}', f);
-		}
-		fputc(']', f);
-		return;
-	}
-	if (l->nsteps < 2)
-		return;
-	for (k = 0; k < MMS_MEM_KIND_COUNT; k++) {
-		if (!gap_find(l, k, &lo, &hi))
-			continue;
-		fprintf(f, "Live %s bytes per step, steps 2-%zu (lowest/highest within each step):\n", show_mem_name(k),
-			l->nsteps);
-		fprintf(f, "  %-8s %-22s %-17s %s\n", "", "MinAlloc/MaxAlloc(%)", "MinAllocMem(MB)", "StepId");
-		fprintf(f, "  %-8s %-22.6f %-17.6f %" PRIu64 "\n", "MinGap", gap_ratio(&l->steps[lo], k),
-			mb(l->steps[lo].min_bytes[k]), l->steps[lo].step);
-		fprintf(f, "  %-8s %-22.6f %-17.6f %" PRIu64 "\n", "MaxGap", gap_ratio(&l->steps[hi], k),
-			mb(l->steps[hi].min_bytes[k]), l->steps[hi].step);
-	}
-	/* The steps that allocated more than the one before, the largest
-	 * increase first. */
-	grew = xcalloc(l->nsteps, sizeof(*grew));
-	for (i = 1; i < l->nsteps; i++)
-		if (l->steps[i].bytes_allocated > l->steps[i - 1].bytes_allocated)
-			grew[ngrew++] = &l->steps[i];
-	if (ngrew)
-		qsort(grew, ngrew, sizeof(*grew), growth_cmp);
-	shown = o->s.top && ngrew > o->s.top ? o->s.top : ngrew;
-	if (shown)
-		fputs("Steps that allocated more than the step before, largest increase first:\n", f);
-	for (i = 0; i < shown; i++) {
-		const mms_leak_step_t *s = grew[i], *p = s - 1;
-
-		fprintf(f,
-			"  step %" PRIu64 ": %" PRIu64 " bytes in %" PRIu64 " allocation(s), %" PRIu64
-			" bytes more than step %" PRIu64 "\n",
-			s->step, s->bytes_allocated, s->allocs, s->bytes_allocated - p->bytes_allocated, p->step);
-	}
-	if (shown < ngrew)
-		fprintf(f, "  ... %zu more step%s (--top 0 lists all)\n", ngrew - shown, ngrew - shown == 1 ? "" : "s");
-	free(grew);
-	if (!shown)
-		fprintf(f, "No step allocated more than the step before (%zu steps).\n", l->nsteps);
-	print_live_growth(o);
 }
 
 /* --- the analysis -------------------------------------------------------------- */
@@ -965,7 +780,7 @@ int an_leaks_print(struct an_ctx *c)
 		fputc(',', c->out);
 		log_json_bad_frees(c->out, o.l->double_frees, o.l->invalid_frees, o.l->bad_frees, o.l->nbad_frees);
 		fputc(',', c->out);
-		print_gaps(&o);
+		an_leaks_print_steps(c->out, o.l, o.s.json, o.s.top);
 		fputs("}\n", c->out);
 	} else {
 		if (o.l->nsteps) {
@@ -978,7 +793,7 @@ int an_leaks_print(struct an_ctx *c)
 		print_reachable(&o);
 		print_runtime(&o);
 		print_bad_frees(&o);
-		print_gaps(&o);
+		an_leaks_print_steps(c->out, o.l, o.s.json, o.s.top);
 	}
 	an_show_fini(&o.s);
 	return 0;

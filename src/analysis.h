@@ -120,6 +120,17 @@ int an_inefficient_print(struct an_ctx *c);
 void an_inefficient_options(const struct an_opts *o, mms_inefficient_options_t *io);
 int an_leaks_add(struct an_ctx *c);
 int an_leaks_print(struct an_ctx *c);
+/* msMemScope's unit: MiB, printed with six decimals and named "Mb(s)". */
+static inline double an_mb(uint64_t bytes)
+{
+	return (double)bytes / 1048576.0;
+}
+
+/* The leaks report's part on the steps (src/an-steps.c): the gap table,
+ * the steps that allocated more than the step before and those that
+ * ended with more live memory, the top of each list (0: all); as JSON
+ * members ("gap", "steps") when json. */
+void an_leaks_print_steps(FILE *f, const mms_leaks_t *l, int json, size_t top);
 
 /* compare (src/an-compare.c): two inputs, not one log, so it is not in
  * an_defs. Either input[0] and input[1] (each a .mms log or a
