@@ -251,8 +251,8 @@ and bytes and the peak so far, and the watches and breaks set."""
                 gdb.write("  now: %s, %s\n" % (step, "in operator %s (launch %d) on %s" % (
                     op, w.op_launch, log.thread_label(w.thread)) if op else "no operator running"))
             blocks = sum(w.mem[k].live_blocks for k in range(replaylib.MEM_KIND_COUNT))
-            kinds = ["%s %d blocks %s" % (replaylib.MEM_NAMES[k], w.mem[k].live_blocks,
-                                          fmt.human_bytes(w.mem[k].live_bytes))
+            kinds = ["%s %s %s" % (replaylib.MEM_NAMES[k], fmt.plural(w.mem[k].live_blocks, "block"),
+                                   fmt.human_bytes(w.mem[k].live_bytes))
                      for k in range(replaylib.MEM_KIND_COUNT) if w.mem[k].allocs]
             gdb.write("  live%s: %s, %s%s; peak %s\n" % (
                 " at the end" if done else "", fmt.plural(blocks, "block"), fmt.human_bytes(w.live_bytes),
