@@ -68,6 +68,11 @@ static void fail(struct session *ss, const char *fmt, ...)
 		json_put_string(ss->s->out, msg, strlen(msg));
 		fputs("}\n", ss->s->out);
 	} else {
+		/* What was typed is quoted in it: its control characters
+		 * (an escape sequence's) are not the terminal's to obey. */
+		for (char *c = msg; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				*c = '?';
 		fflush(ss->s->out);
 		fprintf(stderr, "%s\n", msg);
 	}

@@ -114,7 +114,12 @@ for want in "live block 0x" "3000 bytes (2.9 KiB), HOST, allocation 8" "operator
 	grep -qF -- "$want" text.out || fail "the stepper's text does not show '$want':
 $(cat text.out)"
 done
-note "stepper: goto, leaks (2000 bytes of step 2 at the start of step 4), info block, op, next, back, event N and block ADDR (the words of --event)"
+# A command typed with an escape sequence in it is quoted back without it:
+# the terminal is not the input's to drive.
+printf 'x\033]0;title\007y\n' | "$MMS_REPLAY" st.mms -i >esc.out 2>&1 || fail "the stepper exited $?: $(cat esc.out)"
+grep -qF "unknown command 'x?]0;title?y'" esc.out || fail "the stepper does not quote the bad command: $(od -c esc.out | head)"
+LC_ALL=C grep -q "$(printf '\033')" esc.out && fail "the stepper echoed an escape character: $(od -c esc.out | head)"
+note "stepper: goto, leaks (2000 bytes of step 2 at the start of step 4), info block, op, next, back, event N and block ADDR (the words of --event); a bad command's control characters quoted as ?"
 
 # The index: written beside the log on first use (mode 0640), reused,
 # rebuilt when the log changes, never written over a file that is not one.
