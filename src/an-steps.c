@@ -74,8 +74,8 @@ static int live_growth_cmp(const void *a, const void *b)
 
 /* The steps that ended with more live memory of a kind than the step
  * before, the largest increase first (--top of them): memory that grows
- * from step to step, where each step allocated no more than the one
- * before it too. */
+ * from step to step, also where no step allocated more than the one
+ * before it. */
 static void print_live_growth(FILE *f, const mms_leaks_t *l, size_t top)
 {
 	struct live_growth *g;
