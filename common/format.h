@@ -30,7 +30,7 @@
 
 #define MMS_MAGIC "MMSLOG\x1a\n"
 #define MMS_MAGIC_LEN 8
-#define MMS_FORMAT_VERSION 15u     /* what the writer writes */
+#define MMS_FORMAT_VERSION 16u     /* what the writer writes */
 #define MMS_FORMAT_VERSION_MIN 1u  /* the oldest version readers read */
 #define MMS_HEADER_SIZE 4096u
 #define MMS_CHUNK_SIZE_DEFAULT 65536u
@@ -226,7 +226,19 @@ enum mms_tag {
 	 * driver refused (CUDA_ERROR_OUT_OF_MEMORY; hooks/cuda.c); the device as for
 	 * DEV_ALLOC */
 	MMS_TAG_DEV_ALLOC_FAIL = 0xa0,
+	MMS_TAG_ALLOC_CXX = 0xa8,    /* | (fn & 7) for fn MMS_ALLOC_NEW, MMS_ALLOC_NEW_ARRAY
+	                                (version 16): daddr, u size, u stack: ALLOC of a block
+	                                a C++ operator new or new[] made */
+	MMS_TAG_ALLOC_CXX_RT = 0xb8, /* | (fn & 7) (version 16): daddr, u size, u stack, u enum
+	                                mms_runtime_kind: ALLOC_RT of such a block */
 };
+
+/* The tag of an ALLOC (base MMS_TAG_ALLOC) or ALLOC_RT (MMS_TAG_ALLOC_RT)
+ * of allocation function fn (enum mms_alloc_fn): the C++ operators' have
+ * tags of their own, whose low four bits are fn. */
+#define MMS_ALLOC_TAG(base, fn)                                                                        \
+	((uint8_t)((fn) < 8 ? (base) | (fn)                                                            \
+			    : ((base) == MMS_TAG_ALLOC ? MMS_TAG_ALLOC_CXX : MMS_TAG_ALLOC_CXX_RT) | ((fn)&7)))
 
 /* The sub-code of MMS_TAG_STEP (version 13): who ended the step. A step
  * the recorder inferred (the end of a PyTorch optimizer step, written by
@@ -451,11 +463,15 @@ enum mms_alloc_fn {
 	MMS_ALLOC_MEMALIGN = 5,
 	MMS_ALLOC_VALLOC = 6,
 	MMS_ALLOC_PVALLOC = 7,
+	MMS_ALLOC_NEW = 8,       /* (version 16) C++ operator new, all its forms: ALLOC_CXX */
+	MMS_ALLOC_NEW_ARRAY = 9, /* (version 16) operator new[], all its forms */
 };
 
 enum mms_free_fn {
 	MMS_FREE_FREE = 0,
 	MMS_FREE_REALLOC = 1,    /* the old block of a realloc that moved or shrank to 0 */
+	MMS_FREE_DELETE = 2,     /* (version 16) C++ operator delete, all its forms */
+	MMS_FREE_DELETE_ARRAY = 3, /* (version 16) operator delete[], all its forms */
 };
 
 enum mms_access_mode {

@@ -156,6 +156,19 @@ extern __thread union mms_tls_alloc mms__tls_alloc MMS_HIDDEN;
 #define mms__tls_watch_collect (mms__tls_alloc.s.watch_collect)
 #define mms__tls_runtime (mms__tls_alloc.s.runtime)
 extern __thread int mms__tls_busy MMS_HIDDEN;
+/* The C++ operator this thread is in (newdelete.c), for the malloc
+ * family's hooks (hooks-rec.h: cxx_alloc_fn, cxx_free_fn), which tell
+ * the block the operator's runtime allocates or frees for it from the
+ * program's own calls: fn MMS_ALLOC_NEW or MMS_ALLOC_NEW_ARRAY with arg
+ * the bytes asked for (at least 1) and align the alignment (0: the
+ * operator's own); MMS_FREE_DELETE or MMS_FREE_DELETE_ARRAY with arg the
+ * address released; 0: none. Set only while the thread records. */
+struct mms_tls_cxx {
+	uintptr_t arg;
+	size_t align;
+	unsigned fn;
+};
+extern __thread struct mms_tls_cxx mms__tls_cxx MMS_HIDDEN;
 /* Nonzero while the thread is inside pthread_getattr_np() (unwind.c). */
 extern __thread int mms__tls_getattr MMS_HIDDEN;
 

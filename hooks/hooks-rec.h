@@ -65,10 +65,10 @@ static __attribute__((noinline, cold)) void rec_alloc_slow(struct mms_thread *t,
 		kind = MMS_RT_CUDA;
 
 	if (kind)
-		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_ALLOC_RT | fn), stamp, (uintptr_t)ptr, 3, size, stack, kind,
+		mms__rec_addr_event(t, MMS_ALLOC_TAG(MMS_TAG_ALLOC_RT, fn), stamp, (uintptr_t)ptr, 3, size, stack, kind,
 				    0);
 	else
-		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_ALLOC | fn), stamp, (uintptr_t)ptr, 2, size, stack, 0, 0);
+		mms__rec_addr_event(t, MMS_ALLOC_TAG(MMS_TAG_ALLOC, fn), stamp, (uintptr_t)ptr, 2, size, stack, 0, 0);
 	if (mms__tls_watch_collect)
 		mms__watch_note((uintptr_t)ptr, size);
 }
@@ -87,13 +87,68 @@ static inline void rec_alloc_with(struct mms_thread *t, unsigned fn, void *ptr, 
 	    unlikely(cuda->hi && (mms__in_code(cuda, ra) || (!mms__stacks_on && mms__in_code(&mms__libc_code, ra)))))
 		rec_alloc_slow(t, fn, ptr, size, stack, stamp, ra, fp);
 	else
-		mms__rec_addr_event(t, (uint8_t)(MMS_TAG_ALLOC | fn), stamp, (uintptr_t)ptr, 2, size, stack, 0, 0);
+		mms__rec_addr_event(t, MMS_ALLOC_TAG(MMS_TAG_ALLOC, fn), stamp, (uintptr_t)ptr, 2, size, stack, 0, 0);
+}
+
+/* The C++ operators (mms__tls_cxx): what a malloc, memalign,
+ * aligned_alloc or posix_memalign of size bytes that returned a block
+ * records as its function when the thread is inside an operator new or
+ * new[] that asked for that size (libstdc++ rounds an aligned one's size
+ * up to the alignment): the operator's. Any other call of the family is
+ * the program's, and ends the operator's mark: an operator makes one
+ * block, and one its runtime refused is not made (it threw, or its new
+ * handler's retry made it). */
+static __attribute__((noinline, cold)) unsigned cxx_alloc_fn_slow(unsigned fn, size_t size)
+{
+	struct mms_tls_cxx c = mms__tls_cxx;
+
+	mms__tls_cxx.fn = 0;
+	if ((c.fn == MMS_ALLOC_NEW || c.fn == MMS_ALLOC_NEW_ARRAY) &&
+	    (fn == MMS_ALLOC_MALLOC || fn == MMS_ALLOC_MEMALIGN || fn == MMS_ALLOC_ALIGNED_ALLOC ||
+	     fn == MMS_ALLOC_POSIX_MEMALIGN) &&
+	    (size == c.arg || (c.align && size == ((c.arg + c.align - 1) & ~(c.align - 1)))))
+		return c.fn;
+	return fn;
+}
+
+static inline unsigned cxx_alloc_fn(unsigned fn, size_t size)
+{
+	return likely(!mms__tls_cxx.fn) ? fn : cxx_alloc_fn_slow(fn, size);
+}
+
+/* The same for a free of ptr: the operator delete's or delete[]'s that
+ * released ptr (its runtime's free), else fn. */
+static __attribute__((noinline, cold)) unsigned cxx_free_fn_slow(unsigned fn, const void *ptr)
+{
+	struct mms_tls_cxx c = mms__tls_cxx;
+
+	mms__tls_cxx.fn = 0;
+	if ((c.fn == MMS_FREE_DELETE || c.fn == MMS_FREE_DELETE_ARRAY) && c.arg == (uintptr_t)ptr &&
+	    fn == MMS_FREE_FREE)
+		return c.fn;
+	return fn;
+}
+
+static inline unsigned cxx_free_fn(unsigned fn, const void *ptr)
+{
+	return likely(!mms__tls_cxx.fn) ? fn : cxx_free_fn_slow(fn, ptr);
+}
+
+/* rec_alloc() inside a C++ operator: out of line, so that the hot path
+ * keeps its function a constant. */
+static __attribute__((noinline)) void rec_alloc_cxx(struct mms_thread *t, unsigned fn, void *ptr, size_t size,
+						    uintptr_t fp)
+{
+	rec_alloc_with(t, cxx_alloc_fn_slow(fn, size), ptr, size, mms__capture_stack_at(t, fp), CALLER(fp), fp);
 }
 
 /* fp: the hook's own frame (see mms__capture_stack_at). */
 static inline void rec_alloc(struct mms_thread *t, unsigned fn, void *ptr, size_t size, uintptr_t fp)
 {
-	rec_alloc_with(t, fn, ptr, size, mms__capture_stack_at(t, fp), CALLER(fp), fp);
+	if (unlikely(mms__tls_cxx.fn))
+		rec_alloc_cxx(t, fn, ptr, size, fp);
+	else
+		rec_alloc_with(t, fn, ptr, size, mms__capture_stack_at(t, fp), CALLER(fp), fp);
 }
 
 /* An allocation the allocator refused (ALLOC_FAIL): size bytes asked for
@@ -219,7 +274,7 @@ static inline __attribute__((always_inline)) void free_recorded(void *ptr, uintp
 		if (ra)
 			t->hook_ra = ra;
 		mms__note_release((uintptr_t)ptr, t->index);
-		rec_free(t, MMS_FREE_FREE, ptr, mms__stamp_release_heap(), FRAME);
+		rec_free(t, cxx_free_fn(MMS_FREE_FREE, ptr), ptr, mms__stamp_release_heap(), FRAME);
 		if (ra)
 			t->hook_ra = 0;
 		mms__leave();

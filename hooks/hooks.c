@@ -278,7 +278,8 @@ void *mms__hook_new(size_t size, size_t align, uintptr_t ra)
 	r = align > 16 ? mms__real.memalign(align, size) : mms__real.malloc(size);
 	if (t) {
 		if (r)
-			rec_alloc_with(t, MMS_ALLOC_MALLOC, r, size, mms__capture_stack_at(t, FRAME), ra, FRAME);
+			rec_alloc_with(t, cxx_alloc_fn(align > 16 ? MMS_ALLOC_MEMALIGN : MMS_ALLOC_MALLOC, size), r,
+				       size, mms__capture_stack_at(t, FRAME), ra, FRAME);
 		t->hook_ra = 0;
 		mms__leave();
 	}

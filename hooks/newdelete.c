@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* newdelete.c: the C++ allocation operators. Without guard mode each one
  * goes straight (a tail call: no frame of ours on the stack) to the C++
- * runtime's, which allocates through malloc and free as before; where the
+ * runtime's, which allocates through malloc and free as before, having
+ * told the malloc family's hooks which operator the thread is in
+ * (mms__tls_cxx), so that the block is recorded as new's or new[]'s and
+ * its release as delete's or delete[]'s; where the
  * operator found is a replacement allocator's own (tcmalloc's, jemalloc's:
  * they allocate without calling malloc and free, which would leave every
  * new unrecorded), the operators allocate and release through the malloc
@@ -142,12 +145,56 @@ static void *no_runtime_new_aligned_nothrow(size_t size, size_t align, const voi
 	return posix_memalign(&p, align, size ? size : 1) ? NULL : p;
 }
 
+/* Whether this thread records now (what mms__enter() will say, but for
+ * a fork child's first event): the operators mark only then, so that no
+ * mark waits through a time without records. */
+static inline int marking(void)
+{
+	return likely(!mms__tls_busy) && mms__recording && mms__collecting;
+}
+
+/* Marks the thread inside operator new or new[] (fn) of size bytes
+ * aligned to align (0: the operator's own). libstdc++'s and libc++'s
+ * new[] call operator new (ours) for the same size, and their nothrow
+ * forms the throwing ones: an inner call leaves the outer mark. */
+static inline void mark_new(unsigned fn, size_t size, size_t align)
+{
+	struct mms_tls_cxx *m = &mms__tls_cxx;
+
+	if (!marking())
+		return;
+	size = size ? size : 1;
+	if (m->fn == MMS_ALLOC_NEW_ARRAY && m->arg == size && m->align == align)
+		return;
+	m->arg = size;
+	m->align = align;
+	m->fn = fn;
+}
+
+/* The same for operator delete or delete[] (fn) of p: the runtimes'
+ * delete[] calls operator delete (ours) for the same address. */
+static inline void mark_delete(unsigned fn, void *p)
+{
+	struct mms_tls_cxx *m = &mms__tls_cxx;
+
+	if (!p || !marking())
+		return;
+	if (m->fn == MMS_FREE_DELETE_ARRAY && m->arg == (uintptr_t)p)
+		return;
+	m->arg = (uintptr_t)p;
+	m->fn = fn;
+}
+
 /* A replacement allocator's operator is called only when the malloc
- * family fails: its new-handler loop, and std::bad_alloc. */
-#define FORWARD_NEW(field, name, align, fallback, ...)                                                    \
+ * family fails: its new-handler loop, and std::bad_alloc. fn: the
+ * operator (MMS_ALLOC_NEW, MMS_ALLOC_NEW_ARRAY), align_arg its alignment
+ * argument (0: none). */
+#define FORWARD_NEW(field, name, fn, align_arg, align, fallback, ...)                                     \
 	do {                                                                                              \
-		__typeof__(cxx.field) f_ = REAL(field, name);                                             \
+		__typeof__(cxx.field) f_;                                                                 \
 		void *p_;                                                                                 \
+		mark_new(fn, size, align_arg);                                                            \
+		f_ = REAL(field, name);                                                                   \
 		if (!f_)                                                                                  \
 			return fallback(__VA_ARGS__);                                                     \
 		if (allocators_own((const void *)f_) && (p_ = mms__hook_new(size ? size : 1, align, RA))) \
@@ -168,7 +215,7 @@ MMS_EXPORT void *_Znwm(size_t size)
 
 	if (unlikely(mms__guard_on) && (p = guard_new(MMS_GUARD_FAMILY_NEW, 16, size, RA)))
 		return p;
-	FORWARD_NEW(nw, "_Znwm", 16, no_runtime_new, size);
+	FORWARD_NEW(nw, "_Znwm", MMS_ALLOC_NEW, 0, 16, no_runtime_new, size);
 }
 
 MMS_EXPORT void *_Znam(size_t size)
@@ -177,7 +224,7 @@ MMS_EXPORT void *_Znam(size_t size)
 
 	if (unlikely(mms__guard_on) && (p = guard_new(MMS_GUARD_FAMILY_NEW_ARRAY, 16, size, RA)))
 		return p;
-	FORWARD_NEW(na, "_Znam", 16, no_runtime_new, size);
+	FORWARD_NEW(na, "_Znam", MMS_ALLOC_NEW_ARRAY, 0, 16, no_runtime_new, size);
 }
 
 MMS_EXPORT void *_ZnwmSt11align_val_t(size_t size, size_t align)
@@ -186,7 +233,7 @@ MMS_EXPORT void *_ZnwmSt11align_val_t(size_t size, size_t align)
 
 	if (unlikely(mms__guard_on) && (p = guard_new(MMS_GUARD_FAMILY_NEW, align, size, RA)))
 		return p;
-	FORWARD_NEW(nw_al, "_ZnwmSt11align_val_t", align, no_runtime_new_aligned, size, align);
+	FORWARD_NEW(nw_al, "_ZnwmSt11align_val_t", MMS_ALLOC_NEW, align, align, no_runtime_new_aligned, size, align);
 }
 
 MMS_EXPORT void *_ZnamSt11align_val_t(size_t size, size_t align)
@@ -195,7 +242,8 @@ MMS_EXPORT void *_ZnamSt11align_val_t(size_t size, size_t align)
 
 	if (unlikely(mms__guard_on) && (p = guard_new(MMS_GUARD_FAMILY_NEW_ARRAY, align, size, RA)))
 		return p;
-	FORWARD_NEW(na_al, "_ZnamSt11align_val_t", align, no_runtime_new_aligned, size, align);
+	FORWARD_NEW(na_al, "_ZnamSt11align_val_t", MMS_ALLOC_NEW_ARRAY, align, align, no_runtime_new_aligned, size,
+		    align);
 }
 
 /* The nothrow forms return NULL where the others throw; the runtime's
@@ -204,14 +252,14 @@ MMS_EXPORT void *_ZnwmRKSt9nothrow_t(size_t size, const void *nt)
 {
 	if (unlikely(mms__guard_on))
 		return guard_new(MMS_GUARD_FAMILY_NEW, 16, size, RA);
-	FORWARD_NEW(nw_nt, "_ZnwmRKSt9nothrow_t", 16, no_runtime_new_nothrow, size, nt);
+	FORWARD_NEW(nw_nt, "_ZnwmRKSt9nothrow_t", MMS_ALLOC_NEW, 0, 16, no_runtime_new_nothrow, size, nt);
 }
 
 MMS_EXPORT void *_ZnamRKSt9nothrow_t(size_t size, const void *nt)
 {
 	if (unlikely(mms__guard_on))
 		return guard_new(MMS_GUARD_FAMILY_NEW_ARRAY, 16, size, RA);
-	FORWARD_NEW(na_nt, "_ZnamRKSt9nothrow_t", 16, no_runtime_new_nothrow, size, nt);
+	FORWARD_NEW(na_nt, "_ZnamRKSt9nothrow_t", MMS_ALLOC_NEW_ARRAY, 0, 16, no_runtime_new_nothrow, size, nt);
 }
 
 /* The aligned nothrow forms: libstdc++'s call the aligned ones, which are
@@ -221,16 +269,16 @@ MMS_EXPORT void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, c
 {
 	if (unlikely(mms__guard_on))
 		return guard_new(MMS_GUARD_FAMILY_NEW, align, size, RA);
-	FORWARD_NEW(nw_al_nt, "_ZnwmSt11align_val_tRKSt9nothrow_t", align, no_runtime_new_aligned_nothrow, size, align,
-		    nt);
+	FORWARD_NEW(nw_al_nt, "_ZnwmSt11align_val_tRKSt9nothrow_t", MMS_ALLOC_NEW, align, align,
+		    no_runtime_new_aligned_nothrow, size, align, nt);
 }
 
 MMS_EXPORT void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt)
 {
 	if (unlikely(mms__guard_on))
 		return guard_new(MMS_GUARD_FAMILY_NEW_ARRAY, align, size, RA);
-	FORWARD_NEW(na_al_nt, "_ZnamSt11align_val_tRKSt9nothrow_t", align, no_runtime_new_aligned_nothrow, size, align,
-		    nt);
+	FORWARD_NEW(na_al_nt, "_ZnamSt11align_val_tRKSt9nothrow_t", MMS_ALLOC_NEW_ARRAY, align, align,
+		    no_runtime_new_aligned_nothrow, size, align, nt);
 }
 
 /* A delete: in guard mode, a release of family `family`; else the
@@ -246,6 +294,7 @@ static inline __attribute__((always_inline)) void delete_as(void *p, unsigned fa
 			mms__guard_free_hook(p, family, ra);
 		return;
 	}
+	mark_delete(family == MMS_GUARD_FAMILY_NEW_ARRAY ? MMS_FREE_DELETE_ARRAY : MMS_FREE_DELETE, p);
 	f_ = family == MMS_GUARD_FAMILY_NEW_ARRAY ? REAL(da, "_ZdaPv") : REAL(dl, "_ZdlPv");
 	if (!f_)
 		free(p);

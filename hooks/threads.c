@@ -15,6 +15,7 @@
 
 __thread struct mms_thread *mms__tls_thread;
 __thread int mms__tls_busy;
+__thread struct mms_tls_cxx mms__tls_cxx;
 static __thread uint32_t tls_index; /* thread index + 1, 0 = none yet */
 /* The thread's last stamp when its exit destructor ran: a thread that
  * allocates again afterwards (in a later TLS destructor) resumes from it,

@@ -503,27 +503,40 @@ out:
 	suppressed_free(&sp);
 }
 
-/* The frees of no live block, with their events, and a double free's
- * allocation stack. */
+/* The leaks report's bad frees. */
+static struct log_bad_frees leaks_bad_frees(const mms_leaks_t *l)
+{
+	return (struct log_bad_frees){ l->double_frees, l->invalid_frees, l->mismatched_frees, l->bad_frees,
+				       l->nbad_frees };
+}
+
+/* The bad frees, with their events, and the allocation stack of a double
+ * or mismatched free's block. */
 static void print_bad_frees(struct leaks_out *o)
 {
 	const mms_leaks_t *l = o->l;
+	struct log_bad_frees b = leaks_bad_frees(l);
 	FILE *f = o->c->out;
-	char count[128], what[160];
+	char count[192], what[160];
 	size_t i;
 
-	if (!l->double_frees && !l->invalid_frees)
+	if (!log_bad_frees_total(&b))
 		return;
-	fprintf(f, "====== Bad frees: %s ======\n",
-		log_bad_frees_count(l->double_frees, l->invalid_frees, count, sizeof(count)));
+	fprintf(f, "====== Bad frees: %s ======\n", log_bad_frees_count(&b, count, sizeof(count)));
 	for (i = 0; i < l->nbad_frees; i++) {
 		fprintf(f, "event %" PRIu64 ": %s, thread %" PRIu32 "\n", l->bad_frees[i].event,
 			log_bad_free_text(&l->bad_frees[i], what, sizeof(what)), l->bad_frees[i].thread);
-		if (l->bad_frees[i].freed_event != UINT64_MAX)
+		if (l->bad_frees[i].kind == MMS_BAD_FREE_MISMATCHED && l->bad_frees[i].free_stack) {
+			fputs("    allocated at:\n", f);
 			show_stack(&o->s, l->bad_frees[i].stack, "      ");
+			fprintf(f, "    released by %s at:\n", show_free_fn_name(l->bad_frees[i].free_fn));
+			show_stack(&o->s, l->bad_frees[i].free_stack, "      ");
+		} else if (l->bad_frees[i].kind != MMS_BAD_FREE_INVALID) {
+			show_stack(&o->s, l->bad_frees[i].stack, "      ");
+		}
 	}
-	if (l->double_frees + l->invalid_frees > l->nbad_frees)
-		fprintf(f, "  ... and %" PRIu64 " more\n", l->double_frees + l->invalid_frees - l->nbad_frees);
+	if (log_bad_frees_total(&b) > l->nbad_frees)
+		fprintf(f, "  ... and %" PRIu64 " more\n", log_bad_frees_total(&b) - l->nbad_frees);
 }
 
 /* --- the analysis -------------------------------------------------------------- */
@@ -778,7 +791,11 @@ int an_leaks_print(struct an_ctx *c)
 		fputc(',', c->out);
 		print_runtime(&o);
 		fputc(',', c->out);
-		log_json_bad_frees(c->out, o.l->double_frees, o.l->invalid_frees, o.l->bad_frees, o.l->nbad_frees);
+		{
+			struct log_bad_frees b = leaks_bad_frees(o.l);
+
+			log_json_bad_frees(c->out, &b);
+		}
 		fputc(',', c->out);
 		an_leaks_print_steps(c->out, o.l, o.s.json, o.s.top);
 		fputs("}\n", c->out);

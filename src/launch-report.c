@@ -321,9 +321,9 @@ static void print_main_summary(const struct run *run, char **argv, pid_t pid, in
 		fprintf(stderr, "  %-17s %" PRIu64 "%s\n", "steps", sum->steps,
 			r->info.steps_inferred ? STEPS_INFERRED_NOTE : "");
 	fprintf(stderr, "  %-17s %" PRIu64 "\n", "threads", sum->threads);
-	if (sum->unmatched_frees)
-		log_print_bad_frees(stderr, "  ", 17, sum->double_frees, sum->invalid_frees, sum->bad_frees,
-				    sum->nbad_frees);
+	log_print_bad_frees(stderr, "  ", 17,
+			    &(struct log_bad_frees){ sum->double_frees, sum->invalid_frees, sum->mismatched_frees,
+						     sum->bad_frees, sum->nbad_frees });
 	if (sum->double_allocs)
 		fprintf(stderr, "  %-17s %" PRIu64 " (an address handed out while still live)\n", "double allocs",
 			sum->double_allocs);
@@ -397,6 +397,20 @@ static char *log_origin(const char *name, const struct log_result *r, pid_t prog
 
 /* The line of another log of the run: how its process began, its events
  * and the heap blocks live at its end, and what is wrong with it. */
+/* "; N frees of no live block; M mismatched frees" for the line of
+ * another log, or "" (malloc'd). */
+static char *bad_frees_note(const mms_summary_t *s)
+{
+	char *unmatched = s->unmatched_frees ? xasprintf("; %" PRIu64 " free%s of no live block", s->unmatched_frees,
+							 s->unmatched_frees == 1 ? "" : "s")
+					     : xstrdup("");
+	char *note = s->mismatched_frees ? xasprintf("%s; %" PRIu64 " mismatched free%s", unmatched,
+						     s->mismatched_frees, s->mismatched_frees == 1 ? "" : "s")
+					 : xstrdup(unmatched);
+	free(unmatched);
+	return note;
+}
+
 static void print_other_log(const char *name, const struct log_result *r, pid_t program)
 {
 	const mms_log_info_t *info = &r->info;
@@ -406,9 +420,7 @@ static void print_other_log(const char *name, const struct log_result *r, pid_t 
 	inherited = r->fork.state == MMS_FORK_INHERITED
 			    ? xasprintf(" (%" PRIu64 " of them inherited)", r->sum.inherited_live_blocks[MMS_MEM_HOST])
 			    : xstrdup("");
-	bad = r->sum.unmatched_frees ? xasprintf("; %" PRIu64 " free%s of no live block", r->sum.unmatched_frees,
-						 r->sum.unmatched_frees == 1 ? "" : "s")
-				     : xstrdup("");
+	bad = bad_frees_note(&r->sum);
 	fprintf(stderr,
 		"  also %s: pid %" PRIu64 "%s%s, %s: %" PRIu64 " events, %" PRIu64 " heap block%s "
 		"(%s) live at %s%s%s%s%s%s\n",

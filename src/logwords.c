@@ -168,9 +168,30 @@ static const char *bad_free_memory(const mms_bad_free_t *b)
 	return mms_mem_kind_name(b->mem) ? mms_mem_kind_name(b->mem) : "HOST";
 }
 
+/* A function of a mismatched free, by name. */
+static const char *alloc_fn(unsigned fn)
+{
+	const char *s = mms_alloc_func_name(fn);
+
+	return s ? s : "?";
+}
+
+static const char *free_fn(unsigned fn)
+{
+	const char *s = mms_free_func_name(fn);
+
+	return s ? s : "?";
+}
+
 const char *log_bad_free_text(const mms_bad_free_t *b, char *buf, size_t cap)
 {
-	if (b->freed_event != UINT64_MAX)
+	if (b->kind == MMS_BAD_FREE_MISMATCHED)
+		snprintf(buf, cap,
+			 "%s of a block allocated by %s (%s 0x%" PRIx64 ", %" PRIu64
+			 " bytes, allocated at event %" PRIu64 ")",
+			 free_fn(b->free_fn), alloc_fn(b->alloc_fn), bad_free_memory(b), b->addr, b->size,
+			 b->alloc_event);
+	else if (b->freed_event != UINT64_MAX)
 		snprintf(buf, cap,
 			 "double free of a block freed at event %" PRIu64 " (%s 0x%" PRIx64 ", %" PRIu64
 			 " bytes, allocated at event %" PRIu64 ")",
@@ -181,54 +202,68 @@ const char *log_bad_free_text(const mms_bad_free_t *b, char *buf, size_t cap)
 	return buf;
 }
 
-const char *log_bad_frees_count(uint64_t double_frees, uint64_t invalid_frees, char *buf, size_t cap)
+const char *log_bad_frees_count(const struct log_bad_frees *b, char *buf, size_t cap)
 {
 	int n = 0;
 
 	buf[0] = 0;
-	if (double_frees)
-		n = snprintf(buf, cap, "%" PRIu64 " double free%s", double_frees, double_frees == 1 ? "" : "s");
-	if (invalid_frees && n >= 0 && (size_t)n < cap)
-		snprintf(buf + n, cap - (size_t)n, "%s%" PRIu64 " free%s of an address that is not a live block",
-			 n ? ", " : "", invalid_frees, invalid_frees == 1 ? "" : "s");
+	if (b->double_frees)
+		n = snprintf(buf, cap, "%" PRIu64 " double free%s", b->double_frees, b->double_frees == 1 ? "" : "s");
+	if (b->invalid_frees && n >= 0 && (size_t)n < cap)
+		n += snprintf(buf + n, cap - (size_t)n, "%s%" PRIu64 " free%s of an address that is not a live block",
+			      n ? ", " : "", b->invalid_frees, b->invalid_frees == 1 ? "" : "s");
+	if (b->mismatched_frees && n >= 0 && (size_t)n < cap)
+		snprintf(buf + n, cap - (size_t)n, "%s%" PRIu64 " mismatched free%s", n ? ", " : "",
+			 b->mismatched_frees, b->mismatched_frees == 1 ? "" : "s");
 	return buf;
 }
 
-void log_print_bad_frees(FILE *f, const char *indent, int width, uint64_t double_frees, uint64_t invalid_frees,
-			 const mms_bad_free_t *list, size_t n)
+void log_print_bad_frees(FILE *f, const char *indent, int width, const struct log_bad_frees *b)
 {
-	char count[128], what[160], ev[32];
-	uint64_t total = double_frees + invalid_frees;
+	char count[192], what[160], ev[32];
+	uint64_t total = log_bad_frees_total(b);
 
+	if (!total)
+		return;
 	fprintf(f, "%s%-*s %" PRIu64 ": %s\n", indent, width, "bad frees", total,
-		log_bad_frees_count(double_frees, invalid_frees, count, sizeof(count)));
-	for (size_t i = 0; i < n; i++) {
-		snprintf(ev, sizeof(ev), "event %" PRIu64, list[i].event);
+		log_bad_frees_count(b, count, sizeof(count)));
+	for (size_t i = 0; i < b->n; i++) {
+		snprintf(ev, sizeof(ev), "event %" PRIu64, b->list[i].event);
 		fprintf(f, "%s  %-*s %s, thread %" PRIu32 "\n", indent, width - 2, ev,
-			log_bad_free_text(&list[i], what, sizeof(what)), list[i].thread);
+			log_bad_free_text(&b->list[i], what, sizeof(what)), b->list[i].thread);
 	}
-	if (total > n)
-		fprintf(f, "%s  ... and %" PRIu64 " more\n", indent, total - n);
+	if (total > b->n)
+		fprintf(f, "%s  ... and %" PRIu64 " more\n", indent, total - b->n);
 }
 
-void log_json_bad_frees(FILE *f, uint64_t double_frees, uint64_t invalid_frees, const mms_bad_free_t *list, size_t n)
+void log_json_bad_frees(FILE *f, const struct log_bad_frees *bf)
 {
-	fprintf(f, "\"double_frees\":%" PRIu64 ",\"invalid_frees\":%" PRIu64 ",\"bad_frees\":[", double_frees,
-		invalid_frees);
-	for (size_t i = 0; i < n; i++) {
-		const mms_bad_free_t *b = &list[i];
+	static const char *const kinds[] = { [MMS_BAD_FREE_DOUBLE] = "double_free",
+					     [MMS_BAD_FREE_INVALID] = "invalid_free",
+					     [MMS_BAD_FREE_MISMATCHED] = "mismatched_free" };
+
+	fprintf(f,
+		"\"double_frees\":%" PRIu64 ",\"invalid_frees\":%" PRIu64 ",\"mismatched_frees\":%" PRIu64
+		",\"bad_frees\":[",
+		bf->double_frees, bf->invalid_frees, bf->mismatched_frees);
+	for (size_t i = 0; i < bf->n; i++) {
+		const mms_bad_free_t *b = &bf->list[i];
 		const char *mem = bad_free_memory(b);
+		unsigned kind = b->kind <= MMS_BAD_FREE_MISMATCHED && b->kind ? b->kind : MMS_BAD_FREE_INVALID;
 
 		fprintf(f,
 			"%s{\"event\":%" PRIu64 ",\"kind\":\"%s\",\"addr\":\"0x%" PRIx64 "\",\"memory\":", i ? "," : "",
-			b->event, b->freed_event != UINT64_MAX ? "double_free" : "invalid_free", b->addr);
+			b->event, kinds[kind], b->addr);
 		json_put_string(f, mem, strlen(mem));
 		fprintf(f, ",\"thread\":%" PRIu32, b->thread);
-		if (b->freed_event != UINT64_MAX)
-			fprintf(f,
-				",\"freed_at_event\":%" PRIu64 ",\"alloc_event\":%" PRIu64 ",\"bytes\":%" PRIu64
-				",\"stack\":%" PRIu32,
-				b->freed_event, b->alloc_event, b->size, b->stack);
+		if (kind == MMS_BAD_FREE_DOUBLE)
+			fprintf(f, ",\"freed_at_event\":%" PRIu64, b->freed_event);
+		if (kind != MMS_BAD_FREE_INVALID)
+			fprintf(f, ",\"alloc_event\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"stack\":%" PRIu32,
+				b->alloc_event, b->size, b->stack);
+		if (kind == MMS_BAD_FREE_MISMATCHED)
+			fprintf(f, ",\"alloc_fn\":\"%s\",\"free_fn\":\"%s\",\"free_stack\":%" PRIu32,
+				alloc_fn(b->alloc_fn), free_fn(b->free_fn), b->free_stack);
 		fputc('}', f);
 	}
 	fputc(']', f);

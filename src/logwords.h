@@ -65,28 +65,44 @@ const char *log_live_when(const mms_log_info_t *in, char *buf, size_t cap);
  * replayed; null when it reads the whole log), without a comma after. */
 void log_json_end(FILE *f, const mms_log_info_t *in);
 
-/* A free that freed no live block, in words: "double free of a block
- * freed at event N (0x1000, 30 bytes, allocated at event M)" or "free of
- * an address that is not a live block (0xdead0)". Returns buf (160 bytes
- * are enough). */
+/* A bad free in words: "double free of a block freed at event N (0x1000,
+ * 30 bytes, allocated at event M)", "free of an address that is not a
+ * live block (0xdead0)" or "delete of a block allocated by new[] (HOST
+ * 0x1000, 40 bytes, allocated at event M)". Returns buf (160 bytes are
+ * enough). */
 const char *log_bad_free_text(const mms_bad_free_t *b, char *buf, size_t cap);
 
-/* The counts of both kinds: "1 double free, 2 frees of an address that is
- * not a live block". Returns buf (128 bytes are enough). */
-const char *log_bad_frees_count(uint64_t double_frees, uint64_t invalid_frees, char *buf, size_t cap);
+/* The counts of the bad frees of a log, and the first of them. */
+struct log_bad_frees {
+	uint64_t double_frees, invalid_frees, mismatched_frees;
+	const mms_bad_free_t *list;
+	size_t n;
+};
 
-/* Prints the lines of a summary about the frees of no live block: the
- * label "bad frees" (indented, in a column width wide), their number and
- * the counts of each kind, then a line per free kept with its event, and
- * how many more there were. */
-void log_print_bad_frees(FILE *f, const char *indent, int width, uint64_t double_frees, uint64_t invalid_frees,
-			 const mms_bad_free_t *list, size_t n);
+/* The counts of each kind: "1 double free, 2 frees of an address that is
+ * not a live block, 1 mismatched free". Returns buf (192 bytes are
+ * enough). */
+const char *log_bad_frees_count(const struct log_bad_frees *b, char *buf, size_t cap);
+
+/* All bad frees: double, invalid and mismatched. */
+static inline uint64_t log_bad_frees_total(const struct log_bad_frees *b)
+{
+	return b->double_frees + b->invalid_frees + b->mismatched_frees;
+}
+
+/* Prints the lines of a summary about the bad frees: the label "bad
+ * frees" (indented, in a column width wide), their number and the counts
+ * of each kind, then a line per free kept with its event, and how many
+ * more there were. Nothing when there are none. */
+void log_print_bad_frees(FILE *f, const char *indent, int width, const struct log_bad_frees *b);
 
 /* Writes the JSON members "double_frees":N,"invalid_frees":M,
- * "bad_frees":[...] (the first n, each with event, kind "double_free" or
- * "invalid_free", addr, memory, thread, and for a double free
- * freed_at_event, alloc_event, bytes, stack), without a comma after. */
-void log_json_bad_frees(FILE *f, uint64_t double_frees, uint64_t invalid_frees, const mms_bad_free_t *list, size_t n);
+ * "mismatched_frees":K,"bad_frees":[...] (the first n, each with event,
+ * kind "double_free", "invalid_free" or "mismatched_free", addr, memory,
+ * thread; for a double free freed_at_event; for a double or mismatched
+ * one alloc_event, bytes, stack; for a mismatched one alloc_fn and
+ * free_fn ("new[]", "delete") and free_stack), without a comma after. */
+void log_json_bad_frees(FILE *f, const struct log_bad_frees *b);
 
 /* The CUDA devices whose device memory log's recording kept (the
  * launcher's --device), as "cuda:1,cuda:3" into buf (64 * 9 bytes hold

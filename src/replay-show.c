@@ -41,18 +41,9 @@ const char *show_mem_name(unsigned mem)
 /* The function behind a memory event: malloc, realloc, munmap, ... */
 const char *show_alloc_fn_name(unsigned fn)
 {
-	static const char *const allocs[] = {
-		[MMS_FN_MALLOC] = "malloc",
-		[MMS_FN_CALLOC] = "calloc",
-		[MMS_FN_REALLOC] = "realloc",
-		[MMS_FN_POSIX_MEMALIGN] = "posix_memalign",
-		[MMS_FN_ALIGNED_ALLOC] = "aligned_alloc",
-		[MMS_FN_MEMALIGN] = "memalign",
-		[MMS_FN_VALLOC] = "valloc",
-		[MMS_FN_PVALLOC] = "pvalloc",
-	};
+	const char *name = mms_alloc_func_name(fn);
 
-	return fn < sizeof(allocs) / sizeof(*allocs) ? allocs[fn] : "alloc";
+	return name ? name : "alloc";
 }
 
 const char *show_dev_fn_name(unsigned kind, unsigned sub)
@@ -93,7 +84,14 @@ const char *show_fn_name(const mms_event_t *ev)
 		return ev->kind == MMS_EV_MALLOC ? "pool_alloc" : "pool_free";
 	if (ev->kind == MMS_EV_MALLOC)
 		return show_alloc_fn_name(ev->sub);
-	return ev->sub == MMS_FN_REALLOC_FREE ? "realloc" : "free";
+	return show_free_fn_name(ev->sub);
+}
+
+const char *show_free_fn_name(unsigned fn)
+{
+	const char *name = mms_free_func_name(fn);
+
+	return name ? name : "free";
 }
 
 static const char *sub_name(const mms_event_t *ev)

@@ -52,6 +52,9 @@ const char *show_mem_name(unsigned mem);
 const char *show_fn_name(const mms_event_t *ev);
 /* An allocating function (enum mms_alloc_func) by name: "malloc", ... */
 const char *show_alloc_fn_name(unsigned fn);
+/* A releasing function (enum mms_free_func) by name: "free", "realloc",
+ * "delete", "delete[]". */
+const char *show_free_fn_name(unsigned fn);
 /* The driver call behind a DEVICE event of kind (MALLOC, FREE, ALLOC_FAIL)
  * and sub (enum mms_device_sub): cuMemAlloc, cuMemFreeAsync, ... */
 const char *show_dev_fn_name(unsigned kind, unsigned sub);

@@ -260,6 +260,9 @@ and bytes and the peak so far, and the watches and breaks set."""
                 fmt.human_bytes(w.peak_bytes)))
             if w.double_frees:
                 gdb.write("  double frees: %d (`memscope block ADDR' shows them)\n" % w.double_frees)
+            if w.mismatched_frees:
+                gdb.write("  mismatched frees: %d (delete of new[], free of new, ...: `msmemscope-replay %s "
+                          "--summary' lists them)\n" % (w.mismatched_frees, log.path))
             if info.lost_events:
                 gdb.write("  lost events: %d (signal handlers that allocated inside a hook)\n" % info.lost_events)
             for line in fmt.log_warnings(info):
@@ -501,13 +504,26 @@ to run the program again (not in batch mode, where gdb cannot ask).
     @staticmethod
     def double_free_note(path, n):
         """After event n, when it frees a block freed before (with no
-        allocation at its address in between): says it is a double free."""
+        allocation at its address in between): says it is a double free;
+        when it frees a heap block with a function of another family than
+        its allocation's (delete of new[]): says it is a mismatched free."""
         with replaylib.Log(path) as log:
             ev = log.event_at(n)
             if ev is None or ev[0] != replaylib.EV_FREE:
                 return
             with replaylib.Replay(log, forward_only=False) as r:
-                if r.seek(n) or r.block_at(ev[1]) is not None:
+                if r.seek(n):
+                    return
+                live = r.block_at(ev[1])
+                if live is not None:
+                    if (ev[3] == replaylib.MEM_HOST and live.addr == ev[1] and
+                            replaylib.alloc_family(live.fn) != replaylib.free_family(ev[2])):
+                        gdb.write("memscope: event #%d is a mismatched free: %s of block 0x%x (%s, allocation %d), "
+                                  "which %s allocated at event #%d.\n" % (
+                                      n, replaylib.FREE_FNS[ev[2]] if ev[2] < len(replaylib.FREE_FNS) else "?",
+                                      live.addr, fmt.exact_bytes(live.size), live.alloc_id,
+                                      replaylib.ALLOC_FNS[live.fn] if live.fn < len(replaylib.ALLOC_FNS) else "?",
+                                      live.alloc_event))
                     return
                 b = r.freed_block_at(ev[1])
         if b is not None and b.addr == ev[1] and b.free_event < n:

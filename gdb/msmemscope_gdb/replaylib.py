@@ -25,6 +25,20 @@ EV_SYSTEM, EV_MALLOC, EV_FREE, EV_ACCESS, EV_OP_LAUNCH, EV_KERNEL_LAUNCH, EV_MST
 # enum mms_mem_kind
 MEM_HOST, MEM_MMAP, MEM_POOL, MEM_DEVICE, MEM_KIND_COUNT = range(5)
 MEM_NAMES = ("HOST", "MMAP", "POOL", "DEVICE")
+# enum mms_alloc_func and enum mms_free_func by name (mms_alloc_func_name()).
+ALLOC_FNS = ("malloc", "calloc", "realloc", "posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc",
+             "new", "new[]")
+FREE_FNS = ("free", "realloc", "delete", "delete[]")
+
+
+def alloc_family(fn):
+    """0 the malloc family, 1 new and delete, 2 new[] and delete[]
+    (replay/core/state-int.h)."""
+    return fn - 7 if fn >= 8 else 0
+
+
+def free_family(fn):
+    return fn - 1 if fn >= 2 else 0
 
 
 class Event(ctypes.Structure):
@@ -70,7 +84,8 @@ class Where(ctypes.Structure):
     _fields_ = [("position", u64), ("events", u64), ("step", u64), ("in_step", c_int), ("op_launches", u64),
                 ("kernel_launches", u64), ("op", c_char_p), ("op_launch", u64), ("thread", u32),
                 ("mem", KindSummary * MEM_KIND_COUNT), ("live_bytes", u64), ("peak_bytes", u64),
-                ("unmatched_frees", u64), ("double_allocs", u64), ("double_frees", u64), ("invalid_frees", u64)]
+                ("unmatched_frees", u64), ("double_allocs", u64), ("double_frees", u64), ("invalid_frees", u64),
+                ("mismatched_frees", u64)]
 
 
 CONFIG_STEPS_MAX, CONFIG_NAME_MAX = 5, 64
@@ -361,14 +376,14 @@ class Log:
         return out
 
     def event_at(self, n):
-        """(kind, addr) of event n, or None."""
+        """(kind, addr, sub, mem) of event n, or None."""
         it, ev = c_void_p(), Event()
         if _lib.mms_iter_open(self.h, ctypes.byref(it)):
             return None
         try:
             while _lib.mms_iter_next(it, ctypes.byref(ev)) == 1:
                 if ev.id == n:
-                    return ev.kind, ev.addr
+                    return ev.kind, ev.addr, ev.sub, ev.mem
         finally:
             _lib.mms_iter_close(it)
         return None

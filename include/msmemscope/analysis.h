@@ -209,7 +209,8 @@ typedef struct mms_leaks {
 	mms_leak_step_t *steps;   /* every step of the log, in order */
 	size_t nsteps;
 	uint64_t double_frees, invalid_frees; /* frees of no live block, as in the summary */
-	mms_bad_free_t bad_frees[MMS_BAD_FREES_KEPT]; /* the first of them, in log order */
+	uint64_t mismatched_frees;            /* heap blocks released by another family's function */
+	mms_bad_free_t bad_frees[MMS_BAD_FREES_KEPT]; /* the first of the three, in log order */
 	size_t nbad_frees;
 	uint64_t events;          /* events replayed */
 	int stop_rc;              /* the damage that ended the replay early, or 0 */

@@ -218,18 +218,30 @@ enum mms_system_sub {
 enum mms_alloc_func {
 	MMS_FN_MALLOC = 0,
 	MMS_FN_CALLOC = 1,
-	MMS_FN_REALLOC = 2,       /* the new block of a realloc or reallocarray */
+	MMS_FN_REALLOC = 2, /* the new block of a realloc or reallocarray */
 	MMS_FN_POSIX_MEMALIGN = 3,
 	MMS_FN_ALIGNED_ALLOC = 4,
 	MMS_FN_MEMALIGN = 5,
 	MMS_FN_VALLOC = 6,
 	MMS_FN_PVALLOC = 7,
+	MMS_FN_NEW = 8,       /* C++ operator new (format 16), all its forms */
+	MMS_FN_NEW_ARRAY = 9, /* operator new[] (format 16) */
 };
 
 enum mms_free_func {
 	MMS_FN_FREE = 0,
-	MMS_FN_REALLOC_FREE = 1,  /* the old block of a realloc that moved or shrank to 0 */
+	MMS_FN_REALLOC_FREE = 1, /* the old block of a realloc that moved or shrank to 0 */
+	MMS_FN_DELETE = 2,       /* C++ operator delete (format 16), all its forms */
+	MMS_FN_DELETE_ARRAY = 3, /* operator delete[] (format 16) */
 };
+
+/* A function of the malloc family or a C++ operator by name: "malloc",
+ * "calloc", ..., "new", "new[]" (enum mms_alloc_func; the operators in
+ * all their forms: aligned, nothrow); "free", "realloc", "delete",
+ * "delete[]" (enum mms_free_func; sized ones too). NULL for an unknown
+ * one. */
+const char *mms_alloc_func_name(unsigned fn);
+const char *mms_free_func_name(unsigned fn);
 
 enum mms_access_sub { MMS_ACC_UNKNOWN = 0, MMS_ACC_READ = 1, MMS_ACC_WRITE = 2 };
 enum mms_op_sub { MMS_OP_START = 0, MMS_OP_END = 1 };

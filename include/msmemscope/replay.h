@@ -96,6 +96,8 @@ typedef struct mms_where {
 	uint64_t unmatched_frees;
 	uint64_t double_allocs;
 	uint64_t double_frees, invalid_frees; /* unmatched_frees, told apart */
+	uint64_t mismatched_frees;            /* heap blocks released by another family's function
+	                              (delete of new[], free of new, ...; format 16) */
 } mms_where_t;
 
 /* Options of mms_replay_open_ex(); zero means the default. */

@@ -23,10 +23,21 @@ typedef struct mms_kind_summary {
 	uint64_t live_bytes;
 } mms_kind_summary_t;
 
+/* What a bad free was. */
+enum mms_bad_free_kind {
+	MMS_BAD_FREE_DOUBLE = 1,     /* of a block freed before */
+	MMS_BAD_FREE_INVALID = 2,    /* of an address that is no live block */
+	MMS_BAD_FREE_MISMATCHED = 3, /* of a live heap block, by a function of another
+	                                family than its allocation's (format 16: delete
+	                                of a block of new[] or malloc, free or realloc of
+	                                one of new, delete[] of one of new, ...) */
+};
+
 /* A free that freed no live block: a double free (the block was freed
  * before, at freed_event), or a free of an address that is no live block
  * as far as the log shows (the earlier free, if any, is not known: the
- * reader remembers the last few thousand frees only). */
+ * reader remembers the last few thousand frees only); or a free of a
+ * live heap block by the wrong family's function (the block is freed). */
 typedef struct mms_bad_free {
 	uint64_t event;           /* the FREE event */
 	uint64_t addr;
@@ -36,9 +47,14 @@ typedef struct mms_bad_free {
 	                             mms_log_close()), or NULL */
 	uint64_t freed_event;     /* a double free: the FREE event that freed the block
 	                             first; UINT64_MAX for any other bad free */
-	uint64_t alloc_event;     /* a double free: the block's MALLOC event */
-	uint64_t size;            /* a double free: the block's size */
-	uint32_t stack;           /* a double free: the block's allocation stack */
+	uint64_t alloc_event;     /* a double or mismatched free: the block's MALLOC event */
+	uint64_t size;            /* a double or mismatched free: the block's size */
+	uint32_t stack;           /* a double or mismatched free: the block's allocation stack */
+	unsigned kind;            /* enum mms_bad_free_kind */
+	unsigned alloc_fn;        /* a mismatched free: the block's allocating function
+	                             (enum mms_alloc_func) */
+	unsigned free_fn;         /* and the releasing one (enum mms_free_func) */
+	uint32_t free_stack;      /* the stack of the bad free's call (0: none recorded) */
 } mms_bad_free_t;
 
 /* Bad frees a summary or a leaks report keeps, the first in log order;
@@ -64,7 +80,10 @@ typedef struct mms_summary {
 	uint64_t double_frees;                    /* frees of a block freed before */
 	uint64_t invalid_frees;                   /* frees of an address that is no live block
 	                                             (nor a block freed lately) */
-	mms_bad_free_t bad_frees[MMS_BAD_FREES_KEPT]; /* the first of both, in log order */
+	uint64_t mismatched_frees;                /* heap blocks released by another family's
+	                                             function (format 16; not in
+	                                             unmatched_frees: the block is freed) */
+	mms_bad_free_t bad_frees[MMS_BAD_FREES_KEPT]; /* the first of the three, in log order */
 	size_t nbad_frees;
 	/* Blocks live at the end that the runtimes (C, C++, CPython, perl, Node.js, the JVM, CUDA) keep
 	 * for themselves (counted in mem[].live_blocks and live_bytes too):

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* badfree.c: what a free of no live block was: a double free when the
  * address is among the state's recent frees and was not handed out again
- * since, else an invalid free; and the summary's list of them. The ring of
+ * since, else an invalid free; a heap block's release by a function of
+ * another family than the one that allocated it (mismatched); and the
+ * summary's list of them all. The ring of
  * recent frees is filled by state.c at every free; it is indexed by
  * address here, at the first free that needs it. */
 #include <errno.h>
@@ -74,13 +76,26 @@ int mms__state_free_unmatched(struct mms__state *st, const mms_event_t *ev, cons
 	st->unmatched_frees++;
 	if (f && f->mem == ev->mem && (f->pool == pool || (f->pool && pool && !strcmp(f->pool, pool)))) {
 		st->double_frees++;
-		st->last_bad_free = 1;
+		st->last_bad_free = MMS_BAD_FREE_DOUBLE;
 		st->bad_prev = *f;
 	} else {
 		st->invalid_frees++;
-		st->last_bad_free = 2;
+		st->last_bad_free = MMS_BAD_FREE_INVALID;
 	}
 	return 0;
+}
+
+void mms__state_free_mismatched(struct mms__state *st, const struct mms__blk *b)
+{
+	st->mismatched_frees++;
+	st->last_bad_free = MMS_BAD_FREE_MISMATCHED;
+	memset(&st->bad_prev, 0, sizeof(st->bad_prev));
+	st->bad_prev.addr = b->addr;
+	st->bad_prev.size = b->size;
+	st->bad_prev.alloc_event = b->alloc_event;
+	st->bad_prev.stack = b->stack;
+	st->bad_prev.mem = b->mem;
+	st->bad_alloc_fn = b->fn;
 }
 
 void mms__state_bad_free(const struct mms__state *st, const mms_event_t *ev, mms_bad_free_t *list, size_t *n,
@@ -98,10 +113,17 @@ void mms__state_bad_free(const struct mms__state *st, const mms_event_t *ev, mms
 	b->mem = ev->mem;
 	b->pool = ev->mem == MMS_MEM_POOL ? (ev->name ? ev->name : "") : NULL;
 	b->freed_event = UINT64_MAX;
-	if (st->last_bad_free == 1) {
-		b->freed_event = st->bad_prev.free_event;
+	b->kind = (unsigned)st->last_bad_free;
+	b->free_stack = ev->stack;
+	if (st->last_bad_free != MMS_BAD_FREE_INVALID) {
+		if (st->last_bad_free == MMS_BAD_FREE_DOUBLE)
+			b->freed_event = st->bad_prev.free_event;
 		b->alloc_event = st->bad_prev.alloc_event;
 		b->size = st->bad_prev.size;
 		b->stack = st->bad_prev.stack;
+	}
+	if (st->last_bad_free == MMS_BAD_FREE_MISMATCHED) {
+		b->alloc_fn = st->bad_alloc_fn;
+		b->free_fn = ev->sub;
 	}
 }

@@ -73,11 +73,14 @@ static inline unsigned mms__word_u(const uint8_t *p, uint64_t *out)
 #endif
 
 /* For mms__decode_heap(): the varints after the tag of each heap record
- * (stamp delta first), per the format's rows FREE "a", ALLOC "auu" and
- * ALLOC_RT "auuu"; 0 for the other tags. FREE_STACK "au" is
+ * (stamp delta first), per the format's rows FREE "a", ALLOC and ALLOC_CXX
+ * "auu", ALLOC_RT and ALLOC_CXX_RT "auuu"; 0 for the other tags. FREE_STACK "au" is
  * 3 | MMS__HEAP_FREE: its third varint is the stack. */
 #define MMS__HEAP_FREE 0x80
 extern const uint8_t mms__heap_fields[256];
+/* And their sub-codes (enum mms_alloc_fn, enum mms_free_fn): the tag's
+ * low three bits, four for a C++ operator's ALLOC (ALLOC_CXX). */
+extern const uint8_t mms__heap_sub[256];
 
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 /* One varint at *pp into *v, advancing *pp: those of one to three bytes
@@ -160,7 +163,7 @@ static inline __attribute__((always_inline)) int mms__decode_heap_to(struct mms_
 	ev->stamp = c->stamp + delta;
 	ev->thread = c->thread;
 	ev->kind = is_free ? MMS_EV_FREE : MMS_EV_MALLOC;
-	ev->sub = (uint16_t)(tag & 7);
+	ev->sub = mms__heap_sub[tag];
 	ev->addr = c->prev_addr + (uint64_t)mms_unzigzag(zz);
 	ev->size = size;
 	ev->stack = (uint32_t)stack;

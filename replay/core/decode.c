@@ -16,9 +16,11 @@ _Static_assert(SAME(MMS_FN_MALLOC, MMS_ALLOC_MALLOC) && SAME(MMS_FN_CALLOC, MMS_
 		       SAME(MMS_FN_POSIX_MEMALIGN, MMS_ALLOC_POSIX_MEMALIGN) &&
 		       SAME(MMS_FN_ALIGNED_ALLOC, MMS_ALLOC_ALIGNED_ALLOC) &&
 		       SAME(MMS_FN_MEMALIGN, MMS_ALLOC_MEMALIGN) && SAME(MMS_FN_VALLOC, MMS_ALLOC_VALLOC) &&
-		       SAME(MMS_FN_PVALLOC, MMS_ALLOC_PVALLOC),
+		       SAME(MMS_FN_PVALLOC, MMS_ALLOC_PVALLOC) && SAME(MMS_FN_NEW, MMS_ALLOC_NEW) &&
+		       SAME(MMS_FN_NEW_ARRAY, MMS_ALLOC_NEW_ARRAY),
 	       "enum mms_alloc_func is enum mms_alloc_fn");
-_Static_assert(SAME(MMS_FN_FREE, MMS_FREE_FREE) && SAME(MMS_FN_REALLOC_FREE, MMS_FREE_REALLOC),
+_Static_assert(SAME(MMS_FN_FREE, MMS_FREE_FREE) && SAME(MMS_FN_REALLOC_FREE, MMS_FREE_REALLOC) &&
+		       SAME(MMS_FN_DELETE, MMS_FREE_DELETE) && SAME(MMS_FN_DELETE_ARRAY, MMS_FREE_DELETE_ARRAY),
 	       "enum mms_free_func is enum mms_free_fn");
 _Static_assert(SAME(MMS_ACC_UNKNOWN, MMS_ACCESS_UNKNOWN) && SAME(MMS_ACC_READ, MMS_ACCESS_READ) &&
 		       SAME(MMS_ACC_WRITE, MMS_ACCESS_WRITE),
@@ -51,6 +53,36 @@ MMS__EXPORT const char *mms_device_sub_name(unsigned sub)
 	return sub < MMS_DEVICE_SUB_COUNT ? names[sub] : NULL;
 }
 
+MMS__EXPORT const char *mms_alloc_func_name(unsigned fn)
+{
+	static const char *const names[] = {
+		[MMS_FN_MALLOC] = "malloc",
+		[MMS_FN_CALLOC] = "calloc",
+		[MMS_FN_REALLOC] = "realloc",
+		[MMS_FN_POSIX_MEMALIGN] = "posix_memalign",
+		[MMS_FN_ALIGNED_ALLOC] = "aligned_alloc",
+		[MMS_FN_MEMALIGN] = "memalign",
+		[MMS_FN_VALLOC] = "valloc",
+		[MMS_FN_PVALLOC] = "pvalloc",
+		[MMS_FN_NEW] = "new",
+		[MMS_FN_NEW_ARRAY] = "new[]",
+	};
+
+	return fn < sizeof(names) / sizeof(*names) ? names[fn] : NULL;
+}
+
+MMS__EXPORT const char *mms_free_func_name(unsigned fn)
+{
+	static const char *const names[] = {
+		[MMS_FN_FREE] = "free",
+		[MMS_FN_REALLOC_FREE] = "realloc",
+		[MMS_FN_DELETE] = "delete",
+		[MMS_FN_DELETE_ARRAY] = "delete[]",
+	};
+
+	return fn < sizeof(names) / sizeof(*names) ? names[fn] : NULL;
+}
+
 /* Field layout per tag byte: 'u' unsigned varint, 'a' zigzag address
  * delta, 's' string. NULL marks a tag this version does not know. */
 static const char *const layouts[256] = {
@@ -65,15 +97,16 @@ static const char *const layouts[256] = {
 	[MMS_TAG_PYCODE] = "ussu",
 	[MMS_TAG_REACH_REGIONS] = "s",
 	[MMS_TAG_REACH_REFS] = "s",
-	[MMS_TAG_ALLOC + MMS_ALLOC_MALLOC ... MMS_TAG_ALLOC + MMS_ALLOC_PVALLOC] = "auu",
-	[MMS_TAG_FREE + MMS_FREE_FREE ... MMS_TAG_FREE + MMS_FREE_REALLOC] = "a",
+	[MMS_TAG_ALLOC + MMS_ALLOC_MALLOC... MMS_TAG_ALLOC + MMS_ALLOC_PVALLOC] = "auu",
+	[MMS_TAG_ALLOC_CXX... MMS_TAG_ALLOC_CXX + 1] = "auu",
+	[MMS_TAG_FREE + MMS_FREE_FREE... MMS_TAG_FREE + MMS_FREE_DELETE_ARRAY] = "a",
 	[MMS_TAG_MMAP] = "auuu",
 	[MMS_TAG_MMAP_RT] = "auuuu",
 	[MMS_TAG_MUNMAP] = "au",
 	[MMS_TAG_MPROTECT] = "auuu",
 	[MMS_TAG_POOL_ALLOC] = "uauuuu",
 	[MMS_TAG_POOL_FREE] = "uauuu",
-	[MMS_TAG_ACCESS + MMS_ACCESS_UNKNOWN ... MMS_TAG_ACCESS + MMS_ACCESS_WRITE] = "au",
+	[MMS_TAG_ACCESS + MMS_ACCESS_UNKNOWN... MMS_TAG_ACCESS + MMS_ACCESS_WRITE] = "au",
 	[MMS_TAG_OP_BEGIN] = "u",
 	[MMS_TAG_OP_END] = "",
 	[MMS_TAG_KERNEL] = "u",
@@ -81,26 +114,27 @@ static const char *const layouts[256] = {
 	[MMS_TAG_MARK] = "u",
 	[MMS_TAG_RANGE_START] = "uu",
 	[MMS_TAG_RANGE_END] = "u",
-	[MMS_TAG_STEP + MMS_STEP_BY_PROGRAM ... MMS_TAG_STEP + MMS_STEP_BY_OPTIMIZER] = "",
+	[MMS_TAG_STEP + MMS_STEP_BY_PROGRAM... MMS_TAG_STEP + MMS_STEP_BY_OPTIMIZER] = "",
 	[MMS_TAG_OWNER_PUSH] = "u",
 	[MMS_TAG_OWNER_POP] = "",
 	[MMS_TAG_OWNER_TAG] = "au",
 	[MMS_TAG_WATCH + MMS_WATCH_REGISTER] = "auu",
-	[MMS_TAG_WATCH + MMS_WATCH_BEFORE ... MMS_TAG_WATCH + MMS_WATCH_AFTER] = "auuuuu",
+	[MMS_TAG_WATCH + MMS_WATCH_BEFORE... MMS_TAG_WATCH + MMS_WATCH_AFTER] = "auuuuu",
 	[MMS_TAG_COLLECT] = "u",
-	[MMS_TAG_SYSTEM + MMS_SYSTEM_INIT ... MMS_TAG_SYSTEM + MMS_SYSTEM_FINI] = "",
+	[MMS_TAG_SYSTEM + MMS_SYSTEM_INIT... MMS_TAG_SYSTEM + MMS_SYSTEM_FINI] = "",
 	[MMS_TAG_SYSTEM + MMS_SYSTEM_FORK] = "u",
-	[MMS_TAG_SYSTEM + MMS_SYSTEM_SWEEP_BEGIN ... MMS_TAG_SYSTEM + MMS_SYSTEM_SWEEP_END] = "",
-	[MMS_TAG_ALLOC_RT + MMS_ALLOC_MALLOC ... MMS_TAG_ALLOC_RT + MMS_ALLOC_PVALLOC] = "auuu",
+	[MMS_TAG_SYSTEM + MMS_SYSTEM_SWEEP_BEGIN... MMS_TAG_SYSTEM + MMS_SYSTEM_SWEEP_END] = "",
+	[MMS_TAG_ALLOC_RT + MMS_ALLOC_MALLOC... MMS_TAG_ALLOC_RT + MMS_ALLOC_PVALLOC] = "auuu",
+	[MMS_TAG_ALLOC_CXX_RT... MMS_TAG_ALLOC_CXX_RT + 1] = "auuu",
 	[MMS_TAG_GUARD + MMS_GUARD_CHECK] = "",
-	[MMS_TAG_GUARD + MMS_GUARD_OVERFLOW ... MMS_TAG_GUARD + MMS_GUARD_MISMATCHED_FREE] = "auuuuuu",
-	[MMS_TAG_FREE_STACK + MMS_FREE_FREE ... MMS_TAG_FREE_STACK + MMS_FREE_REALLOC] = "au",
-	[MMS_TAG_DEV_ALLOC + MMS_DEV_DEVICE ... MMS_TAG_DEV_ALLOC + MMS_DEV_ARRAY] = "auuu",
+	[MMS_TAG_GUARD + MMS_GUARD_OVERFLOW... MMS_TAG_GUARD + MMS_GUARD_MISMATCHED_FREE] = "auuuuuu",
+	[MMS_TAG_FREE_STACK + MMS_FREE_FREE... MMS_TAG_FREE_STACK + MMS_FREE_DELETE_ARRAY] = "au",
+	[MMS_TAG_DEV_ALLOC + MMS_DEV_DEVICE... MMS_TAG_DEV_ALLOC + MMS_DEV_ARRAY] = "auuu",
 	[MMS_TAG_DEV_ALLOC + MMS_DEV_VMM] = "auuu",
-	[MMS_TAG_DEV_FREE + MMS_DEV_DEVICE ... MMS_TAG_DEV_FREE + MMS_DEV_ARRAY] = "au",
+	[MMS_TAG_DEV_FREE + MMS_DEV_DEVICE... MMS_TAG_DEV_FREE + MMS_DEV_ARRAY] = "au",
 	[MMS_TAG_DEV_FREE + MMS_DEV_VMM] = "au",
-	[MMS_TAG_ALLOC_FAIL + MMS_ALLOC_MALLOC ... MMS_TAG_ALLOC_FAIL + MMS_ALLOC_PVALLOC] = "uuu",
-	[MMS_TAG_DEV_ALLOC_FAIL + MMS_DEV_DEVICE ... MMS_TAG_DEV_ALLOC_FAIL + MMS_DEV_ARRAY] = "uuu",
+	[MMS_TAG_ALLOC_FAIL + MMS_ALLOC_MALLOC... MMS_TAG_ALLOC_FAIL + MMS_ALLOC_PVALLOC] = "uuu",
+	[MMS_TAG_DEV_ALLOC_FAIL + MMS_DEV_DEVICE... MMS_TAG_DEV_ALLOC_FAIL + MMS_DEV_ARRAY] = "uuu",
 	[MMS_TAG_DEV_ALLOC_FAIL + MMS_DEV_VMM] = "uuu",
 };
 
@@ -109,15 +143,16 @@ static const char *const layouts[256] = {
  * which leaves the exit record (SYSTEM fini) to the slow path: the open
  * pass notes it. */
 static const uint8_t event_fields[256] = {
-	[MMS_TAG_ALLOC + MMS_ALLOC_MALLOC ... MMS_TAG_ALLOC + MMS_ALLOC_PVALLOC] = 1 + 3,
-	[MMS_TAG_FREE + MMS_FREE_FREE ... MMS_TAG_FREE + MMS_FREE_REALLOC] = 1 + 1,
+	[MMS_TAG_ALLOC + MMS_ALLOC_MALLOC... MMS_TAG_ALLOC + MMS_ALLOC_PVALLOC] = 1 + 3,
+	[MMS_TAG_ALLOC_CXX... MMS_TAG_ALLOC_CXX + 1] = 1 + 3,
+	[MMS_TAG_FREE + MMS_FREE_FREE... MMS_TAG_FREE + MMS_FREE_DELETE_ARRAY] = 1 + 1,
 	[MMS_TAG_MMAP] = 1 + 4,
 	[MMS_TAG_MMAP_RT] = 1 + 5,
 	[MMS_TAG_MUNMAP] = 1 + 2,
 	[MMS_TAG_MPROTECT] = 1 + 4,
 	[MMS_TAG_POOL_ALLOC] = 1 + 6,
 	[MMS_TAG_POOL_FREE] = 1 + 5,
-	[MMS_TAG_ACCESS + MMS_ACCESS_UNKNOWN ... MMS_TAG_ACCESS + MMS_ACCESS_WRITE] = 1 + 2,
+	[MMS_TAG_ACCESS + MMS_ACCESS_UNKNOWN... MMS_TAG_ACCESS + MMS_ACCESS_WRITE] = 1 + 2,
 	[MMS_TAG_OP_BEGIN] = 1 + 1,
 	[MMS_TAG_OP_END] = 1,
 	[MMS_TAG_KERNEL] = 1 + 1,
@@ -129,28 +164,34 @@ static const uint8_t event_fields[256] = {
 	[MMS_TAG_OWNER_POP] = 1,
 	/* Not OWNER_TAG: the open pass counts those (log.c). */
 	[MMS_TAG_WATCH + MMS_WATCH_REGISTER] = 1 + 3,
-	[MMS_TAG_WATCH + MMS_WATCH_BEFORE ... MMS_TAG_WATCH + MMS_WATCH_AFTER] = 1 + 6,
+	[MMS_TAG_WATCH + MMS_WATCH_BEFORE... MMS_TAG_WATCH + MMS_WATCH_AFTER] = 1 + 6,
 	[MMS_TAG_COLLECT] = 1 + 1,
 	[MMS_TAG_SYSTEM + MMS_SYSTEM_INIT] = 1,
 	[MMS_TAG_SYSTEM + MMS_SYSTEM_FORK] = 1 + 1,
-	[MMS_TAG_SYSTEM + MMS_SYSTEM_SWEEP_BEGIN ... MMS_TAG_SYSTEM + MMS_SYSTEM_SWEEP_END] = 1,
-	[MMS_TAG_ALLOC_RT + MMS_ALLOC_MALLOC ... MMS_TAG_ALLOC_RT + MMS_ALLOC_PVALLOC] = 1 + 4,
+	[MMS_TAG_SYSTEM + MMS_SYSTEM_SWEEP_BEGIN... MMS_TAG_SYSTEM + MMS_SYSTEM_SWEEP_END] = 1,
+	[MMS_TAG_ALLOC_RT + MMS_ALLOC_MALLOC... MMS_TAG_ALLOC_RT + MMS_ALLOC_PVALLOC] = 1 + 4,
+	[MMS_TAG_ALLOC_CXX_RT... MMS_TAG_ALLOC_CXX_RT + 1] = 1 + 4,
 	[MMS_TAG_GUARD + MMS_GUARD_CHECK] = 1,
-	[MMS_TAG_GUARD + MMS_GUARD_OVERFLOW ... MMS_TAG_GUARD + MMS_GUARD_MISMATCHED_FREE] = 1 + 7,
-	[MMS_TAG_FREE_STACK + MMS_FREE_FREE ... MMS_TAG_FREE_STACK + MMS_FREE_REALLOC] = 1 + 2,
-	[MMS_TAG_DEV_ALLOC + MMS_DEV_DEVICE ... MMS_TAG_DEV_ALLOC + MMS_DEV_ARRAY] = 1 + 4,
+	[MMS_TAG_GUARD + MMS_GUARD_OVERFLOW... MMS_TAG_GUARD + MMS_GUARD_MISMATCHED_FREE] = 1 + 7,
+	[MMS_TAG_FREE_STACK + MMS_FREE_FREE... MMS_TAG_FREE_STACK + MMS_FREE_DELETE_ARRAY] = 1 + 2,
+	[MMS_TAG_DEV_ALLOC + MMS_DEV_DEVICE... MMS_TAG_DEV_ALLOC + MMS_DEV_ARRAY] = 1 + 4,
 	[MMS_TAG_DEV_ALLOC + MMS_DEV_VMM] = 1 + 4,
-	[MMS_TAG_DEV_FREE + MMS_DEV_DEVICE ... MMS_TAG_DEV_FREE + MMS_DEV_ARRAY] = 1 + 2,
+	[MMS_TAG_DEV_FREE + MMS_DEV_DEVICE... MMS_TAG_DEV_FREE + MMS_DEV_ARRAY] = 1 + 2,
 	[MMS_TAG_DEV_FREE + MMS_DEV_VMM] = 1 + 2,
-	[MMS_TAG_ALLOC_FAIL + MMS_ALLOC_MALLOC ... MMS_TAG_ALLOC_FAIL + MMS_ALLOC_PVALLOC] = 1 + 3,
-	[MMS_TAG_DEV_ALLOC_FAIL + MMS_DEV_DEVICE ... MMS_TAG_DEV_ALLOC_FAIL + MMS_DEV_ARRAY] = 1 + 3,
+	[MMS_TAG_ALLOC_FAIL + MMS_ALLOC_MALLOC... MMS_TAG_ALLOC_FAIL + MMS_ALLOC_PVALLOC] = 1 + 3,
+	[MMS_TAG_DEV_ALLOC_FAIL + MMS_DEV_DEVICE... MMS_TAG_DEV_ALLOC_FAIL + MMS_DEV_ARRAY] = 1 + 3,
 	[MMS_TAG_DEV_ALLOC_FAIL + MMS_DEV_VMM] = 1 + 3,
 };
 
-/* The tag with its sub-code cleared, for the tags that carry one. */
+/* The tag with its sub-code cleared, for the tags that carry one; a C++
+ * operator's ALLOC or ALLOC_RT is one of those. */
 static inline uint8_t tag_type(uint8_t tag)
 {
 	switch (tag & 0xf8) {
+	case MMS_TAG_ALLOC_CXX:
+		return MMS_TAG_ALLOC;
+	case MMS_TAG_ALLOC_CXX_RT:
+		return MMS_TAG_ALLOC_RT;
 	case MMS_TAG_ALLOC:
 	case MMS_TAG_FREE:
 	case MMS_TAG_ACCESS:
@@ -170,6 +211,12 @@ static inline uint8_t tag_type(uint8_t tag)
 	}
 }
 
+/* The sub-code of a tag of type `type`: a C++ operator's ALLOC has fn
+ * (enum mms_alloc_fn) in its low four bits. */
+static inline uint8_t tag_sub(uint8_t tag, uint8_t type)
+{
+	return (tag & 0xe8) == MMS_TAG_ALLOC_CXX ? (uint8_t)(tag & 15) : (uint8_t)(tag - type);
+}
 
 /* mms_get_u(), a word at a time where 8 bytes remain. */
 static inline int get_u(const uint8_t **pp, const uint8_t *end, uint64_t *out)
@@ -202,7 +249,7 @@ int mms__decode(struct mms__cursor *c, struct mms__rec *r, const char **why)
 		return MMS__DEC_UNKNOWN;
 	}
 	r->type = tag_type(r->tag);
-	r->sub = (uint8_t)(r->tag - r->type);
+	r->sub = tag_sub(r->tag, r->type);
 	r->stamp = c->stamp;
 	if (r->type != MMS_TAG_SEGMENT) {
 		if (get_u(&p, c->end, &v))
@@ -254,11 +301,30 @@ cut:
 
 /* See decode-int.h. */
 const uint8_t mms__heap_fields[256] = {
-	[MMS_TAG_ALLOC + MMS_ALLOC_MALLOC ... MMS_TAG_ALLOC + MMS_ALLOC_PVALLOC] = 4,
-	[MMS_TAG_FREE + MMS_FREE_FREE ... MMS_TAG_FREE + MMS_FREE_REALLOC] = 2 | MMS__HEAP_FREE,
-	[MMS_TAG_ALLOC_RT + MMS_ALLOC_MALLOC ... MMS_TAG_ALLOC_RT + MMS_ALLOC_PVALLOC] = 5,
-	[MMS_TAG_FREE_STACK + MMS_FREE_FREE ... MMS_TAG_FREE_STACK + MMS_FREE_REALLOC] = 3 | MMS__HEAP_FREE,
+	[MMS_TAG_ALLOC + MMS_ALLOC_MALLOC... MMS_TAG_ALLOC + MMS_ALLOC_PVALLOC] = 4,
+	[MMS_TAG_ALLOC_CXX... MMS_TAG_ALLOC_CXX + 1] = 4,
+	[MMS_TAG_FREE + MMS_FREE_FREE... MMS_TAG_FREE + MMS_FREE_DELETE_ARRAY] = 2 | MMS__HEAP_FREE,
+	[MMS_TAG_ALLOC_RT + MMS_ALLOC_MALLOC... MMS_TAG_ALLOC_RT + MMS_ALLOC_PVALLOC] = 5,
+	[MMS_TAG_ALLOC_CXX_RT... MMS_TAG_ALLOC_CXX_RT + 1] = 5,
+	[MMS_TAG_FREE_STACK + MMS_FREE_FREE... MMS_TAG_FREE_STACK + MMS_FREE_DELETE_ARRAY] = 3 | MMS__HEAP_FREE,
 };
+
+/* The sub-codes of tags tag to tag + 3 (SUBS2: FREE's fns, which are 0 to
+ * 3) or tag + 7 (SUBS8: ALLOC's). */
+#define SUBS2(tag) [(tag)] = 0, [(tag) + 1] = 1, [(tag) + 2] = 2, [(tag) + 3] = 3
+#define SUBS8(tag) SUBS2(tag), [(tag) + 4] = 4, [(tag) + 5] = 5, [(tag) + 6] = 6, [(tag) + 7] = 7
+const uint8_t mms__heap_sub[256] = {
+	SUBS8(MMS_TAG_ALLOC),
+	SUBS2(MMS_TAG_FREE),
+	SUBS8(MMS_TAG_ALLOC_RT),
+	SUBS2(MMS_TAG_FREE_STACK),
+	[MMS_TAG_ALLOC_CXX] = MMS_ALLOC_NEW,
+	[MMS_TAG_ALLOC_CXX + 1] = MMS_ALLOC_NEW_ARRAY,
+	[MMS_TAG_ALLOC_CXX_RT] = MMS_ALLOC_NEW,
+	[MMS_TAG_ALLOC_CXX_RT + 1] = MMS_ALLOC_NEW_ARRAY,
+};
+#undef SUBS2
+#undef SUBS8
 
 int mms__decode_peek(const struct mms__cursor *c, uint64_t *stamp)
 {
@@ -310,7 +376,7 @@ int mms__decode_skim(struct mms__cursor *c, struct mms__rec *r, const char **why
 	r->off = (uint64_t)(p - c->base) + c->base_off;
 	r->tag = *p++;
 	r->type = type;
-	r->sub = (uint8_t)(r->tag - type);
+	r->sub = tag_sub(r->tag, type);
 	if (mms_get_u(&p, c->end, &v))
 		goto cut;
 	r->stamp = c->stamp + v;
@@ -332,8 +398,9 @@ cut:
 
 /* mms__live_delta() for each tag. */
 static const int8_t live_delta[256] = {
-	[MMS_TAG_ALLOC + MMS_ALLOC_MALLOC ... MMS_TAG_ALLOC + MMS_ALLOC_PVALLOC] = 1,
-	[MMS_TAG_FREE + MMS_FREE_FREE ... MMS_TAG_FREE + MMS_FREE_REALLOC] = -1,
+	[MMS_TAG_ALLOC + MMS_ALLOC_MALLOC... MMS_TAG_ALLOC + MMS_ALLOC_PVALLOC] = 1,
+	[MMS_TAG_ALLOC_CXX... MMS_TAG_ALLOC_CXX + 1] = 1,
+	[MMS_TAG_FREE + MMS_FREE_FREE... MMS_TAG_FREE + MMS_FREE_DELETE_ARRAY] = -1,
 };
 
 int mms__live_delta(uint8_t tag)

@@ -27,7 +27,7 @@
 /* 8: the log's names with their control characters written \xHH
  * (meta.c): checkpoints keep strings by their offset in the log's
  * arena, which moved. */
-#define INDEX_VERSION 8
+#define INDEX_VERSION 9
 
 /* The file: this header, then nsteps (begin, end) pairs, then nckpts
  * (pos, offset, length) triples, then nforks (number, id) pairs, then the

@@ -65,6 +65,19 @@ struct mms__blk {
 	                            counted in the state's mrefs) */
 };
 
+/* The family of a heap block's allocating function (enum mms_alloc_func)
+ * and of a releasing one (enum mms_free_func): 0 the malloc family, 1 new
+ * and delete, 2 new[] and delete[]. */
+static inline unsigned mms__alloc_family(unsigned fn)
+{
+	return fn >= MMS_FN_NEW ? fn - MMS_FN_NEW + 1 : 0;
+}
+
+static inline unsigned mms__free_family(unsigned fn)
+{
+	return fn >= MMS_FN_DELETE ? fn - MMS_FN_DELETE + 1 : 0;
+}
+
 /* The runtime that keeps b for itself during the run (enum mms_runtime, 0:
  * the program): what a module's import allocated (MMS_RT_PYIMPORT) is the
  * program's until the end, where mms__blk_runtime_at_end() tells. */
@@ -140,6 +153,8 @@ struct mms__state {
 	 * counts from 0 (a checkpoint does not keep it). */
 	uint64_t double_alloc_first;
 	uint64_t double_frees, invalid_frees; /* unmatched frees, told apart */
+	uint64_t mismatched_frees;            /* heap blocks released by another family's
+	                              function (delete of new[], free of new, ...) */
 	/* MALLOC and FREE events that had a block (last_blk_valid), since
 	 * the state started or was restored: only differences mean
 	 * anything (a checkpoint does not keep it). */
@@ -199,8 +214,10 @@ struct mms__state {
 	int freed_indexed;
 	/* When the last event freed no live block: the double free's earlier
 	 * free (double_free), or an invalid free. */
-	int last_bad_free;           /* 0 none, 1 double, 2 invalid */
-	struct mms__freed bad_prev;  /* the earlier free of a double one */
+	int last_bad_free;          /* 0 none, else enum mms_bad_free_kind */
+	struct mms__freed bad_prev; /* the earlier free of a double one; the block
+	                                of a mismatched one */
+	unsigned bad_alloc_fn;      /* a mismatched one: the block's enum mms_alloc_func */
 	/* While the state is frozen (mms__state_freeze()): the slots of
 	 * its live blocks (not mappings), ascending, which
 	 * mms__state_each() walks in place of every slot. */
@@ -347,8 +364,12 @@ int mms__state_free_unmatched(struct mms__state *st, const mms_event_t *ev, cons
 /* Remembers a free in the ring of recent frees (see struct mms__state).
  * Returns 0 or -ENOMEM. */
 int mms__state_freed_add(struct mms__state *st, const struct mms__freed *f);
-/* When the last event freed no live block, appends what it was to list
- * (*n of max kept). */
+/* badfree.c: the last event released heap block b (last_blk) with a
+ * function of another family than the one that allocated it: counted, and
+ * kept for mms__state_bad_free(). */
+void mms__state_free_mismatched(struct mms__state *st, const struct mms__blk *b) __attribute__((cold));
+/* When the last event freed no live block, or freed one with a function of
+ * another family, appends what it was to list (*n of max kept). */
 void mms__state_bad_free(const struct mms__state *st, const mms_event_t *ev, mms_bad_free_t *list, size_t *n,
 			 size_t max);
 /* The subscribers' data at offset off of the block the last event

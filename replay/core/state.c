@@ -387,8 +387,20 @@ static inline __attribute__((always_inline)) int keyed_alloc_in(struct mms__stat
 	return 0;
 }
 
+/* A heap block b released by ev, when the block's function or the
+ * release's is a C++ operator: a mismatched free when their families
+ * differ. */
+static __attribute__((noinline, cold)) void cxx_free(struct mms__state *st, const struct mms__blk *b,
+						     const mms_event_t *ev)
+{
+	if (mms__alloc_family(b->fn) != mms__free_family(ev->sub))
+		mms__state_free_mismatched(st, b);
+}
+
+/* heap: the table is the heap's (HOST), whose blocks and frees name their
+ * functions. */
 static inline __attribute__((always_inline)) int keyed_free_in(struct mms__state *st, struct mms__slotmap *m,
-							       const mms_event_t *ev, const char *pool)
+							       const mms_event_t *ev, const char *pool, int heap)
 {
 	mms_kind_summary_t *k = &st->mem[ev->mem];
 	const struct mms__blk *b;
@@ -402,6 +414,9 @@ static inline __attribute__((always_inline)) int keyed_free_in(struct mms__state
 	b = &st->blks[slot];
 	k->live_bytes -= b->size;
 	k->live_blocks--;
+	/* A block made by new freed by free, by new[] freed by delete, ... */
+	if (heap && __builtin_expect(b->fn >= MMS_FN_NEW || ev->sub >= MMS_FN_DELETE, 0))
+		cxx_free(st, b, ev);
 	last_set(st, b, ev->id);
 	st->blk_events++;
 	/* Filled in place: a copy of a struct just built would wait on
@@ -431,7 +446,7 @@ static __attribute__((noinline)) int keyed_alloc(struct mms__state *st, struct m
 static __attribute__((noinline)) int keyed_free(struct mms__state *st, struct mms__slotmap *m, const mms_event_t *ev,
 						const char *pool)
 {
-	return keyed_free_in(st, m, ev, pool);
+	return keyed_free_in(st, m, ev, pool, 0);
 }
 
 static struct mms__pool *pool_get(struct mms__state *st, const char *name)
@@ -529,7 +544,7 @@ static inline __attribute__((always_inline)) int host_free_in(struct mms__state 
 	if (!ev->addr)
 		return 0;
 	t->realloc_runtime = 0;
-	rc = keyed_free_in(st, &st->host, ev, NULL);
+	rc = keyed_free_in(st, &st->host, ev, NULL, 1);
 	/* (A realloc outside a module's import makes the program's block.) */
 	if (ev->sub == MMS_FREE_REALLOC && st->last_blk_valid)
 		t->realloc_runtime = (uint8_t)mms__blk_runtime_now(st->last_blk);

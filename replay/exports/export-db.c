@@ -189,16 +189,11 @@ static int put_dump(struct db *d, const struct mms__xrow *row)
 
 static const char *alloc_fn_name(const mms_block_t *b)
 {
-	static const char *const names[] = { "malloc",        "calloc",   "realloc", "posix_memalign",
-					     "aligned_alloc", "memalign", "valloc",  "pvalloc" };
-
 	if (b->mem == MMS_MEM_MMAP)
 		return "mmap";
 	if (b->mem == MMS_MEM_DEVICE)
 		return mms_device_sub_name(b->fn);
-	if (b->mem != MMS_MEM_HOST || b->fn >= sizeof(names) / sizeof(names[0]))
-		return NULL;
-	return names[b->fn];
+	return b->mem == MMS_MEM_HOST ? mms_alloc_func_name(b->fn) : NULL;
 }
 
 /* One frame row: the ip's innermost (source) function, file and line, its

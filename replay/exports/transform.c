@@ -27,9 +27,6 @@
 #define XF_ALLOC_MMAP 8u
 #define XF_ALLOC_POOL 16u
 
-static const char *const host_names[] = { "malloc",        "calloc",   "realloc", "posix_memalign",
-					  "aligned_alloc", "memalign", "valloc",  "pvalloc" };
-
 static int allocator_of(struct mms__xf *x, const struct mms__blk *b, uint32_t *out)
 {
 	const char *pool;
@@ -40,6 +37,8 @@ static int allocator_of(struct mms__xf *x, const struct mms__blk *b, uint32_t *o
 		return 0;
 	}
 	if (b->mem != MMS_MEM_POOL) {
+		/* memray knows no C++ operators: their blocks are malloc's, as
+		 * memray sees them. */
 		*out = b->fn < 8 ? b->fn : 0;
 		return 0;
 	}
@@ -59,7 +58,7 @@ static int allocator_of(struct mms__xf *x, const struct mms__blk *b, uint32_t *o
 const char *mms__xf_allocator_name(const struct mms__xf *x, uint32_t a)
 {
 	if (a < 8)
-		return host_names[a];
+		return mms_alloc_func_name(a);
 	if (a == XF_ALLOC_MMAP)
 		return "mmap";
 	a -= XF_ALLOC_POOL;

@@ -33,7 +33,7 @@ def read_layouts():
         names[m.group(1)] = int(m.group(2), 0)
 
     def value(expr):
-        return sum(names[n.strip()] for n in expr.split("+"))
+        return sum(int(n, 0) if n.strip()[0].isdigit() else names[n.strip()] for n in expr.split("+"))
 
     table = open(os.path.join(TOP, "replay", "core", "decode.c")).read()
     table = table[table.index("layouts[256]"):]

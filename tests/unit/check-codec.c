@@ -535,9 +535,15 @@ static uint64_t len_value(unsigned w, int most)
 
 START_TEST(test_heap_decoders)
 {
-	static const uint8_t tags[] = { MMS_TAG_ALLOC | MMS_ALLOC_MALLOC, MMS_TAG_FREE | MMS_FREE_FREE,
-					MMS_TAG_ALLOC_RT | MMS_ALLOC_CALLOC, MMS_TAG_FREE_STACK | MMS_FREE_REALLOC,
-					MMS_TAG_ALLOC | MMS_ALLOC_REALLOC };
+	static const uint8_t tags[] = { MMS_TAG_ALLOC | MMS_ALLOC_MALLOC,
+					MMS_TAG_FREE | MMS_FREE_FREE,
+					MMS_TAG_ALLOC_RT | MMS_ALLOC_CALLOC,
+					MMS_TAG_FREE_STACK | MMS_FREE_REALLOC,
+					MMS_TAG_ALLOC | MMS_ALLOC_REALLOC,
+					MMS_TAG_ALLOC_CXX | (MMS_ALLOC_NEW_ARRAY & 7),
+					MMS_TAG_FREE | MMS_FREE_DELETE,
+					MMS_TAG_ALLOC_CXX_RT | (MMS_ALLOC_NEW & 7),
+					MMS_TAG_FREE_STACK | MMS_FREE_DELETE_ARRAY };
 	static uint8_t buf[1 << 15];
 	static struct mms__rec ref[600];
 	uint64_t vals[20], stamp = 0;
@@ -566,10 +572,11 @@ START_TEST(test_heap_decoders)
 		*p++ = tag;
 		p = mms_put_u(p, delta);
 		p = mms_put_u(p, vals[(i * 3) % nv]);
-		if ((tag & ~7) == MMS_TAG_ALLOC || (tag & ~7) == MMS_TAG_ALLOC_RT) {
+		if ((tag & ~7) == MMS_TAG_ALLOC || (tag & ~7) == MMS_TAG_ALLOC_RT || (tag & ~7) == MMS_TAG_ALLOC_CXX ||
+		    (tag & ~7) == MMS_TAG_ALLOC_CXX_RT) {
 			p = mms_put_u(p, vals[(i * 5 + 1) % nv]);
 			p = mms_put_u(p, vals[(i * 11 + 2) % nv]);
-			if ((tag & ~7) == MMS_TAG_ALLOC_RT)
+			if ((tag & ~7) == MMS_TAG_ALLOC_RT || (tag & ~7) == MMS_TAG_ALLOC_CXX_RT)
 				p = mms_put_u(p, vals[(i * 13 + 3) % nv]);
 		} else if ((tag & ~7) == MMS_TAG_FREE_STACK) {
 			p = mms_put_u(p, vals[(i * 17 + 4) % nv]);
@@ -580,6 +587,9 @@ START_TEST(test_heap_decoders)
 
 	/* What the careful decoder reads. */
 	while (mms__decode(&c0, &ref[n], &why) == 1) {
+		/* A C++ operator's ALLOC reads as an ALLOC of fn new or new[]. */
+		if ((ref[n].tag & ~7) == MMS_TAG_ALLOC_CXX || (ref[n].tag & ~7) == MMS_TAG_ALLOC_CXX_RT)
+			ck_assert_uint_eq(ref[n].sub, ref[n].tag & 15);
 		live += mms__live_delta(ref[n].tag);
 		peak = live > peak ? live : peak;
 		n++;

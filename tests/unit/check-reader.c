@@ -270,6 +270,93 @@ START_TEST(test_unmatched_and_double)
 }
 END_TEST
 
+/* The C++ operators (format 16): blocks of new and new[] read back with
+ * their functions (ALLOC_CXX tags), and each release by another family's
+ * function is a mismatched free, told in the summary, the leaks report
+ * and a seek's figures; the block is freed all the same, and a release by
+ * its own family (delete of new, delete[] of new[], free of malloc, a
+ * realloc of calloc) is none. */
+START_TEST(test_mismatched_frees)
+{
+	mms_replay_options_t ro = { .no_index_file = 1, .checkpoint_every = 4 };
+	struct lb *b = one_thread();
+	mms_summary_t s;
+	mms_where_t w;
+	mms_leaks_t *l;
+	mms_replay_t *r;
+	mms_log_t *log;
+	mms_iter_t *it;
+	mms_event_t ev;
+
+	lb_alloc(b, 20, MMS_ALLOC_NEW_ARRAY, 0x1000, 40, 0); /* event 1 */
+	lb_free(b, 21, MMS_FREE_DELETE, 0x1000);             /* 2: delete of new[] */
+	lb_alloc(b, 22, MMS_ALLOC_NEW, 0x2000, 8, 0);        /* 3 */
+	lb_free(b, 23, MMS_FREE_FREE, 0x2000);               /* 4: free of new */
+	lb_alloc(b, 24, MMS_ALLOC_MALLOC, 0x3000, 24, 0);    /* 5 */
+	lb_free(b, 25, MMS_FREE_DELETE_ARRAY, 0x3000);       /* 6: delete[] of malloc */
+	lb_alloc(b, 26, MMS_ALLOC_NEW, 0x4000, 16, 0);       /* 7 */
+	lb_free(b, 27, MMS_FREE_DELETE, 0x4000);             /* 8: fine */
+	lb_alloc(b, 28, MMS_ALLOC_NEW_ARRAY, 0x5000, 16, 0); /* 9 */
+	lb_free(b, 29, MMS_FREE_DELETE_ARRAY, 0x5000);       /* 10: fine */
+	lb_alloc(b, 30, MMS_ALLOC_CALLOC, 0x6000, 16, 0);    /* 11 */
+	lb_free(b, 31, MMS_FREE_REALLOC, 0x6000);            /* 12: fine */
+	lb_alloc(b, 32, MMS_ALLOC_REALLOC, 0x6000, 32, 0);   /* 13 */
+	lb_free(b, 33, MMS_FREE_DELETE, 0x7000);             /* 14: no block: invalid */
+	lb_event0(b, MMS_TAG_SYSTEM | MMS_SYSTEM_FINI, 34);
+	log = write_open(b, SIZE_MAX);
+	ck_assert_int_eq(mms_iter_open(log, &it), 0);
+	ck_assert_int_eq(mms_iter_next(it, &ev), 1);
+	ck_assert_int_eq(mms_iter_next(it, &ev), 1);
+	ck_assert_uint_eq(ev.kind, MMS_EV_MALLOC);
+	ck_assert_uint_eq(ev.sub, MMS_FN_NEW_ARRAY);
+	ck_assert_str_eq(mms_alloc_func_name(ev.sub), "new[]");
+	ck_assert_int_eq(mms_iter_next(it, &ev), 1);
+	ck_assert_uint_eq(ev.kind, MMS_EV_FREE);
+	ck_assert_str_eq(mms_free_func_name(ev.sub), "delete");
+	mms_iter_close(it);
+	ck_assert_int_eq(mms_summarize(log, &s), 0);
+	ck_assert_uint_eq(s.mismatched_frees, 3);
+	ck_assert_uint_eq(s.unmatched_frees, 1);
+	ck_assert_uint_eq(s.invalid_frees, 1);
+	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].live_blocks, 1);
+	ck_assert_uint_eq(s.mem[MMS_MEM_HOST].frees, 7);
+	ck_assert_uint_eq(s.nbad_frees, 4);
+	ck_assert_uint_eq(s.bad_frees[0].event, 2);
+	ck_assert_uint_eq(s.bad_frees[0].kind, MMS_BAD_FREE_MISMATCHED);
+	ck_assert_uint_eq(s.bad_frees[0].alloc_fn, MMS_FN_NEW_ARRAY);
+	ck_assert_uint_eq(s.bad_frees[0].free_fn, MMS_FN_DELETE);
+	ck_assert_uint_eq(s.bad_frees[0].alloc_event, 1);
+	ck_assert_uint_eq(s.bad_frees[0].size, 40);
+	ck_assert_uint_eq(s.bad_frees[1].event, 4);
+	ck_assert_uint_eq(s.bad_frees[1].alloc_fn, MMS_FN_NEW);
+	ck_assert_uint_eq(s.bad_frees[1].free_fn, MMS_FN_FREE);
+	ck_assert_uint_eq(s.bad_frees[2].event, 6);
+	ck_assert_uint_eq(s.bad_frees[2].alloc_fn, MMS_FN_MALLOC);
+	ck_assert_uint_eq(s.bad_frees[2].free_fn, MMS_FN_DELETE_ARRAY);
+	ck_assert_uint_eq(s.bad_frees[3].event, 14);
+	ck_assert_uint_eq(s.bad_frees[3].kind, MMS_BAD_FREE_INVALID);
+	ck_assert_int_eq(mms_leaks_run(log, NULL, &l), 0);
+	ck_assert_uint_eq(l->mismatched_frees, 3);
+	ck_assert_uint_eq(l->nbad_frees, 4);
+	ck_assert_uint_eq(l->bad_frees[2].kind, MMS_BAD_FREE_MISMATCHED);
+	mms_leaks_free(l);
+	/* Through checkpoints (every 4 events) and back. */
+	ck_assert_int_eq(mms_replay_open_ex(log, &ro, &r), 0);
+	ck_assert_int_eq(mms_replay_seek(r, 16), 0);
+	mms_replay_where(r, &w);
+	ck_assert_uint_eq(w.mismatched_frees, 3);
+	ck_assert_int_eq(mms_replay_seek(r, 5), 0);
+	mms_replay_where(r, &w);
+	ck_assert_uint_eq(w.mismatched_frees, 2);
+	ck_assert_int_eq(mms_replay_seek(r, 16), 0);
+	mms_replay_where(r, &w);
+	ck_assert_uint_eq(w.mismatched_frees, 3);
+	mms_replay_close(r);
+	mms_log_close(log);
+	lb_destroy(b);
+}
+END_TEST
+
 /* The reader remembers the last MMS__RECENT_FREES frees: a free of a
  * block freed longer ago than that is told as what is known, a free of no
  * live block. A realloc in place (free + alloc of one address) is no
@@ -2605,6 +2692,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_realloc_counting);
 	tcase_add_test(tc, test_unmatched_and_double);
 	tcase_add_test(tc, test_recent_frees);
+	tcase_add_test(tc, test_mismatched_frees);
 	tcase_add_test(tc, test_cut_log);
 	tcase_add_test(tc, test_cut_stamp);
 	tcase_add_test(tc, test_cut_step);

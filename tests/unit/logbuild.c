@@ -185,7 +185,7 @@ void lb_meta(struct lb *b, uint64_t stamp, const char *key, const char *value)
 
 void lb_alloc(struct lb *b, uint64_t stamp, int fn, uint64_t addr, uint64_t size, uint64_t stack)
 {
-	lb_begin(b, (uint8_t)(MMS_TAG_ALLOC | fn), stamp);
+	lb_begin(b, MMS_ALLOC_TAG(MMS_TAG_ALLOC, (unsigned)fn), stamp);
 	lb_addr(b, addr);
 	lb_u(b, size);
 	lb_u(b, stack);
