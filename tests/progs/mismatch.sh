@@ -10,7 +10,8 @@
 # reported. Checked: the program's output as natively; the launcher's
 # summary and leaks report (with the allocation and release stacks); the
 # summary's JSON (kinds, functions, sizes, in order); the event list's
-# function names; guard mode, which finds them itself, not twice; and
+# function names; guard mode, which finds them itself, not twice; the same
+# under jemalloc, tcmalloc and mimalloc preloaded (those installed); and
 # valgrind, which must find the same six blocks (skipped without it).
 . "$top_srcdir/tests/progs/lib.sh"
 
@@ -76,6 +77,25 @@ expect_key "$1.json" mismatched_frees 0
 [ "$(grep -c '^==guard== mismatched_free:' guard.err)" = 6 ] ||
 	fail "guard mode did not find the six mismatched frees: $(cat guard.err)"
 note "guard mode: its six findings, none counted again"
+
+# Under a replacement allocator preloaded first (its operator new and
+# delete allocate without malloc and free: the recorder's operators take
+# the malloc family's hooks then), the same six and nothing else.
+n=0
+for lib in libjemalloc.so.2 libtcmalloc_minimal.so.4 libmimalloc.so.2; do
+	path=$(ldconfig -p 2>/dev/null | sed -n "s|.*$lib .*=> \(.*\)|\1|p" | head -n 1)
+	[ -n "$path" ] && [ -e "$path" ] || continue
+	rm -rf alloc
+	# No refused new[]: mimalloc's operator aborts on it (natively too).
+	LD_PRELOAD=$path "$prog" >alloc.native || fail "mismatch exited $? under $lib natively"
+	LD_PRELOAD=$path "$MMS_LAUNCHER" --output=alloc -- "$prog" >alloc.out 2>alloc.err ||
+		fail "mismatch under $lib exited $? under the recorder: $(cat alloc.err)"
+	cmp -s alloc.native alloc.out || fail "mismatch printed something else under $lib: $(cat alloc.out)"
+	grep -q '^  bad frees         6: 6 mismatched frees$' alloc.err ||
+		fail "under $lib, not the six mismatched frees: $(cat alloc.err)"
+	n=$((n + 1))
+done
+note "under $n replacement allocator(s) of jemalloc, tcmalloc, mimalloc found installed: the same six"
 
 VALGRIND=${VALGRIND:-$(command -v valgrind || true)}
 if [ -n "$VALGRIND" ] && [ -x "$VALGRIND" ]; then
