@@ -27,13 +27,14 @@ def print_kept(kept):
                   % (fmt.exact_bytes(nbytes), fmt.plural(blocks, "block"), replaylib.runtime_what(kind)))
 
 class LeaksCommand(Command):
-    """List the program's live heap blocks grouped by allocation stack.
+    """List the program's live blocks grouped by allocation stack.
 
 Usage: memscope leaks [summary|full] [new]
 
 Prints loss records: the blocks still live that share an allocation
 stack, with their count and bytes, largest first, and the stack
-symbolized (function, file:line).
+symbolized (function, file:line). Mappings, pool memory and device
+memory still live are listed too, each record saying which it is.
 
   summary  (the default) blocks allocated in a step that has ended: the
            memory a step kept after it was over. A program that marks no
