@@ -308,13 +308,16 @@ void an_close(struct an_ctx *c)
 
 int an_error_status(const struct an_ctx *c, int status)
 {
-	uint64_t guard, leaks, n, unverdicted;
+	uint64_t guard, leaks, bad, n, unverdicted;
 
 	if (!c->o->error_exitcode)
 		return status;
 	guard = c->guard ? c->guard->nfindings : 0;
 	leaks = an_leak_errors(c, c->o->leak_error_kinds, &unverdicted);
-	n = guard + leaks;
+	/* Double, invalid and mismatched frees, as valgrind counts them
+	 * (guard mode's heap ones are its findings, not the log's). */
+	bad = c->leaks ? c->leaks->double_frees + c->leaks->invalid_frees + c->leaks->mismatched_frees : 0;
+	n = guard + leaks + bad;
 	if (!n)
 		return status;
 	fprintf(stderr, "%s: %" PRIu64 " error%s: %" PRIu64 " leak%s (", cli_progname, n, n == 1 ? "" : "s", leaks,
@@ -328,7 +331,10 @@ int an_error_status(const struct an_ctx *c, int status)
 	if (unverdicted)
 		fprintf(stderr, "; %" PRIu64 " of them live at exit, with no scan to tell leaked from reachable",
 			unverdicted);
-	fprintf(stderr, ") and %" PRIu64 " guard finding%s", guard, guard == 1 ? "" : "s");
+	fprintf(stderr, ")");
+	if (bad)
+		fprintf(stderr, ", %" PRIu64 " bad free%s", bad, bad == 1 ? "" : "s");
+	fprintf(stderr, " and %" PRIu64 " guard finding%s", guard, guard == 1 ? "" : "s");
 	if (c->killed_by)
 		fprintf(stderr, "; the program was killed by signal %d, which is the status (not --error-exitcode)\n",
 			c->killed_by);

@@ -8,11 +8,12 @@
 # have (sized, aligned, nothrow, new[] of 0 bytes, a refused new[] and what
 # follows it, a thread's thousand new/delete pairs), none of which may be
 # reported. Checked: the program's output as natively; the launcher's
-# summary and leaks report (with the allocation and release stacks); the
-# summary's JSON (kinds, functions, sizes, in order); the event list's
-# function names; guard mode, which finds them itself, not twice; the same
-# under jemalloc, tcmalloc and mimalloc preloaded (those installed); and
-# valgrind, which must find the same six blocks (skipped without it).
+# summary and leaks report (with the allocation and release stacks);
+# --error-exitcode, which counts them; the summary's JSON (kinds,
+# functions, sizes, in order); the event list's function names; guard
+# mode, which finds them itself, not twice; the same under jemalloc,
+# tcmalloc and mimalloc preloaded (those installed); and valgrind, which
+# must find the same six blocks (skipped without it).
 . "$top_srcdir/tests/progs/lib.sh"
 
 [ -x "$MMS_LAUNCHER" ] || fail "the launcher is not built: $MMS_LAUNCHER"
@@ -67,6 +68,17 @@ grep -q 'FREE  *delete ' ev.txt || fail "event $first is not shown as a delete: 
 "$MMS_REPLAY" "$log" --event "$(jget $j bad_frees.0.alloc_event)" >ev.txt 2>&1 || fail "--event exited $?"
 grep -q 'MALLOC  *new\[\] ' ev.txt || fail "the block's allocation is not shown as new[]: $(cat ev.txt)"
 note "summary JSON: kinds, functions and sizes of the six in order; events named by their operators"
+
+# --error-exitcode counts them, as valgrind's counts its mismatched frees.
+status=0
+"$MMS_LAUNCHER" --output=ec --error-exitcode=9 -- "$prog" >ec.out 2>ec.err || status=$?
+expect_eq "the launcher's status with --error-exitcode=9" $status 9
+grep -q '^msmemscope: 6 errors: 0 leaks (definite,possible), 6 bad frees and 0 guard findings: exit status 9 (--error-exitcode)$' \
+	ec.err || fail "the launcher does not say why it exits 9: $(tail -3 ec.err)"
+status=0
+"$MMS_REPLAY" "$log" --analysis leaks --error-exitcode 4 >/dev/null 2>ec.err || status=$?
+expect_eq "msmemscope-replay --error-exitcode 4" $status 4
+note "--error-exitcode: the six are errors, in both programs"
 
 # Guard mode finds them itself (its own findings); the summary does not
 # count them twice.
