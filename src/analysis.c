@@ -306,6 +306,25 @@ void an_close(struct an_ctx *c)
 	progress_die_if_caught();
 }
 
+/* The bad frees --error-exitcode counts: mismatched frees always; double
+ * and invalid ones where the log saw every allocation and free of the run
+ * (not one recorded in parts: collect=deferred, --steps, msmemscope_stop(),
+ * where a free of a block allocated while nothing was recorded is no
+ * bug). Guard mode's heap ones are its findings, not the log's. */
+static uint64_t bad_free_errors(const struct an_ctx *c)
+{
+	const mms_leaks_t *l = c->leaks;
+	mms_summary_t sum;
+	mms_config_t cfg;
+
+	if (!l)
+		return 0;
+	if (mms_log_config(c->log, &cfg) || cfg.deferred || cfg.nsteps || mms_pass_summary(c->pass, &sum) ||
+	    sum.by_kind[MMS_EV_COLLECT])
+		return l->mismatched_frees;
+	return l->double_frees + l->invalid_frees + l->mismatched_frees;
+}
+
 int an_error_status(const struct an_ctx *c, int status)
 {
 	uint64_t guard, leaks, bad, n, unverdicted;
@@ -314,9 +333,7 @@ int an_error_status(const struct an_ctx *c, int status)
 		return status;
 	guard = c->guard ? c->guard->nfindings : 0;
 	leaks = an_leak_errors(c, c->o->leak_error_kinds, &unverdicted);
-	/* Double, invalid and mismatched frees, as valgrind counts them
-	 * (guard mode's heap ones are its findings, not the log's). */
-	bad = c->leaks ? c->leaks->double_frees + c->leaks->invalid_frees + c->leaks->mismatched_frees : 0;
+	bad = bad_free_errors(c);
 	n = guard + leaks + bad;
 	if (!n)
 		return status;

@@ -3,9 +3,11 @@
  * them: a custom pool frees one of its blocks twice and then an address it
  * never handed out (the API records both, nothing crashes); with "abort",
  * the heap then frees a block a second time, which glibc detects and
- * aborts on (the recorder has written the free first).
+ * aborts on (the recorder has written the free first). With "deferred",
+ * only a block allocated before msmemscope_start() and freed after it (a
+ * recording with --collect-mode=deferred sees its free alone).
  *
- * Usage: badfree [abort]
+ * Usage: badfree [abort|deferred]
  * Prints "badfree pool=ADDR heap=ADDR" (the blocks freed twice). */
 #include <stdint.h>
 #include <string.h>
@@ -21,6 +23,12 @@ int main(int argc, char **argv)
 {
 	char *p, *q;
 
+	if (argc > 1 && !strcmp(argv[1], "deferred")) {
+		freed_once = malloc(48);
+		msmemscope_start();
+		free(freed_once);
+		return 0;
+	}
 	msmemscope_pool_alloc("arena", arena, 64, sizeof(arena), 64);
 	msmemscope_pool_free("arena", arena, 64, sizeof(arena), 0);
 	msmemscope_pool_free("arena", arena, 64, sizeof(arena), 0);       /* double free */

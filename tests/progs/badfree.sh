@@ -6,7 +6,9 @@
 # otherwise; in the launcher's summary, msmemscope-replay --summary (text
 # and JSON) and the leaks report. tests/progs/badfree.c frees a pool block
 # twice and a pool address it never handed out; with "abort", a heap block
-# twice, which glibc aborts on.
+# twice, which glibc aborts on. --error-exitcode counts them as errors, but
+# not the free of no live block a deferred recording holds (badfree
+# deferred: a block allocated before msmemscope_start(), freed after).
 . "$top_srcdir/tests/progs/lib.sh"
 
 [ -x "$MMS_LAUNCHER" ] || fail "the launcher is not built: $MMS_LAUNCHER"
@@ -89,3 +91,20 @@ grep -F "double free of a block freed at event $free1 (HOST $heap, 48 bytes, all
 grep -q "^  bad frees         3: 2 double frees, 1 free of an address that is not a live block\$" abort.err ||
 	fail "the launcher's summary does not count the heap's double free: $(cat abort.err)"
 note "heap: glibc aborted on event $free2, a double free of the block freed at event $free1"
+
+# --- --error-exitcode: bad frees are errors, where the log saw the run whole --
+status=0
+"$MMS_LAUNCHER" --output=out3 --error-exitcode=5 -- "$prog" >ec.out 2>ec.err || status=$?
+expect_eq "badfree's status with --error-exitcode=5" $status 5
+grep -q '^msmemscope: 2 errors: 0 leaks (definite,possible), 2 bad frees and 0 guard findings: exit status 5 (--error-exitcode)$' \
+	ec.err || fail "the launcher does not count the bad frees as errors: $(tail -3 ec.err)"
+# Recorded from msmemscope_start() on, the free of a block allocated before
+# is a free of no live block in the log, and no error of the program's.
+status=0
+"$MMS_LAUNCHER" --output=out4 --collect-mode=deferred --error-exitcode=5 -- "$prog" deferred >def.out 2>def.err ||
+	status=$?
+expect_eq "badfree deferred's status with --error-exitcode=5" $status 0
+grep -q '^  bad frees         1: 1 free of an address that is not a live block$' def.err ||
+	fail "the deferred log does not show its free of no live block: $(cat def.err)"
+! grep -q 'errors:' def.err || fail "a deferred log's free of no live block counted as an error: $(cat def.err)"
+note "--error-exitcode: 2 bad frees are errors; a deferred recording's free of a block allocated before is not"
