@@ -503,19 +503,12 @@ out:
 	suppressed_free(&sp);
 }
 
-/* The leaks report's bad frees. */
-static struct log_bad_frees leaks_bad_frees(const mms_leaks_t *l)
-{
-	return (struct log_bad_frees){ l->double_frees, l->invalid_frees, l->mismatched_frees, l->bad_frees,
-				       l->nbad_frees };
-}
-
 /* The bad frees, with their events, and the allocation stack of a double
  * or mismatched free's block. */
 static void print_bad_frees(struct leaks_out *o)
 {
 	const mms_leaks_t *l = o->l;
-	struct log_bad_frees b = leaks_bad_frees(l);
+	struct log_bad_frees b = { LOG_BAD_FREES_OF(l) };
 	FILE *f = o->c->out;
 	char count[192], what[160];
 	size_t i;
@@ -791,11 +784,7 @@ int an_leaks_print(struct an_ctx *c)
 		fputc(',', c->out);
 		print_runtime(&o);
 		fputc(',', c->out);
-		{
-			struct log_bad_frees b = leaks_bad_frees(o.l);
-
-			log_json_bad_frees(c->out, &b);
-		}
+		log_json_bad_frees(c->out, &(struct log_bad_frees){ LOG_BAD_FREES_OF(o.l) });
 		fputc(',', c->out);
 		an_leaks_print_steps(c->out, o.l, o.s.json, o.s.top);
 		fputs("}\n", c->out);

@@ -321,9 +321,7 @@ static void print_main_summary(const struct run *run, char **argv, pid_t pid, in
 		fprintf(stderr, "  %-17s %" PRIu64 "%s\n", "steps", sum->steps,
 			r->info.steps_inferred ? STEPS_INFERRED_NOTE : "");
 	fprintf(stderr, "  %-17s %" PRIu64 "\n", "threads", sum->threads);
-	log_print_bad_frees(stderr, "  ", 17,
-			    &(struct log_bad_frees){ sum->double_frees, sum->invalid_frees, sum->mismatched_frees,
-						     sum->bad_frees, sum->nbad_frees });
+	log_print_bad_frees(stderr, "  ", 17, &(struct log_bad_frees){ LOG_BAD_FREES_OF(sum) });
 	if (sum->double_allocs)
 		fprintf(stderr, "  %-17s %" PRIu64 " (an address handed out while still live)\n", "double allocs",
 			sum->double_allocs);
@@ -395,8 +393,6 @@ static char *log_origin(const char *name, const struct log_result *r, pid_t prog
  * damaged or lost events is always listed. */
 #define OTHER_LOGS_SHOWN 10
 
-/* The line of another log of the run: how its process began, its events
- * and the heap blocks live at its end, and what is wrong with it. */
 /* "; N frees of no live block; M mismatched frees" for the line of
  * another log, or "" (malloc'd). */
 static char *bad_frees_note(const mms_summary_t *s)
@@ -411,6 +407,8 @@ static char *bad_frees_note(const mms_summary_t *s)
 	return note;
 }
 
+/* The line of another log of the run: how its process began, its events
+ * and the heap blocks live at its end, and what is wrong with it. */
 static void print_other_log(const char *name, const struct log_result *r, pid_t program)
 {
 	const mms_log_info_t *info = &r->info;

@@ -78,6 +78,10 @@ struct log_bad_frees {
 	const mms_bad_free_t *list;
 	size_t n;
 };
+/* The initializer of a struct log_bad_frees from a summary or a leaks
+ * report (p: a pointer to either), whose fields have the same names. */
+#define LOG_BAD_FREES_OF(p) \
+	(p)->double_frees, (p)->invalid_frees, (p)->mismatched_frees, (p)->bad_frees, (p)->nbad_frees
 
 /* The counts of each kind: "1 double free, 2 frees of an address that is
  * not a live block, 1 mismatched free". Returns buf (192 bytes are

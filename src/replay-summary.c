@@ -180,9 +180,7 @@ static void print_text(const char *path, const mms_log_t *log, const mms_log_inf
 	if (log_devices_text(log, devs, sizeof(devs)))
 		printf("%-20s %s only (--device): the other devices' memory was not recorded\n", "devices recorded",
 		       devs);
-	log_print_bad_frees(stdout, "", 20,
-			    &(struct log_bad_frees){ s->double_frees, s->invalid_frees, s->mismatched_frees,
-						     s->bad_frees, s->nbad_frees });
+	log_print_bad_frees(stdout, "", 20, &(struct log_bad_frees){ LOG_BAD_FREES_OF(s) });
 	if (s->double_allocs)
 		printf("%-20s %" PRIu64 "\n", "double allocations", s->double_allocs);
 }
@@ -273,8 +271,7 @@ static void print_json(const mms_log_t *log, const mms_log_info_t *in, const mms
 	else
 		printf("null");
 	printf(",\"unmatched_frees\":%" PRIu64 ",\"double_allocs\":%" PRIu64 ",", s->unmatched_frees, s->double_allocs);
-	log_json_bad_frees(stdout, &(struct log_bad_frees){ s->double_frees, s->invalid_frees, s->mismatched_frees,
-							    s->bad_frees, s->nbad_frees });
+	log_json_bad_frees(stdout, &(struct log_bad_frees){ LOG_BAD_FREES_OF(s) });
 	print_fork_json(log, s);
 	if (in->freeres_skipped)
 		printf(",\"freeres_skipped\":\"%s\",\"freeres_threads\":%" PRIu64,
