@@ -134,8 +134,8 @@ static inline unsigned cxx_free_fn(unsigned fn, const void *ptr)
 	return likely(!mms__tls_cxx.fn) ? fn : cxx_free_fn_slow(fn, ptr);
 }
 
-/* rec_alloc() inside a C++ operator: out of line, so that the hot path
- * keeps its function a constant. */
+/* rec_alloc() inside a C++ operator: out of line, so that a call outside
+ * the operators only tests the mark. */
 static __attribute__((noinline)) void rec_alloc_cxx(struct mms_thread *t, unsigned fn, void *ptr, size_t size,
 						    uintptr_t fp)
 {
