@@ -48,12 +48,13 @@ def _values(r, events):
 
 
 def _replay_end(path, live=False):
-    """({step, launch, op, events}, None or (live groups, warnings)) of the
-    log at path replayed to its end (the program is stopped, or has
-    exited: the log holds all it did); the groups of the blocks live there,
-    and fmt.log_warnings() of the log, only when live is true. (ZERO,
-    None) when there is no log or it cannot be read; raises only for the
-    groups (exit_report says so)."""
+    """({step, launch, op, events}, None or (live groups, warnings, judged,
+    bad frees)) of the log at path replayed to its end (the program is
+    stopped, or has exited: the log holds all it did); the groups of the
+    blocks live there, fmt.log_warnings() of the log, whether the scan
+    judged them, and the bad frees' counts (double, invalid, mismatched),
+    only when live is true. (ZERO, None) when there is no log or it cannot
+    be read; raises only for the groups (exit_report says so)."""
     if not path or not os.path.exists(path):
         return dict(ZERO), None
     with replaylib.Log(path) as log, replaylib.Replay(log) as r:
@@ -63,7 +64,9 @@ def _replay_end(path, live=False):
         values = _values(r, events)
         if not live or not events:
             return values, None
-        return values, (r.group_live(), fmt.log_warnings(info), replaylib.reach_judged(info))
+        w = r.where()
+        return values, (r.group_live(), fmt.log_warnings(info), replaylib.reach_judged(info),
+                        (w.double_frees, w.invalid_frees, w.mismatched_frees))
 
 
 def from_log(path):
@@ -297,7 +300,7 @@ def at_exit(path, report):
         return
     try:
         events = values["events"]
-        groups, warnings, judged = groups
+        groups, warnings, judged, bad = groups
         groups, kept = replaylib.split_runtime(groups)
         # What the program still pointed to at exit (the recorder's scan
         # then) is not a leak either; nor what a thread still running made
@@ -340,6 +343,16 @@ def at_exit(path, report):
             gdb.write("memscope: at exit: %s %s, %s, in %s%s; `memscope leaks full' for the detail.\n"
                       % (fmt.plural(blocks, "block"), said, fmt.exact_bytes(nbytes),
                          fmt.plural(len(groups), "loss record"), kept_note))
+        # The bad frees (double, invalid, mismatched): errors the leak
+        # line would hide.
+        words = [fmt.plural(bad[0], "double free")] if bad[0] else []
+        if bad[1]:
+            words.append(fmt.plural(bad[1], "free") + " of an address that is not a live block")
+        if bad[2]:
+            words.append(fmt.plural(bad[2], "mismatched free"))
+        if words:
+            gdb.write("memscope: at exit: also %s (`msmemscope-replay %s --summary' lists them).\n"
+                      % (", ".join(words), path))
         for line in warnings:
             gdb.write("memscope: warning: %s.\n" % line)
     except Exception as e:  # noqa: BLE001 -- an exit handler must not leave a traceback

@@ -7,7 +7,8 @@
 # exit (definitely lost, as the recorder's scan at exit finds);
 # tests/gdb/stomp frees all it allocates; threads allocating as the
 # program exits leave no block called leaked; a pool's block live at exit
-# is no heap leak. Nothing when gdb kills the
+# is no heap leak; bad frees (tests/progs/mismatch's six mismatched ones)
+# get a line of their own after the leaks'. Nothing when gdb kills the
 # program, nor when the run had no recorder (an exec-wrapper without it).
 . "${top_srcdir:?run this test through make check}/tests/gdb/lib.sh"
 
@@ -66,6 +67,11 @@ expect_rc "gdb's exit status"
 session stomp "$progs/stomp" -ex start -ex kill -ex run
 expect_count stomp '^memscope: at exit' 1 "no report when gdb kills the program, one when it exits"
 expect stomp 'memscope: at exit: no leak, the program freed every block; 20 events recorded.' "no live block"
+expect_rc "gdb's exit status"
+
+session mismatch "$top_builddir/tests/progs/mismatch" -ex run
+expect mismatch 'memscope: at exit: no leak, the program freed every block; ' "no live block"
+expect mismatch "memscope: at exit: also 6 mismatched frees (\`msmemscope-replay " "the bad frees at exit"
 expect_rc "gdb's exit status"
 
 session norec "$progs/leaky" -ex 'set exec-wrapper env' -ex run -ex 'printf "events %d\n", $memscope_events'
