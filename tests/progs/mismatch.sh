@@ -90,21 +90,24 @@ expect_key "$1.json" mismatched_frees 0
 	fail "guard mode did not find the six mismatched frees: $(cat guard.err)"
 note "guard mode: its six findings, none counted again"
 
-# Under a replacement allocator preloaded first (its operator new and
-# delete allocate without malloc and free: the recorder's operators take
-# the malloc family's hooks then), the same six and nothing else.
+# Under a replacement allocator preloaded after the recorder, as -ljemalloc
+# links it (its operator new and delete allocate without malloc and free:
+# the recorder's operators take the malloc family's hooks then), the same
+# six and nothing else.
 n=0
 for lib in libjemalloc.so.2 libtcmalloc_minimal.so.4 libmimalloc.so.2; do
 	path=$(ldconfig -p 2>/dev/null | sed -n "s|.*$lib .*=> \(.*\)|\1|p" | head -n 1)
 	[ -n "$path" ] && [ -e "$path" ] || continue
-	rm -rf alloc
 	# No refused new[]: mimalloc's operator aborts on it (natively too).
 	LD_PRELOAD=$path "$prog" >alloc.native || fail "mismatch exited $? under $lib natively"
-	LD_PRELOAD=$path "$MMS_LAUNCHER" --output=alloc -- "$prog" >alloc.out 2>alloc.err ||
+	env LD_PRELOAD="$MMS_HOOKS:$path" MSMEMSCOPE_LOG=alloc-$lib.mms "$prog" >alloc.out 2>alloc.err ||
 		fail "mismatch under $lib exited $? under the recorder: $(cat alloc.err)"
 	cmp -s alloc.native alloc.out || fail "mismatch printed something else under $lib: $(cat alloc.out)"
-	grep -q '^  bad frees         6: 6 mismatched frees$' alloc.err ||
-		fail "under $lib, not the six mismatched frees: $(cat alloc.err)"
+	summarize alloc-$lib.mms
+	expect_key alloc-$lib.mms.json mismatched_frees 6
+	expect_key alloc-$lib.mms.json unmatched_frees 0
+	expect_key alloc-$lib.mms.json bad_frees.0.alloc_fn '"new[]"'
+	expect_key alloc-$lib.mms.json bad_frees.5.bytes 128
 	n=$((n + 1))
 done
 note "under $n replacement allocator(s) of jemalloc, tcmalloc, mimalloc found installed: the same six"
