@@ -516,14 +516,14 @@ to run the program again (not in batch mode, where gdb cannot ask).
                     return
                 live = r.block_at(ev[1])
                 if live is not None:
-                    if (ev[3] == replaylib.MEM_HOST and live.addr == ev[1] and
-                            replaylib.alloc_family(live.fn) != replaylib.free_family(ev[2])):
+                    # The library's verdict: the event counted one more.
+                    before = r.where().mismatched_frees
+                    if ev[3] == replaylib.MEM_HOST and not r.seek(n + 1) and r.where().mismatched_frees > before:
                         gdb.write("memscope: event #%d is a mismatched free: %s of block 0x%x (%s, allocation %d), "
                                   "which %s allocated at event #%d.\n" % (
-                                      n, replaylib.FREE_FNS[ev[2]] if ev[2] < len(replaylib.FREE_FNS) else "?",
-                                      live.addr, fmt.exact_bytes(live.size), live.alloc_id,
-                                      replaylib.ALLOC_FNS[live.fn] if live.fn < len(replaylib.ALLOC_FNS) else "?",
-                                      live.alloc_event))
+                                      n, replaylib.func_name(replaylib.EV_FREE, ev[2]), live.addr,
+                                      fmt.exact_bytes(live.size), live.alloc_id,
+                                      replaylib.func_name(replaylib.EV_MALLOC, live.fn), live.alloc_event))
                     return
                 b = r.freed_block_at(ev[1])
         if b is not None and b.addr == ev[1] and b.free_event < n:

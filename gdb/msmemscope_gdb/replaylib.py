@@ -25,20 +25,6 @@ EV_SYSTEM, EV_MALLOC, EV_FREE, EV_ACCESS, EV_OP_LAUNCH, EV_KERNEL_LAUNCH, EV_MST
 # enum mms_mem_kind
 MEM_HOST, MEM_MMAP, MEM_POOL, MEM_DEVICE, MEM_KIND_COUNT = range(5)
 MEM_NAMES = ("HOST", "MMAP", "POOL", "DEVICE")
-# enum mms_alloc_func and enum mms_free_func by name (mms_alloc_func_name()).
-ALLOC_FNS = ("malloc", "calloc", "realloc", "posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc",
-             "new", "new[]")
-FREE_FNS = ("free", "realloc", "delete", "delete[]")
-
-
-def alloc_family(fn):
-    """0 the malloc family, 1 new and delete, 2 new[] and delete[]
-    (replay/core/state-int.h)."""
-    return fn - 7 if fn >= 8 else 0
-
-
-def free_family(fn):
-    return fn - 1 if fn >= 2 else 0
 
 
 class Event(ctypes.Structure):
@@ -201,6 +187,8 @@ def load(path):
         "mms_strerror": (c_char_p, [c_int]),
         "mms_runtime_name": (c_char_p, [ctypes.c_uint]),
         "mms_runtime_what": (c_char_p, [ctypes.c_uint]),
+        "mms_alloc_func_name": (c_char_p, [ctypes.c_uint]),
+        "mms_free_func_name": (c_char_p, [ctypes.c_uint]),
         "mms_log_open_ex": (c_int, [c_char_p, P(c_void_p), P(OpenError)]),
         "mms_log_follow": (c_int, [c_char_p, P(c_void_p), P(OpenError)]),
         "mms_log_close": (None, [c_void_p]),
@@ -243,6 +231,14 @@ def load(path):
 
 def strerror(rc):
     return _lib.mms_strerror(rc).decode("utf-8", "replace")
+
+
+def func_name(kind, fn):
+    """The allocating (kind EV_MALLOC) or releasing (EV_FREE) function fn
+    of a heap event by name: "malloc", "new[]", "delete", ...; "?" for one
+    the library does not know."""
+    s = (_lib.mms_alloc_func_name if kind == EV_MALLOC else _lib.mms_free_func_name)(fn)
+    return s.decode() if s else "?"
 
 
 def runtime_what(kind):
