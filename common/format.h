@@ -535,6 +535,14 @@ enum mms_system_phase {
  * absolute path; absent when the recorder's malloc is the one called. */
 #define MMS_META_OWN_MALLOC "own_malloc"
 
+/* META keys (format 16): the file that defines a C++ allocation operator
+ * ahead of the recorder (the program's own operator new or delete) and
+ * the first such operator, as C++ names it. The C++ operators are then
+ * recorded as the malloc and free they call: the log tells no mismatched
+ * free. Absent when every operator called is the recorder's. */
+#define MMS_META_OWN_CXX "own_cxx"
+#define MMS_META_OWN_CXX_OP "own_cxx_op"
+
 /* The largest record the writer emits: a tag, 8 varints and two strings. */
 #define MMS_MAX_RECORD (1 + 8 * 10 + 2 * (10 + MMS_MAX_STRING))
 /* The largest event record: a tag and 7 varints. The writer moves a thread

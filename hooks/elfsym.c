@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <elf.h>
 #include <link.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "elfdyn.h"
@@ -221,4 +222,44 @@ void *mms__elfsym_next(const char *name, int (*late)(const char *path))
 
 	mms__phdr_iterate(lookup_each, &l);
 	return l.found;
+}
+
+struct ahead {
+	const char *const *names;
+	size_t nnames, n;
+	int found;
+	char *path;
+	size_t cap;
+};
+
+static int ahead_each(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct ahead *a = arg;
+	size_t i = a->n++;
+
+	(void)size;
+	if (self_index == SIZE_MAX || i >= self_index)
+		return 1;
+	for (size_t k = 0; k < a->nnames; k++) {
+		if (!object_sym(info, a->names[k]))
+			continue;
+		a->found = (int)k;
+		/* The program is the first object, named "". */
+		if (i == 0 || !info->dlpi_name || !*info->dlpi_name) {
+			if (!mms__self_exe(a->path, a->cap))
+				snprintf(a->path, a->cap, "the program");
+		} else {
+			snprintf(a->path, a->cap, "%s", info->dlpi_name);
+		}
+		return 1;
+	}
+	return 0;
+}
+
+int mms__elfsym_ahead(const char *const *names, size_t n, char *path, size_t cap)
+{
+	struct ahead a = { names, n, 0, -1, path, cap };
+
+	mms__phdr_iterate(ahead_each, &a);
+	return a.found;
 }

@@ -681,11 +681,26 @@ void mms__init(void) MMS_HIDDEN;
  * libstdc++ or libc++ loaded out of it (RTLD_LOCAL); NULL when none.
  * Leaves the thread's dlerror() state alone. */
 void *mms__cxx_lookup(const char *name) MMS_HIDDEN;
+/* At start-up: whether the program (or a library preloaded before the
+ * recorder) defines a C++ allocation operator of its own. Then the
+ * operators that reach the recorder's are not all of the program's, so
+ * new and delete are recorded as the malloc and free they call (no
+ * mismatched free can be told) and guard mode checks the malloc family
+ * only. */
+void mms__cxx_own_init(void) MMS_HIDDEN;
+/* The file defining it and the operator's name (META own_cxx,
+ * own_cxx_op), or NULL when there is none. */
+const char *mms__cxx_own(const char **op) MMS_HIDDEN;
 /* elfsym.c: name's definition in the first object after the recorder's in
  * the global scope that has one (dlsym(RTLD_NEXT) without its effect on
  * dlerror()), or, among objects loaded after start-up, in one whose path
  * late() accepts (late may be NULL: none); NULL when none. */
 void *mms__elfsym_next(const char *name, int (*late)(const char *path)) MMS_HIDDEN;
+/* The first of names[0..n) that an object ahead of the recorder's in the
+ * global scope defines (the program, a library preloaded before it: its
+ * definition wins over the recorder's), its file's path in path; -1 when
+ * none. After mms__elfsym_init(). */
+int mms__elfsym_ahead(const char *const *names, size_t n, char *path, size_t cap) MMS_HIDDEN;
 /* name's definition in the object info describes, or NULL. */
 void *mms__elfsym_in(const struct dl_phdr_info *info, const char *name) MMS_HIDDEN;
 /* Notes where the recorder's object is among the loaded ones, and how many

@@ -143,6 +143,7 @@ void mms__init(void)
 	mms__tls_busy = 2;
 	mms__runtime_code_init();
 	mms__elfsym_init();
+	mms__cxx_own_init();
 	mms__redirect_init();
 	mms__gdb_init();
 	config_read();

@@ -523,6 +523,7 @@ static void write_process_meta(struct mms_thread *t)
 	 * stack may be a small thread's (a fork child's first event). */
 	static char buf[MMS_MAX_STRING];
 	ssize_t n = (ssize_t)mms__self_exe(buf, sizeof buf);
+	const char *own, *op;
 	size_t len;
 	int fd;
 
@@ -539,6 +540,11 @@ static void write_process_meta(struct mms_thread *t)
 	write_meta_kv(t, "config", buf, len < sizeof buf ? len : sizeof buf - 1);
 	if (mms__own_malloc(buf, sizeof buf))
 		write_meta_kv(t, MMS_META_OWN_MALLOC, buf, strlen(buf));
+	own = mms__cxx_own(&op);
+	if (own) {
+		write_meta_kv(t, MMS_META_OWN_CXX, own, strlen(own));
+		write_meta_kv(t, MMS_META_OWN_CXX_OP, op, strlen(op));
+	}
 }
 
 static void write_meta_u(struct mms_thread *t, const char *key, uint64_t v)

@@ -145,12 +145,90 @@ static void *no_runtime_new_aligned_nothrow(size_t size, size_t align, const voi
 	return posix_memalign(&p, align, size ? size : 1) ? NULL : p;
 }
 
+/* The operators the recorder defines, with their names in C++. */
+static const char *const op_symbols[] = {
+	"_Znwm",
+	"_Znam",
+	"_ZnwmSt11align_val_t",
+	"_ZnamSt11align_val_t",
+	"_ZnwmRKSt9nothrow_t",
+	"_ZnamRKSt9nothrow_t",
+	"_ZnwmSt11align_val_tRKSt9nothrow_t",
+	"_ZnamSt11align_val_tRKSt9nothrow_t",
+	"_ZdlPv",
+	"_ZdaPv",
+	"_ZdlPvm",
+	"_ZdaPvm",
+	"_ZdlPvSt11align_val_t",
+	"_ZdaPvSt11align_val_t",
+	"_ZdlPvmSt11align_val_t",
+	"_ZdaPvmSt11align_val_t",
+	"_ZdlPvRKSt9nothrow_t",
+	"_ZdaPvRKSt9nothrow_t",
+	"_ZdlPvSt11align_val_tRKSt9nothrow_t",
+	"_ZdaPvSt11align_val_tRKSt9nothrow_t",
+};
+static const char *const op_names[] = {
+	"operator new(std::size_t)",
+	"operator new[](std::size_t)",
+	"operator new(std::size_t, std::align_val_t)",
+	"operator new[](std::size_t, std::align_val_t)",
+	"operator new(std::size_t, const std::nothrow_t&)",
+	"operator new[](std::size_t, const std::nothrow_t&)",
+	"operator new(std::size_t, std::align_val_t, const std::nothrow_t&)",
+	"operator new[](std::size_t, std::align_val_t, const std::nothrow_t&)",
+	"operator delete(void*)",
+	"operator delete[](void*)",
+	"operator delete(void*, std::size_t)",
+	"operator delete[](void*, std::size_t)",
+	"operator delete(void*, std::align_val_t)",
+	"operator delete[](void*, std::align_val_t)",
+	"operator delete(void*, std::size_t, std::align_val_t)",
+	"operator delete[](void*, std::size_t, std::align_val_t)",
+	"operator delete(void*, const std::nothrow_t&)",
+	"operator delete[](void*, const std::nothrow_t&)",
+	"operator delete(void*, std::align_val_t, const std::nothrow_t&)",
+	"operator delete[](void*, std::align_val_t, const std::nothrow_t&)",
+};
+_Static_assert(sizeof op_names / sizeof op_names[0] == sizeof op_symbols / sizeof op_symbols[0],
+	       "one name per operator");
+
+/* Set at start-up (mms__cxx_own_init()): the program defines one of the
+ * operators itself, op_names[own_op] in own_path. A program that
+ * replaces operator new but not delete calls its own new (malloc, for
+ * the recorder) and the recorder's delete: marks would report every such
+ * pair as a mismatched free, as valgrind does. The operators then mark
+ * nothing, and guard mode's blocks are all of the malloc family. */
+static int own_ops, own_op = -1;
+static char own_path[4096];
+
+void mms__cxx_own_init(void)
+{
+	own_op = mms__elfsym_ahead(op_symbols, sizeof op_symbols / sizeof op_symbols[0], own_path, sizeof own_path);
+	own_ops = own_op >= 0;
+}
+
+const char *mms__cxx_own(const char **op)
+{
+	if (!own_ops)
+		return NULL;
+	*op = op_names[own_op];
+	return own_path;
+}
+
+/* guard mode's family for the blocks of an operator of family f. */
+static inline unsigned guard_family(unsigned f)
+{
+	return own_ops ? MMS_GUARD_FAMILY_MALLOC : f;
+}
+
 /* Whether this thread records now (what mms__enter() will say, but for
- * a fork child's first event): the operators mark only then, so that no
- * mark waits through a time without records. */
+ * a fork child's first event) and the operators are all the recorder's:
+ * the operators mark only then, so that no mark waits through a time
+ * without records. */
 static inline int marking(void)
 {
-	return likely(!mms__tls_busy) && mms__recording && mms__collecting;
+	return likely(!mms__tls_busy) && mms__recording && mms__collecting && !own_ops;
 }
 
 /* Marks the thread inside operator new or new[] (fn) of size bytes
@@ -206,7 +284,7 @@ static inline void mark_delete(unsigned fn, void *p)
  * (its new-handler loop, and std::bad_alloc when that gives up). */
 static void *guard_new(unsigned family, size_t align, size_t size, uintptr_t ra)
 {
-	return mms__guard_alloc_hook(MMS_ALLOC_MALLOC, family, align, size ? size : 1, 0, ra);
+	return mms__guard_alloc_hook(MMS_ALLOC_MALLOC, guard_family(family), align, size ? size : 1, 0, ra);
 }
 
 MMS_EXPORT void *_Znwm(size_t size)
@@ -291,7 +369,7 @@ static inline __attribute__((always_inline)) void delete_as(void *p, unsigned fa
 
 	if (unlikely(mms__guard_on)) {
 		if (p && !mms__arena_owns(p))
-			mms__guard_free_hook(p, family, ra);
+			mms__guard_free_hook(p, guard_family(family), ra);
 		return;
 	}
 	mark_delete(family == MMS_GUARD_FAMILY_NEW_ARRAY ? MMS_FREE_DELETE_ARRAY : MMS_FREE_DELETE, p);

@@ -328,6 +328,14 @@ void log_warn_damage(const char *name, const mms_log_info_t *in, void (*say)(con
 		say(line);
 		free(line);
 	}
+	if (in->own_cxx) {
+		line = xasprintf("%s: %s defines %s itself, so mismatched frees (delete of a malloc'd block, "
+				 "delete[] of a new'd one) are not checked: new and delete are recorded as the malloc "
+				 "and free they call",
+				 name, in->own_cxx, in->own_cxx_op);
+		say(line);
+		free(line);
+	}
 	if (in->lost_events) {
 		line = xasprintf("%s: %" PRIu64 " events were not recorded (signals that arrived inside a hook)", name,
 				 in->lost_events);

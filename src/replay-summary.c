@@ -270,6 +270,14 @@ static void print_json(const mms_log_t *log, const mms_log_info_t *in, const mms
 		json_put_string(stdout, in->own_malloc, strlen(in->own_malloc));
 	else
 		printf("null");
+	printf(",\"own_cxx\":");
+	if (in->own_cxx) {
+		json_put_string(stdout, in->own_cxx, strlen(in->own_cxx));
+		printf(",\"own_cxx_op\":");
+		json_put_string(stdout, in->own_cxx_op, strlen(in->own_cxx_op));
+	} else {
+		printf("null,\"own_cxx_op\":null");
+	}
 	printf(",\"unmatched_frees\":%" PRIu64 ",\"double_allocs\":%" PRIu64 ",", s->unmatched_frees, s->double_allocs);
 	log_json_bad_frees(stdout, &(struct log_bad_frees){ LOG_BAD_FREES_OF(s) });
 	print_fork_json(log, s);

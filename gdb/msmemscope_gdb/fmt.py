@@ -92,6 +92,10 @@ def log_warnings(info):
         out.append("%s defines malloc itself (an allocator linked into the program): the calls of its malloc "
                    "family never reach the recorder, so the live blocks and leaks miss them"
                    % replaylib.text(info.own_malloc))
+    if info.own_cxx:
+        out.append("%s defines %s itself, so mismatched frees are not checked: new and delete are recorded as "
+                   "the malloc and free they call"
+                   % (replaylib.text(info.own_cxx), replaylib.text(info.own_cxx_op)))
     if info.stacks_full:
         out.append("the recorder's table of stack frames filled up: the stacks of the events after that are cut "
                    "short or absent")

@@ -43,6 +43,7 @@ class LogInfo(ctypes.Structure):
                 ("damage", c_char_p), ("damage_error", c_int), ("damage_count", u64), ("events", u64),
                 ("segments", u64), ("last_realtime_ns", u64), ("exec_away", c_int), ("bad_stacks", u64),
                 ("stacks_full", c_int), ("strings_full", c_int), ("own_malloc", c_char_p),
+                ("own_cxx", c_char_p), ("own_cxx_op", c_char_p),
                 ("freeres", c_int), ("freeres_skipped", c_int), ("freeres_threads", u64), ("reach_scan", c_int),
                 ("reach_pointers", u64), ("reach_bytes", u64), ("reach_ns", u64), ("reach_threads", u64),
                 ("steps_inferred", c_int)]

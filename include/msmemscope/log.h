@@ -343,6 +343,13 @@ typedef struct mms_log_info {
 	const char *own_malloc;  /* the file that defines malloc ahead of the recorder (an
 	                            allocator linked into the program): the calls of its
 	                            malloc family are not in the log; NULL when they are */
+	const char *own_cxx;     /* the file that defines a C++ allocation operator ahead
+	                            of the recorder (the program's own operator new or
+	                            delete): new and delete are recorded as the malloc
+	                            and free they call, so no mismatched free is told;
+	                            NULL when every operator called was the recorder's */
+	const char *own_cxx_op;  /* that operator, as C++ names it ("operator
+	                            new(std::size_t)"); NULL with own_cxx */
 	/* At the end of exit the recorder had glibc and libstdc++ free their
 	 * internal memory (freeres), or says why not: */
 	int freeres;              /* 1: it ran (the frees from then on are theirs) */

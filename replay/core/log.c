@@ -631,6 +631,10 @@ static void fill_info(mms_log_t *log)
 	in->strings_full = !!(h->flags & MMS_FLAG_STRINGS_FULL);
 	in->own_malloc = NULL;
 	mms_log_meta(log, MMS_META_OWN_MALLOC, &in->own_malloc, NULL);
+	in->own_cxx = in->own_cxx_op = NULL;
+	if (!mms_log_meta(log, MMS_META_OWN_CXX, &in->own_cxx, NULL) &&
+	    mms_log_meta(log, MMS_META_OWN_CXX_OP, &in->own_cxx_op, NULL))
+		in->own_cxx_op = "operator new or delete";
 	in->freeres = mms_log_meta(log, "freeres", NULL, NULL) == 0;
 	in->freeres_skipped = 0;
 	in->freeres_threads = 0;

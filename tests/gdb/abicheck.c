@@ -31,6 +31,7 @@ int main(void)
 	F(mms_log_info_t, damage_count), F(mms_log_info_t, events), F(mms_log_info_t, segments);
 	F(mms_log_info_t, last_realtime_ns), F(mms_log_info_t, exec_away), F(mms_log_info_t, bad_stacks),
 		F(mms_log_info_t, stacks_full), F(mms_log_info_t, strings_full), F(mms_log_info_t, own_malloc);
+	F(mms_log_info_t, own_cxx), F(mms_log_info_t, own_cxx_op);
 	F(mms_log_info_t, freeres), F(mms_log_info_t, freeres_skipped), F(mms_log_info_t, freeres_threads);
 	F(mms_log_info_t, reach_scan), F(mms_log_info_t, reach_pointers), F(mms_log_info_t, reach_bytes);
 	F(mms_log_info_t, reach_ns), F(mms_log_info_t, reach_threads), F(mms_log_info_t, steps_inferred);
