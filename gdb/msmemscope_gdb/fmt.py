@@ -84,6 +84,18 @@ def stack_lines(log, stack_id, depth, indent="    "):
     return out
 
 
+def unchecked_warnings(info):
+    """Lines saying which checks the log's recording could not make (the
+    replay's and the launcher's warnings of the same name): the bad frees'
+    lines go with them, not the leaks'."""
+    out = []
+    if info.own_cxx:
+        out.append("%s defines %s itself, so mismatched frees are not checked: new and delete are recorded as "
+                   "the malloc and free they call"
+                   % (replaylib.text(info.own_cxx), replaylib.text(info.own_cxx_op)))
+    return out
+
+
 def log_warnings(info):
     """Lines saying what the log lacks although it is whole (the
     replay's and the launcher's warnings of the same name)."""
@@ -92,10 +104,6 @@ def log_warnings(info):
         out.append("%s defines malloc itself (an allocator linked into the program): the calls of its malloc "
                    "family never reach the recorder, so the live blocks and leaks miss them"
                    % replaylib.text(info.own_malloc))
-    if info.own_cxx:
-        out.append("%s defines %s itself, so mismatched frees are not checked: new and delete are recorded as "
-                   "the malloc and free they call"
-                   % (replaylib.text(info.own_cxx), replaylib.text(info.own_cxx_op)))
     if info.stacks_full:
         out.append("the recorder's table of stack frames filled up: the stacks of the events after that are cut "
                    "short or absent")

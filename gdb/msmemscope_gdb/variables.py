@@ -49,11 +49,11 @@ def _values(r, events):
 
 def _replay_end(path, live=False):
     """({step, launch, op, events}, None or (live groups, warnings, judged,
-    bad frees)) of the log at path replayed to its end (the program is
-    stopped, or has exited: the log holds all it did); the groups of the
-    blocks live there, fmt.log_warnings() of the log, whether the scan
-    judged them, and the bad frees' counts (double, invalid, mismatched),
-    only when live is true. (ZERO, None) when there is no log or it cannot
+    bad frees, unchecked)) of the log at path replayed to its end (the
+    program is stopped, or has exited: the log holds all it did); the
+    groups of the blocks live there, fmt.log_warnings() of the log, whether
+    the scan judged them, the bad frees' counts (double, invalid,
+    mismatched) and fmt.unchecked_warnings(), only when live is true. (ZERO, None) when there is no log or it cannot
     be read; raises only for the groups (exit_report says so)."""
     if not path or not os.path.exists(path):
         return dict(ZERO), None
@@ -66,7 +66,7 @@ def _replay_end(path, live=False):
             return values, None
         w = r.where()
         return values, (r.group_live(), fmt.log_warnings(info), replaylib.reach_judged(info),
-                        (w.double_frees, w.invalid_frees, w.mismatched_frees))
+                        (w.double_frees, w.invalid_frees, w.mismatched_frees), fmt.unchecked_warnings(info))
 
 
 def from_log(path):
@@ -300,7 +300,7 @@ def at_exit(path, report):
         return
     try:
         events = values["events"]
-        groups, warnings, judged, bad = groups
+        groups, warnings, judged, bad, unchecked = groups
         groups, kept = replaylib.split_runtime(groups)
         # What the program still pointed to at exit (the recorder's scan
         # then) is not a leak either; nor what a thread still running made
@@ -353,7 +353,7 @@ def at_exit(path, report):
         if words:
             gdb.write("memscope: at exit: also %s (`msmemscope-replay %s --summary' lists them).\n"
                       % (", ".join(words), path))
-        for line in warnings:
+        for line in warnings + unchecked:
             gdb.write("memscope: warning: %s.\n" % line)
     except Exception as e:  # noqa: BLE001 -- an exit handler must not leave a traceback
         try:

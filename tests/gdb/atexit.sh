@@ -8,7 +8,9 @@
 # tests/gdb/stomp frees all it allocates; threads allocating as the
 # program exits leave no block called leaked; a pool's block live at exit
 # is no heap leak; bad frees (tests/progs/mismatch's six mismatched ones)
-# get a line of their own after the leaks'. Nothing when gdb kills the
+# get a line of their own after the leaks'; a program with its own
+# operator new (tests/progs/ownnew) gets the warning that they are not
+# checked, at exit and in memscope info. Nothing when gdb kills the
 # program, nor when the run had no recorder (an exec-wrapper without it).
 . "${top_srcdir:?run this test through make check}/tests/gdb/lib.sh"
 
@@ -72,6 +74,18 @@ expect_rc "gdb's exit status"
 session mismatch "$top_builddir/tests/progs/mismatch" -ex run
 expect mismatch 'memscope: at exit: no leak, the program freed every block; ' "no live block"
 expect mismatch "memscope: at exit: also 6 mismatched frees (\`msmemscope-replay " "the bad frees at exit"
+expect_not mismatch 'are not checked' "no warning about the program's own operators"
+expect_rc "gdb's exit status"
+
+# A program with its own operator new: no mismatched frees told, and the
+# line at exit and memscope info say why; the leaks report does not.
+session ownnew "$top_builddir/tests/progs/ownnew" -ex run -ex 'memscope leaks' -ex 'memscope info'
+expect ownnew 'memscope: at exit: 1 block leaked, 12 bytes, in 1 loss record' "the leak at exit"
+expect_count ownnew '^memscope: warning: .*/ownnew defines operator new(std::size_t) itself, so mismatched frees are not checked' \
+	1 "the warning at exit"
+expect_count ownnew '^  warning: .*/ownnew defines operator new(std::size_t) itself' 1 "memscope info's warning"
+expect_count ownnew 'are not checked' 2 "the warning at exit and in memscope info only"
+expect_not ownnew 'mismatched frees: ' "no mismatched free counted"
 expect_rc "gdb's exit status"
 
 session norec "$progs/leaky" -ex 'set exec-wrapper env' -ex run -ex 'printf "events %d\n", $memscope_events'
