@@ -133,6 +133,24 @@ static void put_side_bytes(FILE *out, uint64_t launch, int64_t bytes, int json)
 		fprintf(out, "%" PRId64, bytes);
 }
 
+/* b - a, held at the ends of int64_t. */
+static int64_t diff64(int64_t b, int64_t a)
+{
+	int64_t d;
+
+	return __builtin_sub_overflow(b, a, &d) ? (b > a ? INT64_MAX : INT64_MIN) : d;
+}
+
+/* b - a in words: "+4.2 KiB", "-1000 B". */
+static const char *diff_words(int64_t b, int64_t a, char *buf, size_t cap)
+{
+	char hb[32];
+
+	snprintf(buf, cap, "%s%s", b < a ? "-" : "+",
+		 human_bytes(b < a ? (uint64_t)a - (uint64_t)b : (uint64_t)b - (uint64_t)a, hb, sizeof(hb)));
+	return buf;
+}
+
 static void print_report(FILE *out, const struct an_opts *o, const char *level, const char *const what[2],
 			 const mms_compare_row_t *rows, size_t nrows, const mms_compare_stats_t *st, const char *file)
 {
@@ -155,8 +173,12 @@ static void print_report(FILE *out, const struct an_opts *o, const char *level, 
 			fprintf(out, ",\"launches\":%" PRIu64 ",\"bytes\":%" PRId64 ",\"only\":%" PRIu64 "}",
 				st->launches[i], st->bytes[i], st->only[i]);
 		}
-		fprintf(out, ",\"paired\":%" PRIu64 ",\"diff_bytes\":%" PRId64 ",\"differing\":%zu,\"file\":", st->paired,
-			st->bytes[1] - st->bytes[0], n);
+		fprintf(out,
+			",\"paired\":%" PRIu64 ",\"diff_bytes\":%" PRId64
+			",\"differing\":%zu,\"outside\":{\"base\":%" PRId64 ",\"compare\":%" PRId64 ",\"diff\":%" PRId64
+			"},\"file\":",
+			st->paired, st->bytes[1] - st->bytes[0], n, st->outside[0], st->outside[1],
+			diff64(st->outside[1], st->outside[0]));
 		json_put_string(out, file, strlen(file));
 		fputs(",\"top\":[", out);
 		for (i = 0; i < shown; i++) {
@@ -177,11 +199,15 @@ static void print_report(FILE *out, const struct an_opts *o, const char *level, 
 	for (i = 0; i < 2; i++)
 		fprintf(out, "%-8s %s: %" PRIu64 " launches, net %" PRId64 " bytes, %" PRIu64 " only here\n",
 			side_names[i], what[i], st->launches[i], st->bytes[i], st->only[i]);
-	fprintf(out, "paired %" PRIu64 " launches; %zu rows differ; total diff %" PRId64 " bytes (%s%s)\n",
-		st->paired, n, st->bytes[1] - st->bytes[0], st->bytes[1] < st->bytes[0] ? "-" : "+",
-		human_bytes(st->bytes[1] < st->bytes[0] ? (uint64_t)(st->bytes[0] - st->bytes[1])
-							: (uint64_t)(st->bytes[1] - st->bytes[0]),
-			    hb, sizeof(hb)));
+	fprintf(out, "paired %" PRIu64 " launches; %zu rows differ; total diff %" PRId64 " bytes (%s)\n", st->paired, n,
+		st->bytes[1] - st->bytes[0], diff_words(st->bytes[1], st->bytes[0], hb, sizeof(hb)));
+	/* What moved between the launches: a step that grew with no launch
+	 * growing grew here. */
+	fprintf(out,
+		"outside the %s launches: base net %" PRId64 " bytes, compare net %" PRId64 " bytes; diff %" PRId64
+		" bytes (%s)\n",
+		level, st->outside[0], st->outside[1], diff64(st->outside[1], st->outside[0]),
+		diff_words(st->outside[1], st->outside[0], hb, sizeof(hb)));
 	if (shown) {
 		fprintf(out, "largest differences (%zu of %zu):\n", shown, n);
 		fprintf(out, "  %14s %14s %14s  %-8s %s\n", "diff", "base", "compare", "launch", "name");

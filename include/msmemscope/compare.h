@@ -51,6 +51,8 @@ typedef struct mms_compare_stats {
 	int64_t bytes[2];         /* their net bytes, summed */
 	uint64_t paired;          /* rows with a launch on both sides */
 	uint64_t only[2];         /* rows with a launch only in base, only in compare */
+	int64_t outside[2];       /* net bytes moved outside every launch, on each side
+	                             (mms_launches_t.outside_bytes) */
 } mms_compare_stats_t;
 
 /* Where a dump CSV is malformed. */
@@ -79,6 +81,11 @@ typedef struct mms_launches {
 	mms_launch_t *launches;   /* names are the log's (valid until mms_log_close()) */
 	size_t n;
 	uint64_t steps;           /* the log's steps (as far as it is readable) */
+	int64_t outside_bytes;    /* net bytes (allocated minus freed, every memory kind)
+	                             of the memory events outside every launch: at op
+	                             level on a thread with no operator launch open, at
+	                             kernel level outside every kernel launch's span; of
+	                             the step asked for, or of the whole log */
 	int status;               /* 0; MMS_EUSAGE when the log has no step `step`; or the
 	                             error that stopped this analysis */
 } mms_launches_t;

@@ -317,10 +317,14 @@ static int cdump_header(struct cdump *d, const struct csvr *r, const char **why)
 }
 
 /* Adds size to (or takes it from) what the open launches of a thread
- * allocated. */
+ * allocated, or what moved outside every launch (at kernel level: outside
+ * every kernel launch's span) when none is open. */
 static void cdump_memory(struct cdump *d, struct cthread *t, int64_t delta)
 {
 	size_t i;
+
+	if (d->c->level == MMS_COMPARE_KERNEL ? t->kix == SIZE_MAX : !t->n)
+		d->side->outside = mms__add_sat(d->side->outside, delta);
 
 	for (i = 0; i < t->n; i++)
 		t->ops[i].bytes = mms__add_sat(t->ops[i].bytes, delta);

@@ -17,6 +17,7 @@ struct cmp_launch {
 struct cmp_side {
 	struct cmp_launch *v;
 	size_t n, cap;
+	int64_t outside; /* net bytes outside every launch */
 	int loaded;
 };
 

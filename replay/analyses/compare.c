@@ -180,6 +180,7 @@ struct lpass {
 	struct launches_res *res;
 	struct kopen *k; /* by thread number */
 	size_t nk;
+	int64_t outside_pending; /* outside every launch, before the first step mark */
 };
 
 static int wanted(const struct lpass *p, uint64_t step)
@@ -207,6 +208,22 @@ static size_t launch_push(struct lpass *p, uint64_t step, int *rc)
 	l->device = -1;
 	r->steps[r->pub.n] = step;
 	return r->pub.n++;
+}
+
+/* A memory event outside every launch, of step (the event's): counted
+ * when the analysis wants that step; one before the first step mark waits
+ * for the end, which knows whether it was in step 1. */
+static void outside_add(struct lpass *p, uint64_t step, const struct mms__state *st, const mms_event_t *ev)
+{
+	uint64_t size = st->last_blk->size;
+	int64_t d = size > INT64_MAX ? INT64_MAX : (int64_t)size;
+
+	if (ev->kind == MMS_EV_FREE)
+		d = -d;
+	if (!p->o.step || step == p->o.step)
+		p->res->pub.outside_bytes = mms__add_sat(p->res->pub.outside_bytes, d);
+	else if (step == MMS__STEP_PENDING)
+		p->outside_pending = mms__add_sat(p->outside_pending, d);
 }
 
 static struct kopen *kopen_of(struct lpass *p, uint32_t thread)
@@ -247,8 +264,11 @@ static int kernel_event(struct lpass *p, const struct mms__track *t, const struc
 		}
 		return rc;
 	}
-	if (!k->open)
+	if (!k->open) {
+		if ((ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE) && st->last_blk_valid)
+			outside_add(p, t->ev_step, st, ev);
 		return 0;
+	}
 	if (ev->kind == MMS_EV_OP_LAUNCH && ev->sub == 1 && ops_running(t, ev->thread) < k->depth) {
 		k->open = 0;
 	} else if ((ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE) && st->last_blk_valid && k->ix != SIZE_MAX) {
@@ -276,6 +296,13 @@ static int lpass_event(struct mms__sub *sub, struct mms_pass *pass, const mms_ev
 
 	if (p->o.level == MMS_COMPARE_KERNEL)
 		return kernel_event(p, t, mms__pass_state(pass), ev);
+	if (ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE) {
+		const struct mms__state *st = mms__pass_state(pass);
+
+		if (st->last_blk_valid && !ops_running(t, ev->thread))
+			outside_add(p, t->ev_step, st, ev);
+		return 0;
+	}
 	/* At op level a launch counts at its end, as msMemScope orders them. */
 	if (!t->has_ended)
 		return 0;
@@ -313,6 +340,8 @@ static int lpass_end(struct mms__sub *sub, struct mms_pass *pass)
 		r->n = 0;
 		return MMS_EUSAGE;
 	}
+	if (p->o.step && p->o.step == pending)
+		r->outside_bytes = mms__add_sat(r->outside_bytes, p->outside_pending);
 	for (i = j = 0; i < r->n; i++) {
 		if (steps[i] == MMS__STEP_PENDING)
 			steps[i] = pending;
@@ -364,9 +393,8 @@ MMS__EXPORT int mms_launches_add(mms_pass_t *pass, const mms_launches_options_t 
 		p->o = *opt;
 	p->res = r;
 	p->sub.name = "launches";
-	p->sub.kinds = p->o.level == MMS_COMPARE_KERNEL ? 1u << MMS_EV_KERNEL_LAUNCH | 1u << MMS_EV_MALLOC |
-							      1u << MMS_EV_FREE | 1u << MMS_EV_OP_LAUNCH
-							: 1u << MMS_EV_OP_LAUNCH;
+	p->sub.kinds = 1u << MMS_EV_MALLOC | 1u << MMS_EV_FREE | 1u << MMS_EV_OP_LAUNCH |
+		       (p->o.level == MMS_COMPARE_KERNEL ? 1u << MMS_EV_KERNEL_LAUNCH : 0);
 	p->sub.track = MMS__TRACK_LAUNCHES | MMS__TRACK_STEPS;
 	p->sub.event = lpass_event;
 	p->sub.end = lpass_end;
@@ -419,10 +447,12 @@ MMS__EXPORT int mms_compare_set(mms_compare_t *c, int side, const mms_launches_t
 		}
 	}
 	mms__map_free(&ix);
-	if (rc)
+	if (rc) {
 		s->n = 0;
-	else
+	} else {
+		s->outside = l->outside_bytes;
 		s->loaded = 1;
+	}
 	return rc;
 }
 
@@ -524,6 +554,8 @@ MMS__EXPORT int mms_compare_align(mms_compare_t *c, const mms_compare_row_t **ro
 	c->nrows = n;
 	c->stats.launches[0] = a->n;
 	c->stats.launches[1] = b->n;
+	c->stats.outside[0] = a->outside;
+	c->stats.outside[1] = b->outside;
 	for (i = 0; i < a->n; i++)
 		c->stats.bytes[0] = mms__add_sat(c->stats.bytes[0], a->v[i].bytes);
 	for (j = 0; j < b->n; j++)

@@ -63,7 +63,14 @@ sed -n '/^largest differences (3 of 3):$/,$p' o1.out | awk 'NR > 2 && NF >= 5 { 
 expect_eq "largest differences" "$(cat top.txt)" "+2000 4000 6000 matmul
 +2000 4500 6500 matmul
 +300 N/A 300 dropout"
-note "logs: $(wc -l <"$f1") lines, matmul +2000 twice, dropout only in the second run"
+# What moved outside every launch: the whole runs end with all freed, so
+# it is the launches' net taken back (stdio's buffer aside).
+grep '^outside the op launches: ' o1.out >outside.txt || fail "no line for what moved outside the launches: $(cat o1.out)"
+outa=$(sed 's/.*base net \(-*[0-9]*\) bytes.*/\1/' outside.txt)
+outb=$(sed 's/.*compare net \(-*[0-9]*\) bytes.*/\1/' outside.txt)
+expect_eq "outside the launches, compare - base" "$((outb - outa))" -4300
+grep -q "; diff -4300 bytes (-4.2 KiB)$" outside.txt || fail "outside line: $(cat outside.txt)"
+note "logs: $(wc -l <"$f1") lines, matmul +2000 twice, dropout only in the second run; outside the launches -4300"
 
 # --- the same runs as dump CSVs, and mixed -----------------------------------
 "$MMS_REPLAY" a.mms --export csv -o a.csv 2>/dev/null || fail "export of a.mms failed"
@@ -71,9 +78,11 @@ note "logs: $(wc -l <"$f1") lines, matmul +2000 twice, dropout only in the secon
 "$MMS_LAUNCHER" --compare --input=a.csv,b.csv --output=o2 >o2.out 2>o2.err ||
 	fail "msmemscope --compare of two CSVs exited $?: $(cat o2.err)"
 cmp -s "$f1" "$(compare_file o2)" || fail "comparing the dump CSVs differs from comparing the logs"
+expect_eq "outside the launches, CSVs against logs" "$(grep '^outside' o2.out)" "$(cat outside.txt)"
 "$MMS_LAUNCHER" --compare --input=a.mms,b.csv --output=o3 >o3.out 2>o3.err ||
 	fail "msmemscope --compare of a log and a CSV exited $?: $(cat o3.err)"
 cmp -s "$f1" "$(compare_file o3)" || fail "comparing a log with a CSV differs from comparing the logs"
+expect_eq "outside the launches, a log and a CSV" "$(grep '^outside' o3.out)" "$(cat outside.txt)"
 
 # The big run again, recorded by the launcher with its dump
 # (--data-format=csv): compared with the first log, the same rows.
@@ -103,6 +112,11 @@ KERNEL_LAUNCH,relu_kernel,host,0,0,0
 KERNEL_LAUNCH,gemm,host,4500,6500,2000
 KERNEL_LAUNCH,relu_kernel,host,0,0,0
 EOF
+# Outside the kernel launches' spans, the same from a log as from its CSV.
+"$MMS_LAUNCHER" --compare --input=a.mms,b.csv --level=kernel --output=o4b >o4b.out 2>o4b.err ||
+	fail "msmemscope --compare --level=kernel exited $?: $(cat o4b.err)"
+grep -q '^outside the kernel launches: ' o4.out || fail "no line for what moved outside the kernel launches: $(cat o4.out)"
+expect_eq "outside the kernel launches, logs against CSVs" "$(grep '^outside' o4b.out)" "$(grep '^outside' o4.out)"
 
 # --- two steps of one log, through the replay command ---------------------------
 "$MMS_REPLAY" a.mms --compare-steps 1,2 --output-dir o5 >o5.out 2>o5.err ||
@@ -124,7 +138,12 @@ expect_eq "--top 1: the largest difference" "$top" "1 matmul 4000 4500 500"
 expect_key o6.json compare.only 1
 expect_key o6.json paired 5
 expect_key o6.json differing 2
-note "steps: matmul +500, extra2 only in step 2"
+grep -qx 'outside the op launches: base net 0 bytes, compare net 700 bytes; diff 700 bytes (+700 bytes)' o5.out ||
+	fail "the 700 bytes kept outside the operators in step 2 are not reported: $(cat o5.out)"
+expect_key o6.json outside.base 0
+expect_key o6.json outside.compare 700
+expect_key o6.json outside.diff 700
+note "steps: matmul +500, extra2 only in step 2, 700 bytes kept outside the operators"
 
 # --- errors ------------------------------------------------------------------------
 st=0

@@ -78,10 +78,11 @@ START_TEST(test_launch_bytes)
 	/* Thread 7's conv allocates 100, frees 30 of it inside a nested
 	 * launch (counted in both), while thread 8 allocates 5000 (not
 	 * counted): conv +70, pad -30. A free without a size takes its
-	 * block's. */
+	 * block's. Thread 8's 5000 bytes, with no launch of its own open,
+	 * moved outside the launches, as does b's 9 after its conv. */
 	const char *a = csv("a.csv", OPB(1, 7, "conv") MAL(2, 7, 0x10, 100) MAL(3, 7, 0x20, 30) MAL(4, 8, 0x30, 5000)
 					     OPB(5, 7, "pad") FRE(6, 7, 0x20) OPE(7, 7, "pad") OPE(8, 7, "conv"));
-	const char *b = csv("b.csv", OPB(1, 7, "conv") MAL(2, 7, 0x10, 200) OPE(3, 7, "conv"));
+	const char *b = csv("b.csv", OPB(1, 7, "conv") MAL(2, 7, 0x10, 200) OPE(3, 7, "conv") MAL(4, 7, 0x40, 9));
 	const mms_compare_row_t *rows;
 	mms_compare_stats_t st;
 	mms_compare_t *c;
@@ -106,6 +107,8 @@ START_TEST(test_launch_bytes)
 	ck_assert_uint_eq(st.paired, 1);
 	ck_assert_uint_eq(st.only[0], 1);
 	ck_assert_uint_eq(st.only[1], 0);
+	ck_assert_int_eq(st.outside[0], 5000);
+	ck_assert_int_eq(st.outside[1], 9);
 	mms_compare_close(c);
 }
 END_TEST
@@ -118,11 +121,15 @@ START_TEST(test_kernel_bytes)
 	const char *a = csv("k.csv", OPB(1, 7, "op") KER(2, 7, "k1") MAL(3, 7, 0x10, 10) KERD(4, 7, "k2", 3)
 					     MAL(5, 7, 0x20, 20) OPE(6, 7, "op") MAL(7, 7, 0x30, 40));
 	const mms_compare_row_t *rows;
+	mms_compare_stats_t st;
 	mms_compare_t *c;
 	char path[256];
 	size_t n;
 
-	c = compare(MMS_COMPARE_KERNEL, a, a, &rows, &n, NULL);
+	c = compare(MMS_COMPARE_KERNEL, a, a, &rows, &n, &st);
+	/* After op's end, no kernel's span: 40 bytes outside the launches. */
+	ck_assert_int_eq(st.outside[0], 40);
+	ck_assert_int_eq(st.outside[1], 40);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_str_eq(rows[0].name, "k1");
 	ck_assert_int_eq(rows[0].base, 10);
