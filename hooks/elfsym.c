@@ -10,7 +10,6 @@
 #define _GNU_SOURCE
 #include <elf.h>
 #include <link.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "elfdyn.h"
@@ -244,13 +243,8 @@ static int ahead_each(struct dl_phdr_info *info, size_t size, void *arg)
 		if (!object_sym(info, a->names[k]))
 			continue;
 		a->found = (int)k;
-		/* The program is the first object, named "". */
-		if (i == 0 || !info->dlpi_name || !*info->dlpi_name) {
-			if (!mms__self_exe(a->path, a->cap))
-				snprintf(a->path, a->cap, "the program");
-		} else {
-			snprintf(a->path, a->cap, "%s", info->dlpi_name);
-		}
+		/* The program is the first object. */
+		mms__object_name(i ? info->dlpi_name : NULL, a->path, a->cap);
 		return 1;
 	}
 	return 0;

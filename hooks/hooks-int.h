@@ -857,6 +857,10 @@ int mms__tasks_each(int (*fn)(const char *tid, void *ctx), void *ctx) MMS_HIDDEN
 /* The path of the process's executable into buf (cap bytes, NUL ended):
  * its length, 0 ("") when /proc/self/exe cannot be read. */
 size_t mms__self_exe(char *buf, size_t cap) MMS_HIDDEN;
+/* A loaded object's name for a warning, into out: path, or for NULL or
+ * "" (the program, as the loader and dladdr name it) the executable's
+ * path, or "the program" when that cannot be read. */
+void mms__object_name(const char *path, char *out, size_t cap) MMS_HIDDEN;
 /* Calls fn on each line of the file at path (a /proc file), its first 255
  * bytes NUL ended without the newline, until fn returns nonzero. Returns
  * that value, 0 at the end, or -1 when the file cannot be read. */

@@ -194,23 +194,22 @@ _Static_assert(sizeof op_names / sizeof op_names[0] == sizeof op_symbols / sizeo
 	       "one name per operator");
 
 /* Set at start-up (mms__cxx_own_init()): the program defines one of the
- * operators itself, op_names[own_op] in own_path. A program that
+ * operators itself, op_names[own_op] in own_path (-1: none). A program that
  * replaces operator new but not delete calls its own new (malloc, for
  * the recorder) and the recorder's delete: marks would report every such
  * pair as a mismatched free, as valgrind does. The operators then mark
  * nothing, and guard mode's blocks are all of the malloc family. */
-static int own_ops, own_op = -1;
+static int own_op = -1;
 static char own_path[4096];
 
 void mms__cxx_own_init(void)
 {
 	own_op = mms__elfsym_ahead(op_symbols, sizeof op_symbols / sizeof op_symbols[0], own_path, sizeof own_path);
-	own_ops = own_op >= 0;
 }
 
 const char *mms__cxx_own(const char **op)
 {
-	if (!own_ops)
+	if (own_op < 0)
 		return NULL;
 	*op = op_names[own_op];
 	return own_path;
@@ -219,7 +218,7 @@ const char *mms__cxx_own(const char **op)
 /* guard mode's family for the blocks of an operator of family f. */
 static inline unsigned guard_family(unsigned f)
 {
-	return own_ops ? MMS_GUARD_FAMILY_MALLOC : f;
+	return own_op >= 0 ? MMS_GUARD_FAMILY_MALLOC : f;
 }
 
 /* Whether this thread records now (what mms__enter() will say, but for
@@ -228,7 +227,7 @@ static inline unsigned guard_family(unsigned f)
  * without records. */
 static inline int marking(void)
 {
-	return likely(!mms__tls_busy) && mms__recording && mms__collecting && !own_ops;
+	return likely(!mms__tls_busy) && mms__recording && mms__collecting && own_op < 0;
 }
 
 /* Marks the thread inside operator new or new[] (fn) of size bytes

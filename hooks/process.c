@@ -231,6 +231,14 @@ size_t mms__self_exe(char *buf, size_t cap)
 	return n > 0 ? (size_t)n : 0;
 }
 
+void mms__object_name(const char *path, char *out, size_t cap)
+{
+	if (path && *path)
+		snprintf(out, cap, "%s", path);
+	else if (!mms__self_exe(out, cap))
+		snprintf(out, cap, "the program");
+}
+
 int mms__proc_lines(const char *path, int (*fn)(char *line, void *ctx), void *ctx)
 {
 	char buf[1024], line[256];

@@ -91,12 +91,7 @@ int mms__own_malloc(char *out, size_t cap)
 	if (!sym || sym->st_shndx == SHN_UNDEF || !theirs.dli_sname || strcmp(theirs.dli_sname, "malloc"))
 		return 0;
 	/* The program itself: dladdr names it "" (or as it was run). */
-	if (theirs.dli_fname && theirs.dli_fname[0] == '/') {
-		snprintf(out, cap, "%s", theirs.dli_fname);
-		return 1;
-	}
-	if (!mms__self_exe(out, cap))
-		snprintf(out, cap, "the program");
+	mms__object_name(theirs.dli_fname && theirs.dli_fname[0] == '/' ? theirs.dli_fname : NULL, out, cap);
 	return 1;
 }
 

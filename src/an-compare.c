@@ -177,7 +177,7 @@ static void print_report(FILE *out, const struct an_opts *o, const char *level, 
 			",\"paired\":%" PRIu64 ",\"diff_bytes\":%" PRId64
 			",\"differing\":%zu,\"outside\":{\"base\":%" PRId64 ",\"compare\":%" PRId64 ",\"diff\":%" PRId64
 			"},\"file\":",
-			st->paired, st->bytes[1] - st->bytes[0], n, st->outside[0], st->outside[1],
+			st->paired, diff64(st->bytes[1], st->bytes[0]), n, st->outside[0], st->outside[1],
 			diff64(st->outside[1], st->outside[0]));
 		json_put_string(out, file, strlen(file));
 		fputs(",\"top\":[", out);
@@ -200,7 +200,7 @@ static void print_report(FILE *out, const struct an_opts *o, const char *level, 
 		fprintf(out, "%-8s %s: %" PRIu64 " launches, net %" PRId64 " bytes, %" PRIu64 " only here\n",
 			side_names[i], what[i], st->launches[i], st->bytes[i], st->only[i]);
 	fprintf(out, "paired %" PRIu64 " launches; %zu rows differ; total diff %" PRId64 " bytes (%s)\n", st->paired, n,
-		st->bytes[1] - st->bytes[0], diff_words(st->bytes[1], st->bytes[0], hb, sizeof(hb)));
+		diff64(st->bytes[1], st->bytes[0]), diff_words(st->bytes[1], st->bytes[0], hb, sizeof(hb)));
 	/* What moved between the launches: a step that grew with no launch
 	 * growing grew here. */
 	fprintf(out,
