@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cxxops.h"
 #include "hooks-int.h"
 
 typedef void *(*new_fn)(size_t);
@@ -145,57 +146,9 @@ static void *no_runtime_new_aligned_nothrow(size_t size, size_t align, const voi
 	return posix_memalign(&p, align, size ? size : 1) ? NULL : p;
 }
 
-/* The operators the recorder defines, with their names in C++. */
-static const char *const op_symbols[] = {
-	"_Znwm",
-	"_Znam",
-	"_ZnwmSt11align_val_t",
-	"_ZnamSt11align_val_t",
-	"_ZnwmRKSt9nothrow_t",
-	"_ZnamRKSt9nothrow_t",
-	"_ZnwmSt11align_val_tRKSt9nothrow_t",
-	"_ZnamSt11align_val_tRKSt9nothrow_t",
-	"_ZdlPv",
-	"_ZdaPv",
-	"_ZdlPvm",
-	"_ZdaPvm",
-	"_ZdlPvSt11align_val_t",
-	"_ZdaPvSt11align_val_t",
-	"_ZdlPvmSt11align_val_t",
-	"_ZdaPvmSt11align_val_t",
-	"_ZdlPvRKSt9nothrow_t",
-	"_ZdaPvRKSt9nothrow_t",
-	"_ZdlPvSt11align_val_tRKSt9nothrow_t",
-	"_ZdaPvSt11align_val_tRKSt9nothrow_t",
-};
-static const char *const op_names[] = {
-	"operator new(std::size_t)",
-	"operator new[](std::size_t)",
-	"operator new(std::size_t, std::align_val_t)",
-	"operator new[](std::size_t, std::align_val_t)",
-	"operator new(std::size_t, const std::nothrow_t&)",
-	"operator new[](std::size_t, const std::nothrow_t&)",
-	"operator new(std::size_t, std::align_val_t, const std::nothrow_t&)",
-	"operator new[](std::size_t, std::align_val_t, const std::nothrow_t&)",
-	"operator delete(void*)",
-	"operator delete[](void*)",
-	"operator delete(void*, std::size_t)",
-	"operator delete[](void*, std::size_t)",
-	"operator delete(void*, std::align_val_t)",
-	"operator delete[](void*, std::align_val_t)",
-	"operator delete(void*, std::size_t, std::align_val_t)",
-	"operator delete[](void*, std::size_t, std::align_val_t)",
-	"operator delete(void*, const std::nothrow_t&)",
-	"operator delete[](void*, const std::nothrow_t&)",
-	"operator delete(void*, std::align_val_t, const std::nothrow_t&)",
-	"operator delete[](void*, std::align_val_t, const std::nothrow_t&)",
-};
-_Static_assert(sizeof op_names / sizeof op_names[0] == sizeof op_symbols / sizeof op_symbols[0],
-	       "one name per operator");
-
 /* Set at start-up (mms__cxx_own_init()): the program defines one of the
- * operators itself, op_names[own_op] in own_path (-1: none). A program that
- * replaces operator new but not delete calls its own new (malloc, for
+ * operators itself, mms_cxx_op_names[own_op] in own_path (-1: none). A
+ * program that replaces operator new but not delete calls its own new (malloc, for
  * the recorder) and the recorder's delete: marks would report every such
  * pair as a mismatched free, as valgrind does. The operators then mark
  * nothing, and guard mode's blocks are all of the malloc family. */
@@ -204,14 +157,14 @@ static char own_path[4096];
 
 void mms__cxx_own_init(void)
 {
-	own_op = mms__elfsym_ahead(op_symbols, sizeof op_symbols / sizeof op_symbols[0], own_path, sizeof own_path);
+	own_op = mms__elfsym_ahead(mms_cxx_op_symbols, MMS_CXX_OPS, own_path, sizeof own_path);
 }
 
 const char *mms__cxx_own(const char **op)
 {
 	if (own_op < 0)
 		return NULL;
-	*op = op_names[own_op];
+	*op = mms_cxx_op_names[own_op];
 	return own_path;
 }
 

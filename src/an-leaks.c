@@ -508,7 +508,8 @@ out:
 static void print_bad_frees(struct leaks_out *o)
 {
 	const mms_leaks_t *l = o->l;
-	struct log_bad_frees b = { LOG_BAD_FREES_OF(l) };
+	const char *own[2] = { NULL, NULL };
+	struct log_bad_frees b = { LOG_BAD_FREES_OF(l, own) };
 	FILE *f = o->c->out;
 	char count[192], what[160];
 	size_t i;
@@ -784,7 +785,10 @@ int an_leaks_print(struct an_ctx *c)
 		fputc(',', c->out);
 		print_runtime(&o);
 		fputc(',', c->out);
-		log_json_bad_frees(c->out, &(struct log_bad_frees){ LOG_BAD_FREES_OF(o.l) });
+		const char *own[2];
+
+		log_own_operators(c->log, o.l->unchecked_frees, own);
+		log_json_bad_frees(c->out, &(struct log_bad_frees){ LOG_BAD_FREES_OF(o.l, own) });
 		fputc(',', c->out);
 		an_leaks_print_steps(c->out, o.l, o.s.json, o.s.top);
 		fputs("}\n", c->out);

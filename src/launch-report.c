@@ -35,6 +35,7 @@ struct log_result {
 	mms_log_fork_t fork; /* a fork child's origin; why copied (or NULL) */
 	char *pools[MMS_BAD_FREES_KEPT]; /* the pool names of sum.bad_frees, copied */
 	char devices[64 * 9];            /* the CUDA devices recorded (--device), or "" for all */
+	char *own_ops[2];                /* log_own_operators()'s module and operator, copied */
 };
 
 /* The pid, the number k of memscope_{pid}-{k}.mms (1 without it: a
@@ -86,6 +87,8 @@ static void log_result_free(struct log_result *r)
 	free((char *)r->fork.why);
 	for (size_t i = 0; i < MMS_BAD_FREES_KEPT; i++)
 		free(r->pools[i]);
+	free(r->own_ops[0]);
+	free(r->own_ops[1]);
 }
 
 /* Opens the log dir/name. Returns 0 and sets *log; -ENOENT when there is
@@ -126,6 +129,11 @@ static int log_result(const char *dir, const char *name, mms_log_t *log, int err
 	for (size_t i = 0; i < r->sum.nbad_frees; i++)
 		if (r->sum.bad_frees[i].pool)
 			r->sum.bad_frees[i].pool = r->pools[i] = xstrdup(r->sum.bad_frees[i].pool);
+	const char *own[2];
+
+	log_own_operators(log, sum->unchecked_frees, own);
+	for (int i = 0; i < 2; i++)
+		r->own_ops[i] = own[i] ? xstrdup(own[i]) : NULL;
 	mms_log_fork(log, &r->fork);
 	r->fork.why = r->fork.why ? xstrdup(r->fork.why) : NULL;
 	if (!log_devices_text(log, r->devices, sizeof(r->devices)))
@@ -321,7 +329,7 @@ static void print_main_summary(const struct run *run, char **argv, pid_t pid, in
 		fprintf(stderr, "  %-17s %" PRIu64 "%s\n", "steps", sum->steps,
 			r->info.steps_inferred ? STEPS_INFERRED_NOTE : "");
 	fprintf(stderr, "  %-17s %" PRIu64 "\n", "threads", sum->threads);
-	log_print_bad_frees(stderr, "  ", 17, &(struct log_bad_frees){ LOG_BAD_FREES_OF(sum) });
+	log_print_bad_frees(stderr, "  ", 17, &(struct log_bad_frees){ LOG_BAD_FREES_OF(sum, r->own_ops) });
 	if (sum->double_allocs)
 		fprintf(stderr, "  %-17s %" PRIu64 " (an address handed out while still live)\n", "double allocs",
 			sum->double_allocs);

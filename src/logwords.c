@@ -218,22 +218,42 @@ const char *log_bad_frees_count(const struct log_bad_frees *b, char *buf, size_t
 	return buf;
 }
 
+void log_own_operators(const mms_log_t *log, uint64_t unchecked, const char *own[2])
+{
+	own[0] = own[1] = NULL;
+	if (unchecked && mms_log_own_operators(log, &own[0], &own[1]) != 1)
+		own[0] = own[1] = NULL;
+}
+
 void log_print_bad_frees(FILE *f, const char *indent, int width, const struct log_bad_frees *b)
 {
 	char count[192], what[160], ev[32];
 	uint64_t total = log_bad_frees_total(b);
 
-	if (!total)
-		return;
-	fprintf(f, "%s%-*s %" PRIu64 ": %s\n", indent, width, "bad frees", total,
-		log_bad_frees_count(b, count, sizeof(count)));
-	for (size_t i = 0; i < b->n; i++) {
-		snprintf(ev, sizeof(ev), "event %" PRIu64, b->list[i].event);
-		fprintf(f, "%s  %-*s %s, thread %" PRIu32 "\n", indent, width - 2, ev,
-			log_bad_free_text(&b->list[i], what, sizeof(what)), b->list[i].thread);
+	if (total) {
+		fprintf(f, "%s%-*s %" PRIu64 ": %s\n", indent, width, "bad frees", total,
+			log_bad_frees_count(b, count, sizeof(count)));
+		for (size_t i = 0; i < b->n; i++) {
+			snprintf(ev, sizeof(ev), "event %" PRIu64, b->list[i].event);
+			fprintf(f, "%s  %-*s %s, thread %" PRIu32 "\n", indent, width - 2, ev,
+				log_bad_free_text(&b->list[i], what, sizeof(what)), b->list[i].thread);
+		}
+		if (total > b->n)
+			fprintf(f, "%s  ... and %" PRIu64 " more\n", indent, total - b->n);
 	}
-	if (total > b->n)
-		fprintf(f, "%s  ... and %" PRIu64 " more\n", indent, total - b->n);
+	if (!b->unchecked_frees)
+		return;
+	fprintf(f,
+		"%s%-*s %" PRIu64
+		" between the malloc and C++ families (delete of a malloc'd block, free of a new'd one), "
+		"not told mismatched: ",
+		indent, width, "unchecked frees", b->unchecked_frees);
+	if (b->own_op)
+		fprintf(f, "%s calls its own %s (a C++ runtime linked into it)", b->own_module, b->own_op);
+	else
+		fprintf(f, "%s has its own copy of the C++ runtime (linked into it)",
+			b->own_module ? b->own_module : "a module");
+	fputs(": the recorder sees its new and delete as the malloc and free they call\n", f);
 }
 
 void log_json_bad_frees(FILE *f, const struct log_bad_frees *bf)
@@ -244,8 +264,21 @@ void log_json_bad_frees(FILE *f, const struct log_bad_frees *bf)
 
 	fprintf(f,
 		"\"double_frees\":%" PRIu64 ",\"invalid_frees\":%" PRIu64 ",\"mismatched_frees\":%" PRIu64
-		",\"bad_frees\":[",
-		bf->double_frees, bf->invalid_frees, bf->mismatched_frees);
+		",\"unchecked_frees\":%" PRIu64 ",\"own_operators\":",
+		bf->double_frees, bf->invalid_frees, bf->mismatched_frees, bf->unchecked_frees);
+	if (bf->unchecked_frees && bf->own_module) {
+		fputs("{\"module\":", f);
+		json_put_string(f, bf->own_module, strlen(bf->own_module));
+		fputs(",\"operator\":", f);
+		if (bf->own_op)
+			json_put_string(f, bf->own_op, strlen(bf->own_op));
+		else
+			fputs("null", f);
+		fputc('}', f);
+	} else {
+		fputs("null", f);
+	}
+	fputs(",\"bad_frees\":[", f);
 	for (size_t i = 0; i < bf->n; i++) {
 		const mms_bad_free_t *b = &bf->list[i];
 		const char *mem = bad_free_memory(b);

@@ -72,16 +72,29 @@ void log_json_end(FILE *f, const mms_log_info_t *in);
  * enough). */
 const char *log_bad_free_text(const mms_bad_free_t *b, char *buf, size_t cap);
 
-/* The counts of the bad frees of a log, and the first of them. */
+/* The counts of the bad frees of a log, and the first of them; the
+ * releases not checked for their family, and the module that calls its
+ * own C++ operators (mms_log_own_operators(): own_module NULL when
+ * unknown, own_op NULL for a stripped copy of the C++ runtime). */
 struct log_bad_frees {
 	uint64_t double_frees, invalid_frees, mismatched_frees;
 	const mms_bad_free_t *list;
 	size_t n;
+	uint64_t unchecked_frees;
+	const char *own_module, *own_op;
 };
 /* The initializer of a struct log_bad_frees from a summary or a leaks
- * report (p: a pointer to either), whose fields have the same names. */
-#define LOG_BAD_FREES_OF(p) \
-	(p)->double_frees, (p)->invalid_frees, (p)->mismatched_frees, (p)->bad_frees, (p)->nbad_frees
+ * report (p: a pointer to either), whose fields have the same names, and
+ * the module with its own operators (own: an array of two, as
+ * log_own_operators() fills it). */
+#define LOG_BAD_FREES_OF(p, own)                                                                       \
+	(p)->double_frees, (p)->invalid_frees, (p)->mismatched_frees, (p)->bad_frees, (p)->nbad_frees, \
+		(p)->unchecked_frees, (own)[0], (own)[1]
+
+/* own[0] and own[1]: the module of log that calls its own C++ operators
+ * and the operator's name (mms_log_own_operators()), looked for only when
+ * unchecked frees were counted; NULL when not. */
+void log_own_operators(const mms_log_t *log, uint64_t unchecked, const char *own[2]);
 
 /* The counts of each kind: "1 double free, 2 frees of an address that is
  * not a live block, 1 mismatched free". Returns buf (192 bytes are
@@ -97,11 +110,13 @@ static inline uint64_t log_bad_frees_total(const struct log_bad_frees *b)
 /* Prints the lines of a summary about the bad frees: the label "bad
  * frees" (indented, in a column width wide), their number and the counts
  * of each kind, then a line per free kept with its event, and how many
- * more there were. Nothing when there are none. */
+ * more there were; then the unchecked frees, with the module that calls
+ * its own operators. Nothing when there are none of either. */
 void log_print_bad_frees(FILE *f, const char *indent, int width, const struct log_bad_frees *b);
 
 /* Writes the JSON members "double_frees":N,"invalid_frees":M,
- * "mismatched_frees":K,"bad_frees":[...] (the first n, each with event,
+ * "mismatched_frees":K,"unchecked_frees":U,"own_operators":{"module",
+ * "operator"} (null when U is 0),"bad_frees":[...] (the first n, each with event,
  * kind "double_free", "invalid_free" or "mismatched_free", addr, memory,
  * thread; for a double free freed_at_event; for a double or mismatched
  * one alloc_event, bytes, stack; for a mismatched one alloc_fn and

@@ -115,6 +115,7 @@ static void print_text(const char *path, const mms_log_t *log, const mms_log_inf
 {
 	const mms_kind_summary_t *h = &s->mem[MMS_MEM_HOST];
 	char at_end[32], when[160], phrase[128], a[64], devs[64 * 9];
+	const char *own[2];
 	unsigned k;
 
 	/* A cut or damaged log lost records, frees among them: its live
@@ -180,7 +181,8 @@ static void print_text(const char *path, const mms_log_t *log, const mms_log_inf
 	if (log_devices_text(log, devs, sizeof(devs)))
 		printf("%-20s %s only (--device): the other devices' memory was not recorded\n", "devices recorded",
 		       devs);
-	log_print_bad_frees(stdout, "", 20, &(struct log_bad_frees){ LOG_BAD_FREES_OF(s) });
+	log_own_operators(log, s->unchecked_frees, own);
+	log_print_bad_frees(stdout, "", 20, &(struct log_bad_frees){ LOG_BAD_FREES_OF(s, own) });
 	if (s->double_allocs)
 		printf("%-20s %" PRIu64 "\n", "double allocations", s->double_allocs);
 }
@@ -226,7 +228,7 @@ static void print_fork_json(const mms_log_t *log, const mms_summary_t *s)
 static void print_json(const mms_log_t *log, const mms_log_info_t *in, const mms_summary_t *s)
 {
 	const mms_kind_summary_t *h = &s->mem[MMS_MEM_HOST];
-	const char *sep = "";
+	const char *sep = "", *own[2];
 	unsigned k;
 	char name[32], devs[64 * 9];
 	size_t i;
@@ -279,7 +281,8 @@ static void print_json(const mms_log_t *log, const mms_log_info_t *in, const mms
 		printf("null,\"own_cxx_op\":null");
 	}
 	printf(",\"unmatched_frees\":%" PRIu64 ",\"double_allocs\":%" PRIu64 ",", s->unmatched_frees, s->double_allocs);
-	log_json_bad_frees(stdout, &(struct log_bad_frees){ LOG_BAD_FREES_OF(s) });
+	log_own_operators(log, s->unchecked_frees, own);
+	log_json_bad_frees(stdout, &(struct log_bad_frees){ LOG_BAD_FREES_OF(s, own) });
 	print_fork_json(log, s);
 	if (in->freeres_skipped)
 		printf(",\"freeres_skipped\":\"%s\",\"freeres_threads\":%" PRIu64,

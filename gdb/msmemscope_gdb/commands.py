@@ -265,7 +265,7 @@ and bytes and the peak so far, and the watches and breaks set."""
                           "--summary' lists them)\n" % (w.mismatched_frees, log.path))
             if info.lost_events:
                 gdb.write("  lost events: %d (signal handlers that allocated inside a hook)\n" % info.lost_events)
-            for line in fmt.log_warnings(info) + fmt.unchecked_warnings(info):
+            for line in fmt.log_warnings(info) + fmt.unchecked_warnings(info, log, w.unchecked_frees):
                 gdb.write("  warning: %s\n" % line)
         n = len(self.s.watches)
         bps = breaks.ours(self.s)

@@ -84,15 +84,23 @@ def stack_lines(log, stack_id, depth, indent="    "):
     return out
 
 
-def unchecked_warnings(info):
+def unchecked_warnings(info, log=None, unchecked=0):
     """Lines saying which checks the log's recording could not make (the
     replay's and the launcher's warnings of the same name): the bad frees'
-    lines go with them, not the leaks'."""
+    lines go with them, not the leaks'. With the log and the frees it did
+    not check for their family (Where.unchecked_frees), the module that
+    calls its own operators too."""
     out = []
     if info.own_cxx:
         out.append("%s defines %s itself, so mismatched frees are not checked: new and delete are recorded as "
                    "the malloc and free they call"
                    % (replaylib.text(info.own_cxx), replaylib.text(info.own_cxx_op)))
+    if unchecked and log is not None:
+        own = log.own_operators()
+        who = ("%s calls its own %s (a C++ runtime linked into it)" % own if own and own[1]
+               else "%s has its own copy of the C++ runtime (linked into it)" % (own[0] if own else "a module"))
+        out.append("%s between the malloc and C++ families not told mismatched: %s: the recorder sees its new and "
+                   "delete as the malloc and free they call" % (plural(unchecked, "free"), who))
     return out
 
 

@@ -72,7 +72,7 @@ class Where(ctypes.Structure):
                 ("kernel_launches", u64), ("op", c_char_p), ("op_launch", u64), ("thread", u32),
                 ("mem", KindSummary * MEM_KIND_COUNT), ("live_bytes", u64), ("peak_bytes", u64),
                 ("unmatched_frees", u64), ("double_allocs", u64), ("double_frees", u64), ("invalid_frees", u64),
-                ("mismatched_frees", u64)]
+                ("mismatched_frees", u64), ("unchecked_frees", u64)]
 
 
 CONFIG_STEPS_MAX, CONFIG_NAME_MAX = 5, 64
@@ -194,6 +194,7 @@ def load(path):
         "mms_log_follow": (c_int, [c_char_p, P(c_void_p), P(OpenError)]),
         "mms_log_close": (None, [c_void_p]),
         "mms_log_get_info": (None, [c_void_p, P(LogInfo)]),
+        "mms_log_own_operators": (c_int, [c_void_p, P(c_char_p), P(c_char_p)]),
         "mms_log_stack": (c_int, [c_void_p, u32, P(u64), c_size_t]),
         "mms_log_thread": (c_int, [c_void_p, u32, P(u64), P(c_char_p)]),
         "mms_log_config": (c_int, [c_void_p, P(Config)]),
@@ -297,6 +298,16 @@ class Log:
         info = LogInfo()
         _lib.mms_log_get_info(self.h, ctypes.byref(info))
         return info
+
+    def own_operators(self):
+        """(module, operator) of the module that calls its own copy of a
+        C++ allocation operator (operator None: a stripped copy of the C++
+        runtime), or None (mms_log_own_operators: reads the modules' files
+        at the first call)."""
+        mod, op = c_char_p(), c_char_p()
+        if _lib.mms_log_own_operators(self.h, ctypes.byref(mod), ctypes.byref(op)) != 1:
+            return None
+        return text(mod.value), text(op.value)
 
     def config(self):
         """(Config, text) of the recording configuration the log keeps,

@@ -66,7 +66,8 @@ def _replay_end(path, live=False):
             return values, None
         w = r.where()
         return values, (r.group_live(), fmt.log_warnings(info), replaylib.reach_judged(info),
-                        (w.double_frees, w.invalid_frees, w.mismatched_frees), fmt.unchecked_warnings(info))
+                        (w.double_frees, w.invalid_frees, w.mismatched_frees),
+                        fmt.unchecked_warnings(info, log, w.unchecked_frees))
 
 
 def from_log(path):

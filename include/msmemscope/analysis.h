@@ -249,6 +249,7 @@ typedef struct mms_leaks {
 	 * batch a loader prefetched. Not in step_leaks; in the order found. */
 	mms_leak_t *step_cached;
 	size_t nstep_cached;
+	uint64_t unchecked_frees; /* releases not checked for their family, as in the summary */
 } mms_leaks_t;
 
 typedef struct mms_leaks_options mms_leaks_options_t;

@@ -503,6 +503,22 @@ typedef struct mms_module {
  * 0 after filling *mod, or MMS_EUSAGE for an index out of range. */
 int mms_log_module(const mms_log_t *log, size_t i, mms_module_t *mod);
 
+/* Whether a module of the log (the executable, or a library: one linked
+ * with the C++ runtime built in, g++ -static-libstdc++) calls its own copy
+ * of a C++ allocation operator instead of the global one the recorder
+ * defines: its new and delete were recorded as the malloc and free they
+ * call, so a block it makes with new and another module releases with
+ * delete (or the reverse) looks like a mismatched free that was not one.
+ * The replay counts such frees apart (unchecked_frees in the summary).
+ * Reads the recorded modules' files (their symbol tables; a file whose
+ * build-id differs from the recorded one is passed over) at the first
+ * call. Returns 1 with *module (its path in the log) and *op (the
+ * operator's name in C++, "operator new[](std::size_t)", or NULL for a
+ * stripped module that holds a copy of the C++ runtime), 0 when none
+ * does, or MMS_EUSAGE. module and op may be NULL. The log keeps what it
+ * found (a log is read by one thread at a time). */
+int mms_log_own_operators(const mms_log_t *log, const char **module, const char **op);
+
 /* Thread number (0 <= thread < info.threads, as events carry it) -> OS
  * thread id and name (NULL if never named). Returns 0 or MMS_EUSAGE for a
  * number not in the log. Threads are numbered in the order the recorder

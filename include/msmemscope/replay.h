@@ -98,6 +98,9 @@ typedef struct mms_where {
 	uint64_t double_frees, invalid_frees; /* unmatched_frees, told apart */
 	uint64_t mismatched_frees;            /* heap blocks released by another family's function
 	                              (delete of new[], free of new, ...; format 16) */
+	uint64_t unchecked_frees;             /* releases between the malloc and a C++ family
+	                              not checked: a module calls its own operators
+	                              (mms_log_own_operators()) */
 } mms_where_t;
 
 /* Options of mms_replay_open_ex(); zero means the default. */

@@ -102,6 +102,12 @@ typedef struct mms_summary {
 	int reach_known;
 	uint64_t reach_blocks[MMS_REACH_COUNT];
 	uint64_t reach_bytes[MMS_REACH_COUNT];
+	/* Releases between the malloc family and a C++ one (delete of a
+	 * malloc'd block, free of a new'd one) in a log where a module calls
+	 * its own copy of the C++ operators (mms_log_own_operators()): that
+	 * module's new is recorded as malloc, so these are not told
+	 * mismatched; not in mismatched_frees. */
+	uint64_t unchecked_frees;
 } mms_summary_t;
 
 /* Replays the whole log and fills *out: mms_pass_summary() of a pass of

@@ -619,6 +619,7 @@ static int finder_end(struct mms__sub *sub, struct mms_pass *p)
 	f->l->double_frees = f->st->double_frees;
 	f->l->invalid_frees = f->st->invalid_frees;
 	f->l->mismatched_frees = f->st->mismatched_frees;
+	f->l->unchecked_frees = f->st->unchecked_frees;
 	memcpy(f->l->bad_frees, p->bad, p->nbad * sizeof(*p->bad));
 	f->l->nbad_frees = p->nbad;
 	if (f->opt.suppressions)

@@ -147,6 +147,7 @@ int mms__ckpt_save(const struct mms__state *st, const mms_iter_t *it, uint8_t **
 	w_u(&w, st->double_frees);
 	w_u(&w, st->invalid_frees);
 	w_u(&w, st->mismatched_frees);
+	w_u(&w, st->unchecked_frees);
 	w_u(&w, st->last_thread);
 	/* The recent frees, oldest first. */
 	w_u(&w, st->nfreed);
@@ -350,6 +351,7 @@ static int restore_state(struct rbuf *r, struct mms__state *st)
 	st->double_frees = r_u(r);
 	st->invalid_frees = r_u(r);
 	st->mismatched_frees = r_u(r);
+	st->unchecked_frees = r_u(r);
 	st->last_thread = (uint32_t)r_u(r);
 	n = r_count(r);
 	if (n > MMS__RECENT_FREES)

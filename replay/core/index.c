@@ -26,8 +26,9 @@
 #define INDEX_MAGIC "MMSINDEX"
 /* 8: the log's names with their control characters written \xHH
  * (meta.c): checkpoints keep strings by their offset in the log's
- * arena, which moved. */
-#define INDEX_VERSION 9
+ * arena, which moved. 10: checkpoints keep the state's unchecked frees
+ * (ownops.c). */
+#define INDEX_VERSION 10
 
 /* The file: this header, then nsteps (begin, end) pairs, then nckpts
  * (pos, offset, length) triples, then nforks (number, id) pairs, then the

@@ -113,6 +113,13 @@ struct mms_log {
 	size_t nthreads, threads_cap;
 	struct mms__module *modules;
 	size_t nmodules, modules_cap;
+	/* ownops.c: the modules looked at so far for their own copy of a C++
+	 * allocation operator (at the first free between the malloc and a
+	 * C++ family), and the first found: own_ops_how 0 none yet, else its
+	 * enum own_how, with its module index and operator (-1: not known). */
+	size_t own_ops_seen, own_ops_module;
+	int own_ops_op;
+	uint8_t own_ops_how;
 	/* The dynamic loader's code, [loader_lo, loader_hi) (0, 0: no such
 	 * module, mms__loader_module): runtime.c tells its blocks by it. */
 	uint64_t loader_lo, loader_hi;
@@ -274,6 +281,10 @@ void mms__runtime_module_seen(mms_log_t *log, const char *path);
 /* runtime.c: notes whether the executable at path is an interpreter
  * whose state at exit is its own (python_exe, perl_exe). */
 void mms__runtime_exe_seen(mms_log_t *log, const char *path);
+/* ownops.c: whether a module of the log (of those recorded so far) calls
+ * its own copy of a C++ allocation operator; reads the modules' files
+ * once each, at the first call that needs them. */
+int mms__log_own_operators(mms_log_t *log);
 
 /* Opens a log held in memory (the fuzz target's entry). The log does not
  * take ownership of buf, which must outlive it. */

@@ -155,6 +155,9 @@ struct mms__state {
 	uint64_t double_frees, invalid_frees; /* unmatched frees, told apart */
 	uint64_t mismatched_frees;            /* heap blocks released by another family's
 	                              function (delete of new[], free of new, ...) */
+	uint64_t unchecked_frees;             /* releases between the malloc and a C++
+	                              family in a log with a module that calls its
+	                              own operators (mms__log_own_operators()) */
 	/* MALLOC and FREE events that had a block (last_blk_valid), since
 	 * the state started or was restored: only differences mean
 	 * anything (a checkpoint does not keep it). */

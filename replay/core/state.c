@@ -389,11 +389,20 @@ static inline __attribute__((always_inline)) int keyed_alloc_in(struct mms__stat
 
 /* A heap block b released by ev, when the block's function or the
  * release's is a C++ operator: a mismatched free when their families
- * differ. */
+ * differ, unless one is the malloc family and a module of the log calls
+ * its own operators (unchecked then). */
 static __attribute__((noinline, cold)) void cxx_free(struct mms__state *st, const struct mms__blk *b,
 						     const mms_event_t *ev)
 {
-	if (mms__alloc_family(b->fn) != mms__free_family(ev->sub))
+	unsigned a = mms__alloc_family(b->fn), f = mms__free_family(ev->sub);
+
+	if (a == f)
+		return;
+	/* new and malloc are the same to a module with its own operators:
+	 * malloc'd here may be its new's. */
+	if ((!a || !f) && mms__log_own_operators(st->log))
+		st->unchecked_frees++;
+	else
 		mms__state_free_mismatched(st, b);
 }
 

@@ -74,6 +74,7 @@ void mms__state_summary(const struct mms__state *st, mms_summary_t *out)
 	out->double_frees = st->double_frees;
 	out->invalid_frees = st->invalid_frees;
 	out->mismatched_frees = st->mismatched_frees;
+	out->unchecked_frees = st->unchecked_frees;
 }
 
 MMS__EXPORT int mms_pass_summary(const mms_pass_t *p, mms_summary_t *out)

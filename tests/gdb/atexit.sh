@@ -10,7 +10,8 @@
 # is no heap leak; bad frees (tests/progs/mismatch's six mismatched ones)
 # get a line of their own after the leaks'; a program with its own
 # operator new (tests/progs/ownnew) gets the warning that they are not
-# checked, at exit and in memscope info. Nothing when gdb kills the
+# checked, at exit and in memscope info, as does a plugin with its own
+# copy of them (tests/progs/ownplug-own.so) for the frees across. Nothing when gdb kills the
 # program, nor when the run had no recorder (an exec-wrapper without it).
 . "${top_srcdir:?run this test through make check}/tests/gdb/lib.sh"
 
@@ -86,6 +87,20 @@ expect_count ownnew '^memscope: warning: .*/ownnew defines operator new(std::siz
 expect_count ownnew '^  warning: .*/ownnew defines operator new(std::size_t) itself' 1 "memscope info's warning"
 expect_count ownnew 'are not checked' 2 "the warning at exit and in memscope info only"
 expect_not ownnew 'mismatched frees: ' "no mismatched free counted"
+expect_rc "gdb's exit status"
+
+# A plugin with its own copy of the operators (tests/progs/ownplug-own.so):
+# its new[] released by the program's delete[] and the reverse are not
+# told mismatched, and the line at exit and memscope info say why; the
+# program's own new[] released by delete still is.
+session ownplug "$top_builddir/tests/progs/ownplug" -ex "set args $top_builddir/tests/progs/ownplug-own.so" -ex run \
+	-ex 'memscope info'
+expect ownplug 'memscope: at exit: also 1 mismatched free' "the real mismatched free at exit"
+expect_count ownplug '^memscope: warning: 2 frees between the malloc and C++ families not told mismatched: .*/ownplug-own.so calls its own operator new(std::size_t)' \
+	1 "the warning at exit"
+expect_count ownplug '^  warning: 2 frees between the malloc and C++ families not told mismatched: .*/ownplug-own.so' 1 \
+	"memscope info's warning"
+expect ownplug '  mismatched frees: 1 ' "memscope info counts the real one"
 expect_rc "gdb's exit status"
 
 session norec "$progs/leaky" -ex 'set exec-wrapper env' -ex run -ex 'printf "events %d\n", $memscope_events'
