@@ -285,6 +285,12 @@ void mms__runtime_exe_seen(mms_log_t *log, const char *path);
  * its own copy of a C++ allocation operator; reads the modules' files
  * once each, at the first call that needs them. */
 int mms__log_own_operators(mms_log_t *log);
+/* symbolize.c: a descriptor of the recorded module file at path, opened
+ * for reading, or -1: not a regular file (a FIFO or a device where the
+ * module was is not waited on), gone, no path ("[vdso]"), or relative
+ * (to the recorded process's directory) without a build-id
+ * (build_id_len 0) to confirm it. */
+int mms__module_file_open(const char *path, size_t build_id_len);
 
 /* Opens a log held in memory (the fuzz target's entry). The log does not
  * take ownership of buf, which must outlive it. */

@@ -24,7 +24,6 @@
  * no mark of it is not told; nor is a module whose file is gone or
  * differs from the recorded one (its build-id). */
 #define _GNU_SOURCE /* memmem */
-#include <fcntl.h>
 #include <gelf.h>
 #include <string.h>
 #include <unistd.h>
@@ -126,11 +125,10 @@ static int module_own(const mms_module_t *m, int *op)
 	Elf *elf;
 
 	*op = -1;
-	/* No file ("[vdso]"), or the recorder's, whose operators are the
-	 * global ones. */
-	if (!m->path || !*m->path || m->path[0] == '[' || mms_starts(mms_base_name(m->path), "libmsmemscope-hooks"))
+	/* The recorder's operators are the global ones. */
+	if (m->path && mms_starts(mms_base_name(m->path), "libmsmemscope-hooks"))
 		return OWN_NONE;
-	fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	fd = mms__module_file_open(m->path, m->build_id_len);
 	if (fd < 0)
 		return OWN_NONE;
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);

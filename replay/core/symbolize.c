@@ -9,11 +9,14 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #ifdef HAVE_LIBIBERTY
 #include <libiberty/demangle.h>
 #endif
@@ -208,6 +211,27 @@ static struct sym_module *module_of(const struct mms_symbolizer *s, uint64_t ip)
 	return i == (size_t)-1 ? NULL : &s->mods[s->ranges.iv[i].val];
 }
 
+int mms__module_file_open(const char *path, size_t build_id_len)
+{
+	struct stat sb;
+	int fd;
+
+	/* "linux-vdso.so.1", "[vdso]", anonymous: no file. A relative path
+	 * (dlopen("./x.so")) was relative to the recorded process's working
+	 * directory: trusted only when the build-id can confirm it. */
+	if (!path || !strchr(path, '/') || (path[0] != '/' && !build_id_len))
+		return -1;
+	/* Not blocked by a FIFO (or a device) where the module was. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 /* Opens m's file at its recorded load bias, once. A file that is gone, is
  * not ELF, or has another build-id than the one recorded (rebuilt since)
  * leaves m without a libdw module: its frames give module+offset, never a
@@ -216,24 +240,27 @@ static void module_load(struct sym_module *m)
 {
 	const unsigned char *bits;
 	GElf_Addr vaddr;
-	int len;
+	int len, fd;
 
 	m->tried = 1;
-	/* "linux-vdso.so.1", "[vdso]", anonymous: no file. A relative path
-	 * (dlopen("./x.so")) was relative to the recorded process's working
-	 * directory: trusted only when the build-id can confirm it. */
-	if (!m->path || !strchr(m->path, '/') || (m->path[0] != '/' && !m->build_id_len))
+	fd = mms__module_file_open(m->path, m->build_id_len);
+	if (fd < 0)
 		return;
 	m->dwfl = dwfl_begin(&sym_callbacks);
-	if (!m->dwfl)
+	if (!m->dwfl) {
+		close(fd);
 		return;
+	}
 	dwfl_report_begin(m->dwfl);
 	/* add_p_vaddr: the recorded base is dlpi_addr, the bias to add to
-	 * the file's own addresses (also for prelinked libraries). */
-	m->mod = dwfl_report_elf(m->dwfl, m->path, m->path, -1, m->bias, true);
+	 * the file's own addresses (also for prelinked libraries). The
+	 * module takes fd. */
+	m->mod = dwfl_report_elf(m->dwfl, m->path, m->path, fd, m->bias, true);
 	dwfl_report_end(m->dwfl, NULL, NULL);
-	if (!m->mod)
+	if (!m->mod) {
+		close(fd);
 		goto fail_dwfl;
+	}
 	if (m->build_id_len) {
 		len = dwfl_module_build_id(m->mod, &bits, &vaddr);
 		if (len <= 0 || (size_t)len != m->build_id_len || memcmp(bits, m->build_id, m->build_id_len))
