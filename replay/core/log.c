@@ -758,7 +758,8 @@ int mms__log_open_regular(const char *path, mms_log_t **out, struct stat *st, mm
 	if (!path || !out)
 		return MMS_EUSAGE;
 	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* A FIFO is refused below, not waited on for a writer. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, st))
