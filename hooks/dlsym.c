@@ -36,10 +36,17 @@
 #if defined(__x86_64__) || defined(__aarch64__)
 
 void *(*mms__real_dlsym)(void *, const char *);
-/* Set where an allocator's own functions are redirected (redirect.c):
- * every dlsym() then goes through mms__dlsym_slow(), which redirects the
- * objects loaded since the last look first. */
+/* Set where an allocator's own functions are redirected (redirect.c),
+ * and once the log is open (modules.c): every dlsym() then goes through
+ * mms__dlsym_slow(), which redirects the objects loaded since the last
+ * look first, and records the modules loaded since. Bits
+ * MMS_DLSYM_WATCH_*. */
 int mms__dlsym_watch;
+
+void mms__dlsym_watch_set(int bits)
+{
+	__atomic_fetch_or(&mms__dlsym_watch, bits, __ATOMIC_RELEASE);
+}
 
 #if defined(__x86_64__)
 #define DLSYM_OLD_VERSION "GLIBC_2.2.5"
@@ -89,9 +96,14 @@ void *mms__dlsym_resolve(void)
  * to the real dlsym(), or returns NULL when there is none). */
 int mms__dlsym_slow(void *handle, const char *name, const void *caller, void **result)
 {
+	int watch;
+
 	if (!mms__dlsym_resolve())
 		return 0;
-	if (__atomic_load_n(&mms__dlsym_watch, __ATOMIC_RELAXED)) {
+	watch = __atomic_load_n(&mms__dlsym_watch, __ATOMIC_RELAXED);
+	if (watch & MMS_DLSYM_WATCH_MODULES)
+		mms__modules_check();
+	if (watch & MMS_DLSYM_WATCH_REDIRECT) {
 		mms__redirect_rescan();
 		if (handle != RTLD_NEXT && name && mms__redirect_dlsym(handle, name, caller, result))
 			return 2;
@@ -235,5 +247,12 @@ __asm__(".text\n\t"
 	".size dlsym, .-dlsym\n\t"
 	".previous");
 #endif
+
+#else
+
+void mms__dlsym_watch_set(int bits)
+{
+	(void)bits;
+}
 
 #endif /* x86-64 or aarch64 */

@@ -786,6 +786,19 @@ void mms__redirect_rescan(void) MMS_HIDDEN;
  * a caller in another namespace). */
 int mms__redirect_dlsym(void *handle, const char *name, const void *caller, void **result) MMS_HIDDEN;
 extern int mms__dlsym_watch MMS_HIDDEN;
+/* Bits of mms__dlsym_watch: what dlsym() looks at first (dlsym.c): the
+ * objects loaded since to redirect (redirect.c), and the modules to
+ * record (modules.c). */
+#define MMS_DLSYM_WATCH_REDIRECT 1
+#define MMS_DLSYM_WATCH_MODULES 2
+/* Sets bits of mms__dlsym_watch (nothing where dlsym() is not
+ * interposed). */
+void mms__dlsym_watch_set(int bits) MMS_HIDDEN;
+/* Records the modules loaded since the last scan, when there are any
+ * (dlsym() asks: a program reaches a library it loaded through dlsym(),
+ * so its MODULE records come before its first events, where a thread's
+ * next chunk would be later; a live replay, gdb's, then knows it). */
+void mms__modules_check(void) MMS_HIDDEN;
 /* Records the allocation of a guarded block (t->prev_stamp and
  * t->stack_id are then its stamp and stack); ra is the allocating call's
  * return address, in its caller (the runtimes' blocks are told by it). */

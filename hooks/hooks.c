@@ -164,6 +164,7 @@ void mms__init(void)
 			if (p)
 				mms__rec_commit(t, mms__rec_head(t, p, MMS_TAG_SYSTEM | MMS_SYSTEM_INIT,
 								 mms__stamp_obtain()));
+			mms__dlsym_watch_set(MMS_DLSYM_WATCH_MODULES);
 		}
 	}
 	__atomic_store_n(&mms__init_state, MMS_INIT_DONE, __ATOMIC_RELEASE);

@@ -299,6 +299,23 @@ void mms__modules_scan(struct mms_thread *t)
 	mms__tls_busy = busy;
 }
 
+void mms__modules_check(void)
+{
+	unsigned long long v[2];
+	struct mms_thread *t;
+
+	if (!mms__recording || mms__tls_busy || mms__phdr_unsafe())
+		return;
+	mms__loader_counts(v);
+	if (v[0] == __atomic_load_n(&last_adds, __ATOMIC_RELAXED))
+		return;
+	mms__tls_busy = 2;
+	t = mms__thread();
+	if (t)
+		mms__modules_scan(t);
+	mms__tls_busy = 0;
+}
+
 void mms__modules_reset(void)
 {
 	pthread_mutex_init(&scan_lock, NULL);

@@ -352,7 +352,7 @@ void mms__redirect_rescan(void)
 	if (je_on || tc_on || mi_on || cu_on) {
 		mms__phdr_iterate(redirect_each, NULL);
 		/* dlsym() asks mms__redirect_rescan() from now on. */
-		__atomic_store_n(&mms__dlsym_watch, 1, __ATOMIC_RELEASE);
+		mms__dlsym_watch_set(MMS_DLSYM_WATCH_REDIRECT);
 	}
 	__atomic_store_n(&done_adds, v[0], __ATOMIC_RELAXED);
 	__atomic_store_n(&done_subs, v[1], __ATOMIC_RELAXED);

@@ -102,6 +102,16 @@ expect_count ownplug '^  warning: 2 frees between the malloc and C++ families no
 	"memscope info's warning"
 expect ownplug '  mismatched frees: 1 ' "memscope info counts the real one"
 expect_rc "gdb's exit status"
+# Stopped in the plugin's delete[], after the first release across: the
+# plugin, loaded with dlopen() and reached through dlsym(), is in the log
+# already (the recorder records the modules loaded since at dlsym()), so
+# the release is not told mismatched while the program runs either.
+session ownplugrun "$top_builddir/tests/progs/ownplug" -ex "set args $top_builddir/tests/progs/ownplug-own.so" \
+	-ex 'set breakpoint pending on' -ex 'break ownplug_drop' -ex run -ex 'memscope info' -ex delete -ex continue
+expect_count ownplugrun '^  warning: 1 free between the malloc and C++ families not told mismatched: .*/ownplug-own.so' 1 \
+	"memscope info while the program runs"
+expect_not ownplugrun '  mismatched frees: ' "no mismatched free while the program runs"
+expect_rc "gdb's exit status"
 
 session norec "$progs/leaky" -ex 'set exec-wrapper env' -ex run -ex 'printf "events %d\n", $memscope_events'
 expect norec 'exited normally' "the program ran without the recorder"
