@@ -503,19 +503,34 @@ out:
 	suppressed_free(&sp);
 }
 
+/* The releases between the malloc and C++ families not checked (a module
+ * calls its own operators), in a line of their own. */
+static void print_unchecked(FILE *f, const struct log_bad_frees *b)
+{
+	if (!b->unchecked_frees)
+		return;
+	fprintf(f, "====== Not checked: %" PRIu64 " free%s between the malloc and C++ families (%s %s) ======\n",
+		b->unchecked_frees, b->unchecked_frees == 1 ? "" : "s", b->own_module ? b->own_module : "a module",
+		b->own_op ? "calls its own operators" : "has its own copy of the C++ runtime");
+}
+
 /* The bad frees, with their events, and the allocation stack of a double
- * or mismatched free's block. */
+ * or mismatched free's block, then the releases not checked. */
 static void print_bad_frees(struct leaks_out *o)
 {
 	const mms_leaks_t *l = o->l;
-	const char *own[2] = { NULL, NULL };
-	struct log_bad_frees b = { LOG_BAD_FREES_OF(l, own) };
+	const char *own[2];
+	struct log_bad_frees b;
 	FILE *f = o->c->out;
 	char count[192], what[160];
 	size_t i;
 
-	if (!log_bad_frees_total(&b))
+	log_own_operators(o->c->log, l->unchecked_frees, own);
+	b = (struct log_bad_frees){ LOG_BAD_FREES_OF(l, own) };
+	if (!log_bad_frees_total(&b)) {
+		print_unchecked(f, &b);
 		return;
+	}
 	fprintf(f, "====== Bad frees: %s ======\n", log_bad_frees_count(&b, count, sizeof(count)));
 	for (i = 0; i < l->nbad_frees; i++) {
 		fprintf(f, "event %" PRIu64 ": %s, thread %" PRIu32 "\n", l->bad_frees[i].event,
@@ -531,6 +546,7 @@ static void print_bad_frees(struct leaks_out *o)
 	}
 	if (log_bad_frees_total(&b) > l->nbad_frees)
 		fprintf(f, "  ... and %" PRIu64 " more\n", log_bad_frees_total(&b) - l->nbad_frees);
+	print_unchecked(f, &b);
 }
 
 /* --- the analysis -------------------------------------------------------------- */

@@ -43,6 +43,8 @@ check() {
 	"$MMS_REPLAY" $_n.mms --summary >$_n.sum || fail "--summary on $_n exited $?"
 	if [ -z "$_mod" ]; then
 		expect_key $_n.mms.json own_operators null
+		"$MMS_REPLAY" $_n.mms --analysis leaks >$_n.leaks || fail "leaks on $_n exited $?"
+		! grep -q 'Not checked' $_n.leaks || fail "$_n: unchecked frees in the leaks report: $(cat $_n.leaks)"
 		! grep -q 'unchecked frees' $_n.err $_n.sum || fail "$_n: unchecked frees told: $(cat $_n.err)"
 		return
 	fi
@@ -57,6 +59,9 @@ check() {
 	else
 		_what="calls its own $(printf '%s' "$_op" | tr -d '"' | sed 's/[*]/\\*/g')"
 	fi
+	"$MMS_REPLAY" $_n.mms --analysis leaks >$_n.leaks || fail "leaks on $_n exited $?"
+	grep -q "^====== Not checked: $_unc frees between the malloc and C++ families ([^ ]*/$_mod " $_n.leaks ||
+		fail "$_n: the leaks report does not name $_mod: $(cat $_n.leaks)"
 	for _f in $_n.err $_n.sum; do
 		grep -q "unchecked frees *$_unc between the malloc and C++ families .*not told mismatched: [^ ]*/$_mod $_what" \
 			$_f || fail "$_n: $_f does not name $_mod: $(cat $_f)"
