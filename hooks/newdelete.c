@@ -148,10 +148,11 @@ static void *no_runtime_new_aligned_nothrow(size_t size, size_t align, const voi
 
 /* Set at start-up (mms__cxx_own_init()): the program defines one of the
  * operators itself, mms_cxx_op_names[own_op] in own_path (-1: none). A
- * program that replaces operator new but not delete calls its own new (malloc, for
- * the recorder) and the recorder's delete: marks would report every such
- * pair as a mismatched free, as valgrind does. The operators then mark
- * nothing, and guard mode's blocks are all of the malloc family. */
+ * program that replaces operator new but not delete calls its own new
+ * (malloc, for the recorder) and the recorder's delete: marks would
+ * report every such pair as a mismatched free, as valgrind does. The
+ * operators then mark nothing, and guard mode's blocks are all of the
+ * malloc family. */
 static int own_op = -1;
 static char own_path[4096];
 

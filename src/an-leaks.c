@@ -764,6 +764,7 @@ int an_leaks_add(struct an_ctx *c)
 int an_leaks_print(struct an_ctx *c)
 {
 	struct leaks_out o = { .c = c, .l = c->leaks, .supp = c->leaks_supp };
+	const char *own[2];
 	mms_config_t cfg;
 	int stacks;
 
@@ -801,8 +802,6 @@ int an_leaks_print(struct an_ctx *c)
 		fputc(',', c->out);
 		print_runtime(&o);
 		fputc(',', c->out);
-		const char *own[2];
-
 		log_own_operators(c->log, o.l->unchecked_frees, own);
 		log_json_bad_frees(c->out, &(struct log_bad_frees){ LOG_BAD_FREES_OF(o.l, own) });
 		fputc(',', c->out);
