@@ -24,6 +24,7 @@
  * no mark of it is not told; nor is a module whose file is gone or
  * differs from the recorded one (its build-id). */
 #define _GNU_SOURCE /* memmem */
+#include <elfutils/libdwelf.h>
 #include <gelf.h>
 #include <string.h>
 #include <unistd.h>
@@ -47,22 +48,6 @@ static int op_index(const char *name)
 		if (!strcmp(name, mms_cxx_op_symbols[i]))
 			return (int)i;
 	return -1;
-}
-
-/* Whether the file's GNU build-id note (in section data d) is bid. */
-static int note_build_id(Elf_Data *d, const uint8_t *bid, size_t bidlen, int *seen)
-{
-	GElf_Nhdr nh;
-	size_t off = 0, name_off, desc_off;
-
-	while (d && (off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
-		if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
-		    memcmp((const char *)d->d_buf + name_off, "GNU", 4))
-			continue;
-		*seen = 1;
-		return nh.n_descsz == bidlen && !memcmp((const char *)d->d_buf + desc_off, bid, bidlen);
-	}
-	return 0;
 }
 
 /* The typeinfo name of std::bad_alloc, NUL-terminated on both sides, in
@@ -118,7 +103,8 @@ static int table_own(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, int exe, int s
  * operator in *op (-1: not known). */
 static int module_own(const mms_module_t *m, int *op)
 {
-	int fd, how = OWN_NONE, exe, symbolic = 0, symtab = 0, defines = 0, imports = 0, bid_seen = 0, bid_ok = 0;
+	int fd, how = OWN_NONE, exe, symbolic = 0, symtab = 0, defines = 0, imports = 0;
+	const void *bid;
 	Elf_Scn *scn = NULL;
 	GElf_Ehdr eh;
 	GElf_Shdr sh;
@@ -134,13 +120,15 @@ static int module_own(const mms_module_t *m, int *op)
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh))
 		goto out;
+	/* The one recorded, where the log says which. */
+	if (m->build_id_len && (dwelf_elf_gnu_build_id(elf, &bid) != (ssize_t)m->build_id_len ||
+				memcmp(bid, m->build_id, m->build_id_len)))
+		goto out;
 	exe = eh.e_type == ET_EXEC;
-	/* The kind of object, and that it is the one recorded. */
+	/* The kind of object. */
 	while ((scn = elf_nextscn(elf, scn))) {
 		if (!gelf_getshdr(scn, &sh))
 			goto out;
-		if (sh.sh_type == SHT_NOTE && !bid_seen)
-			bid_ok = note_build_id(elf_getdata(scn, NULL), m->build_id, m->build_id_len, &bid_seen);
 		if (sh.sh_type == SHT_SYMTAB)
 			symtab = 1;
 		if (sh.sh_type == SHT_DYNAMIC) {
@@ -156,8 +144,6 @@ static int module_own(const mms_module_t *m, int *op)
 			}
 		}
 	}
-	if (m->build_id_len && !bid_ok)
-		goto out;
 	while ((scn = elf_nextscn(elf, scn))) {
 		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM))
 			continue;
