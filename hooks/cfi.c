@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 
 #include "hooks-int.h"
+#include "objects.h"
 
 #if defined(__x86_64__)
 

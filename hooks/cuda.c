@@ -62,6 +62,7 @@
 
 #include "hooks-int.h"
 #include "log.h"
+#include "objects.h"
 #include "stamp.h"
 
 /* The driver's types, as cuda.h declares them (not needed to build). */

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 
 #include "hooks-int.h"
+#include "objects.h"
 
 #if defined(__x86_64__) || defined(__aarch64__)
 

@@ -14,6 +14,7 @@
 
 #include "elfdyn.h"
 #include "hooks-int.h"
+#include "objects.h"
 
 /* Where the recorder's own object is in the loader's list of objects, and
  * how many the list held when the recorder started: those are the

@@ -272,28 +272,6 @@ void mms__cfi_note_loader(unsigned long long adds, unsigned long long subs) MMS_
 void mms__cfi_modules_changed(void) MMS_HIDDEN;
 void mms__cfi_after_fork_child(void) MMS_HIDDEN;
 
-/* modules.c */
-void mms__modules_scan(struct mms_thread *t) MMS_HIDDEN;
-void mms__modules_reset(void) MMS_HIDDEN;
-/* The loader's counts of objects loaded and unloaded so far (dlpi_adds,
- * dlpi_subs): a change in either means the set of modules changed. */
-void mms__loader_counts(unsigned long long v[2]) MMS_HIDDEN;
-/* dl_iterate_phdr() for the recorder: none in a fork child until its own
- * dlclose went through the loader (glibc leaves the loader's lock as the
- * fork found it: held, when another thread was in dlopen, dlclose or
- * dl_iterate_phdr, and the child's first event waited for it forever). */
-struct dl_phdr_info;
-int mms__phdr_iterate(int (*fn)(struct dl_phdr_info *, size_t, void *), void *data) MMS_HIDDEN;
-/* Whether this is a fork child whose loader lock may be held (no
- * dl_iterate_phdr, nor libunwind, which calls it). */
-int mms__phdr_unsafe(void) MMS_HIDDEN;
-void mms__phdr_safe(void) MMS_HIDDEN;
-/* The forking thread lists the modules for the child's log, and holds
- * the scans back until the fork is done (mms__modules_after_fork, in the
- * parent and in the child). */
-void mms__modules_snapshot(void) MMS_HIDDEN;
-void mms__modules_after_fork(int child) MMS_HIDDEN;
-
 /* api.c: deferred collection and step filtering */
 int mms__api_init(void) MMS_HIDDEN;
 void mms__steps_update(void) MMS_HIDDEN;
@@ -383,14 +361,6 @@ size_t mms__vmm_find(uint64_t lo, uint64_t hi, const struct mms_vmm_map **first)
  * outside it: returns how many such pieces (0 to 2), now mappings of
  * their own, are in pieces. */
 size_t mms__vmm_cut(uint64_t lo, uint64_t hi, struct mms_vmm_map pieces[2]) MMS_HIDDEN;
-
-/* dlsym.c: the interposed dlsym() (x86-64 and aarch64 only). */
-/* The real dlsym(), once known (found at the first call). */
-extern void *(*mms__real_dlsym)(void *, const char *) MMS_HIDDEN;
-/* Finds the real dlsym(): returns it, or NULL. */
-void *mms__dlsym_resolve(void) MMS_HIDDEN;
-/* The entry point's one call into C (see dlsym.c). */
-int mms__dlsym_slow(void *handle, const char *name, const void *caller, void **result) MMS_HIDDEN;
 
 /* gdbif.c: the gdb interface (gdbif.h). The op and step functions are
  * called inside the reentrancy guard, whether the event is recorded or
@@ -691,21 +661,6 @@ void mms__cxx_own_init(void) MMS_HIDDEN;
 /* The file defining it and the operator's name (META own_cxx,
  * own_cxx_op), or NULL when there is none. */
 const char *mms__cxx_own(const char **op) MMS_HIDDEN;
-/* elfsym.c: name's definition in the first object after the recorder's in
- * the global scope that has one (dlsym(RTLD_NEXT) without its effect on
- * dlerror()), or, among objects loaded after start-up, in one whose path
- * late() accepts (late may be NULL: none); NULL when none. */
-void *mms__elfsym_next(const char *name, int (*late)(const char *path)) MMS_HIDDEN;
-/* The first of names[0..n) that an object ahead of the recorder's in the
- * global scope defines (the program, a library preloaded before it: its
- * definition wins over the recorder's), its file's path in path; -1 when
- * none. After mms__elfsym_init(). */
-int mms__elfsym_ahead(const char *const *names, size_t n, char *path, size_t cap) MMS_HIDDEN;
-/* name's definition in the object info describes, or NULL. */
-void *mms__elfsym_in(const struct dl_phdr_info *info, const char *name) MMS_HIDDEN;
-/* Notes where the recorder's object is among the loaded ones, and how many
- * the global scope holds: once, at start-up. */
-void mms__elfsym_init(void) MMS_HIDDEN;
 
 /* Guard mode's hooks, for the C++ operators (newdelete.c): an allocation
  * of enum mms_guard_family `family` (NULL with errno ENOMEM on failure),
@@ -771,34 +726,6 @@ struct mms_addrset {
 int mms__addrset_add(struct mms_addrset *s, uintptr_t key) MMS_HIDDEN;
 int mms__addrset_take(struct mms_addrset *s, uintptr_t key) MMS_HIDDEN;
 void mms__addrset_clear(struct mms_addrset *s) MMS_HIDDEN;
-/* redirect.c: finds a replacement allocator's functions of its own
- * (jemalloc's above, tcmalloc's tc_ functions, mimalloc's mi_ ones), and libcuda's entry
- * points that cuda.c wraps, at start-up, after
- * mms__runtime_code_init() and mms__elfsym_init(), and points the calls
- * of each loaded object to the recorder's; mms__redirect_rescan() does
- * that for the objects loaded since (modules.c's scans, and dlsym() while
- * mms__dlsym_watch is set: dlsym.c). */
-void mms__redirect_init(void) MMS_HIDDEN;
-void mms__redirect_rescan(void) MMS_HIDDEN;
-/* dlsym(handle, name) for caller (not RTLD_NEXT) where name is one of
- * those functions: 1 with the answer in *result, the recorder's function
- * where the real dlsym() finds the allocator's; 0 for any other name (or
- * a caller in another namespace). */
-int mms__redirect_dlsym(void *handle, const char *name, const void *caller, void **result) MMS_HIDDEN;
-extern int mms__dlsym_watch MMS_HIDDEN;
-/* Bits of mms__dlsym_watch: what dlsym() looks at first (dlsym.c): the
- * objects loaded since to redirect (redirect.c), and the modules to
- * record (modules.c). */
-#define MMS_DLSYM_WATCH_REDIRECT 1
-#define MMS_DLSYM_WATCH_MODULES 2
-/* Sets bits of mms__dlsym_watch (nothing where dlsym() is not
- * interposed). */
-void mms__dlsym_watch_set(int bits) MMS_HIDDEN;
-/* Records the modules loaded since the last scan, when there are any
- * (dlsym() asks: a program reaches a library it loaded through dlsym(),
- * so its MODULE records come before its first events, where a thread's
- * next chunk would be later; a live replay, gdb's, then knows it). */
-void mms__modules_check(void) MMS_HIDDEN;
 /* Records the allocation of a guarded block (t->prev_stamp and
  * t->stack_id are then its stamp and stack); ra is the allocating call's
  * return address, in its caller (the runtimes' blocks are told by it). */

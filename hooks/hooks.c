@@ -19,6 +19,7 @@
 #include "hooks-int.h"
 #include "hooks-rec.h"
 #include "log.h"
+#include "objects.h"
 #include "stamp.h"
 #include "unwind.h"
 

@@ -27,6 +27,7 @@
 
 #include "hooks-int.h"
 #include "log.h"
+#include "objects.h"
 #include "stamp.h"
 
 #ifndef MADV_POPULATE_WRITE

@@ -9,6 +9,7 @@
 
 #include "hooks-int.h"
 #include "log.h"
+#include "objects.h"
 
 /* Modules already in the log, by load address and name hash. Scans happen
  * at start, when a thread takes a new chunk (when the loader's count of

@@ -18,6 +18,7 @@
 
 #include "cxxops.h"
 #include "hooks-int.h"
+#include "objects.h"
 
 typedef void *(*new_fn)(size_t);
 typedef void *(*new_al_fn)(size_t, size_t);

@@ -19,6 +19,7 @@
 #include "hooks-int.h"
 #include "mimalloc.h"
 #include "log.h"
+#include "objects.h"
 #include "stamp.h"
 
 /* The process is ending (exit's destructors, or _exit): write the FINI

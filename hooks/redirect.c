@@ -63,6 +63,7 @@
 #include "elfdyn.h"
 #include "hooks-int.h"
 #include "mimalloc.h"
+#include "objects.h"
 
 #if defined(__x86_64__) || defined(__aarch64__)
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "enter.h"
+#include "objects.h"
 #include "unwind.h"
 
 uintptr_t mms__self_lo, mms__self_hi;

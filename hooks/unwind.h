@@ -9,6 +9,7 @@
 #define MMS_UNWIND_H
 
 #include "hooks-int.h"
+#include "objects.h"
 
 struct mms_unwinder {
 	const char *name;
