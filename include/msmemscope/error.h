@@ -16,12 +16,16 @@ extern "C" {
 
 /* Format errors, outside the errno range. */
 enum mms_error {
-	MMS_EBADMAGIC = -10001,   /* not a msmemscope log */
-	MMS_EVERSION = -10002,    /* a log of another format version */
-	MMS_ETRUNCATED = -10003,  /* the file ends inside its header or a chunk */
-	MMS_ECORRUPT = -10004,    /* bytes that do not decode */
-	MMS_EORDER = -10005,      /* events out of order or an address handed out twice */
-	MMS_EUSAGE = -10006,      /* an argument the function does not accept */
+	MMS_EBADMAGIC = -10001,  /* not a msmemscope log */
+	MMS_EVERSION = -10002,   /* a log of another format version */
+	MMS_ETRUNCATED = -10003, /* the file ends inside its header or a chunk */
+	MMS_ECORRUPT = -10004,   /* bytes that do not decode */
+	MMS_EORDER = -10005,     /* events out of order or an address handed out twice */
+	MMS_EUSAGE = -10006,     /* an argument the function does not accept */
+	MMS_EOVERLOG = -10007,   /* an output file would replace a log being read */
+	MMS_ENOTFILE = -10008,   /* an output path that is not a file and cannot be written
+	                            in place (a block device, a socket; a database or an
+	                            index on a device or a FIFO) */
 };
 
 /* Explains an error code returned by this library. Never NULL. */

@@ -604,7 +604,7 @@ MMS__EXPORT int mms_compare_write_csv(const mms_compare_t *c, const char *path, 
 	if (!c || !path || !c->rows)
 		return MMS_EUSAGE;
 	event = c->level == MMS_COMPARE_KERNEL ? "KERNEL_LAUNCH," : "OP_LAUNCH,";
-	fd = mms__outfile_create(&f, path, opt && opt->overwrite);
+	fd = mms__outfile_create(&f, path, mms__out_flags(opt));
 	if (fd < 0)
 		return fd;
 	rc |= mms__xbuf_put(&out, compare_header, sizeof(compare_header) - 1);

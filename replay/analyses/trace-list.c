@@ -677,7 +677,7 @@ static void tsv_open(struct trace_pass *p, struct tsv *f, const char *path, int 
 	f->log = p->log;
 	f->pid = info.pid;
 	f->sym = p->out.sym;
-	f->w = mms__wfile_open(path, p->out.overwrite, rc);
+	f->w = mms__wfile_open(path, mms__out_flags(&p->out), rc);
 }
 
 /* See trace-int.h. Both files are moved into place once both lists are

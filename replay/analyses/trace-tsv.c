@@ -145,7 +145,7 @@ MMS__EXPORT int mms_trace_write_tsv(mms_log_t *log, const mms_trace_block_t *blo
 		return MMS_EUSAGE;
 	mms_log_get_info(log, &info);
 	f.pid = info.pid;
-	f.w = mms__wfile_open(path, out && out->overwrite, &rc);
+	f.w = mms__wfile_open(path, mms__out_flags(out), &rc);
 	if (!f.w)
 		return rc;
 	for (i = 0; i < n && !f.rc; i++) {

@@ -527,7 +527,7 @@ MMS__EXPORT int mms_trace_add(mms_pass_t *pass, const mms_trace_options_t *opt, 
 		bucketer_init(&p->plot_b, t->first_ns, t->last_ns, opt->plot_buckets, plot_emit, p);
 	}
 	if (opt->usage_path) {
-		p->usage = mms__wfile_open(opt->usage_path, opt->out.overwrite, &rc);
+		p->usage = mms__wfile_open(opt->usage_path, mms__out_flags(&opt->out), &rc);
 		if (!p->usage)
 			goto fail;
 		mms__wfile_str(p->usage, "time_ns\tlive_bytes\n");

@@ -371,7 +371,7 @@ MMS__EXPORT int mms_watch_add(mms_pass_t *pass, const mms_watch_options_t *opt, 
 	if (opt && opt->csv_path) {
 		static const char header[] = "Tensor info,Check data sum\n";
 
-		rc = mms__outfile_create(&p->f, opt->csv_path, opt->out.overwrite);
+		rc = mms__outfile_create(&p->f, opt->csv_path, mms__out_flags(&opt->out));
 		if (rc < 0) {
 			wpass_drop(&p->sub);
 			free(*out);

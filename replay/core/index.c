@@ -275,7 +275,7 @@ int mms__index_store(const mms_log_t *log, const char *path, const struct mms__i
 		return -EEXIST;
 	/* Written under a temporary name and renamed into place whole, so a
 	 * reader never sees half an index. */
-	fd = mms__outfile_create(&f, path, 1);
+	fd = mms__outfile_create(&f, path, MMS__OUT_OVERWRITE | MMS__OUT_REGULAR);
 	if (fd < 0)
 		return fd;
 	fill_header(log, ix, &h);

@@ -168,6 +168,10 @@ struct mms_log {
 	double ns_per_stamp;       /* stamp to nanoseconds, see mms__log_time() */
 	char *path;                /* as opened; NULL for a log in memory */
 	uint64_t dev, ino, mtime_ns; /* the file's identity when opened */
+	/* In the list of the logs open from files (log.c), which output
+	 * files never replace (mms__log_file_open_here()). */
+	struct mms_log *reading_next;
+	int reading;
 	struct mms__inherit inh;   /* a fork child's start (inherit.c) */
 
 	/* Where the log is incomplete (log.c). Records stamped from stop on
@@ -225,6 +229,9 @@ mms_log_t *mms__log_new(const void *map, size_t len);
  * to NULL); returns the descriptor (its status in *st), or a negative
  * code. */
 int mms__log_open_regular(const char *path, mms_log_t **out, struct stat *st, mms_open_error_t *err);
+/* Whether the file (dev, ino) is a log this process has open: an output
+ * file is not put in its place (outfile.c). */
+int mms__log_file_open_here(uint64_t dev, uint64_t ino);
 /* Reads and checks the header from the mapping; returns 0 or a code. */
 int mms__log_read_header(mms_log_t *log, mms_open_error_t *err);
 /* Loads the header's fields the writer updates while the program runs,

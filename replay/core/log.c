@@ -3,6 +3,7 @@
  * once to collect metadata and the segment list, and records damage. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -774,6 +775,45 @@ int mms__log_open_regular(const char *path, mms_log_t **out, struct stat *st, mm
 	return rc;
 }
 
+/* The logs open from files, linked by reading_next: an export, a
+ * transform or an analysis's file named like its input (-o LOG --force)
+ * would otherwise replace the log under its reader. */
+static pthread_mutex_t reading_lock = PTHREAD_MUTEX_INITIALIZER;
+static mms_log_t *reading;
+
+static void reading_add(mms_log_t *log)
+{
+	pthread_mutex_lock(&reading_lock);
+	log->reading_next = reading;
+	log->reading = 1;
+	reading = log;
+	pthread_mutex_unlock(&reading_lock);
+}
+
+static void reading_del(mms_log_t *log)
+{
+	mms_log_t **l;
+
+	pthread_mutex_lock(&reading_lock);
+	for (l = &reading; *l && *l != log; l = &(*l)->reading_next)
+		;
+	if (*l)
+		*l = log->reading_next;
+	pthread_mutex_unlock(&reading_lock);
+}
+
+int mms__log_file_open_here(uint64_t dev, uint64_t ino)
+{
+	const mms_log_t *l;
+	int found = 0;
+
+	pthread_mutex_lock(&reading_lock);
+	for (l = reading; l && !found; l = l->reading_next)
+		found = l->dev == dev && l->ino == ino;
+	pthread_mutex_unlock(&reading_lock);
+	return found;
+}
+
 int mms__log_open_file(const char *path, mms_log_t **out, mms_open_error_t *err)
 {
 	struct stat st;
@@ -801,6 +841,7 @@ int mms__log_open_file(const char *path, mms_log_t **out, mms_open_error_t *err)
 	(*out)->dev = (uint64_t)st.st_dev;
 	(*out)->ino = (uint64_t)st.st_ino;
 	(*out)->mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
+	reading_add(*out);
 	close(fd);
 	return 0;
 fail_map:
@@ -850,6 +891,8 @@ MMS__EXPORT void mms_log_close(mms_log_t *log)
 {
 	if (!log)
 		return;
+	if (log->reading)
+		reading_del(log);
 	mms__meta_free(log);
 	mms__inherit_free(&log->inh);
 	free(log->segs);

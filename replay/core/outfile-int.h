@@ -8,23 +8,42 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "msmemscope/output.h"
 #include "decimal-int.h"
 
 /* --- output files (outfile.c) ------------------------------------------------------------ */
 
 /* An output file written under a temporary name in the same folder and
  * moved to its path at the end (replacing what is there only with
- * overwrite), so no partial file is ever left behind. */
+ * overwrite), so no partial file is ever left behind. A path that is a
+ * character device or a FIFO, itself or at the end of its symlinks
+ * (/dev/null, /dev/stdout, a terminal, a named pipe), is written in
+ * place, as a shell's redirection does: replacing it by a file would
+ * destroy it. */
 struct mms__outfile {
 	const char *path; /* a copy, in tmp's allocation */
 	char *tmp;
 	int overwrite;
+	int direct; /* written in place: nothing to move or remove */
 };
 
-/* Refuses with -EEXIST when path exists and overwrite is 0, then creates
- * the temporary file (mode 0640, O_EXCL, O_NOFOLLOW). Returns an open
- * descriptor, or a negative code. */
-int mms__outfile_create(struct mms__outfile *f, const char *path, int overwrite);
+#define MMS__OUT_OVERWRITE 1u /* replace what is at path */
+#define MMS__OUT_REGULAR 2u   /* a regular file or nothing: a database, an index */
+
+/* The flags of a caller's output options (NULL: none). */
+static inline unsigned mms__out_flags(const mms_output_options_t *out)
+{
+	return out && out->overwrite ? MMS__OUT_OVERWRITE : 0;
+}
+
+/* Refuses with MMS_EOVERLOG when path is a log this process reads, with
+ * MMS_ENOTFILE when it is neither a regular file, a directory nor
+ * something written in place (MMS__OUT_REGULAR: neither a regular file
+ * nor a directory), with -EEXIST when it exists and flags lack
+ * MMS__OUT_OVERWRITE; then creates the temporary file (mode 0640,
+ * O_EXCL, O_NOFOLLOW) or opens the device. Returns an open descriptor,
+ * or a negative code. */
+int mms__outfile_create(struct mms__outfile *f, const char *path, unsigned flags);
 /* Moves the finished temporary file to its path. Returns 0 or a negative
  * code (the temporary file is then removed). */
 int mms__outfile_commit(struct mms__outfile *f);
@@ -59,9 +78,9 @@ struct mms__wfile {
 	char first[MMS__WFILE_BUF];
 };
 
-/* Creates the file as mms__outfile_create() does. Returns the writer, or
- * NULL with *rc set. */
-struct mms__wfile *mms__wfile_open(const char *path, int overwrite, int *rc);
+/* Creates the file as mms__outfile_create() does (flags: MMS__OUT_*).
+ * Returns the writer, or NULL with *rc set. */
+struct mms__wfile *mms__wfile_open(const char *path, unsigned flags, int *rc);
 /* Finishes the file (commit) or, with rc non-zero or a write error,
  * removes it; frees w (may be NULL). Returns rc, the write error, or the
  * commit's code. */

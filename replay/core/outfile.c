@@ -2,11 +2,13 @@
 /* outfile.c: the files the replay library writes (exports, the index):
  * created under a temporary name beside their path with mode 0640 and
  * without following a symlink, moved into place whole at the end, never
- * over a file the caller did not agree to replace; and a buffered writer
- * over one (the analyses' TSVs, mms_file_write()). */
+ * over a file the caller did not agree to replace nor over a log being
+ * read; a device or a FIFO written in place; and a buffered writer over
+ * one (the analyses' TSVs, mms_file_write()). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,6 +21,7 @@
 #include "msmemscope/output.h"
 #include "base-int.h"
 #include "decimal-int.h"
+#include "log-int.h"
 #include "outfile-int.h"
 
 int mms__write_all(int fd, const void *p, size_t n)
@@ -39,20 +42,99 @@ int mms__write_all(int fd, const void *p, size_t n)
 	return 0;
 }
 
+/* Whether a path of this type is written in place. */
+static int in_place(mode_t mode)
+{
+	return S_ISCHR(mode) || S_ISFIFO(mode);
+}
 
-int mms__outfile_create(struct mms__outfile *f, const char *path, int overwrite)
+/* Opens the device or FIFO at path for writing, as "> path" would (a
+ * FIFO waits for its reader). Returns a descriptor or a negative code. */
+static int open_in_place(struct mms__outfile *f, const char *path)
+{
+	struct stat st;
+	int fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	/* Replaced by a file between the two looks: not written over. */
+	if (fstat(fd, &st) || !in_place(st.st_mode)) {
+		close(fd);
+		return MMS_ENOTFILE;
+	}
+	f->direct = 1;
+	return fd;
+}
+
+/* The descriptor of this process that path names, itself or at the end
+ * of its symlinks (/dev/stdout, /dev/fd/N, /proc/self/fd/N), or -1. */
+static int own_fd(const char *path)
+{
+	char p[PATH_MAX], link[PATH_MAX], tail;
+	const char *slash;
+	ssize_t n;
+	int fd, hops, len;
+
+	if (strlen(path) >= sizeof(p))
+		return -1;
+	strcpy(p, path);
+	for (hops = 0; hops < 16; hops++) {
+		if (sscanf(p, "/dev/fd/%d%c", &fd, &tail) == 1 || sscanf(p, "/proc/self/fd/%d%c", &fd, &tail) == 1 ||
+		    sscanf(p, "/proc/thread-self/fd/%d%c", &fd, &tail) == 1)
+			return fd >= 0 ? fd : -1;
+		n = readlink(p, link, sizeof(link) - 1);
+		if (n <= 0)
+			return -1;
+		link[n] = '\0';
+		if (link[0] == '/') {
+			memcpy(p, link, (size_t)n + 1);
+			continue;
+		}
+		/* Relative to the link's folder. */
+		slash = strrchr(p, '/');
+		len = slash ? (int)(slash - p) + 1 : 0;
+		if ((size_t)len + (size_t)n >= sizeof(p))
+			return -1;
+		memcpy(p + len, link, (size_t)n + 1);
+	}
+	return -1;
+}
+
+int mms__outfile_create(struct mms__outfile *f, const char *path, unsigned flags)
 {
 	struct stat st;
 	size_t n;
-	int fd, i;
+	int fd, i, overwrite = (flags & MMS__OUT_OVERWRITE) != 0;
 
 	memset(f, 0, sizeof(*f));
 	if (!path || !*path)
 		return MMS_EUSAGE;
+	/* One of our own descriptors (-o /dev/stdout): written through a
+	 * copy of it, at its offset, as "2>&1" shares one. */
+	fd = own_fd(path);
+	if (fd >= 0) {
+		if (flags & MMS__OUT_REGULAR)
+			return MMS_ENOTFILE;
+		fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		if (fd < 0)
+			return -errno;
+		f->direct = 1;
+		return fd;
+	}
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+		if ((flags & MMS__OUT_REGULAR) || !in_place(st.st_mode))
+			return MMS_ENOTFILE;
+		return open_in_place(f, path);
+	}
 	/* lstat: a symlink at path, even a dangling one, is something the
-	 * user did not ask us to replace. */
-	if (!overwrite && lstat(path, &st) == 0)
-		return -EEXIST;
+	 * user did not ask us to replace; the link, not its file, is
+	 * replaced, so only a log at path itself is in the way. */
+	if (lstat(path, &st) == 0) {
+		if (S_ISREG(st.st_mode) && mms__log_file_open_here((uint64_t)st.st_dev, (uint64_t)st.st_ino))
+			return MMS_EOVERLOG;
+		if (!overwrite)
+			return -EEXIST;
+	}
 	n = strlen(path) + 32;
 	/* The temporary name, then a copy of path: the file outlives the
 	 * caller's string (an export added to a pass is written later). */
@@ -140,6 +222,8 @@ int mms__outfile_commit(struct mms__outfile *f)
 {
 	int rc = 0, linked = 0;
 
+	if (f->direct)
+		return 0;
 	if (!f->tmp)
 		return MMS_EUSAGE;
 	if (f->overwrite) {
@@ -343,7 +427,7 @@ void mms__wfile_hex(struct mms__wfile *w, uint64_t v, char end)
 	mms__wfile_end(w, o);
 }
 
-struct mms__wfile *mms__wfile_open(const char *path, int overwrite, int *rc)
+struct mms__wfile *mms__wfile_open(const char *path, unsigned flags, int *rc)
 {
 	struct mms__wfile *w = malloc(sizeof(*w));
 
@@ -351,7 +435,7 @@ struct mms__wfile *mms__wfile_open(const char *path, int overwrite, int *rc)
 		*rc = -ENOMEM;
 		return NULL;
 	}
-	w->fd = mms__outfile_create(&w->f, path, overwrite);
+	w->fd = mms__outfile_create(&w->f, path, flags);
 	if (w->fd < 0) {
 		*rc = w->fd;
 		free(w);
@@ -395,7 +479,7 @@ MMS__EXPORT int mms_file_write(const char *path, const void *buf, size_t len, co
 
 	if (!path || (!buf && len))
 		return MMS_EUSAGE;
-	w = mms__wfile_open(path, out && out->overwrite, &rc);
+	w = mms__wfile_open(path, mms__out_flags(out), &rc);
 	if (!w)
 		return rc;
 	mms__wfile_mem(w, buf, len);

@@ -25,6 +25,10 @@ MMS__EXPORT const char *mms_strerror(int err)
 		return "events out of order in the log";
 	case MMS_EUSAGE:
 		return "invalid argument to the replay library";
+	case MMS_EOVERLOG:
+		return "that file is the log being read; name another output file";
+	case MMS_ENOTFILE:
+		return "not a regular file, and this output cannot be written there (a database or an index needs a regular file; other outputs also go to a character device or a FIFO)";
 	default:
 		/* strerror() is not thread-safe in general, but glibc returns
 		 * static strings for every known errno value. */

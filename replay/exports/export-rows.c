@@ -182,7 +182,9 @@ int mms__xpass_init(struct mms__xpass *x, mms_pass_t *p, const mms_export_option
 	x->sym = opt->out.sym;
 	x->inefficient = opt->inefficient;
 	mms_log_get_info(p->log, &x->info);
-	x->fd = mms__outfile_create(&x->f, opt->path, opt->out.overwrite);
+	/* SQLite writes a database through a file of its own: never a device. */
+	x->fd = mms__outfile_create(&x->f, opt->path,
+				    mms__out_flags(&opt->out) | (opt->format == MMS_EXPORT_DB ? MMS__OUT_REGULAR : 0));
 	if (x->fd < 0)
 		return x->fd;
 	mms__map_init(&x->stk_ix);

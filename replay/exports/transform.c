@@ -800,7 +800,7 @@ MMS__EXPORT int mms_transform_add(mms_pass_t *p, const mms_transform_options_t *
 	mms__map_init(&x->gix);
 	mms__map_init(&x->place);
 	x->o->sym = opt->out.sym;
-	x->o->fd = mms__outfile_create(&x->f, opt->path, opt->out.overwrite);
+	x->o->fd = mms__outfile_create(&x->f, opt->path, mms__out_flags(&opt->out));
 	if (x->o->fd < 0) {
 		rc = x->o->fd;
 		x->committed = 1; /* nothing to remove */
