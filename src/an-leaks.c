@@ -297,6 +297,12 @@ static void print_groups(struct leaks_out *o, const mms_leak_t *l, size_t n, con
 		blocks);
 }
 
+/* The end's verdict when every block live there was allocated before
+ * recording last stopped. */
+#define UNRECORDED_ONLY                                                                                          \
+	"No leaks at exit that the log can tell: every block it followed to the end was freed; those allocated " \
+	"before msmemscope_stop() follow.\n"
+
 /* The blocks live at exit when the scan at exit told the heap's leaked
  * blocks from those still reachable (which follow, apart): the leaked
  * ones, then the heap's blocks made as the scan ran that it found no
@@ -340,6 +346,8 @@ static void print_leaked_at_exit(struct leaks_out *o, const mms_leak_t *l, size_
 		fputs("No recorded block live at exit; the program's own malloc's blocks were not recorded (see the "
 		      "warning).\n",
 		      f);
+	} else if (o->l->nunrecorded) {
+		fputs(UNRECORDED_ONLY, f);
 	} else if (nother || nlate) {
 		fprintf(f, "No heap block leaked at exit: each was freed%s.\n",
 			o->l->nreachable && nlate ? ", is still reachable or was not judged (what follows)"
@@ -440,6 +448,14 @@ static void print_section(struct leaks_out *o, enum section sec, const mms_leak_
 				fputs("(Steps 1 and 2 were warm-up, as for steps inferred from a PyTorch optimizer; "
 				      "--warmup-steps=1 applies msMemScope's rule, step 1 only.)\n",
 				      f);
+		} else if (o->l->nstep_held + o->l->nstep_swept + o->l->nstep_cached + o->l->nstep_once) {
+			/* The rule found blocks, all set apart: say so, not
+			 * that it found none. */
+			fprintf(f,
+				"No per-step leaks: what was allocated in step %u or later and still live at the end of "
+				"the step after it is set apart below (freed later, in a cache, or kept from one step "
+				"only: no growth from step to step).\n",
+				o->l->warmup_steps + 1);
 		} else {
 			fprintf(f,
 				"No per-step leaks: no block allocated in step %u or later was still live at the end of "
@@ -483,6 +499,8 @@ static void print_section(struct leaks_out *o, enum section sec, const mms_leak_
 			print_inherited(f, l, n);
 		} else if (o->info.cut || o->info.damaged) {
 			fprintf(f, "No blocks live %s (see the warning).\n", when);
+		} else if (o->l->nunrecorded) {
+			fputs(UNRECORDED_ONLY, f);
 		} else if (o->info.own_malloc) {
 			fprintf(f,
 				"No recorded block live %s; the program's own malloc's blocks were not recorded (see "
@@ -507,6 +525,12 @@ out:
  * calls its own operators), in a line of their own. */
 static void print_unchecked(FILE *f, const struct log_bad_frees *b)
 {
+	if (b->unrecorded_frees)
+		fprintf(f,
+			"====== Not checked: %" PRIu64
+			" free%s of no live block, of blocks allocated while nothing was "
+			"recorded (not errors) ======\n",
+			b->unrecorded_frees, b->unrecorded_frees == 1 ? "" : "s");
 	if (!b->unchecked_frees)
 		return;
 	fprintf(f, "====== Not checked: %" PRIu64 " free%s between the malloc and C++ families (%s %s) ======\n",
@@ -540,6 +564,18 @@ static void print_bad_frees(struct leaks_out *o)
 			show_stack(&o->s, l->bad_frees[i].stack, "      ");
 			fprintf(f, "    released by %s at:\n", show_free_fn_name(l->bad_frees[i].free_fn));
 			show_stack(&o->s, l->bad_frees[i].free_stack, "      ");
+		} else if (l->bad_frees[i].kind == MMS_BAD_FREE_DOUBLE) {
+			/* Each stack the log has, said which it is. */
+			fputs("    allocated at:\n", f);
+			show_stack(&o->s, l->bad_frees[i].stack, "      ");
+			if (l->bad_frees[i].freed_stack) {
+				fprintf(f, "    first freed (event %" PRIu64 ") at:\n", l->bad_frees[i].freed_event);
+				show_stack(&o->s, l->bad_frees[i].freed_stack, "      ");
+			}
+			if (l->bad_frees[i].free_stack) {
+				fputs("    freed again at:\n", f);
+				show_stack(&o->s, l->bad_frees[i].free_stack, "      ");
+			}
 		} else if (l->bad_frees[i].kind != MMS_BAD_FREE_INVALID) {
 			show_stack(&o->s, l->bad_frees[i].stack, "      ");
 		}
@@ -691,6 +727,17 @@ static void print_reachable(struct leaks_out *o)
 		    o->c->o->show_reachable, "--show-reachable", "Still reachable at exit by allocation stack");
 }
 
+/* The blocks live at the end that were allocated before recording last
+ * stopped (msmemscope_stop()) and not still reachable: the program may
+ * have freed them after, unrecorded; not counted as leaks, listed by
+ * stack, as they may be. */
+static void print_unrecorded(struct leaks_out *o)
+{
+	print_apart(o, o->l->unrecorded, o->l->nunrecorded, "unrecorded", "====== Live when recording stopped: ",
+		    " (not counted as leaks: freed after msmemscope_stop() or not, the log cannot tell) ======", 0, 1,
+		    NULL, "Live when recording stopped by allocation stack");
+}
+
 /* What the per-step rule found that is not a leak, each kind counted on a
  * line of its own after the per-step section (in JSON, each an object and
  * a comma) and listed by stack with --show-held: held past the step after
@@ -717,16 +764,19 @@ static void print_step_apart(struct leaks_out *o, int stacks)
 		  "Let go of, freed at exit by allocation stack" },
 		{ l->step_cached, l->nstep_cached, "per_step_cached",
 		  "Still in a cache or queue that turns over when the steps ended: ",
-		  stacks ? " (not leaks: no older than blocks of the same stack that were held as long, then freed)"
-			 : " (not leaks: no older than blocks that were held as long, then freed; recorded without "
-			   "stacks, a leak that began as late would be counted here too: record with --call-stack=c:N "
-			   "to tell them apart)",
+		  stacks ? " (not counted as per-step leaks: no older than blocks of the same stack that were held as "
+			   "long, then freed; those the program lost are in the leaks at exit)"
+			 : " (not counted as per-step leaks: no older than blocks that were held as long, then freed; "
+			   "recorded without stacks, a leak that began as late would be counted here too: record with "
+			   "--call-stack=c:N to tell them apart; those the program lost are in the leaks at exit)",
 		  "Still in a cache or queue by allocation stack" },
 		{ l->step_once, l->nstep_once, "per_step_once", "Kept from one step only: ",
-		  stacks ? " (not leaks: allocated once after the warm-up, as a table or cache built where a code "
-			   "path first ran; the steps after it kept nothing more from the same stack)"
-			 : " (not leaks: allocated once after the warm-up, as a table or cache built where a code path "
-			   "first ran; the steps after it kept nothing)",
+		  stacks ? " (not counted as per-step leaks: allocated once after the warm-up, as a table or cache "
+			   "built where a code path first ran; the steps after it kept nothing more from the same "
+			   "stack; those the program lost are in the leaks at exit)"
+			 : " (not counted as per-step leaks: allocated once after the warm-up, as a table or cache "
+			   "built where a code path first ran; the steps after it kept nothing; those the program lost "
+			   "are in the leaks at exit)",
 		  "Kept from one step only by allocation stack" },
 	};
 
@@ -800,6 +850,8 @@ int an_leaks_print(struct an_ctx *c)
 		fputc(',', c->out);
 		print_reachable(&o);
 		fputc(',', c->out);
+		print_unrecorded(&o);
+		fputc(',', c->out);
 		print_runtime(&o);
 		fputc(',', c->out);
 		log_own_operators(c->log, o.l->unchecked_frees, own);
@@ -816,6 +868,7 @@ int an_leaks_print(struct an_ctx *c)
 			print_section(&o, SEC_MARKS, o.l->mark_leaks, o.l->nmark_leaks);
 		print_section(&o, SEC_EXIT, o.l->exit_leaks, o.l->nexit_leaks);
 		print_reachable(&o);
+		print_unrecorded(&o);
 		print_runtime(&o);
 		print_bad_frees(&o);
 		an_leaks_print_steps(c->out, o.l, o.s.json, o.s.top);

@@ -79,7 +79,18 @@ static mms_trace_t *trace_get(struct an_ctx *c)
 		return c->trace->status ? NULL : c->trace;
 	c->trace_said = 1;
 	if (c->trace->status) {
-		warn("cannot analyse %s: %s", c->path, mms_strerror(c->trace->status));
+		/* A system error while the pass ran is usage's file's, the one
+		 * file written as it goes: named, as a full disk is the
+		 * file's problem, not the log's. */
+		if (c->trace->status > -10000 && c->trace->status != -ENOMEM && (c->mask & an_mask("usage")) &&
+		    !c->usage_rc) {
+			char *path = an_out_path(c->o, "usage.tsv");
+
+			warn("cannot write %s (usage over %s): %s", path, c->path, mms_strerror(c->trace->status));
+			free(path);
+		} else {
+			warn("cannot analyse %s: %s", c->path, mms_strerror(c->trace->status));
+		}
 		return NULL;
 	}
 	if (c->trace->stop_rc)

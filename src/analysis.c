@@ -211,7 +211,9 @@ static void warn_partial(const char *path, mms_log_t *log)
 		     path, steps);
 	else if (cfg.deferred)
 		warn("%s was recorded with --collect-mode=deferred: memory events outside msmemscope_start() .. "
-		     "msmemscope_stop() are not in the log, so a block freed there counts as live here",
+		     "msmemscope_stop() are not in the log: a block allocated before msmemscope_stop() and live in "
+		     "the log may have been freed after it (not counted as a leak), and a free of a block allocated "
+		     "outside is no error",
 		     path);
 }
 

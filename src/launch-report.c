@@ -229,8 +229,9 @@ static void print_memory(const char *label, const mms_kind_summary_t *k, const s
 		const uint64_t *b = r->sum.reach_blocks, *y = r->sum.reach_bytes;
 		/* Those made as the scan ran that it found no pointer to are
 		 * not judged. */
-		uint64_t lb = own - b[MMS_REACH_REACHABLE] - b[MMS_REACH_UNKNOWN],
-			 ly = k->live_bytes - rt_bytes - y[MMS_REACH_REACHABLE] - y[MMS_REACH_UNKNOWN];
+		uint64_t lb = own - b[MMS_REACH_REACHABLE] - b[MMS_REACH_UNKNOWN] - b[MMS_REACH_UNRECORDED],
+			 ly = k->live_bytes - rt_bytes - y[MMS_REACH_REACHABLE] - y[MMS_REACH_UNKNOWN] -
+			      y[MMS_REACH_UNRECORDED];
 
 		char possibly[80] = "";
 
@@ -255,6 +256,15 @@ static void print_memory(const char *label, const mms_kind_summary_t *k, const s
 				"    not judged", b[MMS_REACH_UNKNOWN], b[MMS_REACH_UNKNOWN] == 1 ? "" : "s",
 				human_bytes_exact(y[MMS_REACH_UNKNOWN], live, sizeof(live)));
 	}
+	/* Allocated before recording stopped: freed or not since, the log
+	 * cannot tell (judged or not by the scan). */
+	if (k == &r->sum.mem[MMS_MEM_HOST] && r->sum.reach_blocks[MMS_REACH_UNRECORDED])
+		fprintf(stderr,
+			"  %-17s %" PRIu64 " block%s, %s   allocated before msmemscope_stop(): freed later or not, "
+			"the log cannot tell; not counted as leaks\n",
+			"    fate unknown", r->sum.reach_blocks[MMS_REACH_UNRECORDED],
+			r->sum.reach_blocks[MMS_REACH_UNRECORDED] == 1 ? "" : "s",
+			human_bytes_exact(r->sum.reach_bytes[MMS_REACH_UNRECORDED], live, sizeof(live)));
 	/* What the runtimes keep for themselves, apart: not leaks. */
 	if (rt_blocks) {
 		if (!reach)
@@ -328,7 +338,7 @@ static void print_main_summary(const struct run *run, char **argv, pid_t pid, in
 	if (sum->steps)
 		fprintf(stderr, "  %-17s %" PRIu64 "%s\n", "steps", sum->steps,
 			r->info.steps_inferred ? STEPS_INFERRED_NOTE : "");
-	fprintf(stderr, "  %-17s %" PRIu64 "\n", "threads", sum->threads);
+	fprintf(stderr, "  %-17s %" PRIu64 "%s\n", "threads", sum->threads, log_threads_note(&r->info));
 	log_print_bad_frees(stderr, "  ", 17, &(struct log_bad_frees){ LOG_BAD_FREES_OF(sum, r->own_ops) });
 	if (sum->double_allocs)
 		fprintf(stderr, "  %-17s %" PRIu64 " (an address handed out while still live)\n", "double allocs",

@@ -218,6 +218,13 @@ const char *log_bad_frees_count(const struct log_bad_frees *b, char *buf, size_t
 	return buf;
 }
 
+const char *log_threads_note(const mms_log_info_t *in)
+{
+	return in->freeres_skipped == MMS_FREERES_SKIP_THREADS
+		       ? " (with events in the log; threads that made none are not counted)"
+		       : "";
+}
+
 void log_own_operators(const mms_log_t *log, uint64_t unchecked, const char *own[2])
 {
 	own[0] = own[1] = NULL;
@@ -241,6 +248,9 @@ void log_print_bad_frees(FILE *f, const char *indent, int width, const struct lo
 		if (total > b->n)
 			fprintf(f, "%s  ... and %" PRIu64 " more\n", indent, total - b->n);
 	}
+	if (b->unrecorded_frees)
+		fprintf(f, "%s%-*s %" PRIu64 " of blocks allocated while nothing was recorded: not errors\n", indent,
+			width, "unrecorded frees", b->unrecorded_frees);
 	if (!b->unchecked_frees)
 		return;
 	fprintf(f,
@@ -290,7 +300,8 @@ void log_json_bad_frees(FILE *f, const struct log_bad_frees *bf)
 		json_put_string(f, mem, strlen(mem));
 		fprintf(f, ",\"thread\":%" PRIu32, b->thread);
 		if (kind == MMS_BAD_FREE_DOUBLE)
-			fprintf(f, ",\"freed_at_event\":%" PRIu64, b->freed_event);
+			fprintf(f, ",\"freed_at_event\":%" PRIu64 ",\"freed_stack\":%" PRIu32, b->freed_event,
+				b->freed_stack);
 		if (kind != MMS_BAD_FREE_INVALID)
 			fprintf(f, ",\"alloc_event\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"stack\":%" PRIu32,
 				b->alloc_event, b->size, b->stack);
@@ -299,7 +310,7 @@ void log_json_bad_frees(FILE *f, const struct log_bad_frees *bf)
 				alloc_fn(b->alloc_fn), free_fn(b->free_fn), b->free_stack);
 		fputc('}', f);
 	}
-	fputc(']', f);
+	fprintf(f, "],\"unrecorded_frees\":%" PRIu64, bf->unrecorded_frees);
 }
 
 void log_warn_damage(const char *name, const mms_log_info_t *in, void (*say)(const char *line))

@@ -82,6 +82,7 @@ struct log_bad_frees {
 	size_t n;
 	uint64_t unchecked_frees;
 	const char *own_module, *own_op;
+	uint64_t unrecorded_frees;
 };
 /* The initializer of a struct log_bad_frees from a summary or a leaks
  * report (p: a pointer to either), whose fields have the same names, and
@@ -89,7 +90,12 @@ struct log_bad_frees {
  * log_own_operators() fills it). */
 #define LOG_BAD_FREES_OF(p, own)                                                                       \
 	(p)->double_frees, (p)->invalid_frees, (p)->mismatched_frees, (p)->bad_frees, (p)->nbad_frees, \
-		(p)->unchecked_frees, (own)[0], (own)[1]
+		(p)->unchecked_frees, (own)[0], (own)[1], (p)->unrecorded_frees
+
+/* What the summary's thread count counts, where a line about threads
+ * still running at exit could read as contradicting it: " (with events in
+ * the log; threads that made none are not counted)", else "". */
+const char *log_threads_note(const mms_log_info_t *in);
 
 /* own[0] and own[1]: the module of log that calls its own C++ operators
  * and the operator's name (mms_log_own_operators()), looked for only when
@@ -118,9 +124,10 @@ void log_print_bad_frees(FILE *f, const char *indent, int width, const struct lo
  * "mismatched_frees":K,"unchecked_frees":U,"own_operators":{"module",
  * "operator"} (null when U is 0),"bad_frees":[...] (the first n, each with event,
  * kind "double_free", "invalid_free" or "mismatched_free", addr, memory,
- * thread; for a double free freed_at_event; for a double or mismatched
+ * thread; for a double free freed_at_event, freed_stack; for a double or mismatched
  * one alloc_event, bytes, stack; for a mismatched one alloc_fn and
- * free_fn ("new[]", "delete") and free_stack), without a comma after. */
+ * free_fn ("new[]", "delete") and free_stack), then "unrecorded_frees":N,
+ * without a comma after. */
 void log_json_bad_frees(FILE *f, const struct log_bad_frees *b);
 
 /* The CUDA devices whose device memory log's recording kept (the

@@ -158,6 +158,12 @@ static void print_text(const char *path, const mms_log_t *log, const mms_log_inf
 			       s->reach_blocks[MMS_REACH_UNKNOWN], s->reach_blocks[MMS_REACH_UNKNOWN] == 1 ? "" : "s",
 			       bytes_text(s->reach_bytes[MMS_REACH_UNKNOWN], a, sizeof(a)), LOG_UNJUDGED_WHY);
 	}
+	if (s->reach_blocks[MMS_REACH_UNRECORDED])
+		printf("  %-18s %" PRIu64 " block%s, %s (allocated before msmemscope_stop(): freed later or not, "
+		       "the log cannot tell; not counted as leaks)\n",
+		       "unrecorded fate", s->reach_blocks[MMS_REACH_UNRECORDED],
+		       s->reach_blocks[MMS_REACH_UNRECORDED] == 1 ? "" : "s",
+		       bytes_text(s->reach_bytes[MMS_REACH_UNRECORDED], a, sizeof(a)));
 	if (in->reach_scan && log_ends_at_exit(in)) {
 		char why[200];
 
@@ -170,7 +176,7 @@ static void print_text(const char *path, const mms_log_t *log, const mms_log_inf
 
 		printf("%-20s did not run: %s\n", "freeres", log_freeres_why(in, why, sizeof(why)));
 	}
-	printf("%-20s %" PRIu64 "\n", "threads", s->threads);
+	printf("%-20s %" PRIu64 "%s\n", "threads", s->threads, log_threads_note(in));
 	printf("%-20s %" PRIu64 "%s\n", "steps", s->steps, in->steps_inferred ? STEPS_INFERRED_NOTE : "");
 	if (s->mem[MMS_MEM_MMAP].allocs || s->mem[MMS_MEM_MMAP].frees)
 		print_kind_text("mmap", s, MMS_MEM_MMAP, at_end);

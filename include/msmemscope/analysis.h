@@ -250,6 +250,15 @@ typedef struct mms_leaks {
 	mms_leak_t *step_cached;
 	size_t nstep_cached;
 	uint64_t unchecked_frees; /* releases not checked for their family, as in the summary */
+	/* Live at the end, allocated before recording last stopped
+	 * (msmemscope_stop() in a --collect-mode=deferred recording) and not
+	 * still reachable (b.reach MMS_REACH_UNRECORDED): the program may
+	 * have freed them while nothing was recorded. Not leaks it can tell,
+	 * not in exit_leaks; by allocation order. */
+	mms_leak_t *unrecorded;
+	size_t nunrecorded;
+	uint64_t unrecorded_frees; /* frees of blocks allocated while nothing was
+	                              recorded, as in the summary */
 } mms_leaks_t;
 
 typedef struct mms_leaks_options mms_leaks_options_t;

@@ -89,19 +89,24 @@ const char *mms_runtime_what(unsigned kind);
  * doc/analyses.md, "Leaked or still reachable"), as valgrind's leak check
  * tells them. */
 enum mms_reach {
-	MMS_REACH_UNKNOWN = 0,   /* not told: no scan (recorded with reach=0, a log
-	                            before format 12, a process that left by _exit,
-	                            was killed or exec'd, a cut or damaged log), not a
-	                            heap block, or not at the end of the log */
-	MMS_REACH_LEAKED = 1,    /* no pointer to it was left: leaked (valgrind's
-	                            "definitely lost") */
-	MMS_REACH_INDIRECT = 2,  /* pointed to only from leaked blocks: leaked with them
-	                            ("indirectly lost") */
-	MMS_REACH_POSSIBLE = 3,  /* reached only through pointers into its middle
-	                            ("possibly lost") */
-	MMS_REACH_REACHABLE = 4, /* reached from the program's globals, stacks or
-	                            thread-local storage through pointers to blocks'
-	                            starts: not a leak ("still reachable") */
+	MMS_REACH_UNKNOWN = 0,    /* not told: no scan (recorded with reach=0, a log
+	                             before format 12, a process that left by _exit,
+	                             was killed or exec'd, a cut or damaged log), not a
+	                             heap block, or not at the end of the log */
+	MMS_REACH_LEAKED = 1,     /* no pointer to it was left: leaked (valgrind's
+	                             "definitely lost") */
+	MMS_REACH_INDIRECT = 2,   /* pointed to only from leaked blocks: leaked with them
+	                             ("indirectly lost") */
+	MMS_REACH_POSSIBLE = 3,   /* reached only through pointers into its middle
+	                             ("possibly lost") */
+	MMS_REACH_REACHABLE = 4,  /* reached from the program's globals, stacks or
+	                             thread-local storage through pointers to blocks'
+	                             starts: not a leak ("still reachable") */
+	MMS_REACH_UNRECORDED = 5, /* allocated before recording last stopped
+	                             (msmemscope_stop(), the COLLECT stop event) and
+	                             not still reachable: the program may have freed
+	                             it while nothing was recorded, which the log does
+	                             not show; not a leak it can tell (any memory kind) */
 	MMS_REACH_COUNT
 };
 

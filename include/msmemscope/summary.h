@@ -55,6 +55,8 @@ typedef struct mms_bad_free {
 	                             (enum mms_alloc_func) */
 	unsigned free_fn;         /* and the releasing one (enum mms_free_func) */
 	uint32_t free_stack;      /* the stack of the bad free's call (0: none recorded) */
+	uint32_t freed_stack;     /* a double free: the stack of the free at freed_event
+	                             (0: none recorded) */
 } mms_bad_free_t;
 
 /* Bad frees a summary or a leaks report keeps, the first in log order;
@@ -108,6 +110,11 @@ typedef struct mms_summary {
 	 * module's new is recorded as malloc, so these are not told
 	 * mismatched; not in mismatched_frees. */
 	uint64_t unchecked_frees;
+	/* Frees of no live block in a log recorded in parts (collect=deferred,
+	 * --steps, msmemscope_stop()): of blocks allocated while nothing was
+	 * recorded, so neither double nor invalid frees (in unmatched_frees,
+	 * not in double_frees or invalid_frees, not in bad_frees). */
+	uint64_t unrecorded_frees;
 } mms_summary_t;
 
 /* Replays the whole log and fills *out: mms_pass_summary() of a pass of

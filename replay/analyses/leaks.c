@@ -48,7 +48,7 @@ struct finder {
 	size_t free_head; /* free slots of fol chained through addr, + 1 */
 	mms_leaks_t *l;
 	struct mms__strs *strs; /* the blocks' owner strings, held by l */
-	size_t leakcap, stepcap, exitcap, keptcap, reachcap, markcap;
+	size_t leakcap, stepcap, exitcap, keptcap, reachcap, markcap, unreccap;
 	uint64_t mark_first;     /* the first of the three marks, from 0 */
 	struct mms__rtmemo rtmemo; /* for the walk of the blocks live at the end */
 	mms_leak_step_t pending; /* events before the first step mark */
@@ -426,6 +426,8 @@ static int exit_add(const struct mms__blk *blk, void *ctx)
 		return leak_add(&f->l->runtime_kept, &f->l->nruntime_kept, &f->keptcap, &b, 0) ? -ENOMEM : 0;
 	if (b.reach == MMS_REACH_REACHABLE)
 		return leak_add(&f->l->reachable, &f->l->nreachable, &f->reachcap, &b, 0) ? -ENOMEM : 0;
+	if (b.reach == MMS_REACH_UNRECORDED)
+		return leak_add(&f->l->unrecorded, &f->l->nunrecorded, &f->unreccap, &b, 0) ? -ENOMEM : 0;
 	return leak_add(&f->l->exit_leaks, &f->l->nexit_leaks, &f->exitcap, &b, 0) ? -ENOMEM : 0;
 }
 
@@ -603,6 +605,8 @@ static int finder_end(struct mms__sub *sub, struct mms_pass *p)
 		qsort(f->l->runtime_kept, f->l->nruntime_kept, sizeof(*f->l->runtime_kept), leak_order);
 	if (f->l->nreachable)
 		qsort(f->l->reachable, f->l->nreachable, sizeof(*f->l->reachable), leak_order);
+	if (f->l->nunrecorded)
+		qsort(f->l->unrecorded, f->l->nunrecorded, sizeof(*f->l->unrecorded), leak_order);
 	rc = leaks_move(f, is_runtime_at_end, NULL, NULL);
 	if (!rc)
 		rc = groups_fill(f, f->l->step_held, f->l->nstep_held, 1);
@@ -620,6 +624,7 @@ static int finder_end(struct mms__sub *sub, struct mms_pass *p)
 	f->l->invalid_frees = f->st->invalid_frees;
 	f->l->mismatched_frees = f->st->mismatched_frees;
 	f->l->unchecked_frees = f->st->unchecked_frees;
+	f->l->unrecorded_frees = f->st->unrecorded_frees;
 	memcpy(f->l->bad_frees, p->bad, p->nbad * sizeof(*p->bad));
 	f->l->nbad_frees = p->nbad;
 	if (f->opt.suppressions)
@@ -675,6 +680,7 @@ MMS__EXPORT void mms_leaks_free(mms_leaks_t *l)
 	free(l->exit_leaks);
 	free(l->runtime_kept);
 	free(l->reachable);
+	free(l->unrecorded);
 	free(l->mark_leaks);
 	free(l->steps);
 	mms__strs_unref(res->strs);

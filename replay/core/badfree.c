@@ -74,6 +74,12 @@ int mms__state_free_unmatched(struct mms__state *st, const mms_event_t *ev, cons
 		f = NULL;
 
 	st->unmatched_frees++;
+	/* What was allocated while nothing was recorded, freed since: no
+	 * bug the log can show. */
+	if (st->parts || st->gap_event) {
+		st->unrecorded_frees++;
+		return 0;
+	}
 	if (f && f->mem == ev->mem && (f->pool == pool || (f->pool && pool && !strcmp(f->pool, pool)))) {
 		st->double_frees++;
 		st->last_bad_free = MMS_BAD_FREE_DOUBLE;
@@ -116,8 +122,10 @@ void mms__state_bad_free(const struct mms__state *st, const mms_event_t *ev, mms
 	b->kind = (unsigned)st->last_bad_free;
 	b->free_stack = ev->stack;
 	if (st->last_bad_free != MMS_BAD_FREE_INVALID) {
-		if (st->last_bad_free == MMS_BAD_FREE_DOUBLE)
+		if (st->last_bad_free == MMS_BAD_FREE_DOUBLE) {
 			b->freed_event = st->bad_prev.free_event;
+			b->freed_stack = st->bad_prev.free_stack;
+		}
 		b->alloc_event = st->bad_prev.alloc_event;
 		b->size = st->bad_prev.size;
 		b->stack = st->bad_prev.stack;

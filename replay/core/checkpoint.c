@@ -148,6 +148,8 @@ int mms__ckpt_save(const struct mms__state *st, const mms_iter_t *it, uint8_t **
 	w_u(&w, st->invalid_frees);
 	w_u(&w, st->mismatched_frees);
 	w_u(&w, st->unchecked_frees);
+	w_u(&w, st->gap_event);
+	w_u(&w, st->unrecorded_frees);
 	w_u(&w, st->last_thread);
 	/* The recent frees, oldest first. */
 	w_u(&w, st->nfreed);
@@ -160,6 +162,7 @@ int mms__ckpt_save(const struct mms__state *st, const mms_iter_t *it, uint8_t **
 		w_u(&w, f->free_event);
 		w_u(&w, str_ref(st, f->pool));
 		w_u(&w, f->stack);
+		w_u(&w, f->free_stack);
 		w_u(&w, f->mem);
 	}
 
@@ -352,6 +355,8 @@ static int restore_state(struct rbuf *r, struct mms__state *st)
 	st->invalid_frees = r_u(r);
 	st->mismatched_frees = r_u(r);
 	st->unchecked_frees = r_u(r);
+	st->gap_event = r_u(r);
+	st->unrecorded_frees = r_u(r);
 	st->last_thread = (uint32_t)r_u(r);
 	n = r_count(r);
 	if (n > MMS__RECENT_FREES)
@@ -366,6 +371,7 @@ static int restore_state(struct rbuf *r, struct mms__state *st)
 		f.pool = NULL;
 		pool_ref = r_u(r);
 		f.stack = (uint32_t)r_u(r);
+		f.free_stack = (uint32_t)r_u(r);
 		f.mem = (uint16_t)r_u(r);
 		/* Pool names are in the log's arena (or ""): owner strings
 		 * come after. */

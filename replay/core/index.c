@@ -28,7 +28,7 @@
  * (meta.c): checkpoints keep strings by their offset in the log's
  * arena, which moved. 10: checkpoints keep the state's unchecked frees
  * (ownops.c). */
-#define INDEX_VERSION 10
+#define INDEX_VERSION 11
 
 /* The file: this header, then nsteps (begin, end) pairs, then nckpts
  * (pos, offset, length) triples, then nforks (number, id) pairs, then the

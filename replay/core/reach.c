@@ -546,11 +546,21 @@ static long reach_node(const struct mms__state *st, const struct mms__blk *b)
 	return i < r->n && r->nodes[i].addr == b->addr ? (long)i : -1;
 }
 
+/* The verdict r of block b, live at the end, unless it was allocated
+ * before recording last stopped: then what became of it is not in the
+ * log (MMS_REACH_UNRECORDED), unless the program still pointed to it. */
+static unsigned gap_verdict(const struct mms__state *st, const struct mms__blk *b, unsigned r)
+{
+	if (st->gap_event && b->alloc_event < st->gap_event - 1 && r != MMS_REACH_REACHABLE)
+		return MMS_REACH_UNRECORDED;
+	return r;
+}
+
 unsigned mms__blk_reach_at_end(const struct mms__state *st, const struct mms__blk *b)
 {
 	long i = reach_node(st, b);
 
-	return i < 0 ? MMS_REACH_UNKNOWN : st->log->reach->status[i];
+	return gap_verdict(st, b, i < 0 ? MMS_REACH_UNKNOWN : st->log->reach->status[i]);
 }
 
 int mms__reach_known(const struct mms__state *st)
@@ -560,7 +570,7 @@ int mms__reach_known(const struct mms__state *st)
 
 MMS__EXPORT const char *mms_reach_name(unsigned reach)
 {
-	static const char *const names[] = { "unknown", "leaked", "indirect", "possible", "reachable" };
+	static const char *const names[] = { "unknown", "leaked", "indirect", "possible", "reachable", "unrecorded" };
 
 	return reach < sizeof(names) / sizeof(names[0]) ? names[reach] : NULL;
 }
@@ -570,11 +580,16 @@ void mms__blk_at_end(const struct mms__state *st, struct mms__rtmemo *memo, cons
 	long i;
 
 	out->runtime = mms__blk_runtime_at_end(st->log, memo, b);
-	if (out->runtime || (i = reach_node(st, b)) < 0)
+	if (out->runtime)
 		return;
-	out->reach = st->log->reach->status[i];
-	if (st->log->reach->lost) {
-		out->indirect_blocks = st->log->reach->lost[i].blocks;
-		out->indirect_bytes = st->log->reach->lost[i].bytes;
+	if ((i = reach_node(st, b)) >= 0) {
+		out->reach = st->log->reach->status[i];
+		if (st->log->reach->lost) {
+			out->indirect_blocks = st->log->reach->lost[i].blocks;
+			out->indirect_bytes = st->log->reach->lost[i].bytes;
+		}
 	}
+	out->reach = gap_verdict(st, b, out->reach);
+	if (out->reach == MMS_REACH_UNRECORDED)
+		out->indirect_blocks = out->indirect_bytes = 0;
 }

@@ -130,6 +130,7 @@ struct mms__freed {
 	uint64_t alloc_event, free_event;
 	const char *pool;            /* POOL: the pool's name as the state has it */
 	uint32_t stack;
+	uint32_t free_stack;         /* the free's own stack (0: none recorded) */
 	uint16_t mem;
 };
 
@@ -155,6 +156,15 @@ struct mms__state {
 	uint64_t double_frees, invalid_frees; /* unmatched frees, told apart */
 	uint64_t mismatched_frees;            /* heap blocks released by another family's
 	                              function (delete of new[], free of new, ...) */
+	/* The id + 1 of the last COLLECT stop event (msmemscope_stop()), 0
+	 * while none: a block allocated before it may have been freed while
+	 * nothing was recorded (mms__blk_reach_at_end()). */
+	uint64_t gap_event;
+	/* The log was recorded in parts (collect=deferred, --steps): a free
+	 * of no live block may release a block allocated while nothing was
+	 * recorded, and counts in unrecorded_frees, not as a bad free. */
+	int parts;
+	uint64_t unrecorded_frees;
 	uint64_t unchecked_frees;             /* releases between the malloc and a C++
 	                              family in a log with a module that calls its
 	                              own operators (mms__log_own_operators()) */

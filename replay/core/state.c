@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "format.h"
+#include "msmemscope/config.h"
 #include "msmemscope/error.h"
 #include "msmemscope/log.h"
 #include "msmemscope/summary.h"
@@ -26,8 +27,11 @@ _Static_assert(sizeof(struct mms__blk) == 64, "a block slot is 64 bytes");
 
 void mms__state_init(struct mms__state *st, mms_log_t *log)
 {
+	mms_config_t cfg;
+
 	memset(st, 0, sizeof(*st));
 	st->log = log;
+	st->parts = !mms_log_config(log, &cfg) && (cfg.deferred || cfg.nsteps);
 	mms__slotmap_init(&st->host);
 	mms__slotmap_init(&st->dev);
 	mms__map_init(&st->freed_ix);
@@ -438,6 +442,7 @@ static inline __attribute__((always_inline)) int keyed_free_in(struct mms__state
 		f->free_event = ev->id;
 		f->pool = pool;
 		f->stack = b->stack;
+		f->free_stack = ev->stack;
 		f->mem = b->mem;
 	}
 	slot_release(st, (uint64_t)slot);
@@ -720,6 +725,10 @@ int mms__state_apply(struct mms__state *st, const mms_event_t *ev)
 		return 0;
 	case MMS_EV_MSTX:
 		apply_mstx(st, ev);
+		return 0;
+	case MMS_EV_COLLECT:
+		if (!ev->sub)
+			st->gap_event = ev->id + 1;
 		return 0;
 	case MMS_EV_OWNER:
 		return apply_owner(st, ev, t);

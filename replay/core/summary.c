@@ -65,6 +65,7 @@ void mms__state_summary(const struct mms__state *st, mms_summary_t *out)
 	else if (st->step_kind == 2)
 		out->steps = st->ranges_seen;
 	out->unmatched_frees = st->unmatched_frees;
+	out->unrecorded_frees = st->unrecorded_frees;
 	out->double_allocs = st->double_allocs;
 	if (st->log->inh.state == MMS_FORK_INHERITED) {
 		struct inherited_ctx c = { .st = st, .out = out };

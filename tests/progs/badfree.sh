@@ -4,9 +4,10 @@
 # their events: "double free of a block freed at event N" when the reader
 # remembers the first free, "free of an address that is not a live block"
 # otherwise; in the launcher's summary, msmemscope-replay --summary (text
-# and JSON) and the leaks report. tests/progs/badfree.c frees a pool block
-# twice and a pool address it never handed out; with "abort", a heap block
-# twice, which glibc aborts on. --error-exitcode counts them as errors, but
+# and JSON) and the leaks report (with stacks, a double free's allocation,
+# first free and second free under their labels). tests/progs/badfree.c
+# frees a pool block twice and a pool address it never handed out; with
+# "abort", a heap block twice, which glibc aborts on. --error-exitcode counts them as errors, but
 # not the free of no live block a deferred recording holds (badfree
 # deferred: a block allocated before msmemscope_start(), freed after).
 . "$top_srcdir/tests/progs/lib.sh"
@@ -92,6 +93,30 @@ grep -q "^  bad frees         3: 2 double frees, 1 free of an address that is no
 	fail "the launcher's summary does not count the heap's double free: $(cat abort.err)"
 note "heap: glibc aborted on event $free2, a double free of the block freed at event $free1"
 
+# With stacks, the leaks report shows each of the double free's three
+# stacks under its label: the block's allocation, the first free, the
+# second.
+status=0
+"$MMS_LAUNCHER" --output=out5 --call-stack=c:8 -- "$prog" abort >st.out 2>st.err || status=$?
+expect_eq "badfree abort status with stacks" $status 134
+set -- out5/msmemscope_*/memscope_*.mms
+log=$1
+heap=$(sed -n 's/.*heap=\(0x[0-9a-f]*\).*/\1/p' st.out)
+free1=$(event_id "$log" FREE "$heap" 1)
+"$MMS_REPLAY" "$log" --analysis leaks >st.txt 2>&1 || fail "leaks over the stacked log exited $?: $(cat st.txt)"
+for label in "    allocated at:" "    first freed (event $free1) at:" "    freed again at:"; do
+	grep -A1 -xF "$label" st.txt | tail -n 1 | grep -q 'main' ||
+		fail "the double free's '$label' is not followed by a stack in main: $(cat st.txt)"
+done
+"$MMS_REPLAY" "$log" --analysis leaks --json >st.json 2>/dev/null || fail "leaks --json exited $?"
+"$MMS_PYTHON" - st.json "$free1" <<'PYJ' || fail "the JSON's double free has no first free's stack: $(head -c 800 st.json)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+b = [x for x in d["bad_frees"] if x["kind"] == "double_free" and x["freed_at_event"] == int(sys.argv[2])][0]
+assert b["freed_stack"] > 0 and b["stack"] > 0, b
+PYJ
+note "the double free's allocation, first free and second free stacks, labelled"
+
 # --- --error-exitcode: bad frees are errors, where the log saw the run whole --
 status=0
 "$MMS_LAUNCHER" --output=out3 --error-exitcode=5 -- "$prog" >ec.out 2>ec.err || status=$?
@@ -99,12 +124,14 @@ expect_eq "badfree's status with --error-exitcode=5" $status 5
 grep -q '^msmemscope: 2 errors: 0 leaks (definite,possible), 2 bad frees and 0 guard findings: exit status 5 (--error-exitcode)$' \
 	ec.err || fail "the launcher does not count the bad frees as errors: $(tail -3 ec.err)"
 # Recorded from msmemscope_start() on, the free of a block allocated before
-# is a free of no live block in the log, and no error of the program's.
+# is a free of no live block in the log, counted apart (unrecorded frees),
+# and no error of the program's.
 status=0
 "$MMS_LAUNCHER" --output=out4 --collect-mode=deferred --error-exitcode=5 -- "$prog" deferred >def.out 2>def.err ||
 	status=$?
 expect_eq "badfree deferred's status with --error-exitcode=5" $status 0
-grep -q '^  bad frees         1: 1 free of an address that is not a live block$' def.err ||
+grep -q '^  unrecorded frees  1 of blocks allocated while nothing was recorded: not errors$' def.err ||
 	fail "the deferred log does not show its free of no live block: $(cat def.err)"
+! grep -q 'bad frees' def.err || fail "a deferred log's free of no live block called a bad free: $(cat def.err)"
 ! grep -q 'errors:' def.err || fail "a deferred log's free of no live block counted as an error: $(cat def.err)"
 note "--error-exitcode: 2 bad frees are errors; a deferred recording's free of a block allocated before is not"

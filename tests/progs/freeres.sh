@@ -86,6 +86,10 @@ expect_key alive.mms.json freeres_threads 1
 "$MMS_REPLAY" alive.mms --analysis leaks >alive.leaks || fail "leaks on alive.mms exited $?"
 grep -q "freeres, which free these at the end of exit, did not run: 1 other thread was still running at exit" \
 	alive.leaks || fail "the leaks report does not say why freeres did not run: $(cat alive.leaks)"
+# The summary's thread count, next to that line, says what it counts.
+"$MMS_REPLAY" alive.mms --summary >alive.sum || fail "--summary on alive.mms exited $?"
+grep -q '^threads  *[0-9]* (with events in the log; threads that made none are not counted)$' alive.sum ||
+	fail "the summary's threads line does not say what it counts: $(cat alive.sum)"
 "$MMS_REPLAY" alive.mms --analysis leaks --json >alive.leaks.json || fail "leaks --json on alive.mms exited $?"
 expect_eq "alive: the program's blocks live at exit" "$(kept_at_exit alive.leaks.json)" 2
 expect_key alive.leaks.json runtime.blocks "$(jget alive.mms.json runtime_live_blocks)"

@@ -382,3 +382,17 @@ busy=$(sed -n "s|^  most events are in \(memscope_[0-9]*\.mms\) ($prog: [0-9]* e
 grep -q "^====== SUMMARY: .* leaked in 155 allocation(s) ======$" script.leaks ||
 	fail "the child's report does not count its 155 leaks: $(cat script.leaks)"
 note "a script running the leaking program: the launcher names its log and the command for its report"
+
+# --- a block allocated once in step 3 of 10 and lost: set apart by the
+# per-step rule, yet a leak at exit; no line may say it is none ------------
+"$MMS_LAUNCHER" --output=out-once --call-stack=c:8 -- "$prog" once >/dev/null 2>once.err ||
+	fail "msmemscope -- leaks once exited $?: $(cat once.err)"
+grep -q '^Kept from one step only: 1 allocation(s), 777 bytes (not counted as per-step leaks: .* those the program lost are in the leaks at exit)$' once.err ||
+	fail "the block kept from step 3 is not set apart, or is called no leak: $(cat once.err)"
+grep -q '^No per-step leaks: what was allocated in step 2 or later and still live at the end of the step after it is set apart below' once.err ||
+	fail "the no-per-step-leaks line does not say what the rule set apart: $(cat once.err)"
+! grep -q 'not leaks: allocated once\|no block allocated in step 2 or later was still live' once.err ||
+	fail "a line still says the lost block is no leak, or that none was live: $(cat once.err)"
+grep -q '^====== SUMMARY: 0.000741 Mb(s) leaked at exit in 1 allocation(s) ======$' once.err ||
+	fail "the lost 777 bytes are not a leak at exit: $(cat once.err)"
+note "once: the block kept from step 3 is not counted as a per-step leak, and is a leak at exit"
