@@ -7,7 +7,7 @@ import sys
 
 import gdb
 
-from . import args, breaks, fmt, replaylib
+from . import args, breaks, fmt, gdbif, replaylib
 from .session import Command, Error, SessionParameter, apply_setting, run_capture
 
 
@@ -403,6 +403,8 @@ to run the program again (not in batch mode, where gdb cannot ask).
         return p.returncode, p.stdout.decode("utf-8", "replace"), err
 
     def at_step(self, n):
+        if gdbif.on_core():
+            self.s.handle()  # says there is no live process: not run over the core
         if not self.s.running() and self.s.finished():
             return self.at_step_finished(n)
         if not self.s.running():

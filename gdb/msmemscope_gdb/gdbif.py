@@ -53,6 +53,39 @@ class NotLoaded(Exception):
     under memscope.gdb, or the hooks not initialized yet)."""
 
 
+def on_core(inferior=None):
+    """Whether gdb looks at a core file: the inferior is a dump's image,
+    which no recorder runs in and which cannot be written."""
+    inferior = inferior or gdb.selected_inferior()
+    if not inferior.pid:
+        return False
+    conn = getattr(inferior, "connection", None)
+    if conn is not None:
+        return conn.type == "core"
+    try:
+        return "core dump file" in gdb.execute("info target", to_string=True)
+    except gdb.error:
+        return False
+
+
+def core_why(inferior=None):
+    """What a memscope command says on a core file: there is no live
+    recorded process; and the log the recorder wrote in the dumped run,
+    when its descriptor in the dump names it."""
+    inferior = inferior or gdb.selected_inferior()
+    log = ""
+    try:
+        addr = int(gdb.parse_and_eval("(unsigned long)&msmemscope_gdb"))
+        raw = bytes(inferior.read_memory(addr + _off("log_path"), LOG_PATH_MAX)).split(b"\0")[0]
+        if raw:
+            log = "; the dumped run's log is %s (msmemscope-replay reads it)" % \
+                raw.decode("utf-8", "surrogateescape")
+    except (gdb.error, ValueError):
+        pass
+    return ("gdb is looking at a core file, not a live recorded process: the memscope commands need the "
+            "program running (`run' it)%s" % log)
+
+
 def address(inferior=None):
     """The descriptor's address in the current program, or None when the
     hooks are not loaded in it."""
@@ -73,6 +106,8 @@ class Handle:
 
     def __init__(self, check=True):
         self.inferior = gdb.selected_inferior()
+        if on_core(self.inferior):
+            raise NotLoaded(core_why(self.inferior))
         self.addr = address(self.inferior)
         if self.addr is None:
             if not self.inferior.pid:

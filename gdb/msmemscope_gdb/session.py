@@ -459,6 +459,8 @@ class Session:
         Error when there is neither."""
         if self.running():
             return self.log_path()
+        if gdbif.on_core():
+            self.handle()  # says there is no live process
         path = self.finished()
         if path is None:
             self.handle()  # says why: not started, or no recorder
@@ -495,7 +497,8 @@ class Session:
             raise Error("memscope: %s" % e)
 
     def running(self):
-        return gdb.selected_inferior().pid != 0
+        """Whether a live program is there (a core file is none)."""
+        return gdb.selected_inferior().pid != 0 and not gdbif.on_core()
 
     # --- events ---------------------------------------------------------------
 
@@ -509,7 +512,11 @@ class Session:
     def _hooks_loaded(self):
         """The recorder was mapped into the program: keep our breakpoint
         on its stop function and arm the breaks set before it ran. Its
-        constructor has not run yet; it only sets the version."""
+        constructor has not run yet; it only sets the version. In a core
+        file, nothing to arm: says the commands need a live program."""
+        if gdbif.on_core():
+            gdb.write("memscope: %s.\n" % gdbif.core_why())
+            return
         if self.bp is None or not self.bp.is_valid():
             self.bp = StopBreakpoint(self)
         # The default log name until the recorder names it (log_path).
