@@ -48,6 +48,16 @@ def _dquote(s):
     return "".join("\\" + c if c in '\\"$`' else c for c in s)
 
 
+def alive(pid):
+    """Whether process pid runs (it exists and is no zombie)."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2:][:1] not in (b"Z", b"X", b"")
+
+
 def in_hooks(pc):
     name = gdb.solib_name(pc)
     return bool(name) and os.path.basename(name) == HOOKS_NAME
@@ -261,6 +271,8 @@ class Session:
         self.stop_kind = None     # what the last stop of ours was (for `at step`)
         self.run_log = None       # the log of the program running now, once known
         self.finished_log = None  # the log of the last run, once it exited
+        self.ended = None         # how the last run left gdb: "exited", "killed" or "detached"
+        self.ended_pid = 0        # its process
         self.pinpoint_target = None  # pinpoint.Target: what the last watch stop found
         self.pinpoint = None      # pinpoint.State: a pinpoint under way
         self.pinpoint_bp = None   # pinpoint.StartBreakpoint
@@ -462,6 +474,15 @@ class Session:
         if gdbif.on_core():
             self.handle()  # says there is no live process
         path = self.finished()
+        if path is not None and self.ended == "detached":
+            if alive(self.ended_pid):
+                raise Error("memscope: the program was detached (process %d): it goes on running and its recorder "
+                            "goes on writing its log %s, so there is no finished log to answer from; read it with "
+                            "msmemscope-replay once it has ended, or `run' the program again."
+                            % (self.ended_pid, path))
+            gdb.write("memscope: the program was detached and has since ended; from its log %s, written by the "
+                      "program itself:\n" % path)
+            return path
         if path is None:
             self.handle()  # says why: not started, or no recorder
             raise Error("memscope: the program is not running and has no finished log.")
@@ -548,9 +569,25 @@ class Session:
         self.finished_log, self.run_log = self.run_log, None
         self.at_target = 0
         self.merged.clear()
-        if self.watches:
+        # gdb reports a detach as an exit without a code, like a kill: a
+        # detached process still runs (gdb reaped a killed one).
+        inferior = getattr(ev, "inferior", None)
+        self.ended_pid = inferior.pid if inferior is not None else 0
+        if hasattr(ev, "exit_code"):
+            self.ended = "exited"
+        elif self.ended_pid and alive(self.ended_pid):
+            self.ended = "detached"
+        else:
+            self.ended = "killed"
+        if self.ended == "detached":
+            gdb.write("memscope: the program was detached: process %d goes on running, and its recorder goes on "
+                      "writing its log%s%s.\n"
+                      % (self.ended_pid, " " + self.finished_log if self.finished_log else "",
+                         "; the watch gdb set is gone" if len(self.watches) == 1 else
+                         "; the %d watches gdb set are gone" % len(self.watches) if self.watches else ""))
+        elif self.watches:
             gdb.write("memscope: the program %s; its %s gone.\n"
-                      % ("exited" if hasattr(ev, "exit_code") else "was killed",
+                      % ("exited" if self.ended == "exited" else "was killed",
                          "watch is" if len(self.watches) == 1 else "%d watches are" % len(self.watches)))
         self.watches.clear()
         # The run's last values, and its leaks: from the finished log
