@@ -10,6 +10,7 @@ by its exported symbol, msmemscope_gdb, which gdb resolves from the
 library's dynamic symbol table alone."""
 
 import ctypes
+import os
 
 import gdb
 
@@ -17,6 +18,10 @@ VERSION = 4
 WATCH_MAX = 8
 NAME_MAX = 128
 LOG_PATH_MAX = 4096
+
+HOOKS_NAME = "libmsmemscope-hooks.so"
+NOT_STARTED = ("the recorder has not started yet in the program: gdb stopped it before %s (as `starti' does); "
+               "`break main' and `continue' until the program reaches main(), then ask again")
 
 REASON_NONE, REASON_WATCH, REASON_OP, REASON_STEP, REASON_FREED, REASON_GUARD, REASON_OP_END = range(7)
 
@@ -86,6 +91,18 @@ def core_why(inferior=None):
             "program running (`run' it)%s" % log)
 
 
+def preloading():
+    """Whether the program was started to preload the recorder (the
+    exec-wrapper memscope.gdb set names it) but gdb sees it not mapped
+    yet: the program stopped before the loader mapped its libraries."""
+    try:
+        wrapper = gdb.parameter("exec-wrapper") or ""
+    except (gdb.error, RuntimeError):
+        return False
+    return HOOKS_NAME in wrapper and \
+        not any(os.path.basename(o.filename or "") == HOOKS_NAME for o in gdb.objfiles())
+
+
 def address(inferior=None):
     """The descriptor's address in the current program, or None when the
     hooks are not loaded in it."""
@@ -112,14 +129,15 @@ class Handle:
         if self.addr is None:
             if not self.inferior.pid:
                 raise NotLoaded("the program is not running; start it with `run' or `start' first")
+            if preloading():
+                raise NotLoaded(NOT_STARTED % "its libraries were loaded")
             raise NotLoaded("the program has no msmemscope recorder loaded (symbol msmemscope_gdb not found); "
                             "start it under gdb -x memscope.gdb")
         if check:
             v = self.read_u32("version")
             if v != VERSION:
                 if v == 0:
-                    raise NotLoaded("the recorder in the program has not started yet; "
-                                    "continue to the program's main() first (e.g. `start')")
+                    raise NotLoaded(NOT_STARTED % "the recorder's start-up ran")
                 raise NotLoaded("the recorder in the program speaks gdb interface version %u; this memscope.gdb "
                                 "speaks version %u: use the memscope.gdb installed with that recorder"
                                 % (v, VERSION))

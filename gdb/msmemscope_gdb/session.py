@@ -15,7 +15,7 @@ import gdb
 
 from . import fmt, gdbif, replaylib
 
-HOOKS_NAME = "libmsmemscope-hooks.so"
+HOOKS_NAME = gdbif.HOOKS_NAME
 
 
 def default_log_top():
