@@ -486,8 +486,17 @@ class Session:
         if path is None:
             self.handle()  # says why: not started, or no recorder
             raise Error("memscope: the program is not running and has no finished log.")
-        gdb.write("memscope: the program has exited; from its finished log %s:\n" % path)
+        if self.killed():
+            gdb.write("memscope: the program was killed; from its cut log %s, what the recorder wrote until the "
+                      "kill:\n" % path)
+        else:
+            gdb.write("memscope: the program has exited; from its finished log %s:\n" % path)
         return path
+
+    def killed(self):
+        """Whether the last run, over now, was killed (`kill', a signal),
+        not ended by its exit: its log is cut there."""
+        return not self.running() and self.ended == "killed"
 
     @contextlib.contextmanager
     def now(self, forward_only=True):
