@@ -454,9 +454,27 @@ class Session:
         if not path:
             path = os.path.join(self.log_dir, "memscope_%d.mms" % h.inferior.pid)
         if not os.path.exists(path):
+            ppid = self.fork_parent(h.inferior.pid)
+            if ppid:
+                raise Error("memscope: process %d is a fork child of process %d: its recorder writes a log of its "
+                            "own, %s, from its first event, and has recorded none so far."
+                            % (h.inferior.pid, ppid, path))
             raise Error("memscope: the program's log %s does not exist (the recorder could not write it?)." % path)
         self.run_log = path
         return path
+
+    def fork_parent(self, pid):
+        """The recorded process that process pid is a fork child of (its
+        parent, whose log is in the logs' folder), or 0: a fork child's
+        recorder writes a log of its own, which begins at the fork."""
+        try:
+            with open("/proc/%d/status" % pid) as f:
+                ppid = next((int(line.split()[1]) for line in f if line.startswith("PPid:")), 0)
+        except (OSError, ValueError, IndexError):
+            return 0
+        if ppid and self.log_dir and os.path.exists(os.path.join(self.log_dir, "memscope_%d.mms" % ppid)):
+            return ppid
+        return 0
 
     def finished(self):
         """The finished log of the program's last run, when the program
@@ -470,7 +488,13 @@ class Session:
         finished log of its last run (said on a line of its own). Raises
         Error when there is neither."""
         if self.running():
-            return self.log_path()
+            path = self.log_path()
+            pid = gdb.selected_inferior().pid
+            ppid = self.fork_parent(pid)
+            if ppid:
+                gdb.write("memscope: process %d is a fork child of process %d; from its own log %s, which begins "
+                          "at the fork:\n" % (pid, ppid, path))
+            return path
         if gdbif.on_core():
             self.handle()  # says there is no live process
         path = self.finished()
