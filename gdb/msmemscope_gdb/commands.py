@@ -7,7 +7,7 @@ import sys
 
 import gdb
 
-from . import args, breaks, fmt, replaylib
+from . import args, breaks, fmt, gdbif, replaylib
 from .session import Command, Error, SessionParameter, apply_setting, run_capture
 
 
@@ -403,6 +403,8 @@ to run the program again (not in batch mode, where gdb cannot ask).
         return p.returncode, p.stdout.decode("utf-8", "replace"), err
 
     def at_step(self, n):
+        if gdbif.on_core():
+            self.s.handle()  # says there is no live process: not run over the core
         if not self.s.running() and self.s.finished():
             return self.at_step_finished(n)
         if not self.s.running():
@@ -458,11 +460,15 @@ to run the program again (not in batch mode, where gdb cannot ask).
                 raise Error("memscope: msmemscope-replay could not report step %d." % n)
             return
         ended = "its last step was %d" % steps if steps else "it marked no steps"
+        if self.s.killed():
+            how, where = "was killed and, in its cut log, " + ended, "before the kill"
+        else:
+            how, where = "ran to its end and " + ended, "in that run"
         if not self.can_ask():
-            raise Error("memscope: the program ran to its end and %s: step %d did not happen in that run. "
+            raise Error("memscope: the program %s: step %d did not happen %s. "
                         "To run it again until step %d begins: `memscope break step %d', then `run'."
-                        % (ended, n, n, n))
-        if not ask("memscope: the program ran to its end and %s. Run it again until step %d begins? " % (ended, n)):
+                        % (how, n, where, n, n))
+        if not ask("memscope: the program %s. Run it again until step %d begins? " % (how, n)):
             gdb.write("memscope: not run again.\n")
             return
         self.s.finished_log = None

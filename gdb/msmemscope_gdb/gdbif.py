@@ -10,6 +10,7 @@ by its exported symbol, msmemscope_gdb, which gdb resolves from the
 library's dynamic symbol table alone."""
 
 import ctypes
+import os
 
 import gdb
 
@@ -17,6 +18,10 @@ VERSION = 4
 WATCH_MAX = 8
 NAME_MAX = 128
 LOG_PATH_MAX = 4096
+
+HOOKS_NAME = "libmsmemscope-hooks.so"
+NOT_STARTED = ("the recorder has not started yet in the program: gdb stopped it before %s (as `starti' does); "
+               "`break main' and `continue' until the program reaches main(), then ask again")
 
 REASON_NONE, REASON_WATCH, REASON_OP, REASON_STEP, REASON_FREED, REASON_GUARD, REASON_OP_END = range(7)
 
@@ -53,6 +58,51 @@ class NotLoaded(Exception):
     under memscope.gdb, or the hooks not initialized yet)."""
 
 
+def on_core(inferior=None):
+    """Whether gdb looks at a core file: the inferior is a dump's image,
+    which no recorder runs in and which cannot be written."""
+    inferior = inferior or gdb.selected_inferior()
+    if not inferior.pid:
+        return False
+    conn = getattr(inferior, "connection", None)
+    if conn is not None:
+        return conn.type == "core"
+    try:
+        return "core dump file" in gdb.execute("info target", to_string=True)
+    except gdb.error:
+        return False
+
+
+def core_why(inferior=None):
+    """What a memscope command says on a core file: there is no live
+    recorded process; and the log the recorder wrote in the dumped run,
+    when its descriptor in the dump names it."""
+    inferior = inferior or gdb.selected_inferior()
+    log = ""
+    try:
+        addr = int(gdb.parse_and_eval("(unsigned long)&msmemscope_gdb"))
+        raw = bytes(inferior.read_memory(addr + _off("log_path"), LOG_PATH_MAX)).split(b"\0")[0]
+        if raw:
+            log = "; the dumped run's log is %s (msmemscope-replay reads it)" % \
+                raw.decode("utf-8", "surrogateescape")
+    except (gdb.error, ValueError):
+        pass
+    return ("gdb is looking at a core file, not a live recorded process: the memscope commands need the "
+            "program running (`run' it)%s" % log)
+
+
+def preloading():
+    """Whether the program was started to preload the recorder (the
+    exec-wrapper memscope.gdb set names it) but gdb sees it not mapped
+    yet: the program stopped before the loader mapped its libraries."""
+    try:
+        wrapper = gdb.parameter("exec-wrapper") or ""
+    except (gdb.error, RuntimeError):
+        return False
+    return HOOKS_NAME in wrapper and \
+        not any(os.path.basename(o.filename or "") == HOOKS_NAME for o in gdb.objfiles())
+
+
 def address(inferior=None):
     """The descriptor's address in the current program, or None when the
     hooks are not loaded in it."""
@@ -73,18 +123,21 @@ class Handle:
 
     def __init__(self, check=True):
         self.inferior = gdb.selected_inferior()
+        if on_core(self.inferior):
+            raise NotLoaded(core_why(self.inferior))
         self.addr = address(self.inferior)
         if self.addr is None:
             if not self.inferior.pid:
                 raise NotLoaded("the program is not running; start it with `run' or `start' first")
+            if preloading():
+                raise NotLoaded(NOT_STARTED % "its libraries were loaded")
             raise NotLoaded("the program has no msmemscope recorder loaded (symbol msmemscope_gdb not found); "
                             "start it under gdb -x memscope.gdb")
         if check:
             v = self.read_u32("version")
             if v != VERSION:
                 if v == 0:
-                    raise NotLoaded("the recorder in the program has not started yet; "
-                                    "continue to the program's main() first (e.g. `start')")
+                    raise NotLoaded(NOT_STARTED % "the recorder's start-up ran")
                 raise NotLoaded("the recorder in the program speaks gdb interface version %u; this memscope.gdb "
                                 "speaks version %u: use the memscope.gdb installed with that recorder"
                                 % (v, VERSION))

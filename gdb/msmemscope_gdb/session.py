@@ -15,7 +15,7 @@ import gdb
 
 from . import fmt, gdbif, replaylib
 
-HOOKS_NAME = "libmsmemscope-hooks.so"
+HOOKS_NAME = gdbif.HOOKS_NAME
 
 
 def default_log_top():
@@ -46,6 +46,16 @@ class Error(gdb.GdbError):
 def _dquote(s):
     """s escaped for the inside of a shell's double quotes."""
     return "".join("\\" + c if c in '\\"$`' else c for c in s)
+
+
+def alive(pid):
+    """Whether process pid runs (it exists and is no zombie)."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2:][:1] not in (b"Z", b"X", b"")
 
 
 def in_hooks(pc):
@@ -261,6 +271,8 @@ class Session:
         self.stop_kind = None     # what the last stop of ours was (for `at step`)
         self.run_log = None       # the log of the program running now, once known
         self.finished_log = None  # the log of the last run, once it exited
+        self.ended = None         # how the last run left gdb: "exited", "killed" or "detached"
+        self.ended_pid = 0        # its process
         self.pinpoint_target = None  # pinpoint.Target: what the last watch stop found
         self.pinpoint = None      # pinpoint.State: a pinpoint under way
         self.pinpoint_bp = None   # pinpoint.StartBreakpoint
@@ -442,9 +454,27 @@ class Session:
         if not path:
             path = os.path.join(self.log_dir, "memscope_%d.mms" % h.inferior.pid)
         if not os.path.exists(path):
+            ppid = self.fork_parent(h.inferior.pid)
+            if ppid:
+                raise Error("memscope: process %d is a fork child of process %d: its recorder writes a log of its "
+                            "own, %s, from its first event, and has recorded none so far."
+                            % (h.inferior.pid, ppid, path))
             raise Error("memscope: the program's log %s does not exist (the recorder could not write it?)." % path)
         self.run_log = path
         return path
+
+    def fork_parent(self, pid):
+        """The recorded process that process pid is a fork child of (its
+        parent, whose log is in the logs' folder), or 0: a fork child's
+        recorder writes a log of its own, which begins at the fork."""
+        try:
+            with open("/proc/%d/status" % pid) as f:
+                ppid = next((int(line.split()[1]) for line in f if line.startswith("PPid:")), 0)
+        except (OSError, ValueError, IndexError):
+            return 0
+        if ppid and self.log_dir and os.path.exists(os.path.join(self.log_dir, "memscope_%d.mms" % ppid)):
+            return ppid
+        return 0
 
     def finished(self):
         """The finished log of the program's last run, when the program
@@ -458,13 +488,39 @@ class Session:
         finished log of its last run (said on a line of its own). Raises
         Error when there is neither."""
         if self.running():
-            return self.log_path()
+            path = self.log_path()
+            pid = gdb.selected_inferior().pid
+            ppid = self.fork_parent(pid)
+            if ppid:
+                gdb.write("memscope: process %d is a fork child of process %d; from its own log %s, which begins "
+                          "at the fork:\n" % (pid, ppid, path))
+            return path
+        if gdbif.on_core():
+            self.handle()  # says there is no live process
         path = self.finished()
+        if path is not None and self.ended == "detached":
+            if alive(self.ended_pid):
+                raise Error("memscope: the program was detached (process %d): it goes on running and its recorder "
+                            "goes on writing its log %s, so there is no finished log to answer from; read it with "
+                            "msmemscope-replay once it has ended, or `run' the program again."
+                            % (self.ended_pid, path))
+            gdb.write("memscope: the program was detached and has since ended; from its log %s, written by the "
+                      "program itself:\n" % path)
+            return path
         if path is None:
             self.handle()  # says why: not started, or no recorder
             raise Error("memscope: the program is not running and has no finished log.")
-        gdb.write("memscope: the program has exited; from its finished log %s:\n" % path)
+        if self.killed():
+            gdb.write("memscope: the program was killed; from its cut log %s, what the recorder wrote until the "
+                      "kill:\n" % path)
+        else:
+            gdb.write("memscope: the program has exited; from its finished log %s:\n" % path)
         return path
+
+    def killed(self):
+        """Whether the last run, over now, was killed (`kill', a signal),
+        not ended by its exit: its log is cut there."""
+        return not self.running() and self.ended == "killed"
 
     @contextlib.contextmanager
     def now(self, forward_only=True):
@@ -495,7 +551,8 @@ class Session:
             raise Error("memscope: %s" % e)
 
     def running(self):
-        return gdb.selected_inferior().pid != 0
+        """Whether a live program is there (a core file is none)."""
+        return gdb.selected_inferior().pid != 0 and not gdbif.on_core()
 
     # --- events ---------------------------------------------------------------
 
@@ -509,7 +566,11 @@ class Session:
     def _hooks_loaded(self):
         """The recorder was mapped into the program: keep our breakpoint
         on its stop function and arm the breaks set before it ran. Its
-        constructor has not run yet; it only sets the version."""
+        constructor has not run yet; it only sets the version. In a core
+        file, nothing to arm: says the commands need a live program."""
+        if gdbif.on_core():
+            gdb.write("memscope: %s.\n" % gdbif.core_why())
+            return
         if self.bp is None or not self.bp.is_valid():
             self.bp = StopBreakpoint(self)
         # The default log name until the recorder names it (log_path).
@@ -541,9 +602,25 @@ class Session:
         self.finished_log, self.run_log = self.run_log, None
         self.at_target = 0
         self.merged.clear()
-        if self.watches:
+        # gdb reports a detach as an exit without a code, like a kill: a
+        # detached process still runs (gdb reaped a killed one).
+        inferior = getattr(ev, "inferior", None)
+        self.ended_pid = inferior.pid if inferior is not None else 0
+        if hasattr(ev, "exit_code"):
+            self.ended = "exited"
+        elif self.ended_pid and alive(self.ended_pid):
+            self.ended = "detached"
+        else:
+            self.ended = "killed"
+        if self.ended == "detached":
+            gdb.write("memscope: the program was detached: process %d goes on running, and its recorder goes on "
+                      "writing its log%s%s.\n"
+                      % (self.ended_pid, " " + self.finished_log if self.finished_log else "",
+                         "; the watch gdb set is gone" if len(self.watches) == 1 else
+                         "; the %d watches gdb set are gone" % len(self.watches) if self.watches else ""))
+        elif self.watches:
             gdb.write("memscope: the program %s; its %s gone.\n"
-                      % ("exited" if hasattr(ev, "exit_code") else "was killed",
+                      % ("exited" if self.ended == "exited" else "was killed",
                          "watch is" if len(self.watches) == 1 else "%d watches are" % len(self.watches)))
         self.watches.clear()
         # The run's last values, and its leaks: from the finished log
