@@ -309,6 +309,10 @@ def at_exit(path, report):
         # Mappings, pools and device memory still live are no heap leak
         # (the launcher's "other memory still live at exit").
         reachable = [g for g in groups if g["reach"] == replaylib.REACH_REACHABLE]
+        # Allocated before recording last stopped (msmemscope_stop()):
+        # freed since or not, the log cannot tell.
+        unrecorded = [g for g in groups if g["reach"] == replaylib.REACH_UNRECORDED]
+        groups = [g for g in groups if g["reach"] != replaylib.REACH_UNRECORDED]
         late = [g for g in groups if replaylib.unjudged(g, judged)]
         other = [g for g in groups if replaylib.not_heap(g)]
         groups = [g for g in groups if g["reach"] != replaylib.REACH_REACHABLE and not replaylib.unjudged(g, judged)
@@ -324,6 +328,10 @@ def at_exit(path, report):
             kept_note += ("%s %s, %s, still reachable (the program pointed to them)"
                           % ("; not leaks:" if not kept_blocks else " and", fmt.plural(reach_blocks, "block"),
                              fmt.exact_bytes(sum(g["bytes"] for g in reachable))))
+        if unrecorded:
+            kept_note += ("; %s, %s, allocated before msmemscope_stop(), freed later or not (the log cannot tell), "
+                          "not counted as leaks" % (fmt.plural(sum(g["blocks"] for g in unrecorded), "block"),
+                                                     fmt.exact_bytes(sum(g["bytes"] for g in unrecorded))))
         if late:
             kept_note += ("; %s, %s, %s" % (fmt.plural(sum(g["blocks"] for g in late), "block"),
                                             fmt.exact_bytes(sum(g["bytes"] for g in late)), replaylib.UNJUDGED))
@@ -331,7 +339,7 @@ def at_exit(path, report):
             kept_note += ("; %s, %s, of mappings, pools or device memory still live (not heap blocks)"
                           % (fmt.plural(sum(g["blocks"] for g in other), "block"),
                              fmt.exact_bytes(sum(g["bytes"] for g in other))))
-        if not blocks and (reach_blocks or late or other):
+        if not blocks and (reach_blocks or late or other or unrecorded):
             gdb.write("memscope: at exit: no leak%s; `memscope leaks full' for the detail.\n" % kept_note)
         elif not blocks:
             gdb.write("memscope: at exit: no leak, the program freed every %sblock%s; %s recorded.\n"
