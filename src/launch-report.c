@@ -259,10 +259,8 @@ static void print_memory(const char *label, const mms_kind_summary_t *k, const s
 	/* Allocated before recording stopped: freed or not since, the log
 	 * cannot tell (judged or not by the scan). */
 	if (k == &r->sum.mem[MMS_MEM_HOST] && r->sum.reach_blocks[MMS_REACH_UNRECORDED])
-		fprintf(stderr,
-			"  %-17s %" PRIu64 " block%s, %s   allocated before msmemscope_stop(): freed later or not, "
-			"the log cannot tell; not counted as leaks\n",
-			"    fate unknown", r->sum.reach_blocks[MMS_REACH_UNRECORDED],
+		fprintf(stderr, "  %-17s %" PRIu64 " block%s, %s   " LOG_UNRECORDED_WHY "\n", "    fate unknown",
+			r->sum.reach_blocks[MMS_REACH_UNRECORDED],
 			r->sum.reach_blocks[MMS_REACH_UNRECORDED] == 1 ? "" : "s",
 			human_bytes_exact(r->sum.reach_bytes[MMS_REACH_UNRECORDED], live, sizeof(live)));
 	/* What the runtimes keep for themselves, apart: not leaks. */

@@ -39,6 +39,10 @@ const char *log_reach_scan_name(int scan);
 #define LOG_UNJUDGED_WHY                                                                                       \
 	"made by threads still running while the scan at exit read memory, which may not yet have pointed to " \
 	"them"
+/* What a block live at the end allocated before recording last stopped
+ * is (mms_block_t.reach MMS_REACH_UNRECORDED). */
+#define LOG_UNRECORDED_WHY \
+	"allocated before msmemscope_stop(): freed later or not, the log cannot tell; not counted as leaks"
 
 /* Whether the blocks live at the end of the replay are those the process
  * held at exit: it reached exit and the log holds it all, undamaged. */

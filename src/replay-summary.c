@@ -159,10 +159,8 @@ static void print_text(const char *path, const mms_log_t *log, const mms_log_inf
 			       bytes_text(s->reach_bytes[MMS_REACH_UNKNOWN], a, sizeof(a)), LOG_UNJUDGED_WHY);
 	}
 	if (s->reach_blocks[MMS_REACH_UNRECORDED])
-		printf("  %-18s %" PRIu64 " block%s, %s (allocated before msmemscope_stop(): freed later or not, "
-		       "the log cannot tell; not counted as leaks)\n",
-		       "unrecorded fate", s->reach_blocks[MMS_REACH_UNRECORDED],
-		       s->reach_blocks[MMS_REACH_UNRECORDED] == 1 ? "" : "s",
+		printf("  %-18s %" PRIu64 " block%s, %s (" LOG_UNRECORDED_WHY ")\n", "unrecorded fate",
+		       s->reach_blocks[MMS_REACH_UNRECORDED], s->reach_blocks[MMS_REACH_UNRECORDED] == 1 ? "" : "s",
 		       bytes_text(s->reach_bytes[MMS_REACH_UNRECORDED], a, sizeof(a)));
 	if (in->reach_scan && log_ends_at_exit(in)) {
 		char why[200];

@@ -171,7 +171,6 @@ struct mms_log {
 	/* In the list of the logs open from files (log.c), which output
 	 * files never replace (mms__log_file_open_here()). */
 	struct mms_log *reading_next;
-	int reading;
 	struct mms__inherit inh;   /* a fork child's start (inherit.c) */
 
 	/* Where the log is incomplete (log.c). Records stamped from stop on

@@ -785,7 +785,6 @@ static void reading_add(mms_log_t *log)
 {
 	pthread_mutex_lock(&reading_lock);
 	log->reading_next = reading;
-	log->reading = 1;
 	reading = log;
 	pthread_mutex_unlock(&reading_lock);
 }
@@ -891,8 +890,7 @@ MMS__EXPORT void mms_log_close(mms_log_t *log)
 {
 	if (!log)
 		return;
-	if (log->reading)
-		reading_del(log);
+	reading_del(log);
 	mms__meta_free(log);
 	mms__inherit_free(&log->inh);
 	free(log->segs);
