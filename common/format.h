@@ -30,12 +30,16 @@
 
 #define MMS_MAGIC "MMSLOG\x1a\n"
 #define MMS_MAGIC_LEN 8
-#define MMS_FORMAT_VERSION 16u     /* what the writer writes */
+#define MMS_FORMAT_VERSION 17u     /* what the writer writes */
 #define MMS_FORMAT_VERSION_MIN 1u  /* the oldest version readers read */
 #define MMS_HEADER_SIZE 4096u
 #define MMS_CHUNK_SIZE_DEFAULT 65536u
 #define MMS_CHUNK_MAGIC 0x4b4e4843u /* "CHNK" */
 #define MMS_MAX_STRING 4096u         /* longer strings are truncated */
+/* COLLECT's `on` (version 17): the --steps filter, not the program's
+ * msmemscope_start()/msmemscope_stop(), turned collection on or off at a
+ * step's edge. */
+#define MMS_COLLECT_BY_STEPS 2u
 
 /* header.clock: how stamps were taken. */
 enum mms_clock {
@@ -206,7 +210,7 @@ enum mms_tag {
 	                               containing the address belongs to that owner
 	                               from now on (msmemscope_owner_tag) */
 	MMS_TAG_WATCH = 0x58,       /* | enum mms_watch_phase: see there */
-	MMS_TAG_COLLECT = 0x60,     /* u on (1 = start, 0 = stop) */
+	MMS_TAG_COLLECT = 0x60,     /* u on (1 = start, 0 = stop) | MMS_COLLECT_BY_STEPS */
 	MMS_TAG_SYSTEM = 0x68,      /* | enum mms_system_phase */
 	MMS_TAG_ALLOC_RT = 0x70,    /* | enum mms_alloc_fn: daddr, u size, u stack, u enum
 	                               mms_runtime_kind: an allocation a runtime made for

@@ -82,6 +82,19 @@ static void rec_simple(struct mms_thread *t, uint8_t tag, int n, uint64_t a, uin
 	mms__rec_commit(t, p);
 }
 
+/* Applies the --steps filter at a step's edge (t: the thread at the
+ * edge) and, where that turned collection off or on, writes a COLLECT
+ * record saying so (format 17): a replay then knows that a block live at
+ * its end may have been freed in a step that was not recorded. */
+static void steps_edge(struct mms_thread *t)
+{
+	int was = mms__collecting;
+
+	mms__steps_update();
+	if (mms__config.nsteps && mms__collecting != was)
+		rec_simple(t, MMS_TAG_COLLECT, 1, MMS_COLLECT_BY_STEPS | (uint64_t)mms__collecting, 0, 0);
+}
+
 /* An event of a name, then n - 1 (0 or 1) more fields: extra. */
 static void named_event(uint8_t tag, const char *name, int n, uint64_t extra)
 {
@@ -135,7 +148,7 @@ static void step_ends(unsigned who)
 		next = __atomic_load_n(&cur_step, __ATOMIC_RELAXED) + 1;
 	mms__guard_check_all(t);
 	__atomic_store_n(&cur_step, next, __ATOMIC_RELAXED);
-	mms__steps_update();
+	steps_edge(t);
 	mms__gdb_step_begins(next);
 	mms__api_leave();
 }
@@ -349,7 +362,7 @@ uint64_t mms__api_range_start(const char *name)
 		in_step_range = 1;
 		step_range_id = id;
 		mms__guard_check_all(t);
-		mms__steps_update();
+		steps_edge(t);
 		mms__gdb_step_begins(__atomic_load_n(&cur_step, __ATOMIC_RELAXED));
 	}
 	return id;
@@ -375,7 +388,7 @@ void mms__api_range_end(uint64_t id)
 	rec_simple(t, MMS_TAG_RANGE_END, 1, id, 0, 0);
 	if (step_by_ranges && id == step_range_id) {
 		in_step_range = 0;
-		mms__steps_update();
+		steps_edge(t);
 	}
 }
 

@@ -448,13 +448,14 @@ static void print_section(struct leaks_out *o, enum section sec, const mms_leak_
 				fputs("(Steps 1 and 2 were warm-up, as for steps inferred from a PyTorch optimizer; "
 				      "--warmup-steps=1 applies msMemScope's rule, step 1 only.)\n",
 				      f);
-		} else if (o->l->nstep_held + o->l->nstep_swept + o->l->nstep_cached + o->l->nstep_once) {
+		} else if (o->l->nstep_held + o->l->nstep_swept + o->l->nstep_cached + o->l->nstep_once +
+			   o->l->nstep_unrecorded) {
 			/* The rule found blocks, all set apart: say so, not
 			 * that it found none. */
 			fprintf(f,
 				"No per-step leaks: what was allocated in step %u or later and still live at the end of "
-				"the step after it is set apart below (freed later, in a cache, or kept from one step "
-				"only: no growth from step to step).\n",
+				"the step after it is set apart below (freed later, in a cache, kept from one step "
+				"only, or live when recording stopped: no growth from step to step the log can tell).\n",
 				o->l->warmup_steps + 1);
 		} else {
 			fprintf(f,
@@ -728,13 +729,13 @@ static void print_reachable(struct leaks_out *o)
 }
 
 /* The blocks live at the end that were allocated before recording last
- * stopped (msmemscope_stop()) and not still reachable: the program may
- * have freed them after, unrecorded; not counted as leaks, listed by
- * stack, as they may be. */
+ * stopped (msmemscope_stop(), the end of a step --steps asked for) and
+ * not still reachable: the program may have freed them after, unrecorded;
+ * not counted as leaks, listed by stack, as they may be. */
 static void print_unrecorded(struct leaks_out *o)
 {
 	print_apart(o, o->l->unrecorded, o->l->nunrecorded, "unrecorded", "====== Live when recording stopped: ",
-		    " (not counted as leaks: freed after msmemscope_stop() or not, the log cannot tell) ======", 0, 1,
+		    " (not counted as leaks: freed after recording stopped or not, the log cannot tell) ======", 0, 1,
 		    NULL, "Live when recording stopped by allocation stack");
 }
 
@@ -744,7 +745,9 @@ static void print_unrecorded(struct leaks_out *o)
  * its own, then given back before the last step ended; let go of and
  * freed by the Python package's sweep at exit; still in a cache or queue
  * that turns over (as old as blocks of its stack it freed got); kept from
- * one step only (a one-time increase). stacks: the log has stacks. */
+ * one step only (a one-time increase); allocated before recording stopped
+ * before the next step ended (the log cannot tell). stacks: the log has
+ * stacks. */
 static void print_step_apart(struct leaks_out *o, int stacks)
 {
 	const mms_leaks_t *l = o->l;
@@ -778,6 +781,11 @@ static void print_step_apart(struct leaks_out *o, int stacks)
 			   "built where a code path first ran; the steps after it kept nothing; those the program lost "
 			   "are in the leaks at exit)",
 		  "Kept from one step only by allocation stack" },
+		{ l->step_unrecorded, l->nstep_unrecorded, "per_step_unrecorded",
+		  "Live when recording stopped before the end of the step after their own: ",
+		  " (not counted as per-step leaks: freed while nothing was recorded or not, the log cannot tell; "
+		  "those live at the end are under \"Live when recording stopped\")",
+		  "Live when recording stopped before the next step ended by allocation stack" },
 	};
 
 	for (size_t i = 0; i < sizeof(apart) / sizeof(apart[0]); i++) {

@@ -206,8 +206,10 @@ static void warn_partial(const char *path, mms_log_t *log)
 	for (uint32_t i = 0; i < cfg.nsteps; i++)
 		n += (size_t)snprintf(steps + n, sizeof(steps) - n, "%s%u", i ? "," : "", cfg.steps[i]);
 	if (cfg.nsteps)
-		warn("%s was recorded with --steps=%s: memory events of the other steps are not in the log, so a "
-		     "block freed in one of them counts as live here",
+		warn("%s was recorded with --steps=%s: memory events of the other steps are not in the log: a block "
+		     "allocated before one of them and live in the log may have been freed in it (not counted as a "
+		     "leak; the live bytes per step still count it), and a free of a block allocated in one is no "
+		     "error",
 		     path, steps);
 	else if (cfg.deferred)
 		warn("%s was recorded with --collect-mode=deferred: memory events outside msmemscope_start() .. "

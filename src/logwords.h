@@ -42,7 +42,7 @@ const char *log_reach_scan_name(int scan);
 /* What a block live at the end allocated before recording last stopped
  * is (mms_block_t.reach MMS_REACH_UNRECORDED). */
 #define LOG_UNRECORDED_WHY \
-	"allocated before msmemscope_stop(): freed later or not, the log cannot tell; not counted as leaks"
+	"allocated before recording stopped: freed later or not, the log cannot tell; not counted as leaks"
 
 /* Whether the blocks live at the end of the replay are those the process
  * held at exit: it reached exit and the log holds it all, undamaged. */

@@ -117,6 +117,8 @@ static const char *sub_name(const mms_event_t *ev)
 	case MMS_EV_OWNER:
 		return ev->sub == MMS_OWNER_TAG ? "tag" : ev->sub != MMS_OWNER_PUSH ? "pop" : "push";
 	case MMS_EV_COLLECT:
+		if (ev->flags) /* the --steps filter's */
+			return ev->sub != MMS_COLLECT_STOP ? "start (--steps)" : "stop (--steps)";
 		return ev->sub != MMS_COLLECT_STOP ? "start" : "stop";
 	case MMS_EV_ALLOC_FAIL:
 		return show_refused_fn_name(ev->mem, ev->sub);

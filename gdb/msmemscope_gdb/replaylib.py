@@ -119,7 +119,7 @@ GUARD_SINCE_ALLOCATION, GUARD_SINCE_FREEING, GUARD_SINCE_LAST_CHECK, GUARD_NO_WI
 # enum mms_reach: what a block live at exit was to the program then (the
 # recorder's scan at exit), in valgrind's words.
 REACH_WORDS = {1: "definitely lost", 2: "indirectly lost", 3: "possibly lost", 4: "still reachable",
-               5: "allocated before msmemscope_stop(): freed later or not, the log cannot tell"}
+               5: "allocated before recording stopped: freed later or not, the log cannot tell"}
 REACH_UNKNOWN, REACH_REACHABLE, REACH_UNRECORDED = 0, 4, 5
 REACH_SCAN_WHOLE = 1  # enum mms_reach_scan_state
 # What a heap block without a verdict is where the others have theirs.

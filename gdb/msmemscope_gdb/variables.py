@@ -309,7 +309,7 @@ def at_exit(path, report):
         # Mappings, pools and device memory still live are no heap leak
         # (the launcher's "other memory still live at exit").
         reachable = [g for g in groups if g["reach"] == replaylib.REACH_REACHABLE]
-        # Allocated before recording last stopped (msmemscope_stop()):
+        # Allocated before recording last stopped (msmemscope_stop(), --steps):
         # freed since or not, the log cannot tell.
         unrecorded = [g for g in groups if g["reach"] == replaylib.REACH_UNRECORDED]
         groups = [g for g in groups if g["reach"] != replaylib.REACH_UNRECORDED]
@@ -329,7 +329,7 @@ def at_exit(path, report):
                           % ("; not leaks:" if not kept_blocks else " and", fmt.plural(reach_blocks, "block"),
                              fmt.exact_bytes(sum(g["bytes"] for g in reachable))))
         if unrecorded:
-            kept_note += ("; %s, %s, allocated before msmemscope_stop(), freed later or not (the log cannot tell), "
+            kept_note += ("; %s, %s, allocated before recording stopped, freed later or not (the log cannot tell), "
                           "not counted as leaks" % (fmt.plural(sum(g["blocks"] for g in unrecorded), "block"),
                                                      fmt.exact_bytes(sum(g["bytes"] for g in unrecorded))))
         if late:

@@ -103,7 +103,8 @@ enum mms_reach {
 	                             thread-local storage through pointers to blocks'
 	                             starts: not a leak ("still reachable") */
 	MMS_REACH_UNRECORDED = 5, /* allocated before recording last stopped
-	                             (msmemscope_stop(), the COLLECT stop event) and
+	                             (msmemscope_stop() or the end of a step --steps
+	                             recorded: a COLLECT stop event) and
 	                             not still reachable: the program may have freed
 	                             it while nothing was recorded, which the log does
 	                             not show; not a leak it can tell (any memory kind) */
@@ -198,7 +199,9 @@ enum mms_map_sub {
  * enum mms_runtime when a runtime allocated the block for itself (0: the
  * program). ACCESS: enum mms_access_sub. OP_LAUNCH: enum mms_op_sub.
  * MSTX: enum mms_mstx_sub. OWNER: enum mms_owner_sub. COLLECT: enum
- * mms_collect_sub. WATCH: enum mms_watch_sub; MMS_WATCH_API has addr,
+ * mms_collect_sub, `flags` 1 when the --steps filter turned collection
+ * off or on at a step's edge (format 17), 0 the program's
+ * msmemscope_stop() or msmemscope_start(). WATCH: enum mms_watch_sub; MMS_WATCH_API has addr,
  * size and name; a sum has addr, size, name, `used` the output number of
  * the --watch start operator (0 for an API watch), `total` the launch
  * (from 1) and `flags` the CRC-64/XZ of the block's bytes. GUARD (guard

@@ -48,7 +48,7 @@ struct finder {
 	size_t free_head; /* free slots of fol chained through addr, + 1 */
 	mms_leaks_t *l;
 	struct mms__strs *strs; /* the blocks' owner strings, held by l */
-	size_t leakcap, stepcap, exitcap, keptcap, reachcap, markcap, unreccap;
+	size_t leakcap, stepcap, exitcap, keptcap, reachcap, markcap, unreccap, sunreccap;
 	uint64_t mark_first;     /* the first of the three marks, from 0 */
 	struct mms__rtmemo rtmemo; /* for the walk of the blocks live at the end */
 	mms_leak_step_t pending; /* events before the first step mark */
@@ -182,11 +182,19 @@ static int mapping_leaks(struct finder *f, const struct followed *fo, uint64_t f
 	int rc;
 
 	for (i = 0; i < st->maps.n; i++) {
-		if (st->blks[st->maps.iv[i].val].alloc_id != fo->alloc_id)
+		const struct mms__blk *blk = &st->blks[st->maps.iv[i].val];
+
+		if (blk->alloc_id != fo->alloc_id)
 			continue;
-		mms__state_blk_export(st, &st->blks[st->maps.iv[i].val], &piece);
+		mms__state_blk_export(st, blk, &piece);
 		piece.addr = st->maps.iv[i].lo;
 		piece.size = st->maps.iv[i].hi - st->maps.iv[i].lo;
+		if (mms__blk_before_gap(st, blk)) {
+			rc = leak_add(&f->l->step_unrecorded, &f->l->nstep_unrecorded, &f->sunreccap, &piece, found);
+			if (rc)
+				return rc;
+			continue;
+		}
 		rc = leak_add(&f->l->step_leaks, &f->l->nstep_leaks, &f->leakcap, &piece, found);
 		if (rc)
 			return rc;
@@ -216,7 +224,9 @@ static const struct mms__blk *followed_live(const struct mms__state *st, const s
 }
 
 /* Step k ended: the followed blocks of step k - 1 still live are leaks,
- * and are not followed further. */
+ * and are not followed further; those allocated before recording stopped
+ * since (step k or part of it not recorded) the log cannot judge:
+ * step_unrecorded. */
 static int step_ended(struct finder *f, uint64_t k)
 {
 	const struct mms__blk *blk;
@@ -227,6 +237,7 @@ static int step_ended(struct finder *f, uint64_t k)
 
 	for (i = 0; i < f->nfol; i++) {
 		struct followed *fo = &f->fol[i];
+		int leak = 0;
 
 		if (!fo->used || fo->step >= k)
 			continue;
@@ -236,9 +247,13 @@ static int step_ended(struct finder *f, uint64_t k)
 		if (fo->step + 1 == k) {
 			if (fo->mem == MMS_MEM_MMAP) {
 				rc = mapping_leaks(f, fo, k);
+			} else if (blk && mms__blk_before_gap(f->st, blk)) {
+				mms__state_blk_export(f->st, blk, &b);
+				rc = leak_add(&f->l->step_unrecorded, &f->l->nstep_unrecorded, &f->sunreccap, &b, k);
 			} else if (blk) {
 				mms__state_blk_export(f->st, blk, &b);
 				rc = leak_add(&f->l->step_leaks, &f->l->nstep_leaks, &f->leakcap, &b, k);
+				leak = 1;
 			}
 			if (rc)
 				return rc;
@@ -246,7 +261,7 @@ static int step_ended(struct finder *f, uint64_t k)
 		/* A leak is followed on to its free, which is noted in it;
 		 * another block no more. */
 		if (v)
-			*v = fo->step + 1 == k ? LEAK_FOLLOWED | (f->l->nstep_leaks - 1) : 0;
+			*v = leak ? LEAK_FOLLOWED | (f->l->nstep_leaks - 1) : 0;
 		fol_release(f, i);
 	}
 	return 0;
@@ -676,6 +691,7 @@ MMS__EXPORT void mms_leaks_free(mms_leaks_t *l)
 	free(l->step_held);
 	free(l->step_swept);
 	free(l->step_once);
+	free(l->step_unrecorded);
 	free(l->step_cached);
 	free(l->exit_leaks);
 	free(l->runtime_kept);

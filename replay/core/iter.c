@@ -238,7 +238,8 @@ static void rec_to_event(const mms_log_t *log, const struct mms__rec *r, uint32_
 		break;
 	case MMS_TAG_COLLECT:
 		ev->kind = MMS_EV_COLLECT;
-		ev->sub = r->u[0] != 0;
+		ev->sub = (r->u[0] & 1) != 0;
+		ev->flags = (r->u[0] & MMS_COLLECT_BY_STEPS) != 0;
 		break;
 	case MMS_TAG_ALLOC_FAIL:
 		ev->kind = MMS_EV_ALLOC_FAIL;

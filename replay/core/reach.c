@@ -551,7 +551,7 @@ static long reach_node(const struct mms__state *st, const struct mms__blk *b)
  * log (MMS_REACH_UNRECORDED), unless the program still pointed to it. */
 static unsigned gap_verdict(const struct mms__state *st, const struct mms__blk *b, unsigned r)
 {
-	if (st->gap_event && b->alloc_event < st->gap_event - 1 && r != MMS_REACH_REACHABLE)
+	if (r != MMS_REACH_REACHABLE && mms__blk_before_gap(st, b))
 		return MMS_REACH_UNRECORDED;
 	return r;
 }

@@ -156,9 +156,10 @@ struct mms__state {
 	uint64_t double_frees, invalid_frees; /* unmatched frees, told apart */
 	uint64_t mismatched_frees;            /* heap blocks released by another family's
 	                              function (delete of new[], free of new, ...) */
-	/* The id + 1 of the last COLLECT stop event (msmemscope_stop()), 0
-	 * while none: a block allocated before it may have been freed while
-	 * nothing was recorded (mms__blk_reach_at_end()). */
+	/* The id + 1 of the last COLLECT stop event (msmemscope_stop(), the
+	 * end of a step --steps recorded), 0 while none: a block allocated
+	 * before it may have been freed while nothing was recorded
+	 * (mms__blk_before_gap()). */
 	uint64_t gap_event;
 	/* The log was recorded in parts (collect=deferred, --steps): a free
 	 * of no live block may release a block allocated while nothing was
@@ -264,6 +265,12 @@ int mms__state_apply(struct mms__state *st, const mms_event_t *ev);
 static inline int mms__blk_inherited(const struct mms__state *st, const struct mms__blk *b)
 {
 	return st->log->inh.state == MMS_FORK_INHERITED && b->alloc_id && b->alloc_id <= st->log->inh.n;
+}
+/* Whether live block b was allocated before recording last stopped: the
+ * program may have freed it since while nothing was recorded. */
+static inline int mms__blk_before_gap(const struct mms__state *st, const struct mms__blk *b)
+{
+	return st->gap_event && b->alloc_event < st->gap_event - 1;
 }
 /* The step a block was allocated in, under the state's step kind. */
 uint64_t mms__state_blk_step(const struct mms__state *st, const struct mms__blk *b);

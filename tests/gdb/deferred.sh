@@ -9,10 +9,10 @@
 
 prog=$top_builddir/tests/progs/deferred
 session stop "$prog" -ex 'set environment MSMEMSCOPE_CONFIG=collect=deferred' -ex 'run stop'
-expect stop 'memscope: at exit: no leak; 2 blocks, 500 bytes, allocated before msmemscope_stop(), freed later or not (the log cannot tell), not counted as leaks' \
+expect stop 'memscope: at exit: no leak; 2 blocks, 500 bytes, allocated before recording stopped, freed later or not (the log cannot tell), not counted as leaks' \
 	"stopped before exit: no leak, the 2 blocks set apart"
 expect_not stop 'leaked' "nothing called leaked"
 session two "$prog" -ex 'set environment MSMEMSCOPE_CONFIG=collect=deferred' -ex 'run'
-expect two 'memscope: at exit: 1 block leaked, 400 bytes, in 1 loss record; 2 blocks, 500 bytes, allocated before msmemscope_stop()' \
+expect two 'memscope: at exit: 1 block leaked, 400 bytes, in 1 loss record; 2 blocks, 500 bytes, allocated before recording stopped' \
 	"two windows: the second window's leak, the first's blocks set apart"
 expect_rc "gdb's exit status"

@@ -7,7 +7,8 @@
 # recording stopped", reach "unrecorded"), the free of a block allocated
 # before msmemscope_start() is no bad free (unrecorded_frees), and a leak
 # in a window that lasts to exit is still a leak (--error-exitcode counts
-# it alone).
+# it alone). The same holds of windows that are steps recorded with
+# --steps, for the leaks at exit and the per-step rule.
 . "$top_srcdir/tests/progs/lib.sh"
 
 [ -x "$MMS_LAUNCHER" ] || fail "the launcher is not built: $MMS_LAUNCHER"
@@ -21,7 +22,7 @@ log=$(launched_log two.err)
 expect_eq "deferred's status with --error-exitcode=5 (one real leak)" $status 5
 grep -q '^msmemscope: 1 error: 1 leak ' two.err || fail "not 1 error counted: $(cat two.err)"
 grep -q '^      leaked        1 block, 400 bytes' two.err || fail "the summary's leaked line is not the 400 bytes: $(cat two.err)"
-grep -q '^      fate unknown  2 blocks, 500 bytes   allocated before msmemscope_stop()' two.err ||
+grep -q '^      fate unknown  2 blocks, 500 bytes   allocated before recording stopped' two.err ||
 	fail "the summary does not set apart the 2 blocks live when recording stopped: $(cat two.err)"
 grep -q '^  unrecorded frees  1 of blocks allocated while nothing was recorded: not errors$' two.err ||
 	fail "the summary does not count the free of a block allocated before msmemscope_start(): $(cat two.err)"
@@ -52,3 +53,43 @@ grep -q '^No leaks at exit that the log can tell' stop.err || fail "deferred sto
 cmp -s stop.out two.out && fail "the two runs printed the same"
 grep -q '^deferred stop$' stop.out || fail "deferred stop printed: $(cat stop.out)"
 note "stopped before exit: no leak, exit status 0 under --error-exitcode"
+
+# The same windows as steps 2 and 4 of four, recorded with --steps=2,4:
+# the end of step 2 stops recording (a COLLECT stop the --steps filter
+# wrote), so its two blocks, one freed in step 3, are neither leaks at
+# exit nor per-step leaks; step 4's 400 bytes are the one leak.
+status=0
+"$MMS_LAUNCHER" --output=steps --steps=2,4 --error-exitcode=5 -- "$prog" steps >steps.out 2>steps.err || status=$?
+log=$(launched_log steps.err)
+[ -f "$log" ] || fail "no log of deferred steps: $(cat steps.err)"
+expect_eq "deferred steps' status under --steps=2,4 with --error-exitcode=5 (one real leak)" $status 5
+grep -q '^msmemscope: 1 error: 1 leak ' steps.err || fail "--steps=2,4: not 1 error counted: $(cat steps.err)"
+grep -q '^      leaked        1 block, 400 bytes' steps.err || fail "--steps=2,4: the leaked line: $(cat steps.err)"
+grep -q '^      fate unknown  2 blocks, 500 bytes   allocated before recording stopped' steps.err ||
+	fail "--steps=2,4: the 2 blocks of step 2 are not set apart: $(cat steps.err)"
+grep -q '^No per-step leaks: .* live when recording stopped' steps.err ||
+	fail "--steps=2,4: step 2's blocks, live when step 3 (not recorded) ended, are per-step leaks: $(cat steps.err)"
+grep -q '^Live when recording stopped before the end of the step after their own: 2 allocation(s), 500 bytes' \
+	steps.err || fail "--steps=2,4: the per-step rule does not set step 2's blocks apart: $(cat steps.err)"
+"$MMS_REPLAY" "$log" --from 0 >steps.events 2>&1 || fail "--from 0 failed: $(cat steps.events)"
+expect_eq "COLLECT events the --steps filter wrote" \
+	"$(grep -c 'COLLECT *stop (--steps)$' steps.events) $(grep -c 'COLLECT *start (--steps)$' steps.events)" "1 2"
+"$MMS_REPLAY" "$log" --analysis leaks --json >steps-leaks.json 2>steps-leaks.err ||
+	fail "leaks --json failed: $(cat steps-leaks.err)"
+expect_key steps-leaks.json per_step.leaks 0
+expect_key steps-leaks.json per_step_unrecorded.blocks 2
+expect_key steps-leaks.json per_step_unrecorded.bytes 500
+expect_key steps-leaks.json unrecorded.bytes 500
+expect_key steps-leaks.json at_exit.leaks 1
+expect_key steps-leaks.json unrecorded_frees 1
+expect_key steps-leaks.json invalid_frees 0
+note "--steps=2,4: 1 leak (400 bytes); step 2's 2 blocks set apart at exit and by the per-step rule"
+
+# Step 4 not recorded: nothing the log can call a leak.
+status=0
+"$MMS_LAUNCHER" --output=step2 --steps=2 --error-exitcode=5 -- "$prog" steps >step2.out 2>step2.err || status=$?
+expect_eq "deferred steps' status under --steps=2 with --error-exitcode=5" $status 0
+grep -q '^No leaks at exit that the log can tell' step2.err || fail "--steps=2: $(cat step2.err)"
+! grep -q 'Detected memory leaks' step2.err || fail "--steps=2: per-step leaks found: $(cat step2.err)"
+cmp -s step2.out steps.out || fail "deferred steps printed differently under --steps=2 and --steps=2,4"
+note "--steps=2: no leak, exit status 0 under --error-exitcode"
