@@ -239,7 +239,9 @@ and bytes and the peak so far, and the watches and breaks set."""
                 gdb.write("  at its end: %s; %s\n" % (
                     fmt.plural(steps, "step") if steps else "no step marked",
                     "the program reached its exit" if info.complete else
-                    "the log was cut (%s)" % (replaylib.text(info.cut_what) or "the process was killed")))
+                    "the log was cut (%s)" % (replaylib.text(info.cut_what) or
+                                              "the process " + (self.s.end_words()[0] if self.s.killed()
+                                                                else "was killed"))))
             else:
                 if w.step == 0:
                     step = "no step marked so far"
@@ -461,7 +463,8 @@ to run the program again (not in batch mode, where gdb cannot ask).
             return
         ended = "its last step was %d" % steps if steps else "it marked no steps"
         if self.s.killed():
-            how, where = "was killed and, in its cut log, " + ended, "before the kill"
+            how, until = self.s.end_words()
+            how, where = how + " and, in its cut log, " + ended, "before " + until
         else:
             how, where = "ran to its end and " + ended, "in that run"
         if not self.can_ask():

@@ -85,7 +85,7 @@ memory still live are listed too, each record saying which it is.
                 elif self.s.running():
                     now = "step %d is under way" % w.step
                 else:
-                    now = "step %d ran until the %s" % (w.step, "kill" if self.s.killed() else "exit")
+                    now = "step %d ran until %s" % (w.step, self.s.end_words()[1] if self.s.killed() else "the exit")
                 if ended < 1:
                     gdb.write("memscope: no step has ended yet (%s); `memscope leaks full' lists all live blocks.\n"
                               % now)

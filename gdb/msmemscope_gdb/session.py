@@ -9,6 +9,7 @@ import contextlib
 import os
 import select
 import shlex
+import signal
 import time
 
 import gdb
@@ -56,6 +57,34 @@ def alive(pid):
     except OSError:
         return False
     return stat[stat.rfind(b")") + 2:][:1] not in (b"Z", b"X", b"")
+
+
+def exit_signal():
+    """The signal the last process gdb saw end died from ($_exitsignal),
+    0 when none."""
+    try:
+        v = gdb.convenience_variable("_exitsignal")
+        return int(v) if v is not None else 0
+    except (gdb.error, ValueError, TypeError):
+        return 0
+
+
+def clear_exit_signal():
+    try:
+        gdb.set_convenience_variable("_exitsignal", None)
+    except gdb.error:
+        pass
+
+
+def signal_words(num):
+    """"SIGSEGV (Segmentation fault)" for 11; "signal 77" for a number
+    Python does not name."""
+    try:
+        name = signal.Signals(num).name
+    except ValueError:
+        return "signal %d" % num
+    what = signal.strsignal(num)
+    return "%s (%s)" % (name, what) if what else name
 
 
 def in_hooks(pc):
@@ -271,8 +300,9 @@ class Session:
         self.stop_kind = None     # what the last stop of ours was (for `at step`)
         self.run_log = None       # the log of the program running now, once known
         self.finished_log = None  # the log of the last run, once it exited
-        self.ended = None         # how the last run left gdb: "exited", "killed" or "detached"
+        self.ended = None         # how the last run left gdb: "exited", "killed", "signalled" or "detached"
         self.ended_pid = 0        # its process
+        self.ended_signal = 0     # the signal it died from ("signalled")
         self.pinpoint_target = None  # pinpoint.Target: what the last watch stop found
         self.pinpoint = None      # pinpoint.State: a pinpoint under way
         self.pinpoint_bp = None   # pinpoint.StartBreakpoint
@@ -511,16 +541,25 @@ class Session:
             self.handle()  # says why: not started, or no recorder
             raise Error("memscope: the program is not running and has no finished log.")
         if self.killed():
-            gdb.write("memscope: the program was killed; from its cut log %s, what the recorder wrote until the "
-                      "kill:\n" % path)
+            how, until = self.end_words()
+            gdb.write("memscope: the program %s; from its cut log %s, what the recorder wrote until %s:\n"
+                      % (how, path, until))
         else:
             gdb.write("memscope: the program has exited; from its finished log %s:\n" % path)
         return path
 
     def killed(self):
-        """Whether the last run, over now, was killed (`kill', a signal),
-        not ended by its exit: its log is cut there."""
-        return not self.running() and self.ended == "killed"
+        """Whether the last run, over now, was killed (`kill') or died from
+        a signal, not ended by its exit: its log is cut there."""
+        return not self.running() and self.ended in ("killed", "signalled")
+
+    def end_words(self):
+        """How the last run, killed or dead from a signal, ended, and the
+        noun for that moment: ("was killed", "the kill") after gdb's
+        `kill', ("died from SIGSEGV (Segmentation fault)", "the signal")."""
+        if self.ended != "signalled":
+            return "was killed", "the kill"
+        return "died from %s" % signal_words(self.ended_signal), "the signal"
 
     @contextlib.contextmanager
     def now(self, forward_only=True):
@@ -575,6 +614,9 @@ class Session:
             self.bp = StopBreakpoint(self)
         # The default log name until the recorder names it (log_path).
         pid = gdb.selected_inferior().pid
+        # A new process: $_exitsignal, if set, is an earlier one's (gdb
+        # leaves it as it was when it kills a process).
+        clear_exit_signal()
         self.run_log = os.path.join(self.log_dir, "memscope_%d.mms" % pid) if pid else None
         self.finished_log = None
         # A new image (a new run, or an exec): its descriptor is fresh.
@@ -606,12 +648,17 @@ class Session:
         # detached process still runs (gdb reaped a killed one).
         inferior = getattr(ev, "inferior", None)
         self.ended_pid = inferior.pid if inferior is not None else 0
+        self.ended_signal = 0
         if hasattr(ev, "exit_code"):
             self.ended = "exited"
         elif self.ended_pid and alive(self.ended_pid):
             self.ended = "detached"
         else:
-            self.ended = "killed"
+            # gdb sets $_exitsignal when the process died from a signal,
+            # and leaves it as it was at a `kill' (cleared as each
+            # process started: _hooks_loaded).
+            self.ended_signal = exit_signal()
+            self.ended = "signalled" if self.ended_signal else "killed"
         if self.ended == "detached":
             gdb.write("memscope: the program was detached: process %d goes on running, and its recorder goes on "
                       "writing its log%s%s.\n"
@@ -620,7 +667,7 @@ class Session:
                          "; the %d watches gdb set are gone" % len(self.watches) if self.watches else ""))
         elif self.watches:
             gdb.write("memscope: the program %s; its %s gone.\n"
-                      % ("exited" if self.ended == "exited" else "was killed",
+                      % ("exited" if self.ended == "exited" else self.end_words()[0],
                          "watch is" if len(self.watches) == 1 else "%d watches are" % len(self.watches)))
         self.watches.clear()
         # The run's last values, and its leaks: from the finished log

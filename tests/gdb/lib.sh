@@ -77,7 +77,7 @@ mask() {
 		-e 's|0x[0-9a-f]\{4,\}|0xADDR|g' \
 		-e 's@\(stomp\|leaky\)+0xADDR@\1+OFF@g' \
 		-e 's|LWP [0-9]*|LWP N|g' \
-		-e 's|process [0-9]*|process N|g' \
+		-e 's|process [0-9][0-9]*|process N|g' \
 		-e 's|^#[0-9]* *\(0xADDR in \)\{0,1\}\([A-Za-z_][A-Za-z_0-9]*\) (.*) at |#N  \2 (...) at |' \
 		-e 's@^\(\(Temporary b\|B\)reakpoint [0-9]*, [A-Za-z_][A-Za-z_0-9]*\) (.*) at @\1 (...) at @' \
 		-e 's@^\(\(Temporary b\|B\)reakpoint [0-9]*.*SRC/[a-z]*\.c\)\(:\|, line \)[0-9]*@\1\3LINE@' \
