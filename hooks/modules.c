@@ -192,10 +192,16 @@ void mms__modules_snapshot(void)
 	mms__tls_busy = 2;
 	pthread_mutex_lock(&scan_lock);
 	tls_snap_locked = 1;
-	mms__loader_counts(v);
-	snap_len = 0;
-	mms__phdr_iterate(snap_one, NULL);
-	snap_adds = v[0];
+	/* A fork child that has not been through the loader since (it may
+	 * not ask it) has its parent's modules, the snapshot it inherited:
+	 * its own child's log gets them too (before, a grandchild's log
+	 * listed none, and none of its stacks was symbolized). */
+	if (!mms__phdr_unsafe()) {
+		mms__loader_counts(v);
+		snap_len = 0;
+		mms__phdr_iterate(snap_one, NULL);
+		snap_adds = v[0];
+	}
 	mms__tls_busy = busy;
 }
 

@@ -88,6 +88,21 @@ grep -q '^====== Still reachable at exit: 37 allocation(s), 24.6 KiB (not leaks:
 		leaks.txt || fail "leaks of the grandchild: $(cat leaks.txt)"
 cd ..
 
+# 3b. With stacks, a grandchild's log lists its modules (its parent, a
+# fork child, passes on the modules it inherited): its stacks are
+# symbolized, its own blocks' and those its parent allocated. Before, the
+# grandchild's log listed no module and every frame was an address.
+mkdir slogs
+env LD_PRELOAD="$MMS_HOOKS" MSMEMSCOPE_LOG_DIR="$work/slogs" MSMEMSCOPE_CONFIG="call_stack=8" "$prog" >srec.out ||
+	fail "forkheap with stacks exited $?"
+pids srec.out
+"$MMS_REPLAY" slogs/memscope_$grand.mms --analysis leaks --show-reachable >sleaks.txt 2>&1 ||
+	fail "leaks of the grandchild with stacks exited $?: $(cat sleaks.txt)"
+grep -q '^      #0  grandchild (.*forkheap.c:[0-9]*)$' sleaks.txt &&
+	grep -q '^      #0  child (.*forkheap.c:[0-9]*)$' sleaks.txt ||
+	fail "the grandchild's stacks are not symbolized: $(cat sleaks.txt)"
+note "grandchild with stacks: its blocks' and its parent's allocation stacks symbolized"
+
 # 4. valgrind's per-process heap summaries, with its default freeres at
 # exit and without.
 VALGRIND=${VALGRIND:-$(command -v valgrind || true)}
