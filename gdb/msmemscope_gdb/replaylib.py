@@ -49,6 +49,11 @@ class LogInfo(ctypes.Structure):
                 ("steps_inferred", c_int)]
 
 
+class LogFork(ctypes.Structure):
+    _fields_ = [("state", c_int), ("parent_pid", u64), ("parent_log", c_char_p), ("fork_event", u64),
+                ("blocks", u64 * 4), ("bytes", u64 * 4), ("why", c_char_p)]
+
+
 class OpenError(ctypes.Structure):
     _fields_ = [("offset", u64), ("what", ctypes.c_char * 160)]
 
@@ -196,6 +201,7 @@ def load(path):
         "mms_log_close": (None, [c_void_p]),
         "mms_log_get_info": (None, [c_void_p, P(LogInfo)]),
         "mms_log_own_operators": (c_int, [c_void_p, P(c_char_p), P(c_char_p)]),
+        "mms_log_fork": (c_int, [c_void_p, P(LogFork)]),
         "mms_log_stack": (c_int, [c_void_p, u32, P(u64), c_size_t]),
         "mms_log_thread": (c_int, [c_void_p, u32, P(u64), P(c_char_p)]),
         "mms_log_config": (c_int, [c_void_p, P(Config)]),
@@ -299,6 +305,15 @@ class Log:
         info = LogInfo()
         _lib.mms_log_get_info(self.h, ctypes.byref(info))
         return info
+
+    def fork_parent(self):
+        """The pid of the process this log's process is a fork child of
+        (its log says so whether or not its parent's log was found), or 0
+        when it is no fork child."""
+        fork = LogFork()
+        if _lib.mms_log_fork(self.h, ctypes.byref(fork)) or not fork.state:
+            return 0
+        return fork.parent_pid
 
     def own_operators(self):
         """(module, operator) of the module that calls its own copy of a

@@ -87,6 +87,28 @@ def signal_words(num):
     return "%s (%s)" % (name, what) if what else name
 
 
+def env_value(pid, name):
+    """The value of variable name (bytes) in process pid's environment as
+    it started, as a str; None when it is not there or cannot be read."""
+    try:
+        with open("/proc/%d/environ" % pid, "rb") as f:
+            for kv in f.read().split(b"\0"):
+                if kv.startswith(name + b"="):
+                    return os.fsdecode(kv[len(name) + 1:]) or None
+    except OSError:
+        pass
+    return None
+
+
+def recorded(pid):
+    """Whether process pid runs with the recorder in its memory."""
+    try:
+        with open("/proc/%d/maps" % pid, "rb") as f:
+            return any(line.rstrip().endswith(b"/" + HOOKS_NAME.encode()) for line in f)
+    except OSError:
+        return False
+
+
 def in_hooks(pc):
     name = gdb.solib_name(pc)
     return bool(name) and os.path.basename(name) == HOOKS_NAME
@@ -299,10 +321,14 @@ class Session:
         self.leaks_prev = {}      # (log path, mode) -> {stack: (blocks, bytes)}
         self.stop_kind = None     # what the last stop of ours was (for `at step`)
         self.run_log = None       # the log of the program running now, once known
+        self.run_log_pid = 0      # its process
+        self.run_dir = None       # the folder the running program's recorder names its logs in
         self.finished_log = None  # the log of the last run, once it exited
         self.ended = None         # how the last run left gdb: "exited", "killed", "signalled" or "detached"
         self.ended_pid = 0        # its process
         self.ended_signal = 0     # the signal it died from ("signalled")
+        self.ended_fork_parent = 0  # the process it was a fork child of (0: none)
+        self.fork_parents = {}    # pid -> the process it is a fork child of, as its log says
         self.pinpoint_target = None  # pinpoint.Target: what the last watch stop found
         self.pinpoint = None      # pinpoint.State: a pinpoint under way
         self.pinpoint_bp = None   # pinpoint.StartBreakpoint
@@ -482,7 +508,7 @@ class Session:
         h = handle or self.handle()
         path = h.read().log_path.decode("utf-8", "surrogateescape")
         if not path:
-            path = os.path.join(self.log_dir, "memscope_%d.mms" % h.inferior.pid)
+            path = os.path.join(self.run_dir or self.log_dir, "memscope_%d.mms" % h.inferior.pid)
         if not os.path.exists(path):
             ppid = self.fork_parent(h.inferior.pid)
             if ppid:
@@ -490,21 +516,46 @@ class Session:
                             "own, %s, from its first event, and has recorded none so far."
                             % (h.inferior.pid, ppid, path))
             raise Error("memscope: the program's log %s does not exist (the recorder could not write it?)." % path)
-        self.run_log = path
+        self.run_log, self.run_log_pid = path, h.inferior.pid
         return path
 
-    def fork_parent(self, pid):
-        """The recorded process that process pid is a fork child of (its
-        parent, whose log is in the logs' folder), or 0: a fork child's
-        recorder writes a log of its own, which begins at the fork."""
+    def fork_parent(self, pid, log=None):
+        """The recorded process that process pid is a fork child of, or 0:
+        a fork child's recorder writes a log of its own, which begins at
+        the fork. Its log (log, once there) says so, wherever the
+        parent's log is and whether the parent still runs; before its
+        first event, its parent is a recorded process that still runs
+        (the recorder in its memory) or whose log is in the logs'
+        folder."""
+        if pid in self.fork_parents:
+            return self.fork_parents[pid]
+        if log and os.path.exists(log):
+            try:
+                with replaylib.Log(log) as lg:
+                    ppid = lg.fork_parent()
+            except replaylib.ReplayError:
+                return 0
+            self.fork_parents[pid] = ppid
+            return ppid
         try:
             with open("/proc/%d/status" % pid) as f:
                 ppid = next((int(line.split()[1]) for line in f if line.startswith("PPid:")), 0)
         except (OSError, ValueError, IndexError):
             return 0
-        if ppid and self.log_dir and os.path.exists(os.path.join(self.log_dir, "memscope_%d.mms" % ppid)):
+        folder = self.run_dir or self.log_dir
+        if ppid > 1 and (recorded(ppid) or folder and
+                         os.path.exists(os.path.join(folder, "memscope_%d.mms" % ppid))):
+            self.fork_parents[pid] = ppid
             return ppid
         return 0
+
+    def default_log(self, pid):
+        """The log process pid writes by default in the logs' folder, when
+        it is there (a process that exited before a stop of gdb's in it),
+        or None."""
+        folder = self.run_dir or self.log_dir
+        path = os.path.join(folder, "memscope_%d.mms" % pid) if folder and pid else None
+        return path if path and os.path.exists(path) else None
 
     def finished(self):
         """The finished log of the program's last run, when the program
@@ -520,7 +571,7 @@ class Session:
         if self.running():
             path = self.log_path()
             pid = gdb.selected_inferior().pid
-            ppid = self.fork_parent(pid)
+            ppid = self.fork_parent(pid, path)
             if ppid:
                 gdb.write("memscope: process %d is a fork child of process %d; from its own log %s, which begins "
                           "at the fork:\n" % (pid, ppid, path))
@@ -537,15 +588,21 @@ class Session:
             gdb.write("memscope: the program was detached and has since ended; from its log %s, written by the "
                       "program itself:\n" % path)
             return path
+        if path is None and self.ended_fork_parent and self.ended != "detached":
+            raise Error("memscope: process %d, a fork child of process %d, %s before its first event: its recorder "
+                        "wrote no log." % (self.ended_pid, self.ended_fork_parent,
+                                           "exited" if self.ended == "exited" else self.end_words()[0]))
         if path is None:
             self.handle()  # says why: not started, or no recorder
             raise Error("memscope: the program is not running and has no finished log.")
+        child = (" (process %d, a fork child of process %d, its log beginning at the fork)"
+                 % (self.ended_pid, self.ended_fork_parent) if self.ended_fork_parent else "")
         if self.killed():
             how, until = self.end_words()
-            gdb.write("memscope: the program %s; from its cut log %s, what the recorder wrote until %s:\n"
-                      % (how, path, until))
+            gdb.write("memscope: the program%s %s; from its cut log %s, what the recorder wrote until %s:\n"
+                      % (child, how, path, until))
         else:
-            gdb.write("memscope: the program has exited; from its finished log %s:\n" % path)
+            gdb.write("memscope: the program%s has exited; from its finished log %s:\n" % (child, path))
         return path
 
     def killed(self):
@@ -615,9 +672,15 @@ class Session:
         # The default log name until the recorder names it (log_path).
         pid = gdb.selected_inferior().pid
         # A new process: $_exitsignal, if set, is an earlier one's (gdb
-        # leaves it as it was when it kills a process).
+        # leaves it as it was when it kills a process); its pid may be an
+        # earlier process's.
         clear_exit_signal()
-        self.run_log = os.path.join(self.log_dir, "memscope_%d.mms" % pid) if pid else None
+        self.fork_parents.clear()
+        # The folder its recorder (and its fork children's) names logs
+        # in: a `set memscope output' since changes the next runs only.
+        self.run_dir = env_value(pid, b"MSMEMSCOPE_LOG_DIR") or self.log_dir
+        self.run_log = os.path.join(self.run_dir, "memscope_%d.mms" % pid) if pid else None
+        self.run_log_pid = pid
         self.finished_log = None
         # A new image (a new run, or an exec): its descriptor is fresh.
         self.watches.clear()
@@ -641,13 +704,19 @@ class Session:
 
     def _on_exited(self, ev):
         from . import variables
-        self.finished_log, self.run_log = self.run_log, None
+        inferior = getattr(ev, "inferior", None)
+        self.ended_pid = inferior.pid if inferior is not None else 0
+        # A process gdb never stopped in since its log began (a fork child
+        # followed past its first event) has its log by default name.
+        # The log gdb last read is another process's where gdb debugs
+        # several (detach-on-fork off).
+        mine = self.run_log if self.run_log_pid == self.ended_pid else None
+        self.finished_log, self.run_log = mine or self.default_log(self.ended_pid), None
+        self.ended_fork_parent = self.fork_parent(self.ended_pid, self.finished_log)
         self.at_target = 0
         self.merged.clear()
         # gdb reports a detach as an exit without a code, like a kill: a
         # detached process still runs (gdb reaped a killed one).
-        inferior = getattr(ev, "inferior", None)
-        self.ended_pid = inferior.pid if inferior is not None else 0
         self.ended_signal = 0
         if hasattr(ev, "exit_code"):
             self.ended = "exited"

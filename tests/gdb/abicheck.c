@@ -36,6 +36,10 @@ int main(void)
 	F(mms_log_info_t, reach_scan), F(mms_log_info_t, reach_pointers), F(mms_log_info_t, reach_bytes);
 	F(mms_log_info_t, reach_ns), F(mms_log_info_t, reach_threads), F(mms_log_info_t, steps_inferred);
 	END();
+	BEGIN("LogFork", mms_log_fork_t);
+	F(mms_log_fork_t, state), F(mms_log_fork_t, parent_pid), F(mms_log_fork_t, parent_log);
+	F(mms_log_fork_t, fork_event), F(mms_log_fork_t, blocks), F(mms_log_fork_t, bytes), F(mms_log_fork_t, why);
+	END();
 	BEGIN("OpenError", mms_open_error_t);
 	F(mms_open_error_t, offset), F(mms_open_error_t, what);
 	END();

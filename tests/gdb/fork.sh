@@ -4,7 +4,9 @@
 # commands answer from the child's own log, which its recorder writes from
 # its first event, and say so; before that event they say the child has
 # recorded nothing yet (not that the recorder could not write its log).
-# The parent, detached at the fork, runs on and records.
+# The parent, detached at the fork, runs on and records. A followed
+# grandchild that exits, and a child kept with detach-on-fork off, answer
+# from their own logs too.
 . "${top_srcdir:?run this test through make check}/tests/gdb/lib.sh"
 
 prog=$top_builddir/tests/progs/forkheap
@@ -28,3 +30,39 @@ expect fork '  now: step 2, no operator running' "info: the child's step, from i
 expect fork 'memscope_PID.mms: step 1 of 2 (events #0..#30)' "at step 1: the child's step 1 (30 frees)"
 expect fork '  allocated 0 blocks, 0 bytes; freed 30 blocks, 30.9 KiB; live bytes -30.9 KiB' "the child's step 1"
 expect_rc "gdb's exit status"
+
+# A followed grandchild that exits: the queries answer from its finished
+# log (gdb never stopped in it past its first event) and say whose child
+# it was; before, "the program is not running".
+session grand "$prog" -ex 'set follow-fork-mode child' -ex 'break grandchild' -ex run -ex continue \
+	-ex 'memscope info'
+expect grand "memscope: the program (process N, a fork child of process N, its log beginning at the fork) has exited; from its finished log $log:" \
+	"the grandchild's finished log"
+expect grand '  at its end: no step marked; the program reached its exit' "info: the grandchild's end"
+expect grand '  live at the end: 37 blocks, 24.6 KiB (HOST 37 blocks 24.6 KiB)' "info: the grandchild's blocks"
+expect_not grand 'is not running' "not: not running"
+expect_rc "gdb's exit status (grandchild)"
+
+# detach-on-fork off: gdb keeps parent and child; each inferior's queries
+# answer from its own process's log, and the child killed in step 2
+# answers from its cut log, not from the parent's, which gdb read last.
+session forkoff "$prog" -ex 'set detach-on-fork off' -ex 'set schedule-multiple on' -ex "break forkheap.c:$line" \
+	-ex run -ex 'inferior 2' -ex 'memscope info' -ex 'inferior 1' -ex 'memscope info' -ex 'kill inferiors 2' \
+	-ex 'inferior 2' -ex 'memscope info' -ex 'kill inferiors 1'
+expect forkoff "is a fork child of process N; from its own log $log, which begins at the fork:" "inferior 2: the child"
+expect_count forkoff '  events so far: 51; operator launches: 0' 1 "inferior 2: the child's events so far"
+expect_count forkoff '  events so far: 144; operator launches: 0' 1 "inferior 1: the parent's events so far"
+expect forkoff "memscope: the program (process N, a fork child of process N, its log beginning at the fork) was killed; from its cut log $log, what the recorder wrote until the kill:" \
+	"the killed child: its cut log"
+expect forkoff '  events: 51; operator launches: 0' "the killed child's log, not its parent's (144 events)"
+expect_rc "gdb's exit status (detach-on-fork off)"
+
+# The logs' folder changed while the program runs (`set memscope output'
+# applies to the next runs): its fork child is still known as such, and
+# its log named in the folder its recorder writes to.
+session output "$prog" -ex 'break main' -ex run -ex 'set memscope output other' -ex 'set follow-fork-mode child' \
+	-ex 'break child' -ex continue -ex 'memscope info' -ex 'info inferiors'
+expect output "is a fork child of process N: its recorder writes a log of its own, $log, from its first event, and has recorded none so far." \
+	"a fork child after set memscope output"
+expect_not output 'does not exist' "not: the recorder could not write the log"
+expect_rc "gdb's exit status (output)"
