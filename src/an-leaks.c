@@ -28,6 +28,8 @@ struct leaks_out {
 	mms_suppressions_t *supp;
 	size_t nsupp;
 	mms_log_info_t info; /* how the log ends: exit, exec, a cut, damage */
+	mms_config_t cfg;    /* how it was recorded */
+	int parts;           /* recorded in parts: --steps, collect=deferred */
 };
 
 /* The memory a block came from, as msMemScope names it in a leak line:
@@ -301,7 +303,7 @@ static void print_groups(struct leaks_out *o, const mms_leak_t *l, size_t n, con
  * recording last stopped. */
 #define UNRECORDED_ONLY                                                                                          \
 	"No leaks at exit that the log can tell: every block it followed to the end was freed; those allocated " \
-	"before msmemscope_stop() follow.\n"
+	"before recording stopped follow.\n"
 
 /* The blocks live at exit when the scan at exit told the heap's leaked
  * blocks from those still reachable (which follow, apart): the leaked
@@ -361,6 +363,12 @@ static void print_leaked_at_exit(struct leaks_out *o, const mms_leak_t *l, size_
 	} else if (o->l->nruntime_kept) {
 		fputs("No leaks at exit: every block of the program's was freed (what the runtimes keep follows).\n",
 		      f);
+	} else if (o->parts) {
+		/* Nothing to say of what was not recorded. */
+		fprintf(f, "No leaks at exit that the log can tell: every block it recorded was freed (recorded %s).\n",
+			o->cfg.nsteps ? "with --steps: the memory events of those steps only"
+				      : "with --collect-mode=deferred: only between msmemscope_start() and "
+					"msmemscope_stop()");
 	} else {
 		fputs("No leaks at exit: every block was freed.\n", f);
 	}
@@ -819,11 +827,38 @@ int an_leaks_add(struct an_ctx *c)
 	return 0;
 }
 
+/* The steps --steps asked for that the program, which reached its exit,
+ * never began: nothing of them is in the log, which a report of no
+ * leaks would otherwise pass over. The log's steps leave out a last one
+ * with no event after its mark: the step after them may have begun. */
+static void print_steps_missing(struct leaks_out *o)
+{
+	char list[MMS_CONFIG_STEPS_MAX * 12] = "";
+	size_t n = 0, k = 0;
+
+	if (!o->info.complete)
+		return;
+	for (uint32_t i = 0; i < o->cfg.nsteps; i++)
+		if (o->cfg.steps[i] > (o->l->nsteps ? o->l->nsteps + 1 : 1) && n < sizeof(list))
+			n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%u", k++ ? "," : "", o->cfg.steps[i]);
+	if (!k)
+		return;
+	if (o->l->nsteps)
+		fprintf(o->c->out,
+			"--steps asked for step%s %s, which the program never began (the log has %zu step%s): no "
+			"memory event of %s is in the log.\n",
+			k == 1 ? "" : "s", list, o->l->nsteps, o->l->nsteps == 1 ? "" : "s", k == 1 ? "it" : "them");
+	else
+		fprintf(o->c->out,
+			"--steps asked for step%s %s, which the program never began (it marked no steps: all of it "
+			"ran as step 1): no memory event of %s is in the log.\n",
+			k == 1 ? "" : "s", list, k == 1 ? "it" : "them");
+}
+
 int an_leaks_print(struct an_ctx *c)
 {
 	struct leaks_out o = { .c = c, .l = c->leaks, .supp = c->leaks_supp };
 	const char *own[2];
-	mms_config_t cfg;
 	int stacks;
 
 	if (o.l->status) {
@@ -837,7 +872,11 @@ int an_leaks_print(struct an_ctx *c)
 	mms_log_get_info(c->log, &o.info);
 
 	an_show_init(c, &o.s);
-	stacks = o.info.call_stack_depth || (!mms_log_config(c->log, &cfg) && cfg.python_stack);
+	if (mms_log_config(c->log, &o.cfg))
+		memset(&o.cfg, 0, sizeof(o.cfg));
+	else
+		o.parts = o.cfg.deferred || o.cfg.nsteps;
+	stacks = o.info.call_stack_depth || o.cfg.python_stack;
 
 	if (o.s.json) {
 		fprintf(c->out, "{\"analysis\":\"leaks\",\"log\":");
@@ -868,6 +907,7 @@ int an_leaks_print(struct an_ctx *c)
 		an_leaks_print_steps(c->out, o.l, o.s.json, o.s.top);
 		fputs("}\n", c->out);
 	} else {
+		print_steps_missing(&o);
 		if (o.l->nsteps) {
 			print_section(&o, SEC_STEP, o.l->step_leaks, o.l->nstep_leaks);
 			print_step_apart(&o, stacks);

@@ -93,3 +93,17 @@ grep -q '^No leaks at exit that the log can tell' step2.err || fail "--steps=2: 
 ! grep -q 'Detected memory leaks' step2.err || fail "--steps=2: per-step leaks found: $(cat step2.err)"
 cmp -s step2.out steps.out || fail "deferred steps printed differently under --steps=2 and --steps=2,4"
 note "--steps=2: no leak, exit status 0 under --error-exitcode"
+
+# A step the program never began (it runs 4): nothing is recorded, and the
+# report says so rather than "every block was freed".
+status=0
+"$MMS_LAUNCHER" --output=step9 --steps=2,9 --error-exitcode=5 -- "$prog" steps >step9.out 2>step9.err || status=$?
+expect_eq "deferred steps' status under --steps=2,9" $status 0
+grep -q '^--steps asked for step 9, which the program never began (the log has 3 steps): no memory event of it is in the log\.$' \
+	step9.err || fail "--steps=2,9: the report does not say step 9 never began: $(cat step9.err)"
+grep -q '^No leaks at exit that the log can tell' step9.err || fail "--steps=2,9: $(cat step9.err)"
+"$MMS_LAUNCHER" --output=step7 --steps=7 -- "$prog" steps >step7.out 2>step7.err || fail "--steps=7 failed: $(cat step7.err)"
+grep -q '^No leaks at exit that the log can tell: every block it recorded was freed (recorded with --steps' step7.err ||
+	fail "--steps=7 (nothing recorded): $(cat step7.err)"
+! grep -q '^No leaks at exit: every block was freed' step7.err || fail "--steps=7: a claim of what was not recorded"
+note "--steps=2,9 and --steps=7: the steps never begun are named, no claim of what was not recorded"
