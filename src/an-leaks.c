@@ -30,6 +30,7 @@ struct leaks_out {
 	mms_log_info_t info; /* how the log ends: exit, exec, a cut, damage */
 	mms_config_t cfg;    /* how it was recorded */
 	int parts;           /* recorded in parts: --steps, collect=deferred */
+	uint64_t collects;   /* its COLLECT events */
 };
 
 /* The memory a block came from, as msMemScope names it in a leak line:
@@ -305,6 +306,31 @@ static void print_groups(struct leaks_out *o, const mms_leak_t *l, size_t n, con
 	"No leaks at exit that the log can tell: every block it followed to the end was freed; those allocated " \
 	"before recording stopped follow.\n"
 
+/* No block live at the end (when: "at exit", "at log end"...): of a log
+ * recorded in parts, nothing is said of what it did not see. */
+static void print_all_freed(const struct leaks_out *o, const char *when)
+{
+	FILE *f = o->c->out;
+
+	if (!o->parts)
+		fprintf(f, "No leaks %s: every block was freed.\n", when);
+	else if (o->cfg.nsteps)
+		fprintf(f,
+			"No leaks %s that the log can tell: every block it recorded was freed (recorded with "
+			"--steps: the memory events of those steps only).\n",
+			when);
+	else if (o->cfg.deferred && !o->collects)
+		fprintf(f,
+			"No leaks %s that the log can tell: it recorded no block (recorded with "
+			"--collect-mode=deferred, and the program never called msmemscope_start()).\n",
+			when);
+	else
+		fprintf(f,
+			"No leaks %s that the log can tell: every block it recorded was freed (recorded with "
+			"--collect-mode=deferred: only between msmemscope_start() and msmemscope_stop()).\n",
+			when);
+}
+
 /* The blocks live at exit when the scan at exit told the heap's leaked
  * blocks from those still reachable (which follow, apart): the leaked
  * ones, then the heap's blocks made as the scan ran that it found no
@@ -363,14 +389,8 @@ static void print_leaked_at_exit(struct leaks_out *o, const mms_leak_t *l, size_
 	} else if (o->l->nruntime_kept) {
 		fputs("No leaks at exit: every block of the program's was freed (what the runtimes keep follows).\n",
 		      f);
-	} else if (o->parts) {
-		/* Nothing to say of what was not recorded. */
-		fprintf(f, "No leaks at exit that the log can tell: every block it recorded was freed (recorded %s).\n",
-			o->cfg.nsteps ? "with --steps: the memory events of those steps only"
-				      : "with --collect-mode=deferred: only between msmemscope_start() and "
-					"msmemscope_stop()");
 	} else {
-		fputs("No leaks at exit: every block was freed.\n", f);
+		print_all_freed(o, "at exit");
 	}
 	if (nlate) {
 		fputs("====== Heap blocks not judged (" LOG_UNJUDGED_WHY ") ======\n", f);
@@ -520,7 +540,7 @@ static void print_section(struct leaks_out *o, enum section sec, const mms_leak_
 				"follows).\n",
 				when);
 		} else {
-			fprintf(f, "No leaks %s: every block was freed.\n", when);
+			print_all_freed(o, when);
 		}
 		free(title);
 	}
@@ -859,6 +879,7 @@ int an_leaks_print(struct an_ctx *c)
 {
 	struct leaks_out o = { .c = c, .l = c->leaks, .supp = c->leaks_supp };
 	const char *own[2];
+	mms_summary_t sum;
 	int stacks;
 
 	if (o.l->status) {
@@ -874,8 +895,9 @@ int an_leaks_print(struct an_ctx *c)
 	an_show_init(c, &o.s);
 	if (mms_log_config(c->log, &o.cfg))
 		memset(&o.cfg, 0, sizeof(o.cfg));
-	else
-		o.parts = o.cfg.deferred || o.cfg.nsteps;
+	if (!mms_pass_summary(c->pass, &sum))
+		o.collects = sum.by_kind[MMS_EV_COLLECT];
+	o.parts = o.cfg.deferred || o.cfg.nsteps;
 	stacks = o.info.call_stack_depth || o.cfg.python_stack;
 
 	if (o.s.json) {

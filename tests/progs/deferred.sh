@@ -107,3 +107,11 @@ grep -q '^No leaks at exit that the log can tell: every block it recorded was fr
 	fail "--steps=7 (nothing recorded): $(cat step7.err)"
 ! grep -q '^No leaks at exit: every block was freed' step7.err || fail "--steps=7: a claim of what was not recorded"
 note "--steps=2,9 and --steps=7: the steps never begun are named, no claim of what was not recorded"
+
+# Deferred, and the program never calls msmemscope_start(): nothing was
+# collected, which the report says rather than "every block was freed".
+"$MMS_LAUNCHER" --output=nostart --collect-mode=deferred -- /bin/sh -c true >nostart.out 2>nostart.err ||
+	fail "sh under --collect-mode=deferred failed: $(cat nostart.err)"
+grep -q '^No leaks at exit that the log can tell: it recorded no block (recorded with --collect-mode=deferred, and the program never called msmemscope_start())\.$' \
+	nostart.err || fail "deferred, never started: $(cat nostart.err)"
+note "deferred, never started: the report says it recorded no block"
