@@ -53,7 +53,8 @@ def _replay_end(path, live=False):
     program is stopped, or has exited: the log holds all it did); the
     groups of the blocks live there, fmt.log_warnings() of the log, whether
     the scan judged them, the bad frees' counts (double, invalid,
-    mismatched) and fmt.unchecked_warnings(), only when live is true. (ZERO, None) when there is no log or it cannot
+    mismatched), fmt.unchecked_warnings() and _parts(), only when live is
+    true. (ZERO, None) when there is no log or it cannot
     be read; raises only for the groups (exit_report says so)."""
     if not path or not os.path.exists(path):
         return dict(ZERO), None
@@ -67,7 +68,21 @@ def _replay_end(path, live=False):
         w = r.where()
         return values, (r.group_live(), fmt.log_warnings(info), replaylib.reach_judged(info),
                         (w.double_frees, w.invalid_frees, w.mismatched_frees),
-                        fmt.unchecked_warnings(info, log, w.unchecked_frees))
+                        fmt.unchecked_warnings(info, log, w.unchecked_frees), _parts(log, w))
+
+
+def _parts(log, w):
+    """None for a log of the whole run; for one recorded in parts, what
+    the line at exit says of it instead of "the program freed every
+    block" (which would speak of memory the log did not see)."""
+    config = log.config()
+    if not config or not (config[0].deferred or config[0].nsteps):
+        return None
+    how = "with --steps: the memory events of those steps only" if config[0].nsteps else \
+        "with collect=deferred: only between msmemscope_start() and msmemscope_stop()"
+    if not sum(w.mem[k].allocs for k in range(replaylib.MEM_KIND_COUNT)):
+        return "it recorded no block (recorded %s)" % how
+    return "every block it recorded was freed (recorded %s)" % how
 
 
 def from_log(path):
@@ -301,7 +316,7 @@ def at_exit(path, report):
         return
     try:
         events = values["events"]
-        groups, warnings, judged, bad, unchecked = groups
+        groups, warnings, judged, bad, unchecked, parts = groups
         groups, kept = replaylib.split_runtime(groups)
         # What the program still pointed to at exit (the recorder's scan
         # then) is not a leak either; nor what a thread still running made
@@ -341,6 +356,9 @@ def at_exit(path, report):
                              fmt.exact_bytes(sum(g["bytes"] for g in other))))
         if not blocks and (reach_blocks or late or other or unrecorded):
             gdb.write("memscope: at exit: no leak%s; `memscope leaks full' for the detail.\n" % kept_note)
+        elif not blocks and parts:
+            gdb.write("memscope: at exit: no leak the log can tell: %s%s; %s recorded.\n"
+                      % (parts, kept_note, fmt.plural(events, "event")))
         elif not blocks:
             gdb.write("memscope: at exit: no leak, the program freed every %sblock%s; %s recorded.\n"
                       % ("recorded " if warnings else "", kept_note, fmt.plural(events, "event")))

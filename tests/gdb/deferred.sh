@@ -16,3 +16,10 @@ session two "$prog" -ex 'set environment MSMEMSCOPE_CONFIG=collect=deferred' -ex
 expect two 'memscope: at exit: 1 block leaked, 400 bytes, in 1 loss record; 2 blocks, 500 bytes, allocated before recording stopped' \
 	"two windows: the second window's leak, the first's blocks set apart"
 expect_rc "gdb's exit status"
+# A program that never calls msmemscope_start() recorded no block: the
+# line says so, not that "the program freed every block".
+session nostart /bin/sh -ex 'set environment MSMEMSCOPE_CONFIG=collect=deferred' -ex 'run -c true'
+expect nostart 'memscope: at exit: no leak the log can tell: it recorded no block (recorded with collect=deferred: only between msmemscope_start() and msmemscope_stop())' \
+	"never started: no block recorded"
+expect_not nostart 'freed every block' "no claim of what was not recorded"
+expect_rc "gdb's exit status (never started)"
