@@ -74,6 +74,12 @@ grep -q '^Live when recording stopped before the end of the step after their own
 "$MMS_REPLAY" "$log" --from 0 >steps.events 2>&1 || fail "--from 0 failed: $(cat steps.events)"
 expect_eq "COLLECT events the --steps filter wrote" \
 	"$(grep -c 'COLLECT *stop (--steps)$' steps.events) $(grep -c 'COLLECT *start (--steps)$' steps.events)" "1 2"
+# --step of a step the filter left out says so; of one it kept, nothing.
+"$MMS_REPLAY" "$log" --step 3 >step3.txt 2>&1 || fail "--step 3 failed: $(cat step3.txt)"
+grep -q '^  not recorded (--steps=2,4): its memory events are not in the log' step3.txt ||
+	fail "--step 3 (not recorded) does not say so: $(cat step3.txt)"
+"$MMS_REPLAY" "$log" --step 2 >step2.txt 2>&1 || fail "--step 2 failed: $(cat step2.txt)"
+! grep -q 'not recorded' step2.txt || fail "--step 2 (recorded) says it was not: $(cat step2.txt)"
 "$MMS_REPLAY" "$log" --analysis leaks --json >steps-leaks.json 2>steps-leaks.err ||
 	fail "leaks --json failed: $(cat steps-leaks.err)"
 expect_key steps-leaks.json per_step.leaks 0
