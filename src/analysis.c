@@ -12,6 +12,7 @@
 
 #include "analysis.h"
 #include "cli.h"
+#include "logwords.h"
 #include "replay-show.h"
 
 /* Each analysis's entry point lives in its own src/an-<name>.c. */
@@ -198,13 +199,11 @@ const char *an_parse_leak_kinds(const char *list, unsigned *mask)
 static void warn_partial(const char *path, mms_log_t *log)
 {
 	mms_config_t cfg;
-	char steps[MMS_CONFIG_STEPS_MAX * 12] = "";
-	size_t n = 0;
+	char steps[MMS_CONFIG_STEPS_MAX * 12];
 
 	if (mms_log_config(log, &cfg))
 		return;
-	for (uint32_t i = 0; i < cfg.nsteps; i++)
-		n += (size_t)snprintf(steps + n, sizeof(steps) - n, "%s%u", i ? "," : "", cfg.steps[i]);
+	log_steps_list(&cfg, steps, sizeof(steps));
 	if (cfg.nsteps)
 		warn("%s was recorded with --steps=%s: memory events of the other steps are not in the log: a block "
 		     "allocated before one of them and live in the log may have been freed in it (not counted as a "

@@ -218,6 +218,16 @@ const char *log_bad_frees_count(const struct log_bad_frees *b, char *buf, size_t
 	return buf;
 }
 
+const char *log_steps_list(const mms_config_t *cfg, char *buf, size_t cap)
+{
+	size_t n = 0;
+
+	buf[0] = 0;
+	for (uint32_t i = 0; i < cfg->nsteps && n < cap; i++)
+		n += (size_t)snprintf(buf + n, cap - n, "%s%u", i ? "," : "", cfg->steps[i]);
+	return buf;
+}
+
 const char *log_threads_note(const mms_log_info_t *in)
 {
 	return in->freeres_skipped == MMS_FREERES_SKIP_THREADS

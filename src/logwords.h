@@ -101,6 +101,9 @@ struct log_bad_frees {
  * the log; threads that made none are not counted)", else "". */
 const char *log_threads_note(const mms_log_info_t *in);
 
+/* "2,4": the steps a --steps recording asked for (cfg's), in buf. */
+const char *log_steps_list(const mms_config_t *cfg, char *buf, size_t cap);
+
 /* own[0] and own[1]: the module of log that calls its own C++ operators
  * and the operator's name (mms_log_own_operators()), looked for only when
  * unchecked frees were counted; NULL when not. */

@@ -10,6 +10,7 @@
 
 #include "analysis.h"
 #include "cli.h"
+#include "logwords.h"
 #include "replay-show.h"
 
 #define MAX_FRAMES 16 /* inlined frames per address */
@@ -699,16 +700,13 @@ int show_step_replay(struct show *s, uint64_t n, mms_step_report_t **out)
 static int step_recorded(const struct show *s, uint64_t n, char *steps, size_t len)
 {
 	mms_config_t cfg;
-	size_t k = 0;
 	int in = 0;
 
 	if (mms_log_config(s->log, &cfg) || !cfg.nsteps)
 		return 1;
-	for (uint32_t i = 0; i < cfg.nsteps; i++) {
+	for (uint32_t i = 0; i < cfg.nsteps; i++)
 		in |= cfg.steps[i] == n;
-		if (k < len)
-			k += (size_t)snprintf(steps + k, len - k, "%s%u", i ? "," : "", cfg.steps[i]);
-	}
+	log_steps_list(&cfg, steps, len);
 	return in;
 }
 
