@@ -252,10 +252,9 @@ typedef struct mms_leaks {
 	uint64_t unchecked_frees; /* releases not checked for their family, as in the summary */
 	/* Live at the end, allocated before recording last stopped
 	 * (msmemscope_stop(), the end of a step a --steps recording asked
-	 * for) and not
-	 * still reachable (b.reach MMS_REACH_UNRECORDED): the program may
-	 * have freed them while nothing was recorded. Not leaks it can tell,
-	 * not in exit_leaks; by allocation order. */
+	 * for) and not still reachable (b.reach MMS_REACH_UNRECORDED): the
+	 * program may have freed them while nothing was recorded. Not leaks
+	 * it can tell, not in exit_leaks; by allocation order. */
 	mms_leak_t *unrecorded;
 	size_t nunrecorded;
 	uint64_t unrecorded_frees; /* frees of blocks allocated while nothing was
@@ -263,9 +262,8 @@ typedef struct mms_leaks {
 	/* What the per-step rule found that was allocated before recording
 	 * stopped (at the end of a step a --steps recording asked for, or
 	 * msmemscope_stop()) before the step after its own ended: the
-	 * program may have freed it
-	 * while nothing was recorded. Not per-step leaks the log can tell,
-	 * not in step_leaks; in the order found. */
+	 * program may have freed it while nothing was recorded. Not per-step
+	 * leaks the log can tell, not in step_leaks; in the order found. */
 	mms_leak_t *step_unrecorded;
 	size_t nstep_unrecorded;
 } mms_leaks_t;

@@ -201,10 +201,11 @@ enum mms_map_sub {
  * MSTX: enum mms_mstx_sub. OWNER: enum mms_owner_sub. COLLECT: enum
  * mms_collect_sub, `flags` 1 when the --steps filter turned collection
  * off or on at a step's edge (format 17), 0 the program's
- * msmemscope_stop() or msmemscope_start(). WATCH: enum mms_watch_sub; MMS_WATCH_API has addr,
- * size and name; a sum has addr, size, name, `used` the output number of
- * the --watch start operator (0 for an API watch), `total` the launch
- * (from 1) and `flags` the CRC-64/XZ of the block's bytes. GUARD (guard
+ * msmemscope_stop() or msmemscope_start(). WATCH: enum mms_watch_sub;
+ * MMS_WATCH_API has addr, size and name; a sum has addr, size, name,
+ * `used` the output number of the --watch start operator (0 for an API
+ * watch), `total` the launch (from 1) and `flags` the CRC-64/XZ of the
+ * block's bytes. GUARD (guard
  * mode): 0 a full check began; the others are findings (enum
  * mms_guard_finding_kind of msmemscope/analysis.h): addr and size the
  * block (size 0: no block), stack its allocation stack, range_id its free
