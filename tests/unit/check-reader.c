@@ -1881,6 +1881,59 @@ START_TEST(test_steps)
 }
 END_TEST
 
+/* COLLECT records the --steps filter wrote (format 17: on | 2) read as
+ * stops and starts with flags 1; a block of step 2 still live when step
+ * 3, not recorded, ended is set apart by the per-step rule (the program
+ * may have freed it then), one of step 4 live at the end of step 5 is a
+ * per-step leak. */
+START_TEST(test_collect_by_steps)
+{
+	struct lb *b = one_thread();
+	mms_leaks_options_t opt = { 0 };
+	mms_leaks_t *l;
+	mms_log_t *log;
+	mms_iter_t *it;
+	mms_event_t ev;
+	int collects = 0;
+
+	lb_event0(b, MMS_TAG_STEP, 20);
+	lb_event1(b, MMS_TAG_COLLECT, 21, MMS_COLLECT_BY_STEPS | 1);
+	lb_alloc(b, 22, MMS_ALLOC_MALLOC, 0x1000, 100, 0);
+	lb_event0(b, MMS_TAG_STEP, 23);
+	lb_event1(b, MMS_TAG_COLLECT, 24, MMS_COLLECT_BY_STEPS);
+	lb_event0(b, MMS_TAG_STEP, 25);
+	lb_event1(b, MMS_TAG_COLLECT, 26, MMS_COLLECT_BY_STEPS | 1);
+	lb_alloc(b, 27, MMS_ALLOC_MALLOC, 0x2000, 200, 0);
+	lb_event0(b, MMS_TAG_STEP, 28);
+	lb_event0(b, MMS_TAG_STEP, 29);
+	lb_event1(b, MMS_TAG_COLLECT, 30, 0); /* the program's msmemscope_stop(), after step 5 ended */
+	log = write_open(b, SIZE_MAX);
+	ck_assert_int_eq(mms_iter_open(log, &it), 0);
+	while (mms_iter_next(it, &ev) == 1) {
+		if (ev.kind != MMS_EV_COLLECT)
+			continue;
+		/* start, stop, start by the filter; the program's stop */
+		ck_assert_int_eq(ev.sub, collects % 2 ? MMS_COLLECT_STOP : MMS_COLLECT_START);
+		ck_assert_uint_eq(ev.flags, collects < 3);
+		collects++;
+	}
+	mms_iter_close(it);
+	ck_assert_int_eq(collects, 4);
+
+	ck_assert_int_eq(mms_leaks_run(log, &opt, &l), 0);
+	ck_assert_uint_eq(l->nstep_unrecorded, 1);
+	ck_assert_uint_eq(l->step_unrecorded[0].b.addr, 0x1000);
+	ck_assert_uint_eq(l->step_unrecorded[0].found_step, 3);
+	/* Step 4's: no stop from its allocation to the end of step 5. */
+	ck_assert_uint_eq(l->nstep_leaks, 1);
+	ck_assert_uint_eq(l->step_leaks[0].b.addr, 0x2000);
+	ck_assert_uint_eq(l->step_leaks[0].found_step, 5);
+	mms_leaks_free(l);
+	mms_log_close(log);
+	lb_destroy(b);
+}
+END_TEST
+
 /* Every field of the heap's records in every varint length, 1 to 9
  * bytes (address deltas, zigzagged, to 10): the fast decoders (the
  * iterator's, the replay's runs, the open's skim) read what the careful
@@ -2718,6 +2771,7 @@ static Suite *reader_suite(void)
 	tcase_add_test(tc, test_mmap_reserved);
 	tcase_add_test(tc, test_pools_and_names);
 	tcase_add_test(tc, test_steps);
+	tcase_add_test(tc, test_collect_by_steps);
 	tcase_add_test(tc, test_watch_sums);
 	tcase_add_test(tc, test_free_stacks);
 	tcase_add_test(tc, test_graft_stacks);
