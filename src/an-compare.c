@@ -14,6 +14,7 @@
 
 #include "analysis.h"
 #include "cli.h"
+#include "logwords.h"
 
 static const char *const side_names[] = { "base", "compare" };
 
@@ -41,6 +42,22 @@ static void warn_damage(const char *path, mms_log_t *log)
 	else if (info.cut)
 		warn("compare: %s: recording was cut short (%s): compared the launches recorded", path,
 		     mms_cut_reason(info.cut_errno));
+}
+
+/* Warns of a step compared that a --steps recording left out: its side
+ * holds no memory event, which is not the program's doing. */
+static void warn_unrecorded(const char *path, mms_log_t *log, const uint64_t steps[2])
+{
+	char list[MMS_CONFIG_STEPS_MAX * 12];
+	mms_config_t cfg;
+
+	if (mms_log_config(log, &cfg))
+		return;
+	for (int i = 0; i < 2; i++)
+		if (!log_step_recorded(&cfg, steps[i]))
+			warn("compare: %s: step %" PRIu64 " was not recorded (--steps=%s): its memory events are "
+			     "not in the log, and its side of the compare shows none",
+			     path, steps[i], log_steps_list(&cfg, list, sizeof(list)));
 }
 
 /* Reads sides from log in one pass: the whole log as side `side` when
@@ -262,8 +279,10 @@ int an_compare(const struct an_compare_args *a, const struct an_opts *o, FILE *o
 			goto out;
 		}
 		rc = read_pass(c, a->level, log, a->input[0], o, 0, a->steps, &nsteps);
-		if (!rc)
+		if (!rc) {
 			warn_damage(a->input[0], log);
+			warn_unrecorded(a->input[0], log, a->steps);
+		}
 		mms_log_close(log);
 		if (rc == MMS_EUSAGE) {
 			say("%s: no step %" PRIu64 ": the log has %" PRIu64 " step%s", a->input[0],

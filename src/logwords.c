@@ -228,6 +228,15 @@ const char *log_steps_list(const mms_config_t *cfg, char *buf, size_t cap)
 	return buf;
 }
 
+int log_step_recorded(const mms_config_t *cfg, uint64_t n)
+{
+	int in = !cfg->nsteps;
+
+	for (uint32_t i = 0; i < cfg->nsteps; i++)
+		in |= cfg->steps[i] == n;
+	return in;
+}
+
 const char *log_threads_note(const mms_log_info_t *in)
 {
 	return in->freeres_skipped == MMS_FREERES_SKIP_THREADS

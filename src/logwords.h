@@ -103,6 +103,9 @@ const char *log_threads_note(const mms_log_info_t *in);
 
 /* "2,4": the steps a --steps recording asked for (cfg's), in buf. */
 const char *log_steps_list(const mms_config_t *cfg, char *buf, size_t cap);
+/* Whether a recording made with cfg holds the memory events of step n:
+ * not one made with --steps that left n out. */
+int log_step_recorded(const mms_config_t *cfg, uint64_t n);
 
 /* own[0] and own[1]: the module of log that calls its own C++ operators
  * and the operator's name (mms_log_own_operators()), looked for only when

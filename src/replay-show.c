@@ -700,14 +700,11 @@ int show_step_replay(struct show *s, uint64_t n, mms_step_report_t **out)
 static int step_recorded(const struct show *s, uint64_t n, char *steps, size_t len)
 {
 	mms_config_t cfg;
-	int in = 0;
 
-	if (mms_log_config(s->log, &cfg) || !cfg.nsteps)
+	if (mms_log_config(s->log, &cfg) || log_step_recorded(&cfg, n))
 		return 1;
-	for (uint32_t i = 0; i < cfg.nsteps; i++)
-		in |= cfg.steps[i] == n;
 	log_steps_list(&cfg, steps, len);
-	return in;
+	return 0;
 }
 
 void show_step_report(struct show *s, const mms_step_report_t *rep)

@@ -80,6 +80,12 @@ grep -q '^  not recorded (--steps=2,4): its memory events are not in the log' st
 	fail "--step 3 (not recorded) does not say so: $(cat step3.txt)"
 "$MMS_REPLAY" "$log" --step 2 >step2.txt 2>&1 || fail "--step 2 failed: $(cat step2.txt)"
 ! grep -q 'not recorded' step2.txt || fail "--step 2 (recorded) says it was not: $(cat step2.txt)"
+# So does --compare-steps of such a step.
+"$MMS_REPLAY" "$log" --compare-steps 2,3 --output-dir cmp >cmp23.out 2>cmp23.err || fail "--compare-steps 2,3: $(cat cmp23.err)"
+grep -q 'warning: compare: .*: step 3 was not recorded (--steps=2,4)' cmp23.err ||
+	fail "--compare-steps 2,3 does not say step 3 was not recorded: $(cat cmp23.err)"
+"$MMS_REPLAY" "$log" --compare-steps 2,4 --output-dir cmp >cmp24.out 2>cmp24.err || fail "--compare-steps 2,4: $(cat cmp24.err)"
+! grep -q 'not recorded' cmp24.err || fail "--compare-steps 2,4 (both recorded): $(cat cmp24.err)"
 "$MMS_REPLAY" "$log" --analysis leaks --json >steps-leaks.json 2>steps-leaks.err ||
 	fail "leaks --json failed: $(cat steps-leaks.err)"
 expect_key steps-leaks.json per_step.leaks 0
