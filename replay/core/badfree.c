@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "msmemscope/config.h"
 #include "msmemscope/log.h"
 #include "msmemscope/summary.h"
 #include "map-int.h"
@@ -56,6 +57,19 @@ static int handed_out_since(const struct mms__state *st, uint64_t addr, uint64_t
 	return 0;
 }
 
+/* Whether the log was recorded in parts (collect=deferred, --steps): its
+ * configuration, read when first needed, as a log followed while its
+ * program runs may not hold that record yet when the state opens (the
+ * launcher's report then called such frees bad: a race). */
+static int in_parts(struct mms__state *st)
+{
+	mms_config_t cfg;
+
+	if (!st->parts && !mms_log_config(st->log, &cfg))
+		st->parts = cfg.deferred || cfg.nsteps ? 1 : -1;
+	return st->parts > 0;
+}
+
 /* A free of no live block in table m (HOST or the pool named pool): a
  * double free when the address is among the recent frees of the same
  * memory and was not handed out again since, else an invalid one. The
@@ -76,7 +90,7 @@ int mms__state_free_unmatched(struct mms__state *st, const mms_event_t *ev, cons
 	st->unmatched_frees++;
 	/* What was allocated while nothing was recorded, freed since: no
 	 * bug the log can show. */
-	if (st->parts || st->gap_event) {
+	if (st->gap_event || in_parts(st)) {
 		st->unrecorded_frees++;
 		return 0;
 	}

@@ -163,7 +163,8 @@ struct mms__state {
 	uint64_t gap_event;
 	/* The log was recorded in parts (collect=deferred, --steps): a free
 	 * of no live block may release a block allocated while nothing was
-	 * recorded, and counts in unrecorded_frees, not as a bad free. */
+	 * recorded, and counts in unrecorded_frees, not as a bad free. 1 yes,
+	 * -1 no, 0 not known yet (read at the first such free: badfree.c). */
 	int parts;
 	uint64_t unrecorded_frees;
 	uint64_t unchecked_frees;             /* releases between the malloc and a C++

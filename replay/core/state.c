@@ -27,11 +27,8 @@ _Static_assert(sizeof(struct mms__blk) == 64, "a block slot is 64 bytes");
 
 void mms__state_init(struct mms__state *st, mms_log_t *log)
 {
-	mms_config_t cfg;
-
 	memset(st, 0, sizeof(*st));
 	st->log = log;
-	st->parts = !mms_log_config(log, &cfg) && (cfg.deferred || cfg.nsteps);
 	mms__slotmap_init(&st->host);
 	mms__slotmap_init(&st->dev);
 	mms__map_init(&st->freed_ix);
