@@ -475,18 +475,53 @@ int check_program(const char *prog)
 
 static volatile sig_atomic_t child_pid;
 
-static void forward_signal(int sig)
+/* A signal a process sent to the launcher (kill, sigqueue: si_code <= 0)
+ * goes on to the program, whose pid the sender took it for. One the
+ * kernel made (a terminal's Ctrl-C, Ctrl-\\, Ctrl-Z or hangup, sent to
+ * the whole foreground group) the program got itself: not twice. The
+ * launcher does not stop at SIGTSTP, SIGTTIN or SIGTTOU: it stops when
+ * the program does (run_program()'s wait). */
+static void forward_signal(int sig, siginfo_t *si, void *uc)
 {
-	if (child_pid > 0)
+	(void)uc;
+	if (child_pid > 0 && si->si_code <= 0 && si->si_pid != (pid_t)child_pid)
 		kill((pid_t)child_pid, sig);
+}
+
+/* The signals forwarded: all that a program may catch, but the launcher's
+ * own faults (it dies of them as any program) and SIGCHLD. */
+static int forwarded(int sig)
+{
+	switch (sig) {
+	case SIGKILL:
+	case SIGSTOP:
+	case SIGCHLD:
+	case SIGSEGV:
+	case SIGBUS:
+	case SIGFPE:
+	case SIGILL:
+	case SIGTRAP:
+	case SIGABRT:
+	case SIGSYS:
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+static void restore_signals(const struct sigaction *old)
+{
+	for (int sig = 1; sig < NSIG; sig++)
+		if (forwarded(sig) && old[sig].sa_handler != SIG_IGN)
+			sigaction(sig, &old[sig], NULL);
 }
 
 /* Runs the program and waits for it. Returns its wait status in *status and
  * its pid; exits 126/127 if it could not be executed. */
 pid_t run_program(const struct run *run, char **argv, const struct opts *o, int *status, struct live **lv)
 {
-	struct sigaction ign = { .sa_handler = SIG_IGN }, fwd = { .sa_handler = forward_signal };
-	struct sigaction old_int, old_quit, old_term, old_hup;
+	struct sigaction fwd = { .sa_sigaction = forward_signal, .sa_flags = SA_SIGINFO | SA_RESTART };
+	static struct sigaction old[NSIG];
 	sigset_t block, old_mask;
 	int pipefd[2], exec_errno = 0;
 	ssize_t got;
@@ -497,17 +532,21 @@ pid_t run_program(const struct run *run, char **argv, const struct opts *o, int 
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
 		die(1, "pipe: %s", strerror(errno));
 
-	/* Like system(): ignore SIGINT and SIGQUIT while the program runs (the
-	 * terminal sends them to it too), forward SIGTERM and SIGHUP. The
-	 * forwarding handlers are blocked until child_pid is known. */
+	/* While the program runs, the signals sent to the launcher go on to
+	 * it (forward_signal); those the launcher ignores stay ignored, as
+	 * the program inherits them so. The handlers are blocked until
+	 * child_pid is known. */
 	sigemptyset(&block);
-	sigaddset(&block, SIGTERM);
-	sigaddset(&block, SIGHUP);
+	for (int sig = 1; sig < NSIG; sig++)
+		if (forwarded(sig))
+			sigaddset(&block, sig);
 	sigprocmask(SIG_BLOCK, &block, &old_mask);
-	sigaction(SIGINT, &ign, &old_int);
-	sigaction(SIGQUIT, &ign, &old_quit);
-	sigaction(SIGTERM, &fwd, &old_term);
-	sigaction(SIGHUP, &fwd, &old_hup);
+	for (int sig = 1; sig < NSIG; sig++) {
+		if (!forwarded(sig) || sigaction(sig, NULL, &old[sig]))
+			continue;
+		if (old[sig].sa_handler != SIG_IGN)
+			sigaction(sig, &fwd, NULL);
+	}
 
 	fflush(NULL);
 	pid = fork();
@@ -516,10 +555,7 @@ pid_t run_program(const struct run *run, char **argv, const struct opts *o, int 
 	if (pid == 0) {
 		int err;
 
-		sigaction(SIGINT, &old_int, NULL);
-		sigaction(SIGQUIT, &old_quit, NULL);
-		sigaction(SIGTERM, &old_term, NULL);
-		sigaction(SIGHUP, &old_hup, NULL);
+		restore_signals(old);
 		sigprocmask(SIG_SETMASK, &old_mask, NULL);
 		close(pipefd[0]);
 		execvp(argv[0], argv);
@@ -537,16 +573,23 @@ pid_t run_program(const struct run *run, char **argv, const struct opts *o, int 
 	close(pipefd[0]);
 	*lv = got == 0 ? live_start(run, pid, o) : NULL;
 
-	while (waitpid(pid, status, 0) < 0) {
-		if (errno != EINTR)
-			die(1, "waitpid: %s", strerror(errno));
+	/* The program stopped (Ctrl-Z, SIGSTOP, raise(SIGSTOP)): the launcher
+	 * stops too, so that its parent (a shell's job control) sees the job
+	 * stopped, as it would see the program; continued (fg, bg, SIGCONT
+	 * to the group or to the launcher, which forwards it), it waits on. */
+	for (;;) {
+		if (waitpid(pid, status, WUNTRACED) < 0) {
+			if (errno != EINTR)
+				die(1, "waitpid: %s", strerror(errno));
+			continue;
+		}
+		if (!WIFSTOPPED(*status))
+			break;
+		kill(getpid(), SIGSTOP);
 	}
 	child_pid = 0;
 	live_stop(*lv);
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGQUIT, &old_quit, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
-	sigaction(SIGHUP, &old_hup, NULL);
+	restore_signals(old);
 
 	if (got == (ssize_t)sizeof(exec_errno)) {
 		fprintf(stderr, "%s: %s: cannot execute: %s\n", cli_progname, argv[0], strerror(exec_errno));
