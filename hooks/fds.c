@@ -124,20 +124,49 @@ int mms__fd_is_own(int fd)
  * put back as it was; only where it is at most OVER_MAX, as a number far
  * up grows the kernel's descriptor table. Returns the number, or -1. */
 #define OVER_MAX 65536
-static int dup_over(int fd, const struct rlimit *rl)
+
+/* Lifts the soft limit rl (the current one) by 64 for a call: 0, or -1
+ * where the limits do not allow it. The caller puts rl back. */
+static int lift(const struct rlimit *rl)
 {
 	struct rlimit up = *rl;
-	int r;
 
 	if (rl->rlim_cur == RLIM_INFINITY || rl->rlim_cur < 3 || rl->rlim_cur > OVER_MAX ||
 	    (rl->rlim_max != RLIM_INFINITY && rl->rlim_max < rl->rlim_cur + 64))
 		return -1;
 	up.rlim_cur = rl->rlim_cur + 64;
-	if (setrlimit(RLIMIT_NOFILE, &up))
+	return setrlimit(RLIMIT_NOFILE, &up) ? -1 : 0;
+}
+
+static int dup_over(int fd, const struct rlimit *rl)
+{
+	int r;
+
+	if (lift(rl))
 		return -1;
 	r = real_fcntl(fd, F_DUPFD_CLOEXEC, (int)rl->rlim_cur);
 	setrlimit(RLIMIT_NOFILE, rl);
 	return r;
+}
+
+int mms__open_lifted(const char *path, int flags, mode_t mode)
+{
+	struct rlimit rl;
+	int fd = open(path, flags, mode), err;
+
+	if (fd >= 0 || errno != EMFILE)
+		return fd;
+	/* Every number below the soft limit is the program's: one above it,
+	 * where the hard limit lets the limit be lifted for this call. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) || lift(&rl)) {
+		errno = EMFILE;
+		return -1;
+	}
+	fd = open(path, flags, mode);
+	err = errno;
+	setrlimit(RLIMIT_NOFILE, &rl);
+	errno = err;
+	return fd;
 }
 
 /* A new number for fd out of the program's way: above its soft limit,

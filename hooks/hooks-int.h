@@ -493,6 +493,11 @@ void mms__fds_after_fork_child(void) MMS_HIDDEN;
  * *slot under *lock. Returns the new number, or a negative errno value
  * (fd is closed either way). */
 int mms__fd_adopt(int fd, int *slot, pthread_mutex_t *lock) MMS_HIDDEN;
+/* open(path, flags, mode), and where every number below the soft limit is
+ * the program's (EMFILE), once more with the soft limit lifted for the
+ * call when the hard limit allows (a fork child of a program at its
+ * limit still gets its log). The number is then above the program's. */
+int mms__open_lifted(const char *path, int flags, mode_t mode) MMS_HIDDEN;
 /* True while fd is still the file mms__fd_adopt() took; once it is not
  * (the program closed it with a raw system call), the number is the
  * program's: it is forgotten, and 0 returned from then on. */

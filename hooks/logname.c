@@ -139,7 +139,7 @@ int mms__logname_open(char log_path[PATH_MAX], int fork_child, int *execed, int 
 			int fd;
 
 			snprintf(log_path, PATH_MAX, "%s", named);
-			fd = open(log_path, flags | O_EXCL, 0640);
+			fd = mms__open_lifted(log_path, flags | O_EXCL, 0640);
 			*created = fd >= 0;
 			if (fd >= 0 || errno != EEXIST)
 				return fd;
@@ -153,7 +153,7 @@ int mms__logname_open(char log_path[PATH_MAX], int fork_child, int *execed, int 
 				errno = 0;
 				return -1;
 			}
-			fd = open(log_path, flags | O_NONBLOCK, 0640);
+			fd = mms__open_lifted(log_path, flags | O_NONBLOCK, 0640);
 			if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode) || ftruncate(fd, 0))) {
 				say_not_recording(named, "is not a regular file");
 				close(fd);
@@ -184,7 +184,7 @@ int mms__logname_open(char log_path[PATH_MAX], int fork_child, int *execed, int 
 			*execed = 1;
 			break;
 		}
-		fd = open(log_path, flags | O_EXCL, 0640);
+		fd = mms__open_lifted(log_path, flags | O_EXCL, 0640);
 		if (fd >= 0 || errno != EEXIST || k == 999) {
 			*created = fd >= 0;
 			return fd;
@@ -196,7 +196,7 @@ int mms__logname_open(char log_path[PATH_MAX], int fork_child, int *execed, int 
 	}
 	for (unsigned k = 1; k < 100000; k++) {
 		snprintf(log_path, PATH_MAX, "%s.exec%u.mms", stem, k);
-		int fd = open(log_path, flags | O_EXCL, 0640);
+		int fd = mms__open_lifted(log_path, flags | O_EXCL, 0640);
 		if (fd >= 0 || errno != EEXIST) {
 			*created = fd >= 0;
 			return fd;

@@ -21,6 +21,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "progs.h"
@@ -114,9 +115,26 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "emfile")) {
 		int n = 0;
 
+		pid_t pid;
+		int st = 0;
+
 		while (open("/dev/null", O_RDONLY | O_CLOEXEC) >= 0)
 			n++;
 		prog_say(1, "opened %d files, then %s\n", n, strerror(errno));
+		/* A worker forked at the limit allocates: recorded, its log
+		 * is opened above the limit too, with no word on stderr. */
+		pid = fork();
+		if (pid == 0) {
+			char *volatile b = malloc(100);
+
+			if (b)
+				strcpy(b, "worker");
+			free(b);
+			_exit(b ? 0 : 1);
+		}
+		if (pid < 0 || waitpid(pid, &st, 0) != pid)
+			prog_die("fdsafe: fork or wait failed");
+		prog_say(1, "worker at the limit: status %d\n", st);
 		return 0;
 	}
 	/* The same limit natively and recorded, above the 1024 the top of the

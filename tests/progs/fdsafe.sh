@@ -78,12 +78,19 @@ if [ "$hard" = unlimited ] || [ "$hard" -ge 256 ]; then
 	mkdir emfile.d
 	(ulimit -Sn 64 && "$prog" emfile emfile.d) >emfile-native.out || fail "fdsafe emfile natively exited $?"
 	for cfg in call_stack=0 call_stack=32; do
+		rm -f emfile.*.mms
 		(ulimit -Sn 64 && env LD_PRELOAD="$MMS_HOOKS" MSMEMSCOPE_LOG="$PWD/emfile.mms" MSMEMSCOPE_LOG_FORCE=1 \
-			MSMEMSCOPE_CONFIG=$cfg "$prog" emfile emfile.d) >emfile.out || fail "fdsafe emfile recorded exited $?"
+			MSMEMSCOPE_CONFIG=$cfg "$prog" emfile emfile.d) >emfile.out 2>emfile.err ||
+			fail "fdsafe emfile recorded exited $?"
 		expect_eq "files opened until EMFILE under a soft limit of 64, recorded ($cfg)" "$(cat emfile.out)" \
 			"$(cat emfile-native.out)"
+		# The worker forked at the limit: its log is there, and its
+		# stderr has no word of the recorder's (before: "not recording
+		# pid N ... Too many open files").
+		[ ! -s emfile.err ] || fail "the worker forked at the limit wrote on stderr ($cfg): $(cat emfile.err)"
+		ls emfile.*.mms >/dev/null 2>&1 || fail "the worker forked at the limit has no log ($cfg): $(ls)"
 	done
-	note "until EMFILE under a soft limit of 64: $(cat emfile-native.out), natively and recorded"
+	note "until EMFILE under a soft limit of 64: $(cat emfile-native.out | tr '\n' ' ')natively and recorded; the worker forked then is recorded"
 else
 	note "the hard descriptor limit here is $hard: the EMFILE count is not compared"
 fi
