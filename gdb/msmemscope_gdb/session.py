@@ -69,11 +69,15 @@ def exit_signal():
         return 0
 
 
-def clear_exit_signal():
+def non_stop():
     try:
-        gdb.set_convenience_variable("_exitsignal", None)
-    except gdb.error:
-        pass
+        return bool(gdb.parameter("non-stop"))
+    except (gdb.error, RuntimeError):
+        return False
+
+
+def inferior_of_pid(pid):
+    return next((inf for inf in gdb.inferiors() if pid and inf.pid == pid), None)
 
 
 def signal_words(num):
@@ -329,6 +333,7 @@ class Session:
         self.ended_signal = 0     # the signal it died from ("signalled")
         self.ended_fork_parent = 0  # the process it was a fork child of (0: none)
         self.fork_parents = {}    # pid -> the process it is a fork child of, as its log says
+        self.stopped = set()      # the inferiors (numbers) stopped since gdb last resumed them
         self.pinpoint_target = None  # pinpoint.Target: what the last watch stop found
         self.pinpoint = None      # pinpoint.State: a pinpoint under way
         self.pinpoint_bp = None   # pinpoint.StartBreakpoint
@@ -354,6 +359,8 @@ class Session:
             self.recording = True
         gdb.events.new_objfile.connect(event_handler(self._on_new_objfile))
         gdb.events.stop.connect(event_handler(self._on_stop))
+        gdb.events.cont.connect(event_handler(self._on_cont))
+        gdb.events.inferior_call.connect(event_handler(self._on_inferior_call))
         gdb.events.exited.connect(event_handler(self._on_exited))
         gdb.events.breakpoint_deleted.connect(event_handler(self._on_breakpoint_deleted))
         gdb.events.breakpoint_modified.connect(event_handler(self._on_breakpoint_changed))
@@ -671,10 +678,7 @@ class Session:
             self.bp = StopBreakpoint(self)
         # The default log name until the recorder names it (log_path).
         pid = gdb.selected_inferior().pid
-        # A new process: $_exitsignal, if set, is an earlier one's (gdb
-        # leaves it as it was when it kills a process); its pid may be an
-        # earlier process's.
-        clear_exit_signal()
+        # A new process: its pid may be an earlier process's.
         self.fork_parents.clear()
         # The folder its recorder (and its fork children's) names logs
         # in: a `set memscope output' since changes the next runs only.
@@ -706,6 +710,7 @@ class Session:
         from . import variables
         inferior = getattr(ev, "inferior", None)
         self.ended_pid = inferior.pid if inferior is not None else 0
+        was_running = self._resumed_at_exit(inferior)
         # A process gdb never stopped in since its log began (a fork child
         # followed past its first event) has its log by default name.
         # The log gdb last read is another process's where gdb debugs
@@ -723,10 +728,11 @@ class Session:
         elif self.ended_pid and alive(self.ended_pid):
             self.ended = "detached"
         else:
-            # gdb sets $_exitsignal when the process died from a signal,
-            # and leaves it as it was at a `kill' (cleared as each
-            # process started: _hooks_loaded).
-            self.ended_signal = exit_signal()
+            # gdb sets $_exitsignal when the process died from a signal
+            # and leaves it as it was at a `kill', maybe from another
+            # inferior's death: it names the end of a process that ran
+            # only.
+            self.ended_signal = exit_signal() if was_running else 0
             self.ended = "signalled" if self.ended_signal else "killed"
         if self.ended == "detached":
             gdb.write("memscope: the program was detached: process %d goes on running, and its recorder goes on "
@@ -745,6 +751,42 @@ class Session:
         variables.at_exit(self.finished_log, hasattr(ev, "exit_code"))
         from . import pinpoint
         pinpoint.on_exited(self)
+
+    def _on_cont(self, ev):
+        """gdb resumes the program: in all-stop mode, every inferior may run
+        (schedule-multiple) until the next stop."""
+        t = getattr(ev, "inferior_thread", None)
+        if t is not None and t.is_valid() and non_stop():
+            self.stopped.discard(t.inferior.num)
+        else:
+            self.stopped.clear()
+
+    def _stopped(self, inferior):
+        """inferior stopped (None: unknown); in all-stop mode, all of them
+        did. A process that appears while the program runs (a fork child)
+        is not stopped until the next stop."""
+        if inferior is not None and non_stop():
+            self.stopped.add(inferior.num)
+        else:
+            self.stopped = {inf.num for inf in gdb.inferiors() if inf.pid}
+
+    def _resumed_at_exit(self, inferior):
+        """Whether inferior, which ended, ran then (gdb had resumed it): it
+        ended of itself, not by gdb's kill (gdb kills stopped processes).
+        In all-stop mode, every other inferior is stopped now."""
+        if inferior is None:
+            return False
+        was = inferior.num not in self.stopped
+        self._stopped(inferior)
+        self.stopped.discard(inferior.num)
+        return was
+
+    def _on_inferior_call(self, ev):
+        # A call of a function of the program (print f(), memscope check)
+        # returns without a stop event.
+        if isinstance(ev, gdb.InferiorCallPostEvent):
+            ptid = getattr(ev, "ptid", None)
+            self._stopped(inferior_of_pid(ptid[0]) if ptid else None)
 
     def _on_breakpoint_deleted(self, bp):
         self._on_breakpoint_changed(bp, gone=True)
@@ -778,6 +820,8 @@ class Session:
             return 0
 
     def _on_stop(self, ev):
+        t = getattr(ev, "inferior_thread", None)
+        self._stopped(t.inferior if t is not None and t.is_valid() else None)
         self._on_stop_report(ev)
         from . import pinpoint
         try:

@@ -6,7 +6,8 @@
 # recorded nothing yet (not that the recorder could not write its log).
 # The parent, detached at the fork, runs on and records. A followed
 # grandchild that exits, and a child kept with detach-on-fork off, answer
-# from their own logs too.
+# from their own logs too; a kill there is not named by another process's
+# signal.
 . "${top_srcdir:?run this test through make check}/tests/gdb/lib.sh"
 
 prog=$top_builddir/tests/progs/forkheap
@@ -56,6 +57,21 @@ expect forkoff "memscope: the program (process N, a fork child of process N, its
 	"the killed child: its cut log"
 expect forkoff '  events: 51; operator launches: 0' "the killed child's log, not its parent's (144 events)"
 expect_rc "gdb's exit status (detach-on-fork off)"
+
+# detach-on-fork off, the child dead from a signal (gdb's `signal
+# SIGSEGV', the parent held), then the parent killed: a kill, though
+# $_exitsignal, which gdb leaves as it was at a kill, names the child's
+# signal.
+session forksig "$prog" -ex 'set detach-on-fork off' -ex 'set schedule-multiple on' -ex "break forkheap.c:$line" \
+	-ex run -ex 'set schedule-multiple off' -ex 'signal SIGSEGV' -ex 'inferior 1' -ex 'kill inferiors 1' \
+	-ex 'memscope info' -ex 'print $_exitsignal'
+expect forksig "memscope: the program was killed; from its cut log $log, what the recorder wrote until the kill:" \
+	"the parent killed after its child's death from a signal: a kill"
+expect forksig '  events: 144; operator launches: 0' "the parent's log"
+expect forksig '  at its end: no step marked; the log was cut' "info: the parent's cut log"
+expect_not forksig 'the process died from' "the parent's end is not the child's signal"
+expect forksig '$1 = 11' "\$_exitsignal is left as gdb set it (the child's SIGSEGV)"
+expect_rc "gdb's exit status (a signal, then a kill)"
 
 # The logs' folder changed while the program runs (`set memscope output'
 # applies to the next runs): its fork child is still known as such, and
