@@ -303,6 +303,25 @@ class Watch:
         self.block = block
 
 
+def end_words(end):
+    """How a process, killed or dead from a signal, ended (an End), and the
+    noun for that moment: ("was killed", "the kill") after gdb's `kill',
+    ("died from SIGSEGV (Segmentation fault)", "the signal")."""
+    if end.how != "signalled":
+        return "was killed", "the kill"
+    return "died from %s" % signal_words(end.signal), "the signal"
+
+
+class End:
+    """How the last process of one inferior left gdb: how ("exited",
+    "killed", "signalled" or "detached"), its pid, the signal it died
+    from ("signalled"), the process it was a fork child of (0: none), and
+    its log (None when there is none)."""
+
+    def __init__(self, pid=0):
+        self.how, self.pid, self.signal, self.fork_parent, self.log = None, pid, 0, 0, None
+
+
 class Session:
     def __init__(self, hooks, replay_lib, replay_cli, launcher, libdir=None):
         self.hooks = hooks
@@ -327,11 +346,9 @@ class Session:
         self.run_log = None       # the log of the program running now, once known
         self.run_log_pid = 0      # its process
         self.run_dir = None       # the folder the running program's recorder names its logs in
-        self.finished_log = None  # the log of the last run, once it exited
-        self.ended = None         # how the last run left gdb: "exited", "killed", "signalled" or "detached"
-        self.ended_pid = 0        # its process
-        self.ended_signal = 0     # the signal it died from ("signalled")
-        self.ended_fork_parent = 0  # the process it was a fork child of (0: none)
+        # Inferior number -> End of its last process (gdb debugs several
+        # with detach-on-fork off): the queries answer for the selected one.
+        self.ends = {}
         self.fork_parents = {}    # pid -> the process it is a fork child of, as its log says
         self.stopped = set()      # the inferiors (numbers) stopped since gdb last resumed them
         self.pinpoint_target = None  # pinpoint.Target: what the last watch stop found
@@ -502,6 +519,36 @@ class Session:
         gdb.execute("set exec-wrapper env " + " ".join(env))
         self.recording = True
 
+    # --- how the selected inferior's last process ended ----------------------
+
+    def end(self):
+        """The End of the selected inferior's last process (an empty one
+        before any)."""
+        return self.ends.get(gdb.selected_inferior().num) or End()
+
+    @property
+    def finished_log(self):
+        """The log of the selected inferior's last run, once it ended."""
+        return self.end().log
+
+    @finished_log.setter
+    def finished_log(self, path):
+        num = gdb.selected_inferior().num
+        if num in self.ends:
+            self.ends[num].log = path
+
+    @property
+    def ended(self):
+        return self.end().how
+
+    @property
+    def ended_pid(self):
+        return self.end().pid
+
+    @property
+    def ended_fork_parent(self):
+        return self.end().fork_parent
+
     # --- the program's log and descriptor ------------------------------------
 
     def handle(self):
@@ -621,9 +668,7 @@ class Session:
         """How the last run, killed or dead from a signal, ended, and the
         noun for that moment: ("was killed", "the kill") after gdb's
         `kill', ("died from SIGSEGV (Segmentation fault)", "the signal")."""
-        if self.ended != "signalled":
-            return "was killed", "the kill"
-        return "died from %s" % signal_words(self.ended_signal), "the signal"
+        return end_words(self.end())
 
     @contextlib.contextmanager
     def now(self, forward_only=True):
@@ -708,47 +753,49 @@ class Session:
 
     def _on_exited(self, ev):
         from . import variables
-        inferior = getattr(ev, "inferior", None)
-        self.ended_pid = inferior.pid if inferior is not None else 0
+        inferior = getattr(ev, "inferior", None) or gdb.selected_inferior()
+        e = End(pid=inferior.pid)
         was_running = self._resumed_at_exit(inferior)
         # A process gdb never stopped in since its log began (a fork child
         # followed past its first event) has its log by default name.
         # The log gdb last read is another process's where gdb debugs
         # several (detach-on-fork off).
-        mine = self.run_log if self.run_log_pid == self.ended_pid else None
-        self.finished_log, self.run_log = mine or self.default_log(self.ended_pid), None
-        self.ended_fork_parent = self.fork_parent(self.ended_pid, self.finished_log)
+        mine = self.run_log if self.run_log_pid == e.pid else None
+        e.log = mine or self.default_log(e.pid)
+        if mine:
+            self.run_log = None
+        e.fork_parent = self.fork_parent(e.pid, e.log)
         self.at_target = 0
         self.merged.clear()
         # gdb reports a detach as an exit without a code, like a kill: a
         # detached process still runs (gdb reaped a killed one).
-        self.ended_signal = 0
         if hasattr(ev, "exit_code"):
-            self.ended = "exited"
-        elif self.ended_pid and alive(self.ended_pid):
-            self.ended = "detached"
+            e.how = "exited"
+        elif e.pid and alive(e.pid):
+            e.how = "detached"
         else:
             # gdb sets $_exitsignal when the process died from a signal
             # and leaves it as it was at a `kill', maybe from another
             # inferior's death: it names the end of a process that ran
             # only.
-            self.ended_signal = exit_signal() if was_running else 0
-            self.ended = "signalled" if self.ended_signal else "killed"
-        if self.ended == "detached":
+            e.signal = exit_signal() if was_running else 0
+            e.how = "signalled" if e.signal else "killed"
+        self.ends[inferior.num] = e
+        if e.how == "detached":
             gdb.write("memscope: the program was detached: process %d goes on running, and its recorder goes on "
                       "writing its log%s%s.\n"
-                      % (self.ended_pid, " " + self.finished_log if self.finished_log else "",
+                      % (e.pid, " " + e.log if e.log else "",
                          "; the watch gdb set is gone" if len(self.watches) == 1 else
                          "; the %d watches gdb set are gone" % len(self.watches) if self.watches else ""))
         elif self.watches:
             gdb.write("memscope: the program %s; its %s gone.\n"
-                      % ("exited" if self.ended == "exited" else self.end_words()[0],
+                      % ("exited" if e.how == "exited" else end_words(e)[0],
                          "watch is" if len(self.watches) == 1 else "%d watches are" % len(self.watches)))
         self.watches.clear()
         # The run's last values, and its leaks: from the finished log
         # (neither raises). The leaks only when the program exited: not
         # when gdb killed it (`kill', `run' again, the end of the session).
-        variables.at_exit(self.finished_log, hasattr(ev, "exit_code"))
+        variables.at_exit(e.log, hasattr(ev, "exit_code"))
         from . import pinpoint
         pinpoint.on_exited(self)
 

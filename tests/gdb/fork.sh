@@ -61,16 +61,24 @@ expect_rc "gdb's exit status (detach-on-fork off)"
 # detach-on-fork off, the child dead from a signal (gdb's `signal
 # SIGSEGV', the parent held), then the parent killed: a kill, though
 # $_exitsignal, which gdb leaves as it was at a kill, names the child's
-# signal.
+# signal. Each inferior answers for its own process's end: the child's
+# is not the parent's, which ended last.
 session forksig "$prog" -ex 'set detach-on-fork off' -ex 'set schedule-multiple on' -ex "break forkheap.c:$line" \
 	-ex run -ex 'set schedule-multiple off' -ex 'signal SIGSEGV' -ex 'inferior 1' -ex 'kill inferiors 1' \
-	-ex 'memscope info' -ex 'print $_exitsignal'
+	-ex 'memscope info' -ex 'print $_exitsignal' -ex 'inferior 2' -ex 'memscope info' -ex 'memscope leaks'
 expect forksig "memscope: the program was killed; from its cut log $log, what the recorder wrote until the kill:" \
 	"the parent killed after its child's death from a signal: a kill"
 expect forksig '  events: 144; operator launches: 0' "the parent's log"
-expect forksig '  at its end: no step marked; the log was cut' "info: the parent's cut log"
-expect_not forksig 'the process died from' "the parent's end is not the child's signal"
+expect forksig '  at its end: no step marked; the log was cut (the process was killed)' \
+	"info: the parent's end is not the child's signal"
 expect forksig '$1 = 11' "\$_exitsignal is left as gdb set it (the child's SIGSEGV)"
+expect_count forksig "memscope: the program (process N, a fork child of process N, its log beginning at the fork) died from SIGSEGV (Segmentation fault); from its cut log $log, what the recorder wrote until the signal:" 2 \
+	"inferior 2's info and leaks: the child's death from a signal, from its own log"
+expect forksig '  events: 51; operator launches: 0' "inferior 2: the child's log (51 events), not the parent's"
+expect forksig '  at its end: 2 steps; the log was cut (the process died from SIGSEGV (Segmentation fault))' \
+	"info: the child's end"
+expect forksig 'memscope: live blocks allocated in step 1 (step 2 ran until the signal): 0 bytes in 0 blocks' \
+	"leaks: the child's step 1 allocated nothing (it freed 30 of the parent's blocks)"
 expect_rc "gdb's exit status (a signal, then a kill)"
 
 # The logs' folder changed while the program runs (`set memscope output'
