@@ -343,8 +343,7 @@ class Session:
         self.bp = None
         self.leaks_prev = {}      # (log path, mode) -> {stack: (blocks, bytes)}
         self.stop_kind = None     # what the last stop of ours was (for `at step`)
-        self.run_log = None       # the log of the program running now, once known
-        self.run_log_pid = 0      # its process
+        self.run_logs = {}        # pid -> the log of a process running now, once known
         self.run_dir = None       # the folder the running program's recorder names its logs in
         # Inferior number -> End of its last process (gdb debugs several
         # with detach-on-fork off): the queries answer for the selected one.
@@ -570,8 +569,16 @@ class Session:
                             "own, %s, from its first event, and has recorded none so far."
                             % (h.inferior.pid, ppid, path))
             raise Error("memscope: the program's log %s does not exist (the recorder could not write it?)." % path)
-        self.run_log, self.run_log_pid = path, h.inferior.pid
+        self.run_logs[h.inferior.pid] = path
         return path
+
+    @property
+    def run_log(self):
+        """The log of the selected inferior's process, running now, as
+        last known (from its descriptor, else by default name); None when
+        there is none."""
+        pid = gdb.selected_inferior().pid
+        return self.run_logs.get(pid) or self.default_log(pid)
 
     def fork_parent(self, pid, log=None):
         """The recorded process that process pid is a fork child of, or 0:
@@ -728,8 +735,8 @@ class Session:
         # The folder its recorder (and its fork children's) names logs
         # in: a `set memscope output' since changes the next runs only.
         self.run_dir = env_value(pid, b"MSMEMSCOPE_LOG_DIR") or self.log_dir
-        self.run_log = os.path.join(self.run_dir, "memscope_%d.mms" % pid) if pid else None
-        self.run_log_pid = pid
+        if pid:
+            self.run_logs[pid] = os.path.join(self.run_dir, "memscope_%d.mms" % pid)
         self.finished_log = None
         # A new image (a new run, or an exec): its descriptor is fresh.
         self.watches.clear()
@@ -760,10 +767,7 @@ class Session:
         # followed past its first event) has its log by default name.
         # The log gdb last read is another process's where gdb debugs
         # several (detach-on-fork off).
-        mine = self.run_log if self.run_log_pid == e.pid else None
-        e.log = mine or self.default_log(e.pid)
-        if mine:
-            self.run_log = None
+        e.log = self.run_logs.pop(e.pid, None) or self.default_log(e.pid)
         e.fork_parent = self.fork_parent(e.pid, e.log)
         self.at_target = 0
         self.merged.clear()
@@ -795,7 +799,7 @@ class Session:
         # The run's last values, and its leaks: from the finished log
         # (neither raises). The leaks only when the program exited: not
         # when gdb killed it (`kill', `run' again, the end of the session).
-        variables.at_exit(e.log, hasattr(ev, "exit_code"))
+        variables.at_exit(e.log, hasattr(ev, "exit_code"), inferior)
         from . import pinpoint
         pinpoint.on_exited(self)
 

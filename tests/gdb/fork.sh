@@ -81,6 +81,38 @@ expect forksig 'memscope: live blocks allocated in step 1 (step 2 ran until the 
 	"leaks: the child's step 1 allocated nothing (it freed 30 of the parent's blocks)"
 expect_rc "gdb's exit status (a signal, then a kill)"
 
+# detach-on-fork off, at gdb's prompt: the $memscope_ values, set at the
+# stop in the child, are the parent's own once `inferior 1' selects it,
+# and $_memscope_events() reads the selected inferior's log; after the
+# parent's kill, its values come from its cut log.
+cat >forkvars.gdb <<EOS
+set detach-on-fork off
+set schedule-multiple on
+break forkheap.c:$line
+run
+print \$memscope_events
+inferior 1
+print \$memscope_events
+print \$_memscope_events()
+print \$memscope_step
+inferior 2
+print \$memscope_events
+print \$memscope_step
+kill inferiors 1
+inferior 1
+print \$memscope_events
+kill inferiors 2
+EOS
+session_prompt forkvars "$prog"
+expect forkvars '$1 = 51' "the child's events, at its stop"
+expect forkvars '$2 = 144' "inferior 1: the parent's events"
+expect forkvars '$3 = 144' "inferior 1: \$_memscope_events() reads the parent's log"
+expect forkvars '$4 = 1' "inferior 1: the parent's step (it marked none)"
+expect forkvars '$5 = 51' "inferior 2 again: the child's events"
+expect forkvars '$6 = 2' "inferior 2: the child's step"
+expect forkvars '$7 = 144' "inferior 1, killed: its cut log's events"
+expect_rc "gdb's exit status (values per inferior)"
+
 # The logs' folder changed while the program runs (`set memscope output'
 # applies to the next runs): its fork child is still known as such, and
 # its log named in the folder its recorder writes to.
