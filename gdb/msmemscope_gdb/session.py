@@ -69,11 +69,15 @@ def exit_signal():
         return 0
 
 
-def clear_exit_signal():
+def non_stop():
     try:
-        gdb.set_convenience_variable("_exitsignal", None)
-    except gdb.error:
-        pass
+        return bool(gdb.parameter("non-stop"))
+    except (gdb.error, RuntimeError):
+        return False
+
+
+def inferior_of_pid(pid):
+    return next((inf for inf in gdb.inferiors() if pid and inf.pid == pid), None)
 
 
 def signal_words(num):
@@ -299,6 +303,25 @@ class Watch:
         self.block = block
 
 
+def end_words(end):
+    """How a process, killed or dead from a signal, ended (an End), and the
+    noun for that moment: ("was killed", "the kill") after gdb's `kill',
+    ("died from SIGSEGV (Segmentation fault)", "the signal")."""
+    if end.how != "signalled":
+        return "was killed", "the kill"
+    return "died from %s" % signal_words(end.signal), "the signal"
+
+
+class End:
+    """How the last process of one inferior left gdb: how ("exited",
+    "killed", "signalled" or "detached"), its pid, the signal it died
+    from ("signalled"), the process it was a fork child of (0: none), and
+    its log (None when there is none)."""
+
+    def __init__(self, pid=0):
+        self.how, self.pid, self.signal, self.fork_parent, self.log = None, pid, 0, 0, None
+
+
 class Session:
     def __init__(self, hooks, replay_lib, replay_cli, launcher, libdir=None):
         self.hooks = hooks
@@ -320,15 +343,13 @@ class Session:
         self.bp = None
         self.leaks_prev = {}      # (log path, mode) -> {stack: (blocks, bytes)}
         self.stop_kind = None     # what the last stop of ours was (for `at step`)
-        self.run_log = None       # the log of the program running now, once known
-        self.run_log_pid = 0      # its process
+        self.run_logs = {}        # pid -> the log of a process running now, once known
         self.run_dir = None       # the folder the running program's recorder names its logs in
-        self.finished_log = None  # the log of the last run, once it exited
-        self.ended = None         # how the last run left gdb: "exited", "killed", "signalled" or "detached"
-        self.ended_pid = 0        # its process
-        self.ended_signal = 0     # the signal it died from ("signalled")
-        self.ended_fork_parent = 0  # the process it was a fork child of (0: none)
+        # Inferior number -> End of its last process (gdb debugs several
+        # with detach-on-fork off): the queries answer for the selected one.
+        self.ends = {}
         self.fork_parents = {}    # pid -> the process it is a fork child of, as its log says
+        self.stopped = set()      # the inferiors (numbers) stopped since gdb last resumed them
         self.pinpoint_target = None  # pinpoint.Target: what the last watch stop found
         self.pinpoint = None      # pinpoint.State: a pinpoint under way
         self.pinpoint_bp = None   # pinpoint.StartBreakpoint
@@ -354,6 +375,8 @@ class Session:
             self.recording = True
         gdb.events.new_objfile.connect(event_handler(self._on_new_objfile))
         gdb.events.stop.connect(event_handler(self._on_stop))
+        gdb.events.cont.connect(event_handler(self._on_cont))
+        gdb.events.inferior_call.connect(event_handler(self._on_inferior_call))
         gdb.events.exited.connect(event_handler(self._on_exited))
         gdb.events.breakpoint_deleted.connect(event_handler(self._on_breakpoint_deleted))
         gdb.events.breakpoint_modified.connect(event_handler(self._on_breakpoint_changed))
@@ -495,6 +518,36 @@ class Session:
         gdb.execute("set exec-wrapper env " + " ".join(env))
         self.recording = True
 
+    # --- how the selected inferior's last process ended ----------------------
+
+    def end(self):
+        """The End of the selected inferior's last process (an empty one
+        before any)."""
+        return self.ends.get(gdb.selected_inferior().num) or End()
+
+    @property
+    def finished_log(self):
+        """The log of the selected inferior's last run, once it ended."""
+        return self.end().log
+
+    @finished_log.setter
+    def finished_log(self, path):
+        num = gdb.selected_inferior().num
+        if num in self.ends:
+            self.ends[num].log = path
+
+    @property
+    def ended(self):
+        return self.end().how
+
+    @property
+    def ended_pid(self):
+        return self.end().pid
+
+    @property
+    def ended_fork_parent(self):
+        return self.end().fork_parent
+
     # --- the program's log and descriptor ------------------------------------
 
     def handle(self):
@@ -516,8 +569,16 @@ class Session:
                             "own, %s, from its first event, and has recorded none so far."
                             % (h.inferior.pid, ppid, path))
             raise Error("memscope: the program's log %s does not exist (the recorder could not write it?)." % path)
-        self.run_log, self.run_log_pid = path, h.inferior.pid
+        self.run_logs[h.inferior.pid] = path
         return path
+
+    @property
+    def run_log(self):
+        """The log of the selected inferior's process, running now, as
+        last known (from its descriptor, else by default name); None when
+        there is none."""
+        pid = gdb.selected_inferior().pid
+        return self.run_logs.get(pid) or self.default_log(pid)
 
     def fork_parent(self, pid, log=None):
         """The recorded process that process pid is a fork child of, or 0:
@@ -614,9 +675,7 @@ class Session:
         """How the last run, killed or dead from a signal, ended, and the
         noun for that moment: ("was killed", "the kill") after gdb's
         `kill', ("died from SIGSEGV (Segmentation fault)", "the signal")."""
-        if self.ended != "signalled":
-            return "was killed", "the kill"
-        return "died from %s" % signal_words(self.ended_signal), "the signal"
+        return end_words(self.end())
 
     @contextlib.contextmanager
     def now(self, forward_only=True):
@@ -671,16 +730,13 @@ class Session:
             self.bp = StopBreakpoint(self)
         # The default log name until the recorder names it (log_path).
         pid = gdb.selected_inferior().pid
-        # A new process: $_exitsignal, if set, is an earlier one's (gdb
-        # leaves it as it was when it kills a process); its pid may be an
-        # earlier process's.
-        clear_exit_signal()
+        # A new process: its pid may be an earlier process's.
         self.fork_parents.clear()
         # The folder its recorder (and its fork children's) names logs
         # in: a `set memscope output' since changes the next runs only.
         self.run_dir = env_value(pid, b"MSMEMSCOPE_LOG_DIR") or self.log_dir
-        self.run_log = os.path.join(self.run_dir, "memscope_%d.mms" % pid) if pid else None
-        self.run_log_pid = pid
+        if pid:
+            self.run_logs[pid] = os.path.join(self.run_dir, "memscope_%d.mms" % pid)
         self.finished_log = None
         # A new image (a new run, or an exec): its descriptor is fresh.
         self.watches.clear()
@@ -704,47 +760,84 @@ class Session:
 
     def _on_exited(self, ev):
         from . import variables
-        inferior = getattr(ev, "inferior", None)
-        self.ended_pid = inferior.pid if inferior is not None else 0
+        inferior = getattr(ev, "inferior", None) or gdb.selected_inferior()
+        e = End(pid=inferior.pid)
+        was_running = self._resumed_at_exit(inferior)
         # A process gdb never stopped in since its log began (a fork child
         # followed past its first event) has its log by default name.
         # The log gdb last read is another process's where gdb debugs
         # several (detach-on-fork off).
-        mine = self.run_log if self.run_log_pid == self.ended_pid else None
-        self.finished_log, self.run_log = mine or self.default_log(self.ended_pid), None
-        self.ended_fork_parent = self.fork_parent(self.ended_pid, self.finished_log)
+        e.log = self.run_logs.pop(e.pid, None) or self.default_log(e.pid)
+        e.fork_parent = self.fork_parent(e.pid, e.log)
         self.at_target = 0
         self.merged.clear()
         # gdb reports a detach as an exit without a code, like a kill: a
         # detached process still runs (gdb reaped a killed one).
-        self.ended_signal = 0
         if hasattr(ev, "exit_code"):
-            self.ended = "exited"
-        elif self.ended_pid and alive(self.ended_pid):
-            self.ended = "detached"
+            e.how = "exited"
+        elif e.pid and alive(e.pid):
+            e.how = "detached"
         else:
-            # gdb sets $_exitsignal when the process died from a signal,
-            # and leaves it as it was at a `kill' (cleared as each
-            # process started: _hooks_loaded).
-            self.ended_signal = exit_signal()
-            self.ended = "signalled" if self.ended_signal else "killed"
-        if self.ended == "detached":
+            # gdb sets $_exitsignal when the process died from a signal
+            # and leaves it as it was at a `kill', maybe from another
+            # inferior's death: it names the end of a process that ran
+            # only.
+            e.signal = exit_signal() if was_running else 0
+            e.how = "signalled" if e.signal else "killed"
+        self.ends[inferior.num] = e
+        if e.how == "detached":
             gdb.write("memscope: the program was detached: process %d goes on running, and its recorder goes on "
                       "writing its log%s%s.\n"
-                      % (self.ended_pid, " " + self.finished_log if self.finished_log else "",
+                      % (e.pid, " " + e.log if e.log else "",
                          "; the watch gdb set is gone" if len(self.watches) == 1 else
                          "; the %d watches gdb set are gone" % len(self.watches) if self.watches else ""))
         elif self.watches:
             gdb.write("memscope: the program %s; its %s gone.\n"
-                      % ("exited" if self.ended == "exited" else self.end_words()[0],
+                      % ("exited" if e.how == "exited" else end_words(e)[0],
                          "watch is" if len(self.watches) == 1 else "%d watches are" % len(self.watches)))
         self.watches.clear()
         # The run's last values, and its leaks: from the finished log
         # (neither raises). The leaks only when the program exited: not
         # when gdb killed it (`kill', `run' again, the end of the session).
-        variables.at_exit(self.finished_log, hasattr(ev, "exit_code"))
+        variables.at_exit(e.log, hasattr(ev, "exit_code"), inferior)
         from . import pinpoint
         pinpoint.on_exited(self)
+
+    def _on_cont(self, ev):
+        """gdb resumes the program: in all-stop mode, every inferior may run
+        (schedule-multiple) until the next stop."""
+        t = getattr(ev, "inferior_thread", None)
+        if t is not None and t.is_valid() and non_stop():
+            self.stopped.discard(t.inferior.num)
+        else:
+            self.stopped.clear()
+
+    def _stopped(self, inferior):
+        """inferior stopped (None: unknown); in all-stop mode, all of them
+        did. A process that appears while the program runs (a fork child)
+        is not stopped until the next stop."""
+        if inferior is not None and non_stop():
+            self.stopped.add(inferior.num)
+        else:
+            self.stopped = {inf.num for inf in gdb.inferiors() if inf.pid}
+
+    def _resumed_at_exit(self, inferior):
+        """Whether inferior, which ended, ran then (gdb had resumed it): it
+        ended of itself, not by gdb's kill (gdb kills stopped processes).
+        In all-stop mode, every other inferior is stopped now."""
+        if inferior is None:
+            return False
+        was = inferior.num not in self.stopped
+        self._stopped(inferior)
+        self.stopped.discard(inferior.num)
+        return was
+
+    def _on_inferior_call(self, ev):
+        # A call of a function of the program (print f(), memscope check)
+        # returns without a stop event.
+        if isinstance(ev, gdb.InferiorCallPostEvent):
+            ptid = getattr(ev, "ptid", None)
+            self._stopped(inferior_of_pid(ptid[0]) if ptid else None)
 
     def _on_breakpoint_deleted(self, bp):
         self._on_breakpoint_changed(bp, gone=True)
@@ -778,6 +871,8 @@ class Session:
             return 0
 
     def _on_stop(self, ev):
+        t = getattr(ev, "inferior_thread", None)
+        self._stopped(t.inferior if t is not None and t.is_valid() else None)
         self._on_stop_report(ev)
         from . import pinpoint
         try:

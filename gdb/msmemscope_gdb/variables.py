@@ -4,7 +4,9 @@ one-line leak report printed when the program exits.
 
 $memscope_step, $memscope_launch, $memscope_op and $memscope_events are
 convenience variables, set from the program's log at each stop and from
-the finished log at exit: for printf, display and breakpoint commands.
+the finished log at exit, and at gdb's prompt for the selected inferior's
+process where gdb debugs several: for printf, display and breakpoint
+commands.
 gdb evaluates a breakpoint's condition at the hit, before any stop, when
 the variables still hold the last stop's values; so a condition that
 names them is rewritten to the convenience functions $_memscope_step(),
@@ -179,7 +181,19 @@ def _string(text):
     return text or gdb.parse_and_eval('""')
 
 
+# (inferior number, log) the values were last set for: a prompt in
+# another inferior (`inferior N') sets them again for its process.
+_set_for = None
+
+
+def _key():
+    s = _session
+    return (gdb.selected_inferior().num, _log_now()) if s is not None else None
+
+
 def _set(values):
+    global _set_for
+    _set_for = _key()
     for name in FIELDS:
         v = values[name]
         gdb.set_convenience_variable("memscope_" + name, _string(v) if name == "op" else v)
@@ -233,6 +247,21 @@ class Now(gdb.Function):
         if s is not None and s.running():
             return from_running_log(s.run_log)[self.field]
         return from_log(_log_now())[self.field]
+
+
+def _on_prompt():
+    """At gdb's prompt, in an inferior other than the one the values
+    were set for (detach-on-fork off): its process's values."""
+    try:
+        if _key() == _set_for:
+            return
+        s = _session
+        if s.running():
+            refresh_running(s.run_log)
+        else:
+            refresh(s.finished_log)
+    except Exception:  # noqa: BLE001 -- an event handler must not leave a traceback
+        pass
 
 
 def _at_recorder_stop():
@@ -289,10 +318,11 @@ def setup(session):
         Now(field)
     gdb.events.breakpoint_created.connect(event_handler(_on_breakpoint))
     gdb.events.breakpoint_modified.connect(event_handler(_on_breakpoint))
+    gdb.events.before_prompt.connect(event_handler(_on_prompt))
     clear()
 
 
-def at_exit(path, report):
+def at_exit(path, report, inferior=None):
     """The run's last values from its finished log, and when report is
     true (the program exited, gdb did not kill it) the line printed then:
     the blocks the program left live at exit (its leaks), their bytes and
@@ -300,11 +330,13 @@ def at_exit(path, report):
     runtimes keep for themselves (not leaks). One replay of the log for
     both. No line when the run recorded nothing (no recorder, no log, no
     event); a failure to read the log is one line, not a traceback."""
+    global _set_for
     _drop_follow()
     try:
         values, groups = _replay_end(path, live=report)
     except Exception as e:  # noqa: BLE001 -- an exit handler must not leave a traceback
         _set_quietly(dict(ZERO))
+        _set_for = (inferior.num, path) if inferior is not None else None
         if report:
             try:
                 gdb.write("memscope: at exit: cannot read the log %s: %s\n" % (path, one_line_error(e)))
@@ -312,6 +344,9 @@ def at_exit(path, report):
                 pass
         return
     _set_quietly(values)
+    # For the inferior that ended, once its process is gone (the finished
+    # log): the next prompt does not replay that log again.
+    _set_for = (inferior.num, path) if inferior is not None else None
     if groups is None:
         return
     try:

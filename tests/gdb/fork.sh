@@ -6,7 +6,8 @@
 # recorded nothing yet (not that the recorder could not write its log).
 # The parent, detached at the fork, runs on and records. A followed
 # grandchild that exits, and a child kept with detach-on-fork off, answer
-# from their own logs too.
+# from their own logs too; a kill there is not named by another process's
+# signal.
 . "${top_srcdir:?run this test through make check}/tests/gdb/lib.sh"
 
 prog=$top_builddir/tests/progs/forkheap
@@ -56,6 +57,61 @@ expect forkoff "memscope: the program (process N, a fork child of process N, its
 	"the killed child: its cut log"
 expect forkoff '  events: 51; operator launches: 0' "the killed child's log, not its parent's (144 events)"
 expect_rc "gdb's exit status (detach-on-fork off)"
+
+# detach-on-fork off, the child dead from a signal (gdb's `signal
+# SIGSEGV', the parent held), then the parent killed: a kill, though
+# $_exitsignal, which gdb leaves as it was at a kill, names the child's
+# signal. Each inferior answers for its own process's end: the child's
+# is not the parent's, which ended last.
+session forksig "$prog" -ex 'set detach-on-fork off' -ex 'set schedule-multiple on' -ex "break forkheap.c:$line" \
+	-ex run -ex 'set schedule-multiple off' -ex 'signal SIGSEGV' -ex 'inferior 1' -ex 'kill inferiors 1' \
+	-ex 'memscope info' -ex 'print $_exitsignal' -ex 'inferior 2' -ex 'memscope info' -ex 'memscope leaks'
+expect forksig "memscope: the program was killed; from its cut log $log, what the recorder wrote until the kill:" \
+	"the parent killed after its child's death from a signal: a kill"
+expect forksig '  events: 144; operator launches: 0' "the parent's log"
+expect forksig '  at its end: no step marked; the log was cut (the process was killed)' \
+	"info: the parent's end is not the child's signal"
+expect forksig '$1 = 11' "\$_exitsignal is left as gdb set it (the child's SIGSEGV)"
+expect_count forksig "memscope: the program (process N, a fork child of process N, its log beginning at the fork) died from SIGSEGV (Segmentation fault); from its cut log $log, what the recorder wrote until the signal:" 2 \
+	"inferior 2's info and leaks: the child's death from a signal, from its own log"
+expect forksig '  events: 51; operator launches: 0' "inferior 2: the child's log (51 events), not the parent's"
+expect forksig '  at its end: 2 steps; the log was cut (the process died from SIGSEGV (Segmentation fault))' \
+	"info: the child's end"
+expect forksig 'memscope: live blocks allocated in step 1 (step 2 ran until the signal): 0 bytes in 0 blocks' \
+	"leaks: the child's step 1 allocated nothing (it freed 30 of the parent's blocks)"
+expect_rc "gdb's exit status (a signal, then a kill)"
+
+# detach-on-fork off, at gdb's prompt: the $memscope_ values, set at the
+# stop in the child, are the parent's own once `inferior 1' selects it,
+# and $_memscope_events() reads the selected inferior's log; after the
+# parent's kill, its values come from its cut log.
+cat >forkvars.gdb <<EOS
+set detach-on-fork off
+set schedule-multiple on
+break forkheap.c:$line
+run
+print \$memscope_events
+inferior 1
+print \$memscope_events
+print \$_memscope_events()
+print \$memscope_step
+inferior 2
+print \$memscope_events
+print \$memscope_step
+kill inferiors 1
+inferior 1
+print \$memscope_events
+kill inferiors 2
+EOS
+session_prompt forkvars "$prog"
+expect forkvars '$1 = 51' "the child's events, at its stop"
+expect forkvars '$2 = 144' "inferior 1: the parent's events"
+expect forkvars '$3 = 144' "inferior 1: \$_memscope_events() reads the parent's log"
+expect forkvars '$4 = 1' "inferior 1: the parent's step (it marked none)"
+expect forkvars '$5 = 51' "inferior 2 again: the child's events"
+expect forkvars '$6 = 2' "inferior 2: the child's step"
+expect forkvars '$7 = 144' "inferior 1, killed: its cut log's events"
+expect_rc "gdb's exit status (values per inferior)"
 
 # The logs' folder changed while the program runs (`set memscope output'
 # applies to the next runs): its fork child is still known as such, and

@@ -48,13 +48,31 @@ export XDG_STATE_HOME
 # libc frames below main differ between systems). Fails when gdb's Python
 # raised anything.
 session() {
-	_name=$1
-	_prog=$2
-	shift 2
+	_session batch "$@"
+}
+
+# session_prompt NAME PROG GDB-ARGS...: as session, but gdb reads the
+# commands of NAME.gdb at its prompt (on its standard input, not in batch
+# mode), so what memscope does before each prompt runs as in a person's
+# session.
+session_prompt() {
+	_session prompt "$@"
+}
+
+_session() {
+	_mode=$1
+	_name=$2
+	_prog=$3
+	shift 3
 	[ -x "$_prog" ] || fail "not built: $_prog"
 	_rc=0
-	$timeout "$gdb" -nx -batch -x "$MMS_GDB_SCRIPT" -ex 'set memscope depth 2' "$@" --args "$_prog" \
-		>"$_name.raw" 2>&1 </dev/null || _rc=$?
+	if [ "$_mode" = prompt ]; then
+		$timeout "$gdb" -nx -q -x "$MMS_GDB_SCRIPT" -ex 'set confirm off' -ex 'set memscope depth 2' "$@" \
+			--args "$_prog" >"$_name.raw" 2>&1 <"$_name.gdb" || _rc=$?
+	else
+		$timeout "$gdb" -nx -batch -x "$MMS_GDB_SCRIPT" -ex 'set memscope depth 2' "$@" --args "$_prog" \
+			>"$_name.raw" 2>&1 </dev/null || _rc=$?
+	fi
 	[ "$_rc" != 124 ] || fail "gdb did not finish in 300 s; its output is in $work/$_name.raw"
 	if grep -n 'Python Exception\|Error occurred in Python\|Traceback (most recent call last)' "$_name.raw" >&2; then
 		fail "gdb's Python raised (above); the session is in $work/$_name.raw"
