@@ -57,7 +57,7 @@ static void warn_unrecorded(const char *path, mms_log_t *log, const uint64_t ste
 		if (!log_step_recorded(&cfg, steps[i]))
 			warn("compare: %s: step %" PRIu64 " was not recorded (--steps=%s): its memory events are "
 			     "not in the log, and its side of the compare shows none",
-			     path, steps[i], log_steps_list(&cfg, list, sizeof(list)));
+			     path, steps[i], log_steps_list(&cfg, 0, list, sizeof(list), NULL));
 }
 
 /* Reads sides from log in one pass: the whole log as side `side` when

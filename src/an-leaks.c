@@ -853,14 +853,12 @@ int an_leaks_add(struct an_ctx *c)
  * with no event after its mark: the step after them may have begun. */
 static void print_steps_missing(struct leaks_out *o)
 {
-	char list[MMS_CONFIG_STEPS_MAX * 12] = "";
-	size_t n = 0, k = 0;
+	char list[MMS_CONFIG_STEPS_MAX * 12];
+	size_t k;
 
 	if (!o->info.complete)
 		return;
-	for (uint32_t i = 0; i < o->cfg.nsteps; i++)
-		if (o->cfg.steps[i] > (o->l->nsteps ? o->l->nsteps + 1 : 1) && n < sizeof(list))
-			n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%u", k++ ? "," : "", o->cfg.steps[i]);
+	log_steps_list(&o->cfg, o->l->nsteps ? o->l->nsteps + 1 : 1, list, sizeof(list), &k);
 	if (!k)
 		return;
 	if (o->l->nsteps)

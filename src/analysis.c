@@ -203,7 +203,7 @@ static void warn_partial(const char *path, mms_log_t *log)
 
 	if (mms_log_config(log, &cfg))
 		return;
-	log_steps_list(&cfg, steps, sizeof(steps));
+	log_steps_list(&cfg, 0, steps, sizeof(steps), NULL);
 	if (cfg.nsteps)
 		warn("%s was recorded with --steps=%s: memory events of the other steps are not in the log: a block "
 		     "allocated before one of them and live in the log may have been freed in it (not counted as a "

@@ -218,13 +218,16 @@ const char *log_bad_frees_count(const struct log_bad_frees *b, char *buf, size_t
 	return buf;
 }
 
-const char *log_steps_list(const mms_config_t *cfg, char *buf, size_t cap)
+const char *log_steps_list(const mms_config_t *cfg, uint64_t above, char *buf, size_t cap, size_t *n)
 {
-	size_t n = 0;
+	size_t len = 0, k = 0;
 
 	buf[0] = 0;
-	for (uint32_t i = 0; i < cfg->nsteps && n < cap; i++)
-		n += (size_t)snprintf(buf + n, cap - n, "%s%u", i ? "," : "", cfg->steps[i]);
+	for (uint32_t i = 0; i < cfg->nsteps && len < cap; i++)
+		if (cfg->steps[i] > above)
+			len += (size_t)snprintf(buf + len, cap - len, "%s%u", k++ ? "," : "", cfg->steps[i]);
+	if (n)
+		*n = k;
 	return buf;
 }
 

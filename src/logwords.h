@@ -101,8 +101,9 @@ struct log_bad_frees {
  * the log; threads that made none are not counted)", else "". */
 const char *log_threads_note(const mms_log_info_t *in);
 
-/* "2,4": the steps a --steps recording asked for (cfg's), in buf. */
-const char *log_steps_list(const mms_config_t *cfg, char *buf, size_t cap);
+/* "2,4": the steps a --steps recording asked for (cfg's) above step
+ * `above` (0: all of them), in buf; *n (when not NULL) gets their count. */
+const char *log_steps_list(const mms_config_t *cfg, uint64_t above, char *buf, size_t cap, size_t *n);
 /* Whether a recording made with cfg holds the memory events of step n:
  * not one made with --steps that left n out. */
 int log_step_recorded(const mms_config_t *cfg, uint64_t n);

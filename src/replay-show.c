@@ -703,7 +703,7 @@ static int step_recorded(const struct show *s, uint64_t n, char *steps, size_t l
 
 	if (mms_log_config(s->log, &cfg) || log_step_recorded(&cfg, n))
 		return 1;
-	log_steps_list(&cfg, steps, len);
+	log_steps_list(&cfg, 0, steps, len, NULL);
 	return 0;
 }
 
