@@ -38,7 +38,11 @@
 #define MMS_MAX_STRING 4096u         /* longer strings are truncated */
 /* COLLECT's `on` (version 17): the --steps filter, not the program's
  * msmemscope_start()/msmemscope_stop(), turned collection on or off at a
- * step's edge. */
+ * step's edge. Collection is on where the last record of each kind says
+ * on; before the first, as the configuration says (collect=deferred:
+ * off; --steps: on where step 1 is one of them). A fork child's log
+ * begins with one record of each kind the configuration has, its state
+ * at the fork. */
 #define MMS_COLLECT_BY_STEPS 2u
 
 /* header.clock: how stamps were taken. */

@@ -23,18 +23,20 @@ static uint64_t step_range_id;
 static uint64_t next_range_id = 1;
 static int ranges_seen;        /* an MSTX range began: inferred steps no longer count */
 static int collect_on = 1;     /* msmemscope_start/stop in deferred mode */
+static int steps_on = 1;       /* the --steps filter: the step now is one of them */
 
 void mms__steps_update(void)
 {
-	int on = collect_on;
+	int on = 1;
 
-	if (on && mms__config.nsteps) {
+	if (mms__config.nsteps) {
 		on = 0;
 		if (!step_by_ranges || in_step_range)
 			for (uint32_t i = 0; i < mms__config.nsteps; i++)
 				on |= mms__config.steps[i] == cur_step;
 	}
-	mms__collecting = on;
+	steps_on = on;
+	mms__collecting = collect_on && steps_on;
 }
 
 int mms__api_init(void)
@@ -83,16 +85,27 @@ static void rec_simple(struct mms_thread *t, uint8_t tag, int n, uint64_t a, uin
 }
 
 /* Applies the --steps filter at a step's edge (t: the thread at the
- * edge) and, where that turned collection off or on, writes a COLLECT
- * record saying so (format 17): a replay then knows that a block live at
- * its end may have been freed in a step that was not recorded. */
+ * edge) and, where the filter turned on or off, writes a COLLECT record
+ * saying so (format 17), whether msmemscope_stop() has collection off
+ * too or not: a replay then knows which steps were recorded, and that a
+ * block live at the end may have been freed in one that was not.
+ * Collection is on where both the program's and the filter's last
+ * record say on. */
 static void steps_edge(struct mms_thread *t)
 {
-	int was = mms__collecting;
+	int was = steps_on;
 
 	mms__steps_update();
-	if (mms__config.nsteps && mms__collecting != was)
-		rec_simple(t, MMS_TAG_COLLECT, 1, MMS_COLLECT_BY_STEPS | (uint64_t)mms__collecting, 0, 0);
+	if (mms__config.nsteps && steps_on != was)
+		rec_simple(t, MMS_TAG_COLLECT, 1, MMS_COLLECT_BY_STEPS | (uint64_t)steps_on, 0, 0);
+}
+
+void mms__api_collect_note(struct mms_thread *t)
+{
+	if (mms__config.deferred)
+		rec_simple(t, MMS_TAG_COLLECT, 1, (uint64_t)collect_on, 0, 0);
+	if (mms__config.nsteps)
+		rec_simple(t, MMS_TAG_COLLECT, 1, MMS_COLLECT_BY_STEPS | (uint64_t)steps_on, 0, 0);
 }
 
 /* An event of a name, then n - 1 (0 or 1) more fields: extra. */

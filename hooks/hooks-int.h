@@ -275,6 +275,11 @@ void mms__cfi_after_fork_child(void) MMS_HIDDEN;
 /* api.c: deferred collection and step filtering */
 int mms__api_init(void) MMS_HIDDEN;
 void mms__steps_update(void) MMS_HIDDEN;
+/* In a fork child's log, at its start: where collection is off or on
+ * (the program's msmemscope_start/stop, the --steps filter), which a
+ * replay cannot tell from the configuration as it does at a program's
+ * start. */
+void mms__api_collect_note(struct mms_thread *t) MMS_HIDDEN;
 /* The step now, as replay numbers it: 0 between "step start" ranges. */
 uint32_t mms__step_now(void) MMS_HIDDEN;
 /* Exported for msmemscope._torchops, not in msmemscope.h: the end of a

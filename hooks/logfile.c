@@ -662,6 +662,8 @@ static int log_open(void)
 	if (fork_child)
 		write_fork_meta(t);
 	mms__modules_scan(t);
+	if (fork_child)
+		mms__api_collect_note(t);
 	return 0;
 
 fail:

@@ -44,28 +44,36 @@ static void warn_damage(const char *path, mms_log_t *log)
 		     mms_cut_reason(info.cut_errno));
 }
 
-/* Warns of a step compared that a --steps recording left out: its side
- * holds no memory event, which is not the program's doing. */
-static void warn_unrecorded(const char *path, mms_log_t *log, const uint64_t steps[2])
+/* Warns of a step compared that a recording in parts (--steps,
+ * collect=deferred) left out, or has part of: its side holds no memory
+ * event, or some, which is not the program's doing. */
+static void warn_unrecorded(const char *path, mms_log_t *log, const uint64_t steps[2],
+			    const mms_step_recorded_t recorded[2])
 {
-	char list[MMS_CONFIG_STEPS_MAX * 12];
+	char why[MMS_CONFIG_STEPS_MAX * 12 + 32];
 	mms_config_t cfg;
 
 	if (mms_log_config(log, &cfg))
 		return;
-	for (int i = 0; i < 2; i++)
-		if (!log_step_recorded(&cfg, steps[i]))
-			warn("compare: %s: step %" PRIu64 " was not recorded (--steps=%s): its memory events are "
-			     "not in the log, and its side of the compare shows none",
-			     path, steps[i], log_steps_list(&cfg, 0, list, sizeof(list), NULL));
+	for (int i = 0; i < 2; i++) {
+		log_step_unrecorded_why(&cfg, recorded[i], why, sizeof(why));
+		if (recorded[i] == MMS_STEP_RECORDED_NONE)
+			warn("compare: %s: step %" PRIu64 " was not recorded (%s): its memory events are not in "
+			     "the log, and its side of the compare shows none",
+			     path, steps[i], why);
+		else if (recorded[i] == MMS_STEP_RECORDED_PART)
+			warn("compare: %s: step %" PRIu64 " was recorded in part (%s): its side of the compare "
+			     "shows the memory events of the part recorded",
+			     path, steps[i], why);
+	}
 }
 
 /* Reads sides from log in one pass: the whole log as side `side` when
  * steps is NULL (or both steps[] 0), else step steps[0] as base and
  * steps[1] as compare. *nsteps (when not NULL) gets the log's steps.
  * Returns 0 or a negative code; MMS_EUSAGE when the log has no such step. */
-static int read_pass(mms_compare_t *c, int level, mms_log_t *log, const char *path, const struct an_opts *o,
-		     int side, const uint64_t *steps, uint64_t *nsteps)
+static int read_pass(mms_compare_t *c, int level, mms_log_t *log, const char *path, const struct an_opts *o, int side,
+		     const uint64_t *steps, uint64_t *nsteps, mms_step_recorded_t *recorded)
 {
 	mms_launches_options_t lo[2] = { { .level = level }, { .level = level } };
 	mms_launches_t *l[2] = { NULL, NULL };
@@ -82,6 +90,8 @@ static int read_pass(mms_compare_t *c, int level, mms_log_t *log, const char *pa
 		rc = an_pass(a) ? a->pass_rc : 0;
 	if (!rc && nsteps)
 		*nsteps = l[0]->steps;
+	for (k = 0; !rc && recorded && k < n; k++)
+		recorded[k] = l[k]->recorded;
 	for (k = 0; !rc && k < n; k++)
 		rc = l[k]->status ? l[k]->status : mms_compare_set(c, steps ? k : side, l[k]);
 	mms_launches_free(l[0]);
@@ -102,7 +112,7 @@ static int read_side(mms_compare_t *c, int level, int side, const char *path, co
 
 	rc = mms_log_open_ex(path, &log, &oerr);
 	if (rc == 0) {
-		rc = read_pass(c, level, log, path, o, side, NULL, NULL);
+		rc = read_pass(c, level, log, path, o, side, NULL, NULL, NULL);
 		if (!rc)
 			warn_damage(path, log);
 		mms_log_close(log);
@@ -270,6 +280,7 @@ int an_compare(const struct an_compare_args *a, const struct an_opts *o, FILE *o
 		die(CLI_EXIT_FAILURE, "compare: %s", mms_strerror(rc));
 	if (a->steps[0]) {
 		mms_open_error_t oerr = { 0 };
+		mms_step_recorded_t recorded[2] = { MMS_STEP_RECORDED_ALL, MMS_STEP_RECORDED_ALL };
 		uint64_t nsteps = 0;
 		mms_log_t *log;
 
@@ -278,10 +289,10 @@ int an_compare(const struct an_compare_args *a, const struct an_opts *o, FILE *o
 			say("%s: %s%s%s", a->input[0], mms_strerror(rc), oerr.what[0] ? ": " : "", oerr.what);
 			goto out;
 		}
-		rc = read_pass(c, a->level, log, a->input[0], o, 0, a->steps, &nsteps);
+		rc = read_pass(c, a->level, log, a->input[0], o, 0, a->steps, &nsteps, recorded);
 		if (!rc) {
 			warn_damage(a->input[0], log);
-			warn_unrecorded(a->input[0], log, a->steps);
+			warn_unrecorded(a->input[0], log, a->steps, recorded);
 		}
 		mms_log_close(log);
 		if (rc == MMS_EUSAGE) {

@@ -11,12 +11,59 @@
 
 #include "analysis.h"
 #include "cli.h"
+#include "logwords.h"
 #include "replay-show.h"
 
-/* A step's min/max ratio of one kind, in percent; -1 when it had none. */
+/* A step's min/max ratio of one kind, in percent; -1 when it had none,
+ * or when the log has only part of the step or none of it (--steps,
+ * collect=deferred): its lowest and highest are not known. */
 static double gap_ratio(const mms_leak_step_t *s, unsigned k)
 {
+	if (s->recorded != MMS_STEP_RECORDED_ALL)
+		return -1;
 	return s->max_bytes[k] ? 100.0 * (double)s->min_bytes[k] / (double)s->max_bytes[k] : -1;
+}
+
+/* Whether step i (i >= 1) and the one before are recorded whole, so
+ * that what they allocated can be compared. */
+static int alloc_comparable(const mms_leaks_t *l, size_t i)
+{
+	return l->steps[i].recorded == MMS_STEP_RECORDED_ALL && l->steps[i - 1].recorded == MMS_STEP_RECORDED_ALL;
+}
+
+/* Whether the log has steps it did not record whole. */
+static int steps_partial(const mms_leaks_t *l)
+{
+	for (size_t i = 0; i < l->nsteps; i++)
+		if (l->steps[i].recorded != MMS_STEP_RECORDED_ALL)
+			return 1;
+	return 0;
+}
+
+/* Names the steps the log did not record whole ("1, 3, 5-6"), which the
+ * tables above left out. */
+static void print_steps_left_out(FILE *f, const mms_leaks_t *l)
+{
+	size_t i = 0, j, shown = 0;
+
+	fputs("Steps not recorded whole (--steps, collect=deferred), left out of the tables above:", f);
+	while (i < l->nsteps && shown < 16) {
+		for (; i < l->nsteps && l->steps[i].recorded == MMS_STEP_RECORDED_ALL; i++)
+			;
+		if (i == l->nsteps)
+			break;
+		for (j = i; j + 1 < l->nsteps && l->steps[j + 1].recorded != MMS_STEP_RECORDED_ALL; j++)
+			;
+		fprintf(f, "%s %" PRIu64, shown++ ? "," : "", l->steps[i].step);
+		if (j > i)
+			fprintf(f, "-%" PRIu64, l->steps[j].step);
+		i = j + 1;
+	}
+	for (j = 0; i < l->nsteps; i++)
+		j += l->steps[i].recorded != MMS_STEP_RECORDED_ALL;
+	if (j)
+		fprintf(f, " and %zu more", j);
+	fputs(".\n", f);
 }
 
 /* The steps from 2 on with the smallest and largest ratio of kind k;
@@ -79,12 +126,15 @@ static int live_growth_cmp(const void *a, const void *b)
 static void print_live_growth(FILE *f, const mms_leaks_t *l, size_t top)
 {
 	struct live_growth *g;
-	size_t i, n = 0, shown;
+	size_t i, n = 0, shown, whole = 0;
 	unsigned k;
 
 	g = xcalloc((l->nsteps - 1) * MMS_MEM_KIND_COUNT, sizeof(*g));
+	/* The difference is what step i did, known where the log has all
+	 * of it, whatever it has of the step before. */
 	for (i = 1; i < l->nsteps; i++)
-		for (k = 0; k < MMS_MEM_KIND_COUNT; k++)
+		for (k = 0, whole += l->steps[i].recorded == MMS_STEP_RECORDED_ALL;
+		     k < MMS_MEM_KIND_COUNT && l->steps[i].recorded == MMS_STEP_RECORDED_ALL; k++)
 			if (l->steps[i].end_bytes[k] > l->steps[i - 1].end_bytes[k])
 				g[n++] =
 					(struct live_growth){ i, k,
@@ -93,7 +143,8 @@ static void print_live_growth(FILE *f, const mms_leaks_t *l, size_t top)
 		qsort(g, n, sizeof(*g), live_growth_cmp);
 	shown = top && n > top ? top : n;
 	if (shown)
-		fputs("Steps that ended with more live memory than the step before, largest increase first:\n", f);
+		fprintf(f, "Steps that ended with more live memory than the step before, largest increase first%s:\n",
+			steps_partial(l) ? " (of the blocks the log recorded)" : "");
 	for (i = 0; i < shown; i++) {
 		const mms_leak_step_t *s = &l->steps[g[i].i];
 
@@ -104,15 +155,24 @@ static void print_live_growth(FILE *f, const mms_leaks_t *l, size_t top)
 	}
 	if (shown < n)
 		fprintf(f, "  ... %zu more (--top 0 lists all)\n", n - shown);
-	if (!n)
+	if (!n && whole + 1 == l->nsteps)
 		fprintf(f, "No step ended with more live memory than the step before (%zu steps).\n", l->nsteps);
+	else if (!n && whole)
+		fprintf(f,
+			"No step ended with more live memory than the step before (%zu of %zu steps recorded "
+			"whole).\n",
+			whole, l->nsteps);
+	else if (!n)
+		fputs("How live memory changed over the steps cannot be told: no step after the first was recorded "
+		      "whole.\n",
+		      f);
 	free(g);
 }
 
 void an_leaks_print_steps(FILE *f, const mms_leaks_t *l, int json, size_t top)
 {
 	const mms_leak_step_t **grew;
-	size_t lo = 0, hi = 0, i, shown, ngrew = 0;
+	size_t lo = 0, hi = 0, i, shown, ngrew = 0, pairs = 0;
 	unsigned k;
 
 	if (json) {
@@ -133,9 +193,12 @@ void an_leaks_print_steps(FILE *f, const mms_leaks_t *l, int json, size_t top)
 
 			fprintf(f,
 				"%s{\"step\":%" PRIu64 ",\"allocs\":%" PRIu64 ",\"bytes_allocated\":%" PRIu64
-				",\"more_than_previous\":%s",
+				",\"recorded\":\"%s\",\"more_than_previous\":%s",
 				i ? "," : "", s->step, s->allocs, s->bytes_allocated,
-				i && s->bytes_allocated > l->steps[i - 1].bytes_allocated ? "true" : "false");
+				log_step_recorded_name(s->recorded),
+				i && !alloc_comparable(l, i)                                ? "null"
+				: i && s->bytes_allocated > l->steps[i - 1].bytes_allocated ? "true"
+											    : "false");
 			for (k = 0; k < MMS_MEM_KIND_COUNT; k++)
 				fprintf(f,
 					",\"%s\":{\"min_bytes\":%" PRIu64 ",\"max_bytes\":%" PRIu64
@@ -162,9 +225,11 @@ void an_leaks_print_steps(FILE *f, const mms_leaks_t *l, int json, size_t top)
 	/* The steps that allocated more than the one before, the largest
 	 * increase first. */
 	grew = xcalloc(l->nsteps, sizeof(*grew));
-	for (i = 1; i < l->nsteps; i++)
-		if (l->steps[i].bytes_allocated > l->steps[i - 1].bytes_allocated)
+	for (i = 1; i < l->nsteps; i++) {
+		pairs += alloc_comparable(l, i);
+		if (alloc_comparable(l, i) && l->steps[i].bytes_allocated > l->steps[i - 1].bytes_allocated)
 			grew[ngrew++] = &l->steps[i];
+	}
 	if (ngrew)
 		qsort(grew, ngrew, sizeof(*grew), growth_cmp);
 	shown = top && ngrew > top ? top : ngrew;
@@ -181,7 +246,16 @@ void an_leaks_print_steps(FILE *f, const mms_leaks_t *l, int json, size_t top)
 	if (shown < ngrew)
 		fprintf(f, "  ... %zu more step%s (--top 0 lists all)\n", ngrew - shown, ngrew - shown == 1 ? "" : "s");
 	free(grew);
-	if (!shown)
+	if (!shown && pairs + 1 == l->nsteps)
 		fprintf(f, "No step allocated more than the step before (%zu steps).\n", l->nsteps);
+	else if (!shown && pairs)
+		fprintf(f,
+			"No step allocated more than the step before (%zu of %zu steps, each recorded whole with the "
+			"one before).\n",
+			pairs, l->nsteps);
+	else if (!shown)
+		fputs("What the steps allocated cannot be compared: no two steps in a row were recorded whole.\n", f);
 	print_live_growth(f, l, top);
+	if (steps_partial(l))
+		print_steps_left_out(f, l);
 }

@@ -231,13 +231,24 @@ const char *log_steps_list(const mms_config_t *cfg, uint64_t above, char *buf, s
 	return buf;
 }
 
-int log_step_recorded(const mms_config_t *cfg, uint64_t n)
+const char *log_step_unrecorded_why(const mms_config_t *cfg, mms_step_recorded_t r, char *buf, size_t cap)
 {
-	int in = !cfg->nsteps;
+	char list[MMS_CONFIG_STEPS_MAX * 12];
+	int n = 0;
 
-	for (uint32_t i = 0; i < cfg->nsteps; i++)
-		in |= cfg->steps[i] == n;
-	return in;
+	buf[0] = 0;
+	if (r == MMS_STEP_RECORDED_ALL)
+		return buf;
+	if (cfg->nsteps)
+		n = snprintf(buf, cap, "--steps=%s", log_steps_list(cfg, 0, list, sizeof(list), NULL));
+	if (cfg->deferred && n >= 0 && (size_t)n < cap)
+		snprintf(buf + n, cap - (size_t)n, "%scollect=deferred", n ? ", " : "");
+	return buf;
+}
+
+const char *log_step_recorded_name(mms_step_recorded_t r)
+{
+	return r == MMS_STEP_RECORDED_ALL ? "all" : r == MMS_STEP_RECORDED_PART ? "part" : "none";
 }
 
 const char *log_threads_note(const mms_log_info_t *in)

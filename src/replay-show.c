@@ -695,35 +695,26 @@ int show_step_replay(struct show *s, uint64_t n, mms_step_report_t **out)
 	return rc;
 }
 
-/* Whether the memory events of step n are in the log: not where it was
- * recorded with --steps that left n out (steps: the list asked for). */
-static int step_recorded(const struct show *s, uint64_t n, char *steps, size_t len)
-{
-	mms_config_t cfg;
-
-	if (mms_log_config(s->log, &cfg) || log_step_recorded(&cfg, n))
-		return 1;
-	log_steps_list(&cfg, 0, steps, len, NULL);
-	return 0;
-}
-
 void show_step_report(struct show *s, const mms_step_report_t *rep)
 {
 	const mms_where_t *w = &rep->at_end;
-	char a[32], b[32], c[32], t[96], steps[MMS_CONFIG_STEPS_MAX * 12] = "";
+	char a[32], b[32], c[32], t[96], why[MMS_CONFIG_STEPS_MAX * 12 + 64] = "";
 	size_t i, shown = s->top && rep->nlaunches > s->top ? s->top : rep->nlaunches;
 	const mms_launch_t *l;
-	int recorded = step_recorded(s, rep->step, steps, sizeof(steps));
+	mms_config_t cfg;
+
+	if (rep->recorded != MMS_STEP_RECORDED_ALL && !mms_log_config(s->log, &cfg))
+		log_step_unrecorded_why(&cfg, rep->recorded, why, sizeof(why));
 
 	if (s->json) {
 		fprintf(s->out,
 			"{\"step\":%" PRIu64 ",\"steps\":%" PRIu64 ",\"begin\":%" PRIu64 ",\"end\":%" PRIu64
 			",\"peak_bytes\":%" PRIu64 ",\"peak_event\":%" PRIu64 ",\"allocs\":%" PRIu64
 			",\"frees\":%" PRIu64 ",\"bytes_allocated\":%" PRIu64 ",\"bytes_freed\":%" PRIu64
-			",\"delta_bytes\":%" PRId64 ",\"recorded\":%s,\"state\":",
+			",\"delta_bytes\":%" PRId64 ",\"recorded\":\"%s\",\"state\":",
 			rep->step, mms_replay_steps(s->r), rep->begin, rep->end, rep->peak_bytes, rep->peak_event,
 			rep->allocs, rep->frees, rep->bytes_allocated, rep->bytes_freed, rep->delta_bytes,
-			recorded ? "true" : "false");
+			log_step_recorded_name(rep->recorded));
 		show_where(s);
 		fputs(",\"kept\":", s->out);
 		show_groups(s, NULL, rep->kept, rep->nkept);
@@ -754,11 +745,16 @@ void show_step_report(struct show *s, const mms_step_report_t *rep)
 	}
 	fprintf(s->out, "%s: step %" PRIu64 " of %" PRIu64 " (events #%" PRIu64 "..#%" PRIu64 ")\n", s->path, rep->step,
 		mms_replay_steps(s->r), rep->begin, rep->end ? rep->end - 1 : 0);
-	if (!recorded)
+	if (rep->recorded == MMS_STEP_RECORDED_NONE)
 		fprintf(s->out,
-			"  not recorded (--steps=%s): its memory events are not in the log; what it allocated and "
+			"  not recorded (%s): its memory events are not in the log; what it allocated and "
 			"freed is not below\n",
-			steps);
+			why);
+	else if (rep->recorded == MMS_STEP_RECORDED_PART)
+		fprintf(s->out,
+			"  recorded in part (%s): collection was off for some of it; what it allocated and freed "
+			"then is not below\n",
+			why);
 	fprintf(s->out, "  at its end: %s live, %s\n",
 		plural(w->mem[0].live_blocks + w->mem[1].live_blocks + w->mem[2].live_blocks, "block", c, sizeof(c)),
 		human_bytes(w->live_bytes, a, sizeof(a)));

@@ -170,6 +170,9 @@ typedef struct mms_leak {
 
 typedef struct mms_leak_step {
 	uint64_t step;            /* from 1 */
+	mms_step_recorded_t recorded; /* how much of the step the log has (--steps,
+	                             collect=deferred): the figures below count what
+	                             was recorded */
 	uint64_t allocs;          /* MALLOC events in the step, all kinds */
 	uint64_t bytes_allocated;
 	uint64_t min_bytes[MMS_MEM_KIND_COUNT]; /* live bytes of each kind: lowest */

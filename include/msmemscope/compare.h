@@ -81,6 +81,8 @@ typedef struct mms_launches {
 	mms_launch_t *launches;   /* names are the log's (valid until mms_log_close()) */
 	size_t n;
 	uint64_t steps;           /* the log's steps (as far as it is readable) */
+	mms_step_recorded_t recorded; /* how much of the step asked for the log has
+	                             (--steps, collect=deferred); ALL for a whole log */
 	int64_t outside_bytes;    /* net bytes (allocated minus freed, every memory kind)
 	                             of the memory events outside every launch: at op
 	                             level on a thread with no operator launch open, at

@@ -242,8 +242,20 @@ typedef struct mms_owner_group {
 	uint64_t blocks, bytes;
 } mms_owner_group_t;
 
+/* How much of a step a log recorded (mms_step_report_t.recorded,
+ * mms_leak_step_t.recorded): a program recorded with --steps or
+ * collect=deferred has collection off for some steps or parts of them;
+ * the figures of such a step count only what was recorded. */
+typedef enum mms_step_recorded {
+	MMS_STEP_RECORDED_ALL = 0,  /* collection was on through the whole step */
+	MMS_STEP_RECORDED_PART = 1, /* on for part of it (msmemscope_start/stop) */
+	MMS_STEP_RECORDED_NONE = 2  /* off through the whole step: only the step's
+	                               structure (marks, launches) is in the log */
+} mms_step_recorded_t;
+
 typedef struct mms_step_report {
 	uint64_t step;
+	mms_step_recorded_t recorded;
 	uint64_t begin, end;      /* positions, see mms_replay_step_range() */
 	mms_where_t at_end;       /* the state at the end of the step */
 	uint64_t peak_bytes;      /* highest live bytes (HOST, MMAP, POOL) within the step */

@@ -342,6 +342,8 @@ static int lpass_end(struct mms__sub *sub, struct mms_pass *pass)
 	}
 	if (p->o.step && p->o.step == pending)
 		r->outside_bytes = mms__add_sat(r->outside_bytes, p->outside_pending);
+	if (p->o.step)
+		r->recorded = mms__collect_recorded(t->steps[p->o.step - 1].collect);
 	for (i = j = 0; i < r->n; i++) {
 		if (steps[i] == MMS__STEP_PENDING)
 			steps[i] = pending;

@@ -603,6 +603,8 @@ static int finder_end(struct mms__sub *sub, struct mms_pass *p)
 		f->l->nsteps = f->tr->nsteps;
 	if (!f->tr->step_kind)
 		f->l->nsteps = 0;
+	for (size_t i = 0; i < f->l->nsteps && i < f->tr->nsteps; i++)
+		f->l->steps[i].recorded = mms__collect_recorded(f->tr->steps[i].collect);
 	f->marked = marked;
 	rc = leaks_move(f, is_swept, &f->l->step_swept, &f->l->nstep_swept);
 	if (!rc)

@@ -219,6 +219,7 @@ struct step_sub {
 	mms_step_report_t *rep;
 	size_t cap;
 	struct mms__counts m;
+	unsigned collect; /* MMS__SEEN_* */
 };
 
 static uint64_t live_bytes(const struct mms__state *st)
@@ -240,6 +241,7 @@ static int step_event(struct mms__sub *sub, struct mms_pass *p, const mms_event_
 	if (tr->has_ended && tr->ended.begin_event >= s->rep->begin &&
 	    (rc = launch_add(s->rep, &s->cap, &tr->ended)))
 		return rc;
+	s->collect = mms__collect_seen(s->collect, st, ev);
 	if ((ev->kind == MMS_EV_MALLOC || ev->kind == MMS_EV_FREE) && st->last_blk_valid) {
 		mms__counts_add(&s->m, ev->kind == MMS_EV_MALLOC, st->last_blk->size);
 		if (live_bytes(st) > s->m.peak_bytes) {
@@ -271,6 +273,7 @@ static int step_end(struct mms__sub *sub, struct mms_pass *p)
 	rep->bytes_freed = s->m.bytes_freed;
 	rep->peak_bytes = s->m.peak_bytes;
 	rep->peak_event = s->m.peak_event;
+	rep->recorded = mms__collect_recorded(s->collect);
 	return 0;
 }
 
@@ -297,6 +300,7 @@ static int step_replay(mms_replay_t *r, mms_step_report_t *rep)
 	}
 	mms_replay_where(r, &w);
 	s->rep = rep;
+	s->collect = mms__collect_seen(0, mms__pass_state(p), NULL);
 	s->m.peak_bytes = w.live_bytes;
 	s->m.peak_event = rep->begin ? rep->begin - 1 : 0;
 	rep->delta_bytes = -(int64_t)w.live_bytes;

@@ -149,6 +149,7 @@ int mms__ckpt_save(const struct mms__state *st, const mms_iter_t *it, uint8_t **
 	w_u(&w, st->mismatched_frees);
 	w_u(&w, st->unchecked_frees);
 	w_u(&w, st->gap_event);
+	w_u(&w, st->collect);
 	w_u(&w, st->unrecorded_frees);
 	w_u(&w, st->last_thread);
 	/* The recent frees, oldest first. */
@@ -356,6 +357,7 @@ static int restore_state(struct rbuf *r, struct mms__state *st)
 	st->mismatched_frees = r_u(r);
 	st->unchecked_frees = r_u(r);
 	st->gap_event = r_u(r);
+	st->collect = (unsigned)r_u(r);
 	st->unrecorded_frees = r_u(r);
 	st->last_thread = (uint32_t)r_u(r);
 	n = r_count(r);

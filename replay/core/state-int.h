@@ -136,6 +136,11 @@ struct mms__freed {
 
 #define MMS__RECENT_FREES 4096
 
+/* mms__state.collect */
+#define MMS__OFF_PROGRAM 1u /* collect=deferred: before msmemscope_start(), after _stop() */
+#define MMS__OFF_STEPS 2u   /* a step --steps left out */
+#define MMS__COLLECT_KNOWN 4u
+
 struct mms__state {
 	mms_log_t *log;
 	uint64_t pos;            /* events applied */
@@ -166,6 +171,10 @@ struct mms__state {
 	 * recorded, and counts in unrecorded_frees, not as a bad free. 1 yes,
 	 * -1 no, 0 not known yet (read at the first such free: badfree.c). */
 	int parts;
+	/* Whether collection is on now: 0 not known yet (read from the
+	 * log's configuration at its first event that is not the heap's),
+	 * else MMS__COLLECT_KNOWN | MMS__OFF_* for each reason it is off. */
+	unsigned collect;
 	uint64_t unrecorded_frees;
 	uint64_t unchecked_frees;             /* releases between the malloc and a C++
 	                              family in a log with a module that calls its

@@ -663,6 +663,25 @@ static void apply_mstx(struct mms__state *st, const mms_event_t *ev)
 	}
 }
 
+/* Collection at the log's start, as its configuration says (the first
+ * event comes after it): the recorder writes a COLLECT record only where
+ * that changes, or at a fork child's start. */
+static __attribute__((noinline, cold)) void collect_init(struct mms__state *st)
+{
+	mms_config_t cfg;
+	int step1 = 0;
+
+	st->collect = MMS__COLLECT_KNOWN;
+	if (mms_log_config(st->log, &cfg))
+		return;
+	for (uint32_t i = 0; i < cfg.nsteps; i++)
+		step1 |= cfg.steps[i] == 1;
+	if (cfg.deferred)
+		st->collect |= MMS__OFF_PROGRAM;
+	if (cfg.nsteps && !step1)
+		st->collect |= MMS__OFF_STEPS;
+}
+
 int mms__state_apply(struct mms__state *st, const mms_event_t *ev)
 {
 	struct mms__tstate *t;
@@ -685,6 +704,8 @@ int mms__state_apply(struct mms__state *st, const mms_event_t *ev)
 		st->by_kind[ev->kind]++;
 	if (ev->kind != MMS_EV_SYSTEM && ev->kind != MMS_EV_STEP)
 		st->after_step = 1;
+	if (__builtin_expect(!st->collect, 0))
+		collect_init(st);
 	if (ev->thread >= st->log->nthreads)
 		return MMS_ECORRUPT; /* not from this log's iterator */
 	t = thread_state(st, ev->thread);
@@ -723,10 +744,14 @@ int mms__state_apply(struct mms__state *st, const mms_event_t *ev)
 	case MMS_EV_MSTX:
 		apply_mstx(st, ev);
 		return 0;
-	case MMS_EV_COLLECT:
+	case MMS_EV_COLLECT: {
+		unsigned why = ev->flags ? MMS__OFF_STEPS : MMS__OFF_PROGRAM;
+
 		if (!ev->sub)
 			st->gap_event = ev->id + 1;
+		st->collect = ev->sub ? st->collect & ~why : st->collect | why;
 		return 0;
+	}
 	case MMS_EV_OWNER:
 		return apply_owner(st, ev, t);
 	default:

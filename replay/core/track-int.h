@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "msmemscope/log.h"
+#include "msmemscope/replay.h"
 #include "state-int.h"
 
 /* --- launches and steps followed over a replay (track.c) ----------------- */
@@ -35,11 +36,39 @@ struct mms__tlaunch {
 #define MMS__STEP_NONE 0
 #define MMS__STEP_PENDING UINT64_MAX
 
+/* Whether collection was on or off over a step (mms__tstep.collect). */
+#define MMS__SEEN_ON 1u
+#define MMS__SEEN_OFF 2u
+
+/* seen, a step's MMS__SEEN_* so far, after ev, which st has applied, in
+ * the step (or at its beginning: with no ev). */
+static inline unsigned mms__collect_seen(unsigned seen, const struct mms__state *st, const mms_event_t *ev)
+{
+	unsigned now = st->collect & (MMS__OFF_PROGRAM | MMS__OFF_STEPS) ? MMS__SEEN_OFF : MMS__SEEN_ON;
+
+	if (!st->collect)
+		return seen; /* before the log's first event: not known yet */
+	/* The --steps filter's record comes at the step's edge, just after
+	 * the mark that began it: it says what the step itself is. */
+	if (ev && ev->kind == MMS_EV_COLLECT && ev->flags)
+		return now;
+	return seen | now;
+}
+
+/* ... as the API says it. */
+static inline mms_step_recorded_t mms__collect_recorded(unsigned seen)
+{
+	if (!(seen & MMS__SEEN_OFF))
+		return MMS_STEP_RECORDED_ALL;
+	return seen & MMS__SEEN_ON ? MMS_STEP_RECORDED_PART : MMS_STEP_RECORDED_NONE;
+}
+
 struct mms__tstep {
 	uint64_t begin, end;      /* positions; end UINT64_MAX while open */
 	uint64_t events, launches;
 	uint64_t live_begin, live_end; /* live bytes, all kinds */
 	struct mms__counts m;     /* peak_event: the event reaching peak_bytes */
+	unsigned collect;         /* MMS__SEEN_*: collection on, off within the step */
 };
 
 /* The launches running on one thread, innermost last. */

@@ -48,7 +48,7 @@ static uint64_t live_bytes(const struct mms__state *st)
 
 /* --- steps ------------------------------------------------------------------ */
 
-static struct mms__tstep *step_add(struct mms__track *t, uint64_t begin, uint64_t live)
+static struct mms__tstep *step_add(struct mms__track *t, const struct mms__state *st, uint64_t begin, uint64_t live)
 {
 	struct mms__tstep *s;
 
@@ -60,6 +60,7 @@ static struct mms__tstep *step_add(struct mms__track *t, uint64_t begin, uint64_
 	s->end = UINT64_MAX;
 	s->live_begin = s->m.peak_bytes = live;
 	s->m.peak_event = begin ? begin - 1 : 0;
+	s->collect = mms__collect_seen(0, st, NULL);
 	return s;
 }
 
@@ -97,12 +98,12 @@ static int steps_open(struct mms__track *t, const struct mms__state *st, const m
 		}
 		if (t->nsteps && t->steps[t->nsteps - 1].end == UINT64_MAX)
 			step_end(t, ev->id, t->live_before);
-		return step_add(t, ev->id, t->live_before) ? 0 : -ENOMEM;
+		return step_add(t, st, ev->id, t->live_before) ? 0 : -ENOMEM;
 	}
 	if (st->step_kind == 1 && st->steps_seen != t->steps_seen && !t->step_kind) {
 		/* Step 1 began with the log: it takes what was pending. */
 		t->step_kind = 1;
-		if (!step_add(t, 0, 0))
+		if (!step_add(t, st, 0, 0))
 			return -ENOMEM;
 		t->steps[0] = t->pending;
 		t->steps[0].begin = 0;
@@ -119,7 +120,7 @@ static int steps_close(struct mms__track *t, const struct mms__state *st, const 
 
 	if (t->step_kind == 1 && st->steps_seen != t->steps_seen) {
 		step_end(t, ev->id + 1, live);
-		return step_add(t, ev->id + 1, live) ? 0 : -ENOMEM;
+		return step_add(t, st, ev->id + 1, live) ? 0 : -ENOMEM;
 	}
 	if (t->step_kind == 2 && t->in_range && !st->in_range && t->nsteps)
 		step_end(t, ev->id + 1, live);
@@ -236,6 +237,7 @@ int mms__track_event_any(struct mms__track *t, const struct mms__state *st, cons
 		s = step_current(t, &t->ev_step);
 		if (s) {
 			s->events++;
+			s->collect = mms__collect_seen(s->collect, st, ev);
 			if (memory) {
 				mms__counts_add(&s->m, ev->kind == MMS_EV_MALLOC, st->last_blk->size);
 				if (live_bytes(st) > s->m.peak_bytes) {

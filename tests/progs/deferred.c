@@ -11,9 +11,14 @@
  * before exit instead of opening the second window. With "steps" the
  * windows are steps 2 and 4 of four (msmemscope_step() for start and
  * stop), recorded with --steps=2,4 (or --steps=2: the second window not
- * recorded), where the same rules hold.
+ * recorded), where the same rules hold. With "mixed" it marks six steps
+ * and starts and stops recording inside them (recorded with
+ * --collect-mode=deferred, with or without --steps): step 1 starts
+ * recording half-way, steps 2 and 3 are recorded whole (step 3 allocating
+ * 100 bytes more than step 2, and keeping them), step 4 stops half-way,
+ * step 5 is not recorded, step 6 starts again half-way.
  *
- * Usage: deferred [stop|steps] */
+ * Usage: deferred [stop|steps|mixed] */
 #include <stdint.h>
 #include <string.h>
 
@@ -42,12 +47,47 @@ static void window(int steps, int begins)
 		msmemscope_stop();
 }
 
+/* A step of "mixed": bytes allocated and freed, keep of them kept. */
+static void step_work(size_t bytes, size_t keep)
+{
+	void *p = use(malloc(bytes), bytes);
+
+	free(p);
+	if (keep)
+		lost2 = use(malloc(keep), keep);
+}
+
+static int mixed(void)
+{
+	step_work(1000, 0); /* step 1: before the start, not recorded */
+	msmemscope_start();
+	step_work(10, 0);
+	msmemscope_step();
+	step_work(200, 0); /* step 2 */
+	msmemscope_step();
+	step_work(200, 100); /* step 3: 100 more, kept */
+	msmemscope_step();
+	step_work(30, 0); /* step 4: stops half-way */
+	msmemscope_stop();
+	step_work(3000, 0);
+	msmemscope_step();
+	step_work(5000, 0); /* step 5: not recorded */
+	msmemscope_step();
+	step_work(7000, 0); /* step 6: starts half-way */
+	msmemscope_start();
+	step_work(40, 0);
+	prog_say(1, "deferred mixed\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int stop = argc > 1 && !strcmp(argv[1], "stop");
 	int steps = argc > 1 && !strcmp(argv[1], "steps");
 	void *p;
 
+	if (argc > 1 && !strcmp(argv[1], "mixed"))
+		return mixed();
 	before = use(malloc(100), 100);
 	window(steps, 1);
 	inwin = use(malloc(200), 200);

@@ -127,3 +127,50 @@ note "--steps=2,9 and --steps=7: the steps never begun are named, no claim of wh
 grep -q '^No leaks at exit that the log can tell: it recorded no block (recorded with --collect-mode=deferred, and the program never called msmemscope_start())\.$' \
 	nostart.err || fail "deferred, never started: $(cat nostart.err)"
 note "deferred, never started: the report says it recorded no block"
+
+# Steps recorded in part: collect=deferred with msmemscope_start() and
+# msmemscope_stop() inside steps (step 1 starts half-way, 2 and 3 whole,
+# 4 stops half-way, 5 not recorded, 6 starts half-way), then the same
+# with --steps=2,3,5 (which leaves out 1, 4 and 6; 5 is stopped). Each
+# step says how much of it the log has (--step N, the leaks report's
+# steps), and the tables of the steps compare only steps recorded whole:
+# step 3's 100 bytes more than step 2 are named, no step is compared with
+# one the log has only part of.
+mixed_steps() { # LOG: the recorded value of --step 1..6, space-separated
+	_r=""
+	for _n in 1 2 3 4 5 6; do
+		"$MMS_REPLAY" "$1" --step $_n --json >mstep.json 2>mstep.err || fail "--step $_n: $(cat mstep.err)"
+		_r="$_r $(jget mstep.json recorded)"
+	done
+	printf '%s\n' "$_r"
+}
+"$MMS_LAUNCHER" --output=mixed --collect-mode=deferred -- "$prog" mixed >mixed.out 2>mixed.err ||
+	fail "deferred mixed failed: $(cat mixed.err)"
+log=$(launched_log mixed.err)
+[ -f "$log" ] || fail "no log of deferred mixed: $(cat mixed.err)"
+expect_eq "how much of steps 1-6 the log has (deferred)" "$(mixed_steps "$log")" \
+	' "part" "all" "all" "part" "none" "part"'
+grep -q '^  step 3: 300 bytes in 2 allocation(s), 100 bytes more than step 2$' mixed.err ||
+	fail "deferred mixed: step 3's 100 bytes more than step 2 are not named: $(cat mixed.err)"
+! grep -q 'more than step [1456]$' mixed.err || fail "deferred mixed: a step compared with one recorded in part: $(cat mixed.err)"
+grep -q '^Steps not recorded whole (--steps, collect=deferred), left out of the tables above: 1, 4-6\.$' mixed.err ||
+	fail "deferred mixed: the steps left out of the tables are not named: $(cat mixed.err)"
+"$MMS_REPLAY" "$log" --step 4 >mstep4.txt 2>&1 || fail "--step 4: $(cat mstep4.txt)"
+grep -q '^  recorded in part (collect=deferred): collection was off for some of it' mstep4.txt ||
+	fail "--step 4 (stopped half-way) does not say it was recorded in part: $(cat mstep4.txt)"
+"$MMS_REPLAY" "$log" --analysis leaks --json >mleaks.json 2>mleaks.err || fail "leaks --json: $(cat mleaks.err)"
+expect_key mleaks.json steps.4.recorded '"none"'
+expect_key mleaks.json steps.2.more_than_previous true
+expect_key mleaks.json steps.3.more_than_previous null
+"$MMS_REPLAY" "$log" --compare-steps 3,4 --output-dir mcmp >mcmp.out 2>mcmp.err || fail "--compare-steps 3,4: $(cat mcmp.err)"
+grep -q 'warning: compare: .*: step 4 was recorded in part (collect=deferred)' mcmp.err ||
+	fail "--compare-steps 3,4 does not say step 4 was recorded in part: $(cat mcmp.err)"
+"$MMS_LAUNCHER" --output=mixed2 --collect-mode=deferred --steps=2,3,5 -- "$prog" mixed >mixed2.out 2>mixed2.err ||
+	fail "deferred mixed --steps=2,3,5 failed: $(cat mixed2.err)"
+log=$(launched_log mixed2.err)
+expect_eq "how much of steps 1-6 the log has (deferred, --steps=2,3,5)" "$(mixed_steps "$log")" \
+	' "none" "all" "all" "none" "none" "none"'
+"$MMS_REPLAY" "$log" --step 1 >m2step1.txt 2>&1 || fail "--step 1: $(cat m2step1.txt)"
+grep -q '^  not recorded (--steps=2,3,5, collect=deferred): its memory events are not in the log' m2step1.txt ||
+	fail "--step 1 (left out by --steps) does not say so: $(cat m2step1.txt)"
+note "steps recorded in part or not at all say so; the step tables compare steps recorded whole"

@@ -1928,6 +1928,18 @@ START_TEST(test_collect_by_steps)
 	ck_assert_uint_eq(l->nstep_leaks, 1);
 	ck_assert_uint_eq(l->step_leaks[0].b.addr, 0x2000);
 	ck_assert_uint_eq(l->step_leaks[0].found_step, 5);
+	/* How much of each step the log has: step 3 none (the filter's stop
+	 * at its edge), step 6 part (the program's stop inside it). */
+	{
+		static const mms_step_recorded_t want[] = { MMS_STEP_RECORDED_ALL,  MMS_STEP_RECORDED_ALL,
+							    MMS_STEP_RECORDED_NONE, MMS_STEP_RECORDED_ALL,
+							    MMS_STEP_RECORDED_ALL,  MMS_STEP_RECORDED_PART };
+
+		ck_assert_uint_eq(l->nsteps, 6);
+		for (size_t i = 0; i < 6; i++)
+			ck_assert_msg(l->steps[i].recorded == want[i], "step %zu: recorded %d, expected %d", i + 1,
+				      (int)l->steps[i].recorded, (int)want[i]);
+	}
 	mms_leaks_free(l);
 	mms_log_close(log);
 	lb_destroy(b);
