@@ -755,15 +755,24 @@ void show_step_report(struct show *s, const mms_step_report_t *rep)
 			"  recorded in part (%s): collection was off for some of it; what it allocated and freed "
 			"then is not below\n",
 			why);
-	fprintf(s->out, "  at its end: %s live, %s\n",
+	fprintf(s->out, "  at its end: %s live, %s%s\n",
 		plural(w->mem[0].live_blocks + w->mem[1].live_blocks + w->mem[2].live_blocks, "block", c, sizeof(c)),
-		human_bytes(w->live_bytes, a, sizeof(a)));
-	fprintf(s->out, "  peak within the step: %s (at event #%" PRIu64 ")\n", human_bytes(rep->peak_bytes, a, sizeof(a)),
-		rep->peak_event);
-	fprintf(s->out, "  allocated %s, %s; ", plural(rep->allocs, "block", c, sizeof(c)),
-		human_bytes(rep->bytes_allocated, a, sizeof(a)));
-	fprintf(s->out, "freed %s, %s; live bytes %s\n", plural(rep->frees, "block", c, sizeof(c)),
-		human_bytes(rep->bytes_freed, b, sizeof(b)), signed_bytes(rep->delta_bytes, a, sizeof(a)));
+		human_bytes(w->live_bytes, a, sizeof(a)),
+		rep->recorded == MMS_STEP_RECORDED_ALL ? "" : " (of the blocks the log recorded)");
+	if (rep->recorded == MMS_STEP_RECORDED_NONE) {
+		fputs("  peak within the step, what it allocated and freed: not known\n", s->out);
+	} else {
+		int part = rep->recorded == MMS_STEP_RECORDED_PART;
+
+		fprintf(s->out, "  peak within the step: %s (at event #%" PRIu64 "%s)\n",
+			human_bytes(rep->peak_bytes, a, sizeof(a)), rep->peak_event,
+			part ? ", in the part recorded" : "");
+		fprintf(s->out, "  allocated %s, %s; ", plural(rep->allocs, "block", c, sizeof(c)),
+			human_bytes(rep->bytes_allocated, a, sizeof(a)));
+		fprintf(s->out, "freed %s, %s; live bytes %s%s\n", plural(rep->frees, "block", c, sizeof(c)),
+			human_bytes(rep->bytes_freed, b, sizeof(b)), signed_bytes(rep->delta_bytes, a, sizeof(a)),
+			part ? " (in the part recorded)" : "");
+	}
 	fputc('\n', s->out);
 	show_groups(s, "Allocated in this step and still live at its end", rep->kept, rep->nkept);
 	fputc('\n', s->out);

@@ -158,6 +158,11 @@ grep -q '^Steps not recorded whole (--steps, collect=deferred), left out of the 
 "$MMS_REPLAY" "$log" --step 4 >mstep4.txt 2>&1 || fail "--step 4: $(cat mstep4.txt)"
 grep -q '^  recorded in part (collect=deferred): collection was off for some of it' mstep4.txt ||
 	fail "--step 4 (stopped half-way) does not say it was recorded in part: $(cat mstep4.txt)"
+grep -q '^  peak within the step: .* (at event #[0-9]*, in the part recorded)$' mstep4.txt ||
+	fail "--step 4: its peak is not said to be the part recorded's: $(cat mstep4.txt)"
+"$MMS_REPLAY" "$log" --step 5 >mstep5.txt 2>&1 || fail "--step 5: $(cat mstep5.txt)"
+grep -q '^  peak within the step, what it allocated and freed: not known$' mstep5.txt ||
+	fail "--step 5 (not recorded) claims a peak or counts: $(cat mstep5.txt)"
 "$MMS_REPLAY" "$log" --analysis leaks --json >mleaks.json 2>mleaks.err || fail "leaks --json: $(cat mleaks.err)"
 expect_key mleaks.json steps.4.recorded '"none"'
 expect_key mleaks.json steps.2.more_than_previous true
