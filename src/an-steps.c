@@ -195,7 +195,7 @@ void an_leaks_print_steps(FILE *f, const mms_leaks_t *l, int json, size_t top)
 				"%s{\"step\":%" PRIu64 ",\"allocs\":%" PRIu64 ",\"bytes_allocated\":%" PRIu64
 				",\"recorded\":\"%s\",\"more_than_previous\":%s",
 				i ? "," : "", s->step, s->allocs, s->bytes_allocated,
-				log_step_recorded_name(s->recorded),
+				mms_step_recorded_name(s->recorded),
 				i && !alloc_comparable(l, i)                                ? "null"
 				: i && s->bytes_allocated > l->steps[i - 1].bytes_allocated ? "true"
 											    : "false");

@@ -246,11 +246,6 @@ const char *log_step_unrecorded_why(const mms_config_t *cfg, mms_step_recorded_t
 	return buf;
 }
 
-const char *log_step_recorded_name(mms_step_recorded_t r)
-{
-	return r == MMS_STEP_RECORDED_ALL ? "all" : r == MMS_STEP_RECORDED_PART ? "part" : "none";
-}
-
 const char *log_threads_note(const mms_log_info_t *in)
 {
 	return in->freeres_skipped == MMS_FREERES_SKIP_THREADS

@@ -107,8 +107,6 @@ const char *log_steps_list(const mms_config_t *cfg, uint64_t above, char *buf, s
 /* Why a step r says was not recorded, or in part, in buf: "--steps=2,4",
  * "collect=deferred", or both; "" for a step recorded whole. */
 const char *log_step_unrecorded_why(const mms_config_t *cfg, mms_step_recorded_t r, char *buf, size_t cap);
-/* "all", "part" or "none", as JSON has mms_step_recorded_t. */
-const char *log_step_recorded_name(mms_step_recorded_t r);
 
 /* own[0] and own[1]: the module of log that calls its own C++ operators
  * and the operator's name (mms_log_own_operators()), looked for only when

@@ -714,7 +714,7 @@ void show_step_report(struct show *s, const mms_step_report_t *rep)
 			",\"delta_bytes\":%" PRId64 ",\"recorded\":\"%s\",\"state\":",
 			rep->step, mms_replay_steps(s->r), rep->begin, rep->end, rep->peak_bytes, rep->peak_event,
 			rep->allocs, rep->frees, rep->bytes_allocated, rep->bytes_freed, rep->delta_bytes,
-			log_step_recorded_name(rep->recorded));
+			mms_step_recorded_name(rep->recorded));
 		show_where(s);
 		fputs(",\"kept\":", s->out);
 		show_groups(s, NULL, rep->kept, rep->nkept);

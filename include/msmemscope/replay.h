@@ -277,6 +277,9 @@ typedef struct mms_step_report {
  * or a negative code. */
 int mms_replay_step_report(mms_replay_t *r, uint64_t step, mms_step_report_t **out);
 void mms_step_report_free(mms_step_report_t *rep);
+/* "all", "part" or "none" (as JSON and the SQLite export have it); NULL
+ * for a value that is none of them. */
+const char *mms_step_recorded_name(mms_step_recorded_t r);
 
 #ifdef __cplusplus
 }

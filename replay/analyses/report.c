@@ -318,6 +318,13 @@ static int step_replay(mms_replay_t *r, mms_step_report_t *rep)
 	return rc ? rc : status;
 }
 
+MMS__EXPORT const char *mms_step_recorded_name(mms_step_recorded_t r)
+{
+	static const char *const names[] = { "all", "part", "none" };
+
+	return (unsigned)r < sizeof(names) / sizeof(names[0]) ? names[r] : NULL;
+}
+
 MMS__EXPORT void mms_step_report_free(mms_step_report_t *rep)
 {
 	if (!rep)

@@ -47,7 +47,7 @@ static const char db_schema[] =
 	" bytes_freed INTEGER, delta_bytes INTEGER);"
 	"CREATE TABLE steps (step INTEGER PRIMARY KEY, begin_event INTEGER, end_event INTEGER, events INTEGER,"
 	" launches INTEGER, allocs INTEGER, frees INTEGER, bytes_allocated INTEGER, bytes_freed INTEGER,"
-	" live_bytes_begin INTEGER, live_bytes_end INTEGER, peak_bytes INTEGER, peak_event INTEGER);"
+	" live_bytes_begin INTEGER, live_bytes_end INTEGER, peak_bytes INTEGER, peak_event INTEGER, recorded TEXT);"
 	"CREATE TABLE threads (thread INTEGER PRIMARY KEY, tid INTEGER, name TEXT);"
 	"CREATE TABLE log_info (key TEXT PRIMARY KEY, value);"
 	"CREATE VIEW block_sites AS SELECT b.*, f.function, f.file, f.line, f.module FROM blocks b"
@@ -85,7 +85,7 @@ static const char *const db_sql[ST_COUNT] = {
 	[ST_STACK] = "INSERT INTO stack_frames VALUES (?,?,?)",
 	[ST_FRAME] = "INSERT INTO frames VALUES (?,?,?,?,?,?,?,?)",
 	[ST_LAUNCH] = "INSERT INTO launches VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-	[ST_STEP] = "INSERT INTO steps VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	[ST_STEP] = "INSERT INTO steps VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	[ST_THREAD] = "INSERT INTO threads VALUES (?,?,?)",
 	[ST_INFO] = "INSERT INTO log_info VALUES (?,?)",
 };
@@ -456,6 +456,7 @@ static int put_tail(struct db *d)
 		bind_u64(s, 11, st->live_end);
 		bind_u64(s, 12, st->m.peak_bytes);
 		bind_u64(s, 13, st->m.peak_event);
+		sqlite3_bind_text(s, 14, mms_step_recorded_name(mms__collect_recorded(st->collect)), -1, SQLITE_STATIC);
 		rc = run(d, ST_STEP);
 	}
 	s = d->st[ST_THREAD];

@@ -170,6 +170,10 @@ expect_key mleaks.json steps.3.more_than_previous null
 "$MMS_REPLAY" "$log" --compare-steps 3,4 --output-dir mcmp >mcmp.out 2>mcmp.err || fail "--compare-steps 3,4: $(cat mcmp.err)"
 grep -q 'warning: compare: .*: step 4 was recorded in part (collect=deferred)' mcmp.err ||
 	fail "--compare-steps 3,4 does not say step 4 was recorded in part: $(cat mcmp.err)"
+"$MMS_REPLAY" "$log" --export db -o mixed.db >mdb.out 2>&1 || fail "--export db: $(cat mdb.out)"
+expect_eq "the SQLite export's steps.recorded" \
+	"$("$MMS_PYTHON" -c 'import sqlite3, sys; print(" ".join(r[0] for r in sqlite3.connect(sys.argv[1]).execute("SELECT recorded FROM steps ORDER BY step")))' mixed.db)" \
+	"part all all part none part"
 "$MMS_LAUNCHER" --output=mixed2 --collect-mode=deferred --steps=2,3,5 -- "$prog" mixed >mixed2.out 2>mixed2.err ||
 	fail "deferred mixed --steps=2,3,5 failed: $(cat mixed2.err)"
 log=$(launched_log mixed2.err)
