@@ -300,11 +300,32 @@ static void cmd_groups(struct session *ss, int leaks)
 		fail(ss, "cannot group the live blocks: %s", mms_strerror(rc));
 		return;
 	}
-	if (leaks)
+	if (leaks) {
+		/* Allocated before recording last stopped: freed since or not,
+		 * the log cannot tell; not counted, said apart. */
+		size_t i, j, un = 0;
+		uint64_t ub = 0;
+
+		for (i = j = 0; i < n; i++) {
+			if (g[i].reach == MMS_REACH_UNRECORDED) {
+				un += g[i].blocks;
+				ub += g[i].bytes;
+			} else {
+				g[j++] = g[i];
+			}
+		}
+		n = j;
 		snprintf(title, sizeof(title), "Leaks (allocated in steps 2 to %" PRIu64 ", still live after the next step ended)", hi);
-	else
+		show_groups(s, title, g, n);
+		if (un && !s->json)
+			fprintf(s->out,
+				"Not counted: %zu block%s, %" PRIu64 " bytes allocated before recording stopped "
+				"(freed while nothing was recorded or not, the log cannot tell)\n",
+				un, un == 1 ? "" : "s", ub);
+	} else {
 		snprintf(title, sizeof(title), "Live blocks at position %" PRIu64, w.position);
-	show_groups(s, title, g, n);
+		show_groups(s, title, g, n);
+	}
 	end_answer(ss);
 	free(g);
 }

@@ -657,9 +657,10 @@ void show_groups(struct show *s, const char *title, const mms_stack_group_t *g, 
 		if (g[i].step)
 			fprintf(s->out, ", step %" PRIu64, g[i].step);
 		fprintf(s->out, "%s%s%s)", g[i].op ? ", operator " : "", g[i].op ? g[i].op : "",
-			g[i].reach == MMS_REACH_INDIRECT   ? ", indirectly leaked"
-			: g[i].reach == MMS_REACH_POSSIBLE ? ", possibly leaked"
-							   : "");
+			g[i].reach == MMS_REACH_INDIRECT     ? ", indirectly leaked"
+			: g[i].reach == MMS_REACH_POSSIBLE   ? ", possibly leaked"
+			: g[i].reach == MMS_REACH_UNRECORDED ? ", allocated before recording stopped"
+							     : "");
 		/* What goes with them: freeing these frees that too. */
 		if (g[i].indirect_blocks)
 			fprintf(s->out, "; lost with %s: %s in %" PRIu64 " block%s, indirectly leaked",
@@ -774,7 +775,14 @@ void show_step_report(struct show *s, const mms_step_report_t *rep)
 			part ? " (in the part recorded)" : "");
 	}
 	fputc('\n', s->out);
-	show_groups(s, "Allocated in this step and still live at its end", rep->kept, rep->nkept);
+	if (rep->recorded == MMS_STEP_RECORDED_NONE)
+		fputs("Allocated in this step and still live at its end: not known (not recorded)\n", s->out);
+	else
+		show_groups(s,
+			    rep->recorded == MMS_STEP_RECORDED_PART
+				    ? "Allocated in this step (in the part recorded) and still live at its end"
+				    : "Allocated in this step and still live at its end",
+			    rep->kept, rep->nkept);
 	fputc('\n', s->out);
 	fprintf(s->out, "Operator launches: %zu\n", rep->nlaunches);
 	if (rep->nlaunches)

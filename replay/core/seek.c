@@ -469,9 +469,13 @@ static int each_export(const struct mms__blk *k, void *ctx)
 
 	mms__state_blk_export(e->st, k, &b);
 	/* At the end, what the runtimes keep as the leaks report counts it
-	 * (a CPython interpreter's state at exit too). */
+	 * (a CPython interpreter's state at exit too). Before it, a block
+	 * allocated before recording last stopped may have been freed while
+	 * nothing was recorded, as at the end. */
 	if (e->at_end)
 		mms__blk_at_end(e->st, &e->rtmemo, k, &b);
+	else if (mms__blk_before_gap(e->st, k))
+		b.reach = MMS_REACH_UNRECORDED;
 	return e->fn(&b, e->ctx);
 }
 

@@ -163,6 +163,18 @@ grep -q '^  peak within the step: .* (at event #[0-9]*, in the part recorded)$' 
 "$MMS_REPLAY" "$log" --step 5 >mstep5.txt 2>&1 || fail "--step 5: $(cat mstep5.txt)"
 grep -q '^  peak within the step, what it allocated and freed: not known$' mstep5.txt ||
 	fail "--step 5 (not recorded) claims a peak or counts: $(cat mstep5.txt)"
+"$MMS_REPLAY" "$log" --step 5 >mstep5b.txt 2>&1 || fail "--step 5: $(cat mstep5b.txt)"
+grep -q '^Allocated in this step and still live at its end: not known (not recorded)$' mstep5b.txt ||
+	fail "--step 5 (not recorded) claims what it kept: $(cat mstep5b.txt)"
+# Interactive: at step 5, step 3's block (live after step 4, which
+# stopped recording half-way) is not called a leak.
+printf 'goto step 5\nleaks\nlive\n' | "$MMS_REPLAY" "$log" -i >mi.txt 2>&1 || fail "-i: $(cat mi.txt)"
+grep -q '^Leaks (allocated in steps 2 to 3, still live after the next step ended): 0 blocks, 0 bytes (none)$' mi.txt ||
+	fail "-i leaks at step 5 counts a block allocated before recording stopped: $(cat mi.txt)"
+grep -q '^Not counted: 1 block, 100 bytes allocated before recording stopped' mi.txt ||
+	fail "-i leaks at step 5 does not say what it set apart: $(cat mi.txt)"
+grep -q '^  100 bytes in 1 block (largest 0x[0-9a-f]*, 100 bytes, step 3, allocated before recording stopped)$' mi.txt ||
+	fail "-i live does not mark the block allocated before recording stopped: $(cat mi.txt)"
 "$MMS_REPLAY" "$log" --analysis leaks --json >mleaks.json 2>mleaks.err || fail "leaks --json: $(cat mleaks.err)"
 expect_key mleaks.json steps.4.recorded '"none"'
 expect_key mleaks.json steps.2.more_than_previous true
