@@ -554,6 +554,20 @@ int mms__own_outside(uintptr_t lo, uintptr_t hi, int (*fn)(uintptr_t lo, uintptr
 int mms__own_mlockall(int flags) MMS_HIDDEN;
 void mms__own_before_fork(void) MMS_HIDDEN;
 void mms__own_after_fork(void) MMS_HIDDEN;
+/* dtv.c: the threads' vectors of thread-local storage in the arena, a
+ * stand-in of the native size in the program's heap. */
+extern size_t mms__dtv_extra MMS_HIDDEN;     /* the modules with TLS only the recorder brings */
+void mms__dtv_count(void) MMS_HIDDEN;        /* sets mms__dtv_extra, once */
+void *mms__dtv_new(size_t bytes) MMS_HIDDEN; /* a vector, zeroed, or NULL */
+int mms__dtv_is(const void *ptr) MMS_HIDDEN; /* of a block of the arena */
+void mms__dtv_set_stand(void *d, void *stand) MMS_HIDDEN;
+void *mms__dtv_stand(const void *d) MMS_HIDDEN;
+size_t mms__dtv_room(const void *d) MMS_HIDDEN; /* its length */
+void mms__dtv_release(void *d) MMS_HIDDEN;
+/* Calls fn with each live vector's span until it returns nonzero. */
+int mms__dtv_each(int (*fn)(uintptr_t lo, uintptr_t hi, void *ctx), void *ctx) MMS_HIDDEN;
+void mms__dtv_before_fork(void) MMS_HIDDEN;
+void mms__dtv_after_fork(void) MMS_HIDDEN;
 extern uintptr_t mms__arena_lo MMS_HIDDEN, mms__arena_len MMS_HIDDEN;
 /* Returns a block of at least size bytes aligned to align (a power of two
  * up to 64 KiB), or NULL with errno ENOMEM: also when called from a signal

@@ -310,6 +310,55 @@ MMS_EXPORT void *malloc(size_t size)
 	HOOK_ALLOC(MMS_ALLOC_MALLOC, 0, size, mms__real.malloc(size));
 }
 
+/* A thread's vector of thread-local storage, which the loader allocates
+ * in pthread_create (n entries of 16 bytes): the vector in the arena, a
+ * stand-in of the native length in the program's heap, recorded as the
+ * loader's calloc (dtv.c). NULL when the arena has no room: the caller
+ * then allocates it as any other. */
+static __attribute__((noinline, cold)) void *dtv_calloc(size_t n, uintptr_t fp)
+{
+	struct mms_thread *t;
+	size_t native = n - mms__dtv_extra;
+	void *d = mms__dtv_new(n * 16), *stand;
+
+	if (!d)
+		return NULL;
+	t = mms__enter();
+	stand = mms__real.calloc(native, 16);
+	if (t) {
+		if (stand)
+			rec_alloc(t, MMS_ALLOC_CALLOC, stand, native * 16, fp);
+		mms__leave();
+	}
+	if (!stand) {
+		mms__dtv_release(d);
+		errno = ENOMEM;
+		return (void *)-1;
+	}
+	mms__dtv_set_stand(d, stand);
+	return d;
+}
+
+/* A vector the loader resizes (a module with thread-local storage loaded
+ * since the thread began): the stand-in is resized as natively. */
+static __attribute__((noinline, cold)) void *dtv_realloc(void *d, size_t size, uintptr_t ra)
+{
+	size_t less = mms__dtv_extra * 16, room = mms__dtv_room(d);
+	void *nd = mms__dtv_new(size), *stand;
+
+	if (!nd)
+		return NULL;
+	stand = resize_recorded(mms__dtv_stand(d), size > less ? size - less : size, RS_REALLOC, 0, 0, NULL, NULL, ra);
+	if (!stand) {
+		mms__dtv_release(nd);
+		return NULL;
+	}
+	memcpy(nd, d, room < size ? room : size);
+	mms__dtv_set_stand(nd, stand);
+	mms__dtv_release(d);
+	return nd;
+}
+
 MMS_EXPORT void *calloc(size_t n, size_t size)
 {
 	size_t size_ = n * size;
@@ -333,6 +382,13 @@ MMS_EXPORT void *calloc(size_t n, size_t size)
 		}
 		return mms__guard_alloc_hook(MMS_ALLOC_CALLOC, MMS_GUARD_FAMILY_MALLOC, 16, size_, 1, RA);
 	}
+	if (unlikely(size == 16) && unlikely(mms__tls_runtime == MMS_RT_THREAD) && mms__dtv_extra &&
+	    n > mms__dtv_extra && n < SIZE_MAX / 32 && mms__in_code(&mms__ldso_code, RA)) {
+		void *d = dtv_calloc(n, FRAME);
+
+		if (d)
+			return d == (void *)-1 ? NULL : d;
+	}
 	HOOK_ALLOC(MMS_ALLOC_CALLOC, 0, size && n > SIZE_MAX / size ? SIZE_MAX : size_, mms__real.calloc(n, size));
 }
 
@@ -341,6 +397,13 @@ MMS_EXPORT void free(void *ptr)
 	if (unlikely(!ptr))
 		return;
 	if (unlikely(mms__arena_owns(ptr))) {
+		if (unlikely(mms__dtv_is(ptr))) {
+			void *stand = mms__dtv_stand(ptr);
+
+			mms__dtv_release(ptr);
+			free_recorded(stand, 0, REL_FREE, 0, 0);
+			return;
+		}
 		mms__arena_free(ptr);
 		return;
 	}
@@ -355,7 +418,7 @@ void *mms__realloc_common(void *ptr, size_t size, uintptr_t ra)
 {
 	/* A block of the arena stays there, whoever resizes it. */
 	if (unlikely(ptr && mms__arena_owns(ptr)))
-		return mms__arena_realloc(ptr, size);
+		return mms__dtv_is(ptr) ? dtv_realloc(ptr, size, ra) : mms__arena_realloc(ptr, size);
 	if (!ptr && OWN_CALL(realloc))
 		return own_alloc(size, 16);
 	if (unlikely(!mms__real.realloc))

@@ -125,6 +125,7 @@ locks:
 	 * child's copy is made. */
 	mms__guard_before_fork();
 	mms__mi_before_fork();
+	mms__dtv_before_fork();
 	mms__arena_before_fork();
 	mms__own_before_fork();
 }
@@ -136,6 +137,7 @@ static void atfork_child(void)
 	mms__tls_busy = 2;
 	mms__own_after_fork();
 	mms__arena_after_fork();
+	mms__dtv_after_fork();
 	mms__mi_after_fork();
 	mms__guard_after_fork();
 	if (!tls_fork_live) {
@@ -163,6 +165,7 @@ static void atfork_parent(void)
 {
 	mms__own_after_fork();
 	mms__arena_after_fork();
+	mms__dtv_after_fork();
 	mms__mi_after_fork();
 	mms__guard_after_fork();
 	if (tls_fork_live)

@@ -552,6 +552,23 @@ static void add_running(struct scan *s)
 	s->n++;
 }
 
+/* A live vector of a thread's thread-local storage (dtv.c): in the
+ * recorder's arena, which the scan leaves out, where natively it is in
+ * the heap; its words point to the thread's blocks of dynamic TLS. */
+static int add_dtv(uintptr_t lo, uintptr_t hi, void *ctx)
+{
+	struct scan *s = ctx;
+	size_t i;
+
+	if (s->n >= MAX_RANGES)
+		return 1;
+	for (i = s->n; i > 0 && s->r[i - 1].lo > lo; i--)
+		s->r[i] = s->r[i - 1];
+	s->r[i] = (struct range){ lo, hi, 0 };
+	s->n++;
+	return 0;
+}
+
 /* --- the records ------------------------------------------------------------- */
 
 static void flush(struct scan *s, uint8_t tag)
@@ -789,6 +806,7 @@ void mms__reach_scan(struct mms_thread *t, long others)
 	/* After the anonymous extent was taken: the recorder's .bss holds
 	 * no block. */
 	add_running(s);
+	mms__dtv_each(add_dtv, s);
 	if (!s->status)
 		write_regions(s);
 	s->pagemap = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
