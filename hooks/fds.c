@@ -7,10 +7,11 @@
  * gets natively, and the program cannot see them
  * through close, dup, dup2, dup3, fcntl, close_range or closefrom: these
  * act on them as on a descriptor that is not open, which is what they are
- * natively. A dup2 or dup3 onto one of ours moves ours elsewhere first.
- * What the program does with raw system calls cannot be seen here, so
- * whoever uses one of ours after a gap checks first that it is still the
- * file it opened (mms__fd_still_ours). */
+ * natively. A dup2 or dup3 onto one of ours moves ours elsewhere first,
+ * and so does a setrlimit or prlimit that raises the soft limit above one
+ * of ours. What the program does with raw system calls cannot be seen
+ * here, so whoever uses one of ours after a gap checks first that it is
+ * still the file it opened (mms__fd_still_ours). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -23,15 +24,25 @@
 #include <unistd.h>
 
 #include "hooks-int.h"
+#include "log.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
 
-/* Our descriptors go below this number: the top of the soft limit, but no
- * higher than 1024, because a higher number grows the kernel's descriptor
- * table of the process, which every fork then copies. */
-#define TOP_MAX 1024
+/* Where they cannot go above the soft limit (soft and hard limits are
+ * one), ours go below this number: the top of the soft limit, but no
+ * higher than 4096. Not 1024: with a limit above it (containers often run
+ * with 1048576 for both), a log at 1023 took the number of the program's
+ * 1021st file, which then got 1024, past select()'s FD_SETSIZE. Not much
+ * higher either: the kernel's descriptor table of the process grows to
+ * hold the highest open number (8 bytes an entry), and every fork copies
+ * it. Measured on the 2-core development machine, a process holding
+ * descriptor 1023, 4095, 16383 or 19999 forks (the parent's fork() call,
+ * median of 3000) in 145-154, 136-208, 185-316 and 181-324 us: at 4095 no
+ * cost apart from noise, at 16K and up some 40 us more (65535 needs a
+ * hard limit the machine did not allow; its table is 512 KiB). */
+#define TOP_MAX 4096
 
 struct own_fd {
 	int fd;                /* -1: a free entry */
@@ -61,6 +72,10 @@ static int (*real_close_range)(unsigned, unsigned, int);
 static void (*real_closefrom)(int);
 static int (*real_pipe)(int[2]);
 static int (*real_pipe2)(int[2], int);
+static int (*real_setrlimit)(__rlimit_resource_t, const struct rlimit *);
+static int (*real_setrlimit64)(__rlimit_resource_t, const struct rlimit64 *);
+static int (*real_prlimit)(pid_t, __rlimit_resource_t, const struct rlimit *, struct rlimit *);
+static int (*real_prlimit64)(pid_t, __rlimit_resource_t, const struct rlimit64 *, struct rlimit64 *);
 
 void mms__fds_init(void)
 {
@@ -74,6 +89,10 @@ void mms__fds_init(void)
 	*(void **)&real_closefrom = dlsym(RTLD_NEXT, "closefrom");
 	*(void **)&real_pipe = dlsym(RTLD_NEXT, "pipe");
 	*(void **)&real_pipe2 = dlsym(RTLD_NEXT, "pipe2");
+	*(void **)&real_setrlimit = dlsym(RTLD_NEXT, "setrlimit");
+	*(void **)&real_setrlimit64 = dlsym(RTLD_NEXT, "setrlimit64");
+	*(void **)&real_prlimit = dlsym(RTLD_NEXT, "prlimit");
+	*(void **)&real_prlimit64 = dlsym(RTLD_NEXT, "prlimit64");
 }
 
 /* A hook called before the recorder started (from another library's
@@ -135,7 +154,7 @@ static int lift(const struct rlimit *rl)
 	    (rl->rlim_max != RLIM_INFINITY && rl->rlim_max < rl->rlim_cur + 64))
 		return -1;
 	up.rlim_cur = rl->rlim_cur + 64;
-	return setrlimit(RLIMIT_NOFILE, &up) ? -1 : 0;
+	return real_setrlimit(RLIMIT_NOFILE, &up) ? -1 : 0;
 }
 
 static int dup_over(int fd, const struct rlimit *rl)
@@ -145,7 +164,7 @@ static int dup_over(int fd, const struct rlimit *rl)
 	if (lift(rl))
 		return -1;
 	r = real_fcntl(fd, F_DUPFD_CLOEXEC, (int)rl->rlim_cur);
-	setrlimit(RLIMIT_NOFILE, rl);
+	real_setrlimit(RLIMIT_NOFILE, rl);
 	return r;
 }
 
@@ -156,6 +175,8 @@ int mms__open_lifted(const char *path, int flags, mode_t mode)
 
 	if (fd >= 0 || errno != EMFILE)
 		return fd;
+	if (!real_setrlimit)
+		fds_need();
 	/* Every number below the soft limit is the program's: one above it,
 	 * where the hard limit lets the limit be lifted for this call. */
 	if (getrlimit(RLIMIT_NOFILE, &rl) || lift(&rl)) {
@@ -164,7 +185,7 @@ int mms__open_lifted(const char *path, int flags, mode_t mode)
 	}
 	fd = open(path, flags, mode);
 	err = errno;
-	setrlimit(RLIMIT_NOFILE, &rl);
+	real_setrlimit(RLIMIT_NOFILE, &rl);
 	errno = err;
 	return fd;
 }
@@ -289,6 +310,34 @@ void mms__fds_after_fork_child(void)
 	pthread_mutex_init(&own_lock, NULL);
 }
 
+/* Moves o, a descriptor of ours with a slot, to a new number from
+ * dup_high (own_lock held): where the program is about to put one of its
+ * own (dup2, dup3: the program's call closes the old number), or, when
+ * higher, from where a raised soft limit made the number the program's
+ * (then the old number is closed here). Returns 0, or -1 where it stays:
+ * no number to move to, or, for a raised limit, none higher. */
+static int move_own(struct own_fd *o, int displaced)
+{
+	int fd = o->fd, moved;
+
+	pthread_mutex_lock(o->lock);
+	moved = dup_high(fd);
+	if (moved >= 0 && !displaced && moved < fd) {
+		/* The program takes numbers from the lowest up: a lower one
+		 * is more in its way than the one it has. */
+		raw_close(moved);
+		moved = -1;
+	}
+	if (moved >= 0) {
+		*o->slot = moved;
+		__atomic_store_n(&o->fd, moved, __ATOMIC_RELEASE);
+		if (!displaced)
+			raw_close(fd);
+	}
+	pthread_mutex_unlock(o->lock);
+	return moved >= 0 ? 0 : -1;
+}
+
 /* The program is about to put a descriptor at number fd (dup2, dup3): if
  * it is ours, move ours elsewhere first; one that cannot move (libunwind's
  * pipe) is given up, and with it the unwinder that holds it. */
@@ -298,24 +347,52 @@ static void make_way(int fd)
 
 	pthread_mutex_lock(&own_lock);
 	o = find(fd);
-	if (o && o->slot) {
-		pthread_mutex_lock(o->lock);
-		int moved = dup_high(fd);
-		if (moved >= 0) {
-			*o->slot = moved;
-			__atomic_store_n(&o->fd, moved, __ATOMIC_RELEASE);
-		} else {
-			/* No number to move to: the owner finds its file gone
-			 * at its next check. */
-			__atomic_store_n(&o->fd, -1, __ATOMIC_RELEASE);
-		}
-		pthread_mutex_unlock(o->lock);
-	} else if (o) {
+	if (o && (!o->slot || move_own(o, 1))) {
+		/* No number to move to: the owner finds its file gone at its
+		 * next check. libunwind's pipe: it is not called again. */
 		__atomic_store_n(&o->fd, -1, __ATOMIC_RELEASE);
-		mms__unwind_lost_fd();
+		if (!o->slot)
+			mms__unwind_lost_fd();
 	}
 	update_min();
 	pthread_mutex_unlock(&own_lock);
+}
+
+/* The program changed its soft descriptor limit (setrlimit, prlimit): a
+ * raised one makes the numbers of ours below it the program's (a Java
+ * runtime raises it at start, then opens files: natively it gets the
+ * numbers up to the new limit one after another), so each that can move
+ * goes above the new limit, lifted for the call as at start, or where
+ * dup_high puts it, when that is higher than where it is. libunwind's
+ * pipe cannot move (libunwind keeps its numbers in variables of its own)
+ * and stays: closing it would free its numbers, but another thread may be
+ * inside libunwind, which reads a byte from the pipe and writes one into
+ * it, and would do so into a file of the program's that took the number.
+ * Two numbers skipped past the old limit harm the program less; the pipe
+ * exists only once libunwind started (MSMEMSCOPE_UNWIND=libunwind and the
+ * check mode: before main; else at the first stack the walker hands to
+ * it). A lowered limit leaves ours above it, which the kernel allows:
+ * nothing moves. */
+static void limit_changed(void)
+{
+	struct rlimit rl;
+	int err = errno;
+
+	if (__atomic_load_n(&own_min, __ATOMIC_ACQUIRE) == INT_MAX || getrlimit(RLIMIT_NOFILE, &rl))
+		return;
+	/* A vfork child shares our memory but has a descriptor table of its
+	 * own: ours are the parent's to move, not its. */
+	if (mms__header && mms__header->pid != (uint64_t)getpid())
+		return;
+	pthread_mutex_lock(&own_lock);
+	for (int i = 0; i < OWN_MAX; i++) {
+		int fd = own[i].fd;
+		if (fd >= 0 && own[i].slot && (rl.rlim_cur == RLIM_INFINITY || (rlim_t)fd < rl.rlim_cur))
+			(void)move_own(&own[i], 0);
+	}
+	update_min();
+	pthread_mutex_unlock(&own_lock);
+	errno = err;
 }
 
 static int not_open(void)
@@ -501,4 +578,45 @@ MMS_EXPORT int pipe(int fds[2])
 	if (unlikely(mms__unwinder_code((uintptr_t)__builtin_return_address(0))))
 		return own_pipe(fds);
 	return 0;
+}
+
+void mms__fds_limit_set(long pid, long resource)
+{
+	if (resource == RLIMIT_NOFILE && (pid == 0 || pid == getpid()))
+		limit_changed();
+}
+
+/* setrlimit, prlimit: the program's call as it is, its result and errno
+ * the native ones; then, when it set this process's descriptor limit
+ * (limits not NULL), ours move out of the way of a raised one. A failed
+ * call changed nothing. Returns r, the call's result. */
+static int limit_set(int r, pid_t pid, int resource, const void *limits)
+{
+	if (r == 0 && limits)
+		mms__fds_limit_set(pid, resource);
+	return r;
+}
+
+MMS_EXPORT int setrlimit(__rlimit_resource_t resource, const struct rlimit *rl)
+{
+	NEED(setrlimit);
+	return limit_set(real_setrlimit(resource, rl), 0, resource, rl);
+}
+
+MMS_EXPORT int setrlimit64(__rlimit_resource_t resource, const struct rlimit64 *rl)
+{
+	NEED(setrlimit64);
+	return limit_set(real_setrlimit64(resource, rl), 0, resource, rl);
+}
+
+MMS_EXPORT int prlimit(pid_t pid, __rlimit_resource_t resource, const struct rlimit *rl, struct rlimit *old)
+{
+	NEED(prlimit);
+	return limit_set(real_prlimit(pid, resource, rl, old), pid, resource, rl);
+}
+
+MMS_EXPORT int prlimit64(pid_t pid, __rlimit_resource_t resource, const struct rlimit64 *rl, struct rlimit64 *old)
+{
+	NEED(prlimit64);
+	return limit_set(real_prlimit64(pid, resource, rl, old), pid, resource, rl);
 }

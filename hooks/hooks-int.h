@@ -512,6 +512,10 @@ int mms__fds_unwinder_ok(void) MMS_HIDDEN;
 /* Gives fd up, closing it if it is still our file. */
 void mms__fd_release(int fd) MMS_HIDDEN;
 int mms__fd_is_own(int fd) MMS_HIDDEN;
+/* After a call of the program's that set the RLIMIT_NOFILE of process pid
+ * (0: this one) successfully: ours move out of the way of a raised soft
+ * limit. Leaves errno as it was. */
+void mms__fds_limit_set(long pid, long resource) MMS_HIDDEN;
 
 /* arena.c: the recorder's own memory (see there). */
 /* Maps size bytes of anonymous memory of our own (not the program's heap),

@@ -612,7 +612,9 @@ MMS_EXPORT int prctl(int option, ...)
 
 #if defined(__x86_64__) && defined(SYS_seccomp)
 /* libc's syscall(), which libseccomp calls to install its filters (and
- * the recorder itself, through this): the system call made here. */
+ * the recorder itself, through this): the system call made here. A
+ * descriptor limit set through it moves the recorder's descriptors as
+ * setrlimit does (fds.c). */
 MMS_EXPORT long syscall(long nr, ...)
 {
 	long a[6], r;
@@ -642,6 +644,9 @@ MMS_EXPORT long syscall(long nr, ...)
 		errno = (int)-r;
 		return -1;
 	}
+	/* The descriptor limit, set as setrlimit and prlimit set it. */
+	if (unlikely(nr == SYS_setrlimit || (nr == SYS_prlimit64 && a[2])))
+		mms__fds_limit_set(nr == SYS_setrlimit ? 0 : a[0], nr == SYS_setrlimit ? a[0] : a[1]);
 	return r;
 }
 #endif

@@ -9,11 +9,11 @@
  * prints is what it saw: the same natively and under the recorder.
  *
  * In the raw mode it closes everything with raw system calls and opens
- * files until one gets the number at the top of the range, and 64 past it
- * (the recorder keeps its log there, or just above the soft limit the
- * program started with, 1024 by default), then allocates again: the
- * recorder must notice that the number is not its file any more and stop,
- * never writing into the program's file. */
+ * files until one gets the number at the top of the range (its limit is
+ * 4096 for both soft and hard: the recorder moved its log to 4095 when
+ * the program set it), then allocates again: the recorder must notice
+ * that the number is not its file any more and stop, never writing into
+ * the program's file. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdlib.h>
@@ -27,7 +27,7 @@
 #include "progs.h"
 
 #define NFILES 1000
-#define TOP 1023
+#define TOP 4095
 
 static int fds[NFILES + TOP];
 static int nfds;
@@ -137,8 +137,8 @@ int main(int argc, char **argv)
 		prog_say(1, "worker at the limit: status %d\n", st);
 		return 0;
 	}
-	/* The same limit natively and recorded, above the 1024 the top of the
-	 * range is taken from. */
+	/* The same limit natively and recorded, soft and hard one: the
+	 * recorder moves its descriptors to the top of the range, 4095. */
 	setrlimit(RLIMIT_NOFILE, &rl);
 	if (!strcmp(mode, "closefrom")) {
 		closefrom(3);
@@ -156,9 +156,8 @@ int main(int argc, char **argv)
 	}
 
 	if (!strcmp(mode, "raw")) {
-		/* Files up to and including the number at the top, and 64
-		 * past it. */
-		while (nfds < TOP + 64 && (nfds == 0 || fds[nfds - 1] < TOP + 64)) {
+		/* Files up to and including the number at the top. */
+		while (nfds < TOP && (nfds == 0 || fds[nfds - 1] < TOP)) {
 			fds[nfds] = open_file(dir, nfds);
 			nfds++;
 		}
