@@ -59,6 +59,25 @@ def alive(pid):
     return stat[stat.rfind(b")") + 2:][:1] not in (b"Z", b"X", b"")
 
 
+def ended_on_its_own(pid):
+    """Whether process pid has ended, not from SIGKILL, and waits for its
+    parent to reap it (a zombie; its wait status is the 52nd field of its
+    stat, Linux 3.5 on)."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    fields = stat[stat.rfind(b")") + 2:].split()
+    if fields[:1] != [b"Z"] or len(fields) < 50:
+        return False
+    try:
+        status = int(fields[49])
+    except ValueError:
+        return False
+    return status & 0x7f != 9
+
+
 def exit_signal():
     """The signal the last process gdb saw end died from ($_exitsignal),
     0 when none."""
@@ -771,12 +790,17 @@ class Session:
         e.fork_parent = self.fork_parent(e.pid, e.log)
         self.at_target = 0
         self.merged.clear()
-        # gdb reports a detach as an exit without a code, like a kill: a
-        # detached process still runs (gdb reaped a killed one).
+        # gdb reports a detach as an exit without a code, like a kill or a
+        # death from a signal: a detached process still runs, or, detached
+        # where it had stopped, has ended since (a program near its end,
+        # on a busy machine) and waits to be reaped, not from SIGKILL (gdb
+        # reaps a process it killed before it says so, but for a fork
+        # child, which its parent reaps).
         if hasattr(ev, "exit_code"):
             e.how = "exited"
-        elif e.pid and alive(e.pid):
+        elif e.pid and (alive(e.pid) or (not was_running and ended_on_its_own(e.pid))):
             e.how = "detached"
+            ended_since = not alive(e.pid)
         else:
             # gdb sets $_exitsignal when the process died from a signal
             # and leaves it as it was at a `kill', maybe from another
@@ -786,9 +810,9 @@ class Session:
             e.how = "signalled" if e.signal else "killed"
         self.ends[inferior.num] = e
         if e.how == "detached":
-            gdb.write("memscope: the program was detached: process %d goes on running, and its recorder goes on "
-                      "writing its log%s%s.\n"
-                      % (e.pid, " " + e.log if e.log else "",
+            gdb.write("memscope: the program was detached: process %d %s%s%s.\n"
+                      % (e.pid, "has ended since, and its recorder wrote its log" if ended_since else
+                         "goes on running, and its recorder goes on writing its log", " " + e.log if e.log else "",
                          "; the watch gdb set is gone" if len(self.watches) == 1 else
                          "; the %d watches gdb set are gone" % len(self.watches) if self.watches else ""))
         elif self.watches:
