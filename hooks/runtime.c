@@ -164,15 +164,15 @@ MMS_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(
 
 	if (!real_pthread_create)
 		*(void **)&real_pthread_create = dlsym(RTLD_NEXT, "pthread_create");
-	/* What pthread_create allocates (the thread's TLS vector) is glibc's,
-	 * kept while the thread lives and after, in its stack cache. */
+	/* How much longer than natively the thread's vector of TLS is
+	 * (dtv.c): counted before the program's first thread. */
 	if (!mms__tls_busy && __atomic_load_n(&mms__init_state, __ATOMIC_ACQUIRE) == MMS_INIT_DONE) {
-		/* How much longer than natively the thread's vector of TLS is
-		 * (dtv.c): counted before the program's first thread. */
 		mms__tls_busy = 2;
 		mms__dtv_count();
 		mms__tls_busy = 0;
 	}
+	/* What pthread_create allocates (the thread's TLS vector) is glibc's,
+	 * kept while the thread lives and after, in its stack cache. */
 	mms__tls_runtime = MMS_RT_THREAD;
 	if (!mms__tls_busy) /* the program's thread, not the log thread */
 		__atomic_store_n(&mms__threads_made, 1, __ATOMIC_RELAXED);

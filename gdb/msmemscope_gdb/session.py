@@ -49,33 +49,30 @@ def _dquote(s):
     return "".join("\\" + c if c in '\\"$`' else c for c in s)
 
 
-def alive(pid):
-    """Whether process pid runs (it exists and is no zombie)."""
+def _stat_fields(pid):
+    """The fields of /proc/PID/stat after the command's name (the state
+    first), or [] when the process is gone."""
     try:
         with open("/proc/%d/stat" % pid, "rb") as f:
             stat = f.read()
     except OSError:
-        return False
-    return stat[stat.rfind(b")") + 2:][:1] not in (b"Z", b"X", b"")
+        return []
+    return stat[stat.rfind(b")") + 2:].split()
+
+
+def alive(pid):
+    """Whether process pid runs (it exists and is no zombie)."""
+    return _stat_fields(pid)[:1] not in ([b"Z"], [b"X"], [])
 
 
 def ended_on_its_own(pid):
     """Whether process pid has ended, not from SIGKILL, and waits for its
     parent to reap it (a zombie; its wait status is the 52nd field of its
     stat, Linux 3.5 on)."""
-    try:
-        with open("/proc/%d/stat" % pid, "rb") as f:
-            stat = f.read()
-    except OSError:
+    fields = _stat_fields(pid)
+    if fields[:1] != [b"Z"] or len(fields) < 50 or not fields[49].isdigit():
         return False
-    fields = stat[stat.rfind(b")") + 2:].split()
-    if fields[:1] != [b"Z"] or len(fields) < 50:
-        return False
-    try:
-        status = int(fields[49])
-    except ValueError:
-        return False
-    return status & 0x7f != 9
+    return int(fields[49]) & 0x7f != 9
 
 
 def exit_signal():

@@ -44,10 +44,11 @@ struct mms__tlaunch {
  * the step (or at its beginning: with no ev). */
 static inline unsigned mms__collect_seen(unsigned seen, const struct mms__state *st, const mms_event_t *ev)
 {
-	unsigned now = st->collect & (MMS__OFF_PROGRAM | MMS__OFF_STEPS) ? MMS__SEEN_OFF : MMS__SEEN_ON;
+	unsigned now;
 
 	if (!st->collect)
 		return seen; /* before the log's first event: not known yet */
+	now = st->collect & (MMS__OFF_PROGRAM | MMS__OFF_STEPS) ? MMS__SEEN_OFF : MMS__SEEN_ON;
 	/* The --steps filter's record comes at the step's edge, just after
 	 * the mark that began it: it says what the step itself is. */
 	if (ev && ev->kind == MMS_EV_COLLECT && ev->flags)
