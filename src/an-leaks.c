@@ -680,7 +680,7 @@ static void print_runtime(struct leaks_out *o)
 	for (unsigned k = 1; k < MMS_RUNTIME_COUNT; k++)
 		if (blocks[k])
 			fprintf(f, "  %" PRIu64 " block%s, %s: %s\n", blocks[k], blocks[k] == 1 ? "" : "s",
-				human_bytes(bytes[k], h, sizeof(h)), mms_runtime_what(k));
+				human_bytes(bytes[k], h, sizeof(h)), log_runtime_what(&o->info, k));
 	if (blocks[MMS_RUNTIME_PYTHON] && !o->info.call_stack_depth) {
 		mms_config_t cfg;
 		/* Python frames alone do not tell an extension module's code

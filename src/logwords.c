@@ -123,6 +123,11 @@ int log_stops_early(const mms_log_info_t *in)
 	return in->cut || (in->damaged && in->stopped);
 }
 
+const char *log_runtime_what(const mms_log_info_t *in, unsigned kind)
+{
+	return log_ends_at_exit(in) ? mms_runtime_what(kind) : mms_runtime_what_live(kind);
+}
+
 const char *log_end_label(const mms_log_info_t *in)
 {
 	if (log_stops_early(in))

@@ -47,6 +47,9 @@ const char *log_reach_scan_name(int scan);
 /* Whether the blocks live at the end of the replay are those the process
  * held at exit: it reached exit and the log holds it all, undamaged. */
 int log_ends_at_exit(const mms_log_info_t *in);
+/* What the runtime of kind keeps, in words: mms_runtime_what() where the
+ * log ends at the exit, else mms_runtime_what_live(). */
+const char *log_runtime_what(const mms_log_info_t *in, unsigned kind);
 
 /* Whether the replay stops at a cut or at damage, before the records
  * end: the blocks live there are no leaks, and reports say when they were

@@ -62,7 +62,7 @@ static const char *bytes_text(uint64_t n, char *buf, size_t cap)
 
 /* The blocks of memory kind `mem` live at the end that the runtimes keep,
  * under that kind's line: in all, then each runtime's. */
-static void print_runtimes_text(const mms_summary_t *s, unsigned mem)
+static void print_runtimes_text(const mms_log_info_t *in, const mms_summary_t *s, unsigned mem)
 {
 	uint64_t n = s->runtime_blocks[MMS_RUNTIME_NONE][mem];
 	char a[64];
@@ -75,11 +75,12 @@ static void print_runtimes_text(const mms_summary_t *s, unsigned mem)
 		n = s->runtime_blocks[k][mem];
 		if (n)
 			printf("    %-16s %" PRIu64 " block%s, %s: %s\n", mms_runtime_name(k), n, n == 1 ? "" : "s",
-			       bytes_text(s->runtime_bytes[k][mem], a, sizeof(a)), mms_runtime_what(k));
+			       bytes_text(s->runtime_bytes[k][mem], a, sizeof(a)), log_runtime_what(in, k));
 	}
 }
 
-static void print_kind_text(const char *label, const mms_summary_t *s, unsigned mem, const char *at_end)
+static void print_kind_text(const char *label, const mms_log_info_t *in, const mms_summary_t *s, unsigned mem,
+			    const char *at_end)
 {
 	const mms_kind_summary_t *k = &s->mem[mem];
 	char a[32], b[32], c[32];
@@ -88,7 +89,7 @@ static void print_kind_text(const char *label, const mms_summary_t *s, unsigned 
 	       label, k->allocs, k->frees, human_bytes(k->bytes_allocated, a, sizeof(a)),
 	       human_bytes(k->peak_bytes, b, sizeof(b)), at_end, k->live_blocks, k->live_blocks == 1 ? "" : "s",
 	       human_bytes(k->live_bytes, c, sizeof(c)));
-	print_runtimes_text(s, mem);
+	print_runtimes_text(in, s, mem);
 }
 
 /* Where a fork child's heap came from, and what of it is left. */
@@ -140,7 +141,7 @@ static void print_text(const char *path, const mms_log_t *log, const mms_log_inf
 	printf("%-20s %s\n", "peak live bytes", bytes_text(h->peak_bytes, a, sizeof(a)));
 	printf("%-20s %" PRIu64 " block%s, %s%s\n", at_end, h->live_blocks, h->live_blocks == 1 ? "" : "s",
 	       bytes_text(h->live_bytes, a, sizeof(a)), when);
-	print_runtimes_text(s, MMS_MEM_HOST);
+	print_runtimes_text(in, s, MMS_MEM_HOST);
 	if (s->reach_known && h->live_blocks > s->runtime_blocks[MMS_RUNTIME_NONE][MMS_MEM_HOST]) {
 		uint64_t lb = 0, ly = 0;
 
@@ -177,11 +178,11 @@ static void print_text(const char *path, const mms_log_t *log, const mms_log_inf
 	printf("%-20s %" PRIu64 "%s\n", "threads", s->threads, log_threads_note(in));
 	printf("%-20s %" PRIu64 "%s\n", "steps", s->steps, in->steps_inferred ? STEPS_INFERRED_NOTE : "");
 	if (s->mem[MMS_MEM_MMAP].allocs || s->mem[MMS_MEM_MMAP].frees)
-		print_kind_text("mmap", s, MMS_MEM_MMAP, at_end);
+		print_kind_text("mmap", in, s, MMS_MEM_MMAP, at_end);
 	if (s->mem[MMS_MEM_POOL].allocs || s->mem[MMS_MEM_POOL].frees)
-		print_kind_text("pool", s, MMS_MEM_POOL, at_end);
+		print_kind_text("pool", in, s, MMS_MEM_POOL, at_end);
 	if (s->mem[MMS_MEM_DEVICE].allocs || s->mem[MMS_MEM_DEVICE].frees)
-		print_kind_text("device", s, MMS_MEM_DEVICE, at_end);
+		print_kind_text("device", in, s, MMS_MEM_DEVICE, at_end);
 	if (log_devices_text(log, devs, sizeof(devs)))
 		printf("%-20s %s only (--device): the other devices' memory was not recorded\n", "devices recorded",
 		       devs);

@@ -13,9 +13,11 @@ WORDS = ("summary", "full", "new")
 
 
 
-def print_kept(kept):
+def print_kept(kept, at_exit):
     """One line per runtime for the blocks the runtimes keep for
-    themselves (C, C++, CPython, perl, Node.js, the JVM, CUDA): listed apart, never as loss records."""
+    themselves (C, C++, CPython, perl, Node.js, the JVM, CUDA): listed
+    apart, never as loss records; in the words of the exit where the
+    process reached it (at_exit)."""
     by = {}
     for g in kept:
         b = by.setdefault(g["runtime"], [0, 0])
@@ -24,7 +26,7 @@ def print_kept(kept):
     for kind in sorted(by):
         blocks, nbytes = by[kind]
         gdb.write("  not leaks: %s in %s kept by a runtime for itself: %s\n"
-                  % (fmt.exact_bytes(nbytes), fmt.plural(blocks, "block"), replaylib.runtime_what(kind)))
+                  % (fmt.exact_bytes(nbytes), fmt.plural(blocks, "block"), replaylib.runtime_what(kind, at_exit)))
 
 class LeaksCommand(Command):
     """List the program's live blocks grouped by allocation stack.
@@ -102,7 +104,7 @@ memory still live are listed too, each record saying which it is.
             self.s.leaks_prev[key] = {(g["stack"], g["mem"], g["device"], g["reach"]): (g["blocks"], g["bytes"])
                                       for g in groups}
             self.print_records(log, groups, title, prev if new else None, new)
-            print_kept(kept)
+            print_kept(kept, log.info().complete and not self.s.running())
             for line in fmt.log_warnings(log.info()):
                 gdb.write("memscope: warning: %s.\n" % line)
 

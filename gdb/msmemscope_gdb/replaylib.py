@@ -194,6 +194,7 @@ def load(path):
         "mms_strerror": (c_char_p, [c_int]),
         "mms_runtime_name": (c_char_p, [ctypes.c_uint]),
         "mms_runtime_what": (c_char_p, [ctypes.c_uint]),
+        "mms_runtime_what_live": (c_char_p, [ctypes.c_uint]),
         "mms_alloc_func_name": (c_char_p, [ctypes.c_uint]),
         "mms_free_func_name": (c_char_p, [ctypes.c_uint]),
         "mms_log_open_ex": (c_int, [c_char_p, P(c_void_p), P(OpenError)]),
@@ -250,10 +251,11 @@ def func_name(kind, fn):
     return s.decode() if s else "?"
 
 
-def runtime_what(kind):
+def runtime_what(kind, at_exit=True):
     """What a runtime that keeps a block for itself is, in words
-    ("CPython's, at exit: ..."); "" for the program's (kind 0)."""
-    w = _lib.mms_runtime_what(kind) if kind else None
+    ("CPython's, at exit: ..."; with at_exit False, for a process that
+    has not exited: "CPython's: ..."); "" for the program's (kind 0)."""
+    w = (_lib.mms_runtime_what if at_exit else _lib.mms_runtime_what_live)(kind) if kind else None
     return w.decode("utf-8", "replace") if w else ""
 
 

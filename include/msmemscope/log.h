@@ -83,6 +83,10 @@ enum mms_runtime {
  * program's) and unknown kinds. */
 const char *mms_runtime_name(unsigned kind);
 const char *mms_runtime_what(unsigned kind);
+/* The phrase for a block live where the process had not exited (the end
+ * of a log cut short, a running process): mms_runtime_what()'s without
+ * what the runtime does at exit, which had not come. */
+const char *mms_runtime_what_live(unsigned kind);
 
 /* What a heap block live at the end of a log was to the program when it
  * exited, from the recorder's scan of its memory then (format 12; see

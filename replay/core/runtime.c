@@ -63,6 +63,24 @@ MMS__EXPORT const char *mms_runtime_what(unsigned kind)
 	return kind < MMS_RUNTIME_COUNT ? what[kind] : NULL;
 }
 
+MMS__EXPORT const char *mms_runtime_what_live(unsigned kind)
+{
+	/* Those whose words tell of the exit; the others' are the same. */
+	static const char *const what[MMS_RUNTIME_COUNT] = {
+		[MMS_RUNTIME_PYTHON] = "CPython's: the state of the interpreter and of the modules it has loaded, "
+				       "which it keeps while it runs",
+		[MMS_RUNTIME_TORCH_CUDA] = "PyTorch's CUDA memory: its caching allocator's segments and its cuBLAS "
+					   "and cuDNN handles' workspaces, kept for reuse by design",
+		[MMS_RUNTIME_LOADER] = "the dynamic loader's, for a library loaded with dlopen() (its link map, "
+				       "version and scope data), which dlclose() frees",
+		[MMS_RUNTIME_PERL] = "perl's: the interpreter's state (its values, hashes and compiled code)",
+		[MMS_RUNTIME_NODE] = "Node.js's: V8's heap and isolate, libuv's loop and the libraries node brings",
+		[MMS_RUNTIME_JVM] = "the Java virtual machine's: its heap, code cache, metaspace and threads' state",
+	};
+
+	return kind < MMS_RUNTIME_COUNT && what[kind] ? what[kind] : mms_runtime_what(kind);
+}
+
 /* Whether file name b begins with one of the n prefixes. */
 static int starts_any(const char *b, const char *const *prefixes, size_t n)
 {

@@ -128,6 +128,14 @@ if [ -x /usr/bin/python3 ]; then
 	expect py "kept by a runtime for itself: CPython's, at exit" "memscope leaks names the runtime"
 	expect_not py "blocks leaked" "nothing called leaked"
 	expect_rc "gdb's exit status"
+	# Stopped before its exit, the same blocks are told without the
+	# words of an exit that has not come.
+	printf 'import os, signal\nx = [dict(a=i) for i in range(100)]\nos.kill(os.getpid(), signal.SIGTRAP)\n' >pystop.py
+	session pystop /usr/bin/python3 -ex "set args $work/pystop.py" -ex run -ex 'memscope leaks full' -ex kill
+	expect pystop "kept by a runtime for itself: CPython's: the state of the interpreter" \
+		"memscope leaks names the runtime while the program runs"
+	expect_not pystop "at exit" "no word of an exit while the program runs"
+	expect_rc "gdb's exit status"
 else
 	note "/usr/bin/python3 is not installed: the runtime split at exit is not checked"
 fi

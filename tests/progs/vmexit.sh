@@ -161,3 +161,31 @@ record $PWD/sdembed0.mms sd/embed || fail "sd/embed recorded exited $?"
 expect_eq "a program that embeds libpython, no stacks: the program's blocks at exit" "$(leaks_at_exit sdembed0.mms)" 3
 expect_key sdembed0.mms.leaks.json reachable.bytes 6332
 note "a program that embeds libpython: with stacks the interpreter's block is CPython's, without them all are the program's"
+
+# A log that ends before the exit (a program killed) says what the
+# runtimes keep without the words of an exit that never came: the
+# loader's state for a library loaded with dlopen() is "still loaded at
+# exit" only in the log of a process that exited.
+printf '#include <dlfcn.h>\n#include <signal.h>\n#include <stdlib.h>\nint main(int c, char **v) { if (!dlopen(v[1], RTLD_NOW)) return 2; if (c > 2) raise(SIGKILL); return 0; }\n' >sd/dlkill.c
+"$cc" -o sd/dlkill sd/dlkill.c -ldl || fail "cannot build sd/dlkill with $cc"
+for how in exit kill; do
+	set -- "$PWD/sd/libown.so"
+	[ $how = exit ] || set -- "$@" kill
+	status=0
+	MSMEMSCOPE_CONFIG=call_stack=32 record $PWD/dl$how.mms sd/dlkill "$@" || status=$?
+	[ $how = exit ] && want=0 || want=137
+	expect_eq "sd/dlkill ($how) exit status" $status $want
+	"$MMS_REPLAY" dl$how.mms --summary >dl$how.sum 2>dl$how.sum.err || fail "--summary on dl$how.mms exited $?"
+	"$MMS_REPLAY" dl$how.mms --analysis leaks >dl$how.leaks 2>dl$how.leaks.err ||
+		fail "leaks on dl$how.mms exited $?: $(cat dl$how.leaks.err)"
+	for f in dl$how.sum dl$how.leaks; do
+		grep -q "the dynamic loader's, for a library loaded with dlopen()" $f ||
+			fail "$f does not say the loader's blocks: $(cat $f)"
+		if [ $how = exit ]; then
+			grep -q "dlopen() and still loaded at exit" $f || fail "$f: not the words of the exit: $(cat $f)"
+		elif grep "dynamic loader's" $f | grep -q "exit"; then
+			fail "$f: the log of a killed process speaks of its exit: $(grep "dynamic loader's" $f)"
+		fi
+	done
+done
+note "the loader's blocks: 'still loaded at exit' where the process exited, not where it was killed"
