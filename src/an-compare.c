@@ -50,13 +50,10 @@ static void warn_damage(const char *path, mms_log_t *log)
 static void warn_unrecorded(const char *path, mms_log_t *log, const uint64_t steps[2],
 			    const mms_step_recorded_t recorded[2])
 {
-	char why[MMS_CONFIG_STEPS_MAX * 12 + 32];
-	mms_config_t cfg;
+	char why[MMS_CONFIG_STEPS_MAX * 12 + 96];
 
-	if (mms_log_config(log, &cfg))
-		return;
 	for (int i = 0; i < 2; i++) {
-		log_step_unrecorded_why(&cfg, recorded[i], why, sizeof(why));
+		log_step_unrecorded_why(log, steps[i], recorded[i], why, sizeof(why));
 		if (recorded[i] == MMS_STEP_RECORDED_NONE)
 			warn("compare: %s: step %" PRIu64 " was not recorded (%s): its memory events are not in "
 			     "the log, and its side of the compare shows none",

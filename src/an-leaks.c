@@ -924,7 +924,7 @@ int an_leaks_print(struct an_ctx *c)
 		log_own_operators(c->log, o.l->unchecked_frees, own);
 		log_json_bad_frees(c->out, &(struct log_bad_frees){ LOG_BAD_FREES_OF(o.l, own) });
 		fputc(',', c->out);
-		an_leaks_print_steps(c->out, o.l, o.s.json, o.s.top);
+		an_leaks_print_steps(c->out, c->log, o.l, o.s.json, o.s.top);
 		fputs("}\n", c->out);
 	} else {
 		print_steps_missing(&o);
@@ -939,7 +939,7 @@ int an_leaks_print(struct an_ctx *c)
 		print_unrecorded(&o);
 		print_runtime(&o);
 		print_bad_frees(&o);
-		an_leaks_print_steps(c->out, o.l, o.s.json, o.s.top);
+		an_leaks_print_steps(c->out, c->log, o.l, o.s.json, o.s.top);
 	}
 	an_show_fini(&o.s);
 	return 0;

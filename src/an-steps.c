@@ -42,11 +42,13 @@ static int steps_partial(const mms_leaks_t *l)
 
 /* Names the steps the log did not record whole ("1, 3, 5-6"), which the
  * tables above left out. */
-static void print_steps_left_out(FILE *f, const mms_leaks_t *l)
+static void print_steps_left_out(FILE *f, const mms_leaks_t *l, mms_log_t *log)
 {
 	size_t i = 0, j, shown = 0;
+	char why[128];
 
-	fputs("Steps not recorded whole (--steps, collect=deferred), left out of the tables above:", f);
+	fprintf(f, "Steps not recorded whole (%s), left out of the tables above:",
+		log_steps_unrecorded_why(log, why, sizeof(why)));
 	while (i < l->nsteps && shown < 16) {
 		for (; i < l->nsteps && l->steps[i].recorded == MMS_STEP_RECORDED_ALL; i++)
 			;
@@ -64,6 +66,22 @@ static void print_steps_left_out(FILE *f, const mms_leaks_t *l)
 	if (j)
 		fprintf(f, " and %zu more", j);
 	fputs(".\n", f);
+}
+
+/* A fork child's log whose steps all began in the parent (it marked
+ * none): its step tables would compare nothing; one line says so. Returns
+ * 1 when said. */
+static int print_parents_steps(FILE *f, const mms_log_t *log, const mms_leaks_t *l)
+{
+	mms_log_fork_t fk;
+
+	if (mms_log_fork(log, &fk) || fk.state != MMS_FORK_INHERITED || l->nsteps > fk.fork_step)
+		return 0;
+	fprintf(f,
+		"No step began in this process: it was forked in pid %" PRIu64 "'s step %" PRIu64
+		", whose log has the steps; no table of the steps.\n",
+		fk.parent_pid, fk.fork_step);
+	return 1;
 }
 
 /* The steps from 2 on with the smallest and largest ratio of kind k;
@@ -169,7 +187,7 @@ static void print_live_growth(FILE *f, const mms_leaks_t *l, size_t top)
 	free(g);
 }
 
-void an_leaks_print_steps(FILE *f, const mms_leaks_t *l, int json, size_t top)
+void an_leaks_print_steps(FILE *f, mms_log_t *log, const mms_leaks_t *l, int json, size_t top)
 {
 	const mms_leak_step_t **grew;
 	size_t lo = 0, hi = 0, i, shown, ngrew = 0, pairs = 0;
@@ -209,7 +227,7 @@ void an_leaks_print_steps(FILE *f, const mms_leaks_t *l, int json, size_t top)
 		fputc(']', f);
 		return;
 	}
-	if (l->nsteps < 2)
+	if (l->nsteps < 2 || print_parents_steps(f, log, l))
 		return;
 	for (k = 0; k < MMS_MEM_KIND_COUNT; k++) {
 		if (!gap_find(l, k, &lo, &hi))
@@ -257,5 +275,5 @@ void an_leaks_print_steps(FILE *f, const mms_leaks_t *l, int json, size_t top)
 		fputs("What the steps allocated cannot be compared: no two steps in a row were recorded whole.\n", f);
 	print_live_growth(f, l, top);
 	if (steps_partial(l))
-		print_steps_left_out(f, l);
+		print_steps_left_out(f, l, log);
 }

@@ -129,8 +129,9 @@ static inline double an_mb(uint64_t bytes)
 /* The leaks report's part on the steps (src/an-steps.c): the gap table,
  * the steps that allocated more than the step before and those that
  * ended with more live memory, the top of each list (0: all); as JSON
- * members ("gap", "steps") when json. */
-void an_leaks_print_steps(FILE *f, const mms_leaks_t *l, int json, size_t top);
+ * members ("gap", "steps") when json; log's words say why steps were
+ * not recorded whole. */
+void an_leaks_print_steps(FILE *f, mms_log_t *log, const mms_leaks_t *l, int json, size_t top);
 
 /* compare (src/an-compare.c): two inputs, not one log, so it is not in
  * an_defs. Either input[0] and input[1] (each a .mms log or a

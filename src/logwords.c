@@ -236,18 +236,68 @@ const char *log_steps_list(const mms_config_t *cfg, uint64_t above, char *buf, s
 	return buf;
 }
 
-const char *log_step_unrecorded_why(const mms_config_t *cfg, mms_step_recorded_t r, char *buf, size_t cap)
+/* The steps a fork child's log numbers from its parent's (up to
+ * fk->fork_step): 0 when none. */
+static uint64_t fork_steps(const mms_log_t *log, mms_log_fork_t *fk)
 {
-	char list[MMS_CONFIG_STEPS_MAX * 12];
+	return !mms_log_fork(log, fk) && fk->state == MMS_FORK_INHERITED ? fk->fork_step : 0;
+}
+
+/* Appends ", what" (or what, first) to buf, holding n bytes. */
+static int why_add(char *buf, size_t cap, int n, const char *what)
+{
+	if (n < 0 || (size_t)n >= cap)
+		return n;
+	return n + snprintf(buf + n, cap - (size_t)n, "%s%s", n ? ", " : "", what);
+}
+
+const char *log_step_unrecorded_why(mms_log_t *log, uint64_t step, mms_step_recorded_t r, char *buf, size_t cap)
+{
+	char list[MMS_CONFIG_STEPS_MAX * 12 + 16];
+	mms_log_fork_t fk;
+	mms_config_t cfg;
 	int n = 0;
 
 	buf[0] = 0;
 	if (r == MMS_STEP_RECORDED_ALL)
 		return buf;
-	if (cfg->nsteps)
-		n = snprintf(buf, cap, "--steps=%s", log_steps_list(cfg, 0, list, sizeof(list), NULL));
-	if (cfg->deferred && n >= 0 && (size_t)n < cap)
-		snprintf(buf + n, cap - (size_t)n, "%scollect=deferred", n ? ", " : "");
+	if (step <= fork_steps(log, &fk)) {
+		if (step < fk.fork_step || !fk.fork_in_step) {
+			snprintf(buf, cap, "pid %" PRIu64 "'s, before it forked this process", fk.parent_pid);
+			return buf;
+		}
+		n = snprintf(buf, cap, "begun in pid %" PRIu64 " before it forked this process", fk.parent_pid);
+	}
+	if (mms_log_config(log, &cfg))
+		return buf;
+	if (cfg.nsteps) {
+		snprintf(list, sizeof(list), "--steps=");
+		log_steps_list(&cfg, 0, list + 8, sizeof(list) - 8, NULL);
+		n = why_add(buf, cap, n, list);
+	}
+	if (cfg.deferred)
+		why_add(buf, cap, n, "collect=deferred");
+	return buf;
+}
+
+const char *log_steps_unrecorded_why(mms_log_t *log, char *buf, size_t cap)
+{
+	char what[64];
+	mms_log_fork_t fk;
+	mms_config_t cfg;
+	int n = 0;
+
+	buf[0] = 0;
+	if (!mms_log_config(log, &cfg)) {
+		if (cfg.nsteps)
+			n = why_add(buf, cap, n, "--steps");
+		if (cfg.deferred)
+			n = why_add(buf, cap, n, "collect=deferred");
+	}
+	if (fork_steps(log, &fk)) {
+		snprintf(what, sizeof(what), "begun before the fork, in pid %" PRIu64, fk.parent_pid);
+		why_add(buf, cap, n, what);
+	}
 	return buf;
 }
 

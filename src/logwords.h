@@ -107,9 +107,16 @@ const char *log_threads_note(const mms_log_info_t *in);
 /* "2,4": the steps a --steps recording asked for (cfg's) above step
  * `above` (0: all of them), in buf; *n (when not NULL) gets their count. */
 const char *log_steps_list(const mms_config_t *cfg, uint64_t above, char *buf, size_t cap, size_t *n);
-/* Why a step r says was not recorded, or in part, in buf: "--steps=2,4",
- * "collect=deferred", or both; "" for a step recorded whole. */
-const char *log_step_unrecorded_why(const mms_config_t *cfg, mms_step_recorded_t r, char *buf, size_t cap);
+/* Why step `step` of log, which r says was not recorded or in part, is
+ * so, in buf: "pid 12's, before it forked this process" (a fork child's
+ * steps before the fork), "begun in pid 12 before it forked this
+ * process", "--steps=2,4", "collect=deferred", or several; "" for a step
+ * recorded whole. */
+const char *log_step_unrecorded_why(mms_log_t *log, uint64_t step, mms_step_recorded_t r, char *buf, size_t cap);
+/* The same for steps of log in general (a list of them): "--steps",
+ * "collect=deferred", "begun before the fork, in pid 12", those that
+ * apply. */
+const char *log_steps_unrecorded_why(mms_log_t *log, char *buf, size_t cap);
 
 /* own[0] and own[1]: the module of log that calls its own C++ operators
  * and the operator's name (mms_log_own_operators()), looked for only when

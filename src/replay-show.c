@@ -696,16 +696,39 @@ int show_step_replay(struct show *s, uint64_t n, mms_step_report_t **out)
 	return rc;
 }
 
+/* Whether step `step` of a fork child's log began in its parent. */
+static int step_begun_in_parent(const mms_log_t *log, uint64_t step)
+{
+	mms_log_fork_t fk;
+
+	return !mms_log_fork(log, &fk) && fk.state == MMS_FORK_INHERITED && step <= fk.fork_step;
+}
+
+/* A fork child's step that ended in the parent before the fork: what
+ * the child's log could say of it (its blocks at the end: those of the
+ * fork) would be wrong; the parent's log has it. Returns 1 when said. */
+static int show_parents_step(struct show *s, const mms_step_report_t *rep)
+{
+	mms_log_fork_t fk;
+
+	if (!step_begun_in_parent(s->log, rep->step) || mms_log_fork(s->log, &fk) ||
+	    (rep->step == fk.fork_step && fk.fork_in_step))
+		return 0;
+	fprintf(s->out,
+		"  pid %" PRIu64 "'s, before it forked this process: this log holds none of it (its steps go on with "
+		"the parent's numbers); in the parent's log: msmemscope-replay %s --step %" PRIu64 "\n",
+		fk.parent_pid, fk.parent_log, rep->step);
+	return 1;
+}
+
 void show_step_report(struct show *s, const mms_step_report_t *rep)
 {
 	const mms_where_t *w = &rep->at_end;
-	char a[32], b[32], c[32], t[96], why[MMS_CONFIG_STEPS_MAX * 12 + 64] = "";
+	char a[32], b[32], c[32], t[96], why[MMS_CONFIG_STEPS_MAX * 12 + 96] = "";
 	size_t i, shown = s->top && rep->nlaunches > s->top ? s->top : rep->nlaunches;
 	const mms_launch_t *l;
-	mms_config_t cfg;
 
-	if (rep->recorded != MMS_STEP_RECORDED_ALL && !mms_log_config(s->log, &cfg))
-		log_step_unrecorded_why(&cfg, rep->recorded, why, sizeof(why));
+	log_step_unrecorded_why(s->log, rep->step, rep->recorded, why, sizeof(why));
 
 	if (s->json) {
 		fprintf(s->out,
@@ -744,18 +767,22 @@ void show_step_report(struct show *s, const mms_step_report_t *rep)
 		fputs("]}", s->out);
 		return;
 	}
-	fprintf(s->out, "%s: step %" PRIu64 " of %" PRIu64 " (events #%" PRIu64 "..#%" PRIu64 ")\n", s->path, rep->step,
-		mms_replay_steps(s->r), rep->begin, rep->end ? rep->end - 1 : 0);
+	fprintf(s->out, "%s: step %" PRIu64 " of %" PRIu64, s->path, rep->step, mms_replay_steps(s->r));
+	if (rep->end > rep->begin)
+		fprintf(s->out, " (events #%" PRIu64 "..#%" PRIu64 ")\n", rep->begin, rep->end - 1);
+	else
+		fputs(" (no event in this log)\n", s->out);
+	if (show_parents_step(s, rep))
+		return;
 	if (rep->recorded == MMS_STEP_RECORDED_NONE)
 		fprintf(s->out,
 			"  not recorded (%s): its memory events are not in the log; what it allocated and "
 			"freed is not below\n",
 			why);
 	else if (rep->recorded == MMS_STEP_RECORDED_PART)
-		fprintf(s->out,
-			"  recorded in part (%s): collection was off for some of it; what it allocated and freed "
-			"then is not below\n",
-			why);
+		fprintf(s->out, "  recorded in part (%s): %s; what it allocated and freed then is not below\n", why,
+			step_begun_in_parent(s->log, rep->step) ? "it began before this process was forked"
+								: "collection was off for some of it");
 	fprintf(s->out, "  at its end: %s live, %s%s\n",
 		plural(w->mem[0].live_blocks + w->mem[1].live_blocks + w->mem[2].live_blocks, "block", c, sizeof(c)),
 		human_bytes(w->live_bytes, a, sizeof(a)),

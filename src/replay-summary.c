@@ -106,6 +106,10 @@ static void print_fork_text(const mms_log_t *log, const mms_summary_t *s, const 
 	}
 	printf("%-20s pid %" PRIu64 " at its event %" PRIu64 " (%s)\n", "forked from", fk.parent_pid, fk.fork_event,
 	       fk.parent_log);
+	/* The steps go on with the parent's numbers. */
+	if (fk.fork_step)
+		printf("%-20s %s step %" PRIu64 "; this log's steps go on with the parent's numbers\n", "forked in",
+		       fk.fork_in_step ? "its" : "after its", fk.fork_step);
 	printf("%-20s %" PRIu64 " block%s, %s; %" PRIu64 " of them %s (%" PRIu64 " bytes)\n", "inherited",
 	       fk.blocks[MMS_MEM_HOST], fk.blocks[MMS_MEM_HOST] == 1 ? "" : "s",
 	       bytes_text(fk.bytes[MMS_MEM_HOST], a, sizeof(a)), s->inherited_live_blocks[MMS_MEM_HOST], at_end,
@@ -222,7 +226,8 @@ static void print_fork_json(const mms_log_t *log, const mms_summary_t *s)
 	else
 		printf("null");
 	if (fk.state == MMS_FORK_INHERITED)
-		printf(",\"fork_event\":%" PRIu64 "}", fk.fork_event);
+		printf(",\"fork_event\":%" PRIu64 ",\"fork_step\":%" PRIu64 ",\"fork_in_step\":%s}", fk.fork_event,
+		       fk.fork_step, fk.fork_in_step ? "true" : "false");
 	else {
 		printf(",\"why\":");
 		json_put_string(stdout, fk.why, strlen(fk.why));

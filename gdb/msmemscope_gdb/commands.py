@@ -235,9 +235,16 @@ and bytes and the peak so far, and the watches and breaks set."""
             gdb.write("  events%s: %d; operator launches: %d\n" % ("" if done else " so far", info.events,
                                                                   w.op_launches))
             if done:
-                steps = r.steps()
+                steps, forked = r.steps(), log.fork_step()
+                if forked and steps <= forked[1]:
+                    marked = "no step marked (forked in process %d's step %d)" % forked
+                elif forked:
+                    marked = "%d steps (numbered on from process %d's step %d, which it was forked in)" % (
+                        steps, forked[0], forked[1])
+                else:
+                    marked = fmt.plural(steps, "step") if steps else "no step marked"
                 gdb.write("  at its end: %s; %s\n" % (
-                    fmt.plural(steps, "step") if steps else "no step marked",
+                    marked,
                     "the program reached its exit" if info.complete else
                     "the log was cut (%s)" % (replaylib.text(info.cut_what) or
                                               "the process " + (self.s.end_words()[0] if self.s.killed()

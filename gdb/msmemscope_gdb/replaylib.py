@@ -51,7 +51,8 @@ class LogInfo(ctypes.Structure):
 
 class LogFork(ctypes.Structure):
     _fields_ = [("state", c_int), ("parent_pid", u64), ("parent_log", c_char_p), ("fork_event", u64),
-                ("blocks", u64 * 4), ("bytes", u64 * 4), ("why", c_char_p)]
+                ("blocks", u64 * 4), ("bytes", u64 * 4), ("why", c_char_p), ("fork_step", u64),
+                ("fork_in_step", c_int)]
 
 
 class OpenError(ctypes.Structure):
@@ -316,6 +317,15 @@ class Log:
         if _lib.mms_log_fork(self.h, ctypes.byref(fork)) or not fork.state:
             return 0
         return fork.parent_pid
+
+    def fork_step(self):
+        """(parent pid, step) of the parent's step this log's process was
+        forked in, which its step numbers go on from, or None (no fork
+        child, no step before the fork, or the parent's log not read)."""
+        fork = LogFork()
+        if _lib.mms_log_fork(self.h, ctypes.byref(fork)) or not fork.fork_step:
+            return None
+        return fork.parent_pid, fork.fork_step
 
     def own_operators(self):
         """(module, operator) of the module that calls its own copy of a

@@ -493,6 +493,12 @@ typedef struct mms_log_fork {
 	uint64_t blocks[MMS_MEM_KIND_COUNT]; /* INHERITED: blocks live in the parent then, */
 	uint64_t bytes[MMS_MEM_KIND_COUNT];  /* and their bytes, per memory kind */
 	const char *why;          /* UNKNOWN: why, e.g. "parent log /run/x.mms not found" */
+	/* INHERITED: the steps the parent had begun at the fork (0: none),
+	 * which this log's continue: steps 1 to fork_step are the parent's,
+	 * in its log; where fork_in_step is 1 the fork came inside step
+	 * fork_step, whose rest is in this log too. */
+	uint64_t fork_step;
+	int fork_in_step;
 } mms_log_fork_t;
 
 /* Fills *out (strings owned by the log). Returns 0 or MMS_EUSAGE. */

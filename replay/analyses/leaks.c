@@ -740,7 +740,7 @@ MMS__EXPORT int mms_leaks_add(mms_pass_t *p, const mms_leaks_options_t *opt, mms
 	/* Each block's followed entry, for per-step leaks: none in a whole
 	 * log with no step mark (every event before the first step, nothing
 	 * followed; 8 bytes a live block of fresh memory saved). */
-	if (p->log->follow || p->log->step_marks || p->log->inferred_steps)
+	if (p->log->follow || mms__log_has_steps(p->log))
 		f->off = mms__pass_attach(p, sizeof(uint64_t));
 	else
 		f->off = SIZE_MAX;

@@ -300,7 +300,8 @@ static int step_replay(mms_replay_t *r, mms_step_report_t *rep)
 	}
 	mms_replay_where(r, &w);
 	s->rep = rep;
-	s->collect = mms__collect_seen(0, mms__pass_state(p), NULL);
+	s->collect = mms__collect_seen(0, mms__pass_state(p), NULL) |
+		     (mms__inherit_step_begun(p->log, rep->step) ? MMS__SEEN_FORK : 0);
 	s->m.peak_bytes = w.live_bytes;
 	s->m.peak_event = rep->begin ? rep->begin - 1 : 0;
 	rep->delta_bytes = -(int64_t)w.live_bytes;

@@ -27,8 +27,9 @@
 /* 8: the log's names with their control characters written \xHH
  * (meta.c): checkpoints keep strings by their offset in the log's
  * arena, which moved. 10: checkpoints keep the state's unchecked frees
- * (ownops.c). 12: and whether collection is on (--steps, deferred). */
-#define INDEX_VERSION 12
+ * (ownops.c). 12: and whether collection is on (--steps, deferred). 13: a
+ * fork child's steps continue its parent's numbering. */
+#define INDEX_VERSION 13
 
 /* The file: this header, then nsteps (begin, end) pairs, then nckpts
  * (pos, offset, length) triples, then nforks (number, id) pairs, then the

@@ -336,6 +336,18 @@ static int collect_all(mms_log_t *log, const mms_log_t *parent, mms_replay_t *r)
 	return rc;
 }
 
+/* The parent's step counters at the fork (state pst), which the child's
+ * continue: its steps are numbered as the parent's, where --steps and the
+ * program number them (the recorder's count is copied by fork()). */
+static void steps_at_fork(struct mms__inherit *inh, const struct mms__state *pst)
+{
+	inh->step_kind = pst->step_kind;
+	inh->steps_seen = pst->steps_seen;
+	inh->ranges_seen = pst->ranges_seen;
+	inh->in_range = pst->in_range;
+	inh->step_range_id = pst->step_range_id;
+}
+
 int mms__inherit_load(mms_log_t *log, unsigned depth)
 {
 	struct mms__inherit *inh = &log->inh;
@@ -402,6 +414,7 @@ int mms__inherit_load(mms_log_t *log, unsigned depth)
 		goto out;
 	}
 	inh->fork_event = id;
+	steps_at_fork(inh, mms__replay_state(r));
 	rc = collect_all(log, parent, r);
 	if (!rc)
 		inh->state = MMS_FORK_INHERITED;
@@ -409,6 +422,13 @@ out:
 	mms_replay_close(r);
 	mms_log_close(parent);
 	return rc;
+}
+
+int mms__inherit_step_begun(const mms_log_t *log, uint64_t step)
+{
+	mms_log_fork_t fk;
+
+	return !mms_log_fork(log, &fk) && step && step <= fk.fork_step;
 }
 
 MMS__EXPORT int mms_log_fork(const mms_log_t *log, mms_log_fork_t *out)
@@ -427,6 +447,8 @@ MMS__EXPORT int mms_log_fork(const mms_log_t *log, mms_log_fork_t *out)
 		out->fork_event = inh->fork_event;
 		memcpy(out->blocks, inh->blocks, sizeof(out->blocks));
 		memcpy(out->bytes, inh->bytes, sizeof(out->bytes));
+		out->fork_step = inh->step_kind == 1 ? inh->steps_seen + 1 : inh->ranges_seen;
+		out->fork_in_step = inh->step_kind == 1 || inh->in_range;
 	}
 	return 0;
 }

@@ -85,6 +85,10 @@ struct mms__inherit {
 	struct mms__iblk *blks;    /* in the order they were allocated */
 	size_t n, cap;
 	uint64_t blocks[MMS_MEM_KIND_COUNT], bytes[MMS_MEM_KIND_COUNT];
+	/* The parent's steps at the fork, which the child's continue (its
+	 * state's step counters start from them: mms__state_seed()). */
+	int step_kind, in_range;
+	uint64_t steps_seen, ranges_seen, step_range_id;
 	char *strs;                /* the blocks' owner and pool names */
 	size_t strs_len, strs_cap;
 };
@@ -251,6 +255,9 @@ int mms__log_open_file(const char *path, mms_log_t **out, mms_open_error_t *err)
  * -ENOMEM. */
 int mms__inherit_load(mms_log_t *log, unsigned depth);
 void mms__inherit_free(struct mms__inherit *inh);
+/* Whether step `step` of a fork child's log began in the parent, before
+ * the fork (mms_log_fork_t.fork_step). */
+int mms__inherit_step_begun(const mms_log_t *log, uint64_t step);
 /* The name at a 1 + offset reference of inh->strs, or NULL for 0. */
 static inline const char *mms__inherit_str(const struct mms__inherit *inh, size_t ref)
 {
@@ -319,6 +326,13 @@ int mms__log_pycode(const mms_log_t *log, uint32_t id, const char **file, const 
 static inline int mms__log_steps_inferred(const mms_log_t *log)
 {
 	return log->inferred_steps && !log->step_marks;
+}
+
+/* Whether the log has steps: marks of its own or inferred, or, for a fork
+ * child, the parent's it goes on from. */
+static inline int mms__log_has_steps(const mms_log_t *log)
+{
+	return log->step_marks || log->inferred_steps || log->inh.step_kind;
 }
 
 /* Whether a STEP event of this sub-code (enum mms_step_source) ends a

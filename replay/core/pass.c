@@ -120,10 +120,16 @@ static int read_start(struct mms_pass *p, struct mms__read *rd, unsigned track)
 	mms__iter_prefetch_for(rd->it, rd->st);
 	rd->track = track;
 	mms__track_init(&rd->tr, track);
-	rd->tr.no_marks = !p->log->step_marks && !p->log->inferred_steps;
-	/* A fork child's read starts with its inherited heap. */
-	mms__track_start(&rd->tr, rd->st);
-	return 0;
+	rd->tr.no_marks = !mms__log_has_steps(p->log);
+	/* A fork child's read starts with its inherited heap, and steps. */
+	rc = mms__track_start(&rd->tr, rd->st);
+	if (rc) {
+		mms__track_free(&rd->tr);
+		mms__state_free(&rd->own);
+		mms_iter_close(rd->it);
+		memset(rd, 0, sizeof(*rd));
+	}
+	return rc;
 }
 
 static void read_free(struct mms__read *rd)
@@ -745,7 +751,9 @@ MMS__EXPORT int mms_pass_run(mms_pass_t *p)
 	if (p->first.replay) {
 		p->first.track = track;
 		mms__track_init(&p->first.tr, track);
-		mms__track_start(&p->first.tr, p->first.st);
+		rc = mms__track_start(&p->first.tr, p->first.st);
+		if (rc)
+			return rc;
 	} else {
 		rc = read_start(p, &p->first, track);
 		if (rc)

@@ -845,6 +845,11 @@ int mms__state_seed(struct mms__state *st)
 	}
 	st->peak_total = total;
 	st->alloc_ids = inh->n;
+	st->step_kind = inh->step_kind;
+	st->steps_seen = inh->steps_seen;
+	st->ranges_seen = inh->ranges_seen;
+	st->in_range = inh->in_range;
+	st->step_range_id = inh->step_range_id;
 	return 0;
 }
 

@@ -39,6 +39,9 @@ struct mms__tlaunch {
 /* Whether collection was on or off over a step (mms__tstep.collect). */
 #define MMS__SEEN_ON 1u
 #define MMS__SEEN_OFF 2u
+/* A fork child's step begun in the parent: before the fork it is the
+ * parent's (in the child's log in part, or not at all). */
+#define MMS__SEEN_FORK 4u
 
 /* seen, a step's MMS__SEEN_* so far, after ev, which st has applied, in
  * the step (or at its beginning: with no ev). */
@@ -52,14 +55,14 @@ static inline unsigned mms__collect_seen(unsigned seen, const struct mms__state 
 	/* The --steps filter's record comes at the step's edge, just after
 	 * the mark that began it: it says what the step itself is. */
 	if (ev && ev->kind == MMS_EV_COLLECT && ev->flags)
-		return now;
+		return now | (seen & MMS__SEEN_FORK);
 	return seen | now;
 }
 
 /* ... as the API says it. */
 static inline mms_step_recorded_t mms__collect_recorded(unsigned seen)
 {
-	if (!(seen & MMS__SEEN_OFF))
+	if (!(seen & (MMS__SEEN_OFF | MMS__SEEN_FORK)))
 		return MMS_STEP_RECORDED_ALL;
 	return seen & MMS__SEEN_ON ? MMS_STEP_RECORDED_PART : MMS_STEP_RECORDED_NONE;
 }
@@ -101,8 +104,9 @@ struct mms__track {
 
 void mms__track_init(struct mms__track *t, unsigned what);
 void mms__track_free(struct mms__track *t);
-/* Starts following from st's position (not needed from position 0). */
-void mms__track_start(struct mms__track *t, const struct mms__state *st);
+/* Starts following from st's position; at a fork child's start, with the
+ * steps its parent had begun. Returns 0 or -ENOMEM. */
+int mms__track_start(struct mms__track *t, const struct mms__state *st);
 /* Follows ev, which st has just applied. Returns 0 or -ENOMEM. */
 int mms__track_event_any(struct mms__track *t, const struct mms__state *st, const mms_event_t *ev);
 /* The same, inline where only steps are followed and the log has no mark

@@ -258,10 +258,36 @@ int mms__track_event_any(struct mms__track *t, const struct mms__state *st, cons
 	return rc;
 }
 
-void mms__track_start(struct mms__track *t, const struct mms__state *st)
+/* A fork child's steps from its log's start: the parent's before the
+ * fork, in no log of the child's, then the step the fork came in (with
+ * "step start" ranges, where it came inside one), open from the start,
+ * its part before the fork the parent's. The state's counters, seeded
+ * from the parent's (mms__state_seed()), say which. */
+static int steps_inherited(struct mms__track *t, const struct mms__state *st)
+{
+	uint64_t before = st->step_kind == 1 ? st->steps_seen : st->ranges_seen - (st->in_range ? 1 : 0);
+	int open = st->step_kind == 1 || st->in_range;
+	struct mms__tstep *s;
+
+	t->step_kind = st->step_kind;
+	for (uint64_t i = 0; i < before + (uint64_t)open; i++) {
+		s = step_add(t, st, 0, i < before ? 0 : live_bytes(st));
+		if (!s)
+			return -ENOMEM;
+		s->collect = MMS__SEEN_FORK;
+		if (i < before)
+			s->end = 0;
+	}
+	return 0;
+}
+
+int mms__track_start(struct mms__track *t, const struct mms__state *st)
 {
 	t->steps_seen = st->steps_seen;
 	t->ranges_seen = st->ranges_seen;
 	t->in_range = st->in_range;
 	t->live_before = live_bytes(st);
+	if (!st->pos && st->step_kind && (t->what & MMS__TRACK_STEPS) && !t->no_marks && !t->nsteps)
+		return steps_inherited(t, st);
+	return 0;
 }

@@ -39,6 +39,7 @@ int main(void)
 	BEGIN("LogFork", mms_log_fork_t);
 	F(mms_log_fork_t, state), F(mms_log_fork_t, parent_pid), F(mms_log_fork_t, parent_log);
 	F(mms_log_fork_t, fork_event), F(mms_log_fork_t, blocks), F(mms_log_fork_t, bytes), F(mms_log_fork_t, why);
+	F(mms_log_fork_t, fork_step), F(mms_log_fork_t, fork_in_step);
 	END();
 	BEGIN("OpenError", mms_open_error_t);
 	F(mms_open_error_t, offset), F(mms_open_error_t, what);

@@ -39,7 +39,8 @@ session grand "$prog" -ex 'set follow-fork-mode child' -ex 'break grandchild' -e
 	-ex 'memscope info'
 expect grand "memscope: the program (process N, a fork child of process N, its log beginning at the fork) has exited; from its finished log $log:" \
 	"the grandchild's finished log"
-expect grand '  at its end: no step marked; the program reached its exit' "info: the grandchild's end"
+expect grand "  at its end: no step marked (forked in process N's step 3); the program reached its exit" \
+	"info: the grandchild's end (its steps go on from its parent's)"
 expect grand '  live at the end: 37 blocks, 24.6 KiB (HOST 37 blocks 24.6 KiB)' "info: the grandchild's blocks"
 expect_not grand 'is not running' "not: not running"
 expect_rc "gdb's exit status (grandchild)"

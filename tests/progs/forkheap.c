@@ -13,7 +13,13 @@
  *    live, 30 of them (24790 bytes) inherited;
  *  - a second child execs /bin/true at once, with no event in between.
  * Output goes through write(2) only, to allocate nothing else. Prints
- * "child=PID", "grandchild=PID", "spawned=PID" and "parent=PID". */
+ * "child=PID", "grandchild=PID", "spawned=PID" and "parent=PID".
+ *
+ * forkheap steps [ranges]: steps numbered across a fork. The parent keeps
+ * 100 * s bytes in each step s of 5 (msmemscope_step() marks, or "step
+ * start" ranges) and forks in step 3, after its block; the child keeps
+ * 7777 bytes in step 3, 400 in step 4 and exits inside step 5 having
+ * allocated 55 bytes there, freed at once. Prints "child=PID". */
 #include <string.h>
 #include <sys/wait.h>
 
@@ -75,8 +81,59 @@ static void exec_true(void)
 	_exit(127);
 }
 
-int main(void)
+static int by_ranges;
+static uint64_t range;
+
+static void step_begin(void)
 {
+	if (by_ranges)
+		range = mstxRangeStartA("step start", NULL);
+}
+
+static void step_end(void)
+{
+	if (by_ranges)
+		mstxRangeEnd(range);
+	else
+		msmemscope_step();
+}
+
+static void step_child(void)
+{
+	if (!(c[0] = malloc(7777)))
+		prog_die("forkheap: malloc failed");
+	step_end();
+	step_begin();
+	if (!(c[1] = malloc(400)))
+		prog_die("forkheap: malloc failed");
+	step_end();
+	step_begin();
+	if (!(c[2] = malloc(55)))
+		prog_die("forkheap: malloc failed");
+	memset(c[2], 1, 55);
+	free(c[2]);
+	exit(0);
+}
+
+static int steps(void)
+{
+	for (int s = 1; s <= 5; s++) {
+		step_begin();
+		if (!(b[s] = malloc(100 * (size_t)s)))
+			prog_die("forkheap: malloc failed");
+		if (s == 3)
+			prog_say(1, "child=%ld\n", (long)fork_run(step_child, "child"));
+		step_end();
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "steps")) {
+		by_ranges = argc > 2 && !strcmp(argv[2], "ranges");
+		return steps();
+	}
 	prog_say(1, "parent=%ld\n", (long)getpid());
 	msmemscope_owner_push("parent");
 	for (int i = 0; i < 100; i++) {

@@ -16,7 +16,8 @@
 # child counts its ancestors' allocations before the fork too: the test
 # checks that against the sum of the logs. Also: --step and --event in a
 # child, the leaks report, a fork+exec child that leaves no log, the
-# launcher's list of logs, logs moved together, and a parent log gone.
+# launcher's list of logs, logs moved together, a parent log gone, and a
+# child's steps numbered on from its parent's.
 . "$top_srcdir/tests/progs/lib.sh"
 
 prog="$MMS_PROGS/forkheap"
@@ -86,6 +87,10 @@ grep -q "FREE .* 1.0 KiB, allocation 1 (inherited)$" event0.txt &&
 grep -q '^====== Still reachable at exit: 37 allocation(s), 24.6 KiB (not leaks: the program still pointed to them) ======$' leaks.txt &&
 	grep -q '^Of them 30 allocation(s), 0.023642 Mb(s), were inherited from the parent: allocated before it forked this process.$' \
 		leaks.txt || fail "leaks of the grandchild: $(cat leaks.txt)"
+# Forked in the child's step 3 (after its two marks), it marks none: its
+# steps are all the child's, and no table of them is made.
+grep -q "^No step began in this process: it was forked in pid $child's step 3, whose log has the steps; no table of the steps\.$" \
+	leaks.txt || fail "the grandchild's steps (all its parent's) are not said: $(cat leaks.txt)"
 cd ..
 
 # 3b. With stacks, a grandchild's log lists its modules (its parent, a
@@ -180,3 +185,46 @@ expect_eq "'also' lines for $total logs" "$(grep -c '^  also memscope_' many.err
 grep -q "^  \.\.\. and $((total - 11)) more logs in many/msmemscope_[0-9_]*: [0-9]* events (msmemscope-replay LOG reads each)\$" many.err ||
 	fail "the logs past the first 10 are not counted ($total logs, the program's included): $(cat many.err)"
 note "$total logs of a script: 10 listed, $((total - 11)) counted"
+
+# 9. Steps across a fork: forkheap steps forks in its step 3 (after 2
+# msmemscope_step() marks, or inside its third "step start" range); the
+# child's log numbers its steps on from there, as the program and
+# --steps do: its 400-byte block is step 4's, steps 1-2 are the parent's
+# alone (none of them in the child's log) and step 3 is in part.
+for mode in marks ranges; do
+	"$MMS_LAUNCHER" --output=steps$mode --analysis=leaks -- "$prog" steps $mode >steps$mode.out 2>steps$mode.err ||
+		fail "msmemscope -- forkheap steps $mode exited $?: $(cat steps$mode.err)"
+	sc=$(sed -n 's/^child=//p' steps$mode.out)
+	sp=$(sed -n 's/^msmemscope: recorded .* (pid \([0-9]*\)) to .*/\1/p' steps$mode.err | head -n 1)
+	log=$(ls steps$mode/msmemscope_*/memscope_$sc.mms)
+	"$MMS_REPLAY" "$log" --summary >steps$mode.sum 2>&1 || fail "--summary of the child ($mode): $(cat steps$mode.sum)"
+	grep -q "^forked in            its step 3; this log's steps go on with the parent's numbers$" steps$mode.sum ||
+		fail "the child's summary ($mode) does not say the step it was forked in: $(cat steps$mode.sum)"
+	"$MMS_REPLAY" "$log" --analysis leaks --json >steps$mode.json 2>/dev/null || fail "leaks --json of the child ($mode)"
+	expect_eq "the child's steps, how much of each its log has ($mode)" \
+		"$("$MMS_PYTHON" -c 'import json,sys; print(" ".join(s["recorded"] for s in json.load(open(sys.argv[1]))["steps"]))' steps$mode.json)" \
+		"none none part all all"
+	"$MMS_REPLAY" "$log" --analysis leaks >steps$mode.leaks 2>&1 || fail "leaks of the child ($mode)"
+	grep -q '^Direct HOST leak of 0.000381 Mb(s) at 0x[0-9a-f]* in kernel_0 at step 4\.$' steps$mode.leaks ||
+		fail "the child's 400-byte block is not step 4's ($mode): $(cat steps$mode.leaks)"
+	grep -q "^Steps not recorded whole (begun before the fork, in pid $sp), left out of the tables above: 1-3\.$" \
+		steps$mode.leaks || fail "the steps before the fork are not named ($mode): $(cat steps$mode.leaks)"
+	"$MMS_REPLAY" "$log" --step 1 >steps$mode.1 2>&1 || fail "--step 1 of the child ($mode): $(cat steps$mode.1)"
+	grep -q "^  pid $sp's, before it forked this process: this log holds none of it" steps$mode.1 ||
+		fail "--step 1 of the child ($mode) does not send to the parent's log: $(cat steps$mode.1)"
+	"$MMS_REPLAY" "$log" --step 3 >steps$mode.3 2>&1 || fail "--step 3 of the child ($mode): $(cat steps$mode.3)"
+	grep -q "^  recorded in part (begun in pid $sp before it forked this process): it began before" steps$mode.3 ||
+		fail "--step 3 of the child ($mode) is not said to be in part: $(cat steps$mode.3)"
+	"$MMS_REPLAY" "$log" --step 4 --json >steps$mode.4 2>&1 || fail "--step 4 of the child ($mode): $(cat steps$mode.4)"
+	keys steps$mode.4 allocs=1 bytes_allocated=400 recorded='"all"'
+done
+# --steps=4 in the parent's numbers: the child's log has that step alone.
+"$MMS_LAUNCHER" --output=steps4 --steps=4 -- "$prog" steps >steps4.out 2>steps4.err ||
+	fail "msmemscope --steps=4 -- forkheap steps exited $?: $(cat steps4.err)"
+sc=$(sed -n 's/^child=//p' steps4.out)
+"$MMS_REPLAY" steps4/msmemscope_*/memscope_$sc.mms --analysis leaks --json >steps4.json 2>/dev/null ||
+	fail "leaks --json of the child (--steps=4)"
+expect_eq "the child's steps recorded with --steps=4" \
+	"$("$MMS_PYTHON" -c 'import json,sys; print(" ".join("%s:%s" % (s["recorded"], s["bytes_allocated"]) for s in json.load(open(sys.argv[1]))["steps"]))' steps4.json)" \
+	"none:0 none:0 none:0 all:400 none:0"
+note "a fork child's steps go on with its parent's numbers (marks and ranges, and --steps=4)"
