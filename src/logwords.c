@@ -243,6 +243,13 @@ static uint64_t fork_steps(const mms_log_t *log, mms_log_fork_t *fk)
 	return !mms_log_fork(log, fk) && fk->state == MMS_FORK_INHERITED ? fk->fork_step : 0;
 }
 
+int log_step_in_parent(const mms_log_t *log, uint64_t step, mms_log_fork_t *fk)
+{
+	if (!step || step > fork_steps(log, fk))
+		return 0;
+	return step < fk->fork_step || !fk->fork_in_step ? 2 : 1;
+}
+
 /* Appends ", what" (or what, first) to buf, holding n bytes. */
 static int why_add(char *buf, size_t cap, int n, const char *what)
 {
@@ -261,12 +268,13 @@ const char *log_step_unrecorded_why(mms_log_t *log, uint64_t step, mms_step_reco
 	buf[0] = 0;
 	if (r == MMS_STEP_RECORDED_ALL)
 		return buf;
-	if (step <= fork_steps(log, &fk)) {
-		if (step < fk.fork_step || !fk.fork_in_step) {
-			snprintf(buf, cap, "pid %" PRIu64 "'s, before it forked this process", fk.parent_pid);
-			return buf;
-		}
+	switch (log_step_in_parent(log, step, &fk)) {
+	case 2:
+		snprintf(buf, cap, "pid %" PRIu64 "'s, before it forked this process", fk.parent_pid);
+		return buf;
+	case 1:
 		n = snprintf(buf, cap, "begun in pid %" PRIu64 " before it forked this process", fk.parent_pid);
+		break;
 	}
 	if (mms_log_config(log, &cfg))
 		return buf;

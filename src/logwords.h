@@ -113,6 +113,11 @@ const char *log_steps_list(const mms_config_t *cfg, uint64_t above, char *buf, s
  * process", "--steps=2,4", "collect=deferred", or several; "" for a step
  * recorded whole. */
 const char *log_step_unrecorded_why(mms_log_t *log, uint64_t step, mms_step_recorded_t r, char *buf, size_t cap);
+/* Where step `step` of log began, for a fork child's whose steps go on
+ * from its parent's: 2 in the parent, where it also ended (the child's
+ * log holds none of it), 1 in the parent, the fork inside it (the rest is
+ * the child's), 0 in this process (or no fork child); *fk gets the fork. */
+int log_step_in_parent(const mms_log_t *log, uint64_t step, mms_log_fork_t *fk);
 /* The same for steps of log in general (a list of them): "--steps",
  * "collect=deferred", "begun before the fork, in pid 12", those that
  * apply. */

@@ -17,6 +17,7 @@
 #endif
 
 #include "cli.h"
+#include "logwords.h"
 #include "progress.h"
 #include "replay-cli.h"
 
@@ -214,6 +215,7 @@ static void cmd_goto(struct session *ss, int argc, char **argv)
 {
 	struct show *s = ss->s;
 	uint64_t n, begin, steps = mms_replay_steps(s->r);
+	mms_log_fork_t fk;
 	mms_where_t w;
 
 	mms_replay_where(s->r, &w);
@@ -233,6 +235,13 @@ static void cmd_goto(struct session *ss, int argc, char **argv)
 	}
 	if (n < 1 || n > steps) {
 		fail(ss, "no step %" PRIu64 ": the log has %" PRIu64 " step%s", n, steps, steps == 1 ? "" : "s");
+		return;
+	}
+	if (log_step_in_parent(s->log, n, &fk) == 2) {
+		fail(ss,
+		     "step %" PRIu64 " is pid %" PRIu64 "'s: it ended before that process forked this one, whose log "
+		     "goes on from there; the parent's log has it: %s",
+		     n, fk.parent_pid, fk.parent_log);
 		return;
 	}
 	mms_replay_step_range(s->r, n, &begin, NULL);

@@ -696,14 +696,6 @@ int show_step_replay(struct show *s, uint64_t n, mms_step_report_t **out)
 	return rc;
 }
 
-/* Whether step `step` of a fork child's log began in its parent. */
-static int step_begun_in_parent(const mms_log_t *log, uint64_t step)
-{
-	mms_log_fork_t fk;
-
-	return !mms_log_fork(log, &fk) && fk.state == MMS_FORK_INHERITED && step <= fk.fork_step;
-}
-
 /* A fork child's step that ended in the parent before the fork: what
  * the child's log could say of it (its blocks at the end: those of the
  * fork) would be wrong; the parent's log has it. Returns 1 when said. */
@@ -711,8 +703,7 @@ static int show_parents_step(struct show *s, const mms_step_report_t *rep)
 {
 	mms_log_fork_t fk;
 
-	if (!step_begun_in_parent(s->log, rep->step) || mms_log_fork(s->log, &fk) ||
-	    (rep->step == fk.fork_step && fk.fork_in_step))
+	if (log_step_in_parent(s->log, rep->step, &fk) != 2)
 		return 0;
 	fprintf(s->out,
 		"  pid %" PRIu64 "'s, before it forked this process: this log holds none of it (its steps go on with "
@@ -727,6 +718,7 @@ void show_step_report(struct show *s, const mms_step_report_t *rep)
 	char a[32], b[32], c[32], t[96], why[MMS_CONFIG_STEPS_MAX * 12 + 96] = "";
 	size_t i, shown = s->top && rep->nlaunches > s->top ? s->top : rep->nlaunches;
 	const mms_launch_t *l;
+	mms_log_fork_t fk;
 
 	log_step_unrecorded_why(s->log, rep->step, rep->recorded, why, sizeof(why));
 
@@ -780,9 +772,10 @@ void show_step_report(struct show *s, const mms_step_report_t *rep)
 			"freed is not below\n",
 			why);
 	else if (rep->recorded == MMS_STEP_RECORDED_PART)
-		fprintf(s->out, "  recorded in part (%s): %s; what it allocated and freed then is not below\n", why,
-			step_begun_in_parent(s->log, rep->step) ? "it began before this process was forked"
-								: "collection was off for some of it");
+		fprintf(s->out, "  recorded in part (%s): %s\n", why,
+			log_step_in_parent(s->log, rep->step, &fk)
+				? "what it allocated and freed before the fork is in the parent's log, not below"
+				: "collection was off for some of it; what it allocated and freed then is not below");
 	fprintf(s->out, "  at its end: %s live, %s%s\n",
 		plural(w->mem[0].live_blocks + w->mem[1].live_blocks + w->mem[2].live_blocks, "block", c, sizeof(c)),
 		human_bytes(w->live_bytes, a, sizeof(a)),

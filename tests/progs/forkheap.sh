@@ -213,10 +213,14 @@ for mode in marks ranges; do
 	grep -q "^  pid $sp's, before it forked this process: this log holds none of it" steps$mode.1 ||
 		fail "--step 1 of the child ($mode) does not send to the parent's log: $(cat steps$mode.1)"
 	"$MMS_REPLAY" "$log" --step 3 >steps$mode.3 2>&1 || fail "--step 3 of the child ($mode): $(cat steps$mode.3)"
-	grep -q "^  recorded in part (begun in pid $sp before it forked this process): it began before" steps$mode.3 ||
+	grep -q "^  recorded in part (begun in pid $sp before it forked this process): what it allocated and freed before the fork is in the parent's log" steps$mode.3 ||
 		fail "--step 3 of the child ($mode) is not said to be in part: $(cat steps$mode.3)"
 	"$MMS_REPLAY" "$log" --step 4 --json >steps$mode.4 2>&1 || fail "--step 4 of the child ($mode): $(cat steps$mode.4)"
 	keys steps$mode.4 allocs=1 bytes_allocated=400 recorded='"all"'
+	printf 'goto step 2\ngoto step 4\n' | "$MMS_REPLAY" "$log" -i >steps$mode.i 2>&1 || true
+	grep -q "step 2 is pid $sp's: it ended before that process forked this one" steps$mode.i ||
+		fail "-i goto step 2 of the child ($mode) does not send to the parent's log: $(cat steps$mode.i)"
+	grep -q '^start of step 4$' steps$mode.i || fail "-i goto step 4 of the child ($mode): $(cat steps$mode.i)"
 done
 # --steps=4 in the parent's numbers: the child's log has that step alone.
 "$MMS_LAUNCHER" --output=steps4 --steps=4 -- "$prog" steps >steps4.out 2>steps4.err ||
