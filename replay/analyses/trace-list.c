@@ -351,14 +351,14 @@ static void list_walk(struct list *l)
 	}
 }
 
-/* The most blocks list l may have: every slot, every piece of a
- * mapping, every copy of a block freed since the peak (a table of its
- * own mapping, touched only as far as the list goes). */
+/* The most blocks list l may have: every slot not free (live or held),
+ * every piece of a mapping, every copy of a block freed since the peak
+ * (a table of its own mapping, faulted in whole when it is made). */
 static size_t list_room(const struct list *l)
 {
 	const struct trace_pass *p = l->p;
 
-	return p->st->nblks + p->st->maps.n + (l->gone ? (p->top ? p->ngone : p->nkept) : 0);
+	return p->st->nblks - p->st->nfree + p->st->maps.n + (l->gone ? (p->top ? p->ngone : p->nkept) : 0);
 }
 
 /* The slot of the live or held block, or of the live mapping, that ref
