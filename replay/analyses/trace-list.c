@@ -351,14 +351,14 @@ static void list_walk(struct list *l)
 	}
 }
 
-/* The most blocks list l may have: every slot, every piece of a
- * mapping, every copy of a block freed since the peak (a table of its
- * own mapping, touched only as far as the list goes). */
+/* The most blocks list l may have: every slot not free (live or held),
+ * every piece of a mapping, every copy of a block freed since the peak
+ * (list_table()'s, all its pages written or faulted in). */
 static size_t list_room(const struct list *l)
 {
 	const struct trace_pass *p = l->p;
 
-	return p->st->nblks + p->st->maps.n + (l->gone ? (p->top ? p->ngone : p->nkept) : 0);
+	return p->st->nblks - p->st->nfree + p->st->maps.n + (l->gone ? (p->top ? p->ngone : p->nkept) : 0);
 }
 
 /* The slot of the live or held block, or of the live mapping, that ref
@@ -534,7 +534,7 @@ static void packed_runs(struct list *l)
 }
 
 /* Puts the list's blocks in l->k in their order (l->k, a table of
- * list_room() pairs, mms__table_alloc_seq()'s: the walk writes it in
+ * list_room() pairs, list_table()'s: the walk writes it in
  * order, the sort's passes read it in order): packed with
  * their sizes' ranks where that fits (list_pack()); else a radix sort of
  * one key of the size and the event where both fit in 64 bits; runs of
@@ -680,6 +680,26 @@ static void tsv_open(struct trace_pass *p, struct tsv *f, const char *path, int 
 	f->w = mms__wfile_open(path, mms__out_flags(&p->out), rc);
 }
 
+/* A table of room sort keys for the lists, of *bytes: the array of the
+ * heap state's map of live blocks, sized for the most there were, where
+ * far fewer are left (a list of the peak's) and it is large enough, the
+ * map moved into a small one; else one of its own. Pages already
+ * written: a new table's first writes cost a fault in the hypervisor a
+ * page on a VM even when faulted in at once (perl's log: 32 MiB, the
+ * walk 63 -> 16 ms). NULL without memory. */
+static struct mms__keyed *list_table(struct trace_pass *p, size_t room, size_t *bytes)
+{
+	struct mms__keyed *k = NULL;
+
+	if (p->hold_st && p->hold_st->host.count < room / 2)
+		k = mms__slotmap_shrink(&p->hold_st->host, room * sizeof(*k), bytes);
+	if (!k) {
+		*bytes = room * sizeof(*k);
+		k = mms__table_alloc_seq(*bytes);
+	}
+	return k;
+}
+
 /* See trace-int.h. Both files are moved into place once both lists are
  * made (none when the analysis fails). */
 int mms__trace_lists_finish(struct trace_pass *p)
@@ -689,7 +709,7 @@ int mms__trace_lists_finish(struct trace_pass *p)
 	struct list l, end = { .p = p, .limit = UINT64_MAX }, peak = { .p = p, .limit = t->peak_event, .gone = 1 };
 	int want_end = !(p->skip & MMS_TRACE_SKIP_END), want_peak = !(p->skip & MMS_TRACE_SKIP_PEAK) && t->peak_bytes;
 	uint64_t bytes;
-	size_t room = 1;
+	size_t room = 1, kbytes = 0;
 	int rc = 0;
 
 	tsv_open(p, &f[0], p->tsv_path[0], &t->watermark_rc);
@@ -699,9 +719,12 @@ int mms__trace_lists_finish(struct trace_pass *p)
 		room = list_room(&end);
 	if (want_peak && list_room(&peak) > room)
 		room = list_room(&peak);
-	end.k = peak.k = (want_end || want_peak) ? mms__table_alloc_seq(room * sizeof(*end.k)) : NULL;
-	if ((want_end || want_peak) && !end.k)
-		rc = -ENOMEM;
+	if (want_end || want_peak) {
+		end.k = list_table(p, room, &kbytes);
+		if (!end.k)
+			rc = -ENOMEM;
+	}
+	peak.k = end.k;
 	/* Leakage: everything live at the end (its bytes also when the list
 	 * is not wanted). */
 	if (!want_end) {
@@ -717,7 +740,7 @@ int mms__trace_lists_finish(struct trace_pass *p)
 		rc = list_make(&l, &f[0], &t->peak, &t->npeak, &t->peak_blocks, &bytes); /* peak_bytes's */
 	}
 	if (end.k)
-		mms__table_free(end.k, room * sizeof(*end.k));
+		mms__table_free(end.k, kbytes);
 	mms__trace_held_release(p);
 	mms__table_free(p->gone, p->gone_cap);
 	free(p->kept);

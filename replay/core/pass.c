@@ -88,7 +88,8 @@ void *mms__pass_data_of(struct mms_pass *p, const struct mms__blk *b, size_t off
 
 void mms__pass_unhold(struct mms_pass *p, const uint32_t *slots, size_t n)
 {
-	mms__state_unhold(&p->cur->own, slots, n);
+	if (!p->cur->ended)
+		mms__state_unhold(&p->cur->own, slots, n);
 }
 
 /* --- reads -------------------------------------------------------------------- */
@@ -507,6 +508,7 @@ static int read_finish(struct mms_pass *p, struct mms__read *rd)
 		rd->steps_marked = n;
 		mms__track_finish(&rd->tr, rd->st);
 	}
+	rd->ended = 1;
 	subs_end(p, rd->st->pos, 1);
 	return 0;
 }

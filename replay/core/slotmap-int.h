@@ -37,6 +37,13 @@ void mms__slotmap_init(struct mms__slotmap *m);
 void mms__slotmap_free(struct mms__slotmap *m);
 /* Makes room for one more entry. Returns 0 or -1 (out of memory). */
 int mms__slotmap_grow(struct mms__slotmap *m);
+/* Moves m's entries into an array as large as their count asks and gives
+ * the old one, of *bytes, to the caller (free it with mms__table_free()):
+ * memory already touched, for a table made at the end of a pass, where
+ * fresh pages cost a fault each (the heap's map of perl's log: 32 MiB,
+ * 26 k entries left of 2 M). Returns NULL (m unchanged) when the old
+ * array has fewer than min bytes, or without memory. */
+void *mms__slotmap_shrink(struct mms__slotmap *m, size_t min, size_t *bytes);
 /* mms__slotmap_erase() where the entry after e is used. */
 void mms__slotmap_erase_run(struct mms__slotmap *m, struct mms__slotmap_ent *e);
 

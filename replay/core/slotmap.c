@@ -48,6 +48,23 @@ int mms__slotmap_grow(struct mms__slotmap *m)
 	return 0;
 }
 
+void *mms__slotmap_shrink(struct mms__slotmap *m, size_t min, size_t *bytes)
+{
+	struct mms__slotmap n = { .hint = m->count };
+	size_t size = m->ents ? (m->mask + 1) * sizeof(*m->ents) : 0;
+	void *old = m->ents;
+
+	if (!size || size < min || mms__slotmap_grow(&n))
+		return NULL;
+#define NEW_HOME(e) SLOT_HOME(&n, e)
+	MMS__PROBE_REHASH(m->ents, m->mask, n.ents, n.mask, SLOT_USED, NEW_HOME);
+#undef NEW_HOME
+	n.count = m->count;
+	*m = n;
+	*bytes = size;
+	return old;
+}
+
 /* Empties entry e: backward-shift deletion (probe-int.h). */
 void mms__slotmap_erase_run(struct mms__slotmap *m, struct mms__slotmap_ent *e)
 {

@@ -13,6 +13,10 @@
 
 #include "table-int.h"
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
 #define TABLE_HUGE ((size_t)2 << 20)
 
 static size_t huge_round(size_t bytes)
@@ -56,7 +60,13 @@ void *mms__table_alloc(size_t bytes)
 
 void *mms__table_alloc_seq(size_t bytes)
 {
-	return table_map(bytes, 0);
+	void *p = table_map(bytes, 0);
+
+	/* Its pages faulted in by one call (a hint: an older kernel faults
+	 * them as they are first written). */
+	if (p && bytes >= TABLE_HUGE)
+		madvise(p, huge_round(bytes), MADV_POPULATE_WRITE);
+	return p;
 }
 
 void mms__table_free(void *p, size_t bytes)

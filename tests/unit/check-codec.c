@@ -15,6 +15,7 @@
 #include "intervals-int.h"
 #include "map-int.h"
 #include "slotmap-int.h"
+#include "table-int.h"
 #include "sort-int.h"
 
 /* mms__dec() and mms__hex() write what printf's %llu and 0x%llx do:
@@ -287,6 +288,32 @@ START_TEST(test_slotmap)
 		v = mms__map_get(&ref, key);
 		ck_assert_int_eq(mms__slotmap_get(&m, key, recs, STRIDE), v ? (int64_t)*v : -1);
 		ck_assert_uint_eq(mms__slotmap_hash(key), mms__slotmap_hash(0x7f0000000000ull + (uint64_t)(i / 2) * 64));
+	}
+	/* Shrunk to the few keys left, the old array given over. */
+	for (i = 0; i < 2 * N; i++) {
+		key = 0x7f0000000000ull + (uint64_t)(i / 2) * 64 + (i % 2 ? inv : 0);
+		if (i % 16 && mms__map_get(&ref, key)) {
+			ck_assert_int_ge(mms__slotmap_del(&m, key, recs, STRIDE), 0);
+			ck_assert_int_eq(mms__map_del(&ref, key, NULL), 1);
+		}
+	}
+	{
+		size_t old_size = (m.mask + 1) * sizeof(*m.ents), got = 0;
+		void *old = mms__slotmap_shrink(&m, old_size + 1, &got);
+
+		ck_assert_ptr_null(old);
+		old = mms__slotmap_shrink(&m, old_size, &got);
+		ck_assert_ptr_nonnull(old);
+		ck_assert_uint_eq(got, old_size);
+		mms__table_free(old, got);
+		ck_assert_uint_lt((m.mask + 1) * sizeof(*m.ents), old_size);
+		ck_assert_uint_eq(m.count, ref.count);
+		ck_assert_uint_ge(m.room, m.count);
+	}
+	for (i = 0; i < 2 * N; i++) {
+		key = 0x7f0000000000ull + (uint64_t)(i / 2) * 64 + (i % 2 ? inv : 0);
+		v = mms__map_get(&ref, key);
+		ck_assert_int_eq(mms__slotmap_get(&m, key, recs, STRIDE), v ? (int64_t)*v : -1);
 	}
 	/* A hint sizes the first array at once. */
 	mms__slotmap_free(&m);
