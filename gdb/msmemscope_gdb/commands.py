@@ -237,10 +237,10 @@ and bytes and the peak so far, and the watches and breaks set."""
             if done:
                 steps, forked = r.steps(), log.fork_step()
                 if forked and steps <= forked[1]:
-                    marked = "no step marked (forked in process %d's step %d)" % forked
+                    marked = "no step marked (forked %s process %d's step %d)" % (forked[2], forked[0], forked[1])
                 elif forked:
-                    marked = "%d steps (numbered on from process %d's step %d, which it was forked in)" % (
-                        steps, forked[0], forked[1])
+                    marked = "%d steps (numbered on from process %d's step %d, which it was forked %s)" % (
+                        steps, forked[0], forked[1], forked[2])
                 else:
                     marked = fmt.plural(steps, "step") if steps else "no step marked"
                 gdb.write("  at its end: %s; %s\n" % (

@@ -319,13 +319,14 @@ class Log:
         return fork.parent_pid
 
     def fork_step(self):
-        """(parent pid, step) of the parent's step this log's process was
-        forked in, which its step numbers go on from, or None (no fork
+        """(parent pid, step, "in" or "after") of the parent's step this
+        log's process was forked in (or after, between two "step start"
+        ranges), which its step numbers go on from, or None (no fork
         child, no step before the fork, or the parent's log not read)."""
         fork = LogFork()
         if _lib.mms_log_fork(self.h, ctypes.byref(fork)) or not fork.fork_step:
             return None
-        return fork.parent_pid, fork.fork_step
+        return fork.parent_pid, fork.fork_step, "in" if fork.fork_in_step else "after"
 
     def own_operators(self):
         """(module, operator) of the module that calls its own copy of a
