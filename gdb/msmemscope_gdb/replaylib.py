@@ -309,22 +309,27 @@ class Log:
         _lib.mms_log_get_info(self.h, ctypes.byref(info))
         return info
 
+    def _fork(self):
+        """The log's LogFork (mms_log_fork), or None for no fork child."""
+        fork = LogFork()
+        if _lib.mms_log_fork(self.h, ctypes.byref(fork)) or not fork.state:
+            return None
+        return fork
+
     def fork_parent(self):
         """The pid of the process this log's process is a fork child of
         (its log says so whether or not its parent's log was found), or 0
         when it is no fork child."""
-        fork = LogFork()
-        if _lib.mms_log_fork(self.h, ctypes.byref(fork)) or not fork.state:
-            return 0
-        return fork.parent_pid
+        fork = self._fork()
+        return fork.parent_pid if fork else 0
 
     def fork_step(self):
         """(parent pid, step, "in" or "after") of the parent's step this
         log's process was forked in (or after, between two "step start"
         ranges), which its step numbers go on from, or None (no fork
         child, no step before the fork, or the parent's log not read)."""
-        fork = LogFork()
-        if _lib.mms_log_fork(self.h, ctypes.byref(fork)) or not fork.fork_step:
+        fork = self._fork()
+        if not fork or not fork.fork_step:
             return None
         return fork.parent_pid, fork.fork_step, "in" if fork.fork_in_step else "after"
 

@@ -426,9 +426,9 @@ out:
 
 int mms__inherit_step_begun(const mms_log_t *log, uint64_t step)
 {
-	mms_log_fork_t fk;
+	int in_step;
 
-	return !mms_log_fork(log, &fk) && step && step <= fk.fork_step;
+	return log->inh.state == MMS_FORK_INHERITED && step && step <= mms__inherit_fork_step(&log->inh, &in_step);
 }
 
 MMS__EXPORT int mms_log_fork(const mms_log_t *log, mms_log_fork_t *out)
@@ -447,8 +447,7 @@ MMS__EXPORT int mms_log_fork(const mms_log_t *log, mms_log_fork_t *out)
 		out->fork_event = inh->fork_event;
 		memcpy(out->blocks, inh->blocks, sizeof(out->blocks));
 		memcpy(out->bytes, inh->bytes, sizeof(out->bytes));
-		out->fork_step = inh->step_kind == 1 ? inh->steps_seen + 1 : inh->ranges_seen;
-		out->fork_in_step = inh->step_kind == 1 || inh->in_range;
+		out->fork_step = mms__inherit_fork_step(inh, &out->fork_in_step);
 	}
 	return 0;
 }

@@ -255,8 +255,18 @@ int mms__log_open_file(const char *path, mms_log_t **out, mms_open_error_t *err)
  * -ENOMEM. */
 int mms__inherit_load(mms_log_t *log, unsigned depth);
 void mms__inherit_free(struct mms__inherit *inh);
+/* The parent's step a fork child was forked in, from inh's step counters
+ * (0: the parent had begun none); *in_step gets 1 when the fork came
+ * inside it, 0 when after it (between two "step start" ranges). The
+ * child's steps 1 to it (less the one it came inside) are the parent's
+ * alone. mms_log_fork_t.fork_step, fork_in_step. */
+static inline uint64_t mms__inherit_fork_step(const struct mms__inherit *inh, int *in_step)
+{
+	*in_step = inh->step_kind == 1 || inh->in_range;
+	return inh->step_kind == 1 ? inh->steps_seen + 1 : inh->ranges_seen;
+}
 /* Whether step `step` of a fork child's log began in the parent, before
- * the fork (mms_log_fork_t.fork_step). */
+ * the fork. */
 int mms__inherit_step_begun(const mms_log_t *log, uint64_t step);
 /* The name at a 1 + offset reference of inh->strs, or NULL for 0. */
 static inline const char *mms__inherit_str(const struct mms__inherit *inh, size_t ref)

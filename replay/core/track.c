@@ -261,12 +261,11 @@ int mms__track_event_any(struct mms__track *t, const struct mms__state *st, cons
 /* A fork child's steps from its log's start: the parent's before the
  * fork, in no log of the child's, then the step the fork came in (with
  * "step start" ranges, where it came inside one), open from the start,
- * its part before the fork the parent's. The state's counters, seeded
- * from the parent's (mms__state_seed()), say which. */
+ * its part before the fork the parent's. */
 static int steps_inherited(struct mms__track *t, const struct mms__state *st)
 {
-	uint64_t before = st->step_kind == 1 ? st->steps_seen : st->ranges_seen - (st->in_range ? 1 : 0);
-	int open = st->step_kind == 1 || st->in_range;
+	int open;
+	uint64_t before = mms__inherit_fork_step(&st->log->inh, &open) - (uint64_t)open;
 	struct mms__tstep *s;
 
 	t->step_kind = st->step_kind;
