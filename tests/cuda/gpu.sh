@@ -10,7 +10,8 @@
 # has the 5 launches by name; what the driver keeps for itself to the end
 # (its contexts and modules: some 120 MiB of heap and mappings on an H200
 # with driver 580) is the runtime's, so the kept block is the one leak at
-# exit. What cudaMemGetInfo saw is printed beside
+# exit. With --device=cuda:0 every device block is recorded, with a
+# device the machine lacks none (the launches whole). What cudaMemGetInfo saw is printed beside
 # the recorded figures (it counts pages, so it is not asserted). Skipped
 # (77) where examples/cudamem is not built (no CUDA runtime at configure
 # time) or cannot run (no GPU or no driver, as on CI).
@@ -48,8 +49,30 @@ note "the CUDA driver's own: $(jget leaks.json runtime.by_kind.cuda.blocks) bloc
 # or maps itself, and what it allocates through a C library function
 # (strdup, regcomp) by a short walk of the stack: the same one leak.
 record gpu0.mms "$prog" >rec0.out 2>rec0.err || fail "cudamem exited $? under the recorder without stacks: $(cat rec0.err)"
+summarize gpu0.mms
 "$MMS_REPLAY" gpu0.mms --analysis leaks --json >leaks0.json 2>gpu.err || fail "leaks exited $?: $(cat gpu.err)"
 expect_ge "blocks the CUDA driver keeps for itself, without stacks" "$(jget leaks0.json runtime.by_kind.cuda.blocks)" 1
 expect_eq "leaks at exit without stacks (the kept block alone)" "$(jget leaks0.json at_exit.leaks)" 1
 note "without stacks: $(jget leaks0.json at_exit.leaks) leaks at exit ($(jget leaks0.json at_exit.bytes) bytes), the driver's $(jget leaks0.json runtime.by_kind.cuda.blocks) blocks"
+# --device (devices= in the configuration) on a real driver: cuda:0
+# keeps every device allocation and free of the full recording, a device
+# the machine lacks (cuda:7) none; host memory and the launches whole.
+for d in "0 $(jget leaks0.json at_exit.leaks)" "7 0"; do
+	set -- $d
+	MSMEMSCOPE_CONFIG="devices=$1" record dev$1.mms "$prog" >dev.out 2>dev.err ||
+		fail "cudamem exited $? with devices=$1: $(cat dev.err)"
+	expect_eq "cudamem's output with devices=$1" "$(grep -v '^kept:\|MemGetInfo:' dev.out)" \
+		"$(grep -v '^kept:\|MemGetInfo:' native.out)"
+	summarize dev$1.mms
+	expect_consistent dev$1.mms.json
+	expect_key dev$1.mms.json devices_recorded "\"cuda:$1\""
+	expect_key dev$1.mms.json by_kind.kernel_launch "$(jget gpu.json by_kind.kernel_launch)"
+	"$MMS_REPLAY" dev$1.mms --analysis leaks --json >devleaks.json 2>gpu.err || fail "leaks exited $?: $(cat gpu.err)"
+	expect_eq "leaks at exit with devices=$1" "$(jget devleaks.json at_exit.leaks)" "$2"
+done
+expect_eq "device allocations with devices=0" "$(jget dev0.mms.json kinds.device.allocs)" "$(jget gpu0.mms.json kinds.device.allocs)"
+expect_eq "device frees with devices=0" "$(jget dev0.mms.json kinds.device.frees)" "$(jget gpu0.mms.json kinds.device.frees)"
+expect_eq "device allocations with devices=7" "$(jget dev7.mms.json kinds.device.allocs)" 0
+expect_eq "device frees with devices=7" "$(jget dev7.mms.json kinds.device.frees)" 0
+note "--device: cuda:0 keeps all $(jget dev0.mms.json kinds.device.allocs) device allocations, cuda:7 none; the $(jget gpu.json by_kind.kernel_launch) launches whole"
 echo "gpu.sh: ok"

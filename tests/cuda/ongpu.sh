@@ -5,14 +5,17 @@
 # tests/ and bench/ are): gpu.sh with examples/cudamem over the shared and
 # the static CUDA runtime, gpudrv.sh with examples/cudadrv (the driver
 # called by name beside the runtime) over both too, torchgpu.sh (a PyTorch CUDA loop's
-# segments against the log), then bench/torchcuda.sh's cost of recording
+# segments against the log), torchnvtx.sh (a PyTorch program's
+# torch.cuda.nvtx ranges as steps and launches, its refused 1 TiB), then bench/torchcuda.sh's cost of recording
 # that loop (BENCH_RUNS rounds, default 3). Each check's output goes to
 # OUTDIR/NAME.log and a line per check to stdout; the exit status is 1
 # when a check failed (77, a skip, is not a failure).
 #
 #     sh tests/cuda/ongpu.sh [STAGE [OUTDIR]]   (defaults: _gpu, and $OUT or .)
 #
-# MMS_PYTHON: the interpreter whose PyTorch sees the GPU (default python3).
+# MMS_PYTHON: the interpreter whose PyTorch sees the GPU (default python3);
+# ONGPU_ONLY: the checks to run, by name (gpu gpu-static gpudrv
+# gpudrv-static torchgpu torchnvtx; default all), then the bench.
 set -u
 
 stage=$(cd "${1:-_gpu}" && pwd) || exit 2
@@ -39,6 +42,10 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>
 failed=0
 # check NAME BUILDDIR SCRIPT: runs the test SCRIPT with top_builddir=BUILDDIR.
 check() {
+	case " ${ONGPU_ONLY:-$1} " in
+	*" $1 "*) ;;
+	*) return 0 ;;
+	esac
 	_t0=$(date +%s)
 	top_builddir=$2 sh "$3" >"$out/$1.log" 2>&1
 	_rc=$?
@@ -59,6 +66,7 @@ check gpu-static "$stage/static" tests/cuda/gpu.sh
 check gpudrv "$stage" tests/cuda/gpudrv.sh
 check gpudrv-static "$stage/static" tests/cuda/gpudrv.sh
 check torchgpu "$stage" tests/cuda/torchgpu.sh
+check torchnvtx "$stage" tests/cuda/torchnvtx.sh
 _t0=$(date +%s)
 BENCH_RUNS=${BENCH_RUNS:-3} top_builddir=$stage sh bench/torchcuda.sh >"$out/torchcuda.log" 2>&1
 echo "torchcuda.sh: exit $? ($(($(date +%s) - _t0)) s)"
