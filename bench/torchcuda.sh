@@ -17,10 +17,13 @@
 # covered by live CUDA blocks of the log (one block of its address and
 # size, or with expandable segments its mappings side by side); the other live CUDA
 # blocks (the CUDA libraries' own) are listed by the runtime that holds
-# them, and the log's peak beside torch.cuda.max_memory_reserved(). Prints
-# "torchcuda.sh: MISMATCH" and exits 1 when a segment is missing, or when
-# a CUDA block live at exit is counted as the program's leak (the loop's
-# device memory is all PyTorch's: its segments, its cuBLAS handles').
+# them, and the log's peak beside torch.cuda.max_memory_reserved(); the
+# peak of PyTorch's pool in the log (its tensors' blocks, "PyTorch
+# cuda:0") must be torch.cuda.max_memory_allocated(). Prints
+# "torchcuda.sh: MISMATCH" and exits 1 when a segment is missing, when
+# the pool's peak differs, or when a CUDA block live at exit is counted
+# as the program's leak (the loop's device memory is all PyTorch's: its
+# segments, its cuBLAS handles').
 # Skipped (exit 0, with a line) where PyTorch sees no GPU. Not run by
 # make bench: CI has no GPU.
 #
@@ -139,12 +142,20 @@ for g in [g for g in l["at_exit"]["by_stack"]["groups"] if g.get("memory") == "D
 for g in missing[:5]:
     print("  %s: MISSING segment 0x%x of %d bytes (%s): the log has %s" % (name, g["address"], g["size"], g["kind"],
                                                                     live.get(g["address"], "nothing there")))
+# The tensors: each block the caching allocator handed out is a block of
+# the pool "PyTorch cuda:0" (the recorder takes c10's profiler hook): the
+# log's peak of them must be torch.cuda.max_memory_allocated().
+pool = s["kinds"]["pool"]
+bad_pool = not pool["allocs"] or pool["peak_bytes"] != t["max_memory_allocated"]
+print("  %s: PyTorch's pool in the log: %d allocations, %d frees, peak %d bytes; "
+      "torch.cuda.max_memory_allocated() %d: %s" % (name, pool["allocs"], pool["frees"], pool["peak_bytes"],
+                                                  t["max_memory_allocated"], "MISMATCH" if bad_pool else "equal"))
 # The loop allocates device memory through PyTorch alone: none of it may
 # be called the program's leak.
 own = [a for a, v in live.items() if v[1] == "at_exit"]
 if own:
     print("  %s: %d CUDA blocks live at exit counted as the program's leaks, not PyTorch's" % (name, len(own)))
-if missing or own:
+if missing or own or bad_pool:
     print("torchcuda.sh: MISMATCH (%s)" % name)
     sys.exit(1)
 PY

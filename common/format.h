@@ -423,6 +423,13 @@ enum mms_runtime_kind {
 	                         it CPython's then) */
 };
 
+/* The pools of PyTorch's CUDA caching allocator, as the recorder writes
+ * its blocks (POOL_ALLOC and POOL_FREE records; hooks/torch.c): this
+ * prefix, then the device's ordinal ("PyTorch cuda:0"). Readers call
+ * those live at the end of a whole log PyTorch's (MMS_RUNTIME_TORCH_CUDA):
+ * tensors the interpreter still held. */
+#define MMS_TORCH_POOL "PyTorch cuda:"
+
 /* Why freeres did not run (META "freeres_skipped"). */
 enum mms_freeres_why {
 	MMS_FREERES_OFF = 1,       /* freeres=0 (--no-freeres) */

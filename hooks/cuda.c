@@ -238,7 +238,7 @@ static int skipped_lock;
 static struct mms_addrset skipped;
 static int skipped_any; /* also without --device: an array not recorded (below) */
 
-static int device_wanted(unsigned device)
+int mms__cuda_device_wanted(unsigned device)
 {
 	uint64_t m = mms__config.devices;
 
@@ -255,7 +255,7 @@ static int dev_alloc_wanted(unsigned device, uint64_t addr)
 
 	if (!mms__config.devices && !__atomic_load_n(&skipped_any, __ATOMIC_ACQUIRE))
 		return 1;
-	want = device_wanted(device);
+	want = mms__cuda_device_wanted(device);
 	mms__spin_lock(&skipped_lock);
 	if (want)
 		(void)mms__addrset_take(&skipped, (uintptr_t)addr);
@@ -326,7 +326,7 @@ static __attribute__((noinline, cold)) void dev_alloc_fail(unsigned fn, uint64_t
 	if (t) {
 		unsigned dev = device >= 0 ? (unsigned)device : device_now();
 
-		if (device_wanted(dev)) {
+		if (mms__cuda_device_wanted(dev)) {
 			uint32_t stack = mms__capture_stack(t);
 
 			mms__rec_refusal(t, (uint8_t)(MMS_TAG_DEV_ALLOC_FAIL | fn), mms__stamp_obtain(), size, stack,

@@ -322,6 +322,8 @@ void *mms__cuda_dlsym(void *handle, const char *name) MMS_HIDDEN;
 /* Whether name is one of the entry points mms__cuda_dlsym() wraps (no
  * side effect: dlsym.c asks before it gives up the caller's place). */
 int mms__cuda_wants(const char *name) MMS_HIDDEN;
+/* Whether device's memory is recorded (the launcher's --device). */
+int mms__cuda_device_wanted(unsigned device) MMS_HIDDEN;
 /* The driver's entry points a program linked against libcuda calls
  * through its GOT (redirect.c): how many, the exported name of each (i
  * from 0), and the recorder's function for export i, libcuda's

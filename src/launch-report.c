@@ -271,8 +271,9 @@ static void print_memory(const char *label, const mms_kind_summary_t *k, const s
 				own && log_ends_at_exit(&r->info) ? unscanned : "");
 		fprintf(stderr, "  %-17s %" PRIu64 " block%s, %s   kept by %s, not leaks\n", "    runtimes'", rt_blocks,
 			rt_blocks == 1 ? "" : "s", human_bytes_exact(rt_bytes, live, sizeof(live)),
-			k == &r->sum.mem[MMS_MEM_DEVICE]
-				? "PyTorch (its CUDA caching allocator, its handles)"
+			k == &r->sum.mem[MMS_MEM_DEVICE] ? "PyTorch (its CUDA caching allocator, its handles)"
+			: k == &r->sum.mem[MMS_MEM_POOL]
+				? "PyTorch (tensors of its CUDA caching allocator still held)"
 				: "the runtimes (C, C++, CPython, perl, Node.js, the JVM, CUDA)");
 	}
 	free(at);
@@ -325,7 +326,9 @@ static void print_main_summary(const struct run *run, char **argv, pid_t pid, in
 			     sum->runtime_blocks[MMS_RUNTIME_NONE][MMS_MEM_MMAP],
 			     sum->runtime_bytes[MMS_RUNTIME_NONE][MMS_MEM_MMAP]);
 	if (sum->mem[MMS_MEM_POOL].allocs || sum->mem[MMS_MEM_POOL].frees)
-		print_memory("pools (API)", &sum->mem[MMS_MEM_POOL], r, "   <- never released to the pool", 0, 0);
+		print_memory("pools (API)", &sum->mem[MMS_MEM_POOL], r, "   <- never released to the pool",
+			     sum->runtime_blocks[MMS_RUNTIME_NONE][MMS_MEM_POOL],
+			     sum->runtime_bytes[MMS_RUNTIME_NONE][MMS_MEM_POOL]);
 	if (sum->mem[MMS_MEM_DEVICE].allocs || sum->mem[MMS_MEM_DEVICE].frees)
 		print_memory("CUDA (driver)", &sum->mem[MMS_MEM_DEVICE], r, "   <- never freed",
 			     sum->runtime_blocks[MMS_RUNTIME_NONE][MMS_MEM_DEVICE],

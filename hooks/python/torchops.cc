@@ -27,6 +27,7 @@
 #include <cstring>
 
 #include <ATen/record_function.h>
+#include <c10/core/Allocator.h>
 
 namespace {
 
@@ -124,6 +125,24 @@ void on_end_access(const at::RecordFunction &fn, at::ObserverContext *ctx)
 	on_end(fn, ctx);
 }
 
+// _report_as_cuda(address, size, allocated, reserved, device): a test
+// double of PyTorch's CUDA caching allocator, for machines without a GPU:
+// reports a block handed out (size < 0: taken back) to c10's profiler
+// hook as libc10_cuda does, from another library than libc10, which the
+// recorder takes (hooks/torch.c).
+PyObject *py_report_as_cuda(PyObject *, PyObject *args)
+{
+	unsigned long long addr, allocated, reserved;
+	long long size;
+	int device;
+
+	if (!PyArg_ParseTuple(args, "KLKKi", &addr, &size, &allocated, &reserved, &device))
+		return nullptr;
+	c10::reportMemoryUsageToProfiler(reinterpret_cast<void *>(addr), size, allocated, reserved,
+					 c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(device)));
+	Py_RETURN_NONE;
+}
+
 // enable(accesses=False): registers the callback once (with accesses,
 // the one that declares the operators' inputs and outputs). Returns True
 // when operators are recorded from now on, False when the process is not
@@ -187,6 +206,9 @@ PyMethodDef methods[] = {
 	  "enable(accesses=False): records every aten operator as an operator launch (with accesses, its inputs "
 	  "read and outputs written); False when not recorded." },
 	{ "disable", py_disable, METH_NOARGS, "Stops recording aten operators." },
+	{ "_report_as_cuda", py_report_as_cuda, METH_VARARGS,
+	  "_report_as_cuda(address, size, allocated, reserved, device): a test double: reports a block as PyTorch's "
+	  "CUDA caching allocator does (size < 0: taken back)." },
 	{ nullptr, nullptr, 0, nullptr },
 };
 

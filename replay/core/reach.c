@@ -579,7 +579,7 @@ void mms__blk_at_end(const struct mms__state *st, struct mms__rtmemo *memo, cons
 {
 	long i;
 
-	out->runtime = mms__blk_runtime_at_end(st->log, memo, b);
+	out->runtime = mms__blk_runtime_at_end(st, memo, b);
 	if (out->runtime)
 		return;
 	if ((i = reach_node(st, b)) >= 0) {

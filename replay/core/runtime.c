@@ -44,8 +44,9 @@ MMS__EXPORT const char *mms_runtime_what(unsigned kind)
 		"by design",
 		"msmemscope's own Python package (its tracer's rows, msmemscope.torch's tagging of tensors): there "
 		"because the program was recorded",
-		"PyTorch's CUDA memory: its caching allocator's segments and its cuBLAS and cuDNN handles' "
-		"workspaces, kept for reuse by design, which the CUDA context frees at exit",
+		"PyTorch's CUDA memory: its caching allocator's segments (and the tensors in them still referenced "
+		"at exit) and its cuBLAS and cuDNN handles' workspaces, kept for reuse by design, which the CUDA "
+		"context frees at exit",
 		"the dynamic loader's, for a library loaded with dlopen() and still loaded at exit (its link map, "
 		"version and scope data), which dlclose() frees",
 		"perl's, at exit: the interpreter's state (its values, hashes and compiled code), which perl frees "
@@ -413,15 +414,21 @@ static unsigned vm_at_end(const mms_log_t *log, struct mms__rtmemo *memo, const 
 	return log->jvm_modules ? jvm_at_end(log, memo, b) : 0;
 }
 
-unsigned mms__blk_runtime_at_end(const mms_log_t *log, struct mms__rtmemo *memo, const struct mms__blk *b)
+unsigned mms__blk_runtime_at_end(const struct mms__state *st, struct mms__rtmemo *memo, const struct mms__blk *b)
 {
+	const mms_log_t *log = st->log;
 	const uint8_t *p, *end;
 	const char *v;
 	uint64_t kind, addr;
 	size_t len;
 
+	/* A program's pool is its own, but for PyTorch's caching allocator
+	 * (msmemscope.torch): its tensors still referenced when the
+	 * interpreter exited, which it does not free by design. */
 	if (b->mem == MMS_MEM_POOL)
-		return 0;
+		return log->info.complete && mms_starts(mms__blk_origin(st, b)->pool, MMS_TORCH_POOL)
+			       ? MMS_RUNTIME_TORCH_CUDA
+			       : 0;
 	/* Not CPython's, whatever the process: a CUDA runtime's or the
 	 * program's. */
 	if (b->mem == MMS_MEM_DEVICE)

@@ -366,7 +366,7 @@ struct mms__rtmemo {
 	struct mms__ivset mods; /* the modules' ranges, each its index (the later wins) */
 	int mods_ready;         /* 1: mods holds them; -1: no memory, look one by one */
 };
-unsigned mms__blk_runtime_at_end(const mms_log_t *log, struct mms__rtmemo *memo, const struct mms__blk *b);
+unsigned mms__blk_runtime_at_end(const struct mms__state *st, struct mms__rtmemo *memo, const struct mms__blk *b);
 void mms__rtmemo_free(struct mms__rtmemo *memo);
 /* reach.c: what heap block b, live at the end of the log, was to the
  * program when it exited (enum mms_reach), from the recorder's scan then;

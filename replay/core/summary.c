@@ -32,7 +32,7 @@ static int count_inherited(const struct mms__blk *b, void *ctx)
 static int count_runtime(const struct mms__blk *b, void *ctx)
 {
 	struct inherited_ctx *c = ctx;
-	unsigned k = mms__blk_runtime_at_end(c->st->log, &c->rtmemo, b);
+	unsigned k = mms__blk_runtime_at_end(c->st, &c->rtmemo, b);
 
 	if (k) {
 		c->out->runtime_blocks[k][b->mem]++;
