@@ -37,8 +37,10 @@ enum mms_runtime {
 	                           cuDNN, ...) as far as the recorded stack shows: the
 	                           segments its caching allocator and the workspaces its
 	                           handle pools keep for reuse by design, which the CUDA
-	                           context frees at exit (no record is of this kind:
-	                           readers tell it at the end) */
+	                           context frees at exit; and POOL blocks of PyTorch's
+	                           caching allocator ("PyTorch cuda:N"): tensors still
+	                           held at exit (no record is of this kind: readers
+	                           tell it at the end) */
 	MMS_RUNTIME_LOADER = 8,     /* a HOST block the dynamic loader allocated after
 	                           start-up (the recorder saw ld.so call the
 	                           allocator; in older logs, told at the end by the
