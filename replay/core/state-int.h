@@ -288,7 +288,8 @@ uint64_t mms__state_blk_step(const struct mms__state *st, const struct mms__blk 
 uint64_t mms__state_step(const struct mms__state *st, int *in_step);
 /* Fills a public block from a slot. */
 void mms__state_blk_export(const struct mms__state *st, const struct mms__blk *b, mms_block_t *out);
-/* The live block containing addr, or NULL. */
+/* The live block containing addr, or NULL; at a start address a pool's
+ * block first, the inner one (a tensor at the start of PyTorch's segment). */
 const struct mms__blk *mms__state_find(const struct mms__state *st, uint64_t addr);
 
 /* The process's live bytes, the kinds that peaks and steps count

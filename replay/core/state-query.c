@@ -97,7 +97,16 @@ const struct mms__blk *mms__state_find(const struct mms__state *st, uint64_t add
 	int64_t slot;
 	size_t i, j;
 
-	/* An exact start address is the common question and one lookup. */
+	/* An exact start address is the common question and one lookup.
+	 * A pool's block first: a pool carves its blocks out of memory of
+	 * another kind, so its first block starts where that memory does (a
+	 * tensor at the start of PyTorch's segment, a custom pool's first
+	 * block at its arena's): the pool's is the inner one, the answer. */
+	for (j = 0; j < st->npools; j++) {
+		slot = mms__state_slot_at(st, &st->pools[j].live, addr);
+		if (slot >= 0)
+			return &st->blks[slot];
+	}
 	slot = mms__state_slot_at(st, &st->host, addr);
 	if (slot < 0)
 		slot = mms__state_slot_at(st, &st->dev, addr);
@@ -106,11 +115,6 @@ const struct mms__blk *mms__state_find(const struct mms__state *st, uint64_t add
 	i = mms__ivset_find(&st->maps, addr);
 	if (i != (size_t)-1)
 		return &st->blks[st->maps.iv[i].val];
-	for (j = 0; j < st->npools; j++) {
-		slot = mms__state_slot_at(st, &st->pools[j].live, addr);
-		if (slot >= 0)
-			return &st->blks[slot];
-	}
 	/* An interior address: scan the live blocks. Interactive questions
 	 * only, so linear is fine. A CUDA array is at its handle, not at an
 	 * address range the program can reach: only its start finds it. */

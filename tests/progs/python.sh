@@ -6,7 +6,8 @@
 # its steps, operator launches, owners, marks, ranges, watched buffers
 # and a pool's blocks are in the log, an operator left by an exception is closed, config()
 # says which of its options the running recorder could not take, and
-# tracer writes msMemScope's python_trace CSV into the run folder.
+# tracer writes msMemScope's python_trace CSV into the run folder; a
+# tag at a pool block that starts its arena names the pool's block.
 . "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
 
 pkg=$top_builddir/hooks/python/build
@@ -181,3 +182,22 @@ st=0
 "$MMS_PYTHON" -m msmemscope >usage.out 2>&1 || st=$?
 expect_eq "python3 -m msmemscope without a script" "$st" 2
 note "python3 -m msmemscope [options --] script.py records the script"
+
+# A pool's first block starts where the memory it is carved from does
+# (here a ctypes buffer's heap block): a tag at that address names the
+# pool's block, the inner one, as a tag at a tensor at the start of
+# PyTorch's CUDA segment names the tensor's.
+cat >carve.py <<'EOF2'
+import ctypes
+import msmemscope
+arena = ctypes.create_string_buffer(4096)
+base = ctypes.addressof(arena)
+msmemscope.pool_alloc("carved", base, 1024, 4096, 1024)
+msmemscope.owner_tag(base, "inner")
+print("carved")
+EOF2
+record carve.mms "$MMS_PYTHON" carve.py >carve.out 2>carve.err || fail "carve.py exited $?: $(cat carve.err)"
+"$MMS_REPLAY" carve.mms --analysis decompose >carve.txt 2>carve.err || fail "decompose exited $?: $(cat carve.err)"
+sed -n '1,/^$/p' carve.txt | grep -A1 '^ *1024 *1 .*  carved$' | grep -q '^ *1024 *1 .*    inner$' ||
+	fail "the tag at the pool block's start did not name the pool's block: $(cat carve.txt)"
+note "a tag at a pool block that starts its arena names the pool's block"
