@@ -35,7 +35,6 @@
  * it takes it back. */
 #include <stdint.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "hooks-int.h"
 #include "msmemscope.h"
@@ -64,27 +63,28 @@ static void report(void *ptr, int64_t size, uint64_t allocated, uint64_t reserve
 		msmemscope_pool_free(pool, ptr, (size_t)(0 - (uint64_t)size), reserved, allocated);
 }
 
-/* Whether path is libc10's (libc10.so, libc10.so.1.13; not libc10_cuda). */
-static int libc10(const char *path)
+/* Any object loaded after start-up may hold the definition. */
+static int any_object(const char *path)
 {
-	const char *b = strrchr(path, '/');
-
-	return !strncmp(b ? b + 1 : path, "libc10.so", 9);
+	(void)path;
+	return 1;
 }
 
-/* libc10's definition under name, found once (NULL: none). Python loads
- * torch with RTLD_LOCAL, so libc10 is not in the global scope that
- * dlsym(RTLD_NEXT) searches: the loaded objects' own tables are read
- * (elfsym.c, which allocates nothing). */
+/* The definition under name after ours (libc10's, or whichever library
+ * libtorch was built into), found once; NULL when there is none, which
+ * is remembered too. Python loads torch with RTLD_LOCAL, out of the global
+ * scope that dlsym(RTLD_NEXT) searches: the loaded objects' own tables
+ * are read (elfsym.c, which allocates nothing and leaves dlerror()). */
 static void *next(void **slot, const char *name)
 {
+	static char none;
 	void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
 
 	if (!f) {
-		f = mms__elfsym_next(name, libc10);
-		__atomic_store_n(slot, f, __ATOMIC_RELEASE);
+		f = mms__elfsym_next(name, any_object);
+		__atomic_store_n(slot, f ? f : &none, __ATOMIC_RELEASE);
 	}
-	return f;
+	return f == &none ? NULL : f;
 }
 
 /* c10::reportMemoryUsageToProfiler under its name, with totals of type
