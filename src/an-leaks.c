@@ -296,6 +296,29 @@ static void print_groups(struct leaks_out *o, const mms_leak_t *l, size_t n, con
 	"No leaks at exit that the log can tell: every block it followed to the end was freed; those allocated " \
 	"before recording stopped follow.\n"
 
+/* The head of a verdict of no leak (when: "at exit", ...): of a log
+ * recorded in parts only what it can tell; with leaks suppressed, not
+ * none at all. */
+static void no_leaks_head(const struct leaks_out *o, const char *when, size_t suppressed)
+{
+	fprintf(o->c->out, "No leaks %s%s%s: ", when, o->parts ? " that the log can tell" : "",
+		suppressed ? " but those suppressed (below)" : "");
+}
+
+/* After such a verdict, a log recorded in parts says why it cannot tell
+ * more (print_all_freed() says it in its line). */
+static void parts_note(const struct leaks_out *o)
+{
+	if (!o->parts)
+		return;
+	fprintf(o->c->out,
+		"(The log was recorded in parts (%s): what the program allocated or freed while "
+		"nothing was recorded is not in it.)\n",
+		o->cfg.nsteps     ? "--steps"
+		: o->cfg.deferred ? "--collect-mode=deferred"
+				  : "msmemscope_stop() paused it");
+}
+
 /* No block live at the end (when: "at exit", "at log end"...): of a log
  * recorded in parts, nothing is said of what it did not see. */
 static void print_all_freed(const struct leaks_out *o, const char *when)
@@ -309,7 +332,12 @@ static void print_all_freed(const struct leaks_out *o, const char *when)
 			"No leaks %s that the log can tell: every block it recorded was freed (recorded with "
 			"--steps: the memory events of those steps only).\n",
 			when);
-	else if (o->cfg.deferred && !o->collects)
+	else if (!o->cfg.deferred)
+		fprintf(f,
+			"No leaks %s that the log can tell: every block it recorded was freed (msmemscope_stop() "
+			"paused recording: the memory events while it was off are not in the log).\n",
+			when);
+	else if (!o->collects)
 		fprintf(f,
 			"No leaks %s that the log can tell: it recorded no block (recorded with "
 			"--collect-mode=deferred, and the program never called msmemscope_start()).\n",
@@ -332,11 +360,13 @@ static void print_leaked_at_exit(struct leaks_out *o, const mms_leak_t *l, size_
 	uint64_t rb[MMS_REACH_COUNT], ry[MMS_REACH_COUNT];
 	mms_leak_t *heap = xcalloc(n ? n : 1, sizeof(*heap)), *other = xcalloc(n ? n : 1, sizeof(*other));
 	mms_leak_t *late = xcalloc(n ? n : 1, sizeof(*late));
-	size_t nheap = 0, nother = 0, nlate = 0, i;
+	size_t nheap = 0, nother = 0, nlate = 0, nsupp = 0, i;
 
 	for (i = 0; i < n; i++) {
-		if (l[i].suppression)
+		if (l[i].suppression) {
+			nsupp++;
 			continue;
+		}
 		if (l[i].b.reach)
 			heap[nheap++] = l[i];
 		else if (l[i].b.mem == MMS_MEM_HOST)
@@ -367,18 +397,23 @@ static void print_leaked_at_exit(struct leaks_out *o, const mms_leak_t *l, size_
 	} else if (o->l->nunrecorded) {
 		fputs(UNRECORDED_ONLY, f);
 	} else if (nother || nlate) {
-		fprintf(f, "No heap block leaked at exit: each was freed%s.\n",
+		fprintf(f, "No heap block leaked at exit%s%s: each was freed%s.\n",
+			o->parts ? " that the log can tell" : "", nsupp ? " but those suppressed (below)" : "",
 			o->l->nreachable && nlate ? ", is still reachable or was not judged (what follows)"
 			: o->l->nreachable        ? " or is still reachable (what follows)"
 			: nlate                   ? " or was not judged (what follows)"
 						  : "");
+		parts_note(o);
 	} else if (o->l->nreachable) {
-		fputs("No leaks at exit: every block of the program's was freed or is still reachable (what "
-		      "follows).\n",
+		no_leaks_head(o, "at exit", nsupp);
+		fputs("every block of the program's was freed or is still reachable (what follows).\n", f);
+		parts_note(o);
+	} else if (o->l->nruntime_kept || nsupp) {
+		no_leaks_head(o, "at exit", nsupp);
+		fputs(o->l->nruntime_kept ? "every block of the program's was freed (what the runtimes keep follows).\n"
+					  : "every other block was freed.\n",
 		      f);
-	} else if (o->l->nruntime_kept) {
-		fputs("No leaks at exit: every block of the program's was freed (what the runtimes keep follows).\n",
-		      f);
+		parts_note(o);
 	} else {
 		print_all_freed(o, "at exit");
 	}
@@ -525,10 +560,13 @@ static void print_section(struct leaks_out *o, enum section sec, const mms_leak_
 				"No recorded block live %s; the program's own malloc's blocks were not recorded (see "
 				"the warning).\n",
 				when);
-		} else if (o->l->nruntime_kept) {
-			fprintf(f, "No leaks %s: every block of the program's was freed (what the runtimes keep "
-				"follows).\n",
-				when);
+		} else if (o->l->nruntime_kept || sp.leaks) {
+			no_leaks_head(o, when, sp.leaks);
+			fputs(o->l->nruntime_kept ? "every block of the program's was freed (what the runtimes keep "
+						    "follows).\n"
+						  : "every other block was freed.\n",
+			      f);
+			parts_note(o);
 		} else {
 			print_all_freed(o, when);
 		}
@@ -629,9 +667,13 @@ int an_leaks_print(struct an_ctx *c)
 	an_show_init(c, &o.s);
 	if (mms_log_config(c->log, &o.cfg))
 		memset(&o.cfg, 0, sizeof(o.cfg));
-	if (!mms_pass_summary(c->pass, &sum))
+	if (!mms_pass_summary(c->pass, &sum)) {
 		o.collects = sum.by_kind[MMS_EV_COLLECT];
-	o.parts = o.cfg.deferred || o.cfg.nsteps;
+		o.stopped = sum.gap_event != 0;
+	}
+	/* In parts: deferred, --steps, or msmemscope_stop() called in
+	 * immediate mode. */
+	o.parts = o.cfg.deferred || o.cfg.nsteps || o.stopped;
 	stacks = o.info.call_stack_depth || o.cfg.python_stack;
 
 	if (o.s.json) {

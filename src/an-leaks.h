@@ -19,8 +19,9 @@ struct leaks_out {
 	size_t nsupp;
 	mms_log_info_t info; /* how the log ends: exit, exec, a cut, damage */
 	mms_config_t cfg;    /* how it was recorded */
-	int parts;           /* recorded in parts: --steps, collect=deferred */
+	int parts;           /* recorded in parts: --steps, collect=deferred, msmemscope_stop() */
 	uint64_t collects;   /* its COLLECT events */
+	int stopped;         /* recording stopped somewhere (mms_summary_t's gap_event) */
 };
 
 /* l[0, n) as a JSON list. */

@@ -194,10 +194,12 @@ const char *an_parse_leak_kinds(const char *list, unsigned *mask)
 }
 
 /* A recording restricted to some steps or to msmemscope_start()..stop()
- * lost the frees made outside: say so once, before the analyses count
+ * (or paused by msmemscope_stop() in immediate mode) lost the frees made
+ * outside: say so once, before the analyses count
  * those blocks as live. */
-static void warn_partial(const char *path, mms_log_t *log)
+static void warn_partial(const char *path, mms_log_t *log, mms_pass_t *pass)
 {
+	mms_summary_t sum;
 	mms_config_t cfg;
 	char steps[MMS_CONFIG_STEPS_MAX * 12];
 
@@ -215,6 +217,11 @@ static void warn_partial(const char *path, mms_log_t *log)
 		     "msmemscope_stop() are not in the log: a block allocated before msmemscope_stop() and live in "
 		     "the log may have been freed after it (not counted as a leak), and a free of a block allocated "
 		     "outside is no error",
+		     path);
+	else if (!mms_pass_summary(pass, &sum) && sum.gap_event)
+		warn("%s: the program called msmemscope_stop(): memory events while recording was off are not in "
+		     "the log: a block allocated before and live in the log may have been freed then (not counted "
+		     "as a leak), and one allocated then and never freed is not seen",
 		     path);
 }
 
@@ -277,7 +284,7 @@ int an_print(struct an_ctx *c)
 	int status = 0;
 
 	if (c->mask & ~an_mask("watch"))
-		warn_partial(c->path, c->log);
+		warn_partial(c->path, c->log, c->pass);
 	for (const struct an_def *d = an_defs; d->name; d++) {
 		unsigned bit = 1u << (d - an_defs);
 

@@ -284,7 +284,9 @@ const char *log_step_unrecorded_why(mms_log_t *log, uint64_t step, mms_step_reco
 		n = why_add(buf, cap, n, list);
 	}
 	if (cfg.deferred)
-		why_add(buf, cap, n, "collect=deferred");
+		n = why_add(buf, cap, n, "collect=deferred");
+	if (!n)
+		snprintf(buf, cap, "msmemscope_stop() paused recording");
 	return buf;
 }
 
@@ -304,8 +306,11 @@ const char *log_steps_unrecorded_why(mms_log_t *log, char *buf, size_t cap)
 	}
 	if (fork_steps(log, &fk)) {
 		snprintf(what, sizeof(what), "begun before the fork, in pid %" PRIu64, fk.parent_pid);
-		why_add(buf, cap, n, what);
+		n = why_add(buf, cap, n, what);
 	}
+	/* Else only the program's msmemscope_stop() turns collection off. */
+	if (!n)
+		snprintf(buf, cap, "msmemscope_stop() paused recording");
 	return buf;
 }
 

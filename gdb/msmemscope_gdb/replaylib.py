@@ -78,7 +78,8 @@ class Where(ctypes.Structure):
                 ("kernel_launches", u64), ("op", c_char_p), ("op_launch", u64), ("thread", u32),
                 ("mem", KindSummary * MEM_KIND_COUNT), ("live_bytes", u64), ("peak_bytes", u64),
                 ("unmatched_frees", u64), ("double_allocs", u64), ("double_frees", u64), ("invalid_frees", u64),
-                ("mismatched_frees", u64), ("unchecked_frees", u64)]
+                ("mismatched_frees", u64), ("unchecked_frees", u64),
+                ("gap_event", u64)]
 
 
 CONFIG_STEPS_MAX, CONFIG_NAME_MAX = 5, 64

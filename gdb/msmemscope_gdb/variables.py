@@ -78,10 +78,15 @@ def _parts(log, w):
     the line at exit says of it instead of "the program freed every
     block" (which would speak of memory the log did not see)."""
     config = log.config()
-    if not config or not (config[0].deferred or config[0].nsteps):
+    config = config[0] if config else None
+    if config and config.nsteps:
+        how = "with --steps: the memory events of those steps only"
+    elif config and config.deferred:
+        how = "with collect=deferred: only between msmemscope_start() and msmemscope_stop()"
+    elif w.gap_event:
+        how = "only while on: msmemscope_stop() paused recording, and what the program did then is not in the log"
+    else:
         return None
-    how = "with --steps: the memory events of those steps only" if config[0].nsteps else \
-        "with collect=deferred: only between msmemscope_start() and msmemscope_stop()"
     if not sum(w.mem[k].allocs for k in range(replaylib.MEM_KIND_COUNT)):
         return "it recorded no block (recorded %s)" % how
     return "every block it recorded was freed (recorded %s)" % how

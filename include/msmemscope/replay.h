@@ -101,6 +101,8 @@ typedef struct mms_where {
 	uint64_t unchecked_frees;             /* releases between the malloc and a C++ family
 	                              not checked: a module calls its own operators
 	                              (mms_log_own_operators()) */
+	uint64_t gap_event;                   /* as mms_summary_t's: where recording last
+	                              stopped (id + 1), 0: it has not so far */
 } mms_where_t;
 
 /* Options of mms_replay_open_ex(); zero means the default. */

@@ -115,6 +115,11 @@ typedef struct mms_summary {
 	 * recorded, so neither double nor invalid frees (in unmatched_frees,
 	 * not in double_frees or invalid_frees, not in bad_frees). */
 	uint64_t unrecorded_frees;
+	/* The id + 1 of the last event at which recording stopped
+	 * (msmemscope_stop(), also in immediate mode; the end of a step
+	 * recorded under --steps); 0: it never stopped. Where not 0, what
+	 * the program did while nothing was recorded is not in the log. */
+	uint64_t gap_event;
 } mms_summary_t;
 
 /* Replays the whole log and fills *out: mms_pass_summary() of a pass of

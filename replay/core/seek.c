@@ -416,6 +416,7 @@ MMS__EXPORT void mms_replay_where(const mms_replay_t *r, mms_where_t *w)
 	w->invalid_frees = st->invalid_frees;
 	w->mismatched_frees = st->mismatched_frees;
 	w->unchecked_frees = st->unchecked_frees;
+	w->gap_event = st->gap_event;
 }
 
 MMS__EXPORT uint64_t mms_replay_steps(const mms_replay_t *r)

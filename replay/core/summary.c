@@ -76,6 +76,7 @@ void mms__state_summary(const struct mms__state *st, mms_summary_t *out)
 	out->invalid_frees = st->invalid_frees;
 	out->mismatched_frees = st->mismatched_frees;
 	out->unchecked_frees = st->unchecked_frees;
+	out->gap_event = st->gap_event;
 }
 
 MMS__EXPORT int mms_pass_summary(const mms_pass_t *p, mms_summary_t *out)

@@ -63,7 +63,7 @@ int main(void)
 	F(mms_where_t, op_launch), F(mms_where_t, thread), F(mms_where_t, mem), F(mms_where_t, live_bytes);
 	F(mms_where_t, peak_bytes), F(mms_where_t, unmatched_frees), F(mms_where_t, double_allocs);
 	F(mms_where_t, double_frees), F(mms_where_t, invalid_frees), F(mms_where_t, mismatched_frees);
-	F(mms_where_t, unchecked_frees);
+	F(mms_where_t, unchecked_frees), F(mms_where_t, gap_event);
 	END();
 	BEGIN("ReplayOptions", mms_replay_options_t);
 	F(mms_replay_options_t, index_path), F(mms_replay_options_t, no_index_file);

@@ -23,3 +23,10 @@ expect nostart 'memscope: at exit: no leak the log can tell: it recorded no bloc
 	"never started: no block recorded"
 expect_not nostart 'freed every block' "no claim of what was not recorded"
 expect_rc "gdb's exit status (never started)"
+# Immediate mode, msmemscope_stop(), then a leak the log never saw: no
+# block is live in the log, and the line says what the log can tell.
+session pause "$prog" -ex 'run pause'
+expect pause 'memscope: at exit: no leak the log can tell: every block it recorded was freed (recorded only while on: msmemscope_stop() paused recording' \
+	"paused in immediate mode: no claim of what was not recorded"
+expect_not pause 'freed every block' "no claim of the 700 bytes lost while recording was off"
+expect_rc "gdb's exit status (paused)"

@@ -16,9 +16,12 @@
  * --collect-mode=deferred, with or without --steps): step 1 starts
  * recording half-way, steps 2 and 3 are recorded whole (step 3 allocating
  * 100 bytes more than step 2, and keeping them), step 4 stops half-way,
- * step 5 is not recorded, step 6 starts again half-way.
+ * step 5 is not recorded, step 6 starts again half-way. With "pause"
+ * (recorded in immediate mode) it allocates and frees 60 bytes, calls
+ * msmemscope_stop() and then loses 700 bytes: no block is live in the
+ * log, which must not say that every block was freed.
  *
- * Usage: deferred [stop|steps|mixed] */
+ * Usage: deferred [stop|steps|mixed|pause] */
 #include <stdint.h>
 #include <string.h>
 
@@ -88,6 +91,14 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && !strcmp(argv[1], "mixed"))
 		return mixed();
+	if (argc > 1 && !strcmp(argv[1], "pause")) {
+		free(use(malloc(60), 60));
+		msmemscope_stop();
+		lost2 = use(malloc(700), 700);
+		lost2 = NULL;
+		prog_say(1, "deferred pause\n");
+		return 0;
+	}
 	before = use(malloc(100), 100);
 	window(steps, 1);
 	inwin = use(malloc(200), 200);

@@ -120,6 +120,23 @@ grep -q '^No leaks at exit that the log can tell: every block it recorded was fr
 ! grep -q '^No leaks at exit: every block was freed' step7.err || fail "--steps=7: a claim of what was not recorded"
 note "--steps=2,9 and --steps=7: the steps never begun are named, no claim of what was not recorded"
 
+# Immediate mode, and the program calls msmemscope_stop() before it loses
+# 700 bytes: no block is live in the log, and the report says what the
+# log can tell (why too), never that every block was freed.
+status=0
+"$MMS_LAUNCHER" --output=pause --error-exitcode=5 -- "$prog" pause >pause.out 2>pause.err || status=$?
+expect_eq "deferred pause's status with --error-exitcode=5" $status 0
+grep -q '^deferred pause$' pause.out || fail "deferred pause printed: $(cat pause.out)"
+grep -q '^No leaks at exit that the log can tell: every block it recorded was freed (msmemscope_stop() paused recording' \
+	pause.err || fail "stopped in immediate mode: $(cat pause.err)"
+grep -q 'warning: .*: the program called msmemscope_stop(): memory events while recording was off are not in the log' \
+	pause.err || fail "stopped in immediate mode: no warning: $(cat pause.err)"
+! grep -q 'every block was freed' pause.err || fail "stopped in immediate mode: a claim of what was not recorded"
+log=$(launched_log pause.err)
+"$MMS_REPLAY" "$log" --analysis leaks >pause.rep 2>&1 || fail "leaks of the paused log: $(cat pause.rep)"
+grep -q '^No leaks at exit that the log can tell' pause.rep || fail "replay of the paused log: $(cat pause.rep)"
+note "msmemscope_stop() in immediate mode: no claim of what was not recorded"
+
 # Deferred, and the program never calls msmemscope_start(): nothing was
 # collected, which the report says rather than "every block was freed".
 "$MMS_LAUNCHER" --output=nostart --collect-mode=deferred -- /bin/sh -c true >nostart.out 2>nostart.err ||
