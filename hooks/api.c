@@ -512,6 +512,13 @@ MMS_EXPORT void msmemscope_watch(const void *ptr, size_t size, const char *name)
 
 	if (!t)
 		return;
+	/* A range the program cannot read is not watched: the checksums at
+	 * each launch would fault where the program does not. */
+	if (mms__readable((uintptr_t)ptr, size) == -1) {
+		mms__watch_unreadable(ptr, size, name);
+		mms__api_leave();
+		return;
+	}
 	id = mms__intern_string(t, name);
 	mms__rec_addr_event(t, MMS_TAG_WATCH | MMS_WATCH_REGISTER, mms__stamp_obtain(), (uintptr_t)ptr, 2, size, id, 0,
 			    0);

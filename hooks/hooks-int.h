@@ -448,6 +448,8 @@ void mms__watch_op_end(struct mms_thread *t) MMS_HIDDEN;
 void mms__watch_note(uint64_t addr, uint64_t size) MMS_HIDDEN;
 void mms__watch_api(const void *ptr, size_t size, const char *name) MMS_HIDDEN;
 void mms__watch_release_slow(uintptr_t lo, uintptr_t hi) MMS_HIDDEN;
+/* msmemscope_watch() of a range that cannot be read: says so once. */
+void mms__watch_unreadable(const void *ptr, size_t size, const char *name) MMS_HIDDEN;
 void mms__watch_after_fork_child(void) MMS_HIDDEN;
 
 /* Before memory [lo, hi) is released (hi 0: lo is a malloc'd block): the
@@ -464,6 +466,10 @@ static inline void mms__release_watched(uintptr_t lo, uintptr_t hi)
  * the range is not readable; -2 when this cannot be told (the kernel
  * refuses process_vm_readv): the caller decides whether to trust addr. */
 int mms__peek(void *dst, uintptr_t addr, size_t size) MMS_HIDDEN;
+/* Whether every byte of [addr, addr + size) can be read, without reading
+ * more than a byte a page: 0 yes (also for size 0); -1 no (or the range
+ * wraps around); -2 cannot be told (as mms__peek). */
+int mms__readable(uintptr_t addr, size_t size) MMS_HIDDEN;
 /* The end of the program's live heap block at p, from its allocator's
  * header read with mms__peek (never from malloc_usable_size(), which
  * trusts p): 0 when p cannot be a block, which a free of p then does not

@@ -30,6 +30,52 @@ int mms__peek(void *dst, uintptr_t addr, size_t size)
 	return (int)n;
 }
 
+int mms__readable(uintptr_t addr, size_t size)
+{
+	/* One byte of each page and the last byte, up to 64 pages a call:
+	 * a range is readable where every page it touches is. */
+	enum { BATCH = 64 };
+	struct iovec local, remote[BATCH];
+	uint8_t sink[BATCH];
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), at = addr, last;
+	int saved_errno = errno, rc = 0;
+
+	if (!size)
+		return 0;
+	if (addr + (size - 1) < addr)
+		return -1; /* wraps around */
+	last = addr + (size - 1);
+	local.iov_base = sink;
+	while (!rc) {
+		unsigned n = 0;
+		ssize_t got;
+
+		while (n < BATCH) {
+			remote[n].iov_base = (void *)at;
+			remote[n++].iov_len = 1;
+			if ((at & ~(page - 1)) == (last & ~(page - 1))) {
+				if (at != last) {
+					if (n == BATCH)
+						break;
+					remote[n].iov_base = (void *)last;
+					remote[n++].iov_len = 1;
+				}
+				at = 0;
+				break;
+			}
+			at = (at & ~(page - 1)) + page;
+		}
+		local.iov_len = n;
+		got = process_vm_readv(getpid(), &local, 1, remote, n, 0);
+		if (got != (ssize_t)n)
+			rc = got < 0 && (errno == ENOSYS || errno == EPERM) ? -2 : -1;
+		else if (!at)
+			break;
+	}
+	errno = saved_errno;
+	return rc;
+}
+
 /* Whether the allocator behind the hooks is glibc's, whose chunk header
  * (the word before a block: its size, low bits flags) tells a block's
  * extent: 1 yes, 0 no, -1 not known yet. */

@@ -415,6 +415,19 @@ void mms__watch_note(uint64_t addr, uint64_t size)
 	}
 }
 
+/* msmemscope_watch() of a range it cannot read: said once. */
+void mms__watch_unreadable(const void *ptr, size_t size, const char *name)
+{
+	static int said;
+	char what[160];
+
+	if (__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+		return;
+	snprintf(what, sizeof what, "msmemscope_watch(%p, %zu, \"%.40s\"): not watched, the range is not readable", ptr,
+		 size, name ? name : "");
+	warn_once(what, EFAULT);
+}
+
 /* msmemscope_watch(). */
 void mms__watch_api(const void *ptr, size_t size, const char *name)
 {

@@ -65,7 +65,10 @@ void msmemscope_owner_tag(const void *ptr, const char *tag);
 void msmemscope_pool_alloc(const char *pool, const void *ptr, size_t size, size_t total, size_t used);
 void msmemscope_pool_free(const char *pool, const void *ptr, size_t size, size_t total, size_t used);
 
-/* Asks for [ptr, ptr + size) to be watched across operator launches. */
+/* Asks for [ptr, ptr + size) to be watched across operator launches. A
+ * range the program cannot read (some byte of it not mapped, or mapped
+ * without read access, when called) is not watched: the recorder says so
+ * once on stderr and records nothing of it. */
 void msmemscope_watch(const void *ptr, size_t size, const char *name);
 
 /* Guard mode (msmemscope --guard): checks every live block's red zones

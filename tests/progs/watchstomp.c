@@ -16,7 +16,10 @@
  *   launch 6 proj:    writes weights (0x33): after the watched range
  *
  * With the argument "free", matmul frees hidden after writing it (a watched
- * block released inside the range).
+ * block released inside the range). With "wild", it also asks to watch
+ * ranges it cannot read: 8 bytes at address 16, and a range running from
+ * a readable page into a PROT_NONE one: the recorder must not watch them
+ * (a checksum there would fault where the program does not).
  *
  * `counter` (8 bytes, little-endian, from 0) is watched with
  * msmemscope_watch(counter, 8, "counter") before launch 1. Linked against
@@ -24,6 +27,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "msmemscope.h"
 #include "progs.h"
@@ -45,6 +50,16 @@ int main(int argc, char **argv)
 	int do_free = argc == 2 && !strcmp(argv[1], "free");
 
 	msmemscope_watch((const void *)&counter, sizeof counter, "counter");
+	if (argc == 2 && !strcmp(argv[1], "wild")) {
+		long page = sysconf(_SC_PAGESIZE);
+		unsigned char *two =
+			mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (two == MAP_FAILED || mprotect(two + page, (size_t)page, PROT_NONE))
+			return 1;
+		msmemscope_watch((const void *)16, 8, "wild");
+		msmemscope_watch(two + page - 8, 16, "half");
+	}
 
 	msmemscope_op_begin("embed");
 	hidden = malloc(32);

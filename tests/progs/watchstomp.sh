@@ -220,6 +220,20 @@ $(weights_report)
 EOF
 diff fr.expected fr.txt >fr.diff || fail "the report with hidden freed differs: $(cat fr.diff)"
 
+# --- ranges the program cannot read are not watched ---------------------------
+# msmemscope_watch() of 8 bytes at address 16, and of a range that runs
+# into a PROT_NONE page: natively nothing happens; recorded, the program
+# must not die of a checksum there. Neither is watched, a warning says so.
+"$MMS_LAUNCHER" --output=wild -- "$prog" wild >wild.out 2>wild.err ||
+	fail "watchstomp wild exited $? recorded (0 natively): $(cat wild.err)"
+expect_eq "program output (wild), recorded and native" "$(cat wild.out)" "$("$prog" wild)"
+grep -q '^msmemscope: warning: msmemscope_watch(0x10, 8, "wild"): not watched, the range is not readable' wild.err ||
+	fail "no warning for the unreadable range: $(cat wild.err)"
+"$MMS_REPLAY" "$(launched_log wild.err)" --analysis watch --output-dir wild >wild.txt 2>&1 ||
+	fail "the watch analysis of wild's log failed: $(cat wild.txt)"
+grep -q '^watch: 1 watched block,' wild.txt || fail "wild: not counter alone watched: $(cat wild.txt)"
+note "msmemscope_watch() of unreadable ranges: not watched, the program runs as natively"
+
 # --- a log without watches: the analysis says so and writes no CSV ----------
 MSMEMSCOPE_CONFIG="events=alloc,free,launch" record none.mms "$top_builddir/tests/progs/exportprog" >/dev/null ||
 	fail "exportprog exited $?"
