@@ -590,6 +590,10 @@ pid_t run_program(const struct run *run, char **argv, const struct opts *o, int 
 	child_pid = 0;
 	live_stop(*lv);
 	restore_signals(old);
+	/* The report goes on stderr, maybe into a pipe whose reader is gone
+	 * (msmemscope ... 2>&1 | head): a write there fails with EPIPE, the
+	 * launcher is not killed, and its status stays the program's. */
+	signal(SIGPIPE, SIG_IGN);
 
 	if (got == (ssize_t)sizeof(exec_errno)) {
 		fprintf(stderr, "%s: %s: cannot execute: %s\n", cli_progname, argv[0], strerror(exec_errno));

@@ -89,6 +89,10 @@ print(subprocess.run(sys.argv[1:], stderr=subprocess.DEVNULL).returncode)' "$MMS
 	expect_eq "the launcher's wait status with $opts, a program killed by SIGINT" "$st" -2
 done
 note "exit statuses: 42 passed through, SIGSEGV gives 139; the launcher dies of the program's signal"
+# The report into a pipe whose reader is gone (msmemscope ... 2>&1 | head):
+# the status is still the program's, not 141 from a SIGPIPE in the report.
+( rc=0; "$MMS_LAUNCHER" --output=out3 -- sh -c 'sleep 0.5; exit 3' 2>&1 >/dev/null || rc=$?; echo $rc >pipe.rc ) | true
+expect_eq "exit status of 'exit 3' with the report into a closed pipe" "$(cat pipe.rc)" 3
 
 # Usage errors: one message naming the option, exit 2, no run folder.
 for bad in --bogus --collect-mode=later --steps=1,2,3,4,5,6 --call-stack=c:1001 --analysis=nosuch --data-format=xml --suppressions=no-such-file --device=gpu --device=cuda:64 --device=; do
