@@ -50,6 +50,7 @@ struct mms__xf {
 	int selection;
 	uint64_t threshold;
 	uint64_t mmap_live;           /* MMAP live bytes after the last event */
+	struct mms__rtmemo rtmemo;    /* --leaks: for the verdicts of the blocks live at the end */
 
 	struct mms__map gix;          /* key -> index in groups + 1 */
 	struct mms__xf_group *groups; /* after the pass: largest bytes first */

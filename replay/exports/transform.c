@@ -260,12 +260,27 @@ static int on_event(struct mms__xf *x, const mms_event_t *ev, uint64_t mmap_befo
 	return 0;
 }
 
+/* --leaks: whether block b, live at the end, is no leak by the end's
+ * verdicts, as the leaks analysis tells (a runtime's, still reachable, or
+ * allocated before recording stopped). Of a log without them (cut, or
+ * of a killed program), every block live at the end counts. */
+static int no_leak_at_end(struct mms__xf *x, const struct mms__blk *b)
+{
+	mms_block_t out;
+
+	memset(&out, 0, sizeof(out));
+	mms__blk_at_end(x->st, &x->rtmemo, b, &out);
+	return out.runtime || out.reach == MMS_REACH_REACHABLE || out.reach == MMS_REACH_UNRECORDED;
+}
+
 static int add_live(const struct mms__blk *b, void *ctx)
 {
 	struct mms__xf *x = ctx;
 
 	/* A fork child's inherited blocks are live from position 0. */
 	if (x->selection == MMS_TRANSFORM_PEAK && b->alloc_event >= x->peak_pos && !mms__blk_inherited(x->st, b))
+		return 0;
+	if (x->selection == MMS_TRANSFORM_LEAKS && no_leak_at_end(x, b))
 		return 0;
 	return group_add(x, b, 1, b->size) ? 1 : 0;
 }
@@ -312,7 +327,10 @@ static int groups_finish(struct mms__xf *x)
 	size_t i, n;
 
 	if (x->selection != MMS_TRANSFORM_TEMPORARY) {
-		if (mms__state_each(x->st, add_live, x))
+		int rc = mms__state_each(x->st, add_live, x);
+
+		mms__rtmemo_free(&x->rtmemo);
+		if (rc)
 			return -ENOMEM;
 		for (i = 0; i < x->ngone; i++) {
 			x->groups[x->gone[i].group].count += x->gone[i].whole;
