@@ -110,6 +110,13 @@ static const char *parse_events(struct opts *o, char *value)
 		n += (size_t)sprintf(list + n, "%s%s", n ? "," : "", item);
 	}
 	bad = set_key(&o->rec, "events", list);
+	/* The recorder records the memory events whatever the list says:
+	 * every report stands on them (a log without frees would call each
+	 * block a leak). Say so rather than let the list seem obeyed. */
+	if (!bad && !(o->rec.events & (MMS_CONFIG_EV_ALLOC | MMS_CONFIG_EV_FREE)))
+		WARN("--events=%s: alloc and free are recorded all the same (every report stands on them); only "
+		     "launch and access can be left out",
+		     value);
 	free(list);
 	o->events_set = true;
 	return bad;
@@ -703,8 +710,9 @@ static void print_help(void)
 	       "Recording options (values as --opt=VALUE or --opt VALUE; lists take ',' or the\n"
 	       "full-width '\xef\xbc\x8c'):\n"
 	       "  --events=LIST         events to record: alloc, free, launch, access.\n"
-	       "                        Default alloc,free,launch. alloc and free imply each\n"
-	       "                        other; access implies alloc,free. Empty: none.\n"
+	       "                        Default alloc,free,launch. alloc and free are always\n"
+	       "                        recorded (every report stands on them): a list\n"
+	       "                        without them (or empty) leaves out launch and access.\n"
 	       "  --call-stack=LIST     c[:N]: record a C call stack of at most N frames (0-1000)\n"
 	       "                        with each event; python[:N]: the innermost N Python\n"
 	       "                        frames of Python programs (the msmemscope package\n"

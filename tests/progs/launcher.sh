@@ -124,6 +124,12 @@ rc=0
 "$MMS_LAUNCHER" --output=out5 -- ./not-executable 2>/dev/null || rc=$?
 expect_eq "exit status for a file that is not executable" "$rc" 126
 note "usage errors exit 2 and create nothing; missing program 127, not executable 126"
+# --events without alloc and free: they are recorded all the same (every
+# report stands on them), and a warning says so rather than seem obeyed.
+"$MMS_LAUNCHER" --output=ev --events=launch -- sh -c 'exit 0' >ev.out 2>ev.err || fail "--events=launch: $(cat ev.err)"
+grep -q '^msmemscope: warning: --events=launch: alloc and free are recorded all the same' ev.err ||
+	fail "--events=launch: no warning: $(cat ev.err)"
+grep -q '^  events  .*MALLOC [0-9]' ev.err || fail "--events=launch: no MALLOC recorded: $(cat ev.err)"
 
 # --help and --version.
 "$MMS_LAUNCHER" --help >help.out || fail "--help exited $?"
