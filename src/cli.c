@@ -169,10 +169,19 @@ int cli_parse_u64(const char *s, uint64_t *out)
 		return -1;
 	errno = 0;
 	v = strtoumax(s, &end, 10);
-	if (errno || *end || v > UINT64_MAX)
+	if (*end)
 		return -1;
+	if (errno || v > UINT64_MAX)
+		return -2;
 	*out = (uint64_t)v;
 	return 0;
+}
+
+const char *cli_u64_why(const char *s)
+{
+	uint64_t n;
+
+	return cli_parse_u64(s, &n) == -2 ? "a whole number up to 18446744073709551615" : "a whole number";
 }
 
 /* Length of the valid UTF-8 sequence at s (at most len bytes), or 0. */

@@ -59,9 +59,12 @@ int cli_opt_value(int argc, char **argv, int *i, const char *name, const char **
  * match, 0 otherwise; dies with a usage error on "--name=...". */
 int cli_opt_flag(const char *arg, const char *name);
 
-/* Parses a whole decimal unsigned number; returns 0, or -1 when s is not
- * one or does not fit in 64 bits. */
+/* Parses a whole decimal unsigned number; returns 0, -1 when s is not
+ * one, -2 when it does not fit in 64 bits. */
 int cli_parse_u64(const char *s, uint64_t *out);
+/* What s is not, for a message: "a whole number", or, where it is one too
+ * large for 64 bits, "a whole number up to 18446744073709551615". */
+const char *cli_u64_why(const char *s);
 
 /* Writes s (len bytes, any bytes) to f as a quoted JSON string: escapes
  * '"', '\\' and control characters; invalid UTF-8 bytes become U+FFFD. */

@@ -171,7 +171,7 @@ static uint64_t number(const char *opt, const char *v)
 	uint64_t n;
 
 	if (cli_parse_u64(v, &n))
-		die_usage("%s wants a whole number, not '%s'", opt, v);
+		die_usage("%s wants %s, not '%s'", opt, cli_u64_why(v), v);
 	return n;
 }
 

@@ -87,7 +87,7 @@ static int arg_count(struct session *ss, int argc, char **argv, int i, uint64_t 
 		return 0;
 	}
 	if (cli_parse_u64(argv[i], out)) {
-		fail(ss, "'%s' is not a whole number", argv[i]);
+		fail(ss, "'%s' is not %s", argv[i], cli_u64_why(argv[i]));
 		return -1;
 	}
 	return 0;

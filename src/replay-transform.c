@@ -97,9 +97,8 @@ static void parse_transform(int argc, char **argv, struct topts *o)
 			} else if (cli_opt_value(argc, argv, &i, "--temporary-allocation-threshold", &v)) {
 				set_selection(o, MMS_TRANSFORM_TEMPORARY, "--temporary-allocation-threshold");
 				if (cli_parse_u64(v, &o->t.threshold))
-					die_usage("transform: --temporary-allocation-threshold wants a whole number, "
-						  "not '%s'",
-						  v);
+					die_usage("transform: --temporary-allocation-threshold wants %s, not '%s'",
+						  cli_u64_why(v), v);
 			} else if (cli_opt_flag(a, "--temporary-allocations")) {
 				set_selection(o, MMS_TRANSFORM_TEMPORARY, "--temporary-allocations");
 				o->t.threshold = 1;

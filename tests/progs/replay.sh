@@ -165,4 +165,5 @@ expect_fail 2 "steps count from 1" "$MMS_REPLAY" st.mms --step 0
 expect_fail 2 "--to goes with --from" "$MMS_REPLAY" st.mms --to 3
 expect_fail 2 "one query at a time: --step and --event" "$MMS_REPLAY" st.mms --step 1 --event 2
 expect_fail 2 "--step wants a whole number, not 'x'" "$MMS_REPLAY" st.mms --step x
+expect_fail 2 "--step wants a whole number up to 18446744073709551615, not '99999999999999999999'" "$MMS_REPLAY" st.mms --step 99999999999999999999
 note "index reused, rebuilt when stale, foreign .idx left alone; seeks match full replays; errors explained"
