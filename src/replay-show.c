@@ -520,7 +520,11 @@ void show_where(struct show *s)
 	fprintf(s->out, "position %" PRIu64 " of %" PRIu64 " events", w.position, w.events);
 	if (w.position)
 		fprintf(s->out, " (after event #%" PRIu64 ")", w.position - 1);
-	if (mms_replay_steps(s->r))
+	/* After the last step's end nothing happened in the step begun
+	 * there (the log's steps do not count it): after the last step. */
+	if (mms_replay_steps(s->r) && w.step > mms_replay_steps(s->r))
+		fprintf(s->out, ", after step %" PRIu64 " of %" PRIu64, mms_replay_steps(s->r), mms_replay_steps(s->r));
+	else if (mms_replay_steps(s->r))
 		fprintf(s->out, ", %s %" PRIu64 " of %" PRIu64, w.in_step ? "step" : "after step", w.step,
 			mms_replay_steps(s->r));
 	if (w.op)
