@@ -113,8 +113,8 @@ static int at_event(struct an_ctx *c)
 	}
 	mms_replay_where(r, &w);
 	if (c->o->at_event >= w.events) {
-		warn("decompose: %s: no event %" PRIu64 ": the log has %" PRIu64 " events", c->path, c->o->at_event,
-		     w.events);
+		say_error("decompose: %s: no event %" PRIu64 ": the log has %" PRIu64 " events (0 to %" PRIu64 ")",
+			  c->path, c->o->at_event, w.events, w.events ? w.events - 1 : 0);
 		mms_replay_close(r);
 		return CLI_EXIT_FAILURE;
 	}

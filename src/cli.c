@@ -69,6 +69,17 @@ void warn(const char *fmt, ...)
 	va_end(ap);
 }
 
+void say_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (progress_caught())
+		return;
+	va_start(ap, fmt);
+	vmsg("", fmt, ap);
+	va_end(ap);
+}
+
 void cli_die_of(int sig)
 {
 	struct rlimit no_core = { 0, 0 };

@@ -34,6 +34,11 @@ void die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2), noretu
 /* Prints "PROG: warning: MESSAGE\n" to stderr. */
 void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Prints "PROG: MESSAGE\n" to stderr: an error that fails the command
+ * (its status 1) without ending it, where warn() would call it a mere
+ * warning. */
+void say_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* Ends the program by signal sig, its default action, as valgrind does:
  * a shell tells a program killed by a signal from one that exited 128 +
  * N (bash stops a script's loop at a Ctrl-C only when the command it

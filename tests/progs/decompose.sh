@@ -80,6 +80,7 @@ if "$MMS_REPLAY" d.mms --analysis decompose --at-event 29 >/dev/null 2>x.err; th
 	fail "--at-event 29 (past the 29 events) succeeded"
 fi
 grep -q "no event 29: the log has 29 events" x.err || fail "--at-event 29 said: $(cat x.err)"
+! grep -q "warning" x.err || fail "--at-event 29 fails the command but calls it a warning: $(cat x.err)"
 if "$MMS_REPLAY" d.mms --at-event 3 >/dev/null 2>x.err; then
 	fail "--at-event without --analysis was accepted"
 fi
