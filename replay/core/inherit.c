@@ -293,14 +293,16 @@ static int open_file(const char *path, mms_log_t **out)
 
 /* Opens the parent's log at the path the child recorded, or, when nothing
  * is there (the logs were moved together), by its file name in the child
- * log's folder. Returns what opening the recorded path returned, or 0. */
-static int open_parent(const mms_log_t *log, const char *path, mms_log_t **out)
+ * log's folder, which *found then names (the caller frees it; else NULL).
+ * Returns what opening the recorded path returned, or 0. */
+static int open_parent(const mms_log_t *log, const char *path, mms_log_t **out, char **found)
 {
 	const char *base = strrchr(path, '/'), *dir_end;
 	char *alt;
 	size_t n;
 	int rc;
 
+	*found = NULL;
 	rc = open_file(path, out);
 	if (rc != -ENOENT || !log->path || !base)
 		return rc;
@@ -311,8 +313,10 @@ static int open_parent(const mms_log_t *log, const char *path, mms_log_t **out)
 		return -ENOMEM;
 	memcpy(alt, dir_end ? log->path : ".", n);
 	strcpy(alt + n, base);
-	if (!open_file(alt, out))
-		rc = 0;
+	if (!open_file(alt, out)) {
+		*found = alt;
+		return 0;
+	}
 	free(alt);
 	return rc;
 }
@@ -355,6 +359,7 @@ int mms__inherit_load(mms_log_t *log, unsigned depth)
 	mms_log_t *parent = NULL;
 	mms_replay_t *r = NULL;
 	const char *path;
+	char *found;
 	mms_event_t ev;
 	int rc;
 
@@ -375,7 +380,14 @@ int mms__inherit_load(mms_log_t *log, unsigned depth)
 	if (depth >= INHERIT_MAX_DEPTH)
 		return unknown(inh, "parent log %s is more than %d forks up from the log opened", path,
 			       INHERIT_MAX_DEPTH);
-	rc = open_parent(log, path, &parent);
+	rc = open_parent(log, path, &parent, &found);
+	/* Found beside the log (the run folder copied or moved): that is
+	 * the parent's log the replay reads, and names. */
+	if (found) {
+		free(inh->parent_log);
+		inh->parent_log = found;
+		path = found;
+	}
 	if (rc == -ENOENT)
 		return unknown(inh, "parent log %s not found", path);
 	if (rc)

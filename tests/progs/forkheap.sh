@@ -173,6 +173,10 @@ summarize alone/$C
 keys alone/$C.json unmatched_frees=30 inherited_blocks=0 live_blocks=15 live_bytes=4500 fork.state='"unknown"' \
 	fork.why="\"parent log $dir/$P not found\""
 note "without the parent's log: 'inherited blocks unknown', 30 unmatched frees, as before"
+# The moved copy, now that the recorded path is gone: the parent's log is
+# read beside it, and that is the path the replay names.
+summarize moved/$C
+keys moved/$C.json live_blocks=45 fork.state='"inherited"' fork.parent_log="\"moved/$P\""
 
 # 8. A script that runs many programs: the launcher lists the first 10
 # other logs, then counts the rest with their events (only peeked at: a
