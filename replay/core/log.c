@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "format.h"
@@ -752,6 +753,16 @@ int mms__log_open_buf(const void *buf, size_t len, mms_log_t **out, mms_open_err
 	return log_open(buf, len, -1, out, err);
 }
 
+/* Whether fd is a file of /proc or /sys: "regular" files whose size is 0
+ * whatever they hold (a log is never one). */
+static int pseudo_file(int fd)
+{
+	struct statfs fs;
+
+	return !fstatfs(fd, &fs) &&
+	       (fs.f_type == 0x9fa0 /* PROC_SUPER_MAGIC */ || fs.f_type == 0x62656572 /* SYSFS_MAGIC */);
+}
+
 int mms__log_open_regular(const char *path, mms_log_t **out, struct stat *st, mms_open_error_t *err)
 {
 	int fd, rc;
@@ -767,8 +778,10 @@ int mms__log_open_regular(const char *path, mms_log_t **out, struct stat *st, mm
 		rc = -errno;
 	else if (S_ISDIR(st->st_mode))
 		rc = -EISDIR;
-	else if (!S_ISREG(st->st_mode))
-		rc = mms__open_error(err, MMS_EBADMAGIC, 0, "not a regular file");
+	else if (!S_ISREG(st->st_mode) || (!st->st_size && pseudo_file(fd)))
+		rc = mms__open_error(err, MMS_EBADMAGIC, 0,
+				     S_ISREG(st->st_mode) ? "not a regular file (a file of /proc or /sys)"
+							  : "not a regular file");
 	else
 		return fd;
 	close(fd);

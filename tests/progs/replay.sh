@@ -161,6 +161,7 @@ expect_fail() {
 }
 expect_fail 1 "no step 9: the log has 5 steps" "$MMS_REPLAY" st.mms --step 9
 expect_fail 1 "no event 480: the log has 48 events (0 to 47)" "$MMS_REPLAY" st.mms --event 480
+expect_fail 1 "not a msmemscope log: not a regular file (a file of /proc or /sys)" "$MMS_REPLAY" /proc/self/maps
 expect_fail 2 "steps count from 1" "$MMS_REPLAY" st.mms --step 0
 expect_fail 2 "--to goes with --from" "$MMS_REPLAY" st.mms --to 3
 expect_fail 2 "one query at a time: --step and --event" "$MMS_REPLAY" st.mms --step 1 --event 2
