@@ -6,11 +6,13 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "analysis.h"
 #include "cli.h"
@@ -97,6 +99,20 @@ static int read_pass(mms_compare_t *c, int level, mms_log_t *log, const char *pa
 	return rc;
 }
 
+/* Whether the first 4 KiB of path hold a NUL byte: no CSV file does. */
+static int binary_file(const char *path)
+{
+	char buf[4096];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	return n > 0 && memchr(buf, 0, (size_t)n) != NULL;
+}
+
 /* Reads one side from path: a .mms log, else a memscope_dump CSV. Returns
  * 0, or CLI_EXIT_FAILURE after saying why. */
 static int read_side(mms_compare_t *c, int level, int side, const char *path, const struct an_opts *o)
@@ -123,7 +139,14 @@ static int read_side(mms_compare_t *c, int level, int side, const char *path, co
 		say("%s: %s%s%s", path, mms_strerror(rc), oerr.what[0] ? ": " : "", oerr.what);
 		return CLI_EXIT_FAILURE;
 	}
-	/* Not a log: a dump CSV, then. */
+	/* Not a log: a dump CSV, then, unless it holds binary data (a log
+	 * cut in its header, any other file). */
+	if (binary_file(path)) {
+		say("%s: neither a msmemscope log (%s%s%s) nor a memscope_dump CSV (it holds binary data)", path,
+		    rc == MMS_ETRUNCATED || !oerr.what[0] ? mms_strerror(rc) : "",
+		    rc == MMS_ETRUNCATED && oerr.what[0] ? ": " : "", oerr.what);
+		return CLI_EXIT_FAILURE;
+	}
 	rc = mms_compare_add_csv(c, side, path, &cerr);
 	if (rc == MMS_ECORRUPT) {
 		say("%s:%" PRIu64 ": %s (the inputs are msmemscope logs or memscope_dump CSVs)", path,

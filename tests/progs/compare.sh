@@ -186,5 +186,12 @@ st=0
 "$MMS_LAUNCHER" --compare --input=a.csv,bad2.csv --output=o9 >e5.out 2>e5.err || st=$?
 expect_eq "a misplaced quote: exit status" "$st" 1
 grep -q 'bad2.csv:3: a quote inside a field' e5.err || fail "a misplaced quote says: $(cat e5.err)"
+# A log cut inside its header is binary data, not a CSV to parse.
+head -c 100 a.mms >cut.mms
+st=0
+"$MMS_LAUNCHER" --compare --input=a.mms,cut.mms --output=o9c >e6.out 2>e6.err || st=$?
+expect_eq "a log cut in its header: exit status" "$st" 1
+grep -q 'cut.mms: neither a msmemscope log (the log is truncated: .*) nor a memscope_dump CSV (it holds binary data)' e6.err ||
+	fail "a log cut in its header says: $(cat e6.err)"
 [ ! -e o8/compare ] || [ -z "$(ls o8/compare)" ] || fail "a failed compare left a file: $(ls o8/compare)"
 note "errors: usage (2), missing step and malformed CSVs (1) named by file and line"
