@@ -169,6 +169,18 @@ def recording():
     return _c.recording()
 
 
+_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-")
+
+
+def _quote(arg):
+    """arg quoted for a POSIX shell, as shlex.quote() does: shlex (and re
+    with it) is not imported, so that config() in a recorded program
+    allocates nothing of an import in the program's step."""
+    if arg and all(c in _SAFE for c in arg):
+        return arg
+    return "'" + arg.replace("'", "'\"'\"'") + "'"
+
+
 def _command_line():
     """The msmemscope command that records this program with config()'s
     options."""
@@ -179,10 +191,8 @@ def _command_line():
     if _config and "collect_mode" not in _config:
         # start() and stop() bound the recording, as in msMemScope.
         opts.append("--collect-mode=deferred")
-    import shlex  # here: every recorded interpreter imports this module at start-up
-
     argv = getattr(sys, "orig_argv", None) or [sys.executable] + sys.argv
-    return " ".join(shlex.quote(a) for a in ["msmemscope"] + opts + ["--"] + list(argv))
+    return " ".join(_quote(a) for a in ["msmemscope"] + opts + ["--"] + list(argv))
 
 
 def config(**options):
@@ -246,6 +256,28 @@ def kernel_launch(name):
     _c.kernel_launch(str(name))
 
 
+# What functools.update_wrapper() copies from a function to its wrapper.
+_WRAPPER_ASSIGNMENTS = ("__module__", "__name__", "__qualname__", "__doc__", "__annotations__", "__type_params__")
+
+
+def _wraps(wrapper, fn):
+    """wrapper made to look like fn, as functools.wraps(fn) does. Not
+    functools itself: importing it (and collections, operator, ... with
+    it) where a program first decorates a function would allocate
+    thousands of blocks in that step, which the per-step rule then
+    blames on the program; and importing it with the package would slow
+    the start of every recorded interpreter."""
+    for attr in _WRAPPER_ASSIGNMENTS:
+        try:
+            value = getattr(fn, attr)
+        except AttributeError:
+            continue
+        setattr(wrapper, attr, value)
+    wrapper.__dict__.update(getattr(fn, "__dict__", {}))
+    wrapper.__wrapped__ = fn
+    return wrapper
+
+
 class _Scope:
     """A with-block, or a decorator of a function, that opens on entry
     and closes on exit (exceptions included)."""
@@ -254,13 +286,10 @@ class _Scope:
         self.name = str(name)
 
     def __call__(self, fn):
-        import functools
-
-        @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             with self:
                 return fn(*args, **kwargs)
-        return wrapper
+        return _wraps(wrapper, fn)
 
 
 class op(_Scope):
