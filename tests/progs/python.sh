@@ -6,7 +6,8 @@
 # its steps, operator launches, owners, marks, ranges, watched buffers
 # and a pool's blocks are in the log, an operator left by an exception is closed, config()
 # says which of its options the running recorder could not take, and
-# tracer writes msMemScope's python_trace CSV into the run folder; a
+# tracer writes msMemScope's python_trace CSV into the run folder (a
+# session in the same second as the last into its own, _2); a
 # tag at a pool block that starts its arena names the pool's block.
 . "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
 
@@ -52,6 +53,14 @@ msmemscope.tracer.start()
 traced(21)
 path = msmemscope.tracer.stop()
 print("trace written:", path is not None)
+# Sessions within one second: each its own file, none overwritten.
+paths = [path]
+for _ in range(3):
+    msmemscope.tracer.start()
+    traced(1)
+    paths.append(msmemscope.tracer.stop())
+print("traces apart:", len(set(paths)) == 4 and all(open(p).read().count("(traced)") == 1 for p in paths),
+      any(p[:-len(".csv")] + "_2.csv" in paths for p in paths))
 print("recording:", msmemscope.recording())
 msmemscope.stop()
 try:
@@ -70,6 +79,8 @@ grep -qx "owner_tag refused: msmemscope.owner_tag(): object has neither the buff
 	fail "owner_tag(object()) was not refused naming owner_tag(): $(cat plain.out)"
 grep -qx "config refused: True" plain.out || fail "config(colour=) was not refused: $(cat plain.out)"
 grep -qx "recording: False" plain.out || fail "recording() is not False without the recorder"
+grep -qx "traces apart: True True" plain.out ||
+	fail "four tracer sessions in a row did not write four files, the second of a second with _2: $(cat plain.out)"
 set -- python_trace_*.csv
 [ -f "$1" ] || fail "tracer.stop() wrote no python_trace CSV in the current folder"
 note "without the recorder the calls do nothing and start() says how to record"

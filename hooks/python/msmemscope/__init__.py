@@ -471,7 +471,9 @@ class _Tracer:
     python_trace_{TID}_{timestamp}.csv (FuncInfo, StartTime(ns),
     EndTime(ns), Thread Id, Process Id; times in the clock of the log's
     event times) into the run folder, or the current folder without the
-    recorder, and returns its path."""
+    recorder, and returns its path; python_trace_{TID}_{timestamp}_2.csv
+    (_3, ...) when a file has that name already (an earlier session in
+    the same second)."""
 
     def start(self):
         _c.tracer_start()
