@@ -230,13 +230,22 @@ static PyObject *py_watch_range(PyObject *self, PyObject *args)
 {
 	unsigned long long addr, size;
 	const char *name;
+	char msg[160];
 
 	if (!PyArg_ParseTuple(args, "KKz", &addr, &size, &name))
 		return NULL;
-	if (!size)
-		return PyErr_Format(PyExc_ValueError, "watch: an empty range (size 0) cannot be watched");
-	if (addr + size < addr)
-		return PyErr_Format(PyExc_ValueError, "watch: the range 0x%llx + %llu wraps around", addr, size);
+	if (!size) {
+		PyErr_SetString(PyExc_ValueError, "msmemscope.watch(): size 0: an empty range cannot be watched");
+		return NULL;
+	}
+	if (addr + size < addr) {
+		/* PyErr_Format() knows no %llx before Python 3.12: snprintf(). */
+		snprintf(msg, sizeof(msg),
+			 "msmemscope.watch(): %llu bytes at 0x%llx go past the end of the address space (2**64)", size,
+			 addr);
+		PyErr_SetString(PyExc_ValueError, msg);
+		return NULL;
+	}
 	if (api.watch)
 		api.watch((const void *)(uintptr_t)addr, (size_t)size, name);
 	Py_RETURN_NONE;

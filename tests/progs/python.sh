@@ -4,7 +4,8 @@
 # program uses it: without the recorder every call does nothing and
 # start() says once how to record; under `msmemscope -- python3 prog.py`
 # its steps, operator launches, owners, marks, ranges, watched buffers
-# and a pool's blocks are in the log, an operator left by an exception is closed, config()
+# and a pool's blocks are in the log (a watch of a range that is none
+# refused, saying why), an operator left by an exception is closed, config()
 # says which of its options the running recorder could not take, and
 # tracer writes msMemScope's python_trace CSV into the run folder (a
 # session in the same second as the last into its own, _2); a
@@ -67,6 +68,12 @@ try:
     msmemscope.owner_tag(object(), "t")
 except TypeError as e:
     print("owner_tag refused:", e)
+for bad in (lambda: msmemscope.watch(12345, "x", size=-1), lambda: msmemscope.watch(-8, "x", size=8),
+            lambda: msmemscope.watch(2**64 - 1, "x", size=2), lambda: msmemscope._c.watch_range(2**64 - 1, 2, "x")):
+    try:
+        bad()
+    except ValueError as e:
+        print("watch range refused:", e)
 EOF
 
 # Without the recorder: the program runs as it does, one line on stderr.
@@ -78,6 +85,11 @@ grep -q "^watch refused: msmemscope.watch(): float has neither" plain.out || fai
 grep -qx "owner_tag refused: msmemscope.owner_tag(): object has neither the buffer protocol nor data_ptr(); pass an address" plain.out ||
 	fail "owner_tag(object()) was not refused naming owner_tag(): $(cat plain.out)"
 grep -qx "config refused: True" plain.out || fail "config(colour=) was not refused: $(cat plain.out)"
+expect_eq "watch()'s refusals of a bad range" "$(grep '^watch range refused: ' plain.out)" \
+	"watch range refused: msmemscope.watch(): size must be from 1 to 2**64 - 1, not -1
+watch range refused: msmemscope.watch(): address must be from 0 to 2**64 - 1, not -8
+watch range refused: msmemscope.watch(): 2 bytes at 0xffffffffffffffff go past the end of the address space (2**64)
+watch range refused: msmemscope.watch(): 2 bytes at 0xffffffffffffffff go past the end of the address space (2**64)"
 grep -qx "recording: False" plain.out || fail "recording() is not False without the recorder"
 grep -qx "traces apart: True True" plain.out ||
 	fail "four tracer sessions in a row did not write four files, the second of a second with _2: $(cat plain.out)"

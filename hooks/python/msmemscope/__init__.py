@@ -363,7 +363,7 @@ def owner_tag(obj, tag):
         addr = obj.data_ptr()
     else:
         addr = _extent(obj, None, "msmemscope.owner_tag()")[0]
-    _c.owner_tag(addr, str(tag))
+    _c.owner_tag(_count("address", addr, "msmemscope.owner_tag()"), str(tag))
 
 
 def watch(obj, name=None, size=None):
@@ -373,17 +373,25 @@ def watch(obj, name=None, size=None):
     changes them is reported by the watch analysis (and stops gdb under
     memscope.gdb). Keep obj alive and unresized while it is watched."""
     addr, n = _extent(obj, size)
+    addr = _count("address", addr, "msmemscope.watch()")
+    n = int(n)
+    if not 0 < n < _U64:
+        raise ValueError("msmemscope.watch(): size must be from 1 to 2**64 - 1, not %d" % n)
+    if addr + n > _U64:
+        raise ValueError("msmemscope.watch(): %d bytes at 0x%x go past the end of the address space (2**64)"
+                         % (n, addr))
     _c.watch_range(addr, n, None if name is None else str(name))
 
 
 _U64 = 1 << 64
 
 
-def _count(what, value):
-    """value as an int from 0 to 2**64 - 1, or ValueError naming what."""
+def _count(what, value, call="msmemscope"):
+    """value as an int from 0 to 2**64 - 1, or ValueError naming what
+    (and call)."""
     v = int(value)
     if not 0 <= v < _U64:
-        raise ValueError("msmemscope: %s must be from 0 to 2**64 - 1, not %d" % (what, v))
+        raise ValueError("%s: %s must be from 0 to 2**64 - 1, not %d" % (call, what, v))
     return v
 
 
