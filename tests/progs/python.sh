@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # python.sh: the msmemscope Python package (hooks/python) as a Python
 # program uses it: without the recorder every call does nothing and
-# start() says once how to record; under `msmemscope -- python3 prog.py`
+# start() says once how to record (config() refuses the values the
+# command line would, naming each); under `msmemscope -- python3 prog.py`
 # its steps, operator launches, owners, marks, ranges, watched buffers
 # and a pool's blocks are in the log (a watch of a range that is none
 # refused, saying why), an operator left by an exception is closed, config()
@@ -46,6 +47,10 @@ try:
     msmemscope.config(colour="blue")
 except TypeError as e:
     print("config refused:", "colour" in str(e))
+try:
+    msmemscope.config(level=7, device="gpu:99", steps="abc", call_stack="c:8", log_level="loud")
+except ValueError as e:
+    print("config values refused:", e)
 
 def traced(x):
     return x * 2
@@ -85,6 +90,8 @@ grep -q "^watch refused: msmemscope.watch(): float has neither" plain.out || fai
 grep -qx "owner_tag refused: msmemscope.owner_tag(): object has neither the buffer protocol nor data_ptr(); pass an address" plain.out ||
 	fail "owner_tag(object()) was not refused naming owner_tag(): $(cat plain.out)"
 grep -qx "config refused: True" plain.out || fail "config(colour=) was not refused: $(cat plain.out)"
+expect_eq "config()'s refusal of bad values" "$(grep '^config values refused: ' plain.out)" \
+	"config values refused: msmemscope.config(): level='7': expected op or kernel (0 or 1); device='gpu:99': expected cuda (every device) or cuda:N (N a device ordinal from 0 to 63), several separated by commas; npu and npu:N, msMemScope's spellings, are taken as cuda and cuda:N; steps='abc': expected 1 to 5 step numbers (positive integers) separated by commas; log_level='loud': expected info, warn or error"
 expect_eq "watch()'s refusals of a bad range" "$(grep '^watch range refused: ' plain.out)" \
 	"watch range refused: msmemscope.watch(): size must be from 1 to 2**64 - 1, not -1
 watch range refused: msmemscope.watch(): address must be from 0 to 2**64 - 1, not -8
@@ -133,8 +140,8 @@ set -- "$run"/python_trace_*_*.csv
 expect_eq "the trace's header" "$(head -1 "$1")" "FuncInfo,StartTime(ns),EndTime(ns),Thread Id,Process Id"
 pid=${log##*/memscope_}
 pid=${pid%.mms}
-grep -q "^$work/prog.py:30(traced),[0-9]*,[0-9]*,$pid,$pid$" "$1" ||
-	grep -q "^prog.py:30(traced),[0-9]*,[0-9]*,$pid,$pid$" "$1" ||
+grep -q "^$work/prog.py:34(traced),[0-9]*,[0-9]*,$pid,$pid$" "$1" ||
+	grep -q "^prog.py:34(traced),[0-9]*,[0-9]*,$pid,$pid$" "$1" ||
 	fail "the trace has no row for traced() at prog.py:34 on thread $pid: $(cat "$1")"
 # Every call ends after it starts.
 "$MMS_PYTHON" - "$1" "$s" <<'PY' || fail "the trace's times are not ordered: $(cat "$1")"
