@@ -354,6 +354,7 @@ class Session:
         self.watches = {}         # slot -> Watch
         self.at_target = 0        # the step `at step N' runs to (0: none)
         self.armed_key = None     # the breakpoints last armed in the program
+        self.unarmed_said = frozenset()  # numbers of the breakpoints last warned about as not armed
         self.breaks = {}          # gdb breakpoint number -> breaks.Break
         self.hits = {}            # gdb breakpoint number -> hit count at our last stop
         self.bp = None
