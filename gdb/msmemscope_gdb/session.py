@@ -823,7 +823,7 @@ class Session:
         # when gdb killed it (`kill', `run' again, the end of the session).
         variables.at_exit(e.log, hasattr(ev, "exit_code"), inferior)
         from . import pinpoint
-        pinpoint.on_exited(self)
+        pinpoint.on_exited(self, e)
 
     def _on_cont(self, ev):
         """gdb resumes the program: in all-stop mode, every inferior may run
