@@ -170,6 +170,63 @@ def create(session, brk):
     return bp
 
 
+# What the recorder's break_op field (gdbif.NAME_MAX bytes) holds: names
+# of up to NAME_BYTES bytes, and up to NAME_BYTES bytes of them together,
+# each counted with one byte for its end (the list's own end takes the
+# last byte of the field).
+NAME_BYTES = gdbif.NAME_MAX - 1
+LIMIT_WORDS = ("the recorder takes up to %d bytes of operator names together, each name counted with one byte "
+               "more for its end" % NAME_BYTES)
+
+
+def _cost(name):
+    """The bytes name takes of the recorder's list: its own and its end."""
+    return len(name.encode("utf-8")) + 1
+
+
+def _numbers(nums):
+    """'breakpoint 3', 'breakpoints 2 and 3', 'breakpoints 1, 2 and 3'."""
+    words = [str(n) for n in nums]
+    return "breakpoint%s %s" % ("" if len(words) == 1 else "s",
+                                words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1])
+
+
+def fit(session):
+    """(names, left, used): the operator names to arm, those of the enabled
+    operator breakpoints in number order that fit (memscope pinpoint's
+    first), the [(gdb breakpoint, Break)] whose names did not fit, and the
+    bytes the names take."""
+    names, used, left = [], 0, []
+    if session.pinpoint is not None and not session.pinpoint.reached:
+        names.append(session.pinpoint.target.op)  # memscope pinpoint waits for its launch
+        used = _cost(names[0])
+    for b, k in sorted(ours(session), key=lambda bk: bk[0].number):
+        if not b.enabled or k.kind != "op" or k.value in names:
+            continue
+        if used + _cost(k.value) > NAME_BYTES:
+            left.append((b, k))
+            continue
+        names.append(k.value)
+        used += _cost(k.value)
+    return names, left, used
+
+
+def warn_unarmed(session, left, used):
+    """Says once, for each set of breakpoints left out, that they are not
+    armed and why."""
+    nums = frozenset(b.number for b, _ in left)
+    if nums == session.unarmed_said:
+        return
+    session.unarmed_said = nums
+    if not nums:
+        return
+    gdb.write("memscope: warning: %s (operator%s %s) %s not armed, so %s will not stop: %s, and the enabled "
+              "operator breakpoints before %s take %d of them. Delete or disable one to make room.\n"
+              % (_numbers(sorted(nums)), "" if len(left) == 1 else "s", ", ".join(k.shown() for _, k in left),
+                 "is" if len(left) == 1 else "are", "it" if len(left) == 1 else "they", LIMIT_WORDS,
+                 "it" if len(left) == 1 else "them", used))
+
+
 def ours(session):
     """[(gdb breakpoint, Break)] of the memscope breakpoints gdb holds."""
     return [(b, session.breaks[b.number]) for b in gdb.breakpoints()
@@ -180,18 +237,19 @@ def arm(session, handle=None, after_step=None):
     """Writes into the running program what the enabled breakpoints (and
     `at step N') wait for: the operator names, and the first wanted step
     after the current one (after_step, or the step the log is in). Does
-    nothing when the program does not run with the recorder."""
+    nothing when the program does not run with the recorder. When the
+    names of the enabled operator breakpoints do not all fit in the
+    recorder's list, arms those that do, in breakpoint number order, and
+    says once which are left out."""
     try:
         h = handle or gdbif.Handle(check=False)
     except gdbif.NotLoaded:
         return
     bps = [k for b, k in ours(session) if b.enabled]
     session.armed_key = frozenset((k.kind, k.value) for k in bps)
-    names = {k.value for k in bps if k.kind == "op"}
-    if session.pinpoint is not None and not session.pinpoint.reached:
-        names.add(session.pinpoint.target.op)  # memscope pinpoint waits for its launch
-    names = sorted(names)
+    names, left, used = fit(session)
     h.write_names("break_op", names)
+    warn_unarmed(session, left, used)
     wanted = {k.value for k in bps if k.kind == "step"}
     if session.at_target:
         wanted.add(session.at_target)
@@ -275,17 +333,20 @@ with no argument, lists them."""
         if words[0] == "op":
             name = op_name(what)
             if not name:
-                raise Error(USAGE)
+                raise Error("memscope: no breakpoint made: the operator name is empty.\n" + USAGE)
             if "\0" in name:
-                raise Error("memscope: an operator's name cannot hold \\x00: msmemscope_op_begin() takes a C "
-                            "string.")
-            if len(name.encode("utf-8")) >= gdbif.NAME_MAX:
-                raise Error("memscope: operator names are compared on their first %d bytes; %s is longer."
-                            % (gdbif.NAME_MAX - 1, fmt.name(name)))
-            names = {k.value for b, k in ours(self.s) if b.enabled and k.kind == "op"} | {name}
-            if sum(len(n.encode("utf-8")) + 1 for n in names) + 1 > gdbif.NAME_MAX:
-                raise Error("memscope: the names of the operator breakpoints take more than %d bytes together; "
-                            "delete or disable one first." % (gdbif.NAME_MAX - 1))
+                raise Error("memscope: no breakpoint made: an operator's name cannot hold \\x00: "
+                            "msmemscope_op_begin() takes a C string.")
+            size = len(name.encode("utf-8"))
+            if size > NAME_BYTES:
+                raise Error("memscope: no breakpoint made: an operator breakpoint's name has at most %d bytes (the "
+                            "recorder compares names on their first %d), and %s has %d."
+                            % (NAME_BYTES, NAME_BYTES, fmt.name(name), size))
+            names, _, used = fit(self.s)
+            if name not in names and used + _cost(name) > NAME_BYTES:
+                raise Error("memscope: no breakpoint made: %s, and the names armed now and %s would take %d. "
+                            "Delete or disable an operator breakpoint first."
+                            % (LIMIT_WORDS, fmt.name(name), used + _cost(name)))
             value = name
         else:
             value = args.step_number(what, USAGE)

@@ -65,9 +65,16 @@ def stack_lines(log, stack_id, depth, indent="    "):
     """The symbolized allocation stack as lines, numbered as
     msmemscope-replay prints them; at most depth frames (0 = all)."""
     if not stack_id:
+        # The recorder ran without stacks only when it recorded neither C
+        # nor Python frames: with python_stack alone, blocks allocated
+        # where no Python frame ran (the interpreter's start) have none.
         info = log.info()
-        return [indent + "(no stack recorded%s)" % (
-            "" if info.call_stack_depth else "; the recorder ran with call_stack=0")]
+        config = log.config()
+        stacks = config[0].call_stack or config[0].python_stack if config else info.call_stack_depth
+        if not stacks:
+            return [indent + "(no stack recorded; the recorder ran with call_stack=0)"]
+        return [indent + "(no stack recorded for this block%s)" % (
+            ": the recorder's table of stack frames was full" if info.stacks_full else "")]
     out = []
     ips = log.stack(stack_id)
     for i, ip in enumerate(ips):

@@ -29,7 +29,7 @@ import os
 import gdb
 
 from . import fmt, gdbif, replaylib
-from .session import Command, Error, in_hooks
+from .session import Command, Error, end_words, in_hooks
 
 # x86-64 (and most other targets gdb debugs on Linux): four debug
 # registers, each watching an aligned word of 1, 2, 4 or 8 bytes. A
@@ -467,13 +467,25 @@ def launch_ended(session, p):
     return True
 
 
-def on_exited(session):
+def on_exited(session, end=None):
+    """The re-run's process left gdb (end: a session.End, how): says what
+    the pinpoint saw, and ends it."""
     p = session.pinpoint
     if p is None:
         return
     if not p.started:
         return  # the first run, killed for the re-run
-    if not p.reached:
+    if end is not None and end.how != "exited":
+        # Killed (`kill', the end of gdb's session), dead from a signal or
+        # detached: the launch was cut short, nothing can be said of it.
+        gdb.write("memscope: pinpoint: the program %s %s%s.\n"
+                  % ("was detached" if end.how == "detached" else end_words(end)[0],
+                     "before a stop at a store into the watched bytes" if p.reached
+                     else "before %s began" % p.target.describe(),
+                     "; its %s watchpoint%s deleted" % ("software" if p.soft else "hardware",
+                                                       "s are" if len(p.watchpoints) > 1 else " is")
+                     if p.watchpoints else ""))
+    elif not p.reached:
         gdb.write("memscope: pinpoint: the program ended before %s began: the re-run's launches differ from the "
                   "first run's.\n" % p.target.describe())
     elif p.watchpoints and p.silent_said:

@@ -354,6 +354,7 @@ class Session:
         self.watches = {}         # slot -> Watch
         self.at_target = 0        # the step `at step N' runs to (0: none)
         self.armed_key = None     # the breakpoints last armed in the program
+        self.unarmed_said = frozenset()  # numbers of the breakpoints last warned about as not armed
         self.breaks = {}          # gdb breakpoint number -> breaks.Break
         self.hits = {}            # gdb breakpoint number -> hit count at our last stop
         self.bp = None
@@ -822,7 +823,7 @@ class Session:
         # when gdb killed it (`kill', `run' again, the end of the session).
         variables.at_exit(e.log, hasattr(ev, "exit_code"), inferior)
         from . import pinpoint
-        pinpoint.on_exited(self)
+        pinpoint.on_exited(self, e)
 
     def _on_cont(self, ev):
         """gdb resumes the program: in all-stop mode, every inferior may run

@@ -230,13 +230,22 @@ static PyObject *py_watch_range(PyObject *self, PyObject *args)
 {
 	unsigned long long addr, size;
 	const char *name;
+	char msg[160];
 
 	if (!PyArg_ParseTuple(args, "KKz", &addr, &size, &name))
 		return NULL;
-	if (!size)
-		return PyErr_Format(PyExc_ValueError, "watch: an empty range (size 0) cannot be watched");
-	if (addr + size < addr)
-		return PyErr_Format(PyExc_ValueError, "watch: the range 0x%llx + %llu wraps around", addr, size);
+	if (!size) {
+		PyErr_SetString(PyExc_ValueError, "msmemscope.watch(): size 0: an empty range cannot be watched");
+		return NULL;
+	}
+	if (addr + size < addr) {
+		/* PyErr_Format() knows no %llx before Python 3.12: snprintf(). */
+		snprintf(msg, sizeof(msg),
+			 "msmemscope.watch(): %llu bytes at 0x%llx go past the end of the address space (2**64)", size,
+			 addr);
+		PyErr_SetString(PyExc_ValueError, msg);
+		return NULL;
+	}
 	if (api.watch)
 		api.watch((const void *)(uintptr_t)addr, (size_t)size, name);
 	Py_RETURN_NONE;
@@ -455,16 +464,30 @@ static void rows_drop(void)
 	tr.nrows = tr.depth = 0;
 }
 
-/* Writes the tracer's rows into a new file at path and drops them.
- * Returns 0, or an errno value. */
-static int rows_write(const char *path)
+/* The most files of one thread's name in one second: "_2" to "_999". */
+#define TRACE_SEQ_MAX 999
+
+/* Writes the tracer's rows into a new file and drops them: base + ".csv",
+ * or base + "_N.csv" with the first N from 2 that no file has (two
+ * sessions of a thread within one second share base), written into path
+ * (size bytes). A file already there is never opened: O_EXCL. Returns 0,
+ * or an errno value (path then names the last file tried). */
+static int rows_write(char *path, size_t size, const char *base)
 {
 	FILE *f;
 	size_t i;
-	int fd, e;
+	int fd, e, seq;
 
-	/* A file already there is kept: the rows are not lost in it. */
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+	fd = -1;
+	for (seq = 1; seq <= TRACE_SEQ_MAX; seq++) {
+		if (seq == 1)
+			snprintf(path, size, "%s.csv", base);
+		else
+			snprintf(path, size, "%s_%d.csv", base, seq);
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+		if (fd >= 0 || errno != EEXIST)
+			break;
+	}
 	f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!f) {
 		e = errno;
@@ -490,14 +513,16 @@ static int rows_write(const char *path)
 
 /* tracer_stop(): stops tracing and writes the rows into
  * python_trace_{TID}_{timestamp}.csv in the run folder (the recorder's
- * MSMEMSCOPE_LOG_DIR), or the current folder when not recorded. Returns
+ * MSMEMSCOPE_LOG_DIR), or the current folder when not recorded; into
+ * python_trace_{TID}_{timestamp}_{N}.csv, N from 2, when a file of that
+ * name is there already (an earlier session in the same second). Returns
  * the path, or None when the tracer was not on. Nothing of its own is
  * timed: the profile function goes first. What the writing allocates is
  * the package's (MMS_RT_SELF), not the program's. */
 static PyObject *py_tracer_stop(PyObject *self, PyObject *unused)
 {
 	const char *dir = NULL;
-	char path[4096];
+	char base[4096], path[4096 + 16];
 	time_t t = time(NULL);
 	struct tm tm;
 	unsigned own;
@@ -513,10 +538,10 @@ static PyObject *py_tracer_stop(PyObject *self, PyObject *unused)
 	if (!dir || !*dir)
 		dir = ".";
 	localtime_r(&t, &tm);
-	snprintf(path, sizeof(path), "%s/python_trace_%ld_%04d%02d%02d%02d%02d%02d.csv", dir, tr.tid,
-		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+	snprintf(base, sizeof(base), "%s/python_trace_%ld_%04d%02d%02d%02d%02d%02d", dir, tr.tid, tm.tm_year + 1900,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
 	own = own_begin();
-	e = rows_write(path);
+	e = rows_write(path, sizeof(path), base);
 	own_end(own);
 	if (e) {
 		errno = e;

@@ -29,7 +29,7 @@ session brk "$progs/ctlop" -ex 'memscope break op \x00' -ex 'break ready' -ex ru
 	-ex continue
 expect brk 'memscope: breakpoint 2: stops at each launch of operator bad\x0amemscope: no watches.\x1b[2J.' \
 	"the breakpoint's name as typed"
-expect brk "memscope: an operator's name cannot hold \\x00" 'a NUL refused'
+expect brk "memscope: no breakpoint made: an operator's name cannot hold \\x00" 'a NUL refused'
 expect brk '3    y        0  each launch of operator csi\xc2\x9bop' "memscope break's list"
 expect brk 'memscope: breakpoint 2, operator bad\x0amemscope: no watches.\x1b[2J begins: launch 1, step 1' \
 	"the stop at the first operator"

@@ -15,7 +15,8 @@
 # stop, and with a wrong argument, the command says why not.
 # With `set can-use-hw-watchpoints 0' pinpoint uses software watchpoints
 # and finds the store all the same; a launch that ends without a store
-# into the watched bytes is said so where it ends.
+# into the watched bytes is said so where it ends; a re-run killed or
+# dead from a signal before the store is said so.
 # Where hardware watchpoints fire (hw_fires) the sessions use them. On a
 # machine whose debug registers never trap, the first pinpoint must say
 # so where launch 3 ends, and the next one use software watchpoints
@@ -192,3 +193,26 @@ expect_count drift 'no watch has stopped the program yet, so there is nothing to
 expect drift "memscope: pinpoint: warning: the re-run differs from the first run: the block at 0xADDR is 96 bytes, allocation 2; the first run's was 0xADDR, 32 bytes, allocation 3." \
 	"the re-run's allocations said to differ"
 expect drift 'exited normally' "the drifted re-run's end"
+
+# The re-run killed (`kill'), or dead from a signal, while pinpoint
+# waits for the store, and again at gdb's batch end (which kills it): said
+# so, not that the launch's end was unseen or that the re-run stored
+# nothing.
+for end in kill 'signal SIGABRT'; do
+	cn=cut${end%% *}
+	session "$cn" "$progs/pinpoint" -ex 'break ready' -ex run -ex 'memscope watch nb' -ex continue -ex "$pp" \
+		-ex "$end" -ex "$pp"
+	expect_rc "$cn: gdb's exit status"
+	killed="memscope: pinpoint: the program was killed before a stop at a store into the watched bytes; its $kind watchpoint is deleted."
+	case $end in
+	kill) expect_count "$cn" "$killed" 2 "$cn: the kill and the batch end said as they were" ;;
+	*)
+		expect "$cn" "memscope: pinpoint: the program died from SIGABRT (Aborted) before a stop at a store into the watched bytes; its $kind watchpoint is deleted." \
+			"$cn: the signal said"
+		expect_count "$cn" "$killed" 1 "$cn: the batch end said as it was"
+		;;
+	esac
+	expect_count "$cn" 'pinpoint: the program' 2 "$cn: one word at each end"
+	expect_not "$cn" 'was not seen' "$cn: no claim about nested launches"
+	expect_not "$cn" 'did not change them' "$cn: no claim that nothing was stored"
+done

@@ -15,7 +15,8 @@
 # The program prints the same recorded or not, its exit handler included.
 # Then caches that turn over (an LRU cache, session slots): what they hold
 # when the steps end is set apart (per_step_cached), a list kept beside
-# them still leaks.
+# them still leaks. A function decorated with @msmemscope.op in a step
+# leaves nothing of an import there.
 . "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
 
 pkg=$top_builddir/hooks/python/build
@@ -136,3 +137,34 @@ expect_ge "blocks still in the caches when the steps ended" "$(jget cache-clean.
 # turnover are counted with them (recorded without stacks), the rest leak.
 expect_ge "per-step leaks of a list kept beside the caches" "$(jget cache-leak.json per_step.leaks)" 60
 note "what caches that turn over hold when the steps end is no leak; a list kept beside them still leaks"
+
+# A function decorated with @msmemscope.op in step 2, called and let go
+# of there: the decorator imports nothing (it did import functools, and
+# collections, operator, ... with it, whose thousands of blocks the
+# per-step rule blamed on step 2), and neither does config(), which
+# quotes its command line without shlex.
+cat >deco.py <<'EOF3'
+import msmemscope
+
+def once():
+    @msmemscope.op("work")
+    def work(n):
+        """Doubles n."""
+        return n * 2
+    msmemscope.config(output="out dir")
+    return work(21), work.__name__, work.__doc__, work.__wrapped__.__name__
+
+for i in range(3):
+    if i == 1:
+        print(*once())
+    msmemscope.step()
+EOF3
+"$MMS_LAUNCHER" --output=deco --call-stack=python:6 --analysis= -- "$MMS_PYTHON" deco.py >deco.out 2>deco.err ||
+	fail "msmemscope -- python3 deco.py exited $?: $(cat deco.err)"
+grep -qx "42 work Doubles n. work" deco.out || fail "the decorated function is not work() as written: $(cat deco.out)"
+grep -q "^msmemscope: config(output=out dir) comes after the recorder started .* msmemscope '--output=out dir' --collect-mode=deferred -- " deco.err ||
+	fail "config() did not quote its command line: $(cat deco.err)"
+set -- deco/msmemscope_*/memscope_*.mms
+"$MMS_REPLAY" "$1" --analysis leaks --json >deco.json 2>deco.jerr || fail "--analysis leaks --json on deco.py's log exited $?: $(cat deco.jerr)"
+expect_key deco.json per_step.leaks 0
+note "decorating a function with @msmemscope.op in a step, and config(), import nothing there: no per-step leaks"

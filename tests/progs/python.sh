@@ -2,11 +2,14 @@
 # SPDX-License-Identifier: MIT
 # python.sh: the msmemscope Python package (hooks/python) as a Python
 # program uses it: without the recorder every call does nothing and
-# start() says once how to record; under `msmemscope -- python3 prog.py`
+# start() says once how to record (config() refuses the values the
+# command line would, naming each); under `msmemscope -- python3 prog.py`
 # its steps, operator launches, owners, marks, ranges, watched buffers
-# and a pool's blocks are in the log, an operator left by an exception is closed, config()
+# and a pool's blocks are in the log (a watch of a range that is none
+# refused, saying why), an operator left by an exception is closed, config()
 # says which of its options the running recorder could not take, and
-# tracer writes msMemScope's python_trace CSV into the run folder; a
+# tracer writes msMemScope's python_trace CSV into the run folder (a
+# session in the same second as the last into its own, _2); a
 # tag at a pool block that starts its arena names the pool's block.
 . "${top_srcdir:?run this test through make check}/tests/progs/lib.sh"
 
@@ -44,6 +47,10 @@ try:
     msmemscope.config(colour="blue")
 except TypeError as e:
     print("config refused:", "colour" in str(e))
+try:
+    msmemscope.config(level=7, device="gpu:99", steps="abc", call_stack="c:8", log_level="loud")
+except ValueError as e:
+    print("config values refused:", e)
 
 def traced(x):
     return x * 2
@@ -52,12 +59,26 @@ msmemscope.tracer.start()
 traced(21)
 path = msmemscope.tracer.stop()
 print("trace written:", path is not None)
+# Sessions within one second: each its own file, none overwritten.
+paths = [path]
+for _ in range(3):
+    msmemscope.tracer.start()
+    traced(1)
+    paths.append(msmemscope.tracer.stop())
+print("traces apart:", len(set(paths)) == 4 and all(open(p).read().count("(traced)") == 1 for p in paths),
+      any(p[:-len(".csv")] + "_2.csv" in paths for p in paths))
 print("recording:", msmemscope.recording())
 msmemscope.stop()
 try:
     msmemscope.owner_tag(object(), "t")
 except TypeError as e:
     print("owner_tag refused:", e)
+for bad in (lambda: msmemscope.watch(12345, "x", size=-1), lambda: msmemscope.watch(-8, "x", size=8),
+            lambda: msmemscope.watch(2**64 - 1, "x", size=2), lambda: msmemscope._c.watch_range(2**64 - 1, 2, "x")):
+    try:
+        bad()
+    except ValueError as e:
+        print("watch range refused:", e)
 EOF
 
 # Without the recorder: the program runs as it does, one line on stderr.
@@ -69,7 +90,16 @@ grep -q "^watch refused: msmemscope.watch(): float has neither" plain.out || fai
 grep -qx "owner_tag refused: msmemscope.owner_tag(): object has neither the buffer protocol nor data_ptr(); pass an address" plain.out ||
 	fail "owner_tag(object()) was not refused naming owner_tag(): $(cat plain.out)"
 grep -qx "config refused: True" plain.out || fail "config(colour=) was not refused: $(cat plain.out)"
+expect_eq "config()'s refusal of bad values" "$(grep '^config values refused: ' plain.out)" \
+	"config values refused: msmemscope.config(): level='7': expected op or kernel (0 or 1); device='gpu:99': expected cuda (every device) or cuda:N (N a device ordinal from 0 to 63), several separated by commas; npu and npu:N, msMemScope's spellings, are taken as cuda and cuda:N; steps='abc': expected 1 to 5 step numbers (positive integers) separated by commas; log_level='loud': expected info, warn or error"
+expect_eq "watch()'s refusals of a bad range" "$(grep '^watch range refused: ' plain.out)" \
+	"watch range refused: msmemscope.watch(): size must be from 1 to 2**64 - 1, not -1
+watch range refused: msmemscope.watch(): address must be from 0 to 2**64 - 1, not -8
+watch range refused: msmemscope.watch(): 2 bytes at 0xffffffffffffffff go past the end of the address space (2**64)
+watch range refused: msmemscope.watch(): 2 bytes at 0xffffffffffffffff go past the end of the address space (2**64)"
 grep -qx "recording: False" plain.out || fail "recording() is not False without the recorder"
+grep -qx "traces apart: True True" plain.out ||
+	fail "four tracer sessions in a row did not write four files, the second of a second with _2: $(cat plain.out)"
 set -- python_trace_*.csv
 [ -f "$1" ] || fail "tracer.stop() wrote no python_trace CSV in the current folder"
 note "without the recorder the calls do nothing and start() says how to record"
@@ -110,8 +140,8 @@ set -- "$run"/python_trace_*_*.csv
 expect_eq "the trace's header" "$(head -1 "$1")" "FuncInfo,StartTime(ns),EndTime(ns),Thread Id,Process Id"
 pid=${log##*/memscope_}
 pid=${pid%.mms}
-grep -q "^$work/prog.py:30(traced),[0-9]*,[0-9]*,$pid,$pid$" "$1" ||
-	grep -q "^prog.py:30(traced),[0-9]*,[0-9]*,$pid,$pid$" "$1" ||
+grep -q "^$work/prog.py:34(traced),[0-9]*,[0-9]*,$pid,$pid$" "$1" ||
+	grep -q "^prog.py:34(traced),[0-9]*,[0-9]*,$pid,$pid$" "$1" ||
 	fail "the trace has no row for traced() at prog.py:34 on thread $pid: $(cat "$1")"
 # Every call ends after it starts.
 "$MMS_PYTHON" - "$1" "$s" <<'PY' || fail "the trace's times are not ordered: $(cat "$1")"

@@ -48,6 +48,118 @@ _config = {}
 _said = set()
 
 
+# What the launcher takes for each option (src/launch-options.c and
+# src/analysis.c parse them; keep the two together): config() refuses a
+# value the command line it suggests would refuse. Each check returns
+# None, or what the option takes ("expected ...").
+def _items(value):
+    """A list's items: ',' or the full-width '\uff0c' between them, as the launcher reads it."""
+    return value.replace("\uff0c", ",").split(",")
+
+
+def _number(text, low, high):
+    """Whether text is a decimal number from low to high."""
+    return text.isascii() and text.isdigit() and low <= int(text) <= high
+
+
+def _check_events(value):
+    if value and not all(i in ("alloc", "free", "launch", "access", "traceback") for i in _items(value)):
+        return "expected a list of alloc, free, launch, access (empty: none)"
+    return None
+
+
+def _check_call_stack(value):
+    for item in _items(value) if value else [""]:
+        kind, colon, depth = item.partition(":")
+        if kind not in ("c", "python") or (colon and not _number(depth, 0, 1000)):
+            return "expected c, c:N or python[:N] (several separated by commas), N from 0 to 1000"
+    return None
+
+
+def _check_steps(value):
+    items = _items(value)
+    if not value or len(items) > 5 or not all(_number(i, 1, 2**31 - 1) for i in items):
+        return "expected 1 to 5 step numbers (positive integers) separated by commas"
+    return None
+
+
+_ANALYSES = ("leaks", "decompose", "inefficient", "watermark", "usage", "leakage", "watch", "guard", "oom")
+
+
+def _check_analysis(value):
+    items = _items(value)
+    if len(items) > 1 and items[-1] == "":
+        items.pop()  # a trailing comma, which the launcher lets pass
+    for item in items if value else []:
+        if item.startswith("oom:"):
+            if not _number(item[4:], 1, 100000):
+                return "expected oom:K with K from 1 to 100000 blocks, not %r" % item
+        elif item not in _ANALYSES:
+            return "expected a list of %s (oom:K too; empty: record only)" % ", ".join(_ANALYSES)
+    return None
+
+
+def _watch_name(name):
+    return 0 < len(name.encode("utf-8")) < 64 and ";" not in name
+
+
+def _check_watch(value):
+    expected = ("expected [START[:outN],]END[,full-content]: operator names of 1 to 63 bytes without ';' or ',', "
+                "N from 0 to 31, :outN only on START")
+    items = _items(value)
+    if items and items[-1] == "full-content":
+        items.pop()
+    if not value or not 1 <= len(items) <= 2:
+        return expected
+    start, end = items[0] if len(items) == 2 else None, items[-1]
+
+    def out(name):  # the position of a ":outN" suffix, or -1
+        at = name.rfind(":")
+        tail = name[at + 4:]
+        return at if at >= 0 and name[at + 1:at + 4] == "out" and tail.isascii() and tail.isdigit() else -1
+
+    if out(end) >= 0 or not _watch_name(end):
+        return expected
+    if start is not None:
+        at = out(start)
+        if at >= 0 and int(start[at + 4:]) > 31:
+            return expected
+        if not _watch_name(start[:at] if at >= 0 else start):
+            return expected
+    return None
+
+
+def _check_device(value):
+    for item in _items(value):
+        name = "cuda" if item.startswith("cuda") else "npu" if item.startswith("npu") else None
+        rest = item[len(name):] if name else None
+        if rest is None or (rest and not (rest[:1] == ":" and _number(rest[1:], 0, 63))):
+            return ("expected cuda (every device) or cuda:N (N a device ordinal from 0 to 63), several separated "
+                    "by commas; npu and npu:N, msMemScope's spellings, are taken as cuda and cuda:N")
+    return None
+
+
+def _one_of(*names, text=None):
+    expected = "expected " + (text or ", ".join(names[:-1]) + " or " + names[-1])
+    return lambda value: None if value in names else expected
+
+
+_CHECKS = {
+    "call_stack": _check_call_stack,
+    "events": _check_events,
+    "collect_mode": _one_of("immediate", "deferred"),
+    "steps": _check_steps,
+    "analysis": _check_analysis,
+    "watch": _check_watch,
+    "data_format": _one_of("csv", "db"),
+    "output": lambda v: None if 0 < len(v) <= 4096 else "expected a directory path of 1 to 4096 characters",
+    "log_level": _one_of("info", "warn", "error"),
+    "level": _one_of("op", "kernel", "0", "1", text="op or kernel (0 or 1)"),
+    "keep_stacktraces": _one_of("alloc", "alloc-and-free"),
+    "device": _check_device,
+}
+
+
 def _stacks_setup():
     """With Python stacks recorded (--call-stack=python:N), the recorder
     reads every thread's frames from the interpreter (CPython 3.11 to
@@ -169,6 +281,18 @@ def recording():
     return _c.recording()
 
 
+_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-")
+
+
+def _quote(arg):
+    """arg quoted for a POSIX shell, as shlex.quote() does: shlex (and re
+    with it) is not imported, so that config() in a recorded program
+    allocates nothing of an import in the program's step."""
+    if arg and all(c in _SAFE for c in arg):
+        return arg
+    return "'" + arg.replace("'", "'\"'\"'") + "'"
+
+
 def _command_line():
     """The msmemscope command that records this program with config()'s
     options."""
@@ -179,10 +303,8 @@ def _command_line():
     if _config and "collect_mode" not in _config:
         # start() and stop() bound the recording, as in msMemScope.
         opts.append("--collect-mode=deferred")
-    import shlex  # here: every recorded interpreter imports this module at start-up
-
     argv = getattr(sys, "orig_argv", None) or [sys.executable] + sys.argv
-    return " ".join(shlex.quote(a) for a in ["msmemscope"] + opts + ["--"] + list(argv))
+    return " ".join(_quote(a) for a in ["msmemscope"] + opts + ["--"] + list(argv))
 
 
 def config(**options):
@@ -194,20 +316,33 @@ def config(**options):
     msmemscope.torch), device ("npu" or "cuda": every CUDA device;
     "npu:1" or "cuda:1": that device's memory only), and msmemscope's
     keep_stacktraces ("alloc": allocations' stacks only). Values are
-    strings (or numbers, lists of them).
+    strings (or numbers, lists of them). A value the launcher's option
+    would refuse is a ValueError that names it and says what the option
+    takes; then none of the options given is set.
 
     The recorder reads its options when the program starts: under
     `msmemscope -- python3 prog.py` the command line's options apply, and
     config() says on stderr which of its own it could not apply. Without
     the recorder, start() prints the command line that records the program
     with these options."""
+    given, bad = {}, []
     for key, value in options.items():
         if key not in _OPTIONS:
             raise TypeError("msmemscope.config(): unknown option %r (known: %s)"
                             % (key, ", ".join(sorted(_OPTIONS))))
         if isinstance(value, (list, tuple)):
             value = ",".join(str(v) for v in value)
-        _config[key] = str(value)
+        given[key] = str(value)
+        why = _CHECKS[key](given[key])
+        if why:
+            bad.append("%s=%r: %s" % (key, given[key], why))
+    if bad:
+        raise ValueError("msmemscope.config(): " + "; ".join(bad))
+    token = _c._own_begin()  # the table's memory is the package's, not the step's
+    try:
+        _config.update(given)
+    finally:
+        _c._own_end(token)
     if _c.recording() and options:
         given = os.environ.get("MSMEMSCOPE_CONFIG", "")
         keys = ", ".join("%s=%s" % (k, _config[k]) for k in _config)
@@ -246,6 +381,28 @@ def kernel_launch(name):
     _c.kernel_launch(str(name))
 
 
+# What functools.update_wrapper() copies from a function to its wrapper.
+_WRAPPER_ASSIGNMENTS = ("__module__", "__name__", "__qualname__", "__doc__", "__annotations__", "__type_params__")
+
+
+def _wraps(wrapper, fn):
+    """wrapper made to look like fn, as functools.wraps(fn) does. Not
+    functools itself: importing it (and collections, operator, ... with
+    it) where a program first decorates a function would allocate
+    thousands of blocks in that step, which the per-step rule then
+    blames on the program; and importing it with the package would slow
+    the start of every recorded interpreter."""
+    for attr in _WRAPPER_ASSIGNMENTS:
+        try:
+            value = getattr(fn, attr)
+        except AttributeError:
+            continue
+        setattr(wrapper, attr, value)
+    wrapper.__dict__.update(getattr(fn, "__dict__", {}))
+    wrapper.__wrapped__ = fn
+    return wrapper
+
+
 class _Scope:
     """A with-block, or a decorator of a function, that opens on entry
     and closes on exit (exceptions included)."""
@@ -254,13 +411,10 @@ class _Scope:
         self.name = str(name)
 
     def __call__(self, fn):
-        import functools
-
-        @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             with self:
                 return fn(*args, **kwargs)
-        return wrapper
+        return _wraps(wrapper, fn)
 
 
 class op(_Scope):
@@ -334,7 +488,7 @@ def owner_tag(obj, tag):
         addr = obj.data_ptr()
     else:
         addr = _extent(obj, None, "msmemscope.owner_tag()")[0]
-    _c.owner_tag(addr, str(tag))
+    _c.owner_tag(_count("address", addr, "msmemscope.owner_tag()"), str(tag))
 
 
 def watch(obj, name=None, size=None):
@@ -344,17 +498,25 @@ def watch(obj, name=None, size=None):
     changes them is reported by the watch analysis (and stops gdb under
     memscope.gdb). Keep obj alive and unresized while it is watched."""
     addr, n = _extent(obj, size)
+    addr = _count("address", addr, "msmemscope.watch()")
+    n = int(n)
+    if not 0 < n < _U64:
+        raise ValueError("msmemscope.watch(): size must be from 1 to 2**64 - 1, not %d" % n)
+    if addr + n > _U64:
+        raise ValueError("msmemscope.watch(): %d bytes at 0x%x go past the end of the address space (2**64)"
+                         % (n, addr))
     _c.watch_range(addr, n, None if name is None else str(name))
 
 
 _U64 = 1 << 64
 
 
-def _count(what, value):
-    """value as an int from 0 to 2**64 - 1, or ValueError naming what."""
+def _count(what, value, call="msmemscope"):
+    """value as an int from 0 to 2**64 - 1, or ValueError naming what
+    (and call)."""
     v = int(value)
     if not 0 <= v < _U64:
-        raise ValueError("msmemscope: %s must be from 0 to 2**64 - 1, not %d" % (what, v))
+        raise ValueError("%s: %s must be from 0 to 2**64 - 1, not %d" % (call, what, v))
     return v
 
 
@@ -442,7 +604,9 @@ class _Tracer:
     python_trace_{TID}_{timestamp}.csv (FuncInfo, StartTime(ns),
     EndTime(ns), Thread Id, Process Id; times in the clock of the log's
     event times) into the run folder, or the current folder without the
-    recorder, and returns its path."""
+    recorder, and returns its path; python_trace_{TID}_{timestamp}_2.csv
+    (_3, ...) when a file has that name already (an earlier session in
+    the same second)."""
 
     def start(self):
         _c.tracer_start()
