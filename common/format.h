@@ -445,7 +445,8 @@ enum mms_reach_region {
 	MMS_RGN_SP = 1u << 1,    /* the exiting thread's stack, from its stack pointer */
 	MMS_RGN_STACK = 1u << 2, /* the first thread's stack ([stack]) */
 	MMS_RGN_HEAP = 1u << 3,  /* malloc's: the heap ([heap], grown by brk) */
-	MMS_RGN_ARENA = 1u << 4, /* malloc's: one of glibc's other arenas' heaps */
+	MMS_RGN_ARENA = 1u << 4, /* malloc's: one of glibc's other arenas' heaps; with
+	                            MMS_RGN_FILE, the main arena's state in libc's data */
 };
 
 /* META "reach" (version 12), written after the scan's records: u status,

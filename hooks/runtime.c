@@ -232,6 +232,12 @@ static long threads_left(void)
 
 static void late_exit(void *arg)
 {
+	/* The scan reads the stack from this frame up: below it are the
+	 * recorder's frames and the dead ones of freeres, whose leftovers
+	 * (glibc's top chunk, which the stdout buffer freed into, begins in
+	 * the last bytes of a leaked block) would read as the program's
+	 * pointers. */
+	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
 	long threads;
 	struct mms_thread *t;
 	uint8_t buf[32], val[16], *p, *v;
@@ -260,7 +266,7 @@ static void late_exit(void *arg)
 			p = mms_put_s(p, val, (size_t)(v - val));
 			mms__write_meta(t, MMS_TAG_META, buf, (size_t)(p - buf));
 			note_std_buffers(t);
-			mms__reach_scan(t, others);
+			mms__reach_scan(t, others, sp);
 		}
 		mms__tls_busy = 0;
 		return;
@@ -292,12 +298,12 @@ static void late_exit(void *arg)
 		libc_freeres();
 	mms__tls_busy = 2;
 	/* What the program left, after the runtimes freed theirs. */
-	mms__reach_scan(t, 0);
+	mms__reach_scan(t, 0, sp);
 	mms__log_finish(); /* trims the file again */
 	mms__tls_busy = 0;
 }
 
-void mms__reach_at_exit(void)
+void mms__reach_at_exit(uintptr_t sp)
 {
 	struct mms_thread *t;
 	long others;
@@ -313,7 +319,7 @@ void mms__reach_at_exit(void)
 	t = mms__thread();
 	others = threads_left() - 1;
 	if (t) {
-		mms__reach_scan(t, others > 0 ? others : 0);
+		mms__reach_scan(t, others > 0 ? others : 0, sp);
 		mms__log_finish(); /* trims the file again */
 	}
 	mms__tls_busy = 0;
