@@ -50,6 +50,9 @@ const char *log_freeres_why(const mms_log_info_t *in, char *buf, size_t cap)
 		else
 			snprintf(buf, cap, "other threads were still running at exit");
 		break;
+	case MMS_FREERES_SKIP_EXIT:
+		snprintf(buf, cap, "the process left with _exit, which runs no exit handler");
+		break;
 	case MMS_FREERES_SKIP_UNCOUNTED:
 		snprintf(buf, cap,
 			 "the recorder could not count the threads at exit (no file descriptor free, no /proc, "

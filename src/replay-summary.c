@@ -298,6 +298,7 @@ static void print_json(const mms_log_t *log, const mms_log_info_t *in, const mms
 		printf(",\"freeres_skipped\":\"%s\",\"freeres_threads\":%" PRIu64,
 		       in->freeres_skipped == MMS_FREERES_SKIP_OFF       ? "off"
 		       : in->freeres_skipped == MMS_FREERES_SKIP_THREADS ? "threads"
+		       : in->freeres_skipped == MMS_FREERES_SKIP_EXIT    ? "_exit"
 									 : "uncounted",
 		       in->freeres_threads);
 	printf(",\"reach_scan\":\"%s\",\"reach_pointers\":%" PRIu64 ",\"reach_bytes_read\":%" PRIu64
