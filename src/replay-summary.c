@@ -177,7 +177,7 @@ static void print_text(const char *path, const mms_log_t *log, const mms_log_inf
 	} else if (in->freeres_skipped) {
 		char why[160];
 
-		printf("%-20s did not run: %s\n", "freeres", log_freeres_why(in, why, sizeof(why)));
+		printf("%-20s did not run: %s\n", "freeres", log_freeres_why(in, 0, why, sizeof(why)));
 	}
 	printf("%-20s %" PRIu64 "%s\n", "threads", s->threads, log_threads_note(in));
 	printf("%-20s %" PRIu64 "%s\n", "steps", s->steps, in->steps_inferred ? STEPS_INFERRED_NOTE : "");

@@ -127,6 +127,19 @@ if command -v "$cc" >/dev/null 2>&1; then
 	grep -q "^      runtimes'     1 block, 4.0 KiB (4096 bytes)   kept by the runtimes" uexit.err ||
 		fail "the launcher's summary does not count stdout's buffer the runtimes' after _exit: $(sed -n '/heap/,/threads/p' uexit.err)"
 fi
+# A process killed by a signal never reaches exit: the reports say so, not
+# the causes a process that exits has (before: "another thread was still
+# running, the process left with _exit, or --no-freeres", none of which
+# happened); the launcher, which saw the signal, names it.
+rc=0
+"$MMS_LAUNCHER" --output=runs -- "$MMS_PROGS/runtimes" abort >abort.out 2>abort.err || rc=$?
+expect_eq "runtimes abort: the launcher's status" "$rc" 134
+grep -q "freeres, which free these at the end of exit, did not run: the process was killed by signal 6 (SIGABRT) before it could exit)" \
+	abort.err || fail "the launcher's report does not say the process died of SIGABRT: $(sed -n '/======/,$p' abort.err)"
+"$MMS_REPLAY" "$(launched_log abort.err)" --analysis leaks >abort.leaks 2>&1 || fail "leaks on the abort log exited $?"
+grep -q "freeres, which free these at the end of exit, did not run: the process did not reach exit (killed by a signal, or still running))" \
+	abort.leaks || fail "the leaks report does not say the process did not reach exit: $(cat abort.leaks)"
+
 # CPython does not free all its state at exit, by design: in a python3
 # process, what the interpreter allocated and still holds at exit is its
 # own; a block that native code under it leaked (here through ctypes) is
