@@ -390,7 +390,7 @@ static inline uint32_t mms_pyframe_line(uint64_t ip)
  *    (as valgrind does at exit); the frees stamped from here on are theirs.
  *  - "runtime_live": (u enum mms_runtime_kind, u address) pairs: blocks
  *    live at exit that a runtime keeps by design (when freeres could not
- *    run: the buffers of stdin, stdout and stderr).
+ *    run, in exit or _exit: the buffers of stdin, stdout and stderr).
  *  - "freeres_skipped": u enum mms_freeres_why, u how many other threads
  *    ran (MMS_FREERES_THREADS; else 0): why freeres did not run at the end
  *    of exit (none of the two keys: the process did not end through exit,
@@ -436,6 +436,9 @@ enum mms_freeres_why {
 	MMS_FREERES_THREADS = 2,   /* other threads were still running */
 	MMS_FREERES_UNCOUNTED = 3, /* the threads could not be counted (no
 	                              descriptor free for /proc, no /proc) */
+	MMS_FREERES_EXIT = 4,      /* the process left with _exit, which runs no exit
+	                              handler (from the recorder of 2026-12 on: an
+	                              older reader ignores it) */
 };
 
 /* What a REACH_REGIONS range is (bits; none: anonymous memory). */
@@ -445,7 +448,8 @@ enum mms_reach_region {
 	MMS_RGN_SP = 1u << 1,    /* the exiting thread's stack, from its stack pointer */
 	MMS_RGN_STACK = 1u << 2, /* the first thread's stack ([stack]) */
 	MMS_RGN_HEAP = 1u << 3,  /* malloc's: the heap ([heap], grown by brk) */
-	MMS_RGN_ARENA = 1u << 4, /* malloc's: one of glibc's other arenas' heaps */
+	MMS_RGN_ARENA = 1u << 4, /* malloc's: one of glibc's other arenas' heaps; with
+	                            MMS_RGN_FILE, the main arena's state in libc's data */
 };
 
 /* META "reach" (version 12), written after the scan's records: u status,

@@ -844,12 +844,15 @@ int mms__proc_lines(const char *path, int (*fn)(char *line, void *ctx), void *ct
 /* reach.c: at the end of exit, the process's writable memory scanned for
  * words that point into its anonymous memory, written to the log
  * (REACH_REGIONS, REACH_REFS, META "reach"), unless reach=0. t is the
- * exiting thread's state, others the threads still running. */
-void mms__reach_scan(struct mms_thread *t, long others) MMS_HIDDEN;
+ * exiting thread's state, others the threads still running, sp the frame
+ * of the recorder's function the program (or exit) called: the exiting
+ * thread's stack is read from there up, the recorder's own frames below
+ * it (and the dead ones of freeres they overlay) left out. */
+void mms__reach_scan(struct mms_thread *t, long others, uintptr_t sp) MMS_HIDDEN;
 /* runtime.c: the scan for a process that leaves with _exit (a shell; not
  * a fork child, whose memory is mostly its parent's): no freeres runs,
- * the memory is as the program left it. */
-void mms__reach_at_exit(void) MMS_HIDDEN;
+ * the memory is as the program left it; sp as mms__reach_scan's. */
+void mms__reach_at_exit(uintptr_t sp) MMS_HIDDEN;
 /* What a line of /proc/self/maps (its head, as mms__proc_lines gives it)
  * maps, for its private writable mappings: anonymous memory (nameless,
  * or named by prctl), a file's (a program's or library's data and .bss),

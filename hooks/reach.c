@@ -9,8 +9,8 @@
  * the graph over the blocks live at the end (replay/core/reach.c).
  *
  * What is read: every private writable mapping (modules' data and .bss,
- * the heap, anonymous memory, the exiting thread's stack from its stack
- * pointer up, another thread's from its stack pointer too where the
+ * the heap, anonymous memory, the exiting thread's stack from the
+ * recorder's outermost frame up, another thread's from its stack pointer too where the
  * kernel tells it (peer_dead()), else whole), but the
  * recorder's own (its module's writable segments, its arena, the log),
  * and of those only the pages present or swapped out (the pagemap says;
@@ -25,8 +25,9 @@
  * where both that word and the block's first are vtable pointers
  * (valgrind's "multipleinheritance" heuristic: a pointer to an object's
  * second base class). [heap] and glibc's
- * other arenas are marked malloc's, for the reader to leave their freed
- * chunks out. META "reach" ends the scan: its status
+ * other arenas, and the main arena's state in libc's data, are marked
+ * malloc's, for the reader to leave their freed chunks and bookkeeping
+ * out. META "reach" ends the scan: its status
  * and counts, by which a reader knows it read every record. */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -225,7 +226,7 @@ static void add_anon(struct scan *s, uintptr_t lo, uintptr_t hi)
 }
 
 /* --- other threads' stacks --------------------------------------------------
- * The scan reads the exiting thread's stack from its stack pointer up:
+ * The scan reads the exiting thread's stack from the recorder's frame up:
  * what lies below is dead frames, which keep the addresses of blocks the
  * program has let go (valgrind reads every thread's from its stack
  * pointer). Another thread's stack pointer is in /proc/self/task/TID/
@@ -408,7 +409,7 @@ static int maps_step(char *line, void *ctx)
 
 	if (kind == MMS_MAPS_OTHER || hi <= lo)
 		return 0;
-	/* The exiting thread's stack: from its stack pointer (what lies
+	/* The exiting thread's stack: from the recorder's frame (what lies
 	 * below is dead frames); another's that is off its CPU, from a
 	 * little below its pointer. */
 	if (s->sp >= lo && s->sp < hi) {
@@ -514,6 +515,145 @@ static int is_vtable(struct scan *s, uintptr_t v)
 	s->vt_key[slot] = v;
 	s->vt_is[slot] = (uint8_t)is;
 	return is;
+}
+
+/* --- glibc's main arena ------------------------------------------------------
+ * The first arena's state (struct malloc_state) is a variable of libc's
+ * .data, not in a heap: its top and last remainder point to chunk headers,
+ * its fast bins and bins to free chunks' headers, and a chunk's header
+ * lies in the last 8 bytes of the block before it when that block fills
+ * its chunk. Read as a root, the word made such a block, leaked, possibly
+ * leaked (a 100-byte block before the stdout buffer that freeres freed
+ * into the top chunk). libc has no symbol for it, but its layout has been
+ * the same since glibc 2.26 around the top pointer: 10 fast bins before
+ * it; after it, the last remainder, 127 bins of two pointers, each empty
+ * one pointing to itself (16 bytes before its own place), a bitmap of 16
+ * bytes and five words. The top pointer is told by the chunk it points
+ * to, which ends where the memory it is in ends (glibc grows and trims
+ * the heap at its top). The range is marked malloc's, as the other
+ * arenas' heaps are. */
+#define ARENA_BEFORE_TOP (10 * 8)
+#define ARENA_BINS 127
+#define ARENA_AFTER_TOP (2 * 8 + ARENA_BINS * 16 + 16 + 5 * 8)
+
+struct arena_find {
+	struct scan *s;
+	uintptr_t malloc_at; /* an address of malloc's code */
+	uintptr_t lo;        /* the arena's state, [lo, lo + ARENA_BEFORE_TOP + ARENA_AFTER_TOP); 0: not found */
+};
+
+/* Whether the words w, read at address at, begin with the top pointer of
+ * an arena (n of them at least ARENA_AFTER_TOP / 8), the module's data
+ * being [dlo, dhi). */
+static int arena_top_at(struct scan *s, const uintptr_t *w, uintptr_t at, uintptr_t dlo, uintptr_t dhi)
+{
+	const struct range *r;
+	uintptr_t size;
+	size_t empty = 0;
+
+	if (!w[0] || (w[0] & 15) || w[1] - dlo < dhi - dlo)
+		return 0;
+	for (size_t k = 0; k < ARENA_BINS; k++) {
+		uintptr_t self = at + 16 + 16 * k - 16, fd = w[2 + 2 * k], bk = w[3 + 2 * k];
+
+		if (fd == self && bk == self)
+			empty++;
+		else if (!fd || !bk || fd - dlo < dhi - dlo || bk - dlo < dhi - dlo)
+			return 0; /* a bin with free chunks points to them, in a heap */
+	}
+	/* Most bins are empty; the top chunk ends with its memory. */
+	if (empty < 8 || !(r = pointee(s, w[0])) || peek(w[0] + 8, &size, sizeof size))
+		return 0;
+	size &= ~(uintptr_t)7;
+	return size >= 32 && w[0] + size > w[0] && ((w[0] + size + s->page - 1) & ~(s->page - 1)) == r->hi;
+}
+
+/* Looks for the main arena in the writable segments of the module whose
+ * code holds malloc. */
+static int arena_module(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	struct arena_find *a = ctx;
+	struct scan *s = a->s;
+	size_t cap = BUF_PAGES * s->page / sizeof(uintptr_t), need = (ARENA_AFTER_TOP + 7) / 8;
+	int ours = 0;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum && !ours; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		ours = ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && a->malloc_at - lo < ph->p_memsz;
+	}
+	if (!ours)
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum && !a->lo; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t dlo = (info->dlpi_addr + ph->p_vaddr) & ~(uintptr_t)7,
+			  dhi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_W))
+			continue;
+		/* In windows of the buffer, each overlapping the last by an
+		 * arena's state. */
+		for (uintptr_t at = dlo; at < dhi && !a->lo; at += (cap - need) * 8) {
+			size_t n = (size_t)(dhi - at) / 8 < cap ? (size_t)(dhi - at) / 8 : cap;
+			const uintptr_t *w = (const uintptr_t *)s->buf;
+
+			if (n < need || peek(at, s->buf, n * 8))
+				break;
+			for (size_t j = 0; j + need <= n; j++)
+				if (at + j * 8 - dlo >= ARENA_BEFORE_TOP &&
+				    arena_top_at(s, w + j, at + j * 8, dlo, dhi)) {
+					a->lo = at + j * 8 - ARENA_BEFORE_TOP;
+					break;
+				}
+			if (n < cap)
+				break;
+		}
+	}
+	return 1;
+}
+
+/* Marks [lo, hi) of the ranges read as malloc's (MMS_RGN_ARENA), each
+ * range it meets split there. */
+static void mark_malloc(struct scan *s, uintptr_t lo, uintptr_t hi)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		struct range r = s->r[i];
+		struct range part[3] = { { r.lo, lo, r.flags },
+					 { lo, hi, r.flags | MMS_RGN_ARENA },
+					 { hi, r.hi, r.flags } };
+		size_t k = 0;
+
+		if (r.hi <= lo || hi <= r.lo)
+			continue;
+		if (part[1].lo < r.lo)
+			part[1].lo = r.lo;
+		if (part[1].hi > r.hi)
+			part[1].hi = r.hi;
+		for (size_t j = 0; j < 3; j++)
+			k += part[j].lo < part[j].hi;
+		if (s->n + k - 1 > MAX_RANGES)
+			return;
+		memmove(&s->r[i + k], &s->r[i + 1], (s->n - i - 1) * sizeof(*s->r));
+		s->n += k - 1;
+		for (size_t j = 0; j < 3; j++)
+			if (part[j].lo < part[j].hi)
+				s->r[i++] = part[j];
+		i--;
+	}
+}
+
+/* Finds glibc's main arena and marks it malloc's. */
+static void mark_main_arena(struct scan *s)
+{
+	struct arena_find a = { s, (uintptr_t)mms__real.malloc, 0 };
+
+	if (!a.malloc_at)
+		return;
+	dl_iterate_phdr(arena_module, &a);
+	if (a.lo)
+		mark_malloc(s, a.lo, a.lo + ARENA_BEFORE_TOP + ARENA_AFTER_TOP);
 }
 
 /* --- the threads still running ------------------------------------------------ */
@@ -732,7 +872,7 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-void mms__reach_scan(struct mms_thread *t, long others)
+void mms__reach_scan(struct mms_thread *t, long others, uintptr_t sp)
 {
 	static struct scan scan; /* one exit per process: in .bss, left out of the scan */
 	static int scanned;      /* once: a destructor may call _exit after exit's scan */
@@ -756,7 +896,7 @@ void mms__reach_scan(struct mms_thread *t, long others)
 	}
 	s->t = t;
 	s->page = (uintptr_t)sysconf(_SC_PAGESIZE);
-	s->sp = (uintptr_t)&here;
+	s->sp = sp ? sp : (uintptr_t)&here;
 	s->r = mms__arena_alloc(MAX_RANGES * sizeof(*s->r), 16);
 	s->buf = mms__arena_alloc(BUF_PAGES * s->page, 16);
 	s->f = mms__arena_alloc(MAX_FILES * sizeof(*s->f), 16);
@@ -797,6 +937,8 @@ void mms__reach_scan(struct mms_thread *t, long others)
 		s->fmin = s->span_lo[0];
 		s->fmax = s->span_hi[s->nspans - 1];
 	}
+	/* glibc's own bookkeeping, no root of the program's. */
+	mark_main_arena(s);
 	/* Before the first read, and the running threads' last addresses:
 	 * a block another thread still running makes from here on may be
 	 * pointed to only from memory read before it existed, and its stamp

@@ -205,6 +205,19 @@ static void note_std_buffers(struct mms_thread *t)
 	mms__write_meta(t, MMS_TAG_META, buf, (size_t)(p - buf));
 }
 
+/* META "freeres_skipped": why freeres did not run (enum mms_freeres_why),
+ * and how many other threads ran. */
+static void note_freeres_skipped(struct mms_thread *t, unsigned why, uint64_t others)
+{
+	uint8_t buf[32], val[16], *p, *v;
+
+	v = mms_put_u(val, why);
+	v = mms_put_u(v, others);
+	p = mms_put_s(buf, "freeres_skipped", 15);
+	p = mms_put_s(p, val, (size_t)(v - val));
+	mms__write_meta(t, MMS_TAG_META, buf, (size_t)(p - buf));
+}
+
 /* Whether the process's own exit may do its end-of-exit work here: not a
  * vfork child (it shares our memory and log: its exit is not ours), not
  * inside a hook (a signal handler's exit), not sandboxed. */
@@ -232,6 +245,12 @@ static long threads_left(void)
 
 static void late_exit(void *arg)
 {
+	/* The scan reads the stack from this frame up: below it are the
+	 * recorder's frames and the dead ones of freeres, whose leftovers
+	 * (glibc's top chunk, which the stdout buffer freed into, begins in
+	 * the last bytes of a leaked block) would read as the program's
+	 * pointers. */
+	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
 	long threads;
 	struct mms_thread *t;
 	uint8_t buf[32], val[16], *p, *v;
@@ -254,13 +273,9 @@ static void late_exit(void *arg)
 							    : MMS_FREERES_UNCOUNTED;
 			long others = threads - 1;
 
-			v = mms_put_u(val, why);
-			v = mms_put_u(v, why == MMS_FREERES_THREADS && others > 0 ? (uint64_t)others : 0);
-			p = mms_put_s(buf, "freeres_skipped", 15);
-			p = mms_put_s(p, val, (size_t)(v - val));
-			mms__write_meta(t, MMS_TAG_META, buf, (size_t)(p - buf));
+			note_freeres_skipped(t, why, why == MMS_FREERES_THREADS && others > 0 ? (uint64_t)others : 0);
 			note_std_buffers(t);
-			mms__reach_scan(t, others);
+			mms__reach_scan(t, others, sp);
 		}
 		mms__tls_busy = 0;
 		return;
@@ -292,30 +307,40 @@ static void late_exit(void *arg)
 		libc_freeres();
 	mms__tls_busy = 2;
 	/* What the program left, after the runtimes freed theirs. */
-	mms__reach_scan(t, 0);
+	mms__reach_scan(t, 0, sp);
 	mms__log_finish(); /* trims the file again */
 	mms__tls_busy = 0;
 }
 
-void mms__reach_at_exit(void)
+void mms__reach_at_exit(uintptr_t sp)
 {
 	struct mms_thread *t;
 	long others;
 
+	if (!exit_is_ours())
+		return;
+	mms__tls_busy = 2;
+	t = mms__thread();
+	if (!t) {
+		mms__tls_busy = 0;
+		return;
+	}
+	/* No freeres in _exit: what the runtimes keep is marked, as where
+	 * exit cannot run it (the standard streams' buffers; the rest was
+	 * marked as it was allocated), and the log says why. Before, the
+	 * stdout buffer read as the program's, still reachable. */
+	note_freeres_skipped(t, MMS_FREERES_EXIT, 0);
+	note_std_buffers(t);
 	/* Not in a fork child (a shell's subshell, a server's worker): its
 	 * memory is mostly its parent's, which a read at each child's _exit
 	 * would cost as much as the parent's own (forklock's children read
 	 * up to 960 MiB each); their blocks at exit stay unscanned, as their
 	 * logs say. */
-	if (!exit_is_ours() || (mms__header->flags & MMS_FLAG_FORKED))
-		return;
-	mms__tls_busy = 2;
-	t = mms__thread();
-	others = threads_left() - 1;
-	if (t) {
-		mms__reach_scan(t, others > 0 ? others : 0);
-		mms__log_finish(); /* trims the file again */
+	if (!(mms__header->flags & MMS_FLAG_FORKED)) {
+		others = threads_left() - 1;
+		mms__reach_scan(t, others > 0 ? others : 0, sp);
 	}
+	mms__log_finish(); /* trims the file again */
 	mms__tls_busy = 0;
 }
 

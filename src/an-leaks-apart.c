@@ -88,7 +88,7 @@ void an_leaks_print_runtime(struct leaks_out *o)
 
 		fprintf(f,
 			"  (glibc's and libstdc++'s freeres, which free these at the end of exit, did not run: %s)\n",
-			log_freeres_why(&o->info, why, sizeof(why)));
+			log_freeres_why(&o->info, o->c->killed_by, why, sizeof(why)));
 	}
 	if (!o->c->o->show_runtime) {
 		fputs("  --show-runtime lists them by allocation stack.\n", f);

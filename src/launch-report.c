@@ -724,6 +724,8 @@ read:
 		log_result_free(&r);
 	}
 	print_other_logs(run, pid, name, sum.events);
+	/* Before the report: it says why freeres did not run. */
+	c->killed_by = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 	if (o->analyses) {
 		/* The report goes with the summary, on stderr: the program's
 		 * own output on stdout stays as it was. */
@@ -733,7 +735,6 @@ read:
 	}
 	if (dump && dump_done(&d, run, c))
 		ret = 1;
-	c->killed_by = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 	*errors = an_error_status(c, 0) != 0;
 	an_close(c);
 	mms_log_close(log);

@@ -2,6 +2,7 @@
 /* logwords.c: how a log ends, in the words every report of both programs
  * uses, so that no report calls leaked what a cut log only stopped
  * showing. */
+#define _GNU_SOURCE /* sigabbrev_np */
 #include "config.h"
 
 #include <inttypes.h>
@@ -37,8 +38,10 @@ char *log_exec_successor(const char *path)
 	return NULL;
 }
 
-const char *log_freeres_why(const mms_log_info_t *in, char *buf, size_t cap)
+const char *log_freeres_why(const mms_log_info_t *in, int killed_by, char *buf, size_t cap)
 {
+	const char *abbrev = killed_by ? sigabbrev_np(killed_by) : NULL;
+
 	switch (in->freeres_skipped) {
 	case MMS_FREERES_SKIP_OFF:
 		snprintf(buf, cap, "recorded with --no-freeres (freeres=0)");
@@ -50,13 +53,30 @@ const char *log_freeres_why(const mms_log_info_t *in, char *buf, size_t cap)
 		else
 			snprintf(buf, cap, "other threads were still running at exit");
 		break;
+	case MMS_FREERES_SKIP_EXIT:
+		snprintf(buf, cap, "the process left with _exit, which runs no exit handler");
+		break;
 	case MMS_FREERES_SKIP_UNCOUNTED:
 		snprintf(buf, cap,
 			 "the recorder could not count the threads at exit (no file descriptor free, no /proc, "
 			 "or one of another PID namespace)");
 		break;
 	default:
-		snprintf(buf, cap, "another thread was still running, the process left with _exit, or --no-freeres");
+		/* The recorder says why at the end of exit and in _exit: the
+		 * process that wrote nothing ended otherwise. */
+		if (in->cut)
+			snprintf(buf, cap, "recording stopped before the process ended");
+		else if (in->exec_away && !in->damaged)
+			snprintf(buf, cap, "the process replaced itself with exec");
+		else if (!in->complete && killed_by)
+			snprintf(buf, cap, "the process was killed by signal %d (SIG%s) before it could exit",
+				 killed_by, abbrev ? abbrev : "?");
+		else if (!in->complete)
+			snprintf(buf, cap, "the process did not reach exit (killed by a signal, or still running)");
+		else
+			snprintf(buf, cap,
+				 "the log does not say why (an older recorder wrote it: another thread was still "
+				 "running, the process left with _exit, or --no-freeres)");
 	}
 	return buf;
 }

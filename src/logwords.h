@@ -23,9 +23,10 @@ char *log_exec_successor(const char *path);
 char *log_cut_why(const mms_log_info_t *in);
 
 /* Why glibc's and libstdc++'s freeres did not run at the end of exit,
- * after "did not run: ": what the recorder said, or the possible causes
- * when it said nothing. Returns buf (120 bytes are enough). */
-const char *log_freeres_why(const mms_log_info_t *in, char *buf, size_t cap);
+ * after "did not run: ": what the recorder said, or how the process ended
+ * when it said nothing (killed_by: the signal the launcher saw it die of,
+ * 0 when not known). Returns buf (160 bytes are enough). */
+const char *log_freeres_why(const mms_log_info_t *in, int killed_by, char *buf, size_t cap);
 
 /* The recorder's scan of the process's memory at exit (reach_scan), in
  * words: "read 1.2 MiB in 3 ms, 4521 pointers" or why it told nothing.

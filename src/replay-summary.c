@@ -177,7 +177,7 @@ static void print_text(const char *path, const mms_log_t *log, const mms_log_inf
 	} else if (in->freeres_skipped) {
 		char why[160];
 
-		printf("%-20s did not run: %s\n", "freeres", log_freeres_why(in, why, sizeof(why)));
+		printf("%-20s did not run: %s\n", "freeres", log_freeres_why(in, 0, why, sizeof(why)));
 	}
 	printf("%-20s %" PRIu64 "%s\n", "threads", s->threads, log_threads_note(in));
 	printf("%-20s %" PRIu64 "%s\n", "steps", s->steps, in->steps_inferred ? STEPS_INFERRED_NOTE : "");
@@ -298,6 +298,7 @@ static void print_json(const mms_log_t *log, const mms_log_info_t *in, const mms
 		printf(",\"freeres_skipped\":\"%s\",\"freeres_threads\":%" PRIu64,
 		       in->freeres_skipped == MMS_FREERES_SKIP_OFF       ? "off"
 		       : in->freeres_skipped == MMS_FREERES_SKIP_THREADS ? "threads"
+		       : in->freeres_skipped == MMS_FREERES_SKIP_EXIT    ? "_exit"
 									 : "uncounted",
 		       in->freeres_threads);
 	printf(",\"reach_scan\":\"%s\",\"reach_pointers\":%" PRIu64 ",\"reach_bytes_read\":%" PRIu64

@@ -369,8 +369,8 @@ typedef struct mms_log_info {
 	 * internal memory (freeres), or says why not: */
 	int freeres;              /* 1: it ran (the frees from then on are theirs) */
 	int freeres_skipped;      /* enum mms_freeres_skip; 0 when it ran or nobody said
-	                            (the process did not end through exit, or an older
-	                            recorder wrote the log) */
+	                            (the process did not end through exit or _exit,
+	                            or an older recorder wrote the log) */
 	uint64_t freeres_threads; /* MMS_FREERES_SKIP_THREADS: the other threads that ran */
 	/* The recorder's scan of the process's memory at exit, which tells
 	 * leaked blocks from still reachable ones (format 12; enum mms_reach): */
@@ -416,6 +416,8 @@ enum mms_freeres_skip {
 	MMS_FREERES_SKIP_THREADS = 2,   /* other threads were still running */
 	MMS_FREERES_SKIP_UNCOUNTED = 3, /* the recorder could not count the threads
 	                                   (no descriptor free for /proc, no /proc) */
+	MMS_FREERES_SKIP_EXIT = 4,      /* the process left with _exit (no exit handler
+	                                   runs) */
 };
 
 /* Why mms_log_open_ex() failed on a file that is not a readable log. */

@@ -608,7 +608,8 @@ static int build_runs(mms_log_t *log)
 
 _Static_assert((int)MMS_FREERES_SKIP_OFF == (int)MMS_FREERES_OFF &&
 		       (int)MMS_FREERES_SKIP_THREADS == (int)MMS_FREERES_THREADS &&
-		       (int)MMS_FREERES_SKIP_UNCOUNTED == (int)MMS_FREERES_UNCOUNTED,
+		       (int)MMS_FREERES_SKIP_UNCOUNTED == (int)MMS_FREERES_UNCOUNTED &&
+		       (int)MMS_FREERES_SKIP_EXIT == (int)MMS_FREERES_EXIT,
 	       "the public reasons freeres did not run are the format's");
 
 _Static_assert((int)MMS_STEP_MARKED == (int)MMS_STEP_BY_PROGRAM &&
@@ -650,7 +651,7 @@ static void fill_info(mms_log_t *log)
 			p = (const uint8_t *)v;
 			end = p + len;
 			if (!mms_get_u(&p, end, &why) && !mms_get_u(&p, end, &others) && why >= MMS_FREERES_OFF &&
-			    why <= MMS_FREERES_UNCOUNTED) {
+			    why <= MMS_FREERES_EXIT) {
 				in->freeres_skipped = (int)why;
 				in->freeres_threads = others;
 			}

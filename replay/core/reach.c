@@ -77,6 +77,7 @@ struct graph {
 	uint8_t *first_ptr; /* by node: its first word is a pointer the scan listed */
 	uint64_t *vt;       /* the places of vtable pointers, ascending */
 	size_t nvt, vt_cap;
+	int arena_known; /* the scan marked glibc's main arena, in libc's data */
 };
 
 /* What an edge points at in its block. */
@@ -254,6 +255,8 @@ static int add_regions(struct graph *g, const uint8_t *p, const uint8_t *end)
 		if (mms__grow(&g->rgn, &g->rgn_cap, g->nrgn, sizeof(*g->rgn)))
 			return -ENOMEM;
 		g->rgn[g->nrgn++] = (struct region){ lo, lo + len, (unsigned)flags };
+		if ((flags & (MMS_RGN_FILE | MMS_RGN_ARENA)) == (MMS_RGN_FILE | MMS_RGN_ARENA))
+			g->arena_known = 1;
 	}
 	return 0;
 }
@@ -341,9 +344,11 @@ static int add_refs(struct graph *g, const uint8_t *p, const uint8_t *end)
 			/* glibc's main arena, in libc's data, points to chunk
 			 * headers: its top chunk's, its free chunks'. A header
 			 * follows a block's chunk, and lies in its last 8 bytes
-			 * when the block fills its chunk: no pointer of the
-			 * program's. */
-			if ((flags & MMS_RGN_FILE) && off == glibc_chunk(g->nodes[to].size) - 16)
+			 * when the block fills its chunk. A recorder that found
+			 * the arena marked it malloc's (above); for one that did
+			 * not, such a word of a module's data is no pointer of
+			 * the program's. */
+			if (!g->arena_known && (flags & MMS_RGN_FILE) && off == glibc_chunk(g->nodes[to].size) - 16)
 				continue;
 		}
 		if (mms__grow(&g->edges, &g->edges_cap, g->nedges, sizeof(*g->edges)))

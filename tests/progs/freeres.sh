@@ -100,6 +100,46 @@ record $PWD/quick.mms "$MMS_PROGS/runtimes" quick >quick.out || fail "runtimes q
 cmp -s quick.native quick.out || fail "runtimes quick printed something else under the recorder"
 summarize quick.mms
 expect_key quick.mms.json complete true
+# What the runtimes keep is marked as where exit cannot run freeres, the
+# stdout buffer too (before, it read as the program's, still reachable),
+# and the log says why freeres did not run: the program's only block is
+# its vector of std::threads, which main still holds (64 bytes).
+expect_key quick.mms.json freeres_skipped '"_exit"'
+expect_key quick.mms.json runtime.stdio.blocks 1
+expect_key quick.mms.json runtime.cxx.bytes 72704
+"$MMS_REPLAY" quick.mms --analysis leaks >quick.leaks || fail "leaks on quick.mms exited $?"
+grep -q "freeres, which free these at the end of exit, did not run: the process left with _exit, which runs no exit handler" \
+	quick.leaks || fail "the leaks report does not say freeres did not run for _exit: $(cat quick.leaks)"
+"$MMS_REPLAY" quick.mms --analysis leaks --json >quick.leaks.json || fail "leaks --json on quick.mms exited $?"
+expect_eq "quick: the program's blocks live at exit" "$(kept_at_exit quick.leaks.json)" 1
+expect_eq "quick: the program's bytes live at exit" "$(kept_at_exit quick.leaks.json bytes)" 64
+# A C program that prints, then leaves with _exit, keeps nothing of its
+# own: a check for reachable blocks passes (it failed on glibc's buffer).
+cc=${CC:-cc}
+if command -v "$cc" >/dev/null 2>&1; then
+	printf '#include <stdio.h>\n#include <unistd.h>\nint main(void) { printf("hello\\n"); fflush(stdout); _exit(0); }\n' >uexit.c
+	"$cc" -o uexit uexit.c || fail "cannot build uexit.c with $cc"
+	rc=0
+	"$MMS_LAUNCHER" --error-exitcode=7 --errors-for-leak-kinds=reachable --output=runs -- ./uexit \
+		>uexit.out 2>uexit.err || rc=$?
+	expect_eq "uexit's output" "$(cat uexit.out)" hello
+	expect_eq "uexit: --error-exitcode=7 --errors-for-leak-kinds=reachable's status" "$rc" 0
+	grep -q "^      runtimes'     1 block, 4.0 KiB (4096 bytes)   kept by the runtimes" uexit.err ||
+		fail "the launcher's summary does not count stdout's buffer the runtimes' after _exit: $(sed -n '/heap/,/threads/p' uexit.err)"
+fi
+# A process killed by a signal never reaches exit: the reports say so, not
+# the causes a process that exits has (before: "another thread was still
+# running, the process left with _exit, or --no-freeres", none of which
+# happened); the launcher, which saw the signal, names it.
+rc=0
+"$MMS_LAUNCHER" --output=runs -- "$MMS_PROGS/runtimes" abort >abort.out 2>abort.err || rc=$?
+expect_eq "runtimes abort: the launcher's status" "$rc" 134
+grep -q "freeres, which free these at the end of exit, did not run: the process was killed by signal 6 (SIGABRT) before it could exit)" \
+	abort.err || fail "the launcher's report does not say the process died of SIGABRT: $(sed -n '/======/,$p' abort.err)"
+"$MMS_REPLAY" "$(launched_log abort.err)" --analysis leaks >abort.leaks 2>&1 || fail "leaks on the abort log exited $?"
+grep -q "freeres, which free these at the end of exit, did not run: the process did not reach exit (killed by a signal, or still running))" \
+	abort.leaks || fail "the leaks report does not say the process did not reach exit: $(cat abort.leaks)"
+
 # CPython does not free all its state at exit, by design: in a python3
 # process, what the interpreter allocated and still holds at exit is its
 # own; a block that native code under it leaked (here through ctypes) is

@@ -21,7 +21,10 @@
  *                                   1032 (only a pointer 8 bytes in, where
  *                                   its first word is a pointer: no count
  *                                   nor length there, as in a list node or
- *                                   LLVM's operand list)
+ *                                   LLVM's operand list), 1041 (only a
+ *                                   global pointing to its last word, where
+ *                                   the next chunk's header begins, as
+ *                                   glibc's main arena points to its top)
  *   reachable:                      2001 (a global), 2002 (pointed to by 2001),
  *                                   2003 (thread-local storage), 2004 (a page
  *                                   the program mapped itself), 2005 (a pointer
@@ -42,6 +45,10 @@
  *                                   threads"),
  *                                   300002 (a large block, from a global)
  *
+ * "reach stdio" leaks 100 bytes alone, then prints "done" through stdout,
+ * whose buffer, made after it, freeres frees into the top chunk: glibc's
+ * main arena then points into its last bytes, and so did a word of the
+ * dead frames of freeres that the scan's frames did not overwrite.
  * "reach threads" also leaves two threads running at exit (freeres does
  * not run then), one with 2009 in its registers; "reach limit" keeps 17
  * Mi pointers, more than the scan writes; "reach busy" exits while two
@@ -54,6 +61,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -70,6 +78,7 @@ static void *volatile global_ptr;
 static void *volatile dropped;
 static void *volatile thread_kept;
 static char *volatile interior;
+static char *volatile last_word;
 static void *volatile plus8;
 static void *volatile second_base;
 static void *volatile past_link;
@@ -261,6 +270,10 @@ __attribute__((noinline)) static int work(int threads)
 	 * a node whose first is a pointer into the heap (to 2001's block,
 	 * made below; valgrind reads it: neither a count nor a length). */
 	past_link = (char *)make(1032) + 8;
+	/* And one to its last word, where the header of the chunk after its
+	 * own begins (1041 fills its chunk of 1056 bytes): a pointer of the
+	 * program's, which valgrind calls possibly lost. */
+	last_word = (char *)make(1041) + 1040;
 	/* A large block, mapped by malloc, leaked and kept. */
 	global_ptr = make(300001);
 	global_ptr = NULL;
@@ -378,6 +391,13 @@ int main(int argc, char **argv)
 		if (!rc)
 			prog_say(1, "done\n");
 		return rc;
+	}
+	if (argc > 1 && !strcmp(argv[1], "stdio")) {
+		dropped = make(100);
+		dropped = NULL;
+		scrub();
+		printf("done\n");
+		return 0;
 	}
 	rc = work(argc > 1 && !strcmp(argv[1], "threads"));
 

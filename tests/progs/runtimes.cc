@@ -2,13 +2,14 @@
 // runtimes.cc: a C++ program whose heap at exit is what the C and C++
 // runtimes keep for themselves, and what it leaks on purpose.
 //
-// Usage: runtimes clean|alive|quick
+// Usage: runtimes clean|alive|quick|abort
 //   clean  iostream, stdio and 8 std::threads, all joined; frees all of
 //          its own blocks
 //   alive  the same, then leaks one 77-byte block and leaves a detached
 //          thread sleeping when main returns (so no freeres can run)
 //   quick  the same as clean, then ends with _exit (no destructor, no
 //          freeres; stdout is flushed first)
+//   abort  the same as clean, then dies of SIGABRT (stdout flushed first)
 // Prints what it did, one line.
 #include <cstdio>
 #include <cstdlib>
@@ -43,6 +44,9 @@ int main(int argc, char **argv)
 	} else if (mode == "quick") {
 		fflush(stdout);
 		_exit(0);
+	} else if (mode == "abort") {
+		fflush(stdout);
+		abort();
 	}
 	return 0;
 }
