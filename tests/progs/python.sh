@@ -91,7 +91,7 @@ grep -qx "owner_tag refused: msmemscope.owner_tag(): object has neither the buff
 	fail "owner_tag(object()) was not refused naming owner_tag(): $(cat plain.out)"
 grep -qx "config refused: True" plain.out || fail "config(colour=) was not refused: $(cat plain.out)"
 expect_eq "config()'s refusal of bad values" "$(grep '^config values refused: ' plain.out)" \
-	"config values refused: msmemscope.config(): level='7': expected op or kernel (0 or 1); device='gpu:99': expected cuda (every device) or cuda:N (N a device ordinal from 0 to 63), several separated by commas; npu and npu:N, msMemScope's spellings, are taken as cuda and cuda:N; steps='abc': expected 1 to 5 step numbers (positive integers) separated by commas; log_level='loud': expected info, warn or error"
+	"config values refused: msmemscope.config(): level='7': expected op or kernel (0 or 1); device='gpu:99': expected cuda (every device) or cuda:N (N a device ordinal from 0 to 63), several separated by commas; npu and npu:N, msMemScope's spellings, are taken as cuda and cuda:N; steps='abc': expected 1 to 5 step numbers (from 1 to 2147483647) separated by commas; log_level='loud': expected info, warn or error"
 expect_eq "watch()'s refusals of a bad range" "$(grep '^watch range refused: ' plain.out)" \
 	"watch range refused: msmemscope.watch(): size must be from 1 to 2**64 - 1, not -1
 watch range refused: msmemscope.watch(): address must be from 0 to 2**64 - 1, not -8

@@ -64,7 +64,7 @@ def _number(text, low, high):
 
 def _check_events(value):
     if value and not all(i in ("alloc", "free", "launch", "access", "traceback") for i in _items(value)):
-        return "expected a list of alloc, free, launch, access (empty: none)"
+        return "expected a list of alloc, free, launch, access (alloc and free are always recorded)"
     return None
 
 
@@ -79,7 +79,7 @@ def _check_call_stack(value):
 def _check_steps(value):
     items = _items(value)
     if not value or len(items) > 5 or not all(_number(i, 1, 2**31 - 1) for i in items):
-        return "expected 1 to 5 step numbers (positive integers) separated by commas"
+        return "expected 1 to 5 step numbers (from 1 to 2147483647) separated by commas"
     return None
 
 
